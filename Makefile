@@ -1,0 +1,62 @@
+# Tessera: every target does its own set-up, so a fresh clone needs only
+# `make demo` (run the main job) and `make test` (run the tests).
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMPS := .stamps
+PROTO_FILES := $(shell find proto -name '*.proto' | sort)
+GEN := shared/gen
+
+.PHONY: setup venv node proto certs demo up test lint bench clean
+
+setup: venv node proto
+
+venv: $(STAMPS)/venv
+node: $(STAMPS)/node
+proto: $(STAMPS)/proto
+
+# The venv gets the pinned requirements plus a .pth file that puts the repo
+# root (services/, shared/, cli/) and the generated stubs on sys.path.
+$(STAMPS)/venv: requirements.txt
+	@mkdir -p $(STAMPS)
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	@printf '%s\n%s\n' "$(CURDIR)" "$(CURDIR)/$(GEN)" > "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/tessera-dev.pth"
+	@touch $@
+
+$(STAMPS)/node: package.json package-lock.json
+	@mkdir -p $(STAMPS)
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+# Stubs are generated, never edited and not committed: proto/ is the single
+# source of truth and regenerating takes about a second.
+$(STAMPS)/proto: $(STAMPS)/venv $(PROTO_FILES)
+	@rm -rf $(GEN) && mkdir -p $(GEN)
+	$(PY) -m grpc_tools.protoc -Iproto --python_out=$(GEN) --pyi_out=$(GEN) --grpc_python_out=$(GEN) $(PROTO_FILES)
+	@find $(GEN)/tessera -type d -exec touch {}/__init__.py \;
+	@touch $@
+
+certs: setup
+	bin/tessera certs
+
+demo: setup
+	bin/tessera demo
+
+up: setup
+	bin/tessera up
+
+test: setup
+	$(PY) -m pytest
+
+lint: setup
+	npx buf lint
+	$(VENV)/bin/lint-imports
+
+bench: setup
+	$(PY) bench/run.py
+
+clean:
+	rm -rf $(VENV) node_modules $(GEN) $(STAMPS) var .pytest_cache

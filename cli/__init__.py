@@ -1,0 +1,1 @@
+"""The operator CLI (`tessera`): certificates, starting and inspecting a deployment."""

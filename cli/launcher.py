@@ -1,0 +1,189 @@
+"""Start, watch and stop a set of Tessera processes on this machine.
+
+`tessera up`, `tessera demo` and the integration tests all use this, so the
+tests exercise the same start-up path a person does. Each child is a real
+`python -m services.<name>` process with its own certificate; it announces
+readiness by writing a ready file, and is then checked over its own health
+endpoint (gRPC health over mTLS, or HTTP for web).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from shared.certs import CA_CERT_FILE, Credentials, cert_path, key_path, load_credentials
+from shared.channels import sync_channel
+from shared.config import DEFAULT_PORTS
+from shared.identity import GRPC_SERVICE_NAMES, PROCESS_NAMES
+from shared.paths import REPO_ROOT
+
+STARTUP_TIMEOUT_SECONDS = 30.0
+STOP_TIMEOUT_SECONDS = 10.0
+
+
+class StartupError(Exception):
+    """A process that did not come up; the message carries its own error line."""
+
+
+@dataclass
+class ProcessHandle:
+    name: str
+    port: int
+    log_path: Path
+    ready_file: Path
+    process: subprocess.Popen | None = None
+    pid: int | None = None
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def last_log_line(self) -> str:
+        try:
+            lines = [line for line in self.log_path.read_text(errors="replace").splitlines() if line.strip()]
+        except OSError:
+            return ""
+        return lines[-1] if lines else ""
+
+
+def free_ports(count: int) -> list[int]:
+    """Ports the OS considers free right now (held together so they differ)."""
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket()
+            sock.bind(("127.0.0.1", 0))
+            sockets.append(sock)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def cli_credentials(cert_dir: Path, principal: str = "cli") -> Credentials:
+    return load_credentials(principal, cert_dir / CA_CERT_FILE, cert_path(cert_dir, principal),
+                            key_path(cert_dir, principal))
+
+
+def check_health(handle: ProcessHandle, credentials: Credentials, timeout: float = 2.0) -> str:
+    """SERVING / NOT_SERVING / UNREACHABLE (<why>) for one process."""
+    if handle.name == "web":
+        try:
+            with urllib.request.urlopen(f"http://{handle.address}/healthz", timeout=timeout) as reply:
+                return json.loads(reply.read())["status"]
+        except (OSError, ValueError, KeyError) as exc:
+            return f"UNREACHABLE ({exc})"
+    with sync_channel(handle.address, credentials) as channel:
+        try:
+            reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=timeout)
+        except grpc.RpcError as exc:
+            return f"UNREACHABLE ({exc.code().name})"
+    return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+
+
+@dataclass
+class ServiceSet:
+    """The processes of one deployment on loopback."""
+
+    cert_dir: Path
+    run_dir: Path
+    names: tuple[str, ...] = PROCESS_NAMES
+    ephemeral_ports: bool = False
+    extra_env: dict[str, str] = field(default_factory=dict)
+    handles: dict[str, ProcessHandle] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        ports = free_ports(len(self.names)) if self.ephemeral_ports else [DEFAULT_PORTS[n] for n in self.names]
+        for name, port in zip(self.names, ports):
+            self.handles[name] = ProcessHandle(
+                name, port, self.run_dir / "logs" / f"{name}.log", self.run_dir / "ready" / f"{name}.json"
+            )
+
+    def _env(self, handle: ProcessHandle) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(self.extra_env)
+        env["TESSERA_CERT_DIR"] = str(self.cert_dir)
+        env["PYTHONUNBUFFERED"] = "1"
+        prefix = f"TESSERA_{handle.name.upper()}_"
+        env[prefix + "PORT"] = str(handle.port)
+        env[prefix + "READY_FILE"] = str(handle.ready_file)
+        # Every process learns where its peers listen.
+        for peer in self.handles.values():
+            env[f"TESSERA_{peer.name.upper()}_ADDR"] = peer.address
+        return env
+
+    def start(self, timeout: float = STARTUP_TIMEOUT_SECONDS) -> None:
+        """Start every process and wait until each is healthy; on failure stop all."""
+        credentials = cli_credentials(self.cert_dir)
+        for handle in self.handles.values():
+            handle.log_path.parent.mkdir(parents=True, exist_ok=True)
+            handle.ready_file.parent.mkdir(parents=True, exist_ok=True)
+            handle.ready_file.unlink(missing_ok=True)
+            with open(handle.log_path, "wb") as log_file:
+                handle.process = subprocess.Popen(
+                    [sys.executable, "-m", f"services.{handle.name}"],
+                    cwd=REPO_ROOT, env=self._env(handle), stdout=log_file, stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL, start_new_session=True,
+                )
+            handle.pid = handle.process.pid
+        try:
+            self._wait_ready(credentials, time.monotonic() + timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_ready(self, credentials: Credentials, deadline: float) -> None:
+        pending = dict(self.handles)
+        while pending:
+            for name, handle in list(pending.items()):
+                code = handle.process.poll()
+                if code is not None:
+                    raise StartupError(f"{name} exited with status {code}: {handle.last_log_line()}")
+                if handle.ready_file.exists() and check_health(handle, credentials) == "SERVING":
+                    del pending[name]
+            if pending and time.monotonic() > deadline:
+                raise StartupError(f"not healthy after the start-up timeout: {', '.join(pending)}")
+            if pending:
+                time.sleep(0.05)
+
+    def exited(self) -> list[ProcessHandle]:
+        return [h for h in self.handles.values() if h.process and h.process.poll() is not None]
+
+    def stop(self, timeout: float = STOP_TIMEOUT_SECONDS) -> dict[str, int | None]:
+        """SIGTERM every process, wait, SIGKILL stragglers; return exit codes."""
+        running = [h for h in self.handles.values() if h.process and h.process.poll() is None]
+        for handle in running:
+            handle.process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        for handle in running:
+            try:
+                handle.process.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                handle.process.kill()
+                handle.process.wait()
+        return {h.name: (h.process.returncode if h.process else None) for h in self.handles.values()}
+
+    def state(self) -> dict:
+        return {
+            "cert_dir": str(self.cert_dir),
+            "processes": [
+                {"name": h.name, "pid": h.pid, "address": h.address, "log": str(h.log_path)}
+                for h in self.handles.values()
+            ],
+        }
+
+
+def grpc_names(names: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(n for n in names if n in GRPC_SERVICE_NAMES)

@@ -1,0 +1,233 @@
+"""`tessera` command line: certs, up, status, demo."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import grpc
+
+from cli.launcher import ServiceSet, StartupError, check_health, cli_credentials, ProcessHandle
+from shared.certs import CA_CERT_FILE, CredentialError, cert_path, issue_deployment, key_path, load_credentials
+from shared.channels import sync_channel
+from shared.contracts import SERVICES, invoke
+from shared.errors import error_details
+from shared.identity import PRINCIPAL_NAMES
+from shared.paths import cert_dir, var_dir
+
+
+def _state_file() -> Path:
+    return var_dir() / "run" / "services.json"
+
+
+def _table(rows: list[list[str]], header: list[str]) -> str:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    line = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
+    return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])
+
+
+def certificate_problems(directory: Path) -> list[str]:
+    problems = []
+    for principal in PRINCIPAL_NAMES:
+        try:
+            load_credentials(principal, directory / CA_CERT_FILE, cert_path(directory, principal),
+                             key_path(directory, principal))
+        except CredentialError as exc:
+            problems.append(str(exc))
+    return problems
+
+
+def ensure_certs(directory: Path, force: bool = False, quiet: bool = False) -> None:
+    problems = certificate_problems(directory)
+    if not force and not problems:
+        if not quiet:
+            print(f"certificates in {directory} are valid; 'tessera certs --force' reissues them")
+        return
+    if not quiet and (directory / CA_CERT_FILE).exists() and problems and not force:
+        print(f"reissuing certificates: {problems[0]}")
+    written = issue_deployment(directory)
+    if not quiet:
+        print(f"wrote a deployment CA and {len(PRINCIPAL_NAMES)} identities to {directory} "
+              f"({len(written)} files, keys 0600)")
+
+
+def cmd_certs(args: argparse.Namespace) -> int:
+    ensure_certs(Path(args.dir) if args.dir else cert_dir(), force=args.force)
+    return 0
+
+
+def _print_set(services: ServiceSet) -> None:
+    credentials = cli_credentials(services.cert_dir)
+    rows = [[h.name, h.address, str(h.pid), check_health(h, credentials)] for h in services.handles.values()]
+    print(_table(rows, ["service", "address", "pid", "health"]))
+
+
+def _start(services: ServiceSet) -> int:
+    try:
+        services.start()
+    except StartupError as exc:
+        print(f"tessera: error: {exc}", file=sys.stderr)
+        print(f"logs: {services.run_dir / 'logs'}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    directory = cert_dir()
+    ensure_certs(directory, quiet=True)
+    services = ServiceSet(directory, var_dir() / "run", ephemeral_ports=args.ephemeral_ports)
+    if _start(services):
+        return 1
+    state = _state_file()
+    state.write_text(json.dumps(services.state(), indent=2))
+    _print_set(services)
+    print(f"\nall services up; logs in {services.run_dir / 'logs'}. Ctrl-C stops them.", flush=True)
+
+    stopping = {"signal": None}
+
+    def on_signal(signum, frame):
+        stopping["signal"] = signum
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    status = 0
+    while stopping["signal"] is None:
+        dead = services.exited()
+        if dead:
+            for handle in dead:
+                print(f"tessera: {handle.name} exited unexpectedly (status {handle.process.returncode}): "
+                      f"{handle.last_log_line()}", file=sys.stderr)
+            status = 1
+            break
+        time.sleep(0.2)
+    print("stopping all services ...", flush=True)
+    codes = services.stop()
+    state.unlink(missing_ok=True)
+    print(_table([[n, str(c)] for n, c in codes.items()], ["service", "exit status"]))
+    return status
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    state = _state_file()
+    if not state.exists():
+        print(f"tessera: no running set (no {state}); start one with 'tessera up'", file=sys.stderr)
+        return 1
+    recorded = json.loads(state.read_text())
+    credentials = cli_credentials(Path(recorded["cert_dir"]))
+    rows, healthy = [], True
+    for entry in recorded["processes"]:
+        host, port = entry["address"].rsplit(":", 1)
+        handle = ProcessHandle(entry["name"], int(port), Path(entry["log"]), Path())
+        alive = _pid_alive(entry["pid"])
+        health = check_health(handle, credentials) if alive else "NOT RUNNING"
+        version = _version(handle, credentials) if health == "SERVING" else ""
+        healthy &= health == "SERVING"
+        rows.append([entry["name"], entry["address"], str(entry["pid"]), health, version])
+    print(_table(rows, ["service", "address", "pid", "health", "version"]))
+    return 0 if healthy else 1
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _version(handle: ProcessHandle, credentials) -> str:
+    if handle.name not in SERVICES:
+        return ""
+    with sync_channel(handle.address, credentials) as channel:
+        try:
+            return invoke(channel, handle.name, "GetInfo", timeout=2).info.version
+        except grpc.RpcError as exc:
+            return f"? ({exc.code().name})"
+
+
+def _outcome(call) -> str:
+    try:
+        call()
+    except grpc.RpcError as exc:
+        details = error_details(exc)
+        reason = f" reason={details.reason}" if details.reason else ""
+        return f"{details.code.name}{reason}: {details.message}"
+    return "OK"
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Start everything, show health, one allowed and one forbidden call, stop."""
+    directory = cert_dir()
+    ensure_certs(directory)
+    services = ServiceSet(directory, var_dir() / "demo", ephemeral_ports=True)
+    print("starting services ...", flush=True)
+    if _start(services):
+        return 1
+    try:
+        _print_set(services)
+        agent = cli_credentials(directory, "agent")
+        resources = services.handles["resources"].address
+        capabilities = services.handles["capabilities"].address
+        print("\ncalls made with the agent's certificate:")
+        with sync_channel(resources, agent) as to_resources, sync_channel(capabilities, agent) as to_broker:
+            info = {}
+
+            def allowed():
+                info["reply"] = invoke(to_resources, "resources", "GetInfo")
+
+            rows = [
+                ["agent -> resources.GetInfo", "declared", _outcome(allowed)],
+                ["agent -> resources.InspectCatalog", "declared", _outcome(
+                    lambda: invoke(to_resources, "resources", "InspectCatalog"))],
+                ["agent -> capabilities.Decide", "not declared", _outcome(
+                    lambda: invoke(to_broker, "capabilities", "Decide"))],
+            ]
+        print(_table(rows, ["call", "contract", "outcome"]))
+        if "reply" in info:
+            reply = info["reply"].info
+            print(f"\nresources says: name={reply.name} identity={reply.identity} "
+                  f"contract_hash={reply.contract_hash[:12]}")
+        denied = rows[2][2].startswith("PERMISSION_DENIED reason=CALLER_NOT_ALLOWED")
+        ok = rows[0][2] == "OK" and denied
+    finally:
+        print("\nstopping services ...", flush=True)
+        codes = services.stop()
+        print(_table([[n, str(c)] for n, c in codes.items()], ["service", "exit status"]))
+    if not ok:
+        print("tessera: demo failed: the allowed call must succeed and the forbidden one be denied",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tessera", description="Operate a Tessera deployment.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    certs = sub.add_parser("certs", help="create the deployment CA and one identity per service")
+    certs.add_argument("--dir", help="output directory (default: $TESSERA_CERT_DIR or var/certs)")
+    certs.add_argument("--force", action="store_true", help="reissue even if the current ones are valid")
+    certs.set_defaults(run=cmd_certs)
+    up = sub.add_parser("up", help="start all services, wait for health, stop on Ctrl-C")
+    up.add_argument("--ephemeral-ports", action="store_true", help="let the OS pick free ports")
+    up.set_defaults(run=cmd_up)
+    status = sub.add_parser("status", help="report the set started by 'tessera up'")
+    status.set_defaults(run=cmd_status)
+    demo = sub.add_parser("demo", help="start all, show health and an allowed and a forbidden call, stop")
+    demo.set_defaults(run=cmd_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except CredentialError as exc:
+        print(f"tessera: error: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,1 @@
+"""Tessera processes, one package each; they never import each other."""

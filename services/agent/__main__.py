@@ -1,0 +1,7 @@
+"""python -m services.agent: run the agent service."""
+
+from services.agent.server import build
+from shared.runtime import serve
+
+if __name__ == "__main__":
+    serve("agent", build)

@@ -1,0 +1,1 @@
+"""Capability broker: the only holder of effect credentials."""

@@ -1,0 +1,1 @@
+"""Proposal compiler: pure, no database, no network."""

@@ -1,0 +1,1 @@
+"""HostServer: canonical state and the trusted surface stream."""

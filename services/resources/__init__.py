@@ -1,0 +1,1 @@
+"""Resource Gateway: the only holder of the read-only warehouse credential."""

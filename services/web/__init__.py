@@ -1,0 +1,1 @@
+"""Browser gateway: the person's session and transport glue. For now a status page."""

@@ -1,0 +1,120 @@
+"""The web process: an HTTP status page over the services web talks to.
+
+It holds web's own mTLS identity and checks the health of the services it
+is allowed to call (host, agent, capabilities), so the page shows what a
+browser session would really reach.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import logging
+import os
+import signal
+import socket
+import time
+
+import grpc
+import uvicorn
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse
+from starlette.routing import Route
+
+from shared import __version__
+from shared.certs import Credentials
+from shared.channels import aio_channel
+from shared.config import ServiceSettings, peer_target
+from shared.logs import log, setup_logging
+from shared.runtime import write_ready_file, fail_startup, load_process_credentials
+
+logger = logging.getLogger("tessera.web")
+UPSTREAMS = ("host", "agent", "capabilities")
+HEALTH_TIMEOUT_SECONDS = 2.0
+
+
+async def _upstream_health(name: str, credentials: Credentials) -> dict:
+    target = peer_target(name)
+    async with aio_channel(target, credentials) as channel:
+        try:
+            reply = await health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(), timeout=HEALTH_TIMEOUT_SECONDS
+            )
+            status = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+        except grpc.aio.AioRpcError as exc:
+            status = f"UNREACHABLE ({exc.code().name})"
+    return {"name": name, "address": target, "health": status}
+
+
+def create_app(settings: ServiceSettings, credentials: Credentials) -> Starlette:
+    started = time.time()
+
+    async def upstreams() -> list[dict]:
+        return list(await asyncio.gather(*(_upstream_health(n, credentials) for n in UPSTREAMS)))
+
+    async def healthz(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "SERVING"})
+
+    async def info(request: Request) -> JSONResponse:
+        return JSONResponse({
+            "name": "web", "version": __version__, "identity": credentials.identity,
+            "started_at": started, "upstreams": await upstreams(),
+        })
+
+    async def index(request: Request) -> HTMLResponse:
+        rows = "".join(
+            f"<tr><td>{html.escape(u['name'])}</td><td>{html.escape(u['address'])}</td>"
+            f"<td>{html.escape(u['health'])}</td></tr>"
+            for u in await upstreams()
+        )
+        page = (
+            "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Tessera</title></head>"
+            "<body><main><h1>Tessera</h1><p>The browser experience is not built yet. "
+            "Services this gateway reaches:</p>"
+            "<table><caption>Upstream services</caption><thead><tr><th scope='col'>service</th>"
+            "<th scope='col'>address</th><th scope='col'>health</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table></main></body></html>"
+        )
+        return HTMLResponse(page)
+
+    return Starlette(routes=[Route("/", index), Route("/healthz", healthz), Route("/info", info)])
+
+
+def main() -> None:
+    settings, credentials = load_process_credentials("web")
+    setup_logging("web", settings.log_level)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.bind((settings.listen_host, settings.port))
+    except OSError as exc:
+        fail_startup("web", f"TESSERA_WEB_PORT={settings.port}: cannot listen on "
+                            f"{settings.listen_host}:{settings.port}: {exc.strerror}")
+    sock.listen(128)
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(create_app(settings, credentials), log_config=None, access_log=False,
+                            timeout_graceful_shutdown=int(settings.grace_seconds))
+    server = uvicorn.Server(config)
+    address = f"{settings.listen_host}:{port}"
+
+    # uvicorn stops gracefully on SIGTERM/SIGINT, then re-raises the signal to
+    # the handler that was installed before it; a no-op there makes a clean
+    # stop exit 0 instead of dying by the signal.
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: None)
+
+    async def run() -> None:
+        serving = asyncio.create_task(server.serve(sockets=[sock]))
+        while not server.started and not serving.done():
+            await asyncio.sleep(0.02)
+        if server.started:
+            log(logger, logging.INFO, "serving", address=address, url=f"http://{address}/")
+            if settings.ready_file:
+                write_ready_file(settings.ready_file, {
+                    "name": "web", "pid": os.getpid(), "address": address, "port": port,
+                    "identity": credentials.identity, "url": f"http://{address}/",
+                })
+        await serving
+
+    asyncio.run(run())

@@ -1,0 +1,90 @@
+"""Caller authorization declared in the contracts.
+
+Each RPC names its allowed principals with the `(tessera.authz.v1.callers)`
+method option. `CallerTable` reads those declarations from the descriptors
+of the services a process serves; `caller_identity` takes the caller's
+SPIFFE id from the verified peer certificate (`context.auth_context()`),
+never from request metadata. Anything not declared is denied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import grpc
+from google.protobuf.descriptor import ServiceDescriptor
+
+from shared.errors import TesseraError
+from shared.identity import principal_for_enum, spiffe_id_for
+from tessera.authz.v1 import authz_pb2
+
+# The only service callable without a declaration: orchestrators and load
+# balancers must be able to probe readiness.
+EXEMPT_PREFIXES = ("/grpc.health.v1.Health/",)
+
+# Standard services we serve but whose .proto we do not own, so their callers
+# are declared here instead: reflection is an operator's debugging aid.
+EXTERNAL_CALLERS: Mapping[str, tuple[str, ...]] = {
+    "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo": ("cli",),
+    "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo": ("cli",),
+}
+
+CALLER_NOT_ALLOWED = "CALLER_NOT_ALLOWED"
+
+
+def declared_callers(method: "google.protobuf.descriptor.MethodDescriptor") -> tuple[str, ...]:  # noqa: F821
+    """Principal names declared for one RPC (empty when undeclared)."""
+    options = method.GetOptions()
+    if not options.HasExtension(authz_pb2.callers):
+        return ()
+    policy = options.Extensions[authz_pb2.callers]
+    return tuple(
+        principal_for_enum(number) for number in policy.allow if number != authz_pb2.PRINCIPAL_UNSPECIFIED
+    )
+
+
+class CallerTable:
+    """Full method name (`/pkg.Service/Method`) → allowed SPIFFE ids."""
+
+    def __init__(self, services: Iterable[ServiceDescriptor], external: Mapping[str, tuple[str, ...]] = EXTERNAL_CALLERS):
+        self._allowed: dict[str, frozenset[str]] = {}
+        for service in services:
+            for method in service.methods:
+                path = f"/{service.full_name}/{method.name}"
+                self._allowed[path] = frozenset(spiffe_id_for(p) for p in declared_callers(method))
+        for path, principals in external.items():
+            self._allowed[path] = frozenset(spiffe_id_for(p) for p in principals)
+
+    def allowed(self, method: str) -> frozenset[str]:
+        return self._allowed.get(method, frozenset())
+
+    def methods(self) -> list[str]:
+        return sorted(self._allowed)
+
+
+def caller_identity(context: grpc.aio.ServicerContext) -> str | None:
+    """The caller's SPIFFE id from its verified certificate, or None.
+
+    gRPC core sets `peer_spiffe_id` only when the certificate chain verified
+    against our CA and carries exactly one well-formed SPIFFE URI SAN.
+    """
+    auth = context.auth_context()
+    if auth.get("transport_security_type") != [b"ssl"]:
+        return None
+    values = auth.get("peer_spiffe_id")
+    if not values or len(values) != 1:
+        return None
+    return values[0].decode("ascii", "replace")
+
+
+def check_caller(table: CallerTable, method: str, context: grpc.aio.ServicerContext) -> str:
+    """Return the caller's identity if `method` declares it; raise otherwise."""
+    identity = caller_identity(context)
+    if identity is not None and identity in table.allowed(method):
+        return identity
+    raise TesseraError(
+        grpc.StatusCode.PERMISSION_DENIED,
+        CALLER_NOT_ALLOWED,
+        f"caller {identity or '(no verified identity)'} may not call {method}",
+        {"method": method, "caller": identity or ""},
+    )

@@ -1,0 +1,228 @@
+"""Deployment CA and per-principal mTLS credentials.
+
+`issue_deployment` writes a CA plus one key and certificate per principal;
+`load_credentials` reads one principal's files back and checks them before a
+process trusts them, so that a broken setup fails at startup with one line
+naming the file, instead of as a TLS handshake error much later.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from shared.identity import PRINCIPAL_NAMES, spiffe_id_for
+
+CA_CERT_FILE = "ca.pem"
+CA_KEY_FILE = "ca.key"
+# Leaf certificates are short enough to force rotation, long enough for a
+# development deployment not to expire mid-week.
+LEAF_VALIDITY = dt.timedelta(days=30)
+CA_VALIDITY = dt.timedelta(days=365)
+
+
+class CredentialError(Exception):
+    """A certificate or key that cannot be used; the message names the file."""
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """PEM bytes for one principal, ready for grpc.ssl_*_credentials."""
+
+    principal: str
+    identity: str
+    ca_pem: bytes
+    cert_pem: bytes
+    key_pem: bytes
+
+
+def cert_path(directory: Path, principal: str) -> Path:
+    return directory / f"{principal}.pem"
+
+
+def key_path(directory: Path, principal: str) -> Path:
+    return directory / f"{principal}.key"
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    """Create the file 0600 from the start: never briefly world-readable."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists():
+        path.unlink()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+
+
+def _write_public(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    path.chmod(0o644)
+
+
+def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+
+
+def _new_key() -> ec.EllipticCurvePrivateKey:
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def create_ca(common_name: str = "Tessera deployment CA") -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    key = _new_key()
+    now = dt.datetime.now(dt.timezone.utc)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + CA_VALIDITY)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=False, content_commitment=False, key_encipherment=False,
+                data_encipherment=False, key_agreement=False, key_cert_sign=True,
+                crl_sign=True, encipher_only=False, decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    return cert, key
+
+
+def issue_leaf(
+    ca_cert: x509.Certificate, ca_key: ec.EllipticCurvePrivateKey, principal: str
+) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    """One certificate per principal: its only URI SAN is its SPIFFE id.
+
+    Services also get DNS/IP SANs for loopback so clients can verify the
+    server they dial; the CLI only ever acts as a client.
+    """
+    key = _new_key()
+    now = dt.datetime.now(dt.timezone.utc)
+    identity = spiffe_id_for(principal)
+    is_server = principal != "cli"
+    sans: list[x509.GeneralName] = [x509.UniformResourceIdentifier(identity)]
+    usages = [ExtendedKeyUsageOID.CLIENT_AUTH]
+    if is_server:
+        sans += [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+        usages.insert(0, ExtendedKeyUsageOID.SERVER_AUTH)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"tessera-{principal}")]))
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + LEAF_VALIDITY)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
+        .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    return cert, key
+
+
+def issue_deployment(directory: Path, principals: tuple[str, ...] = PRINCIPAL_NAMES) -> list[Path]:
+    """Write a fresh CA and a key + certificate for every principal."""
+    ca_cert, ca_key = create_ca()
+    written = [directory / CA_CERT_FILE, directory / CA_KEY_FILE]
+    _write_public(written[0], ca_cert.public_bytes(serialization.Encoding.PEM))
+    _write_private(written[1], _key_pem(ca_key))
+    for principal in principals:
+        cert, key = issue_leaf(ca_cert, ca_key, principal)
+        _write_public(cert_path(directory, principal), cert.public_bytes(serialization.Encoding.PEM))
+        _write_private(key_path(directory, principal), _key_pem(key))
+        written += [cert_path(directory, principal), key_path(directory, principal)]
+    return written
+
+
+def _read(path: Path, what: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise CredentialError(f"{what} {path} does not exist (run 'tessera certs')") from None
+    except OSError as exc:
+        raise CredentialError(f"{what} {path} cannot be read: {exc.strerror}") from None
+
+
+def _parse_cert(data: bytes, path: Path, what: str) -> x509.Certificate:
+    try:
+        return x509.load_pem_x509_certificate(data)
+    except ValueError:
+        raise CredentialError(f"{what} {path} is not a PEM certificate") from None
+
+
+def uri_sans(cert: x509.Certificate) -> list[str]:
+    try:
+        ext = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName)
+    except x509.ExtensionNotFound:
+        return []
+    return ext.value.get_values_for_type(x509.UniformResourceIdentifier)
+
+
+def load_credentials(principal: str, ca_file: Path, cert_file: Path, key_file: Path) -> Credentials:
+    """Read and check one principal's credentials; raise CredentialError otherwise."""
+    ca_pem = _read(ca_file, "CA certificate")
+    ca_cert = _parse_cert(ca_pem, ca_file, "CA certificate")
+    cert_pem = _read(cert_file, "certificate")
+    cert = _parse_cert(cert_pem, cert_file, "certificate")
+
+    try:
+        mode = stat.S_IMODE(key_file.stat().st_mode)
+    except FileNotFoundError:
+        raise CredentialError(f"private key {key_file} does not exist (run 'tessera certs')") from None
+    if mode & 0o077:
+        raise CredentialError(
+            f"private key {key_file} has permissions {mode:04o}; it must not be readable by "
+            f"group or others (chmod 600 {key_file})"
+        )
+    key_pem = _read(key_file, "private key")
+    try:
+        key = serialization.load_pem_private_key(key_pem, password=None)
+    except (ValueError, TypeError):
+        raise CredentialError(f"private key {key_file} is not an unencrypted PEM private key") from None
+
+    try:
+        cert.verify_directly_issued_by(ca_cert)
+    except (ValueError, TypeError, InvalidSignature):
+        raise CredentialError(f"certificate {cert_file} was not issued by the CA in {ca_file}") from None
+    now = dt.datetime.now(dt.timezone.utc)
+    if not (cert.not_valid_before_utc <= now <= cert.not_valid_after_utc):
+        raise CredentialError(
+            f"certificate {cert_file} is not valid now (valid {cert.not_valid_before_utc:%Y-%m-%d} "
+            f"to {cert.not_valid_after_utc:%Y-%m-%d}); run 'tessera certs'"
+        )
+    pub = serialization.PublicFormat.SubjectPublicKeyInfo
+    if key.public_key().public_bytes(serialization.Encoding.PEM, pub) != cert.public_key().public_bytes(
+        serialization.Encoding.PEM, pub
+    ):
+        raise CredentialError(f"private key {key_file} does not match certificate {cert_file}")
+    expected = spiffe_id_for(principal)
+    if uri_sans(cert) != [expected]:
+        raise CredentialError(
+            f"certificate {cert_file} carries URI SANs {uri_sans(cert)}, expected exactly [{expected}]"
+        )
+    return Credentials(principal, expected, ca_pem, cert_pem, key_pem)

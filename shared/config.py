@@ -1,0 +1,107 @@
+"""Typed service configuration from environment variables.
+
+Every setting has a typed default; a bad value stops startup with one line
+naming the variable (`ConfigError`). Per-service settings use the prefix
+`TESSERA_<SERVICE>_`; deployment-wide ones are `TESSERA_CA_CERT`,
+`TESSERA_CERT_DIR` and `TESSERA_LOG_LEVEL`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from shared.certs import CA_CERT_FILE, cert_path, key_path
+from shared.identity import GRPC_SERVICE_NAMES, PROCESS_NAMES
+from shared.paths import cert_dir
+
+DEFAULT_PORTS = {"agent": 50051, "compiler": 50052, "resources": 50053, "capabilities": 50054, "host": 50055, "web": 8080}
+_ADDRESS = re.compile(r"^(?P<host>[A-Za-z0-9.\-]+|\[[0-9A-Fa-f:]+\]):(?P<port>\d{1,5})$")
+
+
+class ConfigError(Exception):
+    """A setting that cannot be used; the message names the variable."""
+
+
+class ServiceSettings(BaseSettings):
+    """Settings of one process; build with `load_settings(name)`."""
+
+    model_config = SettingsConfigDict(extra="ignore", frozen=True)
+
+    name: str = Field(exclude=True)
+    listen_host: str = "127.0.0.1"
+    port: int = Field(default=0, ge=0, le=65535)
+    cert: Path | None = None
+    key: Path | None = None
+    ca_cert: Path | None = Field(default=None, validation_alias=AliasChoices("TESSERA_CA_CERT"))
+    cert_dir: Path | None = Field(default=None, validation_alias=AliasChoices("TESSERA_CERT_DIR"))
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        default="INFO", validation_alias=AliasChoices("TESSERA_LOG_LEVEL")
+    )
+    # Seconds in-flight RPCs get to finish after SIGTERM.
+    grace_seconds: float = Field(default=5.0, ge=0, le=300)
+    # Written (atomically, JSON) once the process serves; launchers wait on it.
+    ready_file: Path | None = None
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper_level(cls, value: object) -> object:
+        return value.upper() if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _fill_credential_paths(self) -> "ServiceSettings":
+        directory = self.cert_dir or cert_dir()
+        object.__setattr__(self, "cert_dir", directory)
+        object.__setattr__(self, "ca_cert", self.ca_cert or directory / CA_CERT_FILE)
+        object.__setattr__(self, "cert", self.cert or cert_path(directory, self.name))
+        object.__setattr__(self, "key", self.key or key_path(directory, self.name))
+        return self
+
+    def peer_target(self, peer: str) -> str:
+        """host:port of another service, from TESSERA_<PEER>_ADDR."""
+        return peer_target(peer)
+
+
+def peer_target(peer: str) -> str:
+    variable = f"TESSERA_{peer.upper()}_ADDR"
+    value = os.environ.get(variable) or f"127.0.0.1:{DEFAULT_PORTS[peer]}"
+    match = _ADDRESS.match(value)
+    if not match or not 0 < int(match["port"]) <= 65535:
+        raise ConfigError(f"{variable}={value!r}: expected host:port, e.g. 127.0.0.1:{DEFAULT_PORTS[peer]}")
+    return value
+
+
+def _env_name(field: str, prefix: str) -> str:
+    info = ServiceSettings.model_fields[field]
+    alias = info.validation_alias
+    if isinstance(alias, AliasChoices):
+        return str(alias.choices[0])
+    return prefix + field.upper()
+
+
+def load_settings(name: str) -> ServiceSettings:
+    if name not in PROCESS_NAMES:
+        raise ConfigError(f"unknown service {name!r}; known: {', '.join(PROCESS_NAMES)}")
+    prefix = f"TESSERA_{name.upper()}_"
+
+    class _Settings(ServiceSettings):
+        model_config = SettingsConfigDict(env_prefix=prefix, extra="ignore", frozen=True)
+        port: int = Field(default=DEFAULT_PORTS[name], ge=0, le=65535)
+
+    try:
+        settings = _Settings(name=name)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = str(first["loc"][0]) if first["loc"] else "?"
+        variable = _env_name(field, prefix) if field in ServiceSettings.model_fields else field
+        value = os.environ.get(variable, first.get("input"))
+        raise ConfigError(f"{variable}={value!r}: {first['msg']}") from None
+    # Peers are resolved now so a malformed address fails at startup.
+    for peer in GRPC_SERVICE_NAMES:
+        peer_target(peer)
+    return settings

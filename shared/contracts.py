@@ -1,0 +1,82 @@
+"""The Tessera contracts as loaded descriptors: one place that lists them."""
+
+from __future__ import annotations
+
+import hashlib
+from types import ModuleType
+
+from google.protobuf import descriptor_pb2
+from google.protobuf.descriptor import FileDescriptor, ServiceDescriptor
+
+from tessera.agent.v1 import agent_pb2, agent_pb2_grpc
+from tessera.authz.v1 import authz_pb2
+from tessera.capabilities.v1 import capabilities_pb2, capabilities_pb2_grpc
+from tessera.common.v1 import common_pb2
+from tessera.compiler.v1 import compiler_pb2, compiler_pb2_grpc
+from tessera.host.v1 import host_pb2, host_pb2_grpc
+from tessera.resources.v1 import resources_pb2, resources_pb2_grpc
+
+FILE_MODULES: tuple[ModuleType, ...] = (
+    common_pb2, authz_pb2, agent_pb2, compiler_pb2, resources_pb2, capabilities_pb2, host_pb2,
+)
+
+# Process name → (service descriptor, generated grpc module, service class name).
+SERVICES: dict[str, tuple[ServiceDescriptor, ModuleType]] = {
+    "agent": (agent_pb2.DESCRIPTOR.services_by_name["AgentService"], agent_pb2_grpc),
+    "compiler": (compiler_pb2.DESCRIPTOR.services_by_name["CompilerService"], compiler_pb2_grpc),
+    "resources": (resources_pb2.DESCRIPTOR.services_by_name["ResourceGatewayService"], resources_pb2_grpc),
+    "capabilities": (capabilities_pb2.DESCRIPTOR.services_by_name["CapabilityBrokerService"], capabilities_pb2_grpc),
+    "host": (host_pb2.DESCRIPTOR.services_by_name["HostService"], host_pb2_grpc),
+}
+
+
+def file_descriptors() -> list[FileDescriptor]:
+    return [module.DESCRIPTOR for module in FILE_MODULES]
+
+
+def contract_hash() -> str:
+    """SHA-256 over the serialized descriptors, in a fixed order."""
+    digest = hashlib.sha256()
+    for descriptor in file_descriptors():
+        proto = descriptor_pb2.FileDescriptorProto()
+        descriptor.CopyToProto(proto)
+        data = proto.SerializeToString(deterministic=True)
+        digest.update(len(data).to_bytes(8, "big"))
+        digest.update(data)
+    return digest.hexdigest()
+
+
+def method_descriptor(service: str, method: str):
+    descriptor, _ = SERVICES[service]
+    try:
+        return descriptor.methods_by_name[method]
+    except KeyError:
+        known = ", ".join(m.name for m in descriptor.methods)
+        raise KeyError(f"{descriptor.full_name} has no RPC {method!r}; it has: {known}") from None
+
+
+def invoke(channel, service: str, method: str, request=None, timeout: float = 5.0):
+    """Call any contract RPC over a sync channel, by name.
+
+    Server-streaming RPCs return the first message (or None when the stream
+    ends without one); tests and the CLI use this to reach every RPC without
+    a hand-written stub per method.
+    """
+    from google.protobuf.message_factory import GetMessageClass
+
+    rpc = method_descriptor(service, method)
+    request_class = GetMessageClass(rpc.input_type)
+    response_class = GetMessageClass(rpc.output_type)
+    path = f"/{rpc.containing_service.full_name}/{rpc.name}"
+    message = request if request is not None else request_class()
+    if rpc.client_streaming:
+        raise ValueError(f"{path} is client-streaming; invoke() does not drive those")
+    if rpc.server_streaming:
+        call = channel.unary_stream(path, request_serializer=request_class.SerializeToString,
+                                    response_deserializer=response_class.FromString)(message, timeout=timeout)
+        try:
+            return next(iter(call), None)
+        finally:
+            call.cancel()
+    return channel.unary_unary(path, request_serializer=request_class.SerializeToString,
+                               response_deserializer=response_class.FromString)(message, timeout=timeout)

@@ -1,0 +1,69 @@
+"""gRPC error mapping: status code + google.rpc.ErrorInfo (domain tessera.dev).
+
+Servers raise `TesseraError`; the runtime turns it into a rich status whose
+ErrorInfo carries a stable UPPER_SNAKE reason clients can branch on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import grpc
+from google.protobuf import any_pb2
+from google.rpc import error_details_pb2, status_pb2
+from grpc_status import rpc_status
+
+DOMAIN = "tessera.dev"
+_STATUS_DETAILS_KEY = "grpc-status-details-bin"
+
+
+@dataclass
+class TesseraError(Exception):
+    code: grpc.StatusCode
+    reason: str
+    message: str
+    metadata: dict[str, str] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return f"{self.code.name} {self.reason}: {self.message}"
+
+    def to_status(self) -> grpc.Status:
+        info = error_details_pb2.ErrorInfo(reason=self.reason, domain=DOMAIN, metadata=self.metadata)
+        detail = any_pb2.Any()
+        detail.Pack(info)
+        return rpc_status.to_status(
+            status_pb2.Status(code=self.code.value[0], message=self.message, details=[detail])
+        )
+
+
+async def abort(context: grpc.aio.ServicerContext, error: TesseraError) -> None:
+    """End the RPC with `error` (raises, as context.abort does)."""
+    await context.abort_with_status(error.to_status())
+
+
+@dataclass(frozen=True)
+class ErrorDetails:
+    """What a client learns from a failed call."""
+
+    code: grpc.StatusCode
+    message: str
+    reason: str | None = None
+    domain: str | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+
+
+def error_details(error: grpc.RpcError) -> ErrorDetails:
+    """Decode code, message and ErrorInfo from a sync or aio RpcError."""
+    code = error.code()
+    message = error.details() or ""
+    trailers = error.trailing_metadata() or ()
+    for key, value in trailers:
+        if key != _STATUS_DETAILS_KEY:
+            continue
+        status = status_pb2.Status.FromString(value)
+        for detail in status.details:
+            if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+                info = error_details_pb2.ErrorInfo()
+                detail.Unpack(info)
+                return ErrorDetails(code, status.message or message, info.reason, info.domain, dict(info.metadata))
+    return ErrorDetails(code, message)

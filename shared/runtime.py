@@ -1,0 +1,386 @@
+"""The service runtime every gRPC process runs on.
+
+`start_server` builds a grpc.aio server that tests can drive (port 0 →
+returns the bound port): mTLS with client certificates required, the
+contract-declared caller check, correlation ids, error mapping, access logs,
+health that reports real readiness, and reflection. `serve` is the process
+entry point: typed config, credential checks with one-line errors, ready
+file, graceful stop on SIGTERM/SIGINT.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+import os
+import re
+import signal
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+from google.protobuf.descriptor import ServiceDescriptor
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from shared.authz import EXEMPT_PREFIXES, CallerTable, check_caller
+from shared.certs import CredentialError, Credentials, load_credentials
+from shared.config import ConfigError, ServiceSettings, load_settings
+from shared.errors import TesseraError
+from shared.identity import principal_for_spiffe
+from shared.logs import correlated, log, setup_logging
+
+logger = logging.getLogger("tessera.runtime")
+
+# A readiness probe returns None when ready or a short reason when not.
+ReadinessProbe = Callable[[], Awaitable[str | None]]
+READINESS_INTERVAL_SECONDS = 5.0
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,64}$")
+
+
+@dataclass
+class Registration:
+    """One gRPC service a process serves."""
+
+    descriptor: ServiceDescriptor
+    servicer: object
+    add_to_server: Callable[[object, grpc.aio.Server], None]
+
+
+@dataclass
+class RunningServer:
+    server: grpc.aio.Server
+    port: int
+    health: health.aio.HealthServicer
+    service_names: list[str]
+    readiness: list[ReadinessProbe] = field(default_factory=list)
+    _ready_task: asyncio.Task | None = None
+
+    async def stop(self, grace: float | None = None) -> None:
+        if self._ready_task:
+            self._ready_task.cancel()
+        await self.health.enter_graceful_shutdown()
+        await self.server.stop(grace)
+
+
+class _CallGuard(grpc.aio.ServerInterceptor):
+    """Wraps every non-health handler: caller check, correlation, errors, access log."""
+
+    def __init__(self, table: CallerTable) -> None:
+        self._table = table
+
+    async def intercept_service(self, continuation, details):
+        method = details.method
+        if method.startswith(EXEMPT_PREFIXES):
+            return await continuation(details)
+        handler = await continuation(details)
+        if handler is None:
+            # Unknown method: answer with the same denial instead of revealing
+            # which methods exist to an undeclared caller.
+            handler = grpc.unary_unary_rpc_method_handler(_unknown_method)
+        request_id = _request_id(details.invocation_metadata)
+        return _wrap(handler, method, request_id, self._table)
+
+
+async def _unknown_method(request, context):
+    raise TesseraError(grpc.StatusCode.UNIMPLEMENTED, "METHOD_UNKNOWN", "no such method")
+
+
+def _request_id(metadata) -> str:
+    for key, value in metadata or ():
+        if key == "x-request-id" and isinstance(value, str) and _REQUEST_ID.match(value):
+            return value
+    return uuid.uuid4().hex[:16]
+
+
+def _wrap(handler, method: str, request_id: str, table: CallerTable):
+    def finished(caller: str | None, code: str, started: float) -> None:
+        level = logging.WARNING if code == "PERMISSION_DENIED" else logging.INFO
+        log(logger, level, "rpc", method=method, caller=principal_for_spiffe(caller or "") or caller,
+            code=code, ms=round((time.perf_counter() - started) * 1000, 3))
+
+    async def fail(context, error: TesseraError, caller, started) -> None:
+        finished(caller, error.code.name, started)
+        await context.abort_with_status(error.to_status())
+
+    async def crash(context, caller, started) -> None:
+        logger.exception("unhandled error in %s", method)
+        await fail(context, TesseraError(grpc.StatusCode.INTERNAL, "INTERNAL",
+                                         f"internal error (request {request_id})",
+                                         {"request_id": request_id}), caller, started)
+
+    async def unary_response(inner, request, context):
+        started, caller = time.perf_counter(), None
+        with correlated(request_id=request_id):
+            try:
+                caller = check_caller(table, method, context)
+                result = inner(request, context)
+                if inspect.isawaitable(result):
+                    result = await result
+                finished(caller, "OK", started)
+                return result
+            except TesseraError as error:
+                await fail(context, error, caller, started)
+            except (grpc.aio.AbortError, asyncio.CancelledError):
+                finished(caller, context.code().name if context.code() else "CANCELLED", started)
+                raise
+            except Exception:
+                await crash(context, caller, started)
+
+    async def stream_response(inner, request, context):
+        started, caller = time.perf_counter(), None
+        with correlated(request_id=request_id):
+            try:
+                caller = check_caller(table, method, context)
+                result = inner(request, context)
+                if hasattr(result, "__aiter__"):
+                    async for item in result:
+                        yield item
+                elif inspect.isawaitable(result):
+                    await result
+                finished(caller, "OK", started)
+            except TesseraError as error:
+                await fail(context, error, caller, started)
+            except (grpc.aio.AbortError, asyncio.CancelledError):
+                finished(caller, context.code().name if context.code() else "CANCELLED", started)
+                raise
+            except Exception:
+                await crash(context, caller, started)
+
+    kinds = (
+        ("unary_unary", unary_response, grpc.unary_unary_rpc_method_handler),
+        ("stream_unary", unary_response, grpc.stream_unary_rpc_method_handler),
+        ("unary_stream", stream_response, grpc.unary_stream_rpc_method_handler),
+        ("stream_stream", stream_response, grpc.stream_stream_rpc_method_handler),
+    )
+    for attribute, wrapper, make in kinds:
+        inner = getattr(handler, attribute)
+        if inner is None:
+            continue
+        if wrapper is stream_response:
+            async def bound(request, context, _inner=inner):
+                async for item in stream_response(_inner, request, context):
+                    yield item
+        else:
+            async def bound(request, context, _inner=inner):
+                return await unary_response(_inner, request, context)
+        return make(bound, request_deserializer=handler.request_deserializer,
+                    response_serializer=handler.response_serializer)
+    raise RuntimeError(f"handler for {method} has no behaviour")
+
+
+def not_implemented_yet(servicer: object, descriptor: ServiceDescriptor, base: type) -> object:
+    """Make every RPC the servicer does not override fail precisely.
+
+    The generated base class answers a bare UNIMPLEMENTED; ours says which
+    declared RPC is missing, with a machine-readable reason.
+    """
+    for method in descriptor.methods:
+        if getattr(type(servicer), method.name) is not getattr(base, method.name):
+            continue
+        full = f"{descriptor.full_name}/{method.name}"
+
+        async def missing(request, context, _full=full):
+            raise TesseraError(grpc.StatusCode.UNIMPLEMENTED, "NOT_IMPLEMENTED",
+                               f"{_full} is declared in the contract but not implemented yet",
+                               {"method": _full})
+
+        setattr(servicer, method.name, missing)
+    return servicer
+
+
+def server_credentials(credentials: Credentials) -> grpc.ServerCredentials:
+    return grpc.ssl_server_credentials(
+        [(credentials.key_pem, credentials.cert_pem)],
+        root_certificates=credentials.ca_pem,
+        require_client_auth=True,
+    )
+
+
+async def start_server(
+    credentials: Credentials,
+    registrations: Sequence[Registration],
+    host: str = "127.0.0.1",
+    port: int = 0,
+    readiness: Sequence[ReadinessProbe] = (),
+) -> RunningServer:
+    """Build, bind and start a server; raise OSError when the port is taken."""
+    table = CallerTable(r.descriptor for r in registrations)
+    # so_reuseport=0: otherwise a second server silently shares a busy port.
+    server = grpc.aio.server(interceptors=[_CallGuard(table)], options=[("grpc.so_reuseport", 0)])
+    for registration in registrations:
+        registration.add_to_server(registration.servicer, server)
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    names = [r.descriptor.full_name for r in registrations]
+    reflection.enable_server_reflection(names + [reflection.SERVICE_NAME, "grpc.health.v1.Health"], server)
+    address = f"{host}:{port}"
+    try:
+        bound = server.add_secure_port(address, server_credentials(credentials))
+    except RuntimeError as exc:
+        raise OSError(f"cannot listen on {address}: {exc}") from None
+    if not bound:
+        raise OSError(f"cannot listen on {address}: address in use or unavailable")
+    for name in ["", *names]:
+        await health_servicer.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+    await server.start()
+    running = RunningServer(server, bound, health_servicer, names, list(readiness))
+    await _update_health(running)
+    running._ready_task = asyncio.create_task(_watch_readiness(running))
+    return running
+
+
+async def _update_health(running: RunningServer) -> list[str]:
+    problems = []
+    for probe in running.readiness:
+        try:
+            problem = await probe()
+        except Exception as exc:  # a failing probe means not ready, not a crash
+            problem = f"{getattr(probe, '__name__', 'probe')} failed: {exc}"
+        if problem:
+            problems.append(problem)
+    status = health_pb2.HealthCheckResponse.NOT_SERVING if problems else health_pb2.HealthCheckResponse.SERVING
+    for name in ["", *running.service_names]:
+        await running.health.set(name, status)
+    return problems
+
+
+async def _watch_readiness(running: RunningServer) -> None:
+    last: list[str] | None = None
+    while True:
+        problems = await _update_health(running)
+        if problems != last:
+            log(logger, logging.WARNING if problems else logging.INFO,
+                "readiness", ready=not problems, problems=problems)
+            last = problems
+        await asyncio.sleep(READINESS_INTERVAL_SECONDS)
+
+
+def certificate_validity_probe(credentials: Credentials) -> ReadinessProbe:
+    """Not ready once our own certificate has expired: peers would refuse us."""
+    from cryptography import x509
+    import datetime as dt
+
+    not_after = x509.load_pem_x509_certificate(credentials.cert_pem).not_valid_after_utc
+
+    async def certificate_valid() -> str | None:
+        if dt.datetime.now(dt.timezone.utc) >= not_after:
+            return f"certificate expired at {not_after.isoformat()}"
+        return None
+
+    return certificate_valid
+
+
+def write_ready_file(path: Path, payload: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(path.suffix + ".tmp")
+    temporary.write_text(json.dumps(payload))
+    os.replace(temporary, path)
+
+
+@dataclass(frozen=True)
+class ServiceContext:
+    """What a service's registration builder gets to work with."""
+
+    name: str
+    settings: ServiceSettings
+    credentials: Credentials
+    started_at: float
+
+
+BuildRegistrations = Callable[[ServiceContext], Sequence[Registration]]
+
+
+def fail_startup(name: str, message: str) -> "NoReturn":  # noqa: F821
+    print(f"tessera-{name}: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def load_process_credentials(name: str) -> tuple[ServiceSettings, Credentials]:
+    """Settings and checked credentials, or a one-line error and exit 2."""
+    try:
+        settings = load_settings(name)
+        credentials = load_credentials(name, settings.ca_cert, settings.cert, settings.key)
+    except (ConfigError, CredentialError) as exc:
+        fail_startup(name, str(exc))
+    return settings, credentials
+
+
+def serve(name: str, build: BuildRegistrations) -> None:
+    """Process entry point of a gRPC service (`python -m services.<name>`)."""
+    settings, credentials = load_process_credentials(name)
+    setup_logging(name, settings.log_level)
+    context = ServiceContext(name, settings, credentials, time.time())
+    try:
+        asyncio.run(_serve(context, build))
+    except OSError as exc:
+        fail_startup(name, f"TESSERA_{name.upper()}_PORT={settings.port}: {exc}")
+    except KeyboardInterrupt:
+        pass
+
+
+async def _serve(context: ServiceContext, build: BuildRegistrations) -> None:
+    settings = context.settings
+    running = await start_server(
+        context.credentials,
+        build(context),
+        host=settings.listen_host,
+        port=settings.port,
+        readiness=[certificate_validity_probe(context.credentials)],
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    address = f"{settings.listen_host}:{running.port}"
+    log(logger, logging.INFO, "serving", address=address, identity=context.credentials.identity,
+        services=running.service_names)
+    if settings.ready_file:
+        write_ready_file(settings.ready_file, {
+            "name": context.name, "pid": os.getpid(), "address": address, "port": running.port,
+            "identity": context.credentials.identity,
+        })
+    await stop.wait()
+    log(logger, logging.INFO, "stopping", grace_seconds=settings.grace_seconds)
+    await running.stop(settings.grace_seconds)
+    log(logger, logging.INFO, "stopped")
+
+
+def service_info(context: ServiceContext) -> "common_pb2.ServiceInfo":  # noqa: F821
+    """The ServiceInfo a process reports through its GetInfo RPC."""
+    from google.protobuf.timestamp_pb2 import Timestamp
+
+    from shared import __version__
+    from shared.contracts import SERVICES, contract_hash
+    from tessera.common.v1 import common_pb2
+
+    started = Timestamp()
+    started.FromSeconds(int(context.started_at))
+    return common_pb2.ServiceInfo(
+        name=context.name,
+        version=__version__,
+        identity=context.credentials.identity,
+        services=[SERVICES[context.name][0].full_name],
+        started_at=started,
+        contract_hash=contract_hash(),
+    )
+
+
+def registration_for(name: str, servicer: object) -> Registration:
+    """Register `servicer` as process `name`'s contract service.
+
+    RPCs it does not implement answer UNIMPLEMENTED / NOT_IMPLEMENTED.
+    """
+    from shared.contracts import SERVICES
+
+    descriptor, grpc_module = SERVICES[name]
+    service = descriptor.name
+    base = getattr(grpc_module, f"{service}Servicer")
+    add = getattr(grpc_module, f"add_{service}Servicer_to_server")
+    return Registration(descriptor, not_implemented_yet(servicer, descriptor, base), add)
