@@ -221,6 +221,8 @@ async def start_server(
     names = [r.descriptor.full_name for r in registrations]
     reflection.enable_server_reflection(names + [reflection.SERVICE_NAME, "grpc.health.v1.Health"], server)
     address = f"{host}:{port}"
+    if port:
+        _check_port_free(host, port)
     try:
         bound = server.add_secure_port(address, server_credentials(credentials))
     except RuntimeError as exc:
@@ -234,6 +236,18 @@ async def start_server(
     await _update_health(running)
     running._ready_task = asyncio.create_task(_watch_readiness(running))
     return running
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """Fail with the OS's own reason before gRPC core logs its bind error."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((host.strip("[]"), port))
+        except OSError as exc:
+            raise OSError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
 
 
 async def _update_health(running: RunningServer) -> list[str]:

@@ -1,0 +1,55 @@
+"""Shared fixtures: a fresh deployment CA per test session, and a running set."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cli.launcher import ServiceSet, cli_credentials
+from shared.certs import Credentials, issue_deployment
+from shared.paths import REPO_ROOT
+
+
+@pytest.fixture(scope="session")
+def cert_dir(tmp_path_factory) -> Path:
+    directory = tmp_path_factory.mktemp("certs")
+    issue_deployment(directory)
+    return directory
+
+
+@pytest.fixture(scope="session")
+def other_ca_dir(tmp_path_factory) -> Path:
+    """A second, unrelated deployment: its certificates must be refused."""
+    directory = tmp_path_factory.mktemp("other-ca")
+    issue_deployment(directory)
+    return directory
+
+
+@pytest.fixture(scope="session")
+def credentials(cert_dir):
+    def load(principal: str) -> Credentials:
+        return cli_credentials(cert_dir, principal)
+
+    return load
+
+
+@pytest.fixture(scope="session")
+def running_set(cert_dir, tmp_path_factory):
+    """Every Tessera process, started for real by the launcher `tessera up` uses."""
+    services = ServiceSet(cert_dir, tmp_path_factory.mktemp("run"), ephemeral_ports=True)
+    services.start()
+    yield services
+    codes = services.stop()
+    assert all(code == 0 for code in codes.values()), f"unclean stop: {codes}"
+
+
+def run_module(module: str, env: dict[str, str], timeout: float = 20) -> subprocess.CompletedProcess:
+    """Run `python -m <module>` from the repo root with `env` added."""
+    return subprocess.run(
+        [sys.executable, "-m", module], cwd=REPO_ROOT, env={**os.environ, **env},
+        capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+    )

@@ -1,0 +1,50 @@
+"""Declared callers never exceed the trust graph of ARCHITECTURE.md §2.
+
+The table below is §2's "is called by" column plus the operator CLI, plus
+capabilities → host for receipt events (§2 "calls": host (receipt events)).
+A declaration outside it is a design change and must be made there first.
+"""
+
+from __future__ import annotations
+
+from shared.authz import declared_callers
+from shared.contracts import SERVICES
+
+MAY_CALL = {
+    "agent": {"web", "cli"},
+    "compiler": {"host", "cli"},
+    "resources": {"agent", "host", "cli"},
+    "capabilities": {"agent", "host", "web", "cli"},
+    "host": {"agent", "web", "cli", "capabilities"},
+}
+
+HUMAN_DECISIONS_ONLY = {"web", "cli"}
+
+
+def test_declared_callers_stay_inside_the_trust_graph():
+    violations = []
+    for name, (descriptor, _) in SERVICES.items():
+        for method in descriptor.methods:
+            extra = set(declared_callers(method)) - MAY_CALL[name]
+            if extra:
+                violations.append(f"{descriptor.full_name}/{method.name}: {sorted(extra)}")
+    assert not violations
+
+
+def test_only_humans_decide_approvals():
+    capabilities = SERVICES["capabilities"][0]
+    for rpc in ("Decide", "ListApprovals", "GetApproval"):
+        assert set(declared_callers(capabilities.methods_by_name[rpc])) <= HUMAN_DECISIONS_ONLY
+
+
+def test_compiler_is_reached_only_through_the_host():
+    compiler = SERVICES["compiler"][0]
+    for rpc in ("Compile", "PresentUiSchema"):
+        assert set(declared_callers(compiler.methods_by_name[rpc])) == {"host"}
+
+
+def test_model_facing_data_rpcs_are_for_the_agent_and_windows_for_the_host():
+    resources = SERVICES["resources"][0]
+    for rpc in ("InspectContext", "InspectCatalog", "Describe", "Probe", "Analyze"):
+        assert set(declared_callers(resources.methods_by_name[rpc])) == {"agent"}
+    assert set(declared_callers(resources.methods_by_name["ResolveWindow"])) == {"host"}

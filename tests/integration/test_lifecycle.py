@@ -1,0 +1,151 @@
+"""`tessera up` / `tessera status` and process lifecycle, as a person runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+
+from shared.channels import sync_channel
+from shared.contracts import invoke
+from shared.paths import REPO_ROOT
+
+TESSERA = [sys.executable, "-m", "cli"]
+
+
+def _env(cert_dir: Path, var_dir: Path) -> dict[str, str]:
+    return {**os.environ, "TESSERA_CERT_DIR": str(cert_dir), "TESSERA_VAR_DIR": str(var_dir)}
+
+
+def _wait_for_line(process: subprocess.Popen, needle: str, timeout: float = 60) -> list[str]:
+    seen, deadline = [], time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            break
+        seen.append(line.rstrip())
+        if needle in line:
+            return seen
+    raise AssertionError(f"never saw {needle!r}; output: {seen}")
+
+
+def _pids(var_dir: Path) -> dict[str, int]:
+    state = json.loads((var_dir / "run" / "services.json").read_text())
+    return {p["name"]: p["pid"] for p in state["processes"]}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie still answers kill(0); it is gone for our purposes.
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def up(cert_dir, tmp_path):
+    var_dir = tmp_path / "var"
+    process = subprocess.Popen(TESSERA + ["up", "--ephemeral-ports"], cwd=REPO_ROOT, env=_env(cert_dir, var_dir),
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               stdin=subprocess.DEVNULL)
+    try:
+        table = _wait_for_line(process, "all services up")
+        yield process, var_dir, table
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_up_reports_health_then_stops_everything_cleanly(up, cert_dir, signum):
+    process, var_dir, table = up
+    rows = [line for line in table if line.split() and line.split()[0] in
+            {"agent", "compiler", "resources", "capabilities", "host", "web"}]
+    assert len(rows) == 6 and all(row.split()[-1] == "SERVING" for row in rows), table
+    pids = _pids(var_dir)
+
+    status = subprocess.run(TESSERA + ["status"], cwd=REPO_ROOT, env=_env(cert_dir, var_dir),
+                            capture_output=True, text=True, timeout=60)
+    assert status.returncode == 0, status.stdout + status.stderr
+    assert status.stdout.count("SERVING") == 6
+
+    process.send_signal(signum)
+    rest = process.communicate(timeout=60)[0]
+    assert process.returncode == 0, rest
+    for name in pids:
+        assert f"{name}" in rest
+    exit_rows = rest.split("exit status", 1)[1]
+    assert all(row.split()[-1] == "0" for row in exit_rows.strip().splitlines()[1:]), rest
+    assert not any(_alive(pid) for pid in pids.values())
+    assert not (var_dir / "run" / "services.json").exists()
+
+
+def test_up_stops_the_rest_when_one_service_dies(up):
+    process, var_dir, _ = up
+    pids = _pids(var_dir)
+    os.kill(pids["compiler"], signal.SIGKILL)
+    rest = process.communicate(timeout=60)[0]
+    assert process.returncode == 1
+    assert "compiler exited unexpectedly" in rest
+    assert not any(_alive(pid) for pid in pids.values())
+
+
+def test_status_without_a_running_set(cert_dir, tmp_path):
+    result = subprocess.run(TESSERA + ["status"], cwd=REPO_ROOT, env=_env(cert_dir, tmp_path),
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert "no running set" in result.stderr
+
+
+def test_status_reports_a_dead_service(up, cert_dir):
+    process, var_dir, _ = up
+    pids = _pids(var_dir)
+    # Stop `up` from reacting, so status sees the hole it would see after a crash.
+    os.kill(process.pid, signal.SIGSTOP)
+    try:
+        os.kill(pids["resources"], signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while _alive(pids["resources"]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        result = subprocess.run(TESSERA + ["status"], cwd=REPO_ROOT, env=_env(cert_dir, var_dir),
+                                capture_output=True, text=True, timeout=60)
+    finally:
+        os.kill(process.pid, signal.SIGCONT)
+    assert result.returncode == 1
+    line = next(line for line in result.stdout.splitlines() if line.startswith("resources"))
+    assert "NOT RUNNING" in line or "UNREACHABLE" in line
+
+
+def test_access_logs_are_json_with_correlation_ids(running_set, credentials):
+    with sync_channel(running_set.handles["host"].address, credentials("web")) as channel:
+        invoke(channel, "host", "GetInfo", timeout=5)
+        rpc = channel.unary_unary("/tessera.host.v1.HostService/GetInfo")
+        rpc(b"", timeout=5, metadata=[("x-request-id", "req-lifecycle-42")])
+        with pytest.raises(grpc.RpcError):
+            channel.unary_unary("/tessera.host.v1.HostService/FreezeSlice")(
+                b"", timeout=5, metadata=[("x-request-id", "req-denied-43")])
+    deadline = time.monotonic() + 5
+    entries: list[dict] = []
+    while time.monotonic() < deadline:
+        lines = running_set.handles["host"].log_path.read_text().splitlines()
+        entries = [json.loads(line) for line in lines if line.strip()]
+        if any(e.get("request_id") == "req-denied-43" for e in entries):
+            break
+        time.sleep(0.05)
+    allowed = next(e for e in entries if e.get("request_id") == "req-lifecycle-42")
+    assert allowed["msg"] == "rpc" and allowed["code"] == "OK" and allowed["caller"] == "web"
+    assert allowed["service"] == "host" and allowed["method"].endswith("/GetInfo")
+    denied = next(e for e in entries if e.get("request_id") == "req-denied-43")
+    assert denied["level"] == "warning" and denied["code"] == "PERMISSION_DENIED"
