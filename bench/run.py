@@ -1,0 +1,102 @@
+"""`make bench`: writes bench/results.json.
+
+authz-interceptor latency: median latency of one unary RPC (compiler
+GetInfo) through the real service process — mTLS, contract caller check,
+correlation ids, access log — against a bare grpc.aio server answering the
+same path with the same bytes over the same mTLS. Both run side by side in
+one run, in interleaved rounds, so machine noise hits both alike.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import grpc
+
+from cli.launcher import ServiceSet, cli_credentials
+from shared.certs import issue_deployment
+from shared.channels import sync_channel
+from shared.paths import REPO_ROOT
+
+METHOD = "/tessera.compiler.v1.CompilerService/GetInfo"
+WARMUP_CALLS = 500
+ROUNDS = 20
+CALLS_PER_ROUND = 250
+GOAL_RATIO = 1.3
+
+
+def _time_calls(call, count: int) -> list[float]:
+    samples = []
+    for _ in range(count):
+        started = time.perf_counter_ns()
+        call(b"", timeout=5)
+        samples.append((time.perf_counter_ns() - started) / 1000)
+    return samples
+
+
+def bench_authz(work: Path) -> dict:
+    cert_dir = work / "certs"
+    issue_deployment(cert_dir)
+    services = ServiceSet(cert_dir, work / "run", names=("compiler",), ephemeral_ports=True)
+    services.start()
+    bare = None
+    try:
+        credentials = cli_credentials(cert_dir)
+        with sync_channel(services.handles["compiler"].address, credentials) as channel:
+            real_response = channel.unary_unary(METHOD)(b"", timeout=5)
+        bare = subprocess.Popen([sys.executable, str(REPO_ROOT / "bench" / "bare_echo_server.py"), str(cert_dir),
+                                 METHOD, real_response.hex()], stdout=subprocess.PIPE, text=True)
+        bare_port = int(bare.stdout.readline())
+        with sync_channel(services.handles["compiler"].address, credentials) as tessera_channel, \
+                sync_channel(f"127.0.0.1:{bare_port}", credentials) as bare_channel:
+            tessera_call = tessera_channel.unary_unary(METHOD)
+            bare_call = bare_channel.unary_unary(METHOD)
+            assert bare_call(b"", timeout=5) == real_response
+            _time_calls(tessera_call, WARMUP_CALLS)
+            _time_calls(bare_call, WARMUP_CALLS)
+            tessera_samples, bare_samples = [], []
+            for round_number in range(ROUNDS):
+                # Alternate which side goes first so neither always runs warmer.
+                order = [(tessera_call, tessera_samples), (bare_call, bare_samples)]
+                for call, samples in (order if round_number % 2 == 0 else order[::-1]):
+                    samples.extend(_time_calls(call, CALLS_PER_ROUND))
+    finally:
+        if bare:
+            bare.terminate()
+            bare.wait(10)
+        services.stop()
+    tessera_median = statistics.median(tessera_samples)
+    bare_median = statistics.median(bare_samples)
+    return {
+        "name": "authz_interceptor_unary_rpc_median_latency",
+        "value": round(tessera_median, 1),
+        "unit": "us",
+        "baseline": round(bare_median, 1),
+        "ratio": round(tessera_median / bare_median, 3),
+        "goal_ratio": GOAL_RATIO,
+        "samples": len(tessera_samples),
+        "description": "compiler GetInfo through the Tessera runtime (mTLS + caller check + access log) "
+                       "vs a bare grpc.aio server with the same mTLS and response bytes",
+    }
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory(prefix="tessera-bench-") as work:
+        results = [bench_authz(Path(work))]
+    out = REPO_ROOT / "bench" / "results.json"
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    for r in results:
+        print(f"{r['name']}: {r['value']} {r['unit']} vs {r['baseline']} {r['unit']} baseline, "
+              f"ratio {r['ratio']} (goal <= {r['goal_ratio']})")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,83 @@
+"""Certificate issuance and the checks a process runs before trusting its files."""
+
+from __future__ import annotations
+
+import stat
+
+import pytest
+from cryptography import x509
+
+from shared.certs import CredentialError, issue_deployment, load_credentials, uri_sans
+from shared.identity import PRINCIPAL_NAMES, spiffe_id_for
+
+
+def _load(directory, principal, **overrides):
+    paths = {
+        "ca_file": directory / "ca.pem",
+        "cert_file": directory / f"{principal}.pem",
+        "key_file": directory / f"{principal}.key",
+    }
+    paths.update(overrides)
+    return load_credentials(principal, **paths)
+
+
+def test_every_principal_gets_a_0600_key_and_its_spiffe_id(tmp_path):
+    issue_deployment(tmp_path)
+    assert stat.S_IMODE((tmp_path / "ca.key").stat().st_mode) == 0o600
+    for principal in PRINCIPAL_NAMES:
+        assert stat.S_IMODE((tmp_path / f"{principal}.key").stat().st_mode) == 0o600
+        credentials = _load(tmp_path, principal)
+        cert = x509.load_pem_x509_certificate(credentials.cert_pem)
+        assert uri_sans(cert) == [spiffe_id_for(principal)]
+    assert spiffe_id_for("cli") == "spiffe://tessera.local/user-agent/cli"
+    assert spiffe_id_for("host") == "spiffe://tessera.local/svc/host"
+
+
+def test_the_cli_certificate_cannot_serve(tmp_path):
+    issue_deployment(tmp_path)
+    cert = x509.load_pem_x509_certificate((tmp_path / "cli.pem").read_bytes())
+    usages = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+    assert [u.dotted_string for u in usages] == ["1.3.6.1.5.5.7.3.2"]  # clientAuth only
+
+
+def test_reissuing_replaces_keys_and_keeps_them_private(tmp_path):
+    issue_deployment(tmp_path)
+    first = (tmp_path / "host.key").read_bytes()
+    (tmp_path / "host.key").chmod(0o644)
+    issue_deployment(tmp_path)
+    assert (tmp_path / "host.key").read_bytes() != first
+    assert stat.S_IMODE((tmp_path / "host.key").stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize("mode", [0o640, 0o604, 0o660, 0o777])
+def test_loose_key_permissions_are_refused(tmp_path, mode):
+    issue_deployment(tmp_path)
+    (tmp_path / "agent.key").chmod(mode)
+    with pytest.raises(CredentialError, match=f"{mode:04o}"):
+        _load(tmp_path, "agent")
+
+
+def test_certificate_from_another_ca_is_refused(tmp_path):
+    issue_deployment(tmp_path / "a")
+    issue_deployment(tmp_path / "b")
+    with pytest.raises(CredentialError, match="not issued by the CA"):
+        _load(tmp_path / "a", "agent", cert_file=tmp_path / "b" / "agent.pem", key_file=tmp_path / "b" / "agent.key")
+
+
+def test_wrong_identity_is_refused(tmp_path):
+    issue_deployment(tmp_path)
+    with pytest.raises(CredentialError, match="expected exactly"):
+        _load(tmp_path, "agent", cert_file=tmp_path / "web.pem", key_file=tmp_path / "web.key")
+
+
+def test_mismatched_key_is_refused(tmp_path):
+    issue_deployment(tmp_path)
+    with pytest.raises(CredentialError, match="does not match"):
+        _load(tmp_path, "agent", key_file=tmp_path / "web.key")
+
+
+def test_garbage_key_is_refused(tmp_path):
+    issue_deployment(tmp_path)
+    (tmp_path / "agent.key").write_text("not a key")
+    with pytest.raises(CredentialError, match="not an unencrypted PEM private key"):
+        _load(tmp_path, "agent")
