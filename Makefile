@@ -5,7 +5,6 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMPS := .stamps
 PROTO_FILES := $(shell find proto -name '*.proto' | sort)
 GEN := shared/gen
 
@@ -13,27 +12,27 @@ GEN := shared/gen
 
 setup: venv node proto
 
-venv: $(STAMPS)/venv
-node: $(STAMPS)/node
-proto: $(STAMPS)/proto
+# Each stamp lives inside what it stands for, so deleting .venv, node_modules
+# or shared/gen also forgets that it was built.
+venv: $(VENV)/.installed
+node: node_modules/.installed
+proto: $(GEN)/.generated
 
 # The venv gets the pinned requirements plus a .pth file that puts the repo
 # root (services/, shared/, cli/) and the generated stubs on sys.path.
-$(STAMPS)/venv: requirements.txt
-	@mkdir -p $(STAMPS)
+$(VENV)/.installed: requirements.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	@printf '%s\n%s\n' "$(CURDIR)" "$(CURDIR)/$(GEN)" > "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/tessera-dev.pth"
 	@touch $@
 
-$(STAMPS)/node: package.json package-lock.json
-	@mkdir -p $(STAMPS)
+node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
 # Stubs are generated, never edited and not committed: proto/ is the single
 # source of truth and regenerating takes about a second.
-$(STAMPS)/proto: $(STAMPS)/venv $(PROTO_FILES)
+$(GEN)/.generated: $(VENV)/.installed $(PROTO_FILES)
 	@rm -rf $(GEN) && mkdir -p $(GEN)
 	$(PY) -m grpc_tools.protoc -Iproto --python_out=$(GEN) --pyi_out=$(GEN) --grpc_python_out=$(GEN) $(PROTO_FILES)
 	@find $(GEN)/tessera -type d -exec touch {}/__init__.py \;
@@ -54,9 +53,10 @@ test: setup
 lint: setup
 	npx buf lint
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/ruff check .
 
 bench: setup
 	$(PY) bench/run.py
 
 clean:
-	rm -rf $(VENV) node_modules $(GEN) $(STAMPS) var .pytest_cache
+	rm -rf $(VENV) node_modules $(GEN) var .pytest_cache

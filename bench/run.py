@@ -17,8 +17,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import grpc
-
 from cli.launcher import ServiceSet, cli_credentials
 from shared.certs import issue_deployment
 from shared.channels import sync_channel

@@ -106,7 +106,7 @@ class ServiceSet:
 
     def __post_init__(self) -> None:
         ports = free_ports(len(self.names)) if self.ephemeral_ports else [DEFAULT_PORTS[n] for n in self.names]
-        for name, port in zip(self.names, ports):
+        for name, port in zip(self.names, ports, strict=True):
             self.handles[name] = ProcessHandle(
                 name, port, self.run_dir / "logs" / f"{name}.log", self.run_dir / "ready" / f"{name}.json"
             )

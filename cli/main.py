@@ -12,7 +12,7 @@ from pathlib import Path
 
 import grpc
 
-from cli.launcher import ServiceSet, StartupError, check_health, cli_credentials, ProcessHandle
+from cli.launcher import ProcessHandle, ServiceSet, StartupError, check_health, cli_credentials
 from shared.certs import CA_CERT_FILE, CredentialError, cert_path, issue_deployment, key_path, load_credentials
 from shared.channels import sync_channel
 from shared.contracts import SERVICES, invoke
@@ -27,7 +27,7 @@ def _state_file() -> Path:
 
 def _table(rows: list[list[str]], header: list[str]) -> str:
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    line = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
+    line = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()  # noqa: E731
     return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])
 
 

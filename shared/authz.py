@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 import grpc
-from google.protobuf.descriptor import ServiceDescriptor
+from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
+from tessera.authz.v1 import authz_pb2
 
 from shared.errors import TesseraError
 from shared.identity import principal_for_enum, spiffe_id_for
-from tessera.authz.v1 import authz_pb2
 
 # The only service callable without a declaration: orchestrators and load
 # balancers must be able to probe readiness.
@@ -32,7 +32,7 @@ EXTERNAL_CALLERS: Mapping[str, tuple[str, ...]] = {
 CALLER_NOT_ALLOWED = "CALLER_NOT_ALLOWED"
 
 
-def declared_callers(method: "google.protobuf.descriptor.MethodDescriptor") -> tuple[str, ...]:  # noqa: F821
+def declared_callers(method: MethodDescriptor) -> tuple[str, ...]:
     """Principal names declared for one RPC (empty when undeclared)."""
     options = method.GetOptions()
     if not options.HasExtension(authz_pb2.callers):
@@ -46,7 +46,9 @@ def declared_callers(method: "google.protobuf.descriptor.MethodDescriptor") -> t
 class CallerTable:
     """Full method name (`/pkg.Service/Method`) → allowed SPIFFE ids."""
 
-    def __init__(self, services: Iterable[ServiceDescriptor], external: Mapping[str, tuple[str, ...]] = EXTERNAL_CALLERS):
+    def __init__(
+        self, services: Iterable[ServiceDescriptor], external: Mapping[str, tuple[str, ...]] = EXTERNAL_CALLERS
+    ):
         self._allowed: dict[str, frozenset[str]] = {}
         for service in services:
             for method in service.methods:

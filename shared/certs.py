@@ -84,7 +84,7 @@ def _new_key() -> ec.EllipticCurvePrivateKey:
 
 def create_ca(common_name: str = "Tessera deployment CA") -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     key = _new_key()
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
     cert = (
         x509.CertificateBuilder()
@@ -118,7 +118,7 @@ def issue_leaf(
     server they dial; the CLI only ever acts as a client.
     """
     key = _new_key()
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     identity = spiffe_id_for(principal)
     is_server = principal != "cli"
     sans: list[x509.GeneralName] = [x509.UniformResourceIdentifier(identity)]
@@ -209,7 +209,7 @@ def load_credentials(principal: str, ca_file: Path, cert_file: Path, key_file: P
         cert.verify_directly_issued_by(ca_cert)
     except (ValueError, TypeError, InvalidSignature):
         raise CredentialError(f"certificate {cert_file} was not issued by the CA in {ca_file}") from None
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     if not (cert.not_valid_before_utc <= now <= cert.not_valid_after_utc):
         raise CredentialError(
             f"certificate {cert_file} is not valid now (valid {cert.not_valid_before_utc:%Y-%m-%d} "

@@ -20,7 +20,9 @@ from shared.certs import CA_CERT_FILE, cert_path, key_path
 from shared.identity import GRPC_SERVICE_NAMES, PROCESS_NAMES
 from shared.paths import cert_dir
 
-DEFAULT_PORTS = {"agent": 50051, "compiler": 50052, "resources": 50053, "capabilities": 50054, "host": 50055, "web": 8080}
+DEFAULT_PORTS = {
+    "agent": 50051, "compiler": 50052, "resources": 50053, "capabilities": 50054, "host": 50055, "web": 8080,
+}
 _ADDRESS = re.compile(r"^(?P<host>[A-Za-z0-9.\-]+|\[[0-9A-Fa-f:]+\]):(?P<port>\d{1,5})$")
 
 
@@ -54,7 +56,7 @@ class ServiceSettings(BaseSettings):
         return value.upper() if isinstance(value, str) else value
 
     @model_validator(mode="after")
-    def _fill_credential_paths(self) -> "ServiceSettings":
+    def _fill_credential_paths(self) -> ServiceSettings:
         directory = self.cert_dir or cert_dir()
         object.__setattr__(self, "cert_dir", directory)
         object.__setattr__(self, "ca_cert", self.ca_cert or directory / CA_CERT_FILE)

@@ -15,11 +15,15 @@ import datetime as dt
 import json
 import logging
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from types import MappingProxyType
 
 CORRELATION_KEYS = ("request_id", "turn_id", "surface_id", "intent_id")
-_correlation: contextvars.ContextVar[dict[str, str]] = contextvars.ContextVar("tessera_correlation", default={})
+# Immutable default: each `correlated` block sets a new dict, never mutates one.
+_correlation: contextvars.ContextVar[Mapping[str, str]] = contextvars.ContextVar(
+    "tessera_correlation", default=MappingProxyType({})
+)
 
 
 def correlation() -> dict[str, str]:
@@ -44,7 +48,7 @@ class JsonFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, object] = {
-            "ts": dt.datetime.fromtimestamp(record.created, dt.timezone.utc).isoformat(timespec="milliseconds"),
+            "ts": dt.datetime.fromtimestamp(record.created, dt.UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname.lower(),
             "service": self.service,
             "logger": record.name,

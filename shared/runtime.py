@@ -11,38 +11,40 @@ file, graceful stop on SIGTERM/SIGINT.
 from __future__ import annotations
 
 import asyncio
-import functools
-import inspect
+import datetime as dt
 import json
 import logging
 import os
-import re
-import secrets
 import signal
+import socket
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 import grpc
+from cryptography import x509
 from google.protobuf.descriptor import ServiceDescriptor
+from google.protobuf.timestamp_pb2 import Timestamp
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
+from tessera.common.v1 import common_pb2
 
-from shared.authz import EXEMPT_PREFIXES, CallerTable, check_caller
+from shared import __version__
+from shared.authz import CallerTable
 from shared.certs import CredentialError, Credentials, load_credentials
 from shared.config import ConfigError, ServiceSettings, load_settings
-from shared.errors import TesseraError
-from shared.identity import principal_for_spiffe
-from shared.logs import correlated, log, setup_logging
+from shared.contracts import SERVICES, contract_hash
+from shared.interceptor import CallGuard, not_implemented_yet
+from shared.logs import log, setup_logging
 
 logger = logging.getLogger("tessera.runtime")
 
 # A readiness probe returns None when ready or a short reason when not.
 ReadinessProbe = Callable[[], Awaitable[str | None]]
 READINESS_INTERVAL_SECONDS = 5.0
-_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,64}$")
 
 
 @dataclass
@@ -70,147 +72,6 @@ class RunningServer:
         await self.server.stop(grace)
 
 
-class _CallGuard(grpc.aio.ServerInterceptor):
-    """Wraps every non-health handler: caller check, correlation, errors, access log.
-
-    Handlers are static for a server's lifetime, so each method's wrapped
-    handler is built once and reused.
-    """
-
-    def __init__(self, table: CallerTable) -> None:
-        self._table = table
-        self._wrapped: dict[str, grpc.RpcMethodHandler] = {}
-
-    async def intercept_service(self, continuation, details):
-        method = details.method
-        if method.startswith(EXEMPT_PREFIXES):
-            return await continuation(details)
-        wrapped = self._wrapped.get(method)
-        if wrapped is None:
-            handler = await continuation(details)
-            if handler is None:
-                # Unknown method: the same denial as an undeclared one, so an
-                # undeclared caller learns nothing about which methods exist.
-                return _wrap(grpc.unary_unary_rpc_method_handler(_unknown_method), method, self._table)
-            wrapped = self._wrapped[method] = _wrap(handler, method, self._table)
-        return wrapped
-
-
-async def _unknown_method(request, context):
-    raise TesseraError(grpc.StatusCode.UNIMPLEMENTED, "METHOD_UNKNOWN", "no such method")
-
-
-def _request_id(context: grpc.aio.ServicerContext) -> str:
-    """The caller's x-request-id when well-formed, else a fresh one."""
-    for key, value in context.invocation_metadata() or ():
-        if key == "x-request-id" and isinstance(value, str) and _REQUEST_ID.match(value):
-            return value
-    return secrets.token_hex(8)
-
-
-def _wrap(handler, method: str, table: CallerTable):
-    def finished(caller: str | None, code: str, started: float) -> None:
-        level = logging.WARNING if code == "PERMISSION_DENIED" else logging.INFO
-        if not logger.isEnabledFor(level):
-            return
-        # The access log is written after the current step, once the response
-        # is on its way: logging inline measurably delayed every reply.
-        asyncio.get_running_loop().call_soon(functools.partial(
-            log, logger, level, "rpc", method=method, caller=principal_for_spiffe(caller or "") or caller,
-            code=code, ms=round((time.perf_counter() - started) * 1000, 3)))
-
-    async def fail(context, error: TesseraError, caller, started) -> None:
-        finished(caller, error.code.name, started)
-        await context.abort_with_status(error.to_status())
-
-    async def crash(context, caller, started, request_id) -> None:
-        logger.exception("unhandled error in %s", method)
-        await fail(context, TesseraError(grpc.StatusCode.INTERNAL, "INTERNAL",
-                                         f"internal error (request {request_id})",
-                                         {"request_id": request_id}), caller, started)
-
-    async def unary_response(inner, request, context):
-        started, caller = time.perf_counter(), None
-        request_id = _request_id(context)
-        with correlated(request_id=request_id):
-            try:
-                caller = check_caller(table, method, context)
-                result = inner(request, context)
-                if inspect.isawaitable(result):
-                    result = await result
-                finished(caller, "OK", started)
-                return result
-            except TesseraError as error:
-                await fail(context, error, caller, started)
-            except (grpc.aio.AbortError, asyncio.CancelledError):
-                finished(caller, context.code().name if context.code() else "CANCELLED", started)
-                raise
-            except Exception:
-                await crash(context, caller, started, request_id)
-
-    async def stream_response(inner, request, context):
-        started, caller = time.perf_counter(), None
-        request_id = _request_id(context)
-        with correlated(request_id=request_id):
-            try:
-                caller = check_caller(table, method, context)
-                result = inner(request, context)
-                if hasattr(result, "__aiter__"):
-                    async for item in result:
-                        yield item
-                elif inspect.isawaitable(result):
-                    await result
-                finished(caller, "OK", started)
-            except TesseraError as error:
-                await fail(context, error, caller, started)
-            except (grpc.aio.AbortError, asyncio.CancelledError):
-                finished(caller, context.code().name if context.code() else "CANCELLED", started)
-                raise
-            except Exception:
-                await crash(context, caller, started, request_id)
-
-    kinds = (
-        ("unary_unary", unary_response, grpc.unary_unary_rpc_method_handler),
-        ("stream_unary", unary_response, grpc.stream_unary_rpc_method_handler),
-        ("unary_stream", stream_response, grpc.unary_stream_rpc_method_handler),
-        ("stream_stream", stream_response, grpc.stream_stream_rpc_method_handler),
-    )
-    for attribute, wrapper, make in kinds:
-        inner = getattr(handler, attribute)
-        if inner is None:
-            continue
-        if wrapper is stream_response:
-            async def bound(request, context, _inner=inner):
-                async for item in stream_response(_inner, request, context):
-                    yield item
-        else:
-            async def bound(request, context, _inner=inner):
-                return await unary_response(_inner, request, context)
-        return make(bound, request_deserializer=handler.request_deserializer,
-                    response_serializer=handler.response_serializer)
-    raise RuntimeError(f"handler for {method} has no behaviour")
-
-
-def not_implemented_yet(servicer: object, descriptor: ServiceDescriptor, base: type) -> object:
-    """Make every RPC the servicer does not override fail precisely.
-
-    The generated base class answers a bare UNIMPLEMENTED; ours says which
-    declared RPC is missing, with a machine-readable reason.
-    """
-    for method in descriptor.methods:
-        if getattr(type(servicer), method.name) is not getattr(base, method.name):
-            continue
-        full = f"{descriptor.full_name}/{method.name}"
-
-        async def missing(request, context, _full=full):
-            raise TesseraError(grpc.StatusCode.UNIMPLEMENTED, "NOT_IMPLEMENTED",
-                               f"{_full} is declared in the contract but not implemented yet",
-                               {"method": _full})
-
-        setattr(servicer, method.name, missing)
-    return servicer
-
-
 def server_credentials(credentials: Credentials) -> grpc.ServerCredentials:
     return grpc.ssl_server_credentials(
         [(credentials.key_pem, credentials.cert_pem)],
@@ -229,7 +90,7 @@ async def start_server(
     """Build, bind and start a server; raise OSError when the port is taken."""
     table = CallerTable(r.descriptor for r in registrations)
     # so_reuseport=0: otherwise a second server silently shares a busy port.
-    server = grpc.aio.server(interceptors=[_CallGuard(table)], options=[("grpc.so_reuseport", 0)])
+    server = grpc.aio.server(interceptors=[CallGuard(table)], options=[("grpc.so_reuseport", 0)])
     for registration in registrations:
         registration.add_to_server(registration.servicer, server)
     health_servicer = health.aio.HealthServicer()
@@ -256,8 +117,6 @@ async def start_server(
 
 def _check_port_free(host: str, port: int) -> None:
     """Fail with the OS's own reason before gRPC core logs its bind error."""
-    import socket
-
     family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as probe:
         try:
@@ -294,13 +153,10 @@ async def _watch_readiness(running: RunningServer) -> None:
 
 def certificate_validity_probe(credentials: Credentials) -> ReadinessProbe:
     """Not ready once our own certificate has expired: peers would refuse us."""
-    from cryptography import x509
-    import datetime as dt
-
     not_after = x509.load_pem_x509_certificate(credentials.cert_pem).not_valid_after_utc
 
     async def certificate_valid() -> str | None:
-        if dt.datetime.now(dt.timezone.utc) >= not_after:
+        if dt.datetime.now(dt.UTC) >= not_after:
             return f"certificate expired at {not_after.isoformat()}"
         return None
 
@@ -327,7 +183,7 @@ class ServiceContext:
 BuildRegistrations = Callable[[ServiceContext], Sequence[Registration]]
 
 
-def fail_startup(name: str, message: str) -> "NoReturn":  # noqa: F821
+def fail_startup(name: str, message: str) -> NoReturn:
     print(f"tessera-{name}: error: {message}", file=sys.stderr)
     raise SystemExit(2)
 
@@ -382,14 +238,8 @@ async def _serve(context: ServiceContext, build: BuildRegistrations) -> None:
     log(logger, logging.INFO, "stopped")
 
 
-def service_info(context: ServiceContext) -> "common_pb2.ServiceInfo":  # noqa: F821
+def service_info(context: ServiceContext) -> common_pb2.ServiceInfo:
     """The ServiceInfo a process reports through its GetInfo RPC."""
-    from google.protobuf.timestamp_pb2 import Timestamp
-
-    from shared import __version__
-    from shared.contracts import SERVICES, contract_hash
-    from tessera.common.v1 import common_pb2
-
     started = Timestamp()
     started.FromSeconds(int(context.started_at))
     return common_pb2.ServiceInfo(
@@ -407,8 +257,6 @@ def registration_for(name: str, servicer: object) -> Registration:
 
     RPCs it does not implement answer UNIMPLEMENTED / NOT_IMPLEMENTED.
     """
-    from shared.contracts import SERVICES
-
     descriptor, grpc_module = SERVICES[name]
     service = descriptor.name
     base = getattr(grpc_module, f"{service}Servicer")

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from shared.runtime import Registration, ServiceContext, registration_for, service_info
 from tessera.agent.v1 import agent_pb2, agent_pb2_grpc
+
+from shared.runtime import Registration, ServiceContext, registration_for, service_info
 
 
 class AgentService(agent_pb2_grpc.AgentServiceServicer):

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from shared.runtime import Registration, ServiceContext, registration_for, service_info
 from tessera.capabilities.v1 import capabilities_pb2, capabilities_pb2_grpc
+
+from shared.runtime import Registration, ServiceContext, registration_for, service_info
 
 
 class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServicer):

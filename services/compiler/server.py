@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from shared.runtime import Registration, ServiceContext, registration_for, service_info
 from tessera.compiler.v1 import compiler_pb2, compiler_pb2_grpc
+
+from shared.runtime import Registration, ServiceContext, registration_for, service_info
 
 
 class CompilerService(compiler_pb2_grpc.CompilerServiceServicer):

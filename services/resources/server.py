@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from shared.runtime import Registration, ServiceContext, registration_for, service_info
 from tessera.resources.v1 import resources_pb2, resources_pb2_grpc
+
+from shared.runtime import Registration, ServiceContext, registration_for, service_info
 
 
 class ResourceGatewayService(resources_pb2_grpc.ResourceGatewayServiceServicer):

@@ -28,7 +28,7 @@ from shared.certs import Credentials
 from shared.channels import aio_channel
 from shared.config import ServiceSettings, peer_target
 from shared.logs import log, setup_logging
-from shared.runtime import write_ready_file, fail_startup, load_process_credentials
+from shared.runtime import fail_startup, load_process_credentials, write_ready_file
 
 logger = logging.getLogger("tessera.web")
 UPSTREAMS = ("host", "agent", "capabilities")

@@ -1,0 +1,114 @@
+"""The service runtime in-process, over real mTLS: readiness, errors, graceful stop."""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from tessera.compiler.v1 import compiler_pb2, compiler_pb2_grpc
+
+from shared import runtime
+from shared.channels import aio_channel
+from shared.errors import TesseraError, error_details
+from shared.runtime import registration_for, start_server
+
+GET_INFO = "/tessera.compiler.v1.CompilerService/GetInfo"
+COMPILE = "/tessera.compiler.v1.CompilerService/Compile"
+
+
+class _Compiler(compiler_pb2_grpc.CompilerServiceServicer):
+    """A test servicer: GetInfo is slow, Compile fails in the two ways servicers can."""
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+
+    async def GetInfo(self, request, context):
+        self.started.set()
+        await asyncio.sleep(0.5)
+        return compiler_pb2.GetInfoResponse(catalog_ids=["slow"])
+
+    async def Compile(self, request, context):
+        if request.proposal_json == "precise":
+            raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "PROPOSAL_INVALID", "bad proposal", {"at": "/"})
+        raise ZeroDivisionError("secret internal detail")
+
+
+async def _call(channel, path, message=b""):
+    serializer = (lambda m: m.SerializeToString()) if not isinstance(message, bytes) else None
+    return await channel.unary_unary(path, request_serializer=serializer)(message, timeout=5)
+
+
+async def _health(channel) -> int:
+    reply = await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=5)
+    return reply.status
+
+
+def test_readiness_follows_the_probes(credentials, monkeypatch):
+    monkeypatch.setattr(runtime, "READINESS_INTERVAL_SECONDS", 0.05)
+    problem = {"now": "database unreachable"}
+
+    async def database() -> str | None:
+        return problem["now"]
+
+    async def scenario():
+        running = await start_server(credentials("compiler"), [registration_for("compiler", _Compiler())],
+                                     readiness=[database])
+        try:
+            async with aio_channel(f"127.0.0.1:{running.port}", credentials("cli")) as channel:
+                assert await _health(channel) == health_pb2.HealthCheckResponse.NOT_SERVING
+                problem["now"] = None
+                await asyncio.sleep(0.2)
+                assert await _health(channel) == health_pb2.HealthCheckResponse.SERVING
+                problem["now"] = "disk full"
+                await asyncio.sleep(0.2)
+                assert await _health(channel) == health_pb2.HealthCheckResponse.NOT_SERVING
+        finally:
+            await running.stop(0)
+
+    asyncio.run(scenario())
+
+
+def test_errors_are_mapped_without_leaking_internals(credentials):
+    async def scenario():
+        running = await start_server(credentials("compiler"), [registration_for("compiler", _Compiler())])
+        try:
+            async with aio_channel(f"127.0.0.1:{running.port}", credentials("host")) as channel:
+                with pytest.raises(grpc.aio.AioRpcError) as precise:
+                    await _call(channel, COMPILE, compiler_pb2.CompileRequest(proposal_json="precise"))
+                with pytest.raises(grpc.aio.AioRpcError) as crashed:
+                    await _call(channel, COMPILE, compiler_pb2.CompileRequest(proposal_json="other"))
+                with pytest.raises(grpc.aio.AioRpcError) as missing:
+                    await _call(channel, "/tessera.compiler.v1.CompilerService/PresentUiSchema")
+        finally:
+            await running.stop(0)
+        return error_details(precise.value), error_details(crashed.value), error_details(missing.value)
+
+    precise, crashed, missing = asyncio.run(scenario())
+    assert (precise.code, precise.reason, precise.metadata) == (
+        grpc.StatusCode.INVALID_ARGUMENT, "PROPOSAL_INVALID", {"at": "/"})
+    assert crashed.code == grpc.StatusCode.INTERNAL and crashed.reason == "INTERNAL"
+    assert "secret" not in crashed.message and crashed.metadata["request_id"] in crashed.message
+    assert missing.code == grpc.StatusCode.UNIMPLEMENTED and missing.reason == "NOT_IMPLEMENTED"
+
+
+def test_graceful_stop_finishes_in_flight_calls_and_refuses_new_ones(credentials):
+    servicer = _Compiler()
+
+    async def scenario():
+        running = await start_server(credentials("compiler"), [registration_for("compiler", servicer)])
+        async with aio_channel(f"127.0.0.1:{running.port}", credentials("cli")) as channel:
+            in_flight = asyncio.create_task(_call(channel, GET_INFO))
+            await servicer.started.wait()
+            stopping = asyncio.create_task(running.stop(grace=5))
+            await asyncio.sleep(0.05)
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await _call(channel, GET_INFO)
+            reply = await in_flight
+            await stopping
+        return compiler_pb2.GetInfoResponse.FromString(reply), refused.value.code()
+
+    reply, refused_code = asyncio.run(scenario())
+    assert list(reply.catalog_ids) == ["slow"]
+    assert refused_code == grpc.StatusCode.UNAVAILABLE
