@@ -67,86 +67,98 @@ def _request_id(context: grpc.aio.ServicerContext) -> str:
     return secrets.token_hex(8)
 
 
-def _wrap(handler, method: str, table: CallerTable):
-    def finished(caller: str | None, code: str, started: float) -> None:
+class _CallScope:
+    """One RPC's guarded scope: caller check on entry; outcome mapping on exit."""
+
+    __slots__ = ("method", "table", "context", "caller", "started", "request_id", "_correlation")
+
+    def __init__(self, method: str, table: CallerTable, context: grpc.aio.ServicerContext) -> None:
+        self.method, self.table, self.context = method, table, context
+        self.caller: str | None = None
+
+    async def __aenter__(self) -> _CallScope:
+        self.started = time.perf_counter()
+        self.request_id = _request_id(self.context)
+        self._correlation = correlated(request_id=self.request_id)
+        self._correlation.__enter__()
+        try:
+            self.caller = check_caller(self.table, self.method, self.context)
+        except TesseraError as error:
+            # __aexit__ will not run when __aenter__ raises: close the scope here.
+            try:
+                await self._end(None, None, None, error)
+            finally:
+                self._correlation.__exit__(None, None, None)
+        return self
+
+    async def __aexit__(self, exc_type, exc, tb) -> bool:
+        try:
+            return await self._end(exc_type, exc, tb, None)
+        finally:
+            self._correlation.__exit__(None, None, None)
+
+    async def _end(self, exc_type, exc, tb, denial: TesseraError | None) -> bool:
+        error = denial or (exc if isinstance(exc, TesseraError) else None)
+        if exc is None and error is None:
+            self._access_log("OK")
+            return False
+        if exc_type is not None and issubclass(exc_type, (grpc.aio.AbortError, asyncio.CancelledError)):
+            # The servicer aborted itself, or the client went away.
+            code = self.context.code()
+            self._access_log(code.name if code else "CANCELLED")
+            return False
+        if error is None:
+            logger.error("unhandled error in %s", self.method, exc_info=(exc_type, exc, tb))
+            error = TesseraError(grpc.StatusCode.INTERNAL, "INTERNAL",
+                                 f"internal error (request {self.request_id})", {"request_id": self.request_id})
+        self._access_log(error.code.name)
+        await self.context.abort_with_status(error.to_status())
+        return False  # not reached: abort raises
+
+    def _access_log(self, code: str) -> None:
         level = logging.WARNING if code == "PERMISSION_DENIED" else logging.INFO
         if not logger.isEnabledFor(level):
             return
-        # The access log is written after the current step, once the response
-        # is on its way: logging inline measurably delayed every reply.
+        # Written after the current step, once the response is on its way:
+        # logging inline measurably delayed every reply (see bench/).
         asyncio.get_running_loop().call_soon(functools.partial(
-            log, logger, level, "rpc", method=method, caller=principal_for_spiffe(caller or "") or caller,
-            code=code, ms=round((time.perf_counter() - started) * 1000, 3)))
+            log, logger, level, "rpc", method=self.method,
+            caller=principal_for_spiffe(self.caller or "") or self.caller, code=code,
+            ms=round((time.perf_counter() - self.started) * 1000, 3)))
 
-    async def fail(context, error: TesseraError, caller, started) -> None:
-        finished(caller, error.code.name, started)
-        await context.abort_with_status(error.to_status())
 
-    async def crash(context, caller, started, request_id) -> None:
-        logger.exception("unhandled error in %s", method)
-        await fail(context, TesseraError(grpc.StatusCode.INTERNAL, "INTERNAL",
-                                         f"internal error (request {request_id})",
-                                         {"request_id": request_id}), caller, started)
+def _wrap(handler: grpc.RpcMethodHandler, method: str, table: CallerTable) -> grpc.RpcMethodHandler:
+    """The same handler, run inside a _CallScope; the servicer runs only if the caller is declared."""
 
-    async def unary_response(inner, request, context):
-        started, caller = time.perf_counter(), None
-        request_id = _request_id(context)
-        with correlated(request_id=request_id):
-            try:
-                caller = check_caller(table, method, context)
+    def unary(inner):
+        async def guarded(request, context):
+            async with _CallScope(method, table, context):
                 result = inner(request, context)
-                if inspect.isawaitable(result):
-                    result = await result
-                finished(caller, "OK", started)
-                return result
-            except TesseraError as error:
-                await fail(context, error, caller, started)
-            except (grpc.aio.AbortError, asyncio.CancelledError):
-                finished(caller, context.code().name if context.code() else "CANCELLED", started)
-                raise
-            except Exception:
-                await crash(context, caller, started, request_id)
+                return await result if inspect.isawaitable(result) else result
+        return guarded
 
-    async def stream_response(inner, request, context):
-        started, caller = time.perf_counter(), None
-        request_id = _request_id(context)
-        with correlated(request_id=request_id):
-            try:
-                caller = check_caller(table, method, context)
+    def streaming(inner):
+        async def guarded(request, context):
+            async with _CallScope(method, table, context):
                 result = inner(request, context)
                 if hasattr(result, "__aiter__"):
                     async for item in result:
                         yield item
                 elif inspect.isawaitable(result):
-                    await result
-                finished(caller, "OK", started)
-            except TesseraError as error:
-                await fail(context, error, caller, started)
-            except (grpc.aio.AbortError, asyncio.CancelledError):
-                finished(caller, context.code().name if context.code() else "CANCELLED", started)
-                raise
-            except Exception:
-                await crash(context, caller, started, request_id)
+                    await result  # a handler that writes with context.write()
+        return guarded
 
     kinds = (
-        ("unary_unary", unary_response, grpc.unary_unary_rpc_method_handler),
-        ("stream_unary", unary_response, grpc.stream_unary_rpc_method_handler),
-        ("unary_stream", stream_response, grpc.unary_stream_rpc_method_handler),
-        ("stream_stream", stream_response, grpc.stream_stream_rpc_method_handler),
+        ("unary_unary", unary, grpc.unary_unary_rpc_method_handler),
+        ("stream_unary", unary, grpc.stream_unary_rpc_method_handler),
+        ("unary_stream", streaming, grpc.unary_stream_rpc_method_handler),
+        ("stream_stream", streaming, grpc.stream_stream_rpc_method_handler),
     )
-    for attribute, wrapper, make in kinds:
+    for attribute, guard, make in kinds:
         inner = getattr(handler, attribute)
-        if inner is None:
-            continue
-        if wrapper is stream_response:
-            async def bound(request, context, _inner=inner):
-                async for item in stream_response(_inner, request, context):
-                    yield item
-        else:
-            async def bound(request, context, _inner=inner):
-                return await unary_response(_inner, request, context)
-        return make(bound, request_deserializer=handler.request_deserializer,
-                    response_serializer=handler.response_serializer)
+        if inner is not None:
+            return make(guard(inner), request_deserializer=handler.request_deserializer,
+                        response_serializer=handler.response_serializer)
     raise RuntimeError(f"handler for {method} has no behaviour")
 
 

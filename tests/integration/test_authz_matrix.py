@@ -100,3 +100,17 @@ def test_unknown_method_is_denied_without_revealing_anything(channels):
         call(b"", timeout=5)
     details = error_details(denied.value)
     assert details.code == grpc.StatusCode.PERMISSION_DENIED and details.reason == "CALLER_NOT_ALLOWED"
+
+
+def test_every_log_line_is_json(running_set):
+    """After the whole matrix (allowed, denied, streaming, unknown), logs stay clean JSON."""
+    import json
+    import time
+
+    time.sleep(0.2)  # let the last batch of access-log lines be written
+    for handle in running_set.handles.values():
+        complete = handle.log_path.read_text().split("\n")[:-1]
+        assert complete, f"{handle.name} wrote no log"
+        for line in complete:
+            entry = json.loads(line)  # raises on a traceback or stray print
+            assert entry["service"] == handle.name and "level" in entry
