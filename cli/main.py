@@ -42,22 +42,36 @@ def certificate_problems(directory: Path) -> list[str]:
     return problems
 
 
-def ensure_certs(directory: Path, force: bool = False, quiet: bool = False) -> None:
-    problems = certificate_problems(directory)
-    if not force and not problems:
-        if not quiet:
-            print(f"certificates in {directory} are valid; 'tessera certs --force' reissues them")
-        return
-    if not quiet and (directory / CA_CERT_FILE).exists() and problems and not force:
-        print(f"reissuing certificates: {problems[0]}")
+def _issue(directory: Path) -> None:
     written = issue_deployment(directory)
-    if not quiet:
-        print(f"wrote a deployment CA and {len(PRINCIPAL_NAMES)} identities to {directory} "
-              f"({len(written)} files, keys 0600)")
+    print(f"wrote a deployment CA and {len(PRINCIPAL_NAMES)} identities to {directory} "
+          f"({len(written)} files, keys 0600)")
+
+
+def ensure_certs(directory: Path) -> None:
+    """For `up` and `demo`: create certificates on first use, never replace broken ones.
+
+    Silently reissuing would hide a real problem (a key someone made
+    world-readable, a certificate from another deployment) and invalidate
+    every running peer; the person decides with `tessera certs --force`.
+    """
+    if not (directory / CA_CERT_FILE).exists():
+        _issue(directory)
+        return
+    problems = certificate_problems(directory)
+    if problems:
+        raise CredentialError(f"{problems[0]} (fix it, or reissue all with 'tessera certs --force')")
 
 
 def cmd_certs(args: argparse.Namespace) -> int:
-    ensure_certs(Path(args.dir) if args.dir else cert_dir(), force=args.force)
+    directory = Path(args.dir) if args.dir else cert_dir()
+    problems = certificate_problems(directory)
+    if not problems and not args.force:
+        print(f"certificates in {directory} are valid; 'tessera certs --force' reissues them")
+        return 0
+    if problems and (directory / CA_CERT_FILE).exists():
+        print(f"reissuing: {problems[0]}")
+    _issue(directory)
     return 0
 
 
@@ -79,7 +93,7 @@ def _start(services: ServiceSet) -> int:
 
 def cmd_up(args: argparse.Namespace) -> int:
     directory = cert_dir()
-    ensure_certs(directory, quiet=True)
+    ensure_certs(directory)
     services = ServiceSet(directory, var_dir() / "run", ephemeral_ports=args.ephemeral_ports)
     if _start(services):
         return 1

@@ -150,3 +150,30 @@ def test_access_logs_are_json_with_correlation_ids(running_set, credentials):
     assert allowed["service"] == "host" and allowed["method"].endswith("/GetInfo")
     denied = next(e for e in entries if e.get("request_id") == "req-denied-43")
     assert denied["level"] == "warning" and denied["code"] == "PERMISSION_DENIED"
+
+
+def test_up_refuses_broken_certificates_instead_of_replacing_them(cert_dir, tmp_path):
+    import shutil
+
+    certs = tmp_path / "certs"
+    shutil.copytree(cert_dir, certs)
+    (certs / "host.key").chmod(0o644)
+    before = (certs / "ca.pem").read_bytes()
+    result = subprocess.run(TESSERA + ["up", "--ephemeral-ports"], cwd=REPO_ROOT, env=_env(certs, tmp_path / "var"),
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "host.key" in result.stderr and "--force" in result.stderr
+    assert (certs / "ca.pem").read_bytes() == before
+
+
+def test_certs_creates_then_keeps_then_forces(tmp_path):
+    directory = tmp_path / "fresh"
+
+    def certs(*extra):
+        return subprocess.run(TESSERA + ["certs", "--dir", str(directory), *extra], cwd=REPO_ROOT,
+                              capture_output=True, text=True, timeout=60)
+
+    assert "wrote a deployment CA" in certs().stdout
+    ca = (directory / "ca.pem").read_bytes()
+    assert "are valid" in certs().stdout and (directory / "ca.pem").read_bytes() == ca
+    assert "wrote a deployment CA" in certs("--force").stdout and (directory / "ca.pem").read_bytes() != ca
