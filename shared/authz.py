@@ -13,10 +13,10 @@ from collections.abc import Iterable, Mapping
 
 import grpc
 from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
-from tessera.authz.v1 import authz_pb2
 
 from shared.errors import TesseraError
 from shared.identity import principal_for_enum, spiffe_id_for
+from tessera.authz.v1 import authz_pb2
 
 # The only service callable without a declaration: orchestrators and load
 # balancers must be able to probe readiness.

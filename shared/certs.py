@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import ipaddress
 import os
+import secrets
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,7 @@ from pathlib import Path
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from shared.identity import PRINCIPAL_NAMES, spiffe_id_for
@@ -70,7 +71,7 @@ def _write_public(path: Path, data: bytes) -> None:
     path.chmod(0o644)
 
 
-def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+def _key_pem(key: ec.EllipticCurvePrivateKey | ed25519.Ed25519PrivateKey) -> bytes:
     return key.private_bytes(
         serialization.Encoding.PEM,
         serialization.PrivateFormat.PKCS8,
@@ -145,8 +146,27 @@ def issue_leaf(
     return cert, key
 
 
+# Services that sign tokens others verify (§2): the host signs grants, the
+# resources service signs resource offers. Each gets an Ed25519 key pair.
+SIGNING_PRINCIPALS = ("host", "resources")
+# Services that mint HMAC tokens only they verify: resources' capability tokens.
+SECRET_PRINCIPALS = ("resources",)
+
+
+def signing_key_path(directory: Path, principal: str) -> Path:
+    return directory / f"{principal}-signing.key"
+
+
+def verify_key_path(directory: Path, principal: str) -> Path:
+    return directory / f"{principal}-signing.pub"
+
+
+def secret_path(directory: Path, principal: str) -> Path:
+    return directory / f"{principal}-capability.secret"
+
+
 def issue_deployment(directory: Path, principals: tuple[str, ...] = PRINCIPAL_NAMES) -> list[Path]:
-    """Write a fresh CA and a key + certificate for every principal."""
+    """Write a fresh CA and a key + certificate for every principal, plus token keys."""
     ca_cert, ca_key = create_ca()
     written = [directory / CA_CERT_FILE, directory / CA_KEY_FILE]
     _write_public(written[0], ca_cert.public_bytes(serialization.Encoding.PEM))
@@ -156,7 +176,63 @@ def issue_deployment(directory: Path, principals: tuple[str, ...] = PRINCIPAL_NA
         _write_public(cert_path(directory, principal), cert.public_bytes(serialization.Encoding.PEM))
         _write_private(key_path(directory, principal), _key_pem(key))
         written += [cert_path(directory, principal), key_path(directory, principal)]
+    for principal in SIGNING_PRINCIPALS:
+        signing = ed25519.Ed25519PrivateKey.generate()
+        _write_private(signing_key_path(directory, principal), _key_pem(signing))
+        _write_public(verify_key_path(directory, principal), signing.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+        written += [signing_key_path(directory, principal), verify_key_path(directory, principal)]
+    for principal in SECRET_PRINCIPALS:
+        _write_private(secret_path(directory, principal), secrets.token_hex(32).encode())
+        written.append(secret_path(directory, principal))
     return written
+
+
+def _check_private_mode(path: Path, what: str) -> None:
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        raise CredentialError(f"{what} {path} does not exist (run 'tessera certs')") from None
+    if mode & 0o077:
+        raise CredentialError(
+            f"{what} {path} has permissions {mode:04o}; it must not be readable by "
+            f"group or others (chmod 600 {path})"
+        )
+
+
+def load_signing_key(path: Path) -> ed25519.Ed25519PrivateKey:
+    """A service's own Ed25519 token-signing key."""
+    _check_private_mode(path, "signing key")
+    try:
+        key = serialization.load_pem_private_key(_read(path, "signing key"), password=None)
+    except (ValueError, TypeError):
+        raise CredentialError(f"signing key {path} is not an unencrypted PEM private key") from None
+    if not isinstance(key, ed25519.Ed25519PrivateKey):
+        raise CredentialError(f"signing key {path} is not an Ed25519 key")
+    return key
+
+
+def load_verify_key(path: Path) -> ed25519.Ed25519PublicKey:
+    """Another service's Ed25519 public key, to verify the tokens it signs."""
+    try:
+        key = serialization.load_pem_public_key(_read(path, "public key"))
+    except ValueError:
+        raise CredentialError(f"public key {path} is not a PEM public key") from None
+    if not isinstance(key, ed25519.Ed25519PublicKey):
+        raise CredentialError(f"public key {path} is not an Ed25519 key")
+    return key
+
+
+def load_secret(path: Path) -> bytes:
+    """A 32-byte HMAC secret, stored as hex."""
+    _check_private_mode(path, "secret")
+    try:
+        secret = bytes.fromhex(_read(path, "secret").decode("ascii").strip())
+    except (ValueError, UnicodeDecodeError):
+        secret = b""
+    if len(secret) < 32:
+        raise CredentialError(f"secret {path} must hold at least 32 bytes as hex")
+    return secret
 
 
 def _read(path: Path, what: str) -> bytes:
@@ -190,15 +266,7 @@ def load_credentials(principal: str, ca_file: Path, cert_file: Path, key_file: P
     cert_pem = _read(cert_file, "certificate")
     cert = _parse_cert(cert_pem, cert_file, "certificate")
 
-    try:
-        mode = stat.S_IMODE(key_file.stat().st_mode)
-    except FileNotFoundError:
-        raise CredentialError(f"private key {key_file} does not exist (run 'tessera certs')") from None
-    if mode & 0o077:
-        raise CredentialError(
-            f"private key {key_file} has permissions {mode:04o}; it must not be readable by "
-            f"group or others (chmod 600 {key_file})"
-        )
+    _check_private_mode(key_file, "private key")
     key_pem = _read(key_file, "private key")
     try:
         key = serialization.load_pem_private_key(key_pem, password=None)

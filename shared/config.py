@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -69,6 +69,9 @@ class ServiceSettings(BaseSettings):
         return peer_target(peer)
 
 
+S = TypeVar("S", bound=ServiceSettings)
+
+
 def peer_target(peer: str) -> str:
     variable = f"TESSERA_{peer.upper()}_ADDR"
     value = os.environ.get(variable) or f"127.0.0.1:{DEFAULT_PORTS[peer]}"
@@ -78,20 +81,24 @@ def peer_target(peer: str) -> str:
     return value
 
 
-def _env_name(field: str, prefix: str) -> str:
-    info = ServiceSettings.model_fields[field]
-    alias = info.validation_alias
+def _env_name(settings_class: type[ServiceSettings], field: str, prefix: str) -> str:
+    alias = settings_class.model_fields[field].validation_alias
     if isinstance(alias, AliasChoices):
         return str(alias.choices[0])
     return prefix + field.upper()
 
 
-def load_settings(name: str) -> ServiceSettings:
+def load_settings(name: str, settings_class: type[S] = ServiceSettings) -> S:
+    """Settings of process `name`; `settings_class` may add service-specific fields.
+
+    Every field of the class reads TESSERA_<NAME>_<FIELD> unless it declares
+    its own variable with a validation alias.
+    """
     if name not in PROCESS_NAMES:
         raise ConfigError(f"unknown service {name!r}; known: {', '.join(PROCESS_NAMES)}")
     prefix = f"TESSERA_{name.upper()}_"
 
-    class _Settings(ServiceSettings):
+    class _Settings(settings_class):
         model_config = SettingsConfigDict(env_prefix=prefix, extra="ignore", frozen=True)
         port: int = Field(default=DEFAULT_PORTS[name], ge=0, le=65535)
 
@@ -100,7 +107,7 @@ def load_settings(name: str) -> ServiceSettings:
     except ValidationError as exc:
         first = exc.errors()[0]
         field = str(first["loc"][0]) if first["loc"] else "?"
-        variable = _env_name(field, prefix) if field in ServiceSettings.model_fields else field
+        variable = _env_name(_Settings, field, prefix) if field in _Settings.model_fields else field
         value = os.environ.get(variable, first.get("input"))
         raise ConfigError(f"{variable}={value!r}: {first['msg']}") from None
     # Peers are resolved now so a malformed address fails at startup.

@@ -7,6 +7,7 @@ from types import ModuleType
 
 from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import FileDescriptor, ServiceDescriptor
+
 from tessera.agent.v1 import agent_pb2, agent_pb2_grpc
 from tessera.authz.v1 import authz_pb2
 from tessera.capabilities.v1 import capabilities_pb2, capabilities_pb2_grpc

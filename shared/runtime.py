@@ -30,7 +30,6 @@ from google.protobuf.descriptor import ServiceDescriptor
 from google.protobuf.timestamp_pb2 import Timestamp
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
-from tessera.common.v1 import common_pb2
 
 from shared import __version__
 from shared.authz import CallerTable
@@ -39,12 +38,17 @@ from shared.config import ConfigError, ServiceSettings, load_settings
 from shared.contracts import SERVICES, contract_hash
 from shared.interceptor import CallGuard, not_implemented_yet
 from shared.logs import log, setup_logging
+from tessera.common.v1 import common_pb2
 
 logger = logging.getLogger("tessera.runtime")
 
 # A readiness probe returns None when ready or a short reason when not.
 ReadinessProbe = Callable[[], Awaitable[str | None]]
 READINESS_INTERVAL_SECONDS = 5.0
+
+
+class StartupError(Exception):
+    """A service cannot start (bad model file, missing warehouse ...); one line."""
 
 
 @dataclass
@@ -54,6 +58,10 @@ class Registration:
     descriptor: ServiceDescriptor
     servicer: object
     add_to_server: Callable[[object, grpc.aio.Server], None]
+    # Health is SERVING only while every probe reports None.
+    readiness: list[ReadinessProbe] = field(default_factory=list)
+    # Called once after the server has stopped (close pools, flush stores).
+    on_stop: Callable[[], None] | None = None
 
 
 @dataclass
@@ -109,7 +117,8 @@ async def start_server(
     for name in ["", *names]:
         await health_servicer.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
     await server.start()
-    running = RunningServer(server, bound, health_servicer, names, list(readiness))
+    probes = [*readiness, *(probe for r in registrations for probe in r.readiness)]
+    running = RunningServer(server, bound, health_servicer, names, probes)
     await _update_health(running)
     running._ready_task = asyncio.create_task(_watch_readiness(running))
     return running
@@ -188,34 +197,43 @@ def fail_startup(name: str, message: str) -> NoReturn:
     raise SystemExit(2)
 
 
-def load_process_credentials(name: str) -> tuple[ServiceSettings, Credentials]:
+def load_process_credentials(
+    name: str, settings_class: type[ServiceSettings] = ServiceSettings
+) -> tuple[ServiceSettings, Credentials]:
     """Settings and checked credentials, or a one-line error and exit 2."""
     try:
-        settings = load_settings(name)
+        settings = load_settings(name, settings_class)
         credentials = load_credentials(name, settings.ca_cert, settings.cert, settings.key)
     except (ConfigError, CredentialError) as exc:
         fail_startup(name, str(exc))
     return settings, credentials
 
 
-def serve(name: str, build: BuildRegistrations) -> None:
-    """Process entry point of a gRPC service (`python -m services.<name>`)."""
-    settings, credentials = load_process_credentials(name)
+def serve(name: str, build: BuildRegistrations, settings_class: type[ServiceSettings] = ServiceSettings) -> None:
+    """Process entry point of a gRPC service (`python -m services.<name>`).
+
+    `build` may raise StartupError (bad model file, missing warehouse ...):
+    it becomes the process's one-line error and exit status 2.
+    """
+    settings, credentials = load_process_credentials(name, settings_class)
     setup_logging(name, settings.log_level)
     context = ServiceContext(name, settings, credentials, time.time())
     try:
         asyncio.run(_serve(context, build))
     except OSError as exc:
         fail_startup(name, f"TESSERA_{name.upper()}_PORT={settings.port}: {exc}")
+    except StartupError as exc:
+        fail_startup(name, str(exc))
     except KeyboardInterrupt:
         pass
 
 
 async def _serve(context: ServiceContext, build: BuildRegistrations) -> None:
     settings = context.settings
+    registrations = build(context)
     running = await start_server(
         context.credentials,
-        build(context),
+        registrations,
         host=settings.listen_host,
         port=settings.port,
         readiness=[certificate_validity_probe(context.credentials)],
@@ -235,6 +253,9 @@ async def _serve(context: ServiceContext, build: BuildRegistrations) -> None:
     await stop.wait()
     log(logger, logging.INFO, "stopping", grace_seconds=settings.grace_seconds)
     await running.stop(settings.grace_seconds)
+    for registration in registrations:
+        if registration.on_stop:
+            registration.on_stop()
     log(logger, logging.INFO, "stopped")
 
 
@@ -252,7 +273,7 @@ def service_info(context: ServiceContext) -> common_pb2.ServiceInfo:
     )
 
 
-def registration_for(name: str, servicer: object) -> Registration:
+def registration_for(name: str, servicer: object, **extra) -> Registration:
     """Register `servicer` as process `name`'s contract service.
 
     RPCs it does not implement answer UNIMPLEMENTED / NOT_IMPLEMENTED.
@@ -261,4 +282,4 @@ def registration_for(name: str, servicer: object) -> Registration:
     service = descriptor.name
     base = getattr(grpc_module, f"{service}Servicer")
     add = getattr(grpc_module, f"add_{service}Servicer_to_server")
-    return Registration(descriptor, not_implemented_yet(servicer, descriptor, base), add)
+    return Registration(descriptor, not_implemented_yet(servicer, descriptor, base), add, **extra)

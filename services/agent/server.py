@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from tessera.agent.v1 import agent_pb2, agent_pb2_grpc
-
 from shared.runtime import Registration, ServiceContext, registration_for, service_info
+from tessera.agent.v1 import agent_pb2, agent_pb2_grpc
 
 
 class AgentService(agent_pb2_grpc.AgentServiceServicer):

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from tessera.capabilities.v1 import capabilities_pb2, capabilities_pb2_grpc
-
 from shared.runtime import Registration, ServiceContext, registration_for, service_info
+from tessera.capabilities.v1 import capabilities_pb2, capabilities_pb2_grpc
 
 
 class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServicer):

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from tessera.compiler.v1 import compiler_pb2, compiler_pb2_grpc
-
 from shared.runtime import Registration, ServiceContext, registration_for, service_info
+from tessera.compiler.v1 import compiler_pb2, compiler_pb2_grpc
 
 
 class CompilerService(compiler_pb2_grpc.CompilerServiceServicer):

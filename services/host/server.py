@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from tessera.host.v1 import host_pb2, host_pb2_grpc
-
 from shared.runtime import Registration, ServiceContext, registration_for, service_info
+from tessera.host.v1 import host_pb2, host_pb2_grpc
 
 
 class HostService(host_pb2_grpc.HostServiceServicer):

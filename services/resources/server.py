@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from tessera.resources.v1 import resources_pb2, resources_pb2_grpc
-
 from shared.runtime import Registration, ServiceContext, registration_for, service_info
+from tessera.resources.v1 import resources_pb2, resources_pb2_grpc
 
 
 class ResourceGatewayService(resources_pb2_grpc.ResourceGatewayServiceServicer):

@@ -1,0 +1,287 @@
+"""The runtime catalog: the semantic model bound to the physical warehouse.
+
+Builds opaque ids (derived from the catalog fingerprint, so a changed model
+or schema changes every id), resolves them back to SQLAlchemy columns, and
+answers `InspectCatalog` with a budgeted, deterministic slice.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import re
+from collections import deque
+from dataclasses import dataclass, field
+
+import sqlalchemy as sa
+
+from services.resources import expressions
+from services.resources.semantic_model import (
+    DerivedMetricSpec,
+    EntitySpec,
+    FieldSpec,
+    MetricSpec,
+    RelationshipSpec,
+    SemanticModel,
+    SemanticModelError,
+)
+from shared.bounded_json import canonical
+
+MAX_ENTITIES = 12
+MAX_FIELDS_PER_ENTITY = 40
+MAX_METRICS_PER_ENTITY = 24
+SCHEMA_VERSION_TABLE = "tessera_schema_version"
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP_WORDS = frozenset(
+    "a an and are as at be by do does for from how i in is it me my of on or our per show the their to us "
+    "was we what when which who with by vs versus over each all top most least give list tell".split()
+)
+
+
+@dataclass(frozen=True)
+class CatalogField:
+    id: str
+    entity: str
+    name: str
+    spec: FieldSpec
+    column: sa.Column
+
+    @property
+    def model_visible(self) -> bool:
+        return self.spec.exposure != "never-to-model"
+
+
+@dataclass(frozen=True)
+class CatalogMetric:
+    id: str
+    entity: str
+    name: str
+    spec: MetricSpec | DerivedMetricSpec
+    expression: expressions.Expr
+    derived: bool
+
+
+@dataclass(frozen=True)
+class CatalogRelationship:
+    id: str
+    name: str
+    spec: RelationshipSpec
+
+
+@dataclass
+class CatalogEntity:
+    id: str
+    name: str
+    spec: EntitySpec
+    table: sa.Table
+    fields: dict[str, CatalogField] = field(default_factory=dict)
+    metrics: dict[str, CatalogMetric] = field(default_factory=dict)
+
+    @property
+    def primary_key(self) -> CatalogField:
+        return self.fields[self.spec.primary_key]
+
+
+@dataclass(frozen=True)
+class Edge:
+    """One traversal of a relationship; `safe` when it cannot repeat rows of the start."""
+
+    relationship: CatalogRelationship
+    start: str
+    end: str
+    start_field: str
+    end_field: str
+    safe: bool
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ies", "es", "s"):
+        if len(word) > 4 and word.endswith(suffix):
+            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+    return word
+
+
+def words(text: str) -> set[str]:
+    return {_stem(w) for w in _WORD.findall(text.lower()) if w not in _STOP_WORDS}
+
+
+_COLUMN_TYPES = {"integer": sa.BigInteger, "decimal": sa.Numeric, "float": sa.Double, "string": sa.String,
+                 "boolean": sa.Boolean, "date": sa.Date, "timestamp": sa.DateTime}
+
+
+def bind_tables(engine: sa.Engine, model: SemanticModel) -> tuple[str, dict[str, sa.Table]]:
+    """Typed Table objects for the mapped columns, checked against the warehouse.
+
+    Tables are declared from the model (not reflected: reflection differs
+    per driver), then probed with a zero-row SELECT of every mapped column,
+    so a missing table or column is a startup error naming the model key.
+    Returns the physical schema signature (mapped columns + the warehouse's
+    schema version row) and the tables.
+    """
+    metadata = sa.MetaData()
+    tables: dict[str, sa.Table] = {}
+    shape = []
+    with engine.connect() as connection:
+        for entity_name, entity in model.entities.items():
+            columns = [sa.Column(spec.column or name, _COLUMN_TYPES[spec.type]()) for name, spec in
+                       entity.fields.items()]
+            table = sa.Table(entity.table, metadata, *columns)
+            for name, spec in entity.fields.items():
+                column = table.c[spec.column or name]
+                try:
+                    connection.execute(sa.select(column).where(sa.false()))
+                except sa.exc.DBAPIError:
+                    connection.rollback()
+                    raise SemanticModelError(
+                        f"entities.{entity_name}.fields.{name}: column {column.name!r} of table {entity.table!r} "
+                        "is not in the warehouse") from None
+            tables[entity_name] = table
+            shape.append([entity.table, sorted(c.name for c in table.c)])
+        try:
+            version = connection.execute(sa.select(sa.func.max(sa.column("version"))).select_from(
+                sa.table(SCHEMA_VERSION_TABLE))).scalar()
+        except sa.exc.DBAPIError:
+            connection.rollback()
+            version = None
+    return canonical({"schema_version": version, "tables": sorted(shape)}), tables
+
+
+class Catalog:
+    """One fingerprinted catalog; rebuilt (with new ids) when model or schema change."""
+
+    def __init__(self, model: SemanticModel, engine: sa.Engine) -> None:
+        self.model = model
+        signature, tables = bind_tables(engine, model)
+        model_json = canonical(model.model_dump(mode="json", by_alias=True))
+        self.fingerprint = hashlib.sha256(f"{model_json}\n{signature}".encode()).hexdigest()
+        self.entities: dict[str, CatalogEntity] = {}
+        self.by_id: dict[str, object] = {}
+        for entity_name, spec in model.entities.items():
+            entity = CatalogEntity(self._id("ent", entity_name), entity_name, spec, tables[entity_name])
+            for field_name, field_spec in spec.fields.items():
+                column = entity.table.c[field_spec.column or field_name]
+                entity.fields[field_name] = CatalogField(
+                    self._id("fld", f"{entity_name}.{field_name}"), entity_name, field_name, field_spec, column)
+            for metric_name, metric_spec in spec.metrics.items():
+                entity.metrics[metric_name] = CatalogMetric(
+                    self._id("met", f"{entity_name}.{metric_name}"), entity_name, metric_name, metric_spec,
+                    expressions.parse(metric_spec.expression), derived=False)
+            self.entities[entity_name] = entity
+        for metric_name, derived in model.derived_metrics.items():
+            self.entities[derived.entity].metrics[metric_name] = CatalogMetric(
+                self._id("met", f"{derived.entity}.{metric_name}"), derived.entity, metric_name, derived,
+                expressions.parse(derived.expression, dotted_refs=True), derived=True)
+        self.relationships = {
+            name: CatalogRelationship(self._id("rel", name), name, spec) for name, spec in model.relationships.items()
+        }
+        for entity in self.entities.values():
+            self.by_id[entity.id] = entity
+            self.by_id.update({f.id: f for f in entity.fields.values()})
+            self.by_id.update({m.id: m for m in entity.metrics.values()})
+        self.by_id.update({r.id: r for r in self.relationships.values()})
+        self.edges: dict[str, list[Edge]] = {name: [] for name in self.entities}
+        for rel in self.relationships.values():
+            forward_safe = rel.spec.kind in ("many_to_one", "one_to_one")
+            backward_safe = rel.spec.kind in ("one_to_many", "one_to_one")
+            s = rel.spec
+            self.edges[s.from_entity].append(Edge(rel, s.from_entity, s.to_entity, s.from_field, s.to_field,
+                                                  forward_safe))
+            self.edges[s.to_entity].append(Edge(rel, s.to_entity, s.from_entity, s.to_field, s.from_field,
+                                                backward_safe))
+
+    def _id(self, prefix: str, path: str) -> str:
+        digest = hmac.new(self.fingerprint.encode(), f"{prefix}:{path}".encode(), hashlib.sha256).digest()
+        return f"{prefix}_{base64.b32encode(digest).decode().lower()[:12]}"
+
+    # --- lookups -----------------------------------------------------------
+
+    def metric(self, entity: str, name: str) -> CatalogMetric:
+        return self.entities[entity].metrics[name]
+
+    def component_entities(self, metric: CatalogMetric) -> set[str]:
+        if not metric.derived:
+            return {metric.entity}
+        return {ref.entity for ref in expressions.walk(metric.expression) if isinstance(ref, expressions.Ref)}
+
+    def path(self, start: str, goal: str) -> list[Edge] | None:
+        """Shortest relationship path, preferring one made only of safe edges."""
+        for safe_only in (True, False):
+            found = self._bfs(start, goal, safe_only)
+            if found is not None:
+                return found
+        return None
+
+    def _bfs(self, start: str, goal: str, safe_only: bool) -> list[Edge] | None:
+        previous: dict[str, Edge | None] = {start: None}
+        queue = deque([start])
+        while queue:
+            node = queue.popleft()
+            if node == goal:
+                path = []
+                while previous[node] is not None:
+                    edge = previous[node]
+                    path.append(edge)
+                    node = edge.start
+                return path[::-1]
+            for edge in sorted(self.edges[node], key=lambda e: e.relationship.name):
+                if edge.end not in previous and (edge.safe or not safe_only):
+                    previous[edge.end] = edge
+                    queue.append(edge.end)
+        return None
+
+    # --- the model-visible slice ------------------------------------------
+
+    def inspect(self, question: str) -> list[tuple[CatalogEntity, list[CatalogField], list[CatalogMetric]]]:
+        """Entities relevant to `question` (≤12), with fields (≤40) and metrics (≤24) each.
+
+        Deterministic: same question and catalog, same slice. Nothing matches →
+        empty list, never "the first tables".
+        """
+        asked = words(question)
+        if not asked:
+            return []
+        scores: dict[str, int] = {}
+        matched_fields: dict[str, set[str]] = {}
+        matched_metrics: dict[str, set[str]] = {}
+        required: dict[str, set[str]] = {}
+        for name, entity in self.entities.items():
+            score = 3 * len(asked & words(" ".join([name, entity.spec.label, *entity.spec.synonyms])))
+            score += len(asked & words(entity.spec.description))
+            for f in entity.fields.values():
+                if f.model_visible and asked & words(" ".join([f.name, f.spec.label, *f.spec.synonyms])):
+                    matched_fields.setdefault(name, set()).add(f.name)
+                    score += 2
+            for m in entity.metrics.values():
+                if asked & words(" ".join([m.name, m.spec.label, *m.spec.synonyms])):
+                    matched_metrics.setdefault(name, set()).add(m.name)
+                    required.setdefault(name, set()).update(self.component_entities(m))
+                    score += 2
+            if score:
+                scores[name] = score
+        ranked = sorted(scores, key=lambda n: (-scores[n], n))
+        chosen: list[str] = []
+        for name in ranked:
+            wanted = {name, *required.get(name, ())}
+            # Both sides of every join: add the entities on the path to what is already chosen.
+            for target in sorted(wanted - {name}) + sorted(set(chosen)):
+                route = self.path(name, target)
+                wanted.update(edge.end for edge in route or ())
+            new = [n for n in sorted(wanted) if n not in chosen]
+            if len(chosen) + len(new) > MAX_ENTITIES:
+                continue
+            chosen.extend(new)
+        chosen.sort(key=lambda n: (-scores.get(n, 0), n))
+        result = []
+        for name in chosen:
+            entity = self.entities[name]
+            hits_f, hits_m = matched_fields.get(name, set()), matched_metrics.get(name, set())
+            fields = [f for f in entity.fields.values() if f.model_visible]
+            fields.sort(key=lambda f: f.name not in hits_f)  # stable: matched first, then model order
+            metrics = sorted(entity.metrics.values(), key=lambda m: m.name not in hits_m)
+            result.append((entity, fields[:MAX_FIELDS_PER_ENTITY], metrics[:MAX_METRICS_PER_ENTITY]))
+        return result
+
+    def relationships_between(self, entity_names: set[str]) -> list[CatalogRelationship]:
+        return [r for r in self.relationships.values()
+                if r.spec.from_entity in entity_names and r.spec.to_entity in entity_names]

@@ -1,0 +1,350 @@
+"""The analysis draft: the only way to ask for data (§5).
+
+A draft is model-authored JSON, parsed by the bounded parser, checked
+against the published JSON Schema (draft-07, jsonschema), then checked
+against the catalog and the model's capability: ids must be in scope and
+of the right kind, fields must be exposed for their use, operators must fit
+the field type. Every refusal is INVALID_ARGUMENT (or PERMISSION_DENIED for
+ids out of scope) with a reason and a JSON Pointer. Nothing is executed for
+an invalid draft. There is no row limit in a draft: caps come from policy.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+import grpc
+import jsonschema
+
+from services.resources.catalog import Catalog, CatalogEntity, CatalogField, CatalogMetric
+from shared.bounded_json import BoundedJsonError, Limits, parse
+from shared.errors import TesseraError
+
+MAX_DRAFT_BYTES = 64 * 1024
+MAX_PREDICATE_DEPTH = 8
+GRAINS = ("hour", "day", "week", "month", "quarter", "year")
+AGGREGATIONS = ("count", "count_distinct", "sum", "avg", "min", "max")
+NUMERIC = frozenset({"integer", "decimal", "float"})
+TEMPORAL = frozenset({"date", "timestamp"})
+ORDERED_OPS = frozenset({"gt", "gte", "lt", "lte", "between"})
+
+_OUTPUT_ID = {"type": "string", "pattern": "^[a-z][a-z0-9_]{0,31}$"}
+_SCALAR = {"type": ["string", "number", "boolean"], "maxLength": 200}
+_FIELD_ID = {"type": "string", "pattern": "^fld_[a-z2-7]{12}$"}
+_PREDICATE_LIST = {"type": "array", "minItems": 1, "maxItems": 16, "items": {"$ref": "#/definitions/predicate"}}
+_PREDICATE = {
+    "oneOf": [
+        {"type": "object", "additionalProperties": False, "required": ["all"],
+         "properties": {"all": _PREDICATE_LIST}},
+        {"type": "object", "additionalProperties": False, "required": ["any"],
+         "properties": {"any": _PREDICATE_LIST}},
+        {"type": "object", "additionalProperties": False, "required": ["not"],
+         "properties": {"not": {"$ref": "#/definitions/predicate"}}},
+        {"type": "object", "additionalProperties": False, "required": ["field", "op"],
+         "properties": {"field": _FIELD_ID, "op": {"const": "is_null"}}},
+        {"type": "object", "additionalProperties": False, "required": ["field", "op", "value"],
+         "properties": {"field": _FIELD_ID, "op": {"enum": ["eq", "neq", "gt", "gte", "lt", "lte", "contains"]},
+                        "value": _SCALAR}},
+        {"type": "object", "additionalProperties": False, "required": ["field", "op", "values"],
+         "properties": {"field": _FIELD_ID, "op": {"const": "in"},
+                        "values": {"type": "array", "minItems": 1, "maxItems": 100, "items": _SCALAR}}},
+        {"type": "object", "additionalProperties": False, "required": ["field", "op", "values"],
+         "properties": {"field": _FIELD_ID, "op": {"const": "between"},
+                        "values": {"type": "array", "minItems": 2, "maxItems": 2, "items": _SCALAR}}},
+    ]
+}
+_ORDER_BY = {"type": "array", "maxItems": 8, "items": {
+    "type": "object", "additionalProperties": False, "required": ["output"],
+    "properties": {"output": _OUTPUT_ID, "direction": {"enum": ["asc", "desc"]}}}}
+
+DRAFT_SCHEMA = {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "title": "Tessera analysis draft",
+    "definitions": {
+        "predicate": _PREDICATE,
+        "aggregate": {
+            "type": "object", "additionalProperties": False, "required": ["mode", "measures"],
+            "properties": {
+                "mode": {"const": "aggregate"},
+                "measures": {"type": "array", "minItems": 1, "maxItems": 16, "items": {
+                    "type": "object", "additionalProperties": False, "required": ["id"],
+                    "properties": {
+                        "id": _OUTPUT_ID,
+                        "metric": {"type": "string", "pattern": "^met_[a-z2-7]{12}$"},
+                        "aggregation": {"enum": list(AGGREGATIONS)},
+                        "field": _FIELD_ID,
+                        "entity": {"type": "string", "pattern": "^ent_[a-z2-7]{12}$"},
+                    }}},
+                "dimensions": {"type": "array", "maxItems": 8, "items": {
+                    "type": "object", "additionalProperties": False, "required": ["id", "field"],
+                    "properties": {"id": _OUTPUT_ID, "field": _FIELD_ID, "grain": {"enum": list(GRAINS)}}}},
+                "filter": {"$ref": "#/definitions/predicate"},
+                "order_by": _ORDER_BY,
+                "output": {"enum": ["scalar", "table", "series", "ranking"]},
+            },
+        },
+        "records": {
+            "type": "object", "additionalProperties": False, "required": ["mode", "entity", "fields", "order_by"],
+            "properties": {
+                "mode": {"const": "records"},
+                "entity": {"type": "string", "pattern": "^ent_[a-z2-7]{12}$"},
+                "fields": {"type": "array", "minItems": 1, "maxItems": 32, "items": {
+                    "type": "object", "additionalProperties": False, "required": ["id", "field"],
+                    "properties": {"id": _OUTPUT_ID, "field": _FIELD_ID}}},
+                "filter": {"$ref": "#/definitions/predicate"},
+                "order_by": {**_ORDER_BY, "minItems": 1},
+            },
+        },
+    },
+    "oneOf": [{"$ref": "#/definitions/aggregate"}, {"$ref": "#/definitions/records"}],
+}
+jsonschema.Draft7Validator.check_schema(DRAFT_SCHEMA)
+_VALIDATORS = {mode: jsonschema.Draft7Validator({**DRAFT_SCHEMA, **DRAFT_SCHEMA["definitions"][mode]})
+               for mode in ("aggregate", "records")}
+
+
+def invalid(reason: str, message: str, pointer: str) -> TesseraError:
+    return TesseraError(grpc.StatusCode.INVALID_ARGUMENT, reason, f"{message} (at {pointer or '/'})",
+                        {"path": pointer or "/"})
+
+
+# --- the typed, checked draft --------------------------------------------
+
+
+@dataclass(frozen=True)
+class Measure:
+    id: str
+    metric: CatalogMetric | None = None
+    aggregation: str | None = None
+    field: CatalogField | None = None
+    entity: CatalogEntity | None = None  # count() of an entity
+
+    @property
+    def home(self) -> str:
+        if self.metric is not None:
+            return self.metric.entity
+        return self.field.entity if self.field is not None else self.entity.name
+
+
+@dataclass(frozen=True)
+class Dimension:
+    id: str
+    field: CatalogField
+    grain: str | None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    field: CatalogField
+    op: str
+    values: tuple  # typed python values (datetime for temporal fields)
+
+
+@dataclass(frozen=True)
+class Group:
+    op: str  # all / any / not
+    items: tuple
+
+
+Predicate = Comparison | Group
+
+
+@dataclass(frozen=True)
+class Order:
+    output: str
+    descending: bool
+
+
+@dataclass(frozen=True)
+class Draft:
+    mode: str
+    measures: tuple[Measure, ...] = ()
+    dimensions: tuple[Dimension, ...] = ()
+    records_entity: CatalogEntity | None = None
+    record_fields: tuple[Dimension, ...] = ()
+    filter: Predicate | None = None
+    order_by: tuple[Order, ...] = ()
+    output: str = "table"
+
+    def referenced_ids(self) -> dict[str, str]:
+        """Every catalog id in the draft → its JSON Pointer (for scope checks)."""
+        return dict(self._ids)
+
+    _ids: tuple = ()
+
+
+def parse_draft(text: str) -> object:
+    try:
+        return parse(text, Limits(max_raw_bytes=MAX_DRAFT_BYTES, max_depth=32, max_values=2_000,
+                                  max_utf16_units=MAX_DRAFT_BYTES))
+    except BoundedJsonError as exc:
+        raise invalid("DRAFT_NOT_JSON", str(exc), exc.pointer) from None
+
+
+def schema_check(raw: object) -> str:
+    """Structure only (draft-07); returns the mode."""
+    if not isinstance(raw, dict):
+        raise invalid("DRAFT_SCHEMA", "a draft is a JSON object", "")
+    mode = raw.get("mode")
+    if mode not in _VALIDATORS:
+        raise invalid("DRAFT_SCHEMA", "mode must be 'aggregate' or 'records'", "/mode")
+    error = jsonschema.exceptions.best_match(_VALIDATORS[mode].iter_errors(raw))
+    if error is not None:
+        pointer = "".join(f"/{part}" for part in error.absolute_path)
+        raise invalid("DRAFT_SCHEMA", error.message[:300], pointer)
+    return mode
+
+
+class _Resolver:
+    """Catalog lookups that record every id used, with its pointer."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self.seen: dict[str, str] = {}
+
+    def get(self, item_id: str, kind: type, pointer: str):
+        self.seen.setdefault(item_id, pointer)
+        found = self.catalog.by_id.get(item_id)
+        if found is None:
+            raise invalid("UNKNOWN_ID", f"{item_id} is not an id of the current catalog", pointer)
+        if not isinstance(found, kind):
+            raise invalid("WRONG_ID_KIND", f"{item_id} is not a {kind.__name__.removeprefix('Catalog').lower()}",
+                          pointer)
+        return found
+
+    def field(self, item_id: str, pointer: str, *, use: str) -> CatalogField:
+        found: CatalogField = self.get(item_id, CatalogField, pointer)
+        exposure = found.spec.exposure
+        if exposure == "never-to-model":
+            raise invalid("UNKNOWN_ID", f"{item_id} is not an id of the current catalog", pointer)
+        if use != "aggregate" and exposure != "bounded-values":
+            raise invalid("FIELD_NOT_EXPOSED", f"{found.spec.label!r} may only be used inside an aggregation, "
+                                               f"not as a {use}", pointer)
+        return found
+
+
+def build_draft(raw: dict, catalog: Catalog) -> Draft:
+    mode = schema_check(raw)
+    resolve = _Resolver(catalog)
+    outputs: list[str] = []
+    if mode == "aggregate":
+        measures = tuple(_measure(m, f"/measures/{i}", resolve) for i, m in enumerate(raw["measures"]))
+        dimensions = tuple(_dimension(d, f"/dimensions/{i}", resolve, use="dimension")
+                           for i, d in enumerate(raw.get("dimensions", [])))
+        outputs = [m.id for m in measures] + [d.id for d in dimensions]
+        output = raw.get("output", "table")
+        _check_output_kind(output, measures, dimensions, raw)
+        draft_fields = {}
+    else:
+        entity = resolve.get(raw["entity"], CatalogEntity, "/entity")
+        record_fields = tuple(_dimension(f, f"/fields/{i}", resolve, use="record field")
+                              for i, f in enumerate(raw["fields"]))
+        outputs = [f.id for f in record_fields]
+        draft_fields = {"records_entity": entity, "record_fields": record_fields}
+        measures, dimensions, output = (), (), "table"
+    duplicates = {o for o in outputs if outputs.count(o) > 1}
+    if duplicates:
+        raise invalid("DUPLICATE_OUTPUT", f"output id {sorted(duplicates)[0]!r} is used twice", "")
+    order = []
+    for i, item in enumerate(raw.get("order_by", [])):
+        if item["output"] not in outputs:
+            raise invalid("UNKNOWN_OUTPUT", f"order_by names {item['output']!r}, which is not an output",
+                          f"/order_by/{i}/output")
+        order.append(Order(item["output"], item.get("direction", "asc") == "desc"))
+    predicate = _predicate(raw["filter"], "/filter", resolve, 1) if "filter" in raw else None
+    return Draft(mode=mode, measures=measures, dimensions=dimensions, filter=predicate, order_by=tuple(order),
+                 output=output, _ids=tuple(resolve.seen.items()), **draft_fields)
+
+
+def _measure(raw: dict, pointer: str, resolve: _Resolver) -> Measure:
+    if "metric" in raw:
+        if {"aggregation", "field", "entity"} & raw.keys():
+            raise invalid("MEASURE_SHAPE", "a measure is either a metric or an aggregation, not both", pointer)
+        return Measure(raw["id"], metric=resolve.get(raw["metric"], CatalogMetric, f"{pointer}/metric"))
+    aggregation = raw.get("aggregation")
+    if aggregation is None:
+        raise invalid("MEASURE_SHAPE", "a measure needs a metric, or an aggregation with a field", pointer)
+    if "field" in raw:
+        if "entity" in raw:
+            raise invalid("MEASURE_SHAPE", "give a field or an entity, not both", pointer)
+        field = resolve.field(raw["field"], f"{pointer}/field", use="aggregate")
+        if aggregation in ("sum", "avg") and field.spec.type not in NUMERIC:
+            raise invalid("AGGREGATION_TYPE", f"{aggregation} needs a numeric field; {field.spec.label!r} is "
+                                              f"{field.spec.type}", f"{pointer}/aggregation")
+        return Measure(raw["id"], aggregation=aggregation, field=field)
+    if aggregation == "count" and "entity" in raw:
+        return Measure(raw["id"], aggregation="count",
+                       entity=resolve.get(raw["entity"], CatalogEntity, f"{pointer}/entity"))
+    raise invalid("MEASURE_SHAPE", f"{aggregation} needs a field (count may name an entity instead)", pointer)
+
+
+def _dimension(raw: dict, pointer: str, resolve: _Resolver, *, use: str) -> Dimension:
+    field = resolve.field(raw["field"], f"{pointer}/field", use=use)
+    grain = raw.get("grain")
+    if grain is not None and field.spec.type not in TEMPORAL:
+        raise invalid("GRAIN_NOT_TEMPORAL", f"{field.spec.label!r} is not a date or time; drop the grain",
+                      f"{pointer}/grain")
+    if grain is None and field.spec.type == "timestamp" and use == "dimension":
+        raise invalid("GRAIN_REQUIRED", f"grouping by {field.spec.label!r} needs a grain (hour … year)", pointer)
+    return Dimension(raw["id"], field, grain)
+
+
+def _check_output_kind(output: str, measures, dimensions, raw) -> None:
+    if output == "scalar" and dimensions:
+        raise invalid("OUTPUT_KIND", "a scalar output has no dimensions", "/output")
+    if output == "series" and (not dimensions or dimensions[0].grain is None):
+        raise invalid("OUTPUT_KIND", "a series starts with a time dimension that has a grain", "/output")
+    if output == "ranking" and (not dimensions or not raw.get("order_by")):
+        raise invalid("OUTPUT_KIND", "a ranking needs a dimension and an order_by", "/output")
+
+
+def _predicate(raw: dict, pointer: str, resolve: _Resolver, depth: int) -> Predicate:
+    if depth > MAX_PREDICATE_DEPTH:
+        raise invalid("PREDICATE_TOO_DEEP", f"predicates nest at most {MAX_PREDICATE_DEPTH} levels", pointer)
+    for op in ("all", "any"):
+        if op in raw:
+            return Group(op, tuple(_predicate(p, f"{pointer}/{op}/{i}", resolve, depth + 1)
+                                   for i, p in enumerate(raw[op])))
+    if "not" in raw:
+        return Group("not", (_predicate(raw["not"], f"{pointer}/not", resolve, depth + 1),))
+    field = resolve.field(raw["field"], f"{pointer}/field", use="filter")
+    op = raw["op"]
+    kind = field.spec.type
+    if op in ORDERED_OPS and kind not in NUMERIC | TEMPORAL:
+        raise invalid("OPERATOR_TYPE", f"{op} needs a number, date or time field; {field.spec.label!r} is {kind}",
+                      f"{pointer}/op")
+    if op == "contains" and kind != "string":
+        raise invalid("OPERATOR_TYPE", f"contains needs a text field; {field.spec.label!r} is {kind}",
+                      f"{pointer}/op")
+    raw_values = [] if op == "is_null" else raw["values"] if "values" in raw else [raw["value"]]
+    values = tuple(_typed_value(v, kind, f"{pointer}/{'values/' + str(i) if 'values' in raw else 'value'}")
+                   for i, v in enumerate(raw_values))
+    return Comparison(field, op, values)
+
+
+def _typed_value(value, kind: str, pointer: str):
+    """Values become typed bound parameters; text in them is never SQL."""
+    if kind == "string":
+        if not isinstance(value, str):
+            raise invalid("VALUE_TYPE", "expected text", pointer)
+        return value
+    if kind == "boolean":
+        if not isinstance(value, bool):
+            raise invalid("VALUE_TYPE", "expected true or false", pointer)
+        return value
+    if kind in NUMERIC:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise invalid("VALUE_TYPE", f"expected a number for a {kind} field", pointer)
+        if kind == "integer" and isinstance(value, float) and not value.is_integer():
+            raise invalid("VALUE_TYPE", "expected a whole number", pointer)
+        return value
+    if not isinstance(value, str):
+        raise invalid("VALUE_TYPE", "expected an ISO 8601 date or date-time string", pointer)
+    try:
+        parsed = dt.datetime.fromisoformat(value)
+    except ValueError:
+        raise invalid("VALUE_TYPE", f"{value[:40]!r} is not an ISO 8601 date or date-time", pointer) from None
+    if parsed.tzinfo is not None:
+        parsed = parsed.astimezone(dt.UTC).replace(tzinfo=None)
+    return parsed.date() if kind == "date" else parsed

@@ -1,0 +1,174 @@
+"""The semantic model file: entities, fields, metrics, relationships (YAML).
+
+Loaded and validated once at startup. Every problem is reported as
+`<file>: <key path>: <what is wrong>` so a person can go straight to it.
+The format is documented in docs/semantic-model.md.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from services.resources import expressions
+
+FieldType = Literal["string", "integer", "decimal", "float", "boolean", "date", "timestamp"]
+Exposure = Literal["never-to-model", "aggregate-only", "bounded-values"]
+Sensitivity = Literal["public", "internal", "pii", "confidential"]
+RelationshipKind = Literal["many_to_one", "one_to_many", "one_to_one"]
+_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
+
+
+class SemanticModelError(Exception):
+    """The model file is unusable; the message names the file and the key."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class FieldSpec(_Strict):
+    column: str | None = None  # physical column; defaults to the field's key
+    type: FieldType
+    label: str = Field(min_length=1, max_length=80)
+    description: str = Field(default="", max_length=400)
+    synonyms: tuple[str, ...] = ()
+    exposure: Exposure
+    sensitivity: Sensitivity = "internal"
+
+
+class MetricSpec(_Strict):
+    label: str = Field(min_length=1, max_length=80)
+    description: str = Field(default="", max_length=400)
+    synonyms: tuple[str, ...] = ()
+    expression: str
+    type: FieldType = "decimal"
+
+
+class DerivedMetricSpec(MetricSpec):
+    # The entity the metric is listed under; components may live elsewhere.
+    entity: str
+
+
+class EntitySpec(_Strict):
+    table: str
+    label: str = Field(min_length=1, max_length=80)
+    description: str = Field(default="", max_length=400)
+    synonyms: tuple[str, ...] = ()
+    primary_key: str
+    fields: dict[str, FieldSpec]
+    metrics: dict[str, MetricSpec] = {}
+
+
+class RelationshipSpec(_Strict):
+    from_entity: str = Field(alias="from")
+    to_entity: str = Field(alias="to")
+    kind: RelationshipKind
+    from_field: str
+    to_field: str
+    label: str = Field(min_length=1, max_length=80)
+    description: str = Field(default="", max_length=400)
+
+
+class DatasetSpec(_Strict):
+    label: str
+    description: str = ""
+
+
+class SemanticModel(_Strict):
+    version: int = Field(ge=1)
+    dataset: DatasetSpec
+    entities: dict[str, EntitySpec]
+    relationships: dict[str, RelationshipSpec] = {}
+    derived_metrics: dict[str, DerivedMetricSpec] = {}
+
+    def metric_expression(self, entity: str, metric: str) -> expressions.Expr:
+        return expressions.parse(self.entities[entity].metrics[metric].expression)
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML keeps the last of two equal keys; a model file must not have any."""
+
+
+def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False):
+    seen = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise SemanticModelError(f"line {key_node.start_mark.line + 1}: duplicate key {key!r}")
+        seen.add(key)
+    return yaml.SafeLoader.construct_mapping(loader, node, deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def load_semantic_model(path: Path) -> SemanticModel:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SemanticModelError(f"{path}: cannot be read: {exc.strerror}") from None
+    try:
+        raw = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+    except SemanticModelError as exc:
+        raise SemanticModelError(f"{path}: {exc}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark else ""
+        raise SemanticModelError(f"{path}: {where}not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(raw, dict):
+        raise SemanticModelError(f"{path}: the top level must be a mapping")
+    try:
+        model = SemanticModel.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = ".".join(str(part) for part in first["loc"]) or "(top level)"
+        raise SemanticModelError(f"{path}: {key}: {first['msg']}") from None
+    problems = _cross_check(model)
+    if problems:
+        raise SemanticModelError(f"{path}: {problems[0]}")
+    return model
+
+
+def _cross_check(model: SemanticModel) -> list[str]:
+    """References between parts of the model, names, and metric expressions."""
+    problems: list[str] = []
+    for entity_name, entity in model.entities.items():
+        where = f"entities.{entity_name}"
+        for name in [entity_name, *entity.fields, *entity.metrics]:
+            if not _NAME.match(name):
+                problems.append(f"{where}: name {name!r} must be lower_snake_case (a-z, 0-9, _)")
+        if entity.primary_key not in entity.fields:
+            problems.append(f"{where}.primary_key: {entity.primary_key!r} is not one of its fields")
+        for metric_name, metric in entity.metrics.items():
+            try:
+                expressions.check_entity_metric(expressions.parse(metric.expression), set(entity.fields))
+            except expressions.ExpressionError as exc:
+                problems.append(f"{where}.metrics.{metric_name}.expression: {exc}")
+        overlap = set(entity.fields) & set(entity.metrics)
+        if overlap:
+            problems.append(f"{where}: {sorted(overlap)[0]!r} is both a field and a metric")
+    for rel_name, rel in model.relationships.items():
+        where = f"relationships.{rel_name}"
+        for side, entity_name, field_name in (("from", rel.from_entity, rel.from_field),
+                                              ("to", rel.to_entity, rel.to_field)):
+            if entity_name not in model.entities:
+                problems.append(f"{where}.{side}: unknown entity {entity_name!r}")
+            elif field_name not in model.entities[entity_name].fields:
+                problems.append(f"{where}.{side}_field: {field_name!r} is not a field of {entity_name}")
+    known_metrics = {(e, m) for e, spec in model.entities.items() for m in spec.metrics}
+    for name, derived in model.derived_metrics.items():
+        where = f"derived_metrics.{name}"
+        if derived.entity not in model.entities:
+            problems.append(f"{where}.entity: unknown entity {derived.entity!r}")
+        elif name in model.entities[derived.entity].metrics or name in model.entities[derived.entity].fields:
+            problems.append(f"{where}: {name!r} is already a field or metric of {derived.entity}")
+        try:
+            expressions.check_derived_metric(expressions.parse(derived.expression, dotted_refs=True), known_metrics)
+        except expressions.ExpressionError as exc:
+            problems.append(f"{where}.expression: {exc}")
+    return problems
