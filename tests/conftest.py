@@ -37,10 +37,31 @@ def credentials(cert_dir):
     return load
 
 
+WAREHOUSE_SCALE = 5_000  # order items: big enough for every grain, small enough to seed in a second
+
+
 @pytest.fixture(scope="session")
-def running_set(cert_dir, tmp_path_factory):
+def warehouse_url(tmp_path_factory) -> str:
+    """A small demo warehouse (SQLite), seeded once per test session."""
+    from cli.seed import seed
+
+    url = f"sqlite:///{tmp_path_factory.mktemp('warehouse') / 'warehouse.sqlite'}"
+    seed(url, scale=WAREHOUSE_SCALE, progress=False)
+    return url
+
+
+@pytest.fixture(scope="session")
+def service_env(warehouse_url, tmp_path_factory) -> dict[str, str]:
+    return {
+        "TESSERA_RESOURCES_WAREHOUSE_URL": warehouse_url,
+        "TESSERA_RESOURCES_STORE_URL": f"sqlite:///{tmp_path_factory.mktemp('store') / 'results.sqlite'}",
+    }
+
+
+@pytest.fixture(scope="session")
+def running_set(cert_dir, tmp_path_factory, service_env):
     """Every Tessera process, started for real by the launcher `tessera up` uses."""
-    services = ServiceSet(cert_dir, tmp_path_factory.mktemp("run"), ephemeral_ports=True)
+    services = ServiceSet(cert_dir, tmp_path_factory.mktemp("run"), ephemeral_ports=True, extra_env=service_env)
     services.start()
     yield services
     codes = services.stop()

@@ -1,18 +1,179 @@
-"""gRPC servicer of the resources service (contract: proto/tessera/resources/v1/)."""
+"""gRPC servicer of the Resource Gateway (contract: proto/tessera/resources/v1/)."""
 
 from __future__ import annotations
 
-from shared.runtime import Registration, ServiceContext, registration_for, service_info
+import asyncio
+import datetime as dt
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+
+import grpc
+from google.protobuf import timestamp_pb2
+
+from services.resources.capability import Capability
+from services.resources.config import ResourcesSettings
+from services.resources.gateway import COLUMN_ROLES, COLUMN_TYPES, Gateway
+from services.resources.semantic_model import SemanticModelError
+from services.resources.warehouse import WarehouseUnavailable
+from shared.certs import CredentialError
+from shared.errors import TesseraError
+from shared.runtime import Registration, ServiceContext, StartupError, registration_for, service_info
+from tessera.common.v1 import common_pb2
 from tessera.resources.v1 import resources_pb2, resources_pb2_grpc
+
+MAX_ID_CHARS = 128
+_EXPOSURE = {"never-to-model": resources_pb2.FIELD_EXPOSURE_NEVER_TO_MODEL,
+             "aggregate-only": resources_pb2.FIELD_EXPOSURE_AGGREGATE_ONLY,
+             "bounded-values": resources_pb2.FIELD_EXPOSURE_BOUNDED_VALUES}
+_KIND = {"many_to_one": resources_pb2.RELATIONSHIP_KIND_MANY_TO_ONE,
+         "one_to_many": resources_pb2.RELATIONSHIP_KIND_ONE_TO_MANY,
+         "one_to_one": resources_pb2.RELATIONSHIP_KIND_ONE_TO_ONE}
+_PROBES = {resources_pb2.PROBE_KIND_VALUE_DOMAIN: "value-domain",
+           resources_pb2.PROBE_KIND_FIELD_PROFILE: "field-profile",
+           resources_pb2.PROBE_KIND_TIME_BOUNDS: "time-bounds",
+           resources_pb2.PROBE_KIND_JOIN_COVERAGE: "join-coverage"}
+
+
+def _turn(turn: resources_pb2.TurnRef) -> tuple[str, str]:
+    for name, value in (("session_id", turn.session_id), ("turn_id", turn.turn_id)):
+        if not value or len(value) > MAX_ID_CHARS:
+            raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "TURN_REQUIRED",
+                               f"turn.{name} must be 1 to {MAX_ID_CHARS} characters", {"path": f"/turn/{name}"})
+    return turn.session_id, turn.turn_id
+
+
+def _cell(value, kind: str) -> resources_pb2.Cell:
+    if value is None:
+        return resources_pb2.Cell(null_value=True)
+    if kind == "timestamp":
+        stamp = timestamp_pb2.Timestamp()
+        stamp.FromDatetime(dt.datetime.fromisoformat(value).replace(tzinfo=dt.UTC))
+        return resources_pb2.Cell(timestamp_value=stamp)
+    field = {"string": "string_value", "integer": "integer_value", "decimal": "decimal_value",
+             "float": "float_value", "boolean": "boolean_value", "date": "date_value"}[kind]
+    return resources_pb2.Cell(**{field: value})
 
 
 class ResourceGatewayService(resources_pb2_grpc.ResourceGatewayServiceServicer):
-    def __init__(self, context: ServiceContext) -> None:
+    def __init__(self, context: ServiceContext, gateway: Gateway, pool: ThreadPoolExecutor) -> None:
         self._info = service_info(context)
+        self._gateway = gateway
+        self._pool = pool
+
+    async def _run(self, function, *args):
+        """Warehouse and store work runs on the bounded pool, never on the event loop."""
+        return await asyncio.get_running_loop().run_in_executor(self._pool, partial(function, *args))
+
+    def _capability(self, token: str, session_id: str) -> Capability:
+        return self._gateway.open_capability(token, session_id)
+
+    def _entities(self, found) -> list[resources_pb2.Entity]:
+        names = {entity.name for entity, _, _ in found}
+        return [resources_pb2.Entity(
+            entity_id=entity.id, label=entity.spec.label, description=entity.spec.description,
+            fields=[resources_pb2.Field(field_id=f.id, label=f.spec.label, description=f.spec.description,
+                                        type=COLUMN_TYPES[f.spec.type], exposure=_EXPOSURE[f.spec.exposure],
+                                        synonyms=f.spec.synonyms, sensitivity=f.spec.sensitivity) for f in fields],
+            metrics=[resources_pb2.Metric(metric_id=m.id, label=m.spec.label, description=m.spec.description,
+                                          type=COLUMN_TYPES[m.spec.type], synonyms=m.spec.synonyms)
+                     for m in metrics],
+            relationships=[resources_pb2.Relationship(
+                relationship_id=r.id, kind=_KIND[r.spec.kind], label=r.spec.label,
+                from_entity_id=self._gateway.catalog.entities[r.spec.from_entity].id,
+                to_entity_id=self._gateway.catalog.entities[r.spec.to_entity].id)
+                for r in self._gateway.relationships(entity, names)],
+        ) for entity, fields, metrics in found]
 
     async def GetInfo(self, request, context):
-        return resources_pb2.GetInfoResponse(info=self._info)
+        return resources_pb2.GetInfoResponse(info=self._info, catalog_fingerprint=self._gateway.catalog.fingerprint)
+
+    async def InspectContext(self, request, context):
+        session_id, turn_id = _turn(request.turn)
+        gateway = self._gateway
+        return resources_pb2.InspectContextResponse(
+            dataset_label=gateway.model.dataset.label, catalog_fingerprint=gateway.catalog.fingerprint,
+            semantic_model_version=str(gateway.model.version),
+            probes_remaining=gateway.probes_remaining(session_id, turn_id),
+            capability_token=gateway.fresh_token(session_id))
+
+    async def InspectCatalog(self, request, context):
+        session_id, _ = _turn(request.turn)
+        capability = self._capability(request.capability_token, session_id)
+        found, token = self._gateway.inspect(request.question, capability)
+        return resources_pb2.InspectCatalogResponse(catalog_fingerprint=self._gateway.catalog.fingerprint,
+                                                    entities=self._entities(found), capability_token=token)
+
+    async def Describe(self, request, context):
+        session_id, _ = _turn(request.turn)
+        capability = self._capability(request.capability_token, session_id)
+        found, token = self._gateway.describe(list(request.entity_ids), capability)
+        return resources_pb2.DescribeResponse(entities=self._entities(found), capability_token=token)
+
+    async def Probe(self, request, context):
+        session_id, turn_id = _turn(request.turn)
+        capability = self._capability(request.capability_token, session_id)
+        kind = _PROBES.get(request.kind)
+        if kind is None:
+            raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "PROBE_KIND",
+                               "kind must be value-domain, field-profile, time-bounds or join-coverage",
+                               {"path": "/kind"})
+        target = request.relationship_id if kind == "join-coverage" else request.field_id
+        outcome, remaining = await self._run(self._gateway.probe, session_id, turn_id, kind, target, capability)
+        reply = resources_pb2.ProbeResponse(kind=request.kind, probes_remaining=remaining)
+        if kind == "value-domain":
+            reply.value_domain.values.extend(outcome[0])
+            reply.value_domain.truncated = outcome[1]
+        elif kind == "field-profile":
+            reply.field_profile.row_count, reply.field_profile.null_count, reply.field_profile.distinct_count = outcome
+        elif kind == "time-bounds":
+            for stamp, value in zip((reply.time_bounds.earliest, reply.time_bounds.latest), outcome, strict=True):
+                if value is not None:
+                    stamp.FromDatetime(dt.datetime.fromisoformat(value).replace(tzinfo=dt.UTC))
+        else:
+            total, matched = outcome
+            reply.join_coverage.from_rows, reply.join_coverage.matched_rows = total, matched
+            reply.join_coverage.coverage = matched / total if total else 0.0
+        return reply
+
+    async def Analyze(self, request, context):
+        session_id, turn_id = _turn(request.turn)
+        capability = self._capability(request.capability_token, session_id)
+        analysis = await self._run(self._gateway.analyze, session_id, turn_id, request.draft_json, capability)
+        return resources_pb2.AnalyzeResponse(descriptor=analysis.descriptor, evidence=analysis.evidence,
+                                             offer=analysis.offer)
+
+    async def ResolveWindow(self, request, context):
+        result, columns, rows = await self._run(self._gateway.window, request.grant, request.offset, request.limit,
+                                                list(request.column_ids))
+        return resources_pb2.ResolveWindowResponse(
+            resource_id=result.resource_id, version_id=result.version_id, offset=request.offset,
+            total_rows=len(result.rows),
+            columns=[common_pb2.ColumnDescriptor(column_id=c.id, label=c.label, type=COLUMN_TYPES[c.type],
+                                                 role=COLUMN_ROLES[c.role], semantic_id=c.semantic_id)
+                     for c in columns],
+            rows=[resources_pb2.Row(cells=[_cell(v, c.type) for v, c in zip(row, columns, strict=True)])
+                  for row in rows])
+
+    async def RevokeGrants(self, request, context):
+        return resources_pb2.RevokeGrantsResponse(revoked=self._gateway.revoke(list(request.grants)))
 
 
 def build(context: ServiceContext) -> list[Registration]:
-    return [registration_for("resources", ResourceGatewayService(context))]
+    settings: ResourcesSettings = context.settings
+    try:
+        gateway = Gateway(settings)
+    except SemanticModelError as exc:
+        raise StartupError(f"semantic model {exc}") from None
+    except (WarehouseUnavailable, CredentialError) as exc:
+        raise StartupError(str(exc)) from None
+    pool = ThreadPoolExecutor(max_workers=settings.query_workers, thread_name_prefix="warehouse")
+
+    async def warehouse_reachable() -> str | None:
+        return await asyncio.get_running_loop().run_in_executor(pool, gateway.warehouse.ping)
+
+    def stop() -> None:
+        pool.shutdown(wait=True)
+        gateway.close()
+
+    return [registration_for("resources", ResourceGatewayService(context, gateway, pool),
+                             readiness=[warehouse_reachable], on_stop=stop)]

@@ -54,9 +54,10 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.fixture
-def up(cert_dir, tmp_path):
+def up(cert_dir, tmp_path, service_env):
     var_dir = tmp_path / "var"
-    process = subprocess.Popen(TESSERA + ["up", "--ephemeral-ports"], cwd=REPO_ROOT, env=_env(cert_dir, var_dir),
+    process = subprocess.Popen(TESSERA + ["up", "--ephemeral-ports"], cwd=REPO_ROOT,
+                               env={**_env(cert_dir, var_dir), **service_env},
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                stdin=subprocess.DEVNULL)
     try:

@@ -7,12 +7,12 @@ import asyncio
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from tessera.compiler.v1 import compiler_pb2, compiler_pb2_grpc
 
 from shared import runtime
 from shared.channels import aio_channel
 from shared.errors import TesseraError, error_details
 from shared.runtime import registration_for, start_server
+from tessera.compiler.v1 import compiler_pb2, compiler_pb2_grpc
 
 GET_INFO = "/tessera.compiler.v1.CompilerService/GetInfo"
 COMPILE = "/tessera.compiler.v1.CompilerService/Compile"

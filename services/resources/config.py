@@ -1,0 +1,42 @@
+"""Settings of the Resource Gateway (TESSERA_RESOURCES_*)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, model_validator
+
+from shared.certs import secret_path, signing_key_path, verify_key_path
+from shared.config import ServiceSettings
+from shared.paths import REPO_ROOT, var_dir
+
+# Policy bounds: the model never picks a row limit; operators pick within these.
+MAX_ROW_CAP = 20_000
+MAX_WINDOW_ROWS = 1_000
+
+
+class ResourcesSettings(ServiceSettings):
+    warehouse_url: str = ""  # default: sqlite:///<var>/warehouse.sqlite
+    semantic_model: Path = REPO_ROOT / "deploy" / "semantic-models" / "retail.yaml"
+    store_url: str = ""  # default: sqlite:///<var>/resources/results.sqlite
+    row_cap: int = Field(default=1_000, ge=1, le=MAX_ROW_CAP)
+    statement_timeout_seconds: float = Field(default=30.0, gt=0, le=600)
+    probes_per_turn: int = Field(default=2, ge=0, le=10)
+    signing_key: Path | None = None
+    host_verify_key: Path | None = None
+    capability_secret: Path | None = None
+    query_workers: int = Field(default=4, ge=1, le=32)
+
+    @model_validator(mode="after")
+    def _defaults(self) -> ResourcesSettings:
+        directory = self.cert_dir
+        fill = {
+            "warehouse_url": self.warehouse_url or f"sqlite:///{var_dir() / 'warehouse.sqlite'}",
+            "store_url": self.store_url or f"sqlite:///{var_dir() / 'resources' / 'results.sqlite'}",
+            "signing_key": self.signing_key or signing_key_path(directory, "resources"),
+            "host_verify_key": self.host_verify_key or verify_key_path(directory, "host"),
+            "capability_secret": self.capability_secret or secret_path(directory, "resources"),
+        }
+        for key, value in fill.items():
+            object.__setattr__(self, key, value)
+        return self

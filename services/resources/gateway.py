@@ -1,0 +1,277 @@
+"""The Resource Gateway's domain: catalog, capability, drafts, results, grants.
+
+Synchronous and free of gRPC plumbing (the servicer runs it on a bounded
+thread pool); every refusal is a TesseraError with a stable reason.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import grpc
+from google.protobuf import duration_pb2, timestamp_pb2
+
+from services.resources import probes
+from services.resources.capability import Capability, CapabilityIssuer
+from services.resources.catalog import Catalog, CatalogEntity, CatalogField, CatalogRelationship
+from services.resources.config import MAX_WINDOW_ROWS, ResourcesSettings
+from services.resources.draft import Draft, build_draft, parse_draft
+from services.resources.planner import Planner
+from services.resources.results import PinnedResult, ResultStore, normalize_cell
+from services.resources.semantic_model import load_semantic_model
+from services.resources.warehouse import Warehouse
+from shared import tokens
+from shared.certs import load_secret, load_signing_key, load_verify_key
+from shared.errors import TesseraError
+from tessera.common.v1 import common_pb2
+
+OFFER_LIFETIME = dt.timedelta(minutes=30)
+GRANT_MAX_LIFETIME = dt.timedelta(minutes=15)
+MAX_QUESTION_CHARS = 2_000
+MAX_DESCRIBE = 4
+MAX_TRACKED_TURNS = 10_000
+COLUMN_TYPES = {"string": common_pb2.COLUMN_TYPE_STRING, "integer": common_pb2.COLUMN_TYPE_INTEGER,
+                "decimal": common_pb2.COLUMN_TYPE_DECIMAL, "float": common_pb2.COLUMN_TYPE_FLOAT,
+                "boolean": common_pb2.COLUMN_TYPE_BOOLEAN, "date": common_pb2.COLUMN_TYPE_DATE,
+                "timestamp": common_pb2.COLUMN_TYPE_TIMESTAMP}
+COLUMN_ROLES = {"dimension": common_pb2.COLUMN_ROLE_DIMENSION, "time": common_pb2.COLUMN_ROLE_TIME,
+                "measure": common_pb2.COLUMN_ROLE_MEASURE, "attribute": common_pb2.COLUMN_ROLE_ATTRIBUTE}
+SHAPES = {"scalar": common_pb2.RESULT_SHAPE_SCALAR, "table": common_pb2.RESULT_SHAPE_TABLE,
+          "series": common_pb2.RESULT_SHAPE_SERIES, "ranking": common_pb2.RESULT_SHAPE_RANKING,
+          "records": common_pb2.RESULT_SHAPE_RECORDS}
+
+
+def _timestamp(moment: dt.datetime) -> timestamp_pb2.Timestamp:
+    stamp = timestamp_pb2.Timestamp()
+    stamp.FromDatetime(moment)
+    return stamp
+
+
+@dataclass
+class Analysis:
+    result: PinnedResult
+    descriptor: common_pb2.ResourceDescriptor
+    evidence: common_pb2.Evidence
+    offer: common_pb2.SignedToken
+
+
+class Gateway:
+    def __init__(self, settings: ResourcesSettings) -> None:
+        self.settings = settings
+        self.model = load_semantic_model(settings.semantic_model)
+        self.warehouse = Warehouse(settings.warehouse_url, settings.statement_timeout_seconds)
+        self.catalog = Catalog(self.model, self.warehouse.engine)
+        self.planner = Planner(self.catalog, self.warehouse.dialect)
+        self.capabilities = CapabilityIssuer(load_secret(settings.capability_secret))
+        self.signing_key = load_signing_key(settings.signing_key)
+        self.host_key = load_verify_key(settings.host_verify_key)
+        self.store = ResultStore(settings.store_url)
+        self._probes_used: OrderedDict[tuple[str, str], int] = OrderedDict()
+        self._revoked: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        self.warehouse.close()
+        self.store.close()
+
+    # --- capability ------------------------------------------------------
+
+    def open_capability(self, token: str, session_id: str) -> Capability:
+        return self.capabilities.open(token, self.catalog.fingerprint, session_id)
+
+    def fresh_token(self, session_id: str) -> str:
+        return self.capabilities.mint(self.catalog.fingerprint, session_id, ())
+
+    def _require_scope(self, capability: Capability, item_id: str, path: str) -> None:
+        if item_id not in self.catalog.by_id:
+            raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "UNKNOWN_ID",
+                               f"{item_id} is not an id of the current catalog (at {path})", {"path": path})
+        if item_id not in capability.ids:
+            raise TesseraError(grpc.StatusCode.PERMISSION_DENIED, "ID_NOT_IN_SCOPE",
+                               f"{item_id} was not returned to this session by inspect_catalog or describe_data "
+                               f"(at {path})", {"id": item_id, "path": path})
+
+    # --- catalog ---------------------------------------------------------
+
+    def inspect(self, question: str, capability: Capability) -> tuple[list, str]:
+        if len(question) > MAX_QUESTION_CHARS:
+            raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "QUESTION_TOO_LONG",
+                               f"the question is longer than {MAX_QUESTION_CHARS} characters")
+        found = self.catalog.inspect(question)
+        return found, self.capabilities.widen(capability, self._ids_of(found))
+
+    def describe(self, entity_ids: list[str], capability: Capability) -> tuple[list, str]:
+        if not entity_ids or len(entity_ids) > MAX_DESCRIBE:
+            raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "DESCRIBE_COUNT",
+                               f"describe takes 1 to {MAX_DESCRIBE} entity ids")
+        found = []
+        for index, item_id in enumerate(entity_ids):
+            self._require_scope(capability, item_id, f"/entity_ids/{index}")
+            entity = self.catalog.by_id[item_id]
+            if not isinstance(entity, CatalogEntity):
+                raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "WRONG_ID_KIND",
+                                   f"{item_id} is not an entity (at /entity_ids/{index})")
+            fields = [f for f in entity.fields.values() if f.model_visible]
+            found.append((entity, fields[:40], list(entity.metrics.values())[:24]))
+        return found, self.capabilities.widen(capability, self._ids_of(found))
+
+    def _ids_of(self, found) -> set[str]:
+        ids = set()
+        names = {entity.name for entity, _, _ in found}
+        for entity, fields, metrics in found:
+            ids |= {entity.id, *(f.id for f in fields), *(m.id for m in metrics)}
+        ids |= {r.id for r in self.catalog.relationships_between(names)}
+        return ids
+
+    def relationships(self, entity: CatalogEntity, names: set[str]) -> list[CatalogRelationship]:
+        return [r for r in self.catalog.relationships_between(names)
+                if entity.name in (r.spec.from_entity, r.spec.to_entity)]
+
+    # --- probes ----------------------------------------------------------
+
+    def probe(self, session_id: str, turn_id: str, kind: str, target_id: str, capability: Capability):
+        key = (session_id, turn_id)
+        with self._lock:
+            used = self._probes_used.get(key, 0)
+            if used >= self.settings.probes_per_turn:
+                raise TesseraError(grpc.StatusCode.RESOURCE_EXHAUSTED, "PROBE_BUDGET_EXHAUSTED",
+                                   f"at most {self.settings.probes_per_turn} probes per turn")
+        path = "/relationship_id" if kind == "join-coverage" else "/field_id"
+        if not target_id:
+            raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "PROBE_TARGET_MISSING",
+                               f"{kind} needs {path[1:]}", {"path": path})
+        self._require_scope(capability, target_id, path)
+        target = self.catalog.by_id[target_id]
+        wanted = CatalogRelationship if kind == "join-coverage" else CatalogField
+        if not isinstance(target, wanted):
+            raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "WRONG_ID_KIND",
+                               f"{kind} needs a {'relationship' if wanted is CatalogRelationship else 'field'} id",
+                               {"path": path})
+        if kind == "value-domain":
+            outcome = probes.value_domain(self.warehouse, target)
+        elif kind == "field-profile":
+            outcome = probes.field_profile(self.warehouse, target)
+        elif kind == "time-bounds":
+            outcome = probes.time_bounds(self.warehouse, target)
+        else:
+            outcome = probes.join_coverage(self.warehouse, self.catalog, target)
+        with self._lock:
+            self._probes_used[key] = self._probes_used.get(key, 0) + 1
+            self._probes_used.move_to_end(key)
+            while len(self._probes_used) > MAX_TRACKED_TURNS:
+                self._probes_used.popitem(last=False)
+            remaining = self.settings.probes_per_turn - self._probes_used[key]
+        return outcome, remaining
+
+    def probes_remaining(self, session_id: str, turn_id: str) -> int:
+        with self._lock:
+            return self.settings.probes_per_turn - self._probes_used.get((session_id, turn_id), 0)
+
+    # --- analysis --------------------------------------------------------
+
+    def check_draft(self, draft_json: str, capability: Capability) -> Draft:
+        raw = parse_draft(draft_json)
+        draft = build_draft(raw, self.catalog)
+        for item_id, path in draft.referenced_ids().items():
+            self._require_scope(capability, item_id, path)
+        return draft
+
+    def analyze(self, session_id: str, turn_id: str, draft_json: str, capability: Capability) -> Analysis:
+        draft = self.check_draft(draft_json, capability)
+        plan = self.planner.plan(draft, self.settings.row_cap)
+        rows, elapsed = self.warehouse.fetch(plan.statement, plan.row_cap + 1)
+        truncated = len(rows) > plan.row_cap
+        rows = [[normalize_cell(value, column.type) for value, column in zip(row, plan.columns, strict=True)]
+                for row in rows[:plan.row_cap]]
+        result = self.store.pin(session_id, turn_id, plan.columns, rows, truncated)
+        shape = "records" if draft.mode == "records" else draft.output
+        descriptor = common_pb2.ResourceDescriptor(
+            resource_id=result.resource_id, version_id=result.version_id, content_hash=result.content_hash,
+            shape=SHAPES[shape], row_count=len(rows), truncated=truncated,
+            columns=[common_pb2.ColumnDescriptor(column_id=c.id, label=c.label, type=COLUMN_TYPES[c.type],
+                                                 role=COLUMN_ROLES[c.role], semantic_id=c.semantic_id)
+                     for c in plan.columns])
+        compiled = plan.statement.compile(self.warehouse.engine)
+        query_fingerprint = hashlib.sha256(f"{compiled}\n{sorted(compiled.params.items(), key=str)}".encode()
+                                           ).hexdigest()
+        now = dt.datetime.now(dt.UTC)
+        evidence = common_pb2.Evidence(
+            evidence_id=f"ev_{secrets.token_hex(8)}", resource_id=result.resource_id,
+            catalog_fingerprint=self.catalog.fingerprint, query_fingerprint=query_fingerprint,
+            observed_at=_timestamp(now), row_count=len(rows),
+            elapsed=duration_pb2.Duration(nanos=int(elapsed * 1e9) % 1_000_000_000, seconds=int(elapsed)))
+        claims = common_pb2.ResourceOfferClaims(
+            binding=common_pb2.TokenBinding(subject=result.resource_id, audience="host", issued_at=_timestamp(now),
+                                            expires_at=_timestamp(now + OFFER_LIFETIME),
+                                            nonce=secrets.token_hex(12)),
+            session_id=session_id, turn_id=turn_id, descriptor=descriptor, evidence=evidence)
+        offer = tokens.sign(self.signing_key, tokens.PURPOSE_RESOURCE_OFFER, claims)
+        return Analysis(result, descriptor, evidence, offer)
+
+    # --- windows ---------------------------------------------------------
+
+    def _open_grant(self, grant: common_pb2.SignedToken) -> common_pb2.WindowGrantClaims:
+        try:
+            claims = tokens.verify(self.host_key, tokens.PURPOSE_WINDOW_GRANT, grant, common_pb2.WindowGrantClaims)
+            tokens.check_binding(claims.binding, "resources", GRANT_MAX_LIFETIME)
+        except tokens.TokenError as exc:
+            reason = exc.reason.replace("TOKEN_", "GRANT_")
+            code = grpc.StatusCode.PERMISSION_DENIED
+            raise TesseraError(code, reason, f"window grant refused: {exc}") from None
+        return claims
+
+    def revoke(self, grants: list[common_pb2.SignedToken]) -> int:
+        now = time.time()
+        revoked = 0
+        for grant in grants:
+            try:
+                claims = tokens.verify(self.host_key, tokens.PURPOSE_WINDOW_GRANT, grant,
+                                       common_pb2.WindowGrantClaims)
+            except tokens.TokenError as exc:
+                raise TesseraError(grpc.StatusCode.PERMISSION_DENIED, exc.reason.replace("TOKEN_", "GRANT_"),
+                                   f"cannot revoke: {exc}") from None
+            expires = claims.binding.expires_at.ToDatetime(dt.UTC).timestamp()
+            with self._lock:
+                if expires > now and claims.grant_id not in self._revoked:
+                    self._revoked[claims.grant_id] = expires
+                    revoked += 1
+                # Forget revocations whose grants have expired anyway.
+                for grant_id in [g for g, until in self._revoked.items() if until <= now]:
+                    del self._revoked[grant_id]
+        return revoked
+
+    def window(self, grant: common_pb2.SignedToken, offset: int, limit: int, column_ids: list[str]):
+        claims = self._open_grant(grant)
+        with self._lock:
+            if claims.grant_id in self._revoked:
+                raise TesseraError(grpc.StatusCode.PERMISSION_DENIED, "GRANT_REVOKED",
+                                   "this window grant was revoked by the host")
+        cap = min(MAX_WINDOW_ROWS, claims.max_window_rows or MAX_WINDOW_ROWS)
+        if limit < 1 or limit > cap:
+            raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "WINDOW_TOO_LARGE",
+                               f"limit must be between 1 and {cap}", {"max": str(cap)})
+        result = self.store.get(claims.resource_id)
+        if result is None:
+            raise TesseraError(grpc.StatusCode.NOT_FOUND, "RESOURCE_NOT_FOUND",
+                               f"no pinned result {claims.resource_id}")
+        if (claims.version_id, claims.content_hash) != (result.version_id, result.content_hash):
+            raise TesseraError(grpc.StatusCode.PERMISSION_DENIED, "GRANT_RESOURCE_MISMATCH",
+                               "the grant names another version of this result")
+        granted = list(claims.column_ids)
+        known = {c.id for c in result.columns}
+        projection = list(column_ids) or granted
+        for index, column_id in enumerate(projection):
+            if column_id not in granted or column_id not in known:
+                raise TesseraError(grpc.StatusCode.PERMISSION_DENIED, "COLUMN_NOT_GRANTED",
+                                   f"column {column_id!r} is not granted (at /column_ids/{index})",
+                                   {"column_id": column_id})
+        positions = [next(i for i, c in enumerate(result.columns) if c.id == cid) for cid in projection]
+        rows = [[row[i] for i in positions] for row in result.rows[offset:offset + limit]]
+        columns = [result.columns[i] for i in positions]
+        return result, columns, rows

@@ -1,0 +1,60 @@
+"""The four fixed discovery probes (§5). Output is data from the warehouse:
+it reaches the model only through the agent's read-path screen."""
+
+from __future__ import annotations
+
+import grpc
+import sqlalchemy as sa
+
+from services.resources.catalog import Catalog, CatalogField, CatalogRelationship
+from services.resources.draft import TEMPORAL
+from services.resources.results import normalize_cell
+from services.resources.warehouse import Warehouse
+from shared.errors import TesseraError
+
+MAX_DOMAIN_VALUES = 20
+
+
+def _refuse(reason: str, message: str) -> TesseraError:
+    return TesseraError(grpc.StatusCode.INVALID_ARGUMENT, reason, message)
+
+
+def value_domain(warehouse: Warehouse, fld: CatalogField) -> tuple[list[str], bool]:
+    if fld.spec.exposure != "bounded-values":
+        raise _refuse("PROBE_NOT_ALLOWED", f"value-domain is only for fields with bounded values; "
+                                           f"{fld.spec.label!r} is {fld.spec.exposure}")
+    column = fld.column
+    statement = sa.select(column).where(column.is_not(None)).distinct().order_by(column).limit(MAX_DOMAIN_VALUES + 1)
+    rows, _ = warehouse.fetch(statement, MAX_DOMAIN_VALUES + 1)
+    values = [str(normalize_cell(row[0], fld.spec.type)) for row in rows[:MAX_DOMAIN_VALUES]]
+    return values, len(rows) > MAX_DOMAIN_VALUES
+
+
+def field_profile(warehouse: Warehouse, fld: CatalogField) -> tuple[int, int, int]:
+    column = fld.column
+    statement = sa.select(sa.func.count(), sa.func.count(column), sa.func.count(sa.distinct(column))).select_from(
+        column.table)
+    (total, non_null, distinct), = warehouse.fetch(statement, 1)[0]
+    return int(total), int(total) - int(non_null), int(distinct)
+
+
+def time_bounds(warehouse: Warehouse, fld: CatalogField):
+    if fld.spec.type not in TEMPORAL:
+        raise _refuse("PROBE_NOT_ALLOWED", f"time-bounds needs a date or time field; {fld.spec.label!r} is "
+                                           f"{fld.spec.type}")
+    statement = sa.select(sa.func.min(fld.column), sa.func.max(fld.column))
+    (earliest, latest), = warehouse.fetch(statement, 1)[0]
+    return (normalize_cell(earliest, "timestamp"), normalize_cell(latest, "timestamp"))
+
+
+def join_coverage(warehouse: Warehouse, catalog: Catalog, rel: CatalogRelationship) -> tuple[int, int]:
+    spec = rel.spec
+    start, end = catalog.entities[spec.from_entity], catalog.entities[spec.to_entity]
+    start_table, end_table = start.table.alias("f"), end.table.alias("t")
+    start_key = start_table.c[start.fields[spec.from_field].column.name]
+    end_key = end_table.c[end.fields[spec.to_field].column.name]
+    # Match on existence, so a one-to-many target cannot count a row twice.
+    matched = sa.exists().where(end_key == start_key)
+    statement = sa.select(sa.func.count(), sa.func.sum(sa.case((matched, 1), else_=0))).select_from(start_table)
+    (total, hits), = warehouse.fetch(statement, 1)[0]
+    return int(total or 0), int(hits or 0)

@@ -1,0 +1,134 @@
+"""The gateway's result store: pinned, immutable analysis results.
+
+Each result is stored once with its version id and content hash (SHA-256
+over the canonical JSON of columns and rows) in the gateway's own database;
+windows are served from the pinned copy, never by re-running the query.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import hashlib
+import json
+import secrets
+import threading
+import time
+import zlib
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from services.resources.planner import OutputColumn
+from shared.bounded_json import canonical
+
+_METADATA = sa.MetaData()
+PINNED = sa.Table(
+    "pinned_results", _METADATA,
+    sa.Column("resource_id", sa.String(40), primary_key=True),
+    sa.Column("version_id", sa.String(40), nullable=False),
+    sa.Column("content_hash", sa.String(64), nullable=False),
+    sa.Column("session_id", sa.String(128), nullable=False),
+    sa.Column("turn_id", sa.String(128), nullable=False),
+    sa.Column("columns_json", sa.Text, nullable=False),
+    sa.Column("rows_blob", sa.LargeBinary, nullable=False),
+    sa.Column("row_count", sa.Integer, nullable=False),
+    sa.Column("truncated", sa.Boolean, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+CACHE_ENTRIES = 16
+_SIX_PLACES = decimal.Decimal("0.000001")
+
+
+@dataclass(frozen=True)
+class PinnedResult:
+    resource_id: str
+    version_id: str
+    content_hash: str
+    session_id: str
+    turn_id: str
+    columns: list[OutputColumn]
+    rows: list[list]
+    truncated: bool
+
+
+def normalize_cell(value, kind: str):
+    """One warehouse value as a typed, JSON-safe, backend-independent value."""
+    if value is None:
+        return None
+    if kind == "integer":
+        return int(value)
+    if kind == "decimal":
+        # Six places: equal across backends that sum in float or in numeric.
+        text = format(decimal.Decimal(str(value)).quantize(_SIX_PLACES, rounding=decimal.ROUND_HALF_EVEN), "f")
+        return text.rstrip("0").rstrip(".") if "." in text else text
+    if kind == "float":
+        return float(value)
+    if kind == "boolean":
+        return bool(value)
+    if kind in ("date", "timestamp"):
+        if isinstance(value, str):
+            value = dt.datetime.fromisoformat(value)
+        if kind == "date":
+            return (value.date() if isinstance(value, dt.datetime) else value).isoformat()
+        if not isinstance(value, dt.datetime):
+            value = dt.datetime.combine(value, dt.time())
+        return value.replace(tzinfo=None).isoformat(timespec="seconds")
+    return str(value)
+
+
+def content_hash(columns: list[OutputColumn], rows: list[list]) -> str:
+    document = {"columns": [[c.id, c.type] for c in columns], "rows": rows}
+    return hashlib.sha256(canonical(document).encode()).hexdigest()
+
+
+class ResultStore:
+    def __init__(self, url: str) -> None:
+        parsed = sa.make_url(url)
+        if parsed.get_backend_name() == "sqlite" and parsed.database:
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        self.engine = sa.create_engine(parsed)
+        _METADATA.create_all(self.engine)
+        self._cache: OrderedDict[str, PinnedResult] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def pin(self, session_id: str, turn_id: str, columns: list[OutputColumn], rows: list[list],
+            truncated: bool) -> PinnedResult:
+        digest = content_hash(columns, rows)
+        result = PinnedResult(f"res_{secrets.token_hex(10)}", f"v1-{digest[:16]}", digest, session_id, turn_id,
+                              columns, rows, truncated)
+        columns_json = json.dumps([c.__dict__ for c in columns])
+        with self.engine.begin() as connection:
+            connection.execute(PINNED.insert().values(
+                resource_id=result.resource_id, version_id=result.version_id, content_hash=digest,
+                session_id=session_id, turn_id=turn_id, columns_json=columns_json,
+                rows_blob=zlib.compress(canonical(rows).encode(), 6), row_count=len(rows), truncated=truncated,
+                created_at=time.time()))
+        self._remember(result)
+        return result
+
+    def get(self, resource_id: str) -> PinnedResult | None:
+        with self._lock:
+            if resource_id in self._cache:
+                self._cache.move_to_end(resource_id)
+                return self._cache[resource_id]
+        with self.engine.connect() as connection:
+            row = connection.execute(sa.select(PINNED).where(PINNED.c.resource_id == resource_id)).first()
+        if row is None:
+            return None
+        result = PinnedResult(row.resource_id, row.version_id, row.content_hash, row.session_id, row.turn_id,
+                              [OutputColumn(**c) for c in json.loads(row.columns_json)],
+                              json.loads(zlib.decompress(row.rows_blob)), row.truncated)
+        self._remember(result)
+        return result
+
+    def _remember(self, result: PinnedResult) -> None:
+        with self._lock:
+            self._cache[result.resource_id] = result
+            while len(self._cache) > CACHE_ENTRIES:
+                self._cache.popitem(last=False)
+
+    def close(self) -> None:
+        self.engine.dispose()

@@ -1,0 +1,135 @@
+"""Read-only warehouse connections with a statement timeout (§5).
+
+SQLite opens the file with `mode=ro`; PostgreSQL sessions default to
+read-only transactions, and every transaction also runs `SET TRANSACTION
+READ ONLY` plus a `statement_timeout`; DuckDB opens its file read-only.
+A statement that runs past the timeout is interrupted and reported as
+DEADLINE_EXCEEDED / QUERY_TIMEOUT.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+import grpc
+import sqlalchemy as sa
+from sqlalchemy import event
+
+from shared.errors import TesseraError
+
+
+class WarehouseUnavailable(Exception):
+    """The warehouse cannot be opened; the message says what to do."""
+
+
+def _timeout_error(seconds: float) -> TesseraError:
+    return TesseraError(grpc.StatusCode.DEADLINE_EXCEEDED, "QUERY_TIMEOUT",
+                        f"the query ran longer than the {seconds:g} s policy limit and was stopped",
+                        {"timeout_seconds": f"{seconds:g}"})
+
+
+class Warehouse:
+    def __init__(self, url: str, statement_timeout_seconds: float) -> None:
+        self.url = sa.make_url(url)
+        self.timeout = statement_timeout_seconds
+        self.dialect = self.url.get_backend_name()
+        if self.dialect == "sqlite":
+            self.engine = self._sqlite_engine()
+        elif self.dialect == "postgresql":
+            self.engine = self._postgres_engine()
+        elif self.dialect == "duckdb":
+            self.engine = self._duckdb_engine()
+        else:
+            raise WarehouseUnavailable(f"unsupported warehouse {self.dialect!r}: use sqlite, postgresql or duckdb")
+        try:
+            with self.engine.connect() as connection:
+                connection.execute(sa.select(1))
+        except sa.exc.DBAPIError as exc:
+            raise WarehouseUnavailable(f"cannot open the warehouse {self.url.render_as_string()}: "
+                                       f"{str(exc.orig).splitlines()[0]}") from None
+
+    # --- engines ----------------------------------------------------------
+
+    def _sqlite_engine(self) -> sa.Engine:
+        path = Path(self.url.database or "")
+        if not self.url.database or not path.exists():
+            raise WarehouseUnavailable(f"no warehouse at {path} (run 'tessera seed')")
+        uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+        engine = sa.create_engine("sqlite://", creator=lambda: sqlite3.connect(uri, uri=True,
+                                                                               check_same_thread=False))
+        return engine
+
+    def _postgres_engine(self) -> sa.Engine:
+        timeout_ms = int(self.timeout * 1000)
+        engine = sa.create_engine(self.url, pool_pre_ping=True, connect_args={
+            "options": f"-c default_transaction_read_only=on -c statement_timeout={timeout_ms}"})
+
+        @event.listens_for(engine, "begin")
+        def read_only_transaction(connection):
+            connection.exec_driver_sql("SET TRANSACTION READ ONLY")
+
+        return engine
+
+    def _duckdb_engine(self) -> sa.Engine:
+        if not self.url.database or not Path(self.url.database).exists():
+            raise WarehouseUnavailable(f"no warehouse at {self.url.database} (run 'tessera seed --url ...')")
+        return sa.create_engine(self.url, connect_args={"read_only": True})
+
+    # --- execution --------------------------------------------------------
+
+    def fetch(self, statement: sa.Executable, max_rows: int) -> tuple[list[tuple], float]:
+        """Run one read-only statement; never hold more than `max_rows` rows."""
+        started = time.perf_counter()
+        with self.engine.connect() as connection:
+            raw = connection.connection.dbapi_connection
+            stop = self._arm_timeout(raw)
+            try:
+                result = connection.execute(statement)
+                rows = [tuple(row) for row in result.fetchmany(max_rows)]
+                result.close()
+            except sa.exc.DBAPIError as exc:
+                if self._is_timeout(exc, stop):
+                    raise _timeout_error(self.timeout) from None
+                raise
+            finally:
+                stop.set()
+                if self.dialect == "sqlite":
+                    raw.set_progress_handler(None, 0)
+        return rows, time.perf_counter() - started
+
+    def _arm_timeout(self, raw) -> threading.Event:
+        """A deadline for SQLite (progress handler) and DuckDB (interrupt); PostgreSQL has its own."""
+        stop = threading.Event()
+        deadline = time.monotonic() + self.timeout
+        if self.dialect == "sqlite":
+            raw.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0, 20_000)
+        elif self.dialect == "duckdb":
+            def interrupt():
+                if not stop.wait(self.timeout):
+                    stop.timed_out = True
+                    raw.interrupt()
+            threading.Thread(target=interrupt, daemon=True, name="duckdb-timeout").start()
+        return stop
+
+    def _is_timeout(self, exc: sa.exc.DBAPIError, stop: threading.Event) -> bool:
+        text = str(exc.orig).lower()
+        if self.dialect == "sqlite":
+            return "interrupted" in text
+        if self.dialect == "postgresql":
+            return "statement timeout" in text or "canceling statement" in text
+        return getattr(stop, "timed_out", False) or "interrupt" in text
+
+    def ping(self) -> str | None:
+        try:
+            with self.engine.connect() as connection:
+                connection.execute(sa.select(1))
+        except sa.exc.DBAPIError as exc:
+            return f"warehouse unreachable: {str(exc.orig).splitlines()[0][:200]}"
+        return None
+
+    def close(self) -> None:
+        self.engine.dispose()

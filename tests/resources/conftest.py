@@ -1,0 +1,117 @@
+"""The Resource Gateway's domain over every backend: SQLite, DuckDB, PostgreSQL.
+
+Each backend gets the same small demo warehouse (deterministic seed), and the
+same tests run against each. PostgreSQL tests skip, visibly, when no server
+answers at 127.0.0.1:5432.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import pytest
+import sqlalchemy as sa
+
+from cli.seed import seed
+from services.resources.config import ResourcesSettings
+from services.resources.gateway import Gateway
+from shared.config import load_settings
+
+SCALE = 5_000
+PG_ADMIN_URL = os.environ.get("TESSERA_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+BACKENDS = ["sqlite", "duckdb", "postgresql"]
+
+
+def _postgres_database(request) -> str:
+    admin = sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as connection:
+            name = f"tessera_test_{uuid.uuid4().hex[:10]}"
+            connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    except sa.exc.OperationalError as exc:
+        admin.dispose()
+        pytest.skip(f"PostgreSQL is not reachable at {PG_ADMIN_URL} ({str(exc.orig).splitlines()[0]}): "
+                    "PostgreSQL backend tests skipped")
+
+    def drop():
+        with admin.connect() as connection:
+            connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+    request.addfinalizer(drop)
+    return sa.make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def warehouse(request, tmp_path_factory) -> str:
+    """URL of a seeded warehouse for one backend."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path_factory.mktemp('wh-sqlite') / 'warehouse.sqlite'}"
+    elif request.param == "duckdb":
+        url = f"duckdb:///{tmp_path_factory.mktemp('wh-duckdb') / 'warehouse.duckdb'}"
+    else:
+        url = _postgres_database(request)
+    seed(url, scale=SCALE, progress=False)
+    return url
+
+
+def make_gateway(warehouse_url: str, cert_dir, store_dir, **overrides) -> Gateway:
+    env = {"TESSERA_CERT_DIR": str(cert_dir), "TESSERA_RESOURCES_WAREHOUSE_URL": warehouse_url,
+           "TESSERA_RESOURCES_STORE_URL": f"sqlite:///{store_dir / 'results.sqlite'}"}
+    env.update({f"TESSERA_RESOURCES_{k.upper()}": str(v) for k, v in overrides.items()})
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in env.items():
+            patch.setenv(key, value)
+        settings = load_settings("resources", ResourcesSettings)
+    return Gateway(settings)
+
+
+@pytest.fixture(scope="session")
+def gateway(warehouse, cert_dir, tmp_path_factory) -> Gateway:
+    built = make_gateway(warehouse, cert_dir, tmp_path_factory.mktemp("store"))
+    yield built
+    built.close()
+
+
+@pytest.fixture(scope="session")
+def raw_engine(warehouse):
+    """An independent read connection for the expected values (not the gateway's)."""
+    # DuckDB refuses a second in-process connection with another configuration.
+    args = {"read_only": True} if warehouse.startswith("duckdb") else {}
+    engine = sa.create_engine(warehouse, connect_args=args)
+    yield engine
+    engine.dispose()
+
+
+class Session:
+    """A model session: a capability that has seen the whole catalog."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+        self.session_id = f"s-{uuid.uuid4().hex[:8]}"
+        self.turn_id = "t-1"
+        token = gateway.fresh_token(self.session_id)
+        ids = set(gateway.catalog.by_id)
+        self.capability = gateway.open_capability(
+            gateway.capabilities.mint(gateway.catalog.fingerprint, self.session_id, ids), self.session_id)
+        self.empty = gateway.open_capability(token, self.session_id)
+
+    def field(self, entity: str, name: str) -> str:
+        return self.gateway.catalog.entities[entity].fields[name].id
+
+    def metric(self, entity: str, name: str) -> str:
+        return self.gateway.catalog.entities[entity].metrics[name].id
+
+    def entity(self, name: str) -> str:
+        return self.gateway.catalog.entities[name].id
+
+    def analyze(self, draft: dict):
+        import json
+
+        return self.gateway.analyze(self.session_id, self.turn_id, json.dumps(draft), self.capability)
+
+
+@pytest.fixture
+def session(gateway) -> Session:
+    return Session(gateway)
