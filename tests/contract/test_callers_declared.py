@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from tessera.authz.v1 import authz_pb2
 
 from shared.authz import declared_callers
 from shared.contracts import SERVICES, file_descriptors
+from tessera.authz.v1 import authz_pb2
 
 
 def all_rpcs():
