@@ -1,4 +1,4 @@
-"""`tessera` command line: certs, up, status, demo."""
+"""`tessera` command line: certs, up, status, demo, seed."""
 
 from __future__ import annotations
 
@@ -221,6 +221,28 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _scale(text: str) -> int:
+    from cli.seed import parse_scale
+
+    try:
+        return parse_scale(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def cmd_seed(args: argparse.Namespace) -> int:
+    """Generate the deterministic demo warehouse and load it into --url."""
+    from cli.seed import SeedError, seed  # SQLAlchemy and the drivers load only for this command
+
+    try:
+        result = seed(args.url, args.scale, args.seed, progress=not args.quiet)
+    except SeedError as exc:
+        print(f"tessera: error: {exc}", file=sys.stderr)
+        return 2
+    print(result.summary())
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tessera", description="Operate a Tessera deployment.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -235,6 +257,14 @@ def build_parser() -> argparse.ArgumentParser:
     status.set_defaults(run=cmd_status)
     demo = sub.add_parser("demo", help="start all, show health and an allowed and a forbidden call, stop")
     demo.set_defaults(run=cmd_demo)
+    seed = sub.add_parser("seed", help="generate the deterministic demo retail warehouse and load it")
+    seed.add_argument("--url", help="sqlite:///PATH, postgresql+psycopg://USER@HOST:PORT/DB or duckdb:///PATH "
+                                    "(default: sqlite:///$TESSERA_VAR_DIR/warehouse.sqlite)")
+    seed.add_argument("--scale", type=_scale, default="1m",
+                      help="order items: 100k, 1m (default), 10m or a number such as 20000")
+    seed.add_argument("--seed", type=int, default=7, help="random seed (default 7); same seed, same data")
+    seed.add_argument("--quiet", action="store_true", help="no progress bars")
+    seed.set_defaults(run=cmd_seed)
     return parser
 
 

@@ -1,0 +1,135 @@
+"""Grant-bound windows over pinned results, and the four bounded probes."""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+
+import grpc
+import pytest
+
+from shared import tokens
+from shared.certs import load_signing_key, signing_key_path
+from shared.errors import TesseraError
+from tessera.common.v1 import common_pb2
+
+
+@pytest.fixture
+def pinned(session):
+    analysis = session.analyze({
+        "mode": "records", "entity": session.entity("orders"),
+        "fields": [{"id": "when", "field": session.field("orders", "ordered_at")},
+                   {"id": "channel", "field": session.field("orders", "channel")},
+                   {"id": "status", "field": session.field("orders", "status")}],
+        "order_by": [{"output": "when"}]})
+    return analysis.result
+
+
+def grant(cert_dir, result, *, columns=("when", "channel"), audience="resources", lifetime=dt.timedelta(minutes=5),
+          issued_ago=dt.timedelta(0), signer="host", version=None, max_rows=500):
+    now = dt.datetime.now(dt.UTC) - issued_ago
+    binding = common_pb2.TokenBinding(subject="surface-1/node-1", audience=audience, nonce=secrets.token_hex(8))
+    binding.issued_at.FromDatetime(now)
+    binding.expires_at.FromDatetime(now + lifetime)
+    claims = common_pb2.WindowGrantClaims(
+        binding=binding, grant_id=f"g-{secrets.token_hex(6)}", surface_id="surface-1", node_id="node-1",
+        resource_id=result.resource_id, version_id=version or result.version_id, content_hash=result.content_hash,
+        column_ids=list(columns), max_window_rows=max_rows)
+    key = load_signing_key(signing_key_path(cert_dir, signer))
+    return tokens.sign(key, tokens.PURPOSE_WINDOW_GRANT, claims)
+
+
+def test_windows_page_through_the_pinned_rows(gateway, pinned, cert_dir):
+    token = grant(cert_dir, pinned)
+    _, columns, first = gateway.window(token, 0, 100, [])
+    assert [c.id for c in columns] == ["when", "channel"]
+    assert first == [row[:2] for row in pinned.rows[:100]]
+    _, columns, page = gateway.window(token, 100, 50, ["channel"])
+    assert [c.id for c in columns] == ["channel"] and page == [[row[1]] for row in pinned.rows[100:150]]
+    _, _, past_end = gateway.window(token, len(pinned.rows) + 10, 10, [])
+    assert past_end == []
+
+
+@pytest.mark.parametrize("case,reason,code", [
+    ("expired", "GRANT_EXPIRED", grpc.StatusCode.PERMISSION_DENIED),
+    ("too long-lived", "GRANT_LIFETIME_TOO_LONG", grpc.StatusCode.PERMISSION_DENIED),
+    ("wrong audience", "GRANT_WRONG_AUDIENCE", grpc.StatusCode.PERMISSION_DENIED),
+    ("not the host's key", "GRANT_UNKNOWN_KEY", grpc.StatusCode.PERMISSION_DENIED),
+    ("tampered", "GRANT_BAD_SIGNATURE", grpc.StatusCode.PERMISSION_DENIED),
+    ("other version", "GRANT_RESOURCE_MISMATCH", grpc.StatusCode.PERMISSION_DENIED),
+    ("column not granted", "COLUMN_NOT_GRANTED", grpc.StatusCode.PERMISSION_DENIED),
+    ("window too large", "WINDOW_TOO_LARGE", grpc.StatusCode.INVALID_ARGUMENT),
+    ("over the grant's cap", "WINDOW_TOO_LARGE", grpc.StatusCode.INVALID_ARGUMENT),
+    ("revoked", "GRANT_REVOKED", grpc.StatusCode.PERMISSION_DENIED),
+])
+def test_every_bad_grant_has_its_own_reason(gateway, pinned, cert_dir, case, reason, code):
+    limit, projection = 10, []
+    if case == "expired":
+        token = grant(cert_dir, pinned, issued_ago=dt.timedelta(minutes=10))
+    elif case == "too long-lived":
+        token = grant(cert_dir, pinned, lifetime=dt.timedelta(hours=2))
+    elif case == "wrong audience":
+        token = grant(cert_dir, pinned, audience="capabilities")
+    elif case == "not the host's key":
+        token = grant(cert_dir, pinned, signer="resources")
+    elif case == "tampered":
+        token = grant(cert_dir, pinned)
+        claims = common_pb2.WindowGrantClaims.FromString(token.claims)
+        claims.column_ids.append("status")
+        token.claims = claims.SerializeToString()
+    elif case == "other version":
+        token = grant(cert_dir, pinned, version="v1-0000000000000000")
+    elif case == "column not granted":
+        token, projection = grant(cert_dir, pinned), ["status"]
+    elif case == "window too large":
+        token, limit = grant(cert_dir, pinned, max_rows=5000), 1001
+    elif case == "over the grant's cap":
+        token, limit = grant(cert_dir, pinned, max_rows=20), 21
+    else:
+        token = grant(cert_dir, pinned)
+        gateway.window(token, 0, 1, [])
+        assert gateway.revoke([token]) == 1
+    with pytest.raises(TesseraError) as refused:
+        gateway.window(token, 0, limit, projection)
+    assert (refused.value.code, refused.value.reason) == (code, reason)
+
+
+def test_value_domain_is_bounded_and_only_for_bounded_values_fields(gateway, session):
+    (values, truncated), remaining = gateway.probe(session.session_id, "probe-turn-1", "value-domain",
+                                                   session.field("orders", "channel"), session.capability)
+    assert values == ["marketplace", "phone", "store", "web"] and not truncated and remaining == 1
+    (names, truncated), _ = gateway.probe(session.session_id, "probe-turn-2", "value-domain",
+                                          session.field("products", "name"), session.capability)
+    assert len(names) == 20 and truncated
+    with pytest.raises(TesseraError) as refused:
+        gateway.probe(session.session_id, "probe-turn-3", "value-domain", session.field("order_items", "quantity"),
+                      session.capability)
+    assert refused.value.reason == "PROBE_NOT_ALLOWED"
+
+
+def test_at_most_two_probes_per_turn(gateway, session):
+    field = session.field("orders", "status")
+    for expected_remaining in (1, 0):
+        _, remaining = gateway.probe(session.session_id, "budget-turn", "field-profile", field, session.capability)
+        assert remaining == expected_remaining
+    with pytest.raises(TesseraError) as refused:
+        gateway.probe(session.session_id, "budget-turn", "field-profile", field, session.capability)
+    assert (refused.value.code, refused.value.reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                                          "PROBE_BUDGET_EXHAUSTED")
+    _, remaining = gateway.probe(session.session_id, "next-turn", "field-profile", field, session.capability)
+    assert remaining == 1
+
+
+def test_profile_time_bounds_and_join_coverage(gateway, session, raw_engine):
+    from tests.resources.test_semantic_suite import raw_rows
+
+    (total, nulls, distinct), _ = gateway.probe(session.session_id, "p1", "field-profile",
+                                                session.field("orders", "channel"), session.capability)
+    assert (total, nulls, distinct) == (raw_rows(raw_engine, "SELECT count(*) FROM orders")[0][0], 0, 4)
+    (earliest, latest), _ = gateway.probe(session.session_id, "p1", "time-bounds",
+                                          session.field("orders", "ordered_at"), session.capability)
+    assert earliest.startswith("2021-") and latest.startswith("2025-")
+    (rows, matched), _ = gateway.probe(session.session_id, "p2", "join-coverage",
+                                       session.gateway.catalog.relationships["ticket_order"].id, session.capability)
+    expected = raw_rows(raw_engine, "SELECT count(*), count(order_id) FROM support_tickets")[0]
+    assert (rows, matched) == tuple(expected) and matched < rows
