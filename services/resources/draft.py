@@ -100,8 +100,12 @@ DRAFT_SCHEMA = {
     "oneOf": [{"$ref": "#/definitions/aggregate"}, {"$ref": "#/definitions/records"}],
 }
 jsonschema.Draft7Validator.check_schema(DRAFT_SCHEMA)
-_VALIDATORS = {mode: jsonschema.Draft7Validator({**DRAFT_SCHEMA, **DRAFT_SCHEMA["definitions"][mode]})
-               for mode in ("aggregate", "records")}
+# One validator per mode gives errors that point into the draft, not "matches neither mode".
+_VALIDATORS = {
+    mode: jsonschema.Draft7Validator({"$schema": DRAFT_SCHEMA["$schema"], "definitions": DRAFT_SCHEMA["definitions"],
+                                      **DRAFT_SCHEMA["definitions"][mode]})
+    for mode in ("aggregate", "records")
+}
 
 
 def invalid(reason: str, message: str, pointer: str) -> TesseraError:

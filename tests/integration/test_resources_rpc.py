@@ -1,0 +1,170 @@
+"""The Resource Gateway over gRPC, as the agent and the host use it.
+
+Includes the no-payload scan: every model-facing response of a realistic
+session is searched for warehouse values (names, emails, ticket text,
+amounts); only value-domain probe output may carry warehouse values.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import secrets
+
+import grpc
+import pytest
+import sqlalchemy as sa
+from google.protobuf.json_format import MessageToJson
+
+from shared import tokens
+from shared.certs import load_signing_key, load_verify_key, signing_key_path, verify_key_path
+from shared.channels import sync_channel
+from shared.contracts import invoke
+from shared.errors import error_details
+from tessera.common.v1 import common_pb2
+from tessera.resources.v1 import resources_pb2
+
+
+@pytest.fixture(scope="module")
+def as_agent(running_set, credentials):
+    with sync_channel(running_set.handles["resources"].address, credentials("agent")) as channel:
+        yield lambda method, request: invoke(channel, "resources", method, request, timeout=30)
+
+
+@pytest.fixture(scope="module")
+def as_host(running_set, credentials):
+    with sync_channel(running_set.handles["resources"].address, credentials("host")) as channel:
+        yield lambda method, request: invoke(channel, "resources", method, request, timeout=30)
+
+
+TURN = resources_pb2.TurnRef(session_id="sess-rpc", turn_id="turn-1")
+
+
+def _find(entities, label):
+    for entity in entities:
+        for item in [*entity.fields, *entity.metrics]:
+            if item.label == label:
+                return item.field_id if hasattr(item, "field_id") and item.field_id else item.metric_id
+    raise AssertionError(f"{label} not in slice")
+
+
+def test_a_model_session_never_sees_warehouse_values(as_agent, as_host, cert_dir, warehouse_url):
+    responses = []
+    context = as_agent("InspectContext", resources_pb2.InspectContextRequest(turn=TURN))
+    responses.append(context)
+    catalog = as_agent("InspectCatalog", resources_pb2.InspectCatalogRequest(
+        turn=TURN, question="net revenue and orders by region, channel and customer segment",
+        capability_token=context.capability_token))
+    responses.append(catalog)
+    entity_ids = [e.entity_id for e in catalog.entities][:4]
+    described = as_agent("Describe", resources_pb2.DescribeRequest(turn=TURN, entity_ids=entity_ids,
+                                                                    capability_token=catalog.capability_token))
+    responses.append(described)
+    token = described.capability_token
+    entities = list(catalog.entities)
+    revenue, orders = _find(entities, "Net revenue"), _find(entities, "Number of orders")
+    region, segment = _find(entities, "Region name"), _find(entities, "Customer segment")
+    when, channel = _find(entities, "Order time"), _find(entities, "Sales channel")
+    drafts = [
+        {"mode": "aggregate", "measures": [{"id": "revenue", "metric": revenue}, {"id": "orders", "metric": orders}],
+         "dimensions": [{"id": "region", "field": region}], "output": "table"},
+        {"mode": "aggregate", "measures": [{"id": "revenue", "metric": revenue}],
+         "dimensions": [{"id": "month", "field": when, "grain": "month"}, {"id": "segment", "field": segment}]},
+        {"mode": "records", "entity": next(e.entity_id for e in entities if e.label == "Order"),
+         "fields": [{"id": "when", "field": when}, {"id": "channel", "field": channel}],
+         "order_by": [{"output": "when", "direction": "desc"}]},
+    ]
+    analyses = []
+    for draft in drafts:
+        reply = as_agent("Analyze", resources_pb2.AnalyzeRequest(turn=TURN, draft_json=json.dumps(draft),
+                                                                 capability_token=token))
+        responses.append(reply)
+        analyses.append(reply)
+    profile = as_agent("Probe", resources_pb2.ProbeRequest(turn=TURN, kind=resources_pb2.PROBE_KIND_FIELD_PROFILE,
+                                                           field_id=segment, capability_token=token))
+    responses.append(profile)
+
+    model_facing = "\n".join(MessageToJson(r) for r in responses)
+    model_facing += "\n" + "\n".join(r.offer.claims.decode("latin-1") for r in analyses)
+    engine = sa.create_engine(warehouse_url)
+    with engine.connect() as connection:
+        secrets_in_warehouse = set()
+        for sql in ("SELECT name, email FROM customers", "SELECT subject, body FROM support_tickets",
+                    "SELECT name FROM regions", "SELECT name FROM products"):
+            for row in connection.execute(sa.text(sql)):
+                for value in row:
+                    secrets_in_warehouse |= {part for part in str(value).splitlines() if len(part) >= 6}
+    engine.dispose()
+    leaked = [value for value in secrets_in_warehouse if value in model_facing]
+    assert not leaked, leaked[:5]
+    # Amounts: no result cell of any analysis appears in what the model saw.
+    for reply in analyses:
+        assert reply.descriptor.row_count > 0 and reply.descriptor.columns
+        columns = [c.column_id for c in reply.descriptor.columns]
+        window = as_host("ResolveWindow", resources_pb2.ResolveWindowRequest(
+            grant=_grant(cert_dir, reply.descriptor, columns), offset=0, limit=1000))
+        cells = {MessageToJson(cell, indent=None) for row in window.rows for cell in row.cells}
+        amounts = {value for cell in cells for value in re.findall(r'"(?:decimalValue|floatValue)": "?([^"}]+)', cell)}
+        assert amounts or reply is analyses[-1]
+        assert not [a for a in amounts if len(a) >= 5 and a in model_facing]
+
+
+def _grant(cert_dir, descriptor, columns):
+    now = dt.datetime.now(dt.UTC)
+    binding = common_pb2.TokenBinding(subject="surface/node", audience="resources", nonce=secrets.token_hex(8))
+    binding.issued_at.FromDatetime(now)
+    binding.expires_at.FromDatetime(now + dt.timedelta(minutes=5))
+    claims = common_pb2.WindowGrantClaims(binding=binding, grant_id=secrets.token_hex(6), surface_id="surface",
+                                          node_id="node", resource_id=descriptor.resource_id,
+                                          version_id=descriptor.version_id, content_hash=descriptor.content_hash,
+                                          column_ids=columns, max_window_rows=1000)
+    return tokens.sign(load_signing_key(signing_key_path(cert_dir, "host")), tokens.PURPOSE_WINDOW_GRANT, claims)
+
+
+def test_offers_verify_and_windows_reach_only_the_host(as_agent, as_host, cert_dir, running_set, credentials):
+    context = as_agent("InspectContext", resources_pb2.InspectContextRequest(turn=TURN))
+    catalog = as_agent("InspectCatalog", resources_pb2.InspectCatalogRequest(
+        turn=TURN, question="units sold by sales channel", capability_token=context.capability_token))
+    units, channel = _find(catalog.entities, "Units sold"), _find(catalog.entities, "Sales channel")
+    draft = {"mode": "aggregate", "measures": [{"id": "units", "metric": units}],
+             "dimensions": [{"id": "channel", "field": channel}]}
+    reply = as_agent("Analyze", resources_pb2.AnalyzeRequest(turn=TURN, draft_json=json.dumps(draft),
+                                                             capability_token=catalog.capability_token))
+    # The host can check the offer with the resources service's public key alone.
+    claims = tokens.verify(load_verify_key(verify_key_path(cert_dir, "resources")), tokens.PURPOSE_RESOURCE_OFFER,
+                           reply.offer, common_pb2.ResourceOfferClaims)
+    assert claims.descriptor == reply.descriptor and claims.turn_id == "turn-1"
+    tokens.check_binding(claims.binding, "host", dt.timedelta(hours=1))
+
+    grant = _grant(cert_dir, reply.descriptor, ["channel", "units"])
+    window = as_host("ResolveWindow", resources_pb2.ResolveWindowRequest(grant=grant, offset=0, limit=10))
+    assert [c.column_id for c in window.columns] == ["channel", "units"]
+    assert [r.cells[0].string_value for r in window.rows] == ["marketplace", "phone", "store", "web"]
+    assert all(r.cells[1].integer_value > 0 for r in window.rows) and window.total_rows == 4
+
+    with sync_channel(running_set.handles["resources"].address, credentials("agent")) as channel_:
+        with pytest.raises(grpc.RpcError) as denied:
+            invoke(channel_, "resources", "ResolveWindow", resources_pb2.ResolveWindowRequest(grant=grant, limit=10))
+    assert error_details(denied.value).reason == "CALLER_NOT_ALLOWED"
+
+    revoked = as_host("RevokeGrants", resources_pb2.RevokeGrantsRequest(grants=[grant]))
+    assert revoked.revoked == 1
+    with pytest.raises(grpc.RpcError) as refused:
+        as_host("ResolveWindow", resources_pb2.ResolveWindowRequest(grant=grant, offset=0, limit=10))
+    assert error_details(refused.value).reason == "GRANT_REVOKED"
+
+
+def test_rpc_errors_carry_reasons_and_paths(as_agent):
+    context = as_agent("InspectContext", resources_pb2.InspectContextRequest(turn=TURN))
+    with pytest.raises(grpc.RpcError) as refused:
+        as_agent("Analyze", resources_pb2.AnalyzeRequest(turn=TURN, draft_json='{"mode": "aggregate"}',
+                                                         capability_token=context.capability_token))
+    details = error_details(refused.value)
+    assert (details.code, details.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "DRAFT_SCHEMA")
+    with pytest.raises(grpc.RpcError) as no_turn:
+        as_agent("InspectContext", resources_pb2.InspectContextRequest())
+    assert error_details(no_turn.value).reason == "TURN_REQUIRED"
+    with pytest.raises(grpc.RpcError) as no_token:
+        as_agent("InspectCatalog", resources_pb2.InspectCatalogRequest(turn=TURN, question="revenue"))
+    assert error_details(no_token.value).reason == "CAPABILITY_MISSING"
