@@ -13,22 +13,24 @@ from pathlib import Path
 import grpc
 
 from cli.launcher import ProcessHandle, ServiceSet, StartupError, check_health, cli_credentials
-from shared.certs import CA_CERT_FILE, CredentialError, cert_path, issue_deployment, key_path, load_credentials
+from cli.output import table
+from shared.certs import (
+    CA_CERT_FILE,
+    CredentialError,
+    cert_path,
+    issue_deployment,
+    issue_token_keys,
+    key_path,
+    load_credentials,
+)
 from shared.channels import sync_channel
 from shared.contracts import SERVICES, invoke
-from shared.errors import error_details
 from shared.identity import PRINCIPAL_NAMES
 from shared.paths import cert_dir, var_dir
 
 
 def _state_file() -> Path:
     return var_dir() / "run" / "services.json"
-
-
-def _table(rows: list[list[str]], header: list[str]) -> str:
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    line = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()  # noqa: E731
-    return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])
 
 
 def certificate_problems(directory: Path) -> list[str]:
@@ -61,6 +63,9 @@ def ensure_certs(directory: Path) -> None:
     problems = certificate_problems(directory)
     if problems:
         raise CredentialError(f"{problems[0]} (fix it, or reissue all with 'tessera certs --force')")
+    added = issue_token_keys(directory)
+    if added:
+        print(f"added {len(added)} missing token keys to {directory}")
 
 
 def cmd_certs(args: argparse.Namespace) -> int:
@@ -78,7 +83,7 @@ def cmd_certs(args: argparse.Namespace) -> int:
 def _print_set(services: ServiceSet) -> None:
     credentials = cli_credentials(services.cert_dir)
     rows = [[h.name, h.address, str(h.pid), check_health(h, credentials)] for h in services.handles.values()]
-    print(_table(rows, ["service", "address", "pid", "health"]))
+    print(table(rows, ["service", "address", "pid", "health"]))
 
 
 def _start(services: ServiceSet) -> int:
@@ -122,7 +127,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     print("stopping all services ...", flush=True)
     codes = services.stop()
     state.unlink(missing_ok=True)
-    print(_table([[n, str(c)] for n, c in codes.items()], ["service", "exit status"]))
+    print(table([[n, str(c)] for n, c in codes.items()], ["service", "exit status"]))
     return status
 
 
@@ -142,7 +147,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         version = _version(handle, credentials) if health == "SERVING" else ""
         healthy &= health == "SERVING"
         rows.append([entry["name"], entry["address"], str(entry["pid"]), health, version])
-    print(_table(rows, ["service", "address", "pid", "health", "version"]))
+    print(table(rows, ["service", "address", "pid", "health", "version"]))
     return 0 if healthy else 1
 
 
@@ -166,57 +171,38 @@ def _version(handle: ProcessHandle, credentials) -> str:
             return f"? ({exc.code().name})"
 
 
-def _outcome(call) -> str:
-    try:
-        call()
-    except grpc.RpcError as exc:
-        details = error_details(exc)
-        reason = f" reason={details.reason}" if details.reason else ""
-        return f"{details.code.name}{reason}: {details.message}"
-    return "OK"
+def ensure_warehouse() -> None:
+    """The demo needs data: seed the default warehouse once (about 10 s for 1M order items)."""
+    if os.environ.get("TESSERA_RESOURCES_WAREHOUSE_URL"):
+        return
+    from cli.seed import default_url, seed
+
+    url = default_url()
+    if not Path(url.removeprefix("sqlite:///")).exists():
+        print("seeding the demo warehouse (1,000,000 order items; once) ...", flush=True)
+        print(seed(url, progress=sys.stderr.isatty()).summary(), flush=True)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    """Start everything, show health, one allowed and one forbidden call, stop."""
+    """Seed if needed, start everything, walk the data plane, show forbidden calls, stop."""
+    from cli.demo import walk
+
     directory = cert_dir()
     ensure_certs(directory)
+    ensure_warehouse()
     services = ServiceSet(directory, var_dir() / "demo", ephemeral_ports=True)
     print("starting services ...", flush=True)
     if _start(services):
         return 1
     try:
         _print_set(services)
-        agent = cli_credentials(directory, "agent")
-        resources = services.handles["resources"].address
-        capabilities = services.handles["capabilities"].address
-        print("\ncalls made with the agent's certificate:")
-        with sync_channel(resources, agent) as to_resources, sync_channel(capabilities, agent) as to_broker:
-            info = {}
-
-            def allowed():
-                info["reply"] = invoke(to_resources, "resources", "GetInfo")
-
-            rows = [
-                ["agent -> resources.GetInfo", "declared", _outcome(allowed)],
-                ["agent -> resources.InspectCatalog", "declared", _outcome(
-                    lambda: invoke(to_resources, "resources", "InspectCatalog"))],
-                ["agent -> capabilities.Decide", "not declared", _outcome(
-                    lambda: invoke(to_broker, "capabilities", "Decide"))],
-            ]
-        print(_table(rows, ["call", "contract", "outcome"]))
-        if "reply" in info:
-            reply = info["reply"].info
-            print(f"\nresources says: name={reply.name} identity={reply.identity} "
-                  f"contract_hash={reply.contract_hash[:12]}")
-        denied = rows[2][2].startswith("PERMISSION_DENIED reason=CALLER_NOT_ALLOWED")
-        ok = rows[0][2] == "OK" and denied
+        ok = walk(services, directory)
     finally:
         print("\nstopping services ...", flush=True)
         codes = services.stop()
-        print(_table([[n, str(c)] for n, c in codes.items()], ["service", "exit status"]))
+        print(table([[n, str(c)] for n, c in codes.items()], ["service", "exit status"]))
     if not ok:
-        print("tessera: demo failed: the allowed call must succeed and the forbidden one be denied",
-              file=sys.stderr)
+        print("tessera: demo failed: see the output above", file=sys.stderr)
         return 1
     return 0
 

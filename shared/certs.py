@@ -176,13 +176,24 @@ def issue_deployment(directory: Path, principals: tuple[str, ...] = PRINCIPAL_NA
         _write_public(cert_path(directory, principal), cert.public_bytes(serialization.Encoding.PEM))
         _write_private(key_path(directory, principal), _key_pem(key))
         written += [cert_path(directory, principal), key_path(directory, principal)]
+    return written + issue_token_keys(directory, only_missing=False)
+
+
+def issue_token_keys(directory: Path, only_missing: bool = True) -> list[Path]:
+    """Ed25519 signing keys and HMAC secrets; with only_missing, keep existing ones."""
+    written = []
     for principal in SIGNING_PRINCIPALS:
+        private, public = signing_key_path(directory, principal), verify_key_path(directory, principal)
+        if only_missing and private.exists() and public.exists():
+            continue
         signing = ed25519.Ed25519PrivateKey.generate()
-        _write_private(signing_key_path(directory, principal), _key_pem(signing))
-        _write_public(verify_key_path(directory, principal), signing.public_key().public_bytes(
+        _write_private(private, _key_pem(signing))
+        _write_public(public, signing.public_key().public_bytes(
             serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
-        written += [signing_key_path(directory, principal), verify_key_path(directory, principal)]
+        written += [private, public]
     for principal in SECRET_PRINCIPALS:
+        if only_missing and secret_path(directory, principal).exists():
+            continue
         _write_private(secret_path(directory, principal), secrets.token_hex(32).encode())
         written.append(secret_path(directory, principal))
     return written
