@@ -134,8 +134,8 @@ def _convert(node: ast.AST, dotted: bool) -> Expr:
             raise ExpressionError(f"{node.func.id}() takes exactly one argument{where}")
         return Aggregate(node.func.id, _convert(node.args[0], dotted))
     if isinstance(node, ast.Call):
-        name = getattr(node.func, "id", "?")
-        raise ExpressionError(f"unknown function {name!r}{where}; allowed: {', '.join(AGGREGATES)}")
+        name = repr(node.func.id) if isinstance(node.func, ast.Name) else "(computed)"
+        raise ExpressionError(f"unknown function {name}{where}; allowed: {', '.join(AGGREGATES)}")
     raise ExpressionError(f"{type(node).__name__} is not allowed in expressions{where}")
 
 
