@@ -7,7 +7,6 @@ thread pool); every refusal is a TesseraError with a stable reason.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import secrets
 import threading
 import time
@@ -185,7 +184,7 @@ class Gateway:
     def analyze(self, session_id: str, turn_id: str, draft_json: str, capability: Capability) -> Analysis:
         draft = self.check_draft(draft_json, capability)
         plan = self.planner.plan(draft, self.settings.row_cap)
-        rows, elapsed = self.warehouse.fetch(plan.statement, plan.row_cap + 1)
+        rows, elapsed, query_fingerprint = self.warehouse.fetch_with_fingerprint(plan.statement, plan.row_cap + 1)
         truncated = len(rows) > plan.row_cap
         rows = [[normalize_cell(value, column.type) for value, column in zip(row, plan.columns, strict=True)]
                 for row in rows[:plan.row_cap]]
@@ -197,9 +196,6 @@ class Gateway:
             columns=[common_pb2.ColumnDescriptor(column_id=c.id, label=c.label, type=COLUMN_TYPES[c.type],
                                                  role=COLUMN_ROLES[c.role], semantic_id=c.semantic_id)
                      for c in plan.columns])
-        compiled = plan.statement.compile(self.warehouse.engine)
-        query_fingerprint = hashlib.sha256(f"{compiled}\n{sorted(compiled.params.items(), key=str)}".encode()
-                                           ).hexdigest()
         now = dt.datetime.now(dt.UTC)
         evidence = common_pb2.Evidence(
             evidence_id=f"ev_{secrets.token_hex(8)}", resource_id=result.resource_id,

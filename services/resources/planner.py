@@ -85,6 +85,16 @@ class Planner:
     def __init__(self, catalog: Catalog, dialect: str) -> None:
         self.catalog = catalog
         self.dialect = dialect
+        self._aliases: dict[tuple[str, str], sa.FromClause] = {}
+        self._atom_cache: dict[tuple[str, str], ColumnElement] = {}
+
+    def _alias(self, entity: str, name: str) -> sa.FromClause:
+        """Aliases are immutable, so one per (entity, name) serves every plan; building
+        their column collections anew was most of the compile time."""
+        key = (entity, name)
+        if key not in self._aliases:
+            self._aliases[key] = self.catalog.entities[entity].table.alias(name)
+        return self._aliases[key]
 
     # --- measures → atoms -------------------------------------------------
 
@@ -124,7 +134,7 @@ class Planner:
 
     def _joined(self, home: str, context: list[tuple[str, str]], fan_safe: bool, what: str):
         """FROM clause rooted at `home` reaching every context entity; refuse fan-out."""
-        aliases: dict[str, sa.FromClause] = {home: self.catalog.entities[home].table.alias("t0")}
+        aliases: dict[str, sa.FromClause] = {home: self._alias(home, "t0")}
         joined = aliases[home]
         for entity_name, pointer in context:
             if entity_name in aliases:
@@ -146,12 +156,19 @@ class Planner:
                 if edge.end in aliases:
                     continue
                 start, end_entity = aliases[edge.start], self.catalog.entities[edge.end]
-                end = end_entity.table.alias(f"t{len(aliases)}")
+                end = self._alias(edge.end, f"t{len(aliases)}")
                 start_col = start.c[self.catalog.entities[edge.start].fields[edge.start_field].column.name]
                 end_col = end.c[end_entity.fields[edge.end_field].column.name]
                 joined = joined.outerjoin(end, start_col == end_col)
                 aliases[edge.end] = end
         return joined, aliases
+
+    def _atom_sql(self, atom: _Atom, home_alias: sa.FromClause) -> ColumnElement:
+        """An atom's aggregate over its (cached) home alias; built once, reused by every plan."""
+        key = (atom.key, home_alias.name)
+        if key not in self._atom_cache:
+            self._atom_cache[key] = atom.build({atom.home: home_alias})
+        return self._atom_cache[key]
 
     def _label(self, entity: str) -> str:
         return self.catalog.entities[entity].spec.label
@@ -219,19 +236,20 @@ class Planner:
             fan_safe = all(a.fan_safe for a in group.atoms)
             measure_names = ", ".join(m.id for m, atoms in measure_atoms if any(a.home == group.home for a in atoms))
             joined, aliases = self._joined(group.home, context, fan_safe, f"measure {measure_names!r}")
-            dims = [self._dimension_sql(d, aliases).label(f"d{i}") for i, d in enumerate(draft.dimensions)]
+            dim_exprs = [self._dimension_sql(d, aliases) for d in draft.dimensions]
+            dims = [expr.label(f"d{i}") for i, expr in enumerate(dim_exprs)]
             cols = []
             for key, index in atom_index.items():
                 atom = atoms_by_key[key]
                 if atom.home == group.home:
-                    cols.append(atom.build(aliases).label(f"a{index}"))
+                    cols.append(self._atom_sql(atom, aliases[group.home]).label(f"a{index}"))
                 else:
                     cols.append(sa.cast(sa.null(), _SA_TYPES[atom.type]).label(f"a{index}"))
             select = sa.select(*dims, *cols).select_from(joined)
             if draft.filter is not None:
                 select = select.where(self._predicate_sql(draft.filter, aliases))
             if dims:
-                select = select.group_by(*[self._dimension_sql(d, aliases) for d in draft.dimensions])
+                select = select.group_by(*dim_exprs)
             selects.append(select)
 
         single = len(selects) == 1 and all(len(atoms) == 1 and not (m.metric and m.metric.derived)

@@ -61,8 +61,12 @@ def normalize_cell(value, kind: str):
     if kind == "integer":
         return int(value)
     if kind == "decimal":
-        # Six places: equal across backends that sum in float or in numeric.
-        text = format(decimal.Decimal(str(value)).quantize(_SIX_PLACES, rounding=decimal.ROUND_HALF_EVEN), "f")
+        # Six places: equal across backends that sum in float (SQLite) or in numeric.
+        if isinstance(value, float):
+            text = f"{value:.6f}"
+        else:
+            exact = value if isinstance(value, decimal.Decimal) else decimal.Decimal(str(value))
+            text = format(exact.quantize(_SIX_PLACES, rounding=decimal.ROUND_HALF_EVEN), "f")
         return text.rstrip("0").rstrip(".") if "." in text else text
     if kind == "float":
         return float(value)
@@ -90,6 +94,12 @@ class ResultStore:
         if parsed.get_backend_name() == "sqlite" and parsed.database:
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
         self.engine = sa.create_engine(parsed)
+        if parsed.get_backend_name() == "sqlite":
+            # WAL: a commit appends to the log instead of rewriting pages with two fsyncs.
+            @sa.event.listens_for(self.engine, "connect")
+            def _wal(dbapi_connection, _record):
+                dbapi_connection.execute("PRAGMA journal_mode=WAL")
+                dbapi_connection.execute("PRAGMA synchronous=NORMAL")
         _METADATA.create_all(self.engine)
         self._cache: OrderedDict[str, PinnedResult] = OrderedDict()
         self._lock = threading.Lock()
@@ -104,7 +114,7 @@ class ResultStore:
             connection.execute(PINNED.insert().values(
                 resource_id=result.resource_id, version_id=result.version_id, content_hash=digest,
                 session_id=session_id, turn_id=turn_id, columns_json=columns_json,
-                rows_blob=zlib.compress(canonical(rows).encode(), 6), row_count=len(rows), truncated=truncated,
+                rows_blob=zlib.compress(canonical(rows).encode(), 1), row_count=len(rows), truncated=truncated,
                 created_at=time.time()))
         self._remember(result)
         return result

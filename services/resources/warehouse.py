@@ -9,6 +9,7 @@ DEADLINE_EXCEEDED / QUERY_TIMEOUT.
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 import threading
 import time
@@ -83,6 +84,11 @@ class Warehouse:
 
     def fetch(self, statement: sa.Executable, max_rows: int) -> tuple[list[tuple], float]:
         """Run one read-only statement; never hold more than `max_rows` rows."""
+        rows, elapsed, _ = self.fetch_with_fingerprint(statement, max_rows)
+        return rows, elapsed
+
+    def fetch_with_fingerprint(self, statement: sa.Executable, max_rows: int) -> tuple[list[tuple], float, str]:
+        """Like fetch, plus the SHA-256 of the SQL text and parameters that actually ran."""
         started = time.perf_counter()
         with self.engine.connect() as connection:
             raw = connection.connection.dbapi_connection
@@ -90,6 +96,7 @@ class Warehouse:
             try:
                 result = connection.execute(statement)
                 rows = [tuple(row) for row in result.fetchmany(max_rows)]
+                executed = f"{result.context.statement}\n{result.context.parameters!r}"
                 result.close()
             except sa.exc.DBAPIError as exc:
                 if self._is_timeout(exc, stop):
@@ -99,7 +106,7 @@ class Warehouse:
                 stop.set()
                 if self.dialect == "sqlite":
                     raw.set_progress_handler(None, 0)
-        return rows, time.perf_counter() - started
+        return rows, time.perf_counter() - started, hashlib.sha256(executed.encode()).hexdigest()
 
     def _arm_timeout(self, raw) -> threading.Event:
         """A deadline for SQLite (progress handler) and DuckDB (interrupt); PostgreSQL has its own."""
