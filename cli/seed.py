@@ -49,6 +49,8 @@ from sqlalchemy.schema import AddConstraint, CreateIndex, CreateTable, DropTable
 from shared.paths import var_dir
 
 SCHEMA_VERSION = 1
+# PostgreSQL role for the Resource Gateway: SELECT on the demo tables, read-only by default.
+READER_ROLE = "tessera_reader"
 DEFAULT_SCALE = 1_000_000
 DEFAULT_SEED = 7
 MIN_SCALE = 100
@@ -675,6 +677,29 @@ class _PostgresLoader(_Loader):
         for table in METADATA.sorted_tables:
             self.execute(f"ANALYZE {table.name}")
         self.driver.commit()
+        self.grant_reader()
+
+    def grant_reader(self) -> None:
+        """The Resource Gateway's role: it may read these tables and nothing else.
+
+        Roles are cluster-wide and need CREATEROLE; without it the load still
+        stands and the warning says what to ask an administrator for.
+        """
+        database = self.engine.url.database
+        tables = ", ".join(t.name for t in METADATA.sorted_tables)
+        try:
+            self.execute(f"""DO $$ BEGIN
+                IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{READER_ROLE}') THEN
+                    CREATE ROLE {READER_ROLE} LOGIN;
+                END IF; END $$""")
+            self.execute(f"ALTER ROLE {READER_ROLE} SET default_transaction_read_only = on")
+            self.execute(f'GRANT CONNECT ON DATABASE "{database}" TO {READER_ROLE}')
+            self.execute(f"GRANT USAGE ON SCHEMA public TO {READER_ROLE}")
+            self.execute(f"GRANT SELECT ON {tables} TO {READER_ROLE}")
+            self.driver.commit()
+        except Exception as error:  # noqa: BLE001 - any driver error: warn, keep the data
+            self.driver.rollback()
+            print(f"tessera: warning: read-only role {READER_ROLE} not set up: {_one_line(error)}", file=sys.stderr)
 
     def close(self) -> None:
         self.cursor.close()

@@ -23,7 +23,7 @@ from services.resources.config import MAX_WINDOW_ROWS, ResourcesSettings
 from services.resources.draft import Draft, build_draft, parse_draft
 from services.resources.planner import Planner
 from services.resources.results import PinnedResult, ResultStore, normalize_cell
-from services.resources.semantic_model import load_semantic_model
+from services.resources.semantic_model import SemanticModelError, load_semantic_model
 from services.resources.warehouse import Warehouse
 from shared import tokens
 from shared.certs import load_secret, load_signing_key, load_verify_key
@@ -65,7 +65,11 @@ class Gateway:
         self.settings = settings
         self.model = load_semantic_model(settings.semantic_model)
         self.warehouse = Warehouse(settings.warehouse_url, settings.statement_timeout_seconds)
-        self.catalog = Catalog(self.model, self.warehouse.engine)
+        try:
+            self.catalog = Catalog(self.model, self.warehouse.engine)
+        except SemanticModelError as exc:  # the model does not fit this warehouse
+            self.warehouse.close()
+            raise SemanticModelError(f"{settings.semantic_model}: {exc}") from None
         self.planner = Planner(self.catalog, self.warehouse.dialect)
         self.capabilities = CapabilityIssuer(load_secret(settings.capability_secret))
         self.signing_key = load_signing_key(settings.signing_key)

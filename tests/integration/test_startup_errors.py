@@ -111,3 +111,28 @@ def test_port_in_use(base_env, cert_dir, service):
             **base_env, "TESSERA_CERT_DIR": str(cert_dir), f"TESSERA_{service.upper()}_PORT": str(port),
         })
     assert_one_line_error(result, f"TESSERA_{service.upper()}_PORT={port}", "cannot listen")
+
+
+def test_resources_without_a_warehouse(base_env, cert_dir, tmp_path):
+    result = run_module("services.resources", {
+        **base_env, "TESSERA_CERT_DIR": str(cert_dir), "TESSERA_RESOURCES_PORT": "0",
+        "TESSERA_RESOURCES_WAREHOUSE_URL": f"sqlite:///{tmp_path / 'absent.sqlite'}"})
+    assert_one_line_error(result, "tessera-resources: error:", "absent.sqlite", "tessera seed")
+
+
+def test_resources_with_a_broken_semantic_model(base_env, cert_dir, tmp_path, warehouse_url):
+    from shared.paths import REPO_ROOT
+
+    model = tmp_path / "model.yaml"
+    text = (REPO_ROOT / "deploy" / "semantic-models" / "retail.yaml").read_text()
+    model.write_text(text.replace("table: returns", "table: refunds"))
+    result = run_module("services.resources", {
+        **base_env, "TESSERA_CERT_DIR": str(cert_dir), "TESSERA_RESOURCES_PORT": "0",
+        "TESSERA_RESOURCES_WAREHOUSE_URL": warehouse_url, "TESSERA_RESOURCES_SEMANTIC_MODEL": str(model)})
+    assert_one_line_error(result, str(model), "entities.returns.fields.return_id", "'refunds'")
+
+
+def test_resources_with_a_bad_row_cap(base_env, cert_dir):
+    result = run_module("services.resources", {**base_env, "TESSERA_CERT_DIR": str(cert_dir),
+                                                "TESSERA_RESOURCES_ROW_CAP": "50000"})
+    assert_one_line_error(result, "TESSERA_RESOURCES_ROW_CAP='50000'", "less than or equal to 20000")

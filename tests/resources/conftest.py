@@ -13,7 +13,7 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from cli.seed import seed
+from cli.seed import READER_ROLE, seed
 from services.resources.config import ResourcesSettings
 from services.resources.gateway import Gateway
 from shared.config import load_settings
@@ -44,8 +44,8 @@ def _postgres_database(request) -> str:
 
 
 @pytest.fixture(scope="session", params=BACKENDS)
-def warehouse(request, tmp_path_factory) -> str:
-    """URL of a seeded warehouse for one backend."""
+def seeded(request, tmp_path_factory) -> str:
+    """URL (owner's credentials) of a seeded warehouse for one backend."""
     if request.param == "sqlite":
         url = f"sqlite:///{tmp_path_factory.mktemp('wh-sqlite') / 'warehouse.sqlite'}"
     elif request.param == "duckdb":
@@ -54,6 +54,14 @@ def warehouse(request, tmp_path_factory) -> str:
         url = _postgres_database(request)
     seed(url, scale=SCALE, progress=False)
     return url
+
+
+@pytest.fixture(scope="session")
+def warehouse(seeded) -> str:
+    """The URL the gateway uses: on PostgreSQL, the read-only role the seeder set up."""
+    if seeded.startswith("postgresql"):
+        return sa.make_url(seeded).set(username=READER_ROLE).render_as_string(hide_password=False)
+    return seeded
 
 
 def make_gateway(warehouse_url: str, cert_dir, store_dir, **overrides) -> Gateway:
@@ -75,11 +83,11 @@ def gateway(warehouse, cert_dir, tmp_path_factory) -> Gateway:
 
 
 @pytest.fixture(scope="session")
-def raw_engine(warehouse):
+def raw_engine(seeded):
     """An independent read connection for the expected values (not the gateway's)."""
     # DuckDB refuses a second in-process connection with another configuration.
-    args = {"read_only": True} if warehouse.startswith("duckdb") else {}
-    engine = sa.create_engine(warehouse, connect_args=args)
+    args = {"read_only": True} if seeded.startswith("duckdb") else {}
+    engine = sa.create_engine(seeded, connect_args=args)
     yield engine
     engine.dispose()
 

@@ -166,6 +166,19 @@ def test_the_gateway_connection_cannot_write(gateway):
             connection.execute(sa.text("DELETE FROM orders"))
 
 
+def test_the_postgres_reader_role_cannot_write_even_when_asking_to(warehouse):
+    if not warehouse.startswith("postgresql"):
+        pytest.skip("roles are a PostgreSQL concept; SQLite and DuckDB open the file read-only")
+    engine = sa.create_engine(warehouse)  # the role alone, without the gateway's transaction settings
+    try:
+        with pytest.raises(sa.exc.DBAPIError, match="permission denied"):
+            with engine.begin() as connection:
+                connection.execute(sa.text("SET TRANSACTION READ WRITE"))
+                connection.execute(sa.text("UPDATE orders SET status = 'x'"))
+    finally:
+        engine.dispose()
+
+
 SLOW = {
     "sqlite": "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 500000000) "
               "SELECT count(*) FROM c",
