@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import json
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
@@ -12,6 +13,7 @@ from google.protobuf import timestamp_pb2
 
 from services.resources.capability import Capability
 from services.resources.config import ResourcesSettings
+from services.resources.draft import DRAFT_SCHEMA
 from services.resources.gateway import COLUMN_ROLES, COLUMN_TYPES, Gateway
 from services.resources.semantic_model import SemanticModelError
 from services.resources.warehouse import WarehouseUnavailable
@@ -22,6 +24,7 @@ from tessera.common.v1 import common_pb2
 from tessera.resources.v1 import resources_pb2, resources_pb2_grpc
 
 MAX_ID_CHARS = 128
+_DRAFT_SCHEMA_JSON = json.dumps(DRAFT_SCHEMA, sort_keys=True)
 _EXPOSURE = {"never-to-model": resources_pb2.FIELD_EXPOSURE_NEVER_TO_MODEL,
              "aggregate-only": resources_pb2.FIELD_EXPOSURE_AGGREGATE_ONLY,
              "bounded-values": resources_pb2.FIELD_EXPOSURE_BOUNDED_VALUES}
@@ -94,7 +97,7 @@ class ResourceGatewayService(resources_pb2_grpc.ResourceGatewayServiceServicer):
             dataset_label=gateway.model.dataset.label, catalog_fingerprint=gateway.catalog.fingerprint,
             semantic_model_version=str(gateway.model.version),
             probes_remaining=gateway.probes_remaining(session_id, turn_id),
-            capability_token=gateway.fresh_token(session_id))
+            capability_token=gateway.fresh_token(session_id), draft_schema_json=_DRAFT_SCHEMA_JSON)
 
     async def InspectCatalog(self, request, context):
         session_id, _ = _turn(request.turn)

@@ -156,7 +156,11 @@ def test_offers_verify_and_windows_reach_only_the_host(as_agent, as_host, cert_d
 
 
 def test_rpc_errors_carry_reasons_and_paths(as_agent):
-    context = as_agent("InspectContext", resources_pb2.InspectContextRequest(turn=TURN))
+    fresh = resources_pb2.TurnRef(session_id="sess-rpc", turn_id="turn-fresh")
+    context = as_agent("InspectContext", resources_pb2.InspectContextRequest(turn=fresh))
+    schema = json.loads(context.draft_schema_json)
+    assert schema["$schema"] == "http://json-schema.org/draft-07/schema#" and "limit" not in context.draft_schema_json
+    assert context.probes_remaining == 2 and context.dataset_label == "Retail demo"
     with pytest.raises(grpc.RpcError) as refused:
         as_agent("Analyze", resources_pb2.AnalyzeRequest(turn=TURN, draft_json='{"mode": "aggregate"}',
                                                          capability_token=context.capability_token))
