@@ -22,7 +22,7 @@ from services.resources.catalog import Catalog, CatalogEntity, CatalogField, Cat
 from services.resources.config import MAX_WINDOW_ROWS, ResourcesSettings
 from services.resources.draft import Draft, build_draft, parse_draft
 from services.resources.planner import Planner
-from services.resources.results import PinnedResult, ResultStore, normalize_cell
+from services.resources.results import PinnedResult, ResultStore, normalize_rows
 from services.resources.semantic_model import SemanticModelError, load_semantic_model
 from services.resources.warehouse import Warehouse
 from shared import tokens
@@ -190,8 +190,7 @@ class Gateway:
         plan = self.planner.plan(draft, self.settings.row_cap)
         rows, elapsed, query_fingerprint = self.warehouse.fetch_with_fingerprint(plan.statement, plan.row_cap + 1)
         truncated = len(rows) > plan.row_cap
-        rows = [[normalize_cell(value, column.type) for value, column in zip(row, plan.columns, strict=True)]
-                for row in rows[:plan.row_cap]]
+        rows = normalize_rows(rows[:plan.row_cap], [column.type for column in plan.columns])
         result = self.store.pin(session_id, turn_id, plan.columns, rows, truncated)
         shape = "records" if draft.mode == "records" else draft.output
         descriptor = common_pb2.ResourceDescriptor(

@@ -54,33 +54,47 @@ class PinnedResult:
     truncated: bool
 
 
+def _integer(value):
+    return int(value)
+
+
+def _decimal(value):
+    # Six places: equal across backends that sum in float (SQLite) or in numeric.
+    if type(value) is float:
+        text = f"{value:.6f}"
+    else:
+        exact = value if type(value) is decimal.Decimal else decimal.Decimal(str(value))
+        text = format(exact.quantize(_SIX_PLACES, rounding=decimal.ROUND_HALF_EVEN), "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _date(value):
+    if isinstance(value, str):
+        value = dt.datetime.fromisoformat(value)
+    return (value.date() if isinstance(value, dt.datetime) else value).isoformat()
+
+
+def _timestamp(value):
+    if isinstance(value, str):
+        value = dt.datetime.fromisoformat(value)
+    elif not isinstance(value, dt.datetime):
+        value = dt.datetime.combine(value, dt.time())
+    return value.replace(tzinfo=None).isoformat(timespec="seconds")
+
+
+_NORMALIZERS = {"integer": _integer, "decimal": _decimal, "float": float, "boolean": bool, "date": _date,
+                "timestamp": _timestamp, "string": str}
+
+
 def normalize_cell(value, kind: str):
     """One warehouse value as a typed, JSON-safe, backend-independent value."""
-    if value is None:
-        return None
-    if kind == "integer":
-        return int(value)
-    if kind == "decimal":
-        # Six places: equal across backends that sum in float (SQLite) or in numeric.
-        if isinstance(value, float):
-            text = f"{value:.6f}"
-        else:
-            exact = value if isinstance(value, decimal.Decimal) else decimal.Decimal(str(value))
-            text = format(exact.quantize(_SIX_PLACES, rounding=decimal.ROUND_HALF_EVEN), "f")
-        return text.rstrip("0").rstrip(".") if "." in text else text
-    if kind == "float":
-        return float(value)
-    if kind == "boolean":
-        return bool(value)
-    if kind in ("date", "timestamp"):
-        if isinstance(value, str):
-            value = dt.datetime.fromisoformat(value)
-        if kind == "date":
-            return (value.date() if isinstance(value, dt.datetime) else value).isoformat()
-        if not isinstance(value, dt.datetime):
-            value = dt.datetime.combine(value, dt.time())
-        return value.replace(tzinfo=None).isoformat(timespec="seconds")
-    return str(value)
+    return None if value is None else _NORMALIZERS[kind](value)
+
+
+def normalize_rows(rows: list[tuple], kinds: list[str]) -> list[list]:
+    """normalize_cell over a result, with the per-column choice made once."""
+    functions = [_NORMALIZERS[kind] for kind in kinds]
+    return [[None if v is None else f(v) for f, v in zip(functions, row, strict=True)] for row in rows]
 
 
 def content_hash(columns: list[OutputColumn], rows: list[list]) -> str:
