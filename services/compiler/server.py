@@ -1,18 +1,91 @@
-"""gRPC servicer of the compiler service (contract: proto/tessera/compiler/v1/)."""
+"""gRPC servicer of the proposal compiler (contract: proto/tessera/compiler/v1/)."""
 
 from __future__ import annotations
 
-from shared.runtime import Registration, ServiceContext, registration_for, service_info
+import asyncio
+import hashlib
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+
+import grpc
+
+from services.compiler.compile import Compiler, CompileResult, SliceRefused
+from shared.bounded_json import BoundedJsonError, canonical, parse
+from shared.errors import TesseraError
+from shared.runtime import Registration, ServiceContext, StartupError, registration_for, service_info
+from shared.ui.contracts import ContractError, load_catalog
+from shared.ui.slice import present_ui_schema
 from tessera.compiler.v1 import compiler_pb2, compiler_pb2_grpc
+
+_OUTCOMES = {"compiled": compiler_pb2.COMPILE_OUTCOME_COMPILED, "partial": compiler_pb2.COMPILE_OUTCOME_PARTIAL,
+             "rejected": compiler_pb2.COMPILE_OUTCOME_REJECTED}
+_KINDS = {"resource": compiler_pb2.BINDING_KIND_RESOURCE, "evidence": compiler_pb2.BINDING_KIND_EVIDENCE,
+          "state": compiler_pb2.BINDING_KIND_STATE, "action": compiler_pb2.BINDING_KIND_ACTION}
+
+
+def _refused(error: SliceRefused) -> TesseraError:
+    return TesseraError(grpc.StatusCode.FAILED_PRECONDITION, error.reason, str(error))
+
+
+def to_response(result: CompileResult) -> compiler_pb2.CompileResponse:
+    return compiler_pb2.CompileResponse(
+        outcome=_OUTCOMES[result.outcome],
+        document_json=canonical(result.document) if result.document is not None else "",
+        content_hash=result.content_hash,
+        a2ui_messages_json=[canonical(m) for m in result.messages],
+        bindings=[compiler_pb2.Binding(block_id=b.block_id, prop=b.prop, kind=_KINDS[b.kind], slice_id=b.slice_id,
+                                       column_ids=b.column_ids) for b in result.bindings],
+        diagnostics=[d.to_proto() for d in result.diagnostics])
 
 
 class CompilerService(compiler_pb2_grpc.CompilerServiceServicer):
-    def __init__(self, context: ServiceContext) -> None:
+    def __init__(self, context: ServiceContext, compiler: Compiler, pool: ThreadPoolExecutor) -> None:
         self._info = service_info(context)
+        self._compiler = compiler
+        self._pool = pool
 
     async def GetInfo(self, request, context):
-        return compiler_pb2.GetInfoResponse(info=self._info)
+        return compiler_pb2.GetInfoResponse(info=self._info, catalog_ids=[self._compiler.catalog.catalog_id])
+
+    def _compile(self, request: compiler_pb2.CompileRequest) -> compiler_pb2.CompileResponse:
+        base = None
+        if request.base_document_json:
+            try:
+                base = parse(request.base_document_json)
+            except BoundedJsonError as exc:
+                raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "BASE_DOCUMENT_INVALID",
+                                   f"base_document_json: {exc}") from None
+        try:
+            result = self._compiler.compile(request.slice, request.proposal_json, base_document=base,
+                                            base_revision_id=request.base_revision_id,
+                                            surface_id=request.surface_id or "surface")
+        except SliceRefused as exc:
+            raise _refused(exc) from None
+        return to_response(result)
+
+    async def Compile(self, request, context):
+        # CPU-bound: on the pool, so one large proposal never stalls the event loop.
+        return await asyncio.get_running_loop().run_in_executor(self._pool, partial(self._compile, request))
+
+    async def PresentUiSchema(self, request, context):
+        try:
+            self._compiler.check_slice(request.slice)
+        except SliceRefused as exc:
+            raise _refused(exc) from None
+        schema = canonical(present_ui_schema(self._compiler.catalog, request.slice))
+        return compiler_pb2.PresentUiSchemaResponse(input_schema_json=schema,
+                                                    schema_hash=hashlib.sha256(schema.encode()).hexdigest(),
+                                                    slice_hash=request.slice.slice_hash)
 
 
 def build(context: ServiceContext) -> list[Registration]:
-    return [registration_for("compiler", CompilerService(context))]
+    try:
+        catalog = load_catalog()
+    except ContractError as exc:
+        raise StartupError(f"component contract {exc}") from None
+    pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="compile")
+    return [registration_for("compiler", CompilerService(context, Compiler(catalog), pool),
+                             on_stop=lambda: pool.shutdown(wait=True))]
+
+
+

@@ -1,0 +1,359 @@
+"""Compile an untrusted proposal against one frozen slice (§6).
+
+bounds → decode → envelope (snapshot, or patch applied to the base) →
+per-block contract validation → binding legality → canonical document,
+content hash, A2UI v0.9 messages, bindings for the host, diagnostics.
+Fail the element, not the surface: a bad block becomes a Placeholder with a
+diagnostic and everything else compiles. Only ids offered in this slice are
+accepted; nothing is ever looked up anywhere else.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import jsonschema
+
+from services.compiler import a2ui
+from services.compiler.diagnostics import Finding, Rejected
+from services.compiler.proposal import RawBlock, Tree, apply_patch, decode, snapshot_tree
+from shared.bounded_json import canonical
+from shared.ui.contracts import Catalog, ComponentContract, reserved_keywords
+from shared.ui.slice import MAX_PROPOSAL_BYTES, column_role, column_type, offer_tag, slice_hash
+from tessera.compiler.v1 import compiler_pb2
+
+PLACEHOLDER = "Placeholder"
+_MARKUP = re.compile(r"<\s*[A-Za-z!/?]|\bjavascript\s*:|\bvbscript\s*:|\bdata\s*:[a-z]+/|[A-Za-z][A-Za-z0-9+.-]*://"
+                     r"|\bwww\.[a-z0-9-]+\.|\bexpression\s*\(|\burl\s*\(", re.IGNORECASE)
+_ROW_DELIMITERS = (",", "\t", "|", ";")
+_SCHEMA_CACHE = 256
+
+
+class SliceRefused(Exception):
+    """The slice itself does not fit this compiler (wrong catalog, tampered hash, bad schema)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+@dataclass
+class Binding:
+    block_id: str
+    prop: str
+    kind: str
+    slice_id: str
+    column_ids: list[str] = field(default_factory=list)
+
+
+@dataclass
+class CompileResult:
+    outcome: str  # compiled, partial, rejected
+    document: dict | None = None
+    content_hash: str = ""
+    messages: list[dict] = field(default_factory=list)
+    bindings: list[Binding] = field(default_factory=list)
+    diagnostics: list[Finding] = field(default_factory=list)
+
+
+def content_hash(document: dict) -> str:
+    return hashlib.sha256(canonical(document).encode()).hexdigest()
+
+
+def _strings(value, pointer: str):
+    if isinstance(value, str):
+        yield value, pointer
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(item, f"{pointer}/{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _strings(item, f"{pointer}/{index}")
+
+
+def _looks_like_rows(text: str) -> bool:
+    lines = [line for line in text.splitlines() if line.strip()]
+    if len(lines) < 3:
+        return False
+    for delimiter in _ROW_DELIMITERS:
+        counts = [line.count(delimiter) for line in lines]
+        if min(counts) >= 2 and len(set(counts)) == 1:
+            return True
+    return False
+
+
+def _get_path(data: dict, dotted: str) -> list[str]:
+    """Values at a dotted prop path (a string, or each string of a list)."""
+    value: object = data
+    for part in dotted.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return []
+        value = value[part]
+    if isinstance(value, str):
+        return [value]
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+class _BlockError(Exception):
+    def __init__(self, finding: Finding) -> None:
+        super().__init__(finding.message)
+        self.finding = finding
+
+
+class Compiler:
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self._schemas: OrderedDict[str, jsonschema.Draft7Validator] = OrderedDict()
+
+    # --- slice checks ----------------------------------------------------
+
+    def check_slice(self, frozen: compiler_pb2.CatalogSlice) -> None:
+        if frozen.catalog_id != self.catalog.catalog_id or frozen.catalog_hash != self.catalog.catalog_hash:
+            raise SliceRefused("SLICE_CATALOG_MISMATCH", f"the slice is for catalog {frozen.catalog_id} "
+                                                         f"{frozen.catalog_hash[:12]}, this compiler has "
+                                                         f"{self.catalog.catalog_id} {self.catalog.catalog_hash[:12]}")
+        for offered in frozen.components:
+            contract = self.catalog.contracts.get(offered.component)
+            if contract is None or contract.contract_hash != offered.contract_hash or contract.host_only:
+                raise SliceRefused("SLICE_CATALOG_MISMATCH", f"{offered.slice_id} offers {offered.component!r}, "
+                                                             "which this compiler cannot offer")
+        if slice_hash(frozen) != frozen.slice_hash:
+            raise SliceRefused("SLICE_HASH_MISMATCH", "the slice does not match its slice_hash")
+
+    def _validator(self, schema_json: str) -> jsonschema.Draft7Validator:
+        cached = self._schemas.get(schema_json)
+        if cached is None:
+            schema = json.loads(schema_json)
+            if not isinstance(schema, dict) or reserved_keywords(schema):
+                raise SliceRefused("SLICE_SCHEMA_INVALID", "an offered schema uses references or identifiers")
+            try:
+                jsonschema.Draft7Validator.check_schema(schema)
+            except jsonschema.SchemaError as exc:
+                raise SliceRefused("SLICE_SCHEMA_INVALID", f"an offered schema is invalid: {exc.message}") from None
+            cached = self._schemas[schema_json] = jsonschema.Draft7Validator(schema)
+            while len(self._schemas) > _SCHEMA_CACHE:
+                self._schemas.popitem(last=False)
+        return cached
+
+    # --- compile ---------------------------------------------------------
+
+    def compile(self, frozen: compiler_pb2.CatalogSlice, proposal_json: str, *, base_document: dict | None = None,
+                base_revision_id: str = "", surface_id: str = "surface") -> CompileResult:
+        self.check_slice(frozen)
+        max_blocks = frozen.limits.max_blocks or 32
+        try:
+            raw = decode(proposal_json, frozen.limits.max_proposal_bytes or MAX_PROPOSAL_BYTES, max_blocks)
+            if not isinstance(raw, dict) or raw.get("version") != 1:
+                raise Rejected(Finding("envelope", "proposal.envelope-invalid",
+                                       "a proposal is an object with version 1", "/version"))
+            if "patch" in raw:
+                tree = apply_patch(raw, base_document, base_revision_id, max_blocks)
+            else:
+                tree = snapshot_tree(raw, max_blocks)
+        except Rejected as rejected:
+            return CompileResult("rejected", diagnostics=[rejected.finding])
+        return self._compile_tree(frozen, tree, surface_id)
+
+    def _compile_tree(self, frozen, tree: Tree, surface_id: str) -> CompileResult:
+        offers = _Offers(self.catalog, frozen)
+        findings: list[Finding] = []
+        bindings: list[Binding] = []
+        blocks = []
+        failed = 0
+        for raw in tree.ordered():
+            try:
+                name, data, block_bindings = self._block(raw, offers)
+            except _BlockError as error:
+                failed += 1
+                findings.append(error.finding)
+                name, block_bindings = PLACEHOLDER, []
+                data = {"reason": "This element could not be displayed.", "code": error.finding.code}
+            block = {"id": raw.id, "component": name, "data": data}
+            if raw.children:
+                block["children"] = list(raw.children)
+            blocks.append(block)
+            bindings += block_bindings
+        document = {"version": 1, "id": tree.document_id, "top": list(tree.top), "blocks": blocks}
+        if tree.title is not None:
+            document["title"] = tree.title
+        result = CompileResult("partial" if failed else "compiled", document, content_hash(document),
+                               bindings=bindings, diagnostics=findings)
+        result.messages = a2ui.messages(self.catalog, frozen, document, surface_id)
+        return result
+
+    # --- one block -------------------------------------------------------
+
+    def _block(self, raw: RawBlock, offers: _Offers) -> tuple[str, dict, list[Binding]]:
+        if raw.from_base and raw.component == PLACEHOLDER:
+            return PLACEHOLDER, raw.data, []
+        contract = offers.component(raw)
+        data = raw.data
+        where = raw.pointer if raw.from_base else f"{raw.pointer}/data"
+        if raw.from_base:
+            data = offers.to_slice_refs(contract, data, raw)
+        if not isinstance(data, dict):
+            self._fail("contract", "component.prop-invalid", "data is an object of props", where)
+        error = jsonschema.exceptions.best_match(self.catalog.validators[contract.name].iter_errors(data))
+        if error is not None:
+            path = "".join(f"/{p}" for p in error.absolute_path)
+            self._fail("contract", "component.prop-invalid", f"{contract.name}: {error.message[:200]}", where + path)
+        for text, pointer in _strings(data, where):
+            if _MARKUP.search(text):
+                self._fail("contract", "component.prop-invalid", f"{contract.name}: text may not contain markup, "
+                                                                 "scripts, links or styles", pointer,
+                           "write plain text")
+            if _looks_like_rows(text):
+                self._fail("contract", "component.prop-invalid", f"{contract.name}: text looks like rows of data",
+                           pointer, "bind the analysis result to a DataTable instead of writing its rows")
+        self._check_slots(contract, raw, data)
+        bindings = []
+        canonical_data = copy.deepcopy(data)
+        for prop, spec in contract.bindings.items():
+            if prop not in data:
+                continue
+            prop_pointer = f"{where}/{prop}"
+            slice_id, columns = offers.check_binding(self, contract, spec, data, prop, prop_pointer)
+            bindings.append(Binding(raw.id, f"/{prop}", spec.kind, slice_id, columns))
+            canonical_data[prop] = offers.canonical_ref(spec.kind, data[prop])
+        return contract.name, canonical_data, bindings
+
+    def _check_slots(self, contract: ComponentContract, raw: RawBlock, data: dict) -> None:
+        slot = contract.slots.get("children")
+        count = len(raw.children)
+        if slot is None and count:
+            self._fail("contract", "component.slot-invalid", f"{contract.name} takes no children",
+                       f"{raw.pointer}/children")
+        if slot is not None and not slot.min <= count <= slot.max:
+            self._fail("contract", "component.slot-invalid",
+                       f"{contract.name} takes {slot.min}-{slot.max} children, not {count}", f"{raw.pointer}/children")
+        if contract.slot_labels and len(data.get(contract.slot_labels, [])) != count:
+            self._fail("contract", "component.slot-invalid",
+                       f"{contract.name} needs one {contract.slot_labels} entry per child", f"{raw.pointer}/data")
+
+    @staticmethod
+    def _fail(phase: str, code: str, message: str, location: str, hint: str = "") -> None:
+        raise _BlockError(Finding(phase, code, message, location, hint))
+
+
+class _Offers:
+    """The slice's offers, by slice id and by the ids stored in canonical documents."""
+
+    def __init__(self, catalog: Catalog, frozen: compiler_pb2.CatalogSlice) -> None:
+        self.catalog = catalog
+        self.frozen = frozen
+        self.components = {c.slice_id: c for c in frozen.components}
+        self.components_by_name = {c.component: c for c in frozen.components}
+        self.resources = {r.slice_id: r for r in frozen.resources}
+        self.evidence = {e.slice_id: e for e in frozen.evidence}
+        self.actions = {a.slice_id: a for a in frozen.actions}
+        self.state = {s.slice_id: s for s in frozen.state}
+        self._by_global = {
+            "resource": {r.descriptor.resource_id: r.slice_id for r in frozen.resources},
+            "evidence": {e.evidence.evidence_id: e.slice_id for e in frozen.evidence},
+            "action": {a.action_id: a.slice_id for a in frozen.actions},
+            "state": {s.slice_id: s.slice_id for s in frozen.state},
+        }
+
+    def component(self, raw: RawBlock):
+        offered = (self.components_by_name if raw.from_base else self.components).get(raw.component)
+        if offered is None:
+            raise _BlockError(Finding("binding", "catalog.component-not-offered",
+                                      f"component {raw.component or '(none)'!r} is not offered in this slice",
+                                      f"{raw.pointer}/component", "use a component id from the slice"))
+        return self.catalog.contracts[offered.component]
+
+    def canonical_ref(self, kind: str, value):
+        """Slice-independent ids for the stored document (slice ids are per call)."""
+        if kind == "resource":
+            offered = self.resources[value["ref"]]
+            return {"resource": offered.descriptor.resource_id, "offer": value["offer"]}
+        if kind == "evidence":
+            return {"evidence": self.evidence[value].evidence.evidence_id}
+        if kind == "action":
+            return {"action": self.actions[value].action_id}
+        return {"state": value}
+
+    def to_slice_refs(self, contract: ComponentContract, data: dict, raw: RawBlock) -> dict:
+        """A base block's stored bindings, as this slice's ids (or a failure if no longer offered)."""
+        data = copy.deepcopy(data)
+        for prop, spec in contract.bindings.items():
+            if prop not in data:
+                continue
+            stored = data[prop]
+            global_id = stored.get(spec.kind) if isinstance(stored, dict) else None
+            slice_id = self._by_global[spec.kind].get(global_id)
+            if slice_id is None:
+                raise _BlockError(Finding("binding", f"catalog.{spec.kind}-not-offered",
+                                          f"the {spec.kind} this block showed is not offered any more",
+                                          f"{raw.pointer}/data/{prop}", "bind a current result or remove the block"))
+            data[prop] = {"ref": slice_id, "offer": stored["offer"]} if spec.kind == "resource" else slice_id
+        return data
+
+    def check_binding(self, compiler: Compiler, contract, spec, data: dict, prop: str, pointer: str):
+        value = data[prop]
+        if spec.kind == "resource":
+            offered = self.resources.get(value["ref"])
+            if offered is None:
+                compiler._fail("binding", "catalog.resource-not-offered", f"{value['ref']} is not offered in this "
+                                                                          "slice", f"{pointer}/ref")
+            if value["offer"] != offer_tag(offered.offer_hash):
+                compiler._fail("binding", "resource.offer-hash-denied", "the offer quoted does not match the offer "
+                                                                        f"of {value['ref']}", f"{pointer}/offer",
+                               "copy the offer tag from the slice")
+            return value["ref"], self._check_columns(compiler, contract, spec, offered, data, pointer)
+        table = {"evidence": self.evidence, "action": self.actions, "state": self.state}[spec.kind]
+        if value not in table:
+            compiler._fail("binding", f"catalog.{spec.kind}-not-offered", f"{value} is not offered in this slice",
+                           pointer)
+        if spec.kind == "action" and spec.input:
+            validator = compiler._validator(table[value].input_schema_json)
+            error = jsonschema.exceptions.best_match(validator.iter_errors(data.get(spec.input, {})))
+            if error is not None:
+                path = "".join(f"/{p}" for p in error.absolute_path)
+                compiler._fail("binding", "action.input-invalid", f"input for {value}: {error.message[:200]}",
+                               pointer.rsplit("/", 1)[0] + f"/{spec.input}{path}")
+        if spec.kind == "state" and spec.options:
+            validator = compiler._validator(table[value].value_schema_json)
+            for index, option in enumerate(data.get(spec.options, [])):
+                if not validator.is_valid(option.get("value")):
+                    compiler._fail("binding", "state.option-invalid", f"option {index} is not a value of {value}",
+                                   pointer.rsplit("/", 1)[0] + f"/{spec.options}/{index}/value")
+        return value, []
+
+    def _check_columns(self, compiler: Compiler, contract, spec, offered, data: dict, pointer: str) -> list[str]:
+        base = pointer.rsplit("/", 1)[0]
+        allowed = set(offered.selector.column_ids)
+        described = {c.column_id: c for c in offered.descriptor.columns}
+        used: list[str] = []
+        for path in spec.columns:
+            for column in _get_path(data, path):
+                if column not in allowed or column not in described:
+                    compiler._fail("binding", "resource.column-not-offered",
+                                   f"column {column!r} is not selectable from {data['resource']['ref']}",
+                                   f"{base}/{path.replace('.', '/')}")
+                if column not in used:
+                    used.append(column)
+        if spec.sort and spec.sort in data and not offered.selector.allow_sort:
+            compiler._fail("binding", "resource.sort-not-allowed", "this result may not be re-sorted",
+                           f"{base}/{spec.sort}")
+        if spec.page_size and data.get(spec.page_size, 0) > offered.selector.max_page_size:
+            compiler._fail("binding", "resource.page-size-exceeded",
+                           f"page size is at most {offered.selector.max_page_size}", f"{base}/{spec.page_size}")
+        if contract.recipes:
+            recipe = data["spec"]["recipe"]
+            for role_field, rule in contract.recipes[recipe].items():
+                for column in _get_path(data, f"spec.{role_field}"):
+                    descriptor = described[column]
+                    role, kind = column_role(descriptor.role), column_type(descriptor.type)
+                    if role not in rule.roles or kind not in rule.types:
+                        compiler._fail("binding", "chart.column-incompatible",
+                                       f"a {recipe} chart takes a {'/'.join(rule.roles)} column of type "
+                                       f"{'/'.join(rule.types)} as {role_field}; {column!r} is a {role} {kind}",
+                                       f"{base}/spec/{role_field}")
+        return used or [c.column_id for c in offered.descriptor.columns if c.column_id in allowed]
+
