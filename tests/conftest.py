@@ -13,6 +13,9 @@ from cli.launcher import ServiceSet, cli_credentials
 from shared.certs import Credentials, issue_deployment
 from shared.paths import REPO_ROOT
 
+# Fixtures of the UI plane (catalog, frozen slice, proposals), shared by unit and integration tests.
+pytest_plugins = ["tests.fixtures.ui"]
+
 
 @pytest.fixture(scope="session")
 def cert_dir(tmp_path_factory) -> Path:
