@@ -9,6 +9,7 @@ work), then depth, number of values and serialized size in UTF-16 code units
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 MAX_DEPTH = 64
@@ -47,8 +48,13 @@ def _pairs(pairs: list[tuple[str, object]]) -> dict:
     return result
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+
+
 def _utf16_units(text: str) -> int:
-    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+    # An astral character is two UTF-16 code units; regex keeps this in C.
+    return len(text) + len(_ASTRAL.findall(text)) if not text.isascii() else len(text)
 
 
 def _escape(key: str) -> str:
@@ -71,57 +77,69 @@ def parse(raw: str | bytes, limits: Limits = DEFAULT_LIMITS) -> object:
     except (json.JSONDecodeError, RecursionError) as exc:
         message = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
         raise BoundedJsonError("json.syntax", f"not JSON: {message}") from None
-    check(value, limits)
+    # JSON text is never shorter than its minimal serialization (escapes only
+    # lengthen it), so a text within the unit budget needs no per-string count.
+    check(value, limits, count_units=_utf16_units(raw) > limits.max_utf16_units)
     return value
 
 
-def check(value: object, limits: Limits = DEFAULT_LIMITS) -> None:
+def check(value: object, limits: Limits = DEFAULT_LIMITS, count_units: bool = True) -> None:
     """Check an already-built value against the same rules (iteratively: no recursion limit)."""
     visited = 0
     units = 0
-    stack: list[tuple[object, int, str]] = [(value, 1, "")]
+    # Entries are (node, depth, parent entry, key): a pointer is only spelled out for an error.
+    stack: list[tuple] = [(value, 1, None, None)]
     while stack:
-        node, depth, pointer = stack.pop()
+        entry = stack.pop()
+        node, depth = entry[0], entry[1]
         visited += 1
         if visited > limits.max_values:
-            raise BoundedJsonError("json.too-many-values", f"more than {limits.max_values} values", pointer)
+            raise BoundedJsonError("json.too-many-values", f"more than {limits.max_values} values", _pointer(entry))
         if depth > limits.max_depth:
-            raise BoundedJsonError("json.too-deep", f"deeper than {limits.max_depth} levels", pointer)
-        if isinstance(node, str):
-            _check_string(node, pointer)
-            units += _utf16_units(node) + 2
-        elif isinstance(node, bool) or node is None:
+            raise BoundedJsonError("json.too-deep", f"deeper than {limits.max_depth} levels", _pointer(entry))
+        kind = type(node)
+        if kind is str:
+            _check_string(node, entry)
+            if count_units:
+                units += _utf16_units(node) + 2
+        elif kind is bool or node is None:
             units += 4
-        elif isinstance(node, int):
+        elif kind is int:
             units += len(str(node))
-        elif isinstance(node, float):
+        elif kind is float:
             if node != node or node in (float("inf"), float("-inf")):
-                raise BoundedJsonError("json.non-finite", "number is not finite", pointer)
+                raise BoundedJsonError("json.non-finite", "number is not finite", _pointer(entry))
             units += len(repr(node))
-        elif isinstance(node, dict):
+        elif kind is dict:
             units += 2
             for key, item in node.items():
-                if not isinstance(key, str):
-                    raise BoundedJsonError("json.non-json-type", "object key is not a string", pointer)
-                _check_string(key, pointer)
-                units += _utf16_units(key) + 4
-                stack.append((item, depth + 1, f"{pointer}/{_escape(key)}"))
-        elif isinstance(node, list):
-            units += 2
-            for index, item in enumerate(node):
-                units += 1
-                stack.append((item, depth + 1, f"{pointer}/{index}"))
+                if type(key) is not str:
+                    raise BoundedJsonError("json.non-json-type", "object key is not a string", _pointer(entry))
+                _check_string(key, entry)
+                if count_units:
+                    units += _utf16_units(key) + 4
+                stack.append((item, depth + 1, entry, key))
+        elif kind is list:
+            units += 2 + len(node)
+            stack.extend((item, depth + 1, entry, index) for index, item in enumerate(node))
         else:
-            raise BoundedJsonError("json.non-json-type", f"{type(node).__name__} is not a JSON type", pointer)
+            raise BoundedJsonError("json.non-json-type", f"{kind.__name__} is not a JSON type", _pointer(entry))
         if units > limits.max_utf16_units:
             raise BoundedJsonError("json.too-large", f"more than {limits.max_utf16_units} UTF-16 code units",
-                                   pointer)
+                                   _pointer(entry))
 
 
-def _check_string(text: str, pointer: str) -> None:
-    for ch in text:
-        if 0xD800 <= ord(ch) <= 0xDFFF:
-            raise BoundedJsonError("json.lone-surrogate", "string contains a lone surrogate", pointer)
+def _pointer(entry: tuple | None) -> str:
+    parts = []
+    while entry is not None and entry[2] is not None:
+        parts.append(_escape(str(entry[3])))
+        entry = entry[2]
+    return "".join(f"/{part}" for part in reversed(parts))
+
+
+def _check_string(text: str, entry: tuple) -> None:
+    if not text.isascii() and _SURROGATE.search(text):
+        raise BoundedJsonError("json.lone-surrogate", "string contains a lone surrogate", _pointer(entry))
 
 
 def canonical(value: object) -> str:

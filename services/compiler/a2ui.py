@@ -7,7 +7,6 @@ the host adds windows later, under grants.
 
 from __future__ import annotations
 
-import copy
 import json
 
 from shared.ui.a2ui import A2UI_VERSION, BINDING_ROOTS
@@ -20,7 +19,7 @@ ROOT_ID = "root"
 
 def _component(catalog: Catalog, block: dict) -> dict:
     contract = catalog.contracts[block["component"]]
-    props = copy.deepcopy(block["data"])
+    props = dict(block["data"])  # binding props are replaced, nothing nested is mutated
     for prop, spec in contract.bindings.items():
         if prop not in props:
             continue

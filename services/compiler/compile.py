@@ -17,12 +17,14 @@ import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+import fastjsonschema
 import jsonschema
 
 from services.compiler import a2ui
 from services.compiler.diagnostics import Finding, Rejected
 from services.compiler.proposal import RawBlock, Tree, apply_patch, decode, snapshot_tree
 from shared.bounded_json import canonical
+from shared.schema_check import Check, compile_check
 from shared.ui.contracts import Catalog, ComponentContract, reserved_keywords
 from shared.ui.slice import MAX_PROPOSAL_BYTES, column_role, column_type, offer_tag, slice_hash
 from tessera.compiler.v1 import compiler_pb2
@@ -77,6 +79,8 @@ def _strings(value, pointer: str):
 
 
 def _looks_like_rows(text: str) -> bool:
+    if text.count("\n") < 2:
+        return False
     lines = [line for line in text.splitlines() if line.strip()]
     if len(lines) < 3:
         return False
@@ -108,7 +112,8 @@ class _BlockError(Exception):
 class Compiler:
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
-        self._schemas: OrderedDict[str, jsonschema.Draft7Validator] = OrderedDict()
+        self._schemas: OrderedDict[str, Check] = OrderedDict()
+        self._verified_slices: OrderedDict[bytes, None] = OrderedDict()
 
     # --- slice checks ----------------------------------------------------
 
@@ -117,25 +122,34 @@ class Compiler:
             raise SliceRefused("SLICE_CATALOG_MISMATCH", f"the slice is for catalog {frozen.catalog_id} "
                                                          f"{frozen.catalog_hash[:12]}, this compiler has "
                                                          f"{self.catalog.catalog_id} {self.catalog.catalog_hash[:12]}")
+        key = frozen.SerializeToString(deterministic=True)
+        if key in self._verified_slices:  # the host sends the same slice for every repair round
+            self._verified_slices.move_to_end(key)
+            return
         for offered in frozen.components:
             contract = self.catalog.contracts.get(offered.component)
-            if contract is None or contract.contract_hash != offered.contract_hash or contract.host_only:
+            if contract is None or self.catalog.contract_hashes[contract.name] != offered.contract_hash \
+                    or contract.host_only:
                 raise SliceRefused("SLICE_CATALOG_MISMATCH", f"{offered.slice_id} offers {offered.component!r}, "
                                                              "which this compiler cannot offer")
         if slice_hash(frozen) != frozen.slice_hash:
             raise SliceRefused("SLICE_HASH_MISMATCH", "the slice does not match its slice_hash")
+        for schema_json in [a.input_schema_json for a in frozen.actions] + [s.value_schema_json for s in frozen.state]:
+            self._check_for(schema_json)
+        self._verified_slices[key] = None
+        while len(self._verified_slices) > _SCHEMA_CACHE:
+            self._verified_slices.popitem(last=False)
 
-    def _validator(self, schema_json: str) -> jsonschema.Draft7Validator:
+    def _check_for(self, schema_json: str) -> Check:
         cached = self._schemas.get(schema_json)
         if cached is None:
             schema = json.loads(schema_json)
             if not isinstance(schema, dict) or reserved_keywords(schema):
                 raise SliceRefused("SLICE_SCHEMA_INVALID", "an offered schema uses references or identifiers")
             try:
-                jsonschema.Draft7Validator.check_schema(schema)
-            except jsonschema.SchemaError as exc:
-                raise SliceRefused("SLICE_SCHEMA_INVALID", f"an offered schema is invalid: {exc.message}") from None
-            cached = self._schemas[schema_json] = jsonschema.Draft7Validator(schema)
+                cached = self._schemas[schema_json] = compile_check(schema)
+            except (jsonschema.SchemaError, fastjsonschema.JsonSchemaDefinitionException) as exc:
+                raise SliceRefused("SLICE_SCHEMA_INVALID", f"an offered schema is invalid: {exc}") from None
             while len(self._schemas) > _SCHEMA_CACHE:
                 self._schemas.popitem(last=False)
         return cached
@@ -198,10 +212,10 @@ class Compiler:
             data = offers.to_slice_refs(contract, data, raw)
         if not isinstance(data, dict):
             self._fail("contract", "component.prop-invalid", "data is an object of props", where)
-        error = jsonschema.exceptions.best_match(self.catalog.validators[contract.name].iter_errors(data))
+        error = self.catalog.checks[contract.name](data)
         if error is not None:
-            path = "".join(f"/{p}" for p in error.absolute_path)
-            self._fail("contract", "component.prop-invalid", f"{contract.name}: {error.message[:200]}", where + path)
+            path, message = error
+            self._fail("contract", "component.prop-invalid", f"{contract.name}: {message[:200]}", where + path)
         for text, pointer in _strings(data, where):
             if _MARKUP.search(text):
                 self._fail("contract", "component.prop-invalid", f"{contract.name}: text may not contain markup, "
@@ -212,7 +226,7 @@ class Compiler:
                            pointer, "bind the analysis result to a DataTable instead of writing its rows")
         self._check_slots(contract, raw, data)
         bindings = []
-        canonical_data = copy.deepcopy(data)
+        canonical_data = dict(data)  # the parsed proposal is ours: binding props are replaced, nothing mutated
         for prop, spec in contract.bindings.items():
             if prop not in data:
                 continue
@@ -311,16 +325,15 @@ class _Offers:
             compiler._fail("binding", f"catalog.{spec.kind}-not-offered", f"{value} is not offered in this slice",
                            pointer)
         if spec.kind == "action" and spec.input:
-            validator = compiler._validator(table[value].input_schema_json)
-            error = jsonschema.exceptions.best_match(validator.iter_errors(data.get(spec.input, {})))
+            error = compiler._check_for(table[value].input_schema_json)(data.get(spec.input, {}))
             if error is not None:
-                path = "".join(f"/{p}" for p in error.absolute_path)
-                compiler._fail("binding", "action.input-invalid", f"input for {value}: {error.message[:200]}",
+                path, message = error
+                compiler._fail("binding", "action.input-invalid", f"input for {value}: {message[:200]}",
                                pointer.rsplit("/", 1)[0] + f"/{spec.input}{path}")
         if spec.kind == "state" and spec.options:
-            validator = compiler._validator(table[value].value_schema_json)
+            check = compiler._check_for(table[value].value_schema_json)
             for index, option in enumerate(data.get(spec.options, [])):
-                if not validator.is_valid(option.get("value")):
+                if check(option.get("value")) is not None:
                     compiler._fail("binding", "state.option-invalid", f"option {index} is not a value of {value}",
                                    pointer.rsplit("/", 1)[0] + f"/{spec.options}/{index}/value")
         return value, []

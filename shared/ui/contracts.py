@@ -21,6 +21,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from shared.bounded_json import canonical
+from shared.schema_check import compile_check
 
 MAX_COMPONENTS = 32
 CATALOGS_DIR = Path(__file__).parent / "catalogs"
@@ -133,7 +134,8 @@ class Catalog:
         self.title = title
         self.contracts = contracts
         # Compiled once: validating a block never re-reads or re-checks a schema.
-        self.validators = {name: jsonschema.Draft7Validator(c.props) for name, c in contracts.items()}
+        self.checks = {name: compile_check(c.props) for name, c in contracts.items()}
+        self.contract_hashes = {name: c.contract_hash for name, c in contracts.items()}
         self.catalog_hash = hashlib.sha256(canonical(
             {"catalog_id": catalog_id, "contracts": {n: c.contract_hash for n, c in sorted(contracts.items())}}
         ).encode()).hexdigest()
