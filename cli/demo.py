@@ -10,6 +10,7 @@ person sees. Then it shows two calls the contracts forbid.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import secrets
 from pathlib import Path
@@ -23,7 +24,10 @@ from shared.certs import load_signing_key, signing_key_path
 from shared.channels import sync_channel
 from shared.contracts import invoke
 from shared.errors import error_details
+from shared.ui.contracts import load_catalog
+from shared.ui.slice import ResourceOffer, SliceRequest, freeze_slice, offer_tag
 from tessera.common.v1 import common_pb2
+from tessera.compiler.v1 import compiler_pb2
 from tessera.resources.v1 import resources_pb2
 
 QUESTION = "What is our net revenue by region?"
@@ -68,13 +72,53 @@ def _grant(cert_dir: Path, descriptor) -> common_pb2.SignedToken:
     return tokens.sign(load_signing_key(signing_key_path(cert_dir, "host")), tokens.PURPOSE_WINDOW_GRANT, claims)
 
 
+def _compose(host_to_compiler, analysis) -> tuple[bool, str]:
+    """The host's part of present_ui: freeze a slice around this turn's offer, compile a proposal.
+
+    The proposal is what a model might send: a heading, a chart and a table
+    bound by slice id, evidence — and one block with markup, which fails
+    alone (a placeholder) while the rest compiles.
+    """
+    catalog = load_catalog()
+    offer_hash = hashlib.sha256(analysis.offer.SerializeToString(deterministic=True)).hexdigest()
+    frozen = freeze_slice(catalog, SliceRequest(components=list(catalog.contracts),
+                                                resources=[ResourceOffer(analysis.descriptor, offer_hash)],
+                                                evidence=[analysis.evidence]))
+    ids = {c.component: c.slice_id for c in frozen.components}
+    resource = {"ref": frozen.resources[0].slice_id, "offer": offer_tag(offer_hash)}
+    proposal = {"version": 1, "id": "answer", "title": QUESTION, "blocks": [
+        {"id": "main", "component": ids["Column"], "data": {}, "children": ["title", "chart", "table", "ev", "oops"]},
+        {"id": "title", "component": ids["Heading"], "data": {"text": "Net revenue by region"}},
+        {"id": "chart", "component": ids["Chart"], "data": {"resource": resource, "spec": {
+            "recipe": "bar", "x": "region", "y": "revenue"}}},
+        {"id": "table", "component": ids["DataTable"], "data": {"resource": resource,
+                                                               "columns": ["region", "revenue"]}},
+        {"id": "ev", "component": ids["EvidenceNote"], "data": {"evidence": frozen.evidence[0].slice_id}},
+        {"id": "oops", "component": ids["Text"], "data": {"text": "<img src=x onerror=alert(1)>"}},
+    ]}
+    reply = invoke(host_to_compiler, "compiler", "Compile", compiler_pb2.CompileRequest(
+        slice=frozen, proposal_json=json.dumps(proposal), surface_id="demo-surface"))
+    kinds = [next(k for k in json.loads(m) if k != "version") for m in reply.a2ui_messages_json]
+    print(f"\nhost: froze {frozen.slice_id} ({len(frozen.components)} components, 1 resource, 1 evidence); "
+          f"compiler: {compiler_pb2.CompileOutcome.Name(reply.outcome).removeprefix('COMPILE_OUTCOME_').lower()}, "
+          f"content hash {reply.content_hash[:12]}…, A2UI: {', '.join(kinds)}")
+    for diagnostic in reply.diagnostics:
+        print(f"  diagnostic {diagnostic.code} at {diagnostic.location}: {diagnostic.message}")
+    ok = reply.outcome == compiler_pb2.COMPILE_OUTCOME_PARTIAL and [d.code for d in reply.diagnostics] == [
+        "component.prop-invalid"]
+    return ok, frozen
+
+
 def walk(services: ServiceSet, cert_dir: Path) -> bool:
     resources = services.handles["resources"].address
     broker = services.handles["capabilities"].address
+    compiler_address = services.handles["compiler"].address
     turn = resources_pb2.TurnRef(session_id=f"demo-{secrets.token_hex(4)}", turn_id="turn-1")
     with sync_channel(resources, cli_credentials(cert_dir, "agent")) as agent, \
             sync_channel(resources, cli_credentials(cert_dir, "host")) as host, \
-            sync_channel(broker, cli_credentials(cert_dir, "agent")) as agent_to_broker:
+            sync_channel(broker, cli_credentials(cert_dir, "agent")) as agent_to_broker, \
+            sync_channel(compiler_address, cli_credentials(cert_dir, "host")) as host_to_compiler, \
+            sync_channel(compiler_address, cli_credentials(cert_dir, "agent")) as agent_to_compiler:
         print(f"\nthe question: {QUESTION}")
         context = invoke(agent, "resources", "InspectContext", resources_pb2.InspectContextRequest(turn=turn))
         catalog = invoke(agent, "resources", "InspectCatalog", resources_pb2.InspectCatalogRequest(
@@ -98,6 +142,7 @@ def walk(services: ServiceSet, cert_dir: Path) -> bool:
         print("\nwhat the person sees (host resolves a grant-bound window):")
         print(table([[_cell(c) for c in row.cells] for row in window.rows],
                     [c.label for c in window.columns]))
+        composed, frozen = _compose(host_to_compiler, analysis)
 
         print("\ncalls the contracts forbid:")
         forbidden = [
@@ -106,7 +151,9 @@ def walk(services: ServiceSet, cert_dir: Path) -> bool:
                     grant=_grant(cert_dir, descriptor), limit=20)))],
             ["agent -> capabilities.Decide", "only people approve effects", outcome(lambda: invoke(
                 agent_to_broker, "capabilities", "Decide"))],
+            ["agent -> compiler.Compile", "proposals go through the host", outcome(lambda: invoke(
+                agent_to_compiler, "compiler", "Compile", compiler_pb2.CompileRequest(slice=frozen)))],
         ]
         print(table(forbidden, ["call", "why", "outcome"]))
-    return len(window.rows) == descriptor.row_count > 0 and all(
+    return composed and len(window.rows) == descriptor.row_count > 0 and all(
         row[2] == "PERMISSION_DENIED reason=CALLER_NOT_ALLOWED" for row in forbidden)
