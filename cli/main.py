@@ -229,6 +229,25 @@ def cmd_seed(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_catalog(args: argparse.Namespace) -> int:
+    """Print (or write) a component catalog as an A2UI v0.9 catalog document."""
+    from shared.ui.a2ui import catalog_document
+    from shared.ui.contracts import DEFAULT_CATALOG, ContractError, load_catalog
+
+    try:
+        catalog = load_catalog(Path(args.dir) if args.dir else DEFAULT_CATALOG)
+    except ContractError as exc:
+        print(f"tessera: error: {exc}", file=sys.stderr)
+        return 2
+    text = json.dumps(catalog_document(catalog), indent=2, sort_keys=True) + "\n"
+    if args.out:
+        Path(args.out).write_text(text)
+        print(f"wrote {catalog.catalog_id} ({len(catalog.contracts)} components) to {args.out}")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tessera", description="Operate a Tessera deployment.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -251,6 +270,10 @@ def build_parser() -> argparse.ArgumentParser:
     seed.add_argument("--seed", type=int, default=7, help="random seed (default 7); same seed, same data")
     seed.add_argument("--quiet", action="store_true", help="no progress bars")
     seed.set_defaults(run=cmd_seed)
+    catalog = sub.add_parser("catalog", help="export the component catalog as an A2UI v0.9 catalog document")
+    catalog.add_argument("--dir", help="catalog directory (default: the built-in tessera.data/v1)")
+    catalog.add_argument("--out", help="write to this file instead of standard output")
+    catalog.set_defaults(run=cmd_catalog)
     return parser
 
 

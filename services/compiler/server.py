@@ -80,7 +80,7 @@ class CompilerService(compiler_pb2_grpc.CompilerServiceServicer):
 
 def build(context: ServiceContext) -> list[Registration]:
     try:
-        catalog = load_catalog()
+        catalog = load_catalog(context.settings.catalog_dir)
     except ContractError as exc:
         raise StartupError(f"component contract {exc}") from None
     pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="compile")

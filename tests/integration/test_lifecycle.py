@@ -178,3 +178,15 @@ def test_certs_creates_then_keeps_then_forces(tmp_path):
     ca = (directory / "ca.pem").read_bytes()
     assert "are valid" in certs().stdout and (directory / "ca.pem").read_bytes() == ca
     assert "wrote a deployment CA" in certs("--force").stdout and (directory / "ca.pem").read_bytes() != ca
+
+
+def test_catalog_export_is_what_a2ui_tooling_loads(tmp_path):
+    from a2ui.core import Catalog as A2uiCatalog
+
+    out = tmp_path / "catalog.json"
+    result = subprocess.run(TESSERA + ["catalog", "--out", str(out)], cwd=REPO_ROOT, capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+    document = json.loads(out.read_text())
+    assert document["catalogId"].endswith("/tessera.data/v1/catalog.json")
+    assert A2uiCatalog.from_json(document) is not None

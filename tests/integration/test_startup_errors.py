@@ -136,3 +136,17 @@ def test_resources_with_a_bad_row_cap(base_env, cert_dir):
     result = run_module("services.resources", {**base_env, "TESSERA_CERT_DIR": str(cert_dir),
                                                 "TESSERA_RESOURCES_ROW_CAP": "50000"})
     assert_one_line_error(result, "TESSERA_RESOURCES_ROW_CAP='50000'", "less than or equal to 20000")
+
+
+def test_compiler_with_an_invalid_contract(base_env, cert_dir, tmp_path):
+    import shutil
+
+    from shared.ui.contracts import DEFAULT_CATALOG
+
+    catalog = tmp_path / "catalog"
+    shutil.copytree(DEFAULT_CATALOG, catalog)
+    broken = catalog / "components" / "metric.yaml"
+    broken.write_text(broken.read_text().replace("row: {type: integer", "row: {$ref: '#/x', type: integer"))
+    result = run_module("services.compiler", {**base_env, "TESSERA_CERT_DIR": str(cert_dir),
+                                               "TESSERA_COMPILER_CATALOG_DIR": str(catalog)})
+    assert_one_line_error(result, "tessera-compiler: error: component contract", str(broken), "props/properties/row/$ref")
