@@ -149,4 +149,5 @@ def test_compiler_with_an_invalid_contract(base_env, cert_dir, tmp_path):
     broken.write_text(broken.read_text().replace("row: {type: integer", "row: {$ref: '#/x', type: integer"))
     result = run_module("services.compiler", {**base_env, "TESSERA_CERT_DIR": str(cert_dir),
                                                "TESSERA_COMPILER_CATALOG_DIR": str(catalog)})
-    assert_one_line_error(result, "tessera-compiler: error: component contract", str(broken), "props/properties/row/$ref")
+    assert_one_line_error(result, "tessera-compiler: error: component contract", str(broken),
+                          "props/properties/row/$ref")
