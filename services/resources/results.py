@@ -64,7 +64,9 @@ def _decimal(value):
         text = f"{value:.6f}"
     else:
         exact = value if type(value) is decimal.Decimal else decimal.Decimal(str(value))
-        text = format(exact.quantize(_SIX_PLACES, rounding=decimal.ROUND_HALF_EVEN), "f")
+        if exact.as_tuple().exponent < -6:  # only round what has more than six places
+            exact = exact.quantize(_SIX_PLACES, rounding=decimal.ROUND_HALF_EVEN)
+        text = format(exact, "f")
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
@@ -97,9 +99,11 @@ def normalize_rows(rows: list[tuple], kinds: list[str]) -> list[list]:
     return [[None if v is None else f(v) for f, v in zip(functions, row, strict=True)] for row in rows]
 
 
-def content_hash(columns: list[OutputColumn], rows: list[list]) -> str:
-    document = {"columns": [[c.id, c.type] for c in columns], "rows": rows}
-    return hashlib.sha256(canonical(document).encode()).hexdigest()
+def content_hash(columns: list[OutputColumn], rows: list[list], rows_json: str | None = None) -> str:
+    """SHA-256 of canonical {"columns": [[id, type]…], "rows": […]}; pass rows_json if already serialized."""
+    columns_json = canonical([[c.id, c.type] for c in columns])
+    document = f'{{"columns":{columns_json},"rows":{rows_json if rows_json is not None else canonical(rows)}}}'
+    return hashlib.sha256(document.encode()).hexdigest()
 
 
 class ResultStore:
@@ -120,7 +124,8 @@ class ResultStore:
 
     def pin(self, session_id: str, turn_id: str, columns: list[OutputColumn], rows: list[list],
             truncated: bool) -> PinnedResult:
-        digest = content_hash(columns, rows)
+        rows_json = canonical(rows)  # serialized once: for the hash and for the stored blob
+        digest = content_hash(columns, rows, rows_json)
         result = PinnedResult(f"res_{secrets.token_hex(10)}", f"v1-{digest[:16]}", digest, session_id, turn_id,
                               columns, rows, truncated)
         columns_json = json.dumps([c.__dict__ for c in columns])
@@ -128,7 +133,7 @@ class ResultStore:
             connection.execute(PINNED.insert().values(
                 resource_id=result.resource_id, version_id=result.version_id, content_hash=digest,
                 session_id=session_id, turn_id=turn_id, columns_json=columns_json,
-                rows_blob=zlib.compress(canonical(rows).encode(), 1), row_count=len(rows), truncated=truncated,
+                rows_blob=zlib.compress(rows_json.encode(), 1), row_count=len(rows), truncated=truncated,
                 created_at=time.time()))
         self._remember(result)
         return result
