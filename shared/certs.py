@@ -146,9 +146,10 @@ def issue_leaf(
     return cert, key
 
 
-# Services that sign tokens others verify (§2): the host signs grants, the
-# resources service signs resource offers. Each gets an Ed25519 key pair.
-SIGNING_PRINCIPALS = ("host", "resources")
+# Principals that sign tokens others verify (§2): the host signs grants, the
+# resources service signs resource offers, web and the CLI sign the actor
+# assertions of the people they authenticated. Each gets an Ed25519 key pair.
+SIGNING_PRINCIPALS = ("host", "resources", "web", "cli")
 # Services that mint HMAC tokens only they verify: resources' capability tokens.
 SECRET_PRINCIPALS = ("resources",)
 

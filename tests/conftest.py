@@ -58,6 +58,7 @@ def service_env(warehouse_url, tmp_path_factory) -> dict[str, str]:
     return {
         "TESSERA_RESOURCES_WAREHOUSE_URL": warehouse_url,
         "TESSERA_RESOURCES_STORE_URL": f"sqlite:///{tmp_path_factory.mktemp('store') / 'results.sqlite'}",
+        "TESSERA_HOST_DATABASE_URL": f"sqlite:///{tmp_path_factory.mktemp('host') / 'host.sqlite'}",
     }
 
 

@@ -1,18 +1,305 @@
-"""gRPC servicer of the host service (contract: proto/tessera/host/v1/)."""
+"""gRPC servicer of the HostServer (contract: proto/tessera/host/v1/).
+
+The host alone publishes committed state. Proposals are compiled by the
+compiler service against the slice the host froze, then committed in one
+transaction (compare-and-swap on the branch head); only then are their A2UI
+messages appended to the surface journal that subscribers read.
+"""
 
 from __future__ import annotations
 
-from shared.runtime import Registration, ServiceContext, registration_for, service_info
+import asyncio
+import datetime as dt
+import hashlib
+import json
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+
+import grpc
+from google.protobuf.json_format import MessageToJson
+
+from services.host.config import HostSettings
+from services.host.store import HostStore, RevisionConflict, Session, engine_for, migrate
+from shared import tokens
+from shared.actors import Actor, ActorVerifier
+from shared.bounded_json import canonical
+from shared.certs import CredentialError, load_signing_key, load_verify_key
+from shared.channels import aio_channel
+from shared.config import peer_target
+from shared.errors import TesseraError
+from shared.runtime import Registration, ServiceContext, StartupError, registration_for, service_info
+from shared.ui.contracts import ContractError, load_catalog
+from shared.ui.slice import MAX_PROPOSAL_BYTES, ResourceOffer, SliceRequest, freeze_slice, model_view
+from tessera.common.v1 import common_pb2
+from tessera.compiler.v1 import compiler_pb2, compiler_pb2_grpc
 from tessera.host.v1 import host_pb2, host_pb2_grpc
+
+OFFER_MAX_LIFETIME = dt.timedelta(hours=1)
+PLACEMENTS = {"main": None}  # placement → allowed component names (None: every offerable component)
+MAX_TEXT = 4_000
+_A2UI_KINDS = {"createSurface": host_pb2.A2UI_MESSAGE_KIND_CREATE_SURFACE,
+               "updateComponents": host_pb2.A2UI_MESSAGE_KIND_UPDATE_COMPONENTS,
+               "updateDataModel": host_pb2.A2UI_MESSAGE_KIND_UPDATE_DATA_MODEL,
+               "deleteSurface": host_pb2.A2UI_MESSAGE_KIND_DELETE_SURFACE}
+_OUTCOMES = {compiler_pb2.COMPILE_OUTCOME_COMPILED: host_pb2.PROPOSAL_OUTCOME_COMMITTED,
+             compiler_pb2.COMPILE_OUTCOME_PARTIAL: host_pb2.PROPOSAL_OUTCOME_COMMITTED_PARTIAL}
+
+
+def _refuse(code: grpc.StatusCode, reason: str, message: str, **metadata: str) -> TesseraError:
+    return TesseraError(code, reason, message, metadata)
+
+
+def _envelope_builder(surface_id: str, payload_field: str, payload, payload_json: str):
+    """A journal entry: the envelope is built once its revision and position are known."""
+    payload_hash = hashlib.sha256(payload_json.encode()).hexdigest()
+
+    def build(revision_id: str, epoch: int, sequence: int) -> tuple[str, bytes]:
+        envelope = host_pb2.SurfaceEnvelope(surface_id=surface_id, epoch=epoch, sequence=sequence,
+                                            revision_id=revision_id, payload_hash=payload_hash)
+        envelope.published_at.GetCurrentTime()
+        getattr(envelope, payload_field).CopyFrom(payload)
+        return payload_hash, envelope.SerializeToString()
+
+    return build
 
 
 class HostService(host_pb2_grpc.HostServiceServicer):
-    def __init__(self, context: ServiceContext) -> None:
+    def __init__(self, context: ServiceContext, store: HostStore, pool: ThreadPoolExecutor) -> None:
+        settings: HostSettings = context.settings
         self._info = service_info(context)
+        self._store = store
+        self._pool = pool
+        self._catalog = load_catalog()
+        self._actors = ActorVerifier.from_cert_dir(settings.cert_dir)
+        self._offer_key = load_verify_key(settings.resources_verify_key)
+        self._compiler = compiler_pb2_grpc.CompilerServiceStub(
+            aio_channel(peer_target("compiler"), context.credentials))
+        self._changed: dict[str, asyncio.Event] = {}
+
+    async def _db(self, function, *args):
+        return await asyncio.get_running_loop().run_in_executor(self._pool, partial(function, *args))
+
+    def _actor(self, assertion: common_pb2.ActorAssertion) -> Actor:
+        try:
+            return self._actors.verify(assertion)
+        except tokens.TokenError as exc:
+            raise _refuse(grpc.StatusCode.UNAUTHENTICATED, exc.reason, str(exc)) from None
+
+    async def _own_session(self, assertion, session_id: str) -> Session:
+        actor = self._actor(assertion)
+        session = await self._db(self._store.session, session_id)
+        if session is None:
+            raise _refuse(grpc.StatusCode.NOT_FOUND, "SESSION_UNKNOWN", f"no session {session_id!r}")
+        if (session.actor_id, session.tenant_id) != (actor.actor_id, actor.tenant_id):
+            raise _refuse(grpc.StatusCode.PERMISSION_DENIED, "SESSION_NOT_YOURS",
+                          "the session belongs to another actor")
+        return session
+
+    def _notify(self, surface_id: str) -> None:
+        event = self._changed.pop(surface_id, None)
+        if event is not None:
+            event.set()
+
+    # --- RPCs -------------------------------------------------------------
 
     async def GetInfo(self, request, context):
         return host_pb2.GetInfoResponse(info=self._info)
 
+    async def OpenSession(self, request, context):
+        actor = self._actor(request.actor)
+        if not 1 <= len(request.request_id) <= 128:
+            raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "REQUEST_ID_REQUIRED", "request_id: 1-128 characters")
+        session, _ = await self._db(self._store.open_session, actor.actor_id, actor.tenant_id, request.request_id)
+        reply = host_pb2.OpenSessionResponse(session_id=session.session_id, surface_id=session.surface_id)
+        reply.opened_at.FromSeconds(int(session.created_at))
+        return reply
+
+    async def BeginTurn(self, request, context):
+        session = await self._own_session(request.actor, request.session_id)
+        if not 1 <= len(request.request_id) <= 128 or not request.question or len(request.question) > MAX_TEXT:
+            raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "TURN_INVALID",
+                          f"request_id (1-128) and question (1-{MAX_TEXT} characters) are required")
+        turn = await self._db(self._store.begin_turn, session.session_id, request.question, request.request_id)
+        head = await self._db(self._store.head, session.surface_id)
+        return host_pb2.BeginTurnResponse(turn_id=turn.turn_id, surface_id=session.surface_id,
+                                          base_revision_id=head or "")
+
+    async def _turn_and_session(self, turn_id: str):
+        turn = await self._db(self._store.turn, turn_id)
+        if turn is None:
+            raise _refuse(grpc.StatusCode.NOT_FOUND, "TURN_UNKNOWN", f"no turn {turn_id!r}")
+        return turn, await self._db(self._store.session, turn.session_id)
+
+    def _accept_offers(self, turn, offers) -> tuple[list[ResourceOffer], list, list[common_pb2.Diagnostic]]:
+        accepted, evidence, refused = [], [], []
+        for index, token in enumerate(offers):
+            try:
+                claims = tokens.verify(self._offer_key, tokens.PURPOSE_RESOURCE_OFFER, token,
+                                       common_pb2.ResourceOfferClaims)
+                tokens.check_binding(claims.binding, "host", OFFER_MAX_LIFETIME)
+                if (claims.session_id, claims.turn_id) != (turn.session_id, turn.turn_id):
+                    raise tokens.TokenError("TOKEN_OTHER_TURN", "the offer was made for another turn")
+            except tokens.TokenError as exc:
+                refused.append(common_pb2.Diagnostic(
+                    phase="slice", code="slice.offer-refused", severity=common_pb2.SEVERITY_WARNING,
+                    recoverable=True, model_correctable=False, location=f"/resource_offers/{index}",
+                    message=f"{exc.reason.replace('TOKEN_', '').lower().replace('_', '-')}: {exc}"))
+                continue
+            offer_hash = hashlib.sha256(token.SerializeToString(deterministic=True)).hexdigest()
+            accepted.append(ResourceOffer(claims.descriptor, offer_hash))
+            evidence.append(claims.evidence)
+        return accepted, evidence, refused
+
+    async def FreezeSlice(self, request, context):
+        turn, _ = await self._turn_and_session(request.turn_id)
+        placement = request.placement or "main"
+        if placement not in PLACEMENTS:
+            raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "PLACEMENT_UNKNOWN",
+                          f"placement must be one of {', '.join(PLACEMENTS)}")
+        resources, evidence, refused = self._accept_offers(turn, request.resource_offers)
+        allowed = PLACEMENTS[placement] or list(self._catalog.contracts)
+        frozen = freeze_slice(self._catalog, SliceRequest(components=allowed, resources=resources,
+                                                          evidence=evidence))
+        schema = await self._compiler.PresentUiSchema(compiler_pb2.PresentUiSchemaRequest(slice=frozen), timeout=30)
+        await self._db(self._store.save_slice, turn.turn_id, frozen.slice_id, frozen.slice_hash,
+                       frozen.SerializeToString(deterministic=True))
+        return host_pb2.FreezeSliceResponse(slice_id=frozen.slice_id, slice_hash=frozen.slice_hash,
+                                            model_view_json=canonical(model_view(self._catalog, frozen)),
+                                            present_ui_schema_json=schema.input_schema_json, diagnostics=refused)
+
+    async def SubmitProposal(self, request, context):
+        if len(request.proposal_json.encode("utf-8", "surrogatepass")) > MAX_PROPOSAL_BYTES:
+            raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "PROPOSAL_TOO_LARGE",
+                          f"a proposal is at most {MAX_PROPOSAL_BYTES} bytes")
+        if not 1 <= len(request.proposal_id) <= 128:
+            raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "PROPOSAL_ID_REQUIRED", "proposal_id: 1-128 characters")
+        turn, session = await self._turn_and_session(request.turn_id)
+        stored = await self._db(self._store.load_slice, request.slice_hash)
+        if stored is None or stored[0] != turn.turn_id:
+            raise _refuse(grpc.StatusCode.FAILED_PRECONDITION, "SLICE_UNKNOWN",
+                          "no slice with this hash was frozen for this turn")
+        replay = await self._db(self._store.revision_for_proposal, turn.turn_id, request.proposal_id)
+        if replay is not None:
+            return self._submitted(session, replay.revision_id, replay.content_hash,
+                                   json.loads(replay.diagnostics))
+        frozen = compiler_pb2.CatalogSlice.FromString(stored[1])
+        base_id = request.expected_base_revision_id or ""
+        base = await self._db(self._store.revision, base_id) if base_id else None
+        if base_id and (base is None or base.surface_id != session.surface_id):
+            raise _refuse(grpc.StatusCode.FAILED_PRECONDITION, "BASE_REVISION_UNKNOWN",
+                          f"no revision {base_id!r} on this surface")
+        compiled = await self._compiler.Compile(compiler_pb2.CompileRequest(
+            slice=frozen, proposal_json=request.proposal_json, base_revision_id=base_id,
+            base_document_json=base.document_json if base is not None else "", surface_id=session.surface_id),
+            timeout=60)
+        diagnostics = list(compiled.diagnostics)
+        if compiled.outcome == compiler_pb2.COMPILE_OUTCOME_REJECTED:
+            rejected = host_pb2.Rejected(proposal_id=request.proposal_id, reason="proposal rejected",
+                                         diagnostics=diagnostics)
+            build = _envelope_builder(session.surface_id, "rejected", rejected,
+                                      canonical({"rejected": request.proposal_id}))
+            await self._db(self._store.append_events, session.surface_id, [build])
+            self._notify(session.surface_id)
+            return host_pb2.SubmitProposalResponse(outcome=host_pb2.PROPOSAL_OUTCOME_REJECTED,
+                                                   surface_id=session.surface_id, diagnostics=diagnostics)
+        events = []
+        for message_json in compiled.a2ui_messages_json:
+            kind = next(k for k in json.loads(message_json) if k != "version")
+            events.append(_envelope_builder(session.surface_id, "a2ui", host_pb2.A2uiMessage(
+                kind=_A2UI_KINDS[kind], message_json=message_json), message_json))
+        diagnostics_json = json.dumps([json.loads(_diagnostic_json(d)) for d in diagnostics]).encode()
+        try:
+            revision_id, _, _ = await self._db(partial(
+                self._store.commit, surface_id=session.surface_id, expected_base=base_id or None,
+                turn_id=turn.turn_id, proposal_id=request.proposal_id, content_hash=compiled.content_hash,
+                document_json=compiled.document_json, diagnostics=diagnostics_json, events=events))
+        except RevisionConflict as conflict:
+            raise _refuse(grpc.StatusCode.ABORTED, "REVISION_CONFLICT",
+                          f"the surface moved on: {conflict}; rebase on the current revision",
+                          current_revision_id=conflict.head or "") from None
+        self._notify(session.surface_id)
+        reply = host_pb2.SubmitProposalResponse(outcome=_OUTCOMES[compiled.outcome], surface_id=session.surface_id,
+                                                revision_id=revision_id, content_hash=compiled.content_hash,
+                                                diagnostics=diagnostics)
+        return reply
+
+    def _submitted(self, session: Session, revision_id: str, content_hash: str, diagnostics: list[dict]):
+        parsed = [common_pb2.Diagnostic(**d) for d in diagnostics]
+        outcome = host_pb2.PROPOSAL_OUTCOME_COMMITTED_PARTIAL if parsed else host_pb2.PROPOSAL_OUTCOME_COMMITTED
+        return host_pb2.SubmitProposalResponse(outcome=outcome, surface_id=session.surface_id,
+                                               revision_id=revision_id, content_hash=content_hash,
+                                               diagnostics=parsed)
+
+    async def GetRevision(self, request, context):
+        session = await self._own_session(request.actor, request.session_id)
+        if request.surface_id and request.surface_id != session.surface_id:
+            raise _refuse(grpc.StatusCode.PERMISSION_DENIED, "SURFACE_NOT_IN_SESSION",
+                          "the surface is not this session's")
+        revision_id = request.revision_id or await self._db(self._store.head, session.surface_id)
+        row = await self._db(self._store.revision, revision_id) if revision_id else None
+        if row is None or row.surface_id != session.surface_id:
+            raise _refuse(grpc.StatusCode.NOT_FOUND, "REVISION_UNKNOWN", "no such revision on this surface")
+        revision = host_pb2.Revision(revision_id=row.revision_id, surface_id=row.surface_id,
+                                     parent_revision_id=row.parent_revision_id or "", turn_id=row.turn_id,
+                                     content_hash=row.content_hash, document_json=row.document_json,
+                                     diagnostics=[common_pb2.Diagnostic(**d) for d in json.loads(row.diagnostics)])
+        revision.committed_at.FromNanoseconds(int(row.committed_at * 1e9))
+        return host_pb2.GetRevisionResponse(revision=revision)
+
+    async def Subscribe(self, request, context):
+        session = await self._own_session(request.actor, request.session_id)
+        surface_id = session.surface_id
+        if request.surface_id and request.surface_id != surface_id:
+            raise _refuse(grpc.StatusCode.PERMISSION_DENIED, "SURFACE_NOT_IN_SESSION",
+                          "the surface is not this session's")
+        epoch, after = 1, 0
+        if request.HasField("resume_after"):
+            epoch, after = request.resume_after.epoch, request.resume_after.sequence
+            if epoch != 1:  # one epoch until snapshots and retention land
+                yield host_pb2.SubscribeResponse(envelope=host_pb2.SurfaceEnvelope(
+                    surface_id=surface_id, epoch=1, snapshot_required=host_pb2.SnapshotRequired(
+                        reason="the cursor is from another epoch; replaying the current one", epoch=1)))
+                epoch, after = 1, 0
+        while True:
+            changed = self._changed.setdefault(surface_id, asyncio.Event())
+            batch = await self._db(self._store.events_after, surface_id, epoch, after)
+            for data in batch:
+                envelope = host_pb2.SurfaceEnvelope.FromString(data)
+                after = envelope.sequence
+                yield host_pb2.SubscribeResponse(envelope=envelope)
+            if not batch:
+                try:
+                    await asyncio.wait_for(changed.wait(), timeout=1.0)  # wake on commit; poll as a backstop
+                except TimeoutError:
+                    pass
+
+
+def _diagnostic_json(diagnostic: common_pb2.Diagnostic) -> str:
+    return MessageToJson(diagnostic, preserving_proto_field_name=True, indent=None)
+
 
 def build(context: ServiceContext) -> list[Registration]:
-    return [registration_for("host", HostService(context))]
+    settings: HostSettings = context.settings
+    try:
+        load_signing_key(settings.signing_key)
+        load_verify_key(settings.resources_verify_key)
+        engine = engine_for(settings.database_url)
+        migrate(engine)
+        load_catalog()
+    except (CredentialError, ContractError) as exc:
+        raise StartupError(str(exc)) from None
+    except Exception as exc:  # a database that cannot be reached or migrated
+        raise StartupError(f"TESSERA_HOST_DATABASE_URL: cannot prepare the host database: "
+                           f"{str(exc).splitlines()[0][:200]}") from None
+    store = HostStore(engine)
+    pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="host-db")
+
+    async def database_reachable() -> str | None:
+        return await asyncio.get_running_loop().run_in_executor(pool, store.ping)
+
+    def stop() -> None:
+        pool.shutdown(wait=True)
+        engine.dispose()
+
+    return [registration_for("host", HostService(context, store, pool), readiness=[database_reachable],
+                             on_stop=stop)]

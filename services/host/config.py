@@ -1,0 +1,25 @@
+"""Settings of the HostServer (TESSERA_HOST_*)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import model_validator
+
+from shared.certs import signing_key_path, verify_key_path
+from shared.config import ServiceSettings
+from shared.paths import var_dir
+
+
+class HostSettings(ServiceSettings):
+    database_url: str = ""  # default: sqlite:///<var>/host/host.sqlite
+    signing_key: Path | None = None  # the host's Ed25519 key (grants)
+    resources_verify_key: Path | None = None  # to verify resource offers
+
+    @model_validator(mode="after")
+    def _defaults(self) -> HostSettings:
+        object.__setattr__(self, "database_url", self.database_url or f"sqlite:///{var_dir() / 'host' / 'host.sqlite'}")
+        object.__setattr__(self, "signing_key", self.signing_key or signing_key_path(self.cert_dir, "host"))
+        object.__setattr__(self, "resources_verify_key",
+                           self.resources_verify_key or verify_key_path(self.cert_dir, "resources"))
+        return self

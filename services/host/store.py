@@ -1,0 +1,248 @@
+"""The host's own database: canonical state, changed only in transactions (§6, §10).
+
+SQLAlchemy Core over SQLite (default, under var/) or PostgreSQL; the schema
+is created and upgraded by the Alembic migrations in `migrations/`. A
+revision commit is one transaction: compare-and-swap on the branch head,
+the immutable revision, and its surface events — all or nothing.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+metadata = sa.MetaData()
+sessions = sa.Table("sessions", metadata, sa.Column("session_id", sa.String, primary_key=True),
+                    sa.Column("surface_id", sa.String), sa.Column("actor_id", sa.String),
+                    sa.Column("tenant_id", sa.String), sa.Column("request_id", sa.String),
+                    sa.Column("created_at", sa.Float))
+turns = sa.Table("turns", metadata, sa.Column("turn_id", sa.String, primary_key=True),
+                 sa.Column("session_id", sa.String), sa.Column("question", sa.Text),
+                 sa.Column("request_id", sa.String), sa.Column("created_at", sa.Float))
+slices = sa.Table("slices", metadata, sa.Column("slice_hash", sa.String, primary_key=True),
+                  sa.Column("slice_id", sa.String), sa.Column("turn_id", sa.String),
+                  sa.Column("slice_proto", sa.LargeBinary), sa.Column("created_at", sa.Float))
+revisions = sa.Table("revisions", metadata, sa.Column("revision_id", sa.String, primary_key=True),
+                     sa.Column("surface_id", sa.String), sa.Column("parent_revision_id", sa.String),
+                     sa.Column("turn_id", sa.String), sa.Column("proposal_id", sa.String),
+                     sa.Column("content_hash", sa.String), sa.Column("document_json", sa.Text),
+                     sa.Column("diagnostics", sa.LargeBinary), sa.Column("committed_at", sa.Float))
+branch_heads = sa.Table("branch_heads", metadata, sa.Column("surface_id", sa.String, primary_key=True),
+                        sa.Column("revision_id", sa.String), sa.Column("epoch", sa.Integer),
+                        sa.Column("sequence", sa.Integer))
+surface_events = sa.Table("surface_events", metadata, sa.Column("surface_id", sa.String, primary_key=True),
+                          sa.Column("epoch", sa.Integer, primary_key=True),
+                          sa.Column("sequence", sa.Integer, primary_key=True), sa.Column("revision_id", sa.String),
+                          sa.Column("payload_hash", sa.String), sa.Column("envelope", sa.LargeBinary),
+                          sa.Column("published_at", sa.Float))
+
+
+class RevisionConflict(Exception):
+    """The branch head moved since the proposal's base revision."""
+
+    def __init__(self, head: str | None) -> None:
+        super().__init__(f"the current revision is {head or '(none)'}")
+        self.head = head
+
+
+@dataclass(frozen=True)
+class Session:
+    session_id: str
+    surface_id: str
+    actor_id: str
+    tenant_id: str
+    created_at: float
+
+
+@dataclass(frozen=True)
+class Turn:
+    turn_id: str
+    session_id: str
+    question: str
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{secrets.token_hex(10)}"
+
+
+def engine_for(url: str) -> sa.Engine:
+    parsed = sa.make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database:
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        engine = sa.create_engine(parsed, connect_args={"timeout": 30})
+
+        @sa.event.listens_for(engine, "connect")
+        def _sqlite(dbapi_connection, _record):
+            dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
+            dbapi_connection.execute("PRAGMA journal_mode=WAL")
+            dbapi_connection.execute("PRAGMA foreign_keys=ON")
+
+        @sa.event.listens_for(engine, "begin")
+        def _begin(connection):
+            # Writers queue at BEGIN instead of failing on a lock upgrade mid-transaction.
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+        return engine
+    return sa.create_engine(parsed, pool_pre_ping=True)
+
+
+def migrate(engine: sa.Engine) -> None:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "head")
+
+
+class HostStore:
+    def __init__(self, engine: sa.Engine) -> None:
+        self.engine = engine
+
+    def ping(self) -> str | None:
+        try:
+            with self.engine.connect() as connection:
+                connection.execute(sa.select(1))
+        except sa.exc.DBAPIError as exc:
+            return f"host database unreachable: {str(exc.orig).splitlines()[0][:200]}"
+        return None
+
+    # --- sessions and turns ---------------------------------------------
+
+    def open_session(self, actor_id: str, tenant_id: str, request_id: str) -> tuple[Session, bool]:
+        """Idempotent per (actor, request id): a retry returns the same session."""
+        with self.engine.begin() as connection:
+            row = connection.execute(sa.select(sessions).where(sessions.c.actor_id == actor_id,
+                                                               sessions.c.request_id == request_id)).first()
+            if row is not None:
+                return Session(row.session_id, row.surface_id, row.actor_id, row.tenant_id, row.created_at), False
+            session = Session(new_id("ses"), new_id("srf"), actor_id, tenant_id, time.time())
+            connection.execute(sessions.insert().values(session_id=session.session_id, surface_id=session.surface_id,
+                                                        actor_id=actor_id, tenant_id=tenant_id,
+                                                        request_id=request_id, created_at=session.created_at))
+        return session, True
+
+    def session(self, session_id: str) -> Session | None:
+        with self.engine.connect() as connection:
+            row = connection.execute(sa.select(sessions).where(sessions.c.session_id == session_id)).first()
+        return None if row is None else Session(row.session_id, row.surface_id, row.actor_id, row.tenant_id,
+                                                row.created_at)
+
+    def begin_turn(self, session_id: str, question: str, request_id: str) -> Turn:
+        with self.engine.begin() as connection:
+            row = connection.execute(sa.select(turns).where(turns.c.session_id == session_id,
+                                                            turns.c.request_id == request_id)).first()
+            if row is not None:
+                return Turn(row.turn_id, row.session_id, row.question)
+            turn = Turn(new_id("trn"), session_id, question)
+            connection.execute(turns.insert().values(turn_id=turn.turn_id, session_id=session_id, question=question,
+                                                     request_id=request_id, created_at=time.time()))
+        return turn
+
+    def turn(self, turn_id: str) -> Turn | None:
+        with self.engine.connect() as connection:
+            row = connection.execute(sa.select(turns).where(turns.c.turn_id == turn_id)).first()
+        return None if row is None else Turn(row.turn_id, row.session_id, row.question)
+
+    # --- slices ------------------------------------------------------------
+
+    def save_slice(self, turn_id: str, slice_id: str, slice_hash: str, data: bytes) -> None:
+        with self.engine.begin() as connection:
+            exists = connection.execute(sa.select(slices.c.turn_id).where(slices.c.slice_hash == slice_hash)).first()
+            if exists is None:
+                connection.execute(slices.insert().values(slice_hash=slice_hash, slice_id=slice_id, turn_id=turn_id,
+                                                          slice_proto=data, created_at=time.time()))
+
+    def load_slice(self, slice_hash: str) -> tuple[str, bytes] | None:
+        with self.engine.connect() as connection:
+            row = connection.execute(sa.select(slices.c.turn_id, slices.c.slice_proto).where(
+                slices.c.slice_hash == slice_hash)).first()
+        return None if row is None else (row.turn_id, row.slice_proto)
+
+    # --- revisions -----------------------------------------------------------
+
+    def head(self, surface_id: str) -> str | None:
+        with self.engine.connect() as connection:
+            return connection.execute(sa.select(branch_heads.c.revision_id).where(
+                branch_heads.c.surface_id == surface_id)).scalar()
+
+    def revision(self, revision_id: str):
+        with self.engine.connect() as connection:
+            return connection.execute(sa.select(revisions).where(revisions.c.revision_id == revision_id)).first()
+
+    def revision_for_proposal(self, turn_id: str, proposal_id: str):
+        with self.engine.connect() as connection:
+            return connection.execute(sa.select(revisions).where(revisions.c.turn_id == turn_id,
+                                                                 revisions.c.proposal_id == proposal_id)).first()
+
+    def commit(self, *, surface_id: str, expected_base: str | None, turn_id: str, proposal_id: str,
+               content_hash: str, document_json: str, diagnostics: bytes, events: list) -> tuple[str, int, int]:
+        """CAS on the branch head + immutable revision + its events, in one transaction.
+
+        `events` are callables (revision_id, epoch, sequence) -> (payload_hash, envelope bytes).
+        Returns (revision_id, epoch, last sequence). Raises RevisionConflict.
+        """
+        revision_id = new_id("rev")
+        now = time.time()
+        with self.engine.begin() as connection:
+            head = connection.execute(sa.select(branch_heads).where(branch_heads.c.surface_id == surface_id)).first()
+            current = head.revision_id if head is not None else None
+            if current != (expected_base or None):
+                raise RevisionConflict(current)
+            epoch, sequence = (head.epoch, head.sequence) if head is not None else (1, 0)
+            if head is None:
+                connection.execute(branch_heads.insert().values(surface_id=surface_id, revision_id=revision_id,
+                                                                epoch=epoch, sequence=sequence))
+            else:
+                swapped = connection.execute(branch_heads.update().where(
+                    branch_heads.c.surface_id == surface_id, branch_heads.c.revision_id == current).values(
+                    revision_id=revision_id))
+                if swapped.rowcount != 1:
+                    raise RevisionConflict(self.head(surface_id))
+            connection.execute(revisions.insert().values(
+                revision_id=revision_id, surface_id=surface_id, parent_revision_id=current, turn_id=turn_id,
+                proposal_id=proposal_id, content_hash=content_hash, document_json=document_json,
+                diagnostics=diagnostics, committed_at=now))
+            sequence = self._append(connection, surface_id, revision_id, epoch, sequence, events, now)
+            connection.execute(branch_heads.update().where(branch_heads.c.surface_id == surface_id).values(
+                sequence=sequence))
+        return revision_id, epoch, sequence
+
+    def append_events(self, surface_id: str, events: list) -> tuple[int, int]:
+        """Host events that change no revision (e.g. `rejected`), appended in their own transaction."""
+        now = time.time()
+        with self.engine.begin() as connection:
+            head = connection.execute(sa.select(branch_heads).where(branch_heads.c.surface_id == surface_id)).first()
+            if head is None:
+                connection.execute(branch_heads.insert().values(surface_id=surface_id, revision_id="", epoch=1,
+                                                                sequence=0))
+                revision_id, epoch, sequence = "", 1, 0
+            else:
+                revision_id, epoch, sequence = head.revision_id, head.epoch, head.sequence
+            sequence = self._append(connection, surface_id, revision_id, epoch, sequence, events, now)
+            connection.execute(branch_heads.update().where(branch_heads.c.surface_id == surface_id).values(
+                sequence=sequence))
+        return epoch, sequence
+
+    @staticmethod
+    def _append(connection, surface_id, revision_id, epoch, sequence, events, now) -> int:
+        for build in events:
+            sequence += 1
+            payload_hash, envelope = build(revision_id, epoch, sequence)
+            connection.execute(surface_events.insert().values(
+                surface_id=surface_id, epoch=epoch, sequence=sequence, revision_id=revision_id,
+                payload_hash=payload_hash, envelope=envelope, published_at=now))
+        return sequence
+
+    def events_after(self, surface_id: str, epoch: int, sequence: int, limit: int = 500) -> list:
+        with self.engine.connect() as connection:
+            return list(connection.execute(sa.select(surface_events.c.envelope).where(
+                surface_events.c.surface_id == surface_id, surface_events.c.epoch == epoch,
+                surface_events.c.sequence > sequence).order_by(surface_events.c.sequence).limit(limit)).scalars())

@@ -1,0 +1,72 @@
+"""Signed actor assertions: who a person is, as asserted by web or the CLI (§2).
+
+The edge that authenticated the person signs ActorClaims with its own
+Ed25519 key; every other service verifies with the edge's public key and
+never trusts an actor named in a request body.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography.hazmat.primitives.asymmetric import ed25519
+
+from shared import tokens
+from shared.certs import load_verify_key, verify_key_path
+from tessera.common.v1 import common_pb2
+
+PURPOSE = "tessera.actor-assertion.v1"
+AUDIENCE = "host"
+EDGES = ("web", "cli")  # the principals that authenticate people
+MAX_LIFETIME = dt.timedelta(hours=12)
+
+
+@dataclass(frozen=True)
+class Actor:
+    actor_id: str
+    tenant_id: str
+    display_name: str
+    asserted_by: str  # web or cli
+
+
+def assert_actor(signing_key: ed25519.Ed25519PrivateKey, actor_id: str, tenant_id: str, display_name: str = "",
+                 lifetime: dt.timedelta = dt.timedelta(hours=8)) -> common_pb2.ActorAssertion:
+    now = dt.datetime.now(dt.UTC)
+    binding = common_pb2.TokenBinding(subject=actor_id, audience=AUDIENCE, nonce=secrets.token_hex(12))
+    binding.issued_at.FromDatetime(now)
+    binding.expires_at.FromDatetime(now + lifetime)
+    claims = common_pb2.ActorClaims(binding=binding, actor_id=actor_id, tenant_id=tenant_id,
+                                    display_name=display_name)
+    return common_pb2.ActorAssertion(signed=tokens.sign(signing_key, PURPOSE, claims))
+
+
+class ActorVerifier:
+    """Verifies assertions signed by any edge whose public key it was given."""
+
+    def __init__(self, keys: dict[str, ed25519.Ed25519PublicKey]) -> None:
+        self._by_key_id = {tokens.key_id(key): (edge, key) for edge, key in keys.items()}
+
+    @classmethod
+    def from_cert_dir(cls, directory: Path) -> ActorVerifier:
+        return cls({edge: load_verify_key(verify_key_path(directory, edge)) for edge in EDGES})
+
+    def verify(self, assertion: common_pb2.ActorAssertion) -> Actor:
+        """Raise tokens.TokenError (reason ACTOR_*) unless the assertion is valid now."""
+        signed = assertion.signed
+        if not signed.claims:
+            raise tokens.TokenError("ACTOR_MISSING", "a signed actor assertion is required")
+        found = self._by_key_id.get(signed.key_id)
+        if found is None:
+            raise tokens.TokenError("ACTOR_UNKNOWN_SIGNER", "the actor assertion is not signed by web or the CLI")
+        edge, key = found
+        try:
+            claims = tokens.verify(key, PURPOSE, signed, common_pb2.ActorClaims)
+            tokens.check_binding(claims.binding, AUDIENCE, MAX_LIFETIME)
+        except tokens.TokenError as exc:
+            raise tokens.TokenError(exc.reason.replace("TOKEN_", "ACTOR_"), str(exc)) from None
+        if not claims.actor_id or not claims.tenant_id or claims.binding.subject != claims.actor_id:
+            raise tokens.TokenError("ACTOR_MALFORMED", "the actor assertion names no actor or tenant")
+        return Actor(claims.actor_id, claims.tenant_id, claims.display_name, edge)

@@ -1,0 +1,211 @@
+"""The HostServer with real processes: sessions, slices, commits with compare-and-swap, the stream."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import secrets
+import threading
+
+import grpc
+import pytest
+
+from shared.actors import assert_actor
+from shared.certs import load_signing_key, signing_key_path
+from shared.channels import sync_channel
+from shared.contracts import invoke
+from shared.errors import error_details
+from shared.ui.slice import offer_tag
+from tessera.host.v1 import host_pb2
+from tessera.resources.v1 import resources_pb2
+
+
+@pytest.fixture(scope="module")
+def channels(running_set, credentials):
+    opened = {}
+
+    def channel(principal, service):
+        if (principal, service) not in opened:
+            opened[principal, service] = sync_channel(running_set.handles[service].address, credentials(principal))
+        return opened[principal, service]
+
+    yield channel
+    for ch in opened.values():
+        ch.close()
+
+
+def actor(cert_dir, name="alice", tenant="acme", edge="web", **kwargs):
+    return assert_actor(load_signing_key(signing_key_path(cert_dir, edge)), name, tenant, **kwargs)
+
+
+def call(channels, principal, method, request, service="host"):
+    return invoke(channels(principal, service), service, method, request, timeout=30)
+
+
+def refused(function) -> tuple[grpc.StatusCode, str]:
+    with pytest.raises(grpc.RpcError) as error:
+        function()
+    details = error_details(error.value)
+    return details.code, details.reason
+
+
+def open_session(channels, cert_dir, name="alice"):
+    return call(channels, "web", "OpenSession", host_pb2.OpenSessionRequest(
+        actor=actor(cert_dir, name), request_id=secrets.token_hex(4)))
+
+
+def test_sessions_need_a_signed_actor_and_are_idempotent(channels, cert_dir):
+    request = host_pb2.OpenSessionRequest(actor=actor(cert_dir), request_id="open-1")
+    first = call(channels, "web", "OpenSession", request)
+    assert first.session_id.startswith("ses_") and first.surface_id.startswith("srf_")
+    assert call(channels, "web", "OpenSession", request).session_id == first.session_id
+    forged = actor(cert_dir, edge="host")  # the host's key is not an edge key
+    assert refused(lambda: call(channels, "web", "OpenSession", host_pb2.OpenSessionRequest(
+        actor=forged, request_id="x"))) == (grpc.StatusCode.UNAUTHENTICATED, "ACTOR_UNKNOWN_SIGNER")
+    expired = actor(cert_dir, lifetime=dt.timedelta(seconds=-1))
+    assert refused(lambda: call(channels, "web", "OpenSession", host_pb2.OpenSessionRequest(
+        actor=expired, request_id="x"))) == (grpc.StatusCode.UNAUTHENTICATED, "ACTOR_EXPIRED")
+    assert refused(lambda: call(channels, "web", "OpenSession", host_pb2.OpenSessionRequest(request_id="x"))) == (
+        grpc.StatusCode.UNAUTHENTICATED, "ACTOR_MISSING")
+
+
+def test_turns_belong_to_the_session_owner(channels, cert_dir):
+    session = open_session(channels, cert_dir)
+    turn = call(channels, "agent", "BeginTurn", host_pb2.BeginTurnRequest(
+        actor=actor(cert_dir), session_id=session.session_id, question="revenue?", request_id="t-1"))
+    assert turn.surface_id == session.surface_id and turn.base_revision_id == ""
+    assert refused(lambda: call(channels, "agent", "BeginTurn", host_pb2.BeginTurnRequest(
+        actor=actor(cert_dir, "mallory"), session_id=session.session_id, question="x", request_id="t-2"))) == (
+        grpc.StatusCode.PERMISSION_DENIED, "SESSION_NOT_YOURS")
+
+
+def _turn_with_analysis(channels, cert_dir, name="alice"):
+    session = open_session(channels, cert_dir, name)
+    turn = call(channels, "agent", "BeginTurn", host_pb2.BeginTurnRequest(
+        actor=actor(cert_dir, name), session_id=session.session_id, question="revenue by region",
+        request_id=secrets.token_hex(4)))
+    ref = resources_pb2.TurnRef(session_id=session.session_id, turn_id=turn.turn_id)
+    context = call(channels, "agent", "InspectContext", resources_pb2.InspectContextRequest(turn=ref), "resources")
+    catalog = call(channels, "agent", "InspectCatalog", resources_pb2.InspectCatalogRequest(
+        turn=ref, question="net revenue by region", capability_token=context.capability_token), "resources")
+    find = {item.label: (item.field_id if hasattr(item, "field_id") and item.field_id else item.metric_id)
+            for e in catalog.entities for item in [*e.fields, *e.metrics]}
+    draft = {"mode": "aggregate", "measures": [{"id": "revenue", "metric": find["Net revenue"]}],
+             "dimensions": [{"id": "region", "field": find["Region name"]}]}
+    analysis = call(channels, "agent", "Analyze", resources_pb2.AnalyzeRequest(
+        turn=ref, draft_json=json.dumps(draft), capability_token=catalog.capability_token), "resources")
+    return session, turn, analysis
+
+
+def _proposal(view: dict, title="Revenue") -> dict:
+    ids = {c["name"]: c["id"] for c in view["components"]}
+    resource = {"ref": view["resources"][0]["id"], "offer": view["resources"][0]["offer"]}
+    return {"version": 1, "id": "answer", "blocks": [
+        {"id": "main", "component": ids["Column"], "data": {}, "children": ["title", "table"]},
+        {"id": "title", "component": ids["Heading"], "data": {"text": title}},
+        {"id": "table", "component": ids["DataTable"], "data": {"resource": resource,
+                                                               "columns": ["region", "revenue"]}}]}
+
+
+def test_freeze_commit_read_and_stream(channels, cert_dir):
+    session, turn, analysis = _turn_with_analysis(channels, cert_dir)
+    _, other_turn, other_analysis = _turn_with_analysis(channels, cert_dir)
+    frozen = call(channels, "agent", "FreezeSlice", host_pb2.FreezeSliceRequest(
+        turn_id=turn.turn_id, resource_offers=[analysis.offer, other_analysis.offer]))
+    assert [d.code for d in frozen.diagnostics] == ["slice.offer-refused"]  # the other turn's offer
+    view = json.loads(frozen.model_view_json)
+    assert len(view["resources"]) == 1 and view["resources"][0]["offer"] == offer_tag(
+        __import__("hashlib").sha256(analysis.offer.SerializeToString(deterministic=True)).hexdigest())
+    schema = json.loads(frozen.present_ui_schema_json)
+    assert schema["title"].endswith(f"({frozen.slice_id})")
+
+    proposal = _proposal(view)
+    submit = host_pb2.SubmitProposalRequest(turn_id=turn.turn_id, slice_hash=frozen.slice_hash,
+                                            proposal_json=json.dumps(proposal), proposal_id="p-1")
+    committed = call(channels, "agent", "SubmitProposal", submit)
+    assert committed.outcome == host_pb2.PROPOSAL_OUTCOME_COMMITTED and committed.revision_id.startswith("rev_")
+    again = call(channels, "agent", "SubmitProposal", submit)  # idempotent by proposal id
+    assert again.revision_id == committed.revision_id
+
+    revision = call(channels, "web", "GetRevision", host_pb2.GetRevisionRequest(
+        actor=actor(cert_dir), session_id=session.session_id)).revision
+    assert revision.revision_id == committed.revision_id and revision.content_hash == committed.content_hash
+    document = json.loads(revision.document_json)
+    assert {b["id"]: b["component"] for b in document["blocks"]} == {"main": "Column", "title": "Heading",
+                                                                     "table": "DataTable"}
+
+    stream = channels("web", "host").unary_stream(
+        "/tessera.host.v1.HostService/Subscribe", request_serializer=host_pb2.SubscribeRequest.SerializeToString,
+        response_deserializer=host_pb2.SubscribeResponse.FromString)
+    call_ = stream(host_pb2.SubscribeRequest(actor=actor(cert_dir), session_id=session.session_id), timeout=10)
+    received = [next(call_).envelope for _ in range(3)]
+    call_.cancel()
+    assert [e.sequence for e in received] == [1, 2, 3]
+    assert all(e.surface_id == session.surface_id and e.revision_id == committed.revision_id for e in received)
+    kinds = [json.loads(e.a2ui.message_json) for e in received]
+    assert "createSurface" in kinds[0] and "updateComponents" in kinds[1] and "updateDataModel" in kinds[2]
+    resumed = stream(host_pb2.SubscribeRequest(actor=actor(cert_dir), session_id=session.session_id,
+                                               resume_after=host_pb2.Cursor(epoch=1, sequence=2)), timeout=10)
+    assert next(resumed).envelope.sequence == 3
+    resumed.cancel()
+    assert refused(lambda: next(stream(host_pb2.SubscribeRequest(
+        actor=actor(cert_dir, "mallory"), session_id=session.session_id), timeout=10))) == (
+        grpc.StatusCode.PERMISSION_DENIED, "SESSION_NOT_YOURS")
+
+
+def test_parallel_proposals_on_one_base_commit_exactly_once(channels, cert_dir, running_set, credentials):
+    session, turn, analysis = _turn_with_analysis(channels, cert_dir)
+    frozen = call(channels, "agent", "FreezeSlice", host_pb2.FreezeSliceRequest(
+        turn_id=turn.turn_id, resource_offers=[analysis.offer]))
+    view = json.loads(frozen.model_view_json)
+    base = call(channels, "agent", "SubmitProposal", host_pb2.SubmitProposalRequest(
+        turn_id=turn.turn_id, slice_hash=frozen.slice_hash, proposal_json=json.dumps(_proposal(view)),
+        proposal_id="base")).revision_id
+    outcomes: list[object] = []
+
+    def submit(index: int) -> None:
+        with sync_channel(running_set.handles["host"].address, credentials("agent")) as channel:
+            try:
+                reply = invoke(channel, "host", "SubmitProposal", host_pb2.SubmitProposalRequest(
+                    turn_id=turn.turn_id, slice_hash=frozen.slice_hash, expected_base_revision_id=base,
+                    proposal_json=json.dumps(_proposal(view, f"Version {index}")), proposal_id=f"race-{index}"),
+                    timeout=60)
+                outcomes.append(reply.revision_id)
+            except grpc.RpcError as exc:
+                outcomes.append(error_details(exc).reason)
+
+    threads = [threading.Thread(target=submit, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    winners = [o for o in outcomes if str(o).startswith("rev_")]
+    assert len(winners) == 1 and outcomes.count("REVISION_CONFLICT") == 7, outcomes
+    head = call(channels, "web", "GetRevision", host_pb2.GetRevisionRequest(
+        actor=actor(cert_dir), session_id=session.session_id)).revision
+    assert head.revision_id == winners[0] and head.parent_revision_id == base
+
+
+def test_rejected_and_bad_proposals_commit_nothing(channels, cert_dir):
+    session, turn, analysis = _turn_with_analysis(channels, cert_dir)
+    frozen = call(channels, "agent", "FreezeSlice", host_pb2.FreezeSliceRequest(
+        turn_id=turn.turn_id, resource_offers=[analysis.offer]))
+    rejected = call(channels, "agent", "SubmitProposal", host_pb2.SubmitProposalRequest(
+        turn_id=turn.turn_id, slice_hash=frozen.slice_hash, proposal_json="{not json", proposal_id="bad"))
+    assert rejected.outcome == host_pb2.PROPOSAL_OUTCOME_REJECTED and not rejected.revision_id
+    assert rejected.diagnostics[0].code == "proposal.not-json"
+    assert refused(lambda: call(channels, "web", "GetRevision", host_pb2.GetRevisionRequest(
+        actor=actor(cert_dir), session_id=session.session_id))) == (grpc.StatusCode.NOT_FOUND, "REVISION_UNKNOWN")
+    cases = [
+        (dict(slice_hash="0" * 64), (grpc.StatusCode.FAILED_PRECONDITION, "SLICE_UNKNOWN")),
+        (dict(turn_id="trn_nope"), (grpc.StatusCode.NOT_FOUND, "TURN_UNKNOWN")),
+        (dict(proposal_json="x" * 300_000), (grpc.StatusCode.INVALID_ARGUMENT, "PROPOSAL_TOO_LARGE")),
+        (dict(expected_base_revision_id="rev_missing"), (grpc.StatusCode.FAILED_PRECONDITION,
+                                                         "BASE_REVISION_UNKNOWN")),
+    ]
+    for change, expected in cases:
+        request = host_pb2.SubmitProposalRequest(turn_id=turn.turn_id, slice_hash=frozen.slice_hash,
+                                                 proposal_json="{}", proposal_id="p")
+        for key, value in change.items():
+            setattr(request, key, value)
+        assert refused(lambda request=request: call(channels, "agent", "SubmitProposal", request)) == expected
