@@ -57,6 +57,13 @@ def _utf16_units(text: str) -> int:
     return len(text) + len(_ASTRAL.findall(text)) if not text.isascii() else len(text)
 
 
+def _string_units(text: str) -> int:
+    """UTF-16 units of the string as JSON, quotes and escapes included."""
+    if text.isascii() and '"' not in text and "\\" not in text and text.isprintable():
+        return len(text) + 2
+    return _utf16_units(json.dumps(text, ensure_ascii=False))
+
+
 def _escape(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
@@ -98,11 +105,14 @@ def check(value: object, limits: Limits = DEFAULT_LIMITS, count_units: bool = Tr
         if depth > limits.max_depth:
             raise BoundedJsonError("json.too-deep", f"deeper than {limits.max_depth} levels", _pointer(entry))
         kind = type(node)
+        # Units of the minimal serialization: separators count once, strings with their escapes.
         if kind is str:
             _check_string(node, entry)
             if count_units:
-                units += _utf16_units(node) + 2
-        elif kind is bool or node is None:
+                units += _string_units(node)
+        elif kind is bool:
+            units += 4 if node else 5
+        elif node is None:
             units += 4
         elif kind is int:
             units += len(str(node))
@@ -111,16 +121,16 @@ def check(value: object, limits: Limits = DEFAULT_LIMITS, count_units: bool = Tr
                 raise BoundedJsonError("json.non-finite", "number is not finite", _pointer(entry))
             units += len(repr(node))
         elif kind is dict:
-            units += 2
+            units += 2 + max(len(node) - 1, 0) + len(node)  # braces, commas, colons
             for key, item in node.items():
                 if type(key) is not str:
                     raise BoundedJsonError("json.non-json-type", "object key is not a string", _pointer(entry))
                 _check_string(key, entry)
                 if count_units:
-                    units += _utf16_units(key) + 4
+                    units += _string_units(key)
                 stack.append((item, depth + 1, entry, key))
         elif kind is list:
-            units += 2 + len(node)
+            units += 2 + max(len(node) - 1, 0)
             stack.extend((item, depth + 1, entry, index) for index, item in enumerate(node))
         else:
             raise BoundedJsonError("json.non-json-type", f"{kind.__name__} is not a JSON type", _pointer(entry))

@@ -88,3 +88,18 @@ def test_the_text_fast_path_agrees_with_counting(value, indent, ascii_only):
         except BoundedJsonError:
             parsed = False
         assert not parsed or counted, "the fast path accepted what counting refuses"
+
+
+def _serialized_units(value) -> int:
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=json_values)
+def test_the_unit_count_is_exactly_the_minimal_serialization(value):
+    exact = _serialized_units(value)
+    check(value, Limits(max_utf16_units=exact))
+    with pytest.raises(BoundedJsonError) as error:
+        check(value, Limits(max_utf16_units=exact - 1))
+    assert error.value.code == "json.too-large"
