@@ -1,0 +1,178 @@
+"""The host on its own processes: PostgreSQL as its database, and a kill -9 in the middle of commits."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+import uuid
+
+import grpc
+import pytest
+import sqlalchemy as sa
+
+from cli.launcher import ServiceSet
+from shared.channels import sync_channel
+from shared.contracts import invoke
+from shared.errors import error_details
+from tessera.host.v1 import host_pb2
+from tests.integration.test_host import _proposal, _turn_with_analysis, actor
+
+PG_ADMIN = os.environ.get("TESSERA_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+
+
+def _postgres_database(request) -> str:
+    admin = sa.create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT")
+    name = f"tessera_host_{uuid.uuid4().hex[:10]}"
+    try:
+        with admin.connect() as connection:
+            connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    except sa.exc.OperationalError as exc:
+        admin.dispose()
+        pytest.skip(f"PostgreSQL is not reachable at {PG_ADMIN} ({str(exc.orig).splitlines()[0]}): skipped")
+
+    def drop():
+        with admin.connect() as connection:
+            connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+    request.addfinalizer(drop)
+    return sa.make_url(PG_ADMIN).set(database=name).render_as_string(hide_password=False)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def own_host(request, cert_dir, tmp_path, running_set, service_env):
+    """A compiler + host pair of its own (the shared set's resources sign the offers)."""
+    url = (f"sqlite:///{tmp_path / 'host.sqlite'}" if request.param == "sqlite" else _postgres_database(request))
+    env = {**service_env, "TESSERA_HOST_DATABASE_URL": url,
+           "TESSERA_RESOURCES_ADDR": running_set.handles["resources"].address}
+    services = ServiceSet(cert_dir, tmp_path / "run", names=("compiler", "host"), ephemeral_ports=True,
+                          extra_env=env)
+    services.start()
+    yield services
+    services.stop()
+
+
+def _channels(services, running_set, credentials):
+    opened = {}
+
+    def channel(principal, service):
+        source = services if service in services.handles else running_set
+        if (principal, service) not in opened:
+            opened[principal, service] = sync_channel(source.handles[service].address, credentials(principal))
+        return opened[principal, service]
+
+    return channel, opened
+
+
+def test_parallel_proposals_commit_once_on_each_database(own_host, running_set, credentials, cert_dir):
+    channels, opened = _channels(own_host, running_set, credentials)
+    try:
+        _, turn, analysis = _turn_with_analysis(channels, cert_dir)
+        frozen = invoke(channels("agent", "host"), "host", "FreezeSlice", host_pb2.FreezeSliceRequest(
+            turn_id=turn.turn_id, resource_offers=[analysis.offer]))
+        view = json.loads(frozen.model_view_json)
+        outcomes = []
+
+        def submit(index):
+            with sync_channel(own_host.handles["host"].address, credentials("agent")) as channel:
+                try:
+                    outcomes.append(invoke(channel, "host", "SubmitProposal", host_pb2.SubmitProposalRequest(
+                        turn_id=turn.turn_id, slice_hash=frozen.slice_hash, proposal_id=f"first-{index}",
+                        proposal_json=json.dumps(_proposal(view, f"V{index}"))), timeout=60).revision_id)
+                except grpc.RpcError as exc:
+                    outcomes.append(error_details(exc).reason)
+
+        threads = [threading.Thread(target=submit, args=(i,)) for i in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        # No base: the first revision of a surface is itself a compare-and-swap (against "none").
+        assert sum(str(o).startswith("rev_") for o in outcomes) == 1, outcomes
+        assert outcomes.count("REVISION_CONFLICT") == 5, outcomes
+    finally:
+        for channel in opened.values():
+            channel.close()
+
+
+def test_acknowledged_commits_survive_kill_9_and_the_stream_resumes(cert_dir, tmp_path, running_set, credentials,
+                                                                    service_env):
+    env = {**service_env, "TESSERA_HOST_DATABASE_URL": f"sqlite:///{tmp_path / 'host.sqlite'}",
+           "TESSERA_RESOURCES_ADDR": running_set.handles["resources"].address}
+    services = ServiceSet(cert_dir, tmp_path / "run", names=("compiler", "host"), ephemeral_ports=True,
+                          extra_env=env)
+    services.start()
+    channels, opened = _channels(services, running_set, credentials)
+    acknowledged: list[str] = []
+    try:
+        session, turn, analysis = _turn_with_analysis(channels, cert_dir)
+        frozen = invoke(channels("agent", "host"), "host", "FreezeSlice", host_pb2.FreezeSliceRequest(
+            turn_id=turn.turn_id, resource_offers=[analysis.offer]))
+        view = json.loads(frozen.model_view_json)
+        stop = threading.Event()
+
+        def commit_loop():
+            base = ""
+            with sync_channel(services.handles["host"].address, credentials("agent")) as channel:
+                for index in range(10_000):
+                    if stop.is_set():
+                        return
+                    try:
+                        reply = invoke(channel, "host", "SubmitProposal", host_pb2.SubmitProposalRequest(
+                            turn_id=turn.turn_id, slice_hash=frozen.slice_hash, expected_base_revision_id=base,
+                            proposal_id=f"c-{index}", proposal_json=json.dumps(_proposal(view, f"V{index}"))),
+                            timeout=10)
+                    except grpc.RpcError:
+                        return  # the host is gone
+                    base = reply.revision_id
+                    acknowledged.append(base)
+
+        writer = threading.Thread(target=commit_loop)
+        writer.start()
+        deadline = time.monotonic() + 20
+        while len(acknowledged) < 5 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.kill(services.handles["host"].pid, signal.SIGKILL)
+        writer.join(timeout=30)
+        stop.set()
+        assert len(acknowledged) >= 5
+        services.stop()
+        opened.pop(("web", "host"), None)
+        opened.pop(("agent", "host"), None)
+
+        restarted = ServiceSet(cert_dir, tmp_path / "run2", names=("compiler", "host"), ephemeral_ports=True,
+                               extra_env=env)
+        restarted.start()
+        try:
+            with sync_channel(restarted.handles["host"].address, credentials("web")) as web:
+                head = invoke(web, "host", "GetRevision", host_pb2.GetRevisionRequest(
+                    actor=actor(cert_dir), session_id=session.session_id)).revision
+                # Every acknowledged commit is there; at most one more may have landed unacknowledged.
+                chain, cursor = [], head
+                while cursor.revision_id:
+                    chain.append(cursor.revision_id)
+                    if not cursor.parent_revision_id:
+                        break
+                    cursor = invoke(web, "host", "GetRevision", host_pb2.GetRevisionRequest(
+                        actor=actor(cert_dir), session_id=session.session_id,
+                        revision_id=cursor.parent_revision_id)).revision
+                chain.reverse()
+                assert chain[:len(acknowledged)] == acknowledged and len(chain) - len(acknowledged) <= 1
+                stream = web.unary_stream("/tessera.host.v1.HostService/Subscribe",
+                                          request_serializer=host_pb2.SubscribeRequest.SerializeToString,
+                                          response_deserializer=host_pb2.SubscribeResponse.FromString)
+                call = stream(host_pb2.SubscribeRequest(actor=actor(cert_dir), session_id=session.session_id,
+                                                        resume_after=host_pb2.Cursor(epoch=1, sequence=3)),
+                              timeout=10)
+                sequences = [next(call).envelope.sequence for _ in range(6)]
+                call.cancel()
+                assert sequences == [4, 5, 6, 7, 8, 9]  # exactly the events after the cursor, in order
+        finally:
+            restarted.stop()
+    finally:
+        for channel in opened.values():
+            channel.close()
+        services.stop()
