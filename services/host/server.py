@@ -12,6 +12,8 @@ import asyncio
 import datetime as dt
 import hashlib
 import json
+import logging
+import secrets
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
@@ -22,19 +24,25 @@ from services.host.config import HostSettings
 from services.host.store import HostStore, RevisionConflict, Session, engine_for, migrate
 from shared import tokens
 from shared.actors import Actor, ActorVerifier
-from shared.bounded_json import canonical
+from shared.bounded_json import BoundedJsonError, Limits, canonical, parse
 from shared.certs import CredentialError, load_signing_key, load_verify_key
 from shared.channels import aio_channel
 from shared.config import peer_target
 from shared.errors import TesseraError
 from shared.runtime import Registration, ServiceContext, StartupError, registration_for, service_info
+from shared.schema_check import compile_check
 from shared.ui.contracts import ContractError, load_catalog
 from shared.ui.slice import MAX_PROPOSAL_BYTES, ResourceOffer, SliceRequest, freeze_slice, model_view
+from tessera.capabilities.v1 import capabilities_pb2, capabilities_pb2_grpc
 from tessera.common.v1 import common_pb2
 from tessera.compiler.v1 import compiler_pb2, compiler_pb2_grpc
 from tessera.host.v1 import host_pb2, host_pb2_grpc
+from tessera.resources.v1 import resources_pb2, resources_pb2_grpc
 
+logger = logging.getLogger("tessera.host")
 OFFER_MAX_LIFETIME = dt.timedelta(hours=1)
+GRANT_LIFETIME = dt.timedelta(minutes=5)  # ≤ 15 minutes (§ grants); a window asks for a fresh one
+WINDOW_MAX_ROWS = 1_000
 PLACEMENTS = {"main": None}  # placement → allowed component names (None: every offerable component)
 MAX_TEXT = 4_000
 _A2UI_KINDS = {"createSurface": host_pb2.A2UI_MESSAGE_KIND_CREATE_SURFACE,
@@ -74,6 +82,11 @@ class HostService(host_pb2_grpc.HostServiceServicer):
         self._offer_key = load_verify_key(settings.resources_verify_key)
         self._compiler = compiler_pb2_grpc.CompilerServiceStub(
             aio_channel(peer_target("compiler"), context.credentials))
+        self._resources = resources_pb2_grpc.ResourceGatewayServiceStub(
+            aio_channel(peer_target("resources"), context.credentials))
+        self._broker = capabilities_pb2_grpc.CapabilityBrokerServiceStub(
+            aio_channel(peer_target("capabilities"), context.credentials))
+        self._grant_key = load_signing_key(settings.signing_key)
         self._changed: dict[str, asyncio.Event] = {}
 
     async def _db(self, function, *args):
@@ -208,20 +221,162 @@ class HostService(host_pb2_grpc.HostServiceServicer):
             events.append(_envelope_builder(session.surface_id, "a2ui", host_pb2.A2uiMessage(
                 kind=_A2UI_KINDS[kind], message_json=message_json), message_json))
         diagnostics_json = json.dumps([json.loads(_diagnostic_json(d)) for d in diagnostics]).encode()
+        bindings = _resolved_bindings(frozen, compiled.bindings)
         try:
             revision_id, _, _ = await self._db(partial(
                 self._store.commit, surface_id=session.surface_id, expected_base=base_id or None,
                 turn_id=turn.turn_id, proposal_id=request.proposal_id, content_hash=compiled.content_hash,
-                document_json=compiled.document_json, diagnostics=diagnostics_json, events=events))
+                document_json=compiled.document_json, diagnostics=diagnostics_json, events=events,
+                slice_hash=frozen.slice_hash, bindings=json.dumps(bindings)))
         except RevisionConflict as conflict:
             raise _refuse(grpc.StatusCode.ABORTED, "REVISION_CONFLICT",
                           f"the surface moved on: {conflict}; rebase on the current revision",
                           current_revision_id=conflict.head or "") from None
         self._notify(session.surface_id)
+        await self._revoke_dropped(session.surface_id, bindings)
         reply = host_pb2.SubmitProposalResponse(outcome=_OUTCOMES[compiled.outcome], surface_id=session.surface_id,
                                                 revision_id=revision_id, content_hash=compiled.content_hash,
                                                 diagnostics=diagnostics)
         return reply
+
+    async def _revoke_dropped(self, surface_id: str, bindings: list[dict]) -> None:
+        """A new revision that drops a binding revokes its grants, here and at the gateway."""
+        keep = {(b["node"], b["resource_id"]) for b in bindings if b["kind"] == "resource"}
+        dropped = await self._db(self._store.revoke_grants_outside, surface_id, keep)
+        if dropped:
+            try:
+                await self._resources.RevokeGrants(resources_pb2.RevokeGrantsRequest(
+                    grants=[common_pb2.SignedToken.FromString(t) for t in dropped]), timeout=10)
+            except grpc.aio.AioRpcError as exc:  # the grants expire within minutes anyway
+                logger.warning("could not revoke %d grants at resources: %s", len(dropped), exc.code().name)
+
+    # --- commands ---------------------------------------------------------
+
+    async def SendCommand(self, request, context):
+        session = await self._own_session(request.actor, request.session_id)
+        if request.surface_id != session.surface_id:
+            raise _refuse(grpc.StatusCode.PERMISSION_DENIED, "SURFACE_NOT_IN_SESSION",
+                          "the surface is not this session's")
+        if not 1 <= len(request.command_id) <= 128:
+            raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "COMMAND_ID_REQUIRED", "command_id: 1-128 characters")
+        unsigned = host_pb2.SendCommandRequest()
+        unsigned.CopyFrom(request)
+        unsigned.ClearField("actor")  # a fresh assertion on a retry is still the same command
+        payload_hash = hashlib.sha256(unsigned.SerializeToString(deterministic=True)).hexdigest()
+        earlier = await self._db(self._store.command, request.command_id)
+        if earlier is not None:
+            if earlier.payload_hash != payload_hash or earlier.session_id != session.session_id:
+                raise _refuse(grpc.StatusCode.ALREADY_EXISTS, "COMMAND_ID_REUSED",
+                              "this command id was used for a different command")
+            reply = host_pb2.SendCommandResponse.FromString(earlier.response)
+            reply.replayed = True
+            return reply
+        kind = request.WhichOneof("command")
+        if kind is None:
+            raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "COMMAND_MISSING", "one command is required")
+        if kind == "approval_decision":
+            raise _refuse(grpc.StatusCode.FAILED_PRECONDITION, "DECIDE_AT_BROKER",
+                          "approval decisions go to the capability broker's Decide, from web or the CLI")
+        head = await self._db(self._store.head, session.surface_id)
+        if kind != "ack" and (not head or request.revision_id != head):
+            raise _refuse(grpc.StatusCode.FAILED_PRECONDITION, "STALE_REVISION",
+                          "the command names a revision that is no longer on screen",
+                          current_revision_id=head or "")
+        reply = host_pb2.SendCommandResponse(command_id=request.command_id)
+        if kind == "ack":
+            reply.cursor.CopyFrom(request.ack.cursor)
+        else:
+            row = await self._db(self._store.revision, head)
+            bindings = json.loads(row.bindings)
+            handler = {"resource_window": self._window, "state_write": self._state_write,
+                       "action_trigger": self._action_trigger}[kind]
+            await handler(request, session, head, bindings, reply)
+        if not await self._db(self._store.record_command, request.command_id, session.session_id, payload_hash,
+                              reply.SerializeToString()):
+            raise _refuse(grpc.StatusCode.ABORTED, "COMMAND_RACE", "the same command id arrived twice at once")
+        return reply
+
+    def _binding(self, bindings: list[dict], node_id: str, kind: str) -> dict:
+        found = next((b for b in bindings if b["node"] == node_id and b["kind"] == kind), None)
+        if found is None:
+            raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "NODE_NOT_BOUND",
+                          f"block {node_id!r} of the current revision has no {kind} binding")
+        return found
+
+    async def _publish(self, session: Session, revision_id: str, message: dict) -> tuple[int, int]:
+        message_json = canonical(message)
+        build = _envelope_builder(session.surface_id, "a2ui", host_pb2.A2uiMessage(
+            kind=host_pb2.A2UI_MESSAGE_KIND_UPDATE_DATA_MODEL, message_json=message_json), message_json)
+        epoch, sequence = await self._db(self._store.append_events, session.surface_id, [build])
+        self._notify(session.surface_id)
+        return epoch, sequence
+
+    async def _window(self, request, session, head, bindings, reply) -> None:
+        command = request.resource_window
+        binding = self._binding(bindings, command.node_id, "resource")
+        if command.limit < 1 or command.limit > WINDOW_MAX_ROWS:
+            raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "WINDOW_TOO_LARGE", f"limit is 1-{WINDOW_MAX_ROWS}")
+        projection = list(command.column_ids) or binding["columns"]
+        missing = [c for c in projection if c not in binding["columns"]]
+        if missing:
+            raise _refuse(grpc.StatusCode.PERMISSION_DENIED, "COLUMN_NOT_BOUND",
+                          f"column {missing[0]!r} is not shown by block {command.node_id!r}")
+        now = dt.datetime.now(dt.UTC)
+        grant_id = f"grt_{secrets.token_hex(10)}"
+        claims = common_pb2.WindowGrantClaims(
+            binding=common_pb2.TokenBinding(subject=f"{session.surface_id}/{command.node_id}", audience="resources",
+                                            nonce=secrets.token_hex(12)),
+            grant_id=grant_id, surface_id=session.surface_id, node_id=command.node_id,
+            resource_id=binding["resource_id"], version_id=binding["version_id"],
+            content_hash=binding["content_hash"], column_ids=binding["columns"], max_window_rows=WINDOW_MAX_ROWS)
+        claims.binding.issued_at.FromDatetime(now)
+        claims.binding.expires_at.FromDatetime(now + GRANT_LIFETIME)
+        grant = tokens.sign(self._grant_key, tokens.PURPOSE_WINDOW_GRANT, claims)
+        await self._db(partial(self._store.save_grant, grant_id=grant_id, surface_id=session.surface_id,
+                               node_id=command.node_id, revision_id=head, resource_id=binding["resource_id"],
+                               token=grant.SerializeToString(), expires_at=(now + GRANT_LIFETIME).timestamp()))
+        window = await self._resources.ResolveWindow(resources_pb2.ResolveWindowRequest(
+            grant=grant, offset=command.offset, limit=command.limit, column_ids=projection), timeout=30)
+        # Rows go to this surface's stream only: never into revisions, documents, slices or logs.
+        epoch, sequence = await self._publish(session, head, {"version": "v0.9", "updateDataModel": {
+            "surfaceId": session.surface_id, "path": f"/resources/{binding['resource_id']}/window",
+            "value": {"node": command.node_id, "offset": window.offset, "totalRows": window.total_rows,
+                      "columns": [c.column_id for c in window.columns],
+                      "rows": [[_cell_json(c) for c in row.cells] for row in window.rows]}}})
+        reply.cursor.epoch, reply.cursor.sequence = epoch, sequence
+
+    async def _state_write(self, request, session, head, bindings, reply) -> None:
+        command = request.state_write
+        binding = next((b for b in bindings if b["kind"] == "state" and b["state"] == command.state_slice_id), None)
+        if binding is None:
+            raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "STATE_NOT_BOUND",
+                          f"{command.state_slice_id!r} is not state of the current revision")
+        try:
+            value = parse(command.value_json, Limits(max_raw_bytes=16_384, max_values=500))
+        except BoundedJsonError as exc:
+            raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "STATE_VALUE_INVALID", str(exc)) from None
+        problem = compile_check(json.loads(binding["value_schema"]))(value)
+        if problem is not None:
+            raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "STATE_VALUE_INVALID", problem[1])
+        epoch, sequence = await self._publish(session, head, {"version": "v0.9", "updateDataModel": {
+            "surfaceId": session.surface_id, "path": f"/state/{command.state_slice_id}", "value": value}})
+        reply.cursor.epoch, reply.cursor.sequence = epoch, sequence
+
+    async def _action_trigger(self, request, session, head, bindings, reply) -> None:
+        command = request.action_trigger
+        binding = self._binding(bindings, command.node_id, "action")
+        try:
+            receipt = await self._broker.SubmitIntent(capabilities_pb2.SubmitIntentRequest(
+                actor=request.actor, session_id=session.session_id, action_id=binding["action_id"],
+                input_json=command.input_json, idempotency_key=request.command_id,
+                surface=capabilities_pb2.SurfaceRef(surface_id=session.surface_id, revision_id=head,
+                                                    node_id=command.node_id, command_id=request.command_id)),
+                timeout=30)
+        except grpc.aio.AioRpcError as exc:
+            raise _refuse(grpc.StatusCode.UNAVAILABLE if exc.code() == grpc.StatusCode.UNAVAILABLE else
+                          grpc.StatusCode.FAILED_PRECONDITION, "BROKER_REFUSED",
+                          f"the capability broker did not accept the intent: {exc.code().name}") from None
+        reply.receipt.CopyFrom(receipt.receipt)
 
     def _submitted(self, session: Session, revision_id: str, content_hash: str, diagnostics: list[dict]):
         parsed = [common_pb2.Diagnostic(**d) for d in diagnostics]
@@ -272,6 +427,39 @@ class HostService(host_pb2_grpc.HostServiceServicer):
                     await asyncio.wait_for(changed.wait(), timeout=1.0)  # wake on commit; poll as a backstop
                 except TimeoutError:
                     pass
+
+
+def _resolved_bindings(frozen: compiler_pb2.CatalogSlice, compiled_bindings) -> list[dict]:
+    """A revision's bindings in slice-independent terms: what grants and commands need later."""
+    resources = {r.slice_id: r.descriptor for r in frozen.resources}
+    actions = {a.slice_id: a for a in frozen.actions}
+    states = {st.slice_id: st for st in frozen.state}
+    out = []
+    for binding in compiled_bindings:
+        entry = {"node": binding.block_id, "prop": binding.prop}
+        if binding.kind == compiler_pb2.BINDING_KIND_RESOURCE:
+            d = resources[binding.slice_id]
+            entry.update(kind="resource", resource_id=d.resource_id, version_id=d.version_id,
+                         content_hash=d.content_hash, columns=list(binding.column_ids))
+        elif binding.kind == compiler_pb2.BINDING_KIND_ACTION:
+            entry.update(kind="action", action_id=actions[binding.slice_id].action_id,
+                         input_schema=actions[binding.slice_id].input_schema_json)
+        elif binding.kind == compiler_pb2.BINDING_KIND_STATE:
+            entry.update(kind="state", state=binding.slice_id,
+                         value_schema=states[binding.slice_id].value_schema_json)
+        else:
+            entry.update(kind="evidence")
+        out.append(entry)
+    return out
+
+
+def _cell_json(cell):
+    kind = cell.WhichOneof("value")
+    if kind in (None, "null_value"):
+        return None
+    if kind == "timestamp_value":
+        return cell.timestamp_value.ToDatetime().isoformat(timespec="seconds")
+    return getattr(cell, kind)
 
 
 def _diagnostic_json(diagnostic: common_pb2.Diagnostic) -> str:

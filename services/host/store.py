@@ -33,7 +33,16 @@ revisions = sa.Table("revisions", metadata, sa.Column("revision_id", sa.String, 
                      sa.Column("surface_id", sa.String), sa.Column("parent_revision_id", sa.String),
                      sa.Column("turn_id", sa.String), sa.Column("proposal_id", sa.String),
                      sa.Column("content_hash", sa.String), sa.Column("document_json", sa.Text),
-                     sa.Column("diagnostics", sa.LargeBinary), sa.Column("committed_at", sa.Float))
+                     sa.Column("diagnostics", sa.LargeBinary), sa.Column("committed_at", sa.Float),
+                     sa.Column("slice_hash", sa.String), sa.Column("bindings", sa.Text))
+grants = sa.Table("grants", metadata, sa.Column("grant_id", sa.String, primary_key=True),
+                  sa.Column("surface_id", sa.String), sa.Column("node_id", sa.String),
+                  sa.Column("revision_id", sa.String), sa.Column("resource_id", sa.String),
+                  sa.Column("token", sa.LargeBinary), sa.Column("expires_at", sa.Float),
+                  sa.Column("revoked", sa.Boolean))
+commands = sa.Table("commands", metadata, sa.Column("command_id", sa.String, primary_key=True),
+                    sa.Column("session_id", sa.String), sa.Column("payload_hash", sa.String),
+                    sa.Column("response", sa.LargeBinary), sa.Column("created_at", sa.Float))
 branch_heads = sa.Table("branch_heads", metadata, sa.Column("surface_id", sa.String, primary_key=True),
                         sa.Column("revision_id", sa.String), sa.Column("epoch", sa.Integer),
                         sa.Column("sequence", sa.Integer))
@@ -183,7 +192,8 @@ class HostStore:
                                                                  revisions.c.proposal_id == proposal_id)).first()
 
     def commit(self, *, surface_id: str, expected_base: str | None, turn_id: str, proposal_id: str,
-               content_hash: str, document_json: str, diagnostics: bytes, events: list) -> tuple[str, int, int]:
+               content_hash: str, document_json: str, diagnostics: bytes, events: list, slice_hash: str = "",
+               bindings: str = "[]") -> tuple[str, int, int]:
         """CAS on the branch head + immutable revision + its events, in one transaction.
 
         `events` are callables (revision_id, epoch, sequence) -> (payload_hash, envelope bytes).
@@ -209,7 +219,7 @@ class HostStore:
             connection.execute(revisions.insert().values(
                 revision_id=revision_id, surface_id=surface_id, parent_revision_id=current, turn_id=turn_id,
                 proposal_id=proposal_id, content_hash=content_hash, document_json=document_json,
-                diagnostics=diagnostics, committed_at=now))
+                diagnostics=diagnostics, committed_at=now, slice_hash=slice_hash, bindings=bindings))
             sequence = self._append(connection, surface_id, revision_id, epoch, sequence, events, now)
             connection.execute(branch_heads.update().where(branch_heads.c.surface_id == surface_id).values(
                 sequence=sequence))
@@ -240,6 +250,45 @@ class HostStore:
                 surface_id=surface_id, epoch=epoch, sequence=sequence, revision_id=revision_id,
                 payload_hash=payload_hash, envelope=envelope, published_at=now))
         return sequence
+
+    # --- grants -------------------------------------------------------------
+
+    def save_grant(self, *, grant_id: str, surface_id: str, node_id: str, revision_id: str, resource_id: str,
+                   token: bytes, expires_at: float) -> None:
+        with self.engine.begin() as connection:
+            connection.execute(grants.insert().values(grant_id=grant_id, surface_id=surface_id, node_id=node_id,
+                                                      revision_id=revision_id, resource_id=resource_id, token=token,
+                                                      expires_at=expires_at, revoked=False))
+
+    def revoke_grants_outside(self, surface_id: str, keep: set[tuple[str, str]]) -> list[bytes]:
+        """Revoke live grants whose (node, resource) binding the head no longer has; return their tokens."""
+        now = time.time()
+        with self.engine.begin() as connection:
+            live = connection.execute(sa.select(grants).where(grants.c.surface_id == surface_id,
+                                                              grants.c.revoked.is_(False),
+                                                              grants.c.expires_at > now)).all()
+            dropped = [g for g in live if (g.node_id, g.resource_id) not in keep]
+            if dropped:
+                connection.execute(grants.update().where(grants.c.grant_id.in_([g.grant_id for g in dropped]))
+                                   .values(revoked=True))
+        return [g.token for g in dropped]
+
+    # --- commands ------------------------------------------------------------
+
+    def command(self, command_id: str):
+        with self.engine.connect() as connection:
+            return connection.execute(sa.select(commands).where(commands.c.command_id == command_id)).first()
+
+    def record_command(self, command_id: str, session_id: str, payload_hash: str, response: bytes) -> bool:
+        """Store a command's response once; False if the id was taken meanwhile."""
+        try:
+            with self.engine.begin() as connection:
+                connection.execute(commands.insert().values(command_id=command_id, session_id=session_id,
+                                                            payload_hash=payload_hash, response=response,
+                                                            created_at=time.time()))
+        except sa.exc.IntegrityError:
+            return False
+        return True
 
     def events_after(self, surface_id: str, epoch: int, sequence: int, limit: int = 500) -> list:
         with self.engine.connect() as connection:

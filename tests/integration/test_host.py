@@ -209,3 +209,122 @@ def test_rejected_and_bad_proposals_commit_nothing(channels, cert_dir):
         for key, value in change.items():
             setattr(request, key, value)
         assert refused(lambda request=request: call(channels, "agent", "SubmitProposal", request)) == expected
+
+
+def _committed_surface(channels, cert_dir):
+    session, turn, analysis = _turn_with_analysis(channels, cert_dir)
+    frozen = call(channels, "agent", "FreezeSlice", host_pb2.FreezeSliceRequest(
+        turn_id=turn.turn_id, resource_offers=[analysis.offer]))
+    view = json.loads(frozen.model_view_json)
+    committed = call(channels, "agent", "SubmitProposal", host_pb2.SubmitProposalRequest(
+        turn_id=turn.turn_id, slice_hash=frozen.slice_hash, proposal_json=json.dumps(_proposal(view)),
+        proposal_id="first"))
+    return session, turn, frozen, view, committed
+
+
+def _window_request(cert_dir, session, revision_id, command_id, **window):
+    return host_pb2.SendCommandRequest(
+        actor=actor(cert_dir), command_id=command_id, session_id=session.session_id, surface_id=session.surface_id,
+        revision_id=revision_id, resource_window=host_pb2.ResourceWindowCommand(
+            node_id=window.get("node_id", "table"), offset=0, limit=window.get("limit", 50),
+            column_ids=window.get("column_ids", [])))
+
+
+def _event_at(channels, cert_dir, session, cursor):
+    stream = channels("web", "host").unary_stream(
+        "/tessera.host.v1.HostService/Subscribe", request_serializer=host_pb2.SubscribeRequest.SerializeToString,
+        response_deserializer=host_pb2.SubscribeResponse.FromString)
+    call_ = stream(host_pb2.SubscribeRequest(actor=actor(cert_dir), session_id=session.session_id,
+                                             resume_after=host_pb2.Cursor(epoch=cursor.epoch,
+                                                                          sequence=cursor.sequence - 1)), timeout=10)
+    envelope = next(call_).envelope
+    call_.cancel()
+    return envelope
+
+
+def test_windows_publish_rows_to_that_surface_only(channels, cert_dir, running_set, service_env, warehouse_url):
+    import sqlalchemy as sa
+
+    session, _, _, _, committed = _committed_surface(channels, cert_dir)
+    request = _window_request(cert_dir, session, committed.revision_id, "win-1")
+    reply = call(channels, "web", "SendCommand", request)
+    envelope = _event_at(channels, cert_dir, session, reply.cursor)
+    assert envelope.surface_id == session.surface_id and envelope.sequence == reply.cursor.sequence
+    update = json.loads(envelope.a2ui.message_json)["updateDataModel"]
+    engine = sa.create_engine(warehouse_url)
+    with engine.connect() as connection:
+        regions = {r[0] for r in connection.execute(sa.text("SELECT name FROM regions"))}
+    engine.dispose()
+    assert update["value"]["columns"] == ["region", "revenue"] and len(update["value"]["rows"]) == len(regions)
+    assert {row[0] for row in update["value"]["rows"]} == regions
+
+    # Rows exist only in that event: not in the revision, the stored slice, the other tables, or the logs.
+    revision = call(channels, "web", "GetRevision", host_pb2.GetRevisionRequest(
+        actor=actor(cert_dir), session_id=session.session_id)).revision
+    host_db = sa.create_engine(service_env["TESSERA_HOST_DATABASE_URL"])
+    with host_db.connect() as connection:
+        stored = [str(v) for table in ("revisions", "slices", "turns", "sessions", "grants", "commands")
+                  for row in connection.execute(sa.text(f"SELECT * FROM {table}")) for v in row]
+    host_db.dispose()
+    logs = running_set.handles["host"].log_path.read_text()
+    for region in regions:
+        assert region not in revision.document_json and region not in logs
+        assert not [v for v in stored if region in v]
+
+    again = call(channels, "web", "SendCommand", _window_request(cert_dir, session, committed.revision_id, "win-1"))
+    assert again.replayed and again.cursor == reply.cursor
+    assert refused(lambda: call(channels, "web", "SendCommand", _window_request(
+        cert_dir, session, committed.revision_id, "win-1", limit=10))) == (grpc.StatusCode.ALREADY_EXISTS,
+                                                                           "COMMAND_ID_REUSED")
+
+
+def test_commands_are_bound_to_the_current_revision_and_the_session(channels, cert_dir):
+    session, _, _, _, committed = _committed_surface(channels, cert_dir)
+    other = open_session(channels, cert_dir, "bob")
+    cases = [
+        (_window_request(cert_dir, session, "rev_old", "c-1"), (grpc.StatusCode.FAILED_PRECONDITION,
+                                                                "STALE_REVISION")),
+        (_window_request(cert_dir, session, committed.revision_id, "c-2", node_id="title"),
+         (grpc.StatusCode.INVALID_ARGUMENT, "NODE_NOT_BOUND")),
+        (_window_request(cert_dir, session, committed.revision_id, "c-3", column_ids=["secret"]),
+         (grpc.StatusCode.PERMISSION_DENIED, "COLUMN_NOT_BOUND")),
+        (_window_request(cert_dir, session, committed.revision_id, "c-4", limit=5000),
+         (grpc.StatusCode.INVALID_ARGUMENT, "WINDOW_TOO_LARGE")),
+    ]
+    foreign = _window_request(cert_dir, session, committed.revision_id, "c-5")
+    foreign.session_id, foreign.surface_id = other.session_id, session.surface_id
+    cases.append((foreign, (grpc.StatusCode.PERMISSION_DENIED, "SESSION_NOT_YOURS")))
+    decision = host_pb2.SendCommandRequest(actor=actor(cert_dir), command_id="c-6", session_id=session.session_id,
+                                           surface_id=session.surface_id, revision_id=committed.revision_id,
+                                           approval_decision=host_pb2.ApprovalDecisionCommand(approval_id="a"))
+    cases.append((decision, (grpc.StatusCode.FAILED_PRECONDITION, "DECIDE_AT_BROKER")))
+    for request, expected in cases:
+        assert refused(lambda request=request: call(channels, "web", "SendCommand", request)) == expected
+
+
+def test_a_revision_that_drops_a_binding_revokes_its_grants(channels, cert_dir, service_env):
+    import sqlalchemy as sa
+
+    from tessera.common.v1 import common_pb2
+
+    session, turn, frozen, view, committed = _committed_surface(channels, cert_dir)
+    call(channels, "web", "SendCommand", _window_request(cert_dir, session, committed.revision_id, "grant-1"))
+    host_db = sa.create_engine(service_env["TESSERA_HOST_DATABASE_URL"])
+    with host_db.connect() as connection:
+        token = connection.execute(sa.text("SELECT token FROM grants WHERE surface_id = :s"),
+                                   {"s": session.surface_id}).scalar()
+    grant = common_pb2.SignedToken.FromString(token)
+    window = call(channels, "host", "ResolveWindow", resources_pb2.ResolveWindowRequest(grant=grant, limit=5),
+                  "resources")
+    assert len(window.rows) == 5
+    proposal = {"version": 1, "patch": {"base_revision": committed.revision_id, "operations": [
+        {"op": "remove-block", "id": "table"}]}}
+    call(channels, "agent", "SubmitProposal", host_pb2.SubmitProposalRequest(
+        turn_id=turn.turn_id, slice_hash=frozen.slice_hash, proposal_json=json.dumps(proposal),
+        expected_base_revision_id=committed.revision_id, proposal_id="drop-table"))
+    with host_db.connect() as connection:
+        assert connection.execute(sa.text("SELECT revoked FROM grants WHERE surface_id = :s"),
+                                  {"s": session.surface_id}).scalar()
+    host_db.dispose()
+    assert refused(lambda: call(channels, "host", "ResolveWindow", resources_pb2.ResolveWindowRequest(
+        grant=grant, limit=5), "resources")) == (grpc.StatusCode.PERMISSION_DENIED, "GRANT_REVOKED")
