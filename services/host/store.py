@@ -199,10 +199,24 @@ class HostStore:
         `events` are callables (revision_id, epoch, sequence) -> (payload_hash, envelope bytes).
         Returns (revision_id, epoch, last sequence). Raises RevisionConflict.
         """
+        try:
+            return self._commit(surface_id=surface_id, expected_base=expected_base, turn_id=turn_id,
+                                proposal_id=proposal_id, content_hash=content_hash, document_json=document_json,
+                                diagnostics=diagnostics, events=events, slice_hash=slice_hash, bindings=bindings)
+        except sa.exc.IntegrityError:
+            # Two first revisions raced to create the head row (PostgreSQL reads no head in
+            # both transactions); the loser is a conflict like any other.
+            raise RevisionConflict(self.head(surface_id)) from None
+
+    def _commit(self, *, surface_id, expected_base, turn_id, proposal_id, content_hash, document_json, diagnostics,
+                events, slice_hash, bindings) -> tuple[str, int, int]:
         revision_id = new_id("rev")
         now = time.time()
         with self.engine.begin() as connection:
-            head = connection.execute(sa.select(branch_heads).where(branch_heads.c.surface_id == surface_id)).first()
+            # FOR UPDATE: commits and journal appends on one surface take turns on the head row
+            # (SQLite gets the same from BEGIN IMMEDIATE).
+            head = connection.execute(sa.select(branch_heads).where(branch_heads.c.surface_id == surface_id)
+                                      .with_for_update()).first()
             current = head.revision_id if head is not None else None
             if current != (expected_base or None):
                 raise RevisionConflict(current)
@@ -227,9 +241,21 @@ class HostStore:
 
     def append_events(self, surface_id: str, events: list) -> tuple[int, int]:
         """Host events that change no revision (e.g. `rejected`), appended in their own transaction."""
+        for attempt in range(5):
+            try:
+                return self._append_events(surface_id, events)
+            except sa.exc.IntegrityError:
+                # Another writer took the same journal position first (PostgreSQL reads the
+                # head without a lock); read it again and retry.
+                if attempt == 4:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _append_events(self, surface_id: str, events: list) -> tuple[int, int]:
         now = time.time()
         with self.engine.begin() as connection:
-            head = connection.execute(sa.select(branch_heads).where(branch_heads.c.surface_id == surface_id)).first()
+            head = connection.execute(sa.select(branch_heads).where(branch_heads.c.surface_id == surface_id)
+                                      .with_for_update()).first()
             if head is None:
                 connection.execute(branch_heads.insert().values(surface_id=surface_id, revision_id="", epoch=1,
                                                                 sequence=0))
