@@ -36,9 +36,9 @@ def bench_slice(catalog):
         state=[StateOffer({"type": "string"}, "all")]))
 
 
-def proposal_32(frozen) -> dict:
+def proposal_32(frozen, resource_ref: str = "resource-000001", offer: str | None = None) -> dict:
     ids = {o.component: o.slice_id for o in frozen.components}
-    resource = {"ref": "resource-000001", "offer": offer_tag(OFFER)}
+    resource = {"ref": resource_ref, "offer": offer or offer_tag(OFFER)}
     leaves = [
         (ids["Chart"], {"resource": resource, "spec": {"recipe": "line", "x": "month", "y": ["revenue"]}}),
         (ids["DataTable"], {"resource": resource, "columns": ["region", "month", "revenue"], "page_size": 20}),

@@ -85,13 +85,14 @@ def bench_authz(work: Path) -> dict:
 
 
 def main() -> int:
-    from bench import compiler, data_plane
+    from bench import compiler, data_plane, host
 
     with tempfile.TemporaryDirectory(prefix="tessera-bench-") as work:
         results = [bench_authz(Path(work))]
         data_dir = Path(work) / "data"
         data_dir.mkdir()
         results += compiler.run(Path(work), Path(work) / "certs")
+        results += host.run(Path(work), Path(work) / "certs")
         results += data_plane.run(data_dir, Path(work) / "certs")
     out = REPO_ROOT / "bench" / "results.json"
     out.write_text(json.dumps(results, indent=2) + "\n")

@@ -14,6 +14,7 @@ import hashlib
 import json
 import logging
 import secrets
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
@@ -43,6 +44,7 @@ logger = logging.getLogger("tessera.host")
 OFFER_MAX_LIFETIME = dt.timedelta(hours=1)
 GRANT_LIFETIME = dt.timedelta(minutes=5)  # ≤ 15 minutes (§ grants); a window asks for a fresh one
 WINDOW_MAX_ROWS = 1_000
+TAIL_EVENTS = 1_000
 PLACEMENTS = {"main": None}  # placement → allowed component names (None: every offerable component)
 MAX_TEXT = 4_000
 _A2UI_KINDS = {"createSurface": host_pb2.A2UI_MESSAGE_KIND_CREATE_SURFACE,
@@ -88,6 +90,9 @@ class HostService(host_pb2_grpc.HostServiceServicer):
             aio_channel(peer_target("capabilities"), context.credentials))
         self._grant_key = load_signing_key(settings.signing_key)
         self._changed: dict[str, asyncio.Event] = {}
+        # Recent journal entries of surfaces that have subscribers: (epoch, sequence, response).
+        self._tails: dict[str, deque] = {}
+        self._tail_locks: dict[str, asyncio.Lock] = {}
 
     async def _db(self, function, *args):
         return await asyncio.get_running_loop().run_in_executor(self._pool, partial(function, *args))
@@ -108,7 +113,19 @@ class HostService(host_pb2_grpc.HostServiceServicer):
                           "the session belongs to another actor")
         return session
 
-    def _notify(self, surface_id: str) -> None:
+    async def _notify(self, surface_id: str, last_sequence: int, count: int) -> None:
+        """New journal entries: read them once into the surface's tail, then wake its subscribers.
+
+        Subscribers read the tail, not the database, so a surface with many viewers costs one
+        read per publish instead of one per viewer.
+        """
+        tail = self._tails.get(surface_id)
+        if tail is not None:
+            async with self._tail_locks.setdefault(surface_id, asyncio.Lock()):
+                after = tail[-1][1] if tail else last_sequence - count
+                for data in await self._db(self._store.events_after, surface_id, 1, after):
+                    envelope = host_pb2.SurfaceEnvelope.FromString(data)
+                    tail.append((envelope.epoch, envelope.sequence, host_pb2.SubscribeResponse(envelope=envelope)))
         event = self._changed.pop(surface_id, None)
         if event is not None:
             event.set()
@@ -211,8 +228,8 @@ class HostService(host_pb2_grpc.HostServiceServicer):
                                          diagnostics=diagnostics)
             build = _envelope_builder(session.surface_id, "rejected", rejected,
                                       canonical({"rejected": request.proposal_id}))
-            await self._db(self._store.append_events, session.surface_id, [build])
-            self._notify(session.surface_id)
+            _, last = await self._db(self._store.append_events, session.surface_id, [build])
+            await self._notify(session.surface_id, last, 1)
             return host_pb2.SubmitProposalResponse(outcome=host_pb2.PROPOSAL_OUTCOME_REJECTED,
                                                    surface_id=session.surface_id, diagnostics=diagnostics)
         events = []
@@ -223,7 +240,7 @@ class HostService(host_pb2_grpc.HostServiceServicer):
         diagnostics_json = json.dumps([json.loads(_diagnostic_json(d)) for d in diagnostics]).encode()
         bindings = _resolved_bindings(frozen, compiled.bindings)
         try:
-            revision_id, _, _ = await self._db(partial(
+            revision_id, _, last = await self._db(partial(
                 self._store.commit, surface_id=session.surface_id, expected_base=base_id or None,
                 turn_id=turn.turn_id, proposal_id=request.proposal_id, content_hash=compiled.content_hash,
                 document_json=compiled.document_json, diagnostics=diagnostics_json, events=events,
@@ -232,7 +249,7 @@ class HostService(host_pb2_grpc.HostServiceServicer):
             raise _refuse(grpc.StatusCode.ABORTED, "REVISION_CONFLICT",
                           f"the surface moved on: {conflict}; rebase on the current revision",
                           current_revision_id=conflict.head or "") from None
-        self._notify(session.surface_id)
+        await self._notify(session.surface_id, last, len(events))
         await self._revoke_dropped(session.surface_id, bindings)
         reply = host_pb2.SubmitProposalResponse(outcome=_OUTCOMES[compiled.outcome], surface_id=session.surface_id,
                                                 revision_id=revision_id, content_hash=compiled.content_hash,
@@ -308,7 +325,7 @@ class HostService(host_pb2_grpc.HostServiceServicer):
         build = _envelope_builder(session.surface_id, "a2ui", host_pb2.A2uiMessage(
             kind=host_pb2.A2UI_MESSAGE_KIND_UPDATE_DATA_MODEL, message_json=message_json), message_json)
         epoch, sequence = await self._db(self._store.append_events, session.surface_id, [build])
-        self._notify(session.surface_id)
+        await self._notify(session.surface_id, sequence, 1)
         return epoch, sequence
 
     async def _window(self, request, session, head, bindings, reply) -> None:
@@ -415,13 +432,17 @@ class HostService(host_pb2_grpc.HostServiceServicer):
                     surface_id=surface_id, epoch=1, snapshot_required=host_pb2.SnapshotRequired(
                         reason="the cursor is from another epoch; replaying the current one", epoch=1)))
                 epoch, after = 1, 0
+        tail = self._tails.setdefault(surface_id, deque(maxlen=TAIL_EVENTS))
         while True:
             changed = self._changed.setdefault(surface_id, asyncio.Event())
-            batch = await self._db(self._store.events_after, surface_id, epoch, after)
-            for data in batch:
-                envelope = host_pb2.SurfaceEnvelope.FromString(data)
-                after = envelope.sequence
-                yield host_pb2.SubscribeResponse(envelope=envelope)
+            if tail and tail[0][0] == epoch and tail[0][1] <= after + 1:
+                batch = [response for _, sequence, response in tail if sequence > after]
+            else:  # behind the tail (resuming, or a quiet surface): read the journal
+                batch = [host_pb2.SubscribeResponse(envelope=host_pb2.SurfaceEnvelope.FromString(data))
+                         for data in await self._db(self._store.events_after, surface_id, epoch, after)]
+            for response in batch:
+                after = response.envelope.sequence
+                yield response
             if not batch:
                 try:
                     await asyncio.wait_for(changed.wait(), timeout=1.0)  # wake on commit; poll as a backstop
