@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import model_validator
+from pydantic import Field, model_validator
 
 from shared.certs import signing_key_path, verify_key_path
 from shared.config import ServiceSettings
@@ -15,6 +15,8 @@ class HostSettings(ServiceSettings):
     database_url: str = ""  # default: sqlite:///<var>/host/host.sqlite
     signing_key: Path | None = None  # the host's Ed25519 key (grants)
     resources_verify_key: Path | None = None  # to verify resource offers
+    # Journal entries kept per surface; past it a new epoch starts with a snapshot.
+    journal_retention: int = Field(default=10_000, ge=10, le=1_000_000)
 
     @model_validator(mode="after")
     def _defaults(self) -> HostSettings:

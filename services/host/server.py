@@ -89,6 +89,7 @@ class HostService(host_pb2_grpc.HostServiceServicer):
         self._broker = capabilities_pb2_grpc.CapabilityBrokerServiceStub(
             aio_channel(peer_target("capabilities"), context.credentials))
         self._grant_key = load_signing_key(settings.signing_key)
+        self._retention = settings.journal_retention
         self._changed: dict[str, asyncio.Event] = {}
         # Recent journal entries of surfaces that have subscribers: (epoch, sequence, response).
         self._tails: dict[str, deque] = {}
@@ -113,19 +114,27 @@ class HostService(host_pb2_grpc.HostServiceServicer):
                           "the session belongs to another actor")
         return session
 
-    async def _notify(self, surface_id: str, last_sequence: int, count: int) -> None:
+    async def _notify(self, surface_id: str, epoch: int, last_sequence: int, count: int) -> None:
         """New journal entries: read them once into the surface's tail, then wake its subscribers.
 
         Subscribers read the tail, not the database, so a surface with many viewers costs one
-        read per publish instead of one per viewer.
+        read per publish instead of one per viewer. Past the retention limit the journal is
+        compacted into a new epoch that starts with a snapshot.
         """
+        lock = self._tail_locks.setdefault(surface_id, asyncio.Lock())
         tail = self._tails.get(surface_id)
-        if tail is not None:
-            async with self._tail_locks.setdefault(surface_id, asyncio.Lock()):
+        async with lock:
+            if tail is not None:
+                if tail and tail[-1][0] != epoch:
+                    tail.clear()
                 after = tail[-1][1] if tail else last_sequence - count
-                for data in await self._db(self._store.events_after, surface_id, 1, after):
+                for data in await self._db(self._store.events_after, surface_id, epoch, after):
                     envelope = host_pb2.SurfaceEnvelope.FromString(data)
                     tail.append((envelope.epoch, envelope.sequence, host_pb2.SubscribeResponse(envelope=envelope)))
+            if last_sequence >= self._retention:
+                await self._db(self._store.compact, surface_id)
+                if tail is not None:
+                    tail.clear()
         event = self._changed.pop(surface_id, None)
         if event is not None:
             event.set()
@@ -228,8 +237,8 @@ class HostService(host_pb2_grpc.HostServiceServicer):
                                          diagnostics=diagnostics)
             build = _envelope_builder(session.surface_id, "rejected", rejected,
                                       canonical({"rejected": request.proposal_id}))
-            _, last = await self._db(self._store.append_events, session.surface_id, [build])
-            await self._notify(session.surface_id, last, 1)
+            epoch, last = await self._db(self._store.append_events, session.surface_id, [build])
+            await self._notify(session.surface_id, epoch, last, 1)
             return host_pb2.SubmitProposalResponse(outcome=host_pb2.PROPOSAL_OUTCOME_REJECTED,
                                                    surface_id=session.surface_id, diagnostics=diagnostics)
         events = []
@@ -240,7 +249,7 @@ class HostService(host_pb2_grpc.HostServiceServicer):
         diagnostics_json = json.dumps([json.loads(_diagnostic_json(d)) for d in diagnostics]).encode()
         bindings = _resolved_bindings(frozen, compiled.bindings)
         try:
-            revision_id, _, last = await self._db(partial(
+            revision_id, epoch, last = await self._db(partial(
                 self._store.commit, surface_id=session.surface_id, expected_base=base_id or None,
                 turn_id=turn.turn_id, proposal_id=request.proposal_id, content_hash=compiled.content_hash,
                 document_json=compiled.document_json, diagnostics=diagnostics_json, events=events,
@@ -249,7 +258,7 @@ class HostService(host_pb2_grpc.HostServiceServicer):
             raise _refuse(grpc.StatusCode.ABORTED, "REVISION_CONFLICT",
                           f"the surface moved on: {conflict}; rebase on the current revision",
                           current_revision_id=conflict.head or "") from None
-        await self._notify(session.surface_id, last, len(events))
+        await self._notify(session.surface_id, epoch, last, len(events))
         await self._revoke_dropped(session.surface_id, bindings)
         reply = host_pb2.SubmitProposalResponse(outcome=_OUTCOMES[compiled.outcome], surface_id=session.surface_id,
                                                 revision_id=revision_id, content_hash=compiled.content_hash,
@@ -325,7 +334,7 @@ class HostService(host_pb2_grpc.HostServiceServicer):
         build = _envelope_builder(session.surface_id, "a2ui", host_pb2.A2uiMessage(
             kind=host_pb2.A2UI_MESSAGE_KIND_UPDATE_DATA_MODEL, message_json=message_json), message_json)
         epoch, sequence = await self._db(self._store.append_events, session.surface_id, [build])
-        await self._notify(session.surface_id, sequence, 1)
+        await self._notify(session.surface_id, epoch, sequence, 1)
         return epoch, sequence
 
     async def _window(self, request, session, head, bindings, reply) -> None:
@@ -424,14 +433,13 @@ class HostService(host_pb2_grpc.HostServiceServicer):
         if request.surface_id and request.surface_id != surface_id:
             raise _refuse(grpc.StatusCode.PERMISSION_DENIED, "SURFACE_NOT_IN_SESSION",
                           "the surface is not this session's")
-        epoch, after = 1, 0
+        epoch, _ = await self._db(self._store.position, surface_id)
+        after = 0
         if request.HasField("resume_after"):
-            epoch, after = request.resume_after.epoch, request.resume_after.sequence
-            if epoch != 1:  # one epoch until snapshots and retention land
-                yield host_pb2.SubscribeResponse(envelope=host_pb2.SurfaceEnvelope(
-                    surface_id=surface_id, epoch=1, snapshot_required=host_pb2.SnapshotRequired(
-                        reason="the cursor is from another epoch; replaying the current one", epoch=1)))
-                epoch, after = 1, 0
+            if request.resume_after.epoch == epoch:
+                after = request.resume_after.sequence
+            else:  # a cursor from a compacted epoch: never a silent gap
+                yield _snapshot_required(surface_id, epoch, "the cursor is from an earlier epoch")
         tail = self._tails.setdefault(surface_id, deque(maxlen=TAIL_EVENTS))
         while True:
             changed = self._changed.setdefault(surface_id, asyncio.Event())
@@ -444,10 +452,25 @@ class HostService(host_pb2_grpc.HostServiceServicer):
                 after = response.envelope.sequence
                 yield response
             if not batch:
+                if tail:
+                    current = tail[0][0]
+                else:
+                    current, _ = await self._db(self._store.position, surface_id)
+                if current != epoch:  # the journal was compacted under us
+                    yield _snapshot_required(surface_id, current, "the journal moved to a new epoch")
+                    epoch, after = current, 0
+                    continue
                 try:
                     await asyncio.wait_for(changed.wait(), timeout=1.0)  # wake on commit; poll as a backstop
                 except TimeoutError:
                     pass
+
+
+def _snapshot_required(surface_id: str, epoch: int, reason: str) -> host_pb2.SubscribeResponse:
+    """Tells the client to drop its state: a full snapshot of `epoch` follows."""
+    return host_pb2.SubscribeResponse(envelope=host_pb2.SurfaceEnvelope(
+        surface_id=surface_id, epoch=epoch, sequence=0,
+        snapshot_required=host_pb2.SnapshotRequired(reason=reason, epoch=epoch)))
 
 
 def _resolved_bindings(frozen: compiler_pb2.CatalogSlice, compiled_bindings) -> list[dict]:

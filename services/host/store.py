@@ -8,6 +8,7 @@ the immutable revision, and its surface events — all or nothing.
 
 from __future__ import annotations
 
+import json
 import secrets
 import time
 from dataclasses import dataclass
@@ -16,6 +17,8 @@ from pathlib import Path
 import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
+
+from tessera.host.v1 import host_pb2
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 metadata = sa.MetaData()
@@ -316,8 +319,59 @@ class HostStore:
             return False
         return True
 
+    def position(self, surface_id: str) -> tuple[int, int]:
+        """(epoch, last sequence) of a surface's journal; (1, 0) before anything was published."""
+        with self.engine.connect() as connection:
+            row = connection.execute(sa.select(branch_heads.c.epoch, branch_heads.c.sequence).where(
+                branch_heads.c.surface_id == surface_id)).first()
+        return (row.epoch, row.sequence) if row is not None else (1, 0)
+
+    def compact(self, surface_id: str) -> tuple[int, int]:
+        """Start a new epoch that begins with a snapshot of the head revision; drop older epochs.
+
+        The snapshot is the head revision's own A2UI messages, re-published at the new
+        epoch; subscribers holding an older cursor are told `snapshot-required`.
+        """
+        now = time.time()
+        with self.engine.begin() as connection:
+            head = connection.execute(sa.select(branch_heads).where(branch_heads.c.surface_id == surface_id)
+                                      .with_for_update()).first()
+            if head is None:
+                return 1, 0
+            old = connection.execute(sa.select(surface_events.c.envelope).where(
+                surface_events.c.surface_id == surface_id, surface_events.c.epoch == head.epoch,
+                surface_events.c.revision_id == head.revision_id).order_by(surface_events.c.sequence)).scalars()
+            snapshot = [e for e in old if _is_revision_message(e)]
+            epoch = head.epoch + 1
+            for sequence, data in enumerate(snapshot, start=1):
+                envelope = _reposition(data, epoch, sequence)
+                connection.execute(surface_events.insert().values(
+                    surface_id=surface_id, epoch=epoch, sequence=sequence, revision_id=head.revision_id,
+                    payload_hash=envelope.payload_hash, envelope=envelope.SerializeToString(), published_at=now))
+            connection.execute(surface_events.delete().where(surface_events.c.surface_id == surface_id,
+                                                             surface_events.c.epoch < epoch))
+            connection.execute(branch_heads.update().where(branch_heads.c.surface_id == surface_id).values(
+                epoch=epoch, sequence=len(snapshot)))
+        return epoch, len(snapshot)
+
     def events_after(self, surface_id: str, epoch: int, sequence: int, limit: int = 500) -> list:
         with self.engine.connect() as connection:
             return list(connection.execute(sa.select(surface_events.c.envelope).where(
                 surface_events.c.surface_id == surface_id, surface_events.c.epoch == epoch,
                 surface_events.c.sequence > sequence).order_by(surface_events.c.sequence).limit(limit)).scalars())
+
+
+
+def _is_revision_message(data: bytes) -> bool:
+    """What a snapshot keeps: the revision's A2UI messages and state, never window rows."""
+    envelope = host_pb2.SurfaceEnvelope.FromString(data)
+    if envelope.WhichOneof("payload") != "a2ui":
+        return False
+    update = json.loads(envelope.a2ui.message_json).get("updateDataModel")
+    return update is None or not str(update.get("path", "")).endswith("/window")
+
+
+def _reposition(data: bytes, epoch: int, sequence: int) -> host_pb2.SurfaceEnvelope:
+    envelope = host_pb2.SurfaceEnvelope.FromString(data)
+    envelope.epoch, envelope.sequence = epoch, sequence
+    return envelope

@@ -176,3 +176,51 @@ def test_acknowledged_commits_survive_kill_9_and_the_stream_resumes(cert_dir, tm
         for channel in opened.values():
             channel.close()
         services.stop()
+
+
+def test_a_cursor_past_retention_gets_snapshot_required_and_a_snapshot(cert_dir, tmp_path, running_set,
+                                                                       credentials, service_env):
+    env = {**service_env, "TESSERA_HOST_DATABASE_URL": f"sqlite:///{tmp_path / 'host.sqlite'}",
+           "TESSERA_HOST_JOURNAL_RETENTION": "12", "TESSERA_RESOURCES_ADDR": running_set.handles["resources"].address}
+    services = ServiceSet(cert_dir, tmp_path / "run", names=("compiler", "host"), ephemeral_ports=True,
+                          extra_env=env)
+    services.start()
+    channels, opened = _channels(services, running_set, credentials)
+    try:
+        session, turn, analysis = _turn_with_analysis(channels, cert_dir)
+        agent = channels("agent", "host")
+        frozen = invoke(agent, "host", "FreezeSlice", host_pb2.FreezeSliceRequest(
+            turn_id=turn.turn_id, resource_offers=[analysis.offer]))
+        committed = invoke(agent, "host", "SubmitProposal", host_pb2.SubmitProposalRequest(
+            turn_id=turn.turn_id, slice_hash=frozen.slice_hash, proposal_id="p",
+            proposal_json=json.dumps(_proposal(json.loads(frozen.model_view_json)))))
+        stream = channels("web", "host").unary_stream(
+            "/tessera.host.v1.HostService/Subscribe", request_serializer=host_pb2.SubscribeRequest.SerializeToString,
+            response_deserializer=host_pb2.SubscribeResponse.FromString)
+        live = stream(host_pb2.SubscribeRequest(actor=actor(cert_dir), session_id=session.session_id), timeout=30)
+        first = [next(live).envelope for _ in range(3)]
+        assert [(e.epoch, e.sequence) for e in first] == [(1, 1), (1, 2), (1, 3)]
+        for index in range(12):  # rejected proposals: host events that push the journal past retention
+            invoke(agent, "host", "SubmitProposal", host_pb2.SubmitProposalRequest(
+                turn_id=turn.turn_id, slice_hash=frozen.slice_hash, proposal_json="{", proposal_id=f"bad-{index}"))
+        seen = []
+        while True:
+            envelope = next(live).envelope
+            seen.append(envelope)
+            if envelope.WhichOneof("payload") == "snapshot_required":
+                break
+        assert envelope.epoch == 2
+        snapshot = [next(live).envelope for _ in range(2)]
+        live.cancel()
+        assert all(e.epoch == 2 and e.revision_id == committed.revision_id for e in snapshot)
+        assert "createSurface" in snapshot[0].a2ui.message_json and "updateComponents" in snapshot[1].a2ui.message_json
+        resumed = stream(host_pb2.SubscribeRequest(actor=actor(cert_dir), session_id=session.session_id,
+                                                   resume_after=host_pb2.Cursor(epoch=1, sequence=3)), timeout=30)
+        marker = next(resumed).envelope
+        assert marker.WhichOneof("payload") == "snapshot_required" and marker.snapshot_required.epoch == 2
+        assert next(resumed).envelope.sequence == 1  # the new epoch from its start: the snapshot
+        resumed.cancel()
+    finally:
+        for channel in opened.values():
+            channel.close()
+        services.stop()
