@@ -350,7 +350,7 @@ class HostService(host_pb2_grpc.HostServiceServicer):
         now = dt.datetime.now(dt.UTC)
         grant_id = f"grt_{secrets.token_hex(10)}"
         claims = common_pb2.WindowGrantClaims(
-            binding=common_pb2.TokenBinding(subject=f"{session.surface_id}/{command.node_id}", audience="resources",
+            binding=common_pb2.TokenBinding(subject=session.actor_id, audience="resources",
                                             nonce=secrets.token_hex(12)),
             grant_id=grant_id, surface_id=session.surface_id, node_id=command.node_id,
             resource_id=binding["resource_id"], version_id=binding["version_id"],
@@ -403,6 +403,34 @@ class HostService(host_pb2_grpc.HostServiceServicer):
                           grpc.StatusCode.FAILED_PRECONDITION, "BROKER_REFUSED",
                           f"the capability broker did not accept the intent: {exc.code().name}") from None
         reply.receipt.CopyFrom(receipt.receipt)
+
+    async def PublishIntentEvent(self, request, context):
+        """The broker's approval requests and receipts, as host events on the surface they came from."""
+        session = await self._db(self._store.session, request.session_id)
+        if session is None or request.surface_id != session.surface_id:
+            raise _refuse(grpc.StatusCode.NOT_FOUND, "SURFACE_UNKNOWN", "no such surface in that session")
+        kind = request.WhichOneof("event")
+        if kind == "approval_requested":
+            field, payload = "approval_requested", request.approval_requested
+        elif kind == "receipt":
+            terminal = request.receipt.status in (
+                common_pb2.INTENT_STATUS_SUCCEEDED, common_pb2.INTENT_STATUS_FAILED,
+                common_pb2.INTENT_STATUS_REJECTED, common_pb2.INTENT_STATUS_EXPIRED,
+                common_pb2.INTENT_STATUS_CANCELLED)
+            if terminal:
+                field, payload = "effect_receipt", host_pb2.EffectReceipt(receipt=request.receipt,
+                                                                          node_id=request.node_id)
+            else:
+                field, payload = "action_status", host_pb2.ActionStatus(
+                    intent_id=request.receipt.intent_id, command_id=request.command_id, node_id=request.node_id,
+                    status=request.receipt.status)
+        else:
+            raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "EVENT_MISSING", "approval_requested or receipt")
+        payload_json = MessageToJson(payload, preserving_proto_field_name=True, indent=None, sort_keys=True)
+        build = _envelope_builder(session.surface_id, field, payload, payload_json)
+        epoch, sequence = await self._db(self._store.append_events, session.surface_id, [build])
+        await self._notify(session.surface_id, epoch, sequence, 1)
+        return host_pb2.PublishIntentEventResponse(cursor=host_pb2.Cursor(epoch=epoch, sequence=sequence))
 
     def _submitted(self, session: Session, revision_id: str, content_hash: str, diagnostics: list[dict]):
         parsed = [common_pb2.Diagnostic(**d) for d in diagnostics]

@@ -328,3 +328,25 @@ def test_a_revision_that_drops_a_binding_revokes_its_grants(channels, cert_dir, 
     host_db.dispose()
     assert refused(lambda: call(channels, "host", "ResolveWindow", resources_pb2.ResolveWindowRequest(
         grant=grant, limit=5), "resources")) == (grpc.StatusCode.PERMISSION_DENIED, "GRANT_REVOKED")
+
+
+def test_the_broker_publishes_approvals_and_receipts_as_host_events(channels, cert_dir):
+    from tessera.common.v1 import common_pb2
+
+    session = open_session(channels, cert_dir)
+    requested = call(channels, "capabilities", "PublishIntentEvent", host_pb2.PublishIntentEventRequest(
+        session_id=session.session_id, surface_id=session.surface_id, node_id="export",
+        approval_requested=host_pb2.ApprovalRequested(approval_id="apr_1", intent_id="int_1", action_id="refund")))
+    running = call(channels, "capabilities", "PublishIntentEvent", host_pb2.PublishIntentEventRequest(
+        session_id=session.session_id, surface_id=session.surface_id, node_id="export",
+        receipt=common_pb2.Receipt(intent_id="int_1", status=common_pb2.INTENT_STATUS_RUNNING)))
+    done = call(channels, "capabilities", "PublishIntentEvent", host_pb2.PublishIntentEventRequest(
+        session_id=session.session_id, surface_id=session.surface_id, node_id="export",
+        receipt=common_pb2.Receipt(intent_id="int_1", status=common_pb2.INTENT_STATUS_SUCCEEDED)))
+    assert (requested.cursor.sequence, running.cursor.sequence, done.cursor.sequence) == (1, 2, 3)
+    kinds = [_event_at(channels, cert_dir, session, c.cursor).WhichOneof("payload")
+             for c in (requested, running, done)]
+    assert kinds == ["approval_requested", "action_status", "effect_receipt"]
+    assert refused(lambda: call(channels, "capabilities", "PublishIntentEvent", host_pb2.PublishIntentEventRequest(
+        session_id=session.session_id, surface_id="srf_other", receipt=common_pb2.Receipt()))) == (
+        grpc.StatusCode.NOT_FOUND, "SURFACE_UNKNOWN")
