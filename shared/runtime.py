@@ -37,7 +37,7 @@ from shared.certs import CredentialError, Credentials, load_credentials
 from shared.config import ConfigError, ServiceSettings, load_settings
 from shared.contracts import SERVICES, contract_hash
 from shared.interceptor import CallGuard, not_implemented_yet
-from shared.logs import log, setup_logging
+from shared.logs import log, setup_logging, stop_logging
 from tessera.common.v1 import common_pb2
 
 logger = logging.getLogger("tessera.runtime")
@@ -193,6 +193,7 @@ BuildRegistrations = Callable[[ServiceContext], Sequence[Registration]]
 
 
 def fail_startup(name: str, message: str) -> NoReturn:
+    stop_logging()  # pending log lines first: the error must be the last line a launcher reads
     print(f"tessera-{name}: error: {message}", file=sys.stderr)
     raise SystemExit(2)
 

@@ -189,6 +189,14 @@ class HostService(host_pb2_grpc.HostServiceServicer):
             evidence.append(claims.evidence)
         return accepted, evidence, refused
 
+    def _recheck_offers(self, turn, frozen, offers) -> None:
+        """At commit, every offer of the slice must still verify (they expire)."""
+        _, _, refused = self._accept_offers(turn, offers)
+        if refused or len(offers) != len(frozen.resources):
+            raise _refuse(grpc.StatusCode.FAILED_PRECONDITION, "OFFER_EXPIRED",
+                          "a resource offer of this slice no longer verifies; run the analysis again and "
+                          "freeze a new slice")
+
     async def FreezeSlice(self, request, context):
         turn, _ = await self._turn_and_session(request.turn_id)
         placement = request.placement or "main"
@@ -200,8 +208,12 @@ class HostService(host_pb2_grpc.HostServiceServicer):
         frozen = freeze_slice(self._catalog, SliceRequest(components=allowed, resources=resources,
                                                           evidence=evidence))
         schema = await self._compiler.PresentUiSchema(compiler_pb2.PresentUiSchemaRequest(slice=frozen), timeout=30)
+        accepted = host_pb2.FreezeSliceRequest(resource_offers=[
+            t for t in request.resource_offers
+            if hashlib.sha256(t.SerializeToString(deterministic=True)).hexdigest() in
+            {r.offer_hash for r in frozen.resources}])
         await self._db(self._store.save_slice, turn.turn_id, frozen.slice_id, frozen.slice_hash,
-                       frozen.SerializeToString(deterministic=True))
+                       frozen.SerializeToString(deterministic=True), accepted.SerializeToString())
         return host_pb2.FreezeSliceResponse(slice_id=frozen.slice_id, slice_hash=frozen.slice_hash,
                                             model_view_json=canonical(model_view(self._catalog, frozen)),
                                             present_ui_schema_json=schema.input_schema_json, diagnostics=refused)
@@ -222,6 +234,7 @@ class HostService(host_pb2_grpc.HostServiceServicer):
             return self._submitted(session, replay.revision_id, replay.content_hash,
                                    json.loads(replay.diagnostics))
         frozen = compiler_pb2.CatalogSlice.FromString(stored[1])
+        self._recheck_offers(turn, frozen, host_pb2.FreezeSliceRequest.FromString(stored[2] or b"").resource_offers)
         base_id = request.expected_base_revision_id or ""
         base = await self._db(self._store.revision, base_id) if base_id else None
         if base_id and (base is None or base.surface_id != session.surface_id):

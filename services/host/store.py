@@ -31,7 +31,8 @@ turns = sa.Table("turns", metadata, sa.Column("turn_id", sa.String, primary_key=
                  sa.Column("request_id", sa.String), sa.Column("created_at", sa.Float))
 slices = sa.Table("slices", metadata, sa.Column("slice_hash", sa.String, primary_key=True),
                   sa.Column("slice_id", sa.String), sa.Column("turn_id", sa.String),
-                  sa.Column("slice_proto", sa.LargeBinary), sa.Column("created_at", sa.Float))
+                  sa.Column("slice_proto", sa.LargeBinary), sa.Column("created_at", sa.Float),
+                  sa.Column("offers", sa.LargeBinary))
 revisions = sa.Table("revisions", metadata, sa.Column("revision_id", sa.String, primary_key=True),
                      sa.Column("surface_id", sa.String), sa.Column("parent_revision_id", sa.String),
                      sa.Column("turn_id", sa.String), sa.Column("proposal_id", sa.String),
@@ -165,18 +166,19 @@ class HostStore:
 
     # --- slices ------------------------------------------------------------
 
-    def save_slice(self, turn_id: str, slice_id: str, slice_hash: str, data: bytes) -> None:
+    def save_slice(self, turn_id: str, slice_id: str, slice_hash: str, data: bytes, offers: bytes = b"") -> None:
         with self.engine.begin() as connection:
             exists = connection.execute(sa.select(slices.c.turn_id).where(slices.c.slice_hash == slice_hash)).first()
             if exists is None:
                 connection.execute(slices.insert().values(slice_hash=slice_hash, slice_id=slice_id, turn_id=turn_id,
-                                                          slice_proto=data, created_at=time.time()))
+                                                          slice_proto=data, offers=offers, created_at=time.time()))
 
-    def load_slice(self, slice_hash: str) -> tuple[str, bytes] | None:
+    def load_slice(self, slice_hash: str) -> tuple[str, bytes, bytes] | None:
+        """(turn id, slice proto, the signed offers it was frozen with)."""
         with self.engine.connect() as connection:
-            row = connection.execute(sa.select(slices.c.turn_id, slices.c.slice_proto).where(
+            row = connection.execute(sa.select(slices.c.turn_id, slices.c.slice_proto, slices.c.offers).where(
                 slices.c.slice_hash == slice_hash)).first()
-        return None if row is None else (row.turn_id, row.slice_proto)
+        return None if row is None else (row.turn_id, row.slice_proto, row.offers)
 
     # --- revisions -----------------------------------------------------------
 

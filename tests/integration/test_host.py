@@ -350,3 +350,22 @@ def test_the_broker_publishes_approvals_and_receipts_as_host_events(channels, ce
     assert refused(lambda: call(channels, "capabilities", "PublishIntentEvent", host_pb2.PublishIntentEventRequest(
         session_id=session.session_id, surface_id="srf_other", receipt=common_pb2.Receipt()))) == (
         grpc.StatusCode.NOT_FOUND, "SURFACE_UNKNOWN")
+
+
+def test_a_commit_checks_the_slices_offers_again(channels, cert_dir, service_env):
+    import sqlalchemy as sa
+
+    _, turn, analysis = _turn_with_analysis(channels, cert_dir)
+    _, _, foreign = _turn_with_analysis(channels, cert_dir)
+    frozen = call(channels, "agent", "FreezeSlice", host_pb2.FreezeSliceRequest(
+        turn_id=turn.turn_id, resource_offers=[analysis.offer]))
+    host_db = sa.create_engine(service_env["TESSERA_HOST_DATABASE_URL"])
+    with host_db.begin() as connection:  # as if the stored offer no longer verified (e.g. expired)
+        connection.execute(sa.text("UPDATE slices SET offers = :o WHERE slice_hash = :h"), {
+            "o": host_pb2.FreezeSliceRequest(resource_offers=[foreign.offer]).SerializeToString(),
+            "h": frozen.slice_hash})
+    host_db.dispose()
+    assert refused(lambda: call(channels, "agent", "SubmitProposal", host_pb2.SubmitProposalRequest(
+        turn_id=turn.turn_id, slice_hash=frozen.slice_hash, proposal_id="late",
+        proposal_json=json.dumps(_proposal(json.loads(frozen.model_view_json)))))) == (
+        grpc.StatusCode.FAILED_PRECONDITION, "OFFER_EXPIRED")
