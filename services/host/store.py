@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
 
+from shared.db import ping
 from tessera.host.v1 import host_pb2
 
 MIGRATIONS = Path(__file__).parent / "migrations"
@@ -120,12 +121,7 @@ class HostStore:
         self.engine = engine
 
     def ping(self) -> str | None:
-        try:
-            with self.engine.connect() as connection:
-                connection.execute(sa.select(1))
-        except sa.exc.DBAPIError as exc:
-            return f"host database unreachable: {str(exc.orig).splitlines()[0][:200]}"
-        return None
+        return ping(self.engine, "host database")
 
     # --- sessions and turns ---------------------------------------------
 

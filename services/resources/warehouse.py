@@ -20,6 +20,7 @@ import grpc
 import sqlalchemy as sa
 from sqlalchemy import event
 
+from shared.db import ping
 from shared.errors import TesseraError
 
 
@@ -131,12 +132,7 @@ class Warehouse:
         return getattr(stop, "timed_out", False) or "interrupt" in text
 
     def ping(self) -> str | None:
-        try:
-            with self.engine.connect() as connection:
-                connection.execute(sa.select(1))
-        except sa.exc.DBAPIError as exc:
-            return f"warehouse unreachable: {str(exc.orig).splitlines()[0][:200]}"
-        return None
+        return ping(self.engine, "warehouse")
 
     def close(self) -> None:
         self.engine.dispose()

@@ -7,45 +7,24 @@ import os
 import signal
 import threading
 import time
-import uuid
 
 import grpc
 import pytest
-import sqlalchemy as sa
 
 from cli.launcher import ServiceSet
 from shared.channels import sync_channel
 from shared.contracts import invoke
 from shared.errors import error_details
 from tessera.host.v1 import host_pb2
+from tests.fixtures.postgres import postgres_database
 from tests.integration.test_host import _proposal, _turn_with_analysis, actor
-
-PG_ADMIN = os.environ.get("TESSERA_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
-
-
-def _postgres_database(request) -> str:
-    admin = sa.create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT")
-    name = f"tessera_host_{uuid.uuid4().hex[:10]}"
-    try:
-        with admin.connect() as connection:
-            connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    except sa.exc.OperationalError as exc:
-        admin.dispose()
-        pytest.skip(f"PostgreSQL is not reachable at {PG_ADMIN} ({str(exc.orig).splitlines()[0]}): skipped")
-
-    def drop():
-        with admin.connect() as connection:
-            connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
-
-    request.addfinalizer(drop)
-    return sa.make_url(PG_ADMIN).set(database=name).render_as_string(hide_password=False)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def own_host(request, cert_dir, tmp_path, running_set, service_env):
     """A compiler + host pair of its own (the shared set's resources sign the offers)."""
-    url = (f"sqlite:///{tmp_path / 'host.sqlite'}" if request.param == "sqlite" else _postgres_database(request))
+    url = (f"sqlite:///{tmp_path / 'host.sqlite'}" if request.param == "sqlite"
+           else postgres_database(request, "tessera_host"))
     env = {**service_env, "TESSERA_HOST_DATABASE_URL": url,
            "TESSERA_RESOURCES_ADDR": running_set.handles["resources"].address}
     services = ServiceSet(cert_dir, tmp_path / "run", names=("compiler", "host"), ephemeral_ports=True,

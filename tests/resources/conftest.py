@@ -7,7 +7,6 @@ answers at 127.0.0.1:5432.
 
 from __future__ import annotations
 
-import os
 import uuid
 
 import pytest
@@ -17,30 +16,10 @@ from cli.seed import READER_ROLE, seed
 from services.resources.config import ResourcesSettings
 from services.resources.gateway import Gateway
 from shared.config import load_settings
+from tests.fixtures.postgres import postgres_database
 
 SCALE = 5_000
-PG_ADMIN_URL = os.environ.get("TESSERA_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 BACKENDS = ["sqlite", "duckdb", "postgresql"]
-
-
-def _postgres_database(request) -> str:
-    admin = sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as connection:
-            name = f"tessera_test_{uuid.uuid4().hex[:10]}"
-            connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    except sa.exc.OperationalError as exc:
-        admin.dispose()
-        pytest.skip(f"PostgreSQL is not reachable at {PG_ADMIN_URL} ({str(exc.orig).splitlines()[0]}): "
-                    "PostgreSQL backend tests skipped")
-
-    def drop():
-        with admin.connect() as connection:
-            connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
-
-    request.addfinalizer(drop)
-    return sa.make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
 
 
 @pytest.fixture(scope="session", params=BACKENDS)
@@ -51,7 +30,7 @@ def seeded(request, tmp_path_factory) -> str:
     elif request.param == "duckdb":
         url = f"duckdb:///{tmp_path_factory.mktemp('wh-duckdb') / 'warehouse.duckdb'}"
     else:
-        url = _postgres_database(request)
+        url = postgres_database(request, "tessera_test")
     seed(url, scale=SCALE, progress=False)
     return url
 
