@@ -117,7 +117,7 @@ def _slice_for(services: ServiceSet, cert_dir: Path, frozen) -> compiler_pb2.Cat
 
     engine = sa.create_engine(services.extra_env["TESSERA_HOST_DATABASE_URL"])
     with engine.connect() as connection:
-        data = connection.execute(sa.text("SELECT slice_proto FROM slices WHERE slice_hash = :h"),
+        data = connection.execute(sa.text("SELECT slice_proto FROM frozen_slices WHERE slice_hash = :h"),
                                   {"h": frozen.slice_hash}).scalar()
     engine.dispose()
     return compiler_pb2.CatalogSlice.FromString(data)

@@ -29,7 +29,7 @@ from shared.bounded_json import BoundedJsonError, Limits, canonical, parse
 from shared.certs import CredentialError, load_signing_key, load_verify_key
 from shared.channels import aio_channel
 from shared.config import peer_target
-from shared.errors import TesseraError
+from shared.errors import TesseraError, error_details
 from shared.runtime import Registration, ServiceContext, StartupError, registration_for, service_info
 from shared.schema_check import compile_check
 from shared.ui.contracts import ContractError, load_catalog
@@ -94,6 +94,7 @@ class HostService(host_pb2_grpc.HostServiceServicer):
         # Recent journal entries of surfaces that have subscribers: (epoch, sequence, response).
         self._tails: dict[str, deque] = {}
         self._tail_locks: dict[str, asyncio.Lock] = {}
+        self._viewers: dict[str, int] = {}
 
     async def _db(self, function, *args):
         return await asyncio.get_running_loop().run_in_executor(self._pool, partial(function, *args))
@@ -132,7 +133,7 @@ class HostService(host_pb2_grpc.HostServiceServicer):
                     envelope = host_pb2.SurfaceEnvelope.FromString(data)
                     tail.append((envelope.epoch, envelope.sequence, host_pb2.SubscribeResponse(envelope=envelope)))
             if last_sequence >= self._retention:
-                await self._db(self._store.compact, surface_id)
+                await self._db(self._store.compact, surface_id, self._retention)
                 if tail is not None:
                     tail.clear()
         event = self._changed.pop(surface_id, None)
@@ -207,7 +208,8 @@ class HostService(host_pb2_grpc.HostServiceServicer):
         allowed = PLACEMENTS[placement] or list(self._catalog.contracts)
         frozen = freeze_slice(self._catalog, SliceRequest(components=allowed, resources=resources,
                                                           evidence=evidence))
-        schema = await self._compiler.PresentUiSchema(compiler_pb2.PresentUiSchemaRequest(slice=frozen), timeout=30)
+        schema = await _peer("compiler", self._compiler.PresentUiSchema(
+            compiler_pb2.PresentUiSchemaRequest(slice=frozen), timeout=30))
         accepted = host_pb2.FreezeSliceRequest(resource_offers=[
             t for t in request.resource_offers
             if hashlib.sha256(t.SerializeToString(deterministic=True)).hexdigest() in
@@ -225,25 +227,25 @@ class HostService(host_pb2_grpc.HostServiceServicer):
         if not 1 <= len(request.proposal_id) <= 128:
             raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "PROPOSAL_ID_REQUIRED", "proposal_id: 1-128 characters")
         turn, session = await self._turn_and_session(request.turn_id)
-        stored = await self._db(self._store.load_slice, request.slice_hash)
-        if stored is None or stored[0] != turn.turn_id:
+        stored = await self._db(self._store.load_slice, turn.turn_id, request.slice_hash)
+        if stored is None:
             raise _refuse(grpc.StatusCode.FAILED_PRECONDITION, "SLICE_UNKNOWN",
                           "no slice with this hash was frozen for this turn")
-        replay = await self._db(self._store.revision_for_proposal, turn.turn_id, request.proposal_id)
+        request_hash = hashlib.sha256(request.SerializeToString(deterministic=True)).hexdigest()
+        replay = await self._replay(turn.turn_id, request.proposal_id, request_hash, session)
         if replay is not None:
-            return self._submitted(session, replay.revision_id, replay.content_hash,
-                                   json.loads(replay.diagnostics))
-        frozen = compiler_pb2.CatalogSlice.FromString(stored[1])
-        self._recheck_offers(turn, frozen, host_pb2.FreezeSliceRequest.FromString(stored[2] or b"").resource_offers)
+            return replay
+        frozen = compiler_pb2.CatalogSlice.FromString(stored[0])
+        self._recheck_offers(turn, frozen, host_pb2.FreezeSliceRequest.FromString(stored[1]).resource_offers)
         base_id = request.expected_base_revision_id or ""
         base = await self._db(self._store.revision, base_id) if base_id else None
         if base_id and (base is None or base.surface_id != session.surface_id):
             raise _refuse(grpc.StatusCode.FAILED_PRECONDITION, "BASE_REVISION_UNKNOWN",
                           f"no revision {base_id!r} on this surface")
-        compiled = await self._compiler.Compile(compiler_pb2.CompileRequest(
+        compiled = await _peer("compiler", self._compiler.Compile(compiler_pb2.CompileRequest(
             slice=frozen, proposal_json=request.proposal_json, base_revision_id=base_id,
             base_document_json=base.document_json if base is not None else "", surface_id=session.surface_id),
-            timeout=60)
+            timeout=60))
         diagnostics = list(compiled.diagnostics)
         if compiled.outcome == compiler_pb2.COMPILE_OUTCOME_REJECTED:
             rejected = host_pb2.Rejected(proposal_id=request.proposal_id, reason="proposal rejected",
@@ -266,13 +268,16 @@ class HostService(host_pb2_grpc.HostServiceServicer):
                 self._store.commit, surface_id=session.surface_id, expected_base=base_id or None,
                 turn_id=turn.turn_id, proposal_id=request.proposal_id, content_hash=compiled.content_hash,
                 document_json=compiled.document_json, diagnostics=diagnostics_json, events=events,
-                slice_hash=frozen.slice_hash, bindings=json.dumps(bindings)))
+                slice_hash=frozen.slice_hash, bindings=json.dumps(bindings), request_hash=request_hash))
         except RevisionConflict as conflict:
+            replay = await self._replay(turn.turn_id, request.proposal_id, request_hash, session)
+            if replay is not None:  # the same proposal, committed by a concurrent retry
+                return replay
             raise _refuse(grpc.StatusCode.ABORTED, "REVISION_CONFLICT",
                           f"the surface moved on: {conflict}; rebase on the current revision",
                           current_revision_id=conflict.head or "") from None
-        await self._notify(session.surface_id, epoch, last, len(events))
-        await self._revoke_dropped(session.surface_id, bindings)
+        # Committed: publishing and revocation must finish even if the caller goes away now.
+        await asyncio.shield(self._after_commit(session.surface_id, epoch, last, len(events), bindings))
         reply = host_pb2.SubmitProposalResponse(outcome=_OUTCOMES[compiled.outcome], surface_id=session.surface_id,
                                                 revision_id=revision_id, content_hash=compiled.content_hash,
                                                 diagnostics=diagnostics)
@@ -302,9 +307,9 @@ class HostService(host_pb2_grpc.HostServiceServicer):
         unsigned.CopyFrom(request)
         unsigned.ClearField("actor")  # a fresh assertion on a retry is still the same command
         payload_hash = hashlib.sha256(unsigned.SerializeToString(deterministic=True)).hexdigest()
-        earlier = await self._db(self._store.command, request.command_id)
+        earlier = await self._db(self._store.command, session.session_id, request.command_id)
         if earlier is not None:
-            if earlier.payload_hash != payload_hash or earlier.session_id != session.session_id:
+            if earlier.payload_hash != payload_hash:
                 raise _refuse(grpc.StatusCode.ALREADY_EXISTS, "COMMAND_ID_REUSED",
                               "this command id was used for a different command")
             reply = host_pb2.SendCommandResponse.FromString(earlier.response)
@@ -374,8 +379,8 @@ class HostService(host_pb2_grpc.HostServiceServicer):
         await self._db(partial(self._store.save_grant, grant_id=grant_id, surface_id=session.surface_id,
                                node_id=command.node_id, revision_id=head, resource_id=binding["resource_id"],
                                token=grant.SerializeToString(), expires_at=(now + GRANT_LIFETIME).timestamp()))
-        window = await self._resources.ResolveWindow(resources_pb2.ResolveWindowRequest(
-            grant=grant, offset=command.offset, limit=command.limit, column_ids=projection), timeout=30)
+        window = await _peer("resources", self._resources.ResolveWindow(resources_pb2.ResolveWindowRequest(
+            grant=grant, offset=command.offset, limit=command.limit, column_ids=projection), timeout=30))
         # Rows go to this surface's stream only: never into revisions, documents, slices or logs.
         epoch, sequence = await self._publish(session, head, {"version": "v0.9", "updateDataModel": {
             "surfaceId": session.surface_id, "path": f"/resources/{binding['resource_id']}/window",
@@ -445,6 +450,20 @@ class HostService(host_pb2_grpc.HostServiceServicer):
         await self._notify(session.surface_id, epoch, sequence, 1)
         return host_pb2.PublishIntentEventResponse(cursor=host_pb2.Cursor(epoch=epoch, sequence=sequence))
 
+    async def _after_commit(self, surface_id: str, epoch: int, last: int, count: int, bindings: list[dict]) -> None:
+        await self._notify(surface_id, epoch, last, count)
+        await self._revoke_dropped(surface_id, bindings)
+
+    async def _replay(self, turn_id: str, proposal_id: str, request_hash: str, session: Session):
+        """The earlier answer to the same proposal id, or None; a different proposal under it is refused."""
+        earlier = await self._db(self._store.revision_for_proposal, turn_id, proposal_id)
+        if earlier is None:
+            return None
+        if earlier.request_hash and earlier.request_hash != request_hash:
+            raise _refuse(grpc.StatusCode.ALREADY_EXISTS, "PROPOSAL_ID_REUSED",
+                          "this proposal id was used for a different proposal")
+        return self._submitted(session, earlier.revision_id, earlier.content_hash, json.loads(earlier.diagnostics))
+
     def _submitted(self, session: Session, revision_id: str, content_hash: str, diagnostics: list[dict]):
         parsed = [common_pb2.Diagnostic(**d) for d in diagnostics]
         outcome = host_pb2.PROPOSAL_OUTCOME_COMMITTED_PARTIAL if parsed else host_pb2.PROPOSAL_OUTCOME_COMMITTED
@@ -474,27 +493,33 @@ class HostService(host_pb2_grpc.HostServiceServicer):
         if request.surface_id and request.surface_id != surface_id:
             raise _refuse(grpc.StatusCode.PERMISSION_DENIED, "SURFACE_NOT_IN_SESSION",
                           "the surface is not this session's")
-        epoch, _ = await self._db(self._store.position, surface_id)
+        epoch, position = await self._db(self._store.position, surface_id)
         after = 0
         if request.HasField("resume_after"):
-            if request.resume_after.epoch == epoch:
-                after = request.resume_after.sequence
-            else:  # a cursor from a compacted epoch: never a silent gap
-                yield _snapshot_required(surface_id, epoch, "the cursor is from an earlier epoch")
+            cursor = request.resume_after
+            if cursor.epoch == epoch and cursor.sequence <= position:
+                after = cursor.sequence
+            else:  # a compacted epoch, or a cursor this journal never issued: never a silent gap
+                yield _snapshot_required(surface_id, epoch, "the cursor is not in the current journal")
+        self._viewers[surface_id] = self._viewers.get(surface_id, 0) + 1
         tail = self._tails.setdefault(surface_id, deque(maxlen=TAIL_EVENTS))
-        while True:
-            changed = self._changed.setdefault(surface_id, asyncio.Event())
-            if tail and tail[0][0] == epoch and tail[0][1] <= after + 1:
-                batch = [response for _, sequence, response in tail if sequence > after]
-            else:  # behind the tail (resuming, or a quiet surface): read the journal
-                batch = [host_pb2.SubscribeResponse(envelope=host_pb2.SurfaceEnvelope.FromString(data))
-                         for data in await self._db(self._store.events_after, surface_id, epoch, after)]
-            for response in batch:
-                after = response.envelope.sequence
-                yield response
-            if not batch:
+        from_journal = False
+        try:
+            while True:
+                changed = self._changed.setdefault(surface_id, asyncio.Event())
+                if not from_journal and tail and tail[0][0] == epoch and tail[0][1] <= after + 1:
+                    batch = [response for _, sequence, response in tail if sequence > after]
+                else:  # behind the tail, a quiet surface, or a periodic check: read the journal
+                    batch = [host_pb2.SubscribeResponse(envelope=host_pb2.SurfaceEnvelope.FromString(data))
+                             for data in await self._db(self._store.events_after, surface_id, epoch, after)]
+                from_journal = False
+                for response in batch:
+                    after = response.envelope.sequence
+                    yield response
+                if batch:
+                    continue
                 if tail:
-                    current = tail[0][0]
+                    current = tail[-1][0]
                 else:
                     current, _ = await self._db(self._store.position, surface_id)
                 if current != epoch:  # the journal was compacted under us
@@ -502,9 +527,29 @@ class HostService(host_pb2_grpc.HostServiceServicer):
                     epoch, after = current, 0
                     continue
                 try:
-                    await asyncio.wait_for(changed.wait(), timeout=1.0)  # wake on commit; poll as a backstop
+                    await asyncio.wait_for(changed.wait(), timeout=1.0)
                 except TimeoutError:
-                    pass
+                    # No wake-up: check the journal itself, in case a commit was never announced.
+                    from_journal = True
+        finally:
+            self._viewers[surface_id] -= 1
+            if not self._viewers[surface_id]:  # the last viewer left: forget the surface's cache
+                for cache in (self._viewers, self._tails, self._tail_locks, self._changed):
+                    cache.pop(surface_id, None)
+
+
+
+
+async def _peer(name: str, call):
+    """Await a call to another service; its failure becomes a precise status here, never INTERNAL."""
+    try:
+        return await call
+    except grpc.aio.AioRpcError as exc:
+        details = error_details(exc)
+        unavailable = exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+        raise TesseraError(grpc.StatusCode.UNAVAILABLE if unavailable else grpc.StatusCode.FAILED_PRECONDITION,
+                           details.reason or f"{name.upper()}_FAILED", f"{name}: {details.message}",
+                           {"peer": name, "peer_code": exc.code().name}) from None
 
 
 def _snapshot_required(surface_id: str, epoch: int, reason: str) -> host_pb2.SubscribeResponse:

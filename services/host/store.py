@@ -30,23 +30,24 @@ sessions = sa.Table("sessions", metadata, sa.Column("session_id", sa.String, pri
 turns = sa.Table("turns", metadata, sa.Column("turn_id", sa.String, primary_key=True),
                  sa.Column("session_id", sa.String), sa.Column("question", sa.Text),
                  sa.Column("request_id", sa.String), sa.Column("created_at", sa.Float))
-slices = sa.Table("slices", metadata, sa.Column("slice_hash", sa.String, primary_key=True),
-                  sa.Column("slice_id", sa.String), sa.Column("turn_id", sa.String),
-                  sa.Column("slice_proto", sa.LargeBinary), sa.Column("created_at", sa.Float),
-                  sa.Column("offers", sa.LargeBinary))
+slices = sa.Table("frozen_slices", metadata, sa.Column("turn_id", sa.String, primary_key=True),
+                  sa.Column("slice_hash", sa.String, primary_key=True), sa.Column("slice_id", sa.String),
+                  sa.Column("slice_proto", sa.LargeBinary), sa.Column("offers", sa.LargeBinary),
+                  sa.Column("created_at", sa.Float))
 revisions = sa.Table("revisions", metadata, sa.Column("revision_id", sa.String, primary_key=True),
                      sa.Column("surface_id", sa.String), sa.Column("parent_revision_id", sa.String),
                      sa.Column("turn_id", sa.String), sa.Column("proposal_id", sa.String),
                      sa.Column("content_hash", sa.String), sa.Column("document_json", sa.Text),
                      sa.Column("diagnostics", sa.LargeBinary), sa.Column("committed_at", sa.Float),
-                     sa.Column("slice_hash", sa.String), sa.Column("bindings", sa.Text))
+                     sa.Column("slice_hash", sa.String), sa.Column("bindings", sa.Text),
+                     sa.Column("request_hash", sa.String))
 grants = sa.Table("grants", metadata, sa.Column("grant_id", sa.String, primary_key=True),
                   sa.Column("surface_id", sa.String), sa.Column("node_id", sa.String),
                   sa.Column("revision_id", sa.String), sa.Column("resource_id", sa.String),
                   sa.Column("token", sa.LargeBinary), sa.Column("expires_at", sa.Float),
                   sa.Column("revoked", sa.Boolean))
-commands = sa.Table("commands", metadata, sa.Column("command_id", sa.String, primary_key=True),
-                    sa.Column("session_id", sa.String), sa.Column("payload_hash", sa.String),
+commands = sa.Table("session_commands", metadata, sa.Column("session_id", sa.String, primary_key=True),
+                    sa.Column("command_id", sa.String, primary_key=True), sa.Column("payload_hash", sa.String),
                     sa.Column("response", sa.LargeBinary), sa.Column("created_at", sa.Float))
 branch_heads = sa.Table("branch_heads", metadata, sa.Column("surface_id", sa.String, primary_key=True),
                         sa.Column("revision_id", sa.String), sa.Column("epoch", sa.Integer),
@@ -86,6 +87,9 @@ def new_id(prefix: str) -> str:
     return f"{prefix}_{secrets.token_hex(10)}"
 
 
+WRITE = "tessera_write"
+
+
 def engine_for(url: str) -> sa.Engine:
     parsed = sa.make_url(url)
     if parsed.get_backend_name() == "sqlite":
@@ -101,8 +105,10 @@ def engine_for(url: str) -> sa.Engine:
 
         @sa.event.listens_for(engine, "begin")
         def _begin(connection):
-            # Writers queue at BEGIN instead of failing on a lock upgrade mid-transaction.
-            connection.exec_driver_sql("BEGIN IMMEDIATE")
+            # Writers queue at BEGIN instead of failing on a lock upgrade mid-transaction;
+            # readers run without a transaction and never hold the write lock.
+            if connection.get_execution_options().get(WRITE):
+                connection.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
     return sa.create_engine(parsed, pool_pre_ping=True)
@@ -111,14 +117,15 @@ def engine_for(url: str) -> sa.Engine:
 def migrate(engine: sa.Engine) -> None:
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
-    with engine.begin() as connection:
+    with engine.execution_options(**{WRITE: True}).begin() as connection:
         config.attributes["connection"] = connection
         command.upgrade(config, "head")
 
 
 class HostStore:
     def __init__(self, engine: sa.Engine) -> None:
-        self.engine = engine
+        self.engine = engine  # reads
+        self.writer = engine.execution_options(**{WRITE: True})  # transactions that write
 
     def ping(self) -> str | None:
         return ping(self.engine, "host database")
@@ -126,17 +133,24 @@ class HostStore:
     # --- sessions and turns ---------------------------------------------
 
     def open_session(self, actor_id: str, tenant_id: str, request_id: str) -> tuple[Session, bool]:
-        """Idempotent per (actor, request id): a retry returns the same session."""
-        with self.engine.begin() as connection:
-            row = connection.execute(sa.select(sessions).where(sessions.c.actor_id == actor_id,
-                                                               sessions.c.request_id == request_id)).first()
-            if row is not None:
-                return Session(row.session_id, row.surface_id, row.actor_id, row.tenant_id, row.created_at), False
+        """Idempotent per (actor, tenant, request id): a retry returns the same session."""
+        for _ in range(2):
+            with self.writer.begin() as connection:
+                row = connection.execute(sa.select(sessions).where(
+                    sessions.c.actor_id == actor_id, sessions.c.tenant_id == tenant_id,
+                    sessions.c.request_id == request_id)).first()
+                if row is not None:
+                    return Session(row.session_id, row.surface_id, row.actor_id, row.tenant_id, row.created_at), False
             session = Session(new_id("ses"), new_id("srf"), actor_id, tenant_id, time.time())
-            connection.execute(sessions.insert().values(session_id=session.session_id, surface_id=session.surface_id,
-                                                        actor_id=actor_id, tenant_id=tenant_id,
-                                                        request_id=request_id, created_at=session.created_at))
-        return session, True
+            try:
+                with self.writer.begin() as connection:
+                    connection.execute(sessions.insert().values(
+                        session_id=session.session_id, surface_id=session.surface_id, actor_id=actor_id,
+                        tenant_id=tenant_id, request_id=request_id, created_at=session.created_at))
+                return session, True
+            except sa.exc.IntegrityError:
+                continue  # a concurrent retry created it: read it back
+        raise RuntimeError("session neither found nor created")
 
     def session(self, session_id: str) -> Session | None:
         with self.engine.connect() as connection:
@@ -145,15 +159,22 @@ class HostStore:
                                                 row.created_at)
 
     def begin_turn(self, session_id: str, question: str, request_id: str) -> Turn:
-        with self.engine.begin() as connection:
-            row = connection.execute(sa.select(turns).where(turns.c.session_id == session_id,
-                                                            turns.c.request_id == request_id)).first()
+        for _ in range(2):
+            with self.engine.connect() as connection:
+                row = connection.execute(sa.select(turns).where(turns.c.session_id == session_id,
+                                                                turns.c.request_id == request_id)).first()
             if row is not None:
                 return Turn(row.turn_id, row.session_id, row.question)
             turn = Turn(new_id("trn"), session_id, question)
-            connection.execute(turns.insert().values(turn_id=turn.turn_id, session_id=session_id, question=question,
-                                                     request_id=request_id, created_at=time.time()))
-        return turn
+            try:
+                with self.writer.begin() as connection:
+                    connection.execute(turns.insert().values(turn_id=turn.turn_id, session_id=session_id,
+                                                             question=question, request_id=request_id,
+                                                             created_at=time.time()))
+                return turn
+            except sa.exc.IntegrityError:
+                continue  # a concurrent retry created it: read it back
+        raise RuntimeError("turn neither found nor created")
 
     def turn(self, turn_id: str) -> Turn | None:
         with self.engine.connect() as connection:
@@ -163,25 +184,30 @@ class HostStore:
     # --- slices ------------------------------------------------------------
 
     def save_slice(self, turn_id: str, slice_id: str, slice_hash: str, data: bytes, offers: bytes = b"") -> None:
-        with self.engine.begin() as connection:
-            exists = connection.execute(sa.select(slices.c.turn_id).where(slices.c.slice_hash == slice_hash)).first()
-            if exists is None:
-                connection.execute(slices.insert().values(slice_hash=slice_hash, slice_id=slice_id, turn_id=turn_id,
-                                                          slice_proto=data, offers=offers, created_at=time.time()))
+        try:
+            with self.writer.begin() as connection:
+                exists = connection.execute(sa.select(slices.c.slice_id).where(
+                    slices.c.turn_id == turn_id, slices.c.slice_hash == slice_hash)).first()
+                if exists is None:
+                    connection.execute(slices.insert().values(turn_id=turn_id, slice_hash=slice_hash,
+                                                              slice_id=slice_id, slice_proto=data, offers=offers,
+                                                              created_at=time.time()))
+        except sa.exc.IntegrityError:
+            pass  # the same slice for the same turn, frozen concurrently: one copy is enough
 
-    def load_slice(self, slice_hash: str) -> tuple[str, bytes, bytes] | None:
-        """(turn id, slice proto, the signed offers it was frozen with)."""
+    def load_slice(self, turn_id: str, slice_hash: str) -> tuple[bytes, bytes] | None:
+        """(slice proto, the signed offers it was frozen with) of a slice frozen for this turn."""
         with self.engine.connect() as connection:
-            row = connection.execute(sa.select(slices.c.turn_id, slices.c.slice_proto, slices.c.offers).where(
-                slices.c.slice_hash == slice_hash)).first()
-        return None if row is None else (row.turn_id, row.slice_proto, row.offers)
+            row = connection.execute(sa.select(slices.c.slice_proto, slices.c.offers).where(
+                slices.c.turn_id == turn_id, slices.c.slice_hash == slice_hash)).first()
+        return None if row is None else (row.slice_proto, row.offers or b"")
 
     # --- revisions -----------------------------------------------------------
 
     def head(self, surface_id: str) -> str | None:
         with self.engine.connect() as connection:
             return connection.execute(sa.select(branch_heads.c.revision_id).where(
-                branch_heads.c.surface_id == surface_id)).scalar()
+                branch_heads.c.surface_id == surface_id)).scalar() or None
 
     def revision(self, revision_id: str):
         with self.engine.connect() as connection:
@@ -194,7 +220,7 @@ class HostStore:
 
     def commit(self, *, surface_id: str, expected_base: str | None, turn_id: str, proposal_id: str,
                content_hash: str, document_json: str, diagnostics: bytes, events: list, slice_hash: str = "",
-               bindings: str = "[]") -> tuple[str, int, int]:
+               bindings: str = "[]", request_hash: str = "") -> tuple[str, int, int]:
         """CAS on the branch head + immutable revision + its events, in one transaction.
 
         `events` are callables (revision_id, epoch, sequence) -> (payload_hash, envelope bytes).
@@ -203,22 +229,24 @@ class HostStore:
         try:
             return self._commit(surface_id=surface_id, expected_base=expected_base, turn_id=turn_id,
                                 proposal_id=proposal_id, content_hash=content_hash, document_json=document_json,
-                                diagnostics=diagnostics, events=events, slice_hash=slice_hash, bindings=bindings)
+                                diagnostics=diagnostics, events=events, slice_hash=slice_hash, bindings=bindings,
+                                request_hash=request_hash)
         except sa.exc.IntegrityError:
             # Two first revisions raced to create the head row (PostgreSQL reads no head in
             # both transactions); the loser is a conflict like any other.
             raise RevisionConflict(self.head(surface_id)) from None
 
     def _commit(self, *, surface_id, expected_base, turn_id, proposal_id, content_hash, document_json, diagnostics,
-                events, slice_hash, bindings) -> tuple[str, int, int]:
+                events, slice_hash, bindings, request_hash) -> tuple[str, int, int]:
         revision_id = new_id("rev")
         now = time.time()
-        with self.engine.begin() as connection:
+        with self.writer.begin() as connection:
             # FOR UPDATE: commits and journal appends on one surface take turns on the head row
             # (SQLite gets the same from BEGIN IMMEDIATE).
             head = connection.execute(sa.select(branch_heads).where(branch_heads.c.surface_id == surface_id)
                                       .with_for_update()).first()
-            current = head.revision_id if head is not None else None
+            # A head row may exist before any revision (host events came first): "" means none.
+            current = (head.revision_id or None) if head is not None else None
             if current != (expected_base or None):
                 raise RevisionConflict(current)
             epoch, sequence = (head.epoch, head.sequence) if head is not None else (1, 0)
@@ -227,14 +255,15 @@ class HostStore:
                                                                 epoch=epoch, sequence=sequence))
             else:
                 swapped = connection.execute(branch_heads.update().where(
-                    branch_heads.c.surface_id == surface_id, branch_heads.c.revision_id == current).values(
+                    branch_heads.c.surface_id == surface_id, branch_heads.c.revision_id == head.revision_id).values(
                     revision_id=revision_id))
                 if swapped.rowcount != 1:
                     raise RevisionConflict(self.head(surface_id))
             connection.execute(revisions.insert().values(
                 revision_id=revision_id, surface_id=surface_id, parent_revision_id=current, turn_id=turn_id,
                 proposal_id=proposal_id, content_hash=content_hash, document_json=document_json,
-                diagnostics=diagnostics, committed_at=now, slice_hash=slice_hash, bindings=bindings))
+                diagnostics=diagnostics, committed_at=now, slice_hash=slice_hash, bindings=bindings,
+                request_hash=request_hash))
             sequence = self._append(connection, surface_id, revision_id, epoch, sequence, events, now)
             connection.execute(branch_heads.update().where(branch_heads.c.surface_id == surface_id).values(
                 sequence=sequence))
@@ -254,7 +283,7 @@ class HostStore:
 
     def _append_events(self, surface_id: str, events: list) -> tuple[int, int]:
         now = time.time()
-        with self.engine.begin() as connection:
+        with self.writer.begin() as connection:
             head = connection.execute(sa.select(branch_heads).where(branch_heads.c.surface_id == surface_id)
                                       .with_for_update()).first()
             if head is None:
@@ -282,7 +311,7 @@ class HostStore:
 
     def save_grant(self, *, grant_id: str, surface_id: str, node_id: str, revision_id: str, resource_id: str,
                    token: bytes, expires_at: float) -> None:
-        with self.engine.begin() as connection:
+        with self.writer.begin() as connection:
             connection.execute(grants.insert().values(grant_id=grant_id, surface_id=surface_id, node_id=node_id,
                                                       revision_id=revision_id, resource_id=resource_id, token=token,
                                                       expires_at=expires_at, revoked=False))
@@ -290,7 +319,7 @@ class HostStore:
     def revoke_grants_outside(self, surface_id: str, keep: set[tuple[str, str]]) -> list[bytes]:
         """Revoke live grants whose (node, resource) binding the head no longer has; return their tokens."""
         now = time.time()
-        with self.engine.begin() as connection:
+        with self.writer.begin() as connection:
             live = connection.execute(sa.select(grants).where(grants.c.surface_id == surface_id,
                                                               grants.c.revoked.is_(False),
                                                               grants.c.expires_at > now)).all()
@@ -302,14 +331,15 @@ class HostStore:
 
     # --- commands ------------------------------------------------------------
 
-    def command(self, command_id: str):
+    def command(self, session_id: str, command_id: str):
         with self.engine.connect() as connection:
-            return connection.execute(sa.select(commands).where(commands.c.command_id == command_id)).first()
+            return connection.execute(sa.select(commands).where(commands.c.session_id == session_id,
+                                                                commands.c.command_id == command_id)).first()
 
     def record_command(self, command_id: str, session_id: str, payload_hash: str, response: bytes) -> bool:
         """Store a command's response once; False if the id was taken meanwhile."""
         try:
-            with self.engine.begin() as connection:
+            with self.writer.begin() as connection:
                 connection.execute(commands.insert().values(command_id=command_id, session_id=session_id,
                                                             payload_hash=payload_hash, response=response,
                                                             created_at=time.time()))
@@ -324,22 +354,22 @@ class HostStore:
                 branch_heads.c.surface_id == surface_id)).first()
         return (row.epoch, row.sequence) if row is not None else (1, 0)
 
-    def compact(self, surface_id: str) -> tuple[int, int]:
+    def compact(self, surface_id: str, retention: int) -> tuple[int, int]:
         """Start a new epoch that begins with a snapshot of the head revision; drop older epochs.
 
         The snapshot is the head revision's own A2UI messages, re-published at the new
         epoch; subscribers holding an older cursor are told `snapshot-required`.
         """
         now = time.time()
-        with self.engine.begin() as connection:
+        with self.writer.begin() as connection:
             head = connection.execute(sa.select(branch_heads).where(branch_heads.c.surface_id == surface_id)
                                       .with_for_update()).first()
-            if head is None:
-                return 1, 0
+            if head is None or head.sequence < retention:  # another caller compacted already
+                return (head.epoch, head.sequence) if head is not None else (1, 0)
             old = connection.execute(sa.select(surface_events.c.envelope).where(
                 surface_events.c.surface_id == surface_id, surface_events.c.epoch == head.epoch,
                 surface_events.c.revision_id == head.revision_id).order_by(surface_events.c.sequence)).scalars()
-            snapshot = [e for e in old if _is_revision_message(e)]
+            snapshot = _latest_per_path([e for e in old if _is_revision_message(e)])
             epoch = head.epoch + 1
             for sequence, data in enumerate(snapshot, start=1):
                 envelope = _reposition(data, epoch, sequence)
@@ -367,6 +397,18 @@ def _is_revision_message(data: bytes) -> bool:
         return False
     update = json.loads(envelope.a2ui.message_json).get("updateDataModel")
     return update is None or not str(update.get("path", "")).endswith("/window")
+
+
+def _latest_per_path(entries: list[bytes]) -> list[bytes]:
+    """A data-model path written many times needs only its last value in a snapshot."""
+    last: dict[str, int] = {}
+    for index, data in enumerate(entries):
+        update = json.loads(host_pb2.SurfaceEnvelope.FromString(data).a2ui.message_json).get("updateDataModel")
+        if update is not None:
+            last[str(update.get("path", "/"))] = index
+    keep = set(last.values())
+    return [data for index, data in enumerate(entries)
+            if index in keep or "updateDataModel" not in host_pb2.SurfaceEnvelope.FromString(data).a2ui.message_json]
 
 
 def _reposition(data: bytes, epoch: int, sequence: int) -> host_pb2.SurfaceEnvelope:

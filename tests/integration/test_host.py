@@ -263,7 +263,7 @@ def test_windows_publish_rows_to_that_surface_only(channels, cert_dir, running_s
         actor=actor(cert_dir), session_id=session.session_id)).revision
     host_db = sa.create_engine(service_env["TESSERA_HOST_DATABASE_URL"])
     with host_db.connect() as connection:
-        stored = [str(v) for table in ("revisions", "slices", "turns", "sessions", "grants", "commands")
+        stored = [str(v) for table in ("revisions", "frozen_slices", "turns", "sessions", "grants", "session_commands")
                   for row in connection.execute(sa.text(f"SELECT * FROM {table}")) for v in row]
     host_db.dispose()
     logs = running_set.handles["host"].log_path.read_text()
@@ -361,7 +361,7 @@ def test_a_commit_checks_the_slices_offers_again(channels, cert_dir, service_env
         turn_id=turn.turn_id, resource_offers=[analysis.offer]))
     host_db = sa.create_engine(service_env["TESSERA_HOST_DATABASE_URL"])
     with host_db.begin() as connection:  # as if the stored offer no longer verified (e.g. expired)
-        connection.execute(sa.text("UPDATE slices SET offers = :o WHERE slice_hash = :h"), {
+        connection.execute(sa.text("UPDATE frozen_slices SET offers = :o WHERE slice_hash = :h"), {
             "o": host_pb2.FreezeSliceRequest(resource_offers=[foreign.offer]).SerializeToString(),
             "h": frozen.slice_hash})
     host_db.dispose()
@@ -369,3 +369,63 @@ def test_a_commit_checks_the_slices_offers_again(channels, cert_dir, service_env
         turn_id=turn.turn_id, slice_hash=frozen.slice_hash, proposal_id="late",
         proposal_json=json.dumps(_proposal(json.loads(frozen.model_view_json)))))) == (
         grpc.StatusCode.FAILED_PRECONDITION, "OFFER_EXPIRED")
+
+
+def test_review_regressions(channels, cert_dir):
+    """Cases a review found: each used to fail or to cross a boundary."""
+    # A rejected first proposal must not block the surface.
+    session, turn, analysis = _turn_with_analysis(channels, cert_dir)
+    frozen = call(channels, "agent", "FreezeSlice", host_pb2.FreezeSliceRequest(
+        turn_id=turn.turn_id, resource_offers=[analysis.offer]))
+    call(channels, "agent", "SubmitProposal", host_pb2.SubmitProposalRequest(
+        turn_id=turn.turn_id, slice_hash=frozen.slice_hash, proposal_json="{", proposal_id="bad"))
+    good = call(channels, "agent", "SubmitProposal", host_pb2.SubmitProposalRequest(
+        turn_id=turn.turn_id, slice_hash=frozen.slice_hash, proposal_id="good",
+        proposal_json=json.dumps(_proposal(json.loads(frozen.model_view_json)))))
+    assert good.outcome == host_pb2.PROPOSAL_OUTCOME_COMMITTED
+
+    # The same proposal id with another proposal is refused, not answered with the old revision.
+    assert refused(lambda: call(channels, "agent", "SubmitProposal", host_pb2.SubmitProposalRequest(
+        turn_id=turn.turn_id, slice_hash=frozen.slice_hash, proposal_id="good",
+        proposal_json=json.dumps(_proposal(json.loads(frozen.model_view_json), "Other"))))) == (
+        grpc.StatusCode.ALREADY_EXISTS, "PROPOSAL_ID_REUSED")
+
+    # Two turns freezing identical slices (no offers) each keep their own.
+    hashes = []
+    for name in ("carol", "dave"):
+        other = open_session(channels, cert_dir, name)
+        other_turn = call(channels, "agent", "BeginTurn", host_pb2.BeginTurnRequest(
+            actor=actor(cert_dir, name), session_id=other.session_id, question="q", request_id="t"))
+        empty = call(channels, "agent", "FreezeSlice", host_pb2.FreezeSliceRequest(turn_id=other_turn.turn_id))
+        view = json.loads(empty.model_view_json)
+        ids = {c["name"]: c["id"] for c in view["components"]}
+        reply = call(channels, "agent", "SubmitProposal", host_pb2.SubmitProposalRequest(
+            turn_id=other_turn.turn_id, slice_hash=empty.slice_hash, proposal_id="p", proposal_json=json.dumps(
+                {"version": 1, "id": "x", "blocks": [{"id": "t", "component": ids["Text"], "data": {"text": "Hi"}}]})))
+        assert reply.outcome == host_pb2.PROPOSAL_OUTCOME_COMMITTED
+        hashes.append(empty.slice_hash)
+    assert hashes[0] == hashes[1]
+
+    # The same retry key in another tenant is another session.
+    first = call(channels, "web", "OpenSession", host_pb2.OpenSessionRequest(
+        actor=actor(cert_dir, "erin", "acme"), request_id="same-key"))
+    second = call(channels, "web", "OpenSession", host_pb2.OpenSessionRequest(
+        actor=actor(cert_dir, "erin", "evil"), request_id="same-key"))
+    assert first.session_id != second.session_id
+
+    # A cursor ahead of the journal is not silently accepted.
+    stream = channels("web", "host").unary_stream(
+        "/tessera.host.v1.HostService/Subscribe", request_serializer=host_pb2.SubscribeRequest.SerializeToString,
+        response_deserializer=host_pb2.SubscribeResponse.FromString)
+    ahead = stream(host_pb2.SubscribeRequest(actor=actor(cert_dir), session_id=session.session_id,
+                                             resume_after=host_pb2.Cursor(epoch=1, sequence=10_000)), timeout=10)
+    assert next(ahead).envelope.WhichOneof("payload") == "snapshot_required"
+    ahead.cancel()
+
+
+def test_command_ids_are_scoped_to_their_session(channels, cert_dir):
+    first, _, _, _, one = _committed_surface(channels, cert_dir)
+    call(channels, "web", "SendCommand", _window_request(cert_dir, first, one.revision_id, "shared-id"))
+    second, _, _, _, two = _committed_surface(channels, cert_dir)
+    reply = call(channels, "web", "SendCommand", _window_request(cert_dir, second, two.revision_id, "shared-id"))
+    assert not reply.replayed and second.session_id != first.session_id

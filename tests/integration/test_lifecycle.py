@@ -64,9 +64,19 @@ def up(cert_dir, tmp_path, service_env):
         table = _wait_for_line(process, "all services up")
         yield process, var_dir, table
     finally:
+        # Stop `up` the way a person does, so it stops its children; then make sure of it.
+        children = _pids(var_dir).values() if (var_dir / "run" / "services.json").exists() else []
         if process.poll() is None:
-            process.kill()
-            process.wait()
+            os.kill(process.pid, signal.SIGCONT)
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        for pid in children:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
