@@ -84,6 +84,8 @@ def parse(raw: str | bytes, limits: Limits = DEFAULT_LIMITS) -> object:
     except (json.JSONDecodeError, RecursionError) as exc:
         message = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
         raise BoundedJsonError("json.syntax", f"not JSON: {message}") from None
+    except ValueError:  # Python refuses integers of more than 4,300 digits
+        raise BoundedJsonError("json.syntax", "not JSON: a number is too long") from None
     # JSON text is never shorter than its minimal serialization (escapes only
     # lengthen it), so a text within the unit budget needs no per-string count.
     check(value, limits, count_units=_utf16_units(raw) > limits.max_utf16_units)

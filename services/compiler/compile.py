@@ -13,7 +13,9 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import logging
 import re
+import unicodedata
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
@@ -30,8 +32,17 @@ from shared.ui.slice import MAX_PROPOSAL_BYTES, column_role, column_type, offer_
 from tessera.compiler.v1 import compiler_pb2
 
 PLACEHOLDER = "Placeholder"
-_MARKUP = re.compile(r"<\s*[A-Za-z!/?]|\bjavascript\s*:|\bvbscript\s*:|\bdata\s*:[a-z]+/|[A-Za-z][A-Za-z0-9+.-]*://"
-                     r"|\bwww\.[a-z0-9-]+\.|\bexpression\s*\(|\burl\s*\(", re.IGNORECASE)
+logger = logging.getLogger("tessera.compiler")
+# Every alternative is anchored at a token boundary, so matching stays linear on long text.
+_MARKUP = re.compile(
+    r"<\s*[A-Za-z!/?]"                                    # tags, comments, processing instructions
+    r"|\b(?:javascript|vbscript|data|mailto|file)\s*:"    # script and other URL schemes
+    r"|(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}://"  # any scheme://
+    r"|(?<![\w/])//[\w-]"                                  # protocol-relative //host
+    r"|\bwww\.[a-z0-9-]+\."                                 # www.host.
+    r"|\b[a-z0-9-]{1,63}\.(?:com|net|org|io|dev|app|co|info|biz|xyz|ru|cn|me|ly|gg|sh|ai)\b"  # bare domains
+    r"|\bexpression\s*\(|\burl\s*\(",                      # CSS expressions
+    re.IGNORECASE)
 _ROW_DELIMITERS = (",", "\t", "|", ";")
 _SCHEMA_CACHE = 256
 
@@ -68,10 +79,12 @@ def content_hash(document: dict) -> str:
 
 
 def _strings(value, pointer: str):
+    """Every text of a value, keys included, NFKC-normalized so look-alike characters are caught."""
     if isinstance(value, str):
-        yield value, pointer
+        yield unicodedata.normalize("NFKC", value), pointer
     elif isinstance(value, dict):
         for key, item in value.items():
+            yield unicodedata.normalize("NFKC", key), f"{pointer}/{key}"
             yield from _strings(item, f"{pointer}/{key}")
     elif isinstance(value, list):
         for index, item in enumerate(value):
@@ -169,9 +182,19 @@ class Compiler:
                 tree = apply_patch(raw, base_document, base_revision_id, max_blocks)
             else:
                 tree = snapshot_tree(raw, max_blocks)
+            for text, pointer in _strings({"id": tree.document_id, "title": tree.title or ""}, ""):
+                if _MARKUP.search(text):
+                    raise Rejected(Finding("envelope", "proposal.envelope-invalid",
+                                           "the document id and title are plain text", pointer))
+            return self._compile_tree(frozen, tree, surface_id)
         except Rejected as rejected:
             return CompileResult("rejected", diagnostics=[rejected.finding])
-        return self._compile_tree(frozen, tree, surface_id)
+        except (TypeError, ValueError, KeyError, AttributeError, RecursionError, IndexError):
+            # A shape no check above foresaw: refuse the proposal, never crash on it.
+            logger.exception("unforeseen proposal shape")
+            return CompileResult("rejected", diagnostics=[Finding(
+                "envelope", "proposal.unprocessable", "the proposal could not be processed", "",
+                recoverable=False)])
 
     def _compile_tree(self, frozen, tree: Tree, surface_id: str) -> CompileResult:
         offers = _Offers(self.catalog, frozen)

@@ -15,7 +15,7 @@ from services.compiler.diagnostics import Finding, Rejected
 from shared.bounded_json import BoundedJsonError, parse
 from shared.ui.slice import MAX_PATCH_OPERATIONS
 
-BLOCK_ID = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
+BLOCK_ID = re.compile(r"[a-z][a-z0-9-]{0,31}")  # used with fullmatch: no trailing newline slips through
 RESERVED_IDS = frozenset({"root"})  # the synthesized A2UI root
 MAX_DEPTH = 8
 _JSON_CODES = {"json.syntax": "proposal.not-json", "json.duplicate-key": "proposal.duplicate-key",
@@ -75,7 +75,7 @@ def _raw_block(value: object, pointer: str) -> RawBlock:
     if not isinstance(value, dict):
         raise _reject("envelope", "proposal.block-invalid", "a block is an object", pointer)
     block_id = value.get("id")
-    if not isinstance(block_id, str) or not BLOCK_ID.match(block_id) or block_id in RESERVED_IDS:
+    if not isinstance(block_id, str) or not BLOCK_ID.fullmatch(block_id) or block_id in RESERVED_IDS:
         raise _reject("envelope", "proposal.block-invalid",
                       "a block id is 1-32 characters a-z, 0-9 and '-', starting with a letter (not 'root')",
                       f"{pointer}/id")
@@ -188,7 +188,12 @@ def apply_patch(raw: dict, base: dict | None, base_revision_id: str, max_blocks:
         holder.remove(block_id)
         parent_of.pop(block_id, None)
 
-    def attach(block_id: str, parent: str | None, index: object, pointer: str) -> None:
+    def attach(block_id: str, parent: object, index: object, pointer: str) -> None:
+        if parent is not None and not isinstance(parent, str):
+            raise _reject("patch", "patch.operation-invalid", "parent is a block id or null", f"{pointer}/parent")
+        if parent in tree.blocks and tree.blocks[parent].from_base and tree.blocks[parent].component == "Placeholder":
+            raise _reject("patch", "patch.operation-invalid", "a placeholder takes no new children",
+                          f"{pointer}/parent")
         holder = siblings(parent, f"{pointer}/parent")
         position = len(holder) if index is None else index
         if not isinstance(position, int) or isinstance(position, bool) or position < 0:
@@ -208,9 +213,17 @@ def apply_patch(raw: dict, base: dict | None, base_revision_id: str, max_blocks:
         op = operation.get("op") if isinstance(operation, dict) else None
         if op == "put-block":
             block = _raw_block(operation.get("block"), f"{pointer}/block")
+            ancestors: set[str] = set()
+            cursor = operation.get("parent") if block.id not in tree.blocks else parent_of.get(block.id)
+            while isinstance(cursor, str) and cursor in tree.blocks and cursor not in ancestors:
+                ancestors.add(cursor)
+                cursor = parent_of.get(cursor)
             for child in block.children:
                 if child not in tree.blocks:
                     raise _reject("patch", "patch.unknown-block", f"no block {child!r}", f"{pointer}/block/children")
+                if child == block.id or child in ancestors:
+                    raise _reject("patch", "proposal.children-cycle", "a block cannot contain itself or its parents",
+                                  f"{pointer}/block/children")
             if block.id in tree.blocks:
                 place = parent_of.get(block.id)
                 position = siblings(place, pointer).index(block.id)
@@ -235,7 +248,7 @@ def apply_patch(raw: dict, base: dict | None, base_revision_id: str, max_blocks:
                 parent_of[child] = block.id
         elif op == "remove-block":
             block_id = operation.get("id")
-            if block_id not in tree.blocks:
+            if not isinstance(block_id, str) or block_id not in tree.blocks:
                 raise _reject("patch", "patch.unknown-block", f"no block {block_id!r} to remove", f"{pointer}/id")
             detach(block_id)
             for gone in subtree(block_id):
@@ -243,9 +256,9 @@ def apply_patch(raw: dict, base: dict | None, base_revision_id: str, max_blocks:
                 parent_of.pop(gone, None)
         elif op == "move-block":
             block_id, parent = operation.get("id"), operation.get("parent")
-            if block_id not in tree.blocks:
+            if not isinstance(block_id, str) or block_id not in tree.blocks:
                 raise _reject("patch", "patch.unknown-block", f"no block {block_id!r} to move", f"{pointer}/id")
-            if parent is not None and parent in subtree(block_id):
+            if parent is not None and (not isinstance(parent, str) or parent in subtree(block_id)):
                 raise _reject("patch", "proposal.children-cycle", "a block cannot move inside itself",
                               f"{pointer}/parent")
             detach(block_id)

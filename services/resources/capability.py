@@ -67,7 +67,7 @@ class CapabilityIssuer:
         if len(token) > MAX_TOKEN_CHARS or token.count(".") != 1:
             raise TesseraError(denied, "CAPABILITY_INVALID", "capability token is malformed")
         body, mac = token.split(".")
-        if not hmac.compare_digest(mac, self._mac(body)):
+        if not hmac.compare_digest(mac.encode("utf-8", "replace"), self._mac(body).encode()):
             raise TesseraError(denied, "CAPABILITY_INVALID", "capability token does not verify")
         payload = json.loads(zlib.decompress(_unb64(body)))
         if payload["fp"] != fingerprint:

@@ -23,6 +23,7 @@ from shared.errors import TesseraError
 
 MAX_DRAFT_BYTES = 64 * 1024
 MAX_PREDICATE_DEPTH = 8
+MAX_NUMBER = 2**63 - 1  # what every backend binds as a 64-bit integer
 GRAINS = ("hour", "day", "week", "month", "quarter", "year")
 AGGREGATIONS = ("count", "count_distinct", "sum", "avg", "min", "max")
 NUMERIC = frozenset({"integer", "decimal", "float"})
@@ -273,6 +274,11 @@ def _measure(raw: dict, pointer: str, resolve: _Resolver) -> Measure:
         if "entity" in raw:
             raise invalid("MEASURE_SHAPE", "give a field or an entity, not both", pointer)
         field = resolve.field(raw["field"], f"{pointer}/field", use="aggregate")
+        if aggregation in ("min", "max") and field.spec.exposure == "aggregate-only":
+            # min/max return one row's value as it is: that would expose the field.
+            raise invalid("AGGREGATION_NOT_ALLOWED", f"{aggregation} would reveal single values of "
+                                                     f"{field.spec.label!r}; use sum, avg or a count",
+                          f"{pointer}/aggregation")
         if aggregation in ("sum", "avg") and field.spec.type not in NUMERIC:
             raise invalid("AGGREGATION_TYPE", f"{aggregation} needs a numeric field; {field.spec.label!r} is "
                                               f"{field.spec.type}", f"{pointer}/aggregation")
@@ -340,6 +346,8 @@ def _typed_value(value, kind: str, pointer: str):
     if kind in NUMERIC:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise invalid("VALUE_TYPE", f"expected a number for a {kind} field", pointer)
+        if abs(value) > MAX_NUMBER:
+            raise invalid("VALUE_TYPE", "the number is out of range", pointer)
         if kind == "integer" and isinstance(value, float) and not value.is_integer():
             raise invalid("VALUE_TYPE", "expected a whole number", pointer)
         return value

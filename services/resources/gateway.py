@@ -140,11 +140,6 @@ class Gateway:
 
     def probe(self, session_id: str, turn_id: str, kind: str, target_id: str, capability: Capability):
         key = (session_id, turn_id)
-        with self._lock:
-            used = self._probes_used.get(key, 0)
-            if used >= self.settings.probes_per_turn:
-                raise TesseraError(grpc.StatusCode.RESOURCE_EXHAUSTED, "PROBE_BUDGET_EXHAUSTED",
-                                   f"at most {self.settings.probes_per_turn} probes per turn")
         path = "/relationship_id" if kind == "join-coverage" else "/field_id"
         if not target_id:
             raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "PROBE_TARGET_MISSING",
@@ -156,20 +151,29 @@ class Gateway:
             raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "WRONG_ID_KIND",
                                f"{kind} needs a {'relationship' if wanted is CatalogRelationship else 'field'} id",
                                {"path": path})
-        if kind == "value-domain":
-            outcome = probes.value_domain(self.warehouse, target)
-        elif kind == "field-profile":
-            outcome = probes.field_profile(self.warehouse, target)
-        elif kind == "time-bounds":
-            outcome = probes.time_bounds(self.warehouse, target)
-        else:
-            outcome = probes.join_coverage(self.warehouse, self.catalog, target)
-        with self._lock:
-            self._probes_used[key] = self._probes_used.get(key, 0) + 1
+        with self._lock:  # reserve the slot first: concurrent probes must not overrun the budget
+            used = self._probes_used.get(key, 0)
+            if used >= self.settings.probes_per_turn:
+                raise TesseraError(grpc.StatusCode.RESOURCE_EXHAUSTED, "PROBE_BUDGET_EXHAUSTED",
+                                   f"at most {self.settings.probes_per_turn} probes per turn")
+            self._probes_used[key] = used + 1
             self._probes_used.move_to_end(key)
             while len(self._probes_used) > MAX_TRACKED_TURNS:
                 self._probes_used.popitem(last=False)
-            remaining = self.settings.probes_per_turn - self._probes_used[key]
+            remaining = self.settings.probes_per_turn - used - 1
+        try:
+            if kind == "value-domain":
+                outcome = probes.value_domain(self.warehouse, target)
+            elif kind == "field-profile":
+                outcome = probes.field_profile(self.warehouse, target)
+            elif kind == "time-bounds":
+                outcome = probes.time_bounds(self.warehouse, target)
+            else:
+                outcome = probes.join_coverage(self.warehouse, self.catalog, target)
+        except BaseException:
+            with self._lock:  # a probe that did not run does not count
+                self._probes_used[key] = max(0, self._probes_used.get(key, 1) - 1)
+            raise
         return outcome, remaining
 
     def probes_remaining(self, session_id: str, turn_id: str) -> int:

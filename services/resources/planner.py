@@ -51,6 +51,7 @@ class _Atom:
     type: str
     fan_safe: bool
     build: object  # Callable[[dict[str, sa.FromClause]], ColumnElement]
+    additive: bool = False  # a count or a sum: no rows means 0, not unknown
 
 
 @dataclass
@@ -106,8 +107,11 @@ class Planner:
             return expressions.to_sql(metric.expression,
                                       lambda ref: table.c[entity.fields[ref.name].column.name])
 
-        safe = all(a.function in expressions.FAN_OUT_SAFE for a in expressions.aggregates_in(metric.expression))
-        return _Atom(f"metric:{metric.id}", metric.entity, metric.spec.type, safe, build)
+        aggregates = expressions.aggregates_in(metric.expression)
+        safe = all(a.function in expressions.FAN_OUT_SAFE for a in aggregates)
+        additive = isinstance(metric.expression, expressions.Aggregate) and metric.expression.function in (
+            "count", "count_distinct", "sum")
+        return _Atom(f"metric:{metric.id}", metric.entity, metric.spec.type, safe, build, additive)
 
     def _measure_atoms(self, measure: Measure) -> list[_Atom]:
         if measure.metric is not None and measure.metric.derived:
@@ -123,27 +127,38 @@ class Planner:
                 return sa.func.count(sa.distinct(column)) if agg == "count_distinct" else getattr(sa.func, agg)(column)
 
             kind = {"count": "integer", "count_distinct": "integer", "avg": "float"}.get(agg, fld.spec.type)
-            return [_Atom(f"{agg}:{fld.id}", fld.entity, kind, agg in expressions.FAN_OUT_SAFE, build)]
+            return [_Atom(f"{agg}:{fld.id}", fld.entity, kind, agg in expressions.FAN_OUT_SAFE, build,
+                          agg in ("count", "count_distinct", "sum"))]
         entity = measure.entity
-        return [_Atom(f"count:{entity.id}", entity.name, "integer", False, lambda aliases: sa.func.count())]
+        return [_Atom(f"count:{entity.id}", entity.name, "integer", False, lambda aliases: sa.func.count(), True)]
 
     def _measure_type(self, measure: Measure, atoms: list[_Atom]) -> str:
         return measure.metric.spec.type if measure.metric is not None else atoms[0].type
 
     # --- joins ------------------------------------------------------------
 
-    def _joined(self, home: str, context: list[tuple[str, str]], fan_safe: bool, what: str):
+    def _joined(self, home: str, context: list[tuple[str, str, bool]], fan_safe: bool, what: str):
         """FROM clause rooted at `home` reaching every context entity; refuse fan-out."""
         aliases: dict[str, sa.FromClause] = {home: self._alias(home, "t0")}
         joined = aliases[home]
-        for entity_name, pointer in context:
-            if entity_name in aliases:
+        for entity_name, pointer, is_filter in context:
+            if entity_name in aliases and not is_filter:
                 continue
             route: list[Edge] | None = self.catalog.path(home, entity_name)
             if route is None:
                 raise invalid("NO_JOIN_PATH", f"{self._label(entity_name)} is not related to "
                                               f"{self._label(home)}", pointer)
             unsafe = [edge for edge in route if not edge.safe]
+            if unsafe and is_filter:
+                # "where <many-side field> …" would test each joined row, not the record as a
+                # whole (a negation would then mean "some row differs"): refuse rather than mislead.
+                edge = unsafe[0]
+                raise TesseraError(
+                    grpc.StatusCode.INVALID_ARGUMENT, "FILTER_THROUGH_FAN_OUT",
+                    f"a filter on {self._label(entity_name)} cannot apply to {self._label(home)} records, which "
+                    f"have many of them through '{edge.relationship.spec.label}'; filter on "
+                    f"{self._label(home)} or on entities it belongs to (at {pointer})",
+                    {"path": pointer, "relationship": edge.relationship.id})
             if unsafe and not fan_safe:
                 edge = unsafe[0]
                 raise TesseraError(
@@ -200,11 +215,11 @@ class Planner:
         return {"eq": column == values[0], "neq": column != values[0], "gt": column > values[0],
                 "gte": column >= values[0], "lt": column < values[0], "lte": column <= values[0]}[op]
 
-    def _filter_entities(self, predicate: Predicate | None, pointer: str = "/filter") -> list[tuple[str, str]]:
+    def _filter_entities(self, predicate: Predicate | None, pointer: str = "/filter") -> list[tuple[str, str, bool]]:
         if predicate is None:
             return []
         if isinstance(predicate, Comparison):
-            return [(predicate.field.entity, pointer)]
+            return [(predicate.field.entity, pointer, True)]
         found = []
         for i, item in enumerate(predicate.items):
             found += self._filter_entities(item, f"{pointer}/{predicate.op}" + ("" if predicate.op == "not"
@@ -227,7 +242,7 @@ class Planner:
                 if atom.key not in atom_index:
                     atom_index[atom.key] = len(atom_index)
                     groups.setdefault(atom.home, _GroupQuery(atom.home)).atoms.append(atom)
-        context = [(d.field.entity, f"/dimensions/{i}") for i, d in enumerate(draft.dimensions)]
+        context = [(d.field.entity, f"/dimensions/{i}", False) for i, d in enumerate(draft.dimensions)]
         context += self._filter_entities(draft.filter)
         atoms_by_key = {a.key: a for g in groups.values() for a in g.atoms}
 
@@ -277,10 +292,16 @@ class Planner:
     def _combine(self, measure: Measure, atoms: list[_Atom], union, atom_index) -> ColumnElement:
         if measure.metric is not None and measure.metric.derived:
             def resolve(ref):
-                atom = self._metric_atom(self.catalog.metric(ref.entity, ref.name))
-                return sa.func.max(union.c[f"a{atom_index[atom.key]}"])
+                return self._combined_atom(self._metric_atom(self.catalog.metric(ref.entity, ref.name)), union,
+                                           atom_index)
             return expressions.to_sql(measure.metric.expression, resolve)
-        return sa.func.max(union.c[f"a{atom_index[atoms[0].key]}"])
+        return self._combined_atom(atoms[0], union, atom_index)
+
+    @staticmethod
+    def _combined_atom(atom: _Atom, union, atom_index) -> ColumnElement:
+        """One atom's value per group; counts and sums of a group with no rows at their grain are 0."""
+        value = sa.func.max(union.c[f"a{atom_index[atom.key]}"])
+        return sa.func.coalesce(value, 0) if atom.additive else value
 
     def _order(self, statement: sa.Select, draft: Draft, outputs: dict[str, ColumnElement]) -> sa.Select:
         keys = []
@@ -296,7 +317,7 @@ class Planner:
 
     def _records(self, draft: Draft, row_cap: int) -> Plan:
         home = draft.records_entity.name
-        context = [(f.field.entity, f"/fields/{i}") for i, f in enumerate(draft.record_fields)]
+        context = [(f.field.entity, f"/fields/{i}", False) for i, f in enumerate(draft.record_fields)]
         context += self._filter_entities(draft.filter)
         joined, aliases = self._joined(home, context, False, f"each {self._label(home)} record")
         selected = [self._column(f.field, aliases).label(f.id) for f in draft.record_fields]
