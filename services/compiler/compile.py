@@ -78,13 +78,26 @@ def content_hash(document: dict) -> str:
     return hashlib.sha256(canonical(document).encode()).hexdigest()
 
 
+_MARKUP_HINTS = frozenset("<:/.(")
+
+
+def _may_be_markup(text: str) -> bool:
+    """Every _MARKUP alternative needs one of these characters; most labels and keys have none."""
+    return not _MARKUP_HINTS.isdisjoint(text)
+
+
+def _nfkc(text: str) -> str:
+    # ASCII is already in NFKC; only other text can hide look-alikes such as "＜".
+    return text if text.isascii() else unicodedata.normalize("NFKC", text)
+
+
 def _strings(value, pointer: str):
     """Every text of a value, keys included, NFKC-normalized so look-alike characters are caught."""
     if isinstance(value, str):
-        yield unicodedata.normalize("NFKC", value), pointer
+        yield _nfkc(value), pointer
     elif isinstance(value, dict):
         for key, item in value.items():
-            yield unicodedata.normalize("NFKC", key), f"{pointer}/{key}"
+            yield _nfkc(key), f"{pointer}/{key}"
             yield from _strings(item, f"{pointer}/{key}")
     elif isinstance(value, list):
         for index, item in enumerate(value):
@@ -240,7 +253,7 @@ class Compiler:
             path, message = error
             self._fail("contract", "component.prop-invalid", f"{contract.name}: {message[:200]}", where + path)
         for text, pointer in _strings(data, where):
-            if _MARKUP.search(text):
+            if _may_be_markup(text) and _MARKUP.search(text):
                 self._fail("contract", "component.prop-invalid", f"{contract.name}: text may not contain markup, "
                                                                  "scripts, links or styles", pointer,
                            "write plain text")
