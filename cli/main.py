@@ -171,6 +171,10 @@ def _version(handle: ProcessHandle, credentials) -> str:
             return f"? ({exc.code().name})"
 
 
+DEMO_QUESTIONS = ("What is our net revenue by region?", "Show units sold by month",
+                  "What is the total number of orders?")
+
+
 def ensure_warehouse() -> None:
     """The demo needs data: seed the default warehouse once (about 10 s for 1M order items)."""
     if os.environ.get("TESSERA_RESOURCES_WAREHOUSE_URL"):
@@ -197,6 +201,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
     try:
         _print_set(services)
         ok = walk(services, directory)
+        from cli.ask import ask
+
+        print("\nthree questions through the agent (the embedded planner):")
+        addresses = {name: handle.address for name, handle in services.handles.items()}
+        for question in DEMO_QUESTIONS:
+            done = ask(addresses, directory, question)
+            ok &= bool(done.revision_ids)
     finally:
         print("\nstopping services ...", flush=True)
         codes = services.stop()
@@ -248,6 +259,24 @@ def cmd_catalog(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_ask(args: argparse.Namespace) -> int:
+    """Ask one question through the running set (`tessera up`)."""
+    from cli.ask import ask
+
+    state = _state_file()
+    if not state.exists():
+        print(f"tessera: no running set (no {state}); start one with 'tessera up'", file=sys.stderr)
+        return 1
+    recorded = json.loads(state.read_text())
+    addresses = {p["name"]: p["address"] for p in recorded["processes"]}
+    try:
+        done = ask(addresses, Path(recorded["cert_dir"]), args.question, f"http://{addresses.get('web', '')}/")
+    except grpc.RpcError as exc:
+        print(f"tessera: error: {exc.code().name}: {exc.details()}", file=sys.stderr)
+        return 1
+    return 0 if done.revision_ids or done.answer else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tessera", description="Operate a Tessera deployment.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -270,6 +299,9 @@ def build_parser() -> argparse.ArgumentParser:
     seed.add_argument("--seed", type=int, default=7, help="random seed (default 7); same seed, same data")
     seed.add_argument("--quiet", action="store_true", help="no progress bars")
     seed.set_defaults(run=cmd_seed)
+    ask_parser = sub.add_parser("ask", help="ask a question through the running services")
+    ask_parser.add_argument("question")
+    ask_parser.set_defaults(run=cmd_ask)
     catalog = sub.add_parser("catalog", help="export the component catalog as an A2UI v0.9 catalog document")
     catalog.add_argument("--dir", help="catalog directory (default: the built-in tessera.data/v1)")
     catalog.add_argument("--out", help="write to this file instead of standard output")

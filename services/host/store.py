@@ -114,12 +114,27 @@ def engine_for(url: str) -> sa.Engine:
     return sa.create_engine(parsed, pool_pre_ping=True)
 
 
-def migrate(engine: sa.Engine) -> None:
+def migrate(engine: sa.Engine, target: str = "head") -> None:
+    """Upgrade the schema to `target`, in one transaction.
+
+    SQLite cannot alter tables in place, so Alembic copies them; foreign-key
+    enforcement is paused for that (the copies keep the same rows and keys).
+    """
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
-    with engine.execution_options(**{WRITE: True}).begin() as connection:
-        config.attributes["connection"] = connection
-        command.upgrade(config, "head")
+    sqlite = engine.dialect.name == "sqlite"
+    with engine.connect() as connection:
+        if sqlite:
+            connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
+            connection.commit()  # ends SQLAlchemy's autobegun (empty) transaction
+        try:
+            with connection.execution_options(**{WRITE: True}).begin():
+                config.attributes["connection"] = connection
+                command.upgrade(config, target)
+        finally:
+            if sqlite:
+                connection.exec_driver_sql("PRAGMA foreign_keys=ON")
+                connection.commit()
 
 
 class HostStore:

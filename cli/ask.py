@@ -1,0 +1,56 @@
+"""`tessera ask`: one question through the agent, as a person at the terminal sees it."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from pathlib import Path
+
+from cli.launcher import cli_credentials
+from shared.actors import assert_actor
+from shared.certs import load_signing_key, signing_key_path
+from shared.channels import sync_channel
+from shared.contracts import invoke
+from tessera.agent.v1 import agent_pb2
+from tessera.host.v1 import host_pb2
+
+_STATUS = {agent_pb2.TOOL_STEP_STATUS_OK: "ok", agent_pb2.TOOL_STEP_STATUS_FAILED: "failed",
+           agent_pb2.TOOL_STEP_STATUS_UNAVAILABLE: "unavailable", agent_pb2.TOOL_STEP_STATUS_CANCELLED: "cancelled"}
+
+
+def ask(addresses: dict[str, str], cert_dir: Path, question: str, web_url: str = "") -> agent_pb2.TurnDone:
+    person = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), "operator", "local", "Operator")
+    credentials = cli_credentials(cert_dir, "cli")
+    with sync_channel(addresses["host"], credentials) as host, sync_channel(addresses["agent"], credentials) as agent:
+        session = invoke(host, "host", "OpenSession", host_pb2.OpenSessionRequest(
+            actor=person, request_id=secrets.token_hex(6)))
+        print(f"? {question}")
+        stream = agent.unary_stream("/tessera.agent.v1.AgentService/StartTurn",
+                                    request_serializer=agent_pb2.StartTurnRequest.SerializeToString,
+                                    response_deserializer=agent_pb2.StartTurnResponse.FromString)
+        done = agent_pb2.TurnDone()
+        for event in stream(agent_pb2.StartTurnRequest(actor=person, session_id=session.session_id,
+                                                       question=question, request_id="ask"), timeout=300):
+            kind = event.WhichOneof("event")
+            if kind == "tool_step" and event.tool_step.phase == agent_pb2.TOOL_STEP_PHASE_FINISHED:
+                step = event.tool_step
+                print(f"  · {step.tool:<24} {_STATUS.get(step.status, '?'):<8} "
+                      f"{step.elapsed.ToMilliseconds():>5} ms  {step.summary}")
+            elif kind == "surface_committed":
+                print(f"  ✓ committed {event.surface_committed.revision_id}")
+            elif kind == "error":
+                print(f"  ✗ {event.error.reason}: {event.error.message}")
+            elif kind == "done":
+                done = event.done
+        print(f"= {done.answer}")
+        for revision_id in done.revision_ids:
+            revision = invoke(host, "host", "GetRevision", host_pb2.GetRevisionRequest(
+                actor=person, session_id=session.session_id, revision_id=revision_id)).revision
+            document = json.loads(revision.document_json)
+            outline = ", ".join(f"{b['component']}" + (" (bound)" if any(
+                isinstance(v, dict) and "resource" in v for v in b["data"].values()) else "")
+                for b in document["blocks"] if b["component"] != "Column")
+            print(f"  surface {revision.surface_id}: {outline}")
+        if web_url and done.revision_ids:
+            print(f"  open {web_url}")
+    return done

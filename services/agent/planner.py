@@ -1,0 +1,169 @@
+"""The embedded planner: the default model, deterministic and offline.
+
+It is a model like any other: it sees only tool results (through the same
+bridge, schemas and shapes) and answers with tool calls. It plans a total, a
+breakdown by one dimension, a trend over a time grain, or a top-N ranking of
+one metric, and composes a fitting surface. A question it cannot plan gets a
+plain "I can't answer that" and no UI.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from shared.tool_bridge import ToolResult
+
+CallTool = Callable[[str, dict], Awaitable[ToolResult]]
+_WORD = re.compile(r"[a-z0-9]+")
+_GRAINS = {"hour": "hour", "hourly": "hour", "day": "day", "daily": "day", "week": "week", "weekly": "week",
+           "month": "month", "monthly": "month", "quarter": "quarter", "quarterly": "quarter", "year": "year",
+           "yearly": "year", "annual": "year", "trend": "month", "time": "month"}
+_STOP = {"what", "is", "our", "the", "by", "of", "per", "show", "me", "top", "how", "many", "a", "an", "and",
+         "in", "for", "over", "each", "which", "are", "were", "was", "total"}
+
+
+def _words(text: str) -> set[str]:
+    found = set()
+    for word in _WORD.findall(text.lower()):
+        if word in _STOP:
+            continue
+        found.add(word)
+        if len(word) > 4 and word.endswith("s"):
+            found.add(word[:-1])
+    return found
+
+
+def _score(question: set[str], item: dict) -> int:
+    return len(question & _words(" ".join([item["label"], *item.get("synonyms", [])])))
+
+
+@dataclass
+class Plan:
+    answer: str
+    answered: bool
+
+
+class EmbeddedPlanner:
+    name = "embedded"
+
+    async def run(self, question: str, call: CallTool) -> Plan:
+        context = await call("inspect_current_context", {})
+        if not context.ok:
+            return Plan(f"I could not read the data context ({context.error_code}).", False)
+        catalog = await call("inspect_catalog", {"question": question})
+        entities = catalog.content.get("entities", []) if catalog.ok else []
+        asked = _words(question)
+        metrics = [(m, e["id"]) for e in entities for m in e["metrics"]]
+        scored = sorted(((_score(asked, m), i, m, owner) for i, (m, owner) in enumerate(metrics)),
+                        key=lambda t: (-t[0], t[1]))
+        if not scored or scored[0][0] == 0:
+            return Plan("I can't answer that from this data: I found no measure that matches the question.", False)
+        _, _, metric, owner = scored[0]
+        grain = next((_GRAINS[w] for w in _WORD.findall(question.lower()) if w in _GRAINS), None)
+        dimension = None
+        if grain:
+            dimension = self._time_field(entities, owner)
+            if dimension is None:  # ask the catalog for time explicitly, then give up honestly
+                more = await call("inspect_catalog", {"question": f"{question} date time when"})
+                if more.ok:  # the later view of an entity lists the relationships of the wider slice
+                    merged = {e["id"]: e for e in entities}
+                    merged.update({e["id"]: e for e in more.content.get("entities", [])})
+                    entities = list(merged.values())
+                    dimension = self._time_field(entities, owner)
+            if dimension is None:
+                return Plan("I can't answer that: I found no date or time to group this measure by.", False)
+        else:
+            breakdown = re.search(r"\b(?:by|per|each|across|top \d+)\b(.*)", question.lower())
+            if breakdown:
+                wanted = _words(breakdown.group(1)) or asked
+                fields = [f for e in entities for f in e["fields"]
+                          if f["exposure"] == "bounded-values" and f["type"] in ("string", "boolean")]
+                candidates = sorted(((_score(wanted, f), i, f) for i, f in enumerate(fields)),
+                                    key=lambda t: (-t[0], t[1]))
+                if candidates and candidates[0][0] > 0:
+                    dimension = candidates[0][2]
+                else:
+                    return Plan("I can't answer that: I found no way to break the measure down as asked.", False)
+        top = re.search(r"\btop\s+(\d{1,3})\b", question.lower())
+        draft: dict = {"mode": "aggregate", "measures": [{"id": "value", "metric": metric["id"]}]}
+        if dimension is None:
+            draft["output"] = "scalar"
+        else:
+            entry = {"id": "group", "field": dimension["id"]}
+            if grain:
+                entry["grain"] = grain
+                draft["output"] = "series"
+            elif top:
+                draft["output"] = "ranking"
+                draft["order_by"] = [{"output": "value", "direction": "desc"}]
+            else:
+                draft["output"] = "table"
+                draft["order_by"] = [{"output": "value", "direction": "desc"}]
+            draft["dimensions"] = [entry]
+        analysis = await call("run_analysis", {"draft": draft})
+        if not analysis.ok:
+            return Plan(f"The analysis was refused ({analysis.error_code}): {analysis.error_message}", False)
+        resource = analysis.content["resource"]
+        frozen = await call("present_ui", {})
+        if not frozen.ok:
+            return Plan(f"I could not prepare the display ({frozen.error_code}).", False)
+        view = frozen.content["slice"]
+        proposal = self._compose(question, view, metric, dimension, grain, top)
+        # The embedded planner composes only from what the slice offers, so a refusal is not
+        # something it could repair: it says so instead of retrying.
+        outcome = await call("present_ui", {"proposal": proposal})
+        if not outcome.ok or not outcome.content.get("revision"):
+            return Plan("I prepared the analysis but the display was refused; nothing was shown.", False)
+        subject = metric["label"] + (f" by {dimension['label'].lower()}" if dimension else "")
+        shape = "a chart and a table" if dimension else "a headline figure"
+        count = f" ({resource['rows']} rows{', truncated' if resource['truncated'] else ''})" if dimension else ""
+        return Plan(f"Here is {subject}: {shape}{count}, with where the numbers came from.", True)
+
+    @staticmethod
+    def _time_field(entities: list[dict], owner: str) -> dict | None:
+        """A time field of the metric's entity, or of one it belongs to (many-to-one), nearest first."""
+        by_id = {e["id"]: e for e in entities}
+        frontier, seen = [owner], {owner}
+        while frontier:
+            for entity_id in frontier:
+                for field in by_id.get(entity_id, {}).get("fields", []):
+                    if field["type"] in ("timestamp", "date") and field["exposure"] == "bounded-values":
+                        return field
+            following = []
+            for entity_id in frontier:
+                for relationship in by_id.get(entity_id, {}).get("relationships", []):
+                    if relationship["from"] == entity_id and relationship["kind"] in ("many_to_one", "one_to_one") \
+                            and relationship["to"] not in seen:
+                        seen.add(relationship["to"])
+                        following.append(relationship["to"])
+            frontier = following
+        return None
+
+    @staticmethod
+    def _compose(question: str, view: dict, metric: dict, dimension, grain, top) -> dict:
+        ids = {c["name"]: c["id"] for c in view["components"]}
+        resource = view["resources"][-1]
+        binding = {"ref": resource["id"], "offer": resource["offer"]}
+        evidence = view["evidence"][-1]["id"] if view["evidence"] else None
+        blocks = [{"id": "title", "component": ids["Heading"], "data": {"text": question[:120]}}]
+        children = ["title"]
+        if dimension is None:
+            blocks.append({"id": "figure", "component": ids["Metric"], "data": {
+                "label": metric["label"][:80], "resource": binding, "column": "value"}})
+            children.append("figure")
+        else:
+            recipe = {"recipe": "line", "x": "group", "y": ["value"]} if grain else {
+                "recipe": "bar", "x": "group", "y": "value"}
+            blocks.append({"id": "chart", "component": ids["Chart"], "data": {
+                "title": metric["label"][:80], "resource": binding, "spec": recipe}})
+            blocks.append({"id": "table", "component": ids["DataTable"], "data": {
+                "resource": binding, "columns": ["group", "value"],
+                "page_size": min(int(top.group(1)), 100) if top and int(top.group(1)) >= 5 else 25}})
+            children += ["chart", "table"]
+        if evidence:
+            blocks.append({"id": "evidence", "component": ids["EvidenceNote"], "data": {"evidence": evidence}})
+            children.append("evidence")
+        return {"version": 1, "id": "answer", "title": question[:120],
+                "blocks": [{"id": "main", "component": ids["Column"], "data": {}, "children": children}, *blocks]}

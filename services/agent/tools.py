@@ -1,0 +1,181 @@
+"""The six model tools (§1, §9): contracts, and handlers that reach resources and the host.
+
+The model sees only what each tool's result shape allows: semantic ids,
+labels, descriptors, counts — never SQL, physical names, rows, tokens or
+offers. The turn keeps the capability token and the resource offers itself.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from shared.tool_bridge import Tool
+from shared.tool_contracts import ToolContract
+from tessera.common.v1 import common_pb2
+from tessera.host.v1 import host_pb2
+from tessera.resources.v1 import resources_pb2
+
+_ENTITY_SHAPE = {"id": True, "label": True, "description": True,
+                 "fields": {"id": True, "label": True, "type": True, "exposure": True, "synonyms": True},
+                 "metrics": {"id": True, "label": True, "type": True, "synonyms": True},
+                 "relationships": {"id": True, "label": True, "kind": True, "from": True, "to": True}}
+_TYPES = {v: k.removeprefix("COLUMN_TYPE_").lower() for k, v in common_pb2.ColumnType.items()}
+_ROLES = {v: k.removeprefix("COLUMN_ROLE_").lower() for k, v in common_pb2.ColumnRole.items()}
+_EXPOSURES = {v: k.removeprefix("FIELD_EXPOSURE_").lower().replace("_", "-")
+              for k, v in resources_pb2.FieldExposure.items()}
+_PROBES = {"value-domain": resources_pb2.PROBE_KIND_VALUE_DOMAIN,
+           "field-profile": resources_pb2.PROBE_KIND_FIELD_PROFILE,
+           "time-bounds": resources_pb2.PROBE_KIND_TIME_BOUNDS,
+           "join-coverage": resources_pb2.PROBE_KIND_JOIN_COVERAGE}
+
+
+@dataclass
+class TurnState:
+    """What the agent keeps for one turn and never shows the model."""
+
+    actor: common_pb2.ActorAssertion
+    session_id: str
+    turn_id: str
+    surface_id: str
+    base_revision_id: str
+    capability_token: str = ""
+    offers: list = field(default_factory=list)
+    slice_hash: str = ""
+    proposals: int = 0
+    revisions: list[str] = field(default_factory=list)
+    commit_events: list = field(default_factory=list)
+
+    @property
+    def turn_ref(self) -> resources_pb2.TurnRef:
+        return resources_pb2.TurnRef(session_id=self.session_id, turn_id=self.turn_id)
+
+
+def _entities(entities) -> list[dict]:
+    return [{
+        "id": e.entity_id, "label": e.label, "description": e.description,
+        "fields": [{"id": f.field_id, "label": f.label, "type": _TYPES[f.type], "exposure": _EXPOSURES[f.exposure],
+                    "synonyms": list(f.synonyms)} for f in e.fields],
+        "metrics": [{"id": m.metric_id, "label": m.label, "type": _TYPES[m.type], "synonyms": list(m.synonyms)}
+                    for m in e.metrics],
+        "relationships": [{"id": r.relationship_id, "label": r.label,
+                           "kind": resources_pb2.RelationshipKind.Name(r.kind).removeprefix(
+                               "RELATIONSHIP_KIND_").lower(), "from": r.from_entity_id, "to": r.to_entity_id}
+                          for r in e.relationships],
+    } for e in entities]
+
+
+def build_tools(state: TurnState, resources, host) -> list[Tool]:
+    """The six tools of one turn, bound to its state and to the resources/host stubs."""
+
+    async def inspect_current_context(arguments: dict) -> dict:
+        reply = await resources.InspectContext(resources_pb2.InspectContextRequest(turn=state.turn_ref), timeout=30)
+        state.capability_token = reply.capability_token
+        return {"dataset": reply.dataset_label, "catalog_fingerprint": reply.catalog_fingerprint,
+                "probes_remaining": reply.probes_remaining, "tools": list(TOOL_NAMES), "unavailable": []}
+
+    async def inspect_catalog(arguments: dict) -> dict:
+        reply = await resources.InspectCatalog(resources_pb2.InspectCatalogRequest(
+            turn=state.turn_ref, question=arguments["question"], capability_token=state.capability_token),
+            timeout=30)
+        state.capability_token = reply.capability_token
+        return {"entities": _entities(reply.entities)}
+
+    async def describe_data(arguments: dict) -> dict:
+        reply = await resources.Describe(resources_pb2.DescribeRequest(
+            turn=state.turn_ref, entity_ids=arguments["entity_ids"], capability_token=state.capability_token),
+            timeout=30)
+        state.capability_token = reply.capability_token
+        return {"entities": _entities(reply.entities)}
+
+    async def probe_data(arguments: dict) -> dict:
+        reply = await resources.Probe(resources_pb2.ProbeRequest(
+            turn=state.turn_ref, kind=_PROBES[arguments["kind"]], field_id=arguments.get("field_id", ""),
+            relationship_id=arguments.get("relationship_id", ""), capability_token=state.capability_token),
+            timeout=30)
+        result = {"kind": arguments["kind"], "probes_remaining": reply.probes_remaining}
+        which = reply.WhichOneof("result")
+        if which == "value_domain":  # warehouse text: untrusted data for the model, labelled as such
+            result.update(untrusted_values=list(reply.value_domain.values), truncated=reply.value_domain.truncated)
+        elif which == "field_profile":
+            p = reply.field_profile
+            result.update(row_count=p.row_count, null_count=p.null_count, distinct_count=p.distinct_count)
+        elif which == "time_bounds":
+            result.update(earliest=reply.time_bounds.earliest.ToJsonString(),
+                          latest=reply.time_bounds.latest.ToJsonString())
+        elif which == "join_coverage":
+            result.update(coverage=round(reply.join_coverage.coverage, 4))
+        return result
+
+    async def run_analysis(arguments: dict) -> dict:
+        reply = await resources.Analyze(resources_pb2.AnalyzeRequest(
+            turn=state.turn_ref, draft_json=json.dumps(arguments["draft"]), capability_token=state.capability_token),
+            timeout=120)
+        state.offers.append(reply.offer)
+        d = reply.descriptor
+        return {"resource": {"rows": d.row_count, "truncated": d.truncated,
+                             "columns": [{"id": c.column_id, "label": c.label, "type": _TYPES[c.type],
+                                          "role": _ROLES[c.role]} for c in d.columns]}}
+
+    async def present_ui(arguments: dict) -> dict:
+        if "proposal" not in arguments:
+            frozen = await host.FreezeSlice(host_pb2.FreezeSliceRequest(turn_id=state.turn_id,
+                                                                        resource_offers=state.offers), timeout=30)
+            state.slice_hash = frozen.slice_hash
+            return {"slice": json.loads(frozen.model_view_json), "schema": json.loads(frozen.present_ui_schema_json)}
+        if not state.slice_hash:
+            return {"outcome": "rejected", "diagnostics": [{"code": "slice.not-frozen", "location": "",
+                                                            "message": "call present_ui without a proposal first"}]}
+        state.proposals += 1
+        reply = await host.SubmitProposal(host_pb2.SubmitProposalRequest(
+            turn_id=state.turn_id, slice_hash=state.slice_hash, proposal_json=json.dumps(arguments["proposal"]),
+            expected_base_revision_id=(state.revisions[-1] if state.revisions else state.base_revision_id),
+            proposal_id=f"{state.turn_id}-{state.proposals}"), timeout=60)
+        if reply.revision_id:
+            state.revisions.append(reply.revision_id)
+            state.commit_events.append(reply)
+        return {"outcome": host_pb2.ProposalOutcome.Name(reply.outcome).removeprefix("PROPOSAL_OUTCOME_").lower(),
+                "revision": reply.revision_id,
+                "diagnostics": [{"code": d.code, "location": d.location, "message": d.message}
+                                for d in reply.diagnostics]}
+
+    empty = {"type": "object", "additionalProperties": False, "properties": {}}
+    contracts = [
+        (ToolContract("inspect_current_context", "The turn's data context and which tools are available.", empty,
+                      {"dataset": True, "catalog_fingerprint": True, "probes_remaining": True, "tools": True,
+                       "unavailable": True}), inspect_current_context),
+        (ToolContract("inspect_catalog", "Entities, fields and metrics relevant to a question.",
+                      {"type": "object", "additionalProperties": False, "required": ["question"],
+                       "properties": {"question": {"type": "string", "minLength": 1, "maxLength": 2000}}},
+                      {"entities": _ENTITY_SHAPE}), inspect_catalog),
+        (ToolContract("describe_data", "Full detail of up to four inspected entities.",
+                      {"type": "object", "additionalProperties": False, "required": ["entity_ids"],
+                       "properties": {"entity_ids": {"type": "array", "minItems": 1, "maxItems": 4,
+                                                     "items": {"type": "string", "pattern": "^ent_[a-z2-7]{12}$"}}}},
+                      {"entities": _ENTITY_SHAPE}), describe_data),
+        (ToolContract("probe_data", "One bounded discovery probe (at most two per turn).",
+                      {"type": "object", "additionalProperties": False, "required": ["kind"],
+                       "properties": {"kind": {"enum": list(_PROBES)},
+                                      "field_id": {"type": "string", "pattern": "^fld_[a-z2-7]{12}$"},
+                                      "relationship_id": {"type": "string", "pattern": "^rel_[a-z2-7]{12}$"}}},
+                      {"kind": True, "probes_remaining": True, "untrusted_values": True, "truncated": True,
+                       "row_count": True, "null_count": True, "distinct_count": True, "earliest": True,
+                       "latest": True, "coverage": True}), probe_data),
+        (ToolContract("run_analysis", "A read-only analysis from a semantic draft; returns a descriptor only.",
+                      {"type": "object", "additionalProperties": False, "required": ["draft"],
+                       "properties": {"draft": {"type": "object"}}},
+                      {"resource": {"rows": True, "truncated": True, "columns": {"id": True, "label": True,
+                                                                                  "type": True, "role": True}}}),
+         run_analysis),
+        (ToolContract("present_ui", "Without a proposal: freeze the UI slice and get its schema. With one: "
+                                    "submit it.",
+                      {"type": "object", "additionalProperties": False,
+                       "properties": {"proposal": {"type": "object"}}},
+                      {"slice": True, "schema": True, "outcome": True, "revision": True,
+                       "diagnostics": {"code": True, "location": True, "message": True}}), present_ui),
+    ]
+    return [Tool(contract, handler) for contract, handler in contracts]
+
+
+TOOL_NAMES = ("inspect_current_context", "inspect_catalog", "describe_data", "probe_data", "run_analysis",
+              "present_ui")

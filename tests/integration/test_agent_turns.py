@@ -1,0 +1,92 @@
+"""Turns end to end with real processes: the embedded planner through the bridge, the host, resources."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from decimal import Decimal
+
+import pytest
+import sqlalchemy as sa
+
+from shared.actors import assert_actor
+from shared.certs import load_signing_key, signing_key_path
+from shared.channels import sync_channel
+from shared.contracts import invoke
+from tessera.agent.v1 import agent_pb2
+from tessera.host.v1 import host_pb2
+
+
+@pytest.fixture(scope="module")
+def person(cert_dir):
+    return assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), "asker", "acme")
+
+
+def ask(running_set, credentials, person, question):
+    with sync_channel(running_set.handles["host"].address, credentials("cli")) as host:
+        session = invoke(host, "host", "OpenSession", host_pb2.OpenSessionRequest(actor=person,
+                                                                                  request_id=question[:60]))
+    with sync_channel(running_set.handles["agent"].address, credentials("cli")) as agent:
+        stream = agent.unary_stream("/tessera.agent.v1.AgentService/StartTurn",
+                                    request_serializer=agent_pb2.StartTurnRequest.SerializeToString,
+                                    response_deserializer=agent_pb2.StartTurnResponse.FromString)
+        events = list(stream(agent_pb2.StartTurnRequest(actor=person, session_id=session.session_id,
+                                                        question=question, request_id="r1"), timeout=120))
+    return session, events
+
+
+def window(running_set, credentials, person, session, revision_id, node):
+    with sync_channel(running_set.handles["host"].address, credentials("cli")) as host:
+        reply = invoke(host, "host", "SendCommand", host_pb2.SendCommandRequest(
+            actor=person, command_id=f"w-{node}", session_id=session.session_id, surface_id=session.surface_id,
+            revision_id=revision_id, resource_window=host_pb2.ResourceWindowCommand(node_id=node, limit=100)))
+        stream = host.unary_stream("/tessera.host.v1.HostService/Subscribe",
+                                   request_serializer=host_pb2.SubscribeRequest.SerializeToString,
+                                   response_deserializer=host_pb2.SubscribeResponse.FromString)
+        call = stream(host_pb2.SubscribeRequest(actor=person, session_id=session.session_id, resume_after=
+                                                host_pb2.Cursor(epoch=1, sequence=reply.cursor.sequence - 1)),
+                      timeout=10)
+        envelope = next(call).envelope
+        call.cancel()
+    return json.loads(envelope.a2ui.message_json)["updateDataModel"]["value"]["rows"]
+
+
+def test_a_breakdown_question_commits_a_surface_bound_to_the_right_numbers(running_set, credentials, person,
+                                                                           warehouse_url):
+    session, events = ask(running_set, credentials, person, "What is our net revenue by region?")
+    kinds = [e.WhichOneof("event") for e in events]
+    assert kinds[0] == "started" and kinds[-1] == "done" and "surface_committed" in kinds
+    assert [e.sequence for e in events] == list(range(1, len(events) + 1))
+    tools = [e.tool_step.tool for e in events if e.WhichOneof("event") == "tool_step"
+             and e.tool_step.phase == agent_pb2.TOOL_STEP_PHASE_FINISHED]
+    assert tools == ["inspect_current_context", "inspect_catalog", "run_analysis", "present_ui", "present_ui"]
+    done = events[-1].done
+    assert done.outcome == agent_pb2.TURN_OUTCOME_ANSWERED and len(done.revision_ids) == 1
+
+    rows = window(running_set, credentials, person, session, done.revision_ids[0], "table")
+    engine = sa.create_engine(warehouse_url)
+    expected = defaultdict(Decimal)
+    with engine.connect() as connection:
+        for region, quantity, price, discount in connection.execute(sa.text(
+                "SELECT r.name, i.quantity, i.unit_price, i.discount FROM order_items i JOIN orders o "
+                "ON o.order_id = i.order_id JOIN customers c ON c.customer_id = o.customer_id "
+                "JOIN regions r ON r.region_id = c.region_id")):
+            expected[region] += Decimal(quantity) * Decimal(str(price)) * (1 - Decimal(str(discount)))
+    engine.dispose()
+    assert {r[0] for r in rows} == set(expected)
+    assert all(abs(Decimal(str(value)) - expected[region]) < Decimal("0.01") for region, value in rows)
+    # Nothing the turn streamed to the client carries a value.
+    streamed = "".join(str(e) for e in events)
+    assert not [region for region in expected if region in streamed]
+
+
+def test_a_trend_a_total_and_an_unanswerable_question(running_set, credentials, person):
+    _, trend = ask(running_set, credentials, person, "Show units sold by month")
+    assert trend[-1].done.outcome == agent_pb2.TURN_OUTCOME_ANSWERED and trend[-1].done.revision_ids
+    assert "by order time" in trend[-1].done.answer
+    _, total = ask(running_set, credentials, person, "What is our total net revenue?")
+    assert total[-1].done.outcome == agent_pb2.TURN_OUTCOME_ANSWERED and total[-1].done.revision_ids
+    _, weather = ask(running_set, credentials, person, "Will it rain tomorrow?")
+    done = weather[-1].done
+    assert done.outcome == agent_pb2.TURN_OUTCOME_NOT_ANSWERABLE and not done.revision_ids
+    assert "can't answer" in done.answer
