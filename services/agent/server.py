@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import grpc
+
 from services.agent.tools import TOOL_NAMES
-from services.agent.turn import run_turn
+from services.agent.turn import RunningTurn, run_turn
+from shared.actors import Actor, ActorVerifier
 from shared.channels import aio_channel
 from shared.config import peer_target
+from shared.errors import TesseraError
 from shared.runtime import Registration, ServiceContext, registration_for, service_info
+from shared.tokens import TokenError
 from tessera.agent.v1 import agent_pb2, agent_pb2_grpc
 from tessera.host.v1 import host_pb2_grpc
 from tessera.resources.v1 import resources_pb2_grpc
@@ -15,6 +20,8 @@ from tessera.resources.v1 import resources_pb2_grpc
 class AgentService(agent_pb2_grpc.AgentServiceServicer):
     def __init__(self, context: ServiceContext) -> None:
         self._info = service_info(context)
+        self._actors = ActorVerifier.from_cert_dir(context.settings.cert_dir)
+        self._running: dict[str, RunningTurn] = {}
         self._resources = resources_pb2_grpc.ResourceGatewayServiceStub(
             aio_channel(peer_target("resources"), context.credentials))
         self._host = host_pb2_grpc.HostServiceStub(aio_channel(peer_target("host"), context.credentials))
@@ -22,10 +29,29 @@ class AgentService(agent_pb2_grpc.AgentServiceServicer):
     async def GetInfo(self, request, context):
         return agent_pb2.GetInfoResponse(info=self._info, model="embedded", tools=list(TOOL_NAMES))
 
+    def _actor(self, assertion) -> Actor:
+        try:
+            return self._actors.verify(assertion)
+        except TokenError as exc:
+            raise TesseraError(grpc.StatusCode.UNAUTHENTICATED, exc.reason, str(exc)) from None
+
     async def StartTurn(self, request, context):
-        # Cancelling the call (client gone, CancelTurn later) cancels the turn and its tool calls.
-        async for event in run_turn(request, self._resources, self._host):
+        # Cancelling the call (the client went away) cancels the turn and its running tool calls.
+        actor = self._actor(request.actor)
+        async for event in run_turn(request, self._resources, self._host, actor, self._running):
             yield event
+
+    async def CancelTurn(self, request, context):
+        actor = self._actor(request.actor)
+        turn = self._running.get(request.turn_id)
+        if turn is None or turn.task is None or turn.task.done():
+            return agent_pb2.CancelTurnResponse(cancelled=False)
+        if (turn.actor_id, turn.tenant_id) != (actor.actor_id, actor.tenant_id):
+            raise TesseraError(grpc.StatusCode.PERMISSION_DENIED, "TURN_NOT_YOURS", "the turn belongs to another actor")
+        turn.cancel_requested = True
+        turn.task.cancel()
+        self._running.pop(request.turn_id, None)
+        return agent_pb2.CancelTurnResponse(cancelled=True, outcome=agent_pb2.TURN_OUTCOME_CANCELLED)
 
 
 def build(context: ServiceContext) -> list[Registration]:

@@ -7,12 +7,14 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 import grpc
 from google.protobuf.duration_pb2 import Duration
 
 from services.agent.planner import EmbeddedPlanner
 from services.agent.tools import TurnState, build_tools
+from shared.actors import Actor
 from shared.errors import TesseraError, error_details
 from shared.tool_bridge import ToolBridge, ToolResult
 from tessera.agent.v1 import agent_pb2
@@ -42,7 +44,16 @@ def _summary(result: ToolResult) -> str:
     return "ok"
 
 
-async def run_turn(request: agent_pb2.StartTurnRequest, resources, host) -> AsyncIterator:
+@dataclass
+class RunningTurn:
+    actor_id: str
+    tenant_id: str
+    task: asyncio.Task | None = None
+    cancel_requested: bool = False
+
+
+async def run_turn(request: agent_pb2.StartTurnRequest, resources, host, actor: Actor,
+                   running: dict[str, RunningTurn]) -> AsyncIterator:
     started_at = time.perf_counter()
     if not request.question or len(request.question) > MAX_QUESTION_CHARS:
         raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "QUESTION_INVALID",
@@ -92,6 +103,7 @@ async def run_turn(request: agent_pb2.StartTurnRequest, resources, host) -> Asyn
 
     planner = EmbeddedPlanner()
     task = asyncio.create_task(planner.run(request.question, call))
+    record = running[state.turn_id] = RunningTurn(actor.actor_id, actor.tenant_id, task)
     try:
         while not (task.done() and events.empty()):
             getter = asyncio.create_task(events.get())
@@ -104,14 +116,22 @@ async def run_turn(request: agent_pb2.StartTurnRequest, resources, host) -> Asyn
     except asyncio.CancelledError:
         bridge.close()
         task.cancel()
-        raise
+        running.pop(state.turn_id, None)
+        if not record.cancel_requested:
+            raise  # the client went away: nobody to tell
+        yield event(done=agent_pb2.TurnDone(outcome=agent_pb2.TURN_OUTCOME_CANCELLED, revision_ids=state.revisions,
+                                            answer="The turn was cancelled.",
+                                            elapsed=_duration(time.perf_counter() - started_at)))
+        return
     except Exception as exc:  # the planner failed: report it, commit nothing more
         bridge.close()
+        running.pop(state.turn_id, None)
         yield event(error=agent_pb2.TurnError(reason="PLANNER_FAILED", message=type(exc).__name__))
         yield event(done=agent_pb2.TurnDone(outcome=agent_pb2.TURN_OUTCOME_FAILED, revision_ids=state.revisions,
                                             elapsed=_duration(time.perf_counter() - started_at)))
         return
     bridge.close()
+    running.pop(state.turn_id, None)
     yield event(answer_delta=agent_pb2.AnswerDelta(text=plan.answer))
     yield event(done=agent_pb2.TurnDone(
         outcome=agent_pb2.TURN_OUTCOME_ANSWERED if plan.answered else agent_pb2.TURN_OUTCOME_NOT_ANSWERABLE,

@@ -6,6 +6,7 @@ import json
 from collections import defaultdict
 from decimal import Decimal
 
+import grpc
 import pytest
 import sqlalchemy as sa
 
@@ -13,6 +14,7 @@ from shared.actors import assert_actor
 from shared.certs import load_signing_key, signing_key_path
 from shared.channels import sync_channel
 from shared.contracts import invoke
+from shared.errors import error_details
 from tessera.agent.v1 import agent_pb2
 from tessera.host.v1 import host_pb2
 
@@ -90,3 +92,12 @@ def test_a_trend_a_total_and_an_unanswerable_question(running_set, credentials, 
     done = weather[-1].done
     assert done.outcome == agent_pb2.TURN_OUTCOME_NOT_ANSWERABLE and not done.revision_ids
     assert "can't answer" in done.answer
+
+
+def test_cancel_turn_needs_a_signed_actor_and_a_running_turn(running_set, credentials, person):
+    with sync_channel(running_set.handles["agent"].address, credentials("cli")) as agent:
+        assert not invoke(agent, "agent", "CancelTurn", agent_pb2.CancelTurnRequest(
+            actor=person, turn_id="trn_unknown")).cancelled
+        with pytest.raises(grpc.RpcError) as unsigned:
+            invoke(agent, "agent", "CancelTurn", agent_pb2.CancelTurnRequest(turn_id="trn_unknown"))
+        assert error_details(unsigned.value).reason == "ACTOR_MISSING"
