@@ -20,6 +20,7 @@ import jsonschema
 from services.resources.catalog import Catalog, CatalogEntity, CatalogField, CatalogMetric
 from shared.bounded_json import BoundedJsonError, Limits, parse
 from shared.errors import TesseraError
+from shared.schema_check import compile_check
 
 MAX_DRAFT_BYTES = 64 * 1024
 MAX_PREDICATE_DEPTH = 8
@@ -109,6 +110,11 @@ _VALIDATORS = {
 }
 
 
+# The same schemas compiled with fastjsonschema: about ten times faster on valid drafts; the
+# jsonschema validators above then explain an invalid one with the most relevant error.
+_FAST_CHECKS = {mode: compile_check(validator.schema) for mode, validator in _VALIDATORS.items()}
+
+
 def invalid(reason: str, message: str, pointer: str) -> TesseraError:
     return TesseraError(grpc.StatusCode.INVALID_ARGUMENT, reason, f"{message} (at {pointer or '/'})",
                         {"path": pointer or "/"})
@@ -194,6 +200,8 @@ def schema_check(raw: object) -> str:
     mode = raw.get("mode")
     if mode not in _VALIDATORS:
         raise invalid("DRAFT_SCHEMA", "mode must be 'aggregate' or 'records'", "/mode")
+    if _FAST_CHECKS[mode](raw) is None:  # valid drafts take the compiled fast path
+        return mode
     error = jsonschema.exceptions.best_match(_VALIDATORS[mode].iter_errors(raw))
     if error is not None:
         pointer = "".join(f"/{part}" for part in error.absolute_path)

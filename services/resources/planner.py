@@ -22,6 +22,7 @@ from services.resources.catalog import Catalog, CatalogField, CatalogMetric, Edg
 from services.resources.draft import GRAINS, Comparison, Dimension, Draft, Group, Measure, Predicate, invalid
 from shared.errors import TesseraError
 
+MAX_CACHED_JOINS = 1024
 _SA_TYPES = {"integer": sa.BigInteger, "decimal": sa.Numeric, "float": sa.Double, "string": sa.String,
              "boolean": sa.Boolean, "date": sa.Date, "timestamp": sa.DateTime}
 
@@ -88,6 +89,8 @@ class Planner:
         self.dialect = dialect
         self._aliases: dict[tuple[str, str], sa.FromClause] = {}
         self._atom_cache: dict[tuple[str, str], ColumnElement] = {}
+        self._joins: dict[tuple, tuple] = {}
+        self._buckets: dict[tuple[str, str, str], ColumnElement] = {}
 
     def _alias(self, entity: str, name: str) -> sa.FromClause:
         """Aliases are immutable, so one per (entity, name) serves every plan; building
@@ -138,7 +141,22 @@ class Planner:
     # --- joins ------------------------------------------------------------
 
     def _joined(self, home: str, context: list[tuple[str, str, bool]], fan_safe: bool, what: str):
-        """FROM clause rooted at `home` reaching every context entity; refuse fan-out."""
+        """FROM clause rooted at `home` reaching every context entity; refuse fan-out.
+
+        A join depends only on its root, the entities it must reach and the fan-out rule,
+        so each accepted one is built once and reused (its parts are immutable).
+        """
+        key = (home, tuple((entity, is_filter) for entity, _, is_filter in context), fan_safe)
+        cached = self._joins.get(key)
+        if cached is not None:
+            return cached
+        result = self._build_join(home, context, fan_safe, what)
+        if len(self._joins) >= MAX_CACHED_JOINS:  # bounded: distinct joins are few in practice
+            self._joins.clear()
+        self._joins[key] = result
+        return result
+
+    def _build_join(self, home: str, context: list[tuple[str, str, bool]], fan_safe: bool, what: str):
         aliases: dict[str, sa.FromClause] = {home: self._alias(home, "t0")}
         joined = aliases[home]
         for entity_name, pointer, is_filter in context:
@@ -195,7 +213,12 @@ class Planner:
 
     def _dimension_sql(self, dimension: Dimension, aliases) -> ColumnElement:
         column = self._column(dimension.field, aliases)
-        return time_bucket(column, dimension.grain, self.dialect) if dimension.grain else column
+        if not dimension.grain:
+            return column
+        key = (dimension.field.id, dimension.grain, aliases[dimension.field.entity].name)
+        if key not in self._buckets:
+            self._buckets[key] = time_bucket(column, dimension.grain, self.dialect)
+        return self._buckets[key]
 
     def _predicate_sql(self, predicate: Predicate, aliases) -> ColumnElement:
         if isinstance(predicate, Group):
