@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import grpc
 
+from services.agent.chat import ChatAdapter, ChatConfig
+from services.agent.config import AgentSettings
 from services.agent.tools import TOOL_NAMES
 from services.agent.turn import RunningTurn, run_turn
 from shared.actors import Actor, ActorVerifier
@@ -25,9 +27,17 @@ class AgentService(agent_pb2_grpc.AgentServiceServicer):
         self._resources = resources_pb2_grpc.ResourceGatewayServiceStub(
             aio_channel(peer_target("resources"), context.credentials))
         self._host = host_pb2_grpc.HostServiceStub(aio_channel(peer_target("host"), context.credentials))
+        settings: AgentSettings = context.settings
+        self._chat = None
+        if settings.model_url:
+            self._chat = ChatAdapter(ChatConfig(
+                base_url=settings.model_url, model=settings.model_name,
+                api_key=settings.model_api_key.get_secret_value(),
+                max_response_chars=settings.model_max_response_chars))
+        self._model = f"openai-compatible:{settings.model_name}" if self._chat else "embedded"
 
     async def GetInfo(self, request, context):
-        return agent_pb2.GetInfoResponse(info=self._info, model="embedded", tools=list(TOOL_NAMES))
+        return agent_pb2.GetInfoResponse(info=self._info, model=self._model, tools=list(TOOL_NAMES))
 
     def _actor(self, assertion) -> Actor:
         try:
@@ -38,7 +48,7 @@ class AgentService(agent_pb2_grpc.AgentServiceServicer):
     async def StartTurn(self, request, context):
         # Cancelling the call (the client went away) cancels the turn and its running tool calls.
         actor = self._actor(request.actor)
-        async for event in run_turn(request, self._resources, self._host, actor, self._running):
+        async for event in run_turn(request, self._resources, self._host, actor, self._running, self._chat):
             yield event
 
     async def CancelTurn(self, request, context):

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import grpc
 from google.protobuf.duration_pb2 import Duration
 
+from services.agent.chat import ChatAdapter
+from services.agent.chat_planner import ChatPlanner
 from services.agent.planner import EmbeddedPlanner
 from services.agent.tools import TurnState, build_tools
 from shared.actors import Actor
@@ -53,7 +55,7 @@ class RunningTurn:
 
 
 async def run_turn(request: agent_pb2.StartTurnRequest, resources, host, actor: Actor,
-                   running: dict[str, RunningTurn]) -> AsyncIterator:
+                   running: dict[str, RunningTurn], chat: ChatAdapter | None = None) -> AsyncIterator:
     started_at = time.perf_counter()
     if not request.question or len(request.question) > MAX_QUESTION_CHARS:
         raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "QUESTION_INVALID",
@@ -78,18 +80,21 @@ async def run_turn(request: agent_pb2.StartTurnRequest, resources, host, actor: 
 
     yield event(started=agent_pb2.TurnStarted(turn_id=state.turn_id, surface_id=state.surface_id,
                                               base_revision_id=state.base_revision_id))
-    bridge = ToolBridge(build_tools(state, resources, host))
     calls = 0
 
     async def call(tool: str, arguments: dict) -> ToolResult:
         nonlocal calls
         calls += 1
-        call_id = f"call-{calls}"
+        return await call_raw(f"call-{calls}", tool, json.dumps(arguments))
+
+    async def call_raw(call_id: str, tool: str, arguments_json: str) -> ToolResult:
         await events.put(event(tool_step=agent_pb2.ToolStep(
             call_id=call_id, tool=tool, phase=agent_pb2.TOOL_STEP_PHASE_STARTED,
             status=agent_pb2.TOOL_STEP_STATUS_RUNNING)))
         begun_at = time.perf_counter()
-        result = await bridge.call(call_id, tool, json.dumps(arguments))
+        result = await bridge.call(call_id, tool, arguments_json)
+        if result is None:  # the bridge was closed (turn cancelled): nothing more reaches the model
+            raise asyncio.CancelledError
         await events.put(event(tool_step=agent_pb2.ToolStep(
             call_id=call_id, tool=tool, phase=agent_pb2.TOOL_STEP_PHASE_FINISHED,
             status=agent_pb2.TOOL_STEP_STATUS_OK if result.ok else agent_pb2.TOOL_STEP_STATUS_FAILED,
@@ -101,8 +106,13 @@ async def run_turn(request: agent_pb2.StartTurnRequest, resources, host, actor: 
         state.commit_events.clear()
         return result
 
-    planner = EmbeddedPlanner()
-    task = asyncio.create_task(planner.run(request.question, call))
+    tools = build_tools(state, resources, host)
+    bridge = ToolBridge(tools)
+    if chat is None:
+        task = asyncio.create_task(EmbeddedPlanner().run(request.question, call))
+    else:
+        planner = ChatPlanner(chat, [t.contract for t in tools])
+        task = asyncio.create_task(planner.run(request.question, call_raw, lambda: bool(state.revisions)))
     record = running[state.turn_id] = RunningTurn(actor.actor_id, actor.tenant_id, task)
     try:
         while not (task.done() and events.empty()):

@@ -1,0 +1,60 @@
+"""A real model as the planner: an OpenAI-compatible endpoint driving the same tools.
+
+It gets exactly what the embedded planner gets — the six tool contracts and
+their projected results through the same bridge — and nothing else: no SQL,
+no rows, no tokens. Tool calls keep the model's own call ids, so a repeated
+id is refused by the bridge like any other.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+
+from services.agent.chat import ChatAdapter, ChatError
+from services.agent.planner import Plan
+from shared.tool_bridge import ToolResult
+from shared.tool_contracts import ToolContract
+
+MAX_STEPS = 16
+SYSTEM_PROMPT = (
+    "You answer questions about an organisation's data by composing a UI. Use the tools: inspect the context "
+    "and the catalog, run one or more analyses from semantic drafts, then call present_ui without a proposal to "
+    "get the UI slice and its schema, and again with a proposal that binds the analysis results by their slice "
+    "ids. You never see values: do not state numbers in your answer. Keep the final answer short; if the data "
+    "cannot answer the question, say so and present nothing."
+)
+
+CallRaw = Callable[[str, str, str], Awaitable[ToolResult]]
+
+
+def _tool_message(result: ToolResult) -> str:
+    if result.ok:
+        return json.dumps(result.content)
+    return json.dumps({"error": result.error_code, "message": result.error_message, "details": result.details})
+
+
+class ChatPlanner:
+    def __init__(self, adapter: ChatAdapter, contracts: list[ToolContract], max_steps: int = MAX_STEPS) -> None:
+        self.adapter = adapter
+        self.name = f"openai-compatible:{adapter.config.model}"
+        self.tools = [{"type": "function", "function": {"name": c.name, "description": c.description,
+                                                          "parameters": c.input_schema}} for c in contracts]
+        self.max_steps = max_steps
+
+    async def run(self, question: str, call: CallRaw, committed: Callable[[], bool]) -> Plan:
+        messages: list[dict] = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": question}]
+        for _ in range(self.max_steps):
+            try:
+                completion = await self.adapter.complete(messages, self.tools)
+            except ChatError as exc:
+                return Plan(f"The model failed ({exc.code}): {exc.message}", False)
+            if not completion.tool_calls:
+                return Plan(completion.text or "(no answer)", committed())
+            messages.append({"role": "assistant", "content": completion.text or None, "tool_calls": [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments_json}}
+                for c in completion.tool_calls]})
+            for tool_call in completion.tool_calls:
+                result = await call(tool_call.id, tool_call.name, tool_call.arguments_json)
+                messages.append({"role": "tool", "tool_call_id": tool_call.id, "content": _tool_message(result)})
+        return Plan(f"The model did not finish within {self.max_steps} steps; nothing more was shown.", False)

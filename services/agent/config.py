@@ -1,0 +1,17 @@
+"""Settings of the Data Agent runtime (TESSERA_AGENT_*)."""
+
+from __future__ import annotations
+
+from pydantic import Field, SecretStr
+
+from services.agent.chat import DEFAULT_MAX_RESPONSE_CHARS, MAX_RESPONSE_CHARS_CAP
+from shared.config import ServiceSettings
+
+
+class AgentSettings(ServiceSettings):
+    # Empty: the embedded planner. Otherwise an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1.
+    model_url: str = ""
+    model_name: str = "gpt-4o-mini"
+    # Held only by this process; sent only as the Authorization header, never logged.
+    model_api_key: SecretStr = SecretStr("")
+    model_max_response_chars: int = Field(default=DEFAULT_MAX_RESPONSE_CHARS, ge=1, le=MAX_RESPONSE_CHARS_CAP)

@@ -1,0 +1,99 @@
+"""A model behind an OpenAI-compatible endpoint drives the same tools through the same bridge."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+
+import pytest
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import StreamingResponse
+from starlette.routing import Route
+
+from services.agent.chat import ChatAdapter, ChatConfig
+from services.agent.chat_planner import ChatPlanner
+from shared.tool_bridge import Tool, ToolBridge
+from shared.tool_contracts import ToolContract
+
+REQUESTS: list[dict] = []
+
+
+def _sse(delta=None, finish=None):
+    return "data: " + json.dumps({"choices": [{"index": 0, "delta": delta or {}, "finish_reason": finish}]}) + "\n\n"
+
+
+async def scripted(request: Request):
+    body = await request.json()
+    REQUESTS.append(body)
+    tool_messages = [m for m in body["messages"] if m["role"] == "tool"]
+
+    async def stream():
+        if len(tool_messages) == 0:
+            yield _sse({"tool_calls": [{"index": 0, "id": "m1", "type": "function",
+                                        "function": {"name": "inspect_catalog", "arguments": '{"quest'}}]})
+            yield _sse({"tool_calls": [{"index": 0, "function": {"arguments": 'ion": "revenue"}'}}]})
+            yield _sse(finish="tool_calls")
+        elif len(tool_messages) == 1:  # the model repeats its call id and names a tool that does not exist
+            yield _sse({"tool_calls": [
+                {"index": 0, "id": "m1", "type": "function", "function": {"name": "inspect_catalog",
+                                                                          "arguments": '{"question": "x"}'}},
+                {"index": 1, "id": "m2", "type": "function", "function": {"name": "run_sql",
+                                                                          "arguments": '{"sql": "SELECT 1"}'}}]})
+            yield _sse(finish="tool_calls")
+        else:
+            yield _sse({"content": "Revenue is broken down by region."})
+            yield _sse(finish="stop")
+        yield "data: [DONE]\n\n"
+
+    return StreamingResponse(stream(), media_type="text/event-stream")
+
+
+@pytest.fixture(scope="module")
+def endpoint():
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(Starlette(routes=[Route("/v1/chat/completions", scripted,
+                                                                   methods=["POST"])]), log_config=None))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.01)
+    yield f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    server.should_exit = True
+    thread.join(5)
+
+
+def test_the_model_loop_uses_contracts_bridge_and_projected_results(endpoint):
+    ran = []
+
+    async def inspect(arguments):
+        ran.append(arguments)
+        return {"entities": [{"id": "ent_1", "label": "Order"}], "capability_token": "secret-token"}
+
+    contract = ToolContract("inspect_catalog", "Find entities", {
+        "type": "object", "additionalProperties": False, "required": ["question"],
+        "properties": {"question": {"type": "string"}}}, {"entities": {"id": True, "label": True}})
+
+    async def scenario():
+        adapter = ChatAdapter(ChatConfig(base_url=endpoint, model="scripted"))
+        bridge = ToolBridge([Tool(contract, inspect)])
+        planner = ChatPlanner(adapter, [contract])
+        try:
+            return await planner.run("revenue by region?", lambda i, n, a: bridge.call(i, n, a), lambda: False)
+        finally:
+            await adapter.aclose()
+
+    plan = asyncio.run(scenario())
+    assert plan.answer == "Revenue is broken down by region." and not plan.answered
+    assert ran == [{"question": "revenue"}]  # the repeated id m1 did not run again
+    assert REQUESTS[0]["tools"][0]["function"]["name"] == "inspect_catalog"
+    tool_messages = [m for m in REQUESTS[-1]["messages"] if m["role"] == "tool"]
+    assert json.loads(tool_messages[0]["content"]) == {"entities": [{"id": "ent_1", "label": "Order"}]}
+    errors = [json.loads(m["content"])["error"] for m in tool_messages[1:]]
+    assert errors == ["DUPLICATE_CALL_ID", "UNKNOWN_TOOL"]
+    assert "secret-token" not in json.dumps(REQUESTS)
