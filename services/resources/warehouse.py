@@ -62,7 +62,8 @@ class Warehouse:
             raise WarehouseUnavailable(f"no warehouse at {path} (run 'tessera seed')")
         uri = f"file:{quote(str(path.resolve()))}?mode=ro"
         engine = sa.create_engine("sqlite://", creator=lambda: sqlite3.connect(uri, uri=True,
-                                                                               check_same_thread=False))
+                                                                               check_same_thread=False),
+                                  pool_reset_on_return=None)
         return engine
 
     def _postgres_engine(self) -> sa.Engine:
@@ -79,7 +80,9 @@ class Warehouse:
     def _duckdb_engine(self) -> sa.Engine:
         if not self.url.database or not Path(self.url.database).exists():
             raise WarehouseUnavailable(f"no warehouse at {self.url.database} (run 'tessera seed --url ...')")
-        return sa.create_engine(self.url, connect_args={"read_only": True})
+        # Read-only connections carry no transaction state worth resetting: skip the rollback
+        # SQLAlchemy would issue each time a connection returns to the pool.
+        return sa.create_engine(self.url, connect_args={"read_only": True}, pool_reset_on_return=None)
 
     # --- execution --------------------------------------------------------
 
