@@ -55,6 +55,9 @@ class EmbeddedPlanner:
         catalog = await call("inspect_catalog", {"question": question})
         entities = catalog.content.get("entities", []) if catalog.ok else []
         asked = _words(question)
+        if re.match(r"\s*(list|which)\b", question.lower()) or re.search(r"\b(latest|recent|newest)\b",
+                                                                           question.lower()):
+            return await self._records(question, entities, asked, call)
         metrics = [(m, e["id"]) for e in entities for m in e["metrics"]]
         scored = sorted(((_score(asked, m), i, m, owner) for i, (m, owner) in enumerate(metrics)),
                         key=lambda t: (-t[0], t[1]))
@@ -102,6 +105,14 @@ class EmbeddedPlanner:
                 draft["output"] = "table"
                 draft["order_by"] = [{"output": "value", "direction": "desc"}]
             draft["dimensions"] = [entry]
+        condition = await self._value_filter(question, entities, owner, dimension, call)
+        if condition is not None:
+            draft["filter"] = {k: v for k, v in condition.items() if k != "field_label"}
+        else:
+            unresolved = self._proper_nouns(question, entities)
+            if unresolved:  # answering without it would silently answer a different question
+                return Plan(f"I can't answer that: I could not find what {unresolved[0]!r} refers to in this "
+                            "data.", False)
         analysis = await call("run_analysis", {"draft": draft})
         if not analysis.ok:
             return Plan(f"The analysis was refused ({analysis.error_code}): {analysis.error_message}", False)
@@ -117,9 +128,98 @@ class EmbeddedPlanner:
         if not outcome.ok or not outcome.content.get("revision"):
             return Plan("I prepared the analysis but the display was refused; nothing was shown.", False)
         subject = metric["label"] + (f" by {dimension['label'].lower()}" if dimension else "")
+        if condition is not None:
+            subject += f" where {condition['field_label'].lower()} is {condition['value']!r}"
         shape = "a chart and a table" if dimension else "a headline figure"
         count = f" ({resource['rows']} rows{', truncated' if resource['truncated'] else ''})" if dimension else ""
         return Plan(f"Here is {subject}: {shape}{count}, with where the numbers came from.", True)
+
+    async def _value_filter(self, question: str, entities: list[dict], owner: str, dimension, call) -> dict | None:
+        """"… in the West Coast region": find the value with a value-domain probe and filter on it.
+
+        Only fields the catalog marks as bounded-values are probed, at most two, and only
+        fields that sit on the metric's entity or ones it belongs to (a filter through a
+        one-to-many join would change the question's meaning and is refused anyway).
+        """
+        if not re.search(r"\b(in|for|from|where|only|at)\b", question.lower()):
+            return None
+        reachable = self._reachable(entities, owner)
+        lowered = question.lower()
+        candidates = [f for e in entities if e["id"] in reachable for f in e["fields"]
+                      if f["exposure"] == "bounded-values" and f["type"] == "string"
+                      and (dimension is None or f["id"] != dimension["id"])]
+        candidates.sort(key=lambda f: -_score(_words(question), f))
+        for field in candidates[:2]:
+            probe = await call("probe_data", {"kind": "value-domain", "field_id": field["id"]})
+            if not probe.ok:
+                continue
+            for value in sorted(probe.content.get("untrusted_values", []), key=len, reverse=True):
+                if len(value) >= 3 and value.lower() in lowered:
+                    return {"field": field["id"], "op": "eq", "value": value, "field_label": field["label"]}
+        return None
+
+    @staticmethod
+    def _proper_nouns(question: str, entities: list[dict]) -> list[str]:
+        """Capitalised words after the first that no label or synonym of the slice explains."""
+        explained = set()
+        for entity in entities:
+            for item in [entity, *entity["fields"], *entity["metrics"]]:
+                explained |= _words(" ".join([item["label"], *item.get("synonyms", [])]))
+        words = re.findall(r"[A-Za-z][A-Za-z'-]+", question)[1:]
+        return [w for w in words if w[0].isupper() and w.lower() not in explained
+                and w.lower().rstrip("s") not in explained and w.lower() not in _STOP]
+
+    @staticmethod
+    def _reachable(entities: list[dict], owner: str) -> set[str]:
+        by_id = {e["id"]: e for e in entities}
+        seen, frontier = {owner}, [owner]
+        while frontier:
+            following = []
+            for entity_id in frontier:
+                for relationship in by_id.get(entity_id, {}).get("relationships", []):
+                    if relationship["from"] == entity_id and relationship["kind"] in ("many_to_one", "one_to_one") \
+                            and relationship["to"] not in seen:
+                        seen.add(relationship["to"])
+                        following.append(relationship["to"])
+            frontier = following
+        return seen
+
+    async def _records(self, question: str, entities: list[dict], asked: set[str], call) -> Plan:
+        """"List the latest orders": a record listing of the best-matching entity, newest first."""
+        ranked = sorted(entities, key=lambda e: -_score(asked, {"label": e["label"], "synonyms": []}))
+        entity = next((e for e in ranked if any(f["exposure"] == "bounded-values" for f in e["fields"])), None)
+        if entity is None:
+            return Plan("I can't list that: I found no records I may show.", False)
+        fields = [f for f in entity["fields"] if f["exposure"] == "bounded-values"][:6]
+        time_field = next((f for f in fields if f["type"] in ("timestamp", "date")), fields[0])
+        draft = {"mode": "records", "entity": entity["id"],
+                 "fields": [{"id": f"c{i}", "field": f["id"]} for i, f in enumerate(fields)],
+                 "order_by": [{"output": f"c{fields.index(time_field)}", "direction": "desc"}]}
+        analysis = await call("run_analysis", {"draft": draft})
+        if not analysis.ok:
+            return Plan(f"The listing was refused ({analysis.error_code}): {analysis.error_message}", False)
+        frozen = await call("present_ui", {})
+        if not frozen.ok:
+            return Plan(f"I could not prepare the display ({frozen.error_code}).", False)
+        view = frozen.content["slice"]
+        ids = {c["name"]: c["id"] for c in view["components"]}
+        resource = view["resources"][-1]
+        binding = {"ref": resource["id"], "offer": resource["offer"]}
+        children = ["title", "table"] + (["evidence"] if view["evidence"] else [])
+        blocks = [{"id": "main", "component": ids["Column"], "data": {}, "children": children},
+                  {"id": "title", "component": ids["Heading"], "data": {"text": question[:120]}},
+                  {"id": "table", "component": ids["DataTable"], "data": {
+                      "resource": binding, "columns": [f"c{i}" for i in range(len(fields))], "page_size": 25}}]
+        if view["evidence"]:
+            blocks.append({"id": "evidence", "component": ids["EvidenceNote"],
+                           "data": {"evidence": view["evidence"][-1]["id"]}})
+        outcome = await call("present_ui", {"proposal": {"version": 1, "id": "answer", "title": question[:120],
+                                                         "blocks": blocks}})
+        if not outcome.ok or not outcome.content.get("revision"):
+            return Plan("I prepared the listing but the display was refused; nothing was shown.", False)
+        rows = analysis.content["resource"]
+        return Plan(f"Here are the {entity['label'].lower()} records, newest first: {rows['rows']} rows"
+                    f"{' (capped)' if rows['truncated'] else ''}.", True)
 
     @staticmethod
     def _time_field(entities: list[dict], owner: str) -> dict | None:

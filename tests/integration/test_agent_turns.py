@@ -101,3 +101,40 @@ def test_cancel_turn_needs_a_signed_actor_and_a_running_turn(running_set, creden
         with pytest.raises(grpc.RpcError) as unsigned:
             invoke(agent, "agent", "CancelTurn", agent_pb2.CancelTurnRequest(turn_id="trn_unknown"))
         assert error_details(unsigned.value).reason == "ACTOR_MISSING"
+
+
+def test_a_filter_on_a_value_found_by_a_probe(running_set, credentials, person, warehouse_url):
+    engine = sa.create_engine(warehouse_url)
+    with engine.connect() as connection:
+        region = connection.execute(sa.text("SELECT name FROM regions ORDER BY region_id LIMIT 1")).scalar()
+        expected = defaultdict(Decimal)
+        for channel, quantity, price, discount in connection.execute(sa.text(
+                "SELECT o.channel, i.quantity, i.unit_price, i.discount FROM order_items i JOIN orders o "
+                "ON o.order_id = i.order_id JOIN customers c ON c.customer_id = o.customer_id "
+                "JOIN regions r ON r.region_id = c.region_id WHERE r.name = :region"), {"region": region}):
+            expected[channel] += Decimal(quantity) * Decimal(str(price)) * (1 - Decimal(str(discount)))
+    engine.dispose()
+    session, events = ask(running_set, credentials, person,
+                          f"What is our net revenue in the {region} region by channel?")
+    done = events[-1].done
+    assert done.outcome == agent_pb2.TURN_OUTCOME_ANSWERED and region in done.answer
+    assert "probe_data" in [e.tool_step.tool for e in events if e.WhichOneof("event") == "tool_step"]
+    rows = window(running_set, credentials, person, session, done.revision_ids[0], "table")
+    assert {r[0]: Decimal(str(r[1])) for r in rows}.keys() == expected.keys()
+    assert all(abs(Decimal(str(v)) - expected[c]) < Decimal("0.01") for c, v in rows)
+
+
+def test_a_record_listing(running_set, credentials, person):
+    session, events = ask(running_set, credentials, person, "List the latest orders")
+    done = events[-1].done
+    assert done.outcome == agent_pb2.TURN_OUTCOME_ANSWERED and done.revision_ids
+    rows = window(running_set, credentials, person, session, done.revision_ids[0], "table")
+    times = [row[0] for row in rows]
+    assert times == sorted(times, reverse=True) and len(rows) == 100
+
+
+def test_a_name_the_data_cannot_explain_is_not_silently_dropped(running_set, credentials, person):
+    _, events = ask(running_set, credentials, person, "What is our net revenue in Atlantis by channel?")
+    done = events[-1].done
+    assert done.outcome == agent_pb2.TURN_OUTCOME_NOT_ANSWERABLE and not done.revision_ids
+    assert "Atlantis" in done.answer
