@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 PROTO_FILES := $(shell find proto -name '*.proto' | sort)
 GEN := shared/gen
 
-.PHONY: setup venv node proto certs demo up test lint bench clean
+.PHONY: setup venv node proto certs demo up test lint bench eval clean
 
 setup: venv node proto
 
@@ -57,6 +57,12 @@ lint: setup
 
 bench: setup
 	$(PY) bench/run.py
+
+# The golden questions through the configured model (embedded unless TESSERA_AGENT_MODEL_URL is set);
+# writes var/eval/report.json.
+eval: setup
+	TESSERA_EVAL_REPORT=$(CURDIR)/var/eval/report.json $(PY) -m pytest -q tests/integration/test_golden.py
+	@cat var/eval/report.json | head -8
 
 clean:
 	rm -rf $(VENV) node_modules $(GEN) var .pytest_cache

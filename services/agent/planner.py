@@ -58,14 +58,32 @@ class EmbeddedPlanner:
         if re.match(r"\s*(list|which)\b", question.lower()) or re.search(r"\b(latest|recent|newest)\b",
                                                                            question.lower()):
             return await self._records(question, entities, asked, call)
+        grain = next((_GRAINS[w] for w in _WORD.findall(question.lower()) if w in _GRAINS), None)
+        dimension = None
+        if not grain:
+            # The breakdown first: its words ("by region") must not pick the measure ("number of regions").
+            breakdown = re.search(r"\b(?:by|per|each|across|top \d+)\b(.*)", question.lower())
+            if breakdown:
+                wanted = _words(breakdown.group(1)) or asked
+                fields = [f for e in entities for f in e["fields"]
+                          if f["exposure"] == "bounded-values" and f["type"] in ("string", "boolean")]
+                candidates = sorted(((_score(wanted, f), i, f) for i, f in enumerate(fields)),
+                                    key=lambda t: (-t[0], t[1]))
+                if not candidates or candidates[0][0] == 0:
+                    return Plan("I can't answer that: I found no way to break the measure down as asked.", False)
+                dimension = candidates[0][2]
+        measure_words = asked - (_words(" ".join([dimension["label"], *dimension.get("synonyms", [])]))
+                                 if dimension else set())
         metrics = [(m, e["id"]) for e in entities for m in e["metrics"]]
-        scored = sorted(((_score(asked, m), i, m, owner) for i, (m, owner) in enumerate(metrics)),
+        scored = sorted(((_score(measure_words, m), i, m, owner) for i, (m, owner) in enumerate(metrics)),
                         key=lambda t: (-t[0], t[1]))
         if not scored or scored[0][0] == 0:
             return Plan("I can't answer that from this data: I found no measure that matches the question.", False)
         _, _, metric, owner = scored[0]
-        grain = next((_GRAINS[w] for w in _WORD.findall(question.lower()) if w in _GRAINS), None)
-        dimension = None
+        if dimension is not None and dimension["id"] not in {
+                f["id"] for e in entities if e["id"] in self._reachable(entities, owner) for f in e["fields"]}:
+            return Plan(f"I can't answer that: {metric['label']} cannot be broken down by "
+                        f"{dimension['label'].lower()}.", False)
         if grain:
             dimension = self._time_field(entities, owner)
             if dimension is None:  # ask the catalog for time explicitly, then give up honestly
@@ -77,18 +95,6 @@ class EmbeddedPlanner:
                     dimension = self._time_field(entities, owner)
             if dimension is None:
                 return Plan("I can't answer that: I found no date or time to group this measure by.", False)
-        else:
-            breakdown = re.search(r"\b(?:by|per|each|across|top \d+)\b(.*)", question.lower())
-            if breakdown:
-                wanted = _words(breakdown.group(1)) or asked
-                fields = [f for e in entities for f in e["fields"]
-                          if f["exposure"] == "bounded-values" and f["type"] in ("string", "boolean")]
-                candidates = sorted(((_score(wanted, f), i, f) for i, f in enumerate(fields)),
-                                    key=lambda t: (-t[0], t[1]))
-                if candidates and candidates[0][0] > 0:
-                    dimension = candidates[0][2]
-                else:
-                    return Plan("I can't answer that: I found no way to break the measure down as asked.", False)
         top = re.search(r"\btop\s+(\d{1,3})\b", question.lower())
         draft: dict = {"mode": "aggregate", "measures": [{"id": "value", "metric": metric["id"]}]}
         if dimension is None:
