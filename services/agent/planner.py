@@ -176,19 +176,20 @@ class EmbeddedPlanner:
                 and w.lower().rstrip("s") not in explained and w.lower() not in _STOP]
 
     @staticmethod
-    def _reachable(entities: list[dict], owner: str) -> set[str]:
+    def _reachable(entities: list[dict], owner: str) -> list[str]:
+        """Entities the owner belongs to (many-to-one, transitively), nearest first, itself included."""
         by_id = {e["id"]: e for e in entities}
-        seen, frontier = {owner}, [owner]
+        order, frontier = [owner], [owner]
         while frontier:
             following = []
             for entity_id in frontier:
                 for relationship in by_id.get(entity_id, {}).get("relationships", []):
                     if relationship["from"] == entity_id and relationship["kind"] in ("many_to_one", "one_to_one") \
-                            and relationship["to"] not in seen:
-                        seen.add(relationship["to"])
+                            and relationship["to"] not in order:
+                        order.append(relationship["to"])
                         following.append(relationship["to"])
             frontier = following
-        return seen
+        return order
 
     async def _records(self, question: str, entities: list[dict], asked: set[str], call) -> Plan:
         """"List the latest orders": a record listing of the best-matching entity, newest first."""
@@ -231,20 +232,10 @@ class EmbeddedPlanner:
     def _time_field(entities: list[dict], owner: str) -> dict | None:
         """A time field of the metric's entity, or of one it belongs to (many-to-one), nearest first."""
         by_id = {e["id"]: e for e in entities}
-        frontier, seen = [owner], {owner}
-        while frontier:
-            for entity_id in frontier:
-                for field in by_id.get(entity_id, {}).get("fields", []):
-                    if field["type"] in ("timestamp", "date") and field["exposure"] == "bounded-values":
-                        return field
-            following = []
-            for entity_id in frontier:
-                for relationship in by_id.get(entity_id, {}).get("relationships", []):
-                    if relationship["from"] == entity_id and relationship["kind"] in ("many_to_one", "one_to_one") \
-                            and relationship["to"] not in seen:
-                        seen.add(relationship["to"])
-                        following.append(relationship["to"])
-            frontier = following
+        for entity_id in EmbeddedPlanner._reachable(entities, owner):
+            for field in by_id.get(entity_id, {}).get("fields", []):
+                if field["type"] in ("timestamp", "date") and field["exposure"] == "bounded-values":
+                    return field
         return None
 
     @staticmethod
