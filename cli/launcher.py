@@ -26,7 +26,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from shared.certs import CA_CERT_FILE, Credentials, cert_path, key_path, load_credentials
 from shared.channels import sync_channel
 from shared.config import DEFAULT_PORTS
-from shared.identity import GRPC_SERVICE_NAMES, PROCESS_NAMES
+from shared.identity import PROCESS_NAMES
 from shared.paths import REPO_ROOT
 
 STARTUP_TIMEOUT_SECONDS = 30.0
@@ -184,6 +184,3 @@ class ServiceSet:
             ],
         }
 
-
-def grpc_names(names: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(n for n in names if n in GRPC_SERVICE_NAMES)

@@ -64,10 +64,6 @@ class ServiceSettings(BaseSettings):
         object.__setattr__(self, "key", self.key or key_path(directory, self.name))
         return self
 
-    def peer_target(self, peer: str) -> str:
-        """host:port of another service, from TESSERA_<PEER>_ADDR."""
-        return peer_target(peer)
-
 
 S = TypeVar("S", bound=ServiceSettings)
 

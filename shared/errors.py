@@ -36,11 +36,6 @@ class TesseraError(Exception):
         )
 
 
-async def abort(context: grpc.aio.ServicerContext, error: TesseraError) -> None:
-    """End the RPC with `error` (raises, as context.abort does)."""
-    await context.abort_with_status(error.to_status())
-
-
 @dataclass(frozen=True)
 class ErrorDetails:
     """What a client learns from a failed call."""

@@ -19,7 +19,6 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from types import MappingProxyType
 
-CORRELATION_KEYS = ("request_id", "turn_id", "surface_id", "intent_id")
 # Immutable default: each `correlated` block sets a new dict, never mutates one.
 _correlation: contextvars.ContextVar[Mapping[str, str]] = contextvars.ContextVar(
     "tessera_correlation", default=MappingProxyType({})

@@ -258,7 +258,9 @@ def apply_patch(raw: dict, base: dict | None, base_revision_id: str, max_blocks:
             block_id, parent = operation.get("id"), operation.get("parent")
             if not isinstance(block_id, str) or block_id not in tree.blocks:
                 raise _reject("patch", "patch.unknown-block", f"no block {block_id!r} to move", f"{pointer}/id")
-            if parent is not None and (not isinstance(parent, str) or parent in subtree(block_id)):
+            if parent is not None and not isinstance(parent, str):
+                raise _reject("patch", "patch.operation-invalid", "parent is a block id or null", f"{pointer}/parent")
+            if parent is not None and parent in subtree(block_id):
                 raise _reject("patch", "proposal.children-cycle", "a block cannot move inside itself",
                               f"{pointer}/parent")
             detach(block_id)

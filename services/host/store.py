@@ -147,49 +147,47 @@ class HostStore:
 
     # --- sessions and turns ---------------------------------------------
 
-    def open_session(self, actor_id: str, tenant_id: str, request_id: str) -> tuple[Session, bool]:
-        """Idempotent per (actor, tenant, request id): a retry returns the same session."""
+    def _read_or_insert(self, table: sa.Table, where: list, values: dict) -> tuple[sa.Row, bool]:
+        """Idempotent creation keyed by `where`: a row a concurrent retry inserted is read back, not an error."""
         for _ in range(2):
-            with self.writer.begin() as connection:
-                row = connection.execute(sa.select(sessions).where(
-                    sessions.c.actor_id == actor_id, sessions.c.tenant_id == tenant_id,
-                    sessions.c.request_id == request_id)).first()
-                if row is not None:
-                    return Session(row.session_id, row.surface_id, row.actor_id, row.tenant_id, row.created_at), False
-            session = Session(new_id("ses"), new_id("srf"), actor_id, tenant_id, time.time())
+            with self.engine.connect() as connection:
+                row = connection.execute(sa.select(table).where(*where)).first()
+            if row is not None:
+                return row, False
             try:
                 with self.writer.begin() as connection:
-                    connection.execute(sessions.insert().values(
-                        session_id=session.session_id, surface_id=session.surface_id, actor_id=actor_id,
-                        tenant_id=tenant_id, request_id=request_id, created_at=session.created_at))
-                return session, True
+                    connection.execute(table.insert().values(**values))
             except sa.exc.IntegrityError:
-                continue  # a concurrent retry created it: read it back
-        raise RuntimeError("session neither found nor created")
+                continue
+            with self.engine.connect() as connection:
+                return connection.execute(sa.select(table).where(*where)).one(), True
+        raise RuntimeError(f"{table.name}: row neither found nor created")
+
+    @staticmethod
+    def _session(row) -> Session:
+        return Session(row.session_id, row.surface_id, row.actor_id, row.tenant_id, row.created_at)
+
+    def open_session(self, actor_id: str, tenant_id: str, request_id: str) -> tuple[Session, bool]:
+        """Idempotent per (actor, tenant, request id): a retry returns the same session."""
+        row, created = self._read_or_insert(
+            sessions, [sessions.c.actor_id == actor_id, sessions.c.tenant_id == tenant_id,
+                       sessions.c.request_id == request_id],
+            {"session_id": new_id("ses"), "surface_id": new_id("srf"), "actor_id": actor_id,
+             "tenant_id": tenant_id, "request_id": request_id, "created_at": time.time()})
+        return self._session(row), created
 
     def session(self, session_id: str) -> Session | None:
         with self.engine.connect() as connection:
             row = connection.execute(sa.select(sessions).where(sessions.c.session_id == session_id)).first()
-        return None if row is None else Session(row.session_id, row.surface_id, row.actor_id, row.tenant_id,
-                                                row.created_at)
+        return None if row is None else self._session(row)
 
     def begin_turn(self, session_id: str, question: str, request_id: str) -> Turn:
-        for _ in range(2):
-            with self.engine.connect() as connection:
-                row = connection.execute(sa.select(turns).where(turns.c.session_id == session_id,
-                                                                turns.c.request_id == request_id)).first()
-            if row is not None:
-                return Turn(row.turn_id, row.session_id, row.question)
-            turn = Turn(new_id("trn"), session_id, question)
-            try:
-                with self.writer.begin() as connection:
-                    connection.execute(turns.insert().values(turn_id=turn.turn_id, session_id=session_id,
-                                                             question=question, request_id=request_id,
-                                                             created_at=time.time()))
-                return turn
-            except sa.exc.IntegrityError:
-                continue  # a concurrent retry created it: read it back
-        raise RuntimeError("turn neither found nor created")
+        """Idempotent per (session, request id)."""
+        row, _ = self._read_or_insert(
+            turns, [turns.c.session_id == session_id, turns.c.request_id == request_id],
+            {"turn_id": new_id("trn"), "session_id": session_id, "question": question, "request_id": request_id,
+             "created_at": time.time()})
+        return Turn(row.turn_id, row.session_id, row.question)
 
     def turn(self, turn_id: str) -> Turn | None:
         with self.engine.connect() as connection:

@@ -80,11 +80,3 @@ class CapabilityIssuer:
             raise TesseraError(denied, "CAPABILITY_EXPIRED", "capability token expired; inspect the catalog again")
         return Capability(payload["fp"], payload["s"], payload["exp"], frozenset(payload["ids"]))
 
-
-def require_in_scope(capability: Capability, ids: Iterable[str], pointer_of: dict[str, str] | None = None) -> None:
-    for item in ids:
-        if item not in capability.ids:
-            where = (pointer_of or {}).get(item, "")
-            raise TesseraError(grpc.StatusCode.PERMISSION_DENIED, "ID_NOT_IN_SCOPE",
-                               f"{item} was not returned by inspect_catalog or describe_data in this session",
-                               {"id": item, "path": where})

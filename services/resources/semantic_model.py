@@ -86,9 +86,6 @@ class SemanticModel(_Strict):
     relationships: dict[str, RelationshipSpec] = {}
     derived_metrics: dict[str, DerivedMetricSpec] = {}
 
-    def metric_expression(self, entity: str, metric: str) -> expressions.Expr:
-        return expressions.parse(self.entities[entity].metrics[metric].expression)
-
 
 class _UniqueKeyLoader(yaml.SafeLoader):
     """PyYAML keeps the last of two equal keys; a model file must not have any."""
