@@ -36,10 +36,9 @@ def test_hostile_patches_are_rejected_not_crashing(compiler, frozen, ids, operat
     base = compiler.compile(frozen, json.dumps(full_proposal(ids))).document
     patch = {"version": 1, "patch": {"base_revision": "r", "operations": operations}}
     result = compiler.compile(frozen, json.dumps(patch), base_document=base, base_revision_id="r")
-    assert result.outcome in ("rejected", "compiled", "partial")
-    if result.outcome != "rejected":
-        ids_in_document = [b["id"] for b in result.document["blocks"]]
-        assert len(ids_in_document) == len(set(ids_in_document))
+    assert result.outcome == "rejected" and result.document is None
+    assert result.diagnostics[0].code in ("patch.operation-invalid", "patch.unknown-block", "proposal.children-cycle")
+    assert result.diagnostics[0].location.startswith("/patch/operations/")
 
 
 @pytest.mark.parametrize("title", ["<img src=x onerror=alert(1)>", "see evil.com/reset", "＜script＞"])
