@@ -40,6 +40,8 @@ def ask(addresses: dict[str, str], cert_dir: Path, question: str, web_url: str =
                 print(f"  ✓ committed {event.surface_committed.revision_id}")
             elif kind == "error":
                 print(f"  ✗ {event.error.reason}: {event.error.message}")
+            elif kind == "degraded":
+                print(f"  ! {event.degraded.tool} unavailable: {event.degraded.message}")
             elif kind == "done":
                 done = event.done
         print(f"= {done.answer}")

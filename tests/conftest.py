@@ -54,11 +54,18 @@ def warehouse_url(tmp_path_factory) -> str:
 
 
 @pytest.fixture(scope="session")
-def service_env(warehouse_url, tmp_path_factory) -> dict[str, str]:
+def model_transcript(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("model") / "transcript.jsonl"
+
+
+@pytest.fixture(scope="session")
+def service_env(warehouse_url, tmp_path_factory, model_transcript) -> dict[str, str]:
     return {
         "TESSERA_RESOURCES_WAREHOUSE_URL": warehouse_url,
         "TESSERA_RESOURCES_STORE_URL": f"sqlite:///{tmp_path_factory.mktemp('store') / 'results.sqlite'}",
         "TESSERA_HOST_DATABASE_URL": f"sqlite:///{tmp_path_factory.mktemp('host') / 'host.sqlite'}",
+        # Everything the model is handed, for the no-payload scan over real turns.
+        "TESSERA_AGENT_MODEL_TRANSCRIPT": str(model_transcript),
     }
 
 

@@ -8,11 +8,11 @@ id is refused by the bridge like any other.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 
-from services.agent.chat import ChatAdapter, ChatError
+from services.agent.chat import ChatAdapter
 from services.agent.planner import Plan
+from services.agent.tools import model_message
 from shared.tool_bridge import ToolResult
 from shared.tool_contracts import ToolContract
 
@@ -28,12 +28,6 @@ SYSTEM_PROMPT = (
 CallRaw = Callable[[str, str, str], Awaitable[ToolResult]]
 
 
-def _tool_message(result: ToolResult) -> str:
-    if result.ok:
-        return json.dumps(result.content)
-    return json.dumps({"error": result.error_code, "message": result.error_message, "details": result.details})
-
-
 class ChatPlanner:
     def __init__(self, adapter: ChatAdapter, contracts: list[ToolContract], max_steps: int = MAX_STEPS) -> None:
         self.adapter = adapter
@@ -45,10 +39,8 @@ class ChatPlanner:
     async def run(self, question: str, call: CallRaw, committed: Callable[[], bool]) -> Plan:
         messages: list[dict] = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": question}]
         for _ in range(self.max_steps):
-            try:
-                completion = await self.adapter.complete(messages, self.tools)
-            except ChatError as exc:
-                return Plan(f"The model failed ({exc.code}): {exc.message}", False)
+            # A ChatError (provider error, broken or oversized stream) ends the turn: the turn reports it.
+            completion = await self.adapter.complete(messages, self.tools)
             if not completion.tool_calls:
                 return Plan(completion.text or "(no answer)", committed())
             messages.append({"role": "assistant", "content": completion.text or None, "tool_calls": [
@@ -56,5 +48,5 @@ class ChatPlanner:
                 for c in completion.tool_calls]})
             for tool_call in completion.tool_calls:
                 result = await call(tool_call.id, tool_call.name, tool_call.arguments_json)
-                messages.append({"role": "tool", "tool_call_id": tool_call.id, "content": _tool_message(result)})
+                messages.append({"role": "tool", "tool_call_id": tool_call.id, "content": model_message(result)})
         return Plan(f"The model did not finish within {self.max_steps} steps; nothing more was shown.", False)

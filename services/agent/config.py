@@ -15,3 +15,6 @@ class AgentSettings(ServiceSettings):
     # Held only by this process; sent only as the Authorization header, never logged.
     model_api_key: SecretStr = SecretStr("")
     model_max_response_chars: int = Field(default=DEFAULT_MAX_RESPONSE_CHARS, ge=1, le=MAX_RESPONSE_CHARS_CAP)
+    # When set, every message handed to the model is appended here as JSONL (for audits and the
+    # no-payload check); it holds only model-visible text, which by design carries no rows.
+    model_transcript: str = ""

@@ -52,6 +52,11 @@ class EmbeddedPlanner:
         context = await call("inspect_current_context", {})
         if not context.ok:
             return Plan(f"I could not read the data context ({context.error_code}).", False)
+        unavailable = {u["tool"]: u["reason"] for u in context.content.get("unavailable", [])}
+        needed = [tool for tool in ("inspect_catalog", "run_analysis", "present_ui") if tool in unavailable]
+        if needed:  # say so plainly rather than half-answer
+            return Plan(f"I can't answer that right now: {', '.join(needed)} "
+                        f"{'is' if len(needed) == 1 else 'are'} unavailable ({unavailable[needed[0]]}).", False)
         catalog = await call("inspect_catalog", {"question": question})
         entities = catalog.content.get("entities", []) if catalog.ok else []
         asked = _words(question)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from services.agent.chat import ChatAdapter, ChatConfig
 from services.agent.config import AgentSettings
 from services.agent.tools import TOOL_NAMES
-from services.agent.turn import RunningTurn, run_turn
+from services.agent.turn import ModelTranscript, RunningTurn, run_turn
 from shared.actors import Actor, ActorVerifier
 from shared.channels import aio_channel
 from shared.config import peer_target
@@ -24,10 +27,12 @@ class AgentService(agent_pb2_grpc.AgentServiceServicer):
         self._info = service_info(context)
         self._actors = ActorVerifier.from_cert_dir(context.settings.cert_dir)
         self._running: dict[str, RunningTurn] = {}
-        self._resources = resources_pb2_grpc.ResourceGatewayServiceStub(
-            aio_channel(peer_target("resources"), context.credentials))
-        self._host = host_pb2_grpc.HostServiceStub(aio_channel(peer_target("host"), context.credentials))
+        channels = {peer: aio_channel(peer_target(peer), context.credentials) for peer in ("resources", "host")}
+        self._resources = resources_pb2_grpc.ResourceGatewayServiceStub(channels["resources"])
+        self._host = host_pb2_grpc.HostServiceStub(channels["host"])
+        self._health = {peer: health_pb2_grpc.HealthStub(channel) for peer, channel in channels.items()}
         settings: AgentSettings = context.settings
+        self._transcript = ModelTranscript(settings.model_transcript)
         self._chat = None
         if settings.model_url:
             self._chat = ChatAdapter(ChatConfig(
@@ -39,6 +44,20 @@ class AgentService(agent_pb2_grpc.AgentServiceServicer):
     async def GetInfo(self, request, context):
         return agent_pb2.GetInfoResponse(info=self._info, model=self._model, tools=list(TOOL_NAMES))
 
+    async def _peers_ready(self) -> dict[str, str]:
+        """Each peer's own health answer, asked afresh for every turn (1 s each, concurrently)."""
+
+        async def check(stub) -> str:
+            try:
+                reply = await stub.Check(health_pb2.HealthCheckRequest(), timeout=1.0)
+            except grpc.aio.AioRpcError as exc:
+                return "UNREACHABLE" if exc.code() in (grpc.StatusCode.UNAVAILABLE,
+                                                       grpc.StatusCode.DEADLINE_EXCEEDED) else exc.code().name
+            return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+
+        statuses = await asyncio.gather(*(check(stub) for stub in self._health.values()))
+        return dict(zip(self._health, statuses, strict=True))
+
     def _actor(self, assertion) -> Actor:
         try:
             return self._actors.verify(assertion)
@@ -48,7 +67,8 @@ class AgentService(agent_pb2_grpc.AgentServiceServicer):
     async def StartTurn(self, request, context):
         # Cancelling the call (the client went away) cancels the turn and its running tool calls.
         actor = self._actor(request.actor)
-        async for event in run_turn(request, self._resources, self._host, actor, self._running, self._chat):
+        async for event in run_turn(request, self._resources, self._host, actor, self._running, self._peers_ready,
+                                    self._chat, self._transcript):
             yield event
 
     async def CancelTurn(self, request, context):

@@ -8,9 +8,13 @@ offers. The turn keeps the capability token and the resource offers itself.
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from shared.tool_bridge import Tool
+import grpc
+
+from shared.errors import TesseraError
+from shared.tool_bridge import Tool, ToolResult
 from shared.tool_contracts import ToolContract
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2
@@ -28,6 +32,12 @@ _PROBES = {"value-domain": resources_pb2.PROBE_KIND_VALUE_DOMAIN,
            "field-profile": resources_pb2.PROBE_KIND_FIELD_PROFILE,
            "time-bounds": resources_pb2.PROBE_KIND_TIME_BOUNDS,
            "join-coverage": resources_pb2.PROBE_KIND_JOIN_COVERAGE}
+# Which peer each tool needs; a peer that is not serving makes its tools unavailable for the turn.
+TOOL_PEERS = {"inspect_catalog": "resources", "describe_data": "resources", "probe_data": "resources",
+              "run_analysis": "resources", "present_ui": "host"}
+# A proposal with model-correctable diagnostics may be repaired this many times, then the turn gives up.
+MAX_REPAIRS = 2
+PeerReadiness = Callable[[], Awaitable[dict[str, str]]]
 
 
 @dataclass
@@ -45,6 +55,16 @@ class TurnState:
     proposals: int = 0
     revisions: list[str] = field(default_factory=list)
     commit_events: list = field(default_factory=list)
+    needs_repair: bool = False  # the last proposal had diagnostics the model can correct
+    repairs: int = 0
+    gave_up: bool = False
+    degraded: dict[str, str] = field(default_factory=dict)  # tool → why it is unavailable
+    new_notices: list[tuple[str, str]] = field(default_factory=list)  # not yet streamed
+
+    def mark_unavailable(self, tool: str, reason: str) -> None:
+        if tool not in self.degraded:
+            self.degraded[tool] = reason
+            self.new_notices.append((tool, reason))
 
     @property
     def turn_ref(self) -> resources_pb2.TurnRef:
@@ -65,14 +85,35 @@ def _entities(entities) -> list[dict]:
     } for e in entities]
 
 
-def build_tools(state: TurnState, resources, host) -> list[Tool]:
+def model_message(result: ToolResult) -> str:
+    """A tool result exactly as any model receives it."""
+    if result.ok:
+        return json.dumps(result.content)
+    return json.dumps({"error": result.error_code, "message": result.error_message, "details": result.details})
+
+
+def _diagnostics(diagnostics) -> list[dict]:
+    return [{"code": d.code, "location": d.location, "message": d.message, "hint": d.hint,
+             "model_correctable": d.model_correctable} for d in diagnostics]
+
+
+def build_tools(state: TurnState, resources, host, peers_ready: PeerReadiness) -> list[Tool]:
     """The six tools of one turn, bound to its state and to the resources/host stubs."""
 
     async def inspect_current_context(arguments: dict) -> dict:
-        reply = await resources.InspectContext(resources_pb2.InspectContextRequest(turn=state.turn_ref), timeout=30)
-        state.capability_token = reply.capability_token
-        return {"dataset": reply.dataset_label, "catalog_fingerprint": reply.catalog_fingerprint,
-                "probes_remaining": reply.probes_remaining, "tools": list(TOOL_NAMES), "unavailable": []}
+        readiness = await peers_ready()
+        for tool, peer in TOOL_PEERS.items():
+            if readiness.get(peer) != "SERVING":
+                state.mark_unavailable(tool, f"{peer} is {readiness.get(peer, 'UNKNOWN').lower()}")
+        context = {"dataset": "", "catalog_fingerprint": "", "probes_remaining": 0}
+        if readiness.get("resources") == "SERVING":
+            reply = await resources.InspectContext(resources_pb2.InspectContextRequest(turn=state.turn_ref),
+                                                   timeout=30)
+            state.capability_token = reply.capability_token
+            context = {"dataset": reply.dataset_label, "catalog_fingerprint": reply.catalog_fingerprint,
+                       "probes_remaining": reply.probes_remaining}
+        return {**context, "tools": [t for t in TOOL_NAMES if t not in state.degraded],
+                "unavailable": [{"tool": t, "reason": r} for t, r in state.degraded.items()]}
 
     async def inspect_catalog(arguments: dict) -> dict:
         reply = await resources.InspectCatalog(resources_pb2.InspectCatalogRequest(
@@ -125,7 +166,14 @@ def build_tools(state: TurnState, resources, host) -> list[Tool]:
             return {"slice": json.loads(frozen.model_view_json), "schema": json.loads(frozen.present_ui_schema_json)}
         if not state.slice_hash:
             return {"outcome": "rejected", "diagnostics": [{"code": "slice.not-frozen", "location": "",
-                                                            "message": "call present_ui without a proposal first"}]}
+                                                            "message": "call present_ui without a proposal first",
+                                                            "model_correctable": True}]}
+        if state.needs_repair:
+            if state.repairs >= MAX_REPAIRS:  # refused before any work: the last good surface stays
+                state.gave_up = True
+                raise TesseraError(grpc.StatusCode.RESOURCE_EXHAUSTED, "REPAIR_LIMIT_REACHED",
+                                   f"the proposal was repaired {MAX_REPAIRS} times; no more proposals this turn")
+            state.repairs += 1
         state.proposals += 1
         reply = await host.SubmitProposal(host_pb2.SubmitProposalRequest(
             turn_id=state.turn_id, slice_hash=state.slice_hash, proposal_json=json.dumps(arguments["proposal"]),
@@ -134,16 +182,21 @@ def build_tools(state: TurnState, resources, host) -> list[Tool]:
         if reply.revision_id:
             state.revisions.append(reply.revision_id)
             state.commit_events.append(reply)
-        return {"outcome": host_pb2.ProposalOutcome.Name(reply.outcome).removeprefix("PROPOSAL_OUTCOME_").lower(),
-                "revision": reply.revision_id,
-                "diagnostics": [{"code": d.code, "location": d.location, "message": d.message}
-                                for d in reply.diagnostics]}
+        state.needs_repair = not reply.revision_id or any(
+            d.model_correctable and d.severity == common_pb2.SEVERITY_ERROR for d in reply.diagnostics)
+        if state.needs_repair and state.repairs >= MAX_REPAIRS:
+            state.gave_up = True  # visible now, whether or not the model tries again
+        result = {"outcome": host_pb2.ProposalOutcome.Name(reply.outcome).removeprefix("PROPOSAL_OUTCOME_").lower(),
+                  "revision": reply.revision_id, "diagnostics": _diagnostics(reply.diagnostics)}
+        if state.needs_repair:
+            result["repairs_left"] = MAX_REPAIRS - state.repairs
+        return result
 
     empty = {"type": "object", "additionalProperties": False, "properties": {}}
     contracts = [
         (ToolContract("inspect_current_context", "The turn's data context and which tools are available.", empty,
                       {"dataset": True, "catalog_fingerprint": True, "probes_remaining": True, "tools": True,
-                       "unavailable": True}), inspect_current_context),
+                       "unavailable": {"tool": True, "reason": True}}), inspect_current_context),
         (ToolContract("inspect_catalog", "Entities, fields and metrics relevant to a question.",
                       {"type": "object", "additionalProperties": False, "required": ["question"],
                        "properties": {"question": {"type": "string", "minLength": 1, "maxLength": 2000}}},
@@ -171,8 +224,9 @@ def build_tools(state: TurnState, resources, host) -> list[Tool]:
                                     "submit it.",
                       {"type": "object", "additionalProperties": False,
                        "properties": {"proposal": {"type": "object"}}},
-                      {"slice": True, "schema": True, "outcome": True, "revision": True,
-                       "diagnostics": {"code": True, "location": True, "message": True}}), present_ui),
+                      {"slice": True, "schema": True, "outcome": True, "revision": True, "repairs_left": True,
+                       "diagnostics": {"code": True, "location": True, "message": True, "hint": True,
+                                       "model_correctable": True}}), present_ui),
     ]
     return [Tool(contract, handler) for contract, handler in contracts]
 

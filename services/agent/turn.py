@@ -12,10 +12,10 @@ from dataclasses import dataclass
 import grpc
 from google.protobuf.duration_pb2 import Duration
 
-from services.agent.chat import ChatAdapter
+from services.agent.chat import ChatAdapter, ChatError
 from services.agent.chat_planner import ChatPlanner
 from services.agent.planner import EmbeddedPlanner
-from services.agent.tools import TurnState, build_tools
+from services.agent.tools import MAX_REPAIRS, PeerReadiness, TurnState, build_tools, model_message
 from shared.actors import Actor
 from shared.errors import TesseraError, error_details
 from shared.tool_bridge import ToolBridge, ToolResult
@@ -23,6 +23,8 @@ from tessera.agent.v1 import agent_pb2
 from tessera.host.v1 import host_pb2
 
 MAX_QUESTION_CHARS = 2_000
+# Failures that mean "the peer is not there", as opposed to a refusal the model can act on.
+_UNAVAILABLE_CODES = {"UNAVAILABLE", "DEADLINE_EXCEEDED"}
 
 
 def _duration(seconds: float) -> Duration:
@@ -46,6 +48,30 @@ def _summary(result: ToolResult) -> str:
     return "ok"
 
 
+class ModelTranscript:
+    """Append-only JSONL of everything handed to the model (question and tool results), when configured.
+
+    It exists so the no-payload property can be checked over real turns: it holds
+    exactly what the model saw, which by design carries no rows.
+    """
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+
+    def record(self, turn_id: str, kind: str, text: str) -> None:
+        if self._path:
+            with open(self._path, "a", encoding="utf-8") as out:
+                out.write(json.dumps({"turn_id": turn_id, "kind": kind, "text": text}) + "\n")
+
+
+def _with_unavailable(answer: str, degraded: dict[str, str]) -> str:
+    """The final answer names every unavailable tool, whatever the model wrote."""
+    missing = [tool for tool in degraded if tool not in answer]
+    if not missing:
+        return answer
+    return f"{answer} (Unavailable this turn: {', '.join(missing)}.)".strip()
+
+
 @dataclass
 class RunningTurn:
     actor_id: str
@@ -55,7 +81,8 @@ class RunningTurn:
 
 
 async def run_turn(request: agent_pb2.StartTurnRequest, resources, host, actor: Actor,
-                   running: dict[str, RunningTurn], chat: ChatAdapter | None = None) -> AsyncIterator:
+                   running: dict[str, RunningTurn], peers_ready: PeerReadiness, chat: ChatAdapter | None = None,
+                   transcript: ModelTranscript | None = None) -> AsyncIterator:
     started_at = time.perf_counter()
     if not request.question or len(request.question) > MAX_QUESTION_CHARS:
         raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "QUESTION_INVALID",
@@ -81,6 +108,9 @@ async def run_turn(request: agent_pb2.StartTurnRequest, resources, host, actor: 
     yield event(started=agent_pb2.TurnStarted(turn_id=state.turn_id, surface_id=state.surface_id,
                                               base_revision_id=state.base_revision_id))
     calls = 0
+    transcript = transcript or ModelTranscript("")
+    transcript.record(state.turn_id, "question", request.question)
+    reported_give_up = False
 
     async def call(tool: str, arguments: dict) -> ToolResult:
         nonlocal calls
@@ -91,14 +121,28 @@ async def run_turn(request: agent_pb2.StartTurnRequest, resources, host, actor: 
         await events.put(event(tool_step=agent_pb2.ToolStep(
             call_id=call_id, tool=tool, phase=agent_pb2.TOOL_STEP_PHASE_STARTED,
             status=agent_pb2.TOOL_STEP_STATUS_RUNNING)))
+        nonlocal reported_give_up
         begun_at = time.perf_counter()
         result = await bridge.call(call_id, tool, arguments_json)
         if result is None:  # the bridge was closed (turn cancelled): nothing more reaches the model
             raise asyncio.CancelledError
+        status = agent_pb2.TOOL_STEP_STATUS_OK if result.ok else agent_pb2.TOOL_STEP_STATUS_FAILED
+        if not result.ok and result.error_code in _UNAVAILABLE_CODES:
+            status = agent_pb2.TOOL_STEP_STATUS_UNAVAILABLE
+            state.mark_unavailable(tool, f"{result.error_code.lower()}: {result.error_message}"[:200])
         await events.put(event(tool_step=agent_pb2.ToolStep(
-            call_id=call_id, tool=tool, phase=agent_pb2.TOOL_STEP_PHASE_FINISHED,
-            status=agent_pb2.TOOL_STEP_STATUS_OK if result.ok else agent_pb2.TOOL_STEP_STATUS_FAILED,
+            call_id=call_id, tool=tool, phase=agent_pb2.TOOL_STEP_PHASE_FINISHED, status=status,
             elapsed=_duration(time.perf_counter() - begun_at), summary=_summary(result))))
+        for unavailable, reason in state.new_notices:
+            await events.put(event(degraded=agent_pb2.DegradedNotice(
+                tool=unavailable, reason="TOOL_UNAVAILABLE", message=reason)))
+        state.new_notices.clear()
+        if state.gave_up and not reported_give_up:
+            reported_give_up = True
+            await events.put(event(error=agent_pb2.TurnError(
+                reason="REPAIR_LIMIT_REACHED", retryable=False,
+                message=f"the proposal still had errors after {MAX_REPAIRS} repairs; the last good surface stays")))
+        transcript.record(state.turn_id, f"result:{tool}", model_message(result))
         for committed in state.commit_events:
             await events.put(event(surface_committed=agent_pb2.SurfaceCommitted(
                 surface_id=state.surface_id, revision_id=committed.revision_id,
@@ -106,7 +150,7 @@ async def run_turn(request: agent_pb2.StartTurnRequest, resources, host, actor: 
         state.commit_events.clear()
         return result
 
-    tools = build_tools(state, resources, host)
+    tools = build_tools(state, resources, host, peers_ready)
     bridge = ToolBridge(tools)
     if chat is None:
         task = asyncio.create_task(EmbeddedPlanner().run(request.question, call))
@@ -133,16 +177,31 @@ async def run_turn(request: agent_pb2.StartTurnRequest, resources, host, actor: 
                                             answer="The turn was cancelled.",
                                             elapsed=_duration(time.perf_counter() - started_at)))
         return
-    except Exception as exc:  # the planner failed: report it, commit nothing more
+    except Exception as exc:  # the model or the planner failed: report it, commit nothing more
         bridge.close()
         running.pop(state.turn_id, None)
-        yield event(error=agent_pb2.TurnError(reason="PLANNER_FAILED", message=type(exc).__name__))
+        if isinstance(exc, ChatError):
+            yield event(error=agent_pb2.TurnError(reason=f"MODEL_{exc.code}", message=exc.message[:500],
+                                                  retryable=exc.code in ("STREAM_BROKEN", "HTTP_429", "HTTP_503")))
+        else:
+            yield event(error=agent_pb2.TurnError(reason="PLANNER_FAILED", message=type(exc).__name__))
         yield event(done=agent_pb2.TurnDone(outcome=agent_pb2.TURN_OUTCOME_FAILED, revision_ids=state.revisions,
+                                            degraded=bool(state.degraded),
                                             elapsed=_duration(time.perf_counter() - started_at)))
         return
     bridge.close()
     running.pop(state.turn_id, None)
-    yield event(answer_delta=agent_pb2.AnswerDelta(text=plan.answer))
-    yield event(done=agent_pb2.TurnDone(
-        outcome=agent_pb2.TURN_OUTCOME_ANSWERED if plan.answered else agent_pb2.TURN_OUTCOME_NOT_ANSWERABLE,
-        answer=plan.answer, revision_ids=state.revisions, elapsed=_duration(time.perf_counter() - started_at)))
+    answer = plan.answer
+    if state.gave_up:
+        answer = f"{answer} I could not produce a valid display after {MAX_REPAIRS} repairs.".strip()
+    answer = _with_unavailable(answer, state.degraded)
+    if plan.answered and not state.gave_up:
+        outcome = agent_pb2.TURN_OUTCOME_ANSWERED
+    elif state.gave_up:
+        outcome = agent_pb2.TURN_OUTCOME_FAILED
+    else:
+        outcome = agent_pb2.TURN_OUTCOME_NOT_ANSWERABLE
+    yield event(answer_delta=agent_pb2.AnswerDelta(text=answer))
+    yield event(done=agent_pb2.TurnDone(outcome=outcome, answer=answer, revision_ids=state.revisions,
+                                        degraded=bool(state.degraded),
+                                        elapsed=_duration(time.perf_counter() - started_at)))

@@ -4,18 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
-import threading
 import time
 
 import pytest
-import uvicorn
-from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
-from starlette.routing import Route
 
 from services.agent.chat import MAX_RESPONSE_CHARS_CAP, ChatAdapter, ChatConfig, ChatError, Completion, TextDelta
+from tests.fixtures.fake_model import serving_completions
 
 SEEN: list[dict] = []
 
@@ -68,19 +64,8 @@ async def completions(request: Request):
 
 @pytest.fixture(scope="module")
 def fake_server():
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(Starlette(routes=[Route("/v1/chat/completions", completions,
-                                                                   methods=["POST"])]),
-                                           log_config=None, access_log=False))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.01)
-    yield f"http://127.0.0.1:{port}/v1"
-    server.should_exit = True
-    thread.join(5)
+    with serving_completions(completions) as url:
+        yield url
 
 
 def collect(base_url: str, model: str, **config):

@@ -4,27 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
-import threading
-import time
 
 import pytest
-import uvicorn
-from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
-from starlette.routing import Route
 
 from services.agent.chat import ChatAdapter, ChatConfig
 from services.agent.chat_planner import ChatPlanner
 from shared.tool_bridge import Tool, ToolBridge
 from shared.tool_contracts import ToolContract
+from tests.fixtures.fake_model import chunk, serving_completions
 
 REQUESTS: list[dict] = []
-
-
-def _sse(delta=None, finish=None):
-    return "data: " + json.dumps({"choices": [{"index": 0, "delta": delta or {}, "finish_reason": finish}]}) + "\n\n"
 
 
 async def scripted(request: Request):
@@ -34,20 +25,20 @@ async def scripted(request: Request):
 
     async def stream():
         if len(tool_messages) == 0:
-            yield _sse({"tool_calls": [{"index": 0, "id": "m1", "type": "function",
+            yield chunk({"tool_calls": [{"index": 0, "id": "m1", "type": "function",
                                         "function": {"name": "inspect_catalog", "arguments": '{"quest'}}]})
-            yield _sse({"tool_calls": [{"index": 0, "function": {"arguments": 'ion": "revenue"}'}}]})
-            yield _sse(finish="tool_calls")
+            yield chunk({"tool_calls": [{"index": 0, "function": {"arguments": 'ion": "revenue"}'}}]})
+            yield chunk(finish="tool_calls")
         elif len(tool_messages) == 1:  # the model repeats its call id and names a tool that does not exist
-            yield _sse({"tool_calls": [
+            yield chunk({"tool_calls": [
                 {"index": 0, "id": "m1", "type": "function", "function": {"name": "inspect_catalog",
                                                                           "arguments": '{"question": "x"}'}},
                 {"index": 1, "id": "m2", "type": "function", "function": {"name": "run_sql",
                                                                           "arguments": '{"sql": "SELECT 1"}'}}]})
-            yield _sse(finish="tool_calls")
+            yield chunk(finish="tool_calls")
         else:
-            yield _sse({"content": "Revenue is broken down by region."})
-            yield _sse(finish="stop")
+            yield chunk({"content": "Revenue is broken down by region."})
+            yield chunk(finish="stop")
         yield "data: [DONE]\n\n"
 
     return StreamingResponse(stream(), media_type="text/event-stream")
@@ -55,17 +46,8 @@ async def scripted(request: Request):
 
 @pytest.fixture(scope="module")
 def endpoint():
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(Starlette(routes=[Route("/v1/chat/completions", scripted,
-                                                                   methods=["POST"])]), log_config=None))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.01)
-    yield f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
-    server.should_exit = True
-    thread.join(5)
+    with serving_completions(scripted) as url:
+        yield url
 
 
 def test_the_model_loop_uses_contracts_bridge_and_projected_results(endpoint):

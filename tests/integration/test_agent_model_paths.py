@@ -1,0 +1,239 @@
+"""A second agent process with a scripted OpenAI-compatible model, and one whose data peer is gone.
+
+The scripted model is real HTTP streaming (SSE chunks in the provider's format);
+what it does depends on the question, and it reads ids only from the tool
+results it was given — like a real model would. These tests cover the parts a
+deterministic planner never exercises: repairs, giving up, a stream that
+breaks, cancellation while the model is thinking, and a degraded turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+
+import grpc
+import pytest
+from starlette.requests import Request
+from starlette.responses import StreamingResponse
+
+from cli.launcher import ServiceSet, free_ports
+from shared.channels import sync_channel
+from shared.contracts import invoke
+from shared.errors import error_details
+from tessera.agent.v1 import agent_pb2
+from tessera.host.v1 import host_pb2
+from tests.fixtures.fake_model import chunk, serving_completions
+from tests.integration.test_agent_turns import person  # noqa: F401  (fixture)
+
+STREAM_CLOSED: list[str] = []  # questions whose model stream the server saw end early
+
+
+def _call(call_id: str, name: str, arguments: dict) -> list[str]:
+    text = json.dumps(arguments)
+    middle = len(text) // 2  # arguments split across chunks, as providers do
+    return [chunk({"tool_calls": [{"index": 0, "id": call_id, "type": "function",
+                                    "function": {"name": name, "arguments": text[:middle]}}]}),
+            chunk({"tool_calls": [{"index": 0, "function": {"arguments": text[middle:]}}]}),
+            chunk(finish="tool_calls"), "data: [DONE]\n\n"]
+
+
+def _text(text: str) -> list[str]:
+    return [chunk({"content": text}), chunk(finish="stop"), "data: [DONE]\n\n"]
+
+
+def _results(messages: list[dict]) -> list[dict]:
+    return [json.loads(m["content"]) for m in messages if m["role"] == "tool"]
+
+
+def _proposal(view: dict, metric_label_prop: str = "label", extra: dict | None = None) -> dict:
+    ids = {c["name"]: c["id"] for c in view["components"]}
+    resource = view["resources"][-1]
+    figure = {metric_label_prop: "Revenue", "resource": {"ref": resource["id"], "offer": resource["offer"]},
+              "column": "value", **(extra or {})}
+    return {"version": 1, "id": "answer", "blocks": [
+        {"id": "main", "component": ids["Column"], "data": {}, "children": ["figure"]},
+        {"id": "figure", "component": ids["Metric"], "data": figure}]}
+
+
+def _script(question: str, messages: list[dict]) -> list[str]:
+    """The next model response: a tool call or the final text."""
+    results = _results(messages)
+    step = len(results)
+    if step == 0:
+        return _call("c0", "inspect_current_context", {})
+    if step == 1:
+        return _call("c1", "inspect_catalog", {"question": "net revenue"})
+    if step == 2:
+        metric = next(m for e in results[1]["entities"] for m in e["metrics"] if "revenue" in m["label"].lower())
+        return _call("c2", "run_analysis", {"draft": {"mode": "aggregate", "output": "scalar",
+                                                      "measures": [{"id": "value", "metric": metric["id"]}]}})
+    if step == 3:
+        return _call("c3", "present_ui", {})
+    view = results[3]["slice"]
+    last = results[-1]
+    if question.startswith("repair"):
+        if step == 4:  # an unknown prop: the block becomes a placeholder with a correctable diagnostic
+            return _call("c4", "present_ui", {"proposal": _proposal(view, extra={"colour": "red"})})
+        if step == 5:
+            assert last["repairs_left"] == 2 and any(d["model_correctable"] for d in last["diagnostics"]), last
+            return _call("c5", "present_ui", {"proposal": _proposal(view)})
+        return _text(f"Done: {last['outcome']}.")
+    if question.startswith("stubborn"):  # never fixes its envelope
+        if step < 8:
+            return _call(f"c{step + 1}", "present_ui", {"proposal": {"version": 2, "blocks": []}})
+        return _text("I tried.")
+    raise AssertionError(question)
+
+
+async def _model(request: Request):
+    body = await request.json()
+    question = next(m["content"] for m in body["messages"] if m["role"] == "user")
+
+    async def stream():
+        try:
+            if question.startswith("hang"):  # thinks forever until the client goes away
+                yield chunk({"content": "Let me think"})
+                await asyncio.sleep(60)
+            elif question.startswith("broken"):  # half a tool call, then the connection ends
+                yield chunk({"tool_calls": [{"index": 0, "id": "b1", "type": "function",
+                                              "function": {"name": "present_ui", "arguments": '{"prop'}}]})
+                return
+            else:
+                for piece in _script(question, body["messages"]):
+                    yield piece
+        except asyncio.CancelledError:
+            STREAM_CLOSED.append(question)
+            raise
+
+    return StreamingResponse(stream(), media_type="text/event-stream")
+
+
+@pytest.fixture(scope="module")
+def model_url():
+    with serving_completions(_model) as url:
+        yield url
+
+
+def _agent(cert_dir, run_dir, running_set, **env) -> ServiceSet:
+    """One more agent process, wired to the running set's host and (unless overridden) resources."""
+    peers = {"TESSERA_HOST_ADDR": running_set.handles["host"].address,
+             "TESSERA_RESOURCES_ADDR": running_set.handles["resources"].address}
+    agent = ServiceSet(cert_dir, run_dir, names=("agent",), ephemeral_ports=True, extra_env={**peers, **env})
+    agent.start()
+    return agent
+
+
+@pytest.fixture(scope="module")
+def modelled_agent(cert_dir, tmp_path_factory, running_set, model_url):
+    agent = _agent(cert_dir, tmp_path_factory.mktemp("agent-model"), running_set, TESSERA_AGENT_MODEL_URL=model_url)
+    yield agent.handles["agent"].address
+    assert agent.stop()["agent"] == 0
+
+
+def _open(running_set, credentials, person, name):  # noqa: F811
+    with sync_channel(running_set.handles["host"].address, credentials("cli")) as host:
+        return invoke(host, "host", "OpenSession", host_pb2.OpenSessionRequest(actor=person, request_id=name))
+
+
+def _ask(address, credentials, person, session, question, on_started=None):  # noqa: F811
+    with sync_channel(address, credentials("cli")) as agent:
+        stream = agent.unary_stream("/tessera.agent.v1.AgentService/StartTurn",
+                                    request_serializer=agent_pb2.StartTurnRequest.SerializeToString,
+                                    response_deserializer=agent_pb2.StartTurnResponse.FromString)
+        events = []
+        for event in stream(agent_pb2.StartTurnRequest(actor=person, session_id=session.session_id,
+                                                       question=question, request_id=question[:40]), timeout=60):
+            events.append(event)
+            if on_started and event.WhichOneof("event") == "started":
+                on_started(event.started.turn_id)
+    return events
+
+
+def _kinds(events, kind):
+    return [getattr(e, kind) for e in events if e.WhichOneof("event") == kind]
+
+
+def test_a_correctable_proposal_is_repaired_and_committed(modelled_agent, running_set, credentials, person):  # noqa: F811
+    session = _open(running_set, credentials, person, "repair")
+    events = _ask(modelled_agent, credentials, person, session, "repair: what is our net revenue?")
+    committed = _kinds(events, "surface_committed")
+    assert len(committed) == 2  # the partial one (placeholder) and the repaired one
+    assert any(d.model_correctable for d in committed[0].diagnostics) and not committed[1].diagnostics
+    done = events[-1].done
+    assert done.outcome == agent_pb2.TURN_OUTCOME_ANSWERED and list(done.revision_ids) == [
+        c.revision_id for c in committed]
+    assert not _kinds(events, "error")
+
+
+def test_after_two_repairs_the_turn_gives_up_visibly_and_commits_nothing(modelled_agent, running_set, credentials,
+                                                                         person):  # noqa: F811
+    session = _open(running_set, credentials, person, "stubborn")
+    events = _ask(modelled_agent, credentials, person, session, "stubborn: what is our net revenue?")
+    steps = [s for s in _kinds(events, "tool_step") if s.tool == "present_ui"
+             and s.phase == agent_pb2.TOOL_STEP_PHASE_FINISHED]
+    # one freeze, three rejected proposals (the first and two repairs), then a refusal before any work
+    assert steps[0].summary.endswith("components offered") and len(steps) == 5
+    assert all(s.summary.startswith("rejected") for s in steps[1:4])
+    assert steps[4].summary.startswith("REPAIR_LIMIT_REACHED")
+    assert [e.reason for e in _kinds(events, "error")] == ["REPAIR_LIMIT_REACHED"]
+    done = events[-1].done
+    assert done.outcome == agent_pb2.TURN_OUTCOME_FAILED and not done.revision_ids
+    assert "2 repairs" in done.answer and not _kinds(events, "surface_committed")
+    with sync_channel(running_set.handles["host"].address, credentials("cli")) as host:
+        with pytest.raises(grpc.RpcError) as head:
+            invoke(host, "host", "GetRevision", host_pb2.GetRevisionRequest(
+                actor=person, session_id=session.session_id, surface_id=session.surface_id))
+    assert error_details(head.value).reason == "REVISION_UNKNOWN"  # the surface never got a revision
+
+
+def test_a_stream_that_breaks_midway_fails_the_turn_clearly(modelled_agent, running_set, credentials, person):  # noqa: F811
+    session = _open(running_set, credentials, person, "broken")
+    events = _ask(modelled_agent, credentials, person, session, "broken: net revenue")
+    assert [e.reason for e in _kinds(events, "error")] == ["MODEL_STREAM_BROKEN"]
+    done = events[-1].done
+    assert done.outcome == agent_pb2.TURN_OUTCOME_FAILED and not done.revision_ids
+    assert not _kinds(events, "tool_step")  # the half-made tool call never ran
+
+
+def test_cancelling_a_turn_stops_the_model_call(modelled_agent, running_set, credentials, person):  # noqa: F811
+    session = _open(running_set, credentials, person, "hang")
+    cancelled = {}
+
+    def cancel_soon(turn_id):
+        def run():
+            time.sleep(0.5)  # the model is mid-stream by now
+            with sync_channel(modelled_agent, credentials("cli")) as agent:
+                cancelled["reply"] = invoke(agent, "agent", "CancelTurn", agent_pb2.CancelTurnRequest(
+                    actor=person, turn_id=turn_id))
+        threading.Thread(target=run, daemon=True).start()
+
+    began = time.monotonic()
+    events = _ask(modelled_agent, credentials, person, session, "hang: net revenue", on_started=cancel_soon)
+    assert time.monotonic() - began < 10  # not the model's 60 s
+    assert cancelled["reply"].cancelled
+    assert events[-1].done.outcome == agent_pb2.TURN_OUTCOME_CANCELLED
+    deadline = time.monotonic() + 5
+    while "hang: net revenue" not in STREAM_CLOSED and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "hang: net revenue" in STREAM_CLOSED  # the HTTP stream to the model was closed, not left running
+
+
+def test_with_the_data_peer_gone_the_turn_is_degraded_and_says_so(cert_dir, tmp_path_factory, running_set,
+                                                                    credentials, person):  # noqa: F811
+    (dead_port,) = free_ports(1)  # nothing listens here
+    agent = _agent(cert_dir, tmp_path_factory.mktemp("agent-degraded"), running_set,
+                   TESSERA_RESOURCES_ADDR=f"127.0.0.1:{dead_port}")
+    try:
+        session = _open(running_set, credentials, person, "degraded")
+        events = _ask(agent.handles["agent"].address, credentials, person, session,
+                      "What is our net revenue by region?")
+    finally:
+        assert agent.stop()["agent"] == 0
+    notices = _kinds(events, "degraded")
+    assert {n.tool for n in notices} == {"inspect_catalog", "describe_data", "probe_data", "run_analysis"}
+    done = events[-1].done
+    assert done.degraded and done.outcome == agent_pb2.TURN_OUTCOME_NOT_ANSWERABLE and not done.revision_ids
+    assert all(tool in done.answer for tool in ("inspect_catalog", "run_analysis"))
