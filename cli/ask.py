@@ -25,6 +25,7 @@ def ask(addresses: dict[str, str], cert_dir: Path, question: str, web_url: str =
         session = invoke(host, "host", "OpenSession", host_pb2.OpenSessionRequest(
             actor=person, request_id=secrets.token_hex(6)))
         print(f"? {question}")
+        print(f"  session {session.session_id}, surface {session.surface_id}")
         stream = agent.unary_stream("/tessera.agent.v1.AgentService/StartTurn",
                                     request_serializer=agent_pb2.StartTurnRequest.SerializeToString,
                                     response_deserializer=agent_pb2.StartTurnResponse.FromString)

@@ -1,0 +1,60 @@
+"""`tessera ask` as a person runs it: the CLI process against the running set, on the three demo
+questions; each committed surface's bound rows are checked against figures computed with SQL here."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from decimal import Decimal
+from types import SimpleNamespace
+
+import pytest
+
+from cli.main import DEMO_QUESTIONS
+from shared.actors import assert_actor
+from shared.certs import load_signing_key, signing_key_path
+from shared.paths import REPO_ROOT
+from tests.integration.test_agent_turns import window
+from tests.integration.test_golden import expected_figures
+
+EXPECTED = {  # demo question → (figures to compute, the node that shows them)
+    DEMO_QUESTIONS[0]: ({"metric": "net_revenue", "by": "region"}, "table"),
+    DEMO_QUESTIONS[1]: ({"metric": "units_sold", "by": "month"}, "table"),
+    DEMO_QUESTIONS[2]: ({"metric": "order_count"}, "figure"),
+}
+
+
+@pytest.fixture(scope="module")
+def var_dir(running_set, tmp_path_factory):
+    """What `tessera up` leaves behind: the run file the CLI reads to find the services."""
+    directory = tmp_path_factory.mktemp("var")
+    (directory / "run").mkdir()
+    (directory / "run" / "services.json").write_text(json.dumps(running_set.state()))
+    return directory
+
+
+@pytest.mark.parametrize("question", DEMO_QUESTIONS)
+def test_tessera_ask_commits_a_surface_with_the_numbers_sql_gives(question, var_dir, running_set, credentials,
+                                                                   cert_dir, warehouse_url):
+    shown = subprocess.run([sys.executable, "-m", "cli", "ask", question], cwd=REPO_ROOT, capture_output=True,
+                           text=True, timeout=120, env={"TESSERA_VAR_DIR": str(var_dir), "PATH": "/usr/bin:/bin"})
+    assert shown.returncode == 0, shown.stderr
+    out = shown.stdout
+    steps = re.findall(r"^  · (\w+)\s+(\w+)", out, re.MULTILINE)
+    assert ("run_analysis", "ok") in steps and ("present_ui", "ok") in steps  # each step printed as it ran
+    session_id, surface_id = re.search(r"session (\S+), surface (\S+)", out).groups()
+    (revision_id,) = re.findall(r"✓ committed (\S+)", out)
+    outline = re.search(r"^  surface \S+: (.*)$", out, re.MULTILINE).group(1)
+    expect, node = EXPECTED[question]
+    assert ("Metric (bound)" if node == "figure" else "DataTable (bound)") in outline
+    assert re.search(r"^= .+", out, re.MULTILINE)  # the answer
+
+    person = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), "operator", "local", "Operator")
+    rows = window(running_set, credentials, person, SimpleNamespace(session_id=session_id, surface_id=surface_id),
+                  revision_id, node)
+    expected = expected_figures(warehouse_url, expect, region="")
+    got = {"all": Decimal(str(rows[0][0]))} if node == "figure" else {r[0]: Decimal(str(r[1])) for r in rows}
+    assert got.keys() == expected.keys()
+    assert all(abs(got[k] - expected[k]) < Decimal("0.01") for k in expected)
