@@ -179,11 +179,15 @@ def ensure_warehouse() -> None:
     """The demo needs data: seed the default warehouse once (about 10 s for 1M order items)."""
     if os.environ.get("TESSERA_RESOURCES_WAREHOUSE_URL"):
         return
-    from cli.seed import default_url, seed
+    from cli.seed import SCHEMA_VERSION, default_url, schema_version, seed
 
     url = default_url()
     if not Path(url.removeprefix("sqlite:///")).exists():
         print("seeding the demo warehouse (1,000,000 order items; once) ...", flush=True)
+        print(seed(url, progress=sys.stderr.isatty()).summary(), flush=True)
+    elif (found := schema_version(url)) != SCHEMA_VERSION:
+        print(f"the demo warehouse has schema version {found}, this release needs {SCHEMA_VERSION}: "
+              "seeding it again ...", flush=True)
         print(seed(url, progress=sys.stderr.isatty()).summary(), flush=True)
 
 
@@ -277,6 +281,33 @@ def cmd_ask(args: argparse.Namespace) -> int:
     return 0 if done.revision_ids or done.answer else 1
 
 
+def _running_address(name: str) -> tuple[str, Path] | None:
+    state = _state_file()
+    if not state.exists():
+        print(f"tessera: no running set (no {state}); start one with 'tessera up'", file=sys.stderr)
+        return None
+    recorded = json.loads(state.read_text())
+    addresses = {p["name"]: p["address"] for p in recorded["processes"]}
+    return addresses[name], Path(recorded["cert_dir"])
+
+
+def cmd_approvals(args: argparse.Namespace) -> int:
+    """List, show and decide approvals (and export the audit trail) at the running broker."""
+    from cli import approvals
+
+    found = _running_address("capabilities")
+    if found is None:
+        return 1
+    try:
+        return approvals.run(*found, args)
+    except grpc.RpcError as exc:
+        from shared.errors import error_details
+
+        details = error_details(exc)
+        print(f"tessera: error: {exc.code().name} {details.reason}: {details.message}", file=sys.stderr)
+        return 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tessera", description="Operate a Tessera deployment.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -302,6 +333,24 @@ def build_parser() -> argparse.ArgumentParser:
     ask_parser = sub.add_parser("ask", help="ask a question through the running services")
     ask_parser.add_argument("question")
     ask_parser.set_defaults(run=cmd_ask)
+    desk = sub.add_parser("approvals", help="list, show, approve or reject pending approvals")
+    desk_actions = desk.add_subparsers(dest="action", required=True)
+    listing = desk_actions.add_parser("list", help="approvals waiting for a decision")
+    listing.add_argument("--all", action="store_true", help="decided and expired ones too")
+    desk_actions.add_parser("show", help="the approval card").add_argument("approval_id")
+    for verb in ("approve", "reject"):
+        deciding = desk_actions.add_parser(verb, help=f"{verb} an approval (bound to the arguments shown)")
+        deciding.add_argument("approval_id")
+        deciding.add_argument("--reason", help="why (recorded in the audit trail)")
+        if verb == "approve":
+            deciding.add_argument("--entry", action="append",
+                                  help="approve only this entry of a data change (repeatable)")
+        else:
+            deciding.set_defaults(entry=[])
+    desk.set_defaults(run=cmd_approvals)
+    audit = sub.add_parser("audit", help="export the broker's audit trail as JSONL")
+    audit.add_argument("--out", help="write to this file instead of standard output")
+    audit.set_defaults(run=cmd_approvals)
     catalog = sub.add_parser("catalog", help="export the component catalog as an A2UI v0.9 catalog document")
     catalog.add_argument("--dir", help="catalog directory (default: the built-in tessera.data/v1)")
     catalog.add_argument("--out", help="write to this file instead of standard output")

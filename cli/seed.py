@@ -42,15 +42,18 @@ from sqlalchemy import (
     create_engine,
     exc,
     make_url,
+    text,
 )
 from sqlalchemy.engine import URL, Engine
 from sqlalchemy.schema import AddConstraint, CreateIndex, CreateTable, DropTable
 
 from shared.paths import var_dir
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: orders carry review_status and a record version (data change proposals)
 # PostgreSQL role for the Resource Gateway: SELECT on the demo tables, read-only by default.
 READER_ROLE = "tessera_reader"
+# PostgreSQL role for the capability broker's data changes: only the declared fields of orders.
+WRITER_ROLE = "tessera_writer"
 DEFAULT_SCALE = 1_000_000
 DEFAULT_SEED = 7
 MIN_SCALE = 100
@@ -85,7 +88,9 @@ Table("products", METADATA, _pk("product_id"),
       Column("subcategory", String, nullable=False), Column("list_price", Numeric(10, 2), nullable=False))
 Table("orders", METADATA, _pk("order_id"), _fk("customer_id", "customers.customer_id"),
       Column("ordered_at", DateTime(timezone=False), nullable=False, index=True),
-      Column("channel", String, nullable=False), Column("status", String, nullable=False))
+      Column("channel", String, nullable=False), Column("status", String, nullable=False),
+      # Changed only by reviewed data change proposals (the broker's write credential), version-checked.
+      Column("review_status", String, nullable=False), Column("version", Integer, nullable=False))
 Table("order_items", METADATA, _pk("order_item_id"), _fk("order_id", "orders.order_id"),
       _fk("product_id", "products.product_id"), Column("quantity", Integer, nullable=False),
       Column("unit_price", Numeric(10, 2), nullable=False), Column("discount", Numeric(4, 3), nullable=False))
@@ -420,7 +425,7 @@ def generate(scale: int, seed: int = DEFAULT_SEED, batch_orders: int = 2_500) ->
         segment = segments[customer]
         x = r()
         status = "cancelled" if x < 0.05 else "refunded" if x < 0.08 else "completed"
-        orders.append((order_id, customer, timestamp(seconds), CHANNELS[channel], status))
+        orders.append((order_id, customer, timestamp(seconds), CHANNELS[channel], status, "none", 1))
 
         # items: 1..10 per order (the last may take a few more), skewed small, steered to exactly plan.order_items
         orders_left = plan.orders - order_id
@@ -575,6 +580,18 @@ class SeedError(Exception):
     """A problem worth one line to the person: bad URL, unreachable database, failed load."""
 
 
+def schema_version(url: str) -> int | None:
+    """The seeded schema version at `url`, or None when there is none."""
+    engine = create_engine(_parse_url(url))
+    try:
+        with engine.connect() as connection:
+            return connection.execute(text("SELECT max(version) FROM tessera_schema_version")).scalar()
+    except exc.DBAPIError:
+        return None
+    finally:
+        engine.dispose()
+
+
 def default_url() -> str:
     return f"sqlite:///{var_dir() / 'warehouse.sqlite'}"
 
@@ -680,26 +697,35 @@ class _PostgresLoader(_Loader):
         self.grant_reader()
 
     def grant_reader(self) -> None:
-        """The Resource Gateway's role: it may read these tables and nothing else.
+        """The Resource Gateway's role may read these tables and nothing else; the broker's data-change
+        role may read the key, version and declared field of orders and update only the last two."""
+        tables = ", ".join(t.name for t in METADATA.sorted_tables)
+        self._grant_role(READER_ROLE, "read-only", [
+            f"ALTER ROLE {READER_ROLE} SET default_transaction_read_only = on",
+            f"GRANT SELECT ON {tables} TO {READER_ROLE}"])
+        self._grant_role(WRITER_ROLE, "data-change", [
+            f"GRANT SELECT (order_id, review_status, version) ON orders TO {WRITER_ROLE}",
+            f"GRANT UPDATE (review_status, version) ON orders TO {WRITER_ROLE}"])
+
+    def _grant_role(self, role: str, purpose: str, grants: list[str]) -> None:
+        """Create `role` if missing, let it connect, then apply `grants`.
 
         Roles are cluster-wide and need CREATEROLE; without it the load still
         stands and the warning says what to ask an administrator for.
         """
-        database = self.engine.url.database
-        tables = ", ".join(t.name for t in METADATA.sorted_tables)
         try:
             self.execute(f"""DO $$ BEGIN
-                IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{READER_ROLE}') THEN
-                    CREATE ROLE {READER_ROLE} LOGIN;
+                IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{role}') THEN
+                    CREATE ROLE {role} LOGIN;
                 END IF; END $$""")
-            self.execute(f"ALTER ROLE {READER_ROLE} SET default_transaction_read_only = on")
-            self.execute(f'GRANT CONNECT ON DATABASE "{database}" TO {READER_ROLE}')
-            self.execute(f"GRANT USAGE ON SCHEMA public TO {READER_ROLE}")
-            self.execute(f"GRANT SELECT ON {tables} TO {READER_ROLE}")
+            self.execute(f'GRANT CONNECT ON DATABASE "{self.engine.url.database}" TO {role}')
+            self.execute(f"GRANT USAGE ON SCHEMA public TO {role}")
+            for grant in grants:
+                self.execute(grant)
             self.driver.commit()
         except Exception as error:  # noqa: BLE001 - any driver error: warn, keep the data
             self.driver.rollback()
-            print(f"tessera: warning: read-only role {READER_ROLE} not set up: {_one_line(error)}", file=sys.stderr)
+            print(f"tessera: warning: {purpose} role {role} not set up: {_one_line(error)}", file=sys.stderr)
 
     def close(self) -> None:
         self.cursor.close()

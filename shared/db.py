@@ -1,8 +1,63 @@
-"""Small database helpers every stateful service uses."""
+"""Database helpers every stateful service uses: engines, Alembic migrations, readiness."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+
+# Execution option of connections that write: on SQLite they BEGIN IMMEDIATE.
+WRITE = "tessera_write"
+
+
+def engine_for(url: str) -> sa.Engine:
+    """An engine for a service's own database; SQLite files get WAL and queue writers at BEGIN."""
+    parsed = sa.make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database:
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        engine = sa.create_engine(parsed, connect_args={"timeout": 30})
+
+        @sa.event.listens_for(engine, "connect")
+        def _sqlite(dbapi_connection, _record):
+            dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
+            dbapi_connection.execute("PRAGMA journal_mode=WAL")
+            dbapi_connection.execute("PRAGMA foreign_keys=ON")
+
+        @sa.event.listens_for(engine, "begin")
+        def _begin(connection):
+            # Writers queue at BEGIN instead of failing on a lock upgrade mid-transaction;
+            # readers run without a transaction and never hold the write lock.
+            if connection.get_execution_options().get(WRITE):
+                connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+        return engine
+    return sa.create_engine(parsed, pool_pre_ping=True)
+
+
+def migrate(engine: sa.Engine, migrations: Path, target: str = "head") -> None:
+    """Upgrade the schema to `target` with the Alembic scripts in `migrations`, in one transaction.
+
+    SQLite cannot alter tables in place, so Alembic copies them; foreign-key
+    enforcement is paused for that (the copies keep the same rows and keys).
+    """
+    config = Config()
+    config.set_main_option("script_location", str(migrations))
+    sqlite = engine.dialect.name == "sqlite"
+    with engine.connect() as connection:
+        if sqlite:
+            connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
+            connection.commit()  # ends SQLAlchemy's autobegun (empty) transaction
+        try:
+            with connection.execution_options(**{WRITE: True}).begin():
+                config.attributes["connection"] = connection
+                command.upgrade(config, target)
+        finally:
+            if sqlite:
+                connection.exec_driver_sql("PRAGMA foreign_keys=ON")
+                connection.commit()
 
 
 def ping(engine: sa.Engine, what: str) -> str | None:

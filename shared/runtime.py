@@ -62,6 +62,9 @@ class Registration:
     readiness: list[ReadinessProbe] = field(default_factory=list)
     # Called once after the server has stopped (close pools, flush stores).
     on_stop: Callable[[], None] | None = None
+    # Long-running work of the service (sweepers, publishers): started with the server,
+    # cancelled after it stopped serving (so in-flight calls can still hand them work).
+    background: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
 
 @dataclass
@@ -72,12 +75,16 @@ class RunningServer:
     service_names: list[str]
     readiness: list[ReadinessProbe] = field(default_factory=list)
     _ready_task: asyncio.Task | None = None
+    background: list[asyncio.Task] = field(default_factory=list)
 
     async def stop(self, grace: float | None = None) -> None:
         if self._ready_task:
             self._ready_task.cancel()
         await self.health.enter_graceful_shutdown()
         await self.server.stop(grace)
+        for task in self.background:
+            task.cancel()
+        await asyncio.gather(*self.background, return_exceptions=True)
 
 
 def server_credentials(credentials: Credentials) -> grpc.ServerCredentials:
@@ -121,6 +128,7 @@ async def start_server(
     running = RunningServer(server, bound, health_servicer, names, probes)
     await _update_health(running)
     running._ready_task = asyncio.create_task(_watch_readiness(running))
+    running.background = [asyncio.create_task(work()) for r in registrations for work in r.background]
     return running
 
 

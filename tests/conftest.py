@@ -64,6 +64,9 @@ def service_env(warehouse_url, tmp_path_factory, model_transcript) -> dict[str, 
         "TESSERA_RESOURCES_WAREHOUSE_URL": warehouse_url,
         "TESSERA_RESOURCES_STORE_URL": f"sqlite:///{tmp_path_factory.mktemp('store') / 'results.sqlite'}",
         "TESSERA_HOST_DATABASE_URL": f"sqlite:///{tmp_path_factory.mktemp('host') / 'host.sqlite'}",
+        "TESSERA_CAPABILITIES_DATABASE_URL": f"sqlite:///{tmp_path_factory.mktemp('broker') / 'broker.sqlite'}",
+        # The broker's write credential: the same warehouse file (data change proposals).
+        "TESSERA_CAPABILITIES_CHANGES_URL": warehouse_url,
         # Everything the model is handed, for the no-payload scan over real turns.
         "TESSERA_AGENT_MODEL_TRANSCRIPT": str(model_transcript),
     }

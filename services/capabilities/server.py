@@ -1,18 +1,175 @@
-"""gRPC servicer of the capabilities service (contract: proto/tessera/capabilities/v1/)."""
+"""gRPC servicer of the capability broker (contract: proto/tessera/capabilities/v1/)."""
 
 from __future__ import annotations
 
-from shared.runtime import Registration, ServiceContext, registration_for, service_info
+import asyncio
+import json
+import logging
+from concurrent.futures import ThreadPoolExecutor
+
+import grpc
+import sqlalchemy as sa
+
+from services.capabilities.broker import Broker, card, summary
+from services.capabilities.changes import DataChanges
+from services.capabilities.config import CapabilitiesSettings
+from services.capabilities.metrics import BrokerMetrics
+from services.capabilities.policy import ActionPolicy, PolicyError
+from services.capabilities.publisher import HostPublisher
+from services.capabilities.store import BrokerStore, engine_for, migrate, refuse
+from shared.actors import Actor, ActorVerifier
+from shared.authz import caller_identity
+from shared.channels import aio_channel
+from shared.config import peer_target
+from shared.errors import TesseraError
+from shared.identity import principal_for_spiffe
+from shared.runtime import Registration, ServiceContext, StartupError, registration_for, service_info
+from shared.tokens import TokenError
 from tessera.capabilities.v1 import capabilities_pb2, capabilities_pb2_grpc
+from tessera.common.v1 import common_pb2
+from tessera.host.v1 import host_pb2_grpc
+
+logger = logging.getLogger("tessera.broker")
+EXPIRY_SWEEP_SECONDS = 1.0
+MAX_PAGE = 100
 
 
 class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServicer):
-    def __init__(self, context: ServiceContext) -> None:
+    def __init__(self, context: ServiceContext, broker: Broker) -> None:
         self._info = service_info(context)
+        self._actors = ActorVerifier.from_cert_dir(context.settings.cert_dir)
+        self._broker = broker
+
+    def _actor(self, assertion) -> Actor:
+        try:
+            return self._actors.verify(assertion)
+        except TokenError as exc:
+            raise TesseraError(grpc.StatusCode.UNAUTHENTICATED, exc.reason, str(exc)) from None
 
     async def GetInfo(self, request, context):
-        return capabilities_pb2.GetInfoResponse(info=self._info)
+        return capabilities_pb2.GetInfoResponse(info=self._info, dry_run=self._broker.dry_run,
+                                                policy_hash=self._broker.policy.digest)
+
+    async def SubmitIntent(self, request, context):
+        actor = self._actor(request.actor)
+        if request.HasField("surface") and _caller(context) != "host":
+            # Only the host knows which surface a person is looking at; anyone else naming one
+            # could put approval cards on somebody else's screen.
+            raise refuse(grpc.StatusCode.PERMISSION_DENIED, "SURFACE_FROM_HOST_ONLY",
+                         "only the host submits intents for a surface")
+        intent, replayed = await self._broker.submit(actor, request)
+        return capabilities_pb2.SubmitIntentResponse(receipt=intent.receipt(), replayed=replayed)
+
+    async def ListApprovals(self, request, context):
+        actor = self._actor(request.actor)
+        if request.page_size > MAX_PAGE:
+            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "PAGE_TOO_LARGE", f"page_size: at most {MAX_PAGE}")
+        try:
+            offset = int(request.page_token or 0)
+        except ValueError:
+            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "PAGE_TOKEN_INVALID", "not a page token") from None
+        limit = request.page_size or 20
+        statuses = list(request.statuses) or [common_pb2.INTENT_STATUS_AWAITING_APPROVAL]
+        await self._broker.expire()  # what is listed as awaiting is still decidable
+        found = await self._broker.db(self._broker.store.approvals_of, actor.tenant_id, statuses, offset, limit + 1)
+        reply = capabilities_pb2.ListApprovalsResponse(approvals=[summary(a, i) for a, i in found[:limit]])
+        if len(found) > limit:
+            reply.next_page_token = str(offset + limit)
+        return reply
+
+    async def _approval(self, actor: Actor, approval_id: str):
+        found = await self._broker.db(self._broker.store.approval, approval_id)
+        if found is None or found[0].tenant_id != actor.tenant_id:
+            raise refuse(grpc.StatusCode.NOT_FOUND, "APPROVAL_UNKNOWN", "no such approval")
+        return found
+
+    async def GetApproval(self, request, context):
+        actor = self._actor(request.actor)
+        await self._broker.expire()
+        approval, intent = await self._approval(actor, request.approval_id)
+        return capabilities_pb2.GetApprovalResponse(card=card(approval, intent, self._broker.dry_run))
+
+    async def Decide(self, request, context):
+        actor = self._actor(request.actor)
+        intent = await self._broker.decide(actor, request)
+        return capabilities_pb2.DecideResponse(receipt=intent.receipt())
+
+    async def GetReceipt(self, request, context):
+        actor = self._actor(request.actor)
+        intent = await self._broker.db(self._broker.store.intent, request.intent_id)
+        if intent is None or intent.tenant_id != actor.tenant_id:
+            raise refuse(grpc.StatusCode.NOT_FOUND, "INTENT_UNKNOWN", "no such intent")
+        return capabilities_pb2.GetReceiptResponse(receipt=intent.receipt())
+
+    async def ExportAudit(self, request, context):
+        actor = self._actor(request.actor)
+        after = request.after_sequence
+        while True:
+            rows = await self._broker.db(self._broker.store.audit_after, actor.tenant_id, after)
+            if not rows:
+                return
+            for row in rows:
+                record = {"sequence": row.sequence, "at": row.at, "kind": row.kind, "intent_id": row.intent_id,
+                          "approval_id": row.approval_id, "actor_id": row.actor_id, "tenant_id": row.tenant_id,
+                          "detail": json.loads(row.detail_json)}
+                yield capabilities_pb2.ExportAuditResponse(sequence=row.sequence,
+                                                           record_json=json.dumps(record, sort_keys=True))
+                after = row.sequence
+
+
+def _caller(context) -> str | None:
+    identity = caller_identity(context)
+    return principal_for_spiffe(identity) if identity else None
 
 
 def build(context: ServiceContext) -> list[Registration]:
-    return [registration_for("capabilities", CapabilityBrokerService(context))]
+    settings: CapabilitiesSettings = context.settings
+    try:
+        policy = ActionPolicy.load(settings.actions_file)
+    except PolicyError as exc:
+        raise StartupError(str(exc)) from None
+    try:
+        engine = engine_for(settings.database_url)
+        migrate(engine)
+    except Exception as exc:  # a database that cannot be reached or migrated
+        raise StartupError(f"TESSERA_CAPABILITIES_DATABASE_URL: cannot prepare the broker database: "
+                           f"{str(exc).splitlines()[0][:200]}") from None
+    try:
+        changes_engine = sa.create_engine(settings.changes_url.get_secret_value(), connect_args=(
+            {"timeout": 30} if settings.changes_url.get_secret_value().startswith("sqlite") else {}))
+    except Exception as exc:  # never echo the credential itself
+        raise StartupError(f"TESSERA_CAPABILITIES_CHANGES_URL: not a usable database URL "
+                           f"({type(exc).__name__})") from None
+    store = BrokerStore(engine)
+    pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="broker-db")
+    metrics = BrokerMetrics()
+    host = host_pb2_grpc.HostServiceStub(aio_channel(peer_target("host"), context.credentials))
+    publisher = HostPublisher(store, pool, host)
+    broker = Broker(policy, store, DataChanges(changes_engine, policy.policy.data_changes), pool,
+                    settings.approval_ttl_seconds, settings.dry_run, metrics, on_event=publisher.wake.set)
+    metrics_server = metrics.serve(settings.listen_host, settings.metrics_port) if settings.metrics_port else None
+
+    async def database_reachable() -> str | None:
+        return await asyncio.get_running_loop().run_in_executor(pool, store.ping)
+
+    async def sweep_expired() -> None:
+        resumed = await broker.resume()
+        if resumed:
+            logger.info("took up %d approved intent(s) left running by a previous process", resumed)
+        while True:
+            try:
+                await broker.expire()
+            except Exception:  # keep sweeping; the next round retries
+                logger.exception("expiring approvals failed")
+            await asyncio.sleep(EXPIRY_SWEEP_SECONDS)
+
+    def stop() -> None:
+        if metrics_server:
+            metrics_server[0].shutdown()
+        pool.shutdown(wait=True)
+        engine.dispose()
+        changes_engine.dispose()
+
+    return [registration_for("capabilities", CapabilityBrokerService(context, broker),
+                             readiness=[database_reachable], on_stop=stop,
+                             background=[publisher.run, sweep_expired])]

@@ -301,8 +301,9 @@ class HostService(host_pb2_grpc.HostServiceServicer):
         if request.surface_id != session.surface_id:
             raise _refuse(grpc.StatusCode.PERMISSION_DENIED, "SURFACE_NOT_IN_SESSION",
                           "the surface is not this session's")
-        if not 1 <= len(request.command_id) <= 128:
-            raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "COMMAND_ID_REQUIRED", "command_id: 1-128 characters")
+        if not 1 <= len(request.command_id) <= 128 or request.command_id.startswith("event:"):
+            raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "COMMAND_ID_REQUIRED",
+                          "command_id: 1-128 characters, not starting with 'event:' (the broker's events)")
         unsigned = host_pb2.SendCommandRequest()
         unsigned.CopyFrom(request)
         unsigned.ClearField("actor")  # a fresh assertion on a retry is still the same command
@@ -318,17 +319,17 @@ class HostService(host_pb2_grpc.HostServiceServicer):
         kind = request.WhichOneof("command")
         if kind is None:
             raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "COMMAND_MISSING", "one command is required")
-        if kind == "approval_decision":
-            raise _refuse(grpc.StatusCode.FAILED_PRECONDITION, "DECIDE_AT_BROKER",
-                          "approval decisions go to the capability broker's Decide, from web or the CLI")
         head = await self._db(self._store.head, session.surface_id)
-        if kind != "ack" and (not head or request.revision_id != head):
+        # A decision is bound to the approval's arguments hash, not to what the surface shows now.
+        if kind not in ("ack", "approval_decision") and (not head or request.revision_id != head):
             raise _refuse(grpc.StatusCode.FAILED_PRECONDITION, "STALE_REVISION",
                           "the command names a revision that is no longer on screen",
                           current_revision_id=head or "")
         reply = host_pb2.SendCommandResponse(command_id=request.command_id)
         if kind == "ack":
             reply.cursor.CopyFrom(request.ack.cursor)
+        elif kind == "approval_decision":
+            await self._approval_decision(request, reply)
         else:
             row = await self._db(self._store.revision, head)
             bindings = json.loads(row.bindings)
@@ -417,16 +418,35 @@ class HostService(host_pb2_grpc.HostServiceServicer):
                                                     node_id=command.node_id, command_id=request.command_id)),
                 timeout=30)
         except grpc.aio.AioRpcError as exc:
-            raise _refuse(grpc.StatusCode.UNAVAILABLE if exc.code() == grpc.StatusCode.UNAVAILABLE else
-                          grpc.StatusCode.FAILED_PRECONDITION, "BROKER_REFUSED",
-                          f"the capability broker did not accept the intent: {exc.code().name}") from None
+            raise _broker_refusal(exc, "the capability broker did not accept the intent") from None
         reply.receipt.CopyFrom(receipt.receipt)
+
+    async def _approval_decision(self, request, reply) -> None:
+        """Relay a person's decision: the broker checks their assertion, the hash and the expiry itself."""
+        command = request.approval_decision
+        decision = capabilities_pb2.DECISION_APPROVE if command.approve else capabilities_pb2.DECISION_REJECT
+        entries = [capabilities_pb2.EntryDecision(entry_id=e, decision=capabilities_pb2.DECISION_APPROVE)
+                   for e in command.approved_entry_ids]
+        try:
+            decided = await self._broker.Decide(capabilities_pb2.DecideRequest(
+                actor=request.actor, approval_id=command.approval_id, decision=decision, reason=command.reason,
+                arguments_sha256=command.arguments_sha256, entries=entries), timeout=60)
+        except grpc.aio.AioRpcError as exc:
+            raise _broker_refusal(exc, "the capability broker refused the decision") from None
+        reply.receipt.CopyFrom(decided.receipt)
 
     async def PublishIntentEvent(self, request, context):
         """The broker's approval requests and receipts, as host events on the surface they came from."""
         session = await self._db(self._store.session, request.session_id)
         if session is None or request.surface_id != session.surface_id:
             raise _refuse(grpc.StatusCode.NOT_FOUND, "SURFACE_UNKNOWN", "no such surface in that session")
+        if not 1 <= len(request.event_id) <= 128:
+            raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "EVENT_ID_REQUIRED", "event_id: 1-128 characters")
+        # The broker re-sends until acknowledged: a repeated event id answers with the first cursor.
+        event_key = f"event:{request.event_id}"
+        earlier = await self._db(self._store.command, session.session_id, event_key)
+        if earlier is not None:
+            return host_pb2.PublishIntentEventResponse.FromString(earlier.response)
         kind = request.WhichOneof("event")
         if kind == "approval_requested":
             field, payload = "approval_requested", request.approval_requested
@@ -448,7 +468,11 @@ class HostService(host_pb2_grpc.HostServiceServicer):
         build = _envelope_builder(session.surface_id, field, payload, payload_json)
         epoch, sequence = await self._db(self._store.append_events, session.surface_id, [build])
         await self._notify(session.surface_id, epoch, sequence, 1)
-        return host_pb2.PublishIntentEventResponse(cursor=host_pb2.Cursor(epoch=epoch, sequence=sequence))
+        reply = host_pb2.PublishIntentEventResponse(cursor=host_pb2.Cursor(epoch=epoch, sequence=sequence))
+        payload_hash = hashlib.sha256(request.SerializeToString(deterministic=True)).hexdigest()
+        await self._db(self._store.record_command, event_key, session.session_id, payload_hash,
+                       reply.SerializeToString())
+        return reply
 
     async def _after_commit(self, surface_id: str, epoch: int, last: int, count: int, bindings: list[dict]) -> None:
         await self._notify(surface_id, epoch, last, count)
@@ -590,6 +614,12 @@ def _cell_json(cell):
     if kind == "timestamp_value":
         return cell.timestamp_value.ToDatetime().isoformat(timespec="seconds")
     return getattr(cell, kind)
+
+
+def _broker_refusal(exc: grpc.aio.AioRpcError, what: str) -> TesseraError:
+    """The broker's own status and reason, so a person sees e.g. APPROVAL_EXPIRED, not a generic failure."""
+    details = error_details(exc)
+    return _refuse(exc.code(), details.reason or "BROKER_REFUSED", f"{what}: {details.message or exc.code().name}")
 
 
 def _diagnostic_json(diagnostic: common_pb2.Diagnostic) -> str:

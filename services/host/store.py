@@ -15,10 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import sqlalchemy as sa
-from alembic import command
-from alembic.config import Config
 
-from shared.db import ping
+from shared import db
+from shared.db import WRITE, ping
 from tessera.host.v1 import host_pb2
 
 MIGRATIONS = Path(__file__).parent / "migrations"
@@ -87,54 +86,12 @@ def new_id(prefix: str) -> str:
     return f"{prefix}_{secrets.token_hex(10)}"
 
 
-WRITE = "tessera_write"
-
-
 def engine_for(url: str) -> sa.Engine:
-    parsed = sa.make_url(url)
-    if parsed.get_backend_name() == "sqlite":
-        if parsed.database:
-            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-        engine = sa.create_engine(parsed, connect_args={"timeout": 30})
-
-        @sa.event.listens_for(engine, "connect")
-        def _sqlite(dbapi_connection, _record):
-            dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
-            dbapi_connection.execute("PRAGMA journal_mode=WAL")
-            dbapi_connection.execute("PRAGMA foreign_keys=ON")
-
-        @sa.event.listens_for(engine, "begin")
-        def _begin(connection):
-            # Writers queue at BEGIN instead of failing on a lock upgrade mid-transaction;
-            # readers run without a transaction and never hold the write lock.
-            if connection.get_execution_options().get(WRITE):
-                connection.exec_driver_sql("BEGIN IMMEDIATE")
-
-        return engine
-    return sa.create_engine(parsed, pool_pre_ping=True)
+    return db.engine_for(url)
 
 
 def migrate(engine: sa.Engine, target: str = "head") -> None:
-    """Upgrade the schema to `target`, in one transaction.
-
-    SQLite cannot alter tables in place, so Alembic copies them; foreign-key
-    enforcement is paused for that (the copies keep the same rows and keys).
-    """
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
-    sqlite = engine.dialect.name == "sqlite"
-    with engine.connect() as connection:
-        if sqlite:
-            connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
-            connection.commit()  # ends SQLAlchemy's autobegun (empty) transaction
-        try:
-            with connection.execution_options(**{WRITE: True}).begin():
-                config.attributes["connection"] = connection
-                command.upgrade(config, target)
-        finally:
-            if sqlite:
-                connection.exec_driver_sql("PRAGMA foreign_keys=ON")
-                connection.commit()
+    db.migrate(engine, MIGRATIONS, target)
 
 
 class HostStore:

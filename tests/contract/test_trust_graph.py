@@ -31,10 +31,13 @@ def test_declared_callers_stay_inside_the_trust_graph():
     assert not violations
 
 
-def test_only_humans_decide_approvals():
+def test_only_people_see_approvals_and_the_agent_never_decides():
     capabilities = SERVICES["capabilities"][0]
-    for rpc in ("Decide", "ListApprovals", "GetApproval"):
+    for rpc in ("ListApprovals", "GetApproval"):
         assert set(declared_callers(capabilities.methods_by_name[rpc])) <= HUMAN_DECISIONS_ONLY
+    # A decision comes from a person: directly from web/cli, or relayed by the host from the surface
+    # (approval-decision command) with the person's own signed assertion, which the broker verifies.
+    assert set(declared_callers(capabilities.methods_by_name["Decide"])) == HUMAN_DECISIONS_ONLY | {"host"}
 
 
 def test_compiler_is_reached_only_through_the_host():

@@ -303,7 +303,7 @@ def test_commands_are_bound_to_the_current_revision_and_the_session(channels, ce
     decision = host_pb2.SendCommandRequest(actor=actor(cert_dir), command_id="c-6", session_id=session.session_id,
                                            surface_id=session.surface_id, revision_id=committed.revision_id,
                                            approval_decision=host_pb2.ApprovalDecisionCommand(approval_id="a"))
-    cases.append((decision, (grpc.StatusCode.FAILED_PRECONDITION, "DECIDE_AT_BROKER")))
+    cases.append((decision, (grpc.StatusCode.NOT_FOUND, "APPROVAL_UNKNOWN")))  # relayed; the broker answers
     for request, expected in cases:
         assert refused(lambda request=request: call(channels, "web", "SendCommand", request)) == expected
 
@@ -341,20 +341,25 @@ def test_the_broker_publishes_approvals_and_receipts_as_host_events(channels, ce
 
     session = open_session(channels, cert_dir)
     requested = call(channels, "capabilities", "PublishIntentEvent", host_pb2.PublishIntentEventRequest(
-        session_id=session.session_id, surface_id=session.surface_id, node_id="export",
+        session_id=session.session_id, surface_id=session.surface_id, node_id="export", event_id="e1",
         approval_requested=host_pb2.ApprovalRequested(approval_id="apr_1", intent_id="int_1", action_id="refund")))
     running = call(channels, "capabilities", "PublishIntentEvent", host_pb2.PublishIntentEventRequest(
-        session_id=session.session_id, surface_id=session.surface_id, node_id="export",
+        session_id=session.session_id, surface_id=session.surface_id, node_id="export", event_id="e2",
         receipt=common_pb2.Receipt(intent_id="int_1", status=common_pb2.INTENT_STATUS_RUNNING)))
     done = call(channels, "capabilities", "PublishIntentEvent", host_pb2.PublishIntentEventRequest(
-        session_id=session.session_id, surface_id=session.surface_id, node_id="export",
+        session_id=session.session_id, surface_id=session.surface_id, node_id="export", event_id="e3",
         receipt=common_pb2.Receipt(intent_id="int_1", status=common_pb2.INTENT_STATUS_SUCCEEDED)))
     assert (requested.cursor.sequence, running.cursor.sequence, done.cursor.sequence) == (1, 2, 3)
+    resent = call(channels, "capabilities", "PublishIntentEvent", host_pb2.PublishIntentEventRequest(
+        session_id=session.session_id, surface_id=session.surface_id, node_id="export", event_id="e3",
+        receipt=common_pb2.Receipt(intent_id="int_1", status=common_pb2.INTENT_STATUS_SUCCEEDED)))
+    assert resent.cursor.sequence == 3  # a re-sent event is published once
     kinds = [_event_at(channels, cert_dir, session, c.cursor).WhichOneof("payload")
              for c in (requested, running, done)]
     assert kinds == ["approval_requested", "action_status", "effect_receipt"]
     assert refused(lambda: call(channels, "capabilities", "PublishIntentEvent", host_pb2.PublishIntentEventRequest(
-        session_id=session.session_id, surface_id="srf_other", receipt=common_pb2.Receipt()))) == (
+        session_id=session.session_id, surface_id="srf_other", event_id="e4",
+        receipt=common_pb2.Receipt()))) == (
         grpc.StatusCode.NOT_FOUND, "SURFACE_UNKNOWN")
 
 

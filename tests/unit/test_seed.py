@@ -15,7 +15,9 @@ from cli.seed import (
     INJECTION_LINE,
     INJECTION_TEXTS,
     METADATA,
+    SCHEMA_VERSION,
     TABLE_NAMES,
+    WRITER_ROLE,
     Plan,
     SeedError,
     generate,
@@ -105,7 +107,8 @@ def test_scale_rejects_nonsense_and_tiny(bad):
 def test_schema_names_and_indexes():
     tables = METADATA.tables
     assert set(tables) == set(TABLE_NAMES)
-    assert [c.name for c in tables["orders"].columns] == ["order_id", "customer_id", "ordered_at", "channel", "status"]
+    assert [c.name for c in tables["orders"].columns] == ["order_id", "customer_id", "ordered_at", "channel", "status",
+                                                          "review_status", "version"]
     assert [c.name for c in tables["order_items"].columns] == [
         "order_item_id", "order_id", "product_id", "quantity", "unit_price", "discount"]
     assert [c.name for c in tables["support_tickets"].columns] == [
@@ -159,7 +162,8 @@ def test_row_counts_follow_the_scale(warehouse):
     assert 0.04 <= count("returns") / SCALE <= 0.06
     assert 0.015 <= count("support_tickets") / SCALE <= 0.025
     assert _scalar(engine, "SELECT COUNT(*) FROM tessera_schema_version") == 1
-    assert _scalar(engine, "SELECT version FROM tessera_schema_version") == 1
+    assert _scalar(engine, "SELECT version FROM tessera_schema_version") == SCHEMA_VERSION == 2
+    assert _scalar(engine, "SELECT count(*) FROM orders WHERE review_status <> 'none' OR version <> 1") == 0
     assert result.counts == {t: count(t) for t in TABLE_NAMES}
     assert Plan.for_scale(1_000_000) == Plan(1_000_000, 250_000, 50_000, 2_000)
 
@@ -311,8 +315,27 @@ def test_postgres_holds_the_same_data(warehouse, postgres_database):
                 "SELECT COUNT(*) FROM pg_constraint WHERE contype = 'f' AND conrelid::regclass::text = 'order_items'"
             )).scalar()
         assert constraints == 2
+        _writer_may_change_only_the_declared_fields(postgres_database)
     finally:
         pg.dispose()
+
+
+def _writer_may_change_only_the_declared_fields(url: str) -> None:
+    """The broker's data-change role: review_status and version of orders, nothing else."""
+    import sqlalchemy as sa
+
+    writer = create_engine(sa.make_url(url).set(username=WRITER_ROLE))
+    try:
+        with writer.begin() as connection:
+            assert connection.execute(text(
+                "UPDATE orders SET review_status = 'flagged', version = version + 1 WHERE order_id = 1")).rowcount == 1
+        for forbidden in ("UPDATE orders SET status = 'refunded' WHERE order_id = 1",
+                          "SELECT channel FROM orders LIMIT 1", "SELECT name FROM customers LIMIT 1",
+                          "DELETE FROM orders WHERE order_id = 1", "INSERT INTO regions VALUES (99, 'x', 'y')"):
+            with writer.connect() as connection, pytest.raises(sa.exc.ProgrammingError, match="permission denied"):
+                connection.execute(text(forbidden))
+    finally:
+        writer.dispose()
 
 
 # --- reseeding and the command -------------------------------------------------------------------------------

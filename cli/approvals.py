@@ -1,0 +1,111 @@
+"""`tessera approvals list|show|approve|reject` and `tessera audit`: a person at the terminal decides.
+
+The CLI is a human-facing edge: it signs the operator's actor assertion with
+its own key, and the broker checks it. A decision quotes the arguments hash
+of the card it was shown, so what is approved is exactly what was displayed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+from pathlib import Path
+
+from cli.launcher import cli_credentials
+from cli.output import table
+from shared.actors import assert_actor
+from shared.certs import load_signing_key, signing_key_path
+from shared.channels import sync_channel
+from shared.contracts import invoke
+from tessera.capabilities.v1 import capabilities_pb2 as cap
+from tessera.common.v1 import common_pb2
+
+OPERATOR = ("operator", "local", "Operator")
+
+
+def _status(value: int) -> str:
+    return common_pb2.IntentStatus.Name(value).removeprefix("INTENT_STATUS_").lower().replace("_", "-")
+
+
+def _when(timestamp) -> str:
+    return timestamp.ToDatetime(dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+class ApprovalDesk:
+    def __init__(self, address: str, cert_dir: Path) -> None:
+        self.channel = sync_channel(address, cli_credentials(cert_dir, "cli"))
+        self.person = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), *OPERATOR)
+
+    def close(self) -> None:
+        self.channel.close()
+
+    def call(self, method: str, request):
+        return invoke(self.channel, "capabilities", method, request, timeout=60)
+
+    def list(self, everything: bool) -> str:
+        statuses = list(common_pb2.IntentStatus.values())[1:] if everything else []
+        reply = self.call("ListApprovals", cap.ListApprovalsRequest(actor=self.person, statuses=statuses,
+                                                                    page_size=100))
+        if not reply.approvals:
+            return "no approvals are waiting" if not everything else "no approvals"
+        return table([[a.approval_id, a.tool_id, _status(a.status), _when(a.requested_at), _when(a.expires_at)]
+                      for a in reply.approvals], ["approval", "action", "status", "requested (UTC)",
+                                                  "expires (UTC)"])
+
+    def show(self, approval_id: str) -> str:
+        card = self.call("GetApproval", cap.GetApprovalRequest(actor=self.person, approval_id=approval_id)).card
+        risk = cap.ToolRisk.Name(card.summary.risk).removeprefix("TOOL_RISK_").lower()
+        lines = [f"{card.summary.tool_id}  [{risk}]  {_status(card.summary.status)}"
+                 f"{'  (dry run)' if card.dry_run else ''}",
+                 f"expires {_when(card.summary.expires_at)} UTC; arguments sha256 {card.arguments_sha256}"]
+        if card.changes:
+            lines.append(table([[c.entry_id, c.path, c.before_json, c.after_json, c.record_version]
+                                for c in card.changes], ["entry", "change", "before", "after", "version"]))
+        else:
+            lines.append(json.dumps(json.loads(card.arguments_json), indent=2))
+        for match in card.matches:
+            lines.append(f"flagged: {match.rule}: {match.snippet!r} ({match.source})")
+        return "\n".join(lines)
+
+    def decide(self, approval_id: str, approve: bool, reason: str, entries: list[str]) -> str:
+        # Quote the hash of the card as it is now: if the arguments changed, the broker refuses.
+        card = self.call("GetApproval", cap.GetApprovalRequest(actor=self.person, approval_id=approval_id)).card
+        receipt = self.call("Decide", cap.DecideRequest(
+            actor=self.person, approval_id=approval_id, reason=reason, arguments_sha256=card.arguments_sha256,
+            decision=cap.DECISION_APPROVE if approve else cap.DECISION_REJECT,
+            entries=[cap.EntryDecision(entry_id=e, decision=cap.DECISION_APPROVE) for e in entries])).receipt
+        tail = f" ({receipt.reason})" if receipt.reason else ""
+        return f"{receipt.intent_id}: {_status(receipt.status)}{tail}"
+
+    def export_audit(self, out) -> int:
+        stream = self.channel.unary_stream("/tessera.capabilities.v1.CapabilityBrokerService/ExportAudit",
+                                           request_serializer=cap.ExportAuditRequest.SerializeToString,
+                                           response_deserializer=cap.ExportAuditResponse.FromString)
+        count = 0
+        for record in stream(cap.ExportAuditRequest(actor=self.person), timeout=300):
+            out.write(record.record_json + "\n")
+            count += 1
+        return count
+
+
+def run(address: str, cert_dir: Path, args) -> int:
+    desk = ApprovalDesk(address, cert_dir)
+    try:
+        if args.command == "audit":
+            target = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout  # noqa: SIM115
+            try:
+                count = desk.export_audit(target)
+            finally:
+                if args.out:
+                    target.close()
+            print(f"{count} audit records", file=sys.stderr)
+        elif args.action == "list":
+            print(desk.list(args.all))
+        elif args.action == "show":
+            print(desk.show(args.approval_id))
+        else:
+            print(desk.decide(args.approval_id, args.action == "approve", args.reason or "", args.entry or []))
+    finally:
+        desk.close()
+    return 0

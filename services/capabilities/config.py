@@ -1,0 +1,32 @@
+"""Settings of the capability broker (TESSERA_CAPABILITIES_*)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, SecretStr, model_validator
+
+from shared.config import ServiceSettings
+from shared.paths import REPO_ROOT, var_dir
+
+
+class CapabilitiesSettings(ServiceSettings):
+    database_url: str = ""  # default: sqlite:///<var>/capabilities/broker.sqlite
+    actions_file: Path = REPO_ROOT / "deploy" / "policy" / "actions.yaml"
+    # The write credential for data changes, held only here (default: the demo warehouse file).
+    # On PostgreSQL it is the tessera_writer role, limited to the declared columns.
+    changes_url: SecretStr = SecretStr("")
+    # Approvals expire after this (expiry counts as rejection); §7 caps it at 10 minutes.
+    approval_ttl_seconds: float = Field(default=600, gt=0, le=600)
+    # Mutations are replaced by recording stubs: they are still approved, never auto-approved.
+    dry_run: bool = False
+    # Prometheus /metrics on this port (0 = off).
+    metrics_port: int = Field(default=0, ge=0, le=65535)
+
+    @model_validator(mode="after")
+    def _defaults(self) -> CapabilitiesSettings:
+        object.__setattr__(self, "database_url",
+                           self.database_url or f"sqlite:///{var_dir() / 'capabilities' / 'broker.sqlite'}")
+        if not self.changes_url.get_secret_value():
+            object.__setattr__(self, "changes_url", SecretStr(f"sqlite:///{var_dir() / 'warehouse.sqlite'}"))
+        return self

@@ -1,0 +1,329 @@
+"""The broker's own database (§7, §10): intents, approvals, the outbox of host events, the audit trail.
+
+Every state change is one transaction that also appends its audit record and,
+for intents shown on a surface, the host event to publish — so a crash can
+never leave a decision without its record or its event. SQLAlchemy Core;
+SQLite under var/ by default, PostgreSQL by URL; schema by Alembic.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+import sqlalchemy as sa
+
+from shared import db
+from shared.errors import TesseraError
+from tessera.capabilities.v1 import capabilities_pb2
+from tessera.common.v1 import common_pb2
+from tessera.host.v1 import host_pb2
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+metadata = sa.MetaData()
+intents = sa.Table(
+    "intents", metadata, sa.Column("intent_id", sa.String, primary_key=True), sa.Column("claim", sa.String),
+    sa.Column("tenant_id", sa.String), sa.Column("actor_id", sa.String), sa.Column("session_id", sa.String),
+    sa.Column("action_id", sa.String), sa.Column("effect", sa.Integer), sa.Column("input_json", sa.Text),
+    sa.Column("arguments_json", sa.Text), sa.Column("arguments_sha256", sa.String), sa.Column("status", sa.Integer),
+    sa.Column("reason", sa.String), sa.Column("result_digest", sa.String), sa.Column("approval_id", sa.String),
+    sa.Column("surface", sa.LargeBinary), sa.Column("dry_run", sa.Boolean), sa.Column("attempted", sa.Boolean),
+    sa.Column("accepted_at", sa.Float), sa.Column("updated_at", sa.Float))
+approvals = sa.Table(
+    "approvals", metadata, sa.Column("approval_id", sa.String, primary_key=True), sa.Column("intent_id", sa.String),
+    sa.Column("tenant_id", sa.String), sa.Column("state", sa.String), sa.Column("requested_at", sa.Float),
+    sa.Column("expires_at", sa.Float), sa.Column("decided_at", sa.Float), sa.Column("decided_by", sa.String),
+    sa.Column("decision_reason", sa.Text), sa.Column("approved_entries", sa.Text))
+outbox = sa.Table(
+    "outbox", metadata, sa.Column("sequence", sa.Integer, primary_key=True), sa.Column("event_id", sa.String),
+    sa.Column("request", sa.LargeBinary), sa.Column("state", sa.String), sa.Column("attempts", sa.Integer),
+    sa.Column("last_error", sa.String))
+audit_events = sa.Table(
+    "audit_events", metadata, sa.Column("sequence", sa.Integer, primary_key=True), sa.Column("at", sa.Float),
+    sa.Column("tenant_id", sa.String), sa.Column("kind", sa.String), sa.Column("intent_id", sa.String),
+    sa.Column("approval_id", sa.String), sa.Column("actor_id", sa.String), sa.Column("detail_json", sa.Text))
+
+TERMINAL = frozenset({common_pb2.INTENT_STATUS_SUCCEEDED, common_pb2.INTENT_STATUS_FAILED,
+                      common_pb2.INTENT_STATUS_REJECTED, common_pb2.INTENT_STATUS_EXPIRED,
+                      common_pb2.INTENT_STATUS_CANCELLED})
+
+
+def engine_for(url: str) -> sa.Engine:
+    return db.engine_for(url)
+
+
+def migrate(engine: sa.Engine, target: str = "head") -> None:
+    db.migrate(engine, MIGRATIONS, target)
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{secrets.token_hex(10)}"
+
+
+def refuse(code: grpc.StatusCode, reason: str, message: str) -> TesseraError:
+    return TesseraError(code, reason, message)
+
+
+@dataclass(frozen=True)
+class Intent:
+    intent_id: str
+    tenant_id: str
+    actor_id: str
+    session_id: str
+    action_id: str
+    effect: int
+    arguments_json: str
+    arguments_sha256: str
+    status: int
+    reason: str
+    result_digest: str
+    approval_id: str
+    surface: capabilities_pb2.SurfaceRef | None
+    dry_run: bool
+    attempted: bool
+    accepted_at: float
+    updated_at: float
+
+    @property
+    def arguments(self) -> dict:
+        return json.loads(self.arguments_json)
+
+    def receipt(self) -> common_pb2.Receipt:
+        receipt = common_pb2.Receipt(intent_id=self.intent_id, action_id=self.action_id, status=self.status,
+                                     approval_id=self.approval_id, arguments_sha256=self.arguments_sha256,
+                                     result_digest=self.result_digest, reason=self.reason, dry_run=self.dry_run)
+        receipt.accepted_at.FromNanoseconds(int(self.accepted_at * 1e9))
+        receipt.updated_at.FromNanoseconds(int(self.updated_at * 1e9))
+        return receipt
+
+
+@dataclass(frozen=True)
+class Approval:
+    approval_id: str
+    intent_id: str
+    tenant_id: str
+    state: str
+    requested_at: float
+    expires_at: float
+    decided_at: float | None
+    decided_by: str | None
+    decision_reason: str | None
+    approved_entries: list[str] | None
+
+
+def _intent(row) -> Intent:
+    surface = capabilities_pb2.SurfaceRef.FromString(row.surface) if row.surface else None
+    return Intent(row.intent_id, row.tenant_id, row.actor_id, row.session_id, row.action_id, row.effect,
+                  row.arguments_json, row.arguments_sha256, row.status, row.reason, row.result_digest,
+                  row.approval_id, surface, bool(row.dry_run), bool(row.attempted), row.accepted_at, row.updated_at)
+
+
+def _approval(row) -> Approval:
+    entries = json.loads(row.approved_entries) if row.approved_entries else None
+    return Approval(row.approval_id, row.intent_id, row.tenant_id, row.state, row.requested_at, row.expires_at,
+                    row.decided_at, row.decided_by, row.decision_reason, entries)
+
+
+class BrokerStore:
+    def __init__(self, engine: sa.Engine) -> None:
+        self.engine = engine
+        self.writer = engine.execution_options(**{db.WRITE: True})
+
+    def ping(self) -> str | None:
+        return db.ping(self.engine, "broker database")
+
+    # --- writes: one transaction each, with audit record and host event -----------------------------------
+
+    def _audit(self, connection, kind: str, intent: Intent, actor_id: str = "", approval_id: str = "",
+               **detail) -> None:
+        connection.execute(audit_events.insert().values(
+            at=time.time(), tenant_id=intent.tenant_id, kind=kind, intent_id=intent.intent_id,
+            approval_id=approval_id or intent.approval_id, actor_id=actor_id, detail_json=json.dumps(
+                detail, sort_keys=True, separators=(",", ":"))))
+
+    def _event(self, connection, intent: Intent, **event) -> None:
+        """Queue a host event for an intent shown on a surface; the publisher delivers it."""
+        if intent.surface is None or not intent.surface.surface_id:
+            return
+        event_id = new_id("evt")
+        request = host_pb2.PublishIntentEventRequest(
+            session_id=intent.session_id, surface_id=intent.surface.surface_id,
+            command_id=intent.surface.command_id, node_id=intent.surface.node_id, event_id=event_id, **event)
+        connection.execute(outbox.insert().values(event_id=event_id, request=request.SerializeToString(),
+                                                  state="pending", attempts=0))
+
+    def _load(self, connection, intent_id: str) -> Intent:
+        return _intent(connection.execute(sa.select(intents).where(intents.c.intent_id == intent_id)).one())
+
+    def by_claim(self, claim: str) -> Intent | None:
+        with self.engine.connect() as connection:
+            row = connection.execute(sa.select(intents).where(intents.c.claim == claim)).first()
+        return _intent(row) if row else None
+
+    def create(self, claim: str, fields: dict, approval_ttl: float | None,
+               effect_label: str) -> tuple[Intent, bool]:
+        """Record a new intent (awaiting approval when `approval_ttl` is set); (intent, replayed)."""
+        now = time.time()
+        intent_id = new_id("int")
+        approval_id = new_id("apr") if approval_ttl is not None else ""
+        status = common_pb2.INTENT_STATUS_AWAITING_APPROVAL if approval_id else common_pb2.INTENT_STATUS_ACCEPTED
+        try:
+            with self.writer.begin() as connection:
+                connection.execute(intents.insert().values(
+                    intent_id=intent_id, claim=claim, status=status, approval_id=approval_id, reason="",
+                    result_digest="", attempted=False, accepted_at=now, updated_at=now, **fields))
+                intent = self._load(connection, intent_id)
+                self._audit(connection, "intent-accepted", intent, intent.actor_id, effect=effect_label,
+                            action=intent.action_id, arguments_sha256=intent.arguments_sha256)
+                if approval_id:
+                    expires_at = now + approval_ttl
+                    connection.execute(approvals.insert().values(
+                        approval_id=approval_id, intent_id=intent_id, tenant_id=intent.tenant_id, state="pending",
+                        requested_at=now, expires_at=expires_at))
+                    self._audit(connection, "approval-requested", intent, intent.actor_id, expires_at=expires_at)
+                    requested = host_pb2.ApprovalRequested(
+                        approval_id=approval_id, intent_id=intent_id, action_id=intent.action_id,
+                        effect=intent.effect, node_id=intent.surface.node_id if intent.surface else "",
+                        arguments_sha256=intent.arguments_sha256)
+                    requested.expires_at.FromNanoseconds(int(expires_at * 1e9))
+                    self._event(connection, intent, approval_requested=requested)
+                else:
+                    self._event(connection, intent, receipt=intent.receipt())
+        except sa.exc.IntegrityError:  # the same claim won a race: that one is the record
+            earlier = self.by_claim(claim)
+            if earlier is None:
+                raise
+            return earlier, True
+        return intent, False
+
+    def decide(self, approval_id: str, tenant_id: str, actor_id: str, approve: bool, reason: str,
+               arguments_sha256: str, entries_for: Callable[[Intent], list[str]]) -> tuple[Intent, Approval]:
+        """Decide a pending approval once. Refusals leave everything as it was (except a due expiry)."""
+        now = time.time()
+        with self.writer.begin() as connection:
+            row = connection.execute(sa.select(approvals).where(approvals.c.approval_id == approval_id)
+                                     .with_for_update()).first()
+            if row is None or row.tenant_id != tenant_id:  # another tenant's approval does not exist for you
+                raise refuse(grpc.StatusCode.NOT_FOUND, "APPROVAL_UNKNOWN", "no such approval")
+            approval = _approval(row)
+            intent = self._load(connection, approval.intent_id)
+            if approval.state == "pending" and now >= approval.expires_at:
+                self._expire(connection, approval, intent, now)
+                approval_state = "expired"
+            else:
+                approval_state = approval.state
+            if approval_state == "expired":
+                raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "APPROVAL_EXPIRED",
+                             "the approval expired; expiry counts as rejection")
+            if approval_state != "pending":
+                raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "APPROVAL_ALREADY_DECIDED",
+                             f"the approval was already {approval_state}")
+            if arguments_sha256 != intent.arguments_sha256:
+                raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "ARGUMENTS_CHANGED",
+                             "the decision quotes other arguments than the approval's; a change needs a new request")
+            approved = entries_for(intent) if approve else []
+            state = "approved" if approve else "rejected"
+            status = common_pb2.INTENT_STATUS_RUNNING if approve else common_pb2.INTENT_STATUS_REJECTED
+            connection.execute(approvals.update().where(approvals.c.approval_id == approval_id).values(
+                state=state, decided_at=now, decided_by=actor_id, decision_reason=reason,
+                approved_entries=json.dumps(approved) if approve else None))
+            connection.execute(intents.update().where(intents.c.intent_id == intent.intent_id).values(
+                status=status, reason="" if approve else "REJECTED_BY_PERSON", updated_at=now))
+            intent = self._load(connection, intent.intent_id)
+            self._audit(connection, f"approval-{state}", intent, actor_id, reason=reason, entries=approved)
+            self._event(connection, intent, receipt=intent.receipt())
+            approval = _approval(connection.execute(sa.select(approvals).where(
+                approvals.c.approval_id == approval_id)).one())
+        return intent, approval
+
+    def _expire(self, connection, approval: Approval, intent: Intent, now: float) -> None:
+        connection.execute(approvals.update().where(approvals.c.approval_id == approval.approval_id)
+                           .values(state="expired", decided_at=now))
+        connection.execute(intents.update().where(intents.c.intent_id == intent.intent_id).values(
+            status=common_pb2.INTENT_STATUS_EXPIRED, reason="APPROVAL_EXPIRED", updated_at=now))
+        expired = self._load(connection, intent.intent_id)
+        self._audit(connection, "approval-expired", expired)
+        self._event(connection, expired, receipt=expired.receipt())
+
+    def expire_due(self, now: float | None = None) -> list[Approval]:
+        """Expire every pending approval past its time; the expired ones."""
+        now = time.time() if now is None else now
+        with self.writer.begin() as connection:
+            due = [_approval(r) for r in connection.execute(sa.select(approvals).where(
+                approvals.c.state == "pending", approvals.c.expires_at <= now).with_for_update())]
+            for approval in due:
+                self._expire(connection, approval, self._load(connection, approval.intent_id), now)
+        return due
+
+    def mark_attempted(self, intent_id: str) -> None:
+        with self.writer.begin() as connection:
+            connection.execute(intents.update().where(intents.c.intent_id == intent_id).values(
+                attempted=True, updated_at=time.time()))
+
+    def finish(self, intent_id: str, status: int, reason: str, result_digest: str, **detail) -> Intent:
+        with self.writer.begin() as connection:
+            connection.execute(intents.update().where(intents.c.intent_id == intent_id).values(
+                status=status, reason=reason, result_digest=result_digest, updated_at=time.time()))
+            intent = self._load(connection, intent_id)
+            self._audit(connection, "intent-" + common_pb2.IntentStatus.Name(status).removeprefix(
+                "INTENT_STATUS_").lower(), intent, reason=reason, result_digest=result_digest, **detail)
+            self._event(connection, intent, receipt=intent.receipt())
+        return intent
+
+    # --- reads --------------------------------------------------------------------------------------------
+
+    def intent(self, intent_id: str) -> Intent | None:
+        with self.engine.connect() as connection:
+            row = connection.execute(sa.select(intents).where(intents.c.intent_id == intent_id)).first()
+        return _intent(row) if row else None
+
+    def approval(self, approval_id: str) -> tuple[Approval, Intent] | None:
+        with self.engine.connect() as connection:
+            row = connection.execute(sa.select(approvals).where(approvals.c.approval_id == approval_id)).first()
+            if row is None:
+                return None
+            return _approval(row), self._load(connection, row.intent_id)
+
+    def approvals_of(self, tenant_id: str, statuses: list[int], offset: int, limit: int) -> list[tuple]:
+        query = (sa.select(approvals, intents).join(intents, intents.c.intent_id == approvals.c.intent_id)
+                 .where(approvals.c.tenant_id == tenant_id).order_by(approvals.c.requested_at.desc(),
+                                                                      approvals.c.approval_id)
+                 .offset(offset).limit(limit))
+        if statuses:
+            query = query.where(intents.c.status.in_(statuses))
+        with self.engine.connect() as connection:
+            return [(_approval(r), _intent(r)) for r in connection.execute(query)]
+
+    def running(self) -> list[Intent]:
+        """Intents approved but not finished: the work a restart must take up."""
+        with self.engine.connect() as connection:
+            return [_intent(r) for r in connection.execute(sa.select(intents).where(
+                intents.c.status == common_pb2.INTENT_STATUS_RUNNING).order_by(intents.c.updated_at))]
+
+    def audit_after(self, tenant_id: str, after: int, limit: int = 500) -> list:
+        with self.engine.connect() as connection:
+            return list(connection.execute(sa.select(audit_events).where(
+                audit_events.c.tenant_id == tenant_id, audit_events.c.sequence > after)
+                .order_by(audit_events.c.sequence).limit(limit)))
+
+    # --- the outbox -----------------------------------------------------------------------------------------
+
+    def pending_events(self, limit: int = 50) -> list:
+        with self.engine.connect() as connection:
+            return list(connection.execute(sa.select(outbox).where(outbox.c.state == "pending")
+                                           .order_by(outbox.c.sequence).limit(limit)))
+
+    def event_done(self, sequence: int, state: str, error: str | None = None) -> None:
+        with self.writer.begin() as connection:
+            connection.execute(outbox.update().where(outbox.c.sequence == sequence).values(
+                state=state, attempts=outbox.c.attempts + 1, last_error=error))
+
+    def event_failed(self, sequence: int, error: str) -> None:
+        with self.writer.begin() as connection:
+            connection.execute(outbox.update().where(outbox.c.sequence == sequence).values(
+                attempts=outbox.c.attempts + 1, last_error=error[:300]))

@@ -1,0 +1,391 @@
+"""The capability broker with real processes: typed intents, approvals bound to exact arguments,
+data changes applied once with a version check, receipts on the surface, expiry, crash recovery."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import threading
+import time
+import urllib.request
+
+import grpc
+import pytest
+import sqlalchemy as sa
+
+from cli.launcher import ServiceSet, free_ports
+from shared.actors import assert_actor
+from shared.certs import load_signing_key, signing_key_path
+from shared.channels import sync_channel
+from shared.contracts import invoke
+from shared.errors import error_details
+from tessera.capabilities.v1 import capabilities_pb2 as cap
+from tessera.common.v1 import common_pb2
+from tessera.host.v1 import host_pb2
+
+
+def person(cert_dir, name="alice", tenant="acme", edge="cli"):
+    return assert_actor(load_signing_key(signing_key_path(cert_dir, edge)), name, tenant)
+
+
+class Broker:
+    """Calls to one broker process as a given principal."""
+
+    def __init__(self, address, credentials):
+        self.address = address
+        self.credentials = credentials
+        self._channels = {}
+
+    def __call__(self, principal, method, request, timeout=30):
+        if principal not in self._channels:
+            self._channels[principal] = sync_channel(self.address, self.credentials(principal))
+        return invoke(self._channels[principal], "capabilities", method, request, timeout=timeout)
+
+    def close(self):
+        for channel in self._channels.values():
+            channel.close()
+
+
+@pytest.fixture(scope="module")
+def broker(running_set, credentials):
+    client = Broker(running_set.handles["capabilities"].address, credentials)
+    yield client
+    client.close()
+
+
+def refused(function) -> tuple[grpc.StatusCode, str]:
+    with pytest.raises(grpc.RpcError) as error:
+        function()
+    details = error_details(error.value)
+    return details.code, details.reason
+
+
+def flag(broker, actor, record_id, key=None, principal="agent", session_id="ses_test", **extra):
+    return broker(principal, "SubmitIntent", cap.SubmitIntentRequest(
+        actor=actor, session_id=session_id, action_id="orders.flag_for_review",
+        input_json=json.dumps({"record_id": record_id, "reason": "odd"}), idempotency_key=key or f"k-{record_id}",
+        **extra))
+
+
+def propose(broker, actor, changes, key):
+    return broker("agent", "SubmitIntent", cap.SubmitIntentRequest(
+        actor=actor, session_id="ses_test", action_id="records.propose_changes",
+        input_json=json.dumps({"entity": "order", "changes": changes}), idempotency_key=key))
+
+
+def order(url, record_id):
+    engine = sa.create_engine(url)
+    with engine.connect() as connection:
+        row = connection.execute(sa.text("SELECT review_status, version FROM orders WHERE order_id = :i"),
+                                 {"i": record_id}).one()
+    engine.dispose()
+    return tuple(row)
+
+
+def decide(broker, actor, receipt, approve=True, principal="cli", sha=None, entries=()):
+    card = broker(principal if principal != "agent" else "cli", "GetApproval",
+                  cap.GetApprovalRequest(actor=actor, approval_id=receipt.approval_id)).card
+    return broker(principal, "Decide", cap.DecideRequest(
+        actor=actor, approval_id=receipt.approval_id, reason="checked",
+        decision=cap.DECISION_APPROVE if approve else cap.DECISION_REJECT,
+        arguments_sha256=sha if sha is not None else card.arguments_sha256,
+        entries=[cap.EntryDecision(entry_id=e, decision=cap.DECISION_APPROVE) for e in entries]))
+
+
+def test_a_write_waits_for_a_person_then_runs_exactly_once(broker, cert_dir, warehouse_url):
+    alice = person(cert_dir)
+    submitted = flag(broker, alice, 11)
+    receipt = submitted.receipt
+    assert receipt.status == common_pb2.INTENT_STATUS_AWAITING_APPROVAL and receipt.approval_id
+    assert order(warehouse_url, 11) == ("none", 1)  # nothing happens before a person decides
+    listed = broker("cli", "ListApprovals", cap.ListApprovalsRequest(actor=alice))
+    assert receipt.approval_id in [a.approval_id for a in listed.approvals]
+
+    card = broker("cli", "GetApproval", cap.GetApprovalRequest(actor=alice, approval_id=receipt.approval_id)).card
+    assert card.arguments_sha256 == hashlib.sha256(card.arguments_json.encode()).hexdigest() == \
+        receipt.arguments_sha256
+    (change,) = card.changes
+    assert (json.loads(change.before_json), json.loads(change.after_json), change.record_version) == \
+        ("none", "flagged", "1")
+    assert card.summary.risk == cap.TOOL_RISK_MUTATE and card.effect == common_pb2.ACTION_EFFECT_REVERSIBLE_WRITE
+
+    replay = flag(broker, alice, 11)  # a client retry: the original record, no second approval
+    assert replay.replayed and replay.receipt.intent_id == receipt.intent_id
+
+    done = decide(broker, alice, receipt).receipt
+    assert done.status == common_pb2.INTENT_STATUS_SUCCEEDED and done.result_digest
+    assert order(warehouse_url, 11) == ("flagged", 2)
+    assert refused(lambda: decide(broker, alice, receipt)) == (grpc.StatusCode.FAILED_PRECONDITION,
+                                                               "APPROVAL_ALREADY_DECIDED")
+    after_retry = flag(broker, alice, 11)
+    assert after_retry.replayed and after_retry.receipt.status == common_pb2.INTENT_STATUS_SUCCEEDED
+    assert order(warehouse_url, 11) == ("flagged", 2)  # still exactly one effect
+
+
+def test_rejected_and_changed_arguments_never_run(broker, cert_dir, warehouse_url):
+    alice = person(cert_dir)
+    receipt = flag(broker, alice, 12).receipt
+    assert refused(lambda: decide(broker, alice, receipt, sha="0" * 64)) == (
+        grpc.StatusCode.FAILED_PRECONDITION, "ARGUMENTS_CHANGED")
+    rejected = decide(broker, alice, receipt, approve=False).receipt
+    assert rejected.status == common_pb2.INTENT_STATUS_REJECTED and rejected.reason == "REJECTED_BY_PERSON"
+    assert order(warehouse_url, 12) == ("none", 1)
+    assert refused(lambda: decide(broker, alice, receipt)) == (grpc.StatusCode.FAILED_PRECONDITION,
+                                                               "APPROVAL_ALREADY_DECIDED")
+    assert order(warehouse_url, 12) == ("none", 1)
+
+
+def test_only_a_person_of_the_same_tenant_decides(broker, cert_dir, warehouse_url):
+    alice = person(cert_dir)
+    receipt = flag(broker, alice, 13).receipt
+    request = cap.DecideRequest(actor=alice, approval_id=receipt.approval_id, decision=cap.DECISION_APPROVE,
+                                arguments_sha256=receipt.arguments_sha256)
+    assert refused(lambda: broker("agent", "Decide", request)) == (grpc.StatusCode.PERMISSION_DENIED,
+                                                                   "CALLER_NOT_ALLOWED")
+    unsigned = cap.DecideRequest(approval_id=receipt.approval_id, decision=cap.DECISION_APPROVE,
+                                 arguments_sha256=receipt.arguments_sha256)
+    assert refused(lambda: broker("cli", "Decide", unsigned)) == (grpc.StatusCode.UNAUTHENTICATED,
+                                                                  "ACTOR_MISSING")
+    mallory = person(cert_dir, "mallory", tenant="other")
+    assert refused(lambda: broker("cli", "Decide", cap.DecideRequest(
+        actor=mallory, approval_id=receipt.approval_id, decision=cap.DECISION_APPROVE,
+        arguments_sha256=receipt.arguments_sha256))) == (grpc.StatusCode.NOT_FOUND, "APPROVAL_UNKNOWN")
+    assert refused(lambda: broker("agent", "ListApprovals", cap.ListApprovalsRequest(actor=alice)))[0] == \
+        grpc.StatusCode.PERMISSION_DENIED
+    assert order(warehouse_url, 13) == ("none", 1)
+
+
+@pytest.mark.parametrize(("action", "input_value", "expected"), [
+    ("orders.delete_everything", {}, (grpc.StatusCode.NOT_FOUND, "ACTION_UNKNOWN")),
+    ("orders.flag_for_review", {"record_id": "14"}, (grpc.StatusCode.INVALID_ARGUMENT, "INPUT_INVALID")),
+    ("orders.flag_for_review", {"record_id": 14, "sql": "DROP"}, (grpc.StatusCode.INVALID_ARGUMENT,
+                                                                   "INPUT_INVALID")),
+    ("orders.flag_for_review", {"record_id": 99_999_999}, (grpc.StatusCode.FAILED_PRECONDITION,
+                                                           "RECORD_NOT_FOUND")),
+    ("records.propose_changes", {"entity": "order", "changes": [{"record_id": 14, "field": "status",
+                                                                 "value": "refunded"}]},
+     (grpc.StatusCode.INVALID_ARGUMENT, "CHANGE_FIELD_NOT_DECLARED")),
+    ("records.propose_changes", {"entity": "order", "changes": [{"record_id": 14, "field": "review_status",
+                                                                 "value": "gone"}]},
+     (grpc.StatusCode.INVALID_ARGUMENT, "CHANGE_VALUE_INVALID")),
+    ("records.propose_changes", {"entity": "customer", "changes": [{"record_id": 14, "field": "name",
+                                                                    "value": "x"}]},
+     (grpc.StatusCode.INVALID_ARGUMENT, "CHANGE_ENTITY_UNKNOWN")),
+])
+def test_bad_intents_are_refused_precisely_and_nothing_is_recorded(broker, cert_dir, warehouse_url, action,
+                                                                    input_value, expected):
+    alice = person(cert_dir)
+    before = broker("cli", "ListApprovals", cap.ListApprovalsRequest(actor=alice, page_size=100))
+    assert refused(lambda: broker("agent", "SubmitIntent", cap.SubmitIntentRequest(
+        actor=alice, session_id="ses_test", action_id=action, input_json=json.dumps(input_value),
+        idempotency_key="bad"))) == expected
+    after = broker("cli", "ListApprovals", cap.ListApprovalsRequest(actor=alice, page_size=100))
+    assert len(after.approvals) == len(before.approvals)
+    assert order(warehouse_url, 14) == ("none", 1)
+
+
+def test_oversized_input_is_refused_before_any_work(broker, cert_dir):
+    huge = json.dumps({"record_id": 15, "reason": "x" * 100_000})
+    assert refused(lambda: broker("agent", "SubmitIntent", cap.SubmitIntentRequest(
+        actor=person(cert_dir), session_id="ses_test", action_id="orders.flag_for_review", input_json=huge,
+        idempotency_key="big"))) == (grpc.StatusCode.INVALID_ARGUMENT, "INPUT_NOT_JSON")
+
+
+def test_a_batch_applies_only_approved_entries_and_all_or_nothing(broker, cert_dir, warehouse_url):
+    alice = person(cert_dir)
+    changes = [{"record_id": r, "field": "review_status", "value": "flagged"} for r in (21, 22, 23)]
+    receipt = propose(broker, alice, changes, "batch-1").receipt
+    done = decide(broker, alice, receipt, entries=["e1", "e3"]).receipt
+    assert done.status == common_pb2.INTENT_STATUS_SUCCEEDED
+    assert [order(warehouse_url, r) for r in (21, 22, 23)] == [("flagged", 2), ("none", 1), ("flagged", 2)]
+
+    # a record changes after preparation: the whole batch fails, nothing half-applied
+    receipt = propose(broker, alice, [{"record_id": r, "field": "review_status", "value": "cleared"}
+                                      for r in (24, 25)], "batch-2").receipt
+    engine = sa.create_engine(warehouse_url)
+    with engine.begin() as connection:
+        connection.execute(sa.text("UPDATE orders SET version = version + 1 WHERE order_id = 25"))
+    engine.dispose()
+    failed = decide(broker, alice, receipt).receipt
+    assert failed.status == common_pb2.INTENT_STATUS_FAILED and failed.reason == "VERSION_CONFLICT"
+    assert [order(warehouse_url, r) for r in (24, 25)] == [("none", 1), ("none", 2)]
+
+
+def test_a_surface_intent_reaches_the_stream_and_the_host_relays_the_decision(broker, running_set, credentials,
+                                                                               cert_dir, warehouse_url):
+    alice = person(cert_dir, edge="web")
+    with sync_channel(running_set.handles["host"].address, credentials("web")) as host:
+        session = invoke(host, "host", "OpenSession", host_pb2.OpenSessionRequest(actor=alice, request_id="surf"))
+        surface = cap.SurfaceRef(surface_id=session.surface_id, node_id="flag", command_id="cmd-1")
+        assert refused(lambda: flag(broker, alice, 31, principal="agent", session_id=session.session_id,
+                                    surface=surface)) == (grpc.StatusCode.PERMISSION_DENIED,
+                                                          "SURFACE_FROM_HOST_ONLY")
+        receipt = flag(broker, alice, 31, principal="host", session_id=session.session_id, surface=surface).receipt
+        requested = _next_event(host, alice, session, 0)
+        assert requested.WhichOneof("payload") == "approval_requested"
+        assert requested.approval_requested.arguments_sha256 == receipt.arguments_sha256
+        reply = invoke(host, "host", "SendCommand", host_pb2.SendCommandRequest(
+            actor=alice, command_id="decide-1", session_id=session.session_id, surface_id=session.surface_id,
+            approval_decision=host_pb2.ApprovalDecisionCommand(
+                approval_id=receipt.approval_id, approve=True,
+                arguments_sha256=requested.approval_requested.arguments_sha256)), timeout=30)
+        assert reply.receipt.status == common_pb2.INTENT_STATUS_SUCCEEDED
+        assert order(warehouse_url, 31) == ("flagged", 2)
+        receipt_event = _next_event(host, alice, session, requested.sequence)
+        while receipt_event.WhichOneof("payload") != "effect_receipt":
+            receipt_event = _next_event(host, alice, session, receipt_event.sequence)
+        assert receipt_event.effect_receipt.receipt.status == common_pb2.INTENT_STATUS_SUCCEEDED
+        assert receipt_event.effect_receipt.node_id == "flag"
+
+
+def _next_event(host, actor, session, after):
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        stream = host.unary_stream("/tessera.host.v1.HostService/Subscribe",
+                                   request_serializer=host_pb2.SubscribeRequest.SerializeToString,
+                                   response_deserializer=host_pb2.SubscribeResponse.FromString)
+        call = stream(host_pb2.SubscribeRequest(actor=actor, session_id=session.session_id,
+                                                resume_after=host_pb2.Cursor(epoch=1, sequence=after)), timeout=2)
+        try:
+            for message in call:
+                return message.envelope
+        except grpc.RpcError as exc:
+            if exc.code() != grpc.StatusCode.DEADLINE_EXCEEDED:
+                raise
+    raise AssertionError("no event arrived")
+
+
+def test_the_audit_trail_is_exported_in_order_and_cannot_be_rewritten(broker, cert_dir, service_env):
+    alice = person(cert_dir)
+    receipt = flag(broker, alice, 41).receipt
+    decide(broker, alice, receipt)
+    with sync_channel(broker.address, broker.credentials("cli")) as channel:
+        stream = channel.unary_stream("/tessera.capabilities.v1.CapabilityBrokerService/ExportAudit",
+                                      request_serializer=cap.ExportAuditRequest.SerializeToString,
+                                      response_deserializer=cap.ExportAuditResponse.FromString)
+        records = [json.loads(r.record_json) for r in stream(cap.ExportAuditRequest(actor=alice), timeout=10)]
+    mine = [r["kind"] for r in records if r["intent_id"] == receipt.intent_id]
+    assert mine == ["intent-accepted", "approval-requested", "approval-approved", "intent-succeeded"]
+    assert [r["sequence"] for r in records] == sorted(r["sequence"] for r in records)
+    assert all(r["tenant_id"] == "acme" for r in records)
+    database = service_env["TESSERA_CAPABILITIES_DATABASE_URL"].removeprefix("sqlite:///")
+    with sqlite3.connect(database) as connection, pytest.raises(sqlite3.DatabaseError, match="append-only"):
+        connection.execute("UPDATE audit_events SET kind = 'nothing'")
+    with sqlite3.connect(database) as connection, pytest.raises(sqlite3.DatabaseError, match="append-only"):
+        connection.execute("DELETE FROM audit_events")
+
+
+# --- a broker of its own: short expiry, dry run, kill -9 ----------------------------------------------------
+
+@pytest.fixture
+def own_broker(cert_dir, tmp_path, running_set, warehouse_url, credentials):
+    """Start a separate broker process on a copy of the warehouse; yields start(**env) → (client, set, url)."""
+    started = []
+    copy = tmp_path / "warehouse.sqlite"
+    shutil.copy(warehouse_url.removeprefix("sqlite:///"), copy)
+
+    def start(**env):
+        processes = ServiceSet(cert_dir, tmp_path / f"run{len(started)}", names=("capabilities",),
+                               ephemeral_ports=True, extra_env={
+                                   "TESSERA_HOST_ADDR": running_set.handles["host"].address,
+                                   "TESSERA_CAPABILITIES_DATABASE_URL": f"sqlite:///{tmp_path / 'broker.sqlite'}",
+                                   "TESSERA_CAPABILITIES_CHANGES_URL": f"sqlite:///{copy}", **env})
+        processes.start()
+        client = Broker(processes.handles["capabilities"].address, credentials)
+        started.append((processes, client))
+        return client, processes, f"sqlite:///{copy}"
+
+    yield start
+    for processes, client in started:
+        client.close()
+        processes.stop()
+
+
+def _metric(port, name):
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    values = [line.split()[-1] for line in text.splitlines() if line.startswith(name)]
+    return float(values[0]) if values else 0.0
+
+
+def test_an_unanswered_approval_expires_and_counts_as_rejection(own_broker, cert_dir):
+    (metrics_port,) = free_ports(1)
+    client, _, url = own_broker(TESSERA_CAPABILITIES_APPROVAL_TTL_SECONDS="1",
+                                TESSERA_CAPABILITIES_METRICS_PORT=str(metrics_port))
+    alice = person(cert_dir)
+    receipt = flag(client, alice, 51).receipt
+    time.sleep(2.5)  # the sweeper runs every second
+    status = client("cli", "GetReceipt", cap.GetReceiptRequest(actor=alice, intent_id=receipt.intent_id)).receipt
+    assert status.status == common_pb2.INTENT_STATUS_EXPIRED and status.reason == "APPROVAL_EXPIRED"
+    assert refused(lambda: decide(client, alice, receipt)) == (grpc.StatusCode.FAILED_PRECONDITION,
+                                                               "APPROVAL_EXPIRED")
+    assert order(url, 51) == ("none", 1)
+    assert _metric(metrics_port, "tessera_approvals_requested_total") == 1
+    assert _metric(metrics_port, 'tessera_approvals_decided_total{outcome="expired"}') == 1
+
+
+def test_dry_run_records_the_call_and_changes_nothing(own_broker, cert_dir):
+    client, _, url = own_broker(TESSERA_CAPABILITIES_DRY_RUN="true")
+    alice = person(cert_dir)
+    assert client("cli", "GetInfo", cap.GetInfoRequest()).dry_run
+    receipt = flag(client, alice, 52).receipt
+    assert receipt.status == common_pb2.INTENT_STATUS_AWAITING_APPROVAL  # still needs a person
+    done = decide(client, alice, receipt).receipt
+    assert done.status == common_pb2.INTENT_STATUS_SUCCEEDED and done.dry_run
+    assert order(url, 52) == ("none", 1)
+
+
+def test_a_kill_between_approval_and_execution_runs_the_effect_once(own_broker, cert_dir, tmp_path):
+    client, processes, url = own_broker()
+    alice = person(cert_dir)
+    receipt = flag(client, alice, 53).receipt
+    blocker = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None)
+    blocker.execute("BEGIN EXCLUSIVE")  # the effect will wait on the warehouse
+    outcome = {}
+
+    def approve():
+        try:
+            outcome["receipt"] = decide(client, alice, receipt)
+        except grpc.RpcError as exc:
+            outcome["error"] = exc.code()
+
+    thread = threading.Thread(target=approve)
+    thread.start()
+    broker_db = sa.create_engine(f"sqlite:///{tmp_path / 'broker.sqlite'}")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:  # approved, and the effect is about to run
+        with broker_db.connect() as connection:
+            if connection.execute(sa.text("SELECT attempted FROM intents WHERE intent_id = :i"),
+                                  {"i": receipt.intent_id}).scalar():
+                break
+        time.sleep(0.05)
+    else:
+        raise AssertionError("the approved intent never started")
+    os.kill(processes.handles["capabilities"].pid, signal.SIGKILL)
+    processes.handles["capabilities"].process.wait()
+    thread.join(10)
+    assert outcome.get("error") == grpc.StatusCode.UNAVAILABLE  # the caller saw the crash
+    blocker.execute("ROLLBACK")
+    blocker.close()
+    assert order(url, 53) == ("none", 1)
+
+    restarted, _, _ = own_broker()  # same database: the approval survived, the restart takes the intent up
+    try:
+        deadline = time.monotonic() + 10
+        status = None
+        while time.monotonic() < deadline:
+            status = restarted("cli", "GetReceipt", cap.GetReceiptRequest(
+                actor=alice, intent_id=receipt.intent_id)).receipt
+            if status.status == common_pb2.INTENT_STATUS_SUCCEEDED:
+                break
+            time.sleep(0.1)
+        assert status.status == common_pb2.INTENT_STATUS_SUCCEEDED
+        assert order(url, 53) == ("flagged", 2)  # once: the version moved by exactly one
+        assert refused(lambda: decide(restarted, alice, receipt)) == (grpc.StatusCode.FAILED_PRECONDITION,
+                                                                      "APPROVAL_ALREADY_DECIDED")
+        assert order(url, 53) == ("flagged", 2)
+    finally:
+        broker_db.dispose()
