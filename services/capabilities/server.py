@@ -50,6 +50,15 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
         return capabilities_pb2.GetInfoResponse(info=self._info, dry_run=self._broker.dry_run,
                                                 policy_hash=self._broker.policy.digest)
 
+    async def ListActions(self, request, context):
+        # Every tenant gets the same reviewed contracts today; authorization happens per intent.
+        return capabilities_pb2.ListActionsResponse(policy_hash=self._broker.policy.digest, actions=[
+            capabilities_pb2.ActionContract(
+                action_id=a.action_id, title=a.spec.title, description=a.spec.description,
+                input_schema_json=json.dumps(a.spec.input_schema, sort_keys=True), effect=a.effect,
+                requires_approval=a.spec.approval == "required")
+            for a in sorted(self._broker.policy.actions.values(), key=lambda a: a.action_id)])
+
     async def SubmitIntent(self, request, context):
         actor = self._actor(request.actor)
         if request.HasField("surface") and _caller(context) != "host":

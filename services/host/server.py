@@ -33,7 +33,14 @@ from shared.errors import TesseraError, error_details
 from shared.runtime import Registration, ServiceContext, StartupError, registration_for, service_info
 from shared.schema_check import compile_check
 from shared.ui.contracts import ContractError, load_catalog
-from shared.ui.slice import MAX_PROPOSAL_BYTES, ResourceOffer, SliceRequest, freeze_slice, model_view
+from shared.ui.slice import (
+    MAX_PROPOSAL_BYTES,
+    ActionOffer,
+    ResourceOffer,
+    SliceRequest,
+    freeze_slice,
+    model_view,
+)
 from tessera.capabilities.v1 import capabilities_pb2, capabilities_pb2_grpc
 from tessera.common.v1 import common_pb2
 from tessera.compiler.v1 import compiler_pb2, compiler_pb2_grpc
@@ -199,15 +206,17 @@ class HostService(host_pb2_grpc.HostServiceServicer):
                           "freeze a new slice")
 
     async def FreezeSlice(self, request, context):
-        turn, _ = await self._turn_and_session(request.turn_id)
+        turn, session = await self._turn_and_session(request.turn_id)
         placement = request.placement or "main"
         if placement not in PLACEMENTS:
             raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "PLACEMENT_UNKNOWN",
                           f"placement must be one of {', '.join(PLACEMENTS)}")
         resources, evidence, refused = self._accept_offers(turn, request.resource_offers)
+        actions, unavailable = await self._offered_actions(session)
         allowed = PLACEMENTS[placement] or list(self._catalog.contracts)
         frozen = freeze_slice(self._catalog, SliceRequest(components=allowed, resources=resources,
-                                                          evidence=evidence))
+                                                          evidence=evidence, actions=actions))
+        refused += unavailable
         schema = await _peer("compiler", self._compiler.PresentUiSchema(
             compiler_pb2.PresentUiSchemaRequest(slice=frozen), timeout=30))
         accepted = host_pb2.FreezeSliceRequest(resource_offers=[
@@ -219,6 +228,18 @@ class HostService(host_pb2_grpc.HostServiceServicer):
         return host_pb2.FreezeSliceResponse(slice_id=frozen.slice_id, slice_hash=frozen.slice_hash,
                                             model_view_json=canonical(model_view(self._catalog, frozen)),
                                             present_ui_schema_json=schema.input_schema_json, diagnostics=refused)
+
+    async def _offered_actions(self, session: Session) -> tuple[list[ActionOffer], list[common_pb2.Diagnostic]]:
+        """The broker's action contracts for this person; without the broker the slice simply offers none."""
+        try:
+            listed = await self._broker.ListActions(capabilities_pb2.ListActionsRequest(
+                actor_id=session.actor_id, tenant_id=session.tenant_id), timeout=5)
+        except grpc.aio.AioRpcError as exc:
+            return [], [common_pb2.Diagnostic(
+                phase="slice", code="slice.actions-unavailable", severity=common_pb2.SEVERITY_WARNING,
+                recoverable=True, model_correctable=False,
+                message=f"the capability broker did not list its actions ({exc.code().name}); none are offered")]
+        return [ActionOffer(a.action_id, json.loads(a.input_schema_json), a.effect) for a in listed.actions], []
 
     async def SubmitProposal(self, request, context):
         if len(request.proposal_json.encode("utf-8", "surrogatepass")) > MAX_PROPOSAL_BYTES:

@@ -26,6 +26,9 @@ from shared.errors import error_details
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2
+from tests.integration.test_host import _turn_with_analysis, channels  # noqa: F401  (fixture)
+from tests.integration.test_host import actor as host_actor
+from tests.integration.test_host import call as host_call
 
 
 def person(cert_dir, name="alice", tenant="acme", edge="cli"):
@@ -389,3 +392,43 @@ def test_a_kill_between_approval_and_execution_runs_the_effect_once(own_broker, 
         assert order(url, 53) == ("flagged", 2)
     finally:
         broker_db.dispose()
+
+
+def test_an_action_button_on_a_surface_goes_through_a_persons_approval(channels, cert_dir,  # noqa: F811
+                                                                         warehouse_url):
+    """The slice offers the broker's actions; pressing the button is a HostIntent that waits for a person,
+    who decides on the surface; the host relays the decision and the receipt comes back on the stream."""
+    session, turn, analysis = _turn_with_analysis(channels, cert_dir, "carol")
+    frozen = host_call(channels, "agent", "FreezeSlice", host_pb2.FreezeSliceRequest(
+        turn_id=turn.turn_id, resource_offers=[analysis.offer]))
+    view = json.loads(frozen.model_view_json)
+    offered = {a["action"]: a["id"] for a in view["actions"]}
+    assert set(offered) == {"orders.flag_for_review", "records.propose_changes"}
+    ids = {c["name"]: c["id"] for c in view["components"]}
+    proposal = {"version": 1, "id": "answer", "blocks": [
+        {"id": "main", "component": ids["Column"], "data": {}, "children": ["flag"]},
+        {"id": "flag", "component": ids["ActionButton"], "data": {
+            "label": "Flag for review", "action": offered["orders.flag_for_review"], "input": {"record_id": 71}}}]}
+    committed = host_call(channels, "agent", "SubmitProposal", host_pb2.SubmitProposalRequest(
+        turn_id=turn.turn_id, slice_hash=frozen.slice_hash, proposal_json=json.dumps(proposal), proposal_id="button"))
+    assert committed.revision_id and not committed.diagnostics
+    carol = host_actor(cert_dir, "carol")
+    pressed = host_call(channels, "web", "SendCommand", host_pb2.SendCommandRequest(
+        actor=carol, command_id="press-1", session_id=session.session_id, surface_id=session.surface_id,
+        revision_id=committed.revision_id, action_trigger=host_pb2.ActionTriggerCommand(
+            node_id="flag", action_slice_id=offered["orders.flag_for_review"],
+            input_json=json.dumps({"record_id": 71}))))
+    assert pressed.receipt.status == common_pb2.INTENT_STATUS_AWAITING_APPROVAL
+    assert order(warehouse_url, 71) == ("none", 1)  # a press alone never changes anything
+    web_host = channels("web", "host")
+    event = _next_event(web_host, carol, session, 0)
+    while event.WhichOneof("payload") != "approval_requested":
+        event = _next_event(web_host, carol, session, event.sequence)
+    assert event.approval_requested.node_id == "flag"
+    decided = host_call(channels, "web", "SendCommand", host_pb2.SendCommandRequest(
+        actor=carol, command_id="decide-flag", session_id=session.session_id, surface_id=session.surface_id,
+        approval_decision=host_pb2.ApprovalDecisionCommand(
+            approval_id=event.approval_requested.approval_id, approve=True,
+            arguments_sha256=event.approval_requested.arguments_sha256)))
+    assert decided.receipt.status == common_pb2.INTENT_STATUS_SUCCEEDED
+    assert order(warehouse_url, 71) == ("flagged", 2)
