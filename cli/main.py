@@ -308,6 +308,22 @@ def cmd_approvals(args: argparse.Namespace) -> int:
         return 1
 
 
+def cmd_policy(args: argparse.Namespace) -> int:
+    """Review, pin and check the MCP tool policy against what the servers offer now."""
+    from cli import policy
+
+    directory = cert_dir()
+    ensure_certs(directory)
+    try:
+        return policy.run(args, directory)
+    except grpc.RpcError as exc:
+        from shared.errors import error_details
+
+        details = error_details(exc)
+        print(f"tessera: error: {exc.code().name} {details.reason}: {details.message}", file=sys.stderr)
+        return 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tessera", description="Operate a Tessera deployment.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -351,6 +367,15 @@ def build_parser() -> argparse.ArgumentParser:
     audit = sub.add_parser("audit", help="export the broker's audit trail as JSONL")
     audit.add_argument("--out", help="write to this file instead of standard output")
     audit.set_defaults(run=cmd_approvals)
+    tools = sub.add_parser("policy", help="review, pin or check the MCP tool policy (deploy/policy/tools.yaml)")
+    tools.add_argument("--file", default=str(Path(__file__).resolve().parents[1] / "deploy" / "policy" / "tools.yaml"),
+                       help="the policy file (default: deploy/policy/tools.yaml)")
+    tool_actions = tools.add_subparsers(dest="action", required=True)
+    tool_actions.add_parser("review", help="each tool as pinned and as offered now, side by side when changed")
+    tool_actions.add_parser("pin", help="re-pin tools to what their servers offer now (after review)").add_argument(
+        "tool_ids", nargs="+", metavar="server.tool")
+    tool_actions.add_parser("check", help="exit non-zero if any tool drifted, is unreviewed or unreachable")
+    tools.set_defaults(run=cmd_policy)
     catalog = sub.add_parser("catalog", help="export the component catalog as an A2UI v0.9 catalog document")
     catalog.add_argument("--dir", help="catalog directory (default: the built-in tessera.data/v1)")
     catalog.add_argument("--out", help="write to this file instead of standard output")

@@ -64,6 +64,8 @@ def service_env(warehouse_url, tmp_path_factory, model_transcript) -> dict[str, 
         "TESSERA_RESOURCES_WAREHOUSE_URL": warehouse_url,
         "TESSERA_RESOURCES_STORE_URL": f"sqlite:///{tmp_path_factory.mktemp('store') / 'results.sqlite'}",
         "TESSERA_HOST_DATABASE_URL": f"sqlite:///{tmp_path_factory.mktemp('host') / 'host.sqlite'}",
+        # Anything a service keeps under var/ by default (e.g. the demo tickets server's file) goes here.
+        "TESSERA_VAR_DIR": str(tmp_path_factory.mktemp("var")),
         "TESSERA_CAPABILITIES_DATABASE_URL": f"sqlite:///{tmp_path_factory.mktemp('broker') / 'broker.sqlite'}",
         # The broker's write credential: the same warehouse file (data change proposals).
         "TESSERA_CAPABILITIES_CHANGES_URL": warehouse_url,

@@ -21,8 +21,10 @@ from functools import partial
 import grpc
 
 from services.capabilities.changes import DataChanges, Entry, VersionConflict
+from services.capabilities.mcp_gate import ToolCallFailed, ToolGate, ToolState, result_text
 from services.capabilities.metrics import BrokerMetrics
 from services.capabilities.policy import Action, ActionPolicy
+from services.capabilities.screen import screen
 from services.capabilities.store import BrokerStore, Intent, refuse
 from shared.actors import Actor
 from shared.bounded_json import BoundedJsonError, Limits, canonical, parse
@@ -39,9 +41,10 @@ def sha256(text: str) -> str:
 
 class Broker:
     def __init__(self, policy: ActionPolicy, store: BrokerStore, changes: DataChanges, pool: ThreadPoolExecutor,
-                 approval_ttl: float, dry_run: bool, metrics: BrokerMetrics,
+                 approval_ttl: float, dry_run: bool, metrics: BrokerMetrics, gate: ToolGate,
                  on_event: Callable[[], None] = lambda: None) -> None:
         self.policy = policy
+        self.gate = gate
         self.store = store
         self.changes = changes
         self.pool = pool
@@ -125,6 +128,8 @@ class Broker:
         def entries_for(intent: Intent) -> list[str]:
             known = [e["entry_id"] for e in intent.arguments.get("entries", [])]
             decided = {e.entry_id: e.decision for e in request.entries}
+            if "entries" not in intent.arguments and not decided:
+                return []  # not a data change: the decision covers the one call
             unknown = sorted(set(decided) - set(known))
             if unknown:
                 raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "ENTRY_UNKNOWN", f"no entry {unknown[0]!r}")
@@ -150,6 +155,8 @@ class Broker:
             return intent
         self._executing.add(intent.intent_id)
         try:
+            if intent.action_id not in self.policy.actions:
+                return await self._execute_tool(intent, resumed)
             arguments = intent.arguments
             entries = [Entry(**e) for e in arguments["entries"] if e["entry_id"] in approved_entries]
             if resumed and intent.attempted:
@@ -173,6 +180,110 @@ class Broker:
         finally:
             self._executing.discard(intent.intent_id)
 
+    async def _execute_tool(self, intent: Intent, resumed: bool) -> Intent:
+        """An approved MCP mutation: re-checked against the policy now, then called once."""
+        if resumed and intent.attempted:  # it may have run: never repeat a third party's effect blindly
+            return await self._finish_tool(intent, common_pb2.INTENT_STATUS_FAILED, "OUTCOME_UNKNOWN", {})
+        states, _ = await self.gate.survey()  # re-authorized at decision time: pinned, listed, reachable
+        state = states.get(intent.action_id)
+        if state is None or not state.available:
+            reason = "TOOL_NOT_ALLOWED" if state is None else f"TOOL_{state.reason or 'UNAVAILABLE'}"
+            return await self._finish_tool(intent, common_pb2.INTENT_STATUS_FAILED, reason, {})
+        await self.db(self.store.mark_attempted, intent.intent_id)
+        arguments = intent.arguments["arguments"]
+        if intent.dry_run:  # a recording stub: the would-be call is in the audit trail, nothing runs
+            logger.info("dry run: would call %s", intent.action_id)
+            return await self._finish_tool(intent, common_pb2.INTENT_STATUS_SUCCEEDED, "",
+                                           {"dry_run": True, "ok": True}, would_call=arguments)
+        try:
+            result = await self.gate.call(intent.action_id, arguments)
+        except ToolCallFailed as exc:
+            return await self._finish_tool(intent, common_pb2.INTENT_STATUS_FAILED, exc.reason, {"error": str(exc)})
+        text = result_text(result)
+        if result.is_error:
+            return await self._finish_tool(intent, common_pb2.INTENT_STATUS_FAILED, "TOOL_ERROR", {"text": text})
+        return await self._finish_tool(intent, common_pb2.INTENT_STATUS_SUCCEEDED, "", {"text": text})
+
+    async def _finish_tool(self, intent: Intent, status: int, reason: str, result: dict, **detail) -> Intent:
+        return await self.db(self.store.finish, intent.intent_id, status, reason, sha256(canonical(result)),
+                             **detail)
+
+    # --- external tools (§8) ------------------------------------------------------------------------------
+
+    async def list_tools(self, session_id: str) -> dict[str, ToolState]:
+        """A session starts: every tool list is fetched and hashed afresh."""
+        if not session_id:
+            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "SESSION_REQUIRED", "session_id is required")
+        return await self.gate.start_session(session_id)
+
+    async def run_taint(self, session_id: str) -> tuple[bool, bool, list]:
+        """(tainted, flagged, reads newest first) of a run."""
+        reads = await self.db(self.store.reads_of, session_id)
+        return bool(reads), any(json.loads(r.matches_json) for r in reads), reads
+
+    async def call_tool(self, actor: Actor, request: capabilities_pb2.CallToolRequest):
+        """A model's tool call: denied/drifted/unreachable → unavailable; a read runs and comes back screened;
+        a mutation becomes an intent waiting for a person. Returns (outcome field, value, intent or None)."""
+        if not request.session_id:
+            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "SESSION_REQUIRED", "session_id is required")
+        if not 1 <= len(request.call_id) <= 128:
+            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "CALL_ID_REQUIRED", "call_id: 1-128 characters")
+        state = (await self.gate.session(request.session_id)).get(request.tool_id)
+        if state is None or not state.available:
+            availability = capabilities_pb2.TOOL_AVAILABILITY_DENIED if state is None else state.availability
+            reason = "TOOL_NOT_ALLOWED" if state is None else state.reason
+            await self.db(self.store.audit, actor.tenant_id, "tool-refused", actor.actor_id,
+                          tool_id=request.tool_id[:200], reason=reason, session_id=request.session_id)
+            return "unavailable", capabilities_pb2.ToolUnavailable(
+                availability=availability, reason=reason,
+                message=f"{request.tool_id[:200]} is not available ({reason})"), None
+        try:
+            arguments = parse(request.arguments_json, INPUT_LIMITS)
+        except BoundedJsonError as exc:
+            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "ARGUMENTS_NOT_JSON", f"{exc.pointer or '/'}: {exc}") \
+                from None
+        violations = state.contract.violations(arguments)
+        if violations:
+            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "ARGUMENTS_INVALID",
+                         f"{violations[0].pointer or '/'}: {violations[0].message}")
+        if state.rule.risk == "read":
+            return await self._read(actor, request, arguments)
+        claim = sha256(canonical([actor.tenant_id, actor.actor_id, request.session_id, request.tool_id, arguments,
+                                  request.call_id]))
+        arguments_json = canonical({"tool": request.tool_id, "arguments": arguments})
+        fields = {"tenant_id": actor.tenant_id, "actor_id": actor.actor_id, "session_id": request.session_id,
+                  "action_id": request.tool_id, "effect": common_pb2.ACTION_EFFECT_IRREVERSIBLE_WRITE,
+                  "input_json": canonical(arguments), "arguments_json": arguments_json,
+                  "arguments_sha256": sha256(arguments_json), "surface": None, "dry_run": self.dry_run}
+        intent, replayed = await self.db(self.store.create, claim, fields, self.approval_ttl, "mutate")
+        if not replayed:
+            self.metrics.requested.inc()
+        found = await self.db(self.store.approval, intent.approval_id)
+        pending = capabilities_pb2.PendingApproval(approval_id=intent.approval_id)
+        if found:
+            pending.expires_at.FromNanoseconds(int(found[0].expires_at * 1e9))
+        return "pending_approval", pending, intent
+
+    async def _read(self, actor: Actor, request, arguments: dict):
+        try:
+            result = await self.gate.call(request.tool_id, arguments)
+        except ToolCallFailed as exc:
+            return "unavailable", capabilities_pb2.ToolUnavailable(
+                availability=capabilities_pb2.TOOL_AVAILABILITY_UNREACHABLE, reason=exc.reason,
+                message=str(exc)), None
+        text = result_text(result)
+        ref = canonical(arguments)[:200]
+        screened = await asyncio.get_running_loop().run_in_executor(
+            self.pool, screen, ("[the tool reported an error] " if result.is_error else "") + text,
+            request.tool_id, ref)
+        matches = [{"rule": m.rule, "snippet": m.snippet, "ref": m.ref} for m in screened.matches]
+        await self.db(self.store.record_read, actor.tenant_id, actor.actor_id, request.session_id,
+                      request.turn_id, request.tool_id, ref, screened.text, screened.clipped, matches)
+        return "content", capabilities_pb2.UntrustedContent(
+            text=screened.text, source=request.tool_id, ref=ref, clipped=screened.clipped,
+            matches=[capabilities_pb2.ScreenMatch(rule=m.rule, snippet=m.snippet, source=request.tool_id, ref=m.ref)
+                     for m in screened.matches]), None
+
     async def _finish(self, intent: Intent, status: int, reason: str, entries: list[Entry], **detail) -> Intent:
         result = {"status": common_pb2.IntentStatus.Name(status), "applied": [e.entry_id for e in entries]
                   if status == common_pb2.INTENT_STATUS_SUCCEEDED else [], **detail}
@@ -195,15 +306,26 @@ class Broker:
         return len(expired)
 
 
-def card(approval, intent: Intent, dry_run: bool) -> capabilities_pb2.ApprovalCard:
-    """What a person sees before deciding (§8)."""
+def card(approval, intent: Intent, dry_run: bool, reads: list) -> capabilities_pb2.ApprovalCard:
+    """What a person sees before deciding (§8): the exact arguments (a before/after diff for data changes),
+    the run's taint and flags with each snippet and its source, and its last three external reads."""
     arguments = intent.arguments
     changes = [capabilities_pb2.ArgumentChange(
         path=f"/entries/{i}/after", before_json=json.dumps(e["before"]), after_json=json.dumps(e["after"]),
         record_version=str(e["version"]), entry_id=e["entry_id"]) for i, e in enumerate(arguments.get("entries", []))]
-    return capabilities_pb2.ApprovalCard(
+    matches = [capabilities_pb2.ScreenMatch(rule=m["rule"], snippet=m["snippet"], source=r.source, ref=m["ref"])
+               for r in reads for m in json.loads(r.matches_json)]
+    recent = [capabilities_pb2.UntrustedContent(
+        text=r.text[:2_000], source=r.source, ref=r.ref, clipped=r.clipped,
+        matches=[capabilities_pb2.ScreenMatch(rule=m["rule"], snippet=m["snippet"], source=r.source, ref=m["ref"])
+                 for m in json.loads(r.matches_json)]) for r in reads[:3]]
+    flagged = bool(matches)
+    result = capabilities_pb2.ApprovalCard(
         summary=summary(approval, intent), effect=intent.effect, arguments_json=intent.arguments_json,
-        arguments_sha256=intent.arguments_sha256, changes=changes, dry_run=dry_run or intent.dry_run)
+        arguments_sha256=intent.arguments_sha256, changes=changes, dry_run=dry_run or intent.dry_run,
+        tainted=bool(reads), matches=matches, recent_reads=recent)
+    result.summary.flagged = flagged
+    return result
 
 
 def summary(approval, intent: Intent) -> capabilities_pb2.ApprovalSummary:

@@ -13,6 +13,9 @@ from shared.paths import REPO_ROOT, var_dir
 class CapabilitiesSettings(ServiceSettings):
     database_url: str = ""  # default: sqlite:///<var>/capabilities/broker.sqlite
     actions_file: Path = REPO_ROOT / "deploy" / "policy" / "actions.yaml"
+    tools_file: Path = REPO_ROOT / "deploy" / "policy" / "tools.yaml"
+    # Where each MCP server's own stderr goes (mcp-<server>.log).
+    mcp_log_dir: Path | None = None
     # The write credential for data changes, held only here (default: the demo warehouse file).
     # On PostgreSQL it is the tessera_writer role, limited to the declared columns.
     changes_url: SecretStr = SecretStr("")
@@ -27,6 +30,7 @@ class CapabilitiesSettings(ServiceSettings):
     def _defaults(self) -> CapabilitiesSettings:
         object.__setattr__(self, "database_url",
                            self.database_url or f"sqlite:///{var_dir() / 'capabilities' / 'broker.sqlite'}")
+        object.__setattr__(self, "mcp_log_dir", self.mcp_log_dir or var_dir() / "capabilities")
         if not self.changes_url.get_secret_value():
             object.__setattr__(self, "changes_url", SecretStr(f"sqlite:///{var_dir() / 'warehouse.sqlite'}"))
         return self

@@ -1,4 +1,5 @@
-"""Approval metrics (§8) for Prometheus: requested, approved, rejected, expired, time to decision."""
+"""Broker metrics (§8) for Prometheus: approvals requested/approved/rejected/expired, time to decision,
+tool drift."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ class BrokerMetrics:
         self._time_to_decision = Histogram(
             "tessera_approval_time_to_decision_seconds", "From request to decision (or expiry)",
             buckets=(1, 5, 15, 30, 60, 120, 300, 600, 900), registry=self.registry)
+        self.drift = Counter("tessera_tool_drift", "Tools whose description or schema changed since review",
+                             ["tool"], registry=self.registry)
 
     def decided(self, outcome: str, seconds: float) -> None:
         """outcome: approved | rejected | expired."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -111,15 +111,23 @@ class ActionPolicy:
 
     @classmethod
     def load(cls, path: Path) -> ActionPolicy:
-        try:
-            raw = path.read_bytes()
-            policy = Policy.model_validate(yaml.safe_load(raw))
-        except OSError as exc:
-            raise PolicyError(f"{path}: cannot read the action policy: {exc.strerror}") from None
-        except yaml.YAMLError as exc:
-            raise PolicyError(f"{path}: not YAML: {str(exc).splitlines()[0]}") from None
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise PolicyError(f"{path}: {where}: {first['msg']}") from None
-        return cls(policy, hashlib.sha256(raw).hexdigest())
+        policy, digest = load_policy_file(path, Policy, "action policy")
+        return cls(policy, digest)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def load_policy_file(path: Path, model: type[M], what: str) -> tuple[M, str]:
+    """A reviewed YAML policy file, validated; (model, SHA-256 of the file). PolicyError names the problem."""
+    try:
+        raw = path.read_bytes()
+        return model.model_validate(yaml.safe_load(raw)), hashlib.sha256(raw).hexdigest()
+    except OSError as exc:
+        raise PolicyError(f"{path}: cannot read the {what}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise PolicyError(f"{path}: not YAML: {str(exc).splitlines()[0]}") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise PolicyError(f"{path}: {where}: {first['msg']}") from None

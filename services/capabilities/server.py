@@ -13,12 +13,15 @@ import sqlalchemy as sa
 from services.capabilities.broker import Broker, card, summary
 from services.capabilities.changes import DataChanges
 from services.capabilities.config import CapabilitiesSettings
+from services.capabilities.mcp_gate import ToolGate
 from services.capabilities.metrics import BrokerMetrics
 from services.capabilities.policy import ActionPolicy, PolicyError
 from services.capabilities.publisher import HostPublisher
 from services.capabilities.store import BrokerStore, engine_for, migrate, refuse
+from services.capabilities.tool_policy import ToolPolicy, digest
 from shared.actors import Actor, ActorVerifier
 from shared.authz import caller_identity
+from shared.bounded_json import canonical
 from shared.channels import aio_channel
 from shared.config import peer_target
 from shared.errors import TesseraError
@@ -96,7 +99,43 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
         actor = self._actor(request.actor)
         await self._broker.expire()
         approval, intent = await self._approval(actor, request.approval_id)
-        return capabilities_pb2.GetApprovalResponse(card=card(approval, intent, self._broker.dry_run))
+        _, _, reads = await self._broker.run_taint(intent.session_id)
+        return capabilities_pb2.GetApprovalResponse(card=card(approval, intent, self._broker.dry_run, reads))
+
+    async def ListTools(self, request, context):
+        self._actor(request.actor)
+        states = await self._broker.list_tools(request.session_id)
+        tools = [capabilities_pb2.Tool(
+            tool_id=tool_id, description=state.rule.description, risk=_RISKS[state.rule.risk],
+            availability=state.availability, reason=state.reason,
+            input_schema_json=json.dumps(state.contract.input_schema, sort_keys=True) if state.contract else "")
+            for tool_id, state in sorted(states.items())]
+        return capabilities_pb2.ListToolsResponse(tools=tools, degraded=any(not s.available for s in states.values()))
+
+    async def CallTool(self, request, context):
+        actor = self._actor(request.actor)
+        field, value, intent = await self._broker.call_tool(actor, request)
+        tainted, flagged, _ = await self._broker.run_taint(request.session_id)
+        reply = capabilities_pb2.CallToolResponse(tainted=tainted, flagged=flagged, **{field: value})
+        if intent is not None:
+            reply.receipt.CopyFrom(intent.receipt())
+        return reply
+
+    async def ReviewTools(self, request, context):
+        self._actor(request.actor)
+        states, unlisted = await self._broker.gate.survey()
+        reviews = []
+        for tool_id, state in sorted(states.items()):
+            pin = state.rule.pin
+            review = capabilities_pb2.ToolReview(
+                tool_id=tool_id, risk=_RISKS[state.rule.risk], availability=state.availability, reason=state.reason,
+                our_description=state.rule.description, annotations_json=json.dumps(state.annotations, sort_keys=True),
+                current=_snapshot(state.description, state.input_schema) if state.description or state.input_schema
+                else None)
+            if pin is not None:
+                review.pinned.CopyFrom(_snapshot(pin.description, pin.input_schema))
+            reviews.append(review)
+        return capabilities_pb2.ReviewToolsResponse(tools=reviews, unlisted_tool_ids=unlisted)
 
     async def Decide(self, request, context):
         actor = self._actor(request.actor)
@@ -126,6 +165,15 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
                 after = row.sequence
 
 
+_RISKS = {"read": capabilities_pb2.TOOL_RISK_READ, "mutate": capabilities_pb2.TOOL_RISK_MUTATE}
+
+
+def _snapshot(description: str, input_schema: dict) -> capabilities_pb2.ToolSnapshot:
+    return capabilities_pb2.ToolSnapshot(description=description, input_schema_json=canonical(input_schema),
+                                         description_sha256=digest(description),
+                                         input_schema_sha256=digest(input_schema))
+
+
 def _caller(context) -> str | None:
     identity = caller_identity(context)
     return principal_for_spiffe(identity) if identity else None
@@ -135,6 +183,7 @@ def build(context: ServiceContext) -> list[Registration]:
     settings: CapabilitiesSettings = context.settings
     try:
         policy = ActionPolicy.load(settings.actions_file)
+        tool_policy = ToolPolicy.load(settings.tools_file)
     except PolicyError as exc:
         raise StartupError(str(exc)) from None
     try:
@@ -154,8 +203,16 @@ def build(context: ServiceContext) -> list[Registration]:
     metrics = BrokerMetrics()
     host = host_pb2_grpc.HostServiceStub(aio_channel(peer_target("host"), context.credentials))
     publisher = HostPublisher(store, pool, host)
+
+    def drifted(tool_id: str, what: str) -> None:
+        """A pinned tool changed: it is denied from now on; say so loudly (log, metric, audit)."""
+        logger.warning("tool drift: %s changed its %s since review; denied until re-pinned", tool_id, what)
+        metrics.drift.labels(tool_id).inc()
+        pool.submit(store.audit, "system", "tool-drift", tool_id=tool_id, changed=what)
+
+    gate = ToolGate(tool_policy, settings.mcp_log_dir, on_drift=drifted)
     broker = Broker(policy, store, DataChanges(changes_engine, policy.policy.data_changes), pool,
-                    settings.approval_ttl_seconds, settings.dry_run, metrics, on_event=publisher.wake.set)
+                    settings.approval_ttl_seconds, settings.dry_run, metrics, gate, on_event=publisher.wake.set)
     metrics_server = metrics.serve(settings.listen_host, settings.metrics_port) if settings.metrics_port else None
 
     async def database_reachable() -> str | None:
@@ -172,6 +229,13 @@ def build(context: ServiceContext) -> list[Registration]:
                 logger.exception("expiring approvals failed")
             await asyncio.sleep(EXPIRY_SWEEP_SECONDS)
 
+    async def hold_tool_servers() -> None:
+        """Owns the MCP server connections: they close when the broker stops."""
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await gate.close()
+
     def stop() -> None:
         if metrics_server:
             metrics_server[0].shutdown()
@@ -181,4 +245,4 @@ def build(context: ServiceContext) -> list[Registration]:
 
     return [registration_for("capabilities", CapabilityBrokerService(context, broker),
                              readiness=[database_reachable], on_stop=stop,
-                             background=[publisher.run, sweep_expired])]
+                             background=[publisher.run, sweep_expired, hold_tool_servers])]

@@ -43,6 +43,11 @@ outbox = sa.Table(
     "outbox", metadata, sa.Column("sequence", sa.Integer, primary_key=True), sa.Column("event_id", sa.String),
     sa.Column("request", sa.LargeBinary), sa.Column("state", sa.String), sa.Column("attempts", sa.Integer),
     sa.Column("last_error", sa.String))
+run_reads = sa.Table(
+    "run_reads", metadata, sa.Column("sequence", sa.Integer, primary_key=True), sa.Column("session_id", sa.String),
+    sa.Column("turn_id", sa.String), sa.Column("tenant_id", sa.String), sa.Column("source", sa.String),
+    sa.Column("ref", sa.String), sa.Column("text", sa.Text), sa.Column("clipped", sa.Boolean),
+    sa.Column("matches_json", sa.Text), sa.Column("at", sa.Float))
 audit_events = sa.Table(
     "audit_events", metadata, sa.Column("sequence", sa.Integer, primary_key=True), sa.Column("at", sa.Float),
     sa.Column("tenant_id", sa.String), sa.Column("kind", sa.String), sa.Column("intent_id", sa.String),
@@ -275,7 +280,33 @@ class BrokerStore:
             self._event(connection, intent, receipt=intent.receipt())
         return intent
 
+    def record_read(self, tenant_id: str, actor_id: str, session_id: str, turn_id: str, source: str, ref: str,
+                    text: str, clipped: bool, matches: list[dict]) -> None:
+        """An external read of a run, screened, with its audit record (one transaction)."""
+        now = time.time()
+        with self.writer.begin() as connection:
+            connection.execute(run_reads.insert().values(
+                session_id=session_id, turn_id=turn_id, tenant_id=tenant_id, source=source, ref=ref[:300],
+                text=text, clipped=clipped, matches_json=json.dumps(matches), at=now))
+            connection.execute(audit_events.insert().values(
+                at=now, tenant_id=tenant_id, kind="external-read", intent_id="", approval_id="", actor_id=actor_id,
+                detail_json=json.dumps({"session_id": session_id, "source": source, "ref": ref[:300],
+                                        "flags": [m["rule"] for m in matches]}, sort_keys=True)))
+
+    def audit(self, tenant_id: str, kind: str, actor_id: str = "", **detail) -> None:
+        """A standalone audit record (e.g. a drift alert)."""
+        with self.writer.begin() as connection:
+            connection.execute(audit_events.insert().values(
+                at=time.time(), tenant_id=tenant_id, kind=kind, intent_id="", approval_id="", actor_id=actor_id,
+                detail_json=json.dumps(detail, sort_keys=True)))
+
     # --- reads --------------------------------------------------------------------------------------------
+
+    def reads_of(self, session_id: str) -> list:
+        """A run's external reads, newest first."""
+        with self.engine.connect() as connection:
+            return list(connection.execute(sa.select(run_reads).where(run_reads.c.session_id == session_id)
+                                           .order_by(run_reads.c.sequence.desc())))
 
     def intent(self, intent_id: str) -> Intent | None:
         with self.engine.connect() as connection:
@@ -307,8 +338,9 @@ class BrokerStore:
 
     def audit_after(self, tenant_id: str, after: int, limit: int = 500) -> list:
         with self.engine.connect() as connection:
+            # Records of the tenant, and system-wide ones (e.g. tool drift alerts) that carry no tenant data.
             return list(connection.execute(sa.select(audit_events).where(
-                audit_events.c.tenant_id == tenant_id, audit_events.c.sequence > after)
+                audit_events.c.tenant_id.in_([tenant_id, "system"]), audit_events.c.sequence > after)
                 .order_by(audit_events.c.sequence).limit(limit)))
 
     # --- the outbox -----------------------------------------------------------------------------------------

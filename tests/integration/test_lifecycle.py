@@ -57,7 +57,7 @@ def _alive(pid: int) -> bool:
 def up(cert_dir, tmp_path, service_env):
     var_dir = tmp_path / "var"
     process = subprocess.Popen(TESSERA + ["up", "--ephemeral-ports"], cwd=REPO_ROOT,
-                               env={**_env(cert_dir, var_dir), **service_env},
+                               env={**_env(cert_dir, var_dir), **service_env, "TESSERA_VAR_DIR": str(var_dir)},
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                stdin=subprocess.DEVNULL)
     try:

@@ -1,0 +1,126 @@
+"""The tool policy (deploy/policy/tools.yaml, §8): allowlisted MCP servers and tools, our classification,
+our reviewed description, and the pinned hashes of the server's description and input schema.
+
+The pins are SHA-256 over canonical JSON of the server's description (a JSON
+string) and of its input schema. `tessera policy pin` rewrites a tool's `pin`
+block after a person reviewed the change; everything else is written by hand.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from services.capabilities.policy import load_policy_file
+from shared.bounded_json import canonical
+from shared.paths import REPO_ROOT, var_dir
+
+_NAME = r"^[a-z][a-z0-9_]*$"
+
+
+def digest(value: object) -> str:
+    """SHA-256 of a JSON value's canonical form: how descriptions and schemas are pinned."""
+    return hashlib.sha256(canonical(value).encode()).hexdigest()
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Pin(_Strict):
+    description_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    input_schema_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    # What was reviewed, kept so a drift can be shown side by side.
+    description: str
+    input_schema: dict
+
+    @model_validator(mode="after")
+    def _hashes_match_the_snapshot(self) -> Pin:
+        if digest(self.description) != self.description_sha256 or digest(self.input_schema) != \
+                self.input_schema_sha256:
+            raise ValueError("the pinned hashes do not match the pinned description and schema")
+        return self
+
+
+class ToolRule(_Strict):
+    risk: Literal["read", "mutate"]
+    description: str = Field(min_length=1, max_length=1000)  # ours: the only text a model sees
+    pin: Pin | None = None  # unpinned: listed but denied until reviewed
+
+
+class ServerRule(_Strict):
+    transport: Literal["stdio", "http"]
+    command: list[str] = Field(default_factory=list)  # stdio; {python}, {repo}, {var} are filled in
+    url: str = ""  # http (streamable HTTP)
+    env: dict[str, str] = Field(default_factory=dict)  # fixed settings for the server process
+    # Credentials, per server: server env var / HTTP header ← the broker's environment variable holding it.
+    credential_env: dict[str, str] = Field(default_factory=dict)
+    credential_headers: dict[str, str] = Field(default_factory=dict)
+    timeout_seconds: float = Field(default=10, gt=0, le=120)
+    tools: dict[str, ToolRule] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _transport_is_complete(self) -> ServerRule:
+        if self.transport == "stdio" and not self.command:
+            raise ValueError("a stdio server needs a command")
+        if self.transport == "http" and not self.url.startswith(("http://", "https://")):
+            raise ValueError("an http server needs an http(s) url")
+        return self
+
+
+class ToolPolicyFile(_Strict):
+    version: Literal[1]
+    servers: dict[str, ServerRule] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _names(self) -> ToolPolicyFile:
+        for server, rule in self.servers.items():
+            for name in [server, *rule.tools]:
+                if not re.match(_NAME, name):
+                    raise ValueError(f"{name!r}: server and tool names are lower_snake_case")
+        return self
+
+
+def _fill(text: str) -> str:
+    return text.replace("{python}", sys.executable).replace("{repo}", str(REPO_ROOT)).replace(
+        "{var}", str(var_dir()))
+
+
+class ToolPolicy:
+    def __init__(self, policy: ToolPolicyFile, digest_hex: str, path: Path) -> None:
+        self.policy = policy
+        self.digest = digest_hex
+        self.path = path
+
+    @classmethod
+    def load(cls, path: Path) -> ToolPolicy:
+        policy, digest_hex = load_policy_file(path, ToolPolicyFile, "tool policy")
+        return cls(policy, digest_hex, path)
+
+    def rule(self, tool_id: str) -> tuple[str, ServerRule, str, ToolRule] | None:
+        server, _, tool = tool_id.partition(".")
+        found = self.policy.servers.get(server)
+        if found is None or tool not in found.tools:
+            return None
+        return server, found, tool, found.tools[tool]
+
+    @staticmethod
+    def command(rule: ServerRule) -> list[str]:
+        return [_fill(part) for part in rule.command]
+
+    @staticmethod
+    def server_env(rule: ServerRule) -> dict[str, str]:
+        """Fixed settings plus this server's own credentials, taken from the broker's environment."""
+        env = {name: _fill(value) for name, value in rule.env.items()}
+        env.update({name: os.environ.get(source, "") for name, source in rule.credential_env.items()})
+        return env
+
+    @staticmethod
+    def headers(rule: ServerRule) -> dict[str, str]:
+        return {name: os.environ.get(source, "") for name, source in rule.credential_headers.items()}
