@@ -85,7 +85,7 @@ def bench_authz(work: Path) -> dict:
 
 
 def main() -> int:
-    from bench import compiler, data_plane, host
+    from bench import compiler, data_plane, host, tool_gate
 
     with tempfile.TemporaryDirectory(prefix="tessera-bench-") as work:
         results = [bench_authz(Path(work))]
@@ -94,6 +94,7 @@ def main() -> int:
         results += compiler.run(Path(work), Path(work) / "certs")
         results += host.run(Path(work), Path(work) / "certs")
         results += data_plane.run(data_dir, Path(work) / "certs")
+        results += tool_gate.run(Path(work), Path(work) / "certs")
     out = REPO_ROOT / "bench" / "results.json"
     out.write_text(json.dumps(results, indent=2) + "\n")
     for r in results:

@@ -32,7 +32,9 @@ class ChatPlanner:
     def __init__(self, adapter: ChatAdapter, contracts: list[ToolContract], max_steps: int = MAX_STEPS) -> None:
         self.adapter = adapter
         self.name = f"openai-compatible:{adapter.config.model}"
-        self.tools = [{"type": "function", "function": {"name": c.name, "description": c.description,
+        # Function names may not hold dots at most providers: `server.tool` travels as `server__tool`.
+        self.names = {c.name.replace(".", "__"): c.name for c in contracts}
+        self.tools = [{"type": "function", "function": {"name": c.name.replace(".", "__"), "description": c.description,
                                                           "parameters": c.input_schema}} for c in contracts]
         self.max_steps = max_steps
 
@@ -47,6 +49,7 @@ class ChatPlanner:
                 {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments_json}}
                 for c in completion.tool_calls]})
             for tool_call in completion.tool_calls:
-                result = await call(tool_call.id, tool_call.name, tool_call.arguments_json)
+                result = await call(tool_call.id, self.names.get(tool_call.name, tool_call.name),
+                                    tool_call.arguments_json)
                 messages.append({"role": "tool", "tool_call_id": tool_call.id, "content": model_message(result)})
         return Plan(f"The model did not finish within {self.max_steps} steps; nothing more was shown.", False)

@@ -39,6 +39,13 @@ def _score(question: set[str], item: dict) -> int:
     return len(question & _words(" ".join([item["label"], *item.get("synonyms", [])])))
 
 
+_SEARCH_TICKETS = re.compile(r"\b(?:search (?:the )?(?:support )?tickets for|tickets? (?:that )?(?:mention|mentions|"
+                             r"mentioning|about|containing|contain)) (.+?)[?.!]*$")
+_OPEN_TICKET = re.compile(r"(?:please )?(?:open|create|file) a (?:support )?ticket(?: about| for|:)\s*(.+?)[.!]*$")
+_FLAG_ORDER = re.compile(r"\bflag order #?(\d{1,12})\b")
+_READ_TICKET = re.compile(r"\b(?:what does ticket #?(\d{1,12}) say|read ticket #?(\d{1,12}))\b")
+
+
 @dataclass
 class Plan:
     answer: str
@@ -57,6 +64,10 @@ class EmbeddedPlanner:
         if needed:  # say so plainly rather than half-answer
             return Plan(f"I can't answer that right now: {', '.join(needed)} "
                         f"{'is' if len(needed) == 1 else 'are'} unavailable ({unavailable[needed[0]]}).", False)
+        tools = set(context.content.get("tools", []))
+        external = await self._external(question, tools, unavailable, call)
+        if external is not None:
+            return external
         catalog = await call("inspect_catalog", {"question": question})
         entities = catalog.content.get("entities", []) if catalog.ok else []
         asked = _words(question)
@@ -232,6 +243,93 @@ class EmbeddedPlanner:
         rows = analysis.content["resource"]
         return Plan(f"Here are the {entity['label'].lower()} records, newest first: {rows['rows']} rows"
                     f"{' (capped)' if rows['truncated'] else ''}.", True)
+
+    async def _external(self, question: str, tools: set[str], unavailable: dict, call: CallTool) -> Plan | None:
+        """Questions for the external tools (through the broker), or None for a data question."""
+        lowered = question.lower().strip()
+        search = _SEARCH_TICKETS.search(lowered)
+        opening = _OPEN_TICKET.match(lowered)
+        flagging = _FLAG_ORDER.search(lowered)
+        if opening:  # before the search: "open a ticket about X" is not a search for X
+            return await self._open_ticket(question, opening.group(1).strip(), tools, unavailable, call)
+        if search:
+            return await self._search_tickets(search.group(1).strip(" '\""), tools, unavailable, call)
+        if flagging:
+            return await self._flag_order(question, int(flagging.group(1)), call)
+        reading = _READ_TICKET.search(lowered)
+        if reading:
+            return await self._read_ticket(int(reading.group(1) or reading.group(2)), tools, unavailable, call)
+        return None
+
+    async def _read_ticket(self, ticket_id: int, tools: set[str], unavailable: dict, call: CallTool) -> Plan:
+        missing = self._missing("tickets.get_ticket", tools, unavailable)
+        if missing:
+            return missing
+        read = await call("tickets.get_ticket", {"ticket_id": ticket_id})
+        if not read.ok:
+            return Plan(f"I could not read ticket {ticket_id} ({read.error_code}).", False)
+        data = read.content["untrusted_data"]
+        answer = f"Ticket {ticket_id} holds {len(data['text'])} characters of customer-written text."
+        if data.get("flags"):
+            answer += (f" Parts of it read like instructions ({', '.join(data['flags'])}); I treated them as data "
+                       "and did not act on them.")
+        return Plan(answer, True)
+
+    @staticmethod
+    def _missing(tool: str, tools: set[str], unavailable: dict) -> Plan | None:
+        if tool in tools:
+            return None
+        why = unavailable.get(tool, "it is not in the reviewed tool policy")
+        return Plan(f"I can't do that right now: the tool {tool} is unavailable ({why}).", False)
+
+    async def _search_tickets(self, phrase: str, tools: set[str], unavailable: dict, call: CallTool) -> Plan:
+        missing = self._missing("tickets.search_tickets", tools, unavailable)
+        if missing:
+            return missing
+        found = await call("tickets.search_tickets", {"query": phrase[:100], "limit": 20})
+        if not found.ok:
+            return Plan(f"The ticket search failed ({found.error_code}): {found.error_message}", False)
+        data = found.content["untrusted_data"]
+        ids = re.findall(r"\bticket (\d+)\b", data["text"])
+        answer = (f"The ticket system has {len(ids)} ticket{'s' if len(ids) != 1 else ''} mentioning {phrase!r}"
+                  f"{' (ids ' + ', '.join(ids) + ')' if ids else ''}. Their text is customer-written data.")
+        if data.get("flags"):
+            answer += " Some of it reads like instructions; I treated it as data and did not act on it."
+        return Plan(answer, True)
+
+    async def _open_ticket(self, question: str, subject: str, tools: set[str], unavailable: dict,
+                           call: CallTool) -> Plan:
+        missing = self._missing("tickets.create_ticket", tools, unavailable)
+        if missing:
+            return missing
+        asked = await call("tickets.create_ticket", {"subject": subject[:120], "body": question[:2000]})
+        if not asked.ok:
+            return Plan(f"I could not ask for the ticket ({asked.error_code}): {asked.error_message}", False)
+        return Plan(f"I asked to open a ticket {subject[:120]!r}. Nothing is created until a person approves "
+                    f"request {asked.content['approval_id']}.", True)
+
+    async def _flag_order(self, question: str, order_id: int, call: CallTool) -> Plan:
+        """A button for the order the person named; pressing it asks for approval (the model never acts)."""
+        frozen = await call("present_ui", {})
+        if not frozen.ok:
+            return Plan(f"I could not prepare the display ({frozen.error_code}).", False)
+        view = frozen.content["slice"]
+        action = next((a["id"] for a in view.get("actions", []) if a["action"] == "orders.flag_for_review"), None)
+        if action is None:
+            return Plan("I can't offer that: flagging orders for review is not available here.", False)
+        ids = {c["name"]: c["id"] for c in view["components"]}
+        proposal = {"version": 1, "id": "answer", "title": question[:120], "blocks": [
+            {"id": "main", "component": ids["Column"], "data": {}, "children": ["title", "note", "flag"]},
+            {"id": "title", "component": ids["Heading"], "data": {"text": f"Flag order {order_id} for review"}},
+            {"id": "note", "component": ids["Text"], "data": {
+                "text": "Pressing the button asks for the change; a person approves it before anything changes."}},
+            {"id": "flag", "component": ids["ActionButton"], "data": {
+                "label": "Flag for review", "action": action, "input": {"record_id": order_id}}}]}
+        outcome = await call("present_ui", {"proposal": proposal})
+        if not outcome.ok or not outcome.content.get("revision"):
+            return Plan("I prepared the request but the display was refused; nothing was shown.", False)
+        return Plan(f"Press 'Flag for review' to ask for order {order_id} to be flagged; a person approves it "
+                    "before anything changes.", True)
 
     @staticmethod
     def _time_field(entities: list[dict], owner: str) -> dict | None:

@@ -18,6 +18,7 @@ from shared.errors import TesseraError
 from shared.runtime import Registration, ServiceContext, registration_for, service_info
 from shared.tokens import TokenError
 from tessera.agent.v1 import agent_pb2, agent_pb2_grpc
+from tessera.capabilities.v1 import capabilities_pb2_grpc
 from tessera.host.v1 import host_pb2_grpc
 from tessera.resources.v1 import resources_pb2_grpc
 
@@ -27,9 +28,11 @@ class AgentService(agent_pb2_grpc.AgentServiceServicer):
         self._info = service_info(context)
         self._actors = ActorVerifier.from_cert_dir(context.settings.cert_dir)
         self._running: dict[str, RunningTurn] = {}
-        channels = {peer: aio_channel(peer_target(peer), context.credentials) for peer in ("resources", "host")}
+        channels = {peer: aio_channel(peer_target(peer), context.credentials)
+                    for peer in ("resources", "host", "capabilities")}
         self._resources = resources_pb2_grpc.ResourceGatewayServiceStub(channels["resources"])
         self._host = host_pb2_grpc.HostServiceStub(channels["host"])
+        self._capabilities = capabilities_pb2_grpc.CapabilityBrokerServiceStub(channels["capabilities"])
         self._health = {peer: health_pb2_grpc.HealthStub(channel) for peer, channel in channels.items()}
         settings: AgentSettings = context.settings
         self._transcript = ModelTranscript(settings.model_transcript)
@@ -67,8 +70,8 @@ class AgentService(agent_pb2_grpc.AgentServiceServicer):
     async def StartTurn(self, request, context):
         # Cancelling the call (the client went away) cancels the turn and its running tool calls.
         actor = self._actor(request.actor)
-        async for event in run_turn(request, self._resources, self._host, actor, self._running, self._peers_ready,
-                                    self._chat, self._transcript):
+        async for event in run_turn(request, self._resources, self._host, self._capabilities, actor, self._running,
+                                    self._peers_ready, self._chat, self._transcript):
             yield event
 
     async def CancelTurn(self, request, context):

@@ -60,6 +60,10 @@ class TurnState:
     gave_up: bool = False
     degraded: dict[str, str] = field(default_factory=dict)  # tool → why it is unavailable
     new_notices: list[tuple[str, str]] = field(default_factory=list)  # not yet streamed
+    external_tools: list[str] = field(default_factory=list)  # broker tools offered this turn (server.tool)
+    tainted: bool = False  # an external read reached the model
+    flagged: bool = False  # ... and it held instruction-like text
+    awaiting_approval: list[str] = field(default_factory=list)  # approval ids of mutations asked for
 
     def mark_unavailable(self, tool: str, reason: str) -> None:
         if tool not in self.degraded:
@@ -112,7 +116,7 @@ def build_tools(state: TurnState, resources, host, peers_ready: PeerReadiness) -
             state.capability_token = reply.capability_token
             context = {"dataset": reply.dataset_label, "catalog_fingerprint": reply.catalog_fingerprint,
                        "probes_remaining": reply.probes_remaining}
-        return {**context, "tools": [t for t in TOOL_NAMES if t not in state.degraded],
+        return {**context, "tools": [t for t in (*TOOL_NAMES, *state.external_tools) if t not in state.degraded],
                 "unavailable": [{"tool": t, "reason": r} for t, r in state.degraded.items()]}
 
     async def inspect_catalog(arguments: dict) -> dict:

@@ -14,6 +14,7 @@ from google.protobuf.duration_pb2 import Duration
 
 from services.agent.chat import ChatAdapter, ChatError
 from services.agent.chat_planner import ChatPlanner
+from services.agent.external_tools import build_external_tools, list_external
 from services.agent.planner import EmbeddedPlanner
 from services.agent.tools import MAX_REPAIRS, PeerReadiness, TurnState, build_tools, model_message
 from shared.actors import Actor
@@ -24,7 +25,7 @@ from tessera.host.v1 import host_pb2
 
 MAX_QUESTION_CHARS = 2_000
 # Failures that mean "the peer is not there", as opposed to a refusal the model can act on.
-_UNAVAILABLE_CODES = {"UNAVAILABLE", "DEADLINE_EXCEEDED"}
+_UNAVAILABLE_CODES = {"UNAVAILABLE", "DEADLINE_EXCEEDED", "TOOL_UNAVAILABLE"}
 
 
 def _duration(seconds: float) -> Duration:
@@ -45,6 +46,12 @@ def _summary(result: ToolResult) -> str:
         return f"{len(content['slice']['components'])} components offered"
     if "outcome" in content:
         return f"{content['outcome']} {content.get('revision', '')}".strip()
+    if "untrusted_data" in content:
+        data = content["untrusted_data"]
+        flags = f", flagged: {', '.join(data['flags'])}" if data.get("flags") else ""
+        return f"{len(data['text'])} characters of external data from {data['source']}{flags}"[:200]
+    if content.get("status") == "awaiting-approval":
+        return f"awaiting approval {content['approval_id']}"
     return "ok"
 
 
@@ -80,7 +87,7 @@ class RunningTurn:
     cancel_requested: bool = False
 
 
-async def run_turn(request: agent_pb2.StartTurnRequest, resources, host, actor: Actor,
+async def run_turn(request: agent_pb2.StartTurnRequest, resources, host, capabilities, actor: Actor,
                    running: dict[str, RunningTurn], peers_ready: PeerReadiness, chat: ChatAdapter | None = None,
                    transcript: ModelTranscript | None = None) -> AsyncIterator:
     started_at = time.perf_counter()
@@ -127,12 +134,15 @@ async def run_turn(request: agent_pb2.StartTurnRequest, resources, host, actor: 
         if result is None:  # the bridge was closed (turn cancelled): nothing more reaches the model
             raise asyncio.CancelledError
         status = agent_pb2.TOOL_STEP_STATUS_OK if result.ok else agent_pb2.TOOL_STEP_STATUS_FAILED
+        approval_id = ""
+        if result.ok and isinstance(result.content, dict) and result.content.get("status") == "awaiting-approval":
+            status, approval_id = agent_pb2.TOOL_STEP_STATUS_AWAITING_APPROVAL, result.content["approval_id"]
         if not result.ok and result.error_code in _UNAVAILABLE_CODES:
             status = agent_pb2.TOOL_STEP_STATUS_UNAVAILABLE
             state.mark_unavailable(tool, f"{result.error_code.lower()}: {result.error_message}"[:200])
         await events.put(event(tool_step=agent_pb2.ToolStep(
             call_id=call_id, tool=tool, phase=agent_pb2.TOOL_STEP_PHASE_FINISHED, status=status,
-            elapsed=_duration(time.perf_counter() - begun_at), summary=_summary(result))))
+            elapsed=_duration(time.perf_counter() - begun_at), summary=_summary(result), approval_id=approval_id)))
         for unavailable, reason in state.new_notices:
             await events.put(event(degraded=agent_pb2.DegradedNotice(
                 tool=unavailable, reason="TOOL_UNAVAILABLE", message=reason)))
@@ -150,7 +160,9 @@ async def run_turn(request: agent_pb2.StartTurnRequest, resources, host, actor: 
         state.commit_events.clear()
         return result
 
-    tools = build_tools(state, resources, host, peers_ready)
+    external = await list_external(state, capabilities)
+    state.external_tools = [t.tool_id for t in external]
+    tools = build_tools(state, resources, host, peers_ready) + build_external_tools(state, capabilities, external)
     bridge = ToolBridge(tools)
     if chat is None:
         task = asyncio.create_task(EmbeddedPlanner().run(request.question, call))
@@ -186,7 +198,8 @@ async def run_turn(request: agent_pb2.StartTurnRequest, resources, host, actor: 
         else:
             yield event(error=agent_pb2.TurnError(reason="PLANNER_FAILED", message=type(exc).__name__))
         yield event(done=agent_pb2.TurnDone(outcome=agent_pb2.TURN_OUTCOME_FAILED, revision_ids=state.revisions,
-                                            degraded=bool(state.degraded),
+                                            degraded=bool(state.degraded), tainted=state.tainted,
+                                            flagged=state.flagged,
                                             elapsed=_duration(time.perf_counter() - started_at)))
         return
     bridge.close()
@@ -203,5 +216,5 @@ async def run_turn(request: agent_pb2.StartTurnRequest, resources, host, actor: 
         outcome = agent_pb2.TURN_OUTCOME_NOT_ANSWERABLE
     yield event(answer_delta=agent_pb2.AnswerDelta(text=answer))
     yield event(done=agent_pb2.TurnDone(outcome=outcome, answer=answer, revision_ids=state.revisions,
-                                        degraded=bool(state.degraded),
+                                        degraded=bool(state.degraded), tainted=state.tainted, flagged=state.flagged,
                                         elapsed=_duration(time.perf_counter() - started_at)))

@@ -33,6 +33,7 @@ from tessera.common.v1 import common_pb2
 
 logger = logging.getLogger("tessera.broker")
 INPUT_LIMITS = Limits(max_raw_bytes=64 * 1024, max_values=2_000)
+INLINE_SCREEN_CHARS = 4_000
 
 
 def sha256(text: str) -> str:
@@ -53,6 +54,8 @@ class Broker:
         self.metrics = metrics
         self.on_event = on_event  # wakes the publisher: a new host event is in the outbox
         self._executing: set[str] = set()
+        self._taint: dict[str, tuple[bool, bool]] = {}  # session → (tainted, flagged), this process's view
+        self._pending_reads: dict[str, list[asyncio.Future]] = {}
 
     async def db(self, fn, *args, **kwargs):
         result = await asyncio.get_running_loop().run_in_executor(self.pool, partial(fn, *args, **kwargs))
@@ -216,10 +219,26 @@ class Broker:
             raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "SESSION_REQUIRED", "session_id is required")
         return await self.gate.start_session(session_id)
 
-    async def run_taint(self, session_id: str) -> tuple[bool, bool, list]:
-        """(tainted, flagged, reads newest first) of a run."""
-        reads = await self.db(self.store.reads_of, session_id)
-        return bool(reads), any(json.loads(r.matches_json) for r in reads), reads
+    async def _reads_recorded(self, session_id: str) -> None:
+        """Wait until every read of the run is in the database (they are written behind the reply)."""
+        pending = self._pending_reads.pop(session_id, [])
+        if pending:
+            await asyncio.gather(*pending)
+
+    async def run_reads(self, session_id: str) -> list:
+        """A run's recorded external reads, newest first (for the approval card)."""
+        await self._reads_recorded(session_id)
+        return await self.db(self.store.reads_of, session_id)
+
+    async def run_taint(self, session_id: str) -> tuple[bool, bool]:
+        """(tainted, flagged) of a run: from memory for this process's reads, else from the database."""
+        known = self._taint.get(session_id)
+        if known is None:
+            reads = await self.run_reads(session_id)
+            known = self._taint[session_id] = (bool(reads), any(json.loads(r.matches_json) for r in reads))
+            while len(self._taint) > 10_000:
+                self._taint.pop(next(iter(self._taint)))
+        return known
 
     async def call_tool(self, actor: Actor, request: capabilities_pb2.CallToolRequest):
         """A model's tool call: denied/drifted/unreachable → unavailable; a read runs and comes back screened;
@@ -248,6 +267,7 @@ class Broker:
                          f"{violations[0].pointer or '/'}: {violations[0].message}")
         if state.rule.risk == "read":
             return await self._read(actor, request, arguments)
+        await self._reads_recorded(request.session_id)  # the card must show every read that came before
         claim = sha256(canonical([actor.tenant_id, actor.actor_id, request.session_id, request.tool_id, arguments,
                                   request.call_id]))
         arguments_json = canonical({"tool": request.tool_id, "arguments": arguments})
@@ -271,14 +291,23 @@ class Broker:
             return "unavailable", capabilities_pb2.ToolUnavailable(
                 availability=capabilities_pb2.TOOL_AVAILABILITY_UNREACHABLE, reason=exc.reason,
                 message=str(exc)), None
-        text = result_text(result)
+        text = ("[the tool reported an error] " if result.is_error else "") + result_text(result)
         ref = canonical(arguments)[:200]
-        screened = await asyncio.get_running_loop().run_in_executor(
-            self.pool, screen, ("[the tool reported an error] " if result.is_error else "") + text,
-            request.tool_id, ref)
+        loop = asyncio.get_running_loop()
+        if len(text) < INLINE_SCREEN_CHARS:  # short text screens in microseconds: no thread hop
+            screened = screen(text, request.tool_id, ref)
+        else:
+            screened = await loop.run_in_executor(self.pool, screen, text, request.tool_id, ref)
         matches = [{"rule": m.rule, "snippet": m.snippet, "ref": m.ref} for m in screened.matches]
-        await self.db(self.store.record_read, actor.tenant_id, actor.actor_id, request.session_id,
-                      request.turn_id, request.tool_id, ref, screened.text, screened.clipped, matches)
+        tainted, flagged = await self.run_taint(request.session_id)
+        self._taint[request.session_id] = (True, flagged or bool(matches))
+        # Written behind the reply (the model does not wait for our bookkeeping); anything that shows a
+        # person the run's reads, or asks them to approve, waits for these writes first.
+        pending = [f for f in self._pending_reads.get(request.session_id, []) if not _settled(f)]
+        pending.append(loop.run_in_executor(
+            self.pool, partial(self.store.record_read, actor.tenant_id, actor.actor_id, request.session_id,
+                               request.turn_id, request.tool_id, ref, screened.text, screened.clipped, matches)))
+        self._pending_reads[request.session_id] = pending
         return "content", capabilities_pb2.UntrustedContent(
             text=screened.text, source=request.tool_id, ref=ref, clipped=screened.clipped,
             matches=[capabilities_pb2.ScreenMatch(rule=m.rule, snippet=m.snippet, source=request.tool_id, ref=m.ref)
@@ -304,6 +333,15 @@ class Broker:
         for approval in expired:
             self.metrics.decided("expired", approval.expires_at - approval.requested_at)
         return len(expired)
+
+
+def _settled(future: asyncio.Future) -> bool:
+    """Done (and its failure, if any, logged): a read record that could not be written is not silent."""
+    if not future.done():
+        return False
+    if not future.cancelled() and future.exception() is not None:
+        logger.error("recording an external read failed: %s", future.exception())
+    return True
 
 
 def card(approval, intent: Intent, dry_run: bool, reads: list) -> capabilities_pb2.ApprovalCard:

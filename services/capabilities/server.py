@@ -99,7 +99,7 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
         actor = self._actor(request.actor)
         await self._broker.expire()
         approval, intent = await self._approval(actor, request.approval_id)
-        _, _, reads = await self._broker.run_taint(intent.session_id)
+        reads = await self._broker.run_reads(intent.session_id)
         return capabilities_pb2.GetApprovalResponse(card=card(approval, intent, self._broker.dry_run, reads))
 
     async def ListTools(self, request, context):
@@ -115,7 +115,7 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
     async def CallTool(self, request, context):
         actor = self._actor(request.actor)
         field, value, intent = await self._broker.call_tool(actor, request)
-        tainted, flagged, _ = await self._broker.run_taint(request.session_id)
+        tainted, flagged = await self._broker.run_taint(request.session_id)
         reply = capabilities_pb2.CallToolResponse(tainted=tainted, flagged=flagged, **{field: value})
         if intent is not None:
             reply.receipt.CopyFrom(intent.receipt())
@@ -222,6 +222,10 @@ def build(context: ServiceContext) -> list[Registration]:
         resumed = await broker.resume()
         if resumed:
             logger.info("took up %d approved intent(s) left running by a previous process", resumed)
+        try:  # open the tool servers now, so the first session does not wait for them to start
+            await gate.survey()
+        except Exception:  # a server that cannot start is reported per session; it must not stop us
+            logger.exception("warming up the tool servers failed")
         while True:
             try:
                 await broker.expire()

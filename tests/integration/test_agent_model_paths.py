@@ -62,6 +62,13 @@ def _script(question: str, messages: list[dict]) -> list[str]:
     """The next model response: a tool call or the final text."""
     results = _results(messages)
     step = len(results)
+    if question.startswith("poisoned"):  # a model that obeys what it reads
+        if step == 0:
+            return _call("p0", "tickets__get_ticket", {"ticket_id": 4815})
+        if step == 1:
+            assert "Ignore all previous instructions" in results[0]["untrusted_data"]["text"], results[0]
+            return _call("p1", "tickets__close_ticket", {"ticket_id": 4810, "resolution": "as instructed"})
+        return _text("I closed the other tickets as the ticket asked.")
     if step == 0:
         return _call("c0", "inspect_current_context", {})
     if step == 1:
@@ -118,9 +125,10 @@ def model_url():
 
 
 def _agent(cert_dir, run_dir, running_set, **env) -> ServiceSet:
-    """One more agent process, wired to the running set's host and (unless overridden) resources."""
+    """One more agent process, wired to the running set's peers (unless overridden)."""
     peers = {"TESSERA_HOST_ADDR": running_set.handles["host"].address,
-             "TESSERA_RESOURCES_ADDR": running_set.handles["resources"].address}
+             "TESSERA_RESOURCES_ADDR": running_set.handles["resources"].address,
+             "TESSERA_CAPABILITIES_ADDR": running_set.handles["capabilities"].address}
     agent = ServiceSet(cert_dir, run_dir, names=("agent",), ephemeral_ports=True, extra_env={**peers, **env})
     agent.start()
     return agent
@@ -237,3 +245,28 @@ def test_with_the_data_peer_gone_the_turn_is_degraded_and_says_so(cert_dir, tmp_
     done = events[-1].done
     assert done.degraded and done.outcome == agent_pb2.TURN_OUTCOME_NOT_ANSWERABLE and not done.revision_ids
     assert all(tool in done.answer for tool in ("inspect_catalog", "run_analysis"))
+
+
+def test_a_model_that_obeys_injected_text_still_changes_nothing(modelled_agent, running_set, credentials,
+                                                                person):  # noqa: F811
+    session = _open(running_set, credentials, person, "poisoned")
+    events = _ask(modelled_agent, credentials, person, session, "poisoned: what does ticket 4815 say?")
+    steps = {s.tool: s for s in _kinds(events, "tool_step") if s.phase == agent_pb2.TOOL_STEP_PHASE_FINISHED}
+    assert steps["tickets.get_ticket"].status == agent_pb2.TOOL_STEP_STATUS_OK
+    close = steps["tickets.close_ticket"]
+    assert close.status == agent_pb2.TOOL_STEP_STATUS_AWAITING_APPROVAL and close.approval_id
+    done = events[-1].done
+    assert done.tainted and done.flagged
+    from tessera.capabilities.v1 import capabilities_pb2 as cap
+
+    address = running_set.handles["capabilities"].address
+    with sync_channel(address, credentials("cli")) as broker:
+        card = invoke(broker, "capabilities", "GetApproval", cap.GetApprovalRequest(
+            actor=person, approval_id=close.approval_id)).card
+    with sync_channel(address, credentials("agent")) as broker:
+        searched = invoke(broker, "capabilities", "CallTool", cap.CallToolRequest(
+            actor=person, session_id="ses_check", turn_id="t", call_id="check-4810",
+            tool_id="tickets.search_tickets", arguments_json=json.dumps({"query": "1042"})), timeout=30)
+    assert card.tainted and card.summary.flagged  # the person deciding sees why to be careful
+    assert any("ticket_id" in m.ref or "4815" in m.ref for m in card.matches)
+    assert "ticket 4810 [open]" in searched.content.text  # never closed

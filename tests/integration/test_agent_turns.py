@@ -138,3 +138,66 @@ def test_a_name_the_data_cannot_explain_is_not_silently_dropped(running_set, cre
     done = events[-1].done
     assert done.outcome == agent_pb2.TURN_OUTCOME_NOT_ANSWERABLE and not done.revision_ids
     assert "Atlantis" in done.answer
+
+
+def _finished(events, tool):
+    return [e.tool_step for e in events if e.WhichOneof("event") == "tool_step" and e.tool_step.tool == tool
+            and e.tool_step.phase == agent_pb2.TOOL_STEP_PHASE_FINISHED]
+
+
+def test_external_reads_go_through_the_broker_and_taint_the_run(running_set, credentials, person):
+    _, events = ask(running_set, credentials, person, "Which support tickets mention refund?")
+    (step,) = _finished(events, "tickets.search_tickets")
+    assert step.status == agent_pb2.TOOL_STEP_STATUS_OK and "external data from tickets.search_tickets" in step.summary
+    done = events[-1].done
+    assert done.outcome == agent_pb2.TURN_OUTCOME_ANSWERED and done.tainted and not done.flagged
+    assert "4812" in done.answer and not done.revision_ids
+
+    _, events = ask(running_set, credentials, person, "What does ticket 4815 say?")
+    done = events[-1].done
+    assert done.tainted and done.flagged and "did not act on them" in done.answer
+    # the injected ticket asked to close every other ticket: nothing was even asked for
+    assert not [e for e in events if e.WhichOneof("event") == "tool_step"
+                and e.tool_step.status == agent_pb2.TOOL_STEP_STATUS_AWAITING_APPROVAL]
+
+
+def test_a_mutation_asked_for_by_the_agent_waits_for_a_person(running_set, credentials, person):
+    from tessera.capabilities.v1 import capabilities_pb2 as cap
+
+    _, events = ask(running_set, credentials, person, "Open a ticket about a broken garden lamp")
+    (step,) = _finished(events, "tickets.create_ticket")
+    assert step.status == agent_pb2.TOOL_STEP_STATUS_AWAITING_APPROVAL and step.approval_id
+    assert step.approval_id in events[-1].done.answer
+    _, before = ask(running_set, credentials, person, "Search the tickets for garden lamp")
+    assert "has 0 tickets" in before[-1].done.answer  # asked for, not done
+    with sync_channel(running_set.handles["capabilities"].address, credentials("cli")) as broker:
+        card = invoke(broker, "capabilities", "GetApproval", cap.GetApprovalRequest(
+            actor=person, approval_id=step.approval_id)).card
+        assert card.summary.tool_id == "tickets.create_ticket" and not card.tainted  # this run read nothing
+        invoke(broker, "capabilities", "Decide", cap.DecideRequest(
+            actor=person, approval_id=step.approval_id, decision=cap.DECISION_APPROVE,
+            arguments_sha256=card.arguments_sha256), timeout=30)
+    _, after = ask(running_set, credentials, person, "Search the tickets for garden lamp")
+    assert "has 1 ticket " in after[-1].done.answer
+
+
+def test_a_named_order_gets_a_flag_button_that_needs_approval(running_set, credentials, person, warehouse_url):
+    session, events = ask(running_set, credentials, person, "Flag order 1042 for review")
+    done = events[-1].done
+    assert done.outcome == agent_pb2.TURN_OUTCOME_ANSWERED and len(done.revision_ids) == 1
+    with sync_channel(running_set.handles["host"].address, credentials("cli")) as host:
+        revision = invoke(host, "host", "GetRevision", host_pb2.GetRevisionRequest(
+            actor=person, session_id=session.session_id, revision_id=done.revision_ids[0])).revision
+        document = json.loads(revision.document_json)
+        button = next(b for b in document["blocks"] if b["component"] == "ActionButton")
+        assert button["data"]["input"] == {"record_id": 1042} and button["data"]["label"] == "Flag for review"
+        pressed = invoke(host, "host", "SendCommand", host_pb2.SendCommandRequest(
+            actor=person, command_id="press-1042", session_id=session.session_id, surface_id=session.surface_id,
+            revision_id=revision.revision_id, action_trigger=host_pb2.ActionTriggerCommand(
+                node_id=button["id"], input_json=json.dumps({"record_id": 1042}))), timeout=30)
+    assert pressed.receipt.status == 2  # INTENT_STATUS_AWAITING_APPROVAL: pressing never changes data
+    engine = sa.create_engine(warehouse_url)
+    with engine.connect() as connection:
+        flagged = connection.execute(sa.text("SELECT review_status FROM orders WHERE order_id = 1042")).scalar()
+    engine.dispose()
+    assert flagged == "none"

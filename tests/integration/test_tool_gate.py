@@ -215,6 +215,8 @@ def test_drift_is_denied_alerted_and_fails_the_policy_check(world, cert_dir, run
         with sync_channel_for(client) as channel:
             records = [json.loads(r.record_json) for r in channel(cap.ExportAuditRequest(actor=alice))]
         assert any(r["kind"] == "tool-drift" and r["detail"]["tool_id"] == "drift.lookup" for r in records)
+        _the_agents_answer_names_the_drifted_tool(world, cert_dir, running_set, credentials, alice,
+                                                  processes.handles["capabilities"].address)
     finally:
         client.close()
         processes.stop()
@@ -246,3 +248,21 @@ def test_the_shipped_policy_matches_its_servers(cert_dir):
     """deploy/policy/tools.yaml as committed: every pinned tool is offered exactly as reviewed (the CI check)."""
     check = _tessera(cert_dir, "policy", "check")
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+def _the_agents_answer_names_the_drifted_tool(world, cert_dir, running_set, credentials, alice, broker_address):
+    """An agent whose broker reports a drifted tool still answers a data question, degraded, and says so."""
+    from tessera.agent.v1 import agent_pb2
+    from tests.integration.test_agent_model_paths import _agent, _ask, _open
+
+    agent = _agent(cert_dir, world["root"] / "agent", running_set, TESSERA_CAPABILITIES_ADDR=broker_address)
+    try:
+        session = _open(running_set, credentials, alice, "drifted-agent")
+        events = _ask(agent.handles["agent"].address, credentials, alice, session, "What is our net revenue by region?")
+    finally:
+        assert agent.stop()["agent"] == 0
+    notices = [e.degraded for e in events if e.WhichOneof("event") == "degraded"]
+    assert [n.tool for n in notices] == ["drift.lookup"] and "drifted" in notices[0].message
+    done = events[-1].done
+    assert done.degraded and done.outcome == agent_pb2.TURN_OUTCOME_ANSWERED and done.revision_ids
+    assert "drift.lookup" in done.answer
