@@ -25,10 +25,10 @@ from mcp.client.stdio import StdioServerParameters
 
 from cli.launcher import ServiceSet, cli_credentials
 from cli.seed import generate
-from services.capabilities.screen import screen
 from shared.actors import assert_actor
 from shared.certs import load_signing_key, signing_key_path
 from shared.channels import aio_channel
+from shared.screen import screen
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.capabilities.v1 import capabilities_pb2_grpc
 

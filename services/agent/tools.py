@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import grpc
 
 from shared.errors import TesseraError
+from shared.screen import screen
 from shared.tool_bridge import Tool, ToolResult
 from shared.tool_contracts import ToolContract
 from tessera.common.v1 import common_pb2
@@ -140,8 +141,14 @@ def build_tools(state: TurnState, resources, host, peers_ready: PeerReadiness) -
             timeout=30)
         result = {"kind": arguments["kind"], "probes_remaining": reply.probes_remaining}
         which = reply.WhichOneof("result")
-        if which == "value_domain":  # warehouse text: untrusted data for the model, labelled as such
-            result.update(untrusted_values=list(reply.value_domain.values), truncated=reply.value_domain.truncated)
+        if which == "value_domain":  # warehouse text is external text: screened, then untrusted data (§8)
+            screened = [screen(value, "probe_data", f"value {i + 1}")
+                        for i, value in enumerate(reply.value_domain.values)]
+            flags = sorted({m.rule for item in screened for m in item.matches})
+            state.tainted = True
+            state.flagged |= bool(flags)
+            result.update(untrusted_values=[item.text for item in screened], truncated=reply.value_domain.truncated,
+                          flags=flags)
         elif which == "field_profile":
             p = reply.field_profile
             result.update(row_count=p.row_count, null_count=p.null_count, distinct_count=p.distinct_count)
@@ -216,7 +223,7 @@ def build_tools(state: TurnState, resources, host, peers_ready: PeerReadiness) -
                                       "field_id": {"type": "string", "pattern": "^fld_[a-z2-7]{12}$"},
                                       "relationship_id": {"type": "string", "pattern": "^rel_[a-z2-7]{12}$"}}},
                       {"kind": True, "probes_remaining": True, "untrusted_values": True, "truncated": True,
-                       "row_count": True, "null_count": True, "distinct_count": True, "earliest": True,
+                       "flags": True, "row_count": True, "null_count": True, "distinct_count": True, "earliest": True,
                        "latest": True, "coverage": True}), probe_data),
         (ToolContract("run_analysis", "A read-only analysis from a semantic draft; returns a descriptor only.",
                       {"type": "object", "additionalProperties": False, "required": ["draft"],

@@ -24,10 +24,10 @@ from services.capabilities.changes import DataChanges, Entry, VersionConflict
 from services.capabilities.mcp_gate import ToolCallFailed, ToolGate, ToolState, result_text
 from services.capabilities.metrics import BrokerMetrics
 from services.capabilities.policy import Action, ActionPolicy
-from services.capabilities.screen import screen
 from services.capabilities.store import BrokerStore, Intent, refuse
 from shared.actors import Actor
 from shared.bounded_json import BoundedJsonError, Limits, canonical, parse
+from shared.screen import screen
 from tessera.capabilities.v1 import capabilities_pb2
 from tessera.common.v1 import common_pb2
 

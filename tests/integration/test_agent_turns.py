@@ -119,6 +119,7 @@ def test_a_filter_on_a_value_found_by_a_probe(running_set, credentials, person, 
     done = events[-1].done
     assert done.outcome == agent_pb2.TURN_OUTCOME_ANSWERED and region in done.answer
     assert "probe_data" in [e.tool_step.tool for e in events if e.WhichOneof("event") == "tool_step"]
+    assert done.tainted and not done.flagged  # probe values are external text: screened, nothing matched
     rows = window(running_set, credentials, person, session, done.revision_ids[0], "table")
     assert {r[0]: Decimal(str(r[1])) for r in rows}.keys() == expected.keys()
     assert all(abs(Decimal(str(v)) - expected[c]) < Decimal("0.01") for c, v in rows)

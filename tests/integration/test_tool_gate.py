@@ -266,3 +266,82 @@ def _the_agents_answer_names_the_drifted_tool(world, cert_dir, running_set, cred
     done = events[-1].done
     assert done.degraded and done.outcome == agent_pb2.TURN_OUTCOME_ANSWERED and done.revision_ids
     assert "drift.lookup" in done.answer
+
+
+def _token_guard(app, token: str):
+    """The HTTP server's own credential check: requests without the right header get 401."""
+    async def guarded(scope, receive, send):
+        if scope["type"] == "http" and dict(scope["headers"]).get(b"x-drift-token") != token.encode():
+            await send({"type": "http.response.start", "status": 401, "headers": [(b"content-type", b"text/plain")]})
+            await send({"type": "http.response.body", "body": b"no token"})
+            return
+        await app(scope, receive, send)
+    return guarded
+
+
+@pytest.fixture(scope="module")
+def http_server(world):
+    """Our drift server over streamable HTTP on a free port, behind a token check."""
+    import os
+    import socket
+    import threading
+
+    import uvicorn
+
+    os.environ["DRIFT_EFFECTS"] = str(world["effects"])
+    from tests.fixtures.mcp_drift_server import server as drift
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    http = uvicorn.Server(uvicorn.Config(_token_guard(drift.streamable_http_app(), "s3cret"), log_config=None,
+                                         access_log=False))
+    thread = threading.Thread(target=http.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    while not http.started:
+        time.sleep(0.01)
+    yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+    http.should_exit = True
+    thread.join(5)
+
+
+def test_a_streamable_http_server_gets_its_own_credential_from_the_broker(world, http_server, cert_dir, running_set,
+                                                                            credentials, alice):
+    policy = world["root"] / "http.yaml"
+    policy.write_text(yaml.safe_dump({"version": 1, "servers": {"remote": {
+        "transport": "http", "url": http_server, "credential_headers": {"X-Drift-Token": "REMOTE_TOKEN"},
+        "tools": {"lookup": {"risk": "read", "description": "Our text for remote.lookup."}}}}}))
+    pinned = subprocess.run([sys.executable, "-m", "cli", "policy", "--file", str(policy), "pin", "remote.lookup"],
+                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
+                            env={"TESSERA_CERT_DIR": str(cert_dir), "PATH": "/usr/bin:/bin", "REMOTE_TOKEN": "s3cret"})
+    assert pinned.returncode == 0, pinned.stderr
+    for token, expected in (("s3cret", "content"), ("wrong", "unavailable")):
+        processes = _broker(cert_dir, world["root"] / f"http-{token}", running_set, policy, REMOTE_TOKEN=token)
+        client = Broker(processes.handles["capabilities"].address, credentials)
+        try:
+            reply = call(client, alice, f"ses_http_{token}", "remote.lookup", {"term": "x"})
+            assert reply.WhichOneof("outcome") == expected
+            if expected == "content":
+                assert reply.flagged and "Ignore all previous instructions" in reply.content.text
+            else:  # the server refused the broker: reported as unreachable, never as a result
+                assert reply.unavailable.availability == cap.TOOL_AVAILABILITY_UNREACHABLE
+        finally:
+            client.close()
+            processes.stop()
+
+
+def test_dry_run_mutations_still_need_a_person_and_change_nothing(world, cert_dir, running_set, credentials, alice):
+    processes = _broker(cert_dir, world["root"] / "dry-broker", running_set, world["policy"],
+                        TESSERA_CAPABILITIES_DRY_RUN="true")
+    client = Broker(processes.handles["capabilities"].address, credentials)
+    before = world["effects"].read_text()
+    try:
+        asked = call(client, alice, "ses_dry", "drift.update", {"item": "stock", "value": "-1"})
+        assert asked.WhichOneof("outcome") == "pending_approval"  # never auto-approved, even as a stub
+        done = client("cli", "Decide", cap.DecideRequest(
+            actor=alice, approval_id=asked.pending_approval.approval_id, decision=cap.DECISION_APPROVE,
+            arguments_sha256=asked.receipt.arguments_sha256)).receipt
+        assert done.status == common_pb2.INTENT_STATUS_SUCCEEDED and done.dry_run
+    finally:
+        client.close()
+        processes.stop()
+    assert world["effects"].read_text() == before
