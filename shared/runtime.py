@@ -129,7 +129,16 @@ async def start_server(
     await _update_health(running)
     running._ready_task = asyncio.create_task(_watch_readiness(running))
     running.background = [asyncio.create_task(work()) for r in registrations for work in r.background]
+    for task in running.background:
+        task.add_done_callback(_report_stopped_work)
     return running
+
+
+def _report_stopped_work(task: asyncio.Task) -> None:
+    """Background work ends only when the server stops; ending otherwise is an error worth a log line."""
+    if not task.cancelled() and task.exception() is not None:
+        log(logger, logging.ERROR, "background work stopped", task=task.get_coro().__qualname__,
+            error=f"{type(task.exception()).__name__}: {task.exception()}")
 
 
 def _check_port_free(host: str, port: int) -> None:

@@ -120,20 +120,24 @@ def _normalise_lines(text: str) -> str:
 
 
 def screen(text: str, source: str, ref: str = "") -> Screened:
-    """Clip, normalise and screen one external text; `source` names where it came from (e.g. tickets.get_ticket)."""
-    clipped = len(text) > MAX_CHARS
+    """Clip, normalise and screen one external text; `source` names where it came from (e.g. tickets.get_ticket).
+
+    The rules see exactly what the model will read — one line, breaks turned into spaces — so an
+    instruction split over two lines is still found; the break positions only say which line a
+    match starts on (replacing a break by a space keeps every offset).
+    """
     lines = _normalise_lines(text[:MAX_CHARS])
+    clipped = len(text) > MAX_CHARS or len(lines) > MAX_CHARS  # NFKC can lengthen text: clip again
+    lines = lines[:MAX_CHARS]
+    flat = lines.replace("\n", " ")
     matches: list[Match] = []
     seen: set[tuple[str, str]] = set()
-    for found in RULES.finditer(lines):
+    for found in RULES.finditer(flat):
         rule = found.lastgroup.replace("_", "-")
-        line_start = lines.rfind("\n", 0, found.start()) + 1
-        line_end = lines.find("\n", found.end())
-        line_end = len(lines) if line_end == -1 else line_end
-        snippet = lines[max(line_start, found.start() - SNIPPET_CONTEXT):min(line_end, found.end() + SNIPPET_CONTEXT)]
+        snippet = flat[max(0, found.start() - SNIPPET_CONTEXT):found.end() + SNIPPET_CONTEXT].strip()
         if (rule, snippet) in seen:
             continue
         seen.add((rule, snippet))
         line = f"line {lines.count(chr(10), 0, found.start()) + 1}"
         matches.append(Match(rule, snippet, f"{ref}, {line}" if ref else line))
-    return Screened(lines.replace("\n", " ").strip(), source, ref, clipped, matches)
+    return Screened(flat.strip(), source, ref, clipped, matches)

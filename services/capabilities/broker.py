@@ -16,6 +16,7 @@ import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from functools import partial
 
 import grpc
@@ -54,6 +55,7 @@ class Broker:
         self.metrics = metrics
         self.on_event = on_event  # wakes the publisher: a new host event is in the outbox
         self._executing: set[str] = set()
+        self._detached: set[asyncio.Future] = set()  # effects running on behalf of a Decide call
         self._taint: dict[str, tuple[bool, bool]] = {}  # session → (tainted, flagged), this process's view
         self._pending_reads: dict[str, list[asyncio.Future]] = {}
 
@@ -148,7 +150,12 @@ class Broker:
         self.metrics.decided(approval.state, approval.decided_at - approval.requested_at)
         if not approve:
             return intent
-        return await self.execute(intent, approval.approved_entries or [])
+        # The effect runs in its own task: if the caller's deadline passes or it goes away, the effect
+        # still finishes and records its receipt (the caller can read it with GetReceipt).
+        running = asyncio.ensure_future(self.execute(intent, approval.approved_entries or []))
+        self._detached.add(running)
+        running.add_done_callback(self._detached.discard)
+        return await asyncio.shield(running)
 
     # --- execute ------------------------------------------------------------------------------------------
 
@@ -158,30 +165,42 @@ class Broker:
             return intent
         self._executing.add(intent.intent_id)
         try:
-            if intent.action_id not in self.policy.actions:
-                return await self._execute_tool(intent, resumed)
-            arguments = intent.arguments
-            entries = [Entry(**e) for e in arguments["entries"] if e["entry_id"] in approved_entries]
-            if resumed and intent.attempted:
-                state = await self.db(self.changes.applied_state, arguments["entity"], entries)
-                if state == "applied":
-                    return await self._finish(intent, common_pb2.INTENT_STATUS_SUCCEEDED, "", entries, resumed=True)
-                if state == "diverged":
-                    return await self._finish(intent, common_pb2.INTENT_STATUS_FAILED, "OUTCOME_DIVERGED", entries)
-            await self.db(self.store.mark_attempted, intent.intent_id)
-            if intent.dry_run:  # a recording stub: the would-be call is in the audit trail, nothing changes
-                logger.info("dry run: %s would change %d record(s)", intent.action_id, len(entries))
-                return await self._finish(intent, common_pb2.INTENT_STATUS_SUCCEEDED, "", entries, dry_run=True)
-            try:
-                changed = await self.db(self.changes.apply, arguments["entity"], entries)
-            except VersionConflict:
-                return await self._finish(intent, common_pb2.INTENT_STATUS_FAILED, "VERSION_CONFLICT", entries)
-            except Exception:
-                logger.exception("data change %s failed", intent.intent_id)
-                return await self._finish(intent, common_pb2.INTENT_STATUS_FAILED, "EFFECT_FAILED", entries)
-            return await self._finish(intent, common_pb2.INTENT_STATUS_SUCCEEDED, "", entries, records=changed)
+            return await self._execute(intent, approved_entries, resumed)
+        except Exception:  # never leave an approved intent silently running
+            logger.exception("executing %s failed", intent.intent_id)
+            current = await self.db(self.store.intent, intent.intent_id)
+            return await self.db(self.store.finish, intent.intent_id, common_pb2.INTENT_STATUS_FAILED,
+                                 "OUTCOME_UNKNOWN" if current.attempted else "EFFECT_FAILED", "")
         finally:
             self._executing.discard(intent.intent_id)
+
+    async def _execute(self, intent: Intent, approved_entries: list[str], resumed: bool) -> Intent:
+        if intent.action_id not in self.policy.actions:
+            return await self._execute_tool(intent, resumed)
+        return await self._execute_change(intent, approved_entries, resumed)
+
+    async def _execute_change(self, intent: Intent, approved_entries: list[str], resumed: bool) -> Intent:
+        """An approved data change: reconciled against record versions after a crash, else applied once."""
+        arguments = intent.arguments
+        entries = [Entry(**e) for e in arguments["entries"] if e["entry_id"] in approved_entries]
+        if resumed and intent.attempted:
+            state = await self.db(self.changes.applied_state, arguments["entity"], entries)
+            if state == "applied":
+                return await self._finish(intent, common_pb2.INTENT_STATUS_SUCCEEDED, "", entries, resumed=True)
+            if state == "diverged":
+                return await self._finish(intent, common_pb2.INTENT_STATUS_FAILED, "OUTCOME_DIVERGED", entries)
+        await self.db(self.store.mark_attempted, intent.intent_id)
+        if intent.dry_run:  # a recording stub: the would-be call is in the audit trail, nothing changes
+            logger.info("dry run: %s would change %d record(s)", intent.action_id, len(entries))
+            return await self._finish(intent, common_pb2.INTENT_STATUS_SUCCEEDED, "", entries, dry_run=True)
+        try:
+            changed = await self.db(self.changes.apply, arguments["entity"], entries)
+        except VersionConflict:
+            return await self._finish(intent, common_pb2.INTENT_STATUS_FAILED, "VERSION_CONFLICT", entries)
+        except Exception:
+            logger.exception("data change %s failed", intent.intent_id)
+            return await self._finish(intent, common_pb2.INTENT_STATUS_FAILED, "EFFECT_FAILED", entries)
+        return await self._finish(intent, common_pb2.INTENT_STATUS_SUCCEEDED, "", entries, records=changed)
 
     async def _execute_tool(self, intent: Intent, resumed: bool) -> Intent:
         """An approved MCP mutation: re-checked against the policy now, then called once."""
@@ -192,8 +211,12 @@ class Broker:
         if state is None or not state.available:
             reason = "TOOL_NOT_ALLOWED" if state is None else f"TOOL_{state.reason or 'UNAVAILABLE'}"
             return await self._finish_tool(intent, common_pb2.INTENT_STATUS_FAILED, reason, {})
-        await self.db(self.store.mark_attempted, intent.intent_id)
         arguments = intent.arguments["arguments"]
+        violations = state.contract.violations(arguments)
+        if violations:  # the tool was re-pinned with another schema since the person approved
+            return await self._finish_tool(intent, common_pb2.INTENT_STATUS_FAILED, "ARGUMENTS_NO_LONGER_VALID",
+                                           {"error": violations[0].message})
+        await self.db(self.store.mark_attempted, intent.intent_id)
         if intent.dry_run:  # a recording stub: the would-be call is in the audit trail, nothing runs
             logger.info("dry run: would call %s", intent.action_id)
             return await self._finish_tool(intent, common_pb2.INTENT_STATUS_SUCCEEDED, "",
@@ -201,7 +224,10 @@ class Broker:
         try:
             result = await self.gate.call(intent.action_id, arguments)
         except ToolCallFailed as exc:
-            return await self._finish_tool(intent, common_pb2.INTENT_STATUS_FAILED, exc.reason, {"error": str(exc)})
+            # A server that never started did nothing; one that hung or broke mid-call may have acted.
+            reason = exc.reason if exc.reason == "SERVER_UNREACHABLE" else "OUTCOME_UNKNOWN"
+            return await self._finish_tool(intent, common_pb2.INTENT_STATUS_FAILED, reason,
+                                           {"error": str(exc)}, cause=exc.reason)
         text = result_text(result)
         if result.is_error:
             return await self._finish_tool(intent, common_pb2.INTENT_STATUS_FAILED, "TOOL_ERROR", {"text": text})
@@ -220,10 +246,31 @@ class Broker:
         return await self.gate.start_session(session_id)
 
     async def _reads_recorded(self, session_id: str) -> None:
-        """Wait until every read of the run is in the database (they are written behind the reply)."""
-        pending = self._pending_reads.pop(session_id, [])
-        if pending:
-            await asyncio.gather(*pending)
+        """Wait until every read of the run is in the database (they are written behind the reply).
+
+        A read whose record failed is written again here; if that fails too, nothing that needs the
+        record (an approval, a card) goes ahead: no card may hide a read."""
+        for write in self._pending_reads.pop(session_id, []):
+            try:
+                await write.future
+            except Exception:
+                try:
+                    await self.db(write.retry)
+                except Exception:
+                    logger.exception("recording an external read failed twice")
+                    raise refuse(grpc.StatusCode.UNAVAILABLE, "READ_RECORD_FAILED",
+                                 "an external read of this run could not be recorded; try again") from None
+
+    def _forget_written(self, session_id: str, done: asyncio.Future) -> None:
+        """Drop the records that were written; failed ones stay until the next flush retries them."""
+        if not done.cancelled() and done.exception() is not None:
+            logger.error("recording an external read failed (retried before any approval): %s", done.exception())
+        kept = [w for w in self._pending_reads.get(session_id, [])
+                if not w.future.done() or w.future.cancelled() or w.future.exception() is not None]
+        if kept:
+            self._pending_reads[session_id] = kept
+        else:
+            self._pending_reads.pop(session_id, None)
 
     async def run_reads(self, session_id: str) -> list:
         """A run's recorded external reads, newest first (for the approval card)."""
@@ -292,7 +339,7 @@ class Broker:
                 availability=capabilities_pb2.TOOL_AVAILABILITY_UNREACHABLE, reason=exc.reason,
                 message=str(exc)), None
         text = ("[the tool reported an error] " if result.is_error else "") + result_text(result)
-        ref = canonical(arguments)[:200]
+        ref = _readable_ref(arguments)
         loop = asyncio.get_running_loop()
         if len(text) < INLINE_SCREEN_CHARS:  # short text screens in microseconds: no thread hop
             screened = screen(text, request.tool_id, ref)
@@ -303,11 +350,11 @@ class Broker:
         self._taint[request.session_id] = (True, flagged or bool(matches))
         # Written behind the reply (the model does not wait for our bookkeeping); anything that shows a
         # person the run's reads, or asks them to approve, waits for these writes first.
-        pending = [f for f in self._pending_reads.get(request.session_id, []) if not _settled(f)]
-        pending.append(loop.run_in_executor(
-            self.pool, partial(self.store.record_read, actor.tenant_id, actor.actor_id, request.session_id,
-                               request.turn_id, request.tool_id, ref, screened.text, screened.clipped, matches)))
-        self._pending_reads[request.session_id] = pending
+        record = partial(self.store.record_read, actor.tenant_id, actor.actor_id, request.session_id,
+                         request.turn_id, request.tool_id, ref, screened.text, screened.clipped, matches)
+        write = _PendingRead(loop.run_in_executor(self.pool, record), record)
+        self._pending_reads.setdefault(request.session_id, []).append(write)
+        write.future.add_done_callback(lambda done: self._forget_written(request.session_id, done))
         return "content", capabilities_pb2.UntrustedContent(
             text=screened.text, source=request.tool_id, ref=ref, clipped=screened.clipped,
             matches=[capabilities_pb2.ScreenMatch(rule=m.rule, snippet=m.snippet, source=request.tool_id, ref=m.ref)
@@ -320,13 +367,20 @@ class Broker:
                               entries=[e.entry_id for e in entries], **detail)
 
     async def resume(self) -> int:
-        """Take up intents a previous process approved but did not finish; how many."""
-        running = await self.db(self.store.running)
-        for intent in running:
-            found = await self.db(self.store.approval, intent.approval_id)
-            approved = (found[0].approved_entries or []) if found else []
-            await self.execute(intent, approved, resumed=True)
-        return len(running)
+        """Take up intents a previous process approved but did not finish; how many were taken up.
+
+        One that cannot be taken up now (e.g. the warehouse is down) stays running and is logged;
+        the next start tries again."""
+        taken = 0
+        for intent in await self.db(self.store.running):
+            try:
+                found = await self.db(self.store.approval, intent.approval_id)
+                approved = (found[0].approved_entries or []) if found else []
+                await self.execute(intent, approved, resumed=True)
+                taken += 1
+            except Exception:
+                logger.exception("could not take up intent %s after a restart", intent.intent_id)
+        return taken
 
     async def expire(self) -> int:
         expired = await self.db(self.store.expire_due, time.time())
@@ -335,13 +389,19 @@ class Broker:
         return len(expired)
 
 
-def _settled(future: asyncio.Future) -> bool:
-    """Done (and its failure, if any, logged): a read record that could not be written is not silent."""
-    if not future.done():
-        return False
-    if not future.cancelled() and future.exception() is not None:
-        logger.error("recording an external read failed: %s", future.exception())
-    return True
+def _readable_ref(arguments: dict) -> str:
+    """Where a read came from, for a person: "ticket_id 4821" rather than a JSON blob."""
+    scalars = [f"{key} {value}" for key, value in sorted(arguments.items())
+               if isinstance(value, (str, int, float)) and not isinstance(value, bool)]
+    return (", ".join(scalars) if scalars and len(scalars) == len(arguments) else canonical(arguments))[:200]
+
+
+@dataclass
+class _PendingRead:
+    """A read record being written behind the reply, and how to write it again."""
+
+    future: asyncio.Future
+    retry: Callable[[], None]
 
 
 def card(approval, intent: Intent, dry_run: bool, reads: list) -> capabilities_pb2.ApprovalCard:

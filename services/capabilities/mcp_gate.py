@@ -133,8 +133,9 @@ class ServerConnection:
         try:
             return await asyncio.wait_for(work(client), self.rule.timeout_seconds)
         except TimeoutError:
-            async with self._lock:  # a hung server is restarted before anyone uses it again
-                await self._shutdown()
+            async with self._lock:  # a hung server is restarted before anyone uses it again (unless already)
+                if self._client is client:
+                    await self._shutdown()
             raise ToolCallFailed("SERVER_TIMEOUT", f"{self.name} did not answer {what} within "
                                                    f"{self.rule.timeout_seconds:g} s") from None
         except ToolCallFailed:

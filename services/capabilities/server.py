@@ -79,11 +79,14 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
         try:
             offset = int(request.page_token or 0)
         except ValueError:
-            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "PAGE_TOKEN_INVALID", "not a page token") from None
+            offset = -1
+        if not 0 <= offset <= 1_000_000_000:
+            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "PAGE_TOKEN_INVALID", "not a page token")
         limit = request.page_size or 20
         statuses = list(request.statuses) or [common_pb2.INTENT_STATUS_AWAITING_APPROVAL]
         await self._broker.expire()  # what is listed as awaiting is still decidable
-        found = await self._broker.db(self._broker.store.approvals_of, actor.tenant_id, statuses, offset, limit + 1)
+        found = await self._broker.db(self._broker.store.approvals_of, actor.tenant_id, actor.actor_id, statuses,
+                                      offset, limit + 1)
         reply = capabilities_pb2.ListApprovalsResponse(approvals=[summary(a, i) for a, i in found[:limit]])
         if len(found) > limit:
             reply.next_page_token = str(offset + limit)
@@ -91,7 +94,7 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
 
     async def _approval(self, actor: Actor, approval_id: str):
         found = await self._broker.db(self._broker.store.approval, approval_id)
-        if found is None or found[0].tenant_id != actor.tenant_id:
+        if found is None or (found[1].tenant_id, found[1].actor_id) != (actor.tenant_id, actor.actor_id):
             raise refuse(grpc.StatusCode.NOT_FOUND, "APPROVAL_UNKNOWN", "no such approval")
         return found
 
@@ -145,13 +148,15 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
     async def GetReceipt(self, request, context):
         actor = self._actor(request.actor)
         intent = await self._broker.db(self._broker.store.intent, request.intent_id)
-        if intent is None or intent.tenant_id != actor.tenant_id:
+        if intent is None or (intent.tenant_id, intent.actor_id) != (actor.tenant_id, actor.actor_id):
             raise refuse(grpc.StatusCode.NOT_FOUND, "INTENT_UNKNOWN", "no such intent")
         return capabilities_pb2.GetReceiptResponse(receipt=intent.receipt())
 
     async def ExportAudit(self, request, context):
         actor = self._actor(request.actor)
         after = request.after_sequence
+        if after > 2**62:
+            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "SEQUENCE_INVALID", "after_sequence is out of range")
         while True:
             rows = await self._broker.db(self._broker.store.audit_after, actor.tenant_id, after)
             if not rows:
@@ -208,7 +213,9 @@ def build(context: ServiceContext) -> list[Registration]:
         """A pinned tool changed: it is denied from now on; say so loudly (log, metric, audit)."""
         logger.warning("tool drift: %s changed its %s since review; denied until re-pinned", tool_id, what)
         metrics.drift.labels(tool_id).inc()
-        pool.submit(store.audit, "system", "tool-drift", tool_id=tool_id, changed=what)
+        written = pool.submit(store.audit, "system", "tool-drift", tool_id=tool_id, changed=what)
+        written.add_done_callback(lambda done: done.exception() and logger.error(
+            "the drift alert for %s was not written to the audit trail: %s", tool_id, done.exception()))
 
     gate = ToolGate(tool_policy, settings.mcp_log_dir, on_drift=drifted)
     broker = Broker(policy, store, DataChanges(changes_engine, policy.policy.data_changes), pool,

@@ -208,23 +208,31 @@ class BrokerStore:
 
     def decide(self, approval_id: str, tenant_id: str, actor_id: str, approve: bool, reason: str,
                arguments_sha256: str, entries_for: Callable[[Intent], list[str]]) -> tuple[Intent, Approval]:
-        """Decide a pending approval once. Refusals leave everything as it was (except a due expiry)."""
+        """Decide a pending approval once, as the person who asked for it. Refusals leave everything as it
+        was, except a due expiry, which is recorded (committed) before the refusal is raised."""
         now = time.time()
+        expired = refuse(grpc.StatusCode.FAILED_PRECONDITION, "APPROVAL_EXPIRED",
+                         "the approval expired; expiry counts as rejection")
         with self.writer.begin() as connection:
             row = connection.execute(sa.select(approvals).where(approvals.c.approval_id == approval_id)
                                      .with_for_update()).first()
-            if row is None or row.tenant_id != tenant_id:  # another tenant's approval does not exist for you
+            intent = self._load(connection, row.intent_id) if row is not None else None
+            # Another person's approval (their run, their reads) does not exist for you.
+            if intent is None or (intent.tenant_id, intent.actor_id) != (tenant_id, actor_id):
                 raise refuse(grpc.StatusCode.NOT_FOUND, "APPROVAL_UNKNOWN", "no such approval")
             approval = _approval(row)
-            intent = self._load(connection, approval.intent_id)
-            if approval.state == "pending" and now >= approval.expires_at:
+            due = approval.state == "pending" and now >= approval.expires_at
+            if due:
                 self._expire(connection, approval, intent, now)
-                approval_state = "expired"
-            else:
-                approval_state = approval.state
+        if due:
+            raise expired
+        with self.writer.begin() as connection:
+            approval = _approval(connection.execute(sa.select(approvals).where(
+                approvals.c.approval_id == approval_id).with_for_update()).one())
+            intent = self._load(connection, approval.intent_id)
+            approval_state = approval.state
             if approval_state == "expired":
-                raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "APPROVAL_EXPIRED",
-                             "the approval expired; expiry counts as rejection")
+                raise expired
             if approval_state != "pending":
                 raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "APPROVAL_ALREADY_DECIDED",
                              f"the approval was already {approval_state}")
@@ -271,10 +279,14 @@ class BrokerStore:
                 attempted=True, updated_at=time.time()))
 
     def finish(self, intent_id: str, status: int, reason: str, result_digest: str, **detail) -> Intent:
+        """Record how a running intent ended; an intent that already ended keeps its first outcome."""
         with self.writer.begin() as connection:
-            connection.execute(intents.update().where(intents.c.intent_id == intent_id).values(
-                status=status, reason=reason, result_digest=result_digest, updated_at=time.time()))
+            changed = connection.execute(intents.update().where(
+                intents.c.intent_id == intent_id, intents.c.status == common_pb2.INTENT_STATUS_RUNNING).values(
+                status=status, reason=reason, result_digest=result_digest, updated_at=time.time())).rowcount
             intent = self._load(connection, intent_id)
+            if not changed:
+                return intent
             self._audit(connection, "intent-" + common_pb2.IntentStatus.Name(status).removeprefix(
                 "INTENT_STATUS_").lower(), intent, reason=reason, result_digest=result_digest, **detail)
             self._event(connection, intent, receipt=intent.receipt())
@@ -320,9 +332,12 @@ class BrokerStore:
                 return None
             return _approval(row), self._load(connection, row.intent_id)
 
-    def approvals_of(self, tenant_id: str, statuses: list[int], offset: int, limit: int) -> list[tuple]:
+    def approvals_of(self, tenant_id: str, actor_id: str, statuses: list[int], offset: int,
+                     limit: int) -> list[tuple]:
+        """The approvals a person asked for (through their agent or their surface), newest first."""
         query = (sa.select(approvals, intents).join(intents, intents.c.intent_id == approvals.c.intent_id)
-                 .where(approvals.c.tenant_id == tenant_id).order_by(approvals.c.requested_at.desc(),
+                 .where(approvals.c.tenant_id == tenant_id, intents.c.actor_id == actor_id)
+                 .order_by(approvals.c.requested_at.desc(),
                                                                       approvals.c.approval_id)
                  .offset(offset).limit(limit))
         if statuses:

@@ -268,5 +268,6 @@ def test_a_model_that_obeys_injected_text_still_changes_nothing(modelled_agent, 
             actor=person, session_id="ses_check", turn_id="t", call_id="check-4810",
             tool_id="tickets.search_tickets", arguments_json=json.dumps({"query": "1042"})), timeout=30)
     assert card.tainted and card.summary.flagged  # the person deciding sees why to be careful
-    assert any("ticket_id" in m.ref or "4815" in m.ref for m in card.matches)
+    assert any(m.ref == "ticket_id 4815, line 4" and m.source == "tickets.get_ticket" for m in card.matches), \
+        list(card.matches)
     assert "ticket 4810 [open]" in searched.content.text  # never closed

@@ -432,3 +432,30 @@ def test_an_action_button_on_a_surface_goes_through_a_persons_approval(channels,
             arguments_sha256=event.approval_requested.arguments_sha256)))
     assert decided.receipt.status == common_pb2.INTENT_STATUS_SUCCEEDED
     assert order(warehouse_url, 71) == ("flagged", 2)
+
+
+def test_an_effect_outlives_a_decide_call_that_gave_up(own_broker, cert_dir):
+    """The caller's deadline passes while the effect waits on the warehouse: the effect still finishes, once,
+    and its receipt is there to read — nothing is left running."""
+    client, _, url = own_broker()
+    alice = person(cert_dir)
+    receipt = flag(client, alice, 54).receipt
+    card = client("cli", "GetApproval", cap.GetApprovalRequest(actor=alice, approval_id=receipt.approval_id)).card
+    blocker = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None)
+    blocker.execute("BEGIN EXCLUSIVE")
+    try:
+        assert refused(lambda: client("cli", "Decide", cap.DecideRequest(
+            actor=alice, approval_id=receipt.approval_id, decision=cap.DECISION_APPROVE,
+            arguments_sha256=card.arguments_sha256), timeout=1))[0] == grpc.StatusCode.DEADLINE_EXCEEDED
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    deadline = time.monotonic() + 10
+    status = None
+    while time.monotonic() < deadline:
+        status = client("cli", "GetReceipt", cap.GetReceiptRequest(actor=alice, intent_id=receipt.intent_id)).receipt
+        if status.status != common_pb2.INTENT_STATUS_RUNNING:
+            break
+        time.sleep(0.1)
+    assert status.status == common_pb2.INTENT_STATUS_SUCCEEDED
+    assert order(url, 54) == ("flagged", 2)

@@ -34,8 +34,8 @@ def _fields(**overrides):
             "arguments_sha256": "a" * 64, "surface": None, "dry_run": False, **overrides}
 
 
-def _decide(store, intent, approve=True, sha="a" * 64, tenant="acme"):
-    return store.decide(intent.approval_id, tenant, "bob", approve, "ok", sha, lambda _: ["e1"])
+def _decide(store, intent, approve=True, sha="a" * 64, tenant="acme", actor="alice"):
+    return store.decide(intent.approval_id, tenant, actor, approve, "ok", sha, lambda _: ["e1"])
 
 
 def test_a_claim_is_recorded_once_and_replays_the_original(store):
@@ -70,21 +70,33 @@ def test_refusals_change_nothing(store):
     with pytest.raises(TesseraError) as changed:
         _decide(store, intent, sha="b" * 64)
     assert changed.value.reason == "ARGUMENTS_CHANGED" and changed.value.code == grpc.StatusCode.FAILED_PRECONDITION
-    with pytest.raises(TesseraError) as foreign:
-        _decide(store, intent, tenant="other")
-    assert foreign.value.reason == "APPROVAL_UNKNOWN"
+    for tenant, actor in (("other", "alice"), ("acme", "bob")):  # another tenant, or a colleague
+        with pytest.raises(TesseraError) as foreign:
+            _decide(store, intent, tenant=tenant, actor=actor)
+        assert foreign.value.reason == "APPROVAL_UNKNOWN"
     assert store.approval(intent.approval_id)[0].state == "pending"
 
 
-def test_expiry_is_rejection_and_queues_the_receipt(store):
-    intent, _ = store.create("claim-4", _fields(surface=b""), 0.05, "reversible-write")
+def test_expiry_is_rejection_and_is_recorded_even_when_a_late_decision_finds_it(store):
+    swept, _ = store.create("claim-4", _fields(surface=b""), 0.05, "reversible-write")
+    found_late, _ = store.create("claim-4b", _fields(surface=b""), 0.05, "reversible-write")
     time.sleep(0.1)
-    (expired,) = store.expire_due()
-    assert expired.approval_id == intent.approval_id
-    assert store.intent(intent.intent_id).status == common_pb2.INTENT_STATUS_EXPIRED
-    with pytest.raises(TesseraError) as late:
-        _decide(store, intent)
+    with pytest.raises(TesseraError) as late:  # the decision comes before the sweeper
+        _decide(store, found_late)
     assert late.value.reason == "APPROVAL_EXPIRED"
+    assert store.intent(found_late.intent_id).status == common_pb2.INTENT_STATUS_EXPIRED  # committed
+    (expired,) = store.expire_due()
+    assert expired.approval_id == swept.approval_id
+    assert store.intent(swept.intent_id).status == common_pb2.INTENT_STATUS_EXPIRED
+    assert [r.kind for r in store.audit_after("acme", 0)].count("approval-expired") == 2
+
+
+def test_an_intent_that_ended_keeps_its_first_outcome(store):
+    intent, _ = store.create("claim-6", _fields(), 600, "reversible-write")
+    _decide(store, intent)
+    first = store.finish(intent.intent_id, common_pb2.INTENT_STATUS_SUCCEEDED, "", "d" * 64)
+    second = store.finish(intent.intent_id, common_pb2.INTENT_STATUS_FAILED, "VERSION_CONFLICT", "")
+    assert first.status == second.status == common_pb2.INTENT_STATUS_SUCCEEDED and second.reason == ""
 
 
 def test_the_audit_trail_is_append_only(store):
