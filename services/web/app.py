@@ -8,9 +8,11 @@ browser session would really reach.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import html
 import logging
 import os
+import secrets
 import signal
 import socket
 import time
@@ -23,12 +25,18 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
 
+from services.web.api import ApiError, WebApi, api_error
+from services.web.config import WebSettings
+from services.web.session import Assertions, Person, SessionCookies
 from shared import __version__
-from shared.certs import Credentials
+from shared.certs import CredentialError, Credentials, load_signing_key, signing_key_path
 from shared.channels import aio_channel
-from shared.config import ServiceSettings, peer_target
+from shared.config import peer_target
 from shared.logs import log, setup_logging
 from shared.runtime import fail_startup, load_process_credentials, write_ready_file
+from tessera.agent.v1 import agent_pb2_grpc
+from tessera.capabilities.v1 import capabilities_pb2_grpc
+from tessera.host.v1 import host_pb2_grpc
 
 logger = logging.getLogger("tessera.web")
 UPSTREAMS = ("host", "agent", "capabilities")
@@ -48,7 +56,7 @@ async def _upstream_health(name: str, credentials: Credentials) -> dict:
     return {"name": name, "address": target, "health": status}
 
 
-def create_app(settings: ServiceSettings, credentials: Credentials) -> Starlette:
+def create_app(settings: WebSettings, credentials: Credentials) -> Starlette:
     started = time.time()
 
     async def upstreams() -> list[dict]:
@@ -79,11 +87,31 @@ def create_app(settings: ServiceSettings, credentials: Credentials) -> Starlette
         )
         return HTMLResponse(page)
 
-    return Starlette(routes=[Route("/", index), Route("/healthz", healthz), Route("/info", info)])
+    signing_key = load_signing_key(signing_key_path(settings.cert_dir, "web"))  # a missing key stops startup
+    secret = settings.session_secret.get_secret_value().encode() or secrets.token_bytes(32)
+    person = Person(settings.person_id, settings.person_tenant, settings.person_name)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette):
+        # gRPC channels belong to the server's event loop: made here, closed on the way out.
+        channels = {name: aio_channel(peer_target(name), credentials) for name in UPSTREAMS}
+        api = WebApi(host_pb2_grpc.HostServiceStub(channels["host"]),
+                     agent_pb2_grpc.AgentServiceStub(channels["agent"]),
+                     capabilities_pb2_grpc.CapabilityBrokerServiceStub(channels["capabilities"]),
+                     SessionCookies(secret), Assertions(signing_key, person))
+        app.router.routes.extend(api.routes())
+        try:
+            yield
+        finally:
+            for channel in channels.values():
+                await channel.close()
+
+    return Starlette(routes=[Route("/", index), Route("/healthz", healthz), Route("/info", info)],
+                     lifespan=lifespan, exception_handlers={ApiError: api_error})
 
 
 def main() -> None:
-    settings, credentials = load_process_credentials("web")
+    settings, credentials = load_process_credentials("web", WebSettings)
     setup_logging("web", settings.log_level)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
@@ -93,7 +121,11 @@ def main() -> None:
                             f"{settings.listen_host}:{settings.port}: {exc.strerror}")
     sock.listen(128)
     port = sock.getsockname()[1]
-    config = uvicorn.Config(create_app(settings, credentials), log_config=None, access_log=False,
+    try:
+        app = create_app(settings, credentials)
+    except CredentialError as exc:
+        fail_startup("web", str(exc))
+    config = uvicorn.Config(app, log_config=None, access_log=False,
                             timeout_graceful_shutdown=int(settings.grace_seconds))
     server = uvicorn.Server(config)
     address = f"{settings.listen_host}:{port}"

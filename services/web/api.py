@@ -1,0 +1,225 @@
+"""The browser's API at `web` (§2, §6, §8): transport glue between a person's browser and the services.
+
+- `GET  /api/session`                 the person and their surface (opens the host session once);
+- `POST /api/ask`                     a question; the turn's events as server-sent events;
+- `GET  /api/surface/stream`          the trusted surface stream as server-sent events, resumable
+                                      with `Last-Event-ID: <epoch>:<sequence>`;
+- `POST /api/commands`                a revision-bound, idempotent command for the host;
+- `GET  /api/approvals[/<id>]`, `POST /api/approvals/<id>/decision`   the person's approvals.
+
+Web holds no data and decides nothing: it adds the person's signed assertion and
+their session, forwards, and maps gRPC refusals to HTTP with the same reason.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+import grpc
+from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from services.web.session import COOKIE, Assertions, SessionCookies
+from shared.bounded_json import BoundedJsonError, Limits, parse
+from shared.errors import error_details
+from tessera.agent.v1 import agent_pb2
+from tessera.capabilities.v1 import capabilities_pb2 as cap
+from tessera.host.v1 import host_pb2
+
+BODY_LIMITS = Limits(max_raw_bytes=64 * 1024, max_values=2_000)
+_HTTP = {grpc.StatusCode.INVALID_ARGUMENT: 400, grpc.StatusCode.UNAUTHENTICATED: 401,
+         grpc.StatusCode.PERMISSION_DENIED: 403, grpc.StatusCode.NOT_FOUND: 404,
+         grpc.StatusCode.ALREADY_EXISTS: 409, grpc.StatusCode.ABORTED: 409,
+         grpc.StatusCode.FAILED_PRECONDITION: 409, grpc.StatusCode.RESOURCE_EXHAUSTED: 429,
+         grpc.StatusCode.UNAVAILABLE: 503, grpc.StatusCode.DEADLINE_EXCEEDED: 504}
+_WEB_FILLS = {"actor", "session_id", "surface_id"}  # never taken from a browser
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.reason, self.message = status, reason, message
+
+
+def _as_dict(message) -> dict:
+    return MessageToDict(message, preserving_proto_field_name=True)
+
+
+def _envelope(envelope: host_pb2.SurfaceEnvelope) -> dict:
+    """An envelope for the browser: A2UI messages parsed, host events as JSON objects."""
+    kind = envelope.WhichOneof("payload")
+    out = {"surface_id": envelope.surface_id, "epoch": envelope.epoch, "sequence": envelope.sequence,
+           "revision_id": envelope.revision_id, "payload_hash": envelope.payload_hash, "kind": kind}
+    if kind == "a2ui":
+        out["message"] = json.loads(envelope.a2ui.message_json)
+    else:
+        out["event"] = _as_dict(getattr(envelope, kind))
+    return out
+
+
+def _sse(event: dict, event_id: str | None = None) -> str:
+    head = f"id: {event_id}\n" if event_id else ""
+    return f"{head}data: {json.dumps(event, separators=(',', ':'))}\n\n"
+
+
+class WebApi:
+    def __init__(self, host, agent, capabilities, cookies: SessionCookies, assertions: Assertions) -> None:
+        self.host, self.agent, self.capabilities = host, agent, capabilities
+        self.cookies = cookies
+        self.assertions = assertions
+
+    # --- plumbing -----------------------------------------------------------------------------------------
+
+    async def _call(self, rpc, request, timeout: float = 60):
+        try:
+            return await rpc(request, timeout=timeout)
+        except grpc.aio.AioRpcError as exc:
+            details = error_details(exc)
+            raise ApiError(_HTTP.get(exc.code(), 500), details.reason or exc.code().name,
+                           details.message or exc.code().name) from None
+
+    async def _body(self, request: Request) -> dict:
+        """A same-origin JSON object, bounded before parsing."""
+        origin = request.headers.get("origin")
+        if origin is not None and origin != f"{request.url.scheme}://{request.headers.get('host', '')}":
+            raise ApiError(403, "CROSS_ORIGIN", "requests must come from this page")
+        if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+            raise ApiError(415, "JSON_REQUIRED", "send application/json")
+        raw = await request.body()
+        try:
+            body = parse(raw.decode("utf-8", "strict"), BODY_LIMITS)
+        except (BoundedJsonError, UnicodeDecodeError) as exc:
+            raise ApiError(400, "BODY_INVALID", str(exc)[:300]) from None
+        if not isinstance(body, dict):
+            raise ApiError(400, "BODY_INVALID", "the body must be a JSON object")
+        return body
+
+    async def _session(self, request: Request) -> host_pb2.OpenSessionResponse:
+        browser_session = self.cookies.verify(request.cookies.get(COOKIE))
+        if browser_session is None:
+            raise ApiError(401, "NO_SESSION", "open the page first: it starts your session")
+        return await self._call(self.host.OpenSession, host_pb2.OpenSessionRequest(
+            actor=self.assertions.current(), request_id=f"web-{browser_session}"), timeout=10)
+
+    # --- endpoints ----------------------------------------------------------------------------------------
+
+    async def session(self, request: Request) -> Response:
+        """Who you are and your surface; a first visit gets its cookie here."""
+        browser_session = self.cookies.verify(request.cookies.get(COOKIE))
+        cookie = None
+        if browser_session is None:
+            browser_session, cookie = self.cookies.issue()
+        opened = await self._call(self.host.OpenSession, host_pb2.OpenSessionRequest(
+            actor=self.assertions.current(), request_id=f"web-{browser_session}"), timeout=10)
+        person = self.assertions.person
+        response = JSONResponse({"actor": person.actor_id, "tenant": person.tenant_id, "name": person.display_name,
+                                 "session_id": opened.session_id, "surface_id": opened.surface_id})
+        if cookie:
+            response.set_cookie(COOKIE, cookie, httponly=True, samesite="strict", path="/")
+        return response
+
+    async def ask(self, request: Request) -> Response:
+        body = await self._body(request)
+        question = body.get("question")
+        if not isinstance(question, str) or not question.strip():
+            raise ApiError(400, "QUESTION_INVALID", "question: a non-empty string")
+        session = await self._session(request)
+        stream = self.agent.StartTurn(agent_pb2.StartTurnRequest(
+            actor=self.assertions.current(), session_id=session.session_id, question=question,
+            request_id=str(body.get("request_id") or "")[:128]), timeout=300)
+
+        async def events() -> AsyncIterator[str]:
+            try:
+                async for event in stream:
+                    yield _sse(_as_dict(event))
+            except grpc.aio.AioRpcError as exc:  # the turn could not run: say why, in the stream
+                details = error_details(exc)
+                yield _sse({"error": {"reason": details.reason or exc.code().name, "message": details.message}})
+            finally:
+                stream.cancel()  # the browser went away: cancel the turn and its tool calls
+
+        return StreamingResponse(events(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
+
+    async def surface_stream(self, request: Request) -> Response:
+        session = await self._session(request)
+        subscribe = host_pb2.SubscribeRequest(actor=self.assertions.current(), session_id=session.session_id,
+                                              surface_id=session.surface_id)
+        last = request.headers.get("last-event-id") or request.query_params.get("after")
+        if last:
+            try:
+                epoch, sequence = (int(part) for part in last.split(":"))
+            except ValueError:
+                raise ApiError(400, "CURSOR_INVALID", "a cursor is <epoch>:<sequence>") from None
+            subscribe.resume_after.CopyFrom(host_pb2.Cursor(epoch=epoch, sequence=sequence))
+        stream = self.host.Subscribe(subscribe)
+
+        async def events() -> AsyncIterator[str]:
+            try:
+                async for reply in stream:
+                    envelope = reply.envelope
+                    yield _sse(_envelope(envelope), f"{envelope.epoch}:{envelope.sequence}")
+            except grpc.aio.AioRpcError as exc:
+                if exc.code() != grpc.StatusCode.CANCELLED:
+                    details = error_details(exc)
+                    yield _sse({"error": {"reason": details.reason or exc.code().name, "message": details.message}})
+            finally:
+                stream.cancel()
+
+        return StreamingResponse(events(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
+
+    async def command(self, request: Request) -> Response:
+        body = await self._body(request)
+        filled = sorted(_WEB_FILLS & set(body))
+        if filled:
+            raise ApiError(400, "FIELD_NOT_ALLOWED", f"{filled[0]} is set by the server, not the page")
+        try:
+            command = ParseDict(body, host_pb2.SendCommandRequest())
+        except ParseError as exc:
+            raise ApiError(400, "COMMAND_INVALID", str(exc)[:300]) from None
+        session = await self._session(request)
+        command.actor.CopyFrom(self.assertions.current())
+        command.session_id, command.surface_id = session.session_id, session.surface_id
+        reply = await self._call(self.host.SendCommand, command)
+        return JSONResponse(_as_dict(reply))
+
+    async def approvals(self, request: Request) -> Response:
+        await self._session(request)
+        listed = await self._call(self.capabilities.ListApprovals, cap.ListApprovalsRequest(
+            actor=self.assertions.current(), page_size=100))
+        return JSONResponse(_as_dict(listed))
+
+    async def approval(self, request: Request) -> Response:
+        await self._session(request)
+        card = await self._call(self.capabilities.GetApproval, cap.GetApprovalRequest(
+            actor=self.assertions.current(), approval_id=request.path_params["approval_id"]))
+        return JSONResponse(_as_dict(card.card))
+
+    async def decide(self, request: Request) -> Response:
+        body = await self._body(request)
+        await self._session(request)
+        if not isinstance(body.get("approve"), bool) or not isinstance(body.get("arguments_sha256"), str):
+            raise ApiError(400, "DECISION_INVALID", "approve (true/false) and arguments_sha256 are required")
+        entries = body.get("entries") or []
+        if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
+            raise ApiError(400, "DECISION_INVALID", "entries: a list of entry ids")
+        decided = await self._call(self.capabilities.Decide, cap.DecideRequest(
+            actor=self.assertions.current(), approval_id=request.path_params["approval_id"],
+            decision=cap.DECISION_APPROVE if body["approve"] else cap.DECISION_REJECT,
+            reason=str(body.get("reason") or "")[:2000], arguments_sha256=body["arguments_sha256"],
+            entries=[cap.EntryDecision(entry_id=e, decision=cap.DECISION_APPROVE) for e in entries]))
+        return JSONResponse(_as_dict(decided))
+
+    def routes(self) -> list[Route]:
+        return [Route("/api/session", self.session), Route("/api/ask", self.ask, methods=["POST"]),
+                Route("/api/surface/stream", self.surface_stream), Route("/api/commands", self.command,
+                                                                         methods=["POST"]),
+                Route("/api/approvals", self.approvals),
+                Route("/api/approvals/{approval_id}", self.approval),
+                Route("/api/approvals/{approval_id}/decision", self.decide, methods=["POST"])]
+
+
+async def api_error(request: Request, exc: ApiError) -> JSONResponse:
+    return JSONResponse({"reason": exc.reason, "message": exc.message}, status_code=exc.status)

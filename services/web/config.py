@@ -1,0 +1,16 @@
+"""Settings of the browser gateway (TESSERA_WEB_*)."""
+
+from __future__ import annotations
+
+from pydantic import Field, SecretStr
+
+from shared.config import ServiceSettings
+
+
+class WebSettings(ServiceSettings):
+    # Signs the session cookie; empty: a random secret per start (sessions then end with the process).
+    session_secret: SecretStr = SecretStr("")
+    # The development default: one local person. Their actor assertion is signed with web's key.
+    person_id: str = Field(default="local-user", min_length=1, max_length=128)
+    person_tenant: str = Field(default="local", min_length=1, max_length=128)
+    person_name: str = Field(default="Local user", max_length=128)

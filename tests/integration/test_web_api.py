@@ -1,0 +1,144 @@
+"""The browser's API at `web`, over real HTTP against the running set: a session cookie, a question
+streamed as server-sent events, the trusted surface stream (resumable), commands, and approvals."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from decimal import Decimal
+
+import httpx
+import pytest
+import sqlalchemy as sa
+
+
+@pytest.fixture
+def browser(running_set):
+    """A browser: one cookie jar, same-origin requests."""
+    base = f"http://{running_set.handles['web'].address}"
+    with httpx.Client(base_url=base, timeout=120, headers={"Origin": base}) as client:
+        opened = client.get("/api/session")
+        assert opened.status_code == 200, opened.text
+        client.session_info = opened.json()
+        yield client
+
+
+def sse(response: httpx.Response, until=None) -> list[tuple[str | None, dict]]:
+    """(id, data) of each server-sent event, stopping after `until(data)` is true."""
+    events, event_id = [], None
+    for line in response.iter_lines():
+        if line.startswith("id: "):
+            event_id = line[4:]
+        elif line.startswith("data: "):
+            data = json.loads(line[6:])
+            events.append((event_id, data))
+            event_id = None
+            if until and until(data):
+                break
+    return events
+
+
+def ask(browser, question: str) -> list[dict]:
+    with browser.stream("POST", "/api/ask", json={"question": question}) as response:
+        assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
+        return [data for _, data in sse(response, until=lambda d: "done" in d)]
+
+
+def stream(browser, after: str | None = None, until=None) -> list[tuple[str, dict]]:
+    headers = {"Last-Event-ID": after} if after else {}
+    with browser.stream("GET", "/api/surface/stream", headers=headers) as response:
+        assert response.status_code == 200
+        return sse(response, until=until)
+
+
+def test_a_session_cookie_opens_one_surface(running_set, browser):
+    again = browser.get("/api/session").json()
+    assert again["surface_id"] == browser.session_info["surface_id"] and again["actor"] == "local-user"
+    fresh = httpx.get(f"http://{running_set.handles['web'].address}/api/session")
+    cookie = fresh.headers["set-cookie"].lower()
+    assert "httponly" in cookie and "samesite=strict" in cookie
+    assert fresh.json()["surface_id"] != browser.session_info["surface_id"]  # another browser, another surface
+
+
+def test_a_question_streams_its_turn_and_the_surface_shows_the_numbers(browser, warehouse_url):
+    events = ask(browser, "What is our net revenue by region?")
+    assert "started" in events[0] and "done" in events[-1]
+    assert any(e.get("tool_step", {}).get("tool") == "run_analysis" for e in events)
+    (revision,) = events[-1]["done"]["revision_ids"]
+
+    envelopes = stream(browser, until=lambda d: d["kind"] == "a2ui" and "updateComponents" in d["message"])
+    kinds = [next(iter(d["message"].keys() - {"version"})) for _, d in envelopes if d["kind"] == "a2ui"]
+    assert kinds[-1] == "updateComponents" and all(d["revision_id"] for _, d in envelopes)
+    last_id = envelopes[-1][0]
+
+    reply = browser.post("/api/commands", json={"command_id": "w-1", "revision_id": revision,
+                                                "resource_window": {"node_id": "table", "limit": 100}})
+    assert reply.status_code == 200, reply.text
+    cursor = reply.json()["cursor"]
+    resumed = stream(browser, after=last_id, until=lambda d: d["sequence"] == int(cursor["sequence"]))
+    epoch, first = (int(part) for part in last_id.split(":"))
+    assert [event_id for event_id, _ in resumed] == [  # exactly the missed events, in order
+        f"{epoch}:{n}" for n in range(first + 1, int(cursor["sequence"]) + 1)]
+    window = resumed[-1][1]
+    rows = window["message"]["updateDataModel"]["value"]["rows"]
+
+    engine = sa.create_engine(warehouse_url)
+    expected = defaultdict(Decimal)
+    with engine.connect() as connection:
+        for region, quantity, price, discount in connection.execute(sa.text(
+                "SELECT r.name, i.quantity, i.unit_price, i.discount FROM order_items i JOIN orders o "
+                "ON o.order_id = i.order_id JOIN customers c ON c.customer_id = o.customer_id "
+                "JOIN regions r ON r.region_id = c.region_id")):
+            expected[region] += Decimal(quantity) * Decimal(str(price)) * (1 - Decimal(str(discount)))
+    engine.dispose()
+    assert {r[0] for r in rows} == set(expected)
+    assert all(abs(Decimal(str(v)) - expected[k]) < Decimal("0.01") for k, v in rows)
+
+
+def test_a_flag_button_press_becomes_an_approval_the_person_decides(browser, warehouse_url):
+    events = ask(browser, "Flag order 1111 for review")
+    (revision,) = events[-1]["done"]["revision_ids"]
+    pressed = browser.post("/api/commands", json={"command_id": "press-1111", "revision_id": revision,
+                                                  "action_trigger": {"node_id": "flag",
+                                                                     "input_json": json.dumps({"record_id": 1111})}})
+    assert pressed.status_code == 200, pressed.text
+    assert pressed.json()["receipt"]["status"] == "INTENT_STATUS_AWAITING_APPROVAL"
+    listed = browser.get("/api/approvals").json()["approvals"]
+    approval = next(a for a in listed if a["intent_id"] == pressed.json()["receipt"]["intent_id"])
+    card = browser.get(f"/api/approvals/{approval['approval_id']}").json()
+    assert card["changes"][0]["after_json"] == '"flagged"' and card["summary"]["tool_id"] == "orders.flag_for_review"
+    wrong = browser.post(f"/api/approvals/{approval['approval_id']}/decision",
+                         json={"approve": True, "arguments_sha256": "0" * 64})
+    assert (wrong.status_code, wrong.json()["reason"]) == (409, "ARGUMENTS_CHANGED")
+    done = browser.post(f"/api/approvals/{approval['approval_id']}/decision",
+                        json={"approve": True, "arguments_sha256": card["arguments_sha256"], "reason": "odd order"})
+    assert done.json()["receipt"]["status"] == "INTENT_STATUS_SUCCEEDED"
+    engine = sa.create_engine(warehouse_url)
+    with engine.connect() as connection:
+        assert connection.execute(sa.text("SELECT review_status FROM orders WHERE order_id = 1111")).scalar() == \
+            "flagged"
+    engine.dispose()
+
+
+def test_bad_requests_get_a_status_and_a_reason(running_set, browser):
+    base = f"http://{running_set.handles['web'].address}"
+    no_cookie = httpx.post(f"{base}/api/ask", json={"question": "x"}, headers={"Origin": base})
+    assert (no_cookie.status_code, no_cookie.json()["reason"]) == (401, "NO_SESSION")
+    forged = httpx.post(f"{base}/api/ask", json={"question": "x"}, headers={"Origin": base},
+                        cookies={"tessera_session": "abc.def"})
+    assert forged.json()["reason"] == "NO_SESSION"
+    cross = browser.post("/api/commands", json={"command_id": "x"}, headers={"Origin": "http://evil.example"})
+    assert (cross.status_code, cross.json()["reason"]) == (403, "CROSS_ORIGIN")
+    assert browser.post("/api/ask", content=b"{not json", headers={"content-type": "application/json"}).json()[
+        "reason"] == "BODY_INVALID"
+    assert browser.post("/api/ask", content=b"question=x", headers={
+        "content-type": "application/x-www-form-urlencoded"}).status_code == 415
+    spoof = browser.post("/api/commands", json={"command_id": "x", "session_id": "ses_someone_else"})
+    assert (spoof.status_code, spoof.json()["reason"]) == (400, "FIELD_NOT_ALLOWED")
+    unknown = browser.post("/api/commands", json={"command_id": "x", "launch_missiles": {}})
+    assert unknown.json()["reason"] == "COMMAND_INVALID"
+    stale = browser.post("/api/commands", json={"command_id": "stale", "revision_id": "rev_gone",
+                                                "resource_window": {"node_id": "table", "limit": 5}})
+    assert (stale.status_code, stale.json()["reason"]) == (409, "STALE_REVISION")
+    bad_cursor = browser.get("/api/surface/stream", headers={"Last-Event-ID": "yesterday"})
+    assert (bad_cursor.status_code, bad_cursor.json()["reason"]) == (400, "CURSOR_INVALID")
