@@ -6,17 +6,20 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PROTO_FILES := $(shell find proto -name '*.proto' | sort)
+FRONTEND_FILES := $(shell find services/web/frontend -type f | sort)
+BUNDLE := services/web/static
 GEN := shared/gen
 
-.PHONY: setup venv node proto certs demo up test lint bench eval clean
+.PHONY: setup venv node proto frontend browser certs demo up test lint bench eval clean
 
-setup: venv node proto
+setup: venv node proto frontend
 
 # Each stamp lives inside what it stands for, so deleting .venv, node_modules
 # or shared/gen also forgets that it was built.
 venv: $(VENV)/.installed
 node: node_modules/.installed
 proto: $(GEN)/.generated
+frontend: $(BUNDLE)/.built
 
 # The venv gets the pinned requirements plus a .pth file that puts the repo
 # root (services/, shared/, cli/) and the generated stubs on sys.path.
@@ -38,6 +41,15 @@ $(GEN)/.generated: $(VENV)/.installed $(PROTO_FILES)
 	@find $(GEN)/tessera -type d -exec touch {}/__init__.py \;
 	@touch $@
 
+# The browser bundle (Vite): services/web/static, served by the web process; not committed.
+$(BUNDLE)/.built: node_modules/.installed $(FRONTEND_FILES)
+	npx vite build --config services/web/frontend/vite.config.js
+	@touch $@
+
+# Debian's Chromium for the browser tests (no browser downloads); they skip, saying why, without it.
+browser:
+	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || echo "chromium could not be installed: the browser tests will be skipped"
+
 certs: setup
 	bin/tessera certs
 
@@ -47,7 +59,7 @@ demo: setup
 up: setup
 	bin/tessera up
 
-test: setup
+test: setup browser
 	$(PY) -m pytest
 
 lint: setup
@@ -55,7 +67,7 @@ lint: setup
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check .
 
-bench: setup
+bench: setup browser
 	$(PY) bench/run.py
 
 # The golden questions through the configured model (embedded unless TESSERA_AGENT_MODEL_URL is set);
@@ -65,4 +77,4 @@ eval: setup
 	@cat var/eval/report.json | head -8
 
 clean:
-	rm -rf $(VENV) node_modules $(GEN) var .pytest_cache
+	rm -rf $(VENV) node_modules $(GEN) $(BUNDLE) var .pytest_cache

@@ -85,7 +85,7 @@ def bench_authz(work: Path) -> dict:
 
 
 def main() -> int:
-    from bench import compiler, data_plane, host, tool_gate
+    from bench import browser, compiler, data_plane, host, tool_gate
 
     with tempfile.TemporaryDirectory(prefix="tessera-bench-") as work:
         results = [bench_authz(Path(work))]
@@ -95,9 +95,13 @@ def main() -> int:
         results += host.run(Path(work), Path(work) / "certs")
         results += data_plane.run(data_dir, Path(work) / "certs")
         results += tool_gate.run(Path(work), Path(work) / "certs")
+        results += browser.run(Path(work), Path(work) / "certs")
     out = REPO_ROOT / "bench" / "results.json"
     out.write_text(json.dumps(results, indent=2) + "\n")
     for r in results:
+        if r.get("value") is None:
+            print(f"{r['name']}: skipped ({r.get('skipped', 'not measured')})")
+            continue
         goal = f" (goal <= {r['goal_ratio']})" if "goal_ratio" in r else ""
         versus = f" vs {r['baseline']} {r['unit']} baseline, ratio {r['ratio']}" if r["baseline"] is not None else ""
         print(f"{r['name']}: {r['value']} {r['unit']}{versus}{goal}")

@@ -24,6 +24,7 @@ from shared.certs import (
     load_credentials,
 )
 from shared.channels import sync_channel
+from shared.config import DEFAULT_PORTS
 from shared.contracts import SERVICES, invoke
 from shared.identity import PRINCIPAL_NAMES
 from shared.paths import cert_dir, var_dir
@@ -199,6 +200,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     ensure_certs(directory)
     ensure_warehouse()
     services = ServiceSet(directory, var_dir() / "demo", ephemeral_ports=True)
+    if _port_free(DEFAULT_PORTS["web"]):  # the UI where people expect it; any free port otherwise
+        services.handles["web"].port = DEFAULT_PORTS["web"]
     print("starting services ...", flush=True)
     if _start(services):
         return 1
@@ -209,9 +212,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
         print("\nthree questions through the agent (the embedded planner):")
         addresses = {name: handle.address for name, handle in services.handles.items()}
+        url = f"http://{services.handles['web'].address}/"
         for question in DEMO_QUESTIONS:
-            done = ask(addresses, directory, question)
+            done = ask(addresses, directory, question, url)
             ok &= bool(done.revision_ids)
+        print(f"\nthe UI is running at {url}")
+        if ok and (args.keep or sys.stdin.isatty()):
+            print("ask it anything there; Ctrl-C stops everything", flush=True)
+            _wait_for_stop(services)
     finally:
         print("\nstopping services ...", flush=True)
         codes = services.stop()
@@ -220,6 +228,26 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print("tessera: demo failed: see the output above", file=sys.stderr)
         return 1
     return 0
+
+
+def _port_free(port: int) -> bool:
+    import socket
+
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _wait_for_stop(services: ServiceSet) -> None:
+    """Until Ctrl-C or SIGTERM, or until a service dies."""
+    stopping = []
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stopping.append(True))
+    while not stopping and not services.exited():
+        time.sleep(0.2)
 
 
 def _scale(text: str) -> int:
@@ -337,6 +365,8 @@ def build_parser() -> argparse.ArgumentParser:
     status = sub.add_parser("status", help="report the set started by 'tessera up'")
     status.set_defaults(run=cmd_status)
     demo = sub.add_parser("demo", help="start all, show health and an allowed and a forbidden call, stop")
+    demo.add_argument("--keep", action="store_true",
+                      help="keep the services and the UI running until Ctrl-C (the default at a terminal)")
     demo.set_defaults(run=cmd_demo)
     seed = sub.add_parser("seed", help="generate the deterministic demo retail warehouse and load it")
     seed.add_argument("--url", help="sqlite:///PATH, postgresql+psycopg://USER@HOST:PORT/DB or duckdb:///PATH "

@@ -14,6 +14,7 @@ their session, forwards, and maps gRPC refusals to HTTP with the same reason.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator
 
 import grpc
@@ -25,10 +26,12 @@ from starlette.routing import Route
 from services.web.session import COOKIE, Assertions, SessionCookies
 from shared.bounded_json import BoundedJsonError, Limits, parse
 from shared.errors import error_details
+from shared.logs import log
 from tessera.agent.v1 import agent_pb2
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.host.v1 import host_pb2
 
+logger = logging.getLogger("tessera.web")
 BODY_LIMITS = Limits(max_raw_bytes=64 * 1024, max_values=2_000)
 _HTTP = {grpc.StatusCode.INVALID_ARGUMENT: 400, grpc.StatusCode.UNAUTHENTICATED: 401,
          grpc.StatusCode.PERMISSION_DENIED: 403, grpc.StatusCode.NOT_FOUND: 404,
@@ -212,13 +215,22 @@ class WebApi:
             entries=[cap.EntryDecision(entry_id=e, decision=cap.DECISION_APPROVE) for e in entries]))
         return JSONResponse(_as_dict(decided))
 
+    async def report(self, request: Request) -> Response:
+        """A problem the page ran into (a refused block, a window that failed): into web's log."""
+        body = await self._body(request)
+        await self._session(request)
+        log(logger, logging.WARNING, "browser reported a problem", kind=str(body.get("kind", ""))[:64],
+            detail=str(body.get("detail", ""))[:500])
+        return Response(status_code=204)
+
     def routes(self) -> list[Route]:
         return [Route("/api/session", self.session), Route("/api/ask", self.ask, methods=["POST"]),
                 Route("/api/surface/stream", self.surface_stream), Route("/api/commands", self.command,
                                                                          methods=["POST"]),
                 Route("/api/approvals", self.approvals),
                 Route("/api/approvals/{approval_id}", self.approval),
-                Route("/api/approvals/{approval_id}/decision", self.decide, methods=["POST"])]
+                Route("/api/approvals/{approval_id}/decision", self.decide, methods=["POST"]),
+                Route("/api/report", self.report, methods=["POST"])]
 
 
 async def api_error(request: Request, exc: ApiError) -> JSONResponse:

@@ -16,6 +16,7 @@ import secrets
 import signal
 import socket
 import time
+from pathlib import Path
 
 import grpc
 import uvicorn
@@ -23,7 +24,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse
-from starlette.routing import Route
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
 
 from services.web.api import ApiError, WebApi, api_error
 from services.web.config import WebSettings
@@ -71,6 +73,15 @@ def create_app(settings: WebSettings, credentials: Credentials) -> Starlette:
             "started_at": started, "upstreams": await upstreams(),
         })
 
+    bundle = Path(__file__).parent / "static"
+
+    async def page(request: Request) -> HTMLResponse:
+        """The browser app when its bundle was built (make does), else the status page saying so."""
+        built = bundle / "index.html"
+        if built.exists():
+            return HTMLResponse(built.read_text(), headers={"Cache-Control": "no-store"})
+        return await index(request)
+
     async def index(request: Request) -> HTMLResponse:
         rows = "".join(
             f"<tr><td>{html.escape(u['name'])}</td><td>{html.escape(u['address'])}</td>"
@@ -79,7 +90,7 @@ def create_app(settings: WebSettings, credentials: Credentials) -> Starlette:
         )
         page = (
             "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Tessera</title></head>"
-            "<body><main><h1>Tessera</h1><p>The browser experience is not built yet. "
+            "<body><main><h1>Tessera</h1><p>The browser bundle is not built (run <code>make</code>). "
             "Services this gateway reaches:</p>"
             "<table><caption>Upstream services</caption><thead><tr><th scope='col'>service</th>"
             "<th scope='col'>address</th><th scope='col'>health</th></tr></thead>"
@@ -106,8 +117,10 @@ def create_app(settings: WebSettings, credentials: Credentials) -> Starlette:
             for channel in channels.values():
                 await channel.close()
 
-    return Starlette(routes=[Route("/", index), Route("/healthz", healthz), Route("/info", info)],
-                     lifespan=lifespan, exception_handlers={ApiError: api_error})
+    routes = [Route("/", page), Route("/status", index), Route("/healthz", healthz), Route("/info", info)]
+    if (bundle / "assets").is_dir():
+        routes.append(Mount("/assets", app=StaticFiles(directory=bundle / "assets"), name="assets"))
+    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={ApiError: api_error})
 
 
 def main() -> None:

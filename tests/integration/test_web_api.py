@@ -4,12 +4,13 @@ streamed as server-sent events, the trusted surface stream (resumable), commands
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from decimal import Decimal
 
 import httpx
 import pytest
 import sqlalchemy as sa
+
+from tests.integration.test_golden import expected_figures
 
 
 @pytest.fixture
@@ -82,15 +83,7 @@ def test_a_question_streams_its_turn_and_the_surface_shows_the_numbers(browser, 
     window = resumed[-1][1]
     rows = window["message"]["updateDataModel"]["value"]["rows"]
 
-    engine = sa.create_engine(warehouse_url)
-    expected = defaultdict(Decimal)
-    with engine.connect() as connection:
-        for region, quantity, price, discount in connection.execute(sa.text(
-                "SELECT r.name, i.quantity, i.unit_price, i.discount FROM order_items i JOIN orders o "
-                "ON o.order_id = i.order_id JOIN customers c ON c.customer_id = o.customer_id "
-                "JOIN regions r ON r.region_id = c.region_id")):
-            expected[region] += Decimal(quantity) * Decimal(str(price)) * (1 - Decimal(str(discount)))
-    engine.dispose()
+    expected = expected_figures(warehouse_url, {"metric": "net_revenue", "by": "region"}, "")
     assert {r[0] for r in rows} == set(expected)
     assert all(abs(Decimal(str(v)) - expected[k]) < Decimal("0.01") for k, v in rows)
 

@@ -1,0 +1,93 @@
+"""Browser benchmark for `make bench`: from submitting a question in the page to the first rendered
+component, and to the fully rendered surface (chart drawn, table rows shown), with the embedded planner.
+
+Measured inside the page (performance.now()) in Debian's headless Chromium, one fresh browser session per
+question so every surface starts empty. Goal: first component ≤ 300 ms.
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+from pathlib import Path
+
+from cli.launcher import ServiceSet
+from cli.seed import seed
+
+QUESTIONS = ("What is our net revenue by region?", "Show units sold by month", "Net revenue by sales channel",
+             "Units sold by product category")
+ROUNDS = 3
+MEASURE = """async (question) => {
+  // Components live in shadow roots: find the host element anywhere, then look inside its own root.
+  const host = (root, tag) => {
+    const found = root.querySelector(tag);
+    if (found) return found;
+    for (const element of root.querySelectorAll('*')) {
+      if (element.shadowRoot) { const inner = host(element.shadowRoot, tag); if (inner) return inner; }
+    }
+    return null;
+  };
+  const inside = (tag, selector) => host(document, tag)?.shadowRoot?.querySelector(selector) || null;
+  const rendered = () => ['tessera-heading:h2', 'tessera-metric:figure', 'tessera-chart:.chart', 'tessera-text:p']
+    .some((pair) => { const [tag, selector] = pair.split(':'); const e = inside(tag, selector);
+      return e && e.getBoundingClientRect().height > 0; });
+  const complete = () => inside('tessera-chart', 'svg') && inside('tessera-data-table', 'tbody tr');
+  document.querySelector('#question').value = question;
+  const started = performance.now();
+  document.querySelector('#ask-button').click();
+  let first = null;
+  for (;;) {
+    await new Promise((resolve) => requestAnimationFrame(resolve));
+    const now = performance.now();
+    if (first === null && rendered()) first = now - started;
+    if (first !== null && complete()) return {first, full: now - started};
+    if (now - started > 60000) throw new Error('the surface did not render within 60 s');
+  }
+}"""
+
+
+def run(work: Path, cert_dir: Path) -> list[dict]:
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        return [{"name": "browser_first_component_p50", "value": None, "unit": "ms", "baseline": 300.0,
+                 "ratio": None, "skipped": "Chromium is not installed"}]
+    from playwright.sync_api import sync_playwright
+
+    warehouse = f"sqlite:///{work / 'browser-bench-warehouse.sqlite'}"
+    seed(warehouse, 20_000, progress=False)
+    env = {"TESSERA_RESOURCES_WAREHOUSE_URL": warehouse, "TESSERA_VAR_DIR": str(work / "browser-var"),
+           "TESSERA_RESOURCES_STORE_URL": f"sqlite:///{work / 'browser-results.sqlite'}",
+           "TESSERA_HOST_DATABASE_URL": f"sqlite:///{work / 'browser-host.sqlite'}",
+           "TESSERA_CAPABILITIES_DATABASE_URL": f"sqlite:///{work / 'browser-broker.sqlite'}",
+           "TESSERA_CAPABILITIES_CHANGES_URL": warehouse, "TESSERA_LOG_LEVEL": "WARNING"}
+    services = ServiceSet(cert_dir, work / "run-browser", ephemeral_ports=True, extra_env=env)
+    services.start()
+    firsts, fulls = [], []
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=chromium, headless=True,
+                                                 args=["--no-sandbox", "--disable-gpu"])
+            for round_ in range(ROUNDS + 1):  # the first round warms caches and is not counted
+                for question in QUESTIONS:
+                    context = browser.new_context(base_url=f"http://{services.handles['web'].address}")
+                    page = context.new_page()
+                    page.goto("/")
+                    page.wait_for_selector("body[data-ready=true]", timeout=30_000)
+                    timing = page.evaluate(MEASURE, question)
+                    if round_:
+                        firsts.append(timing["first"])
+                        fulls.append(timing["full"])
+                    context.close()
+            browser.close()
+    finally:
+        services.stop()
+    first_p50, full_p50 = statistics.median(firsts), statistics.median(fulls)
+    return [
+        {"name": "browser_first_component_p50", "value": round(first_p50, 1), "unit": "ms", "baseline": 300.0,
+         "ratio": round(first_p50 / 300.0, 3), "goal_ratio": 1.0, "samples": len(firsts),
+         "description": "submit in the page → first visible component of the answer (embedded planner, Debian "
+                        "Chromium headless, fresh session per question); baseline is the 300 ms goal"},
+        {"name": "browser_full_surface_p50", "value": round(full_p50, 1), "unit": "ms", "baseline": None,
+         "ratio": None, "p90": round(sorted(fulls)[int(0.9 * len(fulls))], 1),
+         "description": "submit → chart drawn and table rows shown (rows arrive through resource-window commands)"},
+    ]

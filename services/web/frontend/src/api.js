@@ -1,0 +1,65 @@
+// Talking to `web`: JSON in and out, errors as {reason, message}, server-sent events read from fetch.
+
+export class ApiError extends Error {
+  constructor(status, reason, message) {
+    super(message || reason);
+    this.status = status;
+    this.reason = reason;
+  }
+}
+
+async function failure(response) {
+  let body = {};
+  try { body = await response.json(); } catch { /* not JSON: keep the status */ }
+  return new ApiError(response.status, body.reason || `HTTP_${response.status}`, body.message || response.statusText);
+}
+
+export async function getJson(path) {
+  const response = await fetch(path, { credentials: 'same-origin' });
+  if (!response.ok) throw await failure(response);
+  return response.json();
+}
+
+export async function postJson(path, body) {
+  const response = await fetch(path, {
+    method: 'POST', credentials: 'same-origin',
+    headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body),
+  });
+  if (!response.ok) throw await failure(response);
+  return response.json();
+}
+
+// POST that answers with server-sent events (a turn): calls onEvent for each `data:` object.
+export async function postEvents(path, body, onEvent, signal) {
+  const response = await fetch(path, {
+    method: 'POST', credentials: 'same-origin', signal,
+    headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body),
+  });
+  if (!response.ok) throw await failure(response);
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffered = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffered += decoder.decode(value, { stream: true });
+    let end;
+    while ((end = buffered.indexOf('\n\n')) >= 0) {
+      const block = buffered.slice(0, end);
+      buffered = buffered.slice(end + 2);
+      const data = block.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
+      if (data) onEvent(JSON.parse(data));
+    }
+  }
+}
+
+let counter = 0;
+export function commandId(kind) {
+  counter += 1;
+  return `${kind}-${Date.now().toString(36)}-${counter}-${Math.random().toString(36).slice(2, 8)}`;
+}
+
+// Client-side render problems go back to the server's log (a refused block, a failed window).
+export function report(kind, detail) {
+  postJson('/api/report', { kind, detail: String(detail).slice(0, 500) }).catch(() => {});
+}

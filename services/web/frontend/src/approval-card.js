@@ -1,0 +1,112 @@
+// The approval card (§8): namespaced id and risk badge, the exact arguments (a before/after diff for
+// data changes), taint and flag chips with each snippet and its source, the run's last three reads,
+// a reason field, a countdown to expiry, and Reject focused by default.
+
+import { LitElement, html, css, nothing } from 'lit';
+import { getJson, postJson } from './api.js';
+
+const STATUS = (s) => (s || '').replace('INTENT_STATUS_', '').toLowerCase().replace(/_/g, ' ');
+
+export class ApprovalCard extends LitElement {
+  static properties = { approvalId: { attribute: 'approval-id' }, _card: { state: true }, _error: { state: true },
+    _left: { state: true }, _busy: { state: true }, _outcome: { state: true } };
+
+  static styles = css`
+    :host { display: block; border: 2px solid #1d232b; border-radius: 10px; padding: 1rem; background: #fff; }
+    h3 { margin: 0 0 0.5rem; font-size: 1.1rem; }
+    .badge { display: inline-block; padding: 0.1rem 0.5rem; border-radius: 999px; font-size: 0.85rem;
+      border: 1px solid currentColor; margin-left: 0.5rem; }
+    .mutate { color: #8a1c1c; } .read { color: #1b6b3a; }
+    .chip { display: inline-block; margin: 0.2rem 0.3rem 0.2rem 0; padding: 0.15rem 0.55rem; border-radius: 999px;
+      background: #fdf6e7; border: 1px solid #8a5a00; color: #5c3c00; font-size: 0.85rem; }
+    .chip.tainted { background: #eef0f3; border-color: #5b6470; color: #1d232b; }
+    table { border-collapse: collapse; margin: 0.5rem 0; } th, td { padding: 0.25rem 0.5rem; text-align: left;
+      border-bottom: 1px solid #dde1e6; }
+    del { color: #8a1c1c; } ins { color: #1b6b3a; text-decoration: none; font-weight: 600; }
+    pre { background: #f4f5f7; padding: 0.5rem; overflow-x: auto; max-height: 12rem; }
+    .reads li { margin-bottom: 0.4rem; } .reads q { color: #4a525c; }
+    label { display: block; margin-top: 0.5rem; } textarea { width: 100%; min-height: 3rem; font: inherit; }
+    .actions { display: flex; gap: 0.5rem; margin-top: 0.75rem; align-items: center; }
+    button { font: inherit; padding: 0.4rem 1rem; border-radius: 6px; border: 1px solid #5b6470; background: #fff;
+      color: #1d232b; cursor: pointer; }
+    button.approve { background: #1b6b3a; color: #fff; border-color: #1b6b3a; }
+    button:focus-visible, textarea:focus-visible { outline: 3px solid #1f5fbf; outline-offset: 2px; }
+    .error { color: #8a1c1c; }
+  `;
+
+  connectedCallback() {
+    super.connectedCallback();
+    this.load();
+    this._timer = setInterval(() => this.tick(), 1000);
+  }
+
+  disconnectedCallback() { super.disconnectedCallback(); clearInterval(this._timer); }
+
+  async load() {
+    try {
+      this._card = await getJson(`/api/approvals/${encodeURIComponent(this.approvalId)}`);
+      this.tick();
+      await this.updateComplete;
+      this.renderRoot.querySelector('button.reject')?.focus();  // the safe choice is the default
+    } catch (error) {
+      this._error = `Could not load this approval (${error.reason || error.message}).`;
+    }
+  }
+
+  tick() {
+    const expires = this._card?.summary?.expires_at;
+    if (expires) this._left = Math.max(0, Math.round((Date.parse(expires) - Date.now()) / 1000));
+  }
+
+  async decide(approve) {
+    this._busy = true;
+    this._error = '';
+    try {
+      const reply = await postJson(`/api/approvals/${encodeURIComponent(this.approvalId)}/decision`, {
+        approve, arguments_sha256: this._card.arguments_sha256,
+        reason: this.renderRoot.querySelector('textarea')?.value || '' });
+      this._outcome = reply.receipt;
+      this.dispatchEvent(new CustomEvent('decided', { detail: reply.receipt, bubbles: true, composed: true }));
+    } catch (error) {
+      this._error = `The decision was not accepted (${error.reason || error.message}).`;
+    } finally {
+      this._busy = false;
+    }
+  }
+
+  render() {
+    if (this._error && !this._card) return html`<p class="error" role="alert">${this._error}</p>`;
+    const card = this._card;
+    if (!card) return html`<p role="status">Loading the approval…</p>`;
+    const risk = (card.summary.risk || '').replace('TOOL_RISK_', '').toLowerCase();
+    const args = JSON.parse(card.arguments_json || '{}');
+    const minutes = Math.floor((this._left ?? 0) / 60);
+    const seconds = String((this._left ?? 0) % 60).padStart(2, '0');
+    const decided = this._outcome || !['INTENT_STATUS_AWAITING_APPROVAL', undefined].includes(card.summary.status);
+    return html`
+      <h3 id="title">Approve <code>${card.summary.tool_id}</code>?<span class="badge ${risk}">${risk}</span>
+        ${card.dry_run ? html`<span class="badge">dry run</span>` : nothing}</h3>
+      ${card.tainted ? html`<span class="chip tainted">tainted: this run read external text</span>` : nothing}
+      ${(card.matches || []).map((m) => html`<span class="chip flag" title=${m.snippet}>flagged ${m.rule}:
+        “${m.snippet}” — ${m.source}, ${m.ref}</span>`)}
+      ${card.changes?.length ? html`<table><caption>Changes</caption><thead><tr><th scope="col">entry</th>
+        <th scope="col">before</th><th scope="col">after</th><th scope="col">record version</th></tr></thead>
+        <tbody>${card.changes.map((c) => html`<tr><td>${c.entry_id}</td><td><del>${c.before_json}</del></td>
+          <td><ins>${c.after_json}</ins></td><td>${c.record_version}</td></tr>`)}</tbody></table>`
+        : html`<p>Arguments:</p><pre>${JSON.stringify(args.arguments ?? args, null, 2)}</pre>`}
+      ${card.recent_reads?.length ? html`<details><summary>${card.recent_reads.length === 1 ? "The last read" : `The last ${card.recent_reads.length} reads`} of this run</summary>
+        <ul class="reads">${card.recent_reads.map((r) => html`<li><strong>${r.source}</strong> (${r.ref}):
+          <q>${(r.text || '').slice(0, 200)}</q></li>`)}</ul></details>` : nothing}
+      ${decided ? html`<p role="status" class="receipt">Receipt: ${STATUS(this._outcome?.status || card.summary.status)}${
+        this._outcome?.reason ? ` (${this._outcome.reason})` : ''}</p>` : html`
+        <label>Reason (kept in the audit trail)<textarea></textarea></label>
+        <div class="actions">
+          <button class="reject" ?disabled=${this._busy} @click=${() => this.decide(false)}>Reject</button>
+          <button class="approve" ?disabled=${this._busy} @click=${() => this.decide(true)}>Approve</button>
+          <span role="timer" aria-live="off">expires in ${minutes}:${seconds}</span>
+        </div>`}
+      ${this._error ? html`<p class="error" role="alert">${this._error}</p>` : nothing}`;
+  }
+}
+
+if (!customElements.get('tessera-approval-card')) customElements.define('tessera-approval-card', ApprovalCard);

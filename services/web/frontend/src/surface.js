@@ -1,0 +1,67 @@
+// The trusted surface stream (host → web → here): A2UI messages into the renderer, host events to the app.
+// EventSource resumes by itself with Last-Event-ID after a disconnect; a gap the host cannot fill
+// arrives as snapshot-required and then a fresh snapshot, which replaces the surface.
+
+import { MessageProcessor } from '@a2ui/web_core/v0_9';
+import '@a2ui/lit/v0_9';
+import { catalog, surfaceState } from './components.js';
+import { report } from './api.js';
+
+export class SurfaceView {
+  constructor(element, handlers) {
+    this.element = element;
+    this.handlers = handlers;
+    this.processor = new MessageProcessor([catalog], () => {});
+    this.surfaceId = '';
+    this.lastSequence = 0;
+  }
+
+  connect() {
+    this.source = new EventSource('/api/surface/stream');
+    this.source.onmessage = (event) => this.receive(JSON.parse(event.data));
+    this.source.onerror = () => this.handlers.onConnection?.(this.source.readyState);
+    this.source.onopen = () => this.handlers.onConnection?.(this.source.readyState);
+  }
+
+  receive(envelope) {
+    if (envelope.error) {
+      this.handlers.onError?.(envelope.error);
+      return;
+    }
+    this.lastSequence = envelope.sequence;
+    if (envelope.revision_id) surfaceState.revisionId = envelope.revision_id;
+    if (envelope.kind !== 'a2ui') {
+      this.handlers.onHostEvent?.(envelope.kind, envelope.event, envelope);
+      return;
+    }
+    const message = envelope.message;
+    try {
+      if (message.createSurface && this.processor.model.getSurface(message.createSurface.surfaceId)) {
+        this.processor.processMessage({ version: message.version, deleteSurface: {
+          surfaceId: message.createSurface.surfaceId } });  // a snapshot replaces what was shown
+      }
+      this.processor.processMessage(message);
+    } catch (error) {
+      report('a2ui-message-refused', error.message);
+      return;
+    }
+    if (message.createSurface) this.show(message.createSurface.surfaceId);
+    if (message.updateComponents) this.handlers.onRendered?.(envelope.revision_id);
+  }
+
+  show(surfaceId) {
+    this.surfaceId = surfaceId;
+    const surface = this.processor.model.getSurface(surfaceId);
+    let view = this.element.querySelector('a2ui-surface');
+    if (!view) {
+      view = document.createElement('a2ui-surface');
+      const loading = document.createElement('div');
+      loading.slot = 'loading';
+      loading.className = 'surface-loading';
+      loading.textContent = 'Loading the answer…';
+      view.append(loading);
+      this.element.replaceChildren(view);
+    }
+    view.surface = surface;
+  }
+}

@@ -1,0 +1,144 @@
+"""The browser experience in headless Chromium against the running set: questions become live surfaces
+with the numbers SQL gives, tables page, buttons go through the approval card, injected text is flagged,
+a refused block becomes a placeholder, and the main views pass axe-core without serious violations."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from decimal import Decimal
+
+from playwright.sync_api import expect
+
+from shared.actors import assert_actor
+from shared.certs import load_signing_key, signing_key_path
+from shared.channels import sync_channel
+from shared.contracts import invoke
+from shared.paths import REPO_ROOT
+from tessera.host.v1 import host_pb2
+from tests.browser.conftest import screenshot
+from tests.integration.test_broker import order as review_status
+from tests.integration.test_golden import expected_figures
+
+AXE = (REPO_ROOT / "node_modules" / "axe-core" / "axe.min.js").read_text()
+
+
+def ask(page, question: str) -> None:
+    page.fill("#question", question)
+    page.click("#ask-button")
+    page.wait_for_function("document.querySelector('#answer').textContent.length > 0", timeout=60_000)
+
+
+def table_rows(page) -> list[list[str]]:
+    return page.locator("tessera-data-table tbody tr").evaluate_all(
+        "rows => rows.map(r => [...r.querySelectorAll('td')].map(td => td.textContent.trim()))")
+
+
+def test_a_question_shows_a_chart_and_a_table_with_the_numbers_sql_gives(page, warehouse_url):
+    ask(page, "Show units sold by month")
+    page.wait_for_selector("tessera-chart svg", timeout=30_000)
+    page.wait_for_selector("tessera-data-table tbody tr", timeout=30_000)
+    expected = {key[:10]: value for key, value in
+                expected_figures(warehouse_url, {"metric": "units_sold", "by": "month"}, "").items()}
+    months = sorted(expected)
+    first = table_rows(page)
+    assert [r[0] for r in first] == months[:25]
+    assert all(Decimal(r[1].replace(",", "")) == expected[r[0]] for r in first)
+    assert page.locator("tessera-data-table [role=status]").inner_text().startswith("Rows 1–25 of 60")
+    screenshot(page, "answer-chart-and-table")
+
+    page.click("tessera-data-table button[aria-label='Next page']")
+    expect(page.locator("tessera-data-table tbody tr td").first).to_have_text(months[25], timeout=15_000)
+    second = table_rows(page)
+    assert [r[0] for r in second] == months[25:50]
+    assert all(Decimal(r[1].replace(",", "")) == expected[r[0]] for r in second)
+    assert not page.problems
+
+
+def _card(page):
+    page.wait_for_selector("tessera-approval-card button.reject", timeout=30_000)
+    return page.locator("tessera-approval-card").last
+
+
+def shown(locator) -> str:
+    """The text a person sees in a component (it lives in the element's shadow root)."""
+    return locator.evaluate("e => (e.shadowRoot || e).textContent.replace(/\\s+/g, ' ')")
+
+
+def test_a_mutating_button_needs_the_person_reject_changes_nothing_approve_changes_once(page, warehouse_url):
+    ask(page, "Flag order 1212 for review")
+    page.click("tessera-action-button button")
+    card = _card(page)
+    assert "orders.flag_for_review" in shown(card) and "mutate" in shown(card)
+    assert card.evaluate("c => c.shadowRoot.activeElement && c.shadowRoot.activeElement.className") == "reject"
+    assert '"none"' in shown(card) and '"flagged"' in shown(card)  # the before/after diff
+    screenshot(page, "approval-card")
+    card.locator("button.reject").click()
+    card.locator(".receipt").wait_for(timeout=15_000)
+    assert "rejected" in card.locator(".receipt").inner_text()
+    assert review_status(warehouse_url, 1212) == ("none", 1)
+
+    page.click("tessera-action-button button")  # a new press is a new request
+    expect(page.locator("tessera-approval-card")).to_have_count(2, timeout=30_000)
+    card = _card(page)
+    card.locator("button.approve").click()
+    card.locator(".receipt").wait_for(timeout=15_000)
+    assert "succeeded" in card.locator(".receipt").inner_text()
+    assert review_status(warehouse_url, 1212) == ("flagged", 2)  # exactly one effect
+    page.wait_for_selector("#receipts li.succeeded", timeout=15_000)
+    screenshot(page, "receipt")
+
+
+def test_a_run_that_read_injected_text_shows_the_flag_with_its_source(page):
+    ask(page, "What does ticket 4815 say?")
+    assert "read like instructions" in page.inner_text("#answer")
+    ask(page, "Open a ticket about the delivery address")
+    card = _card(page)
+    text = shown(card)
+    assert "tickets.create_ticket" in text and "tainted" in text
+    assert "flagged" in text and "tickets.get_ticket" in text and "ticket_id 4815, line 4" in text
+    screenshot(page, "flagged-approval")
+    card.locator("button.reject").click()  # leave nothing half-open for other tests
+    card.locator(".receipt").wait_for(timeout=15_000)
+
+
+def test_a_refused_block_shows_a_placeholder_while_the_rest_renders(page, running_set, credentials, cert_dir):
+    session = page.evaluate("fetch('/api/session').then(r => r.json())")
+    person = assert_actor(load_signing_key(signing_key_path(cert_dir, "web")), "local-user", "local", "Local user")
+    with sync_channel(running_set.handles["host"].address, credentials("agent")) as host:
+        turn = invoke(host, "host", "BeginTurn", host_pb2.BeginTurnRequest(
+            actor=person, session_id=session["session_id"], question="a partly broken answer",
+            request_id=secrets.token_hex(4)))
+        frozen = invoke(host, "host", "FreezeSlice", host_pb2.FreezeSliceRequest(turn_id=turn.turn_id))
+        ids = {c["name"]: c["id"] for c in json.loads(frozen.model_view_json)["components"]}
+        proposal = {"version": 1, "id": "partial", "blocks": [
+            {"id": "main", "component": ids["Column"], "data": {}, "children": ["title", "broken"]},
+            {"id": "title", "component": ids["Heading"], "data": {"text": "Still here"}},
+            {"id": "broken", "component": ids["Text"], "data": {"text": "x", "colour": "red"}}]}
+        committed = invoke(host, "host", "SubmitProposal", host_pb2.SubmitProposalRequest(
+            turn_id=turn.turn_id, slice_hash=frozen.slice_hash, proposal_json=json.dumps(proposal),
+            expected_base_revision_id=turn.base_revision_id, proposal_id="partial"), timeout=30)
+    assert committed.outcome == host_pb2.PROPOSAL_OUTCOME_COMMITTED_PARTIAL
+    page.wait_for_selector("tessera-placeholder .placeholder", timeout=15_000)
+    assert "Couldn't display one element" in shown(page.locator("tessera-placeholder"))
+    assert page.locator("tessera-heading h2").inner_text() == "Still here"
+    screenshot(page, "placeholder")
+
+
+def test_the_main_views_have_no_serious_accessibility_violations(page):
+    def serious() -> list[str]:
+        page.add_script_tag(content=AXE)
+        result = page.evaluate("axe.run(document, {resultTypes: ['violations']})")
+        return [f"{v['id']} ({v['impact']}): {v['nodes'][0]['target']}" for v in result["violations"]
+                if v["impact"] in ("serious", "critical")]
+
+    assert serious() == []  # the empty page
+    ask(page, "What is our net revenue by region?")
+    page.wait_for_selector("tessera-data-table tbody tr", timeout=30_000)
+    page.wait_for_selector("tessera-chart svg", timeout=30_000)
+    assert serious() == []  # an answer with a chart and a table
+    ask(page, "Flag order 1213 for review")
+    page.click("tessera-action-button button")
+    _card(page)
+    assert serious() == []  # the approval card
+    screenshot(page, "accessibility-checked")
