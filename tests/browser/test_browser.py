@@ -142,3 +142,17 @@ def test_the_main_views_have_no_serious_accessibility_violations(page):
     _card(page)
     assert serious() == []  # the approval card
     screenshot(page, "accessibility-checked")
+
+
+def test_everything_works_from_the_keyboard(page):
+    page.focus("#question")
+    page.keyboard.type("Show units sold by month")
+    page.keyboard.press("Enter")  # the form submits without a mouse
+    page.wait_for_selector("tessera-data-table tbody tr", timeout=30_000)
+    first = page.locator("tessera-data-table tbody tr td").first.inner_text()
+    page.locator("tessera-data-table button[aria-label='Next page']").focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("tessera-data-table tbody tr td").first).not_to_have_text(first, timeout=15_000)
+    page.locator("tessera-data-table button[aria-label='Previous page']").focus()
+    page.keyboard.press("Space")
+    expect(page.locator("tessera-data-table tbody tr td").first).to_have_text(first, timeout=15_000)
