@@ -148,7 +148,12 @@ def test_everything_works_from_the_keyboard(page):
     page.focus("#question")
     page.keyboard.type("Show units sold by month")
     page.keyboard.press("Enter")  # the form submits without a mouse
-    page.wait_for_selector("tessera-data-table tbody tr", timeout=30_000)
+    try:
+        page.wait_for_function("document.querySelector('#answer').textContent.length > 0", timeout=60_000)
+        page.wait_for_selector("tessera-data-table tbody tr", timeout=30_000)
+    except Exception:  # keep what the page showed: the progress list says where it stopped
+        screenshot(page, "keyboard-failure")
+        raise AssertionError(page.inner_text("main")[:2000]) from None
     first = page.locator("tessera-data-table tbody tr td").first.inner_text()
     page.locator("tessera-data-table button[aria-label='Next page']").focus()
     page.keyboard.press("Enter")

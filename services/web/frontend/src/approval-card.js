@@ -47,7 +47,10 @@ export class ApprovalCard extends LitElement {
       this._card = await getJson(`/api/approvals/${encodeURIComponent(this.approvalId)}`);
       this.tick();
       await this.updateComplete;
-      this.renderRoot.querySelector('button.reject')?.focus();  // the safe choice is the default
+      // The safe choice is the default — for a card the person just caused, and never by taking
+      // the focus away from something they are typing in.
+      const typing = ['INPUT', 'TEXTAREA', 'SELECT'].includes(document.activeElement?.tagName);
+      if (this.hasAttribute('focus-on-open') && !typing) this.renderRoot.querySelector('button.reject')?.focus();
     } catch (error) {
       this._error = `Could not load this approval (${error.reason || error.message}).`;
     }

@@ -18,11 +18,12 @@ function item(list, text, className = '') {
   return li;
 }
 
-function showApproval(approvalId) {
+function showApproval(approvalId, caused = true) {
   if (!approvalId || shownApprovals.has(approvalId)) return;
   shownApprovals.add(approvalId);
   const card = document.createElement('tessera-approval-card');
   card.setAttribute('approval-id', approvalId);
+  if (caused) card.setAttribute('focus-on-open', '');  // opened by what the person just did
   card.setAttribute('role', 'region');
   card.setAttribute('aria-label', 'Approval request');
   $('approvals').append(card);
@@ -40,7 +41,7 @@ function showReceipt(receipt, where = '') {
 async function refreshApprovals() {
   try {
     const listed = await getJson('/api/approvals');
-    for (const approval of listed.approvals || []) showApproval(approval.approval_id);
+    for (const approval of listed.approvals || []) showApproval(approval.approval_id, false);
   } catch { /* the list is a convenience: cards also arrive on the stream */ }
 }
 
