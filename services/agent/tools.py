@@ -17,6 +17,7 @@ from shared.errors import TesseraError
 from shared.screen import screen
 from shared.tool_bridge import Tool, ToolResult
 from shared.tool_contracts import ToolContract
+from tessera.capabilities.v1 import capabilities_pb2
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2
 from tessera.resources.v1 import resources_pb2
@@ -102,8 +103,20 @@ def _diagnostics(diagnostics) -> list[dict]:
              "model_correctable": d.model_correctable} for d in diagnostics]
 
 
-def build_tools(state: TurnState, resources, host, peers_ready: PeerReadiness) -> list[Tool]:
-    """The six tools of one turn, bound to its state and to the resources/host stubs."""
+def build_tools(state: TurnState, resources, host, peers_ready: PeerReadiness, capabilities=None) -> list[Tool]:
+    """The six tools of one turn, bound to its state and to the resources/host/capabilities stubs."""
+
+    async def record_reads(state: TurnState, reads: list[tuple[str, str, str]]) -> None:
+        """Probe values go on the run's record at the broker, so an approval card shows them too."""
+        if capabilities is None:
+            return
+        try:
+            await capabilities.RecordReads(capabilities_pb2.RecordReadsRequest(
+                actor=state.actor, session_id=state.session_id, turn_id=state.turn_id,
+                reads=[capabilities_pb2.ExternalRead(source=s, ref=r, text=t) for s, r, t in reads[:50]]), timeout=10)
+        except grpc.aio.AioRpcError as exc:  # the answer goes on; the gap is reported, not hidden
+            state.mark_unavailable("run record", f"probe values were not recorded at the broker "
+                                                 f"({exc.code().name})")
 
     async def inspect_current_context(arguments: dict) -> dict:
         readiness = await peers_ready()
@@ -142,11 +155,15 @@ def build_tools(state: TurnState, resources, host, peers_ready: PeerReadiness) -
         result = {"kind": arguments["kind"], "probes_remaining": reply.probes_remaining}
         which = reply.WhichOneof("result")
         if which == "value_domain":  # warehouse text is external text: screened, then untrusted data (§8)
-            screened = [screen(value, "probe_data", f"value {i + 1}")
-                        for i, value in enumerate(reply.value_domain.values)]
+            values = list(reply.value_domain.values)
+            screened = [screen(value, "probe_data", f"{arguments.get('field_id', '')} value {i + 1}")
+                        for i, value in enumerate(values)]
             flags = sorted({m.rule for item in screened for m in item.matches})
             state.tainted = True
             state.flagged |= bool(flags)
+            if values:
+                await record_reads(state, [(item.source, item.ref, value) for item, value in zip(screened, values,
+                                                                                                  strict=True)])
             result.update(untrusted_values=[item.text for item in screened], truncated=reply.value_domain.truncated,
                           flags=flags)
         elif which == "field_profile":

@@ -162,7 +162,8 @@ async def run_turn(request: agent_pb2.StartTurnRequest, resources, host, capabil
 
     external = await list_external(state, capabilities)
     state.external_tools = [t.tool_id for t in external]
-    tools = build_tools(state, resources, host, peers_ready) + build_external_tools(state, capabilities, external)
+    tools = build_tools(state, resources, host, peers_ready, capabilities) + build_external_tools(
+        state, capabilities, external)
     bridge = ToolBridge(tools)
     if chat is None:
         task = asyncio.create_task(EmbeddedPlanner().run(request.question, call))

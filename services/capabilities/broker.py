@@ -35,6 +35,7 @@ from tessera.common.v1 import common_pb2
 logger = logging.getLogger("tessera.broker")
 INPUT_LIMITS = Limits(max_raw_bytes=64 * 1024, max_values=2_000)
 INLINE_SCREEN_CHARS = 4_000
+MAX_RECORDED_READS = 50
 
 
 def sha256(text: str) -> str:
@@ -330,6 +331,26 @@ class Broker:
         if found:
             pending.expires_at.FromNanoseconds(int(found[0].expires_at * 1e9))
         return "pending_approval", pending, intent
+
+    async def record_reads(self, actor: Actor, request: capabilities_pb2.RecordReadsRequest) -> list:
+        """External text read outside the broker (probe values): screened here and recorded as the run's reads."""
+        if not request.session_id:
+            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "SESSION_REQUIRED", "session_id is required")
+        if not 1 <= len(request.reads) <= MAX_RECORDED_READS:
+            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "READS_INVALID", f"1-{MAX_RECORDED_READS} reads per call")
+        screened = []
+        for read in request.reads:
+            result = screen(read.text, read.source[:200], read.ref[:200])
+            matches = [{"rule": m.rule, "snippet": m.snippet, "ref": m.ref} for m in result.matches]
+            await self.db(self.store.record_read, actor.tenant_id, actor.actor_id, request.session_id,
+                          request.turn_id, result.source, result.ref, result.text, result.clipped, matches)
+            _, flagged = await self.run_taint(request.session_id)
+            self._taint[request.session_id] = (True, flagged or bool(matches))
+            screened.append(capabilities_pb2.UntrustedContent(
+                text=result.text, source=result.source, ref=result.ref, clipped=result.clipped,
+                matches=[capabilities_pb2.ScreenMatch(rule=m.rule, snippet=m.snippet, source=result.source,
+                                                      ref=m.ref) for m in result.matches]))
+        return screened
 
     async def _read(self, actor: Actor, request, arguments: dict):
         try:

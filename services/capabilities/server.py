@@ -124,6 +124,12 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
             reply.receipt.CopyFrom(intent.receipt())
         return reply
 
+    async def RecordReads(self, request, context):
+        actor = self._actor(request.actor)
+        screened = await self._broker.record_reads(actor, request)
+        tainted, flagged = await self._broker.run_taint(request.session_id)
+        return capabilities_pb2.RecordReadsResponse(screened=screened, tainted=tainted, flagged=flagged)
+
     async def ReviewTools(self, request, context):
         self._actor(request.actor)
         states, unlisted = await self._broker.gate.survey()

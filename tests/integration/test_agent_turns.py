@@ -120,6 +120,15 @@ def test_a_filter_on_a_value_found_by_a_probe(running_set, credentials, person, 
     assert done.outcome == agent_pb2.TURN_OUTCOME_ANSWERED and region in done.answer
     assert "probe_data" in [e.tool_step.tool for e in events if e.WhichOneof("event") == "tool_step"]
     assert done.tainted and not done.flagged  # probe values are external text: screened, nothing matched
+    from tessera.capabilities.v1 import capabilities_pb2 as cap
+
+    with sync_channel(running_set.handles["capabilities"].address, credentials("cli")) as broker:
+        stream = broker.unary_stream("/tessera.capabilities.v1.CapabilityBrokerService/ExportAudit",
+                                     request_serializer=cap.ExportAuditRequest.SerializeToString,
+                                     response_deserializer=cap.ExportAuditResponse.FromString)
+        records = [json.loads(r.record_json) for r in stream(cap.ExportAuditRequest(actor=person), timeout=30)]
+    probed = [r for r in records if r["kind"] == "external-read" and r["detail"]["session_id"] == session.session_id]
+    assert probed and all(r["detail"]["source"] == "probe_data" for r in probed)  # on the run's record too
     rows = window(running_set, credentials, person, session, done.revision_ids[0], "table")
     assert {r[0]: Decimal(str(r[1])) for r in rows}.keys() == expected.keys()
     assert all(abs(Decimal(str(v)) - expected[c]) < Decimal("0.01") for c, v in rows)
