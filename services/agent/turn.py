@@ -21,6 +21,7 @@ from shared.actors import Actor
 from shared.errors import TesseraError, error_details
 from shared.tool_bridge import ToolBridge, ToolResult
 from tessera.agent.v1 import agent_pb2
+from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.host.v1 import host_pb2
 
 MAX_QUESTION_CHARS = 2_000
@@ -77,6 +78,19 @@ def _with_unavailable(answer: str, degraded: dict[str, str]) -> str:
     if not missing:
         return answer
     return f"{answer} (Unavailable this turn: {', '.join(missing)}.)".strip()
+
+
+async def _cancel_requests(capabilities, state: TurnState) -> str:
+    """Cancel the turn's requests still waiting for a person; a sentence for the answer."""
+    try:
+        reply = await capabilities.CancelIntents(cap.CancelIntentsRequest(
+            actor=state.actor, session_id=state.session_id, turn_id=state.turn_id), timeout=10)
+    except grpc.aio.AioRpcError as exc:
+        return (f" Its requests waiting for approval ({', '.join(state.awaiting_approval)}) could not be "
+                f"cancelled ({exc.code().name}); reject them.")
+    count = len(reply.receipts)
+    return f" {count} request{'s' if count != 1 else ''} waiting for approval {'were' if count != 1 else 'was'} " \
+           "cancelled too." if count else ""
 
 
 @dataclass
@@ -186,9 +200,11 @@ async def run_turn(request: agent_pb2.StartTurnRequest, resources, host, capabil
         running.pop(state.turn_id, None)
         if not record.cancel_requested:
             raise  # the client went away: nobody to tell
+        answer = "The turn was cancelled."
+        if state.awaiting_approval:  # what it asked for must not be approved and run later
+            answer += await _cancel_requests(capabilities, state)
         yield event(done=agent_pb2.TurnDone(outcome=agent_pb2.TURN_OUTCOME_CANCELLED, revision_ids=state.revisions,
-                                            answer="The turn was cancelled.",
-                                            elapsed=_duration(time.perf_counter() - started_at)))
+                                            answer=answer, elapsed=_duration(time.perf_counter() - started_at)))
         return
     except Exception as exc:  # the model or the planner failed: report it, commit nothing more
         bridge.close()

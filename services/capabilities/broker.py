@@ -320,7 +320,8 @@ class Broker:
                                   request.call_id]))
         arguments_json = canonical({"tool": request.tool_id, "arguments": arguments})
         fields = {"tenant_id": actor.tenant_id, "actor_id": actor.actor_id, "session_id": request.session_id,
-                  "action_id": request.tool_id, "effect": common_pb2.ACTION_EFFECT_IRREVERSIBLE_WRITE,
+                  "turn_id": request.turn_id[:64], "action_id": request.tool_id,
+                  "effect": common_pb2.ACTION_EFFECT_IRREVERSIBLE_WRITE,
                   "input_json": canonical(arguments), "arguments_json": arguments_json,
                   "arguments_sha256": sha256(arguments_json), "surface": None, "dry_run": self.dry_run}
         intent, replayed = await self.db(self.store.create, claim, fields, self.approval_ttl, "mutate")
@@ -331,6 +332,15 @@ class Broker:
         if found:
             pending.expires_at.FromNanoseconds(int(found[0].expires_at * 1e9))
         return "pending_approval", pending, intent
+
+    async def cancel_turn(self, actor: Actor, request: capabilities_pb2.CancelIntentsRequest) -> list[Intent]:
+        if not request.session_id or not request.turn_id:
+            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "TURN_REQUIRED", "session_id and turn_id are required")
+        cancelled = await self.db(self.store.cancel_turn, actor.tenant_id, actor.actor_id, request.session_id,
+                                  request.turn_id)
+        for intent in cancelled:
+            self.metrics.decided("cancelled", time.time() - intent.accepted_at)
+        return cancelled
 
     async def record_reads(self, actor: Actor, request: capabilities_pb2.RecordReadsRequest) -> list:
         """External text read outside the broker (probe values): screened here and recorded as the run's reads."""

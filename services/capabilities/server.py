@@ -124,6 +124,11 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
             reply.receipt.CopyFrom(intent.receipt())
         return reply
 
+    async def CancelIntents(self, request, context):
+        actor = self._actor(request.actor)
+        cancelled = await self._broker.cancel_turn(actor, request)
+        return capabilities_pb2.CancelIntentsResponse(receipts=[i.receipt() for i in cancelled])
+
     async def RecordReads(self, request, context):
         actor = self._actor(request.actor)
         screened = await self._broker.record_reads(actor, request)

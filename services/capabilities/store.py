@@ -33,7 +33,7 @@ intents = sa.Table(
     sa.Column("arguments_json", sa.Text), sa.Column("arguments_sha256", sa.String), sa.Column("status", sa.Integer),
     sa.Column("reason", sa.String), sa.Column("result_digest", sa.String), sa.Column("approval_id", sa.String),
     sa.Column("surface", sa.LargeBinary), sa.Column("dry_run", sa.Boolean), sa.Column("attempted", sa.Boolean),
-    sa.Column("accepted_at", sa.Float), sa.Column("updated_at", sa.Float))
+    sa.Column("accepted_at", sa.Float), sa.Column("updated_at", sa.Float), sa.Column("turn_id", sa.String))
 approvals = sa.Table(
     "approvals", metadata, sa.Column("approval_id", sa.String, primary_key=True), sa.Column("intent_id", sa.String),
     sa.Column("tenant_id", sa.String), sa.Column("state", sa.String), sa.Column("requested_at", sa.Float),
@@ -272,6 +272,27 @@ class BrokerStore:
             for approval in due:
                 self._expire(connection, approval, self._load(connection, approval.intent_id), now)
         return due
+
+    def cancel_turn(self, tenant_id: str, actor_id: str, session_id: str, turn_id: str) -> list[Intent]:
+        """Cancel the turn's requests still waiting for a person; the cancelled ones."""
+        now = time.time()
+        with self.writer.begin() as connection:
+            waiting = [_intent(r) for r in connection.execute(sa.select(intents).where(
+                intents.c.tenant_id == tenant_id, intents.c.actor_id == actor_id,
+                intents.c.session_id == session_id, intents.c.turn_id == turn_id,
+                intents.c.status == common_pb2.INTENT_STATUS_AWAITING_APPROVAL).with_for_update())]
+            cancelled = []
+            for intent in waiting:
+                connection.execute(approvals.update().where(approvals.c.approval_id == intent.approval_id,
+                                                            approvals.c.state == "pending")
+                                   .values(state="cancelled", decided_at=now))
+                connection.execute(intents.update().where(intents.c.intent_id == intent.intent_id).values(
+                    status=common_pb2.INTENT_STATUS_CANCELLED, reason="TURN_CANCELLED", updated_at=now))
+                done = self._load(connection, intent.intent_id)
+                self._audit(connection, "intent-cancelled", done, actor_id, reason="TURN_CANCELLED")
+                self._event(connection, done, receipt=done.receipt())
+                cancelled.append(done)
+        return cancelled
 
     def mark_attempted(self, intent_id: str) -> None:
         with self.writer.begin() as connection:

@@ -24,6 +24,7 @@ from shared.channels import sync_channel
 from shared.contracts import invoke
 from shared.errors import error_details
 from tessera.agent.v1 import agent_pb2
+from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2
 from tests.fixtures.fake_model import chunk, serving_completions
 from tests.integration.test_agent_turns import person  # noqa: F401  (fixture)
@@ -62,6 +63,10 @@ def _script(question: str, messages: list[dict]) -> list[str]:
     """The next model response: a tool call or the final text."""
     results = _results(messages)
     step = len(results)
+    if question.startswith("cancelme"):  # asks for a mutation, then thinks forever
+        if step == 0:
+            return _call("k0", "tickets__create_ticket", {"subject": "never", "body": "cancelled before approval"})
+        raise AssertionError("the hang branch answers the second request")
     if question.startswith("poisoned"):  # a model that obeys what it reads
         if step == 0:
             return _call("p0", "tickets__get_ticket", {"ticket_id": 4815})
@@ -101,7 +106,8 @@ async def _model(request: Request):
 
     async def stream():
         try:
-            if question.startswith("hang"):  # thinks forever until the client goes away
+            if question.startswith("hang") or (question.startswith("cancelme") and any(
+                    m["role"] == "tool" for m in body["messages"])):  # thinks forever until the client goes away
                 yield chunk({"content": "Let me think"})
                 await asyncio.sleep(60)
             elif question.startswith("broken"):  # half a tool call, then the connection ends
@@ -146,7 +152,7 @@ def _open(running_set, credentials, person, name):  # noqa: F811
         return invoke(host, "host", "OpenSession", host_pb2.OpenSessionRequest(actor=person, request_id=name))
 
 
-def _ask(address, credentials, person, session, question, on_started=None):  # noqa: F811
+def _ask(address, credentials, person, session, question, on_started=None, on_event=None):  # noqa: F811
     with sync_channel(address, credentials("cli")) as agent:
         stream = agent.unary_stream("/tessera.agent.v1.AgentService/StartTurn",
                                     request_serializer=agent_pb2.StartTurnRequest.SerializeToString,
@@ -157,6 +163,8 @@ def _ask(address, credentials, person, session, question, on_started=None):  # n
             events.append(event)
             if on_started and event.WhichOneof("event") == "started":
                 on_started(event.started.turn_id)
+            if on_event:
+                on_event(event)
     return events
 
 
@@ -271,3 +279,34 @@ def test_a_model_that_obeys_injected_text_still_changes_nothing(modelled_agent, 
     assert any(m.ref == "ticket_id 4815, line 4" and m.source == "tickets.get_ticket" for m in card.matches), \
         list(card.matches)
     assert "ticket 4810 [open]" in searched.content.text  # never closed
+
+
+def test_cancelling_a_turn_cancels_what_it_asked_a_person_for(modelled_agent, running_set, credentials,
+                                                              person):  # noqa: F811
+    from tessera.capabilities.v1 import capabilities_pb2 as cap
+
+    session = _open(running_set, credentials, person, "cancelme")
+    asked = {}
+
+    def cancel_once_asked(event):
+        step = event.tool_step if event.WhichOneof("event") == "tool_step" else None
+        if step and step.status == agent_pb2.TOOL_STEP_STATUS_AWAITING_APPROVAL and "approval" not in asked:
+            asked["approval"] = step.approval_id
+            with sync_channel(modelled_agent, credentials("cli")) as agent:
+                invoke(agent, "agent", "CancelTurn", agent_pb2.CancelTurnRequest(actor=person,
+                                                                                  turn_id=event.turn_id))
+
+    events = _ask(modelled_agent, credentials, person, session, "cancelme: open a ticket",
+                  on_event=cancel_once_asked)
+    done = events[-1].done
+    assert done.outcome == agent_pb2.TURN_OUTCOME_CANCELLED and "1 request waiting for approval was cancelled" \
+        in done.answer
+    with sync_channel(running_set.handles["capabilities"].address, credentials("cli")) as broker:
+        card = invoke(broker, "capabilities", "GetApproval", cap.GetApprovalRequest(
+            actor=person, approval_id=asked["approval"])).card
+        assert card.summary.status == common_pb2.INTENT_STATUS_CANCELLED
+        with pytest.raises(grpc.RpcError) as late:
+            invoke(broker, "capabilities", "Decide", cap.DecideRequest(
+                actor=person, approval_id=asked["approval"], decision=cap.DECISION_APPROVE,
+                arguments_sha256=card.arguments_sha256))
+    assert error_details(late.value).reason == "APPROVAL_ALREADY_DECIDED"
