@@ -91,7 +91,14 @@ class WebApi:
             raise ApiError(403, "CROSS_ORIGIN", "requests must come from this page")
         if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
             raise ApiError(415, "JSON_REQUIRED", "send application/json")
-        raw = await request.body()
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > BODY_LIMITS.max_raw_bytes:
+            raise ApiError(413, "BODY_TOO_LARGE", f"at most {BODY_LIMITS.max_raw_bytes} bytes")
+        raw = b""
+        async for chunk in request.stream():  # counted as it arrives: a missing or false length changes nothing
+            raw += chunk
+            if len(raw) > BODY_LIMITS.max_raw_bytes:
+                raise ApiError(413, "BODY_TOO_LARGE", f"at most {BODY_LIMITS.max_raw_bytes} bytes")
         try:
             body = parse(raw.decode("utf-8", "strict"), BODY_LIMITS)
         except (BoundedJsonError, UnicodeDecodeError) as exc:

@@ -22,6 +22,8 @@ import grpc
 import uvicorn
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Mount, Route
@@ -120,7 +122,8 @@ def create_app(settings: WebSettings, credentials: Credentials) -> Starlette:
     routes = [Route("/", page), Route("/status", index), Route("/healthz", healthz), Route("/info", info)]
     if (bundle / "assets").is_dir():
         routes.append(Mount("/assets", app=StaticFiles(directory=bundle / "assets"), name="assets"))
-    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={ApiError: api_error})
+    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={ApiError: api_error},
+                     middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=list(settings.allowed_hosts))])
 
 
 def main() -> None:

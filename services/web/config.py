@@ -14,3 +14,6 @@ class WebSettings(ServiceSettings):
     person_id: str = Field(default="local-user", min_length=1, max_length=128)
     person_tenant: str = Field(default="local", min_length=1, max_length=128)
     person_name: str = Field(default="Local user", max_length=128)
+    # Host names this gateway answers to. Anything else is refused, so a page on another name that
+    # resolves to this machine (DNS rebinding) cannot become "same origin" with it.
+    allowed_hosts: list[str] = Field(default_factory=lambda: ["127.0.0.1", "localhost", "[::1]"])

@@ -45,6 +45,8 @@ class SessionCookies:
         if not cookie or cookie.count(".") != 1:
             return None
         session_id, mac = cookie.split(".")
+        if not (session_id.isascii() and mac.isascii()):  # compare_digest refuses non-ASCII str: not ours anyway
+            return None
         return session_id if hmac.compare_digest(mac, self._mac(session_id)) else None
 
 

@@ -133,5 +133,13 @@ def test_bad_requests_get_a_status_and_a_reason(running_set, browser):
     stale = browser.post("/api/commands", json={"command_id": "stale", "revision_id": "rev_gone",
                                                 "resource_window": {"node_id": "table", "limit": 5}})
     assert (stale.status_code, stale.json()["reason"]) == (409, "STALE_REVISION")
+    rebound = httpx.get(f"{base}/api/session", headers={"Host": "evil.example"})  # DNS rebinding
+    assert rebound.status_code == 400 and "set-cookie" not in rebound.headers
+    odd_cookie = httpx.get(f"{base}/api/approvals",
+                           headers={"Cookie": "tessera_session=s\u00e9ssion.m\u00e4c".encode()})
+    assert (odd_cookie.status_code, odd_cookie.json()["reason"]) == (401, "NO_SESSION")
+    huge = browser.post("/api/ask", content=b'{"question": "' + b"x" * 70_000 + b'"}',
+                        headers={"content-type": "application/json"})
+    assert (huge.status_code, huge.json()["reason"]) == (413, "BODY_TOO_LARGE")
     bad_cursor = browser.get("/api/surface/stream", headers={"Last-Event-ID": "yesterday"})
     assert (bad_cursor.status_code, bad_cursor.json()["reason"]) == (400, "CURSOR_INVALID")

@@ -58,7 +58,12 @@ export class ApprovalCard extends LitElement {
 
   tick() {
     const expires = this._card?.summary?.expires_at;
-    if (expires) this._left = Math.max(0, Math.round((Date.parse(expires) - Date.now()) / 1000));
+    if (!expires) return;
+    this._left = Math.max(0, Math.round((Date.parse(expires) - Date.now()) / 1000));
+    if (this._left === 0 && !this._outcome) {  // expiry counts as rejection: show what the broker recorded
+      clearInterval(this._timer);
+      setTimeout(() => this.load(), 1500);
+    }
   }
 
   async decide(approve) {
@@ -69,7 +74,10 @@ export class ApprovalCard extends LitElement {
         approve, arguments_sha256: this._card.arguments_sha256,
         reason: this.renderRoot.querySelector('textarea')?.value || '' });
       this._outcome = reply.receipt;
+      clearInterval(this._timer);
       this.dispatchEvent(new CustomEvent('decided', { detail: reply.receipt, bubbles: true, composed: true }));
+      await this.updateComplete;
+      this.renderRoot.querySelector('.receipt')?.focus();  // focus stays in the card, on the outcome
     } catch (error) {
       this._error = `The decision was not accepted (${error.reason || error.message}).`;
     } finally {
@@ -100,12 +108,14 @@ export class ApprovalCard extends LitElement {
       ${card.recent_reads?.length ? html`<details><summary>${card.recent_reads.length === 1 ? "The last read" : `The last ${card.recent_reads.length} reads`} of this run</summary>
         <ul class="reads">${card.recent_reads.map((r) => html`<li><strong>${r.source}</strong> (${r.ref}):
           <q>${(r.text || '').slice(0, 200)}</q></li>`)}</ul></details>` : nothing}
-      ${decided ? html`<p role="status" class="receipt">Receipt: ${STATUS(this._outcome?.status || card.summary.status)}${
+      ${decided ? html`<p role="status" class="receipt" tabindex="-1">Receipt: ${STATUS(this._outcome?.status || card.summary.status)}${
         this._outcome?.reason ? ` (${this._outcome.reason})` : ''}</p>` : html`
         <label>Reason (kept in the audit trail)<textarea></textarea></label>
         <div class="actions">
-          <button class="reject" ?disabled=${this._busy} @click=${() => this.decide(false)}>Reject</button>
-          <button class="approve" ?disabled=${this._busy} @click=${() => this.decide(true)}>Approve</button>
+          <button class="reject" ?disabled=${this._busy || this._left === 0} @click=${() => this.decide(false)}>
+            Reject</button>
+          <button class="approve" ?disabled=${this._busy || this._left === 0} @click=${() => this.decide(true)}>
+            Approve</button>
           <span role="timer" aria-live="off">expires in ${minutes}:${seconds}</span>
         </div>`}
       ${this._error ? html`<p class="error" role="alert">${this._error}</p>` : nothing}`;

@@ -76,9 +76,24 @@ class ResourceElement extends TesseraElement {
     queueMicrotask(() => this.start());
   }
 
+  // The renderer may reuse this element for another node (e.g. switching tabs): start over for it.
+  willUpdate(changed) {
+    super.willUpdate(changed);
+    const bound = `${this.nodeId}|${this.resourcePath}`;
+    if (this._started && this._bound !== bound) {
+      for (const s of this._subscriptions || []) s.unsubscribe?.();
+      this._subscriptions = [];
+      this._started = false;
+      this._window = undefined;
+      this._error = '';
+      queueMicrotask(() => this.start());
+    }
+  }
+
   start() {
     if (this._started || !this.resourcePath) return;
     this._started = true;
+    this._bound = `${this.nodeId}|${this.resourcePath}`;
     this.watch(`${this.resourcePath}/window`, (window) => {
       if (window && window.node === this.nodeId && window.offset === this._asked) {
         this._window = window;
@@ -164,10 +179,13 @@ class TTabs extends TesseraElement {
   static styles = [shared, css`[role=tablist] { display: flex; gap: 0.25rem; margin-bottom: 0.75rem; }
     [aria-selected=true] { background: #1d232b; color: #fff; }`];
   constructor() { super(); this._active = 0; }
-  key(event) {
+  async key(event) {
     const count = (this.props.children || []).length;
     if (event.key === 'ArrowRight') this._active = (this._active + 1) % count;
-    if (event.key === 'ArrowLeft') this._active = (this._active + count - 1) % count;
+    else if (event.key === 'ArrowLeft') this._active = (this._active + count - 1) % count;
+    else return;
+    await this.updateComplete;
+    this.renderRoot.querySelectorAll('[role=tab]')[this._active]?.focus();  // focus follows the selected tab
   }
   render() {
     const labels = this.props.labels || [];

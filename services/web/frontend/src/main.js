@@ -30,8 +30,13 @@ function showApproval(approvalId, caused = true) {
   $('approvals-section').hidden = false;
 }
 
+const shownReceipts = new Set();
+
 function showReceipt(receipt, where = '') {
   if (!receipt) return;
+  const key = `${receipt.intent_id}:${receipt.status}`;
+  if (shownReceipts.has(key)) return;  // a replayed journal shows each outcome once
+  shownReceipts.add(key);
   const status = (receipt.status || '').replace('INTENT_STATUS_', '').toLowerCase().replace(/_/g, ' ');
   $('receipts-section').hidden = false;
   item($('receipts'), `${receipt.action_id}${where}: ${status}${receipt.reason ? ` (${receipt.reason})` : ''}`,
@@ -52,6 +57,7 @@ async function ask(event) {
   $('ask-button').disabled = true;
   $('progress').replaceChildren();
   $('answer').textContent = '';
+  $('answer').setAttribute('aria-live', 'off');  // not re-read on every streamed piece
   $('degraded').hidden = true;
   $('progress-section').hidden = false;
   const degraded = [];
@@ -78,6 +84,7 @@ async function ask(event) {
       if (e.error) item($('progress'), `Problem: ${e.error.message || e.error.reason}`, 'failed');
       if (e.answer_delta) $('answer').textContent += e.answer_delta.text;
       if (e.done) {
+        $('answer').setAttribute('aria-live', 'polite');  // announced once, complete
         $('answer').textContent = e.done.answer || $('answer').textContent;
         if (e.done.degraded && !degraded.length) {
           $('degraded').textContent = 'Some tools were unavailable for this answer.';
@@ -107,12 +114,22 @@ async function start() {
   };
   const view = new SurfaceView($('surface'), {
     onHostEvent(kind, event) {
-      if (kind === 'approval_requested') showApproval(event.approval_id);
+      // From the stream (also replayed on every load): shown, but it does not take the focus.
+      if (kind === 'approval_requested') showApproval(event.approval_id, false);
       if (kind === 'effect_receipt') showReceipt(event.receipt, event.node_id ? ` (${event.node_id})` : '');
       if (kind === 'rejected') item($('progress'), 'A display was refused; the last good one stays.', 'failed');
     },
     onRendered() { document.body.dataset.rendered = String(Date.now()); },
     onError(error) { $('degraded').textContent = `The live view stopped: ${error.message}`; $('degraded').hidden = false; },
+    onConnection(open) {
+      if (open && $('degraded').dataset.stream) { $('degraded').hidden = true; delete $('degraded').dataset.stream; }
+      if (!open) {
+        $('degraded').textContent = 'The live view lost its connection; reconnecting…';
+        $('degraded').dataset.stream = 'lost';
+        $('degraded').hidden = false;
+      }
+    },
+    reopen: () => getJson('/api/session'),  // a new cookie if web forgot ours
   });
   view.connect();
   document.addEventListener('decided', (event) => showReceipt(event.detail));

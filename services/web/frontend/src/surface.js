@@ -16,11 +16,22 @@ export class SurfaceView {
     this.lastSequence = 0;
   }
 
-  connect() {
-    this.source = new EventSource('/api/surface/stream');
-    this.source.onmessage = (event) => this.receive(JSON.parse(event.data));
-    this.source.onerror = () => this.handlers.onConnection?.(this.source.readyState);
-    this.source.onopen = () => this.handlers.onConnection?.(this.source.readyState);
+  connect(delay = 1000) {
+    // Resume where we were: EventSource sends Last-Event-ID itself on its own retries; after it gave up
+    // (a non-200 answer, e.g. web restarted), a new one starts from our last cursor.
+    const after = this.lastCursor ? `?after=${encodeURIComponent(this.lastCursor)}` : '';
+    this.source = new EventSource(`/api/surface/stream${after}`);
+    this.source.onmessage = (event) => {
+      if (event.lastEventId) this.lastCursor = event.lastEventId;
+      this.receive(JSON.parse(event.data));
+    };
+    this.source.onopen = () => { delay = 1000; this.handlers.onConnection?.(true); };
+    this.source.onerror = () => {
+      if (this.source.readyState !== EventSource.CLOSED) return;  // the browser is already retrying
+      this.handlers.onConnection?.(false);
+      setTimeout(() => this.handlers.reopen().then(() => this.connect(Math.min(delay * 2, 30000)),
+        () => this.connect(Math.min(delay * 2, 30000))), delay);
+    };
   }
 
   receive(envelope) {
