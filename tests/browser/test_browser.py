@@ -55,9 +55,18 @@ def test_a_question_shows_a_chart_and_a_table_with_the_numbers_sql_gives(page, w
     assert not page.problems
 
 
-def _card(page):
-    page.wait_for_selector("tessera-approval-card button.reject", timeout=30_000)
-    return page.locator("tessera-approval-card").last
+def _card(page, action: str, not_id: str = ""):
+    """The newest open approval card for `action`, once loaded (cards of earlier requests may be on the page)."""
+    selector = f"tessera-approval-card:not([approval-id='{not_id}'])" if not_id else "tessera-approval-card"
+    open_card = page.locator(selector).filter(has=page.locator("button.reject")).filter(has_text=action).last
+    open_card.wait_for(timeout=30_000)
+    # From here on by its id: once decided it has no Reject button, and it is still the same card.
+    return page.locator(f"tessera-approval-card[approval-id='{open_card.get_attribute('approval-id')}']")
+
+
+def _reject_has_focus(page, card) -> None:
+    page.wait_for_function("c => c.shadowRoot.activeElement && c.shadowRoot.activeElement.className === 'reject'",
+                           arg=card.element_handle(), timeout=10_000)
 
 
 def shown(locator) -> str:
@@ -68,19 +77,19 @@ def shown(locator) -> str:
 def test_a_mutating_button_needs_the_person_reject_changes_nothing_approve_changes_once(page, warehouse_url):
     ask(page, "Flag order 1212 for review")
     page.click("tessera-action-button button")
-    card = _card(page)
+    card = _card(page, "orders.flag_for_review")
     assert "orders.flag_for_review" in shown(card) and "mutate" in shown(card)
-    assert card.evaluate("c => c.shadowRoot.activeElement && c.shadowRoot.activeElement.className") == "reject"
+    _reject_has_focus(page, card)  # the safe choice is focused first
     assert '"none"' in shown(card) and '"flagged"' in shown(card)  # the before/after diff
     screenshot(page, "approval-card")
+    rejected_id = card.get_attribute("approval-id")
     card.locator("button.reject").click()
     card.locator(".receipt").wait_for(timeout=15_000)
     assert "rejected" in card.locator(".receipt").inner_text()
     assert review_status(warehouse_url, 1212) == ("none", 1)
 
     page.click("tessera-action-button button")  # a new press is a new request
-    expect(page.locator("tessera-approval-card")).to_have_count(2, timeout=30_000)
-    card = _card(page)
+    card = _card(page, "orders.flag_for_review", not_id=rejected_id)
     card.locator("button.approve").click()
     card.locator(".receipt").wait_for(timeout=15_000)
     assert "succeeded" in card.locator(".receipt").inner_text()
@@ -93,7 +102,7 @@ def test_a_run_that_read_injected_text_shows_the_flag_with_its_source(page):
     ask(page, "What does ticket 4815 say?")
     assert "read like instructions" in page.inner_text("#answer")
     ask(page, "Open a ticket about the delivery address")
-    card = _card(page)
+    card = _card(page, "tickets.create_ticket")
     text = shown(card)
     assert "tickets.create_ticket" in text and "tainted" in text
     assert "flagged" in text and "tickets.get_ticket" in text and "ticket_id 4815, line 4" in text
@@ -139,7 +148,7 @@ def test_the_main_views_have_no_serious_accessibility_violations(page):
     assert serious() == []  # an answer with a chart and a table
     ask(page, "Flag order 1213 for review")
     page.click("tessera-action-button button")
-    _card(page)
+    _card(page, "orders.flag_for_review")
     assert serious() == []  # the approval card
     screenshot(page, "accessibility-checked")
 

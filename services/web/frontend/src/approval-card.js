@@ -47,13 +47,18 @@ export class ApprovalCard extends LitElement {
       this._card = await getJson(`/api/approvals/${encodeURIComponent(this.approvalId)}`);
       this.tick();
       await this.updateComplete;
-      // The safe choice is the default — for a card the person just caused, and never by taking
-      // the focus away from something they are typing in.
-      const typing = ['INPUT', 'TEXTAREA', 'SELECT'].includes(document.activeElement?.tagName);
-      if (this.hasAttribute('focus-on-open') && !typing) this.renderRoot.querySelector('button.reject')?.focus();
+      if (this.hasAttribute('focus-on-open')) this.focusDefault();
     } catch (error) {
       this._error = `Could not load this approval (${error.reason || error.message}).`;
     }
+  }
+
+  // The safe choice is the default — for a card the person just caused, and never by taking the
+  // focus away from something they are typing in. Before the card has loaded, it waits for it.
+  focusDefault() {
+    this.setAttribute('focus-on-open', '');
+    const typing = ['INPUT', 'TEXTAREA', 'SELECT'].includes(document.activeElement?.tagName);
+    if (!typing) this.renderRoot?.querySelector('button.reject')?.focus();
   }
 
   tick() {

@@ -19,7 +19,11 @@ function item(list, text, className = '') {
 }
 
 function showApproval(approvalId, caused = true) {
-  if (!approvalId || shownApprovals.has(approvalId)) return;
+  if (!approvalId) return;
+  if (shownApprovals.has(approvalId)) {  // e.g. the stream's event came before the press's reply
+    if (caused) document.querySelector(`tessera-approval-card[approval-id="${CSS.escape(approvalId)}"]`)?.focusDefault();
+    return;
+  }
   shownApprovals.add(approvalId);
   const card = document.createElement('tessera-approval-card');
   card.setAttribute('approval-id', approvalId);
