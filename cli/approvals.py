@@ -17,7 +17,7 @@ from cli.output import table
 from shared.actors import assert_actor
 from shared.certs import load_signing_key, signing_key_path
 from shared.channels import sync_channel
-from shared.contracts import invoke
+from shared.contracts import invoke, invoke_stream
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.common.v1 import common_pb2
 
@@ -79,11 +79,9 @@ class ApprovalDesk:
         return f"{receipt.intent_id}: {_status(receipt.status)}{tail}"
 
     def export_audit(self, out) -> int:
-        stream = self.channel.unary_stream("/tessera.capabilities.v1.CapabilityBrokerService/ExportAudit",
-                                           request_serializer=cap.ExportAuditRequest.SerializeToString,
-                                           response_deserializer=cap.ExportAuditResponse.FromString)
         count = 0
-        for record in stream(cap.ExportAuditRequest(actor=self.person), timeout=300):
+        for record in invoke_stream(self.channel, "capabilities", "ExportAudit",
+                                    cap.ExportAuditRequest(actor=self.person), timeout=300):
             out.write(record.record_json + "\n")
             count += 1
         return count

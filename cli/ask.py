@@ -10,7 +10,7 @@ from cli.launcher import cli_credentials
 from shared.actors import assert_actor
 from shared.certs import load_signing_key, signing_key_path
 from shared.channels import sync_channel
-from shared.contracts import invoke
+from shared.contracts import invoke, invoke_stream
 from tessera.agent.v1 import agent_pb2
 from tessera.host.v1 import host_pb2
 
@@ -26,12 +26,9 @@ def ask(addresses: dict[str, str], cert_dir: Path, question: str, web_url: str =
             actor=person, request_id=secrets.token_hex(6)))
         print(f"? {question}")
         print(f"  session {session.session_id}, surface {session.surface_id}")
-        stream = agent.unary_stream("/tessera.agent.v1.AgentService/StartTurn",
-                                    request_serializer=agent_pb2.StartTurnRequest.SerializeToString,
-                                    response_deserializer=agent_pb2.StartTurnResponse.FromString)
         done = agent_pb2.TurnDone()
-        for event in stream(agent_pb2.StartTurnRequest(actor=person, session_id=session.session_id,
-                                                       question=question, request_id="ask"), timeout=300):
+        for event in invoke_stream(agent, "agent", "StartTurn", agent_pb2.StartTurnRequest(
+                actor=person, session_id=session.session_id, question=question, request_id="ask"), timeout=300):
             kind = event.WhichOneof("event")
             if kind == "tool_step" and event.tool_step.phase == agent_pb2.TOOL_STEP_PHASE_FINISHED:
                 step = event.tool_step

@@ -55,6 +55,29 @@ def method_descriptor(service: str, method: str):
         raise KeyError(f"{descriptor.full_name} has no RPC {method!r}; it has: {known}") from None
 
 
+def _bound(service: str, method: str, request):
+    """(path, request class, response class, request message) of a contract RPC."""
+    from google.protobuf.message_factory import GetMessageClass
+
+    rpc = method_descriptor(service, method)
+    request_class = GetMessageClass(rpc.input_type)
+    response_class = GetMessageClass(rpc.output_type)
+    path = f"/{rpc.containing_service.full_name}/{rpc.name}"
+    if rpc.client_streaming:
+        raise ValueError(f"{path} is client-streaming; invoke() does not drive those")
+    return rpc, path, request_class, response_class, request if request is not None else request_class()
+
+
+def invoke_stream(channel, service: str, method: str, request=None, timeout: float = 5.0):
+    """Start a server-streaming contract RPC by name over a sync channel: iterate the call for its
+    messages; `cancel()` ends it early."""
+    rpc, path, request_class, response_class, message = _bound(service, method, request)
+    if not rpc.server_streaming:
+        raise ValueError(f"{path} is unary; use invoke()")
+    return channel.unary_stream(path, request_serializer=request_class.SerializeToString,
+                                response_deserializer=response_class.FromString)(message, timeout=timeout)
+
+
 def invoke(channel, service: str, method: str, request=None, timeout: float = 5.0):
     """Call any contract RPC over a sync channel, by name.
 
@@ -62,18 +85,9 @@ def invoke(channel, service: str, method: str, request=None, timeout: float = 5.
     ends without one); tests and the CLI use this to reach every RPC without
     a hand-written stub per method.
     """
-    from google.protobuf.message_factory import GetMessageClass
-
-    rpc = method_descriptor(service, method)
-    request_class = GetMessageClass(rpc.input_type)
-    response_class = GetMessageClass(rpc.output_type)
-    path = f"/{rpc.containing_service.full_name}/{rpc.name}"
-    message = request if request is not None else request_class()
-    if rpc.client_streaming:
-        raise ValueError(f"{path} is client-streaming; invoke() does not drive those")
+    rpc, path, request_class, response_class, message = _bound(service, method, request)
     if rpc.server_streaming:
-        call = channel.unary_stream(path, request_serializer=request_class.SerializeToString,
-                                    response_deserializer=response_class.FromString)(message, timeout=timeout)
+        call = invoke_stream(channel, service, method, message, timeout)
         try:
             return next(iter(call), None)
         finally:

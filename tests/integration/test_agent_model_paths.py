@@ -21,7 +21,7 @@ from starlette.responses import StreamingResponse
 
 from cli.launcher import ServiceSet, free_ports
 from shared.channels import sync_channel
-from shared.contracts import invoke
+from shared.contracts import invoke, invoke_stream
 from shared.errors import error_details
 from tessera.agent.v1 import agent_pb2
 from tessera.common.v1 import common_pb2
@@ -154,12 +154,10 @@ def _open(running_set, credentials, person, name):  # noqa: F811
 
 def _ask(address, credentials, person, session, question, on_started=None, on_event=None):  # noqa: F811
     with sync_channel(address, credentials("cli")) as agent:
-        stream = agent.unary_stream("/tessera.agent.v1.AgentService/StartTurn",
-                                    request_serializer=agent_pb2.StartTurnRequest.SerializeToString,
-                                    response_deserializer=agent_pb2.StartTurnResponse.FromString)
         events = []
-        for event in stream(agent_pb2.StartTurnRequest(actor=person, session_id=session.session_id,
-                                                       question=question, request_id=question[:40]), timeout=60):
+        for event in invoke_stream(agent, "agent", "StartTurn", agent_pb2.StartTurnRequest(
+                actor=person, session_id=session.session_id, question=question, request_id=question[:40]),
+                timeout=60):
             events.append(event)
             if on_started and event.WhichOneof("event") == "started":
                 on_started(event.started.turn_id)

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from shared.actors import assert_actor
 from shared.certs import load_signing_key, signing_key_path
 from shared.channels import sync_channel
-from shared.contracts import invoke
+from shared.contracts import invoke, invoke_stream
 from shared.errors import error_details
 from tessera.agent.v1 import agent_pb2
 from tessera.host.v1 import host_pb2
@@ -29,11 +29,8 @@ def ask(running_set, credentials, person, question):
         session = invoke(host, "host", "OpenSession", host_pb2.OpenSessionRequest(actor=person,
                                                                                   request_id=question[:60]))
     with sync_channel(running_set.handles["agent"].address, credentials("cli")) as agent:
-        stream = agent.unary_stream("/tessera.agent.v1.AgentService/StartTurn",
-                                    request_serializer=agent_pb2.StartTurnRequest.SerializeToString,
-                                    response_deserializer=agent_pb2.StartTurnResponse.FromString)
-        events = list(stream(agent_pb2.StartTurnRequest(actor=person, session_id=session.session_id,
-                                                        question=question, request_id="r1"), timeout=120))
+        events = list(invoke_stream(agent, "agent", "StartTurn", agent_pb2.StartTurnRequest(
+            actor=person, session_id=session.session_id, question=question, request_id="r1"), timeout=120))
     return session, events
 
 
@@ -42,14 +39,9 @@ def window(running_set, credentials, person, session, revision_id, node):
         reply = invoke(host, "host", "SendCommand", host_pb2.SendCommandRequest(
             actor=person, command_id=f"w-{node}", session_id=session.session_id, surface_id=session.surface_id,
             revision_id=revision_id, resource_window=host_pb2.ResourceWindowCommand(node_id=node, limit=100)))
-        stream = host.unary_stream("/tessera.host.v1.HostService/Subscribe",
-                                   request_serializer=host_pb2.SubscribeRequest.SerializeToString,
-                                   response_deserializer=host_pb2.SubscribeResponse.FromString)
-        call = stream(host_pb2.SubscribeRequest(actor=person, session_id=session.session_id, resume_after=
-                                                host_pb2.Cursor(epoch=1, sequence=reply.cursor.sequence - 1)),
-                      timeout=10)
-        envelope = next(call).envelope
-        call.cancel()
+        envelope = invoke(host, "host", "Subscribe", host_pb2.SubscribeRequest(
+            actor=person, session_id=session.session_id,
+            resume_after=host_pb2.Cursor(epoch=1, sequence=reply.cursor.sequence - 1)), timeout=10).envelope
     return json.loads(envelope.a2ui.message_json)["updateDataModel"]["value"]["rows"]
 
 
@@ -123,10 +115,8 @@ def test_a_filter_on_a_value_found_by_a_probe(running_set, credentials, person, 
     from tessera.capabilities.v1 import capabilities_pb2 as cap
 
     with sync_channel(running_set.handles["capabilities"].address, credentials("cli")) as broker:
-        stream = broker.unary_stream("/tessera.capabilities.v1.CapabilityBrokerService/ExportAudit",
-                                     request_serializer=cap.ExportAuditRequest.SerializeToString,
-                                     response_deserializer=cap.ExportAuditResponse.FromString)
-        records = [json.loads(r.record_json) for r in stream(cap.ExportAuditRequest(actor=person), timeout=30)]
+        records = [json.loads(r.record_json) for r in invoke_stream(
+            broker, "capabilities", "ExportAudit", cap.ExportAuditRequest(actor=person), timeout=30)]
     probed = [r for r in records if r["kind"] == "external-read" and r["detail"]["session_id"] == session.session_id]
     assert probed and all(r["detail"]["source"] == "probe_data" for r in probed)  # on the run's record too
     rows = window(running_set, credentials, person, session, done.revision_ids[0], "table")

@@ -21,7 +21,7 @@ from cli.launcher import ServiceSet, free_ports
 from shared.actors import assert_actor
 from shared.certs import load_signing_key, signing_key_path
 from shared.channels import sync_channel
-from shared.contracts import invoke
+from shared.contracts import invoke, invoke_stream
 from shared.errors import error_details
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.common.v1 import common_pb2
@@ -248,11 +248,9 @@ def test_a_surface_intent_reaches_the_stream_and_the_host_relays_the_decision(br
 def _next_event(host, actor, session, after):
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        stream = host.unary_stream("/tessera.host.v1.HostService/Subscribe",
-                                   request_serializer=host_pb2.SubscribeRequest.SerializeToString,
-                                   response_deserializer=host_pb2.SubscribeResponse.FromString)
-        call = stream(host_pb2.SubscribeRequest(actor=actor, session_id=session.session_id,
-                                                resume_after=host_pb2.Cursor(epoch=1, sequence=after)), timeout=2)
+        call = invoke_stream(host, "host", "Subscribe", host_pb2.SubscribeRequest(
+            actor=actor, session_id=session.session_id, resume_after=host_pb2.Cursor(epoch=1, sequence=after)),
+            timeout=2)
         try:
             for message in call:
                 return message.envelope
@@ -267,10 +265,8 @@ def test_the_audit_trail_is_exported_in_order_and_cannot_be_rewritten(broker, ce
     receipt = flag(broker, alice, 41).receipt
     decide(broker, alice, receipt)
     with sync_channel(broker.address, broker.credentials("cli")) as channel:
-        stream = channel.unary_stream("/tessera.capabilities.v1.CapabilityBrokerService/ExportAudit",
-                                      request_serializer=cap.ExportAuditRequest.SerializeToString,
-                                      response_deserializer=cap.ExportAuditResponse.FromString)
-        records = [json.loads(r.record_json) for r in stream(cap.ExportAuditRequest(actor=alice), timeout=10)]
+        records = [json.loads(r.record_json) for r in invoke_stream(
+            channel, "capabilities", "ExportAudit", cap.ExportAuditRequest(actor=alice), timeout=10)]
     mine = [r["kind"] for r in records if r["intent_id"] == receipt.intent_id]
     assert mine == ["intent-accepted", "approval-requested", "approval-approved", "intent-succeeded"]
     assert [r["sequence"] for r in records] == sorted(r["sequence"] for r in records)

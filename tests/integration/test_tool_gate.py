@@ -17,6 +17,8 @@ import yaml
 from cli.launcher import ServiceSet
 from shared.actors import assert_actor
 from shared.certs import load_signing_key, signing_key_path
+from shared.channels import sync_channel
+from shared.contracts import invoke_stream
 from shared.paths import REPO_ROOT
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.common.v1 import common_pb2
@@ -212,8 +214,9 @@ def test_drift_is_denied_alerted_and_fails_the_policy_check(world, cert_dir, run
         assert states["drift.update"] == (cap.TOOL_AVAILABILITY_AVAILABLE, "")  # only the changed tool
         refused_call = call(client, alice, "ses_d", "drift.lookup", {"term": "x"})
         assert refused_call.unavailable.availability == cap.TOOL_AVAILABILITY_DRIFTED
-        with sync_channel_for(client) as channel:
-            records = [json.loads(r.record_json) for r in channel(cap.ExportAuditRequest(actor=alice))]
+        with sync_channel(client.address, client.credentials("cli")) as channel:
+            records = [json.loads(r.record_json) for r in invoke_stream(
+                channel, "capabilities", "ExportAudit", cap.ExportAuditRequest(actor=alice), timeout=30)]
         assert any(r["kind"] == "tool-drift" and r["detail"]["tool_id"] == "drift.lookup" for r in records)
         _the_agents_answer_names_the_drifted_tool(world, cert_dir, running_set, credentials, alice,
                                                   processes.handles["capabilities"].address)
@@ -224,24 +227,6 @@ def test_drift_is_denied_alerted_and_fails_the_policy_check(world, cert_dir, run
     assert check.returncode == 1 and "drift.lookup" in check.stderr
     assert "Always call update afterwards" in check.stdout  # the new prose, shown next to the reviewed one
     assert _tessera(cert_dir, "policy", "--file", str(world["policy"]), "check").returncode == 0
-
-
-class sync_channel_for:  # noqa: N801 - a context manager used like a function
-    """ExportAudit (server-streaming) on a Broker client's address, as the CLI."""
-
-    def __init__(self, client: Broker) -> None:
-        from shared.channels import sync_channel
-
-        self._channel = sync_channel(client.address, client.credentials("cli"))
-
-    def __enter__(self):
-        stream = self._channel.unary_stream("/tessera.capabilities.v1.CapabilityBrokerService/ExportAudit",
-                                            request_serializer=cap.ExportAuditRequest.SerializeToString,
-                                            response_deserializer=cap.ExportAuditResponse.FromString)
-        return lambda request: list(stream(request, timeout=30))
-
-    def __exit__(self, *exc) -> None:
-        self._channel.close()
 
 
 def test_the_shipped_policy_matches_its_servers(cert_dir):
