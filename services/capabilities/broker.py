@@ -241,10 +241,11 @@ class Broker:
     # --- external tools (§8) ------------------------------------------------------------------------------
 
     async def list_tools(self, session_id: str) -> dict[str, ToolState]:
-        """A session starts: every tool list is fetched and hashed afresh."""
+        """The session's tools: fetched and hashed afresh when the session starts (its first listing or
+        call), then the same view for every turn of it."""
         if not session_id:
             raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "SESSION_REQUIRED", "session_id is required")
-        return await self.gate.start_session(session_id)
+        return await self.gate.session(session_id)
 
     async def _reads_recorded(self, session_id: str) -> None:
         """Wait until every read of the run is in the database (they are written behind the reply).

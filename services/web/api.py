@@ -32,6 +32,7 @@ from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.host.v1 import host_pb2
 
 logger = logging.getLogger("tessera.web")
+MAX_REMEMBERED_SESSIONS = 10_000  # the oldest are forgotten (and simply reopened at the host)
 BODY_LIMITS = Limits(max_raw_bytes=64 * 1024, max_values=2_000)
 _HTTP = {grpc.StatusCode.INVALID_ARGUMENT: 400, grpc.StatusCode.UNAUTHENTICATED: 401,
          grpc.StatusCode.PERMISSION_DENIED: 403, grpc.StatusCode.NOT_FOUND: 404,
@@ -73,6 +74,7 @@ class WebApi:
         self.host, self.agent, self.capabilities = host, agent, capabilities
         self.cookies = cookies
         self.assertions = assertions
+        self._host_sessions: dict[str, host_pb2.OpenSessionResponse] = {}
 
     # --- plumbing -----------------------------------------------------------------------------------------
 
@@ -107,12 +109,22 @@ class WebApi:
             raise ApiError(400, "BODY_INVALID", "the body must be a JSON object")
         return body
 
+    async def _host_session(self, browser_session: str) -> host_pb2.OpenSessionResponse:
+        """The browser session's host session: opened once (idempotently at the host), then remembered."""
+        opened = self._host_sessions.get(browser_session)
+        if opened is None:
+            opened = await self._call(self.host.OpenSession, host_pb2.OpenSessionRequest(
+                actor=self.assertions.current(), request_id=f"web-{browser_session}"), timeout=10)
+            self._host_sessions[browser_session] = opened
+            while len(self._host_sessions) > MAX_REMEMBERED_SESSIONS:
+                self._host_sessions.pop(next(iter(self._host_sessions)))
+        return opened
+
     async def _session(self, request: Request) -> host_pb2.OpenSessionResponse:
         browser_session = self.cookies.verify(request.cookies.get(COOKIE))
         if browser_session is None:
             raise ApiError(401, "NO_SESSION", "open the page first: it starts your session")
-        return await self._call(self.host.OpenSession, host_pb2.OpenSessionRequest(
-            actor=self.assertions.current(), request_id=f"web-{browser_session}"), timeout=10)
+        return await self._host_session(browser_session)
 
     # --- endpoints ----------------------------------------------------------------------------------------
 
@@ -122,8 +134,7 @@ class WebApi:
         cookie = None
         if browser_session is None:
             browser_session, cookie = self.cookies.issue()
-        opened = await self._call(self.host.OpenSession, host_pb2.OpenSessionRequest(
-            actor=self.assertions.current(), request_id=f"web-{browser_session}"), timeout=10)
+        opened = await self._host_session(browser_session)
         person = self.assertions.person
         response = JSONResponse({"actor": person.actor_id, "tenant": person.tenant_id, "name": person.display_name,
                                  "session_id": opened.session_id, "surface_id": opened.surface_id})
