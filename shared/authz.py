@@ -9,9 +9,12 @@ never from request metadata. Anything not declared is denied.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 
 import grpc
+from cryptography import x509
+from cryptography.exceptions import InvalidSignature
 from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 
 from shared.errors import TesseraError
@@ -30,6 +33,7 @@ EXTERNAL_CALLERS: Mapping[str, tuple[str, ...]] = {
 }
 
 CALLER_NOT_ALLOWED = "CALLER_NOT_ALLOWED"
+CALLER_NOT_ISSUED_BY_CA = "CALLER_NOT_ISSUED_BY_CA"
 
 
 def declared_callers(method: MethodDescriptor) -> tuple[str, ...]:
@@ -64,6 +68,29 @@ class CallerTable:
         return sorted(self._allowed)
 
 
+class DirectIssuer:
+    """Accepts a peer certificate only when the deployment CA signed it itself.
+
+    gRPC core verifies the chain, but it also accepts a path through an
+    intermediate, even one that the CA's pathlen:0 forbids. Tessera issues every
+    identity directly from the deployment CA, so anything else is refused.
+    """
+
+    def __init__(self, ca_pem: bytes) -> None:
+        ca = x509.load_pem_x509_certificate(ca_pem)
+
+        # Callers reuse a handful of certificates: verify each once, not per call.
+        @functools.lru_cache(maxsize=256)
+        def issued(leaf_pem: bytes) -> bool:
+            try:
+                x509.load_pem_x509_certificate(leaf_pem).verify_directly_issued_by(ca)
+            except (ValueError, TypeError, InvalidSignature):
+                return False
+            return True
+
+        self.issued = issued
+
+
 def caller_identity(context: grpc.aio.ServicerContext) -> str | None:
     """The caller's SPIFFE id from its verified certificate, or None.
 
@@ -79,10 +106,18 @@ def caller_identity(context: grpc.aio.ServicerContext) -> str | None:
     return values[0].decode("ascii", "replace")
 
 
-def check_caller(table: CallerTable, method: str, context: grpc.aio.ServicerContext) -> str:
-    """Return the caller's identity if `method` declares it; raise otherwise."""
+def check_caller(table: CallerTable, method: str, context: grpc.aio.ServicerContext,
+                 issuer: DirectIssuer | None = None) -> str:
+    """Return the caller's identity if `method` declares it (and, given an issuer, the
+    caller's certificate came straight from the deployment CA); raise otherwise."""
     identity = caller_identity(context)
     if identity is not None and identity in table.allowed(method):
+        if issuer is not None and not issuer.issued((context.auth_context().get("x509_pem_cert") or [b""])[0]):
+            raise TesseraError(
+                grpc.StatusCode.PERMISSION_DENIED, CALLER_NOT_ISSUED_BY_CA,
+                f"caller {identity} presented a certificate not issued directly by the deployment CA",
+                {"method": method, "caller": identity},
+            )
         return identity
     raise TesseraError(
         grpc.StatusCode.PERMISSION_DENIED,

@@ -26,6 +26,9 @@ from shared.identity import PRINCIPAL_NAMES, spiffe_id_for
 
 CA_CERT_FILE = "ca.pem"
 CA_KEY_FILE = "ca.key"
+# The CA key lives apart, in a 0700 folder of its own that only `tessera certs` reads:
+# no process is ever handed the folder that holds it (see export_identity).
+CA_KEY_DIR = "ca-private"
 # Leaf certificates are short enough to force rotation, long enough for a
 # development deployment not to expire mid-week.
 LEAF_VALIDITY = dt.timedelta(days=30)
@@ -55,9 +58,20 @@ def key_path(directory: Path, principal: str) -> Path:
     return directory / f"{principal}.key"
 
 
-def _write_private(path: Path, data: bytes) -> None:
+def private_dir(path: Path) -> Path:
+    """Create (or tighten) a folder that only its owner can enter."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path.chmod(0o700)
+    return path
+
+
+def ca_key_path(directory: Path) -> Path:
+    return directory / CA_KEY_DIR / CA_KEY_FILE
+
+
+def write_private(path: Path, data: bytes) -> None:
     """Create the file 0600 from the start: never briefly world-readable."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     if path.exists():
         path.unlink()
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -169,13 +183,15 @@ def secret_path(directory: Path, principal: str) -> Path:
 def issue_deployment(directory: Path, principals: tuple[str, ...] = PRINCIPAL_NAMES) -> list[Path]:
     """Write a fresh CA and a key + certificate for every principal, plus token keys."""
     ca_cert, ca_key = create_ca()
-    written = [directory / CA_CERT_FILE, directory / CA_KEY_FILE]
+    private_dir(directory)
+    (directory / CA_KEY_FILE).unlink(missing_ok=True)  # where older versions kept it, beside everything else
+    written = [directory / CA_CERT_FILE, ca_key_path(directory)]
     _write_public(written[0], ca_cert.public_bytes(serialization.Encoding.PEM))
-    _write_private(written[1], _key_pem(ca_key))
+    write_private(written[1], _key_pem(ca_key))
     for principal in principals:
         cert, key = issue_leaf(ca_cert, ca_key, principal)
         _write_public(cert_path(directory, principal), cert.public_bytes(serialization.Encoding.PEM))
-        _write_private(key_path(directory, principal), _key_pem(key))
+        write_private(key_path(directory, principal), _key_pem(key))
         written += [cert_path(directory, principal), key_path(directory, principal)]
     return written + issue_token_keys(directory, only_missing=False)
 
@@ -188,23 +204,67 @@ def issue_token_keys(directory: Path, only_missing: bool = True) -> list[Path]:
         if only_missing and private.exists() and public.exists():
             continue
         signing = ed25519.Ed25519PrivateKey.generate()
-        _write_private(private, _key_pem(signing))
+        write_private(private, _key_pem(signing))
         _write_public(public, signing.public_key().public_bytes(
             serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
         written += [private, public]
     for principal in SECRET_PRINCIPALS:
         if only_missing and secret_path(directory, principal).exists():
             continue
-        _write_private(secret_path(directory, principal), secrets.token_hex(32).encode())
+        write_private(secret_path(directory, principal), secrets.token_hex(32).encode())
         written.append(secret_path(directory, principal))
     return written
 
 
+def identity_files(directory: Path, principal: str) -> list[Path]:
+    """What one principal may hold: its own key and certificate, the CA certificate (never
+    the CA key), its own token-signing key and secret if it has them, and the public keys
+    that verify other principals' tokens (public: whoever holds them can only verify)."""
+    files = [directory / CA_CERT_FILE, cert_path(directory, principal), key_path(directory, principal)]
+    if principal in SIGNING_PRINCIPALS:
+        files.append(signing_key_path(directory, principal))
+    if principal in SECRET_PRINCIPALS:
+        files.append(secret_path(directory, principal))
+    return files + [verify_key_path(directory, signer) for signer in SIGNING_PRINCIPALS]
+
+
+def is_private_file(path: Path) -> bool:
+    """Key material no other principal may hold (keys and secrets; certificates and .pub are public)."""
+    return path.name.endswith((".key", ".secret"))
+
+
+def export_identity(directory: Path, principal: str, target: Path) -> Path:
+    """Copy one principal's files (identity_files) into `target`, a 0700 folder holding nothing else.
+
+    `tessera up` hands each process such a folder instead of the deployment's
+    whole certificate folder; Kubernetes mounts the same set from one Secret.
+    """
+    private_dir(target)
+    wanted = identity_files(directory, principal)
+    names = {path.name for path in wanted}
+    for stale in target.iterdir():
+        if stale.name not in names:
+            stale.unlink()
+    for source in wanted:
+        write_private(target / source.name, _read(source, "credential file"))  # 0600, public ones too
+    return target
+
+
+def _mounted_for_our_group(info: os.stat_result, mode: int) -> bool:
+    """A Kubernetes Secret volume with the pod's fsGroup: root owns the file, the pod's own group
+    (ours) may read it, nobody else and nobody may write. Our own files never qualify."""
+    return (info.st_uid == 0 != os.getuid() and info.st_gid == os.getgid()
+            and not mode & 0o137)
+
+
 def _check_private_mode(path: Path, what: str) -> None:
     try:
-        mode = stat.S_IMODE(path.stat().st_mode)
+        info = path.stat()
     except FileNotFoundError:
         raise CredentialError(f"{what} {path} does not exist (run 'tessera certs')") from None
+    mode = stat.S_IMODE(info.st_mode)
+    if _mounted_for_our_group(info, mode):
+        return
     if mode & 0o077:
         raise CredentialError(
             f"{what} {path} has permissions {mode:04o}; it must not be readable by "

@@ -47,6 +47,9 @@ class ServiceSettings(BaseSettings):
     )
     # Seconds in-flight RPCs get to finish after SIGTERM.
     grace_seconds: float = Field(default=5.0, ge=0, le=300)
+    # A plaintext port serving grpc.health.v1 only (Kubernetes probes carry no client certificate);
+    # unset: none. Web has no such port: its /healthz is on its own HTTP port.
+    health_port: int | None = Field(default=None, ge=0, le=65535)
     # Written (atomically, JSON) once the process serves; launchers wait on it.
     ready_file: Path | None = None
 
@@ -98,8 +101,14 @@ def load_settings(name: str, settings_class: type[S] = ServiceSettings) -> S:
         model_config = SettingsConfigDict(env_prefix=prefix, extra="ignore", frozen=True)
         port: int = Field(default=DEFAULT_PORTS[name], ge=0, le=65535)
 
+    # On Kubernetes, secret settings (database URLs with passwords, the model key) are files in
+    # the service's own mounted Secret, named like their variables in lower case
+    # (tessera_host_database_url): never environment variables, which leak into process listings.
+    secrets_dir = os.environ.get("TESSERA_SECRETS_DIR") or None
+    if secrets_dir and not Path(secrets_dir).is_dir():
+        raise ConfigError(f"TESSERA_SECRETS_DIR={secrets_dir!r}: not a directory")
     try:
-        settings = _Settings(name=name)
+        settings = _Settings(name=name, _secrets_dir=secrets_dir)
     except ValidationError as exc:
         first = exc.errors()[0]
         field = str(first["loc"][0]) if first["loc"] else "?"

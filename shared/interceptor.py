@@ -19,7 +19,7 @@ import time
 import grpc
 from google.protobuf.descriptor import ServiceDescriptor
 
-from shared.authz import EXEMPT_PREFIXES, CallerTable, check_caller
+from shared.authz import EXEMPT_PREFIXES, CallerTable, DirectIssuer, check_caller
 from shared.errors import TesseraError
 from shared.identity import principal_for_spiffe
 from shared.logs import correlated, log
@@ -36,8 +36,9 @@ class CallGuard(grpc.aio.ServerInterceptor):
     handler is built once and reused.
     """
 
-    def __init__(self, table: CallerTable) -> None:
+    def __init__(self, table: CallerTable, issuer: DirectIssuer | None = None) -> None:
         self._table = table
+        self._issuer = issuer
         self._wrapped: dict[str, grpc.RpcMethodHandler] = {}
 
     async def intercept_service(self, continuation, details):
@@ -50,8 +51,8 @@ class CallGuard(grpc.aio.ServerInterceptor):
             if handler is None:
                 # Unknown method: the same denial as an undeclared one, so an
                 # undeclared caller learns nothing about which methods exist.
-                return _wrap(grpc.unary_unary_rpc_method_handler(_unknown_method), method, self._table)
-            wrapped = self._wrapped[method] = _wrap(handler, method, self._table)
+                return _wrap(grpc.unary_unary_rpc_method_handler(_unknown_method), method, self._table, self._issuer)
+            wrapped = self._wrapped[method] = _wrap(handler, method, self._table, self._issuer)
         return wrapped
 
 
@@ -70,10 +71,11 @@ def _request_id(context: grpc.aio.ServicerContext) -> str:
 class _CallScope:
     """One RPC's guarded scope: caller check on entry; outcome mapping on exit."""
 
-    __slots__ = ("method", "table", "context", "caller", "started", "request_id", "_correlation")
+    __slots__ = ("method", "table", "issuer", "context", "caller", "started", "request_id", "_correlation")
 
-    def __init__(self, method: str, table: CallerTable, context: grpc.aio.ServicerContext) -> None:
-        self.method, self.table, self.context = method, table, context
+    def __init__(self, method: str, table: CallerTable, issuer: DirectIssuer | None,
+                 context: grpc.aio.ServicerContext) -> None:
+        self.method, self.table, self.issuer, self.context = method, table, issuer, context
         self.caller: str | None = None
 
     async def __aenter__(self) -> _CallScope:
@@ -82,7 +84,7 @@ class _CallScope:
         self._correlation = correlated(request_id=self.request_id)
         self._correlation.__enter__()
         try:
-            self.caller = check_caller(self.table, self.method, self.context)
+            self.caller = check_caller(self.table, self.method, self.context, self.issuer)
         except TesseraError as error:
             # __aexit__ will not run when __aenter__ raises: close the scope here.
             try:
@@ -127,19 +129,20 @@ class _CallScope:
             ms=round((time.perf_counter() - self.started) * 1000, 3)))
 
 
-def _wrap(handler: grpc.RpcMethodHandler, method: str, table: CallerTable) -> grpc.RpcMethodHandler:
+def _wrap(handler: grpc.RpcMethodHandler, method: str, table: CallerTable,
+          issuer: DirectIssuer | None) -> grpc.RpcMethodHandler:
     """The same handler, run inside a _CallScope; the servicer runs only if the caller is declared."""
 
     def unary(inner):
         async def guarded(request, context):
-            async with _CallScope(method, table, context):
+            async with _CallScope(method, table, issuer, context):
                 result = inner(request, context)
                 return await result if inspect.isawaitable(result) else result
         return guarded
 
     def streaming(inner):
         async def guarded(request, context):
-            async with _CallScope(method, table, context):
+            async with _CallScope(method, table, issuer, context):
                 result = inner(request, context)
                 if hasattr(result, "__aiter__"):
                     async for item in result:

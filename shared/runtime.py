@@ -32,7 +32,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from shared import __version__
-from shared.authz import CallerTable
+from shared.authz import CallerTable, DirectIssuer
 from shared.certs import CredentialError, Credentials, load_credentials
 from shared.config import ConfigError, ServiceSettings, load_settings
 from shared.contracts import SERVICES, contract_hash
@@ -49,6 +49,10 @@ READINESS_INTERVAL_SECONDS = 5.0
 
 class StartupError(Exception):
     """A service cannot start (bad model file, missing warehouse ...); one line."""
+
+
+class HealthPortError(OSError):
+    """The health-only port cannot be bound."""
 
 
 @dataclass
@@ -76,12 +80,17 @@ class RunningServer:
     readiness: list[ReadinessProbe] = field(default_factory=list)
     _ready_task: asyncio.Task | None = None
     background: list[asyncio.Task] = field(default_factory=list)
+    # The plaintext, health-only server for orchestrator probes (None when not asked for).
+    health_server: grpc.aio.Server | None = None
+    health_port: int | None = None
 
     async def stop(self, grace: float | None = None) -> None:
         if self._ready_task:
             self._ready_task.cancel()
         await self.health.enter_graceful_shutdown()
         await self.server.stop(grace)
+        if self.health_server is not None:
+            await self.health_server.stop(None)
         for task in self.background:
             task.cancel()
         await asyncio.gather(*self.background, return_exceptions=True)
@@ -101,11 +110,18 @@ async def start_server(
     host: str = "127.0.0.1",
     port: int = 0,
     readiness: Sequence[ReadinessProbe] = (),
+    health_port: int | None = None,
 ) -> RunningServer:
-    """Build, bind and start a server; raise OSError when the port is taken."""
+    """Build, bind and start a server; raise OSError when the port is taken.
+
+    With `health_port`, a second server answers `grpc.health.v1` alone, in
+    plaintext: Kubernetes' native gRPC probes cannot present a client
+    certificate, and nothing but health is reachable there.
+    """
     table = CallerTable(r.descriptor for r in registrations)
     # so_reuseport=0: otherwise a second server silently shares a busy port.
-    server = grpc.aio.server(interceptors=[CallGuard(table)], options=[("grpc.so_reuseport", 0)])
+    guard = CallGuard(table, DirectIssuer(credentials.ca_pem))
+    server = grpc.aio.server(interceptors=[guard], options=[("grpc.so_reuseport", 0)])
     for registration in registrations:
         registration.add_to_server(registration.servicer, server)
     health_servicer = health.aio.HealthServicer()
@@ -126,12 +142,34 @@ async def start_server(
     await server.start()
     probes = [*readiness, *(probe for r in registrations for probe in r.readiness)]
     running = RunningServer(server, bound, health_servicer, names, probes)
+    if health_port is not None:
+        try:
+            running.health_server, running.health_port = await _start_health_only(health_servicer, host, health_port)
+        except BaseException:
+            await server.stop(None)
+            raise
     await _update_health(running)
     running._ready_task = asyncio.create_task(_watch_readiness(running))
     running.background = [asyncio.create_task(work()) for r in registrations for work in r.background]
     for task in running.background:
         task.add_done_callback(_report_stopped_work)
     return running
+
+
+async def _start_health_only(servicer: health.aio.HealthServicer, host: str, port: int) -> tuple[grpc.aio.Server, int]:
+    """Serve the same health statuses, and nothing else (no reflection, no contract RPCs), in plaintext."""
+    server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+    health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
+    try:
+        if port:
+            _check_port_free(host, port)
+        bound = server.add_insecure_port(f"{host}:{port}")
+    except (OSError, RuntimeError) as exc:
+        raise HealthPortError(str(exc)) from None
+    if not bound:
+        raise HealthPortError(f"cannot listen on {host}:{port}: address in use or unavailable")
+    await server.start()
+    return server, bound
 
 
 def _report_stopped_work(task: asyncio.Task) -> None:
@@ -238,6 +276,8 @@ def serve(name: str, build: BuildRegistrations, settings_class: type[ServiceSett
     context = ServiceContext(name, settings, credentials, time.time())
     try:
         asyncio.run(_serve(context, build))
+    except HealthPortError as exc:
+        fail_startup(name, f"TESSERA_{name.upper()}_HEALTH_PORT={settings.health_port}: {exc}")
     except OSError as exc:
         fail_startup(name, f"TESSERA_{name.upper()}_PORT={settings.port}: {exc}")
     except StartupError as exc:
@@ -255,6 +295,7 @@ async def _serve(context: ServiceContext, build: BuildRegistrations) -> None:
         host=settings.listen_host,
         port=settings.port,
         readiness=[certificate_validity_probe(context.credentials)],
+        health_port=settings.health_port,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -262,11 +303,11 @@ async def _serve(context: ServiceContext, build: BuildRegistrations) -> None:
         loop.add_signal_handler(signum, stop.set)
     address = f"{settings.listen_host}:{running.port}"
     log(logger, logging.INFO, "serving", address=address, identity=context.credentials.identity,
-        services=running.service_names)
+        services=running.service_names, health_port=running.health_port)
     if settings.ready_file:
         write_ready_file(settings.ready_file, {
             "name": context.name, "pid": os.getpid(), "address": address, "port": running.port,
-            "identity": context.credentials.identity,
+            "identity": context.credentials.identity, "health_port": running.health_port,
         })
     await stop.wait()
     log(logger, logging.INFO, "stopping", grace_seconds=settings.grace_seconds)

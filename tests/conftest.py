@@ -71,6 +71,10 @@ def service_env(warehouse_url, tmp_path_factory, model_transcript) -> dict[str, 
         "TESSERA_CAPABILITIES_CHANGES_URL": warehouse_url,
         # Everything the model is handed, for the no-payload scan over real turns.
         "TESSERA_AGENT_MODEL_TRANSCRIPT": str(model_transcript),
+        # Secrets a launcher must hand to one process only (test_identity_isolation reads them back):
+        # the agent's model key (unused by the embedded planner), and one from the operator's shell.
+        "TESSERA_AGENT_MODEL_API_KEY": "sk-only-the-agent-holds-this",
+        "OPERATOR_SHELL_TOKEN": "reaches-no-service",
     }
 
 

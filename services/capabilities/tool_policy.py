@@ -54,12 +54,16 @@ class ToolRule(_Strict):
     pin: Pin | None = None  # unpinned: listed but denied until reviewed
 
 
+CREDENTIAL_PREFIX = "TESSERA_CAPABILITIES_"
+
+
 class ServerRule(_Strict):
     transport: Literal["stdio", "http"]
     command: list[str] = Field(default_factory=list)  # stdio; {python}, {repo}, {var} are filled in
     url: str = ""  # http (streamable HTTP)
     env: dict[str, str] = Field(default_factory=dict)  # fixed settings for the server process
-    # Credentials, per server: server env var / HTTP header ← the broker's environment variable holding it.
+    # Credentials, per server: server env var / HTTP header ← the broker's environment variable holding it,
+    # always one of its own (TESSERA_CAPABILITIES_*): the only variables a launcher or a pod hands the broker.
     credential_env: dict[str, str] = Field(default_factory=dict)
     credential_headers: dict[str, str] = Field(default_factory=dict)
     timeout_seconds: float = Field(default=10, gt=0, le=120)
@@ -71,6 +75,10 @@ class ServerRule(_Strict):
             raise ValueError("a stdio server needs a command")
         if self.transport == "http" and not self.url.startswith(("http://", "https://")):
             raise ValueError("an http server needs an http(s) url")
+        for source in [*self.credential_env.values(), *self.credential_headers.values()]:
+            if not source.startswith(CREDENTIAL_PREFIX):
+                raise ValueError(f"credential variable {source!r} must be one of the broker's own "
+                                 f"({CREDENTIAL_PREFIX}...)")
         return self
 
 

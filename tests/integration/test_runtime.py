@@ -112,3 +112,42 @@ def test_graceful_stop_finishes_in_flight_calls_and_refuses_new_ones(credentials
     reply, refused_code = asyncio.run(scenario())
     assert list(reply.catalog_ids) == ["slow"]
     assert refused_code == grpc.StatusCode.UNAVAILABLE
+
+
+def test_the_health_only_port_answers_health_in_plaintext_and_nothing_else(credentials, monkeypatch):
+    monkeypatch.setattr(runtime, "READINESS_INTERVAL_SECONDS", 0.05)
+    problem = {"now": "database unreachable"}
+
+    async def database() -> str | None:
+        return problem["now"]
+
+    async def until(channel, status) -> None:
+        while await _health(channel) != status:  # readiness is re-read every 50 ms
+            await asyncio.sleep(0.02)
+
+    async def scenario():
+        running = await start_server(credentials("compiler"), [registration_for("compiler", _Compiler())],
+                                     readiness=[database], health_port=0)
+        try:
+            assert running.health_port and running.health_port != running.port
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{running.health_port}") as plain:
+                # Same statuses as the mTLS port: a probe sees real readiness.
+                assert await _health(plain) == health_pb2.HealthCheckResponse.NOT_SERVING
+                problem["now"] = None
+                await asyncio.wait_for(until(plain, health_pb2.HealthCheckResponse.SERVING), 10)
+                refused = {}
+                for path in (GET_INFO, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"):
+                    with pytest.raises(grpc.aio.AioRpcError) as caught:
+                        await _call(plain, path)
+                    refused[path] = caught.value.code()
+            # The contract port still refuses plaintext.
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as plain_to_contract:
+                with pytest.raises(grpc.aio.AioRpcError) as no_tls:
+                    await _health(plain_to_contract)
+        finally:
+            await running.stop(0)
+        return refused, no_tls.value.code()
+
+    refused, no_tls = asyncio.run(scenario())
+    assert set(refused.values()) == {grpc.StatusCode.UNIMPLEMENTED}
+    assert no_tls == grpc.StatusCode.UNAVAILABLE

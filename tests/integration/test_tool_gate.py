@@ -293,14 +293,17 @@ def test_a_streamable_http_server_gets_its_own_credential_from_the_broker(world,
                                                                             credentials, alice):
     policy = world["root"] / "http.yaml"
     policy.write_text(yaml.safe_dump({"version": 1, "servers": {"remote": {
-        "transport": "http", "url": http_server, "credential_headers": {"X-Drift-Token": "REMOTE_TOKEN"},
+        "transport": "http", "url": http_server,
+        "credential_headers": {"X-Drift-Token": "TESSERA_CAPABILITIES_REMOTE_TOKEN"},
         "tools": {"lookup": {"risk": "read", "description": "Our text for remote.lookup."}}}}}))
     pinned = subprocess.run([sys.executable, "-m", "cli", "policy", "--file", str(policy), "pin", "remote.lookup"],
                             cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
-                            env={"TESSERA_CERT_DIR": str(cert_dir), "PATH": "/usr/bin:/bin", "REMOTE_TOKEN": "s3cret"})
+                            env={"TESSERA_CERT_DIR": str(cert_dir), "PATH": "/usr/bin:/bin",
+                                 "TESSERA_CAPABILITIES_REMOTE_TOKEN": "s3cret"})
     assert pinned.returncode == 0, pinned.stderr
     for token, expected in (("s3cret", "content"), ("wrong", "unavailable")):
-        processes = _broker(cert_dir, world["root"] / f"http-{token}", running_set, policy, REMOTE_TOKEN=token)
+        processes = _broker(cert_dir, world["root"] / f"http-{token}", running_set, policy,
+                            TESSERA_CAPABILITIES_REMOTE_TOKEN=token)
         client = Broker(processes.handles["capabilities"].address, credentials)
         try:
             reply = call(client, alice, f"ses_http_{token}", "remote.lookup", {"term": "x"})

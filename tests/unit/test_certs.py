@@ -7,7 +7,15 @@ import stat
 import pytest
 from cryptography import x509
 
-from shared.certs import CredentialError, issue_deployment, load_credentials, uri_sans
+from shared.certs import (
+    CredentialError,
+    ca_key_path,
+    export_identity,
+    is_private_file,
+    issue_deployment,
+    load_credentials,
+    uri_sans,
+)
 from shared.identity import PRINCIPAL_NAMES, spiffe_id_for
 
 
@@ -23,7 +31,9 @@ def _load(directory, principal, **overrides):
 
 def test_every_principal_gets_a_0600_key_and_its_spiffe_id(tmp_path):
     issue_deployment(tmp_path)
-    assert stat.S_IMODE((tmp_path / "ca.key").stat().st_mode) == 0o600
+    assert stat.S_IMODE(ca_key_path(tmp_path).stat().st_mode) == 0o600
+    assert stat.S_IMODE(ca_key_path(tmp_path).parent.stat().st_mode) == 0o700
+    assert not (tmp_path / "ca.key").exists()  # apart from everything a process may be handed
     for principal in PRINCIPAL_NAMES:
         assert stat.S_IMODE((tmp_path / f"{principal}.key").stat().st_mode) == 0o600
         credentials = _load(tmp_path, principal)
@@ -81,3 +91,17 @@ def test_garbage_key_is_refused(tmp_path):
     (tmp_path / "agent.key").write_text("not a key")
     with pytest.raises(CredentialError, match="not an unencrypted PEM private key"):
         _load(tmp_path, "agent")
+
+
+def test_an_exported_identity_holds_only_its_own_private_files(tmp_path):
+    issue_deployment(tmp_path / "all")
+    target = tmp_path / "resources"
+    target.mkdir()
+    (target / "host.key").write_text("left over from an older export")
+    export_identity(tmp_path / "all", "resources", target)
+    private = sorted(path.name for path in target.iterdir() if is_private_file(path))
+    assert private == ["resources-capability.secret", "resources-signing.key", "resources.key"]
+    assert stat.S_IMODE(target.stat().st_mode) == 0o700
+    assert all(stat.S_IMODE(path.stat().st_mode) == 0o600 for path in target.iterdir())
+    # What it holds is usable as is: the service's own credentials load from the folder alone.
+    load_credentials("resources", target / "ca.pem", target / "resources.pem", target / "resources.key")

@@ -1,0 +1,152 @@
+"""`tessera deploy`: render the Kubernetes base from the contracts, check manifests, write Secrets.
+
+- `render [--check]` writes deploy/k8s/base/{workloads,networkpolicies}.yaml and the
+  production overlay's generated patches
+  (with --check: exit 1 naming each file that differs from what the contracts give);
+- `check FILE...` runs the project's own checks on rendered manifests
+  (hardening, NetworkPolicies = caller table, Secrets hold only their owner's files);
+- `secrets --out DIR` writes one Secret per service for the local overlay, each
+  holding only that service's key, certificate, CA certificate, its own token
+  keys and settings, plus PostgreSQL's; passwords are made once and kept in
+  $TESSERA_VAR_DIR/k8s/passwords.json (0600).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import secrets
+import sys
+from pathlib import Path
+
+import yaml
+
+from cli.deploy_check import all_problems, load_documents, network_policy_problems_in, secret_problems
+from cli.deploy_manifests import NAMESPACE, SPECS, render_generated, secret_name, setting_file
+from shared.certs import export_identity, private_dir, write_private
+from shared.paths import REPO_ROOT, var_dir
+
+K8S_DIR = REPO_ROOT / "deploy" / "k8s"
+POSTGRES_HOST = "postgres"
+# Roles of the local overlay's PostgreSQL: each stateful service its own role and database;
+# the warehouse's read-only role for resources and its writer role for the broker's data changes.
+ROLES = ("postgres", "tessera_host", "tessera_capabilities", "tessera_reader", "tessera_writer")
+
+
+def render(check: bool, k8s_dir: Path = K8S_DIR) -> int:
+    stale = []
+    for name, text in render_generated().items():
+        path = k8s_dir / name
+        if path.exists() and path.read_text() == text:
+            continue
+        if check:
+            stale.append(str(path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path))
+        else:
+            path.write_text(text)
+            print(f"wrote {path}")
+    if stale:
+        print("tessera: error: out of date with the contracts (run 'tessera deploy render'): "
+              + ", ".join(stale), file=sys.stderr)
+        return 1
+    return 0
+
+
+def check(files: list[str]) -> int:
+    """Hardening and Secrets file by file; NetworkPolicies over all the files together (one deployment)."""
+    problems, everything = [], []
+    for name in files:
+        path = Path(name)
+        try:
+            docs = load_documents(path)
+        except (OSError, yaml.YAMLError) as exc:
+            problems.append(f"{path}: cannot read: {exc}")
+            continue
+        problems += all_problems(docs, str(path), policies=False)
+        everything += [(doc, str(path)) for doc in docs]
+    problems += network_policy_problems_in(everything)
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    return 1 if problems else 0
+
+
+def _passwords(path: Path) -> dict[str, str]:
+    known = json.loads(path.read_text()) if path.exists() else {}
+    missing = [role for role in ROLES if role not in known]
+    if missing:
+        known.update({role: secrets.token_urlsafe(24) for role in missing})
+        write_private(path, json.dumps(known, indent=2).encode())
+    return known
+
+
+def local_settings(passwords: dict[str, str]) -> dict[str, dict[str, str]]:
+    """The secret settings of each service in the local overlay (database URLs carry passwords)."""
+    def url(role: str, database: str) -> str:
+        return f"postgresql+psycopg://{role}:{passwords[role]}@{POSTGRES_HOST}:5432/{database}"
+
+    return {
+        "agent": {"model_api_key": ""},
+        "compiler": {},
+        "resources": {"warehouse_url": url("tessera_reader", "warehouse")},
+        "capabilities": {"database_url": url("tessera_capabilities", "tessera_capabilities"),
+                         "changes_url": url("tessera_writer", "warehouse")},
+        "host": {"database_url": url("tessera_host", "tessera_host")},
+        "web": {"session_secret": secrets.token_hex(32)},
+    }
+
+
+def _secret(name: str, files: dict[str, bytes]) -> dict:
+    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"app.kubernetes.io/part-of": "tessera"}},
+            "data": {key: base64.b64encode(value).decode() for key, value in sorted(files.items())}}
+
+
+def service_secrets(cert_dir: Path, scratch: Path, settings: dict[str, dict[str, str]]) -> list[dict]:
+    """One Secret per service from `tessera certs`' folder: exactly what `tessera up` hands the process."""
+    found = []
+    for name, spec in SPECS.items():
+        folder = export_identity(cert_dir, name, scratch / name)
+        files = {path.name: path.read_bytes() for path in folder.iterdir()}
+        for setting in spec.secret_settings:
+            files[setting_file(name, setting)] = settings[name][setting].encode()
+        found.append(_secret(secret_name(name), files))
+    return found
+
+
+def write_secrets(out: Path, cert_dir: Path) -> list[Path]:
+    passwords = _passwords(var_dir() / "k8s" / "passwords.json")
+    private_dir(out)
+    scratch = private_dir(out / ".identities")
+    documents = service_secrets(cert_dir, scratch, local_settings(passwords))
+    documents.append(_secret("postgres-identity", {f"{role}_password": passwords[role].encode() for role in ROLES}))
+    problems = secret_problems(documents, str(out))
+    if problems:  # our own renderer must never produce one; refuse rather than write it
+        raise SystemExit("\n".join(problems))
+    written = []
+    for document in documents:
+        path = out / f"{document['metadata']['name']}.yaml"
+        write_private(path, yaml.safe_dump(document, sort_keys=False).encode())
+        written.append(path)
+    return written
+
+
+def run(args: argparse.Namespace, cert_dir: Path) -> int:
+    if args.action == "render":
+        return render(args.check)
+    if args.action == "check":
+        return check(args.files)
+    written = write_secrets(Path(args.out), cert_dir)
+    print(f"wrote {len(written)} Secrets to {args.out} (files 0600)")
+    return 0
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    deploy = sub.add_parser("deploy", help="Kubernetes: render the base from the contracts, check, write Secrets")
+    actions = deploy.add_subparsers(dest="action", required=True)
+    rendering = actions.add_parser("render", help="write deploy/k8s/base from proto/ (NetworkPolicies = callers)")
+    rendering.add_argument("--check", action="store_true", help="exit 1 if the committed files are out of date")
+    actions.add_parser("check", help="check rendered manifests (hardening, policies, secrets)").add_argument(
+        "files", nargs="+")
+    actions.add_parser("secrets", help="one Secret per service for overlays/local").add_argument(
+        "--out", required=True, help="folder for the Secret manifests (never commit them)")
+    return deploy

@@ -1,0 +1,158 @@
+"""Checks on rendered Kubernetes objects that a generic linter cannot know about.
+
+Each finding names the file and the object, so a person can go straight to it:
+- every pod is hardened (non-root, read-only root, no privilege escalation,
+  all capabilities dropped, seccomp RuntimeDefault, requests and limits,
+  no service-account token);
+- NetworkPolicies allow exactly the caller edges the contracts declare;
+- a service's Secret holds only that service's own keys and settings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import yaml
+
+from cli.deploy_manifests import NAME_LABEL, SPECS, contract_edges, secret_name, setting_file
+from shared.certs import identity_files, is_private_file
+
+WORKLOAD_KINDS = {"Deployment", "StatefulSet", "DaemonSet", "Job", "Pod"}
+
+
+def load_documents(path: Path) -> list[dict]:
+    return [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
+
+
+def _name(doc: dict) -> str:
+    return f"{doc.get('kind')}/{doc.get('metadata', {}).get('name', '?')}"
+
+
+def _pod_spec(doc: dict) -> dict:
+    if doc["kind"] == "Pod":
+        return doc.get("spec", {})
+    if doc["kind"] == "Job":
+        return doc.get("spec", {}).get("template", {}).get("spec", {})
+    return doc.get("spec", {}).get("template", {}).get("spec", {})
+
+
+def hardening_problems(docs: Iterable[dict], origin: str) -> list[str]:
+    problems = []
+    for doc in docs:
+        if doc.get("kind") not in WORKLOAD_KINDS:
+            continue
+        where = f"{origin}: {_name(doc)}"
+        pod = _pod_spec(doc)
+        pod_security = pod.get("securityContext", {})
+        if pod.get("automountServiceAccountToken") is not False:
+            problems.append(f"{where}: automountServiceAccountToken must be false")
+        if pod.get("hostNetwork") or pod.get("hostPID") or pod.get("hostIPC"):
+            problems.append(f"{where}: must not share the node's network, PID or IPC namespace")
+        for container in pod.get("initContainers", []) + pod.get("containers", []):
+            at = f"{where} container {container.get('name')}"
+            security = {**pod_security, **container.get("securityContext", {})}
+            wanted = {"runAsNonRoot": True, "readOnlyRootFilesystem": True, "allowPrivilegeEscalation": False}
+            for key, value in wanted.items():
+                if security.get(key) is not value:
+                    problems.append(f"{at}: securityContext.{key} must be {str(value).lower()}")
+            if security.get("runAsUser", 1) == 0:
+                problems.append(f"{at}: must not run as UID 0")
+            if security.get("privileged"):
+                problems.append(f"{at}: must not be privileged")
+            if "ALL" not in security.get("capabilities", {}).get("drop", []) or \
+                    security.get("capabilities", {}).get("add"):
+                problems.append(f"{at}: must drop ALL capabilities and add none")
+            if security.get("seccompProfile", {}).get("type") != "RuntimeDefault":
+                problems.append(f"{at}: seccompProfile.type must be RuntimeDefault")
+            resources = container.get("resources", {})
+            for part in ("requests", "limits"):
+                if not {"cpu", "memory"} <= set(resources.get(part, {})):
+                    problems.append(f"{at}: resources.{part} must set cpu and memory")
+            for port in container.get("ports", []):
+                if "hostPort" in port:
+                    problems.append(f"{at}: must not bind a host port")
+    return problems
+
+
+def _label_of(selector: dict) -> str | None:
+    return (selector or {}).get("matchLabels", {}).get(NAME_LABEL)
+
+
+def policy_edges(located: Iterable[tuple[dict, str]]) -> dict[tuple[str, str], list[str]]:
+    """(caller, callee) → the objects allowing it, between Tessera services, from ingress and egress rules."""
+    services = set(SPECS)
+    edges: dict[tuple[str, str], list[str]] = {}
+    for doc, origin in located:
+        if doc.get("kind") != "NetworkPolicy":
+            continue
+        spec = doc.get("spec", {})
+        subject = _label_of(spec.get("podSelector", {}))
+        where = f"{origin}: {_name(doc)}"
+        for rule in spec.get("ingress", []) or []:
+            for peer in rule.get("from", []) or []:
+                caller = _label_of(peer.get("podSelector", {}))
+                if caller in services and subject in services:
+                    edges.setdefault((caller, subject), []).append(where + " (ingress)")
+        for rule in spec.get("egress", []) or []:
+            for peer in rule.get("to", []) or []:
+                callee = _label_of(peer.get("podSelector", {}))
+                if callee in services and subject in services:
+                    edges.setdefault((subject, callee), []).append(where + " (egress)")
+    return edges
+
+
+def network_policy_problems(docs: Iterable[dict], origin: str) -> list[str]:
+    return network_policy_problems_in((doc, origin) for doc in docs)
+
+
+def network_policy_problems_in(located: Iterable[tuple[dict, str]]) -> list[str]:
+    """Every allowed edge between services is a declared caller edge, and every declared edge is allowed
+    both ways (the callee's ingress and the caller's egress). `located`: (object, the file it came from)."""
+    located = list(located)
+    origin = ", ".join(sorted({where for _, where in located})) or "(no manifests)"
+    declared = contract_edges()
+    found, problems = policy_edges(located), []
+    for edge, objects in sorted(found.items()):
+        if edge not in declared:
+            for where in objects:
+                problems.append(f"{where}: allows {edge[0]} → {edge[1]}, a caller the contracts do not declare")
+    for edge in sorted(declared):
+        kinds = {where.rsplit("(", 1)[-1].rstrip(")") for where in found.get(edge, [])}
+        for missing in sorted({"ingress", "egress"} - kinds):
+            problems.append(f"{origin}: no NetworkPolicy {missing} rule allows {edge[0]} → {edge[1]} "
+                            f"(declared in proto/); run 'tessera deploy render'")
+    return problems
+
+
+def allowed_secret_files(service: str) -> set[str]:
+    """What `<service>-identity` may hold: identity_files (own key, certificate, CA certificate, own token
+    keys, public verify keys) and the service's own secret settings."""
+    files = {path.name for path in identity_files(Path("."), service)}
+    return files | {setting_file(service, setting) for setting in SPECS[service].secret_settings}
+
+
+def secret_problems(docs: Iterable[dict], origin: str) -> list[str]:
+    problems = []
+    owners = {secret_name(name): name for name in SPECS}
+    for doc in docs:
+        if doc.get("kind") != "Secret":
+            continue
+        name = doc.get("metadata", {}).get("name", "")
+        owner = owners.get(name)
+        if owner is None:
+            continue
+        held = set(doc.get("data", {}) or {}) | set(doc.get("stringData", {}) or {})
+        allowed = allowed_secret_files(owner)
+        for item in sorted(held):
+            if item not in allowed:
+                kind = "another principal's key" if is_private_file(Path(item)) else "a file it does not need"
+                problems.append(f"{origin}: {_name(doc)} holds {item!r}: {kind} (only {owner}'s own may be here)")
+    return problems
+
+
+def all_problems(docs: list[dict], origin: str, *, policies: bool = True) -> list[str]:
+    problems = hardening_problems(docs, origin) + secret_problems(docs, origin)
+    if policies:
+        problems += network_policy_problems(docs, origin)
+    return problems

@@ -1,0 +1,327 @@
+"""Kubernetes manifests for Tessera, rendered from one table and from the contracts.
+
+`render_base()` writes `deploy/k8s/base/`: per service a ServiceAccount (no
+token), a Deployment, a Service, a PodDisruptionBudget, an autoscaler for
+the stateless ones, and the NetworkPolicies. The policies come from the
+callers declared in `proto/` (`option (tessera.authz.v1.callers)`): deny all,
+then one allow per declared edge, so a new caller in a contract changes the
+rendered files and `tessera deploy render --check` (and a test) fails until
+they are regenerated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import yaml
+
+from shared.authz import declared_callers
+from shared.config import DEFAULT_PORTS
+from shared.contracts import SERVICES
+from shared.identity import PROCESS_NAMES, spiffe_id_for
+
+NAMESPACE = "tessera"
+IMAGE = "localhost/tessera"
+IMAGE_TAG = "0.1.0"
+UID = 10001
+HEALTH_PORT = 8081
+SECRET_MOUNT = "/etc/tessera/secret"
+STATE_MOUNT = "/var/lib/tessera"
+POSTGRES_PORT = 5432
+NAME_LABEL = "app.kubernetes.io/name"
+# The operator CLI reaches services with `kubectl port-forward`, which enters the pod through the
+# kubelet, not the pod network: its declared edges need no NetworkPolicy.
+OUTSIDE_THE_POD_NETWORK = {"cli"}
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    """How one process runs on Kubernetes; the trust edges come from the contracts, not from here."""
+
+    name: str
+    stateless: bool  # no database of its own: scaled by an autoscaler
+    cpu: str = "100m"
+    memory: str = "256Mi"
+    cpu_limit: str = "1"
+    memory_limit: str = "512Mi"
+    database: bool = False  # reaches PostgreSQL (its own database, or the warehouse)
+    egress_https: str = ""  # why it may open HTTPS connections outside the cluster ("" = never)
+    browsers: bool = False  # takes connections from browsers
+    # Settings read from files in its own Secret (TESSERA_SECRETS_DIR), never from the environment.
+    secret_settings: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+
+
+SPECS: dict[str, ServiceSpec] = {spec.name: spec for spec in (
+    ServiceSpec("agent", stateless=True, egress_https="the model endpoint (TESSERA_AGENT_MODEL_URL)",
+                secret_settings=("model_api_key",)),
+    ServiceSpec("compiler", stateless=True, memory="192Mi"),
+    ServiceSpec("resources", stateless=False, database=True, memory="384Mi", memory_limit="1Gi",
+                secret_settings=("warehouse_url",)),
+    ServiceSpec("capabilities", stateless=False, database=True,
+                egress_https="MCP servers reached over streamable HTTP (deploy/policy/tools.yaml)",
+                secret_settings=("database_url", "changes_url")),
+    ServiceSpec("host", stateless=False, database=True, secret_settings=("database_url",)),
+    ServiceSpec("web", stateless=True, browsers=True, secret_settings=("session_secret",)),
+)}
+
+
+def contract_edges() -> set[tuple[str, str]]:
+    """(caller, callee) for every caller the contracts declare, except those outside the pod network."""
+    edges = set()
+    for callee, (descriptor, _) in SERVICES.items():
+        for method in descriptor.methods:
+            edges |= {(caller, callee) for caller in declared_callers(method) if caller not in OUTSIDE_THE_POD_NETWORK}
+    return edges
+
+
+def _labels(name: str) -> dict[str, str]:
+    return {NAME_LABEL: name, "app.kubernetes.io/part-of": "tessera"}
+
+
+def _selector(name: str) -> dict:
+    return {"matchLabels": {NAME_LABEL: name}}
+
+
+def _port(name: str) -> int:
+    return DEFAULT_PORTS[name]
+
+
+def secret_name(name: str) -> str:
+    return f"{name}-identity"
+
+
+def setting_file(name: str, setting: str) -> str:
+    """The file in a service's Secret that holds one setting (pydantic-settings' secrets_dir naming)."""
+    return f"tessera_{name}_{setting}"
+
+
+def _env(spec: ServiceSpec, edges: set[tuple[str, str]]) -> list[dict]:
+    prefix = f"TESSERA_{spec.name.upper()}_"
+    env = {
+        prefix + "LISTEN_HOST": "0.0.0.0",
+        prefix + "PORT": str(_port(spec.name)),
+        "TESSERA_CERT_DIR": SECRET_MOUNT,
+        "TESSERA_SECRETS_DIR": SECRET_MOUNT,
+        "TESSERA_VAR_DIR": STATE_MOUNT,
+        "TESSERA_LOG_LEVEL": "INFO",
+    }
+    if spec.name != "web":
+        env[prefix + "HEALTH_PORT"] = str(HEALTH_PORT)
+    for caller, callee in sorted(edges):
+        if caller == spec.name:
+            env[f"TESSERA_{callee.upper()}_ADDR"] = f"{callee}:{_port(callee)}"
+    env.update(spec.env)
+    return [{"name": key, "value": value} for key, value in env.items()]
+
+
+def _probe(spec: ServiceSpec, period: int, failures: int) -> dict:
+    # web answers only its allowed host names (no DNS rebinding), so the probe names one of them.
+    check = {"httpGet": {"path": "/healthz", "port": "http", "httpHeaders": [{"name": "Host", "value": "localhost"}]}} \
+        if spec.name == "web" else {"grpc": {"port": HEALTH_PORT}}
+    return {**check, "periodSeconds": period, "timeoutSeconds": 3, "failureThreshold": failures}
+
+
+def hardened_container_security() -> dict:
+    return {"runAsNonRoot": True, "runAsUser": UID, "runAsGroup": UID, "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True, "privileged": False, "capabilities": {"drop": ["ALL"]},
+            "seccompProfile": {"type": "RuntimeDefault"}}
+
+
+def hardened_pod_security() -> dict:
+    return {"runAsNonRoot": True, "runAsUser": UID, "runAsGroup": UID, "fsGroup": UID,
+            "seccompProfile": {"type": "RuntimeDefault"}}
+
+
+def _deployment(spec: ServiceSpec, edges: set[tuple[str, str]]) -> dict:
+    port_name = "http" if spec.name == "web" else "grpc"
+    ports = [{"name": port_name, "containerPort": _port(spec.name), "protocol": "TCP"}]
+    if spec.name != "web":
+        ports.append({"name": "health", "containerPort": HEALTH_PORT, "protocol": "TCP"})
+    container = {
+        "name": spec.name,
+        "image": f"{IMAGE}:{IMAGE_TAG}",
+        "imagePullPolicy": "Always",
+        "command": ["python", "-m", f"services.{spec.name}"],
+        "ports": ports,
+        "env": _env(spec, edges),
+        # Startup allows a slow first migration; after that, readiness and liveness are quick.
+        "startupProbe": _probe(spec, 2, 60),
+        "readinessProbe": _probe(spec, 5, 3),
+        "livenessProbe": _probe(spec, 10, 6),
+        "resources": {"requests": {"cpu": spec.cpu, "memory": spec.memory},
+                      "limits": {"cpu": spec.cpu_limit, "memory": spec.memory_limit}},
+        "securityContext": hardened_container_security(),
+        "volumeMounts": [
+            {"name": "identity", "mountPath": SECRET_MOUNT, "readOnly": True},
+            {"name": "state", "mountPath": STATE_MOUNT},
+            {"name": "tmp", "mountPath": "/tmp"},
+        ],
+    }
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": spec.name, "labels": _labels(spec.name)},
+        "spec": {
+            "replicas": 1,
+            "selector": _selector(spec.name),
+            "template": {
+                "metadata": {"labels": _labels(spec.name)},
+                "spec": {
+                    "serviceAccountName": spec.name,
+                    "automountServiceAccountToken": False,
+                    "enableServiceLinks": False,
+                    "securityContext": hardened_pod_security(),
+                    "containers": [container],
+                    "volumes": [
+                        # Its own Secret only: key, certificate, CA certificate, its own token keys and settings.
+                        {"name": "identity", "secret": {"secretName": secret_name(spec.name), "defaultMode": 0o400,
+                                                        "optional": False}},
+                        {"name": "state", "emptyDir": {"sizeLimit": "1Gi"}},
+                        {"name": "tmp", "emptyDir": {"sizeLimit": "256Mi"}},
+                    ],
+                },
+            },
+        },
+    }
+
+
+def _service(spec: ServiceSpec) -> dict:
+    port_name = "http" if spec.name == "web" else "grpc"
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": spec.name, "labels": _labels(spec.name)},
+            "spec": {"selector": {NAME_LABEL: spec.name},
+                     "ports": [{"name": port_name, "port": _port(spec.name), "targetPort": port_name,
+                                "protocol": "TCP"}]}}
+
+
+def _service_account(spec: ServiceSpec) -> dict:
+    return {"apiVersion": "v1", "kind": "ServiceAccount", "automountServiceAccountToken": False,
+            "metadata": {"name": spec.name, "labels": _labels(spec.name)}}
+
+
+def _disruption_budget(spec: ServiceSpec) -> dict:
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": spec.name, "labels": _labels(spec.name)},
+            "spec": {"maxUnavailable": 1, "selector": _selector(spec.name)}}
+
+
+def _autoscaler(spec: ServiceSpec) -> dict:
+    return {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": spec.name, "labels": _labels(spec.name)},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": spec.name},
+                     "minReplicas": 1, "maxReplicas": 6,
+                     "metrics": [{"type": "Resource", "resource": {
+                         "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 70}}}]}}
+
+
+def _policy(name: str, pod: str, ingress: list[dict] | None, egress: list[dict] | None, why: str) -> dict:
+    spec: dict = {"podSelector": _selector(pod) if pod else {}, "policyTypes": []}
+    if ingress is not None:
+        spec["policyTypes"].append("Ingress")
+        spec["ingress"] = ingress
+    if egress is not None:
+        spec["policyTypes"].append("Egress")
+        spec["egress"] = egress
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+            "metadata": {"name": name, "labels": {"app.kubernetes.io/part-of": "tessera"},
+                         "annotations": {"tessera.dev/why": why}},
+            "spec": spec}
+
+
+def _tcp(port: int) -> list[dict]:
+    return [{"protocol": "TCP", "port": port}]
+
+
+def network_policies(edges: set[tuple[str, str]]) -> list[dict]:
+    """Deny everything, then one ingress and one egress allow per contract edge, plus the named extras."""
+    policies = [
+        _policy("default-deny", "", [], [], "nothing moves unless a policy below allows it"),
+        _policy("dns", "", None, [{"to": [{"namespaceSelector": {}, "podSelector": {"matchLabels": {
+            "k8s-app": "kube-dns"}}}], "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}],
+            "every pod resolves service names"),
+    ]
+    for caller, callee in sorted(edges):
+        why = f"{caller} calls {callee}: declared by option (tessera.authz.v1.callers) in proto/"
+        policies.append(_policy(f"{caller}-to-{callee}-ingress", callee,
+                                [{"from": [{"podSelector": _selector(caller)}], "ports": _tcp(_port(callee))}],
+                                None, why))
+        policies.append(_policy(f"{caller}-to-{callee}-egress", caller, None,
+                                [{"to": [{"podSelector": _selector(callee)}], "ports": _tcp(_port(callee))}], why))
+    for spec in SPECS.values():
+        if spec.database:
+            policies.append(_policy(f"{spec.name}-to-postgresql", spec.name, None,
+                                    [{"ports": _tcp(POSTGRES_PORT)}],
+                                    f"{spec.name} reaches PostgreSQL (its own database or the warehouse)"))
+        if spec.egress_https:
+            policies.append(_policy(f"{spec.name}-https-egress", spec.name, None, [{"ports": _tcp(443)}],
+                                    f"{spec.name} reaches {spec.egress_https}"))
+        if spec.browsers:
+            policies.append(_policy(f"browsers-to-{spec.name}", spec.name, [{"ports": _tcp(_port(spec.name))}],
+                                    None, "browsers reach web, and only web"))
+    return policies
+
+
+HEADER = ("# Generated by `tessera deploy render` from proto/ and cli/deploy_manifests.py: do not edit.\n"
+          "# A test fails when this file and the contracts disagree.\n")
+
+
+def _documents(objects: list[dict]) -> str:
+    return HEADER + "".join("---\n" + yaml.safe_dump(item, sort_keys=False) for item in objects)
+
+
+SVID_MOUNT = "/var/run/tessera/svid"
+ISSUER = "tessera-ca"
+PRODUCTION_MIN_REPLICAS = 2
+
+
+def _issued_identity_patch(spec: ServiceSpec) -> dict:
+    """Production: the certificate comes from cert-manager's CSI driver (csi.cert-manager.io), issued by
+    the deployment CA Issuer with the service's SPIFFE id as its only SAN (no DNS names), renewed in
+    place. The Secret keeps the token keys and settings; certificate paths point at the CSI volume."""
+    prefix = f"TESSERA_{spec.name.upper()}_"
+    env = {prefix + "CERT": f"{SVID_MOUNT}/tls.crt", prefix + "KEY": f"{SVID_MOUNT}/tls.key",
+           "TESSERA_CA_CERT": f"{SVID_MOUNT}/ca.crt"}
+    attributes = {
+        "csi.cert-manager.io/issuer-name": ISSUER,
+        "csi.cert-manager.io/issuer-kind": "Issuer",
+        "csi.cert-manager.io/uri-sans": spiffe_id_for(spec.name),
+        "csi.cert-manager.io/key-usages": "digital signature,server auth,client auth" if spec.name != "web"
+        else "digital signature,client auth",
+        "csi.cert-manager.io/duration": "720h",
+        "csi.cert-manager.io/renew-before": "240h",
+        "csi.cert-manager.io/fs-group": str(UID),
+    }
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": spec.name},
+        "spec": {"template": {"spec": {
+            "containers": [{"name": spec.name,
+                            "env": [{"name": key, "value": value} for key, value in env.items()],
+                            "volumeMounts": [{"name": "svid", "mountPath": SVID_MOUNT, "readOnly": True}]}],
+            "volumes": [{"name": "svid", "csi": {"driver": "csi.cert-manager.io", "readOnly": True,
+                                                 "volumeAttributes": attributes}}],
+        }}},
+    }
+
+
+def _replicas_patch(spec: ServiceSpec) -> list[dict]:
+    return [
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": spec.name},
+         "spec": {"replicas": PRODUCTION_MIN_REPLICAS}},
+        {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": spec.name},
+         "spec": {"minReplicas": PRODUCTION_MIN_REPLICAS}},
+    ]
+
+
+def render_generated() -> dict[str, str]:
+    """Path under deploy/k8s → generated YAML."""
+    edges = contract_edges()
+    workloads: list[dict] = []
+    for name in PROCESS_NAMES:
+        spec = SPECS[name]
+        workloads += [_service_account(spec), _deployment(spec, edges), _service(spec), _disruption_budget(spec)]
+        if spec.stateless:
+            workloads.append(_autoscaler(spec))
+    production = [_issued_identity_patch(SPECS[name]) for name in PROCESS_NAMES]
+    production += [patch for name in PROCESS_NAMES if SPECS[name].stateless for patch in _replicas_patch(SPECS[name])]
+    return {"base/workloads.yaml": _documents(workloads),
+            "base/networkpolicies.yaml": _documents(network_policies(edges)),
+            "overlays/production/generated-patches.yaml": _documents(production)}
