@@ -19,6 +19,7 @@ from shared.authz import declared_callers
 from shared.config import DEFAULT_PORTS
 from shared.contracts import SERVICES
 from shared.identity import PROCESS_NAMES, spiffe_id_for
+from shared.runtime import LIVENESS_SERVICE
 
 NAMESPACE = "tessera"
 IMAGE = "localhost/tessera"
@@ -28,6 +29,7 @@ HEALTH_PORT = 8081
 SECRET_MOUNT = "/etc/tessera/secret"
 STATE_MOUNT = "/var/lib/tessera"
 POSTGRES_PORT = 5432
+DEPENDENCY_WAIT_SECONDS = 86400
 NAME_LABEL = "app.kubernetes.io/name"
 # The operator CLI reaches services with `kubectl port-forward`, which enters the pod through the
 # kubelet, not the pod network: its declared edges need no NetworkPolicy.
@@ -108,6 +110,9 @@ def _env(spec: ServiceSpec, edges: set[tuple[str, str]]) -> list[dict]:
     }
     if spec.name != "web":
         env[prefix + "HEALTH_PORT"] = str(HEALTH_PORT)
+    if spec.database:
+        # A database that is not up yet (or restarting) leaves the pod alive and not ready, with one log line.
+        env[prefix + "DEPENDENCY_WAIT_SECONDS"] = str(DEPENDENCY_WAIT_SECONDS)
     for caller, callee in sorted(edges):
         if caller == spec.name:
             env[f"TESSERA_{callee.upper()}_ADDR"] = f"{callee}:{_port(callee)}"
@@ -115,10 +120,15 @@ def _env(spec: ServiceSpec, edges: set[tuple[str, str]]) -> list[dict]:
     return [{"name": key, "value": value} for key, value in env.items()]
 
 
-def _probe(spec: ServiceSpec, period: int, failures: int) -> dict:
-    # web answers only its allowed host names (no DNS rebinding), so the probe names one of them.
-    check = {"httpGet": {"path": "/healthz", "port": "http", "httpHeaders": [{"name": "Host", "value": "localhost"}]}} \
-        if spec.name == "web" else {"grpc": {"port": HEALTH_PORT}}
+def _probe(spec: ServiceSpec, period: int, failures: int, liveness: bool) -> dict:
+    """Readiness asks for the overall status (database reachable, keys loaded ...); liveness asks for
+    LIVENESS_SERVICE, SERVING while the process runs: waiting for a database is not-ready, not dead."""
+    if spec.name == "web":
+        # web answers only its allowed host names (no DNS rebinding), so the probe names one of them.
+        check = {"httpGet": {"path": "/healthz", "port": "http",
+                             "httpHeaders": [{"name": "Host", "value": "localhost"}]}}
+    else:
+        check = {"grpc": {"port": HEALTH_PORT, **({"service": LIVENESS_SERVICE} if liveness else {})}}
     return {**check, "periodSeconds": period, "timeoutSeconds": 3, "failureThreshold": failures}
 
 
@@ -145,10 +155,8 @@ def _deployment(spec: ServiceSpec, edges: set[tuple[str, str]]) -> dict:
         "command": ["python", "-m", f"services.{spec.name}"],
         "ports": ports,
         "env": _env(spec, edges),
-        # Startup allows a slow first migration; after that, readiness and liveness are quick.
-        "startupProbe": _probe(spec, 2, 60),
-        "readinessProbe": _probe(spec, 5, 3),
-        "livenessProbe": _probe(spec, 10, 6),
+        "readinessProbe": _probe(spec, 3, 2, liveness=False),
+        "livenessProbe": {**_probe(spec, 10, 6, liveness=True), "initialDelaySeconds": 10},
         "resources": {"requests": {"cpu": spec.cpu, "memory": spec.memory},
                       "limits": {"cpu": spec.cpu_limit, "memory": spec.memory_limit}},
         "securityContext": hardened_container_security(),

@@ -275,7 +275,8 @@ def cmd_seed(args: argparse.Namespace) -> int:
     from cli.seed import SeedError, seed  # SQLAlchemy and the drivers load only for this command
 
     try:
-        result = seed(args.url, args.scale, args.seed, progress=not args.quiet)
+        result = seed(args.url, args.scale, args.seed, progress=not args.quiet,
+                      password_file=Path(args.password_file) if args.password_file else None)
     except SeedError as exc:
         print(f"tessera: error: {exc}", file=sys.stderr)
         return 2
@@ -396,6 +397,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="order items: 100k, 1m (default), 10m or a number such as 20000")
     seed.add_argument("--seed", type=int, default=7, help="random seed (default 7); same seed, same data")
     seed.add_argument("--quiet", action="store_true", help="no progress bars")
+    seed.add_argument("--password-file", help="read the URL user's password from this file (first line)")
     seed.set_defaults(run=cmd_seed)
     ask_parser = sub.add_parser("ask", help="ask a question through the running services")
     ask_parser.add_argument("question")

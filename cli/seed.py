@@ -817,12 +817,24 @@ class SeedResult:
 
 
 def seed(url: str | None = None, scale: int = DEFAULT_SCALE, seed: int = DEFAULT_SEED, progress: bool = True,
-         clock: Callable[[], float] = time.perf_counter) -> SeedResult:
-    """Drop METADATA's tables at `url`, recreate them and load the demo data; SeedError on failure."""
+         clock: Callable[[], float] = time.perf_counter, password_file: Path | None = None) -> SeedResult:
+    """Drop METADATA's tables at `url`, recreate them and load the demo data; SeedError on failure.
+
+    `password_file` holds the password for the URL's user (first line), so that it never
+    appears in a command line or an environment (Kubernetes mounts it from a Secret).
+    """
     if url is None:
         var_dir().mkdir(parents=True, exist_ok=True)
         url = default_url()
     parsed = _parse_url(url)
+    if password_file is not None:
+        try:
+            password = password_file.read_text().splitlines()[0] if password_file.read_text() else ""
+        except OSError as error:
+            raise SeedError(f"cannot read the password file {password_file}: {error.strerror}") from None
+        if not password:
+            raise SeedError(f"the password file {password_file} is empty")
+        parsed = parsed.set(password=password)
     shown = parsed.render_as_string(hide_password=True)
     if scale < MIN_SCALE:
         raise SeedError(f"scale {scale} is too small: at least {MIN_SCALE} order items")

@@ -50,6 +50,8 @@ class ServiceSettings(BaseSettings):
     # A plaintext port serving grpc.health.v1 only (Kubernetes probes carry no client certificate);
     # unset: none. Web has no such port: its /healthz is on its own HTTP port.
     health_port: int | None = Field(default=None, ge=0, le=65535)
+    # How long to wait, not ready, for a database that does not answer yet (0: fail at once, exit 2).
+    dependency_wait_seconds: float = Field(default=0, ge=0, le=10_000_000)
     # Written (atomically, JSON) once the process serves; launchers wait on it.
     ready_file: Path | None = None
 

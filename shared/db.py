@@ -11,6 +11,20 @@ from alembic.config import Config
 # Execution option of connections that write: on SQLite they BEGIN IMMEDIATE.
 WRITE = "tessera_write"
 
+# What libpq says when no server answers (yet): refused, no such host, a timeout, a server
+# still starting or stopping. A wrong password or a missing database is not among them.
+_UNREACHABLE = ("connection refused", "could not translate host name", "name or service not known",
+                "temporary failure in name resolution", "timeout expired", "no route to host",
+                "the database system is starting up", "the database system is shutting down",
+                "network is unreachable", "could not connect to server")
+
+
+def unreachable(error: BaseException) -> bool:
+    """The database did not answer (worth waiting for), as opposed to answering with a refusal."""
+    original = getattr(error, "orig", None) or error
+    return isinstance(original, Exception) and any(text in str(original).lower() for text in _UNREACHABLE) \
+        and type(original).__name__ == "OperationalError"
+
 
 def engine_for(url: str) -> sa.Engine:
     """An engine for a service's own database; SQLite files get WAL and queue writers at BEGIN."""

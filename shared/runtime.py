@@ -45,10 +45,18 @@ logger = logging.getLogger("tessera.runtime")
 # A readiness probe returns None when ready or a short reason when not.
 ReadinessProbe = Callable[[], Awaitable[str | None]]
 READINESS_INTERVAL_SECONDS = 5.0
+# A health service name that is SERVING while the process runs at all, ready or not: Kubernetes'
+# liveness probe asks for it, so a service waiting for its database stays alive and not ready.
+LIVENESS_SERVICE = "tessera.liveness"
 
 
 class StartupError(Exception):
     """A service cannot start (bad model file, missing warehouse ...); one line."""
+
+
+class DependencyUnavailable(StartupError):
+    """A service cannot start *yet*: its database does not answer. With
+    TESSERA_<NAME>_DEPENDENCY_WAIT_SECONDS set, the process waits for it, not ready."""
 
 
 class HealthPortError(OSError):
@@ -104,6 +112,24 @@ def server_credentials(credentials: Credentials) -> grpc.ServerCredentials:
     )
 
 
+@dataclass
+class HealthOnlyServer:
+    """The plaintext server that answers grpc.health.v1 and nothing else."""
+
+    servicer: health.aio.HealthServicer
+    server: grpc.aio.Server
+    port: int
+
+
+async def start_health_only(host: str, port: int) -> HealthOnlyServer:
+    """Serve health alone, in plaintext: not ready, but alive, until a full server takes it over."""
+    servicer = health.aio.HealthServicer()
+    await servicer.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
+    await servicer.set(LIVENESS_SERVICE, health_pb2.HealthCheckResponse.SERVING)
+    server, bound = await _start_health_only(servicer, host, port)
+    return HealthOnlyServer(servicer, server, bound)
+
+
 async def start_server(
     credentials: Credentials,
     registrations: Sequence[Registration],
@@ -111,12 +137,14 @@ async def start_server(
     port: int = 0,
     readiness: Sequence[ReadinessProbe] = (),
     health_port: int | None = None,
+    health_only: HealthOnlyServer | None = None,
 ) -> RunningServer:
     """Build, bind and start a server; raise OSError when the port is taken.
 
     With `health_port`, a second server answers `grpc.health.v1` alone, in
     plaintext: Kubernetes' native gRPC probes cannot present a client
-    certificate, and nothing but health is reachable there.
+    certificate, and nothing but health is reachable there. `health_only` is
+    such a server started earlier (while waiting for a database): it is kept.
     """
     table = CallerTable(r.descriptor for r in registrations)
     # so_reuseport=0: otherwise a second server silently shares a busy port.
@@ -124,7 +152,7 @@ async def start_server(
     server = grpc.aio.server(interceptors=[guard], options=[("grpc.so_reuseport", 0)])
     for registration in registrations:
         registration.add_to_server(registration.servicer, server)
-    health_servicer = health.aio.HealthServicer()
+    health_servicer = health_only.servicer if health_only else health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     names = [r.descriptor.full_name for r in registrations]
     reflection.enable_server_reflection(names + [reflection.SERVICE_NAME, "grpc.health.v1.Health"], server)
@@ -139,10 +167,13 @@ async def start_server(
         raise OSError(f"cannot listen on {address}: address in use or unavailable")
     for name in ["", *names]:
         await health_servicer.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+    await health_servicer.set(LIVENESS_SERVICE, health_pb2.HealthCheckResponse.SERVING)
     await server.start()
     probes = [*readiness, *(probe for r in registrations for probe in r.readiness)]
     running = RunningServer(server, bound, health_servicer, names, probes)
-    if health_port is not None:
+    if health_only is not None:
+        running.health_server, running.health_port = health_only.server, health_only.port
+    elif health_port is not None:
         try:
             running.health_server, running.health_port = await _start_health_only(health_servicer, host, health_port)
         except BaseException:
@@ -156,7 +187,8 @@ async def start_server(
     return running
 
 
-async def _start_health_only(servicer: health.aio.HealthServicer, host: str, port: int) -> tuple[grpc.aio.Server, int]:
+async def _start_health_only(servicer: health.aio.HealthServicer, host: str,
+                             port: int) -> tuple[grpc.aio.Server, int]:
     """Serve the same health statuses, and nothing else (no reflection, no contract RPCs), in plaintext."""
     server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
     health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
@@ -286,21 +318,62 @@ def serve(name: str, build: BuildRegistrations, settings_class: type[ServiceSett
         pass
 
 
+async def _build_when_reachable(context: ServiceContext, build: BuildRegistrations,
+                                stop: asyncio.Event) -> Sequence[Registration] | None:
+    """build(); while it reports DependencyUnavailable and the wait allows, retry (None: stopped meanwhile).
+
+    The wait is said once, in one line; the health port meanwhile answers not ready.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + context.settings.dependency_wait_seconds
+    delay, said = 0.5, False
+    while True:
+        try:
+            registrations = build(context)
+        except DependencyUnavailable as exc:
+            if loop.time() + delay > deadline:
+                raise
+            if not said:
+                log(logger, logging.WARNING, "waiting for a dependency (not ready until it answers)",
+                    problem=str(exc), wait_seconds=context.settings.dependency_wait_seconds)
+                said = True
+            try:
+                await asyncio.wait_for(stop.wait(), delay)
+                return None
+            except TimeoutError:
+                delay = min(delay * 2, 5.0)
+            continue
+        if said:
+            log(logger, logging.INFO, "dependency reachable")
+        return registrations
+
+
 async def _serve(context: ServiceContext, build: BuildRegistrations) -> None:
     settings = context.settings
-    registrations = build(context)
-    running = await start_server(
-        context.credentials,
-        registrations,
-        host=settings.listen_host,
-        port=settings.port,
-        readiness=[certificate_validity_probe(context.credentials)],
-        health_port=settings.health_port,
-    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
+    early = None
+    if settings.health_port is not None:
+        early = await start_health_only(settings.listen_host, settings.health_port)
+    try:
+        registrations = await _build_when_reachable(context, build, stop)
+        if registrations is None:
+            log(logger, logging.INFO, "stopped before it was ready")
+            return
+        running = await start_server(
+            context.credentials,
+            registrations,
+            host=settings.listen_host,
+            port=settings.port,
+            readiness=[certificate_validity_probe(context.credentials)],
+            health_only=early,
+        )
+    except BaseException:
+        if early is not None:
+            await early.server.stop(None)
+        raise
     address = f"{settings.listen_host}:{running.port}"
     log(logger, logging.INFO, "serving", address=address, identity=context.credentials.identity,
         services=running.service_names, health_port=running.health_port)

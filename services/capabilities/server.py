@@ -24,9 +24,17 @@ from shared.authz import caller_identity
 from shared.bounded_json import canonical
 from shared.channels import aio_channel
 from shared.config import peer_target
+from shared.db import unreachable
 from shared.errors import TesseraError
 from shared.identity import principal_for_spiffe
-from shared.runtime import Registration, ServiceContext, StartupError, registration_for, service_info
+from shared.runtime import (
+    DependencyUnavailable,
+    Registration,
+    ServiceContext,
+    StartupError,
+    registration_for,
+    service_info,
+)
 from shared.tokens import TokenError
 from tessera.capabilities.v1 import capabilities_pb2, capabilities_pb2_grpc
 from tessera.common.v1 import common_pb2
@@ -206,8 +214,9 @@ def build(context: ServiceContext) -> list[Registration]:
         engine = engine_for(settings.database_url)
         migrate(engine)
     except Exception as exc:  # a database that cannot be reached or migrated
-        raise StartupError(f"TESSERA_CAPABILITIES_DATABASE_URL: cannot prepare the broker database: "
-                           f"{str(exc).splitlines()[0][:200]}") from None
+        failure = DependencyUnavailable if unreachable(exc) else StartupError
+        raise failure(f"TESSERA_CAPABILITIES_DATABASE_URL: cannot prepare the broker database: "
+                      f"{str(exc).splitlines()[0][:200]}") from None
     try:
         changes_engine = sa.create_engine(settings.changes_url.get_secret_value(), connect_args=(
             {"timeout": 30} if settings.changes_url.get_secret_value().startswith("sqlite") else {}))

@@ -29,8 +29,16 @@ from shared.bounded_json import BoundedJsonError, Limits, canonical, parse
 from shared.certs import CredentialError, load_signing_key, load_verify_key
 from shared.channels import aio_channel
 from shared.config import peer_target
+from shared.db import unreachable
 from shared.errors import TesseraError, error_details
-from shared.runtime import Registration, ServiceContext, StartupError, registration_for, service_info
+from shared.runtime import (
+    DependencyUnavailable,
+    Registration,
+    ServiceContext,
+    StartupError,
+    registration_for,
+    service_info,
+)
 from shared.schema_check import compile_check
 from shared.ui.contracts import ContractError, load_catalog
 from shared.ui.slice import (
@@ -658,8 +666,9 @@ def build(context: ServiceContext) -> list[Registration]:
     except (CredentialError, ContractError) as exc:
         raise StartupError(str(exc)) from None
     except Exception as exc:  # a database that cannot be reached or migrated
-        raise StartupError(f"TESSERA_HOST_DATABASE_URL: cannot prepare the host database: "
-                           f"{str(exc).splitlines()[0][:200]}") from None
+        failure = DependencyUnavailable if unreachable(exc) else StartupError
+        raise failure(f"TESSERA_HOST_DATABASE_URL: cannot prepare the host database: "
+                      f"{str(exc).splitlines()[0][:200]}") from None
     store = HostStore(engine)
     pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="host-db")
 

@@ -19,7 +19,14 @@ from services.resources.semantic_model import SemanticModelError
 from services.resources.warehouse import WarehouseUnavailable
 from shared.certs import CredentialError
 from shared.errors import TesseraError
-from shared.runtime import Registration, ServiceContext, StartupError, registration_for, service_info
+from shared.runtime import (
+    DependencyUnavailable,
+    Registration,
+    ServiceContext,
+    StartupError,
+    registration_for,
+    service_info,
+)
 from tessera.common.v1 import common_pb2
 from tessera.resources.v1 import resources_pb2, resources_pb2_grpc
 
@@ -167,7 +174,9 @@ def build(context: ServiceContext) -> list[Registration]:
         gateway = Gateway(settings)
     except SemanticModelError as exc:
         raise StartupError(f"semantic model {exc}") from None
-    except (WarehouseUnavailable, CredentialError) as exc:
+    except WarehouseUnavailable as exc:
+        raise (DependencyUnavailable if exc.unreachable else StartupError)(str(exc)) from None
+    except CredentialError as exc:
         raise StartupError(str(exc)) from None
     pool = ThreadPoolExecutor(max_workers=settings.query_workers, thread_name_prefix="warehouse")
 

@@ -20,12 +20,16 @@ import grpc
 import sqlalchemy as sa
 from sqlalchemy import event
 
-from shared.db import ping
+from shared.db import ping, unreachable
 from shared.errors import TesseraError
 
 
 class WarehouseUnavailable(Exception):
     """The warehouse cannot be opened; the message says what to do."""
+
+    def __init__(self, message: str, unreachable: bool = False) -> None:
+        super().__init__(message)
+        self.unreachable = unreachable  # no server answered (yet): worth waiting for
 
 
 def _timeout_error(seconds: float) -> TesseraError:
@@ -52,7 +56,7 @@ class Warehouse:
                 connection.execute(sa.select(1))
         except sa.exc.DBAPIError as exc:
             raise WarehouseUnavailable(f"cannot open the warehouse {self.url.render_as_string()}: "
-                                       f"{str(exc.orig).splitlines()[0]}") from None
+                                       f"{str(exc.orig).splitlines()[0]}", unreachable(exc)) from None
 
     # --- engines ----------------------------------------------------------
 

@@ -377,3 +377,18 @@ def test_seed_hides_passwords_in_errors():
     with pytest.raises(SeedError) as caught:
         seed("postgresql+psycopg://postgres:s3cret@127.0.0.1:1/x", 1_000, 7, progress=False)
     assert "s3cret" not in str(caught.value)
+
+
+def test_a_password_file_sets_the_password_without_showing_it(tmp_path):
+    from cli.seed import SeedError, seed
+
+    secret = tmp_path / "password"
+    with pytest.raises(SeedError, match="cannot read the password file"):
+        seed("postgresql+psycopg://nobody@127.0.0.1:1/nowhere", scale=20_000, progress=False, password_file=secret)
+    secret.write_text("")
+    with pytest.raises(SeedError, match="is empty"):
+        seed("postgresql+psycopg://nobody@127.0.0.1:1/nowhere", scale=20_000, progress=False, password_file=secret)
+    secret.write_text("s3cret-value\n")
+    with pytest.raises(SeedError) as failed:  # nothing listens on port 1: the URL shows the password was set
+        seed("postgresql+psycopg://nobody@127.0.0.1:1/nowhere", scale=20_000, progress=False, password_file=secret)
+    assert "nobody:***@127.0.0.1:1" in str(failed.value) and "s3cret" not in str(failed.value)

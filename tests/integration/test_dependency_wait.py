@@ -1,0 +1,125 @@
+"""A service whose database does not answer yet stays alive and not ready, says so once, and
+becomes ready when the database answers (how a pod behaves before PostgreSQL is up)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import grpc
+import sqlalchemy as sa
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from cli.launcher import free_ports
+from shared.paths import REPO_ROOT
+from shared.runtime import LIVENESS_SERVICE
+from tests.fixtures.postgres import postgres_database
+
+
+def _status(port: int, service: str = "") -> str:
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        try:
+            reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=service),
+                                                              timeout=2)
+        except grpc.RpcError as exc:
+            return exc.code().name
+    return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+
+
+def _until(predicate, timeout: float = 60.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("condition not reached in time")
+
+
+class _Forwarder:
+    """Accepts on `port` only once started, and relays to the real PostgreSQL: the database 'comes up'."""
+
+    def __init__(self, port: int, target: tuple[str, int]) -> None:
+        self.port, self.target = port, target
+        self.listener = socket.create_server(("127.0.0.1", port))
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(self.target)
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for end in (source, sink):
+                try:
+                    end.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def test_a_host_waits_not_ready_for_its_database_then_serves(request, cert_dir, tmp_path):
+    url = sa.make_url(postgres_database(request, "wait"))
+    db_port, grpc_port, health_port = free_ports(3)
+    log = tmp_path / "host.log"
+    env = {**os.environ, "TESSERA_CERT_DIR": str(cert_dir), "TESSERA_VAR_DIR": str(tmp_path),
+           "TESSERA_HOST_PORT": str(grpc_port), "TESSERA_HOST_HEALTH_PORT": str(health_port),
+           "TESSERA_HOST_DEPENDENCY_WAIT_SECONDS": "120",
+           "TESSERA_HOST_DATABASE_URL": url.set(host="127.0.0.1", port=db_port).render_as_string(
+               hide_password=False)}
+    with open(log, "wb") as out:
+        process = subprocess.Popen([sys.executable, "-m", "services.host"], cwd=REPO_ROOT, env=env, stdout=out,
+                                   stderr=subprocess.STDOUT)
+    forwarder = None
+    try:
+        # Nothing answers on db_port: alive, not ready, and said once.
+        _until(lambda: _status(health_port, LIVENESS_SERVICE) == "SERVING")
+        assert _status(health_port) == "NOT_SERVING"
+        _until(lambda: "waiting for a dependency" in log.read_text())
+        _until(lambda: process.poll() is None and log.read_text().count("waiting for a dependency") == 1)
+        assert process.poll() is None
+        forwarder = _Forwarder(db_port, (url.host or "127.0.0.1", url.port or 5432))
+        _until(lambda: _status(health_port) == "SERVING")
+        text = log.read_text()
+        assert text.count("waiting for a dependency") == 1 and "dependency reachable" in text
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        if forwarder:
+            forwarder.close()
+
+
+def test_without_a_wait_an_unreachable_database_stops_startup_with_one_line(cert_dir, tmp_path):
+    (db_port,) = free_ports(1)
+    env = {**os.environ, "TESSERA_CERT_DIR": str(cert_dir), "TESSERA_VAR_DIR": str(tmp_path),
+           "TESSERA_HOST_PORT": "0",
+           "TESSERA_HOST_DATABASE_URL": f"postgresql+psycopg://nobody@127.0.0.1:{db_port}/nothing"}
+    result = subprocess.run([sys.executable, "-m", "services.host"], cwd=REPO_ROOT, env=env, capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1].startswith(
+        "tessera-host: error: TESSERA_HOST_DATABASE_URL: cannot prepare the host database:")
+
+
