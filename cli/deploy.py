@@ -27,17 +27,16 @@ from cli.deploy_manifests import NAMESPACE, SPECS, render_generated, secret_name
 from shared.certs import export_identity, private_dir, write_private
 from shared.paths import REPO_ROOT, var_dir
 
-K8S_DIR = REPO_ROOT / "deploy" / "k8s"
 POSTGRES_HOST = "postgres"
 # Roles of the local overlay's PostgreSQL: each stateful service its own role and database;
 # the warehouse's read-only role for resources and its writer role for the broker's data changes.
 ROLES = ("postgres", "tessera_host", "tessera_capabilities", "tessera_reader", "tessera_writer")
 
 
-def render(check: bool, k8s_dir: Path = K8S_DIR) -> int:
+def render(check: bool, root: Path = REPO_ROOT) -> int:
     stale = []
     for name, text in render_generated().items():
-        path = k8s_dir / name
+        path = root / name
         if path.exists() and path.read_text() == text:
             continue
         if check:

@@ -66,7 +66,7 @@ def rendered(tmp_path_factory) -> dict[str, Path]:
 
 
 def test_committed_manifests_are_what_the_contracts_render():
-    stale = [name for name, text in render_generated().items() if (K8S / name).read_text() != text]
+    stale = [name for name, text in render_generated().items() if (REPO_ROOT / name).read_text() != text]
     assert stale == [], f"out of date with proto/: run 'bin/tessera deploy render' ({stale})"
 
 
