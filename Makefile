@@ -11,7 +11,7 @@ BUNDLE := services/web/static
 GEN := shared/gen
 DEPLOY_VENV := .venv-deploy
 
-.PHONY: setup venv node proto frontend browser certs demo up test lint bench eval clean k8s-tools
+.PHONY: setup venv node proto frontend browser certs demo up test lint bench eval clean image k8s-tools
 
 setup: venv node proto frontend
 
@@ -86,3 +86,9 @@ eval: setup
 
 clean:
 	rm -rf $(VENV) $(DEPLOY_VENV) node_modules $(GEN) $(BUNDLE) var .pytest_cache
+
+# The container images, built without a registry (needs root; see deploy/image/build.sh):
+# localhost/tessera:<version> (+ :latest), one image for all six services, and
+# localhost/tessera-postgres:15; sizes in var/image/sizes.json.
+image: frontend
+	@bash deploy/image/build.sh
