@@ -85,7 +85,7 @@ def bench_authz(work: Path) -> dict:
 
 
 def main() -> int:
-    from bench import browser, compiler, data_plane, host, tool_gate
+    from bench import browser, compiler, data_plane, host, image, tool_gate
 
     with tempfile.TemporaryDirectory(prefix="tessera-bench-") as work:
         results = [bench_authz(Path(work))]
@@ -96,6 +96,7 @@ def main() -> int:
         results += data_plane.run(data_dir, Path(work) / "certs")
         results += tool_gate.run(Path(work), Path(work) / "certs")
         results += browser.run(Path(work), Path(work) / "certs")
+        results += image.run()
     out = REPO_ROOT / "bench" / "results.json"
     out.write_text(json.dumps(results, indent=2) + "\n")
     for r in results:

@@ -112,15 +112,20 @@ def service_secrets(cert_dir: Path, scratch: Path, settings: dict[str, dict[str,
     return found
 
 
-def write_secrets(out: Path, cert_dir: Path) -> list[Path]:
-    passwords = _passwords(var_dir() / "k8s" / "passwords.json")
-    private_dir(out)
-    scratch = private_dir(out / ".identities")
-    documents = service_secrets(cert_dir, scratch, local_settings(passwords))
+def local_secrets(cert_dir: Path, scratch: Path, passwords_file: Path) -> list[dict]:
+    """Every Secret of the local overlay: one per service, and PostgreSQL's role passwords."""
+    passwords = _passwords(passwords_file)
+    documents = service_secrets(cert_dir, private_dir(scratch), local_settings(passwords))
     documents.append(_secret("postgres-identity", {f"{role}_password": passwords[role].encode() for role in ROLES}))
-    problems = secret_problems(documents, str(out))
+    problems = secret_problems(documents, "tessera deploy secrets")
     if problems:  # our own renderer must never produce one; refuse rather than write it
         raise SystemExit("\n".join(problems))
+    return documents
+
+
+def write_secrets(out: Path, cert_dir: Path, passwords_file: Path | None = None) -> list[Path]:
+    private_dir(out)
+    documents = local_secrets(cert_dir, out / ".identities", passwords_file or var_dir() / "k8s" / "passwords.json")
     written = []
     for document in documents:
         path = out / f"{document['metadata']['name']}.yaml"

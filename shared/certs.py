@@ -48,6 +48,10 @@ class Credentials:
     ca_pem: bytes
     cert_pem: bytes
     key_pem: bytes
+    # Where they were read from: a renewed certificate is picked up from the same files.
+    ca_file: Path | None = None
+    cert_file: Path | None = None
+    key_file: Path | None = None
 
 
 def cert_path(directory: Path, principal: str) -> Path:
@@ -365,4 +369,4 @@ def load_credentials(principal: str, ca_file: Path, cert_file: Path, key_file: P
         raise CredentialError(
             f"certificate {cert_file} carries URI SANs {uri_sans(cert)}, expected exactly [{expected}]"
         )
-    return Credentials(principal, expected, ca_pem, cert_pem, key_pem)
+    return Credentials(principal, expected, ca_pem, cert_pem, key_pem, ca_file, cert_file, key_file)

@@ -38,6 +38,7 @@ from shared.config import ConfigError, ServiceSettings, load_settings
 from shared.contracts import SERVICES, contract_hash
 from shared.interceptor import CallGuard, not_implemented_yet
 from shared.logs import log, setup_logging, stop_logging
+from shared.renewal import RenewingCredentials
 from tessera.common.v1 import common_pb2
 
 logger = logging.getLogger("tessera.runtime")
@@ -104,14 +105,6 @@ class RunningServer:
         await asyncio.gather(*self.background, return_exceptions=True)
 
 
-def server_credentials(credentials: Credentials) -> grpc.ServerCredentials:
-    return grpc.ssl_server_credentials(
-        [(credentials.key_pem, credentials.cert_pem)],
-        root_certificates=credentials.ca_pem,
-        require_client_auth=True,
-    )
-
-
 @dataclass
 class HealthOnlyServer:
     """The plaintext server that answers grpc.health.v1 and nothing else."""
@@ -159,8 +152,9 @@ async def start_server(
     address = f"{host}:{port}"
     if port:
         _check_port_free(host, port)
+    renewing = RenewingCredentials(credentials)
     try:
-        bound = server.add_secure_port(address, server_credentials(credentials))
+        bound = server.add_secure_port(address, renewing.server_credentials())
     except RuntimeError as exc:
         raise OSError(f"cannot listen on {address}: {exc}") from None
     if not bound:
@@ -169,7 +163,8 @@ async def start_server(
         await health_servicer.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
     await health_servicer.set(LIVENESS_SERVICE, health_pb2.HealthCheckResponse.SERVING)
     await server.start()
-    probes = [*readiness, *(probe for r in registrations for probe in r.readiness)]
+    probes = [certificate_validity_probe(renewing), *readiness,
+              *(probe for r in registrations for probe in r.readiness)]
     running = RunningServer(server, bound, health_servicer, names, probes)
     if health_only is not None:
         running.health_server, running.health_port = health_only.server, health_only.port
@@ -247,11 +242,11 @@ async def _watch_readiness(running: RunningServer) -> None:
         await asyncio.sleep(READINESS_INTERVAL_SECONDS)
 
 
-def certificate_validity_probe(credentials: Credentials) -> ReadinessProbe:
-    """Not ready once our own certificate has expired: peers would refuse us."""
-    not_after = x509.load_pem_x509_certificate(credentials.cert_pem).not_valid_after_utc
-
+def certificate_validity_probe(renewing: RenewingCredentials) -> ReadinessProbe:
+    """Not ready once our own certificate (the renewed one, if it was renewed) has expired: peers would
+    refuse us."""
     async def certificate_valid() -> str | None:
+        not_after = x509.load_pem_x509_certificate(renewing.current.cert_pem).not_valid_after_utc
         if dt.datetime.now(dt.UTC) >= not_after:
             return f"certificate expired at {not_after.isoformat()}"
         return None
@@ -367,7 +362,6 @@ async def _serve(context: ServiceContext, build: BuildRegistrations) -> None:
             registrations,
             host=settings.listen_host,
             port=settings.port,
-            readiness=[certificate_validity_probe(context.credentials)],
             health_only=early,
         )
     except BaseException:
