@@ -11,7 +11,7 @@ BUNDLE := services/web/static
 GEN := shared/gen
 DEPLOY_VENV := .venv-deploy
 
-.PHONY: setup venv node proto frontend browser certs demo up test lint bench eval clean image k8s-tools
+.PHONY: setup venv node proto frontend browser certs demo up test lint bench eval clean image k8s-tools k8s-smoke
 
 setup: venv node proto frontend
 
@@ -92,3 +92,8 @@ clean:
 # localhost/tessera-postgres:15; sizes in var/image/sizes.json.
 image: frontend
 	@bash deploy/image/build.sh
+
+# The local overlay as real pods under `podman kube play` (root, podman, the images above): a question
+# end to end through web, rows against SQL, a forbidden edge refused, no pod holding another's secret.
+k8s-smoke: setup k8s-tools image
+	TESSERA_K8S_SMOKE=1 $(PY) -m pytest -q -p no:cacheprovider -rA tests/k8s

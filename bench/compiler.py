@@ -83,7 +83,8 @@ def bench_rpc(frozen, text: str, cert_dir: Path, work: Path) -> dict:
     services = ServiceSet(cert_dir, work / "run-compiler", names=("compiler",), ephemeral_ports=True)
     services.start()
     try:
-        with sync_channel(services.handles["compiler"].address, cli_credentials(cert_dir, "host")) as channel:
+        address = services.handles["compiler"].address
+        with sync_channel(address, cli_credentials(cert_dir, "host"), "compiler") as channel:
             request = compiler_pb2.CompileRequest(slice=frozen, proposal_json=text, surface_id="s")
             for _ in range(50):
                 invoke(channel, "compiler", "Compile", request)

@@ -42,7 +42,8 @@ def _setup(services: ServiceSet, cert_dir: Path):
     host_address = services.handles["host"].address
     with sync_channel(host_address, cli_credentials(cert_dir, "web")) as web, \
             sync_channel(host_address, cli_credentials(cert_dir, "agent")) as agent, \
-            sync_channel(services.handles["resources"].address, cli_credentials(cert_dir, "agent")) as data:
+            sync_channel(services.handles["resources"].address, cli_credentials(cert_dir, "agent"),
+                         "resources") as data:
         session = invoke(web, "host", "OpenSession", host_pb2.OpenSessionRequest(actor=actor, request_id="bench"))
         turn = invoke(agent, "host", "BeginTurn", host_pb2.BeginTurnRequest(
             actor=actor, session_id=session.session_id, question="bench", request_id="bench"))
@@ -77,8 +78,9 @@ def bench_commit(services: ServiceSet, cert_dir: Path, actor, turn, frozen) -> l
     stored_slice = None
     submit_ms, compile_ms = [], []
     base = ""
-    with sync_channel(services.handles["host"].address, cli_credentials(cert_dir, "agent")) as agent, \
-            sync_channel(services.handles["compiler"].address, cli_credentials(cert_dir, "host")) as compiler:
+    with sync_channel(services.handles["host"].address, cli_credentials(cert_dir, "agent"), "host") as agent, \
+            sync_channel(services.handles["compiler"].address, cli_credentials(cert_dir, "host"),
+                         "compiler") as compiler:
         for index in range(120):
             text = _proposal(view, index)
             started = time.perf_counter()
@@ -129,7 +131,7 @@ def bench_fanout(services: ServiceSet, cert_dir: Path, actor, session, turn, fro
     ready = threading.Event()
 
     async def subscribers() -> None:
-        channel = aio_channel(services.handles["host"].address, cli_credentials(cert_dir, "web"))
+        channel = aio_channel(services.handles["host"].address, cli_credentials(cert_dir, "web"), "host")
         stub = channel.unary_stream("/tessera.host.v1.HostService/Subscribe",
                                     request_serializer=host_pb2.SubscribeRequest.SerializeToString,
                                     response_deserializer=host_pb2.SubscribeResponse.FromString)
@@ -159,7 +161,7 @@ def bench_fanout(services: ServiceSet, cert_dir: Path, actor, session, turn, fro
 
     def publisher() -> None:
         ready.wait()
-        with sync_channel(services.handles["host"].address, cli_credentials(cert_dir, "agent")) as agent:
+        with sync_channel(services.handles["host"].address, cli_credentials(cert_dir, "agent"), "host") as agent:
             started = time.perf_counter()
             for index in range(total):
                 invoke(agent, "host", "SubmitProposal", host_pb2.SubmitProposalRequest(

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from cli.launcher import ServiceSet, cli_credentials
 from shared.certs import issue_deployment
-from shared.channels import sync_channel
+from shared.channels import direct_sync_channel
 from shared.paths import REPO_ROOT
 
 METHOD = "/tessera.compiler.v1.CompilerService/GetInfo"
@@ -46,13 +46,14 @@ def bench_authz(work: Path) -> dict:
     bare = None
     try:
         credentials = cli_credentials(cert_dir)
-        with sync_channel(services.handles["compiler"].address, credentials) as channel:
+        with direct_sync_channel(services.handles["compiler"].address, credentials) as channel:
             real_response = channel.unary_unary(METHOD)(b"", timeout=5)
         bare = subprocess.Popen([sys.executable, str(REPO_ROOT / "bench" / "bare_echo_server.py"), str(cert_dir),
                                  METHOD, real_response.hex()], stdout=subprocess.PIPE, text=True)
         bare_port = int(bare.stdout.readline())
-        with sync_channel(services.handles["compiler"].address, credentials) as tessera_channel, \
-                sync_channel(f"127.0.0.1:{bare_port}", credentials) as bare_channel:
+        # gRPC's own TLS client on both sides: this measures the server, not the client-side bridge.
+        with direct_sync_channel(services.handles["compiler"].address, credentials) as tessera_channel, \
+                direct_sync_channel(f"127.0.0.1:{bare_port}", credentials) as bare_channel:
             tessera_call = tessera_channel.unary_unary(METHOD)
             bare_call = bare_channel.unary_unary(METHOD)
             assert bare_call(b"", timeout=5) == real_response

@@ -48,8 +48,8 @@ def _policy(work: Path) -> Path:
 
 async def _measure(broker_address: str, cert_dir: Path) -> tuple[list[float], list[float]]:
     actor = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), "bench", "acme")
-    stub = capabilities_pb2_grpc.CapabilityBrokerServiceStub(aio_channel(broker_address,
-                                                                         cli_credentials(cert_dir, "agent")))
+    stub = capabilities_pb2_grpc.CapabilityBrokerServiceStub(aio_channel(
+        broker_address, cli_credentials(cert_dir, "agent"), "capabilities"))
     await stub.ListTools(cap.ListToolsRequest(actor=actor, session_id="ses_bench"), timeout=30)
     calls = 0
 

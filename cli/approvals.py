@@ -34,7 +34,7 @@ def _when(timestamp) -> str:
 
 class ApprovalDesk:
     def __init__(self, address: str, cert_dir: Path) -> None:
-        self.channel = sync_channel(address, cli_credentials(cert_dir, "cli"))
+        self.channel = sync_channel(address, cli_credentials(cert_dir, "cli"), "capabilities")
         self.person = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), *OPERATOR)
 
     def close(self) -> None:

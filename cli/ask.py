@@ -21,7 +21,8 @@ _STATUS = {agent_pb2.TOOL_STEP_STATUS_OK: "ok", agent_pb2.TOOL_STEP_STATUS_FAILE
 def ask(addresses: dict[str, str], cert_dir: Path, question: str, web_url: str = "") -> agent_pb2.TurnDone:
     person = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), "operator", "local", "Operator")
     credentials = cli_credentials(cert_dir, "cli")
-    with sync_channel(addresses["host"], credentials) as host, sync_channel(addresses["agent"], credentials) as agent:
+    with sync_channel(addresses["host"], credentials, "host") as host, \
+            sync_channel(addresses["agent"], credentials, "agent") as agent:
         session = invoke(host, "host", "OpenSession", host_pb2.OpenSessionRequest(
             actor=person, request_id=secrets.token_hex(6)))
         print(f"? {question}")

@@ -73,11 +73,12 @@ def walk(services: ServiceSet, cert_dir: Path) -> bool:
     address = {name: handle.address for name, handle in services.handles.items()}
     person = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), "demo-user", "demo-tenant",
                           "Demo User")
-    with sync_channel(address["host"], cli_credentials(cert_dir, "cli")) as person_to_host, \
-            sync_channel(address["host"], cli_credentials(cert_dir, "agent")) as agent_to_host, \
-            sync_channel(address["resources"], cli_credentials(cert_dir, "agent")) as agent_to_data, \
-            sync_channel(address["capabilities"], cli_credentials(cert_dir, "agent")) as agent_to_broker, \
-            sync_channel(address["compiler"], cli_credentials(cert_dir, "agent")) as agent_to_compiler:
+    with sync_channel(address["host"], cli_credentials(cert_dir, "cli"), "host") as person_to_host, \
+            sync_channel(address["host"], cli_credentials(cert_dir, "agent"), "host") as agent_to_host, \
+            sync_channel(address["resources"], cli_credentials(cert_dir, "agent"), "resources") as agent_to_data, \
+            sync_channel(address["capabilities"], cli_credentials(cert_dir, "agent"),
+                         "capabilities") as agent_to_broker, \
+            sync_channel(address["compiler"], cli_credentials(cert_dir, "agent"), "compiler") as agent_to_compiler:
         session = invoke(person_to_host, "host", "OpenSession", host_pb2.OpenSessionRequest(
             actor=person, request_id=secrets.token_hex(4)))
         print(f"\nperson: opened {session.session_id} (surface {session.surface_id})")

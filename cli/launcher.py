@@ -92,7 +92,7 @@ def check_health(handle: ProcessHandle, credentials: Credentials, timeout: float
                 return json.loads(reply.read())["status"]
         except (OSError, ValueError, KeyError) as exc:
             return f"UNREACHABLE ({exc})"
-    with sync_channel(handle.address, credentials) as channel:
+    with sync_channel(handle.address, credentials, handle.name) as channel:
         try:
             reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=timeout)
         except grpc.RpcError as exc:

@@ -49,8 +49,8 @@ def certificate_problems(directory: Path) -> list[str]:
     return problems
 
 
-def _issue(directory: Path) -> None:
-    written = issue_deployment(directory)
+def _issue(directory: Path, spiffe_only: bool = False) -> None:
+    written = issue_deployment(directory, spiffe_only=spiffe_only)
     print(f"wrote a deployment CA and {len(PRINCIPAL_NAMES)} identities to {directory} "
           f"({len(written)} files, keys 0600)")
 
@@ -88,7 +88,7 @@ def cmd_certs(args: argparse.Namespace) -> int:
         return 0
     if problems and (directory / CA_CERT_FILE).exists():
         print(f"reissuing: {problems[0]}")
-    _issue(directory)
+    _issue(directory, args.spiffe_only)
     return 0
 
 
@@ -176,7 +176,7 @@ def _pid_alive(pid: int) -> bool:
 def _version(handle: ProcessHandle, credentials) -> str:
     if handle.name not in SERVICES:
         return ""
-    with sync_channel(handle.address, credentials) as channel:
+    with sync_channel(handle.address, credentials, handle.name) as channel:
         try:
             return invoke(channel, handle.name, "GetInfo", timeout=2).info.version
         except grpc.RpcError as exc:
@@ -380,6 +380,8 @@ def build_parser() -> argparse.ArgumentParser:
     certs = sub.add_parser("certs", help="create the deployment CA and one identity per service")
     certs.add_argument("--dir", help="output directory (default: $TESSERA_CERT_DIR or var/certs)")
     certs.add_argument("--force", action="store_true", help="reissue even if the current ones are valid")
+    certs.add_argument("--spiffe-only", action="store_true",
+                       help="the SPIFFE URI SAN alone, no loopback DNS/IP names (as cert-manager and SPIRE issue)")
     certs.set_defaults(run=cmd_certs)
     up = sub.add_parser("up", help="start all services, wait for health, stop on Ctrl-C")
     up.add_argument("--ephemeral-ports", action="store_true", help="let the OS pick free ports")

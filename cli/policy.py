@@ -38,7 +38,8 @@ def fetch_review(policy_file: Path, cert_dir: Path) -> cap.ReviewToolsResponse:
         broker.start()
         try:
             person = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), "operator", "local")
-            with sync_channel(broker.handles["capabilities"].address, cli_credentials(cert_dir, "cli")) as channel:
+            address = broker.handles["capabilities"].address
+            with sync_channel(address, cli_credentials(cert_dir, "cli"), "capabilities") as channel:
                 return invoke(channel, "capabilities", "ReviewTools", cap.ReviewToolsRequest(actor=person),
                               timeout=120)
         finally:

@@ -129,12 +129,15 @@ def create_ca(common_name: str = "Tessera deployment CA") -> tuple[x509.Certific
 
 
 def issue_leaf(
-    ca_cert: x509.Certificate, ca_key: ec.EllipticCurvePrivateKey, principal: str
+    ca_cert: x509.Certificate, ca_key: ec.EllipticCurvePrivateKey, principal: str, spiffe_only: bool = False
 ) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     """One certificate per principal: its only URI SAN is its SPIFFE id.
 
-    Services also get DNS/IP SANs for loopback so clients can verify the
-    server they dial; the CLI only ever acts as a client.
+    Tessera's own clients authenticate a server by that id. Unless
+    `spiffe_only`, services also get loopback DNS/IP SANs, for clients in
+    other languages that check a host name (grpc-js, grpcurl); with it, the
+    certificate looks like cert-manager's or SPIRE's: the URI SAN alone.
+    The CLI only ever acts as a client.
     """
     key = _new_key()
     now = dt.datetime.now(dt.UTC)
@@ -143,7 +146,8 @@ def issue_leaf(
     sans: list[x509.GeneralName] = [x509.UniformResourceIdentifier(identity)]
     usages = [ExtendedKeyUsageOID.CLIENT_AUTH]
     if is_server:
-        sans += [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+        if not spiffe_only:
+            sans += [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
         usages.insert(0, ExtendedKeyUsageOID.SERVER_AUTH)
     cert = (
         x509.CertificateBuilder()
@@ -184,7 +188,8 @@ def secret_path(directory: Path, principal: str) -> Path:
     return directory / f"{principal}-capability.secret"
 
 
-def issue_deployment(directory: Path, principals: tuple[str, ...] = PRINCIPAL_NAMES) -> list[Path]:
+def issue_deployment(directory: Path, principals: tuple[str, ...] = PRINCIPAL_NAMES,
+                     spiffe_only: bool = False) -> list[Path]:
     """Write a fresh CA and a key + certificate for every principal, plus token keys."""
     ca_cert, ca_key = create_ca()
     private_dir(directory)
@@ -193,7 +198,7 @@ def issue_deployment(directory: Path, principals: tuple[str, ...] = PRINCIPAL_NA
     _write_public(written[0], ca_cert.public_bytes(serialization.Encoding.PEM))
     write_private(written[1], _key_pem(ca_key))
     for principal in principals:
-        cert, key = issue_leaf(ca_cert, ca_key, principal)
+        cert, key = issue_leaf(ca_cert, ca_key, principal, spiffe_only)
         _write_public(cert_path(directory, principal), cert.public_bytes(serialization.Encoding.PEM))
         write_private(key_path(directory, principal), _key_pem(key))
         written += [cert_path(directory, principal), key_path(directory, principal)]

@@ -95,15 +95,18 @@ class _DeferredHandler(logging.StreamHandler):
             loop.call_later(self.FLUSH_DELAY_SECONDS, self.flush_pending)
 
     def flush_pending(self) -> None:
-        self._flush_scheduled = False
-        pending, self._pending = self._pending, []
-        if not pending:
-            return
-        try:
-            self.stream.write("".join(self.format(r) + self.terminator for r in pending))
-            self.flush()
-        except Exception:
-            self.handleError(pending[-1])
+        # Under the handler's lock (emit runs under it too): another thread's event loop, such as
+        # the SPIFFE channel bridge, may log while this one writes the batch.
+        with self.lock:
+            self._flush_scheduled = False
+            pending, self._pending = self._pending, []
+            if not pending:
+                return
+            try:
+                self.stream.write("".join(self.format(r) + self.terminator for r in pending))
+                self.flush()
+            except Exception:
+                self.handleError(pending[-1])
 
 
 _handler: _DeferredHandler | None = None

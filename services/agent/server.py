@@ -28,7 +28,7 @@ class AgentService(agent_pb2_grpc.AgentServiceServicer):
         self._info = service_info(context)
         self._actors = ActorVerifier.from_cert_dir(context.settings.cert_dir)
         self._running: dict[str, RunningTurn] = {}
-        channels = {peer: aio_channel(peer_target(peer), context.credentials)
+        channels = {peer: aio_channel(peer_target(peer), context.credentials, peer)
                     for peer in ("resources", "host", "capabilities")}
         self._resources = resources_pb2_grpc.ResourceGatewayServiceStub(channels["resources"])
         self._host = host_pb2_grpc.HostServiceStub(channels["host"])

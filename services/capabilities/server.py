@@ -226,7 +226,7 @@ def build(context: ServiceContext) -> list[Registration]:
     store = BrokerStore(engine)
     pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="broker-db")
     metrics = BrokerMetrics()
-    host = host_pb2_grpc.HostServiceStub(aio_channel(peer_target("host"), context.credentials))
+    host = host_pb2_grpc.HostServiceStub(aio_channel(peer_target("host"), context.credentials, "host"))
     publisher = HostPublisher(store, pool, host)
 
     def drifted(tool_id: str, what: str) -> None:

@@ -98,11 +98,11 @@ class HostService(host_pb2_grpc.HostServiceServicer):
         self._actors = ActorVerifier.from_cert_dir(settings.cert_dir)
         self._offer_key = load_verify_key(settings.resources_verify_key)
         self._compiler = compiler_pb2_grpc.CompilerServiceStub(
-            aio_channel(peer_target("compiler"), context.credentials))
+            aio_channel(peer_target("compiler"), context.credentials, "compiler"))
         self._resources = resources_pb2_grpc.ResourceGatewayServiceStub(
-            aio_channel(peer_target("resources"), context.credentials))
+            aio_channel(peer_target("resources"), context.credentials, "resources"))
         self._broker = capabilities_pb2_grpc.CapabilityBrokerServiceStub(
-            aio_channel(peer_target("capabilities"), context.credentials))
+            aio_channel(peer_target("capabilities"), context.credentials, "capabilities"))
         self._grant_key = load_signing_key(settings.signing_key)
         self._retention = settings.journal_retention
         self._changed: dict[str, asyncio.Event] = {}

@@ -49,7 +49,7 @@ HEALTH_TIMEOUT_SECONDS = 2.0
 
 async def _upstream_health(name: str, credentials: Credentials) -> dict:
     target = peer_target(name)
-    async with aio_channel(target, credentials) as channel:
+    async with aio_channel(target, credentials, name) as channel:
         try:
             reply = await health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(), timeout=HEALTH_TIMEOUT_SECONDS
@@ -107,7 +107,7 @@ def create_app(settings: WebSettings, credentials: Credentials) -> Starlette:
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette):
         # gRPC channels belong to the server's event loop: made here, closed on the way out.
-        channels = {name: aio_channel(peer_target(name), credentials) for name in UPSTREAMS}
+        channels = {name: aio_channel(peer_target(name), credentials, name) for name in UPSTREAMS}
         api = WebApi(host_pb2_grpc.HostServiceStub(channels["host"]),
                      agent_pb2_grpc.AgentServiceStub(channels["agent"]),
                      capabilities_pb2_grpc.CapabilityBrokerServiceStub(channels["capabilities"]),

@@ -114,7 +114,7 @@ def test_a_run_that_read_injected_text_shows_the_flag_with_its_source(page):
 def test_a_refused_block_shows_a_placeholder_while_the_rest_renders(page, running_set, credentials, cert_dir):
     session = page.evaluate("fetch('/api/session').then(r => r.json())")
     person = assert_actor(load_signing_key(signing_key_path(cert_dir, "web")), "local-user", "local", "Local user")
-    with sync_channel(running_set.handles["host"].address, credentials("agent")) as host:
+    with sync_channel(running_set.handles["host"].address, credentials("agent"), "host") as host:
         turn = invoke(host, "host", "BeginTurn", host_pb2.BeginTurnRequest(
             actor=person, session_id=session["session_id"], question="a partly broken answer",
             request_id=secrets.token_hex(4)))

@@ -148,12 +148,12 @@ def modelled_agent(cert_dir, tmp_path_factory, running_set, model_url):
 
 
 def _open(running_set, credentials, person, name):  # noqa: F811
-    with sync_channel(running_set.handles["host"].address, credentials("cli")) as host:
+    with sync_channel(running_set.handles["host"].address, credentials("cli"), "host") as host:
         return invoke(host, "host", "OpenSession", host_pb2.OpenSessionRequest(actor=person, request_id=name))
 
 
 def _ask(address, credentials, person, session, question, on_started=None, on_event=None):  # noqa: F811
-    with sync_channel(address, credentials("cli")) as agent:
+    with sync_channel(address, credentials("cli"), "agent") as agent:
         events = []
         for event in invoke_stream(agent, "agent", "StartTurn", agent_pb2.StartTurnRequest(
                 actor=person, session_id=session.session_id, question=question, request_id=question[:40]),
@@ -196,7 +196,7 @@ def test_after_two_repairs_the_turn_gives_up_visibly_and_commits_nothing(modelle
     done = events[-1].done
     assert done.outcome == agent_pb2.TURN_OUTCOME_FAILED and not done.revision_ids
     assert "2 repairs" in done.answer and not _kinds(events, "surface_committed")
-    with sync_channel(running_set.handles["host"].address, credentials("cli")) as host:
+    with sync_channel(running_set.handles["host"].address, credentials("cli"), "host") as host:
         with pytest.raises(grpc.RpcError) as head:
             invoke(host, "host", "GetRevision", host_pb2.GetRevisionRequest(
                 actor=person, session_id=session.session_id, surface_id=session.surface_id))
@@ -219,7 +219,7 @@ def test_cancelling_a_turn_stops_the_model_call(modelled_agent, running_set, cre
     def cancel_soon(turn_id):
         def run():
             time.sleep(0.5)  # the model is mid-stream by now
-            with sync_channel(modelled_agent, credentials("cli")) as agent:
+            with sync_channel(modelled_agent, credentials("cli"), "agent") as agent:
                 cancelled["reply"] = invoke(agent, "agent", "CancelTurn", agent_pb2.CancelTurnRequest(
                     actor=person, turn_id=turn_id))
         threading.Thread(target=run, daemon=True).start()
@@ -266,10 +266,10 @@ def test_a_model_that_obeys_injected_text_still_changes_nothing(modelled_agent, 
     from tessera.capabilities.v1 import capabilities_pb2 as cap
 
     address = running_set.handles["capabilities"].address
-    with sync_channel(address, credentials("cli")) as broker:
+    with sync_channel(address, credentials("cli"), "capabilities") as broker:
         card = invoke(broker, "capabilities", "GetApproval", cap.GetApprovalRequest(
             actor=person, approval_id=close.approval_id)).card
-    with sync_channel(address, credentials("agent")) as broker:
+    with sync_channel(address, credentials("agent"), "capabilities") as broker:
         searched = invoke(broker, "capabilities", "CallTool", cap.CallToolRequest(
             actor=person, session_id="ses_check", turn_id="t", call_id="check-4810",
             tool_id="tickets.search_tickets", arguments_json=json.dumps({"query": "1042"})), timeout=30)
@@ -290,7 +290,7 @@ def test_cancelling_a_turn_cancels_what_it_asked_a_person_for(modelled_agent, ru
         step = event.tool_step if event.WhichOneof("event") == "tool_step" else None
         if step and step.status == agent_pb2.TOOL_STEP_STATUS_AWAITING_APPROVAL and "approval" not in asked:
             asked["approval"] = step.approval_id
-            with sync_channel(modelled_agent, credentials("cli")) as agent:
+            with sync_channel(modelled_agent, credentials("cli"), "agent") as agent:
                 invoke(agent, "agent", "CancelTurn", agent_pb2.CancelTurnRequest(actor=person,
                                                                                   turn_id=event.turn_id))
 
@@ -299,7 +299,7 @@ def test_cancelling_a_turn_cancels_what_it_asked_a_person_for(modelled_agent, ru
     done = events[-1].done
     assert done.outcome == agent_pb2.TURN_OUTCOME_CANCELLED and "1 request waiting for approval was cancelled" \
         in done.answer
-    with sync_channel(running_set.handles["capabilities"].address, credentials("cli")) as broker:
+    with sync_channel(running_set.handles["capabilities"].address, credentials("cli"), "capabilities") as broker:
         card = invoke(broker, "capabilities", "GetApproval", cap.GetApprovalRequest(
             actor=person, approval_id=asked["approval"])).card
         assert card.summary.status == common_pb2.INTENT_STATUS_CANCELLED

@@ -25,17 +25,17 @@ def person(cert_dir):
 
 
 def ask(running_set, credentials, person, question):
-    with sync_channel(running_set.handles["host"].address, credentials("cli")) as host:
+    with sync_channel(running_set.handles["host"].address, credentials("cli"), "host") as host:
         session = invoke(host, "host", "OpenSession", host_pb2.OpenSessionRequest(actor=person,
                                                                                   request_id=question[:60]))
-    with sync_channel(running_set.handles["agent"].address, credentials("cli")) as agent:
+    with sync_channel(running_set.handles["agent"].address, credentials("cli"), "agent") as agent:
         events = list(invoke_stream(agent, "agent", "StartTurn", agent_pb2.StartTurnRequest(
             actor=person, session_id=session.session_id, question=question, request_id="r1"), timeout=120))
     return session, events
 
 
 def window(running_set, credentials, person, session, revision_id, node):
-    with sync_channel(running_set.handles["host"].address, credentials("cli")) as host:
+    with sync_channel(running_set.handles["host"].address, credentials("cli"), "host") as host:
         reply = invoke(host, "host", "SendCommand", host_pb2.SendCommandRequest(
             actor=person, command_id=f"w-{node}", session_id=session.session_id, surface_id=session.surface_id,
             revision_id=revision_id, resource_window=host_pb2.ResourceWindowCommand(node_id=node, limit=100)))
@@ -87,7 +87,7 @@ def test_a_trend_a_total_and_an_unanswerable_question(running_set, credentials, 
 
 
 def test_cancel_turn_needs_a_signed_actor_and_a_running_turn(running_set, credentials, person):
-    with sync_channel(running_set.handles["agent"].address, credentials("cli")) as agent:
+    with sync_channel(running_set.handles["agent"].address, credentials("cli"), "agent") as agent:
         assert not invoke(agent, "agent", "CancelTurn", agent_pb2.CancelTurnRequest(
             actor=person, turn_id="trn_unknown")).cancelled
         with pytest.raises(grpc.RpcError) as unsigned:
@@ -114,7 +114,7 @@ def test_a_filter_on_a_value_found_by_a_probe(running_set, credentials, person, 
     assert done.tainted and not done.flagged  # probe values are external text: screened, nothing matched
     from tessera.capabilities.v1 import capabilities_pb2 as cap
 
-    with sync_channel(running_set.handles["capabilities"].address, credentials("cli")) as broker:
+    with sync_channel(running_set.handles["capabilities"].address, credentials("cli"), "capabilities") as broker:
         records = [json.loads(r.record_json) for r in invoke_stream(
             broker, "capabilities", "ExportAudit", cap.ExportAuditRequest(actor=person), timeout=30)]
     probed = [r for r in records if r["kind"] == "external-read" and r["detail"]["session_id"] == session.session_id]
@@ -170,7 +170,7 @@ def test_a_mutation_asked_for_by_the_agent_waits_for_a_person(running_set, crede
     assert step.approval_id in events[-1].done.answer
     _, before = ask(running_set, credentials, person, "Search the tickets for garden lamp")
     assert "has 0 tickets" in before[-1].done.answer  # asked for, not done
-    with sync_channel(running_set.handles["capabilities"].address, credentials("cli")) as broker:
+    with sync_channel(running_set.handles["capabilities"].address, credentials("cli"), "capabilities") as broker:
         card = invoke(broker, "capabilities", "GetApproval", cap.GetApprovalRequest(
             actor=person, approval_id=step.approval_id)).card
         assert card.summary.tool_id == "tickets.create_ticket" and not card.tainted  # this run read nothing
@@ -185,7 +185,7 @@ def test_a_named_order_gets_a_flag_button_that_needs_approval(running_set, crede
     session, events = ask(running_set, credentials, person, "Flag order 1042 for review")
     done = events[-1].done
     assert done.outcome == agent_pb2.TURN_OUTCOME_ANSWERED and len(done.revision_ids) == 1
-    with sync_channel(running_set.handles["host"].address, credentials("cli")) as host:
+    with sync_channel(running_set.handles["host"].address, credentials("cli"), "host") as host:
         revision = invoke(host, "host", "GetRevision", host_pb2.GetRevisionRequest(
             actor=person, session_id=session.session_id, revision_id=done.revision_ids[0])).revision
         document = json.loads(revision.document_json)

@@ -32,7 +32,7 @@ def channels(running_set, credentials):
     def channel(principal: str, service: str) -> grpc.Channel:
         key = (principal, service)
         if key not in opened:
-            opened[key] = sync_channel(running_set.handles[service].address, credentials(principal))
+            opened[key] = sync_channel(running_set.handles[service].address, credentials(principal), service)
         return opened[key]
 
     yield channel

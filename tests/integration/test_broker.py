@@ -45,7 +45,7 @@ class Broker:
 
     def __call__(self, principal, method, request, timeout=30):
         if principal not in self._channels:
-            self._channels[principal] = sync_channel(self.address, self.credentials(principal))
+            self._channels[principal] = sync_channel(self.address, self.credentials(principal), "capabilities")
         return invoke(self._channels[principal], "capabilities", method, request, timeout=timeout)
 
     def close(self):
@@ -221,7 +221,7 @@ def test_a_batch_applies_only_approved_entries_and_all_or_nothing(broker, cert_d
 def test_a_surface_intent_reaches_the_stream_and_the_host_relays_the_decision(broker, running_set, credentials,
                                                                                cert_dir, warehouse_url):
     alice = person(cert_dir, edge="web")
-    with sync_channel(running_set.handles["host"].address, credentials("web")) as host:
+    with sync_channel(running_set.handles["host"].address, credentials("web"), "host") as host:
         session = invoke(host, "host", "OpenSession", host_pb2.OpenSessionRequest(actor=alice, request_id="surf"))
         surface = cap.SurfaceRef(surface_id=session.surface_id, node_id="flag", command_id="cmd-1")
         assert refused(lambda: flag(broker, alice, 31, principal="agent", session_id=session.session_id,
@@ -264,7 +264,7 @@ def test_the_audit_trail_is_exported_in_order_and_cannot_be_rewritten(broker, ce
     alice = person(cert_dir)
     receipt = flag(broker, alice, 41).receipt
     decide(broker, alice, receipt)
-    with sync_channel(broker.address, broker.credentials("cli")) as channel:
+    with sync_channel(broker.address, broker.credentials("cli"), "capabilities") as channel:
         records = [json.loads(r.record_json) for r in invoke_stream(
             channel, "capabilities", "ExportAudit", cap.ExportAuditRequest(actor=alice), timeout=10)]
     mine = [r["kind"] for r in records if r["intent_id"] == receipt.intent_id]

@@ -26,7 +26,7 @@ def tessera(var, *args):  # noqa: F811
 def test_an_operator_lists_reads_and_decides_approvals(var_dir, running_set, credentials, cert_dir,  # noqa: F811
                                                        warehouse_url, tmp_path):
     operator = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), *OPERATOR)
-    with sync_channel(running_set.handles["capabilities"].address, credentials("agent")) as broker:
+    with sync_channel(running_set.handles["capabilities"].address, credentials("agent"), "capabilities") as broker:
         flagged, rejected = (invoke(broker, "capabilities", "SubmitIntent", cap.SubmitIntentRequest(
             actor=operator, session_id="ses_cli", action_id="orders.flag_for_review",
             input_json=json.dumps({"record_id": record}), idempotency_key=f"cli-{record}")).receipt

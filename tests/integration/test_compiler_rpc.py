@@ -16,7 +16,7 @@ from tests.fixtures.ui import full_proposal
 
 @pytest.fixture(scope="module")
 def as_host(running_set, credentials):
-    with sync_channel(running_set.handles["compiler"].address, credentials("host")) as channel:
+    with sync_channel(running_set.handles["compiler"].address, credentials("host"), "compiler") as channel:
         yield lambda method, request: invoke(channel, "compiler", method, request, timeout=30)
 
 

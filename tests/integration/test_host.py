@@ -26,7 +26,8 @@ def channels(running_set, credentials):
 
     def channel(principal, service):
         if (principal, service) not in opened:
-            opened[principal, service] = sync_channel(running_set.handles[service].address, credentials(principal))
+            opened[principal, service] = sync_channel(running_set.handles[service].address, credentials(principal),
+                                                      service)
         return opened[principal, service]
 
     yield channel
@@ -164,7 +165,7 @@ def test_parallel_proposals_on_one_base_commit_exactly_once(channels, cert_dir, 
     outcomes: list[object] = []
 
     def submit(index: int) -> None:
-        with sync_channel(running_set.handles["host"].address, credentials("agent")) as channel:
+        with sync_channel(running_set.handles["host"].address, credentials("agent"), "host") as channel:
             try:
                 reply = invoke(channel, "host", "SubmitProposal", host_pb2.SubmitProposalRequest(
                     turn_id=turn.turn_id, slice_hash=frozen.slice_hash, expected_base_revision_id=base,

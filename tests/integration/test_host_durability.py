@@ -40,7 +40,7 @@ def _channels(services, running_set, credentials):
     def channel(principal, service):
         source = services if service in services.handles else running_set
         if (principal, service) not in opened:
-            opened[principal, service] = sync_channel(source.handles[service].address, credentials(principal))
+            opened[principal, service] = sync_channel(source.handles[service].address, credentials(principal), service)
         return opened[principal, service]
 
     return channel, opened
@@ -56,7 +56,7 @@ def test_parallel_proposals_commit_once_on_each_database(own_host, running_set, 
         outcomes = []
 
         def submit(index):
-            with sync_channel(own_host.handles["host"].address, credentials("agent")) as channel:
+            with sync_channel(own_host.handles["host"].address, credentials("agent"), "host") as channel:
                 try:
                     outcomes.append(invoke(channel, "host", "SubmitProposal", host_pb2.SubmitProposalRequest(
                         turn_id=turn.turn_id, slice_hash=frozen.slice_hash, proposal_id=f"first-{index}",
@@ -95,7 +95,7 @@ def test_acknowledged_commits_survive_kill_9_and_the_stream_resumes(cert_dir, tm
 
         def commit_loop():
             base = ""
-            with sync_channel(services.handles["host"].address, credentials("agent")) as channel:
+            with sync_channel(services.handles["host"].address, credentials("agent"), "host") as channel:
                 for index in range(10_000):
                     if stop.is_set():
                         return
@@ -126,7 +126,7 @@ def test_acknowledged_commits_survive_kill_9_and_the_stream_resumes(cert_dir, tm
                                extra_env=env)
         restarted.start()
         try:
-            with sync_channel(restarted.handles["host"].address, credentials("web")) as web:
+            with sync_channel(restarted.handles["host"].address, credentials("web"), "host") as web:
                 head = invoke(web, "host", "GetRevision", host_pb2.GetRevisionRequest(
                     actor=actor(cert_dir), session_id=session.session_id)).revision
                 # Every acknowledged commit is there; at most one more may have landed unacknowledged.

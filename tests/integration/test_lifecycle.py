@@ -140,7 +140,7 @@ def test_status_reports_a_dead_service(up, cert_dir):
 
 
 def test_access_logs_are_json_with_correlation_ids(running_set, credentials):
-    with sync_channel(running_set.handles["host"].address, credentials("web")) as channel:
+    with sync_channel(running_set.handles["host"].address, credentials("web"), "host") as channel:
         invoke(channel, "host", "GetInfo", timeout=5)
         rpc = channel.unary_unary("/tessera.host.v1.HostService/GetInfo")
         rpc(b"", timeout=5, metadata=[("x-request-id", "req-lifecycle-42")])

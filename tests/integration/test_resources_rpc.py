@@ -28,13 +28,13 @@ from tessera.resources.v1 import resources_pb2
 
 @pytest.fixture(scope="module")
 def as_agent(running_set, credentials):
-    with sync_channel(running_set.handles["resources"].address, credentials("agent")) as channel:
+    with sync_channel(running_set.handles["resources"].address, credentials("agent"), "resources") as channel:
         yield lambda method, request: invoke(channel, "resources", method, request, timeout=30)
 
 
 @pytest.fixture(scope="module")
 def as_host(running_set, credentials):
-    with sync_channel(running_set.handles["resources"].address, credentials("host")) as channel:
+    with sync_channel(running_set.handles["resources"].address, credentials("host"), "resources") as channel:
         yield lambda method, request: invoke(channel, "resources", method, request, timeout=30)
 
 
@@ -143,7 +143,7 @@ def test_offers_verify_and_windows_reach_only_the_host(as_agent, as_host, cert_d
     assert [r.cells[0].string_value for r in window.rows] == ["marketplace", "phone", "store", "web"]
     assert all(r.cells[1].integer_value > 0 for r in window.rows) and window.total_rows == 4
 
-    with sync_channel(running_set.handles["resources"].address, credentials("agent")) as channel_:
+    with sync_channel(running_set.handles["resources"].address, credentials("agent"), "resources") as channel_:
         with pytest.raises(grpc.RpcError) as denied:
             invoke(channel_, "resources", "ResolveWindow", resources_pb2.ResolveWindowRequest(grant=grant, limit=10))
     assert error_details(denied.value).reason == "CALLER_NOT_ALLOWED"

@@ -56,7 +56,7 @@ def test_readiness_follows_the_probes(credentials, monkeypatch):
         running = await start_server(credentials("compiler"), [registration_for("compiler", _Compiler())],
                                      readiness=[database])
         try:
-            async with aio_channel(f"127.0.0.1:{running.port}", credentials("cli")) as channel:
+            async with aio_channel(f"127.0.0.1:{running.port}", credentials("cli"), "compiler") as channel:
                 assert await _health(channel) == health_pb2.HealthCheckResponse.NOT_SERVING
                 problem["now"] = None
                 await asyncio.sleep(0.2)
@@ -74,7 +74,7 @@ def test_errors_are_mapped_without_leaking_internals(credentials):
     async def scenario():
         running = await start_server(credentials("compiler"), [registration_for("compiler", _Compiler())])
         try:
-            async with aio_channel(f"127.0.0.1:{running.port}", credentials("host")) as channel:
+            async with aio_channel(f"127.0.0.1:{running.port}", credentials("host"), "compiler") as channel:
                 with pytest.raises(grpc.aio.AioRpcError) as precise:
                     await _call(channel, COMPILE, compiler_pb2.CompileRequest(proposal_json="precise"))
                 with pytest.raises(grpc.aio.AioRpcError) as crashed:
@@ -98,7 +98,7 @@ def test_graceful_stop_finishes_in_flight_calls_and_refuses_new_ones(credentials
 
     async def scenario():
         running = await start_server(credentials("compiler"), [registration_for("compiler", servicer)])
-        async with aio_channel(f"127.0.0.1:{running.port}", credentials("cli")) as channel:
+        async with aio_channel(f"127.0.0.1:{running.port}", credentials("cli"), "compiler") as channel:
             in_flight = asyncio.create_task(_call(channel, GET_INFO))
             await servicer.started.wait()
             stopping = asyncio.create_task(running.stop(grace=5))

@@ -214,7 +214,7 @@ def test_drift_is_denied_alerted_and_fails_the_policy_check(world, cert_dir, run
         assert states["drift.update"] == (cap.TOOL_AVAILABILITY_AVAILABLE, "")  # only the changed tool
         refused_call = call(client, alice, "ses_d", "drift.lookup", {"term": "x"})
         assert refused_call.unavailable.availability == cap.TOOL_AVAILABILITY_DRIFTED
-        with sync_channel(client.address, client.credentials("cli")) as channel:
+        with sync_channel(client.address, client.credentials("cli"), "capabilities") as channel:
             records = [json.loads(r.record_json) for r in invoke_stream(
                 channel, "capabilities", "ExportAudit", cap.ExportAuditRequest(actor=alice), timeout=30)]
         assert any(r["kind"] == "tool-drift" and r["detail"]["tool_id"] == "drift.lookup" for r in records)

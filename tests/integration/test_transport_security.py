@@ -56,7 +56,7 @@ def test_a_client_does_not_trust_a_server_from_another_ca(running_set, other_ca_
 
 def test_identity_comes_from_the_certificate_not_metadata(running_set, credentials):
     # The agent claims to be the CLI in metadata; the broker still sees the agent.
-    with sync_channel(running_set.handles["capabilities"].address, credentials("agent")) as channel:
+    with sync_channel(running_set.handles["capabilities"].address, credentials("agent"), "capabilities") as channel:
         from shared.errors import error_details
 
         call = channel.unary_unary("/tessera.capabilities.v1.CapabilityBrokerService/Decide")

@@ -1,0 +1,67 @@
+"""Certificates with the SPIFFE URI SAN alone, as cert-manager's CSI driver and SPIRE issue them (no DNS or
+IP names): the whole set runs on them, because every client authenticates the server's SPIFFE id."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+from cryptography import x509
+
+from cli.launcher import ServiceSet, cli_credentials
+from shared import spiffe_channels
+from shared.actors import assert_actor
+from shared.certs import issue_deployment, load_signing_key, signing_key_path
+from shared.channels import direct_sync_channel, sync_channel
+from shared.contracts import invoke, invoke_stream
+from shared.identity import GRPC_SERVICE_NAMES
+from tessera.agent.v1 import agent_pb2
+from tessera.host.v1 import host_pb2
+
+
+@pytest.fixture(scope="module")
+def spiffe_set(tmp_path_factory, service_env):
+    certs = tmp_path_factory.mktemp("spiffe-certs")
+    issue_deployment(certs, spiffe_only=True)
+    env = {**service_env, "TESSERA_HOST_DATABASE_URL": f"sqlite:///{tmp_path_factory.mktemp('h') / 'host.sqlite'}",
+           "TESSERA_CAPABILITIES_DATABASE_URL": f"sqlite:///{tmp_path_factory.mktemp('b') / 'broker.sqlite'}",
+           "TESSERA_RESOURCES_STORE_URL": f"sqlite:///{tmp_path_factory.mktemp('r') / 'results.sqlite'}"}
+    services = ServiceSet(certs, tmp_path_factory.mktemp("spiffe-run"), ephemeral_ports=True, extra_env=env)
+    services.start()
+    yield services
+    assert all(code == 0 for code in services.stop().values())
+
+
+def test_the_certificates_carry_no_dns_or_ip_name(spiffe_set):
+    for name in GRPC_SERVICE_NAMES:
+        cert = x509.load_pem_x509_certificate(cli_credentials(spiffe_set.cert_dir, name).cert_pem)
+        sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        assert [type(general).__name__ for general in sans] == ["UniformResourceIdentifier"]
+
+
+def test_a_turn_crosses_every_service_on_spiffe_only_certificates(spiffe_set):
+    """agent → resources, host, capabilities; host → compiler, resources: each hop authenticated by SPIFFE id."""
+    person = assert_actor(load_signing_key(signing_key_path(spiffe_set.cert_dir, "cli")), "spiffe", "acme")
+    cli = cli_credentials(spiffe_set.cert_dir)
+    with sync_channel(spiffe_set.handles["host"].address, cli, "host") as host:
+        session = invoke(host, "host", "OpenSession", host_pb2.OpenSessionRequest(actor=person, request_id="s1"))
+    with sync_channel(spiffe_set.handles["agent"].address, cli, "agent") as agent:
+        events = list(invoke_stream(agent, "agent", "StartTurn", agent_pb2.StartTurnRequest(
+            actor=person, session_id=session.session_id, question="What is our net revenue by region?",
+            request_id="r1"), timeout=120))
+    done = events[-1].done
+    assert done.outcome == agent_pb2.TURN_OUTCOME_ANSWERED and len(done.revision_ids) == 1
+
+
+def test_grpcs_own_name_check_cannot_reach_them_and_a_wrong_identity_is_refused(spiffe_set):
+    cli = cli_credentials(spiffe_set.cert_dir)
+    address = spiffe_set.handles["host"].address
+    with direct_sync_channel(address, cli) as channel:  # a DNS/IP name check: nothing to match
+        with pytest.raises(grpc.RpcError) as unreachable:
+            invoke(channel, "host", "GetInfo", timeout=5)
+    assert unreachable.value.code() == grpc.StatusCode.UNAVAILABLE
+    before = spiffe_channels.failure_counts(address).get(spiffe_channels.SERVER_IDENTITY_MISMATCH, 0)
+    with sync_channel(address, cli, "compiler") as channel:  # the host answers where the compiler was expected
+        with pytest.raises(grpc.RpcError) as impostor:
+            invoke(channel, "compiler", "GetInfo", timeout=5)
+    assert impostor.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert spiffe_channels.failure_counts(address)[spiffe_channels.SERVER_IDENTITY_MISMATCH] > before

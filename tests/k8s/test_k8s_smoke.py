@@ -1,0 +1,235 @@
+"""`make k8s-smoke`: the local overlay as real pods under `podman kube play`, end to end.
+
+Renders overlays/local with kubectl kustomize, creates the Secrets, plays the pods on a network
+of their own (each pod its own network namespace, DNS by pod name), waits until every pod is
+ready, asks a demo question through web's API from outside the pods and checks the committed
+surface's rows against SQL on the warehouse, proves a forbidden edge is refused across pods,
+reads every pod's environment and mounted files for other services' secrets, then tears
+everything down and checks nothing is left. Runs only with TESSERA_K8S_SMOKE=1 (the make target
+sets it): it needs root, podman and the images `make image` builds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from decimal import Decimal
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+from grpc_health.v1 import health_pb2
+
+from cli.deploy import ROLES, local_secrets
+from cli.deploy_check import allowed_secret_files
+from cli.deploy_manifests import SPECS
+from shared.certs import ca_key_path, is_private_file, issue_deployment
+from shared.paths import REPO_ROOT
+from tests.integration.test_web_api import sse
+from tests.k8s.podman_play import (
+    IDENTITY_COPY,
+    SECRET_SOURCE,
+    container_state,
+    create_secret,
+    for_podman,
+    pod_ip,
+    podman,
+)
+
+pytestmark = pytest.mark.skipif(os.environ.get("TESSERA_K8S_SMOKE") != "1",
+                                reason="the Kubernetes smoke test runs with `make k8s-smoke` (podman, root, images)")
+
+NETWORK = "tessera-smoke"
+KUBECTL = REPO_ROOT / ".venv-deploy" / "bin" / "kubectl"
+READY_TIMEOUT = 300.0
+
+
+def _until(what: str, predicate, timeout: float = READY_TIMEOUT, interval: float = 0.5):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not reached in {timeout:.0f} s: {what}")
+        time.sleep(interval)
+
+
+def _grpc_health(address: str) -> str:
+    import grpc
+    from grpc_health.v1 import health_pb2_grpc
+
+    with grpc.insecure_channel(address) as channel:
+        try:
+            reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=3)
+        except grpc.RpcError as exc:
+            return exc.code().name
+    return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+
+
+def _web_health(ip: str) -> str:
+    try:
+        reply = httpx.get(f"http://{ip}:8080/healthz", headers={"Host": "localhost"}, timeout=3)
+        return reply.json().get("status", "")
+    except (httpx.HTTPError, ValueError):
+        return ""
+
+
+def _teardown(manifest: Path, secrets: list[str], volumes: list[str]) -> None:
+    podman("kube", "down", str(manifest), check=False, timeout=180)
+    for name in secrets:
+        podman("secret", "rm", name, check=False)
+    for name in volumes:  # podman keeps a named volume per mounted Secret and ConfigMap
+        podman("volume", "rm", "-f", name, check=False)
+    podman("network", "rm", "-f", NETWORK, check=False)
+
+
+def _leftovers(names: list[str], secrets: list[str], volumes: list[str]) -> list[str]:
+    pods = set(podman("pod", "ps", "--format", "{{.Name}}").stdout.split())
+    kept = set(podman("secret", "ls", "--format", "{{.Name}}").stdout.split())
+    stored = set(podman("volume", "ls", "--format", "{{.Name}}").stdout.split())
+    networks = set(podman("network", "ls", "--format", "{{.Name}}").stdout.split())
+    return sorted((pods & set(names)) | (kept & set(secrets)) | (stored & set(volumes)) | ({NETWORK} & networks))
+
+
+FORBIDDEN_CALL = """
+import json, sys
+from pathlib import Path
+from cli.launcher import cli_credentials
+from shared.channels import sync_channel
+from shared.contracts import invoke
+from shared.errors import error_details
+import grpc
+credentials = cli_credentials(Path(sys.argv[1]), "agent")
+outcome = {}
+with sync_channel("capabilities:50054", credentials, "capabilities") as channel:
+    for method in ("GetInfo", "Decide"):
+        try:
+            invoke(channel, "capabilities", method, timeout=20)
+            outcome[method] = "OK"
+        except grpc.RpcError as exc:
+            details = error_details(exc)
+            outcome[method] = f"{details.code.name} {details.reason}"
+print(json.dumps(outcome))
+"""
+
+
+def test_the_local_overlay_runs_as_real_pods(tmp_path):
+    started = time.monotonic()
+    assert shutil.which("podman"), "podman is missing: `make image` installs it"
+    certs = tmp_path / "certs"
+    issue_deployment(certs, spiffe_only=True)  # as cert-manager and SPIRE issue them: no DNS names
+    secrets = local_secrets(certs, tmp_path / "identities", tmp_path / "passwords.json")
+    passwords = json.loads((tmp_path / "passwords.json").read_text())
+    rendered = subprocess.run([str(KUBECTL), "kustomize", str(REPO_ROOT / "deploy/k8s/overlays/local")],
+                              capture_output=True, text=True, check=True, timeout=120).stdout
+    pods = for_podman([doc for doc in yaml.safe_load_all(rendered) if doc])
+    manifest = tmp_path / "local-podman.yaml"
+    manifest.write_text("".join("---\n" + yaml.safe_dump(doc, sort_keys=False) for doc in pods))
+    pod_names = [doc["metadata"]["name"] for doc in pods if doc["kind"] == "Pod"]
+    secret_names = [secret["metadata"]["name"] for secret in secrets]
+    volume_names = secret_names + [doc["metadata"]["name"] for doc in pods if doc["kind"] == "ConfigMap"]
+
+    _teardown(manifest, secret_names, volume_names)  # a run that was killed may have left its pods
+    podman("network", "create", NETWORK)
+    try:
+        for secret in secrets:
+            create_secret(secret, tmp_path)
+        podman("kube", "play", "--network", NETWORK, str(manifest), timeout=300)
+        ips = {name: pod_ip(name, NETWORK) for name in pod_names}
+
+        # Ready: PostgreSQL answers, the warehouse is seeded, every service's health port says SERVING.
+        _until("postgres ready", lambda: podman("exec", "postgres-postgres", "pg_isready", "-h", "127.0.0.1",
+                                                check=False).returncode == 0)
+        seeded = _until("the warehouse seeded", lambda: (
+            state := container_state("seed-warehouse-seed")) and state.get("Status") == "exited" and state)
+        assert seeded["ExitCode"] == 0, podman("logs", "seed-warehouse-seed", check=False).stdout[-2000:]
+        for name in SPECS:
+            if name == "web":
+                _until("web ready", lambda: _web_health(ips["web"]) == "SERVING")
+            else:
+                _until(f"{name} ready", lambda name=name: _grpc_health(f"{ips[name]}:8081") == "SERVING")
+        ready_after = time.monotonic() - started
+
+        # A demo question, through web's API, from outside the pods; rows checked against SQL.
+        base = f"http://{ips['web']}:8080"
+        headers = {"Host": "localhost:8080", "Origin": "http://localhost:8080"}
+        with httpx.Client(base_url=base, headers=headers, timeout=120) as browser:
+            assert browser.get("/api/session").status_code == 200
+            with browser.stream("POST", "/api/ask", json={"question": "What is our net revenue by region?"}) as r:
+                assert r.status_code == 200, r.read()
+                events = [data for _, data in sse(r, until=lambda d: "done" in d)]
+            assert "done" in events[-1], events[-3:]
+            (revision,) = events[-1]["done"]["revision_ids"]
+            with browser.stream("GET", "/api/surface/stream") as r:
+                sse(r, until=lambda d: d["kind"] == "a2ui" and "updateComponents" in d["message"])
+            window = browser.post("/api/commands", json={"command_id": "smoke-window", "revision_id": revision,
+                                                         "resource_window": {"node_id": "table", "limit": 100}})
+            assert window.status_code == 200, window.text
+            sequence = int(window.json()["cursor"]["sequence"])
+            with browser.stream("GET", "/api/surface/stream") as r:
+                published = sse(r, until=lambda d: d["sequence"] == sequence)
+        rows = published[-1][1]["message"]["updateDataModel"]["value"]["rows"]
+        from tests.integration.test_golden import expected_figures
+
+        reader = (f"postgresql+psycopg://tessera_reader:{passwords['tessera_reader']}@{ips['postgres']}:5432/"
+                  "warehouse")
+        expected = expected_figures(reader, {"metric": "net_revenue", "by": "region"}, "")
+        assert rows and {row[0] for row in rows} == set(expected)
+        assert all(abs(Decimal(str(value)) - expected[key]) < Decimal("0.01") for key, value in rows)
+
+        # Across pods: the agent reaches the broker, and the contract still refuses it a decision.
+        call = podman("exec", "agent-agent", "python", "-c", FORBIDDEN_CALL, IDENTITY_COPY, timeout=120)
+        outcome = json.loads(call.stdout.strip().splitlines()[-1])
+        assert outcome == {"GetInfo": "OK", "Decide": "PERMISSION_DENIED CALLER_NOT_ALLOWED"}, outcome
+
+        # No pod holds another service's secret, in its environment or its files.
+        deployment_secrets = {path.read_bytes(): path.name for path in certs.iterdir()
+                              if path.is_file() and is_private_file(path)}
+        deployment_secrets[ca_key_path(certs).read_bytes()] = "ca.key"
+        for role in ROLES:
+            deployment_secrets[passwords[role].encode()] = f"{role}_password"
+        for name in SPECS:
+            container = f"{name}-{name}"
+            environ = podman("exec", container, "cat", "/proc/1/environ").stdout.split("\0")
+            foreign = [item.split("=", 1)[0] for item in environ if item.startswith("TESSERA_")
+                       and not item.startswith(f"TESSERA_{name.upper()}_") and not item.split("=", 1)[0].endswith(
+                           "_ADDR") and item.split("=", 1)[0] not in (
+                           "TESSERA_CERT_DIR", "TESSERA_SECRETS_DIR", "TESSERA_VAR_DIR", "TESSERA_LOG_LEVEL")]
+            assert foreign == [], (name, foreign)
+            values = "\0".join(environ).encode()
+            assert _foreign(values, name, deployment_secrets) == [], (name, "environment")
+            for folder in (SECRET_SOURCE, IDENTITY_COPY):
+                listing = podman("exec", container, "ls", "-A", folder).stdout.split()
+                assert set(listing) <= allowed_secret_files(name), (name, folder, listing)
+                for file_name in listing:
+                    data = podman("exec", container, "cat", f"{folder}/{file_name}").stdout.encode()
+                    assert _foreign(data, name, deployment_secrets) == [], (name, folder, file_name)
+    finally:
+        _teardown(manifest, secret_names, volume_names)
+    assert _leftovers(pod_names, secret_names, volume_names) == []
+    elapsed = time.monotonic() - started
+    print(f"\nk8s smoke: every pod ready after {ready_after:.0f} s; whole run {elapsed:.0f} s")
+    (REPO_ROOT / "var").mkdir(exist_ok=True)
+    (REPO_ROOT / "var" / "k8s-smoke.json").write_text(json.dumps(
+        {"ready_seconds": round(ready_after, 1), "wall_seconds": round(elapsed, 1)}))
+
+
+def _foreign(data: bytes, service: str, deployment_secrets: dict[bytes, str]) -> list[str]:
+    """Which of the deployment's keys, secrets and passwords that are not `service`'s own appear in `data`."""
+    def own(what: str) -> bool:
+        if what.endswith("_password"):
+            return what.removesuffix("_password") in _roles_of(service)
+        return what.startswith(service)
+
+    return sorted(what for secret, what in deployment_secrets.items() if secret.strip() in data and not own(what))
+
+
+def _roles_of(service: str) -> set[str]:
+    """The database roles whose password a service's own URLs carry."""
+    return {"resources": {"tessera_reader"}, "capabilities": {"tessera_capabilities", "tessera_writer"},
+            "host": {"tessera_host"}}.get(service, set())

@@ -1,0 +1,561 @@
+"""The SPIFFE bridge: clients authenticate the server by its URI SAN, over real mTLS handshakes.
+
+Servers run on their own event loop in a background thread; the tests call them
+with the blocking API, from other threads, and with grpc.aio from a second loop.
+Loops that ran grpc.aio are stopped but never closed: grpc's poller may still
+post a late event to them (grpc/grpc#25364), which a closed loop would log as
+"Event loop is closed".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import datetime as dt
+import socket
+import ssl
+import stat
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1.health import aio as health_aio
+
+from shared import spiffe_channels
+from shared.certs import create_ca
+from shared.spiffe_channels import CredentialFiles, aio_channel, close_bridge, failure_counts, sync_channel
+
+CLIENT_ID = "spiffe://tessera.local/svc/agent"
+SERVER_ID = "spiffe://tessera.local/svc/host"
+OTHER_ID = "spiffe://tessera.local/svc/compiler"
+SERVING = health_pb2.HealthCheckResponse.SERVING
+REQUEST = health_pb2.HealthCheckRequest()
+WAIT = 5.0
+
+# --- certificates -----------------------------------------------------------------------------------------------
+
+
+def _pem(cert: x509.Certificate) -> bytes:
+    return cert.public_bytes(serialization.Encoding.PEM)
+
+
+def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption())
+
+
+def _issue(issuer: x509.Certificate, issuer_key, *, uris=(), dns=(), common_name=None, days=(-1, 1),
+           is_ca=False) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    """A certificate signed by `issuer`: a leaf (server+client auth) or, with is_ca, an intermediate."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = dt.datetime.now(dt.UTC)
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)] if common_name else [])
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now + dt.timedelta(days=days[0]))
+        .not_valid_after(now + dt.timedelta(days=days[1]))
+        .add_extension(x509.BasicConstraints(ca=is_ca, path_length=0 if is_ca else None), critical=True)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key.public_key()), critical=False)
+    )
+    if is_ca:
+        builder = builder.add_extension(x509.KeyUsage(
+            digital_signature=False, content_commitment=False, key_encipherment=False, data_encipherment=False,
+            key_agreement=False, key_cert_sign=True, crl_sign=True, encipher_only=False, decipher_only=False,
+        ), critical=True)
+    else:
+        names = [x509.UniformResourceIdentifier(u) for u in uris] + [x509.DNSName(d) for d in dns]
+        # An empty subject requires a critical SAN (RFC 5280 4.2.1.6), as SPIFFE issuers write it.
+        builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=not common_name)
+        builder = builder.add_extension(
+            x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+    return builder.sign(issuer_key, hashes.SHA256()), key
+
+
+def _lax_ca() -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    """A CA without a path length limit, so OpenSSL itself accepts chains through intermediates."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "lax CA")])
+    now = dt.datetime.now(dt.UTC)
+    cert = (
+        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(days=1)).not_valid_after(now + dt.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    return cert, key
+
+
+@dataclass
+class Deployment:
+    """A CA, the client's credential files (URI SAN only, empty subject) and a way to mint server certs."""
+
+    directory: Path
+    ca: x509.Certificate
+    ca_key: ec.EllipticCurvePrivateKey
+    files: CredentialFiles = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.files = CredentialFiles(self.directory / "ca.pem", self.directory / "agent.pem",
+                                     self.directory / "agent.key")
+        self.files.ca_file.write_bytes(_pem(self.ca))
+        self.rotate_client()
+
+    @property
+    def ca_pem(self) -> bytes:
+        return _pem(self.ca)
+
+    def rotate_client(self) -> x509.Certificate:
+        """(Over)write the client certificate and key in place; returns the new certificate."""
+        cert, key = _issue(self.ca, self.ca_key, uris=[CLIENT_ID])
+        self.files.cert_file.write_bytes(_pem(cert))
+        self.files.key_file.write_bytes(_key_pem(key))
+        return cert
+
+    def server(self, identity: str = SERVER_ID, **kwargs) -> tuple[bytes, bytes]:
+        """(certificate chain PEM, key PEM) for a server, issued directly by this CA."""
+        cert, key = _issue(self.ca, self.ca_key, uris=[identity], **kwargs)
+        return _pem(cert), _key_pem(key)
+
+
+@pytest.fixture
+def deployment(tmp_path) -> Deployment:
+    ca, ca_key = create_ca()
+    return Deployment(tmp_path, ca, ca_key)
+
+
+# --- servers ----------------------------------------------------------------------------------------------------
+
+
+class RecordingHealth(health_aio.HealthServicer):
+    """Health, remembering each call's auth context (what the server saw of the client)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.peers: list[dict] = []
+
+    async def Check(self, request, context):
+        self.peers.append(context.auth_context())
+        return await super().Check(request, context)
+
+    async def Watch(self, request, context):
+        self.peers.append(context.auth_context())
+        await super().Watch(request, context)
+
+
+class LoopThread:
+    """An event loop in a thread: one hosts the test servers, another runs grpc.aio clients."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.stops: list = []
+
+    def run(self, coroutine):
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(WAIT)
+
+    def grpc_server(self, chain_pem: bytes, key_pem: bytes, ca_pem: bytes) -> tuple[int, RecordingHealth]:
+        async def start():
+            server = grpc.aio.server()
+            servicer = RecordingHealth()
+            health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
+            credentials = grpc.ssl_server_credentials([(key_pem, chain_pem)], root_certificates=ca_pem,
+                                                      require_client_auth=True)
+            port = server.add_secure_port("127.0.0.1:0", credentials)
+            await server.start()
+            self.stops.append(lambda: server.stop(None))
+            return port, servicer
+
+        return self.run(start())
+
+    def tls_server(self, chain_pem: bytes, key_pem: bytes, ca_pem: bytes, tmp: Path, alpn=("h2",), echo=0):
+        """A raw mTLS server that records every byte it receives after the handshake.
+
+        With `echo`, it sends back what it receives until it has echoed that many bytes, then closes.
+        """
+        (tmp / "raw.pem").write_bytes(chain_pem)
+        (tmp / "raw.key").write_bytes(key_pem)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.verify_mode = ssl.CERT_REQUIRED
+        context.load_verify_locations(cadata=ca_pem.decode())
+        context.load_cert_chain(tmp / "raw.pem", tmp / "raw.key")
+        if alpn:
+            context.set_alpn_protocols(list(alpn))
+        received: list[bytes] = []
+        closed = threading.Event()
+
+        async def handle(reader, writer):
+            data = b""
+            try:
+                while chunk := await reader.read(65536):
+                    data += chunk
+                    if echo:
+                        writer.write(chunk)
+                        await writer.drain()
+                        if len(data) >= echo:
+                            break
+            except OSError:
+                pass
+            received.append(data)
+            writer.close()
+            closed.set()
+
+        async def start():
+            server = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=context)
+
+            async def stop():
+                server.close()
+
+            self.stops.append(stop)
+            return server.sockets[0].getsockname()[1]
+
+        return self.run(start()), received, closed
+
+    def stop_all(self) -> None:
+        for stop in self.stops:
+            self.run(stop())
+        self.stops.clear()
+
+
+@pytest.fixture(scope="module")
+def server_loop():
+    servers = LoopThread()
+    yield servers
+    servers.loop.call_soon_threadsafe(servers.loop.stop)
+    servers.thread.join(WAIT)
+
+
+@pytest.fixture(scope="module")
+def client_loop():
+    clients = LoopThread()
+    yield clients
+    clients.loop.call_soon_threadsafe(clients.loop.stop)
+    clients.thread.join(WAIT)
+
+
+@pytest.fixture
+def servers(server_loop):
+    yield server_loop
+    server_loop.stop_all()
+
+
+@pytest.fixture(autouse=True)
+def fresh_bridge():
+    yield
+    close_bridge()
+
+
+def _check(target: str, files: CredentialFiles, identity: str = SERVER_ID, options=()):
+    with sync_channel(target, files, identity, options) as channel:
+        return health_pb2_grpc.HealthStub(channel).Check(REQUEST, timeout=WAIT)
+
+
+def _refusal(target: str, files: CredentialFiles, identity: str = SERVER_ID) -> grpc.StatusCode:
+    with pytest.raises(grpc.RpcError) as failure:
+        _check(target, files, identity)
+    return failure.value.code()
+
+
+def _serial_seen(peer: dict) -> int:
+    return x509.load_pem_x509_certificate(peer["x509_pem_cert"][0]).serial_number
+
+
+# --- tests ------------------------------------------------------------------------------------------------------
+
+
+def test_a_stock_client_cannot_verify_a_uri_san_only_server(deployment, servers):
+    """The problem this module solves: grpc core's verifier ignores URI SANs."""
+    port, servicer = servers.grpc_server(*deployment.server(), deployment.ca_pem)
+    credentials = grpc.ssl_channel_credentials(deployment.ca_pem, deployment.files.key_file.read_bytes(),
+                                               deployment.files.cert_file.read_bytes())
+    with grpc.secure_channel(f"127.0.0.1:{port}", credentials) as channel:
+        with pytest.raises(grpc.RpcError) as failure:
+            health_pb2_grpc.HealthStub(channel).Check(REQUEST, timeout=WAIT)
+    assert failure.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert servicer.peers == []
+
+
+def test_uri_san_only_server_is_reached_sync_and_aio_and_sees_the_client_id(deployment, servers, client_loop):
+    port, servicer = servers.grpc_server(*deployment.server(), deployment.ca_pem)
+    target = f"127.0.0.1:{port}"
+    assert _check(target, deployment.files).status == SERVING
+
+    async def aio_check():
+        async with aio_channel(target, deployment.files, SERVER_ID) as channel:
+            return await health_pb2_grpc.HealthStub(channel).Check(REQUEST, timeout=WAIT)
+
+    assert client_loop.run(aio_check()).status == SERVING
+    # mTLS is end to end: the server authenticated the client's own certificate.
+    assert [peer["peer_spiffe_id"] for peer in servicer.peers] == [[CLIENT_ID.encode()]] * 2
+    assert all(peer["transport_security_type"] == [b"ssl"] for peer in servicer.peers)
+    assert failure_counts(target) == {}
+
+
+def test_a_server_with_dns_and_uri_sans_works_the_same(deployment, servers):
+    chain, key = deployment.server(dns=["localhost"], common_name="tessera-host")
+    port, _ = servers.grpc_server(chain, key, deployment.ca_pem)
+    assert _check(f"localhost:{port}", deployment.files).status == SERVING
+
+
+def test_repeated_channels_share_one_private_listener(deployment, servers):
+    port, servicer = servers.grpc_server(*deployment.server(), deployment.ca_pem)
+    target = f"127.0.0.1:{port}"
+    for _ in range(3):
+        assert _check(target, deployment.files).status == SERVING
+    bridge = spiffe_channels._current
+    first, _ = bridge.listen(target, deployment.files, SERVER_ID)
+    assert bridge.listen(target, deployment.files, SERVER_ID)[0] == first
+    assert bridge.listen(target, deployment.files, OTHER_ID)[0] != first
+    directory = first.parent
+    assert stat.S_IMODE(directory.stat().st_mode) == 0o700
+    assert len(list(directory.iterdir())) == 2
+    close_bridge()
+    assert not directory.exists()
+    # A later channel starts a new bridge.
+    assert _check(target, deployment.files).status == SERVING
+
+
+def test_a_server_with_another_services_id_is_refused_before_any_rpc(deployment, servers):
+    port, servicer = servers.grpc_server(*deployment.server(OTHER_ID), deployment.ca_pem)
+    target = f"127.0.0.1:{port}"
+    assert _refusal(target, deployment.files) == grpc.StatusCode.UNAVAILABLE
+    assert failure_counts(target).keys() == {spiffe_channels.SERVER_IDENTITY_MISMATCH}
+    assert servicer.peers == []
+    # Same server, right expectation: fine.
+    assert _check(target, deployment.files, OTHER_ID).status == SERVING
+
+
+def test_nothing_is_forwarded_to_a_server_with_the_wrong_identity(deployment, servers, tmp_path, caplog):
+    port, received, closed = servers.tls_server(*deployment.server(OTHER_ID), deployment.ca_pem, tmp_path)
+    target = f"127.0.0.1:{port}"
+    with caplog.at_level("WARNING", logger="tessera.channels"):
+        assert _refusal(target, deployment.files) == grpc.StatusCode.UNAVAILABLE
+    assert closed.wait(WAIT)
+    assert received[0] == b""  # not even the HTTP/2 preface
+    record = [r for r in caplog.records if getattr(r, "fields", {}).get("target") == target][0]
+    assert record.levelname == "WARNING"
+    assert record.fields["reason"] == spiffe_channels.SERVER_IDENTITY_MISMATCH
+    assert OTHER_ID in record.getMessage()
+
+
+def test_a_server_not_negotiating_h2_is_refused(deployment, servers, tmp_path):
+    port, received, closed = servers.tls_server(*deployment.server(), deployment.ca_pem, tmp_path, alpn=())
+    target = f"127.0.0.1:{port}"
+    assert _refusal(target, deployment.files) == grpc.StatusCode.UNAVAILABLE
+    assert failure_counts(target).keys() == {spiffe_channels.ALPN_NOT_H2}
+    assert closed.wait(WAIT) and received[0] == b""
+
+
+def _other_ca_server(deployment):
+    other, other_key = create_ca("another CA")
+    cert, key = _issue(other, other_key, uris=[SERVER_ID])
+    return _pem(cert), _key_pem(key)
+
+
+def _via_intermediate(deployment):
+    intermediate, intermediate_key = _issue(deployment.ca, deployment.ca_key, common_name="intermediate", is_ca=True)
+    cert, key = _issue(intermediate, intermediate_key, uris=[SERVER_ID])
+    return _pem(cert) + _pem(intermediate), _key_pem(key)
+
+
+def _expired(deployment):
+    return deployment.server(days=(-3, -1))
+
+
+def _two_uri_sans(deployment):
+    cert, key = _issue(deployment.ca, deployment.ca_key, uris=[SERVER_ID, OTHER_ID])
+    return _pem(cert), _key_pem(key)
+
+
+def _no_uri_san(deployment):
+    cert, key = _issue(deployment.ca, deployment.ca_key, dns=["localhost"], common_name="host")
+    return _pem(cert), _key_pem(key)
+
+
+@pytest.mark.parametrize("make_server, reason", [
+    (_other_ca_server, spiffe_channels.SERVER_NOT_ISSUED_BY_CA),
+    (_via_intermediate, spiffe_channels.SERVER_NOT_ISSUED_BY_CA),
+    (_expired, spiffe_channels.SERVER_CERT_NOT_VALID_NOW),
+    (_two_uri_sans, spiffe_channels.SERVER_IDENTITY_INVALID),
+    (_no_uri_san, spiffe_channels.SERVER_IDENTITY_INVALID),
+])
+def test_untrusted_server_certificates_are_refused_with_a_precise_reason(deployment, servers, make_server, reason):
+    port, servicer = servers.grpc_server(*make_server(deployment), deployment.ca_pem)
+    target = f"127.0.0.1:{port}"
+    assert _refusal(target, deployment.files) == grpc.StatusCode.UNAVAILABLE
+    assert failure_counts(target).keys() == {reason}
+    assert servicer.peers == []
+
+
+def test_an_intermediate_is_refused_even_when_openssl_accepts_the_chain(tmp_path, servers):
+    """With no path length limit on the CA, OpenSSL verifies the chain; the bridge's own check refuses it."""
+    deployment = Deployment(tmp_path, *_lax_ca())
+    port, servicer = servers.grpc_server(*_via_intermediate(deployment), deployment.ca_pem)
+    target = f"127.0.0.1:{port}"
+    assert _refusal(target, deployment.files) == grpc.StatusCode.UNAVAILABLE
+    assert failure_counts(target).keys() == {spiffe_channels.SERVER_NOT_ISSUED_BY_CA}
+    # The same CA, a leaf issued directly: fine.
+    port, _ = servers.grpc_server(*deployment.server(), deployment.ca_pem)
+    assert _check(f"127.0.0.1:{port}", deployment.files).status == SERVING
+
+
+def test_unreachable_and_non_tls_targets_fail_unavailable(deployment, server_loop):
+    listener = server_loop.run(asyncio.start_server(lambda r, w: w.close(), "127.0.0.1", 0))
+    closing_port = listener.sockets[0].getsockname()[1]
+    server_loop.run(_close(listener))
+    assert _refusal(f"127.0.0.1:{closing_port}", deployment.files) == grpc.StatusCode.UNAVAILABLE
+    assert failure_counts(f"127.0.0.1:{closing_port}").keys() == {spiffe_channels.TARGET_UNREACHABLE}
+
+    hangup = server_loop.run(asyncio.start_server(lambda r, w: w.close(), "127.0.0.1", 0))
+    try:
+        target = f"127.0.0.1:{hangup.sockets[0].getsockname()[1]}"
+        assert _refusal(target, deployment.files) == grpc.StatusCode.UNAVAILABLE
+        assert failure_counts(target).keys() == {spiffe_channels.TLS_HANDSHAKE_FAILED}
+    finally:
+        server_loop.run(_close(hangup))
+
+
+async def _close(server: asyncio.AbstractServer) -> None:
+    server.close()
+
+
+def test_a_client_certificate_the_server_does_not_trust_fails_the_call(deployment, servers):
+    other, other_key = create_ca("another CA")
+    port, servicer = servers.grpc_server(*deployment.server(), _pem(other))
+    target = f"127.0.0.1:{port}"
+    assert _refusal(target, deployment.files) == grpc.StatusCode.UNAVAILABLE
+    # grpc core sends no alert, it hangs up: the bridge tells that apart from a server that talks.
+    assert failure_counts(target).keys() == {spiffe_channels.SERVER_CLOSED_AFTER_HANDSHAKE}
+    assert servicer.peers == []
+
+
+def test_a_renewed_client_certificate_is_used_by_the_next_connection(deployment, servers):
+    port, servicer = servers.grpc_server(*deployment.server(), deployment.ca_pem)
+    target = f"127.0.0.1:{port}"
+    own_connection = [("grpc.use_local_subchannel_pool", 1)]  # a new channel must open a new connection
+    first = x509.load_pem_x509_certificate(deployment.files.cert_file.read_bytes())
+    assert _check(target, deployment.files, options=own_connection).status == SERVING
+    renewed = deployment.rotate_client()
+    assert _check(target, deployment.files, options=own_connection).status == SERVING
+    assert [_serial_seen(peer) for peer in servicer.peers] == [first.serial_number, renewed.serial_number]
+    assert servicer.peers[1]["peer_spiffe_id"] == [CLIENT_ID.encode()]
+
+
+def test_a_half_written_rotation_keeps_the_last_good_credentials(deployment, servers):
+    port, servicer = servers.grpc_server(*deployment.server(), deployment.ca_pem)
+    target = f"127.0.0.1:{port}"
+    own_connection = [("grpc.use_local_subchannel_pool", 1)]
+    first = x509.load_pem_x509_certificate(deployment.files.cert_file.read_bytes())
+    assert _check(target, deployment.files, options=own_connection).status == SERVING
+    new_cert, _ = _issue(deployment.ca, deployment.ca_key, uris=[CLIENT_ID])
+    deployment.files.cert_file.write_bytes(_pem(new_cert))  # the key is not renewed yet
+    assert _check(target, deployment.files, options=own_connection).status == SERVING
+    assert _serial_seen(servicer.peers[-1]) == first.serial_number
+
+
+def test_streaming_and_concurrent_calls_from_threads_and_another_loop(deployment, servers, client_loop):
+    port, servicer = servers.grpc_server(*deployment.server(), deployment.ca_pem)
+    target = f"127.0.0.1:{port}"
+
+    with sync_channel(target, deployment.files, SERVER_ID) as channel:
+        watch = health_pb2_grpc.HealthStub(channel).Watch(REQUEST, timeout=WAIT)
+        assert next(watch).status == SERVING
+        watch.cancel()
+
+    def many_checks(_):
+        with sync_channel(target, deployment.files, SERVER_ID) as channel:
+            stub = health_pb2_grpc.HealthStub(channel)
+            return [stub.Check(REQUEST, timeout=WAIT).status for _ in range(20)]
+
+    async def aio_calls():
+        async with aio_channel(target, deployment.files, SERVER_ID) as channel:
+            stub = health_pb2_grpc.HealthStub(channel)
+            checks = await asyncio.gather(*(stub.Check(REQUEST, timeout=WAIT) for _ in range(20)))
+            stream = stub.Watch(REQUEST, timeout=WAIT)
+            first = await stream.read()
+            stream.cancel()
+            assert await stream.code() == grpc.StatusCode.CANCELLED  # settled before this loop closes
+            return [c.status for c in checks] + [first.status]
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        from_loop = pool.submit(client_loop.run, aio_calls())
+        from_threads = list(pool.map(many_checks, range(6)))
+        assert from_loop.result(WAIT) == [SERVING] * 21
+    assert from_threads == [[SERVING] * 20] * 6
+    assert len(servicer.peers) == 1 + 6 * 20 + 21
+
+
+def test_bad_arguments_are_refused_at_once(deployment):
+    with pytest.raises(ValueError, match="host:port"):
+        sync_channel("localhost", deployment.files, SERVER_ID)
+    with pytest.raises(ValueError, match="spiffe://"):
+        sync_channel("localhost:1", deployment.files, "host")
+
+
+def test_missing_client_credentials_are_reported(deployment, servers, tmp_path):
+    port, _ = servers.grpc_server(*deployment.server(), deployment.ca_pem)
+    files = CredentialFiles(deployment.files.ca_file, tmp_path / "missing.pem", tmp_path / "missing.key")
+    assert _refusal(f"127.0.0.1:{port}", files) == grpc.StatusCode.UNAVAILABLE
+    assert failure_counts(f"127.0.0.1:{port}").keys() == {spiffe_channels.CLIENT_CREDENTIALS_INVALID}
+
+
+def test_bytes_flow_both_ways_with_backpressure_and_the_servers_close_is_passed_on(deployment, servers, tmp_path):
+    """Below gRPC: 8 MiB through the bridge and back, then the server's EOF reaches the local client."""
+    size = 8 * 1024 * 1024
+    port, received, closed = servers.tls_server(*deployment.server(), deployment.ca_pem, tmp_path, echo=size)
+    target = f"127.0.0.1:{port}"
+    path, _ = spiffe_channels._bridge().listen(target, deployment.files, SERVER_ID)
+    payload = bytes(range(256)) * (size // 256)
+    with socket.socket(socket.AF_UNIX) as local:
+        local.settimeout(WAIT)
+        local.connect(str(path))
+        sender = threading.Thread(target=local.sendall, args=(payload,))
+        sender.start()
+        echoed = bytearray()
+        while chunk := local.recv(1 << 20):
+            echoed += chunk
+        sender.join(WAIT)
+    assert bytes(echoed) == payload
+    assert closed.wait(WAIT) and received[0] == payload
+    assert failure_counts(target) == {}
+
+
+def test_a_server_that_never_answers_the_handshake_times_out(deployment, server_loop, monkeypatch):
+    monkeypatch.setattr(spiffe_channels, "HANDSHAKE_TIMEOUT_SECONDS", 0.2)
+    hold = asyncio.Event()
+
+    async def silent(reader, writer):
+        await hold.wait()
+        writer.close()
+
+    listener = server_loop.run(asyncio.start_server(silent, "127.0.0.1", 0))
+    try:
+        target = f"127.0.0.1:{listener.sockets[0].getsockname()[1]}"
+        assert _refusal(target, deployment.files) == grpc.StatusCode.UNAVAILABLE
+        assert failure_counts(target).keys() == {spiffe_channels.TLS_HANDSHAKE_FAILED}
+    finally:
+        server_loop.loop.call_soon_threadsafe(hold.set)
+        server_loop.run(_close(listener))
+
+
+def test_closing_the_bridge_ends_open_streams(deployment, servers):
+    port, _ = servers.grpc_server(*deployment.server(), deployment.ca_pem)
+    with sync_channel(f"127.0.0.1:{port}", deployment.files, SERVER_ID) as channel:
+        watch = health_pb2_grpc.HealthStub(channel).Watch(REQUEST, timeout=WAIT)
+        assert next(watch).status == SERVING
+        close_bridge()
+        with pytest.raises(grpc.RpcError) as ended:
+            next(watch)
+    assert ended.value.code() == grpc.StatusCode.UNAVAILABLE
