@@ -18,6 +18,7 @@ import base64
 import json
 import secrets
 import sys
+import tempfile
 from pathlib import Path
 
 import yaml
@@ -112,10 +113,11 @@ def service_secrets(cert_dir: Path, scratch: Path, settings: dict[str, dict[str,
     return found
 
 
-def local_secrets(cert_dir: Path, scratch: Path, passwords_file: Path) -> list[dict]:
+def local_secrets(cert_dir: Path, passwords_file: Path) -> list[dict]:
     """Every Secret of the local overlay: one per service, and PostgreSQL's role passwords."""
     passwords = _passwords(passwords_file)
-    documents = service_secrets(cert_dir, private_dir(scratch), local_settings(passwords))
+    with tempfile.TemporaryDirectory(prefix="tessera-secrets-") as scratch:  # copies of keys: gone after
+        documents = service_secrets(cert_dir, Path(scratch), local_settings(passwords))
     documents.append(_secret("postgres-identity", {f"{role}_password": passwords[role].encode() for role in ROLES}))
     problems = secret_problems(documents, "tessera deploy secrets")
     if problems:  # our own renderer must never produce one; refuse rather than write it
@@ -125,7 +127,7 @@ def local_secrets(cert_dir: Path, scratch: Path, passwords_file: Path) -> list[d
 
 def write_secrets(out: Path, cert_dir: Path, passwords_file: Path | None = None) -> list[Path]:
     private_dir(out)
-    documents = local_secrets(cert_dir, out / ".identities", passwords_file or var_dir() / "k8s" / "passwords.json")
+    documents = local_secrets(cert_dir, passwords_file or var_dir() / "k8s" / "passwords.json")
     written = []
     for document in documents:
         path = out / f"{document['metadata']['name']}.yaml"

@@ -224,3 +224,24 @@ def test_a_secret_holding_another_services_key_is_named(cert_dir, tmp_path):
     assert secret_problems(secrets, "agent.yaml") == [
         "agent.yaml: Secret/agent-identity holds 'host-signing.key': another principal's key "
         "(only agent's own may be here)"]
+
+
+def test_deploy_secrets_writes_private_files_that_pass_the_check(cert_dir, tmp_path):
+    out = tmp_path / "secrets"
+    env = {**os.environ, "TESSERA_CERT_DIR": str(cert_dir), "TESSERA_VAR_DIR": str(tmp_path / "var")}
+    written = subprocess.run([sys.executable, "-m", "cli", "deploy", "secrets", "--out", str(out)], cwd=REPO_ROOT,
+                             env=env, capture_output=True, text=True, timeout=60)
+    assert written.returncode == 0, written.stderr
+    files = sorted(out.iterdir())
+    assert [path.name for path in files] == sorted(f"{name}.yaml" for name in [
+        *(secret_name(service) for service in SPECS), "postgres-identity"])
+    assert all(path.stat().st_mode & 0o077 == 0 for path in files)
+    checked = subprocess.run([sys.executable, "-m", "cli", "deploy", "check", *map(str, files)], cwd=REPO_ROOT,
+                             env=env, capture_output=True, text=True, timeout=60)
+    # Secrets alone carry no NetworkPolicies: the only findings allowed are the missing edges.
+    assert [line for line in checked.stderr.splitlines() if "NetworkPolicy" not in line] == []
+    # Passwords are made once and kept: a second run writes the same database URLs.
+    host = yaml.safe_load((out / "host-identity.yaml").read_text())["data"]["tessera_host_database_url"]
+    subprocess.run([sys.executable, "-m", "cli", "deploy", "secrets", "--out", str(out)], cwd=REPO_ROOT, env=env,
+                   check=True, capture_output=True, timeout=60)
+    assert yaml.safe_load((out / "host-identity.yaml").read_text())["data"]["tessera_host_database_url"] == host

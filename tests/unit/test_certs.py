@@ -105,3 +105,30 @@ def test_an_exported_identity_holds_only_its_own_private_files(tmp_path):
     assert all(stat.S_IMODE(path.stat().st_mode) == 0o600 for path in target.iterdir())
     # What it holds is usable as is: the service's own credentials load from the folder alone.
     load_credentials("resources", target / "ca.pem", target / "resources.pem", target / "resources.key")
+
+
+@pytest.mark.parametrize(("mode", "owner", "group_is_ours", "accepted"), [
+    (0o440, 0, True, True),    # a Kubernetes Secret volume with the pod's fsGroup: root's file, our group reads
+    (0o640, 0, True, True),    # root may write it; we only read
+    (0o444, 0, True, False),   # others may read it
+    (0o460, 0, True, False),   # our group may write it
+    (0o440, 0, False, False),  # another group reads it
+    (0o440, "us", True, False),  # our own file must be 0600: a group bit on it is a mistake, not a mount
+])
+def test_a_secret_mounted_for_our_group_is_accepted_and_nothing_looser(tmp_path, monkeypatch, mode, owner,
+                                                                       group_is_ours, accepted):
+    import os
+
+    issue_deployment(tmp_path)
+    key = tmp_path / "agent.key"
+    gid = 4242
+    os.chown(key, 10001 if owner == "us" else 0, gid if group_is_ours else 4343)
+    key.chmod(mode)
+    # This process plays the pod's non-root user (uid 10001) whose group is the fsGroup.
+    monkeypatch.setattr(os, "getuid", lambda: 10001)
+    monkeypatch.setattr(os, "getgid", lambda: gid)
+    if accepted:
+        _load(tmp_path, "agent")
+    else:
+        with pytest.raises(CredentialError, match="must not be readable"):
+            _load(tmp_path, "agent")
