@@ -30,6 +30,7 @@ from tests.fixtures.fake_model import chunk, serving_completions
 from tests.integration.test_agent_turns import person  # noqa: F401  (fixture)
 
 STREAM_CLOSED: list[str] = []  # questions whose model stream the server saw end early
+STREAM_THINKING: list[str] = []  # questions whose model stream is mid-way (the hang branch has begun)
 
 
 def _call(call_id: str, name: str, arguments: dict) -> list[str]:
@@ -109,6 +110,7 @@ async def _model(request: Request):
             if question.startswith("hang") or (question.startswith("cancelme") and any(
                     m["role"] == "tool" for m in body["messages"])):  # thinks forever until the client goes away
                 yield chunk({"content": "Let me think"})
+                STREAM_THINKING.append(question)
                 await asyncio.sleep(60)
             elif question.startswith("broken"):  # half a tool call, then the connection ends
                 yield chunk({"tool_calls": [{"index": 0, "id": "b1", "type": "function",
@@ -216,17 +218,23 @@ def test_cancelling_a_turn_stops_the_model_call(modelled_agent, running_set, cre
     session = _open(running_set, credentials, person, "hang")
     cancelled = {}
 
+    canceller = []
+
     def cancel_soon(turn_id):
         def run():
-            time.sleep(0.5)  # the model is mid-stream by now
+            deadline = time.monotonic() + 30
+            while "hang: net revenue" not in STREAM_THINKING and time.monotonic() < deadline:
+                time.sleep(0.02)  # until the model is mid-stream
             with sync_channel(modelled_agent, credentials("cli"), "agent") as agent:
                 cancelled["reply"] = invoke(agent, "agent", "CancelTurn", agent_pb2.CancelTurnRequest(
                     actor=person, turn_id=turn_id))
-        threading.Thread(target=run, daemon=True).start()
+        canceller.append(threading.Thread(target=run, daemon=True))
+        canceller[0].start()
 
     began = time.monotonic()
     events = _ask(modelled_agent, credentials, person, session, "hang: net revenue", on_started=cancel_soon)
-    assert time.monotonic() - began < 10  # not the model's 60 s
+    assert time.monotonic() - began < 30  # not the model's 60 s
+    canceller[0].join(30)  # the turn can end before CancelTurn's own reply is back
     assert cancelled["reply"].cancelled
     assert events[-1].done.outcome == agent_pb2.TURN_OUTCOME_CANCELLED
     deadline = time.monotonic() + 5
