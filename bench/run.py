@@ -19,7 +19,7 @@ from pathlib import Path
 
 from cli.launcher import ServiceSet, cli_credentials
 from shared.certs import issue_deployment
-from shared.channels import direct_sync_channel
+from shared.channels import direct_sync_channel, sync_channel
 from shared.paths import REPO_ROOT
 
 METHOD = "/tessera.compiler.v1.CompilerService/GetInfo"
@@ -57,14 +57,7 @@ def bench_authz(work: Path) -> dict:
             tessera_call = tessera_channel.unary_unary(METHOD)
             bare_call = bare_channel.unary_unary(METHOD)
             assert bare_call(b"", timeout=5) == real_response
-            _time_calls(tessera_call, WARMUP_CALLS)
-            _time_calls(bare_call, WARMUP_CALLS)
-            tessera_samples, bare_samples = [], []
-            for round_number in range(ROUNDS):
-                # Alternate which side goes first so neither always runs warmer.
-                order = [(tessera_call, tessera_samples), (bare_call, bare_samples)]
-                for call, samples in (order if round_number % 2 == 0 else order[::-1]):
-                    samples.extend(_time_calls(call, CALLS_PER_ROUND))
+            tessera_samples, bare_samples = _interleaved(tessera_call, bare_call)
     finally:
         if bare:
             bare.terminate()
@@ -85,11 +78,48 @@ def bench_authz(work: Path) -> dict:
     }
 
 
+def _interleaved(first, second) -> tuple[list[float], list[float]]:
+    """Warm both, then time them in alternating rounds so that machine noise hits both alike."""
+    _time_calls(first, WARMUP_CALLS)
+    _time_calls(second, WARMUP_CALLS)
+    first_samples, second_samples = [], []
+    for round_number in range(ROUNDS):
+        order = [(first, first_samples), (second, second_samples)]
+        for call, samples in (order if round_number % 2 == 0 else order[::-1]):
+            samples.extend(_time_calls(call, CALLS_PER_ROUND))
+    return first_samples, second_samples
+
+
+def bench_spiffe_bridge(work: Path) -> dict:
+    """A client that authenticates the server's SPIFFE id (through the in-process bridge) against gRPC's
+    own TLS client (DNS/IP name check), to the same Tessera compiler process, side by side."""
+    cert_dir = work / "certs-bridge"
+    issue_deployment(cert_dir)
+    services = ServiceSet(cert_dir, work / "run-bridge", names=("compiler",), ephemeral_ports=True)
+    services.start()
+    try:
+        credentials = cli_credentials(cert_dir)
+        address = services.handles["compiler"].address
+        with sync_channel(address, credentials, "compiler") as bridged, \
+                direct_sync_channel(address, credentials) as direct:
+            bridged_samples, direct_samples = _interleaved(bridged.unary_unary(METHOD), direct.unary_unary(METHOD))
+    finally:
+        services.stop()
+    bridged_median, direct_median = statistics.median(bridged_samples), statistics.median(direct_samples)
+    return {
+        "name": "spiffe_bridge_unary_rpc_median_latency",
+        "value": round(bridged_median, 1), "unit": "us", "baseline": round(direct_median, 1),
+        "ratio": round(bridged_median / direct_median, 3), "samples": len(bridged_samples),
+        "description": "compiler GetInfo from a client that authenticates the server's SPIFFE id through the "
+                       "in-process bridge vs gRPC's own TLS client (DNS/IP name check), same server, same run",
+    }
+
+
 def main() -> int:
     from bench import browser, compiler, data_plane, host, image, tool_gate
 
     with tempfile.TemporaryDirectory(prefix="tessera-bench-") as work:
-        results = [bench_authz(Path(work))]
+        results = [bench_authz(Path(work)), bench_spiffe_bridge(Path(work))]
         data_dir = Path(work) / "data"
         data_dir.mkdir()
         results += compiler.run(Path(work), Path(work) / "certs")

@@ -1,17 +1,18 @@
 """Kubernetes manifests for Tessera, rendered from one table and from the contracts.
 
-`render_base()` writes `deploy/k8s/base/`: per service a ServiceAccount (no
+`render_generated()` writes `deploy/k8s/base/`: per service a ServiceAccount (no
 token), a Deployment, a Service, a PodDisruptionBudget, an autoscaler for
 the stateless ones, and the NetworkPolicies. The policies come from the
 callers declared in `proto/` (`option (tessera.authz.v1.callers)`): deny all,
 then one allow per declared edge, so a new caller in a contract changes the
 rendered files and `tessera deploy render --check` (and a test) fails until
-they are regenerated.
+they are regenerated. It also writes the production overlay's patches (issued
+identities, replicas) and docs/trust-graph.md, the caller table as a page.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import yaml
 
@@ -51,7 +52,6 @@ class ServiceSpec:
     browsers: bool = False  # takes connections from browsers
     # Settings read from files in its own Secret (TESSERA_SECRETS_DIR), never from the environment.
     secret_settings: tuple[str, ...] = ()
-    env: dict[str, str] = field(default_factory=dict)
 
 
 SPECS: dict[str, ServiceSpec] = {spec.name: spec for spec in (
@@ -116,7 +116,6 @@ def _env(spec: ServiceSpec, edges: set[tuple[str, str]]) -> list[dict]:
     for caller, callee in sorted(edges):
         if caller == spec.name:
             env[f"TESSERA_{callee.upper()}_ADDR"] = f"{callee}:{_port(callee)}"
-    env.update(spec.env)
     return [{"name": key, "value": value} for key, value in env.items()]
 
 
