@@ -48,10 +48,14 @@ missing=()
 command -v podman >/dev/null || missing+=(podman)
 command -v runc >/dev/null || [ -x /usr/sbin/runc ] || missing+=(runc)
 command -v mmdebstrap >/dev/null || missing+=(mmdebstrap)
+# DNS between pods (make k8s-smoke): only recommended by Debian's podman, so asked for by name.
+[ -x /usr/lib/podman/netavark ] || missing+=(netavark)
+[ -x /usr/lib/podman/aardvark-dns ] || missing+=(aardvark-dns)
 if [ ${#missing[@]} -gt 0 ]; then
   say "installing ${missing[*]} (apt-get)"
   quietly "$out/apt.log" apt-get update -qq
-  quietly "$out/apt.log" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman runc mmdebstrap
+  quietly "$out/apt.log" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman runc mmdebstrap \
+    netavark aardvark-dns
 fi
 
 python="${PYTHON:-python3}"
