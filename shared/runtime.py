@@ -356,6 +356,8 @@ async def _serve(context: ServiceContext, build: BuildRegistrations) -> None:
         registrations = await _build_when_reachable(context, build, stop)
         if registrations is None:
             log(logger, logging.INFO, "stopped before it was ready")
+            if early is not None:
+                await early.server.stop(None)
             return
         running = await start_server(
             context.credentials,

@@ -123,3 +123,25 @@ def test_without_a_wait_an_unreachable_database_stops_startup_with_one_line(cert
         "tessera-host: error: TESSERA_HOST_DATABASE_URL: cannot prepare the host database:")
 
 
+
+
+def test_a_service_stopped_while_waiting_exits_cleanly(cert_dir, tmp_path):
+    db_port, health_port = free_ports(2)
+    log = tmp_path / "host.log"
+    env = {**os.environ, "TESSERA_CERT_DIR": str(cert_dir), "TESSERA_VAR_DIR": str(tmp_path),
+           "TESSERA_HOST_PORT": "0", "TESSERA_HOST_HEALTH_PORT": str(health_port),
+           "TESSERA_HOST_DEPENDENCY_WAIT_SECONDS": "120",
+           "TESSERA_HOST_DATABASE_URL": f"postgresql+psycopg://nobody@127.0.0.1:{db_port}/nothing"}
+    with open(log, "wb") as out:
+        process = subprocess.Popen([sys.executable, "-m", "services.host"], cwd=REPO_ROOT, env=env, stdout=out,
+                                   stderr=subprocess.STDOUT)
+    try:
+        _until(lambda: "waiting for a dependency" in log.read_text())
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0
+        assert "stopped before it was ready" in log.read_text()
+        assert _status(health_port) == "UNAVAILABLE"  # the health port went with it
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
