@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from cli.deploy_check import all_problems, load_documents, network_policy_problems_in, secret_problems
+from cli.deploy_check import file_problems, load_documents, network_policy_problems_in, secret_problems
 from cli.deploy_manifests import NAMESPACE, SPECS, render_generated, secret_name, setting_file
 from shared.certs import export_identity, private_dir, write_private
 from shared.paths import REPO_ROOT, var_dir
@@ -62,7 +62,7 @@ def check(files: list[str]) -> int:
         except (OSError, yaml.YAMLError) as exc:
             problems.append(f"{path}: cannot read: {exc}")
             continue
-        problems += all_problems(docs, str(path), policies=False)
+        problems += file_problems(docs, str(path))
         everything += [(doc, str(path)) for doc in docs]
     problems += network_policy_problems_in(everything)
     for problem in problems:

@@ -79,8 +79,8 @@ def _label_of(selector: dict) -> str | None:
     return (selector or {}).get("matchLabels", {}).get(NAME_LABEL)
 
 
-def policy_edges(located: Iterable[tuple[dict, str]]) -> dict[tuple[str, str], list[str]]:
-    """(caller, callee) → the objects allowing it, between Tessera services, from ingress and egress rules."""
+def policy_edges(located: Iterable[tuple[dict, str]]) -> dict[tuple[str, str], list[tuple[str, str]]]:
+    """(caller, callee) → (where, "ingress" | "egress") of each rule allowing it, between Tessera services."""
     services = set(SPECS)
     edges: dict[tuple[str, str], list[str]] = {}
     for doc, origin in located:
@@ -93,12 +93,12 @@ def policy_edges(located: Iterable[tuple[dict, str]]) -> dict[tuple[str, str], l
             for peer in rule.get("from", []) or []:
                 caller = _label_of(peer.get("podSelector", {}))
                 if caller in services and subject in services:
-                    edges.setdefault((caller, subject), []).append(where + " (ingress)")
+                    edges.setdefault((caller, subject), []).append((where, "ingress"))
         for rule in spec.get("egress", []) or []:
             for peer in rule.get("to", []) or []:
                 callee = _label_of(peer.get("podSelector", {}))
                 if callee in services and subject in services:
-                    edges.setdefault((subject, callee), []).append(where + " (egress)")
+                    edges.setdefault((subject, callee), []).append((where, "egress"))
     return edges
 
 
@@ -113,13 +113,14 @@ def network_policy_problems_in(located: Iterable[tuple[dict, str]]) -> list[str]
     origin = ", ".join(sorted({where for _, where in located})) or "(no manifests)"
     declared = contract_edges()
     found, problems = policy_edges(located), []
-    for edge, objects in sorted(found.items()):
+    for edge, rules in sorted(found.items()):
         if edge not in declared:
-            for where in objects:
-                problems.append(f"{where}: allows {edge[0]} → {edge[1]}, a caller the contracts do not declare")
+            for where, direction in rules:
+                problems.append(f"{where} ({direction}): allows {edge[0]} → {edge[1]}, "
+                                "a caller the contracts do not declare")
     for edge in sorted(declared):
-        kinds = {where.rsplit("(", 1)[-1].rstrip(")") for where in found.get(edge, [])}
-        for missing in sorted({"ingress", "egress"} - kinds):
+        directions = {direction for _, direction in found.get(edge, [])}
+        for missing in sorted({"ingress", "egress"} - directions):
             problems.append(f"{origin}: no NetworkPolicy {missing} rule allows {edge[0]} → {edge[1]} "
                             f"(declared in proto/); run 'tessera deploy render'")
     return problems
@@ -151,8 +152,6 @@ def secret_problems(docs: Iterable[dict], origin: str) -> list[str]:
     return problems
 
 
-def all_problems(docs: list[dict], origin: str, *, policies: bool = True) -> list[str]:
-    problems = hardening_problems(docs, origin) + secret_problems(docs, origin)
-    if policies:
-        problems += network_policy_problems(docs, origin)
-    return problems
+def file_problems(docs: list[dict], origin: str) -> list[str]:
+    """What one file can be checked for alone; NetworkPolicies need the whole deployment."""
+    return hardening_problems(docs, origin) + secret_problems(docs, origin)

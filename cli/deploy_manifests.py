@@ -89,6 +89,10 @@ def _port(name: str) -> int:
     return DEFAULT_PORTS[name]
 
 
+def _port_name(name: str) -> str:
+    return "http" if name == "web" else "grpc"  # web serves browsers; the others gRPC
+
+
 def secret_name(name: str) -> str:
     return f"{name}-identity"
 
@@ -143,8 +147,7 @@ def hardened_pod_security() -> dict:
 
 
 def _deployment(spec: ServiceSpec, edges: set[tuple[str, str]]) -> dict:
-    port_name = "http" if spec.name == "web" else "grpc"
-    ports = [{"name": port_name, "containerPort": _port(spec.name), "protocol": "TCP"}]
+    ports = [{"name": _port_name(spec.name), "containerPort": _port(spec.name), "protocol": "TCP"}]
     if spec.name != "web":
         ports.append({"name": "health", "containerPort": HEALTH_PORT, "protocol": "TCP"})
     container = {
@@ -193,7 +196,7 @@ def _deployment(spec: ServiceSpec, edges: set[tuple[str, str]]) -> dict:
 
 
 def _service(spec: ServiceSpec) -> dict:
-    port_name = "http" if spec.name == "web" else "grpc"
+    port_name = _port_name(spec.name)
     return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": spec.name, "labels": _labels(spec.name)},
             "spec": {"selector": {NAME_LABEL: spec.name},
                      "ports": [{"name": port_name, "port": _port(spec.name), "targetPort": port_name,

@@ -829,7 +829,7 @@ def seed(url: str | None = None, scale: int = DEFAULT_SCALE, seed: int = DEFAULT
     parsed = _parse_url(url)
     if password_file is not None:
         try:
-            password = password_file.read_text().splitlines()[0] if password_file.read_text() else ""
+            password = next(iter(password_file.read_text().splitlines()), "")
         except OSError as error:
             raise SeedError(f"cannot read the password file {password_file}: {error.strerror}") from None
         if not password:

@@ -91,13 +91,14 @@ class DirectIssuer:
         self.issued = issued
 
 
-def caller_identity(context: grpc.aio.ServicerContext) -> str | None:
+def caller_identity(context: grpc.aio.ServicerContext, auth: Mapping | None = None) -> str | None:
     """The caller's SPIFFE id from its verified certificate, or None.
 
     gRPC core sets `peer_spiffe_id` only when the certificate chain verified
     against our CA and carries exactly one well-formed SPIFFE URI SAN.
+    `auth`: the call's auth context when the caller already read it.
     """
-    auth = context.auth_context()
+    auth = context.auth_context() if auth is None else auth
     if auth.get("transport_security_type") != [b"ssl"]:
         return None
     values = auth.get("peer_spiffe_id")
@@ -110,9 +111,10 @@ def check_caller(table: CallerTable, method: str, context: grpc.aio.ServicerCont
                  issuer: DirectIssuer | None = None) -> str:
     """Return the caller's identity if `method` declares it (and, given an issuer, the
     caller's certificate came straight from the deployment CA); raise otherwise."""
-    identity = caller_identity(context)
+    auth = context.auth_context()  # built anew by each call: read it once per RPC
+    identity = caller_identity(context, auth)
     if identity is not None and identity in table.allowed(method):
-        if issuer is not None and not issuer.issued((context.auth_context().get("x509_pem_cert") or [b""])[0]):
+        if issuer is not None and not issuer.issued((auth.get("x509_pem_cert") or [b""])[0]):
             raise TesseraError(
                 grpc.StatusCode.PERMISSION_DENIED, CALLER_NOT_ISSUED_BY_CA,
                 f"caller {identity} presented a certificate not issued directly by the deployment CA",

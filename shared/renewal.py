@@ -28,9 +28,11 @@ from shared.logs import log
 logger = logging.getLogger("tessera.renewal")
 
 
-def _stamp(paths: tuple[Path, ...]) -> tuple | None:
+def file_stamp(paths: tuple[Path, ...]) -> tuple | None:
+    """What changes when any of the files is rewritten or replaced (None: one is missing)."""
     try:
-        return tuple((info.st_ino, info.st_size, info.st_mtime_ns) for info in (os.stat(p) for p in paths))
+        return tuple((info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+                     for info in (os.stat(p) for p in paths))
     except OSError:
         return None
 
@@ -39,7 +41,7 @@ class RenewingCredentials:
     def __init__(self, initial: Credentials) -> None:
         self._current = initial
         self._paths = tuple(p for p in (initial.cert_file, initial.key_file) if p is not None)
-        self._stamp = _stamp(self._paths)
+        self._stamp = file_stamp(self._paths)
         self._refused: tuple | None = None
         self._lock = threading.Lock()
 
@@ -52,7 +54,7 @@ class RenewingCredentials:
         """Reload when the files changed; True when a renewed certificate is now in use."""
         if len(self._paths) != 2:
             return False
-        stamp = _stamp(self._paths)
+        stamp = file_stamp(self._paths)
         if stamp is None or stamp == self._stamp or stamp == self._refused:
             return False
         with self._lock:

@@ -115,11 +115,22 @@ class HealthOnlyServer:
 
 
 async def start_health_only(host: str, port: int) -> HealthOnlyServer:
-    """Serve health alone, in plaintext: not ready, but alive, until a full server takes it over."""
+    """Serve health alone, in plaintext (no reflection, no contract RPC): not ready, but alive, until a
+    full server takes it over (start_server(health_only=...))."""
     servicer = health.aio.HealthServicer()
     await servicer.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
     await servicer.set(LIVENESS_SERVICE, health_pb2.HealthCheckResponse.SERVING)
-    server, bound = await _start_health_only(servicer, host, port)
+    server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+    health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
+    try:
+        if port:
+            _check_port_free(host, port)
+        bound = server.add_insecure_port(f"{host}:{port}")
+    except (OSError, RuntimeError) as exc:
+        raise HealthPortError(str(exc)) from None
+    if not bound:
+        raise HealthPortError(f"cannot listen on {host}:{port}: address in use or unavailable")
+    await server.start()
     return HealthOnlyServer(servicer, server, bound)
 
 
@@ -129,15 +140,13 @@ async def start_server(
     host: str = "127.0.0.1",
     port: int = 0,
     readiness: Sequence[ReadinessProbe] = (),
-    health_port: int | None = None,
     health_only: HealthOnlyServer | None = None,
 ) -> RunningServer:
     """Build, bind and start a server; raise OSError when the port is taken.
 
-    With `health_port`, a second server answers `grpc.health.v1` alone, in
-    plaintext: Kubernetes' native gRPC probes cannot present a client
-    certificate, and nothing but health is reachable there. `health_only` is
-    such a server started earlier (while waiting for a database): it is kept.
+    `health_only` (start_health_only) answers `grpc.health.v1` alone, in
+    plaintext, with this server's statuses from now on: Kubernetes' native
+    gRPC probes cannot present a client certificate.
     """
     table = CallerTable(r.descriptor for r in registrations)
     # so_reuseport=0: otherwise a second server silently shares a busy port.
@@ -168,35 +177,12 @@ async def start_server(
     running = RunningServer(server, bound, health_servicer, names, probes)
     if health_only is not None:
         running.health_server, running.health_port = health_only.server, health_only.port
-    elif health_port is not None:
-        try:
-            running.health_server, running.health_port = await _start_health_only(health_servicer, host, health_port)
-        except BaseException:
-            await server.stop(None)
-            raise
     await _update_health(running)
     running._ready_task = asyncio.create_task(_watch_readiness(running))
     running.background = [asyncio.create_task(work()) for r in registrations for work in r.background]
     for task in running.background:
         task.add_done_callback(_report_stopped_work)
     return running
-
-
-async def _start_health_only(servicer: health.aio.HealthServicer, host: str,
-                             port: int) -> tuple[grpc.aio.Server, int]:
-    """Serve the same health statuses, and nothing else (no reflection, no contract RPCs), in plaintext."""
-    server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
-    health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
-    try:
-        if port:
-            _check_port_free(host, port)
-        bound = server.add_insecure_port(f"{host}:{port}")
-    except (OSError, RuntimeError) as exc:
-        raise HealthPortError(str(exc)) from None
-    if not bound:
-        raise HealthPortError(f"cannot listen on {host}:{port}: address in use or unavailable")
-    await server.start()
-    return server, bound
 
 
 def _report_stopped_work(task: asyncio.Task) -> None:

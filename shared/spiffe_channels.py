@@ -60,6 +60,7 @@ from cryptography.exceptions import InvalidSignature
 
 from shared.certs import CA_CERT_FILE, cert_path, key_path
 from shared.logs import log
+from shared.renewal import file_stamp
 
 logger = logging.getLogger("tessera.channels")
 
@@ -177,11 +178,7 @@ class _TlsMaterial:
         self._cas: list[x509.Certificate] = []
 
     def _stat(self) -> tuple | None:
-        try:
-            stats = [os.stat(p) for p in (self.files.ca_file, self.files.cert_file, self.files.key_file)]
-        except OSError:
-            return None
-        return tuple((s.st_ino, s.st_size, s.st_mtime_ns, s.st_ctime_ns) for s in stats)
+        return file_stamp((self.files.ca_file, self.files.cert_file, self.files.key_file))
 
     def current(self) -> tuple[ssl.SSLContext, list[x509.Certificate]]:
         signature = self._stat()

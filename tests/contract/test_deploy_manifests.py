@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cli.deploy import local_settings, service_secrets
+from cli.deploy import ROLES, local_settings, service_secrets
 from cli.deploy_check import (
     allowed_secret_files,
     hardening_problems,
@@ -203,8 +203,7 @@ def test_a_policy_for_an_undeclared_caller_is_named_with_its_file(rendered):
 
 
 def test_each_secret_holds_only_its_owners_files(cert_dir, tmp_path):
-    secrets = service_secrets(cert_dir, tmp_path, local_settings({role: "pw" for role in (
-        "postgres", "tessera_host", "tessera_capabilities", "tessera_reader", "tessera_writer")}))
+    secrets = service_secrets(cert_dir, tmp_path, local_settings(dict.fromkeys(ROLES, "pw")))
     assert secret_problems(secrets, "secrets") == []
     for secret in secrets:
         owner = secret["metadata"]["name"].removesuffix("-identity")
@@ -217,8 +216,7 @@ def test_each_secret_holds_only_its_owners_files(cert_dir, tmp_path):
 
 
 def test_a_secret_holding_another_services_key_is_named(cert_dir, tmp_path):
-    secrets = service_secrets(cert_dir, tmp_path, local_settings({role: "pw" for role in (
-        "postgres", "tessera_host", "tessera_capabilities", "tessera_reader", "tessera_writer")}))
+    secrets = service_secrets(cert_dir, tmp_path, local_settings(dict.fromkeys(ROLES, "pw")))
     agent = next(secret for secret in secrets if secret["metadata"]["name"] == "agent-identity")
     agent["data"]["host-signing.key"] = base64.b64encode((cert_dir / "host-signing.key").read_bytes()).decode()
     assert secret_problems(secrets, "agent.yaml") == [

@@ -22,7 +22,8 @@ from shared.certs import CA_CERT_FILE, ca_key_path, is_private_file
 from shared.errors import error_details
 from shared.identity import PROCESS_NAMES, spiffe_id_for
 from shared.runtime import registration_for, start_server
-from tessera.compiler.v1 import compiler_pb2_grpc
+from tessera.compiler.v1 import compiler_pb2, compiler_pb2_grpc
+from tests.fixtures.isolation import foreign_variables
 
 COMPILE = "/tessera.compiler.v1.CompilerService/Compile"
 
@@ -44,11 +45,7 @@ def _private_contents(cert_dir: Path) -> dict[bytes, str]:
 @pytest.mark.parametrize("name", PROCESS_NAMES)
 def test_a_process_environment_holds_only_its_own_variables(running_set, name):
     env = _environ(running_set.handles[name].pid)
-    own = f"TESSERA_{name.upper()}_"
-    foreign = [variable for variable in env if variable.startswith("TESSERA_") and not variable.startswith(own)
-               and variable not in ("TESSERA_VAR_DIR", "TESSERA_LOG_LEVEL", "TESSERA_CERT_DIR")
-               and not variable.endswith("_ADDR")]
-    assert foreign == []
+    assert foreign_variables(env, name) == []
     # The operator's shell secrets (the session fixture sets one) reach no service.
     assert "OPERATOR_SHELL_TOKEN" not in env
     # The model API key is the agent's alone.
@@ -129,8 +126,6 @@ def _rogue_host_chain(cert_dir: Path) -> tuple[bytes, bytes]:
 
 class _Compiler(compiler_pb2_grpc.CompilerServiceServicer):
     async def Compile(self, request, context):
-        from tessera.compiler.v1 import compiler_pb2
-
         return compiler_pb2.CompileResponse()
 
 

@@ -126,8 +126,9 @@ def test_the_health_only_port_answers_health_in_plaintext_and_nothing_else(crede
             await asyncio.sleep(0.02)
 
     async def scenario():
+        health_only = await runtime.start_health_only("127.0.0.1", 0)
         running = await start_server(credentials("compiler"), [registration_for("compiler", _Compiler())],
-                                     readiness=[database], health_port=0)
+                                     readiness=[database], health_only=health_only)
         try:
             assert running.health_port and running.health_port != running.port
             async with grpc.aio.insecure_channel(f"127.0.0.1:{running.health_port}") as plain:

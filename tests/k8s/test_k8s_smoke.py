@@ -29,6 +29,7 @@ from cli.deploy_check import allowed_secret_files
 from cli.deploy_manifests import SPECS
 from shared.certs import ca_key_path, is_private_file, issue_deployment
 from shared.paths import REPO_ROOT
+from tests.fixtures.isolation import foreign_variables
 from tests.integration.test_web_api import sse
 from tests.k8s.podman_play import (
     IDENTITY_COPY,
@@ -196,10 +197,7 @@ def test_the_local_overlay_runs_as_real_pods(tmp_path):
         for name in SPECS:
             container = f"{name}-{name}"
             environ = podman("exec", container, "cat", "/proc/1/environ").stdout.split("\0")
-            foreign = [item.split("=", 1)[0] for item in environ if item.startswith("TESSERA_")
-                       and not item.startswith(f"TESSERA_{name.upper()}_") and not item.split("=", 1)[0].endswith(
-                           "_ADDR") and item.split("=", 1)[0] not in (
-                           "TESSERA_CERT_DIR", "TESSERA_SECRETS_DIR", "TESSERA_VAR_DIR", "TESSERA_LOG_LEVEL")]
+            foreign = foreign_variables((item.split("=", 1)[0] for item in environ), name)
             assert foreign == [], (name, foreign)
             values = "\0".join(environ).encode()
             assert _foreign(values, name, deployment_secrets) == [], (name, "environment")
