@@ -11,7 +11,7 @@ BUNDLE := services/web/static
 GEN := shared/gen
 DEPLOY_VENV := .venv-deploy
 
-.PHONY: setup venv node proto frontend browser certs demo up test lint bench eval clean image k8s-tools k8s-smoke
+.PHONY: setup venv node proto frontend browser certs demo up test fuzz lint bench eval clean image k8s-tools k8s-smoke
 
 setup: venv node proto frontend
 
@@ -69,6 +69,11 @@ $(DEPLOY_VENV)/.installed: deploy/k8s/tools-requirements.txt deploy/k8s/install_
 
 test: setup browser k8s-tools
 	$(PY) -m pytest
+
+# The fuzz suite searched for long (about 50x the examples `make test` tries, random rather than fixed);
+# a failure it finds is kept as an @example on the test it broke.
+fuzz: setup
+	TESSERA_FUZZ_SCALE=$${TESSERA_FUZZ_SCALE:-50} $(PY) -m pytest -q tests/fuzz tests/compiler/test_properties.py
 
 lint: setup
 	npx buf lint

@@ -124,8 +124,8 @@ def bench_backend(name: str, url: str, cert_dir: Path, work: Path) -> tuple[list
     results = []
     try:
         address = services.handles["resources"].address
-        with sync_channel(address, cli_credentials(cert_dir, "agent")) as agent, \
-                sync_channel(address, cli_credentials(cert_dir, "host")) as host:
+        with sync_channel(address, cli_credentials(cert_dir, "agent"), "resources") as agent, \
+                sync_channel(address, cli_credentials(cert_dir, "host"), "resources") as host:
             turn = resources_pb2.TurnRef(session_id="bench", turn_id="t1")
             context = invoke(agent, "resources", "InspectContext", resources_pb2.InspectContextRequest(turn=turn))
             catalog = invoke(agent, "resources", "InspectCatalog", resources_pb2.InspectCatalogRequest(

@@ -40,8 +40,8 @@ def _percentile(samples: list[float], q: float) -> float:
 def _setup(services: ServiceSet, cert_dir: Path):
     actor = assert_actor(load_signing_key(signing_key_path(cert_dir, "web")), "bench", "bench")
     host_address = services.handles["host"].address
-    with sync_channel(host_address, cli_credentials(cert_dir, "web")) as web, \
-            sync_channel(host_address, cli_credentials(cert_dir, "agent")) as agent, \
+    with sync_channel(host_address, cli_credentials(cert_dir, "web"), "host") as web, \
+            sync_channel(host_address, cli_credentials(cert_dir, "agent"), "host") as agent, \
             sync_channel(services.handles["resources"].address, cli_credentials(cert_dir, "agent"),
                          "resources") as data:
         session = invoke(web, "host", "OpenSession", host_pb2.OpenSessionRequest(actor=actor, request_id="bench"))

@@ -116,7 +116,7 @@ def bench_spiffe_bridge(work: Path) -> dict:
 
 
 def main() -> int:
-    from bench import browser, compiler, data_plane, host, image, tool_gate
+    from bench import browser, compiler, data_plane, host, image, recovery, tool_gate
 
     with tempfile.TemporaryDirectory(prefix="tessera-bench-") as work:
         results = [bench_authz(Path(work)), bench_spiffe_bridge(Path(work))]
@@ -127,6 +127,7 @@ def main() -> int:
         results += data_plane.run(data_dir, Path(work) / "certs")
         results += tool_gate.run(Path(work), Path(work) / "certs")
         results += browser.run(Path(work), Path(work) / "certs")
+        results += recovery.run(Path(work), Path(work) / "certs")
         results += image.run()
     out = REPO_ROOT / "bench" / "results.json"
     out.write_text(json.dumps(results, indent=2) + "\n")

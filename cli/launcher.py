@@ -52,6 +52,8 @@ class ProcessHandle:
     ready_file: Path
     process: subprocess.Popen | None = None
     pid: int | None = None
+    started_at: float | None = None  # wall-clock time of the current process's start
+    restarts: int = 0
 
     @property
     def address(self) -> str:
@@ -152,22 +154,36 @@ class ServiceSet:
         for handle in self.handles.values():
             private_dir(handle.log_path.parent)
             private_dir(handle.ready_file.parent)
-            handle.ready_file.unlink(missing_ok=True)
             export_identity(self.cert_dir, handle.name, self.identity_dir(handle.name))
-            log_fd = os.open(handle.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with open(log_fd, "wb") as log_file:
-                # umask 077: whatever the service creates (databases, logs, ready files) is its owner's only.
-                handle.process = subprocess.Popen(
-                    [sys.executable, "-m", f"services.{handle.name}"],
-                    cwd=REPO_ROOT, env=self._env(handle), stdout=log_file, stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL, start_new_session=True, umask=0o077,
-                )
-            handle.pid = handle.process.pid
+            self._spawn(handle, truncate_log=True)
         try:
             self._wait_ready(credentials, time.monotonic() + timeout)
         except BaseException:
             self.stop()
             raise
+
+    def _spawn(self, handle: ProcessHandle, truncate_log: bool) -> None:
+        handle.ready_file.unlink(missing_ok=True)
+        # A restarted process appends to its log, so the crash that caused the restart stays readable.
+        flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if truncate_log else os.O_APPEND)
+        with open(os.open(handle.log_path, flags, 0o600), "wb") as log_file:
+            # umask 077: whatever the service creates (databases, logs, ready files) is its owner's only.
+            handle.process = subprocess.Popen(
+                [sys.executable, "-m", f"services.{handle.name}"],
+                cwd=REPO_ROOT, env=self._env(handle), stdout=log_file, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, start_new_session=True, umask=0o077,
+            )
+        handle.pid = handle.process.pid
+        handle.started_at = time.time()
+
+    def restart(self, name: str) -> ProcessHandle:
+        """Start `name` again on the same port (its peers know it there); its old process must be gone."""
+        handle = self.handles[name]
+        if handle.process is not None and handle.process.poll() is None:
+            raise RuntimeError(f"{name} is still running (pid {handle.pid})")
+        self._spawn(handle, truncate_log=False)
+        handle.restarts += 1
+        return handle
 
     def _wait_ready(self, credentials: Credentials, deadline: float) -> None:
         pending = dict(self.handles)
@@ -204,7 +220,8 @@ class ServiceSet:
         return {
             "cert_dir": str(self.cert_dir),
             "processes": [
-                {"name": h.name, "pid": h.pid, "address": h.address, "log": str(h.log_path)}
+                {"name": h.name, "pid": h.pid, "address": h.address, "log": str(h.log_path),
+                 "started_at": h.started_at, "restarts": h.restarts}
                 for h in self.handles.values()
             ],
         }

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import sys
 import time
 from pathlib import Path
@@ -14,6 +13,7 @@ import grpc
 
 from cli.launcher import ProcessHandle, ServiceSet, StartupError, check_health, cli_credentials
 from cli.output import table
+from cli.supervisor import run_until_stopped
 from shared.certs import (
     CA_CERT_FILE,
     CA_KEY_FILE,
@@ -117,30 +117,22 @@ def cmd_up(args: argparse.Namespace) -> int:
     state = _state_file()
     write_private(state, json.dumps(services.state(), indent=2).encode())
     _print_set(services)
-    print(f"\nall services up; logs in {services.run_dir / 'logs'}. Ctrl-C stops them.", flush=True)
-
-    stopping = {"signal": None}
-
-    def on_signal(signum, frame):
-        stopping["signal"] = signum
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
-    status = 0
-    while stopping["signal"] is None:
-        dead = services.exited()
-        if dead:
-            for handle in dead:
-                print(f"tessera: {handle.name} exited unexpectedly (status {handle.process.returncode}): "
-                      f"{handle.last_log_line()}", file=sys.stderr)
-            status = 1
-            break
-        time.sleep(0.2)
+    print(f"\nall services up; logs in {services.run_dir / 'logs'}. A service that dies is restarted; "
+          "Ctrl-C stops them all.", flush=True)
+    status = run_until_stopped(services, state, say=_say, complain=_complain)
     print("stopping all services ...", flush=True)
     codes = services.stop()
     state.unlink(missing_ok=True)
     print(table([[n, str(c)] for n, c in codes.items()], ["service", "exit status"]))
     return status
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
+def _complain(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -158,9 +150,17 @@ def cmd_status(args: argparse.Namespace) -> int:
         health = check_health(handle, credentials) if alive else "NOT RUNNING"
         version = _version(handle, credentials) if health == "SERVING" else ""
         healthy &= health == "SERVING"
-        rows.append([entry["name"], entry["address"], str(entry["pid"]), health, version])
-    print(table(rows, ["service", "address", "pid", "health", "version"]))
+        uptime = _duration(time.time() - entry["started_at"]) if alive and entry.get("started_at") else "-"
+        rows.append([entry["name"], entry["address"], str(entry["pid"]), health, uptime,
+                     str(entry.get("restarts", 0)), version])
+    print(table(rows, ["service", "address", "pid", "health", "uptime", "restarts", "version"]))
     return 0 if healthy else 1
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(max(seconds, 0))
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
 
 
 def _pid_alive(pid: int) -> bool:
@@ -230,7 +230,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(f"\nthe UI is running at {url}")
         if ok and (args.keep or sys.stdin.isatty()):
             print("ask it anything there; Ctrl-C stops everything", flush=True)
-            _wait_for_stop(services)
+            ok = run_until_stopped(services, say=_say, complain=_complain) == 0
     finally:
         print("\nstopping services ...", flush=True)
         codes = services.stop()
@@ -245,20 +245,12 @@ def _port_free(port: int) -> bool:
     import socket
 
     with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the service itself will bind
         try:
             probe.bind(("127.0.0.1", port))
         except OSError:
             return False
     return True
-
-
-def _wait_for_stop(services: ServiceSet) -> None:
-    """Until Ctrl-C or SIGTERM, or until a service dies."""
-    stopping = []
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stopping.append(True))
-    while not stopping and not services.exited():
-        time.sleep(0.2)
 
 
 def _scale(text: str) -> int:

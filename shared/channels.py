@@ -14,11 +14,53 @@ loopback names.
 
 from __future__ import annotations
 
+import functools
+import json
+
 import grpc
+from google.protobuf.descriptor import MethodDescriptor
 
 from shared import spiffe_channels
 from shared.certs import Credentials
+from shared.contracts import SERVICES
 from shared.identity import spiffe_id_for
+
+# A peer that restarts is back within a second or two. gRPC's default reconnect backoff
+# (1 s growing to 120 s) would keep its callers failing long after that; this keeps
+# re-dialling at most a second apart, which costs nothing while the peer is up.
+RECONNECT_OPTIONS = (
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+)
+# Reads the contracts declare side-effect free are retried on UNAVAILABLE for about
+# 2.5 s (0.2 + 0.4 + 0.8 + 1.0 s between five attempts): a peer restarting under a
+# call is a pause, not an error. Anything else fails fast and its caller decides.
+READ_RETRY_POLICY = {
+    "maxAttempts": 5,
+    "initialBackoff": "0.2s",
+    "maxBackoff": "1s",
+    "backoffMultiplier": 2,
+    "retryableStatusCodes": ["UNAVAILABLE"],
+}
+
+
+def _retryable(method: MethodDescriptor) -> bool:
+    return method.GetOptions().idempotency_level in (
+        method.GetOptions().NO_SIDE_EFFECTS, method.GetOptions().IDEMPOTENT)
+
+
+@functools.cache
+def peer_options(peer: str) -> tuple[tuple[str, object], ...]:
+    """Channel options for calls to process `peer`: prompt reconnects, retried reads."""
+    options = [*RECONNECT_OPTIONS, ("grpc.enable_retries", 1)]
+    if peer in SERVICES:
+        service = SERVICES[peer][0]
+        names = [{"service": service.full_name, "method": m.name} for m in service.methods if _retryable(m)]
+        if names:
+            config = {"methodConfig": [{"name": names, "retryPolicy": READ_RETRY_POLICY}]}
+            options.append(("grpc.service_config", json.dumps(config)))
+    return tuple(options)
 
 
 def _files(credentials: Credentials) -> spiffe_channels.CredentialFiles:
@@ -29,12 +71,12 @@ def _files(credentials: Credentials) -> spiffe_channels.CredentialFiles:
 
 def aio_channel(target: str, credentials: Credentials, peer: str) -> grpc.aio.Channel:
     """An asyncio channel to `target` that talks only to the service `peer`."""
-    return spiffe_channels.aio_channel(target, _files(credentials), spiffe_id_for(peer))
+    return spiffe_channels.aio_channel(target, _files(credentials), spiffe_id_for(peer), peer_options(peer))
 
 
 def sync_channel(target: str, credentials: Credentials, peer: str) -> grpc.Channel:
     """A blocking channel to `target` that talks only to the service `peer`."""
-    return spiffe_channels.sync_channel(target, _files(credentials), spiffe_id_for(peer))
+    return spiffe_channels.sync_channel(target, _files(credentials), spiffe_id_for(peer), peer_options(peer))
 
 
 def channel_credentials(credentials: Credentials) -> grpc.ChannelCredentials:

@@ -193,9 +193,14 @@ def _report_stopped_work(task: asyncio.Task) -> None:
 
 
 def _check_port_free(host: str, port: int) -> None:
-    """Fail with the OS's own reason before gRPC core logs its bind error."""
+    """Fail with the OS's own reason before gRPC core logs its bind error.
+
+    SO_REUSEADDR, as gRPC's own listener has: a port whose last owner crashed a moment
+    ago holds TIME-WAIT connections, which must not keep the restarted service off it
+    for a minute; a port someone is listening on is still refused."""
     family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((host.strip("[]"), port))
         except OSError as exc:

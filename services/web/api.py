@@ -42,6 +42,18 @@ _HTTP = {grpc.StatusCode.INVALID_ARGUMENT: 400, grpc.StatusCode.UNAUTHENTICATED:
 _WEB_FILLS = {"actor", "session_id", "surface_id"}  # never taken from a browser
 
 
+def _person_facing(exc: grpc.aio.AioRpcError) -> tuple[str, str]:
+    """(reason, message) the person is shown. A service's own refusal as it gave it; a call that found
+    no one answering (the peer is down or restarting) in plain words, not gRPC's socket-level text."""
+    details = error_details(exc)
+    if details.reason:
+        return details.reason, details.message
+    if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+        return "SERVICE_UNAVAILABLE", ("a Tessera service this needs is not answering right now "
+                                       "(it may be restarting); try again in a few seconds")
+    return exc.code().name, details.message or exc.code().name
+
+
 class ApiError(Exception):
     def __init__(self, status: int, reason: str, message: str) -> None:
         super().__init__(message)
@@ -82,9 +94,7 @@ class WebApi:
         try:
             return await rpc(request, timeout=timeout)
         except grpc.aio.AioRpcError as exc:
-            details = error_details(exc)
-            raise ApiError(_HTTP.get(exc.code(), 500), details.reason or exc.code().name,
-                           details.message or exc.code().name) from None
+            raise ApiError(_HTTP.get(exc.code(), 500), *_person_facing(exc)) from None
 
     async def _body(self, request: Request) -> dict:
         """A same-origin JSON object, bounded before parsing."""
@@ -157,8 +167,8 @@ class WebApi:
                 async for event in stream:
                     yield _sse(_as_dict(event))
             except grpc.aio.AioRpcError as exc:  # the turn could not run: say why, in the stream
-                details = error_details(exc)
-                yield _sse({"error": {"reason": details.reason or exc.code().name, "message": details.message}})
+                reason, message = _person_facing(exc)
+                yield _sse({"error": {"reason": reason, "message": message}})
             finally:
                 stream.cancel()  # the browser went away: cancel the turn and its tool calls
 

@@ -130,6 +130,8 @@ def main() -> None:
     settings, credentials = load_process_credentials("web", WebSettings)
     setup_logging("web", settings.log_level)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # A restart after a crash must not wait out the old connections' TIME-WAIT.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((settings.listen_host, settings.port))
     except OSError as exc:

@@ -103,14 +103,52 @@ def test_up_reports_health_then_stops_everything_cleanly(up, cert_dir, signum):
     assert not (var_dir / "run" / "services.json").exists()
 
 
-def test_up_stops_the_rest_when_one_service_dies(up):
+def _status_rows(cert_dir: Path, var_dir: Path) -> dict[str, list[str]]:
+    status = subprocess.run(TESSERA + ["status"], cwd=REPO_ROOT, env=_env(cert_dir, var_dir),
+                            capture_output=True, text=True, timeout=60)
+    return {line.split()[0]: line.split() for line in status.stdout.splitlines()[2:] if line.strip()}
+
+
+def test_up_restarts_a_crashed_service_and_keeps_the_rest(up, cert_dir):
+    process, var_dir, _ = up
+    before = _pids(var_dir)
+    os.kill(before["compiler"], signal.SIGKILL)
+    seen = _wait_for_line(process, "compiler is serving again")
+    assert any("compiler exited unexpectedly (killed by SIGKILL" in line for line in seen), seen
+    assert any("restarted compiler" in line for line in seen), seen
+    after = _pids(var_dir)
+    assert after["compiler"] != before["compiler"] and _alive(after["compiler"])
+    assert {n: p for n, p in after.items() if n != "compiler"} == {
+        n: p for n, p in before.items() if n != "compiler"}, "the other services kept running"
+    rows = _status_rows(cert_dir, var_dir)
+    # service, address, pid, health, uptime, restarts, version
+    assert rows["compiler"][3] == "SERVING" and rows["compiler"][5] == "1", rows
+    assert all(row[3] == "SERVING" and row[5] == "0" for name, row in rows.items() if name != "compiler"), rows
+    log = (var_dir / "run" / "logs" / "compiler.log").read_text()
+    assert log.count('"msg": "serving"') == 2, "the restarted process appends to the log of the one that died"
+
+
+def test_up_gives_up_on_a_crash_loop_with_its_reason(up):
     process, var_dir, _ = up
     pids = _pids(var_dir)
+    # Its certificate gone, the compiler cannot start again: every restart dies at once.
+    (var_dir / "run" / "identity" / "compiler" / "compiler.pem").unlink()
     os.kill(pids["compiler"], signal.SIGKILL)
-    rest = process.communicate(timeout=60)[0]
-    assert process.returncode == 1
-    assert "compiler exited unexpectedly" in rest
-    assert not any(_alive(pid) for pid in pids.values())
+    rest = process.communicate(timeout=120)[0]
+    assert process.returncode == 1, rest
+    assert "compiler died 5 times in a row" in rest and "not restarting it" in rest, rest
+    assert "compiler.pem" in rest, "the reason is the process's own last line"
+    assert not any(_alive(pid) for pid in _pids_of_run(rest, pids).values())
+
+
+def _pids_of_run(output: str, first: dict[str, int]) -> dict[str, int]:
+    """The first pids plus every pid a restart line announced."""
+    found = dict(first)
+    for line in output.splitlines():
+        if line.startswith("tessera: restarted "):
+            name = line.split()[2]
+            found[f"{name}-{len(found)}"] = int(line.split("(pid ", 1)[1].split(",")[0])
+    return found
 
 
 def test_status_without_a_running_set(cert_dir, tmp_path):
