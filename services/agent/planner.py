@@ -141,7 +141,7 @@ class EmbeddedPlanner:
         resource = analysis.content["resource"]
         frozen = await call("present_ui", {})
         if not frozen.ok:
-            return Plan(f"I could not prepare the display ({frozen.error_code}).", False)
+            return _display_failed(frozen)
         view = frozen.content["slice"]
         proposal = self._compose(question, view, metric, dimension, grain, top)
         # The embedded planner composes only from what the slice offers, so a refusal is not
@@ -223,7 +223,7 @@ class EmbeddedPlanner:
             return Plan(f"The listing was refused ({analysis.error_code}): {analysis.error_message}", False)
         frozen = await call("present_ui", {})
         if not frozen.ok:
-            return Plan(f"I could not prepare the display ({frozen.error_code}).", False)
+            return _display_failed(frozen)
         view = frozen.content["slice"]
         ids = {c["name"]: c["id"] for c in view["components"]}
         resource = view["resources"][-1]
@@ -312,7 +312,7 @@ class EmbeddedPlanner:
         """A button for the order the person named; pressing it asks for approval (the model never acts)."""
         frozen = await call("present_ui", {})
         if not frozen.ok:
-            return Plan(f"I could not prepare the display ({frozen.error_code}).", False)
+            return _display_failed(frozen)
         view = frozen.content["slice"]
         action = next((a["id"] for a in view.get("actions", []) if a["action"] == "orders.flag_for_review"), None)
         if action is None:
@@ -367,3 +367,8 @@ class EmbeddedPlanner:
             children.append("evidence")
         return {"version": 1, "id": "answer", "title": question[:120],
                 "blocks": [{"id": "main", "component": ids["Column"], "data": {}, "children": children}, *blocks]}
+
+
+def _display_failed(result) -> Plan:
+    """The host could not freeze a slice: the person learns why in its words (say, a service restarting)."""
+    return Plan(f"I could not prepare the display: {result.error_message} ({result.error_code}).", False)

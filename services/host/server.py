@@ -600,9 +600,13 @@ async def _peer(name: str, call):
     except grpc.aio.AioRpcError as exc:
         details = error_details(exc)
         unavailable = exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+        if unavailable and not details.reason:  # nobody answered: say so, not gRPC's socket-level text
+            reason = f"{name.upper()}_UNAVAILABLE"
+            message = f"the {name} service is not answering (it may be restarting)"
+        else:
+            reason, message = details.reason or f"{name.upper()}_FAILED", f"{name}: {details.message}"
         raise TesseraError(grpc.StatusCode.UNAVAILABLE if unavailable else grpc.StatusCode.FAILED_PRECONDITION,
-                           details.reason or f"{name.upper()}_FAILED", f"{name}: {details.message}",
-                           {"peer": name, "peer_code": exc.code().name}) from None
+                           reason, message, {"peer": name, "peer_code": exc.code().name}) from None
 
 
 def _snapshot_required(surface_id: str, epoch: int, reason: str) -> host_pb2.SubscribeResponse:
