@@ -3,11 +3,16 @@
 An action is id, input schema, effect, approval policy and idempotency scope
 (§7). Input schemas follow the tool-schema rules (§9) and are compiled here;
 a policy that breaks a rule stops startup with one line naming the action.
+Every value an action input schema admits must also be bounded (see
+`unbounded_property`): an action's input reaches databases whose integers are
+64-bit, so an unbounded schema is a crash waiting for its input.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import re
 from pathlib import Path
 from typing import Literal, TypeVar
 
@@ -21,6 +26,9 @@ EFFECTS = {"none": common_pb2.ACTION_EFFECT_NONE, "read": common_pb2.ACTION_EFFE
            "reversible-write": common_pb2.ACTION_EFFECT_REVERSIBLE_WRITE,
            "irreversible-write": common_pb2.ACTION_EFFECT_IRREVERSIBLE_WRITE}
 _NAME = r"^[a-z][a-z0-9_]*$"
+# What every store an action input reaches (SQLite, PostgreSQL bigint, DuckDB BIGINT) binds as an integer.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+_COMBINATORS = ("anyOf", "oneOf", "allOf")
 
 
 class PolicyError(Exception):
@@ -101,6 +109,10 @@ class Action:
             self.contract = ToolContract(action_id, spec.description, spec.input_schema)
         except ToolSchemaError as exc:
             raise PolicyError(str(exc).replace("tool ", "action ", 1)) from None
+        found = unbounded_property(spec.input_schema)
+        if found is not None:
+            where, why = found
+            raise PolicyError(f"action {action_id}: input {where} is unbounded: {why}")
 
 
 class ActionPolicy:
@@ -112,7 +124,143 @@ class ActionPolicy:
     @classmethod
     def load(cls, path: Path) -> ActionPolicy:
         policy, digest = load_policy_file(path, Policy, "action policy")
-        return cls(policy, digest)
+        try:
+            return cls(policy, digest)
+        except PolicyError as exc:  # name the file, as for every other policy problem
+            raise PolicyError(f"{path}: {exc}") from None
+
+
+# --- bounds of action input schemas ------------------------------------------------------------------------
+# A schema is walked with the JSON path of the input it describes ($.changes[*].value), so the
+# refusal names the place in the input a reviewer would bound. Keywords that only narrow further
+# (not, if/then/else, pattern, format) neither add nor remove a bound and are not looked at.
+
+
+def unbounded_property(schema: object, path: str = "$", root: object = None,
+                       refs: frozenset[str] = frozenset()) -> tuple[str, str] | None:
+    """(JSON path, why) of the first place whose values are not bounded, or None if all are."""
+    root = schema if root is None else root
+    if schema is False:
+        return None
+    if not isinstance(schema, dict):
+        return path, "a schema of `true` accepts any value"
+    if "$ref" in schema:
+        ref = schema["$ref"]
+        if ref in refs:  # a recursive schema: the values at this point are being checked already
+            return None
+        target = _resolve(root, ref) if isinstance(ref, str) else None
+        if target is None:
+            return path, f"$ref {str(ref)[:80]!r} does not point into the schema"
+        return unbounded_property(target, path, root, refs | {ref})
+    if "enum" in schema or "const" in schema:  # a closed, reviewed set of values; its integers must fit too
+        closed = schema["enum"] if "enum" in schema else [schema["const"]]
+        if any(_is_int(v) and not INT64_MIN <= v <= INT64_MAX for v in closed):
+            return path, "an integer of its enum or const is outside the 64-bit signed range"
+        return None
+    rest = {k: v for k, v in schema.items() if k not in _COMBINATORS}
+    if "allOf" in schema:  # every branch applies: a bound in any one of them bounds the value
+        merged = dict(rest)
+        for branch in schema["allOf"]:
+            merged.update(branch if isinstance(branch, dict) else {})
+        return unbounded_property(merged, path, root, refs)
+    for keyword in ("anyOf", "oneOf"):
+        if keyword in schema:  # each alternative must be bounded on its own (with what it shares)
+            for branch in schema[keyword]:
+                found = unbounded_property({**rest, **branch} if isinstance(branch, dict) else branch,
+                                           path, root, refs)
+                if found is not None:
+                    return found
+            return None
+    if "type" not in schema:
+        return path, "a schema without a type accepts any JSON value"
+    types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+    for kind in types:
+        found = _unbounded_kind(kind, schema, path, root, refs)
+        if found is not None:
+            return found
+    return None
+
+
+def _unbounded_kind(kind: str, schema: dict, path: str, root: object, refs: frozenset[str]) -> tuple[str, str] | None:
+    if kind in ("integer", "number"):
+        low = _bound(schema, "minimum", "exclusiveMinimum")
+        high = _bound(schema, "maximum", "exclusiveMaximum")
+        if low is None or high is None or low < INT64_MIN or high > INT64_MAX:
+            return path, (f"{'an integer' if kind == 'integer' else 'a number'} needs minimum and maximum "
+                          f"within the 64-bit signed range [{INT64_MIN}, {INT64_MAX}]")
+    elif kind == "string" and not _is_count(schema.get("maxLength")):
+        return path, "a string needs maxLength"
+    elif kind == "array":
+        return _unbounded_array(schema, path, root, refs)
+    elif kind == "object":
+        return _unbounded_object(schema, path, root, refs)
+    return None
+
+
+def _bound(schema: dict, inclusive: str, exclusive: str) -> int | float | None:
+    value = schema.get(inclusive, schema.get(exclusive))
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_count(value: object) -> bool:
+    return _is_int(value) and value >= 0
+
+
+def _unbounded_array(schema: dict, path: str, root: object, refs: frozenset[str]) -> tuple[str, str] | None:
+    if not _is_count(schema.get("maxItems")):
+        return path, "an array needs maxItems"
+    # draft-07 tuples are `items: [...]` + `additionalItems`; 2020-12 tuples are `prefixItems` + `items`.
+    tuple_form = schema.get("prefixItems", schema.get("items") if isinstance(schema.get("items"), list) else None)
+    rest = schema.get("additionalItems" if isinstance(schema.get("items"), list) else "items", True)
+    for index, item in enumerate(tuple_form or []):
+        found = unbounded_property(item, f"{path}[{index}]", root, refs)
+        if found is not None:
+            return found
+    if rest is True and tuple_form is not None:
+        return f"{path}[*]", "items after the listed ones need a schema (or additionalItems/items: false)"
+    return unbounded_property(rest, f"{path}[*]", root, refs)
+
+
+def _unbounded_object(schema: dict, path: str, root: object, refs: frozenset[str]) -> tuple[str, str] | None:
+    for name, sub in (schema.get("properties") or {}).items():
+        found = unbounded_property(sub, _member(path, name), root, refs)
+        if found is not None:
+            return found
+    open_ended = [*(schema.get("patternProperties") or {}).values(), schema.get("additionalProperties", True)]
+    if open_ended == [False]:
+        return None
+    if not _is_count(schema.get("maxProperties")):
+        return f"{path}.*", "an object needs additionalProperties: false (or maxProperties and a bounded schema)"
+    names = schema.get("propertyNames")
+    if not (isinstance(names, dict) and (_is_count(names.get("maxLength")) or "enum" in names)):
+        return f"{path}.*", "open-ended property names need propertyNames with maxLength"
+    for sub in open_ended:
+        found = unbounded_property(sub, f"{path}.*", root, refs)
+        if found is not None:
+            return found
+    return None
+
+
+def _member(path: str, name: str) -> str:
+    return f"{path}.{name}" if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) else f"{path}[{json.dumps(name)}]"
+
+
+def _resolve(root: object, ref: str) -> object:
+    """A local reference (`#/definitions/x`; ToolContract refused any other kind), or None if it points nowhere."""
+    target = root
+    for part in ref.removeprefix("#").split("/")[1:]:
+        part = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(target, dict):
+            target = target.get(part)
+        elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
+            target = target[int(part)]
+        else:
+            return None
+    return target
 
 
 M = TypeVar("M", bound=BaseModel)

@@ -5,8 +5,11 @@ against the published JSON Schema (draft-07, jsonschema), then checked
 against the catalog and the model's capability: ids must be in scope and
 of the right kind, fields must be exposed for their use, operators must fit
 the field type. Every refusal is INVALID_ARGUMENT (or PERMISSION_DENIED for
-ids out of scope) with a reason and a JSON Pointer. Nothing is executed for
-an invalid draft. There is no row limit in a draft: caps come from policy.
+ids out of scope) with a reason and a JSON Pointer; a schema refusal also
+names the JSON path and the failed keyword (`$.mode must be a string, got
+array`): no value of the wrong type reaches the code after the schema check.
+Nothing is executed for an invalid draft. There is no row limit in a draft:
+caps come from policy.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from shared.schema_check import compile_check
 MAX_DRAFT_BYTES = 64 * 1024
 MAX_PREDICATE_DEPTH = 8
 MAX_NUMBER = 2**63 - 1  # what every backend binds as a 64-bit integer
+MODES = ("aggregate", "records")
 GRAINS = ("hour", "day", "week", "month", "quarter", "year")
 AGGREGATIONS = ("count", "count_distinct", "sum", "avg", "min", "max")
 NUMERIC = frozenset({"integer", "decimal", "float"})
@@ -106,8 +110,11 @@ jsonschema.Draft7Validator.check_schema(DRAFT_SCHEMA)
 _VALIDATORS = {
     mode: jsonschema.Draft7Validator({"$schema": DRAFT_SCHEMA["$schema"], "definitions": DRAFT_SCHEMA["definitions"],
                                       **DRAFT_SCHEMA["definitions"][mode]})
-    for mode in ("aggregate", "records")
+    for mode in MODES
 }
+# What picks one of them: checked first, so no value of the wrong type decides anything.
+_ENVELOPE = jsonschema.Draft7Validator({"$schema": DRAFT_SCHEMA["$schema"], "type": "object", "required": ["mode"],
+                                        "properties": {"mode": {"type": "string", "enum": list(MODES)}}})
 
 
 # The same schemas compiled with fastjsonschema: about ten times faster on valid drafts; the
@@ -115,9 +122,9 @@ _VALIDATORS = {
 _FAST_CHECKS = {mode: compile_check(validator.schema) for mode, validator in _VALIDATORS.items()}
 
 
-def invalid(reason: str, message: str, pointer: str) -> TesseraError:
+def invalid(reason: str, message: str, pointer: str, **detail: str) -> TesseraError:
     return TesseraError(grpc.StatusCode.INVALID_ARGUMENT, reason, f"{message} (at {pointer or '/'})",
-                        {"path": pointer or "/"})
+                        {"path": pointer or "/", **detail})
 
 
 # --- the typed, checked draft --------------------------------------------
@@ -194,19 +201,62 @@ def parse_draft(text: str) -> object:
 
 
 def schema_check(raw: object) -> str:
-    """Structure only (draft-07); returns the mode."""
-    if not isinstance(raw, dict):
-        raise invalid("DRAFT_SCHEMA", "a draft is a JSON object", "")
-    mode = raw.get("mode")
-    if mode not in _VALIDATORS:
-        raise invalid("DRAFT_SCHEMA", "mode must be 'aggregate' or 'records'", "/mode")
+    """Structure only (draft-07); returns the mode.
+
+    The envelope (an object whose mode is one of the two strings) is checked by schema first:
+    the mode picks the validator, so a mode of the wrong type must be refused before it is used.
+    """
+    _refuse_first(_ENVELOPE.iter_errors(raw))
+    mode = raw["mode"]
     if _FAST_CHECKS[mode](raw) is None:  # valid drafts take the compiled fast path
         return mode
-    error = jsonschema.exceptions.best_match(_VALIDATORS[mode].iter_errors(raw))
-    if error is not None:
-        pointer = "".join(f"/{part}" for part in error.absolute_path)
-        raise invalid("DRAFT_SCHEMA", error.message[:300], pointer)
+    _refuse_first(_VALIDATORS[mode].iter_errors(raw))
     return mode
+
+
+def _refuse_first(errors) -> None:
+    error = jsonschema.exceptions.best_match(errors)
+    if error is not None:
+        raise _schema_refusal(error)
+
+
+def _schema_refusal(error: jsonschema.ValidationError) -> TesseraError:
+    """DRAFT_SCHEMA, with the JSON path in the message and the pointer and failed keyword as metadata."""
+    parts = [str(part) for part in error.absolute_path]
+    where, keyword, detail = error.json_path, str(error.validator), {}
+    if keyword == "type":
+        expected = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
+        got = _json_type(error.instance)
+        message = f"{where} must be {_either(_ARTICLES.get(t, f'a {t}') for t in expected)}, got {got}"
+        detail = {"expected": ",".join(expected), "got": got}
+    elif keyword == "required" and isinstance(error.instance, dict):
+        missing = next(n for n in error.validator_value if n not in error.instance)
+        parts.append(missing)  # point at what is missing, not at its parent
+        where = f"{where}.{missing}"
+        message = f"{where} is required"
+    elif keyword in ("enum", "const"):
+        allowed = error.validator_value if keyword == "enum" else [error.validator_value]
+        message = f"{where} must be {_either(repr(value) for value in allowed)}"
+    else:
+        message = f"{where}: {error.message}"
+    pointer = "".join(f"/{part.replace('~', '~0').replace('/', '~1')}" for part in parts)
+    return invalid("DRAFT_SCHEMA", message[:300], pointer, json_path=where, keyword=keyword, **detail)
+
+
+_ARTICLES = {"object": "an object", "array": "an array", "integer": "an integer", "null": "null"}
+
+
+def _json_type(value: object) -> str:
+    if isinstance(value, bool):  # before numbers: a bool is an int in Python
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    return {dict: "object", list: "array", str: "string", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _either(options) -> str:
+    options = list(options)
+    return options[0] if len(options) == 1 else f"{', '.join(options[:-1])} or {options[-1]}"
 
 
 class _Resolver:
@@ -366,5 +416,8 @@ def _typed_value(value, kind: str, pointer: str):
     except ValueError:
         raise invalid("VALUE_TYPE", f"{value[:40]!r} is not an ISO 8601 date or date-time", pointer) from None
     if parsed.tzinfo is not None:
-        parsed = parsed.astimezone(dt.UTC).replace(tzinfo=None)
+        try:
+            parsed = parsed.astimezone(dt.UTC).replace(tzinfo=None)
+        except OverflowError:  # e.g. 0001-01-01T00:00+05:00 is before year 1 in UTC
+            raise invalid("VALUE_TYPE", f"{value[:40]!r} is out of the supported date range", pointer) from None
     return parsed.date() if kind == "date" else parsed

@@ -61,6 +61,12 @@ class _GroupQuery:
     atoms: list[_Atom] = field(default_factory=list)
 
 
+def output_name(output_id: str) -> sa.sql.quoted_name:
+    """An output id as a SQL label, always quoted: ids are the model's words, and any of them may be a
+    reserved word of some backend (DuckDB's `at`, say) that SQLAlchemy's dialect does not know to quote."""
+    return sa.sql.quoted_name(output_id, quote=True)
+
+
 def time_bucket(column: ColumnElement, grain: str, dialect: str) -> ColumnElement:
     """Truncate to a grain; weeks start on Monday on every backend."""
     if grain not in GRAINS:
@@ -295,12 +301,14 @@ class Planner:
         outputs: dict[str, ColumnElement] = {}
         if single:
             inner = selects[0].subquery("g")
-            statement = sa.select(*[inner.c[f"d{i}"].label(d.id) for i, d in enumerate(draft.dimensions)],
-                                  *[inner.c[f"a{atom_index[atoms[0].key]}"].label(m.id) for m, atoms in measure_atoms])
+            statement = sa.select(
+                *[inner.c[f"d{i}"].label(output_name(d.id)) for i, d in enumerate(draft.dimensions)],
+                *[inner.c[f"a{atom_index[atoms[0].key]}"].label(output_name(m.id)) for m, atoms in measure_atoms])
         else:
             union = sa.union_all(*selects).subquery("u")
-            dims = [union.c[f"d{i}"].label(d.id) for i, d in enumerate(draft.dimensions)]
-            measures = [self._combine(m, atoms, union, atom_index).label(m.id) for m, atoms in measure_atoms]
+            dims = [union.c[f"d{i}"].label(output_name(d.id)) for i, d in enumerate(draft.dimensions)]
+            measures = [self._combine(m, atoms, union, atom_index).label(output_name(m.id))
+                        for m, atoms in measure_atoms]
             statement = sa.select(*dims, *measures)
             if dims:
                 statement = statement.group_by(*[union.c[f"d{i}"] for i in range(len(draft.dimensions))])
@@ -343,7 +351,7 @@ class Planner:
         context = [(f.field.entity, f"/fields/{i}", False) for i, f in enumerate(draft.record_fields)]
         context += self._filter_entities(draft.filter)
         joined, aliases = self._joined(home, context, False, f"each {self._label(home)} record")
-        selected = [self._column(f.field, aliases).label(f.id) for f in draft.record_fields]
+        selected = [self._column(f.field, aliases).label(output_name(f.id)) for f in draft.record_fields]
         statement = sa.select(*selected).select_from(joined)
         if draft.filter is not None:
             statement = statement.where(self._predicate_sql(draft.filter, aliases))

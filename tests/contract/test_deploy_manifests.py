@@ -76,7 +76,9 @@ def test_a_caller_added_to_a_proto_without_regenerating_turns_the_check_red(tmp_
     shutil.copytree(REPO_ROOT / "proto", protos)
     compiler = protos / "tessera" / "compiler" / "v1" / "compiler.proto"
     text = compiler.read_text()
-    declared = "rpc Compile(CompileRequest) returns (CompileResponse) {\n    option (tessera.authz.v1.callers) = {\n" \
+    declared = "rpc Compile(CompileRequest) returns (CompileResponse) {\n" \
+               "    // Reads only: clients may retry it when the server is briefly unavailable.\n" \
+               "    option idempotency_level = NO_SIDE_EFFECTS;\n    option (tessera.authz.v1.callers) = {\n" \
                "      allow: [PRINCIPAL_HOST]"
     assert declared in text, "the Compile declaration changed shape: update this test"
     widened = declared.replace("[PRINCIPAL_HOST]", "[PRINCIPAL_HOST, PRINCIPAL_AGENT]")

@@ -11,6 +11,7 @@ import uuid
 
 import pytest
 import sqlalchemy as sa
+from sqlalchemy import event
 
 from cli.seed import READER_ROLE, seed
 from services.resources.config import ResourcesSettings
@@ -59,6 +60,19 @@ def gateway(warehouse, cert_dir, tmp_path_factory) -> Gateway:
     built = make_gateway(warehouse, cert_dir, tmp_path_factory.mktemp("store"))
     yield built
     built.close()
+
+
+@pytest.fixture
+def statements(gateway):
+    """Every statement the gateway sends to the warehouse during the test."""
+    seen: list[str] = []
+
+    def record(conn, cursor, statement, parameters, context, executemany):
+        seen.append(statement)
+
+    event.listen(gateway.warehouse.engine, "before_cursor_execute", record)
+    yield seen
+    event.remove(gateway.warehouse.engine, "before_cursor_execute", record)
 
 
 @pytest.fixture(scope="session")

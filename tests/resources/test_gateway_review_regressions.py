@@ -76,3 +76,22 @@ def test_a_non_ascii_token_is_invalid_not_a_crash(gateway, session):
     with pytest.raises(TesseraError) as error:
         gateway.open_capability("abc.é", session.session_id)
     assert (error.value.code, error.value.reason) == (grpc.StatusCode.PERMISSION_DENIED, "CAPABILITY_INVALID")
+
+
+RESERVED = ["at", "select", "order", "from", "group", "qualify", "pivot", "unpivot", "summarize", "limit", "user"]
+
+
+def test_output_ids_that_are_reserved_words_run_on_every_backend(session):
+    # Found by tests/fuzz: DuckDB refused `ORDER BY at DESC`; output ids are the model's words, so every
+    # one of them must reach SQL quoted.
+    records = session.analyze({"mode": "records", "entity": session.entity("orders"),
+                               "fields": [{"id": name, "field": session.field("orders", "channel")}
+                                          for name in RESERVED[:4]],
+                               "order_by": [{"output": "at", "direction": "desc"}]})
+    assert [c.id for c in records.result.columns] == RESERVED[:4] and records.result.rows
+    aggregate = session.analyze({
+        "mode": "aggregate", "measures": [{"id": name, "metric": session.metric("orders", "order_count")}
+                                          for name in RESERVED[4:]],
+        "dimensions": [{"id": "at", "field": session.field("orders", "channel")}],
+        "order_by": [{"output": "qualify", "direction": "desc"}]})
+    assert [c.id for c in aggregate.result.columns] == ["at", *RESERVED[4:]] and aggregate.result.rows

@@ -7,24 +7,10 @@ import json
 import grpc
 import pytest
 import sqlalchemy as sa
-from sqlalchemy import event
 
 from services.resources.warehouse import Warehouse
 from shared.errors import TesseraError
 from tests.resources.conftest import Session, make_gateway
-
-
-@pytest.fixture
-def statements(gateway):
-    """Every statement the gateway sends to the warehouse during the test."""
-    seen: list[str] = []
-
-    def record(conn, cursor, statement, parameters, context, executemany):
-        seen.append(statement)
-
-    event.listen(gateway.warehouse.engine, "before_cursor_execute", record)
-    yield seen
-    event.remove(gateway.warehouse.engine, "before_cursor_execute", record)
 
 
 def _bad_drafts(s: Session):
@@ -87,7 +73,7 @@ def _bad_drafts(s: Session):
         ("order by unknown output", {"mode": "aggregate", "measures": [revenue],
                                      "order_by": [{"output": "nope"}]}, "UNKNOWN_OUTPUT", "/order_by/0/output"),
         ("records without order", {"mode": "records", "entity": s.entity("orders"),
-                                   "fields": [{"id": "c", "field": channel}]}, "DRAFT_SCHEMA", "/"),
+                                   "fields": [{"id": "c", "field": channel}]}, "DRAFT_SCHEMA", "/order_by"),
         ("too big", {"mode": "aggregate", "measures": [revenue], "x": "y" * 70_000}, "DRAFT_NOT_JSON", "/"),
     ]
 

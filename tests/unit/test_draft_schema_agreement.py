@@ -1,11 +1,15 @@
-"""The compiled fast check and jsonschema agree on every draft: the fast path never accepts more."""
+"""The compiled fast check and jsonschema agree on every draft: the fast path never accepts more; and the
+schema check refuses a malformed draft of any shape with its JSON path, never with another exception."""
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+import grpc
+import pytest
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from services.resources.draft import _FAST_CHECKS, _VALIDATORS
+from services.resources.draft import _FAST_CHECKS, _VALIDATORS, schema_check
+from shared.errors import TesseraError
 
 FIELD = "fld_abcdefghijkl"
 METRIC = "met_abcdefghijkl"
@@ -35,3 +39,34 @@ def test_a_valid_draft_passes_both():
                                                                                               "op": "is_null"}}]},
              "order_by": [{"output": "v", "direction": "desc"}], "output": "table"}
     assert _FAST_CHECKS["aggregate"](draft) is None and _VALIDATORS["aggregate"].is_valid(draft)
+
+
+# Any JSON value at all as the mode, and anywhere else: issue #13's list-or-object mode raised TypeError.
+any_mode = values | st.sampled_from(["aggregate", "records"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(draft=values, mode=any_mode)
+@example(draft={}, mode=["aggregate"])
+@example(draft={"measures": [{"id": "v", "metric": METRIC}]}, mode={"aggregate": True})
+def test_the_schema_check_refuses_anything_with_a_path_and_never_raises_otherwise(draft, mode):
+    if isinstance(draft, dict):
+        draft = {**draft, "mode": mode}
+    try:
+        assert schema_check(draft) in ("aggregate", "records")
+    except TesseraError as refused:
+        assert (refused.code, refused.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "DRAFT_SCHEMA")
+        path, json_path = refused.metadata["path"], refused.metadata["json_path"]
+        assert path.startswith("/") and json_path.startswith("$") and refused.message.startswith(json_path)
+        if refused.metadata["keyword"] == "type":
+            assert f"got {refused.metadata['got']}" in refused.message
+
+
+@pytest.mark.parametrize(("mode", "got"), [(["aggregate"], "array"), ({"aggregate": 1}, "object"), (1, "number"),
+                                           (None, "null"), (False, "boolean")])
+def test_a_mode_of_the_wrong_type_names_its_path_and_types(mode, got):
+    with pytest.raises(TesseraError) as refused:
+        schema_check({"mode": mode, "measures": [{"id": "v", "metric": METRIC}]})
+    assert refused.value.message == f"$.mode must be a string, got {got} (at /mode)"
+    assert refused.value.metadata == {"path": "/mode", "json_path": "$.mode", "keyword": "type",
+                                      "expected": "string", "got": got}
