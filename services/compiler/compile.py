@@ -24,7 +24,8 @@ import jsonschema
 
 from services.compiler import a2ui
 from services.compiler.diagnostics import Finding, Rejected
-from services.compiler.proposal import RawBlock, Tree, apply_patch, decode, snapshot_tree
+from services.compiler.patch import apply_patch
+from services.compiler.proposal import RawBlock, Tree, decode, snapshot_tree
 from shared.bounded_json import canonical
 from shared.schema_check import Check, compile_check
 from shared.ui.contracts import Catalog, ComponentContract, reserved_keywords
@@ -187,7 +188,7 @@ class Compiler:
         self.check_slice(frozen)
         max_blocks = frozen.limits.max_blocks or 32
         try:
-            raw = decode(proposal_json, frozen.limits.max_proposal_bytes or MAX_PROPOSAL_BYTES, max_blocks)
+            raw = decode(proposal_json, frozen.limits.max_proposal_bytes or MAX_PROPOSAL_BYTES)
             if not isinstance(raw, dict) or raw.get("version") != 1:
                 raise Rejected(Finding("envelope", "proposal.envelope-invalid",
                                        "a proposal is an object with version 1", "/version"))
@@ -203,11 +204,12 @@ class Compiler:
         except Rejected as rejected:
             return CompileResult("rejected", diagnostics=[rejected.finding])
         except (TypeError, ValueError, KeyError, AttributeError, RecursionError, IndexError):
-            # A shape no check above foresaw: refuse the proposal, never crash on it.
+            # Defence in depth: every shape is meant to be refused by a check above with a precise code (the
+            # fuzz tests assert this branch is never taken); should one slip through, refuse, never crash.
             logger.exception("unforeseen proposal shape")
             return CompileResult("rejected", diagnostics=[Finding(
                 "envelope", "proposal.unprocessable", "the proposal could not be processed", "",
-                recoverable=False)])
+                recoverable=False, model_correctable=False)])
 
     def _compile_tree(self, frozen, tree: Tree, surface_id: str) -> CompileResult:
         offers = _Offers(self.catalog, frozen)
@@ -240,26 +242,15 @@ class Compiler:
 
     def _block(self, raw: RawBlock, offers: _Offers) -> tuple[str, dict, list[Binding]]:
         if raw.from_base and raw.component == PLACEHOLDER:
+            # Stored by an earlier compile, yet published as it is: so checked like any other block.
+            self._check_props(PLACEHOLDER, raw.data, raw.pointer)
             return PLACEHOLDER, raw.data, []
         contract = offers.component(raw)
         data = raw.data
         where = raw.pointer if raw.from_base else f"{raw.pointer}/data"
         if raw.from_base:
             data = offers.to_slice_refs(contract, data, raw)
-        if not isinstance(data, dict):
-            self._fail("contract", "component.prop-invalid", "data is an object of props", where)
-        error = self.catalog.checks[contract.name](data)
-        if error is not None:
-            path, message = error
-            self._fail("contract", "component.prop-invalid", f"{contract.name}: {message[:200]}", where + path)
-        for text, pointer in _strings(data, where):
-            if _may_be_markup(text) and _MARKUP.search(text):
-                self._fail("contract", "component.prop-invalid", f"{contract.name}: text may not contain markup, "
-                                                                 "scripts, links or styles", pointer,
-                           "write plain text")
-            if _looks_like_rows(text):
-                self._fail("contract", "component.prop-invalid", f"{contract.name}: text looks like rows of data",
-                           pointer, "bind the analysis result to a DataTable instead of writing its rows")
+        self._check_props(contract.name, data, where)
         self._check_slots(contract, raw, data)
         bindings = []
         canonical_data = dict(data)  # the parsed proposal is ours: binding props are replaced, nothing mutated
@@ -271,6 +262,23 @@ class Compiler:
             bindings.append(Binding(raw.id, f"/{prop}", spec.kind, slice_id, columns))
             canonical_data[prop] = offers.canonical_ref(spec.kind, data[prop])
         return contract.name, canonical_data, bindings
+
+    def _check_props(self, name: str, data: object, where: str) -> None:
+        """The contract's prop schema, then the text screen: no markup, links or rows written out as text."""
+        if not isinstance(data, dict):
+            self._fail("contract", "component.prop-invalid", "data is an object of props", where)
+        error = self.catalog.checks[name](data)
+        if error is not None:
+            path, message = error
+            self._fail("contract", "component.prop-invalid", f"{name}: {message[:200]}", where + path)
+        for text, pointer in _strings(data, where):
+            if _may_be_markup(text) and _MARKUP.search(text):
+                self._fail("contract", "component.prop-invalid", f"{name}: text may not contain markup, "
+                                                                 "scripts, links or styles", pointer,
+                           "write plain text")
+            if _looks_like_rows(text):
+                self._fail("contract", "component.prop-invalid", f"{name}: text looks like rows of data",
+                           pointer, "bind the analysis result to a DataTable instead of writing its rows")
 
     def _check_slots(self, contract: ComponentContract, raw: RawBlock, data: dict) -> None:
         slot = contract.slots.get("children")
@@ -330,18 +338,21 @@ class _Offers:
 
     def to_slice_refs(self, contract: ComponentContract, data: dict, raw: RawBlock) -> dict:
         """A base block's stored bindings, as this slice's ids (or a failure if no longer offered)."""
+        if not isinstance(data, dict):
+            return data  # refused as "data is an object of props" by the caller
         data = copy.deepcopy(data)
         for prop, spec in contract.bindings.items():
             if prop not in data:
                 continue
             stored = data[prop]
             global_id = stored.get(spec.kind) if isinstance(stored, dict) else None
-            slice_id = self._by_global[spec.kind].get(global_id)
+            slice_id = self._by_global[spec.kind].get(global_id) if isinstance(global_id, str) else None
             if slice_id is None:
                 raise _BlockError(Finding("binding", f"catalog.{spec.kind}-not-offered",
                                           f"the {spec.kind} this block showed is not offered any more",
                                           f"{raw.pointer}/data/{prop}", "bind a current result or remove the block"))
-            data[prop] = {"ref": slice_id, "offer": stored["offer"]} if spec.kind == "resource" else slice_id
+            # A missing offer stays missing: the contract check then refuses the block, naming the prop.
+            data[prop] = {"ref": slice_id, "offer": stored.get("offer")} if spec.kind == "resource" else slice_id
         return data
 
     def check_binding(self, compiler: Compiler, contract, spec, data: dict, prop: str, pointer: str):
