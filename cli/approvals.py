@@ -3,14 +3,23 @@
 The CLI is a human-facing edge: it signs the operator's actor assertion with
 its own key, and the broker checks it. A decision quotes the arguments hash
 of the card it was shown, so what is approved is exactly what was displayed.
+Each `approve`/`reject` carries one decision id, sent unchanged on every retry
+of a call that found the broker down or slow: the broker answers a retry of a
+decision it already recorded with that decision's outcome, and the effect runs
+at most once.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import secrets
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
+
+import grpc
 
 from cli.launcher import cli_credentials
 from cli.output import table
@@ -18,10 +27,35 @@ from shared.actors import assert_actor
 from shared.certs import load_signing_key, signing_key_path
 from shared.channels import sync_channel
 from shared.contracts import invoke, invoke_stream
+from shared.errors import error_details
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.common.v1 import common_pb2
 
 OPERATOR = ("operator", "local", "Operator")
+# A broker restarting under a decision is back within seconds: six attempts over about 15 s of waiting.
+RETRY_DELAYS = (0.5, 1.0, 2.0, 4.0, 8.0)
+RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
+DECIDE_TIMEOUT_SECONDS = 30.0
+# Refusals that mean "this approval was decided (or ended) already": the broker says how in ErrorInfo metadata.
+SETTLED = frozenset({"APPROVAL_ALREADY_DECIDED", "DECISION_ID_CONFLICT", "APPROVAL_EXPIRED"})
+
+
+class DecisionRefused(Exception):
+    """A decision the broker did not take, with what the approval's outcome actually is."""
+
+
+def retrying(call: Callable[[], object], delays=RETRY_DELAYS, sleep: Callable[[float], None] = time.sleep):
+    """`call()`, again after each delay while the broker is unreachable or slow; other errors at once.
+
+    Only safe for reads and for a Decide that carries its decision id (the broker replays it)."""
+    for delay in (*delays, None):
+        try:
+            return call()
+        except grpc.RpcError as exc:
+            if delay is None or exc.code() not in RETRYABLE:
+                raise
+            sleep(delay)
+    raise AssertionError("unreachable")
 
 
 def _status(value: int) -> str:
@@ -69,12 +103,29 @@ class ApprovalDesk:
         return "\n".join(lines)
 
     def decide(self, approval_id: str, approve: bool, reason: str, entries: list[str]) -> str:
+        """Decide once, retrying with the same decision id; the receipt line, or DecisionRefused saying how the
+        approval actually ended."""
         # Quote the hash of the card as it is now: if the arguments changed, the broker refuses.
-        card = self.call("GetApproval", cap.GetApprovalRequest(actor=self.person, approval_id=approval_id)).card
-        receipt = self.call("Decide", cap.DecideRequest(
+        card = retrying(lambda: self.call("GetApproval", cap.GetApprovalRequest(
+            actor=self.person, approval_id=approval_id))).card
+        request = cap.DecideRequest(
             actor=self.person, approval_id=approval_id, reason=reason, arguments_sha256=card.arguments_sha256,
             decision=cap.DECISION_APPROVE if approve else cap.DECISION_REJECT,
-            entries=[cap.EntryDecision(entry_id=e, decision=cap.DECISION_APPROVE) for e in entries])).receipt
+            entries=[cap.EntryDecision(entry_id=e, decision=cap.DECISION_APPROVE) for e in entries],
+            decision_id=f"cli-{secrets.token_hex(16)}")
+        try:
+            reply = retrying(lambda: invoke(self.channel, "capabilities", "Decide", request,
+                                            timeout=DECIDE_TIMEOUT_SECONDS))
+        except grpc.RpcError as exc:
+            details = error_details(exc)
+            if details.reason in SETTLED:
+                raise DecisionRefused(f"{details.reason}: {details.message}\n{_settled(details.metadata)}") from None
+            if exc.code() in RETRYABLE:
+                raise DecisionRefused(
+                    f"{exc.code().name}: the broker did not answer after {len(RETRY_DELAYS) + 1} attempts; the "
+                    f"decision may have been recorded: see `tessera approvals show {approval_id}`") from None
+            raise
+        receipt = reply.receipt
         tail = f" ({receipt.reason})" if receipt.reason else ""
         return f"{receipt.intent_id}: {_status(receipt.status)}{tail}"
 
@@ -85,6 +136,19 @@ class ApprovalDesk:
             out.write(record.record_json + "\n")
             count += 1
         return count
+
+
+def _settled(outcome: dict[str, str]) -> str:
+    """How a decided approval ended, from the refusal's metadata, e.g. "approved by operator at …; int_…:
+    succeeded"."""
+    state = outcome.get("approval_state", "decided")
+    who = f" by {outcome['decided_by']}" if outcome.get("decided_by") else ""
+    when = f" at {outcome['decided_at']}" if outcome.get("decided_at") else ""
+    status = outcome.get("intent_status", "")
+    result = f"; {outcome.get('intent_id', '')}: {_status(common_pb2.IntentStatus.Value(status))}" \
+        if status in common_pb2.IntentStatus.keys() else ""
+    reason = f" ({outcome['intent_reason']})" if outcome.get("intent_reason") and result else ""
+    return f"the approval was {state}{who}{when}{result}{reason}"
 
 
 def run(address: str, cert_dir: Path, args) -> int:
@@ -103,7 +167,11 @@ def run(address: str, cert_dir: Path, args) -> int:
         elif args.action == "show":
             print(desk.show(args.approval_id))
         else:
-            print(desk.decide(args.approval_id, args.action == "approve", args.reason or "", args.entry or []))
+            try:
+                print(desk.decide(args.approval_id, args.action == "approve", args.reason or "", args.entry or []))
+            except DecisionRefused as refused:
+                print(f"tessera: {refused}", file=sys.stderr)
+                return 1
     finally:
         desk.close()
     return 0

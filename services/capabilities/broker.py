@@ -10,9 +10,11 @@ record versions instead of running it again blindly.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
+import re
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -36,6 +38,10 @@ logger = logging.getLogger("tessera.broker")
 INPUT_LIMITS = Limits(max_raw_bytes=64 * 1024, max_values=2_000)
 INLINE_SCREEN_CHARS = 4_000
 MAX_RECORDED_READS = 50
+DECISION_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+# How long a retried decision waits for the start-up pass to take up an intent a previous process left
+# running (then it answers with the intent as it stands; the caller's own deadline still applies).
+RESUME_WAIT_SECONDS = 30.0
 
 
 def sha256(text: str) -> str:
@@ -55,8 +61,13 @@ class Broker:
         self.dry_run = dry_run
         self.metrics = metrics
         self.on_event = on_event  # wakes the publisher: a new host event is in the outbox
-        self._executing: set[str] = set()
-        self._detached: set[asyncio.Future] = set()  # effects running on behalf of a Decide call
+        # intent → its one execution: every caller (a Decide, its retries, the restart pass) awaits the same
+        # future, and it keeps running when a caller goes away.
+        self._running: dict[str, asyncio.Future] = {}
+        self._resumed = asyncio.Event()  # set once `resume` went over what a previous process left running
+        # approval → (lock, users): one Decide at a time per approval in this process, so a retry racing its
+        # original finds the original's execution already registered in `_running`.
+        self._deciding: dict[str, tuple[asyncio.Lock, int]] = {}
         self._taint: dict[str, tuple[bool, bool]] = {}  # session → (tainted, flagged), this process's view
         self._pending_reads: dict[str, list[asyncio.Future]] = {}
 
@@ -124,47 +135,78 @@ class Broker:
 
     # --- decide -------------------------------------------------------------------------------------------
 
-    async def decide(self, actor: Actor, request: capabilities_pb2.DecideRequest) -> Intent:
+    async def decide(self, actor: Actor, request: capabilities_pb2.DecideRequest) -> tuple[Intent, bool]:
+        """Record a person's decision and, for an approval, run the effect once; (intent, replayed)."""
         if request.decision not in (capabilities_pb2.DECISION_APPROVE, capabilities_pb2.DECISION_REJECT):
             raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "DECISION_REQUIRED", "decision: approve or reject")
         if len(request.reason) > 2_000:
             raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "REASON_TOO_LONG", "reason: at most 2000 characters")
+        if request.decision_id and not DECISION_ID.fullmatch(request.decision_id):
+            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "DECISION_ID_INVALID",
+                         "decision_id: 1-128 characters of A-Z a-z 0-9 . _ : -")
         approve = request.decision == capabilities_pb2.DECISION_APPROVE
-
-        def entries_for(intent: Intent) -> list[str]:
-            known = [e["entry_id"] for e in intent.arguments.get("entries", [])]
-            decided = {e.entry_id: e.decision for e in request.entries}
-            if "entries" not in intent.arguments and not decided:
-                return []  # not a data change: the decision covers the one call
-            unknown = sorted(set(decided) - set(known))
-            if unknown:
-                raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "ENTRY_UNKNOWN", f"no entry {unknown[0]!r}")
-            # No per-entry decisions: the whole request. Otherwise only the entries marked approve.
-            chosen = known if not decided else [e for e in known if decided.get(e) == capabilities_pb2.DECISION_APPROVE]
-            if not chosen:
-                raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "NOTHING_APPROVED",
-                             "approve at least one entry, or reject the request")
-            return chosen
-
-        intent, approval = await self.db(self.store.decide, request.approval_id, actor.tenant_id, actor.actor_id,
-                                          approve, request.reason, request.arguments_sha256, entries_for)
+        async with self._one_decision_at_a_time(request.approval_id):
+            intent, approval, replayed = await self.db(
+                self.store.decide, request.approval_id, actor.tenant_id, actor.actor_id, approve, request.reason,
+                request.arguments_sha256, partial(_entries_for, request), request.decision_id,
+                _decision_digest(request))
+            running = self._start(intent, approval.approved_entries or []) if approve and not replayed else None
+        if replayed:  # a retry: the first call's outcome, waiting for its effect as that call did
+            return await self._outcome(intent), True
         self.metrics.decided(approval.state, approval.decided_at - approval.requested_at)
-        if not approve:
+        if running is None:
+            return intent, False
+        return await asyncio.shield(running), False
+
+    @contextlib.asynccontextmanager
+    async def _one_decision_at_a_time(self, approval_id: str):
+        lock, users = self._deciding.get(approval_id, (asyncio.Lock(), 0))
+        self._deciding[approval_id] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._deciding[approval_id]
+            if users == 1:
+                del self._deciding[approval_id]
+            else:
+                self._deciding[approval_id] = (lock, users - 1)
+
+    async def _outcome(self, intent: Intent) -> Intent:
+        """An approved intent as its first Decide call would have answered: after its effect, if it runs here."""
+        if intent.status != common_pb2.INTENT_STATUS_RUNNING:
             return intent
-        # The effect runs in its own task: if the caller's deadline passes or it goes away, the effect
-        # still finishes and records its receipt (the caller can read it with GetReceipt).
-        running = asyncio.ensure_future(self.execute(intent, approval.approved_entries or []))
-        self._detached.add(running)
-        running.add_done_callback(self._detached.discard)
-        return await asyncio.shield(running)
+        if intent.intent_id not in self._running:  # a previous process approved it: the restart pass takes it up
+            try:
+                await asyncio.wait_for(self._resumed.wait(), RESUME_WAIT_SECONDS)
+            except TimeoutError:
+                pass
+        running = self._running.get(intent.intent_id)
+        if running is not None:
+            return await asyncio.shield(running)
+        # Never started here (nor by us): answer with the record as it stands, never by running it ourselves.
+        return await self.db(self.store.intent, intent.intent_id)
 
     # --- execute ------------------------------------------------------------------------------------------
 
     async def execute(self, intent: Intent, approved_entries: list[str], resumed: bool = False) -> Intent:
-        """Run an approved intent once; a restart calls this with `resumed` for intents left running."""
-        if intent.intent_id in self._executing:
-            return intent
-        self._executing.add(intent.intent_id)
+        """Run an approved intent once; a restart calls this with `resumed` for intents left running.
+
+        The effect runs in its own task: if the caller's deadline passes or it goes away, the effect still
+        finishes and records its receipt (read it with GetReceipt, or retry the decision with its id)."""
+        return await asyncio.shield(self._start(intent, approved_entries, resumed))
+
+    def _start(self, intent: Intent, approved_entries: list[str], resumed: bool = False) -> asyncio.Future:
+        """The intent's one execution, started now unless it is already running (no await: nothing can slip
+        in between the check and the registration)."""
+        running = self._running.get(intent.intent_id)
+        if running is None:
+            running = asyncio.ensure_future(self._execute_once(intent, approved_entries, resumed))
+            self._running[intent.intent_id] = running
+            running.add_done_callback(lambda _: self._running.pop(intent.intent_id, None))
+        return running
+
+    async def _execute_once(self, intent: Intent, approved_entries: list[str], resumed: bool) -> Intent:
         try:
             return await self._execute(intent, approved_entries, resumed)
         except Exception:  # never leave an approved intent silently running
@@ -172,8 +214,6 @@ class Broker:
             current = await self.db(self.store.intent, intent.intent_id)
             return await self.db(self.store.finish, intent.intent_id, common_pb2.INTENT_STATUS_FAILED,
                                  "OUTCOME_UNKNOWN" if current.attempted else "EFFECT_FAILED", "")
-        finally:
-            self._executing.discard(intent.intent_id)
 
     async def _execute(self, intent: Intent, approved_entries: list[str], resumed: bool) -> Intent:
         if intent.action_id not in self.policy.actions:
@@ -404,14 +444,17 @@ class Broker:
         One that cannot be taken up now (e.g. the warehouse is down) stays running and is logged;
         the next start tries again."""
         taken = 0
-        for intent in await self.db(self.store.running):
-            try:
-                found = await self.db(self.store.approval, intent.approval_id)
-                approved = (found[0].approved_entries or []) if found else []
-                await self.execute(intent, approved, resumed=True)
-                taken += 1
-            except Exception:
-                logger.exception("could not take up intent %s after a restart", intent.intent_id)
+        try:
+            for intent in await self.db(self.store.running):
+                try:
+                    found = await self.db(self.store.approval, intent.approval_id)
+                    approved = (found[0].approved_entries or []) if found else []
+                    await self.execute(intent, approved, resumed=True)
+                    taken += 1
+                except Exception:
+                    logger.exception("could not take up intent %s after a restart", intent.intent_id)
+        finally:  # retried decisions stop waiting for this pass, whatever became of it
+            self._resumed.set()
         return taken
 
     async def expire(self) -> int:
@@ -419,6 +462,30 @@ class Broker:
         for approval in expired:
             self.metrics.decided("expired", approval.expires_at - approval.requested_at)
         return len(expired)
+
+
+def _entries_for(request: capabilities_pb2.DecideRequest, intent: Intent) -> list[str]:
+    """The entries an approval covers: checked against the intent inside the deciding transaction."""
+    known = [e["entry_id"] for e in intent.arguments.get("entries", [])]
+    decided = {e.entry_id: e.decision for e in request.entries}
+    if "entries" not in intent.arguments and not decided:
+        return []  # not a data change: the decision covers the one call
+    unknown = sorted(set(decided) - set(known))
+    if unknown:
+        raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "ENTRY_UNKNOWN", f"no entry {unknown[0][:128]!r}")
+    # No per-entry decisions: the whole request. Otherwise only the entries marked approve.
+    chosen = known if not decided else [e for e in known if decided.get(e) == capabilities_pb2.DECISION_APPROVE]
+    if not chosen:
+        raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "NOTHING_APPROVED",
+                     "approve at least one entry, or reject the request")
+    return chosen
+
+
+def _decision_digest(request: capabilities_pb2.DecideRequest) -> str:
+    """What a decision says, hashed: a retry under the same decision id must say exactly the same."""
+    entries = {e.entry_id: int(e.decision) for e in request.entries}  # as `_entries_for` reads them
+    return sha256(canonical({"decision": int(request.decision), "entries": [list(e) for e in sorted(entries.items())],
+                             "reason": request.reason, "arguments_sha256": request.arguments_sha256}))
 
 
 def _readable_ref(arguments: dict) -> str:

@@ -11,7 +11,6 @@ ever gets `server.tool` ids and our reviewed descriptions.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 from collections import OrderedDict
@@ -19,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import anyio
 import mcp_types
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -32,6 +32,11 @@ from tessera.capabilities.v1 import capabilities_pb2 as cap
 logger = logging.getLogger("tessera.broker.mcp")
 MAX_SESSIONS = 1_000  # snapshots kept; an older session re-surveys on its next call
 CONNECT_TIMEOUT_SECONDS = 15.0
+# The SDK winds a stdio server down itself, every step bounded: close stdin, wait 2 s, SIGTERM the process
+# group, wait 2 s, SIGKILL, reap (≤ ~7 s for a server that ignores everything). Interrupting that with a
+# plain task.cancel() can leave the server process alive and its pipe reader waiting forever, so it is only
+# a last resort after this long.
+SHUTDOWN_SECONDS = 8.0
 
 
 class ToolCallFailed(Exception):
@@ -72,6 +77,8 @@ class ServerConnection:
         self._stop = asyncio.Event()
         self._failure: BaseException | None = None
         self._lock = asyncio.Lock()
+        self._abort: anyio.CancelScope | None = None  # ends a connection still in its handshake
+        self._closed = False  # the broker is stopping: no new connection
 
     def _transport(self, errlog):
         if self.rule.transport == "stdio":
@@ -85,15 +92,21 @@ class ServerConnection:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         with open(self.log_dir / f"mcp-{self.name}.log", "a", encoding="utf-8") as errlog:
             try:
-                async with Client(self._transport(errlog), cache=None,
-                                  read_timeout_seconds=self.rule.timeout_seconds) as client:
-                    self._client = client
-                    self._ready.set()
-                    await self._stop.wait()
+                # An anyio scope, not task.cancel(): cancelling it honours the SDK's shielded wind-down, so an
+                # aborted handshake still ends with the server process stopped and reaped.
+                with anyio.CancelScope() as self._abort:
+                    async with Client(self._transport(errlog), cache=None,
+                                      read_timeout_seconds=self.rule.timeout_seconds) as client:
+                        self._client = client
+                        self._ready.set()
+                        await self._stop.wait()
+                if self._abort.cancelled_caught:
+                    self._failure = ConnectionAbortedError("the connection was closed during its handshake")
             except BaseException as exc:  # noqa: BLE001 - whatever ended the connection, callers see it
                 self._failure = exc
             finally:
                 self._client = None
+                self._abort = None
                 self._ready.set()
 
     async def client(self) -> Client:
@@ -108,25 +121,33 @@ class ServerConnection:
 
     async def _restart(self) -> None:
         await self._shutdown()
+        if self._closed:
+            self._failure = ConnectionAbortedError("the broker is stopping")
+            return
         self._ready, self._stop, self._failure = asyncio.Event(), asyncio.Event(), None
         self._task = asyncio.create_task(self._hold(), name=f"mcp-{self.name}")
         try:
             await asyncio.wait_for(self._ready.wait(), CONNECT_TIMEOUT_SECONDS)
         except TimeoutError:
+            await self._shutdown()  # aborts the handshake (which records its own, less telling, failure)
             self._failure = TimeoutError(f"no handshake within {CONNECT_TIMEOUT_SECONDS:.0f} s")
-            await self._shutdown()
 
     async def _shutdown(self) -> None:
-        if self._task is not None:
+        """End the current connection: a live one winds down (the SDK stops the server); one still in its
+        handshake is aborted at once — a server that never answered has nothing to finish."""
+        task = self._task
+        if task is not None:
             self._stop.set()
-            try:
-                await asyncio.wait_for(asyncio.shield(self._task), 5)
-            except (TimeoutError, Exception):  # noqa: BLE001 - a wedged server: cancel its task
-                self._task.cancel()
-                with contextlib.suppress(BaseException):
-                    await self._task
-        self._task = None
-        self._client = None
+            if self._client is None and self._abort is not None:
+                self._abort.cancel()
+            done, _ = await asyncio.wait({task}, timeout=SHUTDOWN_SECONDS)
+            if not done:  # the SDK's own bounds were overrun: cancel, and do not wait on it for long
+                logger.error("tool server %s did not stop within %.0f s; abandoning it", self.name, SHUTDOWN_SECONDS)
+                task.cancel()
+                await asyncio.wait({task}, timeout=1.0)
+        if self._task is task:
+            self._task = None
+            self._client = None
 
     async def _timed(self, what: str, work):
         client = await self.client()
@@ -162,8 +183,10 @@ class ServerConnection:
         return await self._timed(f"{tool}", lambda client: client.call_tool(tool, arguments))
 
     async def close(self) -> None:
-        async with self._lock:
-            await self._shutdown()
+        """Stop for good. Not behind the lock: a restart waiting for a hung handshake holds it for up to
+        CONNECT_TIMEOUT_SECONDS, and the abort below is what releases it."""
+        self._closed = True
+        await self._shutdown()
 
 
 def result_text(result: mcp_types.CallToolResult) -> str:
@@ -256,4 +279,8 @@ class ToolGate:
         return await self.connections[server].call(tool, arguments)
 
     async def close(self) -> None:
-        await asyncio.gather(*(c.close() for c in self.connections.values()), return_exceptions=True)
+        """Stop every server at once: the slowest bounds the stop, not the sum of them."""
+        results = await asyncio.gather(*(c.close() for c in self.connections.values()), return_exceptions=True)
+        for name, result in zip(self.connections, results, strict=True):
+            if isinstance(result, BaseException):
+                logger.error("closing tool server %s failed: %s", name, result)

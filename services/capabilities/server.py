@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 import grpc
 import sqlalchemy as sa
@@ -161,8 +162,8 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
 
     async def Decide(self, request, context):
         actor = self._actor(request.actor)
-        intent = await self._broker.decide(actor, request)
-        return capabilities_pb2.DecideResponse(receipt=intent.receipt())
+        intent, replayed = await self._broker.decide(actor, request)
+        return capabilities_pb2.DecideResponse(receipt=intent.receipt(), replayed=replayed)
 
     async def GetReceipt(self, request, context):
         actor = self._actor(request.actor)
@@ -203,13 +204,8 @@ def _caller(context) -> str | None:
     return principal_for_spiffe(identity) if identity else None
 
 
-def build(context: ServiceContext) -> list[Registration]:
-    settings: CapabilitiesSettings = context.settings
-    try:
-        policy = ActionPolicy.load(settings.actions_file)
-        tool_policy = ToolPolicy.load(settings.tools_file)
-    except PolicyError as exc:
-        raise StartupError(str(exc)) from None
+def _databases(settings: CapabilitiesSettings) -> tuple[sa.Engine, sa.Engine]:
+    """The broker's own database (migrated) and the write credential for data changes."""
     try:
         engine = engine_for(settings.database_url)
         migrate(engine)
@@ -223,6 +219,17 @@ def build(context: ServiceContext) -> list[Registration]:
     except Exception as exc:  # never echo the credential itself
         raise StartupError(f"TESSERA_CAPABILITIES_CHANGES_URL: not a usable database URL "
                            f"({type(exc).__name__})") from None
+    return engine, changes_engine
+
+
+def build(context: ServiceContext) -> list[Registration]:
+    settings: CapabilitiesSettings = context.settings
+    try:
+        policy = ActionPolicy.load(settings.actions_file)
+        tool_policy = ToolPolicy.load(settings.tools_file)
+    except PolicyError as exc:
+        raise StartupError(str(exc)) from None
+    engine, changes_engine = _databases(settings)
     store = BrokerStore(engine)
     pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="broker-db")
     metrics = BrokerMetrics()
@@ -245,23 +252,8 @@ def build(context: ServiceContext) -> list[Registration]:
     async def database_reachable() -> str | None:
         return await asyncio.get_running_loop().run_in_executor(pool, store.ping)
 
-    async def sweep_expired() -> None:
-        resumed = await broker.resume()
-        if resumed:
-            logger.info("took up %d approved intent(s) left running by a previous process", resumed)
-        try:  # open the tool servers now, so the first session does not wait for them to start
-            await gate.survey()
-        except Exception:  # a server that cannot start is reported per session; it must not stop us
-            logger.exception("warming up the tool servers failed")
-        while True:
-            try:
-                await broker.expire()
-            except Exception:  # keep sweeping; the next round retries
-                logger.exception("expiring approvals failed")
-            await asyncio.sleep(EXPIRY_SWEEP_SECONDS)
-
     async def hold_tool_servers() -> None:
-        """Owns the MCP server connections: they close when the broker stops."""
+        """Owns the MCP server connections: they close (all at once) when the broker stops."""
         try:
             await asyncio.Event().wait()
         finally:
@@ -274,6 +266,34 @@ def build(context: ServiceContext) -> list[Registration]:
         engine.dispose()
         changes_engine.dispose()
 
+    # Separate tasks on purpose: expiry must never wait behind a tool server that is slow to start, nor
+    # behind an effect the restart pass is taking up.
     return [registration_for("capabilities", CapabilityBrokerService(context, broker),
                              readiness=[database_reachable], on_stop=stop,
-                             background=[publisher.run, sweep_expired, hold_tool_servers])]
+                             background=[publisher.run, partial(sweep_expired, broker), partial(resume, broker),
+                                         partial(warm_up, gate), hold_tool_servers])]
+
+
+async def sweep_expired(broker: Broker) -> None:
+    """Expire due approvals every EXPIRY_SWEEP_SECONDS, from the moment the broker serves."""
+    while True:
+        try:
+            await broker.expire()
+        except Exception:  # keep sweeping; the next round retries
+            logger.exception("expiring approvals failed")
+        await asyncio.sleep(EXPIRY_SWEEP_SECONDS)
+
+
+async def resume(broker: Broker) -> None:
+    """Take up the intents a previous process approved but did not finish (once, at start)."""
+    resumed = await broker.resume()
+    if resumed:
+        logger.info("took up %d approved intent(s) left running by a previous process", resumed)
+
+
+async def warm_up(gate: ToolGate) -> None:
+    """Open the tool servers now, so the first session does not wait for them to start."""
+    try:
+        await gate.survey()
+    except Exception:  # a server that cannot start is reported per session; it must not stop us
+        logger.exception("warming up the tool servers failed")

@@ -8,6 +8,7 @@ SQLite under var/ by default, PostgreSQL by URL; schema by Alembic.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import secrets
 import time
@@ -38,7 +39,8 @@ approvals = sa.Table(
     "approvals", metadata, sa.Column("approval_id", sa.String, primary_key=True), sa.Column("intent_id", sa.String),
     sa.Column("tenant_id", sa.String), sa.Column("state", sa.String), sa.Column("requested_at", sa.Float),
     sa.Column("expires_at", sa.Float), sa.Column("decided_at", sa.Float), sa.Column("decided_by", sa.String),
-    sa.Column("decision_reason", sa.Text), sa.Column("approved_entries", sa.Text))
+    sa.Column("decision_reason", sa.Text), sa.Column("approved_entries", sa.Text),
+    sa.Column("decision_id", sa.String), sa.Column("decision_digest", sa.String))
 outbox = sa.Table(
     "outbox", metadata, sa.Column("sequence", sa.Integer, primary_key=True), sa.Column("event_id", sa.String),
     sa.Column("request", sa.LargeBinary), sa.Column("state", sa.String), sa.Column("attempts", sa.Integer),
@@ -70,8 +72,8 @@ def new_id(prefix: str) -> str:
     return f"{prefix}_{secrets.token_hex(10)}"
 
 
-def refuse(code: grpc.StatusCode, reason: str, message: str) -> TesseraError:
-    return TesseraError(code, reason, message)
+def refuse(code: grpc.StatusCode, reason: str, message: str, metadata: dict[str, str] | None = None) -> TesseraError:
+    return TesseraError(code, reason, message, metadata or {})
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,12 @@ class Approval:
     decided_by: str | None
     decision_reason: str | None
     approved_entries: list[str] | None
+    decision_id: str | None = None  # the client's id of the decision, when it sent one
+    decision_digest: str | None = None  # SHA-256 of what that decision said
+
+    @property
+    def decision(self) -> str:
+        return {"approved": "approve", "rejected": "reject"}.get(self.state, "")
 
 
 def _intent(row) -> Intent:
@@ -131,7 +139,38 @@ def _intent(row) -> Intent:
 def _approval(row) -> Approval:
     entries = json.loads(row.approved_entries) if row.approved_entries else None
     return Approval(row.approval_id, row.intent_id, row.tenant_id, row.state, row.requested_at, row.expires_at,
-                    row.decided_at, row.decided_by, row.decision_reason, entries)
+                    row.decided_at, row.decided_by, row.decision_reason, entries, row.decision_id,
+                    row.decision_digest)
+
+
+def outcome(approval: Approval, intent: Intent) -> dict[str, str]:
+    """How a decided approval ended, as ErrorInfo metadata: a refused retry still learns what happened."""
+    decided_at = "" if approval.decided_at is None else \
+        dt.datetime.fromtimestamp(approval.decided_at, dt.UTC).isoformat(timespec="milliseconds")
+    found = {"approval_id": approval.approval_id, "approval_state": approval.state, "decision": approval.decision,
+             "decided_by": approval.decided_by or "", "decided_at": decided_at, "intent_id": intent.intent_id,
+             "intent_status": common_pb2.IntentStatus.Name(intent.status), "intent_reason": intent.reason}
+    return {key: value for key, value in found.items() if value}
+
+
+def _expired(approval: Approval, intent: Intent) -> TesseraError:
+    return refuse(grpc.StatusCode.FAILED_PRECONDITION, "APPROVAL_EXPIRED",
+                  "the approval expired; expiry counts as rejection", outcome(approval, intent))
+
+
+def _replay_of(approval: Approval, intent: Intent, actor_id: str, decision_id: str, digest: str) -> Approval:
+    """A decided approval: the recorded decision if this is a retry of it, else a refusal that says how it
+    ended (so a client whose own decision went through unseen still learns the outcome)."""
+    if approval.state == "expired":
+        raise _expired(approval, intent)
+    if decision_id and approval.decision_id == decision_id:
+        if approval.decided_by == actor_id and approval.decision_digest == digest:
+            return approval
+        raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "DECISION_ID_CONFLICT",
+                     "this decision id was already used for a different decision on this approval; "
+                     "a new decision needs a new id", outcome(approval, intent))
+    raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "APPROVAL_ALREADY_DECIDED",
+                 f"the approval was already {approval.state}", outcome(approval, intent))
 
 
 class BrokerStore:
@@ -207,12 +246,47 @@ class BrokerStore:
         return intent, False
 
     def decide(self, approval_id: str, tenant_id: str, actor_id: str, approve: bool, reason: str,
-               arguments_sha256: str, entries_for: Callable[[Intent], list[str]]) -> tuple[Intent, Approval]:
-        """Decide a pending approval once, as the person who asked for it. Refusals leave everything as it
-        was, except a due expiry, which is recorded (committed) before the refusal is raised."""
+               arguments_sha256: str, entries_for: Callable[[Intent], list[str]], decision_id: str = "",
+               decision_digest: str = "") -> tuple[Intent, Approval, bool]:
+        """Decide a pending approval once, as the person who asked for it; (intent, approval, replayed).
+
+        The decision id and digest are written in the same transaction as the decision, so a retry finds
+        exactly what was committed: same id and digest → that decision again (replayed, nothing new
+        recorded). Refusals leave everything as it was, except a due expiry, which is recorded (committed)
+        before the refusal is raised."""
         now = time.time()
-        expired = refuse(grpc.StatusCode.FAILED_PRECONDITION, "APPROVAL_EXPIRED",
-                         "the approval expired; expiry counts as rejection")
+        self._expire_if_due(approval_id, tenant_id, actor_id, now)
+        with self.writer.begin() as connection:
+            approval = self._locked(connection, approval_id)
+            intent = self._load(connection, approval.intent_id)
+            if approval.state != "pending":
+                return intent, _replay_of(approval, intent, actor_id, decision_id, decision_digest), True
+            if arguments_sha256 != intent.arguments_sha256:
+                raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "ARGUMENTS_CHANGED",
+                             "the decision quotes other arguments than the approval's; a change needs a new request")
+            approved = entries_for(intent) if approve else []
+            state = "approved" if approve else "rejected"
+            status = common_pb2.INTENT_STATUS_RUNNING if approve else common_pb2.INTENT_STATUS_REJECTED
+            connection.execute(approvals.update().where(approvals.c.approval_id == approval_id).values(
+                state=state, decided_at=now, decided_by=actor_id, decision_reason=reason,
+                approved_entries=json.dumps(approved) if approve else None, decision_id=decision_id or None,
+                decision_digest=decision_digest or None))
+            connection.execute(intents.update().where(intents.c.intent_id == intent.intent_id).values(
+                status=status, reason="" if approve else "REJECTED_BY_PERSON", updated_at=now))
+            intent = self._load(connection, intent.intent_id)
+            self._audit(connection, f"approval-{state}", intent, actor_id, reason=reason, entries=approved,
+                        decision_id=decision_id)
+            self._event(connection, intent, receipt=intent.receipt())
+            approval = self._locked(connection, approval_id)
+        return intent, approval, False
+
+    @staticmethod
+    def _locked(connection, approval_id: str) -> Approval:
+        return _approval(connection.execute(sa.select(approvals).where(
+            approvals.c.approval_id == approval_id).with_for_update()).one())
+
+    def _expire_if_due(self, approval_id: str, tenant_id: str, actor_id: str, now: float) -> None:
+        """Refuse an approval that is not the person's; record (commit) a due expiry, then refuse."""
         with self.writer.begin() as connection:
             row = connection.execute(sa.select(approvals).where(approvals.c.approval_id == approval_id)
                                      .with_for_update()).first()
@@ -224,35 +298,9 @@ class BrokerStore:
             due = approval.state == "pending" and now >= approval.expires_at
             if due:
                 self._expire(connection, approval, intent, now)
+                approval, intent = self._locked(connection, approval_id), self._load(connection, intent.intent_id)
         if due:
-            raise expired
-        with self.writer.begin() as connection:
-            approval = _approval(connection.execute(sa.select(approvals).where(
-                approvals.c.approval_id == approval_id).with_for_update()).one())
-            intent = self._load(connection, approval.intent_id)
-            approval_state = approval.state
-            if approval_state == "expired":
-                raise expired
-            if approval_state != "pending":
-                raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "APPROVAL_ALREADY_DECIDED",
-                             f"the approval was already {approval_state}")
-            if arguments_sha256 != intent.arguments_sha256:
-                raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "ARGUMENTS_CHANGED",
-                             "the decision quotes other arguments than the approval's; a change needs a new request")
-            approved = entries_for(intent) if approve else []
-            state = "approved" if approve else "rejected"
-            status = common_pb2.INTENT_STATUS_RUNNING if approve else common_pb2.INTENT_STATUS_REJECTED
-            connection.execute(approvals.update().where(approvals.c.approval_id == approval_id).values(
-                state=state, decided_at=now, decided_by=actor_id, decision_reason=reason,
-                approved_entries=json.dumps(approved) if approve else None))
-            connection.execute(intents.update().where(intents.c.intent_id == intent.intent_id).values(
-                status=status, reason="" if approve else "REJECTED_BY_PERSON", updated_at=now))
-            intent = self._load(connection, intent.intent_id)
-            self._audit(connection, f"approval-{state}", intent, actor_id, reason=reason, entries=approved)
-            self._event(connection, intent, receipt=intent.receipt())
-            approval = _approval(connection.execute(sa.select(approvals).where(
-                approvals.c.approval_id == approval_id)).one())
-        return intent, approval
+            raise _expired(approval, intent)
 
     def _expire(self, connection, approval: Approval, intent: Intent, now: float) -> None:
         connection.execute(approvals.update().where(approvals.c.approval_id == approval.approval_id)

@@ -459,7 +459,11 @@ class HostService(host_pb2_grpc.HostServiceServicer):
         try:
             decided = await self._broker.Decide(capabilities_pb2.DecideRequest(
                 actor=request.actor, approval_id=command.approval_id, decision=decision, reason=command.reason,
-                arguments_sha256=command.arguments_sha256, entries=entries), timeout=60)
+                arguments_sha256=command.arguments_sha256, entries=entries,
+                # The command's own id makes the relay retry-safe: the same command sent again (say,
+                # after this process died mid-call) gets the decision's first outcome, not a refusal.
+                decision_id="host-" + hashlib.sha256(
+                    f"{request.session_id}/{request.command_id}".encode()).hexdigest()[:40]), timeout=60)
         except grpc.aio.AioRpcError as exc:
             raise _broker_refusal(exc, "the capability broker refused the decision") from None
         reply.receipt.CopyFrom(decided.receipt)

@@ -40,6 +40,8 @@ _HTTP = {grpc.StatusCode.INVALID_ARGUMENT: 400, grpc.StatusCode.UNAUTHENTICATED:
          grpc.StatusCode.FAILED_PRECONDITION: 409, grpc.StatusCode.RESOURCE_EXHAUSTED: 429,
          grpc.StatusCode.UNAVAILABLE: 503, grpc.StatusCode.DEADLINE_EXCEEDED: 504}
 _WEB_FILLS = {"actor", "session_id", "surface_id"}  # never taken from a browser
+# The broker's refusals of a decision on an approval that already ended; their ErrorInfo metadata says how.
+_DECIDED_ALREADY = frozenset({"APPROVAL_ALREADY_DECIDED", "DECISION_ID_CONFLICT", "APPROVAL_EXPIRED"})
 
 
 def _person_facing(exc: grpc.aio.AioRpcError) -> tuple[str, str]:
@@ -236,11 +238,24 @@ class WebApi:
         entries = body.get("entries") or []
         if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
             raise ApiError(400, "DECISION_INVALID", "entries: a list of entry ids")
-        decided = await self._call(self.capabilities.Decide, cap.DecideRequest(
-            actor=self.assertions.current(), approval_id=request.path_params["approval_id"],
-            decision=cap.DECISION_APPROVE if body["approve"] else cap.DECISION_REJECT,
-            reason=str(body.get("reason") or "")[:2000], arguments_sha256=body["arguments_sha256"],
-            entries=[cap.EntryDecision(entry_id=e, decision=cap.DECISION_APPROVE) for e in entries]))
+        # Made once per click by the page and sent unchanged on its retries: the broker replays a decision
+        # it already recorded under this id instead of refusing it (the broker checks its form).
+        decision_id = body.get("decision_id", "")
+        if not isinstance(decision_id, str) or len(decision_id) > 128:
+            raise ApiError(400, "DECISION_INVALID", "decision_id: a string of at most 128 characters")
+        try:
+            decided = await self.capabilities.Decide(cap.DecideRequest(
+                actor=self.assertions.current(), approval_id=request.path_params["approval_id"],
+                decision=cap.DECISION_APPROVE if body["approve"] else cap.DECISION_REJECT,
+                reason=str(body.get("reason") or "")[:2000], arguments_sha256=body["arguments_sha256"],
+                entries=[cap.EntryDecision(entry_id=e, decision=cap.DECISION_APPROVE) for e in entries],
+                decision_id=decision_id), timeout=60)
+        except grpc.aio.AioRpcError as exc:
+            details = error_details(exc)
+            if details.reason in _DECIDED_ALREADY:  # the page shows how it actually ended
+                return JSONResponse({"reason": details.reason, "message": details.message,
+                                     "outcome": details.metadata}, status_code=_HTTP[exc.code()])
+            raise ApiError(_HTTP.get(exc.code(), 500), *_person_facing(exc)) from None
         return JSONResponse(_as_dict(decided))
 
     async def report(self, request: Request) -> Response:

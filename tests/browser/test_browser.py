@@ -170,3 +170,61 @@ def test_everything_works_from_the_keyboard(page):
     page.locator("tessera-data-table button[aria-label='Previous page']").focus()
     page.keyboard.press("Space")
     expect(page.locator("tessera-data-table tbody tr td").first).to_have_text(first, timeout=15_000)
+
+
+def _press_for_a_new_card(page):
+    """Press the answer's action button; the approval card that press caused, found by the approval id in the
+    press's reply (cards of earlier, still pending requests of the same person are on the page too)."""
+    with page.expect_response("**/api/commands") as pressed:
+        page.click("tessera-action-button button")
+    approval_id = pressed.value.json()["receipt"]["approval_id"]
+    card = page.locator(f"tessera-approval-card[approval-id='{approval_id}']")
+    card.locator("button.reject").wait_for(timeout=30_000)
+    return card
+
+
+def test_a_decision_whose_answer_was_lost_is_retried_with_its_id_and_shows_what_happened(page, warehouse_url):
+    """The approval goes through but its answer never reaches the page (the connection drops): the card retries
+    with the same decision id, the broker answers with the recorded outcome, and the effect ran once."""
+    ask(page, "Flag order 1214 for review")
+    card = _press_for_a_new_card(page)
+    sent = []
+
+    def lose_the_first_answer(route):
+        sent.append(route.request.post_data_json)
+        if len(sent) == 1:
+            route.fetch()  # it reaches web and the broker: decided, and the effect runs …
+            route.abort("connectionreset")  # … but the page never hears back
+        else:
+            route.continue_()
+
+    page.route("**/api/approvals/*/decision", lose_the_first_answer)
+    card.locator("button.approve").click()
+    card.locator(".receipt").wait_for(timeout=30_000)
+    receipt = card.locator(".receipt").inner_text()
+    assert "succeeded" in receipt and "had gone through" in receipt, receipt
+    assert len(sent) == 2 and sent[0] == sent[1] and sent[0]["decision_id"].startswith("web-")
+    assert review_status(warehouse_url, 1214) == ("flagged", 2)  # exactly one effect
+    assert not page.problems
+
+
+def test_a_card_decided_elsewhere_says_how_it_ended(page, warehouse_url):
+    """Another tab approved first: this card's Reject is refused, and the card shows the approval and its receipt
+    instead of an error."""
+    ask(page, "Flag order 1215 for review")
+    card = _press_for_a_new_card(page)
+    approval_id = card.get_attribute("approval-id")
+    status = page.evaluate("""async (id) => {
+        const card = await (await fetch(`/api/approvals/${id}`)).json();
+        const reply = await fetch(`/api/approvals/${id}/decision`, { method: 'POST',
+          headers: { 'Content-Type': 'application/json' },
+          body: JSON.stringify({ approve: true, arguments_sha256: card.arguments_sha256,
+                                 decision_id: 'web-other-tab' }) });
+        return reply.status; }""", approval_id)
+    assert status == 200, status
+    assert review_status(warehouse_url, 1215) == ("flagged", 2), card.locator(".receipt").all_inner_texts()
+    card.locator("button.reject").click()
+    card.locator(".receipt").wait_for(timeout=15_000)
+    receipt = card.locator(".receipt").inner_text()
+    assert "succeeded" in receipt and "already approved by local-user" in receipt
+    assert review_status(warehouse_url, 1215) == ("flagged", 2)  # the later Reject changed nothing

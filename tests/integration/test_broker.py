@@ -89,14 +89,39 @@ def order(url, record_id):
     return tuple(row)
 
 
-def decide(broker, actor, receipt, approve=True, principal="cli", sha=None, entries=()):
+def decide(broker, actor, receipt, approve=True, principal="cli", sha=None, entries=(), decision_id="",
+           timeout=30):
     card = broker(principal if principal != "agent" else "cli", "GetApproval",
                   cap.GetApprovalRequest(actor=actor, approval_id=receipt.approval_id)).card
     return broker(principal, "Decide", cap.DecideRequest(
         actor=actor, approval_id=receipt.approval_id, reason="checked",
         decision=cap.DECISION_APPROVE if approve else cap.DECISION_REJECT,
         arguments_sha256=sha if sha is not None else card.arguments_sha256,
-        entries=[cap.EntryDecision(entry_id=e, decision=cap.DECISION_APPROVE) for e in entries]))
+        entries=[cap.EntryDecision(entry_id=e, decision=cap.DECISION_APPROVE) for e in entries],
+        decision_id=decision_id), timeout=timeout)
+
+
+def wait_for(condition, timeout: float, what: str):
+    """Poll `condition()` until it returns something truthy (returned), or fail saying what never happened."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = condition()
+        if found:
+            return found
+        time.sleep(0.05)
+    raise AssertionError(f"{what} did not happen within {timeout:g} s")
+
+
+def receipt_of(broker, actor, intent_id):
+    return broker("cli", "GetReceipt", cap.GetReceiptRequest(actor=actor, intent_id=intent_id)).receipt
+
+
+def status_is(broker, actor, intent_id, status):
+    """A condition for wait_for: the intent's receipt, once it has `status`."""
+    def check():
+        found = receipt_of(broker, actor, intent_id)
+        return found if found.status == status else None
+    return check
 
 
 def test_a_write_waits_for_a_person_then_runs_exactly_once(broker, cert_dir, warehouse_url):
@@ -140,6 +165,41 @@ def test_rejected_and_changed_arguments_never_run(broker, cert_dir, warehouse_ur
     assert refused(lambda: decide(broker, alice, receipt)) == (grpc.StatusCode.FAILED_PRECONDITION,
                                                                "APPROVAL_ALREADY_DECIDED")
     assert order(warehouse_url, 12) == ("none", 1)
+
+
+def test_a_retried_decision_gets_the_first_outcome_and_the_effect_runs_once(broker, cert_dir, warehouse_url):
+    alice = person(cert_dir)
+    receipt = flag(broker, alice, 16).receipt
+    first = decide(broker, alice, receipt, decision_id="cli-retry-16")
+    assert not first.replayed and first.receipt.status == common_pb2.INTENT_STATUS_SUCCEEDED
+    again = decide(broker, alice, receipt, decision_id="cli-retry-16")  # e.g. the first answer was lost
+    assert again.replayed and again.receipt == first.receipt
+    assert order(warehouse_url, 16) == ("flagged", 2)
+
+    assert refused(lambda: decide(broker, alice, receipt, approve=False, decision_id="cli-retry-16")) == (
+        grpc.StatusCode.FAILED_PRECONDITION, "DECISION_ID_CONFLICT")
+    with pytest.raises(grpc.RpcError) as other:  # another click or client: refused, but told how it ended
+        decide(broker, alice, receipt, decision_id="cli-other-16")
+    details = error_details(other.value)
+    assert (details.code, details.reason) == (grpc.StatusCode.FAILED_PRECONDITION, "APPROVAL_ALREADY_DECIDED")
+    assert {key: details.metadata[key] for key in ("approval_state", "decision", "intent_id", "intent_status")} == {
+        "approval_state": "approved", "decision": "approve", "intent_id": receipt.intent_id,
+        "intent_status": "INTENT_STATUS_SUCCEEDED"}
+    assert refused(lambda: decide(broker, alice, receipt, decision_id="no spaces\n")) == (
+        grpc.StatusCode.INVALID_ARGUMENT, "DECISION_ID_INVALID")
+    assert order(warehouse_url, 16) == ("flagged", 2)  # one effect, however often it was asked
+
+
+def test_a_rejection_retried_with_its_id_stays_a_rejection(broker, cert_dir, warehouse_url):
+    alice = person(cert_dir)
+    receipt = flag(broker, alice, 18).receipt
+    first = decide(broker, alice, receipt, approve=False, decision_id="web-reject-18")
+    again = decide(broker, alice, receipt, approve=False, decision_id="web-reject-18")
+    assert again.replayed and again.receipt == first.receipt
+    assert again.receipt.status == common_pb2.INTENT_STATUS_REJECTED
+    assert refused(lambda: decide(broker, alice, receipt, decision_id="web-reject-18")) == (  # now "approve"
+        grpc.StatusCode.FAILED_PRECONDITION, "DECISION_ID_CONFLICT")
+    assert order(warehouse_url, 18) == ("none", 1)
 
 
 def test_only_a_person_of_the_same_tenant_decides(broker, cert_dir, warehouse_url):
@@ -316,9 +376,9 @@ def test_an_unanswered_approval_expires_and_counts_as_rejection(own_broker, cert
                                 TESSERA_CAPABILITIES_METRICS_PORT=str(metrics_port))
     alice = person(cert_dir)
     receipt = flag(client, alice, 51).receipt
-    time.sleep(2.5)  # the sweeper runs every second
-    status = client("cli", "GetReceipt", cap.GetReceiptRequest(actor=alice, intent_id=receipt.intent_id)).receipt
-    assert status.status == common_pb2.INTENT_STATUS_EXPIRED and status.reason == "APPROVAL_EXPIRED"
+    # GetReceipt does not expire anything itself: only the sweeper (every second) can make this true.
+    status = wait_for(status_is(client, alice, receipt.intent_id, common_pb2.INTENT_STATUS_EXPIRED), 10, "expiry")
+    assert status.reason == "APPROVAL_EXPIRED"
     assert refused(lambda: decide(client, alice, receipt)) == (grpc.StatusCode.FAILED_PRECONDITION,
                                                                "APPROVAL_EXPIRED")
     assert order(url, 51) == ("none", 1)
@@ -338,6 +398,8 @@ def test_dry_run_records_the_call_and_changes_nothing(own_broker, cert_dir):
 
 
 def test_a_kill_between_approval_and_execution_runs_the_effect_once(own_broker, cert_dir, tmp_path):
+    """The tester's case: the approval went through just before the broker died, so the caller saw UNAVAILABLE.
+    Its retry with the same decision id learns the outcome (the effect, run once, by the restarted broker)."""
     client, processes, url = own_broker()
     alice = person(cert_dir)
     receipt = flag(client, alice, 53).receipt
@@ -347,22 +409,20 @@ def test_a_kill_between_approval_and_execution_runs_the_effect_once(own_broker, 
 
     def approve():
         try:
-            outcome["receipt"] = decide(client, alice, receipt)
+            outcome["receipt"] = decide(client, alice, receipt, decision_id="web-kill-53")
         except grpc.RpcError as exc:
             outcome["error"] = exc.code()
 
     thread = threading.Thread(target=approve)
     thread.start()
     broker_db = sa.create_engine(f"sqlite:///{tmp_path / 'broker.sqlite'}")
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:  # approved, and the effect is about to run
+
+    def attempted():  # approved, and the effect is about to run
         with broker_db.connect() as connection:
-            if connection.execute(sa.text("SELECT attempted FROM intents WHERE intent_id = :i"),
-                                  {"i": receipt.intent_id}).scalar():
-                break
-        time.sleep(0.05)
-    else:
-        raise AssertionError("the approved intent never started")
+            return connection.execute(sa.text("SELECT attempted FROM intents WHERE intent_id = :i"),
+                                      {"i": receipt.intent_id}).scalar()
+
+    wait_for(attempted, 10, "the approved intent starting")
     os.kill(processes.handles["capabilities"].pid, signal.SIGKILL)
     processes.handles["capabilities"].process.wait()
     thread.join(10)
@@ -373,18 +433,15 @@ def test_a_kill_between_approval_and_execution_runs_the_effect_once(own_broker, 
 
     restarted, _, _ = own_broker()  # same database: the approval survived, the restart takes the intent up
     try:
-        deadline = time.monotonic() + 10
-        status = None
-        while time.monotonic() < deadline:
-            status = restarted("cli", "GetReceipt", cap.GetReceiptRequest(
-                actor=alice, intent_id=receipt.intent_id)).receipt
-            if status.status == common_pb2.INTENT_STATUS_SUCCEEDED:
-                break
-            time.sleep(0.1)
-        assert status.status == common_pb2.INTENT_STATUS_SUCCEEDED
+        retried = decide(restarted, alice, receipt, decision_id="web-kill-53")  # the caller's retry
+        assert retried.replayed and retried.receipt.status == common_pb2.INTENT_STATUS_SUCCEEDED
+        assert retried.receipt == receipt_of(restarted, alice, receipt.intent_id)
         assert order(url, 53) == ("flagged", 2)  # once: the version moved by exactly one
-        assert refused(lambda: decide(restarted, alice, receipt)) == (grpc.StatusCode.FAILED_PRECONDITION,
-                                                                      "APPROVAL_ALREADY_DECIDED")
+        with pytest.raises(grpc.RpcError) as other:  # someone else's decision: refused, with the outcome
+            decide(restarted, alice, receipt)
+        details = error_details(other.value)
+        assert details.reason == "APPROVAL_ALREADY_DECIDED"
+        assert details.metadata["intent_status"] == "INTENT_STATUS_SUCCEEDED"
         assert order(url, 53) == ("flagged", 2)
     finally:
         broker_db.dispose()
@@ -431,29 +488,29 @@ def test_an_action_button_on_a_surface_goes_through_a_persons_approval(channels,
 
 
 def test_an_effect_outlives_a_decide_call_that_gave_up(own_broker, cert_dir):
-    """The caller's deadline passes while the effect waits on the warehouse: the effect still finishes, once,
-    and its receipt is there to read — nothing is left running."""
+    """The caller's deadline passes while the effect waits on the warehouse: the effect still finishes, once;
+    the caller's retry (same decision id) waits for that same effect and answers with its receipt."""
     client, _, url = own_broker()
     alice = person(cert_dir)
     receipt = flag(client, alice, 54).receipt
-    card = client("cli", "GetApproval", cap.GetApprovalRequest(actor=alice, approval_id=receipt.approval_id)).card
     blocker = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None)
     blocker.execute("BEGIN EXCLUSIVE")
+    retried = {}
     try:
-        assert refused(lambda: client("cli", "Decide", cap.DecideRequest(
-            actor=alice, approval_id=receipt.approval_id, decision=cap.DECISION_APPROVE,
-            arguments_sha256=card.arguments_sha256), timeout=1))[0] == grpc.StatusCode.DEADLINE_EXCEEDED
+        assert refused(lambda: decide(client, alice, receipt, decision_id="cli-late-54", timeout=1))[0] == \
+            grpc.StatusCode.DEADLINE_EXCEEDED
+        retry = threading.Thread(target=lambda: retried.update(
+            reply=decide(client, alice, receipt, decision_id="cli-late-54")))
+        retry.start()
+        retry.join(1.0)  # a negative check: while the warehouse is held, the retry neither refuses nor returns
+        assert retry.is_alive() and "reply" not in retried
+        assert receipt_of(client, alice, receipt.intent_id).status == common_pb2.INTENT_STATUS_RUNNING
     finally:
         blocker.execute("ROLLBACK")
         blocker.close()
-    deadline = time.monotonic() + 10
-    status = None
-    while time.monotonic() < deadline:
-        status = client("cli", "GetReceipt", cap.GetReceiptRequest(actor=alice, intent_id=receipt.intent_id)).receipt
-        if status.status != common_pb2.INTENT_STATUS_RUNNING:
-            break
-        time.sleep(0.1)
-    assert status.status == common_pb2.INTENT_STATUS_SUCCEEDED
+    retry.join(30)
+    assert retried["reply"].replayed and retried["reply"].receipt.status == common_pb2.INTENT_STATUS_SUCCEEDED
+    assert receipt_of(client, alice, receipt.intent_id) == retried["reply"].receipt
     assert order(url, 54) == ("flagged", 2)
 
 
@@ -475,3 +532,98 @@ def test_reads_made_outside_the_broker_are_screened_and_recorded(broker, cert_di
                                                                           "READS_INVALID")
     assert refused(lambda: broker("web", "RecordReads", cap.RecordReadsRequest(
         actor=alice, session_id="ses_probe", reads=reads)))[0] == grpc.StatusCode.PERMISSION_DENIED
+
+
+# --- tool servers: expiry never waits for them, and the broker stops within its grace ------------------------
+
+# A stdio MCP server for these tests: writes its pid to a marker when started, then
+#   hang   — never answers the handshake and ignores its stdin closing (only a signal ends it);
+#   serve  — our drift server;
+#   linger — our drift server, then keeps running after its stdin closed, until SIGTERM.
+TOOL_SERVER = """
+import os, runpy, sys, time
+from pathlib import Path
+Path(sys.argv[1]).write_text(str(os.getpid()))
+if sys.argv[2] == "hang":
+    while True:
+        time.sleep(1)
+runpy.run_module("tests.fixtures.mcp_drift_server", run_name="__main__")
+if sys.argv[2] == "linger":
+    while True:
+        time.sleep(1)
+"""
+GRACE_SECONDS = 5.0  # the broker's default grace (ServiceSettings.grace_seconds), set explicitly below
+
+
+def tool_servers(directory, modes: list[str]):
+    """A tools policy with one server per mode (its tools unreviewed: the servers are started all the same);
+    (policy file, marker files)."""
+    script = directory / "tool_server.py"
+    script.write_text(TOOL_SERVER)
+    markers = [directory / f"server-{i}.pid" for i in range(len(modes))]
+    servers = {f"s{i}": {"transport": "stdio", "command": ["{python}", str(script), str(marker), mode],
+                         "env": {"DRIFT_EFFECTS": str(directory / "effects.txt")},
+                         "tools": {"lookup": {"risk": "read", "description": "Look a term up."}}}
+               for i, (mode, marker) in enumerate(zip(modes, markers, strict=True))}
+    policy = directory / "tools.yaml"
+    policy.write_text(json.dumps({"version": 1, "servers": servers}))  # JSON is YAML
+    return policy, markers
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def stop_timed(processes) -> tuple[float, int]:
+    started = time.monotonic()
+    codes = processes.stop()
+    return time.monotonic() - started, codes["capabilities"]
+
+
+def test_expiry_does_not_wait_for_a_tool_server_that_never_starts(own_broker, cert_dir, tmp_path):
+    from services.capabilities.mcp_gate import CONNECT_TIMEOUT_SECONDS
+
+    policy, (hung, fine) = tool_servers(tmp_path, ["hang", "serve"])
+    client, processes, url = own_broker(TESSERA_CAPABILITIES_APPROVAL_TTL_SECONDS="1",
+                                        TESSERA_CAPABILITIES_TOOLS_FILE=str(policy),
+                                        TESSERA_CAPABILITIES_MCP_LOG_DIR=str(tmp_path),
+                                        TESSERA_CAPABILITIES_GRACE_SECONDS=str(GRACE_SECONDS))
+    started = time.monotonic()
+    wait_for(lambda: hung.exists() and fine.exists(), 10, "the warm-up starting both tool servers")
+    alice = person(cert_dir)
+    receipt = flag(client, alice, 55).receipt
+    wait_for(status_is(client, alice, receipt.intent_id, common_pb2.INTENT_STATUS_EXPIRED), 10, "expiry")
+    # The warm-up waits up to CONNECT_TIMEOUT_SECONDS for the hung server's handshake: it is still waiting.
+    assert time.monotonic() - started < CONNECT_TIMEOUT_SECONDS
+    assert order(url, 55) == ("none", 1)
+
+    took, code = stop_timed(processes)  # mid-handshake: the hung server is aborted, not waited for
+    print(f"broker stop with a tool server hung in its handshake: {took:.2f} s")  # the figure (pytest -s)
+    assert code == 0 and took < GRACE_SECONDS, f"stopping took {took:.2f} s"
+    for marker in (hung, fine):  # no tool server outlives the broker
+        wait_for(lambda m=marker: not alive(int(m.read_text())), 5, f"{marker.name} ending")
+
+
+def test_the_broker_stops_within_its_grace_with_several_tool_servers(own_broker, cert_dir, tmp_path):
+    """Five connected servers, one of which keeps running after its stdin closes: each is wound down in the
+    SDK's bounded steps (close stdin, wait, SIGTERM), all at once, so the slowest sets the stop time, not
+    the sum of them (one after another this takes about 8 s)."""
+    policy, markers = tool_servers(tmp_path, ["serve"] * 4 + ["linger"])
+    client, processes, _ = own_broker(TESSERA_CAPABILITIES_TOOLS_FILE=str(policy),
+                                      TESSERA_CAPABILITIES_MCP_LOG_DIR=str(tmp_path),
+                                      TESSERA_CAPABILITIES_GRACE_SECONDS=str(GRACE_SECONDS))
+    reviewed = client("cli", "ReviewTools", cap.ReviewToolsRequest(actor=person(cert_dir)), timeout=60)
+    # Every server answered its tool list (unreviewed tools are denied, not unreachable): all are connected.
+    assert [(t.availability, t.reason) for t in reviewed.tools] == [
+        (cap.TOOL_AVAILABILITY_DENIED, "NOT_REVIEWED")] * 5
+    pids = [int(marker.read_text()) for marker in markers]
+
+    took, code = stop_timed(processes)
+    print(f"broker stop with 5 tool servers: {took:.2f} s")  # the figure for the record (pytest -s)
+    assert code == 0 and took < GRACE_SECONDS, f"stopping took {took:.2f} s"
+    for pid in pids:
+        wait_for(lambda p=pid: not alive(p), 5, f"tool server {pid} ending")

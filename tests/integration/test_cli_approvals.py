@@ -3,18 +3,27 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import signal
+import sqlite3
 import subprocess
 import sys
 
-from cli.approvals import OPERATOR
+import grpc
+import pytest
+import sqlalchemy as sa
+
+from cli.approvals import OPERATOR, RETRY_DELAYS, retrying
+from cli.launcher import ServiceSet
 from shared.actors import assert_actor
 from shared.certs import load_signing_key, signing_key_path
 from shared.channels import sync_channel
 from shared.contracts import invoke
 from shared.paths import REPO_ROOT
 from tessera.capabilities.v1 import capabilities_pb2 as cap
-from tests.integration.test_broker import order
+from tests.integration.test_broker import order, wait_for
 from tests.integration.test_cli_ask import var_dir  # noqa: F401  (fixture)
 
 
@@ -47,8 +56,9 @@ def test_an_operator_lists_reads_and_decides_approvals(var_dir, running_set, cre
     assert declined.stdout.strip() == f"{rejected.intent_id}: rejected (REJECTED_BY_PERSON)"
     assert (order(warehouse_url, 61), order(warehouse_url, 62)) == (("flagged", 2), ("none", 1))
 
-    again = tessera(var_dir, "approvals", "approve", flagged.approval_id)
+    again = tessera(var_dir, "approvals", "approve", flagged.approval_id)  # decided already: says how it ended
     assert again.returncode == 1 and "APPROVAL_ALREADY_DECIDED" in again.stderr
+    assert re.search(rf"the approval was approved by operator at \S+; {flagged.intent_id}: succeeded", again.stderr)
 
     out = tmp_path / "audit.jsonl"
     exported = tessera(var_dir, "audit", "--out", str(out))
@@ -56,3 +66,84 @@ def test_an_operator_lists_reads_and_decides_approvals(var_dir, running_set, cre
     records = [json.loads(line) for line in out.read_text().splitlines()]
     decided = [r for r in records if r["intent_id"] == flagged.intent_id and r["kind"] == "approval-approved"]
     assert decided and decided[0]["actor_id"] == "operator" and decided[0]["detail"]["reason"] == "looks odd"
+
+
+class _CallFailed(grpc.RpcError):
+    def __init__(self, code=grpc.StatusCode.UNAVAILABLE):
+        self._code = code
+
+    def code(self):
+        return self._code
+
+
+def _failing(code):
+    def call():
+        raise _CallFailed(code)
+    return call
+
+
+def test_retrying_is_bounded_backs_off_and_gives_up_at_once_on_a_refusal():
+    waited, answers = [], [_CallFailed(), _CallFailed(grpc.StatusCode.DEADLINE_EXCEEDED), "decided"]
+
+    def call():
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    assert retrying(call, sleep=waited.append) == "decided" and waited == [0.5, 1.0]
+    waited.clear()
+    with pytest.raises(_CallFailed):  # down for good: every attempt, then the error
+        retrying(_failing(grpc.StatusCode.UNAVAILABLE), sleep=waited.append)
+    assert waited == list(RETRY_DELAYS)
+    waited.clear()
+    with pytest.raises(_CallFailed):  # a refusal is an answer: not retried
+        retrying(_failing(grpc.StatusCode.FAILED_PRECONDITION), sleep=waited.append)
+    assert waited == []
+
+
+def test_an_approval_that_went_through_before_the_broker_died_is_reported_after_the_retry(
+        running_set, credentials, cert_dir, warehouse_url, tmp_path):
+    """`tessera approvals approve` while the broker is killed mid-effect: the CLI retries with its decision id
+    until the restarted broker answers, and prints what actually happened (the effect ran once)."""
+    copy = tmp_path / "warehouse.sqlite"
+    shutil.copy(warehouse_url.removeprefix("sqlite:///"), copy)
+    processes = ServiceSet(cert_dir, tmp_path / "run", names=("capabilities",), ephemeral_ports=True, extra_env={
+        "TESSERA_HOST_ADDR": running_set.handles["host"].address,
+        "TESSERA_CAPABILITIES_DATABASE_URL": f"sqlite:///{tmp_path / 'broker.sqlite'}",
+        "TESSERA_CAPABILITIES_CHANGES_URL": f"sqlite:///{copy}"})
+    processes.start()
+    var = tmp_path / "var"
+    (var / "run").mkdir(parents=True)
+    (var / "run" / "services.json").write_text(json.dumps(processes.state()))
+    broker_db = sa.create_engine(f"sqlite:///{tmp_path / 'broker.sqlite'}")
+    blocker = sqlite3.connect(copy, isolation_level=None)
+    try:
+        operator = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), *OPERATOR)
+        with sync_channel(processes.handles["capabilities"].address, credentials("agent"), "capabilities") as agent:
+            receipt = invoke(agent, "capabilities", "SubmitIntent", cap.SubmitIntentRequest(
+                actor=operator, session_id="ses_cli", action_id="orders.flag_for_review",
+                input_json=json.dumps({"record_id": 63}), idempotency_key="cli-63")).receipt
+        blocker.execute("BEGIN EXCLUSIVE")  # the effect waits on the warehouse …
+        approving = subprocess.Popen([sys.executable, "-m", "cli", "approvals", "approve", receipt.approval_id],
+                                     cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     env={"TESSERA_VAR_DIR": str(var), "PATH": "/usr/bin:/bin"})
+
+        def attempted():
+            with broker_db.connect() as connection:
+                return connection.execute(sa.text("SELECT attempted FROM intents WHERE intent_id = :i"),
+                                          {"i": receipt.intent_id}).scalar()
+
+        wait_for(attempted, 30, "the approval being recorded and its effect starting")
+        os.kill(processes.handles["capabilities"].pid, signal.SIGKILL)  # … when the broker dies
+        processes.handles["capabilities"].process.wait()
+        blocker.execute("ROLLBACK")
+        processes.restart("capabilities")  # same port, same database: it takes the approved intent up
+        out, err = approving.communicate(timeout=90)
+        assert approving.returncode == 0, err
+        assert out.strip() == f"{receipt.intent_id}: succeeded"
+        assert order(f"sqlite:///{copy}", 63) == ("flagged", 2)  # exactly one effect
+    finally:
+        blocker.close()
+        broker_db.dispose()
+        processes.stop()

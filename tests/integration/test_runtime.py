@@ -13,6 +13,7 @@ from shared.channels import aio_channel
 from shared.errors import TesseraError, error_details
 from shared.runtime import registration_for, start_server
 from tessera.compiler.v1 import compiler_pb2, compiler_pb2_grpc
+from tessera.host.v1 import host_pb2, host_pb2_grpc
 
 GET_INFO = "/tessera.compiler.v1.CompilerService/GetInfo"
 COMPILE = "/tessera.compiler.v1.CompilerService/Compile"
@@ -152,3 +153,44 @@ def test_the_health_only_port_answers_health_in_plaintext_and_nothing_else(crede
     refused, no_tls = asyncio.run(scenario())
     assert set(refused.values()) == {grpc.StatusCode.UNIMPLEMENTED}
     assert no_tls == grpc.StatusCode.UNAVAILABLE
+
+
+class _Restarting(host_pb2_grpc.HostServiceServicer):
+    """A host that is 'still starting' for its first two calls of each RPC."""
+
+    def __init__(self) -> None:
+        self.calls: dict[str, int] = {}
+
+    def _count(self, name: str) -> None:
+        self.calls[name] = self.calls.get(name, 0) + 1
+        if self.calls[name] <= 2:
+            raise TesseraError(grpc.StatusCode.UNAVAILABLE, "STARTING", "not ready yet")
+
+    async def GetRevision(self, request, context):
+        self._count("GetRevision")
+        return host_pb2.GetRevisionResponse()
+
+    async def OpenSession(self, request, context):
+        self._count("OpenSession")
+        return host_pb2.OpenSessionResponse()
+
+
+def test_reads_the_contract_declares_side_effect_free_are_retried_and_nothing_else(credentials):
+    """GetRevision carries `idempotency_level = NO_SIDE_EFFECTS`, so our channels retry it through a brief
+    UNAVAILABLE; OpenSession does not, so it fails at once and its caller decides."""
+    servicer = _Restarting()
+
+    async def scenario():
+        running = await start_server(credentials("host"), [registration_for("host", servicer)])
+        try:
+            async with aio_channel(f"127.0.0.1:{running.port}", credentials("web"), "host") as channel:
+                stub = host_pb2_grpc.HostServiceStub(channel)
+                await stub.GetRevision(host_pb2.GetRevisionRequest(), timeout=10)
+                with pytest.raises(grpc.aio.AioRpcError) as refused:
+                    await stub.OpenSession(host_pb2.OpenSessionRequest(), timeout=10)
+                return refused.value.code()
+        finally:
+            await running.stop(None)
+
+    assert asyncio.run(scenario()) == grpc.StatusCode.UNAVAILABLE
+    assert servicer.calls == {"GetRevision": 3, "OpenSession": 1}

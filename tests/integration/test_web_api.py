@@ -103,9 +103,23 @@ def test_a_flag_button_press_becomes_an_approval_the_person_decides(browser, war
     wrong = browser.post(f"/api/approvals/{approval['approval_id']}/decision",
                          json={"approve": True, "arguments_sha256": "0" * 64})
     assert (wrong.status_code, wrong.json()["reason"]) == (409, "ARGUMENTS_CHANGED")
-    done = browser.post(f"/api/approvals/{approval['approval_id']}/decision",
-                        json={"approve": True, "arguments_sha256": card["arguments_sha256"], "reason": "odd order"})
-    assert done.json()["receipt"]["status"] == "INTENT_STATUS_SUCCEEDED"
+    decision = {"approve": True, "arguments_sha256": card["arguments_sha256"], "reason": "odd order",
+                "decision_id": "web-click-1111"}
+    done = browser.post(f"/api/approvals/{approval['approval_id']}/decision", json=decision)
+    assert done.json()["receipt"]["status"] == "INTENT_STATUS_SUCCEEDED" and not done.json().get("replayed")
+    # The page's retry of the same click (its answer was lost): the same receipt, nothing run again.
+    retried = browser.post(f"/api/approvals/{approval['approval_id']}/decision", json=decision)
+    assert retried.status_code == 200 and retried.json() == {**done.json(), "replayed": True}
+    # Another click, tab or device: refused, with how the approval ended.
+    other = browser.post(f"/api/approvals/{approval['approval_id']}/decision",
+                         json={**decision, "decision_id": "web-click-other"})
+    assert (other.status_code, other.json()["reason"]) == (409, "APPROVAL_ALREADY_DECIDED")
+    assert other.json()["outcome"]["intent_status"] == "INTENT_STATUS_SUCCEEDED"
+    assert other.json()["outcome"]["decided_by"] == "local-user"
+    for bad, reason in ((7, "DECISION_INVALID"), ("not an id!", "DECISION_ID_INVALID")):
+        refused = browser.post(f"/api/approvals/{approval['approval_id']}/decision",
+                               json={**decision, "decision_id": bad})
+        assert (refused.status_code, refused.json()["reason"]) == (400, reason)
     engine = sa.create_engine(warehouse_url)
     with engine.connect() as connection:
         assert connection.execute(sa.text("SELECT review_status FROM orders WHERE order_id = 1111")).scalar() == \

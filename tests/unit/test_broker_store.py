@@ -108,3 +108,86 @@ def test_the_audit_trail_is_append_only(store):
         with pytest.raises(sa.exc.DBAPIError, match="append-only"), store.writer.begin() as connection:
             connection.execute(sa.text(statement))
     assert [row.kind for row in store.audit_after("acme", 0)] == kinds
+
+
+# --- decision ids: a retried decision is answered with the recorded one --------------------------------------
+
+def _decide_as(store, intent, decision_id, approve=True, digest="d" * 64, actor="alice"):
+    return store.decide(intent.approval_id, "acme", actor, approve, "ok", "a" * 64, lambda _: ["e1"],
+                        decision_id, digest)
+
+
+def test_a_retry_with_the_decision_id_gets_the_recorded_decision_and_records_nothing_new(store):
+    intent, _ = store.create("claim-7", _fields(), 600, "reversible-write")
+    first_intent, first, replayed = _decide_as(store, intent, "web-1")
+    assert not replayed and first.decision_id == "web-1" and first.state == "approved"
+    again_intent, again, replayed_again = _decide_as(store, intent, "web-1")
+    assert replayed_again and again == first and again_intent == first_intent  # the same record, unchanged
+    kinds = [row.kind for row in store.audit_after("acme", 0) if row.intent_id == intent.intent_id]
+    assert kinds.count("approval-approved") == 1
+
+
+def test_a_reused_decision_id_with_other_content_is_a_conflict_never_a_replay(store):
+    intent, _ = store.create("claim-8", _fields(), 600, "reversible-write")
+    _decide_as(store, intent, "cli-1", approve=False, digest="r" * 64)
+    with pytest.raises(TesseraError) as conflict:
+        _decide_as(store, intent, "cli-1", approve=True, digest="x" * 64)
+    assert (conflict.value.code, conflict.value.reason) == (grpc.StatusCode.FAILED_PRECONDITION,
+                                                            "DECISION_ID_CONFLICT")
+    assert conflict.value.metadata["approval_state"] == "rejected"
+    assert store.intent(intent.intent_id).status == common_pb2.INTENT_STATUS_REJECTED
+
+
+def test_another_decision_on_a_decided_approval_learns_how_it_ended(store):
+    intent, _ = store.create("claim-9", _fields(), 600, "reversible-write")
+    _decide_as(store, intent, "web-2")
+    for other in ("web-3", ""):  # another click (or a caller that sends no id)
+        with pytest.raises(TesseraError) as decided:
+            _decide_as(store, intent, other)
+        assert decided.value.reason == "APPROVAL_ALREADY_DECIDED"
+        outcome = decided.value.metadata
+        assert (outcome["approval_state"], outcome["decision"], outcome["decided_by"], outcome["intent_id"],
+                outcome["intent_status"]) == ("approved", "approve", "alice", intent.intent_id,
+                                              "INTENT_STATUS_RUNNING")
+        assert outcome["decided_at"].endswith("+00:00")
+
+
+def test_a_refused_decision_leaves_its_id_unused(store):
+    intent, _ = store.create("claim-10", _fields(), 600, "reversible-write")
+    with pytest.raises(TesseraError):
+        store.decide(intent.approval_id, "acme", "alice", True, "ok", "b" * 64, lambda _: ["e1"], "web-4", "d" * 64)
+    assert store.approval(intent.approval_id)[0].decision_id is None  # rolled back with the refusal
+    _, decided, replayed = _decide_as(store, intent, "web-4", digest="e" * 64)
+    assert not replayed and decided.decision_digest == "e" * 64
+
+
+def test_concurrent_retries_of_one_decision_decide_once_and_all_see_it(store):
+    intent, _ = store.create("claim-11", _fields(), 600, "reversible-write")
+    outcomes = []
+
+    def retry():
+        _, approval, replayed = _decide_as(store, intent, "web-5")
+        outcomes.append((replayed, approval.decision_id))
+
+    threads = [threading.Thread(target=retry) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes) == [(False, "web-5")] + [(True, "web-5")] * 7
+    kinds = [row.kind for row in store.audit_after("acme", 0) if row.intent_id == intent.intent_id]
+    assert kinds.count("approval-approved") == 1
+
+
+def test_approvals_decided_before_the_migration_keep_working(tmp_path):
+    engine = engine_for(f"sqlite:///{tmp_path / 'old.sqlite'}")
+    migrate(engine, "0003")
+    old = BrokerStore(engine)
+    intent, _ = old.create("claim-old", _fields(), 600, "reversible-write")
+    with engine.begin() as connection:  # decided by a broker that knew no decision ids
+        connection.execute(sa.text("UPDATE approvals SET state = 'approved', decided_by = 'alice'"))
+    migrate(engine)
+    with pytest.raises(TesseraError) as decided:
+        _decide_as(BrokerStore(engine), intent, "web-6")
+    assert decided.value.reason == "APPROVAL_ALREADY_DECIDED"
+    engine.dispose()

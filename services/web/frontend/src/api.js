@@ -1,17 +1,19 @@
 // Talking to `web`: JSON in and out, errors as {reason, message}, server-sent events read from fetch.
 
 export class ApiError extends Error {
-  constructor(status, reason, message) {
+  constructor(status, reason, message, body = {}) {
     super(message || reason);
     this.status = status;
     this.reason = reason;
+    this.body = body;  // everything the server said, e.g. `outcome` of an approval decided already
   }
 }
 
 async function failure(response) {
   let body = {};
   try { body = await response.json(); } catch { /* not JSON: keep the status */ }
-  return new ApiError(response.status, body.reason || `HTTP_${response.status}`, body.message || response.statusText);
+  return new ApiError(response.status, body.reason || `HTTP_${response.status}`, body.message || response.statusText,
+    body);
 }
 
 export async function getJson(path) {
@@ -27,6 +29,31 @@ export async function postJson(path, body) {
   });
   if (!response.ok) throw await failure(response);
   return response.json();
+}
+
+// Worth trying again: no answer at all (fetch threw), or web says the service behind it is down or slow.
+export function retryable(error) {
+  return !(error instanceof ApiError) || [502, 503, 504].includes(error.status);
+}
+
+// POST the same body again after each delay while it is retryable (only for requests the server makes
+// idempotent, e.g. a decision with its decision_id). onRetry(attempt, attempts) lets the page say so.
+export async function postJsonRetrying(path, body, onRetry = () => {}, delays = [500, 1000, 2000, 4000]) {
+  for (let attempt = 0; ; attempt += 1) {
+    try {
+      return await postJson(path, body);
+    } catch (error) {
+      if (attempt >= delays.length || !retryable(error)) throw error;
+      onRetry(attempt + 2, delays.length + 1);
+      await new Promise((resolve) => { setTimeout(resolve, delays[attempt]); });
+    }
+  }
+}
+
+// A random id (128 bits, hex). Not crypto.randomUUID: that exists only in secure contexts (https or localhost).
+export function randomId(prefix) {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return `${prefix}-${Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')}`;
 }
 
 // POST that answers with server-sent events (a turn): calls onEvent for each `data:` object.

@@ -1,15 +1,17 @@
 // The approval card (§8): namespaced id and risk badge, the exact arguments (a before/after diff for
 // data changes), taint and flag chips with each snippet and its source, the run's last three reads,
-// a reason field, a countdown to expiry, and Reject focused by default.
+// a reason field, a countdown to expiry, and Reject focused by default. A click is one decision: it gets one
+// decision id, kept on every retry while the broker is unreachable, so a decision that went through unseen is
+// answered with its outcome; if someone (another tab, the CLI) decided first, the card says how it ended.
 
 import { LitElement, html, css, nothing } from 'lit';
-import { getJson, postJson } from './api.js';
+import { getJson, postJsonRetrying, randomId, retryable } from './api.js';
 
 const STATUS = (s) => (s || '').replace('INTENT_STATUS_', '').toLowerCase().replace(/_/g, ' ');
 
 export class ApprovalCard extends LitElement {
   static properties = { approvalId: { attribute: 'approval-id' }, _card: { state: true }, _error: { state: true },
-    _left: { state: true }, _busy: { state: true }, _outcome: { state: true } };
+    _left: { state: true }, _busy: { state: true }, _outcome: { state: true }, _note: { state: true } };
 
   static styles = css`
     :host { display: block; border: 2px solid #1d232b; border-radius: 10px; padding: 1rem; background: #fff; }
@@ -31,7 +33,7 @@ export class ApprovalCard extends LitElement {
       color: #1d232b; cursor: pointer; }
     button.approve { background: #1b6b3a; color: #fff; border-color: #1b6b3a; }
     button:focus-visible, textarea:focus-visible { outline: 3px solid #1f5fbf; outline-offset: 2px; }
-    .error { color: #8a1c1c; }
+    .error { color: #8a1c1c; } .note { color: #4a525c; }
   `;
 
   connectedCallback() {
@@ -74,20 +76,36 @@ export class ApprovalCard extends LitElement {
   async decide(approve) {
     this._busy = true;
     this._error = '';
+    const body = { approve, decision_id: randomId('web'), arguments_sha256: this._card.arguments_sha256,
+      reason: this.renderRoot.querySelector('textarea')?.value || '' };
     try {
-      const reply = await postJson(`/api/approvals/${encodeURIComponent(this.approvalId)}/decision`, {
-        approve, arguments_sha256: this._card.arguments_sha256,
-        reason: this.renderRoot.querySelector('textarea')?.value || '' });
-      this._outcome = reply.receipt;
-      clearInterval(this._timer);
-      this.dispatchEvent(new CustomEvent('decided', { detail: reply.receipt, bubbles: true, composed: true }));
-      await this.updateComplete;
-      this.renderRoot.querySelector('.receipt')?.focus();  // focus stays in the card, on the outcome
+      const reply = await postJsonRetrying(`/api/approvals/${encodeURIComponent(this.approvalId)}/decision`, body,
+        (attempt, attempts) => { this._note = `The broker is not answering; trying again (${attempt} of ${attempts})…`; });
+      await this.settle(reply.receipt, reply.replayed ? 'your decision had gone through; this is its outcome' : '');
     } catch (error) {
-      this._error = `The decision was not accepted (${error.reason || error.message}).`;
+      const outcome = error.body?.outcome;
+      if (outcome?.approval_state) {  // decided already (elsewhere, or by a click whose answer was lost)
+        await this.settle({ intent_id: outcome.intent_id, action_id: this._card.summary.tool_id,
+          approval_id: this.approvalId, status: outcome.intent_status, reason: outcome.intent_reason }, decidedBefore(outcome));
+      } else if (retryable(error)) {  // still no answer: show what the broker has recorded, if it can say
+        this._note = '';
+        this._error = 'The broker did not answer; your decision may have been recorded. The card shows the latest state.';
+        await this.load();
+      } else {
+        this._error = `The decision was not accepted (${error.reason || error.message}).`;
+      }
     } finally {
       this._busy = false;
     }
+  }
+
+  async settle(receipt, note) {
+    this._outcome = receipt;
+    this._note = note;
+    clearInterval(this._timer);
+    this.dispatchEvent(new CustomEvent('decided', { detail: receipt, bubbles: true, composed: true }));
+    await this.updateComplete;
+    this.renderRoot.querySelector('.receipt')?.focus();  // focus stays in the card, on the outcome
   }
 
   render() {
@@ -114,7 +132,7 @@ export class ApprovalCard extends LitElement {
         <ul class="reads">${card.recent_reads.map((r) => html`<li><strong>${r.source}</strong> (${r.ref}):
           <q>${(r.text || '').slice(0, 200)}</q></li>`)}</ul></details>` : nothing}
       ${decided ? html`<p role="status" class="receipt" tabindex="-1">Receipt: ${STATUS(this._outcome?.status || card.summary.status)}${
-        this._outcome?.reason ? ` (${this._outcome.reason})` : ''}</p>` : html`
+        this._outcome?.reason ? ` (${this._outcome.reason})` : ''}${this._note ? ` — ${this._note}` : ''}</p>` : html`
         <label>Reason (kept in the audit trail)<textarea></textarea></label>
         <div class="actions">
           <button class="reject" ?disabled=${this._busy || this._left === 0} @click=${() => this.decide(false)}>
@@ -123,8 +141,16 @@ export class ApprovalCard extends LitElement {
             Approve</button>
           <span role="timer" aria-live="off">expires in ${minutes}:${seconds}</span>
         </div>`}
+      ${!decided && this._note ? html`<p class="note" role="status">${this._note}</p>` : nothing}
       ${this._error ? html`<p class="error" role="alert">${this._error}</p>` : nothing}`;
   }
+}
+
+// "already approved by local-user at 2026-…": how an approval ended before this click's decision arrived.
+function decidedBefore(outcome) {
+  const who = outcome.decided_by ? ` by ${outcome.decided_by}` : '';
+  const when = outcome.decided_at ? ` at ${new Date(outcome.decided_at).toLocaleString()}` : '';
+  return `already ${outcome.approval_state}${who}${when}`;
 }
 
 if (!customElements.get('tessera-approval-card')) customElements.define('tessera-approval-card', ApprovalCard);
