@@ -70,10 +70,11 @@ $(DEPLOY_VENV)/.installed: deploy/k8s/tools-requirements.txt deploy/k8s/install_
 test: setup browser k8s-tools
 	$(PY) -m pytest
 
-# The fuzz suite searched for long (about 50x the examples `make test` tries, random rather than fixed);
+# The fuzz suite searched for long (20x the examples `make test` tries, random rather than fixed; about
+# 10 minutes; TESSERA_FUZZ_SCALE=N for more);
 # a failure it finds is kept as an @example on the test it broke.
 fuzz: setup
-	TESSERA_FUZZ_SCALE=$${TESSERA_FUZZ_SCALE:-50} $(PY) -m pytest -q tests/fuzz tests/compiler/test_properties.py
+	TESSERA_FUZZ_SCALE=$${TESSERA_FUZZ_SCALE:-20} $(PY) -m pytest -q tests/fuzz tests/compiler/test_properties.py
 
 lint: setup
 	npx buf lint

@@ -9,12 +9,13 @@ acknowledged is lost. bench/recovery.py records the per-service figures.
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
 import sqlalchemy as sa
 
-from cli.launcher import ServiceSet
+from cli.launcher import STOP_TIMEOUT_SECONDS, ServiceSet
 from shared.identity import PROCESS_NAMES
 from tests.fixtures.recovery import SupervisorThread, ask_through_web, kill_and_time
 
@@ -81,3 +82,31 @@ def test_each_service_killed_in_turn_is_a_blip(own_set):
     acknowledged += final.revision_ids
     missing = set(acknowledged) - _committed_revisions(env["TESSERA_HOST_DATABASE_URL"])
     assert acknowledged and not missing, f"acknowledged revisions lost: {missing}"
+
+
+def test_every_service_stops_within_its_grace_with_questions_in_flight(own_set):
+    """SIGTERM while people are asking: every process exits by itself (status 0), none is SIGKILLed."""
+    services, _ = own_set
+    base_url = f"http://{services.handles['web'].address}"
+    asking, replies = threading.Event(), []
+
+    def keep_asking() -> None:
+        while not asking.is_set():
+            replies.append(ask_through_web(base_url))
+
+    askers = [threading.Thread(target=keep_asking, daemon=True) for _ in range(3)]
+    for asker in askers:
+        asker.start()
+    deadline = time.monotonic() + 60
+    while not any(r.outcome == "answered" for r in replies):  # load first, then stop under it
+        assert time.monotonic() < deadline, [(r.outcome, r.detail) for r in replies]
+        time.sleep(0.05)
+    started = time.monotonic()
+    codes = services.stop()
+    elapsed = time.monotonic() - started
+    asking.set()
+    for asker in askers:
+        asker.join(timeout=60)
+    assert codes == dict.fromkeys(PROCESS_NAMES, 0), f"not a clean stop: {codes}"
+    assert elapsed < STOP_TIMEOUT_SECONDS, elapsed
+    assert not [r for r in replies if r.outcome == "broken"], "the stop showed nobody a 5xx or a hang"
