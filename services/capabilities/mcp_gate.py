@@ -17,17 +17,19 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
-import mcp_types
-from mcp import Client
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 
 from services.capabilities.tool_policy import ServerRule, ToolPolicy, ToolRule, digest
 from shared.tool_contracts import ToolContract, ToolSchemaError
 from tessera.capabilities.v1 import capabilities_pb2 as cap
+
+# The MCP SDK takes about a second to import: it is loaded when the first tool server is opened (after the
+# broker serves), not at start, so a broker restarted after a crash answers that much sooner.
+if TYPE_CHECKING:
+    import mcp_types
+    from mcp import Client
 
 logger = logging.getLogger("tessera.broker.mcp")
 MAX_SESSIONS = 1_000  # snapshots kept; an older session re-surveys on its next call
@@ -81,6 +83,10 @@ class ServerConnection:
         self._closed = False  # the broker is stopping: no new connection
 
     def _transport(self, errlog):
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
         if self.rule.transport == "stdio":
             command = self.policy.command(self.rule)
             return stdio_client(StdioServerParameters(command=command[0], args=command[1:],
@@ -92,6 +98,8 @@ class ServerConnection:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         with open(self.log_dir / f"mcp-{self.name}.log", "a", encoding="utf-8") as errlog:
             try:
+                from mcp import Client
+
                 # An anyio scope, not task.cancel(): cancelling it honours the SDK's shielded wind-down, so an
                 # aborted handshake still ends with the server process stopped and reaped.
                 with anyio.CancelScope() as self._abort:
@@ -124,6 +132,7 @@ class ServerConnection:
         if self._closed:
             self._failure = ConnectionAbortedError("the broker is stopping")
             return
+        await asyncio.to_thread(_load_sdk)  # the first time only: off the event loop, which keeps serving
         self._ready, self._stop, self._failure = asyncio.Event(), asyncio.Event(), None
         self._task = asyncio.create_task(self._hold(), name=f"mcp-{self.name}")
         try:
@@ -189,8 +198,16 @@ class ServerConnection:
         await self._shutdown()
 
 
+def _load_sdk() -> None:
+    import mcp.client.stdio  # noqa: F401 - imported for its side effect: loaded, so later imports are free
+    import mcp.client.streamable_http  # noqa: F401
+    import mcp_types  # noqa: F401
+
+
 def result_text(result: mcp_types.CallToolResult) -> str:
     """Everything a tool returned, as text: text blocks, and structured content as JSON."""
+    import mcp_types
+
     parts = [block.text for block in result.content if isinstance(block, mcp_types.TextContent)]
     others = [block.type for block in result.content if not isinstance(block, mcp_types.TextContent)]
     if result.structured_content is not None and not parts:
