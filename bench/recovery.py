@@ -7,6 +7,7 @@ and over, each service killed in turn. Goal: <= 3 s for every service.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from cli.launcher import ServiceSet
@@ -52,8 +53,6 @@ def run(work: Path, cert_dir: Path) -> list[dict]:
 
 def _wait_serving(services: ServiceSet, name: str, timeout: float = 60.0) -> None:
     """The next kill starts from a whole set: the last one restarted and serving."""
-    import time
-
     handle, deadline = services.handles[name], time.monotonic() + timeout
     while not (handle.restarts and handle.ready_file.exists()):
         if time.monotonic() > deadline:
