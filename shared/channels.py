@@ -28,9 +28,10 @@ from shared.identity import spiffe_id_for
 # A peer that restarts is back within a second or two. gRPC's default reconnect backoff
 # (1 s growing to 120 s) would keep its callers failing long after that; this keeps
 # re-dialling at most half a second apart, which costs nothing while the peer is up.
+# Not grpc.min_reconnect_backoff_ms: gRPC core reads it as the minimum *connect timeout* (20 s by default),
+# and a short one makes a TLS handshake through the bridge on a busy machine fail as "timed out".
 RECONNECT_OPTIONS = (
     ("grpc.initial_reconnect_backoff_ms", 100),
-    ("grpc.min_reconnect_backoff_ms", 100),
     ("grpc.max_reconnect_backoff_ms", 500),
 )
 # Reads the contracts declare side-effect free are retried on UNAVAILABLE for about

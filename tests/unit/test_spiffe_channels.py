@@ -559,3 +559,13 @@ def test_closing_the_bridge_ends_open_streams(deployment, servers):
         with pytest.raises(grpc.RpcError) as ended:
             next(watch)
     assert ended.value.code() == grpc.StatusCode.UNAVAILABLE
+
+
+def test_peer_channels_reconnect_promptly_but_keep_grpc_connect_timeout():
+    """Re-dial a restarted peer at most 0.5 s apart; never shorten the connect timeout, which gRPC core takes
+    from grpc.min_reconnect_backoff_ms (a short one failed TLS handshakes on a loaded machine)."""
+    from shared.channels import peer_options
+
+    options = dict(peer_options("host"))
+    assert options["grpc.max_reconnect_backoff_ms"] <= 500
+    assert "grpc.min_reconnect_backoff_ms" not in options
