@@ -51,11 +51,14 @@ command -v mmdebstrap >/dev/null || missing+=(mmdebstrap)
 # DNS between pods (make k8s-smoke): only recommended by Debian's podman, so asked for by name.
 [ -x /usr/lib/podman/netavark ] || missing+=(netavark)
 [ -x /usr/lib/podman/aardvark-dns ] || missing+=(aardvark-dns)
+# netavark programs the pod network's firewall with iptables, which Debian's podman only suggests; without
+# it every container fails to start with "netavark: No such file or directory".
+[ -x /usr/sbin/iptables ] || missing+=(iptables)
 if [ ${#missing[@]} -gt 0 ]; then
   say "installing ${missing[*]} (apt-get)"
   quietly "$out/apt.log" apt-get update -qq
   quietly "$out/apt.log" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman runc mmdebstrap \
-    netavark aardvark-dns
+    netavark aardvark-dns iptables
 fi
 
 python="${PYTHON:-python3}"
