@@ -43,7 +43,16 @@ def run(work: Path, cert_dir: Path) -> list[dict]:
                     "name": f"recovery_kill9_{name}_to_first_answer", "value": round(seconds, 2), "unit": "s",
                     "baseline": GOAL_SECONDS, "ratio": round(seconds / GOAL_SECONDS, 2), "goal_ratio": 1.0,
                     "questions_during_outage": {o: outcomes.count(o) for o in sorted(set(outcomes))},
-                    "note": "kill -9 under a question loop through web; the supervisor restarts the process",
+                    "note": "kill -9 under a question loop through web; the supervisor restarts the process; "
+                            "counts until an answer with nothing degraded",
+                })
+                data_seconds = recovery.seconds_to_first_data_answer
+                results.append({
+                    "name": f"recovery_kill9_{name}_to_first_data_answer", "value": round(data_seconds, 2),
+                    "unit": "s", "baseline": GOAL_SECONDS, "ratio": round(data_seconds / GOAL_SECONDS, 2),
+                    "goal_ratio": 1.0,
+                    "note": "the same kill: until the first answer that showed the data, perhaps with a notice "
+                            "that a tool was unavailable",
                 })
                 _wait_serving(services, name)
     finally:
