@@ -9,12 +9,14 @@
 
 Web holds no data and decides nothing: it adds the person's signed assertion and
 their session, forwards, and maps gRPC refusals to HTTP with the same reason.
+It keeps no state a replica would need from another: any request may go to any replica.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import AsyncIterator
 
 import grpc
@@ -39,6 +41,7 @@ _HTTP = {grpc.StatusCode.INVALID_ARGUMENT: 400, grpc.StatusCode.UNAUTHENTICATED:
          grpc.StatusCode.ALREADY_EXISTS: 409, grpc.StatusCode.ABORTED: 409,
          grpc.StatusCode.FAILED_PRECONDITION: 409, grpc.StatusCode.RESOURCE_EXHAUSTED: 429,
          grpc.StatusCode.UNAVAILABLE: 503, grpc.StatusCode.DEADLINE_EXCEEDED: 504}
+_CURSOR = re.compile(r"([0-9]{1,20}):([0-9]{1,20})")
 _WEB_FILLS = {"actor", "session_id", "surface_id"}  # never taken from a browser
 # The broker's refusals of a decision on an approval that already ended; their ErrorInfo metadata says how.
 _DECIDED_ALREADY = frozenset({"APPROVAL_ALREADY_DECIDED", "DECISION_ID_CONFLICT", "APPROVAL_EXPIRED"})
@@ -76,6 +79,14 @@ def _envelope(envelope: host_pb2.SurfaceEnvelope) -> dict:
     else:
         out["event"] = _as_dict(getattr(envelope, kind))
     return out
+
+
+def _cursor(text: str) -> host_pb2.Cursor:
+    """`<epoch>:<sequence>`, two unsigned 64-bit decimals, or a refusal."""
+    match = _CURSOR.fullmatch(text)
+    if match is None or max(int(match[1]), int(match[2])) >= 2**64:
+        raise ApiError(400, "CURSOR_INVALID", "a cursor is <epoch>:<sequence>, as the stream's event ids")
+    return host_pb2.Cursor(epoch=int(match[1]), sequence=int(match[2]))
 
 
 def _sse(event: dict, event_id: str | None = None) -> str:
@@ -155,6 +166,10 @@ class WebApi:
         return response
 
     async def ask(self, request: Request) -> Response:
+        """A turn lives as long as its ask stream, and that stream is not resumable: when the browser (or the
+        replica serving it) goes away the agent cancels the turn. Nothing is lost by it: what the turn
+        committed is on the surface, which the surface stream resumes on any replica from its cursor, and
+        approvals it asked for stay listed; the page tells the person so and they can ask again."""
         body = await self._body(request)
         question = body.get("question")
         if not isinstance(question, str) or not question.strip():
@@ -180,13 +195,12 @@ class WebApi:
         session = await self._session(request)
         subscribe = host_pb2.SubscribeRequest(actor=self.assertions.current(), session_id=session.session_id,
                                               surface_id=session.surface_id)
+        # The cursor is the host's own (each event's `id:`), so any replica resumes it exactly: the host
+        # replays what follows it, or says snapshot-required. EventSource's Last-Event-ID is newer than
+        # the `?after=` the page opened the stream with, so it wins.
         last = request.headers.get("last-event-id") or request.query_params.get("after")
         if last:
-            try:
-                epoch, sequence = (int(part) for part in last.split(":"))
-            except ValueError:
-                raise ApiError(400, "CURSOR_INVALID", "a cursor is <epoch>:<sequence>") from None
-            subscribe.resume_after.CopyFrom(host_pb2.Cursor(epoch=epoch, sequence=sequence))
+            subscribe.resume_after.CopyFrom(_cursor(last))
         stream = self.host.Subscribe(subscribe)
 
         async def events() -> AsyncIterator[str]:

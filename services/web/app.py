@@ -12,7 +12,6 @@ import contextlib
 import html
 import logging
 import os
-import secrets
 import signal
 import socket
 import time
@@ -31,7 +30,7 @@ from starlette.staticfiles import StaticFiles
 
 from services.web.api import ApiError, WebApi, api_error
 from services.web.config import WebSettings
-from services.web.session import Assertions, Person, SessionCookies
+from services.web.session import Assertions, Person, SessionCookies, SessionSecretError, cookie_key
 from shared import __version__
 from shared.certs import CredentialError, Credentials, load_signing_key, signing_key_path
 from shared.channels import aio_channel
@@ -101,7 +100,11 @@ def create_app(settings: WebSettings, credentials: Credentials) -> Starlette:
         return HTMLResponse(page)
 
     signing_key = load_signing_key(signing_key_path(settings.cert_dir, "web"))  # a missing key stops startup
-    secret = settings.session_secret.get_secret_value().encode() or secrets.token_bytes(32)
+    secret, shared = cookie_key(settings.session_secret.get_secret_value())
+    if not shared:
+        log(logger, logging.WARNING, "TESSERA_WEB_SESSION_SECRET is not set: cookies are signed with a key of "
+            "this process only, so browser sessions will not survive a restart of web and will not work across "
+            "web replicas; give every replica the same secret to keep them")
     person = Person(settings.person_id, settings.person_tenant, settings.person_name)
 
     @contextlib.asynccontextmanager
@@ -141,7 +144,7 @@ def main() -> None:
     port = sock.getsockname()[1]
     try:
         app = create_app(settings, credentials)
-    except CredentialError as exc:
+    except (CredentialError, SessionSecretError) as exc:
         fail_startup("web", str(exc))
     config = uvicorn.Config(app, log_config=None, access_log=False,
                             timeout_graceful_shutdown=int(settings.grace_seconds))

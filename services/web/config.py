@@ -8,7 +8,8 @@ from shared.config import ServiceSettings
 
 
 class WebSettings(ServiceSettings):
-    # Signs the session cookie; empty: a random secret per start (sessions then end with the process).
+    # Signs the session cookie: the same value on every replica (a Secret on Kubernetes), at least 32
+    # characters. Empty: a random key per process, so sessions end with it and do not cross replicas.
     session_secret: SecretStr = SecretStr("")
     # The development default: one local person. Their actor assertion is signed with web's key.
     person_id: str = Field(default="local-user", min_length=1, max_length=128)

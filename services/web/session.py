@@ -4,6 +4,10 @@ Development default: one local person, remembered by a signed cookie
 (HMAC-SHA256 over a random session id; HttpOnly, SameSite=Strict). Web signs
 that person's actor assertion with its own Ed25519 key; every service checks it.
 The host session (surface) is opened once per browser session, idempotently.
+
+Replicas hold no session state: every replica signs and checks cookies with the
+same configured key, and finds a browser session's host session again through
+the host's idempotent OpenSession, keyed by the browser session id.
 """
 
 from __future__ import annotations
@@ -18,6 +22,22 @@ from shared.actors import assert_actor
 from tessera.common.v1 import common_pb2
 
 COOKIE = "tessera_session"
+MIN_SECRET_CHARS = 32  # a shared key anyone could guess would let them mint sessions on every replica
+
+
+class SessionSecretError(ValueError):
+    """A configured session secret too weak to sign cookies with."""
+
+
+def cookie_key(configured: str) -> tuple[bytes, bool]:
+    """(key, shared): the configured secret, shared by every replica that is given it, or when none is
+    configured a random key of this process only. A weak configured secret is refused."""
+    if not configured:
+        return secrets.token_bytes(32), False
+    if len(configured) < MIN_SECRET_CHARS:
+        raise SessionSecretError(f"TESSERA_WEB_SESSION_SECRET: at least {MIN_SECRET_CHARS} characters "
+                                 f"(it has {len(configured)}); e.g. `openssl rand -hex 32`")
+    return configured.encode(), True
 
 
 @dataclass(frozen=True)

@@ -24,9 +24,10 @@ def browser(running_set):
         yield client
 
 
-def sse(response: httpx.Response, until=None) -> list[tuple[str | None, dict]]:
-    """(id, data) of each server-sent event, stopping after `until(data)` is true."""
-    events, event_id = [], None
+def sse(response: httpx.Response, until=None, events: list | None = None) -> list[tuple[str | None, dict]]:
+    """(id, data) of each server-sent event, stopping after `until(data)` is true; appended to `events`
+    as they arrive when given (so a caller keeps what came before the connection broke)."""
+    events, event_id = [] if events is None else events, None
     for line in response.iter_lines():
         if line.startswith("id: "):
             event_id = line[4:]
@@ -155,5 +156,8 @@ def test_bad_requests_get_a_status_and_a_reason(running_set, browser):
     huge = browser.post("/api/ask", content=b'{"question": "' + b"x" * 70_000 + b'"}',
                         headers={"content-type": "application/json"})
     assert (huge.status_code, huge.json()["reason"]) == (413, "BODY_TOO_LARGE")
-    bad_cursor = browser.get("/api/surface/stream", headers={"Last-Event-ID": "yesterday"})
-    assert (bad_cursor.status_code, bad_cursor.json()["reason"]) == (400, "CURSOR_INVALID")
+    for cursor in ("yesterday", "-1:5", "1:18446744073709551616", "1: 2", "1:2:3", "\u0661:1"):
+        bad_cursor = browser.get("/api/surface/stream", headers={"Last-Event-ID": cursor.encode()})
+        assert (bad_cursor.status_code, bad_cursor.json()["reason"]) == (400, "CURSOR_INVALID"), cursor
+    bad_after = browser.get("/api/surface/stream?after=1:99999999999999999999")
+    assert (bad_after.status_code, bad_after.json()["reason"]) == (400, "CURSOR_INVALID")

@@ -66,9 +66,11 @@ async function ask(event) {
   $('progress-section').hidden = false;
   const degraded = [];
   const running = new Map();
+  let started = false;
+  let finished = false;
   try {
     await postEvents('/api/ask', { question }, (e) => {
-      if (e.started) item($('progress'), 'Thinking…');
+      if (e.started) { started = true; item($('progress'), 'Thinking…'); }
       if (e.tool_step) {
         const step = e.tool_step;
         if (step.phase === 'TOOL_STEP_PHASE_STARTED') running.set(step.call_id, item($('progress'), `${step.tool}…`));
@@ -88,6 +90,7 @@ async function ask(event) {
       if (e.error) item($('progress'), `Problem: ${e.error.message || e.error.reason}`, 'failed');
       if (e.answer_delta) $('answer').textContent += e.answer_delta.text;
       if (e.done) {
+        finished = true;
         $('answer').setAttribute('aria-live', 'polite');  // announced once, complete
         $('answer').textContent = e.done.answer || $('answer').textContent;
         if (e.done.degraded && !degraded.length) {
@@ -96,9 +99,17 @@ async function ask(event) {
         }
       }
     });
+    if (started && !finished) throw new Error('the stream ended early');
   } catch (error) {
-    const reason = error instanceof ApiError ? `${error.reason}: ${error.message}` : error.message;
-    item($('progress'), `The question was not sent (${reason}).`, 'failed');
+    if (started && !finished) {
+      // The turn lived on that connection and stopped with it (see WebApi.ask in api.py); what it
+      // already showed stays on the surface, whose stream resumes on its own, on any web replica.
+      item($('progress'), 'The connection to this question was lost, so it stopped. Anything it already '
+        + 'showed stays on the surface; ask again to finish it.', 'failed');
+    } else {
+      const reason = error instanceof ApiError ? `${error.reason}: ${error.message}` : error.message;
+      item($('progress'), `The question was not sent (${reason}).`, 'failed');
+    }
   } finally {
     $('ask-button').disabled = false;
     refreshApprovals();
