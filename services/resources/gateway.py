@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
-import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import grpc
@@ -22,8 +20,9 @@ from services.resources.catalog import Catalog, CatalogEntity, CatalogField, Cat
 from services.resources.config import MAX_WINDOW_ROWS, ResourcesSettings
 from services.resources.draft import Draft, build_draft, parse_draft
 from services.resources.planner import Planner
-from services.resources.results import PinnedResult, ResultStore, normalize_rows
+from services.resources.results import PinnedResult, normalize_rows
 from services.resources.semantic_model import SemanticModelError, load_semantic_model
+from services.resources.store import ResourceStore, open_store
 from services.resources.warehouse import Warehouse
 from shared import tokens
 from shared.certs import load_secret, load_signing_key, load_verify_key
@@ -34,7 +33,6 @@ OFFER_LIFETIME = dt.timedelta(minutes=30)
 GRANT_MAX_LIFETIME = dt.timedelta(minutes=15)
 MAX_QUESTION_CHARS = 2_000
 MAX_DESCRIBE = 4
-MAX_TRACKED_TURNS = 10_000
 COLUMN_TYPES = {"string": common_pb2.COLUMN_TYPE_STRING, "integer": common_pb2.COLUMN_TYPE_INTEGER,
                 "decimal": common_pb2.COLUMN_TYPE_DECIMAL, "float": common_pb2.COLUMN_TYPE_FLOAT,
                 "boolean": common_pb2.COLUMN_TYPE_BOOLEAN, "date": common_pb2.COLUMN_TYPE_DATE,
@@ -64,20 +62,20 @@ class Gateway:
     def __init__(self, settings: ResourcesSettings) -> None:
         self.settings = settings
         self.model = load_semantic_model(settings.semantic_model)
-        self.warehouse = Warehouse(settings.warehouse_url, settings.statement_timeout_seconds)
-        try:
-            self.catalog = Catalog(self.model, self.warehouse.engine)
-        except SemanticModelError as exc:  # the model does not fit this warehouse
-            self.warehouse.close()
-            raise SemanticModelError(f"{settings.semantic_model}: {exc}") from None
-        self.planner = Planner(self.catalog, self.warehouse.dialect)
         self.capabilities = CapabilityIssuer(load_secret(settings.capability_secret))
         self.signing_key = load_signing_key(settings.signing_key)
         self.host_key = load_verify_key(settings.host_verify_key)
-        self.store = ResultStore(settings.store_url)
-        self._probes_used: OrderedDict[tuple[str, str], int] = OrderedDict()
-        self._revoked: dict[str, float] = {}
-        self._lock = threading.Lock()
+        self.warehouse = Warehouse(settings.warehouse_url, settings.statement_timeout_seconds)
+        try:
+            self.catalog = Catalog(self.model, self.warehouse.engine)
+            self.store: ResourceStore = open_store(settings.store_url, settings.probe_budget_lifetime_seconds)
+        except SemanticModelError as exc:  # the model does not fit this warehouse
+            self.warehouse.close()
+            raise SemanticModelError(f"{settings.semantic_model}: {exc}") from None
+        except BaseException:
+            self.warehouse.close()
+            raise
+        self.planner = Planner(self.catalog, self.warehouse.dialect)
 
     def close(self) -> None:
         self.warehouse.close()
@@ -139,7 +137,6 @@ class Gateway:
     # --- probes ----------------------------------------------------------
 
     def probe(self, session_id: str, turn_id: str, kind: str, target_id: str, capability: Capability):
-        key = (session_id, turn_id)
         path = "/relationship_id" if kind == "join-coverage" else "/field_id"
         if not target_id:
             raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "PROBE_TARGET_MISSING",
@@ -151,16 +148,11 @@ class Gateway:
             raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "WRONG_ID_KIND",
                                f"{kind} needs a {'relationship' if wanted is CatalogRelationship else 'field'} id",
                                {"path": path})
-        with self._lock:  # reserve the slot first: concurrent probes must not overrun the budget
-            used = self._probes_used.get(key, 0)
-            if used >= self.settings.probes_per_turn:
-                raise TesseraError(grpc.StatusCode.RESOURCE_EXHAUSTED, "PROBE_BUDGET_EXHAUSTED",
-                                   f"at most {self.settings.probes_per_turn} probes per turn")
-            self._probes_used[key] = used + 1
-            self._probes_used.move_to_end(key)
-            while len(self._probes_used) > MAX_TRACKED_TURNS:
-                self._probes_used.popitem(last=False)
-            remaining = self.settings.probes_per_turn - used - 1
+        # Reserve the unit first, in the store every replica shares: racing probes cannot overrun the budget.
+        used = self.store.spend_probe(session_id, turn_id, self.settings.probes_per_turn)
+        if used is None:
+            raise TesseraError(grpc.StatusCode.RESOURCE_EXHAUSTED, "PROBE_BUDGET_EXHAUSTED",
+                               f"at most {self.settings.probes_per_turn} probes per turn")
         try:
             if kind == "value-domain":
                 outcome = probes.value_domain(self.warehouse, target)
@@ -171,14 +163,12 @@ class Gateway:
             else:
                 outcome = probes.join_coverage(self.warehouse, self.catalog, target)
         except BaseException:
-            with self._lock:  # a probe that did not run does not count
-                self._probes_used[key] = max(0, self._probes_used.get(key, 1) - 1)
+            self.store.refund_probe(session_id, turn_id)  # a probe that did not run does not count
             raise
-        return outcome, remaining
+        return outcome, self.settings.probes_per_turn - used
 
     def probes_remaining(self, session_id: str, turn_id: str) -> int:
-        with self._lock:
-            return self.settings.probes_per_turn - self._probes_used.get((session_id, turn_id), 0)
+        return max(0, self.settings.probes_per_turn - self.store.probes_used(session_id, turn_id))
 
     # --- analysis --------------------------------------------------------
 
@@ -230,6 +220,7 @@ class Gateway:
         return claims
 
     def revoke(self, grants: list[common_pb2.SignedToken]) -> int:
+        """Revoke every grant in the shared store (a replica that did not get this call refuses them too)."""
         now = time.time()
         revoked = 0
         for grant in grants:
@@ -240,21 +231,16 @@ class Gateway:
                 raise TesseraError(grpc.StatusCode.PERMISSION_DENIED, exc.reason.replace("TOKEN_", "GRANT_"),
                                    f"cannot revoke: {exc}") from None
             expires = claims.binding.expires_at.ToDatetime(dt.UTC).timestamp()
-            with self._lock:
-                if expires > now and claims.grant_id not in self._revoked:
-                    self._revoked[claims.grant_id] = expires
-                    revoked += 1
-                # Forget revocations whose grants have expired anyway.
-                for grant_id in [g for g, until in self._revoked.items() if until <= now]:
-                    del self._revoked[grant_id]
+            # An expired grant is refused anyway; its revocation need not be kept.
+            if expires > now and self.store.revoke(claims.grant_id, expires):
+                revoked += 1
         return revoked
 
     def window(self, grant: common_pb2.SignedToken, offset: int, limit: int, column_ids: list[str]):
         claims = self._open_grant(grant)
-        with self._lock:
-            if claims.grant_id in self._revoked:
-                raise TesseraError(grpc.StatusCode.PERMISSION_DENIED, "GRANT_REVOKED",
-                                   "this window grant was revoked by the host")
+        if self.store.revoked(claims.grant_id):
+            raise TesseraError(grpc.StatusCode.PERMISSION_DENIED, "GRANT_REVOKED",
+                               "this window grant was revoked by the host")
         cap = min(MAX_WINDOW_ROWS, claims.max_window_rows or MAX_WINDOW_ROWS)
         if limit < 1 or limit > cap:
             raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "WINDOW_TOO_LARGE",

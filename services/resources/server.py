@@ -16,6 +16,7 @@ from services.resources.config import ResourcesSettings
 from services.resources.draft import DRAFT_SCHEMA
 from services.resources.gateway import COLUMN_ROLES, COLUMN_TYPES, Gateway
 from services.resources.semantic_model import SemanticModelError
+from services.resources.store import StoreUnavailable
 from services.resources.warehouse import WarehouseUnavailable
 from shared.certs import CredentialError
 from shared.errors import TesseraError
@@ -100,10 +101,10 @@ class ResourceGatewayService(resources_pb2_grpc.ResourceGatewayServiceServicer):
     async def InspectContext(self, request, context):
         session_id, turn_id = _turn(request.turn)
         gateway = self._gateway
+        remaining = await self._run(gateway.probes_remaining, session_id, turn_id)
         return resources_pb2.InspectContextResponse(
             dataset_label=gateway.model.dataset.label, catalog_fingerprint=gateway.catalog.fingerprint,
-            semantic_model_version=str(gateway.model.version),
-            probes_remaining=gateway.probes_remaining(session_id, turn_id),
+            semantic_model_version=str(gateway.model.version), probes_remaining=remaining,
             capability_token=gateway.fresh_token(session_id), draft_schema_json=_DRAFT_SCHEMA_JSON)
 
     async def InspectCatalog(self, request, context):
@@ -165,7 +166,7 @@ class ResourceGatewayService(resources_pb2_grpc.ResourceGatewayServiceServicer):
                   for row in rows])
 
     async def RevokeGrants(self, request, context):
-        return resources_pb2.RevokeGrantsResponse(revoked=self._gateway.revoke(list(request.grants)))
+        return resources_pb2.RevokeGrantsResponse(revoked=await self._run(self._gateway.revoke, list(request.grants)))
 
 
 def build(context: ServiceContext) -> list[Registration]:
@@ -174,7 +175,7 @@ def build(context: ServiceContext) -> list[Registration]:
         gateway = Gateway(settings)
     except SemanticModelError as exc:
         raise StartupError(f"semantic model {exc}") from None
-    except WarehouseUnavailable as exc:
+    except (WarehouseUnavailable, StoreUnavailable) as exc:
         raise (DependencyUnavailable if exc.unreachable else StartupError)(str(exc)) from None
     except CredentialError as exc:
         raise StartupError(str(exc)) from None
@@ -183,9 +184,13 @@ def build(context: ServiceContext) -> list[Registration]:
     async def warehouse_reachable() -> str | None:
         return await asyncio.get_running_loop().run_in_executor(pool, gateway.warehouse.ping)
 
+    async def store_reachable() -> str | None:
+        # Not ready while the shared store is gone; calls meanwhile get UNAVAILABLE / STORE_UNAVAILABLE.
+        return await asyncio.get_running_loop().run_in_executor(pool, gateway.store.ping)
+
     def stop() -> None:
         pool.shutdown(wait=True)
         gateway.close()
 
     return [registration_for("resources", ResourceGatewayService(context, gateway, pool),
-                             readiness=[warehouse_reachable], on_stop=stop)]
+                             readiness=[warehouse_reachable, store_reachable], on_stop=stop)]

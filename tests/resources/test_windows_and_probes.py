@@ -105,6 +105,7 @@ def test_value_domain_is_bounded_and_only_for_bounded_values_fields(gateway, ses
         gateway.probe(session.session_id, "probe-turn-3", "value-domain", session.field("order_items", "quantity"),
                       session.capability)
     assert refused.value.reason == "PROBE_NOT_ALLOWED"
+    assert gateway.probes_remaining(session.session_id, "probe-turn-3") == 2  # a refused probe costs nothing
 
 
 def test_at_most_two_probes_per_turn(gateway, session):

@@ -1,0 +1,217 @@
+"""The gateway's own database behind a small port: pinned results, probe budgets, revoked grants.
+
+Replicas share it (PostgreSQL in production), so a result pinned on one replica
+is served by another, a turn's probe budget is spent atomically across all of
+them, and a revocation holds everywhere. Its schema is Alembic's (migrations/).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+import threading
+import time
+import zlib
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import grpc
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+
+from services.resources.planner import OutputColumn
+from services.resources.results import PinnedResult, content_hash
+from shared import db
+from shared.bounded_json import canonical
+from shared.errors import TesseraError
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+CACHE_ENTRIES = 16  # pinned results are immutable: a replica may keep the recent ones in memory
+SWEEP_INTERVAL_SECONDS = 60.0
+
+_METADATA = sa.MetaData()
+PINNED = sa.Table(
+    "pinned_results", _METADATA,
+    sa.Column("resource_id", sa.String(40), primary_key=True), sa.Column("version_id", sa.String(40)),
+    sa.Column("content_hash", sa.String(64)), sa.Column("session_id", sa.String(128)),
+    sa.Column("turn_id", sa.String(128)), sa.Column("columns_json", sa.Text), sa.Column("rows_blob", sa.LargeBinary),
+    sa.Column("row_count", sa.Integer), sa.Column("truncated", sa.Boolean), sa.Column("created_at", sa.Float))
+BUDGETS = sa.Table(
+    "probe_budgets", _METADATA,
+    sa.Column("session_id", sa.String(128), primary_key=True), sa.Column("turn_id", sa.String(128), primary_key=True),
+    sa.Column("used", sa.Integer), sa.Column("updated_at", sa.Float))
+REVOKED = sa.Table(
+    "revoked_grants", _METADATA,
+    sa.Column("grant_id", sa.Text, primary_key=True), sa.Column("expires_at", sa.Float))
+_INSERT = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
+# What a store that went away raises: no connection, a dropped one, a full pool, a locked file.
+_GONE = (sa.exc.OperationalError, sa.exc.InterfaceError, sa.exc.TimeoutError)
+
+
+class StoreUnavailable(Exception):
+    """The store cannot be opened or migrated at start-up; one line, never the URL's credential."""
+
+    def __init__(self, message: str, unreachable: bool) -> None:
+        super().__init__(message)
+        self.unreachable = unreachable  # no server answered (yet): worth waiting for
+
+
+def engine_for(url: str) -> sa.Engine:
+    return db.engine_for(url)
+
+
+def migrate(engine: sa.Engine, target: str = "head") -> None:
+    db.migrate(engine, MIGRATIONS, target)
+
+
+def open_store(url: str, budget_lifetime: float) -> ResourceStore:
+    """The store at `url`, migrated to head (a store made by `create_all` before migrations is adopted)."""
+    try:
+        backend = sa.make_url(url).get_backend_name()
+    except sa.exc.ArgumentError:
+        raise StoreUnavailable("TESSERA_RESOURCES_STORE_URL: not a database URL", False) from None
+    if backend not in _INSERT:
+        raise StoreUnavailable(f"TESSERA_RESOURCES_STORE_URL: the result store runs on SQLite or PostgreSQL, "
+                               f"not {backend}", False)
+    try:
+        engine = engine_for(url)
+        migrate(engine)
+    except Exception as exc:  # a database that cannot be reached or migrated
+        raise StoreUnavailable(f"TESSERA_RESOURCES_STORE_URL: cannot prepare the result store: "
+                               f"{str(exc).splitlines()[0][:200]}", db.unreachable(exc)) from None
+    return ResourceStore(engine, budget_lifetime)
+
+
+@contextlib.contextmanager
+def available() -> Iterator[None]:
+    """A store that does not answer is a retryable refusal (UNAVAILABLE), never an internal error."""
+    try:
+        yield
+    except _GONE as exc:
+        raise TesseraError(grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE",
+                           "the gateway's result store does not answer; try again shortly") from exc
+    except sa.exc.DBAPIError as exc:
+        if not exc.connection_invalidated:
+            raise
+        raise TesseraError(grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE",
+                           "the gateway's result store connection was lost; try again shortly") from exc
+
+
+class ResourceStore:
+    def __init__(self, engine: sa.Engine, budget_lifetime: float, clock: Callable[[], float] = time.time) -> None:
+        self.engine = engine
+        self.writer = engine.execution_options(**{db.WRITE: True})  # on SQLite: BEGIN IMMEDIATE
+        self.budget_lifetime = budget_lifetime
+        self._clock = clock
+        self._insert = _INSERT[engine.dialect.name]
+        self._cache: OrderedDict[str, PinnedResult] = OrderedDict()
+        self._lock = threading.Lock()
+        self._next_sweep = 0.0
+
+    def ping(self) -> str | None:
+        return db.ping(self.engine, "result store")
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # --- pinned results --------------------------------------------------
+
+    def pin(self, session_id: str, turn_id: str, columns: list[OutputColumn], rows: list[list],
+            truncated: bool) -> PinnedResult:
+        rows_json = canonical(rows)  # serialized once: for the hash and for the stored blob
+        digest = content_hash(columns, rows, rows_json)
+        result = PinnedResult(f"res_{secrets.token_hex(10)}", f"v1-{digest[:16]}", digest, session_id, turn_id,
+                              columns, rows, truncated)
+        with available(), self.writer.begin() as connection:
+            connection.execute(PINNED.insert().values(
+                resource_id=result.resource_id, version_id=result.version_id, content_hash=digest,
+                session_id=session_id, turn_id=turn_id, columns_json=json.dumps([c.__dict__ for c in columns]),
+                rows_blob=zlib.compress(rows_json.encode(), 1), row_count=len(rows), truncated=truncated,
+                created_at=self._clock()))
+        self._remember(result)
+        return result
+
+    def get(self, resource_id: str) -> PinnedResult | None:
+        with self._lock:
+            if resource_id in self._cache:
+                self._cache.move_to_end(resource_id)
+                return self._cache[resource_id]
+        with available(), self.engine.connect() as connection:
+            row = connection.execute(sa.select(PINNED).where(PINNED.c.resource_id == resource_id)).first()
+        if row is None:
+            return None
+        result = PinnedResult(row.resource_id, row.version_id, row.content_hash, row.session_id, row.turn_id,
+                              [OutputColumn(**c) for c in json.loads(row.columns_json)],
+                              json.loads(zlib.decompress(row.rows_blob)), row.truncated)
+        self._remember(result)
+        return result
+
+    def _remember(self, result: PinnedResult) -> None:
+        with self._lock:
+            self._cache[result.resource_id] = result
+            while len(self._cache) > CACHE_ENTRIES:
+                self._cache.popitem(last=False)
+
+    # --- probe budgets ---------------------------------------------------
+
+    def spend_probe(self, session_id: str, turn_id: str, limit: int) -> int | None:
+        """Take one unit of the turn's budget: the units used now, or None when none was left.
+
+        One statement (insert, or add one where fewer than `limit` are used): the row lock on
+        PostgreSQL, BEGIN IMMEDIATE on SQLite, so racing replicas cannot both take the last unit."""
+        if limit < 1:
+            return None
+        self._sweep_when_due()
+        now = self._clock()
+        statement = self._insert(BUDGETS).values(session_id=session_id, turn_id=turn_id, used=1, updated_at=now)
+        statement = statement.on_conflict_do_update(
+            index_elements=[BUDGETS.c.session_id, BUDGETS.c.turn_id],
+            set_={"used": BUDGETS.c.used + 1, "updated_at": now}, where=BUDGETS.c.used < limit,
+        ).returning(BUDGETS.c.used)
+        with available(), self.writer.begin() as connection:
+            return connection.execute(statement).scalar()
+
+    def refund_probe(self, session_id: str, turn_id: str) -> None:
+        """A probe that did not run does not count."""
+        key = (BUDGETS.c.session_id == session_id) & (BUDGETS.c.turn_id == turn_id) & (BUDGETS.c.used > 0)
+        with available(), self.writer.begin() as connection:
+            connection.execute(BUDGETS.update().where(key).values(used=BUDGETS.c.used - 1))
+
+    def probes_used(self, session_id: str, turn_id: str) -> int:
+        key = (BUDGETS.c.session_id == session_id) & (BUDGETS.c.turn_id == turn_id)
+        with available(), self.engine.connect() as connection:
+            return connection.execute(sa.select(BUDGETS.c.used).where(key)).scalar() or 0
+
+    # --- revoked grants --------------------------------------------------
+
+    def revoke(self, grant_id: str, expires_at: float) -> bool:
+        """Record a revocation until the grant's own expiry; False when it was already revoked."""
+        statement = self._insert(REVOKED).values(grant_id=grant_id, expires_at=expires_at)
+        statement = statement.on_conflict_do_nothing(index_elements=[REVOKED.c.grant_id]).returning(REVOKED.c.grant_id)
+        with available(), self.writer.begin() as connection:
+            return connection.execute(statement).first() is not None
+
+    def revoked(self, grant_id: str) -> bool:
+        with available(), self.engine.connect() as connection:
+            return connection.execute(sa.select(REVOKED.c.grant_id).where(REVOKED.c.grant_id == grant_id)).first() \
+                is not None
+
+    # --- expiry ----------------------------------------------------------
+
+    def _sweep_when_due(self) -> None:
+        now = self._clock()
+        with self._lock:
+            if now < self._next_sweep:
+                return
+            self._next_sweep = now + SWEEP_INTERVAL_SECONDS
+        self.sweep()
+
+    def sweep(self) -> tuple[int, int]:
+        """Forget budgets of turns idle past their lifetime and revocations of expired grants."""
+        now = self._clock()
+        with available(), self.writer.begin() as connection:
+            budgets = connection.execute(BUDGETS.delete().where(BUDGETS.c.updated_at < now - self.budget_lifetime))
+            revoked = connection.execute(REVOKED.delete().where(REVOKED.c.expires_at <= now))
+            return budgets.rowcount, revoked.rowcount
