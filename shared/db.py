@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -56,6 +57,8 @@ def migrate(engine: sa.Engine, migrations: Path, target: str = "head") -> None:
 
     SQLite cannot alter tables in place, so Alembic copies them; foreign-key
     enforcement is paused for that (the copies keep the same rows and keys).
+    Replicas starting together on PostgreSQL take turns: the first migrates under a
+    transaction-scoped advisory lock, the others wait for it and then find nothing to do.
     """
     config = Config()
     config.set_main_option("script_location", str(migrations))
@@ -66,12 +69,19 @@ def migrate(engine: sa.Engine, migrations: Path, target: str = "head") -> None:
             connection.commit()  # ends SQLAlchemy's autobegun (empty) transaction
         try:
             with connection.execution_options(**{WRITE: True}).begin():
+                if engine.dialect.name == "postgresql":  # the lock ends with this transaction (or connection)
+                    connection.execute(sa.select(sa.func.pg_advisory_xact_lock(_migration_lock(migrations))))
                 config.attributes["connection"] = connection
                 command.upgrade(config, target)
         finally:
             if sqlite:
                 connection.exec_driver_sql("PRAGMA foreign_keys=ON")
                 connection.commit()
+
+
+def _migration_lock(migrations: Path) -> int:
+    """A fixed advisory-lock key per service's migrations (its folder's parent names the service)."""
+    return 0x7E55E4A_0000 + zlib.crc32(migrations.resolve().parent.name.encode())
 
 
 def ping(engine: sa.Engine, what: str) -> str | None:

@@ -17,6 +17,8 @@ class HostSettings(ServiceSettings):
     resources_verify_key: Path | None = None  # to verify resource offers
     # Journal entries kept per surface; past it a new epoch starts with a snapshot.
     journal_retention: int = Field(default=10_000, ge=10, le=1_000_000)
+    # Watched surfaces are re-read this often even without a wake-up: a lost NOTIFY costs this much latency.
+    safety_reread_seconds: float = Field(default=5.0, gt=0, le=3_600)
 
     @model_validator(mode="after")
     def _defaults(self) -> HostSettings:

@@ -58,6 +58,18 @@ surface_events = sa.Table("surface_events", metadata, sa.Column("surface_id", sa
                           sa.Column("published_at", sa.Float))
 
 
+# The response of a command whose handler is still running (a claim); real replies are never empty.
+PENDING = b""
+# The PostgreSQL channel that wakes host replicas; the payload is "<surface_id> <epoch> <sequence>".
+WAKE_CHANNEL = "tessera_surface"
+
+
+@dataclass(frozen=True)
+class CommandClaim:
+    status: str  # claimed | done | pending | reused | released
+    response: bytes = b""
+
+
 class RevisionConflict(Exception):
     """The branch head moved since the proposal's base revision."""
 
@@ -237,6 +249,7 @@ class HostStore:
             sequence = self._append(connection, surface_id, revision_id, epoch, sequence, events, now)
             connection.execute(branch_heads.update().where(branch_heads.c.surface_id == surface_id).values(
                 sequence=sequence))
+            _wake(connection, surface_id, epoch, sequence)
         return revision_id, epoch, sequence
 
     def append_events(self, surface_id: str, events: list) -> tuple[int, int]:
@@ -252,20 +265,51 @@ class HostStore:
         raise AssertionError("unreachable")
 
     def _append_events(self, surface_id: str, events: list) -> tuple[int, int]:
-        now = time.time()
         with self.writer.begin() as connection:
-            head = connection.execute(sa.select(branch_heads).where(branch_heads.c.surface_id == surface_id)
-                                      .with_for_update()).first()
-            if head is None:
-                connection.execute(branch_heads.insert().values(surface_id=surface_id, revision_id="", epoch=1,
-                                                                sequence=0))
-                revision_id, epoch, sequence = "", 1, 0
-            else:
-                revision_id, epoch, sequence = head.revision_id, head.epoch, head.sequence
-            sequence = self._append(connection, surface_id, revision_id, epoch, sequence, events, now)
-            connection.execute(branch_heads.update().where(branch_heads.c.surface_id == surface_id).values(
-                sequence=sequence))
+            return self._append_locked(connection, surface_id, events)
+
+    def _append_locked(self, connection, surface_id: str, events: list) -> tuple[int, int]:
+        """Append after the head row (created if missing) in `connection`'s transaction."""
+        head = connection.execute(sa.select(branch_heads).where(branch_heads.c.surface_id == surface_id)
+                                  .with_for_update()).first()
+        if head is None:
+            connection.execute(branch_heads.insert().values(surface_id=surface_id, revision_id="", epoch=1,
+                                                            sequence=0))
+            revision_id, epoch, sequence = "", 1, 0
+        else:
+            revision_id, epoch, sequence = head.revision_id, head.epoch, head.sequence
+        sequence = self._append(connection, surface_id, revision_id, epoch, sequence, events, time.time())
+        connection.execute(branch_heads.update().where(branch_heads.c.surface_id == surface_id).values(
+            sequence=sequence))
+        _wake(connection, surface_id, epoch, sequence)
         return epoch, sequence
+
+    def publish_once(self, session_id: str, event_key: str, payload_hash: str, surface_id: str,
+                     build) -> tuple[bytes, bool]:
+        """Append one event and record its key in the same transaction: exactly once per key.
+
+        Returns (the PublishIntentEventResponse bytes, whether it was published earlier). The
+        head row lock orders concurrent senders, so the second one finds the first's record.
+        """
+        for attempt in range(5):
+            try:
+                with self.writer.begin() as connection:
+                    earlier = connection.execute(sa.select(commands.c.response).where(
+                        commands.c.session_id == session_id, commands.c.command_id == event_key)).scalar()
+                    if earlier:
+                        return earlier, True
+                    epoch, sequence = self._append_locked(connection, surface_id, [build])
+                    response = host_pb2.PublishIntentEventResponse(
+                        cursor=host_pb2.Cursor(epoch=epoch, sequence=sequence)).SerializeToString()
+                    connection.execute(commands.insert().values(
+                        command_id=event_key, session_id=session_id, payload_hash=payload_hash, response=response,
+                        created_at=time.time()))
+                    return response, False
+            except sa.exc.IntegrityError:
+                # A concurrent sender created the head row or the record first: look again.
+                if attempt == 4:
+                    raise
+        raise AssertionError("unreachable")
 
     @staticmethod
     def _append(connection, surface_id, revision_id, epoch, sequence, events, now) -> int:
@@ -301,21 +345,49 @@ class HostStore:
 
     # --- commands ------------------------------------------------------------
 
-    def command(self, session_id: str, command_id: str):
-        with self.engine.connect() as connection:
-            return connection.execute(sa.select(commands).where(commands.c.session_id == session_id,
-                                                                commands.c.command_id == command_id)).first()
+    def claim_command(self, session_id: str, command_id: str, payload_hash: str, lease: float) -> CommandClaim:
+        """Reserve a command id before its handler runs, or learn who holds it.
 
-    def record_command(self, command_id: str, session_id: str, payload_hash: str, response: bytes) -> bool:
-        """Store a command's response once; False if the id was taken meanwhile."""
+        A claim is a row without a response (PENDING). A claim older than `lease` belongs
+        to a process that died mid-command: it is taken over, in the same locked read.
+        """
         try:
             with self.writer.begin() as connection:
                 connection.execute(commands.insert().values(command_id=command_id, session_id=session_id,
-                                                            payload_hash=payload_hash, response=response,
+                                                            payload_hash=payload_hash, response=PENDING,
                                                             created_at=time.time()))
+            return CommandClaim("claimed")
         except sa.exc.IntegrityError:
-            return False
-        return True
+            pass  # taken: see by whom and how far
+        now = time.time()
+        with self.writer.begin() as connection:
+            row = connection.execute(sa.select(commands).where(
+                commands.c.session_id == session_id, commands.c.command_id == command_id).with_for_update()).first()
+            if row is None:
+                return CommandClaim("released")
+            if row.payload_hash != payload_hash:
+                return CommandClaim("reused")
+            if row.response != PENDING:
+                return CommandClaim("done", row.response)
+            if row.created_at >= now - lease:
+                return CommandClaim("pending")
+            connection.execute(commands.update().where(commands.c.session_id == session_id,
+                                                       commands.c.command_id == command_id).values(created_at=now))
+            return CommandClaim("claimed")
+
+    def finish_command(self, session_id: str, command_id: str, response: bytes) -> None:
+        """Store the reply of a claimed command; later retries read it."""
+        with self.writer.begin() as connection:
+            connection.execute(commands.update().where(
+                commands.c.session_id == session_id, commands.c.command_id == command_id,
+                commands.c.response == PENDING).values(response=response))
+
+    def release_command(self, session_id: str, command_id: str) -> None:
+        """A refused command took no effect: free its id for a corrected retry."""
+        with self.writer.begin() as connection:
+            connection.execute(commands.delete().where(
+                commands.c.session_id == session_id, commands.c.command_id == command_id,
+                commands.c.response == PENDING))
 
     def position(self, surface_id: str) -> tuple[int, int]:
         """(epoch, last sequence) of a surface's journal; (1, 0) before anything was published."""
@@ -323,6 +395,14 @@ class HostStore:
             row = connection.execute(sa.select(branch_heads.c.epoch, branch_heads.c.sequence).where(
                 branch_heads.c.surface_id == surface_id)).first()
         return (row.epoch, row.sequence) if row is not None else (1, 0)
+
+    def positions(self, surface_ids: list[str]) -> dict[str, tuple[int, int]]:
+        """(epoch, last sequence) of many surfaces in one query (those with a journal)."""
+        with self.engine.connect() as connection:
+            rows = connection.execute(sa.select(branch_heads.c.surface_id, branch_heads.c.epoch,
+                                                branch_heads.c.sequence).where(
+                branch_heads.c.surface_id.in_(surface_ids))).all()
+        return {row.surface_id: (row.epoch, row.sequence) for row in rows}
 
     def compact(self, surface_id: str, retention: int) -> tuple[int, int]:
         """Start a new epoch that begins with a snapshot of the head revision; drop older epochs.
@@ -350,7 +430,17 @@ class HostStore:
                                                              surface_events.c.epoch < epoch))
             connection.execute(branch_heads.update().where(branch_heads.c.surface_id == surface_id).values(
                 epoch=epoch, sequence=len(snapshot)))
+            _wake(connection, surface_id, epoch, len(snapshot))
         return epoch, len(snapshot)
+
+    def events_since(self, surface_id: str, epoch: int, sequence: int, limit: int = 500) -> list:
+        """Envelopes after (epoch, sequence), a later epoch's included, in journal order."""
+        after = sa.or_(sa.and_(surface_events.c.epoch == epoch, surface_events.c.sequence > sequence),
+                       surface_events.c.epoch > epoch)
+        with self.engine.connect() as connection:
+            return list(connection.execute(sa.select(surface_events.c.envelope).where(
+                surface_events.c.surface_id == surface_id, after).order_by(
+                surface_events.c.epoch, surface_events.c.sequence).limit(limit)).scalars())
 
     def events_after(self, surface_id: str, epoch: int, sequence: int, limit: int = 500) -> list:
         with self.engine.connect() as connection:
@@ -358,6 +448,12 @@ class HostStore:
                 surface_events.c.surface_id == surface_id, surface_events.c.epoch == epoch,
                 surface_events.c.sequence > sequence).order_by(surface_events.c.sequence).limit(limit)).scalars())
 
+
+
+def _wake(connection, surface_id: str, epoch: int, sequence: int) -> None:
+    """Tell other replicas (PostgreSQL) that the journal moved; delivered only if this transaction commits."""
+    if connection.dialect.name == "postgresql":
+        connection.execute(sa.select(sa.func.pg_notify(WAKE_CHANNEL, f"{surface_id} {epoch} {sequence}")))
 
 
 def _is_revision_message(data: bytes) -> bool:

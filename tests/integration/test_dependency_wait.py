@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
 
 import grpc
@@ -18,6 +16,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from cli.launcher import free_ports
 from shared.paths import REPO_ROOT
 from shared.runtime import LIVENESS_SERVICE
+from tests.fixtures.forwarder import TcpForwarder
 from tests.fixtures.postgres import postgres_database
 
 
@@ -41,42 +40,6 @@ def _until(predicate, timeout: float = 60.0):
     raise AssertionError("condition not reached in time")
 
 
-class _Forwarder:
-    """Accepts on `port` only once started, and relays to the real PostgreSQL: the database 'comes up'."""
-
-    def __init__(self, port: int, target: tuple[str, int]) -> None:
-        self.port, self.target = port, target
-        self.listener = socket.create_server(("127.0.0.1", port))
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            upstream = socket.create_connection(self.target)
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pipe(source: socket.socket, sink: socket.socket) -> None:
-        try:
-            while data := source.recv(65536):
-                sink.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for end in (source, sink):
-                try:
-                    end.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-
-    def close(self) -> None:
-        self.listener.close()
-
-
 def test_a_host_waits_not_ready_for_its_database_then_serves(request, cert_dir, tmp_path):
     url = sa.make_url(postgres_database(request, "wait"))
     db_port, grpc_port, health_port = free_ports(3)
@@ -96,7 +59,7 @@ def test_a_host_waits_not_ready_for_its_database_then_serves(request, cert_dir, 
         assert _status(health_port) == "NOT_SERVING"
         _until(lambda: "waiting for a dependency" in log.read_text())
         assert process.poll() is None
-        forwarder = _Forwarder(db_port, (url.host or "127.0.0.1", url.port or 5432))
+        forwarder = TcpForwarder(db_port, (url.host or "127.0.0.1", url.port or 5432))
         _until(lambda: _status(health_port) == "SERVING")
         text = log.read_text()
         assert text.count("waiting for a dependency") == 1 and "dependency reachable" in text

@@ -1,0 +1,276 @@
+"""Commands from a person's surface (§6) and the broker's intent events: each takes effect once.
+
+A command id is reserved in the database before its handler runs (signing a grant,
+submitting an intent, relaying a decision), so concurrent retries, on this replica or
+another, cannot both take effect: the loser waits for the winner's stored reply, or is
+told precisely that the command is still running. A refused command frees its id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import hashlib
+import json
+import secrets
+
+import grpc
+from google.protobuf.json_format import MessageToJson
+
+from services.host import bindings as binding_store
+from services.host.bindings import Binding
+from services.host.database import AsyncStore
+from services.host.envelopes import data_model_update, envelope_builder
+from services.host.fanout import SurfaceFanout
+from services.host.peers import Peers, broker_refusal, peer
+from services.host.store import CommandClaim, Session
+from shared import tokens
+from shared.bounded_json import BoundedJsonError, Limits, parse
+from shared.errors import TesseraError
+from shared.schema_check import compile_check
+from tessera.capabilities.v1 import capabilities_pb2
+from tessera.common.v1 import common_pb2
+from tessera.host.v1 import host_pb2
+from tessera.resources.v1 import resources_pb2
+
+GRANT_LIFETIME = dt.timedelta(minutes=5)  # ≤ 15 minutes (§ grants); a window asks for a fresh one
+WINDOW_MAX_ROWS = 1_000
+# A claim older than this belongs to a replica that died mid-command (handlers time out within 60 s).
+COMMAND_LEASE_SECONDS = 120.0
+COMMAND_WAIT_SECONDS = 30.0  # how long a concurrent retry waits for the first one's reply
+_TERMINAL = (common_pb2.INTENT_STATUS_SUCCEEDED, common_pb2.INTENT_STATUS_FAILED, common_pb2.INTENT_STATUS_REJECTED,
+             common_pb2.INTENT_STATUS_EXPIRED, common_pb2.INTENT_STATUS_CANCELLED)
+
+
+def _refuse(code: grpc.StatusCode, reason: str, message: str, **metadata: str) -> TesseraError:
+    return TesseraError(code, reason, message, metadata)
+
+
+class Commands:
+    def __init__(self, db: AsyncStore, fanout: SurfaceFanout, peers: Peers, grant_key) -> None:
+        self._db = db
+        self._fanout = fanout
+        self._peers = peers
+        self._grant_key = grant_key
+
+    # --- SendCommand -------------------------------------------------------------
+
+    async def send(self, request, session: Session, time_remaining: float | None) -> host_pb2.SendCommandResponse:
+        if request.surface_id != session.surface_id:
+            raise _refuse(grpc.StatusCode.PERMISSION_DENIED, "SURFACE_NOT_IN_SESSION",
+                          "the surface is not this session's")
+        if not 1 <= len(request.command_id) <= 128 or request.command_id.startswith("event:"):
+            raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "COMMAND_ID_REQUIRED",
+                          "command_id: 1-128 characters, not starting with 'event:' (the broker's events)")
+        if request.WhichOneof("command") is None:
+            raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "COMMAND_MISSING", "one command is required")
+        unsigned = host_pb2.SendCommandRequest()
+        unsigned.CopyFrom(request)
+        unsigned.ClearField("actor")  # a fresh assertion on a retry is still the same command
+        payload_hash = hashlib.sha256(unsigned.SerializeToString(deterministic=True)).hexdigest()
+        claim = await self._claim(session.session_id, request.command_id, payload_hash, time_remaining)
+        if claim.status == "done":
+            reply = host_pb2.SendCommandResponse.FromString(claim.response)
+            reply.replayed = True
+            return reply
+        # Once claimed, the command runs to its end even if the caller goes away: a retry reads its reply.
+        return await asyncio.shield(asyncio.ensure_future(self._run_claimed(request, session)))
+
+    async def _claim(self, session_id: str, command_id: str, payload_hash: str,
+                     time_remaining: float | None) -> CommandClaim:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + min(COMMAND_WAIT_SECONDS, max((time_remaining or COMMAND_WAIT_SECONDS) - 1, 0.5))
+        pause = 0.02
+        while True:
+            claim = await self._db(self._db.store.claim_command, session_id, command_id, payload_hash,
+                                   COMMAND_LEASE_SECONDS)
+            if claim.status == "reused":
+                raise _refuse(grpc.StatusCode.ALREADY_EXISTS, "COMMAND_ID_REUSED",
+                              "this command id was used for a different command")
+            if claim.status in ("claimed", "done"):
+                return claim
+            if loop.time() >= deadline:
+                raise _refuse(grpc.StatusCode.ABORTED, "COMMAND_IN_PROGRESS",
+                              "the same command is still running; send it again to read its result")
+            if claim.status == "pending":  # the first sender is still at work: wait for its reply
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 0.5)
+
+    async def _run_claimed(self, request, session: Session) -> host_pb2.SendCommandResponse:
+        try:
+            reply = await self._run(request, session)
+        except BaseException:
+            await self._db(self._db.store.release_command, session.session_id, request.command_id)
+            raise
+        await self._db(self._db.store.finish_command, session.session_id, request.command_id,
+                       reply.SerializeToString())
+        return reply
+
+    async def _run(self, request, session: Session) -> host_pb2.SendCommandResponse:
+        kind = request.WhichOneof("command")
+        head = await self._db(self._db.store.head, session.surface_id)
+        # A decision is bound to the approval's arguments hash, not to what the surface shows now.
+        if kind not in ("ack", "approval_decision") and (not head or request.revision_id != head):
+            raise _refuse(grpc.StatusCode.FAILED_PRECONDITION, "STALE_REVISION",
+                          "the command names a revision that is no longer on screen", current_revision_id=head or "")
+        reply = host_pb2.SendCommandResponse(command_id=request.command_id)
+        if kind == "ack":
+            reply.cursor.CopyFrom(request.ack.cursor)
+        elif kind == "approval_decision":
+            await self._approval_decision(request, reply)
+        else:
+            row = await self._db(self._db.store.revision, head)
+            bound = binding_store.loads(row.bindings)
+            handler = {"resource_window": self._window, "state_write": self._state_write,
+                       "action_trigger": self._action_trigger}[kind]
+            await handler(request, session, head, bound, reply)
+        return reply
+
+    @staticmethod
+    def _binding(bound: list[Binding], node_id: str, kind: str) -> Binding:
+        found = next((b for b in bound if b.node == node_id and b.kind == kind), None)
+        if found is None:
+            raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "NODE_NOT_BOUND",
+                          f"block {node_id!r} of the current revision has no {kind} binding")
+        return found
+
+    async def _publish(self, session: Session, message: dict) -> tuple[int, int]:
+        build = data_model_update(session.surface_id, message)
+        epoch, sequence = await self._db(self._db.store.append_events, session.surface_id, [build])
+        await self._fanout.published(session.surface_id, epoch, sequence)
+        return epoch, sequence
+
+    async def _window(self, request, session, head, bound, reply) -> None:
+        command = request.resource_window
+        binding = self._binding(bound, command.node_id, "resource")
+        if command.limit < 1 or command.limit > WINDOW_MAX_ROWS:
+            raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "WINDOW_TOO_LARGE", f"limit is 1-{WINDOW_MAX_ROWS}")
+        projection = list(command.column_ids) or list(binding.columns)
+        missing = [c for c in projection if c not in binding.columns]
+        if missing:
+            raise _refuse(grpc.StatusCode.PERMISSION_DENIED, "COLUMN_NOT_BOUND",
+                          f"column {missing[0]!r} is not shown by block {command.node_id!r}")
+        grant = await self._grant(session, command.node_id, head, binding)
+        window = await peer("resources", self._peers.resources.ResolveWindow(resources_pb2.ResolveWindowRequest(
+            grant=grant, offset=command.offset, limit=command.limit, column_ids=projection), timeout=30))
+        # Rows go to this surface's stream only: never into revisions, documents, slices or logs.
+        epoch, sequence = await self._publish(session, {"version": "v0.9", "updateDataModel": {
+            "surfaceId": session.surface_id, "path": f"/resources/{binding.resource_id}/window",
+            "value": {"node": command.node_id, "offset": window.offset, "totalRows": window.total_rows,
+                      "columns": [c.column_id for c in window.columns],
+                      "rows": [[_cell_json(c) for c in row.cells] for row in window.rows]}}})
+        reply.cursor.epoch, reply.cursor.sequence = epoch, sequence
+
+    async def _grant(self, session: Session, node_id: str, head: str, binding: Binding) -> common_pb2.SignedToken:
+        """Sign (and remember, for revocation) a short-lived window grant for one bound resource."""
+        now = dt.datetime.now(dt.UTC)
+        grant_id = f"grt_{secrets.token_hex(10)}"
+        claims = common_pb2.WindowGrantClaims(
+            binding=common_pb2.TokenBinding(subject=session.actor_id, audience="resources",
+                                            nonce=secrets.token_hex(12)),
+            grant_id=grant_id, surface_id=session.surface_id, node_id=node_id, resource_id=binding.resource_id,
+            version_id=binding.version_id, content_hash=binding.content_hash, column_ids=list(binding.columns),
+            max_window_rows=WINDOW_MAX_ROWS)
+        claims.binding.issued_at.FromDatetime(now)
+        claims.binding.expires_at.FromDatetime(now + GRANT_LIFETIME)
+        grant = tokens.sign(self._grant_key, tokens.PURPOSE_WINDOW_GRANT, claims)
+        await self._db(self._db.store.save_grant, grant_id=grant_id, surface_id=session.surface_id,
+                       node_id=node_id, revision_id=head, resource_id=binding.resource_id,
+                       token=grant.SerializeToString(), expires_at=(now + GRANT_LIFETIME).timestamp())
+        return grant
+
+    async def _state_write(self, request, session, head, bound, reply) -> None:
+        command = request.state_write
+        binding = next((b for b in bound if b.kind == "state" and b.state == command.state_slice_id), None)
+        if binding is None:
+            raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "STATE_NOT_BOUND",
+                          f"{command.state_slice_id!r} is not state of the current revision")
+        try:
+            value = parse(command.value_json, Limits(max_raw_bytes=16_384, max_values=500))
+        except BoundedJsonError as exc:
+            raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "STATE_VALUE_INVALID", str(exc)) from None
+        problem = compile_check(json.loads(binding.value_schema))(value)
+        if problem is not None:
+            raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "STATE_VALUE_INVALID", problem[1])
+        epoch, sequence = await self._publish(session, {"version": "v0.9", "updateDataModel": {
+            "surfaceId": session.surface_id, "path": f"/state/{command.state_slice_id}", "value": value}})
+        reply.cursor.epoch, reply.cursor.sequence = epoch, sequence
+
+    async def _action_trigger(self, request, session, head, bound, reply) -> None:
+        command = request.action_trigger
+        binding = self._binding(bound, command.node_id, "action")
+        try:
+            receipt = await self._peers.broker.SubmitIntent(capabilities_pb2.SubmitIntentRequest(
+                actor=request.actor, session_id=session.session_id, action_id=binding.action_id,
+                input_json=command.input_json, idempotency_key=request.command_id,
+                surface=capabilities_pb2.SurfaceRef(surface_id=session.surface_id, revision_id=head,
+                                                    node_id=command.node_id, command_id=request.command_id)),
+                timeout=30)
+        except grpc.aio.AioRpcError as exc:
+            raise broker_refusal(exc, "the capability broker did not accept the intent") from None
+        reply.receipt.CopyFrom(receipt.receipt)
+
+    async def _approval_decision(self, request, reply) -> None:
+        """Relay a person's decision: the broker checks their assertion, the hash and the expiry itself."""
+        command = request.approval_decision
+        decision = capabilities_pb2.DECISION_APPROVE if command.approve else capabilities_pb2.DECISION_REJECT
+        entries = [capabilities_pb2.EntryDecision(entry_id=e, decision=capabilities_pb2.DECISION_APPROVE)
+                   for e in command.approved_entry_ids]
+        try:
+            decided = await self._peers.broker.Decide(capabilities_pb2.DecideRequest(
+                actor=request.actor, approval_id=command.approval_id, decision=decision, reason=command.reason,
+                arguments_sha256=command.arguments_sha256, entries=entries,
+                # The command's own id makes the relay retry-safe: the same command sent again (say,
+                # after this process died mid-call) gets the decision's first outcome, not a refusal.
+                decision_id="host-" + hashlib.sha256(
+                    f"{request.session_id}/{request.command_id}".encode()).hexdigest()[:40]), timeout=60)
+        except grpc.aio.AioRpcError as exc:
+            raise broker_refusal(exc, "the capability broker refused the decision") from None
+        reply.receipt.CopyFrom(decided.receipt)
+
+    # --- PublishIntentEvent --------------------------------------------------------
+
+    async def publish_intent_event(self, request) -> host_pb2.PublishIntentEventResponse:
+        """The broker's approval requests and receipts, as host events on the surface they came from.
+
+        The broker re-sends until acknowledged: the event and its id are stored in one
+        transaction, so a repeated (or concurrent) send answers with the first cursor.
+        """
+        session = await self._db(self._db.store.session, request.session_id)
+        if session is None or request.surface_id != session.surface_id:
+            raise _refuse(grpc.StatusCode.NOT_FOUND, "SURFACE_UNKNOWN", "no such surface in that session")
+        if not 1 <= len(request.event_id) <= 128:
+            raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "EVENT_ID_REQUIRED", "event_id: 1-128 characters")
+        field, payload = _intent_event(request)
+        payload_json = MessageToJson(payload, preserving_proto_field_name=True, indent=None, sort_keys=True)
+        build = envelope_builder(session.surface_id, field, payload, payload_json)
+        payload_hash = hashlib.sha256(request.SerializeToString(deterministic=True)).hexdigest()
+        response, earlier = await self._db(self._db.store.publish_once, session.session_id,
+                                           f"event:{request.event_id}", payload_hash, session.surface_id, build)
+        reply = host_pb2.PublishIntentEventResponse.FromString(response)
+        if not earlier:
+            await asyncio.shield(self._fanout.published(session.surface_id, reply.cursor.epoch,
+                                                        reply.cursor.sequence))
+        return reply
+
+
+def _intent_event(request):
+    kind = request.WhichOneof("event")
+    if kind == "approval_requested":
+        return "approval_requested", request.approval_requested
+    if kind == "receipt":
+        if request.receipt.status in _TERMINAL:
+            return "effect_receipt", host_pb2.EffectReceipt(receipt=request.receipt, node_id=request.node_id)
+        return "action_status", host_pb2.ActionStatus(
+            intent_id=request.receipt.intent_id, command_id=request.command_id, node_id=request.node_id,
+            status=request.receipt.status)
+    raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "EVENT_MISSING", "approval_requested or receipt")
+
+
+def _cell_json(cell):
+    kind = cell.WhichOneof("value")
+    if kind in (None, "null_value"):
+        return None
+    if kind == "timestamp_value":
+        return cell.timestamp_value.ToDatetime().isoformat(timespec="seconds")
+    return getattr(cell, kind)

@@ -1,0 +1,153 @@
+"""Proposals become revisions (§6): compile against the frozen slice, then one CAS commit.
+
+The compare-and-swap on the branch head lives in the database, so replicas racing on
+the same base commit exactly once; the loser gets REVISION_CONFLICT. A retried
+proposal id answers with its first revision (replay). A revision that drops a
+binding revokes its grants here and at the gateway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+
+import grpc
+from google.protobuf.json_format import MessageToJson
+
+from services.host import bindings as binding_store
+from services.host.bindings import Binding
+from services.host.database import AsyncStore
+from services.host.envelopes import envelope_builder
+from services.host.fanout import SurfaceFanout
+from services.host.offers import Offers
+from services.host.peers import Peers, peer
+from services.host.store import RevisionConflict, Session, Turn
+from shared.bounded_json import canonical
+from shared.errors import TesseraError
+from shared.ui.slice import MAX_PROPOSAL_BYTES
+from tessera.common.v1 import common_pb2
+from tessera.compiler.v1 import compiler_pb2
+from tessera.host.v1 import host_pb2
+from tessera.resources.v1 import resources_pb2
+
+logger = logging.getLogger("tessera.host")
+_A2UI_KINDS = {"createSurface": host_pb2.A2UI_MESSAGE_KIND_CREATE_SURFACE,
+               "updateComponents": host_pb2.A2UI_MESSAGE_KIND_UPDATE_COMPONENTS,
+               "updateDataModel": host_pb2.A2UI_MESSAGE_KIND_UPDATE_DATA_MODEL,
+               "deleteSurface": host_pb2.A2UI_MESSAGE_KIND_DELETE_SURFACE}
+_OUTCOMES = {compiler_pb2.COMPILE_OUTCOME_COMPILED: host_pb2.PROPOSAL_OUTCOME_COMMITTED,
+             compiler_pb2.COMPILE_OUTCOME_PARTIAL: host_pb2.PROPOSAL_OUTCOME_COMMITTED_PARTIAL}
+
+
+def check_proposal_request(request) -> None:
+    if len(request.proposal_json.encode("utf-8", "surrogatepass")) > MAX_PROPOSAL_BYTES:
+        raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "PROPOSAL_TOO_LARGE",
+                           f"a proposal is at most {MAX_PROPOSAL_BYTES} bytes")
+    if not 1 <= len(request.proposal_id) <= 128:
+        raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "PROPOSAL_ID_REQUIRED", "proposal_id: 1-128 characters")
+
+
+class Commits:
+    def __init__(self, db: AsyncStore, fanout: SurfaceFanout, peers: Peers, offers: Offers) -> None:
+        self._db = db
+        self._fanout = fanout
+        self._peers = peers
+        self._offers = offers
+
+    async def submit(self, request, turn: Turn, session: Session) -> host_pb2.SubmitProposalResponse:
+        stored = await self._db(self._db.store.load_slice, turn.turn_id, request.slice_hash)
+        if stored is None:
+            raise TesseraError(grpc.StatusCode.FAILED_PRECONDITION, "SLICE_UNKNOWN",
+                               "no slice with this hash was frozen for this turn")
+        request_hash = hashlib.sha256(request.SerializeToString(deterministic=True)).hexdigest()
+        replay = await self._replay(turn.turn_id, request.proposal_id, request_hash, session)
+        if replay is not None:
+            return replay
+        frozen = compiler_pb2.CatalogSlice.FromString(stored[0])
+        self._offers.recheck(turn, frozen, host_pb2.FreezeSliceRequest.FromString(stored[1]).resource_offers)
+        base_id = request.expected_base_revision_id or ""
+        base = await self._db(self._db.store.revision, base_id) if base_id else None
+        if base_id and (base is None or base.surface_id != session.surface_id):
+            raise TesseraError(grpc.StatusCode.FAILED_PRECONDITION, "BASE_REVISION_UNKNOWN",
+                               f"no revision {base_id!r} on this surface")
+        compiled = await peer("compiler", self._peers.compiler.Compile(compiler_pb2.CompileRequest(
+            slice=frozen, proposal_json=request.proposal_json, base_revision_id=base_id,
+            base_document_json=base.document_json if base is not None else "", surface_id=session.surface_id),
+            timeout=60))
+        if compiled.outcome == compiler_pb2.COMPILE_OUTCOME_REJECTED:
+            return await self._rejected(request, session, list(compiled.diagnostics))
+        return await self._commit(request, turn, session, frozen, compiled, request_hash)
+
+    async def _rejected(self, request, session: Session, diagnostics) -> host_pb2.SubmitProposalResponse:
+        """A rejected proposal commits nothing; its diagnostics are a host event on the surface."""
+        rejected = host_pb2.Rejected(proposal_id=request.proposal_id, reason="proposal rejected",
+                                     diagnostics=diagnostics)
+        build = envelope_builder(session.surface_id, "rejected", rejected, canonical({"rejected": request.proposal_id}))
+        epoch, last = await self._db(self._db.store.append_events, session.surface_id, [build])
+        await asyncio.shield(self._fanout.published(session.surface_id, epoch, last))
+        return host_pb2.SubmitProposalResponse(outcome=host_pb2.PROPOSAL_OUTCOME_REJECTED,
+                                               surface_id=session.surface_id, diagnostics=diagnostics)
+
+    async def _commit(self, request, turn, session, frozen, compiled, request_hash):
+        diagnostics = list(compiled.diagnostics)
+        events = []
+        for message_json in compiled.a2ui_messages_json:
+            kind = next(k for k in json.loads(message_json) if k != "version")
+            events.append(envelope_builder(session.surface_id, "a2ui", host_pb2.A2uiMessage(
+                kind=_A2UI_KINDS[kind], message_json=message_json), message_json))
+        diagnostics_json = json.dumps([json.loads(_diagnostic_json(d)) for d in diagnostics]).encode()
+        bound = binding_store.resolved(frozen, compiled.bindings)
+        try:
+            revision_id, epoch, last = await self._db(
+                self._db.store.commit, surface_id=session.surface_id,
+                expected_base=request.expected_base_revision_id or None, turn_id=turn.turn_id,
+                proposal_id=request.proposal_id, content_hash=compiled.content_hash,
+                document_json=compiled.document_json, diagnostics=diagnostics_json, events=events,
+                slice_hash=frozen.slice_hash, bindings=binding_store.dumps(bound), request_hash=request_hash)
+        except RevisionConflict as conflict:
+            replay = await self._replay(turn.turn_id, request.proposal_id, request_hash, session)
+            if replay is not None:  # the same proposal, committed by a concurrent retry
+                return replay
+            raise TesseraError(grpc.StatusCode.ABORTED, "REVISION_CONFLICT",
+                               f"the surface moved on: {conflict}; rebase on the current revision",
+                               {"current_revision_id": conflict.head or ""}) from None
+        # Committed: publishing and revocation must finish even if the caller goes away now.
+        await asyncio.shield(self._after_commit(session.surface_id, epoch, last, bound))
+        return host_pb2.SubmitProposalResponse(outcome=_OUTCOMES[compiled.outcome], surface_id=session.surface_id,
+                                               revision_id=revision_id, content_hash=compiled.content_hash,
+                                               diagnostics=diagnostics)
+
+    async def _after_commit(self, surface_id: str, epoch: int, last: int, bound: list[Binding]) -> None:
+        await self._fanout.published(surface_id, epoch, last)
+        await self._revoke_dropped(surface_id, bound)
+
+    async def _revoke_dropped(self, surface_id: str, bound: list[Binding]) -> None:
+        """A new revision that drops a binding revokes its grants, here and at the gateway."""
+        keep = {(b.node, b.resource_id) for b in bound if b.kind == "resource"}
+        dropped = await self._db(self._db.store.revoke_grants_outside, surface_id, keep)
+        if dropped:
+            try:
+                await self._peers.resources.RevokeGrants(resources_pb2.RevokeGrantsRequest(
+                    grants=[common_pb2.SignedToken.FromString(t) for t in dropped]), timeout=10)
+            except grpc.aio.AioRpcError as exc:  # the grants expire within minutes anyway
+                logger.warning("could not revoke %d grants at resources: %s", len(dropped), exc.code().name)
+
+    async def _replay(self, turn_id: str, proposal_id: str, request_hash: str, session: Session):
+        """The earlier answer to the same proposal id, or None; a different proposal under it is refused."""
+        earlier = await self._db(self._db.store.revision_for_proposal, turn_id, proposal_id)
+        if earlier is None:
+            return None
+        if earlier.request_hash and earlier.request_hash != request_hash:
+            raise TesseraError(grpc.StatusCode.ALREADY_EXISTS, "PROPOSAL_ID_REUSED",
+                               "this proposal id was used for a different proposal")
+        parsed = [common_pb2.Diagnostic(**d) for d in json.loads(earlier.diagnostics)]
+        outcome = host_pb2.PROPOSAL_OUTCOME_COMMITTED_PARTIAL if parsed else host_pb2.PROPOSAL_OUTCOME_COMMITTED
+        return host_pb2.SubmitProposalResponse(outcome=outcome, surface_id=session.surface_id,
+                                               revision_id=earlier.revision_id, content_hash=earlier.content_hash,
+                                               diagnostics=parsed)
+
+
+def _diagnostic_json(diagnostic: common_pb2.Diagnostic) -> str:
+    return MessageToJson(diagnostic, preserving_proto_field_name=True, indent=None)

@@ -1,0 +1,232 @@
+"""Surface journal fan-out of one host replica: cursors, tails and wake-ups (§6, §10a).
+
+The journal in the database is the source of truth. Per watched surface this replica
+keeps a tail of recent envelopes, read once per change and shared by every local
+subscriber; subscribers only read the journal themselves when they are behind the tail.
+Changes are pushed, never polled per viewer: a local commit refreshes the tail at once,
+and on PostgreSQL a commit on any replica NOTIFYs the others (sent inside the commit
+transaction, so only committed work wakes anyone). A lost notification costs latency,
+never an event: every watched surface is re-read every `safety_seconds` and after the
+LISTEN connection reconnects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import psycopg
+import sqlalchemy as sa
+
+from services.host.database import AsyncStore
+from services.host.store import WAKE_CHANNEL
+from shared.errors import TesseraError
+from tessera.host.v1 import host_pb2
+
+logger = logging.getLogger("tessera.host.fanout")
+TAIL_EVENTS = 1_000
+RECONNECT_SECONDS = (0.2, 5.0)  # first and longest pause before the LISTEN connection is opened again
+
+
+@dataclass
+class _Surface:
+    epoch: int
+    last: int  # the last journal sequence this replica has read
+    tail: deque = field(default_factory=lambda: deque(maxlen=TAIL_EVENTS))  # (epoch, sequence, response)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    viewers: int = 0
+
+
+class SurfaceFanout:
+    def __init__(self, db: AsyncStore, retention: int, listen_url: str | None = None,
+                 safety_seconds: float = 5.0) -> None:
+        self._db = db
+        self._retention = retention
+        self._safety_seconds = safety_seconds
+        self._listen_url = listen_url  # PostgreSQL: wake-ups from other replicas
+        self._surfaces: dict[str, _Surface] = {}
+        self._scheduled: set[str] = set()
+        self._tasks: set[asyncio.Task] = set()
+        self.listening = False
+
+    # --- what the servicer calls ------------------------------------------------
+
+    async def watch(self, surface_id: str) -> tuple[int, int]:
+        """Start watching for one more subscriber; return the journal's (epoch, last sequence)."""
+        state = self._surfaces.get(surface_id)
+        if state is None:
+            epoch, last = await self._db(self._db.store.position, surface_id)
+            state = self._surfaces.setdefault(surface_id, _Surface(epoch, last))
+        state.viewers += 1
+        try:
+            await self.refresh(surface_id)
+        except BaseException:
+            self.unwatch(surface_id)
+            raise
+        return state.epoch, state.last
+
+    def unwatch(self, surface_id: str) -> None:
+        state = self._surfaces[surface_id]
+        state.viewers -= 1
+        if not state.viewers:  # the last viewer left: forget the surface's tail
+            del self._surfaces[surface_id]
+
+    async def published(self, surface_id: str, epoch: int, last: int) -> None:
+        """This replica appended to the journal: compact past retention, then wake local subscribers."""
+        if last >= self._retention:
+            await self._db(self._db.store.compact, surface_id, self._retention)
+        await self.refresh(surface_id)
+
+    async def stream(self, surface_id: str, epoch: int, after: int) -> AsyncIterator[host_pb2.SubscribeResponse]:
+        """Every envelope after (epoch, after), in order, once; `snapshot-required` when the epoch moves on.
+
+        The caller has watched the surface and unwatches it when the stream ends.
+        """
+        state = self._surfaces[surface_id]
+        while True:
+            changed = state.changed  # taken first: a refresh during the reads below is not missed
+            if epoch != state.epoch:  # the journal was compacted under us
+                yield snapshot_required(surface_id, state.epoch, "the journal moved to a new epoch")
+                epoch, after = state.epoch, 0
+                continue
+            batch = await self._batch(surface_id, state, epoch, after)
+            for response in batch:
+                after = response.envelope.sequence
+                yield response
+            if not batch:
+                await changed.wait()
+
+    async def _batch(self, surface_id: str, state: _Surface, epoch: int, after: int) -> list:
+        tail = state.tail
+        if tail and tail[0][0] == epoch and tail[0][1] <= after + 1:
+            return [response for _, sequence, response in tail if sequence > after]
+        if after >= state.last:
+            return []
+        # Behind the tail (a resumed cursor, a slow reader): this viewer reads the journal itself.
+        return [host_pb2.SubscribeResponse(envelope=host_pb2.SurfaceEnvelope.FromString(data))
+                for data in await self._db(self._db.store.events_after, surface_id, epoch, after)]
+
+    # --- keeping tails current ---------------------------------------------------
+
+    async def refresh(self, surface_id: str) -> None:
+        """Read a watched surface's new journal entries once into its tail and wake its subscribers."""
+        state = self._surfaces.get(surface_id)
+        if state is None:
+            return  # nobody watches it here
+        async with state.lock:
+            moved = False
+            while True:
+                rows = await self._db(self._db.store.events_since, surface_id, state.epoch, state.last)
+                for data in rows:
+                    envelope = host_pb2.SurfaceEnvelope.FromString(data)
+                    if envelope.epoch != state.epoch:  # compacted: the new epoch starts with a snapshot
+                        state.tail.clear()
+                        state.epoch = envelope.epoch
+                    state.tail.append((envelope.epoch, envelope.sequence,
+                                       host_pb2.SubscribeResponse(envelope=envelope)))
+                    state.last = envelope.sequence
+                moved = moved or bool(rows)
+                if len(rows) < 500:
+                    break
+        if moved:
+            state.changed.set()
+            state.changed = asyncio.Event()
+
+    def notified(self, payload: str) -> None:
+        """A wake-up from some replica: "<surface_id> <epoch> <sequence>". Unknown surfaces are ignored."""
+        surface_id, _, position = payload.partition(" ")
+        state = self._surfaces.get(surface_id)
+        if state is None:
+            return
+        try:
+            epoch, sequence = (int(part) for part in position.split(" "))
+        except ValueError:
+            epoch, sequence = state.epoch + 1, 0  # unreadable position: read the journal to be sure
+        if (epoch, sequence) > (state.epoch, state.last):
+            self._schedule(surface_id)
+
+    def _schedule(self, surface_id: str) -> None:
+        """One refresh per surface at a time; notifications arriving meanwhile schedule one more."""
+        if surface_id in self._scheduled:
+            return
+        self._scheduled.add(surface_id)
+
+        async def run() -> None:
+            self._scheduled.discard(surface_id)
+            try:
+                await self.refresh(surface_id)
+            except (TesseraError, sa.exc.SQLAlchemyError) as exc:  # the safety re-read catches up later
+                logger.warning("surface refresh failed: %s", exc)
+
+        task = asyncio.create_task(run())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _refresh_all(self) -> None:
+        for surface_id in list(self._surfaces):
+            self._schedule(surface_id)
+
+    # --- background work -----------------------------------------------------
+
+    async def safety_reads(self) -> None:
+        """Check every watched surface now and then: a lost wake-up costs latency, never an event."""
+        while True:
+            await asyncio.sleep(self._safety_seconds)
+            try:
+                await self._check_positions()
+            except (TesseraError, sa.exc.SQLAlchemyError) as exc:  # the database is away: next round
+                logger.warning("surface safety re-read failed: %s", exc)
+
+    async def _check_positions(self) -> None:
+        """One query per 500 watched surfaces; only those that moved are read."""
+        watched = list(self._surfaces)
+        for start in range(0, len(watched), 500):
+            positions = await self._db(self._db.store.positions, watched[start:start + 500])
+            for surface_id, position in positions.items():
+                state = self._surfaces.get(surface_id)
+                if state is not None and position != (state.epoch, state.last):
+                    self._schedule(surface_id)
+
+    async def listen(self) -> None:
+        """PostgreSQL only: hold a LISTEN connection, reopened whenever it fails."""
+        pause = RECONNECT_SECONDS[0]
+        while True:
+            try:
+                async with await psycopg.AsyncConnection.connect(self._listen_url, autocommit=True,
+                                                                 connect_timeout=5) as connection:
+                    await connection.execute(f"LISTEN {WAKE_CHANNEL}")
+                    self.listening, pause = True, RECONNECT_SECONDS[0]
+                    self._refresh_all()  # whatever was committed while nobody listened
+                    async for notification in connection.notifies():
+                        self.notified(notification.payload)
+            except (psycopg.Error, OSError) as exc:
+                logger.warning("surface wake-ups: the LISTEN connection failed: %s", str(exc).splitlines()[0][:200])
+            finally:
+                self.listening = False
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, RECONNECT_SECONDS[1])
+
+    async def listener_ready(self) -> str | None:
+        """Readiness: without its LISTEN connection a replica would hear other replicas only slowly."""
+        if self._listen_url is None or self.listening:
+            return None
+        return "surface wake-ups: the LISTEN connection to the host database is not open"
+
+
+def listen_url(database_url: str) -> str | None:
+    """The libpq URL of a PostgreSQL database (None for SQLite: one process, in-process wake-ups)."""
+    url = sa.make_url(database_url)
+    if url.get_backend_name() != "postgresql":
+        return None
+    return url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def snapshot_required(surface_id: str, epoch: int, reason: str) -> host_pb2.SubscribeResponse:
+    """Tells the client to drop its state: a full snapshot of `epoch` follows."""
+    return host_pb2.SubscribeResponse(envelope=host_pb2.SurfaceEnvelope(
+        surface_id=surface_id, epoch=epoch, sequence=0,
+        snapshot_required=host_pb2.SnapshotRequired(reason=reason, epoch=epoch)))

@@ -1,0 +1,53 @@
+"""The services the host calls (compiler, resources, capabilities) and how their failures read here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import grpc
+
+from shared.channels import aio_channel
+from shared.config import peer_target
+from shared.errors import TesseraError, error_details
+from tessera.capabilities.v1 import capabilities_pb2_grpc
+from tessera.compiler.v1 import compiler_pb2_grpc
+from tessera.resources.v1 import resources_pb2_grpc
+
+
+@dataclass(frozen=True)
+class Peers:
+    compiler: compiler_pb2_grpc.CompilerServiceStub
+    resources: resources_pb2_grpc.ResourceGatewayServiceStub
+    broker: capabilities_pb2_grpc.CapabilityBrokerServiceStub
+
+    @classmethod
+    def connect(cls, credentials) -> Peers:
+        return cls(compiler_pb2_grpc.CompilerServiceStub(
+                       aio_channel(peer_target("compiler"), credentials, "compiler")),
+                   resources_pb2_grpc.ResourceGatewayServiceStub(
+                       aio_channel(peer_target("resources"), credentials, "resources")),
+                   capabilities_pb2_grpc.CapabilityBrokerServiceStub(
+                       aio_channel(peer_target("capabilities"), credentials, "capabilities")))
+
+
+async def peer(name: str, call):
+    """Await a call to another service; its failure becomes a precise status here, never INTERNAL."""
+    try:
+        return await call
+    except grpc.aio.AioRpcError as exc:
+        details = error_details(exc)
+        unavailable = exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+        if unavailable and not details.reason:  # nobody answered: say so, not gRPC's socket-level text
+            reason = f"{name.upper()}_UNAVAILABLE"
+            message = f"the {name} service is not answering (it may be restarting)"
+        else:
+            reason, message = details.reason or f"{name.upper()}_FAILED", f"{name}: {details.message}"
+        raise TesseraError(grpc.StatusCode.UNAVAILABLE if unavailable else grpc.StatusCode.FAILED_PRECONDITION,
+                           reason, message, {"peer": name, "peer_code": exc.code().name}) from None
+
+
+def broker_refusal(exc: grpc.aio.AioRpcError, what: str) -> TesseraError:
+    """The broker's own status and reason, so a person sees e.g. APPROVAL_EXPIRED, not a generic failure."""
+    details = error_details(exc)
+    return TesseraError(exc.code(), details.reason or "BROKER_REFUSED",
+                        f"{what}: {details.message or exc.code().name}")

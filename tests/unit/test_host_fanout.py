@@ -1,0 +1,156 @@
+"""SurfaceFanout against an in-memory journal: one read per change, not per viewer; wake-ups; safety re-reads."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from services.host import fanout as fanout_module
+from services.host.fanout import SurfaceFanout
+from tessera.host.v1 import host_pb2
+
+
+class Journal:
+    """The store methods SurfaceFanout uses, over a list; counts the reads."""
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[str, int, int]] = []  # (surface, epoch, sequence)
+        self.reads = 0
+
+    def append(self, surface_id: str, count: int = 1, epoch: int = 1) -> tuple[int, int]:
+        last = max((s for f, e, s in self.entries if f == surface_id and e == epoch), default=0)
+        for sequence in range(last + 1, last + count + 1):
+            self.entries.append((surface_id, epoch, sequence))
+        return epoch, last + count
+
+    def _envelope(self, surface_id, epoch, sequence) -> bytes:
+        return host_pb2.SurfaceEnvelope(surface_id=surface_id, epoch=epoch, sequence=sequence).SerializeToString()
+
+    def position(self, surface_id):
+        mine = [(e, s) for f, e, s in self.entries if f == surface_id]
+        return max(mine) if mine else (1, 0)
+
+    def positions(self, surface_ids):
+        return {f: self.position(f) for f in surface_ids if self.position(f) != (1, 0)}
+
+    def events_since(self, surface_id, epoch, sequence, limit=500):
+        self.reads += 1
+        return [self._envelope(f, e, s) for f, e, s in sorted(self.entries)
+                if f == surface_id and (e, s) > (epoch, sequence)][:limit]
+
+    def events_after(self, surface_id, epoch, sequence, limit=500):
+        self.reads += 1
+        return [self._envelope(f, e, s) for f, e, s in sorted(self.entries)
+                if f == surface_id and e == epoch and s > sequence][:limit]
+
+    def compact(self, surface_id, retention):
+        raise AssertionError("not under test")
+
+
+class Db:
+    def __init__(self, store) -> None:
+        self.store = store
+
+    async def __call__(self, function, *args, **kwargs):
+        return function(*args, **kwargs)
+
+
+async def _collect(fanout, surface_id, after, count, into: list) -> None:
+    epoch, _ = await fanout.watch(surface_id)
+    try:
+        async for response in fanout.stream(surface_id, epoch, after):
+            into.append((response.envelope.epoch, response.envelope.sequence,
+                         response.envelope.WhichOneof("payload")))
+            if len(into) == count:
+                return
+    finally:
+        fanout.unwatch(surface_id)
+
+
+async def _until(condition, timeout: float = 10) -> None:
+    async with asyncio.timeout(timeout):
+        while not condition():
+            await asyncio.sleep(0.005)
+
+
+def test_many_viewers_cost_one_read_per_change():
+    async def scenario():
+        journal = Journal()
+        fanout = SurfaceFanout(Db(journal), retention=10_000)
+        journal.append("srf_a", 3)
+        seen = [[] for _ in range(50)]
+        viewers = [asyncio.create_task(_collect(fanout, "srf_a", 3, 4, into)) for into in seen]
+        await _until(lambda: fanout._surfaces.get("srf_a") and fanout._surfaces["srf_a"].viewers == 50)
+        reads = journal.reads
+        for _ in range(4):
+            await fanout.published("srf_a", *journal.append("srf_a"))
+        await asyncio.gather(*viewers)
+        assert all(s == [(1, n, None) for n in (4, 5, 6, 7)] for s in seen)
+        assert journal.reads - reads == 4  # one read per change for all 50 viewers
+        assert "srf_a" not in fanout._surfaces  # the last viewer left: the tail is gone
+
+    asyncio.run(scenario())
+
+
+def test_notifications_wake_known_surfaces_only():
+    async def scenario():
+        journal = Journal()
+        fanout = SurfaceFanout(Db(journal), retention=10_000)
+        seen: list = []
+        viewer = asyncio.create_task(_collect(fanout, "srf_a", 0, 2, seen))
+        await _until(lambda: "srf_a" in fanout._surfaces)
+        reads = journal.reads
+        fanout.notified("srf_unknown 1 5")  # another replica's surface nobody watches here: ignored
+        fanout.notified("")
+        fanout.notified("srf_a 1 0")  # a position this replica has already read: nothing to do
+        await asyncio.sleep(0)
+        assert journal.reads == reads
+        journal.append("srf_a", 2)  # committed "on another replica"
+        fanout.notified("srf_a 1 2")
+        await asyncio.wait_for(viewer, 10)
+        assert [s for _, s, _ in seen] == [1, 2]
+        fanout.notified("srf_a not-a-position")  # unreadable, for a surface nobody watches any more
+        assert journal.reads == reads + 1
+
+    asyncio.run(scenario())
+
+
+def test_a_lost_notification_costs_latency_not_an_event():
+    async def scenario():
+        journal = Journal()
+        fanout = SurfaceFanout(Db(journal), retention=10_000, safety_seconds=0.05)
+        safety = asyncio.create_task(fanout.safety_reads())
+        seen: list = []
+        viewer = asyncio.create_task(_collect(fanout, "srf_a", 0, 3, seen))
+        await _until(lambda: "srf_a" in fanout._surfaces)
+        journal.append("srf_a", 3)  # no wake-up at all
+        await asyncio.wait_for(viewer, 10)
+        safety.cancel()
+        assert [s for _, s, _ in seen] == [1, 2, 3]
+
+    asyncio.run(scenario())
+
+
+def test_a_new_epoch_tells_the_subscriber_a_snapshot_follows():
+    async def scenario():
+        journal = Journal()
+        fanout = SurfaceFanout(Db(journal), retention=10_000)
+        journal.append("srf_a", 2)
+        seen: list = []
+        viewer = asyncio.create_task(_collect(fanout, "srf_a", 2, 3, seen))
+        await _until(lambda: "srf_a" in fanout._surfaces)
+        journal.entries = [("srf_a", 2, 1), ("srf_a", 2, 2)]  # compacted by another replica
+        fanout.notified("srf_a 2 2")
+        await asyncio.wait_for(viewer, 10)
+        assert seen == [(2, 0, "snapshot_required"), (2, 1, None), (2, 2, None)]
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("url, expected", [
+    ("sqlite:///var/host.sqlite", None),
+    ("postgresql+psycopg://postgres:secret@db:5432/host", "postgresql://postgres:secret@db:5432/host"),
+])
+def test_only_postgresql_listens(url, expected):
+    assert fanout_module.listen_url(url) == expected
