@@ -5,6 +5,11 @@ pool; this module only orders the steps. Execution is split so a crash can be
 recovered without repeating an effect: `attempted` is committed before the
 effect runs, and a restart reconciles an attempted data change against the
 record versions instead of running it again blindly.
+
+Several broker replicas may share one PostgreSQL database: approving hands the
+effect to the deciding replica under a lease it renews while the effect runs;
+every replica periodically takes up running intents whose lease ran out (their
+replica died), so an approved intent runs once, on one replica.
 """
 
 from __future__ import annotations
@@ -40,8 +45,10 @@ INLINE_SCREEN_CHARS = 4_000
 MAX_RECORDED_READS = 50
 DECISION_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 # How long a retried decision waits for the start-up pass to take up an intent a previous process left
-# running (then it answers with the intent as it stands; the caller's own deadline still applies).
+# running, or for another replica to finish it (then it answers with the intent as it stands; the caller's
+# own deadline still applies).
 RESUME_WAIT_SECONDS = 30.0
+OUTCOME_POLL_SECONDS = 0.1
 
 
 def sha256(text: str) -> str:
@@ -51,12 +58,15 @@ def sha256(text: str) -> str:
 class Broker:
     def __init__(self, policy: ActionPolicy, store: BrokerStore, changes: DataChanges, pool: ThreadPoolExecutor,
                  approval_ttl: float, dry_run: bool, metrics: BrokerMetrics, gate: ToolGate,
-                 on_event: Callable[[], None] = lambda: None) -> None:
+                 on_event: Callable[[], None] = lambda: None, lease_pool: ThreadPoolExecutor | None = None) -> None:
         self.policy = policy
         self.gate = gate
         self.store = store
         self.changes = changes
         self.pool = pool
+        # Lease renewals get a thread of their own: effects blocked on the shared pool (a slow warehouse)
+        # must never starve the renewals that keep other replicas from taking those effects over.
+        self.lease_pool = lease_pool or ThreadPoolExecutor(max_workers=1, thread_name_prefix="broker-lease")
         self.approval_ttl = approval_ttl
         self.dry_run = dry_run
         self.metrics = metrics
@@ -181,11 +191,19 @@ class Broker:
                 await asyncio.wait_for(self._resumed.wait(), RESUME_WAIT_SECONDS)
             except TimeoutError:
                 pass
-        running = self._running.get(intent.intent_id)
-        if running is not None:
-            return await asyncio.shield(running)
-        # Never started here (nor by us): answer with the record as it stands, never by running it ourselves.
-        return await self.db(self.store.intent, intent.intent_id)
+        return await self._awaited(intent.intent_id, time.monotonic() + RESUME_WAIT_SECONDS)
+
+    async def _awaited(self, intent_id: str, deadline: float) -> Intent:
+        """The intent once its effect ended, whichever replica runs it; as it stands at the deadline. Never
+        runs it ourselves: only the lease holder (or whoever takes up an expired lease) does."""
+        while True:
+            running = self._running.get(intent_id)
+            if running is not None:
+                return await asyncio.shield(running)
+            current = await self.db(self.store.intent, intent_id)
+            if current.status != common_pb2.INTENT_STATUS_RUNNING or time.monotonic() >= deadline:
+                return current
+            await asyncio.sleep(OUTCOME_POLL_SECONDS)
 
     # --- execute ------------------------------------------------------------------------------------------
 
@@ -207,6 +225,7 @@ class Broker:
         return running
 
     async def _execute_once(self, intent: Intent, approved_entries: list[str], resumed: bool) -> Intent:
+        holding = asyncio.ensure_future(self._hold_lease(intent.intent_id))
         try:
             return await self._execute(intent, approved_entries, resumed)
         except Exception:  # never leave an approved intent silently running
@@ -214,6 +233,19 @@ class Broker:
             current = await self.db(self.store.intent, intent.intent_id)
             return await self.db(self.store.finish, intent.intent_id, common_pb2.INTENT_STATUS_FAILED,
                                  "OUTCOME_UNKNOWN" if current.attempted else "EFFECT_FAILED", "")
+        finally:
+            holding.cancel()
+
+    async def _hold_lease(self, intent_id: str) -> None:
+        """Renew our lease on a running intent until its effect ends, so no other replica takes it up."""
+        while True:
+            await asyncio.sleep(self.store.lease_seconds / 3)
+            try:
+                if not await asyncio.get_running_loop().run_in_executor(self.lease_pool, self.store.renew,
+                                                                        intent_id):
+                    return  # it ended (or, after a long outage, another replica took it up)
+            except Exception:  # the database hiccuped: the next renewal may still come in time
+                logger.exception("renewing the lease on %s failed", intent_id)
 
     async def _execute(self, intent: Intent, approved_entries: list[str], resumed: bool) -> Intent:
         if intent.action_id not in self.policy.actions:
@@ -439,22 +471,26 @@ class Broker:
                               entries=[e.entry_id for e in entries], **detail)
 
     async def resume(self) -> int:
-        """Take up intents a previous process approved but did not finish; how many were taken up.
+        """The start-up pass: take up what a previous process (or a dead replica) left running; how many.
 
-        One that cannot be taken up now (e.g. the warehouse is down) stays running and is logged;
-        the next start tries again."""
-        taken = 0
+        A lone broker on SQLite takes up every running intent (whatever runs was left by its previous
+        life); replicas on PostgreSQL only those whose lease ran out."""
         try:
-            for intent in await self.db(self.store.running):
-                try:
-                    found = await self.db(self.store.approval, intent.approval_id)
-                    approved = (found[0].approved_entries or []) if found else []
-                    await self.execute(intent, approved, resumed=True)
-                    taken += 1
-                except Exception:
-                    logger.exception("could not take up intent %s after a restart", intent.intent_id)
+            return await self.take_up(any_lease=self.store.engine.dialect.name == "sqlite")
         finally:  # retried decisions stop waiting for this pass, whatever became of it
             self._resumed.set()
+
+    async def take_up(self, any_lease: bool = False) -> int:
+        """Claim running intents whose replica stopped renewing their lease, and start running them here
+        (their effects then run under our lease); how many were taken up."""
+        taken = 0
+        for intent in await self.db(self.store.take_up, 10, any_lease):
+            try:
+                found = await self.db(self.store.approval, intent.approval_id)
+                self._start(intent, (found[0].approved_entries or []) if found else [], resumed=True)
+                taken += 1
+            except Exception:  # its lease runs out again: the next round (here or elsewhere) retries
+                logger.exception("could not take up intent %s", intent.intent_id)
         return taken
 
     async def expire(self) -> int:

@@ -21,6 +21,9 @@ class CapabilitiesSettings(ServiceSettings):
     changes_url: SecretStr = SecretStr("")
     # Approvals expire after this (expiry counts as rejection); §7 caps it at 10 minutes.
     approval_ttl_seconds: float = Field(default=600, gt=0, le=600)
+    # How long a replica answers for an effect it runs without renewing (it renews every third of this);
+    # a running intent whose lease ran out is taken up by another replica.
+    lease_seconds: float = Field(default=30, ge=1, le=600)
     # Mutations are replaced by recording stubs: they are still approved, never auto-approved.
     dry_run: bool = False
     # Prometheus /metrics on this port (0 = off).

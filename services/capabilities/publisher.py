@@ -1,5 +1,7 @@
 """Delivers the broker's host events (approval requests, receipts) from the outbox, in order, at least once.
 
+With several broker replicas, one drains the outbox at a time (the others find it taken and idle).
+
 The host publishes a repeated event id once, so re-sending after a crash or a
 lost reply is safe. A transient failure stops the round (order is kept) and
 retries with backoff; an event the host can never accept (its surface is gone)
@@ -21,6 +23,8 @@ from tessera.host.v1 import host_pb2
 logger = logging.getLogger("tessera.broker.publisher")
 _PERMANENT = {grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.PERMISSION_DENIED}
 IDLE_SECONDS = 1.0
+# Another replica was draining: look again soon, in case it read the queue before our new event landed.
+TAKEN_RETRY_SECONDS = 0.2
 MAX_BACKOFF_SECONDS = 30.0
 
 
@@ -30,12 +34,26 @@ class HostPublisher:
         self.pool = pool
         self.host = host
         self.wake = asyncio.Event()
+        self.taken_elsewhere = False  # the last round found another replica draining
 
     async def _db(self, fn, *args):
         return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
 
     async def publish_pending(self) -> bool:
-        """One round; False when a transient failure stopped it."""
+        """One round, if it is this replica's turn (another replica draining counts as done); False when a
+        transient failure stopped it. Two guards against doubles: one drainer at a time here, and the host
+        publishes an event id once."""
+        turn = await self._db(self.store.outbox_turn)
+        self.taken_elsewhere = turn is None
+        if turn is None:
+            return True
+        try:
+            return await self._drain()
+        finally:
+            await self._db(turn.release)
+
+    async def _drain(self) -> bool:
+        # Read under the turn: whatever an earlier drainer marked published is no longer pending here.
         for row in await self._db(self.store.pending_events):
             request = host_pb2.PublishIntentEventRequest.FromString(row.request)
             try:
@@ -56,7 +74,8 @@ class HostPublisher:
         backoff = 0.0
         while True:
             try:
-                await asyncio.wait_for(self.wake.wait(), timeout=backoff or IDLE_SECONDS)
+                await asyncio.wait_for(self.wake.wait(), timeout=backoff or (
+                    TAKEN_RETRY_SECONDS if self.taken_elsewhere else IDLE_SECONDS))
             except TimeoutError:
                 pass
             self.wake.clear()

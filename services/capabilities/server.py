@@ -230,8 +230,9 @@ def build(context: ServiceContext) -> list[Registration]:
     except PolicyError as exc:
         raise StartupError(str(exc)) from None
     engine, changes_engine = _databases(settings)
-    store = BrokerStore(engine)
+    store = BrokerStore(engine, lease_seconds=settings.lease_seconds)
     pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="broker-db")
+    lease_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="broker-lease")
     metrics = BrokerMetrics()
     host = host_pb2_grpc.HostServiceStub(aio_channel(peer_target("host"), context.credentials, "host"))
     publisher = HostPublisher(store, pool, host)
@@ -246,7 +247,8 @@ def build(context: ServiceContext) -> list[Registration]:
 
     gate = ToolGate(tool_policy, settings.mcp_log_dir, on_drift=drifted)
     broker = Broker(policy, store, DataChanges(changes_engine, policy.policy.data_changes), pool,
-                    settings.approval_ttl_seconds, settings.dry_run, metrics, gate, on_event=publisher.wake.set)
+                    settings.approval_ttl_seconds, settings.dry_run, metrics, gate, on_event=publisher.wake.set,
+                    lease_pool=lease_pool)
     metrics_server = metrics.serve(settings.listen_host, settings.metrics_port) if settings.metrics_port else None
 
     async def database_reachable() -> str | None:
@@ -263,6 +265,7 @@ def build(context: ServiceContext) -> list[Registration]:
         if metrics_server:
             metrics_server[0].shutdown()
         pool.shutdown(wait=True)
+        lease_pool.shutdown(wait=True)
         engine.dispose()
         changes_engine.dispose()
 
@@ -270,7 +273,7 @@ def build(context: ServiceContext) -> list[Registration]:
     # behind an effect the restart pass is taking up.
     return [registration_for("capabilities", CapabilityBrokerService(context, broker),
                              readiness=[database_reachable], on_stop=stop,
-                             background=[publisher.run, partial(sweep_expired, broker), partial(resume, broker),
+                             background=[publisher.run, partial(sweep_expired, broker), partial(recover, broker),
                                          partial(warm_up, gate), hold_tool_servers])]
 
 
@@ -284,11 +287,21 @@ async def sweep_expired(broker: Broker) -> None:
         await asyncio.sleep(EXPIRY_SWEEP_SECONDS)
 
 
-async def resume(broker: Broker) -> None:
-    """Take up the intents a previous process approved but did not finish (once, at start)."""
+async def recover(broker: Broker) -> None:
+    """Take up approved intents nobody is running: at start (what a previous process left), then every
+    third of a lease (what a replica that died left), so a surviving replica takes over."""
     resumed = await broker.resume()
     if resumed:
         logger.info("took up %d approved intent(s) left running by a previous process", resumed)
+    while True:
+        await asyncio.sleep(min(10.0, broker.store.lease_seconds / 3))
+        try:
+            taken = await broker.take_up()
+        except Exception:  # the database hiccuped: the next round retries
+            logger.exception("taking up orphaned intents failed")
+            continue
+        if taken:
+            logger.info("took up %d approved intent(s) whose replica stopped answering for them", taken)
 
 
 async def warm_up(gate: ToolGate) -> None:

@@ -3,7 +3,9 @@
 Every state change is one transaction that also appends its audit record and,
 for intents shown on a surface, the host event to publish — so a crash can
 never leave a decision without its record or its event. SQLAlchemy Core;
-SQLite under var/ by default, PostgreSQL by URL; schema by Alembic.
+SQLite under var/ by default (one process), PostgreSQL by URL (any number of
+replicas: row claims and leases for intents and expiry, an advisory lock for
+the outbox); schema by Alembic.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ intents = sa.Table(
     sa.Column("arguments_json", sa.Text), sa.Column("arguments_sha256", sa.String), sa.Column("status", sa.Integer),
     sa.Column("reason", sa.String), sa.Column("result_digest", sa.String), sa.Column("approval_id", sa.String),
     sa.Column("surface", sa.LargeBinary), sa.Column("dry_run", sa.Boolean), sa.Column("attempted", sa.Boolean),
-    sa.Column("accepted_at", sa.Float), sa.Column("updated_at", sa.Float), sa.Column("turn_id", sa.String))
+    sa.Column("accepted_at", sa.Float), sa.Column("updated_at", sa.Float), sa.Column("turn_id", sa.String),
+    sa.Column("lease_owner", sa.String), sa.Column("lease_until", sa.Float))
 approvals = sa.Table(
     "approvals", metadata, sa.Column("approval_id", sa.String, primary_key=True), sa.Column("intent_id", sa.String),
     sa.Column("tenant_id", sa.String), sa.Column("state", sa.String), sa.Column("requested_at", sa.Float),
@@ -62,6 +65,10 @@ TERMINAL = frozenset({common_pb2.INTENT_STATUS_SUCCEEDED, common_pb2.INTENT_STAT
 
 def engine_for(url: str) -> sa.Engine:
     return db.engine_for(url)
+
+
+# Advisory lock key of the outbox drainer (any fixed 64-bit number, unique within the broker's database).
+_OUTBOX_LOCK = 0x7E55E2A_0002
 
 
 def migrate(engine: sa.Engine, target: str = "head") -> None:
@@ -173,10 +180,32 @@ def _replay_of(approval: Approval, intent: Intent, actor_id: str, decision_id: s
                  f"the approval was already {approval.state}", outcome(approval, intent))
 
 
+class OutboxTurn:
+    """This replica's turn at draining the outbox: an open transaction holding a PostgreSQL advisory lock.
+
+    An advisory lock rather than row claims: events must reach the host in order, so one replica drains the
+    whole queue at a time; and a lock tied to a transaction dies with its connection, so a replica that
+    crashes mid-round never leaves the outbox locked (a lease would, until it ran out). On SQLite (one
+    process) there is nothing to exclude and the turn holds nothing."""
+
+    def __init__(self, connection: sa.Connection | None) -> None:
+        self._connection = connection
+
+    def release(self) -> None:
+        if self._connection is None:
+            return
+        try:
+            self._connection.rollback()  # ends the transaction, and with it the lock
+        finally:
+            self._connection.close()
+
+
 class BrokerStore:
-    def __init__(self, engine: sa.Engine) -> None:
+    def __init__(self, engine: sa.Engine, owner: str = "", lease_seconds: float = 30.0) -> None:
         self.engine = engine
         self.writer = engine.execution_options(**{db.WRITE: True})
+        self.owner = owner or new_id("rep")  # this process: the holder of the leases it takes
+        self.lease_seconds = lease_seconds
 
     def ping(self) -> str | None:
         return db.ping(self.engine, "broker database")
@@ -271,8 +300,11 @@ class BrokerStore:
                 state=state, decided_at=now, decided_by=actor_id, decision_reason=reason,
                 approved_entries=json.dumps(approved) if approve else None, decision_id=decision_id or None,
                 decision_digest=decision_digest or None))
+            # Approving hands the effect to this replica under a lease, in the same transaction: exactly
+            # one replica runs it, and another takes it up only if this one stops renewing.
             connection.execute(intents.update().where(intents.c.intent_id == intent.intent_id).values(
-                status=status, reason="" if approve else "REJECTED_BY_PERSON", updated_at=now))
+                status=status, reason="" if approve else "REJECTED_BY_PERSON", updated_at=now,
+                **(self._lease(now) if approve else {})))
             intent = self._load(connection, intent.intent_id)
             self._audit(connection, f"approval-{state}", intent, actor_id, reason=reason, entries=approved,
                         decision_id=decision_id)
@@ -312,11 +344,14 @@ class BrokerStore:
         self._event(connection, expired, receipt=expired.receipt())
 
     def expire_due(self, now: float | None = None) -> list[Approval]:
-        """Expire every pending approval past its time; the expired ones."""
+        """Expire every pending approval past its time; the expired ones.
+
+        Row claims with SKIP LOCKED: replicas sweeping at once split the due rows between them instead of
+        queueing behind each other, and a row being decided right now is left to its decision."""
         now = time.time() if now is None else now
         with self.writer.begin() as connection:
             due = [_approval(r) for r in connection.execute(sa.select(approvals).where(
-                approvals.c.state == "pending", approvals.c.expires_at <= now).with_for_update())]
+                approvals.c.state == "pending", approvals.c.expires_at <= now).with_for_update(skip_locked=True))]
             for approval in due:
                 self._expire(connection, approval, self._load(connection, approval.intent_id), now)
         return due
@@ -414,11 +449,38 @@ class BrokerStore:
         with self.engine.connect() as connection:
             return [(_approval(r), _intent(r)) for r in connection.execute(query)]
 
-    def running(self) -> list[Intent]:
-        """Intents approved but not finished: the work a restart must take up."""
-        with self.engine.connect() as connection:
-            return [_intent(r) for r in connection.execute(sa.select(intents).where(
-                intents.c.status == common_pb2.INTENT_STATUS_RUNNING).order_by(intents.c.updated_at))]
+    # --- leases on running intents ----------------------------------------------------------------------
+
+    def _lease(self, now: float) -> dict:
+        return {"lease_owner": self.owner, "lease_until": now + self.lease_seconds}
+
+    def renew(self, intent_id: str) -> bool:
+        """Extend this replica's lease on a running intent; False when it is no longer ours to run."""
+        now = time.time()
+        with self.writer.begin() as connection:
+            return connection.execute(intents.update().where(
+                intents.c.intent_id == intent_id, intents.c.lease_owner == self.owner,
+                intents.c.status == common_pb2.INTENT_STATUS_RUNNING).values(**self._lease(now))).rowcount == 1
+
+    def take_up(self, limit: int = 10, any_lease: bool = False) -> list[Intent]:
+        """Claim running intents whose lease ran out (their replica died): ours to run from now on.
+
+        Row claims with FOR UPDATE SKIP LOCKED: each orphan goes to exactly one replica, and replicas
+        recovering at once never wait for each other. `any_lease` takes every running intent whatever its
+        lease: right for a lone process on SQLite at start (whatever runs was left by its previous life)."""
+        now = time.time()
+        due = sa.true() if any_lease else sa.or_(intents.c.lease_until.is_(None), intents.c.lease_until < now)
+        with self.writer.begin() as connection:
+            rows = connection.execute(sa.select(intents.c.intent_id).where(
+                intents.c.status == common_pb2.INTENT_STATUS_RUNNING, due).order_by(intents.c.updated_at)
+                .limit(limit).with_for_update(skip_locked=True)).scalars().all()
+            if not rows:
+                return []
+            connection.execute(intents.update().where(intents.c.intent_id.in_(rows)).values(**self._lease(now)))
+            taken = [self._load(connection, intent_id) for intent_id in rows]
+            for intent in taken:
+                self._audit(connection, "intent-taken-up", intent, replica=self.owner)
+        return taken
 
     def audit_after(self, tenant_id: str, after: int, limit: int = 500) -> list:
         with self.engine.connect() as connection:
@@ -428,6 +490,21 @@ class BrokerStore:
                 .order_by(audit_events.c.sequence).limit(limit)))
 
     # --- the outbox -----------------------------------------------------------------------------------------
+
+    def outbox_turn(self) -> OutboxTurn | None:
+        """This replica's turn at the outbox, or None while another replica drains it."""
+        if self.engine.dialect.name != "postgresql":
+            return OutboxTurn(None)
+        connection = self.engine.connect()
+        try:
+            if connection.execute(sa.select(sa.func.pg_try_advisory_xact_lock(_OUTBOX_LOCK))).scalar():
+                return OutboxTurn(connection)
+        except BaseException:
+            connection.close()
+            raise
+        connection.rollback()
+        connection.close()
+        return None
 
     def pending_events(self, limit: int = 50) -> list:
         with self.engine.connect() as connection:

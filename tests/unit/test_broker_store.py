@@ -182,12 +182,21 @@ def test_concurrent_retries_of_one_decision_decide_once_and_all_see_it(store):
 def test_approvals_decided_before_the_migration_keep_working(tmp_path):
     engine = engine_for(f"sqlite:///{tmp_path / 'old.sqlite'}")
     migrate(engine, "0003")
-    old = BrokerStore(engine)
-    intent, _ = old.create("claim-old", _fields(), 600, "reversible-write")
-    with engine.begin() as connection:  # decided by a broker that knew no decision ids
-        connection.execute(sa.text("UPDATE approvals SET state = 'approved', decided_by = 'alice'"))
+    with engine.begin() as connection:  # decided by a broker that knew no decision ids (nor leases)
+        connection.execute(sa.text(
+            "INSERT INTO intents (intent_id, claim, tenant_id, actor_id, session_id, action_id, effect, input_json,"
+            " arguments_json, arguments_sha256, status, approval_id, dry_run, accepted_at, updated_at) VALUES"
+            " ('int_old', 'claim-old', 'acme', 'alice', 'ses_1', 'orders.flag_for_review', 2, '{}', '{}', :sha,"
+            " :running, 'apr_old', false, 1, 1)"), {"sha": "a" * 64, "running": common_pb2.INTENT_STATUS_RUNNING})
+        connection.execute(sa.text(
+            "INSERT INTO approvals (approval_id, intent_id, tenant_id, state, requested_at, expires_at, decided_by)"
+            " VALUES ('apr_old', 'int_old', 'acme', 'approved', 1, 601, 'alice')"))
     migrate(engine)
+    store = BrokerStore(engine)
+    intent = store.intent("int_old")
     with pytest.raises(TesseraError) as decided:
-        _decide_as(BrokerStore(engine), intent, "web-6")
+        _decide_as(store, intent, "web-6")
     assert decided.value.reason == "APPROVAL_ALREADY_DECIDED"
+    # Running with no lease (approved before leases existed): up for taking, by exactly one claim.
+    assert [i.intent_id for i in store.take_up()] == ["int_old"] and store.take_up() == []
     engine.dispose()
