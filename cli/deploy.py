@@ -31,7 +31,7 @@ from shared.paths import REPO_ROOT, var_dir
 POSTGRES_HOST = "postgres"
 # Roles of the local overlay's PostgreSQL: each stateful service its own role and database;
 # the warehouse's read-only role for resources and its writer role for the broker's data changes.
-ROLES = ("postgres", "tessera_host", "tessera_capabilities", "tessera_reader", "tessera_writer")
+ROLES = ("postgres", "tessera_host", "tessera_capabilities", "tessera_resources", "tessera_reader", "tessera_writer")
 
 
 def render(check: bool, root: Path = REPO_ROOT) -> int:
@@ -87,7 +87,8 @@ def local_settings(passwords: dict[str, str]) -> dict[str, dict[str, str]]:
     return {
         "agent": {"model_api_key": ""},
         "compiler": {},
-        "resources": {"warehouse_url": url("tessera_reader", "warehouse")},
+        "resources": {"warehouse_url": url("tessera_reader", "warehouse"),
+                      "store_url": url("tessera_resources", "tessera_resources")},
         "capabilities": {"database_url": url("tessera_capabilities", "tessera_capabilities"),
                          "changes_url": url("tessera_writer", "warehouse")},
         "host": {"database_url": url("tessera_host", "tessera_host")},

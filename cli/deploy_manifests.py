@@ -59,7 +59,7 @@ SPECS: dict[str, ServiceSpec] = {spec.name: spec for spec in (
                 secret_settings=("model_api_key",)),
     ServiceSpec("compiler", stateless=True, memory="192Mi"),
     ServiceSpec("resources", stateless=False, database=True, memory="384Mi", memory_limit="1Gi",
-                secret_settings=("warehouse_url",)),
+                secret_settings=("warehouse_url", "store_url")),
     ServiceSpec("capabilities", stateless=False, database=True,
                 egress_https="MCP servers reached over streamable HTTP (deploy/policy/tools.yaml)",
                 secret_settings=("database_url", "changes_url")),
@@ -313,12 +313,14 @@ def _issued_identity_patch(spec: ServiceSpec) -> dict:
 
 
 def _replicas_patch(spec: ServiceSpec) -> list[dict]:
-    return [
-        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": spec.name},
-         "spec": {"replicas": PRODUCTION_MIN_REPLICAS}},
-        {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": spec.name},
-         "spec": {"minReplicas": PRODUCTION_MIN_REPLICAS}},
-    ]
+    """Every service runs at least two replicas in production: the stateless ones under their autoscaler,
+    the stateful ones on their shared PostgreSQL database (claims and wake-ups go through it)."""
+    patches = [{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": spec.name},
+                "spec": {"replicas": PRODUCTION_MIN_REPLICAS}}]
+    if spec.stateless:
+        patches.append({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+                        "metadata": {"name": spec.name}, "spec": {"minReplicas": PRODUCTION_MIN_REPLICAS}})
+    return patches
 
 
 def trust_graph_markdown() -> str:
@@ -355,7 +357,7 @@ def render_generated() -> dict[str, str]:
         if spec.stateless:
             workloads.append(_autoscaler(spec))
     production = [_issued_identity_patch(SPECS[name]) for name in PROCESS_NAMES]
-    production += [patch for name in PROCESS_NAMES if SPECS[name].stateless for patch in _replicas_patch(SPECS[name])]
+    production += [patch for name in PROCESS_NAMES for patch in _replicas_patch(SPECS[name])]
     return {"deploy/k8s/base/workloads.yaml": _documents(workloads),
             "deploy/k8s/base/networkpolicies.yaml": _documents(network_policies(edges)),
             "deploy/k8s/overlays/production/generated-patches.yaml": _documents(production),

@@ -229,5 +229,6 @@ def _foreign(data: bytes, service: str, deployment_secrets: dict[bytes, str]) ->
 
 def _roles_of(service: str) -> set[str]:
     """The database roles whose password a service's own URLs carry."""
-    return {"resources": {"tessera_reader"}, "capabilities": {"tessera_capabilities", "tessera_writer"},
+    return {"resources": {"tessera_reader", "tessera_resources"},
+            "capabilities": {"tessera_capabilities", "tessera_writer"},
             "host": {"tessera_host"}}.get(service, set())
