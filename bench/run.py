@@ -116,7 +116,7 @@ def bench_spiffe_bridge(work: Path) -> dict:
 
 
 def main() -> int:
-    from bench import browser, compiler, data_plane, host, image, recovery, tool_gate
+    from bench import asking, browser, compiler, data_plane, fanout, host, image, recovery, tool_gate
 
     with tempfile.TemporaryDirectory(prefix="tessera-bench-") as work:
         results = [bench_authz(Path(work)), bench_spiffe_bridge(Path(work))]
@@ -124,6 +124,8 @@ def main() -> int:
         data_dir.mkdir()
         results += compiler.run(Path(work), Path(work) / "certs")
         results += host.run(Path(work), Path(work) / "certs")
+        results += fanout.run(Path(work), Path(work) / "certs")
+        results += asking.run(Path(work), Path(work) / "certs")
         results += data_plane.run(data_dir, Path(work) / "certs")
         results += tool_gate.run(Path(work), Path(work) / "certs")
         results += browser.run(Path(work), Path(work) / "certs")
