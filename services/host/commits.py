@@ -17,13 +17,12 @@ import grpc
 from google.protobuf.json_format import MessageToJson
 
 from services.host import bindings as binding_store
-from services.host.bindings import Binding
 from services.host.database import AsyncStore
 from services.host.envelopes import envelope_builder
 from services.host.fanout import SurfaceFanout
 from services.host.offers import Offers
 from services.host.peers import Peers, peer
-from services.host.store import RevisionConflict, Session, Turn
+from services.host.store import Committed, RevisionConflict, Session
 from shared.bounded_json import canonical
 from shared.errors import TesseraError
 from shared.ui.slice import MAX_PROPOSAL_BYTES
@@ -56,19 +55,23 @@ class Commits:
         self._peers = peers
         self._offers = offers
 
-    async def submit(self, request, turn: Turn, session: Session) -> host_pb2.SubmitProposalResponse:
-        stored = await self._db(self._db.store.load_slice, turn.turn_id, request.slice_hash)
-        if stored is None:
+    async def submit(self, request) -> host_pb2.SubmitProposalResponse:
+        check_proposal_request(request)
+        base_id = request.expected_base_revision_id or ""
+        context = await self._db(self._db.store.proposal_context, request.turn_id, request.slice_hash,
+                                 request.proposal_id, base_id)
+        turn, session, base = context.turn, context.session, context.base
+        if turn is None or session is None:
+            raise TesseraError(grpc.StatusCode.NOT_FOUND, "TURN_UNKNOWN", f"no turn {request.turn_id!r}")
+        if context.frozen_slice is None:
             raise TesseraError(grpc.StatusCode.FAILED_PRECONDITION, "SLICE_UNKNOWN",
                                "no slice with this hash was frozen for this turn")
         request_hash = hashlib.sha256(request.SerializeToString(deterministic=True)).hexdigest()
-        replay = await self._replay(turn.turn_id, request.proposal_id, request_hash, session)
-        if replay is not None:
-            return replay
-        frozen = compiler_pb2.CatalogSlice.FromString(stored[0])
-        self._offers.recheck(turn, frozen, host_pb2.FreezeSliceRequest.FromString(stored[1]).resource_offers)
-        base_id = request.expected_base_revision_id or ""
-        base = await self._db(self._db.store.revision, base_id) if base_id else None
+        if context.earlier is not None:
+            return self._replay(context.earlier, request_hash, session)
+        frozen = compiler_pb2.CatalogSlice.FromString(context.frozen_slice[0])
+        self._offers.recheck(turn, frozen,
+                             host_pb2.FreezeSliceRequest.FromString(context.frozen_slice[1]).resource_offers)
         if base_id and (base is None or base.surface_id != session.surface_id):
             raise TesseraError(grpc.StatusCode.FAILED_PRECONDITION, "BASE_REVISION_UNKNOWN",
                                f"no revision {base_id!r} on this surface")
@@ -100,45 +103,40 @@ class Commits:
         diagnostics_json = json.dumps([json.loads(_diagnostic_json(d)) for d in diagnostics]).encode()
         bound = binding_store.resolved(frozen, compiled.bindings)
         try:
-            revision_id, epoch, last = await self._db(
+            # A revision that drops a binding revokes its grants in the same transaction.
+            committed = await self._db(
                 self._db.store.commit, surface_id=session.surface_id,
                 expected_base=request.expected_base_revision_id or None, turn_id=turn.turn_id,
                 proposal_id=request.proposal_id, content_hash=compiled.content_hash,
                 document_json=compiled.document_json, diagnostics=diagnostics_json, events=events,
-                slice_hash=frozen.slice_hash, bindings=binding_store.dumps(bound), request_hash=request_hash)
+                slice_hash=frozen.slice_hash, bindings=binding_store.dumps(bound), request_hash=request_hash,
+                keep_grants={(b.node, b.resource_id) for b in bound if b.kind == "resource"})
         except RevisionConflict as conflict:
-            replay = await self._replay(turn.turn_id, request.proposal_id, request_hash, session)
-            if replay is not None:  # the same proposal, committed by a concurrent retry
-                return replay
+            earlier = await self._db(self._db.store.revision_for_proposal, turn.turn_id, request.proposal_id)
+            if earlier is not None:  # the same proposal, committed by a concurrent retry
+                return self._replay(earlier, request_hash, session)
             raise TesseraError(grpc.StatusCode.ABORTED, "REVISION_CONFLICT",
                                f"the surface moved on: {conflict}; rebase on the current revision",
                                {"current_revision_id": conflict.head or ""}) from None
         # Committed: publishing and revocation must finish even if the caller goes away now.
-        await asyncio.shield(self._after_commit(session.surface_id, epoch, last, bound))
+        await asyncio.shield(self._after_commit(session.surface_id, committed))
         return host_pb2.SubmitProposalResponse(outcome=_OUTCOMES[compiled.outcome], surface_id=session.surface_id,
-                                               revision_id=revision_id, content_hash=compiled.content_hash,
+                                               revision_id=committed.revision_id, content_hash=compiled.content_hash,
                                                diagnostics=diagnostics)
 
-    async def _after_commit(self, surface_id: str, epoch: int, last: int, bound: list[Binding]) -> None:
-        await self._fanout.published(surface_id, epoch, last)
-        await self._revoke_dropped(surface_id, bound)
-
-    async def _revoke_dropped(self, surface_id: str, bound: list[Binding]) -> None:
-        """A new revision that drops a binding revokes its grants, here and at the gateway."""
-        keep = {(b.node, b.resource_id) for b in bound if b.kind == "resource"}
-        dropped = await self._db(self._db.store.revoke_grants_outside, surface_id, keep)
-        if dropped:
+    async def _after_commit(self, surface_id: str, committed: Committed) -> None:
+        await self._fanout.published(surface_id, committed.epoch, committed.last, committed.envelopes)
+        if committed.dropped_grants:  # revoked here already; the gateway must refuse them too
             try:
                 await self._peers.resources.RevokeGrants(resources_pb2.RevokeGrantsRequest(
-                    grants=[common_pb2.SignedToken.FromString(t) for t in dropped]), timeout=10)
+                    grants=[common_pb2.SignedToken.FromString(t) for t in committed.dropped_grants]), timeout=10)
             except grpc.aio.AioRpcError as exc:  # the grants expire within minutes anyway
-                logger.warning("could not revoke %d grants at resources: %s", len(dropped), exc.code().name)
+                logger.warning("could not revoke %d grants at resources: %s", len(committed.dropped_grants),
+                               exc.code().name)
 
-    async def _replay(self, turn_id: str, proposal_id: str, request_hash: str, session: Session):
-        """The earlier answer to the same proposal id, or None; a different proposal under it is refused."""
-        earlier = await self._db(self._db.store.revision_for_proposal, turn_id, proposal_id)
-        if earlier is None:
-            return None
+    @staticmethod
+    def _replay(earlier, request_hash: str, session: Session) -> host_pb2.SubmitProposalResponse:
+        """The earlier answer to the same proposal id; a different proposal under it is refused."""
         if earlier.request_hash and earlier.request_hash != request_hash:
             raise TesseraError(grpc.StatusCode.ALREADY_EXISTS, "PROPOSAL_ID_REUSED",
                                "this proposal id was used for a different proposal")

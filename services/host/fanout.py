@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 
 import psycopg
@@ -75,11 +75,33 @@ class SurfaceFanout:
         if not state.viewers:  # the last viewer left: forget the surface's tail
             del self._surfaces[surface_id]
 
-    async def published(self, surface_id: str, epoch: int, last: int) -> None:
-        """This replica appended to the journal: compact past retention, then wake local subscribers."""
+    async def published(self, surface_id: str, epoch: int, last: int, envelopes: Sequence[bytes] = ()) -> None:
+        """This replica appended to the journal: compact past retention, then wake local subscribers.
+
+        `envelopes`, when given, are what was appended, ending at `last`: if the tail ends right before
+        them they join it without reading the journal back (the usual case: one commit at a time)."""
         if last >= self._retention:
             await self._db(self._db.store.compact, surface_id, self._retention)
+        elif envelopes and await self._extend(surface_id, epoch, last - len(envelopes), envelopes):
+            return
         await self.refresh(surface_id)
+
+    async def _extend(self, surface_id: str, epoch: int, after: int, envelopes: Sequence[bytes]) -> bool:
+        """Append committed envelopes that follow the tail directly; False when they do not follow it."""
+        state = self._surfaces.get(surface_id)
+        if state is None:
+            return True  # nobody watches it here
+        async with state.lock:
+            if state.epoch == epoch and state.last >= after + len(envelopes):
+                return True  # a read of the journal has already brought them
+            if (state.epoch, state.last) != (epoch, after):
+                return False  # another commit came between: read the journal in order
+            for data in envelopes:
+                envelope = host_pb2.SurfaceEnvelope.FromString(data)
+                state.tail.append((envelope.epoch, envelope.sequence, host_pb2.SubscribeResponse(envelope=envelope)))
+                state.last = envelope.sequence
+        self._wake(state)
+        return True
 
     async def stream(self, surface_id: str, epoch: int, after: int) -> AsyncIterator[host_pb2.SubscribeResponse]:
         """Every envelope after (epoch, after), in order, once; `snapshot-required` when the epoch moves on.
@@ -133,17 +155,22 @@ class SurfaceFanout:
                 if len(rows) < 500:
                     break
         if moved:
-            state.changed.set()
-            state.changed = asyncio.Event()
+            self._wake(state)
+
+    @staticmethod
+    def _wake(state: _Surface) -> None:
+        state.changed.set()
+        state.changed = asyncio.Event()
 
     def notified(self, payload: str) -> None:
-        """A wake-up from some replica: "<surface_id> <epoch> <sequence>". Unknown surfaces are ignored."""
-        surface_id, _, position = payload.partition(" ")
+        """A wake-up: "<surface_id> <epoch> <sequence> <replica>". Unknown surfaces are ignored, and so are
+        this replica's own (its commits reach its tails directly; the safety re-read covers a failure)."""
+        surface_id, epoch, sequence, replica = (payload.split(" ") + ["", "", ""])[:4]
         state = self._surfaces.get(surface_id)
-        if state is None:
+        if state is None or replica == self._db.store.replica:
             return
         try:
-            epoch, sequence = (int(part) for part in position.split(" "))
+            epoch, sequence = int(epoch), int(sequence)
         except ValueError:
             epoch, sequence = state.epoch + 1, 0  # unreadable position: read the journal to be sure
         if (epoch, sequence) > (state.epoch, state.last):

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 import grpc
 
 from services.host.commands import Commands
-from services.host.commits import Commits, check_proposal_request
+from services.host.commits import Commits
 from services.host.config import HostSettings
 from services.host.database import AsyncStore
 from services.host.fanout import SurfaceFanout, listen_url, snapshot_required
@@ -117,9 +117,7 @@ class HostService(host_pb2_grpc.HostServiceServicer):
         return await self._offers.freeze(request, turn, session)
 
     async def SubmitProposal(self, request, context):
-        check_proposal_request(request)
-        turn, session = await self._turn_and_session(request.turn_id)
-        return await self._commits.submit(request, turn, session)
+        return await self._commits.submit(request)
 
     async def SendCommand(self, request, context):
         session = await self._own_session(request.actor, request.session_id)

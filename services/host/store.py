@@ -60,7 +60,7 @@ surface_events = sa.Table("surface_events", metadata, sa.Column("surface_id", sa
 
 # The response of a command whose handler is still running (a claim); real replies are never empty.
 PENDING = b""
-# The PostgreSQL channel that wakes host replicas; the payload is "<surface_id> <epoch> <sequence>".
+# The PostgreSQL channel that wakes host replicas; the payload is "<surface_id> <epoch> <sequence> <replica>".
 WAKE_CHANNEL = "tessera_surface"
 
 
@@ -94,6 +94,25 @@ class Turn:
     question: str
 
 
+@dataclass(frozen=True)
+class ProposalContext:
+    """Everything a submitted proposal is checked against, read in one go (each read costs a hop)."""
+    turn: Turn | None
+    session: Session | None
+    frozen_slice: tuple[bytes, bytes] | None  # (slice proto, the signed offers it was frozen with)
+    earlier: sa.Row | None  # the revision this proposal id already made (a retry)
+    base: sa.Row | None  # the revision the proposal says it builds on
+
+
+@dataclass(frozen=True)
+class Committed:
+    revision_id: str
+    epoch: int
+    last: int  # the journal's last sequence after this commit
+    envelopes: list[bytes]  # what this commit appended to the journal, ending at `last`
+    dropped_grants: list[bytes]  # tokens of grants revoked because the new head no longer binds them
+
+
 def new_id(prefix: str) -> str:
     return f"{prefix}_{secrets.token_hex(10)}"
 
@@ -110,6 +129,7 @@ class HostStore:
     def __init__(self, engine: sa.Engine) -> None:
         self.engine = engine  # reads
         self.writer = engine.execution_options(**{WRITE: True})  # transactions that write
+        self.replica = new_id("hst")  # names this process in its wake-ups, so it can skip its own
 
     def ping(self) -> str | None:
         return ping(self.engine, "host database")
@@ -197,30 +217,56 @@ class HostStore:
 
     def revision_for_proposal(self, turn_id: str, proposal_id: str):
         with self.engine.connect() as connection:
-            return connection.execute(sa.select(revisions).where(revisions.c.turn_id == turn_id,
-                                                                 revisions.c.proposal_id == proposal_id)).first()
+            return self._revision_for_proposal(connection, turn_id, proposal_id)
+
+    @staticmethod
+    def _revision_for_proposal(connection, turn_id: str, proposal_id: str):
+        return connection.execute(sa.select(revisions).where(revisions.c.turn_id == turn_id,
+                                                             revisions.c.proposal_id == proposal_id)).first()
+
+    def proposal_context(self, turn_id: str, slice_hash: str, proposal_id: str, base_id: str) -> ProposalContext:
+        """The turn, its session, the frozen slice, an earlier revision of this proposal id and the base
+        revision, on one connection: the reads of a SubmitProposal in one hop."""
+        with self.engine.connect() as connection:
+            row = connection.execute(
+                sa.select(turns.c.question, sessions, slices.c.slice_proto, slices.c.offers)
+                .join(sessions, sessions.c.session_id == turns.c.session_id)
+                .outerjoin(slices, sa.and_(slices.c.turn_id == turns.c.turn_id, slices.c.slice_hash == slice_hash))
+                .where(turns.c.turn_id == turn_id)).first()
+            if row is None:
+                return ProposalContext(None, None, None, None, None)
+            mine = sa.and_(revisions.c.turn_id == turn_id, revisions.c.proposal_id == proposal_id)
+            found = connection.execute(sa.select(revisions).where(
+                sa.or_(mine, revisions.c.revision_id == base_id) if base_id else mine)).all()
+        earlier = next((r for r in found if r.turn_id == turn_id and r.proposal_id == proposal_id), None)
+        base = next((r for r in found if base_id and r.revision_id == base_id), None)
+        frozen = None if row.slice_proto is None else (row.slice_proto, row.offers or b"")
+        return ProposalContext(Turn(turn_id, row.session_id, row.question), self._session(row), frozen, earlier, base)
 
     def commit(self, *, surface_id: str, expected_base: str | None, turn_id: str, proposal_id: str,
                content_hash: str, document_json: str, diagnostics: bytes, events: list, slice_hash: str = "",
-               bindings: str = "[]", request_hash: str = "") -> tuple[str, int, int]:
-        """CAS on the branch head + immutable revision + its events, in one transaction.
+               bindings: str = "[]", request_hash: str = "",
+               keep_grants: set[tuple[str, str]] | None = None) -> Committed:
+        """CAS on the branch head + immutable revision + its events, in one transaction; with `keep_grants`
+        (the (node, resource) bindings of the new head), live grants of other bindings are revoked in it too.
 
         `events` are callables (revision_id, epoch, sequence) -> (payload_hash, envelope bytes).
-        Returns (revision_id, epoch, last sequence). Raises RevisionConflict.
+        Raises RevisionConflict.
         """
         try:
             return self._commit(surface_id=surface_id, expected_base=expected_base, turn_id=turn_id,
                                 proposal_id=proposal_id, content_hash=content_hash, document_json=document_json,
                                 diagnostics=diagnostics, events=events, slice_hash=slice_hash, bindings=bindings,
-                                request_hash=request_hash)
+                                request_hash=request_hash, keep_grants=keep_grants)
         except sa.exc.IntegrityError:
             # Two first revisions raced to create the head row (PostgreSQL reads no head in
             # both transactions); the loser is a conflict like any other.
             raise RevisionConflict(self.head(surface_id)) from None
 
     def _commit(self, *, surface_id, expected_base, turn_id, proposal_id, content_hash, document_json, diagnostics,
-                events, slice_hash, bindings, request_hash) -> tuple[str, int, int]:
+                events, slice_hash, bindings, request_hash, keep_grants) -> Committed:
         revision_id = new_id("rev")
+        envelopes: list[bytes] = []
         now = time.time()
         with self.writer.begin() as connection:
             # FOR UPDATE: commits and journal appends on one surface take turns on the head row
@@ -232,25 +278,24 @@ class HostStore:
             if current != (expected_base or None):
                 raise RevisionConflict(current)
             epoch, sequence = (head.epoch, head.sequence) if head is not None else (1, 0)
-            if head is None:
-                connection.execute(branch_heads.insert().values(surface_id=surface_id, revision_id=revision_id,
-                                                                epoch=epoch, sequence=sequence))
-            else:
-                swapped = connection.execute(branch_heads.update().where(
-                    branch_heads.c.surface_id == surface_id, branch_heads.c.revision_id == head.revision_id).values(
-                    revision_id=revision_id))
-                if swapped.rowcount != 1:
-                    raise RevisionConflict(self.head(surface_id))
             connection.execute(revisions.insert().values(
                 revision_id=revision_id, surface_id=surface_id, parent_revision_id=current, turn_id=turn_id,
                 proposal_id=proposal_id, content_hash=content_hash, document_json=document_json,
                 diagnostics=diagnostics, committed_at=now, slice_hash=slice_hash, bindings=bindings,
                 request_hash=request_hash))
-            sequence = self._append(connection, surface_id, revision_id, epoch, sequence, events, now)
-            connection.execute(branch_heads.update().where(branch_heads.c.surface_id == surface_id).values(
-                sequence=sequence))
-            _wake(connection, surface_id, epoch, sequence)
-        return revision_id, epoch, sequence
+            sequence = self._append(connection, surface_id, revision_id, epoch, sequence, events, now, envelopes)
+            if head is None:
+                connection.execute(branch_heads.insert().values(surface_id=surface_id, revision_id=revision_id,
+                                                                epoch=epoch, sequence=sequence))
+            else:  # the swap, guarded once more by the head it read (the row lock already holds it)
+                swapped = connection.execute(branch_heads.update().where(
+                    branch_heads.c.surface_id == surface_id, branch_heads.c.revision_id == head.revision_id).values(
+                    revision_id=revision_id, sequence=sequence))
+                if swapped.rowcount != 1:
+                    raise RevisionConflict(self.head(surface_id))
+            dropped = [] if keep_grants is None else self._revoke_outside(connection, surface_id, keep_grants, now)
+            self._wake(connection, surface_id, epoch, sequence)
+        return Committed(revision_id, epoch, sequence, envelopes, dropped)
 
     def append_events(self, surface_id: str, events: list) -> tuple[int, int]:
         """Host events that change no revision (e.g. `rejected`), appended in their own transaction."""
@@ -281,7 +326,7 @@ class HostStore:
         sequence = self._append(connection, surface_id, revision_id, epoch, sequence, events, time.time())
         connection.execute(branch_heads.update().where(branch_heads.c.surface_id == surface_id).values(
             sequence=sequence))
-        _wake(connection, surface_id, epoch, sequence)
+        self._wake(connection, surface_id, epoch, sequence)
         return epoch, sequence
 
     def publish_once(self, session_id: str, event_key: str, payload_hash: str, surface_id: str,
@@ -312,13 +357,18 @@ class HostStore:
         raise AssertionError("unreachable")
 
     @staticmethod
-    def _append(connection, surface_id, revision_id, epoch, sequence, events, now) -> int:
+    def _append(connection, surface_id, revision_id, epoch, sequence, events, now, appended=None) -> int:
+        """Append `events` after `sequence` in one statement; their envelopes also go to `appended` if given."""
+        rows = []
         for build in events:
             sequence += 1
             payload_hash, envelope = build(revision_id, epoch, sequence)
-            connection.execute(surface_events.insert().values(
-                surface_id=surface_id, epoch=epoch, sequence=sequence, revision_id=revision_id,
-                payload_hash=payload_hash, envelope=envelope, published_at=now))
+            rows.append({"surface_id": surface_id, "epoch": epoch, "sequence": sequence, "revision_id": revision_id,
+                         "payload_hash": payload_hash, "envelope": envelope, "published_at": now})
+        if rows:
+            connection.execute(surface_events.insert(), rows)
+            if appended is not None:
+                appended.extend(row["envelope"] for row in rows)
         return sequence
 
     # --- grants -------------------------------------------------------------
@@ -330,17 +380,16 @@ class HostStore:
                                                       revision_id=revision_id, resource_id=resource_id, token=token,
                                                       expires_at=expires_at, revoked=False))
 
-    def revoke_grants_outside(self, surface_id: str, keep: set[tuple[str, str]]) -> list[bytes]:
+    @staticmethod
+    def _revoke_outside(connection, surface_id: str, keep: set[tuple[str, str]], now: float) -> list[bytes]:
         """Revoke live grants whose (node, resource) binding the head no longer has; return their tokens."""
-        now = time.time()
-        with self.writer.begin() as connection:
-            live = connection.execute(sa.select(grants).where(grants.c.surface_id == surface_id,
-                                                              grants.c.revoked.is_(False),
-                                                              grants.c.expires_at > now)).all()
-            dropped = [g for g in live if (g.node_id, g.resource_id) not in keep]
-            if dropped:
-                connection.execute(grants.update().where(grants.c.grant_id.in_([g.grant_id for g in dropped]))
-                                   .values(revoked=True))
+        live = connection.execute(sa.select(grants).where(grants.c.surface_id == surface_id,
+                                                          grants.c.revoked.is_(False),
+                                                          grants.c.expires_at > now)).all()
+        dropped = [g for g in live if (g.node_id, g.resource_id) not in keep]
+        if dropped:
+            connection.execute(grants.update().where(grants.c.grant_id.in_([g.grant_id for g in dropped]))
+                               .values(revoked=True))
         return [g.token for g in dropped]
 
     # --- commands ------------------------------------------------------------
@@ -430,8 +479,14 @@ class HostStore:
                                                              surface_events.c.epoch < epoch))
             connection.execute(branch_heads.update().where(branch_heads.c.surface_id == surface_id).values(
                 epoch=epoch, sequence=len(snapshot)))
-            _wake(connection, surface_id, epoch, len(snapshot))
+            self._wake(connection, surface_id, epoch, len(snapshot))
         return epoch, len(snapshot)
+
+    def _wake(self, connection, surface_id: str, epoch: int, sequence: int) -> None:
+        """Tell other replicas (PostgreSQL) that the journal moved; delivered only if this transaction commits."""
+        if connection.dialect.name == "postgresql":
+            connection.execute(sa.select(sa.func.pg_notify(WAKE_CHANNEL,
+                                                           f"{surface_id} {epoch} {sequence} {self.replica}")))
 
     def events_since(self, surface_id: str, epoch: int, sequence: int, limit: int = 500) -> list:
         """Envelopes after (epoch, sequence), a later epoch's included, in journal order."""
@@ -449,11 +504,6 @@ class HostStore:
                 surface_events.c.sequence > sequence).order_by(surface_events.c.sequence).limit(limit)).scalars())
 
 
-
-def _wake(connection, surface_id: str, epoch: int, sequence: int) -> None:
-    """Tell other replicas (PostgreSQL) that the journal moved; delivered only if this transaction commits."""
-    if connection.dialect.name == "postgresql":
-        connection.execute(sa.select(sa.func.pg_notify(WAKE_CHANNEL, f"{surface_id} {epoch} {sequence}")))
 
 
 def _is_revision_message(data: bytes) -> bool:

@@ -14,6 +14,8 @@ from tessera.host.v1 import host_pb2
 class Journal:
     """The store methods SurfaceFanout uses, over a list; counts the reads."""
 
+    replica = "hst_this"
+
     def __init__(self) -> None:
         self.entries: list[tuple[str, int, int]] = []  # (surface, epoch, sequence)
         self.reads = 0
@@ -112,6 +114,30 @@ def test_notifications_wake_known_surfaces_only():
         assert [s for _, s, _ in seen] == [1, 2]
         fanout.notified("srf_a not-a-position")  # unreadable, for a surface nobody watches any more
         assert journal.reads == reads + 1
+
+    asyncio.run(scenario())
+
+
+def test_own_commits_join_the_tail_without_a_read_and_own_wake_ups_are_skipped():
+    async def scenario():
+        journal = Journal()
+        fanout = SurfaceFanout(Db(journal), retention=10_000)
+        seen: list = []
+        viewer = asyncio.create_task(_collect(fanout, "srf_a", 0, 4, seen))
+        await _until(lambda: "srf_a" in fanout._surfaces)
+        reads = journal.reads
+        epoch, last = journal.append("srf_a", 2)  # committed here
+        fanout.notified(f"srf_a {epoch} {last} {journal.replica}")  # our own wake-up: nothing to read
+        await asyncio.sleep(0)
+        assert journal.reads == reads
+        await fanout.published("srf_a", epoch, last, [journal._envelope("srf_a", epoch, s) for s in (1, 2)])
+        assert journal.reads == reads  # the tail ended right before them: appended as committed
+        journal.append("srf_a", 1)  # another replica's commit, not heard yet
+        epoch, last = journal.append("srf_a", 1)  # then ours: it does not follow the tail
+        await fanout.published("srf_a", epoch, last, [journal._envelope("srf_a", epoch, last)])
+        assert journal.reads == reads + 1  # so the journal is read, in order
+        await asyncio.wait_for(viewer, 10)
+        assert [s for _, s, _ in seen] == [1, 2, 3, 4]
 
     asyncio.run(scenario())
 
