@@ -49,6 +49,9 @@ COMMIT_TIMEOUT_SECONDS = 10.0  # a commit call slower than this counts as failed
 READY_TIMEOUT_SECONDS = 90.0
 CLIENT_PROCESSES = 2
 STREAMS_PER_CHANNEL = 125
+# Viewers ask for up to this many envelopes per reply, as web does (services/web/api.py SSE_BATCH); with two
+# replicas the run is repeated with one reply per envelope (what a client that does not ask gets), side by side.
+MAX_ENVELOPES = 16
 GOAL_P99_MS = 100.0
 GOAL_SUBMIT_P50_MS = 10.0
 
@@ -126,28 +129,28 @@ class _Viewers:
         try:
             async for response in call:
                 now = time.time()
-                envelope = response.envelope
-                if envelope.WhichOneof("payload") == "snapshot_required":
-                    self.snapshots += 1
-                    continue
-                self.out_of_order += envelope.sequence <= last
-                last = envelope.sequence
-                if first:  # registered on the server: it delivers
-                    first = False
-                    with self.ready.get_lock():
-                        self.ready.value += 1
-                intent = envelope.action_status.intent_id
-                if intent.startswith("fan-"):
-                    self.last_arrival = time.monotonic()
-                    index = int(intent[4:])
-                    if not counts[index]:  # a duplicate is counted, not timed
-                        unique += 1
-                        self.indexes.append(index)
-                        self.arrivals.append(now)
-                        self.viewers.append(number)
-                    counts[index] += 1
-                    if unique == self.total:
-                        return
+                for envelope in (response.envelope, *response.following):
+                    if envelope.WhichOneof("payload") == "snapshot_required":
+                        self.snapshots += 1
+                        continue
+                    self.out_of_order += envelope.sequence <= last
+                    last = envelope.sequence
+                    if first:  # registered on the server: it delivers
+                        first = False
+                        with self.ready.get_lock():
+                            self.ready.value += 1
+                    intent = envelope.action_status.intent_id
+                    if intent.startswith("fan-"):
+                        self.last_arrival = time.monotonic()
+                        index = int(intent[4:])
+                        if not counts[index]:  # a duplicate is counted, not timed
+                            unique += 1
+                            self.indexes.append(index)
+                            self.arrivals.append(now)
+                            self.viewers.append(number)
+                        counts[index] += 1
+                if unique == self.total:
+                    return
         except grpc.aio.AioRpcError as exc:
             self.errors += exc.code() != grpc.StatusCode.CANCELLED
 
@@ -161,7 +164,7 @@ class _Viewers:
 async def _run_viewers(conn, ready, spec: dict) -> None:
     credentials = channel_credentials(cli_credentials(Path(spec["cert_dir"]), "web"))
     request = host_pb2.SubscribeRequest(actor=common_pb2.ActorAssertion.FromString(spec["actor"]),
-                                        session_id=spec["session_id"],
+                                        session_id=spec["session_id"], max_envelopes=spec["max_envelopes"],
                                         resume_after=host_pb2.Cursor(epoch=1, sequence=0))
     viewers, channels, tasks = _Viewers(spec, ready), [], []
     for number in range(spec["viewers"]):
@@ -242,7 +245,7 @@ def _warm_up(address: str, cert_dir: Path, session, ready) -> float:
     return time.monotonic() - started
 
 
-def _start_viewers(sets: list[ServiceSet], cert_dir: Path, actor, session):
+def _start_viewers(sets: list[ServiceSet], cert_dir: Path, actor, session, max_envelopes: int):
     context = multiprocessing.get_context("spawn")  # no gRPC state inherited through fork
     ready = context.Value("i", 0)
     targets = [s.handles["host"].address for s in sets]
@@ -252,15 +255,15 @@ def _start_viewers(sets: list[ServiceSet], cert_dir: Path, actor, session):
         ours, theirs = context.Pipe()
         spec = {"cert_dir": str(cert_dir), "actor": actor.SerializeToString(), "session_id": session.session_id,
                 "viewers": mine, "total": EVENTS_PER_SECOND * FANOUT_SECONDS,
-                "targets": targets, "first_replica": number % len(targets)}
+                "targets": targets, "first_replica": number % len(targets), "max_envelopes": max_envelopes}
         process = context.Process(target=_viewer_process, args=(theirs, ready, spec), daemon=True)
         process.start()
         clients.append((process, ours))
     return clients, ready
 
 
-def _measure(sets: list[ServiceSet], cert_dir: Path, actor, session) -> dict:
-    clients, ready = _start_viewers(sets, cert_dir, actor, session)
+def _measure(sets: list[ServiceSet], cert_dir: Path, actor, session, max_envelopes: int) -> dict:
+    clients, ready = _start_viewers(sets, cert_dir, actor, session, max_envelopes)
     try:
         publisher = sets[0].handles["host"].address
         ready_seconds = _warm_up(publisher, cert_dir, session, ready)
@@ -339,24 +342,33 @@ def _open_session(address: str, cert_dir: Path, request_id: str):
 
 def bench_fanout(run_dir: Path, cert_dir: Path) -> list[dict]:
     def measure(sets: list[ServiceSet]) -> list[dict]:
-        actor, session = _open_session(sets[0].handles["host"].address, cert_dir, f"fanout-{len(sets)}")
         backend = sa.make_url(sets[0].extra_env["TESSERA_HOST_DATABASE_URL"]).get_backend_name()
-        return _fanout_results(_measure(sets, cert_dir, actor, session), len(sets), backend)
+        results = []
+        for max_envelopes in (MAX_ENVELOPES, 1) if len(sets) > 1 else (MAX_ENVELOPES,):
+            # A surface of its own per run: the viewers replay its journal from the start.
+            actor, session = _open_session(sets[0].handles["host"].address, cert_dir,
+                                           f"fanout-{len(sets)}-{max_envelopes}")
+            results += _fanout_results(_measure(sets, cert_dir, actor, session, max_envelopes), len(sets),
+                                       backend, max_envelopes)
+        return results
 
     return side_by_side(run_dir, cert_dir, ("host",), ("host",),
                         lambda url: {"TESSERA_HOST_DATABASE_URL": url, "TESSERA_LOG_LEVEL": "WARNING"}, measure,
                         lambda why: skipped(f"fanout_{VIEWERS}_viewers_p99_delivery_2_replicas", "ms", why))
 
 
-def _fanout_results(measured: dict, replicas: int, backend: str) -> list[dict]:
+def _fanout_results(measured: dict, replicas: int, backend: str, max_envelopes: int) -> list[dict]:
     latencies, missed = measured.pop("latencies"), measured["missed_events"]
-    detail = {"replicas": replicas, "database": backend, "viewers": VIEWERS, "deliveries": len(latencies),
+    detail = {"replicas": replicas, "database": backend, "viewers": VIEWERS, "max_envelopes_per_reply": max_envelopes,
+              "deliveries": len(latencies),
               **{key: value for key, value in measured.items() if key not in ("hosts", "ready_seconds")},
               "seconds_until_every_stream_was_live": measured["ready_seconds"], "host_replicas": measured["hosts"]}
-    suffix = f"{replicas}_replica" + ("s" if replicas > 1 else "")
+    suffix = f"{replicas}_replica" + ("s" if replicas > 1 else "") + (
+        "_one_envelope_per_reply" if max_envelopes == 1 else "")
     note = (f"{VIEWERS} host Subscribe streams on one surface, split over {replicas} host process(es) on one "
             f"{backend} database; {EVENTS_PER_SECOND} PublishIntentEvent commits/s (the broker's path) through the "
-            f"first for {FANOUT_SECONDS} s; latency = arrival at a viewer − start of the commit call; an event "
+            f"first for {FANOUT_SECONDS} s; a viewer that is behind gets up to {max_envelopes} envelope(s) per reply "
+            "(max_envelopes; web asks for 16); latency = arrival at a viewer − start of the commit call; an event "
             "is committed when its call was acknowledged or any viewer received it, and missed by a viewer that "
             f"had not received it when deliveries stopped ({QUIET_SECONDS:.0f} s without an arrival, at most "
             f"{DRAIN_SECONDS:.0f} s after the last commit call); a commit call has {COMMIT_TIMEOUT_SECONDS:.0f} s. "

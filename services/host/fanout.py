@@ -13,6 +13,7 @@ LISTEN connection reconnects.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from collections import deque
 from collections.abc import AsyncIterator, Sequence
@@ -35,7 +36,10 @@ RECONNECT_SECONDS = (0.2, 5.0)  # first and longest pause before the LISTEN conn
 class _Surface:
     epoch: int
     last: int  # the last journal sequence this replica has read
-    tail: deque = field(default_factory=lambda: deque(maxlen=TAIL_EVENTS))  # (epoch, sequence, response)
+    # (epoch, sequence, response) of the latest envelopes, consecutive sequences of one epoch
+    tail: deque = field(default_factory=lambda: deque(maxlen=TAIL_EVENTS))
+    # Batched responses by (epoch, first sequence, last sequence): viewers at the same position share one.
+    groups: dict = field(default_factory=dict)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     viewers: int = 0
@@ -103,9 +107,13 @@ class SurfaceFanout:
         self._wake(state)
         return True
 
-    async def stream(self, surface_id: str, epoch: int, after: int) -> AsyncIterator[host_pb2.SubscribeResponse]:
+    async def stream(self, surface_id: str, epoch: int, after: int,
+                     max_envelopes: int = 1) -> AsyncIterator[host_pb2.SubscribeResponse]:
         """Every envelope after (epoch, after), in order, once; `snapshot-required` when the epoch moves on.
 
+        With `max_envelopes` > 1, a subscriber that is behind gets up to that many envelopes per response
+        (the first in `envelope`, the rest in `following`): under load a response costs the replica far
+        more than an envelope, so a slow subscriber catches up in fewer of them.
         The caller has watched the surface and unwatches it when the stream ends.
         """
         state = self._surfaces[surface_id]
@@ -116,16 +124,36 @@ class SurfaceFanout:
                 epoch, after = state.epoch, 0
                 continue
             batch = await self._batch(surface_id, state, epoch, after)
-            for response in batch:
-                after = response.envelope.sequence
-                yield response
+            if max_envelopes > 1 and len(batch) > 1:
+                for start in range(0, len(batch), max_envelopes):
+                    response = self._group(state, batch[start:start + max_envelopes])
+                    after = batch[min(start + max_envelopes, len(batch)) - 1].envelope.sequence
+                    yield response
+            else:
+                for response in batch:
+                    after = response.envelope.sequence
+                    yield response
             if not batch:
                 await changed.wait()
+
+    @staticmethod
+    def _group(state: _Surface, group: list) -> host_pb2.SubscribeResponse:
+        """One response for consecutive envelopes, built once for every viewer at the same position."""
+        first, last = group[0].envelope, group[-1].envelope
+        key = (first.epoch, first.sequence, last.sequence)
+        response = state.groups.get(key)
+        if response is None:
+            if len(state.groups) >= TAIL_EVENTS:  # positions long passed: start over
+                state.groups.clear()
+            response = state.groups[key] = host_pb2.SubscribeResponse(
+                envelope=first, following=[r.envelope for r in group[1:]])
+        return response
 
     async def _batch(self, surface_id: str, state: _Surface, epoch: int, after: int) -> list:
         tail = state.tail
         if tail and tail[0][0] == epoch and tail[0][1] <= after + 1:
-            return [response for _, sequence, response in tail if sequence > after]
+            # Sequences in the tail are consecutive: where `after` ends is known without a scan.
+            return [response for _, _, response in itertools.islice(tail, after + 1 - tail[0][1], None)]
         if after >= state.last:
             return []
         # Behind the tail (a resumed cursor, a slow reader): this viewer reads the journal itself.
@@ -147,6 +175,7 @@ class SurfaceFanout:
                     envelope = host_pb2.SurfaceEnvelope.FromString(data)
                     if envelope.epoch != state.epoch:  # compacted: the new epoch starts with a snapshot
                         state.tail.clear()
+                        state.groups.clear()
                         state.epoch = envelope.epoch
                     state.tail.append((envelope.epoch, envelope.sequence,
                                        host_pb2.SubscribeResponse(envelope=envelope)))

@@ -40,6 +40,7 @@ from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2, host_pb2_grpc
 
 MAX_TEXT = 4_000
+MAX_ENVELOPES_PER_RESPONSE = 64  # a larger max_envelopes counts as this (host.proto)
 
 
 def _refuse(code: grpc.StatusCode, reason: str, message: str) -> TesseraError:
@@ -153,7 +154,8 @@ class HostService(host_pb2_grpc.HostServiceServicer):
                     after = cursor.sequence
                 else:  # a compacted epoch, or a cursor this journal never issued: never a silent gap
                     yield snapshot_required(surface_id, epoch, "the cursor is not in the current journal")
-            async for response in self._fanout.stream(surface_id, epoch, after):
+            batch = min(request.max_envelopes, MAX_ENVELOPES_PER_RESPONSE)
+            async for response in self._fanout.stream(surface_id, epoch, after, batch):
                 yield response
         finally:
             self._fanout.unwatch(surface_id)

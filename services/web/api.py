@@ -34,6 +34,7 @@ from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.host.v1 import host_pb2
 
 logger = logging.getLogger("tessera.web")
+SSE_BATCH = 16  # envelopes per host reply for a page that is behind (each still its own SSE event)
 MAX_REMEMBERED_SESSIONS = 10_000  # the oldest are forgotten (and simply reopened at the host)
 BODY_LIMITS = Limits(max_raw_bytes=64 * 1024, max_values=2_000)
 _HTTP = {grpc.StatusCode.INVALID_ARGUMENT: 400, grpc.StatusCode.UNAUTHENTICATED: 401,
@@ -194,7 +195,7 @@ class WebApi:
     async def surface_stream(self, request: Request) -> Response:
         session = await self._session(request)
         subscribe = host_pb2.SubscribeRequest(actor=self.assertions.current(), session_id=session.session_id,
-                                              surface_id=session.surface_id)
+                                              surface_id=session.surface_id, max_envelopes=SSE_BATCH)
         # The cursor is the host's own (each event's `id:`), so any replica resumes it exactly: the host
         # replays what follows it, or says snapshot-required. EventSource's Last-Event-ID is newer than
         # the `?after=` the page opened the stream with, so it wins.
@@ -206,8 +207,9 @@ class WebApi:
         async def events() -> AsyncIterator[str]:
             try:
                 async for reply in stream:
-                    envelope = reply.envelope
-                    yield _sse(_envelope(envelope), f"{envelope.epoch}:{envelope.sequence}")
+                    # A page that is behind gets several envelopes per reply; each is its own SSE event.
+                    yield "".join(_sse(_envelope(envelope), f"{envelope.epoch}:{envelope.sequence}")
+                                  for envelope in (reply.envelope, *reply.following))
             except grpc.aio.AioRpcError as exc:
                 if exc.code() != grpc.StatusCode.CANCELLED:
                     details = error_details(exc)

@@ -149,6 +149,13 @@ def test_freeze_commit_read_and_stream(channels, cert_dir):
                                                resume_after=host_pb2.Cursor(epoch=1, sequence=2)), timeout=10)
     assert next(resumed).envelope.sequence == 3
     resumed.cancel()
+    # A subscriber that asks for batches gets the same envelopes, up to max_envelopes per reply.
+    batched = stream(host_pb2.SubscribeRequest(actor=actor(cert_dir), session_id=session.session_id,
+                                               max_envelopes=2), timeout=10)
+    replies = [next(batched) for _ in range(2)]
+    batched.cancel()
+    assert [[e.sequence for e in (r.envelope, *r.following)] for r in replies] == [[1, 2], [3]]
+    assert [e for r in replies for e in (r.envelope, *r.following)] == received
     assert refused(lambda: next(stream(host_pb2.SubscribeRequest(
         actor=actor(cert_dir, "mallory"), session_id=session.session_id), timeout=10))) == (
         grpc.StatusCode.PERMISSION_DENIED, "SESSION_NOT_YOURS")

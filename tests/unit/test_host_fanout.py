@@ -142,6 +142,31 @@ def test_own_commits_join_the_tail_without_a_read_and_own_wake_ups_are_skipped()
     asyncio.run(scenario())
 
 
+def test_a_subscriber_behind_gets_batches_of_at_most_max_envelopes_in_order():
+    async def scenario():
+        journal = Journal()
+        journal.append("srf_a", 7)
+        fanout = SurfaceFanout(Db(journal), retention=10_000)
+        epoch, _ = await fanout.watch("srf_a")
+        replies = []
+        try:
+            async for response in fanout.stream("srf_a", epoch, 1, max_envelopes=4):
+                replies.append([e.sequence for e in (response.envelope, *response.following)])
+                if replies[-1][-1] == 7:
+                    break
+            one_each = []
+            async for response in fanout.stream("srf_a", epoch, 5):  # the default: one per reply
+                one_each.append([response.envelope.sequence, len(response.following)])
+                if response.envelope.sequence == 7:
+                    break
+        finally:
+            fanout.unwatch("srf_a")
+        assert replies == [[2, 3, 4, 5], [6, 7]]
+        assert one_each == [[6, 0], [7, 0]]
+
+    asyncio.run(scenario())
+
+
 def test_a_lost_notification_costs_latency_not_an_event():
     async def scenario():
         journal = Journal()
