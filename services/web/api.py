@@ -41,7 +41,9 @@ _HTTP = {grpc.StatusCode.INVALID_ARGUMENT: 400, grpc.StatusCode.UNAUTHENTICATED:
          grpc.StatusCode.PERMISSION_DENIED: 403, grpc.StatusCode.NOT_FOUND: 404,
          grpc.StatusCode.ALREADY_EXISTS: 409, grpc.StatusCode.ABORTED: 409,
          grpc.StatusCode.FAILED_PRECONDITION: 409, grpc.StatusCode.RESOURCE_EXHAUSTED: 429,
-         grpc.StatusCode.UNAVAILABLE: 503, grpc.StatusCode.DEADLINE_EXCEEDED: 504}
+         grpc.StatusCode.UNAVAILABLE: 503, grpc.StatusCode.DEADLINE_EXCEEDED: 504,
+         # Web never cancels its own calls this way: the peer cancelled it because it is stopping.
+         grpc.StatusCode.CANCELLED: 503}
 _CURSOR = re.compile(r"([0-9]{1,20}):([0-9]{1,20})")
 _WEB_FILLS = {"actor", "session_id", "surface_id"}  # never taken from a browser
 # The broker's refusals of a decision on an approval that already ended; their ErrorInfo metadata says how.
@@ -57,6 +59,9 @@ def _person_facing(exc: grpc.aio.AioRpcError) -> tuple[str, str]:
     if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
         return "SERVICE_UNAVAILABLE", ("a Tessera service this needs is not answering right now "
                                        "(it may be restarting); try again in a few seconds")
+    if exc.code() == grpc.StatusCode.CANCELLED:
+        return "SERVICE_STOPPED", ("a Tessera service this needs stopped while answering (it may be "
+                                   "restarting); try again in a few seconds")
     return exc.code().name, details.message or exc.code().name
 
 
