@@ -136,9 +136,9 @@ class Commands:
 
     async def _publish(self, session: Session, message: dict) -> tuple[int, int]:
         build = data_model_update(session.surface_id, message)
-        epoch, sequence = await self._db(self._db.store.append_events, session.surface_id, [build])
-        await self._fanout.published(session.surface_id, epoch, sequence)
-        return epoch, sequence
+        appended = await self._db(self._db.store.append_events, session.surface_id, [build])
+        await self._fanout.published(session.surface_id, appended)
+        return appended.epoch, appended.last
 
     async def _window(self, request, session, head, bound, reply) -> None:
         command = request.resource_window
@@ -245,13 +245,11 @@ class Commands:
         payload_json = MessageToJson(payload, preserving_proto_field_name=True, indent=None, sort_keys=True)
         build = envelope_builder(session.surface_id, field, payload, payload_json)
         payload_hash = hashlib.sha256(request.SerializeToString(deterministic=True)).hexdigest()
-        response, earlier = await self._db(self._db.store.publish_once, session.session_id,
-                                           f"event:{request.event_id}", payload_hash, session.surface_id, build)
-        reply = host_pb2.PublishIntentEventResponse.FromString(response)
-        if not earlier:
-            await asyncio.shield(self._fanout.published(session.surface_id, reply.cursor.epoch,
-                                                        reply.cursor.sequence))
-        return reply
+        response, appended = await self._db(self._db.store.publish_once, session.session_id,
+                                             f"event:{request.event_id}", payload_hash, session.surface_id, build)
+        if appended is not None:  # published now, not by an earlier send
+            await asyncio.shield(self._fanout.published(session.surface_id, appended))
+        return host_pb2.PublishIntentEventResponse.FromString(response)
 
 
 def _intent_event(request):

@@ -88,8 +88,8 @@ class Commits:
         rejected = host_pb2.Rejected(proposal_id=request.proposal_id, reason="proposal rejected",
                                      diagnostics=diagnostics)
         build = envelope_builder(session.surface_id, "rejected", rejected, canonical({"rejected": request.proposal_id}))
-        epoch, last = await self._db(self._db.store.append_events, session.surface_id, [build])
-        await asyncio.shield(self._fanout.published(session.surface_id, epoch, last))
+        appended = await self._db(self._db.store.append_events, session.surface_id, [build])
+        await asyncio.shield(self._fanout.published(session.surface_id, appended))
         return host_pb2.SubmitProposalResponse(outcome=host_pb2.PROPOSAL_OUTCOME_REJECTED,
                                                surface_id=session.surface_id, diagnostics=diagnostics)
 
@@ -125,7 +125,7 @@ class Commits:
                                                diagnostics=diagnostics)
 
     async def _after_commit(self, surface_id: str, committed: Committed) -> None:
-        await self._fanout.published(surface_id, committed.epoch, committed.last, committed.envelopes)
+        await self._fanout.published(surface_id, committed)
         if committed.dropped_grants:  # revoked here already; the gateway must refuse them too
             try:
                 await self._peers.resources.RevokeGrants(resources_pb2.RevokeGrantsRequest(

@@ -16,14 +16,14 @@ import asyncio
 import itertools
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import psycopg
 import sqlalchemy as sa
 
 from services.host.database import AsyncStore
-from services.host.store import WAKE_CHANNEL
+from services.host.store import READ_BATCH, WAKE_CHANNEL, Appended
 from shared.errors import TesseraError
 from tessera.host.v1 import host_pb2
 
@@ -79,28 +79,29 @@ class SurfaceFanout:
         if not state.viewers:  # the last viewer left: forget the surface's tail
             del self._surfaces[surface_id]
 
-    async def published(self, surface_id: str, epoch: int, last: int, envelopes: Sequence[bytes] = ()) -> None:
+    async def published(self, surface_id: str, appended: Appended) -> None:
         """This replica appended to the journal: compact past retention, then wake local subscribers.
 
-        `envelopes`, when given, are what was appended, ending at `last`: if the tail ends right before
-        them they join it without reading the journal back (the usual case: one commit at a time)."""
-        if last >= self._retention:
+        If the tail ends right before what was appended, it joins the tail without reading the journal
+        back (the usual case: one writer at a time)."""
+        if appended.last >= self._retention:
             await self._db(self._db.store.compact, surface_id, self._retention)
-        elif envelopes and await self._extend(surface_id, epoch, last - len(envelopes), envelopes):
+        elif await self._extend(surface_id, appended):
             return
         await self.refresh(surface_id)
 
-    async def _extend(self, surface_id: str, epoch: int, after: int, envelopes: Sequence[bytes]) -> bool:
+    async def _extend(self, surface_id: str, appended: Appended) -> bool:
         """Append committed envelopes that follow the tail directly; False when they do not follow it."""
         state = self._surfaces.get(surface_id)
         if state is None:
             return True  # nobody watches it here
+        after = appended.last - len(appended.envelopes)
         async with state.lock:
-            if state.epoch == epoch and state.last >= after + len(envelopes):
+            if state.epoch == appended.epoch and state.last >= appended.last:
                 return True  # a read of the journal has already brought them
-            if (state.epoch, state.last) != (epoch, after):
+            if (state.epoch, state.last) != (appended.epoch, after):
                 return False  # another commit came between: read the journal in order
-            for data in envelopes:
+            for data in appended.envelopes:
                 envelope = host_pb2.SurfaceEnvelope.FromString(data)
                 state.tail.append((envelope.epoch, envelope.sequence, host_pb2.SubscribeResponse(envelope=envelope)))
                 state.last = envelope.sequence
@@ -181,7 +182,7 @@ class SurfaceFanout:
                                        host_pb2.SubscribeResponse(envelope=envelope)))
                     state.last = envelope.sequence
                 moved = moved or bool(rows)
-                if len(rows) < 500:
+                if len(rows) < READ_BATCH:
                     break
         if moved:
             self._wake(state)

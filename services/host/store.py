@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -62,6 +62,7 @@ surface_events = sa.Table("surface_events", metadata, sa.Column("surface_id", sa
 PENDING = b""
 # The PostgreSQL channel that wakes host replicas; the payload is "<surface_id> <epoch> <sequence> <replica>".
 WAKE_CHANNEL = "tessera_surface"
+READ_BATCH = 500  # journal envelopes per read; a full batch means there may be more
 
 
 @dataclass(frozen=True)
@@ -105,12 +106,16 @@ class ProposalContext:
 
 
 @dataclass(frozen=True)
-class Committed:
-    revision_id: str
+class Appended:
     epoch: int
-    last: int  # the journal's last sequence after this commit
-    envelopes: list[bytes]  # what this commit appended to the journal, ending at `last`
-    dropped_grants: list[bytes]  # tokens of grants revoked because the new head no longer binds them
+    last: int  # the journal's last sequence after the append
+    envelopes: list[bytes]  # what was appended, ending at `last` (the fan-out takes them as they are)
+
+
+@dataclass(frozen=True)
+class Committed(Appended):
+    revision_id: str = ""
+    dropped_grants: list[bytes] = field(default_factory=list)  # revoked: the new head no longer binds them
 
 
 def new_id(prefix: str) -> str:
@@ -295,25 +300,18 @@ class HostStore:
                     raise RevisionConflict(self.head(surface_id))
             dropped = [] if keep_grants is None else self._revoke_outside(connection, surface_id, keep_grants, now)
             self._wake(connection, surface_id, epoch, sequence)
-        return Committed(revision_id, epoch, sequence, envelopes, dropped)
+        return Committed(epoch, sequence, envelopes, revision_id, dropped)
 
-    def append_events(self, surface_id: str, events: list) -> tuple[int, int]:
+    def append_events(self, surface_id: str, events: list) -> Appended:
         """Host events that change no revision (e.g. `rejected`), appended in their own transaction."""
-        for attempt in range(5):
-            try:
-                return self._append_events(surface_id, events)
-            except sa.exc.IntegrityError:
-                # Another writer took the same journal position first (PostgreSQL reads the
-                # head without a lock); read it again and retry.
-                if attempt == 4:
-                    raise
-        raise AssertionError("unreachable")
 
-    def _append_events(self, surface_id: str, events: list) -> tuple[int, int]:
-        with self.writer.begin() as connection:
-            return self._append_locked(connection, surface_id, events)
+        def append() -> Appended:
+            with self.writer.begin() as connection:
+                return self._append_locked(connection, surface_id, events)
 
-    def _append_locked(self, connection, surface_id: str, events: list) -> tuple[int, int]:
+        return _retried(append)
+
+    def _append_locked(self, connection, surface_id: str, events: list) -> Appended:
         """Append after the head row (created if missing) in `connection`'s transaction."""
         head = connection.execute(sa.select(branch_heads).where(branch_heads.c.surface_id == surface_id)
                                   .with_for_update()).first()
@@ -323,38 +321,36 @@ class HostStore:
             revision_id, epoch, sequence = "", 1, 0
         else:
             revision_id, epoch, sequence = head.revision_id, head.epoch, head.sequence
-        sequence = self._append(connection, surface_id, revision_id, epoch, sequence, events, time.time())
+        envelopes: list[bytes] = []
+        sequence = self._append(connection, surface_id, revision_id, epoch, sequence, events, time.time(), envelopes)
         connection.execute(branch_heads.update().where(branch_heads.c.surface_id == surface_id).values(
             sequence=sequence))
         self._wake(connection, surface_id, epoch, sequence)
-        return epoch, sequence
+        return Appended(epoch, sequence, envelopes)
 
     def publish_once(self, session_id: str, event_key: str, payload_hash: str, surface_id: str,
-                     build) -> tuple[bytes, bool]:
+                     build) -> tuple[bytes, Appended | None]:
         """Append one event and record its key in the same transaction: exactly once per key.
 
-        Returns (the PublishIntentEventResponse bytes, whether it was published earlier). The
-        head row lock orders concurrent senders, so the second one finds the first's record.
+        Returns (the PublishIntentEventResponse bytes, what was appended: None when it was published
+        earlier). The head row lock orders concurrent senders, so the second one finds the first's record.
         """
-        for attempt in range(5):
-            try:
-                with self.writer.begin() as connection:
-                    earlier = connection.execute(sa.select(commands.c.response).where(
-                        commands.c.session_id == session_id, commands.c.command_id == event_key)).scalar()
-                    if earlier:
-                        return earlier, True
-                    epoch, sequence = self._append_locked(connection, surface_id, [build])
-                    response = host_pb2.PublishIntentEventResponse(
-                        cursor=host_pb2.Cursor(epoch=epoch, sequence=sequence)).SerializeToString()
-                    connection.execute(commands.insert().values(
-                        command_id=event_key, session_id=session_id, payload_hash=payload_hash, response=response,
-                        created_at=time.time()))
-                    return response, False
-            except sa.exc.IntegrityError:
-                # A concurrent sender created the head row or the record first: look again.
-                if attempt == 4:
-                    raise
-        raise AssertionError("unreachable")
+
+        def publish() -> tuple[bytes, Appended | None]:
+            with self.writer.begin() as connection:
+                earlier = connection.execute(sa.select(commands.c.response).where(
+                    commands.c.session_id == session_id, commands.c.command_id == event_key)).scalar()
+                if earlier:
+                    return earlier, None
+                appended = self._append_locked(connection, surface_id, [build])
+                response = host_pb2.PublishIntentEventResponse(
+                    cursor=host_pb2.Cursor(epoch=appended.epoch, sequence=appended.last)).SerializeToString()
+                connection.execute(commands.insert().values(
+                    command_id=event_key, session_id=session_id, payload_hash=payload_hash, response=response,
+                    created_at=time.time()))
+                return response, appended
+
+        return _retried(publish)
 
     @staticmethod
     def _append(connection, surface_id, revision_id, epoch, sequence, events, now, appended=None) -> int:
@@ -488,7 +484,7 @@ class HostStore:
             connection.execute(sa.select(sa.func.pg_notify(WAKE_CHANNEL,
                                                            f"{surface_id} {epoch} {sequence} {self.replica}")))
 
-    def events_since(self, surface_id: str, epoch: int, sequence: int, limit: int = 500) -> list:
+    def events_since(self, surface_id: str, epoch: int, sequence: int, limit: int = READ_BATCH) -> list:
         """Envelopes after (epoch, sequence), a later epoch's included, in journal order."""
         after = sa.or_(sa.and_(surface_events.c.epoch == epoch, surface_events.c.sequence > sequence),
                        surface_events.c.epoch > epoch)
@@ -497,13 +493,25 @@ class HostStore:
                 surface_events.c.surface_id == surface_id, after).order_by(
                 surface_events.c.epoch, surface_events.c.sequence).limit(limit)).scalars())
 
-    def events_after(self, surface_id: str, epoch: int, sequence: int, limit: int = 500) -> list:
+    def events_after(self, surface_id: str, epoch: int, sequence: int, limit: int = READ_BATCH) -> list:
         with self.engine.connect() as connection:
             return list(connection.execute(sa.select(surface_events.c.envelope).where(
                 surface_events.c.surface_id == surface_id, surface_events.c.epoch == epoch,
                 surface_events.c.sequence > sequence).order_by(surface_events.c.sequence).limit(limit)).scalars())
 
 
+
+
+def _retried(write):
+    """Run a write transaction again when a concurrent writer took the same key first (two first
+    appends both creating a surface's head row, two senders of one event): the retry sees theirs."""
+    for attempt in range(5):
+        try:
+            return write()
+        except sa.exc.IntegrityError:
+            if attempt == 4:
+                raise
+    raise AssertionError("unreachable")
 
 
 def _is_revision_message(data: bytes) -> bool:
