@@ -20,7 +20,7 @@ from shared.errors import error_details
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.common.v1 import common_pb2
 from tests.fixtures.postgres import postgres_database
-from tests.fixtures.race import query
+from tests.fixtures.race import query, race
 from tests.integration.test_broker import Broker, flag, order, person, receipt_of, status_is, wait_for
 from tests.integration.test_tool_gate import world  # noqa: F401  (fixture: a pinned tool policy)
 
@@ -118,22 +118,17 @@ def test_twenty_decisions_across_two_replicas_run_the_effect_once(replicas, cert
     a, _, b, alice, receipt = _two_replicas_and_a_request(replicas, cert_dir, 71)
     version = order(warehouse, 71)[1]  # the warehouse is shared with other tests: count from here
     sha = _sha(a, alice, receipt)
-    outcomes: list = [None] * 20
 
     def send(index):  # odd ones retry one shared decision id, even ones are decisions of their own
         client = (a, b)[index % 2]
         decision_id = "shared-71" if index % 2 else f"own-71-{index}"
         try:
-            outcomes[index] = (decision_id, _decide(client, alice, receipt, sha, decision_id))
+            return decision_id, _decide(client, alice, receipt, sha, decision_id)
         except grpc.RpcError as exc:
             details = error_details(exc)
-            outcomes[index] = (decision_id, (details.code, details.reason, details.metadata))
+            return decision_id, (details.code, details.reason, details.metadata)
 
-    threads = [threading.Thread(target=send, args=(i,)) for i in range(20)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    outcomes = race(20, send)  # released together, across both replicas
     decided = [(d, o) for d, o in outcomes if isinstance(o, cap.DecideResponse) and not o.replayed]
     assert len(decided) == 1  # one decision recorded …
     winner, response = decided[0]

@@ -16,15 +16,14 @@ from shared.channels import sync_channel
 from shared.contracts import invoke
 from shared.errors import error_details
 from tessera.host.v1 import host_pb2
-from tests.fixtures.postgres import postgres_database
+from tests.fixtures.postgres import BACKENDS, database_url
 from tests.integration.test_host import _proposal, _turn_with_analysis, actor
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=BACKENDS)
 def own_host(request, cert_dir, tmp_path, running_set, service_env):
     """A compiler + host pair of its own (the shared set's resources sign the offers)."""
-    url = (f"sqlite:///{tmp_path / 'host.sqlite'}" if request.param == "sqlite"
-           else postgres_database(request, "tessera_host"))
+    url = database_url(request, tmp_path, "host")
     env = {**service_env, "TESSERA_HOST_DATABASE_URL": url,
            "TESSERA_RESOURCES_ADDR": running_set.handles["resources"].address}
     services = ServiceSet(cert_dir, tmp_path / "run", names=("compiler", "host"), ephemeral_ports=True,

@@ -15,13 +15,15 @@ import sqlalchemy as sa
 
 from cli.launcher import ServiceSet, check_health, cli_credentials, free_ports
 from shared.channels import sync_channel
-from shared.contracts import invoke
+from shared.contracts import invoke, invoke_stream
 from shared.errors import error_details
+from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2
 from tests.fixtures.forwarder import TcpForwarder
-from tests.fixtures.postgres import postgres_database
+from tests.fixtures.postgres import BACKENDS, database_url, postgres_database
 from tests.fixtures.race import query, race
-from tests.integration.test_host import _proposal, _turn_with_analysis, _window_request, actor
+from tests.integration.test_broker import wait_for
+from tests.integration.test_host import _committed_surface, _proposal, _window_request, actor
 
 RACERS = 8
 
@@ -65,10 +67,6 @@ class Clients:
     def as_channels(self, replica: int = 0):
         return lambda principal, service: self.channel(principal, service, replica)
 
-    def forget(self, replica: int) -> None:
-        for key in [k for k in self.opened if k[2] == replica and k[1] == "host"]:
-            self.opened.pop(key).close()
-
     def close(self) -> None:
         for channel in self.opened.values():
             channel.close()
@@ -92,11 +90,9 @@ def hosts(cert_dir, tmp_path, running_set, credentials, service_env):
             replica.stop()
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def database_url(request, tmp_path):
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'host.sqlite'}"
-    return postgres_database(request, "tessera_host")
+@pytest.fixture(params=BACKENDS)
+def host_database_url(request, tmp_path):
+    return database_url(request, tmp_path, "host")
 
 
 @pytest.fixture
@@ -105,15 +101,8 @@ def pg_url(request):
 
 
 def _committed(clients: Clients, cert_dir, replica: int = 0):
-    channels = clients.as_channels(replica)
-    session, turn, analysis = _turn_with_analysis(channels, cert_dir)
-    frozen = invoke(channels("agent", "host"), "host", "FreezeSlice", host_pb2.FreezeSliceRequest(
-        turn_id=turn.turn_id, resource_offers=[analysis.offer]))
-    view = json.loads(frozen.model_view_json)
-    committed = invoke(channels("agent", "host"), "host", "SubmitProposal", host_pb2.SubmitProposalRequest(
-        turn_id=turn.turn_id, slice_hash=frozen.slice_hash, proposal_json=json.dumps(_proposal(view)),
-        proposal_id="first"))
-    return session, turn, frozen, view, committed
+    """A session whose surface has a first revision, made through `replica`."""
+    return _committed_surface(clients.as_channels(replica), cert_dir)
 
 
 def _outcome(function):
@@ -140,9 +129,9 @@ def _notify(url: str, *payloads: str) -> None:
         engine.dispose()
 
 
-def test_racing_retries_of_a_command_take_effect_once(database_url, cert_dir, hosts):
+def test_racing_retries_of_a_command_take_effect_once(host_database_url, cert_dir, hosts):
     """Two replicas (SQLite: two connections of one process) get the same window command at once."""
-    clients = hosts([database_url] * (2 if database_url.startswith("postgresql") else 1))
+    clients = hosts([host_database_url] * (2 if host_database_url.startswith("postgresql") else 1))
     replicas = clients.replicas
     session, _, _, _, committed = _committed(clients, cert_dir)
     request = _window_request(cert_dir, session, committed.revision_id, "win-race")
@@ -156,15 +145,13 @@ def test_racing_retries_of_a_command_take_effect_once(database_url, cert_dir, ho
     assert len({(r.cursor.epoch, r.cursor.sequence) for r in replies}) == 1
     assert sum(not r.replayed for r in replies) == 1  # one ran the command; the others read its reply
     # One grant signed, one window published: the handler ran once.
-    assert _count(database_url, "SELECT count(*) FROM grants WHERE surface_id = :s", s=session.surface_id) == 1
-    assert _count(database_url, "SELECT count(*) FROM surface_events WHERE surface_id = :s",
+    assert _count(host_database_url, "SELECT count(*) FROM grants WHERE surface_id = :s", s=session.surface_id) == 1
+    assert _count(host_database_url, "SELECT count(*) FROM surface_events WHERE surface_id = :s",
                   s=session.surface_id) == replies[0].cursor.sequence
 
 
-def test_racing_resends_of_an_intent_event_publish_it_once(database_url, cert_dir, hosts):
-    from tessera.common.v1 import common_pb2
-
-    clients = hosts([database_url] * (2 if database_url.startswith("postgresql") else 1))
+def test_racing_resends_of_an_intent_event_publish_it_once(host_database_url, cert_dir, hosts):
+    clients = hosts([host_database_url] * (2 if host_database_url.startswith("postgresql") else 1))
     replicas = clients.replicas
     session = invoke(clients.channel("web", "host"), "host", "OpenSession", host_pb2.OpenSessionRequest(
         actor=actor(cert_dir), request_id="race"))
@@ -179,19 +166,16 @@ def test_racing_resends_of_an_intent_event_publish_it_once(database_url, cert_di
 
     replies = race(RACERS, _outcome(publish))
     assert {(r.cursor.epoch, r.cursor.sequence) for r in replies} == {(1, 1)}, replies
-    assert _count(database_url, "SELECT count(*) FROM surface_events WHERE surface_id = :s",
+    assert _count(host_database_url, "SELECT count(*) FROM surface_events WHERE surface_id = :s",
                   s=session.surface_id) == 1
 
 
 def _subscribe(clients: Clients, cert_dir, session, replica: int, after: host_pb2.Cursor | None = None,
                timeout: float = 60):
-    stream = clients.channel("web", "host", replica).unary_stream(
-        "/tessera.host.v1.HostService/Subscribe", request_serializer=host_pb2.SubscribeRequest.SerializeToString,
-        response_deserializer=host_pb2.SubscribeResponse.FromString)
     request = host_pb2.SubscribeRequest(actor=actor(cert_dir), session_id=session.session_id)
     if after is not None:
         request.resume_after.CopyFrom(after)
-    return stream(request, timeout=timeout)
+    return invoke_stream(clients.channel("web", "host", replica), "host", "Subscribe", request, timeout=timeout)
 
 
 class Reader(threading.Thread):
@@ -219,6 +203,8 @@ class Reader(threading.Thread):
 
 def _commit_chain(clients: Clients, cert_dir, turn, frozen, view, base: str, count: int, replica: int,
                   acknowledged: list, stop: threading.Event | None = None) -> None:
+    """Commit `count` revisions one on another through `replica`; (revision, time sent) of each goes into
+    `acknowledged` once the host answered."""
     with sync_channel(clients.address("host", replica), clients.credentials("agent"), "host") as channel:
         for index in range(count):
             if stop is not None and stop.is_set():
@@ -234,8 +220,6 @@ def _commit_chain(clients: Clients, cert_dir, turn, frozen, view, base: str, cou
 
 def _marker(clients: Clients, session, replica: int, event_id: str) -> host_pb2.Cursor:
     """A host event appended after everything else: its cursor is the journal's end."""
-    from tessera.common.v1 import common_pb2
-
     return invoke(clients.channel("capabilities", "host", replica), "host", "PublishIntentEvent",
                   host_pb2.PublishIntentEventRequest(
                       session_id=session.session_id, surface_id=session.surface_id, event_id=event_id,
@@ -258,7 +242,9 @@ def test_a_subscriber_on_b_sees_every_commit_made_through_a(pg_url, cert_dir, ho
     reader = Reader(_subscribe(clients, cert_dir, session, replica=1))
     reader.start()
     reader.wait_for(3)  # the first revision, read from the journal
-    _notify(pg_url, "srf_unknown 1 9", "not a position", "")  # B shrugs these off
+    # Unknown surfaces and empty payloads are ignored; an unreadable position of a watched surface makes B
+    # read the journal (nothing new): none of it may cost an event or add one.
+    _notify(pg_url, "srf_unknown 1 9", "", f"{session.surface_id} not-a-position")
     acknowledged: list = []
     _commit_chain(clients, cert_dir, turn, frozen, view, committed.revision_id, 15, 0, acknowledged)
     end = _marker(clients, session, 0, "end")
@@ -284,26 +270,34 @@ def test_kill_9_of_a_replica_mid_stream_the_subscriber_resumes_on_another(pg_url
         first = Reader(_subscribe(clients, cert_dir, session, replica=0))
         first.start()
         acknowledged: list = []
-        writer = threading.Thread(target=_commit_chain, args=(clients, cert_dir, turn, frozen, view,
-                                                              committed.revision_id, 200, 1, acknowledged, stop))
+        failures: list = []
+
+        def write() -> None:
+            try:
+                _commit_chain(clients, cert_dir, turn, frozen, view, committed.revision_id, 200, 1, acknowledged,
+                              stop)
+            except Exception as exc:  # reported below, not lost in the thread
+                failures.append(exc)
+
+        writer = threading.Thread(target=write)
         writer.start()
         first.wait_for(12)  # the writer, on B, is well under way
         os.kill(replicas[0].handles["host"].pid, signal.SIGKILL)
         first.join(timeout=30)
+        assert not first.is_alive() and first.error is not None  # A's stream ended with A
+        assert first.error.code() == grpc.StatusCode.UNAVAILABLE, first.error
         received = list(first.envelopes)
         cursor = host_pb2.Cursor(epoch=received[-1].epoch, sequence=received[-1].sequence)
         second = Reader(_subscribe(clients, cert_dir, session, replica=1, after=cursor))
         second.start()
-        deadline = time.monotonic() + 30
-        while len(acknowledged) < 20 and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_for(lambda: len(acknowledged) >= 20 or failures, 30, "20 commits on B after A died")
         stop.set()
         writer.join(timeout=60)
+        assert not writer.is_alive() and not failures, failures
         end = _marker(clients, session, 1, "end")
         second.wait_for(end.sequence)
         second.call.cancel()
         _assert_in_order_once(received + second.envelopes, end.sequence)
-        assert len(acknowledged) >= 20
     finally:
         stop.set()
 
@@ -327,10 +321,10 @@ def test_commits_racing_on_two_replicas_against_one_base_win_once(pg_url, cert_d
         base = winners[0]
 
 
-def _cut(forwarder: TcpForwarder, admin_url: str, application_name: str) -> None:
+def _cut(forwarder: TcpForwarder, database_url: str, application_name: str) -> None:
     """The database goes away for one replica: no new connections, and its open ones end."""
     forwarder.close()
-    engine = sa.create_engine(admin_url)
+    engine = sa.create_engine(database_url)
     try:
         with engine.connect() as connection:
             connection.execute(sa.text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
@@ -341,10 +335,8 @@ def _cut(forwarder: TcpForwarder, admin_url: str, application_name: str) -> None
 
 def _wait_health(replica: ServiceSet, expected: str, timeout: float = 60) -> None:
     credentials = cli_credentials(replica.cert_dir)
-    deadline = time.monotonic() + timeout
-    while (status := check_health(replica.handles["host"], credentials)) != expected:
-        assert time.monotonic() < deadline, f"host health stayed {status}, expected {expected}"
-        time.sleep(0.1)
+    wait_for(lambda: check_health(replica.handles["host"], credentials) == expected, timeout,
+             f"the host's health becoming {expected}")
 
 
 def test_a_replica_that_loses_its_database_refuses_then_rejoins_without_a_restart(

@@ -14,20 +14,15 @@ from services.capabilities.publisher import HostPublisher
 from services.capabilities.store import BrokerStore, engine_for, migrate
 from tessera.capabilities.v1 import capabilities_pb2
 from tessera.common.v1 import common_pb2
-from tests.fixtures.postgres import postgres_database
+from tests.fixtures.postgres import BACKENDS, database_url, postgres_database
 from tests.fixtures.race import race
 
 REPLICAS = 4
 
 
-def _url(request, tmp_path, kind: str) -> str:
-    return f"sqlite:///{tmp_path / 'broker.sqlite'}" if kind == "sqlite" else \
-        postgres_database(request, "tessera_claims")
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=BACKENDS)
 def engine(request, tmp_path):
-    engine = engine_for(_url(request, tmp_path, request.param))
+    engine = engine_for(database_url(request, tmp_path, "claims"))
     migrate(engine)
     yield engine
     engine.dispose()

@@ -13,16 +13,12 @@ import sqlalchemy as sa
 from services.capabilities.store import BrokerStore, engine_for, migrate
 from shared.errors import TesseraError
 from tessera.common.v1 import common_pb2
-from tests.fixtures.postgres import postgres_database
+from tests.fixtures.postgres import BACKENDS, database_url
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=BACKENDS)
 def store(request, tmp_path):
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'broker.sqlite'}"
-    else:
-        url = postgres_database(request, "tessera_broker")
-    engine = engine_for(url)
+    engine = engine_for(database_url(request, tmp_path, "broker"))
     migrate(engine)
     yield BrokerStore(engine)
     engine.dispose()

@@ -8,16 +8,14 @@ import pytest
 
 from services.host import bindings
 from services.host.bindings import Binding
-from services.host.store import HostStore, engine_for, migrate
-from tests.fixtures.postgres import postgres_database
+from services.host.store import HostStore, commands, engine_for, migrate
+from tests.fixtures.postgres import BACKENDS, database_url
 from tests.fixtures.race import race
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=BACKENDS)
 def store(request, tmp_path):
-    url = (f"sqlite:///{tmp_path / 'host.sqlite'}" if request.param == "sqlite"
-           else postgres_database(request, "tessera_host_claims"))
-    engine = engine_for(url)
+    engine = engine_for(database_url(request, tmp_path, "host_claims"))
     migrate(engine)
     yield HostStore(engine)
     engine.dispose()
@@ -43,6 +41,14 @@ def test_a_claim_is_finished_released_or_taken_over(store):
     assert store.claim_command("ses_1", "b", "h", lease=0).status == "claimed"
     assert store.claim_command("ses_1", "b", "h", lease=60).status == "pending"
     assert store.claim_command("ses_2", "b", "h", lease=60).status == "claimed"  # ids are per session
+
+
+def test_racing_callers_take_over_a_dead_claim_once(store):
+    assert store.claim_command("ses_1", "c", "h", lease=60).status == "claimed"
+    with store.writer.begin() as connection:  # its replica died long ago
+        connection.execute(commands.update().values(created_at=commands.c.created_at - 1_000))
+    outcomes = race(8, lambda _: store.claim_command("ses_1", "c", "h", lease=60).status)
+    assert sorted(outcomes) == ["claimed"] + ["pending"] * 7
 
 
 def test_bindings_keep_their_stored_form():

@@ -8,6 +8,7 @@ import pytest
 
 from services.host import fanout as fanout_module
 from services.host.fanout import SurfaceFanout
+from services.host.store import Appended
 from tessera.host.v1 import host_pb2
 
 
@@ -20,11 +21,12 @@ class Journal:
         self.entries: list[tuple[str, int, int]] = []  # (surface, epoch, sequence)
         self.reads = 0
 
-    def append(self, surface_id: str, count: int = 1, epoch: int = 1) -> tuple[int, int]:
+    def append(self, surface_id: str, count: int = 1, epoch: int = 1) -> Appended:
         last = max((s for f, e, s in self.entries if f == surface_id and e == epoch), default=0)
         for sequence in range(last + 1, last + count + 1):
             self.entries.append((surface_id, epoch, sequence))
-        return epoch, last + count
+        return Appended(epoch, last + count, [self._envelope(surface_id, epoch, sequence)
+                                              for sequence in range(last + 1, last + count + 1)])
 
     def _envelope(self, surface_id, epoch, sequence) -> bytes:
         return host_pb2.SurfaceEnvelope(surface_id=surface_id, epoch=epoch, sequence=sequence).SerializeToString()
@@ -86,7 +88,8 @@ def test_many_viewers_cost_one_read_per_change():
         await _until(lambda: fanout._surfaces.get("srf_a") and fanout._surfaces["srf_a"].viewers == 50)
         reads = journal.reads
         for _ in range(4):
-            await fanout.published("srf_a", *journal.append("srf_a"))
+            journal.append("srf_a")  # committed on another replica
+            await fanout.refresh("srf_a")  # what its wake-up does
         await asyncio.gather(*viewers)
         assert all(s == [(1, n, None) for n in (4, 5, 6, 7)] for s in seen)
         assert journal.reads - reads == 4  # one read per change for all 50 viewers
@@ -108,12 +111,17 @@ def test_notifications_wake_known_surfaces_only():
         fanout.notified("srf_a 1 0")  # a position this replica has already read: nothing to do
         await asyncio.sleep(0)
         assert journal.reads == reads
+        fanout.notified("srf_a not-a-position")  # unreadable, for a watched surface: read to be sure
+        await _until(lambda: journal.reads == reads + 1)
+        assert seen == []  # nothing new was there
         journal.append("srf_a", 2)  # committed "on another replica"
         fanout.notified("srf_a 1 2")
         await asyncio.wait_for(viewer, 10)
         assert [s for _, s, _ in seen] == [1, 2]
+        assert journal.reads == reads + 2
         fanout.notified("srf_a not-a-position")  # unreadable, for a surface nobody watches any more
-        assert journal.reads == reads + 1
+        await asyncio.sleep(0)
+        assert journal.reads == reads + 2
 
     asyncio.run(scenario())
 
@@ -126,15 +134,15 @@ def test_own_commits_join_the_tail_without_a_read_and_own_wake_ups_are_skipped()
         viewer = asyncio.create_task(_collect(fanout, "srf_a", 0, 4, seen))
         await _until(lambda: "srf_a" in fanout._surfaces)
         reads = journal.reads
-        epoch, last = journal.append("srf_a", 2)  # committed here
-        fanout.notified(f"srf_a {epoch} {last} {journal.replica}")  # our own wake-up: nothing to read
+        ours = journal.append("srf_a", 2)  # committed here
+        fanout.notified(f"srf_a {ours.epoch} {ours.last} {journal.replica}")  # our own wake-up: nothing to read
         await asyncio.sleep(0)
         assert journal.reads == reads
-        await fanout.published("srf_a", epoch, last, [journal._envelope("srf_a", epoch, s) for s in (1, 2)])
+        await fanout.published("srf_a", ours)
         assert journal.reads == reads  # the tail ended right before them: appended as committed
         journal.append("srf_a", 1)  # another replica's commit, not heard yet
-        epoch, last = journal.append("srf_a", 1)  # then ours: it does not follow the tail
-        await fanout.published("srf_a", epoch, last, [journal._envelope("srf_a", epoch, last)])
+        ours = journal.append("srf_a", 1)  # then ours: it does not follow the tail
+        await fanout.published("srf_a", ours)
         assert journal.reads == reads + 1  # so the journal is read, in order
         await asyncio.wait_for(viewer, 10)
         assert [s for _, s, _ in seen] == [1, 2, 3, 4]

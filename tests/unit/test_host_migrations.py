@@ -6,14 +6,12 @@ import pytest
 import sqlalchemy as sa
 
 from services.host.store import HostStore, engine_for, migrate
-from tests.fixtures.postgres import postgres_database
+from tests.fixtures.postgres import BACKENDS, database_url
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=BACKENDS)
 def url(request, tmp_path):
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'host.sqlite'}"
-    return postgres_database(request, "tessera_migrations")
+    return database_url(request, tmp_path, "migrations")
 
 
 def test_upgrading_a_database_with_data_keeps_it(url):

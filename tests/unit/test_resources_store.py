@@ -14,18 +14,16 @@ from cli.launcher import free_ports
 from services.resources.planner import OutputColumn
 from services.resources.store import ResourceStore, StoreUnavailable, engine_for, migrate, open_store
 from shared.errors import TesseraError
-from tests.fixtures.postgres import postgres_database
+from tests.fixtures.postgres import BACKENDS, database_url, postgres_database
 from tests.resources.store_outage import allow_connections
 
 DAY = 86_400.0
 COLUMNS = [OutputColumn(id="channel", label="Channel", type="string", role="dimension", semantic_id="fld_x")]
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=BACKENDS)
 def url(request, tmp_path):
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'results.sqlite'}"
-    return postgres_database(request, "tessera_resources")
+    return database_url(request, tmp_path, "resources")
 
 
 @pytest.fixture
