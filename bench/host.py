@@ -32,7 +32,7 @@ EVENTS_PER_SECOND = 50
 FANOUT_SECONDS = 5
 
 
-def _percentile(samples: list[float], q: float) -> float:
+def percentile(samples: list[float], q: float) -> float:
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
@@ -99,7 +99,7 @@ def bench_commit(services: ServiceSet, cert_dir: Path, actor, turn, frozen) -> l
                 submit_ms.append(elapsed)
                 compile_ms.append((time.perf_counter() - started) * 1000)
     compile_p50 = statistics.median(compile_ms)
-    p50, p99 = statistics.median(submit_ms), _percentile(submit_ms, 0.99)
+    p50, p99 = statistics.median(submit_ms), percentile(submit_ms, 0.99)
     return [
         {"name": "host_commit_publish_32_blocks_p50", "value": round(p50, 2), "unit": "ms",
          "baseline": round(compile_p50, 2), "ratio": round(p50 / compile_p50, 3),
@@ -177,7 +177,7 @@ def bench_fanout(services: ServiceSet, cert_dir: Path, actor, session, turn, fro
         asyncio.run(subscribers())
     finally:
         thread.join()
-    p99 = _percentile(latencies, 0.99)
+    p99 = percentile(latencies, 0.99)
     return {"name": "host_stream_fanout_p99_delivery", "value": round(p99, 1), "unit": "ms",
             "baseline": round(statistics.median(latencies), 1), "ratio": None,
             "deliveries": len(latencies),
