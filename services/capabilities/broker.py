@@ -314,7 +314,8 @@ class Broker:
 
     async def list_tools(self, session_id: str) -> dict[str, ToolState]:
         """The session's tools: fetched and hashed afresh when the session starts (its first listing or
-        call), then the same view for every turn of it."""
+        call), then the same view for every turn of it, except that a tool this replica has seen drift
+        since is denied (mcp_gate.ToolGate)."""
         if not session_id:
             raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "SESSION_REQUIRED", "session_id is required")
         return await self.gate.session(session_id)

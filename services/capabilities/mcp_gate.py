@@ -6,6 +6,13 @@ list is fetched afresh and each tool's description and input schema are hashed
 and compared with the reviewed pins: unlisted → denied, changed → drifted
 (denied, with an alert), missing or unreachable → unavailable. The model only
 ever gets `server.tool` ids and our reviewed descriptions.
+
+A session keeps the view surveyed at its start, with one exception: a tool
+this process has seen drift (in any survey) is denied in every session from
+then on, also in those surveyed before, until it is re-pinned (which takes a
+restart). Each replica surveys its own servers and is not told of another's
+findings: it sees a change at its next survey (a session start, ReviewTools,
+an approved mutation about to run).
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ import json
 import logging
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -226,6 +233,10 @@ class ToolGate:
                             for name, rule in policy.policy.servers.items()}
         self._sessions: OrderedDict[str, dict[str, ToolState]] = OrderedDict()
         self._alerted: set[tuple[str, str]] = set()
+        # Tools any survey of this process found changed since review. Without this, a session surveyed
+        # before the change kept its "available" view and went on calling the changed tool, while the same
+        # process denied it (and alerted) for every session started after.
+        self._drifted: set[str] = set()
 
     def _judge(self, server: str, rule: ServerRule, offered: dict[str, mcp_types.Tool]) -> dict[str, ToolState]:
         states = {}
@@ -246,6 +257,7 @@ class ToolGate:
                 state.availability, state.reason = cap.TOOL_AVAILABILITY_DENIED, "NOT_REVIEWED"
             elif changed:
                 state.availability, state.reason = cap.TOOL_AVAILABILITY_DRIFTED, "DRIFT"
+                self._drifted.add(tool_id)
                 key = (tool_id, digest([state.description, state.input_schema]))
                 if key not in self._alerted:
                     self._alerted.add(key)
@@ -276,7 +288,15 @@ class ToolGate:
         for found, extra in results:
             states.update(found)
             unlisted += extra
-        return states, unlisted
+        return self._deny_drifted(states), unlisted
+
+    def _deny_drifted(self, states: dict[str, ToolState]) -> dict[str, ToolState]:
+        """`states` with every tool this process has seen drift marked drifted: drift, once seen, holds for
+        every session (and survey) until re-pinned, even if the server changes back. Only ever denies."""
+        if not self._drifted.intersection(states):
+            return states
+        return {tool_id: replace(state, availability=cap.TOOL_AVAILABILITY_DRIFTED, reason="DRIFT", contract=None)
+                if tool_id in self._drifted and state.available else state for tool_id, state in states.items()}
 
     async def start_session(self, session_id: str) -> dict[str, ToolState]:
         """A session's view of the tools: fetched and hashed afresh, never from an earlier session."""
@@ -289,7 +309,7 @@ class ToolGate:
 
     async def session(self, session_id: str) -> dict[str, ToolState]:
         found = self._sessions.get(session_id)
-        return found if found is not None else await self.start_session(session_id)
+        return self._deny_drifted(found) if found is not None else await self.start_session(session_id)
 
     async def call(self, tool_id: str, arguments: dict) -> mcp_types.CallToolResult:
         server, _, tool = tool_id.partition(".")
