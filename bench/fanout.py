@@ -107,54 +107,66 @@ def skipped(name: str, unit: str, why: str) -> dict:
 
 
 class _Viewers:
-    """One client process's share of viewers: what each saw, when."""
+    """One client process's share of viewers: what each received, when.
+
+    While deliveries flow a viewer only keeps each reply's bytes and arrival time (and looks at its last
+    envelope, to know when it has everything): the client processes share the 2 cores with the hosts, so
+    the analysis (order, duplicates, first arrivals) waits until the timed phase is over."""
 
     def __init__(self, spec: dict, ready) -> None:
         self.spec, self.ready, self.total = spec, ready, spec["total"]
-        self.counts = [bytearray(self.total) for _ in range(spec["viewers"])]
-        self.indexes, self.arrivals, self.viewers = array("i"), array("d"), array("i")  # one per first arrival
-        self.out_of_order = self.errors = self.snapshots = 0
+        self.final = f"fan-{self.total - 1}"  # the last timed event: events arrive in journal order
+        self.received: list[list] = [[] for _ in range(spec["viewers"])]  # per viewer: (arrival, reply bytes)
+        self.errors = 0
         self.calls: list = []
         self.last_arrival = time.monotonic()
         self.replicas: list[int] = []  # per viewer: the host replica (0-based) it watches
 
-    async def watch(self, stub, number: int, request) -> None:
-        counts, unique, last, first = self.counts[number], 0, 0, True
-        call = stub(request)
+    async def watch(self, subscribe, number: int, request) -> None:
+        received, waiting = self.received[number], True
+        call = subscribe(request)
         self.calls.append(call)
         try:
-            async for response in call:
-                now = time.time()
-                for envelope in (response.envelope, *response.following):
-                    if envelope.WhichOneof("payload") == "snapshot_required":
-                        self.snapshots += 1
-                        continue
-                    self.out_of_order += envelope.sequence <= last
-                    last = envelope.sequence
-                    if first:  # registered on the server: it delivers
-                        first = False
-                        with self.ready.get_lock():
-                            self.ready.value += 1
-                    intent = envelope.action_status.intent_id
-                    if intent.startswith("fan-"):
-                        self.last_arrival = time.monotonic()
-                        index = int(intent[4:])
-                        if not counts[index]:  # a duplicate is counted, not timed
-                            unique += 1
-                            self.indexes.append(index)
-                            self.arrivals.append(now)
-                            self.viewers.append(number)
-                        counts[index] += 1
-                if unique == self.total:
+            async for data in call:
+                received.append((time.time(), data))
+                self.last_arrival = time.monotonic()
+                if waiting:  # the first reply: it is registered on the server and delivers
+                    waiting = False
+                    with self.ready.get_lock():
+                        self.ready.value += 1
+                response = host_pb2.SubscribeResponse.FromString(data)
+                last = response.following[-1] if response.following else response.envelope
+                if last.action_status.intent_id == self.final:
                     return
         except grpc.aio.AioRpcError as exc:
             self.errors += exc.code() != grpc.StatusCode.CANCELLED
 
     def report(self) -> dict:
         """What arrived (first arrivals: event index and wall time) and how often, per viewer."""
-        return {"indexes": self.indexes.tobytes(), "arrivals": self.arrivals.tobytes(), "counts": self.counts,
-                "viewers": self.viewers.tobytes(), "replicas": self.replicas,
-                "out_of_order": self.out_of_order, "errors": self.errors, "snapshots": self.snapshots}
+        counts = [bytearray(self.total) for _ in self.received]
+        indexes, arrivals, viewers = array("i"), array("d"), array("i")  # one per first arrival
+        out_of_order = snapshots = 0
+        for number, received in enumerate(self.received):
+            mine, last = counts[number], 0
+            for arrived, data in received:
+                response = host_pb2.SubscribeResponse.FromString(data)
+                for envelope in (response.envelope, *response.following):
+                    if envelope.WhichOneof("payload") == "snapshot_required":
+                        snapshots += 1
+                        continue
+                    out_of_order += envelope.sequence <= last
+                    last = envelope.sequence
+                    intent = envelope.action_status.intent_id
+                    if intent.startswith("fan-"):
+                        index = int(intent[4:])
+                        if not mine[index]:  # a duplicate is counted, not timed
+                            indexes.append(index)
+                            arrivals.append(arrived)
+                            viewers.append(number)
+                        mine[index] += 1
+        return {"indexes": indexes.tobytes(), "arrivals": arrivals.tobytes(), "counts": counts,
+                "viewers": viewers.tobytes(), "replicas": self.replicas,
+                "out_of_order": out_of_order, "errors": self.errors, "snapshots": snapshots}
 
 
 async def _run_viewers(conn, ready, spec: dict) -> None:
@@ -169,8 +181,10 @@ async def _run_viewers(conn, ready, spec: dict) -> None:
             target = spec["targets"][replica]
             channels.append(grpc.aio.secure_channel(target, credentials, options=[
                 ("grpc.use_local_subchannel_pool", 1), ("tessera.bench.channel", len(channels))]))
-            stub = host_pb2_grpc.HostServiceStub(channels[-1]).Subscribe
-        tasks.append(asyncio.create_task(viewers.watch(stub, number, request)))
+            # Replies as bytes: parsed after the timed phase (_Viewers.report).
+            subscribe = channels[-1].unary_stream("/tessera.host.v1.HostService/Subscribe",
+                                                  request_serializer=host_pb2.SubscribeRequest.SerializeToString)
+        tasks.append(asyncio.create_task(viewers.watch(subscribe, number, request)))
         viewers.replicas.append(replica)
     loop = asyncio.get_running_loop()
     await loop.run_in_executor(None, conn.recv)  # the timed phase starts

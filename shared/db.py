@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import select
 import zlib
 from pathlib import Path
 
@@ -49,7 +50,38 @@ def engine_for(url: str) -> sa.Engine:
                 connection.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
-    return sa.create_engine(parsed, pool_pre_ping=True)
+    if parsed.get_backend_name() != "postgresql":
+        return sa.create_engine(parsed, pool_pre_ping=True)
+    engine = sa.create_engine(parsed)
+    # Instead of pool_pre_ping (a round trip per checkout): a pooled connection the server closed,
+    # terminated or restarted under has something to read (its FATAL message, EOF) while it sits idle.
+    sa.event.listen(engine, "checkout", _check_idle_connection)
+    return engine
+
+
+def reads(engine: sa.Engine) -> sa.Engine:
+    """`engine` for single-statement reads: on PostgreSQL they run without a transaction, which spares the
+    BEGIN and ROLLBACK round trips and sees what one statement in a transaction would (its own snapshot)."""
+    if engine.dialect.name != "postgresql":
+        return engine
+    return engine.execution_options(isolation_level="AUTOCOMMIT")
+
+
+def _check_idle_connection(dbapi_connection, _record, _proxy) -> None:
+    """A pooled PostgreSQL connection is usable unless it is closed or its socket has something to read:
+    an idle connection gets nothing unasked but the server's last words (FATAL on shutdown, termination or
+    an idle timeout) or EOF. Such a connection is replaced, like a failed pre-ping, and so are the others
+    checked in before it; a server that still does not answer then fails the checkout (the caller reports
+    the database unavailable). Costs no round trip. A rare harmless message (a NOTICE) costs a reconnect."""
+    if dbapi_connection.closed or getattr(dbapi_connection, "broken", False):
+        raise sa.exc.InvalidatePoolError("the connection is closed")
+    poller = select.poll()
+    try:
+        poller.register(dbapi_connection.fileno(), select.POLLIN | select.POLLPRI)
+    except Exception as exc:  # no socket to look at (psycopg: "the connection is lost")
+        raise sa.exc.InvalidatePoolError(str(exc)) from None
+    if poller.poll(0):
+        raise sa.exc.InvalidatePoolError("the server spoke to (or closed) an idle connection")
 
 
 def migrate(engine: sa.Engine, migrations: Path, target: str = "head") -> None:

@@ -21,6 +21,7 @@ from services.host import bindings as binding_store
 from services.host.bindings import Binding
 from services.host.database import AsyncStore
 from services.host.envelopes import data_model_update, envelope_builder
+from services.host.event_batches import EventBatches
 from services.host.fanout import SurfaceFanout
 from services.host.peers import Peers, broker_refusal, peer
 from services.host.store import CommandClaim, Session
@@ -52,6 +53,7 @@ class Commands:
         self._fanout = fanout
         self._peers = peers
         self._grant_key = grant_key
+        self._events = EventBatches(db, fanout)
 
     # --- SendCommand -------------------------------------------------------------
 
@@ -245,10 +247,8 @@ class Commands:
         payload_json = MessageToJson(payload, preserving_proto_field_name=True, indent=None, sort_keys=True)
         build = envelope_builder(session.surface_id, field, payload, payload_json)
         payload_hash = hashlib.sha256(request.SerializeToString(deterministic=True)).hexdigest()
-        response, appended = await self._db(self._db.store.publish_once, session.session_id,
-                                             f"event:{request.event_id}", payload_hash, session.surface_id, build)
-        if appended is not None:  # published now, not by an earlier send
-            await asyncio.shield(self._fanout.published(session.surface_id, appended))
+        response = await self._events.publish(session.session_id, session.surface_id, f"event:{request.event_id}",
+                                              payload_hash, build)
         return host_pb2.PublishIntentEventResponse.FromString(response)
 
 

@@ -19,6 +19,9 @@ class HostSettings(ServiceSettings):
     journal_retention: int = Field(default=10_000, ge=10, le=1_000_000)
     # Watched surfaces are re-read this often even without a wake-up: a lost NOTIFY costs this much latency.
     safety_reread_seconds: float = Field(default=5.0, gt=0, le=3_600)
+    # Subscribers of a surface are woken at most once per this many milliseconds: a change after a quiet
+    # spell is sent at once, a burst goes out in batches (0: every change wakes them).
+    wake_interval_ms: float = Field(default=50.0, ge=0, le=1_000)
 
     @model_validator(mode="after")
     def _defaults(self) -> HostSettings:

@@ -8,11 +8,17 @@ and on PostgreSQL a commit on any replica NOTIFYs the others (sent inside the co
 transaction, so only committed work wakes anyone). A lost notification costs latency,
 never an event: every watched surface is re-read every `safety_seconds` and after the
 LISTEN connection reconnects.
+
+Waking costs the replica per reply, not per envelope, so subscribers are woken at most once per wake
+interval (a change after a quiet spell at once), a slice at a time, and the interval stretches while a
+round of wake-ups takes more than half of it: under a burst each viewer gets everything new in one reply,
+and commits, which share the event loop, keep their turn.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 from collections import deque
@@ -29,6 +35,7 @@ from tessera.host.v1 import host_pb2
 
 logger = logging.getLogger("tessera.host.fanout")
 TAIL_EVENTS = 1_000
+WAKE_SLICE = 32  # subscribers woken per event loop turn
 RECONNECT_SECONDS = (0.2, 5.0)  # first and longest pause before the LISTEN connection is opened again
 
 
@@ -40,17 +47,22 @@ class _Surface:
     tail: deque = field(default_factory=lambda: deque(maxlen=TAIL_EVENTS))
     # Batched responses by (epoch, first sequence, last sequence): viewers at the same position share one.
     groups: dict = field(default_factory=dict)
-    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    changes: int = 0  # how often subscribers were woken: one that saw this number change missed no wake-up
+    waiters: list = field(default_factory=list)  # futures of the subscribers waiting for the next wake-up
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     viewers: int = 0
+    woken_at: float = float("-inf")  # loop time subscribers were last woken
+    round_seconds: float = 0.0  # how long waking all of them took last time
+    wake_later: asyncio.TimerHandle | None = None  # a wake-up held back to the end of the interval
 
 
 class SurfaceFanout:
     def __init__(self, db: AsyncStore, retention: int, listen_url: str | None = None,
-                 safety_seconds: float = 5.0) -> None:
+                 safety_seconds: float = 5.0, wake_interval: float = 0.0) -> None:
         self._db = db
         self._retention = retention
         self._safety_seconds = safety_seconds
+        self._wake_interval = wake_interval
         self._listen_url = listen_url  # PostgreSQL: wake-ups from other replicas
         self._surfaces: dict[str, _Surface] = {}
         self._scheduled: set[str] = set()
@@ -78,6 +90,8 @@ class SurfaceFanout:
         state.viewers -= 1
         if not state.viewers:  # the last viewer left: forget the surface's tail
             del self._surfaces[surface_id]
+            if state.wake_later is not None:
+                state.wake_later.cancel()
 
     async def published(self, surface_id: str, appended: Appended) -> None:
         """This replica appended to the journal: compact past retention, then wake local subscribers.
@@ -119,7 +133,7 @@ class SurfaceFanout:
         """
         state = self._surfaces[surface_id]
         while True:
-            changed = state.changed  # taken first: a refresh during the reads below is not missed
+            seen = state.changes  # taken first: a wake-up during the reads below is not missed
             if epoch != state.epoch:  # the journal was compacted under us
                 yield snapshot_required(surface_id, state.epoch, "the journal moved to a new epoch")
                 epoch, after = state.epoch, 0
@@ -134,8 +148,10 @@ class SurfaceFanout:
                 for response in batch:
                     after = response.envelope.sequence
                     yield response
-            if not batch:
-                await changed.wait()
+            if not batch or state.wake_later is not None:
+                # Nothing new, or more is due at the end of the wake interval: take it then, in one reply. A
+                # viewer that kept pulling would send a reply per change however busy the replica is.
+                await self._next_wake(state, seen)
 
     @staticmethod
     def _group(state: _Surface, group: list) -> host_pb2.SubscribeResponse:
@@ -187,10 +203,42 @@ class SurfaceFanout:
         if moved:
             self._wake(state)
 
+    def _wake(self, state: _Surface) -> None:
+        """Wake the surface's subscribers at once, or at the end of the wake interval if they were woken less
+        than an interval ago. A change after a quiet spell goes out immediately; under a burst every viewer
+        wakes at most once per interval and takes everything new in one reply (when it asked for batches),
+        which costs the replica per reply rather than per envelope (§6)."""
+        if state.wake_later is not None:
+            return  # already due: it will take this change too
+        loop = asyncio.get_running_loop()
+        # A replica whose wake-ups take more than half the interval (many viewers, a busy loop) waits longer:
+        # its commits, queued in the same event loop, keep at least half of it.
+        due = state.woken_at + max(self._wake_interval, 2 * state.round_seconds)
+        if loop.time() >= due:
+            self._wake_now(state)
+        else:
+            state.wake_later = loop.call_at(due, self._wake_now, state)
+
     @staticmethod
-    def _wake(state: _Surface) -> None:
-        state.changed.set()
-        state.changed = asyncio.Event()
+    async def _next_wake(state: _Surface, seen: int) -> None:
+        if state.changes != seen:
+            return  # woken while it was reading or sending
+        waiter = asyncio.get_running_loop().create_future()
+        state.waiters.append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            with contextlib.suppress(ValueError):  # not there if a wake-up took the list meanwhile
+                state.waiters.remove(waiter)  # the stream ended: no dead futures pile up on a quiet surface
+            raise
+
+    @staticmethod
+    def _wake_now(state: _Surface) -> None:
+        state.wake_later = None
+        state.woken_at = asyncio.get_running_loop().time()
+        state.changes += 1
+        waiters, state.waiters = state.waiters, []
+        _release(state, waiters)
 
     def notified(self, payload: str) -> None:
         """A wake-up: "<surface_id> <epoch> <sequence> <replica>". Unknown surfaces are ignored, and so are
@@ -272,6 +320,20 @@ class SurfaceFanout:
         if self._listen_url is None or self.listening:
             return None
         return "surface wake-ups: the LISTEN connection to the host database is not open"
+
+
+def _release(state: _Surface, waiters: list, start: int = 0) -> None:
+    """Wake waiting subscribers a slice at a time: the next slice is released after the previous one's
+    steps ran, so a commit's own steps (which wait in the same event loop queue) never wait behind
+    every viewer of a big surface at once, only behind one slice."""
+    for waiter in waiters[start:start + WAKE_SLICE]:
+        if not waiter.done():
+            waiter.set_result(None)
+    loop = asyncio.get_running_loop()
+    if start + WAKE_SLICE < len(waiters):
+        loop.call_soon(_release, state, waiters, start + WAKE_SLICE)
+    else:
+        state.round_seconds = loop.time() - state.woken_at
 
 
 def listen_url(database_url: str) -> str | None:

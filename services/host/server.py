@@ -179,7 +179,8 @@ def build(context: ServiceContext) -> list[Registration]:
     pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="host-db")
     db = AsyncStore(store, pool)
     wake_url = listen_url(settings.database_url)
-    fanout = SurfaceFanout(db, settings.journal_retention, wake_url, settings.safety_reread_seconds)
+    fanout = SurfaceFanout(db, settings.journal_retention, wake_url, settings.safety_reread_seconds,
+                           settings.wake_interval_ms / 1000)
 
     async def database_reachable() -> str | None:
         return await asyncio.get_running_loop().run_in_executor(pool, store.ping)

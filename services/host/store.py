@@ -11,13 +11,15 @@ from __future__ import annotations
 import json
 import secrets
 import time
+from collections import namedtuple
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import sqlalchemy as sa
 
 from shared import db
-from shared.db import WRITE, ping
+from shared.db import WRITE, ping, reads
 from tessera.host.v1 import host_pb2
 
 MIGRATIONS = Path(__file__).parent / "migrations"
@@ -57,6 +59,11 @@ surface_events = sa.Table("surface_events", metadata, sa.Column("surface_id", sa
                           sa.Column("payload_hash", sa.String), sa.Column("envelope", sa.LargeBinary),
                           sa.Column("published_at", sa.Float))
 
+
+# A revision row read under another name (proposal_context reads two in one statement).
+RevisionRow = namedtuple("RevisionRow", revisions.c.keys())
+# A surface's head row after a journal append: its revision and the journal's epoch and last sequence.
+HeadRow = namedtuple("HeadRow", ["revision_id", "epoch", "sequence"])
 
 # The response of a command whose handler is still running (a claim); real replies are never empty.
 PENDING = b""
@@ -101,8 +108,15 @@ class ProposalContext:
     turn: Turn | None
     session: Session | None
     frozen_slice: tuple[bytes, bytes] | None  # (slice proto, the signed offers it was frozen with)
-    earlier: sa.Row | None  # the revision this proposal id already made (a retry)
-    base: sa.Row | None  # the revision the proposal says it builds on
+    earlier: RevisionRow | None  # the revision this proposal id already made (a retry)
+    base: RevisionRow | None  # the revision the proposal says it builds on
+
+
+@dataclass(frozen=True)
+class EventToPublish:
+    event_key: str  # recorded with the session's commands: the event is appended once per key
+    payload_hash: str
+    build: Callable  # (revision_id, epoch, sequence) → (payload hash, envelope bytes), see envelopes.py
 
 
 @dataclass(frozen=True)
@@ -132,7 +146,8 @@ def migrate(engine: sa.Engine, target: str = "head") -> None:
 
 class HostStore:
     def __init__(self, engine: sa.Engine) -> None:
-        self.engine = engine  # reads
+        self.engine = engine
+        self.reads = reads(engine)  # one statement each, no transaction around it
         self.writer = engine.execution_options(**{WRITE: True})  # transactions that write
         self.replica = new_id("hst")  # names this process in its wake-ups, so it can skip its own
 
@@ -144,7 +159,7 @@ class HostStore:
     def _read_or_insert(self, table: sa.Table, where: list, values: dict) -> tuple[sa.Row, bool]:
         """Idempotent creation keyed by `where`: a row a concurrent retry inserted is read back, not an error."""
         for _ in range(2):
-            with self.engine.connect() as connection:
+            with self.reads.connect() as connection:
                 row = connection.execute(sa.select(table).where(*where)).first()
             if row is not None:
                 return row, False
@@ -153,7 +168,7 @@ class HostStore:
                     connection.execute(table.insert().values(**values))
             except sa.exc.IntegrityError:
                 continue
-            with self.engine.connect() as connection:
+            with self.reads.connect() as connection:
                 return connection.execute(sa.select(table).where(*where)).one(), True
         raise RuntimeError(f"{table.name}: row neither found nor created")
 
@@ -171,7 +186,7 @@ class HostStore:
         return self._session(row), created
 
     def session(self, session_id: str) -> Session | None:
-        with self.engine.connect() as connection:
+        with self.reads.connect() as connection:
             row = connection.execute(sa.select(sessions).where(sessions.c.session_id == session_id)).first()
         return None if row is None else self._session(row)
 
@@ -184,7 +199,7 @@ class HostStore:
         return Turn(row.turn_id, row.session_id, row.question)
 
     def turn(self, turn_id: str) -> Turn | None:
-        with self.engine.connect() as connection:
+        with self.reads.connect() as connection:
             row = connection.execute(sa.select(turns).where(turns.c.turn_id == turn_id)).first()
         return None if row is None else Turn(row.turn_id, row.session_id, row.question)
 
@@ -204,7 +219,7 @@ class HostStore:
 
     def load_slice(self, turn_id: str, slice_hash: str) -> tuple[bytes, bytes] | None:
         """(slice proto, the signed offers it was frozen with) of a slice frozen for this turn."""
-        with self.engine.connect() as connection:
+        with self.reads.connect() as connection:
             row = connection.execute(sa.select(slices.c.slice_proto, slices.c.offers).where(
                 slices.c.turn_id == turn_id, slices.c.slice_hash == slice_hash)).first()
         return None if row is None else (row.slice_proto, row.offers or b"")
@@ -212,16 +227,16 @@ class HostStore:
     # --- revisions -----------------------------------------------------------
 
     def head(self, surface_id: str) -> str | None:
-        with self.engine.connect() as connection:
+        with self.reads.connect() as connection:
             return connection.execute(sa.select(branch_heads.c.revision_id).where(
                 branch_heads.c.surface_id == surface_id)).scalar() or None
 
     def revision(self, revision_id: str):
-        with self.engine.connect() as connection:
+        with self.reads.connect() as connection:
             return connection.execute(sa.select(revisions).where(revisions.c.revision_id == revision_id)).first()
 
     def revision_for_proposal(self, turn_id: str, proposal_id: str):
-        with self.engine.connect() as connection:
+        with self.reads.connect() as connection:
             return self._revision_for_proposal(connection, turn_id, proposal_id)
 
     @staticmethod
@@ -231,22 +246,15 @@ class HostStore:
 
     def proposal_context(self, turn_id: str, slice_hash: str, proposal_id: str, base_id: str) -> ProposalContext:
         """The turn, its session, the frozen slice, an earlier revision of this proposal id and the base
-        revision, on one connection: the reads of a SubmitProposal in one hop."""
-        with self.engine.connect() as connection:
-            row = connection.execute(
-                sa.select(turns.c.question, sessions, slices.c.slice_proto, slices.c.offers)
-                .join(sessions, sessions.c.session_id == turns.c.session_id)
-                .outerjoin(slices, sa.and_(slices.c.turn_id == turns.c.turn_id, slices.c.slice_hash == slice_hash))
-                .where(turns.c.turn_id == turn_id)).first()
-            if row is None:
-                return ProposalContext(None, None, None, None, None)
-            mine = sa.and_(revisions.c.turn_id == turn_id, revisions.c.proposal_id == proposal_id)
-            found = connection.execute(sa.select(revisions).where(
-                sa.or_(mine, revisions.c.revision_id == base_id) if base_id else mine)).all()
-        earlier = next((r for r in found if r.turn_id == turn_id and r.proposal_id == proposal_id), None)
-        base = next((r for r in found if base_id and r.revision_id == base_id), None)
+        revision: the reads of a SubmitProposal in one statement (each statement costs a hop)."""
+        with self.reads.connect() as connection:
+            row = connection.execute(_PROPOSAL_CONTEXT, {"turn_id": turn_id, "slice_hash": slice_hash,
+                                                         "proposal_id": proposal_id, "base_id": base_id}).first()
+        if row is None:
+            return ProposalContext(None, None, None, None, None)
         frozen = None if row.slice_proto is None else (row.slice_proto, row.offers or b"")
-        return ProposalContext(Turn(turn_id, row.session_id, row.question), self._session(row), frozen, earlier, base)
+        return ProposalContext(Turn(turn_id, row.session_id, row.question), self._session(row), frozen,
+                               _unprefixed(row, "earlier"), _unprefixed(row, "base"))
 
     def commit(self, *, surface_id: str, expected_base: str | None, turn_id: str, proposal_id: str,
                content_hash: str, document_json: str, diagnostics: bytes, events: list, slice_hash: str = "",
@@ -274,33 +282,47 @@ class HostStore:
         envelopes: list[bytes] = []
         now = time.time()
         with self.writer.begin() as connection:
-            # FOR UPDATE: commits and journal appends on one surface take turns on the head row
-            # (SQLite gets the same from BEGIN IMMEDIATE).
-            head = connection.execute(sa.select(branch_heads).where(branch_heads.c.surface_id == surface_id)
-                                      .with_for_update()).first()
-            # A head row may exist before any revision (host events came first): "" means none.
-            current = (head.revision_id or None) if head is not None else None
-            if current != (expected_base or None):
-                raise RevisionConflict(current)
-            epoch, sequence = (head.epoch, head.sequence) if head is not None else (1, 0)
+            # The swap first: the head row moves only while it is still the proposal's base, in one statement
+            # that also takes the row lock (SQLite: BEGIN IMMEDIATE) so that commits and journal appends on one
+            # surface take turns. A head row may exist before any revision (host events came first): "" is none.
+            moved = self._advance(connection, surface_id, len(events),
+                                  sa.func.coalesce(branch_heads.c.revision_id, "") == (expected_base or ""),
+                                  revision_id=revision_id)
+            if moved is None:  # a conflict, or the surface's first head row
+                current = connection.execute(sa.select(branch_heads.c.revision_id).where(
+                    branch_heads.c.surface_id == surface_id)).first()
+                if current is not None or expected_base:
+                    raise RevisionConflict(None if current is None else current.revision_id or None)
+                moved = self._first_head(connection, surface_id, revision_id, len(events))
             connection.execute(revisions.insert().values(
-                revision_id=revision_id, surface_id=surface_id, parent_revision_id=current, turn_id=turn_id,
-                proposal_id=proposal_id, content_hash=content_hash, document_json=document_json,
+                revision_id=revision_id, surface_id=surface_id, parent_revision_id=expected_base or None,
+                turn_id=turn_id, proposal_id=proposal_id, content_hash=content_hash, document_json=document_json,
                 diagnostics=diagnostics, committed_at=now, slice_hash=slice_hash, bindings=bindings,
                 request_hash=request_hash))
-            sequence = self._append(connection, surface_id, revision_id, epoch, sequence, events, now, envelopes)
-            if head is None:
-                connection.execute(branch_heads.insert().values(surface_id=surface_id, revision_id=revision_id,
-                                                                epoch=epoch, sequence=sequence))
-            else:  # the swap, guarded once more by the head it read (the row lock already holds it)
-                swapped = connection.execute(branch_heads.update().where(
-                    branch_heads.c.surface_id == surface_id, branch_heads.c.revision_id == head.revision_id).values(
-                    revision_id=revision_id, sequence=sequence))
-                if swapped.rowcount != 1:
-                    raise RevisionConflict(self.head(surface_id))
+            self._append(connection, surface_id, revision_id, moved.epoch, moved.sequence - len(events), events, now,
+                         envelopes)
             dropped = [] if keep_grants is None else self._revoke_outside(connection, surface_id, keep_grants, now)
-            self._wake(connection, surface_id, epoch, sequence)
-        return Committed(epoch, sequence, envelopes, revision_id, dropped)
+        return Committed(moved.epoch, moved.sequence, envelopes, revision_id, dropped)
+
+    def _advance(self, connection, surface_id: str, count: int, *where, **values):
+        """Move a surface's journal on by `count` entries in its head row (and set `values`) if the row matches
+        `where`: row lock, compare-and-swap and (PostgreSQL) the wake-up of other replicas, which is delivered
+        only if the transaction commits, in one statement. The row after the move, or None if none matched."""
+        returning = [branch_heads.c.revision_id, branch_heads.c.epoch, branch_heads.c.sequence]
+        if connection.dialect.name == "postgresql":  # the payload _wake sends
+            returning.append(sa.func.pg_notify(WAKE_CHANNEL, sa.func.concat_ws(
+                " ", branch_heads.c.surface_id, branch_heads.c.epoch, branch_heads.c.sequence, self.replica)))
+        return connection.execute(branch_heads.update().where(branch_heads.c.surface_id == surface_id, *where)
+                                  .values(sequence=branch_heads.c.sequence + count, **values)
+                                  .returning(*returning)).first()
+
+    def _first_head(self, connection, surface_id: str, revision_id: str, count: int):
+        """The head row of a surface that has none, after `count` entries (a concurrent creator of the same row
+        makes this raise IntegrityError)."""
+        connection.execute(branch_heads.insert().values(surface_id=surface_id, revision_id=revision_id, epoch=1,
+                                                        sequence=count))
+        self._wake(connection, surface_id, 1, count)
+        return HeadRow(revision_id, 1, count)
 
     def append_events(self, surface_id: str, events: list) -> Appended:
         """Host events that change no revision (e.g. `rejected`), appended in their own transaction."""
@@ -313,42 +335,43 @@ class HostStore:
 
     def _append_locked(self, connection, surface_id: str, events: list) -> Appended:
         """Append after the head row (created if missing) in `connection`'s transaction."""
-        head = connection.execute(sa.select(branch_heads).where(branch_heads.c.surface_id == surface_id)
-                                  .with_for_update()).first()
-        if head is None:
-            connection.execute(branch_heads.insert().values(surface_id=surface_id, revision_id="", epoch=1,
-                                                            sequence=0))
-            revision_id, epoch, sequence = "", 1, 0
-        else:
-            revision_id, epoch, sequence = head.revision_id, head.epoch, head.sequence
+        head = self._advance(connection, surface_id, len(events)) or self._first_head(connection, surface_id, "",
+                                                                                       len(events))
         envelopes: list[bytes] = []
-        sequence = self._append(connection, surface_id, revision_id, epoch, sequence, events, time.time(), envelopes)
-        connection.execute(branch_heads.update().where(branch_heads.c.surface_id == surface_id).values(
-            sequence=sequence))
-        self._wake(connection, surface_id, epoch, sequence)
-        return Appended(epoch, sequence, envelopes)
+        self._append(connection, surface_id, head.revision_id, head.epoch, head.sequence - len(events), events,
+                     time.time(), envelopes)
+        return Appended(head.epoch, head.sequence, envelopes)
 
-    def publish_once(self, session_id: str, event_key: str, payload_hash: str, surface_id: str,
-                     build) -> tuple[bytes, Appended | None]:
-        """Append one event and record its key in the same transaction: exactly once per key.
+    def publish_events(self, session_id: str, surface_id: str,
+                       events: list[EventToPublish]) -> tuple[list[bytes], Appended | None]:
+        """Append events and record their keys in one transaction: exactly once per key.
 
-        Returns (the PublishIntentEventResponse bytes, what was appended: None when it was published
-        earlier). The head row lock orders concurrent senders, so the second one finds the first's record.
+        Returns each event's PublishIntentEventResponse bytes (the first send's for a key seen before, in
+        this batch or earlier) and what was appended (None if nothing was new). The head row lock orders
+        concurrent senders: one that read the keys before another's commit fails on the key's row and is
+        retried, and then finds it.
         """
 
-        def publish() -> tuple[bytes, Appended | None]:
+        def publish() -> tuple[list[bytes], Appended | None]:
             with self.writer.begin() as connection:
-                earlier = connection.execute(sa.select(commands.c.response).where(
-                    commands.c.session_id == session_id, commands.c.command_id == event_key)).scalar()
-                if earlier:
-                    return earlier, None
-                appended = self._append_locked(connection, surface_id, [build])
-                response = host_pb2.PublishIntentEventResponse(
-                    cursor=host_pb2.Cursor(epoch=appended.epoch, sequence=appended.last)).SerializeToString()
-                connection.execute(commands.insert().values(
-                    command_id=event_key, session_id=session_id, payload_hash=payload_hash, response=response,
-                    created_at=time.time()))
-                return response, appended
+                replies = dict(connection.execute(sa.select(commands.c.command_id, commands.c.response).where(
+                    commands.c.session_id == session_id,
+                    commands.c.command_id.in_(sorted({e.event_key for e in events})))).all())
+                new: dict[str, EventToPublish] = {}
+                for event in events:  # a key sent twice in one batch is new once
+                    if not replies.get(event.event_key):
+                        new.setdefault(event.event_key, event)
+                if not new:
+                    return [replies[e.event_key] for e in events], None
+                appended = self._append_locked(connection, surface_id, [e.build for e in new.values()])
+                first, now = appended.last - len(new), time.time()
+                for number, key in enumerate(new, start=1):
+                    replies[key] = host_pb2.PublishIntentEventResponse(cursor=host_pb2.Cursor(
+                        epoch=appended.epoch, sequence=first + number)).SerializeToString()
+                connection.execute(commands.insert(), [
+                    {"command_id": key, "session_id": session_id, "payload_hash": event.payload_hash,
+                     "response": replies[key], "created_at": now} for key, event in new.items()])
+                return [replies[e.event_key] for e in events], appended
 
         return _retried(publish)
 
@@ -379,14 +402,10 @@ class HostStore:
     @staticmethod
     def _revoke_outside(connection, surface_id: str, keep: set[tuple[str, str]], now: float) -> list[bytes]:
         """Revoke live grants whose (node, resource) binding the head no longer has; return their tokens."""
-        live = connection.execute(sa.select(grants).where(grants.c.surface_id == surface_id,
-                                                          grants.c.revoked.is_(False),
-                                                          grants.c.expires_at > now)).all()
-        dropped = [g for g in live if (g.node_id, g.resource_id) not in keep]
-        if dropped:
-            connection.execute(grants.update().where(grants.c.grant_id.in_([g.grant_id for g in dropped]))
-                               .values(revoked=True))
-        return [g.token for g in dropped]
+        return list(connection.execute(grants.update().where(
+            grants.c.surface_id == surface_id, grants.c.revoked.is_(False), grants.c.expires_at > now,
+            sa.tuple_(grants.c.node_id, grants.c.resource_id).not_in(sorted(keep)))
+            .values(revoked=True).returning(grants.c.token)).scalars())
 
     # --- commands ------------------------------------------------------------
 
@@ -436,14 +455,14 @@ class HostStore:
 
     def position(self, surface_id: str) -> tuple[int, int]:
         """(epoch, last sequence) of a surface's journal; (1, 0) before anything was published."""
-        with self.engine.connect() as connection:
+        with self.reads.connect() as connection:
             row = connection.execute(sa.select(branch_heads.c.epoch, branch_heads.c.sequence).where(
                 branch_heads.c.surface_id == surface_id)).first()
         return (row.epoch, row.sequence) if row is not None else (1, 0)
 
     def positions(self, surface_ids: list[str]) -> dict[str, tuple[int, int]]:
         """(epoch, last sequence) of many surfaces in one query (those with a journal)."""
-        with self.engine.connect() as connection:
+        with self.reads.connect() as connection:
             rows = connection.execute(sa.select(branch_heads.c.surface_id, branch_heads.c.epoch,
                                                 branch_heads.c.sequence).where(
                 branch_heads.c.surface_id.in_(surface_ids))).all()
@@ -488,18 +507,46 @@ class HostStore:
         """Envelopes after (epoch, sequence), a later epoch's included, in journal order."""
         after = sa.or_(sa.and_(surface_events.c.epoch == epoch, surface_events.c.sequence > sequence),
                        surface_events.c.epoch > epoch)
-        with self.engine.connect() as connection:
+        with self.reads.connect() as connection:
             return list(connection.execute(sa.select(surface_events.c.envelope).where(
                 surface_events.c.surface_id == surface_id, after).order_by(
                 surface_events.c.epoch, surface_events.c.sequence).limit(limit)).scalars())
 
     def events_after(self, surface_id: str, epoch: int, sequence: int, limit: int = READ_BATCH) -> list:
-        with self.engine.connect() as connection:
+        with self.reads.connect() as connection:
             return list(connection.execute(sa.select(surface_events.c.envelope).where(
                 surface_events.c.surface_id == surface_id, surface_events.c.epoch == epoch,
                 surface_events.c.sequence > sequence).order_by(surface_events.c.sequence).limit(limit)).scalars())
 
 
+
+
+def _prefixed(revision) -> list:
+    """The columns of an aliased revisions table, labelled with the alias's name."""
+    return [column.label(f"{revision.name}_{column.name}") for column in revision.c]
+
+
+def _unprefixed(row, name: str) -> RevisionRow | None:
+    """The revision `_prefixed(<alias called name>)` read into `row`; None if the outer join found none."""
+    values = RevisionRow(*(row._mapping[f"{name}_{field}"] for field in RevisionRow._fields))
+    return None if values.revision_id is None else values
+
+
+def _proposal_context() -> sa.Select:
+    """HostStore.proposal_context's statement, built once (building it costs more than running it on SQLite)."""
+    earlier, base = revisions.alias("earlier"), revisions.alias("base")
+    return (sa.select(turns.c.question, sessions, slices.c.slice_proto, slices.c.offers, *_prefixed(earlier),
+                      *_prefixed(base))
+            .join(sessions, sessions.c.session_id == turns.c.session_id)
+            .outerjoin(slices, sa.and_(slices.c.turn_id == turns.c.turn_id,
+                                       slices.c.slice_hash == sa.bindparam("slice_hash")))
+            .outerjoin(earlier, sa.and_(earlier.c.turn_id == turns.c.turn_id,
+                                        earlier.c.proposal_id == sa.bindparam("proposal_id")))
+            .outerjoin(base, base.c.revision_id == sa.bindparam("base_id"))  # no revision id is "" (no base)
+            .where(turns.c.turn_id == sa.bindparam("turn_id")))
+
+
+_PROPOSAL_CONTEXT = _proposal_context()
 
 
 def _retried(write):

@@ -213,3 +213,70 @@ def test_a_new_epoch_tells_the_subscriber_a_snapshot_follows():
 ])
 def test_only_postgresql_listens(url, expected):
     assert fanout_module.listen_url(url) == expected
+
+
+def test_viewers_are_woken_at_once_after_a_quiet_spell_and_once_per_interval_in_a_burst():
+    async def scenario():
+        journal = Journal()
+        fanout = SurfaceFanout(Db(journal), retention=10_000, wake_interval=0.3)
+        epoch, _ = await fanout.watch("srf_a")
+        replies: list[tuple[float, list[int]]] = []
+
+        async def viewer():
+            async for response in fanout.stream("srf_a", epoch, 0, max_envelopes=16):
+                replies.append((loop.time(), [e.sequence for e in (response.envelope, *response.following)]))
+                if replies[-1][1][-1] == 6:
+                    return
+
+        loop = asyncio.get_running_loop()
+        task = asyncio.create_task(viewer())
+        await asyncio.sleep(0)
+        started = loop.time()
+        await fanout.published("srf_a", journal.append("srf_a"))  # after a quiet spell: at once
+        await _until(lambda: replies)
+        first_at = replies[0][0]
+        for _ in range(5):  # a burst inside the interval: held back, then taken in one reply
+            await fanout.published("srf_a", journal.append("srf_a"))
+        await asyncio.wait_for(task, 10)
+        fanout.unwatch("srf_a")
+        assert [sequences for _, sequences in replies] == [[1], [2, 3, 4, 5, 6]]
+        # The first reply did not wait for the interval; the burst's came no sooner than one interval later.
+        assert first_at - started < 0.3 <= replies[1][0] - first_at + 0.01
+
+    asyncio.run(scenario())
+
+
+def test_a_big_surface_is_woken_a_slice_at_a_time_so_other_work_interleaves():
+    async def scenario():
+        journal = Journal()
+        fanout = SurfaceFanout(Db(journal), retention=10_000)
+        seen = [[] for _ in range(4 * fanout_module.WAKE_SLICE)]
+        viewers = [asyncio.create_task(_collect(fanout, "srf_a", 0, 1, into)) for into in seen]
+        await _until(lambda: "srf_a" in fanout._surfaces and len(fanout._surfaces["srf_a"].waiters) == len(seen))
+        await fanout.published("srf_a", journal.append("srf_a"))
+        received_before_other_work: list[int] = []
+        asyncio.get_running_loop().call_soon(lambda: received_before_other_work.append(sum(map(len, seen))))
+        await asyncio.gather(*viewers)
+        # Work queued right after the wake-up (say, a commit's next step) ran once a slice or two of viewers
+        # had their turn, not after all of them; and every viewer got the change.
+        assert 0 < received_before_other_work[0] <= 2 * fanout_module.WAKE_SLICE
+        assert all(into == [(1, 1, None)] for into in seen)
+
+    asyncio.run(scenario())
+
+
+def test_a_held_back_wake_up_waits_longer_after_a_slow_round_and_goes_with_the_last_viewer():
+    async def scenario():
+        journal = Journal()
+        fanout = SurfaceFanout(Db(journal), retention=10_000, wake_interval=0.01)
+        await fanout.watch("srf_a")
+        await fanout.published("srf_a", journal.append("srf_a"))  # wakes at once
+        state = fanout._surfaces["srf_a"]
+        state.round_seconds = 30  # waking every viewer took half a minute last time
+        await fanout.published("srf_a", journal.append("srf_a"))  # held back: twice that, not the interval
+        held = state.wake_later
+        assert held is not None and held.when() - state.woken_at >= 60 - 1e-6
+        fanout.unwatch("srf_a")
+        assert held.cancelled()
+
+    asyncio.run(scenario())
