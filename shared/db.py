@@ -52,7 +52,10 @@ def engine_for(url: str) -> sa.Engine:
         return engine
     if parsed.get_backend_name() != "postgresql":
         return sa.create_engine(parsed, pool_pre_ping=True)
-    engine = sa.create_engine(parsed)
+    # TCP keepalives: a connection a NAT or proxy dropped without a word turns into a socket error while it
+    # sits idle (about a minute), which the checkout check below sees like any other closed connection.
+    engine = sa.create_engine(parsed, connect_args={"keepalives": 1, "keepalives_idle": 30,
+                                                    "keepalives_interval": 10, "keepalives_count": 3})
     # Instead of pool_pre_ping (a round trip per checkout): a pooled connection the server closed,
     # terminated or restarted under has something to read (its FATAL message, EOF) while it sits idle.
     sa.event.listen(engine, "checkout", _check_idle_connection)

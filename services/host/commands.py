@@ -38,6 +38,8 @@ GRANT_LIFETIME = dt.timedelta(minutes=5)  # ≤ 15 minutes (§ grants); a window
 WINDOW_MAX_ROWS = 1_000
 # A claim older than this belongs to a replica that died mid-command (handlers time out within 60 s).
 COMMAND_LEASE_SECONDS = 120.0
+# Stored as "event:<id>" among the session's command ids (at most 128 characters, scoped_keys migration).
+EVENT_ID_MAX = 128 - len("event:")
 COMMAND_WAIT_SECONDS = 30.0  # how long a concurrent retry waits for the first one's reply
 _TERMINAL = (common_pb2.INTENT_STATUS_SUCCEEDED, common_pb2.INTENT_STATUS_FAILED, common_pb2.INTENT_STATUS_REJECTED,
              common_pb2.INTENT_STATUS_EXPIRED, common_pb2.INTENT_STATUS_CANCELLED)
@@ -241,8 +243,9 @@ class Commands:
         session = await self._db(self._db.store.session, request.session_id)
         if session is None or request.surface_id != session.surface_id:
             raise _refuse(grpc.StatusCode.NOT_FOUND, "SURFACE_UNKNOWN", "no such surface in that session")
-        if not 1 <= len(request.event_id) <= 128:
-            raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "EVENT_ID_REQUIRED", "event_id: 1-128 characters")
+        if not 1 <= len(request.event_id) <= EVENT_ID_MAX:
+            raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "EVENT_ID_REQUIRED",
+                          f"event_id: 1-{EVENT_ID_MAX} characters")
         field, payload = _intent_event(request)
         payload_json = MessageToJson(payload, preserving_proto_field_name=True, indent=None, sort_keys=True)
         build = envelope_builder(session.surface_id, field, payload, payload_json)

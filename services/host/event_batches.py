@@ -16,12 +16,9 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import sqlalchemy as sa
-
 from services.host.database import AsyncStore
 from services.host.fanout import SurfaceFanout
 from services.host.store import EventToPublish
-from shared.errors import TesseraError
 
 logger = logging.getLogger("tessera.host.event_batches")
 MAX_BATCH = 64  # events per transaction: a bounded statement and a bounded wait for the first of them
@@ -71,11 +68,9 @@ class EventBatches:
                     await self._wake_viewers(surface_id, appended)
                 for w, reply in zip(batch, replies, strict=True):
                     _settle(w.reply, result=reply)
-        except asyncio.CancelledError:  # the replica is stopping: nobody is left waiting for ever
+        finally:  # stopping (cancelled) or failing: nobody is left waiting for ever
             for w in batch + self._waiting.pop(key, []):
                 w.reply.cancel()
-            raise
-        finally:
             del self._writers[key]
 
     async def _wake_viewers(self, surface_id: str, appended) -> None:
@@ -83,7 +78,7 @@ class EventBatches:
         brings them), never the caller's acknowledgement."""
         try:
             await self._fanout.published(surface_id, appended)
-        except (TesseraError, sa.exc.SQLAlchemyError) as exc:
+        except Exception as exc:  # e.g. the database went away, or its pool stopped with the replica
             logger.warning("published events, but could not wake local viewers at once: %s", exc)
 
 

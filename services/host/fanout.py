@@ -36,6 +36,7 @@ from tessera.host.v1 import host_pb2
 logger = logging.getLogger("tessera.host.fanout")
 TAIL_EVENTS = 1_000
 WAKE_SLICE = 32  # subscribers woken per event loop turn
+STRETCH_LIMIT = 4  # a slow round of wake-ups stretches the wake interval up to this many times
 RECONNECT_SECONDS = (0.2, 5.0)  # first and longest pause before the LISTEN connection is opened again
 
 
@@ -148,9 +149,10 @@ class SurfaceFanout:
                 for response in batch:
                     after = response.envelope.sequence
                     yield response
-            if not batch or state.wake_later is not None:
+            if not batch or (state.wake_later is not None and len(batch) < READ_BATCH):
                 # Nothing new, or more is due at the end of the wake interval: take it then, in one reply. A
-                # viewer that kept pulling would send a reply per change however busy the replica is.
+                # viewer that kept pulling would send a reply per change however busy the replica is. (One
+                # reading the journal itself, far behind, reads on at once.)
                 await self._next_wake(state, seen)
 
     @staticmethod
@@ -208,12 +210,13 @@ class SurfaceFanout:
         than an interval ago. A change after a quiet spell goes out immediately; under a burst every viewer
         wakes at most once per interval and takes everything new in one reply (when it asked for batches),
         which costs the replica per reply rather than per envelope (§6)."""
-        if state.wake_later is not None:
-            return  # already due: it will take this change too
+        if state.wake_later is not None or not state.viewers:
+            return  # already due (it will take this change too), or nobody watches any more
         loop = asyncio.get_running_loop()
-        # A replica whose wake-ups take more than half the interval (many viewers, a busy loop) waits longer:
-        # its commits, queued in the same event loop, keep at least half of it.
-        due = state.woken_at + max(self._wake_interval, 2 * state.round_seconds)
+        # A replica whose wake-ups take more than half the interval (many viewers, a busy loop) waits longer,
+        # up to STRETCH_LIMIT intervals: its commits, queued in the same event loop, keep about half of it.
+        interval = self._wake_interval
+        due = state.woken_at + max(interval, min(2 * state.round_seconds, STRETCH_LIMIT * interval))
         if loop.time() >= due:
             self._wake_now(state)
         else:
@@ -238,7 +241,7 @@ class SurfaceFanout:
         state.woken_at = asyncio.get_running_loop().time()
         state.changes += 1
         waiters, state.waiters = state.waiters, []
-        _release(state, waiters)
+        _release(state, state.woken_at, waiters)
 
     def notified(self, payload: str) -> None:
         """A wake-up: "<surface_id> <epoch> <sequence> <replica>". Unknown surfaces are ignored, and so are
@@ -322,18 +325,19 @@ class SurfaceFanout:
         return "surface wake-ups: the LISTEN connection to the host database is not open"
 
 
-def _release(state: _Surface, waiters: list, start: int = 0) -> None:
+def _release(state: _Surface, woken_at: float, waiters: list, start: int = 0) -> None:
     """Wake waiting subscribers a slice at a time: the next slice is released after the previous one's
     steps ran, so a commit's own steps (which wait in the same event loop queue) never wait behind
-    every viewer of a big surface at once, only behind one slice."""
+    every viewer of a big surface at once, only behind one slice. The last slice records how long the
+    round (begun at `woken_at`) took."""
     for waiter in waiters[start:start + WAKE_SLICE]:
         if not waiter.done():
             waiter.set_result(None)
     loop = asyncio.get_running_loop()
     if start + WAKE_SLICE < len(waiters):
-        loop.call_soon(_release, state, waiters, start + WAKE_SLICE)
+        loop.call_soon(_release, state, woken_at, waiters, start + WAKE_SLICE)
     else:
-        state.round_seconds = loop.time() - state.woken_at
+        state.round_seconds = loop.time() - woken_at
 
 
 def listen_url(database_url: str) -> str | None:

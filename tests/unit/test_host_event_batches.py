@@ -4,6 +4,7 @@ SQLite and PostgreSQL; a failed batch fails each of its callers and the next bat
 from __future__ import annotations
 
 import asyncio
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import grpc
@@ -28,13 +29,18 @@ def store(request, tmp_path):
 
 
 class CountingStore:
-    """The real store, counting the transactions that publish events."""
+    """The real store, counting the transactions that publish events; the first `fail_first` fail, and
+    each waits for `proceed` (when given) after saying it has `entered`."""
 
-    def __init__(self, store: HostStore, fail_first: int = 0) -> None:
+    def __init__(self, store: HostStore, fail_first: int = 0, proceed: threading.Event | None = None) -> None:
         self._store, self.transactions, self.fail_first = store, 0, fail_first
+        self.entered, self.proceed = threading.Event(), proceed
 
     def publish_events(self, *args):
         self.transactions += 1
+        self.entered.set()
+        if self.proceed is not None:
+            assert self.proceed.wait(10)
         if self.transactions <= self.fail_first:
             raise TesseraError(grpc.StatusCode.UNAVAILABLE, "DATABASE_UNAVAILABLE", "the host database is away")
         return self._store.publish_events(*args)
@@ -45,8 +51,8 @@ def _build(intent_id: str):
     return envelope_builder("srf_1", "action_status", status, f'{{"intent_id": "{intent_id}"}}')
 
 
-def _batches(store, fail_first: int = 0):
-    counting = CountingStore(store, fail_first)
+def _batches(store, fail_first: int = 0, proceed: threading.Event | None = None):
+    counting = CountingStore(store, fail_first, proceed)
     pool = ThreadPoolExecutor(max_workers=4)
     fanout = _RecordingFanout()
     return EventBatches(AsyncStore(counting, pool), fanout), counting, fanout, pool
@@ -113,34 +119,57 @@ def test_an_event_id_sent_again_is_published_once(store):
 
 def test_a_failed_batch_fails_each_caller_and_the_next_batch_goes_on(store):
     async def scenario():
-        batches, counting, fanout, pool = _batches(store, fail_first=1)
+        proceed = threading.Event()
+        batches, counting, fanout, pool = _batches(store, fail_first=1, proceed=proceed)
+        loop = asyncio.get_running_loop()
         try:
-            outcomes = await asyncio.gather(*(
-                batches.publish("ses_1", "srf_1", f"event:f{n}", "hash", _build(f"f{n}")) for n in range(5)),
-                return_exceptions=True)
+            failing = [asyncio.ensure_future(batches.publish("ses_1", "srf_1", f"event:f{n}", "hash", _build(f"f{n}")))
+                       for n in range(3)]
+            await loop.run_in_executor(None, counting.entered.wait, 10)  # the first batch is being written
+            queued = [asyncio.ensure_future(batches.publish("ses_1", "srf_1", f"event:q{n}", "hash", _build(f"q{n}")))
+                      for n in range(2)]
+            await asyncio.sleep(0)
+            proceed.set()  # the first transaction fails; the events queued behind it still go in
+            outcomes = await asyncio.gather(*failing, return_exceptions=True)
+            replies = await asyncio.gather(*queued)
             retried = await batches.publish("ses_1", "srf_1", "event:f0", "hash", _build("f0"))
         finally:
             pool.shutdown()
-        failed = [o for o in outcomes if isinstance(o, TesseraError)]
-        assert failed and all(o.reason == "DATABASE_UNAVAILABLE" for o in failed)
-        assert _cursor(retried) == (1, _journal(store)["f0"])  # nothing of the failed batch was written twice
-        assert len(_journal(store)) == 5 - len(failed) + 1
+        assert all(isinstance(o, TesseraError) and o.reason == "DATABASE_UNAVAILABLE" for o in outcomes)
+        journal = _journal(store)
+        assert [_cursor(r) for r in replies] == [(1, journal["q0"]), (1, journal["q1"])]
+        assert _cursor(retried) == (1, journal["f0"])
+        assert sorted(journal) == ["f0", "q0", "q1"]  # nothing of the failed batch was written
+        assert counting.transactions == 3
 
     asyncio.run(scenario())
 
 
 def test_a_caller_that_leaves_does_not_stop_the_write(store):
     async def scenario():
-        batches, counting, fanout, pool = _batches(store)
+        proceed = threading.Event()
+        batches, counting, fanout, pool = _batches(store, proceed=proceed)
+        loop = asyncio.get_running_loop()
         try:
-            caller = asyncio.create_task(batches.publish("ses_1", "srf_1", "event:gone", "hash", _build("gone")))
-            await asyncio.sleep(0)  # it has queued its event
+            caller = asyncio.ensure_future(batches.publish("ses_1", "srf_1", "event:gone", "hash", _build("gone")))
+            await loop.run_in_executor(None, counting.entered.wait, 10)  # its write is under way
             caller.cancel()
-            # The broker resends: the same cursor as the write the first caller started.
+            proceed.set()
+            await _until(lambda: not batches._writers)
+            assert _journal(store) == {"gone": 1}  # written although nobody waits for it,
+            assert [len(a.envelopes) for a in fanout.appended] == [1]  # and its viewers were woken
+            # The broker resends: the cursor of the write the first caller started, and no second event.
             reply = await batches.publish("ses_1", "srf_1", "event:gone", "hash", _build("gone"))
         finally:
             pool.shutdown()
         assert _journal(store) == {"gone": 1}
         assert _cursor(reply) == (1, 1)
+        assert caller.cancelled()
 
     asyncio.run(scenario())
+
+
+async def _until(condition, timeout: float = 10) -> None:
+    async with asyncio.timeout(timeout):
+        while not condition():
+            await asyncio.sleep(0.005)

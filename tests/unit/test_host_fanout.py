@@ -218,30 +218,27 @@ def test_only_postgresql_listens(url, expected):
 def test_viewers_are_woken_at_once_after_a_quiet_spell_and_once_per_interval_in_a_burst():
     async def scenario():
         journal = Journal()
-        fanout = SurfaceFanout(Db(journal), retention=10_000, wake_interval=0.3)
+        interval = 1.0
+        fanout = SurfaceFanout(Db(journal), retention=10_000, wake_interval=interval)
         epoch, _ = await fanout.watch("srf_a")
-        replies: list[tuple[float, list[int]]] = []
-
-        async def viewer():
-            async for response in fanout.stream("srf_a", epoch, 0, max_envelopes=16):
-                replies.append((loop.time(), [e.sequence for e in (response.envelope, *response.following)]))
-                if replies[-1][1][-1] == 6:
-                    return
-
+        state = fanout._surfaces["srf_a"]
+        stream = fanout.stream("srf_a", epoch, 0, max_envelopes=16)
         loop = asyncio.get_running_loop()
-        task = asyncio.create_task(viewer())
+        pending = asyncio.ensure_future(anext(stream))
         await asyncio.sleep(0)
         started = loop.time()
         await fanout.published("srf_a", journal.append("srf_a"))  # after a quiet spell: at once
-        await _until(lambda: replies)
-        first_at = replies[0][0]
-        for _ in range(5):  # a burst inside the interval: held back, then taken in one reply
+        first = await pending
+        first_at, woken_at = loop.time(), state.woken_at
+        for _ in range(5):  # a burst while the viewer is still busy with its first reply: held back
             await fanout.published("srf_a", journal.append("srf_a"))
-        await asyncio.wait_for(task, 10)
+        second = await asyncio.wait_for(anext(stream), 10)  # the viewer waits for it instead of pulling
+        second_at = loop.time()
+        await stream.aclose()
         fanout.unwatch("srf_a")
-        assert [sequences for _, sequences in replies] == [[1], [2, 3, 4, 5, 6]]
-        # The first reply did not wait for the interval; the burst's came no sooner than one interval later.
-        assert first_at - started < 0.3 <= replies[1][0] - first_at + 0.01
+        assert [[e.sequence for e in (r.envelope, *r.following)] for r in (first, second)] == [[1], [2, 3, 4, 5, 6]]
+        assert first_at - started < interval  # the first change did not wait
+        assert second_at >= woken_at + interval  # the burst went out one interval after the last wake-up
 
     asyncio.run(scenario())
 
@@ -268,14 +265,18 @@ def test_a_big_surface_is_woken_a_slice_at_a_time_so_other_work_interleaves():
 def test_a_held_back_wake_up_waits_longer_after_a_slow_round_and_goes_with_the_last_viewer():
     async def scenario():
         journal = Journal()
-        fanout = SurfaceFanout(Db(journal), retention=10_000, wake_interval=0.01)
+        fanout = SurfaceFanout(Db(journal), retention=10_000, wake_interval=1.0)
         await fanout.watch("srf_a")
         await fanout.published("srf_a", journal.append("srf_a"))  # wakes at once
         state = fanout._surfaces["srf_a"]
-        state.round_seconds = 30  # waking every viewer took half a minute last time
-        await fanout.published("srf_a", journal.append("srf_a"))  # held back: twice that, not the interval
+        state.round_seconds = 1.5  # waking every viewer took one and a half intervals last time
+        await fanout.published("srf_a", journal.append("srf_a"))  # held back twice that, not one interval
+        assert state.wake_later.when() - state.woken_at == pytest.approx(3.0)
+        state.wake_later.cancel()
+        state.wake_later, state.round_seconds = None, 30  # a stall: the stretch stops at STRETCH_LIMIT intervals
+        await fanout.published("srf_a", journal.append("srf_a"))
         held = state.wake_later
-        assert held is not None and held.when() - state.woken_at >= 60 - 1e-6
+        assert held.when() - state.woken_at == pytest.approx(fanout_module.STRETCH_LIMIT * 1.0)
         fanout.unwatch("srf_a")
         assert held.cancelled()
 

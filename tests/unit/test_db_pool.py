@@ -1,0 +1,50 @@
+"""shared.db engines on PostgreSQL: a pooled connection the server ended is replaced at checkout without a
+round trip (no pre-ping: the idle socket has the server's last words to read), reads run outside transactions,
+and a database that is away fails the checkout with the driver's error (the services report it unavailable)."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+
+from shared.db import engine_for, reads
+from tests.fixtures.postgres import postgres_database
+
+
+@pytest.fixture
+def engine(request):
+    engine = engine_for(postgres_database(request, "tessera_db_pool"))
+    yield engine
+    engine.dispose()
+
+
+def test_a_connection_the_server_ended_is_replaced_at_checkout(engine):
+    with engine.connect() as connection:
+        first = connection.execute(sa.text("SELECT pg_backend_pid()")).scalar()
+    with engine_for(engine.url.render_as_string(hide_password=False)).connect() as admin:
+        admin.execute(sa.text("SELECT pg_terminate_backend(:pid)"), {"pid": first})
+    with engine.connect() as connection:  # the pooled connection has the server's last words to read
+        second = connection.execute(sa.text("SELECT pg_backend_pid()")).scalar()
+    assert second != first  # a fresh connection, and no error for the caller
+
+
+def test_a_database_that_is_away_fails_the_checkout(engine):
+    with engine.connect() as connection:
+        connection.execute(sa.text("SELECT 1"))
+    away = engine_for(engine.url.set(port=1).render_as_string(hide_password=False))  # nothing listens there
+    with pytest.raises(sa.exc.OperationalError):
+        with away.connect() as connection:
+            connection.execute(sa.text("SELECT 1"))
+    away.dispose()
+
+
+def test_reads_run_outside_a_transaction_and_writes_inside_one(engine):
+    with reads(engine).connect() as connection:
+        in_transaction = connection.execute(sa.text(
+            "SELECT xact_start = query_start FROM pg_stat_activity WHERE pid = pg_backend_pid()")).scalar()
+    assert in_transaction  # autocommit: each statement is its own transaction
+    with engine.begin() as connection:
+        connection.execute(sa.text("SELECT 1"))
+        held = connection.execute(sa.text(
+            "SELECT xact_start = query_start FROM pg_stat_activity WHERE pid = pg_backend_pid()")).scalar()
+    assert not held  # a transaction spans both statements
