@@ -17,8 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 
-from bench.fanout import process_stats, side_by_side, skipped
 from bench.host import percentile
+from bench.replicas import process_stats, side_by_side, skipped
 from cli.launcher import ServiceSet
 from cli.seed import seed
 from shared.certs import issue_deployment

@@ -23,7 +23,7 @@ import threading
 import time
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -31,6 +31,7 @@ import grpc
 import sqlalchemy as sa
 
 from bench.host import percentile
+from bench.replicas import process_stats, side_by_side, skipped
 from cli.launcher import ServiceSet, cli_credentials
 from shared.actors import assert_actor
 from shared.certs import issue_deployment, load_signing_key, signing_key_path
@@ -56,51 +57,6 @@ STREAMS_PER_CHANNEL = 125
 MAX_ENVELOPES = 16
 GOAL_P99_MS = 100.0
 GOAL_SUBMIT_P50_MS = 10.0
-
-
-# --- shared with bench/asking.py -------------------------------------------------------------------
-
-
-def side_by_side(run_dir: Path, cert_dir: Path, names: tuple[str, ...], replicated: tuple[str, ...],
-                 env_for: Callable[[str], dict[str, str]], measure: Callable[[list[ServiceSet]], list[dict]],
-                 skip: Callable[[str], dict]) -> list[dict]:
-    """`measure` with one replica of `replicated`, then again with a second one started next to it (reaching the
-    first set's other services), on one PostgreSQL database; without PostgreSQL, one replica on SQLite and
-    `skip(why)` for two. The second replica starts after the first: each host migrates at start-up."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    with throwaway_database("tessera_bench") as (url, why):
-        env = env_for(url or f"sqlite:///{run_dir / 'host.sqlite'}")
-        sets = [ServiceSet(cert_dir, run_dir / "replica-1", names=names, ephemeral_ports=True, extra_env=env)]
-        try:
-            sets[0].start(timeout=120)
-            results = measure(sets)
-            if not url:
-                return [*results, skip(why)]
-            peers = {f"TESSERA_{n.upper()}_ADDR": h.address for n, h in sets[0].handles.items() if n not in replicated}
-            sets.append(ServiceSet(cert_dir, run_dir / "replica-2", names=replicated, ephemeral_ports=True,
-                                   extra_env={**env, **peers}))
-            sets[1].start(timeout=120)
-            return [*results, *measure(sets)]
-        finally:
-            stop_all(sets)
-
-
-def stop_all(sets: list[ServiceSet]) -> None:
-    for services in reversed(sets):
-        services.stop()
-
-
-def process_stats(pid: int) -> dict:
-    """Resident and peak memory (MB) and CPU seconds used so far, from /proc."""
-    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
-    stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    ticks = os.sysconf("SC_CLK_TCK")
-    return {"rss_mb": round(int(fields["VmRSS"].split()[0]) / 1024, 1),
-            "cpu_s": (int(stat[11]) + int(stat[12])) / ticks}
-
-
-def skipped(name: str, unit: str, why: str) -> dict:
-    return {"name": name, "value": None, "unit": unit, "baseline": None, "ratio": None, "skipped": why}
 
 
 # --- viewers (in client processes) -----------------------------------------------------------------
