@@ -40,6 +40,7 @@ from shared.contracts import invoke
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2, host_pb2_grpc
 from tests.fixtures.postgres import throwaway_database
+from tests.fixtures.race import query
 
 VIEWERS = 1000
 EVENTS_PER_SECOND = 100
@@ -269,14 +270,8 @@ def _measure(sets: list[ServiceSet], cert_dir: Path, actor, session, max_envelop
 def _committed_events(url: str, surface_id: str) -> set[int]:
     """Indexes of the timed events the surface's journal holds: committed, whether or not the call that
     committed it was answered in time."""
-    engine = sa.create_engine(url)
-    try:
-        with engine.connect() as connection:
-            rows = connection.execute(sa.text("SELECT envelope FROM surface_events WHERE surface_id = :s"),
-                                      {"s": surface_id}).scalars()
-            intents = [host_pb2.SurfaceEnvelope.FromString(row).action_status.intent_id for row in rows]
-    finally:
-        engine.dispose()
+    rows = query(url, "SELECT envelope FROM surface_events WHERE surface_id = :s", s=surface_id)
+    intents = [host_pb2.SurfaceEnvelope.FromString(row.envelope).action_status.intent_id for row in rows]
     return {int(intent[4:]) for intent in intents if intent.startswith("fan-")}
 
 

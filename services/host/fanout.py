@@ -142,9 +142,9 @@ class SurfaceFanout:
             batch = await self._batch(surface_id, state, epoch, after)
             if max_envelopes > 1 and len(batch) > 1:
                 for start in range(0, len(batch), max_envelopes):
-                    response = self._group(state, batch[start:start + max_envelopes])
-                    after = batch[min(start + max_envelopes, len(batch)) - 1].envelope.sequence
-                    yield response
+                    group = batch[start:start + max_envelopes]
+                    after = group[-1].envelope.sequence
+                    yield self._group(state, group)
             else:
                 for response in batch:
                     after = response.envelope.sequence

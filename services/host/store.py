@@ -62,8 +62,6 @@ surface_events = sa.Table("surface_events", metadata, sa.Column("surface_id", sa
 
 # A revision row read under another name (proposal_context reads two in one statement).
 RevisionRow = namedtuple("RevisionRow", revisions.c.keys())
-# A surface's head row after a journal append: its revision and the journal's epoch and last sequence.
-HeadRow = namedtuple("HeadRow", ["revision_id", "epoch", "sequence"])
 
 # The response of a command whose handler is still running (a claim); real replies are never empty.
 PENDING = b""
@@ -306,23 +304,28 @@ class HostStore:
 
     def _advance(self, connection, surface_id: str, count: int, *where, **values):
         """Move a surface's journal on by `count` entries in its head row (and set `values`) if the row matches
-        `where`: row lock, compare-and-swap and (PostgreSQL) the wake-up of other replicas, which is delivered
-        only if the transaction commits, in one statement. The row after the move, or None if none matched."""
-        returning = [branch_heads.c.revision_id, branch_heads.c.epoch, branch_heads.c.sequence]
-        if connection.dialect.name == "postgresql":  # the payload _wake sends
-            returning.append(sa.func.pg_notify(WAKE_CHANNEL, sa.func.concat_ws(
-                " ", branch_heads.c.surface_id, branch_heads.c.epoch, branch_heads.c.sequence, self.replica)))
+        `where`: row lock, compare-and-swap and the wake-up of other replicas in one statement. The row after
+        the move, or None if none matched."""
         return connection.execute(branch_heads.update().where(branch_heads.c.surface_id == surface_id, *where)
                                   .values(sequence=branch_heads.c.sequence + count, **values)
-                                  .returning(*returning)).first()
+                                  .returning(*self._head_and_wake(connection))).first()
 
     def _first_head(self, connection, surface_id: str, revision_id: str, count: int):
         """The head row of a surface that has none, after `count` entries (a concurrent creator of the same row
         makes this raise IntegrityError)."""
-        connection.execute(branch_heads.insert().values(surface_id=surface_id, revision_id=revision_id, epoch=1,
-                                                        sequence=count))
-        self._wake(connection, surface_id, 1, count)
-        return HeadRow(revision_id, 1, count)
+        return connection.execute(branch_heads.insert().values(
+            surface_id=surface_id, revision_id=revision_id, epoch=1, sequence=count)
+            .returning(*self._head_and_wake(connection))).first()
+
+    def _head_and_wake(self, connection) -> list:
+        """What a write of a head row returns: its revision, epoch and sequence, and on PostgreSQL the NOTIFY
+        that wakes other replicas ("<surface_id> <epoch> <sequence> <replica>"), delivered only if the
+        transaction commits."""
+        returning = [branch_heads.c.revision_id, branch_heads.c.epoch, branch_heads.c.sequence]
+        if connection.dialect.name == "postgresql":
+            returning.append(sa.func.pg_notify(WAKE_CHANNEL, sa.func.concat_ws(
+                " ", branch_heads.c.surface_id, branch_heads.c.epoch, branch_heads.c.sequence, self.replica)))
+        return returning
 
     def append_events(self, surface_id: str, events: list) -> Appended:
         """Host events that change no revision (e.g. `rejected`), appended in their own transaction."""
@@ -493,15 +496,8 @@ class HostStore:
             connection.execute(surface_events.delete().where(surface_events.c.surface_id == surface_id,
                                                              surface_events.c.epoch < epoch))
             connection.execute(branch_heads.update().where(branch_heads.c.surface_id == surface_id).values(
-                epoch=epoch, sequence=len(snapshot)))
-            self._wake(connection, surface_id, epoch, len(snapshot))
+                epoch=epoch, sequence=len(snapshot)).returning(*self._head_and_wake(connection)))
         return epoch, len(snapshot)
-
-    def _wake(self, connection, surface_id: str, epoch: int, sequence: int) -> None:
-        """Tell other replicas (PostgreSQL) that the journal moved; delivered only if this transaction commits."""
-        if connection.dialect.name == "postgresql":
-            connection.execute(sa.select(sa.func.pg_notify(WAKE_CHANNEL,
-                                                           f"{surface_id} {epoch} {sequence} {self.replica}")))
 
     def events_since(self, surface_id: str, epoch: int, sequence: int, limit: int = READ_BATCH) -> list:
         """Envelopes after (epoch, sequence), a later epoch's included, in journal order."""

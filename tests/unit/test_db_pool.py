@@ -7,7 +7,9 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 
+from cli.launcher import free_ports
 from shared.db import engine_for, reads
+from tests.fixtures.forwarder import TcpForwarder
 from tests.fixtures.postgres import postgres_database
 
 
@@ -28,14 +30,23 @@ def test_a_connection_the_server_ended_is_replaced_at_checkout(engine):
     assert second != first  # a fresh connection, and no error for the caller
 
 
-def test_a_database_that_is_away_fails_the_checkout(engine):
-    with engine.connect() as connection:
-        connection.execute(sa.text("SELECT 1"))
-    away = engine_for(engine.url.set(port=1).render_as_string(hide_password=False))  # nothing listens there
+def test_a_database_that_went_away_fails_the_checkout_with_the_drivers_error(request, engine):
+    """The pooled connection is ended and nothing answers on its address any more: the caller gets the
+    driver's OperationalError (which the services report as DATABASE_UNAVAILABLE), whichever of the checkout
+    check or the statement notices first, never a pool error of another kind."""
+    port = free_ports(1)[0]
+    relay = TcpForwarder(port, (engine.url.host or "127.0.0.1", engine.url.port or 5432))
+    request.addfinalizer(relay.close)
+    through_relay = engine_for(engine.url.set(port=port).render_as_string(hide_password=False))
+    request.addfinalizer(through_relay.dispose)
+    with through_relay.connect() as connection:
+        pid = connection.execute(sa.text("SELECT pg_backend_pid()")).scalar()
+    relay.close()  # the database "goes away": no new connections on its address
+    with engine.connect() as admin:
+        admin.execute(sa.text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
     with pytest.raises(sa.exc.OperationalError):
-        with away.connect() as connection:
+        with through_relay.connect() as connection:
             connection.execute(sa.text("SELECT 1"))
-    away.dispose()
 
 
 def test_reads_run_outside_a_transaction_and_writes_inside_one(engine):
