@@ -143,7 +143,7 @@ class EmbeddedPlanner:
         if not frozen.ok:
             return _display_failed(frozen)
         view = frozen.content["slice"]
-        proposal = self._compose(question, view, metric, dimension, grain, top)
+        proposal = self._compose(question, view, metric, dimension, grain, top, condition)
         # The embedded planner composes only from what the slice offers, so a refusal is not
         # something it could repair: it says so instead of retrying.
         outcome = await call("present_ui", {"proposal": proposal})
@@ -228,9 +228,19 @@ class EmbeddedPlanner:
         ids = {c["name"]: c["id"] for c in view["components"]}
         resource = view["resources"][-1]
         binding = {"ref": resource["id"], "offer": resource["offer"]}
-        children = ["title", "table"] + (["evidence"] if view["evidence"] else [])
+        rows = view["resources"][-1]["rows"]
+        latest = f"c{fields.index(time_field)}"
+        dated = time_field["type"] in ("timestamp", "date")
+        sentence = ({"id": "answer-text", "component": ids["Text"], "data": {
+            "text": f"No {entity['label'].lower()} records matched." if rows == 0 else
+                    f"{entity['label']} records, by {time_field['label'].lower()} (last first)."}}
+            if rows == 0 or not dated else
+            {"id": "answer-text", "component": ids["FigureText"], "data": {
+                "text": f"{entity['label']} records, newest first by {time_field['label'].lower()}; the newest is "
+                        "{latest}.", "figures": {"latest": {"resource": binding, "row": 0, "column": latest}}}})
+        children = ["title", "answer-text", "table"] + (["evidence"] if view["evidence"] else [])
         blocks = [{"id": "main", "component": ids["Column"], "data": {}, "children": children},
-                  {"id": "title", "component": ids["Heading"], "data": {"text": question[:120]}},
+                  {"id": "title", "component": ids["Heading"], "data": {"text": question[:120]}}, sentence,
                   {"id": "table", "component": ids["DataTable"], "data": {
                       "resource": binding, "columns": [f"c{i}" for i in range(len(fields))], "page_size": 25}}]
         if view["evidence"]:
@@ -342,13 +352,17 @@ class EmbeddedPlanner:
         return None
 
     @staticmethod
-    def _compose(question: str, view: dict, metric: dict, dimension, grain, top) -> dict:
+    def _compose(question: str, view: dict, metric: dict, dimension, grain, top, condition=None) -> dict:
         ids = {c["name"]: c["id"] for c in view["components"]}
         resource = view["resources"][-1]
         binding = {"ref": resource["id"], "offer": resource["offer"]}
         evidence = view["evidence"][-1]["id"] if view["evidence"] else None
         blocks = [{"id": "title", "component": ids["Heading"], "data": {"text": question[:120]}}]
         children = ["title"]
+        sentence = _answer_sentence(ids, binding, resource["rows"], metric, dimension, grain, condition)
+        if sentence is not None:
+            blocks.append(sentence)
+            children.append(sentence["id"])
         if dimension is None:
             blocks.append({"id": "figure", "component": ids["Metric"], "data": {
                 "label": metric["label"][:80], "resource": binding, "column": "value"}})
@@ -356,8 +370,10 @@ class EmbeddedPlanner:
         else:
             recipe = {"recipe": "line", "x": "group", "y": ["value"]} if grain else {
                 "recipe": "bar", "x": "group", "y": "value"}
-            blocks.append({"id": "chart", "component": ids["Chart"], "data": {
-                "title": metric["label"][:80], "resource": binding, "spec": recipe}})
+            chart = {"title": metric["label"][:80], "resource": binding, "spec": recipe}
+            if top and not grain:  # "top 10": exactly ten bars (the table below pages through all of them)
+                chart["top"] = max(1, min(int(top.group(1)), 12))
+            blocks.append({"id": "chart", "component": ids["Chart"], "data": chart})
             blocks.append({"id": "table", "component": ids["DataTable"], "data": {
                 "resource": binding, "columns": ["group", "value"],
                 "page_size": min(int(top.group(1)), 100) if top and int(top.group(1)) >= 5 else 25}})
@@ -367,6 +383,37 @@ class EmbeddedPlanner:
             children.append("evidence")
         return {"version": 1, "id": "answer", "title": question[:120],
                 "blocks": [{"id": "main", "component": ids["Column"], "data": {}, "children": children}, *blocks]}
+
+
+def _answer_sentence(ids: dict, binding: dict, rows: int, metric: dict, dimension, grain, condition) -> dict | None:
+    """The answer in words, its figures bound to cells of the result: the person reads the numbers, the
+    planner never sees them. Every sentence says only what the draft computed (the caption under it says
+    the rest)."""
+    label = metric["label"]
+    where = f" where {condition['field_label'].lower()} is \u201c{condition['value']}\u201d" if condition else ""
+
+    def cell(column: str, row: int = 0) -> dict:
+        return {"resource": binding, "row": row, "column": column}
+
+    if rows == 0:
+        return {"id": "answer-text", "component": ids["Text"], "data": {"text": f"No rows matched{where}."}}
+    if "FigureText" not in ids:
+        return None
+    if dimension is None:
+        text, figures = f"{label}{where}: {{value}}.", {"value": cell("value")}
+    elif grain:
+        last = min(rows, 1000) - 1
+        if last == 0:
+            text, figures = f"{label}{where} was {{last}} in {{last_period}}.", {
+                "last": cell("value"), "last_period": cell("group")}
+        else:
+            text = f"{label}{where} was {{last}} in {{last_period}}, against {{first}} in {{first_period}}."
+            figures = {"last": cell("value", last), "last_period": cell("group", last), "first": cell("value"),
+                       "first_period": cell("group")}
+    else:  # ordered by the measure, highest first
+        text = f"{{group}} has the highest {label[:1].lower() + label[1:]}{where}: {{value}}."
+        figures = {"group": cell("group"), "value": cell("value")}
+    return {"id": "answer-text", "component": ids["FigureText"], "data": {"text": text[:600], "figures": figures}}
 
 
 def _display_failed(result) -> Plan:

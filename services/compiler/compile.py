@@ -30,6 +30,7 @@ from shared.bounded_json import canonical
 from shared.schema_check import Check, compile_check
 from shared.ui.contracts import Catalog, ComponentContract, reserved_keywords
 from shared.ui.slice import MAX_PROPOSAL_BYTES, column_role, column_type, offer_tag, slice_hash
+from shared.ui.template import TemplateError, slot_names
 from tessera.compiler.v1 import compiler_pb2
 
 PLACEHOLDER = "Placeholder"
@@ -45,6 +46,13 @@ _MARKUP = re.compile(
     r"|\bexpression\s*\(|\burl\s*\(",                      # CSS expressions
     re.IGNORECASE)
 _ROW_DELIMITERS = (",", "\t", "|", ";")
+# What the person reads as computed (§10b): a bound component's caption and formats come from the Resource
+# Gateway's interpretation of the executed draft and the semantic model, never from a proposal.
+_TRUSTED_PROPS = {
+    "caption": "caption", "captions": "caption", "interpretation": "caption", "computed": "caption",
+    "subtitle": "caption", "footnote": "caption", "description": "caption",
+    "format": "format", "formats": "format", "number_format": "format", "unit": "format", "units": "format",
+}
 _SCHEMA_CACHE = 256
 
 
@@ -63,6 +71,7 @@ class Binding:
     kind: str
     slice_id: str
     column_ids: list[str] = field(default_factory=list)
+    row: int | None = None  # a figure: the one row it shows
 
 
 @dataclass
@@ -250,6 +259,8 @@ class Compiler:
         where = raw.pointer if raw.from_base else f"{raw.pointer}/data"
         if raw.from_base:
             data = offers.to_slice_refs(contract, data, raw)
+        if contract.bindings and isinstance(data, dict):
+            self._refuse_trusted_props(contract, data, where)
         self._check_props(contract.name, data, where)
         self._check_slots(contract, raw, data)
         bindings = []
@@ -258,10 +269,30 @@ class Compiler:
             if prop not in data:
                 continue
             prop_pointer = f"{where}/{prop}"
+            if spec.kind == "cells":
+                figures = offers.check_figures(self, spec, data, prop, prop_pointer, where)
+                bindings += [Binding(raw.id, f"/{prop}/{name}", "resource", slice_id, [column], row)
+                             for name, slice_id, column, row in figures]
+                canonical_data[prop] = {
+                    name: {"resource": offers.canonical_ref("resource", data[prop][name]["resource"]), "row": row,
+                           "column": column} for name, _, column, row in figures}
+                continue
             slice_id, columns = offers.check_binding(self, contract, spec, data, prop, prop_pointer)
             bindings.append(Binding(raw.id, f"/{prop}", spec.kind, slice_id, columns))
             canonical_data[prop] = offers.canonical_ref(spec.kind, data[prop])
         return contract.name, canonical_data, bindings
+
+    def _refuse_trusted_props(self, contract: ComponentContract, data: dict, where: str) -> None:
+        """A caption or a format on a data-bound component is the gateway's to write, never the model's."""
+        if not any(spec.kind in ("resource", "evidence") for spec in contract.bindings.values()):
+            return
+        for key in data:
+            kind = _TRUSTED_PROPS.get(key.lower()) if isinstance(key, str) else None
+            if kind is not None:
+                self._fail("binding", f"component.{kind}-not-settable",
+                           f"{contract.name}: the {kind} of a bound result is written from the executed analysis "
+                           "and the semantic model; a proposal cannot set, change or hide it", f"{where}/{key}",
+                           f"remove {key!r}; give the block a title or label in your own words instead")
 
     def _check_props(self, name: str, data: object, where: str) -> None:
         """The contract's prop schema, then the text screen: no markup, links or rows written out as text."""
@@ -345,6 +376,9 @@ class _Offers:
             if prop not in data:
                 continue
             stored = data[prop]
+            if spec.kind == "cells":
+                data[prop] = self._figures_to_slice_refs(stored, f"{raw.pointer}/data/{prop}")
+                continue
             global_id = stored.get(spec.kind) if isinstance(stored, dict) else None
             slice_id = self._by_global[spec.kind].get(global_id) if isinstance(global_id, str) else None
             if slice_id is None:
@@ -354,6 +388,64 @@ class _Offers:
             # A missing offer stays missing: the contract check then refuses the block, naming the prop.
             data[prop] = {"ref": slice_id, "offer": stored.get("offer")} if spec.kind == "resource" else slice_id
         return data
+
+    def _figures_to_slice_refs(self, stored, pointer: str):
+        """A stored block's figures, bound again to this slice's ids (a figure whose result is gone fails)."""
+        if not isinstance(stored, dict):
+            return stored  # the contract check refuses it, naming the prop
+        figures = {}
+        for name, figure in stored.items():
+            reference = figure.get("resource") if isinstance(figure, dict) else None
+            global_id = reference.get("resource") if isinstance(reference, dict) else None
+            slice_id = self._by_global["resource"].get(global_id) if isinstance(global_id, str) else None
+            if slice_id is None:
+                raise _BlockError(Finding("binding", "catalog.resource-not-offered",
+                                          f"the result figure {name!r} showed is not offered any more",
+                                          f"{pointer}/{name}", "bind a current result or remove the block"))
+            figures[name] = {**figure, "resource": {"ref": slice_id, "offer": reference.get("offer")}}
+        return figures
+
+    def check_figures(self, compiler: Compiler, spec, data: dict, prop: str, pointer: str, where: str):
+        """Each figure names an offered result, an offered column and a row it has; the template uses exactly
+        the figures bound. Returns (name, slice id, column, row) per figure."""
+        template = data.get(spec.template, "")
+        try:
+            used = slot_names(template)
+        except TemplateError as error:
+            compiler._fail("binding", "text.template-invalid", str(error), f"{where}/{spec.template}",
+                           "write {name} where a figure goes")
+        figures = data[prop]
+        for name in used:
+            if name not in figures:
+                compiler._fail("binding", "text.figure-unknown", f"the text names {{{name}}}, which no figure binds",
+                               f"{where}/{spec.template}", f"bind {name!r} under {prop} or remove it from the text")
+        out = []
+        for name, figure in figures.items():
+            here = f"{pointer}/{name}"
+            if name not in used:
+                compiler._fail("binding", "text.figure-unused", f"figure {name!r} is bound but the text never "
+                                                                "shows it", here, f"write {{{name}}} in the text")
+            reference = figure["resource"]
+            offered = self.resources.get(reference["ref"])
+            if offered is None:
+                compiler._fail("binding", "catalog.resource-not-offered",
+                               f"{reference['ref']} is not offered in this slice", f"{here}/resource/ref")
+            if reference["offer"] != offer_tag(offered.offer_hash):
+                compiler._fail("binding", "resource.offer-hash-denied", "the offer quoted does not match the offer "
+                                                                        f"of {reference['ref']}",
+                               f"{here}/resource/offer", "copy the offer tag from the slice")
+            column = figure["column"]
+            if column not in offered.selector.column_ids or column not in {c.column_id for c in
+                                                                           offered.descriptor.columns}:
+                compiler._fail("binding", "resource.column-not-offered",
+                               f"column {column!r} is not selectable from {reference['ref']}", f"{here}/column")
+            row = figure.get("row", 0)
+            if row >= offered.descriptor.row_count:
+                compiler._fail("binding", "resource.row-out-of-range",
+                               f"{reference['ref']} has {offered.descriptor.row_count} rows; there is no row {row}",
+                               f"{here}/row", "rows count from 0")
+            out.append((name, reference["ref"], column, row))
+        return out
 
     def check_binding(self, compiler: Compiler, contract, spec, data: dict, prop: str, pointer: str):
         value = data[prop]

@@ -24,6 +24,7 @@ class Binding:
     input_schema: str = ""
     state: str = ""
     value_schema: str = ""
+    row: int = -1  # a figure bound to one cell: the only row its windows may read
 
     def stored(self) -> dict:
         kept = {f.name: getattr(self, f.name) for f in fields(self)
@@ -56,7 +57,8 @@ def resolved(frozen: compiler_pb2.CatalogSlice, compiled_bindings) -> list[Bindi
         if binding.kind == compiler_pb2.BINDING_KIND_RESOURCE:
             d = resources[binding.slice_id]
             out.append(Binding(**where, kind="resource", resource_id=d.resource_id, version_id=d.version_id,
-                               content_hash=d.content_hash, columns=tuple(binding.column_ids)))
+                               content_hash=d.content_hash, columns=tuple(binding.column_ids),
+                               row=binding.row if binding.HasField("row") else -1))
         elif binding.kind == compiler_pb2.BINDING_KIND_ACTION:
             action = actions[binding.slice_id]
             out.append(Binding(**where, kind="action", action_id=action.action_id,

@@ -131,12 +131,17 @@ class Commands:
         return reply
 
     @staticmethod
-    def _binding(bound: list[Binding], node_id: str, kind: str) -> Binding:
-        found = next((b for b in bound if b.node == node_id and b.kind == kind), None)
-        if found is None:
+    def _binding(bound: list[Binding], node_id: str, kind: str, prop: str = "") -> Binding:
+        found = [b for b in bound if b.node == node_id and b.kind == kind and (not prop or b.prop == prop)]
+        if not found:
+            what = f"binding {prop!r}" if prop else f"{kind} binding"
             raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "NODE_NOT_BOUND",
-                          f"block {node_id!r} of the current revision has no {kind} binding")
-        return found
+                          f"block {node_id!r} of the current revision has no {what}")
+        if len(found) > 1:  # several figures: the command must say which one
+            raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "BINDING_AMBIGUOUS",
+                          f"block {node_id!r} binds {len(found)} results; name one with prop "
+                          f"({', '.join(b.prop for b in found[:4])})")
+        return found[0]
 
     async def _publish(self, session: Session, message: dict) -> tuple[int, int]:
         build = data_model_update(session.surface_id, message)
@@ -146,9 +151,13 @@ class Commands:
 
     async def _window(self, request, session, head, bound, reply) -> None:
         command = request.resource_window
-        binding = self._binding(bound, command.node_id, "resource")
+        binding = self._binding(bound, command.node_id, "resource", command.prop)
         if command.limit < 1 or command.limit > WINDOW_MAX_ROWS:
             raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "WINDOW_TOO_LARGE", f"limit is 1-{WINDOW_MAX_ROWS}")
+        if binding.row >= 0 and (command.offset != binding.row or command.limit != 1):
+            raise _refuse(grpc.StatusCode.PERMISSION_DENIED, "WINDOW_OUTSIDE_BINDING",
+                          f"{binding.prop} of block {command.node_id!r} shows row {binding.row} only",
+                          row=str(binding.row))
         projection = list(command.column_ids) or list(binding.columns)
         missing = [c for c in projection if c not in binding.columns]
         if missing:
@@ -160,7 +169,8 @@ class Commands:
         # Rows go to this surface's stream only: never into revisions, documents, slices or logs.
         epoch, sequence = await self._publish(session, {"version": "v0.9", "updateDataModel": {
             "surfaceId": session.surface_id, "path": f"/resources/{binding.resource_id}/window",
-            "value": {"node": command.node_id, "offset": window.offset, "totalRows": window.total_rows,
+            "value": {"node": command.node_id, "prop": binding.prop, "offset": window.offset,
+                      "totalRows": window.total_rows,
                       "columns": [c.column_id for c in window.columns],
                       "rows": [[_cell_json(c) for c in row.cells] for row in window.rows]}}})
         reply.cursor.epoch, reply.cursor.sequence = epoch, sequence
@@ -174,7 +184,9 @@ class Commands:
                                             nonce=secrets.token_hex(12)),
             grant_id=grant_id, surface_id=session.surface_id, node_id=node_id, resource_id=binding.resource_id,
             version_id=binding.version_id, content_hash=binding.content_hash, column_ids=list(binding.columns),
-            max_window_rows=WINDOW_MAX_ROWS)
+            max_window_rows=1 if binding.row >= 0 else WINDOW_MAX_ROWS)
+        if binding.row >= 0:
+            claims.row = binding.row
         claims.binding.issued_at.FromDatetime(now)
         claims.binding.expires_at.FromDatetime(now + GRANT_LIFETIME)
         grant = tokens.sign(self._grant_key, tokens.PURPOSE_WINDOW_GRANT, claims)

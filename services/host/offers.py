@@ -51,7 +51,7 @@ class Offers:
                     recoverable=True, model_correctable=False, location=f"/resource_offers/{index}",
                     message=f"{exc.reason.replace('TOKEN_', '').lower().replace('_', '-')}: {exc}"))
                 continue
-            accepted.append(ResourceOffer(claims.descriptor, offer_hash(token)))
+            accepted.append(ResourceOffer(claims.descriptor, offer_hash(token), interpretation=claims.interpretation))
             evidence.append(claims.evidence)
         return accepted, evidence, refused
 

@@ -199,6 +199,27 @@ class Catalog:
     def metric(self, entity: str, name: str) -> CatalogMetric:
         return self.entities[entity].metrics[name]
 
+    def time_field(self, entity: str) -> CatalogField | None:
+        """The date or time rows of `entity` are dated by: its declared `time_field`, else its first date or
+        time field, else that of the nearest entity it belongs to (many-to-one), for a result's coverage."""
+        seen, frontier = {entity}, [entity]
+        while frontier:
+            following = []
+            for name in frontier:
+                spec = self.entities[name].spec
+                fields = self.entities[name].fields
+                if spec.time_field is not None:
+                    return fields[spec.time_field]
+                temporal = next((f for f in fields.values() if f.spec.type in ("date", "timestamp")), None)
+                if temporal is not None:
+                    return temporal
+                for edge in self.edges[name]:
+                    if edge.safe and edge.end not in seen:  # each row belongs to at most one there
+                        seen.add(edge.end)
+                        following.append(edge.end)
+            frontier = following
+        return None
+
     def component_entities(self, metric: CatalogMetric) -> set[str]:
         if not metric.derived:
             return {metric.entity}

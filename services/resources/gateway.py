@@ -12,15 +12,17 @@ import time
 from dataclasses import dataclass
 
 import grpc
+import sqlalchemy as sa
 from google.protobuf import duration_pb2, timestamp_pb2
 
-from services.resources import probes
+from services.resources import formats, probes
 from services.resources.capability import Capability, CapabilityIssuer
 from services.resources.catalog import Catalog, CatalogEntity, CatalogField, CatalogRelationship
 from services.resources.config import MAX_WINDOW_ROWS, ResourcesSettings
-from services.resources.draft import Draft, build_draft, parse_draft
+from services.resources.draft import Draft, Measure, build_draft, parse_draft
+from services.resources.interpretation import Coverage, interpret
 from services.resources.planner import Planner
-from services.resources.results import PinnedResult, normalize_rows
+from services.resources.results import PinnedResult, normalize_cell, normalize_rows
 from services.resources.semantic_model import SemanticModelError, load_semantic_model
 from services.resources.store import ResourceStore, open_store
 from services.resources.warehouse import Warehouse
@@ -56,6 +58,7 @@ class Analysis:
     descriptor: common_pb2.ResourceDescriptor
     evidence: common_pb2.Evidence
     offer: common_pb2.SignedToken
+    interpretation: common_pb2.Interpretation
 
 
 class Gateway:
@@ -185,13 +188,17 @@ class Gateway:
         rows, elapsed, query_fingerprint = self.warehouse.fetch_with_fingerprint(plan.statement, plan.row_cap + 1)
         truncated = len(rows) > plan.row_cap
         rows = normalize_rows(rows[:plan.row_cap], [column.type for column in plan.columns])
+        interpretation = interpret(draft, plan.columns, row_count=len(rows), truncated=truncated,
+                                   total_rows=self._total_rows(plan.statement) if truncated else None,
+                                   coverage=self._coverage(draft))
         result = self.store.pin(session_id, turn_id, plan.columns, rows, truncated)
         shape = "records" if draft.mode == "records" else draft.output
         descriptor = common_pb2.ResourceDescriptor(
             resource_id=result.resource_id, version_id=result.version_id, content_hash=result.content_hash,
             shape=SHAPES[shape], row_count=len(rows), truncated=truncated,
             columns=[common_pb2.ColumnDescriptor(column_id=c.id, label=c.label, type=COLUMN_TYPES[c.type],
-                                                 role=COLUMN_ROLES[c.role], semantic_id=c.semantic_id)
+                                                 role=COLUMN_ROLES[c.role], semantic_id=c.semantic_id,
+                                                 format=formats.to_proto(c.format), additive=c.additive)
                      for c in plan.columns])
         now = dt.datetime.now(dt.UTC)
         evidence = common_pb2.Evidence(
@@ -203,9 +210,38 @@ class Gateway:
             binding=common_pb2.TokenBinding(subject=result.resource_id, audience="host", issued_at=_timestamp(now),
                                             expires_at=_timestamp(now + OFFER_LIFETIME),
                                             nonce=secrets.token_hex(12)),
-            session_id=session_id, turn_id=turn_id, descriptor=descriptor, evidence=evidence)
+            session_id=session_id, turn_id=turn_id, descriptor=descriptor, evidence=evidence,
+            interpretation=interpretation)
         offer = tokens.sign(self.signing_key, tokens.PURPOSE_RESOURCE_OFFER, claims)
-        return Analysis(result, descriptor, evidence, offer)
+        return Analysis(result, descriptor, evidence, offer, interpretation)
+
+    def _total_rows(self, statement: sa.Select) -> int | None:
+        """How many rows the draft matched before the policy cap (asked only when the cap dropped some)."""
+        counting = sa.select(sa.func.count()).select_from(statement.limit(None).order_by(None).subquery())
+        try:
+            rows, _ = self.warehouse.fetch(counting, 1)
+        except TesseraError:  # a count that times out leaves "more were left out"; the result stands
+            return None
+        return int(rows[0][0])
+
+    def _coverage(self, draft: Draft) -> Coverage | None:
+        """The span of the time field over the rows the result was computed from: the same filter and
+        joins, asking min and max of the date the result's entity is dated by."""
+        home = draft.records_entity.name if draft.mode == "records" else draft.measures[0].home
+        field = self.catalog.time_field(home)
+        if field is None:
+            return None
+        span = Draft(mode="aggregate", output="scalar", filter=draft.filter,
+                     measures=(Measure("first", aggregation="min", field=field),
+                               Measure("last", aggregation="max", field=field)))
+        try:
+            plan = self.planner.plan(span, 1)
+            rows, _ = self.warehouse.fetch(plan.statement, 1)
+        except TesseraError:  # e.g. the filter cannot reach the time field: no span is stated, none invented
+            return None
+        first, last = (normalize_cell(value, field.spec.type) for value in rows[0]) if rows else (None, None)
+        parse = dt.date.fromisoformat if field.spec.type == "date" else dt.datetime.fromisoformat
+        return Coverage(field, parse(first) if first else None, parse(last) if last else None)
 
     # --- windows ---------------------------------------------------------
 
@@ -245,6 +281,9 @@ class Gateway:
         if limit < 1 or limit > cap:
             raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "WINDOW_TOO_LARGE",
                                f"limit must be between 1 and {cap}", {"max": str(cap)})
+        if claims.HasField("row") and offset != claims.row:  # a grant for one figure reads its one cell
+            raise TesseraError(grpc.StatusCode.PERMISSION_DENIED, "WINDOW_OUTSIDE_GRANT",
+                               f"this grant reads row {claims.row} only", {"row": str(claims.row)})
         result = self.store.get(claims.resource_id)
         if result is None:
             raise TesseraError(grpc.StatusCode.NOT_FOUND, "RESOURCE_NOT_FOUND",

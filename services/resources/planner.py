@@ -17,7 +17,7 @@ import grpc
 import sqlalchemy as sa
 from sqlalchemy.sql.elements import ColumnElement
 
-from services.resources import expressions
+from services.resources import expressions, formats
 from services.resources.catalog import Catalog, CatalogField, CatalogMetric, Edge
 from services.resources.draft import GRAINS, Comparison, Dimension, Draft, Group, Measure, Predicate, invalid
 from shared.errors import TesseraError
@@ -34,6 +34,8 @@ class OutputColumn:
     type: str  # semantic type: integer, decimal, float, string, boolean, date, timestamp
     role: str  # dimension, time, measure, attribute
     semantic_id: str
+    format: dict | None = None  # display format (formats.py); None in results pinned before formats existed
+    additive: bool = False  # a count or a sum: rows may be totalled (a chart's "Other")
 
 
 @dataclass
@@ -317,7 +319,9 @@ class Planner:
         statement = self._order(statement, draft, outputs).limit(row_cap + 1)
         columns = [self._dimension_output(d) for d in draft.dimensions]
         columns += [OutputColumn(m.id, self._measure_label(m), self._measure_type(m, atoms), "measure",
-                                 self._measure_semantic_id(m)) for m, atoms in measure_atoms]
+                                 self._measure_semantic_id(m), formats.of_measure(m, self._measure_type(m, atoms)),
+                                 additive=self._adds_up(m))
+                    for m, atoms in measure_atoms]
         return Plan(statement, columns, row_cap)
 
     def _combine(self, measure: Measure, atoms: list[_Atom], union, atom_index) -> ColumnElement:
@@ -359,14 +363,23 @@ class Planner:
         statement = self._order(statement, draft, outputs)
         primary = aliases[home].c[self.catalog.entities[home].primary_key.column.name]
         statement = statement.order_by(primary.asc()).limit(row_cap + 1)
-        columns = [OutputColumn(f.id, f.field.spec.label, f.field.spec.type, "attribute", f.field.id)
-                   for f in draft.record_fields]
+        columns = [OutputColumn(f.id, f.field.spec.label, f.field.spec.type, "attribute", f.field.id,
+                                formats.of_dimension(f.field, None)) for f in draft.record_fields]
         return Plan(statement, columns, row_cap)
 
     def _dimension_output(self, dimension: Dimension) -> OutputColumn:
         label = dimension.field.spec.label + (f" ({dimension.grain})" if dimension.grain else "")
         return OutputColumn(dimension.id, label, dimension.field.spec.type, "time" if dimension.grain else
-                            "dimension", dimension.field.id)
+                            "dimension", dimension.field.id, formats.of_dimension(dimension.field, dimension.grain))
+
+    @staticmethod
+    def _adds_up(measure: Measure) -> bool:
+        """Counts and sums add up across the rows of a breakdown; distinct counts, averages and ratios do not."""
+        if measure.metric is not None:
+            expression = measure.metric.expression
+            return not measure.metric.derived and isinstance(expression, expressions.Aggregate) and \
+                expression.function in ("count", "sum")
+        return measure.aggregation in ("count", "sum")
 
     def _measure_label(self, measure: Measure) -> str:
         if measure.metric is not None:

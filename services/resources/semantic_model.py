@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from services.resources import expressions
 
@@ -20,6 +20,10 @@ FieldType = Literal["string", "integer", "decimal", "float", "boolean", "date", 
 Exposure = Literal["never-to-model", "aggregate-only", "bounded-values"]
 Sensitivity = Literal["public", "internal", "pii", "confidential"]
 RelationshipKind = Literal["many_to_one", "one_to_many", "one_to_one"]
+FormatStyle = Literal["integer", "decimal", "currency", "percent", "date", "text"]
+DateGrain = Literal["second", "minute", "hour", "day", "week", "month", "quarter", "year"]
+NUMERIC_TYPES = frozenset({"integer", "decimal", "float"})
+TEMPORAL_TYPES = frozenset({"date", "timestamp"})
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 
 
@@ -31,6 +35,37 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
+class FormatSpec(_Strict):
+    """How values are displayed (§10b): `format: percent`, or a mapping with options."""
+
+    style: FormatStyle
+    currency: str | None = Field(default=None, pattern=r"^[A-Z]{3}$")  # ISO 4217
+    decimals: int | None = Field(default=None, ge=0, le=6)
+    grain: DateGrain | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value):
+        return {"style": value} if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _coherent(self) -> FormatSpec:
+        if (self.style == "currency") != (self.currency is not None):
+            raise ValueError("currency (an ISO 4217 code such as USD) goes with style currency, and only with it")
+        if self.grain is not None and self.style != "date":
+            raise ValueError("grain goes with style date only")
+        if self.decimals is not None and self.style not in ("decimal", "currency", "percent"):
+            raise ValueError("decimals go with style decimal, currency or percent only")
+        return self
+
+    def fits(self, value_type: str) -> bool:
+        if self.style == "date":
+            return value_type in TEMPORAL_TYPES
+        if self.style == "text":
+            return True
+        return value_type in NUMERIC_TYPES
+
+
 class FieldSpec(_Strict):
     column: str | None = None  # physical column; defaults to the field's key
     type: FieldType
@@ -39,6 +74,7 @@ class FieldSpec(_Strict):
     synonyms: tuple[str, ...] = ()
     exposure: Exposure
     sensitivity: Sensitivity = "internal"
+    format: FormatSpec | None = None
 
 
 class MetricSpec(_Strict):
@@ -47,6 +83,7 @@ class MetricSpec(_Strict):
     synonyms: tuple[str, ...] = ()
     expression: str
     type: FieldType = "decimal"
+    format: FormatSpec | None = None
 
 
 class DerivedMetricSpec(MetricSpec):
@@ -60,6 +97,8 @@ class EntitySpec(_Strict):
     description: str = Field(default="", max_length=400)
     synonyms: tuple[str, ...] = ()
     primary_key: str
+    # The date or time a row is dated by, for a result's time coverage; default: its first date or time field.
+    time_field: str | None = None
     fields: dict[str, FieldSpec]
     metrics: dict[str, MetricSpec] = {}
 
@@ -141,6 +180,14 @@ def _cross_check(model: SemanticModel) -> list[str]:
                 problems.append(f"{where}: name {name!r} must be lower_snake_case (a-z, 0-9, _)")
         if entity.primary_key not in entity.fields:
             problems.append(f"{where}.primary_key: {entity.primary_key!r} is not one of its fields")
+        if entity.time_field is not None and (entity.time_field not in entity.fields or
+                                              entity.fields[entity.time_field].type not in TEMPORAL_TYPES):
+            problems.append(f"{where}.time_field: {entity.time_field!r} is not one of its date or time fields")
+        for kind, items in (("fields", entity.fields), ("metrics", entity.metrics)):
+            for name, item in items.items():
+                if item.format is not None and not item.format.fits(item.type):
+                    problems.append(f"{where}.{kind}.{name}.format: style {item.format.style} does not fit "
+                                    f"type {item.type}")
         for metric_name, metric in entity.metrics.items():
             try:
                 expressions.check_entity_metric(expressions.parse(metric.expression), set(entity.fields))
@@ -164,6 +211,8 @@ def _cross_check(model: SemanticModel) -> list[str]:
             problems.append(f"{where}.entity: unknown entity {derived.entity!r}")
         elif name in model.entities[derived.entity].metrics or name in model.entities[derived.entity].fields:
             problems.append(f"{where}: {name!r} is already a field or metric of {derived.entity}")
+        if derived.format is not None and not derived.format.fits(derived.type):
+            problems.append(f"{where}.format: style {derived.format.style} does not fit type {derived.type}")
         try:
             expressions.check_derived_metric(expressions.parse(derived.expression, dotted_refs=True), known_metrics)
         except expressions.ExpressionError as exc:

@@ -21,11 +21,15 @@ BINDING_ROOTS = {"resource": "/resources", "evidence": "/evidence", "state": "/s
 def _component_schema(contract: ComponentContract) -> dict:
     props = copy.deepcopy(contract.props.get("properties", {}))
     for prop, spec in contract.bindings.items():
+        if spec.kind == "cells":  # a map of figures, each a data binding to a result plus its row and column
+            props[prop]["additionalProperties"]["properties"]["resource"] = {"$ref": COMMON_TYPES + "DataBinding"}
+            continue
         props[prop] = {"type": "string", "minLength": 1} if spec.kind == "action" else {
             "$ref": COMMON_TYPES + "DataBinding"}
     properties = {"id": {"$ref": COMMON_TYPES + "ComponentId"}, "component": {"const": contract.name},
                   "accessibility": {"$ref": COMMON_TYPES + "AccessibilityAttributes"}, **props}
-    required = ["id", "component", *contract.props.get("required", [])]
+    properties.update({name: {"const": value} for name, value in contract.display_props.items()})
+    required = ["id", "component", *contract.props.get("required", []), *contract.display_props]
     if "children" in contract.slots:
         properties["children"] = {"$ref": COMMON_TYPES + "ChildList"}
         required.append("children")

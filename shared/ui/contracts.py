@@ -77,13 +77,15 @@ class Cardinality(_Strict):
 
 
 class BindingSpec(_Strict):
-    kind: Literal["resource", "evidence", "state", "action"]
+    # cells: a map of named figures, each bound to one cell (resource, row, column) of an offered result.
+    kind: Literal["resource", "evidence", "state", "action", "cells"]
     # Props (dotted paths, relative to the block's data) that name result columns.
     columns: tuple[str, ...] = ()
     sort: str | None = None
     page_size: str | None = None
     input: str | None = None  # action: the prop holding the typed input
     options: str | None = None  # state: the prop listing selectable values
+    template: str | None = None  # cells: the text prop whose {name}s the figures fill
 
 
 class RecipeField(_Strict):
@@ -106,19 +108,33 @@ class ComponentContract(_Strict):
     events: dict[str, str] = {}
     recipes: dict[str, dict[str, RecipeField]] = {}
     host_only: bool = False
+    # Fixed presentation limits the renderer keeps to (e.g. max_categories of a chart); they reach the
+    # renderer with every component as trusted props, never from a proposal.
+    display: dict[Literal["max_categories"], int] = {}
 
     @model_validator(mode="after")
     def _coherent(self) -> ComponentContract:
         if not _NAME.match(self.name):
             raise ValueError(f"name {self.name!r} must be PascalCase")
         properties = self.props.get("properties", {})
-        for prop in [*self.bindings, *filter(None, [self.slot_labels])]:
+        for prop in [*self.bindings, *filter(None, [self.slot_labels]),
+                     *filter(None, (spec.template for spec in self.bindings.values()))]:
             if prop not in properties:
                 raise ValueError(f"{prop!r} is not a prop")
+        if any(not 2 <= value <= 100 for value in self.display.values()):
+            raise ValueError("display limits are 2..100")
+        top = properties.get("top", {})
+        if "max_categories" in self.display and top.get("maximum", 0) > self.display["max_categories"]:
+            raise ValueError("the top prop may not exceed display.max_categories")
         for port, prop in self.events.items():
             if self.bindings.get(prop, BindingSpec(kind="state")).kind != "action":
                 raise ValueError(f"event port {port!r} must name an action binding prop")
         return self
+
+    @property
+    def display_props(self) -> dict:
+        """The display limits as the renderer reads them (camelCase A2UI props)."""
+        return {"maxCategories": self.display["max_categories"]} if "max_categories" in self.display else {}
 
     @property
     def contract_hash(self) -> str:

@@ -35,6 +35,8 @@ class ResourceOffer:
     column_ids: tuple[str, ...] = ()  # selector policy: projectable columns (default: all)
     allow_sort: bool = True
     max_page_size: int = 100
+    # What the result answers, in words, from the verified offer (never from the model).
+    interpretation: common_pb2.Interpretation | None = None
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,7 @@ def _satisfiable(contract: ComponentContract, request: SliceRequest) -> bool:
     """A component whose required binding has nothing to bind to is not offered."""
     required = set(contract.props.get("required", ()))
     available = {"resource": request.resources, "evidence": request.evidence, "action": request.actions,
-                 "state": request.state}
+                 "state": request.state, "cells": request.resources}
     return all(available[spec.kind] for prop, spec in contract.bindings.items() if prop in required)
 
 
@@ -98,7 +100,8 @@ def freeze_slice(catalog: Catalog, request: SliceRequest) -> compiler_pb2.Catalo
             slice_id=_slice_id("resource", i), descriptor=r.descriptor, offer_hash=r.offer_hash,
             selector=compiler_pb2.SelectorPolicy(
                 column_ids=list(r.column_ids) or [c.column_id for c in r.descriptor.columns],
-                allow_sort=r.allow_sort, max_page_size=r.max_page_size))
+                allow_sort=r.allow_sort, max_page_size=r.max_page_size),
+            interpretation=r.interpretation)
             for i, r in enumerate(request.resources)],
         evidence=[compiler_pb2.OfferedEvidence(slice_id=_slice_id("evidence", i), evidence=e)
                   for i, e in enumerate(request.evidence)],
@@ -181,12 +184,16 @@ def _narrow(contract: ComponentContract, frozen: compiler_pb2.CatalogSlice) -> d
     properties = schema.get("properties", {})
     offered = {"resource": [r.slice_id for r in frozen.resources], "evidence": [e.slice_id for e in frozen.evidence],
                "state": [s.slice_id for s in frozen.state], "action": [a.slice_id for a in frozen.actions]}
+    offered["cells"] = offered["resource"]
     for prop, spec in contract.bindings.items():
         ids = offered[spec.kind]
+        reference = {"type": "object", "additionalProperties": False, "required": ["ref", "offer"],
+                     "properties": {"ref": {"enum": ids} if ids else {"not": {}},
+                                    "offer": {"type": "string", "pattern": "^[0-9a-f]{16}$"}}}
         if spec.kind == "resource":
-            properties[prop] = {"type": "object", "additionalProperties": False, "required": ["ref", "offer"],
-                                "properties": {"ref": {"enum": ids} if ids else {"not": {}},
-                                               "offer": {"type": "string", "pattern": "^[0-9a-f]{16}$"}}}
+            properties[prop] = reference
+        elif spec.kind == "cells":
+            properties[prop]["additionalProperties"]["properties"]["resource"] = reference
         else:
             properties[prop] = {"enum": ids} if ids else {"not": {}}
     return schema

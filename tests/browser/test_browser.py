@@ -4,10 +4,13 @@ a refused block becomes a placeholder, and the main views pass axe-core without 
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import re
 import secrets
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 
+import sqlalchemy as sa
 from playwright.sync_api import expect
 
 from shared.actors import assert_actor
@@ -16,6 +19,7 @@ from shared.channels import sync_channel
 from shared.contracts import invoke
 from shared.paths import REPO_ROOT
 from tessera.host.v1 import host_pb2
+from tessera.resources.v1 import resources_pb2
 from tests.browser.conftest import screenshot
 from tests.integration.test_broker import order as review_status
 from tests.integration.test_golden import expected_figures
@@ -29,6 +33,10 @@ def ask(page, question: str) -> None:
     page.wait_for_function("document.querySelector('#answer').textContent.length > 0", timeout=60_000)
 
 
+def month_label(iso_day: str) -> str:
+    return dt.date.fromisoformat(iso_day).strftime("%b %Y")
+
+
 def table_rows(page) -> list[list[str]]:
     return page.locator("tessera-data-table tbody tr").evaluate_all(
         "rows => rows.map(r => [...r.querySelectorAll('td')].map(td => td.textContent.trim()))")
@@ -38,9 +46,13 @@ def test_a_question_shows_a_chart_and_a_table_with_the_numbers_sql_gives(page, w
     ask(page, "Show units sold by month")
     page.wait_for_selector("tessera-chart svg", timeout=30_000)
     page.wait_for_selector("tessera-data-table tbody tr", timeout=30_000)
-    expected = {key[:10]: value for key, value in
+    # The month axis reads months, not timestamps.
+    expect(page.locator("tessera-chart svg")).to_contain_text("Jan 2021", timeout=15_000)
+    by_month = {key[:10]: value for key, value in
                 expected_figures(warehouse_url, {"metric": "units_sold", "by": "month"}, "").items()}
-    months = sorted(expected)
+    # Months read as months ("Jan 2021"), in time order, with the figures SQL gives.
+    expected = {month_label(key): by_month[key] for key in by_month}
+    months = [month_label(key) for key in sorted(by_month)]
     first = table_rows(page)
     assert [r[0] for r in first] == months[:25]
     assert all(Decimal(r[1].replace(",", "")) == expected[r[0]] for r in first)
@@ -228,3 +240,91 @@ def test_a_card_decided_elsewhere_says_how_it_ended(page, warehouse_url):
     receipt = card.locator(".receipt").inner_text()
     assert "succeeded" in receipt and "already approved by local-user" in receipt
     assert review_status(warehouse_url, 1215) == ("flagged", 2)  # the later Reject changed nothing
+
+
+def _unfiltered_total_under_a_heading(running_set, credentials, cert_dir, session_id: str, heading: str):
+    """Commit, as the agent would, a Metric of the unfiltered net revenue under a heading that claims 2025."""
+    person = assert_actor(load_signing_key(signing_key_path(cert_dir, "web")), "local-user", "local", "Local user")
+    with sync_channel(running_set.handles["host"].address, credentials("agent"), "host") as host, \
+            sync_channel(running_set.handles["resources"].address, credentials("agent"), "resources") as gateway:
+        turn = invoke(host, "host", "BeginTurn", host_pb2.BeginTurnRequest(
+            actor=person, session_id=session_id, question=heading, request_id=secrets.token_hex(4)))
+        ref = resources_pb2.TurnRef(session_id=session_id, turn_id=turn.turn_id)
+        context = invoke(gateway, "resources", "InspectContext", resources_pb2.InspectContextRequest(turn=ref))
+        found = invoke(gateway, "resources", "InspectCatalog", resources_pb2.InspectCatalogRequest(
+            turn=ref, question="net revenue", capability_token=context.capability_token))
+        metric = next(m.metric_id for e in found.entities for m in e.metrics if m.label == "Net revenue")
+        analysis = invoke(gateway, "resources", "Analyze", resources_pb2.AnalyzeRequest(
+            turn=ref, capability_token=found.capability_token, draft_json=json.dumps(
+                {"mode": "aggregate", "output": "scalar", "measures": [{"id": "value", "metric": metric}]})))
+        frozen = invoke(host, "host", "FreezeSlice", host_pb2.FreezeSliceRequest(
+            turn_id=turn.turn_id, resource_offers=[analysis.offer]))
+        view = json.loads(frozen.model_view_json)
+        ids = {c["name"]: c["id"] for c in view["components"]}
+        bound = {"ref": view["resources"][0]["id"], "offer": view["resources"][0]["offer"]}
+        proposal = {"version": 1, "id": "claim", "blocks": [
+            {"id": "main", "component": ids["Column"], "data": {}, "children": ["title", "figure"]},
+            {"id": "title", "component": ids["Heading"], "data": {"text": heading}},
+            {"id": "figure", "component": ids["Metric"], "data": {"label": heading, "resource": bound,
+                                                                 "column": "value"}}]}
+        committed = invoke(host, "host", "SubmitProposal", host_pb2.SubmitProposalRequest(
+            turn_id=turn.turn_id, slice_hash=frozen.slice_hash, proposal_json=json.dumps(proposal),
+            expected_base_revision_id=turn.base_revision_id, proposal_id="claim"), timeout=30)
+    assert committed.outcome == host_pb2.PROPOSAL_OUTCOME_COMMITTED
+
+
+def test_a_heading_that_claims_2025_sits_over_the_caption_of_what_was_computed(page, running_set, credentials,
+                                                                              cert_dir):
+    session = page.evaluate("fetch('/api/session').then(r => r.json())")
+    _unfiltered_total_under_a_heading(running_set, credentials, cert_dir, session["session_id"],
+                                      "Net revenue in 2025")
+    caption = page.locator("tessera-metric [data-caption]")
+    caption.wait_for(timeout=15_000)
+    assert page.locator("tessera-heading h2").inner_text() == "Net revenue in 2025"  # the model's words stay
+    text = caption.inner_text()
+    # What was computed: no filter at all, over every year of orders, whatever the heading says.
+    assert "Net revenue · no filter · Order time " in text and " 2021 – " in text
+    screenshot(page, "caption-under-a-claiming-heading")
+
+
+def test_the_answer_states_the_figure_sql_gives_formatted_as_money(page, warehouse_url):
+    ask(page, "What is our total net revenue?")
+    figure = page.locator("tessera-figure-text [data-figure=value]")
+    expect(figure).to_have_text(re.compile(r"^\$[\d,]+\.\d\d$"), timeout=30_000)
+    total = expected_figures(warehouse_url, {"metric": "net_revenue"}, "")["all"]
+    assert figure.inner_text() == f"${total.quantize(Decimal('0.01'), ROUND_HALF_UP):,}"
+    assert page.locator("tessera-figure-text [data-answer]").inner_text().startswith("Net revenue: $")
+    # The headline Metric shows the same figure in the same format, captioned by what was computed.
+    expect(page.locator("tessera-metric .value")).to_have_text(figure.inner_text(), timeout=15_000)
+    assert "no filter" in page.locator("tessera-metric [data-caption]").inner_text()
+    screenshot(page, "answer-sentence-with-figure")
+
+
+def test_a_top_10_chart_draws_10_bars_and_a_rate_reads_as_a_percentage(page, warehouse_url):
+    ask(page, "Show the top 10 products by net revenue")
+    chart = page.locator("tessera-chart .chart[data-points]")
+    chart.wait_for(timeout=30_000)
+    assert chart.get_attribute("data-points") == "10"
+    assert page.locator("tessera-chart [data-cap-note]").inner_text().startswith("Showing the top 10 of ")
+    assert page.locator("tessera-chart svg path[d]").count() > 0
+    screenshot(page, "top-10-chart")
+
+    ask(page, "Show return rate by product category")
+    page.wait_for_selector("tessera-data-table tbody tr", timeout=30_000)
+    expected = _return_rates(warehouse_url)
+    shown_rates = {row[0]: row[1] for row in table_rows(page)}
+    assert shown_rates == {category: f"{rate * 100:.2f}%" for category, rate in expected.items()}
+    screenshot(page, "rate-table")
+
+
+def _return_rates(warehouse_url) -> dict[str, Decimal]:
+    engine = sa.create_engine(warehouse_url)
+    with engine.connect() as connection:
+        sold = dict(connection.execute(sa.text(
+            "SELECT p.category, sum(i.quantity) FROM order_items i JOIN products p ON p.product_id = i.product_id "
+            "GROUP BY p.category")).all())
+        returned = dict(connection.execute(sa.text(
+            "SELECT p.category, sum(r.quantity) FROM returns r JOIN order_items i ON i.order_item_id = "
+            "r.order_item_id JOIN products p ON p.product_id = i.product_id GROUP BY p.category")).all())
+    engine.dispose()
+    return {category: Decimal(returned.get(category) or 0) / Decimal(units) for category, units in sold.items()}

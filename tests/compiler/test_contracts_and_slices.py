@@ -18,7 +18,7 @@ from tests.fixtures.ui import OFFER_HASH, descriptor, full_proposal
 def test_the_data_catalog(catalog):
     assert catalog.catalog_id == "tessera.data/v1" and "tessera.data/v1" in catalog.a2ui_catalog_id
     expected = {"Column", "Row", "Card", "Tabs", "Divider", "Heading", "Text", "Callout", "Metric", "DataTable",
-                "Chart", "EvidenceNote", "ActionButton", "FilterSelect", "Placeholder"}
+                "Chart", "EvidenceNote", "ActionButton", "FilterSelect", "Placeholder", "FigureText"}
     assert set(catalog.contracts) == expected and len(catalog.contracts) <= MAX_COMPONENTS
     assert catalog.contracts["Placeholder"].host_only
     recipes = set(catalog.contracts["Chart"].recipes)

@@ -47,6 +47,18 @@ def _broken(tmp_path: Path, old: str, new: str) -> Path:
     ("    table: regions\n", "    table: regions\n    colour: blue\n", "entities.regions.colour: Extra inputs"),
     ("version: 1", "version: 1\nversion: 2", "duplicate key 'version'"),
     ("  regions:\n", "  regions: [\n", "not valid YAML"),
+    # Display formats: an unknown style, a currency without its code, a style that does not fit the type.
+    ("type: float\n    format: {style: percent, decimals: 2}", "type: float\n    format: permille",
+     "derived_metrics.return_rate.format.style: Input should be 'integer', 'decimal', 'currency', 'percent'"),
+    ("format: {style: currency, currency: USD}}", "format: currency}",
+     "entities.products.fields.list_price.format: Value error, currency (an ISO 4217 code such as USD) goes"),
+    ("format: {style: currency, currency: USD}}", "format: {style: currency, currency: dollars}}",
+     "entities.products.fields.list_price.format.currency: String should match pattern"),
+    ("format: {style: currency, currency: USD}}", "format: {style: date, grain: month}}",
+     "entities.products.fields.list_price.format: style date does not fit type decimal"),
+    ("format: {style: percent, decimals: 1}}", "format: {style: percent, grain: month}}",
+     "entities.order_items.fields.discount.format: Value error, grain goes with style date only"),
+    ("time_field: ordered_at", "time_field: channel", "entities.orders.time_field: 'channel' is not one of its date"),
 ])
 def test_errors_name_the_file_and_the_key(tmp_path, old, new, expected):
     path = _broken(tmp_path, old, new)

@@ -13,6 +13,7 @@ import { BarChart, LineChart, ScatterChart, PieChart, HeatmapChart } from 'echar
 import { GridComponent, TooltipComponent, LegendComponent, AriaComponent, VisualMapComponent } from 'echarts/components';
 import { SVGRenderer } from 'echarts/renderers';
 import { postJson, commandId, report } from './api.js';
+import { columnFormat, formatTick, formatValue, isNumeric } from './format.js';
 
 useECharts([BarChart, LineChart, ScatterChart, PieChart, HeatmapChart, GridComponent, TooltipComponent,
   LegendComponent, AriaComponent, VisualMapComponent, SVGRenderer]);
@@ -32,6 +33,11 @@ const shared = css`
     color: #1d232b; cursor: pointer; }
   button:focus-visible, select:focus-visible { outline: 3px solid #1f5fbf; outline-offset: 2px; }
   button[disabled] { opacity: 0.6; cursor: default; }
+  .computed { margin: 0.4rem 0 0; color: #3d4550; font-size: 0.85rem; line-height: 1.35; }
+  .computed .tag, .model .tag { display: inline-block; font-size: 0.7rem; font-weight: 600; letter-spacing: 0.02em;
+    text-transform: uppercase; border-radius: 4px; padding: 0 0.3rem; margin-right: 0.35rem; }
+  .computed .tag { background: #e3efe6; color: #1b4d2b; }
+  .cap-note { margin: 0.25rem 0 0; color: #3d4550; font-size: 0.85rem; }
 `;
 
 // Every component: raw props, data-model reads with subscriptions, children or their skeleton.
@@ -123,6 +129,15 @@ class ResourceElement extends TesseraElement {
     }
   }
 
+  // What the gateway says this result answers: every bound component shows it, no proposal can set it.
+  caption() {
+    const text = this.descriptor?.interpretation?.text;
+    if (!text) return nothing;
+    return html`<p class="computed" data-caption><span class="tag">Computed</span>${text}</p>`;
+  }
+
+  format(columnId) { return columnFormat(this.descriptor, columnId); }
+
   status() {
     if (this._error) {
       return html`<p class="error" role="alert">${this._error}
@@ -135,17 +150,6 @@ class ResourceElement extends TesseraElement {
 
 function columnLabel(descriptor, id) {
   return descriptor?.columns?.find((c) => c.id === id)?.label || id;
-}
-
-const MIDNIGHT = /^(\d{4}-\d{2}-\d{2})T00:00:00$/;
-
-function formatValue(value, format) {
-  if (value === null || value === undefined) return '—';
-  if (typeof value === 'string' && MIDNIGHT.test(value)) return value.slice(0, 10);  // a date grain, not a time
-  if (typeof value !== 'number') return String(value);
-  if (format === 'percent') return `${(value * 100).toLocaleString(undefined, { maximumFractionDigits: 1 })}%`;
-  if (format === 'currency') return value.toLocaleString(undefined, { style: 'currency', currency: 'USD' });
-  return value.toLocaleString(undefined, { maximumFractionDigits: 2 });
 }
 
 class TColumn extends TesseraElement {
@@ -226,18 +230,96 @@ class TCallout extends TesseraElement {
   }
 }
 
+// "{region} leads with {revenue}": the model wrote the words and named the cells; this fills them in from
+// windows the host grants for exactly those cells, formatted by the result's own column formats.
+const TEMPLATE_TOKEN = /\{\{|\}\}|\{([a-z][a-z0-9_]{0,31})\}/g;
+
+function templateParts(text) {
+  const parts = [];
+  let position = 0;
+  for (const match of text.matchAll(TEMPLATE_TOKEN)) {
+    if (match.index > position) parts.push(text.slice(position, match.index));
+    parts.push(match[1] ? { slot: match[1] } : match[0][0]);
+    position = match.index + match[0].length;
+  }
+  if (position < text.length) parts.push(text.slice(position));
+  return parts;
+}
+
+class TFigureText extends TesseraElement {
+  static properties = { _values: { state: true }, _failed: { state: true } };
+  static styles = [shared, css`p { margin: 0; } .figure { font-weight: 650; font-variant-numeric: tabular-nums; }
+    .pending { display: inline-block; min-width: 3ch; border-radius: 4px; background: #eef0f3; color: transparent; }
+    .muted { color: #4a525c; }`];
+
+  connectedCallback() {
+    super.connectedCallback();
+    queueMicrotask(() => this.start());
+  }
+
+  start() {
+    const figures = this.props.figures || {};
+    this._values = {};
+    this._failed = {};
+    for (const path of new Set(Object.values(figures).map((f) => f.resource?.path).filter(Boolean))) {
+      this.watch(path, () => this.requestUpdate());
+      this.watch(`${path}/window`, (window) => this.received(window));
+    }
+    for (const [name, figure] of Object.entries(figures)) this.fetchFigure(name, figure);
+  }
+
+  received(window) {
+    if (!window || window.node !== this.nodeId || !String(window.prop || '').startsWith('/figures/')) return;
+    const name = window.prop.slice('/figures/'.length);
+    const figure = (this.props.figures || {})[name];
+    if (!figure || window.offset !== (figure.row || 0) || !window.rows?.length) return;
+    const cell = window.rows[0][window.columns.indexOf(figure.column)];
+    this._values = { ...this._values, [name]: formatValue(cell, columnFormat(this.model.get(figure.resource.path),
+      figure.column)) };
+  }
+
+  async fetchFigure(name, figure) {
+    try {
+      await postJson('/api/commands', {
+        command_id: commandId('figure'), revision_id: surfaceState.revisionId,
+        resource_window: { node_id: this.nodeId, prop: `/figures/${name}`, offset: figure.row || 0, limit: 1 },
+      });
+    } catch (error) {
+      this._failed = { ...this._failed, [name]: true };
+      report('window-failed', `${this.nodeId}/${name}: ${error.reason}`);
+    }
+  }
+
+  render() {
+    const figures = this.props.figures || {};
+    const parts = templateParts(this.props.text || '').map((part) => {
+      if (typeof part === 'string') return part;
+      if (this._values?.[part.slot] !== undefined) {
+        return html`<span class="figure" data-figure=${part.slot}>${this._values[part.slot]}</span>`;
+      }
+      if (this._failed?.[part.slot]) return html`<span class="figure" data-figure=${part.slot}>(unavailable)</span>`;
+      return html`<span class="pending" role="status" aria-label="Loading a figure">000</span>`;
+    });
+    const captions = [...new Set(Object.values(figures).map((f) => this.model.get(f.resource?.path || '')
+      ?.interpretation?.text).filter(Boolean))];
+    return html`<p class=${this.props.tone === 'muted' ? 'muted' : ''} data-answer>${parts}</p>
+      ${captions.map((text) => html`<p class="computed" data-caption><span class="tag">Computed</span>${text}</p>`)}`;
+  }
+}
+
 class TMetric extends ResourceElement {
-  static styles = [shared, css`figure { margin: 0; } figcaption { color: #4a525c; }
-    .value { font-size: 2rem; font-weight: 650; min-height: 2.5rem; }`];
+  static styles = [shared, css`figure { margin: 0; } .label { color: #3d4550; }
+    .value { font-size: 2rem; font-weight: 650; min-height: 2.5rem; font-variant-numeric: tabular-nums; }`];
   firstOffset() { return this.props.row || 0; }
   windowSize() { return 1; }
   render() {
     const window = this._window;
     const column = window?.columns?.indexOf(this.props.column) ?? -1;
     const value = window && column >= 0 && window.rows[0] ? window.rows[0][column] : undefined;
-    return html`<figure><figcaption>${this.props.label}</figcaption>
+    return html`<figure><div class="label">${this.props.label}</div>
       ${this.status()}${window ? html`<div class="value" data-value=${String(value)}>
-        ${formatValue(value, this.props.format)}</div>` : nothing}</figure>`;
+        ${formatValue(value, this.format(this.props.column))}</div>` : nothing}
+      <figcaption>${this.caption()}</figcaption></figure>`;
   }
 }
 
@@ -256,23 +338,24 @@ class TDataTable extends ResourceElement {
     const total = window?.totalRows ?? descriptor?.rowCount ?? 0;
     const offset = window?.offset ?? 0;
     const size = this.windowSize();
-    const numeric = columns.map((id) => ['number', 'integer', 'decimal'].includes(
-      descriptor?.columns?.find((c) => c.id === id)?.type));
+    const formats = columns.map((id) => this.format(id));
+    const numeric = formats.map(isNumeric);
     return html`<div class="frame">${this.status()}
       ${window ? html`<table>
         ${this.props.title ? html`<caption>${this.props.title}</caption>` : nothing}
         <thead><tr>${columns.map((id) => html`<th scope="col">${columnLabel(descriptor, id)}</th>`)}</tr></thead>
         <tbody>${window.rows.map((row) => html`<tr>${row.map((cell, i) => html`
-          <td class=${numeric[i] ? 'number' : ''}>${formatValue(cell)}</td>`)}</tr>`)}</tbody>
+          <td class=${numeric[i] ? 'number' : ''}>${formatValue(cell, formats[i])}</td>`)}</tr>`)}</tbody>
       </table>
       <div class="pager">
         <button ?disabled=${offset === 0 || this._loading} @click=${() => this.fetchWindow(Math.max(0, offset - size))}
           aria-label="Previous page">Previous</button>
-        <span role="status">Rows ${total ? offset + 1 : 0}–${Math.min(offset + size, total)} of ${total}${
+        <span role="status">Rows ${total ? (offset + 1).toLocaleString() : 0}–${
+          Math.min(offset + size, total).toLocaleString()} of ${total.toLocaleString()}${
           descriptor?.truncated ? ' (capped)' : ''}</span>
         <button ?disabled=${offset + size >= total || this._loading} @click=${() => this.fetchWindow(offset + size)}
           aria-label="Next page">Next</button>
-      </div>` : nothing}</div>`;
+      </div>` : nothing}${this.caption()}</div>`;
   }
 }
 
@@ -280,61 +363,132 @@ class TChart extends ResourceElement {
   static styles = [shared, css`.chart { width: 100%; height: 320px; } h3 { margin: 0 0 0.5rem; font-size: 1.05rem; }`];
   windowSize() { return Math.min(this.descriptor?.rowCount || MAX_CHART_ROWS, MAX_CHART_ROWS); }
   updated() {
-    const window = this._window;
     const target = this.renderRoot.querySelector('.chart');
-    if (!window || !target) return;
+    if (!this._drawn || !target) return;
     this._chart = this._chart || initChart(target, null, { renderer: 'svg' });
-    this._chart.setOption(chartOption(this.props.spec || {}, window, this.descriptor, this.props.title), true);
+    this._chart.setOption(this._drawn.option, true);
   }
   disconnectedCallback() { super.disconnectedCallback(); this._chart?.dispose(); this._chart = null; }
+  willUpdate(changed) {
+    super.willUpdate(changed);
+    this._drawn = this._window ? chartOption(this.props, this._window, this.descriptor) : undefined;
+  }
   render() {
-    const label = `${this.props.title || 'Chart'}${this._window ? `: ${this._window.rows.length} points` : ''}`;
+    const drawn = this._drawn;
+    const label = `${this.props.title || 'Chart'}${drawn ? `: ${drawn.points} ${drawn.points === 1 ? 'point' : 'points'}` : ''}`;
     return html`${this.props.title ? html`<h3>${this.props.title}</h3>` : nothing}${this.status()}
-      <div class="chart" role="img" aria-label=${label} ?hidden=${!this._window}></div>`;
+      <div class="chart" role="img" aria-label=${label} data-points=${drawn ? drawn.points : nothing}
+        ?hidden=${!this._window}></div>
+      ${drawn?.note ? html`<p class="cap-note" data-cap-note>${drawn.note}</p>` : nothing}${this.caption()}`;
   }
 }
 
-function chartOption(spec, window, descriptor, title) {
+const CATEGORY_RECIPES = new Set(['bar', 'grouped_bar', 'stacked_bar', 'donut']);
+const OTHER = Symbol('other');  // never equal to a warehouse value, even one that reads "Other"
+
+// Category charts draw at most the catalog's maxCategories: with `top`, exactly the first `top` by value;
+// otherwise the first ones by value and, where the measure adds up and no row was left out, "Other".
+function capCategories(props, window, descriptor) {
+  const spec = props.spec || {};
   const at = (id) => window.columns.indexOf(id);
-  const rows = window.rows;
+  const category = spec.recipe === 'donut' ? spec.category : spec.x;
+  const value = spec.recipe === 'donut' ? spec.value : spec.y;
+  const columns = descriptor?.columns || [];
+  const role = columns.find((c) => c.id === category)?.role;
+  const cap = props.maxCategories || 12;
+  const keys = [...new Set(window.rows.map((r) => String(r[at(category)])))];
+  if (!CATEGORY_RECIPES.has(spec.recipe) || role === 'time' || (keys.length <= cap && !props.top)) {
+    return { rows: window.rows, note: '' };
+  }
+  const totals = new Map();
+  for (const r of window.rows) {
+    const key = String(r[at(category)]);
+    totals.set(key, (totals.get(key) || 0) + (Number(r[at(value)]) || 0));
+  }
+  const single = spec.recipe === 'bar' || spec.recipe === 'donut';
+  // The ranking: by value for one series; in the result's own order when several series share a category.
+  const ranked = single ? [...keys].sort((a, b) => totals.get(b) - totals.get(a)) : keys;
+  const label = columns.find((c) => c.id === category)?.label || 'categories';
+  const measure = columns.find((c) => c.id === value)?.label || 'value';
+  const additive = columns.find((c) => c.id === value)?.additive && !descriptor?.truncated;
+  const wanted = props.top ? Math.min(props.top, cap) : cap;
+  if (props.top || !additive || !single) {
+    const kept = new Set(ranked.slice(0, wanted));
+    const how = single ? `the top ${kept.size} of ${keys.length.toLocaleString()} ${label} by ${measure}`
+      : `the first ${kept.size} of ${keys.length.toLocaleString()} ${label}`;
+    return { rows: window.rows.filter((r) => kept.has(String(r[at(category)]))).sort(
+      (a, b) => ranked.indexOf(String(a[at(category)])) - ranked.indexOf(String(b[at(category)]))),
+    note: `Showing ${how}${props.top ? '' : '; the table has them all'}.` };
+  }
+  const kept = new Set(ranked.slice(0, cap - 1));
+  const rest = ranked.slice(cap - 1);
+  const other = window.rows[0].slice();
+  other[at(category)] = OTHER;
+  other[at(value)] = rest.reduce((sum, key) => sum + totals.get(key), 0);
+  const rows = window.rows.filter((r) => kept.has(String(r[at(category)]))).sort(
+    (a, b) => ranked.indexOf(String(a[at(category)])) - ranked.indexOf(String(b[at(category)])));
+  return { rows: [...rows, other], otherLabel: `Other (${rest.length.toLocaleString()})`,
+    note: `Showing the top ${kept.size} of ${keys.length.toLocaleString()} ${label} by ${measure}; the other ${
+      rest.length.toLocaleString()} are added up as Other.` };
+}
+
+function chartOption(props, window, descriptor) {
+  const spec = props.spec || {};
+  const { rows, note, otherLabel } = capCategories(props, window, descriptor);
+  const at = (id) => window.columns.indexOf(id);
+  const fmt = (id) => columnFormat(descriptor, id);
+  const label = (id, value) => (value === OTHER ? otherLabel : formatValue(value, fmt(id)));
+  const valueAxis = (id) => ({ type: 'value', axisLabel: { formatter: (v) => formatTick(v, fmt(id)) } });
+  const tooltip = (id) => ({ valueFormatter: (v) => formatValue(v, fmt(id)) });
   const base = { aria: { enabled: true }, animation: false, tooltip: { trigger: 'axis' },
     grid: { left: 64, right: 24, top: 24, bottom: 48, containLabel: true } };
+  const drawn = (option, points) => ({ option, points, note });
   if (spec.recipe === 'donut') {
-    return { ...base, tooltip: { trigger: 'item' }, series: [{ type: 'pie', radius: ['45%', '70%'],
-      data: rows.map((r) => ({ name: String(r[at(spec.category)]), value: r[at(spec.value)] })) }] };
+    return drawn({ ...base, tooltip: { trigger: 'item', ...tooltip(spec.value) }, series: [{ type: 'pie',
+      radius: ['45%', '70%'], data: rows.map((r) => ({ name: label(spec.category, r[at(spec.category)]),
+        value: Number(r[at(spec.value)]) })) }] }, rows.length);
   }
-  const x = rows.map((r) => formatValue(r[at(spec.x)]));
   const ys = Array.isArray(spec.y) ? spec.y : [spec.y];
   if (spec.recipe === 'grouped_bar' || spec.recipe === 'stacked_bar') {
     const groups = [...new Set(rows.map((r) => String(r[at(spec.series)])))];
-    const xs = [...new Set(x)];
-    return { ...base, legend: {}, xAxis: { type: 'category', data: xs }, yAxis: { type: 'value' },
-      series: groups.map((g) => ({ name: g, type: 'bar', stack: spec.recipe === 'stacked_bar' ? 'all' : undefined,
-        data: xs.map((value) => rows.find((r) => String(r[at(spec.x)]) === value && String(r[at(spec.series)]) === g)
-          ?.[at(spec.y)] ?? null) })) };
+    const xs = [...new Set(rows.map((r) => String(r[at(spec.x)])))];
+    return drawn({ ...base, tooltip: { trigger: 'axis', ...tooltip(spec.y) }, legend: {},
+      xAxis: { type: 'category', data: xs.map((x) => label(spec.x, x)) }, yAxis: valueAxis(spec.y),
+      series: groups.map((g) => ({ name: label(spec.series, g), type: 'bar',
+        stack: spec.recipe === 'stacked_bar' ? 'all' : undefined,
+        data: xs.map((value) => {
+          const found = rows.find((r) => String(r[at(spec.x)]) === value && String(r[at(spec.series)]) === g);
+          return found ? Number(found[at(spec.y)]) : null;
+        }) })) }, xs.length);
   }
   if (spec.recipe === 'scatter') {
-    return { ...base, tooltip: { trigger: 'item' }, xAxis: { type: 'value', name: columnLabel(descriptor, spec.x) },
-      yAxis: { type: 'value', name: columnLabel(descriptor, spec.y) },
-      series: [{ type: 'scatter', data: rows.map((r) => [r[at(spec.x)], r[at(spec.y)]]) }] };
+    return drawn({ ...base, tooltip: { trigger: 'item' },
+      xAxis: { ...valueAxis(spec.x), name: columnLabel(descriptor, spec.x) },
+      yAxis: { ...valueAxis(spec.y), name: columnLabel(descriptor, spec.y) },
+      series: [{ type: 'scatter', data: rows.map((r) => [Number(r[at(spec.x)]), Number(r[at(spec.y)])]) }] },
+    rows.length);
   }
   if (spec.recipe === 'heatmap') {
     const xs = [...new Set(rows.map((r) => String(r[at(spec.x)])))];
     const yv = [...new Set(rows.map((r) => String(r[at(spec.y)])))];
-    const values = rows.map((r) => r[at(spec.value)]);
-    return { ...base, tooltip: { trigger: 'item' }, xAxis: { type: 'category', data: xs },
-      yAxis: { type: 'category', data: yv }, visualMap: { min: Math.min(...values), max: Math.max(...values) },
+    const values = rows.map((r) => Number(r[at(spec.value)]));
+    return drawn({ ...base, tooltip: { trigger: 'item', ...tooltip(spec.value) },
+      xAxis: { type: 'category', data: xs.map((x) => label(spec.x, x)) },
+      yAxis: { type: 'category', data: yv.map((y) => label(spec.y, y)) },
+      visualMap: { min: Math.min(...values), max: Math.max(...values) },
       series: [{ type: 'heatmap', data: rows.map((r) => [xs.indexOf(String(r[at(spec.x)])),
-        yv.indexOf(String(r[at(spec.y)])), r[at(spec.value)]]) }] };
+        yv.indexOf(String(r[at(spec.y)])), Number(r[at(spec.value)])]) }] }, rows.length);
   }
   const type = spec.recipe === 'bar' ? 'bar' : 'line';
-  return { ...base, legend: ys.length > 1 ? {} : undefined, xAxis: { type: 'category', data: x },
-    yAxis: { type: 'value' }, series: ys.map((y) => ({ name: columnLabel(descriptor, y), type,
-      areaStyle: spec.recipe === 'area' ? {} : undefined, data: rows.map((r) => r[at(y)]) })) };
+  return drawn({ ...base, tooltip: { trigger: 'axis', ...tooltip(ys[0]) }, legend: ys.length > 1 ? {} : undefined,
+    xAxis: { type: 'category', data: rows.map((r) => label(spec.x, r[at(spec.x)])) }, yAxis: valueAxis(ys[0]),
+    series: ys.map((y) => ({ name: columnLabel(descriptor, y), type, areaStyle: spec.recipe === 'area' ? {} : undefined,
+      data: rows.map((r) => (r[at(y)] === null ? null : Number(r[at(y)]))) })) }, rows.length);
 }
 
 class TEvidenceNote extends TesseraElement {
-  static styles = [shared, css`p { margin: 0; color: #4a525c; font-size: 0.9rem; }`];
+  static styles = [shared, css`p { margin: 0; color: #3d4550; font-size: 0.9rem; }
+    details { margin-top: 0.25rem; font-size: 0.85rem; color: #3d4550; } code { font-size: 0.8rem; }`];
   connectedCallback() {
     super.connectedCallback();
     queueMicrotask(() => { if (this.props.evidence?.path) this.watch(this.props.evidence.path, () => this.requestUpdate()); });
@@ -342,10 +496,15 @@ class TEvidenceNote extends TesseraElement {
   render() {
     const e = this.props.evidence?.path ? this.model.get(this.props.evidence.path) : undefined;
     if (!e) return html`<div class="skeleton" style="min-height:1.5rem" aria-hidden="true"></div>`;
-    const when = new Date(e.observedAt).toLocaleString();
-    return html`<p role="note">${this.props.caption ? `${this.props.caption} ` : ''}Computed from ${
-      e.rowCount.toLocaleString()} result rows at ${when} in ${e.elapsedMs} ms; query ${
-      String(e.queryFingerprint).slice(0, 12)}, catalog ${String(e.catalogFingerprint).slice(0, 12)}.</p>`;
+    const when = new Date(e.observedAt).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+    const rows = Number(e.rowCount);
+    return html`<div role="note" data-evidence>
+      <p>${e.computed ? html`<span class="computed"><span class="tag">Computed</span></span>${e.computed}. ` : ''}
+        Read from the warehouse on ${when}: ${rows.toLocaleString()} result ${rows === 1 ? 'row' : 'rows'} in ${
+        Math.max(1, Math.round(e.elapsedMs)).toLocaleString()} ms.</p>
+      <details><summary>Details</summary>
+        Query fingerprint <code>${e.queryFingerprint}</code>; catalog <code>${e.catalogFingerprint}</code>.
+      </details></div>`;
   }
 }
 
@@ -411,7 +570,8 @@ const permissive = z.object({}).passthrough();
 const implementations = [
   ['Column', 'tessera-column', TColumn], ['Row', 'tessera-row', TRow], ['Card', 'tessera-card', TCard],
   ['Tabs', 'tessera-tabs', TTabs], ['Divider', 'tessera-divider', TDivider], ['Heading', 'tessera-heading', THeading],
-  ['Text', 'tessera-text', TText], ['Callout', 'tessera-callout', TCallout], ['Metric', 'tessera-metric', TMetric],
+  ['Text', 'tessera-text', TText], ['FigureText', 'tessera-figure-text', TFigureText],
+  ['Callout', 'tessera-callout', TCallout], ['Metric', 'tessera-metric', TMetric],
   ['DataTable', 'tessera-data-table', TDataTable], ['Chart', 'tessera-chart', TChart],
   ['EvidenceNote', 'tessera-evidence-note', TEvidenceNote], ['ActionButton', 'tessera-action-button', TActionButton],
   ['FilterSelect', 'tessera-filter-select', TFilterSelect], ['Placeholder', 'tessera-placeholder', TPlaceholder],

@@ -1,0 +1,194 @@
+"""What a result answers, in words (§10b): the caption every bound component shows.
+
+Written from the executed draft and the semantic model's labels only, never
+from the model's prose: a heading that claims "in 2025" over an unfiltered
+result sits above a caption that says "no filter". Filter values are the
+draft's own (model-chosen) literals and are quoted as such; the only figures
+taken from the data are counts (rows kept, rows matched) and the time span
+the result covers.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from services.resources.catalog import CatalogField
+from services.resources.draft import TEMPORAL, Comparison, Draft, Group, Predicate
+from services.resources.planner import OutputColumn
+from tessera.common.v1 import common_pb2
+
+MAX_LISTED_VALUES = 6
+MAX_VALUE_CHARS = 60
+SEPARATOR = " · "
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """The earliest and latest value of the time field over the rows a result was computed from."""
+
+    field: CatalogField
+    first: dt.date | dt.datetime | None
+    last: dt.date | dt.datetime | None
+
+
+def interpret(draft: Draft, columns: list[OutputColumn], *, row_count: int, total_rows: int | None,
+              truncated: bool, coverage: Coverage | None) -> common_pb2.Interpretation:
+    by_output = {c.id: c for c in columns}
+    if draft.mode == "records":
+        measures = [f"{draft.records_entity.spec.label} records"]
+        head = f"{measures[0]}: {', '.join(c.label for c in columns)}"
+        breakdowns: list[str] = []
+    else:
+        measures = [by_output[m.id].label for m in draft.measures]
+        breakdowns = [by_output[d.id].label for d in draft.dimensions]
+        head = " and ".join(measures) + (f" by {' and '.join(breakdowns)}" if breakdowns else "")
+    filters = filter_words(draft.filter) if draft.filter is not None else []
+    ordering = _ordering(draft, columns)
+    truncation = ""
+    if truncated:
+        truncation = (f"first {row_count:,} rows of {total_rows:,}" if total_rows is not None
+                      else f"first {row_count:,} rows; more were left out")
+    covered = _coverage(coverage) if coverage is not None else ""
+    parts = [head, " and ".join(filters) if filters else "no filter", ordering, truncation, covered]
+    return common_pb2.Interpretation(text=SEPARATOR.join(p for p in parts if p), measures=measures,
+                                     breakdowns=breakdowns, filters=filters, ordering=ordering,
+                                     truncation=truncation, coverage=covered)
+
+
+# --- filters ---------------------------------------------------------------
+
+
+def filter_words(predicate: Predicate) -> list[str]:
+    """The top-level conditions, each in words (an `all` at the top is split into its items)."""
+    if isinstance(predicate, Group) and predicate.op == "all":
+        return _merge_ranges(list(predicate.items))
+    return [_words(predicate)]
+
+
+def _merge_ranges(items: list[Predicate]) -> list[str]:
+    """`on or after A` and `before B` on one date field read as one span: "A – the day before B"."""
+    out: list[str] = []
+    used: set[int] = set()
+    for i, lower in enumerate(items):
+        if i in used:
+            continue
+        if _is_bound(lower, ("gte",)):
+            for j in range(i + 1, len(items)):
+                upper = items[j]
+                if j not in used and _is_bound(upper, ("lt", "lte")) and upper.field.id == lower.field.id:
+                    end = upper.values[0]
+                    if upper.op == "lt" and _is_midnight(end):
+                        end = (end if isinstance(end, dt.date) and not isinstance(end, dt.datetime)
+                               else end.date()) - dt.timedelta(days=1)
+                    elif upper.op == "lt":  # a time of day: say it as it is
+                        end = None
+                    if end is not None:
+                        out.append(f"{lower.field.spec.label} {_value(lower.field, lower.values[0])} – "
+                                   f"{_value(lower.field, end)}")
+                        used |= {i, j}
+                        break
+        if i not in used:
+            out.append(_words(lower))
+            used.add(i)
+    return out
+
+
+def _is_bound(predicate: Predicate, ops: tuple[str, ...]) -> bool:
+    return isinstance(predicate, Comparison) and predicate.op in ops and predicate.field.spec.type in TEMPORAL
+
+
+def _is_midnight(value) -> bool:
+    return not isinstance(value, dt.datetime) or value.time() == dt.time()
+
+
+_TEMPORAL_OPS = {"gt": "after", "gte": "on or after", "lt": "before", "lte": "on or before"}
+_NUMERIC_OPS = {"gt": "above", "gte": "at least", "lt": "below", "lte": "at most"}
+
+
+def _words(predicate: Predicate) -> str:
+    if isinstance(predicate, Group):
+        inner = [_words(item) for item in predicate.items]
+        if predicate.op == "not":
+            return f"not ({inner[0]})"
+        joined = f" {'and' if predicate.op == 'all' else 'or'} ".join(inner)
+        return f"({joined})" if len(inner) > 1 else joined
+    field, op, values = predicate.field, predicate.op, predicate.values
+    label = field.spec.label
+    if op == "is_null":
+        return f"{label} is missing"
+    if op == "eq":
+        return f"{label} is {_value(field, values[0])}"
+    if op == "neq":
+        return f"{label} is not {_value(field, values[0])}"
+    if op == "contains":
+        return f"{label} contains {_value(field, values[0])}"
+    if op == "in":
+        shown = ", ".join(_value(field, v) for v in values[:MAX_LISTED_VALUES])
+        more = len(values) - MAX_LISTED_VALUES
+        return f"{label} is one of {shown}" + (f" and {more} more" if more > 0 else "")
+    if op == "between":
+        if field.spec.type in TEMPORAL:
+            return f"{label} {_value(field, values[0])} – {_value(field, values[1])}"
+        return f"{label} between {_value(field, values[0])} and {_value(field, values[1])}"
+    words = _TEMPORAL_OPS if field.spec.type in TEMPORAL else _NUMERIC_OPS
+    return f"{label} {words[op]} {_value(field, values[0])}"
+
+
+def _value(field: CatalogField, value) -> str:
+    """A draft literal as a person reads it: text quoted (it is the model's literal), dates as dates."""
+    if isinstance(value, str):
+        clipped = value if len(value) <= MAX_VALUE_CHARS else value[:MAX_VALUE_CHARS - 1] + "…"
+        return f"\u201c{clipped}\u201d"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dt.datetime):
+        return readable_date(value)
+    if isinstance(value, dt.date):
+        return readable_date(value)
+    style = field.spec.format.style if field.spec.format is not None else ""
+    if style == "percent":
+        return f"{value * 100:g}%"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return f"{value:,.6g}" if abs(value) < 1e15 else f"{value:g}"
+
+
+def readable_date(value: dt.date | dt.datetime) -> str:
+    """1 Jan 2025, or 1 Jan 2025 14:30 for a time of day (no locale: the same words everywhere)."""
+    day = f"{value.day} {value.strftime('%b %Y')}"
+    if isinstance(value, dt.datetime) and value.time() != dt.time():
+        return f"{day} {value.strftime('%H:%M')}"
+    return day
+
+
+# --- ordering and coverage -------------------------------------------------
+
+
+def _ordering(draft: Draft, columns: list[OutputColumn]) -> str:
+    by_output = {c.id: c for c in columns}
+    orders = [(o.output, o.descending) for o in draft.order_by]
+    if not orders and draft.mode == "aggregate" and draft.dimensions:
+        orders = [(draft.dimensions[0].id, False)]  # the planner's tie-breakers start with the first output
+    words = []
+    for output, descending in orders:
+        column = by_output[output]
+        if column.role == "measure" or column.type in ("integer", "decimal", "float"):
+            words.append(f"{'highest' if descending else 'lowest'} {column.label} first")
+        elif column.type in TEMPORAL:
+            words.append(f"{'latest' if descending else 'earliest'} {column.label} first")
+        else:
+            words.append(f"{column.label} {'Z–A' if descending else 'A–Z'}")
+    return ", then ".join(words)
+
+
+def _coverage(coverage: Coverage) -> str:
+    if coverage.first is None or coverage.last is None:
+        return f"no {coverage.field.spec.label.lower()} in the rows used"
+    first, last = readable_day(coverage.first), readable_day(coverage.last)
+    span = first if first == last else f"{first} – {last}"
+    return f"{coverage.field.spec.label} {span}"
+
+
+def readable_day(value: dt.date | dt.datetime) -> str:
+    return f"{value.day} {value.strftime('%b %Y')}"
