@@ -6,6 +6,7 @@ import json
 import secrets
 from pathlib import Path
 
+from cli.answer import AnswerPrinter
 from cli.launcher import cli_credentials
 from shared.actors import assert_actor
 from shared.certs import load_signing_key, signing_key_path
@@ -44,6 +45,7 @@ def ask(addresses: dict[str, str], cert_dir: Path, question: str, web_url: str =
             elif kind == "done":
                 done = event.done
         print(f"= {done.answer}")
+        document = None
         for revision_id in done.revision_ids:
             revision = invoke(host, "host", "GetRevision", host_pb2.GetRevisionRequest(
                 actor=person, session_id=session.session_id, revision_id=revision_id)).revision
@@ -52,6 +54,11 @@ def ask(addresses: dict[str, str], cert_dir: Path, question: str, web_url: str =
                 isinstance(v, dict) and "resource" in v for v in b["data"].values()) else "")
                 for b in document["blocks"] if b["component"] != "Column")
             print(f"  surface {revision.surface_id}: {outline}")
+        if document is not None:  # the last revision is what the surface shows now
+            print(flush=True)
+            AnswerPrinter().show(host, person, session.session_id, session.surface_id, done.revision_ids[-1],
+                                 document)
         if web_url and done.revision_ids:
-            print(f"  open {web_url}")
+            # The browser has a session of its own: this surface belongs to the operator's session.
+            print(f"\n  the browser at {web_url} asks in a session of its own")
     return done

@@ -3,11 +3,12 @@ questions; each committed surface's bound rows are checked against figures compu
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 import subprocess
 import sys
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from types import SimpleNamespace
 
 import pytest
@@ -58,3 +59,30 @@ def test_tessera_ask_commits_a_surface_with_the_numbers_sql_gives(question, var_
     got = {"all": Decimal(str(rows[0][0]))} if node == "figure" else {r[0]: Decimal(str(r[1])) for r in rows}
     assert got.keys() == expected.keys()
     assert all(abs(got[k] - expected[k]) < Decimal("0.01") for k in expected)
+    assert_printed_figures(out, question, expected)
+
+
+def _money(value: Decimal) -> str:
+    return f"${value.quantize(Decimal('0.01'), ROUND_HALF_UP):,}"
+
+
+def assert_printed_figures(out: str, question: str, expected: dict) -> None:
+    """The terminal shows the figures SQL computes, formatted, with what was computed under them."""
+    if question == DEMO_QUESTIONS[2]:  # a total: the sentence and the Metric state it
+        count = f"{int(expected['all']):,}"
+        assert re.search(rf"^  Number of orders: {count}\.$", out, re.MULTILINE), out
+        assert re.search(rf"^  Number of orders: {count}$", out, re.MULTILINE), out
+    elif question == DEMO_QUESTIONS[0]:  # highest first: the sentence names the top region, the table the rest
+        ranked = sorted(expected, key=lambda k: -expected[k])
+        top = ranked[0]
+        assert f"  {top} has the highest net revenue: {_money(expected[top])}." in out, out
+        for region in ranked[:10]:
+            assert re.search(rf"^ {re.escape(region)}\s+{re.escape(_money(expected[region]))}\s*$", out,
+                             re.MULTILINE), (region, out)
+        assert f"rows 1–10 of {len(expected)}" in out
+    else:  # a month series: months read as months
+        months = sorted(expected)
+        for month in months[:10]:
+            label = dt.datetime.fromisoformat(month).strftime("%b %Y")
+            assert re.search(rf"^ {label}\s+{int(expected[month]):,}\s*$", out, re.MULTILINE), (label, out)
+    assert out.count("    computed: ") >= 2 and "no filter" in out

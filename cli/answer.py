@@ -1,0 +1,232 @@
+"""The answer at the terminal, as the person's screen shows it (§10b).
+
+After a turn commits, `tessera ask` reads the surface the way the browser does: the trusted stream's
+data model (descriptors with formats and the gateway's captions), and windows it asks the host for under
+grants: one cell per Metric and per FigureText figure, the first rows of each DataTable. It prints the
+filled answer sentence, each figure and each table, formatted, with what was computed under each. Rows
+reach the terminal only this way, never through the agent.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+import time
+from dataclasses import dataclass, field
+
+import grpc
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from cli.formats import column_format, format_value, terminal_locale
+from shared.contracts import invoke, invoke_stream
+from shared.ui.template import TemplateError, fill
+from tessera.host.v1 import host_pb2
+
+TABLE_ROWS = 10
+WAIT_SECONDS = 30.0
+
+
+@dataclass
+class SurfaceData:
+    """The data model entries and windows seen on the surface stream so far."""
+
+    entries: dict[str, object] = field(default_factory=dict)
+    windows: dict[tuple[str, str, int], dict] = field(default_factory=dict)  # (node, prop, offset) → window
+    failed: str = ""
+
+
+class SurfaceReader:
+    """Follows a surface's stream on a thread until closed; `wait` blocks until a condition holds."""
+
+    def __init__(self, host, person, session_id: str, surface_id: str) -> None:
+        self.data = SurfaceData()
+        self._changed = threading.Condition()
+        self._call = invoke_stream(host, "host", "Subscribe", host_pb2.SubscribeRequest(
+            actor=person, session_id=session_id, surface_id=surface_id, max_envelopes=64), timeout=WAIT_SECONDS * 4)
+        self._thread = threading.Thread(target=self._follow, name="surface-reader", daemon=True)
+        self._thread.start()
+
+    def _follow(self) -> None:
+        try:
+            for reply in self._call:
+                for envelope in (reply.envelope, *reply.following):
+                    if envelope.WhichOneof("payload") == "a2ui":
+                        self._take(json.loads(envelope.a2ui.message_json))
+        except grpc.RpcError as exc:
+            if exc.code() != grpc.StatusCode.CANCELLED:
+                with self._changed:
+                    self.data.failed = f"{exc.code().name}: {exc.details()}"
+                    self._changed.notify_all()
+
+    def _take(self, message: dict) -> None:
+        update = message.get("updateDataModel")
+        if not update:
+            return
+        with self._changed:
+            path, value = update["path"], update.get("value")
+            if path.endswith("/window") and isinstance(value, dict):
+                self.data.windows[(value.get("node", ""), value.get("prop", ""), value.get("offset", 0))] = value
+            else:
+                self.data.entries[path] = value
+            self._changed.notify_all()
+
+    def wait(self, condition, timeout: float = WAIT_SECONDS) -> bool:
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while not condition(self.data) and not self.data.failed:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._changed.wait(remaining)
+            return condition(self.data)
+
+    def close(self) -> None:
+        self._call.cancel()
+        self._thread.join(timeout=5)
+
+
+@dataclass(frozen=True)
+class WindowAsk:
+    node: str
+    prop: str
+    offset: int
+    limit: int
+    resource: str  # the resource id whose descriptor formats it
+
+
+def _asks(blocks: list[dict]) -> list[WindowAsk]:
+    """The windows the printed answer needs: as few rows as a person reads at a terminal."""
+    asks = []
+    for block in blocks:
+        data = block["data"]
+        if block["component"] == "Metric":
+            asks.append(WindowAsk(block["id"], "/resource", data.get("row", 0), 1, data["resource"]["resource"]))
+        elif block["component"] == "FigureText":
+            asks += [WindowAsk(block["id"], f"/figures/{name}", figure.get("row", 0), 1,
+                               figure["resource"]["resource"]) for name, figure in data["figures"].items()]
+        elif block["component"] == "DataTable":
+            asks.append(WindowAsk(block["id"], "/resource", 0, min(TABLE_ROWS, data.get("page_size", TABLE_ROWS)),
+                                  data["resource"]["resource"]))
+    return asks
+
+
+def _in_order(document: dict) -> list[dict]:
+    """Blocks in reading order: the tree from the top, depth first."""
+    by_id = {b["id"]: b for b in document["blocks"]}
+    ordered, pending = [], list(reversed(document.get("top", [])))
+    while pending:
+        block = by_id.get(pending.pop())
+        if block is None:
+            continue
+        ordered.append(block)
+        pending += list(reversed(block.get("children", [])))
+    return ordered
+
+
+class AnswerPrinter:
+    def __init__(self, console: Console | None = None) -> None:
+        self.console = console or Console(highlight=False, soft_wrap=True)
+        self.locale = terminal_locale()
+
+    def show(self, host, person, session_id: str, surface_id: str, revision_id: str, document: dict) -> None:
+        blocks = _in_order(document)
+        asks = _asks(blocks)
+        resources = {f"/resources/{a.resource}" for a in asks}
+        reader = SurfaceReader(host, person, session_id, surface_id)
+        try:
+            described = reader.wait(lambda d: resources <= d.entries.keys())
+            refused = self._request(host, person, session_id, surface_id, revision_id, asks)
+            reader.wait(lambda d: all((a.node, a.prop, a.offset) in d.windows for a in asks if a not in refused))
+        finally:
+            reader.close()
+        if not described or reader.data.failed:
+            self.console.print(f"  (the answer's data could not be read: {reader.data.failed or 'timed out'})")
+        for block in blocks:
+            self._block(block, reader.data, refused)
+
+    def _request(self, host, person, session_id, surface_id, revision_id, asks) -> dict[WindowAsk, str]:
+        refused = {}
+        for ask in asks:
+            try:
+                invoke(host, "host", "SendCommand", host_pb2.SendCommandRequest(
+                    actor=person, session_id=session_id, surface_id=surface_id, revision_id=revision_id,
+                    command_id=f"cli-window-{secrets.token_hex(6)}", resource_window=host_pb2.ResourceWindowCommand(
+                        node_id=ask.node, prop=ask.prop, offset=ask.offset, limit=ask.limit)), timeout=30)
+            except grpc.RpcError as exc:
+                refused[ask] = exc.code().name
+        return refused
+
+    # --- one block ---------------------------------------------------------------
+
+    def _cell(self, data: SurfaceData, node: str, prop: str, row: int, column: str, resource: str) -> str | None:
+        window = data.windows.get((node, prop, row))
+        if not window or not window.get("rows") or column not in window.get("columns", []):
+            return None
+        value = window["rows"][0][window["columns"].index(column)]
+        return format_value(value, column_format(data.entries.get(f"/resources/{resource}"), column), self.locale)
+
+    def _caption(self, data: SurfaceData, resource: str) -> None:
+        caption = ((data.entries.get(f"/resources/{resource}") or {}).get("interpretation") or {}).get("text")
+        if caption:
+            self.console.print(f"    [dim]computed: {caption}[/dim]", markup=True)
+
+    def _block(self, block: dict, data: SurfaceData, refused: dict) -> None:
+        kind, props, node = block["component"], block["data"], block["id"]
+        say = self.console.print
+        if kind == "Heading":
+            say(f"  [bold]{_escape(props['text'])}[/bold]", markup=True)
+        elif kind in ("Text", "Callout"):
+            say(f"  {_escape(props.get('title', '') + ': ' if props.get('title') else '')}{_escape(props['text'])}",
+                markup=True)
+        elif kind == "FigureText":
+            values = {}
+            for name, figure in props["figures"].items():
+                shown = self._cell(data, node, f"/figures/{name}", figure.get("row", 0), figure["column"],
+                                   figure["resource"]["resource"])
+                values[name] = shown if shown is not None else "(unavailable)"
+            try:
+                say(f"  {_escape(fill(props['text'], values))}", markup=True)
+            except TemplateError:
+                say("  (this sentence could not be filled)")
+            for resource in dict.fromkeys(f["resource"]["resource"] for f in props["figures"].values()):
+                self._caption(data, resource)
+        elif kind == "Metric":
+            resource = props["resource"]["resource"]
+            shown = self._cell(data, node, "/resource", props.get("row", 0), props["column"], resource)
+            say(f"  {_escape(props['label'])}: [bold]{_escape(shown or '(unavailable)')}[/bold]", markup=True)
+            self._caption(data, resource)
+        elif kind == "DataTable":
+            self._table(block, data)
+        elif kind == "Chart":
+            say(f"  Chart: {_escape(props.get('title', 'Chart'))} (drawn in the browser)", markup=True)
+            self._caption(data, props["resource"]["resource"])
+        elif kind == "Placeholder":
+            say(f"  (one element could not be displayed: {_escape(props.get('reason', ''))})", markup=True)
+
+    def _table(self, block: dict, data: SurfaceData) -> None:
+        props, resource = block["data"], block["data"]["resource"]["resource"]
+        descriptor = data.entries.get(f"/resources/{resource}") or {}
+        window = data.windows.get((block["id"], "/resource", 0))
+        if not window:
+            self.console.print("  (the table's rows could not be read)")
+            return
+        labels = {c["id"]: c.get("label", c["id"]) for c in descriptor.get("columns", [])}
+        formats = [column_format(descriptor, column) for column in window["columns"]]
+        table = Table(title=props.get("title"), box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
+        for column, value_format in zip(window["columns"], formats, strict=True):
+            numeric = value_format.get("style") in ("integer", "decimal", "currency", "percent")
+            table.add_column(labels.get(column, column), justify="right" if numeric else "left")
+        for row in window["rows"]:
+            table.add_row(*(format_value(v, f, self.locale) for v, f in zip(row, formats, strict=True)))
+        self.console.print(table)
+        total = window.get("totalRows", len(window["rows"]))
+        self.console.print(f"  rows 1–{len(window['rows'])} of {total:,}")
+        self._caption(data, resource)
+
+
+def _escape(text: str) -> str:
+    """Text from a model or a warehouse is printed as it is: never read as console markup."""
+    return text.replace("[", "\\[")
