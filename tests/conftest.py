@@ -75,6 +75,8 @@ def service_env(warehouse_url, tmp_path_factory, model_transcript) -> dict[str, 
         # the agent's model key (unused by the embedded planner), and one from the operator's shell.
         "TESSERA_AGENT_MODEL_API_KEY": "sk-only-the-agent-holds-this",
         "OPERATOR_SHELL_TOKEN": "reaches-no-service",
+        # Idle event streams send a keep-alive comment after a second (test_web_api waits for one).
+        "TESSERA_WEB_KEEPALIVE_SECONDS": "1",
     }
 
 

@@ -9,6 +9,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from services.agent.chat import ChatAdapter, ChatConfig
 from services.agent.config import AgentSettings
+from services.agent.suggestions import suggest
 from services.agent.tools import TOOL_NAMES
 from services.agent.turn import ModelTranscript, RunningTurn, run_turn
 from shared.actors import Actor, ActorVerifier
@@ -20,7 +21,7 @@ from shared.tokens import TokenError
 from tessera.agent.v1 import agent_pb2, agent_pb2_grpc
 from tessera.capabilities.v1 import capabilities_pb2_grpc
 from tessera.host.v1 import host_pb2_grpc
-from tessera.resources.v1 import resources_pb2_grpc
+from tessera.resources.v1 import resources_pb2, resources_pb2_grpc
 
 
 class AgentService(agent_pb2_grpc.AgentServiceServicer):
@@ -66,6 +67,18 @@ class AgentService(agent_pb2_grpc.AgentServiceServicer):
             return self._actors.verify(assertion)
         except TokenError as exc:
             raise TesseraError(grpc.StatusCode.UNAUTHENTICATED, exc.reason, str(exc)) from None
+
+    async def DescribeCatalog(self, request, context):
+        self._actor(request.actor)
+        try:
+            outline = await self._resources.Outline(resources_pb2.OutlineRequest(), timeout=10)
+        except grpc.aio.AioRpcError as exc:
+            raise TesseraError(grpc.StatusCode.UNAVAILABLE, "RESOURCES_UNAVAILABLE",
+                               f"the Resource Gateway did not describe its catalog ({exc.code().name})") from None
+        return agent_pb2.DescribeCatalogResponse(
+            dataset_label=outline.dataset_label, suggested_questions=suggest(outline),
+            entries=[agent_pb2.CatalogEntry(label=e.label, description=e.description, measures=list(e.measures),
+                                            breakdowns=[*e.breakdowns, *e.time_fields]) for e in outline.entities])
 
     async def StartTurn(self, request, context):
         # Cancelling the call (the client went away) cancels the turn and its running tool calls.

@@ -30,6 +30,7 @@ from shared import tokens
 from shared.certs import load_secret, load_signing_key, load_verify_key
 from shared.errors import TesseraError
 from tessera.common.v1 import common_pb2
+from tessera.resources.v1 import resources_pb2
 
 OFFER_LIFETIME = dt.timedelta(minutes=30)
 GRANT_MAX_LIFETIME = dt.timedelta(minutes=15)
@@ -136,6 +137,18 @@ class Gateway:
     def relationships(self, entity: CatalogEntity, names: set[str]) -> list[CatalogRelationship]:
         return [r for r in self.catalog.relationships_between(names)
                 if entity.name in (r.spec.from_entity, r.spec.to_entity)]
+
+    def outline(self) -> resources_pb2.OutlineResponse:
+        """Labels only, for a person browsing what they can ask: measures, breakdowns and date fields."""
+        entities = []
+        for entity in self.catalog.entities.values():
+            shown = [f for f in entity.fields.values() if f.spec.exposure == "bounded-values"]
+            entities.append(resources_pb2.OutlineEntity(
+                label=entity.spec.label, description=entity.spec.description,
+                measures=[m.spec.label for m in entity.metrics.values()],
+                breakdowns=[f.spec.label for f in shown if f.spec.type not in ("date", "timestamp")],
+                time_fields=[f.spec.label for f in shown if f.spec.type in ("date", "timestamp")]))
+        return resources_pb2.OutlineResponse(dataset_label=self.model.dataset.label, entities=entities)
 
     # --- probes ----------------------------------------------------------
 

@@ -98,6 +98,9 @@ class ResourceGatewayService(resources_pb2_grpc.ResourceGatewayServiceServicer):
     async def GetInfo(self, request, context):
         return resources_pb2.GetInfoResponse(info=self._info, catalog_fingerprint=self._gateway.catalog.fingerprint)
 
+    async def Outline(self, request, context):
+        return self._gateway.outline()
+
     async def InspectContext(self, request, context):
         session_id, turn_id = _turn(request.turn)
         gateway = self._gateway

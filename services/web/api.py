@@ -5,7 +5,12 @@
 - `GET  /api/surface/stream`          the trusted surface stream as server-sent events, resumable
                                       with `Last-Event-ID: <epoch>:<sequence>`;
 - `POST /api/commands`                a revision-bound, idempotent command for the host;
+- `POST /api/turns/<id>/cancel`       stop a running turn (the agent's CancelTurn);
+- `GET  /api/catalog`                 what the data can answer (labels) and suggested questions;
 - `GET  /api/approvals[/<id>]`, `POST /api/approvals/<id>/decision`   the person's approvals.
+
+Both event streams send an SSE comment when nothing else was sent for a while (keep-alive), so proxies
+and load balancers that cut idle connections leave them open.
 
 Web holds no data and decides nothing: it adds the person's signed assertion and
 their session, forwards, and maps gRPC refusals to HTTP with the same reason.
@@ -14,6 +19,8 @@ It keeps no state a replica would need from another: any request may go to any r
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
 import re
@@ -48,6 +55,8 @@ _CURSOR = re.compile(r"([0-9]{1,20}):([0-9]{1,20})")
 _WEB_FILLS = {"actor", "session_id", "surface_id"}  # never taken from a browser
 # The broker's refusals of a decision on an approval that already ended; their ErrorInfo metadata says how.
 _DECIDED_ALREADY = frozenset({"APPROVAL_ALREADY_DECIDED", "DECISION_ID_CONFLICT", "APPROVAL_EXPIRED"})
+KEEPALIVE = ": keep-alive\n\n"  # an SSE comment: EventSource and the page's reader skip it
+_TURN_ID = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
 
 
 def _person_facing(exc: grpc.aio.AioRpcError) -> tuple[str, str]:
@@ -95,16 +104,44 @@ def _cursor(text: str) -> host_pb2.Cursor:
     return host_pb2.Cursor(epoch=int(match[1]), sequence=int(match[2]))
 
 
+async def with_keepalive(chunks: AsyncIterator[str], interval: float) -> AsyncIterator[str]:
+    """The chunks as they come, and a keep-alive comment after every `interval` seconds without one."""
+    iterator = chunks.__aiter__()
+    pending: asyncio.Future | None = None
+    try:
+        while True:
+            if pending is None:
+                pending = asyncio.ensure_future(iterator.__anext__())
+            done, _ = await asyncio.wait({pending}, timeout=interval)
+            if not done:
+                yield KEEPALIVE
+                continue
+            finished, pending = pending, None
+            try:
+                chunk = finished.result()
+            except StopAsyncIteration:
+                return
+            yield chunk
+    finally:
+        if pending is not None:  # the browser left while the source was waiting: stop it, then close it
+            pending.cancel()
+            with contextlib.suppress(BaseException):
+                await pending
+        await iterator.aclose()
+
+
 def _sse(event: dict, event_id: str | None = None) -> str:
     head = f"id: {event_id}\n" if event_id else ""
     return f"{head}data: {json.dumps(event, separators=(',', ':'))}\n\n"
 
 
 class WebApi:
-    def __init__(self, host, agent, capabilities, cookies: SessionCookies, assertions: Assertions) -> None:
+    def __init__(self, host, agent, capabilities, cookies: SessionCookies, assertions: Assertions,
+                 keepalive_seconds: float = 15.0) -> None:
         self.host, self.agent, self.capabilities = host, agent, capabilities
         self.cookies = cookies
         self.assertions = assertions
+        self.keepalive_seconds = keepalive_seconds
         self._host_sessions: dict[str, host_pb2.OpenSessionResponse] = {}
 
     # --- plumbing -----------------------------------------------------------------------------------------
@@ -195,7 +232,30 @@ class WebApi:
             finally:
                 stream.cancel()  # the browser went away: cancel the turn and its tool calls
 
-        return StreamingResponse(events(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
+        return StreamingResponse(with_keepalive(events(), self.keepalive_seconds), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-store"})
+
+    async def catalog(self, request: Request) -> Response:
+        """What this data can answer, as labels, and questions to start with (the page's empty state)."""
+        await self._session(request)
+        described = await self._call(self.agent.DescribeCatalog, agent_pb2.DescribeCatalogRequest(
+            actor=self.assertions.current()), timeout=15)
+        return JSONResponse({"dataset": described.dataset_label,
+                             "suggested_questions": list(described.suggested_questions),
+                             "entities": [{"label": e.label, "description": e.description,
+                                           "measures": list(e.measures), "breakdowns": list(e.breakdowns)}
+                                          for e in described.entries]})
+
+    async def cancel_turn(self, request: Request) -> Response:
+        """The person's Cancel: the agent stops the turn; what it committed stays on the surface."""
+        await self._body(request)  # same-origin JSON only, like every other change
+        turn_id = request.path_params["turn_id"]
+        if not _TURN_ID.fullmatch(turn_id):
+            raise ApiError(400, "TURN_ID_INVALID", "a turn id is 1-128 letters, digits and ._:-")
+        await self._session(request)
+        cancelled = await self._call(self.agent.CancelTurn, agent_pb2.CancelTurnRequest(
+            actor=self.assertions.current(), turn_id=turn_id, reason="cancelled by the person"), timeout=10)
+        return JSONResponse(_as_dict(cancelled) | {"cancelled": cancelled.cancelled})
 
     async def surface_stream(self, request: Request) -> Response:
         session = await self._session(request)
@@ -222,7 +282,8 @@ class WebApi:
             finally:
                 stream.cancel()
 
-        return StreamingResponse(events(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
+        return StreamingResponse(with_keepalive(events(), self.keepalive_seconds), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-store"})
 
     async def command(self, request: Request) -> Response:
         body = await self._body(request)
@@ -291,6 +352,8 @@ class WebApi:
         return [Route("/api/session", self.session), Route("/api/ask", self.ask, methods=["POST"]),
                 Route("/api/surface/stream", self.surface_stream), Route("/api/commands", self.command,
                                                                          methods=["POST"]),
+                Route("/api/turns/{turn_id}/cancel", self.cancel_turn, methods=["POST"]),
+                Route("/api/catalog", self.catalog),
                 Route("/api/approvals", self.approvals),
                 Route("/api/approvals/{approval_id}", self.approval),
                 Route("/api/approvals/{approval_id}/decision", self.decide, methods=["POST"]),

@@ -114,7 +114,7 @@ def create_app(settings: WebSettings, credentials: Credentials) -> Starlette:
         api = WebApi(host_pb2_grpc.HostServiceStub(channels["host"]),
                      agent_pb2_grpc.AgentServiceStub(channels["agent"]),
                      capabilities_pb2_grpc.CapabilityBrokerServiceStub(channels["capabilities"]),
-                     SessionCookies(secret), Assertions(signing_key, person))
+                     SessionCookies(secret), Assertions(signing_key, person), settings.keepalive_seconds)
         app.router.routes.extend(api.routes())
         try:
             yield

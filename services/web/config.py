@@ -18,3 +18,6 @@ class WebSettings(ServiceSettings):
     # Host names this gateway answers to. Anything else is refused, so a page on another name that
     # resolves to this machine (DNS rebinding) cannot become "same origin" with it.
     allowed_hosts: list[str] = Field(default_factory=lambda: ["127.0.0.1", "localhost", "[::1]"])
+    # Seconds without an event after which the event streams send a keep-alive comment (proxies often cut
+    # connections idle for 30-60 s).
+    keepalive_seconds: float = Field(default=15.0, gt=0, le=300)

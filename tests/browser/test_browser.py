@@ -328,3 +328,41 @@ def _return_rates(warehouse_url) -> dict[str, Decimal]:
             "r.order_item_id JOIN products p ON p.product_id = i.product_id GROUP BY p.category")).all())
     engine.dispose()
     return {category: Decimal(returned.get(category) or 0) / Decimal(units) for category, units in sold.items()}
+
+
+def test_the_empty_page_offers_questions_and_what_the_data_holds(page):
+    suggestion = page.locator("#suggested-questions button").first
+    suggestion.wait_for(timeout=15_000)
+    page.click("#catalog summary")
+    assert "Net revenue" in page.locator("#catalog-entries").inner_text()
+    screenshot(page, "empty-state")
+    question = suggestion.inner_text()
+    suggestion.click()
+    expect(page.locator("#answer-state")).to_have_text(f"Answer to “{question}”", timeout=30_000)
+    page.wait_for_selector("tessera-figure-text [data-figure]", timeout=30_000)
+
+
+def test_a_refusal_takes_the_answer_panel_and_the_old_answer_is_not_passed_off_as_it(page):
+    ask(page, "What is the total number of orders?")
+    page.wait_for_selector("tessera-metric .value", timeout=30_000)
+    ask(page, "What is the weather on Mars?")
+    refusal = page.locator("#refusal")
+    expect(refusal).to_be_visible(timeout=30_000)
+    assert refusal.inner_text().startswith("No answer to “What is the weather on Mars?”")
+    assert "can't answer" in refusal.inner_text()
+    assert page.locator("#surface").is_hidden()  # the previous answer is not shown under the refusal
+    screenshot(page, "refusal-replaces-previous-answer")
+    page.click("#refusal button")  # still there when asked for
+    assert page.locator("#surface").is_visible()
+
+
+def test_cancel_stops_a_question_that_is_still_running(page):
+    page.route("**/api/ask", lambda route: None)  # the question never gets an answer
+    page.fill("#question", "What is the total number of orders?")
+    page.click("#ask-button")
+    expect(page.locator("#answer-state")).to_contain_text("Working on", timeout=10_000)
+    page.click("#cancel-button")
+    expect(page.locator("#refusal")).to_contain_text("You cancelled “What is the total number of orders?”",
+                                                     timeout=10_000)
+    assert page.locator("#cancel-button").is_hidden() and page.locator("#ask-button").is_enabled()
+    screenshot(page, "cancelled")

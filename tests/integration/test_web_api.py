@@ -161,3 +161,41 @@ def test_bad_requests_get_a_status_and_a_reason(running_set, browser):
         assert (bad_cursor.status_code, bad_cursor.json()["reason"]) == (400, "CURSOR_INVALID"), cursor
     bad_after = browser.get("/api/surface/stream?after=1:99999999999999999999")
     assert (bad_after.status_code, bad_after.json()["reason"]) == (400, "CURSOR_INVALID")
+
+
+def test_an_idle_stream_sends_keep_alive_comments(browser):
+    """Proxies cut connections that stay silent; both event streams send an SSE comment when idle."""
+    with browser.stream("GET", "/api/surface/stream") as response:
+        assert response.status_code == 200
+        seen = []
+        for line in response.iter_lines():
+            seen.append(line)
+            if line == ": keep-alive":
+                break
+    assert ": keep-alive" in seen
+
+
+def test_the_catalog_lists_labels_and_questions_that_get_answered(browser):
+    described = browser.get("/api/catalog")
+    assert described.status_code == 200
+    catalog = described.json()
+    labels = {e["label"]: e for e in catalog["entities"]}
+    assert "Net revenue" in labels["Order item"]["measures"] and "Sales channel" in labels["Order"]["breakdowns"]
+    text = json.dumps(catalog)
+    # Labels only: no ids, no physical names, no values.
+    assert not any(marker in text for marker in ("fld_", "met_", "ent_", "order_items", "ordered_at"))
+    assert 3 <= len(catalog["suggested_questions"]) <= 4
+    for question in catalog["suggested_questions"]:
+        done = next(d["done"] for d in ask(browser, question) if "done" in d)
+        assert done["outcome"] == "TURN_OUTCOME_ANSWERED" and done["revision_ids"], (question, done)
+
+
+def test_cancelling_a_turn_that_is_not_running_says_so(browser):
+    finished = next(d for d in ask(browser, "What is the total number of orders?") if "done" in d)
+    reply = browser.post(f"/api/turns/{finished['turn_id']}/cancel", json={})
+    assert reply.status_code == 200 and reply.json()["cancelled"] is False
+    bad = browser.post("/api/turns/not a turn/cancel", json={})
+    assert (bad.status_code, bad.json()["reason"]) == (400, "TURN_ID_INVALID")
+    not_json = browser.post(f"/api/turns/{finished['turn_id']}/cancel", content=b"x",
+                            headers={"content-type": "text/plain"})
+    assert not_json.status_code == 415

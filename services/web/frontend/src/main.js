@@ -1,6 +1,6 @@
 // The page: a question box with the turn's progress, the answer, the live surface, approvals and receipts.
 
-import { getJson, postEvents, ApiError } from './api.js';
+import { getJson, postJson, postEvents, ApiError } from './api.js';
 import { SurfaceView } from './surface.js';
 import { surfaceState } from './components.js';
 import './approval-card.js';
@@ -54,11 +54,89 @@ async function refreshApprovals() {
   } catch { /* the list is a convenience: cards also arrive on the stream */ }
 }
 
+// The answer panel says which question it answers: while a new one runs the previous answer is marked as
+// the previous one; a refusal takes the panel's place instead of sitting under a stale answer.
+const answerPanel = {
+  pending: '',
+  asking(question) {
+    this.pending = question;
+    $('refusal').hidden = true;
+    const shown = Boolean($('surface').querySelector('a2ui-surface'));
+    $('surface').hidden = false;
+    $('surface').classList.toggle('stale', shown);
+    $('answer-state').textContent = shown ? `Working on “${question}”; below is your previous answer.`
+      : `Working on “${question}”…`;
+    $('answer-state').hidden = false;
+  },
+  rendered() {
+    if (!this.pending) return;
+    $('surface').classList.remove('stale');
+    $('answer-state').textContent = `Answer to “${this.pending}”`;
+  },
+  finished(question, done, committed) {
+    this.pending = '';
+    if (committed) {
+      $('surface').classList.remove('stale');
+      $('answer-state').textContent = `Answer to “${question}”`;
+      return;
+    }
+    const cancelled = done?.outcome === 'TURN_OUTCOME_CANCELLED';
+    const answered = done?.outcome === 'TURN_OUTCOME_ANSWERED';
+    // No new display: what the agent said is the answer; the previous surface is hidden, not passed off as it.
+    $('answer-state').hidden = true;
+    $('surface').classList.remove('stale');
+    $('surface').hidden = Boolean($('surface').querySelector('a2ui-surface'));
+    const box = $('refusal');
+    box.className = answered ? 'refusal answered' : 'refusal';
+    box.replaceChildren();
+    const title = document.createElement('strong');
+    title.textContent = cancelled ? `You cancelled “${question}”.` : answered ? `“${question}”`
+      : `No answer to “${question}”`;
+    const text = document.createElement('p');
+    text.style.margin = '0';
+    text.textContent = done?.answer || (cancelled ? 'Nothing more was done.' : 'The question stopped before an answer.');
+    box.append(title, text);
+    if ($('surface').hidden) {
+      const again = document.createElement('button');
+      again.type = 'button';
+      again.className = 'secondary';
+      again.textContent = 'Show the previous answer';
+      again.addEventListener('click', () => { $('surface').hidden = false; again.remove(); });
+      box.append(again);
+    }
+    box.hidden = false;
+  },
+};
+
+let runningTurn = '';
+
+async function cancelTurn() {
+  $('cancel-button').disabled = true;
+  if (!runningTurn) {  // not started yet: leaving the request stops it before it begins
+    currentAbort?.abort();
+    return;
+  }
+  try {
+    const reply = await postJson(`/api/turns/${encodeURIComponent(runningTurn)}/cancel`, {});
+    if (!reply.cancelled) currentAbort?.abort();  // another agent replica runs it: leaving the stream stops it
+  } catch {
+    currentAbort?.abort();
+  }
+}
+
+let currentAbort = null;
+
 async function ask(event) {
   event.preventDefault();
   const question = $('question').value.trim();
   if (!question) return;
   $('ask-button').disabled = true;
+  answerPanel.asking(question);
+  currentAbort = new AbortController();
+  $('cancel-button').hidden = false;
+  $('cancel-button').disabled = false;
+  let done = null;
+  let committed = false;
   $('progress').replaceChildren();
   $('answer').textContent = '';
   $('answer').setAttribute('aria-live', 'off');  // not re-read on every streamed piece
@@ -70,7 +148,12 @@ async function ask(event) {
   let finished = false;
   try {
     await postEvents('/api/ask', { question }, (e) => {
-      if (e.started) { started = true; item($('progress'), 'Thinking…'); }
+      if (e.started) {
+        started = true;
+        runningTurn = e.turn_id || '';
+        item($('progress'), 'Thinking…');
+      }
+      if (e.surface_committed) committed = true;
       if (e.tool_step) {
         const step = e.tool_step;
         if (step.phase === 'TOOL_STEP_PHASE_STARTED') running.set(step.call_id, item($('progress'), `${step.tool}…`));
@@ -91,6 +174,8 @@ async function ask(event) {
       if (e.answer_delta) $('answer').textContent += e.answer_delta.text;
       if (e.done) {
         finished = true;
+        done = e.done;
+        committed = committed || (e.done.revision_ids || []).length > 0;
         $('answer').setAttribute('aria-live', 'polite');  // announced once, complete
         $('answer').textContent = e.done.answer || $('answer').textContent;
         if (e.done.degraded && !degraded.length) {
@@ -98,10 +183,14 @@ async function ask(event) {
           $('degraded').hidden = false;
         }
       }
-    });
+    }, currentAbort.signal);
     if (started && !finished) throw new Error('the stream ended early');
   } catch (error) {
-    if (started && !finished) {
+    if (currentAbort.signal.aborted) {
+      done = { outcome: 'TURN_OUTCOME_CANCELLED', answer: 'The question was stopped. Anything it already showed '
+        + 'stays on the surface.' };
+      item($('progress'), 'Cancelled.', 'failed');
+    } else if (started && !finished) {
       // The turn lived on that connection and stopped with it (see WebApi.ask in api.py); what it
       // already showed stays on the surface, whose stream resumes on its own, on any web replica.
       item($('progress'), 'The connection to this question was lost, so it stopped. Anything it already '
@@ -112,14 +201,51 @@ async function ask(event) {
     }
   } finally {
     $('ask-button').disabled = false;
+    $('cancel-button').hidden = true;
+    runningTurn = '';
+    answerPanel.finished(question, done, committed);
     refreshApprovals();
   }
+}
+
+// The empty state: questions this data can answer, and what it holds (labels only), from the agent.
+async function showCatalog() {
+  let outline;
+  try {
+    outline = await getJson('/api/catalog');
+  } catch { return; }  // a convenience: asking works without it
+  const questions = outline.suggested_questions || [];
+  $('suggested-questions').replaceChildren(...questions.map((question) => {
+    const li = document.createElement('li');
+    const button = document.createElement('button');
+    button.type = 'button';
+    button.textContent = question;
+    button.addEventListener('click', () => { $('question').value = question; $('ask').requestSubmit(); });
+    li.append(button);
+    return li;
+  }));
+  $('suggestions').hidden = !questions.length;
+  const entities = outline.entities || [];
+  const list = document.createElement('dl');
+  for (const entity of entities) {
+    const term = document.createElement('dt');
+    term.textContent = entity.label;
+    const measures = document.createElement('dd');
+    measures.textContent = `Measures: ${(entity.measures || []).join(', ') || 'none'}`;
+    const breakdowns = document.createElement('dd');
+    breakdowns.textContent = `Breakdowns: ${(entity.breakdowns || []).join(', ') || 'none'}`;
+    list.append(term, measures, breakdowns);
+  }
+  $('catalog-entries').replaceChildren(list);
+  $('catalog').hidden = !entities.length;
 }
 
 async function start() {
   try {
     const session = await getJson('/api/session');
-    $('who').textContent = `Signed in as ${session.name} · surface ${session.surface_id}`;
+    $('who').textContent = `Signed in as ${session.name}`;
+    $('who').title = `surface ${session.surface_id}`;  // for support, not for reading
+    showCatalog();
   } catch (error) {
     $('who').textContent = `Not connected (${error.reason || error.message}).`;
     return;
@@ -134,7 +260,10 @@ async function start() {
       if (kind === 'effect_receipt') showReceipt(event.receipt, event.node_id ? ` (${event.node_id})` : '');
       if (kind === 'rejected') item($('progress'), 'A display was refused; the last good one stays.', 'failed');
     },
-    onRendered() { document.body.dataset.rendered = String(Date.now()); },
+    onRendered() {
+      answerPanel.rendered();
+      document.body.dataset.rendered = String(Date.now());
+    },
     onError(error) { $('degraded').textContent = `The live view stopped: ${error.message}`; $('degraded').hidden = false; },
     onConnection(open) {
       if (open && $('degraded').dataset.stream) { $('degraded').hidden = true; delete $('degraded').dataset.stream; }
@@ -149,6 +278,7 @@ async function start() {
   view.connect();
   document.addEventListener('decided', (event) => showReceipt(event.detail));
   $('ask').addEventListener('submit', ask);
+  $('cancel-button').addEventListener('click', cancelTurn);
   refreshApprovals();
   document.body.dataset.ready = 'true';
 }

@@ -1,0 +1,33 @@
+"""Questions to offer a person who has not asked yet, worded from the catalog's labels.
+
+Each is phrased the way the embedded planner understands (a total, a trend by month, a breakdown by a field
+of the same entity), so a suggestion does not lead to "I can't answer that"; a test asks every one of them.
+"""
+
+from __future__ import annotations
+
+from tessera.resources.v1 import resources_pb2
+
+MAX_SUGGESTIONS = 4
+
+
+def _lower(label: str) -> str:
+    return label[:1].lower() + label[1:]
+
+
+def suggest(outline: resources_pb2.OutlineResponse) -> list[str]:
+    """Totals, trends and breakdowns of the entities with measures, taken in turn so the first few are not
+    all of one kind. Entities dated by a time field come first: they are what happens (orders, tickets),
+    the others mostly describe (products, regions)."""
+    ranked = sorted((e for e in outline.entities if e.measures),
+                    key=lambda e: (not e.time_fields, -len(e.measures), -len(e.breakdowns)))
+    totals = [f"What is the total {_lower(e.measures[0])}?" for e in ranked]
+    trends = [f"Show {_lower(e.measures[0])} by month" for e in ranked if e.time_fields]
+    breakdowns = [f"What is our {_lower(e.measures[0])} by {_lower(e.breakdowns[0])}?" for e in ranked
+                  if e.breakdowns]
+    questions: list[str] = []
+    for index in range(max(len(totals), len(trends), len(breakdowns), 0)):
+        for kind in (breakdowns, trends, totals):
+            if index < len(kind) and kind[index] not in questions:
+                questions.append(kind[index])
+    return questions[:MAX_SUGGESTIONS]
