@@ -62,6 +62,17 @@ def _status(value: int) -> str:
     return common_pb2.IntentStatus.Name(value).removeprefix("INTENT_STATUS_").lower().replace("_", "-")
 
 
+def _plain(value_json: str) -> str:
+    """A before/after value as a person reads it: text without JSON quotes, null as (empty)."""
+    try:
+        value = json.loads(value_json)
+    except ValueError:
+        return value_json
+    if value in (None, ""):
+        return "(empty)"
+    return value if isinstance(value, str) else json.dumps(value)
+
+
 def _when(timestamp) -> str:
     return timestamp.ToDatetime(dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
 
@@ -90,16 +101,23 @@ class ApprovalDesk:
     def show(self, approval_id: str) -> str:
         card = self.call("GetApproval", cap.GetApprovalRequest(actor=self.person, approval_id=approval_id)).card
         risk = cap.ToolRisk.Name(card.summary.risk).removeprefix("TOOL_RISK_").lower()
-        lines = [f"{card.summary.tool_id}  [{risk}]  {_status(card.summary.status)}"
+        lines = [card.summary.title or card.summary.tool_id,
+                 f"{card.summary.tool_id}  [{risk}]  {_status(card.summary.status)}"
                  f"{'  (dry run)' if card.dry_run else ''}",
                  f"expires {_when(card.summary.expires_at)} UTC; arguments sha256 {card.arguments_sha256}"]
-        if card.changes:
-            lines.append(table([[c.entry_id, c.path, c.before_json, c.after_json, c.record_version]
-                                for c in card.changes], ["entry", "change", "before", "after", "version"]))
+        if card.changes:  # each change in words, as the browser card shows it
+            lines.append(table([[c.entry_id, c.record, f"{c.field}: {_plain(c.before_json)} → {_plain(c.after_json)}",
+                                 c.record_version] for c in card.changes],
+                               ["entry", "record", "change", "version"]))
         else:
             lines.append(json.dumps(json.loads(card.arguments_json), indent=2))
+        if card.tainted:
+            lines.append("tainted: this run read external content before asking")
         for match in card.matches:
-            lines.append(f"flagged: {match.rule}: {match.snippet!r} ({match.source})")
+            lines.append(f"flagged: {match.rule}: {match.snippet!r} ({match.source}, {match.ref})")
+        for read in card.recent_reads:
+            text = " ".join(read.text.split())
+            lines.append(f"read: {read.source} ({read.ref}): {text[:160]!r}{' (clipped)' if read.clipped else ''}")
         return "\n".join(lines)
 
     def decide(self, approval_id: str, approve: bool, reason: str, entries: list[str]) -> str:

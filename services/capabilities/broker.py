@@ -33,6 +33,7 @@ from services.capabilities.mcp_gate import ToolCallFailed, ToolGate, ToolState, 
 from services.capabilities.metrics import BrokerMetrics
 from services.capabilities.policy import Action, ActionPolicy
 from services.capabilities.store import BrokerStore, Intent, refuse
+from services.capabilities.wording import Wording
 from shared.actors import Actor
 from shared.bounded_json import BoundedJsonError, Limits, canonical, parse
 from shared.screen import screen
@@ -540,13 +541,17 @@ class _PendingRead:
     retry: Callable[[], None]
 
 
-def card(approval, intent: Intent, dry_run: bool, reads: list) -> capabilities_pb2.ApprovalCard:
-    """What a person sees before deciding (§8): the exact arguments (a before/after diff for data changes),
-    the run's taint and flags with each snippet and its source, and its last three external reads."""
+def card(approval, intent: Intent, dry_run: bool, reads: list, wording: Wording) -> capabilities_pb2.ApprovalCard:
+    """What a person sees before deciding (§8): what approving does in words, the exact arguments (a
+    before/after diff for data changes, each record named), the run's taint and flags with each snippet and
+    its source, and its last three external reads."""
     arguments = intent.arguments
-    changes = [capabilities_pb2.ArgumentChange(
-        path=f"/entries/{i}/after", before_json=json.dumps(e["before"]), after_json=json.dumps(e["after"]),
-        record_version=str(e["version"]), entry_id=e["entry_id"]) for i, e in enumerate(arguments.get("entries", []))]
+    changes = []
+    for i, e in enumerate(arguments.get("entries", [])):
+        record, field = wording.change(arguments.get("entity", ""), e)
+        changes.append(capabilities_pb2.ArgumentChange(
+            path=f"/entries/{i}/after", before_json=json.dumps(e["before"]), after_json=json.dumps(e["after"]),
+            record_version=str(e["version"]), entry_id=e["entry_id"], record=record, field=field))
     matches = [capabilities_pb2.ScreenMatch(rule=m["rule"], snippet=m["snippet"], source=r.source, ref=m["ref"])
                for r in reads for m in json.loads(r.matches_json)]
     recent = [capabilities_pb2.UntrustedContent(
@@ -555,17 +560,18 @@ def card(approval, intent: Intent, dry_run: bool, reads: list) -> capabilities_p
                  for m in json.loads(r.matches_json)]) for r in reads[:3]]
     flagged = bool(matches)
     result = capabilities_pb2.ApprovalCard(
-        summary=summary(approval, intent), effect=intent.effect, arguments_json=intent.arguments_json,
+        summary=summary(approval, intent, wording), effect=intent.effect, arguments_json=intent.arguments_json,
         arguments_sha256=intent.arguments_sha256, changes=changes, dry_run=dry_run or intent.dry_run,
         tainted=bool(reads), matches=matches, recent_reads=recent)
     result.summary.flagged = flagged
     return result
 
 
-def summary(approval, intent: Intent) -> capabilities_pb2.ApprovalSummary:
+def summary(approval, intent: Intent, wording: Wording) -> capabilities_pb2.ApprovalSummary:
     result = capabilities_pb2.ApprovalSummary(
         approval_id=approval.approval_id, intent_id=intent.intent_id, tool_id=intent.action_id,
-        risk=capabilities_pb2.TOOL_RISK_MUTATE, status=intent.status)
+        risk=capabilities_pb2.TOOL_RISK_MUTATE, status=intent.status,
+        title=wording.title(intent.action_id, intent.arguments))
     result.requested_at.FromNanoseconds(int(approval.requested_at * 1e9))
     result.expires_at.FromNanoseconds(int(approval.expires_at * 1e9))
     return result

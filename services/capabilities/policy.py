@@ -20,6 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from shared.tool_contracts import ToolContract, ToolSchemaError
+from shared.ui.template import TemplateError, slot_names
 from tessera.common.v1 import common_pb2
 
 EFFECTS = {"none": common_pb2.ACTION_EFFECT_NONE, "read": common_pb2.ACTION_EFFECT_READ,
@@ -49,6 +50,8 @@ class FixedChange(_Strict):
 
 class ActionSpec(_Strict):
     title: str = Field(min_length=1, max_length=80)
+    # What approving does, in words, with {name}s of top-level input properties: "Flag order {record_id}".
+    summary: str = Field(default="", max_length=200)
     description: str = Field(min_length=1, max_length=1000)
     effect: Literal["none", "read", "reversible-write", "irreversible-write"]
     approval: Literal["required", "none"]
@@ -71,12 +74,14 @@ class ActionSpec(_Strict):
 
 
 class FieldSpec(_Strict):
+    label: str = Field(default="", max_length=80)  # as a person reads it; default: the name in words
     type: Literal["string", "integer", "number", "boolean"]
     enum: list[str | int | float | bool] | None = None
     max_length: int = Field(default=200, ge=1, le=10_000)
 
 
 class ChangeTarget(_Strict):
+    label: str = Field(default="", max_length=80)  # a record reads "<label> <key>", e.g. "Order 1042"
     table: str = Field(pattern=_NAME)
     key: str = Field(pattern=_NAME)
     version: str = Field(pattern=_NAME)
@@ -113,6 +118,9 @@ class Action:
         if found is not None:
             where, why = found
             raise PolicyError(f"action {action_id}: input {where} is unbounded: {why}")
+        problem = summary_problem(spec.summary, spec.input_schema)
+        if problem:
+            raise PolicyError(f"action {action_id}: summary: {problem}")
 
 
 class ActionPolicy:
@@ -128,6 +136,17 @@ class ActionPolicy:
             return cls(policy, digest)
         except PolicyError as exc:  # name the file, as for every other policy problem
             raise PolicyError(f"{path}: {exc}") from None
+
+
+def summary_problem(summary: str, input_schema: dict) -> str:
+    """Why a summary template cannot be filled from inputs of this schema, or "" when it can."""
+    try:
+        names = slot_names(summary)
+    except TemplateError as exc:
+        return str(exc)
+    properties = input_schema.get("properties", {}) if isinstance(input_schema, dict) else {}
+    unknown = [name for name in names if name not in properties]
+    return f"{{{unknown[0]}}} is not an input property" if unknown else ""
 
 
 # --- bounds of action input schemas ------------------------------------------------------------------------

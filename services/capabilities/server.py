@@ -20,6 +20,7 @@ from services.capabilities.policy import ActionPolicy, PolicyError
 from services.capabilities.publisher import HostPublisher
 from services.capabilities.store import BrokerStore, engine_for, migrate, refuse
 from services.capabilities.tool_policy import ToolPolicy, digest
+from services.capabilities.wording import Wording
 from shared.actors import Actor, ActorVerifier
 from shared.authz import caller_identity
 from shared.bounded_json import canonical
@@ -47,10 +48,11 @@ MAX_PAGE = 100
 
 
 class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServicer):
-    def __init__(self, context: ServiceContext, broker: Broker) -> None:
+    def __init__(self, context: ServiceContext, broker: Broker, wording: Wording) -> None:
         self._info = service_info(context)
         self._actors = ActorVerifier.from_cert_dir(context.settings.cert_dir)
         self._broker = broker
+        self._wording = wording
 
     def _actor(self, assertion) -> Actor:
         try:
@@ -96,7 +98,8 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
         await self._broker.expire()  # what is listed as awaiting is still decidable
         found = await self._broker.db(self._broker.store.approvals_of, actor.tenant_id, actor.actor_id, statuses,
                                       offset, limit + 1)
-        reply = capabilities_pb2.ListApprovalsResponse(approvals=[summary(a, i) for a, i in found[:limit]])
+        reply = capabilities_pb2.ListApprovalsResponse(approvals=[summary(a, i, self._wording)
+                                                                       for a, i in found[:limit]])
         if len(found) > limit:
             reply.next_page_token = str(offset + limit)
         return reply
@@ -112,7 +115,8 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
         await self._broker.expire()
         approval, intent = await self._approval(actor, request.approval_id)
         reads = await self._broker.run_reads(intent.session_id)
-        return capabilities_pb2.GetApprovalResponse(card=card(approval, intent, self._broker.dry_run, reads))
+        return capabilities_pb2.GetApprovalResponse(card=card(approval, intent, self._broker.dry_run, reads,
+                                                                         self._wording))
 
     async def ListTools(self, request, context):
         self._actor(request.actor)
@@ -271,7 +275,7 @@ def build(context: ServiceContext) -> list[Registration]:
 
     # Separate tasks on purpose: expiry must never wait behind a tool server that is slow to start, nor
     # behind an effect the restart pass is taking up.
-    return [registration_for("capabilities", CapabilityBrokerService(context, broker),
+    return [registration_for("capabilities", CapabilityBrokerService(context, broker, Wording(policy, tool_policy)),
                              readiness=[database_reachable], on_stop=stop,
                              background=[publisher.run, partial(sweep_expired, broker), partial(recover, broker),
                                          partial(warm_up, gate), hold_tool_servers])]

@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from services.capabilities.policy import load_policy_file
+from services.capabilities.policy import load_policy_file, summary_problem
 from shared.bounded_json import canonical
 from shared.paths import REPO_ROOT, var_dir
 
@@ -51,7 +51,16 @@ class Pin(_Strict):
 class ToolRule(_Strict):
     risk: Literal["read", "mutate"]
     description: str = Field(min_length=1, max_length=1000)  # ours: the only text a model sees
+    # What a call does, in words, for the approval card: {name}s of the pinned schema's properties.
+    summary: str = Field(default="", max_length=200)
     pin: Pin | None = None  # unpinned: listed but denied until reviewed
+
+    @model_validator(mode="after")
+    def _summary_fits_the_schema(self) -> ToolRule:
+        problem = summary_problem(self.summary, self.pin.input_schema if self.pin else {"properties": {}})
+        if problem:
+            raise ValueError(f"summary: {problem}")
+        return self
 
 
 CREDENTIAL_PREFIX = "TESSERA_CAPABILITIES_"

@@ -92,13 +92,24 @@ def test_a_mutating_button_needs_the_person_reject_changes_nothing_approve_chang
     card = _card(page, "orders.flag_for_review")
     assert "orders.flag_for_review" in shown(card) and "mutate" in shown(card)
     _reject_has_focus(page, card)  # the safe choice is focused first
-    assert '"none"' in shown(card) and '"flagged"' in shown(card)  # the before/after diff
+    # In words: what approving does, and the change with its record and field named.
+    assert card.locator("h3").inner_text() == "Flag order 1212 for review"
+    change = card.locator("tbody tr")
+    assert change.locator("td").nth(0).inner_text() == "Order 1212"
+    assert change.locator("td").nth(1).inner_text() == "Review status: none → flagged"
     screenshot(page, "approval-card")
     rejected_id = card.get_attribute("approval-id")
     card.locator("button.reject").click()
     card.locator(".receipt").wait_for(timeout=15_000)
     assert "rejected" in card.locator(".receipt").inner_text()
     assert review_status(warehouse_url, 1212) == ("none", 1)
+    # The decided card left the waiting list, and the answer says what happened.
+    assert page.locator(f"#approvals tessera-approval-card[approval-id='{rejected_id}']").count() == 0
+    assert page.locator(f"#decided tessera-approval-card[approval-id='{rejected_id}']").count() == 1
+    expect(page.locator("#answer")).to_have_text("You rejected “Flag order 1212 for review”; nothing was changed.")
+    expect(page.locator("#receipts li.rejected").first).to_have_text("Flag order 1212 for review: rejected")
+    expect(page.locator("tessera-action-button .status")).to_have_text("Rejected: nothing was changed")
+    screenshot(page, "approval-rejected")
 
     page.click("tessera-action-button button")  # a new press is a new request
     card = _card(page, "orders.flag_for_review", not_id=rejected_id)

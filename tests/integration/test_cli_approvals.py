@@ -47,8 +47,10 @@ def test_an_operator_lists_reads_and_decides_approvals(var_dir, running_set, cre
 
     shown = tessera(var_dir, "approvals", "show", flagged.approval_id)
     assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines()[0] == "Flag order 61 for review"  # in words, as the browser card
     assert "orders.flag_for_review  [mutate]  awaiting-approval" in shown.stdout
-    assert re.search(r'e1\s+/entries/0/after\s+"none"\s+"flagged"\s+1', shown.stdout)
+    assert re.search(r"e1\s+Order 61\s+Review status: none → flagged\s+1", shown.stdout), shown.stdout
+    assert "tainted" not in shown.stdout  # this request read nothing external
 
     approved = tessera(var_dir, "approvals", "approve", flagged.approval_id, "--reason", "looks odd")
     assert approved.returncode == 0 and approved.stdout.strip() == f"{flagged.intent_id}: succeeded"
@@ -147,3 +149,33 @@ def test_an_approval_that_went_through_before_the_broker_died_is_reported_after_
         blocker.close()
         broker_db.dispose()
         processes.stop()
+
+
+def test_show_says_the_run_read_external_text_and_what_it_read(var_dir, running_set, credentials,  # noqa: F811
+                                                                cert_dir):
+    """As the browser card: a request made after reading a ticket shows the taint, the flag and the reads."""
+    from tessera.agent.v1 import agent_pb2
+    from tessera.host.v1 import host_pb2
+
+    operator = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), *OPERATOR)
+    with sync_channel(running_set.handles["host"].address, credentials("cli"), "host") as host, \
+            sync_channel(running_set.handles["agent"].address, credentials("cli"), "agent") as agent:
+        session = invoke(host, "host", "OpenSession", host_pb2.OpenSessionRequest(actor=operator,
+                                                                                  request_id="cli-taint"))
+        approval_id = ""
+        for question in ("What does ticket 4815 say?", "Open a ticket about the delivery address"):
+            call = agent.unary_stream("/tessera.agent.v1.AgentService/StartTurn",
+                                      request_serializer=agent_pb2.StartTurnRequest.SerializeToString,
+                                      response_deserializer=agent_pb2.StartTurnResponse.FromString)
+            for event in call(agent_pb2.StartTurnRequest(actor=operator, session_id=session.session_id,
+                                                         question=question, request_id=question[:20]), timeout=60):
+                if event.WhichOneof("event") == "tool_step" and event.tool_step.approval_id:
+                    approval_id = event.tool_step.approval_id
+    assert approval_id, "the ticket request asked for approval"
+    shown = tessera(var_dir, "approvals", "show", approval_id)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert lines[0] == "Open a support ticket: the delivery address"
+    assert "tainted: this run read external content before asking" in lines
+    assert any(line.startswith("flagged: ") and "ticket_id 4815" in line for line in lines), shown.stdout
+    assert any(line.startswith("read: tickets.get_ticket (") for line in lines), shown.stdout

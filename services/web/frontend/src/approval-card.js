@@ -8,6 +8,24 @@ import { LitElement, html, css, nothing } from 'lit';
 import { getJson, postJsonRetrying, randomId, retryable } from './api.js';
 
 const STATUS = (s) => (s || '').replace('INTENT_STATUS_', '').toLowerCase().replace(/_/g, ' ');
+// What each intent does, in words, from the cards loaded so far (receipts on the stream carry only ids).
+export const titles = new Map();
+
+// A receipt's stable reason code, in words; none for the one its status already says.
+export function reasonInWords(reason) {
+  if (!reason || reason === 'REJECTED_BY_PERSON') return '';
+  if (reason === 'APPROVAL_EXPIRED') return 'no decision in time';
+  return reason.toLowerCase().replace(/_/g, ' ');
+}
+
+// A before/after value as a person reads it: text without JSON quotes, null as "(empty)".
+function plain(json) {
+  try {
+    const value = JSON.parse(json);
+    if (value === null || value === '') return '(empty)';
+    return typeof value === 'string' ? value : JSON.stringify(value);
+  } catch { return json; }
+}
 
 export class ApprovalCard extends LitElement {
   static properties = { approvalId: { attribute: 'approval-id' }, _card: { state: true }, _error: { state: true },
@@ -15,7 +33,7 @@ export class ApprovalCard extends LitElement {
 
   static styles = css`
     :host { display: block; border: 2px solid #1d232b; border-radius: 10px; padding: 1rem; background: #fff; }
-    h3 { margin: 0 0 0.5rem; font-size: 1.1rem; }
+    h3 { margin: 0 0 0.25rem; font-size: 1.1rem; } .what { margin: 0 0 0.5rem; color: #3d4550; }
     .badge { display: inline-block; padding: 0.1rem 0.5rem; border-radius: 999px; font-size: 0.85rem;
       border: 1px solid currentColor; margin-left: 0.5rem; }
     .mutate { color: #8a1c1c; } .read { color: #1b6b3a; }
@@ -47,6 +65,8 @@ export class ApprovalCard extends LitElement {
   async load() {
     try {
       this._card = await getJson(`/api/approvals/${encodeURIComponent(this.approvalId)}`);
+      const { intent_id: intentId, title } = this._card.summary || {};
+      if (intentId && title) titles.set(intentId, title);
       this.tick();
       await this.updateComplete;
       if (this.hasAttribute('focus-on-open')) this.focusDefault();
@@ -103,7 +123,8 @@ export class ApprovalCard extends LitElement {
     this._outcome = receipt;
     this._note = note;
     clearInterval(this._timer);
-    this.dispatchEvent(new CustomEvent('decided', { detail: receipt, bubbles: true, composed: true }));
+    this.dispatchEvent(new CustomEvent('decided', { detail: { ...receipt, title: this._card?.summary?.title },
+      bubbles: true, composed: true }));
     await this.updateComplete;
     this.renderRoot.querySelector('.receipt')?.focus();  // focus stays in the card, on the outcome
   }
@@ -118,21 +139,24 @@ export class ApprovalCard extends LitElement {
     const seconds = String((this._left ?? 0) % 60).padStart(2, '0');
     const decided = this._outcome || !['INTENT_STATUS_AWAITING_APPROVAL', undefined].includes(card.summary.status);
     return html`
-      <h3 id="title">Approve <code>${card.summary.tool_id}</code>?<span class="badge ${risk}">${risk}</span>
-        ${card.dry_run ? html`<span class="badge">dry run</span>` : nothing}</h3>
+      <h3 id="title">${card.summary.title || card.summary.tool_id}</h3>
+      <p class="what">${decided ? 'Decided:' : 'Approve this?'} <code>${card.summary.tool_id}</code><span class="badge ${risk}">${risk}</span>
+        ${card.dry_run ? html`<span class="badge">dry run</span>` : nothing}</p>
       ${card.tainted ? html`<span class="chip tainted">tainted: this run read external text</span>` : nothing}
       ${(card.matches || []).map((m) => html`<span class="chip flag" title=${m.snippet}>flagged ${m.rule}:
         “${m.snippet}” — ${m.source}, ${m.ref}</span>`)}
-      ${card.changes?.length ? html`<table><caption>Changes</caption><thead><tr><th scope="col">entry</th>
-        <th scope="col">before</th><th scope="col">after</th><th scope="col">record version</th></tr></thead>
-        <tbody>${card.changes.map((c) => html`<tr><td>${c.entry_id}</td><td><del>${c.before_json}</del></td>
-          <td><ins>${c.after_json}</ins></td><td>${c.record_version}</td></tr>`)}</tbody></table>`
+      ${card.changes?.length ? html`<table><caption>Changes</caption><thead><tr><th scope="col">record</th>
+        <th scope="col">change</th><th scope="col">record version</th></tr></thead>
+        <tbody>${card.changes.map((c) => html`<tr data-entry=${c.entry_id}><td>${c.record || c.entry_id}</td>
+          <td>${c.field ? `${c.field}: ` : ''}<del>${plain(c.before_json)}</del> → <ins>${plain(c.after_json)}</ins></td>
+          <td>${c.record_version}</td></tr>`)}</tbody></table>`
         : html`<p>Arguments:</p><pre>${JSON.stringify(args.arguments ?? args, null, 2)}</pre>`}
       ${card.recent_reads?.length ? html`<details><summary>${card.recent_reads.length === 1 ? "The last read" : `The last ${card.recent_reads.length} reads`} of this run</summary>
         <ul class="reads">${card.recent_reads.map((r) => html`<li><strong>${r.source}</strong> (${r.ref}):
           <q>${(r.text || '').slice(0, 200)}</q></li>`)}</ul></details>` : nothing}
       ${decided ? html`<p role="status" class="receipt" tabindex="-1">Receipt: ${STATUS(this._outcome?.status || card.summary.status)}${
-        this._outcome?.reason ? ` (${this._outcome.reason})` : ''}${this._note ? ` — ${this._note}` : ''}</p>` : html`
+        reasonInWords(this._outcome?.reason) ? ` (${reasonInWords(this._outcome.reason)})` : ''}${
+        this._note ? ` — ${this._note}` : ''}</p>` : html`
         <label>Reason (kept in the audit trail)<textarea></textarea></label>
         <div class="actions">
           <button class="reject" ?disabled=${this._busy || this._left === 0} @click=${() => this.decide(false)}>

@@ -508,8 +508,29 @@ class TEvidenceNote extends TesseraElement {
   }
 }
 
+const ENDED = { succeeded: 'Done', rejected: 'Rejected: nothing was changed', expired: 'Expired: nothing was changed',
+  failed: 'Failed', cancelled: 'Cancelled' };
+
 class TActionButton extends TesseraElement {
   static properties = { _state: { state: true } };
+
+  connectedCallback() {
+    super.connectedCallback();
+    // How the request this button made ended (a decision here, in another tab or at the CLI).
+    this._onReceipt = (event) => {
+      const receipt = event.detail || {};
+      if (!this._intent || receipt.intent_id !== this._intent) return;
+      const status = (receipt.status || '').replace('INTENT_STATUS_', '').toLowerCase();
+      if (ENDED[status]) this._state = ENDED[status];
+    };
+    document.addEventListener('receipt', this._onReceipt);
+  }
+
+  disconnectedCallback() {
+    super.disconnectedCallback();
+    document.removeEventListener('receipt', this._onReceipt);
+  }
+
   static styles = [shared, css`.danger { border-color: #8a1c1c; color: #8a1c1c; }
     .primary { background: #1d232b; color: #fff; } .status { margin-left: 0.5rem; }`];
   async press() {
@@ -522,6 +543,7 @@ class TActionButton extends TesseraElement {
       });
       const status = (reply.receipt?.status || '').replace('INTENT_STATUS_', '').toLowerCase().replace('_', ' ');
       this._state = status === 'awaiting approval' ? 'Waiting for approval' : status;
+      this._intent = reply.receipt?.intent_id;
       surfaceState.onAction(reply.receipt);
     } catch (error) {
       this._state = `Not sent (${error.reason || error.message})`;

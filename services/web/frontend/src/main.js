@@ -3,7 +3,7 @@
 import { getJson, postJson, postEvents, ApiError } from './api.js';
 import { SurfaceView } from './surface.js';
 import { surfaceState } from './components.js';
-import './approval-card.js';
+import { reasonInWords, titles } from './approval-card.js';
 
 const $ = (id) => document.getElementById(id);
 const STEP = { TOOL_STEP_STATUS_OK: 'done', TOOL_STEP_STATUS_FAILED: 'failed', TOOL_STEP_STATUS_UNAVAILABLE: 'unavailable',
@@ -42,9 +42,37 @@ function showReceipt(receipt, where = '') {
   if (shownReceipts.has(key)) return;  // a replayed journal shows each outcome once
   shownReceipts.add(key);
   const status = (receipt.status || '').replace('INTENT_STATUS_', '').toLowerCase().replace(/_/g, ' ');
+  const what = receipt.title || titles.get(receipt.intent_id) || receipt.action_id;
+  // The button that asked for it says how it ended, too.
+  document.dispatchEvent(new CustomEvent('receipt', { detail: receipt }));
   $('receipts-section').hidden = false;
-  item($('receipts'), `${receipt.action_id}${where}: ${status}${receipt.reason ? ` (${receipt.reason})` : ''}`,
-    `receipt ${status.replace(/ /g, '-')}`);
+  const why = reasonInWords(receipt.reason);
+  item($('receipts'), `${what}${where}: ${status}${why ? ` (${why})` : ''}`, `receipt ${status.replace(/ /g, '-')}`);
+}
+
+
+// A decided card leaves the waiting list (it stays readable under Decided), and the answer says what
+// happened, in the card's words.
+function decided(event) {
+  const receipt = event.detail || {};
+  const card = event.target.closest?.('tessera-approval-card') || event.target;
+  if (card?.parentElement === $('approvals')) {
+    $('decided').prepend(card);
+    $('decided-section').hidden = false;
+    $('approvals-section').hidden = !$('approvals').children.length;
+  }
+  const status = (receipt.status || '').replace('INTENT_STATUS_', '').toLowerCase().replace(/_/g, ' ');
+  const what = receipt.title || titles.get(receipt.intent_id) || receipt.action_id || 'the request';
+  const words = { rejected: `You rejected “${what}”; nothing was changed.`,
+    expired: `“${what}” expired without a decision; nothing was changed.`,
+    succeeded: `You approved “${what}”; it was done.`, running: `You approved “${what}”; it is running.`,
+    failed: `You approved “${what}”, but it failed${receipt.reason ? ` (${reasonInWords(receipt.reason)})` : ''}.`,
+  }[status];
+  if (words) {
+    $('answer').textContent = words;
+    $('progress-section').hidden = false;
+  }
+  showReceipt(receipt);
 }
 
 async function refreshApprovals() {
@@ -276,7 +304,7 @@ async function start() {
     reopen: () => getJson('/api/session'),  // a new cookie if web forgot ours
   });
   view.connect();
-  document.addEventListener('decided', (event) => showReceipt(event.detail));
+  document.addEventListener('decided', decided);
   $('ask').addEventListener('submit', ask);
   $('cancel-button').addEventListener('click', cancelTurn);
   refreshApprovals();
