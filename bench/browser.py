@@ -2,7 +2,7 @@
 component, and to the fully rendered surface (chart drawn, table rows shown), with the embedded planner.
 
 Measured inside the page (performance.now()) in Debian's headless Chromium, one fresh browser session per
-question so every surface starts empty. Goal: first component ≤ 300 ms.
+question so every surface starts empty. Goals (issue 15): first component ≤ 200 ms, full surface ≤ 300 ms.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from pathlib import Path
 from cli.launcher import ServiceSet
 from cli.seed import seed
 
+FIRST_GOAL_MS = 200.0
+FULL_GOAL_MS = 300.0
 QUESTIONS = ("What is our net revenue by region?", "Show units sold by month", "Net revenue by sales channel",
              "Units sold by product category")
 ROUNDS = 3
@@ -49,7 +51,7 @@ MEASURE = """async (question) => {
 def run(work: Path, cert_dir: Path) -> list[dict]:
     chromium = shutil.which("chromium")
     if chromium is None:
-        return [{"name": "browser_first_component_p50", "value": None, "unit": "ms", "baseline": 300.0,
+        return [{"name": "browser_first_component_p50", "value": None, "unit": "ms", "baseline": FIRST_GOAL_MS,
                  "ratio": None, "skipped": "Chromium is not installed"}]
     from playwright.sync_api import sync_playwright
 
@@ -83,11 +85,14 @@ def run(work: Path, cert_dir: Path) -> list[dict]:
         services.stop()
     first_p50, full_p50 = statistics.median(firsts), statistics.median(fulls)
     return [
-        {"name": "browser_first_component_p50", "value": round(first_p50, 1), "unit": "ms", "baseline": 300.0,
-         "ratio": round(first_p50 / 300.0, 3), "goal_ratio": 1.0, "samples": len(firsts),
+        {"name": "browser_first_component_p50", "value": round(first_p50, 1), "unit": "ms",
+         "baseline": FIRST_GOAL_MS, "ratio": round(first_p50 / FIRST_GOAL_MS, 3), "goal_ratio": 1.0,
+         "samples": len(firsts),
          "description": "submit in the page → first visible component of the answer (embedded planner, Debian "
-                        "Chromium headless, fresh session per question); baseline is the 300 ms goal"},
-        {"name": "browser_full_surface_p50", "value": round(full_p50, 1), "unit": "ms", "baseline": None,
-         "ratio": None, "p90": round(sorted(fulls)[int(0.9 * len(fulls))], 1),
-         "description": "submit → chart drawn and table rows shown (rows arrive through resource-window commands)"},
+                        "Chromium headless, fresh session per question); baseline is the 200 ms goal"},
+        {"name": "browser_full_surface_p50", "value": round(full_p50, 1), "unit": "ms", "baseline": FULL_GOAL_MS,
+         "ratio": round(full_p50 / FULL_GOAL_MS, 3), "goal_ratio": 1.0,
+         "p90": round(sorted(fulls)[int(0.9 * len(fulls))], 1),
+         "description": "submit → chart drawn and table rows shown (the host sends each block's first window "
+                        "right after the commit); baseline is the 300 ms goal"},
     ]

@@ -219,11 +219,12 @@ class AnswerPrinter:
         for column, value_format in zip(window["columns"], formats, strict=True):
             numeric = value_format.get("style") in ("integer", "decimal", "currency", "percent")
             table.add_column(labels.get(column, column), justify="right" if numeric else "left")
-        for row in window["rows"]:
+        shown = window["rows"][:TABLE_ROWS]  # the host's first window of a table may hold a page of 25
+        for row in shown:
             table.add_row(*(format_value(v, f, self.locale) for v, f in zip(row, formats, strict=True)))
         self.console.print(table)
         total = window.get("totalRows", len(window["rows"]))
-        self.console.print(f"  rows 1–{len(window['rows'])} of {total:,}")
+        self.console.print(f"  rows 1–{len(shown)} of {total:,}")
         self._caption(data, resource)
 
 

@@ -72,6 +72,8 @@ class Binding:
     slice_id: str
     column_ids: list[str] = field(default_factory=list)
     row: int | None = None  # a figure: the one row it shows
+    first_offset: int = 0  # the window the block shows first (the host sends it with the revision)
+    first_rows: int = 0
 
 
 @dataclass
@@ -125,6 +127,14 @@ def _looks_like_rows(text: str) -> bool:
         if min(counts) >= 2 and len(set(counts)) == 1:
             return True
     return False
+
+
+def _first_window(spec, data: dict) -> tuple[int, int]:
+    """(offset, rows) of the window a bound block shows first, from its contract and props."""
+    if not spec.first_rows:
+        return 0, 0
+    rows = data.get(spec.page_size, spec.first_rows) if spec.page_size else spec.first_rows
+    return (data.get(spec.offset, 0) if spec.offset else 0), rows
 
 
 def _get_path(data: dict, dotted: str) -> list[str]:
@@ -271,14 +281,15 @@ class Compiler:
             prop_pointer = f"{where}/{prop}"
             if spec.kind == "cells":
                 figures = offers.check_figures(self, spec, data, prop, prop_pointer, where)
-                bindings += [Binding(raw.id, f"/{prop}/{name}", "resource", slice_id, [column], row)
+                bindings += [Binding(raw.id, f"/{prop}/{name}", "resource", slice_id, [column], row, row, 1)
                              for name, slice_id, column, row in figures]
                 canonical_data[prop] = {
                     name: {"resource": offers.canonical_ref("resource", data[prop][name]["resource"]), "row": row,
                            "column": column} for name, _, column, row in figures}
                 continue
             slice_id, columns = offers.check_binding(self, contract, spec, data, prop, prop_pointer)
-            bindings.append(Binding(raw.id, f"/{prop}", spec.kind, slice_id, columns))
+            first_offset, first_rows = _first_window(spec, data)
+            bindings.append(Binding(raw.id, f"/{prop}", spec.kind, slice_id, columns, None, first_offset, first_rows))
             canonical_data[prop] = offers.canonical_ref(spec.kind, data[prop])
         return contract.name, canonical_data, bindings
 

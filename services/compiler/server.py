@@ -34,7 +34,8 @@ def to_response(result: CompileResult) -> compiler_pb2.CompileResponse:
         content_hash=result.content_hash,
         a2ui_messages_json=[canonical(m) for m in result.messages],
         bindings=[compiler_pb2.Binding(block_id=b.block_id, prop=b.prop, kind=_KINDS[b.kind], slice_id=b.slice_id,
-                                       column_ids=b.column_ids, row=b.row) for b in result.bindings],
+                                       column_ids=b.column_ids, row=b.row, first_offset=b.first_offset,
+                                       first_rows=b.first_rows) for b in result.bindings],
         diagnostics=[d.to_proto() for d in result.diagnostics])
 
 

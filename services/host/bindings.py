@@ -25,6 +25,8 @@ class Binding:
     state: str = ""
     value_schema: str = ""
     row: int = -1  # a figure bound to one cell: the only row its windows may read
+    first_offset: int = 0  # the window the block shows first, sent by the host after the commit
+    first_rows: int = 0
 
     def stored(self) -> dict:
         kept = {f.name: getattr(self, f.name) for f in fields(self)
@@ -58,7 +60,8 @@ def resolved(frozen: compiler_pb2.CatalogSlice, compiled_bindings) -> list[Bindi
             d = resources[binding.slice_id]
             out.append(Binding(**where, kind="resource", resource_id=d.resource_id, version_id=d.version_id,
                                content_hash=d.content_hash, columns=tuple(binding.column_ids),
-                               row=binding.row if binding.HasField("row") else -1))
+                               row=binding.row if binding.HasField("row") else -1,
+                               first_offset=binding.first_offset, first_rows=binding.first_rows))
         elif binding.kind == compiler_pb2.BINDING_KIND_ACTION:
             action = actions[binding.slice_id]
             out.append(Binding(**where, kind="action", action_id=action.action_id,

@@ -9,10 +9,8 @@ told precisely that the command is still running. A refused command frees its id
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import hashlib
 import json
-import secrets
 
 import grpc
 from google.protobuf.json_format import MessageToJson
@@ -23,19 +21,16 @@ from services.host.database import AsyncStore
 from services.host.envelopes import data_model_update, envelope_builder
 from services.host.event_batches import EventBatches
 from services.host.fanout import SurfaceFanout
-from services.host.peers import Peers, broker_refusal, peer
+from services.host.peers import Peers, broker_refusal
 from services.host.store import CommandClaim, Session
-from shared import tokens
+from services.host.windows import WINDOW_MAX_ROWS, Windows
 from shared.bounded_json import BoundedJsonError, Limits, parse
 from shared.errors import TesseraError
 from shared.schema_check import compile_check
 from tessera.capabilities.v1 import capabilities_pb2
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2
-from tessera.resources.v1 import resources_pb2
 
-GRANT_LIFETIME = dt.timedelta(minutes=5)  # ≤ 15 minutes (§ grants); a window asks for a fresh one
-WINDOW_MAX_ROWS = 1_000
 # A claim older than this belongs to a replica that died mid-command (handlers time out within 60 s).
 COMMAND_LEASE_SECONDS = 120.0
 # Stored as "event:<id>" among the session's command ids (at most 128 characters, scoped_keys migration).
@@ -50,11 +45,11 @@ def _refuse(code: grpc.StatusCode, reason: str, message: str, **metadata: str) -
 
 
 class Commands:
-    def __init__(self, db: AsyncStore, fanout: SurfaceFanout, peers: Peers, grant_key) -> None:
+    def __init__(self, db: AsyncStore, fanout: SurfaceFanout, peers: Peers, windows: Windows) -> None:
         self._db = db
         self._fanout = fanout
         self._peers = peers
-        self._grant_key = grant_key
+        self._windows = windows
         self._events = EventBatches(db, fanout)
 
     # --- SendCommand -------------------------------------------------------------
@@ -163,37 +158,8 @@ class Commands:
         if missing:
             raise _refuse(grpc.StatusCode.PERMISSION_DENIED, "COLUMN_NOT_BOUND",
                           f"column {missing[0]!r} is not shown by block {command.node_id!r}")
-        grant = await self._grant(session, command.node_id, head, binding)
-        window = await peer("resources", self._peers.resources.ResolveWindow(resources_pb2.ResolveWindowRequest(
-            grant=grant, offset=command.offset, limit=command.limit, column_ids=projection), timeout=30))
-        # Rows go to this surface's stream only: never into revisions, documents, slices or logs.
-        epoch, sequence = await self._publish(session, {"version": "v0.9", "updateDataModel": {
-            "surfaceId": session.surface_id, "path": f"/resources/{binding.resource_id}/window",
-            "value": {"node": command.node_id, "prop": binding.prop, "offset": window.offset,
-                      "totalRows": window.total_rows,
-                      "columns": [c.column_id for c in window.columns],
-                      "rows": [[_cell_json(c) for c in row.cells] for row in window.rows]}}})
-        reply.cursor.epoch, reply.cursor.sequence = epoch, sequence
-
-    async def _grant(self, session: Session, node_id: str, head: str, binding: Binding) -> common_pb2.SignedToken:
-        """Sign (and remember, for revocation) a short-lived window grant for one bound resource."""
-        now = dt.datetime.now(dt.UTC)
-        grant_id = f"grt_{secrets.token_hex(10)}"
-        claims = common_pb2.WindowGrantClaims(
-            binding=common_pb2.TokenBinding(subject=session.actor_id, audience="resources",
-                                            nonce=secrets.token_hex(12)),
-            grant_id=grant_id, surface_id=session.surface_id, node_id=node_id, resource_id=binding.resource_id,
-            version_id=binding.version_id, content_hash=binding.content_hash, column_ids=list(binding.columns),
-            max_window_rows=1 if binding.row >= 0 else WINDOW_MAX_ROWS)
-        if binding.row >= 0:
-            claims.row = binding.row
-        claims.binding.issued_at.FromDatetime(now)
-        claims.binding.expires_at.FromDatetime(now + GRANT_LIFETIME)
-        grant = tokens.sign(self._grant_key, tokens.PURPOSE_WINDOW_GRANT, claims)
-        await self._db(self._db.store.save_grant, grant_id=grant_id, surface_id=session.surface_id,
-                       node_id=node_id, revision_id=head, resource_id=binding.resource_id,
-                       token=grant.SerializeToString(), expires_at=(now + GRANT_LIFETIME).timestamp())
-        return grant
+        reply.cursor.epoch, reply.cursor.sequence = await self._windows.send(
+            session, head, binding, command.offset, command.limit, projection)
 
     async def _state_write(self, request, session, head, bound, reply) -> None:
         command = request.state_write
@@ -278,12 +244,3 @@ def _intent_event(request):
             intent_id=request.receipt.intent_id, command_id=request.command_id, node_id=request.node_id,
             status=request.receipt.status)
     raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "EVENT_MISSING", "approval_requested or receipt")
-
-
-def _cell_json(cell):
-    kind = cell.WhichOneof("value")
-    if kind in (None, "null_value"):
-        return None
-    if kind == "timestamp_value":
-        return cell.timestamp_value.ToDatetime().isoformat(timespec="seconds")
-    return getattr(cell, kind)

@@ -9,6 +9,7 @@ binding revokes its grants here and at the gateway.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
@@ -18,11 +19,12 @@ from google.protobuf.json_format import MessageToJson
 
 from services.host import bindings as binding_store
 from services.host.database import AsyncStore
-from services.host.envelopes import envelope_builder
+from services.host.envelopes import data_model_update, envelope_builder
 from services.host.fanout import SurfaceFanout
 from services.host.offers import Offers
 from services.host.peers import Peers, peer
 from services.host.store import Committed, RevisionConflict, Session
+from services.host.windows import Windows, first_windows, first_windows_message
 from shared.bounded_json import canonical
 from shared.errors import TesseraError
 from shared.ui.slice import MAX_PROPOSAL_BYTES
@@ -49,11 +51,14 @@ def check_proposal_request(request) -> None:
 
 
 class Commits:
-    def __init__(self, db: AsyncStore, fanout: SurfaceFanout, peers: Peers, offers: Offers) -> None:
+    def __init__(self, db: AsyncStore, fanout: SurfaceFanout, peers: Peers, offers: Offers,
+                 windows: Windows) -> None:
         self._db = db
         self._fanout = fanout
         self._peers = peers
         self._offers = offers
+        self._windows = windows
+        self._sending: set[asyncio.Task] = set()  # first windows on their way (kept so they are not collected)
 
     async def submit(self, request) -> host_pb2.SubmitProposalResponse:
         check_proposal_request(request)
@@ -95,13 +100,17 @@ class Commits:
 
     async def _commit(self, request, turn, session, frozen, compiled, request_hash):
         diagnostics = list(compiled.diagnostics)
+        bound = binding_store.resolved(frozen, compiled.bindings)
         events = []
         for message_json in compiled.a2ui_messages_json:
             kind = next(k for k in json.loads(message_json) if k != "version")
+            if kind == "updateComponents":  # before the blocks: which first windows the host sends itself
+                coming = first_windows_message(session.surface_id, bound)
+                if coming is not None:
+                    events.append(data_model_update(session.surface_id, coming))
             events.append(envelope_builder(session.surface_id, "a2ui", host_pb2.A2uiMessage(
                 kind=_A2UI_KINDS[kind], message_json=message_json), message_json))
         diagnostics_json = json.dumps([json.loads(_diagnostic_json(d)) for d in diagnostics]).encode()
-        bound = binding_store.resolved(frozen, compiled.bindings)
         try:
             # A revision that drops a binding revokes its grants in the same transaction.
             committed = await self._db(
@@ -120,6 +129,7 @@ class Commits:
                                {"current_revision_id": conflict.head or ""}) from None
         # Committed: publishing and revocation must finish even if the caller goes away now.
         await asyncio.shield(self._after_commit(session.surface_id, committed))
+        self._send_first_windows(session, committed.revision_id, bound)
         return host_pb2.SubmitProposalResponse(outcome=_OUTCOMES[compiled.outcome], surface_id=session.surface_id,
                                                revision_id=committed.revision_id, content_hash=compiled.content_hash,
                                                diagnostics=diagnostics)
@@ -133,6 +143,21 @@ class Commits:
             except grpc.aio.AioRpcError as exc:  # the grants expire within minutes anyway
                 logger.warning("could not revoke %d grants at resources: %s", len(committed.dropped_grants),
                                exc.code().name)
+
+    def _send_first_windows(self, session: Session, revision_id: str, bound) -> None:
+        """The first rows of every bound block, sent after the commit without holding up its answer."""
+        async def send() -> None:
+            try:
+                await self._windows.send_first(session, revision_id, bound)
+            except Exception as exc:  # the screen asks for the windows itself
+                logger.warning("first windows of %s were not sent: %s", revision_id, exc)
+                with contextlib.suppress(Exception):
+                    await self._windows.none_coming(session)
+
+        if first_windows(bound):
+            task = asyncio.ensure_future(send())
+            self._sending.add(task)
+            task.add_done_callback(self._sending.discard)
 
     @staticmethod
     def _replay(earlier, request_hash: str, session: Session) -> host_pb2.SubmitProposalResponse:

@@ -9,10 +9,12 @@ transaction, so only committed work wakes anyone). A lost notification costs lat
 never an event: every watched surface is re-read every `safety_seconds` and after the
 LISTEN connection reconnects.
 
-Waking costs the replica per reply, not per envelope, so subscribers are woken at most once per wake
-interval (a change after a quiet spell at once), a slice at a time, and the interval stretches while a
-round of wake-ups takes more than half of it: under a burst each viewer gets everything new in one reply,
-and commits, which share the event loop, keep their turn.
+Waking costs the replica per reply, not per envelope, so the subscribers of a surface many watch are
+woken at most once per wake interval (a change after a quiet spell at once), a slice at a time, and the
+interval stretches while a round of wake-ups takes more than half of it: under a burst each viewer gets
+everything new in one reply, and commits, which share the event loop, keep their turn. A surface with
+few viewers (a person and their tabs) is woken at once for every change: its replies cost little, and
+its person is waiting for each one (the rows of a table, a figure of the answer).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from tessera.host.v1 import host_pb2
 logger = logging.getLogger("tessera.host.fanout")
 TAIL_EVENTS = 1_000
 WAKE_SLICE = 32  # subscribers woken per event loop turn
+COALESCE_VIEWERS = WAKE_SLICE  # a surface with more viewers than this is woken at most once per interval
 STRETCH_LIMIT = 4  # a slow round of wake-ups stretches the wake interval up to this many times
 RECONNECT_SECONDS = (0.2, 5.0)  # first and longest pause before the LISTEN connection is opened again
 
@@ -59,11 +62,13 @@ class _Surface:
 
 class SurfaceFanout:
     def __init__(self, db: AsyncStore, retention: int, listen_url: str | None = None,
-                 safety_seconds: float = 5.0, wake_interval: float = 0.0) -> None:
+                 safety_seconds: float = 5.0, wake_interval: float = 0.0,
+                 coalesce_viewers: int = COALESCE_VIEWERS) -> None:
         self._db = db
         self._retention = retention
         self._safety_seconds = safety_seconds
         self._wake_interval = wake_interval
+        self._coalesce_viewers = coalesce_viewers
         self._listen_url = listen_url  # PostgreSQL: wake-ups from other replicas
         self._surfaces: dict[str, _Surface] = {}
         self._scheduled: set[str] = set()
@@ -212,6 +217,9 @@ class SurfaceFanout:
         which costs the replica per reply rather than per envelope (§6)."""
         if state.wake_later is not None or not state.viewers:
             return  # already due (it will take this change too), or nobody watches any more
+        if state.viewers <= self._coalesce_viewers:
+            self._wake_now(state)  # few viewers: each waits for this change, and their replies cost little
+            return
         loop = asyncio.get_running_loop()
         # A replica whose wake-ups take more than half the interval (many viewers, a busy loop) waits longer,
         # up to STRETCH_LIMIT intervals: its commits, queued in the same event loop, keep about half of it.

@@ -22,6 +22,7 @@ from services.host.fanout import SurfaceFanout, listen_url, snapshot_required
 from services.host.offers import Offers
 from services.host.peers import Peers
 from services.host.store import HostStore, Session, engine_for, migrate
+from services.host.windows import Windows
 from shared import tokens
 from shared.actors import Actor, ActorVerifier
 from shared.certs import CredentialError, load_signing_key, load_verify_key
@@ -58,8 +59,9 @@ class HostService(host_pb2_grpc.HostServiceServicer):
         peers = Peers.connect(context.credentials)
         offers = Offers(db, peers, load_catalog(), load_verify_key(settings.resources_verify_key))
         self._offers = offers
-        self._commits = Commits(db, fanout, peers, offers)
-        self._commands = Commands(db, fanout, peers, load_signing_key(settings.signing_key))
+        windows = Windows(db, fanout, peers, load_signing_key(settings.signing_key))
+        self._commits = Commits(db, fanout, peers, offers, windows)
+        self._commands = Commands(db, fanout, peers, windows)
 
     def _actor(self, assertion: common_pb2.ActorAssertion) -> Actor:
         try:

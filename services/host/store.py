@@ -395,12 +395,12 @@ class HostStore:
 
     # --- grants -------------------------------------------------------------
 
-    def save_grant(self, *, grant_id: str, surface_id: str, node_id: str, revision_id: str, resource_id: str,
-                   token: bytes, expires_at: float) -> None:
+    def save_grants(self, revision_id: str, rows: list[dict]) -> None:
+        """Remember issued grants (grant_id, surface_id, node_id, resource_id, token, expires_at) in one
+        transaction, so a revision that drops their binding can revoke them."""
         with self.writer.begin() as connection:
-            connection.execute(grants.insert().values(grant_id=grant_id, surface_id=surface_id, node_id=node_id,
-                                                      revision_id=revision_id, resource_id=resource_id, token=token,
-                                                      expires_at=expires_at, revoked=False))
+            connection.execute(grants.insert(), [{**row, "revision_id": revision_id, "revoked": False}
+                                                 for row in rows])
 
     @staticmethod
     def _revoke_outside(connection, surface_id: str, keep: set[tuple[str, str]], now: float) -> list[bytes]:

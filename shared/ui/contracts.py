@@ -86,6 +86,10 @@ class BindingSpec(_Strict):
     input: str | None = None  # action: the prop holding the typed input
     options: str | None = None  # state: the prop listing selectable values
     template: str | None = None  # cells: the text prop whose {name}s the figures fill
+    # The first window the host sends with a committed revision (so the person's screen need not ask):
+    # `first_rows` rows from the row the `offset` prop names (default 0); `page_size` overrides the count.
+    first_rows: int = Field(default=0, ge=0, le=1000)
+    offset: str | None = None
 
 
 class RecipeField(_Strict):

@@ -139,12 +139,20 @@ def test_freeze_commit_read_and_stream(channels, cert_dir):
         "/tessera.host.v1.HostService/Subscribe", request_serializer=host_pb2.SubscribeRequest.SerializeToString,
         response_deserializer=host_pb2.SubscribeResponse.FromString)
     call_ = stream(host_pb2.SubscribeRequest(actor=actor(cert_dir), session_id=session.session_id), timeout=10)
-    received = [next(call_).envelope for _ in range(3)]
-    call_.cancel()
-    assert [e.sequence for e in received] == [1, 2, 3]
+    received = [next(call_).envelope for _ in range(4)]
+    assert [e.sequence for e in received] == [1, 2, 3, 4]
     assert all(e.surface_id == session.surface_id and e.revision_id == committed.revision_id for e in received)
     kinds = [json.loads(e.a2ui.message_json) for e in received]
-    assert "createSurface" in kinds[0] and "updateComponents" in kinds[1] and "updateDataModel" in kinds[2]
+    assert "createSurface" in kinds[0] and "updateComponents" in kinds[2] and "updateDataModel" in kinds[3]
+    # Before the blocks: which first windows the host sends itself; then it sends them, unasked.
+    assert kinds[1]["updateDataModel"] == {"surfaceId": session.surface_id, "path": "/firstWindows",
+                                           "value": ["table|/resource|0"]}
+    window = next(json.loads(e.a2ui.message_json)["updateDataModel"]["value"] for e in
+                  (next(call_).envelope for _ in range(5))
+                  if json.loads(e.a2ui.message_json)["updateDataModel"]["path"].endswith("/window"))
+    call_.cancel()
+    assert (window["node"], window["prop"], window["offset"]) == ("table", "/resource", 0)
+    assert len(window["rows"]) == min(window["totalRows"], 25) and window["columns"] == ["region", "revenue"]
     resumed = stream(host_pb2.SubscribeRequest(actor=actor(cert_dir), session_id=session.session_id,
                                                resume_after=host_pb2.Cursor(epoch=1, sequence=2)), timeout=10)
     assert next(resumed).envelope.sequence == 3
@@ -154,7 +162,7 @@ def test_freeze_commit_read_and_stream(channels, cert_dir):
                                                max_envelopes=2), timeout=10)
     replies = [next(batched) for _ in range(2)]
     batched.cancel()
-    assert [[e.sequence for e in (r.envelope, *r.following)] for r in replies] == [[1, 2], [3]]
+    assert [[e.sequence for e in (r.envelope, *r.following)] for r in replies] == [[1, 2], [3, 4]]
     assert [e for r in replies for e in (r.envelope, *r.following)] == received
     assert refused(lambda: next(stream(host_pb2.SubscribeRequest(
         actor=actor(cert_dir, "mallory"), session_id=session.session_id), timeout=10))) == (

@@ -219,7 +219,8 @@ def test_viewers_are_woken_at_once_after_a_quiet_spell_and_once_per_interval_in_
     async def scenario():
         journal = Journal()
         interval = 1.0
-        fanout = SurfaceFanout(Db(journal), retention=10_000, wake_interval=interval)
+        # Coalescing from the first viewer (by default only surfaces with more than a slice of viewers are).
+        fanout = SurfaceFanout(Db(journal), retention=10_000, wake_interval=interval, coalesce_viewers=0)
         epoch, _ = await fanout.watch("srf_a")
         state = fanout._surfaces["srf_a"]
         stream = fanout.stream("srf_a", epoch, 0, max_envelopes=16)
@@ -265,7 +266,7 @@ def test_a_big_surface_is_woken_a_slice_at_a_time_so_other_work_interleaves():
 def test_a_held_back_wake_up_waits_longer_after_a_slow_round_and_goes_with_the_last_viewer():
     async def scenario():
         journal = Journal()
-        fanout = SurfaceFanout(Db(journal), retention=10_000, wake_interval=1.0)
+        fanout = SurfaceFanout(Db(journal), retention=10_000, wake_interval=1.0, coalesce_viewers=0)
         await fanout.watch("srf_a")
         await fanout.published("srf_a", journal.append("srf_a"))  # wakes at once
         state = fanout._surfaces["srf_a"]
@@ -281,3 +282,25 @@ def test_a_held_back_wake_up_waits_longer_after_a_slow_round_and_goes_with_the_l
         assert held.cancelled()
 
     asyncio.run(scenario())
+
+
+def test_a_surface_few_watch_is_woken_at_once_for_every_change_even_in_a_burst():
+    """A person waiting for the rows of a table and the figures of an answer is not held back by the
+    interval meant for surfaces that hundreds watch."""
+    async def scenario():
+        journal = Journal()
+        fanout = SurfaceFanout(Db(journal), retention=10_000, wake_interval=60.0)
+        epoch, _ = await fanout.watch("srf_a")
+        stream = fanout.stream("srf_a", epoch, 0, max_envelopes=16)
+        got = []
+        for _ in range(4):  # four changes in a row: each reaches the viewer without waiting a minute
+            pending = asyncio.ensure_future(anext(stream))
+            await asyncio.sleep(0)
+            await fanout.published("srf_a", journal.append("srf_a"))
+            got.append((await asyncio.wait_for(pending, 5)).envelope.sequence)
+        assert fanout._surfaces["srf_a"].wake_later is None
+        await stream.aclose()
+        fanout.unwatch("srf_a")
+        return got
+
+    assert asyncio.run(scenario()) == [1, 2, 3, 4]

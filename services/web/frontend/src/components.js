@@ -19,7 +19,27 @@ useECharts([BarChart, LineChart, ScatterChart, PieChart, HeatmapChart, GridCompo
   LegendComponent, AriaComponent, VisualMapComponent, SVGRenderer]);
 
 export const CATALOG_ID = 'https://tessera.dev/catalogs/tessera.data/v1/catalog.json';
-export const surfaceState = { revisionId: '', onAction: () => {} };
+export const surfaceState = {
+  revisionId: '', onAction: () => {},
+  windows: new Map(),  // key → window, as received (surface.js)
+  coming: new Set(),  // keys of first windows the host is sending
+  waiting: new Map(),  // key → what to do if it does not come
+  notComing(key) { this.waiting.get(key)?.(); this.waiting.delete(key); },
+};
+const FIRST_WINDOW_PATIENCE_MS = 5000;  // a first window the host promised but never sent is asked for
+
+// The first window of a block: already here, on its way from the host, or to be asked for.
+function firstWindow(key, ask) {
+  const found = surfaceState.windows.get(key);
+  if (found) return found;
+  if (surfaceState.coming.has(key)) {
+    const timer = setTimeout(() => surfaceState.notComing(key), FIRST_WINDOW_PATIENCE_MS);
+    surfaceState.waiting.set(key, () => { clearTimeout(timer); ask(); });
+    return null;
+  }
+  ask();
+  return null;
+}
 const MAX_CHART_ROWS = 1000;
 
 const shared = css`
@@ -102,12 +122,20 @@ class ResourceElement extends TesseraElement {
     this._bound = `${this.nodeId}|${this.resourcePath}`;
     this.watch(`${this.resourcePath}/window`, (window) => {
       if (window && window.node === this.nodeId && window.offset === this._asked) {
+        surfaceState.waiting.delete(`${this.nodeId}|/resource|${window.offset}`);
         this._window = window;
         this._loading = false;
       }
     });
     this.watch(this.resourcePath, () => this.requestUpdate());
-    this.fetchWindow(this.firstOffset());
+    const offset = this.firstOffset();
+    this._asked = offset;
+    this._loading = true;
+    const found = firstWindow(`${this.nodeId}|/resource|${offset}`, () => this.fetchWindow(offset));
+    if (found) {
+      this._window = found;
+      this._loading = false;
+    }
   }
 
   firstOffset() { return 0; }
@@ -265,7 +293,11 @@ class TFigureText extends TesseraElement {
       this.watch(path, () => this.requestUpdate());
       this.watch(`${path}/window`, (window) => this.received(window));
     }
-    for (const [name, figure] of Object.entries(figures)) this.fetchFigure(name, figure);
+    for (const [name, figure] of Object.entries(figures)) {
+      const found = firstWindow(`${this.nodeId}|/figures/${name}|${figure.row || 0}`,
+        () => this.fetchFigure(name, figure));
+      if (found) this.received(found);
+    }
   }
 
   received(window) {
@@ -273,6 +305,7 @@ class TFigureText extends TesseraElement {
     const name = window.prop.slice('/figures/'.length);
     const figure = (this.props.figures || {})[name];
     if (!figure || window.offset !== (figure.row || 0) || !window.rows?.length) return;
+    surfaceState.waiting.delete(`${this.nodeId}|${window.prop}|${window.offset}`);
     const cell = window.rows[0][window.columns.indexOf(figure.column)];
     this._values = { ...this._values, [name]: formatValue(cell, columnFormat(this.model.get(figure.resource.path),
       figure.column)) };

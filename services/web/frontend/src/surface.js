@@ -7,6 +7,28 @@ import '@a2ui/lit/v0_9';
 import { catalog, surfaceState } from './components.js';
 import { report } from './api.js';
 
+// Windows by `<node>|<binding prop>|<offset>`, and those the host said it is sending after a commit: a
+// block finds its first rows here (or waits for them) instead of asking for them.
+function noteWindows(message) {
+  if (message.createSurface) {  // a new surface, or a snapshot replacing it
+    surfaceState.windows.clear();
+    surfaceState.coming = new Set();
+  }
+  const update = message.updateDataModel;
+  if (!update) return;
+  if (update.path === '/firstWindows') {
+    const listed = new Set(update.value || []);
+    const dropped = [...surfaceState.coming].filter((key) => !listed.has(key));
+    surfaceState.coming = listed;
+    for (const key of dropped) surfaceState.notComing(key);  // it will not come: the block asks itself
+  } else if (update.path?.endsWith('/window') && update.value) {
+    const w = update.value;
+    const key = `${w.node}|${w.prop}|${w.offset}`;
+    surfaceState.windows.set(key, w);
+    surfaceState.coming.delete(key);
+  }
+}
+
 export class SurfaceView {
   constructor(element, handlers) {
     this.element = element;
@@ -46,6 +68,7 @@ export class SurfaceView {
       return;
     }
     const message = envelope.message;
+    noteWindows(message);
     try {
       if (message.createSurface && this.processor.model.getSurface(message.createSurface.surfaceId)) {
         this.processor.processMessage({ version: message.version, deleteSurface: {

@@ -1,0 +1,134 @@
+"""Windows of bound results (§5, §6): rows from the gateway, under a short-lived grant, onto the surface stream.
+
+A person's screen asks for a window with a `resource-window` command (paging, another figure). The first
+window each bound block shows is sent by the host itself right after the revision commits: the revision
+says which are coming (`/firstWindows`), so the screen waits for them instead of asking, and the answer
+is complete one round trip sooner. Rows go to the surface's stream only: never into revisions,
+documents, slices or logs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+import secrets
+
+from services.host.bindings import Binding
+from services.host.database import AsyncStore
+from services.host.envelopes import data_model_update
+from services.host.fanout import SurfaceFanout
+from services.host.peers import Peers, peer
+from services.host.store import Session
+from shared import tokens
+from tessera.common.v1 import common_pb2
+from tessera.resources.v1 import resources_pb2
+
+logger = logging.getLogger("tessera.host")
+GRANT_LIFETIME = dt.timedelta(minutes=5)  # ≤ 15 minutes (§ grants); a window asks for a fresh one
+WINDOW_MAX_ROWS = 1_000
+FIRST_WINDOWS_PATH = "/firstWindows"
+
+
+def window_key(node: str, prop: str, offset: int) -> str:
+    """How a screen matches a window it waits for: `<node>|<binding prop>|<offset>`."""
+    return f"{node}|{prop}|{offset}"
+
+
+def first_windows(bound: list[Binding]) -> list[Binding]:
+    return [b for b in bound if b.kind == "resource" and b.first_rows > 0]
+
+
+def first_windows_message(surface_id: str, bound: list[Binding], allow_empty: bool = False) -> dict | None:
+    """The data model entry that tells a screen which windows the host is about to send (a later one with
+    fewer keys: those left out are not coming, the screen asks for them)."""
+    coming = [window_key(b.node, b.prop, b.first_offset) for b in first_windows(bound)]
+    if not coming and not allow_empty:
+        return None
+    return {"version": "v0.9", "updateDataModel": {"surfaceId": surface_id, "path": FIRST_WINDOWS_PATH,
+                                                    "value": coming}}
+
+
+class Windows:
+    def __init__(self, db: AsyncStore, fanout: SurfaceFanout, peers: Peers, grant_key) -> None:
+        self._db = db
+        self._fanout = fanout
+        self._peers = peers
+        self._grant_key = grant_key
+
+    def _grant(self, session: Session, binding: Binding) -> tuple[common_pb2.SignedToken, dict]:
+        """A signed grant for one bound resource, and the row that remembers it (for revocation)."""
+        now = dt.datetime.now(dt.UTC)
+        grant_id = f"grt_{secrets.token_hex(10)}"
+        claims = common_pb2.WindowGrantClaims(
+            binding=common_pb2.TokenBinding(subject=session.actor_id, audience="resources",
+                                            nonce=secrets.token_hex(12)),
+            grant_id=grant_id, surface_id=session.surface_id, node_id=binding.node,
+            resource_id=binding.resource_id, version_id=binding.version_id, content_hash=binding.content_hash,
+            column_ids=list(binding.columns), max_window_rows=1 if binding.row >= 0 else WINDOW_MAX_ROWS)
+        if binding.row >= 0:  # a figure: its one cell
+            claims.row = binding.row
+        claims.binding.issued_at.FromDatetime(now)
+        claims.binding.expires_at.FromDatetime(now + GRANT_LIFETIME)
+        token = tokens.sign(self._grant_key, tokens.PURPOSE_WINDOW_GRANT, claims)
+        return token, {"grant_id": grant_id, "surface_id": session.surface_id, "node_id": binding.node,
+                       "resource_id": binding.resource_id, "token": token.SerializeToString(),
+                       "expires_at": (now + GRANT_LIFETIME).timestamp()}
+
+    async def _resolve(self, session: Session, binding: Binding, grant: common_pb2.SignedToken, offset: int,
+                       limit: int, projection: list[str]) -> dict:
+        window = await peer("resources", self._peers.resources.ResolveWindow(resources_pb2.ResolveWindowRequest(
+            grant=grant, offset=offset, limit=limit, column_ids=projection), timeout=30))
+        return {"version": "v0.9", "updateDataModel": {
+            "surfaceId": session.surface_id, "path": f"/resources/{binding.resource_id}/window",
+            "value": {"node": binding.node, "prop": binding.prop, "offset": window.offset,
+                      "totalRows": window.total_rows, "columns": [c.column_id for c in window.columns],
+                      "rows": [[cell_json(c) for c in row.cells] for row in window.rows]}}}
+
+    async def _publish(self, session: Session, messages: list[dict]) -> tuple[int, int]:
+        builds = [data_model_update(session.surface_id, message) for message in messages]
+        appended = await self._db(self._db.store.append_events, session.surface_id, builds)
+        await self._fanout.published(session.surface_id, appended)
+        return appended.epoch, appended.last
+
+    async def send(self, session: Session, revision_id: str, binding: Binding, offset: int, limit: int,
+                   projection: list[str]) -> tuple[int, int]:
+        """One window a screen asked for; the journal position it was published at."""
+        grant, row = self._grant(session, binding)
+        await self._db(self._db.store.save_grants, revision_id, [row])
+        message = await self._resolve(session, binding, grant, offset, limit, projection)
+        return await self._publish(session, [message])
+
+    async def send_first(self, session: Session, revision_id: str, bound: list[Binding]) -> None:
+        """The first window of every bound block of a just-committed revision, in one journal append.
+        A window that cannot be read is left to the screen, which asks for it itself."""
+        wanted = first_windows(bound)
+        if not wanted:
+            return
+        granted = [self._grant(session, b) for b in wanted]
+        await self._db(self._db.store.save_grants, revision_id, [row for _, row in granted])
+        results = await asyncio.gather(*(
+            self._resolve(session, b, grant, b.first_offset, b.first_rows, list(b.columns))
+            for b, (grant, _) in zip(wanted, granted, strict=True)), return_exceptions=True)
+        messages = [r for r in results if isinstance(r, dict)]
+        for failed in (r for r in results if isinstance(r, BaseException)):
+            if not isinstance(failed, Exception):
+                raise failed  # cancelled: the host is stopping
+            logger.warning("a first window was not sent (the screen asks for it itself): %s", failed)
+        if len(messages) < len(wanted):  # the screen stops waiting for those that are not coming
+            messages.append(first_windows_message(session.surface_id, [
+                b for b, r in zip(wanted, results, strict=True) if isinstance(r, dict)], allow_empty=True))
+        await self._publish(session, messages)
+
+    async def none_coming(self, session: Session) -> None:
+        """Sending the first windows failed as a whole: the screen asks for every window itself."""
+        await self._publish(session, [first_windows_message(session.surface_id, [], allow_empty=True)])
+
+
+def cell_json(cell):
+    kind = cell.WhichOneof("value")
+    if kind in (None, "null_value"):
+        return None
+    if kind == "timestamp_value":
+        return cell.timestamp_value.ToDatetime().isoformat(timespec="seconds")
+    return getattr(cell, kind)
