@@ -18,9 +18,11 @@ from dataclasses import dataclass, field
 import grpc
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
-from cli.formats import column_format, format_value, terminal_locale
+from cli.formats import column_format, format_value, printable, terminal_locale
 from shared.contracts import invoke, invoke_stream
 from shared.ui.template import TemplateError, fill
 from tessera.host.v1 import host_pb2
@@ -34,7 +36,8 @@ class SurfaceData:
     """The data model entries and windows seen on the surface stream so far."""
 
     entries: dict[str, object] = field(default_factory=dict)
-    windows: dict[tuple[str, str, int], dict] = field(default_factory=dict)  # (node, prop, offset) → window
+    # (resource, node, binding prop, offset) → window
+    windows: dict[tuple[str, str, str, int], dict] = field(default_factory=dict)
     failed: str = ""
 
 
@@ -68,7 +71,9 @@ class SurfaceReader:
         with self._changed:
             path, value = update["path"], update.get("value")
             if path.endswith("/window") and isinstance(value, dict):
-                self.data.windows[(value.get("node", ""), value.get("prop", ""), value.get("offset", 0))] = value
+                resource = path.removesuffix("/window").rsplit("/", 1)[-1]
+                self.data.windows[(resource, value.get("node", ""), value.get("prop", ""),
+                                   value.get("offset", 0))] = value
             else:
                 self.data.entries[path] = value
             self._changed.notify_all()
@@ -95,6 +100,10 @@ class WindowAsk:
     offset: int
     limit: int
     resource: str  # the resource id whose descriptor formats it
+
+    @property
+    def key(self) -> tuple[str, str, str, int]:
+        return self.resource, self.node, self.prop, self.offset
 
 
 def _asks(blocks: list[dict]) -> list[WindowAsk]:
@@ -139,7 +148,7 @@ class AnswerPrinter:
         try:
             described = reader.wait(lambda d: resources <= d.entries.keys())
             refused = self._request(host, person, session_id, surface_id, revision_id, asks)
-            reader.wait(lambda d: all((a.node, a.prop, a.offset) in d.windows for a in asks if a not in refused))
+            reader.wait(lambda d: all(a.key in d.windows for a in asks if a not in refused))
         finally:
             reader.close()
         if not described or reader.data.failed:
@@ -162,7 +171,7 @@ class AnswerPrinter:
     # --- one block ---------------------------------------------------------------
 
     def _cell(self, data: SurfaceData, node: str, prop: str, row: int, column: str, resource: str) -> str | None:
-        window = data.windows.get((node, prop, row))
+        window = data.windows.get((resource, node, prop, row))
         if not window or not window.get("rows") or column not in window.get("columns", []):
             return None
         value = window["rows"][0][window["columns"].index(column)]
@@ -171,7 +180,7 @@ class AnswerPrinter:
     def _caption(self, data: SurfaceData, resource: str) -> None:
         caption = ((data.entries.get(f"/resources/{resource}") or {}).get("interpretation") or {}).get("text")
         if caption:
-            self.console.print(f"    [dim]computed: {caption}[/dim]", markup=True)
+            self.console.print(Text(f"    computed: {caption}", style="dim"))
 
     def _block(self, block: dict, data: SurfaceData, refused: dict) -> None:
         kind, props, node = block["component"], block["data"], block["id"]
@@ -209,19 +218,22 @@ class AnswerPrinter:
     def _table(self, block: dict, data: SurfaceData) -> None:
         props, resource = block["data"], block["data"]["resource"]["resource"]
         descriptor = data.entries.get(f"/resources/{resource}") or {}
-        window = data.windows.get((block["id"], "/resource", 0))
+        window = data.windows.get((resource, block["id"], "/resource", 0))
         if not window:
             self.console.print("  (the table's rows could not be read)")
             return
         labels = {c["id"]: c.get("label", c["id"]) for c in descriptor.get("columns", [])}
         formats = [column_format(descriptor, column) for column in window["columns"]]
-        table = Table(title=props.get("title"), box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
+        # Titles, labels and cells are text, never console markup (a cell may hold "[bold]").
+        title = Text(printable(props["title"])) if props.get("title") else None
+        table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
         for column, value_format in zip(window["columns"], formats, strict=True):
             numeric = value_format.get("style") in ("integer", "decimal", "currency", "percent")
-            table.add_column(labels.get(column, column), justify="right" if numeric else "left")
+            table.add_column(Text(printable(labels.get(column, column))), justify="right" if numeric else "left")
         shown = window["rows"][:TABLE_ROWS]  # the host's first window of a table may hold a page of 25
         for row in shown:
-            table.add_row(*(format_value(v, f, self.locale) for v, f in zip(row, formats, strict=True)))
+            table.add_row(*(Text(printable(format_value(v, f, self.locale)))
+                            for v, f in zip(row, formats, strict=True)))
         self.console.print(table)
         total = window.get("totalRows", len(window["rows"]))
         self.console.print(f"  rows 1–{len(shown)} of {total:,}")
@@ -229,5 +241,5 @@ class AnswerPrinter:
 
 
 def _escape(text: str) -> str:
-    """Text from a model or a warehouse is printed as it is: never read as console markup."""
-    return text.replace("[", "\\[")
+    """Text from a model or a warehouse is printed as it is: never read as console markup or terminal codes."""
+    return escape(printable(text))

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import grpc
 
+from cli.formats import printable
 from cli.launcher import cli_credentials
 from cli.output import table
 from shared.actors import assert_actor
@@ -70,7 +71,7 @@ def _plain(value_json: str) -> str:
         return value_json
     if value in (None, ""):
         return "(empty)"
-    return value if isinstance(value, str) else json.dumps(value)
+    return printable(value if isinstance(value, str) else json.dumps(value))
 
 
 def _when(timestamp) -> str:
@@ -101,7 +102,7 @@ class ApprovalDesk:
     def show(self, approval_id: str) -> str:
         card = self.call("GetApproval", cap.GetApprovalRequest(actor=self.person, approval_id=approval_id)).card
         risk = cap.ToolRisk.Name(card.summary.risk).removeprefix("TOOL_RISK_").lower()
-        lines = [card.summary.title or card.summary.tool_id,
+        lines = [printable(card.summary.title or card.summary.tool_id),
                  f"{card.summary.tool_id}  [{risk}]  {_status(card.summary.status)}"
                  f"{'  (dry run)' if card.dry_run else ''}",
                  f"expires {_when(card.summary.expires_at)} UTC; arguments sha256 {card.arguments_sha256}"]

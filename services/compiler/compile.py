@@ -289,7 +289,10 @@ class Compiler:
                 continue
             slice_id, columns = offers.check_binding(self, contract, spec, data, prop, prop_pointer)
             first_offset, first_rows = _first_window(spec, data)
-            bindings.append(Binding(raw.id, f"/{prop}", spec.kind, slice_id, columns, None, first_offset, first_rows))
+            # A block that shows one cell (a Metric) is bound to that row only: its grants read nothing else.
+            one_row = first_offset if spec.kind == "resource" and spec.offset and first_rows == 1 else None
+            bindings.append(Binding(raw.id, f"/{prop}", spec.kind, slice_id, columns, one_row, first_offset,
+                                    first_rows))
             canonical_data[prop] = offers.canonical_ref(spec.kind, data[prop])
         return contract.name, canonical_data, bindings
 

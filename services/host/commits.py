@@ -152,7 +152,7 @@ class Commits:
             except Exception as exc:  # the screen asks for the windows itself
                 logger.warning("first windows of %s were not sent: %s", revision_id, exc)
                 with contextlib.suppress(Exception):
-                    await self._windows.none_coming(session)
+                    await self._windows.none_coming(session, revision_id)
 
         if first_windows(bound):
             task = asyncio.ensure_future(send())

@@ -67,6 +67,7 @@ RevisionRow = namedtuple("RevisionRow", revisions.c.keys())
 PENDING = b""
 # The PostgreSQL channel that wakes host replicas; the payload is "<surface_id> <epoch> <sequence> <replica>".
 WAKE_CHANNEL = "tessera_surface"
+FIRST_WINDOWS_PATH = "/firstWindows"  # the data model entry listing the first windows a revision sends
 READ_BATCH = 500  # journal envelopes per read; a full batch means there may be more
 
 
@@ -336,6 +337,22 @@ class HostStore:
 
         return _retried(append)
 
+    def append_events_at(self, surface_id: str, revision_id: str, events: list) -> Appended | None:
+        """Events of one revision (its first windows), appended only while it is the surface's head: the
+        check is the compare-and-swap of the statement that moves the journal on. None when it moved on."""
+
+        def append() -> Appended | None:
+            with self.writer.begin() as connection:
+                head = self._advance(connection, surface_id, len(events), branch_heads.c.revision_id == revision_id)
+                if head is None:
+                    return None
+                envelopes: list[bytes] = []
+                self._append(connection, surface_id, head.revision_id, head.epoch, head.sequence - len(events),
+                             events, time.time(), envelopes)
+                return Appended(head.epoch, head.sequence, envelopes)
+
+        return _retried(append)
+
     def _append_locked(self, connection, surface_id: str, events: list) -> Appended:
         """Append after the head row (created if missing) in `connection`'s transaction."""
         head = self._advance(connection, surface_id, len(events)) or self._first_head(connection, surface_id, "",
@@ -558,12 +575,16 @@ def _retried(write):
 
 
 def _is_revision_message(data: bytes) -> bool:
-    """What a snapshot keeps: the revision's A2UI messages and state, never window rows."""
+    """What a snapshot keeps: the revision's A2UI messages and state, never window rows, nor the list of
+    first windows on their way (a screen that starts from a snapshot asks for its windows itself)."""
     envelope = host_pb2.SurfaceEnvelope.FromString(data)
     if envelope.WhichOneof("payload") != "a2ui":
         return False
     update = json.loads(envelope.a2ui.message_json).get("updateDataModel")
-    return update is None or not str(update.get("path", "")).endswith("/window")
+    if update is None:
+        return True
+    path = str(update.get("path", ""))
+    return not path.endswith("/window") and path != FIRST_WINDOWS_PATH
 
 
 def _latest_per_path(entries: list[bytes]) -> list[bytes]:

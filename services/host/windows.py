@@ -19,7 +19,7 @@ from services.host.database import AsyncStore
 from services.host.envelopes import data_model_update
 from services.host.fanout import SurfaceFanout
 from services.host.peers import Peers, peer
-from services.host.store import Session
+from services.host.store import FIRST_WINDOWS_PATH, Session
 from shared import tokens
 from tessera.common.v1 import common_pb2
 from tessera.resources.v1 import resources_pb2
@@ -27,12 +27,12 @@ from tessera.resources.v1 import resources_pb2
 logger = logging.getLogger("tessera.host")
 GRANT_LIFETIME = dt.timedelta(minutes=5)  # ≤ 15 minutes (§ grants); a window asks for a fresh one
 WINDOW_MAX_ROWS = 1_000
-FIRST_WINDOWS_PATH = "/firstWindows"
 
 
-def window_key(node: str, prop: str, offset: int) -> str:
-    """How a screen matches a window it waits for: `<node>|<binding prop>|<offset>`."""
-    return f"{node}|{prop}|{offset}"
+def window_key(resource_id: str, node: str, prop: str, offset: int) -> str:
+    """How a screen matches a window it waits for: `<resource>|<node>|<binding prop>|<offset>` (a block id
+    reused by a later answer over another result never matches an earlier answer's rows)."""
+    return f"{resource_id}|{node}|{prop}|{offset}"
 
 
 def first_windows(bound: list[Binding]) -> list[Binding]:
@@ -42,7 +42,7 @@ def first_windows(bound: list[Binding]) -> list[Binding]:
 def first_windows_message(surface_id: str, bound: list[Binding], allow_empty: bool = False) -> dict | None:
     """The data model entry that tells a screen which windows the host is about to send (a later one with
     fewer keys: those left out are not coming, the screen asks for them)."""
-    coming = [window_key(b.node, b.prop, b.first_offset) for b in first_windows(bound)]
+    coming = [window_key(b.resource_id, b.node, b.prop, b.first_offset) for b in first_windows(bound)]
     if not coming and not allow_empty:
         return None
     return {"version": "v0.9", "updateDataModel": {"surfaceId": surface_id, "path": FIRST_WINDOWS_PATH,
@@ -85,9 +85,15 @@ class Windows:
                       "totalRows": window.total_rows, "columns": [c.column_id for c in window.columns],
                       "rows": [[cell_json(c) for c in row.cells] for row in window.rows]}}}
 
-    async def _publish(self, session: Session, messages: list[dict]) -> tuple[int, int]:
+    async def _publish(self, session: Session, messages: list[dict], revision_id: str = "") -> tuple[int, int]:
+        """Onto the surface's stream; with `revision_id`, only while that revision is still shown."""
         builds = [data_model_update(session.surface_id, message) for message in messages]
-        appended = await self._db(self._db.store.append_events, session.surface_id, builds)
+        if revision_id:
+            appended = await self._db(self._db.store.append_events_at, session.surface_id, revision_id, builds)
+            if appended is None:  # a newer revision is shown: its own first windows are on their way
+                return 0, 0
+        else:
+            appended = await self._db(self._db.store.append_events, session.surface_id, builds)
         await self._fanout.published(session.surface_id, appended)
         return appended.epoch, appended.last
 
@@ -103,8 +109,8 @@ class Windows:
         """The first window of every bound block of a just-committed revision, in one journal append.
         A window that cannot be read is left to the screen, which asks for it itself."""
         wanted = first_windows(bound)
-        if not wanted:
-            return
+        if not wanted or await self._db(self._db.store.head, session.surface_id) != revision_id:
+            return  # nothing to send, or the surface has moved on already
         granted = [self._grant(session, b) for b in wanted]
         await self._db(self._db.store.save_grants, revision_id, [row for _, row in granted])
         results = await asyncio.gather(*(
@@ -118,11 +124,11 @@ class Windows:
         if len(messages) < len(wanted):  # the screen stops waiting for those that are not coming
             messages.append(first_windows_message(session.surface_id, [
                 b for b, r in zip(wanted, results, strict=True) if isinstance(r, dict)], allow_empty=True))
-        await self._publish(session, messages)
+        await self._publish(session, messages, revision_id)
 
-    async def none_coming(self, session: Session) -> None:
+    async def none_coming(self, session: Session, revision_id: str) -> None:
         """Sending the first windows failed as a whole: the screen asks for every window itself."""
-        await self._publish(session, [first_windows_message(session.surface_id, [], allow_empty=True)])
+        await self._publish(session, [first_windows_message(session.surface_id, [], allow_empty=True)], revision_id)
 
 
 def cell_json(cell):

@@ -7,6 +7,7 @@ thread pool); every refusal is a TesseraError with a stable reason.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import secrets
 import time
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from shared.errors import TesseraError
 from tessera.common.v1 import common_pb2
 from tessera.resources.v1 import resources_pb2
 
+logger = logging.getLogger("tessera.resources")
 OFFER_LIFETIME = dt.timedelta(minutes=30)
 GRANT_MAX_LIFETIME = dt.timedelta(minutes=15)
 MAX_QUESTION_CHARS = 2_000
@@ -250,11 +252,14 @@ class Gateway:
         try:
             plan = self.planner.plan(span, 1)
             rows, _ = self.warehouse.fetch(plan.statement, 1)
-        except TesseraError:  # e.g. the filter cannot reach the time field: no span is stated, none invented
+            first, last = (normalize_cell(value, field.spec.type) for value in rows[0]) if rows else (None, None)
+            parse = dt.date.fromisoformat if field.spec.type == "date" else dt.datetime.fromisoformat
+            return Coverage(field, parse(first) if first else None, parse(last) if last else None)
+        except (TesseraError, ValueError, TypeError, sa.exc.SQLAlchemyError) as exc:
+            # e.g. the filter cannot reach the time field, or a value that is no date: no span is stated
+            # (none invented), and the result itself stands.
+            logger.warning("no time coverage for this result: %s", str(exc)[:200])
             return None
-        first, last = (normalize_cell(value, field.spec.type) for value in rows[0]) if rows else (None, None)
-        parse = dt.date.fromisoformat if field.spec.type == "date" else dt.datetime.fromisoformat
-        return Coverage(field, parse(first) if first else None, parse(last) if last else None)
 
     # --- windows ---------------------------------------------------------
 

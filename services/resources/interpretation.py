@@ -78,11 +78,11 @@ def _merge_ranges(items: list[Predicate]) -> list[str]:
                 upper = items[j]
                 if j not in used and _is_bound(upper, ("lt", "lte")) and upper.field.id == lower.field.id:
                     end = upper.values[0]
-                    if upper.op == "lt" and _is_midnight(end):
+                    if upper.op == "lt" and _is_midnight(end):  # before a day starts: up to the day before
                         end = (end if isinstance(end, dt.date) and not isinstance(end, dt.datetime)
                                else end.date()) - dt.timedelta(days=1)
-                    elif upper.op == "lt":  # a time of day: say it as it is
-                        end = None
+                    elif upper.op == "lt" or upper.field.spec.type == "timestamp":
+                        end = None  # "before 14:00", or "on or before" one moment: said as it is, unmerged
                     if end is not None:
                         out.append(f"{lower.field.spec.label} {_value(lower.field, lower.values[0])} – "
                                    f"{_value(lower.field, end)}")
@@ -128,10 +128,14 @@ def _words(predicate: Predicate) -> str:
         more = len(values) - MAX_LISTED_VALUES
         return f"{label} is one of {shown}" + (f" and {more} more" if more > 0 else "")
     if op == "between":
+        if field.spec.type == "timestamp":  # both ends are moments: the last one is said with its time
+            return f"{label} {_value(field, values[0])} – {readable_moment(values[1])}"
         if field.spec.type in TEMPORAL:
             return f"{label} {_value(field, values[0])} – {_value(field, values[1])}"
         return f"{label} between {_value(field, values[0])} and {_value(field, values[1])}"
     words = _TEMPORAL_OPS if field.spec.type in TEMPORAL else _NUMERIC_OPS
+    if field.spec.type == "timestamp" and op in ("gt", "lte"):  # "after 1 Jun" would skip the day: say 00:00
+        return f"{label} {words[op]} {readable_moment(values[0])}"
     return f"{label} {words[op]} {_value(field, values[0])}"
 
 
@@ -142,9 +146,7 @@ def _value(field: CatalogField, value) -> str:
         return f"\u201c{clipped}\u201d"
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, dt.datetime):
-        return readable_date(value)
-    if isinstance(value, dt.date):
+    if isinstance(value, dt.date):  # a date, or a date-time (with its time when it has one)
         return readable_date(value)
     style = field.spec.format.style if field.spec.format is not None else ""
     if style == "percent":
@@ -152,6 +154,11 @@ def _value(field: CatalogField, value) -> str:
     if isinstance(value, int):
         return f"{value:,}"
     return f"{value:,.6g}" if abs(value) < 1e15 else f"{value:g}"
+
+
+def readable_moment(value: dt.datetime) -> str:
+    """A moment with its time always (the end of a span of time)."""
+    return f"{value.day} {value.strftime('%b %Y %H:%M')}"
 
 
 def readable_date(value: dt.date | dt.datetime) -> str:

@@ -164,15 +164,24 @@ def test_the_main_views_have_no_serious_accessibility_violations(page):
         return [f"{v['id']} ({v['impact']}): {v['nodes'][0]['target']}" for v in result["violations"]
                 if v["impact"] in ("serious", "critical")]
 
-    assert serious() == []  # the empty page
+    page.locator("#suggested-questions button").first.wait_for(timeout=15_000)
+    page.click("#catalog summary")
+    assert serious() == []  # the empty page, its suggestions and the catalog's labels
     ask(page, "What is our net revenue by region?")
     page.wait_for_selector("tessera-data-table tbody tr", timeout=30_000)
     page.wait_for_selector("tessera-chart svg", timeout=30_000)
-    assert serious() == []  # an answer with a chart and a table
+    page.wait_for_selector("tessera-figure-text [data-figure]", timeout=30_000)
+    assert serious() == []  # an answer in words, with a chart, a table and their captions
     ask(page, "Flag order 1213 for review")
     page.click("tessera-action-button button")
-    _card(page, "orders.flag_for_review")
+    card = _card(page, "orders.flag_for_review")
     assert serious() == []  # the approval card
+    card.locator("button.reject").click()
+    card.locator(".receipt").wait_for(timeout=15_000)
+    assert serious() == []  # a decided card and its receipt
+    ask(page, "What is the weather on Mars?")
+    expect(page.locator("#refusal")).to_be_visible(timeout=30_000)
+    assert serious() == []  # a refusal in the answer panel
     screenshot(page, "accessibility-checked")
 
 

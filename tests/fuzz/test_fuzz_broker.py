@@ -33,6 +33,7 @@ from services.capabilities.policy import ActionPolicy
 from services.capabilities.server import CapabilityBrokerService
 from services.capabilities.store import BrokerStore, engine_for, migrate
 from services.capabilities.tool_policy import ToolPolicy
+from services.capabilities.wording import Wording
 from shared.actors import assert_actor
 from shared.certs import load_signing_key, signing_key_path
 from shared.errors import TesseraError
@@ -99,8 +100,9 @@ def world(cert_dir, warehouse_url, tmp_path_factory):
     changes = engine_for(f"sqlite:///{warehouse}")
     pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="fuzz-broker")
     policy = ActionPolicy.load(REPO_ROOT / "deploy" / "policy" / "actions.yaml")
+    tool_policy = ToolPolicy.load(tools)
     broker = Broker(policy, BrokerStore(engine), DataChanges(changes, policy.policy.data_changes), pool, 600, False,
-                    BrokerMetrics(), ToolGate(ToolPolicy.load(tools), directory))
+                    BrokerMetrics(), ToolGate(tool_policy, directory))
     context = SimpleNamespace(name="capabilities", settings=SimpleNamespace(cert_dir=cert_dir), started_at=time.time(),
                               credentials=SimpleNamespace(identity="spiffe://tessera.local/svc/capabilities"))
     key = load_signing_key(signing_key_path(cert_dir, "cli"))
@@ -109,8 +111,8 @@ def world(cert_dir, warehouse_url, tmp_path_factory):
     actors = {"alice": assert_actor(key, "alice", "acme"), "mallory": assert_actor(key, "mallory", "other"),
               "nobody": common_pb2.ActorAssertion(), "forged": forged}
     loop = asyncio.new_event_loop()
-    yield World(CapabilityBrokerService(context, broker), loop, str(warehouse), str(directory / "broker.sqlite"),
-                actors)
+    servicer = CapabilityBrokerService(context, broker, Wording(policy, tool_policy))
+    yield World(servicer, loop, str(warehouse), str(directory / "broker.sqlite"), actors)
     loop.close()
     pool.shutdown(wait=True)
     engine.dispose()

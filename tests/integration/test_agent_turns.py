@@ -35,10 +35,12 @@ def ask(running_set, credentials, person, question):
 
 
 def window(running_set, credentials, person, session, revision_id, node):
+    """The rows a block shows: a table's first 100, a Metric's one cell (it is bound to that row only)."""
+    limit = 1 if node == "figure" else 100
     with sync_channel(running_set.handles["host"].address, credentials("cli"), "host") as host:
         reply = invoke(host, "host", "SendCommand", host_pb2.SendCommandRequest(
             actor=person, command_id=f"w-{node}", session_id=session.session_id, surface_id=session.surface_id,
-            revision_id=revision_id, resource_window=host_pb2.ResourceWindowCommand(node_id=node, limit=100)))
+            revision_id=revision_id, resource_window=host_pb2.ResourceWindowCommand(node_id=node, limit=limit)))
         envelope = invoke(host, "host", "Subscribe", host_pb2.SubscribeRequest(
             actor=person, session_id=session.session_id,
             resume_after=host_pb2.Cursor(epoch=1, sequence=reply.cursor.sequence - 1)), timeout=10).envelope

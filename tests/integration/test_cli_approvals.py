@@ -175,7 +175,7 @@ def test_show_says_the_run_read_external_text_and_what_it_read(var_dir, running_
     shown = tessera(var_dir, "approvals", "show", approval_id)
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.splitlines()
-    assert lines[0] == "Open a support ticket: the delivery address"
+    assert lines[0] == "Open a support ticket: “the delivery address”"
     assert "tainted: this run read external content before asking" in lines
     assert any(line.startswith("flagged: ") and "ticket_id 4815" in line for line in lines), shown.stdout
     assert any(line.startswith("read: tickets.get_ticket (") for line in lines), shown.stdout

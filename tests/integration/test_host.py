@@ -146,7 +146,7 @@ def test_freeze_commit_read_and_stream(channels, cert_dir):
     assert "createSurface" in kinds[0] and "updateComponents" in kinds[2] and "updateDataModel" in kinds[3]
     # Before the blocks: which first windows the host sends itself; then it sends them, unasked.
     assert kinds[1]["updateDataModel"] == {"surfaceId": session.surface_id, "path": "/firstWindows",
-                                           "value": ["table|/resource|0"]}
+                                           "value": [f"{analysis.descriptor.resource_id}|table|/resource|0"]}
     window = next(json.loads(e.a2ui.message_json)["updateDataModel"]["value"] for e in
                   (next(call_).envelope for _ in range(5))
                   if json.loads(e.a2ui.message_json)["updateDataModel"]["path"].endswith("/window"))
@@ -456,3 +456,43 @@ def test_command_ids_are_scoped_to_their_session(channels, cert_dir):
     second, _, _, _, two = _committed_surface(channels, cert_dir)
     reply = call(channels, "web", "SendCommand", _window_request(cert_dir, second, two.revision_id, "shared-id"))
     assert not reply.replayed and second.session_id != first.session_id
+
+
+def test_a_figure_or_a_metric_reads_its_one_cell_only(channels, cert_dir):
+    """A FigureText's figures and a Metric are bound to one row: a command names which figure, and any
+    other row or a longer window is refused before a grant is signed."""
+    session, turn, analysis = _turn_with_analysis(channels, cert_dir)
+    frozen = call(channels, "agent", "FreezeSlice", host_pb2.FreezeSliceRequest(
+        turn_id=turn.turn_id, resource_offers=[analysis.offer]))
+    view = json.loads(frozen.model_view_json)
+    ids = {c["name"]: c["id"] for c in view["components"]}
+    bound = {"ref": view["resources"][0]["id"], "offer": view["resources"][0]["offer"]}
+    proposal = {"version": 1, "id": "answer", "blocks": [
+        {"id": "main", "component": ids["Column"], "data": {}, "children": ["words", "top"]},
+        {"id": "words", "component": ids["FigureText"], "data": {
+            "text": "{region} leads with {revenue}.", "figures": {
+                "region": {"resource": bound, "row": 0, "column": "region"},
+                "revenue": {"resource": bound, "row": 0, "column": "revenue"}}}},
+        {"id": "top", "component": ids["Metric"], "data": {"label": "Second", "resource": bound,
+                                                           "column": "revenue", "row": 1}}]}
+    committed = call(channels, "agent", "SubmitProposal", host_pb2.SubmitProposalRequest(
+        turn_id=turn.turn_id, slice_hash=frozen.slice_hash, proposal_json=json.dumps(proposal), proposal_id="f"))
+    assert committed.outcome == host_pb2.PROPOSAL_OUTCOME_COMMITTED, committed.diagnostics
+
+    def window(command_id, node, prop="", offset=0, limit=1):
+        return host_pb2.SendCommandRequest(
+            actor=actor(cert_dir), command_id=command_id, session_id=session.session_id,
+            surface_id=session.surface_id, revision_id=committed.revision_id,
+            resource_window=host_pb2.ResourceWindowCommand(node_id=node, prop=prop, offset=offset, limit=limit))
+
+    assert refused(lambda: call(channels, "web", "SendCommand", window("w1", "words"))) == (
+        grpc.StatusCode.INVALID_ARGUMENT, "BINDING_AMBIGUOUS")
+    for request in (window("w2", "words", "/figures/region", offset=1), window("w3", "words", "/figures/region",
+                                                                                  limit=2),
+                    window("w4", "top", offset=0), window("w5", "top", offset=1, limit=25)):
+        assert refused(lambda request=request: call(channels, "web", "SendCommand", request)) == (
+            grpc.StatusCode.PERMISSION_DENIED, "WINDOW_OUTSIDE_BINDING")
+    reply = call(channels, "web", "SendCommand", window("w6", "words", "/figures/revenue"))
+    value = json.loads(_event_at(channels, cert_dir, session, reply.cursor).a2ui.message_json)["updateDataModel"]
+    assert value["value"]["prop"] == "/figures/revenue" and value["value"]["columns"] == ["revenue"]
+    assert len(value["value"]["rows"]) == 1

@@ -80,7 +80,25 @@ def test_every_operator_reads_in_words(session):
                            {"field": opened, "op": "gt", "value": "2025-06-01T12:30:00"}]}})
     assert list(analysis.interpretation.filters) == [
         "(Ticket priority is one of \u201chigh\u201d, \u201curgent\u201d or not (Ticket priority is missing) or "
-        "Ticket opened 1 Mar 2023 – 31 Mar 2023 or Ticket opened after 1 Jun 2025 12:30)"]
+        "Ticket opened 1 Mar 2023 – 31 Mar 2023 00:00 or Ticket opened after 1 Jun 2025 12:30)"]
+
+
+def test_a_span_says_whether_its_last_day_is_included(session):
+    """`before 1 Jan` ends with 31 Dec; `on or before` a moment is said as it is, not as a whole day."""
+    opened = session.field("support_tickets", "opened_at")
+
+    def words(*bounds):
+        return list(session.analyze({
+            "mode": "aggregate", "output": "scalar",
+            "measures": [{"id": "n", "metric": session.metric("support_tickets", "ticket_count")}],
+            "filter": {"all": [{"field": opened, "op": op, "value": value} for op, value in bounds]}}
+        ).interpretation.filters)
+
+    assert words(("gte", "2024-12-01"), ("lt", "2025-01-01")) == ["Ticket opened 1 Dec 2024 – 31 Dec 2024"]
+    assert words(("gte", "2024-12-01"), ("lte", "2025-01-01")) == [
+        "Ticket opened on or after 1 Dec 2024", "Ticket opened on or before 1 Jan 2025 00:00"]
+    assert words(("gte", "2024-12-01"), ("lt", "2025-01-01T14:00:00")) == [
+        "Ticket opened on or after 1 Dec 2024", "Ticket opened before 1 Jan 2025 14:00"]
 
 
 def test_a_capped_result_says_how_many_rows_it_kept_of_how_many(session, raw_engine, gateway):

@@ -26,7 +26,7 @@ def pinned(session):
 
 
 def grant(cert_dir, result, *, columns=("when", "channel"), audience="resources", lifetime=dt.timedelta(minutes=5),
-          issued_ago=dt.timedelta(0), signer="host", version=None, max_rows=500):
+          issued_ago=dt.timedelta(0), signer="host", version=None, max_rows=500, row=None):
     now = dt.datetime.now(dt.UTC) - issued_ago
     binding = common_pb2.TokenBinding(subject="surface-1/node-1", audience=audience, nonce=secrets.token_hex(8))
     binding.issued_at.FromDatetime(now)
@@ -35,6 +35,8 @@ def grant(cert_dir, result, *, columns=("when", "channel"), audience="resources"
         binding=binding, grant_id=f"g-{secrets.token_hex(6)}", surface_id="surface-1", node_id="node-1",
         resource_id=result.resource_id, version_id=version or result.version_id, content_hash=result.content_hash,
         column_ids=list(columns), max_window_rows=max_rows)
+    if row is not None:
+        claims.row = row
     key = load_signing_key(signing_key_path(cert_dir, signer))
     return tokens.sign(key, tokens.PURPOSE_WINDOW_GRANT, claims)
 
@@ -48,6 +50,19 @@ def test_windows_page_through_the_pinned_rows(gateway, pinned, cert_dir):
     assert [c.id for c in columns] == ["channel"] and page == [[row[1]] for row in pinned.rows[100:150]]
     _, _, past_end = gateway.window(token, len(pinned.rows) + 10, 10, [])
     assert past_end == []
+
+
+def test_a_grant_for_one_cell_reads_that_row_only(gateway, pinned, cert_dir):
+    """A figure's grant (FigureText, Metric) names its row: any other row is refused, not served."""
+    token = grant(cert_dir, pinned, columns=("channel",), max_rows=1, row=7)
+    _, _, cell = gateway.window(token, 7, 1, [])
+    assert cell == [[pinned.rows[7][1]]]
+    for offset, limit, code, reason in ((8, 1, grpc.StatusCode.PERMISSION_DENIED, "WINDOW_OUTSIDE_GRANT"),
+                                        (0, 1, grpc.StatusCode.PERMISSION_DENIED, "WINDOW_OUTSIDE_GRANT"),
+                                        (7, 2, grpc.StatusCode.INVALID_ARGUMENT, "WINDOW_TOO_LARGE")):
+        with pytest.raises(TesseraError) as refused:
+            gateway.window(token, offset, limit, [])
+        assert (refused.value.code, refused.value.reason) == (code, reason)
 
 
 @pytest.mark.parametrize("case,reason,code", [

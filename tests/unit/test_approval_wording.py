@@ -28,12 +28,18 @@ def _flag_arguments(*records: int) -> dict:
 
 def test_a_summary_fills_from_the_arguments_awaiting_approval(wording):
     assert wording.title("orders.flag_for_review", _flag_arguments(1042)) == "Flag order 1042 for review"
-    assert wording.title("records.propose_changes", _flag_arguments(1, 2)) == "Change order records"
+    assert wording.title("records.propose_changes", _flag_arguments(1, 2)) == "Change “order” records"
+    # Text a model or a person wrote is quoted as the literal it is, so it cannot pass for the card's words.
     assert wording.title("tickets.create_ticket", {"tool": "tickets.create_ticket", "arguments": {
-        "subject": "Parcel never arrived", "body": "..."}}) == "Open a support ticket: Parcel never arrived"
-    # A value is data: clipped, never read as anything else.
+        "subject": "Parcel never arrived", "body": "..."}}) == "Open a support ticket: “Parcel never arrived”"
+    assert wording.title("tickets.close_ticket", {"arguments": {
+        "ticket_id": 7, "resolution": "(read-only check, changes nothing)"}}) == \
+        "Close ticket 7: “(read-only check, changes nothing)”"
+    # A value is data: clipped, control characters (terminal escape codes) not passed on.
     long = wording.title("tickets.create_ticket", {"arguments": {"subject": "x" * 500}})
-    assert len(long) < 120 and long.endswith("…")
+    assert len(long) < 120 and long.endswith("…”")
+    hidden = wording.title("tickets.create_ticket", {"arguments": {"subject": "a\x1b[8mhidden"}})
+    assert "\x1b" not in hidden and "hidden" in hidden
     assert wording.title("tickets.close_ticket", {"arguments": {"ticket_id": 7}}) == "Close ticket 7: (none)"
 
 

@@ -23,24 +23,39 @@ export const surfaceState = {
   revisionId: '', onAction: () => {},
   windows: new Map(),  // key → window, as received (surface.js)
   coming: new Set(),  // keys of first windows the host is sending
-  waiting: new Map(),  // key → what to do if it does not come
-  notComing(key) { this.waiting.get(key)?.(); this.waiting.delete(key); },
+  waiting: new Map(),  // key → {timer, ask}: a block waiting for a first window
+  // The window came: stop waiting for it.
+  settled(key) {
+    const wait = this.waiting.get(key);
+    if (wait) clearTimeout(wait.timer);
+    this.waiting.delete(key);
+  },
+  // It will not come: the block asks for it itself.
+  notComing(key) {
+    const wait = this.waiting.get(key);
+    this.settled(key);
+    wait?.ask();
+  },
 };
 const FIRST_WINDOW_PATIENCE_MS = 5000;  // a first window the host promised but never sent is asked for
 
-// The first window of a block: already here, on its way from the host, or to be asked for.
+// The key the host lists first windows by: the resource (as /resources/<id>), the block, its binding, the offset.
+export function windowKey(resourcePath, node, prop, offset) {
+  return `${String(resourcePath).split('/').pop()}|${node}|${prop}|${offset}`;
+}
+
+// The first window of a block: already here (returned), on its way from the host (waited for), or asked for.
 function firstWindow(key, ask) {
   const found = surfaceState.windows.get(key);
   if (found) return found;
   if (surfaceState.coming.has(key)) {
-    const timer = setTimeout(() => surfaceState.notComing(key), FIRST_WINDOW_PATIENCE_MS);
-    surfaceState.waiting.set(key, () => { clearTimeout(timer); ask(); });
+    surfaceState.settled(key);
+    surfaceState.waiting.set(key, { ask, timer: setTimeout(() => surfaceState.notComing(key), FIRST_WINDOW_PATIENCE_MS) });
     return null;
   }
   ask();
   return null;
 }
-const MAX_CHART_ROWS = 1000;
 
 const shared = css`
   :host { display: block; font: inherit; color: inherit; }
@@ -107,6 +122,7 @@ class ResourceElement extends TesseraElement {
     super.willUpdate(changed);
     const bound = `${this.nodeId}|${this.resourcePath}`;
     if (this._started && this._bound !== bound) {
+      if (this._firstKey) surfaceState.settled(this._firstKey);  // no longer this block's window to wait for
       for (const s of this._subscriptions || []) s.unsubscribe?.();
       this._subscriptions = [];
       this._started = false;
@@ -122,7 +138,6 @@ class ResourceElement extends TesseraElement {
     this._bound = `${this.nodeId}|${this.resourcePath}`;
     this.watch(`${this.resourcePath}/window`, (window) => {
       if (window && window.node === this.nodeId && window.offset === this._asked) {
-        surfaceState.waiting.delete(`${this.nodeId}|/resource|${window.offset}`);
         this._window = window;
         this._loading = false;
       }
@@ -131,11 +146,17 @@ class ResourceElement extends TesseraElement {
     const offset = this.firstOffset();
     this._asked = offset;
     this._loading = true;
-    const found = firstWindow(`${this.nodeId}|/resource|${offset}`, () => this.fetchWindow(offset));
+    this._firstKey = windowKey(this.resourcePath, this.nodeId, '/resource', offset);
+    const found = firstWindow(this._firstKey, () => this.fetchWindow(offset));
     if (found) {
       this._window = found;
       this._loading = false;
     }
+  }
+
+  disconnectedCallback() {
+    super.disconnectedCallback();
+    if (this._firstKey) surfaceState.settled(this._firstKey);
   }
 
   firstOffset() { return 0; }
@@ -285,30 +306,60 @@ class TFigureText extends TesseraElement {
     queueMicrotask(() => this.start());
   }
 
+  // The renderer may reuse this element for another block, or a revision may bind other cells: start over.
+  willUpdate(changed) {
+    super.willUpdate(changed);
+    if (this._started && this._bound !== this.binding()) {
+      this.stop();
+      queueMicrotask(() => this.start());
+    }
+  }
+
+  disconnectedCallback() {
+    super.disconnectedCallback();
+    this.stop();
+  }
+
+  binding() { return `${this.nodeId}|${this.props.text}|${JSON.stringify(this.props.figures || {})}`; }
+
+  stop() {
+    for (const s of this._subscriptions || []) s.unsubscribe?.();
+    this._subscriptions = [];
+    for (const key of this._keys || []) surfaceState.settled(key);
+    this._keys = [];
+    this._started = false;
+  }
+
   start() {
+    if (this._started) return;
+    this._started = true;
+    this._bound = this.binding();
     const figures = this.props.figures || {};
     this._values = {};
     this._failed = {};
     for (const path of new Set(Object.values(figures).map((f) => f.resource?.path).filter(Boolean))) {
       this.watch(path, () => this.requestUpdate());
-      this.watch(`${path}/window`, (window) => this.received(window));
+      this.watch(`${path}/window`, (window) => this.received(window, path));
     }
+    this._keys = [];
     for (const [name, figure] of Object.entries(figures)) {
-      const found = firstWindow(`${this.nodeId}|/figures/${name}|${figure.row || 0}`,
-        () => this.fetchFigure(name, figure));
-      if (found) this.received(found);
+      const key = windowKey(figure.resource?.path, this.nodeId, `/figures/${name}`, figure.row || 0);
+      this._keys.push(key);
+      const found = firstWindow(key, () => this.fetchFigure(name, figure));
+      if (found) this.received(found, figure.resource?.path);
     }
   }
 
-  received(window) {
+  // A window for one of this block's figures, from the figure's own result, at its row.
+  received(window, path) {
     if (!window || window.node !== this.nodeId || !String(window.prop || '').startsWith('/figures/')) return;
     const name = window.prop.slice('/figures/'.length);
     const figure = (this.props.figures || {})[name];
-    if (!figure || window.offset !== (figure.row || 0) || !window.rows?.length) return;
-    surfaceState.waiting.delete(`${this.nodeId}|${window.prop}|${window.offset}`);
+    if (!figure || figure.resource?.path !== path || window.offset !== (figure.row || 0) || !window.rows?.length) {
+      return;
+    }
     const cell = window.rows[0][window.columns.indexOf(figure.column)];
-    this._values = { ...this._values, [name]: formatValue(cell, columnFormat(this.model.get(figure.resource.path),
-      figure.column)) };
+    this._values = { ...this._values, [name]: formatValue(cell, columnFormat(this.model.get(path), figure.column)) };
   }
 
   async fetchFigure(name, figure) {
@@ -443,7 +494,9 @@ function capCategories(props, window, descriptor) {
   const ranked = single ? [...keys].sort((a, b) => totals.get(b) - totals.get(a)) : keys;
   const label = columns.find((c) => c.id === category)?.label || 'categories';
   const measure = columns.find((c) => c.id === value)?.label || 'value';
-  const additive = columns.find((c) => c.id === value)?.additive && !descriptor?.truncated;
+  // "Other" adds up the rows left out: only for a measure that adds up, and only with every row of the result here.
+  const additive = columns.find((c) => c.id === value)?.additive && !descriptor?.truncated
+    && (descriptor?.rowCount ?? Infinity) <= window.rows.length;
   const wanted = props.top ? Math.min(props.top, cap) : cap;
   if (props.top || !additive || !single) {
     const kept = new Set(ranked.slice(0, wanted));

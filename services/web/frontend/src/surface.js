@@ -4,10 +4,10 @@
 
 import { MessageProcessor } from '@a2ui/web_core/v0_9';
 import '@a2ui/lit/v0_9';
-import { catalog, surfaceState } from './components.js';
+import { catalog, surfaceState, windowKey } from './components.js';
 import { report } from './api.js';
 
-// Windows by `<node>|<binding prop>|<offset>`, and those the host said it is sending after a commit: a
+// Windows by `<resource>|<node>|<binding prop>|<offset>`, and those the host said it is sending after a commit: a
 // block finds its first rows here (or waits for them) instead of asking for them.
 function noteWindows(message) {
   if (message.createSurface) {  // a new surface, or a snapshot replacing it
@@ -23,9 +23,10 @@ function noteWindows(message) {
     for (const key of dropped) surfaceState.notComing(key);  // it will not come: the block asks itself
   } else if (update.path?.endsWith('/window') && update.value) {
     const w = update.value;
-    const key = `${w.node}|${w.prop}|${w.offset}`;
+    const key = windowKey(update.path.slice(0, -'/window'.length), w.node, w.prop, w.offset);
     surfaceState.windows.set(key, w);
     surfaceState.coming.delete(key);
+    surfaceState.settled(key);
   }
 }
 
