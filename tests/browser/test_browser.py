@@ -326,6 +326,7 @@ def test_a_top_10_chart_draws_10_bars_and_a_rate_reads_as_a_percentage(page, war
     chart.wait_for(timeout=30_000)
     assert chart.get_attribute("data-points") == "10"
     assert page.locator("tessera-chart [data-cap-note]").inner_text().startswith("Showing the top 10 of ")
+    page.wait_for_selector("tessera-chart[data-drawn='10']", timeout=15_000)  # drawn after the words
     assert page.locator("tessera-chart svg path[d]").count() > 0
     screenshot(page, "top-10-chart")
 

@@ -446,13 +446,26 @@ class TDataTable extends ResourceElement {
 class TChart extends ResourceElement {
   static styles = [shared, css`.chart { width: 100%; height: 320px; } h3 { margin: 0 0 0.5rem; font-size: 1.05rem; }`];
   windowSize() { return Math.min(this.descriptor?.rowCount || MAX_CHART_ROWS, MAX_CHART_ROWS); }
+  // Drawing a chart takes tens of milliseconds: it waits until the frame with the rest of the answer has been
+  // painted (the next frame, then a task), so words and figures are on screen first.
   updated() {
-    const target = this.renderRoot.querySelector('.chart');
-    if (!this._drawn || !target) return;
-    this._chart = this._chart || initChart(target, null, { renderer: 'svg' });
-    this._chart.setOption(this._drawn.option, true);
+    if (!this._drawn || this._drawing) return;
+    this._drawing = requestAnimationFrame(() => setTimeout(() => {
+      this._drawing = 0;
+      const target = this.renderRoot.querySelector('.chart');
+      if (!this._drawn || !target || !this.isConnected) return;
+      this._chart = this._chart || initChart(target, null, { renderer: 'svg' });
+      this._chart.setOption(this._drawn.option, true);
+      this.dataset.drawn = String(this._drawn.points);
+    }, 0));
   }
-  disconnectedCallback() { super.disconnectedCallback(); this._chart?.dispose(); this._chart = null; }
+  disconnectedCallback() {
+    super.disconnectedCallback();
+    cancelAnimationFrame(this._drawing);
+    this._drawing = 0;
+    this._chart?.dispose();
+    this._chart = null;
+  }
   willUpdate(changed) {
     super.willUpdate(changed);
     this._drawn = this._window ? chartOption(this.props, this._window, this.descriptor) : undefined;

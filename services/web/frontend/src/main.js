@@ -36,7 +36,8 @@ function showApproval(approvalId, caused = true) {
 
 const shownReceipts = new Set();
 
-function showReceipt(receipt, where = '') {
+// One line per outcome, in the words of the card (the same line whether the stream or the click says it first).
+function showReceipt(receipt) {
   if (!receipt) return;
   const key = `${receipt.intent_id}:${receipt.status}`;
   if (shownReceipts.has(key)) return;  // a replayed journal shows each outcome once
@@ -47,7 +48,7 @@ function showReceipt(receipt, where = '') {
   document.dispatchEvent(new CustomEvent('receipt', { detail: receipt }));
   $('receipts-section').hidden = false;
   const why = reasonInWords(receipt.reason);
-  item($('receipts'), `${what}${where}: ${status}${why ? ` (${why})` : ''}`, `receipt ${status.replace(/ /g, '-')}`);
+  item($('receipts'), `${what}: ${status}${why ? ` (${why})` : ''}`, `receipt ${status.replace(/ /g, '-')}`);
 }
 
 
@@ -285,7 +286,7 @@ async function start() {
     onHostEvent(kind, event) {
       // From the stream (also replayed on every load): shown, but it does not take the focus.
       if (kind === 'approval_requested') showApproval(event.approval_id, false);
-      if (kind === 'effect_receipt') showReceipt(event.receipt, event.node_id ? ` (${event.node_id})` : '');
+      if (kind === 'effect_receipt') showReceipt(event.receipt);
       if (kind === 'rejected') item($('progress'), 'A display was refused; the last good one stays.', 'failed');
     },
     onRendered() {
