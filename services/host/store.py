@@ -419,6 +419,11 @@ class HostStore:
             connection.execute(grants.insert(), [{**row, "revision_id": revision_id, "revoked": False}
                                                  for row in rows])
 
+    def revoke_grants(self, grant_ids: list[str]) -> None:
+        """Revoke grants by id (first windows that were never sent: a newer revision is shown)."""
+        with self.writer.begin() as connection:
+            connection.execute(grants.update().where(grants.c.grant_id.in_(sorted(grant_ids))).values(revoked=True))
+
     @staticmethod
     def _revoke_outside(connection, surface_id: str, keep: set[tuple[str, str]], now: float) -> list[bytes]:
         """Revoke live grants whose (node, resource) binding the head no longer has; return their tokens."""

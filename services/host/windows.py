@@ -14,6 +14,8 @@ import datetime as dt
 import logging
 import secrets
 
+import grpc
+
 from services.host.bindings import Binding
 from services.host.database import AsyncStore
 from services.host.envelopes import data_model_update
@@ -124,7 +126,15 @@ class Windows:
         if len(messages) < len(wanted):  # the screen stops waiting for those that are not coming
             messages.append(first_windows_message(session.surface_id, [
                 b for b, r in zip(wanted, results, strict=True) if isinstance(r, dict)], allow_empty=True))
-        await self._publish(session, messages, revision_id)
+        if await self._publish(session, messages, revision_id) == (0, 0):
+            # A newer revision came first: nothing was sent, so the grants of these windows end now (the
+            # newer commit's own revocation may have run before they were saved).
+            await self._db(self._db.store.revoke_grants, [row["grant_id"] for _, row in granted])
+            try:
+                await self._peers.resources.RevokeGrants(resources_pb2.RevokeGrantsRequest(
+                    grants=[grant for grant, _ in granted]), timeout=10)
+            except grpc.aio.AioRpcError as exc:  # they expire within minutes, and only this host holds them
+                logger.warning("could not revoke %d unsent first-window grants: %s", len(granted), exc.code().name)
 
     async def none_coming(self, session: Session, revision_id: str) -> None:
         """Sending the first windows failed as a whole: the screen asks for every window itself."""

@@ -1,15 +1,24 @@
-"""The first windows of a revision go onto the stream only while that revision is shown (SQLite and
+"""The first windows of a revision go onto the stream only while that revision is shown, and their grants
+end when a newer one came first (SQLite and
 PostgreSQL), and a snapshot after compaction does not promise windows it no longer holds."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+from concurrent.futures import ThreadPoolExecutor
+from types import SimpleNamespace
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric import ed25519
 
+from services.host.bindings import Binding
+from services.host.database import AsyncStore
 from services.host.envelopes import data_model_update
-from services.host.store import FIRST_WINDOWS_PATH, HostStore, engine_for, migrate
+from services.host.store import FIRST_WINDOWS_PATH, HostStore, Session, engine_for, migrate
+from services.host.windows import Windows
 from tessera.host.v1 import host_pb2
+from tessera.resources.v1 import resources_pb2
 from tests.fixtures.postgres import BACKENDS, database_url
 
 
@@ -56,3 +65,45 @@ def test_a_snapshot_keeps_neither_rows_nor_the_promise_of_them(store):
     envelopes = [host_pb2.SurfaceEnvelope.FromString(e) for e in store.events_after("srf_a", epoch, 0)]
     paths = [json.loads(e.a2ui.message_json)["updateDataModel"]["path"] for e in envelopes]
     assert paths == ["/resources/res_1"] and last == 1
+
+
+def test_grants_of_first_windows_never_sent_can_be_revoked(store):
+    revision = _commit(store, None, "p1", _message("/resources/res_1", {}))
+    store.save_grants(revision, [{"grant_id": f"grt_{i}", "surface_id": "srf_a", "node_id": "table",
+                                  "resource_id": "res_1", "token": b"t", "expires_at": 9e9} for i in range(2)])
+    store.revoke_grants(["grt_0", "grt_1"])
+    with store.engine.connect() as connection:
+        revoked = connection.exec_driver_sql("SELECT revoked FROM grants ORDER BY grant_id").scalars().all()
+    assert revoked == [True, True]
+
+
+def test_first_windows_overtaken_by_a_newer_revision_are_not_sent_and_their_grants_end(store):
+    """The race itself: the next revision commits while the first windows of this one are being read."""
+    first = _commit(store, None, "p1", _message("/resources/res_1", {}))
+    revoked_at_gateway = []
+
+    class Gateway:
+        async def ResolveWindow(self, request, timeout):  # noqa: N802 - the stub's name
+            _commit(store, first, "p2", _message("/resources/res_2", {}))  # overtaken meanwhile
+            return resources_pb2.ResolveWindowResponse(resource_id="res_1", offset=0, total_rows=0)
+
+        async def RevokeGrants(self, request, timeout):  # noqa: N802
+            revoked_at_gateway.extend(request.grants)
+            return resources_pb2.RevokeGrantsResponse(revoked=len(request.grants))
+
+    class Fanout:
+        async def published(self, surface_id, appended):
+            raise AssertionError("nothing is published for a revision no longer shown")
+
+    pool = ThreadPoolExecutor(max_workers=2)
+    windows = Windows(AsyncStore(store, pool), Fanout(), SimpleNamespace(resources=Gateway()),
+                      ed25519.Ed25519PrivateKey.generate())
+    table = Binding(node="table", prop="/resource", kind="resource", resource_id="res_1", version_id="v",
+                    content_hash="c", columns=("region",), first_rows=25)
+    session = Session("ses_1", "srf_a", "alice", "acme", 0.0)
+    asyncio.run(windows.send_first(session, first, [table]))
+    pool.shutdown()
+    assert _paths(store) == ["/resources/res_1", "/resources/res_2"]  # no window of the first revision
+    assert len(revoked_at_gateway) == 1
+    with store.engine.connect() as connection:
+        assert connection.exec_driver_sql("SELECT revoked FROM grants").scalars().all() == [True]
