@@ -1,6 +1,6 @@
 """The first windows of a revision go onto the stream only while that revision is shown, and their grants
-end when a newer one came first (SQLite and
-PostgreSQL), and a snapshot after compaction does not promise windows it no longer holds."""
+end when a newer one came first (SQLite and PostgreSQL); a snapshot after compaction does not promise
+windows it no longer holds."""
 
 from __future__ import annotations
 
