@@ -4,6 +4,8 @@ and a database that is away fails the checkout with the driver's error (the serv
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import sqlalchemy as sa
 
@@ -20,11 +22,29 @@ def engine(request):
     engine.dispose()
 
 
+def _end_backend(engine: sa.Engine, pid: int) -> None:
+    """End a server process and wait until it is gone: pg_terminate_backend only signals it, and on a busy
+    machine the process may still answer for a moment after the call returns."""
+    admin = engine_for(engine.url.render_as_string(hide_password=False))
+    try:
+        with admin.connect() as connection:
+            connection.execute(sa.text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+        deadline = time.monotonic() + 30
+        while True:
+            with admin.connect() as connection:
+                if not connection.execute(sa.text("SELECT count(*) FROM pg_stat_activity WHERE pid = :pid"),
+                                          {"pid": pid}).scalar():
+                    return
+            assert time.monotonic() < deadline, f"server process {pid} did not end within 30 s"
+            time.sleep(0.02)
+    finally:
+        admin.dispose()
+
+
 def test_a_connection_the_server_ended_is_replaced_at_checkout(engine):
     with engine.connect() as connection:
         first = connection.execute(sa.text("SELECT pg_backend_pid()")).scalar()
-    with engine_for(engine.url.render_as_string(hide_password=False)).connect() as admin:
-        admin.execute(sa.text("SELECT pg_terminate_backend(:pid)"), {"pid": first})
+    _end_backend(engine, first)
     with engine.connect() as connection:  # the pooled connection has the server's last words to read
         second = connection.execute(sa.text("SELECT pg_backend_pid()")).scalar()
     assert second != first  # a fresh connection, and no error for the caller
@@ -42,8 +62,7 @@ def test_a_database_that_went_away_fails_the_checkout_with_the_drivers_error(req
     with through_relay.connect() as connection:
         pid = connection.execute(sa.text("SELECT pg_backend_pid()")).scalar()
     relay.close()  # the database "goes away": no new connections on its address
-    with engine.connect() as admin:
-        admin.execute(sa.text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+    _end_backend(engine, pid)
     with pytest.raises(sa.exc.OperationalError):
         with through_relay.connect() as connection:
             connection.execute(sa.text("SELECT 1"))
