@@ -58,7 +58,7 @@ class Commits:
         self._peers = peers
         self._offers = offers
         self._windows = windows
-        self._sending: set[asyncio.Task] = set()  # first windows on their way (kept so they are not collected)
+        self._sending: dict[str, asyncio.Task] = {}  # surface → its first windows on their way
 
     async def submit(self, request) -> host_pb2.SubmitProposalResponse:
         check_proposal_request(request)
@@ -101,11 +101,14 @@ class Commits:
     async def _commit(self, request, turn, session, frozen, compiled, request_hash):
         diagnostics = list(compiled.diagnostics)
         bound = binding_store.resolved(frozen, compiled.bindings)
+        # The host sends the first windows itself only to a surface someone watches here (a screen that
+        # subscribed to another replica, or later, is told nothing and asks for its windows as before).
+        sending = bound if self._fanout.watched(session.surface_id) else []
         events = []
         for message_json in compiled.a2ui_messages_json:
             kind = next(k for k in json.loads(message_json) if k != "version")
             if kind == "updateComponents":  # before the blocks: which first windows the host sends itself
-                coming = first_windows_message(session.surface_id, bound)
+                coming = first_windows_message(session.surface_id, sending)
                 if coming is not None:
                     events.append(data_model_update(session.surface_id, coming))
             events.append(envelope_builder(session.surface_id, "a2ui", host_pb2.A2uiMessage(
@@ -129,7 +132,7 @@ class Commits:
                                {"current_revision_id": conflict.head or ""}) from None
         # Committed: publishing and revocation must finish even if the caller goes away now.
         await asyncio.shield(self._after_commit(session.surface_id, committed))
-        self._send_first_windows(session, committed.revision_id, bound)
+        self._send_first_windows(session, committed.revision_id, sending)
         return host_pb2.SubmitProposalResponse(outcome=_OUTCOMES[compiled.outcome], surface_id=session.surface_id,
                                                revision_id=committed.revision_id, content_hash=compiled.content_hash,
                                                diagnostics=diagnostics)
@@ -154,10 +157,14 @@ class Commits:
                 with contextlib.suppress(Exception):
                     await self._windows.none_coming(session, revision_id)
 
+        earlier = self._sending.pop(session.surface_id, None)
+        if earlier is not None:  # a newer revision of the surface: the earlier one's windows would be dropped
+            earlier.cancel()
         if first_windows(bound):
             task = asyncio.ensure_future(send())
-            self._sending.add(task)
-            task.add_done_callback(self._sending.discard)
+            self._sending[session.surface_id] = task
+            task.add_done_callback(lambda done: self._sending.get(session.surface_id) is done
+                                   and self._sending.pop(session.surface_id))
 
     @staticmethod
     def _replay(earlier, request_hash: str, session: Session) -> host_pb2.SubmitProposalResponse:

@@ -91,6 +91,11 @@ class SurfaceFanout:
             raise
         return state.epoch, state.last
 
+    def watched(self, surface_id: str) -> bool:
+        """Someone on this replica is subscribed to the surface."""
+        state = self._surfaces.get(surface_id)
+        return state is not None and state.viewers > 0
+
     def unwatch(self, surface_id: str) -> None:
         state = self._surfaces[surface_id]
         state.viewers -= 1

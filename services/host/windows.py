@@ -1,10 +1,10 @@
 """Windows of bound results (§5, §6): rows from the gateway, under a short-lived grant, onto the surface stream.
 
-A person's screen asks for a window with a `resource-window` command (paging, another figure). The first
-window each bound block shows is sent by the host itself right after the revision commits: the revision
-says which are coming (`/firstWindows`), so the screen waits for them instead of asking, and the answer
-is complete one round trip sooner. Rows go to the surface's stream only: never into revisions,
-documents, slices or logs.
+A person's screen asks for a window with a `resource-window` command (paging, another figure). When
+someone watches the surface on this replica, the first window each bound block shows is sent by the host
+itself right after the revision commits: the revision says which are coming (`/firstWindows`), so the
+screen waits for them instead of asking, and the answer is complete one round trip sooner. Rows go to
+the surface's stream only: never into revisions, documents, slices or logs.
 """
 
 from __future__ import annotations

@@ -139,20 +139,12 @@ def test_freeze_commit_read_and_stream(channels, cert_dir):
         "/tessera.host.v1.HostService/Subscribe", request_serializer=host_pb2.SubscribeRequest.SerializeToString,
         response_deserializer=host_pb2.SubscribeResponse.FromString)
     call_ = stream(host_pb2.SubscribeRequest(actor=actor(cert_dir), session_id=session.session_id), timeout=10)
-    received = [next(call_).envelope for _ in range(4)]
-    assert [e.sequence for e in received] == [1, 2, 3, 4]
+    received = [next(call_).envelope for _ in range(3)]
+    call_.cancel()
+    assert [e.sequence for e in received] == [1, 2, 3]
     assert all(e.surface_id == session.surface_id and e.revision_id == committed.revision_id for e in received)
     kinds = [json.loads(e.a2ui.message_json) for e in received]
-    assert "createSurface" in kinds[0] and "updateComponents" in kinds[2] and "updateDataModel" in kinds[3]
-    # Before the blocks: which first windows the host sends itself; then it sends them, unasked.
-    assert kinds[1]["updateDataModel"] == {"surfaceId": session.surface_id, "path": "/firstWindows",
-                                           "value": [f"{analysis.descriptor.resource_id}|table|/resource|0"]}
-    window = next(json.loads(e.a2ui.message_json)["updateDataModel"]["value"] for e in
-                  (next(call_).envelope for _ in range(5))
-                  if json.loads(e.a2ui.message_json)["updateDataModel"]["path"].endswith("/window"))
-    call_.cancel()
-    assert (window["node"], window["prop"], window["offset"]) == ("table", "/resource", 0)
-    assert len(window["rows"]) == min(window["totalRows"], 25) and window["columns"] == ["region", "revenue"]
+    assert "createSurface" in kinds[0] and "updateComponents" in kinds[1] and "updateDataModel" in kinds[2]
     resumed = stream(host_pb2.SubscribeRequest(actor=actor(cert_dir), session_id=session.session_id,
                                                resume_after=host_pb2.Cursor(epoch=1, sequence=2)), timeout=10)
     assert next(resumed).envelope.sequence == 3
@@ -162,11 +154,42 @@ def test_freeze_commit_read_and_stream(channels, cert_dir):
                                                max_envelopes=2), timeout=10)
     replies = [next(batched) for _ in range(2)]
     batched.cancel()
-    assert [[e.sequence for e in (r.envelope, *r.following)] for r in replies] == [[1, 2], [3, 4]]
+    assert [[e.sequence for e in (r.envelope, *r.following)] for r in replies] == [[1, 2], [3]]
     assert [e for r in replies for e in (r.envelope, *r.following)] == received
     assert refused(lambda: next(stream(host_pb2.SubscribeRequest(
         actor=actor(cert_dir, "mallory"), session_id=session.session_id), timeout=10))) == (
         grpc.StatusCode.PERMISSION_DENIED, "SESSION_NOT_YOURS")
+
+
+def test_a_watched_surface_gets_each_blocks_first_window_without_asking(channels, cert_dir):
+    """Someone watches the surface: the revision lists the first windows before its blocks, then the host
+    sends them unasked (a surface nobody watches here gets neither: see the test above)."""
+    session, turn, analysis = _turn_with_analysis(channels, cert_dir)
+    frozen = call(channels, "agent", "FreezeSlice", host_pb2.FreezeSliceRequest(
+        turn_id=turn.turn_id, resource_offers=[analysis.offer]))
+    view = json.loads(frozen.model_view_json)
+    stream = channels("web", "host").unary_stream(
+        "/tessera.host.v1.HostService/Subscribe", request_serializer=host_pb2.SubscribeRequest.SerializeToString,
+        response_deserializer=host_pb2.SubscribeResponse.FromString)
+    call_ = stream(host_pb2.SubscribeRequest(actor=actor(cert_dir), session_id=session.session_id), timeout=10)
+    # An event on the surface, read back on the stream: the subscription is in place before the commit.
+    call(channels, "capabilities", "PublishIntentEvent", host_pb2.PublishIntentEventRequest(
+        session_id=session.session_id, surface_id=session.surface_id, node_id="export", event_id="watching",
+        approval_requested=host_pb2.ApprovalRequested(approval_id="apr_w", intent_id="int_w", action_id="x")))
+    assert next(call_).envelope.WhichOneof("payload") == "approval_requested"
+    call(channels, "agent", "SubmitProposal", host_pb2.SubmitProposalRequest(
+        turn_id=turn.turn_id, slice_hash=frozen.slice_hash, proposal_json=json.dumps(_proposal(view)),
+        proposal_id="watched"))
+    messages = [json.loads(next(call_).envelope.a2ui.message_json) for _ in range(5)]
+    call_.cancel()
+    assert "createSurface" in messages[0] and "updateComponents" in messages[2]
+    assert messages[1]["updateDataModel"] == {"surfaceId": session.surface_id, "path": "/firstWindows",
+                                              "value": [f"{analysis.descriptor.resource_id}|table|/resource|0"]}
+    window = messages[4]["updateDataModel"]
+    assert window["path"] == f"/resources/{analysis.descriptor.resource_id}/window"
+    assert (window["value"]["node"], window["value"]["prop"], window["value"]["offset"]) == ("table", "/resource", 0)
+    assert len(window["value"]["rows"]) == min(window["value"]["totalRows"], 25)
+    assert window["value"]["columns"] == ["region", "revenue"]
 
 
 def test_parallel_proposals_on_one_base_commit_exactly_once(channels, cert_dir, running_set, credentials):
