@@ -22,8 +22,9 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from cli.formats import column_format, format_value, printable, terminal_locale
+from cli.formats import column_format, format_value, terminal_locale
 from shared.contracts import invoke, invoke_stream
+from shared.printable import printable
 from shared.ui.template import TemplateError, fill
 from tessera.host.v1 import host_pb2
 

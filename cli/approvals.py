@@ -21,7 +21,6 @@ from pathlib import Path
 
 import grpc
 
-from cli.formats import printable
 from cli.launcher import cli_credentials
 from cli.output import table
 from shared.actors import assert_actor
@@ -29,6 +28,7 @@ from shared.certs import load_signing_key, signing_key_path
 from shared.channels import sync_channel
 from shared.contracts import invoke, invoke_stream
 from shared.errors import error_details
+from shared.printable import printable
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.common.v1 import common_pb2
 

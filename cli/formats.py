@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import re
 from decimal import Decimal, InvalidOperation
 
 from babel import Locale, UnknownLocaleError
@@ -15,14 +14,6 @@ from babel.numbers import format_currency, format_decimal, format_percent
 _BY_TYPE = {"integer": {"style": "integer"}, "decimal": {"style": "decimal", "decimals": 2},
             "float": {"style": "decimal", "decimals": 2}, "date": {"style": "date", "grain": "day"},
             "timestamp": {"style": "date", "grain": "minute"}}
-
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def printable(text: str) -> str:
-    """Text safe to print: control characters (escape sequences among them) shown as U+FFFD, not obeyed."""
-    return _CONTROL.sub("\ufffd", str(text))
 
 
 def terminal_locale() -> str:

@@ -9,23 +9,20 @@ clipped, never interpreted.
 from __future__ import annotations
 
 import json
-import re
 
 from services.capabilities.policy import ActionPolicy, ChangeTarget
 from services.capabilities.tool_policy import ToolPolicy
+from shared.printable import printable
 from shared.ui.template import fill
 
 MAX_VALUE_CHARS = 80
-
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def _shown(value) -> str:
     """An argument as it reads in the title: text quoted as the literal it is (a model or a person wrote
     it), clipped, control characters replaced; numbers and the like as they are."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    text = _CONTROL.sub("\ufffd", text)
+    text = printable(text, keep_newlines=False)  # a title is one line
     text = text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS - 1] + "…"
     return f"\u201c{text}\u201d" if isinstance(value, str) else text
 

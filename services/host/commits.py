@@ -163,8 +163,12 @@ class Commits:
         if first_windows(bound):
             task = asyncio.ensure_future(send())
             self._sending[session.surface_id] = task
-            task.add_done_callback(lambda done: self._sending.get(session.surface_id) is done
-                                   and self._sending.pop(session.surface_id))
+
+            def forget(done: asyncio.Task) -> None:
+                if self._sending.get(session.surface_id) is done:  # not a newer revision's task
+                    del self._sending[session.surface_id]
+
+            task.add_done_callback(forget)
 
     @staticmethod
     def _replay(earlier, request_hash: str, session: Session) -> host_pb2.SubmitProposalResponse:

@@ -198,4 +198,5 @@ def _coverage(coverage: Coverage) -> str:
 
 
 def readable_day(value: dt.date | dt.datetime) -> str:
-    return f"{value.day} {value.strftime('%b %Y')}"
+    """The day alone, even of a moment with a time (a span's ends)."""
+    return readable_date(value.date() if isinstance(value, dt.datetime) else value)

@@ -1,0 +1,13 @@
+"""Text from a model, a person or a warehouse, made safe to show on a terminal or in a title."""
+
+from __future__ import annotations
+
+import re
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: object, keep_newlines: bool = True) -> str:
+    """Control characters (terminal escape sequences among them) shown as U+FFFD, never obeyed."""
+    cleaned = _CONTROL.sub("\ufffd", str(text))
+    return cleaned if keep_newlines else cleaned.replace("\t", "\ufffd").replace("\n", "\ufffd")
