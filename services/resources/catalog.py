@@ -11,7 +11,6 @@ import base64
 import hashlib
 import hmac
 import re
-from collections import deque
 from dataclasses import dataclass, field
 
 import sqlalchemy as sa
@@ -31,6 +30,7 @@ from shared.bounded_json import canonical
 MAX_ENTITIES = 12
 MAX_FIELDS_PER_ENTITY = 40
 MAX_METRICS_PER_ENTITY = 24
+MAX_PATH_EDGES = 6  # longer chains of relationships are not followed (and not counted as alternatives)
 SCHEMA_VERSION_TABLE = "tessera_schema_version"
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP_WORDS = frozenset(
@@ -46,6 +46,7 @@ class CatalogField:
     name: str
     spec: FieldSpec
     column: sa.Column
+    entity_label: str = ""  # the label of the entity it belongs to, for captions
 
     @property
     def model_visible(self) -> bool:
@@ -162,11 +163,12 @@ class Catalog:
             for field_name, field_spec in spec.fields.items():
                 column = entity.table.c[field_spec.column or field_name]
                 entity.fields[field_name] = CatalogField(
-                    self._id("fld", f"{entity_name}.{field_name}"), entity_name, field_name, field_spec, column)
+                    self._id("fld", f"{entity_name}.{field_name}"), entity_name, field_name, field_spec, column,
+                    spec.label)
             for metric_name, metric_spec in spec.metrics.items():
                 entity.metrics[metric_name] = CatalogMetric(
                     self._id("met", f"{entity_name}.{metric_name}"), entity_name, metric_name, metric_spec,
-                    expressions.parse(metric_spec.expression), derived=False)
+                    expressions.parse(metric_spec.expression, dotted_refs=True), derived=False)
             self.entities[entity_name] = entity
         for metric_name, derived in model.derived_metrics.items():
             self.entities[derived.entity].metrics[metric_name] = CatalogMetric(
@@ -181,6 +183,7 @@ class Catalog:
             self.by_id.update({m.id: m for m in entity.metrics.values()})
         self.by_id.update({r.id: r for r in self.relationships.values()})
         self.edges: dict[str, list[Edge]] = {name: [] for name in self.entities}
+        self._routes: dict[tuple[str, str], list[tuple[Edge, ...]]] = {}
         for rel in self.relationships.values():
             forward_safe = rel.spec.kind in ("many_to_one", "one_to_one")
             backward_safe = rel.spec.kind in ("one_to_many", "one_to_one")
@@ -189,6 +192,33 @@ class Catalog:
                                                   forward_safe))
             self.edges[s.to_entity].append(Edge(rel, s.to_entity, s.from_entity, s.to_field, s.from_field,
                                                 backward_safe))
+        for entity in self.entities.values():
+            for metric in entity.metrics.values():
+                if not metric.derived:
+                    self._check_related_fields(metric)
+
+    def _check_related_fields(self, metric: CatalogMetric) -> None:
+        """A field of another entity inside a metric is read through exactly one path, and one that
+        cannot repeat the metric's rows (each row belongs to one of them): otherwise the metric
+        would silently choose a meaning or inflate."""
+        for ref in expressions.walk(metric.expression):
+            if not isinstance(ref, expressions.Ref) or ref.entity is None:
+                continue
+            routes = self.routes(metric.entity, ref.entity)
+            where = f"entities.{metric.entity}.metrics.{metric.name}.expression"
+            if len(routes) != 1 or not all(edge.safe for edge in routes[0]):
+                how = "no path" if not routes else f"{len(routes)} paths" if len(routes) > 1 else \
+                    "a path that repeats rows"
+                raise SemanticModelError(f"{where}: {ref.entity}.{ref.name} is reached from {metric.entity} "
+                                         f"through {how}; a metric may use fields of entities each of its rows "
+                                         "belongs to by one path only")
+
+    def related_entities(self, metric: CatalogMetric) -> tuple[str, ...]:
+        """Other entities whose fields a (non-derived) metric reads, in a stable order."""
+        if metric.derived:
+            return ()
+        return tuple(sorted({ref.entity for ref in expressions.walk(metric.expression)
+                             if isinstance(ref, expressions.Ref) and ref.entity is not None}))
 
     def _id(self, prefix: str, path: str) -> str:
         digest = hmac.new(self.fingerprint.encode(), f"{prefix}:{path}".encode(), hashlib.sha256).digest()
@@ -225,31 +255,50 @@ class Catalog:
             return {metric.entity}
         return {ref.entity for ref in expressions.walk(metric.expression) if isinstance(ref, expressions.Ref)}
 
-    def path(self, start: str, goal: str) -> list[Edge] | None:
-        """Shortest relationship path, preferring one made only of safe edges."""
-        for safe_only in (True, False):
-            found = self._bfs(start, goal, safe_only)
-            if found is not None:
-                return found
-        return None
+    def routes(self, start: str, goal: str) -> list[tuple[Edge, ...]]:
+        """Every path from `start` to `goal` that could be meant, as candidates for a join.
 
-    def _bfs(self, start: str, goal: str, safe_only: bool) -> list[Edge] | None:
-        previous: dict[str, Edge | None] = {start: None}
-        queue = deque([start])
-        while queue:
-            node = queue.popleft()
+        Paths made only of safe edges (each step leads to the one row a row belongs to) all count,
+        whatever their length: through the customer and through the supplier are two different
+        nations of a line item. Without one, the shortest paths that repeat rows count (what a
+        fan-out-safe aggregate may use). One candidate is a join; more is an ambiguity to resolve.
+        """
+        key = (start, goal)
+        if key not in self._routes:
+            found = list(self._simple_paths(start, goal))
+            safe = [route for route in found if all(edge.safe for edge in route)]
+            if safe:
+                self._routes[key] = safe
+            else:
+                shortest = min((len(route) for route in found), default=0)
+                self._routes[key] = [route for route in found if len(route) == shortest]
+        return self._routes[key]
+
+    def routes_through(self, start: str, goal: str, via: tuple[CatalogRelationship, ...]) -> list[tuple[Edge, ...]]:
+        """The candidate paths that pass through every relationship in `via` (a role named by the draft)."""
+        wanted = {r.name for r in via}
+        found = [route for route in self._simple_paths(start, goal)
+                 if wanted <= {edge.relationship.name for edge in route}]
+        safe = [route for route in found if all(edge.safe for edge in route)]
+        if safe:
+            return safe
+        shortest = min((len(route) for route in found), default=0)
+        return [route for route in found if len(route) == shortest]
+
+    def _simple_paths(self, start: str, goal: str):
+        """Paths of at most MAX_PATH_EDGES edges that visit no entity twice, in a stable order."""
+        def extend(route: tuple[Edge, ...], visited: frozenset[str]):
+            node = route[-1].end if route else start
             if node == goal:
-                path = []
-                while previous[node] is not None:
-                    edge = previous[node]
-                    path.append(edge)
-                    node = edge.start
-                return path[::-1]
-            for edge in sorted(self.edges[node], key=lambda e: e.relationship.name):
-                if edge.end not in previous and (edge.safe or not safe_only):
-                    previous[edge.end] = edge
-                    queue.append(edge.end)
-        return None
+                yield route
+                return
+            if len(route) == MAX_PATH_EDGES:
+                return
+            for edge in sorted(self.edges[node], key=lambda e: (e.relationship.name, e.end)):
+                if edge.end not in visited:
+                    yield from extend((*route, edge), visited | {edge.end})
+
+        yield from extend((), frozenset({start}))
 
     # --- the model-visible slice ------------------------------------------
 
@@ -286,8 +335,8 @@ class Catalog:
             wanted = {name, *required.get(name, ())}
             # Both sides of every join: add the entities on the path to what is already chosen.
             for target in sorted(wanted - {name}) + sorted(set(chosen)):
-                route = self.path(name, target)
-                wanted.update(edge.end for edge in route or ())
+                for route in self.routes(name, target):  # every role, so the model can name one
+                    wanted.update(edge.end for edge in route)
             new = [n for n in sorted(wanted) if n not in chosen]
             if len(chosen) + len(new) > MAX_ENTITIES:
                 continue

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 import grpc
 import jsonschema
 
-from services.resources.catalog import Catalog, CatalogEntity, CatalogField, CatalogMetric
+from services.resources.catalog import Catalog, CatalogEntity, CatalogField, CatalogMetric, CatalogRelationship
+from services.resources.grains import GRAINS
 from shared.bounded_json import BoundedJsonError, Limits, parse
 from shared.errors import TesseraError
 from shared.schema_check import compile_check
@@ -29,15 +30,22 @@ MAX_DRAFT_BYTES = 64 * 1024
 MAX_PREDICATE_DEPTH = 8
 MAX_NUMBER = 2**63 - 1  # what every backend binds as a 64-bit integer
 MODES = ("aggregate", "records")
-GRAINS = ("hour", "day", "week", "month", "quarter", "year")
 AGGREGATIONS = ("count", "count_distinct", "sum", "avg", "min", "max")
 NUMERIC = frozenset({"integer", "decimal", "float"})
 TEMPORAL = frozenset({"date", "timestamp"})
 ORDERED_OPS = frozenset({"gt", "gte", "lt", "lte", "between"})
+COMPARISONS = ("eq", "neq", "gt", "gte", "lt", "lte")
+TEXT_OPS = ("contains", "starts_with", "ends_with")  # case-insensitive; the value is matched as it is
+CALCULATIONS = ("share_of_total", "rank")
+MAX_LIMIT = 20_000  # the schema's bound; the gateway's row cap (policy) is the real one
 
 _OUTPUT_ID = {"type": "string", "pattern": "^[a-z][a-z0-9_]{0,31}$"}
 _SCALAR = {"type": ["string", "number", "boolean"], "maxLength": 200}
+_NUMBER = {"type": "number"}
 _FIELD_ID = {"type": "string", "pattern": "^fld_[a-z2-7]{12}$"}
+# The relationships a field is reached through, when more than one path leads to its entity (a role).
+_VIA = {"type": "array", "minItems": 1, "maxItems": 4, "uniqueItems": True,
+        "items": {"type": "string", "pattern": "^rel_[a-z2-7]{12}$"}}
 _PREDICATE_LIST = {"type": "array", "minItems": 1, "maxItems": 16, "items": {"$ref": "#/definitions/predicate"}}
 _PREDICATE = {
     "oneOf": [
@@ -48,18 +56,50 @@ _PREDICATE = {
         {"type": "object", "additionalProperties": False, "required": ["not"],
          "properties": {"not": {"$ref": "#/definitions/predicate"}}},
         {"type": "object", "additionalProperties": False, "required": ["field", "op"],
-         "properties": {"field": _FIELD_ID, "op": {"const": "is_null"}}},
+         "properties": {"field": _FIELD_ID, "via": _VIA, "op": {"const": "is_null"}}},
+        {"type": "object", "additionalProperties": False, "required": ["has"],
+         "properties": {"has": {"$ref": "#/definitions/predicate"}}},
         {"type": "object", "additionalProperties": False, "required": ["field", "op", "value"],
-         "properties": {"field": _FIELD_ID, "op": {"enum": ["eq", "neq", "gt", "gte", "lt", "lte", "contains"]},
+         "properties": {"field": _FIELD_ID, "via": _VIA, "op": {"enum": [*COMPARISONS, *TEXT_OPS]},
                         "value": _SCALAR}},
+        {"type": "object", "additionalProperties": False, "required": ["field", "op", "compare_to"],
+         "properties": {"field": _FIELD_ID, "via": _VIA, "op": {"enum": list(COMPARISONS)},
+                        "compare_to": {"type": "object", "additionalProperties": False, "required": ["field"],
+                                       "properties": {"field": _FIELD_ID, "via": _VIA}}}},
         {"type": "object", "additionalProperties": False, "required": ["field", "op", "values"],
-         "properties": {"field": _FIELD_ID, "op": {"const": "in"},
+         "properties": {"field": _FIELD_ID, "via": _VIA, "op": {"const": "in"},
                         "values": {"type": "array", "minItems": 1, "maxItems": 100, "items": _SCALAR}}},
         {"type": "object", "additionalProperties": False, "required": ["field", "op", "values"],
-         "properties": {"field": _FIELD_ID, "op": {"const": "between"},
+         "properties": {"field": _FIELD_ID, "via": _VIA, "op": {"const": "between"},
                         "values": {"type": "array", "minItems": 2, "maxItems": 2, "items": _SCALAR}}},
     ]
 }
+# Conditions on computed outputs (measures and calculations), applied after aggregation.
+_HAVING_LIST = {"type": "array", "minItems": 1, "maxItems": 16, "items": {"$ref": "#/definitions/having"}}
+_HAVING = {
+    "oneOf": [
+        {"type": "object", "additionalProperties": False, "required": ["all"],
+         "properties": {"all": _HAVING_LIST}},
+        {"type": "object", "additionalProperties": False, "required": ["any"],
+         "properties": {"any": _HAVING_LIST}},
+        {"type": "object", "additionalProperties": False, "required": ["not"],
+         "properties": {"not": {"$ref": "#/definitions/having"}}},
+        {"type": "object", "additionalProperties": False, "required": ["output", "op"],
+         "properties": {"output": _OUTPUT_ID, "op": {"const": "is_null"}}},
+        {"type": "object", "additionalProperties": False, "required": ["output", "op", "value"],
+         "properties": {"output": _OUTPUT_ID, "op": {"enum": ["eq", "neq", "gt", "gte", "lt", "lte"]},
+                        "value": _NUMBER}},
+        {"type": "object", "additionalProperties": False, "required": ["output", "op", "values"],
+         "properties": {"output": _OUTPUT_ID, "op": {"const": "between"},
+                        "values": {"type": "array", "minItems": 2, "maxItems": 2, "items": _NUMBER}}},
+    ]
+}
+_CALCULATIONS = {"type": "array", "maxItems": 8, "items": {
+    "type": "object", "additionalProperties": False, "required": ["id", "kind", "of"],
+    "properties": {"id": _OUTPUT_ID, "kind": {"enum": list(CALCULATIONS)}, "of": _OUTPUT_ID,
+                   "within": {"type": "array", "maxItems": 8, "uniqueItems": True, "items": _OUTPUT_ID},
+                   "direction": {"enum": ["asc", "desc"]}}}}
+_LIMIT = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}
 _ORDER_BY = {"type": "array", "maxItems": 8, "items": {
     "type": "object", "additionalProperties": False, "required": ["output"],
     "properties": {"output": _OUTPUT_ID, "direction": {"enum": ["asc", "desc"]}}}}
@@ -69,6 +109,7 @@ DRAFT_SCHEMA = {
     "title": "Tessera analysis draft",
     "definitions": {
         "predicate": _PREDICATE,
+        "having": _HAVING,
         "aggregate": {
             "type": "object", "additionalProperties": False, "required": ["mode", "measures"],
             "properties": {
@@ -84,9 +125,13 @@ DRAFT_SCHEMA = {
                     }}},
                 "dimensions": {"type": "array", "maxItems": 8, "items": {
                     "type": "object", "additionalProperties": False, "required": ["id", "field"],
-                    "properties": {"id": _OUTPUT_ID, "field": _FIELD_ID, "grain": {"enum": list(GRAINS)}}}},
+                    "properties": {"id": _OUTPUT_ID, "field": _FIELD_ID, "via": _VIA,
+                                   "grain": {"enum": list(GRAINS)}}}},
                 "filter": {"$ref": "#/definitions/predicate"},
+                "calculations": _CALCULATIONS,
+                "having": {"$ref": "#/definitions/having"},
                 "order_by": _ORDER_BY,
+                "limit": _LIMIT,
                 "output": {"enum": ["scalar", "table", "series", "ranking"]},
             },
         },
@@ -97,9 +142,10 @@ DRAFT_SCHEMA = {
                 "entity": {"type": "string", "pattern": "^ent_[a-z2-7]{12}$"},
                 "fields": {"type": "array", "minItems": 1, "maxItems": 32, "items": {
                     "type": "object", "additionalProperties": False, "required": ["id", "field"],
-                    "properties": {"id": _OUTPUT_ID, "field": _FIELD_ID}}},
+                    "properties": {"id": _OUTPUT_ID, "field": _FIELD_ID, "via": _VIA}}},
                 "filter": {"$ref": "#/definitions/predicate"},
                 "order_by": {**_ORDER_BY, "minItems": 1},
+                "limit": _LIMIT,
             },
         },
     },
@@ -150,6 +196,7 @@ class Dimension:
     id: str
     field: CatalogField
     grain: str | None
+    via: tuple[CatalogRelationship, ...] = ()  # the role, where several paths lead to the field's entity
 
 
 @dataclass(frozen=True)
@@ -157,6 +204,18 @@ class Comparison:
     field: CatalogField
     op: str
     values: tuple  # typed python values (datetime for temporal fields)
+    via: tuple[CatalogRelationship, ...] = ()
+    other: CatalogField | None = None  # compared with another field (`compare_to`) instead of values
+    other_via: tuple[CatalogRelationship, ...] = ()
+
+
+@dataclass(frozen=True)
+class Has:
+    """"has at least one": records kept when one or more of the related rows they have many of
+    passes the condition (a semi-join, EXISTS), rather than testing each joined row."""
+
+    predicate: Comparison | Group
+    pointer: str  # where it sits in the draft: joins are keyed by it
 
 
 @dataclass(frozen=True)
@@ -165,7 +224,32 @@ class Group:
     items: tuple
 
 
-Predicate = Comparison | Group
+Predicate = Comparison | Group | Has
+
+
+@dataclass(frozen=True)
+class OutputCondition:
+    """A condition on a computed output (HAVING): kept rows are groups whose value passes."""
+
+    output: str
+    op: str
+    values: tuple
+
+
+@dataclass(frozen=True)
+class Calculation:
+    """A value computed over the aggregated rows: a share of the total, or a rank."""
+
+    id: str
+    kind: str  # share_of_total / rank
+    of: str  # the measure output it is computed from
+    within: tuple[str, ...] = ()  # dimension outputs that partition the total (or the ranking)
+    descending: bool = True  # rank 1 is the highest value unless asked otherwise
+
+
+def role_words(via: tuple[CatalogRelationship, ...]) -> str:
+    """" (Nation of the supplier)": the role a field was reached through, for labels and captions."""
+    return f" ({', '.join(r.spec.label for r in via)})" if via else ""
 
 
 @dataclass(frozen=True)
@@ -184,6 +268,9 @@ class Draft:
     filter: Predicate | None = None
     order_by: tuple[Order, ...] = ()
     output: str = "table"
+    calculations: tuple[Calculation, ...] = ()
+    having: Group | OutputCondition | None = None
+    limit: int | None = None  # top-N: at most this many rows, after ordering (within the policy cap)
 
     def referenced_ids(self) -> dict[str, str]:
         """Every catalog id in the draft → its JSON Pointer (for scope checks)."""
@@ -276,6 +363,10 @@ class _Resolver:
                           pointer)
         return found
 
+    def roles(self, raw: dict, pointer: str) -> tuple[CatalogRelationship, ...]:
+        return tuple(self.get(item, CatalogRelationship, f"{pointer}/via/{i}") for i, item in
+                     enumerate(raw.get("via", ())))
+
     def field(self, item_id: str, pointer: str, *, use: str) -> CatalogField:
         found: CatalogField = self.get(item_id, CatalogField, pointer)
         exposure = found.spec.exposure
@@ -295,10 +386,14 @@ def build_draft(raw: dict, catalog: Catalog) -> Draft:
         measures = tuple(_measure(m, f"/measures/{i}", resolve) for i, m in enumerate(raw["measures"]))
         dimensions = tuple(_dimension(d, f"/dimensions/{i}", resolve, use="dimension")
                            for i, d in enumerate(raw.get("dimensions", [])))
-        outputs = [m.id for m in measures] + [d.id for d in dimensions]
+        calculations = tuple(_calculation(c, f"/calculations/{i}", measures, dimensions)
+                             for i, c in enumerate(raw.get("calculations", [])))
+        outputs = [m.id for m in measures] + [d.id for d in dimensions] + [c.id for c in calculations]
         output = raw.get("output", "table")
         _check_output_kind(output, measures, dimensions, raw)
-        draft_fields = {}
+        computed = {m.id for m in measures} | {c.id for c in calculations}
+        having = _having(raw["having"], "/having", computed, 1) if "having" in raw else None
+        draft_fields = {"calculations": calculations, "having": having}
     else:
         entity = resolve.get(raw["entity"], CatalogEntity, "/entity")
         record_fields = tuple(_dimension(f, f"/fields/{i}", resolve, use="record field")
@@ -315,9 +410,13 @@ def build_draft(raw: dict, catalog: Catalog) -> Draft:
             raise invalid("UNKNOWN_OUTPUT", f"order_by names {item['output']!r}, which is not an output",
                           f"/order_by/{i}/output")
         order.append(Order(item["output"], item.get("direction", "asc") == "desc"))
+    limit = raw.get("limit")
+    if limit is not None and not order:
+        raise invalid("LIMIT_NEEDS_ORDER", "a limit keeps the first rows of an order: add order_by "
+                                           "(e.g. the measure, descending, for a top-N)", "/limit")
     predicate = _predicate(raw["filter"], "/filter", resolve, 1) if "filter" in raw else None
     return Draft(mode=mode, measures=measures, dimensions=dimensions, filter=predicate, order_by=tuple(order),
-                 output=output, _ids=tuple(resolve.seen.items()), **draft_fields)
+                 output=output, limit=limit, _ids=tuple(resolve.seen.items()), **draft_fields)
 
 
 def _measure(raw: dict, pointer: str, resolve: _Resolver) -> Measure:
@@ -355,7 +454,40 @@ def _dimension(raw: dict, pointer: str, resolve: _Resolver, *, use: str) -> Dime
                       f"{pointer}/grain")
     if grain is None and field.spec.type == "timestamp" and use == "dimension":
         raise invalid("GRAIN_REQUIRED", f"grouping by {field.spec.label!r} needs a grain (hour … year)", pointer)
-    return Dimension(raw["id"], field, grain)
+    return Dimension(raw["id"], field, grain, resolve.roles(raw, pointer))
+
+
+def _calculation(raw: dict, pointer: str, measures, dimensions) -> Calculation:
+    if raw["of"] not in {m.id for m in measures}:
+        raise invalid("UNKNOWN_OUTPUT", f"{raw['kind']} is computed from a measure; {raw['of']!r} is not one",
+                      f"{pointer}/of")
+    dimension_ids = [d.id for d in dimensions]
+    for i, name in enumerate(raw.get("within", [])):
+        if name not in dimension_ids:
+            raise invalid("UNKNOWN_OUTPUT", f"within names {name!r}, which is not a dimension", f"{pointer}/within/{i}")
+    if raw["kind"] == "share_of_total" and "direction" in raw:
+        raise invalid("CALCULATION_SHAPE", "direction goes with rank only", f"{pointer}/direction")
+    return Calculation(raw["id"], raw["kind"], raw["of"], tuple(raw.get("within", [])),
+                       raw.get("direction", "desc") == "desc")
+
+
+def _having(raw: dict, pointer: str, computed: set[str], depth: int) -> Group | OutputCondition:
+    if depth > MAX_PREDICATE_DEPTH:
+        raise invalid("PREDICATE_TOO_DEEP", f"conditions nest at most {MAX_PREDICATE_DEPTH} levels", pointer)
+    for op in ("all", "any"):
+        if op in raw:
+            return Group(op, tuple(_having(p, f"{pointer}/{op}/{i}", computed, depth + 1)
+                                   for i, p in enumerate(raw[op])))
+    if "not" in raw:
+        return Group("not", (_having(raw["not"], f"{pointer}/not", computed, depth + 1),))
+    if raw["output"] not in computed:
+        raise invalid("UNKNOWN_OUTPUT", f"having tests a measure or calculation; {raw['output']!r} is not one "
+                                        "(filter on dimensions with filter)", f"{pointer}/output")
+    values = () if raw["op"] == "is_null" else tuple(raw["values"]) if "values" in raw else (raw["value"],)
+    for i, value in enumerate(values):
+        if abs(value) > MAX_NUMBER:
+            raise invalid("VALUE_TYPE", "the number is out of range", f"{pointer}/values/{i}")
+    return OutputCondition(raw["output"], raw["op"], values)
 
 
 def _check_output_kind(output: str, measures, dimensions, raw) -> None:
@@ -376,19 +508,60 @@ def _predicate(raw: dict, pointer: str, resolve: _Resolver, depth: int) -> Predi
                                    for i, p in enumerate(raw[op])))
     if "not" in raw:
         return Group("not", (_predicate(raw["not"], f"{pointer}/not", resolve, depth + 1),))
+    if "has" in raw:
+        inner = _predicate(raw["has"], f"{pointer}/has", resolve, depth + 1)
+        if any(isinstance(node, Has) for node in nodes(inner)):
+            raise invalid("HAS_NESTED", "a has condition cannot contain another; name the deepest rows in one",
+                          f"{pointer}/has")
+        if any(isinstance(node, Comparison) and (node.via or node.other_via) for node in nodes(inner)):
+            raise invalid("HAS_SHAPE", "inside has, fields are reached from the rows it looks for: drop via",
+                          f"{pointer}/has")
+        return Has(inner, pointer)
     field = resolve.field(raw["field"], f"{pointer}/field", use="filter")
+    via = resolve.roles(raw, pointer)
     op = raw["op"]
     kind = field.spec.type
     if op in ORDERED_OPS and kind not in NUMERIC | TEMPORAL:
         raise invalid("OPERATOR_TYPE", f"{op} needs a number, date or time field; {field.spec.label!r} is {kind}",
                       f"{pointer}/op")
-    if op == "contains" and kind != "string":
-        raise invalid("OPERATOR_TYPE", f"contains needs a text field; {field.spec.label!r} is {kind}",
+    if op in TEXT_OPS and kind != "string":
+        raise invalid("OPERATOR_TYPE", f"{op} needs a text field; {field.spec.label!r} is {kind}",
                       f"{pointer}/op")
+    if "compare_to" in raw:
+        return _field_comparison(field, via, op, raw["compare_to"], f"{pointer}/compare_to", resolve)
     raw_values = [] if op == "is_null" else raw["values"] if "values" in raw else [raw["value"]]
     values = tuple(_typed_value(v, kind, f"{pointer}/{'values/' + str(i) if 'values' in raw else 'value'}")
                    for i, v in enumerate(raw_values))
-    return Comparison(field, op, values)
+    return Comparison(field, op, values, via)
+
+
+def _field_comparison(field: CatalogField, via, op: str, raw: dict, pointer: str,
+                      resolve: _Resolver) -> Comparison:
+    """`shipped_at > committed_at`: two fields of comparable types (numbers, dates and times, or the same type)."""
+    other = resolve.field(raw["field"], f"{pointer}/field", use="filter")
+
+    def family(kind: str) -> str:
+        return "number" if kind in NUMERIC else "time" if kind in TEMPORAL else kind
+
+    if family(field.spec.type) != family(other.spec.type):
+        raise invalid("OPERATOR_TYPE", f"{field.spec.label!r} ({field.spec.type}) cannot be compared with "
+                                       f"{other.spec.label!r} ({other.spec.type})", f"{pointer}/field")
+    return Comparison(field, op, (), via, other, resolve.roles(raw, pointer))
+
+
+def nodes(predicate: Predicate):
+    """Every node of a predicate tree, depth first."""
+    yield predicate
+    if isinstance(predicate, Group):
+        for item in predicate.items:
+            yield from nodes(item)
+    elif isinstance(predicate, Has):
+        yield from nodes(predicate.predicate)
+
+
+def comparisons(predicate: Predicate):
+    """The comparisons of a predicate tree, in the order they are written."""
+    return (node for node in nodes(predicate) if isinstance(node, Comparison))
 
 
 def _typed_value(value, kind: str, pointer: str):
@@ -396,6 +569,8 @@ def _typed_value(value, kind: str, pointer: str):
     if kind == "string":
         if not isinstance(value, str):
             raise invalid("VALUE_TYPE", "expected text", pointer)
+        if "\x00" in value:  # PostgreSQL cannot hold one; no backend's text should differ on it
+            raise invalid("VALUE_TYPE", "text cannot contain a NUL character", pointer)
         return value
     if kind == "boolean":
         if not isinstance(value, bool):

@@ -1,11 +1,14 @@
 """The metric expression grammar: parsed with Python's own parser, whitelisted.
 
 Expressions use a small, familiar syntax — `sum(quantity * unit_price * (1 - discount))`,
-`count_distinct(order_id)`, `returned_units / units_sold`, `a if x > 0 else b`.
+`count_distinct(order_id)`, `returned_units / units_sold`, `a if x > 0 else b`,
+`sum(revenue, where=promo == 1)`, `status in ('F', 'O')`, `starts_with(type, 'PROMO')`,
+`avg(days_between(ordered_at, shipped_at))`, `sum(quantity * parts.retail_price)`.
 The text is parsed by `ast.parse` and then only a closed set of node types is
-accepted (arithmetic, comparisons, and/or/not, conditional, aggregate calls,
-names, numeric and string literals). Nothing is ever evaluated as Python or
-rendered as SQL text: accepted trees compile to SQLAlchemy expressions.
+accepted (arithmetic, comparisons, membership, and/or/not, conditional, aggregate
+calls with an optional `where=`, a few named functions, names, numeric and string
+literals). Nothing is ever evaluated as Python or rendered as SQL text: accepted
+trees compile to SQLAlchemy expressions.
 """
 
 from __future__ import annotations
@@ -17,7 +20,16 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.sql.elements import ColumnElement
 
+from services.resources.grains import time_bucket
+
 AGGREGATES = ("sum", "count", "count_distinct", "avg", "min", "max")
+# Row-level functions: name → number of arguments. Text matching takes a literal pattern; the
+# date parts and differences are compiled per dialect.
+FUNCTIONS = {"starts_with": 2, "ends_with": 2, "contains": 2, "like": 2, "lower": 1, "upper": 1,
+             "year": 1, "quarter": 1, "month": 1, "day": 1, "date_trunc": 2, "days_between": 2}
+TEXT_MATCHES = ("starts_with", "ends_with", "contains", "like")
+DATE_PARTS = ("year", "quarter", "month", "day")
+TRUNC_GRAINS = ("day", "week", "month", "quarter", "year")
 # Aggregations that give the same answer when a join repeats rows.
 FAN_OUT_SAFE = frozenset({"count_distinct", "min", "max"})
 MAX_EXPRESSION_CHARS = 500
@@ -78,12 +90,26 @@ class Conditional:
 
 
 @dataclass(frozen=True)
+class Membership:
+    operand: Expr
+    values: tuple[Num | Text, ...]
+    negated: bool = False
+
+
+@dataclass(frozen=True)
+class Function:
+    name: str
+    arguments: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
 class Aggregate:
     function: str
     argument: Expr | None  # None: count(*)
+    where: Expr | None = None  # a filtered measure: only rows where this holds are aggregated
 
 
-Expr = Num | Text | Ref | Binary | Negate | Compare | Logical | Conditional | Aggregate
+Expr = Num | Text | Ref | Binary | Negate | Compare | Logical | Conditional | Membership | Function | Aggregate
 
 _BINARY = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 _COMPARE = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
@@ -123,20 +149,54 @@ def _convert(node: ast.AST, dotted: bool) -> Expr:
         return Logical(op, tuple(_convert(v, dotted) for v in node.values))
     if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _COMPARE:
         return Compare(_COMPARE[type(node.ops[0])], _convert(node.left, dotted), _convert(node.comparators[0], dotted))
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.In | ast.NotIn):
+        return _membership(node, dotted, where)
     if isinstance(node, ast.IfExp):
         return Conditional(_convert(node.test, dotted), _convert(node.body, dotted), _convert(node.orelse, dotted))
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in AGGREGATES:
-        if node.keywords:
-            raise ExpressionError(f"{node.func.id}() takes no keyword arguments{where}")
-        if node.func.id == "count" and not node.args:
-            return Aggregate("count", None)
-        if len(node.args) != 1:
-            raise ExpressionError(f"{node.func.id}() takes exactly one argument{where}")
-        return Aggregate(node.func.id, _convert(node.args[0], dotted))
+        return _aggregate(node, dotted, where)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FUNCTIONS:
+        return _function(node, dotted, where)
     if isinstance(node, ast.Call):
         name = repr(node.func.id) if isinstance(node.func, ast.Name) else "(computed)"
-        raise ExpressionError(f"unknown function {name}{where}; allowed: {', '.join(AGGREGATES)}")
+        raise ExpressionError(f"unknown function {name}{where}; allowed: {', '.join((*AGGREGATES, *FUNCTIONS))}")
     raise ExpressionError(f"{type(node).__name__} is not allowed in expressions{where}")
+
+
+def _aggregate(node: ast.Call, dotted: bool, where: str) -> Aggregate:
+    name = node.func.id
+    condition = None
+    for keyword in node.keywords:
+        if keyword.arg != "where" or condition is not None:
+            raise ExpressionError(f"{name}() takes one keyword argument, where={where}")
+        condition = _convert(keyword.value, dotted)
+    if name == "count" and not node.args:
+        return Aggregate("count", None, condition)
+    if len(node.args) != 1:
+        raise ExpressionError(f"{name}() takes exactly one argument{where}")
+    return Aggregate(name, _convert(node.args[0], dotted), condition)
+
+
+def _function(node: ast.Call, dotted: bool, where: str) -> Function:
+    name = node.func.id
+    if node.keywords or len(node.args) != FUNCTIONS[name]:
+        raise ExpressionError(f"{name}() takes {FUNCTIONS[name]} argument{'s' if FUNCTIONS[name] > 1 else ''}{where}")
+    arguments = tuple(_convert(arg, dotted) for arg in node.args)
+    if name in TEXT_MATCHES and not isinstance(arguments[1], Text):
+        raise ExpressionError(f"{name}() matches a quoted text literal{where}")
+    if name == "date_trunc" and not (isinstance(arguments[0], Text) and arguments[0].value in TRUNC_GRAINS):
+        raise ExpressionError(f"date_trunc() takes a grain first: one of {', '.join(TRUNC_GRAINS)}{where}")
+    return Function(name, arguments)
+
+
+def _membership(node: ast.Compare, dotted: bool, where: str) -> Membership:
+    options = node.comparators[0]
+    if not isinstance(options, ast.Tuple | ast.List) or not options.elts:
+        raise ExpressionError(f"'in' takes a list of literals, e.g. status in ('F', 'O'){where}")
+    values = tuple(_convert(item, dotted) for item in options.elts)
+    if not all(isinstance(value, Num | Text) for value in values):
+        raise ExpressionError(f"'in' takes literals only{where}")
+    return Membership(_convert(node.left, dotted), values, isinstance(node.ops[0], ast.NotIn))
 
 
 def walk(expr: Expr):
@@ -155,12 +215,19 @@ def _children(expr: Expr) -> tuple[Expr, ...]:
     if isinstance(expr, Conditional):
         return (expr.condition, expr.then, expr.otherwise)
     if isinstance(expr, Aggregate):
-        return () if expr.argument is None else (expr.argument,)
+        return tuple(part for part in (expr.argument, expr.where) if part is not None)
+    if isinstance(expr, Membership):
+        return (expr.operand, *expr.values)
+    if isinstance(expr, Function):
+        return expr.arguments
     return ()
 
 
-def check_entity_metric(expr: Expr, fields: set[str]) -> None:
-    """An entity metric: every field reference sits inside exactly one aggregate."""
+def check_entity_metric(expr: Expr, fields: set[str], related: Callable[[Ref], None] | None = None) -> None:
+    """An entity metric: every field reference sits inside exactly one aggregate.
+
+    `entity.field` names a field of a related entity; `related` checks it (and raises ExpressionError).
+    """
 
     def visit(node: Expr, inside: bool) -> bool:
         if isinstance(node, Aggregate):
@@ -170,7 +237,12 @@ def check_entity_metric(expr: Expr, fields: set[str]) -> None:
                 visit(child, True)
             return True
         if isinstance(node, Ref):
-            if node.name not in fields:
+            if node.entity is not None:
+                if related is None:
+                    raise ExpressionError(f"{node.entity}.{node.name}: fields of other entities are not "
+                                          "allowed here")
+                related(node)
+            elif node.name not in fields:
                 raise ExpressionError(f"unknown field {node.name!r}")
             if not inside:
                 raise ExpressionError(f"field {node.name!r} is used outside an aggregate")
@@ -186,6 +258,8 @@ def check_derived_metric(expr: Expr, metrics: set[tuple[str, str]]) -> None:
     for node in walk(expr):
         if isinstance(node, Aggregate):
             raise ExpressionError("a derived metric combines metrics; it cannot aggregate fields")
+        if isinstance(node, Function):
+            raise ExpressionError(f"a derived metric combines metrics; {node.name}() belongs in an entity metric")
         if isinstance(node, Ref):
             if node.entity is None or (node.entity, node.name) not in metrics:
                 raise ExpressionError(f"unknown metric {node.entity + '.' if node.entity else ''}{node.name!r}; "
@@ -196,41 +270,110 @@ def aggregates_in(expr: Expr) -> list[Aggregate]:
     return [node for node in walk(expr) if isinstance(node, Aggregate)]
 
 
-def to_sql(expr: Expr, resolve: Callable[[Ref], ColumnElement]) -> ColumnElement:
-    """Compile to SQLAlchemy; `resolve` maps a reference to a column expression."""
-    # Constants come from the reviewed semantic model, never from a draft; rendering
-    # them inline (still escaped by the dialect) lets engines fold them, which
-    # bound parameters prevent (measurably slower on DuckDB).
-    if isinstance(expr, Num):
-        return sa.literal(expr.value, literal_execute=True)
-    if isinstance(expr, Text):
-        return sa.literal(expr.value, sa.String, literal_execute=True)
-    if isinstance(expr, Ref):
-        return resolve(expr)
-    if isinstance(expr, Negate):
-        return -to_sql(expr.operand, resolve)
-    if isinstance(expr, Binary):
-        left, right = to_sql(expr.left, resolve), to_sql(expr.right, resolve)
-        if expr.op == "/":
-            # Always real division, and NULL instead of an error for x / 0.
-            return sa.cast(left, sa.Double) / sa.func.nullif(sa.cast(right, sa.Double), 0)
-        return {"+": left + right, "-": left - right, "*": left * right}[expr.op]
-    if isinstance(expr, Compare):
-        left, right = to_sql(expr.left, resolve), to_sql(expr.right, resolve)
-        return {"==": left == right, "!=": left != right, "<": left < right, "<=": left <= right,
-                ">": left > right, ">=": left >= right}[expr.op]
-    if isinstance(expr, Logical):
-        parts = [to_sql(o, resolve) for o in expr.operands]
-        return {"and": lambda: sa.and_(*parts), "or": lambda: sa.or_(*parts), "not": lambda: sa.not_(parts[0])}[
-            expr.op]()
-    if isinstance(expr, Conditional):
-        return sa.case((to_sql(expr.condition, resolve), to_sql(expr.then, resolve)),
-                       else_=to_sql(expr.otherwise, resolve))
-    if isinstance(expr, Aggregate):
+def to_sql(expr: Expr, resolve: Callable[[Ref], ColumnElement], dialect: str = "") -> ColumnElement:
+    """Compile to SQLAlchemy; `resolve` maps a reference to a column expression. Date functions need
+    the `dialect` (sqlite, postgresql or duckdb)."""
+    return _Compiler(resolve, dialect).sql(expr)
+
+
+class _Compiler:
+    def __init__(self, resolve: Callable[[Ref], ColumnElement], dialect: str) -> None:
+        self.resolve = resolve
+        self.dialect = dialect
+
+    def sql(self, expr: Expr) -> ColumnElement:
+        # Constants come from the reviewed semantic model, never from a draft; rendering
+        # them inline (still escaped by the dialect) lets engines fold them, which
+        # bound parameters prevent (measurably slower on DuckDB).
+        if isinstance(expr, Num):
+            return sa.literal(expr.value, literal_execute=True)
+        if isinstance(expr, Text):
+            return sa.literal(expr.value, sa.String, literal_execute=True)
+        if isinstance(expr, Ref):
+            return self.resolve(expr)
+        if isinstance(expr, Negate):
+            return -self.sql(expr.operand)
+        if isinstance(expr, Binary):
+            left, right = self.sql(expr.left), self.sql(expr.right)
+            if expr.op == "/":
+                # Always real division, and NULL instead of an error for x / 0.
+                return sa.cast(left, sa.Double) / sa.func.nullif(sa.cast(right, sa.Double), 0)
+            return {"+": left + right, "-": left - right, "*": left * right}[expr.op]
+        if isinstance(expr, Compare):
+            left, right = self.sql(expr.left), self.sql(expr.right)
+            return {"==": left == right, "!=": left != right, "<": left < right, "<=": left <= right,
+                    ">": left > right, ">=": left >= right}[expr.op]
+        if isinstance(expr, Logical):
+            parts = [self.sql(o) for o in expr.operands]
+            return {"and": lambda: sa.and_(*parts), "or": lambda: sa.or_(*parts),
+                    "not": lambda: sa.not_(parts[0])}[expr.op]()
+        if isinstance(expr, Conditional):
+            return sa.case((self.sql(expr.condition), self.sql(expr.then)), else_=self.sql(expr.otherwise))
+        if isinstance(expr, Membership):
+            operand = self.sql(expr.operand)
+            values = [value.value for value in expr.values]
+            return operand.not_in(values) if expr.negated else operand.in_(values)
+        if isinstance(expr, Function):
+            return self._function(expr)
+        if isinstance(expr, Aggregate):
+            return self._aggregate(expr)
+        raise TypeError(f"not an expression: {expr!r}")
+
+    def _aggregate(self, expr: Aggregate) -> ColumnElement:
         if expr.argument is None:
+            inner = sa.literal(1, literal_execute=True) if expr.where is not None else None
+        else:
+            inner = self.sql(expr.argument)
+        if expr.where is not None:
+            # Rows that fail the condition become NULL, which every aggregate skips: measures with
+            # different conditions on one entity still share one scan.
+            inner = sa.case((self.sql(expr.where), inner))
+        if inner is None:
             return sa.func.count()
-        inner = to_sql(expr.argument, resolve)
         if expr.function == "count_distinct":
             return sa.func.count(sa.distinct(inner))
         return getattr(sa.func, expr.function)(inner)
-    raise TypeError(f"not an expression: {expr!r}")
+
+    def _function(self, expr: Function) -> ColumnElement:
+        name = expr.name
+        if name in TEXT_MATCHES:
+            column, pattern = self.sql(expr.arguments[0]), expr.arguments[1].value
+            if name == "like":  # the model author's own pattern: % and _ are wildcards
+                return column.like(pattern)
+            # The literal is matched as it is: % and _ in it are escaped, not wildcards.
+            method = {"starts_with": column.startswith, "ends_with": column.endswith, "contains": column.contains}
+            return method[name](pattern, autoescape=True)
+        if name in ("lower", "upper"):
+            return getattr(sa.func, name)(self.sql(expr.arguments[0]))
+        if name in DATE_PARTS:
+            return self._date_part(name, self.sql(expr.arguments[0]))
+        if name == "date_trunc":
+            return self._truncate(expr.arguments[0].value, self.sql(expr.arguments[1]))
+        return self._days_between(self.sql(expr.arguments[0]), self.sql(expr.arguments[1]))
+
+    def _date_part(self, part: str, value: ColumnElement) -> ColumnElement:
+        if self.dialect == "sqlite":
+            if part == "quarter":
+                return (sa.cast(sa.func.strftime("%m", value), sa.Integer) + 2) // 3
+            code = {"year": "%Y", "month": "%m", "day": "%d"}[part]
+            return sa.cast(sa.func.strftime(code, value), sa.Integer)
+        self._need_dialect()
+        return sa.cast(sa.extract(part, value), sa.Integer)
+
+    def _truncate(self, grain: str, value: ColumnElement) -> ColumnElement:
+        self._need_dialect()
+        return time_bucket(value, grain, self.dialect)
+
+    def _days_between(self, start: ColumnElement, end: ColumnElement) -> ColumnElement:
+        """Whole days from `start` to `end` (negative when end is earlier), by calendar day."""
+        if self.dialect == "sqlite":
+            return sa.cast(sa.func.julianday(sa.func.date(end)) - sa.func.julianday(sa.func.date(start)),
+                           sa.Integer)
+        if self.dialect == "postgresql":
+            return sa.cast(end, sa.Date) - sa.cast(start, sa.Date)
+        self._need_dialect()
+        return sa.func.date_diff(sa.literal_column("'day'"), sa.cast(start, sa.Date), sa.cast(end, sa.Date))
+
+    def _need_dialect(self) -> None:
+        if self.dialect not in ("sqlite", "postgresql", "duckdb"):
+            raise ExpressionError(f"date functions are not available on {self.dialect or 'this backend'}")

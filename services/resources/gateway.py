@@ -203,9 +203,11 @@ class Gateway:
         rows, elapsed, query_fingerprint = self.warehouse.fetch_with_fingerprint(plan.statement, plan.row_cap + 1)
         truncated = len(rows) > plan.row_cap
         rows = normalize_rows(rows[:plan.row_cap], [column.type for column in plan.columns])
+        # How many there were in all: when the cap dropped some, or when a top-N may have left some out.
+        counted = truncated or (plan.limited and len(rows) == plan.row_cap)
         interpretation = interpret(draft, plan.columns, row_count=len(rows), truncated=truncated,
-                                   total_rows=self._total_rows(plan.statement) if truncated else None,
-                                   coverage=self._coverage(draft))
+                                   total_rows=self._total_rows(plan.statement) if counted else None,
+                                   coverage=self._coverage(draft), limited=plan.limited)
         result = self.store.pin(session_id, turn_id, plan.columns, rows, truncated)
         shape = "records" if draft.mode == "records" else draft.output
         descriptor = common_pb2.ResourceDescriptor(

@@ -14,7 +14,17 @@ import datetime as dt
 from dataclasses import dataclass
 
 from services.resources.catalog import CatalogField
-from services.resources.draft import TEMPORAL, Comparison, Draft, Group, Predicate
+from services.resources.draft import (
+    TEMPORAL,
+    Comparison,
+    Draft,
+    Group,
+    Has,
+    OutputCondition,
+    Predicate,
+    comparisons,
+    role_words,
+)
 from services.resources.planner import OutputColumn
 from tessera.common.v1 import common_pb2
 
@@ -33,20 +43,27 @@ class Coverage:
 
 
 def interpret(draft: Draft, columns: list[OutputColumn], *, row_count: int, total_rows: int | None,
-              truncated: bool, coverage: Coverage | None) -> common_pb2.Interpretation:
+              truncated: bool, coverage: Coverage | None, limited: bool = False) -> common_pb2.Interpretation:
     by_output = {c.id: c for c in columns}
     if draft.mode == "records":
         measures = [f"{draft.records_entity.spec.label} records"]
         head = f"{measures[0]}: {', '.join(c.label for c in columns)}"
         breakdowns: list[str] = []
     else:
-        measures = [by_output[m.id].label for m in draft.measures]
+        measures = [by_output[m.id].label for m in (*draft.measures, *draft.calculations)]
         breakdowns = [by_output[d.id].label for d in draft.dimensions]
         head = " and ".join(measures) + (f" by {' and '.join(breakdowns)}" if breakdowns else "")
     filters = filter_words(draft.filter) if draft.filter is not None else []
+    if draft.having is not None:
+        filters.append(f"only where {_condition_words(draft.having, by_output)}")
     ordering = _ordering(draft, columns)
     truncation = ""
-    if truncated:
+    if limited:  # the draft asked for its top rows: say how many of how many
+        if total_rows is not None and total_rows > row_count:
+            truncation = f"top {row_count:,} of {total_rows:,}"
+        elif total_rows is None and row_count == draft.limit:
+            truncation = f"top {row_count:,}; more were left out"
+    elif truncated:
         truncation = (f"first {row_count:,} rows of {total_rows:,}" if total_rows is not None
                       else f"first {row_count:,} rows; more were left out")
     covered = _coverage(coverage) if coverage is not None else ""
@@ -95,7 +112,8 @@ def _merge_ranges(items: list[Predicate]) -> list[str]:
 
 
 def _is_bound(predicate: Predicate, ops: tuple[str, ...]) -> bool:
-    return isinstance(predicate, Comparison) and predicate.op in ops and predicate.field.spec.type in TEMPORAL
+    return isinstance(predicate, Comparison) and predicate.op in ops and predicate.field.spec.type in TEMPORAL \
+        and predicate.other is None
 
 
 def _is_midnight(value) -> bool:
@@ -108,13 +126,24 @@ _NUMERIC_OPS = {"gt": "above", "gte": "at least", "lt": "below", "lte": "at most
 
 def _words(predicate: Predicate) -> str:
     if isinstance(predicate, Group):
+        if predicate.op == "not" and isinstance(predicate.items[0], Has):
+            return _has_words(predicate.items[0], "has no")
         inner = [_words(item) for item in predicate.items]
         if predicate.op == "not":
             return f"not ({inner[0]})"
         joined = f" {'and' if predicate.op == 'all' else 'or'} ".join(inner)
         return f"({joined})" if len(inner) > 1 else joined
+    if isinstance(predicate, Has):
+        return _has_words(predicate, "has at least one")
     field, op, values = predicate.field, predicate.op, predicate.values
-    label = field.spec.label
+    label = field.spec.label + role_words(predicate.via)
+    if predicate.other is not None:
+        other = predicate.other.spec.label + role_words(predicate.other_via)
+        words = _TEMPORAL_OPS if field.spec.type in TEMPORAL else _NUMERIC_OPS
+        words = {**words, "eq": "is the same as", "neq": "differs from"}
+        return f"{label} {words[op]} {other}"
+    if op in ("starts_with", "ends_with"):
+        return f"{label} {op.replace('_', 's ', 1)} {_value(field, values[0])}"
     if op == "is_null":
         return f"{label} is missing"
     if op == "eq":
@@ -139,6 +168,37 @@ def _words(predicate: Predicate) -> str:
     return f"{label} {words[op]} {_value(field, values[0])}"
 
 
+def _has_words(has: Has, quantity: str) -> str:
+    first = next(comparisons(has.predicate))
+    return f"{quantity} {first.field.entity_label} where {_words(has.predicate)}"
+
+
+def _condition_words(condition: Group | OutputCondition, by_output: dict[str, OutputColumn]) -> str:
+    """A having condition in words, its numbers in the tested output's own format."""
+    if isinstance(condition, Group):
+        inner = [_condition_words(item, by_output) for item in condition.items]
+        if condition.op == "not":
+            return f"not ({inner[0]})"
+        joined = f" {'and' if condition.op == 'all' else 'or'} ".join(inner)
+        return f"({joined})" if len(inner) > 1 else joined
+    column, values = by_output[condition.output], condition.values
+    style = (column.format or {}).get("style", "")
+    if condition.op == "is_null":
+        return f"{column.label} is missing"
+    if condition.op == "between":
+        return f"{column.label} between {_number(values[0], style)} and {_number(values[1], style)}"
+    words = {**_NUMERIC_OPS, "eq": "is", "neq": "is not"}
+    return f"{column.label} {words[condition.op]} {_number(values[0], style)}"
+
+
+def _number(value: int | float, style: str) -> str:
+    if style == "percent":
+        return f"{value * 100:g}%"
+    if isinstance(value, int) or float(value).is_integer() and abs(value) < 1e15:
+        return f"{int(value):,}"
+    return f"{value:,.6g}"
+
+
 def _value(field: CatalogField, value) -> str:
     """A draft literal as a person reads it: text quoted (it is the model's literal), dates as dates."""
     if isinstance(value, str):
@@ -149,11 +209,7 @@ def _value(field: CatalogField, value) -> str:
     if isinstance(value, dt.date):  # a date, or a date-time (with its time when it has one)
         return readable_date(value)
     style = field.spec.format.style if field.spec.format is not None else ""
-    if style == "percent":
-        return f"{value * 100:g}%"
-    if isinstance(value, int):
-        return f"{value:,}"
-    return f"{value:,.6g}" if abs(value) < 1e15 else f"{value:g}"
+    return _number(value, style)
 
 
 def readable_moment(value: dt.datetime) -> str:

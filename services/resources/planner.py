@@ -11,6 +11,7 @@ No text SQL is built from any input: values are bound parameters.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import grpc
@@ -18,8 +19,22 @@ import sqlalchemy as sa
 from sqlalchemy.sql.elements import ColumnElement
 
 from services.resources import expressions, formats
-from services.resources.catalog import Catalog, CatalogField, CatalogMetric, Edge
-from services.resources.draft import GRAINS, Comparison, Dimension, Draft, Group, Measure, Predicate, invalid
+from services.resources.catalog import Catalog, CatalogField, CatalogMetric, CatalogRelationship, Edge
+from services.resources.draft import (
+    Calculation,
+    Comparison,
+    Dimension,
+    Draft,
+    Group,
+    Has,
+    Measure,
+    OutputCondition,
+    Predicate,
+    comparisons,
+    invalid,
+    role_words,
+)
+from services.resources.grains import time_bucket
 from shared.errors import TesseraError
 
 MAX_CACHED_JOINS = 1024
@@ -42,7 +57,8 @@ class OutputColumn:
 class Plan:
     statement: sa.Select
     columns: list[OutputColumn]
-    row_cap: int
+    row_cap: int  # rows kept at most: the policy cap, or the draft's own (smaller) limit
+    limited: bool = False  # the draft asked for its top rows: more rows are not "left out"
 
 
 @dataclass
@@ -53,8 +69,42 @@ class _Atom:
     home: str
     type: str
     fan_safe: bool
-    build: object  # Callable[[dict[str, sa.FromClause]], ColumnElement]
+    build: object  # Callable[[Callable[[str], sa.FromClause]], ColumnElement]: the alias of an entity → SQL
     additive: bool = False  # a count or a sum: no rows means 0, not unknown
+    reaches: tuple[str, ...] = ()  # other entities whose fields it reads (each row belongs to one of them)
+
+
+@dataclass(frozen=True)
+class _Use:
+    """An entity a draft reaches: for a dimension, a filter or a record field, with its role."""
+
+    entity: str
+    via: tuple[CatalogRelationship, ...]
+    pointer: str
+    is_filter: bool
+    exists: bool = False  # the rows a `has` condition looks for: reached in a subquery, not joined
+
+    @property
+    def role_key(self) -> tuple[str, ...]:
+        return tuple(r.name for r in self.via)
+
+    @property
+    def join_key(self) -> tuple:
+        return self.entity, self.role_key, self.is_filter, self.pointer if self.exists else ""
+
+
+@dataclass(frozen=True)
+class _Join:
+    from_clause: sa.FromClause
+    home: sa.FromClause
+    reached: dict  # (entity, role key) → the alias that path reached
+
+    def at(self, entity: str, via: tuple[CatalogRelationship, ...]) -> sa.FromClause:
+        return self.reached[(entity, tuple(r.name for r in via))]
+
+
+def _path_key(route) -> tuple:
+    return tuple((edge.relationship.name, edge.end) for edge in route)
 
 
 @dataclass
@@ -67,28 +117,6 @@ def output_name(output_id: str) -> sa.sql.quoted_name:
     """An output id as a SQL label, always quoted: ids are the model's words, and any of them may be a
     reserved word of some backend (DuckDB's `at`, say) that SQLAlchemy's dialect does not know to quote."""
     return sa.sql.quoted_name(output_id, quote=True)
-
-
-def time_bucket(column: ColumnElement, grain: str, dialect: str) -> ColumnElement:
-    """Truncate to a grain; weeks start on Monday on every backend."""
-    if grain not in GRAINS:
-        raise ValueError(f"unknown grain {grain!r}")
-    if dialect in ("postgresql", "duckdb"):
-        # The grain is one of six fixed words, rendered inline: PostgreSQL only
-        # accepts `GROUP BY date_trunc(...)` when both sides are the same literal.
-        return sa.func.date_trunc(sa.literal_column(f"'{grain}'"), column)
-    if dialect != "sqlite":
-        raise TesseraError(grpc.StatusCode.FAILED_PRECONDITION, "DIALECT_UNSUPPORTED", f"no time grains for {dialect}")
-    formats = {"hour": "%Y-%m-%d %H:00:00", "day": "%Y-%m-%d 00:00:00", "month": "%Y-%m-01 00:00:00",
-               "year": "%Y-01-01 00:00:00"}
-    if grain in formats:
-        return sa.func.strftime(formats[grain], column, type_=sa.String)
-    if grain == "week":
-        return sa.func.strftime("%Y-%m-%d 00:00:00", column, "-6 days", "weekday 1", type_=sa.String)
-    month = sa.cast(sa.func.strftime("%m", column), sa.Integer)
-    first_month = ((month - 1) // 3) * 3 + 1
-    return (sa.func.strftime("%Y-", column, type_=sa.String)
-            .concat(sa.func.printf("%02d", first_month, type_=sa.String)).concat("-01 00:00:00"))
 
 
 class Planner:
@@ -111,18 +139,18 @@ class Planner:
     # --- measures → atoms -------------------------------------------------
 
     def _metric_atom(self, metric: CatalogMetric) -> _Atom:
-        entity = self.catalog.entities[metric.entity]
-
-        def build(aliases):
-            table = aliases[metric.entity]
-            return expressions.to_sql(metric.expression,
-                                      lambda ref: table.c[entity.fields[ref.name].column.name])
+        def build(alias_of):
+            def resolve(ref):
+                owner = ref.entity or metric.entity
+                return alias_of(owner).c[self.catalog.entities[owner].fields[ref.name].column.name]
+            return expressions.to_sql(metric.expression, resolve, self.dialect)
 
         aggregates = expressions.aggregates_in(metric.expression)
         safe = all(a.function in expressions.FAN_OUT_SAFE for a in aggregates)
         additive = isinstance(metric.expression, expressions.Aggregate) and metric.expression.function in (
             "count", "count_distinct", "sum")
-        return _Atom(f"metric:{metric.id}", metric.entity, metric.spec.type, safe, build, additive)
+        return _Atom(f"metric:{metric.id}", metric.entity, metric.spec.type, safe, build, additive,
+                     self.catalog.related_entities(metric))
 
     def _measure_atoms(self, measure: Measure) -> list[_Atom]:
         if measure.metric is not None and measure.metric.derived:
@@ -133,82 +161,129 @@ class Planner:
         if measure.field is not None:
             fld, agg = measure.field, measure.aggregation
 
-            def build(aliases, fld=fld, agg=agg):
-                column = aliases[fld.entity].c[fld.column.name]
+            def build(alias_of, fld=fld, agg=agg):
+                column = alias_of(fld.entity).c[fld.column.name]
                 return sa.func.count(sa.distinct(column)) if agg == "count_distinct" else getattr(sa.func, agg)(column)
 
             kind = {"count": "integer", "count_distinct": "integer", "avg": "float"}.get(agg, fld.spec.type)
             return [_Atom(f"{agg}:{fld.id}", fld.entity, kind, agg in expressions.FAN_OUT_SAFE, build,
                           agg in ("count", "count_distinct", "sum"))]
         entity = measure.entity
-        return [_Atom(f"count:{entity.id}", entity.name, "integer", False, lambda aliases: sa.func.count(), True)]
+        return [_Atom(f"count:{entity.id}", entity.name, "integer", False, lambda alias_of: sa.func.count(), True)]
 
     def _measure_type(self, measure: Measure, atoms: list[_Atom]) -> str:
         return measure.metric.spec.type if measure.metric is not None else atoms[0].type
 
     # --- joins ------------------------------------------------------------
 
-    def _joined(self, home: str, context: list[tuple[str, str, bool]], fan_safe: bool, what: str):
-        """FROM clause rooted at `home` reaching every context entity; refuse fan-out.
+    def _joined(self, home: str, uses: list[_Use], fan_safe: bool, what: str) -> _Join:
+        """FROM clause rooted at `home` reaching every entity the draft uses; refuse fan-out.
 
-        A join depends only on its root, the entities it must reach and the fan-out rule,
-        so each accepted one is built once and reused (its parts are immutable).
+        A join depends only on its root, the entities it must reach (with their roles) and the
+        fan-out rule, so each accepted one is built once and reused (its parts are immutable).
         """
-        key = (home, tuple((entity, is_filter) for entity, _, is_filter in context), fan_safe)
+        key = (home, tuple(use.join_key for use in uses), fan_safe)
         cached = self._joins.get(key)
         if cached is not None:
             return cached
-        result = self._build_join(home, context, fan_safe, what)
+        result = self._build_join(home, uses, fan_safe, what)
         if len(self._joins) >= MAX_CACHED_JOINS:  # bounded: distinct joins are few in practice
             self._joins.clear()
         self._joins[key] = result
         return result
 
-    def _build_join(self, home: str, context: list[tuple[str, str, bool]], fan_safe: bool, what: str):
-        aliases: dict[str, sa.FromClause] = {home: self._alias(home, "t0")}
-        joined = aliases[home]
-        for entity_name, pointer, is_filter in context:
-            if entity_name in aliases and not is_filter:
-                continue
-            route: list[Edge] | None = self.catalog.path(home, entity_name)
-            if route is None:
-                raise invalid("NO_JOIN_PATH", f"{self._label(entity_name)} is not related to "
-                                              f"{self._label(home)}", pointer)
+    def _build_join(self, home: str, uses: list[_Use], fan_safe: bool, what: str) -> _Join:
+        # Aliases are keyed by the path that reached them, not by entity: a nation reached
+        # through the customer and one reached through the supplier are two different rows.
+        by_path: dict[tuple, sa.FromClause] = {(): self._alias(home, "t0")}
+        joined = by_path[()]
+        reached: dict[tuple[str, tuple], sa.FromClause] = {}
+        for use in uses:
+            route = self._route(home, use)
+            if use.exists:
+                # Join the part of the path each record has one of; the rest is the semi-join's.
+                cut = next((i for i, edge in enumerate(route) if not edge.safe), None)
+                if cut is None:
+                    raise invalid("HAS_NOT_MANY", f"each {self._label(home)} has at most one "
+                                                  f"{self._label(use.entity)}: filter on it without has",
+                                  f"{use.pointer}/has")
+                route, rest = route[:cut], route[cut:]
             unsafe = [edge for edge in route if not edge.safe]
-            if unsafe and is_filter:
+            if unsafe and use.is_filter:
                 # "where <many-side field> …" would test each joined row, not the record as a
                 # whole (a negation would then mean "some row differs"): refuse rather than mislead.
                 edge = unsafe[0]
                 raise TesseraError(
                     grpc.StatusCode.INVALID_ARGUMENT, "FILTER_THROUGH_FAN_OUT",
-                    f"a filter on {self._label(entity_name)} cannot apply to {self._label(home)} records, which "
+                    f"a filter on {self._label(use.entity)} cannot apply to {self._label(home)} records, which "
                     f"have many of them through '{edge.relationship.spec.label}'; filter on "
-                    f"{self._label(home)} or on entities it belongs to (at {pointer})",
-                    {"path": pointer, "relationship": edge.relationship.id})
+                    f"{self._label(home)} or on entities it belongs to (at {use.pointer})",
+                    {"path": use.pointer, "relationship": edge.relationship.id})
             if unsafe and not fan_safe:
                 edge = unsafe[0]
                 raise TesseraError(
                     grpc.StatusCode.INVALID_ARGUMENT, "FAN_OUT",
-                    f"{what} is counted per {self._label(home)}; joining it to {self._label(entity_name)} "
+                    f"{what} is counted per {self._label(home)}; joining it to {self._label(use.entity)} "
                     f"through '{edge.relationship.spec.label}' would repeat rows and inflate it. Use a metric "
-                    f"defined on {self._label(edge.end)}, or a count_distinct measure (at {pointer})",
-                    {"path": pointer, "relationship": edge.relationship.id})
-            for edge in route:
-                if edge.end in aliases:
+                    f"defined on {self._label(edge.end)}, or a count_distinct measure (at {use.pointer})",
+                    {"path": use.pointer, "relationship": edge.relationship.id})
+            for depth, edge in enumerate(route, start=1):
+                step = _path_key(route[:depth])
+                if step in by_path:
                     continue
-                start, end_entity = aliases[edge.start], self.catalog.entities[edge.end]
-                end = self._alias(edge.end, f"t{len(aliases)}")
+                start = by_path[_path_key(route[:depth - 1])]
+                end_entity = self.catalog.entities[edge.end]
+                end = self._alias(edge.end, f"t{len(by_path)}")
                 start_col = start.c[self.catalog.entities[edge.start].fields[edge.start_field].column.name]
                 end_col = end.c[end_entity.fields[edge.end_field].column.name]
                 joined = joined.outerjoin(end, start_col == end_col)
-                aliases[edge.end] = end
-        return joined, aliases
+                by_path[step] = end
+            if use.exists:
+                reached[("has", use.pointer)] = (by_path[_path_key(route)], rest)
+            else:
+                reached[(use.entity, use.role_key)] = by_path[_path_key(route)]
+        return _Join(joined, by_path[()], reached)
 
-    def _atom_sql(self, atom: _Atom, home_alias: sa.FromClause) -> ColumnElement:
-        """An atom's aggregate over its (cached) home alias; built once, reused by every plan."""
-        key = (atom.key, home_alias.name)
+    def _route(self, home: str, use: _Use) -> tuple[Edge, ...]:
+        """The one path from `home` to the entity a field belongs to; several without a role → refuse."""
+        if use.via:
+            routes = self.catalog.routes_through(home, use.entity, use.via)
+            if not routes:
+                roles = ", ".join(f"'{r.spec.label}'" for r in use.via)
+                raise invalid("ROLE_NOT_ON_PATH", f"{roles} does not lead from {self._label(home)} to "
+                                                  f"{self._label(use.entity)}", f"{use.pointer}/via")
+        else:
+            routes = self.catalog.routes(home, use.entity)
+            if not routes:
+                raise invalid("NO_JOIN_PATH", f"{self._label(use.entity)} is not related to "
+                                              f"{self._label(home)}", use.pointer)
+        if len(routes) > 1:
+            raise self._ambiguous(home, use, routes)
+        return routes[0]
+
+    def _ambiguous(self, home: str, use: _Use, routes: list[tuple[Edge, ...]]) -> TesseraError:
+        """AMBIGUOUS_PATH, listing each path by the relationship (role) that tells it apart."""
+        roles = []
+        for route in routes:
+            others = [{e.relationship.name for e in other} for other in routes if other is not route]
+            telling = [e.relationship for e in route if all(e.relationship.name not in o for o in others)]
+            chosen = telling[-1:] or [e.relationship for e in route]  # the step nearest the field reads best
+            roles.append(chosen)
+        listed = " or ".join(" then ".join(f"'{r.spec.label}' ({r.id})" for r in role) for role in roles)
+        return invalid(
+            "AMBIGUOUS_PATH",
+            f"{self._label(use.entity)} is reached from {self._label(home)} in {len(routes)} ways, each meaning "
+            f"something else: {listed}; name one with via", use.pointer,
+            roles=",".join("+".join(r.id for r in role) for role in roles))
+
+    def _atom_sql(self, atom: _Atom, joined: _Join) -> ColumnElement:
+        """An atom's aggregate over its (cached) aliases; built once per set of aliases, reused by every plan."""
+        def alias_of(entity: str) -> sa.FromClause:
+            return joined.home if entity == atom.home else joined.at(entity, ())
+
+        key = (atom.key, joined.home.name, *(alias_of(entity).name for entity in atom.reaches))
         if key not in self._atom_cache:
-            self._atom_cache[key] = atom.build({atom.home: home_alias})
+            self._atom_cache[key] = atom.build(alias_of)
         return self._atom_cache[key]
 
     def _label(self, entity: str) -> str:
@@ -216,41 +291,94 @@ class Planner:
 
     # --- expressions over aliases -------------------------------------------
 
-    def _column(self, fld: CatalogField, aliases) -> ColumnElement:
-        return aliases[fld.entity].c[fld.column.name]
+    def _column(self, fld: CatalogField, via, joined: _Join) -> ColumnElement:
+        return joined.at(fld.entity, via).c[fld.column.name]
 
-    def _dimension_sql(self, dimension: Dimension, aliases) -> ColumnElement:
-        column = self._column(dimension.field, aliases)
+    def _dimension_sql(self, dimension: Dimension, joined: _Join) -> ColumnElement:
+        column = self._column(dimension.field, dimension.via, joined)
         if not dimension.grain:
             return column
-        key = (dimension.field.id, dimension.grain, aliases[dimension.field.entity].name)
+        key = (dimension.field.id, dimension.grain, joined.at(dimension.field.entity, dimension.via).name)
         if key not in self._buckets:
             self._buckets[key] = time_bucket(column, dimension.grain, self.dialect)
         return self._buckets[key]
 
-    def _predicate_sql(self, predicate: Predicate, aliases) -> ColumnElement:
+    def _predicate_sql(self, predicate: Predicate, joined: _Join) -> ColumnElement:
         if isinstance(predicate, Group):
-            parts = [self._predicate_sql(p, aliases) for p in predicate.items]
+            parts = [self._predicate_sql(p, joined) for p in predicate.items]
             return sa.and_(*parts) if predicate.op == "all" else sa.or_(*parts) if predicate.op == "any" \
                 else sa.not_(parts[0])
-        column = self._column(predicate.field, aliases)
+        if isinstance(predicate, Has):
+            return self._exists_sql(predicate, joined)
+        column = self._column(predicate.field, predicate.via, joined)
         values, op = predicate.values, predicate.op
+        if predicate.other is not None:
+            values = (self._column(predicate.other, predicate.other_via, joined),)
         if op == "is_null":
             return column.is_(None)
         if op == "in":
             return column.in_(values)
         if op == "between":
             return column.between(values[0], values[1])
-        if op == "contains":
-            return sa.func.lower(column).contains(values[0].lower(), autoescape=True)
+        if op in ("contains", "starts_with", "ends_with"):
+            # Case-insensitive, and the value's % and _ are characters, not wildcards.
+            method = {"contains": "contains", "starts_with": "startswith", "ends_with": "endswith"}[op]
+            return getattr(sa.func.lower(column), method)(values[0].lower(), autoescape=True)
         return {"eq": column == values[0], "neq": column != values[0], "gt": column > values[0],
                 "gte": column >= values[0], "lt": column < values[0], "lte": column <= values[0]}[op]
 
-    def _filter_entities(self, predicate: Predicate | None, pointer: str = "/filter") -> list[tuple[str, str, bool]]:
+    def _exists_sql(self, has: Has, joined: _Join) -> ColumnElement:
+        """EXISTS over the rows a record has many of, correlated with the record's part of the path.
+
+        Inside the subquery rows may repeat freely: existence does not count them.
+        """
+        anchor, rest = joined.reached[("has", has.pointer)]
+        tag = "h" + re.sub(r"\W", "_", has.pointer) + "_"  # unique per has, and the same on every replica
+        chain = [self._alias(edge.end, f"{tag}{i}") for i, edge in enumerate(rest)]
+        from_clause = chain[0]
+        for i, edge in enumerate(rest[1:], start=1):
+            from_clause = from_clause.join(chain[i], self._key(chain[i - 1], edge.start, edge.start_field) ==
+                                           self._key(chain[i], edge.end, edge.end_field))
+        first = rest[0]
+        correlation = self._key(anchor, first.start, first.start_field) == self._key(chain[0], first.end,
+                                                                                    first.end_field)
+        # Fields inside may also belong to what the sought rows belong to (an order's customer, say).
+        sought = rest[-1].end
+        reached = {(sought, ()): chain[-1]}
+        inside = {n.field.entity for n in comparisons(has.predicate)}
+        inside |= {n.other.entity for n in comparisons(has.predicate) if n.other is not None}
+        for entity in sorted(inside - {sought}):
+            routes = self.catalog.routes(sought, entity)
+            if len(routes) != 1 or not all(edge.safe for edge in routes[0]):
+                raise invalid("HAS_SHAPE", f"inside has, every field must belong to {self._label(sought)} or to "
+                                           f"what each of them belongs to; {self._label(entity)} is not",
+                              f"{has.pointer}/has")
+            alias = chain[-1]
+            for edge in routes[0]:
+                end = self._alias(edge.end, f"{tag}{len(chain) + len(reached)}")
+                from_clause = from_clause.join(end, self._key(alias, edge.start, edge.start_field) ==
+                                               self._key(end, edge.end, edge.end_field))
+                alias = end
+            reached[(entity, ())] = alias
+        inner = _Join(from_clause, chain[-1], reached)
+        return sa.exists(sa.select(sa.literal(1)).select_from(from_clause)
+                         .where(correlation, self._predicate_sql(has.predicate, inner)))
+
+    def _key(self, alias: sa.FromClause, entity: str, field_name: str) -> ColumnElement:
+        return alias.c[self.catalog.entities[entity].fields[field_name].column.name]
+
+    def _filter_entities(self, predicate: Predicate | None, pointer: str = "/filter") -> list[_Use]:
         if predicate is None:
             return []
+        if isinstance(predicate, Has):
+            # The sought rows are those of the first field inside; the rest hang off them.
+            first = next(comparisons(predicate.predicate))
+            return [_Use(first.field.entity, (), predicate.pointer, True, exists=True)]
         if isinstance(predicate, Comparison):
-            return [(predicate.field.entity, pointer, True)]
+            uses = [_Use(predicate.field.entity, predicate.via, pointer, True)]
+            if predicate.other is not None:
+                uses.append(_Use(predicate.other.entity, predicate.other_via, f"{pointer}/compare_to", True))
+            return uses
         found = []
         for i, item in enumerate(predicate.items):
             found += self._filter_entities(item, f"{pointer}/{predicate.op}" + ("" if predicate.op == "not"
@@ -260,6 +388,9 @@ class Planner:
     # --- plans ------------------------------------------------------------
 
     def plan(self, draft: Draft, row_cap: int) -> Plan:
+        if draft.limit is not None and draft.limit > row_cap:
+            raise invalid("LIMIT_OVER_CAP", f"at most {row_cap:,} rows can be kept (the row cap); ask for fewer",
+                          "/limit", max=str(row_cap))
         if draft.mode == "records":
             return self._records(draft, row_cap)
         return self._aggregate(draft, row_cap)
@@ -273,7 +404,7 @@ class Planner:
                 if atom.key not in atom_index:
                     atom_index[atom.key] = len(atom_index)
                     groups.setdefault(atom.home, _GroupQuery(atom.home)).atoms.append(atom)
-        context = [(d.field.entity, f"/dimensions/{i}", False) for i, d in enumerate(draft.dimensions)]
+        context = [_Use(d.field.entity, d.via, f"/dimensions/{i}", False) for i, d in enumerate(draft.dimensions)]
         context += self._filter_entities(draft.filter)
         atoms_by_key = {a.key: a for g in groups.values() for a in g.atoms}
 
@@ -281,19 +412,21 @@ class Planner:
         for group in groups.values():
             fan_safe = all(a.fan_safe for a in group.atoms)
             measure_names = ", ".join(m.id for m, atoms in measure_atoms if any(a.home == group.home for a in atoms))
-            joined, aliases = self._joined(group.home, context, fan_safe, f"measure {measure_names!r}")
-            dim_exprs = [self._dimension_sql(d, aliases) for d in draft.dimensions]
+            # The entities the group's metrics read fields of are joined like a breakdown would be.
+            reads = [_Use(entity, (), "/measures", False) for atom in group.atoms for entity in atom.reaches]
+            joined = self._joined(group.home, context + reads, fan_safe, f"measure {measure_names!r}")
+            dim_exprs = [self._dimension_sql(d, joined) for d in draft.dimensions]
             dims = [expr.label(f"d{i}") for i, expr in enumerate(dim_exprs)]
             cols = []
             for key, index in atom_index.items():
                 atom = atoms_by_key[key]
                 if atom.home == group.home:
-                    cols.append(self._atom_sql(atom, aliases[group.home]).label(f"a{index}"))
+                    cols.append(self._atom_sql(atom, joined).label(f"a{index}"))
                 else:
                     cols.append(sa.cast(sa.null(), _SA_TYPES[atom.type]).label(f"a{index}"))
-            select = sa.select(*dims, *cols).select_from(joined)
+            select = sa.select(*dims, *cols).select_from(joined.from_clause)
             if draft.filter is not None:
-                select = select.where(self._predicate_sql(draft.filter, aliases))
+                select = select.where(self._predicate_sql(draft.filter, joined))
             if dims:
                 select = select.group_by(*dim_exprs)
             selects.append(select)
@@ -305,7 +438,8 @@ class Planner:
             inner = selects[0].subquery("g")
             statement = sa.select(
                 *[inner.c[f"d{i}"].label(output_name(d.id)) for i, d in enumerate(draft.dimensions)],
-                *[inner.c[f"a{atom_index[atoms[0].key]}"].label(output_name(m.id)) for m, atoms in measure_atoms])
+                *[self._zero_if_none(inner.c[f"a{atom_index[atoms[0].key]}"], atoms[0]).label(output_name(m.id))
+                  for m, atoms in measure_atoms])
         else:
             union = sa.union_all(*selects).subquery("u")
             dims = [union.c[f"d{i}"].label(output_name(d.id)) for i, d in enumerate(draft.dimensions)]
@@ -314,15 +448,75 @@ class Planner:
             statement = sa.select(*dims, *measures)
             if dims:
                 statement = statement.group_by(*[union.c[f"d{i}"] for i in range(len(draft.dimensions))])
+        statement = self._post_aggregation(statement, draft)
         for column in statement.selected_columns:
             outputs[column.name] = column
-        statement = self._order(statement, draft, outputs).limit(row_cap + 1)
+        keep = draft.limit or row_cap
+        statement = self._order(statement, draft, outputs).limit(keep if draft.limit else keep + 1)
         columns = [self._dimension_output(d) for d in draft.dimensions]
         columns += [OutputColumn(m.id, self._measure_label(m), self._measure_type(m, atoms), "measure",
                                  self._measure_semantic_id(m), formats.of_measure(m, self._measure_type(m, atoms)),
                                  additive=self._adds_up(m))
                     for m, atoms in measure_atoms]
-        return Plan(statement, columns, row_cap)
+        columns += [self._calculation_output(c, columns) for c in draft.calculations]
+        return Plan(statement, columns, keep, limited=draft.limit is not None)
+
+    @staticmethod
+    def _zero_if_none(value: ColumnElement, atom: _Atom) -> ColumnElement:
+        """A count or a sum over no rows is 0 on every plan (the combined plan gives 0 for a group too)."""
+        return sa.func.coalesce(value, 0) if atom.additive else value
+
+    # --- after aggregation: calculations, having ---------------------------
+
+    def _post_aggregation(self, statement: sa.Select, draft: Draft) -> sa.Select:
+        """Shares and ranks over the aggregated rows, then the having conditions (which may test them).
+
+        Each step wraps the previous one: a window function cannot sit in the WHERE of its own SELECT.
+        Shares and ranks are of all groups, before having and the limit drop any.
+        """
+        if draft.calculations:
+            base = statement.subquery("r")
+            statement = sa.select(*base.c, *[self._calculation_sql(c, base).label(output_name(c.id))
+                                             for c in draft.calculations])
+        if draft.having is not None:
+            base = statement.subquery("h")
+            statement = sa.select(*base.c).where(self._having_sql(draft.having, base))
+        return statement
+
+    @staticmethod
+    def _calculation_sql(calculation: Calculation, base: sa.Subquery) -> ColumnElement:
+        value = base.c[calculation.of]
+        partition = [base.c[name] for name in calculation.within] or None
+        if calculation.kind == "share_of_total":
+            real = sa.cast(value, sa.Double)
+            return real / sa.func.nullif(sa.func.sum(real).over(partition_by=partition), 0)
+        order = (value.desc() if calculation.descending else value.asc()).nulls_last()
+        return sa.func.rank().over(partition_by=partition, order_by=order)
+
+    def _having_sql(self, condition: Group | OutputCondition, base: sa.Subquery) -> ColumnElement:
+        if isinstance(condition, Group):
+            parts = [self._having_sql(item, base) for item in condition.items]
+            return sa.and_(*parts) if condition.op == "all" else sa.or_(*parts) if condition.op == "any" \
+                else sa.not_(parts[0])
+        column, values = base.c[condition.output], condition.values
+        if condition.op == "is_null":
+            return column.is_(None)
+        if condition.op == "between":
+            return column.between(values[0], values[1])
+        return {"eq": column == values[0], "neq": column != values[0], "gt": column > values[0],
+                "gte": column >= values[0], "lt": column < values[0], "lte": column <= values[0]}[condition.op]
+
+    def _calculation_output(self, calculation: Calculation, columns: list[OutputColumn]) -> OutputColumn:
+        source = next(c for c in columns if c.id == calculation.of)
+        within = [c.label for name in calculation.within for c in columns if c.id == name]
+        per = f" within each {' and '.join(within)}" if within else ""
+        if calculation.kind == "share_of_total":
+            # Shares of one total add up (a chart's "Other" is their sum); across partitions they do not.
+            return OutputColumn(calculation.id, f"Share of {source.label}{per}", "float", "measure",
+                                source.semantic_id, {"style": "percent", "decimals": 1}, additive=not within)
+        order = "highest" if calculation.descending else "lowest"
+        return OutputColumn(calculation.id, f"Rank by {source.label} ({order} first){per}", "integer", "measure",
+                            source.semantic_id, {"style": "integer"})
 
     def _combine(self, measure: Measure, atoms: list[_Atom], union, atom_index) -> ColumnElement:
         if measure.metric is not None and measure.metric.derived:
@@ -352,23 +546,25 @@ class Planner:
 
     def _records(self, draft: Draft, row_cap: int) -> Plan:
         home = draft.records_entity.name
-        context = [(f.field.entity, f"/fields/{i}", False) for i, f in enumerate(draft.record_fields)]
+        context = [_Use(f.field.entity, f.via, f"/fields/{i}", False) for i, f in enumerate(draft.record_fields)]
         context += self._filter_entities(draft.filter)
-        joined, aliases = self._joined(home, context, False, f"each {self._label(home)} record")
-        selected = [self._column(f.field, aliases).label(output_name(f.id)) for f in draft.record_fields]
-        statement = sa.select(*selected).select_from(joined)
+        joined = self._joined(home, context, False, f"each {self._label(home)} record")
+        selected = [self._column(f.field, f.via, joined).label(output_name(f.id)) for f in draft.record_fields]
+        statement = sa.select(*selected).select_from(joined.from_clause)
         if draft.filter is not None:
-            statement = statement.where(self._predicate_sql(draft.filter, aliases))
+            statement = statement.where(self._predicate_sql(draft.filter, joined))
         outputs = {c.name: c for c in statement.selected_columns}
         statement = self._order(statement, draft, outputs)
-        primary = aliases[home].c[self.catalog.entities[home].primary_key.column.name]
-        statement = statement.order_by(primary.asc()).limit(row_cap + 1)
-        columns = [OutputColumn(f.id, f.field.spec.label, f.field.spec.type, "attribute", f.field.id,
-                                formats.of_dimension(f.field, None)) for f in draft.record_fields]
-        return Plan(statement, columns, row_cap)
+        primary = joined.home.c[self.catalog.entities[home].primary_key.column.name]
+        keep = draft.limit or row_cap
+        statement = statement.order_by(primary.asc()).limit(keep if draft.limit else keep + 1)
+        columns = [OutputColumn(f.id, f.field.spec.label + role_words(f.via), f.field.spec.type, "attribute",
+                                f.field.id, formats.of_dimension(f.field, None)) for f in draft.record_fields]
+        return Plan(statement, columns, keep, limited=draft.limit is not None)
 
     def _dimension_output(self, dimension: Dimension) -> OutputColumn:
-        label = dimension.field.spec.label + (f" ({dimension.grain})" if dimension.grain else "")
+        label = dimension.field.spec.label + role_words(dimension.via) + \
+            (f" ({dimension.grain})" if dimension.grain else "")
         return OutputColumn(dimension.id, label, dimension.field.spec.type, "time" if dimension.grain else
                             "dimension", dimension.field.id, formats.of_dimension(dimension.field, dimension.grain))
 

@@ -170,6 +170,35 @@ def load_semantic_model(path: Path) -> SemanticModel:
     return model
 
 
+def _related_field(model: SemanticModel, ref: expressions.Ref) -> None:
+    """`entity.field` inside an entity metric: the entity and its field must exist (the catalog then
+    checks that exactly one path leads there and that it cannot repeat rows)."""
+    if ref.entity not in model.entities:
+        raise expressions.ExpressionError(f"unknown entity {ref.entity!r} in {ref.entity}.{ref.name}")
+    if ref.name not in model.entities[ref.entity].fields:
+        raise expressions.ExpressionError(f"{ref.name!r} is not a field of {ref.entity}")
+
+
+def _mapping_collisions(model: SemanticModel) -> list[str]:
+    """One entity per table and one field per column: a second mapping of either is a mistake
+    (to reach one table in two roles, declare one entity and two relationships)."""
+    problems: list[str] = []
+    tables: dict[str, str] = {}
+    for entity_name, entity in model.entities.items():
+        first = tables.setdefault(entity.table, entity_name)
+        if first != entity_name:
+            problems.append(f"entities.{entity_name}.table: table {entity.table!r} is already mapped by entities."
+                            f"{first}; declare it once and name its roles with relationships")
+        columns: dict[str, str] = {}
+        for field_name, spec in entity.fields.items():
+            column = spec.column or field_name
+            first_field = columns.setdefault(column, field_name)
+            if first_field != field_name:
+                problems.append(f"entities.{entity_name}.fields.{field_name}.column: column {column!r} is already "
+                                f"mapped by fields.{first_field}")
+    return problems
+
+
 def _cross_check(model: SemanticModel) -> list[str]:
     """References between parts of the model, names, and metric expressions."""
     problems: list[str] = []
@@ -190,14 +219,25 @@ def _cross_check(model: SemanticModel) -> list[str]:
                                     f"type {item.type}")
         for metric_name, metric in entity.metrics.items():
             try:
-                expressions.check_entity_metric(expressions.parse(metric.expression), set(entity.fields))
+                expressions.check_entity_metric(expressions.parse(metric.expression, dotted_refs=True),
+                                                set(entity.fields), lambda ref: _related_field(model, ref))
             except expressions.ExpressionError as exc:
                 problems.append(f"{where}.metrics.{metric_name}.expression: {exc}")
         overlap = set(entity.fields) & set(entity.metrics)
         if overlap:
             problems.append(f"{where}: {sorted(overlap)[0]!r} is both a field and a metric")
+    problems += _mapping_collisions(model)
+    labels: dict[str, str] = {}
     for rel_name, rel in model.relationships.items():
         where = f"relationships.{rel_name}"
+        if not _NAME.match(rel_name):
+            problems.append(f"{where}: name {rel_name!r} must be lower_snake_case (a-z, 0-9, _)")
+        # A relationship is a role (how one entity is reached from another): refusals and captions name
+        # it by its label, so two roles with one label could not be told apart.
+        other = labels.setdefault(rel.label.casefold(), rel_name)
+        if other != rel_name:
+            problems.append(f"{where}.label: {rel.label!r} is also the label of relationships.{other}; each "
+                            "relationship is a role and needs a label of its own")
         for side, entity_name, field_name in (("from", rel.from_entity, rel.from_field),
                                               ("to", rel.to_entity, rel.to_field)):
             if entity_name not in model.entities:

@@ -159,7 +159,11 @@ def test_rpc_errors_carry_reasons_and_paths(as_agent):
     fresh = resources_pb2.TurnRef(session_id="sess-rpc", turn_id="turn-fresh")
     context = as_agent("InspectContext", resources_pb2.InspectContextRequest(turn=fresh))
     schema = json.loads(context.draft_schema_json)
-    assert schema["$schema"] == "http://json-schema.org/draft-07/schema#" and "limit" not in context.draft_schema_json
+    assert schema["$schema"] == "http://json-schema.org/draft-07/schema#"
+    # A draft may narrow its rows (top-N), never widen them: its limit is bounded, and the row cap still holds.
+    for mode in ("aggregate", "records"):
+        assert schema["definitions"][mode]["properties"]["limit"] == {"type": "integer", "minimum": 1,
+                                                                      "maximum": 20_000}
     assert context.probes_remaining == 2 and context.dataset_label == "Retail demo"
     with pytest.raises(grpc.RpcError) as refused:
         as_agent("Analyze", resources_pb2.AnalyzeRequest(turn=TURN, draft_json='{"mode": "aggregate"}',

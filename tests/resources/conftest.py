@@ -8,6 +8,7 @@ answers at 127.0.0.1:5432.
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -17,6 +18,7 @@ from cli.seed import READER_ROLE, seed
 from services.resources.config import ResourcesSettings
 from services.resources.gateway import Gateway
 from shared.config import load_settings
+from tests.fixtures import supply_warehouse
 from tests.fixtures.postgres import postgres_database
 
 SCALE = 5_000
@@ -104,6 +106,9 @@ class Session:
     def metric(self, entity: str, name: str) -> str:
         return self.gateway.catalog.entities[entity].metrics[name].id
 
+    def relationship(self, name: str) -> str:
+        return self.gateway.catalog.relationships[name].id
+
     def entity(self, name: str) -> str:
         return self.gateway.catalog.entities[name].id
 
@@ -116,3 +121,47 @@ class Session:
 @pytest.fixture
 def session(gateway) -> Session:
     return Session(gateway)
+
+
+SUPPLY_MODEL = Path(__file__).parent / "models" / "supply.yaml"
+
+
+@pytest.fixture(scope="session")
+def supply_warehouse_url(seeded, warehouse, tmp_path_factory) -> tuple[str, str]:
+    """The second, normalised schema (orders, lines, parts, suppliers, customers, nations): URLs for its
+    owner and for the gateway.
+
+    On PostgreSQL it lives in the retail warehouse's database under its own table names (read through
+    the same read-only role); SQLite and DuckDB get a file of their own, since DuckDB refuses a second
+    in-process connection to a file the retail gateway holds open read-only.
+    """
+    if seeded.startswith("postgresql"):
+        supply_warehouse.build(seeded)
+        return seeded, warehouse
+    backend = seeded.split(":", 1)[0]
+    url = f"{backend}:///{tmp_path_factory.mktemp('wh-supply') / f'supply.{backend}'}"
+    supply_warehouse.build(url)
+    return url, url
+
+
+@pytest.fixture(scope="session")
+def supply_gateway(supply_warehouse_url, cert_dir, tmp_path_factory) -> Gateway:
+    built = make_gateway(supply_warehouse_url[1], cert_dir, tmp_path_factory.mktemp("supply-store"),
+                         semantic_model=SUPPLY_MODEL)
+    yield built
+    built.close()
+
+
+@pytest.fixture(scope="session")
+def supply_raw(supply_warehouse_url, supply_gateway):
+    """An independent read connection to the supply warehouse, for expected values (after the gateway
+    opened it: DuckDB then allows a second read-only connection)."""
+    url = supply_warehouse_url[0]
+    engine = sa.create_engine(url, connect_args={"read_only": True} if url.startswith("duckdb") else {})
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def supply(supply_gateway) -> Session:
+    return Session(supply_gateway)

@@ -59,6 +59,17 @@ def _broken(tmp_path: Path, old: str, new: str) -> Path:
     ("format: {style: percent, decimals: 1}}", "format: {style: percent, grain: month}}",
      "entities.order_items.fields.discount.format: Value error, grain goes with style date only"),
     ("time_field: ordered_at", "time_field: channel", "entities.orders.time_field: 'channel' is not one of its date"),
+    # An entity declared twice over one table, or two fields over one column: refused in one line (issue #16;
+    # the table case used to end in a raw SQLAlchemy traceback when the tables were bound).
+    ("    table: customers\n", "    table: regions\n",
+     "entities.customers.table: table 'regions' is already mapped by entities.regions; declare it once"),
+    ("email: {type: string, label: Customer email,", "email: {column: name, type: string, label: Customer email,",
+     "entities.customers.fields.email.column: column 'name' is already mapped by fields.name"),
+    # Two roles with one label could not be told apart in a refusal or a caption.
+    ("label: Customer who opened the ticket}", "label: Customer who placed the order}",
+     "relationships.ticket_customer.label: 'Customer who placed the order' is also the label of "
+     "relationships.order_customer"),
+    ("  customer_region:\n", "  CustomerRegion:\n", "relationships.CustomerRegion: name 'CustomerRegion' must be"),
 ])
 def test_errors_name_the_file_and_the_key(tmp_path, old, new, expected):
     path = _broken(tmp_path, old, new)
@@ -76,9 +87,13 @@ def test_missing_file(tmp_path):
 @pytest.mark.parametrize("text", [
     "sum(quantity) + 1", "count()", "count_distinct(order_id)", "avg(price) if 1 > 0 else 0",
     "sum(1 if status == 'cancelled' else 0)", "-min(x) / max(y)", "sum(a) >= 2 and not sum(b) < 1",
+    "sum(revenue, where=promo == 1)", "count(where=status in ('F', 'O'))", "count(where=status not in ('F',))",
+    "count(where=starts_with(kind, 'PROMO') or ends_with(kind, 'BRASS'))", "count(where=like(box, 'LG%'))",
+    "avg(days_between(ordered_at, shipped_at))", "count_distinct(date_trunc('month', ordered_at))",
+    "count(where=year(d) == 2024 and quarter(d) == 4)", "sum(quantity * parts.price)",
 ])
 def test_expressions_in_the_grammar(text):
-    expressions.parse(text)
+    expressions.parse(text, dotted_refs=True)
 
 
 @pytest.mark.parametrize("text,message", [
@@ -86,7 +101,31 @@ def test_expressions_in_the_grammar(text):
     ("lambda: 1", "Lambda"), ("sum(x, y)", "exactly one argument"), ("a ** 2", "BinOp"),
     ("1 < a < 2", "Compare"), ("True", "not a number or string"), ("", "empty"), ("sum(", "syntax error"),
     ("f'{x}'", "JoinedStr"), ("x" * 501, "longer than"),
+    ("sum(x, filter=y)", "one keyword argument, where="), ("sum(x, where=a, where=b)", "one keyword argument"),
+    ("count(where=status in (kind,))", "literals only"), ("count(where=status in kind)", "list of literals"),
+    ("count(where=starts_with(kind, prefix))", "quoted text literal"), ("count(where=like(kind))", "takes 2 arg"),
+    ("count_distinct(date_trunc('fortnight', d))", "takes a grain first"), ("open('x')", "unknown function"),
 ])
 def test_expressions_outside_the_grammar(text, message):
     with pytest.raises(expressions.ExpressionError, match=message):
         expressions.parse(text)
+
+
+@pytest.mark.parametrize("old,new,expected", [
+    ("expression: sum(quantity * unit_price)", "expression: sum(quantity * products.list_price)", None),
+    ("expression: sum(quantity * unit_price)", "expression: sum(quantity * planets.mass)",
+     "entities.order_items.metrics.gross_revenue.expression: unknown entity 'planets' in planets.mass"),
+    ("expression: sum(quantity * unit_price)", "expression: sum(quantity * products.weight)",
+     "entities.order_items.metrics.gross_revenue.expression: 'weight' is not a field of products"),
+    ("expression: returns.returned_units / order_items.units_sold",
+     "expression: returns.returned_units / order_items.units_sold + year(1)",
+     "derived_metrics.return_rate.expression: a derived metric combines metrics; year() belongs in an entity"),
+])
+def test_fields_of_related_entities_in_a_metric(tmp_path, old, new, expected):
+    path = _broken(tmp_path, old, new)
+    if expected is None:
+        load_semantic_model(path)
+        return
+    with pytest.raises(SemanticModelError) as error:
+        load_semantic_model(path)
+    assert expected in str(error.value)

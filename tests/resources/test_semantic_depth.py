@@ -1,0 +1,448 @@
+"""Semantic layer depth (issue #16): roles, top-N, having, shares and ranks, on every backend.
+
+Most tests run on the second, normalised schema (tests/fixtures/supply_warehouse.py, model
+tests/resources/models/supply.yaml), where a line item reaches a nation two ways: through its
+order's customer and through its supplier. Expected values come from hand-written SQL over the
+physical tables, never from the gateway's compiler.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from decimal import Decimal
+
+import grpc
+import pytest
+
+from shared.errors import TesseraError
+from tests.resources.test_semantic_suite import by_output, close, raw_rows
+
+LINE_REVENUE = "l.l_extendedprice * (1 - l.l_discount)"
+
+
+def refused(session, draft: dict) -> TesseraError:
+    with pytest.raises(TesseraError) as error:
+        session.analyze(draft)
+    return error.value
+
+
+def revenue(session) -> dict:
+    return {"id": "revenue", "metric": session.metric("line_items", "revenue")}
+
+
+def nation_by(session, role: str | None, output: str = "nation") -> dict:
+    dimension = {"id": output, "field": session.field("nations", "name")}
+    if role:
+        dimension["via"] = [session.relationship(role)]
+    return dimension
+
+
+def sql_revenue_by(supply_raw, nation_join: str) -> dict[str, Decimal]:
+    totals: dict[str, Decimal] = defaultdict(Decimal)
+    for name, value in raw_rows(supply_raw, f"""
+            SELECT n.n_name, {LINE_REVENUE} FROM sup_lineitem l {nation_join}"""):
+        totals[name] += Decimal(str(value))
+    return totals
+
+
+THROUGH_CUSTOMER = """JOIN sup_orders o ON o.o_orderkey = l.l_orderkey
+    JOIN sup_customer c ON c.c_custkey = o.o_custkey JOIN sup_nation n ON n.n_nationkey = c.c_nationkey"""
+THROUGH_SUPPLIER = """JOIN sup_supplier s ON s.s_suppkey = l.l_suppkey
+    JOIN sup_nation n ON n.n_nationkey = s.s_nationkey"""
+
+
+# --- 1. no silent path choice ---------------------------------------------------
+
+
+def test_two_paths_to_one_entity_are_refused_naming_both_roles(supply):
+    error = refused(supply, {"mode": "aggregate", "measures": [revenue(supply)],
+                             "dimensions": [nation_by(supply, None)]})
+    assert (error.code, error.reason, error.metadata["path"]) == (
+        grpc.StatusCode.INVALID_ARGUMENT, "AMBIGUOUS_PATH", "/dimensions/0")
+    # Each way is named by the relationship that tells it apart, by label and by id.
+    assert "'Nation of the customer'" in str(error) and "'Nation of the supplier'" in str(error)
+    assert set(error.metadata["roles"].split(",")) == {supply.relationship("customer_nation"),
+                                                       supply.relationship("supplier_nation")}
+    # A filter is held to the same rule.
+    error = refused(supply, {"mode": "aggregate", "measures": [revenue(supply)],
+                             "filter": {"field": supply.field("nations", "name"), "op": "eq", "value": "Canada"}})
+    assert (error.reason, error.metadata["path"]) == ("AMBIGUOUS_PATH", "/filter")
+
+
+@pytest.mark.parametrize("role,join", [("customer_nation", THROUGH_CUSTOMER), ("supplier_nation", THROUGH_SUPPLIER)])
+def test_a_named_role_answers_its_own_question(supply, supply_raw, role, join):
+    expected = sql_revenue_by(supply_raw, join)
+    analysis = supply.analyze({"mode": "aggregate", "measures": [revenue(supply)],
+                               "dimensions": [nation_by(supply, role)]})
+    rows = by_output(analysis)
+    assert {r["nation"] for r in rows} == set(expected)
+    assert all(close(r["revenue"], expected[r["nation"]]) for r in rows)
+    label = supply.gateway.catalog.relationships[role].spec.label
+    assert analysis.result.columns[0].label == f"Nation name ({label})"
+    assert f"by Nation name ({label})" in analysis.interpretation.text
+
+
+def test_both_roles_in_one_answer_are_two_different_nations(supply, supply_raw):
+    """Customer nation × supplier nation: the same table joined twice, once per role."""
+    expected: dict[tuple[str, str], Decimal] = defaultdict(Decimal)
+    for customer_nation, supplier_nation, value in raw_rows(supply_raw, f"""
+            SELECT cn.n_name, sn.n_name, {LINE_REVENUE} FROM sup_lineitem l
+            JOIN sup_orders o ON o.o_orderkey = l.l_orderkey JOIN sup_customer c ON c.c_custkey = o.o_custkey
+            JOIN sup_nation cn ON cn.n_nationkey = c.c_nationkey
+            JOIN sup_supplier s ON s.s_suppkey = l.l_suppkey JOIN sup_nation sn ON sn.n_nationkey = s.s_nationkey"""):
+        expected[(customer_nation, supplier_nation)] += Decimal(str(value))
+    analysis = supply.analyze({
+        "mode": "aggregate", "measures": [revenue(supply)],
+        "dimensions": [nation_by(supply, "customer_nation", "buyer"), nation_by(supply, "supplier_nation", "seller")],
+        "filter": {"field": supply.field("nations", "name"), "via": [supply.relationship("supplier_nation")],
+                   "op": "eq", "value": "United States"}})
+    rows = by_output(analysis)
+    us_supplied = {key: value for key, value in expected.items() if key[1] == "United States"}
+    assert len(rows) == len(us_supplied) > 3
+    assert all(close(r["revenue"], us_supplied[(r["buyer"], r["seller"])]) for r in rows)
+    assert "Nation name (Nation of the supplier) is “United States”" in analysis.interpretation.filters
+
+
+def test_a_role_that_is_not_on_any_path_is_refused(supply):
+    error = refused(supply, {"mode": "aggregate", "measures": [{"id": "n", "metric": supply.metric("orders",
+                                                                                               "order_count")}],
+                             "dimensions": [{"id": "region", "field": supply.field("regions", "name"),
+                                             "via": [supply.relationship("item_part")]}]})
+    assert (error.reason, error.metadata["path"]) == ("ROLE_NOT_ON_PATH", "/dimensions/0/via")
+    assert "'Part on the line' does not lead from Order to Region" in str(error)
+
+
+def test_a_path_of_two_steps_is_ambiguous_with_a_direct_one(session):
+    """Retail: a ticket's customer is the one who opened it, or the one who placed the order it is about."""
+    tickets = {"id": "tickets", "metric": session.metric("support_tickets", "ticket_count")}
+    segment = {"id": "segment", "field": session.field("customers", "segment")}
+    error = refused(session, {"mode": "aggregate", "measures": [tickets], "dimensions": [segment]})
+    assert error.reason == "AMBIGUOUS_PATH"
+    assert "'Customer who opened the ticket'" in str(error) and "'Customer who placed the order'" in str(error)
+    opened = session.analyze({"mode": "aggregate", "measures": [tickets],
+                              "dimensions": [{**segment, "via": [session.relationship("ticket_customer")]}]})
+    about = session.analyze({"mode": "aggregate", "measures": [tickets],
+                             "dimensions": [{**segment, "via": [session.relationship("order_customer")]}]})
+    assert sum(r["tickets"] for r in by_output(opened)) == sum(r["tickets"] for r in by_output(about)) > 0
+
+
+# --- 2. post-aggregation ------------------------------------------------------------
+
+
+def part_revenue(supply_raw) -> dict[str, Decimal]:
+    totals: dict[str, Decimal] = defaultdict(Decimal)
+    for name, value in raw_rows(supply_raw, f"""
+            SELECT p.p_name, {LINE_REVENUE} FROM sup_lineitem l JOIN sup_part p ON p.p_partkey = l.l_partkey"""):
+        totals[name] += Decimal(str(value))
+    return totals
+
+
+@pytest.mark.parametrize("direction", ["desc", "asc"])
+def test_top_and_bottom_ten_return_ten_rows_not_a_truncated_thousand(supply, supply_raw, statements, direction):
+    expected = part_revenue(supply_raw)
+    ranked = sorted(expected, key=lambda name: (expected[name], name), reverse=direction == "desc")
+    analysis = supply.analyze({"mode": "aggregate", "output": "ranking", "measures": [revenue(supply)],
+                               "dimensions": [{"id": "part", "field": supply.field("parts", "name")}],
+                               "order_by": [{"output": "revenue", "direction": direction}], "limit": 10})
+    rows = by_output(analysis)
+    assert len(rows) == 10 and not analysis.descriptor.truncated
+    assert all(close(r["revenue"], expected[r["part"]]) for r in rows)
+    assert [round(expected[r["part"]], 2) for r in rows] == [round(expected[n], 2) for n in ranked[:10]]
+    assert analysis.interpretation.truncation == f"top 10 of {len(expected)}"
+    order = "highest" if direction == "desc" else "lowest"
+    assert f"{order} Revenue first" in analysis.interpretation.text
+
+
+def test_a_limit_larger_than_the_rows_says_nothing_was_left_out(supply):
+    analysis = supply.analyze({"mode": "aggregate", "measures": [revenue(supply)],
+                               "dimensions": [{"id": "mode", "field": supply.field("line_items", "ship_mode")}],
+                               "order_by": [{"output": "revenue", "direction": "desc"}], "limit": 50})
+    assert analysis.descriptor.row_count == 5 and analysis.interpretation.truncation == ""
+
+
+def test_having_keeps_the_groups_whose_value_passes(supply, supply_raw):
+    expected = sql_revenue_by(supply_raw, THROUGH_SUPPLIER)
+    threshold = sorted(expected.values())[len(expected) // 2]  # about half the nations pass
+    analysis = supply.analyze({
+        "mode": "aggregate", "measures": [revenue(supply)], "dimensions": [nation_by(supply, "supplier_nation")],
+        "having": {"output": "revenue", "op": "gte", "value": float(threshold)}})
+    kept = {r["nation"] for r in by_output(analysis)}
+    assert kept == {name for name, value in expected.items() if value >= threshold}
+    assert 0 < len(kept) < len(expected)
+    assert any(f.startswith("only where Revenue at least ") for f in analysis.interpretation.filters)
+
+
+def test_share_of_total_and_rank_within_a_breakdown(supply, supply_raw):
+    """Each supplier nation's share of its region's revenue, and its rank there."""
+    by_nation: dict[tuple[str, str], Decimal] = defaultdict(Decimal)
+    for region, nation, value in raw_rows(supply_raw, f"""
+            SELECT r.r_name, n.n_name, {LINE_REVENUE} FROM sup_lineitem l {THROUGH_SUPPLIER}
+            JOIN sup_region r ON r.r_regionkey = n.n_regionkey"""):
+        by_nation[(region, nation)] += Decimal(str(value))
+    region_total: dict[str, Decimal] = defaultdict(Decimal)
+    for (region, _), value in by_nation.items():
+        region_total[region] += value
+    grand_total = sum(region_total.values())
+    analysis = supply.analyze({
+        "mode": "aggregate", "measures": [revenue(supply)],
+        "dimensions": [{"id": "region", "field": supply.field("regions", "name"),
+                        "via": [supply.relationship("supplier_nation")]}, nation_by(supply, "supplier_nation")],
+        "calculations": [{"id": "share", "kind": "share_of_total", "of": "revenue", "within": ["region"]},
+                         {"id": "overall", "kind": "share_of_total", "of": "revenue"},
+                         {"id": "place", "kind": "rank", "of": "revenue", "within": ["region"]}],
+        "order_by": [{"output": "region"}, {"output": "place"}]})
+    rows = by_output(analysis)
+    assert len(rows) == len(by_nation)
+    for row in rows:
+        value = by_nation[(row["region"], row["nation"])]
+        assert close(row["share"], value / region_total[row["region"]], Decimal("0.000001"))
+        assert close(row["overall"], value / grand_total, Decimal("0.000001"))
+        higher = sum(1 for (region, _), other in by_nation.items() if region == row["region"] and other > value)
+        assert row["place"] == higher + 1
+    columns = {c.id: c for c in analysis.result.columns}
+    assert columns["share"].label.startswith("Share of Revenue within each Region name")
+    assert columns["share"].format == {"style": "percent", "decimals": 1} and not columns["share"].additive
+    assert columns["overall"].additive
+    # Shares of one total add up to 1 within each region.
+    for region in region_total:
+        assert close(sum(r["share"] for r in rows if r["region"] == region), 1, Decimal("0.000001"))
+
+
+def test_a_top_n_by_rank_keeps_the_shares_of_the_whole(supply, supply_raw):
+    """Shares are of all groups: a limit or having after them does not change the total they divide by."""
+    expected = part_revenue(supply_raw)
+    total = sum(expected.values())
+    analysis = supply.analyze({
+        "mode": "aggregate", "measures": [revenue(supply)],
+        "dimensions": [{"id": "part", "field": supply.field("parts", "name")}],
+        "calculations": [{"id": "share", "kind": "share_of_total", "of": "revenue"}],
+        "having": {"output": "share", "op": "gt", "value": 0.001},
+        "order_by": [{"output": "share", "direction": "desc"}], "limit": 3})
+    rows = by_output(analysis)
+    assert len(rows) == 3
+    assert all(close(r["share"], expected[r["part"]] / total, Decimal("0.000001")) for r in rows)
+    assert "only where Share of Revenue above 0.1%" in analysis.interpretation.filters
+
+
+# --- 8. the same answer on every plan -------------------------------------------------
+
+
+def test_sums_and_counts_over_no_rows_are_zero_on_every_plan(session):
+    """One measure (a single query) and two measures of different grains (a union) agree."""
+    nothing = {"field": session.field("orders", "channel"), "op": "eq", "value": "no such channel"}
+    revenue_ = {"id": "revenue", "metric": session.metric("order_items", "net_revenue")}
+    orders = {"id": "orders", "metric": session.metric("orders", "order_count")}
+    single = by_output(session.analyze({"mode": "aggregate", "measures": [revenue_], "filter": nothing}))
+    union = by_output(session.analyze({"mode": "aggregate", "measures": [revenue_, orders], "filter": nothing}))
+    assert close(single[0]["revenue"], 0) and close(union[0]["revenue"], 0) and union[0]["orders"] == 0
+
+
+# --- 3. metric grammar ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def supply_rows():
+    """The generated rows themselves (the generator is deterministic): expected values in plain Python."""
+    from tests.fixtures import supply_warehouse
+
+    data = supply_warehouse.generate()
+    parts = {p["p_partkey"]: p for p in data["sup_part"]}
+    orders = {o["o_orderkey"]: o for o in data["sup_orders"]}
+    return data, parts, orders
+
+
+def metrics(session, entity: str, *names: str) -> list[dict]:
+    return [{"id": name, "metric": session.metric(entity, name)} for name in names]
+
+
+def test_filtered_measures_text_matching_and_date_functions(supply, supply_rows):
+    data, parts, orders = supply_rows
+    lines = data["sup_lineitem"]
+
+    def line_revenue(line) -> Decimal:
+        return Decimal(line["l_extendedprice"]) * (1 - Decimal(line["l_discount"]))
+
+    expected = {
+        "revenue": sum(line_revenue(line) for line in lines),
+        "promo_revenue": sum(line_revenue(line) for line in lines
+                             if parts[line["l_partkey"]]["p_type"].startswith("PROMO")),
+        "brass_quantity": sum(line["l_quantity"] for line in lines
+                              if parts[line["l_partkey"]]["p_type"].endswith("BRASS")),
+        "late_lines": sum(1 for line in lines if line["l_receiptdate"] > line["l_commitdate"]),
+        "rail_or_road_lines": sum(1 for line in lines if line["l_shipmode"] in ("RAIL", "ROAD")),
+        "large_container_lines": sum(1 for line in lines
+                                     if parts[line["l_partkey"]]["p_container"].startswith("LARGE")),
+        "percent_sign_lines": 0,  # '%' is matched as a character, not as "anything"
+        "average_days_to_ship": sum((line["l_shipdate"] - orders[line["l_orderkey"]]["o_orderdate"]).days
+                                    for line in lines) / len(lines),
+        "shipped_in_december": sum(1 for line in lines if line["l_shipdate"].month == 12),
+        "retail_value": sum(line["l_quantity"] * Decimal(parts[line["l_partkey"]]["p_retailprice"]) for line in lines),
+    }
+    expected["promo_revenue_share"] = expected["promo_revenue"] / expected["revenue"]
+    assert 0 < expected["promo_revenue"] < expected["revenue"] and expected["late_lines"] > 0
+    analysis = supply.analyze({"mode": "aggregate", "output": "scalar", "measures": [
+        *metrics(supply, "line_items", *[name for name in expected if name != "promo_revenue_share"]),
+        {"id": "promo_revenue_share", "metric": supply.metric("line_items", "promo_revenue_share")}]})
+    row = by_output(analysis)[0]
+    for name, value in expected.items():
+        assert close(row[name], value, Decimal("0.0001")), (name, row[name], value)
+
+
+def test_membership_and_date_parts_on_orders(supply, supply_rows):
+    data, _, _ = supply_rows
+    placed = data["sup_orders"]
+    expected = {
+        "urgent_orders": sum(1 for o in placed if o["o_orderpriority"] in ("1-URGENT", "2-HIGH")),
+        "orders_in_2023": sum(1 for o in placed if o["o_orderdate"].year == 2023),
+        "fourth_quarter_orders": sum(1 for o in placed if o["o_orderdate"].month >= 10),
+        "active_months": len({(o["o_orderdate"].year, o["o_orderdate"].month) for o in placed}),
+    }
+    row = by_output(supply.analyze({"mode": "aggregate", "measures": metrics(supply, "orders", *expected)}))[0]
+    assert row == {name: value for name, value in expected.items()}
+
+
+def test_ratios_of_filtered_measures_across_entities_by_a_role(supply, supply_rows):
+    """Orders per customer, the urgent share and late lines per order, by the customer's nation."""
+    data, _, orders = supply_rows
+    nation_names = {n["n_nationkey"]: n["n_name"] for n in data["sup_nation"]}
+    customer_nation = {c["c_custkey"]: nation_names[c["c_nationkey"]] for c in data["sup_customer"]}
+    counts = defaultdict(lambda: defaultdict(int))
+    for customer in data["sup_customer"]:
+        counts[customer_nation[customer["c_custkey"]]]["customers"] += 1
+    for order in data["sup_orders"]:
+        nation = customer_nation[order["o_custkey"]]
+        counts[nation]["orders"] += 1
+        counts[nation]["urgent"] += order["o_orderpriority"] in ("1-URGENT", "2-HIGH")
+    for line in data["sup_lineitem"]:
+        counts[customer_nation[orders[line["l_orderkey"]]["o_custkey"]]]["late"] += \
+            line["l_receiptdate"] > line["l_commitdate"]
+    analysis = supply.analyze({
+        "mode": "aggregate",
+        "measures": [{"id": "per_customer", "metric": supply.metric("orders", "orders_per_customer")},
+                     {"id": "urgent", "metric": supply.metric("orders", "urgent_share")},
+                     {"id": "late", "metric": supply.metric("line_items", "late_share_of_orders")}],
+        "dimensions": [nation_by(supply, "customer_nation")]})
+    rows = by_output(analysis)
+    assert {r["nation"] for r in rows} == set(counts)
+    for row in rows:
+        c = counts[row["nation"]]
+        assert close(row["per_customer"], Decimal(c["orders"]) / c["customers"], Decimal("0.000001"))
+        assert close(row["urgent"], Decimal(c["urgent"]) / c["orders"], Decimal("0.000001"))
+        assert close(row["late"], Decimal(c["late"]) / c["orders"], Decimal("0.000001"))
+
+
+@pytest.mark.parametrize("expression,problem", [
+    ("count(where=nations.name == 'Japan')", "nations.name is reached from line_items through 2 paths"),
+    ("sum(orders.total_price)", None),
+])
+def test_a_metric_reads_related_fields_through_one_safe_path_only(supply_gateway, tmp_path, expression, problem):
+    """Checked when the catalog is built: a metric cannot silently pick one of two meanings."""
+    from services.resources.catalog import Catalog
+    from services.resources.semantic_model import SemanticModelError, load_semantic_model
+    from tests.resources.conftest import SUPPLY_MODEL
+
+    text = SUPPLY_MODEL.read_text().replace("expression: count(where=receipt_date > commit_date)",
+                                            f'expression: "{expression}"')
+    path = tmp_path / "model.yaml"
+    path.write_text(text)
+    model = load_semantic_model(path)
+    engine = supply_gateway.warehouse.engine
+    if problem is None:
+        Catalog(model, engine)
+        return
+    with pytest.raises(SemanticModelError) as error:
+        Catalog(model, engine)
+    assert str(error.value).startswith("entities.line_items.metrics.late_lines.expression: ") and problem in \
+        str(error.value)
+    # …and one that repeats rows: a customer has many orders.
+    reversed_text = SUPPLY_MODEL.read_text().replace(
+        "customer_count: {label: Number of customers, synonyms: [customers], expression: count(), type: integer}",
+        "customer_count: {label: Number of customers, expression: sum(orders.total_price), type: integer}")
+    path.write_text(reversed_text)
+    with pytest.raises(SemanticModelError, match="through a path that repeats rows"):
+        Catalog(load_semantic_model(path), engine)
+
+
+# --- 4. conditions ------------------------------------------------------------------------
+
+
+def test_comparing_two_fields_and_two_roles(supply, supply_rows):
+    data, _, orders = supply_rows
+    lines = data["sup_lineitem"]
+    customer_nation = {c["c_custkey"]: c["c_nationkey"] for c in data["sup_customer"]}
+    supplier_nation = {s["s_suppkey"]: s["s_nationkey"] for s in data["sup_supplier"]}
+    late = sum(1 for line in lines if line["l_receiptdate"] > line["l_commitdate"])
+    local = [line for line in lines
+             if customer_nation[orders[line["l_orderkey"]]["o_custkey"]] == supplier_nation[line["l_suppkey"]]]
+    count = [{"id": "lines", "metric": supply.metric("line_items", "line_count")}]
+    analysis = supply.analyze({"mode": "aggregate", "measures": count, "filter": {
+        "field": supply.field("line_items", "receipt_date"), "op": "gt",
+        "compare_to": {"field": supply.field("line_items", "commit_date")}}})
+    assert by_output(analysis)[0]["lines"] == late
+    assert analysis.interpretation.filters == ["Receipt date after Commit date"]
+    name = supply.field("nations", "name")
+    analysis = supply.analyze({"mode": "aggregate", "measures": count, "filter": {
+        "field": name, "via": [supply.relationship("customer_nation")], "op": "eq",
+        "compare_to": {"field": name, "via": [supply.relationship("supplier_nation")]}}})
+    assert by_output(analysis)[0]["lines"] == len(local) and 0 < len(local) < len(lines)
+    assert analysis.interpretation.filters == [
+        "Nation name (Nation of the customer) is the same as Nation name (Nation of the supplier)"]
+
+
+def test_has_at_least_one_is_a_semi_join(supply, supply_rows):
+    """Customers with at least one urgent order, with none, and with a line shipped by air of a brand."""
+    data, parts, orders = supply_rows
+    urgent = {o["o_custkey"] for o in data["sup_orders"] if o["o_orderpriority"] == "1-URGENT"}
+    by_air = {orders[line["l_orderkey"]]["o_custkey"] for line in data["sup_lineitem"]
+              if line["l_shipmode"] == "AIR" and parts[line["l_partkey"]]["p_brand"] == "Cedar"}
+    customers = [{"id": "customers", "metric": supply.metric("customers", "customer_count")}]
+    is_urgent = {"field": supply.field("orders", "priority"), "op": "eq", "value": "1-URGENT"}
+    analysis = supply.analyze({"mode": "aggregate", "measures": customers, "filter": {"has": is_urgent}})
+    assert by_output(analysis)[0]["customers"] == len(urgent)
+    assert analysis.interpretation.filters == ["has at least one Order where Order priority is “1-URGENT”"]
+    analysis = supply.analyze({"mode": "aggregate", "measures": customers, "filter": {"not": {"has": is_urgent}}})
+    assert by_output(analysis)[0]["customers"] == len(data["sup_customer"]) - len(urgent)
+    assert analysis.interpretation.filters == ["has no Order where Order priority is “1-URGENT”"]
+    # Two steps of "many" (customer → orders → lines), and a field of what each line belongs to (its part).
+    analysis = supply.analyze({"mode": "aggregate", "measures": customers, "filter": {"has": {"all": [
+        {"field": supply.field("line_items", "ship_mode"), "op": "eq", "value": "AIR"},
+        {"field": supply.field("parts", "brand"), "op": "eq", "value": "Cedar"}]}}})
+    assert by_output(analysis)[0]["customers"] == len(by_air) > 0
+    # By segment too: the breakdown joins normally, the has stays a semi-join (no count is inflated).
+    segments = defaultdict(int)
+    for customer in data["sup_customer"]:
+        segments[customer["c_mktsegment"]] += customer["c_custkey"] in urgent
+    rows = by_output(supply.analyze({"mode": "aggregate", "measures": customers, "filter": {"has": is_urgent},
+                                     "dimensions": [{"id": "segment", "field": supply.field("customers",
+                                                                                            "segment")}]}))
+    assert {r["segment"]: r["customers"] for r in rows} == {k: v for k, v in segments.items() if v}
+
+
+def test_text_filters_match_the_value_as_written(supply, supply_rows):
+    _, parts, _ = supply_rows
+    count = [{"id": "parts", "metric": supply.metric("parts", "part_count")}]
+    part_type = supply.field("parts", "part_type")
+    for op, value, expected in [
+            ("starts_with", "promo", sum(p["p_type"].startswith("PROMO") for p in parts.values())),
+            ("ends_with", "Brass", sum(p["p_type"].endswith("BRASS") for p in parts.values())),
+            ("starts_with", "%", 0), ("contains", "_", 0)]:
+        analysis = supply.analyze({"mode": "aggregate", "measures": count,
+                                   "filter": {"field": part_type, "op": op, "value": value}})
+        assert by_output(analysis)[0]["parts"] == expected, (op, value)
+    assert expected == 0 and "Part type contains “_”" in analysis.interpretation.filters
+
+
+@pytest.mark.parametrize("name,filter_,reason,path", [
+    ("each line has one order", lambda s: {"has": {"field": s.field("orders", "priority"), "op": "eq",
+                                                   "value": "1-URGENT"}}, "HAS_NOT_MANY", "/filter/has"),
+    ("has in has", lambda s: {"has": {"has": {"field": s.field("orders", "priority"), "op": "eq",
+                                              "value": "x"}}}, "HAS_NESTED", "/filter/has"),
+    ("a date compared with text", lambda s: {"field": s.field("line_items", "ship_date"), "op": "eq",
+                                             "compare_to": {"field": s.field("line_items", "ship_mode")}},
+     "OPERATOR_TYPE", "/filter/compare_to/field"),
+    ("starts_with on a date", lambda s: {"field": s.field("line_items", "ship_date"), "op": "starts_with",
+                                         "value": "2024"}, "OPERATOR_TYPE", "/filter/op"),
+])
+def test_conditions_refuse_what_they_cannot_mean(supply, name, filter_, reason, path):
+    error = refused(supply, {"mode": "aggregate", "measures": [revenue(supply)], "filter": filter_(supply)})
+    assert (error.code, error.reason, error.metadata["path"]) == (grpc.StatusCode.INVALID_ARGUMENT, reason, path)
