@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import grpc
 import jsonschema
 
+from services.resources import periods
 from services.resources.catalog import Catalog, CatalogEntity, CatalogField, CatalogMetric, CatalogRelationship
 from services.resources.grains import GRAINS
 from shared.bounded_json import BoundedJsonError, Limits, parse
@@ -36,7 +37,9 @@ TEMPORAL = frozenset({"date", "timestamp"})
 ORDERED_OPS = frozenset({"gt", "gte", "lt", "lte", "between"})
 COMPARISONS = ("eq", "neq", "gt", "gte", "lt", "lte")
 TEXT_OPS = ("contains", "starts_with", "ends_with")  # case-insensitive; the value is matched as it is
-CALCULATIONS = ("share_of_total", "rank")
+CALCULATIONS = ("share_of_total", "rank", "prior", "change", "growth", "cumulative")
+OVER_TIME = frozenset({"prior", "change", "growth", "cumulative"})  # computed along a time breakdown
+AGAINST = ("previous_period", "same_period_last_year")
 MAX_LIMIT = 20_000  # the schema's bound; the gateway's row cap (policy) is the real one
 
 _OUTPUT_ID = {"type": "string", "pattern": "^[a-z][a-z0-9_]{0,31}$"}
@@ -62,6 +65,10 @@ _PREDICATE = {
         {"type": "object", "additionalProperties": False, "required": ["field", "op", "value"],
          "properties": {"field": _FIELD_ID, "via": _VIA, "op": {"enum": [*COMPARISONS, *TEXT_OPS]},
                         "value": _SCALAR}},
+        {"type": "object", "additionalProperties": False, "required": ["field", "op", "unit"],
+         "properties": {"field": _FIELD_ID, "via": _VIA, "op": {"enum": list(periods.RELATIVE)},
+                        "unit": {"enum": list(periods.UNITS)},
+                        "count": {"type": "integer", "minimum": 1, "maximum": periods.MAX_COUNT}}},
         {"type": "object", "additionalProperties": False, "required": ["field", "op", "compare_to"],
          "properties": {"field": _FIELD_ID, "via": _VIA, "op": {"enum": list(COMPARISONS)},
                         "compare_to": {"type": "object", "additionalProperties": False, "required": ["field"],
@@ -98,7 +105,8 @@ _CALCULATIONS = {"type": "array", "maxItems": 8, "items": {
     "type": "object", "additionalProperties": False, "required": ["id", "kind", "of"],
     "properties": {"id": _OUTPUT_ID, "kind": {"enum": list(CALCULATIONS)}, "of": _OUTPUT_ID,
                    "within": {"type": "array", "maxItems": 8, "uniqueItems": True, "items": _OUTPUT_ID},
-                   "direction": {"enum": ["asc", "desc"]}}}}
+                   "direction": {"enum": ["asc", "desc"]}, "against": {"enum": list(AGAINST)},
+                   "time": _OUTPUT_ID}}}
 _LIMIT = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}
 _ORDER_BY = {"type": "array", "maxItems": 8, "items": {
     "type": "object", "additionalProperties": False, "required": ["output"],
@@ -224,7 +232,22 @@ class Group:
     items: tuple
 
 
-Predicate = Comparison | Group | Has
+@dataclass(frozen=True)
+class RelativePeriod:
+    """"the last 12 months", "the previous quarter", "year to date" of a date or time field, resolved
+    against the latest value of that field in the data (the gateway fills `span` and `reference`)."""
+
+    field: CatalogField
+    relative: str  # trailing / to_date / previous
+    unit: str
+    count: int
+    via: tuple[CatalogRelationship, ...] = ()
+    pointer: str = ""
+    span: periods.Span | None = None
+    reference: periods.Moment | None = None
+
+
+Predicate = Comparison | Group | Has | RelativePeriod
 
 
 @dataclass(frozen=True)
@@ -245,6 +268,8 @@ class Calculation:
     of: str  # the measure output it is computed from
     within: tuple[str, ...] = ()  # dimension outputs that partition the total (or the ranking)
     descending: bool = True  # rank 1 is the highest value unless asked otherwise
+    against: str | None = None  # prior, change, growth: the period compared with
+    time: str | None = None  # prior, change, growth, cumulative: the time breakdown they run along
 
 
 def role_words(via: tuple[CatalogRelationship, ...]) -> str:
@@ -465,10 +490,27 @@ def _calculation(raw: dict, pointer: str, measures, dimensions) -> Calculation:
     for i, name in enumerate(raw.get("within", [])):
         if name not in dimension_ids:
             raise invalid("UNKNOWN_OUTPUT", f"within names {name!r}, which is not a dimension", f"{pointer}/within/{i}")
-    if raw["kind"] == "share_of_total" and "direction" in raw:
+    kind = raw["kind"]
+    if kind != "rank" and "direction" in raw:
         raise invalid("CALCULATION_SHAPE", "direction goes with rank only", f"{pointer}/direction")
-    return Calculation(raw["id"], raw["kind"], raw["of"], tuple(raw.get("within", [])),
-                       raw.get("direction", "desc") == "desc")
+    if (kind in ("prior", "change", "growth")) != ("against" in raw):
+        raise invalid("CALCULATION_SHAPE", "against (previous_period or same_period_last_year) goes with prior, "
+                                           "change and growth, and they need it", f"{pointer}/against")
+    if kind not in OVER_TIME:
+        if "time" in raw:
+            raise invalid("CALCULATION_SHAPE", f"time goes with {', '.join(sorted(OVER_TIME))}", f"{pointer}/time")
+        return Calculation(raw["id"], kind, raw["of"], tuple(raw.get("within", [])),
+                           raw.get("direction", "desc") == "desc")
+    if "within" in raw:
+        raise invalid("CALCULATION_SHAPE", f"{kind} runs within every other breakdown already: drop within",
+                      f"{pointer}/within")
+    timed = [d.id for d in dimensions if d.grain is not None]
+    time = raw.get("time") or (timed[0] if len(timed) == 1 else None)
+    if time is None or time not in timed:
+        raise invalid("CALCULATION_NEEDS_TIME", f"{kind} runs along a time breakdown with a grain: add one, "
+                                                "or name it with time", f"{pointer}/time" if "time" in raw else
+                      pointer)
+    return Calculation(raw["id"], kind, raw["of"], (), True, raw.get("against"), time)
 
 
 def _having(raw: dict, pointer: str, computed: set[str], depth: int) -> Group | OutputCondition:
@@ -513,7 +555,7 @@ def _predicate(raw: dict, pointer: str, resolve: _Resolver, depth: int) -> Predi
         if any(isinstance(node, Has) for node in nodes(inner)):
             raise invalid("HAS_NESTED", "a has condition cannot contain another; name the deepest rows in one",
                           f"{pointer}/has")
-        if any(isinstance(node, Comparison) and (node.via or node.other_via) for node in nodes(inner)):
+        if any(node.via or getattr(node, "other_via", ()) for node in comparisons(inner)):
             raise invalid("HAS_SHAPE", "inside has, fields are reached from the rows it looks for: drop via",
                           f"{pointer}/has")
         return Has(inner, pointer)
@@ -529,6 +571,13 @@ def _predicate(raw: dict, pointer: str, resolve: _Resolver, depth: int) -> Predi
                       f"{pointer}/op")
     if "compare_to" in raw:
         return _field_comparison(field, via, op, raw["compare_to"], f"{pointer}/compare_to", resolve)
+    if op in periods.RELATIVE:
+        if kind not in TEMPORAL:
+            raise invalid("OPERATOR_TYPE", f"{op} needs a date or time field; {field.spec.label!r} is {kind}",
+                          f"{pointer}/op")
+        if op == "to_date" and raw.get("count", 1) != 1:
+            raise invalid("PERIOD_SHAPE", "to_date is the current unit only: drop count", f"{pointer}/count")
+        return RelativePeriod(field, op, raw["unit"], raw.get("count", 1), via, pointer)
     raw_values = [] if op == "is_null" else raw["values"] if "values" in raw else [raw["value"]]
     values = tuple(_typed_value(v, kind, f"{pointer}/{'values/' + str(i) if 'values' in raw else 'value'}")
                    for i, v in enumerate(raw_values))
@@ -549,6 +598,17 @@ def _field_comparison(field: CatalogField, via, op: str, raw: dict, pointer: str
     return Comparison(field, op, (), via, other, resolve.roles(raw, pointer))
 
 
+def with_periods(predicate: Predicate | None, resolve_period) -> Predicate | None:
+    """The same tree with every relative period replaced by `resolve_period(period)`."""
+    if isinstance(predicate, RelativePeriod):
+        return resolve_period(predicate)
+    if isinstance(predicate, Group):
+        return Group(predicate.op, tuple(with_periods(item, resolve_period) for item in predicate.items))
+    if isinstance(predicate, Has):
+        return Has(with_periods(predicate.predicate, resolve_period), predicate.pointer)
+    return predicate
+
+
 def nodes(predicate: Predicate):
     """Every node of a predicate tree, depth first."""
     yield predicate
@@ -560,8 +620,8 @@ def nodes(predicate: Predicate):
 
 
 def comparisons(predicate: Predicate):
-    """The comparisons of a predicate tree, in the order they are written."""
-    return (node for node in nodes(predicate) if isinstance(node, Comparison))
+    """The conditions on a field (comparisons and relative periods) of a tree, in the order they are written."""
+    return (node for node in nodes(predicate) if isinstance(node, Comparison | RelativePeriod))
 
 
 def _typed_value(value, kind: str, pointer: str):

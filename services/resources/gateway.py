@@ -10,17 +10,17 @@ import datetime as dt
 import logging
 import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import grpc
 import sqlalchemy as sa
 from google.protobuf import duration_pb2, timestamp_pb2
 
-from services.resources import formats, probes
+from services.resources import formats, periods, probes
 from services.resources.capability import Capability, CapabilityIssuer
 from services.resources.catalog import Catalog, CatalogEntity, CatalogField, CatalogRelationship
 from services.resources.config import MAX_WINDOW_ROWS, ResourcesSettings
-from services.resources.draft import Draft, Measure, build_draft, parse_draft
+from services.resources.draft import Draft, Measure, RelativePeriod, build_draft, parse_draft, with_periods
 from services.resources.interpretation import Coverage, interpret
 from services.resources.planner import Planner
 from services.resources.results import PinnedResult, normalize_cell, normalize_rows
@@ -38,6 +38,8 @@ OFFER_LIFETIME = dt.timedelta(minutes=30)
 GRANT_MAX_LIFETIME = dt.timedelta(minutes=15)
 MAX_QUESTION_CHARS = 2_000
 MAX_DESCRIBE = 4
+REFERENCE_LIFETIME_SECONDS = 60.0
+MAX_REFERENCES = 256
 COLUMN_TYPES = {"string": common_pb2.COLUMN_TYPE_STRING, "integer": common_pb2.COLUMN_TYPE_INTEGER,
                 "decimal": common_pb2.COLUMN_TYPE_DECIMAL, "float": common_pb2.COLUMN_TYPE_FLOAT,
                 "boolean": common_pb2.COLUMN_TYPE_BOOLEAN, "date": common_pb2.COLUMN_TYPE_DATE,
@@ -82,6 +84,7 @@ class Gateway:
             self.warehouse.close()
             raise
         self.planner = Planner(self.catalog, self.warehouse.dialect)
+        self._references: dict[str, tuple[float, periods.Moment | None]] = {}
 
     def close(self) -> None:
         self.warehouse.close()
@@ -199,6 +202,7 @@ class Gateway:
 
     def analyze(self, session_id: str, turn_id: str, draft_json: str, capability: Capability) -> Analysis:
         draft = self.check_draft(draft_json, capability)
+        draft = replace(draft, filter=with_periods(draft.filter, self._resolve_period))
         plan = self.planner.plan(draft, self.settings.row_cap)
         rows, elapsed, query_fingerprint = self.warehouse.fetch_with_fingerprint(plan.statement, plan.row_cap + 1)
         truncated = len(rows) > plan.row_cap
@@ -231,6 +235,33 @@ class Gateway:
             interpretation=interpretation)
         offer = tokens.sign(self.signing_key, tokens.PURPOSE_RESOURCE_OFFER, claims)
         return Analysis(result, descriptor, evidence, offer, interpretation)
+
+    def _resolve_period(self, period: RelativePeriod) -> RelativePeriod:
+        """A relative period as dates: counted back from the latest value of its field in the data."""
+        reference = self._reference(period.field)
+        if reference is None:
+            raise TesseraError(grpc.StatusCode.FAILED_PRECONDITION, "NO_REFERENCE_DATE",
+                               f"{period.field.spec.label!r} has no values, so "
+                               f"'{periods.words(period.relative, period.unit, period.count)}' has no date to count "
+                               f"back from (at {period.pointer})", {"path": period.pointer})
+        return replace(period, span=periods.resolve(period.relative, period.unit, period.count, reference),
+                       reference=reference)
+
+    def _reference(self, field: CatalogField) -> periods.Moment | None:
+        """The latest value of a date or time field (kept a minute: data loads are not that frequent, and the
+        caption states the date used)."""
+        now = time.monotonic()
+        cached = self._references.get(field.id)
+        if cached is not None and now - cached[0] < REFERENCE_LIFETIME_SECONDS:
+            return cached[1]
+        rows, _ = self.warehouse.fetch(sa.select(sa.func.max(field.column)), 1)
+        value = normalize_cell(rows[0][0], field.spec.type) if rows else None
+        parse = dt.date.fromisoformat if field.spec.type == "date" else dt.datetime.fromisoformat
+        reference = parse(value) if value else None
+        if len(self._references) >= MAX_REFERENCES:  # bounded: one per date field of the model
+            self._references.clear()
+        self._references[field.id] = (now, reference)
+        return reference
 
     def _total_rows(self, statement: sa.Select) -> int | None:
         """How many rows the draft matched before the policy cap (asked only when the cap dropped some)."""

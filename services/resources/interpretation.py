@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
+from services.resources import periods
 from services.resources.catalog import CatalogField
 from services.resources.draft import (
     TEMPORAL,
@@ -22,6 +23,7 @@ from services.resources.draft import (
     Has,
     OutputCondition,
     Predicate,
+    RelativePeriod,
     comparisons,
     role_words,
 )
@@ -135,6 +137,8 @@ def _words(predicate: Predicate) -> str:
         return f"({joined})" if len(inner) > 1 else joined
     if isinstance(predicate, Has):
         return _has_words(predicate, "has at least one")
+    if isinstance(predicate, RelativePeriod):
+        return _period_words(predicate)
     field, op, values = predicate.field, predicate.op, predicate.values
     label = field.spec.label + role_words(predicate.via)
     if predicate.other is not None:
@@ -166,6 +170,22 @@ def _words(predicate: Predicate) -> str:
     if field.spec.type == "timestamp" and op in ("gt", "lte"):  # "after 1 Jun" would skip the day: say 00:00
         return f"{label} {words[op]} {readable_moment(values[0])}"
     return f"{label} {words[op]} {_value(field, values[0])}"
+
+
+def _period_words(period: RelativePeriod) -> str:
+    """"Order date in the last 12 months (1 Jan 2024 – 31 Dec 2024; latest Order date 31 Dec 2024)"."""
+    label = period.field.spec.label + role_words(period.via)
+    span, timed = period.span, period.field.spec.type == "timestamp"
+    end = span.end
+    if not span.end_inclusive:  # up to the start of the reference's own unit: the day before it
+        end = (end.date() if isinstance(end, dt.datetime) else end) - dt.timedelta(days=1)
+        timed = False
+    last = readable_moment(end) if timed else readable_day(end)
+    first = readable_date(span.start) if timed else readable_day(span.start)
+    phrase = periods.words(period.relative, period.unit, period.count)
+    where = "" if phrase.endswith("to date") else "in "
+    return (f"{label} {where}{phrase} ({first} – {last}; latest {period.field.spec.label} "
+            f"{readable_date(period.reference)})")
 
 
 def _has_words(has: Has, quantity: str) -> str:

@@ -12,13 +12,13 @@ No text SQL is built from any input: values are bound parameters.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import grpc
 import sqlalchemy as sa
 from sqlalchemy.sql.elements import ColumnElement
 
-from services.resources import expressions, formats
+from services.resources import expressions, formats, periods
 from services.resources.catalog import Catalog, CatalogField, CatalogMetric, CatalogRelationship, Edge
 from services.resources.draft import (
     Calculation,
@@ -30,6 +30,7 @@ from services.resources.draft import (
     Measure,
     OutputCondition,
     Predicate,
+    RelativePeriod,
     comparisons,
     invalid,
     role_words,
@@ -310,6 +311,11 @@ class Planner:
                 else sa.not_(parts[0])
         if isinstance(predicate, Has):
             return self._exists_sql(predicate, joined)
+        if isinstance(predicate, RelativePeriod):
+            column, span = self._column(predicate.field, predicate.via, joined), predicate.span
+            if span is None:  # the gateway resolves every period before planning
+                raise ValueError("a relative period reached the planner unresolved")
+            return sa.and_(column >= span.start, column <= span.end if span.end_inclusive else column < span.end)
         column = self._column(predicate.field, predicate.via, joined)
         values, op = predicate.values, predicate.op
         if predicate.other is not None:
@@ -346,7 +352,7 @@ class Planner:
         sought = rest[-1].end
         reached = {(sought, ()): chain[-1]}
         inside = {n.field.entity for n in comparisons(has.predicate)}
-        inside |= {n.other.entity for n in comparisons(has.predicate) if n.other is not None}
+        inside |= {n.other.entity for n in comparisons(has.predicate) if getattr(n, "other", None) is not None}
         for entity in sorted(inside - {sought}):
             routes = self.catalog.routes(sought, entity)
             if len(routes) != 1 or not all(edge.safe for edge in routes[0]):
@@ -374,6 +380,8 @@ class Planner:
             # The sought rows are those of the first field inside; the rest hang off them.
             first = next(comparisons(predicate.predicate))
             return [_Use(first.field.entity, (), predicate.pointer, True, exists=True)]
+        if isinstance(predicate, RelativePeriod):
+            return [_Use(predicate.field.entity, predicate.via, pointer, True)]
         if isinstance(predicate, Comparison):
             uses = [_Use(predicate.field.entity, predicate.via, pointer, True)]
             if predicate.other is not None:
@@ -396,6 +404,21 @@ class Planner:
         return self._aggregate(draft, row_cap)
 
     def _aggregate(self, draft: Draft, row_cap: int) -> Plan:
+        statement, measure_atoms = self._aggregated(draft)
+        statement = self._post_aggregation(statement, draft)
+        outputs = {column.name: column for column in statement.selected_columns}
+        keep = draft.limit or row_cap
+        statement = self._order(statement, draft, outputs).limit(keep if draft.limit else keep + 1)
+        columns = [self._dimension_output(d) for d in draft.dimensions]
+        columns += [OutputColumn(m.id, self._measure_label(m), self._measure_type(m, atoms), "measure",
+                                 self._measure_semantic_id(m), formats.of_measure(m, self._measure_type(m, atoms)),
+                                 additive=self._adds_up(m))
+                    for m, atoms in measure_atoms]
+        columns += [self._calculation_output(c, columns, draft) for c in draft.calculations]
+        return Plan(statement, columns, keep, limited=draft.limit is not None)
+
+    def _aggregated(self, draft: Draft) -> tuple[sa.Select, list]:
+        """One row per group, with every measure: the statement the calculations and the order build on."""
         measure_atoms = [(m, self._measure_atoms(m)) for m in draft.measures]
         groups: dict[str, _GroupQuery] = {}
         atom_index: dict[str, int] = {}
@@ -433,7 +456,6 @@ class Planner:
 
         single = len(selects) == 1 and all(len(atoms) == 1 and not (m.metric and m.metric.derived)
                                            for m, atoms in measure_atoms)
-        outputs: dict[str, ColumnElement] = {}
         if single:
             inner = selects[0].subquery("g")
             statement = sa.select(
@@ -448,18 +470,7 @@ class Planner:
             statement = sa.select(*dims, *measures)
             if dims:
                 statement = statement.group_by(*[union.c[f"d{i}"] for i in range(len(draft.dimensions))])
-        statement = self._post_aggregation(statement, draft)
-        for column in statement.selected_columns:
-            outputs[column.name] = column
-        keep = draft.limit or row_cap
-        statement = self._order(statement, draft, outputs).limit(keep if draft.limit else keep + 1)
-        columns = [self._dimension_output(d) for d in draft.dimensions]
-        columns += [OutputColumn(m.id, self._measure_label(m), self._measure_type(m, atoms), "measure",
-                                 self._measure_semantic_id(m), formats.of_measure(m, self._measure_type(m, atoms)),
-                                 additive=self._adds_up(m))
-                    for m, atoms in measure_atoms]
-        columns += [self._calculation_output(c, columns) for c in draft.calculations]
-        return Plan(statement, columns, keep, limited=draft.limit is not None)
+        return statement, measure_atoms
 
     @staticmethod
     def _zero_if_none(value: ColumnElement, atom: _Atom) -> ColumnElement:
@@ -476,22 +487,73 @@ class Planner:
         """
         if draft.calculations:
             base = statement.subquery("r")
-            statement = sa.select(*base.c, *[self._calculation_sql(c, base).label(output_name(c.id))
-                                             for c in draft.calculations])
+            source, earlier = base, {}
+            for against in sorted({c.against for c in draft.calculations if c.against}):
+                # The same groups one period (or one year) earlier, side by side with their own.
+                time = next(c.time for c in draft.calculations if c.against == against)
+                prior = self._prior_statement(draft, against, time).subquery(f"p_{against}")
+                source = source.outerjoin(prior, self._aligned(draft, base, prior, time, against))
+                earlier[against] = prior
+            statement = sa.select(*base.c, *[self._calculation_sql(c, base, earlier, draft).label(output_name(c.id))
+                                             for c in draft.calculations]).select_from(source)
         if draft.having is not None:
             base = statement.subquery("h")
             statement = sa.select(*base.c).where(self._having_sql(draft.having, base))
         return statement
 
-    @staticmethod
-    def _calculation_sql(calculation: Calculation, base: sa.Subquery) -> ColumnElement:
+    def _calculation_sql(self, calculation: Calculation, base: sa.Subquery, earlier: dict, draft: Draft):
         value = base.c[calculation.of]
         partition = [base.c[name] for name in calculation.within] or None
         if calculation.kind == "share_of_total":
             real = sa.cast(value, sa.Double)
             return real / sa.func.nullif(sa.func.sum(real).over(partition_by=partition), 0)
-        order = (value.desc() if calculation.descending else value.asc()).nulls_last()
-        return sa.func.rank().over(partition_by=partition, order_by=order)
+        if calculation.kind == "rank":
+            order = (value.desc() if calculation.descending else value.asc()).nulls_last()
+            return sa.func.rank().over(partition_by=partition, order_by=order)
+        others = [base.c[d.id] for d in draft.dimensions if d.id != calculation.time] or None
+        if calculation.kind == "cumulative":  # a running total along time, within every other breakdown
+            return sa.func.sum(value).over(partition_by=others, order_by=base.c[calculation.time].asc(),
+                                           rows=(None, 0))
+        before = earlier[calculation.against].c[calculation.of]
+        if calculation.kind == "prior":
+            return before
+        if calculation.kind == "change":
+            return value - before
+        return sa.cast(value, sa.Double) / sa.func.nullif(sa.cast(before, sa.Double), 0) - 1
+
+    # --- period over period ---------------------------------------------------
+
+    def _step(self, draft: Draft, time: str, against: str) -> dict[str, int]:
+        """How far back the compared period is, as arguments of periods.add."""
+        grain = next(d.grain for d in draft.dimensions if d.id == time)
+        if against == "same_period_last_year":
+            return {"days": 364} if grain == "week" else {"months": 12}  # 52 weeks keep weeks on Mondays
+        return {"hour": {"hours": 1}, "day": {"days": 1}, "week": {"days": 7}, "month": {"months": 1},
+                "quarter": {"months": 3}, "year": {"months": 12}}[grain]
+
+    def _prior_statement(self, draft: Draft, against: str, time: str) -> sa.Select:
+        """The draft's groups computed over the earlier period: conditions on the time field move back by
+        the step, so "2024" compares with 2023 (the rest of the filter stays as it is)."""
+        dimension = next(d for d in draft.dimensions if d.id == time)
+        back = {unit: -amount for unit, amount in self._step(draft, time, against).items()}
+        moved = shift_filter(draft.filter, dimension, back)
+        earlier = Draft(mode="aggregate", measures=draft.measures, dimensions=draft.dimensions, filter=moved)
+        return self._aggregated(earlier)[0]
+
+    def _aligned(self, draft: Draft, base, prior, time: str, against: str) -> ColumnElement:
+        """A group and its earlier self: the same other breakdowns, and the period one step on."""
+        step = self._step(draft, time, against)
+        parts = [base.c[time] == self._later(prior.c[time], step)]
+        parts += [base.c[d.id].is_not_distinct_from(prior.c[d.id]) for d in draft.dimensions if d.id != time]
+        return sa.and_(*parts)
+
+    def _later(self, bucket: ColumnElement, step: dict[str, int]) -> ColumnElement:
+        """A period's start moved forward by `step`. Starts of periods are whole units, so adding
+        months never meets a short month."""
+        unit, amount = next(iter(step.items()))
+        if self.dialect == "sqlite":  # buckets are 'YYYY-MM-DD HH:MM:SS' text
+            return sa.func.strftime("%Y-%m-%d %H:%M:%S", bucket, f"+{amount} {unit}", type_=sa.String)
+        return bucket + sa.literal_column(f"INTERVAL '{amount} {unit}'")
 
     def _having_sql(self, condition: Group | OutputCondition, base: sa.Subquery) -> ColumnElement:
         if isinstance(condition, Group):
@@ -506,10 +568,13 @@ class Planner:
         return {"eq": column == values[0], "neq": column != values[0], "gt": column > values[0],
                 "gte": column >= values[0], "lt": column < values[0], "lte": column <= values[0]}[condition.op]
 
-    def _calculation_output(self, calculation: Calculation, columns: list[OutputColumn]) -> OutputColumn:
+    def _calculation_output(self, calculation: Calculation, columns: list[OutputColumn],
+                            draft: Draft) -> OutputColumn:
         source = next(c for c in columns if c.id == calculation.of)
         within = [c.label for name in calculation.within for c in columns if c.id == name]
         per = f" within each {' and '.join(within)}" if within else ""
+        if calculation.kind in ("prior", "change", "growth", "cumulative"):
+            return self._over_time_output(calculation, source, columns, draft)
         if calculation.kind == "share_of_total":
             # Shares of one total add up (a chart's "Other" is their sum); across partitions they do not.
             return OutputColumn(calculation.id, f"Share of {source.label}{per}", "float", "measure",
@@ -517,6 +582,26 @@ class Planner:
         order = "highest" if calculation.descending else "lowest"
         return OutputColumn(calculation.id, f"Rank by {source.label} ({order} first){per}", "integer", "measure",
                             source.semantic_id, {"style": "integer"})
+
+    def _over_time_output(self, calculation: Calculation, source: OutputColumn, columns: list[OutputColumn],
+                          draft: Draft) -> OutputColumn:
+        time = next(c for c in columns if c.id == calculation.time)
+        if calculation.kind == "cumulative":
+            if not source.additive:
+                raise invalid("CALCULATION_NOT_ADDITIVE", f"a running total adds up {source.label!r}, which does "
+                                                          "not add up (only counts and sums do)",
+                              f"/calculations/{draft.calculations.index(calculation)}/of")
+            return OutputColumn(calculation.id, f"Running total of {source.label} from the first {time.label} shown",
+                                source.type, "measure", source.semantic_id, source.format)
+        period = "the previous period" if calculation.against == "previous_period" else "the same period last year"
+        if calculation.kind == "prior":
+            return OutputColumn(calculation.id, f"{source.label} in {period}", source.type, "measure",
+                                source.semantic_id, source.format, additive=source.additive)
+        if calculation.kind == "change":
+            return OutputColumn(calculation.id, f"Change in {source.label} from {period}", source.type, "measure",
+                                source.semantic_id, source.format)
+        return OutputColumn(calculation.id, f"Growth in {source.label} from {period}", "float", "measure",
+                            source.semantic_id, {"style": "percent", "decimals": 1})
 
     def _combine(self, measure: Measure, atoms: list[_Atom], union, atom_index) -> ColumnElement:
         if measure.metric is not None and measure.metric.derived:
@@ -588,3 +673,21 @@ class Planner:
         if measure.metric is not None:
             return measure.metric.id
         return measure.field.id if measure.field is not None else measure.entity.id
+
+
+def shift_filter(predicate: Predicate | None, dimension: Dimension, step: dict[str, int]) -> Predicate | None:
+    """The filter with every condition on the time breakdown's field (reached the same way) moved by `step`;
+    conditions inside a has test other rows and stay."""
+    if predicate is None:
+        return None
+    if isinstance(predicate, Group):
+        return Group(predicate.op, tuple(shift_filter(item, dimension, step) for item in predicate.items))
+    same = not isinstance(predicate, Has) and predicate.field.id == dimension.field.id and \
+        predicate.via == dimension.via
+    if isinstance(predicate, RelativePeriod) and same and predicate.span is not None:
+        span = predicate.span
+        return replace(predicate, span=periods.Span(periods.add(span.start, **step), periods.add(span.end, **step),
+                                                    span.end_inclusive))
+    if isinstance(predicate, Comparison) and same and predicate.other is None:
+        return replace(predicate, values=tuple(periods.add(value, **step) for value in predicate.values))
+    return predicate

@@ -446,3 +446,152 @@ def test_text_filters_match_the_value_as_written(supply, supply_rows):
 def test_conditions_refuse_what_they_cannot_mean(supply, name, filter_, reason, path):
     error = refused(supply, {"mode": "aggregate", "measures": [revenue(supply)], "filter": filter_(supply)})
     assert (error.code, error.reason, error.metadata["path"]) == (grpc.StatusCode.INVALID_ARGUMENT, reason, path)
+
+
+# --- 5. time intelligence -----------------------------------------------------------------
+
+
+def monthly_orders(data, segment: str | None = None) -> dict[tuple[int, int], int]:
+    counts: dict[tuple[int, int], int] = defaultdict(int)
+    segments = {c["c_custkey"]: c["c_mktsegment"] for c in data["sup_customer"]}
+    for order in data["sup_orders"]:
+        if segment is None or segments[order["o_custkey"]] == segment:
+            counts[(order["o_orderdate"].year, order["o_orderdate"].month)] += 1
+    return counts
+
+
+def order_count(session) -> list[dict]:
+    return [{"id": "orders", "metric": session.metric("orders", "order_count")}]
+
+
+@pytest.mark.parametrize("relative,unit,count,first,last", [
+    ("trailing", "month", 12, (2024, 1, 1), (2024, 12, 31)),
+    ("previous", "quarter", 1, (2024, 7, 1), (2024, 9, 30)),
+    ("to_date", "year", 1, (2024, 1, 1), (2024, 12, 31)),
+    ("previous", "year", 2, (2022, 1, 1), (2023, 12, 31)),
+    ("trailing", "day", 45, (2024, 11, 17), (2024, 12, 31)),
+])
+def test_relative_periods_count_back_from_the_latest_date_in_the_data(supply, supply_rows, relative, unit, count,
+                                                                      first, last):
+    import datetime as dt
+
+    data, _, _ = supply_rows
+    latest = max(o["o_orderdate"] for o in data["sup_orders"])
+    assert latest == dt.date(2024, 12, 31), "the generator's last order day anchors the expected spans"
+    start, end = dt.date(*first), dt.date(*last)
+    expected = sum(1 for o in data["sup_orders"] if start <= o["o_orderdate"] <= end)
+    draft = {"mode": "aggregate", "measures": order_count(supply),
+             "filter": {"field": supply.field("orders", "order_date"), "op": relative, "unit": unit}}
+    if relative != "to_date":
+        draft["filter"]["count"] = count
+    analysis = supply.analyze(draft)
+    assert by_output(analysis)[0]["orders"] == expected > 0
+    [words] = analysis.interpretation.filters
+    assert words.endswith("; latest Order date 31 Dec 2024)") and f"{start.day} {start:%b %Y}" in words
+    assert f"{end.day} {end:%b %Y}" in words
+
+
+def test_a_relative_period_without_a_reference_date_is_refused(supply, monkeypatch):
+    monkeypatch.setattr(supply.gateway, "_reference", lambda field: None)
+    error = refused(supply, {"mode": "aggregate", "measures": order_count(supply), "filter": {"all": [
+        {"field": supply.field("orders", "order_date"), "op": "previous", "unit": "quarter"}]}})
+    assert (error.code, error.reason, error.metadata["path"]) == (
+        grpc.StatusCode.FAILED_PRECONDITION, "NO_REFERENCE_DATE", "/filter/all/0")
+
+
+def test_period_over_period_reads_the_earlier_period_even_outside_the_filter(supply, supply_rows):
+    """Orders by month in 2024 with the previous month and the same month of 2023 beside them."""
+    data, _, _ = supply_rows
+    counts = monthly_orders(data)
+    analysis = supply.analyze({
+        "mode": "aggregate", "measures": order_count(supply),
+        "dimensions": [{"id": "month", "field": supply.field("orders", "order_date"), "grain": "month"}],
+        "filter": {"field": supply.field("orders", "order_date"), "op": "between",
+                   "values": ["2024-01-01", "2024-12-31"]},
+        "calculations": [{"id": "before", "kind": "prior", "of": "orders", "against": "previous_period"},
+                         {"id": "change", "kind": "change", "of": "orders", "against": "previous_period"},
+                         {"id": "yoy", "kind": "growth", "of": "orders", "against": "same_period_last_year"},
+                         {"id": "so_far", "kind": "cumulative", "of": "orders"}],
+        "order_by": [{"output": "month"}]})
+    rows = by_output(analysis)
+    assert len(rows) == 12
+    running = 0
+    for row in rows:
+        year, month = int(row["month"][:4]), int(row["month"][5:7])
+        previous = (year, month - 1) if month > 1 else (year - 1, 12)
+        running += counts[(year, month)]
+        assert row["orders"] == counts[(year, month)]
+        assert row["before"] == counts[previous] > 0, "January 2024 compares with December 2023"
+        assert row["change"] == counts[(year, month)] - counts[previous]
+        assert close(row["yoy"], Decimal(counts[(year, month)]) / counts[(year - 1, month)] - 1, Decimal("1e-9"))
+        assert row["so_far"] == running
+    columns = {c.id: c for c in analysis.result.columns}
+    assert columns["before"].label == "Number of orders in the previous period"
+    assert columns["yoy"].label == "Growth in Number of orders from the same period last year"
+    assert columns["yoy"].format == {"style": "percent", "decimals": 1}
+    assert columns["so_far"].label == "Running total of Number of orders from the first Order date (month) shown"
+
+
+def test_period_over_period_within_another_breakdown(supply, supply_rows):
+    """Year over year by quarter and market segment: each segment compares with itself."""
+    data, _, _ = supply_rows
+    quarters: dict[tuple[str, int, int], int] = defaultdict(int)
+    for segment in {c["c_mktsegment"] for c in data["sup_customer"]}:
+        for (year, month), n in monthly_orders(data, segment).items():
+            quarters[(segment, year, (month - 1) // 3 + 1)] += n
+    analysis = supply.analyze({
+        "mode": "aggregate", "measures": order_count(supply),
+        "dimensions": [{"id": "quarter", "field": supply.field("orders", "order_date"), "grain": "quarter"},
+                       {"id": "segment", "field": supply.field("customers", "segment")}],
+        "filter": {"field": supply.field("orders", "order_date"), "op": "previous", "unit": "year"},
+        "calculations": [{"id": "last_year", "kind": "prior", "of": "orders", "against": "same_period_last_year"},
+                         {"id": "last_quarter", "kind": "prior", "of": "orders", "against": "previous_period",
+                          "time": "quarter"}]})
+    rows = by_output(analysis)
+    assert {int(r["quarter"][:4]) for r in rows} == {2023}, "the previous year of 31 Dec 2024 is 2023"
+    assert len(rows) == 4 * 5
+    for row in rows:
+        quarter = (int(row["quarter"][5:7]) - 1) // 3 + 1
+        assert row["orders"] == quarters[(row["segment"], 2023, quarter)]
+        assert row["last_year"] == quarters[(row["segment"], 2022, quarter)]
+        earlier = (2023, quarter - 1) if quarter > 1 else (2022, 4)
+        assert row["last_quarter"] == quarters[(row["segment"], *earlier)]
+
+
+@pytest.mark.parametrize("name,extra,reason,path", [
+    ("no time breakdown", {"calculations": [{"id": "p", "kind": "prior", "of": "orders",
+                                             "against": "previous_period"}]}, "CALCULATION_NEEDS_TIME",
+     "/calculations/0"),
+    ("prior without against", {"calculations": [{"id": "p", "kind": "prior", "of": "orders"}],
+                               "dimensions": [{"id": "m", "field": "order_date", "grain": "month"}]},
+     "CALCULATION_SHAPE", "/calculations/0/against"),
+    ("against on a share", {"calculations": [{"id": "p", "kind": "share_of_total", "of": "orders",
+                                              "against": "previous_period"}]}, "CALCULATION_SHAPE",
+     "/calculations/0/against"),
+    ("time names no time breakdown", {"calculations": [{"id": "p", "kind": "cumulative", "of": "orders",
+                                                        "time": "segment"}],
+                                      "dimensions": [{"id": "segment", "field": "segment"}]},
+     "CALCULATION_NEEDS_TIME", "/calculations/0/time"),
+    ("a running total of a ratio", {"measures": [{"id": "orders", "metric": "urgent_share"}],
+                                    "calculations": [{"id": "p", "kind": "cumulative", "of": "orders"}],
+                                    "dimensions": [{"id": "m", "field": "order_date", "grain": "month"}]},
+     "CALCULATION_NOT_ADDITIVE", "/calculations/0/of"),
+    ("to date counts nothing", {"filter": {"field": "order_date", "op": "to_date", "unit": "year", "count": 2}},
+     "PERIOD_SHAPE", "/filter/count"),
+    ("a period of text", {"filter": {"field": "segment", "op": "trailing", "unit": "year"}}, "OPERATOR_TYPE",
+     "/filter/op"),
+    ("a period of 121 months", {"filter": {"field": "order_date", "op": "trailing", "unit": "month", "count": 121}},
+     "DRAFT_SCHEMA", "/filter/count"),
+])
+def test_time_intelligence_refuses_what_it_cannot_mean(supply, name, extra, reason, path):
+    ids = {"order_date": supply.field("orders", "order_date"), "segment": supply.field("customers", "segment"),
+           "urgent_share": supply.metric("orders", "urgent_share")}
+
+    def resolved(value):
+        if isinstance(value, dict):
+            return {k: resolved(v) if k not in ("field", "metric") else ids.get(v, v) for k, v in value.items()}
+        return [resolved(v) for v in value] if isinstance(value, list) else value
+
+    draft = {"mode": "aggregate", "measures": order_count(supply), **resolved(extra)}
+    error = refused(supply, draft)
+    assert (error.reason, error.metadata["path"]) == (reason, path), error
