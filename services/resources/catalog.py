@@ -24,6 +24,7 @@ from services.resources.semantic_model import (
     RelationshipSpec,
     SemanticModel,
     SemanticModelError,
+    key_fields,
 )
 from shared.bounded_json import canonical
 
@@ -80,8 +81,9 @@ class CatalogEntity:
     metrics: dict[str, CatalogMetric] = field(default_factory=dict)
 
     @property
-    def primary_key(self) -> CatalogField:
-        return self.fields[self.spec.primary_key]
+    def key(self) -> list[CatalogField]:
+        """The fields that identify a row (one, or several for a composite key)."""
+        return [self.fields[name] for name in key_fields(self.spec.primary_key)]
 
 
 @dataclass(frozen=True)
@@ -91,8 +93,8 @@ class Edge:
     relationship: CatalogRelationship
     start: str
     end: str
-    start_field: str
-    end_field: str
+    start_fields: tuple[str, ...]  # matched in order with end_fields (several for a composite key)
+    end_fields: tuple[str, ...]
     safe: bool
 
 
@@ -188,10 +190,9 @@ class Catalog:
             forward_safe = rel.spec.kind in ("many_to_one", "one_to_one")
             backward_safe = rel.spec.kind in ("one_to_many", "one_to_one")
             s = rel.spec
-            self.edges[s.from_entity].append(Edge(rel, s.from_entity, s.to_entity, s.from_field, s.to_field,
-                                                  forward_safe))
-            self.edges[s.to_entity].append(Edge(rel, s.to_entity, s.from_entity, s.to_field, s.from_field,
-                                                backward_safe))
+            start, end = key_fields(s.from_field), key_fields(s.to_field)
+            self.edges[s.from_entity].append(Edge(rel, s.from_entity, s.to_entity, start, end, forward_safe))
+            self.edges[s.to_entity].append(Edge(rel, s.to_entity, s.from_entity, end, start, backward_safe))
         for entity in self.entities.values():
             for metric in entity.metrics.values():
                 if not metric.derived:

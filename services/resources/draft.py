@@ -397,7 +397,11 @@ class _Resolver:
         exposure = found.spec.exposure
         if exposure == "never-to-model":
             raise invalid("UNKNOWN_ID", f"{item_id} is not an id of the current catalog", pointer)
-        if use != "aggregate" and exposure != "bounded-values":
+        if exposure == "filter-only" and use != "filter":
+            raise invalid("FIELD_NOT_EXPOSED", f"{found.spec.label!r} may only be filtered on, not used as a "
+                                               f"{'measure' if use == 'aggregate' else use}", pointer)
+        if use not in ("aggregate", "filter") and exposure != "bounded-values" or \
+                use == "filter" and exposure == "aggregate-only":
             raise invalid("FIELD_NOT_EXPOSED", f"{found.spec.label!r} may only be used inside an aggregation, "
                                                f"not as a {use}", pointer)
         return found

@@ -164,6 +164,10 @@ class Gateway:
                                f"{kind} needs {path[1:]}", {"path": path})
         self._require_scope(capability, target_id, path)
         target = self.catalog.by_id[target_id]
+        if isinstance(target, CatalogField) and target.spec.exposure == "filter-only":
+            raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "PROBE_NOT_ALLOWED",
+                               f"{target.spec.label!r} may only be filtered on: it is never probed",
+                               {"path": path})
         wanted = CatalogRelationship if kind == "join-coverage" else CatalogField
         if not isinstance(target, wanted):
             raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "WRONG_ID_KIND",

@@ -233,11 +233,8 @@ class Planner:
                 if step in by_path:
                     continue
                 start = by_path[_path_key(route[:depth - 1])]
-                end_entity = self.catalog.entities[edge.end]
                 end = self._alias(edge.end, f"t{len(by_path)}")
-                start_col = start.c[self.catalog.entities[edge.start].fields[edge.start_field].column.name]
-                end_col = end.c[end_entity.fields[edge.end_field].column.name]
-                joined = joined.outerjoin(end, start_col == end_col)
+                joined = joined.outerjoin(end, self._matches(start, end, edge))
                 by_path[step] = end
             if use.exists:
                 reached[("has", use.pointer)] = (by_path[_path_key(route)], rest)
@@ -343,11 +340,8 @@ class Planner:
         chain = [self._alias(edge.end, f"{tag}{i}") for i, edge in enumerate(rest)]
         from_clause = chain[0]
         for i, edge in enumerate(rest[1:], start=1):
-            from_clause = from_clause.join(chain[i], self._key(chain[i - 1], edge.start, edge.start_field) ==
-                                           self._key(chain[i], edge.end, edge.end_field))
-        first = rest[0]
-        correlation = self._key(anchor, first.start, first.start_field) == self._key(chain[0], first.end,
-                                                                                    first.end_field)
+            from_clause = from_clause.join(chain[i], self._matches(chain[i - 1], chain[i], edge))
+        correlation = self._matches(anchor, chain[0], rest[0])
         # Fields inside may also belong to what the sought rows belong to (an order's customer, say).
         sought = rest[-1].end
         reached = {(sought, ()): chain[-1]}
@@ -362,16 +356,19 @@ class Planner:
             alias = chain[-1]
             for edge in routes[0]:
                 end = self._alias(edge.end, f"{tag}{len(chain) + len(reached)}")
-                from_clause = from_clause.join(end, self._key(alias, edge.start, edge.start_field) ==
-                                               self._key(end, edge.end, edge.end_field))
+                from_clause = from_clause.join(end, self._matches(alias, end, edge))
                 alias = end
             reached[(entity, ())] = alias
         inner = _Join(from_clause, chain[-1], reached)
         return sa.exists(sa.select(sa.literal(1)).select_from(from_clause)
                          .where(correlation, self._predicate_sql(has.predicate, inner)))
 
-    def _key(self, alias: sa.FromClause, entity: str, field_name: str) -> ColumnElement:
-        return alias.c[self.catalog.entities[entity].fields[field_name].column.name]
+    def _matches(self, start: sa.FromClause, end: sa.FromClause, edge: Edge) -> ColumnElement:
+        """The join condition of one step: every key field of the start equals its partner at the end."""
+        start_fields = self.catalog.entities[edge.start].fields
+        end_fields = self.catalog.entities[edge.end].fields
+        return sa.and_(*[start.c[start_fields[a].column.name] == end.c[end_fields[b].column.name]
+                         for a, b in zip(edge.start_fields, edge.end_fields, strict=True)])
 
     def _filter_entities(self, predicate: Predicate | None, pointer: str = "/filter") -> list[_Use]:
         if predicate is None:
@@ -640,9 +637,9 @@ class Planner:
             statement = statement.where(self._predicate_sql(draft.filter, joined))
         outputs = {c.name: c for c in statement.selected_columns}
         statement = self._order(statement, draft, outputs)
-        primary = joined.home.c[self.catalog.entities[home].primary_key.column.name]
+        key = [joined.home.c[f.column.name].asc() for f in self.catalog.entities[home].key]
         keep = draft.limit or row_cap
-        statement = statement.order_by(primary.asc()).limit(keep if draft.limit else keep + 1)
+        statement = statement.order_by(*key).limit(keep if draft.limit else keep + 1)
         columns = [OutputColumn(f.id, f.field.spec.label + role_words(f.via), f.field.spec.type, "attribute",
                                 f.field.id, formats.of_dimension(f.field, None)) for f in draft.record_fields]
         return Plan(statement, columns, keep, limited=draft.limit is not None)

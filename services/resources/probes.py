@@ -9,6 +9,7 @@ import sqlalchemy as sa
 from services.resources.catalog import Catalog, CatalogField, CatalogRelationship
 from services.resources.draft import TEMPORAL
 from services.resources.results import normalize_cell
+from services.resources.semantic_model import key_fields
 from services.resources.warehouse import Warehouse
 from shared.errors import TesseraError
 
@@ -51,10 +52,10 @@ def join_coverage(warehouse: Warehouse, catalog: Catalog, rel: CatalogRelationsh
     spec = rel.spec
     start, end = catalog.entities[spec.from_entity], catalog.entities[spec.to_entity]
     start_table, end_table = start.table.alias("f"), end.table.alias("t")
-    start_key = start_table.c[start.fields[spec.from_field].column.name]
-    end_key = end_table.c[end.fields[spec.to_field].column.name]
+    pairs = zip(key_fields(spec.from_field), key_fields(spec.to_field), strict=True)
     # Match on existence, so a one-to-many target cannot count a row twice.
-    matched = sa.exists().where(end_key == start_key)
+    matched = sa.exists().where(*[end_table.c[end.fields[b].column.name] == start_table.c[start.fields[a].column.name]
+                                  for a, b in pairs])
     statement = sa.select(sa.func.count(), sa.func.sum(sa.case((matched, 1), else_=0))).select_from(start_table)
     (total, hits), = warehouse.fetch(statement, 1)[0]
     return int(total or 0), int(hits or 0)

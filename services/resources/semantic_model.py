@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from services.resources import expressions
 
 FieldType = Literal["string", "integer", "decimal", "float", "boolean", "date", "timestamp"]
-Exposure = Literal["never-to-model", "aggregate-only", "bounded-values"]
+Exposure = Literal["never-to-model", "aggregate-only", "filter-only", "bounded-values"]
 Sensitivity = Literal["public", "internal", "pii", "confidential"]
 RelationshipKind = Literal["many_to_one", "one_to_many", "one_to_one"]
 FormatStyle = Literal["integer", "decimal", "currency", "percent", "date", "text"]
@@ -25,6 +25,11 @@ DateGrain = Literal["second", "minute", "hour", "day", "week", "month", "quarter
 NUMERIC_TYPES = frozenset({"integer", "decimal", "float"})
 TEMPORAL_TYPES = frozenset({"date", "timestamp"})
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
+
+
+def key_fields(names: str | tuple[str, ...]) -> tuple[str, ...]:
+    """A key written as one field name or as a list of them, as a tuple."""
+    return (names,) if isinstance(names, str) else tuple(names)
 
 
 class SemanticModelError(Exception):
@@ -96,7 +101,7 @@ class EntitySpec(_Strict):
     label: str = Field(min_length=1, max_length=80)
     description: str = Field(default="", max_length=400)
     synonyms: tuple[str, ...] = ()
-    primary_key: str
+    primary_key: str | tuple[str, ...]  # one field, or the fields that together identify a row
     # The date or time a row is dated by, for a result's time coverage; default: its first date or time field.
     time_field: str | None = None
     fields: dict[str, FieldSpec]
@@ -107,8 +112,8 @@ class RelationshipSpec(_Strict):
     from_entity: str = Field(alias="from")
     to_entity: str = Field(alias="to")
     kind: RelationshipKind
-    from_field: str
-    to_field: str
+    from_field: str | tuple[str, ...]  # several fields for a composite key, matched in order with to_field
+    to_field: str | tuple[str, ...]
     label: str = Field(min_length=1, max_length=80)
     description: str = Field(default="", max_length=400)
 
@@ -207,8 +212,9 @@ def _cross_check(model: SemanticModel) -> list[str]:
         for name in [entity_name, *entity.fields, *entity.metrics]:
             if not _NAME.match(name):
                 problems.append(f"{where}: name {name!r} must be lower_snake_case (a-z, 0-9, _)")
-        if entity.primary_key not in entity.fields:
-            problems.append(f"{where}.primary_key: {entity.primary_key!r} is not one of its fields")
+        for key in key_fields(entity.primary_key):
+            if key not in entity.fields:
+                problems.append(f"{where}.primary_key: {key!r} is not one of its fields")
         if entity.time_field is not None and (entity.time_field not in entity.fields or
                                               entity.fields[entity.time_field].type not in TEMPORAL_TYPES):
             problems.append(f"{where}.time_field: {entity.time_field!r} is not one of its date or time fields")
@@ -238,12 +244,17 @@ def _cross_check(model: SemanticModel) -> list[str]:
         if other != rel_name:
             problems.append(f"{where}.label: {rel.label!r} is also the label of relationships.{other}; each "
                             "relationship is a role and needs a label of its own")
-        for side, entity_name, field_name in (("from", rel.from_entity, rel.from_field),
-                                              ("to", rel.to_entity, rel.to_field)):
+        if len(key_fields(rel.from_field)) != len(key_fields(rel.to_field)):
+            problems.append(f"{where}.to_field: {len(key_fields(rel.from_field))} fields on one side, "
+                            f"{len(key_fields(rel.to_field))} on the other; they are matched in order")
+        for side, entity_name, names in (("from", rel.from_entity, rel.from_field),
+                                         ("to", rel.to_entity, rel.to_field)):
             if entity_name not in model.entities:
                 problems.append(f"{where}.{side}: unknown entity {entity_name!r}")
-            elif field_name not in model.entities[entity_name].fields:
-                problems.append(f"{where}.{side}_field: {field_name!r} is not a field of {entity_name}")
+                continue
+            for field_name in key_fields(names):
+                if field_name not in model.entities[entity_name].fields:
+                    problems.append(f"{where}.{side}_field: {field_name!r} is not a field of {entity_name}")
     known_metrics = {(e, m) for e, spec in model.entities.items() for m in spec.metrics}
     for name, derived in model.derived_metrics.items():
         where = f"derived_metrics.{name}"

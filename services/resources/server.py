@@ -35,7 +35,8 @@ MAX_ID_CHARS = 128
 _DRAFT_SCHEMA_JSON = json.dumps(DRAFT_SCHEMA, sort_keys=True)
 _EXPOSURE = {"never-to-model": resources_pb2.FIELD_EXPOSURE_NEVER_TO_MODEL,
              "aggregate-only": resources_pb2.FIELD_EXPOSURE_AGGREGATE_ONLY,
-             "bounded-values": resources_pb2.FIELD_EXPOSURE_BOUNDED_VALUES}
+             "bounded-values": resources_pb2.FIELD_EXPOSURE_BOUNDED_VALUES,
+             "filter-only": resources_pb2.FIELD_EXPOSURE_FILTER_ONLY}
 _KIND = {"many_to_one": resources_pb2.RELATIONSHIP_KIND_MANY_TO_ONE,
          "one_to_many": resources_pb2.RELATIONSHIP_KIND_ONE_TO_MANY,
          "one_to_one": resources_pb2.RELATIONSHIP_KIND_ONE_TO_ONE}

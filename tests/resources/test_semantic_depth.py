@@ -595,3 +595,61 @@ def test_time_intelligence_refuses_what_it_cannot_mean(supply, name, extra, reas
     draft = {"mode": "aggregate", "measures": order_count(supply), **resolved(extra)}
     error = refused(supply, draft)
     assert (error.reason, error.metadata["path"]) == (reason, path), error
+
+
+# --- 6. composite keys and filter-only fields ------------------------------------------------
+
+
+def test_a_composite_relationship_joins_on_every_key_field(supply, supply_rows):
+    """Lines reach their part offer by (part, supplier): supply cost and profit, by ship mode."""
+    data, _, _ = supply_rows
+    cost = {(o["ps_partkey"], o["ps_suppkey"]): Decimal(o["ps_supplycost"]) for o in data["sup_partsupp"]}
+    expected: dict[str, dict[str, Decimal]] = defaultdict(lambda: defaultdict(Decimal))
+    for line in data["sup_lineitem"]:
+        line_cost = line["l_quantity"] * cost[(line["l_partkey"], line["l_suppkey"])]
+        revenue_ = Decimal(line["l_extendedprice"]) * (1 - Decimal(line["l_discount"]))
+        expected[line["l_shipmode"]]["cost"] += line_cost
+        expected[line["l_shipmode"]]["profit"] += revenue_ - line_cost
+    analysis = supply.analyze({
+        "mode": "aggregate", "measures": metrics(supply, "line_items", "supply_cost", "profit"),
+        "dimensions": [{"id": "mode", "field": supply.field("line_items", "ship_mode")}]})
+    rows = by_output(analysis)
+    assert {r["mode"] for r in rows} == set(expected)
+    for row in rows:
+        assert close(row["supply_cost"], expected[row["mode"]]["cost"], Decimal("0.01"))
+        assert close(row["profit"], expected[row["mode"]]["profit"], Decimal("0.01"))
+
+
+def test_a_filter_only_field_filters_and_does_nothing_else(supply, supply_rows):
+    data, _, _ = supply_rows
+    scarce = {(o["ps_partkey"], o["ps_suppkey"]) for o in data["sup_partsupp"] if o["ps_availqty"] < 2_000}
+    expected = sum(1 for line in data["sup_lineitem"] if (line["l_partkey"], line["l_suppkey"]) in scarce)
+    available = supply.field("part_suppliers", "available_quantity")
+    lines = [{"id": "lines", "metric": supply.metric("line_items", "line_count")}]
+    analysis = supply.analyze({"mode": "aggregate", "measures": lines,
+                               "filter": {"field": available, "op": "lt", "value": 2_000}})
+    assert by_output(analysis)[0]["lines"] == expected > 0
+    assert analysis.interpretation.filters == ["Available quantity below 2,000"]
+    for name, draft, path in [
+            ("grouped", {"mode": "aggregate", "measures": lines, "dimensions": [{"id": "q", "field": available}]},
+             "/dimensions/0/field"),
+            ("summed", {"mode": "aggregate", "measures": [{"id": "q", "aggregation": "sum", "field": available}]},
+             "/measures/0/field"),
+            ("listed", {"mode": "records", "entity": supply.entity("part_suppliers"),
+                        "fields": [{"id": "q", "field": available}], "order_by": [{"output": "q"}]},
+             "/fields/0/field")]:
+        error = refused(supply, draft)
+        assert (error.reason, error.metadata["path"]) == ("FIELD_NOT_EXPOSED", path), name
+        assert "may only be filtered on" in str(error)
+    for kind in ("value-domain", "field-profile", "time-bounds"):
+        with pytest.raises(TesseraError) as probe:
+            supply.gateway.probe(supply.session_id, "t-probe", kind, available, supply.capability)
+        assert probe.value.reason == "PROBE_NOT_ALLOWED", kind
+
+
+def test_records_of_a_composite_key_entity_are_in_a_stable_order(supply):
+    draft = {"mode": "records", "entity": supply.entity("line_items"),
+             "fields": [{"id": "mode", "field": supply.field("line_items", "ship_mode")}],
+             "order_by": [{"output": "mode"}], "limit": 50}
+    first, second = supply.analyze(draft), supply.analyze(draft)
+    assert first.descriptor.row_count == 50 and first.descriptor.content_hash == second.descriptor.content_hash

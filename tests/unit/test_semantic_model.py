@@ -70,6 +70,11 @@ def _broken(tmp_path: Path, old: str, new: str) -> Path:
      "relationships.ticket_customer.label: 'Customer who placed the order' is also the label of "
      "relationships.order_customer"),
     ("  customer_region:\n", "  CustomerRegion:\n", "relationships.CustomerRegion: name 'CustomerRegion' must be"),
+    # Composite keys: every field exists, and both sides of a relationship have as many fields.
+    ("primary_key: region_id", "primary_key: [region_id, planet]", "entities.regions.primary_key: 'planet' is not"),
+    ("from_field: region_id, to_field: region_id", "from_field: [region_id, segment], to_field: region_id",
+     "relationships.customer_region.to_field: 2 fields on one side, 1 on the other; they are matched in order"),
+    ("exposure: never-to-model}", "exposure: filter-anything}", "entities.regions.fields.region_id.exposure"),
 ])
 def test_errors_name_the_file_and_the_key(tmp_path, old, new, expected):
     path = _broken(tmp_path, old, new)
