@@ -366,6 +366,13 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     return deploy.run(args, directory)
 
 
+def cmd_semantic(args: argparse.Namespace) -> int:
+    """Import another tool's semantic layer as a Tessera semantic model (every field never-to-model)."""
+    from cli import semantic_import
+
+    return semantic_import.run(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tessera", description="Operate a Tessera deployment.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -430,6 +437,9 @@ def build_parser() -> argparse.ArgumentParser:
     from cli.deploy import add_parser as add_deploy_parser
 
     add_deploy_parser(sub).set_defaults(run=cmd_deploy)
+    from cli.semantic_import import add_parser as add_semantic_parser
+
+    add_semantic_parser(sub).set_defaults(run=cmd_semantic)
     return parser
 
 

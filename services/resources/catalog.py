@@ -40,7 +40,7 @@ _STOP_WORDS = frozenset(
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # one object per catalog item: compared and hashed by identity
 class CatalogField:
     id: str
     entity: str
@@ -54,7 +54,7 @@ class CatalogField:
         return self.spec.exposure != "never-to-model"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # one object per catalog item: compared and hashed by identity
 class CatalogMetric:
     id: str
     entity: str
@@ -64,14 +64,14 @@ class CatalogMetric:
     derived: bool
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # one object per catalog item: compared and hashed by identity
 class CatalogRelationship:
     id: str
     name: str
     spec: RelationshipSpec
 
 
-@dataclass
+@dataclass(eq=False)  # one object per entity: compared and hashed by identity
 class CatalogEntity:
     id: str
     name: str

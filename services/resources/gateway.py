@@ -10,6 +10,7 @@ import datetime as dt
 import logging
 import secrets
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import grpc
@@ -85,8 +86,10 @@ class Gateway:
             raise
         self.planner = Planner(self.catalog, self.warehouse.dialect)
         self._references: dict[str, tuple[float, periods.Moment | None]] = {}
+        self._side_queries = ThreadPoolExecutor(max_workers=settings.query_workers, thread_name_prefix="coverage")
 
     def close(self) -> None:
+        self._side_queries.shutdown(wait=False, cancel_futures=True)
         self.warehouse.close()
         self.store.close()
 
@@ -208,14 +211,21 @@ class Gateway:
         draft = self.check_draft(draft_json, capability)
         draft = replace(draft, filter=with_periods(draft.filter, self._resolve_period))
         plan = self.planner.plan(draft, self.settings.row_cap)
-        rows, elapsed, query_fingerprint = self.warehouse.fetch_with_fingerprint(plan.statement, plan.row_cap + 1)
+        # The time span is asked for alongside the result (its own connection), not after it.
+        coverage = self._side_queries.submit(self._coverage, draft)
+        try:
+            rows, elapsed, query_fingerprint = self.warehouse.fetch_with_fingerprint(plan.statement,
+                                                                                     plan.row_cap + 1)
+        except BaseException:
+            coverage.cancel()
+            raise
         truncated = len(rows) > plan.row_cap
         rows = normalize_rows(rows[:plan.row_cap], [column.type for column in plan.columns])
         # How many there were in all: when the cap dropped some, or when a top-N may have left some out.
         counted = truncated or (plan.limited and len(rows) == plan.row_cap)
         interpretation = interpret(draft, plan.columns, row_count=len(rows), truncated=truncated,
                                    total_rows=self._total_rows(plan.statement) if counted else None,
-                                   coverage=self._coverage(draft), limited=plan.limited)
+                                   coverage=coverage.result(), limited=plan.limited)
         result = self.store.pin(session_id, turn_id, plan.columns, rows, truncated)
         shape = "records" if draft.mode == "records" else draft.output
         descriptor = common_pb2.ResourceDescriptor(

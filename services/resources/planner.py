@@ -39,6 +39,7 @@ from services.resources.grains import time_bucket
 from shared.errors import TesseraError
 
 MAX_CACHED_JOINS = 1024
+MAX_CACHED_PLANS = 256
 _SA_TYPES = {"integer": sa.BigInteger, "decimal": sa.Numeric, "float": sa.Double, "string": sa.String,
              "boolean": sa.Boolean, "date": sa.Date, "timestamp": sa.DateTime}
 
@@ -128,6 +129,7 @@ class Planner:
         self._atom_cache: dict[tuple[str, str], ColumnElement] = {}
         self._joins: dict[tuple, tuple] = {}
         self._buckets: dict[tuple[str, str, str], ColumnElement] = {}
+        self._plans: dict[tuple[Draft, int], Plan] = {}
 
     def _alias(self, entity: str, name: str) -> sa.FromClause:
         """Aliases are immutable, so one per (entity, name) serves every plan; building
@@ -280,9 +282,13 @@ class Planner:
             return joined.home if entity == atom.home else joined.at(entity, ())
 
         key = (atom.key, joined.home.name, *(alias_of(entity).name for entity in atom.reaches))
-        if key not in self._atom_cache:
-            self._atom_cache[key] = atom.build(alias_of)
-        return self._atom_cache[key]
+        built = self._atom_cache.get(key)
+        if built is None:  # get, then set: another thread may clear the cache in between
+            built = atom.build(alias_of)
+            if len(self._atom_cache) >= MAX_CACHED_JOINS:
+                self._atom_cache.clear()
+            self._atom_cache[key] = built
+        return built
 
     def _label(self, entity: str) -> str:
         return self.catalog.entities[entity].spec.label
@@ -297,9 +303,10 @@ class Planner:
         if not dimension.grain:
             return column
         key = (dimension.field.id, dimension.grain, joined.at(dimension.field.entity, dimension.via).name)
-        if key not in self._buckets:
-            self._buckets[key] = time_bucket(column, dimension.grain, self.dialect)
-        return self._buckets[key]
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            bucket = self._buckets[key] = time_bucket(column, dimension.grain, self.dialect)
+        return bucket
 
     def _predicate_sql(self, predicate: Predicate, joined: _Join) -> ColumnElement:
         if isinstance(predicate, Group):
@@ -393,6 +400,18 @@ class Planner:
     # --- plans ------------------------------------------------------------
 
     def plan(self, draft: Draft, row_cap: int) -> Plan:
+        """The statement for a checked draft. Equal drafts (the same items, values and periods) get the same
+        plan, built once: a person refreshing an answer, or many asking the same question, compile nothing."""
+        key = (draft, row_cap)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plan(draft, row_cap)
+            if len(self._plans) >= MAX_CACHED_PLANS:  # bounded: repeated shapes are what the cache is for
+                self._plans.clear()
+            self._plans[key] = plan
+        return plan
+
+    def _plan(self, draft: Draft, row_cap: int) -> Plan:
         if draft.limit is not None and draft.limit > row_cap:
             raise invalid("LIMIT_OVER_CAP", f"at most {row_cap:,} rows can be kept (the row cap); ask for fewer",
                           "/limit", max=str(row_cap))

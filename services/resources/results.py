@@ -40,9 +40,10 @@ def _decimal(value):
         text = f"{value:.6f}"
     else:
         exact = value if type(value) is decimal.Decimal else decimal.Decimal(str(value))
-        if exact.as_tuple().exponent < -6:  # only round what has more than six places
-            exact = exact.quantize(_SIX_PLACES, rounding=decimal.ROUND_HALF_EVEN)
         text = format(exact, "f")
+        dot = text.find(".")
+        if dot >= 0 and len(text) - dot > 7:  # only round what has more than six places
+            text = format(exact.quantize(_SIX_PLACES, rounding=decimal.ROUND_HALF_EVEN), "f")
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
@@ -57,7 +58,9 @@ def _timestamp(value):
         value = dt.datetime.fromisoformat(value)
     elif not isinstance(value, dt.datetime):
         value = dt.datetime.combine(value, dt.time())
-    return value.replace(tzinfo=None).isoformat(timespec="seconds")
+    if value.tzinfo is not None:
+        value = value.replace(tzinfo=None)
+    return value.isoformat(timespec="seconds")
 
 
 _NORMALIZERS = {"integer": _integer, "decimal": _decimal, "float": float, "boolean": bool, "date": _date,
@@ -70,9 +73,29 @@ def normalize_cell(value, kind: str):
 
 
 def normalize_rows(rows: list[tuple], kinds: list[str]) -> list[list]:
-    """normalize_cell over a result, with the per-column choice made once."""
-    functions = [_NORMALIZERS[kind] for kind in kinds]
-    return [[None if v is None else f(v) for f, v in zip(functions, row, strict=True)] for row in rows]
+    """normalize_cell over a result, column by column: the per-column choice is made once, and values
+    that already have their JSON type (the common case) are kept without a call."""
+    if not rows:
+        return []
+    columns = [_normalize_column(values, kind)
+               for values, kind in zip(zip(*rows, strict=True), kinds, strict=True)]
+    return [list(row) for row in zip(*columns, strict=True)]
+
+
+_NATIVE = {"string": str, "integer": int, "float": float, "boolean": bool}
+
+
+def _normalize_column(values: tuple, kind: str) -> list:
+    native = _NATIVE.get(kind)
+    if native is not None:
+        convert = _NORMALIZERS[kind]
+        return [v if v is None or type(v) is native else convert(v) for v in values]
+    convert = _NORMALIZERS[kind]
+    if kind in ("date", "timestamp"):
+        # Dates repeat down a breakdown (one month per category, say): each distinct one is converted once.
+        seen = {value: convert(value) for value in set(values) if value is not None}
+        return [None if v is None else seen[v] for v in values]
+    return [None if v is None else convert(v) for v in values]
 
 
 def content_hash(columns: list[OutputColumn], rows: list[list], rows_json: str | None = None) -> str:

@@ -11,10 +11,10 @@ import re
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from services.resources import expressions
+from shared import strict_yaml
 
 FieldType = Literal["string", "integer", "decimal", "float", "boolean", "date", "timestamp"]
 Exposure = Literal["never-to-model", "aggregate-only", "filter-only", "bounded-values"]
@@ -131,36 +131,15 @@ class SemanticModel(_Strict):
     derived_metrics: dict[str, DerivedMetricSpec] = {}
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """PyYAML keeps the last of two equal keys; a model file must not have any."""
-
-
-def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False):
-    seen = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if key in seen:
-            raise SemanticModelError(f"line {key_node.start_mark.line + 1}: duplicate key {key!r}")
-        seen.add(key)
-    return yaml.SafeLoader.construct_mapping(loader, node, deep)
-
-
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
 def load_semantic_model(path: Path) -> SemanticModel:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise SemanticModelError(f"{path}: cannot be read: {exc.strerror}") from None
     try:
-        raw = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
-    except SemanticModelError as exc:
+        raw = strict_yaml.load(text)
+    except strict_yaml.YamlProblem as exc:
         raise SemanticModelError(f"{path}: {exc}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}: " if mark else ""
-        raise SemanticModelError(f"{path}: {where}not valid YAML: {getattr(exc, 'problem', exc)}") from None
     if not isinstance(raw, dict):
         raise SemanticModelError(f"{path}: the top level must be a mapping")
     try:

@@ -18,10 +18,28 @@ from urllib.parse import quote
 
 import grpc
 import sqlalchemy as sa
+from duckdb_engine import Dialect as DuckDBDialect
 from sqlalchemy import event
+from sqlalchemy.dialects import registry
 
 from shared.db import ping, unreachable
 from shared.errors import TesseraError
+
+
+class CachingDuckDBDialect(DuckDBDialect):
+    """duckdb_engine's dialect with SQLAlchemy's compiled-statement cache on.
+
+    duckdb_engine leaves the cache off (it has not declared support), so every
+    analysis recompiled its statement: about 1 ms per query for a breakdown with
+    a derived metric. The statements the planner builds carry every value as a bound
+    or post-compile parameter and every fixed word in the statement itself, which is
+    what the cache needs; the semantic suite runs on DuckDB with it on.
+    """
+
+    supports_statement_cache = True
+
+
+registry.register("duckdb.cached", __name__, "CachingDuckDBDialect")
 
 
 class WarehouseUnavailable(Exception):
@@ -86,7 +104,8 @@ class Warehouse:
             raise WarehouseUnavailable(f"no warehouse at {self.url.database} (run 'tessera seed --url ...')")
         # Read-only connections carry no transaction state worth resetting: skip the rollback
         # SQLAlchemy would issue each time a connection returns to the pool.
-        return sa.create_engine(self.url, connect_args={"read_only": True}, pool_reset_on_return=None)
+        return sa.create_engine(self.url.set(drivername="duckdb+cached"), connect_args={"read_only": True},
+                                pool_reset_on_return=None)
 
     # --- execution --------------------------------------------------------
 

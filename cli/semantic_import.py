@@ -1,0 +1,955 @@
+"""`tessera semantic import dbt PATH`: a dbt MetricFlow semantic layer as a Tessera semantic model.
+
+Reads every YAML file under PATH whose top level has `semantic_models:` or `metrics:` (the
+MetricFlow spec with measures, dbt 1.6 and later), converts what Tessera's model format can say
+without SQL text, and writes a semantic model (docs/semantic-model.md) in which every field is
+`never-to-model`: the import cannot know what may be shown, so nothing is until a person says so.
+Whatever it could not convert is reported, one line each, on stderr and as comments at the top of
+the file. The rules are in docs/semantic-model.md, "Importing dbt MetricFlow models".
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import copy
+import os
+import re
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import yaml
+
+from shared import strict_yaml
+
+SKIPPED_DIRS = frozenset({"target", "dbt_packages", "dbt_modules", "logs", "node_modules"})  # dbt's output, packages
+KEY_TYPES = ("primary", "unique", "natural")  # entity types that identify a row, in order of preference
+DAY_OR_COARSER = frozenset({"day", "week", "month", "quarter", "year"})
+AGGREGATIONS = {"sum": "sum", "average": "avg", "min": "min", "max": "max", "count": "count",
+                "count_distinct": "count_distinct", "sum_boolean": "sum"}
+NOT_IN_GRAMMAR = frozenset({"median", "percentile"})
+RATE_WORDS = frozenset({"rate", "ratio", "share", "percent", "percentage", "pct", "proportion"})
+MAX_LABEL, MAX_DESCRIPTION, MAX_EXPRESSION, MAX_PATH_EDGES = 80, 400, 500, 6  # Tessera's limits
+DATASET_DESCRIPTION = ("Imported from dbt MetricFlow by tessera semantic import; review every field's exposure "
+                       "before use.")
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# ref('orders'), ref('package', 'orders'), ref('orders', v=2), also written inside {{ }}
+_REF = re.compile(r"""^\s*(?:\{\{\s*)?ref\(\s*(?:['"][^'"]+['"]\s*,\s*)?['"]([^'"]+)['"]
+                     \s*(?:,[^)]*)?\)\s*(?:\}\})?\s*$""", re.X)
+
+
+class DbtImportError(Exception):
+    """The input is unusable (no semantic models, a YAML error): one line that names the file."""
+
+
+class _Skip(Exception):
+    """One item cannot be converted; the message says why."""
+
+
+class FilterError(ValueError):
+    """A MetricFlow filter is not of a form the import translates."""
+
+
+# --- names and text -------------------------------------------------------------
+
+
+def snake(name: str) -> str:
+    """A Tessera name (lower_snake_case, at most 63 characters) for a MetricFlow name."""
+    text = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", str(name)).lower()
+    text = re.sub(r"[^a-z0-9]+", "_", text).strip("_")
+    if not text or not text[0].isalpha():
+        text = f"x_{text}".rstrip("_")
+    return text[:63].rstrip("_")
+
+
+def humanize(name: str) -> str:
+    """`order_total` reads `Order total`; `customer_id` reads `Customer ID`."""
+    words = ["ID" if word == "id" else word for word in snake(name).split("_")]
+    text = " ".join(words)
+    return clip(text[:1].upper() + text[1:], MAX_LABEL)
+
+
+def clip(text: object, limit: int) -> str:
+    text = " ".join(str(text or "").split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def is_column(expr: object) -> bool:
+    return isinstance(expr, str) and bool(_IDENTIFIER.match(expr.strip()))
+
+
+def _dicts(value: object) -> list[dict]:
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+# --- reading the project --------------------------------------------------------
+
+
+def load_yaml(path: Path) -> object:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DbtImportError(f"{path}: cannot be read: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        return strict_yaml.load(text)
+    except strict_yaml.YamlProblem as exc:
+        raise DbtImportError(f"{path}: {exc}") from None
+
+
+def yaml_files(root: Path) -> list[Path]:
+    """Every *.yml/*.yaml under `root`, sorted; not in dbt's output or package folders, nor hidden ones."""
+    if root.is_file():
+        return [root]
+    found = []
+    for folder, subfolders, files in os.walk(root):
+        subfolders[:] = sorted(d for d in subfolders if not d.startswith(".") and d not in SKIPPED_DIRS)
+        found += [Path(folder) / name for name in sorted(files) if name.endswith((".yml", ".yaml"))]
+    return found
+
+
+@dataclass
+class Project:
+    name: str | None
+    semantic_models: list[dict] = field(default_factory=list)
+    metrics: list[dict] = field(default_factory=list)
+
+
+def read_project(root: Path, report: Report) -> Project:
+    if not root.exists():
+        raise DbtImportError(f"{root}: no such file or directory")
+    settings = root / "dbt_project.yml"
+    project_file = load_yaml(settings) if settings.is_file() else None
+    name = project_file.get("name") if isinstance(project_file, dict) else None
+    project = Project(name if isinstance(name, str) and name.strip() else None)
+    for path in yaml_files(root):
+        document = load_yaml(path)
+        if not isinstance(document, dict):
+            continue
+        for key, into in (("semantic_models", project.semantic_models), ("metrics", project.metrics)):
+            if key in document and not isinstance(document[key], list):
+                report.add(f"file {path}", f"{key} is not a list; the file's {key} were not read")
+            into += _dicts(document.get(key))
+        if any("semantic_model" in model for model in _dicts(document.get("models"))):
+            report.add(f"file {path}", "models with a semantic_model block (dbt's newer spec without measures) "
+                                       "are not read; only top-level semantic_models and metrics are")
+    if not project.semantic_models:
+        raise DbtImportError(f"{root}: no dbt semantic models (no YAML file under it has semantic_models:)")
+    return project
+
+
+# --- the report -----------------------------------------------------------------
+
+
+class Report:
+    """What was not converted (or converted differently), one plain line per item, in reading order."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def add(self, subject: str, message: str) -> None:
+        self.lines.append(f"{subject}: {' '.join(message.split())}")
+
+
+# --- the Tessera model being built ------------------------------------------------
+
+
+@dataclass
+class Field:
+    column: str
+    type: str
+    label: str
+    description: str = ""
+
+
+@dataclass
+class Metric:
+    """An entity metric kept in parts, so that a filtered copy can add its condition."""
+
+    function: str  # sum, avg, min, max, count, count_distinct
+    argument: str | None  # a field, `1 if field else 0`, or None for count()
+    type: str
+    label: str
+    description: str = ""
+    where: tuple[str, ...] = ()
+
+    def expression(self) -> str:
+        parts = [self.argument] if self.argument else []
+        if self.where:
+            parts.append("where=" + " and ".join(self.where))
+        return f"{self.function}({', '.join(parts)})"
+
+
+@dataclass
+class Entity:
+    name: str
+    table: str
+    label: str
+    description: str
+    key_entity: str  # the MetricFlow name of the entity that identifies its rows ('order')
+    reserved: set[str]  # names its metrics will take: fields are named otherwise
+    primary_key: str = ""
+    time_field: str | None = None
+    fields: dict[str, Field] = field(default_factory=dict)
+    metrics: dict[str, Metric] = field(default_factory=dict)
+    columns: dict[str, str] = field(default_factory=dict)  # column → field
+    dimensions: dict[str, str] = field(default_factory=dict)  # MetricFlow dimension → field
+
+    def free_name(self, base: str) -> str:
+        taken = self.reserved | set(self.fields) | set(self.metrics)
+        candidates = [base, f"{base}_value", *(f"{base}_{n}" for n in range(2, 100))]
+        return next(name for name in candidates if name not in taken)
+
+    def column_field(self, column: str, kind: str, label: str | None = None, description: str = "") -> str:
+        """The field that maps `column`, added (as `kind`) when there is none yet."""
+        if column not in self.columns:
+            name = self.free_name(snake(column))
+            self.fields[name] = Field(column, kind, label or humanize(column), clip(description, MAX_DESCRIPTION))
+            self.columns[column] = name
+        return self.columns[column]
+
+    def document(self) -> dict:
+        out = {"table": self.table, "label": self.label, "description": self.description,
+               "primary_key": self.primary_key, "time_field": self.time_field,
+               "fields": {name: _field_document(name, self.fields[name]) for name in  # the key first
+                          sorted(self.fields, key=lambda name: name != self.primary_key)},
+               "metrics": {name: _metric_document(metric) for name, metric in self.metrics.items()}}
+        return {key: value for key, value in out.items() if value}
+
+
+def _field_document(name: str, spec: Field) -> dict:
+    out = {"column": spec.column if spec.column != name else None, "type": spec.type, "label": spec.label,
+           "description": spec.description, "exposure": "never-to-model"}  # secure by default: a person decides
+    return {key: value for key, value in out.items() if value}
+
+
+def _metric_document(metric: Metric) -> dict:
+    out = {"label": metric.label, "description": metric.description, "expression": metric.expression(),
+           "type": metric.type}
+    return {key: value for key, value in out.items() if value}
+
+
+def _ref(entity: str, metric: str) -> ast.expr:
+    return ast.Attribute(value=ast.Name(id=entity, ctx=ast.Load()), attr=metric, ctx=ast.Load())
+
+
+def _rate_like(*texts: str) -> bool:
+    return any(RATE_WORDS & set(re.findall(r"[a-z]+", text.lower())) for text in texts)
+
+
+# --- MetricFlow filters ---------------------------------------------------------
+
+_TOKEN = re.compile(r"""\s*(?:(?P<jinja>\{\{.*?\}\})|(?P<string>'(?:[^']|'')*')|(?P<number>-?\d+(?:\.\d+)?)
+                        |(?P<op><>|!=|>=|<=|=|<|>)|(?P<punct>[(),])|(?P<word>[A-Za-z_][A-Za-z0-9_]*))""", re.X | re.S)
+_DIMENSION = re.compile(r"""^\{\{\s*Dimension\(\s*['"]([A-Za-z0-9_]+)['"]\s*\)\s*\}\}$""")
+_OPS = {"=": "==", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+FILTER_FORMS = ("what converts: Dimension('entity__dimension') compared with a literal, IN / NOT IN a list of "
+                "literals, or IS TRUE / FALSE, joined by AND")
+
+
+@dataclass(frozen=True)
+class Condition:
+    dimension: str  # MetricFlow's entity__dimension
+    op: str  # == != < <= > >=, in, not in, is_true, is_false
+    values: tuple[str | int | float, ...] = ()
+
+
+def _tokens(text: str) -> list[tuple[str, str]]:
+    tokens, position, text = [], 0, text.strip()
+    while position < len(text):
+        found = _TOKEN.match(text, position)
+        if found is None or found.end() == position:
+            raise FilterError(f"cannot read it from {text[position:position + 20]!r}; {FILTER_FORMS}")
+        tokens.append(next((kind, value) for kind, value in found.groupdict().items() if value is not None))
+        position = found.end()
+    return tokens
+
+
+def _jinja_dimension(text: str) -> str:
+    found = _DIMENSION.match(text)
+    if found:
+        return found.group(1)
+    call = re.match(r"\{\{\s*(\w+)", text)
+    kind = call.group(1) if call else "this Jinja"
+    if kind == "TimeDimension":
+        raise FilterError("a TimeDimension filter is not converted: a time window belongs in the draft "
+                          "(filters trailing, previous, to_date or between on the time field)")
+    if kind in ("Entity", "Metric"):
+        raise FilterError(f"an {kind} filter is not converted; {FILTER_FORMS}")
+    raise FilterError(f"{text} is not converted (Dimension with one quoted name only); {FILTER_FORMS}")
+
+
+def _literal(token: tuple[str, str]) -> str | int | float:
+    kind, text = token
+    if kind == "string":
+        return text[1:-1].replace("''", "'")
+    if kind == "number":
+        return float(text) if "." in text else int(text)
+    raise FilterError(f"{text!r} is not a literal; {FILTER_FORMS}")
+
+
+def _literal_list(tokens: list[tuple[str, str]], at: int) -> tuple[tuple, int]:
+    if tokens[at] != ("punct", "("):
+        raise FilterError(f"IN takes a parenthesised list of literals; {FILTER_FORMS}")
+    values, at = [], at + 1
+    while True:
+        values.append(_literal(tokens[at]))
+        if tokens[at + 1] == ("punct", ")"):
+            return tuple(values), at + 2
+        if tokens[at + 1] != ("punct", ","):
+            raise FilterError(f"IN takes a list of literals; {FILTER_FORMS}")
+        at += 2
+
+
+def _condition(tokens: list[tuple[str, str]], at: int) -> tuple[Condition, int]:
+    if tokens[at][0] != "jinja":
+        raise FilterError(f"{tokens[at][1]!r} where a Dimension was expected; {FILTER_FORMS}")
+    dimension = _jinja_dimension(tokens[at][1])
+    kind, text = tokens[at + 1]
+    words = [value.lower() for _, value in tokens[at + 1:at + 4]]
+    if kind == "op" and tokens[at + 2][0] == "word" and tokens[at + 2][1].lower() in ("true", "false") \
+            and text in ("=", "!=", "<>"):
+        truth = (tokens[at + 2][1].lower() == "true") == (text == "=")
+        return Condition(dimension, "is_true" if truth else "is_false"), at + 3
+    if kind == "op":
+        return Condition(dimension, _OPS[text], (_literal(tokens[at + 2]),)), at + 3
+    if words[:1] == ["in"] or words[:2] == ["not", "in"]:
+        negated = words[0] == "not"
+        values, end = _literal_list(tokens, at + (3 if negated else 2))
+        return Condition(dimension, "not in" if negated else "in", values), end
+    if words[:1] == ["is"] and words[1] in ("true", "false"):
+        return Condition(dimension, f"is_{words[1]}"), at + 3
+    raise FilterError(f"{' '.join(words)!r} after the Dimension is not converted; {FILTER_FORMS}")
+
+
+def parse_filter(text: str) -> list[Condition]:
+    """`{{ Dimension('order__status') }} = 'completed' AND ...` → conditions; anything else → FilterError."""
+    tokens = _tokens(text)
+    conditions, at = [], 0
+    try:
+        while True:
+            condition, at = _condition(tokens, at)
+            conditions.append(condition)
+            if at == len(tokens):
+                return conditions
+            if tokens[at][0] != "word" or tokens[at][1].lower() != "and":
+                raise FilterError(f"{tokens[at][1]!r} joins conditions; {FILTER_FORMS}")
+            at += 1
+    except IndexError:
+        raise FilterError(f"it ends early; {FILTER_FORMS}") from None
+
+
+def render_condition(reference: str, condition: Condition) -> str:
+    """A condition in Tessera's metric grammar, about the field `reference` (`status`, `customers.region`)."""
+    if condition.op == "is_true":
+        return reference
+    if condition.op == "is_false":
+        return f"not {reference}"
+    if condition.op in ("in", "not in"):
+        values = ", ".join(repr(value) for value in condition.values)
+        return f"{reference} {condition.op} ({values}{',' if len(condition.values) == 1 else ''})"
+    return f"{reference} {condition.op} {condition.values[0]!r}"
+
+
+# --- metric inputs and names ----------------------------------------------------
+
+
+def _filter_texts(value: object) -> list[str]:
+    """A MetricFlow `filter`: one string, or a list of them that must all hold."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return list(value)
+    raise _Skip("its filter is neither a string nor a list of strings")
+
+
+def _input_spec(spec: object) -> tuple[str, list[str], str | None]:
+    """A metric input (`name`, or `{name, filter, alias}`) → name, filters, alias."""
+    if isinstance(spec, str) and spec:
+        return spec, [], None
+    if isinstance(spec, dict) and isinstance(spec.get("name"), str):
+        alias = spec.get("alias")
+        return spec["name"], _filter_texts(spec.get("filter")), alias if isinstance(alias, str) else None
+    raise _Skip(f"an input ({spec!r}) names no metric or measure")
+
+
+def _arithmetic(expr: object, terms: dict[str, ast.expr]) -> ast.expr:
+    """A derived metric's expr as a tree over its inputs' terms: + - * /, parentheses and numbers only."""
+    why = f"its expr {clip(expr, 120)!r} is not arithmetic (+ - * /, parentheses, numbers) over its inputs"
+
+    def build(node: ast.AST) -> ast.expr:
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub | ast.Mult | ast.Div):
+            return ast.BinOp(build(node.left), node.op, build(node.right))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return ast.UnaryOp(ast.USub(), build(node.operand))
+        if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+            return ast.Constant(node.value)
+        if isinstance(node, ast.Name) and node.id in terms:
+            return copy.deepcopy(terms[node.id])
+        raise _Skip(why)
+
+    try:  # MetricFlow's expr is SQL; the arithmetic subset reads the same in Python's parser
+        tree = ast.parse(" ".join(expr.split()), mode="eval").body if isinstance(expr, str) else None
+    except SyntaxError:
+        tree = None
+    if tree is None:
+        raise _Skip(why)
+    return build(tree)
+
+
+def _reserved_names(project: Project) -> dict[str, set[str]]:
+    """The metric names each semantic model's entity will hold (its measures and the simple metrics over
+    them), so that its fields, added first, are named otherwise (a name is a field or a metric, not both)."""
+    owner: dict[str, str] = {}
+    reserved: dict[str, set[str]] = {}
+    for model in project.semantic_models:
+        names = {m["name"] for m in _dicts(model.get("measures")) if isinstance(m.get("name"), str)}
+        reserved[str(model.get("name"))] = {snake(name) for name in names}
+        owner.update(dict.fromkeys(names, str(model.get("name"))))
+    for metric in project.metrics:
+        params = metric.get("type_params") if isinstance(metric.get("type_params"), dict) else {}
+        measure = params.get("measure")
+        measure = measure.get("name") if isinstance(measure, dict) else measure
+        if str(metric.get("type", "")).lower() == "simple" and isinstance(measure, str) and measure in owner \
+                and isinstance(metric.get("name"), str):
+            reserved[owner[measure]].add(snake(metric["name"]))
+    return reserved
+
+
+def _dimension_type(item: dict) -> str:
+    if str(item.get("type", "")).lower() != "time":
+        return "string"
+    params = item.get("type_params") if isinstance(item.get("type_params"), dict) else {}
+    # A day or a coarser grain is a date; finer grains keep the time of day.
+    return "date" if str(params.get("time_granularity", "")).lower() in DAY_OR_COARSER else "timestamp"
+
+
+# --- the conversion -------------------------------------------------------------
+
+
+class DbtConverter:
+    """Semantic models → entities and relationships; metrics → entity metrics and derived metrics."""
+
+    def __init__(self, report: Report) -> None:
+        self.report = report
+        self.entities: dict[str, Entity] = {}
+        self.relationships: dict[str, dict] = {}
+        self.derived: dict[str, dict] = {}
+        self.measures: dict[str, tuple[str, str]] = {}  # measure → (entity, metric)
+        self.measures_seen: set[str] = set()  # converted or not, to say which
+        self.keys: dict[str, list[tuple[str, str, str]]] = {}  # MetricFlow key entity → (entity, field, type)
+        self.raw_metrics: dict[str, dict] = {}
+        self.done: dict[str, ast.expr | None] = {}  # converted metrics as terms of derived ones; None: not
+        self._converting: set[str] = set()
+        self._models: list[tuple[dict, Entity]] = []
+
+    def convert(self, project: Project) -> None:
+        reserved = _reserved_names(project)
+        for raw in project.semantic_models:
+            self._add_model(raw, reserved.get(str(raw.get("name")), set()))
+        for raw, entity in self._models:  # every key entity is known now: foreign ones can be resolved
+            self._add_foreign_keys(raw, entity)
+        self.add_metrics(project.metrics)
+        if self.entities:
+            tables = ", ".join(entity.table for entity in self.entities.values())
+            self.report.add("tables", f"named after the dbt models ({tables}): Tessera reads them in the schema its "
+                                      "warehouse URL connects to; where dbt builds them in another schema or under "
+                                      "an alias, edit table")
+
+    # --- semantic models → entities and relationships ------------------------------
+
+    def _add_model(self, raw: dict, reserved: set[str]) -> None:
+        name = raw.get("name")
+        if not isinstance(name, str) or not name.strip():
+            self.report.add("semantic model", "one without a name was skipped")
+            return
+        subject, entity_name = f"semantic model {name}", snake(name)
+        if entity_name != name:
+            self.report.add(subject, f"converted as entity {entity_name} (Tessera names are lower_snake_case)")
+        key = self._key_entity(raw, subject)
+        if key is None:
+            return
+        table = self._table(raw, name, subject)
+        clash = "entity" if entity_name in self.entities else "table" if table in {
+            e.table for e in self.entities.values()} else None
+        if clash:  # Tessera maps each table once, and names each entity once
+            self.report.add(subject, f"not converted: its {clash} is already that of another semantic model")
+            return
+        entity = Entity(entity_name, table, clip(raw.get("label") or humanize(name), MAX_LABEL),
+                        clip(raw.get("description"), MAX_DESCRIPTION), key[0], reserved)
+        self._add_dimensions(raw, entity)
+        self._add_keys(raw, entity)
+        entity.primary_key = entity.columns[key[1]]
+        self._set_time_field(raw, entity, subject)
+        self._add_measures(raw, entity)
+        self.entities[entity_name] = entity
+        self._models.append((raw, entity))
+
+    def _table(self, raw: dict, name: str, subject: str) -> str:
+        found = _REF.match(raw["model"]) if isinstance(raw.get("model"), str) else None
+        if found is None:
+            self.report.add(subject, f"model {raw.get('model')!r} is not ref('...'); table {name} assumed")
+            return name
+        return found.group(1)
+
+    def _key_entity(self, raw: dict, subject: str) -> tuple[str, str] | None:
+        """The MetricFlow entity that identifies a row, and its column: primary, else unique, else natural."""
+        candidates = [item for item in _dicts(raw.get("entities"))
+                      if str(item.get("type", "")).lower() in KEY_TYPES and isinstance(item.get("name"), str)]
+        candidates.sort(key=lambda item: KEY_TYPES.index(str(item["type"]).lower()))
+        for item in candidates:
+            column = item.get("expr", item["name"])
+            if is_column(column):
+                return item["name"], column.strip()
+        why = "its primary entity is a SQL expression" if candidates else "it has no primary, unique or natural entity"
+        self.report.add(subject, f"not converted: {why}; Tessera needs the column that identifies a row "
+                                 "(primary_key)")
+        return None
+
+    def _add_keys(self, raw: dict, entity: Entity) -> None:
+        for item in _dicts(raw.get("entities")):
+            kind = str(item.get("type", "")).lower()
+            if kind not in KEY_TYPES or not isinstance(item.get("name"), str):
+                continue
+            column = item.get("expr", item["name"])
+            if not is_column(column):
+                self.report.add(f"entity {item['name']} ({kind}, in {entity.name})",
+                                f"not converted: its expr is SQL ({column!r}), not a column")
+                continue
+            # An id is an integer unless a dimension already said otherwise.
+            field_name = entity.column_field(column.strip(), "integer", item.get("label"), item.get("description"))
+            self.keys.setdefault(item["name"], []).append((entity.name, field_name, kind))
+
+    def _add_dimensions(self, raw: dict, entity: Entity) -> None:
+        for item in _dicts(raw.get("dimensions")):
+            name = item.get("name")
+            subject = f"dimension {entity.name}.{name}"
+            column = item.get("expr", name)
+            if not isinstance(name, str):
+                self.report.add(subject, "not converted: it has no name")
+                continue
+            if not is_column(column):
+                self.report.add(subject, f"not converted: its expr is SQL ({column!r}); Tessera maps a field to a "
+                                         "column, never to SQL text (add the column to the dbt model, map that)")
+                continue
+            column = column.strip()
+            if column in entity.columns:
+                self.report.add(subject, f"maps column {column} as {entity.columns[column]} does: one field kept")
+            else:
+                field_name = entity.free_name(snake(name))
+                label = clip(item.get("label") or humanize(name), MAX_LABEL)
+                entity.fields[field_name] = Field(column, _dimension_type(item), label,
+                                                  clip(item.get("description"), MAX_DESCRIPTION))
+                entity.columns[column] = field_name
+            entity.dimensions[name] = entity.columns[column]
+
+    def _set_time_field(self, raw: dict, entity: Entity, subject: str) -> None:
+        defaults = raw.get("defaults") if isinstance(raw.get("defaults"), dict) else {}
+        wanted = defaults.get("agg_time_dimension")
+        if not wanted:
+            return
+        field_name = entity.dimensions.get(wanted)
+        if field_name and entity.fields[field_name].type in ("date", "timestamp"):
+            entity.time_field = field_name
+        else:
+            self.report.add(subject, f"defaults.agg_time_dimension {wanted} is not a converted time dimension; "
+                                     "no time_field set")
+
+    def _add_foreign_keys(self, raw: dict, entity: Entity) -> None:
+        for item in _dicts(raw.get("entities")):
+            if str(item.get("type", "")).lower() != "foreign" or not isinstance(item.get("name"), str):
+                continue
+            subject = f"entity {item['name']} (foreign, in {entity.name})"
+            column = item.get("expr", item["name"])
+            if not is_column(column):
+                self.report.add(subject, f"not converted: its expr is SQL ({column!r}), not a column; no field, "
+                                         "no relationship")
+                continue
+            target = self._key_owner(item["name"], subject)
+            kind = self.entities[target[0]].fields[target[1]].type if target else "integer"
+            field_name = entity.column_field(column.strip(), kind, item.get("label"), item.get("description"))
+            if target:
+                self._add_relationship(entity, item["name"], field_name, target)
+
+    def _key_owner(self, key: str, subject: str) -> tuple[str, str] | None:
+        found = self.keys.get(key, [])
+        candidates = [item for item in found if item[2] == "primary"] or found
+        if len(candidates) == 1:
+            return candidates[0][:2]
+        if not found:
+            self.report.add(subject, "no semantic model has it as its primary entity: its column is kept as a "
+                                     "field, with no relationship")
+        else:
+            owners = ", ".join(item[0] for item in candidates)
+            self.report.add(subject, f"rows of {owners} are all identified by it: no relationship made; add the "
+                                     "right one by hand")
+        return None
+
+    def _add_relationship(self, entity: Entity, key: str, field_name: str, target: tuple[str, str]) -> None:
+        base = snake(f"{entity.name}_{key}")
+        name = next(n for n in (base, *(f"{base}_{i}" for i in range(2, 100))) if n not in self.relationships)
+        # Refusals and captions name a relationship (a role) by its label: "Customer of the order".
+        base_label = f"{humanize(key)} of the {humanize(entity.key_entity).lower()}"
+        labels = {rel["label"].casefold() for rel in self.relationships.values()}
+        label = next(text for text in (base_label, f"{base_label} ({field_name})",
+                                       *(f"{base_label} ({field_name} {i})" for i in range(2, 100)))
+                     if text.casefold() not in labels)
+        self.relationships[name] = {"from": entity.name, "to": target[0], "kind": "many_to_one",
+                                    "from_field": field_name, "to_field": target[1], "label": clip(label, MAX_LABEL)}
+
+    def _paths(self, start: str, goal: str, seen: frozenset[str] = frozenset()) -> int:
+        """Paths of many-to-one steps from `start` to `goal`, as the catalog counts them: a metric reads
+        fields of an entity its rows belong to only when exactly one path leads there."""
+        if start == goal:
+            return 1
+        if len(seen) >= MAX_PATH_EDGES:
+            return 0
+        seen = seen | {start}
+        return sum(self._paths(rel["to"], goal, seen) for rel in self.relationships.values()
+                   if rel["from"] == start and rel["to"] not in seen)
+
+
+    # --- measures → entity metrics ------------------------------------------------
+
+    def _add_measures(self, raw: dict, entity: Entity) -> None:
+        for item in _dicts(raw.get("measures")):
+            name = item.get("name")
+            if not isinstance(name, str) or name in self.measures_seen:
+                self.report.add(f"measure {entity.name}.{name}", "not converted: it has no name, or one that "
+                                                                 "another measure has")
+                continue
+            self.measures_seen.add(name)
+            metric = self._measure(item, entity, f"measure {entity.name}.{name}")
+            if metric is not None:
+                entity.metrics[snake(name)] = metric
+                self.measures[name] = (entity.name, snake(name))
+
+    def _measure(self, item: dict, entity: Entity, subject: str) -> Metric | None:
+        agg = str(item.get("agg", "")).lower()
+        expr = item.get("expr", item["name"])  # MetricFlow's default: the column named like the measure
+        label = clip(item.get("label") or humanize(item["name"]), MAX_LABEL)
+        description = clip(item.get("description"), MAX_DESCRIPTION)
+        if agg in NOT_IN_GRAMMAR:
+            why = f"{agg} is not an aggregation of Tessera's metric grammar (sum, avg, min, max, count, count_distinct)"
+        elif agg not in AGGREGATIONS:
+            why = f"agg {agg or '(none)'} is not a MetricFlow aggregation this import knows"
+        elif item.get("non_additive_dimension"):
+            why = ("non_additive_dimension (a semi-additive measure, such as a balance) is not supported: Tessera "
+                   "would add it up across that dimension")
+        elif agg in ("sum", "count") and not isinstance(expr, bool) and str(expr).strip() == "1":
+            return Metric("count", None, "integer", label, description)  # one per row: a row count
+        elif not is_column(expr):
+            why = (f"its expr is SQL ({clip(expr, 120)!r}); Tessera takes a column here, never SQL text: write "
+                   "the metric by hand in its grammar (docs/semantic-model.md)")
+        else:
+            return self._column_measure(agg, expr.strip(), entity, label, description)
+        self.report.add(subject, f"not converted: {why}")
+        return None
+
+    def _column_measure(self, agg: str, column: str, entity: Entity, label: str, description: str) -> Metric:
+        counting = agg in ("count", "count_distinct")
+        if counting:  # what is counted may be any type; ids are usually integers
+            kind = "integer" if column.lower().endswith("id") else "string"
+        else:
+            kind = "boolean" if agg == "sum_boolean" else "decimal"
+        field_name = entity.column_field(column, kind)
+        spec = entity.fields[field_name]
+        if agg == "sum_boolean":
+            spec.type = "boolean"  # what sum_boolean says of the column, even where a dimension said categorical
+            return Metric("sum", f"1 if {field_name} else 0", "integer", label, description)
+        if counting:
+            result = "integer"
+        elif agg in ("min", "max") and spec.type in ("integer", "date", "timestamp"):
+            result = spec.type
+        else:
+            result = "integer" if agg == "sum" and spec.type == "integer" else "decimal"
+        return Metric(AGGREGATIONS[agg], field_name, result, label, description)
+
+    # --- metrics ----------------------------------------------------------------------
+
+    def add_metrics(self, metrics: list[dict]) -> None:
+        for raw in metrics:
+            name = raw.get("name")
+            if not isinstance(name, str) or not name or name in self.raw_metrics:
+                self.report.add(f"metric {name}", "not converted: it has no name, or one another metric has")
+                continue
+            self.raw_metrics[name] = raw
+        for name in self.raw_metrics:
+            self.metric(name)
+
+    def metric(self, name: str) -> ast.expr | None:
+        """Convert one top-level metric (once): its term in derived metrics, or None when not converted."""
+        if name in self.done:
+            return self.done[name]
+        if name in self._converting:
+            raise _Skip(f"metric {name} depends on itself")
+        raw = self.raw_metrics[name]
+        params = raw.get("type_params") if isinstance(raw.get("type_params"), dict) else {}
+        kind = str(raw.get("type", "")).lower()
+        handlers = {"simple": self._simple, "ratio": self._ratio, "derived": self._derived,
+                    "cumulative": self._cumulative}
+        self._converting.add(name)
+        try:
+            result = handlers.get(kind, self._unknown)(name, raw, params)
+        except _Skip as exc:
+            self.report.add(f"metric {name}", f"not converted: {exc}")
+            result = None
+        finally:
+            self._converting.discard(name)
+        self.done[name] = result
+        return result
+
+    def _unknown(self, name: str, raw: dict, params: dict) -> None:
+        if str(raw.get("type", "")).lower() == "conversion":
+            raise _Skip("a conversion metric (a funnel from one event to another) has no counterpart in Tessera")
+        raise _Skip(f"type {raw.get('type')!r} is not a MetricFlow metric type this import knows")
+
+    def _measure_metric(self, measure: str) -> tuple[Entity, str]:
+        if measure not in self.measures:
+            raise _Skip(f"its measure {measure} was not converted" if measure in self.measures_seen
+                        else f"{measure} is not a measure of any semantic model")
+        entity_name, metric_name = self.measures[measure]
+        return self.entities[entity_name], metric_name
+
+    def _simple(self, name: str, raw: dict, params: dict) -> ast.expr:
+        measure, filters, _ = _input_spec(params.get("measure"))
+        filters += _filter_texts(raw.get("filter"))
+        entity, measure_metric = self._measure_metric(measure)
+        base, metric_name = entity.metrics[measure_metric], snake(name)
+        label, description = clip(raw.get("label"), MAX_LABEL), clip(raw.get("description"), MAX_DESCRIPTION)
+        if not filters and metric_name == measure_metric:  # the measure's own metric: only its words change
+            base.label, base.description = label or base.label, description or base.description
+            return _ref(entity.name, metric_name)
+        where = self._where(filters, entity)
+        if metric_name == measure_metric:
+            self.report.add(f"metric {name}", f"its filter applies to the measure of the same name: "
+                                              f"{entity.name}.{metric_name} is the filtered one")
+        elif metric_name in entity.metrics or metric_name in entity.fields:
+            raise _Skip(f"{entity.name} already has a field or metric named {metric_name}")
+        entity.metrics[metric_name] = replace(base, label=label or humanize(name), where=base.where + where,
+                                              description=description or ("" if where else base.description))
+        return _ref(entity.name, metric_name)
+
+    def _cumulative(self, name: str, raw: dict, params: dict) -> None:
+        source, _, _ = _input_spec(params.get("measure") or params.get("input_metric"))
+        term = self._resolve_input(source)
+        if not isinstance(term, ast.Attribute):
+            raise _Skip(f"a running total of {source}, which is not a simple metric or a measure")
+        options = params.get("cumulative_type_params") if isinstance(params.get("cumulative_type_params"), dict) else {}
+        window = params.get("window") or options.get("window")
+        to_date = params.get("grain_to_date") or options.get("grain_to_date")
+        message = (f"converted to {term.value.id}.{term.attr}, the metric it accumulates: Tessera computes running "
+                   "totals in the draft (calculation kind cumulative, along a time breakdown)")
+        if window:
+            message += f"; its window ({window}) is not carried: a trailing filter in the draft comes closest"
+        if to_date:
+            message += f"; its grain_to_date ({to_date}) is not carried: a to_date filter comes closest"
+        self.report.add(f"metric {name}", message)
+        return None  # not a term other metrics can build on: the running total itself is not here
+
+    def _ratio(self, name: str, raw: dict, params: dict) -> ast.expr:
+        shared = _filter_texts(raw.get("filter"))  # a ratio's own filter holds for both sides
+        pending: list[tuple[Entity, str, Metric]] = []
+        numerator = self._component(params.get("numerator"), name, "numerator", shared, pending)
+        denominator = self._component(params.get("denominator"), name, "denominator", shared, pending)
+        return self._add_derived(name, raw, ast.BinOp(numerator, ast.Div(), denominator), pending)
+
+    def _derived(self, name: str, raw: dict, params: dict) -> ast.expr:
+        inputs = params.get("metrics")
+        if not isinstance(inputs, list) or not inputs:
+            raise _Skip("it lists no input metrics")
+        for item in inputs:
+            offset = (item.get("offset_window") or item.get("offset_to_grain")) if isinstance(item, dict) else None
+            if offset:
+                alias = f" (as {item['alias']})" if item.get("alias") else ""
+                raise _Skip(f"input {item.get('name')}{alias} is offset ({offset}): use a period-over-period "
+                            "calculation in the draft: kind prior/change/growth")
+        shared = _filter_texts(raw.get("filter"))
+        pending: list[tuple[Entity, str, Metric]] = []
+        terms = {}
+        for item in inputs:
+            input_name, _, alias = _input_spec(item)
+            terms[alias or input_name] = self._component(item, name, alias or input_name, shared, pending)
+        return self._add_derived(name, raw, _arithmetic(params.get("expr"), terms), pending)
+
+    def _resolve_input(self, name: str) -> ast.expr:
+        """A metric (converted on demand) or a measure, as a term of a derived metric."""
+        if name in self.raw_metrics:
+            term = self.metric(name)
+            if term is None:
+                raise _Skip(f"its input {name} was not converted")
+            return copy.deepcopy(term)
+        if name in self.measures:
+            return _ref(*self.measures[name])
+        raise _Skip(f"its input {name} is neither a metric nor a converted measure")
+
+    def _component(self, spec: object, parent: str, role: str, shared: list[str],
+                   pending: list[tuple[Entity, str, Metric]]) -> ast.expr:
+        """One input of a ratio or derived metric; with a filter, a filtered copy of its entity metric
+        (kept in `pending` until the whole metric converts, so a failure leaves nothing behind)."""
+        name, filters, alias = _input_spec(spec)
+        term = self._resolve_input(name)
+        filters += shared
+        if not filters:
+            return term
+        if not isinstance(term, ast.Attribute):
+            raise _Skip(f"its input {name} is a ratio or derived metric, and a filter on one is not converted")
+        entity = self.entities[term.value.id]
+        base = entity.metrics[term.attr]
+        where = self._where(filters, entity)
+        taken = {metric_name for owner, metric_name, _ in pending if owner is entity}
+        metric_name = next(n for n in (entity.free_name(snake(f"{parent}_{alias or role}")),
+                                       *(f"{snake(parent)}_{role}_{i}" for i in range(2, 100))) if n not in taken)
+        label = humanize(alias) if alias else clip(f"{base.label} ({humanize(parent)} {role})", MAX_LABEL)
+        pending.append((entity, metric_name, replace(base, label=label, where=base.where + where,
+                                                      description=f"The {role} of {parent}, filtered.")))
+        return _ref(entity.name, metric_name)
+
+    def _add_derived(self, name: str, raw: dict, tree: ast.expr, pending: list[tuple[Entity, str, Metric]]) -> ast.expr:
+        homes = [node.value.id for node in ast.walk(tree) if isinstance(node, ast.Attribute)]
+        if not homes:
+            raise _Skip("it uses no metric")
+        entity, metric_name, expression = self.entities[homes[0]], snake(name), ast.unparse(tree)
+        if metric_name in entity.fields or metric_name in entity.metrics or metric_name in self.derived \
+                or any(metric_name == added for _, added, _ in pending):
+            raise _Skip(f"{entity.name} already has a field or metric named {metric_name}")
+        if len(expression) > MAX_EXPRESSION:
+            raise _Skip(f"its expression would be longer than {MAX_EXPRESSION} characters")
+        label = clip(raw.get("label") or humanize(name), MAX_LABEL)
+        division = any(isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) for node in ast.walk(tree))
+        derived = {"entity": entity.name, "label": label, "description": clip(raw.get("description"), MAX_DESCRIPTION),
+                   "expression": expression, "type": "float" if division else "decimal",
+                   "format": "percent" if _rate_like(name, label) else "decimal"}  # never a guessed currency
+        for owner, added, metric in pending:
+            owner.metrics[added] = metric
+        self.derived[metric_name] = {key: value for key, value in derived.items() if value}
+        return tree
+
+    # --- filters ------------------------------------------------------------------------
+
+    def _where(self, filters: list[str], home: Entity) -> tuple[str, ...]:
+        conditions = []
+        for text in filters:
+            try:
+                parsed = parse_filter(text)
+            except FilterError as exc:
+                raise _Skip(f"filter {clip(text, 120)!r}: {exc}") from None
+            conditions += [self._condition_text(condition, home) for condition in parsed]
+        return tuple(conditions)
+
+    def _condition_text(self, condition: Condition, home: Entity) -> str:
+        owner, field_name = self._dimension_field(condition.dimension, home)
+        if condition.op in ("is_true", "is_false"):
+            owner.fields[field_name].type = "boolean"  # IS TRUE says what the column holds
+        reference = field_name if owner is home else f"{owner.name}.{field_name}"
+        return render_condition(reference, condition)
+
+    def _dimension_field(self, path: str, home: Entity) -> tuple[Entity, str]:
+        """`order__status` → the entity whose rows `order` identifies, and its field for `status`."""
+        parts = path.split("__")
+        if parts[-1] == "metric_time":
+            raise _Skip("a filter on metric_time is not converted: a time window belongs in the draft")
+        if len(parts) != 2 or not all(parts):
+            raise _Skip(f"Dimension('{path}') is not entity__dimension; paths of several entities are not converted")
+        key, dimension = parts
+        owners = [owner for owner, _, _ in self.keys.get(key, [])]
+        if home.name in owners:
+            owner = home
+        elif len(set(owners)) == 1:
+            owner = self.entities[owners[0]]
+        else:
+            raise _Skip(f"Dimension('{path}'): {key} identifies the rows of {len(set(owners))} converted entities")
+        field_name = owner.dimensions.get(dimension)
+        if field_name is None:
+            raise _Skip(f"Dimension('{path}'): {dimension} is not a converted dimension of {owner.name}")
+        paths = self._paths(home.name, owner.name)
+        if paths != 1:
+            raise _Skip(f"Dimension('{path}'): {owner.name} is reached from {home.name} by {paths} paths; a metric "
+                        "reads the fields of an entity its rows reach by exactly one")
+        return owner, field_name
+
+    # --- the model file -----------------------------------------------------------------
+
+    def document(self, dataset_label: str) -> dict:
+        out = {"version": 1, "dataset": {"label": dataset_label, "description": DATASET_DESCRIPTION},
+               "entities": {name: entity.document() for name, entity in self.entities.items()},
+               "relationships": self.relationships, "derived_metrics": self.derived}
+        return {key: value for key, value in out.items() if value}
+
+
+def render(document: dict, report: Report, source: str) -> str:
+    """The model as YAML, under comments that say how it was made and what it left out."""
+    header = [f"Generated by `tessera semantic import dbt` from {source}. Review it before use:",
+              "every field is exposure: never-to-model, so the model sees no field until a person sets",
+              "aggregate-only or bounded-values; metrics are visible as soon as the file is loaded, so",
+              "remove any that should not be (min and max show single values).", ""]
+    if report.lines:
+        header += ["Not converted, or converted differently (the import printed the same lines):",
+                   *(f"  {line}" for line in report.lines)]
+    else:
+        header.append("Everything was converted.")
+    comments = "\n".join(f"# {line}".rstrip() for line in header)
+    return f"{comments}\n\n{yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=100)}"
+
+
+@dataclass
+class Imported:
+    text: str
+    summary: str
+
+
+def import_dbt(root: Path, dataset_label: str | None, report: Report) -> Imported:
+    project = read_project(root, report)
+    converter = DbtConverter(report)
+    converter.convert(project)
+    if not converter.entities:
+        raise DbtImportError(f"{root}: none of its {len(project.semantic_models)} semantic models could be "
+                             "converted (why is printed above)")
+    label = dataset_label or (humanize(project.name) if project.name else "Imported dbt project")
+    source = f"the dbt project {project.name}" if project.name else str(root)
+    text = render(converter.document(label), report, source)
+    fields = sum(len(entity.fields) for entity in converter.entities.values())
+    metrics = sum(len(entity.metrics) for entity in converter.entities.values())
+    summary = (f"{len(converter.entities)} entities ({fields} fields, {metrics} metrics), "
+               f"{len(converter.relationships)} relationships and {len(converter.derived)} derived metrics")
+    return Imported(text, summary)
+
+
+# --- the command ------------------------------------------------------------------
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    semantic = sub.add_parser("semantic", help="import another tool's semantic layer as a Tessera semantic model")
+    actions = semantic.add_subparsers(dest="action", required=True)
+    importing = actions.add_parser("import", help="convert a semantic layer (every field never-to-model)")
+    sources = importing.add_subparsers(dest="source", required=True)
+    dbt = sources.add_parser("dbt", help="a dbt project's MetricFlow semantic models and metrics")
+    dbt.add_argument("path", help="the dbt project (or a folder or file of it); YAML is read recursively")
+    dbt.add_argument("--out", metavar="FILE", help="write the model to this file instead of standard output")
+    dbt.add_argument("--dataset-label", metavar="TEXT", help="the dataset's label (default: the dbt project's name)")
+    return semantic
+
+
+def run(args: argparse.Namespace) -> int:
+    report = Report()
+    try:
+        imported = import_dbt(Path(args.path), args.dataset_label, report)
+    except DbtImportError as exc:
+        for line in report.lines:
+            print(line, file=sys.stderr)
+        print(f"tessera: error: {exc}", file=sys.stderr)
+        return 2
+    for line in report.lines:
+        print(line, file=sys.stderr)
+    if not args.out:
+        sys.stdout.write(imported.text)
+        return 0
+    try:
+        Path(args.out).write_text(imported.text, encoding="utf-8")
+    except OSError as exc:
+        print(f"tessera: error: cannot write {args.out}: {exc.strerror}", file=sys.stderr)
+        return 1
+    print(f"wrote {imported.summary} to {args.out}; every field is never-to-model until reviewed")
+    return 0
