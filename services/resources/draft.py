@@ -62,6 +62,9 @@ _PREDICATE = {
          "properties": {"field": _FIELD_ID, "via": _VIA, "op": {"const": "is_null"}}},
         {"type": "object", "additionalProperties": False, "required": ["has"],
          "properties": {"has": {"$ref": "#/definitions/predicate"}}},
+        {"type": "object", "additionalProperties": False, "required": ["same", "via"],
+         "properties": {"same": {"type": "string", "pattern": "^ent_[a-z2-7]{12}$"},
+                        "via": {"type": "array", "minItems": 2, "maxItems": 2, "items": _VIA}}},
         {"type": "object", "additionalProperties": False, "required": ["field", "op", "value"],
          "properties": {"field": _FIELD_ID, "via": _VIA, "op": {"enum": [*COMPARISONS, *TEXT_OPS]},
                         "value": _SCALAR}},
@@ -247,7 +250,17 @@ class RelativePeriod:
     reference: periods.Moment | None = None
 
 
-Predicate = Comparison | Group | Has | RelativePeriod
+@dataclass(frozen=True)
+class SameRow:
+    """Two roles reach the same row of an entity ("the supplier is in the customer's nation"): compared
+    by the entity's key, which the model never sees."""
+
+    entity: CatalogEntity
+    roles: tuple[tuple[CatalogRelationship, ...], tuple[CatalogRelationship, ...]]
+    pointer: str
+
+
+Predicate = Comparison | Group | Has | RelativePeriod | SameRow
 
 
 @dataclass(frozen=True)
@@ -554,12 +567,21 @@ def _predicate(raw: dict, pointer: str, resolve: _Resolver, depth: int) -> Predi
                                    for i, p in enumerate(raw[op])))
     if "not" in raw:
         return Group("not", (_predicate(raw["not"], f"{pointer}/not", resolve, depth + 1),))
+    if "same" in raw:
+        entity = resolve.get(raw["same"], CatalogEntity, f"{pointer}/same")
+        roles = tuple(tuple(resolve.get(item, CatalogRelationship, f"{pointer}/via/{i}/{j}")
+                            for j, item in enumerate(role)) for i, role in enumerate(raw["via"]))
+        if {r.name for r in roles[0]} == {r.name for r in roles[1]}:
+            raise invalid("SAME_ROLE", "same compares two different roles; both name the same relationships",
+                          f"{pointer}/via")
+        return SameRow(entity, roles, pointer)
     if "has" in raw:
         inner = _predicate(raw["has"], f"{pointer}/has", resolve, depth + 1)
         if any(isinstance(node, Has) for node in nodes(inner)):
             raise invalid("HAS_NESTED", "a has condition cannot contain another; name the deepest rows in one",
                           f"{pointer}/has")
-        if any(node.via or getattr(node, "other_via", ()) for node in comparisons(inner)):
+        if any(isinstance(node, SameRow) for node in nodes(inner)) or \
+                any(node.via or getattr(node, "other_via", ()) for node in comparisons(inner)):
             raise invalid("HAS_SHAPE", "inside has, fields are reached from the rows it looks for: drop via",
                           f"{pointer}/has")
         return Has(inner, pointer)

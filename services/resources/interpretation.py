@@ -24,6 +24,7 @@ from services.resources.draft import (
     OutputCondition,
     Predicate,
     RelativePeriod,
+    SameRow,
     comparisons,
     role_words,
 )
@@ -139,6 +140,9 @@ def _words(predicate: Predicate) -> str:
         return _has_words(predicate, "has at least one")
     if isinstance(predicate, RelativePeriod):
         return _period_words(predicate)
+    if isinstance(predicate, SameRow):
+        first, second = (", ".join(f"'{r.spec.label}'" for r in role) for role in predicate.roles)
+        return f"the same {predicate.entity.spec.label} by {first} and by {second}"
     field, op, values = predicate.field, predicate.op, predicate.values
     label = field.spec.label + role_words(predicate.via)
     if predicate.other is not None:

@@ -31,6 +31,7 @@ from services.resources.draft import (
     OutputCondition,
     Predicate,
     RelativePeriod,
+    SameRow,
     comparisons,
     invalid,
     role_words,
@@ -85,6 +86,7 @@ class _Use:
     pointer: str
     is_filter: bool
     exists: bool = False  # the rows a `has` condition looks for: reached in a subquery, not joined
+    required: bool = False  # the filter keeps only rows that reach it: an inner join says so
 
     @property
     def role_key(self) -> tuple[str, ...]:
@@ -92,7 +94,7 @@ class _Use:
 
     @property
     def join_key(self) -> tuple:
-        return self.entity, self.role_key, self.is_filter, self.pointer if self.exists else ""
+        return self.entity, self.role_key, self.is_filter, self.required, self.pointer if self.exists else ""
 
 
 @dataclass(frozen=True)
@@ -201,8 +203,12 @@ class Planner:
         by_path: dict[tuple, sa.FromClause] = {(): self._alias(home, "t0")}
         joined = by_path[()]
         reached: dict[tuple[str, tuple], sa.FromClause] = {}
-        for use in uses:
-            route = self._route(home, use)
+        routes = [self._route(home, use) for use in uses]
+        # A step every kept row must take (a condition on what it leads to, which no missing row passes)
+        # is an inner join: the same rows as an outer one, and plainer for the reader and the optimiser.
+        inner = {_path_key(route[:depth]) for use, route in zip(uses, routes, strict=True)
+                 if use.required and not use.exists for depth in range(1, len(route) + 1)}
+        for use, route in zip(uses, routes, strict=True):
             if use.exists:
                 # Join the part of the path each record has one of; the rest is the semi-join's.
                 cut = next((i for i, edge in enumerate(route) if not edge.safe), None)
@@ -236,7 +242,8 @@ class Planner:
                     continue
                 start = by_path[_path_key(route[:depth - 1])]
                 end = self._alias(edge.end, f"t{len(by_path)}")
-                joined = joined.outerjoin(end, self._matches(start, end, edge))
+                condition = self._matches(start, end, edge)
+                joined = joined.join(end, condition) if step in inner else joined.outerjoin(end, condition)
                 by_path[step] = end
             if use.exists:
                 reached[("has", use.pointer)] = (by_path[_path_key(route)], rest)
@@ -315,6 +322,9 @@ class Planner:
                 else sa.not_(parts[0])
         if isinstance(predicate, Has):
             return self._exists_sql(predicate, joined)
+        if isinstance(predicate, SameRow):
+            first, second = (joined.at(predicate.entity.name, role) for role in predicate.roles)
+            return sa.and_(*[first.c[f.column.name] == second.c[f.column.name] for f in predicate.entity.key])
         if isinstance(predicate, RelativePeriod):
             column, span = self._column(predicate.field, predicate.via, joined), predicate.span
             if span is None:  # the gateway resolves every period before planning
@@ -377,24 +387,33 @@ class Planner:
         return sa.and_(*[start.c[start_fields[a].column.name] == end.c[end_fields[b].column.name]
                          for a, b in zip(edge.start_fields, edge.end_fields, strict=True)])
 
-    def _filter_entities(self, predicate: Predicate | None, pointer: str = "/filter") -> list[_Use]:
+    def _filter_entities(self, predicate: Predicate | None, pointer: str = "/filter",
+                         conjunctive: bool = True) -> list[_Use]:
+        """The entities a filter reaches; `required` where a row must reach them to pass (a condition
+        that is not under any/not and that a missing row, all NULL, fails)."""
         if predicate is None:
             return []
         if isinstance(predicate, Has):
             # The sought rows are those of the first field inside; the rest hang off them.
             first = next(comparisons(predicate.predicate))
             return [_Use(first.field.entity, (), predicate.pointer, True, exists=True)]
+        if isinstance(predicate, SameRow):
+            return [_Use(predicate.entity.name, role, pointer, True, required=conjunctive)
+                    for role in predicate.roles]
         if isinstance(predicate, RelativePeriod):
-            return [_Use(predicate.field.entity, predicate.via, pointer, True)]
+            return [_Use(predicate.field.entity, predicate.via, pointer, True, required=conjunctive)]
         if isinstance(predicate, Comparison):
-            uses = [_Use(predicate.field.entity, predicate.via, pointer, True)]
+            required = conjunctive and predicate.op != "is_null"
+            uses = [_Use(predicate.field.entity, predicate.via, pointer, True, required=required)]
             if predicate.other is not None:
-                uses.append(_Use(predicate.other.entity, predicate.other_via, f"{pointer}/compare_to", True))
+                uses.append(_Use(predicate.other.entity, predicate.other_via, f"{pointer}/compare_to", True,
+                                 required=required))
             return uses
         found = []
         for i, item in enumerate(predicate.items):
             found += self._filter_entities(item, f"{pointer}/{predicate.op}" + ("" if predicate.op == "not"
-                                                                                else f"/{i}"))
+                                                                                else f"/{i}"),
+                                           conjunctive and predicate.op == "all")
         return found
 
     # --- plans ------------------------------------------------------------
@@ -447,7 +466,7 @@ class Planner:
         context += self._filter_entities(draft.filter)
         atoms_by_key = {a.key: a for g in groups.values() for a in g.atoms}
 
-        selects = []
+        selects, built = [], []
         for group in groups.values():
             fan_safe = all(a.fan_safe for a in group.atoms)
             measure_names = ", ".join(m.id for m, atoms in measure_atoms if any(a.home == group.home for a in atoms))
@@ -469,15 +488,20 @@ class Planner:
             if dims:
                 select = select.group_by(*dim_exprs)
             selects.append(select)
+            built.append((joined, dim_exprs))
 
         single = len(selects) == 1 and all(len(atoms) == 1 and not (m.metric and m.metric.derived)
                                            for m, atoms in measure_atoms)
-        if single:
-            inner = selects[0].subquery("g")
+        if single:  # one grain: the group query itself, with the outputs' names (no subquery around it)
+            joined, dim_exprs = built[0]
             statement = sa.select(
-                *[inner.c[f"d{i}"].label(output_name(d.id)) for i, d in enumerate(draft.dimensions)],
-                *[self._zero_if_none(inner.c[f"a{atom_index[atoms[0].key]}"], atoms[0]).label(output_name(m.id))
-                  for m, atoms in measure_atoms])
+                *[expr.label(output_name(d.id)) for expr, d in zip(dim_exprs, draft.dimensions, strict=True)],
+                *[self._zero_if_none(self._atom_sql(atoms[0], joined), atoms[0]).label(output_name(m.id))
+                  for m, atoms in measure_atoms]).select_from(joined.from_clause)
+            if draft.filter is not None:
+                statement = statement.where(self._predicate_sql(draft.filter, joined))
+            if dim_exprs:
+                statement = statement.group_by(*dim_exprs)
         else:
             union = sa.union_all(*selects).subquery("u")
             dims = [union.c[f"d{i}"].label(output_name(d.id)) for i, d in enumerate(draft.dimensions)]
@@ -634,6 +658,8 @@ class Planner:
         return sa.func.coalesce(value, 0) if atom.additive else value
 
     def _order(self, statement: sa.Select, draft: Draft, outputs: dict[str, ColumnElement]) -> sa.Select:
+        if draft.mode == "aggregate" and not draft.dimensions:
+            return statement  # one row: nothing to order
         keys = []
         for order in draft.order_by:
             column = outputs[order.output]
@@ -698,7 +724,7 @@ def shift_filter(predicate: Predicate | None, dimension: Dimension, step: dict[s
         return None
     if isinstance(predicate, Group):
         return Group(predicate.op, tuple(shift_filter(item, dimension, step) for item in predicate.items))
-    same = not isinstance(predicate, Has) and predicate.field.id == dimension.field.id and \
+    same = isinstance(predicate, Comparison | RelativePeriod) and predicate.field.id == dimension.field.id and \
         predicate.via == dimension.via
     if isinstance(predicate, RelativePeriod) and same and predicate.span is not None:
         span = predicate.span

@@ -165,3 +165,16 @@ def supply_raw(supply_warehouse_url, supply_gateway):
 @pytest.fixture
 def supply(supply_gateway) -> Session:
     return Session(supply_gateway)
+
+
+@pytest.fixture
+def supply_statements(supply_gateway):
+    """Every statement the supply gateway sends to its warehouse during the test."""
+    seen: list[str] = []
+
+    def record(conn, cursor, statement, parameters, context, executemany):
+        seen.append(statement)
+
+    event.listen(supply_gateway.warehouse.engine, "before_cursor_execute", record)
+    yield seen
+    event.remove(supply_gateway.warehouse.engine, "before_cursor_execute", record)

@@ -653,3 +653,41 @@ def test_records_of_a_composite_key_entity_are_in_a_stable_order(supply):
              "order_by": [{"output": "mode"}], "limit": 50}
     first, second = supply.analyze(draft), supply.analyze(draft)
     assert first.descriptor.row_count == 50 and first.descriptor.content_hash == second.descriptor.content_hash
+
+
+def test_the_same_row_by_two_roles_is_compared_by_its_key(supply, supply_rows):
+    """"Lines whose supplier is in the customer's nation": keys compared, never shown."""
+    data, _, orders = supply_rows
+    customer_nation = {c["c_custkey"]: c["c_nationkey"] for c in data["sup_customer"]}
+    supplier_nation = {s["s_suppkey"]: s["s_nationkey"] for s in data["sup_supplier"]}
+    local = sum(1 for line in data["sup_lineitem"]
+                if customer_nation[orders[line["l_orderkey"]]["o_custkey"]] == supplier_nation[line["l_suppkey"]])
+    same = {"same": supply.entity("nations"), "via": [[supply.relationship("customer_nation")],
+                                                      [supply.relationship("supplier_nation")]]}
+    analysis = supply.analyze({"mode": "aggregate", "filter": same,
+                               "measures": [{"id": "lines", "metric": supply.metric("line_items", "line_count")}]})
+    assert by_output(analysis)[0]["lines"] == local > 0
+    assert analysis.interpretation.filters == [
+        "the same Nation by 'Nation of the customer' and by 'Nation of the supplier'"]
+    error = refused(supply, {"mode": "aggregate", "measures": [revenue(supply)],
+                             "filter": {**same, "via": [same["via"][0], same["via"][0]]}})
+    assert (error.reason, error.metadata["path"]) == ("SAME_ROLE", "/filter/via")
+
+
+def test_inner_joins_where_the_filter_needs_a_match_and_no_order_for_one_row(supply, supply_statements):
+    """A condition on the customer's nation joins it inner (outer where any/not could keep a missing one);
+    a single-row answer has no ORDER BY and no subquery around it."""
+    nation = {"field": supply.field("nations", "name"), "via": [supply.relationship("customer_nation")]}
+
+    def main_statement() -> str:  # the time span is asked alongside: pick the answer's own statement
+        return next(text.upper() for text in supply_statements if "SUM(" in text.upper())
+
+    supply.analyze({"mode": "aggregate", "measures": [revenue(supply)],
+                    "filter": {**nation, "op": "eq", "value": "Japan"}})
+    main = main_statement()
+    assert " LEFT OUTER JOIN " not in main and main.count(" JOIN ") == 3 and "ORDER BY" not in main
+    assert main.count("SELECT") == 1, "one SELECT: no subquery wraps a single-grain answer"
+    supply_statements.clear()
+    supply.analyze({"mode": "aggregate", "measures": [revenue(supply)],
+                    "filter": {"any": [{**nation, "op": "eq", "value": "Japan"}, {**nation, "op": "is_null"}]}})
+    assert main_statement().count(" LEFT OUTER JOIN ") == 3
