@@ -74,7 +74,9 @@ class Gateway:
         self.capabilities = CapabilityIssuer(load_secret(settings.capability_secret))
         self.signing_key = load_signing_key(settings.signing_key)
         self.host_key = load_verify_key(settings.host_verify_key)
-        self.warehouse = Warehouse(settings.warehouse_url, settings.statement_timeout_seconds)
+        # One connection per query worker, and one each for the side queries beside them.
+        self.warehouse = Warehouse(settings.warehouse_url, settings.statement_timeout_seconds,
+                                   connections=2 * settings.query_workers)
         try:
             self.catalog = Catalog(self.model, self.warehouse.engine)
             self.store: ResourceStore = open_store(settings.store_url, settings.probe_budget_lifetime_seconds)

@@ -57,9 +57,12 @@ def _timeout_error(seconds: float) -> TesseraError:
 
 
 class Warehouse:
-    def __init__(self, url: str, statement_timeout_seconds: float) -> None:
+    def __init__(self, url: str, statement_timeout_seconds: float, connections: int = 8) -> None:
         self.url = sa.make_url(url)
         self.timeout = statement_timeout_seconds
+        # Every thread that queries at once holds its own connection: the query workers and the
+        # side queries (a result's time span) beside them. Threads beyond it wait for one.
+        self.connections = connections
         self.dialect = self.url.get_backend_name()
         if self.dialect == "sqlite":
             self.engine = self._sqlite_engine()
@@ -83,14 +86,18 @@ class Warehouse:
         if not self.url.database or not path.exists():
             raise WarehouseUnavailable(f"no warehouse at {path} (run 'tessera seed')")
         uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+        # A pool of its own size, not the per-thread pool SQLAlchemy gives a creator-made SQLite engine:
+        # that one closes the connections of other threads once more threads than its size have used it.
         engine = sa.create_engine("sqlite://", creator=lambda: sqlite3.connect(uri, uri=True,
                                                                                check_same_thread=False),
+                                  poolclass=sa.pool.QueuePool, pool_size=self.connections, max_overflow=2,
                                   pool_reset_on_return=None)
         return engine
 
     def _postgres_engine(self) -> sa.Engine:
         timeout_ms = int(self.timeout * 1000)
-        engine = sa.create_engine(self.url, pool_pre_ping=True, connect_args={
+        engine = sa.create_engine(self.url, pool_pre_ping=True, pool_size=self.connections, max_overflow=2,
+                                  connect_args={
             "options": f"-c default_transaction_read_only=on -c statement_timeout={timeout_ms}"})
 
         @event.listens_for(engine, "begin")
@@ -105,7 +112,7 @@ class Warehouse:
         # Read-only connections carry no transaction state worth resetting: skip the rollback
         # SQLAlchemy would issue each time a connection returns to the pool.
         return sa.create_engine(self.url.set(drivername="duckdb+cached"), connect_args={"read_only": True},
-                                pool_reset_on_return=None)
+                                pool_size=self.connections, max_overflow=2, pool_reset_on_return=None)
 
     # --- execution --------------------------------------------------------
 

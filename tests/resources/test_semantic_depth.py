@@ -691,3 +691,16 @@ def test_inner_joins_where_the_filter_needs_a_match_and_no_order_for_one_row(sup
     supply.analyze({"mode": "aggregate", "measures": [revenue(supply)],
                     "filter": {"any": [{**nation, "op": "eq", "value": "Japan"}, {**nation, "op": "is_null"}]}})
     assert main_statement().count(" LEFT OUTER JOIN ") == 3
+
+
+def test_many_analyses_at_once_each_get_their_own_connection(session):
+    """More threads than connections (each answer also asks its time span beside it): every answer
+    arrives, and the same. SQLAlchemy's per-thread SQLite pool closed other threads' connections once
+    more threads than its size had used it, which crashed the service under load."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    draft = {"mode": "aggregate", "measures": [{"id": "orders", "metric": session.metric("orders", "order_count")}],
+             "dimensions": [{"id": "channel", "field": session.field("orders", "channel")}]}
+    with ThreadPoolExecutor(16) as pool:
+        hashes = list(pool.map(lambda _: session.analyze(draft).descriptor.content_hash, range(64)))
+    assert len(set(hashes)) == 1
