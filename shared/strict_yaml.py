@@ -21,6 +21,11 @@ def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: b
     seen = set()
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=deep)
+        try:
+            hash(key)
+        except TypeError:  # a list or a mapping used as a key (`? [a, b]: 1`)
+            raise YamlProblem(f"line {key_node.start_mark.line + 1}: a key must be a name, not a list or a "
+                              "mapping") from None
         if key in seen:
             raise YamlProblem(f"line {key_node.start_mark.line + 1}: duplicate key {key!r}")
         seen.add(key)

@@ -238,9 +238,12 @@ class Catalog:
             following = []
             for name in frontier:
                 spec = self.entities[name].spec
-                fields = self.entities[name].fields
+                # Only a field whose values may be shown: the span states its first and last value.
+                fields = {n: f for n, f in self.entities[name].fields.items() if f.spec.exposure == "bounded-values"}
                 if spec.time_field is not None:
-                    return fields[spec.time_field]
+                    if spec.time_field in fields:
+                        return fields[spec.time_field]
+                    return None  # the declared one may not be shown: no span rather than another field's
                 temporal = next((f for f in fields.values() if f.spec.type in ("date", "timestamp")), None)
                 if temporal is not None:
                     return temporal

@@ -15,7 +15,7 @@ caps come from policy.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import grpc
 import jsonschema
@@ -61,7 +61,7 @@ _PREDICATE = {
         {"type": "object", "additionalProperties": False, "required": ["field", "op"],
          "properties": {"field": _FIELD_ID, "via": _VIA, "op": {"const": "is_null"}}},
         {"type": "object", "additionalProperties": False, "required": ["has"],
-         "properties": {"has": {"$ref": "#/definitions/predicate"}}},
+         "properties": {"has": {"$ref": "#/definitions/predicate"}, "via": _VIA}},
         {"type": "object", "additionalProperties": False, "required": ["same", "via"],
          "properties": {"same": {"type": "string", "pattern": "^ent_[a-z2-7]{12}$"},
                         "via": {"type": "array", "minItems": 2, "maxItems": 2, "items": _VIA}}},
@@ -227,6 +227,9 @@ class Has:
 
     predicate: Comparison | Group
     pointer: str  # where it sits in the draft: joins are keyed by it
+    sought: str = ""  # the entity whose rows are looked for; every other field inside belongs to them
+    sought_label: str = ""
+    via: tuple[CatalogRelationship, ...] = ()  # the role those rows are reached in, when there are several
 
 
 @dataclass(frozen=True)
@@ -494,6 +497,9 @@ def _dimension(raw: dict, pointer: str, resolve: _Resolver, *, use: str) -> Dime
     if grain is not None and field.spec.type not in TEMPORAL:
         raise invalid("GRAIN_NOT_TEMPORAL", f"{field.spec.label!r} is not a date or time; drop the grain",
                       f"{pointer}/grain")
+    if grain == "hour" and field.spec.type == "date":
+        raise invalid("GRAIN_NOT_TEMPORAL", f"{field.spec.label!r} is a date: it has no hours; use day or coarser",
+                      f"{pointer}/grain")
     if grain is None and field.spec.type == "timestamp" and use == "dimension":
         raise invalid("GRAIN_REQUIRED", f"grouping by {field.spec.label!r} needs a grain (hour … year)", pointer)
     return Dimension(raw["id"], field, grain, resolve.roles(raw, pointer))
@@ -582,9 +588,10 @@ def _predicate(raw: dict, pointer: str, resolve: _Resolver, depth: int) -> Predi
                           f"{pointer}/has")
         if any(isinstance(node, SameRow) for node in nodes(inner)) or \
                 any(node.via or getattr(node, "other_via", ()) for node in comparisons(inner)):
-            raise invalid("HAS_SHAPE", "inside has, fields are reached from the rows it looks for: drop via",
-                          f"{pointer}/has")
-        return Has(inner, pointer)
+            raise invalid("HAS_SHAPE", "inside has, fields are reached from the rows it looks for: drop via "
+                                       "(a via beside has names the role of those rows)", f"{pointer}/has")
+        sought = _sought_rows(inner, resolve.catalog, f"{pointer}/has")
+        return Has(inner, pointer, sought.name, sought.spec.label, resolve.roles(raw, pointer))
     field = resolve.field(raw["field"], f"{pointer}/field", use="filter")
     via = resolve.roles(raw, pointer)
     op = raw["op"]
@@ -601,6 +608,10 @@ def _predicate(raw: dict, pointer: str, resolve: _Resolver, depth: int) -> Predi
         if kind not in TEMPORAL:
             raise invalid("OPERATOR_TYPE", f"{op} needs a date or time field; {field.spec.label!r} is {kind}",
                           f"{pointer}/op")
+        if field.spec.exposure == "filter-only":  # the caption would state its latest value
+            raise invalid("FIELD_NOT_EXPOSED", f"{op} counts back from the latest {field.spec.label!r}, which a "
+                                               "filter-only field never shows; filter it with dates instead",
+                          f"{pointer}/op")
         if op == "to_date" and raw.get("count", 1) != 1:
             raise invalid("PERIOD_SHAPE", "to_date is the current unit only: drop count", f"{pointer}/count")
         return RelativePeriod(field, op, raw["unit"], raw.get("count", 1), via, pointer)
@@ -608,6 +619,24 @@ def _predicate(raw: dict, pointer: str, resolve: _Resolver, depth: int) -> Predi
     values = tuple(_typed_value(v, kind, f"{pointer}/{'values/' + str(i) if 'values' in raw else 'value'}")
                    for i, v in enumerate(raw_values))
     return Comparison(field, op, values, via)
+
+
+def _sought_rows(inner: Predicate, catalog: Catalog, pointer: str) -> CatalogEntity:
+    """The rows a has looks for: the one entity of its fields that every other belongs to (one path, no
+    repeated rows), whatever the order the fields are written in."""
+    entities = {node.field.entity for node in comparisons(inner)}
+    entities |= {node.other.entity for node in comparisons(inner) if getattr(node, "other", None) is not None}
+
+    def owns(name: str) -> bool:
+        return all(len(routes := catalog.routes(name, other)) == 1 and all(e.safe for e in routes[0])
+                   for other in entities - {name})
+
+    candidates = sorted(name for name in entities if owns(name))
+    if not candidates:
+        labels = " and ".join(sorted(catalog.entities[name].spec.label for name in entities))
+        raise invalid("HAS_SHAPE", f"inside has, every field must belong to the rows looked for or to what each "
+                                   f"of them belongs to; {labels} are not one such set", pointer)
+    return catalog.entities[candidates[0]]
 
 
 def _field_comparison(field: CatalogField, via, op: str, raw: dict, pointer: str,
@@ -631,7 +660,7 @@ def with_periods(predicate: Predicate | None, resolve_period) -> Predicate | Non
     if isinstance(predicate, Group):
         return Group(predicate.op, tuple(with_periods(item, resolve_period) for item in predicate.items))
     if isinstance(predicate, Has):
-        return Has(with_periods(predicate.predicate, resolve_period), predicate.pointer)
+        return replace(predicate, predicate=with_periods(predicate.predicate, resolve_period))
     return predicate
 
 

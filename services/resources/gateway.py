@@ -58,6 +58,20 @@ def _timestamp(moment: dt.datetime) -> timestamp_pb2.Timestamp:
     return stamp
 
 
+def _moment(value, value_type: str) -> periods.Moment | None:
+    """A warehouse date or time as Python's, to the microsecond (SQLite holds text; a cut to whole seconds
+    would drop the latest rows from "up to the latest")."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = dt.datetime.fromisoformat(value)
+    if isinstance(value, dt.datetime) and value.tzinfo is not None:
+        value = value.astimezone(dt.UTC).replace(tzinfo=None)
+    if value_type == "date":
+        return value.date() if isinstance(value, dt.datetime) else value
+    return value if isinstance(value, dt.datetime) else dt.datetime.combine(value, dt.time())
+
+
 @dataclass
 class Analysis:
     result: PinnedResult
@@ -271,9 +285,7 @@ class Gateway:
         if cached is not None and now - cached[0] < REFERENCE_LIFETIME_SECONDS:
             return cached[1]
         rows, _ = self.warehouse.fetch(sa.select(sa.func.max(field.column)), 1)
-        value = normalize_cell(rows[0][0], field.spec.type) if rows else None
-        parse = dt.date.fromisoformat if field.spec.type == "date" else dt.datetime.fromisoformat
-        reference = parse(value) if value else None
+        reference = _moment(rows[0][0] if rows else None, field.spec.type)
         if len(self._references) >= MAX_REFERENCES:  # bounded: one per date field of the model
             self._references.clear()
         self._references[field.id] = (now, reference)

@@ -25,7 +25,6 @@ from services.resources.draft import (
     Predicate,
     RelativePeriod,
     SameRow,
-    comparisons,
     role_words,
 )
 from services.resources.planner import OutputColumn
@@ -96,7 +95,8 @@ def _merge_ranges(items: list[Predicate]) -> list[str]:
         if _is_bound(lower, ("gte",)):
             for j in range(i + 1, len(items)):
                 upper = items[j]
-                if j not in used and _is_bound(upper, ("lt", "lte")) and upper.field.id == lower.field.id:
+                if j not in used and _is_bound(upper, ("lt", "lte")) and upper.field.id == lower.field.id and \
+                        {r.name for r in upper.via} == {r.name for r in lower.via}:
                     end = upper.values[0]
                     if upper.op == "lt" and _is_midnight(end):  # before a day starts: up to the day before
                         end = (end if isinstance(end, dt.date) and not isinstance(end, dt.datetime)
@@ -104,8 +104,8 @@ def _merge_ranges(items: list[Predicate]) -> list[str]:
                     elif upper.op == "lt" or upper.field.spec.type == "timestamp":
                         end = None  # "before 14:00", or "on or before" one moment: said as it is, unmerged
                     if end is not None:
-                        out.append(f"{lower.field.spec.label} {_value(lower.field, lower.values[0])} – "
-                                   f"{_value(lower.field, end)}")
+                        out.append(f"{lower.field.spec.label}{role_words(lower.via)} "
+                                   f"{_value(lower.field, lower.values[0])} – {_value(lower.field, end)}")
                         used |= {i, j}
                         break
         if i not in used:
@@ -151,7 +151,7 @@ def _words(predicate: Predicate) -> str:
         words = {**words, "eq": "is the same as", "neq": "differs from"}
         return f"{label} {words[op]} {other}"
     if op in ("starts_with", "ends_with"):
-        return f"{label} {op.replace('_', 's ', 1)} {_value(field, values[0])}"
+        return f"{label} {op.replace('_', ' ')} {_value(field, values[0])}"
     if op == "is_null":
         return f"{label} is missing"
     if op == "eq":
@@ -193,8 +193,7 @@ def _period_words(period: RelativePeriod) -> str:
 
 
 def _has_words(has: Has, quantity: str) -> str:
-    first = next(comparisons(has.predicate))
-    return f"{quantity} {first.field.entity_label} where {_words(has.predicate)}"
+    return f"{quantity} {has.sought_label}{role_words(has.via)} where {_words(has.predicate)}"
 
 
 def _condition_words(condition: Group | OutputCondition, by_output: dict[str, OutputColumn]) -> str:

@@ -11,6 +11,7 @@ No text SQL is built from any input: values are bound parameters.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field, replace
 
@@ -137,9 +138,10 @@ class Planner:
         """Aliases are immutable, so one per (entity, name) serves every plan; building
         their column collections anew was most of the compile time."""
         key = (entity, name)
-        if key not in self._aliases:
-            self._aliases[key] = self.catalog.entities[entity].table.alias(name)
-        return self._aliases[key]
+        alias = self._aliases.get(key)
+        if alias is None:  # setdefault: two threads building it at once end up with the same one
+            alias = self._aliases.setdefault(key, self.catalog.entities[entity].table.alias(name))
+        return alias
 
     # --- measures → atoms -------------------------------------------------
 
@@ -215,7 +217,7 @@ class Planner:
                 if cut is None:
                     raise invalid("HAS_NOT_MANY", f"each {self._label(home)} has at most one "
                                                   f"{self._label(use.entity)}: filter on it without has",
-                                  f"{use.pointer}/has")
+                                  use.pointer)
                 route, rest = route[:cut], route[cut:]
             unsafe = [edge for edge in route if not edge.safe]
             if unsafe and use.is_filter:
@@ -324,6 +326,9 @@ class Planner:
             return self._exists_sql(predicate, joined)
         if isinstance(predicate, SameRow):
             first, second = (joined.at(predicate.entity.name, role) for role in predicate.roles)
+            if first is second:
+                raise invalid("SAME_ROLE", "both roles lead along one path: a row would be compared with itself",
+                              f"{predicate.pointer}/via")
             return sa.and_(*[first.c[f.column.name] == second.c[f.column.name] for f in predicate.entity.key])
         if isinstance(predicate, RelativePeriod):
             column, span = self._column(predicate.field, predicate.via, joined), predicate.span
@@ -352,27 +357,24 @@ class Planner:
 
         Inside the subquery rows may repeat freely: existence does not count them.
         """
-        anchor, rest = joined.reached[("has", has.pointer)]
+        anchor, rest = joined.reached[("has", f"{has.pointer}/has")]
         tag = "h" + re.sub(r"\W", "_", has.pointer) + "_"  # unique per has, and the same on every replica
-        chain = [self._alias(edge.end, f"{tag}{i}") for i, edge in enumerate(rest)]
+        names = (f"{tag}{n}" for n in itertools.count())  # one alias name per joined step
+        chain = [self._alias(edge.end, next(names)) for edge in rest]
         from_clause = chain[0]
         for i, edge in enumerate(rest[1:], start=1):
             from_clause = from_clause.join(chain[i], self._matches(chain[i - 1], chain[i], edge))
         correlation = self._matches(anchor, chain[0], rest[0])
-        # Fields inside may also belong to what the sought rows belong to (an order's customer, say).
+        # Fields inside may also belong to what the sought rows belong to (an order's customer, say):
+        # the draft checked that one path, repeating no rows, leads to each.
         sought = rest[-1].end
         reached = {(sought, ()): chain[-1]}
         inside = {n.field.entity for n in comparisons(has.predicate)}
         inside |= {n.other.entity for n in comparisons(has.predicate) if getattr(n, "other", None) is not None}
         for entity in sorted(inside - {sought}):
-            routes = self.catalog.routes(sought, entity)
-            if len(routes) != 1 or not all(edge.safe for edge in routes[0]):
-                raise invalid("HAS_SHAPE", f"inside has, every field must belong to {self._label(sought)} or to "
-                                           f"what each of them belongs to; {self._label(entity)} is not",
-                              f"{has.pointer}/has")
             alias = chain[-1]
-            for edge in routes[0]:
-                end = self._alias(edge.end, f"{tag}{len(chain) + len(reached)}")
+            for edge in self.catalog.routes(sought, entity)[0]:
+                end = self._alias(edge.end, next(names))
                 from_clause = from_clause.join(end, self._matches(alias, end, edge))
                 alias = end
             reached[(entity, ())] = alias
@@ -393,10 +395,8 @@ class Planner:
         that is not under any/not and that a missing row, all NULL, fails)."""
         if predicate is None:
             return []
-        if isinstance(predicate, Has):
-            # The sought rows are those of the first field inside; the rest hang off them.
-            first = next(comparisons(predicate.predicate))
-            return [_Use(first.field.entity, (), predicate.pointer, True, exists=True)]
+        if isinstance(predicate, Has):  # the sought rows, in their role; the rest hang off them
+            return [_Use(predicate.sought, predicate.via, f"{predicate.pointer}/has", True, exists=True)]
         if isinstance(predicate, SameRow):
             return [_Use(predicate.entity.name, role, pointer, True, required=conjunctive)
                     for role in predicate.roles]
@@ -552,7 +552,7 @@ class Planner:
             return sa.func.rank().over(partition_by=partition, order_by=order)
         others = [base.c[d.id] for d in draft.dimensions if d.id != calculation.time] or None
         if calculation.kind == "cumulative":  # a running total along time, within every other breakdown
-            return sa.func.sum(value).over(partition_by=others, order_by=base.c[calculation.time].asc(),
+            return sa.func.sum(value).over(partition_by=others, order_by=base.c[calculation.time].asc().nulls_last(),
                                            rows=(None, 0))
         before = earlier[calculation.against].c[calculation.of]
         if calculation.kind == "prior":
@@ -631,8 +631,9 @@ class Planner:
                 raise invalid("CALCULATION_NOT_ADDITIVE", f"a running total adds up {source.label!r}, which does "
                                                           "not add up (only counts and sums do)",
                               f"/calculations/{draft.calculations.index(calculation)}/of")
-            return OutputColumn(calculation.id, f"Running total of {source.label} from the first {time.label} shown",
-                                source.type, "measure", source.semantic_id, source.format)
+            # Counted over every period the filter matched, before having or a limit keep some of them.
+            return OutputColumn(calculation.id, f"Running total of {source.label} from the earliest {time.label} "
+                                f"matched", source.type, "measure", source.semantic_id, source.format)
         period = "the previous period" if calculation.against == "previous_period" else "the same period last year"
         if calculation.kind == "prior":
             return OutputColumn(calculation.id, f"{source.label} in {period}", source.type, "measure",
@@ -725,7 +726,7 @@ def shift_filter(predicate: Predicate | None, dimension: Dimension, step: dict[s
     if isinstance(predicate, Group):
         return Group(predicate.op, tuple(shift_filter(item, dimension, step) for item in predicate.items))
     same = isinstance(predicate, Comparison | RelativePeriod) and predicate.field.id == dimension.field.id and \
-        predicate.via == dimension.via
+        {r.name for r in predicate.via} == {r.name for r in dimension.via}
     if isinstance(predicate, RelativePeriod) and same and predicate.span is not None:
         span = predicate.span
         return replace(predicate, span=periods.Span(periods.add(span.start, **step), periods.add(span.end, **step),

@@ -191,7 +191,10 @@ def _cross_check(model: SemanticModel) -> list[str]:
         for name in [entity_name, *entity.fields, *entity.metrics]:
             if not _NAME.match(name):
                 problems.append(f"{where}: name {name!r} must be lower_snake_case (a-z, 0-9, _)")
-        for key in key_fields(entity.primary_key):
+        keys = key_fields(entity.primary_key)
+        if not keys or len(set(keys)) != len(keys):
+            problems.append(f"{where}.primary_key: name one field, or several different ones")
+        for key in keys:
             if key not in entity.fields:
                 problems.append(f"{where}.primary_key: {key!r} is not one of its fields")
         if entity.time_field is not None and (entity.time_field not in entity.fields or
@@ -223,6 +226,9 @@ def _cross_check(model: SemanticModel) -> list[str]:
         if other != rel_name:
             problems.append(f"{where}.label: {rel.label!r} is also the label of relationships.{other}; each "
                             "relationship is a role and needs a label of its own")
+        for side, names in (("from_field", rel.from_field), ("to_field", rel.to_field)):
+            if not key_fields(names) or len(set(key_fields(names))) != len(key_fields(names)):
+                problems.append(f"{where}.{side}: name one field, or several different ones")
         if len(key_fields(rel.from_field)) != len(key_fields(rel.to_field)):
             problems.append(f"{where}.to_field: {len(key_fields(rel.from_field))} fields on one side, "
                             f"{len(key_fields(rel.to_field))} on the other; they are matched in order")

@@ -88,8 +88,14 @@ class Warehouse:
         uri = f"file:{quote(str(path.resolve()))}?mode=ro"
         # A pool of its own size, not the per-thread pool SQLAlchemy gives a creator-made SQLite engine:
         # that one closes the connections of other threads once more threads than its size have used it.
-        engine = sa.create_engine("sqlite://", creator=lambda: sqlite3.connect(uri, uri=True,
-                                                                               check_same_thread=False),
+        def connect() -> sqlite3.Connection:
+            connection = sqlite3.connect(uri, uri=True, check_same_thread=False)
+            # LIKE as on PostgreSQL and DuckDB: case-sensitive, so a metric's starts_with('PROMO') or
+            # like(x, 'LARGE%') counts the same rows on every backend.
+            connection.execute("PRAGMA case_sensitive_like = ON")
+            return connection
+
+        engine = sa.create_engine("sqlite://", creator=connect,
                                   poolclass=sa.pool.QueuePool, pool_size=self.connections, max_overflow=2,
                                   pool_reset_on_return=None)
         return engine

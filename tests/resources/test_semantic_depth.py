@@ -273,6 +273,7 @@ def test_filtered_measures_text_matching_and_date_functions(supply, supply_rows)
         "large_container_lines": sum(1 for line in lines
                                      if parts[line["l_partkey"]]["p_container"].startswith("LARGE")),
         "percent_sign_lines": 0,  # '%' is matched as a character, not as "anything"
+        "lower_case_lines": 0,  # case-sensitive on SQLite too, as on PostgreSQL and DuckDB
         "average_days_to_ship": sum((line["l_shipdate"] - orders[line["l_orderkey"]]["o_orderdate"]).days
                                     for line in lines) / len(lines),
         "shipped_in_december": sum(1 for line in lines if line["l_shipdate"].month == 12),
@@ -430,6 +431,9 @@ def test_text_filters_match_the_value_as_written(supply, supply_rows):
                                    "filter": {"field": part_type, "op": op, "value": value}})
         assert by_output(analysis)[0]["parts"] == expected, (op, value)
     assert expected == 0 and "Part type contains “_”" in analysis.interpretation.filters
+    analysis = supply.analyze({"mode": "aggregate", "measures": count,
+                               "filter": {"field": part_type, "op": "starts_with", "value": "promo"}})
+    assert analysis.interpretation.filters == ["Part type starts with “promo”"]
 
 
 @pytest.mark.parametrize("name,filter_,reason,path", [
@@ -529,7 +533,7 @@ def test_period_over_period_reads_the_earlier_period_even_outside_the_filter(sup
     assert columns["before"].label == "Number of orders in the previous period"
     assert columns["yoy"].label == "Growth in Number of orders from the same period last year"
     assert columns["yoy"].format == {"style": "percent", "decimals": 1}
-    assert columns["so_far"].label == "Running total of Number of orders from the first Order date (month) shown"
+    assert columns["so_far"].label == "Running total of Number of orders from the earliest Order date (month) matched"
 
 
 def test_period_over_period_within_another_breakdown(supply, supply_rows):
@@ -704,3 +708,55 @@ def test_many_analyses_at_once_each_get_their_own_connection(session):
     with ThreadPoolExecutor(16) as pool:
         hashes = list(pool.map(lambda _: session.analyze(draft).descriptor.content_hash, range(64)))
     assert len(set(hashes)) == 1
+
+
+def test_has_finds_the_rows_it_looks_for_whatever_the_order_of_its_fields(supply, supply_rows):
+    """Parts with at least one line shipped by air to a Retail customer: the line is what is looked for,
+    its order's customer hangs off it (two steps, each its own alias), in either order of writing."""
+    data, _, orders = supply_rows
+    segment = {c["c_custkey"]: c["c_mktsegment"] for c in data["sup_customer"]}
+    expected = {line["l_partkey"] for line in data["sup_lineitem"]
+                if line["l_shipmode"] == "AIR" and segment[orders[line["l_orderkey"]]["o_custkey"]] == "Retail"}
+    by_air = {"field": supply.field("line_items", "ship_mode"), "op": "eq", "value": "AIR"}
+    retail = {"field": supply.field("customers", "segment"), "op": "eq", "value": "Retail"}
+    parts = [{"id": "parts", "metric": supply.metric("parts", "part_count")}]
+    for items in ([by_air, retail], [retail, by_air]):
+        analysis = supply.analyze({"mode": "aggregate", "measures": parts, "filter": {"has": {"all": items}}})
+        assert by_output(analysis)[0]["parts"] == len(expected) > 0
+        assert analysis.interpretation.filters[0].startswith("has at least one Line item where ")
+
+
+def test_has_names_the_role_of_the_rows_it_looks_for(supply, supply_rows):
+    """Nations with at least one urgent order: through their customers (the only way orders are reached)."""
+    data, _, _ = supply_rows
+    nation_of = {c["c_custkey"]: c["c_nationkey"] for c in data["sup_customer"]}
+    urgent = {nation_of[o["o_custkey"]] for o in data["sup_orders"] if o["o_orderpriority"] == "1-URGENT"}
+    nations = [{"id": "n", "aggregation": "count_distinct", "field": supply.field("nations", "name")}]
+    is_urgent = {"field": supply.field("orders", "priority"), "op": "eq", "value": "1-URGENT"}
+    analysis = supply.analyze({"mode": "aggregate", "measures": nations, "filter": {
+        "has": is_urgent, "via": [supply.relationship("customer_nation")]}})
+    assert by_output(analysis)[0]["n"] == len(urgent)
+    assert analysis.interpretation.filters == [
+        "has at least one Order (Nation of the customer) where Order priority is “1-URGENT”"]
+    error = refused(supply, {"mode": "aggregate", "measures": nations, "filter": {
+        "has": is_urgent, "via": [supply.relationship("item_part")]}})
+    assert (error.reason, error.metadata["path"]) == ("ROLE_NOT_ON_PATH", "/filter/has/via")
+
+
+def test_an_hour_of_a_date_is_refused(supply):
+    error = refused(supply, {"mode": "aggregate", "measures": order_count(supply), "dimensions": [
+        {"id": "h", "field": supply.field("orders", "order_date"), "grain": "hour"}]})
+    assert (error.reason, error.metadata["path"]) == ("GRAIN_NOT_TEMPORAL", "/dimensions/0/grain")
+
+
+def test_the_reference_moment_keeps_its_fractions_of_a_second():
+    import datetime as dt
+
+    from services.resources.gateway import _moment
+
+    late = dt.datetime(2024, 12, 31, 23, 59, 59, 700_000)
+    assert _moment(late, "timestamp") == late
+    assert _moment("2024-12-31 23:59:59.700000", "timestamp") == late
+    assert _moment(late.replace(tzinfo=dt.timezone(dt.timedelta(hours=1))), "timestamp") == \
+        late - dt.timedelta(hours=1)
+    assert _moment("2024-12-31", "date") == dt.date(2024, 12, 31) and _moment(None, "date") is None

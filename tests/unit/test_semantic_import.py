@@ -385,3 +385,27 @@ def test_derived_metrics_inline_ratios_and_report_sql(tmp_path, capsys):
     assert err[0] == "semantic model Sales: converted as entity sales (Tessera names are lower_snake_case)"
     assert any(line.startswith("metric safe_rate: not converted: its expr 'refunds / nullif(gross, 0)' is not "
                                "arithmetic") for line in err)
+
+
+def test_names_from_the_project_stay_inside_comments_and_keywords_become_names(tmp_path):
+    """A newline in a dbt name cannot start YAML of its own in the model file; a column called `class`
+    gets a field name a metric expression can use."""
+    from cli import semantic_import
+
+    models = tmp_path / "models"
+    models.mkdir()
+    (tmp_path / "dbt_project.yml").write_text('name: "shop\\nrelationships: {}"\n')
+    (models / "m.yml").write_text("""semantic_models:
+  - name: "orders\\nrelationships: {}\\n#"
+    model: ref('orders')
+    entities: [{name: order, type: primary, expr: order_id}]
+    measures: [{name: classes, agg: count_distinct, expr: class}]
+""")
+    report = semantic_import.Report()
+    imported = semantic_import.import_dbt(tmp_path, None, report)
+    document = yaml.safe_load(imported.text)
+    assert set(document) == {"version", "dataset", "entities"}, "nothing outside the comments but the model"
+    assert all(line.startswith("#") or not line.startswith("relationships") for line in imported.text.splitlines())
+    [entity] = document["entities"].values()
+    assert entity["metrics"]["classes"]["expression"] == "count_distinct(class_)"
+    assert entity["fields"]["class_"]["column"] == "class"

@@ -75,6 +75,11 @@ def _broken(tmp_path: Path, old: str, new: str) -> Path:
     ("from_field: region_id, to_field: region_id", "from_field: [region_id, segment], to_field: region_id",
      "relationships.customer_region.to_field: 2 fields on one side, 1 on the other; they are matched in order"),
     ("exposure: never-to-model}", "exposure: filter-anything}", "entities.regions.fields.region_id.exposure"),
+    ("primary_key: region_id", "primary_key: []", "entities.regions.primary_key: name one field, or several"),
+    ("primary_key: region_id", "primary_key: [region_id, region_id]", "entities.regions.primary_key: name one"),
+    ("from_field: region_id, to_field: region_id", "from_field: [], to_field: []",
+     "relationships.customer_region.from_field: name one field, or several different ones"),
+    ("version: 1", "version: 1\n? [a, b]\n: 1", "line 4: a key must be a name, not a list or a mapping"),
 ])
 def test_errors_name_the_file_and_the_key(tmp_path, old, new, expected):
     path = _broken(tmp_path, old, new)
