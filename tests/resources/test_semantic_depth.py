@@ -760,3 +760,32 @@ def test_the_reference_moment_keeps_its_fractions_of_a_second():
     assert _moment(late.replace(tzinfo=dt.timezone(dt.timedelta(hours=1))), "timestamp") == \
         late - dt.timedelta(hours=1)
     assert _moment("2024-12-31", "date") == dt.date(2024, 12, 31) and _moment(None, "date") is None
+
+
+def test_grammar_conditions_and_periods_agree_with_hand_written_sql(supply, supply_raw):
+    """The same figures as above, this time from SQL written here over the physical tables (on each backend)."""
+    def one(sql: str):
+        return raw_rows(supply_raw, sql)[0][0]
+
+    expected = {
+        "promo_revenue": one(f"""SELECT SUM({LINE_REVENUE}) FROM sup_lineitem l JOIN sup_part p
+                                 ON p.p_partkey = l.l_partkey WHERE p.p_type LIKE 'PROMO%'"""),
+        "late_lines": one("SELECT COUNT(*) FROM sup_lineitem WHERE l_receiptdate > l_commitdate"),
+        "rail_or_road_lines": one("SELECT COUNT(*) FROM sup_lineitem WHERE l_shipmode IN ('RAIL', 'ROAD')"),
+        "supply_cost": one("""SELECT SUM(l.l_quantity * ps.ps_supplycost) FROM sup_lineitem l JOIN sup_partsupp ps
+                              ON ps.ps_partkey = l.l_partkey AND ps.ps_suppkey = l.l_suppkey"""),
+    }
+    row = by_output(supply.analyze({"mode": "aggregate", "measures": metrics(supply, "line_items", *expected)}))[0]
+    for name, value in expected.items():
+        assert close(row[name], value, Decimal("0.01")), (name, row[name], value)
+    urgent_customers = one("""SELECT COUNT(*) FROM sup_customer c WHERE EXISTS (SELECT 1 FROM sup_orders o
+                              WHERE o.o_custkey = c.c_custkey AND o.o_orderpriority = '1-URGENT')""")
+    analysis = supply.analyze({"mode": "aggregate", "measures": [{"id": "n", "metric": supply.metric(
+        "customers", "customer_count")}], "filter": {"has": {"field": supply.field("orders", "priority"),
+                                                             "op": "eq", "value": "1-URGENT"}}})
+    assert by_output(analysis)[0]["n"] == urgent_customers
+    # The previous quarter of the latest order day, 31 Dec 2024, is Q3 2024.
+    q3 = one("SELECT COUNT(*) FROM sup_orders WHERE o_orderdate >= '2024-07-01' AND o_orderdate < '2024-10-01'")
+    analysis = supply.analyze({"mode": "aggregate", "measures": order_count(supply), "filter": {
+        "field": supply.field("orders", "order_date"), "op": "previous", "unit": "quarter"}})
+    assert by_output(analysis)[0]["orders"] == q3 > 0
