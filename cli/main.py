@@ -373,6 +373,41 @@ def cmd_semantic(args: argparse.Namespace) -> int:
     return semantic_import.run(args)
 
 
+def _add_approval_parsers(sub) -> None:
+    """The approval desk and the audit export, both answered by the broker."""
+    desk = sub.add_parser("approvals", help="list, show, approve or reject pending approvals")
+    desk_actions = desk.add_subparsers(dest="action", required=True)
+    listing = desk_actions.add_parser("list", help="approvals waiting for a decision")
+    listing.add_argument("--all", action="store_true", help="decided and expired ones too")
+    desk_actions.add_parser("show", help="the approval card").add_argument("approval_id")
+    for verb in ("approve", "reject"):
+        deciding = desk_actions.add_parser(verb, help=f"{verb} an approval (bound to the arguments shown)")
+        deciding.add_argument("approval_id")
+        deciding.add_argument("--reason", help="why (recorded in the audit trail)")
+        if verb == "approve":
+            deciding.add_argument("--entry", action="append",
+                                  help="approve only this entry of a data change (repeatable)")
+        else:
+            deciding.set_defaults(entry=[])
+    desk.set_defaults(run=cmd_approvals)
+    audit = sub.add_parser("audit", help="export the broker's audit trail as JSONL")
+    audit.add_argument("--out", help="write to this file instead of standard output")
+    audit.set_defaults(run=cmd_approvals)
+
+
+def _add_policy_parser(sub) -> None:
+    """Reviewing and pinning the MCP tool policy."""
+    tools = sub.add_parser("policy", help="review, pin or check the MCP tool policy (deploy/policy/tools.yaml)")
+    tools.add_argument("--file", default=str(Path(__file__).resolve().parents[1] / "deploy" / "policy" / "tools.yaml"),
+                       help="the policy file (default: deploy/policy/tools.yaml)")
+    tool_actions = tools.add_subparsers(dest="action", required=True)
+    tool_actions.add_parser("review", help="each tool as pinned and as offered now, side by side when changed")
+    tool_actions.add_parser("pin", help="re-pin tools to what their servers offer now (after review)").add_argument(
+        "tool_ids", nargs="+", metavar="server.tool")
+    tool_actions.add_parser("check", help="exit non-zero if any tool drifted, is unreviewed or unreachable")
+    tools.set_defaults(run=cmd_policy)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tessera", description="Operate a Tessera deployment.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -403,33 +438,8 @@ def build_parser() -> argparse.ArgumentParser:
     ask_parser = sub.add_parser("ask", help="ask a question through the running services")
     ask_parser.add_argument("question")
     ask_parser.set_defaults(run=cmd_ask)
-    desk = sub.add_parser("approvals", help="list, show, approve or reject pending approvals")
-    desk_actions = desk.add_subparsers(dest="action", required=True)
-    listing = desk_actions.add_parser("list", help="approvals waiting for a decision")
-    listing.add_argument("--all", action="store_true", help="decided and expired ones too")
-    desk_actions.add_parser("show", help="the approval card").add_argument("approval_id")
-    for verb in ("approve", "reject"):
-        deciding = desk_actions.add_parser(verb, help=f"{verb} an approval (bound to the arguments shown)")
-        deciding.add_argument("approval_id")
-        deciding.add_argument("--reason", help="why (recorded in the audit trail)")
-        if verb == "approve":
-            deciding.add_argument("--entry", action="append",
-                                  help="approve only this entry of a data change (repeatable)")
-        else:
-            deciding.set_defaults(entry=[])
-    desk.set_defaults(run=cmd_approvals)
-    audit = sub.add_parser("audit", help="export the broker's audit trail as JSONL")
-    audit.add_argument("--out", help="write to this file instead of standard output")
-    audit.set_defaults(run=cmd_approvals)
-    tools = sub.add_parser("policy", help="review, pin or check the MCP tool policy (deploy/policy/tools.yaml)")
-    tools.add_argument("--file", default=str(Path(__file__).resolve().parents[1] / "deploy" / "policy" / "tools.yaml"),
-                       help="the policy file (default: deploy/policy/tools.yaml)")
-    tool_actions = tools.add_subparsers(dest="action", required=True)
-    tool_actions.add_parser("review", help="each tool as pinned and as offered now, side by side when changed")
-    tool_actions.add_parser("pin", help="re-pin tools to what their servers offer now (after review)").add_argument(
-        "tool_ids", nargs="+", metavar="server.tool")
-    tool_actions.add_parser("check", help="exit non-zero if any tool drifted, is unreviewed or unreachable")
-    tools.set_defaults(run=cmd_policy)
+    _add_approval_parsers(sub)
+    _add_policy_parser(sub)
     catalog = sub.add_parser("catalog", help="export the component catalog as an A2UI v0.9 catalog document")
     catalog.add_argument("--dir", help="catalog directory (default: the built-in tessera.data/v1)")
     catalog.add_argument("--out", help="write to this file instead of standard output")

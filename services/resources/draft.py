@@ -387,6 +387,11 @@ def _either(options) -> str:
     return options[0] if len(options) == 1 else f"{', '.join(options[:-1])} or {options[-1]}"
 
 
+# What each exposure lets a draft do with a field (never-to-model fields are not in the catalog at all).
+_USES = {"bounded-values": {"aggregate", "filter", "dimension", "record field"}, "aggregate-only": {"aggregate"},
+         "filter-only": {"filter"}}
+
+
 class _Resolver:
     """Catalog lookups that record every id used, with its pointer."""
 
@@ -413,13 +418,10 @@ class _Resolver:
         exposure = found.spec.exposure
         if exposure == "never-to-model":
             raise invalid("UNKNOWN_ID", f"{item_id} is not an id of the current catalog", pointer)
-        if exposure == "filter-only" and use != "filter":
-            raise invalid("FIELD_NOT_EXPOSED", f"{found.spec.label!r} may only be filtered on, not used as a "
+        if use not in _USES[exposure]:
+            allowed = "be filtered on" if exposure == "filter-only" else "be used inside an aggregation"
+            raise invalid("FIELD_NOT_EXPOSED", f"{found.spec.label!r} may only {allowed}, not used as a "
                                                f"{'measure' if use == 'aggregate' else use}", pointer)
-        if use not in ("aggregate", "filter") and exposure != "bounded-values" or \
-                use == "filter" and exposure == "aggregate-only":
-            raise invalid("FIELD_NOT_EXPOSED", f"{found.spec.label!r} may only be used inside an aggregation, "
-                                               f"not as a {use}", pointer)
         return found
 
 
@@ -624,8 +626,7 @@ def _predicate(raw: dict, pointer: str, resolve: _Resolver, depth: int) -> Predi
 def _sought_rows(inner: Predicate, catalog: Catalog, pointer: str) -> CatalogEntity:
     """The rows a has looks for: the one entity of its fields that every other belongs to (one path, no
     repeated rows), whatever the order the fields are written in."""
-    entities = {node.field.entity for node in comparisons(inner)}
-    entities |= {node.other.entity for node in comparisons(inner) if getattr(node, "other", None) is not None}
+    entities = entities_of(inner)
 
     def owns(name: str) -> bool:
         return all(len(routes := catalog.routes(name, other)) == 1 and all(e.safe for e in routes[0])
@@ -672,6 +673,16 @@ def nodes(predicate: Predicate):
             yield from nodes(item)
     elif isinstance(predicate, Has):
         yield from nodes(predicate.predicate)
+
+
+def entities_of(predicate: Predicate) -> set[str]:
+    """The entities whose fields a predicate's conditions test (both sides of a field comparison)."""
+    found = set()
+    for node in comparisons(predicate):
+        found.add(node.field.entity)
+        if getattr(node, "other", None) is not None:
+            found.add(node.other.entity)
+    return found
 
 
 def comparisons(predicate: Predicate):

@@ -24,7 +24,7 @@ from services.resources.config import MAX_WINDOW_ROWS, ResourcesSettings
 from services.resources.draft import Draft, Measure, RelativePeriod, build_draft, parse_draft, with_periods
 from services.resources.interpretation import Coverage, interpret
 from services.resources.planner import Planner
-from services.resources.results import PinnedResult, normalize_cell, normalize_rows
+from services.resources.results import PinnedResult, normalize_rows
 from services.resources.semantic_model import SemanticModelError, load_semantic_model
 from services.resources.store import ResourceStore, open_store
 from services.resources.warehouse import Warehouse
@@ -313,9 +313,8 @@ class Gateway:
         try:
             plan = self.planner.plan(span, 1)
             rows, _ = self.warehouse.fetch(plan.statement, 1)
-            first, last = (normalize_cell(value, field.spec.type) for value in rows[0]) if rows else (None, None)
-            parse = dt.date.fromisoformat if field.spec.type == "date" else dt.datetime.fromisoformat
-            return Coverage(field, parse(first) if first else None, parse(last) if last else None)
+            first, last = (_moment(value, field.spec.type) for value in rows[0]) if rows else (None, None)
+            return Coverage(field, first, last)
         except (TesseraError, ValueError, TypeError, sa.exc.SQLAlchemyError) as exc:
             # e.g. the filter cannot reach the time field, or a value that is no date: no span is stated
             # (none invented), and the result itself stands.

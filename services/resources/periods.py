@@ -44,6 +44,8 @@ def offset(unit: str, count: int) -> dict[str, int]:
     """`count` units as arguments of `add`."""
     if unit in ("month", "quarter", "year"):
         return {"months": count * {"month": 1, "quarter": 3, "year": 12}[unit]}
+    if unit == "hour":  # a time grain, not a unit of relative periods
+        return {"hours": count}
     return {"days": count * (7 if unit == "week" else 1)}
 
 

@@ -33,7 +33,7 @@ from services.resources.draft import (
     Predicate,
     RelativePeriod,
     SameRow,
-    comparisons,
+    entities_of,
     invalid,
     role_words,
 )
@@ -369,9 +369,7 @@ class Planner:
         # the draft checked that one path, repeating no rows, leads to each.
         sought = rest[-1].end
         reached = {(sought, ()): chain[-1]}
-        inside = {n.field.entity for n in comparisons(has.predicate)}
-        inside |= {n.other.entity for n in comparisons(has.predicate) if getattr(n, "other", None) is not None}
-        for entity in sorted(inside - {sought}):
+        for entity in sorted(entities_of(has.predicate) - {sought}):
             alias = chain[-1]
             for edge in self.catalog.routes(sought, entity)[0]:
                 end = self._alias(edge.end, next(names))
@@ -566,10 +564,9 @@ class Planner:
     def _step(self, draft: Draft, time: str, against: str) -> dict[str, int]:
         """How far back the compared period is, as arguments of periods.add."""
         grain = next(d.grain for d in draft.dimensions if d.id == time)
-        if against == "same_period_last_year":
-            return {"days": 364} if grain == "week" else {"months": 12}  # 52 weeks keep weeks on Mondays
-        return {"hour": {"hours": 1}, "day": {"days": 1}, "week": {"days": 7}, "month": {"months": 1},
-                "quarter": {"months": 3}, "year": {"months": 12}}[grain]
+        if against == "same_period_last_year":  # 52 weeks keep weekly periods on Mondays
+            return periods.offset("week", 52) if grain == "week" else periods.offset("year", 1)
+        return periods.offset(grain, 1)
 
     def _prior_statement(self, draft: Draft, against: str, time: str) -> sa.Select:
         """The draft's groups computed over the earlier period: conditions on the time field move back by

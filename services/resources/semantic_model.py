@@ -186,71 +186,95 @@ def _mapping_collisions(model: SemanticModel) -> list[str]:
 def _cross_check(model: SemanticModel) -> list[str]:
     """References between parts of the model, names, and metric expressions."""
     problems: list[str] = []
-    for entity_name, entity in model.entities.items():
-        where = f"entities.{entity_name}"
-        for name in [entity_name, *entity.fields, *entity.metrics]:
-            if not _NAME.match(name):
-                problems.append(f"{where}: name {name!r} must be lower_snake_case (a-z, 0-9, _)")
-        keys = key_fields(entity.primary_key)
-        if not keys or len(set(keys)) != len(keys):
-            problems.append(f"{where}.primary_key: name one field, or several different ones")
-        for key in keys:
-            if key not in entity.fields:
-                problems.append(f"{where}.primary_key: {key!r} is not one of its fields")
-        if entity.time_field is not None and (entity.time_field not in entity.fields or
-                                              entity.fields[entity.time_field].type not in TEMPORAL_TYPES):
-            problems.append(f"{where}.time_field: {entity.time_field!r} is not one of its date or time fields")
-        for kind, items in (("fields", entity.fields), ("metrics", entity.metrics)):
-            for name, item in items.items():
-                if item.format is not None and not item.format.fits(item.type):
-                    problems.append(f"{where}.{kind}.{name}.format: style {item.format.style} does not fit "
-                                    f"type {item.type}")
-        for metric_name, metric in entity.metrics.items():
-            try:
-                expressions.check_entity_metric(expressions.parse(metric.expression, dotted_refs=True),
-                                                set(entity.fields), lambda ref: _related_field(model, ref))
-            except expressions.ExpressionError as exc:
-                problems.append(f"{where}.metrics.{metric_name}.expression: {exc}")
-        overlap = set(entity.fields) & set(entity.metrics)
-        if overlap:
-            problems.append(f"{where}: {sorted(overlap)[0]!r} is both a field and a metric")
+    for name, entity in model.entities.items():
+        problems += _entity_problems(model, name, entity)
     problems += _mapping_collisions(model)
     labels: dict[str, str] = {}
-    for rel_name, rel in model.relationships.items():
-        where = f"relationships.{rel_name}"
-        if not _NAME.match(rel_name):
-            problems.append(f"{where}: name {rel_name!r} must be lower_snake_case (a-z, 0-9, _)")
-        # A relationship is a role (how one entity is reached from another): refusals and captions name
-        # it by its label, so two roles with one label could not be told apart.
-        other = labels.setdefault(rel.label.casefold(), rel_name)
-        if other != rel_name:
-            problems.append(f"{where}.label: {rel.label!r} is also the label of relationships.{other}; each "
-                            "relationship is a role and needs a label of its own")
-        for side, names in (("from_field", rel.from_field), ("to_field", rel.to_field)):
-            if not key_fields(names) or len(set(key_fields(names))) != len(key_fields(names)):
-                problems.append(f"{where}.{side}: name one field, or several different ones")
-        if len(key_fields(rel.from_field)) != len(key_fields(rel.to_field)):
-            problems.append(f"{where}.to_field: {len(key_fields(rel.from_field))} fields on one side, "
-                            f"{len(key_fields(rel.to_field))} on the other; they are matched in order")
-        for side, entity_name, names in (("from", rel.from_entity, rel.from_field),
-                                         ("to", rel.to_entity, rel.to_field)):
-            if entity_name not in model.entities:
-                problems.append(f"{where}.{side}: unknown entity {entity_name!r}")
-                continue
-            for field_name in key_fields(names):
-                if field_name not in model.entities[entity_name].fields:
-                    problems.append(f"{where}.{side}_field: {field_name!r} is not a field of {entity_name}")
+    for name, relationship in model.relationships.items():
+        problems += _relationship_problems(model, name, relationship, labels)
     known_metrics = {(e, m) for e, spec in model.entities.items() for m in spec.metrics}
     for name, derived in model.derived_metrics.items():
-        where = f"derived_metrics.{name}"
-        if derived.entity not in model.entities:
-            problems.append(f"{where}.entity: unknown entity {derived.entity!r}")
-        elif name in model.entities[derived.entity].metrics or name in model.entities[derived.entity].fields:
-            problems.append(f"{where}: {name!r} is already a field or metric of {derived.entity}")
-        if derived.format is not None and not derived.format.fits(derived.type):
-            problems.append(f"{where}.format: style {derived.format.style} does not fit type {derived.type}")
+        problems += _derived_metric_problems(model, name, derived, known_metrics)
+    return problems
+
+
+def _key_problem(names: str | tuple[str, ...]) -> bool:
+    """A key names at least one field, each once."""
+    keys = key_fields(names)
+    return not keys or len(set(keys)) != len(keys)
+
+
+def _entity_problems(model: SemanticModel, entity_name: str, entity: EntitySpec) -> list[str]:
+    problems: list[str] = []
+    where = f"entities.{entity_name}"
+    for name in [entity_name, *entity.fields, *entity.metrics]:
+        if not _NAME.match(name):
+            problems.append(f"{where}: name {name!r} must be lower_snake_case (a-z, 0-9, _)")
+    if _key_problem(entity.primary_key):
+        problems.append(f"{where}.primary_key: name one field, or several different ones")
+    for key in key_fields(entity.primary_key):
+        if key not in entity.fields:
+            problems.append(f"{where}.primary_key: {key!r} is not one of its fields")
+    if entity.time_field is not None and (entity.time_field not in entity.fields or
+                                          entity.fields[entity.time_field].type not in TEMPORAL_TYPES):
+        problems.append(f"{where}.time_field: {entity.time_field!r} is not one of its date or time fields")
+    for kind, items in (("fields", entity.fields), ("metrics", entity.metrics)):
+        for name, item in items.items():
+            if item.format is not None and not item.format.fits(item.type):
+                problems.append(f"{where}.{kind}.{name}.format: style {item.format.style} does not fit "
+                                f"type {item.type}")
+    for metric_name, metric in entity.metrics.items():
         try:
-            expressions.check_derived_metric(expressions.parse(derived.expression, dotted_refs=True), known_metrics)
+            expressions.check_entity_metric(expressions.parse(metric.expression, dotted_refs=True),
+                                            set(entity.fields), lambda ref: _related_field(model, ref))
         except expressions.ExpressionError as exc:
-            problems.append(f"{where}.expression: {exc}")
+            problems.append(f"{where}.metrics.{metric_name}.expression: {exc}")
+    overlap = set(entity.fields) & set(entity.metrics)
+    if overlap:
+        problems.append(f"{where}: {sorted(overlap)[0]!r} is both a field and a metric")
+    return problems
+
+
+def _relationship_problems(model: SemanticModel, rel_name: str, rel: RelationshipSpec,
+                           labels: dict[str, str]) -> list[str]:
+    problems: list[str] = []
+    where = f"relationships.{rel_name}"
+    if not _NAME.match(rel_name):
+        problems.append(f"{where}: name {rel_name!r} must be lower_snake_case (a-z, 0-9, _)")
+    # A relationship is a role (how one entity is reached from another): refusals and captions name
+    # it by its label, so two roles with one label could not be told apart.
+    other = labels.setdefault(rel.label.casefold(), rel_name)
+    if other != rel_name:
+        problems.append(f"{where}.label: {rel.label!r} is also the label of relationships.{other}; each "
+                        "relationship is a role and needs a label of its own")
+    for side, names in (("from_field", rel.from_field), ("to_field", rel.to_field)):
+        if _key_problem(names):
+            problems.append(f"{where}.{side}: name one field, or several different ones")
+    if len(key_fields(rel.from_field)) != len(key_fields(rel.to_field)):
+        problems.append(f"{where}.to_field: {len(key_fields(rel.from_field))} fields on one side, "
+                        f"{len(key_fields(rel.to_field))} on the other; they are matched in order")
+    for side, entity_name, names in (("from", rel.from_entity, rel.from_field), ("to", rel.to_entity, rel.to_field)):
+        if entity_name not in model.entities:
+            problems.append(f"{where}.{side}: unknown entity {entity_name!r}")
+            continue
+        for field_name in key_fields(names):
+            if field_name not in model.entities[entity_name].fields:
+                problems.append(f"{where}.{side}_field: {field_name!r} is not a field of {entity_name}")
+    return problems
+
+
+def _derived_metric_problems(model: SemanticModel, name: str, derived: DerivedMetricSpec,
+                             known_metrics: set[tuple[str, str]]) -> list[str]:
+    problems: list[str] = []
+    where = f"derived_metrics.{name}"
+    if derived.entity not in model.entities:
+        problems.append(f"{where}.entity: unknown entity {derived.entity!r}")
+    elif name in model.entities[derived.entity].metrics or name in model.entities[derived.entity].fields:
+        problems.append(f"{where}: {name!r} is already a field or metric of {derived.entity}")
+    if derived.format is not None and not derived.format.fits(derived.type):
+        problems.append(f"{where}.format: style {derived.format.style} does not fit type {derived.type}")
+    try:
+        expressions.check_derived_metric(expressions.parse(derived.expression, dotted_refs=True), known_metrics)
+    except expressions.ExpressionError as exc:
+        problems.append(f"{where}.expression: {exc}")
     return problems

@@ -64,17 +64,22 @@ def gateway(warehouse, cert_dir, tmp_path_factory) -> Gateway:
     built.close()
 
 
-@pytest.fixture
-def statements(gateway):
-    """Every statement the gateway sends to the warehouse during the test."""
+def recorded_statements(engine: sa.Engine):
+    """Every statement sent on `engine` while the generator is suspended (a fixture's body)."""
     seen: list[str] = []
 
     def record(conn, cursor, statement, parameters, context, executemany):
         seen.append(statement)
 
-    event.listen(gateway.warehouse.engine, "before_cursor_execute", record)
+    event.listen(engine, "before_cursor_execute", record)
     yield seen
-    event.remove(gateway.warehouse.engine, "before_cursor_execute", record)
+    event.remove(engine, "before_cursor_execute", record)
+
+
+@pytest.fixture
+def statements(gateway):
+    """Every statement the gateway sends to the warehouse during the test."""
+    yield from recorded_statements(gateway.warehouse.engine)
 
 
 @pytest.fixture(scope="session")
@@ -170,11 +175,4 @@ def supply(supply_gateway) -> Session:
 @pytest.fixture
 def supply_statements(supply_gateway):
     """Every statement the supply gateway sends to its warehouse during the test."""
-    seen: list[str] = []
-
-    def record(conn, cursor, statement, parameters, context, executemany):
-        seen.append(statement)
-
-    event.listen(supply_gateway.warehouse.engine, "before_cursor_execute", record)
-    yield seen
-    event.remove(supply_gateway.warehouse.engine, "before_cursor_execute", record)
+    yield from recorded_statements(supply_gateway.warehouse.engine)

@@ -651,12 +651,16 @@ def test_a_filter_only_field_filters_and_does_nothing_else(supply, supply_rows):
         assert probe.value.reason == "PROBE_NOT_ALLOWED", kind
 
 
-def test_records_of_a_composite_key_entity_are_in_a_stable_order(supply):
+def test_records_of_a_composite_key_entity_are_in_a_stable_order(supply, supply_statements):
+    """Ties in the asked order are broken by every field of the key, in the key's order."""
     draft = {"mode": "records", "entity": supply.entity("line_items"),
              "fields": [{"id": "mode", "field": supply.field("line_items", "ship_mode")}],
              "order_by": [{"output": "mode"}], "limit": 50}
     first, second = supply.analyze(draft), supply.analyze(draft)
     assert first.descriptor.row_count == 50 and first.descriptor.content_hash == second.descriptor.content_hash
+    main = next(text for text in supply_statements if "l_shipmode" in text and "LIMIT" in text.upper())
+    order = main[main.upper().index("ORDER BY"):]
+    assert order.index("l_orderkey") < order.index("l_linenumber"), order
 
 
 def test_the_same_row_by_two_roles_is_compared_by_its_key(supply, supply_rows):
