@@ -42,7 +42,7 @@ from tessera.common.v1 import common_pb2
 from tessera.resources.v1 import resources_pb2
 
 SCALE = 1_000_000
-ROUNDS = 5
+ROUNDS = 9
 QUESTION = "net revenue, units sold and return rate by month and product category; order time and sales channel"
 PG_ADMIN = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 
