@@ -6,6 +6,12 @@ reports finish reasons, provider errors, broken streams and responses over
 `max_response_chars` as a ChatError with a stable code. It never executes a
 tool call: calls go to the tool bridge. The API key stays in this process's
 configuration and is sent only as the Authorization header.
+
+Shapes other servers send are accepted (tests/fixtures/chat_streams): the name
+repeated on every delta, arguments before the name, `content` "" or null next to
+tool calls, tool-call deltas without `index`, and a stream that ends with [DONE]
+but no finish_reason, which finishes as "tool_calls" if calls were assembled,
+else "stop".
 """
 
 from __future__ import annotations
@@ -137,9 +143,10 @@ class ChatAdapter:
                             text.append(piece)
                             yield TextDelta(piece)
                         for call in delta.get("tool_calls") or []:
-                            partial = calls.setdefault(int(call.get("index", 0)), _PartialCall())
+                            partial = calls.setdefault(_call_index(call, calls), _PartialCall())
                             partial.id = call.get("id") or partial.id
                             function = call.get("function") or {}
+                            # Replaced, not appended: some servers repeat the whole name on every delta.
                             partial.name = function.get("name") or partial.name
                             arguments = function.get("arguments") or ""
                             budget -= len(arguments)
@@ -158,13 +165,25 @@ class ChatAdapter:
             if not partial.id or not partial.name:
                 raise ChatError("STREAM_MALFORMED", f"tool call {index} arrived without an id or a name")
             tool_calls.append(ToolCall(partial.id, partial.name, "".join(partial.arguments) or "{}"))
-        yield Completion("".join(text), tool_calls, finish or "stop")
+        # Some servers end with [DONE] and never send a finish_reason: the calls assembled say which it was.
+        yield Completion("".join(text), tool_calls, finish or ("tool_calls" if tool_calls else "stop"))
 
     async def complete(self, messages: list[dict], tools: list[dict]) -> Completion:
         async for event in self.stream(messages, tools):
             if isinstance(event, Completion):
                 return event
         raise ChatError("STREAM_BROKEN", "no completion")
+
+
+def _call_index(call: dict, calls: dict[int, _PartialCall]) -> int:
+    """The slot a tool-call delta belongs to: its `index`, or, where a server omits it, a new slot for a
+    delta with a new id and the last opened slot for a continuation (so parallel calls are not merged)."""
+    if call.get("index") is not None:
+        return int(call["index"])
+    last = max(calls, default=-1)
+    if last < 0 or (call.get("id") and calls[last].id and call["id"] != calls[last].id):
+        return last + 1
+    return last
 
 
 def _provider_message(body: str) -> str:
