@@ -266,6 +266,7 @@ def _postgres_url(work: Path) -> str | None:
 def run(work: Path, cert_dir: Path) -> list[dict]:
     sqlite_url = f"sqlite:///{var_dir() / 'warehouse.sqlite'}"
     if not (var_dir() / "warehouse.sqlite").exists():
+        var_dir().mkdir(parents=True, exist_ok=True)
         seed(sqlite_url, SCALE, progress=False)
     warehouses = {"sqlite": sqlite_url}
     duck = work / "warehouse.duckdb"

@@ -33,7 +33,8 @@ _EXPOSURES = {v: k.removeprefix("FIELD_EXPOSURE_").lower().replace("_", "-")
 _PROBES = {"value-domain": resources_pb2.PROBE_KIND_VALUE_DOMAIN,
            "field-profile": resources_pb2.PROBE_KIND_FIELD_PROFILE,
            "time-bounds": resources_pb2.PROBE_KIND_TIME_BOUNDS,
-           "join-coverage": resources_pb2.PROBE_KIND_JOIN_COVERAGE}
+           "join-coverage": resources_pb2.PROBE_KIND_JOIN_COVERAGE,
+           "value-match": resources_pb2.PROBE_KIND_VALUE_MATCH}
 # Which peer each tool needs; a peer that is not serving makes its tools unavailable for the turn.
 TOOL_PEERS = {"inspect_catalog": "resources", "describe_data": "resources", "probe_data": "resources",
               "run_analysis": "resources", "present_ui": "host"}
@@ -150,11 +151,24 @@ def build_tools(state: TurnState, resources, host, peers_ready: PeerReadiness, c
     async def probe_data(arguments: dict) -> dict:
         reply = await resources.Probe(resources_pb2.ProbeRequest(
             turn=state.turn_ref, kind=_PROBES[arguments["kind"]], field_id=arguments.get("field_id", ""),
-            relationship_id=arguments.get("relationship_id", ""), capability_token=state.capability_token),
-            timeout=30)
+            relationship_id=arguments.get("relationship_id", ""), capability_token=state.capability_token,
+            text=arguments.get("text", "")), timeout=30)
         result = {"kind": arguments["kind"], "probes_remaining": reply.probes_remaining}
         which = reply.WhichOneof("result")
-        if which == "value_domain":  # warehouse text is external text: screened, then untrusted data (§8)
+        if which == "value_matches":  # values named by the text, and the scope to filter on them
+            state.capability_token = reply.capability_token or state.capability_token
+            matches = list(reply.value_matches.matches)
+            screened = [screen(m.value, "probe_data", f"{m.field_id} value {i + 1}") for i, m in enumerate(matches)]
+            flags = sorted({hit.rule for item in screened for hit in item.matches})
+            state.tainted = True
+            state.flagged |= bool(flags)
+            if matches:
+                await record_reads(state, [(item.source, item.ref, m.value) for item, m in zip(screened, matches,
+                                                                                                 strict=True)])
+            result.update(matches=[{"field_id": m.field_id, "entity_id": m.entity_id, "untrusted_value": item.text}
+                                   for item, m in zip(screened, matches, strict=True)],
+                          truncated=reply.value_matches.truncated, flags=flags)
+        elif which == "value_domain":  # warehouse text is external text: screened, then untrusted data (§8)
             values = list(reply.value_domain.values)
             screened = [screen(value, "probe_data", f"{arguments.get('field_id', '')} value {i + 1}")
                         for i, value in enumerate(values)]
@@ -234,12 +248,16 @@ def build_tools(state: TurnState, resources, host, peers_ready: PeerReadiness, c
                        "properties": {"entity_ids": {"type": "array", "minItems": 1, "maxItems": 4,
                                                      "items": {"type": "string", "pattern": "^ent_[a-z2-7]{12}$"}}}},
                       {"entities": _ENTITY_SHAPE}), describe_data),
-        (ToolContract("probe_data", "One bounded discovery probe (at most two per turn).",
+        (ToolContract("probe_data", "One bounded discovery probe (at most two per turn). value-match: which "
+                                    "bounded values of string fields the given text names (pass the question as "
+                                    "text); it also brings their entities into scope.",
                       {"type": "object", "additionalProperties": False, "required": ["kind"],
                        "properties": {"kind": {"enum": list(_PROBES)},
                                       "field_id": {"type": "string", "pattern": "^fld_[a-z2-7]{12}$"},
-                                      "relationship_id": {"type": "string", "pattern": "^rel_[a-z2-7]{12}$"}}},
+                                      "relationship_id": {"type": "string", "pattern": "^rel_[a-z2-7]{12}$"},
+                                      "text": {"type": "string", "minLength": 1, "maxLength": 300}}},
                       {"kind": True, "probes_remaining": True, "untrusted_values": True, "truncated": True,
+                       "matches": {"field_id": True, "entity_id": True, "untrusted_value": True},
                        "flags": True, "row_count": True, "null_count": True, "distinct_count": True, "earliest": True,
                        "latest": True, "coverage": True}), probe_data),
         (ToolContract("run_analysis", "A read-only analysis from a semantic draft; returns a descriptor only.",

@@ -112,8 +112,9 @@ class HostService(host_pb2_grpc.HostServiceServicer):
                           f"request_id (1-128) and question (1-{MAX_TEXT} characters) are required")
         turn = await self._db(self._store.begin_turn, session.session_id, request.question, request.request_id)
         head = await self._db(self._store.head, session.surface_id)
+        earlier = await self._db(self._store.earlier_questions, turn.turn_id)
         return host_pb2.BeginTurnResponse(turn_id=turn.turn_id, surface_id=session.surface_id,
-                                          base_revision_id=head or "")
+                                          base_revision_id=head or "", earlier_questions=earlier)
 
     async def FreezeSlice(self, request, context):
         turn, session = await self._turn_and_session(request.turn_id)

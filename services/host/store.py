@@ -197,6 +197,16 @@ class HostStore:
              "created_at": time.time()})
         return Turn(row.turn_id, row.session_id, row.question)
 
+    def earlier_questions(self, turn_id: str, limit: int = 5) -> list[str]:
+        """The questions of the turn's session begun before it, oldest first (the last `limit`)."""
+        this = turns.alias("this")
+        with self.reads.connect() as connection:
+            rows = connection.execute(
+                sa.select(turns.c.question).join(this, this.c.session_id == turns.c.session_id)
+                .where(this.c.turn_id == turn_id, turns.c.created_at < this.c.created_at)
+                .order_by(turns.c.created_at.desc()).limit(limit)).all()
+        return [row.question for row in reversed(rows)]
+
     def turn(self, turn_id: str) -> Turn | None:
         with self.reads.connect() as connection:
             row = connection.execute(sa.select(turns).where(turns.c.turn_id == turn_id)).first()

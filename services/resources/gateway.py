@@ -176,7 +176,41 @@ class Gateway:
 
     # --- probes ----------------------------------------------------------
 
-    def probe(self, session_id: str, turn_id: str, kind: str, target_id: str, capability: Capability):
+    def probe(self, session_id: str, turn_id: str, kind: str, target_id: str, capability: Capability,
+              text: str = ""):
+        """One probe of the turn's budget: (outcome, probes remaining); a value-match also returns the widened
+        capability token as the last item of its outcome."""
+        if kind == "value-match":
+            fields = self._match_fields(target_id, text, capability)
+        else:
+            if text:
+                raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "PROBE_TEXT_UNEXPECTED",
+                                   f"text is only for value-match, not {kind}", {"path": "/text"})
+            target = self._probe_target(kind, target_id, capability)
+        # Reserve the unit first, in the store every replica shares: racing probes cannot overrun the budget.
+        used = self.store.spend_probe(session_id, turn_id, self.settings.probes_per_turn)
+        if used is None:
+            raise TesseraError(grpc.StatusCode.RESOURCE_EXHAUSTED, "PROBE_BUDGET_EXHAUSTED",
+                               f"at most {self.settings.probes_per_turn} probes per turn")
+        try:
+            if kind == "value-match":
+                matches, truncated = probes.value_match(self.warehouse, fields, text)
+                outcome = (matches, truncated, self._scope_with(capability, [self.catalog.entities[f.entity]
+                                                                             for f, _ in matches]))
+            elif kind == "value-domain":
+                outcome = probes.value_domain(self.warehouse, target)
+            elif kind == "field-profile":
+                outcome = probes.field_profile(self.warehouse, target)
+            elif kind == "time-bounds":
+                outcome = probes.time_bounds(self.warehouse, target)
+            else:
+                outcome = probes.join_coverage(self.warehouse, self.catalog, target)
+        except BaseException:
+            self.store.refund_probe(session_id, turn_id)  # a probe that did not run does not count
+            raise
+        return outcome, self.settings.probes_per_turn - used
+
+    def _probe_target(self, kind: str, target_id: str, capability: Capability):
         path = "/relationship_id" if kind == "join-coverage" else "/field_id"
         if not target_id:
             raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "PROBE_TARGET_MISSING",
@@ -192,24 +226,38 @@ class Gateway:
             raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "WRONG_ID_KIND",
                                f"{kind} needs a {'relationship' if wanted is CatalogRelationship else 'field'} id",
                                {"path": path})
-        # Reserve the unit first, in the store every replica shares: racing probes cannot overrun the budget.
-        used = self.store.spend_probe(session_id, turn_id, self.settings.probes_per_turn)
-        if used is None:
-            raise TesseraError(grpc.StatusCode.RESOURCE_EXHAUSTED, "PROBE_BUDGET_EXHAUSTED",
-                               f"at most {self.settings.probes_per_turn} probes per turn")
-        try:
-            if kind == "value-domain":
-                outcome = probes.value_domain(self.warehouse, target)
-            elif kind == "field-profile":
-                outcome = probes.field_profile(self.warehouse, target)
-            elif kind == "time-bounds":
-                outcome = probes.time_bounds(self.warehouse, target)
-            else:
-                outcome = probes.join_coverage(self.warehouse, self.catalog, target)
-        except BaseException:
-            self.store.refund_probe(session_id, turn_id)  # a probe that did not run does not count
-            raise
-        return outcome, self.settings.probes_per_turn - used
+        return target
+
+    def _match_fields(self, field_id: str, text: str, capability: Capability) -> list[CatalogField]:
+        """The fields a value-match searches: the one named, or every bounded-values string field."""
+        if not text.strip() or len(text) > probes.MAX_MATCH_TEXT_CHARS:
+            raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "PROBE_TEXT_INVALID",
+                               f"value-match needs text of 1-{probes.MAX_MATCH_TEXT_CHARS} characters",
+                               {"path": "/text"})
+        if field_id:
+            target = self._probe_target("value-match", field_id, capability)
+            if target.spec.exposure != "bounded-values" or target.spec.type != "string":
+                raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "PROBE_NOT_ALLOWED",
+                                   f"value-match is for string fields with bounded values; {target.spec.label!r} "
+                                   f"is a {target.spec.exposure} {target.spec.type}", {"path": "/field_id"})
+            return [target]
+        # Every entity, not only those in scope: "in France" names a value of an entity the question's
+        # words did not bring into the slice. Values of bounded-values fields are the model's to see.
+        return [f for entity in self.catalog.entities.values() for f in entity.fields.values()
+                if f.spec.exposure == "bounded-values" and f.spec.type == "string"]
+
+    def _scope_with(self, capability: Capability, entities: list[CatalogEntity]) -> str:
+        """The capability widened with these entities as describe_data would show them, and the relationships
+        between them and what was already in scope (so a draft can name a path's role)."""
+        if not entities:
+            return ""
+        unique = list({entity.name: entity for entity in entities}.values())
+        found = [(e, [f for f in e.fields.values() if f.model_visible][:40], list(e.metrics.values())[:24])
+                 for e in unique]
+        ids = self._ids_of(found)
+        in_scope = {e.name for e in self.catalog.entities.values() if e.id in capability.ids}
+        ids |= {r.id for r in self.catalog.relationships_between(in_scope | {e.name for e in unique})}
+        return self.capabilities.widen(capability, ids)
 
     def probes_remaining(self, session_id: str, turn_id: str) -> int:
         return max(0, self.settings.probes_per_turn - self.store.probes_used(session_id, turn_id))

@@ -1,4 +1,4 @@
-"""The four fixed discovery probes (§5). Output is data from the warehouse:
+"""The fixed discovery probes (§5). Output is data from the warehouse:
 it reaches the model only through the agent's read-path screen."""
 
 from __future__ import annotations
@@ -14,6 +14,10 @@ from services.resources.warehouse import Warehouse
 from shared.errors import TesseraError
 
 MAX_DOMAIN_VALUES = 20
+MAX_MATCH_TEXT_CHARS = 300
+MAX_MATCHES = 20
+MAX_VALUE_WORDS = 4  # "small business", "West Coast": values of up to four words are looked for
+_WORD_EDGES = " \t\n.,;:!?\"'()[]{}"
 
 
 def _refuse(reason: str, message: str) -> TesseraError:
@@ -59,3 +63,28 @@ def join_coverage(warehouse: Warehouse, catalog: Catalog, rel: CatalogRelationsh
     statement = sa.select(sa.func.count(), sa.func.sum(sa.case((matched, 1), else_=0))).select_from(start_table)
     (total, hits), = warehouse.fetch(statement, 1)[0]
     return int(total or 0), int(hits or 0)
+
+
+def phrases(text: str) -> list[str]:
+    """Every run of 1-4 consecutive words of `text`, lower-cased, with punctuation trimmed off each word."""
+    words = [w for w in (word.strip(_WORD_EDGES).lower() for word in text.split()) if w]
+    found = {" ".join(words[start:start + size])
+             for size in range(1, MAX_VALUE_WORDS + 1) for start in range(len(words) - size + 1)}
+    return sorted(found)
+
+
+def value_match(warehouse: Warehouse, fields: list[CatalogField], text: str) -> tuple[list[tuple[CatalogField, str]],
+                                                                                       bool]:
+    """The values of `fields` that `text` names as whole words, whatever their case: a person writes
+    "france" or "West coast", the data says "France" and "West Coast"."""
+    wanted = phrases(text)
+    found: list[tuple[CatalogField, str]] = []
+    for fld in fields:
+        if not wanted or len(found) > MAX_MATCHES:
+            break
+        column = fld.column
+        statement = (sa.select(column).where(sa.func.lower(column).in_(wanted)).distinct().order_by(column)
+                     .limit(MAX_MATCHES + 1))
+        rows, _ = warehouse.fetch(statement, MAX_MATCHES + 1)
+        found += [(fld, str(row[0])) for row in rows]
+    return found[:MAX_MATCHES], len(found) > MAX_MATCHES

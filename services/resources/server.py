@@ -43,7 +43,8 @@ _KIND = {"many_to_one": resources_pb2.RELATIONSHIP_KIND_MANY_TO_ONE,
 _PROBES = {resources_pb2.PROBE_KIND_VALUE_DOMAIN: "value-domain",
            resources_pb2.PROBE_KIND_FIELD_PROFILE: "field-profile",
            resources_pb2.PROBE_KIND_TIME_BOUNDS: "time-bounds",
-           resources_pb2.PROBE_KIND_JOIN_COVERAGE: "join-coverage"}
+           resources_pb2.PROBE_KIND_JOIN_COVERAGE: "join-coverage",
+           resources_pb2.PROBE_KIND_VALUE_MATCH: "value-match"}
 
 
 def _turn(turn: resources_pb2.TurnRef) -> tuple[str, str]:
@@ -130,12 +131,21 @@ class ResourceGatewayService(resources_pb2_grpc.ResourceGatewayServiceServicer):
         kind = _PROBES.get(request.kind)
         if kind is None:
             raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "PROBE_KIND",
-                               "kind must be value-domain, field-profile, time-bounds or join-coverage",
+                               "kind must be value-domain, field-profile, time-bounds, join-coverage or "
+                               "value-match",
                                {"path": "/kind"})
         target = request.relationship_id if kind == "join-coverage" else request.field_id
-        outcome, remaining = await self._run(self._gateway.probe, session_id, turn_id, kind, target, capability)
+        outcome, remaining = await self._run(self._gateway.probe, session_id, turn_id, kind, target, capability,
+                                             request.text)
         reply = resources_pb2.ProbeResponse(kind=request.kind, probes_remaining=remaining)
-        if kind == "value-domain":
+        if kind == "value-match":
+            matches, truncated, token = outcome
+            reply.value_matches.matches.extend(
+                resources_pb2.ValueMatch(field_id=f.id, entity_id=self._gateway.catalog.entities[f.entity].id,
+                                         value=value) for f, value in matches)
+            reply.value_matches.truncated = truncated
+            reply.capability_token = token
+        elif kind == "value-domain":
             reply.value_domain.values.extend(outcome[0])
             reply.value_domain.truncated = outcome[1]
         elif kind == "field-profile":

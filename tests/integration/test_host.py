@@ -80,6 +80,24 @@ def test_turns_belong_to_the_session_owner(channels, cert_dir):
         grpc.StatusCode.PERMISSION_DENIED, "SESSION_NOT_YOURS")
 
 
+def test_a_turn_is_begun_with_the_sessions_earlier_questions_oldest_first(channels, cert_dir):
+    session = open_session(channels, cert_dir, "follow")
+    asked = [f"question {n}" for n in range(7)]
+    replies = [call(channels, "agent", "BeginTurn", host_pb2.BeginTurnRequest(
+        actor=actor(cert_dir, "follow"), session_id=session.session_id, question=q, request_id=f"r-{n}"))
+        for n, q in enumerate(asked)]
+    assert list(replies[0].earlier_questions) == []
+    assert list(replies[2].earlier_questions) == asked[:2]
+    assert list(replies[6].earlier_questions) == asked[1:6]  # the last five
+    retried = call(channels, "agent", "BeginTurn", host_pb2.BeginTurnRequest(
+        actor=actor(cert_dir, "follow"), session_id=session.session_id, question=asked[2], request_id="r-2"))
+    assert retried.turn_id == replies[2].turn_id and list(retried.earlier_questions) == asked[:2]
+    other = open_session(channels, cert_dir, "someone-else")
+    fresh = call(channels, "agent", "BeginTurn", host_pb2.BeginTurnRequest(
+        actor=actor(cert_dir, "someone-else"), session_id=other.session_id, question="q", request_id="r-0"))
+    assert list(fresh.earlier_questions) == []  # another session's questions never leak in
+
+
 def _turn_with_analysis(channels, cert_dir, name="alice"):
     session = open_session(channels, cert_dir, name)
     turn = call(channels, "agent", "BeginTurn", host_pb2.BeginTurnRequest(

@@ -176,3 +176,30 @@ def test_rpc_errors_carry_reasons_and_paths(as_agent):
     with pytest.raises(grpc.RpcError) as no_token:
         as_agent("InspectCatalog", resources_pb2.InspectCatalogRequest(turn=TURN, question="revenue"))
     assert error_details(no_token.value).reason == "CAPABILITY_MISSING"
+
+
+def test_value_match_over_rpc_names_the_field_and_widens_the_scope_to_filter_on_it(as_agent, warehouse_url):
+    engine = sa.create_engine(warehouse_url)
+    with engine.connect() as connection:
+        country = connection.execute(sa.text("SELECT country FROM regions ORDER BY region_id")).scalar()
+    engine.dispose()
+    turn = resources_pb2.TurnRef(session_id="sess-match", turn_id="turn-1")
+    context = as_agent("InspectContext", resources_pb2.InspectContextRequest(turn=turn))
+    catalog = as_agent("InspectCatalog", resources_pb2.InspectCatalogRequest(
+        turn=turn, question="net revenue", capability_token=context.capability_token))
+    assert "Region" not in {e.label for e in catalog.entities}  # the question's words did not bring it
+    probe = as_agent("Probe", resources_pb2.ProbeRequest(
+        turn=turn, kind=resources_pb2.PROBE_KIND_VALUE_MATCH, text=f"net revenue in {country.lower()}",
+        capability_token=catalog.capability_token))
+    assert probe.WhichOneof("result") == "value_matches" and probe.capability_token
+    match = next(m for m in probe.value_matches.matches if m.value == country)
+    draft = {"mode": "aggregate", "output": "scalar",
+             "measures": [{"id": "revenue", "metric": _find(catalog.entities, "Net revenue")}],
+             "filter": {"field": match.field_id, "op": "eq", "value": match.value}}
+    with pytest.raises(grpc.RpcError) as out_of_scope:  # the old token does not reach the country
+        as_agent("Analyze", resources_pb2.AnalyzeRequest(turn=turn, draft_json=json.dumps(draft),
+                                                         capability_token=catalog.capability_token))
+    assert error_details(out_of_scope.value).reason == "ID_NOT_IN_SCOPE"
+    reply = as_agent("Analyze", resources_pb2.AnalyzeRequest(turn=turn, draft_json=json.dumps(draft),
+                                                             capability_token=probe.capability_token))
+    assert reply.descriptor.row_count == 1

@@ -149,3 +149,53 @@ def test_profile_time_bounds_and_join_coverage(gateway, session, raw_engine):
                                        session.gateway.catalog.relationships["ticket_order"].id, session.capability)
     expected = raw_rows(raw_engine, "SELECT count(*), count(order_id) FROM support_tickets")[0]
     assert (rows, matched) == tuple(expected) and matched < rows
+
+
+def test_value_match_finds_values_the_text_names_in_any_field_whatever_their_case(gateway, session, raw_engine):
+    from tests.resources.test_semantic_suite import raw_rows
+
+    country = raw_rows(raw_engine, "SELECT country FROM regions ORDER BY region_id")[0][0]
+    region = raw_rows(raw_engine, "SELECT name FROM regions WHERE name LIKE '% %' ORDER BY region_id")[0][0]
+    narrow = session.gateway.capabilities.mint(session.gateway.catalog.fingerprint, session.session_id,
+                                              [session.metric("order_items", "net_revenue")])
+    capability = session.gateway.open_capability(narrow, session.session_id)
+    text = f"net revenue in {country.lower()} and {region.upper()} for web orders?"
+    (matches, truncated, token), remaining = gateway.probe(session.session_id, "match-1", "value-match", "",
+                                                           capability, text)
+    found = {(f.entity, f.name, value) for f, value in matches}
+    assert {("regions", "country", country), ("regions", "name", region), ("orders", "channel", "web")} <= found
+    assert not truncated and remaining == 1
+    # "web" is a value of no other field; "net", "revenue", "in" are values of none
+    assert all(value.lower() in text.lower() for _, _, value in found)
+    # The entities whose values matched are now in scope, so a draft may filter on them.
+    widened = session.gateway.open_capability(token, session.session_id)
+    assert {session.field("regions", "country"), session.field("orders", "channel"),
+            session.entity("regions")} <= widened.ids
+    assert session.field("regions", "country") not in capability.ids
+
+
+def test_value_match_on_one_field_and_its_refusals(gateway, session):
+    (matches, _, _), _ = gateway.probe(session.session_id, "match-2", "value-match",
+                                       session.field("orders", "channel"), session.capability, "Store or PHONE sales")
+    assert sorted(value for _, value in matches) == ["phone", "store"]
+    (nothing, _, token), _ = gateway.probe(session.session_id, "match-3", "value-match", "", session.capability,
+                                           "what about atlantis")
+    assert nothing == [] and token == ""
+    refusals = [
+        (("value-match", "", ""), "PROBE_TEXT_INVALID"),
+        (("value-match", "", "x" * 301), "PROBE_TEXT_INVALID"),
+        (("value-match", session.field("order_items", "quantity"), "5"), "PROBE_NOT_ALLOWED"),
+        (("value-match", session.field("orders", "ordered_at"), "2024"), "PROBE_NOT_ALLOWED"),
+        (("field-profile", session.field("orders", "channel"), "web"), "PROBE_TEXT_UNEXPECTED"),
+    ]
+    for (kind, target, text), reason in refusals:
+        with pytest.raises(TesseraError) as refused:
+            gateway.probe(session.session_id, "match-4", kind, target, session.capability, text)
+        assert (refused.value.code, refused.value.reason) == (grpc.StatusCode.INVALID_ARGUMENT, reason)
+    assert gateway.probes_remaining(session.session_id, "match-4") == 2  # refused before any work
+
+
+def test_value_match_text_is_bound_not_spliced(gateway, session):
+    hostile = "web' OR 1=1 -- ; DROP TABLE orders"
+    (matches, _, _), _ = gateway.probe(session.session_id, "match-5", "value-match", "", session.capability, hostile)
+    assert {value for _, value in matches} == {"web"}  # only the word that is a value
