@@ -37,7 +37,7 @@ TEMPORAL = frozenset({"date", "timestamp"})
 ORDERED_OPS = frozenset({"gt", "gte", "lt", "lte", "between"})
 COMPARISONS = ("eq", "neq", "gt", "gte", "lt", "lte")
 TEXT_OPS = ("contains", "starts_with", "ends_with")  # case-insensitive; the value is matched as it is
-CALCULATIONS = ("share_of_total", "rank", "prior", "change", "growth", "cumulative")
+CALCULATIONS = ("share_of_total", "rank", "ratio", "prior", "change", "growth", "cumulative")
 OVER_TIME = frozenset({"prior", "change", "growth", "cumulative"})  # computed along a time breakdown
 AGAINST = ("previous_period", "same_period_last_year")
 MAX_LIMIT = 20_000  # the schema's bound; the gateway's row cap (policy) is the real one
@@ -102,6 +102,15 @@ _HAVING = {
         {"type": "object", "additionalProperties": False, "required": ["output", "op", "values"],
          "properties": {"output": _OUTPUT_ID, "op": {"const": "between"},
                         "values": {"type": "array", "minItems": 2, "maxItems": 2, "items": _NUMBER}}},
+        # A text breakdown tested after the calculations: "the share of orders that are cancelled" is the
+        # cancelled group's share of all groups, kept alone.
+        {"type": "object", "additionalProperties": False, "required": ["output", "op", "value"],
+         "properties": {"output": _OUTPUT_ID, "op": {"enum": ["eq", "neq"]},
+                        "value": {"type": "string", "maxLength": 200}}},
+        {"type": "object", "additionalProperties": False, "required": ["output", "op", "values"],
+         "properties": {"output": _OUTPUT_ID, "op": {"const": "in"},
+                        "values": {"type": "array", "minItems": 1, "maxItems": 50,
+                                   "items": {"type": "string", "maxLength": 200}}}},
     ]
 }
 _CALCULATIONS = {"type": "array", "maxItems": 8, "items": {
@@ -109,7 +118,7 @@ _CALCULATIONS = {"type": "array", "maxItems": 8, "items": {
     "properties": {"id": _OUTPUT_ID, "kind": {"enum": list(CALCULATIONS)}, "of": _OUTPUT_ID,
                    "within": {"type": "array", "maxItems": 8, "uniqueItems": True, "items": _OUTPUT_ID},
                    "direction": {"enum": ["asc", "desc"]}, "against": {"enum": list(AGAINST)},
-                   "time": _OUTPUT_ID}}}
+                   "time": _OUTPUT_ID, "to": _OUTPUT_ID}}}
 _LIMIT = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}
 _ORDER_BY = {"type": "array", "maxItems": 8, "items": {
     "type": "object", "additionalProperties": False, "required": ["output"],
@@ -277,15 +286,17 @@ class OutputCondition:
 
 @dataclass(frozen=True)
 class Calculation:
-    """A value computed over the aggregated rows: a share of the total, or a rank."""
+    """A value computed over the aggregated rows: a share of the total, a rank, a ratio of two measures, or a
+    comparison along time."""
 
     id: str
-    kind: str  # share_of_total / rank
+    kind: str  # one of CALCULATIONS
     of: str  # the measure output it is computed from
     within: tuple[str, ...] = ()  # dimension outputs that partition the total (or the ranking)
     descending: bool = True  # rank 1 is the highest value unless asked otherwise
     against: str | None = None  # prior, change, growth: the period compared with
     time: str | None = None  # prior, change, growth, cumulative: the time breakdown they run along
+    to: str | None = None  # ratio: the measure output it is divided by
 
 
 def role_words(via: tuple[CatalogRelationship, ...]) -> str:
@@ -439,7 +450,8 @@ def build_draft(raw: dict, catalog: Catalog) -> Draft:
         output = raw.get("output", "table")
         _check_output_kind(output, measures, dimensions, raw)
         computed = {m.id for m in measures} | {c.id for c in calculations}
-        having = _having(raw["having"], "/having", computed, 1) if "having" in raw else None
+        texts = {d.id for d in dimensions if d.grain is None and d.field.spec.type == "string"}
+        having = _having(raw["having"], "/having", computed, texts, 1) if "having" in raw else None
         draft_fields = {"calculations": calculations, "having": having}
     else:
         entity = resolve.get(raw["entity"], CatalogEntity, "/entity")
@@ -518,14 +530,21 @@ def _calculation(raw: dict, pointer: str, measures, dimensions) -> Calculation:
     kind = raw["kind"]
     if kind != "rank" and "direction" in raw:
         raise invalid("CALCULATION_SHAPE", "direction goes with rank only", f"{pointer}/direction")
+    if (kind == "ratio") != ("to" in raw):
+        raise invalid("CALCULATION_SHAPE", "to (the measure divided by) goes with ratio, and ratio needs it",
+                      f"{pointer}/to")
+    if kind == "ratio" and raw["to"] not in {m.id for m in measures}:
+        raise invalid("UNKNOWN_OUTPUT", f"a ratio divides by a measure; {raw['to']!r} is not one", f"{pointer}/to")
     if (kind in ("prior", "change", "growth")) != ("against" in raw):
         raise invalid("CALCULATION_SHAPE", "against (previous_period or same_period_last_year) goes with prior, "
                                            "change and growth, and they need it", f"{pointer}/against")
     if kind not in OVER_TIME:
         if "time" in raw:
             raise invalid("CALCULATION_SHAPE", f"time goes with {', '.join(sorted(OVER_TIME))}", f"{pointer}/time")
+        if kind == "ratio" and "within" in raw:
+            raise invalid("CALCULATION_SHAPE", "a ratio is computed row by row: drop within", f"{pointer}/within")
         return Calculation(raw["id"], kind, raw["of"], tuple(raw.get("within", [])),
-                           raw.get("direction", "desc") == "desc")
+                           raw.get("direction", "desc") == "desc", to=raw.get("to"))
     if "within" in raw:
         raise invalid("CALCULATION_SHAPE", f"{kind} runs within every other breakdown already: drop within",
                       f"{pointer}/within")
@@ -538,19 +557,27 @@ def _calculation(raw: dict, pointer: str, measures, dimensions) -> Calculation:
     return Calculation(raw["id"], kind, raw["of"], (), True, raw.get("against"), time)
 
 
-def _having(raw: dict, pointer: str, computed: set[str], depth: int) -> Group | OutputCondition:
+def _having(raw: dict, pointer: str, computed: set[str], texts: set[str], depth: int) -> Group | OutputCondition:
     if depth > MAX_PREDICATE_DEPTH:
         raise invalid("PREDICATE_TOO_DEEP", f"conditions nest at most {MAX_PREDICATE_DEPTH} levels", pointer)
     for op in ("all", "any"):
         if op in raw:
-            return Group(op, tuple(_having(p, f"{pointer}/{op}/{i}", computed, depth + 1)
+            return Group(op, tuple(_having(p, f"{pointer}/{op}/{i}", computed, texts, depth + 1)
                                    for i, p in enumerate(raw[op])))
     if "not" in raw:
-        return Group("not", (_having(raw["not"], f"{pointer}/not", computed, depth + 1),))
-    if raw["output"] not in computed:
-        raise invalid("UNKNOWN_OUTPUT", f"having tests a measure or calculation; {raw['output']!r} is not one "
-                                        "(filter on dimensions with filter)", f"{pointer}/output")
+        return Group("not", (_having(raw["not"], f"{pointer}/not", computed, texts, depth + 1),))
     values = () if raw["op"] == "is_null" else tuple(raw["values"]) if "values" in raw else (raw["value"],)
+    textual = raw["op"] in ("eq", "neq", "in") and all(isinstance(v, str) for v in values)
+    if raw["output"] in texts and textual:
+        for i, value in enumerate(values):
+            if "\x00" in value:
+                raise invalid("VALUE_TYPE", "text cannot contain a NUL character",
+                              f"{pointer}/values/{i}" if "values" in raw else f"{pointer}/value")
+        return OutputCondition(raw["output"], raw["op"], values)
+    if raw["output"] not in computed or textual:
+        raise invalid("UNKNOWN_OUTPUT", f"having tests a measure or calculation against a number, or a text "
+                                        f"breakdown against text; {raw['output']!r} is neither here "
+                                        "(filter on dimensions before aggregation with filter)", f"{pointer}/output")
     for i, value in enumerate(values):
         if abs(value) > MAX_NUMBER:
             raise invalid("VALUE_TYPE", "the number is out of range", f"{pointer}/values/{i}")

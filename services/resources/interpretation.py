@@ -210,6 +210,12 @@ def _condition_words(condition: Group | OutputCondition, by_output: dict[str, Ou
         return f"{column.label} is missing"
     if condition.op == "between":
         return f"{column.label} between {_number(values[0], style)} and {_number(values[1], style)}"
+    if isinstance(values[0], str):  # a text breakdown: its values as written
+        quoted = [f"\u201c{value}\u201d" for value in values]
+        if condition.op == "in":
+            return f"{column.label} is one of {', '.join(quoted)}" if len(quoted) > 1 else \
+                f"{column.label} is {quoted[0]}"
+        return f"{column.label} {'is' if condition.op == 'eq' else 'is not'} {quoted[0]}"
     words = {**_NUMERIC_OPS, "eq": "is", "neq": "is not"}
     return f"{column.label} {words[condition.op]} {_number(values[0], style)}"
 

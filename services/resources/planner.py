@@ -545,6 +545,8 @@ class Planner:
         if calculation.kind == "share_of_total":
             real = sa.cast(value, sa.Double)
             return real / sa.func.nullif(sa.func.sum(real).over(partition_by=partition), 0)
+        if calculation.kind == "ratio":
+            return sa.cast(value, sa.Double) / sa.func.nullif(sa.cast(base.c[calculation.to], sa.Double), 0)
         if calculation.kind == "rank":
             order = (value.desc() if calculation.descending else value.asc()).nulls_last()
             return sa.func.rank().over(partition_by=partition, order_by=order)
@@ -602,6 +604,8 @@ class Planner:
             return column.is_(None)
         if condition.op == "between":
             return column.between(values[0], values[1])
+        if condition.op == "in":
+            return column.in_(values)
         return {"eq": column == values[0], "neq": column != values[0], "gt": column > values[0],
                 "gte": column >= values[0], "lt": column < values[0], "lte": column <= values[0]}[condition.op]
 
@@ -616,6 +620,12 @@ class Planner:
             # Shares of one total add up (a chart's "Other" is their sum); across partitions they do not.
             return OutputColumn(calculation.id, f"Share of {source.label}{per}", "float", "measure",
                                 source.semantic_id, {"style": "percent", "decimals": 1}, additive=not within)
+        if calculation.kind == "ratio":
+            divisor = next(c for c in columns if c.id == calculation.to)
+            # Money per count stays money (revenue per order); anything else is a plain number.
+            money = (source.format or {}).get("style") == "currency" and divisor.type == "integer"
+            return OutputColumn(calculation.id, f"{source.label} \u00f7 {divisor.label}", "float", "measure",
+                                source.semantic_id, source.format if money else {"style": "decimal", "decimals": 2})
         order = "highest" if calculation.descending else "lowest"
         return OutputColumn(calculation.id, f"Rank by {source.label} ({order} first){per}", "integer", "measure",
                             source.semantic_id, {"style": "integer"})

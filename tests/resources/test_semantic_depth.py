@@ -793,3 +793,66 @@ def test_grammar_conditions_and_periods_agree_with_hand_written_sql(supply, supp
     analysis = supply.analyze({"mode": "aggregate", "measures": order_count(supply), "filter": {
         "field": supply.field("orders", "order_date"), "op": "previous", "unit": "quarter"}})
     assert by_output(analysis)[0]["orders"] == q3 > 0
+
+
+# --- ratios of measures, and a text breakdown kept after the calculations (the planner's shares) ----------
+
+
+def test_the_share_of_orders_that_are_cancelled_by_region(session, raw_engine):
+    """Each region's cancelled orders as a share of its orders: shares of all statuses, then only 'cancelled'."""
+    counts: dict[tuple[str, str], int] = defaultdict(int)
+    for region, status in raw_rows(raw_engine, """SELECT r.name, o.status FROM orders o
+            JOIN customers c ON c.customer_id = o.customer_id JOIN regions r ON r.region_id = c.region_id"""):
+        counts[(region, status)] += 1
+    analysis = session.analyze({
+        "mode": "aggregate", "measures": [{"id": "orders", "metric": session.metric("orders", "order_count")}],
+        "dimensions": [{"id": "region", "field": session.field("regions", "name")},
+                       {"id": "status", "field": session.field("orders", "status")}],
+        "calculations": [{"id": "share", "kind": "share_of_total", "of": "orders", "within": ["region"]}],
+        "having": {"output": "status", "op": "eq", "value": "cancelled"}})
+    rows = by_output(analysis)
+    regions = {region for region, status in counts if status == "cancelled"}  # a region with none has no row
+    assert {r["region"] for r in rows} == regions and {r["status"] for r in rows} == {"cancelled"}
+    for row in rows:
+        total = sum(n for (region, _), n in counts.items() if region == row["region"])
+        assert row["orders"] == counts[(row["region"], "cancelled")]
+        assert close(row["share"], Decimal(counts[(row["region"], "cancelled")]) / total, Decimal("0.000001"))
+    assert "only where Order status is \u201ccancelled\u201d" in analysis.interpretation.filters
+
+
+def test_a_ratio_of_two_measures_row_by_row(session, raw_engine):
+    """Orders per customer by segment: the segment's orders over its customers (a customer with none counts)."""
+    orders = dict(raw_rows(raw_engine, """SELECT c.segment, count(*) FROM orders o
+            JOIN customers c ON c.customer_id = o.customer_id GROUP BY c.segment"""))
+    customers = dict(raw_rows(raw_engine, "SELECT segment, count(*) FROM customers GROUP BY segment"))
+    analysis = session.analyze({
+        "mode": "aggregate",
+        "measures": [{"id": "orders", "metric": session.metric("orders", "order_count")},
+                     {"id": "customers", "metric": session.metric("customers", "customer_count")}],
+        "dimensions": [{"id": "segment", "field": session.field("customers", "segment")}],
+        "calculations": [{"id": "per", "kind": "ratio", "of": "orders", "to": "customers"}]})
+    rows = by_output(analysis)
+    assert {r["segment"] for r in rows} == set(customers)
+    for row in rows:
+        assert close(row["per"], Decimal(orders[row["segment"]]) / customers[row["segment"]], Decimal("0.000001"))
+    column = next(c for c in analysis.descriptor.columns if c.column_id == "per")
+    assert column.label == "Number of orders \u00f7 Number of customers"
+
+
+@pytest.mark.parametrize(("change", "reason", "path"), [
+    ({"calculations": [{"id": "per", "kind": "ratio", "of": "orders"}]}, "CALCULATION_SHAPE", "/calculations/0/to"),
+    ({"calculations": [{"id": "per", "kind": "share_of_total", "of": "orders", "to": "orders"}]},
+     "CALCULATION_SHAPE", "/calculations/0/to"),
+    ({"calculations": [{"id": "per", "kind": "ratio", "of": "orders", "to": "status"}]}, "UNKNOWN_OUTPUT",
+     "/calculations/0/to"),
+    ({"calculations": [{"id": "per", "kind": "ratio", "of": "orders", "to": "orders", "within": ["status"]}]},
+     "CALCULATION_SHAPE", "/calculations/0/within"),
+    ({"having": {"output": "status", "op": "gt", "value": 3}}, "UNKNOWN_OUTPUT", "/having/output"),
+    ({"having": {"output": "orders", "op": "eq", "value": "cancelled"}}, "UNKNOWN_OUTPUT", "/having/output"),
+    ({"having": {"output": "status", "op": "eq", "value": "can\u0000celled"}}, "VALUE_TYPE", "/having/value"),
+])
+def test_ratio_and_text_having_refusals(session, change, reason, path):
+    draft = {"mode": "aggregate", "measures": [{"id": "orders", "metric": session.metric("orders", "order_count")}],
+             "dimensions": [{"id": "status", "field": session.field("orders", "status")}], **change}
+    error = refused(session, draft)
+    assert (error.code, error.reason, error.metadata.get("path")) == (grpc.StatusCode.INVALID_ARGUMENT, reason, path)
