@@ -19,18 +19,25 @@ _STATUS = {agent_pb2.TOOL_STEP_STATUS_OK: "ok", agent_pb2.TOOL_STEP_STATUS_FAILE
            agent_pb2.TOOL_STEP_STATUS_UNAVAILABLE: "unavailable", agent_pb2.TOOL_STEP_STATUS_CANCELLED: "cancelled"}
 
 
-def ask(addresses: dict[str, str], cert_dir: Path, question: str, web_url: str = "") -> agent_pb2.TurnDone:
+def ask(addresses: dict[str, str], cert_dir: Path, question: str, web_url: str = "",
+        conversation: Path | None = None, follow_up: bool = False) -> agent_pb2.TurnDone:
+    """Ask in a new session, or with `follow_up` in the session recorded in `conversation` (the last one
+    asked in), so "now only web" is read against the questions before it."""
     person = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), "operator", "local", "Operator")
     credentials = cli_credentials(cert_dir, "cli")
     with sync_channel(addresses["host"], credentials, "host") as host, \
             sync_channel(addresses["agent"], credentials, "agent") as agent:
-        session = invoke(host, "host", "OpenSession", host_pb2.OpenSessionRequest(
-            actor=person, request_id=secrets.token_hex(6)))
+        session = _session(host, person, conversation if follow_up else None)
+        if conversation is not None:
+            conversation.parent.mkdir(parents=True, exist_ok=True)
+            conversation.write_text(json.dumps({"session_id": session.session_id,
+                                                "surface_id": session.surface_id}) + "\n")
         print(f"? {question}")
         print(f"  session {session.session_id}, surface {session.surface_id}")
         done = agent_pb2.TurnDone()
         for event in invoke_stream(agent, "agent", "StartTurn", agent_pb2.StartTurnRequest(
-                actor=person, session_id=session.session_id, question=question, request_id="ask"), timeout=300):
+                actor=person, session_id=session.session_id, question=question,
+                request_id=f"ask-{secrets.token_hex(6)}"), timeout=300):
             kind = event.WhichOneof("event")
             if kind == "tool_step" and event.tool_step.phase == agent_pb2.TOOL_STEP_PHASE_FINISHED:
                 step = event.tool_step
@@ -45,6 +52,8 @@ def ask(addresses: dict[str, str], cert_dir: Path, question: str, web_url: str =
             elif kind == "done":
                 done = event.done
         print(f"= {done.answer}")
+        for offered in done.suggested_questions:  # what it can answer instead, nearest first
+            print(f"  you could ask: {offered}")
         document = None
         for revision_id in done.revision_ids:
             revision = invoke(host, "host", "GetRevision", host_pb2.GetRevisionRequest(
@@ -61,4 +70,15 @@ def ask(addresses: dict[str, str], cert_dir: Path, question: str, web_url: str =
         if web_url and done.revision_ids:
             # The browser has a session of its own: this surface belongs to the operator's session.
             print(f"\n  the browser at {web_url} asks in a session of its own")
+        if conversation is not None:
+            print("  (ask a follow-up in this session with: tessera ask --follow-up \"...\")")
     return done
+
+
+def _session(host, person, conversation: Path | None):
+    """The recorded session to continue, or a new one."""
+    if conversation is not None and conversation.exists():
+        recorded = json.loads(conversation.read_text())
+        return host_pb2.OpenSessionResponse(session_id=recorded["session_id"], surface_id=recorded["surface_id"])
+    return invoke(host, "host", "OpenSession", host_pb2.OpenSessionRequest(actor=person,
+                                                                           request_id=secrets.token_hex(6)))

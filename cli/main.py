@@ -306,7 +306,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
     recorded = json.loads(state.read_text())
     addresses = {p["name"]: p["address"] for p in recorded["processes"]}
     try:
-        done = ask(addresses, Path(recorded["cert_dir"]), args.question, f"http://{addresses.get('web', '')}/")
+        done = ask(addresses, Path(recorded["cert_dir"]), args.question, f"http://{addresses.get('web', '')}/",
+                   conversation=var_dir() / "run" / "conversation.json", follow_up=args.follow_up)
     except grpc.RpcError as exc:
         print(f"tessera: error: {exc.code().name}: {exc.details()}", file=sys.stderr)
         return 1
@@ -437,6 +438,9 @@ def build_parser() -> argparse.ArgumentParser:
     seed.set_defaults(run=cmd_seed)
     ask_parser = sub.add_parser("ask", help="ask a question through the running services")
     ask_parser.add_argument("question")
+    ask_parser.add_argument("--follow-up", action="store_true",
+                            help="ask in the session of the last question, so 'now only web' or 'and last year?' "
+                                 "is read against it")
     ask_parser.set_defaults(run=cmd_ask)
     _add_approval_parsers(sub)
     _add_policy_parser(sub)

@@ -29,8 +29,10 @@ CallRaw = Callable[[str, str, str], Awaitable[ToolResult]]
 
 
 class ChatPlanner:
-    def __init__(self, adapter: ChatAdapter, contracts: list[ToolContract], max_steps: int = MAX_STEPS) -> None:
+    def __init__(self, adapter: ChatAdapter, contracts: list[ToolContract], max_steps: int = MAX_STEPS,
+                 earlier_questions: list[str] | tuple[str, ...] = ()) -> None:
         self.adapter = adapter
+        self.earlier = list(earlier_questions)
         self.name = f"openai-compatible:{adapter.config.model}"
         # Function names may not hold dots at most providers: `server.tool` travels as `server__tool`.
         self.names = {c.name.replace(".", "__"): c.name for c in contracts}
@@ -39,7 +41,11 @@ class ChatPlanner:
         self.max_steps = max_steps
 
     async def run(self, question: str, call: CallRaw, committed: Callable[[], bool]) -> Plan:
-        messages: list[dict] = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": question}]
+        messages: list[dict] = [{"role": "system", "content": SYSTEM_PROMPT}]
+        if self.earlier:  # the person's own earlier words, so "now only web" can be read against them
+            messages.append({"role": "user", "content": "Earlier questions in this conversation, oldest first:\n"
+                             + "\n".join(f"- {q}" for q in self.earlier)})
+        messages.append({"role": "user", "content": question})
         for _ in range(self.max_steps):
             # A ChatError (provider error, broken or oversized stream) ends the turn: the turn reports it.
             completion = await self.adapter.complete(messages, self.tools)

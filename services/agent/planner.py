@@ -1,43 +1,28 @@
 """The embedded planner: the default model, deterministic and offline.
 
-It is a model like any other: it sees only tool results (through the same
-bridge, schemas and shapes) and answers with tool calls. It plans a total, a
-breakdown by one dimension, a trend over a time grain, or a top-N ranking of
-one metric, and composes a fitting surface. A question it cannot plan gets a
-plain "I can't answer that" and no UI.
+It is a model like any other: it sees only tool results (through the same bridge, schemas and shapes) and
+answers with tool calls. Its work is three pure steps around the tools: `understand()` maps the question's
+words to the catalog (understanding.py), `draft_for()` plans the analysis (drafting.py), `compose()` builds
+the surface (composing.py). It plans only when every word that matters was understood; otherwise it says
+which words it could not use and offers questions it can answer.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from services.agent import suggestions
+from services.agent.composing import compose, subject
+from services.agent.drafting import CannotPlan, Drafted, draft_for, time_field
+from services.agent.understanding import CHANGE_VERBS, Reading, understand, unexplained_words, words
 from shared.tool_bridge import ToolResult
 
 CallTool = Callable[[str, dict], Awaitable[ToolResult]]
-_WORD = re.compile(r"[a-z0-9]+")
-_GRAINS = {"hour": "hour", "hourly": "hour", "day": "day", "daily": "day", "week": "week", "weekly": "week",
-           "month": "month", "monthly": "month", "quarter": "quarter", "quarterly": "quarter", "year": "year",
-           "yearly": "year", "annual": "year", "trend": "month", "time": "month"}
-_STOP = {"what", "is", "our", "the", "by", "of", "per", "show", "me", "top", "how", "many", "a", "an", "and",
-         "in", "for", "over", "each", "which", "are", "were", "was", "total"}
-
-
-def _words(text: str) -> set[str]:
-    found = set()
-    for word in _WORD.findall(text.lower()):
-        if word in _STOP:
-            continue
-        found.add(word)
-        if len(word) > 4 and word.endswith("s"):
-            found.add(word[:-1])
-    return found
-
-
-def _score(question: set[str], item: dict) -> int:
-    return len(question & _words(" ".join([item["label"], *item.get("synonyms", [])])))
-
+MAX_EARLIER = 3  # follow-ups are read against at most this many earlier questions
+MAX_MATCH_TEXT = 300
 
 _SEARCH_TICKETS = re.compile(r"\b(?:search (?:the )?(?:support )?tickets for|tickets? (?:that )?(?:mention|mentions|"
                              r"mentioning|about|containing|contain)) (.+?)[?.!]*$")
@@ -50,10 +35,14 @@ _READ_TICKET = re.compile(r"\b(?:what does ticket #?(\d{1,12}) say|read ticket #
 class Plan:
     answer: str
     answered: bool
+    suggestions: list[str] = field(default_factory=list)  # questions it can answer, closest first
 
 
 class EmbeddedPlanner:
     name = "embedded"
+
+    def __init__(self, earlier_questions: list[str] | tuple[str, ...] = ()) -> None:
+        self.earlier = [q for q in earlier_questions if q.strip()][-MAX_EARLIER:]
 
     async def run(self, question: str, call: CallTool) -> Plan:
         context = await call("inspect_current_context", {})
@@ -68,148 +57,151 @@ class EmbeddedPlanner:
         external = await self._external(question, tools, unavailable, call)
         if external is not None:
             return external
-        catalog = await call("inspect_catalog", {"question": question})
+        if not words(question):
+            return Plan("I need a question in words, for example \u201cnet revenue by month\u201d.", False)
+        if CHANGE_VERBS.match(question.lower()):
+            return await self._cannot_change(call)
+        entities, matches = await self._slice(question, call)
+        reading = self._read(question, entities, matches)
+        if reading.listing and not (reading.breakdowns or reading.grain or reading.filters or reading.time):
+            return await self._records(question, entities, set(words(question)), call)
+        refusal = self._refusal(question, reading, entities)
+        if refusal is not None:
+            refusal.suggestions = refusal.suggestions or await self._general_suggestions(call)
+            return refusal
+        return await self._answer(question, reading, entities, call)
+
+    # --- understand --------------------------------------------------------------------------------------
+
+    async def _slice(self, question: str, call: CallTool) -> tuple[list[dict], list[dict]]:
+        """The catalog slice for the question (and the earlier ones a follow-up leans on), and the values
+        it names, found with one value-match probe; entities those values belong to join the slice."""
+        asked = " ".join([*self.earlier, question])[-2000:]
+        catalog = await call("inspect_catalog", {"question": asked})
         entities = catalog.content.get("entities", []) if catalog.ok else []
-        asked = _words(question)
-        if re.match(r"\s*(list|which)\b", question.lower()) or re.search(r"\b(latest|recent|newest)\b",
-                                                                           question.lower()):
-            return await self._records(question, entities, asked, call)
-        grain = next((_GRAINS[w] for w in _WORD.findall(question.lower()) if w in _GRAINS), None)
-        dimension = None
-        if not grain:
-            # The breakdown first: its words ("by region") must not pick the measure ("number of regions").
-            breakdown = re.search(r"\b(?:by|per|each|across|top \d+)\b(.*)", question.lower())
-            if breakdown:
-                wanted = _words(breakdown.group(1)) or asked
-                fields = [f for e in entities for f in e["fields"]
-                          if f["exposure"] == "bounded-values" and f["type"] in ("string", "boolean")]
-                candidates = sorted(((_score(wanted, f), i, f) for i, f in enumerate(fields)),
-                                    key=lambda t: (-t[0], t[1]))
-                if not candidates or candidates[0][0] == 0:
-                    return Plan("I can't answer that: I found no way to break the measure down as asked.", False)
-                dimension = candidates[0][2]
-        measure_words = asked - (_words(" ".join([dimension["label"], *dimension.get("synonyms", [])]))
-                                 if dimension else set())
-        metrics = [(m, e["id"]) for e in entities for m in e["metrics"]]
-        scored = sorted(((_score(measure_words, m), i, m, owner) for i, (m, owner) in enumerate(metrics)),
-                        key=lambda t: (-t[0], t[1]))
-        if not scored or scored[0][0] == 0:
-            return Plan("I can't answer that from this data: I found no measure that matches the question.", False)
-        _, _, metric, owner = scored[0]
-        if dimension is not None and dimension["id"] not in {
-                f["id"] for e in entities if e["id"] in self._reachable(entities, owner) for f in e["fields"]}:
-            return Plan(f"I can't answer that: {metric['label']} cannot be broken down by "
-                        f"{dimension['label'].lower()}.", False)
-        if grain:
-            dimension = self._time_field(entities, owner)
-            if dimension is None:  # ask the catalog for time explicitly, then give up honestly
-                more = await call("inspect_catalog", {"question": f"{question} date time when"})
-                if more.ok:  # the later view of an entity lists the relationships of the wider slice
-                    merged = {e["id"]: e for e in entities}
-                    merged.update({e["id"]: e for e in more.content.get("entities", [])})
-                    entities = list(merged.values())
-                    dimension = self._time_field(entities, owner)
-            if dimension is None:
-                return Plan("I can't answer that: I found no date or time to group this measure by.", False)
-        top = re.search(r"\btop\s+(\d{1,3})\b", question.lower())
-        draft: dict = {"mode": "aggregate", "measures": [{"id": "value", "metric": metric["id"]}]}
-        if dimension is None:
-            draft["output"] = "scalar"
-        else:
-            entry = {"id": "group", "field": dimension["id"]}
-            if grain:
-                entry["grain"] = grain
-                draft["output"] = "series"
-            elif top:
-                draft["output"] = "ranking"
-                draft["order_by"] = [{"output": "value", "direction": "desc"}]
-            else:
-                draft["output"] = "table"
-                draft["order_by"] = [{"output": "value", "direction": "desc"}]
-            draft["dimensions"] = [entry]
-        condition = await self._value_filter(question, entities, owner, dimension, call)
-        if condition is not None:
-            draft["filter"] = {k: v for k, v in condition.items() if k != "field_label"}
-        else:
-            unresolved = self._proper_nouns(question, entities)
-            if unresolved:  # answering without it would silently answer a different question
-                return Plan(f"I can't answer that: I could not find what {unresolved[0]!r} refers to in this "
-                            "data.", False)
-        analysis = await call("run_analysis", {"draft": draft})
+        if not unexplained_words(" ".join([*self.earlier, question]), entities):
+            return entities, []  # every word is the catalog's own: no values to look for, no probe spent
+        text = " ".join([question, *reversed(self.earlier)])[:MAX_MATCH_TEXT]
+        probe = await call("probe_data", {"kind": "value-match", "text": text})
+        matches = probe.content.get("matches", []) if probe.ok else []
+        known = {e["id"] for e in entities}
+        new = sorted({m["entity_id"] for m in matches} - known)[:4]
+        if new:  # ask the catalog again with their names, so the paths to them come too
+            described = await call("describe_data", {"entity_ids": new})
+            labels = [e["label"] for e in described.content.get("entities", [])] if described.ok else []
+            wider = await call("inspect_catalog", {"question": f"{asked} {' '.join(labels)}"[-2000:]})
+            if wider.ok:
+                entities = merge_entities(entities, wider.content.get("entities", []))
+        return entities, matches
+
+    def _read(self, question: str, entities: list[dict], matches: list[dict]) -> Reading:
+        earlier = None
+        for asked in self.earlier:  # each earlier question read on top of the one before it
+            reading = understand(asked, entities, matches, earlier)
+            if reading.measures and not reading.unknown and not reading.personal:
+                earlier = reading
+        return understand(question, entities, matches, earlier)
+
+    def _refusal(self, question: str, reading: Reading, entities: list[dict]) -> Plan | None:
+        """Nothing is answered unless everything that matters was understood."""
+        offered = suggestions.closest(reading, entities)
+        if reading.personal:
+            return Plan(f"That is not available to me: the data I may use has no "
+                        f"{', '.join(dict.fromkeys(reading.personal))} of people, and I cannot look it up.",
+                        False, offered)
+        if reading.unknown:
+            unknown = ", ".join(f"\u201c{_as_written(w, question)}\u201d"
+                                for w in list(dict.fromkeys(reading.unknown))[:5])
+            return Plan(f"I can't answer that exactly: I could not use {unknown} with this data.", False, offered)
+        if not reading.measures:
+            return Plan("I can't answer that from this data: I found no measure in the question.", False, offered)
+        return None
+
+    async def _general_suggestions(self, call: CallTool) -> list[str]:
+        """When nothing of the question was understood: counts the catalog offers, things that happen first."""
+        catalog = await call("inspect_catalog", {"question": "number count total"})
+        if not catalog.ok:
+            return []
+        entities = sorted(catalog.content.get("entities", []), key=lambda e: not any(
+            f["type"] in ("date", "timestamp") and f["exposure"] == "bounded-values" for f in e["fields"]))
+        return suggestions.closest(Reading(), entities)
+
+    # --- plan and compose --------------------------------------------------------------------------------
+
+    async def _answer(self, question: str, reading: Reading, entities: list[dict], call: CallTool) -> Plan:
+        if (reading.grain or reading.time or reading.compare) and time_field(entities,
+                                                                            reading.measures[0]["entity_id"]) is None:
+            # Dates often live on what the measure's rows belong to (an item's order): ask for time explicitly.
+            wider = await call("inspect_catalog", {"question": f"{question} date time when"[-2000:]})
+            if wider.ok:
+                entities = merge_entities(entities, wider.content.get("entities", []))
+        if reading.time is not None and reading.time.kind.endswith("month_latest"):
+            resolved = await self._resolve_month(reading, entities, call)
+            if isinstance(resolved, Plan):
+                return resolved
+        try:
+            drafted = draft_for(reading, entities)
+        except CannotPlan as exc:
+            return Plan(f"I can't answer that: {exc}.", False, suggestions.closest(reading, entities))
+        analysis, role = await self._analyze(drafted, entities, call)
         if not analysis.ok:
-            return Plan(f"The analysis was refused ({analysis.error_code}): {analysis.error_message}", False)
-        resource = analysis.content["resource"]
+            return Plan(f"The analysis was refused ({analysis.error_code}): {analysis.error_message}", False,
+                        suggestions.closest(reading, entities))
         frozen = await call("present_ui", {})
         if not frozen.ok:
             return _display_failed(frozen)
-        view = frozen.content["slice"]
-        proposal = self._compose(question, view, metric, dimension, grain, top, condition)
-        # The embedded planner composes only from what the slice offers, so a refusal is not
-        # something it could repair: it says so instead of retrying.
+        rows = analysis.content["resource"]["rows"]
+        proposal = compose(question, frozen.content["slice"], reading, drafted, rows)
+        # It composes only from what the slice offers, so a refusal is not something it could repair.
         outcome = await call("present_ui", {"proposal": proposal})
         if not outcome.ok or not outcome.content.get("revision"):
             return Plan("I prepared the analysis but the display was refused; nothing was shown.", False)
-        subject = metric["label"] + (f" by {dimension['label'].lower()}" if dimension else "")
-        if condition is not None:
-            subject += f" where {condition['field_label'].lower()} is {condition['value']!r}"
-        shape = "a chart and a table" if dimension else "a headline figure"
-        count = f" ({resource['rows']} rows{', truncated' if resource['truncated'] else ''})" if dimension else ""
-        return Plan(f"Here is {subject}: {shape}{count}, with where the numbers came from.", True)
+        truncated = ", truncated" if analysis.content["resource"]["truncated"] else ""
+        shape = "a headline figure" if not drafted.dimensions or drafted.dimensions == ["s"] else \
+            f"a chart and a table ({rows} rows{truncated})"
+        through = f", counted through \u2018{role}\u2019" if role else ""
+        return Plan(f"Here is {_lower(subject(reading, drafted))}{through}: {shape}, with where the numbers came "
+                    "from.", True)
 
-    async def _value_filter(self, question: str, entities: list[dict], owner: str, dimension, call) -> dict | None:
-        """"… in the West Coast region": find the value with a value-domain probe and filter on it.
-
-        Only fields the catalog marks as bounded-values are probed, at most two, and only
-        fields that sit on the metric's entity or ones it belongs to (a filter through a
-        one-to-many join would change the question's meaning and is refused anyway).
-        """
-        if not re.search(r"\b(in|for|from|where|only|at)\b", question.lower()):
-            return None
-        reachable = self._reachable(entities, owner)
-        lowered = question.lower()
-        candidates = [f for e in entities if e["id"] in reachable for f in e["fields"]
-                      if f["exposure"] == "bounded-values" and f["type"] == "string"
-                      and (dimension is None or f["id"] != dimension["id"])]
-        candidates.sort(key=lambda f: -_score(_words(question), f))
-        for field in candidates[:2]:
-            probe = await call("probe_data", {"kind": "value-domain", "field_id": field["id"]})
-            if not probe.ok:
-                continue
-            for value in sorted(probe.content.get("untrusted_values", []), key=len, reverse=True):
-                if len(value) >= 3 and value.lower() in lowered:
-                    return {"field": field["id"], "op": "eq", "value": value, "field_label": field["label"]}
+    async def _resolve_month(self, reading: Reading, entities: list[dict], call: CallTool) -> Plan | None:
+        """"Since March": the latest March in the data, from a time-bounds probe of the measure's date."""
+        when = time_field(entities, reading.measures[0]["entity_id"]) if reading.measures else None
+        bounds = await call("probe_data", {"kind": "time-bounds", "field_id": when["id"]}) if when else None
+        latest = bounds.content.get("latest") if bounds is not None and bounds.ok else None
+        if not latest:
+            return Plan(f"I can't answer that: I could not tell which {reading.time.words.strip()} is meant (no "
+                        "latest date).", False)
+        reading.time = reading.time.resolved(dt.date.fromisoformat(latest[:10]))
         return None
 
-    @staticmethod
-    def _proper_nouns(question: str, entities: list[dict]) -> list[str]:
-        """Capitalised words after the first that no label or synonym of the slice explains."""
-        explained = set()
-        for entity in entities:
-            for item in [entity, *entity["fields"], *entity["metrics"]]:
-                explained |= _words(" ".join([item["label"], *item.get("synonyms", [])]))
-        words = re.findall(r"[A-Za-z][A-Za-z'-]+", question)[1:]
-        return [w for w in words if w[0].isupper() and w.lower() not in explained
-                and w.lower().rstrip("s") not in explained and w.lower() not in _STOP]
+    async def _analyze(self, drafted: Drafted, entities: list[dict], call: CallTool) -> tuple[ToolResult, str]:
+        """Run the draft; when a field is reached two ways, take the shortest and say which it was."""
+        analysis = await call("run_analysis", {"draft": drafted.draft})
+        if analysis.ok or analysis.error_code != "AMBIGUOUS_PATH":
+            return analysis, ""
+        roles = str((analysis.details or {}).get("roles", "")).split(",")
+        path = str((analysis.details or {}).get("path", ""))
+        target = _at(drafted.draft, path)
+        if not roles or not roles[0] or target is None:
+            return analysis, ""
+        target["via"] = roles[0].split("+")
+        labels = {r["id"]: r["label"] for e in entities for r in e.get("relationships", [])}
+        return await call("run_analysis", {"draft": drafted.draft}), labels.get(target["via"][-1], "")
 
-    @staticmethod
-    def _reachable(entities: list[dict], owner: str) -> list[str]:
-        """Entities the owner belongs to (many-to-one, transitively), nearest first, itself included."""
-        by_id = {e["id"]: e for e in entities}
-        order, frontier = [owner], [owner]
-        while frontier:
-            following = []
-            for entity_id in frontier:
-                for relationship in by_id.get(entity_id, {}).get("relationships", []):
-                    if relationship["from"] == entity_id and relationship["kind"] in ("many_to_one", "one_to_one") \
-                            and relationship["to"] not in order:
-                        order.append(relationship["to"])
-                        following.append(relationship["to"])
-            frontier = following
-        return order
+    async def _cannot_change(self, call: CallTool) -> Plan:
+        """A request to change data: only reviewed actions change anything, and none does it this way."""
+        frozen = await call("present_ui", {})
+        actions = sorted({_action_words(a["action"]) for a in frozen.content["slice"].get("actions", [])}) \
+            if frozen.ok else []
+        offer = f" What I can offer: {'; '.join(actions)} (each asks a person to approve first)." if actions else \
+            " No action that changes data is offered here."
+        return Plan(f"I can't change data that way: I only read it, and changes go through reviewed actions.{offer}",
+                    False)
 
     async def _records(self, question: str, entities: list[dict], asked: set[str], call) -> Plan:
         """"List the latest orders": a record listing of the best-matching entity, newest first."""
-        ranked = sorted(entities, key=lambda e: -_score(asked, {"label": e["label"], "synonyms": []}))
+        ranked = sorted(entities, key=lambda e: -len(asked & set(words(" ".join([e["label"], *e.get("synonyms",
+                                                                                                      [])])))))
         entity = next((e for e in ranked if any(f["exposure"] == "bounded-values" for f in e["fields"])), None)
         if entity is None:
             return Plan("I can't list that: I found no records I may show.", False)
@@ -341,81 +333,50 @@ class EmbeddedPlanner:
         return Plan(f"Press 'Flag for review' to ask for order {order_id} to be flagged; a person approves it "
                     "before anything changes.", True)
 
-    @staticmethod
-    def _time_field(entities: list[dict], owner: str) -> dict | None:
-        """A time field of the metric's entity, or of one it belongs to (many-to-one), nearest first."""
-        by_id = {e["id"]: e for e in entities}
-        for entity_id in EmbeddedPlanner._reachable(entities, owner):
-            for field in by_id.get(entity_id, {}).get("fields", []):
-                if field["type"] in ("timestamp", "date") and field["exposure"] == "bounded-values":
-                    return field
-        return None
-
-    @staticmethod
-    def _compose(question: str, view: dict, metric: dict, dimension, grain, top, condition=None) -> dict:
-        ids = {c["name"]: c["id"] for c in view["components"]}
-        resource = view["resources"][-1]
-        binding = {"ref": resource["id"], "offer": resource["offer"]}
-        evidence = view["evidence"][-1]["id"] if view["evidence"] else None
-        blocks = [{"id": "title", "component": ids["Heading"], "data": {"text": question[:120]}}]
-        children = ["title"]
-        sentence = _answer_sentence(ids, binding, resource["rows"], metric, dimension, grain, condition)
-        if sentence is not None:
-            blocks.append(sentence)
-            children.append(sentence["id"])
-        if dimension is None:
-            blocks.append({"id": "figure", "component": ids["Metric"], "data": {
-                "label": metric["label"][:80], "resource": binding, "column": "value"}})
-            children.append("figure")
-        else:
-            recipe = {"recipe": "line", "x": "group", "y": ["value"]} if grain else {
-                "recipe": "bar", "x": "group", "y": "value"}
-            chart = {"title": metric["label"][:80], "resource": binding, "spec": recipe}
-            if top and not grain:  # "top 10": exactly ten bars (the table below pages through all of them)
-                chart["top"] = max(1, min(int(top.group(1)), 12))
-            blocks.append({"id": "chart", "component": ids["Chart"], "data": chart})
-            blocks.append({"id": "table", "component": ids["DataTable"], "data": {
-                "resource": binding, "columns": ["group", "value"],
-                "page_size": min(int(top.group(1)), 100) if top and int(top.group(1)) >= 5 else 25}})
-            children += ["chart", "table"]
-        if evidence:
-            blocks.append({"id": "evidence", "component": ids["EvidenceNote"], "data": {"evidence": evidence}})
-            children.append("evidence")
-        return {"version": 1, "id": "answer", "title": question[:120],
-                "blocks": [{"id": "main", "component": ids["Column"], "data": {}, "children": children}, *blocks]}
-
-
-def _answer_sentence(ids: dict, binding: dict, rows: int, metric: dict, dimension, grain, condition) -> dict | None:
-    """The answer in words, its figures bound to cells of the result: the person reads the numbers, the
-    planner never sees them. Every sentence says only what the draft computed (the caption under it says
-    the rest)."""
-    label = metric["label"]
-    where = f" where {condition['field_label'].lower()} is \u201c{condition['value']}\u201d" if condition else ""
-
-    def cell(column: str, row: int = 0) -> dict:
-        return {"resource": binding, "row": row, "column": column}
-
-    if rows == 0:
-        return {"id": "answer-text", "component": ids["Text"], "data": {"text": f"No rows matched{where}."}}
-    if "FigureText" not in ids:
-        return None
-    if dimension is None:
-        text, figures = f"{label}{where}: {{value}}.", {"value": cell("value")}
-    elif grain:
-        last = min(rows, 1000) - 1
-        if last == 0:
-            text, figures = f"{label}{where} was {{last}} in {{last_period}}.", {
-                "last": cell("value"), "last_period": cell("group")}
-        else:
-            text = f"{label}{where} was {{last}} in {{last_period}}, against {{first}} in {{first_period}}."
-            figures = {"last": cell("value", last), "last_period": cell("group", last), "first": cell("value"),
-                       "first_period": cell("group")}
-    else:  # ordered by the measure, highest first
-        text = f"{{group}} has the highest {label[:1].lower() + label[1:]}{where}: {{value}}."
-        figures = {"group": cell("group"), "value": cell("value")}
-    return {"id": "answer-text", "component": ids["FigureText"], "data": {"text": text[:600], "figures": figures}}
-
 
 def _display_failed(result) -> Plan:
     """The host could not freeze a slice: the person learns why in its words (say, a service restarting)."""
     return Plan(f"I could not prepare the display: {result.error_message} ({result.error_code}).", False)
+
+
+def merge_entities(entities: list[dict], more: list[dict]) -> list[dict]:
+    """Two slices as one: each view of an entity lists the relationships among its own slice, so the
+    relationships are united, never replaced (a later, narrower slice must not cut a path)."""
+    merged = {e["id"]: dict(e) for e in entities}
+    for entity in more:
+        if entity["id"] not in merged:
+            merged[entity["id"]] = dict(entity)
+            continue
+        known = {r["id"] for r in merged[entity["id"]].get("relationships", [])}
+        merged[entity["id"]]["relationships"] = [*merged[entity["id"]].get("relationships", []),
+                                                 *[r for r in entity.get("relationships", []) if r["id"] not in known]]
+    return list(merged.values())
+
+
+def _action_words(action_id: str) -> str:
+    """"orders.flag_for_review" as "flag for review (orders)"."""
+    scope, _, name = action_id.rpartition(".")
+    return f"{name.replace('_', ' ')} ({scope.replace('_', ' ')})" if scope else name.replace("_", " ")
+
+
+def _lower(text: str) -> str:
+    return text[:1].lower() + text[1:]
+
+
+def _at(draft: dict, pointer: str) -> dict | None:
+    """The object at a JSON pointer into the draft (a dimension, a filter), or None."""
+    node = draft
+    for part in [p for p in pointer.split("/") if p]:
+        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        elif isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
+            return None
+    return node if isinstance(node, dict) else None
+
+
+def _as_written(word: str, question: str) -> str:
+    """A word as the person wrote it (the reading works in lower case)."""
+    found = re.search(rf"(?<![\w]){re.escape(word)}(?![\w])", question, re.IGNORECASE)
+    return found.group(0) if found else word

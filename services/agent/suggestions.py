@@ -31,3 +31,31 @@ def suggest(outline: resources_pb2.OutlineResponse) -> list[str]:
             if index < len(kind) and kind[index] not in questions:
                 questions.append(kind[index])
     return questions[:MAX_SUGGESTIONS]
+
+
+MAX_CLOSEST = 3
+
+
+def closest(reading, entities: list[dict]) -> list[str]:
+    """Up to three questions the embedded planner can answer, nearest to what it understood of one it could
+    not: the same measure as a total, by month, and by a breakdown its rows have; with no measure understood,
+    the slice's own first measures. Worded the way the planner reads them (a test asks each one)."""
+    from services.agent.drafting import time_field
+    from services.agent.understanding import reachable
+
+    measures = list(reading.measures) or [{**m, "entity_id": e["id"]} for e in entities for m in e["metrics"]
+                                          if m["label"].lower().startswith("number of")][:2]
+    by_id = {e["id"]: e for e in entities}
+    offered: list[str] = []
+    for measure in measures[:2]:
+        reach = reachable(entities, measure["entity_id"])
+        fields = [f for f in reading.breakdowns if f["entity_id"] in reach] + [
+            f for entity_id in reach for f in by_id.get(entity_id, {}).get("fields", [])
+            if f["exposure"] == "bounded-values" and f["type"] == "string"]
+        label = _lower(measure["label"])
+        if fields:
+            offered.append(f"{measure['label']} by {_lower(fields[0]['label'])}")
+        if time_field(entities, measure["entity_id"]) is not None:
+            offered.append(f"{measure['label']} by month")
+        offered.append(f"What is the total {label}?")
+    return list(dict.fromkeys(offered))[:MAX_CLOSEST]

@@ -22,7 +22,7 @@ from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2
 from tessera.resources.v1 import resources_pb2
 
-_ENTITY_SHAPE = {"id": True, "label": True, "description": True,
+_ENTITY_SHAPE = {"id": True, "label": True, "description": True, "synonyms": True,
                  "fields": {"id": True, "label": True, "type": True, "exposure": True, "synonyms": True},
                  "metrics": {"id": True, "label": True, "type": True, "synonyms": True},
                  "relationships": {"id": True, "label": True, "kind": True, "from": True, "to": True}}
@@ -80,7 +80,7 @@ class TurnState:
 
 def _entities(entities) -> list[dict]:
     return [{
-        "id": e.entity_id, "label": e.label, "description": e.description,
+        "id": e.entity_id, "label": e.label, "description": e.description, "synonyms": list(e.synonyms),
         "fields": [{"id": f.field_id, "label": f.label, "type": _TYPES[f.type], "exposure": _EXPOSURES[f.exposure],
                     "synonyms": list(f.synonyms)} for f in e.fields],
         "metrics": [{"id": m.metric_id, "label": m.label, "type": _TYPES[m.type], "synonyms": list(m.synonyms)}

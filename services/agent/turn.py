@@ -180,9 +180,9 @@ async def run_turn(request: agent_pb2.StartTurnRequest, resources, host, capabil
         state, capabilities, external)
     bridge = ToolBridge(tools)
     if chat is None:
-        task = asyncio.create_task(EmbeddedPlanner().run(request.question, call))
+        task = asyncio.create_task(EmbeddedPlanner(list(begun.earlier_questions)).run(request.question, call))
     else:
-        planner = ChatPlanner(chat, [t.contract for t in tools])
+        planner = ChatPlanner(chat, [t.contract for t in tools], earlier_questions=list(begun.earlier_questions))
         task = asyncio.create_task(planner.run(request.question, call_raw, lambda: bool(state.revisions)))
     record = running[state.turn_id] = RunningTurn(actor.actor_id, actor.tenant_id, task)
     try:
@@ -234,4 +234,5 @@ async def run_turn(request: agent_pb2.StartTurnRequest, resources, host, capabil
     yield event(answer_delta=agent_pb2.AnswerDelta(text=answer))
     yield event(done=agent_pb2.TurnDone(outcome=outcome, answer=answer, revision_ids=state.revisions,
                                         degraded=bool(state.degraded), tainted=state.tainted, flagged=state.flagged,
-                                        elapsed=_duration(time.perf_counter() - started_at)))
+                                        elapsed=_duration(time.perf_counter() - started_at),
+                                        suggested_questions=plan.suggestions[:3]))

@@ -8,6 +8,7 @@ answers `InspectCatalog` with a budgeted, deterministic slice.
 from __future__ import annotations
 
 import base64
+import difflib
 import hashlib
 import hmac
 import re
@@ -160,6 +161,7 @@ class Catalog:
         self.fingerprint = hashlib.sha256(f"{model_json}\n{signature}".encode()).hexdigest()
         self.entities: dict[str, CatalogEntity] = {}
         self.by_id: dict[str, object] = {}
+        self._vocabulary: list[str] | None = None  # every word of the catalog's names, built on first use
         for entity_name, spec in model.entities.items():
             entity = CatalogEntity(self._id("ent", entity_name), entity_name, spec, tables[entity_name])
             for field_name, field_spec in spec.fields.items():
@@ -312,7 +314,7 @@ class Catalog:
         Deterministic: same question and catalog, same slice. Nothing matches →
         empty list, never "the first tables".
         """
-        asked = words(question)
+        asked = self._spelled(words(question))
         if not asked:
             return []
         scores: dict[str, int] = {}
@@ -355,6 +357,20 @@ class Catalog:
             metrics = sorted(entity.metrics.values(), key=lambda m: m.name not in hits_m)
             result.append((entity, fields[:MAX_FIELDS_PER_ENTITY], metrics[:MAX_METRICS_PER_ENTITY]))
         return result
+
+    def _spelled(self, asked: set[str]) -> set[str]:
+        """The question's words plus, for a word the catalog does not use, the catalog word it is most
+        likely a typo of ("revnue" → "revenue"): people misspell, and a slice that misses its measure
+        makes the question unanswerable."""
+        if self._vocabulary is None:
+            self._vocabulary = sorted({w for e in self.entities.values() for w in words(" ".join(
+                [e.name, e.spec.label, *e.spec.synonyms, *[" ".join([f.name, f.spec.label, *f.spec.synonyms])
+                                                           for f in e.fields.values() if f.model_visible],
+                 *[" ".join([m.name, m.spec.label, *m.spec.synonyms]) for m in e.metrics.values()]]))})
+        known = set(self._vocabulary)
+        extra = {close for word in asked - known if len(word) >= 4
+                 for close in difflib.get_close_matches(word, self._vocabulary, n=1, cutoff=0.8)}
+        return asked | extra
 
     def relationships_between(self, entity_names: set[str]) -> list[CatalogRelationship]:
         return [r for r in self.relationships.values()

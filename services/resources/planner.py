@@ -271,7 +271,8 @@ class Planner:
         return routes[0]
 
     def _ambiguous(self, home: str, use: _Use, routes: list[tuple[Edge, ...]]) -> TesseraError:
-        """AMBIGUOUS_PATH, listing each path by the relationship (role) that tells it apart."""
+        """AMBIGUOUS_PATH, listing each path by the relationship (role) that tells it apart, shortest first."""
+        routes = sorted(routes, key=len)
         roles = []
         for route in routes:
             others = [{e.relationship.name for e in other} for other in routes if other is not route]

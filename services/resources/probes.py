@@ -83,7 +83,7 @@ def value_match(warehouse: Warehouse, fields: list[CatalogField], text: str) -> 
         if not wanted or len(found) > MAX_MATCHES:
             break
         column = fld.column
-        statement = (sa.select(column).where(sa.func.lower(column).in_(wanted)).distinct().order_by(column)
+        statement = (sa.select(column).where(warehouse.lowered(column).in_(wanted)).distinct().order_by(column)
                      .limit(MAX_MATCHES + 1))
         rows, _ = warehouse.fetch(statement, MAX_MATCHES + 1)
         found += [(fld, str(row[0])) for row in rows]

@@ -84,6 +84,7 @@ class ResourceGatewayService(resources_pb2_grpc.ResourceGatewayServiceServicer):
         names = {entity.name for entity, _, _ in found}
         return [resources_pb2.Entity(
             entity_id=entity.id, label=entity.spec.label, description=entity.spec.description,
+            synonyms=entity.spec.synonyms,
             fields=[resources_pb2.Field(field_id=f.id, label=f.spec.label, description=f.spec.description,
                                         type=COLUMN_TYPES[f.spec.type], exposure=_EXPOSURE[f.spec.exposure],
                                         synonyms=f.spec.synonyms, sensitivity=f.spec.sensitivity) for f in fields],

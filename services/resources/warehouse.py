@@ -107,6 +107,9 @@ class Warehouse:
             # LIKE as on PostgreSQL and DuckDB: case-sensitive, so a metric's starts_with('PROMO') or
             # like(x, 'LARGE%') counts the same rows on every backend.
             connection.execute("PRAGMA case_sensitive_like = ON")
+            # SQLite's lower() lowers A-Z only; a value-match must lower "Île-de-France" as the others do.
+            connection.create_function("tessera_lower", 1, lambda v: v.lower() if isinstance(v, str) else v,
+                                       deterministic=True)
             return connection
 
         engine = sa.create_engine("sqlite://", creator=connect,
@@ -179,6 +182,10 @@ class Warehouse:
         if self.dialect == "postgresql":
             return "statement timeout" in text or "canceling statement" in text
         return (deadline is not None and deadline.expired) or "interrupt" in text
+
+    def lowered(self, column: sa.ColumnElement) -> sa.ColumnElement:
+        """A text column in lower case by Unicode's rules on every backend."""
+        return sa.func.tessera_lower(column) if self.dialect == "sqlite" else sa.func.lower(column)
 
     def ping(self) -> str | None:
         return ping(self.engine, "warehouse")

@@ -21,8 +21,8 @@ from shared.paths import REPO_ROOT
 from tessera.host.v1 import host_pb2
 from tessera.resources.v1 import resources_pb2
 from tests.browser.conftest import screenshot
+from tests.fixtures.golden.reference import expected_figures
 from tests.integration.test_broker import order as review_status
-from tests.integration.test_golden import expected_figures
 
 AXE = (REPO_ROOT / "node_modules" / "axe-core" / "axe.min.js").read_text()
 
@@ -373,8 +373,29 @@ def test_a_refusal_takes_the_answer_panel_and_the_old_answer_is_not_passed_off_a
     assert "can't answer" in refusal.inner_text()
     assert page.locator("#surface").is_hidden()  # the previous answer is not shown under the refusal
     screenshot(page, "refusal-replaces-previous-answer")
-    page.click("#refusal button")  # still there when asked for
+    page.click("#show-previous")  # still there when asked for
     assert page.locator("#surface").is_visible()
+
+
+def test_a_refusal_offers_questions_it_can_answer_and_one_click_asks_one(page):
+    ask(page, "What is the weather on Mars?")
+    offered = page.locator("#refusal .suggestions button")
+    offered.first.wait_for(timeout=30_000)
+    assert 1 <= offered.count() <= 3
+    question = offered.first.inner_text()
+    screenshot(page, "refusal-with-suggestions")
+    offered.first.click()
+    expect(page.locator("#answer-state")).to_have_text(f"Answer to \u201c{question}\u201d", timeout=30_000)
+
+
+def test_a_follow_up_in_the_browser_is_read_against_the_question_before_it(page):
+    ask(page, "Net revenue by region")
+    page.wait_for_selector("tessera-figure-text [data-figure]", timeout=30_000)
+    ask(page, "now only web")
+    expect(page.locator("#answer-state")).to_have_text("Answer to \u201cnow only web\u201d", timeout=30_000)
+    sentence = page.locator("tessera-figure-text").first
+    expect(sentence).to_contain_text("where sales channel is \u201cweb\u201d", timeout=30_000)
+    screenshot(page, "follow-up")
 
 
 def test_cancel_stops_a_question_that_is_still_running(page):

@@ -17,8 +17,8 @@ from cli.main import DEMO_QUESTIONS
 from shared.actors import assert_actor
 from shared.certs import load_signing_key, signing_key_path
 from shared.paths import REPO_ROOT
+from tests.fixtures.golden.reference import expected_figures
 from tests.integration.test_agent_turns import window
-from tests.integration.test_golden import expected_figures
 
 EXPECTED = {  # demo question → (figures to compute, the node that shows them)
     DEMO_QUESTIONS[0]: ({"metric": "net_revenue", "by": "region"}, "table"),
@@ -86,3 +86,26 @@ def assert_printed_figures(out: str, question: str, expected: dict) -> None:
             label = dt.datetime.fromisoformat(month).strftime("%b %Y")
             assert re.search(rf"^ {label}\s+{int(expected[month]):,}\s*$", out, re.MULTILINE), (label, out)
     assert out.count("    computed: ") >= 2 and "no filter" in out
+
+
+def _tessera_ask(var_dir, *args: str) -> str:
+    shown = subprocess.run([sys.executable, "-m", "cli", "ask", *args], cwd=REPO_ROOT, capture_output=True,
+                           text=True, timeout=120, env={"TESSERA_VAR_DIR": str(var_dir), "PATH": "/usr/bin:/bin"})
+    assert shown.returncode == 0, shown.stderr
+    return shown.stdout
+
+
+def test_a_follow_up_at_the_terminal_is_read_against_the_question_before_it(var_dir, warehouse_url):
+    first = _tessera_ask(var_dir, "Net revenue by region")
+    follow = _tessera_ask(var_dir, "--follow-up", "now only web")
+    session = re.search(r"session (\S+),", first).group(1)
+    assert re.search(r"session (\S+),", follow).group(1) == session  # the same conversation
+    answer = re.search(r"^= (.+)$", follow, re.MULTILINE).group(1)
+    assert "net revenue by region name where sales channel is \u201cweb\u201d" in answer, answer
+    expected = expected_figures(warehouse_url, {"metric": "net_revenue", "by": "region", "where": {"channel": ["web"]}})
+    top = max(expected, key=expected.get)
+    assert f"  {top} has the highest net revenue where sales channel is \u201cweb\u201d: " \
+           f"{_money(expected[top])}." in follow, follow
+    fresh = _tessera_ask(var_dir, "now only web")  # without --follow-up: a new session, nothing to lean on
+    assert re.search(r"session (\S+),", fresh).group(1) != session
+    assert "you could ask: " in fresh

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import secrets
 from collections import defaultdict
 from decimal import Decimal
 from pathlib import Path
@@ -14,42 +15,17 @@ import pytest
 import sqlalchemy as sa
 import yaml
 
+from shared.channels import sync_channel
+from shared.contracts import invoke, invoke_stream
 from tessera.agent.v1 import agent_pb2
-from tests.integration.test_agent_turns import ask, window
+from tessera.host.v1 import host_pb2
+from tests.fixtures.golden.reference import Reference
+from tests.integration.test_agent_turns import window
 
 GOLDEN = yaml.safe_load((Path(__file__).parents[1] / "fixtures" / "golden" / "questions.yaml").read_text())
-ITEM_ROWS = ("SELECT i.quantity, i.unit_price, i.discount, r.name AS region, o.channel, c.segment, p.category, "
-             "o.status, o.ordered_at FROM order_items i JOIN orders o ON o.order_id = i.order_id "
-             "JOIN customers c ON c.customer_id = o.customer_id JOIN regions r ON r.region_id = c.region_id "
-             "JOIN products p ON p.product_id = i.product_id")
-ORDER_ROWS = ("SELECT r.name AS region, o.channel, c.segment, o.status, o.ordered_at FROM orders o "
-              "JOIN customers c ON c.customer_id = o.customer_id JOIN regions r ON r.region_id = c.region_id")
-TICKET_ROWS = "SELECT priority, status AS ticket_status, opened_at FROM support_tickets"
-CUSTOMER_ROWS = "SELECT c.segment, r.name AS region FROM customers c JOIN regions r ON r.region_id = c.region_id"
-METRICS = {  # metric → (rows, value of one row)
-    "net_revenue": (ITEM_ROWS, lambda r: Decimal(r.quantity) * Decimal(str(r.unit_price))
-                    * (1 - Decimal(str(r.discount)))),
-    "gross_revenue": (ITEM_ROWS, lambda r: Decimal(r.quantity) * Decimal(str(r.unit_price))),
-    "units_sold": (ITEM_ROWS, lambda r: Decimal(r.quantity)),
-    "order_count": (ORDER_ROWS, lambda r: Decimal(1)),
-    "ticket_count": (TICKET_ROWS, lambda r: Decimal(1)),
-    "customer_count": (CUSTOMER_ROWS, lambda r: Decimal(1)),
-}
-
-
-def _when(value) -> dt.datetime:
-    return dt.datetime.fromisoformat(value) if isinstance(value, str) else value
-
-
-def _group(row, by: str | None):
-    if by is None:
-        return "all"
-    if by in ("month", "year", "quarter"):
-        moment = _when(getattr(row, "ordered_at", None) or row.opened_at)
-        start = {"month": dt.datetime(moment.year, moment.month, 1), "year": dt.datetime(moment.year, 1, 1),
-                 "quarter": dt.datetime(moment.year, 3 * ((moment.month - 1) // 3) + 1, 1)}[by]
-        return start.isoformat()
-    return getattr(row, by)
+CLOSE = Decimal("0.01")
+RESULTS: list[dict] = []  # one entry per question, for the eval report
+SHOWN: set[Decimal] = set()  # every figure the golden answers showed, for the no-payload scan
 
 
 @pytest.fixture(scope="module")
@@ -61,17 +37,9 @@ def first_region(warehouse_url):
     return name
 
 
-def expected_figures(warehouse_url, expect: dict, region: str) -> dict:
-    rows_sql, value = METRICS[expect["metric"]]
-    engine = sa.create_engine(warehouse_url)
-    totals: dict = defaultdict(Decimal)
-    with engine.connect() as connection:
-        for row in connection.execute(sa.text(rows_sql)):
-            if expect.get("where") == "region" and row.region != region:
-                continue
-            totals[_group(row, expect.get("by"))] += value(row)
-    engine.dispose()
-    return totals
+@pytest.fixture(scope="module")
+def reference(warehouse_url, first_region):
+    return Reference(warehouse_url, first_region)
 
 
 def _model_conduct(events) -> dict:
@@ -88,70 +56,261 @@ def _model_conduct(events) -> dict:
             "committed_after_repair": outcomes[:1] != ["committed"] and "committed" in outcomes[1:]}
 
 
-RESULTS: list[dict] = []  # one entry per question: question, correct, references refused by the compiler
-
-
 @pytest.fixture(scope="module", autouse=True)
 def eval_report():
-    """`make eval` sets TESSERA_EVAL_REPORT: write what the golden set measured."""
+    """`make eval` sets TESSERA_EVAL_REPORT: write what the golden set measured, and hold it to its gates."""
     yield
     target = os.environ.get("TESSERA_EVAL_REPORT")
     if target:
-        passed = sum(r["correct"] for r in RESULTS)
-        proposing = [r for r in RESULTS if r["proposals"]]
-        needing_repair = [r for r in proposing if not r["first_proposal_valid"]]
-        calls = sum(r["tool_calls"] for r in RESULTS)
-
-        def ratio(part: int, whole: int) -> float | None:
-            return round(part / whole, 3) if whole else None
-
-        report = {"model": os.environ.get("TESSERA_AGENT_MODEL_URL") or "embedded", "questions": len(GOLDEN),
-                  "checked": len(RESULTS), "correct": passed,
-                  "correct_ratio": round(passed / len(GOLDEN), 3) if GOLDEN else 0.0,
-                  # the provider took our tool schemas (no 4xx refusal of the request)
-                  "provider_schema_acceptance": ratio(sum(not r["provider_refused_request"] for r in RESULTS),
-                                                      len(RESULTS)),
-                  "tool_argument_validity": ratio(calls - sum(r["invalid_arguments"] for r in RESULTS), calls),
-                  "first_proposal_validity": ratio(sum(r["first_proposal_valid"] for r in proposing),
-                                                   len(proposing)),
-                  "commit_after_repair": ratio(sum(r["committed_after_repair"] for r in needing_repair),
-                                               len(needing_repair)),
-                  "fabricated_or_out_of_slice_references": sum(r["refused_references"] for r in RESULTS),
-                  "results": RESULTS}
         Path(target).parent.mkdir(parents=True, exist_ok=True)
-        Path(target).write_text(json.dumps(report, indent=2) + "\n")
+        Path(target).write_text(json.dumps(eval_summary(RESULTS), indent=2) + "\n")
 
 
-@pytest.mark.parametrize("case", GOLDEN, ids=[c["question"][:40] for c in GOLDEN])
-def test_golden_question(case, running_set, credentials, cert_dir, warehouse_url, first_region):
+def eval_summary(results: list[dict]) -> dict:
+    def ratio(part: int, whole: int) -> float | None:
+        return round(part / whole, 3) if whole else None
+
+    proposing = [r for r in results if r["proposals"]]
+    needing_repair = [r for r in proposing if not r["first_proposal_valid"]]
+    calls = sum(r["tool_calls"] for r in results)
+    refusals = [r for r in results if r["kind"] != "answered" and r["kind"] != "listing"]
+    answered = [r for r in results if r["kind"] in ("answered", "listing")]
+    return {"model": os.environ.get("TESSERA_AGENT_MODEL_URL") or "embedded", "questions": len(GOLDEN),
+            "checked": len(results), "correct": sum(r["correct"] for r in results),
+            "correct_ratio": ratio(sum(r["correct"] for r in results), len(GOLDEN)),
+            "interpretation_match": ratio(sum(r["interpretation_ok"] for r in answered), len(answered)),
+            "honest_refusal_rate": ratio(sum(r["correct"] for r in refusals), len(refusals)),
+            # answered, but not the question asked: wrong figures, wrong caption, or an answer where none was due
+            "answered_a_different_question": sum(r["different_question"] for r in results),
+            "provider_schema_acceptance": ratio(sum(not r["provider_refused_request"] for r in results),
+                                                len(results)),
+            "tool_argument_validity": ratio(calls - sum(r["invalid_arguments"] for r in results), calls),
+            "first_proposal_validity": ratio(sum(r["first_proposal_valid"] for r in proposing), len(proposing)),
+            "commit_after_repair": ratio(sum(r["committed_after_repair"] for r in needing_repair),
+                                         len(needing_repair)),
+            "fabricated_or_out_of_slice_references": sum(r["refused_references"] for r in results),
+            "gates": {"correct_ratio": 0.95, "answered_a_different_question": 0,
+                      "fabricated_or_out_of_slice_references": 0},
+            "results": results}
+
+
+def ask_in_session(running_set, credentials, person, questions: list[str]):
+    """Ask each question in turn in one session; the events of the last."""
+    with sync_channel(running_set.handles["host"].address, credentials("cli"), "host") as host:
+        session = invoke(host, "host", "OpenSession", host_pb2.OpenSessionRequest(
+            actor=person, request_id=secrets.token_hex(8)))
+    with sync_channel(running_set.handles["agent"].address, credentials("cli"), "agent") as agent:
+        for number, question in enumerate(questions):
+            events = list(invoke_stream(agent, "agent", "StartTurn", agent_pb2.StartTurnRequest(
+                actor=person, session_id=session.session_id, question=question, request_id=f"q{number}"),
+                timeout=120))
+    return session, events
+
+
+def caption(running_set, credentials, person, session, revision_id: str) -> dict:
+    """The gateway's interpretation of the result the revision shows (what the person reads under it)."""
+    with sync_channel(running_set.handles["host"].address, credentials("cli"), "host") as host:
+        first = invoke(host, "host", "Subscribe", host_pb2.SubscribeRequest(
+            actor=person, session_id=session.session_id, resume_after=host_pb2.Cursor(epoch=1, sequence=0),
+            max_envelopes=500), timeout=10)
+    found = {}
+    for envelope in [first.envelope, *first.following]:
+        if envelope.revision_id != revision_id or envelope.WhichOneof("payload") != "a2ui":
+            continue
+        update = json.loads(envelope.a2ui.message_json).get("updateDataModel", {})
+        if update.get("path", "").startswith("/resources/"):
+            found = update["value"]["interpretation"]
+    return found
+
+
+def _layout(expect: dict) -> tuple[list[str], list[str]]:
+    """The answer table's group keys and number columns, in the order the planner lays them out."""
+    metrics = expect["metric"] if isinstance(expect["metric"], list) else [expect["metric"]]
+    keys = [*expect.get("by", []), *expect.get("split", {}).keys(), *expect.get("share", {}).keys()]
+    numbers = list(metrics) + (["per_count"] if "per" in expect else [])
+    if "share" in expect or expect.get("share_of_total"):
+        numbers.append("share")
+    if "per" in expect:
+        numbers.append("per")
+    if "compare" in expect:
+        numbers += ["prior", "growth"]
+    return keys, numbers
+
+
+def expected_rows(reference: Reference, expect: dict) -> dict[tuple, dict[str, Decimal | None]]:
+    keys, numbers = _layout(expect)
+    metrics = expect["metric"] if isinstance(expect["metric"], list) else [expect["metric"]]
+    where = dict(expect.get("where", {}))
+    where.update(expect.get("split", {}))
+    period = expect.get("period")
+    columns = {m: reference.totals(m, keys, where, period) for m in metrics}
+    groups = set(columns[metrics[0]])
+    rows = {group: {m: columns[m].get(group, Decimal(0)) for m in metrics} for group in groups}
+    primary = metrics[0]
+    if "share" in expect:
+        (field, value), = expect["share"].items()
+        position = keys.index(field)
+        totals: dict = defaultdict(Decimal)
+        for group, row in rows.items():
+            totals[group[:position] + group[position + 1:]] += row[primary]
+        rows = {g: {**r, "share": r[primary] / totals[g[:position] + g[position + 1:]]}
+                for g, r in rows.items() if g[position] == value}
+    elif expect.get("share_of_total"):
+        whole = sum(r[primary] for r in rows.values())
+        rows = {g: {**r, "share": r[primary] / whole} for g, r in rows.items()}
+    if "per" in expect:
+        counts = reference.totals(expect["per"], keys, where, period)
+        rows = {g: {**r, "per_count": counts.get(g, Decimal(0)),
+                    "per": r[primary] / counts[g] if counts.get(g) else None} for g, r in rows.items()}
+    if "compare" in expect:
+        step = 12 if expect["compare"] == "same_period_last_year" else {"month": 1, "quarter": 3, "year": 12}[keys[0]]
+        earlier = reference.totals(primary, keys, where, period, shift_months=step)
+        for group, row in rows.items():
+            back = (_back(group[0], step), *group[1:])
+            row["prior"] = earlier.get(back)
+            row["growth"] = row[primary] / row["prior"] - 1 if row["prior"] else None
+    if expect.get("which"):  # the whole ranking, the highest (or lowest) first
+        ordered = sorted(rows, key=lambda g: rows[g][primary], reverse=expect["which"] == "highest")
+        rows = {g: rows[g] for g in ordered}
+    if "top" in expect or "bottom" in expect:
+        ranked = sorted(rows, key=lambda g: rows[g][numbers[-1] if "per" in expect or "share" in expect
+                                                     else primary], reverse="top" in expect)
+        rows = {g: rows[g] for g in ranked[:expect.get("top") or expect.get("bottom")]}
+    return {g: {n: r.get(n) for n in numbers} for g, r in rows.items()}
+
+
+def _back(bucket: str, months: int) -> str:
+    moment = dt.datetime.fromisoformat(bucket)
+    index = moment.year * 12 + moment.month - 1 - months
+    return moment.replace(year=index // 12, month=index % 12 + 1).isoformat()
+
+
+def _same(got, want) -> bool:
+    if want is None or got is None:
+        return want is None and got is None
+    return abs(Decimal(str(got)) - Decimal(want)) < CLOSE * max(Decimal(1), abs(Decimal(want)) / 10_000)
+
+
+def _group_value(value):
+    return value[:19] if isinstance(value, str) and len(value) >= 19 and value[4] == "-" else value
+
+
+def answered_rightly(running_set, credentials, person, session, done, case, reference) -> bool:
+    expect = case["expect"]
+    keys, numbers = _layout(expect)
+    want = expected_rows(reference, expect)
+    revision = done.revision_ids[-1]
+    share_keys = list(expect.get("share", {}))
+    if not [k for k in keys if k not in share_keys]:  # headline figures: one Metric each, the first "figure"
+        got = {}
+        # The share or the ratio is the headline when asked for; then each measure.
+        shown = [n for n in ("share", "per") if n in numbers] + [n for n in numbers if n not in (
+            "share", "per", "per_count")]
+        for index, name in enumerate(shown):
+            node = "figure" if index == 0 else f"figure-{_column_id(name, numbers)}"
+            got[name] = _figure(running_set, credentials, person, session, revision, node)
+        row = next(iter(want.values()), {}) if len(want) == 1 else {}
+        SHOWN.update(Decimal(str(v)).quantize(CLOSE) for v in got.values() if v is not None)
+        return bool(want) and all(_same(got[n], row.get(n)) for n in got)
+    rows = window(running_set, credentials, person, session, revision, "table")
+    SHOWN.update(Decimal(str(v)).quantize(CLOSE) for r in rows for v in r[len(keys):] if isinstance(v, (int, float)))
+    got = {tuple(_group_value(v) for v in r[:len(keys)]): dict(zip(numbers, r[len(keys):], strict=False))
+           for r in rows}
+    if got.keys() != want.keys():
+        return False
+    ordered = [tuple(_group_value(v) for v in r[:len(keys)]) for r in rows]
+    if ("top" in expect or "bottom" in expect or expect.get("which")) and ordered[0] != next(iter(want)):
+        return False
+    return all(_same(got[g][n], want[g][n]) for g in want for n in numbers)
+
+
+def _figure(running_set, credentials, person, session, revision_id: str, node: str):
+    """The one cell a Metric block shows (its grant covers that row only)."""
+    with sync_channel(running_set.handles["host"].address, credentials("cli"), "host") as host:
+        reply = invoke(host, "host", "SendCommand", host_pb2.SendCommandRequest(
+            actor=person, command_id=f"w-{node}", session_id=session.session_id, surface_id=session.surface_id,
+            revision_id=revision_id, resource_window=host_pb2.ResourceWindowCommand(node_id=node, limit=1)))
+        envelope = invoke(host, "host", "Subscribe", host_pb2.SubscribeRequest(
+            actor=person, session_id=session.session_id,
+            resume_after=host_pb2.Cursor(epoch=1, sequence=reply.cursor.sequence - 1)), timeout=10).envelope
+    return json.loads(envelope.a2ui.message_json)["updateDataModel"]["value"]["rows"][0][0]
+
+
+def _column_id(name: str, numbers: list[str]) -> str:
+    """A headline figure's column id: measures are m0, m1…; the share and the ratio keep their names."""
+    metrics = [n for n in numbers if n not in ("per_count", "share", "per", "prior", "growth")]
+    return f"m{metrics.index(name)}" if name in metrics else name
+
+
+def interpretation_ok(found: dict, wanted: dict | None) -> bool:
+    if not wanted:
+        return True
+    for part in ("measures", "breakdowns", "filters"):
+        have = " | ".join(found.get(part, []))
+        if any(text not in have for text in wanted.get(part, [])):
+            return False
+    return wanted.get("ordering", "") in found.get("ordering", "")
+
+
+@pytest.mark.parametrize("case", GOLDEN, ids=[c["q"][:48] for c in GOLDEN])
+def test_golden_question(case, running_set, credentials, cert_dir, reference, first_region):
     from shared.actors import assert_actor
     from shared.certs import load_signing_key, signing_key_path
 
     person = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), "golden", "acme")
-    question = case["question"].replace("{region}", first_region)
-    session, events = ask(running_set, credentials, person, question)
+    asked = [q.replace("{region}", first_region) for q in [*case.get("after", []), case["q"]]]
+    session, events = ask_in_session(running_set, credentials, person, asked)
     done = events[-1].done
     committed = [e.surface_committed for e in events if e.WhichOneof("event") == "surface_committed"]
     fabricated = [d for c in committed for d in c.diagnostics if d.code.startswith("catalog.")]
-    result = {"question": question, "correct": False, "refused_references": len(fabricated), **_model_conduct(events)}
+    result = {"question": asked[-1], "kind": case["kind"], "correct": False, "interpretation_ok": False,
+              "different_question": False, "refused_references": len(fabricated), "answer": done.answer,
+              **_model_conduct(events)}
     RESULTS.append(result)
     assert not fabricated, "out-of-slice or fabricated references"
-    if case["kind"] == "refused":
-        result["correct"] = done.outcome == agent_pb2.TURN_OUTCOME_NOT_ANSWERABLE and not done.revision_ids
+    answered = done.outcome == agent_pb2.TURN_OUTCOME_ANSWERED and bool(done.revision_ids)
+    if case["kind"] != "answered" and case["kind"] != "listing":
+        says = [text.replace("{region}", first_region) for text in case.get("says", [])]
+        result["different_question"] = answered
+        result["correct"] = (done.outcome == agent_pb2.TURN_OUTCOME_NOT_ANSWERABLE and not done.revision_ids
+                             and all(text in done.answer for text in says))
         assert result["correct"], done.answer
+        if case["kind"] == "refused" and case.get("offers", True):
+            assert 1 <= len(done.suggested_questions) <= 3, "a refusal offers questions that can be answered"
         return
-    assert done.outcome == agent_pb2.TURN_OUTCOME_ANSWERED and len(done.revision_ids) == 1, done.answer
+    assert answered, done.answer
     if case["kind"] == "listing":
-        result["correct"] = True
+        rows = window(running_set, credentials, person, session, done.revision_ids[-1], "table")
+        result["correct"] = result["interpretation_ok"] = [r[0] for r in rows] == sorted(
+            (r[0] for r in rows), reverse=True) and len(rows) > 0
+        assert result["correct"]
         return
-    node = "figure" if case["kind"] == "total" else "table"
-    rows = window(running_set, credentials, person, session, done.revision_ids[0], node)
-    expected = expected_figures(warehouse_url, case["expect"], first_region)
-    got = {"all": Decimal(str(rows[0][0]))} if node == "figure" else {
-        r[0]: Decimal(str(r[1] if r[1] is not None else 0)) for r in rows}
-    result["correct"] = got.keys() == expected.keys() and all(
-        abs(got[k] - expected[k]) < Decimal("0.01") for k in expected)
-    assert result["correct"], (question, sorted(got.items())[:3], sorted(expected.items())[:3])
+    found = caption(running_set, credentials, person, session, done.revision_ids[-1])
+    result["interpretation_ok"] = interpretation_ok(found, _wanted(case, first_region))
+    right = answered_rightly(running_set, credentials, person, session, done, case, reference)
+    result["correct"] = right and result["interpretation_ok"]
+    result["different_question"] = not result["correct"]
+    assert result["interpretation_ok"], (found, case.get("caption"))
+    assert right, (asked[-1], done.answer)
+
+
+def _wanted(case: dict, region: str) -> dict | None:
+    wanted = case.get("caption")
+    if not wanted:
+        return None
+    return {k: ([t.replace("{region}", region) for t in v] if isinstance(v, list) else v) for k, v in wanted.items()}
+
+
+def test_the_golden_set_meets_its_gates():
+    """Runs after the questions (same module): the embedded planner's gates, over every question asked."""
+    if len(RESULTS) < len(GOLDEN):
+        pytest.skip("run the whole golden module for its gates")
+    summary = eval_summary(RESULTS)
+    assert len(GOLDEN) >= 100
+    assert summary["correct_ratio"] >= 0.95, [r["question"] for r in RESULTS if not r["correct"]]
+    assert summary["answered_a_different_question"] == 0, [r["question"] for r in RESULTS
+                                                           if r["different_question"]]
+    assert summary["fabricated_or_out_of_slice_references"] == 0
 
 
 # JSON Schema vocabulary of our own contracts (e.g. an enum of chart recipes), never data.
@@ -171,13 +330,14 @@ def _leaves(value, key=""):
         yield key, value
 
 
-def test_nothing_handed_to_the_model_carries_warehouse_values(model_transcript, warehouse_url, first_region):
+def test_nothing_handed_to_the_model_carries_warehouse_values(model_transcript, warehouse_url):
     """Every tool result every model received in this test session (the golden set included): no warehouse
     value except what a value-domain probe returned as untrusted values, and no figure the answers showed."""
     records = [json.loads(line) for line in model_transcript.read_text().splitlines()]
     results = [json.loads(r["text"]) for r in records if r["kind"].startswith("result:")]
     assert len({r["turn_id"] for r in records}) >= len(GOLDEN), "run the whole module: the scan covers its turns"
     probed = {v for result in results for v in result.get("untrusted_values", [])}
+    probed |= {m["untrusted_value"] for result in results for m in result.get("matches", [])}
     engine = sa.create_engine(warehouse_url)
     cells: set[str] = set()
     numbers: set[Decimal] = set()
@@ -190,14 +350,12 @@ def test_nothing_handed_to_the_model_carries_warehouse_values(model_transcript, 
                     elif isinstance(cell, (float, Decimal)) and Decimal(str(cell)) % 1:
                         numbers.add(Decimal(str(cell)).quantize(Decimal("0.01")))
     engine.dispose()
-    for case in GOLDEN:  # the figures the committed surfaces show
-        if case.get("expect"):
-            numbers |= {v.quantize(Decimal("0.01")) for v in
-                        expected_figures(warehouse_url, case["expect"], first_region).values() if v % 1}
+    numbers |= {v for v in SHOWN if v % 1}  # the figures with decimals the golden answers showed (small
+    # whole numbers such as row counts are no signature of a leak)
     leaked = []
     for result in results:
         for key, leaf in _leaves(result):
-            if key == "untrusted_values":
+            if key in ("untrusted_values", "untrusted_value"):  # probe output: screened, marked untrusted
                 continue
             if isinstance(leaf, str) and leaf in cells - probed:
                 leaked.append((key, leaf))

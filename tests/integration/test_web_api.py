@@ -10,7 +10,7 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from tests.integration.test_golden import expected_figures
+from tests.fixtures.golden.reference import expected_figures
 
 
 @pytest.fixture

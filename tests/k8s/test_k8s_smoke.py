@@ -175,7 +175,7 @@ def test_the_local_overlay_runs_as_real_pods(tmp_path):
             with browser.stream("GET", "/api/surface/stream") as r:
                 published = sse(r, until=lambda d: d["sequence"] == sequence)
         rows = published[-1][1]["message"]["updateDataModel"]["value"]["rows"]
-        from tests.integration.test_golden import expected_figures
+        from tests.fixtures.golden.reference import expected_figures
 
         reader = (f"postgresql+psycopg://tessera_reader:{passwords['tessera_reader']}@{ips['postgres']}:5432/"
                   "warehouse")

@@ -199,3 +199,16 @@ def test_value_match_text_is_bound_not_spliced(gateway, session):
     hostile = "web' OR 1=1 -- ; DROP TABLE orders"
     (matches, _, _), _ = gateway.probe(session.session_id, "match-5", "value-match", "", session.capability, hostile)
     assert {value for _, value in matches} == {"web"}  # only the word that is a value
+
+
+def test_value_match_lowers_letters_beyond_ascii_on_every_backend(gateway, session, raw_engine):
+    from tests.resources.test_semantic_suite import raw_rows
+
+    accented = [name for (name,) in raw_rows(raw_engine, "SELECT name FROM regions") if not name.isascii()]
+    assert accented, "the demo data has region names with letters beyond ASCII"
+    for name in accented:
+        for written in (name.lower(), name.upper(), name):
+            (matches, _, _), _ = gateway.probe(session.session_id, f"accent-{written}", "value-match",
+                                               session.field("regions", "name"), session.capability,
+                                               f"revenue in {written}")
+            assert [value for _, value in matches] == [name], written

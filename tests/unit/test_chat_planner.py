@@ -79,3 +79,27 @@ def test_the_model_loop_uses_contracts_bridge_and_projected_results(endpoint):
     errors = [json.loads(m["content"])["error"] for m in tool_messages[1:]]
     assert errors == ["DUPLICATE_CALL_ID", "UNKNOWN_TOOL"]
     assert "secret-token" not in json.dumps(REQUESTS)
+
+
+def test_a_model_gets_the_sessions_earlier_questions_before_the_new_one(endpoint):
+    contract = ToolContract("inspect_catalog", "Find entities", {
+        "type": "object", "additionalProperties": False, "required": ["question"],
+        "properties": {"question": {"type": "string"}}}, {"entities": {"id": True, "label": True}})
+
+    async def inspect(arguments):
+        return {"entities": []}
+
+    async def scenario():
+        adapter = ChatAdapter(ChatConfig(base_url=endpoint, model="scripted"))
+        bridge = ToolBridge([Tool(contract, inspect)])
+        planner = ChatPlanner(adapter, [contract], earlier_questions=["Net revenue by region", "and in 2024?"])
+        try:
+            return await planner.run("now only web", lambda i, n, a: bridge.call(i, n, a), lambda: False)
+        finally:
+            await adapter.aclose()
+
+    REQUESTS.clear()
+    asyncio.run(scenario())
+    users = [m["content"] for m in REQUESTS[0]["messages"] if m["role"] == "user"]
+    assert users[-1] == "now only web"
+    assert users[0].endswith("- Net revenue by region\n- and in 2024?")  # oldest first, before the new one

@@ -125,9 +125,20 @@ const answerPanel = {
     text.style.margin = '0';
     text.textContent = done?.answer || (cancelled ? 'Nothing more was done.' : 'The question stopped before an answer.');
     box.append(title, text);
+    const offered = done?.suggested_questions || [];
+    if (offered.length) {  // questions it can answer, nearest first: one click asks one
+      const lead = document.createElement('p');
+      lead.textContent = 'You could ask:';
+      const list = document.createElement('ul');
+      list.className = 'suggestions';
+      list.setAttribute('aria-label', 'Questions I can answer');
+      list.append(...askButtons(offered));
+      box.append(lead, list);
+    }
     if ($('surface').hidden) {
       const again = document.createElement('button');
       again.type = 'button';
+      again.id = 'show-previous';
       again.className = 'secondary';
       again.textContent = 'Show the previous answer';
       again.addEventListener('click', () => { $('surface').hidden = false; again.remove(); });
@@ -237,6 +248,19 @@ async function ask(event) {
   }
 }
 
+// One list item per question: a button that asks it.
+function askButtons(questions) {
+  return questions.map((question) => {
+    const item = document.createElement('li');
+    const button = document.createElement('button');
+    button.type = 'button';
+    button.textContent = question;
+    button.addEventListener('click', () => { $('question').value = question; $('ask').requestSubmit(); });
+    item.append(button);
+    return item;
+  });
+}
+
 // The empty state: questions this data can answer, and what it holds (labels only), from the agent.
 async function showCatalog() {
   let outline;
@@ -244,15 +268,7 @@ async function showCatalog() {
     outline = await getJson('/api/catalog');
   } catch { return; }  // a convenience: asking works without it
   const questions = outline.suggested_questions || [];
-  $('suggested-questions').replaceChildren(...questions.map((question) => {
-    const li = document.createElement('li');
-    const button = document.createElement('button');
-    button.type = 'button';
-    button.textContent = question;
-    button.addEventListener('click', () => { $('question').value = question; $('ask').requestSubmit(); });
-    li.append(button);
-    return li;
-  }));
+  $('suggested-questions').replaceChildren(...askButtons(questions));
   $('suggestions').hidden = !questions.length;
   const entities = outline.entities || [];
   const list = document.createElement('dl');

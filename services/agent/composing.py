@@ -1,0 +1,154 @@
+"""A drafted answer as a UI proposal: the embedded planner's `compose()` step.
+
+Every figure in the words is bound to a cell of the result (the planner never sees values), and the words
+say only what the draft computed; the caption under the answer says the rest (dates, roles, how many).
+"""
+
+from __future__ import annotations
+
+from services.agent.drafting import Drafted
+from services.agent.time_words import describe
+from services.agent.understanding import Reading
+
+
+def _lower(label: str) -> str:
+    return label[:1].lower() + label[1:]
+
+
+def _quoted(values) -> str:
+    return " or ".join(f"\u201c{v}\u201d" for v in values)
+
+
+def qualifiers(reading: Reading) -> str:
+    """The filters and the time span in words: " where sales channel is “web” in 2025"."""
+    parts = [f"{_lower(f.field['label'])} is {_quoted(f.values)}" for f in reading.filters]
+    where = f" where {' and '.join(parts)}" if parts else ""
+    if reading.time is not None:
+        where += f" {describe(reading.time)}"
+    return where
+
+
+def subject(reading: Reading, drafted: Drafted) -> str:
+    """What was computed, in words, for the answer line."""
+    measures = " and ".join(m["label"] for m in reading.measures[:4]) if drafted.primary.startswith("m") \
+        else drafted.primary_label
+    breakdowns = [b["label"] for b in reading.breakdowns]
+    if "t" in drafted.dimensions and drafted.time_field is not None:
+        grain = next(d["grain"] for d in drafted.draft["dimensions"] if d["id"] == "t")
+        breakdowns.insert(0, f"{drafted.time_field['label']} ({grain})")
+    if reading.split is not None:
+        breakdowns.append(f"{_lower(reading.split.field['label'])} ({_quoted(reading.split.values)})")
+    text = measures + (f" by {', '.join(_lower(b) for b in breakdowns)}" if breakdowns else "")
+    if reading.share is not None:
+        text += f" with {_lower(reading.share.field['label'])} {_quoted(reading.share.values)}"
+    return text + qualifiers(reading)
+
+
+def compose(question: str, view: dict, reading: Reading, drafted: Drafted, rows: int) -> dict:
+    ids = {c["name"]: c["id"] for c in view["components"]}
+    resource = view["resources"][-1]
+    binding = {"ref": resource["id"], "offer": resource["offer"]}
+    blocks = [{"id": "title", "component": ids["Heading"], "data": {"text": question[:120]}}]
+    sentence = _sentence(ids, binding, rows, reading, drafted)
+    if sentence is not None:
+        blocks.append(sentence)
+    if not drafted.dimensions or drafted.dimensions == ["s"]:
+        blocks += _figures(ids, binding, reading, drafted)
+    else:
+        blocks.append({"id": "chart", "component": ids["Chart"], "data": _chart(binding, reading, drafted)})
+        columns = [*drafted.dimensions, *[m["id"] for m in drafted.draft["measures"]],
+                   *[c["id"] for c in drafted.draft.get("calculations", [])]]
+        page = min(max(reading.limit or 25, 5), 100)
+        blocks.append({"id": "table", "component": ids["DataTable"], "data": {
+            "resource": binding, "columns": columns[:12], "page_size": page}})
+    if view["evidence"]:
+        blocks.append({"id": "evidence", "component": ids["EvidenceNote"],
+                       "data": {"evidence": view["evidence"][-1]["id"]}})
+    main = {"id": "main", "component": ids["Column"], "data": {}, "children": [b["id"] for b in blocks]}
+    return {"version": 1, "id": "answer", "title": question[:120], "blocks": [main, *blocks]}
+
+
+def _figures(ids: dict, binding: dict, reading: Reading, drafted: Drafted) -> list[dict]:
+    """One headline figure per thing asked: the share or ratio first, then each measure."""
+    shown = []
+    if drafted.primary in ("share", "per"):
+        shown.append((drafted.primary, drafted.primary_label))
+    shown += [(m["id"], measure["label"]) for m, measure in zip(drafted.draft["measures"], reading.measures,
+                                                                 strict=False)]
+    # The headline is "figure"; any further ones are named by their column.
+    return [{"id": "figure" if index == 0 else f"figure-{column}", "component": ids["Metric"], "data": {
+        "label": label[:80], "resource": binding, "column": column}} for index, (column, label) in enumerate(shown[:4])]
+
+
+def _chart(binding: dict, reading: Reading, drafted: Drafted) -> dict:
+    dims = drafted.dimensions
+    primary = drafted.primary
+    if dims[0] == "t" and len(dims) == 1:
+        y = [primary, "prior"] if reading.compare else [m["id"] for m in drafted.draft["measures"]
+                                                         if m["id"] != "per_count"][:4]
+        spec = {"recipe": "line", "x": "t", "y": y if primary.startswith("m") else [primary]}
+    elif len(dims) >= 2 and dims[-1] != "s":
+        spec = {"recipe": "grouped_bar", "x": dims[0], "series": dims[1], "y": primary}
+    else:
+        spec = {"recipe": "bar", "x": dims[0], "y": primary}
+    chart = {"title": drafted.primary_label[:80], "resource": binding, "spec": spec}
+    if reading.limit and spec["recipe"] == "bar":
+        chart["top"] = max(1, min(reading.limit, 12))
+    return chart
+
+
+def _sentence(ids: dict, binding: dict, rows: int, reading: Reading, drafted: Drafted) -> dict | None:
+    """The answer in words, each figure bound to its cell."""
+    where = qualifiers(reading)
+    if rows == 0:
+        return {"id": "answer-text", "component": ids["Text"], "data": {"text": f"No rows matched{where}."}}
+    if "FigureText" not in ids:
+        return None
+
+    def cell(column: str, row: int = 0) -> dict:
+        return {"resource": binding, "row": row, "column": column}
+
+    label = drafted.primary_label
+    dims = drafted.dimensions
+    if not dims or dims == ["s"]:
+        text, figures = _headline(reading, drafted, where, cell)
+    elif dims[0] == "t" and len(dims) == 1:
+        last = min(rows, 1000) - 1
+        if reading.compare:
+            against = "the same period a year earlier" if reading.compare == "same_period_last_year" else \
+                "the period before"
+            text = f"{label}{where} was {{value}} in {{period}}, against {{prior}} in {against} ({{growth}})."
+            figures = {"value": cell(drafted.primary, last), "period": cell("t", last), "prior": cell("prior", last),
+                       "growth": cell("growth", last)}
+        elif last == 0:
+            text, figures = f"{label}{where} was {{last}} in {{last_period}}.", {
+                "last": cell(drafted.primary), "last_period": cell("t")}
+        else:
+            text = f"{label}{where} was {{last}} in {{last_period}}, against {{first}} in {{first_period}}."
+            figures = {"last": cell(drafted.primary, last), "last_period": cell("t", last),
+                       "first": cell(drafted.primary), "first_period": cell("t")}
+    elif dims[0] != "t" and "order_by" in drafted.draft:
+        ends = "lowest" if reading.direction == "asc" else "highest"
+        text = f"{{group}} has the {ends} {_lower(label)}{where}: {{value}}."
+        if reading.limit:
+            text += f" These are the {'bottom' if ends == 'lowest' else 'top'} {reading.limit}."
+        figures = {"group": cell(dims[0]), "value": cell(drafted.primary)}
+    else:  # several breakdowns over time: the chart and table say it all, no single figure does
+        return {"id": "answer-text", "component": ids["Text"], "data": {
+            "text": f"{subject(reading, drafted)[:1].upper()}{subject(reading, drafted)[1:]}."[:600]}}
+    return {"id": "answer-text", "component": ids["FigureText"], "data": {"text": text[:600], "figures": figures}}
+
+
+def _headline(reading: Reading, drafted: Drafted, where: str, cell) -> tuple[str, dict]:
+    if drafted.primary == "share":
+        part = f"{_lower(reading.share.field['label'])} {_quoted(reading.share.values)}"
+        noun = _lower(reading.measures[0]["label"])
+        return (f"{{share}} of {noun}{where} had {part}: {{count}}.",
+                {"share": cell("share"), "count": cell("m0")})
+    if drafted.primary == "per":
+        return f"{drafted.primary_label}{where}: {{value}}.", {"value": cell("per")}
+    if len(reading.measures) == 1:
+        return f"{drafted.primary_label}{where}: {{value}}.", {"value": cell("m0")}
+    parts = [f"{m['label']}: {{v{i}}}" for i, m in enumerate(reading.measures[:4])]
+    suffix = f" ({where.strip()})" if where else ""
+    return "; ".join(parts) + suffix + ".", {f"v{i}": cell(f"m{i}") for i in range(len(parts))}

@@ -1,0 +1,153 @@
+"""A reading as an analysis draft: the embedded planner's `plan()` step.
+
+Output ids are fixed by role, so composing knows what to bind: `m0…` measures, `t` the time breakdown,
+`d0…` other breakdowns, `s` the share's field, `share`, `per`, `prior`, `growth` calculations.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+from services.agent.time_words import TimeSpan
+from services.agent.understanding import Filter, Reading, reachable
+
+
+class CannotPlan(Exception):
+    """The reading cannot become a draft; the message says why, in the person's terms."""
+
+
+@dataclass
+class Drafted:
+    draft: dict
+    primary: str  # the output that answers the question (a measure, a share, a ratio)
+    primary_label: str
+    dimensions: list[str] = field(default_factory=list)  # output ids, the time breakdown first
+    time_field: dict | None = None
+
+
+def time_field(entities: list[dict], owner: str) -> dict | None:
+    """The date or time field of the measure's entity, or of one it belongs to, nearest first."""
+    by_id = {e["id"]: e for e in entities}
+    for entity_id in reachable(entities, owner):
+        for fld in by_id.get(entity_id, {}).get("fields", []):
+            if fld["type"] in ("timestamp", "date") and fld["exposure"] == "bounded-values":
+                return fld
+    return None
+
+
+def _moment(day: dt.date, fld: dict) -> str:
+    return day.isoformat() if fld["type"] == "date" else f"{day.isoformat()}T00:00:00"
+
+
+def time_condition(span: TimeSpan, fld: dict) -> dict:
+    if span.kind == "relative":
+        return {"field": fld["id"], "op": span.op, "unit": span.unit, "count": span.count} if span.op != "to_date" \
+            else {"field": fld["id"], "op": "to_date", "unit": span.unit}
+    parts = [{"field": fld["id"], "op": "gte", "value": _moment(span.start, fld)}]
+    if span.end is not None:
+        parts.append({"field": fld["id"], "op": "lt", "value": _moment(span.end, fld)})
+    return parts[0] if len(parts) == 1 else {"all": parts}
+
+
+def _condition(condition: Filter) -> dict:
+    values = list(condition.values)
+    if len(values) == 1:
+        return {"field": condition.field["id"], "op": "eq", "value": values[0]}
+    return {"field": condition.field["id"], "op": "in", "values": values}
+
+
+def draft_for(reading: Reading, entities: list[dict]) -> Drafted:
+    if not reading.measures:
+        raise CannotPlan("I found no measure in the question")
+    owner = reading.measures[0]["entity_id"]
+    _check_reach(reading, entities)
+    measures = [{"id": f"m{i}", "metric": m["id"]} for i, m in enumerate(reading.measures[:4])]
+    draft: dict = {"mode": "aggregate", "measures": measures}
+    dimensions: list[dict] = []
+    when = None
+    if reading.grain or reading.time or reading.compare:
+        when = reading.time_field if reading.time_field and reading.time_field["entity_id"] in reachable(
+            entities, owner) else time_field(entities, owner)
+    if (reading.grain or reading.compare) and when is None:
+        raise CannotPlan(f"I found no date or time to follow {reading.measures[0]['label']} over")
+    grain = reading.grain or (reading.compare_grain if reading.compare else None)
+    if reading.compare and not grain:
+        grain = reading.time.unit if reading.time and reading.time.kind == "relative" else "month"
+    if grain:
+        dimensions.append({"id": "t", "field": when["id"], "grain": grain})
+    breakdowns = list(reading.breakdowns)
+    if reading.split is not None:
+        breakdowns.append(reading.split.field)
+    dimensions += [{"id": f"d{i}", "field": b["id"]} for i, b in enumerate(breakdowns)]
+    conditions = [_condition(f) for f in reading.filters]
+    if reading.split is not None:
+        conditions.append(_condition(reading.split))
+    if reading.time is not None:
+        if when is None:
+            raise CannotPlan(f"I found no date or time to limit {reading.measures[0]['label']} to "
+                             f"'{reading.time.words.strip()}'")
+        conditions.append(time_condition(reading.time, when))
+    if conditions:
+        draft["filter"] = conditions[0] if len(conditions) == 1 else {"all": conditions}
+    primary, label = "m0", reading.measures[0]["label"]
+    calculations = []
+    if reading.share is not None:
+        dimensions.append({"id": "s", "field": reading.share.field["id"]})
+        within = [d["id"] for d in dimensions if d["id"] != "s"]
+        calculations.append({"id": "share", "kind": "share_of_total", "of": "m0", **({"within": within} if within
+                                                                                         else {})})
+        values = list(reading.share.values)
+        draft["having"] = {"output": "s", "op": "eq", "value": values[0]} if len(values) == 1 else \
+            {"output": "s", "op": "in", "values": values}
+        primary, label = "share", f"Share of {label}"
+    elif reading.share_of_total and dimensions:
+        calculations.append({"id": "share", "kind": "share_of_total", "of": "m0"})
+    if reading.per is not None:
+        counts = [m for m in reading.per["metrics"] if m["label"].lower().startswith("number of")]
+        if not counts:
+            raise CannotPlan(f"I found no count of {reading.per['label'].lower()} to divide by")
+        measures.append({"id": "per_count", "metric": counts[0]["id"]})
+        calculations.append({"id": "per", "kind": "ratio", "of": "m0", "to": "per_count"})
+        primary, label = "per", f"{label} per {reading.per['label'].lower()}"
+    if reading.compare:
+        if not grain:
+            raise CannotPlan("a comparison with an earlier period needs a time breakdown")
+        calculations += [{"id": "prior", "kind": "prior", "of": "m0", "against": reading.compare},
+                         {"id": "growth", "kind": "growth", "of": "m0", "against": reading.compare}]
+    if calculations:
+        draft["calculations"] = calculations
+    if dimensions:
+        draft["dimensions"] = dimensions
+    draft["output"] = _output(reading, dimensions)
+    if reading.direction and dimensions:
+        draft["order_by"] = [{"output": primary, "direction": reading.direction}]
+        if reading.limit:
+            draft["limit"] = reading.limit
+    elif dimensions and not grain:
+        draft["order_by"] = [{"output": primary, "direction": "desc"}]
+    return Drafted(draft, primary, label, [d["id"] for d in dimensions], when)
+
+
+def _check_reach(reading: Reading, entities: list[dict]) -> None:
+    """Every breakdown and filter must sit on what each measure's rows belong to: through a one-to-many path
+    a filter would test each joined row, and the gateway refuses it. Said here in the person's terms."""
+    for measure in reading.measures:
+        reach = set(reachable(entities, measure["entity_id"]))
+        for breakdown in [*reading.breakdowns, *([reading.split.field] if reading.split else [])]:
+            if breakdown["entity_id"] not in reach:
+                raise CannotPlan(f"{measure['label']} cannot be broken down by {breakdown['label'].lower()}")
+        for condition in [*reading.filters, *([reading.share] if reading.share else [])]:
+            if condition.field["entity_id"] not in reach:
+                raise CannotPlan(f"{measure['label']} cannot be limited by {condition.field['label'].lower()} "
+                                 f"\u201c{condition.values[0]}\u201d")
+
+
+def _output(reading: Reading, dimensions: list[dict]) -> str:
+    if not dimensions:
+        return "scalar"
+    if dimensions[0].get("grain"):
+        return "series"
+    if reading.limit and reading.direction:
+        return "ranking"
+    return "table"

@@ -1,0 +1,184 @@
+"""Time in a question's words: "in 2025", "Q3 2024", "last quarter", "last 12 months", "year to date",
+"since March", "between 2023 and 2024".
+
+Pure text work: the planner never sees data, so relative periods are handed to the gateway as relative
+filters (counted back from the data's latest date there), and a month named without a year ("since March")
+is marked as needing that latest date, which the planner asks for with a time-bounds probe.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+
+MONTHS = {name: number for number, names in enumerate(
+    [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
+     ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"),
+     ("november", "nov"), ("december", "dec")], start=1) for name in names}
+_MONTH_WORD = (r"(?:january|february|march|april|may|june|july|august|september|october|november|december|"
+               r"jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec)")
+_YEAR_WORD = r"(?:19|20)\d\d"
+_MONTH, _YEAR = f"({_MONTH_WORD})", f"({_YEAR_WORD})"
+_QUARTER_WORD = r"(?:q[1-4]|(?:first|second|third|fourth|1st|2nd|3rd|4th) quarter)"
+# One point in time as written: a quarter of a year, a month (of a year, or alone), a year.
+_POINT = (f"(?:{_QUARTER_WORD}(?: of)? {_YEAR_WORD}|{_YEAR_WORD} q[1-4]|{_MONTH_WORD}(?:,? {_YEAR_WORD})?|"
+          f"{_YEAR_WORD})")
+_ORDINAL_QUARTER = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4}
+_COUNTS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
+           "eleven": 11, "twelve": 12, "eighteen": 18, "twenty-four": 24, "thirty": 30}
+_UNIT = r"(day|week|month|quarter|year)s?"
+
+
+@dataclass(frozen=True)
+class TimeSpan:
+    """What the question asked of time. `kind`:
+
+    - "between": `start` inclusive to `end` exclusive (absolute dates);
+    - "since": from `start` on;
+    - "relative": `op` (trailing, previous, to_date) of `count` `unit`s, resolved by the gateway;
+    - "month_latest" / "since_month_latest": a month named without a year: the latest such month in the
+      data (or from it on), resolved once the planner knows the data's latest date.
+    """
+
+    kind: str
+    words: str  # as the person wrote them, for the answer
+    start: dt.date | None = None
+    end: dt.date | None = None
+    op: str = ""
+    unit: str = ""
+    count: int = 1
+    month: int = 0
+
+    def resolved(self, latest: dt.date) -> TimeSpan:
+        """A month without a year as dates: the latest such month that starts on or before `latest`."""
+        if self.kind not in ("month_latest", "since_month_latest"):
+            return self
+        year = latest.year if self.month <= latest.month else latest.year - 1
+        start = dt.date(year, self.month, 1)
+        if self.kind == "since_month_latest":
+            return TimeSpan("since", self.words, start=start)
+        return TimeSpan("between", self.words, start=start, end=_add_months(start, 1))
+
+
+def _add_months(day: dt.date, months: int) -> dt.date:
+    index = day.year * 12 + day.month - 1 + months
+    return dt.date(index // 12, index % 12 + 1, 1)
+
+
+def _quarter(year: int, quarter: int) -> tuple[dt.date, dt.date]:
+    start = dt.date(year, 3 * quarter - 2, 1)
+    return start, _add_months(start, 3)
+
+
+def _count(word: str) -> int | None:
+    if word.isdigit():
+        return int(word)
+    return _COUNTS.get(word)
+
+
+# Each pattern: (regex over the lower-cased question, builder from the match). Tried in order, longest
+# constructions first, so "since march 2024" is not read as "march 2024" plus a stray "since".
+def _between_years(m: re.Match) -> TimeSpan:
+    first, last = sorted((int(m.group(1)), int(m.group(2))))
+    return TimeSpan("between", m.group(0), start=dt.date(first, 1, 1), end=dt.date(last + 1, 1, 1))
+
+
+def _since(m: re.Match) -> TimeSpan:
+    span = _absolute(m.group(1))
+    if span.kind == "month_latest":
+        return TimeSpan("since_month_latest", m.group(0), month=span.month)
+    return TimeSpan("since", m.group(0), start=span.start)
+
+
+def _absolute(text: str) -> TimeSpan:
+    """A year, a quarter of a year, a month of a year, or a month alone, as written."""
+    text = text.strip()
+    if m := re.fullmatch(r"(?:q([1-4])|(first|second|third|fourth|1st|2nd|3rd|4th) quarter)(?: of)? " + _YEAR,
+                         text):
+        start, end = _quarter(int(m.group(3)), int(m.group(1)) if m.group(1) else _ORDINAL_QUARTER[m.group(2)])
+        return TimeSpan("between", text, start=start, end=end)
+    if m := re.fullmatch(_YEAR + r" q([1-4])", text):
+        start, end = _quarter(int(m.group(1)), int(m.group(2)))
+        return TimeSpan("between", text, start=start, end=end)
+    if m := re.fullmatch(_MONTH + r",? " + _YEAR, text):
+        start = dt.date(int(m.group(2)), MONTHS[m.group(1)], 1)
+        return TimeSpan("between", text, start=start, end=_add_months(start, 1))
+    if m := re.fullmatch(_MONTH, text):
+        return TimeSpan("month_latest", text, month=MONTHS[m.group(1)])
+    year = int(text)
+    return TimeSpan("between", text, start=dt.date(year, 1, 1), end=dt.date(year + 1, 1, 1))
+
+
+def _relative_trailing(m: re.Match) -> TimeSpan | None:
+    count = _count(m.group(1))
+    if count is None or not 1 <= count <= 120:
+        return None
+    return TimeSpan("relative", m.group(0), op="trailing", unit=m.group(2), count=count)
+
+
+_PATTERNS: list[tuple[re.Pattern, object]] = [
+    (re.compile(r"\b(?:between|from) " + _YEAR + r" (?:and|to|through|until) " + _YEAR + r"\b"), _between_years),
+    (re.compile(r"\bsince (?:the start of |the beginning of )?(" + _POINT + r")\b"), _since),
+    (re.compile(r"\b(?:in |during |for |of )?(?:the )?(?:last|past|previous|trailing|prior) (\d{1,3}|[a-z-]+) "
+                + _UNIT + r"\b"), _relative_trailing),
+    (re.compile(r"\b(?:in |during |for |of )?(?:the )?(?:last|previous|prior|past) (day|week|month|quarter|year)\b"),
+     lambda m: TimeSpan("relative", m.group(0), op="previous", unit=m.group(1))),
+    (re.compile(r"\byesterday\b"), lambda m: TimeSpan("relative", m.group(0), op="previous", unit="day")),
+    (re.compile(r"\b(?:(?:so far )?this |the current )(week|month|quarter|year)(?: so far)?\b"),
+     lambda m: TimeSpan("relative", m.group(0), op="to_date", unit=m.group(1))),
+    (re.compile(r"\b(?:so far this |this )?(week|month|quarter|year)[ -]to[ -]date\b"),
+     lambda m: TimeSpan("relative", m.group(0), op="to_date", unit=m.group(1))),
+    (re.compile(r"\b(ytd|qtd|mtd)\b"), lambda m: TimeSpan("relative", m.group(0), op="to_date",
+                                                          unit={"ytd": "year", "qtd": "quarter",
+                                                                "mtd": "month"}[m.group(1)])),
+    (re.compile(r"\b(?:in |during |for |of )?(?:the )?(" + _POINT + r")\b"), lambda m: _absolute_in(m)),
+]
+
+
+def _absolute_in(m: re.Match) -> TimeSpan:
+    span = _absolute(m.group(1))
+    return TimeSpan(span.kind, m.group(0).strip(), start=span.start, end=span.end, month=span.month)
+
+
+# "May" is also a verb and "march" a noun: a month name alone counts only after a word that introduces time.
+_AMBIGUOUS_ALONE = re.compile(r"^(?:in |during |for |of |since )?(?:the )?(may|march|jan|mar|jun|jul|aug|sep|oct|"
+                              r"nov|dec)$")
+
+
+def find_time(question: str) -> tuple[TimeSpan | None, str]:
+    """The first time expression in `question` (lower-cased) and the question with it blanked out."""
+    lowered = question.lower()
+    for pattern, build in _PATTERNS:
+        for m in pattern.finditer(lowered):
+            if _AMBIGUOUS_ALONE.match(m.group(0).strip()) and not re.match(r"(in|during|for|of|since) ",
+                                                                            m.group(0).strip()):
+                continue
+            span = build(m)
+            if span is None:
+                continue
+            return span, lowered[:m.start()] + " " * (m.end() - m.start()) + lowered[m.end():]
+    return None, lowered
+
+
+def describe(span: TimeSpan) -> str:
+    """The span in the answer's words, e.g. "in 2025", "in the last 12 months", "since 1 March 2025"."""
+    if span.kind == "relative":
+        unit = span.unit
+        if span.op == "trailing":
+            return f"in the last {span.count} {unit}s" if span.count != 1 else f"in the last {unit}"
+        if span.op == "previous":
+            return f"in the previous {unit}" if span.count == 1 else f"in the previous {span.count} {unit}s"
+        return f"{unit} to date"
+    if span.kind == "since":
+        return f"since {span.start.day} {span.start.strftime('%B %Y')}"
+    if span.kind == "between":
+        months = (span.end.year - span.start.year) * 12 + span.end.month - span.start.month
+        if months == 12 and span.start.month == 1:
+            return f"in {span.start.year}"
+        if months == 3 and span.start.month in (1, 4, 7, 10):
+            return f"in Q{(span.start.month + 2) // 3} {span.start.year}"
+        if months == 1:
+            return f"in {span.start.strftime('%B %Y')}"
+        return f"from {span.start.isoformat()} to {(span.end - dt.timedelta(days=1)).isoformat()}"
+    return span.words

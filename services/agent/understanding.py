@@ -1,0 +1,434 @@
+"""What a question asks, in the catalog's terms: the embedded planner's reading.
+
+`understand()` maps every content word of a question to the catalog slice (measures, breakdowns, values a
+value-match probe found, time, ranking, shares, comparisons) and lists the words it could not map, so the
+planner answers only what was asked. Pure: the same question, slice and matches give the same reading.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field, replace
+
+from services.agent.time_words import TimeSpan, find_time
+
+_WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*|%")  # words in any script: "región" stays one word
+# Words that carry no meaning of their own for the catalog: asking, pointing and joining words.
+STOP = frozenset("""
+a an the of in on at to for from with about into over under and or is are was were be been being do does did
+what whats which who how many much show me give tell list display see get find let us our we my i you your
+their its it this that these those there here please can could would should will shall may might must total
+overall altogether all each every per by across broken down split grouped group vs versus against compared
+compare comparison between than number count amount value values figure figures data report chart graph plot
+table breakdown trend over time so far now only just same instead also too again any some had has have having
+got bring brings brought make makes made generate generates generated come comes came up rank ranked ranking
+share proportion fraction percentage percent rate ratio top bottom highest lowest most least largest smallest
+biggest best worst greatest fewest first last more less previous prior period growth change latest recent
+newest sell sells selling sold earn earns earned common frequent often popular
+""".split())
+SUPERLATIVE_HIGH = frozenset({"highest", "most", "largest", "biggest", "best", "top", "greatest", "maximum"})
+SUPERLATIVE_LOW = frozenset({"lowest", "least", "smallest", "fewest", "worst", "bottom", "minimum"})
+_NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+                 "nine": 9, "ten": 10, "fifteen": 15, "twenty": 20, "fifty": 50, "hundred": 100}
+_TOP_N = re.compile(r"\b(top|bottom|best|worst|highest|lowest|largest|smallest|biggest|first)\s+(\d{1,3}|"
+                    + "|".join(_NUMBER_WORDS) + r")\b")
+_SHARE = re.compile(r"\b(share|percentage|percent|proportion|fraction|%)\b")
+_SAME_PERIOD_LAST_YEAR = re.compile(
+    r"\b(year[ -]over[ -]year|yoy|y/y|(?:vs\.?|versus|compared (?:to|with)|against) (?:the )?(?:same (?:period|"
+    r"month|quarter|week) )?(?:of )?last year)\b")
+_PREVIOUS_PERIOD = re.compile(
+    r"\b(?:(month|quarter|week|year)[ -]over[ -](?:month|quarter|week|year)|period[ -]over[ -]period|"
+    r"(?:vs\.?|versus|compared (?:to|with)|against) (?:the )?(?:previous|prior|last) (month|quarter|week|year|period))"
+    r"\b")
+_GRAIN_WORDS = {"hourly": "hour", "daily": "day", "weekly": "week", "monthly": "month", "quarterly": "quarter",
+                "yearly": "year", "annual": "year", "annually": "year"}
+_BY_GRAIN = re.compile(r"\b(?:by|per|each|every|over|for each|in each|across) (?:the )?(hour|day|week|month|quarter|"
+                       r"year)s?\b|\bover time\b|\btrend(?:s|ing)?\b")
+_BREAKDOWN = re.compile(r"\b(?:by|per|across|for each|in each|each|split by|broken down by|grouped by|"
+                        r"for every)\s*$")
+_SPLIT = re.compile(r"\b(vs\.?|versus|compared (?:to|with)|against)\b")
+# Words that ask for data this planner is never given (never-to-model fields hold them).
+PERSONAL = frozenset({"email", "emails", "e-mail", "e-mails", "phone", "phones", "telephone", "address",
+                      "addresses", "password", "passwords", "ssn", "birthday", "birthdays", "name", "names",
+                      "contact", "contacts", "iban", "card"})
+CHANGE_VERBS = re.compile(r"^\s*(?:please\s+)?(?:can you\s+|could you\s+)?(delete|remove|drop|update|change|modify|"
+                          r"set|cancel|refund|insert|edit|rename|mark|close|reopen|erase|wipe|add)\b")
+FOLLOW_UP = re.compile(r"^\s*(?:and|now|what about|how about|same|also|only|just|instead|but|then|ok|okay)\b")
+
+
+@dataclass(frozen=True)
+class Filter:
+    field: dict
+    values: tuple[str, ...]
+
+
+@dataclass
+class Reading:
+    """A question understood in the catalog's terms; `unknown` lists the words nothing explained."""
+
+    measures: list[dict] = field(default_factory=list)  # metric dicts of the slice, with "entity_id"
+    breakdowns: list[dict] = field(default_factory=list)  # text or boolean field dicts
+    grain: str | None = None  # a breakdown by time at this grain
+    filters: list[Filter] = field(default_factory=list)
+    time: TimeSpan | None = None
+    limit: int | None = None  # "top 5"
+    direction: str | None = None  # "desc" for highest first, "asc" for lowest
+    which: bool = False  # "which region has the highest …": the first one is named in words
+    share: Filter | None = None  # "what share of orders are cancelled"
+    share_of_total: bool = False  # "share of revenue by channel"
+    per: dict | None = None  # "orders per customer": the entity whose count divides
+    compare: str | None = None  # previous_period / same_period_last_year
+    compare_grain: str | None = None
+    split: Filter | None = None  # "web vs store": one field's values side by side
+    unknown: list[str] = field(default_factory=list)
+    personal: list[str] = field(default_factory=list)  # words asking for personal data
+    follow_up: bool = False
+    listing: bool = False
+    time_field: dict | None = None  # a date named in the question ("joined", "order date"): time is counted by it
+
+
+def singular(word: str) -> str:
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def words(text: str) -> list[str]:
+    return [singular(w) for w in _WORD.findall(text.lower())]
+
+
+@dataclass(frozen=True)
+class _Entry:
+    phrase: tuple[str, ...]
+    kind: str  # metric / field / entity
+    item: dict
+    exact: bool  # the whole label or a synonym, not a part of one
+
+
+class Vocabulary:
+    """Every label and synonym of the slice as word sequences, to be found in a question."""
+
+    def __init__(self, entities: list[dict]) -> None:
+        self.entities = entities
+        self.by_id = {e["id"]: e for e in entities}
+        self.entries: list[_Entry] = []
+        for entity in entities:
+            for name in [entity["label"], *entity.get("synonyms", [])]:
+                self.entries.append(_Entry(tuple(words(name)), "entity", entity, True))
+            for metric in entity["metrics"]:
+                item = {**metric, "entity_id": entity["id"]}
+                for name in [metric["label"], *metric.get("synonyms", [])]:
+                    self.entries.append(_Entry(tuple(words(name)), "metric", item, True))
+            for fld in entity["fields"]:
+                if fld["exposure"] != "bounded-values":
+                    continue
+                item = {**fld, "entity_id": entity["id"], "entity_label": entity["label"]}
+                for name in [fld["label"], *fld.get("synonyms", [])]:
+                    self.entries.append(_Entry(tuple(words(name)), "field", item, True))
+        self.known = {w for entry in self.entries for w in entry.phrase}
+
+    def longest_at(self, tokens: list[str], start: int) -> list[_Entry]:
+        """Entries whose whole phrase starts at `start`, longest first."""
+        found = [e for e in self.entries if e.phrase and tuple(tokens[start:start + len(e.phrase)]) == e.phrase]
+        if not found:
+            return []
+        size = max(len(e.phrase) for e in found)
+        return [e for e in found if len(e.phrase) == size]
+
+    def partial(self, word: str, kind: str) -> list[dict]:
+        """Items of `kind` one of whose labels contains `word` ("segment" → Customer segment)."""
+        seen: dict[str, dict] = {}
+        for e in self.entries:
+            if e.kind == kind and word in e.phrase:
+                seen.setdefault(e.item["id"], e.item)
+        return list(seen.values())
+
+    def corrected(self, word: str) -> str:
+        """A typo'd word as the catalog word it most likely meant ("revenu" → "revenue")."""
+        if word in self.known or word in STOP or len(word) < 4 or word.isdigit():
+            return word
+        if any(word.startswith(known) and len(known) >= 4 for known in self.known):
+            return word  # "refunded" is not a typo of "refund": another word, maybe a value
+        close = difflib.get_close_matches(word, sorted(self.known), n=1, cutoff=0.8)
+        return close[0] if close else word
+
+
+def reachable(entities: list[dict], owner: str) -> list[str]:
+    """Entities the owner belongs to (many-to-one, transitively), nearest first, itself included."""
+    by_id = {e["id"]: e for e in entities}
+    order, frontier = [owner], [owner]
+    while frontier:
+        following = []
+        for entity_id in frontier:
+            for relationship in by_id.get(entity_id, {}).get("relationships", []):
+                if relationship["from"] == entity_id and relationship["kind"] in ("many_to_one", "one_to_one") \
+                        and relationship["to"] not in order:
+                    order.append(relationship["to"])
+                    following.append(relationship["to"])
+        frontier = following
+    return order
+
+
+def _blank(text: str, start: int, end: int) -> str:
+    return text[:start] + " " * (end - start) + text[end:]
+
+
+def _take(pattern: re.Pattern, text: str) -> tuple[re.Match | None, str]:
+    found = pattern.search(text)
+    return (found, _blank(text, found.start(), found.end())) if found else (None, text)
+
+
+def understand(question: str, entities: list[dict], matches: list[dict], earlier: Reading | None = None) -> Reading:
+    """The question's reading over `entities` (the slice), `matches` (value-match results: field_id,
+    entity_id, untrusted_value) and, for a follow-up, the earlier question's reading."""
+    vocabulary = Vocabulary(entities)
+    reading = Reading()
+    text = " " + question.lower().replace("\u2019", "'") + " "
+    reading.listing = bool(re.match(r"\s*(list|show me the latest|which are the latest)\b", text)) or bool(
+        re.search(r"\b(latest|recent|newest)\b", text))
+    compare, text = _take(_SAME_PERIOD_LAST_YEAR, text)
+    if compare:
+        reading.compare = "same_period_last_year"
+    else:
+        compare, text = _take(_PREVIOUS_PERIOD, text)
+        if compare:
+            reading.compare = "previous_period"
+            grain = compare.group(1) or compare.group(2)
+            reading.compare_grain = grain if grain in ("month", "quarter", "week", "year") else None
+    reading.time, text = find_time(text)
+    text = _values(text, reading, vocabulary, matches)
+    text = _ranking(text, reading)
+    text = _grain(text, reading)
+    if _SHARE.search(text):
+        reading.share_of_total = True
+    _catalog_words(text, reading, vocabulary)
+    _settle_shares(reading)
+    if earlier is not None and (not reading.measures or is_follow_up(question)):
+        return _follow(earlier, reading, question)
+    return reading
+
+
+def _values(text: str, reading: Reading, vocabulary: Vocabulary, matches: list[dict]) -> str:
+    """Blank out every value the probe found in the question; values of one field joined by "vs" are a split."""
+    by_field: dict[str, list[tuple[int, str]]] = {}
+    fields = {f["id"]: {**f, "entity_id": e["id"], "entity_label": e["label"]}
+              for e in vocabulary.entities for f in e["fields"]}
+    for match in sorted(matches, key=lambda m: -len(m["untrusted_value"])):
+        value = match["untrusted_value"]
+        pattern = re.compile(r"(?<!\w)" + re.escape(value.lower()) + r"(?!\w)")
+        found = pattern.search(text)
+        if found is None or match["field_id"] not in fields:
+            continue
+        text = _blank(text, found.start(), found.end())
+        by_field.setdefault(match["field_id"], []).append((found.start(), value))
+    for field_id, found in by_field.items():
+        found.sort()
+        values = tuple(dict.fromkeys(v for _, v in found))
+        between = text[found[0][0]:found[-1][0]] if len(found) > 1 else ""
+        condition = Filter(fields[field_id], values)
+        if _SHARE.search(text) and re.search(r"\b(are|were|is|was|get|got|being|been)\s+$", text[:found[0][0]]):
+            reading.share = condition  # "what share of orders are cancelled": the part, not a filter
+        elif len(values) > 1 and _SPLIT.search(between):
+            reading.split = condition
+            text = _blank(text, found[0][0], found[-1][0])
+        else:
+            reading.filters.append(condition)
+    return text
+
+
+def _ranking(text: str, reading: Reading) -> str:
+    top, text = _take(_TOP_N, text)
+    if top:
+        count = top.group(2)
+        reading.limit = int(count) if count.isdigit() else _NUMBER_WORDS[count]
+        reading.direction = "asc" if top.group(1) in SUPERLATIVE_LOW else "desc"
+    tokens = set(_WORD.findall(text))
+    if reading.direction is None:
+        if tokens & SUPERLATIVE_HIGH:
+            reading.direction = "desc"
+        elif tokens & SUPERLATIVE_LOW:
+            reading.direction = "asc"
+    if reading.direction and re.search(r"\b(which|what|who)\b", text) and not reading.limit:
+        reading.which = True
+    if re.search(r"\brank(ed|ing)?\b", text) and reading.direction is None:
+        reading.direction = "desc"
+    return text
+
+
+def _grain(text: str, reading: Reading) -> str:
+    found, text = _take(_BY_GRAIN, text)
+    if found:
+        reading.grain = found.group(1) or "month"
+        return text
+    for word, grain in _GRAIN_WORDS.items():
+        hit = re.search(rf"\b{word}\b", text)
+        if hit:
+            reading.grain = grain
+            return _blank(text, hit.start(), hit.end())
+    return text
+
+
+def _catalog_words(text: str, reading: Reading, vocabulary: Vocabulary) -> None:
+    """Measures, breakdowns and entities named by the rest of the words; what is left is unknown."""
+    raw = _WORD.findall(text)
+    tokens = [vocabulary.corrected(singular(w)) for w in raw]
+    # "in the web channel": the field's own name beside its value explains it, it is no breakdown
+    valued = {f.field["id"] for f in [*reading.filters, *filter(None, [reading.split, reading.share])]}
+    # Where each token stands: after a breakdown word ("by", "per", "across") it names a breakdown.
+    after_by = [bool(_BREAKDOWN.search(" ".join(raw[:i]))) for i in range(len(raw))]
+    after_per = [i > 0 and raw[i - 1] in ("per", "each") for i in range(len(raw))]
+    position, pending_entities, counting = 0, [], []
+    while position < len(tokens):
+        entries = vocabulary.longest_at(tokens, position)
+        if not entries:
+            word = tokens[position]
+            if word in PERSONAL or raw[position] in PERSONAL:
+                reading.personal.append(raw[position])
+            elif word not in STOP and raw[position] not in STOP:
+                partial = _partial_word(word, reading, vocabulary, after_by[position], valued)
+                if not partial:
+                    reading.unknown.append(raw[position])
+            position += 1
+            continue
+        size = len(entries[0].phrase)
+        entries = [e for e in entries if not (e.kind == "field" and e.item["id"] in valued)] or entries
+        kinds = {e.kind for e in entries}
+        if kinds == {"field"} and all(e.item["id"] in valued for e in entries):
+            position += size
+            continue
+        dated = [e.item for e in entries if e.kind == "field" and e.item["type"] in ("date", "timestamp")]
+        if dated and kinds == {"field"}:
+            # A date is not a breakdown by itself: it says which date time is counted by ("by order date").
+            reading.time_field = dated[0]
+            if after_by[position]:
+                reading.grain = reading.grain or "month"
+        elif after_per[position] and "entity" in kinds and "field" not in kinds:
+            reading.per = next(e.item for e in entries if e.kind == "entity")
+        elif after_by[position] and "field" in kinds:
+            _add(reading.breakdowns, _choose([e.item for e in entries if e.kind == "field"], reading, vocabulary))
+        elif "metric" in kinds and "entity" in kinds and not (position and raw[position - 1] == "and"):
+            # "orders" counts orders, or says whose rows another measure is over ("revenue of web orders"):
+            # decided once every other word is read.
+            counting.append((next(e.item for e in entries if e.kind == "entity"),
+                             _choose([e.item for e in entries if e.kind == "metric"], reading, vocabulary)))
+        elif "metric" in kinds:
+            _add(reading.measures, _choose([e.item for e in entries if e.kind == "metric"], reading, vocabulary))
+        elif "field" in kinds:
+            _add(reading.breakdowns, _choose([e.item for e in entries if e.kind == "field"], reading, vocabulary))
+        else:
+            pending_entities.append((next(e.item for e in entries if e.kind == "entity"), after_by[position]))
+        position += size
+    if not reading.measures and not counting and reading.breakdowns and re.search(
+            r"\b(common|frequent|often|popular)\b", text):
+        # "which return reason is most common": the breakdown's own rows, counted
+        owner = vocabulary.by_id.get(reading.breakdowns[0]["entity_id"], {})
+        counts = [m for m in owner.get("metrics", []) if words(m["label"])[:2] == ["number", "of"]]
+        if counts:
+            reading.measures.append({**counts[0], "entity_id": owner["id"]})
+            reading.direction = reading.direction or "desc"
+    if not reading.measures and counting:
+        entity, metric = counting[0]
+        # "how many returns" counts them; "returns by reason" may mean the measure named "returns"
+        counts = [m for m in entity["metrics"] if words(m["label"])[:2] == ["number", "of"]]
+        asked_count = re.search(r"\b(how many|number of|count of|count)\b", text)
+        reading.measures.append({**counts[0], "entity_id": entity["id"]} if counts and asked_count else metric)
+    for entity, by in pending_entities:
+        _entity_word(entity, by, reading, vocabulary)
+
+
+def _partial_word(word: str, reading: Reading, vocabulary: Vocabulary, by: bool, valued: set[str]) -> bool:
+    """A word that is part of one field's or one measure's label ("segment", "category") stands for it."""
+    fields = vocabulary.partial(word, "field")
+    if any(f["id"] in valued for f in fields):  # "high priority": the word names the value's own field
+        return True
+    metrics = vocabulary.partial(word, "metric")
+    if fields and (by or not metrics):
+        _add(reading.breakdowns, _choose(fields, reading, vocabulary))
+        return True
+    leading = [m for m in metrics if words(m["label"])[:1] == [word]]
+    if len(metrics) == 1 or len(leading) == 1:  # "units" is Units sold rather than Returned units
+        _add(reading.measures, metrics[0] if len(metrics) == 1 else leading[0])
+        return True
+    return False
+
+
+def _entity_word(entity: dict, by: bool, reading: Reading, vocabulary: Vocabulary) -> None:
+    """An entity named alone: "how many customers" counts it; "which product" or "by product" groups by its
+    name; otherwise it only says whose measure is meant (already chosen)."""
+    named = [f for f in entity["fields"] if f["exposure"] == "bounded-values" and f["type"] == "string"
+             and words(f["label"]) in (words(entity["label"]) + ["name"], ["name"])]
+    if (by or reading.which or reading.limit) and named:
+        _add(reading.breakdowns, {**named[0], "entity_id": entity["id"], "entity_label": entity["label"]})
+        return
+    if not reading.measures:
+        counts = [m for m in entity["metrics"] if words(m["label"])[:2] == ["number", "of"]]
+        if counts:
+            reading.measures.append({**counts[0], "entity_id": entity["id"]})
+
+
+def _choose(items: list[dict], reading: Reading, vocabulary: Vocabulary) -> dict:
+    """Of several items a word may mean (Order status, Ticket status), the one nearest the measures."""
+    if len(items) == 1 or not reading.measures:
+        return items[0]
+    order = reachable(vocabulary.entities, reading.measures[0]["entity_id"])
+    return min(items, key=lambda item: order.index(item["entity_id"]) if item["entity_id"] in order else 99)
+
+
+def _add(items: list[dict], item: dict) -> None:
+    if all(existing["id"] != item["id"] for existing in items):
+        items.append(item)
+
+
+def _settle_shares(reading: Reading) -> None:
+    """"What share of orders are cancelled" names its part: no share of a total besides."""
+    if reading.share is not None:
+        reading.share_of_total = False
+
+
+def _follow(earlier: Reading, new: Reading, question: str) -> Reading:
+    """A follow-up ("now only web", "same by region", "and last year?") changes the earlier reading."""
+    merged = replace(earlier, unknown=list(new.unknown), personal=list(new.personal), follow_up=True,
+                     which=new.which or (earlier.which and not new.breakdowns), listing=False)
+    if new.measures:  # "and units sold?"
+        merged.measures, merged.per, merged.share_of_total = list(new.measures), new.per, new.share_of_total
+    if new.breakdowns or new.grain:
+        merged.breakdowns, merged.grain = list(new.breakdowns), new.grain
+        if re.search(r"\b(also|too|as well)\b", question.lower()):
+            merged.breakdowns = earlier.breakdowns + [b for b in new.breakdowns if b not in earlier.breakdowns]
+            merged.grain = new.grain or earlier.grain
+    replaced = {f.field["id"] for f in new.filters}
+    merged.filters = [f for f in earlier.filters if f.field["id"] not in replaced] + list(new.filters)
+    merged.time = new.time or earlier.time
+    if new.limit or new.direction:
+        merged.limit, merged.direction = new.limit, new.direction
+    merged.compare = new.compare or earlier.compare
+    merged.compare_grain = new.compare_grain or earlier.compare_grain
+    merged.split = new.split or earlier.split
+    merged.share = new.share or earlier.share
+    nothing_new = not (new.measures or new.breakdowns or new.grain or new.filters or new.time or new.limit
+                       or new.direction or new.compare or new.split or new.share)
+    if nothing_new:  # "and?": nothing to change the earlier answer by; said, not answered again
+        merged.unknown = merged.unknown or [w for w in _WORD.findall(question.lower()) if w not in STOP][:5] or [
+            question.strip()[:40]]
+    return merged
+
+
+def unexplained_words(text: str, entities: list[dict]) -> set[str]:
+    """Words of `text` that are neither the slice's own nor asking words: candidates for values (looked for
+    before any typo is corrected, so "refunded" is found as a value, not read as "refund")."""
+    vocabulary = Vocabulary(entities)
+    tokens = words(find_time(text)[1])
+    covered: set[int] = set()
+    for start in range(len(tokens)):
+        entries = vocabulary.longest_at(tokens, start)
+        if entries:
+            covered.update(range(start, start + len(entries[0].phrase)))
+    # A word that is only part of a label ("cancelled" of "Cancelled orders") may well be a value too.
+    return {w for i, w in enumerate(tokens) if i not in covered and w not in STOP and w not in PERSONAL}
+
+
+def is_follow_up(question: str) -> bool:
+    return bool(FOLLOW_UP.match(question.lower()))
