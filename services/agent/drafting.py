@@ -60,39 +60,60 @@ def _condition(condition: Filter) -> dict:
 def draft_for(reading: Reading, entities: list[dict]) -> Drafted:
     if not reading.measures:
         raise CannotPlan("I found no measure in the question")
-    owner = reading.measures[0]["entity_id"]
     _check_reach(reading, entities)
     measures = [{"id": f"m{i}", "metric": m["id"]} for i, m in enumerate(reading.measures[:4])]
     draft: dict = {"mode": "aggregate", "measures": measures}
-    dimensions: list[dict] = []
-    when = None
-    if reading.grain or reading.time or reading.compare:
-        when = reading.time_field if reading.time_field and reading.time_field["entity_id"] in reachable(
-            entities, owner) else time_field(entities, owner)
-    if (reading.grain or reading.compare) and when is None:
-        raise CannotPlan(f"I found no date or time to follow {reading.measures[0]['label']} over")
-    grain = reading.grain or (reading.compare_grain if reading.compare else None)
-    if reading.compare and not grain:
-        grain = reading.time.unit if reading.time and reading.time.kind == "relative" else "month"
-    if grain:
-        dimensions.append({"id": "t", "field": when["id"], "grain": grain})
-    breakdowns = list(reading.breakdowns)
-    if reading.split is not None:
-        breakdowns.append(reading.split.field)
+    when, grain = _time(reading, entities)
+    dimensions = [{"id": "t", "field": when["id"], "grain": grain}] if grain else []
+    breakdowns = [*reading.breakdowns, *([reading.split.field] if reading.split else [])]
     dimensions += [{"id": f"d{i}", "field": b["id"]} for i, b in enumerate(breakdowns)]
+    conditions = _conditions(reading, when)
+    if conditions:
+        draft["filter"] = conditions[0] if len(conditions) == 1 else {"all": conditions}
+    primary, label = _calculations(reading, draft, dimensions)
+    if dimensions:
+        draft["dimensions"] = dimensions
+    draft["output"] = _output(reading, dimensions)
+    if reading.direction and dimensions:
+        draft["order_by"] = [{"output": primary, "direction": reading.direction}]
+        if reading.limit:
+            draft["limit"] = reading.limit
+    elif dimensions and not grain:
+        draft["order_by"] = [{"output": primary, "direction": "desc"}]
+    return Drafted(draft, primary, label, [d["id"] for d in dimensions], when)
+
+
+def _time(reading: Reading, entities: list[dict]) -> tuple[dict | None, str | None]:
+    """The date the question's time is counted by, and the grain of a time breakdown (if one is asked)."""
+    if not (reading.grain or reading.time or reading.compare):
+        return None, None
+    owner = reading.measures[0]["entity_id"]
+    named = reading.time_field
+    when = named if named and named["entity_id"] in reachable(entities, owner) else time_field(entities, owner)
+    if when is None:
+        doing = f"follow {reading.measures[0]['label']} over" if reading.grain or reading.compare else \
+            f"limit {reading.measures[0]['label']} to '{reading.time.words.strip()}'"
+        raise CannotPlan(f"I found no date or time to {doing}")
+    grain = reading.grain or (reading.compare_grain if reading.compare else None)
+    if reading.compare and not grain:  # "this quarter vs last quarter": compared by the unit it names
+        grain = reading.time.unit if reading.time and reading.time.kind == "relative" else "month"
+    return when, grain
+
+
+def _conditions(reading: Reading, when: dict | None) -> list[dict]:
     conditions = [_condition(f) for f in reading.filters]
     if reading.split is not None:
         conditions.append(_condition(reading.split))
     if reading.time is not None:
-        if when is None:
-            raise CannotPlan(f"I found no date or time to limit {reading.measures[0]['label']} to "
-                             f"'{reading.time.words.strip()}'")
         conditions.append(time_condition(reading.time, when))
-    if conditions:
-        draft["filter"] = conditions[0] if len(conditions) == 1 else {"all": conditions}
+    return conditions
+
+
+def _calculations(reading: Reading, draft: dict, dimensions: list[dict]) -> tuple[str, str]:
+    """Shares, ratios and period comparisons added to the draft; the output that answers and its label."""
     primary, label = "m0", reading.measures[0]["label"]
     calculations = []
-    if reading.share is not None:
+    if reading.share is not None:  # the part's share of every value, then only the part is kept
         dimensions.append({"id": "s", "field": reading.share.field["id"]})
         within = [d["id"] for d in dimensions if d["id"] != "s"]
         calculations.append({"id": "share", "kind": "share_of_total", "of": "m0", **({"within": within} if within
@@ -107,26 +128,15 @@ def draft_for(reading: Reading, entities: list[dict]) -> Drafted:
         counts = [m for m in reading.per["metrics"] if m["label"].lower().startswith("number of")]
         if not counts:
             raise CannotPlan(f"I found no count of {reading.per['label'].lower()} to divide by")
-        measures.append({"id": "per_count", "metric": counts[0]["id"]})
+        draft["measures"].append({"id": "per_count", "metric": counts[0]["id"]})
         calculations.append({"id": "per", "kind": "ratio", "of": "m0", "to": "per_count"})
         primary, label = "per", f"{label} per {reading.per['label'].lower()}"
     if reading.compare:
-        if not grain:
-            raise CannotPlan("a comparison with an earlier period needs a time breakdown")
         calculations += [{"id": "prior", "kind": "prior", "of": "m0", "against": reading.compare},
                          {"id": "growth", "kind": "growth", "of": "m0", "against": reading.compare}]
     if calculations:
         draft["calculations"] = calculations
-    if dimensions:
-        draft["dimensions"] = dimensions
-    draft["output"] = _output(reading, dimensions)
-    if reading.direction and dimensions:
-        draft["order_by"] = [{"output": primary, "direction": reading.direction}]
-        if reading.limit:
-            draft["limit"] = reading.limit
-    elif dimensions and not grain:
-        draft["order_by"] = [{"output": primary, "direction": "desc"}]
-    return Drafted(draft, primary, label, [d["id"] for d in dimensions], when)
+    return primary, label
 
 
 def _check_reach(reading: Reading, entities: list[dict]) -> None:

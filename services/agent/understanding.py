@@ -271,72 +271,90 @@ def _grain(text: str, reading: Reading) -> str:
     return text
 
 
+@dataclass
+class _Words:
+    """The question's remaining words as the catalog pass walks them."""
+
+    raw: list[str]
+    tokens: list[str]  # singular, typos corrected
+    valued: set[str]  # fields a value already names ("in the web channel": the field word explains it)
+    after_by: list[bool]  # after "by", "per", "across": a breakdown is named
+    after_per: list[bool]
+    counting: list[tuple[dict, dict]] = field(default_factory=list)  # entity words that may count it
+    entities: list[tuple[dict, bool]] = field(default_factory=list)  # entity words, decided last
+
+
 def _catalog_words(text: str, reading: Reading, vocabulary: Vocabulary) -> None:
     """Measures, breakdowns and entities named by the rest of the words; what is left is unknown."""
     raw = _WORD.findall(text)
-    tokens = [vocabulary.corrected(singular(w)) for w in raw]
-    # "in the web channel": the field's own name beside its value explains it, it is no breakdown
-    valued = {f.field["id"] for f in [*reading.filters, *filter(None, [reading.split, reading.share])]}
-    # Where each token stands: after a breakdown word ("by", "per", "across") it names a breakdown.
-    after_by = [bool(_BREAKDOWN.search(" ".join(raw[:i]))) for i in range(len(raw))]
-    after_per = [i > 0 and raw[i - 1] in ("per", "each") for i in range(len(raw))]
-    position, pending_entities, counting = 0, [], []
-    while position < len(tokens):
-        entries = vocabulary.longest_at(tokens, position)
-        if not entries:
-            word = tokens[position]
-            if word in PERSONAL or raw[position] in PERSONAL:
-                reading.personal.append(raw[position])
-            elif word not in STOP and raw[position] not in STOP:
-                partial = _partial_word(word, reading, vocabulary, after_by[position], valued)
-                if not partial:
-                    reading.unknown.append(raw[position])
-            position += 1
+    seen = _Words(raw, [vocabulary.corrected(singular(w)) for w in raw],
+                  {f.field["id"] for f in [*reading.filters, *filter(None, [reading.split, reading.share])]},
+                  [bool(_BREAKDOWN.search(" ".join(raw[:i]))) for i in range(len(raw))],
+                  [i > 0 and raw[i - 1] in ("per", "each") for i in range(len(raw))])
+    position = 0
+    while position < len(seen.tokens):
+        entries = vocabulary.longest_at(seen.tokens, position)
+        if entries:
+            _place(entries, position, seen, reading, vocabulary)
+            position += len(entries[0].phrase)
             continue
-        size = len(entries[0].phrase)
-        entries = [e for e in entries if not (e.kind == "field" and e.item["id"] in valued)] or entries
-        kinds = {e.kind for e in entries}
-        if kinds == {"field"} and all(e.item["id"] in valued for e in entries):
-            position += size
-            continue
-        dated = [e.item for e in entries if e.kind == "field" and e.item["type"] in ("date", "timestamp")]
-        if dated and kinds == {"field"}:
-            # A date is not a breakdown by itself: it says which date time is counted by ("by order date").
-            reading.time_field = dated[0]
-            if after_by[position]:
-                reading.grain = reading.grain or "month"
-        elif after_per[position] and "entity" in kinds and "field" not in kinds:
-            reading.per = next(e.item for e in entries if e.kind == "entity")
-        elif after_by[position] and "field" in kinds:
-            _add(reading.breakdowns, _choose([e.item for e in entries if e.kind == "field"], reading, vocabulary))
-        elif "metric" in kinds and "entity" in kinds and not (position and raw[position - 1] == "and"):
-            # "orders" counts orders, or says whose rows another measure is over ("revenue of web orders"):
-            # decided once every other word is read.
-            counting.append((next(e.item for e in entries if e.kind == "entity"),
-                             _choose([e.item for e in entries if e.kind == "metric"], reading, vocabulary)))
-        elif "metric" in kinds:
-            _add(reading.measures, _choose([e.item for e in entries if e.kind == "metric"], reading, vocabulary))
-        elif "field" in kinds:
-            _add(reading.breakdowns, _choose([e.item for e in entries if e.kind == "field"], reading, vocabulary))
-        else:
-            pending_entities.append((next(e.item for e in entries if e.kind == "entity"), after_by[position]))
-        position += size
-    if not reading.measures and not counting and reading.breakdowns and re.search(
-            r"\b(common|frequent|often|popular)\b", text):
-        # "which return reason is most common": the breakdown's own rows, counted
+        word = seen.tokens[position]
+        if word in PERSONAL or raw[position] in PERSONAL:
+            reading.personal.append(raw[position])
+        elif word not in STOP and raw[position] not in STOP and not _partial_word(
+                word, reading, vocabulary, seen.after_by[position], seen.valued):
+            reading.unknown.append(raw[position])
+        position += 1
+    _implied_measure(text, seen, reading, vocabulary)
+    for entity, by in seen.entities:
+        _entity_word(entity, by, reading, vocabulary)
+
+
+def _place(entries: list[_Entry], position: int, seen: _Words, reading: Reading, vocabulary: Vocabulary) -> None:
+    """What a catalog phrase found at `position` stands for here."""
+    entries = [e for e in entries if not (e.kind == "field" and e.item["id"] in seen.valued)] or entries
+    kinds = {e.kind for e in entries}
+    items = {kind: [e.item for e in entries if e.kind == kind] for kind in kinds}
+    if kinds == {"field"} and all(item["id"] in seen.valued for item in items["field"]):
+        return
+    dated = [item for item in items.get("field", []) if item["type"] in ("date", "timestamp")]
+    if dated and kinds == {"field"}:
+        # A date is not a breakdown by itself: it says which date time is counted by ("by order date").
+        reading.time_field = dated[0]
+        if seen.after_by[position]:
+            reading.grain = reading.grain or "month"
+    elif seen.after_per[position] and "entity" in kinds and "field" not in kinds:
+        reading.per = items["entity"][0]
+    elif seen.after_by[position] and "field" in kinds:
+        _add(reading.breakdowns, _choose(items["field"], reading, vocabulary))
+    elif "metric" in kinds and "entity" in kinds and not (position and seen.raw[position - 1] == "and"):
+        # "orders" counts orders, or says whose rows another measure is over ("revenue of web orders"):
+        # decided once every other word is read.
+        seen.counting.append((items["entity"][0], _choose(items["metric"], reading, vocabulary)))
+    elif "metric" in kinds:
+        _add(reading.measures, _choose(items["metric"], reading, vocabulary))
+    elif "field" in kinds:
+        _add(reading.breakdowns, _choose(items["field"], reading, vocabulary))
+    else:
+        seen.entities.append((items["entity"][0], seen.after_by[position]))
+
+
+def _implied_measure(text: str, seen: _Words, reading: Reading, vocabulary: Vocabulary) -> None:
+    """No measure named: "which return reason is most common" counts the breakdown's rows; "how many
+    returns" counts the entity; "returns by reason" takes the measure the word is a synonym of."""
+    if reading.measures:
+        return
+    if not seen.counting and reading.breakdowns and re.search(r"\b(common|frequent|often|popular)\b", text):
         owner = vocabulary.by_id.get(reading.breakdowns[0]["entity_id"], {})
         counts = [m for m in owner.get("metrics", []) if words(m["label"])[:2] == ["number", "of"]]
         if counts:
             reading.measures.append({**counts[0], "entity_id": owner["id"]})
             reading.direction = reading.direction or "desc"
-    if not reading.measures and counting:
-        entity, metric = counting[0]
-        # "how many returns" counts them; "returns by reason" may mean the measure named "returns"
+    elif seen.counting:
+        entity, metric = seen.counting[0]
         counts = [m for m in entity["metrics"] if words(m["label"])[:2] == ["number", "of"]]
         asked_count = re.search(r"\b(how many|number of|count of|count)\b", text)
         reading.measures.append({**counts[0], "entity_id": entity["id"]} if counts and asked_count else metric)
-    for entity, by in pending_entities:
-        _entity_word(entity, by, reading, vocabulary)
 
 
 def _partial_word(word: str, reading: Reading, vocabulary: Vocabulary, by: bool, valued: set[str]) -> bool:
