@@ -8,6 +8,7 @@ id is refused by the bridge like any other.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 
 from services.agent.chat import ChatAdapter
@@ -49,13 +50,33 @@ class ChatPlanner:
         for _ in range(self.max_steps):
             # A ChatError (provider error, broken or oversized stream) ends the turn: the turn reports it.
             completion = await self.adapter.complete(messages, self.tools)
-            if not completion.tool_calls:
+            calls = _complete_calls(completion)
+            if not calls:
+                if completion.tool_calls:  # every call was cut off at the length limit: none can run
+                    return Plan("The model's reply was cut off at its length limit before its tool call was "
+                                "complete; nothing more was done.", committed())
                 return Plan(completion.text or "(no answer)", committed())
             messages.append({"role": "assistant", "content": completion.text or None, "tool_calls": [
                 {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments_json}}
-                for c in completion.tool_calls]})
-            for tool_call in completion.tool_calls:
+                for c in calls]})
+            for tool_call in calls:
                 result = await call(tool_call.id, self.names.get(tool_call.name, tool_call.name),
                                     tool_call.arguments_json)
                 messages.append({"role": "tool", "tool_call_id": tool_call.id, "content": model_message(result)})
         return Plan(f"The model did not finish within {self.max_steps} steps; nothing more was shown.", False)
+
+
+def _complete_calls(completion) -> list:
+    """The calls to run and to send back. A reply cut off at the length limit may end inside a call's
+    arguments; that call is dropped, not run, and not echoed to the server (which refuses half-written
+    JSON in the history and would end the turn)."""
+    if completion.finish_reason != "length":
+        return list(completion.tool_calls)
+    complete = []
+    for call in completion.tool_calls:
+        try:
+            json.loads(call.arguments_json or "{}")
+        except ValueError:
+            continue
+        complete.append(call)
+    return complete

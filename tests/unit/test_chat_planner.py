@@ -103,3 +103,43 @@ def test_a_model_gets_the_sessions_earlier_questions_before_the_new_one(endpoint
     users = [m["content"] for m in REQUESTS[0]["messages"] if m["role"] == "user"]
     assert users[-1] == "now only web"
     assert users[0].endswith("- Net revenue by region\n- and in 2024?")  # oldest first, before the new one
+
+
+async def cut_off(request: Request):
+    CUT_OFF_REQUESTS.append(await request.json())
+
+    async def stream():
+        yield chunk({"tool_calls": [{"index": 0, "id": "c1", "type": "function",
+                                    "function": {"name": "inspect_catalog", "arguments": '{"question": "rev'}}]})
+        yield chunk(finish="length")
+        yield "data: [DONE]\n\n"
+
+    return StreamingResponse(stream(), media_type="text/event-stream")
+
+
+CUT_OFF_REQUESTS: list[dict] = []
+
+
+def test_a_call_cut_off_at_the_length_limit_is_neither_run_nor_sent_back():
+    ran = []
+    contract = ToolContract("inspect_catalog", "Find entities", {
+        "type": "object", "additionalProperties": False, "required": ["question"],
+        "properties": {"question": {"type": "string"}}}, {"entities": {"id": True, "label": True}})
+
+    async def inspect(arguments):
+        ran.append(arguments)
+        return {"entities": []}
+
+    async def scenario(url):
+        adapter = ChatAdapter(ChatConfig(base_url=url, model="scripted"))
+        planner = ChatPlanner(adapter, [contract])
+        bridge = ToolBridge([Tool(contract, inspect)])
+        try:
+            return await planner.run("revenue?", lambda i, n, a: bridge.call(i, n, a), lambda: False)
+        finally:
+            await adapter.aclose()
+
+    with serving_completions(cut_off) as url:
+        plan = asyncio.run(scenario(url))
+    assert "cut off at its length limit" in plan.answer and not plan.answered
+    assert ran == [] and len(CUT_OFF_REQUESTS) == 1  # the half-written call went nowhere
