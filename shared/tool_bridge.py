@@ -98,8 +98,10 @@ class ToolBridge:
             return None if self._closed else self._fail(call_id, tool, exc.reason, exc.message)
         except grpc.RpcError as exc:
             details = error_details(exc)
+            # The reason's metadata (a JSON path, the roles of an ambiguous path) is what a model repairs with.
             return None if self._closed else self._fail(call_id, tool, details.reason or details.code.name,
-                                                        details.message)
+                                                        details.message,
+                                                        [dict(details.metadata)] if details.metadata else None)
         except Exception:
             logger.exception("tool %s failed", tool)
             return None if self._closed else self._fail(call_id, tool, "TOOL_FAILED", f"{tool} failed")

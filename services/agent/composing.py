@@ -83,7 +83,9 @@ def _figures(ids: dict, binding: dict, reading: Reading, drafted: Drafted) -> li
 def _chart(binding: dict, reading: Reading, drafted: Drafted) -> dict:
     dims = drafted.dimensions
     primary = drafted.primary
-    if dims[0] == "t" and len(dims) == 1:
+    if dims == ["t"] and reading.direction:  # periods ranked: bars, highest (or lowest) first
+        spec = {"recipe": "bar", "x": "t", "y": primary}
+    elif dims[0] == "t" and len(dims) == 1:
         y = [primary, "prior"] if reading.compare else [m["id"] for m in drafted.draft["measures"]
                                                          if m["id"] != "per_count"][:4]
         spec = {"recipe": "line", "x": "t", "y": y if primary.startswith("m") else [primary]}
@@ -112,7 +114,7 @@ def _sentence(ids: dict, binding: dict, rows: int, reading: Reading, drafted: Dr
     dims = drafted.dimensions
     if not dims or dims == ["s"]:
         text, figures = _headline(reading, drafted, where, cell)
-    elif dims[0] == "t" and len(dims) == 1:
+    elif dims == ["t"] and not reading.direction:
         last = min(rows, 1000) - 1
         if reading.compare:
             against = "the same period a year earlier" if reading.compare == "same_period_last_year" else \
@@ -127,7 +129,7 @@ def _sentence(ids: dict, binding: dict, rows: int, reading: Reading, drafted: Dr
             text = f"{label}{where} was {{last}} in {{last_period}}, against {{first}} in {{first_period}}."
             figures = {"last": cell(drafted.primary, last), "last_period": cell("t", last),
                        "first": cell(drafted.primary), "first_period": cell("t")}
-    elif dims[0] != "t" and "order_by" in drafted.draft:
+    elif "order_by" in drafted.draft and (dims[0] != "t" or reading.direction):
         ends = "lowest" if reading.direction == "asc" else "highest"
         text = f"{{group}} has the {ends} {_lower(label)}{where}: {{value}}."
         if reading.limit:

@@ -70,6 +70,11 @@ def draft_for(reading: Reading, entities: list[dict]) -> Drafted:
     conditions = _conditions(reading, when)
     if conditions:
         draft["filter"] = conditions[0] if len(conditions) == 1 else {"all": conditions}
+    if (reading.direction or reading.limit) and not dimensions:
+        raise CannotPlan("I found nothing to rank: say what to rank by, e.g. \u201ctop 5 regions by net revenue\u201d")
+    if (reading.direction or reading.limit) and grain and len(dimensions) > 1:
+        raise CannotPlan("a top or bottom within each period is more than I can answer; ask for one period, "
+                         "e.g. \u201ctop 3 regions by net revenue in 2024\u201d")
     primary, label = _calculations(reading, draft, dimensions)
     if dimensions:
         draft["dimensions"] = dimensions
@@ -89,15 +94,27 @@ def _time(reading: Reading, entities: list[dict]) -> tuple[dict | None, str | No
         return None, None
     owner = reading.measures[0]["entity_id"]
     named = reading.time_field
-    when = named if named and named["entity_id"] in reachable(entities, owner) else time_field(entities, owner)
+    if named and named["entity_id"] not in reachable(entities, owner):
+        raise CannotPlan(f"{reading.measures[0]['label']} cannot be followed by {named['label'].lower()}")
+    when = named or time_field(entities, owner)
     if when is None:
         doing = f"follow {reading.measures[0]['label']} over" if reading.grain or reading.compare else \
             f"limit {reading.measures[0]['label']} to '{reading.time.words.strip()}'"
         raise CannotPlan(f"I found no date or time to {doing}")
     grain = reading.grain or (reading.compare_grain if reading.compare else None)
-    if reading.compare and not grain:  # "this quarter vs last quarter": compared by the unit it names
-        grain = reading.time.unit if reading.time and reading.time.kind == "relative" else "month"
+    if reading.compare and not grain:  # "this quarter vs last quarter", "2024 vs last year": by the unit named
+        grain = _span_unit(reading.time) if reading.time else "month"
     return when, grain
+
+
+def _span_unit(span) -> str:
+    """The calendar unit a span is: a relative period's own, or a whole year, quarter or month."""
+    if span.kind == "relative":
+        return span.unit
+    if span.kind == "between":
+        months = (span.end.year - span.start.year) * 12 + span.end.month - span.start.month
+        return {12: "year", 3: "quarter"}.get(months, "month")
+    return "month"
 
 
 def _conditions(reading: Reading, when: dict | None) -> list[dict]:
@@ -113,6 +130,12 @@ def _calculations(reading: Reading, draft: dict, dimensions: list[dict]) -> tupl
     """Shares, ratios and period comparisons added to the draft; the output that answers and its label."""
     primary, label = "m0", reading.measures[0]["label"]
     calculations = []
+    if reading.share is not None and len(reading.share.values) > 1:
+        raise CannotPlan(f"a share of {' and '.join(reading.share.values)} together is more than I can answer; "
+                         "ask for one at a time")
+    if reading.share_of_total and not dimensions:
+        raise CannotPlan("a share needs a whole to be part of: name the part (\u201cwhat share of orders are "
+                         "cancelled\u201d) or a breakdown (\u201cshare of net revenue by channel\u201d)")
     if reading.share is not None:  # the part's share of every value, then only the part is kept
         dimensions.append({"id": "s", "field": reading.share.field["id"]})
         within = [d["id"] for d in dimensions if d["id"] != "s"]
@@ -121,7 +144,8 @@ def _calculations(reading: Reading, draft: dict, dimensions: list[dict]) -> tupl
         values = list(reading.share.values)
         draft["having"] = {"output": "s", "op": "eq", "value": values[0]} if len(values) == 1 else \
             {"output": "s", "op": "in", "values": values}
-        primary, label = "share", f"Share of {label}"
+        part = f"{reading.share.field['label'][:1].lower()}{reading.share.field['label'][1:]}"
+        primary, label = "share", f"Share of {label[:1].lower()}{label[1:]} with {part} \u201c{values[0]}\u201d"
     elif reading.share_of_total and dimensions:
         calculations.append({"id": "share", "kind": "share_of_total", "of": "m0"})
     if reading.per is not None:
@@ -156,7 +180,7 @@ def _check_reach(reading: Reading, entities: list[dict]) -> None:
 def _output(reading: Reading, dimensions: list[dict]) -> str:
     if not dimensions:
         return "scalar"
-    if dimensions[0].get("grain"):
+    if dimensions[0].get("grain") and not reading.direction:
         return "series"
     if reading.limit and reading.direction:
         return "ranking"

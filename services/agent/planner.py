@@ -17,11 +17,18 @@ from dataclasses import dataclass, field
 from services.agent import suggestions
 from services.agent.composing import compose, subject
 from services.agent.drafting import CannotPlan, Drafted, draft_for, time_field
-from services.agent.understanding import CHANGE_VERBS, Reading, understand, unexplained_words, words
+from services.agent.understanding import (
+    CHANGE_VERBS,
+    LISTING_WORDS,
+    Reading,
+    understand,
+    unexplained_words,
+    words,
+)
 from shared.tool_bridge import ToolResult
 
 CallTool = Callable[[str, dict], Awaitable[ToolResult]]
-MAX_EARLIER = 3  # follow-ups are read against at most this many earlier questions
+MAX_EARLIER = 5  # follow-ups are read against the earlier questions the host sends (its last five)
 MAX_MATCH_TEXT = 300
 
 _SEARCH_TICKETS = re.compile(r"\b(?:search (?:the )?(?:support )?tickets for|tickets? (?:that )?(?:mention|mentions|"
@@ -63,7 +70,9 @@ class EmbeddedPlanner:
             return await self._cannot_change(call)
         entities, matches = await self._slice(question, call)
         reading = self._read(question, entities, matches)
-        if reading.listing and not (reading.breakdowns or reading.grain or reading.filters or reading.time):
+        unusable = set(reading.unknown) - LISTING_WORDS
+        if reading.listing and not (reading.breakdowns or reading.grain or reading.filters or reading.time
+                                    or unusable or reading.personal or _names_a_measure(question, reading)):
             return await self._records(question, entities, set(words(question)), call)
         refusal = self._refusal(question, reading, entities)
         if refusal is not None:
@@ -179,8 +188,9 @@ class EmbeddedPlanner:
         analysis = await call("run_analysis", {"draft": drafted.draft})
         if analysis.ok or analysis.error_code != "AMBIGUOUS_PATH":
             return analysis, ""
-        roles = str((analysis.details or {}).get("roles", "")).split(",")
-        path = str((analysis.details or {}).get("path", ""))
+        metadata = next((d for d in analysis.details if isinstance(d, dict)), {})
+        roles = str(metadata.get("roles", "")).split(",")
+        path = str(metadata.get("path", ""))
         target = _at(drafted.draft, path)
         if not roles or not roles[0] or target is None:
             return analysis, ""
@@ -374,6 +384,12 @@ def _at(draft: dict, pointer: str) -> dict | None:
         else:
             return None
     return node if isinstance(node, dict) else None
+
+
+def _names_a_measure(question: str, reading: Reading) -> bool:
+    """A measure named by its own label ("net revenue of the latest orders") makes it an analysis."""
+    return any(m["label"].lower() in question.lower() and not m["label"].lower().startswith("number of")
+               for m in reading.measures)
 
 
 def _as_written(word: str, question: str) -> str:

@@ -124,6 +124,8 @@ _PATTERNS: list[tuple[re.Pattern, object]] = [
                 + _UNIT + r"\b"), _relative_trailing),
     (re.compile(r"\b(?:in |during |for |of )?(?:the )?(?:last|previous|prior|past) (day|week|month|quarter|year)\b"),
      lambda m: TimeSpan("relative", m.group(0), op="previous", unit=m.group(1))),
+    (re.compile(r"\b(?:in |during |for |of )?(?:the )?(?:most recent|latest|current) (day|week|month|quarter|year)\b"),
+     lambda m: TimeSpan("relative", m.group(0), op="to_date", unit=m.group(1))),
     (re.compile(r"\byesterday\b"), lambda m: TimeSpan("relative", m.group(0), op="previous", unit="day")),
     (re.compile(r"\b(?:(?:so far )?this |the current )(week|month|quarter|year)(?: so far)?\b"),
      lambda m: TimeSpan("relative", m.group(0), op="to_date", unit=m.group(1))),

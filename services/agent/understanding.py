@@ -19,13 +19,12 @@ STOP = frozenset("""
 a an the of in on at to for from with about into over under and or is are was were be been being do does did
 what whats which who how many much show me give tell list display see get find let us our we my i you your
 their its it this that these those there here please can could would should will shall may might must total
-overall altogether all each every per by across broken down split grouped group vs versus against compared
-compare comparison between than number count amount value values figure figures data report chart graph plot
-table breakdown trend over time so far now only just same instead also too again any some had has have having
-got bring brings brought make makes made generate generates generated come comes came up rank ranked ranking
-share proportion fraction percentage percent rate ratio top bottom highest lowest most least largest smallest
-biggest best worst greatest fewest first last more less previous prior period growth change latest recent
-newest sell sells selling sold earn earns earned common frequent often popular
+overall altogether all each every per by across broken down split grouped group between than number count
+amount value values figure figures data report chart graph plot table breakdown trend over time so far now
+only just same instead also too again any some had has have having got bring brings brought make makes made
+generate generates generated come comes came up rank ranked ranking share proportion fraction percentage
+percent top bottom highest lowest most least largest smallest biggest best worst greatest fewest first last
+sell sells selling sold earn earns earned common frequent often popular
 """.split())
 SUPERLATIVE_HIGH = frozenset({"highest", "most", "largest", "biggest", "best", "top", "greatest", "maximum"})
 SUPERLATIVE_LOW = frozenset({"lowest", "least", "smallest", "fewest", "worst", "bottom", "minimum"})
@@ -41,6 +40,7 @@ _PREVIOUS_PERIOD = re.compile(
     r"\b(?:(month|quarter|week|year)[ -]over[ -](?:month|quarter|week|year)|period[ -]over[ -]period|"
     r"(?:vs\.?|versus|compared (?:to|with)|against) (?:the )?(?:previous|prior|last) (month|quarter|week|year|period))"
     r"\b")
+_GROWTH = re.compile(r"\b(growth|grow|grew|grown|change|changes|changed)\b(?! data)")
 _GRAIN_WORDS = {"hourly": "hour", "daily": "day", "weekly": "week", "monthly": "month", "quarterly": "quarter",
                 "yearly": "year", "annual": "year", "annually": "year"}
 _BY_GRAIN = re.compile(r"\b(?:by|per|each|every|over|for each|in each|across) (?:the )?(hour|day|week|month|quarter|"
@@ -53,7 +53,9 @@ PERSONAL = frozenset({"email", "emails", "e-mail", "e-mails", "phone", "phones",
                       "addresses", "password", "passwords", "ssn", "birthday", "birthdays", "name", "names",
                       "contact", "contacts", "iban", "card"})
 CHANGE_VERBS = re.compile(r"^\s*(?:please\s+)?(?:can you\s+|could you\s+)?(delete|remove|drop|update|change|modify|"
-                          r"set|cancel|refund|insert|edit|rename|mark|close|reopen|erase|wipe|add)\b")
+                          r"set|cancel|refund|insert|edit|rename|mark|close|reopen|erase|wipe|add)\b"
+                          r"(?!\s+(?:in|of|over|from|by)\b)")  # "change in revenue" asks, it does not order
+LISTING_WORDS = frozenset({"latest", "recent", "newest"})  # a listing's own words, unusable in an analysis
 FOLLOW_UP = re.compile(r"^\s*(?:and|now|what about|how about|same|also|only|just|instead|but|then|ok|okay)\b")
 
 
@@ -86,6 +88,7 @@ class Reading:
     follow_up: bool = False
     listing: bool = False
     time_field: dict | None = None  # a date named in the question ("joined", "order date"): time is counted by it
+    owner_hint: str | None = None  # the measure's entity, known before the words that depend on it are read
 
 
 def singular(word: str) -> str:
@@ -198,12 +201,19 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
             reading.compare = "previous_period"
             grain = compare.group(1) or compare.group(2)
             reading.compare_grain = grain if grain in ("month", "quarter", "week", "year") else None
+    if reading.compare is None:
+        growth, text = _take(_GROWTH, text)
+        if growth:  # "revenue growth by year": each period against the one before
+            reading.compare = "previous_period"
     reading.time, text = find_time(text)
     text = _values(text, reading, vocabulary, matches)
     text = _ranking(text, reading)
     text = _grain(text, reading)
     if _SHARE.search(text):
         reading.share_of_total = True
+    scratch = replace(reading, measures=[], breakdowns=[], unknown=[], personal=[])
+    _catalog_words(text, scratch, vocabulary)  # a first pass finds the measure, so that a word two fields
+    reading.owner_hint = scratch.measures[0]["entity_id"] if scratch.measures else None  # share is read by it
     _catalog_words(text, reading, vocabulary)
     _settle_shares(reading)
     if earlier is not None and (not reading.measures or is_follow_up(question)):
@@ -245,6 +255,9 @@ def _ranking(text: str, reading: Reading) -> str:
         count = top.group(2)
         reading.limit = int(count) if count.isdigit() else _NUMBER_WORDS[count]
         reading.direction = "asc" if top.group(1) in SUPERLATIVE_LOW else "desc"
+        if reading.limit == 0:  # nothing to show: said, not read as "all of them"
+            reading.unknown.append(top.group(0).strip())
+            reading.limit = None
     tokens = set(_WORD.findall(text))
     if reading.direction is None:
         if tokens & SUPERLATIVE_HIGH:
@@ -280,8 +293,10 @@ class _Words:
     valued: set[str]  # fields a value already names ("in the web channel": the field word explains it)
     after_by: list[bool]  # after "by", "per", "across": a breakdown is named
     after_per: list[bool]
-    counting: list[tuple[dict, dict]] = field(default_factory=list)  # entity words that may count it
-    entities: list[tuple[dict, bool]] = field(default_factory=list)  # entity words, decided last
+    # Entity words, decided once every other word is read: (entity, the measure the word is a synonym of,
+    # after "by", next to "and", the word as written).
+    entities: list[tuple[dict, dict | None, bool, bool, str, int]] = field(default_factory=list)
+    positions: dict[str, int] = field(default_factory=dict)  # where each measure was named: answers keep it
 
 
 def _catalog_words(text: str, reading: Reading, vocabulary: Vocabulary) -> None:
@@ -306,8 +321,11 @@ def _catalog_words(text: str, reading: Reading, vocabulary: Vocabulary) -> None:
             reading.unknown.append(raw[position])
         position += 1
     _implied_measure(text, seen, reading, vocabulary)
-    for entity, by in seen.entities:
-        _entity_word(entity, by, reading, vocabulary)
+    for index, word in enumerate(seen.entities):
+        added = _entity_word(word, index, text, reading, vocabulary)
+        if added is not None:
+            seen.positions.setdefault(added["id"], word[-1])
+    reading.measures.sort(key=lambda m: seen.positions.get(m["id"], len(raw)))  # in the question's order
 
 
 def _place(entries: list[_Entry], position: int, seen: _Words, reading: Reading, vocabulary: Vocabulary) -> None:
@@ -327,34 +345,32 @@ def _place(entries: list[_Entry], position: int, seen: _Words, reading: Reading,
         reading.per = items["entity"][0]
     elif seen.after_by[position] and "field" in kinds:
         _add(reading.breakdowns, _choose(items["field"], reading, vocabulary))
-    elif "metric" in kinds and "entity" in kinds and not (position and seen.raw[position - 1] == "and"):
-        # "orders" counts orders, or says whose rows another measure is over ("revenue of web orders"):
+    elif "entity" in kinds and "field" not in kinds:
+        # "orders" counts orders, groups by them, or says whose rows a measure is over ("web orders"):
         # decided once every other word is read.
-        seen.counting.append((items["entity"][0], _choose(items["metric"], reading, vocabulary)))
+        size = len(next(e.phrase for e in entries))
+        beside_and = "and" in (seen.raw[position - 1] if position else "", " ".join(seen.raw[position + size:][:1]))
+        metric = _choose(items["metric"], reading, vocabulary) if "metric" in kinds else None
+        seen.entities.append((items["entity"][0], metric, seen.after_by[position], beside_and,
+                              " ".join(seen.raw[position:position + size]), position))
     elif "metric" in kinds:
-        _add(reading.measures, _choose(items["metric"], reading, vocabulary))
+        chosen = _choose(items["metric"], reading, vocabulary)
+        seen.positions.setdefault(chosen["id"], position)
+        _add(reading.measures, chosen)
     elif "field" in kinds:
         _add(reading.breakdowns, _choose(items["field"], reading, vocabulary))
-    else:
-        seen.entities.append((items["entity"][0], seen.after_by[position]))
 
 
 def _implied_measure(text: str, seen: _Words, reading: Reading, vocabulary: Vocabulary) -> None:
-    """No measure named: "which return reason is most common" counts the breakdown's rows; "how many
-    returns" counts the entity; "returns by reason" takes the measure the word is a synonym of."""
-    if reading.measures:
+    """No measure named: "which return reason is most common" counts the breakdown's own rows."""
+    if reading.measures or seen.entities or not reading.breakdowns:
         return
-    if not seen.counting and reading.breakdowns and re.search(r"\b(common|frequent|often|popular)\b", text):
+    if re.search(r"\b(common|frequent|often|popular)\b", text):
         owner = vocabulary.by_id.get(reading.breakdowns[0]["entity_id"], {})
         counts = [m for m in owner.get("metrics", []) if words(m["label"])[:2] == ["number", "of"]]
         if counts:
             reading.measures.append({**counts[0], "entity_id": owner["id"]})
             reading.direction = reading.direction or "desc"
-    elif seen.counting:
-        entity, metric = seen.counting[0]
-        counts = [m for m in entity["metrics"] if words(m["label"])[:2] == ["number", "of"]]
-        asked_count = re.search(r"\b(how many|number of|count of|count)\b", text)
-        reading.measures.append({**counts[0], "entity_id": entity["id"]} if counts and asked_count else metric)
 
 
 def _partial_word(word: str, reading: Reading, vocabulary: Vocabulary, by: bool, valued: set[str]) -> bool:
@@ -366,32 +382,52 @@ def _partial_word(word: str, reading: Reading, vocabulary: Vocabulary, by: bool,
     if fields and (by or not metrics):
         _add(reading.breakdowns, _choose(fields, reading, vocabulary))
         return True
+    # Only a label's first word stands for the measure ("units" for Units sold), never another of its
+    # words ("rate" is not Return rate: "cancellation rate" is no return rate).
     leading = [m for m in metrics if words(m["label"])[:1] == [word]]
-    if len(metrics) == 1 or len(leading) == 1:  # "units" is Units sold rather than Returned units
-        _add(reading.measures, metrics[0] if len(metrics) == 1 else leading[0])
+    if len(leading) == 1:
+        _add(reading.measures, leading[0])
         return True
     return False
 
 
-def _entity_word(entity: dict, by: bool, reading: Reading, vocabulary: Vocabulary) -> None:
-    """An entity named alone: "how many customers" counts it; "which product" or "by product" groups by its
-    name; otherwise it only says whose measure is meant (already chosen)."""
-    named = [f for f in entity["fields"] if f["exposure"] == "bounded-values" and f["type"] == "string"
-             and words(f["label"]) in (words(entity["label"]) + ["name"], ["name"])]
-    if (by or reading.which or reading.limit) and named:
-        _add(reading.breakdowns, {**named[0], "entity_id": entity["id"], "entity_label": entity["label"]})
-        return
-    if not reading.measures:
+def _entity_word(word: tuple, index: int, text: str, reading: Reading, vocabulary: Vocabulary) -> dict | None:
+    """An entity named alone. "by customer", "top customers by revenue", "which product …": it is what the
+    answer is grouped by (its name field; with none, the word is unusable). "how many orders", "revenue and
+    orders": it is counted. "revenue from enterprise customers": it says whose rows (nothing to add). A
+    word for rows no measure is over is unusable, never dropped."""
+    entity, metric, by, beside_and, written, _ = word
+    ranking = (reading.which or reading.limit or reading.direction) and not reading.listing
+    if by and reading.breakdowns and not reading.measures:
+        by = False  # "top ten regions by orders": ranked by their count, the group is named already
+    if by or (ranking and not reading.breakdowns and index == 0 and not reading.grain):
+        named = [f for f in entity["fields"] if f["exposure"] == "bounded-values" and f["type"] == "string"
+                 and words(f["label"]) in (words(entity["label"]) + ["name"], ["name"])]
+        if named:
+            _add(reading.breakdowns, {**named[0], "entity_id": entity["id"], "entity_label": entity["label"]})
+        else:
+            reading.unknown.append(written)
+        return None
+    if not reading.measures or beside_and:
         counts = [m for m in entity["metrics"] if words(m["label"])[:2] == ["number", "of"]]
-        if counts:
-            reading.measures.append({**counts[0], "entity_id": entity["id"]})
+        asked_count = re.search(r"\b(how many|number of|count of|count)\b", text)
+        chosen = {**counts[0], "entity_id": entity["id"]} if counts and (asked_count or metric is None) else metric
+        if chosen is None:
+            reading.unknown.append(written)
+            return None
+        _add(reading.measures, chosen)
+        return chosen
+    if all(entity["id"] not in reachable(vocabulary.entities, m["entity_id"]) for m in reading.measures):
+        reading.unknown.append(written)
+    return None
 
 
 def _choose(items: list[dict], reading: Reading, vocabulary: Vocabulary) -> dict:
     """Of several items a word may mean (Order status, Ticket status), the one nearest the measures."""
-    if len(items) == 1 or not reading.measures:
+    owner = reading.measures[0]["entity_id"] if reading.measures else reading.owner_hint
+    if len(items) == 1 or owner is None:
         return items[0]
-    order = reachable(vocabulary.entities, reading.measures[0]["entity_id"])
+    order = reachable(vocabulary.entities, owner)
     return min(items, key=lambda item: order.index(item["entity_id"]) if item["entity_id"] in order else 99)
 
 
@@ -401,7 +437,11 @@ def _add(items: list[dict], item: dict) -> None:
 
 
 def _settle_shares(reading: Reading) -> None:
-    """"What share of orders are cancelled" names its part: no share of a total besides."""
+    """"What share of orders are cancelled" names its part: no share of a total besides. "What share of
+    revenue comes from web", with nothing to break it down by, names its part with its only value."""
+    if reading.share is None and reading.share_of_total and not (reading.breakdowns or reading.grain) \
+            and len(reading.filters) == 1:
+        reading.share = reading.filters.pop()
     if reading.share is not None:
         reading.share_of_total = False
 
@@ -417,14 +457,16 @@ def _follow(earlier: Reading, new: Reading, question: str) -> Reading:
         if re.search(r"\b(also|too|as well)\b", question.lower()):
             merged.breakdowns = earlier.breakdowns + [b for b in new.breakdowns if b not in earlier.breakdowns]
             merged.grain = new.grain or earlier.grain
-    replaced = {f.field["id"] for f in new.filters}
+    replaced = {f.field["id"] for f in [*new.filters, *([new.split] if new.split else [])]}
     merged.filters = [f for f in earlier.filters if f.field["id"] not in replaced] + list(new.filters)
+    if merged.split is not None and merged.split.field["id"] in replaced and new.split is None:
+        merged.split = None  # "now only phone" after "web vs store": one channel now, not three
     merged.time = new.time or earlier.time
     if new.limit or new.direction:
         merged.limit, merged.direction = new.limit, new.direction
     merged.compare = new.compare or earlier.compare
     merged.compare_grain = new.compare_grain or earlier.compare_grain
-    merged.split = new.split or earlier.split
+    merged.split = new.split or merged.split
     merged.share = new.share or earlier.share
     nothing_new = not (new.measures or new.breakdowns or new.grain or new.filters or new.time or new.limit
                        or new.direction or new.compare or new.split or new.share)
@@ -445,7 +487,7 @@ def unexplained_words(text: str, entities: list[dict]) -> set[str]:
         if entries:
             covered.update(range(start, start + len(entries[0].phrase)))
     # A word that is only part of a label ("cancelled" of "Cancelled orders") may well be a value too.
-    return {w for i, w in enumerate(tokens) if i not in covered and w not in STOP and w not in PERSONAL}
+    return {w for i, w in enumerate(tokens) if i not in covered and w not in STOP}
 
 
 def is_follow_up(question: str) -> bool:

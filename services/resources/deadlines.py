@@ -37,10 +37,13 @@ class DeadlineWatcher:
         self._order = itertools.count()  # ties never compare Deadline objects
         self._name = name
         self._thread: threading.Thread | None = None
+        self._closed = False
 
     def arm(self, seconds: float, on_expiry: Callable[[], None]) -> Deadline:
         deadline = Deadline(self, time.monotonic() + seconds, on_expiry)
         with self._lock:
+            if self._closed:
+                raise RuntimeError("the deadline watcher is closed")
             if self._thread is None:  # started on first use: a gateway that never queries DuckDB needs none
                 self._thread = threading.Thread(target=self._watch, daemon=True, name=self._name)
                 self._thread.start()
@@ -52,11 +55,25 @@ class DeadlineWatcher:
     def cancel(self, deadline: Deadline) -> None:
         # The watcher runs on_expiry while holding the lock, so taking it waits out a firing callback.
         with self._lock:
-            deadline.cancelled = True  # left in the heap; skipped when it comes due
+            deadline.cancelled = True
+            # Cancelled entries leave the heap when they reach its top; a long timeout would keep many
+            # waiting (and their connections' interrupt methods) alive, so they are swept when they pile up.
+            if len(self._heap) > 64 and len(self._heap) > 2 * sum(not d.cancelled for _, _, d in self._heap):
+                self._heap = [entry for entry in self._heap if not entry[2].cancelled]
+                heapq.heapify(self._heap)
+
+    def close(self) -> None:
+        """Stop the watcher thread; deadlines still armed never fire."""
+        with self._lock:
+            self._closed = True
+            self._heap.clear()
+            self._lock.notify()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
 
     def _watch(self) -> None:
         with self._lock:
-            while True:
+            while not self._closed:
                 while self._heap and self._heap[0][2].cancelled:
                     heapq.heappop(self._heap)
                 if not self._heap:

@@ -195,8 +195,7 @@ class Gateway:
         try:
             if kind == "value-match":
                 matches, truncated = probes.value_match(self.warehouse, fields, text)
-                outcome = (matches, truncated, self._scope_with(capability, [self.catalog.entities[f.entity]
-                                                                             for f, _ in matches]))
+                outcome = (matches, truncated, self._scope_with(capability, [f for f, _ in matches]))
             elif kind == "value-domain":
                 outcome = probes.value_domain(self.warehouse, target)
             elif kind == "field-profile":
@@ -246,17 +245,16 @@ class Gateway:
         return [f for entity in self.catalog.entities.values() for f in entity.fields.values()
                 if f.spec.exposure == "bounded-values" and f.spec.type == "string"]
 
-    def _scope_with(self, capability: Capability, entities: list[CatalogEntity]) -> str:
-        """The capability widened with these entities as describe_data would show them, and the relationships
-        between them and what was already in scope (so a draft can name a path's role)."""
-        if not entities:
+    def _scope_with(self, capability: Capability, fields: list[CatalogField]) -> str:
+        """The capability widened with exactly what a value-match showed: the matched fields, their entities,
+        and the relationships between those and what was already in scope (so a draft can name a path's
+        role). The entities' other fields come only by asking for them (describe_data)."""
+        if not fields:
             return ""
-        unique = list({entity.name: entity for entity in entities}.values())
-        found = [(e, [f for f in e.fields.values() if f.model_visible][:40], list(e.metrics.values())[:24])
-                 for e in unique]
-        ids = self._ids_of(found)
+        entities = {f.entity for f in fields}
         in_scope = {e.name for e in self.catalog.entities.values() if e.id in capability.ids}
-        ids |= {r.id for r in self.catalog.relationships_between(in_scope | {e.name for e in unique})}
+        ids = {f.id for f in fields} | {self.catalog.entities[name].id for name in entities}
+        ids |= {r.id for r in self.catalog.relationships_between(in_scope | entities)}
         return self.capabilities.widen(capability, ids)
 
     def probes_remaining(self, session_id: str, turn_id: str) -> int:

@@ -191,4 +191,5 @@ class Warehouse:
         return ping(self.engine, "warehouse")
 
     def close(self) -> None:
+        self._deadlines.close()
         self.engine.dispose()

@@ -186,9 +186,13 @@ def _back(bucket: str, months: int) -> str:
 
 
 def _same(got, want) -> bool:
+    """Money and counts to the cent; rates, shares and growth (under 10) to a millionth, so dating a rate's
+    rows by the wrong date (a difference in the third decimal) cannot pass."""
     if want is None or got is None:
         return want is None and got is None
-    return abs(Decimal(str(got)) - Decimal(want)) < CLOSE * max(Decimal(1), abs(Decimal(want)) / 10_000)
+    want = Decimal(want)
+    tolerance = Decimal("0.000001") if abs(want) < 10 else CLOSE * max(Decimal(1), abs(want) / 10_000)
+    return abs(Decimal(str(got)) - want) <= tolerance
 
 
 def _group_value(value):
@@ -334,10 +338,14 @@ def test_nothing_handed_to_the_model_carries_warehouse_values(model_transcript, 
     """Every tool result every model received in this test session (the golden set included): no warehouse
     value except what a value-domain probe returned as untrusted values, and no figure the answers showed."""
     records = [json.loads(line) for line in model_transcript.read_text().splitlines()]
-    results = [json.loads(r["text"]) for r in records if r["kind"].startswith("result:")]
     assert len({r["turn_id"] for r in records}) >= len(GOLDEN), "run the whole module: the scan covers its turns"
-    probed = {v for result in results for v in result.get("untrusted_values", [])}
-    probed |= {m["untrusted_value"] for result in results for m in result.get("matches", [])}
+    # Probe output is the model's to see (screened, marked untrusted), in the turn that asked for it only.
+    probed_in: dict[str, set[str]] = defaultdict(set)
+    for record in records:
+        if record["kind"] == "result:probe_data":
+            probe = json.loads(record["text"])
+            probed_in[record["turn_id"]] |= {*probe.get("untrusted_values", []),
+                                             *(m["untrusted_value"] for m in probe.get("matches", []))}
     engine = sa.create_engine(warehouse_url)
     cells: set[str] = set()
     numbers: set[Decimal] = set()
@@ -353,13 +361,16 @@ def test_nothing_handed_to_the_model_carries_warehouse_values(model_transcript, 
     numbers |= {v for v in SHOWN if v % 1}  # the figures with decimals the golden answers showed (small
     # whole numbers such as row counts are no signature of a leak)
     leaked = []
-    for result in results:
-        for key, leaf in _leaves(result):
+    for record in records:
+        if not record["kind"].startswith("result:"):
+            continue
+        unseen = cells - probed_in[record["turn_id"]]
+        for key, leaf in _leaves(json.loads(record["text"])):
             if key in ("untrusted_values", "untrusted_value"):  # probe output: screened, marked untrusted
                 continue
-            if isinstance(leaf, str) and leaf in cells - probed:
+            if isinstance(leaf, str) and leaf in unseen:
                 leaked.append((key, leaf))
-            elif isinstance(leaf, str) and any(len(c) >= 12 and c in leaf for c in cells - probed):
+            elif isinstance(leaf, str) and any(len(c) >= 12 and c in leaf for c in unseen):
                 leaked.append((key, leaf[:80]))
             elif isinstance(leaf, (int, float)) and Decimal(str(leaf)).quantize(Decimal("0.01")) in numbers \
                     and key != "coverage":

@@ -172,6 +172,9 @@ def test_value_match_finds_values_the_text_names_in_any_field_whatever_their_cas
     assert {session.field("regions", "country"), session.field("orders", "channel"),
             session.entity("regions")} <= widened.ids
     assert session.field("regions", "country") not in capability.ids
+    # exactly what the probe showed: the matched fields and their entities, not the entities' other fields
+    assert session.field("orders", "status") not in widened.ids
+    assert session.metric("regions", "region_count") not in widened.ids
 
 
 def test_value_match_on_one_field_and_its_refusals(gateway, session):

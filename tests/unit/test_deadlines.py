@@ -70,3 +70,20 @@ def test_many_statements_share_one_thread():
     assert names.count("deadlines-under-test") == 1
     for deadline in deadlines:
         deadline.cancel()
+
+
+def test_closing_stops_the_thread_and_nothing_fires_after():
+    watcher = DeadlineWatcher(name="deadlines-closing")
+    fired = threading.Event()
+    watcher.arm(0.2, fired.set)
+    watcher.close()
+    assert "deadlines-closing" not in [t.name for t in threading.enumerate()]
+    assert not fired.wait(0.5)
+
+
+def test_many_cancelled_deadlines_do_not_pile_up():
+    watcher = DeadlineWatcher()
+    for _ in range(1000):
+        watcher.arm(3600, lambda: None).cancel()
+    assert len(watcher._heap) <= 130  # swept, not kept for the hour until each comes due
+    watcher.close()
