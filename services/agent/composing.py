@@ -131,10 +131,16 @@ def _sentence(ids: dict, binding: dict, rows: int, reading: Reading, drafted: Dr
                        "first": cell(drafted.primary), "first_period": cell("t")}
     elif "order_by" in drafted.draft and (dims[0] != "t" or reading.direction):
         ends = "lowest" if reading.direction == "asc" else "highest"
-        text = f"{{group}} has the {ends} {_lower(label)}{where}: {{value}}."
+        groups = [d for d in dims if d != "s"]
+        if len(groups) == 1:
+            text = f"{{group}} has the {ends} {_lower(label)}{where}: {{value}}."
+            figures = {"group": cell(groups[0]), "value": cell(drafted.primary)}
+        else:  # the first row is one combination of the breakdowns: the words name all of it
+            names = " and ".join(f"{{g{i}}}" for i in range(len(groups)))
+            text = f"The {ends} {_lower(label)}{where} is {{value}}, for {names}."
+            figures = {"value": cell(drafted.primary), **{f"g{i}": cell(g) for i, g in enumerate(groups)}}
         if reading.limit:
             text += f" These are the {'bottom' if ends == 'lowest' else 'top'} {reading.limit}."
-        figures = {"group": cell(dims[0]), "value": cell(drafted.primary)}
     else:  # several breakdowns over time: the chart and table say it all, no single figure does
         return {"id": "answer-text", "component": ids["Text"], "data": {
             "text": f"{subject(reading, drafted)[:1].upper()}{subject(reading, drafted)[1:]}."[:600]}}

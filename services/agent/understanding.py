@@ -132,10 +132,16 @@ class Vocabulary:
                 for name in [fld["label"], *fld.get("synonyms", [])]:
                     self.entries.append(_Entry(tuple(words(name)), "field", item, True))
         self.known = {w for entry in self.entries for w in entry.phrase}
+        self._starting: dict[str, list[_Entry]] = {}  # entries by their first word: a lookup, not a scan
+        for entry in self.entries:
+            if entry.phrase:
+                self._starting.setdefault(entry.phrase[0], []).append(entry)
+        self._corrections: dict[str, str] = {}
 
     def longest_at(self, tokens: list[str], start: int) -> list[_Entry]:
         """Entries whose whole phrase starts at `start`, longest first."""
-        found = [e for e in self.entries if e.phrase and tuple(tokens[start:start + len(e.phrase)]) == e.phrase]
+        found = [e for e in self._starting.get(tokens[start], ())
+                 if tuple(tokens[start:start + len(e.phrase)]) == e.phrase]
         if not found:
             return []
         size = max(len(e.phrase) for e in found)
@@ -153,10 +159,13 @@ class Vocabulary:
         """A typo'd word as the catalog word it most likely meant ("revenu" → "revenue")."""
         if word in self.known or word in STOP or len(word) < 4 or word.isdigit():
             return word
-        if any(word.startswith(known) and len(known) >= 4 for known in self.known):
-            return word  # "refunded" is not a typo of "refund": another word, maybe a value
-        close = difflib.get_close_matches(word, sorted(self.known), n=1, cutoff=0.8)
-        return close[0] if close else word
+        if word not in self._corrections:  # a question may repeat a word a thousand times
+            if any(word.startswith(known) and len(known) >= 4 for known in self.known):
+                self._corrections[word] = word  # "refunded" is no typo of "refund": maybe a value
+            else:
+                close = difflib.get_close_matches(word, sorted(self.known), n=1, cutoff=0.8)
+                self._corrections[word] = close[0] if close else word
+        return self._corrections[word]
 
 
 def reachable(entities: list[dict], owner: str) -> list[str]:
@@ -304,7 +313,8 @@ def _catalog_words(text: str, reading: Reading, vocabulary: Vocabulary) -> None:
     raw = _WORD.findall(text)
     seen = _Words(raw, [vocabulary.corrected(singular(w)) for w in raw],
                   {f.field["id"] for f in [*reading.filters, *filter(None, [reading.split, reading.share])]},
-                  [bool(_BREAKDOWN.search(" ".join(raw[:i]))) for i in range(len(raw))],
+                  # the three words before each: a breakdown phrase is at most three words ("broken down by")
+                  [bool(_BREAKDOWN.search(" ".join(raw[max(0, i - 3):i]))) for i in range(len(raw))],
                   [i > 0 and raw[i - 1] in ("per", "each") for i in range(len(raw))])
     position = 0
     while position < len(seen.tokens):
