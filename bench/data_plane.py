@@ -114,6 +114,24 @@ def _grant(cert_dir: Path, descriptor) -> common_pb2.SignedToken:
     return tokens.sign(load_signing_key(signing_key_path(cert_dir, "host")), tokens.PURPOSE_WINDOW_GRANT, claims)
 
 
+def _side_by_side(rpc, raw) -> tuple[float, float, int]:
+    """Median milliseconds of each, over alternating rounds: at least ROUNDS, more where a query is quick
+    (DuckDB's ~0.1 s), since a median over a few rounds on a shared 2-core machine moves by more than the
+    10% it is held to."""
+    rpc()  # warm both: caches, plans, pages
+    started = time.perf_counter()
+    raw()
+    rounds = max(ROUNDS, min(MAX_ROUNDS, int(ROUND_BUDGET_SECONDS / max(time.perf_counter() - started, 1e-3))))
+    times: dict[str, list[float]] = {"rpc": [], "raw": []}
+    for number in range(rounds):
+        pair = [("rpc", rpc), ("raw", raw)]
+        for label, call in pair if number % 2 == 0 else pair[::-1]:
+            started = time.perf_counter()
+            call()
+            times[label].append(time.perf_counter() - started)
+    return statistics.median(times["rpc"]) * 1000, statistics.median(times["raw"]) * 1000, rounds
+
+
 def _peak_rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -147,21 +165,7 @@ def bench_backend(name: str, url: str, cert_dir: Path, work: Path) -> tuple[list
                     turn=turn, draft_json=json.dumps(draft), capability_token=catalog.capability_token),
                     timeout=600)
 
-            analyze(heavy)  # warm both: caches, plans, pages
-            started = time.perf_counter()
-            raw(sql)
-            # At least ROUNDS pairs, more where a query is quick (DuckDB's ~0.1 s): a median over a few
-            # rounds on a shared 2-core machine moves by more than the 10% it is held to.
-            rounds = max(ROUNDS, min(MAX_ROUNDS, int(ROUND_BUDGET_SECONDS / max(time.perf_counter() - started,
-                                                                                 1e-3))))
-            rpc_times, raw_times = [], []
-            for round_number in range(rounds):
-                pair = [("rpc", lambda: analyze(heavy)), ("raw", lambda: raw(sql))]
-                for label, call in pair if round_number % 2 == 0 else pair[::-1]:
-                    started = time.perf_counter()
-                    call()
-                    (rpc_times if label == "rpc" else raw_times).append(time.perf_counter() - started)
-            rpc_ms, raw_ms = statistics.median(rpc_times) * 1000, statistics.median(raw_times) * 1000
+            rpc_ms, raw_ms, rounds = _side_by_side(lambda: analyze(heavy), lambda: raw(sql))
             results.append({"name": f"analyze_heavy_aggregate_1m_{name}", "value": round(rpc_ms, 1), "unit": "ms",
                             "baseline": round(raw_ms, 1), "ratio": round(rpc_ms / raw_ms, 3), "goal_ratio": 1.10,
                             "description": f"Analyze RPC (revenue, units, return rate by month x category over 1M "
