@@ -6,6 +6,8 @@ of the same entity), so a suggestion does not lead to "I can't answer that"; a t
 
 from __future__ import annotations
 
+from services.agent.drafting import time_field
+from services.agent.understanding import reachable
 from tessera.resources.v1 import resources_pb2
 
 MAX_SUGGESTIONS = 4
@@ -40,9 +42,6 @@ def closest(reading, entities: list[dict]) -> list[str]:
     """Up to three questions the embedded planner can answer, nearest to what it understood of one it could
     not: the same measure as a total, by month, and by a breakdown its rows have; with no measure understood,
     the slice's own first measures. Worded the way the planner reads them (a test asks each one)."""
-    from services.agent.drafting import time_field
-    from services.agent.understanding import reachable
-
     measures = list(reading.measures) or [{**m, "entity_id": e["id"]} for e in entities for m in e["metrics"]
                                           if m["label"].lower().startswith("number of")][:2]
     by_id = {e["id"]: e for e in entities}

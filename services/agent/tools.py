@@ -119,6 +119,19 @@ def build_tools(state: TurnState, resources, host, peers_ready: PeerReadiness, c
             state.mark_unavailable("run record", f"probe values were not recorded at the broker "
                                                  f"({exc.code().name})")
 
+    async def screened_values(values: list[tuple[str, str]]) -> tuple[list[str], list[str]]:
+        """Warehouse text (value, field id) as the model may see it: screened, recorded at the broker, the
+        run tainted (and flagged on a match). The screened texts and the rules that matched."""
+        screened = [screen(value, "probe_data", f"{field_id} value {i + 1}")
+                    for i, (value, field_id) in enumerate(values)]
+        flags = sorted({hit.rule for item in screened for hit in item.matches})
+        state.tainted = True
+        state.flagged |= bool(flags)
+        if values:
+            await record_reads(state, [(item.source, item.ref, value) for item, (value, _) in zip(screened, values,
+                                                                                                   strict=True)])
+        return [item.text for item in screened], flags
+
     async def inspect_current_context(arguments: dict) -> dict:
         readiness = await peers_ready()
         for tool, peer in TOOL_PEERS.items():
@@ -158,28 +171,14 @@ def build_tools(state: TurnState, resources, host, peers_ready: PeerReadiness, c
         if which == "value_matches":  # values named by the text, and the scope to filter on them
             state.capability_token = reply.capability_token or state.capability_token
             matches = list(reply.value_matches.matches)
-            screened = [screen(m.value, "probe_data", f"{m.field_id} value {i + 1}") for i, m in enumerate(matches)]
-            flags = sorted({hit.rule for item in screened for hit in item.matches})
-            state.tainted = True
-            state.flagged |= bool(flags)
-            if matches:
-                await record_reads(state, [(item.source, item.ref, m.value) for item, m in zip(screened, matches,
-                                                                                                 strict=True)])
-            result.update(matches=[{"field_id": m.field_id, "entity_id": m.entity_id, "untrusted_value": item.text}
-                                   for item, m in zip(screened, matches, strict=True)],
+            texts, flags = await screened_values([(m.value, m.field_id) for m in matches])
+            result.update(matches=[{"field_id": m.field_id, "entity_id": m.entity_id, "untrusted_value": text}
+                                   for text, m in zip(texts, matches, strict=True)],
                           truncated=reply.value_matches.truncated, flags=flags)
         elif which == "value_domain":  # warehouse text is external text: screened, then untrusted data (§8)
-            values = list(reply.value_domain.values)
-            screened = [screen(value, "probe_data", f"{arguments.get('field_id', '')} value {i + 1}")
-                        for i, value in enumerate(values)]
-            flags = sorted({m.rule for item in screened for m in item.matches})
-            state.tainted = True
-            state.flagged |= bool(flags)
-            if values:
-                await record_reads(state, [(item.source, item.ref, value) for item, value in zip(screened, values,
-                                                                                                  strict=True)])
-            result.update(untrusted_values=[item.text for item in screened], truncated=reply.value_domain.truncated,
-                          flags=flags)
+            texts, flags = await screened_values([(v, arguments.get("field_id", "")) for v in
+                                                  reply.value_domain.values])
+            result.update(untrusted_values=texts, truncated=reply.value_domain.truncated, flags=flags)
         elif which == "field_profile":
             p = reply.field_profile
             result.update(row_count=p.row_count, null_count=p.null_count, distinct_count=p.distinct_count)

@@ -19,7 +19,7 @@ from shared.channels import sync_channel
 from shared.contracts import invoke, invoke_stream
 from tessera.agent.v1 import agent_pb2
 from tessera.host.v1 import host_pb2
-from tests.fixtures.golden.reference import Reference
+from tests.fixtures.golden.reference import Reference, months_back
 from tests.integration.test_agent_turns import window
 
 GOLDEN = yaml.safe_load((Path(__file__).parents[1] / "fixtures" / "golden" / "questions.yaml").read_text())
@@ -180,9 +180,7 @@ def expected_rows(reference: Reference, expect: dict) -> dict[tuple, dict[str, D
 
 
 def _back(bucket: str, months: int) -> str:
-    moment = dt.datetime.fromisoformat(bucket)
-    index = moment.year * 12 + moment.month - 1 - months
-    return moment.replace(year=index // 12, month=index % 12 + 1).isoformat()
+    return months_back(dt.datetime.fromisoformat(bucket), months).isoformat()
 
 
 def _same(got, want) -> bool:
