@@ -2,7 +2,10 @@
 
 The CLI is a human-facing edge: it signs the operator's actor assertion with
 its own key, and the broker checks it. A decision quotes the arguments hash
-of the card it was shown, so what is approved is exactly what was displayed.
+of the card it was shown, so what is approved is exactly what was displayed,
+and is signed with the same key over a nonce the broker gave out for it
+(shared/decisions.py): the broker verifies that signature before anything
+runs, and records which key signed.
 Each `approve`/`reject` carries one decision id, sent unchanged on every retry
 of a call that found the broker down or slow: the broker answers a retry of a
 decision it already recorded with that decision's outcome, and the effect runs
@@ -27,6 +30,7 @@ from shared.actors import assert_actor
 from shared.certs import load_signing_key, signing_key_path
 from shared.channels import sync_channel
 from shared.contracts import invoke, invoke_stream
+from shared.decisions import signed_by_operator
 from shared.errors import error_details
 from shared.printable import printable
 from tessera.capabilities.v1 import capabilities_pb2 as cap
@@ -81,7 +85,8 @@ def _when(timestamp) -> str:
 class ApprovalDesk:
     def __init__(self, address: str, cert_dir: Path) -> None:
         self.channel = sync_channel(address, cli_credentials(cert_dir, "cli"), "capabilities")
-        self.person = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), *OPERATOR)
+        self.key = load_signing_key(signing_key_path(cert_dir, "cli"))
+        self.person = assert_actor(self.key, *OPERATOR)
 
     def close(self) -> None:
         self.channel.close()
@@ -133,6 +138,14 @@ class ApprovalDesk:
             entries=[cap.EntryDecision(entry_id=e, decision=cap.DECISION_APPROVE) for e in entries],
             decision_id=f"cli-{secrets.token_hex(16)}")
         try:
+            # Signed with this CLI's own key over the broker's nonce: the broker verifies the signature, so
+            # nothing that carries a decision can change it. Retries resend this same signed request.
+            begun = retrying(lambda: self.call("BeginDecision", cap.BeginDecisionRequest(
+                actor=self.person, approval_id=approval_id)))
+            if not begun.operator_key_allowed and approve:
+                raise DecisionRefused(f"PASSKEY_REQUIRED: this action's policy accepts only a passkey; approve "
+                                      f"{approval_id} in the browser")
+            request = signed_by_operator(request, begun.nonce, self.key)
             reply = retrying(lambda: invoke(self.channel, "capabilities", "Decide", request,
                                             timeout=DECIDE_TIMEOUT_SECONDS))
         except grpc.RpcError as exc:

@@ -117,6 +117,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     state = _state_file()
     write_private(state, json.dumps(services.state(), indent=2).encode())
     _print_set(services)
+    _print_sign_in(services, directory)
     print(f"\nall services up; logs in {services.run_dir / 'logs'}. A service that dies is restarted; "
           "Ctrl-C stops them all.", flush=True)
     status = run_until_stopped(services, state, say=_say, complain=_complain)
@@ -125,6 +126,21 @@ def cmd_up(args: argparse.Namespace) -> int:
     state.unlink(missing_ok=True)
     print(table([[n, str(c)] for n, c in codes.items()], ["service", "exit status"]))
     return status
+
+
+def _print_sign_in(services: ServiceSet, directory: Path) -> None:
+    """The local person's one-time sign-in link, on this terminal only (web lets no one in without one)."""
+    from cli.persons import LOCAL_PERSON, enrollment_link, web_url
+
+    try:
+        link, about = enrollment_link(services.handles["capabilities"].address, directory, *LOCAL_PERSON,
+                                      web_url(services.handles["web"].address))
+    except grpc.RpcError as exc:
+        print(f"tessera: no sign-in link: the broker refused ({exc.code().name}); try "
+              f"`tessera persons enroll {LOCAL_PERSON[0]}`", file=sys.stderr)
+        return
+    print(f"\nsign in with this {about.removeprefix('one-time ')}\n  {link}\n"
+          f"(another one: `tessera persons enroll {LOCAL_PERSON[0]}` while the services run)", flush=True)
 
 
 def _say(line: str) -> None:
@@ -216,6 +232,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print("starting services ...", flush=True)
     if _start(services):
         return 1
+    recorded = False
     try:
         _print_set(services)
         ok = walk(services, directory)
@@ -229,9 +246,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
             ok &= bool(done.revision_ids)
         print(f"\nthe UI is running at {url}")
         if ok and (args.keep or sys.stdin.isatty()):
+            # Recorded like `tessera up`'s set, so `tessera approvals` and `tessera persons` reach it.
+            write_private(_state_file(), json.dumps(services.state(), indent=2).encode())
+            recorded = True
+            _print_sign_in(services, directory)
             print("ask it anything there; Ctrl-C stops everything", flush=True)
             ok = run_until_stopped(services, say=_say, complain=_complain) == 0
     finally:
+        if recorded:
+            _state_file().unlink(missing_ok=True)
         print("\nstopping services ...", flush=True)
         codes = services.stop()
         print(table([[n, str(c)] for n, c in codes.items()], ["service", "exit status"]))
@@ -374,6 +397,28 @@ def cmd_semantic(args: argparse.Namespace) -> int:
     return semantic_import.run(args)
 
 
+def cmd_persons(args: argparse.Namespace) -> int:
+    """A one-time sign-in and passkey enrollment link for a person, printed here only."""
+    from cli.persons import enrollment_link, web_url
+
+    found = _running_address("capabilities")
+    web = _running_address("web")
+    if found is None or web is None:
+        return 1
+    try:
+        link, about = enrollment_link(*found, args.person, args.tenant, args.name or args.person,
+                                      args.url or web_url(web[0]))
+    except grpc.RpcError as exc:
+        from shared.errors import error_details
+
+        details = error_details(exc)
+        print(f"tessera: error: {exc.code().name} {details.reason}: {details.message}", file=sys.stderr)
+        return 1
+    print(about, file=sys.stderr)
+    print(link)
+    return 0
+
+
 def _add_approval_parsers(sub) -> None:
     """The approval desk and the audit export, both answered by the broker."""
     desk = sub.add_parser("approvals", help="list, show, approve or reject pending approvals")
@@ -391,6 +436,16 @@ def _add_approval_parsers(sub) -> None:
         else:
             deciding.set_defaults(entry=[])
     desk.set_defaults(run=cmd_approvals)
+    persons = sub.add_parser("persons", help="sign-in and passkey enrollment links for people")
+    person_actions = persons.add_subparsers(dest="action", required=True)
+    enroll = person_actions.add_parser("enroll", help="print a one-time link that signs PERSON in and lets them "
+                                                      "add a passkey (10 minutes, single use)")
+    enroll.add_argument("person", help="the person's id, e.g. local-user or ada@example.com")
+    enroll.add_argument("--tenant", default="local", help="their tenant (default: local)")
+    enroll.add_argument("--name", help="their name as shown (default: the id)")
+    enroll.add_argument("--url", help="web's address as the person opens it (default: the running web, on "
+                                      "localhost)")
+    persons.set_defaults(run=cmd_persons)
     audit = sub.add_parser("audit", help="export the broker's audit trail as JSONL")
     audit.add_argument("--out", help="write to this file instead of standard output")
     audit.set_defaults(run=cmd_approvals)

@@ -37,6 +37,7 @@ def credentials(cert_dir):
     def load(principal: str) -> Credentials:
         return cli_credentials(cert_dir, principal)
 
+    load.cert_dir = cert_dir  # where the CLI's signing key is, for tests that sign decisions as the CLI
     return load
 
 

@@ -32,10 +32,12 @@ from services.capabilities.changes import DataChanges, Entry, VersionConflict
 from services.capabilities.mcp_gate import ToolCallFailed, ToolGate, ToolState, result_text
 from services.capabilities.metrics import BrokerMetrics
 from services.capabilities.policy import Action, ActionPolicy
-from services.capabilities.store import BrokerStore, Intent, refuse
+from services.capabilities.signatures import DecisionSignatures
+from services.capabilities.store import BrokerStore, Intent, Signature, outcome, refuse
 from services.capabilities.wording import Wording
 from shared.actors import Actor
 from shared.bounded_json import BoundedJsonError, Limits, canonical, parse
+from shared.errors import TesseraError
 from shared.screen import screen
 from tessera.capabilities.v1 import capabilities_pb2
 from tessera.common.v1 import common_pb2
@@ -59,8 +61,10 @@ def sha256(text: str) -> str:
 class Broker:
     def __init__(self, policy: ActionPolicy, store: BrokerStore, changes: DataChanges, pool: ThreadPoolExecutor,
                  approval_ttl: float, dry_run: bool, metrics: BrokerMetrics, gate: ToolGate,
-                 on_event: Callable[[], None] = lambda: None, lease_pool: ThreadPoolExecutor | None = None) -> None:
+                 signatures: DecisionSignatures, on_event: Callable[[], None] = lambda: None,
+                 lease_pool: ThreadPoolExecutor | None = None) -> None:
         self.policy = policy
+        self.signatures = signatures
         self.gate = gate
         self.store = store
         self.changes = changes
@@ -156,18 +160,54 @@ class Broker:
             raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "DECISION_ID_INVALID",
                          "decision_id: 1-128 characters of A-Z a-z 0-9 . _ : -")
         approve = request.decision == capabilities_pb2.DECISION_APPROVE
-        async with self._one_decision_at_a_time(request.approval_id):
-            intent, approval, replayed = await self.db(
-                self.store.decide, request.approval_id, actor.tenant_id, actor.actor_id, approve, request.reason,
-                request.arguments_sha256, partial(_entries_for, request), request.decision_id,
-                _decision_digest(request))
-            running = self._start(intent, approval.approved_entries or []) if approve and not replayed else None
+        try:
+            async with self._one_decision_at_a_time(request.approval_id):
+                signature = await self.db(self._signature, actor, request)
+                intent, approval, replayed = await self.db(
+                    self.store.decide, request.approval_id, actor.tenant_id, actor.actor_id, approve,
+                    request.reason, request.arguments_sha256, partial(_entries_for, request), request.decision_id,
+                    _decision_digest(request), signature)
+                running = self._start(intent, approval.approved_entries or []) if approve and not replayed else None
+        except TesseraError as exc:  # every refused decision is on the record, with its reason
+            await self.db(self.store.audit, actor.tenant_id, "decision-refused", actor.actor_id,
+                          approval_id=request.approval_id[:128], reason=exc.reason,
+                          signed_with=request.WhichOneof("signature") or "unsigned")
+            raise
         if replayed:  # a retry: the first call's outcome, waiting for its effect as that call did
             return await self._outcome(intent), True
         self.metrics.decided(approval.state, approval.decided_at - approval.requested_at)
         if running is None:
             return intent, False
         return await asyncio.shield(running), False
+
+    def _signature(self, actor: Actor, request: capabilities_pb2.DecideRequest) -> Signature | None:
+        """The decision's verified signature while the approval is the person's and pending; None otherwise
+        (the store then answers a retry with its outcome, or refuses, and never decides on None)."""
+        found = self.store.approval(request.approval_id)
+        if found is None or (found[1].tenant_id, found[1].actor_id) != (actor.tenant_id, actor.actor_id):
+            return None
+        approval, intent = found
+        if approval.state == "pending":
+            return self.signatures.verify(actor, request, intent)
+        retry = request.decision_id and request.decision_id == approval.decision_id
+        if not retry and request.nonce and self.signatures.people.nonce_used(request.nonce):
+            raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "ASSERTION_REPLAYED",
+                         "this signed decision was used already; each signature decides once",
+                         outcome(approval, intent))
+        return None
+
+    async def begin_decision(self, actor: Actor, approval_id: str) -> capabilities_pb2.BeginDecisionResponse:
+        """A nonce to sign a decision on one of the person's pending approvals with."""
+        await self.expire()
+        found = await self.db(self.store.approval, approval_id)
+        if found is None or (found[1].tenant_id, found[1].actor_id) != (actor.tenant_id, actor.actor_id):
+            raise refuse(grpc.StatusCode.NOT_FOUND, "APPROVAL_UNKNOWN", "no such approval")
+        approval, intent = found
+        if approval.state != "pending":
+            raise refuse(grpc.StatusCode.FAILED_PRECONDITION,
+                         "APPROVAL_EXPIRED" if approval.state == "expired" else "APPROVAL_ALREADY_DECIDED",
+                         f"the approval was already {approval.state}", outcome(approval, intent))
+        return await self.db(self.signatures.begin, actor, approval, intent)
 
     @contextlib.asynccontextmanager
     async def _one_decision_at_a_time(self, approval_id: str):

@@ -26,6 +26,10 @@ class CapabilitiesSettings(ServiceSettings):
     lease_seconds: float = Field(default=30, ge=1, le=600)
     # Mutations are replaced by recording stubs: they are still approved, never auto-approved.
     dry_run: bool = False
+    # WebAuthn relying party of people's passkeys: the domain web is served on (a passkey works only there),
+    # and the page origins allowed to use them (empty: https://<rp id> on any port, and http://localhost).
+    webauthn_rp_id: str = Field(default="localhost", min_length=1, max_length=253, pattern=r"^[a-z0-9.-]+$")
+    webauthn_origins: list[str] = Field(default_factory=list, max_length=20)
     # Prometheus /metrics on this port (0 = off).
     metrics_port: int = Field(default=0, ge=0, le=65535)
 

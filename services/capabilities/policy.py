@@ -56,6 +56,9 @@ class ActionSpec(_Strict):
     effect: Literal["none", "read", "reversible-write", "irreversible-write"]
     approval: Literal["required", "none"]
     idempotency_scope: Literal["actor", "tenant"] = "actor"
+    # Who may sign an approval: the person's passkey, the operator CLI's key. High-risk actions: [passkey].
+    approvers: tuple[Literal["passkey", "operator-key"], ...] = Field(default=("passkey", "operator-key"),
+                                                                      min_length=1)
     executor: Literal["data-change"]
     data_change: FixedChange | None = None
     input_schema: dict

@@ -14,16 +14,21 @@ import sqlalchemy as sa
 from services.capabilities.broker import Broker, card, summary
 from services.capabilities.changes import DataChanges
 from services.capabilities.config import CapabilitiesSettings
+from services.capabilities.enrollment import Enrollments
 from services.capabilities.mcp_gate import ToolGate
 from services.capabilities.metrics import BrokerMetrics
+from services.capabilities.passkey_store import PasskeyStore
+from services.capabilities.passkeys import RelyingParty
 from services.capabilities.policy import ActionPolicy, PolicyError
 from services.capabilities.publisher import HostPublisher
+from services.capabilities.signatures import DecisionSignatures
 from services.capabilities.store import BrokerStore, engine_for, migrate, refuse
 from services.capabilities.tool_policy import ToolPolicy, digest
 from services.capabilities.wording import Wording
 from shared.actors import Actor, ActorVerifier
 from shared.authz import caller_identity
 from shared.bounded_json import canonical
+from shared.certs import CredentialError, load_verify_key, verify_key_path
 from shared.channels import aio_channel
 from shared.config import peer_target
 from shared.db import unreachable
@@ -48,11 +53,12 @@ MAX_PAGE = 100
 
 
 class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServicer):
-    def __init__(self, context: ServiceContext, broker: Broker, wording: Wording) -> None:
+    def __init__(self, context: ServiceContext, broker: Broker, wording: Wording, enrollments: Enrollments) -> None:
         self._info = service_info(context)
         self._actors = ActorVerifier.from_cert_dir(context.settings.cert_dir)
         self._broker = broker
         self._wording = wording
+        self._enrollments = enrollments
 
     def _actor(self, assertion) -> Actor:
         try:
@@ -169,6 +175,41 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
         intent, replayed = await self._broker.decide(actor, request)
         return capabilities_pb2.DecideResponse(receipt=intent.receipt(), replayed=replayed)
 
+    async def BeginDecision(self, request, context):
+        actor = self._actor(request.actor)
+        return await self._broker.begin_decision(actor, request.approval_id)
+
+    async def CreateEnrollment(self, request, context):
+        operator = self._actor(request.actor)
+        reply = await self._broker.db(self._enrollments.create_link, operator, request.person)
+        await self._broker.db(self._broker.store.audit, request.person.tenant_id, "enrollment-link-created",
+                              operator.actor_id, person=request.person.actor_id)
+        return reply
+
+    async def RedeemEnrollment(self, request, context):
+        # No actor yet: the link's token is the authority, and web learns from it who the person is.
+        try:
+            reply = await self._broker.db(self._enrollments.redeem, request.token)
+        except TesseraError as exc:
+            await self._broker.db(self._broker.store.audit, "", "enrollment-link-refused", reason=exc.reason)
+            raise
+        await self._broker.db(self._broker.store.audit, reply.person.tenant_id, "enrollment-link-redeemed",
+                              reply.person.actor_id)
+        return reply
+
+    async def RegisterPasskey(self, request, context):
+        actor = self._actor(request.actor)
+        try:
+            reply = await self._broker.db(self._enrollments.register, actor, request.enrollment_id,
+                                          request.credential_json)
+        except TesseraError as exc:
+            await self._broker.db(self._broker.store.audit, actor.tenant_id, "passkey-refused", actor.actor_id,
+                                  reason=exc.reason)
+            raise
+        await self._broker.db(self._broker.store.audit, actor.tenant_id, "passkey-registered", actor.actor_id,
+                              credential_id=reply.credential_id)
+        return reply
+
     async def GetReceipt(self, request, context):
         actor = self._actor(request.actor)
         intent = await self._broker.db(self._broker.store.intent, request.intent_id)
@@ -226,6 +267,23 @@ def _databases(settings: CapabilitiesSettings) -> tuple[sa.Engine, sa.Engine]:
     return engine, changes_engine
 
 
+def _operator_key(settings: CapabilitiesSettings):
+    """The operator CLI's public key: it signs the CLI's actor assertions and its decisions."""
+    try:
+        return load_verify_key(verify_key_path(settings.cert_dir, "cli"))
+    except CredentialError as exc:
+        raise StartupError(str(exc)) from None
+
+
+def approvers_of(policy: ActionPolicy, tool_policy: ToolPolicy, action_id: str) -> tuple[str, ...]:
+    """Who may sign the approval of an intent: its action contract's or its tool rule's approvers."""
+    action = policy.actions.get(action_id)
+    if action is not None:
+        return action.spec.approvers
+    found = tool_policy.rule(action_id)
+    return found[3].approvers if found else ("passkey",)  # a tool no longer listed: the strictest
+
+
 def build(context: ServiceContext) -> list[Registration]:
     settings: CapabilitiesSettings = context.settings
     try:
@@ -250,9 +308,13 @@ def build(context: ServiceContext) -> list[Registration]:
             "the drift alert for %s was not written to the audit trail: %s", tool_id, done.exception()))
 
     gate = ToolGate(tool_policy, settings.mcp_log_dir, on_drift=drifted)
+    people = PasskeyStore(engine)
+    relying_party = RelyingParty(settings.webauthn_rp_id, tuple(settings.webauthn_origins))
+    signatures = DecisionSignatures(people, relying_party, _operator_key(settings),
+                                    partial(approvers_of, policy, tool_policy))
     broker = Broker(policy, store, DataChanges(changes_engine, policy.policy.data_changes), pool,
-                    settings.approval_ttl_seconds, settings.dry_run, metrics, gate, on_event=publisher.wake.set,
-                    lease_pool=lease_pool)
+                    settings.approval_ttl_seconds, settings.dry_run, metrics, gate, signatures,
+                    on_event=publisher.wake.set, lease_pool=lease_pool)
     metrics_server = metrics.serve(settings.listen_host, settings.metrics_port) if settings.metrics_port else None
 
     async def database_reachable() -> str | None:
@@ -275,7 +337,9 @@ def build(context: ServiceContext) -> list[Registration]:
 
     # Separate tasks on purpose: expiry must never wait behind a tool server that is slow to start, nor
     # behind an effect the restart pass is taking up.
-    return [registration_for("capabilities", CapabilityBrokerService(context, broker, Wording(policy, tool_policy)),
+    service = CapabilityBrokerService(context, broker, Wording(policy, tool_policy),
+                                      Enrollments(people, relying_party))
+    return [registration_for("capabilities", service,
                              readiness=[database_reachable], on_stop=stop,
                              background=[publisher.run, partial(sweep_expired, broker), partial(recover, broker),
                                          partial(warm_up, gate), hold_tool_servers])]

@@ -43,7 +43,8 @@ approvals = sa.Table(
     sa.Column("tenant_id", sa.String), sa.Column("state", sa.String), sa.Column("requested_at", sa.Float),
     sa.Column("expires_at", sa.Float), sa.Column("decided_at", sa.Float), sa.Column("decided_by", sa.String),
     sa.Column("decision_reason", sa.Text), sa.Column("approved_entries", sa.Text),
-    sa.Column("decision_id", sa.String), sa.Column("decision_digest", sa.String))
+    sa.Column("decision_id", sa.String), sa.Column("decision_digest", sa.String),
+    sa.Column("signed_with", sa.String))
 outbox = sa.Table(
     "outbox", metadata, sa.Column("sequence", sa.Integer, primary_key=True), sa.Column("event_id", sa.String),
     sa.Column("request", sa.LargeBinary), sa.Column("state", sa.String), sa.Column("attempts", sa.Integer),
@@ -57,6 +58,22 @@ audit_events = sa.Table(
     "audit_events", metadata, sa.Column("sequence", sa.Integer, primary_key=True), sa.Column("at", sa.Float),
     sa.Column("tenant_id", sa.String), sa.Column("kind", sa.String), sa.Column("intent_id", sa.String),
     sa.Column("approval_id", sa.String), sa.Column("actor_id", sa.String), sa.Column("detail_json", sa.Text))
+
+passkeys = sa.Table(
+    "passkeys", metadata, sa.Column("credential_id", sa.String, primary_key=True),
+    sa.Column("tenant_id", sa.String), sa.Column("actor_id", sa.String), sa.Column("public_key", sa.LargeBinary),
+    sa.Column("sign_count", sa.BigInteger), sa.Column("aaguid", sa.String), sa.Column("created_at", sa.Float),
+    sa.Column("last_used_at", sa.Float))
+enrollments = sa.Table(
+    "enrollments", metadata, sa.Column("token_sha256", sa.String, primary_key=True),
+    sa.Column("tenant_id", sa.String), sa.Column("actor_id", sa.String), sa.Column("display_name", sa.String),
+    sa.Column("created_by", sa.String), sa.Column("created_at", sa.Float), sa.Column("expires_at", sa.Float),
+    sa.Column("redeemed_at", sa.Float), sa.Column("enrollment_id", sa.String), sa.Column("challenge", sa.LargeBinary),
+    sa.Column("registered_at", sa.Float))
+decision_nonces = sa.Table(
+    "decision_nonces", metadata, sa.Column("nonce", sa.String, primary_key=True),
+    sa.Column("approval_id", sa.String), sa.Column("tenant_id", sa.String), sa.Column("actor_id", sa.String),
+    sa.Column("expires_at", sa.Float), sa.Column("used_at", sa.Float))
 
 TERMINAL = frozenset({common_pb2.INTENT_STATUS_SUCCEEDED, common_pb2.INTENT_STATUS_FAILED,
                       common_pb2.INTENT_STATUS_REJECTED, common_pb2.INTENT_STATUS_EXPIRED,
@@ -130,6 +147,7 @@ class Approval:
     approved_entries: list[str] | None
     decision_id: str | None = None  # the client's id of the decision, when it sent one
     decision_digest: str | None = None  # SHA-256 of what that decision said
+    signed_with: str | None = None  # "passkey:<id>", "operator-key:<key id>" or "unsigned"
 
     @property
     def decision(self) -> str:
@@ -147,7 +165,7 @@ def _approval(row) -> Approval:
     entries = json.loads(row.approved_entries) if row.approved_entries else None
     return Approval(row.approval_id, row.intent_id, row.tenant_id, row.state, row.requested_at, row.expires_at,
                     row.decided_at, row.decided_by, row.decision_reason, entries, row.decision_id,
-                    row.decision_digest)
+                    row.decision_digest, row.signed_with)
 
 
 def outcome(approval: Approval, intent: Intent) -> dict[str, str]:
@@ -155,7 +173,8 @@ def outcome(approval: Approval, intent: Intent) -> dict[str, str]:
     decided_at = "" if approval.decided_at is None else \
         dt.datetime.fromtimestamp(approval.decided_at, dt.UTC).isoformat(timespec="milliseconds")
     found = {"approval_id": approval.approval_id, "approval_state": approval.state, "decision": approval.decision,
-             "decided_by": approval.decided_by or "", "decided_at": decided_at, "intent_id": intent.intent_id,
+             "decided_by": approval.decided_by or "", "decided_at": decided_at,
+             "signed_with": approval.signed_with or "", "intent_id": intent.intent_id,
              "intent_status": common_pb2.IntentStatus.Name(intent.status), "intent_reason": intent.reason}
     return {key: value for key, value in found.items() if value}
 
@@ -178,6 +197,52 @@ def _replay_of(approval: Approval, intent: Intent, actor_id: str, decision_id: s
                      "a new decision needs a new id", outcome(approval, intent))
     raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "APPROVAL_ALREADY_DECIDED",
                  f"the approval was already {approval.state}", outcome(approval, intent))
+
+
+@dataclass(frozen=True)
+class Signature:
+    """What signed a decision, as verified before the deciding transaction: recorded with the decision."""
+
+    signed_with: str  # "passkey:<credential id>", "operator-key:<key id>" or "unsigned"
+    nonce: str = ""  # the BeginDecision nonce it quoted (empty: unsigned)
+    passkey: PasskeyUse | None = None
+
+
+@dataclass(frozen=True)
+class PasskeyUse:
+    """A verified assertion's credential and its new signature counter, recorded with the decision."""
+
+    credential_id: str
+    seen_count: int
+    new_count: int
+
+
+def _consume(connection: sa.Connection, nonce: str, approval_id: str, tenant_id: str, actor_id: str, now: float,
+            use: PasskeyUse | None) -> None:
+    """Inside the deciding transaction: use the nonce once, and advance the passkey's counter once.
+
+    Both are checked again here (not only before) so two decisions racing with one signed challenge cannot
+    both pass: the second finds the nonce used and the counter moved."""
+    row = connection.execute(sa.select(decision_nonces).where(decision_nonces.c.nonce == nonce)
+                             .with_for_update()).first()
+    if row is None or (row.approval_id, row.tenant_id, row.actor_id) != (approval_id, tenant_id, actor_id):
+        raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "NONCE_UNKNOWN",
+                     "the decision quotes a nonce this approval did not give out; start the decision again")
+    if row.used_at is not None:
+        raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "ASSERTION_REPLAYED",
+                     "this signed decision was used already; each signature decides once")
+    if now >= row.expires_at:
+        raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "NONCE_EXPIRED",
+                     "the decision took too long to sign; start it again")
+    connection.execute(decision_nonces.update().where(decision_nonces.c.nonce == nonce).values(used_at=now))
+    if use is None:
+        return
+    moved = connection.execute(passkeys.update().where(
+        passkeys.c.credential_id == use.credential_id, passkeys.c.sign_count == use.seen_count)
+        .values(sign_count=use.new_count, last_used_at=now))
+    if moved.rowcount != 1:
+        raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "ASSERTION_REPLAYED",
+                     "the passkey signed something else meanwhile; start the decision again")
 
 
 class OutboxTurn:
@@ -276,12 +341,13 @@ class BrokerStore:
 
     def decide(self, approval_id: str, tenant_id: str, actor_id: str, approve: bool, reason: str,
                arguments_sha256: str, entries_for: Callable[[Intent], list[str]], decision_id: str = "",
-               decision_digest: str = "") -> tuple[Intent, Approval, bool]:
+               decision_digest: str = "", signature: Signature | None = None) -> tuple[Intent, Approval, bool]:
         """Decide a pending approval once, as the person who asked for it; (intent, approval, replayed).
 
         The decision id and digest are written in the same transaction as the decision, so a retry finds
         exactly what was committed: same id and digest → that decision again (replayed, nothing new
-        recorded). Refusals leave everything as it was, except a due expiry, which is recorded (committed)
+        recorded). A signed decision's nonce is used up (and its passkey's counter advanced) in that same
+        transaction. Refusals leave everything as it was, except a due expiry, which is recorded (committed)
         before the refusal is raised."""
         now = time.time()
         self._expire_if_due(approval_id, tenant_id, actor_id, now)
@@ -294,12 +360,18 @@ class BrokerStore:
                 raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "ARGUMENTS_CHANGED",
                              "the decision quotes other arguments than the approval's; a change needs a new request")
             approved = entries_for(intent) if approve else []
+            signature = signature or Signature("unsigned")
+            if approve and not signature.nonce:  # the broker verified none: nothing approves unsigned
+                raise refuse(grpc.StatusCode.PERMISSION_DENIED, "DECISION_UNSIGNED",
+                             "approving needs the person's own signature")
+            if signature.nonce:
+                _consume(connection, signature.nonce, approval_id, tenant_id, actor_id, now, signature.passkey)
             state = "approved" if approve else "rejected"
             status = common_pb2.INTENT_STATUS_RUNNING if approve else common_pb2.INTENT_STATUS_REJECTED
             connection.execute(approvals.update().where(approvals.c.approval_id == approval_id).values(
                 state=state, decided_at=now, decided_by=actor_id, decision_reason=reason,
                 approved_entries=json.dumps(approved) if approve else None, decision_id=decision_id or None,
-                decision_digest=decision_digest or None))
+                decision_digest=decision_digest or None, signed_with=signature.signed_with))
             # Approving hands the effect to this replica under a lease, in the same transaction: exactly
             # one replica runs it, and another takes it up only if this one stops renewing.
             connection.execute(intents.update().where(intents.c.intent_id == intent.intent_id).values(
@@ -307,7 +379,7 @@ class BrokerStore:
                 **(self._lease(now) if approve else {})))
             intent = self._load(connection, intent.intent_id)
             self._audit(connection, f"approval-{state}", intent, actor_id, reason=reason, entries=approved,
-                        decision_id=decision_id)
+                        decision_id=decision_id, signed_with=signature.signed_with)
             self._event(connection, intent, receipt=intent.receipt())
             approval = self._locked(connection, approval_id)
         return intent, approval, False

@@ -54,6 +54,9 @@ class ToolRule(_Strict):
     # What a call does, in words, for the approval card: {name}s of the pinned schema's properties.
     summary: str = Field(default="", max_length=200)
     pin: Pin | None = None  # unpinned: listed but denied until reviewed
+    # Who may sign the approval of a mutating call: the person's passkey, the operator CLI's key.
+    approvers: tuple[Literal["passkey", "operator-key"], ...] = Field(default=("passkey", "operator-key"),
+                                                                      min_length=1)
 
     @model_validator(mode="after")
     def _summary_fits_the_schema(self) -> ToolRule:

@@ -193,7 +193,8 @@ class Commands:
         reply.receipt.CopyFrom(receipt.receipt)
 
     async def _approval_decision(self, request, reply) -> None:
-        """Relay a person's decision: the broker checks their assertion, the hash and the expiry itself."""
+        """Relay a person's decision: the broker checks their assertion, their passkey's signature over the
+        decision, the hash and the expiry itself."""
         command = request.approval_decision
         decision = capabilities_pb2.DECISION_APPROVE if command.approve else capabilities_pb2.DECISION_REJECT
         entries = [capabilities_pb2.EntryDecision(entry_id=e, decision=capabilities_pb2.DECISION_APPROVE)
@@ -201,7 +202,8 @@ class Commands:
         try:
             decided = await self._peers.broker.Decide(capabilities_pb2.DecideRequest(
                 actor=request.actor, approval_id=command.approval_id, decision=decision, reason=command.reason,
-                arguments_sha256=command.arguments_sha256, entries=entries,
+                arguments_sha256=command.arguments_sha256, entries=entries, nonce=command.nonce,
+                passkey=command.passkey if command.HasField("passkey") else None,
                 # The command's own id makes the relay retry-safe: the same command sent again (say,
                 # after this process died mid-call) gets the decision's first outcome, not a refusal.
                 decision_id="host-" + hashlib.sha256(

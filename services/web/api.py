@@ -7,19 +7,28 @@
 - `POST /api/commands`                a revision-bound, idempotent command for the host;
 - `POST /api/turns/<id>/cancel`       stop a running turn (the agent's CancelTurn);
 - `GET  /api/catalog`                 what the data can answer (labels) and suggested questions;
-- `GET  /api/approvals[/<id>]`, `POST /api/approvals/<id>/decision`   the person's approvals.
+- `GET  /api/approvals[/<id>]`        the person's approvals;
+- `POST /api/approvals/<id>/challenge` a nonce to sign a decision with, and the person's passkeys;
+- `POST /api/approvals/<id>/decision`  the decision with the passkey's assertion over its challenge
+                                      (the broker verifies it: web only carries it);
+- `POST /api/sign-in/link`            a one-time link's token: signs the person in, opens a passkey enrollment;
+- `POST /api/passkeys`                the authenticator's registration, for the broker to verify and keep;
+- `POST /api/sign-out`                ends the browser session.
 
 Both event streams send an SSE comment when nothing else was sent for a while (keep-alive), so proxies
 and load balancers that cut idle connections leave them open.
 
 Web holds no data and decides nothing: it adds the person's signed assertion and
 their session, forwards, and maps gRPC refusals to HTTP with the same reason.
+It cannot approve either: an approval carries the person's passkey signature,
+which only the broker verifies.
 It keeps no state a replica would need from another: any request may go to any replica.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import logging
@@ -32,12 +41,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from services.web.session import COOKIE, Assertions, SessionCookies
+from services.web.session import COOKIE, Assertions, BrowserSession, Person, SessionCookies
 from shared.bounded_json import BoundedJsonError, Limits, parse
 from shared.errors import error_details
 from shared.logs import log
 from tessera.agent.v1 import agent_pb2
 from tessera.capabilities.v1 import capabilities_pb2 as cap
+from tessera.common.v1.common_pb2 import PasskeyAssertion
 from tessera.host.v1 import host_pb2
 
 logger = logging.getLogger("tessera.web")
@@ -54,7 +64,8 @@ _HTTP = {grpc.StatusCode.INVALID_ARGUMENT: 400, grpc.StatusCode.UNAUTHENTICATED:
 _CURSOR = re.compile(r"([0-9]{1,20}):([0-9]{1,20})")
 _WEB_FILLS = {"actor", "session_id", "surface_id"}  # never taken from a browser
 # The broker's refusals of a decision on an approval that already ended; their ErrorInfo metadata says how.
-_DECIDED_ALREADY = frozenset({"APPROVAL_ALREADY_DECIDED", "DECISION_ID_CONFLICT", "APPROVAL_EXPIRED"})
+_DECIDED_ALREADY = frozenset({"APPROVAL_ALREADY_DECIDED", "DECISION_ID_CONFLICT", "APPROVAL_EXPIRED",
+                              "ASSERTION_REPLAYED"})
 KEEPALIVE = ": keep-alive\n\n"  # an SSE comment: EventSource and the page's reader skip it
 _TURN_ID = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
 
@@ -130,6 +141,29 @@ async def with_keepalive(chunks: AsyncIterator[str], interval: float) -> AsyncIt
         await iterator.aclose()
 
 
+_B64URL = re.compile(r"[A-Za-z0-9_-]{0,8000}")
+
+
+def _passkey_assertion(value) -> PasskeyAssertion | None:
+    """The page's `navigator.credentials.get()` result (base64url fields), as the broker's message; web
+    passes it on unchanged and cannot make one (only the person's authenticator can)."""
+    if value is None:
+        return None
+    fields = ("id", "authenticator_data", "client_data_json", "signature", "user_handle")
+    if not isinstance(value, dict) or not all(isinstance(value.get(f, ""), str) and _B64URL.fullmatch(value.get(f, ""))
+                                              for f in fields):
+        raise ApiError(400, "PASSKEY_INVALID", "passkey: id, authenticator_data, client_data_json, signature and "
+                                               "user_handle, each base64url")
+
+    def raw(field: str) -> bytes:
+        text = value.get(field, "")
+        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+    return PasskeyAssertion(credential_id=value["id"], authenticator_data=raw("authenticator_data"),
+                            client_data_json=raw("client_data_json"), signature=raw("signature"),
+                            user_handle=raw("user_handle"))
+
+
 def _sse(event: dict, event_id: str | None = None) -> str:
     head = f"id: {event_id}\n" if event_id else ""
     return f"{head}data: {json.dumps(event, separators=(',', ':'))}\n\n"
@@ -137,11 +171,14 @@ def _sse(event: dict, event_id: str | None = None) -> str:
 
 class WebApi:
     def __init__(self, host, agent, capabilities, cookies: SessionCookies, assertions: Assertions,
-                 keepalive_seconds: float = 15.0) -> None:
+                 keepalive_seconds: float = 15.0, sign_in_hint: str = "sign in first",
+                 secure_cookies: bool = False) -> None:
         self.host, self.agent, self.capabilities = host, agent, capabilities
         self.cookies = cookies
         self.assertions = assertions
         self.keepalive_seconds = keepalive_seconds
+        self.sign_in_hint = sign_in_hint  # how a person without a session signs in, in words
+        self.secure_cookies = secure_cookies  # served over https: cookies never travel in the clear
         self._host_sessions: dict[str, host_pb2.OpenSessionResponse] = {}
 
     # --- plumbing -----------------------------------------------------------------------------------------
@@ -175,37 +212,85 @@ class WebApi:
             raise ApiError(400, "BODY_INVALID", "the body must be a JSON object")
         return body
 
-    async def _host_session(self, browser_session: str) -> host_pb2.OpenSessionResponse:
+    async def _host_session(self, browser: BrowserSession) -> host_pb2.OpenSessionResponse:
         """The browser session's host session: opened once (idempotently at the host), then remembered."""
-        opened = self._host_sessions.get(browser_session)
+        opened = self._host_sessions.get(browser.session_id)
         if opened is None:
             opened = await self._call(self.host.OpenSession, host_pb2.OpenSessionRequest(
-                actor=self.assertions.current(), request_id=f"web-{browser_session}"), timeout=10)
-            self._host_sessions[browser_session] = opened
+                actor=self.assertions.of(browser.person), request_id=f"web-{browser.session_id}"), timeout=10)
+            self._host_sessions[browser.session_id] = opened
             while len(self._host_sessions) > MAX_REMEMBERED_SESSIONS:
                 self._host_sessions.pop(next(iter(self._host_sessions)))
         return opened
 
-    async def _session(self, request: Request) -> host_pb2.OpenSessionResponse:
-        browser_session = self.cookies.verify(request.cookies.get(COOKIE))
-        if browser_session is None:
-            raise ApiError(401, "NO_SESSION", "open the page first: it starts your session")
-        return await self._host_session(browser_session)
+    def signed_in(self, request: Request) -> BrowserSession:
+        """The signed-in person of this request, or 401 saying how to sign in."""
+        browser = self.cookies.verify(request.cookies.get(COOKIE))
+        if browser is None:
+            raise ApiError(401, "NO_SESSION", self.sign_in_hint)
+        return browser
+
+    async def _session(self, request: Request) -> tuple[BrowserSession, host_pb2.OpenSessionResponse]:
+        browser = self.signed_in(request)
+        return browser, await self._host_session(browser)
+
+    def _signed_in_response(self, browser: BrowserSession, cookie: str, body: dict) -> JSONResponse:
+        """A fresh session cookie (never the old id again: a sign-in rotates it) with the reply."""
+        response = JSONResponse(body)
+        response.set_cookie(COOKIE, cookie, max_age=int(self.cookies.lifetime), httponly=True, samesite="strict",
+                            path="/", secure=self.secure_cookies)
+        log(logger, logging.INFO, "signed in", person=browser.person.actor_id, tenant=browser.person.tenant_id,
+            via=browser.signed_in_with)
+        return response
 
     # --- endpoints ----------------------------------------------------------------------------------------
 
     async def session(self, request: Request) -> Response:
-        """Who you are and your surface; a first visit gets its cookie here."""
-        browser_session = self.cookies.verify(request.cookies.get(COOKIE))
-        cookie = None
-        if browser_session is None:
-            browser_session, cookie = self.cookies.issue()
-        opened = await self._host_session(browser_session)
-        person = self.assertions.person
-        response = JSONResponse({"actor": person.actor_id, "tenant": person.tenant_id, "name": person.display_name,
-                                 "session_id": opened.session_id, "surface_id": opened.surface_id})
-        if cookie:
-            response.set_cookie(COOKIE, cookie, httponly=True, samesite="strict", path="/")
+        """Who you are and your surface; without a sign-in, 401 with how to sign in."""
+        browser, opened = await self._session(request)
+        person = browser.person
+        return JSONResponse({"actor": person.actor_id, "tenant": person.tenant_id, "name": person.display_name,
+                             "signed_in_with": browser.signed_in_with, "session_id": opened.session_id,
+                             "surface_id": opened.surface_id})
+
+    async def sign_in_with_link(self, request: Request) -> Response:
+        """A one-time link's token (from the page's URL fragment): the broker says whom it is for, once; the
+        person gets a new session and the registration options of a passkey enrollment."""
+        body = await self._body(request)
+        token = body.get("token")
+        if not isinstance(token, str) or not 1 <= len(token) <= 200:
+            raise ApiError(400, "TOKEN_INVALID", "token: the text after #token= in the link")
+        redeemed = await self._call(self.capabilities.RedeemEnrollment, cap.RedeemEnrollmentRequest(token=token),
+                                    timeout=15)
+        person = Person(redeemed.person.actor_id, redeemed.person.tenant_id, redeemed.person.display_name)
+        if not person.valid():
+            raise ApiError(502, "PERSON_INVALID", "the broker named a person web cannot hold in a session")
+        browser, cookie = self.cookies.issue(person, "link")
+        return self._signed_in_response(browser, cookie, {
+            "actor": person.actor_id, "tenant": person.tenant_id, "name": person.display_name,
+            "passkeys": redeemed.passkeys, "enrollment": {
+                "enrollment_id": redeemed.enrollment_id, "expires_at": _as_dict(redeemed)["expires_at"],
+                "options": json.loads(redeemed.registration_options_json)}})
+
+    async def register_passkey(self, request: Request) -> Response:
+        """The authenticator's answer to the enrollment's options, for the broker to verify and keep."""
+        body = await self._body(request)
+        browser = self.signed_in(request)
+        enrollment_id, credential = body.get("enrollment_id"), body.get("credential")
+        if not isinstance(enrollment_id, str) or not isinstance(credential, dict):
+            raise ApiError(400, "PASSKEY_INVALID", "enrollment_id and credential (PublicKeyCredential.toJSON())")
+        registered = await self._call(self.capabilities.RegisterPasskey, cap.RegisterPasskeyRequest(
+            actor=self.assertions.of(browser.person), enrollment_id=enrollment_id[:200],
+            credential_json=json.dumps(credential)), timeout=15)
+        return JSONResponse(_as_dict(registered) | {"passkeys": registered.passkeys})
+
+    async def sign_out(self, request: Request) -> Response:
+        await self._body(request)  # same-origin JSON only, like every other change
+        browser = self.cookies.verify(request.cookies.get(COOKIE))
+        if browser is not None:
+            self._host_sessions.pop(browser.session_id, None)
+        response = JSONResponse({"signed_out": True})
+        response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict", secure=self.secure_cookies)
         return response
 
     async def ask(self, request: Request) -> Response:
@@ -217,9 +302,9 @@ class WebApi:
         question = body.get("question")
         if not isinstance(question, str) or not question.strip():
             raise ApiError(400, "QUESTION_INVALID", "question: a non-empty string")
-        session = await self._session(request)
+        browser, session = await self._session(request)
         stream = self.agent.StartTurn(agent_pb2.StartTurnRequest(
-            actor=self.assertions.current(), session_id=session.session_id, question=question,
+            actor=self.assertions.of(browser.person), session_id=session.session_id, question=question,
             request_id=str(body.get("request_id") or "")[:128]), timeout=300)
 
         async def events() -> AsyncIterator[str]:
@@ -237,9 +322,9 @@ class WebApi:
 
     async def catalog(self, request: Request) -> Response:
         """What this data can answer, as labels, and questions to start with (the page's empty state)."""
-        await self._session(request)
+        browser = self.signed_in(request)
         described = await self._call(self.agent.DescribeCatalog, agent_pb2.DescribeCatalogRequest(
-            actor=self.assertions.current()), timeout=15)
+            actor=self.assertions.of(browser.person)), timeout=15)
         return JSONResponse({"dataset": described.dataset_label,
                              "suggested_questions": list(described.suggested_questions),
                              "entities": [{"label": e.label, "description": e.description,
@@ -252,21 +337,22 @@ class WebApi:
         turn_id = request.path_params["turn_id"]
         if not _TURN_ID.fullmatch(turn_id):
             raise ApiError(400, "TURN_ID_INVALID", "a turn id is 1-128 letters, digits and ._:-")
-        await self._session(request)
+        browser = self.signed_in(request)
         cancelled = await self._call(self.agent.CancelTurn, agent_pb2.CancelTurnRequest(
-            actor=self.assertions.current(), turn_id=turn_id, reason="cancelled by the person"), timeout=10)
+            actor=self.assertions.of(browser.person), turn_id=turn_id, reason="cancelled by the person"), timeout=10)
         return JSONResponse(_as_dict(cancelled) | {"cancelled": cancelled.cancelled})
 
     async def surface_stream(self, request: Request) -> Response:
-        session = await self._session(request)
-        subscribe = host_pb2.SubscribeRequest(actor=self.assertions.current(), session_id=session.session_id,
-                                              surface_id=session.surface_id, max_envelopes=SSE_BATCH)
         # The cursor is the host's own (each event's `id:`), so any replica resumes it exactly: the host
         # replays what follows it, or says snapshot-required. EventSource's Last-Event-ID is newer than
-        # the `?after=` the page opened the stream with, so it wins.
+        # the `?after=` the page opened the stream with, so it wins. Checked before anything else is done.
         last = request.headers.get("last-event-id") or request.query_params.get("after")
-        if last:
-            subscribe.resume_after.CopyFrom(_cursor(last))
+        resume_after = _cursor(last) if last else None
+        browser, session = await self._session(request)
+        subscribe = host_pb2.SubscribeRequest(actor=self.assertions.of(browser.person), session_id=session.session_id,
+                                              surface_id=session.surface_id, max_envelopes=SSE_BATCH)
+        if resume_after is not None:
+            subscribe.resume_after.CopyFrom(resume_after)
         stream = self.host.Subscribe(subscribe)
 
         async def events() -> AsyncIterator[str]:
@@ -294,27 +380,44 @@ class WebApi:
             command = ParseDict(body, host_pb2.SendCommandRequest())
         except ParseError as exc:
             raise ApiError(400, "COMMAND_INVALID", str(exc)[:300]) from None
-        session = await self._session(request)
-        command.actor.CopyFrom(self.assertions.current())
+        browser, session = await self._session(request)
+        command.actor.CopyFrom(self.assertions.of(browser.person))
         command.session_id, command.surface_id = session.session_id, session.surface_id
         reply = await self._call(self.host.SendCommand, command)
         return JSONResponse(_as_dict(reply))
 
     async def approvals(self, request: Request) -> Response:
-        await self._session(request)
+        browser = self.signed_in(request)
         listed = await self._call(self.capabilities.ListApprovals, cap.ListApprovalsRequest(
-            actor=self.assertions.current(), page_size=100))
+            actor=self.assertions.of(browser.person), page_size=100))
         return JSONResponse(_as_dict(listed))
 
     async def approval(self, request: Request) -> Response:
-        await self._session(request)
+        browser = self.signed_in(request)
         card = await self._call(self.capabilities.GetApproval, cap.GetApprovalRequest(
-            actor=self.assertions.current(), approval_id=request.path_params["approval_id"]))
+            actor=self.assertions.of(browser.person), approval_id=request.path_params["approval_id"]))
         return JSONResponse(_as_dict(card.card))
+
+    async def begin_decision(self, request: Request) -> Response:
+        """A nonce for signing one decision, and the person's passkeys to sign it with (none: enroll first)."""
+        await self._body(request)
+        browser = self.signed_in(request)
+        try:
+            begun = await self.capabilities.BeginDecision(cap.BeginDecisionRequest(
+                actor=self.assertions.of(browser.person), approval_id=request.path_params["approval_id"]),
+                timeout=30)
+        except grpc.aio.AioRpcError as exc:
+            return _refused_decision(exc)
+        return JSONResponse(_as_dict(begun) | {"credential_ids": list(begun.credential_ids),
+                                               "enroll_hint": self.enroll_hint(browser.person)})
+
+    def enroll_hint(self, person: Person) -> str:
+        return (f"Approving needs a passkey, and you have none yet. Ask your operator for a one-time link: "
+                f"tessera persons enroll {person.actor_id} --tenant {person.tenant_id}")
 
     async def decide(self, request: Request) -> Response:
         body = await self._body(request)
-        await self._session(request)
+        browser = self.signed_in(request)
         if not isinstance(body.get("approve"), bool) or not isinstance(body.get("arguments_sha256"), str):
             raise ApiError(400, "DECISION_INVALID", "approve (true/false) and arguments_sha256 are required")
         entries = body.get("entries") or []
@@ -325,25 +428,24 @@ class WebApi:
         decision_id = body.get("decision_id", "")
         if not isinstance(decision_id, str) or len(decision_id) > 128:
             raise ApiError(400, "DECISION_INVALID", "decision_id: a string of at most 128 characters")
+        nonce, passkey = body.get("nonce", ""), _passkey_assertion(body.get("passkey"))
+        if not isinstance(nonce, str) or len(nonce) > 128:
+            raise ApiError(400, "DECISION_INVALID", "nonce: the one /challenge gave out")
         try:
             decided = await self.capabilities.Decide(cap.DecideRequest(
-                actor=self.assertions.current(), approval_id=request.path_params["approval_id"],
+                actor=self.assertions.of(browser.person), approval_id=request.path_params["approval_id"],
                 decision=cap.DECISION_APPROVE if body["approve"] else cap.DECISION_REJECT,
                 reason=str(body.get("reason") or "")[:2000], arguments_sha256=body["arguments_sha256"],
                 entries=[cap.EntryDecision(entry_id=e, decision=cap.DECISION_APPROVE) for e in entries],
-                decision_id=decision_id), timeout=60)
+                decision_id=decision_id, nonce=nonce, passkey=passkey), timeout=60)
         except grpc.aio.AioRpcError as exc:
-            details = error_details(exc)
-            if details.reason in _DECIDED_ALREADY:  # the page shows how it actually ended
-                return JSONResponse({"reason": details.reason, "message": details.message,
-                                     "outcome": details.metadata}, status_code=_HTTP[exc.code()])
-            raise ApiError(_HTTP.get(exc.code(), 500), *_person_facing(exc)) from None
+            return _refused_decision(exc)
         return JSONResponse(_as_dict(decided))
 
     async def report(self, request: Request) -> Response:
         """A problem the page ran into (a refused block, a window that failed): into web's log."""
         body = await self._body(request)
-        await self._session(request)
+        self.signed_in(request)
         log(logger, logging.WARNING, "browser reported a problem", kind=str(body.get("kind", ""))[:64],
             detail=str(body.get("detail", ""))[:500])
         return Response(status_code=204)
@@ -356,8 +458,22 @@ class WebApi:
                 Route("/api/catalog", self.catalog),
                 Route("/api/approvals", self.approvals),
                 Route("/api/approvals/{approval_id}", self.approval),
+                Route("/api/approvals/{approval_id}/challenge", self.begin_decision, methods=["POST"]),
                 Route("/api/approvals/{approval_id}/decision", self.decide, methods=["POST"]),
+                Route("/api/sign-in/link", self.sign_in_with_link, methods=["POST"]),
+                Route("/api/sign-out", self.sign_out, methods=["POST"]),
+                Route("/api/passkeys", self.register_passkey, methods=["POST"]),
                 Route("/api/report", self.report, methods=["POST"])]
+
+
+def _refused_decision(exc: grpc.aio.AioRpcError) -> JSONResponse:
+    """A refused decision (or challenge): for an approval that already ended, with how it ended (the page
+    shows that outcome); anything else as the refusal it is."""
+    details = error_details(exc)
+    if details.reason in _DECIDED_ALREADY:
+        return JSONResponse({"reason": details.reason, "message": details.message, "outcome": details.metadata},
+                            status_code=_HTTP[exc.code()])
+    raise ApiError(_HTTP.get(exc.code(), 500), *_person_facing(exc)) from None
 
 
 async def api_error(request: Request, exc: ApiError) -> JSONResponse:

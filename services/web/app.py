@@ -30,7 +30,8 @@ from starlette.staticfiles import StaticFiles
 
 from services.web.api import ApiError, WebApi, api_error
 from services.web.config import WebSettings
-from services.web.session import Assertions, Person, SessionCookies, SessionSecretError, cookie_key
+from services.web.headers import SecurityHeaders
+from services.web.session import COOKIE, Assertions, SessionCookies, SessionSecretError, cookie_key
 from shared import __version__
 from shared.certs import CredentialError, Credentials, load_signing_key, signing_key_path
 from shared.channels import aio_channel
@@ -44,6 +45,8 @@ from tessera.host.v1 import host_pb2_grpc
 logger = logging.getLogger("tessera.web")
 UPSTREAMS = ("host", "agent", "capabilities")
 HEALTH_TIMEOUT_SECONDS = 2.0
+SIGN_IN_HINT = ("Sign in with the one-time link your operator gives you "
+                "(they make one with: tessera persons enroll <your id>).")
 
 
 async def _upstream_health(name: str, credentials: Credentials) -> dict:
@@ -68,7 +71,12 @@ def create_app(settings: WebSettings, credentials: Credentials) -> Starlette:
     async def healthz(request: Request) -> JSONResponse:
         return JSONResponse({"status": "SERVING"})
 
+    def signed_in(request: Request) -> bool:
+        return cookies.verify(request.cookies.get(COOKIE)) is not None
+
     async def info(request: Request) -> JSONResponse:
+        if not signed_in(request):  # identities and addresses are for people of this deployment
+            return JSONResponse({"reason": "NO_SESSION", "message": SIGN_IN_HINT}, status_code=401)
         return JSONResponse({
             "name": "web", "version": __version__, "identity": credentials.identity,
             "started_at": started, "upstreams": await upstreams(),
@@ -81,6 +89,13 @@ def create_app(settings: WebSettings, credentials: Credentials) -> Starlette:
         built = bundle / "index.html"
         if built.exists():
             return HTMLResponse(built.read_text(), headers={"Cache-Control": "no-store"})
+        return await index(request)
+
+    async def status(request: Request) -> HTMLResponse:
+        if not signed_in(request):
+            return HTMLResponse(f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Tessera</title>"
+                                f"</head><body><main><h1>Tessera</h1><p>{html.escape(SIGN_IN_HINT)}</p></main>"
+                                f"</body></html>", status_code=401)
         return await index(request)
 
     async def index(request: Request) -> HTMLResponse:
@@ -105,7 +120,7 @@ def create_app(settings: WebSettings, credentials: Credentials) -> Starlette:
         log(logger, logging.WARNING, "TESSERA_WEB_SESSION_SECRET is not set: cookies are signed with a key of "
             "this process only, so browser sessions will not survive a restart of web and will not work across "
             "web replicas; give every replica the same secret to keep them")
-    person = Person(settings.person_id, settings.person_tenant, settings.person_name)
+    cookies = SessionCookies(secret)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette):
@@ -114,7 +129,8 @@ def create_app(settings: WebSettings, credentials: Credentials) -> Starlette:
         api = WebApi(host_pb2_grpc.HostServiceStub(channels["host"]),
                      agent_pb2_grpc.AgentServiceStub(channels["agent"]),
                      capabilities_pb2_grpc.CapabilityBrokerServiceStub(channels["capabilities"]),
-                     SessionCookies(secret), Assertions(signing_key, person), settings.keepalive_seconds)
+                     cookies, Assertions(signing_key), settings.keepalive_seconds, SIGN_IN_HINT,
+                     settings.secure_cookies)
         app.router.routes.extend(api.routes())
         try:
             yield
@@ -122,11 +138,14 @@ def create_app(settings: WebSettings, credentials: Credentials) -> Starlette:
             for channel in channels.values():
                 await channel.close()
 
-    routes = [Route("/", page), Route("/status", index), Route("/healthz", healthz), Route("/info", info)]
+    # The page signs people in itself (/sign-in reads a link's token from its fragment), so both are the app.
+    routes = [Route("/", page), Route("/sign-in", page), Route("/status", status), Route("/healthz", healthz),
+              Route("/info", info)]
     if (bundle / "assets").is_dir():
         routes.append(Mount("/assets", app=StaticFiles(directory=bundle / "assets"), name="assets"))
     return Starlette(routes=routes, lifespan=lifespan, exception_handlers={ApiError: api_error},
-                     middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=list(settings.allowed_hosts))])
+                     middleware=[Middleware(SecurityHeaders, strict_transport=settings.secure_cookies),
+                                 Middleware(TrustedHostMiddleware, allowed_hosts=list(settings.allowed_hosts))])
 
 
 def main() -> None:

@@ -11,10 +11,9 @@ class WebSettings(ServiceSettings):
     # Signs the session cookie: the same value on every replica (a Secret on Kubernetes), at least 32
     # characters. Empty: a random key per process, so sessions end with it and do not cross replicas.
     session_secret: SecretStr = SecretStr("")
-    # The development default: one local person. Their actor assertion is signed with web's key.
-    person_id: str = Field(default="local-user", min_length=1, max_length=128)
-    person_tenant: str = Field(default="local", min_length=1, max_length=128)
-    person_name: str = Field(default="Local user", max_length=128)
+    # Served to people over https (behind a TLS-terminating ingress): session cookies are marked Secure and
+    # browsers are told to keep to https (Strict-Transport-Security).
+    secure_cookies: bool = False
     # Host names this gateway answers to. Anything else is refused, so a page on another name that
     # resolves to this machine (DNS rebinding) cannot become "same origin" with it.
     allowed_hosts: list[str] = Field(default_factory=lambda: ["127.0.0.1", "localhost", "[::1]"])

@@ -1,9 +1,12 @@
-"""A person's browser session at `web` (§2): who they are, and their host session.
+"""A person's browser session at `web` (§2): who they are, how they signed in, and their host session.
 
-Development default: one local person, remembered by a signed cookie
-(HMAC-SHA256 over a random session id; HttpOnly, SameSite=Strict). Web signs
-that person's actor assertion with its own Ed25519 key; every service checks it.
-The host session (surface) is opened once per browser session, idempotently.
+Nobody is signed in by merely holding a cookie web handed out: a person signs
+in with a one-time link from the operator (`tessera persons enroll`, redeemed
+at the broker) or through the organisation's OpenID provider. The session
+cookie then names that person, signed by web (HMAC-SHA256; HttpOnly,
+SameSite=Strict), for at most SESSION_SECONDS; each sign-in issues a new one
+(the old id is never carried over). Web signs the person's actor assertion with
+its own Ed25519 key; every service checks it.
 
 Replicas hold no session state: every replica signs and checks cookies with the
 same configured key, and finds a browser session's host session again through
@@ -15,7 +18,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import json
+import re
 import secrets
+import time
 from dataclasses import dataclass
 
 from shared.actors import assert_actor
@@ -23,6 +29,9 @@ from tessera.common.v1 import common_pb2
 
 COOKIE = "tessera_session"
 MIN_SECRET_CHARS = 32  # a shared key anyone could guess would let them mint sessions on every replica
+SESSION_SECONDS = 12 * 3600  # a sign-in lasts a working day; then the person signs in again
+MAX_COOKIE_CHARS = 2048
+_NAME = re.compile(r"[A-Za-z0-9._@|:-]{1,128}")  # ids as OpenID providers and the CLI give them
 
 
 class SessionSecretError(ValueError):
@@ -46,37 +55,63 @@ class Person:
     tenant_id: str
     display_name: str
 
+    def valid(self) -> bool:
+        return bool(_NAME.fullmatch(self.actor_id) and _NAME.fullmatch(self.tenant_id)
+                    and len(self.display_name) <= 128)
+
+
+@dataclass(frozen=True)
+class BrowserSession:
+    session_id: str
+    person: Person
+    signed_in_with: str  # "link" or "oidc"
+    issued_at: float
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
 
 class SessionCookies:
-    def __init__(self, secret: bytes) -> None:
+    def __init__(self, secret: bytes, lifetime: float = SESSION_SECONDS) -> None:
         self._secret = secret
+        self.lifetime = lifetime
 
-    def _mac(self, session_id: str) -> str:
-        digest = hmac.new(self._secret, session_id.encode(), hashlib.sha256).digest()
-        return base64.urlsafe_b64encode(digest).decode().rstrip("=")
+    def _mac(self, body: str) -> str:
+        return _b64(hmac.new(self._secret, body.encode(), hashlib.sha256).digest())
 
-    def issue(self) -> tuple[str, str]:
-        """(session id, cookie value) for a new browser session."""
-        session_id = secrets.token_urlsafe(18)
-        return session_id, f"{session_id}.{self._mac(session_id)}"
+    def issue(self, person: Person, signed_in_with: str) -> tuple[BrowserSession, str]:
+        """A new browser session for a person who just signed in, and its cookie value."""
+        session = BrowserSession(secrets.token_urlsafe(18), person, signed_in_with, time.time())
+        body = _b64(json.dumps({"sid": session.session_id, "a": person.actor_id, "t": person.tenant_id,
+                                "n": person.display_name, "via": signed_in_with, "iat": int(session.issued_at)},
+                               separators=(",", ":")).encode())
+        return session, f"{body}.{self._mac(body)}"
 
-    def verify(self, cookie: str | None) -> str | None:
-        """The session id of a cookie we issued, or None (missing, malformed or forged)."""
-        if not cookie or cookie.count(".") != 1:
+    def verify(self, cookie: str | None) -> BrowserSession | None:
+        """The session of a cookie we issued that has not run out, or None (missing, malformed, forged, old)."""
+        if not cookie or len(cookie) > MAX_COOKIE_CHARS or cookie.count(".") != 1 or not cookie.isascii():
             return None
-        session_id, mac = cookie.split(".")
-        if not (session_id.isascii() and mac.isascii()):  # compare_digest refuses non-ASCII str: not ours anyway
+        body, mac = cookie.split(".")
+        if not hmac.compare_digest(mac, self._mac(body)):
             return None
-        return session_id if hmac.compare_digest(mac, self._mac(session_id)) else None
+        try:
+            fields = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+            session = BrowserSession(str(fields["sid"]), Person(str(fields["a"]), str(fields["t"]), str(fields["n"])),
+                                     str(fields["via"]), float(fields["iat"]))
+        except (ValueError, KeyError, TypeError):
+            return None
+        if not 0 <= time.time() - session.issued_at < self.lifetime:
+            return None
+        return session
 
 
 class Assertions:
-    """Actor assertions for the local person, signed by web, renewed well before they expire."""
+    """Actor assertions for signed-in people, signed by web."""
 
-    def __init__(self, signing_key, person: Person) -> None:
+    def __init__(self, signing_key) -> None:
         self._key = signing_key
-        self.person = person
 
-    def current(self) -> common_pb2.ActorAssertion:
+    def of(self, person: Person) -> common_pb2.ActorAssertion:
         # Short-lived and cheap: a fresh one per call keeps expiry out of the picture.
-        return assert_actor(self._key, self.person.actor_id, self.person.tenant_id, self.person.display_name)
+        return assert_actor(self._key, person.actor_id, person.tenant_id, person.display_name)

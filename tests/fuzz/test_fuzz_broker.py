@@ -10,6 +10,7 @@ effect succeeded, and asking again never changes it a second time.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import shutil
@@ -18,6 +19,7 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from types import SimpleNamespace
 
 import grpc
@@ -27,15 +29,20 @@ from hypothesis import strategies as st
 
 from services.capabilities.broker import Broker
 from services.capabilities.changes import DataChanges
+from services.capabilities.enrollment import Enrollments
 from services.capabilities.mcp_gate import ToolGate
 from services.capabilities.metrics import BrokerMetrics
+from services.capabilities.passkey_store import PasskeyStore
+from services.capabilities.passkeys import RelyingParty
 from services.capabilities.policy import ActionPolicy
-from services.capabilities.server import CapabilityBrokerService
+from services.capabilities.server import CapabilityBrokerService, approvers_of
+from services.capabilities.signatures import DecisionSignatures
 from services.capabilities.store import BrokerStore, engine_for, migrate
 from services.capabilities.tool_policy import ToolPolicy
 from services.capabilities.wording import Wording
 from shared.actors import assert_actor
-from shared.certs import load_signing_key, signing_key_path
+from shared.certs import load_signing_key, load_verify_key, signing_key_path, verify_key_path
+from shared.decisions import ChallengeError, signed_by_operator
 from shared.errors import TesseraError
 from shared.paths import REPO_ROOT
 from tessera.capabilities.v1 import capabilities_pb2 as cap
@@ -66,6 +73,7 @@ class World:
     warehouse: str
     broker_db: str
     actors: dict
+    operator_key: object  # the CLI's signing key: it signs the actors' assertions and their decisions
 
     def call(self, method: str, request, principal: str = "agent"):
         """The servicer's answer, or the refusal as the runtime would send it; a hang fails the example."""
@@ -101,8 +109,11 @@ def world(cert_dir, warehouse_url, tmp_path_factory):
     pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="fuzz-broker")
     policy = ActionPolicy.load(REPO_ROOT / "deploy" / "policy" / "actions.yaml")
     tool_policy = ToolPolicy.load(tools)
+    people, relying_party = PasskeyStore(engine), RelyingParty("localhost")
+    signatures = DecisionSignatures(people, relying_party, load_verify_key(verify_key_path(cert_dir, "cli")),
+                                    partial(approvers_of, policy, tool_policy))
     broker = Broker(policy, BrokerStore(engine), DataChanges(changes, policy.policy.data_changes), pool, 600, False,
-                    BrokerMetrics(), ToolGate(tool_policy, directory))
+                    BrokerMetrics(), ToolGate(tool_policy, directory), signatures)
     context = SimpleNamespace(name="capabilities", settings=SimpleNamespace(cert_dir=cert_dir), started_at=time.time(),
                               credentials=SimpleNamespace(identity="spiffe://tessera.local/svc/capabilities"))
     key = load_signing_key(signing_key_path(cert_dir, "cli"))
@@ -111,8 +122,9 @@ def world(cert_dir, warehouse_url, tmp_path_factory):
     actors = {"alice": assert_actor(key, "alice", "acme"), "mallory": assert_actor(key, "mallory", "other"),
               "nobody": common_pb2.ActorAssertion(), "forged": forged}
     loop = asyncio.new_event_loop()
-    servicer = CapabilityBrokerService(context, broker, Wording(policy, tool_policy))
-    yield World(servicer, loop, str(warehouse), str(directory / "broker.sqlite"), actors)
+    servicer = CapabilityBrokerService(context, broker, Wording(policy, tool_policy),
+                                       Enrollments(people, relying_party))
+    yield World(servicer, loop, str(warehouse), str(directory / "broker.sqlite"), actors, key)
     loop.close()
     pool.shutdown(wait=True)
     engine.dispose()
@@ -192,13 +204,15 @@ def _pending(world, record_id: int) -> cap.SubmitIntentResponse:
        reason=mostly(st.text(max_size=30), long_text), sha=mostly(st.just("real"), st.text(max_size=64)),
        entries=st.lists(st.tuples(st.sampled_from(["e1", "e2"]) | ids, enum_values), max_size=4),
        decision_id=mostly(st.sampled_from(["", "web-1", "cli-" + "a" * 124]), ids), actor=actors,
-       principal=st.sampled_from(["web", "cli", "host"]))
+       principal=st.sampled_from(["web", "cli", "host"]), signed=mostly(st.just(True), st.just(False)))
 @example(record_id=1_190, approval="real", decision=cap.DECISION_APPROVE, reason="", sha="real", entries=[],
-         decision_id="web-1", actor="alice", principal="web")
+         decision_id="web-1", actor="alice", principal="web", signed=True)
 @example(record_id=1_191, approval="real", decision=cap.DECISION_APPROVE, reason="", sha="real",
-         entries=[("e1", 2**31 - 1)], decision_id="", actor="alice", principal="cli")
+         entries=[("e1", 2**31 - 1)], decision_id="", actor="alice", principal="cli", signed=True)
+@example(record_id=1_192, approval="real", decision=cap.DECISION_APPROVE, reason="", sha="real", entries=[],
+         decision_id="", actor="alice", principal="cli", signed=False)
 def test_decide_never_fails_internally_and_an_effect_runs_only_once_when_approved(
-        world, record_id, approval, decision, reason, sha, entries, decision_id, actor, principal):
+        world, record_id, approval, decision, reason, sha, entries, decision_id, actor, principal, signed):
     pending = _pending(world, record_id).receipt
     version = world.version(record_id)
     request = cap.DecideRequest(
@@ -206,19 +220,25 @@ def test_decide_never_fails_internally_and_an_effect_runs_only_once_when_approve
         decision=decision, reason=reason, decision_id=decision_id,
         arguments_sha256=pending.arguments_sha256 if sha == "real" else sha,
         entries=[cap.EntryDecision(entry_id=e, decision=d) for e, d in entries])
+    if signed:  # as the operator's CLI signs, over a nonce the broker gave out (when it gives one)
+        begun = world.call("BeginDecision", cap.BeginDecisionRequest(actor=request.actor,
+                                                                     approval_id=request.approval_id), "cli")
+        if not isinstance(begun, TesseraError):
+            with contextlib.suppress(ChallengeError):  # ids no challenge can hold: sent unsigned
+                request = signed_by_operator(request, begun.nonce, world.operator_key)
     reply = world.call("Decide", request, principal)
     succeeded = not isinstance(reply, TesseraError) and reply.receipt.status == common_pb2.INTENT_STATUS_SUCCEEDED
     event(f"decide: {reply.reason if isinstance(reply, TesseraError) else 'ok'}")
     # The record moved (by exactly one version) if and only if the broker answered that the approved effect ran.
     assert world.version(record_id) == version + (1 if succeeded else 0)
-    if succeeded:
-        assert decision == cap.DECISION_APPROVE and actor == "alice"
+    if succeeded:  # only a signed approval by the person who asked ever runs
+        assert decision == cap.DECISION_APPROVE and actor == "alice" and request.HasField("operator_key")
     again = world.call("Decide", request, principal)  # the same call once more: a client's retry
     assert world.version(record_id) == version + (1 if succeeded else 0)
     if not isinstance(reply, TesseraError) and decision_id:
         assert again.replayed and again.receipt == reply.receipt
     elif not isinstance(reply, TesseraError):  # no decision id: not retry-safe, but never a second effect
-        assert isinstance(again, TesseraError) and again.reason == "APPROVAL_ALREADY_DECIDED"
+        assert isinstance(again, TesseraError) and again.reason in ("APPROVAL_ALREADY_DECIDED", "ASSERTION_REPLAYED")
 
 
 def test_concurrent_retries_of_one_decision_share_its_one_effect(world):
@@ -230,6 +250,9 @@ def test_concurrent_retries_of_one_decision_share_its_one_effect(world):
     request = cap.DecideRequest(actor=world.actors["alice"], approval_id=pending.approval_id,
                                 decision=cap.DECISION_APPROVE, arguments_sha256=pending.arguments_sha256,
                                 decision_id="web-together")
+    begun = world.call("BeginDecision", cap.BeginDecisionRequest(actor=request.actor,
+                                                                 approval_id=request.approval_id), "cli")
+    request = signed_by_operator(request, begun.nonce, world.operator_key)
 
     async def together():
         calls = [world.servicer.Decide(request, _Context("web")) for _ in range(6)]

@@ -17,6 +17,7 @@ from shared.contracts import invoke, invoke_stream
 from shared.errors import error_details
 from tessera.agent.v1 import agent_pb2
 from tessera.host.v1 import host_pb2
+from tests.fixtures.signing import operator_signed
 
 
 @pytest.fixture(scope="module")
@@ -176,9 +177,12 @@ def test_a_mutation_asked_for_by_the_agent_waits_for_a_person(running_set, crede
         card = invoke(broker, "capabilities", "GetApproval", cap.GetApprovalRequest(
             actor=person, approval_id=step.approval_id)).card
         assert card.summary.tool_id == "tickets.create_ticket" and not card.tainted  # this run read nothing
-        invoke(broker, "capabilities", "Decide", cap.DecideRequest(
+        def call(principal, method, request):
+            return invoke(broker, "capabilities", method, request, timeout=30)
+
+        call("cli", "Decide", operator_signed(call, cap.DecideRequest(
             actor=person, approval_id=step.approval_id, decision=cap.DECISION_APPROVE,
-            arguments_sha256=card.arguments_sha256), timeout=30)
+            arguments_sha256=card.arguments_sha256), credentials.cert_dir))
     _, after = ask(running_set, credentials, person, "Search the tickets for garden lamp")
     assert "has 1 ticket " in after[-1].done.answer
 

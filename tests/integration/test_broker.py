@@ -26,6 +26,7 @@ from shared.errors import error_details
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2
+from tests.fixtures.signing import enroll, operator_signed, passkey_signed
 from tests.integration.test_host import _turn_with_analysis, channels  # noqa: F401  (fixture)
 from tests.integration.test_host import actor as host_actor
 from tests.integration.test_host import call as host_call
@@ -36,17 +37,39 @@ def person(cert_dir, name="alice", tenant="acme", edge="cli"):
 
 
 class Broker:
-    """Calls to one broker process as a given principal."""
+    """Calls to one broker process as a given principal.
 
-    def __init__(self, address, credentials):
+    Like the real CLI, a Decide sent as the CLI is signed with the operator's key over a fresh nonce (unless
+    it carries a signature already, or `sign=False`); a retry of the same request under a decision id resends
+    the very request signed the first time. When the broker will not give a nonce (the approval is decided, expired or
+    not yours) the request goes unsigned, so Decide itself answers with its refusal or the replay."""
+
+    def __init__(self, address, credentials, cert_dir=None):
         self.address = address
         self.credentials = credentials
+        self.cert_dir = cert_dir or credentials.cert_dir
         self._channels = {}
+        self._signed = {}
 
-    def __call__(self, principal, method, request, timeout=30):
+    def __call__(self, principal, method, request, timeout=30, sign=True):
         if principal not in self._channels:
             self._channels[principal] = sync_channel(self.address, self.credentials(principal), "capabilities")
+        if method == "Decide" and principal == "cli" and sign and request.WhichOneof("signature") is None:
+            request = self._operator_signed(request)
         return invoke(self._channels[principal], "capabilities", method, request, timeout=timeout)
+
+    def _operator_signed(self, request):
+        key = request.SerializeToString(deterministic=True)
+        if request.decision_id and key in self._signed:
+            return self._signed[key]
+        try:
+            signed = operator_signed(self, request, self.cert_dir)
+        except grpc.RpcError as exc:
+            if exc.code() not in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND):
+                raise
+            return request
+        self._signed[key] = signed
+        return signed
 
     def close(self):
         for channel in self._channels.values():
@@ -291,11 +314,20 @@ def test_a_surface_intent_reaches_the_stream_and_the_host_relays_the_decision(br
         requested = _next_event(host, alice, session, 0)
         assert requested.WhichOneof("payload") == "approval_requested"
         assert requested.approval_requested.arguments_sha256 == receipt.arguments_sha256
+        signed = passkey_signed(broker, cap.DecideRequest(
+            actor=alice, approval_id=receipt.approval_id, decision=cap.DECISION_APPROVE,
+            arguments_sha256=requested.approval_requested.arguments_sha256), enroll(broker, alice))
+        unsigned = host_pb2.ApprovalDecisionCommand(approval_id=receipt.approval_id, approve=True,
+                                                    arguments_sha256=requested.approval_requested.arguments_sha256)
+        assert refused(lambda: invoke(host, "host", "SendCommand", host_pb2.SendCommandRequest(
+            actor=alice, command_id="decide-0", session_id=session.session_id, surface_id=session.surface_id,
+            approval_decision=unsigned), timeout=30)) == (grpc.StatusCode.PERMISSION_DENIED, "DECISION_UNSIGNED")
         reply = invoke(host, "host", "SendCommand", host_pb2.SendCommandRequest(
             actor=alice, command_id="decide-1", session_id=session.session_id, surface_id=session.surface_id,
             approval_decision=host_pb2.ApprovalDecisionCommand(
                 approval_id=receipt.approval_id, approve=True,
-                arguments_sha256=requested.approval_requested.arguments_sha256)), timeout=30)
+                arguments_sha256=requested.approval_requested.arguments_sha256, nonce=signed.nonce,
+                passkey=signed.passkey)), timeout=30)
         assert reply.receipt.status == common_pb2.INTENT_STATUS_SUCCEEDED
         assert order(warehouse_url, 31) == ("flagged", 2)
         receipt_event = _next_event(host, alice, session, requested.sequence)
@@ -478,11 +510,18 @@ def test_an_action_button_on_a_surface_goes_through_a_persons_approval(channels,
     while event.WhichOneof("payload") != "approval_requested":
         event = _next_event(web_host, carol, session, event.sequence)
     assert event.approval_requested.node_id == "flag"
+    def broker(principal, method, request):
+        return invoke(channels(principal, "capabilities"), "capabilities", method, request, timeout=30)
+
+    signed = passkey_signed(broker, cap.DecideRequest(
+        actor=carol, approval_id=event.approval_requested.approval_id, decision=cap.DECISION_APPROVE,
+        arguments_sha256=event.approval_requested.arguments_sha256), enroll(broker, carol, cert_dir))
     decided = host_call(channels, "web", "SendCommand", host_pb2.SendCommandRequest(
         actor=carol, command_id="decide-flag", session_id=session.session_id, surface_id=session.surface_id,
         approval_decision=host_pb2.ApprovalDecisionCommand(
             approval_id=event.approval_requested.approval_id, approve=True,
-            arguments_sha256=event.approval_requested.arguments_sha256)))
+            arguments_sha256=event.approval_requested.arguments_sha256, nonce=signed.nonce,
+            passkey=signed.passkey)))
     assert decided.receipt.status == common_pb2.INTENT_STATUS_SUCCEEDED
     assert order(warehouse_url, 71) == ("flagged", 2)
 

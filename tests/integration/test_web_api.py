@@ -1,5 +1,6 @@
-"""The browser's API at `web`, over real HTTP against the running set: a session cookie, a question
-streamed as server-sent events, the trusted surface stream (resumable), commands, and approvals."""
+"""The browser's API at `web`, over real HTTP against the running set: a one-time link's sign-in, a question
+streamed as server-sent events, the trusted surface stream (resumable), commands, and approvals signed with
+a passkey."""
 
 from __future__ import annotations
 
@@ -11,13 +12,15 @@ import pytest
 import sqlalchemy as sa
 
 from tests.fixtures.golden.reference import expected_figures
+from tests.fixtures.signing import browser_decision, enroll_in_browser, link_token, sign_in
 
 
 @pytest.fixture
-def browser(running_set):
-    """A browser: one cookie jar, same-origin requests."""
+def browser(running_set, credentials):
+    """A browser: one cookie jar, same-origin requests, the local person signed in with a one-time link."""
     base = f"http://{running_set.handles['web'].address}"
     with httpx.Client(base_url=base, timeout=120, headers={"Origin": base}) as client:
+        client.signed_in = sign_in(client, running_set, credentials)
         opened = client.get("/api/session")
         assert opened.status_code == 200, opened.text
         client.session_info = opened.json()
@@ -53,13 +56,30 @@ def stream(browser, after: str | None = None, until=None) -> list[tuple[str, dic
         return sse(response, until=until)
 
 
-def test_a_session_cookie_opens_one_surface(running_set, browser):
+def test_a_signed_in_session_opens_one_surface_and_a_cookie_alone_is_nobody(running_set, credentials, browser):
     again = browser.get("/api/session").json()
     assert again["surface_id"] == browser.session_info["surface_id"] and again["actor"] == "local-user"
-    fresh = httpx.get(f"http://{running_set.handles['web'].address}/api/session")
-    cookie = fresh.headers["set-cookie"].lower()
-    assert "httponly" in cookie and "samesite=strict" in cookie
-    assert fresh.json()["surface_id"] != browser.session_info["surface_id"]  # another browser, another surface
+    assert again["signed_in_with"] == "link"
+    base = f"http://{running_set.handles['web'].address}"
+    stranger = httpx.get(f"{base}/api/session")  # no sign-in: no person, no cookie handed out
+    assert (stranger.status_code, stranger.json()["reason"]) == (401, "NO_SESSION")
+    assert "set-cookie" not in stranger.headers and "tessera persons enroll" in stranger.json()["message"]
+    with httpx.Client(base_url=base, timeout=60, headers={"Origin": base}) as other:
+        token = link_token(running_set, credentials)
+        signed_in = other.post("/api/sign-in/link", json={"token": token})
+        cookie = signed_in.headers["set-cookie"].lower()
+        assert "httponly" in cookie and "samesite=strict" in cookie and "max-age=43200" in cookie
+        assert other.get("/api/session").json()["surface_id"] != browser.session_info["surface_id"]
+        rotated = other.cookies["tessera_session"]
+        sign_in(other, running_set, credentials)  # signing in again never keeps the old session id
+        assert other.cookies["tessera_session"] != rotated
+        used = other.post("/api/sign-in/link", json={"token": token})  # a link works once
+        assert (used.status_code, used.json()["reason"]) == (409, "LINK_USED")
+        assert other.post("/api/sign-out", json={}).json() == {"signed_out": True}
+        assert "tessera_session" not in other.cookies
+        assert other.get("/api/session").status_code == 401
+    unknown = httpx.post(f"{base}/api/sign-in/link", json={"token": "x" * 43}, headers={"Origin": base})
+    assert (unknown.status_code, unknown.json()["reason"]) == (404, "LINK_UNKNOWN")
 
 
 def test_a_question_streams_its_turn_and_the_surface_shows_the_numbers(browser, warehouse_url):
@@ -89,7 +109,7 @@ def test_a_question_streams_its_turn_and_the_surface_shows_the_numbers(browser, 
     assert all(abs(Decimal(str(v)) - expected[k]) < Decimal("0.01") for k, v in rows)
 
 
-def test_a_flag_button_press_becomes_an_approval_the_person_decides(browser, warehouse_url):
+def test_a_flag_button_press_becomes_an_approval_the_person_signs(running_set, browser, warehouse_url):
     events = ask(browser, "Flag order 1111 for review")
     (revision,) = events[-1]["done"]["revision_ids"]
     pressed = browser.post("/api/commands", json={"command_id": "press-1111", "revision_id": revision,
@@ -101,26 +121,39 @@ def test_a_flag_button_press_becomes_an_approval_the_person_decides(browser, war
     approval = next(a for a in listed if a["intent_id"] == pressed.json()["receipt"]["intent_id"])
     card = browser.get(f"/api/approvals/{approval['approval_id']}").json()
     assert card["changes"][0]["after_json"] == '"flagged"' and card["summary"]["tool_id"] == "orders.flag_for_review"
-    wrong = browser.post(f"/api/approvals/{approval['approval_id']}/decision",
-                         json={"approve": True, "arguments_sha256": "0" * 64})
+    url = f"/api/approvals/{approval['approval_id']}/decision"
+    unsigned = browser.post(url, json={"approve": True, "arguments_sha256": card["arguments_sha256"]})
+    assert (unsigned.status_code, unsigned.json()["reason"]) == (403, "DECISION_UNSIGNED")
+    begun = browser.post(f"/api/approvals/{approval['approval_id']}/challenge", json={}).json()
+    assert begun["credential_ids"] == [] and "tessera persons enroll local-user" in begun["enroll_hint"]
+    passkey = enroll_in_browser(browser, browser.signed_in, f"http://localhost:{running_set.handles['web'].port}")
+    wrong = browser.post(url, json=browser_decision(browser, passkey, approval["approval_id"],
+                                                    {"approve": True, "arguments_sha256": "0" * 64}))
     assert (wrong.status_code, wrong.json()["reason"]) == (409, "ARGUMENTS_CHANGED")
-    decision = {"approve": True, "arguments_sha256": card["arguments_sha256"], "reason": "odd order",
-                "decision_id": "web-click-1111"}
-    done = browser.post(f"/api/approvals/{approval['approval_id']}/decision", json=decision)
+    decision = browser_decision(browser, passkey, approval["approval_id"], {
+        "approve": True, "arguments_sha256": card["arguments_sha256"], "reason": "odd order",
+        "decision_id": "web-click-1111"})
+    done = browser.post(url, json=decision)
     assert done.json()["receipt"]["status"] == "INTENT_STATUS_SUCCEEDED" and not done.json().get("replayed")
     # The page's retry of the same click (its answer was lost): the same receipt, nothing run again.
     retried = browser.post(f"/api/approvals/{approval['approval_id']}/decision", json=decision)
     assert retried.status_code == 200 and retried.json() == {**done.json(), "replayed": True}
-    # Another click, tab or device: refused, with how the approval ended.
-    other = browser.post(f"/api/approvals/{approval['approval_id']}/decision",
-                         json={**decision, "decision_id": "web-click-other"})
+    # The same signature under another decision id (a replay): refused, with how the approval ended.
+    replayed = browser.post(url, json={**decision, "decision_id": "web-click-replayed"})
+    assert (replayed.status_code, replayed.json()["reason"]) == (409, "ASSERTION_REPLAYED")
+    assert replayed.json()["outcome"]["intent_status"] == "INTENT_STATUS_SUCCEEDED"
+    # Another click, tab or device: refused before it is signed, with how the approval ended.
+    other = browser.post(f"/api/approvals/{approval['approval_id']}/challenge", json={})
     assert (other.status_code, other.json()["reason"]) == (409, "APPROVAL_ALREADY_DECIDED")
     assert other.json()["outcome"]["intent_status"] == "INTENT_STATUS_SUCCEEDED"
     assert other.json()["outcome"]["decided_by"] == "local-user"
+    assert other.json()["outcome"]["signed_with"] == f"passkey:{passkey.id}"
     for bad, reason in ((7, "DECISION_INVALID"), ("not an id!", "DECISION_ID_INVALID")):
         refused = browser.post(f"/api/approvals/{approval['approval_id']}/decision",
                                json={**decision, "decision_id": bad})
         assert (refused.status_code, refused.json()["reason"]) == (400, reason)
+    forged = browser.post(url, json={**decision, "passkey": {**decision["passkey"], "signature": "not base64!"}})
+    assert (forged.status_code, forged.json()["reason"]) == (400, "PASSKEY_INVALID")
     engine = sa.create_engine(warehouse_url)
     with engine.connect() as connection:
         assert connection.execute(sa.text("SELECT review_status FROM orders WHERE order_id = 1111")).scalar() == \
@@ -156,7 +189,8 @@ def test_bad_requests_get_a_status_and_a_reason(running_set, browser):
     huge = browser.post("/api/ask", content=b'{"question": "' + b"x" * 70_000 + b'"}',
                         headers={"content-type": "application/json"})
     assert (huge.status_code, huge.json()["reason"]) == (413, "BODY_TOO_LARGE")
-    for cursor in ("yesterday", "-1:5", "1:18446744073709551616", "1: 2", "1:2:3", "\u0661:1"):
+    for cursor in ("yesterday", "-1:5", "-1:-1", "9" * 400 + ":1", "1:18446744073709551616", "1: 2", "1:2:3",
+                   "\u0661:1"):
         bad_cursor = browser.get("/api/surface/stream", headers={"Last-Event-ID": cursor.encode()})
         assert (bad_cursor.status_code, bad_cursor.json()["reason"]) == (400, "CURSOR_INVALID"), cursor
     bad_after = browser.get("/api/surface/stream?after=1:99999999999999999999")

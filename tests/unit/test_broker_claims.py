@@ -16,6 +16,7 @@ from tessera.capabilities.v1 import capabilities_pb2
 from tessera.common.v1 import common_pb2
 from tests.fixtures.postgres import BACKENDS, database_url, postgres_database
 from tests.fixtures.race import race
+from tests.fixtures.signing import verified_signature
 
 REPLICAS = 4
 
@@ -45,7 +46,8 @@ def _fields(surface: str = "", **overrides):
 
 def _approved(store: BrokerStore, claim: str):
     intent, _ = store.create(claim, _fields(), 600, "reversible-write")
-    intent, _, _ = store.decide(intent.approval_id, "acme", "alice", True, "ok", "a" * 64, lambda _: ["e1"])
+    intent, _, _ = store.decide(intent.approval_id, "acme", "alice", True, "ok", "a" * 64, lambda _: ["e1"],
+                                signature=verified_signature(store, intent.approval_id))
     return intent
 
 
@@ -161,7 +163,7 @@ def test_lease_renewals_go_on_while_every_effect_thread_is_busy(tmp_path):
     intent = _approved(store, "claim-busy")
     pool, release = ThreadPoolExecutor(1), threading.Event()
     pool.submit(release.wait, 30)  # the one effect thread, stuck
-    broker = Broker(None, store, None, pool, 600, False, None, None)
+    broker = Broker(None, store, None, pool, 600, False, None, None, None)
 
     def lease_until():
         with engine.connect() as connection:

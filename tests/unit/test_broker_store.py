@@ -14,6 +14,7 @@ from services.capabilities.store import BrokerStore, engine_for, migrate
 from shared.errors import TesseraError
 from tessera.common.v1 import common_pb2
 from tests.fixtures.postgres import BACKENDS, database_url
+from tests.fixtures.signing import verified_signature
 
 
 @pytest.fixture(params=BACKENDS)
@@ -31,7 +32,8 @@ def _fields(**overrides):
 
 
 def _decide(store, intent, approve=True, sha="a" * 64, tenant="acme", actor="alice"):
-    return store.decide(intent.approval_id, tenant, actor, approve, "ok", sha, lambda _: ["e1"])
+    return store.decide(intent.approval_id, tenant, actor, approve, "ok", sha, lambda _: ["e1"],
+                        signature=verified_signature(store, intent.approval_id, tenant, actor))
 
 
 def test_a_claim_is_recorded_once_and_replays_the_original(store):
@@ -110,7 +112,7 @@ def test_the_audit_trail_is_append_only(store):
 
 def _decide_as(store, intent, decision_id, approve=True, digest="d" * 64, actor="alice"):
     return store.decide(intent.approval_id, "acme", actor, approve, "ok", "a" * 64, lambda _: ["e1"],
-                        decision_id, digest)
+                        decision_id, digest, verified_signature(store, intent.approval_id, actor=actor))
 
 
 def test_a_retry_with_the_decision_id_gets_the_recorded_decision_and_records_nothing_new(store):
@@ -151,7 +153,8 @@ def test_another_decision_on_a_decided_approval_learns_how_it_ended(store):
 def test_a_refused_decision_leaves_its_id_unused(store):
     intent, _ = store.create("claim-10", _fields(), 600, "reversible-write")
     with pytest.raises(TesseraError):
-        store.decide(intent.approval_id, "acme", "alice", True, "ok", "b" * 64, lambda _: ["e1"], "web-4", "d" * 64)
+        store.decide(intent.approval_id, "acme", "alice", True, "ok", "b" * 64, lambda _: ["e1"], "web-4", "d" * 64,
+                     verified_signature(store, intent.approval_id))
     assert store.approval(intent.approval_id)[0].decision_id is None  # rolled back with the refusal
     _, decided, replayed = _decide_as(store, intent, "web-4", digest="e" * 64)
     assert not replayed and decided.decision_digest == "e" * 64

@@ -6,6 +6,7 @@
 // Rows never come from anywhere else.
 
 import { html, css, nothing } from 'lit';
+import { styleMap } from 'lit/directives/style-map.js';
 import { z } from 'zod';
 import { A2uiLitElement, Catalog } from '@a2ui/web_core/v0_9';
 import { use as useECharts, init as initChart } from 'echarts/core';
@@ -205,7 +206,7 @@ class TColumn extends TesseraElement {
   static styles = [shared, css`.stack { display: flex; flex-direction: column; gap: var(--gap, 1rem); }`];
   render() {
     const gap = { none: '0', small: '0.5rem', medium: '1rem', large: '1.75rem' }[this.props.gap] || '1rem';
-    return html`<div class="stack" style="--gap:${gap}">${this.children()}</div>`;
+    return html`<div class="stack" style=${styleMap({ '--gap': gap })}>${this.children()}</div>`;
   }
 }
 
@@ -214,7 +215,7 @@ class TRow extends TesseraElement {
     .row > * { flex: 1 1 16rem; min-width: 0; }`];
   render() {
     const gap = { none: '0', small: '0.5rem', medium: '1rem', large: '1.75rem' }[this.props.gap] || '1rem';
-    return html`<div class="row" style="--gap:${gap}; align-items:${this.props.align || 'stretch'}">${this.children()}</div>`;
+    return html`<div class="row" style=${styleMap({ '--gap': gap, 'align-items': this.props.align || 'stretch' })}>${this.children()}</div>`;
   }
 }
 
@@ -251,7 +252,7 @@ class TTabs extends TesseraElement {
 }
 
 class TDivider extends TesseraElement {
-  render() { return html`<hr style="border:0;border-top:1px solid #c9ced6">`; }
+  render() { return html`<hr style=${styleMap({ border: '0', 'border-top': '1px solid #c9ced6' })}>`; }
 }
 
 class THeading extends TesseraElement {
@@ -265,7 +266,7 @@ class THeading extends TesseraElement {
 
 class TText extends TesseraElement {
   render() {
-    return html`<p style="margin:0;${this.props.tone === 'muted' ? 'color:#4a525c' : ''}">${this.props.text}</p>`;
+    return html`<p style=${styleMap({ margin: '0', color: this.props.tone === 'muted' ? '#4a525c' : null })}>${this.props.text}</p>`;
   }
 }
 
@@ -594,7 +595,7 @@ class TEvidenceNote extends TesseraElement {
   }
   render() {
     const e = this.props.evidence?.path ? this.model.get(this.props.evidence.path) : undefined;
-    if (!e) return html`<div class="skeleton" style="min-height:1.5rem" aria-hidden="true"></div>`;
+    if (!e) return html`<div class="skeleton" style=${styleMap({ 'min-height': '1.5rem' })} aria-hidden="true"></div>`;
     const when = new Date(e.observedAt).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
     const rows = Number(e.rowCount);
     return html`<div role="note" data-evidence>

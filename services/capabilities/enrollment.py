@@ -1,0 +1,90 @@
+"""One-time links that sign a person in and let them register a passkey (§2, §7).
+
+The operator's CLI asks for a link (`tessera persons enroll PERSON`); only the
+link's SHA-256 is kept. Web redeems the token once and learns who it is for,
+with the registration options of an enrollment that stays open until the link's
+expiry; the person's authenticator answers them and the broker verifies and
+keeps the public key. A local process that can reach web but not the operator's
+terminal has no link, so it can neither sign in as the person nor add a key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+import time
+
+import grpc
+
+from services.capabilities.passkey_store import PasskeyStore
+from services.capabilities.passkeys import RelyingParty, registration_options, verify_registration
+from services.capabilities.store import refuse
+from shared.actors import Actor
+from tessera.capabilities.v1 import capabilities_pb2
+
+LINK_SECONDS = 600.0  # ten minutes, single use
+_NAME = re.compile(r"[A-Za-z0-9._@-]{1,128}")
+_TOKEN = re.compile(r"[A-Za-z0-9_-]{20,100}")
+_ENROLLMENT_ID = re.compile(r"enr_[A-Za-z0-9_-]{10,60}")
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class Enrollments:
+    def __init__(self, people: PasskeyStore, rp: RelyingParty) -> None:
+        self.people = people
+        self.rp = rp
+
+    def create_link(self, operator: Actor,
+                    person: capabilities_pb2.Person) -> capabilities_pb2.CreateEnrollmentResponse:
+        for field, value in (("actor_id", person.actor_id), ("tenant_id", person.tenant_id)):
+            if not _NAME.fullmatch(value):
+                raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "PERSON_INVALID",
+                             f"person.{field}: 1-128 characters of A-Z a-z 0-9 . _ @ -")
+        if len(person.display_name) > 128:
+            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "PERSON_INVALID", "person.display_name: at most 128")
+        token = secrets.token_urlsafe(32)
+        expires_at = time.time() + LINK_SECONDS
+        count = self.people.create_link(token_hash(token), person.tenant_id, person.actor_id,
+                                        person.display_name or person.actor_id, operator.actor_id, expires_at)
+        reply = capabilities_pb2.CreateEnrollmentResponse(token=token, passkeys=count)
+        reply.expires_at.FromNanoseconds(int(expires_at * 1e9))
+        return reply
+
+    def redeem(self, token: str) -> capabilities_pb2.RedeemEnrollmentResponse:
+        if not _TOKEN.fullmatch(token):
+            raise refuse(grpc.StatusCode.NOT_FOUND, "LINK_UNKNOWN",
+                         "this sign-in link is not one Tessera made; ask your operator for a new one")
+        challenge = secrets.token_bytes(32)
+        enrollment, count = self.people.redeem_link(token_hash(token), f"enr_{secrets.token_urlsafe(24)}", challenge)
+        existing = [p.credential_id for p in self.people.passkeys_of(enrollment.tenant_id, enrollment.actor_id)]
+        # The user handle only has to be stable per person and reveal nothing: a hash of who they are.
+        handle = hashlib.sha256(f"{enrollment.tenant_id}\0{enrollment.actor_id}".encode()).digest()
+        options = registration_options(self.rp, enrollment.actor_id, enrollment.tenant_id, enrollment.display_name,
+                                       handle, challenge, existing)
+        reply = capabilities_pb2.RedeemEnrollmentResponse(
+            person=capabilities_pb2.Person(actor_id=enrollment.actor_id, tenant_id=enrollment.tenant_id,
+                                           display_name=enrollment.display_name),
+            enrollment_id=enrollment.enrollment_id, registration_options_json=options, passkeys=count)
+        reply.expires_at.FromNanoseconds(int(enrollment.expires_at * 1e9))
+        return reply
+
+    def register(self, actor: Actor, enrollment_id: str,
+                 credential_json: str) -> capabilities_pb2.RegisterPasskeyResponse:
+        enrollment = self.people.enrollment(enrollment_id) if _ENROLLMENT_ID.fullmatch(enrollment_id) else None
+        # Someone else's enrollment reads as unknown, like someone else's approval.
+        if enrollment is None or (enrollment.tenant_id, enrollment.actor_id) != (actor.tenant_id, actor.actor_id):
+            raise refuse(grpc.StatusCode.NOT_FOUND, "ENROLLMENT_UNKNOWN", "no such enrollment")
+        if enrollment.registered:
+            raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "ENROLLMENT_USED",
+                         "this enrollment registered a passkey already; a new link adds another")
+        if time.time() >= enrollment.expires_at:
+            raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "ENROLLMENT_EXPIRED",
+                         "the enrollment expired (10 minutes from the link); ask your operator for a new link")
+        registered = verify_registration(self.rp, credential_json, enrollment.challenge)
+        count = self.people.register(enrollment_id, registered.credential_id, registered.public_key,
+                                     registered.sign_count, registered.aaguid)
+        return capabilities_pb2.RegisterPasskeyResponse(credential_id=registered.credential_id, passkeys=count)

@@ -1,0 +1,177 @@
+"""WebAuthn for the broker: registration options, and verifying a registration or a decision's assertion.
+
+The `webauthn` package does the protocol work (CBOR, COSE keys, signatures,
+counters); this module adds the broker's rules around it: which origins count,
+user verification always required, bounded inputs, and a precise reason for
+every refusal.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import grpc
+from webauthn import (
+    generate_registration_options,
+    options_to_json,
+    verify_authentication_response,
+    verify_registration_response,
+)
+from webauthn.helpers.exceptions import InvalidAuthenticationResponse, InvalidJSONStructure, InvalidRegistrationResponse
+from webauthn.helpers.structs import (
+    AuthenticationCredential,
+    AuthenticatorAssertionResponse,
+    AuthenticatorSelectionCriteria,
+    PublicKeyCredentialDescriptor,
+    ResidentKeyRequirement,
+    UserVerificationRequirement,
+)
+
+from services.capabilities.store import refuse
+from shared.errors import TesseraError
+from tessera.common.v1 import common_pb2
+
+RP_NAME = "Tessera"
+MAX_CREDENTIAL_JSON = 16 * 1024
+# Sizes far above what authenticators produce: anything bigger is refused before it is parsed.
+MAX_AUTHENTICATOR_DATA, MAX_CLIENT_DATA, MAX_SIGNATURE, MAX_CREDENTIAL_ID = 1024, 4096, 1024, 1400
+TIMEOUT_MS = 120_000
+UV_FLAG = 0x04  # authenticator data flags: user verified
+
+
+@dataclass(frozen=True)
+class RelyingParty:
+    """Who the passkeys are for: the WebAuthn RP id (a domain) and the page origins allowed to use them.
+
+    No origins configured: http(s)://<rp id> on any port, and for `localhost` plain http too (browsers
+    treat http://localhost as a secure context, which is how a developer runs Tessera)."""
+
+    rp_id: str
+    origins: tuple[str, ...] = ()
+
+    def origin_allowed(self, origin: str) -> bool:
+        if self.origins:
+            return origin in self.origins
+        parts = urlsplit(origin)
+        secure_enough = parts.scheme == "https" or (parts.scheme == "http" and self.rp_id == "localhost")
+        return secure_enough and parts.hostname == self.rp_id and not parts.path and not parts.username
+
+
+@dataclass(frozen=True)
+class Registered:
+    credential_id: str  # base64url without padding
+    public_key: bytes
+    sign_count: int
+    aaguid: str
+
+
+def b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def registration_options(rp: RelyingParty, actor_id: str, tenant_id: str, display_name: str, user_handle: bytes,
+                         challenge: bytes, existing: list[str]) -> str:
+    """PublicKeyCredentialCreationOptions (WebAuthn JSON): user verification required, a discoverable
+    credential preferred, the person's existing passkeys excluded (no second copy on one authenticator)."""
+    options = generate_registration_options(
+        rp_id=rp.rp_id, rp_name=RP_NAME, user_name=f"{actor_id}@{tenant_id}", user_id=user_handle,
+        user_display_name=display_name or actor_id, challenge=challenge, timeout=TIMEOUT_MS,
+        authenticator_selection=AuthenticatorSelectionCriteria(
+            resident_key=ResidentKeyRequirement.PREFERRED, user_verification=UserVerificationRequirement.REQUIRED),
+        exclude_credentials=[PublicKeyCredentialDescriptor(id=_unb64url(c)) for c in existing])
+    return options_to_json(options)
+
+
+def verify_registration(rp: RelyingParty, credential_json: str, challenge: bytes) -> Registered:
+    if len(credential_json) > MAX_CREDENTIAL_JSON:
+        raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "PASSKEY_MALFORMED",
+                     f"the registration is larger than {MAX_CREDENTIAL_JSON} bytes")
+    origin = _client_data(_registration_client_data(credential_json)).get("origin", "")
+    _check_origin(rp, origin)
+    try:
+        verified = verify_registration_response(
+            credential=credential_json, expected_challenge=challenge, expected_rp_id=rp.rp_id,
+            expected_origin=origin, require_user_verification=True)
+    except (InvalidRegistrationResponse, InvalidJSONStructure) as exc:
+        reason = "USER_VERIFICATION_REQUIRED" if "verif" in str(exc).lower() and "user" in str(exc).lower() \
+            else "PASSKEY_INVALID"
+        raise refuse(grpc.StatusCode.INVALID_ARGUMENT, reason, f"the passkey registration was refused: "
+                                                               f"{str(exc)[:200]}") from None
+    return Registered(b64url(verified.credential_id), verified.credential_public_key, verified.sign_count,
+                      str(verified.aaguid))
+
+
+def verify_assertion(rp: RelyingParty, assertion: common_pb2.PasskeyAssertion, expected_challenge: bytes,
+                     public_key: bytes, sign_count: int) -> int:
+    """Check a decision's assertion against the person's registered key; the authenticator's new counter.
+
+    The challenge, user verification and origin are checked here first, so each gets its own reason; the
+    library then checks everything again along with the signature and the counter."""
+    if (len(assertion.authenticator_data) > MAX_AUTHENTICATOR_DATA or len(assertion.signature) > MAX_SIGNATURE
+            or len(assertion.client_data_json) > MAX_CLIENT_DATA or len(assertion.credential_id) > MAX_CREDENTIAL_ID
+            or len(assertion.authenticator_data) < 37):
+        raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "PASSKEY_MALFORMED", "the passkey assertion is malformed")
+    client_data = _client_data(assertion.client_data_json)
+    if client_data.get("type") != "webauthn.get" or client_data.get("challenge") != b64url(expected_challenge):
+        raise refuse(grpc.StatusCode.PERMISSION_DENIED, "ASSERTION_NOT_FOR_THIS_DECISION",
+                     "the passkey signed a different decision (another approval, other arguments, another choice "
+                     "or another nonce) than the one sent")
+    origin = client_data.get("origin", "")
+    _check_origin(rp, origin)
+    if not assertion.authenticator_data[32] & UV_FLAG:
+        raise refuse(grpc.StatusCode.PERMISSION_DENIED, "USER_VERIFICATION_REQUIRED",
+                     "the passkey did not verify the person (PIN or biometric); approving needs it")
+    credential = AuthenticationCredential(
+        id=assertion.credential_id, raw_id=_unb64url(assertion.credential_id),
+        response=AuthenticatorAssertionResponse(
+            client_data_json=assertion.client_data_json, authenticator_data=assertion.authenticator_data,
+            signature=assertion.signature, user_handle=assertion.user_handle or None))
+    try:
+        verified = verify_authentication_response(
+            credential=credential, expected_challenge=expected_challenge, expected_rp_id=rp.rp_id,
+            expected_origin=origin, credential_public_key=public_key, credential_current_sign_count=sign_count,
+            require_user_verification=True)
+    except InvalidAuthenticationResponse as exc:
+        if "sign count" in str(exc):
+            raise refuse(grpc.StatusCode.PERMISSION_DENIED, "ASSERTION_REPLAYED",
+                         "the passkey's counter did not advance: a replayed (or cloned) signature") from None
+        raise refuse(grpc.StatusCode.PERMISSION_DENIED, "ASSERTION_INVALID",
+                     f"the passkey signature does not verify: {str(exc)[:160]}") from None
+    return verified.new_sign_count
+
+
+def _check_origin(rp: RelyingParty, origin: str) -> None:
+    if not isinstance(origin, str) or not rp.origin_allowed(origin):
+        raise refuse(grpc.StatusCode.PERMISSION_DENIED, "ORIGIN_NOT_ALLOWED",
+                     f"the passkey was used on {str(origin)[:100]!r}, which is not a Tessera page "
+                     f"(relying party {rp.rp_id!r})")
+
+
+def _client_data(raw: bytes) -> dict:
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        data = None
+    if not isinstance(data, dict):
+        raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "PASSKEY_MALFORMED", "clientDataJSON is not a JSON object")
+    return data
+
+
+def _registration_client_data(credential_json: str) -> bytes:
+    try:
+        encoded = json.loads(credential_json)["response"]["clientDataJSON"]
+        return _unb64url(encoded)
+    except (ValueError, KeyError, TypeError, TesseraError):
+        raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "PASSKEY_MALFORMED",
+                     "the registration is not a WebAuthn RegistrationResponse JSON") from None
+
+
+def _unb64url(text: str) -> bytes:
+    try:
+        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except (ValueError, TypeError):
+        raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "PASSKEY_MALFORMED", "a credential id is not base64url") \
+            from None

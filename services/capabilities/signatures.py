@@ -1,0 +1,99 @@
+"""Who signed a decision (§7): the person's passkey or the operator CLI's key, verified here, never trusted.
+
+A decision's challenge (shared/decisions.py) covers the approval, the arguments
+hash, approve or reject, each entry's decision and a nonce this broker gave out
+(`begin`). An approval needs a valid signature; a rejection may come unsigned
+(it runs nothing). The nonce is used up, and the passkey's counter advanced, in
+the transaction that records the decision (store.decide), so a signature
+decides at most once.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+
+import grpc
+from cryptography.hazmat.primitives.asymmetric import ed25519
+
+from services.capabilities.passkey_store import PasskeyStore
+from services.capabilities.passkeys import RelyingParty, verify_assertion
+from services.capabilities.store import Approval, Intent, PasskeyUse, Signature, refuse
+from shared import decisions, tokens
+from shared.actors import Actor
+from tessera.capabilities.v1 import capabilities_pb2
+
+NONCE_SECONDS = 300.0  # a person has five minutes between opening a decision and signing it
+PASSKEY, OPERATOR_KEY = "passkey", "operator-key"
+
+
+class DecisionSignatures:
+    def __init__(self, people: PasskeyStore, rp: RelyingParty, operator_key: ed25519.Ed25519PublicKey,
+                 approvers_of: Callable[[str], tuple[str, ...]]) -> None:
+        self.people = people
+        self.rp = rp
+        self._operator_key = operator_key
+        self._operator_key_id = tokens.key_id(operator_key)
+        self._approvers_of = approvers_of  # action or tool id → the signers its policy accepts
+
+    def begin(self, actor: Actor, approval: Approval, intent: Intent) -> capabilities_pb2.BeginDecisionResponse:
+        """A nonce for deciding this (pending) approval, and how the person can sign (blocking: the database)."""
+        nonce = secrets.token_urlsafe(24)
+        expires_at = min(approval.expires_at, time.time() + NONCE_SECONDS)
+        self.people.issue_nonce(nonce, approval.approval_id, actor.tenant_id, actor.actor_id, expires_at)
+        reply = capabilities_pb2.BeginDecisionResponse(
+            nonce=nonce, rp_id=self.rp.rp_id,
+            credential_ids=[p.credential_id for p in self.people.passkeys_of(actor.tenant_id, actor.actor_id)],
+            operator_key_allowed=OPERATOR_KEY in self._approvers_of(intent.action_id))
+        reply.expires_at.FromNanoseconds(int(expires_at * 1e9))
+        return reply
+
+    def verify(self, actor: Actor, request: capabilities_pb2.DecideRequest, intent: Intent) -> Signature:
+        """The decision's verified signature, or a refusal saying exactly why (blocking: the database)."""
+        kind = request.WhichOneof("signature")
+        approve = request.decision == capabilities_pb2.DECISION_APPROVE
+        if kind is None:
+            if approve:
+                raise refuse(grpc.StatusCode.PERMISSION_DENIED, "DECISION_UNSIGNED",
+                             "approving needs the person's own signature: a passkey in the browser, or "
+                             "`tessera approvals approve` at the operator's terminal")
+            return Signature("unsigned")
+        if not request.nonce:
+            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "NONCE_REQUIRED",
+                         "a signed decision quotes the nonce BeginDecision gave out")
+        try:
+            digest = decisions.request_challenge(request)
+        except decisions.ChallengeError as exc:
+            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "DECISION_INVALID", str(exc)) from None
+        approvers = self._approvers_of(intent.action_id)
+        if kind == "operator_key":
+            return self._operator_signature(actor, request.operator_key, digest, request.nonce, approvers)
+        if PASSKEY not in approvers:
+            raise refuse(grpc.StatusCode.PERMISSION_DENIED, "PASSKEY_NOT_ALLOWED",
+                         "this action's policy does not accept passkey decisions")
+        return self._passkey_signature(actor, request.passkey, digest, request.nonce)
+
+    def _operator_signature(self, actor: Actor, signed: capabilities_pb2.OperatorKeySignature, digest: bytes,
+                            nonce: str, approvers: tuple[str, ...]) -> Signature:
+        if actor.asserted_by != "cli":
+            raise refuse(grpc.StatusCode.PERMISSION_DENIED, "OPERATOR_KEY_FROM_CLI_ONLY",
+                         "an operator key signature counts only for a person the CLI asserts")
+        if OPERATOR_KEY not in approvers:
+            raise refuse(grpc.StatusCode.PERMISSION_DENIED, "PASSKEY_REQUIRED",
+                         "this action's policy requires a passkey: approve it in the browser")
+        if signed.key_id != self._operator_key_id or not decisions.key_signature_valid(
+                self._operator_key, digest, signed.signature):
+            raise refuse(grpc.StatusCode.PERMISSION_DENIED, "SIGNATURE_INVALID",
+                         "the operator key's signature does not verify for this decision")
+        return Signature(f"{OPERATOR_KEY}:{self._operator_key_id}", nonce)
+
+    def _passkey_signature(self, actor: Actor, assertion, digest: bytes, nonce: str) -> Signature:
+        record = self.people.passkey(assertion.credential_id)
+        # Another person's passkey reads as unknown: no refusal tells whose a credential is.
+        if record is None or (record.tenant_id, record.actor_id) != (actor.tenant_id, actor.actor_id):
+            raise refuse(grpc.StatusCode.PERMISSION_DENIED, "CREDENTIAL_UNKNOWN",
+                         "this passkey is not registered for you; enroll it with a link from your operator")
+        new_count = verify_assertion(self.rp, assertion, digest, record.public_key, record.sign_count)
+        return Signature(f"{PASSKEY}:{record.credential_id[:43]}", nonce,
+                         PasskeyUse(record.credential_id, record.sign_count, new_count))
