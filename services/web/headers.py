@@ -1,7 +1,8 @@
 """Security headers on every response web sends (§2): the page runs only its own script, in no frame.
 
-- Content-Security-Policy: scripts, styles, images, fonts and connections from this origin only (no inline
-  script, no eval), no plugins, no <base> rewriting, forms post only here, and no framing at all;
+- Content-Security-Policy: scripts, style sheets, images, fonts and connections from this origin only (no
+  inline script, no eval, no <style> elements; style attributes are allowed), no plugins, no <base>
+  rewriting, forms post only here, and no framing at all;
 - X-Content-Type-Options: nosniff; Referrer-Policy: no-referrer (a surface link never leaks in a Referer);
 - Permissions-Policy: every powerful feature off except WebAuthn on this origin, which passkeys need.
 """
@@ -11,7 +12,10 @@ from __future__ import annotations
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 CONTENT_SECURITY_POLICY = "; ".join([
-    "default-src 'self'", "script-src 'self'", "style-src 'self'", "img-src 'self' data:", "font-src 'self'",
+    "default-src 'self'", "script-src 'self'", "style-src 'self'",
+    # Style attributes only (no <style> elements, no inline script): the chart library writes its tooltips and
+    # SVG with style attributes, which cannot run code.
+    "style-src-attr 'unsafe-inline'", "img-src 'self' data:", "font-src 'self'",
     "connect-src 'self'", "object-src 'none'", "base-uri 'none'", "form-action 'self'", "frame-ancestors 'none'",
 ])
 PERMISSIONS_POLICY = ", ".join([

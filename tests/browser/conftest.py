@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from shared.paths import REPO_ROOT
+from tests.fixtures.signing import link_token
 
 ARTIFACTS = REPO_ROOT / "var" / "artifacts" / "browser"
 
@@ -35,18 +36,47 @@ def browser(chromium_path):
         launched.close()
 
 
-@pytest.fixture
-def page(browser, running_set):
-    context = browser.new_context(base_url=f"http://{running_set.handles['web'].address}",
-                                  viewport={"width": 1280, "height": 900})
+def virtual_authenticator(page, user_verified: bool = True) -> str:
+    """A platform authenticator in Chromium itself (CDP WebAuthn domain): it makes real passkeys and real
+    assertions, with user verification answered as `user_verified`; its id."""
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("WebAuthn.enable")
+    page.cdp = cdp
+    return cdp.send("WebAuthn.addVirtualAuthenticator", {"options": {
+        "protocol": "ctap2", "transport": "internal", "hasResidentKey": True, "hasUserVerification": True,
+        "isUserVerified": user_verified, "automaticPresenceSimulation": True}})["authenticatorId"]
+
+
+def open_signed_in(browser, running_set, credentials, passkey: bool = True, person: str = "local-user",
+                   enforce_csp: bool = False):
+    """A fresh browser context on `localhost` (a passkey needs a domain name), signed in with a one-time
+    link; with `passkey`, a passkey added through the page as a person would. Problems the page hit, and any
+    Content-Security-Policy violation, are collected in `page.problems`.
+
+    Playwright's own waiting helpers evaluate strings in the page, which the page's CSP forbids, so by default
+    the CSP is bypassed for the test's helpers; `enforce_csp` keeps it (see the headers test)."""
+    context = browser.new_context(base_url=f"http://localhost:{running_set.handles['web'].port}",
+                                  viewport={"width": 1280, "height": 900}, bypass_csp=not enforce_csp)
     opened = context.new_page()
     problems: list[str] = []
     opened.on("pageerror", lambda error: problems.append(str(error)))
-    opened.goto("/")
+    opened.on("console", lambda message: "Content Security Policy" in message.text and problems.append(
+        f"{message.text} ({message.location})"))
+    opened.authenticator = virtual_authenticator(opened)
+    opened.goto(f"/sign-in#token={link_token(running_set, credentials, person)}")
     opened.wait_for_selector("body[data-ready=true]", timeout=15_000)
+    if passkey:
+        opened.click("#add-passkey")
+        opened.wait_for_selector("#passkey[data-enrolled=true]", timeout=15_000)
     opened.problems = problems
+    return opened
+
+
+@pytest.fixture
+def page(browser, running_set, credentials):
+    opened = open_signed_in(browser, running_set, credentials)
     yield opened
-    context.close()
+    opened.context.close()
 
 
 def screenshot(page, name: str) -> Path:

@@ -18,10 +18,12 @@ from shared.certs import load_signing_key, signing_key_path
 from shared.channels import sync_channel
 from shared.contracts import invoke
 from shared.paths import REPO_ROOT
+from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.host.v1 import host_pb2
 from tessera.resources.v1 import resources_pb2
 from tests.browser.conftest import screenshot
 from tests.fixtures.golden.reference import expected_figures
+from tests.integration.test_broker import Broker
 from tests.integration.test_broker import order as review_status
 
 AXE = (REPO_ROOT / "node_modules" / "axe-core" / "axe.min.js").read_text()
@@ -207,9 +209,14 @@ def test_everything_works_from_the_keyboard(page):
 def _press_for_a_new_card(page):
     """Press the answer's action button; the approval card that press caused, found by the approval id in the
     press's reply (cards of earlier, still pending requests of the same person are on the page too)."""
-    with page.expect_response("**/api/commands") as pressed:
+    def is_the_press(response) -> bool:  # not a table's window request that happens to answer meanwhile
+        return response.url.endswith("/api/commands") and "action_trigger" in (response.request.post_data or "")
+
+    with page.expect_response(is_the_press) as pressed:
         page.click("tessera-action-button button")
-    approval_id = pressed.value.json()["receipt"]["approval_id"]
+    reply = pressed.value.json()
+    assert "receipt" in reply, reply
+    approval_id = reply["receipt"]["approval_id"]
     card = page.locator(f"tessera-approval-card[approval-id='{approval_id}']")
     card.locator("button.reject").wait_for(timeout=30_000)
     return card
@@ -240,20 +247,21 @@ def test_a_decision_whose_answer_was_lost_is_retried_with_its_id_and_shows_what_
     assert not page.problems
 
 
-def test_a_card_decided_elsewhere_says_how_it_ended(page, warehouse_url):
-    """Another tab approved first: this card's Reject is refused, and the card shows the approval and its receipt
-    instead of an error."""
+def test_a_card_decided_elsewhere_says_how_it_ended(page, running_set, credentials, cert_dir, warehouse_url):
+    """Someone else approved first (the person at the operator's terminal): this card's Reject is refused, and
+    the card shows the approval and its receipt instead of an error."""
     ask(page, "Flag order 1215 for review")
     card = _press_for_a_new_card(page)
     approval_id = card.get_attribute("approval-id")
-    status = page.evaluate("""async (id) => {
-        const card = await (await fetch(`/api/approvals/${id}`)).json();
-        const reply = await fetch(`/api/approvals/${id}/decision`, { method: 'POST',
-          headers: { 'Content-Type': 'application/json' },
-          body: JSON.stringify({ approve: true, arguments_sha256: card.arguments_sha256,
-                                 decision_id: 'web-other-tab' }) });
-        return reply.status; }""", approval_id)
-    assert status == 200, status
+    broker = Broker(running_set.handles["capabilities"].address, credentials)
+    person = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), "local-user", "local")
+    try:
+        shown = broker("cli", "GetApproval", cap.GetApprovalRequest(actor=person, approval_id=approval_id)).card
+        broker("cli", "Decide", cap.DecideRequest(  # signed with the CLI's key, as `tessera approvals approve`
+            actor=person, approval_id=approval_id, decision=cap.DECISION_APPROVE,
+            arguments_sha256=shown.arguments_sha256, decision_id="cli-elsewhere"))
+    finally:
+        broker.close()
     assert review_status(warehouse_url, 1215) == ("flagged", 2), card.locator(".receipt").all_inner_texts()
     card.locator("button.reject").click()
     card.locator(".receipt").wait_for(timeout=15_000)

@@ -3,9 +3,11 @@
 // a reason field, a countdown to expiry, and Reject focused by default. A click is one decision: it gets one
 // decision id, kept on every retry while the broker is unreachable, so a decision that went through unseen is
 // answered with its outcome; if someone (another tab, the CLI) decided first, the card says how it ended.
+// Every decision is signed by the person's passkey over a nonce from the broker, which verifies it.
 
 import { LitElement, html, css, nothing } from 'lit';
 import { getJson, postJsonRetrying, randomId, retryable } from './api.js';
+import { passkeysSupported, signDecision } from './passkeys.js';
 
 const STATUS = (s) => (s || '').replace('INTENT_STATUS_', '').toLowerCase().replace(/_/g, ' ');
 // What each intent does, in words, from the cards loaded so far (receipts on the stream carry only ids).
@@ -93,12 +95,38 @@ export class ApprovalCard extends LitElement {
     }
   }
 
+  // Signs with the person's passkey: the broker gives a nonce, the authenticator signs this exact decision.
+  // Without a passkey, approving is not possible (the card says how to get one); rejecting still is.
+  async signed(body) {
+    const url = `/api/approvals/${encodeURIComponent(this.approvalId)}/challenge`;
+    const begun = await postJsonRetrying(url, {});
+    if (!begun.credential_ids?.length) {
+      if (body.approve) throw Object.assign(new Error(begun.enroll_hint), { reason: 'PASSKEY_NEEDED', hint: true });
+      return body;  // an unsigned rejection: it runs nothing
+    }
+    if (!passkeysSupported()) throw Object.assign(new Error('This browser cannot use passkeys.'), { hint: true });
+    this._note = 'Confirm with your passkey…';
+    try {
+      const passkey = await signDecision(begun, this.approvalId, body.arguments_sha256, body.approve, []);
+      return { ...body, nonce: begun.nonce, passkey };
+    } catch (error) {
+      if (error.name === 'NotAllowedError') {
+        throw Object.assign(new Error('No passkey confirmed the decision (cancelled, timed out, or none of your passkeys is on this device); nothing was decided.'),
+          { hint: true });
+      }
+      throw error;
+    } finally {
+      this._note = '';
+    }
+  }
+
   async decide(approve) {
     this._busy = true;
     this._error = '';
-    const body = { approve, decision_id: randomId('web'), arguments_sha256: this._card.arguments_sha256,
+    const unsigned = { approve, decision_id: randomId('web'), arguments_sha256: this._card.arguments_sha256,
       reason: this.renderRoot.querySelector('textarea')?.value || '' };
     try {
+      const body = await this.signed(unsigned);
       const reply = await postJsonRetrying(`/api/approvals/${encodeURIComponent(this.approvalId)}/decision`, body,
         (attempt, attempts) => { this._note = `The broker is not answering; trying again (${attempt} of ${attempts})…`; });
       await this.settle(reply.receipt, reply.replayed ? 'your decision had gone through; this is its outcome' : '');
@@ -107,6 +135,8 @@ export class ApprovalCard extends LitElement {
       if (outcome?.approval_state) {  // decided already (elsewhere, or by a click whose answer was lost)
         await this.settle({ intent_id: outcome.intent_id, action_id: this._card.summary.tool_id,
           approval_id: this.approvalId, status: outcome.intent_status, reason: outcome.intent_reason }, decidedBefore(outcome));
+      } else if (error.hint) {  // no passkey, or it did not confirm: nothing was sent
+        this._error = error.message;
       } else if (retryable(error)) {  // still no answer: show what the broker has recorded, if it can say
         this._note = '';
         this._error = 'The broker did not answer; your decision may have been recorded. The card shows the latest state.';

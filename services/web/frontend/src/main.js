@@ -4,6 +4,7 @@ import { getJson, postJson, postEvents, ApiError } from './api.js';
 import { SurfaceView } from './surface.js';
 import { surfaceState } from './components.js';
 import { reasonInWords, titles } from './approval-card.js';
+import { createPasskey, passkeysSupported } from './passkeys.js';
 
 const $ = (id) => document.getElementById(id);
 const STEP = { TOOL_STEP_STATUS_OK: 'done', TOOL_STEP_STATUS_FAILED: 'failed', TOOL_STEP_STATUS_UNAVAILABLE: 'unavailable',
@@ -285,14 +286,66 @@ async function showCatalog() {
   $('catalog').hidden = !entities.length;
 }
 
+// A one-time link (/sign-in#token=…): its token is handed to web once and leaves the address bar at once,
+// so it is neither kept in history nor sent anywhere else. The reply may open a passkey enrollment.
+async function signInWithLink() {
+  const token = new URLSearchParams(window.location.hash.slice(1)).get('token');
+  window.history.replaceState(null, '', '/');
+  if (!token) return null;
+  const signedIn = await postJson('/api/sign-in/link', { token });
+  if (signedIn.enrollment) offerPasskey(signedIn.enrollment, signedIn.passkeys);
+  return signedIn;
+}
+
+function offerPasskey(enrollment, existing) {
+  $('passkey').hidden = false;
+  $('passkey-until').textContent = new Date(enrollment.expires_at).toLocaleTimeString();
+  if (existing) $('passkey-title').textContent = `Add another passkey (you have ${existing})`;
+  if (!passkeysSupported()) {
+    $('add-passkey').disabled = true;
+    $('passkey-status').textContent = 'This browser cannot create passkeys; open the link in one that can.';
+    return;
+  }
+  $('add-passkey').addEventListener('click', async () => {
+    $('add-passkey').disabled = true;
+    $('passkey-status').textContent = 'Follow your device’s prompt…';
+    try {
+      const credential = await createPasskey(enrollment.options);
+      const added = await postJson('/api/passkeys', { enrollment_id: enrollment.enrollment_id, credential });
+      $('passkey-status').textContent = `Passkey added (you have ${added.passkeys}). You can approve actions now.`;
+      $('passkey').dataset.enrolled = 'true';
+    } catch (error) {
+      $('add-passkey').disabled = false;
+      $('passkey-status').textContent = error.name === 'NotAllowedError'
+        ? 'No passkey was added (cancelled or timed out). Try again.'
+        : `No passkey was added (${error.reason || error.message}).`;
+    }
+  });
+}
+
+function askToSignIn(message) {
+  $('who').textContent = 'Not signed in.';
+  $('sign-in-message').textContent = message;
+  $('sign-in').hidden = false;
+  $('ask').hidden = true;
+}
+
+async function signOut() {
+  try { await postJson('/api/sign-out', {}); } finally { window.location.assign('/'); }
+}
+
 async function start() {
   try {
+    if (window.location.pathname === '/sign-in') await signInWithLink();
     const session = await getJson('/api/session');
     $('who').textContent = `Signed in as ${session.name}`;
     $('who').title = `surface ${session.surface_id}`;  // for support, not for reading
+    $('sign-out').hidden = false;
+    $('sign-out').addEventListener('click', signOut);
     showCatalog();
   } catch (error) {
-    $('who').textContent = `Not connected (${error.reason || error.message}).`;
+    if (error.status === 401 || error.reason?.startsWith('LINK_')) askToSignIn(error.message);
+    else $('who').textContent = `Not connected (${error.reason || error.message}).`;
     return;
   }
   surfaceState.onAction = (receipt) => {
@@ -318,7 +371,14 @@ async function start() {
         $('degraded').hidden = false;
       }
     },
-    reopen: () => getJson('/api/session'),  // a new cookie if web forgot ours
+    // Still signed in? A sign-in that ended (expired, signed out, or web restarted without a shared
+    // secret) stops the reconnecting and asks the person to sign in again.
+    reopen: () => getJson('/api/session').catch((error) => {
+      if (error.status !== 401) throw error;
+      $('degraded').hidden = true;
+      askToSignIn(`Your sign-in ended. ${error.message}`);
+      return new Promise(() => {});
+    }),
   });
   view.connect();
   document.addEventListener('decided', decided);

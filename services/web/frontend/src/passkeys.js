@@ -1,0 +1,48 @@
+// Passkeys in the page: enrolling one (from a one-time link's sign-in) and signing a decision with it.
+// The page only carries what the authenticator made; the broker verifies it, so neither this page's server
+// nor anything between it and the broker can approve for the person.
+
+function toBase64url(buffer) {
+  const bytes = new Uint8Array(buffer);
+  let text = '';
+  for (const byte of bytes) text += String.fromCharCode(byte);
+  return btoa(text).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+}
+
+function fromBase64url(text) {
+  const padded = text.replace(/-/g, '+').replace(/_/g, '/') + '='.repeat((4 - (text.length % 4)) % 4);
+  return Uint8Array.from(atob(padded), (c) => c.charCodeAt(0));
+}
+
+export function passkeysSupported() {
+  return Boolean(window.PublicKeyCredential && navigator.credentials);
+}
+
+// Create a passkey from the broker's registration options (WebAuthn JSON); what the page posts back.
+export async function createPasskey(options) {
+  const publicKey = PublicKeyCredential.parseCreationOptionsFromJSON(options);
+  const credential = await navigator.credentials.create({ publicKey });
+  return credential.toJSON();
+}
+
+// The 32 bytes a decision's signature covers (the broker computes the same from what it receives):
+// SHA-256 of the compact JSON array [purpose, approval, arguments hash, decision, entry decisions, nonce].
+export async function decisionChallenge(approvalId, argumentsSha256, approve, entries, nonce) {
+  const decided = [...entries].sort().map((id) => [id, 'approve']);
+  const text = JSON.stringify(['tessera.decision.v1', approvalId, argumentsSha256, approve ? 'approve' : 'reject',
+    decided, nonce]);
+  return new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)));
+}
+
+// Ask the person's authenticator (with user verification) to sign a decision; the body field web forwards.
+export async function signDecision(begun, approvalId, argumentsSha256, approve, entries) {
+  const challenge = await decisionChallenge(approvalId, argumentsSha256, approve, entries, begun.nonce);
+  const credential = await navigator.credentials.get({ publicKey: {
+    challenge, rpId: begun.rp_id, userVerification: 'required', timeout: 120000,
+    allowCredentials: begun.credential_ids.map((id) => ({ type: 'public-key', id: fromBase64url(id) })),
+  } });
+  const response = credential.response;
+  return { id: credential.id, authenticator_data: toBase64url(response.authenticatorData),
+    client_data_json: toBase64url(response.clientDataJSON), signature: toBase64url(response.signature),
+    user_handle: response.userHandle ? toBase64url(response.userHandle) : '' };
+}

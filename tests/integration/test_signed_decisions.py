@@ -1,0 +1,158 @@
+"""The broker verifies who signed a decision, against the running set: passkeys registered through one-time
+links, the operator CLI's key, and a precise, audited refusal for each way a signature can be wrong. Nothing
+runs unless a valid signature of the person (or the operator's key) approves it."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from shared.actors import assert_actor
+from shared.certs import load_signing_key, signing_key_path
+from shared.channels import sync_channel
+from shared.contracts import invoke_stream
+from shared.decisions import signed_by_operator
+from tessera.capabilities.v1 import capabilities_pb2 as cap
+from tessera.common.v1 import common_pb2
+from tests.fixtures.signing import SoftPasskey, enroll, passkey_signed, sign_in
+from tests.integration.test_broker import Broker, flag, order, refused
+
+
+@pytest.fixture(scope="module")
+def broker(running_set, credentials):
+    client = Broker(running_set.handles["capabilities"].address, credentials)
+    yield client
+    client.close()
+
+
+def person(cert_dir, name, edge="web"):
+    return assert_actor(load_signing_key(signing_key_path(cert_dir, edge)), name, "acme")
+
+
+def approve(actor, receipt) -> cap.DecideRequest:
+    return cap.DecideRequest(actor=actor, approval_id=receipt.approval_id, decision=cap.DECISION_APPROVE,
+                             arguments_sha256=receipt.arguments_sha256)
+
+
+def audit_reasons(running_set, credentials, actor) -> list[str]:
+    with sync_channel(running_set.handles["capabilities"].address, credentials("cli"), "capabilities") as channel:
+        records = [json.loads(r.record_json) for r in invoke_stream(
+            channel, "capabilities", "ExportAudit", cap.ExportAuditRequest(actor=actor), timeout=60)]
+    return [r["detail"].get("reason") for r in records if r["kind"] == "decision-refused"]
+
+
+def test_every_wrong_signature_is_refused_with_its_reason_audited_and_nothing_runs(broker, running_set, credentials,
+                                                                                     cert_dir, warehouse_url):
+    dana, erin = person(cert_dir, "dana"), person(cert_dir, "erin")
+    dana_key, erin_key = enroll(broker, dana, cert_dir), enroll(broker, erin, cert_dir)
+    receipt = flag(broker, dana, 81, principal="agent").receipt
+    request = approve(dana, receipt)
+
+    def with_passkey(key, **options):
+        return passkey_signed(broker, request, key, **options)
+
+    cases = {
+        "DECISION_UNSIGNED": lambda: broker("web", "Decide", request),
+        "CREDENTIAL_UNKNOWN": lambda: broker("web", "Decide", with_passkey(erin_key)),  # another person's passkey
+        "USER_VERIFICATION_REQUIRED": lambda: broker("web", "Decide", with_passkey(dana_key, user_verified=False)),
+        "ORIGIN_NOT_ALLOWED": lambda: broker("web", "Decide", with_passkey(dana_key, origin="https://evil.example")),
+        "OPERATOR_KEY_FROM_CLI_ONLY": lambda: broker("web", "Decide", signed_by_operator(
+            request, broker("web", "BeginDecision", cap.BeginDecisionRequest(
+                actor=dana, approval_id=receipt.approval_id)).nonce,
+            load_signing_key(signing_key_path(cert_dir, "cli")))),
+        "NONCE_REQUIRED": lambda: broker("web", "Decide", dana_key.signed(request, "")),
+        "NONCE_UNKNOWN": lambda: broker("web", "Decide", dana_key.signed(request, "n-made-up")),
+    }
+    for reason, attempt in cases.items():
+        assert refused(attempt)[1] == reason, reason
+    other_args = approve(dana, receipt)
+    other_args.arguments_sha256 = "0" * 64
+    signed_for_other_args = passkey_signed(broker, other_args, dana_key)
+    signed_for_other_args.arguments_sha256 = receipt.arguments_sha256  # sent as if for the real ones
+    assert refused(lambda: broker("web", "Decide", signed_for_other_args))[1] == "ASSERTION_NOT_FOR_THIS_DECISION"
+    assert order(warehouse_url, 81) == ("none", 1)  # nothing ran
+    reasons = audit_reasons(running_set, credentials, dana)
+    assert set(cases) | {"ASSERTION_NOT_FOR_THIS_DECISION"} <= set(reasons)
+
+    done = broker("web", "Decide", with_passkey(dana_key))
+    assert done.receipt.status == common_pb2.INTENT_STATUS_SUCCEEDED and order(warehouse_url, 81) == ("flagged", 2)
+
+
+def test_a_policy_may_require_a_passkey_and_the_operator_key_is_verified(broker, cert_dir):
+    """The operator CLI's key counts only for a CLI-asserted person, only if the action accepts it, and only if
+    it verifies."""
+    frank = person(cert_dir, "frank", edge="cli")
+    receipt = flag(broker, frank, 82, principal="agent").receipt
+    begun = broker("cli", "BeginDecision", cap.BeginDecisionRequest(actor=frank, approval_id=receipt.approval_id))
+    assert begun.operator_key_allowed and begun.rp_id == "localhost" and not begun.credential_ids
+    other_key = load_signing_key(signing_key_path(cert_dir, "web"))  # a key that is not the operator's
+    forged = signed_by_operator(approve(frank, receipt), begun.nonce, other_key)
+    assert refused(lambda: broker("cli", "Decide", forged))[1] == "SIGNATURE_INVALID"
+    tampered = signed_by_operator(approve(frank, receipt), begun.nonce,
+                                  load_signing_key(signing_key_path(cert_dir, "cli")))
+    tampered.reason = "changed after signing is fine: the reason is not what is approved"
+    tampered.decision = cap.DECISION_REJECT  # but the decision is
+    assert refused(lambda: broker("cli", "Decide", tampered))[1] == "SIGNATURE_INVALID"
+    done = broker("cli", "Decide", approve(frank, receipt))  # the test client signs as the real CLI does
+    assert done.receipt.status == common_pb2.INTENT_STATUS_SUCCEEDED
+
+
+def test_enrollment_links_are_single_use_personal_and_only_the_operator_makes_them(broker, running_set, cert_dir):
+    gina = person(cert_dir, "gina")
+    operator = person(cert_dir, "operator", edge="cli")
+    assert refused(lambda: broker("web", "CreateEnrollment", cap.CreateEnrollmentRequest(
+        actor=gina, person=cap.Person(actor_id="gina", tenant_id="acme"))))[1] == "CALLER_NOT_ALLOWED"
+    assert refused(lambda: broker("cli", "CreateEnrollment", cap.CreateEnrollmentRequest(
+        actor=operator, person=cap.Person(actor_id="gina smith", tenant_id="acme"))))[1] == "PERSON_INVALID"
+    link = broker("cli", "CreateEnrollment", cap.CreateEnrollmentRequest(
+        actor=operator, person=cap.Person(actor_id="gina", tenant_id="acme", display_name="Gina")))
+    redeemed = broker("web", "RedeemEnrollment", cap.RedeemEnrollmentRequest(token=link.token))
+    assert (redeemed.person.actor_id, redeemed.person.tenant_id, redeemed.passkeys) == ("gina", "acme", 0)
+    options = json.loads(redeemed.registration_options_json)
+    assert options["authenticatorSelection"]["userVerification"] == "required" and options["rp"]["id"] == "localhost"
+    assert refused(lambda: broker("web", "RedeemEnrollment", cap.RedeemEnrollmentRequest(token=link.token)))[1] == \
+        "LINK_USED"
+    assert refused(lambda: broker("agent", "RedeemEnrollment", cap.RedeemEnrollmentRequest(token=link.token)))[1] == \
+        "CALLER_NOT_ALLOWED"
+    key = SoftPasskey()
+    # Someone else's enrollment reads as unknown; a registration without user verification is refused.
+    assert refused(lambda: broker("web", "RegisterPasskey", cap.RegisterPasskeyRequest(
+        actor=person(cert_dir, "henry"), enrollment_id=redeemed.enrollment_id,
+        credential_json=key.register(redeemed.registration_options_json))))[1] == "ENROLLMENT_UNKNOWN"
+    assert refused(lambda: broker("web", "RegisterPasskey", cap.RegisterPasskeyRequest(
+        actor=gina, enrollment_id=redeemed.enrollment_id,
+        credential_json=key.register(redeemed.registration_options_json, user_verified=False))))[1] == \
+        "USER_VERIFICATION_REQUIRED"
+    assert refused(lambda: broker("web", "RegisterPasskey", cap.RegisterPasskeyRequest(
+        actor=gina, enrollment_id=redeemed.enrollment_id, credential_json="{not json")))[1] == "PASSKEY_MALFORMED"
+    registered = broker("web", "RegisterPasskey", cap.RegisterPasskeyRequest(
+        actor=gina, enrollment_id=redeemed.enrollment_id,
+        credential_json=key.register(redeemed.registration_options_json)))
+    assert registered.passkeys == 1 and registered.credential_id == key.id
+    assert refused(lambda: broker("web", "RegisterPasskey", cap.RegisterPasskeyRequest(
+        actor=gina, enrollment_id=redeemed.enrollment_id,
+        credential_json=SoftPasskey().register(redeemed.registration_options_json))))[1] == "ENROLLMENT_USED"
+    begun = broker("web", "BeginDecision", cap.BeginDecisionRequest(
+        actor=gina, approval_id=flag(broker, gina, 83, principal="agent").receipt.approval_id))
+    assert list(begun.credential_ids) == [key.id] and begun.operator_key_allowed
+
+
+def test_web_sends_its_security_headers_everywhere_and_shows_itself_only_to_people(running_set, credentials):
+    base = f"http://{running_set.handles['web'].address}"
+    with httpx.Client(base_url=base, headers={"Origin": base}, timeout=60) as client:
+        paths = ["/", "/sign-in", "/status", "/info", "/healthz", "/api/session", "/api/approvals", "/nowhere"]
+        for path in paths:
+            reply = client.get(path)
+            csp = reply.headers.get("content-security-policy", "")
+            assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp and "unsafe-eval" not in csp, path
+            assert reply.headers["x-content-type-options"] == "nosniff", path
+            assert reply.headers["referrer-policy"] == "no-referrer", path
+            assert "camera=()" in reply.headers["permissions-policy"], path
+        assert (client.get("/info").status_code, client.get("/status").status_code) == (401, 401)
+        assert "identity" not in client.get("/info").text
+        sign_in(client, running_set, credentials)
+        assert client.get("/info").json()["name"] == "web" and client.get("/status").status_code == 200
+        asset = next(p for p in client.get("/").text.split('"') if p.startswith("/assets/") and p.endswith(".js"))
+        assert client.get(asset).headers["content-security-policy"]
