@@ -23,11 +23,12 @@ from cli.launcher import ServiceSet
 from cli.seed import seed
 from shared.certs import issue_deployment
 from shared.identity import PROCESS_NAMES
-from tests.fixtures.recovery import ask_through_web
+from tests.fixtures.recovery import SESSION_SECRET, ask_through_web
 
 PEOPLE = 50
 QUESTIONS_EACH = 2
 REPLICATED = ("host", "agent", "web")
+WEB_SECRET = secrets.token_urlsafe(48)  # the people asking signed in before: their cookies are sealed with it
 
 
 def _person(base_url: str) -> list[tuple[str, float]]:
@@ -35,7 +36,7 @@ def _person(base_url: str) -> list[tuple[str, float]]:
     replies = []
     for _ in range(QUESTIONS_EACH):
         started = time.perf_counter()
-        reply = ask_through_web(base_url)
+        reply = ask_through_web(base_url, WEB_SECRET)
         replies.append((reply.outcome, time.perf_counter() - started))
     return replies
 
@@ -49,13 +50,13 @@ def _environment(work: Path, host_url: str) -> dict[str, str]:
             "TESSERA_CAPABILITIES_DATABASE_URL": f"sqlite:///{work / 'asking-broker.sqlite'}",
             "TESSERA_CAPABILITIES_CHANGES_URL": warehouse, "TESSERA_LOG_LEVEL": "WARNING",
             # Replicas of web share the cookie key, as on Kubernetes.
-            "TESSERA_WEB_SESSION_SECRET": secrets.token_urlsafe(48)}
+            SESSION_SECRET: WEB_SECRET}
 
 
 def _measure(sets: list[ServiceSet]) -> list[dict]:
     webs = [f"http://{s.handles['web'].address}" for s in sets]
     for web in webs:  # warm: the first turn on each agent loads the planner
-        ask_through_web(web)
+        ask_through_web(web, WEB_SECRET)
     pids = {f"{name}-{number}": handle.pid for number, s in enumerate(sets, 1) for name, handle in s.handles.items()}
     before = {name: process_stats(pid)["cpu_s"] for name, pid in pids.items()}
     started, client_started = time.perf_counter(), time.process_time()

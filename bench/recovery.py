@@ -7,6 +7,7 @@ and over, each service killed in turn. Goal: <= 3 s for every service.
 
 from __future__ import annotations
 
+import secrets
 import time
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from cli.launcher import ServiceSet
 from cli.seed import seed
 from shared.certs import issue_deployment
 from shared.identity import PROCESS_NAMES
-from tests.fixtures.recovery import SupervisorThread, ask_through_web, kill_and_time
+from tests.fixtures.recovery import SESSION_SECRET, SupervisorThread, ask_through_web, kill_and_time
 
 GOAL_SECONDS = 3.0
 
@@ -28,12 +29,13 @@ def run(work: Path, cert_dir: Path) -> list[dict]:
            "TESSERA_RESOURCES_STORE_URL": f"sqlite:///{work / 'recovery-results.sqlite'}",
            "TESSERA_HOST_DATABASE_URL": f"sqlite:///{work / 'recovery-host.sqlite'}",
            "TESSERA_CAPABILITIES_DATABASE_URL": f"sqlite:///{work / 'recovery-broker.sqlite'}",
-           "TESSERA_CAPABILITIES_CHANGES_URL": warehouse}
+           "TESSERA_CAPABILITIES_CHANGES_URL": warehouse, SESSION_SECRET: secrets.token_urlsafe(32)}
     services = ServiceSet(cert_dir, work / "recovery-run", ephemeral_ports=True, extra_env=env)
     services.start(timeout=120)
     results = []
     try:
-        ask_through_web(f"http://{services.handles['web'].address}")  # warm: the first turn loads the planner
+        # Warm: the first turn loads the planner.
+        ask_through_web(f"http://{services.handles['web'].address}", env[SESSION_SECRET])
         with SupervisorThread(services):
             for name in PROCESS_NAMES:
                 recovery = kill_and_time(services, name)

@@ -172,13 +172,14 @@ def _sse(event: dict, event_id: str | None = None) -> str:
 class WebApi:
     def __init__(self, host, agent, capabilities, cookies: SessionCookies, assertions: Assertions,
                  keepalive_seconds: float = 15.0, sign_in_hint: str = "sign in first",
-                 secure_cookies: bool = False) -> None:
+                 secure_cookies: bool = False, oidc_login: dict | None = None) -> None:
         self.host, self.agent, self.capabilities = host, agent, capabilities
         self.cookies = cookies
         self.assertions = assertions
         self.keepalive_seconds = keepalive_seconds
         self.sign_in_hint = sign_in_hint  # how a person without a session signs in, in words
         self.secure_cookies = secure_cookies  # served over https: cookies never travel in the clear
+        self.oidc_login = oidc_login  # {"url", "provider"} of the OpenID sign-in, when configured
         self._host_sessions: dict[str, host_pb2.OpenSessionResponse] = {}
 
     # --- plumbing -----------------------------------------------------------------------------------------
@@ -234,14 +235,14 @@ class WebApi:
         browser = self.signed_in(request)
         return browser, await self._host_session(browser)
 
-    def _signed_in_response(self, browser: BrowserSession, cookie: str, body: dict) -> JSONResponse:
-        """A fresh session cookie (never the old id again: a sign-in rotates it) with the reply."""
-        response = JSONResponse(body)
+    def start_session(self, person: Person, via: str, response: Response) -> BrowserSession:
+        """Sign a person in on `response`: a new session and its cookie (never the old id again: every sign-in
+        rotates it)."""
+        browser, cookie = self.cookies.issue(person, via)
         response.set_cookie(COOKIE, cookie, max_age=int(self.cookies.lifetime), httponly=True, samesite="strict",
                             path="/", secure=self.secure_cookies)
-        log(logger, logging.INFO, "signed in", person=browser.person.actor_id, tenant=browser.person.tenant_id,
-            via=browser.signed_in_with)
-        return response
+        log(logger, logging.INFO, "signed in", person=person.actor_id, tenant=person.tenant_id, via=via)
+        return browser
 
     # --- endpoints ----------------------------------------------------------------------------------------
 
@@ -265,12 +266,18 @@ class WebApi:
         person = Person(redeemed.person.actor_id, redeemed.person.tenant_id, redeemed.person.display_name)
         if not person.valid():
             raise ApiError(502, "PERSON_INVALID", "the broker named a person web cannot hold in a session")
-        browser, cookie = self.cookies.issue(person, "link")
-        return self._signed_in_response(browser, cookie, {
+        response = JSONResponse({
             "actor": person.actor_id, "tenant": person.tenant_id, "name": person.display_name,
             "passkeys": redeemed.passkeys, "enrollment": {
                 "enrollment_id": redeemed.enrollment_id, "expires_at": _as_dict(redeemed)["expires_at"],
                 "options": json.loads(redeemed.registration_options_json)}})
+        self.start_session(person, "link", response)
+        return response
+
+    async def sign_in_options(self, request: Request) -> Response:
+        """How a person can sign in here: always a one-time link from the operator; the organisation's
+        OpenID provider when one is configured."""
+        return JSONResponse({"link": self.sign_in_hint, "oidc": self.oidc_login})
 
     async def register_passkey(self, request: Request) -> Response:
         """The authenticator's answer to the enrollment's options, for the broker to verify and keep."""
@@ -461,6 +468,7 @@ class WebApi:
                 Route("/api/approvals/{approval_id}/challenge", self.begin_decision, methods=["POST"]),
                 Route("/api/approvals/{approval_id}/decision", self.decide, methods=["POST"]),
                 Route("/api/sign-in/link", self.sign_in_with_link, methods=["POST"]),
+                Route("/api/sign-in/options", self.sign_in_options),
                 Route("/api/sign-out", self.sign_out, methods=["POST"]),
                 Route("/api/passkeys", self.register_passkey, methods=["POST"]),
                 Route("/api/report", self.report, methods=["POST"])]

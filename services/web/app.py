@@ -1,38 +1,30 @@
-"""The web process: an HTTP status page over the services web talks to.
+"""The web process: the browser app and its API in front of the services web talks to.
 
-It holds web's own mTLS identity and checks the health of the services it
-is allowed to call (host, agent, capabilities), so the page shows what a
-browser session would really reach.
+It holds web's own mTLS identity and calls only the services it is allowed to
+(host, agent, capabilities); people sign in with a one-time link or the
+organisation's OpenID provider, and every response carries the security headers.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import html
 import logging
 import os
 import signal
 import socket
-import time
-from pathlib import Path
 
-import grpc
 import uvicorn
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
-from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse
-from starlette.routing import Mount, Route
-from starlette.staticfiles import StaticFiles
 
 from services.web.api import ApiError, WebApi, api_error
 from services.web.config import WebSettings
 from services.web.headers import SecurityHeaders
-from services.web.session import COOKIE, Assertions, SessionCookies, SessionSecretError, cookie_key
-from shared import __version__
+from services.web.oidc import OidcConfig, OidcSignIn
+from services.web.pages import UPSTREAMS, Pages
+from services.web.session import Assertions, SessionCookies, SessionSecretError, cookie_key
 from shared.certs import CredentialError, Credentials, load_signing_key, signing_key_path
 from shared.channels import aio_channel
 from shared.config import peer_target
@@ -43,84 +35,31 @@ from tessera.capabilities.v1 import capabilities_pb2_grpc
 from tessera.host.v1 import host_pb2_grpc
 
 logger = logging.getLogger("tessera.web")
-UPSTREAMS = ("host", "agent", "capabilities")
-HEALTH_TIMEOUT_SECONDS = 2.0
 SIGN_IN_HINT = ("Sign in with the one-time link your operator gives you "
                 "(they make one with: tessera persons enroll <your id>).")
 
 
-async def _upstream_health(name: str, credentials: Credentials) -> dict:
-    target = peer_target(name)
-    async with aio_channel(target, credentials, name) as channel:
-        try:
-            reply = await health_pb2_grpc.HealthStub(channel).Check(
-                health_pb2.HealthCheckRequest(), timeout=HEALTH_TIMEOUT_SECONDS
-            )
-            status = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
-        except grpc.aio.AioRpcError as exc:
-            status = f"UNREACHABLE ({exc.code().name})"
-    return {"name": name, "address": target, "health": status}
-
-
-def create_app(settings: WebSettings, credentials: Credentials) -> Starlette:
-    started = time.time()
-
-    async def upstreams() -> list[dict]:
-        return list(await asyncio.gather(*(_upstream_health(n, credentials) for n in UPSTREAMS)))
-
-    async def healthz(request: Request) -> JSONResponse:
-        return JSONResponse({"status": "SERVING"})
-
-    def signed_in(request: Request) -> bool:
-        return cookies.verify(request.cookies.get(COOKIE)) is not None
-
-    async def info(request: Request) -> JSONResponse:
-        if not signed_in(request):  # identities and addresses are for people of this deployment
-            return JSONResponse({"reason": "NO_SESSION", "message": SIGN_IN_HINT}, status_code=401)
-        return JSONResponse({
-            "name": "web", "version": __version__, "identity": credentials.identity,
-            "started_at": started, "upstreams": await upstreams(),
-        })
-
-    bundle = Path(__file__).parent / "static"
-
-    async def page(request: Request) -> HTMLResponse:
-        """The browser app when its bundle was built (make does), else the status page saying so."""
-        built = bundle / "index.html"
-        if built.exists():
-            return HTMLResponse(built.read_text(), headers={"Cache-Control": "no-store"})
-        return await index(request)
-
-    async def status(request: Request) -> HTMLResponse:
-        if not signed_in(request):
-            return HTMLResponse(f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Tessera</title>"
-                                f"</head><body><main><h1>Tessera</h1><p>{html.escape(SIGN_IN_HINT)}</p></main>"
-                                f"</body></html>", status_code=401)
-        return await index(request)
-
-    async def index(request: Request) -> HTMLResponse:
-        rows = "".join(
-            f"<tr><td>{html.escape(u['name'])}</td><td>{html.escape(u['address'])}</td>"
-            f"<td>{html.escape(u['health'])}</td></tr>"
-            for u in await upstreams()
-        )
-        page = (
-            "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Tessera</title></head>"
-            "<body><main><h1>Tessera</h1><p>The browser bundle is not built (run <code>make</code>). "
-            "Services this gateway reaches:</p>"
-            "<table><caption>Upstream services</caption><thead><tr><th scope='col'>service</th>"
-            "<th scope='col'>address</th><th scope='col'>health</th></tr></thead>"
-            f"<tbody>{rows}</tbody></table></main></body></html>"
-        )
-        return HTMLResponse(page)
-
-    signing_key = load_signing_key(signing_key_path(settings.cert_dir, "web"))  # a missing key stops startup
+def _cookies(settings: WebSettings) -> SessionCookies:
     secret, shared = cookie_key(settings.session_secret.get_secret_value())
     if not shared:
         log(logger, logging.WARNING, "TESSERA_WEB_SESSION_SECRET is not set: cookies are signed with a key of "
             "this process only, so browser sessions will not survive a restart of web and will not work across "
             "web replicas; give every replica the same secret to keep them")
-    cookies = SessionCookies(secret)
+    return SessionCookies(secret)
+
+
+def _oidc(settings: WebSettings) -> OidcConfig | None:
+    if not settings.oidc_issuer:
+        return None
+    return OidcConfig(settings.oidc_issuer, settings.oidc_client_id, settings.oidc_client_secret.get_secret_value(),
+                      settings.oidc_scopes, settings.oidc_person_claim, settings.oidc_tenant_claim,
+                      settings.oidc_tenant, settings.oidc_name_claim, settings.oidc_provider_name, settings.public_url)
+
+
+def create_app(settings: WebSettings, credentials: Credentials) -> Starlette:
+    signing_key = load_signing_key(signing_key_path(settings.cert_dir, "web"))  # a missing key stops startup
+    cookies, oidc = _cookies(settings), _oidc(settings)
+    pages = Pages(credentials, cookies, SIGN_IN_HINT)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette):
@@ -130,20 +69,19 @@ def create_app(settings: WebSettings, credentials: Credentials) -> Starlette:
                      agent_pb2_grpc.AgentServiceStub(channels["agent"]),
                      capabilities_pb2_grpc.CapabilityBrokerServiceStub(channels["capabilities"]),
                      cookies, Assertions(signing_key), settings.keepalive_seconds, SIGN_IN_HINT,
-                     settings.secure_cookies)
+                     settings.secure_cookies,
+                     {"url": "/auth/oidc/login", "provider": settings.oidc_provider_name} if oidc else None)
         app.router.routes.extend(api.routes())
+        if oidc:
+            app.router.routes.extend(OidcSignIn(oidc, cookies, lambda person, response: api.start_session(
+                person, "oidc", response)).routes())
         try:
             yield
         finally:
             for channel in channels.values():
                 await channel.close()
 
-    # The page signs people in itself (/sign-in reads a link's token from its fragment), so both are the app.
-    routes = [Route("/", page), Route("/sign-in", page), Route("/status", status), Route("/healthz", healthz),
-              Route("/info", info)]
-    if (bundle / "assets").is_dir():
-        routes.append(Mount("/assets", app=StaticFiles(directory=bundle / "assets"), name="assets"))
-    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={ApiError: api_error},
+    return Starlette(routes=pages.routes(), lifespan=lifespan, exception_handlers={ApiError: api_error},
                      middleware=[Middleware(SecurityHeaders, strict_transport=settings.secure_cookies),
                                  Middleware(TrustedHostMiddleware, allowed_hosts=list(settings.allowed_hosts))])
 

@@ -73,6 +73,8 @@ def _b64(data: bytes) -> str:
 
 
 class SessionCookies:
+    """Values web hands the browser and must get back unchanged: sealed with an HMAC under the cookie key."""
+
     def __init__(self, secret: bytes, lifetime: float = SESSION_SECONDS) -> None:
         self._secret = secret
         self.lifetime = lifetime
@@ -80,16 +82,13 @@ class SessionCookies:
     def _mac(self, body: str) -> str:
         return _b64(hmac.new(self._secret, body.encode(), hashlib.sha256).digest())
 
-    def issue(self, person: Person, signed_in_with: str) -> tuple[BrowserSession, str]:
-        """A new browser session for a person who just signed in, and its cookie value."""
-        session = BrowserSession(secrets.token_urlsafe(18), person, signed_in_with, time.time())
-        body = _b64(json.dumps({"sid": session.session_id, "a": person.actor_id, "t": person.tenant_id,
-                                "n": person.display_name, "via": signed_in_with, "iat": int(session.issued_at)},
-                               separators=(",", ":")).encode())
-        return session, f"{body}.{self._mac(body)}"
+    def seal(self, fields: dict) -> str:
+        """`fields` (JSON) with the time, as a cookie value only this key opens."""
+        body = _b64(json.dumps({**fields, "iat": int(time.time())}, separators=(",", ":")).encode())
+        return f"{body}.{self._mac(body)}"
 
-    def verify(self, cookie: str | None) -> BrowserSession | None:
-        """The session of a cookie we issued that has not run out, or None (missing, malformed, forged, old)."""
+    def open(self, cookie: str | None, max_age: float) -> dict | None:
+        """What `seal` sealed, if the value is ours, unchanged and younger than `max_age` seconds; else None."""
         if not cookie or len(cookie) > MAX_COOKIE_CHARS or cookie.count(".") != 1 or not cookie.isascii():
             return None
         body, mac = cookie.split(".")
@@ -97,13 +96,26 @@ class SessionCookies:
             return None
         try:
             fields = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
-            session = BrowserSession(str(fields["sid"]), Person(str(fields["a"]), str(fields["t"]), str(fields["n"])),
-                                     str(fields["via"]), float(fields["iat"]))
+            age = time.time() - float(fields["iat"])
         except (ValueError, KeyError, TypeError):
             return None
-        if not 0 <= time.time() - session.issued_at < self.lifetime:
+        return fields if isinstance(fields, dict) and 0 <= age < max_age else None
+
+    def issue(self, person: Person, signed_in_with: str) -> tuple[BrowserSession, str]:
+        """A new browser session for a person who just signed in, and its cookie value."""
+        session_id = secrets.token_urlsafe(18)
+        cookie = self.seal({"sid": session_id, "a": person.actor_id, "t": person.tenant_id,
+                            "n": person.display_name, "via": signed_in_with})
+        return BrowserSession(session_id, person, signed_in_with, time.time()), cookie
+
+    def verify(self, cookie: str | None) -> BrowserSession | None:
+        """The session of a cookie we issued that has not run out, or None (missing, malformed, forged, old)."""
+        fields = self.open(cookie, self.lifetime)
+        try:
+            return BrowserSession(str(fields["sid"]), Person(str(fields["a"]), str(fields["t"]), str(fields["n"])),
+                                  str(fields["via"]), float(fields["iat"])) if fields else None
+        except KeyError:
             return None
-        return session
 
 
 class Assertions:

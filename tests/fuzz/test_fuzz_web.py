@@ -18,6 +18,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from tests.fixtures.fuzz import fuzz_settings
+from tests.fixtures.signing import sign_in
 
 REQUEST_TIMEOUT = 60.0  # seconds; a turn of the embedded planner takes about one
 REASON = re.compile(r"^[A-Z][A-Z0-9_]*$")
@@ -28,10 +29,11 @@ json_values = st.recursive(leaves, lambda inner: st.lists(inner, max_size=4) | s
     st.text(max_size=8), inner, max_size=4), max_leaves=16)
 
 
-def _page(running_set, question: str | None = None) -> tuple[httpx.Client, str | None]:
-    """A browser with its own session (so its own surface); with a question, the revision it produced."""
+def _page(running_set, credentials, question: str | None = None) -> tuple[httpx.Client, str | None]:
+    """A signed-in browser with its own session (so its own surface); with a question, the revision it produced."""
     base = f"http://{running_set.handles['web'].address}"
     client = httpx.Client(base_url=base, timeout=REQUEST_TIMEOUT, headers={"Origin": base})
+    sign_in(client, running_set, credentials)
     assert client.get("/api/session").status_code == 200
     if question is None:
         return client, None
@@ -40,22 +42,22 @@ def _page(running_set, question: str | None = None) -> tuple[httpx.Client, str |
 
 
 @pytest.fixture(scope="module")
-def page(running_set):
-    client, _ = _page(running_set)
+def page(running_set, credentials):
+    client, _ = _page(running_set, credentials)
     yield client
     client.close()
 
 
 @pytest.fixture(scope="module")
-def table_page(running_set):
-    client, revision = _page(running_set, "What is our net revenue by region?")
+def table_page(running_set, credentials):
+    client, revision = _page(running_set, credentials, "What is our net revenue by region?")
     yield client, revision
     client.close()
 
 
 @pytest.fixture(scope="module")
-def flag_page(running_set):
-    client, revision = _page(running_set, "Flag order 1111 for review")
+def flag_page(running_set, credentials):
+    client, revision = _page(running_set, credentials, "Flag order 1111 for review")
     yield client, revision
     client.close()
 

@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import grpc
+import httpx
 import pytest
 import sqlalchemy as sa
 
@@ -68,6 +69,28 @@ def test_an_operator_lists_reads_and_decides_approvals(var_dir, running_set, cre
     records = [json.loads(line) for line in out.read_text().splitlines()]
     decided = [r for r in records if r["intent_id"] == flagged.intent_id and r["kind"] == "approval-approved"]
     assert decided and decided[0]["actor_id"] == "operator" and decided[0]["detail"]["reason"] == "looks odd"
+    assert decided[0]["detail"]["signed_with"].startswith("operator-key:")  # the CLI's own key signed it
+    declined_record = next(r for r in records if r["intent_id"] == rejected.intent_id
+                           and r["kind"] == "approval-rejected")
+    assert declined_record["detail"]["signed_with"].startswith("operator-key:")
+
+
+def test_an_operator_prints_a_one_time_sign_in_link_for_a_person(var_dir, running_set):  # noqa: F811
+    printed = tessera(var_dir, "persons", "enroll", "ada@example.org", "--tenant", "acme", "--name", "Ada")
+    assert printed.returncode == 0, printed.stderr
+    link = printed.stdout.strip()
+    port = running_set.handles["web"].port
+    assert re.fullmatch(rf"http://localhost:{port}/sign-in#token=[A-Za-z0-9_-]{{40,}}", link), link
+    assert "ada@example.org (tenant acme; no passkey yet)" in printed.stderr and "works once" in printed.stderr
+    base = f"http://{running_set.handles['web'].address}"
+    token = link.split("#token=")[1]
+    with httpx.Client(base_url=base, timeout=60) as browser:
+        signed_in = browser.post("/api/sign-in/link", json={"token": token})
+        assert signed_in.status_code == 200 and signed_in.json()["actor"] == "ada@example.org"
+        assert browser.get("/api/session").json()["name"] == "Ada"
+        assert browser.post("/api/sign-in/link", json={"token": token}).json()["reason"] == "LINK_USED"
+    bad = tessera(var_dir, "persons", "enroll", "ada lovelace")
+    assert bad.returncode == 1 and "PERSON_INVALID" in bad.stderr
 
 
 class _CallFailed(grpc.RpcError):

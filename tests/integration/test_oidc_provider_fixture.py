@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import html
 import json
-import re
 
 import httpx
 import pytest
@@ -20,7 +18,7 @@ from joserfc import jwt
 from joserfc.errors import BadSignatureError
 from joserfc.jwk import KeySet
 
-from tests.fixtures.oidc import Provider, start_provider
+from tests.fixtures.oidc import Provider, sign_in_at_provider, start_provider
 
 REDIRECT_URI = "http://127.0.0.1:9/auth/callback"  # never contacted: the browser stops at the redirect to it
 SCOPE = "openid profile email tenant"
@@ -46,24 +44,7 @@ def browser() -> httpx.Client:
 
 
 def sign_in(client: httpx.Client, authorize_url: str, username: str, password: str) -> str:
-    """Play the browser from the authorization URL to the redirect back to the client; that redirect's URL.
-    Fills in Django's login form when it is shown (not when the browser's session is already signed in)."""
-    url = authorize_url
-    for _ in range(10):
-        if url.startswith(REDIRECT_URI):
-            return url
-        response = client.get(url)
-        if response.is_redirect:
-            url = str(response.url.join(response.headers["location"]))
-            continue
-        assert response.status_code == 200, f"{url}: HTTP {response.status_code}\n{response.text[:2000]}"
-        form = {name: html.unescape(value)
-                for name, value in re.findall(r'<input[^>]*name="([^"]+)"[^>]*value="([^"]*)"', response.text)}
-        assert {"csrfmiddlewaretoken", "next"} <= form.keys(), f"not the login form:\n{response.text[:2000]}"
-        posted = client.post(str(response.url), data={**form, "username": username, "password": password})
-        assert posted.is_redirect, f"sign-in refused: HTTP {posted.status_code}\n{posted.text[:2000]}"
-        url = str(posted.url.join(posted.headers["location"]))
-    raise AssertionError(f"no redirect to {REDIRECT_URI}; stopped at {url}")
+    return sign_in_at_provider(client, authorize_url, username, password, REDIRECT_URI)
 
 
 def verified_claims(provider: Provider, id_token: str) -> dict:

@@ -9,6 +9,7 @@ acknowledged is lost. bench/recovery.py records the per-service figures.
 
 from __future__ import annotations
 
+import secrets
 import threading
 import time
 
@@ -17,7 +18,7 @@ import sqlalchemy as sa
 
 from cli.launcher import STOP_TIMEOUT_SECONDS, ServiceSet
 from shared.identity import PROCESS_NAMES
-from tests.fixtures.recovery import SupervisorThread, ask_through_web, kill_and_time
+from tests.fixtures.recovery import SESSION_SECRET, SupervisorThread, ask_through_web, kill_and_time
 
 # Generous for a loaded CI machine; the goal (3 s) is measured by `make bench` on a quiet one.
 RECOVERY_BOUND_SECONDS = 20.0
@@ -30,7 +31,8 @@ def own_set(cert_dir, tmp_path, service_env):
            "TESSERA_VAR_DIR": str(tmp_path / "var"),
            "TESSERA_HOST_DATABASE_URL": f"sqlite:///{tmp_path / 'host.sqlite'}",
            "TESSERA_RESOURCES_STORE_URL": f"sqlite:///{tmp_path / 'results.sqlite'}",
-           "TESSERA_CAPABILITIES_DATABASE_URL": f"sqlite:///{tmp_path / 'broker.sqlite'}"}
+           "TESSERA_CAPABILITIES_DATABASE_URL": f"sqlite:///{tmp_path / 'broker.sqlite'}",
+           SESSION_SECRET: secrets.token_urlsafe(32)}  # a signed-in person stays signed in across restarts
     services = ServiceSet(cert_dir, tmp_path / "run", ephemeral_ports=True, extra_env=env)
     services.start()
     try:
@@ -59,7 +61,7 @@ def _committed_revisions(url: str) -> set[str]:
 def test_each_service_killed_in_turn_is_a_blip(own_set):
     services, env = own_set
     base_url = f"http://{services.handles['web'].address}"
-    assert ask_through_web(base_url).outcome == "answered"
+    assert ask_through_web(base_url, env[SESSION_SECRET]).outcome == "answered"
     acknowledged: list[str] = []
     with SupervisorThread(services) as supervisor:
         for name in PROCESS_NAMES:
@@ -81,7 +83,7 @@ def test_each_service_killed_in_turn_is_a_blip(own_set):
         while not all(any(f"{name} is serving again" in line for line in supervisor.lines) for name in PROCESS_NAMES):
             assert time.monotonic() < deadline, supervisor.lines
             time.sleep(0.05)
-        final = ask_through_web(base_url)
+        final = ask_through_web(base_url, env[SESSION_SECRET])
     assert final.outcome == "answered", final
     acknowledged += final.revision_ids
     missing = set(acknowledged) - _committed_revisions(env["TESSERA_HOST_DATABASE_URL"])
@@ -90,13 +92,13 @@ def test_each_service_killed_in_turn_is_a_blip(own_set):
 
 def test_every_service_stops_within_its_grace_with_questions_in_flight(own_set):
     """SIGTERM while people are asking: every process exits by itself (status 0), none is SIGKILLed."""
-    services, _ = own_set
+    services, env = own_set
     base_url = f"http://{services.handles['web'].address}"
     asking, replies = threading.Event(), []
 
     def keep_asking() -> None:
         while not asking.is_set():
-            replies.append(ask_through_web(base_url))
+            replies.append(ask_through_web(base_url, env[SESSION_SECRET]))
 
     askers = [threading.Thread(target=keep_asking, daemon=True) for _ in range(3)]
     for asker in askers:

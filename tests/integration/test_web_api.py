@@ -126,11 +126,11 @@ def test_a_flag_button_press_becomes_an_approval_the_person_signs(running_set, b
     assert (unsigned.status_code, unsigned.json()["reason"]) == (403, "DECISION_UNSIGNED")
     begun = browser.post(f"/api/approvals/{approval['approval_id']}/challenge", json={}).json()
     assert begun["credential_ids"] == [] and "tessera persons enroll local-user" in begun["enroll_hint"]
-    passkey = enroll_in_browser(browser, browser.signed_in, f"http://localhost:{running_set.handles['web'].port}")
-    wrong = browser.post(url, json=browser_decision(browser, passkey, approval["approval_id"],
+    passkey = enroll_in_browser(browser.post, browser.signed_in, f"http://localhost:{running_set.handles['web'].port}")
+    wrong = browser.post(url, json=browser_decision(browser.post, passkey, approval["approval_id"],
                                                     {"approve": True, "arguments_sha256": "0" * 64}))
     assert (wrong.status_code, wrong.json()["reason"]) == (409, "ARGUMENTS_CHANGED")
-    decision = browser_decision(browser, passkey, approval["approval_id"], {
+    decision = browser_decision(browser.post, passkey, approval["approval_id"], {
         "approve": True, "arguments_sha256": card["arguments_sha256"], "reason": "odd order",
         "decision_id": "web-click-1111"})
     done = browser.post(url, json=decision)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import secrets
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -14,8 +15,9 @@ import pytest
 import sqlalchemy as sa
 
 from cli.launcher import ServiceSet
-from services.web.session import COOKIE, SessionCookies
+from services.web.session import COOKIE, Person, SessionCookies
 from tests.conftest import run_module
+from tests.fixtures.signing import browser_decision, enroll_in_browser, link_token, sign_in
 from tests.integration.test_web_api import sse
 
 SECRET = secrets.token_hex(32)  # what a Kubernetes Secret would hand every replica
@@ -75,9 +77,15 @@ class Browser:
 
 
 @pytest.fixture
-def browser(replicas):
+def browser(replicas, running_set, credentials):
+    """A browser signed in (on replica 0) with a one-time link, as the local person."""
     with httpx.Client(timeout=120) as client:
-        yield Browser(client, replicas)
+        browser = Browser(client, replicas)
+        token = link_token(running_set, credentials)
+        signed_in = browser.request(0, "POST", "/api/sign-in/link", json={"token": token})
+        assert signed_in.status_code == 200, signed_in.text
+        browser.signed_in = signed_in.json()
+        yield browser
 
 
 QUESTION = "What is our net revenue by region?"
@@ -88,23 +96,25 @@ def shown(revision: str):
     return lambda event: event.get("revision_id") == revision and "updateComponents" in event.get("message", {})
 
 
-def test_a_session_is_the_same_on_every_replica(running_set, replicas, browser):
+def test_a_session_is_the_same_on_every_replica(running_set, credentials, replicas, browser):
     opened = browser.request(0, "GET", "/api/session")
-    assert opened.status_code == 200 and "set-cookie" in opened.headers
+    assert opened.status_code == 200
     for replica in (1, 0, 1):
         again = browser.request(replica, "GET", "/api/session")
         assert again.status_code == 200 and "set-cookie" not in again.headers  # the cookie is good here too
         assert (again.json()["session_id"], again.json()["surface_id"]) == (
             opened.json()["session_id"], opened.json()["surface_id"])
     # A cookie signed with another key (the running set's web has a key of its own) is no session here.
-    foreign = httpx.get(f"http://{running_set.handles['web'].address}/api/session").cookies["tessera_session"]
+    with httpx.Client(base_url=f"http://{running_set.handles['web'].address}", timeout=60) as elsewhere:
+        sign_in(elsewhere, running_set, credentials)
+        foreign = elsewhere.cookies["tessera_session"]
     refused = httpx.get(base(replicas[1]) + "/api/approvals", cookies={"tessera_session": foreign})
     assert (refused.status_code, refused.json()["reason"]) == (401, "NO_SESSION")
 
 
 def test_first_visits_racing_on_both_replicas_find_one_host_session(replicas):
     # A browser session neither replica has seen: each asks the host for it at the same moment.
-    _, cookie = SessionCookies(SECRET.encode()).issue()
+    _, cookie = SessionCookies(SECRET.encode()).issue(Person("local-user", "local", "Local user"), "link")
     urls = [base(replicas[n % 2]) + "/api/session" for n in range(8)]
     with ThreadPoolExecutor(len(urls)) as pool:
         replies = list(pool.map(lambda url: httpx.get(url, cookies={COOKIE: cookie}, timeout=60), urls))
@@ -170,7 +180,7 @@ def test_a_lost_question_leaves_what_it_committed_on_the_surface(browser):
     assert events[-1][1]["message"]["updateComponents"]["surfaceId"]
 
 
-def test_approvals_shown_on_one_replica_are_decided_on_the_other(browser, warehouse_url):
+def test_approvals_shown_on_one_replica_are_decided_on_the_other(browser, replicas, warehouse_url):
     browser.request(0, "GET", "/api/session")
     (revision,) = browser.ask(1, "Flag order 1216 for review")[-1]["done"]["revision_ids"]
     pressed = browser.request(0, "POST", "/api/commands", json={
@@ -181,14 +191,16 @@ def test_approvals_shown_on_one_replica_are_decided_on_the_other(browser, wareho
     listed = browser.request(0, "GET", "/api/approvals").json()["approvals"]
     approval = next(a["approval_id"] for a in listed if a["intent_id"] == intent)
     card = browser.request(1, "GET", f"/api/approvals/{approval}").json()
-    decision = {"approve": True, "arguments_sha256": card["arguments_sha256"], "decision_id": "replica-click"}
+    passkey = enroll_in_browser(partial(browser.request, 0, "POST"), browser.signed_in,
+                                f"http://localhost:{replicas[0].handles['web'].port}")
+    decision = browser_decision(partial(browser.request, 1, "POST"), passkey, approval, {
+        "approve": True, "arguments_sha256": card["arguments_sha256"], "decision_id": "replica-click"})
     done = browser.request(1, "POST", f"/api/approvals/{approval}/decision", json=decision)
     assert done.status_code == 200 and done.json()["receipt"]["status"] == "INTENT_STATUS_SUCCEEDED", done.text
     # The page's retry lands on the other replica: the same receipt, nothing run twice.
     retried = browser.request(0, "POST", f"/api/approvals/{approval}/decision", json=decision)
     assert retried.status_code == 200 and retried.json() == {**done.json(), "replayed": True}
-    other = browser.request(0, "POST", f"/api/approvals/{approval}/decision",
-                            json={**decision, "decision_id": "another-click"})
+    other = browser.request(0, "POST", f"/api/approvals/{approval}/challenge", json={})  # another click
     assert (other.status_code, other.json()["reason"]) == (409, "APPROVAL_ALREADY_DECIDED")
     # Both replicas stream the same request and receipt for it.
     for replica in (0, 1):

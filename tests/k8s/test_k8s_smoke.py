@@ -27,8 +27,13 @@ from grpc_health.v1 import health_pb2
 from cli.deploy import ROLES, local_secrets
 from cli.deploy_check import allowed_secret_files
 from cli.deploy_manifests import SPECS
-from shared.certs import ca_key_path, is_private_file, issue_deployment
+from cli.launcher import cli_credentials
+from shared.actors import assert_actor
+from shared.certs import ca_key_path, is_private_file, issue_deployment, load_signing_key, signing_key_path
+from shared.channels import sync_channel
+from shared.contracts import invoke
 from shared.paths import REPO_ROOT
+from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tests.fixtures.isolation import foreign_variables
 from tests.integration.test_web_api import sse
 from tests.k8s.podman_play import (
@@ -119,6 +124,15 @@ print(json.dumps(outcome))
 """
 
 
+def _sign_in_token(certs, broker_ip: str) -> str:
+    """A one-time sign-in link's token for the local person, made from outside the pods as the operator's CLI
+    makes it (the CLI's own identity, straight to the broker's pod)."""
+    operator = assert_actor(load_signing_key(signing_key_path(certs, "cli")), "operator", "local")
+    with sync_channel(f"{broker_ip}:50054", cli_credentials(certs, "cli"), "capabilities") as channel:
+        return invoke(channel, "capabilities", "CreateEnrollment", cap.CreateEnrollmentRequest(
+            actor=operator, person=cap.Person(actor_id="local-user", tenant_id="local")), timeout=60).token
+
+
 def test_the_local_overlay_runs_as_real_pods(tmp_path):
     started = time.monotonic()
     assert shutil.which("podman"), "podman is missing: `make image` installs it"
@@ -160,6 +174,9 @@ def test_the_local_overlay_runs_as_real_pods(tmp_path):
         base = f"http://{ips['web']}:8080"
         headers = {"Host": "localhost:8080", "Origin": "http://localhost:8080"}
         with httpx.Client(base_url=base, headers=headers, timeout=120) as browser:
+            assert browser.get("/api/session").status_code == 401  # nobody, until signed in
+            signed_in = browser.post("/api/sign-in/link", json={"token": _sign_in_token(certs, ips["capabilities"])})
+            assert signed_in.status_code == 200, signed_in.text
             assert browser.get("/api/session").status_code == 200
             with browser.stream("POST", "/api/ask", json={"question": "What is our net revenue by region?"}) as r:
                 assert r.status_code == 200, r.read()

@@ -323,11 +323,20 @@ function offerPasskey(enrollment, existing) {
   });
 }
 
-function askToSignIn(message) {
+async function askToSignIn(message) {
   $('who').textContent = 'Not signed in.';
   $('sign-in-message').textContent = message;
   $('sign-in').hidden = false;
   $('ask').hidden = true;
+  try {
+    const options = await getJson('/api/sign-in/options');
+    if (options.oidc) {
+      $('oidc-sign-in').textContent = `Sign in with ${options.oidc.provider}`;
+      $('oidc-sign-in').href = options.oidc.url;
+      $('oidc-sign-in').hidden = false;
+      $('sign-in-message').textContent = `Or: ${options.link}`;
+    }
+  } catch { /* the link way is already on the page */ }
 }
 
 async function signOut() {
