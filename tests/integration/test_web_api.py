@@ -14,13 +14,16 @@ import sqlalchemy as sa
 from tests.fixtures.golden.reference import expected_figures
 from tests.fixtures.signing import browser_decision, enroll_in_browser, link_token, sign_in
 
+PERSON = "web-api-person"
+
 
 @pytest.fixture
 def browser(running_set, credentials):
-    """A browser: one cookie jar, same-origin requests, the local person signed in with a one-time link."""
+    """A browser: one cookie jar, same-origin requests, signed in with a one-time link as a person of these
+    tests only (so no other test's passkeys are theirs)."""
     base = f"http://{running_set.handles['web'].address}"
     with httpx.Client(base_url=base, timeout=120, headers={"Origin": base}) as client:
-        client.signed_in = sign_in(client, running_set, credentials)
+        client.signed_in = sign_in(client, running_set, credentials, PERSON)
         opened = client.get("/api/session")
         assert opened.status_code == 200, opened.text
         client.session_info = opened.json()
@@ -58,7 +61,7 @@ def stream(browser, after: str | None = None, until=None) -> list[tuple[str, dic
 
 def test_a_signed_in_session_opens_one_surface_and_a_cookie_alone_is_nobody(running_set, credentials, browser):
     again = browser.get("/api/session").json()
-    assert again["surface_id"] == browser.session_info["surface_id"] and again["actor"] == "local-user"
+    assert again["surface_id"] == browser.session_info["surface_id"] and again["actor"] == PERSON
     assert again["signed_in_with"] == "link"
     base = f"http://{running_set.handles['web'].address}"
     stranger = httpx.get(f"{base}/api/session")  # no sign-in: no person, no cookie handed out
@@ -125,7 +128,7 @@ def test_a_flag_button_press_becomes_an_approval_the_person_signs(running_set, b
     unsigned = browser.post(url, json={"approve": True, "arguments_sha256": card["arguments_sha256"]})
     assert (unsigned.status_code, unsigned.json()["reason"]) == (403, "DECISION_UNSIGNED")
     begun = browser.post(f"/api/approvals/{approval['approval_id']}/challenge", json={}).json()
-    assert begun["credential_ids"] == [] and "tessera persons enroll local-user" in begun["enroll_hint"]
+    assert begun["credential_ids"] == [] and f"tessera persons enroll {PERSON}" in begun["enroll_hint"]
     passkey = enroll_in_browser(browser.post, browser.signed_in, f"http://localhost:{running_set.handles['web'].port}")
     wrong = browser.post(url, json=browser_decision(browser.post, passkey, approval["approval_id"],
                                                     {"approve": True, "arguments_sha256": "0" * 64}))
@@ -146,7 +149,7 @@ def test_a_flag_button_press_becomes_an_approval_the_person_signs(running_set, b
     other = browser.post(f"/api/approvals/{approval['approval_id']}/challenge", json={})
     assert (other.status_code, other.json()["reason"]) == (409, "APPROVAL_ALREADY_DECIDED")
     assert other.json()["outcome"]["intent_status"] == "INTENT_STATUS_SUCCEEDED"
-    assert other.json()["outcome"]["decided_by"] == "local-user"
+    assert other.json()["outcome"]["decided_by"] == PERSON
     assert other.json()["outcome"]["signed_with"] == f"passkey:{passkey.id}"
     for bad, reason in ((7, "DECISION_INVALID"), ("not an id!", "DECISION_ID_INVALID")):
         refused = browser.post(f"/api/approvals/{approval['approval_id']}/decision",
