@@ -92,7 +92,7 @@ def local_settings(passwords: dict[str, str]) -> dict[str, dict[str, str]]:
         "capabilities": {"database_url": url("tessera_capabilities", "tessera_capabilities"),
                          "changes_url": url("tessera_writer", "warehouse")},
         "host": {"database_url": url("tessera_host", "tessera_host")},
-        "web": {"session_secret": secrets.token_hex(32)},
+        "web": {"session_secret": secrets.token_hex(32), "oidc_client_secret": ""},  # OpenID sign-in off
     }
 
 

@@ -64,7 +64,9 @@ SPECS: dict[str, ServiceSpec] = {spec.name: spec for spec in (
                 egress_https="MCP servers reached over streamable HTTP (deploy/policy/tools.yaml)",
                 secret_settings=("database_url", "changes_url")),
     ServiceSpec("host", stateless=False, database=True, secret_settings=("database_url",)),
-    ServiceSpec("web", stateless=True, browsers=True, secret_settings=("session_secret",)),
+    ServiceSpec("web", stateless=True, browsers=True, secret_settings=("session_secret", "oidc_client_secret"),
+                egress_https="the OpenID provider people sign in with (TESSERA_WEB_OIDC_ISSUER: discovery, token "
+                             "and keys)"),
 )}
 
 

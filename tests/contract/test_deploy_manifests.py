@@ -123,7 +123,8 @@ def test_the_extra_egress_goes_only_where_it_is_needed(rendered):
                        for rule in p["spec"].get("egress", []))}
 
     assert pods_with(5432) == {"host", "capabilities", "resources"}  # their own database, or the warehouse
-    assert pods_with(443) == {"agent", "capabilities"}  # the model endpoint; MCP servers over HTTP
+    # The model endpoint; MCP servers over HTTP; the OpenID provider people sign in with.
+    assert pods_with(443) == {"agent", "capabilities", "web"}
     browsers = [p for p in policies.values() if any("from" not in rule for rule in p["spec"].get("ingress", []))]
     assert [p["spec"]["podSelector"]["matchLabels"]["app.kubernetes.io/name"] for p in browsers] == ["web"]
 
