@@ -112,6 +112,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     directory = cert_dir()
     ensure_certs(directory)
     services = ServiceSet(directory, var_dir() / "run", ephemeral_ports=args.ephemeral_ports)
+    _pin_passkey_origin(services)
     if _start(services):
         return 1
     state = _state_file()
@@ -126,6 +127,14 @@ def cmd_up(args: argparse.Namespace) -> int:
     state.unlink(missing_ok=True)
     print(table([[n, str(c)] for n, c in codes.items()], ["service", "exit status"]))
     return status
+
+
+def _pin_passkey_origin(services: ServiceSet) -> None:
+    """Passkey signatures count only from this web's own page (http://localhost:<its port>), not from any
+    other local port, unless the operator configured the origins themselves."""
+    setting = "TESSERA_CAPABILITIES_WEBAUTHN_ORIGINS"
+    if setting not in os.environ:
+        services.extra_env[setting] = json.dumps([f"http://localhost:{services.handles['web'].port}"])
 
 
 def _print_sign_in(services: ServiceSet, directory: Path) -> None:
@@ -229,6 +238,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     services = ServiceSet(directory, var_dir() / "demo", ephemeral_ports=True)
     if _port_free(DEFAULT_PORTS["web"]):  # the UI where people expect it; any free port otherwise
         services.handles["web"].port = DEFAULT_PORTS["web"]
+    _pin_passkey_origin(services)
     print("starting services ...", flush=True)
     if _start(services):
         return 1

@@ -3,8 +3,8 @@
 A decision is signed, not merely asserted: the broker recomputes the challenge
 from the decision it received and checks the person's signature over it, so a
 process that carries the decision (web, host) cannot change what was decided,
-for which approval, on which arguments, or use it twice (the broker's nonce is
-single use).
+for which approval, on which arguments, with which reason, or use it twice (the
+broker's nonce is single use).
 
 The challenge is the SHA-256 of a compact JSON array, so a browser computes the
 same bytes with `JSON.stringify` and `crypto.subtle.digest` (see the page's
@@ -34,18 +34,20 @@ class ChallengeError(ValueError):
 
 
 def challenge(approval_id: str, arguments_sha256: str, approve: bool, entries: Iterable[tuple[str, bool]],
-              nonce: str) -> bytes:
+              nonce: str, reason: str = "") -> bytes:
     """The 32 bytes a person's authenticator (or the operator's key) signs for this decision.
 
-    `entries` are the per-entry decisions as (entry id, approve); their order does not matter."""
+    `entries` are the per-entry decisions as (entry id, approve); their order does not matter. The reason the
+    person wrote is covered by its SHA-256 (UTF-8), so the audit trail's reason is theirs too."""
     decided = sorted({entry_id: ok for entry_id, ok in entries}.items())
     words = [PURPOSE, approval_id, arguments_sha256, nonce, *(entry_id for entry_id, _ in decided)]
     bad = next((w for w in words if not _PRINTABLE.fullmatch(w)), None)
     if bad is not None:
         raise ChallengeError(f"{bad[:40]!r}: ids in a decision are 0-256 printable ASCII characters")
+    reason_sha256 = hashlib.sha256(reason.encode("utf-8")).hexdigest()
     text = json.dumps([PURPOSE, approval_id, arguments_sha256, "approve" if approve else "reject",
-                       [[entry_id, "approve" if ok else "reject"] for entry_id, ok in decided], nonce],
-                      separators=(",", ":"))
+                       [[entry_id, "approve" if ok else "reject"] for entry_id, ok in decided], nonce,
+                       reason_sha256], separators=(",", ":"))
     return hashlib.sha256(text.encode("ascii")).digest()
 
 
@@ -67,7 +69,7 @@ def request_challenge(request: capabilities_pb2.DecideRequest) -> bytes:
     return challenge(request.approval_id, request.arguments_sha256,
                      request.decision == capabilities_pb2.DECISION_APPROVE,
                      [(e.entry_id, e.decision == capabilities_pb2.DECISION_APPROVE) for e in request.entries],
-                     request.nonce)
+                     request.nonce, request.reason)
 
 
 def signed_by_operator(request: capabilities_pb2.DecideRequest, nonce: str,

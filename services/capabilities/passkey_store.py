@@ -92,6 +92,14 @@ class PasskeyStore:
     def register(self, enrollment_id: str, credential_id: str, public_key: bytes, sign_count: int,
                  aaguid: str) -> int:
         """Keep a verified credential for the enrollment's person, once per enrollment; their passkey count."""
+        try:
+            return self._register(enrollment_id, credential_id, public_key, sign_count, aaguid)
+        except sa.exc.IntegrityError:  # the same credential registered through another link at this moment
+            raise refuse(grpc.StatusCode.ALREADY_EXISTS, "PASSKEY_ALREADY_REGISTERED",
+                         "this passkey is registered already") from None
+
+    def _register(self, enrollment_id: str, credential_id: str, public_key: bytes, sign_count: int,
+                  aaguid: str) -> int:
         now = time.time()
         with self.writer.begin() as connection:
             row = connection.execute(sa.select(enrollments).where(enrollments.c.enrollment_id == enrollment_id)

@@ -20,7 +20,9 @@ from webauthn import (
     verify_authentication_response,
     verify_registration_response,
 )
-from webauthn.helpers.exceptions import InvalidAuthenticationResponse, InvalidJSONStructure, InvalidRegistrationResponse
+from webauthn.helpers import decode_credential_public_key
+from webauthn.helpers.decoded_public_key_to_cryptography import decoded_public_key_to_cryptography
+from webauthn.helpers.exceptions import InvalidAuthenticationResponse, WebAuthnException
 from webauthn.helpers.structs import (
     AuthenticationCredential,
     AuthenticatorAssertionResponse,
@@ -38,6 +40,7 @@ RP_NAME = "Tessera"
 MAX_CREDENTIAL_JSON = 16 * 1024
 # Sizes far above what authenticators produce: anything bigger is refused before it is parsed.
 MAX_AUTHENTICATOR_DATA, MAX_CLIENT_DATA, MAX_SIGNATURE, MAX_CREDENTIAL_ID = 1024, 4096, 1024, 1400
+MAX_CREDENTIAL_ID_BYTES = 1023  # WebAuthn's own bound; base64url of it fits the 1,400-character column
 TIMEOUT_MS = 120_000
 UV_FLAG = 0x04  # authenticator data flags: user verified
 
@@ -95,11 +98,17 @@ def verify_registration(rp: RelyingParty, credential_json: str, challenge: bytes
         verified = verify_registration_response(
             credential=credential_json, expected_challenge=challenge, expected_rp_id=rp.rp_id,
             expected_origin=origin, require_user_verification=True)
-    except (InvalidRegistrationResponse, InvalidJSONStructure) as exc:
-        reason = "USER_VERIFICATION_REQUIRED" if "verif" in str(exc).lower() and "user" in str(exc).lower() \
+        # Decoded now, so a key no signature could ever be checked with is refused here, not at every decision.
+        decoded_public_key_to_cryptography(decode_credential_public_key(verified.credential_public_key))
+    except (WebAuthnException, ValueError, KeyError, IndexError, TypeError) as exc:  # whatever the bytes were
+        text = str(exc).lower()
+        reason = "USER_VERIFICATION_REQUIRED" if "user verification" in text or "not verified" in text \
             else "PASSKEY_INVALID"
         raise refuse(grpc.StatusCode.INVALID_ARGUMENT, reason, f"the passkey registration was refused: "
-                                                               f"{str(exc)[:200]}") from None
+                                                               f"{str(exc)[:200] or type(exc).__name__}") from None
+    if len(verified.credential_id) > MAX_CREDENTIAL_ID_BYTES:
+        raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "PASSKEY_INVALID",
+                     f"the credential id is longer than WebAuthn allows ({MAX_CREDENTIAL_ID_BYTES} bytes)")
     return Registered(b64url(verified.credential_id), verified.credential_public_key, verified.sign_count,
                       str(verified.aaguid))
 
@@ -140,6 +149,9 @@ def verify_assertion(rp: RelyingParty, assertion: common_pb2.PasskeyAssertion, e
                          "the passkey's counter did not advance: a replayed (or cloned) signature") from None
         raise refuse(grpc.StatusCode.PERMISSION_DENIED, "ASSERTION_INVALID",
                      f"the passkey signature does not verify: {str(exc)[:160]}") from None
+    except (WebAuthnException, ValueError, KeyError, IndexError, TypeError) as exc:  # malformed bytes
+        raise refuse(grpc.StatusCode.PERMISSION_DENIED, "ASSERTION_INVALID",
+                     f"the passkey assertion is malformed ({type(exc).__name__})") from None
     return verified.new_sign_count
 
 

@@ -181,6 +181,9 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
 
     async def CreateEnrollment(self, request, context):
         operator = self._actor(request.actor)
+        if operator.asserted_by != "cli":  # the caller table says CLI too; the assertion must agree
+            raise refuse(grpc.StatusCode.PERMISSION_DENIED, "OPERATOR_FROM_CLI_ONLY",
+                         "only an operator the CLI asserts makes sign-in links")
         reply = await self._broker.db(self._enrollments.create_link, operator, request.person)
         await self._broker.db(self._broker.store.audit, request.person.tenant_id, "enrollment-link-created",
                               operator.actor_id, person=request.person.actor_id)

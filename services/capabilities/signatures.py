@@ -66,12 +66,13 @@ class DecisionSignatures:
             digest = decisions.request_challenge(request)
         except decisions.ChallengeError as exc:
             raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "DECISION_INVALID", str(exc)) from None
-        approvers = self._approvers_of(intent.action_id)
+        # The policy's approvers say who may approve; a rejection runs nothing, so any valid signature will do.
+        approvers = self._approvers_of(intent.action_id) if approve else (PASSKEY, OPERATOR_KEY)
         if kind == "operator_key":
             return self._operator_signature(actor, request.operator_key, digest, request.nonce, approvers)
         if PASSKEY not in approvers:
             raise refuse(grpc.StatusCode.PERMISSION_DENIED, "PASSKEY_NOT_ALLOWED",
-                         "this action's policy does not accept passkey decisions")
+                         "this action's policy does not accept passkey approvals")
         return self._passkey_signature(actor, request.passkey, digest, request.nonce)
 
     def _operator_signature(self, actor: Actor, signed: capabilities_pb2.OperatorKeySignature, digest: bytes,

@@ -150,18 +150,22 @@ def _passkey_assertion(value) -> PasskeyAssertion | None:
     if value is None:
         return None
     fields = ("id", "authenticator_data", "client_data_json", "signature", "user_handle")
-    if not isinstance(value, dict) or not all(isinstance(value.get(f, ""), str) and _B64URL.fullmatch(value.get(f, ""))
-                                              for f in fields):
-        raise ApiError(400, "PASSKEY_INVALID", "passkey: id, authenticator_data, client_data_json, signature and "
-                                               "user_handle, each base64url")
+    invalid = ApiError(400, "PASSKEY_INVALID", "passkey: id, authenticator_data, client_data_json and signature "
+                                               "(and user_handle), each base64url")
+    if not isinstance(value, dict) or not value.get("id") or not all(
+            isinstance(value.get(f, ""), str) and _B64URL.fullmatch(value.get(f, "")) for f in fields):
+        raise invalid
 
     def raw(field: str) -> bytes:
         text = value.get(field, "")
         return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
-    return PasskeyAssertion(credential_id=value["id"], authenticator_data=raw("authenticator_data"),
-                            client_data_json=raw("client_data_json"), signature=raw("signature"),
-                            user_handle=raw("user_handle"))
+    try:
+        return PasskeyAssertion(credential_id=value["id"], authenticator_data=raw("authenticator_data"),
+                                client_data_json=raw("client_data_json"), signature=raw("signature"),
+                                user_handle=raw("user_handle"))
+    except ValueError:  # a length no base64 text has
+        raise invalid from None
 
 
 def _sse(event: dict, event_id: str | None = None) -> str:
@@ -435,14 +439,16 @@ class WebApi:
         decision_id = body.get("decision_id", "")
         if not isinstance(decision_id, str) or len(decision_id) > 128:
             raise ApiError(400, "DECISION_INVALID", "decision_id: a string of at most 128 characters")
-        nonce, passkey = body.get("nonce", ""), _passkey_assertion(body.get("passkey"))
+        nonce, passkey, reason = body.get("nonce", ""), _passkey_assertion(body.get("passkey")), body.get("reason")
         if not isinstance(nonce, str) or len(nonce) > 128:
             raise ApiError(400, "DECISION_INVALID", "nonce: the one /challenge gave out")
+        if not isinstance(reason, str | None) or len(reason or "") > 2000:  # signed as sent: never cut short
+            raise ApiError(400, "DECISION_INVALID", "reason: text of at most 2000 characters")
         try:
             decided = await self.capabilities.Decide(cap.DecideRequest(
                 actor=self.assertions.of(browser.person), approval_id=request.path_params["approval_id"],
                 decision=cap.DECISION_APPROVE if body["approve"] else cap.DECISION_REJECT,
-                reason=str(body.get("reason") or "")[:2000], arguments_sha256=body["arguments_sha256"],
+                reason=reason or "", arguments_sha256=body["arguments_sha256"],
                 entries=[cap.EntryDecision(entry_id=e, decision=cap.DECISION_APPROVE) for e in entries],
                 decision_id=decision_id, nonce=nonce, passkey=passkey), timeout=60)
         except grpc.aio.AioRpcError as exc:

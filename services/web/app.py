@@ -74,7 +74,7 @@ def create_app(settings: WebSettings, credentials: Credentials) -> Starlette:
         app.router.routes.extend(api.routes())
         if oidc:
             app.router.routes.extend(OidcSignIn(oidc, cookies, lambda person, response: api.start_session(
-                person, "oidc", response)).routes())
+                person, "oidc", response), settings.secure_cookies).routes())
         try:
             yield
         finally:

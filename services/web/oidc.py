@@ -37,7 +37,8 @@ FLOW_COOKIE = "tessera_oidc"
 FLOW_SECONDS = 600  # a sign-in at the provider must finish within ten minutes
 METADATA_SECONDS = 3600  # discovery and keys are fetched again after an hour (or on an unknown key id)
 CALLBACK = "/auth/oidc/callback"
-SIGNING_ALGORITHMS = ["RS256", "ES256", "PS256", "EdDSA"]
+SIGNING_ALGORITHMS = ["RS256", "ES256", "PS256", "EdDSA"]  # never "none", never a shared-secret HMAC
+ENDPOINTS = ("authorization_endpoint", "token_endpoint", "jwks_uri")
 
 
 @dataclass(frozen=True)
@@ -62,9 +63,10 @@ class SignInFailed(Exception):
 
 class OidcSignIn:
     def __init__(self, config: OidcConfig, cookies: SessionCookies,
-                 signed_in: Callable[[Person, Response], None]) -> None:
+                 signed_in: Callable[[Person, Response], None], secure_cookies: bool = False) -> None:
         self.config = config
         self.cookies = cookies
+        self.secure_cookies = secure_cookies
         self._signed_in = signed_in  # sets the new session cookie on the response
         self._metadata: tuple[float, dict] | None = None
         self._keys: tuple[float, KeySet] | None = None
@@ -85,15 +87,24 @@ class OidcSignIn:
     async def metadata(self) -> dict:
         if self._metadata is None or time.monotonic() - self._metadata[0] > METADATA_SECONDS:
             found = await self._get(self.config.issuer.rstrip("/") + "/.well-known/openid-configuration")
-            if found.get("issuer") != self.config.issuer:  # a provider must name itself as configured
+            if not isinstance(found, dict) or found.get("issuer") != self.config.issuer:  # it must name itself
                 raise SignInFailed(502, "OIDC_ISSUER_MISMATCH",
                                    "the sign-in provider names another issuer than the one configured")
+            missing = [k for k in ENDPOINTS if not isinstance(found.get(k), str) or not found[k].startswith("http")]
+            if missing:
+                raise SignInFailed(502, "OIDC_PROVIDER_INCOMPLETE",
+                                   f"the sign-in provider's configuration has no {missing[0]}")
             self._metadata = (time.monotonic(), found)
         return self._metadata[1]
 
     async def _key_set(self, refresh: bool) -> KeySet:
         if refresh or self._keys is None or time.monotonic() - self._keys[0] > METADATA_SECONDS:
-            self._keys = (time.monotonic(), KeySet.import_key_set(await self._get((await self.metadata())["jwks_uri"])))
+            try:
+                keys = KeySet.import_key_set(await self._get((await self.metadata())["jwks_uri"]))
+            except (JoseError, ValueError, KeyError, TypeError):
+                raise SignInFailed(502, "OIDC_KEYS_INVALID", "the sign-in provider's keys could not be read") \
+                    from None
+            self._keys = (time.monotonic(), keys)
         return self._keys[1]
 
     # --- the two steps ---------------------------------------------------------------------------------------
@@ -118,9 +129,10 @@ class OidcSignIn:
             url, state = client.create_authorization_url(metadata["authorization_endpoint"], code_verifier=verifier,
                                                          nonce=nonce)
         response = RedirectResponse(url, status_code=302)
-        response.set_cookie(FLOW_COOKIE, self.cookies.seal({"state": state, "verifier": verifier, "nonce": nonce}),
+        response.set_cookie(FLOW_COOKIE, self.cookies.seal("oidc-flow", {"state": state, "verifier": verifier,
+                                                                         "nonce": nonce}),
                             max_age=FLOW_SECONDS, httponly=True, samesite="lax", path="/auth/oidc",
-                            secure=request.url.scheme == "https")
+                            secure=self.secure_cookies)
         return response
 
     async def callback(self, request: Request) -> Response:
@@ -136,14 +148,14 @@ class OidcSignIn:
         return response
 
     async def _person(self, request: Request) -> Person:
-        flow = self.cookies.open(request.cookies.get(FLOW_COOKIE), FLOW_SECONDS)
+        flow = self.cookies.open("oidc-flow", request.cookies.get(FLOW_COOKIE), FLOW_SECONDS)
         params = request.query_params
-        if params.get("error"):
-            raise SignInFailed(401, "OIDC_REFUSED", f"the sign-in provider refused: {params['error'][:100]}")
         if flow is None or not params.get("state") or not secrets.compare_digest(
-                str(params.get("state")), str(flow.get("state", ""))):
+                str(params.get("state")).encode(), str(flow.get("state", "")).encode()):
             raise SignInFailed(400, "OIDC_STATE_INVALID",
                                "this sign-in was not started here, or took longer than ten minutes; start again")
+        if params.get("error"):
+            raise SignInFailed(401, "OIDC_REFUSED", f"the sign-in provider refused: {params['error'][:100]}")
         if not params.get("code"):
             raise SignInFailed(400, "OIDC_CODE_MISSING", "the sign-in provider sent no code; start again")
         metadata = await self.metadata()
@@ -165,7 +177,7 @@ class OidcSignIn:
             try:
                 decoded = jwt.decode(id_token, await self._key_set(refresh), algorithms=SIGNING_ALGORITHMS)
                 break
-            except JoseError as exc:
+            except (JoseError, ValueError) as exc:
                 if refresh:
                     raise SignInFailed(401, "OIDC_ID_TOKEN_INVALID",
                                        f"the ID token does not verify ({type(exc).__name__})") from None
@@ -177,6 +189,9 @@ class OidcSignIn:
         except JoseError as exc:
             raise SignInFailed(401, "OIDC_ID_TOKEN_INVALID", f"the ID token is not for this sign-in "
                                                              f"({type(exc).__name__}: {str(exc)[:100]})") from None
+        audiences = decoded.claims["aud"] if isinstance(decoded.claims["aud"], list) else [decoded.claims["aud"]]
+        if len(audiences) > 1 and decoded.claims.get("azp") != self.config.client_id:  # OIDC Core 3.1.3.7
+            raise SignInFailed(401, "OIDC_ID_TOKEN_INVALID", "the ID token was issued to another party")
         return decoded.claims
 
     def _person_of(self, claims: dict) -> Person:
@@ -187,6 +202,9 @@ class OidcSignIn:
             if not isinstance(value, str | int) or isinstance(value, bool) or str(value) == "":
                 raise SignInFailed(403, "OIDC_CLAIM_MISSING",
                                    f"the sign-in provider did not say your {claim!r}; ask your administrator")
+        if config.person_claim == "email" and claims.get("email_verified") is not True:
+            raise SignInFailed(403, "OIDC_EMAIL_UNVERIFIED",
+                               "the sign-in provider has not verified your email address, which names you here")
         name = claims.get(config.name_claim)
         person = Person(str(actor), str(tenant), str(name)[:128] if isinstance(name, str) and name else str(actor))
         if not person.valid():

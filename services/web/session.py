@@ -82,13 +82,15 @@ class SessionCookies:
     def _mac(self, body: str) -> str:
         return _b64(hmac.new(self._secret, body.encode(), hashlib.sha256).digest())
 
-    def seal(self, fields: dict) -> str:
-        """`fields` (JSON) with the time, as a cookie value only this key opens."""
-        body = _b64(json.dumps({**fields, "iat": int(time.time())}, separators=(",", ":")).encode())
+    def seal(self, purpose: str, fields: dict) -> str:
+        """`fields` (JSON) with the time, as a cookie value only this key opens, and only for `purpose` (a
+        sign-in's flow cookie is never taken for a session, nor the other way round)."""
+        body = _b64(json.dumps({**fields, "p": purpose, "iat": int(time.time())}, separators=(",", ":")).encode())
         return f"{body}.{self._mac(body)}"
 
-    def open(self, cookie: str | None, max_age: float) -> dict | None:
-        """What `seal` sealed, if the value is ours, unchanged and younger than `max_age` seconds; else None."""
+    def open(self, purpose: str, cookie: str | None, max_age: float) -> dict | None:
+        """What `seal` sealed for `purpose`, if the value is ours, unchanged and younger than `max_age` seconds;
+        else None. Sealed means signed, not encrypted: nothing secret from the browser itself goes in."""
         if not cookie or len(cookie) > MAX_COOKIE_CHARS or cookie.count(".") != 1 or not cookie.isascii():
             return None
         body, mac = cookie.split(".")
@@ -99,18 +101,18 @@ class SessionCookies:
             age = time.time() - float(fields["iat"])
         except (ValueError, KeyError, TypeError):
             return None
-        return fields if isinstance(fields, dict) and 0 <= age < max_age else None
+        return fields if isinstance(fields, dict) and fields.get("p") == purpose and 0 <= age < max_age else None
 
     def issue(self, person: Person, signed_in_with: str) -> tuple[BrowserSession, str]:
         """A new browser session for a person who just signed in, and its cookie value."""
         session_id = secrets.token_urlsafe(18)
-        cookie = self.seal({"sid": session_id, "a": person.actor_id, "t": person.tenant_id,
+        cookie = self.seal("session", {"sid": session_id, "a": person.actor_id, "t": person.tenant_id,
                             "n": person.display_name, "via": signed_in_with})
         return BrowserSession(session_id, person, signed_in_with, time.time()), cookie
 
     def verify(self, cookie: str | None) -> BrowserSession | None:
         """The session of a cookie we issued that has not run out, or None (missing, malformed, forged, old)."""
-        fields = self.open(cookie, self.lifetime)
+        fields = self.open("session", cookie, self.lifetime)
         try:
             return BrowserSession(str(fields["sid"]), Person(str(fields["a"]), str(fields["t"]), str(fields["n"])),
                                   str(fields["via"]), float(fields["iat"])) if fields else None

@@ -66,6 +66,7 @@ def test_an_approval_is_signed_by_the_enrolled_passkey_and_recorded_as_such(page
     ask(page, "Flag order 1220 for review")
     card = _press_for_a_new_card(page)
     sent = _capture_decision(page, forward=True)
+    card.locator("textarea").fill("Geprüft ✓ — Kundin bestätigt")  # signed too: the page and the broker agree
     card.locator("button.approve").click()
     card.locator(".receipt").wait_for(timeout=30_000)
     assert "succeeded" in card.locator(".receipt").inner_text()
@@ -80,6 +81,7 @@ def test_an_approval_is_signed_by_the_enrolled_passkey_and_recorded_as_such(page
     approved = [r for r in audit if r["kind"] == "approval-approved"
                 and r["approval_id"] == card.get_attribute("approval-id")]
     assert approved and approved[0]["detail"]["signed_with"] == f"passkey:{body['passkey']['id']}"
+    assert approved[0]["detail"]["reason"] == "Geprüft ✓ — Kundin bestätigt"
 
 
 def test_a_process_with_the_persons_cookie_but_no_passkey_cannot_approve(page, running_set, broker, cert_dir,

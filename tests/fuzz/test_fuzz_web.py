@@ -34,6 +34,7 @@ def _page(running_set, credentials, question: str | None = None) -> tuple[httpx.
     base = f"http://{running_set.handles['web'].address}"
     client = httpx.Client(base_url=base, timeout=REQUEST_TIMEOUT, headers={"Origin": base})
     sign_in(client, running_set, credentials)
+    client.running_set, client.credentials = running_set, credentials  # to sign in again after a sign-out
     assert client.get("/api/session").status_code == 200
     if question is None:
         return client, None
@@ -175,3 +176,38 @@ def test_hostile_questions_get_a_status_and_a_reason(page, body):
 def test_bodies_that_are_not_json_objects_are_refused(page, raw):
     for path in ("/api/commands", "/api/ask"):
         _answered(page.post(path, content=raw, headers={"content-type": "application/json"}), raw)
+
+
+# --- people: sign-in links, passkeys, signed decisions --------------------------------------------------------
+
+b64url_texts = st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", max_size=90)
+passkey_fields = st.fixed_dictionaries({}, optional={
+    name: b64url_texts | json_values for name in ("id", "authenticator_data", "client_data_json", "signature",
+                                                  "user_handle")})
+PEOPLE_PATHS = ["/api/approvals/apr_{}/decision", "/api/approvals/apr_{}/challenge", "/api/passkeys",
+                "/api/sign-in/link", "/api/sign-out"]
+
+
+@fuzz_settings(40)
+@given(path=st.sampled_from(PEOPLE_PATHS), approval=st.text(alphabet="0123456789abcdef", max_size=24),
+       body=json_values | st.fixed_dictionaries({}, optional={
+           "approve": json_values, "arguments_sha256": st.text(max_size=70) | json_values,
+           "nonce": st.text(max_size=200) | json_values, "reason": st.text(max_size=2100) | json_values,
+           "decision_id": st.text(max_size=140) | json_values, "passkey": passkey_fields | json_values,
+           "token": st.text(max_size=220) | json_values, "enrollment_id": st.text(max_size=80) | json_values,
+           "credential": json_values}))
+@example(path="/api/approvals/apr_{}/decision", approval="0",
+         body={"approve": True, "arguments_sha256": "0" * 64, "passkey": {"id": "a", "signature": "A"}})
+@example(path="/api/approvals/apr_{}/decision", approval="0",
+         body={"approve": True, "arguments_sha256": "0" * 64, "passkey": {"signature": "AAAA"}})
+@example(path="/api/passkeys", approval="", body={"enrollment_id": "enr_" + "a" * 20, "credential": {"id": 1}})
+@example(path="/api/sign-in/link", approval="", body={"token": "\u0000" * 50})
+def test_hostile_people_requests_get_a_status_and_a_reason(page, path, approval, body):
+    """Decisions, challenges, passkey registrations and sign-ins with anything in their bodies: a 2xx or a 4xx
+    with a reason, never a 5xx; nothing signs anyone in or decides anything without a real signature."""
+    response = _answered(page.post(path.format(approval), content=json.dumps(body).encode(),
+                                   headers={"content-type": "application/json"}), body)
+    if path.endswith("/decision"):
+        assert response.status_code >= 400  # no approval here can be decided by anything hypothesis makes
+    if path == "/api/sign-out" and response.status_code == 200:
+        sign_in(page, page.running_set, page.credentials)  # the next example needs a session again

@@ -4,6 +4,8 @@ a sign-in that was not started here, that the provider refused, or that took too
 
 from __future__ import annotations
 
+from urllib.parse import parse_qs, urlsplit
+
 import httpx
 import pytest
 
@@ -76,11 +78,14 @@ def test_a_sign_in_that_was_not_started_here_or_was_refused_says_so(web, provide
     with browser(web) as client:
         forged = client.get("/auth/oidc/callback?code=abc&state=made-up")
         assert forged.status_code == 400 and "not started here" in forged.text
-        client.get("/auth/oidc/login")
+        started = client.get("/auth/oidc/login")
         wrong_state = client.get("/auth/oidc/callback?code=abc&state=made-up")
         assert wrong_state.status_code == 400 and "start again" in wrong_state.text
-        refused = client.get("/auth/oidc/callback?error=access_denied&state=x")
+        client.get("/auth/oidc/login")  # the failed callback ended that flow: a new one
+        state = parse_qs(urlsplit(client.get("/auth/oidc/login").headers["location"]).query)["state"][0]
+        refused = client.get(f"/auth/oidc/callback?error=access_denied&state={state}")
         assert refused.status_code == 401 and "access_denied" in refused.text
+        assert started.status_code == 302
         assert client.get("/api/session").status_code == 401
     with browser(web) as client:  # the provider vouches for someone but names no tenant: not signed in
         done = through_the_provider(client, web, "nobody")

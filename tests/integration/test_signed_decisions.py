@@ -78,6 +78,18 @@ def test_every_wrong_signature_is_refused_with_its_reason_audited_and_nothing_ru
 
     done = broker("web", "Decide", with_passkey(dana_key))
     assert done.receipt.status == common_pb2.INTENT_STATUS_SUCCEEDED and order(warehouse_url, 81) == ("flagged", 2)
+    counted = dana_key.count  # what the broker recorded as the passkey's counter
+
+    # A nonce given out for another of her approvals; a signature whose counter did not move (a copy of the
+    # authenticator, or a replay): both refused.
+    later, other = (flag(broker, dana, record, principal="agent").receipt for record in (86, 87))
+    borrowed = broker("web", "BeginDecision", cap.BeginDecisionRequest(actor=dana, approval_id=other.approval_id))
+    assert refused(lambda: broker("web", "Decide", dana_key.signed(approve(dana, later), borrowed.nonce)))[1] == \
+        "NONCE_UNKNOWN"
+    dana_key.count = counted  # the counter the broker saw last, again
+    stale = passkey_signed(broker, approve(dana, later), dana_key, advance=False)
+    assert refused(lambda: broker("web", "Decide", stale))[1] == "ASSERTION_REPLAYED"
+    assert (order(warehouse_url, 86), order(warehouse_url, 87)) == (("none", 1), ("none", 1))
 
 
 def test_a_policy_may_require_a_passkey_and_the_operator_key_is_verified(broker, cert_dir):
@@ -92,9 +104,11 @@ def test_a_policy_may_require_a_passkey_and_the_operator_key_is_verified(broker,
     assert refused(lambda: broker("cli", "Decide", forged))[1] == "SIGNATURE_INVALID"
     tampered = signed_by_operator(approve(frank, receipt), begun.nonce,
                                   load_signing_key(signing_key_path(cert_dir, "cli")))
-    tampered.reason = "changed after signing is fine: the reason is not what is approved"
-    tampered.decision = cap.DECISION_REJECT  # but the decision is
-    assert refused(lambda: broker("cli", "Decide", tampered))[1] == "SIGNATURE_INVALID"
+    for field, value in (("reason", "words the person never wrote"), ("decision", cap.DECISION_REJECT)):
+        changed = cap.DecideRequest()
+        changed.CopyFrom(tampered)
+        setattr(changed, field, value)  # changed after signing: the signature no longer covers it
+        assert refused(lambda changed=changed: broker("cli", "Decide", changed))[1] == "SIGNATURE_INVALID", field
     done = broker("cli", "Decide", approve(frank, receipt))  # the test client signs as the real CLI does
     assert done.receipt.status == common_pb2.INTENT_STATUS_SUCCEEDED
 

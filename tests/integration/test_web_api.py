@@ -78,6 +78,8 @@ def test_a_signed_in_session_opens_one_surface_and_a_cookie_alone_is_nobody(runn
         assert other.cookies["tessera_session"] != rotated
         used = other.post("/api/sign-in/link", json={"token": token})  # a link works once
         assert (used.status_code, used.json()["reason"]) == (409, "LINK_USED")
+        logs = "".join(handle.log_path.read_text() for handle in running_set.handles.values())
+        assert "signed in" in logs and token not in logs  # the sign-in is logged; its link never is
         assert other.post("/api/sign-out", json={}).json() == {"signed_out": True}
         assert "tessera_session" not in other.cookies
         assert other.get("/api/session").status_code == 401

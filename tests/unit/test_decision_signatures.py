@@ -77,9 +77,10 @@ def test_a_nonce_is_bounded_per_approval(signatures):
 def test_the_challenge_is_the_sha256_of_the_json_the_page_builds():
     """The page computes SHA-256(JSON.stringify([...])) (services/web/frontend/src/passkeys.js); this is that
     array, so the two agree byte for byte; entries are sorted, and ids outside printable ASCII are refused."""
+    reason = "Prüfung ✓"
     expected = json.dumps(["tessera.decision.v1", "apr_1", "a" * 64, "approve", [["e1", "approve"], ["e2", "approve"]],
-                           "n-1"], separators=(",", ":")).encode()
-    assert decisions.challenge("apr_1", "a" * 64, True, [("e2", True), ("e1", True)], "n-1") == \
+                           "n-1", hashlib.sha256(reason.encode()).hexdigest()], separators=(",", ":")).encode()
+    assert decisions.challenge("apr_1", "a" * 64, True, [("e2", True), ("e1", True)], "n-1", reason) == \
         hashlib.sha256(expected).digest()
     assert decisions.challenge("apr_1", "a" * 64, True, [], "n-1") != decisions.challenge(
         "apr_1", "a" * 64, False, [], "n-1")

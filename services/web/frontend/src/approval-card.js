@@ -107,7 +107,7 @@ export class ApprovalCard extends LitElement {
     if (!passkeysSupported()) throw Object.assign(new Error('This browser cannot use passkeys.'), { hint: true });
     this._note = 'Confirm with your passkey…';
     try {
-      const passkey = await signDecision(begun, this.approvalId, body.arguments_sha256, body.approve, []);
+      const passkey = await signDecision(begun, this.approvalId, body.arguments_sha256, body.approve, [], body.reason);
       return { ...body, nonce: begun.nonce, passkey };
     } catch (error) {
       if (error.name === 'NotAllowedError') {
@@ -187,7 +187,7 @@ export class ApprovalCard extends LitElement {
       ${decided ? html`<p role="status" class="receipt" tabindex="-1">Receipt: ${STATUS(this._outcome?.status || card.summary.status)}${
         reasonInWords(this._outcome?.reason) ? ` (${reasonInWords(this._outcome.reason)})` : ''}${
         this._note ? ` — ${this._note}` : ''}</p>` : html`
-        <label>Reason (kept in the audit trail)<textarea></textarea></label>
+        <label>Reason (kept in the audit trail)<textarea maxlength="2000"></textarea></label>
         <div class="actions">
           <button class="reject" ?disabled=${this._busy || this._left === 0} @click=${() => this.decide(false)}>
             Reject</button>

@@ -25,18 +25,23 @@ export async function createPasskey(options) {
   return credential.toJSON();
 }
 
-// The 32 bytes a decision's signature covers (the broker computes the same from what it receives):
-// SHA-256 of the compact JSON array [purpose, approval, arguments hash, decision, entry decisions, nonce].
-export async function decisionChallenge(approvalId, argumentsSha256, approve, entries, nonce) {
-  const decided = [...entries].sort().map((id) => [id, 'approve']);
-  const text = JSON.stringify(['tessera.decision.v1', approvalId, argumentsSha256, approve ? 'approve' : 'reject',
-    decided, nonce]);
+async function sha256(text) {
   return new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)));
 }
 
+// The 32 bytes a decision's signature covers (the broker computes the same from what it receives, see
+// shared/decisions.py): SHA-256 of the compact JSON array [purpose, approval, arguments hash, decision,
+// entry decisions, nonce, SHA-256 of the reason].
+export async function decisionChallenge(approvalId, argumentsSha256, approve, entries, nonce, reason) {
+  const decided = [...entries].sort().map((id) => [id, 'approve']);
+  const reasonSha256 = Array.from(await sha256(reason), (b) => b.toString(16).padStart(2, '0')).join('');
+  return sha256(JSON.stringify(['tessera.decision.v1', approvalId, argumentsSha256, approve ? 'approve' : 'reject',
+    decided, nonce, reasonSha256]));
+}
+
 // Ask the person's authenticator (with user verification) to sign a decision; the body field web forwards.
-export async function signDecision(begun, approvalId, argumentsSha256, approve, entries) {
-  const challenge = await decisionChallenge(approvalId, argumentsSha256, approve, entries, begun.nonce);
+export async function signDecision(begun, approvalId, argumentsSha256, approve, entries, reason) {
+  const challenge = await decisionChallenge(approvalId, argumentsSha256, approve, entries, begun.nonce, reason);
   const credential = await navigator.credentials.get({ publicKey: {
     challenge, rpId: begun.rp_id, userVerification: 'required', timeout: 120000,
     allowCredentials: begun.credential_ids.map((id) => ({ type: 'public-key', id: fromBase64url(id) })),
