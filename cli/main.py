@@ -408,24 +408,29 @@ def cmd_semantic(args: argparse.Namespace) -> int:
 
 
 def cmd_persons(args: argparse.Namespace) -> int:
-    """A one-time sign-in and passkey enrollment link for a person, printed here only."""
-    from cli.persons import enrollment_link, web_url
+    """People's one-time sign-in links (printed here only) and their passkeys."""
+    from cli.persons import People, enrollment_link, web_url
 
     found = _running_address("capabilities")
     web = _running_address("web")
     if found is None or web is None:
         return 1
     try:
-        link, about = enrollment_link(*found, args.person, args.tenant, args.name or args.person,
-                                      args.url or web_url(web[0]))
+        if args.action == "enroll":
+            link, about = enrollment_link(*found, args.person, args.tenant, args.name or args.person,
+                                          args.url or web_url(web[0]))
+            print(about, file=sys.stderr)
+            print(link)
+        else:
+            with People(*found) as people:
+                print(people.passkeys(args.person, args.tenant) if args.action == "passkeys"
+                      else people.revoke(args.person, args.tenant, args.credential))
     except grpc.RpcError as exc:
         from shared.errors import error_details
 
         details = error_details(exc)
         print(f"tessera: error: {exc.code().name} {details.reason}: {details.message}", file=sys.stderr)
         return 1
-    print(about, file=sys.stderr)
-    print(link)
     return 0
 
 
@@ -455,6 +460,13 @@ def _add_approval_parsers(sub) -> None:
     enroll.add_argument("--name", help="their name as shown (default: the id)")
     enroll.add_argument("--url", help="web's address as the person opens it (default: the running web, on "
                                       "localhost)")
+    listing = person_actions.add_parser("passkeys", help="the passkeys PERSON registered (model, when, last use)")
+    listing.add_argument("person")
+    listing.add_argument("--tenant", default="local", help="their tenant (default: local)")
+    revoke = person_actions.add_parser("revoke", help="remove one of PERSON's passkeys (a lost device)")
+    revoke.add_argument("person")
+    revoke.add_argument("credential", help="the passkey's id, as `tessera persons passkeys` lists it")
+    revoke.add_argument("--tenant", default="local", help="their tenant (default: local)")
     persons.set_defaults(run=cmd_persons)
     audit = sub.add_parser("audit", help="export the broker's audit trail as JSONL")
     audit.add_argument("--out", help="write to this file instead of standard output")

@@ -1,4 +1,8 @@
-"""`tessera persons enroll PERSON`: a one-time link that signs a person in to web and lets them add a passkey.
+"""`tessera persons enroll|passkeys|revoke`: people's sign-in links and passkeys, from the operator's terminal.
+
+`enroll PERSON` makes a one-time link that signs a person in to web and lets them add a passkey;
+`passkeys PERSON` lists the passkeys they registered (so one nobody expected stands out: whoever held the
+link registered it); `revoke PERSON CREDENTIAL` removes one (a lost device).
 
 The link is printed here, on the operator's terminal, and nowhere else: the
 broker keeps only its SHA-256, web never logs it, and it works once within ten
@@ -13,6 +17,7 @@ import datetime as dt
 from pathlib import Path
 
 from cli.launcher import cli_credentials
+from cli.output import table
 from shared.actors import assert_actor
 from shared.certs import load_signing_key, signing_key_path
 from shared.channels import sync_channel
@@ -45,3 +50,36 @@ def enrollment_link(address: str, cert_dir: Path, person: str, tenant: str, name
              f"Open it in the person's browser: it signs them in and offers to add a passkey, which approving "
              f"actions needs.")
     return f"{base_url.rstrip('/')}/sign-in#token={reply.token}", about
+
+
+class People:
+    """The operator's calls to the broker about people."""
+
+    def __init__(self, address: str, cert_dir: Path) -> None:
+        self.channel = sync_channel(address, cli_credentials(cert_dir, "cli"), "capabilities")
+        self.operator = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), *OPERATOR)
+
+    def __enter__(self) -> People:
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self.channel.close()
+
+    def passkeys(self, person: str, tenant: str) -> str:
+        reply = invoke(self.channel, "capabilities", "ListPasskeys", cap.ListPasskeysRequest(
+            actor=self.operator, person=cap.Person(actor_id=person, tenant_id=tenant)), timeout=30)
+        if not reply.passkeys:
+            return f"{person} (tenant {tenant}) has no passkey"
+        return table([[p.credential_id, p.aaguid, _when(p.created_at),
+                       _when(p.last_used_at) if p.HasField("last_used_at") else "never"] for p in reply.passkeys],
+                     ["passkey", "authenticator model (AAGUID)", "registered (UTC)", "last decision (UTC)"])
+
+    def revoke(self, person: str, tenant: str, credential_id: str) -> str:
+        reply = invoke(self.channel, "capabilities", "RevokePasskey", cap.RevokePasskeyRequest(
+            actor=self.operator, person=cap.Person(actor_id=person, tenant_id=tenant), credential_id=credential_id),
+            timeout=30)
+        return f"revoked; {person} has {reply.passkeys} passkey(s) left"
+
+
+def _when(timestamp) -> str:
+    return timestamp.ToDatetime(dt.UTC).strftime("%Y-%m-%d %H:%M:%S")

@@ -40,10 +40,7 @@ class Enrollments:
 
     def create_link(self, operator: Actor,
                     person: capabilities_pb2.Person) -> capabilities_pb2.CreateEnrollmentResponse:
-        for field, value in (("actor_id", person.actor_id), ("tenant_id", person.tenant_id)):
-            if not _NAME.fullmatch(value):
-                raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "PERSON_INVALID",
-                             f"person.{field}: 1-128 characters of A-Z a-z 0-9 . _ @ -")
+        _check_person(person)
         if len(person.display_name) > 128:
             raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "PERSON_INVALID", "person.display_name: at most 128")
         token = secrets.token_urlsafe(32)
@@ -88,3 +85,25 @@ class Enrollments:
         count = self.people.register(enrollment_id, registered.credential_id, registered.public_key,
                                      registered.sign_count, registered.aaguid)
         return capabilities_pb2.RegisterPasskeyResponse(credential_id=registered.credential_id, passkeys=count)
+
+    def passkeys(self, person: capabilities_pb2.Person) -> capabilities_pb2.ListPasskeysResponse:
+        _check_person(person)
+        reply = capabilities_pb2.ListPasskeysResponse()
+        for found in self.people.passkeys_of(person.tenant_id, person.actor_id):
+            info = reply.passkeys.add(credential_id=found.credential_id, aaguid=found.aaguid)
+            info.created_at.FromNanoseconds(int(found.created_at * 1e9))
+            if found.last_used_at is not None:
+                info.last_used_at.FromNanoseconds(int(found.last_used_at * 1e9))
+        return reply
+
+    def revoke(self, person: capabilities_pb2.Person, credential_id: str) -> capabilities_pb2.RevokePasskeyResponse:
+        _check_person(person)
+        left = self.people.revoke(person.tenant_id, person.actor_id, credential_id[:1400])
+        return capabilities_pb2.RevokePasskeyResponse(passkeys=left)
+
+
+def _check_person(person: capabilities_pb2.Person) -> None:
+    for field, value in (("actor_id", person.actor_id), ("tenant_id", person.tenant_id)):
+        if not _NAME.fullmatch(value):
+            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "PERSON_INVALID",
+                         f"person.{field}: 1-128 characters of A-Z a-z 0-9 . _ @ -")

@@ -27,6 +27,9 @@ class Passkey:
     actor_id: str
     public_key: bytes
     sign_count: int
+    aaguid: str = ""
+    created_at: float = 0.0
+    last_used_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,16 @@ class PasskeyStore:
                 .order_by(passkeys.c.created_at)).all()
         return [_passkey(r) for r in rows]
 
+    def revoke(self, tenant_id: str, actor_id: str, credential_id: str) -> int:
+        """Remove one of a person's passkeys; how many they have left. Not theirs (or none such) → refused."""
+        with self.writer.begin() as connection:
+            removed = connection.execute(passkeys.delete().where(
+                passkeys.c.credential_id == credential_id, passkeys.c.tenant_id == tenant_id,
+                passkeys.c.actor_id == actor_id))
+            if removed.rowcount != 1:
+                raise refuse(grpc.StatusCode.NOT_FOUND, "PASSKEY_UNKNOWN", "this person has no such passkey")
+            return _count(connection, tenant_id, actor_id)
+
     def passkey(self, credential_id: str) -> Passkey | None:
         with self.engine.connect() as connection:
             row = connection.execute(sa.select(passkeys).where(passkeys.c.credential_id == credential_id)).first()
@@ -160,4 +173,5 @@ def _count(connection, tenant_id: str, actor_id: str) -> int:
 
 
 def _passkey(row) -> Passkey:
-    return Passkey(row.credential_id, row.tenant_id, row.actor_id, row.public_key, row.sign_count)
+    return Passkey(row.credential_id, row.tenant_id, row.actor_id, row.public_key, row.sign_count, row.aaguid,
+                   row.created_at, row.last_used_at)

@@ -179,11 +179,27 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
         actor = self._actor(request.actor)
         return await self._broker.begin_decision(actor, request.approval_id)
 
-    async def CreateEnrollment(self, request, context):
-        operator = self._actor(request.actor)
+    def _operator(self, assertion) -> Actor:
+        operator = self._actor(assertion)
         if operator.asserted_by != "cli":  # the caller table says CLI too; the assertion must agree
             raise refuse(grpc.StatusCode.PERMISSION_DENIED, "OPERATOR_FROM_CLI_ONLY",
-                         "only an operator the CLI asserts makes sign-in links")
+                         "only an operator the CLI asserts manages people's sign-in links and passkeys")
+        return operator
+
+    async def ListPasskeys(self, request, context):
+        self._operator(request.actor)
+        return await self._broker.db(self._enrollments.passkeys, request.person)
+
+    async def RevokePasskey(self, request, context):
+        operator = self._operator(request.actor)
+        reply = await self._broker.db(self._enrollments.revoke, request.person, request.credential_id)
+        await self._broker.db(self._broker.store.audit, request.person.tenant_id, "passkey-revoked",
+                              operator.actor_id, person=request.person.actor_id,
+                              credential_id=request.credential_id[:1400])
+        return reply
+
+    async def CreateEnrollment(self, request, context):
+        operator = self._operator(request.actor)
         reply = await self._broker.db(self._enrollments.create_link, operator, request.person)
         await self._broker.db(self._broker.store.audit, request.person.tenant_id, "enrollment-link-created",
                               operator.actor_id, person=request.person.actor_id)

@@ -24,6 +24,7 @@ from shared.channels import sync_channel
 from shared.contracts import invoke
 from shared.paths import REPO_ROOT
 from tessera.capabilities.v1 import capabilities_pb2 as cap
+from tests.fixtures.signing import enroll_in_browser
 from tests.integration.test_broker import order, wait_for
 from tests.integration.test_cli_ask import var_dir  # noqa: F401  (fixture)
 
@@ -89,8 +90,17 @@ def test_an_operator_prints_a_one_time_sign_in_link_for_a_person(var_dir, runnin
         assert signed_in.status_code == 200 and signed_in.json()["actor"] == "ada@example.org"
         assert browser.get("/api/session").json()["name"] == "Ada"
         assert browser.post("/api/sign-in/link", json={"token": token}).json()["reason"] == "LINK_USED"
+        passkey = enroll_in_browser(browser.post, signed_in.json(), f"http://localhost:{port}")
     bad = tessera(var_dir, "persons", "enroll", "ada lovelace")
     assert bad.returncode == 1 and "PERSON_INVALID" in bad.stderr
+
+    listed = tessera(var_dir, "persons", "passkeys", "ada@example.org", "--tenant", "acme")
+    assert listed.returncode == 0 and passkey.id in listed.stdout and "never" in listed.stdout, listed.stdout
+    revoked = tessera(var_dir, "persons", "revoke", "ada@example.org", passkey.id, "--tenant", "acme")
+    assert revoked.returncode == 0 and revoked.stdout.strip() == "revoked; ada@example.org has 0 passkey(s) left"
+    again = tessera(var_dir, "persons", "revoke", "ada@example.org", passkey.id, "--tenant", "acme")
+    assert again.returncode == 1 and "PASSKEY_UNKNOWN" in again.stderr
+    assert "has no passkey" in tessera(var_dir, "persons", "passkeys", "ada@example.org", "--tenant", "acme").stdout
 
 
 class _CallFailed(grpc.RpcError):

@@ -91,6 +91,17 @@ def test_every_wrong_signature_is_refused_with_its_reason_audited_and_nothing_ru
     assert refused(lambda: broker("web", "Decide", stale))[1] == "ASSERTION_REPLAYED"
     assert (order(warehouse_url, 86), order(warehouse_url, 87)) == (("none", 1), ("none", 1))
 
+    # The operator revokes her passkey (a lost device): its signatures no longer count.
+    operator = person(cert_dir, "operator", edge="cli")
+    left = broker("cli", "RevokePasskey", cap.RevokePasskeyRequest(
+        actor=operator, person=cap.Person(actor_id="dana", tenant_id="acme"), credential_id=dana_key.id))
+    assert left.passkeys == 0
+    assert refused(lambda: broker("web", "Decide", passkey_signed(broker, approve(dana, later), dana_key)))[1] == \
+        "CREDENTIAL_UNKNOWN"
+    assert refused(lambda: broker("cli", "RevokePasskey", cap.RevokePasskeyRequest(
+        actor=dana, person=cap.Person(actor_id="dana", tenant_id="acme"), credential_id=erin_key.id)))[1] == \
+        "OPERATOR_FROM_CLI_ONLY"  # a web-asserted person cannot manage anyone's passkeys
+
 
 def test_a_policy_may_require_a_passkey_and_the_operator_key_is_verified(broker, cert_dir):
     """The operator CLI's key counts only for a CLI-asserted person, only if the action accepts it, and only if
