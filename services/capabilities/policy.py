@@ -56,7 +56,9 @@ class ActionSpec(_Strict):
     effect: Literal["none", "read", "reversible-write", "irreversible-write"]
     approval: Literal["required", "none"]
     idempotency_scope: Literal["actor", "tenant"] = "actor"
-    # Who may sign an approval: the person's passkey, the operator CLI's key. High-risk actions: [passkey].
+    # Who may sign an approval: the person's own passkey (in the browser), the operator CLI's key (at the
+    # operator's terminal, which shows the card itself). [passkey]: never the operator on a person's behalf;
+    # [operator-key]: only where the approver reads the card from the broker without web in between.
     approvers: tuple[Literal["passkey", "operator-key"], ...] = Field(default=("passkey", "operator-key"),
                                                                       min_length=1)
     executor: Literal["data-change"]

@@ -54,7 +54,9 @@ class ToolRule(_Strict):
     # What a call does, in words, for the approval card: {name}s of the pinned schema's properties.
     summary: str = Field(default="", max_length=200)
     pin: Pin | None = None  # unpinned: listed but denied until reviewed
-    # Who may sign the approval of a mutating call: the person's passkey, the operator CLI's key.
+    # Who may sign an approval: the person's own passkey (in the browser), the operator CLI's key (at the
+    # operator's terminal, which shows the card itself). [passkey]: never the operator on a person's behalf;
+    # [operator-key]: only where the approver reads the card from the broker without web in between.
     approvers: tuple[Literal["passkey", "operator-key"], ...] = Field(default=("passkey", "operator-key"),
                                                                       min_length=1)
 
