@@ -117,6 +117,8 @@ class ApprovalDesk:
                                ["entry", "record", "change", "version"]))
         else:
             lines.append(json.dumps(json.loads(card.arguments_json), indent=2))
+        if card.signed_with:
+            lines.append(f"decided by {card.decided_by}, signed with {card.signed_with}")
         if card.tainted:
             lines.append("tainted: this run read external content before asking")
         for match in card.matches:

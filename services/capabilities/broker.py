@@ -602,7 +602,8 @@ def card(approval, intent: Intent, dry_run: bool, reads: list, wording: Wording)
     result = capabilities_pb2.ApprovalCard(
         summary=summary(approval, intent, wording), effect=intent.effect, arguments_json=intent.arguments_json,
         arguments_sha256=intent.arguments_sha256, changes=changes, dry_run=dry_run or intent.dry_run,
-        tainted=bool(reads), matches=matches, recent_reads=recent)
+        tainted=bool(reads), matches=matches, recent_reads=recent, decided_by=approval.decided_by or "",
+        signed_with=approval.signed_with or "")
     result.summary.flagged = flagged
     return result
 

@@ -60,6 +60,9 @@ def test_an_operator_lists_reads_and_decides_approvals(var_dir, running_set, cre
     assert declined.stdout.strip() == f"{rejected.intent_id}: rejected (REJECTED_BY_PERSON)"
     assert (order(warehouse_url, 61), order(warehouse_url, 62)) == (("flagged", 2), ("none", 1))
 
+    decided_card = tessera(var_dir, "approvals", "show", flagged.approval_id)
+    assert re.search(r"decided by operator, signed with operator-key:[0-9a-f]{16}", decided_card.stdout), \
+        decided_card.stdout
     again = tessera(var_dir, "approvals", "approve", flagged.approval_id)  # decided already: says how it ended
     assert again.returncode == 1 and "APPROVAL_ALREADY_DECIDED" in again.stderr
     assert re.search(rf"the approval was approved by operator at \S+; {flagged.intent_id}: succeeded", again.stderr)
