@@ -148,7 +148,7 @@ def _print_sign_in(services: ServiceSet, directory: Path) -> None:
         print(f"tessera: no sign-in link: the broker refused ({exc.code().name}); try "
               f"`tessera persons enroll {LOCAL_PERSON[0]}`", file=sys.stderr)
         return
-    print(f"\nsign in with this {about.removeprefix('one-time ')}\n  {link}\n"
+    print(f"\n{about[0].upper()}{about[1:]}\n  {link}\n"
           f"(another one: `tessera persons enroll {LOCAL_PERSON[0]}` while the services run)", flush=True)
 
 
