@@ -476,8 +476,11 @@ def _add_approval_parsers(sub) -> None:
 def _add_policy_parser(sub) -> None:
     """Reviewing and pinning the MCP tool policy."""
     tools = sub.add_parser("policy", help="review, pin or check the MCP tool policy (deploy/policy/tools.yaml)")
-    tools.add_argument("--file", default=str(Path(__file__).resolve().parents[1] / "deploy" / "policy" / "tools.yaml"),
-                       help="the policy file (default: deploy/policy/tools.yaml)")
+    # The file the broker reads: `pin` must rewrite that one, not the shipped copy.
+    tools.add_argument("--file", default=os.environ.get("TESSERA_CAPABILITIES_TOOLS_FILE") or str(
+        Path(__file__).resolve().parents[1] / "deploy" / "policy" / "tools.yaml"),
+                       help="the policy file (default: $TESSERA_CAPABILITIES_TOOLS_FILE, else "
+                            "deploy/policy/tools.yaml)")
     tool_actions = tools.add_subparsers(dest="action", required=True)
     tool_actions.add_parser("review", help="each tool as pinned and as offered now, side by side when changed")
     tool_actions.add_parser("pin", help="re-pin tools to what their servers offer now (after review)").add_argument(

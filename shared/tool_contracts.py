@@ -96,3 +96,9 @@ def project(value: object, shape: dict) -> object:
             continue
         kept[key] = value[key] if rule is True else project(value[key], rule)
     return kept
+
+
+def function_name(tool_id: str) -> str:
+    """The name a model calls a tool by: function names cannot hold dots, so `server.tool` is `server__tool`
+    (the tool policy refuses two ids that would share one)."""
+    return tool_id.replace(".", "__")

@@ -15,7 +15,7 @@ from services.agent.chat import ChatAdapter
 from services.agent.planner import Plan
 from services.agent.tools import model_message
 from shared.tool_bridge import ToolResult
-from shared.tool_contracts import ToolContract
+from shared.tool_contracts import ToolContract, function_name
 
 MAX_STEPS = 16
 SYSTEM_PROMPT = (
@@ -36,8 +36,8 @@ class ChatPlanner:
         self.earlier = list(earlier_questions)
         self.name = f"openai-compatible:{adapter.config.model}"
         # Function names may not hold dots at most providers: `server.tool` travels as `server__tool`.
-        self.names = {c.name.replace(".", "__"): c.name for c in contracts}
-        self.tools = [{"type": "function", "function": {"name": c.name.replace(".", "__"), "description": c.description,
+        self.names = {function_name(c.name): c.name for c in contracts}
+        self.tools = [{"type": "function", "function": {"name": function_name(c.name), "description": c.description,
                                                           "parameters": c.input_schema}} for c in contracts]
         self.max_steps = max_steps
 

@@ -16,9 +16,9 @@ import re
 from pathlib import Path
 from typing import Literal, TypeVar
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from shared import strict_yaml
 from shared.tool_contracts import ToolContract, ToolSchemaError
 from shared.ui.template import TemplateError, slot_names
 from tessera.common.v1 import common_pb2
@@ -294,11 +294,14 @@ def load_policy_file(path: Path, model: type[M], what: str) -> tuple[M, str]:
     """A reviewed YAML policy file, validated; (model, SHA-256 of the file). PolicyError names the problem."""
     try:
         raw = path.read_bytes()
-        return model.model_validate(yaml.safe_load(raw)), hashlib.sha256(raw).hexdigest()
+        # Strict YAML: of two equal keys PyYAML would silently keep the last; here it is an error with its line.
+        return model.model_validate(strict_yaml.load(raw.decode("utf-8"))), hashlib.sha256(raw).hexdigest()
     except OSError as exc:
         raise PolicyError(f"{path}: cannot read the {what}: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise PolicyError(f"{path}: not YAML: {str(exc).splitlines()[0]}") from None
+    except UnicodeDecodeError:
+        raise PolicyError(f"{path}: the {what} is not UTF-8 text") from None
+    except strict_yaml.YamlProblem as exc:
+        raise PolicyError(f"{path}: {exc}") from None
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from services.capabilities.policy import load_policy_file, summary_problem
 from shared.bounded_json import canonical
 from shared.paths import REPO_ROOT, var_dir
+from shared.tool_contracts import function_name
 
 _NAME = r"^[a-z][a-z0-9_]*$"
 
@@ -106,6 +107,16 @@ class ToolPolicyFile(_Strict):
             for name in [server, *rule.tools]:
                 if not re.match(_NAME, name):
                     raise ValueError(f"{name!r}: server and tool names are lower_snake_case")
+        # A model calls `server.tool` as the function `server__tool`: two ids that map to one name (x.y__z and
+        # x__y.z) would make one tool answer for the other.
+        by_function: dict[str, str] = {}
+        for server, rule in self.servers.items():
+            for tool in rule.tools:
+                tool_id = f"{server}.{tool}"
+                other = by_function.setdefault(function_name(tool_id), tool_id)
+                if other != tool_id:
+                    raise ValueError(f"{other!r} and {tool_id!r} are both called {function_name(tool_id)!r} by a "
+                                     "model; rename one")
         return self
 
 
