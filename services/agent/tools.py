@@ -104,79 +104,126 @@ def _diagnostics(diagnostics) -> list[dict]:
              "model_correctable": d.model_correctable} for d in diagnostics]
 
 
-def build_tools(state: TurnState, resources, host, peers_ready: PeerReadiness, capabilities=None) -> list[Tool]:
-    """The six tools of one turn, bound to its state and to the resources/host/capabilities stubs."""
+_EMPTY = {"type": "object", "additionalProperties": False, "properties": {}}
+# Built once at import: the same contracts for every turn.
+CONTRACTS = {contract.name: contract for contract in [
+    ToolContract("inspect_current_context", "The turn's data context and which tools are available.", _EMPTY,
+                 {"dataset": True, "catalog_fingerprint": True, "probes_remaining": True, "tools": True,
+                  "unavailable": {"tool": True, "reason": True}}),
+    ToolContract("inspect_catalog", "Entities, fields and metrics relevant to a question.",
+                 {"type": "object", "additionalProperties": False, "required": ["question"],
+                  "properties": {"question": {"type": "string", "minLength": 1, "maxLength": 2000}}},
+                 {"entities": _ENTITY_SHAPE}),
+    ToolContract("describe_data", "Full detail of up to four inspected entities.",
+                 {"type": "object", "additionalProperties": False, "required": ["entity_ids"],
+                  "properties": {"entity_ids": {"type": "array", "minItems": 1, "maxItems": 4,
+                                                "items": {"type": "string", "pattern": "^ent_[a-z2-7]{12}$"}}}},
+                 {"entities": _ENTITY_SHAPE}),
+    ToolContract("probe_data", "One bounded discovery probe (at most two per turn). value-match: which "
+                               "bounded values of string fields the given text names (pass the question as "
+                               "text); it also brings their entities into scope.",
+                 {"type": "object", "additionalProperties": False, "required": ["kind"],
+                  "properties": {"kind": {"enum": list(_PROBES)},
+                                 "field_id": {"type": "string", "pattern": "^fld_[a-z2-7]{12}$"},
+                                 "relationship_id": {"type": "string", "pattern": "^rel_[a-z2-7]{12}$"},
+                                 "text": {"type": "string", "minLength": 1, "maxLength": 300}}},
+                 {"kind": True, "probes_remaining": True, "untrusted_values": True, "truncated": True,
+                  "matches": {"field_id": True, "entity_id": True, "untrusted_value": True},
+                  "flags": True, "row_count": True, "null_count": True, "distinct_count": True, "earliest": True,
+                  "latest": True, "coverage": True}),
+    ToolContract("run_analysis", "A read-only analysis from a semantic draft; returns a descriptor only.",
+                 {"type": "object", "additionalProperties": False, "required": ["draft"],
+                  "properties": {"draft": {"type": "object"}}},
+                 {"resource": {"rows": True, "truncated": True, "columns": {"id": True, "label": True,
+                                                                             "type": True, "role": True}}}),
+    ToolContract("present_ui", "Without a proposal: freeze the UI slice and get its schema. With one: "
+                               "submit it.",
+                 {"type": "object", "additionalProperties": False,
+                  "properties": {"proposal": {"type": "object"}}},
+                 {"slice": True, "schema": True, "outcome": True, "revision": True, "repairs_left": True,
+                  "diagnostics": {"code": True, "location": True, "message": True, "hint": True,
+                                  "model_correctable": True}}),
+]}
 
-    async def record_reads(state: TurnState, reads: list[tuple[str, str, str]]) -> None:
+
+class TurnTools:
+    """The six tools' handlers for one turn, bound to its state and to the resources/host/capabilities stubs."""
+
+    def __init__(self, state: TurnState, resources, host, peers_ready: PeerReadiness, capabilities=None) -> None:
+        self.state, self.resources, self.host = state, resources, host
+        self.peers_ready, self.capabilities = peers_ready, capabilities
+
+    async def record_reads(self, reads: list[tuple[str, str, str]]) -> None:
         """Probe values go on the run's record at the broker, so an approval card shows them too."""
-        if capabilities is None:
+        if self.capabilities is None:
             return
         try:
-            await capabilities.RecordReads(capabilities_pb2.RecordReadsRequest(
-                actor=state.actor, session_id=state.session_id, turn_id=state.turn_id,
+            await self.capabilities.RecordReads(capabilities_pb2.RecordReadsRequest(
+                actor=self.state.actor, session_id=self.state.session_id, turn_id=self.state.turn_id,
                 reads=[capabilities_pb2.ExternalRead(source=s, ref=r, text=t) for s, r, t in reads[:50]]), timeout=10)
         except grpc.aio.AioRpcError as exc:  # the answer goes on; the gap is reported, not hidden
-            state.mark_unavailable("run record", f"probe values were not recorded at the broker "
-                                                 f"({exc.code().name})")
+            self.state.mark_unavailable("run record", f"probe values were not recorded at the broker "
+                                                      f"({exc.code().name})")
 
-    async def screened_values(values: list[tuple[str, str]]) -> tuple[list[str], list[str]]:
+    async def screened_values(self, values: list[tuple[str, str]]) -> tuple[list[str], list[str]]:
         """Warehouse text (value, field id) as the model may see it: screened, recorded at the broker, the
         run tainted (and flagged on a match). The screened texts and the rules that matched."""
         screened = [screen(value, "probe_data", f"{field_id} value {i + 1}")
                     for i, (value, field_id) in enumerate(values)]
         flags = sorted({hit.rule for item in screened for hit in item.matches})
-        state.tainted = True
-        state.flagged |= bool(flags)
+        self.state.tainted = True
+        self.state.flagged |= bool(flags)
         if values:
-            await record_reads(state, [(item.source, item.ref, value) for item, (value, _) in zip(screened, values,
-                                                                                                   strict=True)])
+            await self.record_reads([(item.source, item.ref, value)
+                                     for item, (value, _) in zip(screened, values, strict=True)])
         return [item.text for item in screened], flags
 
-    async def inspect_current_context(arguments: dict) -> dict:
-        readiness = await peers_ready()
+    async def inspect_current_context(self, arguments: dict) -> dict:
+        readiness = await self.peers_ready()
         for tool, peer in TOOL_PEERS.items():
             if readiness.get(peer) != "SERVING":
-                state.mark_unavailable(tool, f"{peer} is {readiness.get(peer, 'UNKNOWN').lower()}")
+                self.state.mark_unavailable(tool, f"{peer} is {readiness.get(peer, 'UNKNOWN').lower()}")
         context = {"dataset": "", "catalog_fingerprint": "", "probes_remaining": 0}
         if readiness.get("resources") == "SERVING":
-            reply = await resources.InspectContext(resources_pb2.InspectContextRequest(turn=state.turn_ref),
+            reply = await self.resources.InspectContext(resources_pb2.InspectContextRequest(turn=self.state.turn_ref),
                                                    timeout=30)
-            state.capability_token = reply.capability_token
+            self.state.capability_token = reply.capability_token
             context = {"dataset": reply.dataset_label, "catalog_fingerprint": reply.catalog_fingerprint,
                        "probes_remaining": reply.probes_remaining}
+        state = self.state
         return {**context, "tools": [t for t in (*TOOL_NAMES, *state.external_tools) if t not in state.degraded],
                 "unavailable": [{"tool": t, "reason": r} for t, r in state.degraded.items()]}
 
-    async def inspect_catalog(arguments: dict) -> dict:
-        reply = await resources.InspectCatalog(resources_pb2.InspectCatalogRequest(
-            turn=state.turn_ref, question=arguments["question"], capability_token=state.capability_token),
+    async def inspect_catalog(self, arguments: dict) -> dict:
+        reply = await self.resources.InspectCatalog(resources_pb2.InspectCatalogRequest(
+            turn=self.state.turn_ref, question=arguments["question"], capability_token=self.state.capability_token),
             timeout=30)
-        state.capability_token = reply.capability_token
+        self.state.capability_token = reply.capability_token
         return {"entities": _entities(reply.entities)}
 
-    async def describe_data(arguments: dict) -> dict:
-        reply = await resources.Describe(resources_pb2.DescribeRequest(
-            turn=state.turn_ref, entity_ids=arguments["entity_ids"], capability_token=state.capability_token),
+    async def describe_data(self, arguments: dict) -> dict:
+        reply = await self.resources.Describe(resources_pb2.DescribeRequest(
+            turn=self.state.turn_ref, entity_ids=arguments["entity_ids"], capability_token=self.state.capability_token),
             timeout=30)
-        state.capability_token = reply.capability_token
+        self.state.capability_token = reply.capability_token
         return {"entities": _entities(reply.entities)}
 
-    async def probe_data(arguments: dict) -> dict:
-        reply = await resources.Probe(resources_pb2.ProbeRequest(
-            turn=state.turn_ref, kind=_PROBES[arguments["kind"]], field_id=arguments.get("field_id", ""),
-            relationship_id=arguments.get("relationship_id", ""), capability_token=state.capability_token,
+    async def probe_data(self, arguments: dict) -> dict:
+        reply = await self.resources.Probe(resources_pb2.ProbeRequest(
+            turn=self.state.turn_ref, kind=_PROBES[arguments["kind"]], field_id=arguments.get("field_id", ""),
+            relationship_id=arguments.get("relationship_id", ""), capability_token=self.state.capability_token,
             text=arguments.get("text", "")), timeout=30)
         result = {"kind": arguments["kind"], "probes_remaining": reply.probes_remaining}
         which = reply.WhichOneof("result")
         if which == "value_matches":  # values named by the text, and the scope to filter on them
-            state.capability_token = reply.capability_token or state.capability_token
+            self.state.capability_token = reply.capability_token or self.state.capability_token
             matches = list(reply.value_matches.matches)
-            texts, flags = await screened_values([(m.value, m.field_id) for m in matches])
+            texts, flags = await self.screened_values([(m.value, m.field_id) for m in matches])
             result.update(matches=[{"field_id": m.field_id, "entity_id": m.entity_id, "untrusted_value": text}
                                    for text, m in zip(texts, matches, strict=True)],
                           truncated=reply.value_matches.truncated, flags=flags)
         elif which == "value_domain":  # warehouse text is external text: screened, then untrusted data (§8)
-            texts, flags = await screened_values([(v, arguments.get("field_id", "")) for v in
+            texts, flags = await self.screened_values([(v, arguments.get("field_id", "")) for v in
                                                   reply.value_domain.values])
             result.update(untrusted_values=texts, truncated=reply.value_domain.truncated, flags=flags)
         elif which == "field_profile":
@@ -189,92 +236,56 @@ def build_tools(state: TurnState, resources, host, peers_ready: PeerReadiness, c
             result.update(coverage=round(reply.join_coverage.coverage, 4))
         return result
 
-    async def run_analysis(arguments: dict) -> dict:
-        reply = await resources.Analyze(resources_pb2.AnalyzeRequest(
-            turn=state.turn_ref, draft_json=json.dumps(arguments["draft"]), capability_token=state.capability_token),
-            timeout=120)
-        state.offers.append(reply.offer)
+    async def run_analysis(self, arguments: dict) -> dict:
+        reply = await self.resources.Analyze(resources_pb2.AnalyzeRequest(
+            turn=self.state.turn_ref, draft_json=json.dumps(arguments["draft"]),
+            capability_token=self.state.capability_token), timeout=120)
+        self.state.offers.append(reply.offer)
         d = reply.descriptor
         return {"resource": {"rows": d.row_count, "truncated": d.truncated,
                              "columns": [{"id": c.column_id, "label": c.label, "type": _TYPES[c.type],
                                           "role": _ROLES[c.role]} for c in d.columns]}}
 
-    async def present_ui(arguments: dict) -> dict:
+    async def present_ui(self, arguments: dict) -> dict:
         if "proposal" not in arguments:
-            frozen = await host.FreezeSlice(host_pb2.FreezeSliceRequest(turn_id=state.turn_id,
-                                                                        resource_offers=state.offers), timeout=30)
-            state.slice_hash = frozen.slice_hash
+            frozen = await self.host.FreezeSlice(host_pb2.FreezeSliceRequest(turn_id=self.state.turn_id,
+                                                                        resource_offers=self.state.offers), timeout=30)
+            self.state.slice_hash = frozen.slice_hash
             return {"slice": json.loads(frozen.model_view_json), "schema": json.loads(frozen.present_ui_schema_json)}
-        if not state.slice_hash:
+        if not self.state.slice_hash:
             return {"outcome": "rejected", "diagnostics": [{"code": "slice.not-frozen", "location": "",
                                                             "message": "call present_ui without a proposal first",
                                                             "model_correctable": True}]}
-        if state.needs_repair:
-            if state.repairs >= MAX_REPAIRS:  # refused before any work: the last good surface stays
-                state.gave_up = True
+        if self.state.needs_repair:
+            if self.state.repairs >= MAX_REPAIRS:  # refused before any work: the last good surface stays
+                self.state.gave_up = True
                 raise TesseraError(grpc.StatusCode.RESOURCE_EXHAUSTED, "REPAIR_LIMIT_REACHED",
                                    f"the proposal was repaired {MAX_REPAIRS} times; no more proposals this turn")
-            state.repairs += 1
-        state.proposals += 1
-        reply = await host.SubmitProposal(host_pb2.SubmitProposalRequest(
+            self.state.repairs += 1
+        self.state.proposals += 1
+        state = self.state
+        reply = await self.host.SubmitProposal(host_pb2.SubmitProposalRequest(
             turn_id=state.turn_id, slice_hash=state.slice_hash, proposal_json=json.dumps(arguments["proposal"]),
             expected_base_revision_id=(state.revisions[-1] if state.revisions else state.base_revision_id),
             proposal_id=f"{state.turn_id}-{state.proposals}"), timeout=60)
         if reply.revision_id:
-            state.revisions.append(reply.revision_id)
-            state.commit_events.append(reply)
-        state.needs_repair = not reply.revision_id or any(
+            self.state.revisions.append(reply.revision_id)
+            self.state.commit_events.append(reply)
+        self.state.needs_repair = not reply.revision_id or any(
             d.model_correctable and d.severity == common_pb2.SEVERITY_ERROR for d in reply.diagnostics)
-        if state.needs_repair and state.repairs >= MAX_REPAIRS:
-            state.gave_up = True  # visible now, whether or not the model tries again
+        if self.state.needs_repair and self.state.repairs >= MAX_REPAIRS:
+            self.state.gave_up = True  # visible now, whether or not the model tries again
         result = {"outcome": host_pb2.ProposalOutcome.Name(reply.outcome).removeprefix("PROPOSAL_OUTCOME_").lower(),
                   "revision": reply.revision_id, "diagnostics": _diagnostics(reply.diagnostics)}
-        if state.needs_repair:
-            result["repairs_left"] = MAX_REPAIRS - state.repairs
+        if self.state.needs_repair:
+            result["repairs_left"] = MAX_REPAIRS - self.state.repairs
         return result
 
-    empty = {"type": "object", "additionalProperties": False, "properties": {}}
-    contracts = [
-        (ToolContract("inspect_current_context", "The turn's data context and which tools are available.", empty,
-                      {"dataset": True, "catalog_fingerprint": True, "probes_remaining": True, "tools": True,
-                       "unavailable": {"tool": True, "reason": True}}), inspect_current_context),
-        (ToolContract("inspect_catalog", "Entities, fields and metrics relevant to a question.",
-                      {"type": "object", "additionalProperties": False, "required": ["question"],
-                       "properties": {"question": {"type": "string", "minLength": 1, "maxLength": 2000}}},
-                      {"entities": _ENTITY_SHAPE}), inspect_catalog),
-        (ToolContract("describe_data", "Full detail of up to four inspected entities.",
-                      {"type": "object", "additionalProperties": False, "required": ["entity_ids"],
-                       "properties": {"entity_ids": {"type": "array", "minItems": 1, "maxItems": 4,
-                                                     "items": {"type": "string", "pattern": "^ent_[a-z2-7]{12}$"}}}},
-                      {"entities": _ENTITY_SHAPE}), describe_data),
-        (ToolContract("probe_data", "One bounded discovery probe (at most two per turn). value-match: which "
-                                    "bounded values of string fields the given text names (pass the question as "
-                                    "text); it also brings their entities into scope.",
-                      {"type": "object", "additionalProperties": False, "required": ["kind"],
-                       "properties": {"kind": {"enum": list(_PROBES)},
-                                      "field_id": {"type": "string", "pattern": "^fld_[a-z2-7]{12}$"},
-                                      "relationship_id": {"type": "string", "pattern": "^rel_[a-z2-7]{12}$"},
-                                      "text": {"type": "string", "minLength": 1, "maxLength": 300}}},
-                      {"kind": True, "probes_remaining": True, "untrusted_values": True, "truncated": True,
-                       "matches": {"field_id": True, "entity_id": True, "untrusted_value": True},
-                       "flags": True, "row_count": True, "null_count": True, "distinct_count": True, "earliest": True,
-                       "latest": True, "coverage": True}), probe_data),
-        (ToolContract("run_analysis", "A read-only analysis from a semantic draft; returns a descriptor only.",
-                      {"type": "object", "additionalProperties": False, "required": ["draft"],
-                       "properties": {"draft": {"type": "object"}}},
-                      {"resource": {"rows": True, "truncated": True, "columns": {"id": True, "label": True,
-                                                                                  "type": True, "role": True}}}),
-         run_analysis),
-        (ToolContract("present_ui", "Without a proposal: freeze the UI slice and get its schema. With one: "
-                                    "submit it.",
-                      {"type": "object", "additionalProperties": False,
-                       "properties": {"proposal": {"type": "object"}}},
-                      {"slice": True, "schema": True, "outcome": True, "revision": True, "repairs_left": True,
-                       "diagnostics": {"code": True, "location": True, "message": True, "hint": True,
-                                       "model_correctable": True}}), present_ui),
-    ]
-    return [Tool(contract, handler) for contract, handler in contracts]
+
+def build_tools(state: TurnState, resources, host, peers_ready: PeerReadiness, capabilities=None) -> list[Tool]:
+    """The six tools of one turn: each contract with its handler."""
+    handlers = TurnTools(state, resources, host, peers_ready, capabilities)
+    return [Tool(contract, getattr(handlers, name)) for name, contract in CONTRACTS.items()]
 
 
-TOOL_NAMES = ("inspect_current_context", "inspect_catalog", "describe_data", "probe_data", "run_analysis",
-              "present_ui")
+TOOL_NAMES = tuple(CONTRACTS)  # in the order the model is offered them
