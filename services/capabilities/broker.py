@@ -183,8 +183,8 @@ class Broker:
     def _signature(self, actor: Actor, request: capabilities_pb2.DecideRequest) -> Signature | None:
         """The decision's verified signature while the approval is the person's and pending; None otherwise
         (the store then answers a retry with its outcome, or refuses, and never decides on None)."""
-        found = self.store.approval(request.approval_id)
-        if found is None or (found[1].tenant_id, found[1].actor_id) != (actor.tenant_id, actor.actor_id):
+        found = self.store.approval_of(request.approval_id, actor.tenant_id, actor.actor_id)
+        if found is None:
             return None
         approval, intent = found
         if approval.state == "pending":
@@ -196,13 +196,17 @@ class Broker:
                          outcome(approval, intent))
         return None
 
+    async def approval_of(self, actor: Actor, approval_id: str) -> tuple:
+        """(approval, intent) of one of the person's approvals; another person's reads as unknown."""
+        found = await self.db(self.store.approval_of, approval_id, actor.tenant_id, actor.actor_id)
+        if found is None:
+            raise refuse(grpc.StatusCode.NOT_FOUND, "APPROVAL_UNKNOWN", "no such approval")
+        return found
+
     async def begin_decision(self, actor: Actor, approval_id: str) -> capabilities_pb2.BeginDecisionResponse:
         """A nonce to sign a decision on one of the person's pending approvals with."""
         await self.expire()
-        found = await self.db(self.store.approval, approval_id)
-        if found is None or (found[1].tenant_id, found[1].actor_id) != (actor.tenant_id, actor.actor_id):
-            raise refuse(grpc.StatusCode.NOT_FOUND, "APPROVAL_UNKNOWN", "no such approval")
-        approval, intent = found
+        approval, intent = await self.approval_of(actor, approval_id)
         if approval.state != "pending":
             raise refuse(grpc.StatusCode.FAILED_PRECONDITION,
                          "APPROVAL_EXPIRED" if approval.state == "expired" else "APPROVAL_ALREADY_DECIDED",

@@ -8,7 +8,6 @@ every refusal.
 
 from __future__ import annotations
 
-import base64
 import json
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -20,7 +19,7 @@ from webauthn import (
     verify_authentication_response,
     verify_registration_response,
 )
-from webauthn.helpers import decode_credential_public_key
+from webauthn.helpers import base64url_to_bytes, bytes_to_base64url, decode_credential_public_key
 from webauthn.helpers.decoded_public_key_to_cryptography import decoded_public_key_to_cryptography
 from webauthn.helpers.exceptions import InvalidAuthenticationResponse, WebAuthnException
 from webauthn.helpers.structs import (
@@ -71,10 +70,6 @@ class Registered:
     aaguid: str
 
 
-def b64url(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).decode().rstrip("=")
-
-
 def registration_options(rp: RelyingParty, actor_id: str, tenant_id: str, display_name: str, user_handle: bytes,
                          challenge: bytes, existing: list[str]) -> str:
     """PublicKeyCredentialCreationOptions (WebAuthn JSON): user verification required, a discoverable
@@ -109,7 +104,7 @@ def verify_registration(rp: RelyingParty, credential_json: str, challenge: bytes
     if len(verified.credential_id) > MAX_CREDENTIAL_ID_BYTES:
         raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "PASSKEY_INVALID",
                      f"the credential id is longer than WebAuthn allows ({MAX_CREDENTIAL_ID_BYTES} bytes)")
-    return Registered(b64url(verified.credential_id), verified.credential_public_key, verified.sign_count,
+    return Registered(bytes_to_base64url(verified.credential_id), verified.credential_public_key, verified.sign_count,
                       str(verified.aaguid))
 
 
@@ -124,7 +119,8 @@ def verify_assertion(rp: RelyingParty, assertion: common_pb2.PasskeyAssertion, e
             or len(assertion.authenticator_data) < 37):
         raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "PASSKEY_MALFORMED", "the passkey assertion is malformed")
     client_data = _client_data(assertion.client_data_json)
-    if client_data.get("type") != "webauthn.get" or client_data.get("challenge") != b64url(expected_challenge):
+    expected = bytes_to_base64url(expected_challenge)
+    if client_data.get("type") != "webauthn.get" or client_data.get("challenge") != expected:
         raise refuse(grpc.StatusCode.PERMISSION_DENIED, "ASSERTION_NOT_FOR_THIS_DECISION",
                      "the passkey signed a different decision (another approval, other arguments, another choice "
                      "or another nonce) than the one sent")
@@ -183,7 +179,7 @@ def _registration_client_data(credential_json: str) -> bytes:
 
 def _unb64url(text: str) -> bytes:
     try:
-        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        return base64url_to_bytes(text)
     except (ValueError, TypeError):
         raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "PASSKEY_MALFORMED", "a credential id is not base64url") \
             from None

@@ -110,16 +110,10 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
             reply.next_page_token = str(offset + limit)
         return reply
 
-    async def _approval(self, actor: Actor, approval_id: str):
-        found = await self._broker.db(self._broker.store.approval, approval_id)
-        if found is None or (found[1].tenant_id, found[1].actor_id) != (actor.tenant_id, actor.actor_id):
-            raise refuse(grpc.StatusCode.NOT_FOUND, "APPROVAL_UNKNOWN", "no such approval")
-        return found
-
     async def GetApproval(self, request, context):
         actor = self._actor(request.actor)
         await self._broker.expire()
-        approval, intent = await self._approval(actor, request.approval_id)
+        approval, intent = await self._broker.approval_of(actor, request.approval_id)
         reads = await self._broker.run_reads(intent.session_id)
         return capabilities_pb2.GetApprovalResponse(card=card(approval, intent, self._broker.dry_run, reads,
                                                                          self._wording))

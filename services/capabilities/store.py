@@ -508,6 +508,13 @@ class BrokerStore:
                 return None
             return _approval(row), self._load(connection, row.intent_id)
 
+    def approval_of(self, approval_id: str, tenant_id: str, actor_id: str) -> tuple[Approval, Intent] | None:
+        """The approval and its intent if the person asked for it; None for another person's as for none."""
+        found = self.approval(approval_id)
+        if found is None or (found[1].tenant_id, found[1].actor_id) != (tenant_id, actor_id):
+            return None
+        return found
+
     def approvals_of(self, tenant_id: str, actor_id: str, statuses: list[int], offset: int,
                      limit: int) -> list[tuple]:
         """The approvals a person asked for (through their agent or their surface), newest first."""

@@ -53,7 +53,7 @@ def _oidc(settings: WebSettings) -> OidcConfig | None:
         return None
     return OidcConfig(settings.oidc_issuer, settings.oidc_client_id, settings.oidc_client_secret.get_secret_value(),
                       settings.oidc_scopes, settings.oidc_person_claim, settings.oidc_tenant_claim,
-                      settings.oidc_tenant, settings.oidc_name_claim, settings.oidc_provider_name, settings.public_url)
+                      settings.oidc_tenant, settings.oidc_name_claim, settings.public_url)
 
 
 def create_app(settings: WebSettings, credentials: Credentials) -> Starlette:

@@ -51,7 +51,6 @@ class OidcConfig:
     tenant_claim: str  # empty: every person gets `tenant`
     tenant: str
     name_claim: str
-    provider_name: str
     public_url: str  # where browsers reach web, for the redirect URI; empty: the request's own scheme and host
 
 

@@ -3,8 +3,8 @@ operator key only for a CLI-asserted person, and the challenge the browser and t
 
 from __future__ import annotations
 
-import hashlib
 import json
+import subprocess
 import time
 from types import SimpleNamespace
 
@@ -74,16 +74,35 @@ def test_a_nonce_is_bounded_per_approval(signatures):
     signatures.people.issue_nonce("n-other", "apr_2", "acme", "dana", time.time() + 300)  # per approval
 
 
-def test_the_challenge_is_the_sha256_of_the_json_the_page_builds():
-    """The page computes SHA-256(JSON.stringify([...])) (services/web/frontend/src/passkeys.js); this is that
-    array, so the two agree byte for byte; entries are sorted, and ids outside printable ASCII are refused."""
-    reason = "Prüfung ✓"
-    expected = json.dumps(["tessera.decision.v1", "apr_1", "a" * 64, "approve", [["e1", "approve"], ["e2", "approve"]],
-                           "n-1", hashlib.sha256(reason.encode()).hexdigest()], separators=(",", ":")).encode()
-    assert decisions.challenge("apr_1", "a" * 64, True, [("e2", True), ("e1", True)], "n-1", reason) == \
-        hashlib.sha256(expected).digest()
-    assert decisions.challenge("apr_1", "a" * 64, True, [], "n-1") != decisions.challenge(
-        "apr_1", "a" * 64, False, [], "n-1")
+PAGE_MODULE = REPO_ROOT / "services" / "web" / "frontend" / "src" / "passkeys.js"
+
+
+def _page_challenge(approval_id: str, arguments_sha256: str, approve: bool, entries: list[str], nonce: str,
+                    reason: str) -> bytes:
+    """What the page's own code (passkeys.js, run by Node) asks the passkey to sign."""
+    script = (f"import {{ decisionChallenge }} from {json.dumps(PAGE_MODULE.as_uri())};\n"
+              "const [a, s, ok, entries, nonce, reason] = JSON.parse(process.argv[1]);\n"
+              "const bytes = await decisionChallenge(a, s, ok, entries, nonce, reason);\n"
+              "console.log(Buffer.from(bytes).toString('hex'));")
+    done = subprocess.run(["node", "--input-type=module", "-e", script,
+                           json.dumps([approval_id, arguments_sha256, approve, entries, nonce, reason])],
+                          capture_output=True, text=True, timeout=60, check=True)
+    return bytes.fromhex(done.stdout.strip())
+
+
+@pytest.mark.parametrize(("approve", "entries", "reason"), [
+    (True, [], ""), (False, [], "looks wrong"), (True, ["e2", "e1"], "Geprüft ✓ — \"quoted\" \\ <b>"),
+])
+def test_the_page_and_the_broker_compute_the_same_challenge(approve, entries, reason):
+    """The browser signs what passkeys.js computes; the broker verifies against shared/decisions.py: byte for
+    byte the same, entries in any order, any reason (its UTF-8 SHA-256 is what is signed)."""
+    ours = decisions.challenge("apr_1", "a" * 64, approve, [(e, True) for e in entries], "n-1", reason)
+    assert _page_challenge("apr_1", "a" * 64, approve, entries, "n-1", reason) == ours
+    assert ours != decisions.challenge("apr_1", "a" * 64, not approve, [(e, True) for e in entries], "n-1", reason)
+    assert ours != decisions.challenge("apr_1", "a" * 64, approve, [(e, True) for e in entries], "n-1", reason + ".")
+
+
+def test_ids_a_challenge_cannot_hold_are_refused():
     with pytest.raises(decisions.ChallengeError):
         decisions.challenge("apr_\u00e9", "a" * 64, True, [], "n-1")
 

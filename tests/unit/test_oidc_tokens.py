@@ -19,7 +19,7 @@ from services.web.session import SessionCookies
 KEY = RSAKey.generate_key(2048, parameters={"kid": "k1"})
 OTHER_KEY = RSAKey.generate_key(2048, parameters={"kid": "k1"})  # same key id, not the provider's key
 ISSUER, CLIENT = "https://id.example.org", "tessera-web"
-CONFIG = OidcConfig(ISSUER, CLIENT, "", "openid", "email", "tenant", "", "name", "Example", "")
+CONFIG = OidcConfig(ISSUER, CLIENT, "", "openid", "email", "tenant", "", "name", "")
 
 
 def _sign_in(config: OidcConfig = CONFIG) -> OidcSignIn:
