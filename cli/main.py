@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
 import os
 import sys
@@ -483,8 +484,17 @@ def _add_policy_parser(sub) -> None:
                             "deploy/policy/tools.yaml)")
     tool_actions = tools.add_subparsers(dest="action", required=True)
     tool_actions.add_parser("review", help="each tool as pinned and as offered now, side by side when changed")
-    tool_actions.add_parser("pin", help="re-pin tools to what their servers offer now (after review)").add_argument(
-        "tool_ids", nargs="+", metavar="server.tool")
+    pin = tool_actions.add_parser("pin", help="pin tools to what their servers offer now (after review), recording "
+                                               "who reviewed them and when")
+    pin.add_argument("tool_ids", nargs="+", metavar="server.tool")
+    pin.add_argument("--reviewer", default=os.environ.get("TESSERA_REVIEWER") or getpass.getuser(),
+                     help="who reviewed the tools (default: $TESSERA_REVIEWER, else your login name)")
+    pin.add_argument("--description", help="a tool not in the policy yet: the text the model reads instead of "
+                                           "the server's")
+    pin.add_argument("--read", action="store_true", help="a tool not in the policy yet: classify it read "
+                                                         "(default: mutate, so a person approves every call)")
+    pin.add_argument("--despite-warnings", action="store_true",
+                     help="with --read: add the tool as read even though it looks like it writes")
     tool_actions.add_parser("check", help="exit non-zero if any tool drifted, is unreviewed or unreachable")
     tools.set_defaults(run=cmd_policy)
 

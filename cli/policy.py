@@ -13,6 +13,8 @@ import difflib
 import json
 import sys
 import tempfile
+import textwrap
+from datetime import UTC, datetime
 from pathlib import Path
 
 import yaml
@@ -22,6 +24,7 @@ from shared.actors import assert_actor
 from shared.certs import load_signing_key, signing_key_path
 from shared.channels import sync_channel
 from shared.contracts import invoke
+from shared.printable import revealed
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 
 _STATES = {cap.TOOL_AVAILABILITY_AVAILABLE: "ok", cap.TOOL_AVAILABILITY_DENIED: "denied",
@@ -50,7 +53,15 @@ def _schema_text(snapshot: cap.ToolSnapshot) -> list[str]:
     return json.dumps(json.loads(snapshot.input_schema_json or "{}"), indent=2, sort_keys=True).splitlines()
 
 
+def _prose(text: str) -> list[str]:
+    """A server's text in lines of at most 58 characters, nothing cut off and nothing hidden."""
+    return [chunk for line in revealed(text).splitlines() or [""]
+            for chunk in (textwrap.wrap(line, 58) or [""])]
+
+
 def _side_by_side(label: str, old: list[str], new: list[str]) -> list[str]:
+    old = [line[i:i + 58] for line in old for i in range(0, max(len(line), 1), 58)]
+    new = [line[i:i + 58] for line in new for i in range(0, max(len(line), 1), 58)]
     lines = [f"  {label}:"]
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=old, b=new).get_opcodes():
         left, right = old[i1:i2], new[j1:j2]
@@ -58,7 +69,45 @@ def _side_by_side(label: str, old: list[str], new: list[str]) -> list[str]:
             a = left[k] if k < len(left) else ""
             b = right[k] if k < len(right) else ""
             marker = " " if tag == "equal" else "|"
-            lines.append(f"    {a[:58]:<58} {marker} {b[:58]}")
+            lines.append(f"    {a:<58} {marker} {b}")
+    return lines
+
+
+def _reviewed(snapshot: cap.ToolSnapshot) -> str:
+    when = snapshot.reviewed_at.ToDatetime().strftime("%Y-%m-%d %H:%M UTC")
+    return f"  pinned by {revealed(snapshot.reviewed_by)} on {when}"
+
+
+def _warnings(tool: cap.ToolReview) -> list[str]:
+    """What the server's own words and shape give away: instructions, and a read-only claim that looks false."""
+    lines = [f"  ! server text reads like instructions ({m.rule}, {m.ref}): {revealed(m.snippet)}"
+             for m in tool.server_text_matches]
+    claims = []
+    if tool.risk == cap.TOOL_RISK_READ:
+        claims.append("it is classified read")
+    if json.loads(tool.annotations_json or "{}").get("readOnlyHint") is True:
+        claims.append("the server annotates it read-only")
+    if tool.write_signals and claims:
+        lines.append(f"  WARNING: {' and '.join(claims)}, but it looks like it writes:")
+    elif tool.write_signals:
+        lines.append("  signs that it writes:")
+    lines += [f"    - {signal}" for signal in tool.write_signals]
+    if lines and tool.risk != cap.TOOL_RISK_UNSPECIFIED and tool.availability != cap.TOOL_AVAILABILITY_DRIFTED:
+        # What the warnings are about, exactly as the server says it (a drift shows it side by side already).
+        lines[:0] = ["  the server's description (untrusted):",
+                     *(f"    {line}" for line in _prose(tool.current.description))]
+    return lines
+
+
+def _offered_in_full(tool: cap.ToolReview) -> list[str]:
+    """An unlisted tool exactly as its server offers it: every word is the server's, none is trusted."""
+    lines = [f"{tool.tool_id:<28} {'-':<7} denied (not in the policy); as offered by the server (untrusted):",
+             "  description:", *(f"    {line}" for line in _prose(tool.current.description)), "  input schema:"]
+    lines += [f"    {line}" for line in _schema_text(tool.current)]
+    lines.append(f"  annotations (claimed by the server, not trusted): {tool.annotations_json}")
+    lines += _warnings(tool)
+    lines.append(f"  proposed: risk mutate (a person approves every call). To add it: tessera policy pin "
+                 f"{tool.tool_id} --description \"<what the model should read>\" [--read]")
     return lines
 
 
@@ -68,35 +117,74 @@ def describe(review: cap.ReviewToolsResponse) -> str:
         state = _STATES.get(tool.availability, "?")
         risk = cap.ToolRisk.Name(tool.risk).removeprefix("TOOL_RISK_").lower()
         lines.append(f"{tool.tool_id:<28} {risk:<7} {state}{f' ({tool.reason})' if tool.reason else ''}")
+        if tool.HasField("pinned"):
+            lines.append(_reviewed(tool.pinned))
         if tool.availability == cap.TOOL_AVAILABILITY_DRIFTED or tool.reason == "NOT_REVIEWED":
             lines.append("  pinned (left) vs offered now (right):")
-            lines += _side_by_side("description", [tool.pinned.description], [tool.current.description])
+            lines += _side_by_side("description", _prose(tool.pinned.description),
+                                   _prose(tool.current.description))
             lines += _side_by_side("input schema", _schema_text(tool.pinned), _schema_text(tool.current))
             lines.append(f"  annotations (not trusted): {tool.annotations_json}")
+        lines += _warnings(tool)
+    for tool in review.unlisted:
+        lines += _offered_in_full(tool)
+    shown = {tool.tool_id for tool in review.unlisted}
     for tool_id in review.unlisted_tool_ids:
-        lines.append(f"{tool_id:<28} {'-':<7} denied (not in the policy)")
+        if tool_id not in shown:
+            lines.append(f"{tool_id:<28} {'-':<7} denied (not in the policy; too many unlisted tools to show)")
     return "\n".join(lines)
 
 
-def pin(policy_file: Path, review: cap.ReviewToolsResponse, tool_id: str) -> str:
-    found = next((t for t in review.tools if t.tool_id == tool_id), None)
+def _refuse_read_that_looks_like_writing(tool: cap.ToolReview, read: bool, despite_warnings: bool) -> None:
+    if read and tool.write_signals and not despite_warnings:  # the reviewer's word against the evidence
+        signals = "; ".join(tool.write_signals)
+        raise SystemExit(f"tessera: error: {tool.tool_id} is to be trusted as read, but it looks like it writes "
+                         f"({signals}). Classify it mutate, or pin with --despite-warnings after checking the "
+                         "server's code")
+
+
+def _new_rule(tool: cap.ToolReview, args) -> dict:
+    """A tool the policy does not list yet: mutate unless the reviewer says read, in the reviewer's words."""
+    if not args.description:
+        raise SystemExit(f"tessera: error: {tool.tool_id} is not in the policy; give --description, the text "
+                         "the model will read instead of the server's")
+    _refuse_read_that_looks_like_writing(tool, args.read, args.despite_warnings)
+    return {"risk": "read" if args.read else "mutate", "description": args.description}
+
+
+def pin(policy_file: Path, review: cap.ReviewToolsResponse, tool_id: str, args) -> str:
+    """Write `tool_id`'s pin (and, for an unlisted tool, its rule) into the policy file, with who and when."""
+    listed = next((t for t in review.tools if t.tool_id == tool_id), None)
+    found = listed or next((t for t in review.unlisted if t.tool_id == tool_id), None)
     if found is None:
-        raise SystemExit(f"tessera: error: {tool_id} is not in {policy_file}; add it there first")
+        raise SystemExit(f"tessera: error: no server in {policy_file} offers {tool_id} now")
     if not found.current.description_sha256:
         raise SystemExit(f"tessera: error: {tool_id} is not offered by its server now ({found.reason}); "
                          "nothing to pin")
+    if listed is not None and (args.description or args.read):
+        raise SystemExit(f"tessera: error: {tool_id} is already in {policy_file}; change its risk or description "
+                         "there")
+    if listed is not None and listed.risk == cap.TOOL_RISK_READ and listed.write_signals:
+        # Classified read by hand in the file, so a person chose it; they are told again what they chose over.
+        print(f"tessera: warning: {tool_id} is classified read, but it looks like it writes: "
+              f"{'; '.join(listed.write_signals)}", file=sys.stderr)
     text = policy_file.read_text()
     header = "".join(line + "\n" for line in text.splitlines() if line.startswith("#"))
     document = yaml.safe_load(text)
     server, _, tool = tool_id.partition(".")
-    document["servers"][server]["tools"][tool]["pin"] = {
+    rules = document["servers"][server]["tools"]
+    if listed is None:
+        rules[tool] = _new_rule(found, args)
+    rules[tool]["pin"] = {
         "description_sha256": found.current.description_sha256,
         "input_schema_sha256": found.current.input_schema_sha256,
         "description": found.current.description,
-        "input_schema": json.loads(found.current.input_schema_json)}
+        "input_schema": json.loads(found.current.input_schema_json),
+        "reviewed_by": args.reviewer,
+        "reviewed_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
     policy_file.write_text(header + yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=120))
-    return (f"pinned {tool_id}: description {found.current.description_sha256[:12]}…, "
-            f"input schema {found.current.input_schema_sha256[:12]}…")
+    return (f"pinned {tool_id} ({rules[tool]['risk']}) for {args.reviewer}: description "
+            f"{found.current.description_sha256[:12]}…, input schema {found.current.input_schema_sha256[:12]}…")
 
 
 def run(args, cert_dir: Path) -> int:
@@ -106,8 +194,10 @@ def run(args, cert_dir: Path) -> int:
         print(describe(review))
         return 0
     if args.action == "pin":
+        if args.description and len(args.tool_ids) > 1:
+            raise SystemExit("tessera: error: --description names one tool's text; pin new tools one at a time")
         for tool_id in args.tool_ids:
-            print(pin(policy_file, review, tool_id))
+            print(pin(policy_file, review, tool_id, args))
         return 0
     problems = [t for t in review.tools if t.availability != cap.TOOL_AVAILABILITY_AVAILABLE]
     print(describe(review))

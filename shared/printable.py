@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
@@ -11,3 +12,11 @@ def printable(text: object, keep_newlines: bool = True) -> str:
     """Control characters (terminal escape sequences among them) shown as U+FFFD, never obeyed."""
     cleaned = _CONTROL.sub("\ufffd", str(text))
     return cleaned if keep_newlines else cleaned.replace("\t", "\ufffd").replace("\n", "\ufffd")
+
+
+def revealed(text: object, keep_newlines: bool = True) -> str:
+    """Like `printable`, and every invisible formatting character (bidi overrides, zero-width characters,
+    tag characters) spelled out as <U+XXXX>: for text a reviewer must read exactly as a model would get it,
+    where a reversed or hidden run would otherwise mislead the eye."""
+    shown = "".join(f"<U+{ord(c):04X}>" if unicodedata.category(c) == "Cf" else c for c in str(text))
+    return printable(shown, keep_newlines)

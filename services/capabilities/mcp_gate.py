@@ -72,6 +72,13 @@ class ToolState:
         return self.availability == cap.TOOL_AVAILABILITY_AVAILABLE
 
 
+def _offered(tool_id: str, rule: ToolRule | None, tool: mcp_types.Tool) -> ToolState:
+    """A tool as its server offers it now: available as far as the server goes; the judge decides."""
+    return ToolState(tool_id, rule, cap.TOOL_AVAILABILITY_AVAILABLE if rule else cap.TOOL_AVAILABILITY_DENIED,
+                     "" if rule else "NOT_IN_POLICY", tool.description or "", tool.input_schema,
+                     tool.annotations.model_dump(by_alias=True, exclude_none=True) if tool.annotations else {})
+
+
 class ServerConnection:
     """A client to one server, kept open in its own task (the SDK's contexts live in one task)."""
 
@@ -233,6 +240,7 @@ class ToolGate:
                             for name, rule in policy.policy.servers.items()}
         self._sessions: OrderedDict[str, dict[str, ToolState]] = OrderedDict()
         self._alerted: set[tuple[str, str]] = set()
+        self._unlisted: dict[str, ToolState] = {}
         # Tools any survey of this process found changed since review. Without this, a session surveyed
         # before the change kept its "available" view and went on calling the changed tool, while the same
         # process denied it (and alerted) for every session started after.
@@ -246,9 +254,7 @@ class ToolGate:
             if tool is None:
                 states[tool_id] = ToolState(tool_id, tool_rule, cap.TOOL_AVAILABILITY_UNREACHABLE, "TOOL_MISSING")
                 continue
-            state = ToolState(tool_id, tool_rule, cap.TOOL_AVAILABILITY_AVAILABLE, "", tool.description or "",
-                              tool.input_schema, tool.annotations.model_dump(exclude_none=True)
-                              if tool.annotations else {})
+            state = _offered(tool_id, tool_rule, tool)
             pin = tool_rule.pin
             changed = [] if pin is None else [what for what, now, then in (
                 ("description", digest(state.description), pin.description_sha256),
@@ -280,6 +286,8 @@ class ToolGate:
                 return {f"{server}.{name}": ToolState(f"{server}.{name}", rule, cap.TOOL_AVAILABILITY_UNREACHABLE,
                                                       exc.reason) for name, rule in connection.rule.tools.items()}, []
             unlisted = [f"{server}.{name}" for name in sorted(offered) if name not in connection.rule.tools]
+            for tool_id in unlisted:  # kept for a reviewer to read in full (ReviewTools), never offered
+                self._unlisted[tool_id] = _offered(tool_id, None, offered[tool_id.partition(".")[2]])
             return self._judge(server, connection.rule, offered), unlisted
 
         results = await asyncio.gather(*(one(name, c) for name, c in self.connections.items()))
@@ -289,6 +297,10 @@ class ToolGate:
             states.update(found)
             unlisted += extra
         return self._deny_drifted(states), unlisted
+
+    def unlisted_offers(self, tool_ids: list[str]) -> list[ToolState]:
+        """Unlisted tools as the last survey found them (denied; a reviewer reads them in full)."""
+        return [self._unlisted[tool_id] for tool_id in tool_ids if tool_id in self._unlisted]
 
     def _deny_drifted(self, states: dict[str, ToolState]) -> dict[str, ToolState]:
         """`states` with every tool this process has seen drift marked drifted: drift, once seen, holds for

@@ -15,7 +15,7 @@ from services.capabilities.broker import Broker, card, summary
 from services.capabilities.changes import DataChanges
 from services.capabilities.config import CapabilitiesSettings
 from services.capabilities.enrollment import Enrollments
-from services.capabilities.mcp_gate import ToolGate
+from services.capabilities.mcp_gate import ToolGate, ToolState
 from services.capabilities.metrics import BrokerMetrics
 from services.capabilities.passkey_store import PasskeyStore
 from services.capabilities.passkeys import RelyingParty
@@ -24,6 +24,7 @@ from services.capabilities.publisher import HostPublisher
 from services.capabilities.signatures import DecisionSignatures
 from services.capabilities.store import BrokerStore, engine_for, migrate, refuse
 from services.capabilities.tool_policy import ToolPolicy, digest
+from services.capabilities.tool_review import screen_server_text, write_signals
 from services.capabilities.wording import Wording
 from shared.actors import Actor, ActorVerifier
 from shared.authz import caller_identity
@@ -151,18 +152,10 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
     async def ReviewTools(self, request, context):
         self._actor(request.actor)
         states, unlisted = await self._broker.gate.survey()
-        reviews = []
-        for tool_id, state in sorted(states.items()):
-            pin = state.rule.pin
-            review = capabilities_pb2.ToolReview(
-                tool_id=tool_id, risk=_RISKS[state.rule.risk], availability=state.availability, reason=state.reason,
-                our_description=state.rule.description, annotations_json=json.dumps(state.annotations, sort_keys=True),
-                current=_snapshot(state.description, state.input_schema) if state.description or state.input_schema
-                else None)
-            if pin is not None:
-                review.pinned.CopyFrom(_snapshot(pin.description, pin.input_schema))
-            reviews.append(review)
-        return capabilities_pb2.ReviewToolsResponse(tools=reviews, unlisted_tool_ids=unlisted)
+        offers = self._broker.gate.unlisted_offers(unlisted)[:MAX_UNLISTED_IN_FULL]
+        return capabilities_pb2.ReviewToolsResponse(
+            tools=[_review(state) for _, state in sorted(states.items())], unlisted_tool_ids=unlisted,
+            unlisted=[_review(state) for state in offers])
 
     async def Decide(self, request, context):
         actor = self._actor(request.actor)
@@ -251,10 +244,35 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
 _RISKS = {"read": capabilities_pb2.TOOL_RISK_READ, "mutate": capabilities_pb2.TOOL_RISK_MUTATE}
 
 
+MAX_UNLISTED_IN_FULL = 200  # a review names every unlisted tool, and shows this many in full
+
+
 def _snapshot(description: str, input_schema: dict) -> capabilities_pb2.ToolSnapshot:
     return capabilities_pb2.ToolSnapshot(description=description, input_schema_json=canonical(input_schema),
                                          description_sha256=digest(description),
                                          input_schema_sha256=digest(input_schema))
+
+
+def _review(state: ToolState) -> capabilities_pb2.ToolReview:
+    """One tool as a reviewer must see it: ours (if listed), pinned, offered now, and what the server's own
+    words and shape give away; an unlisted tool (no rule) has no risk, no description of ours and no pin."""
+    rule, pin = state.rule, state.rule.pin if state.rule else None
+    offered = bool(state.description or state.input_schema)
+    name = state.tool_id.partition(".")[2]
+    review = capabilities_pb2.ToolReview(
+        tool_id=state.tool_id, risk=_RISKS[rule.risk] if rule else capabilities_pb2.TOOL_RISK_UNSPECIFIED,
+        availability=state.availability, reason=state.reason, our_description=rule.description if rule else "",
+        annotations_json=json.dumps(state.annotations, sort_keys=True),
+        current=_snapshot(state.description, state.input_schema) if offered else None,
+        server_text_matches=[capabilities_pb2.ScreenMatch(rule=m.rule, snippet=m.snippet, source=state.tool_id,
+                                                          ref=m.ref) for m in
+                             screen_server_text(state.tool_id, state.description, state.input_schema)],
+        write_signals=write_signals(name, state.description, state.input_schema) if offered else [])
+    if pin is not None:
+        review.pinned.CopyFrom(_snapshot(pin.description, pin.input_schema))
+        review.pinned.reviewed_by = pin.reviewed_by
+        review.pinned.reviewed_at.FromDatetime(pin.reviewed_at)
+    return review
 
 
 def _caller(context) -> str | None:

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
 from services.capabilities.policy import load_policy_file, summary_problem
 from shared.bounded_json import canonical
@@ -40,6 +40,9 @@ class Pin(_Strict):
     # What was reviewed, kept so a drift can be shown side by side.
     description: str
     input_schema: dict
+    # Who accepted this description and schema, and when (`tessera policy pin` writes both).
+    reviewed_by: str = Field(min_length=1, max_length=200)
+    reviewed_at: AwareDatetime
 
     @model_validator(mode="after")
     def _hashes_match_the_snapshot(self) -> Pin:

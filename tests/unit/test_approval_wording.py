@@ -71,8 +71,8 @@ def test_a_summary_that_cannot_be_filled_stops_startup_naming_file_and_action(tm
 
 
 def test_a_tool_summary_must_name_its_pinned_schemas_properties(tmp_path):
-    text = SHIPPED_TOOLS.read_text().replace('summary: "Open a support ticket: {subject}"',
-                                             'summary: "Open a support ticket: {title}"')
+    text = SHIPPED_TOOLS.read_text().replace("Open a support ticket: {subject}",
+                                             "Open a support ticket: {title}")
     path = tmp_path / "tools.yaml"
     path.write_text(text)
     with pytest.raises(PolicyError) as refused:

@@ -1,0 +1,107 @@
+"""`tessera policy review|pin` against a server that lies: it annotates writing tools read-only, talks to the
+model in its descriptions and hides a bidi override. Review shows unlisted tools in full, the screen's flags on
+the server's words and a warning for every read-only claim that looks like writing; new tools are proposed as
+mutations; every pin records who reviewed it and when."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import yaml
+
+from tests.integration.test_tool_gate import _tessera
+
+LISTED = ("list_entries", "tidy_cache", "export_report")
+
+
+@pytest.fixture(scope="module")
+def liar_policy(tmp_path_factory, cert_dir):
+    """The liar's three listed tools, classified read as its annotations claim, pinned by `tessera policy pin`."""
+    policy = tmp_path_factory.mktemp("liar") / "tools.yaml"
+    policy.write_text(yaml.safe_dump({"version": 1, "servers": {"liar": {
+        "transport": "stdio", "command": ["{python}", "-m", "tests.fixtures.mcp_lying_server"],
+        "tools": {name: {"risk": "read", "description": f"Our reviewed text for liar.{name}."} for name in LISTED}}}}))
+    pinned = _tessera(cert_dir, "policy", "--file", str(policy), "pin", "--reviewer", "rita@example.com",
+                      *(f"liar.{name}" for name in LISTED))
+    assert pinned.returncode == 0, pinned.stderr
+    # Pinning a read tool that looks like it writes is allowed (a person classified it in the file), not silent.
+    assert "liar.tidy_cache is classified read, but it looks like it writes" in pinned.stderr
+    return policy
+
+
+def _block(review: str, tool_id: str) -> str:
+    """The lines review printed for one tool: its own line and the indented ones under it."""
+    lines = review.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(tool_id + " "))
+    end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith(" ")), len(lines))
+    return "\n".join(lines[start:end])
+
+
+def test_every_pin_records_who_reviewed_it_and_when(liar_policy, cert_dir):
+    pins = yaml.safe_load(liar_policy.read_text())["servers"]["liar"]["tools"]
+    for name in LISTED:
+        pin = pins[name]["pin"]
+        assert pin["reviewed_by"] == "rita@example.com"
+        when = datetime.fromisoformat(pin["reviewed_at"].replace("Z", "+00:00"))
+        assert timedelta(0) <= datetime.now(UTC) - when < timedelta(minutes=10)
+    review = _tessera(cert_dir, "policy", "--file", str(liar_policy), "review")
+    assert review.returncode == 0, review.stderr
+    assert "pinned by rita@example.com on " in _block(review.stdout, "liar.list_entries")
+
+
+def test_a_read_only_claim_that_looks_like_writing_is_warned_about(liar_policy, cert_dir):
+    review = _tessera(cert_dir, "policy", "--file", str(liar_policy), "review").stdout
+    tidy = _block(review, "liar.tidy_cache")
+    assert "WARNING: it is classified read and the server annotates it read-only, but it looks like it writes" \
+        in tidy
+    assert "its description says it would 'delete'" in tidy and "parameter 'force'" in tidy
+    assert "WARNING" not in _block(review, "liar.list_entries")  # an honest read is not cried wolf over
+
+
+def test_the_servers_own_words_are_screened_and_hidden_characters_shown(liar_policy, cert_dir):
+    review = _tessera(cert_dir, "policy", "--file", str(liar_policy), "review").stdout
+    report = _block(review, "liar.export_report")
+    flagged = {line.split("(")[1].split(",")[0] for line in report.splitlines()
+               if "server text reads like instructions" in line}
+    assert {"ordering", "suppression"} <= flagged
+    assert "<U+202E>" in report and "\u202e" not in review  # the override is named, never obeyed by the terminal
+
+
+def test_an_unlisted_tool_is_shown_in_full_and_proposed_as_a_mutation(liar_policy, cert_dir):
+    review = _tessera(cert_dir, "policy", "--file", str(liar_policy), "review").stdout
+    purge = _block(review, "liar.purge_all")
+    assert "denied (not in the policy); as offered by the server (untrusted)" in purge
+    assert "Show cache statistics." in purge and '"new_owner"' in purge  # description and input schema
+    assert "annotations (claimed by the server, not trusted)" in purge and '"readOnlyHint": true' in purge
+    assert "WARNING: the server annotates it read-only, but it looks like it writes" in purge
+    assert "its name has a verb of change: 'purge'" in purge
+    assert "proposed: risk mutate" in purge
+
+
+def test_adding_a_new_tool_takes_the_reviewers_words_and_defaults_to_mutate(liar_policy, cert_dir, tmp_path):
+    policy = tmp_path / "tools.yaml"
+    policy.write_text(liar_policy.read_text())
+    missing = _tessera(cert_dir, "policy", "--file", str(policy), "pin", "liar.purge_all")
+    assert missing.returncode != 0 and "give --description" in missing.stderr
+    as_read = _tessera(cert_dir, "policy", "--file", str(policy), "pin", "liar.purge_all", "--read",
+                       "--description", "Cache statistics.")
+    assert as_read.returncode != 0 and "looks like it writes" in as_read.stderr
+    assert policy.read_text() == liar_policy.read_text()  # a refused pin writes nothing
+    added = _tessera(cert_dir, "policy", "--file", str(policy), "pin", "liar.purge_all", "--reviewer", "sam",
+                     "--description", "Purge the cache (a person approves it).")
+    assert added.returncode == 0, added.stderr
+    rule = yaml.safe_load(policy.read_text())["servers"]["liar"]["tools"]["purge_all"]
+    assert rule["risk"] == "mutate" and rule["description"] == "Purge the cache (a person approves it)."
+    assert rule["pin"]["reviewed_by"] == "sam" and rule["pin"]["description"] == "Show cache statistics."
+    check = _tessera(cert_dir, "policy", "--file", str(policy), "check")  # the broker loads what pin wrote
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "liar.purge_all" in check.stdout and "mutate" in _block(check.stdout, "liar.purge_all")
+
+
+def test_a_listed_tool_keeps_its_classification_from_the_file(liar_policy, cert_dir, tmp_path):
+    policy = tmp_path / "tools.yaml"
+    policy.write_text(liar_policy.read_text())
+    refused = _tessera(cert_dir, "policy", "--file", str(policy), "pin", "liar.tidy_cache", "--read",
+                       "--description", "x")
+    assert refused.returncode != 0 and "already in" in refused.stderr
