@@ -6,11 +6,26 @@ checked against their meta-schema when compiled (an invalid one stops
 startup) and may only reference their own parts (`#…`): nothing is fetched.
 Validation never coerces, inserts defaults or removes properties; unknown
 `x-*` keywords carry no behaviour. Results leave through an explicit shape.
+
+A *closed* contract (an external tool's, built from its pinned schema) also
+refuses properties the schema does not declare, where the schema does not
+say so itself: at the top level always (declared = named in `properties` or
+`required`, or matching `patternProperties`, of the root or of anything that
+applies to the same value: allOf/anyOf/oneOf, if/then/else, dependent
+schemas, local `$ref`s), and in a nested object whose schemas name
+`properties` and say nothing of `additionalProperties`, `patternProperties`
+or `unevaluatedProperties`. The names are the union over all those
+branches, so compositions keep working (a property of one allOf branch is
+not refused by another); the check runs only where it can only refuse more
+(never inside not/if/contains/propertyNames, which it could turn around).
 """
 
 from __future__ import annotations
 
+import copy
+import re
 from dataclasses import dataclass, field
+from urllib.parse import unquote
 
 import jsonschema
 
@@ -54,6 +69,9 @@ class ToolContract:
     # Allowed result shape: {key: True} keeps a value as is, {key: {...}} recurses into
     # objects (and into each object of a list); anything else is dropped.
     result_shape: dict = field(default_factory=dict)
+    # Refuse undeclared properties (see the module docstring): for schemas someone else wrote, where a
+    # property the reviewed schema never had must never reach the tool.
+    closed: bool = False
 
     def __post_init__(self) -> None:
         schema = self.input_schema
@@ -74,10 +92,13 @@ class ToolContract:
             where = "".join(f"/{p}" for p in exc.absolute_path)
             raise ToolSchemaError(f"tool {self.name}: schema{where}: {exc.message}") from None
         self._validator = validator_class(schema)
+        self._closed = _CLOSING[validator_class](closed_schema(self.name, schema)) if self.closed else None
 
     def violations(self, arguments: object) -> list[SchemaViolation]:
         """Schema problems of `arguments`, first the most relevant; the value is never changed."""
         errors = sorted(self._validator.iter_errors(arguments), key=jsonschema.exceptions.relevance)
+        if not errors and self._closed is not None:  # valid as written: only undeclared properties remain
+            errors = _undeclared_first(self._closed.iter_errors(arguments))
         return [SchemaViolation("".join(f"/{p}" for p in e.absolute_path), e.message[:300]) for e in errors[:5]]
 
     def project(self, result: object) -> object:
@@ -102,3 +123,153 @@ def function_name(tool_id: str) -> str:
     """The name a model calls a tool by: function names cannot hold dots, so `server.tool` is `server__tool`
     (the tool policy refuses two ids that would share one)."""
     return tool_id.replace(".", "__")
+
+
+# --- closed contracts: undeclared properties refused -----------------------------------------------------
+
+# The keyword a closed contract's schema copy carries where undeclared properties are refused: ours, and
+# dropped from the copy wherever the schema had it, so a schema cannot bring its own.
+_DECLARED = "x-tessera-declared"
+_SAME_VALUE = ("allOf", "anyOf", "oneOf", "then", "else", "dependentSchemas", "dependencies")
+_NEW_VALUE = ("properties", "patternProperties", "additionalProperties", "unevaluatedProperties", "items",
+              "prefixItems", "additionalItems", "unevaluatedItems")
+_HOLDERS = ("definitions", "$defs")  # schemas that apply only where a $ref names them
+_MAPS = ("properties", "patternProperties", "dependentSchemas", "dependencies", *_HOLDERS)
+# Never marked: there a stricter schema would not only refuse more (a stricter `not` or `if` turns its
+# outcome around).
+_LEFT_ALONE = ("not", "if", "contains", "propertyNames", "contentSchema")
+# A base URI other than the root's, or dynamic references: which schemas apply cannot be read off the text.
+_UNSUPPORTED = ("$anchor", "$dynamicAnchor", "$dynamicRef", "$recursiveRef", "$recursiveAnchor")
+_OPEN = ("additionalProperties", "patternProperties", "unevaluatedProperties")
+
+
+def closed_schema(name: str, schema: dict) -> dict:
+    """A copy of `schema` marked, at every value where undeclared properties are refused, with the
+    properties (and top-level patterns) it declares there; ToolSchemaError if that cannot be told."""
+    marked = copy.deepcopy(schema)
+    try:
+        for entry, top in _entries(marked):
+            names, patterns, described, open_ = _declared(_same_value(marked, entry))
+            if top or (described and not open_):
+                for pattern in patterns if top else []:
+                    re.compile(pattern)
+                entry[_DECLARED] = {"names": sorted(names), "patterns": sorted(patterns) if top else []}
+    except (ValueError, re.error) as exc:
+        raise ToolSchemaError(f"tool {name}: cannot close the schema to undeclared properties: {exc}") from None
+    return marked
+
+
+def _entries(root: dict) -> list[tuple[dict, bool]]:
+    """Every schema to mark: the first to apply to a value (the root, a property's, an item's …) outside
+    _LEFT_ALONE, with whether it is the root's. Our keyword is dropped from every schema on the way."""
+    found, stack = [], [(root, "value", True)]
+    while stack:
+        node, role, top = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        node.pop(_DECLARED, None)
+        if not top and "$id" in node or any(key in node for key in _UNSUPPORTED):
+            raise ValueError("it sets its own base URI or uses dynamic references")
+        if role == "value":
+            found.append((node, top))
+        for key, value in node.items():
+            if key in _LEFT_ALONE or role == "alone":
+                child = "alone"
+            else:
+                child = "value" if key in _NEW_VALUE else "part"
+            if key in _LEFT_ALONE or key in _SAME_VALUE or key in _HOLDERS or key in _NEW_VALUE:
+                stack += [(schema, child, False) for schema in _children(key, value)]
+    return found
+
+
+def _children(key: str, value: object) -> list:
+    if key in _MAPS:
+        return list(value.values()) if isinstance(value, dict) else []
+    return list(value) if isinstance(value, list) else [value]
+
+
+def _same_value(root: dict, schema: dict) -> list[dict]:
+    """`schema` and every schema that applies to the same value with it (compositions, conditionals,
+    local references), each once."""
+    found, seen, stack = [], set(), [schema]
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, dict) or id(node) in seen:
+            continue
+        seen.add(id(node))
+        found.append(node)
+        if isinstance(node.get("$ref"), str):
+            stack.append(_resolve(root, node["$ref"]))
+        for key in ("allOf", "anyOf", "oneOf", "if", "then", "else", "dependentSchemas", "dependencies"):
+            if key in node:
+                stack += _children(key, node[key])
+    return found
+
+
+def _resolve(root: dict, ref: str) -> object:
+    """A local reference (`#` or `#/json/pointer`) in the schema's own text."""
+    if ref != "#" and not ref.startswith("#/"):
+        raise ValueError(f"{ref!r} is not a JSON pointer into the schema")
+    node: object = root
+    for part in ref[2:].split("/") if ref != "#" else []:
+        part = unquote(part).replace("~1", "/").replace("~0", "~")
+        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        elif isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
+            raise ValueError(f"{ref!r} points at nothing")
+    return node
+
+
+def _declared(schemas: list[dict]) -> tuple[set[str], set[str], bool, bool]:
+    """(property names, property name patterns, whether any schema lists `properties`, whether any says
+    how other properties are treated) over schemas that apply to one value."""
+    names, patterns, described, open_ = set(), set(), False, False
+    for schema in schemas:
+        if isinstance(schema.get("properties"), dict):
+            names.update(schema["properties"])
+            described = True
+        names.update(n for n in schema.get("required", []) if isinstance(n, str))
+        if isinstance(schema.get("patternProperties"), dict):
+            patterns.update(schema["patternProperties"])
+        open_ = open_ or any(key in schema for key in _OPEN)
+    return names, patterns, described, open_
+
+
+def _refuse_undeclared(validator, declared: dict, instance: object, schema: dict):
+    if not validator.is_type(instance, "object"):
+        return
+    for key in instance:
+        if key not in declared["names"] and not any(re.search(p, key) for p in declared["patterns"]):
+            yield jsonschema.ValidationError(f"{key!r} is not a property the schema declares", path=[key])
+
+
+def _closing(base: type) -> type:
+    """`base` with our keyword, which draft-07 also honours beside a `$ref` (its other siblings it ignores,
+    as draft-07 says)."""
+    def applicable(schema: dict):
+        if base is jsonschema.Draft7Validator and "$ref" in schema:
+            return [("$ref", schema["$ref"])] + ([(_DECLARED, schema[_DECLARED])] if _DECLARED in schema else [])
+        return schema.items()
+
+    return jsonschema.validators.create(
+        meta_schema=base.META_SCHEMA, validators={**base.VALIDATORS, _DECLARED: _refuse_undeclared},
+        type_checker=base.TYPE_CHECKER, format_checker=base.FORMAT_CHECKER, id_of=base.ID_OF,
+        applicable_validators=applicable)
+
+
+_CLOSING = {base: _closing(base) for base in set(_DIALECTS.values())}
+
+
+def _undeclared_first(errors) -> list:
+    """The undeclared-property refusals among `errors` and their causes (an anyOf branch refused for one
+    is only a cause), ordered by where they are; `errors`, the most relevant first, if there are none."""
+    top = list(errors)
+    found, stack = {}, list(top)
+    while stack:
+        error = stack.pop()
+        if error.validator == _DECLARED:  # one per place: a recursive schema can refuse it twice
+            found.setdefault(tuple(str(p) for p in error.absolute_path), error)
+        stack += error.context
+    return [found[place] for place in sorted(found)] or sorted(top, key=jsonschema.exceptions.relevance)

@@ -342,8 +342,9 @@ class Broker:
         try:
             result = await self.gate.call(intent.action_id, arguments)
         except ToolCallFailed as exc:
-            # A server that never started did nothing; one that hung or broke mid-call may have acted.
-            reason = exc.reason if exc.reason == "SERVER_UNREACHABLE" else "OUTCOME_UNKNOWN"
+            # A call never sent (the server did not start, or the tool was denied) did nothing; one that
+            # hung or broke mid-call may have acted.
+            reason = "OUTCOME_UNKNOWN" if exc.sent else exc.reason
             return await self._finish_tool(intent, common_pb2.INTENT_STATUS_FAILED, reason,
                                            {"error": str(exc)}, cause=exc.reason)
         text = result_text(result)
@@ -486,7 +487,7 @@ class Broker:
             result = await self.gate.call(request.tool_id, arguments)
         except ToolCallFailed as exc:
             return "unavailable", capabilities_pb2.ToolUnavailable(
-                availability=capabilities_pb2.TOOL_AVAILABILITY_UNREACHABLE, reason=exc.reason,
+                availability=exc.availability, reason=exc.reason,
                 message=str(exc)), None
         text = ("[the tool reported an error] " if result.is_error else "") + result_text(result)
         ref = _readable_ref(arguments)

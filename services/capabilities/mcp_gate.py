@@ -1,34 +1,54 @@
 """The MCP side of the tool trust gate (§8), with the official `mcp` SDK.
 
 One long-lived client per allowlisted server (stdio subprocess or streamable
-HTTP), restarted when it crashes or hangs. At every session start the tool
-list is fetched afresh and each tool's description and input schema are hashed
-and compared with the reviewed pins: unlisted → denied, changed → drifted
-(denied, with an alert), missing or unreachable → unavailable. The model only
-ever gets `server.tool` ids and our reviewed descriptions.
+HTTP), restarted when it crashes or hangs. A server's tools are listed, each
+tool's description and input schema hashed and compared with the reviewed
+pins — unlisted → denied, changed → drifted (denied, with an alert), missing
+or unreachable → unavailable — whenever:
+- a session starts (and on ReviewTools, and before an approved mutation runs);
+- its client connects or reconnects (after a crash or a hang): before anything
+  else may use the new connection, so no call reaches a server that came back
+  changed;
+- the server announces `notifications/tools/list_changed` (a 2026-07-28 server
+  is asked for them with `subscriptions/listen`; older ones send them unasked):
+  in the background, one listing at a time per server, any number of
+  announcements during a listing making one more. A call waits (bounded) until
+  every change announced before it is judged.
+A list of more than MAX_TOOLS tools (or MAX_PAGES pages), a description over
+MAX_DESCRIPTION_CHARS, a name over MAX_TOOL_NAME_CHARS or a schema over
+SCHEMA_LIMITS denies all of that server's tools with the reason
+(TOOL_LIST_TOO_LARGE, DESCRIPTION_TOO_LONG, TOOL_NAME_TOO_LONG,
+SCHEMA_TOO_LARGE); every listing is bounded by the server's timeout. The model
+only ever gets `server.tool` ids and our reviewed descriptions, and arguments
+are checked against the *pinned* schema with undeclared properties refused
+(a closed ToolContract): a server that added a parameter never receives it.
 
-A session keeps the view surveyed at its start, with one exception: a tool
-this process has seen drift (in any survey) is denied in every session from
-then on, also in those surveyed before, until it is re-pinned (which takes a
-restart). Each replica surveys its own servers and is not told of another's
-findings: it sees a change at its next survey (a session start, ReviewTools,
-an approved mutation about to run).
+A session keeps the view surveyed at its start, except that it only ever gets
+stricter: a tool this process has seen drift (in any listing) is denied in
+every session from then on, until it is re-pinned (which takes a restart), and
+a tool its server's latest listing denies is denied in every session until a
+later listing allows it again. The same holds for a call at the moment it
+would be sent. Each replica lists its own servers and is not told of
+another's findings.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
 
 from services.capabilities.tool_policy import ServerRule, ToolPolicy, ToolRule, digest
+from shared.bounded_json import BoundedJsonError, Limits, check
 from shared.tool_contracts import ToolContract, ToolSchemaError
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 
@@ -46,14 +66,29 @@ CONNECT_TIMEOUT_SECONDS = 15.0
 # plain task.cancel() can leave the server process alive and its pipe reader waiting forever, so it is only
 # a last resort after this long.
 SHUTDOWN_SECONDS = 8.0
+# A server asked to announce changes answers at once; one that does not is used unwatched rather than
+# spending the connect budget (CONNECT_TIMEOUT_SECONDS) on it.
+LISTEN_ACK_SECONDS = 5.0
+# What one server's tool list may hold. Beyond that it is refused whole, with the reason: judging (and
+# showing a reviewer) a list larger than any reviewed one only costs time, and a list that never ends
+# would cost all of it.
+MAX_TOOLS = 1_000
+MAX_PAGES = 100
+MAX_TOOL_NAME_CHARS = 128  # the MCP spec's own bound on tool names
+MAX_DESCRIPTION_CHARS = 20_000  # the read path's clip (§8): no reviewed description is longer
+SCHEMA_LIMITS = Limits(max_utf16_units=100_000)
 
 
 class ToolCallFailed(Exception):
-    """A call that did not produce a result: the server crashed, hung or refused the request."""
+    """A call that did not produce a result: the server crashed, hung or refused the request, or the gate
+    refused to send it. `sent` is False when the server never saw it (nothing can have happened there)."""
 
-    def __init__(self, reason: str, message: str) -> None:
+    def __init__(self, reason: str, message: str, availability: int = cap.TOOL_AVAILABILITY_UNREACHABLE,
+                 sent: bool = True) -> None:
         super().__init__(message)
         self.reason = reason
+        self.availability = availability
+        self.sent = sent
 
 
 @dataclass
@@ -65,7 +100,7 @@ class ToolState:
     description: str = ""  # the server's, as offered now
     input_schema: dict = field(default_factory=dict)
     annotations: dict = field(default_factory=dict)
-    contract: ToolContract | None = None  # our description + the pinned (== current) schema
+    contract: ToolContract | None = None  # our description + the pinned (== current) schema, closed
 
     @property
     def available(self) -> bool:
@@ -79,14 +114,28 @@ def _offered(tool_id: str, rule: ToolRule | None, tool: mcp_types.Tool) -> ToolS
                      tool.annotations.model_dump(by_alias=True, exclude_none=True) if tool.annotations else {})
 
 
+@dataclass
+class Listing:
+    """One listing of a server's tools, judged: its allowlisted tools' states and the ids it offers beyond."""
+
+    states: dict[str, ToolState]
+    unlisted: list[str]
+
+
+# How a gate judges a server's tool list: (tools, whether that was the whole list, the listing's number
+# among this server's listings, in the order they started) → the judged listing.
+Judge = Callable[[list, bool, int], Listing]
+
+
 class ServerConnection:
     """A client to one server, kept open in its own task (the SDK's contexts live in one task)."""
 
-    def __init__(self, name: str, rule: ServerRule, policy: ToolPolicy, log_dir: Path) -> None:
+    def __init__(self, name: str, rule: ServerRule, policy: ToolPolicy, log_dir: Path, judge: Judge) -> None:
         self.name = name
         self.rule = rule
         self.policy = policy
         self.log_dir = log_dir
+        self.judge = judge
         self._client: Client | None = None
         self._task: asyncio.Task | None = None
         self._ready = asyncio.Event()
@@ -95,6 +144,12 @@ class ServerConnection:
         self._lock = asyncio.Lock()
         self._abort: anyio.CancelScope | None = None  # ends a connection still in its handshake
         self._closed = False  # the broker is stopping: no new connection
+        # Announced changes: the listing that will cover announcements not yet being listed, the one under
+        # way, and the task that runs them one after the other.
+        self._next_round: asyncio.Future | None = None
+        self._current_round: asyncio.Future | None = None
+        self._relisting: asyncio.Task | None = None
+        self._listings = 0  # listings started: listings may overlap, and the latest started is the latest word
 
     def _transport(self, errlog):
         from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -117,11 +172,12 @@ class ServerConnection:
                 # An anyio scope, not task.cancel(): cancelling it honours the SDK's shielded wind-down, so an
                 # aborted handshake still ends with the server process stopped and reaped.
                 with anyio.CancelScope() as self._abort:
-                    async with Client(self._transport(errlog), cache=None,
+                    async with Client(self._transport(errlog), cache=None, message_handler=self._on_message,
                                       read_timeout_seconds=self.rule.timeout_seconds) as client:
-                        self._client = client
-                        self._ready.set()
-                        await self._stop.wait()
+                        async with self._change_feed(client):
+                            self._client = client
+                            self._ready.set()
+                            await self._stop.wait()
                 if self._abort.cancelled_caught:
                     self._failure = ConnectionAbortedError("the connection was closed during its handshake")
             except BaseException as exc:  # noqa: BLE001 - whatever ended the connection, callers see it
@@ -131,15 +187,89 @@ class ServerConnection:
                 self._abort = None
                 self._ready.set()
 
+    @contextlib.asynccontextmanager
+    async def _change_feed(self, client: Client):
+        """Ask a server of the 2026-07-28 protocol to announce changes of its tool list (older ones send them
+        unasked); they reach `_on_message`. Opened before the connection's first listing, so no change falls
+        between the two. A server that declines is still listed at every (re)connect and session start."""
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+        tools = getattr(client.session.server_capabilities, "tools", None)
+        async with contextlib.AsyncExitStack() as feed:
+            if client.session.protocol_version in MODERN_PROTOCOL_VERSIONS and tools and tools.list_changed:
+                try:
+                    with anyio.fail_after(min(LISTEN_ACK_SECONDS, self.rule.timeout_seconds)):
+                        await feed.enter_async_context(client.listen(tools_list_changed=True))
+                except Exception as exc:  # noqa: BLE001 - the connection is still usable, only less watched
+                    logger.warning("tool server %s: no change announcements: %s: %s", self.name,
+                                   type(exc).__name__, exc)
+            yield
+
+    async def _on_message(self, message) -> None:
+        import mcp_types
+
+        if isinstance(message, mcp_types.ToolListChangedNotification):
+            self._tools_changed()
+
+    def _tools_changed(self) -> None:
+        """The server announced a change of its tools: list and judge them again, in the background and one
+        listing at a time — announcements during a listing make one more, never a pile of tasks."""
+        if self._closed:
+            return
+        if self._next_round is None:
+            self._next_round = asyncio.get_running_loop().create_future()
+        if self._relisting is None or self._relisting.done():
+            self._relisting = asyncio.create_task(self._relist(), name=f"mcp-{self.name}-relist")
+
+    async def _relist(self) -> None:
+        while self._next_round is not None and not self._closed:
+            self._current_round, self._next_round = self._next_round, None
+            try:
+                await self.list_tools()  # judged as it lands: a drifted tool is denied from then on
+            except ToolCallFailed as exc:  # the connection ended: the next use reconnects, and lists first
+                logger.warning("tool server %s announced a change and could not be listed: %s", self.name, exc)
+            except Exception:
+                logger.exception("listing tool server %s after its announced change failed", self.name)
+            finally:
+                self._current_round.set_result(None)
+                self._current_round = None
+
+    async def _changes_judged(self) -> None:
+        """Wait until every change the server announced so far is listed and judged: a call never goes out
+        against a tool list the server said has changed and nobody has looked at yet. Bounded (at most two
+        listings, each possibly after a reconnect); past that, the call is refused unsent."""
+        pending = self._next_round if self._next_round is not None else self._current_round
+        if pending is None:
+            return
+        bound = 2 * (CONNECT_TIMEOUT_SECONDS + self.rule.timeout_seconds)
+        done, _ = await asyncio.wait({pending}, timeout=bound)
+        if not done:
+            raise ToolCallFailed("SERVER_TIMEOUT", f"{self.name} announced a change of its tools that could not "
+                                                   f"be checked within {bound:g} s", sent=False)
+
     async def client(self) -> Client:
+        return (await self._connected())[0]
+
+    async def _connected(self) -> tuple[Client, Listing | None]:
+        """The live client. A new connection's tools are listed and judged before anyone can use it (the
+        listing is returned to the caller that opened it, None to everyone else)."""
         async with self._lock:
-            if self._client is None:
-                await self._restart()
-            if self._client is None:
+            if self._client is not None:
+                return self._client, None
+            await self._restart()
+            client = self._client
+            if client is None:
                 failure = self._failure
-                raise ToolCallFailed("SERVER_UNREACHABLE",
-                                     f"server {self.name} did not start: {type(failure).__name__}: {failure}"[:300])
-            return self._client
+                raise ToolCallFailed("SERVER_UNREACHABLE", f"server {self.name} did not start: "
+                                                           f"{type(failure).__name__}: {failure}"[:300], sent=False)
+            try:
+                listed = await asyncio.wait_for(self._fetch(client), self.rule.timeout_seconds)
+            except Exception as exc:  # hung or broken from the start: nobody may use it unjudged
+                await self._shutdown()
+                raise ToolCallFailed("SERVER_TIMEOUT" if isinstance(exc, TimeoutError) else "SERVER_FAILED",
+                                     f"{self.name} did not list its tools on connecting: "
+                                     f"{type(exc).__name__}: {exc}"[:300], sent=False) from None
+            return client, self.judge(*listed)
 
     async def _restart(self) -> None:
         await self._shutdown()
@@ -190,25 +320,50 @@ class ServerConnection:
                     await self._shutdown()
             raise ToolCallFailed("SERVER_FAILED", f"{self.name}: {type(exc).__name__}: {exc}"[:300]) from None
 
-    async def list_tools(self) -> list[mcp_types.Tool]:
-        async def fetch(client: Client) -> list[mcp_types.Tool]:
-            tools, cursor = [], None
-            for _ in range(100):  # a paginator that never ends cannot hang the broker
-                page = await client.list_tools(cursor=cursor, cache_mode="bypass")
-                tools += page.tools
-                cursor = page.next_cursor
-                if not cursor:
-                    break
-            return tools
-        return await self._timed("tools/list", fetch)
+    async def _fetch(self, client: Client) -> tuple[list[mcp_types.Tool], bool, int]:
+        """The tool list, page by page, stopping once it is past MAX_TOOLS or MAX_PAGES (a paginator that
+        never ends cannot hang the broker): (tools, whether that was the whole list, the listing's number)."""
+        self._listings += 1
+        number, tools, cursor = self._listings, [], None
+        for _ in range(MAX_PAGES):
+            page = await client.list_tools(cursor=cursor, cache_mode="bypass")
+            tools += page.tools
+            cursor = page.next_cursor
+            if not cursor:
+                return tools, True, number
+            if len(tools) > MAX_TOOLS:
+                break
+        return tools, False, number
 
-    async def call(self, tool: str, arguments: dict) -> mcp_types.CallToolResult:
-        return await self._timed(f"{tool}", lambda client: client.call_tool(tool, arguments))
+    async def list_tools(self) -> Listing:
+        """The server's tools, listed now and judged (a connection opened by this call lists them once)."""
+        _, listing = await self._connected()
+        if listing is not None:
+            return listing
+        return self.judge(*await self._timed("tools/list", self._fetch))
+
+    async def call(self, tool: str, arguments: dict, refusal: Callable[[], ToolCallFailed | None]
+                   ) -> mcp_types.CallToolResult:
+        """Call `tool` unless `refusal()` — asked once the connection is up and judged, right before the
+        request goes out — says why not (then the server never sees it)."""
+        await self._changes_judged()
+
+        def send(client: Client):
+            refused = refusal()
+            if refused is not None:
+                raise refused
+            return client.call_tool(tool, arguments)
+        return await self._timed(tool, send)
 
     async def close(self) -> None:
         """Stop for good. Not behind the lock: a restart waiting for a hung handshake holds it for up to
         CONNECT_TIMEOUT_SECONDS, and the abort below is what releases it."""
         self._closed = True
+        if self._relisting is not None:
+            self._relisting.cancel()
+            await asyncio.wait({self._relisting}, timeout=1.0)
+        if self._next_round is not None and not self._next_round.done():
+            self._next_round.set_result(None)  # its waiters go on, to find the connection closed
         await self._shutdown()
 
 
@@ -231,84 +386,140 @@ def result_text(result: mcp_types.CallToolResult) -> str:
     return "\n".join(parts)
 
 
+def out_of_bounds(tools: list[mcp_types.Tool], complete: bool) -> tuple[str, str]:
+    """Why a server's tool list is refused whole, (reason, detail), or ("", "") if it is within bounds."""
+    if not complete or len(tools) > MAX_TOOLS:
+        return "TOOL_LIST_TOO_LARGE", f"more than {MAX_TOOLS} tools or {MAX_PAGES} pages"
+    for tool in tools:
+        if len(tool.name) > MAX_TOOL_NAME_CHARS:
+            return "TOOL_NAME_TOO_LONG", f"a tool name of {len(tool.name)} characters (at most {MAX_TOOL_NAME_CHARS})"
+        if len(tool.description or "") > MAX_DESCRIPTION_CHARS:
+            return "DESCRIPTION_TOO_LONG", (f"{tool.name}: a description of {len(tool.description)} characters "
+                                            f"(at most {MAX_DESCRIPTION_CHARS})")
+        try:
+            check(tool.input_schema, SCHEMA_LIMITS)
+        except BoundedJsonError as exc:
+            return "SCHEMA_TOO_LARGE", f"{tool.name}: input schema: {exc}"
+    return "", ""
+
+
 class ToolGate:
     def __init__(self, policy: ToolPolicy, log_dir: Path,
                  on_drift: Callable[[str, str], None] = lambda tool_id, what: None) -> None:
         self.policy = policy
         self.on_drift = on_drift
-        self.connections = {name: ServerConnection(name, rule, policy, log_dir)
+        self.connections = {name: ServerConnection(name, rule, policy, log_dir, partial(self._listed, name))
                             for name, rule in policy.policy.servers.items()}
         self._sessions: OrderedDict[str, dict[str, ToolState]] = OrderedDict()
         self._alerted: set[tuple[str, str]] = set()
         self._unlisted: dict[str, ToolState] = {}
-        # Tools any survey of this process found changed since review. Without this, a session surveyed
+        # Tools any listing of this process found changed since review. Without this, a session surveyed
         # before the change kept its "available" view and went on calling the changed tool, while the same
         # process denied it (and alerted) for every session started after.
         self._drifted: set[str] = set()
+        # Each server's tools as its latest listing judged them (a survey, a reconnect, an announced change),
+        # with that listing's number: what a running session and every call are held to besides drift.
+        self._latest: dict[str, tuple[int, dict[str, ToolState]]] = {}
+        self._contracts: dict[str, ToolContract | None] = {}  # by tool id; pins do not change while we run
 
-    def _judge(self, server: str, rule: ServerRule, offered: dict[str, mcp_types.Tool]) -> dict[str, ToolState]:
-        states = {}
-        for name, tool_rule in rule.tools.items():
-            tool_id = f"{server}.{name}"
-            tool = offered.get(name)
-            if tool is None:
-                states[tool_id] = ToolState(tool_id, tool_rule, cap.TOOL_AVAILABILITY_UNREACHABLE, "TOOL_MISSING")
-                continue
-            state = _offered(tool_id, tool_rule, tool)
-            pin = tool_rule.pin
-            changed = [] if pin is None else [what for what, now, then in (
-                ("description", digest(state.description), pin.description_sha256),
-                ("input schema", digest(state.input_schema), pin.input_schema_sha256)) if now != then]
-            if pin is None:
-                state.availability, state.reason = cap.TOOL_AVAILABILITY_DENIED, "NOT_REVIEWED"
-            elif changed:
-                state.availability, state.reason = cap.TOOL_AVAILABILITY_DRIFTED, "DRIFT"
-                self._drifted.add(tool_id)
-                key = (tool_id, digest([state.description, state.input_schema]))
-                if key not in self._alerted:
-                    self._alerted.add(key)
-                    self.on_drift(tool_id, " and ".join(changed))
-            else:
-                try:
-                    state.contract = ToolContract(tool_id, tool_rule.description, pin.input_schema)
-                except ToolSchemaError:
-                    state.availability, state.reason = cap.TOOL_AVAILABILITY_DENIED, "SCHEMA_UNSUPPORTED"
-            states[tool_id] = state
-        return states
+    def _listed(self, server: str, tools: list[mcp_types.Tool], complete: bool, number: int) -> Listing:
+        """One listing of `server`, judged (bounds first, then each allowlisted tool against its pin), and
+        kept as the server's latest verdict unless a listing started after it has landed already."""
+        rule = self.connections[server].rule
+        reason, detail = out_of_bounds(tools, complete)
+        if reason:
+            logger.warning("tool server %s: %s; all its tools are denied (%s)", server, detail, reason)
+            listing = Listing({f"{server}.{name}": ToolState(f"{server}.{name}", tool_rule,
+                                                             cap.TOOL_AVAILABILITY_DENIED, reason)
+                               for name, tool_rule in rule.tools.items()}, [])
+        else:
+            offered = {tool.name: tool for tool in tools}
+            listing = Listing({f"{server}.{name}": self._judge(f"{server}.{name}", tool_rule, offered.get(name))
+                               for name, tool_rule in rule.tools.items()},
+                              [f"{server}.{name}" for name in sorted(offered) if name not in rule.tools])
+            for tool_id in listing.unlisted:  # kept for a reviewer to read in full (ReviewTools), never offered
+                self._unlisted[tool_id] = _offered(tool_id, None, offered[tool_id.partition(".")[2]])
+        if number > self._latest.get(server, (0, {}))[0]:
+            self._latest[server] = number, listing.states
+        return listing
+
+    def _judge(self, tool_id: str, rule: ToolRule, tool: mcp_types.Tool | None) -> ToolState:
+        if tool is None:
+            return ToolState(tool_id, rule, cap.TOOL_AVAILABILITY_UNREACHABLE, "TOOL_MISSING")
+        state = _offered(tool_id, rule, tool)
+        pin = rule.pin
+        if pin is None:
+            state.availability, state.reason = cap.TOOL_AVAILABILITY_DENIED, "NOT_REVIEWED"
+            return state
+        changed = [what for what, now, then in (
+            ("description", digest(state.description), pin.description_sha256),
+            ("input schema", digest(state.input_schema), pin.input_schema_sha256)) if now != then]
+        if changed:
+            state.availability, state.reason = cap.TOOL_AVAILABILITY_DRIFTED, "DRIFT"
+            self._drifted.add(tool_id)
+            key = (tool_id, digest([state.description, state.input_schema]))
+            if key not in self._alerted:
+                self._alerted.add(key)
+                self.on_drift(tool_id, " and ".join(changed))
+            return state
+        state.contract = self._contract(tool_id, rule)
+        if state.contract is None:
+            state.availability, state.reason = cap.TOOL_AVAILABILITY_DENIED, "SCHEMA_UNSUPPORTED"
+        return state
+
+    def _contract(self, tool_id: str, rule: ToolRule) -> ToolContract | None:
+        """The contract a pinned tool is called under: our description and the pinned schema, closed (a
+        property the reviewed schema does not declare is refused); built once, None if it cannot be."""
+        if tool_id not in self._contracts:
+            try:
+                self._contracts[tool_id] = ToolContract(tool_id, rule.description, rule.pin.input_schema,
+                                                        closed=True)
+            except ToolSchemaError as exc:
+                logger.warning("%s", exc)
+                self._contracts[tool_id] = None
+        return self._contracts[tool_id]
 
     async def survey(self) -> tuple[dict[str, ToolState], list[str]]:
         """Fetch every server's tool list now and judge each tool; (states, unlisted tool ids)."""
-        async def one(server: str, connection: ServerConnection):
+        async def one(server: str, connection: ServerConnection) -> Listing:
             try:
-                offered = {tool.name: tool for tool in await connection.list_tools()}
+                return await connection.list_tools()
             except ToolCallFailed as exc:
                 logger.warning("tool server %s unreachable: %s", server, exc)
-                return {f"{server}.{name}": ToolState(f"{server}.{name}", rule, cap.TOOL_AVAILABILITY_UNREACHABLE,
-                                                      exc.reason) for name, rule in connection.rule.tools.items()}, []
-            unlisted = [f"{server}.{name}" for name in sorted(offered) if name not in connection.rule.tools]
-            for tool_id in unlisted:  # kept for a reviewer to read in full (ReviewTools), never offered
-                self._unlisted[tool_id] = _offered(tool_id, None, offered[tool_id.partition(".")[2]])
-            return self._judge(server, connection.rule, offered), unlisted
+                return Listing({f"{server}.{name}": ToolState(f"{server}.{name}", rule,
+                                                              cap.TOOL_AVAILABILITY_UNREACHABLE, exc.reason)
+                                for name, rule in connection.rule.tools.items()}, [])
 
-        results = await asyncio.gather(*(one(name, c) for name, c in self.connections.items()))
+        listings = await asyncio.gather(*(one(name, c) for name, c in self.connections.items()))
         states: dict[str, ToolState] = {}
         unlisted: list[str] = []
-        for found, extra in results:
-            states.update(found)
-            unlisted += extra
-        return self._deny_drifted(states), unlisted
+        for listing in listings:
+            states.update(listing.states)
+            unlisted += listing.unlisted
+        return self._as_judged_now(states), unlisted
 
     def unlisted_offers(self, tool_ids: list[str]) -> list[ToolState]:
-        """Unlisted tools as the last survey found them (denied; a reviewer reads them in full)."""
+        """Unlisted tools as the last listing found them (denied; a reviewer reads them in full)."""
         return [self._unlisted[tool_id] for tool_id in tool_ids if tool_id in self._unlisted]
 
-    def _deny_drifted(self, states: dict[str, ToolState]) -> dict[str, ToolState]:
-        """`states` with every tool this process has seen drift marked drifted: drift, once seen, holds for
-        every session (and survey) until re-pinned, even if the server changes back. Only ever denies."""
-        if not self._drifted.intersection(states):
-            return states
-        return {tool_id: replace(state, availability=cap.TOOL_AVAILABILITY_DRIFTED, reason="DRIFT", contract=None)
-                if tool_id in self._drifted and state.available else state for tool_id, state in states.items()}
+    def _denial(self, tool_id: str) -> tuple[int, str] | None:
+        """(availability, reason) if the tool is denied now: it drifted (once seen, drift holds until
+        re-pinned, even if the server changes back), or its server's latest listing denies it."""
+        if tool_id in self._drifted:
+            return cap.TOOL_AVAILABILITY_DRIFTED, "DRIFT"
+        latest = self._latest.get(tool_id.partition(".")[0], (0, {}))[1].get(tool_id)
+        if latest is not None and not latest.available:
+            return latest.availability, latest.reason
+        return None
+
+    def _as_judged_now(self, states: dict[str, ToolState]) -> dict[str, ToolState]:
+        """`states` with every tool that is denied now marked so. Only ever denies."""
+        judged = {}
+        for tool_id, state in states.items():
+            denial = self._denial(tool_id) if state.available else None
+            judged[tool_id] = state if denial is None else replace(state, availability=denial[0], reason=denial[1],
+                                                                   contract=None)
+        return judged
 
     async def start_session(self, session_id: str) -> dict[str, ToolState]:
         """A session's view of the tools: fetched and hashed afresh, never from an earlier session."""
@@ -321,11 +532,20 @@ class ToolGate:
 
     async def session(self, session_id: str) -> dict[str, ToolState]:
         found = self._sessions.get(session_id)
-        return self._deny_drifted(found) if found is not None else await self.start_session(session_id)
+        return self._as_judged_now(found) if found is not None else await self.start_session(session_id)
 
     async def call(self, tool_id: str, arguments: dict) -> mcp_types.CallToolResult:
+        """Call a tool, unless it is denied at the moment the call would go out (after any reconnect's or
+        announced change's listing): then ToolCallFailed, unsent, with the availability to report."""
         server, _, tool = tool_id.partition(".")
-        return await self.connections[server].call(tool, arguments)
+        return await self.connections[server].call(tool, arguments, partial(self._refusal, tool_id))
+
+    def _refusal(self, tool_id: str) -> ToolCallFailed | None:
+        denial = self._denial(tool_id)
+        if denial is None:
+            return None
+        return ToolCallFailed(denial[1], f"{tool_id} is not available ({denial[1]})", availability=denial[0],
+                              sent=False)
 
     async def close(self) -> None:
         """Stop every server at once: the slowest bounds the stop, not the sum of them."""
