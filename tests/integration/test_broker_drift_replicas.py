@@ -40,7 +40,12 @@ def _view(client, actor, session: str):
 
 def _review(client, actor) -> list:
     reviewed = client("cli", "ReviewTools", cap.ReviewToolsRequest(actor=actor), timeout=60)
-    return [(t.tool_id, t.availability, t.reason, t.current, t.pinned) for t in reviewed.tools]
+    return [(t.tool_id, t.availability, t.reason, _hashes(t.current), _hashes(t.pinned)) for t in reviewed.tools]
+
+
+def _hashes(snapshot: cap.ToolSnapshot) -> tuple[str, str]:
+    """What a pin fixes (the pinned snapshot also says who reviewed it, which the offer never does)."""
+    return snapshot.description_sha256, snapshot.input_schema_sha256
 
 
 def _server_log(path) -> list[dict]:
