@@ -305,7 +305,10 @@ class ServerConnection:
     async def _timed(self, what: str, work):
         client = await self.client()
         try:
-            return await asyncio.wait_for(work(client), self.rule.timeout_seconds)
+            # asyncio.timeout, not wait_for: it bounds the call in this task instead of wrapping it in a new one
+            # (one loop round trip less on every read through the broker).
+            async with asyncio.timeout(self.rule.timeout_seconds):
+                return await work(client)
         except TimeoutError:
             async with self._lock:  # a hung server is restarted before anyone uses it again (unless already)
                 if self._client is client:
