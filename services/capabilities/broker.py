@@ -486,6 +486,9 @@ class Broker:
         try:
             result = await self.gate.call(request.tool_id, arguments)
         except ToolCallFailed as exc:
+            if exc.availability != capabilities_pb2.TOOL_AVAILABILITY_UNREACHABLE:  # denied as it was to go out
+                await self.db(self.store.audit, actor.tenant_id, "tool-refused", actor.actor_id,
+                              tool_id=request.tool_id[:200], reason=exc.reason, session_id=request.session_id)
             return "unavailable", capabilities_pb2.ToolUnavailable(
                 availability=exc.availability, reason=exc.reason,
                 message=str(exc)), None

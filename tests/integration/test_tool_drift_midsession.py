@@ -64,11 +64,15 @@ def _tools(client, actor, session: str) -> dict[str, tuple[int, str]]:
     return {t.tool_id: (t.availability, t.reason) for t in listed.tools}
 
 
-def _drift_alerts(client, actor) -> list[dict]:
+def _audited(client, actor, kind: str) -> list[dict]:
     with sync_channel(client.address, client.credentials("cli"), "capabilities") as channel:
         records = [json.loads(r.record_json) for r in invoke_stream(
             channel, "capabilities", "ExportAudit", cap.ExportAuditRequest(actor=actor), timeout=30)]
-    return [r["detail"] for r in records if r["kind"] == "tool-drift"]
+    return [r["detail"] for r in records if r["kind"] == kind]
+
+
+def _drift_alerts(client, actor) -> list[dict]:
+    return _audited(client, actor, "tool-drift")
 
 
 def _refused_as_drift(reply) -> bool:
@@ -93,6 +97,9 @@ def test_a_server_that_restarts_changed_is_denied_in_the_running_session(world, 
         assert all(tools[t] == (AVAILABLE, "") for t in DRIFT_TOOLS - {"drift.lookup"})  # only the changed tool
         assert wait_for(lambda: _drift_alerts(client, alice), 15, "a drift alert") == [
             {"tool_id": "drift.lookup", "changed": "description and input schema"}]
+        # Both refusals are in the audit trail: the one refused as it was about to go out, and the next.
+        refusals = [r for r in _audited(client, alice, "tool-refused") if r["tool_id"] == "drift.lookup"]
+        assert [r["reason"] for r in refusals] == ["DRIFT", "DRIFT"]
 
     entries = _server_log(log)
     restarted = [e for e in entries if e["pid"] != entries[0]["pid"]]
