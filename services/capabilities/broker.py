@@ -32,6 +32,7 @@ from services.capabilities.changes import DataChanges, Entry, VersionConflict
 from services.capabilities.mcp_gate import ToolCallFailed, ToolGate, ToolState, result_text
 from services.capabilities.metrics import BrokerMetrics
 from services.capabilities.policy import Action, ActionPolicy
+from services.capabilities.read_journal import ExternalRead, ReadJournal
 from services.capabilities.signatures import DecisionSignatures
 from services.capabilities.store import BrokerStore, Intent, Signature, outcome, refuse
 from services.capabilities.wording import Wording
@@ -84,7 +85,8 @@ class Broker:
         # original finds the original's execution already registered in `_running`.
         self._deciding: dict[str, tuple[asyncio.Lock, int]] = {}
         self._taint: dict[str, tuple[bool, bool]] = {}  # session → (tainted, flagged), this process's view
-        self._pending_reads: dict[str, list[asyncio.Future]] = {}
+        self._pending_reads: dict[str, list[_PendingRead]] = {}
+        self.journal = ReadJournal(self.store.record_reads, self.pool)
 
     async def db(self, fn, *args, **kwargs):
         result = await asyncio.get_running_loop().run_in_executor(self.pool, partial(fn, *args, **kwargs))
@@ -504,9 +506,9 @@ class Broker:
         self._taint[request.session_id] = (True, flagged or bool(matches))
         # Written behind the reply (the model does not wait for our bookkeeping); anything that shows a
         # person the run's reads, or asks them to approve, waits for these writes first.
-        record = partial(self.store.record_read, actor.tenant_id, actor.actor_id, request.session_id,
-                         request.turn_id, request.tool_id, ref, screened.text, screened.clipped, matches)
-        write = _PendingRead(loop.run_in_executor(self.pool, record), record)
+        read = ExternalRead(actor.tenant_id, actor.actor_id, request.session_id, request.turn_id, request.tool_id,
+                            ref, screened.text, screened.clipped, matches)
+        write = _PendingRead(self.journal.add(read), partial(self.store.record_reads, [read]))
         self._pending_reads.setdefault(request.session_id, []).append(write)
         write.future.add_done_callback(lambda done: self._forget_written(request.session_id, done))
         return "content", capabilities_pb2.UntrustedContent(

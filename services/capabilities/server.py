@@ -356,6 +356,7 @@ def build(context: ServiceContext) -> list[Registration]:
         try:
             await asyncio.Event().wait()
         finally:
+            await broker.journal.close()  # the reads already answered reach the database first
             await gate.close()
 
     def stop() -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 import grpc
 import sqlalchemy as sa
 
+from services.capabilities.read_journal import ExternalRead
 from shared import db
 from shared.errors import TesseraError
 from tessera.capabilities.v1 import capabilities_pb2
@@ -471,15 +472,23 @@ class BrokerStore:
     def record_read(self, tenant_id: str, actor_id: str, session_id: str, turn_id: str, source: str, ref: str,
                     text: str, clipped: bool, matches: list[dict]) -> None:
         """An external read of a run, screened, with its audit record (one transaction)."""
+        self.record_reads([ExternalRead(tenant_id, actor_id, session_id, turn_id, source, ref, text, clipped,
+                                        matches)])
+
+    def record_reads(self, reads: list[ExternalRead]) -> None:
+        """External reads, each with its audit record, in one transaction (statements compiled once: the rows
+        go as parameters, not as values built into a new statement per read)."""
         now = time.time()
         with self.writer.begin() as connection:
-            connection.execute(run_reads.insert().values(
-                session_id=session_id, turn_id=turn_id, tenant_id=tenant_id, source=source, ref=ref[:300],
-                text=text, clipped=clipped, matches_json=json.dumps(matches), at=now))
-            connection.execute(audit_events.insert().values(
-                at=now, tenant_id=tenant_id, kind="external-read", intent_id="", approval_id="", actor_id=actor_id,
-                detail_json=json.dumps({"session_id": session_id, "source": source, "ref": ref[:300],
-                                        "flags": [m["rule"] for m in matches]}, sort_keys=True)))
+            connection.execute(run_reads.insert(), [
+                {"session_id": r.session_id, "turn_id": r.turn_id, "tenant_id": r.tenant_id, "source": r.source,
+                 "ref": r.ref[:300], "text": r.text, "clipped": r.clipped, "matches_json": json.dumps(r.matches),
+                 "at": now} for r in reads])
+            connection.execute(audit_events.insert(), [
+                {"at": now, "tenant_id": r.tenant_id, "kind": "external-read", "intent_id": "", "approval_id": "",
+                 "actor_id": r.actor_id, "detail_json": json.dumps(
+                     {"session_id": r.session_id, "source": r.source, "ref": r.ref[:300],
+                      "flags": [m["rule"] for m in r.matches]}, sort_keys=True)} for r in reads])
 
     def audit(self, tenant_id: str, kind: str, actor_id: str = "", **detail) -> None:
         """A standalone audit record (e.g. a drift alert)."""

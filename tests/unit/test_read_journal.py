@@ -1,0 +1,80 @@
+"""The broker's read journal: a write starts with the first read, the reads that arrive meanwhile share the
+next transaction, a failed transaction fails each of its reads (their retries run one by one), and closing
+waits for what was queued."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from services.capabilities.read_journal import MAX_BATCH, ExternalRead, ReadJournal
+
+
+def _read(n: int) -> ExternalRead:
+    return ExternalRead("acme", "alice", "ses_1", "trn_1", "tickets.get_ticket", f"ticket {n}", f"text {n}", False,
+                        [])
+
+
+class _Database:
+    """Records each transaction's reads; the first one waits until the test lets it finish."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.transactions: list[list[str]] = []
+        self.first_started = threading.Event()
+        self.release_first = threading.Event()
+        self.fail = fail
+
+    def write(self, reads: list[ExternalRead]) -> None:
+        if not self.transactions:
+            self.first_started.set()
+            assert self.release_first.wait(30)
+        self.transactions.append([r.ref for r in reads])
+        if self.fail:
+            raise OSError("disk I/O error")
+
+
+@pytest.fixture
+def pool():
+    with ThreadPoolExecutor(max_workers=2) as executor:
+        yield executor
+
+
+def test_reads_that_arrive_during_a_write_share_the_next_transaction(pool):
+    async def scenario():
+        database = _Database()
+        journal = ReadJournal(database.write, pool)
+        first = journal.add(_read(0))
+        await asyncio.get_running_loop().run_in_executor(None, database.first_started.wait, 30)
+        rest = [journal.add(_read(n)) for n in range(1, 6)]
+        database.release_first.set()
+        await asyncio.gather(first, *rest)
+        return database.transactions
+    assert asyncio.run(scenario()) == [["ticket 0"], [f"ticket {n}" for n in range(1, 6)]]
+
+
+def test_a_failed_transaction_fails_every_read_in_it(pool):
+    async def scenario():
+        database = _Database(fail=True)
+        database.release_first.set()
+        journal = ReadJournal(database.write, pool)
+        outcomes = await asyncio.gather(*(journal.add(_read(n)) for n in range(3)), return_exceptions=True)
+        return outcomes, database.transactions
+    outcomes, transactions = asyncio.run(scenario())
+    assert all(isinstance(o, OSError) for o in outcomes) and sum(len(t) for t in transactions) == 3
+
+
+def test_a_long_queue_is_written_in_bounded_transactions_and_closing_waits_for_it(pool):
+    async def scenario():
+        database = _Database()
+        journal = ReadJournal(database.write, pool)
+        first = journal.add(_read(0))
+        await asyncio.get_running_loop().run_in_executor(None, database.first_started.wait, 30)
+        queued = [journal.add(_read(n)) for n in range(1, MAX_BATCH + 11)]
+        database.release_first.set()
+        await journal.close()
+        assert first.done() and all(q.done() for q in queued)
+        return [len(t) for t in database.transactions]
+    assert asyncio.run(scenario()) == [1, MAX_BATCH, 10]
