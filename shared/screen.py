@@ -60,8 +60,22 @@ def _re2(pattern: str) -> re2._Regexp:
 @cache
 def _mark_runs() -> re2._Regexp:
     """Runs of more marks than the limit; compiled on first use (a large program), since only text
-    beyond Latin-1 can hold marks."""
-    return _re2(rf"\p{{M}}{{{_MARK_RUN_LIMIT + 1},}}")
+    beyond Latin-1 can hold marks. A mark is also anything that decomposes into one (the half-width
+    katakana voiced marks are letters, but NFKD makes them combining marks that the sort then moves)."""
+    also = "".join(rf"\x{{{ord(char):X}}}" for char in _decomposes_to_a_mark())
+    return _re2(rf"[\p{{M}}{also}]{{{_MARK_RUN_LIMIT + 1},}}")
+
+
+def _decomposes_to_a_mark() -> list[str]:
+    """Characters that are no mark themselves but whose compatibility decomposition starts with one."""
+    found = []
+    for code in range(0xA0, 0x30000):
+        char = chr(code)
+        if not unicodedata.category(char).startswith("M") and unicodedata.decomposition(char):
+            decomposed = unicodedata.normalize("NFKD", char)
+            if unicodedata.combining(decomposed[0]):
+                found.append(char)
+    return found
 
 
 def _latin1(text: str) -> bool:
@@ -188,8 +202,23 @@ def _shown_order(text: str) -> str | None:
     return _RTL_SPAN.sub(lambda span: _BIDI_CONTROLS.sub("", span.group(1))[::-1], text)
 
 
+# Numeric references longer than any code point needs (leading zeros aside): resolved here, because
+# html.unescape turns thousands of digits into an int and Python refuses numbers past 4,300 digits.
+_LONG_DECIMAL_REF = re.compile(r"&#([0-9]{8,});?")
+_LONG_HEX_REF = re.compile(r"&#[xX]([0-9a-fA-F]{7,});?")
+
+
+def _code_point(digits: str, base: int) -> str:
+    digits = digits.lstrip("0") or "0"
+    value = int(digits, base) if len(digits) <= 8 else 0x110000
+    return chr(value) if 0 < value <= 0x10FFFF and not 0xD800 <= value <= 0xDFFF else "\ufffd"
+
+
 def _unescape(text: str) -> str:
     """HTML character references resolved (twice, for `&amp;#105;`), line breaks kept where they were."""
+    if "&#" in text:
+        text = _LONG_DECIMAL_REF.sub(lambda ref: _code_point(ref.group(1), 10), text)
+        text = _LONG_HEX_REF.sub(lambda ref: _code_point(ref.group(1), 16), text)
     once = html.unescape(text)
     plain = html.unescape(once) if "&" in once and once != text else once
     if plain.count("\n") == text.count("\n") and "\r" not in plain:
@@ -213,7 +242,8 @@ def _readings(raw: str) -> list[str]:
 # Letter-spacing: single letters kept apart by one space, dot, dash, star, bar or slash ("i g n o r e",
 # "I.G.N.O.R.E."); words stay apart by two spaces or more. Joining a run keeps its even characters
 # (the letters), which also drops a trailing separator.
-_SPACED_NEXT = r"[ .*|/-][a-z0-9'._]"  # a separator and the next single character
+# A single line break or tab separates letters as a space does: the model reads every break as a space.
+_SPACED_NEXT = r"[ \t\n.*|/-][a-z0-9'._]"  # a separator and the next single character
 _SPACED_RUN = _re2(rf"\b[a-z0-9](?:{_SPACED_NEXT})+\b(?:[.*|/-]\B)?")
 
 
@@ -221,7 +251,7 @@ def _join_run(run: str) -> str:
     """The letters of a run; where it also separates letters by dashes or dots, a space in it is a word
     break ("n-o n-e-e-d" is "no need")."""
     letters = run[::2]
-    separators = run[1::2][:len(letters) - 1]  # a trailing separator separates nothing
+    separators = run[1::2][:len(letters) - 1].replace("\n", " ").replace("\t", " ")  # a trailing one: nothing
     if " " not in separators or separators.count(" ") == len(separators):
         return letters
     breaks = (" " if separator == " " else "" for separator in separators)
@@ -537,4 +567,5 @@ def screen(text: str, source: str, ref: str = "") -> Screened:
             seen.add((rule, snippet))
             line = f"line {reading.count(chr(10), 0, start) + 1}"
             matches.append(Match(rule, snippet, f"{ref}, {line}" if ref else line))
-    return Screened(flat.strip(), source, ref, clipped, matches)
+    # NUL is no text (and PostgreSQL refuses it in a text column, which would lose the read's record).
+    return Screened(flat.strip().replace("\x00", "\ufffd"), source, ref, clipped, matches)
