@@ -486,7 +486,8 @@ def _add_policy_parser(sub) -> None:
     tool_actions.add_parser("review", help="each tool as pinned and as offered now, side by side when changed")
     pin = tool_actions.add_parser("pin", help="pin tools to what their servers offer now (after review), recording "
                                                "who reviewed them and when")
-    pin.add_argument("tool_ids", nargs="+", metavar="server.tool")
+    pin.add_argument("tool_ids", nargs="+", metavar="server.tool[=HASHES]",
+                     help="HASHES as review printed them: the pin is refused if the server offers anything else now")
     pin.add_argument("--reviewer", default=os.environ.get("TESSERA_REVIEWER") or getpass.getuser(),
                      help="who reviewed the tools (default: $TESSERA_REVIEWER, else your login name)")
     pin.add_argument("--description", help="a tool not in the policy yet: the text the model reads instead of "
@@ -494,7 +495,7 @@ def _add_policy_parser(sub) -> None:
     pin.add_argument("--read", action="store_true", help="a tool not in the policy yet: classify it read "
                                                          "(default: mutate, so a person approves every call)")
     pin.add_argument("--despite-warnings", action="store_true",
-                     help="with --read: add the tool as read even though it looks like it writes")
+                     help="pin a tool as read even though it looks like it writes")
     tool_actions.add_parser("check", help="exit non-zero if any tool drifted, is unreviewed or unreachable")
     tools.set_defaults(run=cmd_policy)
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
+import re
 import sys
 import tempfile
 import textwrap
@@ -27,6 +29,7 @@ from shared.contracts import invoke
 from shared.printable import revealed
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 
+_TOOL_NAME = re.compile(r"[a-z][a-z0-9_]*")  # as the policy names tools (tool_policy.py)
 _STATES = {cap.TOOL_AVAILABILITY_AVAILABLE: "ok", cap.TOOL_AVAILABILITY_DENIED: "denied",
            cap.TOOL_AVAILABILITY_DRIFTED: "DRIFTED", cap.TOOL_AVAILABILITY_UNREACHABLE: "unreachable"}
 
@@ -56,7 +59,7 @@ def _schema_text(snapshot: cap.ToolSnapshot) -> list[str]:
 def _prose(text: str) -> list[str]:
     """A server's text in lines of at most 58 characters, nothing cut off and nothing hidden."""
     return [chunk for line in revealed(text).splitlines() or [""]
-            for chunk in (textwrap.wrap(line, 58) or [""])]
+            for chunk in (textwrap.wrap(line, 58, drop_whitespace=False, replace_whitespace=False) or [""])]
 
 
 def _side_by_side(label: str, old: list[str], new: list[str]) -> list[str]:
@@ -80,7 +83,8 @@ def _reviewed(snapshot: cap.ToolSnapshot) -> str:
 
 def _warnings(tool: cap.ToolReview) -> list[str]:
     """What the server's own words and shape give away: instructions, and a read-only claim that looks false."""
-    lines = [f"  ! server text reads like instructions ({m.rule}, {m.ref}): {revealed(m.snippet)}"
+    lines = [f"  ! server text reads like instructions ({m.rule}, {revealed(m.ref, False)}): "
+             f"{revealed(m.snippet, False)}"
              for m in tool.server_text_matches]
     claims = []
     if tool.risk == cap.TOOL_RISK_READ:
@@ -101,13 +105,14 @@ def _warnings(tool: cap.ToolReview) -> list[str]:
 
 def _offered_in_full(tool: cap.ToolReview) -> list[str]:
     """An unlisted tool exactly as its server offers it: every word is the server's, none is trusted."""
-    lines = [f"{tool.tool_id:<28} {'-':<7} denied (not in the policy); as offered by the server (untrusted):",
+    shown = revealed(tool.tool_id, False)  # the server chose this name: it may hold terminal escapes
+    lines = [f"{shown:<28} {'-':<7} denied (not in the policy); as offered by the server (untrusted):",
              "  description:", *(f"    {line}" for line in _prose(tool.current.description)), "  input schema:"]
     lines += [f"    {line}" for line in _schema_text(tool.current)]
     lines.append(f"  annotations (claimed by the server, not trusted): {tool.annotations_json}")
     lines += _warnings(tool)
-    lines.append(f"  proposed: risk mutate (a person approves every call). To add it: tessera policy pin "
-                 f"{tool.tool_id} --description \"<what the model should read>\" [--read]")
+    lines.append(f"  proposed: risk mutate (a person approves every call). To add it as reviewed: tessera policy "
+                 f"pin {shown}={_hashes(tool.current)} --description \"<what the model should read>\" [--read]")
     return lines
 
 
@@ -125,49 +130,84 @@ def describe(review: cap.ReviewToolsResponse) -> str:
                                    _prose(tool.current.description))
             lines += _side_by_side("input schema", _schema_text(tool.pinned), _schema_text(tool.current))
             lines.append(f"  annotations (not trusted): {tool.annotations_json}")
+            if tool.current.description_sha256:
+                lines.append(f"  to accept what is offered now: tessera policy pin {tool.tool_id}="
+                             f"{_hashes(tool.current)}")
         lines += _warnings(tool)
     for tool in review.unlisted:
         lines += _offered_in_full(tool)
     shown = {tool.tool_id for tool in review.unlisted}
     for tool_id in review.unlisted_tool_ids:
         if tool_id not in shown:
-            lines.append(f"{tool_id:<28} {'-':<7} denied (not in the policy; too many unlisted tools to show)")
+            lines.append(f"{revealed(tool_id, False):<28} {'-':<7} denied (not in the policy; not shown in full: "
+                         "too many unlisted tools)")
     return "\n".join(lines)
 
 
 def _refuse_read_that_looks_like_writing(tool: cap.ToolReview, read: bool, despite_warnings: bool) -> None:
     if read and tool.write_signals and not despite_warnings:  # the reviewer's word against the evidence
-        signals = "; ".join(tool.write_signals)
-        raise SystemExit(f"tessera: error: {tool.tool_id} is to be trusted as read, but it looks like it writes "
-                         f"({signals}). Classify it mutate, or pin with --despite-warnings after checking the "
-                         "server's code")
+        signals = "; ".join(revealed(signal, keep_newlines=False) for signal in tool.write_signals)
+        raise SystemExit(f"tessera: error: {revealed(tool.tool_id, False)} is to be trusted as read, but it looks "
+                         f"like it writes ({signals}). Classify it mutate, or pin with --despite-warnings after "
+                         "checking the server's code")
 
 
 def _new_rule(tool: cap.ToolReview, args) -> dict:
     """A tool the policy does not list yet: mutate unless the reviewer says read, in the reviewer's words."""
-    if not args.description:
-        raise SystemExit(f"tessera: error: {tool.tool_id} is not in the policy; give --description, the text "
-                         "the model will read instead of the server's")
+    name = tool.tool_id.partition(".")[2]
+    if not _TOOL_NAME.fullmatch(name):
+        raise SystemExit(f"tessera: error: {revealed(tool.tool_id, False)} cannot be listed: the policy names tools "
+                         "in lower_snake_case, and this server's name for it is not")
+    if not args.description or len(args.description) > 1000:
+        raise SystemExit(f"tessera: error: {tool.tool_id} is not in the policy; give --description (1-1000 "
+                         "characters), the text the model will read instead of the server's")
     _refuse_read_that_looks_like_writing(tool, args.read, args.despite_warnings)
     return {"risk": "read" if args.read else "mutate", "description": args.description}
 
 
-def pin(policy_file: Path, review: cap.ReviewToolsResponse, tool_id: str, args) -> str:
-    """Write `tool_id`'s pin (and, for an unlisted tool, its rule) into the policy file, with who and when."""
+def _offered_as_reviewed(tool: cap.ToolReview, expected: str | None) -> None:
+    """`expected` is what review printed (description and schema hash prefixes): a server that offers
+    something else now than what the reviewer read is refused, never pinned."""
+    if expected is None:
+        return
+    description, _, schema = expected.partition(":")
+    offered = tool.current
+    if len(description) < 12 or len(schema) < 12 or not offered.description_sha256.startswith(description) \
+            or not offered.input_schema_sha256.startswith(schema):
+        raise SystemExit(f"tessera: error: {tool.tool_id} is offered differently now than when you reviewed it "
+                         f"({expected} reviewed, {_hashes(offered)} offered): review it again")
+
+
+def _hashes(snapshot: cap.ToolSnapshot) -> str:
+    return f"{snapshot.description_sha256[:12]}:{snapshot.input_schema_sha256[:12]}"
+
+
+def _write_atomically(policy_file: Path, text: str) -> None:
+    """The policy file is replaced whole or not at all: a broker never reads half a pin."""
+    scratch = policy_file.with_name(f".{policy_file.name}.{os.getpid()}.tmp")
+    scratch.write_text(text)
+    os.replace(scratch, policy_file)
+
+
+def pin(policy_file: Path, review: cap.ReviewToolsResponse, spec: str, args) -> str:
+    """Write a tool's pin (and, for an unlisted tool, its rule) into the policy file, with who and when.
+    `spec` is `server.tool`, or `server.tool=<description hash>:<schema hash>` as review printed it."""
+    tool_id, _, expected = spec.partition("=")
     listed = next((t for t in review.tools if t.tool_id == tool_id), None)
     found = listed or next((t for t in review.unlisted if t.tool_id == tool_id), None)
     if found is None:
-        raise SystemExit(f"tessera: error: no server in {policy_file} offers {tool_id} now")
+        raise SystemExit(f"tessera: error: no server in {policy_file} offers {revealed(tool_id, False)} now")
     if not found.current.description_sha256:
         raise SystemExit(f"tessera: error: {tool_id} is not offered by its server now ({found.reason}); "
                          "nothing to pin")
     if listed is not None and (args.description or args.read):
         raise SystemExit(f"tessera: error: {tool_id} is already in {policy_file}; change its risk or description "
                          "there")
-    if listed is not None and listed.risk == cap.TOOL_RISK_READ and listed.write_signals:
-        # Classified read by hand in the file, so a person chose it; they are told again what they chose over.
-        print(f"tessera: warning: {tool_id} is classified read, but it looks like it writes: "
-              f"{'; '.join(listed.write_signals)}", file=sys.stderr)
+    _offered_as_reviewed(found, expected or None)
+    if not args.reviewer.strip() or len(args.reviewer) > 200:
+        raise SystemExit("tessera: error: --reviewer: who reviewed the tool, 1-200 characters")
+    if listed is not None:  # classified read by hand in the file; a changed offer may now look like writing
+        _refuse_read_that_looks_like_writing(listed, listed.risk == cap.TOOL_RISK_READ, args.despite_warnings)
     text = policy_file.read_text()
     header = "".join(line + "\n" for line in text.splitlines() if line.startswith("#"))
     document = yaml.safe_load(text)
@@ -182,9 +222,10 @@ def pin(policy_file: Path, review: cap.ReviewToolsResponse, tool_id: str, args) 
         "input_schema": json.loads(found.current.input_schema_json),
         "reviewed_by": args.reviewer,
         "reviewed_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
-    policy_file.write_text(header + yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=120))
-    return (f"pinned {tool_id} ({rules[tool]['risk']}) for {args.reviewer}: description "
-            f"{found.current.description_sha256[:12]}…, input schema {found.current.input_schema_sha256[:12]}…")
+    _write_atomically(policy_file, header + yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=120))
+    bound = "as reviewed" if expected else "as offered now (pass server.tool=<hashes> from review to bind a pin " \
+                                           "to what you read)"
+    return f"pinned {tool_id} ({rules[tool]['risk']}) for {args.reviewer}, {bound}: {_hashes(found.current)}"
 
 
 def run(args, cert_dir: Path) -> int:

@@ -372,17 +372,23 @@ class Broker:
         """Wait until every read of the run is in the database (they are written behind the reply).
 
         A read whose record failed is written again here; if that fails too, nothing that needs the
-        record (an approval, a card) goes ahead: no card may hide a read."""
-        for write in self._pending_reads.pop(session_id, []):
+        record (an approval, a card) goes ahead, and the reads not yet written stay for the next attempt:
+        no card may hide a read."""
+        for write in list(self._pending_reads.get(session_id, [])):
+            await asyncio.wait({write.future})  # its outcome, whatever it is, without raising it here
+            if not write.future.cancelled() and write.future.exception() is None:
+                continue  # written (and forgotten by its own callback)
             try:
-                await write.future
+                await self.db(write.retry)
             except Exception:
-                try:
-                    await self.db(write.retry)
-                except Exception:
-                    logger.exception("recording an external read failed twice")
-                    raise refuse(grpc.StatusCode.UNAVAILABLE, "READ_RECORD_FAILED",
-                                 "an external read of this run could not be recorded; try again") from None
+                logger.exception("recording an external read failed twice")
+                raise refuse(grpc.StatusCode.UNAVAILABLE, "READ_RECORD_FAILED",
+                             "an external read of this run could not be recorded; try again") from None
+            kept = [w for w in self._pending_reads.get(session_id, []) if w is not write]
+            if kept:
+                self._pending_reads[session_id] = kept
+            else:
+                self._pending_reads.pop(session_id, None)
 
     def _forget_written(self, session_id: str, done: asyncio.Future) -> None:
         """Drop the records that were written; failed ones stay until the next flush retries them."""

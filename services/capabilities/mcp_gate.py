@@ -350,6 +350,8 @@ class ServerConnection:
         """Call `tool` unless `refusal()` — asked once the connection is up and judged, right before the
         request goes out — says why not (then the server never sees it)."""
         await self._changes_judged()
+        await self.client()  # a reconnect lists first; a change announced meanwhile is waited for too
+        await self._changes_judged()
 
         def send(client: Client):
             refused = refusal()
@@ -415,7 +417,7 @@ class ToolGate:
                             for name, rule in policy.policy.servers.items()}
         self._sessions: OrderedDict[str, dict[str, ToolState]] = OrderedDict()
         self._alerted: set[tuple[str, str]] = set()
-        self._unlisted: dict[str, ToolState] = {}
+        self._unlisted: dict[str, dict[str, ToolState]] = {}  # server → its unlisted tools, latest listing
         # Tools any listing of this process found changed since review. Without this, a session surveyed
         # before the change kept its "available" view and went on calling the changed tool, while the same
         # process denied it (and alerted) for every session started after.
@@ -435,13 +437,16 @@ class ToolGate:
             listing = Listing({f"{server}.{name}": ToolState(f"{server}.{name}", tool_rule,
                                                              cap.TOOL_AVAILABILITY_DENIED, reason)
                                for name, tool_rule in rule.tools.items()}, [])
+            self._unlisted[server] = {}
         else:
             offered = {tool.name: tool for tool in tools}
             listing = Listing({f"{server}.{name}": self._judge(f"{server}.{name}", tool_rule, offered.get(name))
                                for name, tool_rule in rule.tools.items()},
                               [f"{server}.{name}" for name in sorted(offered) if name not in rule.tools])
-            for tool_id in listing.unlisted:  # kept for a reviewer to read in full (ReviewTools), never offered
-                self._unlisted[tool_id] = _offered(tool_id, None, offered[tool_id.partition(".")[2]])
+            # Kept for a reviewer to read in full (ReviewTools), never offered; only the server's latest listing,
+            # so a server that keeps renaming its extra tools cannot make this grow.
+            self._unlisted[server] = {tool_id: _offered(tool_id, None, offered[tool_id.partition(".")[2]])
+                                      for tool_id in listing.unlisted}
         if number > self._latest.get(server, (0, {}))[0]:
             self._latest[server] = number, listing.states
         return listing
@@ -503,7 +508,8 @@ class ToolGate:
 
     def unlisted_offers(self, tool_ids: list[str]) -> list[ToolState]:
         """Unlisted tools as the last listing found them (denied; a reviewer reads them in full)."""
-        return [self._unlisted[tool_id] for tool_id in tool_ids if tool_id in self._unlisted]
+        found = [self._unlisted.get(tool_id.partition(".")[0], {}).get(tool_id) for tool_id in tool_ids]
+        return [state for state in found if state is not None]
 
     def _denial(self, tool_id: str) -> tuple[int, str] | None:
         """(availability, reason) if the tool is denied now: it drifted (once seen, drift holds until

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 logger = logging.getLogger("tessera.broker.reads")
 MAX_BATCH = 200  # reads per transaction: bounds one write's time, and the rows a failed batch retries
+CLOSE_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -55,20 +56,36 @@ class ReadJournal:
 
     async def _drain(self) -> None:
         loop = asyncio.get_running_loop()
-        while self._queue:
-            batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
-            try:
-                await loop.run_in_executor(self._pool, self._write, [read for read, _ in batch])
-            except Exception as exc:  # noqa: BLE001 - each read's own future carries the failure to its retry
-                for _, written in batch:
-                    if not written.done():
-                        written.set_exception(exc)
-                continue
-            for _, written in batch:
-                if not written.done():
-                    written.set_result(None)
+        batch: list[tuple[ExternalRead, asyncio.Future]] = []
+        try:
+            while self._queue:
+                batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
+                try:
+                    await loop.run_in_executor(self._pool, self._write, [read for read, _ in batch])
+                except Exception as exc:  # noqa: BLE001 - each read's own future carries it to its retry
+                    _settle(batch, exc)
+                    continue
+                _settle(batch, None)
+        except asyncio.CancelledError:  # stopping: nobody may wait forever for a write that will not come
+            _settle(batch + self._queue, ConnectionAbortedError("the read journal was stopped"))
+            self._queue = []
+            raise
 
     async def close(self) -> None:
-        """Let the reads already queued reach the database (a stopping broker loses none it answered)."""
+        """Let the reads already queued reach the database (a stopping broker loses none it answered, unless
+        the database does not take them within CLOSE_SECONDS: then they are logged as lost)."""
         if self._writer is not None and not self._writer.done():
-            await asyncio.wait({self._writer}, timeout=10)
+            await asyncio.wait({self._writer}, timeout=CLOSE_SECONDS)
+            if not self._writer.done():
+                logger.error("%d external read record(s) not written at stop", len(self._queue) + 1)
+                self._writer.cancel()
+
+
+def _settle(batch: list[tuple[ExternalRead, asyncio.Future]], failure: BaseException | None) -> None:
+    for _, written in batch:
+        if written.done():
+            continue
+        if failure is None:
+            written.set_result(None)
+        else:
+            written.set_exception(failure)

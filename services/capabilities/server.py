@@ -152,10 +152,13 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
     async def ReviewTools(self, request, context):
         self._actor(request.actor)
         states, unlisted = await self._broker.gate.survey()
-        offers = self._broker.gate.unlisted_offers(unlisted)[:MAX_UNLISTED_IN_FULL]
-        return capabilities_pb2.ReviewToolsResponse(
-            tools=[_review(state) for _, state in sorted(states.items())], unlisted_tool_ids=unlisted,
-            unlisted=[_review(state) for state in offers])
+        offers = _within_budget(self._broker.gate.unlisted_offers(unlisted))
+        # Screening every server text is CPU work of its own: off the event loop, which keeps serving.
+        loop = asyncio.get_running_loop()
+        reviews = await loop.run_in_executor(self._broker.pool, lambda: (
+            [_review(state) for _, state in sorted(states.items())], [_review(state) for state in offers]))
+        return capabilities_pb2.ReviewToolsResponse(tools=reviews[0], unlisted_tool_ids=unlisted,
+                                                    unlisted=reviews[1])
 
     async def Decide(self, request, context):
         actor = self._actor(request.actor)
@@ -244,7 +247,21 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
 _RISKS = {"read": capabilities_pb2.TOOL_RISK_READ, "mutate": capabilities_pb2.TOOL_RISK_MUTATE}
 
 
-MAX_UNLISTED_IN_FULL = 200  # a review names every unlisted tool, and shows this many in full
+# A review names every unlisted tool, and shows this many in full, in at most this many bytes of their
+# descriptions and schemas (below gRPC's 4 MiB message limit, with room for the listed tools).
+MAX_UNLISTED_IN_FULL = 200
+MAX_UNLISTED_BYTES = 2 << 20
+
+
+def _within_budget(offers: list[ToolState]) -> list[ToolState]:
+    """Unlisted tools to show in full, in order, while they fit the budget (the rest are named only)."""
+    shown, size = [], 0
+    for state in offers[:MAX_UNLISTED_IN_FULL]:
+        size += len(state.description.encode()) + len(canonical(state.input_schema).encode())
+        if size > MAX_UNLISTED_BYTES:
+            break
+        shown.append(state)
+    return shown
 
 
 def _snapshot(description: str, input_schema: dict) -> capabilities_pb2.ToolSnapshot:

@@ -49,21 +49,59 @@ def _name_words(name: str) -> list[str]:
     return [word.lower() for part in re.split(r"[\W_]+", name) for word in _NAME_WORDS.findall(part)]
 
 
-def _schema_properties(schema: object, path: str = "") -> list[tuple[str, dict]]:
-    """Every (dotted path, property schema) of an object schema, nested objects and array items included."""
+# Where a JSON Schema holds further schemas: one each, a list of them, or a map of them. A server that
+# nests its parameters (pydantic models land in $defs behind a $ref) must not hide them from review.
+_ONE = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames",
+        "unevaluatedProperties", "additionalItems")
+_LIST = ("items", "prefixItems", "allOf", "anyOf", "oneOf")
+_MAP = ("$defs", "definitions", "patternProperties", "dependentSchemas")
+_MAX_DEPTH = 32
+
+
+def _subschemas(schema: dict, path: str) -> list[tuple[str, object]]:
+    found = []
+    for key in _ONE:
+        if isinstance(schema.get(key), dict):
+            found.append((f"{path}[]" if key == "items" else path, schema[key]))
+    for key in _LIST:
+        if isinstance(schema.get(key), list):
+            found += [(f"{path}[]" if key in ("items", "prefixItems") else path, sub) for sub in schema[key]]
+    for key in _MAP:
+        if isinstance(schema.get(key), dict):
+            found += [(f"{key}.{name}" if key in ("$defs", "definitions") else path, sub)
+                      for name, sub in schema[key].items()]
+    return found
+
+
+def _schema_properties(schema: object, path: str = "", depth: int = 0) -> list[tuple[str, dict]]:
+    """Every (dotted path, property schema) anywhere in a schema: nested objects, array items, compositions
+    and definitions included (the schema is bounded in size before review sees it; depth is bounded here)."""
     found: list[tuple[str, dict]] = []
-    if not isinstance(schema, dict):
+    if not isinstance(schema, dict) or depth > _MAX_DEPTH:
         return found
     properties = schema.get("properties")
     if isinstance(properties, dict):
         for name, sub in properties.items():
             where = f"{path}.{name}" if path else str(name)
             found.append((where, sub if isinstance(sub, dict) else {}))
-            found += _schema_properties(sub, where)
-    items = schema.get("items")
-    if isinstance(items, dict):
-        found += _schema_properties(items, f"{path}[]" if path else "[]")
+            found += _schema_properties(sub, where, depth + 1)
+    for where, sub in _subschemas(schema, path):
+        found += _schema_properties(sub, where, depth + 1)
     return found
+
+
+def _schema_texts(schema: object, path: str = "", depth: int = 0) -> list[tuple[str, str]]:
+    """Every title and description string anywhere in a schema, with where it stands."""
+    if not isinstance(schema, dict) or depth > _MAX_DEPTH:
+        return []
+    texts = [(schema[key], f"input schema {path or '(root)'} {key}") for key in ("title", "description")
+             if isinstance(schema.get(key), str) and schema[key]]
+    properties = schema.get("properties")
+    nested = [(f"{path}.{name}" if path else str(name), sub) for name, sub in properties.items()] \
+        if isinstance(properties, dict) else []
+    for where, sub in nested + _subschemas(schema, path):
+        texts += _schema_texts(sub, where, depth + 1)
+    return texts
 
 
 def write_signals(name: str, description: str, input_schema: dict) -> list[str]:
@@ -84,15 +122,7 @@ def write_signals(name: str, description: str, input_schema: dict) -> list[str]:
 
 def server_text(description: str, input_schema: dict) -> list[tuple[str, str]]:
     """The server's own words about a tool, each with where it stands: (text, ref)."""
-    texts = [(description, "description")] if description else []
-    for where, sub in _schema_properties(input_schema):
-        for key in ("title", "description"):
-            value = sub.get(key)
-            if isinstance(value, str) and value:
-                texts.append((value, f"input schema {where} {key}"))
-    if isinstance(input_schema.get("description"), str):
-        texts.append((input_schema["description"], "input schema description"))
-    return texts
+    return ([(description, "description")] if description else []) + _schema_texts(input_schema)
 
 
 def screen_server_text(tool_id: str, description: str, input_schema: dict) -> list[Match]:

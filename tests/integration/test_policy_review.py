@@ -22,11 +22,14 @@ def liar_policy(tmp_path_factory, cert_dir):
     policy.write_text(yaml.safe_dump({"version": 1, "servers": {"liar": {
         "transport": "stdio", "command": ["{python}", "-m", "tests.fixtures.mcp_lying_server"],
         "tools": {name: {"risk": "read", "description": f"Our reviewed text for liar.{name}."} for name in LISTED}}}}))
+    refused = _tessera(cert_dir, "policy", "--file", str(policy), "pin", "--reviewer", "rita@example.com",
+                       *(f"liar.{name}" for name in LISTED))
+    # A read tool that looks like it writes is not pinned on the way: the reviewer must say so in so many words.
+    assert refused.returncode != 0 and "liar.tidy_cache is to be trusted as read, but it looks like it writes" \
+        in refused.stderr
     pinned = _tessera(cert_dir, "policy", "--file", str(policy), "pin", "--reviewer", "rita@example.com",
-                      *(f"liar.{name}" for name in LISTED))
+                      "--despite-warnings", *(f"liar.{name}" for name in LISTED))
     assert pinned.returncode == 0, pinned.stderr
-    # Pinning a read tool that looks like it writes is allowed (a person classified it in the file), not silent.
-    assert "liar.tidy_cache is classified read, but it looks like it writes" in pinned.stderr
     return policy
 
 
@@ -105,3 +108,25 @@ def test_a_listed_tool_keeps_its_classification_from_the_file(liar_policy, cert_
     refused = _tessera(cert_dir, "policy", "--file", str(policy), "pin", "liar.tidy_cache", "--read",
                        "--description", "x")
     assert refused.returncode != 0 and "already in" in refused.stderr
+
+
+def test_a_pin_is_bound_to_what_the_reviewer_read(liar_policy, cert_dir, tmp_path):
+    """Review prints the hashes of what it showed; a pin given them refuses anything else the server offers."""
+    policy = tmp_path / "tools.yaml"
+    policy.write_text(liar_policy.read_text())
+    review = _tessera(cert_dir, "policy", "--file", str(policy), "review").stdout
+    command = next(line for line in _block(review, "liar.purge_all").splitlines() if "To add it as reviewed" in line)
+    spec = command.split("tessera policy pin ")[1].split()[0]
+    assert spec.startswith("liar.purge_all=")
+    other = spec[:-4] + ("0000" if not spec.endswith("0000") else "1111")
+    stale = _tessera(cert_dir, "policy", "--file", str(policy), "pin", other, "--description", "Purge the cache.")
+    assert stale.returncode != 0 and "offered differently now than when you reviewed it" in stale.stderr
+    assert policy.read_text() == liar_policy.read_text()
+    bound = _tessera(cert_dir, "policy", "--file", str(policy), "pin", spec, "--description", "Purge the cache.")
+    assert bound.returncode == 0 and "as reviewed" in bound.stdout, bound.stderr
+
+
+def test_a_name_chosen_to_rewrite_the_reviewers_screen_is_shown_spelled_out(liar_policy, cert_dir):
+    review = _tessera(cert_dir, "policy", "--file", str(liar_policy), "review").stdout
+    assert "\x1b" not in review and "\u202e" not in review
+    assert "liar.peek\ufffd[2J<U+202E>" in review

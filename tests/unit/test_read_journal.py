@@ -78,3 +78,20 @@ def test_a_long_queue_is_written_in_bounded_transactions_and_closing_waits_for_i
         assert first.done() and all(q.done() for q in queued)
         return [len(t) for t in database.transactions]
     assert asyncio.run(scenario()) == [1, MAX_BATCH, 10]
+
+
+def test_a_stopped_journal_settles_every_read_it_holds(pool):
+    """Cancelled mid-write (a broker stopping), no read is left with a future nobody will ever resolve."""
+    async def scenario():
+        database = _Database()
+        journal = ReadJournal(database.write, pool)
+        first = journal.add(_read(0))
+        await asyncio.get_running_loop().run_in_executor(None, database.first_started.wait, 30)
+        queued = journal.add(_read(1))
+        journal._writer.cancel()
+        await asyncio.wait({journal._writer})
+        database.release_first.set()
+        return first, queued
+    first, queued = asyncio.run(scenario())
+    assert isinstance(first.exception(), ConnectionAbortedError)
+    assert isinstance(queued.exception(), ConnectionAbortedError)
