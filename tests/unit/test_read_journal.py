@@ -36,6 +36,13 @@ class _Database:
             raise OSError("disk I/O error")
 
 
+async def _first_write_held(journal: ReadJournal, database: _Database) -> asyncio.Future:
+    """The first read, its transaction started and held open by the database until the test lets it go."""
+    first = journal.add(_read(0))
+    await asyncio.get_running_loop().run_in_executor(None, database.first_started.wait, 30)
+    return first
+
+
 @pytest.fixture
 def pool():
     with ThreadPoolExecutor(max_workers=2) as executor:
@@ -46,8 +53,7 @@ def test_reads_that_arrive_during_a_write_share_the_next_transaction(pool):
     async def scenario():
         database = _Database()
         journal = ReadJournal(database.write, pool)
-        first = journal.add(_read(0))
-        await asyncio.get_running_loop().run_in_executor(None, database.first_started.wait, 30)
+        first = await _first_write_held(journal, database)
         rest = [journal.add(_read(n)) for n in range(1, 6)]
         database.release_first.set()
         await asyncio.gather(first, *rest)
@@ -70,8 +76,7 @@ def test_a_long_queue_is_written_in_bounded_transactions_and_closing_waits_for_i
     async def scenario():
         database = _Database()
         journal = ReadJournal(database.write, pool)
-        first = journal.add(_read(0))
-        await asyncio.get_running_loop().run_in_executor(None, database.first_started.wait, 30)
+        first = await _first_write_held(journal, database)
         queued = [journal.add(_read(n)) for n in range(1, MAX_BATCH + 11)]
         database.release_first.set()
         await journal.close()
@@ -85,8 +90,7 @@ def test_a_stopped_journal_settles_every_read_it_holds(pool):
     async def scenario():
         database = _Database()
         journal = ReadJournal(database.write, pool)
-        first = journal.add(_read(0))
-        await asyncio.get_running_loop().run_in_executor(None, database.first_started.wait, 30)
+        first = await _first_write_held(journal, database)
         queued = journal.add(_read(1))
         journal._writer.cancel()
         await asyncio.wait({journal._writer})
