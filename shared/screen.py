@@ -195,11 +195,17 @@ _RTL_SPAN = re.compile(f"[{_RTL_OPENERS}]([^\u202c\u2069\n]*)")
 _BIDI_CONTROLS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
-def _shown_order(text: str) -> str | None:
-    """The text with every right-to-left override span reversed, as a person sees it; None without one."""
+_RTL_TO_LINE_END = re.compile(f"[{_RTL_OPENERS}]([^\n]*)")
+
+
+def _shown_orders(text: str) -> list[str]:
+    """The text with every right-to-left override span reversed, as a person sees it: span by span, and
+    from the first opener to the line's end whatever pops come between (nested embeddings and isolates
+    close early in the span reading); none when there is no opener."""
     if text.isascii() or not any(opener in text for opener in _RTL_OPENERS):
-        return None
-    return _RTL_SPAN.sub(lambda span: _BIDI_CONTROLS.sub("", span.group(1))[::-1], text)
+        return []
+    return [_RTL_SPAN.sub(lambda span: _BIDI_CONTROLS.sub("", span.group(1))[::-1], text),
+            _RTL_TO_LINE_END.sub(lambda span: _BIDI_CONTROLS.sub("", span.group(1))[::-1], text)]
 
 
 # Numeric references longer than any code point needs (leading zeros aside): resolved here, because
@@ -235,7 +241,7 @@ def _readings(raw: str) -> list[str]:
         text = _cap_marks(_unescape(text))  # references can spell combining marks too
     if text.isascii():
         return [text]
-    readings = [text] if (shown := _shown_order(text)) is None else [text, shown]
+    readings = [text, *_shown_orders(text)]
     return [_skeleton(reading)[:MAX_CHARS] for reading in readings]
 
 

@@ -134,6 +134,7 @@ _SAME_VALUE = ("allOf", "anyOf", "oneOf", "then", "else", "dependentSchemas", "d
 _NEW_VALUE = ("properties", "patternProperties", "additionalProperties", "unevaluatedProperties", "items",
               "prefixItems", "additionalItems", "unevaluatedItems")
 _HOLDERS = ("definitions", "$defs")  # schemas that apply only where a $ref names them
+_HELD = ("#/$defs/", "#/definitions/")
 _MAPS = ("properties", "patternProperties", "dependentSchemas", "dependencies", *_HOLDERS)
 # Never marked: there a stricter schema would not only refuse more (a stricter `not` or `if` turns its
 # outcome around).
@@ -170,6 +171,10 @@ def _entries(root: dict) -> list[tuple[dict, bool]]:
         node.pop(_DECLARED, None)
         if not top and "$id" in node or any(key in node for key in _UNSUPPORTED):
             raise ValueError("it sets its own base URI or uses dynamic references")
+        reference = node.get("$ref")
+        if isinstance(reference, str) and reference != "#" and not reference.startswith(_HELD):
+            # Only schemas this walk visits get marked: a $ref into anywhere else would leave its target open.
+            raise ValueError(f"$ref {reference[:100]!r} points outside $defs/definitions")
         if role == "value":
             found.append((node, top))
         for key, value in node.items():

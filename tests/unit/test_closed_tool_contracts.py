@@ -144,3 +144,14 @@ def test_schemas_whose_references_cannot_be_read_off_the_text_are_refused(where)
         ToolContract("drift.lookup", "Our text.", schema, closed=True)
     if "$dynamicRef" not in where:
         ToolContract("drift.lookup", "Our text.", schema)  # an open contract does not need to tell
+
+
+def test_a_reference_to_a_schema_outside_the_definitions_is_refused_when_closing():
+    """Only schemas under $defs/definitions (and the root) are walked and marked: a $ref elsewhere would leave
+    its target open to undeclared properties, so the contract cannot be built (the tool is denied)."""
+    schema = {"type": "object", "properties": {"x": {"$ref": "#/components/X"}},
+              "components": {"X": {"type": "object", "properties": {"a": {"type": "object",
+                                                                           "properties": {"b": {}}}}}}}
+    with pytest.raises(ToolSchemaError, match="points outside"):
+        ToolContract("x.lookup", "ours", schema, closed=True)
+    ToolContract("x.lookup", "ours", schema)  # an open contract (our own actions) is unaffected
