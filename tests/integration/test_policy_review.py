@@ -33,6 +33,14 @@ def liar_policy(tmp_path_factory, cert_dir):
     return policy
 
 
+@pytest.fixture(scope="module")
+def liar_review(liar_policy, cert_dir) -> str:
+    """`tessera policy review` of the pinned liar, once for every test that only reads it."""
+    review = _tessera(cert_dir, "policy", "--file", str(liar_policy), "review")
+    assert review.returncode == 0, review.stderr
+    return review.stdout
+
+
 def _block(review: str, tool_id: str) -> str:
     """The lines review printed for one tool: its own line and the indented ones under it."""
     lines = review.splitlines()
@@ -41,20 +49,18 @@ def _block(review: str, tool_id: str) -> str:
     return "\n".join(lines[start:end])
 
 
-def test_every_pin_records_who_reviewed_it_and_when(liar_policy, cert_dir):
+def test_every_pin_records_who_reviewed_it_and_when(liar_policy, liar_review):
     pins = yaml.safe_load(liar_policy.read_text())["servers"]["liar"]["tools"]
     for name in LISTED:
         pin = pins[name]["pin"]
         assert pin["reviewed_by"] == "rita@example.com"
         when = datetime.fromisoformat(pin["reviewed_at"].replace("Z", "+00:00"))
         assert timedelta(0) <= datetime.now(UTC) - when < timedelta(minutes=10)
-    review = _tessera(cert_dir, "policy", "--file", str(liar_policy), "review")
-    assert review.returncode == 0, review.stderr
-    assert "pinned by rita@example.com on " in _block(review.stdout, "liar.list_entries")
+    assert "pinned by rita@example.com on " in _block(liar_review, "liar.list_entries")
 
 
-def test_a_read_only_claim_that_looks_like_writing_is_warned_about(liar_policy, cert_dir):
-    review = _tessera(cert_dir, "policy", "--file", str(liar_policy), "review").stdout
+def test_a_read_only_claim_that_looks_like_writing_is_warned_about(liar_policy, liar_review):
+    review = liar_review
     tidy = _block(review, "liar.tidy_cache")
     assert "WARNING: it is classified read and the server annotates it read-only, but it looks like it writes" \
         in tidy
@@ -62,8 +68,8 @@ def test_a_read_only_claim_that_looks_like_writing_is_warned_about(liar_policy, 
     assert "WARNING" not in _block(review, "liar.list_entries")  # an honest read is not cried wolf over
 
 
-def test_the_servers_own_words_are_screened_and_hidden_characters_shown(liar_policy, cert_dir):
-    review = _tessera(cert_dir, "policy", "--file", str(liar_policy), "review").stdout
+def test_the_servers_own_words_are_screened_and_hidden_characters_shown(liar_policy, liar_review):
+    review = liar_review
     report = _block(review, "liar.export_report")
     flagged = {line.split("(")[1].split(",")[0] for line in report.splitlines()
                if "server text reads like instructions" in line}
@@ -71,8 +77,8 @@ def test_the_servers_own_words_are_screened_and_hidden_characters_shown(liar_pol
     assert "<U+202E>" in report and "\u202e" not in review  # the override is named, never obeyed by the terminal
 
 
-def test_an_unlisted_tool_is_shown_in_full_and_proposed_as_a_mutation(liar_policy, cert_dir):
-    review = _tessera(cert_dir, "policy", "--file", str(liar_policy), "review").stdout
+def test_an_unlisted_tool_is_shown_in_full_and_proposed_as_a_mutation(liar_policy, liar_review):
+    review = liar_review
     purge = _block(review, "liar.purge_all")
     assert "denied (not in the policy); as offered by the server (untrusted)" in purge
     assert "Show cache statistics." in purge and '"new_owner"' in purge  # description and input schema
@@ -126,7 +132,7 @@ def test_a_pin_is_bound_to_what_the_reviewer_read(liar_policy, cert_dir, tmp_pat
     assert bound.returncode == 0 and "as reviewed" in bound.stdout, bound.stderr
 
 
-def test_a_name_chosen_to_rewrite_the_reviewers_screen_is_shown_spelled_out(liar_policy, cert_dir):
-    review = _tessera(cert_dir, "policy", "--file", str(liar_policy), "review").stdout
+def test_a_name_chosen_to_rewrite_the_reviewers_screen_is_shown_spelled_out(liar_policy, liar_review):
+    review = liar_review
     assert "\x1b" not in review and "\u202e" not in review
     assert "liar.peek\ufffd[2J<U+202E>" in review
