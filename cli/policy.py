@@ -95,7 +95,7 @@ def _warnings(tool: cap.ToolReview) -> list[str]:
         lines.append(f"  WARNING: {' and '.join(claims)}, but it looks like it writes:")
     elif tool.write_signals:
         lines.append("  signs that it writes:")
-    lines += [f"    - {signal}" for signal in tool.write_signals]
+    lines += [f"    - {revealed(signal, False)}" for signal in tool.write_signals]
     if lines and tool.risk != cap.TOOL_RISK_UNSPECIFIED and tool.availability != cap.TOOL_AVAILABILITY_DRIFTED:
         # What the warnings are about, exactly as the server says it (a drift shows it side by side already).
         lines[:0] = ["  the server's description (untrusted):",
