@@ -228,15 +228,33 @@ def pin(policy_file: Path, review: cap.ReviewToolsResponse, spec: str, args) -> 
     return f"pinned {tool_id} ({rules[tool]['risk']}) for {args.reviewer}, {bound}: {_hashes(found.current)}"
 
 
+def _check_pin_arguments(policy_file: Path, args) -> None:
+    """What can be refused from the file alone, before a broker is started to ask the servers."""
+    if args.description and len(args.tool_ids) > 1:
+        raise SystemExit("tessera: error: --description names one tool's text; pin new tools one at a time")
+    if not args.reviewer.strip() or len(args.reviewer) > 200:
+        raise SystemExit("tessera: error: --reviewer: who reviewed the tool, 1-200 characters")
+    servers = (yaml.safe_load(policy_file.read_text()) or {}).get("servers") or {}
+    for spec in args.tool_ids:
+        server, _, tool = spec.partition("=")[0].partition(".")
+        listed = tool in ((servers.get(server) or {}).get("tools") or {})
+        if listed and (args.description or args.read):
+            raise SystemExit(f"tessera: error: {server}.{tool} is already in {policy_file}; change its risk or "
+                             "description there")
+        if not listed and not args.description:
+            raise SystemExit(f"tessera: error: {server}.{tool} is not in the policy; give --description "
+                             "(1-1000 characters), the text the model will read instead of the server's")
+
+
 def run(args, cert_dir: Path) -> int:
     policy_file = Path(args.file)
+    if args.action == "pin":
+        _check_pin_arguments(policy_file, args)
     review = fetch_review(policy_file, cert_dir)
     if args.action == "review":
         print(describe(review))
         return 0
     if args.action == "pin":
-        if args.description and len(args.tool_ids) > 1:
-            raise SystemExit("tessera: error: --description names one tool's text; pin new tools one at a time")
         for tool_id in args.tool_ids:
             print(pin(policy_file, review, tool_id, args))
         return 0
