@@ -62,9 +62,13 @@ def _prose(text: str) -> list[str]:
             for chunk in (textwrap.wrap(line, 58, drop_whitespace=False, replace_whitespace=False) or [""])]
 
 
+def _cut(lines: list[str]) -> list[str]:
+    """Lines of at most 58 characters, a longer one continued on the next (nothing dropped)."""
+    return [line[i:i + 58] for line in lines for i in range(0, max(len(line), 1), 58)]
+
+
 def _side_by_side(label: str, old: list[str], new: list[str]) -> list[str]:
-    old = [line[i:i + 58] for line in old for i in range(0, max(len(line), 1), 58)]
-    new = [line[i:i + 58] for line in new for i in range(0, max(len(line), 1), 58)]
+    old, new = _cut(old), _cut(new)
     lines = [f"  {label}:"]
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=old, b=new).get_opcodes():
         left, right = old[i1:i2], new[j1:j2]
@@ -158,9 +162,6 @@ def _new_rule(tool: cap.ToolReview, args) -> dict:
     if not _TOOL_NAME.fullmatch(name):
         raise SystemExit(f"tessera: error: {revealed(tool.tool_id, False)} cannot be listed: the policy names tools "
                          "in lower_snake_case, and this server's name for it is not")
-    if not args.description or len(args.description) > 1000:
-        raise SystemExit(f"tessera: error: {tool.tool_id} is not in the policy; give --description (1-1000 "
-                         "characters), the text the model will read instead of the server's")
     _refuse_read_that_looks_like_writing(tool, args.read, args.despite_warnings)
     return {"risk": "read" if args.read else "mutate", "description": args.description}
 
@@ -200,12 +201,7 @@ def pin(policy_file: Path, review: cap.ReviewToolsResponse, spec: str, args) -> 
     if not found.current.description_sha256:
         raise SystemExit(f"tessera: error: {tool_id} is not offered by its server now ({found.reason}); "
                          "nothing to pin")
-    if listed is not None and (args.description or args.read):
-        raise SystemExit(f"tessera: error: {tool_id} is already in {policy_file}; change its risk or description "
-                         "there")
-    _offered_as_reviewed(found, expected or None)
-    if not args.reviewer.strip() or len(args.reviewer) > 200:
-        raise SystemExit("tessera: error: --reviewer: who reviewed the tool, 1-200 characters")
+    _offered_as_reviewed(found, expected or None)  # the arguments were checked against the file (run)
     if listed is not None:  # classified read by hand in the file; a changed offer may now look like writing
         _refuse_read_that_looks_like_writing(listed, listed.risk == cap.TOOL_RISK_READ, args.despite_warnings)
     text = policy_file.read_text()
@@ -241,7 +237,7 @@ def _check_pin_arguments(policy_file: Path, args) -> None:
         if listed and (args.description or args.read):
             raise SystemExit(f"tessera: error: {server}.{tool} is already in {policy_file}; change its risk or "
                              "description there")
-        if not listed and not args.description:
+        if not listed and not 1 <= len(args.description or "") <= 1000:
             raise SystemExit(f"tessera: error: {server}.{tool} is not in the policy; give --description "
                              "(1-1000 characters), the text the model will read instead of the server's")
 
