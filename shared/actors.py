@@ -14,11 +14,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import grpc
 from cachetools import TLRUCache
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from shared import tokens
 from shared.certs import load_verify_key, verify_key_path
+from shared.errors import TesseraError
 from tessera.common.v1 import common_pb2
 
 PURPOSE = "tessera.actor-assertion.v1"
@@ -74,6 +76,13 @@ class ActorVerifier:
         with self._lock:
             self._verified[exact] = (actor, expires_at)
         return actor
+
+    def require(self, assertion: common_pb2.ActorAssertion) -> Actor:
+        """The asserted actor, or the RPC refused UNAUTHENTICATED with the check's reason (every servicer's check)."""
+        try:
+            return self.verify(assertion)
+        except tokens.TokenError as exc:
+            raise TesseraError(grpc.StatusCode.UNAUTHENTICATED, exc.reason, str(exc)) from None
 
     def _verify(self, signed: common_pb2.SignedToken) -> tuple[Actor, float]:
         if not signed.claims:

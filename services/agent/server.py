@@ -12,12 +12,11 @@ from services.agent.config import AgentSettings
 from services.agent.suggestions import suggest
 from services.agent.tools import TOOL_NAMES
 from services.agent.turn import ModelTranscript, RunningTurn, run_turn
-from shared.actors import Actor, ActorVerifier
+from shared.actors import ActorVerifier
 from shared.channels import aio_channel
 from shared.config import peer_target
 from shared.errors import TesseraError
 from shared.runtime import Registration, ServiceContext, registration_for, service_info
-from shared.tokens import TokenError
 from tessera.agent.v1 import agent_pb2, agent_pb2_grpc
 from tessera.capabilities.v1 import capabilities_pb2_grpc
 from tessera.host.v1 import host_pb2_grpc
@@ -62,14 +61,8 @@ class AgentService(agent_pb2_grpc.AgentServiceServicer):
         statuses = await asyncio.gather(*(check(stub) for stub in self._health.values()))
         return dict(zip(self._health, statuses, strict=True))
 
-    def _actor(self, assertion) -> Actor:
-        try:
-            return self._actors.verify(assertion)
-        except TokenError as exc:
-            raise TesseraError(grpc.StatusCode.UNAUTHENTICATED, exc.reason, str(exc)) from None
-
     async def DescribeCatalog(self, request, context):
-        self._actor(request.actor)
+        self._actors.require(request.actor)
         try:
             outline = await self._resources.Outline(resources_pb2.OutlineRequest(), timeout=10)
         except grpc.aio.AioRpcError as exc:
@@ -82,13 +75,13 @@ class AgentService(agent_pb2_grpc.AgentServiceServicer):
 
     async def StartTurn(self, request, context):
         # Cancelling the call (the client went away) cancels the turn and its running tool calls.
-        actor = self._actor(request.actor)
+        actor = self._actors.require(request.actor)
         async for event in run_turn(request, self._resources, self._host, self._capabilities, actor, self._running,
                                     self._peers_ready, self._chat, self._transcript):
             yield event
 
     async def CancelTurn(self, request, context):
-        actor = self._actor(request.actor)
+        actor = self._actors.require(request.actor)
         turn = self._running.get(request.turn_id)
         if turn is None or turn.task is None or turn.task.done():
             return agent_pb2.CancelTurnResponse(cancelled=False)

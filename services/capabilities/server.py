@@ -43,7 +43,6 @@ from shared.runtime import (
     registration_for,
     service_info,
 )
-from shared.tokens import TokenError
 from tessera.capabilities.v1 import capabilities_pb2, capabilities_pb2_grpc
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2_grpc
@@ -61,12 +60,6 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
         self._wording = wording
         self._enrollments = enrollments
 
-    def _actor(self, assertion) -> Actor:
-        try:
-            return self._actors.verify(assertion)
-        except TokenError as exc:
-            raise TesseraError(grpc.StatusCode.UNAUTHENTICATED, exc.reason, str(exc)) from None
-
     async def GetInfo(self, request, context):
         return capabilities_pb2.GetInfoResponse(info=self._info, dry_run=self._broker.dry_run,
                                                 policy_hash=self._broker.policy.digest)
@@ -81,7 +74,7 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
             for a in sorted(self._broker.policy.actions.values(), key=lambda a: a.action_id)])
 
     async def SubmitIntent(self, request, context):
-        actor = self._actor(request.actor)
+        actor = self._actors.require(request.actor)
         if request.HasField("surface") and _caller(context) != "host":
             # Only the host knows which surface a person is looking at; anyone else naming one
             # could put approval cards on somebody else's screen.
@@ -91,7 +84,7 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
         return capabilities_pb2.SubmitIntentResponse(receipt=intent.receipt(), replayed=replayed)
 
     async def ListApprovals(self, request, context):
-        actor = self._actor(request.actor)
+        actor = self._actors.require(request.actor)
         if request.page_size > MAX_PAGE:
             raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "PAGE_TOO_LARGE", f"page_size: at most {MAX_PAGE}")
         try:
@@ -112,7 +105,7 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
         return reply
 
     async def GetApproval(self, request, context):
-        actor = self._actor(request.actor)
+        actor = self._actors.require(request.actor)
         await self._broker.expire()
         approval, intent = await self._broker.approval_of(actor, request.approval_id)
         reads = await self._broker.run_reads(intent.session_id)
@@ -120,7 +113,7 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
                                                                          self._wording))
 
     async def ListTools(self, request, context):
-        self._actor(request.actor)
+        self._actors.require(request.actor)
         states = await self._broker.list_tools(request.session_id)
         tools = [capabilities_pb2.Tool(
             tool_id=tool_id, description=state.rule.description, risk=_RISKS[state.rule.risk],
@@ -130,7 +123,7 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
         return capabilities_pb2.ListToolsResponse(tools=tools, degraded=any(not s.available for s in states.values()))
 
     async def CallTool(self, request, context):
-        actor = self._actor(request.actor)
+        actor = self._actors.require(request.actor)
         field, value, intent = await self._broker.call_tool(actor, request)
         tainted, flagged = await self._broker.run_taint(request.session_id)
         reply = capabilities_pb2.CallToolResponse(tainted=tainted, flagged=flagged, **{field: value})
@@ -139,18 +132,18 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
         return reply
 
     async def CancelIntents(self, request, context):
-        actor = self._actor(request.actor)
+        actor = self._actors.require(request.actor)
         cancelled = await self._broker.cancel_turn(actor, request)
         return capabilities_pb2.CancelIntentsResponse(receipts=[i.receipt() for i in cancelled])
 
     async def RecordReads(self, request, context):
-        actor = self._actor(request.actor)
+        actor = self._actors.require(request.actor)
         screened = await self._broker.record_reads(actor, request)
         tainted, flagged = await self._broker.run_taint(request.session_id)
         return capabilities_pb2.RecordReadsResponse(screened=screened, tainted=tainted, flagged=flagged)
 
     async def ReviewTools(self, request, context):
-        self._actor(request.actor)
+        self._actors.require(request.actor)
         states, unlisted = await self._broker.gate.survey()
         offers = _within_budget(self._broker.gate.unlisted_offers(unlisted))
         # Screening every server text is CPU work of its own: off the event loop, which keeps serving.
@@ -161,16 +154,16 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
                                                     unlisted=reviews[1])
 
     async def Decide(self, request, context):
-        actor = self._actor(request.actor)
+        actor = self._actors.require(request.actor)
         intent, replayed = await self._broker.decide(actor, request)
         return capabilities_pb2.DecideResponse(receipt=intent.receipt(), replayed=replayed)
 
     async def BeginDecision(self, request, context):
-        actor = self._actor(request.actor)
+        actor = self._actors.require(request.actor)
         return await self._broker.begin_decision(actor, request.approval_id)
 
     def _operator(self, assertion) -> Actor:
-        operator = self._actor(assertion)
+        operator = self._actors.require(assertion)
         if operator.asserted_by != "cli":  # the caller table says CLI too; the assertion must agree
             raise refuse(grpc.StatusCode.PERMISSION_DENIED, "OPERATOR_FROM_CLI_ONLY",
                          "only an operator the CLI asserts manages people's sign-in links and passkeys")
@@ -207,7 +200,7 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
         return reply
 
     async def RegisterPasskey(self, request, context):
-        actor = self._actor(request.actor)
+        actor = self._actors.require(request.actor)
         try:
             reply = await self._broker.db(self._enrollments.register, actor, request.enrollment_id,
                                           request.credential_json)
@@ -220,14 +213,14 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
         return reply
 
     async def GetReceipt(self, request, context):
-        actor = self._actor(request.actor)
+        actor = self._actors.require(request.actor)
         intent = await self._broker.db(self._broker.store.intent, request.intent_id)
         if intent is None or (intent.tenant_id, intent.actor_id) != (actor.tenant_id, actor.actor_id):
             raise refuse(grpc.StatusCode.NOT_FOUND, "INTENT_UNKNOWN", "no such intent")
         return capabilities_pb2.GetReceiptResponse(receipt=intent.receipt())
 
     async def ExportAudit(self, request, context):
-        actor = self._actor(request.actor)
+        actor = self._actors.require(request.actor)
         after = request.after_sequence
         if after > 2**62:
             raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "SEQUENCE_INVALID", "after_sequence is out of range")

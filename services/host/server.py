@@ -23,8 +23,7 @@ from services.host.offers import Offers
 from services.host.peers import Peers
 from services.host.store import HostStore, Session, engine_for, migrate
 from services.host.windows import Windows
-from shared import tokens
-from shared.actors import Actor, ActorVerifier
+from shared.actors import ActorVerifier
 from shared.certs import CredentialError, load_signing_key, load_verify_key
 from shared.db import unreachable
 from shared.errors import TesseraError
@@ -63,14 +62,8 @@ class HostService(host_pb2_grpc.HostServiceServicer):
         self._commits = Commits(db, fanout, peers, offers, windows)
         self._commands = Commands(db, fanout, peers, windows)
 
-    def _actor(self, assertion: common_pb2.ActorAssertion) -> Actor:
-        try:
-            return self._actors.verify(assertion)
-        except tokens.TokenError as exc:
-            raise _refuse(grpc.StatusCode.UNAUTHENTICATED, exc.reason, str(exc)) from None
-
     async def _own_session(self, assertion, session_id: str) -> Session:
-        actor = self._actor(assertion)
+        actor = self._actors.require(assertion)
         session = await self._db(self._store.session, session_id)
         if session is None:
             raise _refuse(grpc.StatusCode.NOT_FOUND, "SESSION_UNKNOWN", f"no session {session_id!r}")
@@ -97,7 +90,7 @@ class HostService(host_pb2_grpc.HostServiceServicer):
         return host_pb2.GetInfoResponse(info=self._info)
 
     async def OpenSession(self, request, context):
-        actor = self._actor(request.actor)
+        actor = self._actors.require(request.actor)
         if not 1 <= len(request.request_id) <= 128:
             raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "REQUEST_ID_REQUIRED", "request_id: 1-128 characters")
         session, _ = await self._db(self._store.open_session, actor.actor_id, actor.tenant_id, request.request_id)
