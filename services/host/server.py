@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import grpc
 
@@ -47,20 +48,38 @@ def _refuse(code: grpc.StatusCode, reason: str, message: str) -> TesseraError:
     return TesseraError(code, reason, message)
 
 
+@dataclass(frozen=True)
+class HostParts:
+    """What the servicer works with; build() wires them from the environment, tests from fakes."""
+
+    info: common_pb2.ServiceInfo
+    actors: ActorVerifier
+    db: AsyncStore
+    fanout: SurfaceFanout
+    offers: Offers
+    commits: Commits
+    commands: Commands
+
+
+def host_parts(info: common_pb2.ServiceInfo, actors: ActorVerifier, db: AsyncStore, fanout: SurfaceFanout,
+               peers: Peers, catalog, offer_key, grant_key) -> HostParts:
+    """The host's domain objects over one store, one fanout and the peers it calls (real stubs or fakes)."""
+    offers = Offers(db, peers, catalog, offer_key)
+    windows = Windows(db, fanout, peers, grant_key)
+    return HostParts(info, actors, db, fanout, offers, Commits(db, fanout, peers, offers, windows),
+                     Commands(db, fanout, peers, windows))
+
+
 class HostService(host_pb2_grpc.HostServiceServicer):
-    def __init__(self, context: ServiceContext, db: AsyncStore, fanout: SurfaceFanout) -> None:
-        settings: HostSettings = context.settings
-        self._info = service_info(context)
-        self._db = db
-        self._store = db.store
-        self._fanout = fanout
-        self._actors = ActorVerifier.from_cert_dir(settings.cert_dir)
-        peers = Peers.connect(context.credentials)
-        offers = Offers(db, peers, load_catalog(), load_verify_key(settings.resources_verify_key))
-        self._offers = offers
-        windows = Windows(db, fanout, peers, load_signing_key(settings.signing_key))
-        self._commits = Commits(db, fanout, peers, offers, windows)
-        self._commands = Commands(db, fanout, peers, windows)
+    def __init__(self, parts: HostParts) -> None:
+        self._info = parts.info
+        self._actors = parts.actors
+        self._db = parts.db
+        self._store = parts.db.store
+        self._fanout = parts.fanout
+        self._offers = parts.offers
+        self._commits = parts.commits
+        self._commands = parts.commands
 
     async def _own_session(self, assertion, session_id: str) -> Session:
         actor = self._actors.require(assertion)
@@ -160,11 +179,11 @@ class HostService(host_pb2_grpc.HostServiceServicer):
 def build(context: ServiceContext) -> list[Registration]:
     settings: HostSettings = context.settings
     try:
-        load_signing_key(settings.signing_key)
-        load_verify_key(settings.resources_verify_key)
+        grant_key = load_signing_key(settings.signing_key)
+        offer_key = load_verify_key(settings.resources_verify_key)
+        catalog = load_catalog()
         engine = engine_for(settings.database_url)
         migrate(engine)
-        load_catalog()
     except (CredentialError, ContractError) as exc:
         raise StartupError(str(exc)) from None
     except Exception as exc:  # a database that cannot be reached or migrated
@@ -185,7 +204,9 @@ def build(context: ServiceContext) -> list[Registration]:
         pool.shutdown(wait=True)
         engine.dispose()
 
+    parts = host_parts(service_info(context), ActorVerifier.from_cert_dir(settings.cert_dir), db, fanout,
+                       Peers.connect(context.credentials), catalog, offer_key, grant_key)
     background = [fanout.safety_reads] + ([fanout.listen] if wake_url else [])
-    return [registration_for("host", HostService(context, db, fanout),
+    return [registration_for("host", HostService(parts),
                              readiness=[database_reachable, fanout.listener_ready],
                              on_stop=stop, background=background)]
