@@ -14,6 +14,7 @@ from shared.errors import TesseraError, error_details
 from shared.runtime import registration_for, start_server
 from tessera.compiler.v1 import compiler_pb2, compiler_pb2_grpc
 from tessera.host.v1 import host_pb2, host_pb2_grpc
+from tests.fixtures.waiting import wait_until_async
 
 GET_INFO = "/tessera.compiler.v1.CompilerService/GetInfo"
 COMPILE = "/tessera.compiler.v1.CompilerService/Compile"
@@ -46,6 +47,19 @@ async def _health(channel) -> int:
     return reply.status
 
 
+async def _health_is(channel, status: int) -> bool:
+    return await _health(channel) == status
+
+
+async def _health_refused(channel) -> grpc.StatusCode | None:
+    """The code of a refused health check; None while the server still answers it."""
+    try:
+        await _health(channel)
+    except grpc.aio.AioRpcError as refused:
+        return refused.code()
+    return None
+
+
 def test_readiness_follows_the_probes(credentials, monkeypatch):
     monkeypatch.setattr(runtime, "READINESS_INTERVAL_SECONDS", 0.05)
     problem = {"now": "database unreachable"}
@@ -60,11 +74,11 @@ def test_readiness_follows_the_probes(credentials, monkeypatch):
             async with aio_channel(f"127.0.0.1:{running.port}", credentials("cli"), "compiler") as channel:
                 assert await _health(channel) == health_pb2.HealthCheckResponse.NOT_SERVING
                 problem["now"] = None
-                await asyncio.sleep(0.2)
-                assert await _health(channel) == health_pb2.HealthCheckResponse.SERVING
+                await wait_until_async(lambda: _health_is(channel, health_pb2.HealthCheckResponse.SERVING),
+                                       what="health SERVING once the probe passes")
                 problem["now"] = "disk full"
-                await asyncio.sleep(0.2)
-                assert await _health(channel) == health_pb2.HealthCheckResponse.NOT_SERVING
+                await wait_until_async(lambda: _health_is(channel, health_pb2.HealthCheckResponse.NOT_SERVING),
+                                       what="health NOT_SERVING once the probe fails")
         finally:
             await running.stop(0)
 
@@ -103,7 +117,7 @@ def test_graceful_stop_finishes_in_flight_calls_and_refuses_new_ones(credentials
             in_flight = asyncio.create_task(_call(channel, GET_INFO))
             await servicer.started.wait()
             stopping = asyncio.create_task(running.stop(grace=5))
-            await asyncio.sleep(0.05)
+            await wait_until_async(lambda: _health_refused(channel), what="the stopping server refusing new calls")
             with pytest.raises(grpc.aio.AioRpcError) as refused:
                 await _call(channel, GET_INFO)
             reply = await in_flight
@@ -122,10 +136,6 @@ def test_the_health_only_port_answers_health_in_plaintext_and_nothing_else(crede
     async def database() -> str | None:
         return problem["now"]
 
-    async def until(channel, status) -> None:
-        while await _health(channel) != status:  # readiness is re-read every 50 ms
-            await asyncio.sleep(0.02)
-
     async def scenario():
         health_only = await runtime.start_health_only("127.0.0.1", 0)
         running = await start_server(credentials("compiler"), [registration_for("compiler", _Compiler())],
@@ -136,7 +146,8 @@ def test_the_health_only_port_answers_health_in_plaintext_and_nothing_else(crede
                 # Same statuses as the mTLS port: a probe sees real readiness.
                 assert await _health(plain) == health_pb2.HealthCheckResponse.NOT_SERVING
                 problem["now"] = None
-                await asyncio.wait_for(until(plain, health_pb2.HealthCheckResponse.SERVING), 10)
+                await wait_until_async(lambda: _health_is(plain, health_pb2.HealthCheckResponse.SERVING),
+                                       what="the plaintext port reporting SERVING once the probe passes")
                 refused = {}
                 for path in (GET_INFO, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"):
                     with pytest.raises(grpc.aio.AioRpcError) as caught:
