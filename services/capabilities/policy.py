@@ -10,13 +10,12 @@ Every value an action input schema admits must also be bounded (see
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from pathlib import Path
 from typing import Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shared import strict_yaml
 from shared.tool_contracts import ToolContract, ToolSchemaError
@@ -292,17 +291,4 @@ M = TypeVar("M", bound=BaseModel)
 
 def load_policy_file(path: Path, model: type[M], what: str) -> tuple[M, str]:
     """A reviewed YAML policy file, validated; (model, SHA-256 of the file). PolicyError names the problem."""
-    try:
-        raw = path.read_bytes()
-        # Strict YAML: of two equal keys PyYAML would silently keep the last; here it is an error with its line.
-        return model.model_validate(strict_yaml.load(raw.decode("utf-8"))), hashlib.sha256(raw).hexdigest()
-    except OSError as exc:
-        raise PolicyError(f"{path}: cannot read the {what}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise PolicyError(f"{path}: the {what} is not UTF-8 text") from None
-    except strict_yaml.YamlProblem as exc:
-        raise PolicyError(f"{path}: {exc}") from None
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise PolicyError(f"{path}: {where}: {first['msg']}") from None
+    return strict_yaml.load_model_and_digest(path, model, PolicyError, what)

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from services.resources import expressions
 from shared import strict_yaml
@@ -132,22 +132,7 @@ class SemanticModel(_Strict):
 
 
 def load_semantic_model(path: Path) -> SemanticModel:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SemanticModelError(f"{path}: cannot be read: {exc.strerror}") from None
-    try:
-        raw = strict_yaml.load(text)
-    except strict_yaml.YamlProblem as exc:
-        raise SemanticModelError(f"{path}: {exc}") from None
-    if not isinstance(raw, dict):
-        raise SemanticModelError(f"{path}: the top level must be a mapping")
-    try:
-        model = SemanticModel.model_validate(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        key = ".".join(str(part) for part in first["loc"]) or "(top level)"
-        raise SemanticModelError(f"{path}: {key}: {first['msg']}") from None
+    model = strict_yaml.load_model(path, SemanticModel, SemanticModelError, "semantic model")
     problems = _cross_check(model)
     if problems:
         raise SemanticModelError(f"{path}: {problems[0]}")

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Literal
 
 import jsonschema
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from shared import strict_yaml
 from shared.bounded_json import canonical
 from shared.schema_check import compile_check
 
@@ -145,6 +145,15 @@ class ComponentContract(_Strict):
         return hashlib.sha256(canonical(self.model_dump(mode="json")).encode()).hexdigest()
 
 
+class CatalogManifest(_Strict):
+    """catalog.yaml: what the catalog is called, here and in A2UI."""
+
+    catalog_id: str = Field(min_length=1)
+    a2ui_catalog_id: str = Field(min_length=1)
+    title: str = ""
+    version: Literal[1] = 1
+
+
 class Catalog:
     """A versioned set of contracts with compiled prop validators."""
 
@@ -162,18 +171,7 @@ class Catalog:
 
 
 def _load_contract(path: Path) -> ComponentContract:
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise ContractError(f"{path}: cannot be read as YAML: {exc}") from None
-    if not isinstance(raw, dict):
-        raise ContractError(f"{path}: a contract is a mapping")
-    try:
-        contract = ComponentContract.model_validate(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        raise ContractError(f"{path}: {where}: {first['msg']}") from None
+    contract = strict_yaml.load_model(path, ComponentContract, ContractError, "component contract")
     schema = contract.props
     if schema.get("type") != "object":
         raise ContractError(f"{path}: props: the schema root must be {{type: object}}")
@@ -190,11 +188,7 @@ def _load_contract(path: Path) -> ComponentContract:
 
 
 def load_catalog(directory: Path = DEFAULT_CATALOG) -> Catalog:
-    manifest_path = directory / "catalog.yaml"
-    try:
-        manifest = yaml.safe_load(manifest_path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise ContractError(f"{manifest_path}: cannot be read: {exc}") from None
+    manifest = strict_yaml.load_model(directory / "catalog.yaml", CatalogManifest, ContractError, "catalog manifest")
     files = sorted((directory / "components").glob("*.yaml"))
     if not files:
         raise ContractError(f"{directory / 'components'}: no component contracts")
@@ -206,7 +200,4 @@ def load_catalog(directory: Path = DEFAULT_CATALOG) -> Catalog:
         if contract.name in contracts:
             raise ContractError(f"{path}: a second contract named {contract.name!r}")
         contracts[contract.name] = contract
-    try:
-        return Catalog(manifest["catalog_id"], manifest["a2ui_catalog_id"], manifest.get("title", ""), contracts)
-    except (KeyError, TypeError) as exc:
-        raise ContractError(f"{manifest_path}: missing {exc}") from None
+    return Catalog(manifest.catalog_id, manifest.a2ui_catalog_id, manifest.title, contracts)
