@@ -1,6 +1,6 @@
 """OpenAI-compatible Chat Completions streaming, normalised (§9).
 
-Reads the server-sent event stream over httpx, assembles tool calls whose
+Reads the server-sent event stream over httpx (parsed by httpx-sse), assembles tool calls whose
 arguments arrive in pieces (several calls may stream in parallel), and
 reports finish reasons, provider errors, broken streams and responses over
 `max_response_chars` as a ChatError with a stable code. It never executes a
@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import httpx
+from httpx_sse import SSEError, aconnect_sse
 
 DEFAULT_MAX_RESPONSE_CHARS = 1_000_000
 MAX_RESPONSE_CHARS_CAP = 10_000_000
@@ -76,20 +77,66 @@ class ChatConfig:
             raise ValueError(f"max_response_chars must be 1..{MAX_RESPONSE_CHARS_CAP}")
 
 
-async def _events(response: httpx.Response) -> AsyncIterator[str]:
-    """The `data` payloads of a server-sent event stream (multi-line data joined by newlines)."""
-    data: list[str] = []
-    async for line in response.aiter_lines():
-        if not line:
-            if data:
-                yield "\n".join(data)
-                data = []
-        elif line.startswith(":"):
-            continue  # comment / keep-alive
-        elif line.startswith("data:"):
-            data.append(line[5:].removeprefix(" "))
-    if data:
-        yield "\n".join(data)
+class _Reply:
+    """One completion as its chunks arrive: text, tool calls assembled from pieces, the finish reason, all
+    within `max_chars` characters of text and arguments."""
+
+    def __init__(self, max_chars: int) -> None:
+        self.max_chars = max_chars
+        self.budget = max_chars
+        self.text: list[str] = []
+        self.calls: dict[int, _PartialCall] = {}
+        self.finish = ""
+
+    def take(self, data: str) -> list[TextDelta]:
+        """One chunk's payload; the text it adds, as deltas."""
+        try:
+            chunk = json.loads(data)
+        except json.JSONDecodeError:
+            raise ChatError("STREAM_MALFORMED", "a stream chunk is not JSON") from None
+        if not isinstance(chunk, dict):
+            raise ChatError("STREAM_MALFORMED", "a stream chunk is not a JSON object")
+        if "error" in chunk:
+            raise ChatError("PROVIDER_ERROR", _provider_message(json.dumps(chunk)))
+        deltas = []
+        for choice in chunk.get("choices") or []:
+            if choice.get("index", 0) != 0:
+                continue  # one completion is asked for
+            delta = choice.get("delta") or {}
+            piece = delta.get("content")
+            if isinstance(piece, str) and piece:
+                self._spend(piece)
+                self.text.append(piece)
+                deltas.append(TextDelta(piece))
+            for call in delta.get("tool_calls") or []:
+                self._add_call_piece(call)
+            self.finish = choice.get("finish_reason") or self.finish
+        return deltas
+
+    def _spend(self, piece: str) -> None:
+        self.budget -= len(piece)
+        if self.budget < 0:
+            raise ChatError("RESPONSE_TOO_LARGE", f"the response exceeds {self.max_chars} characters")
+
+    def _add_call_piece(self, call: dict) -> None:
+        partial = self.calls.setdefault(_call_index(call, self.calls), _PartialCall())
+        partial.id = call.get("id") or partial.id
+        function = call.get("function") or {}
+        # Replaced, not appended: some servers repeat the whole name on every delta.
+        partial.name = function.get("name") or partial.name
+        arguments = function.get("arguments") or ""
+        self._spend(arguments)
+        partial.arguments.append(arguments)
+
+    def completion(self) -> Completion:
+        tool_calls = []
+        for index in sorted(self.calls):
+            partial = self.calls[index]
+            if not partial.id or not partial.name:
+                raise ChatError("STREAM_MALFORMED", f"tool call {index} arrived without an id or a name")
+            tool_calls.append(ToolCall(partial.id, partial.name, "".join(partial.arguments) or "{}"))
+        # Some servers end with [DONE] and never send a finish_reason: the calls assembled say which it was.
+        return Completion("".join(self.text), tool_calls, self.finish or ("tool_calls" if tool_calls else "stop"))
 
 
 class ChatAdapter:
@@ -104,69 +151,37 @@ class ChatAdapter:
     async def aclose(self) -> None:
         await self._client.aclose()
 
-    async def stream(self, messages: list[dict], tools: list[dict]) -> AsyncIterator[TextDelta | Completion]:
-        """Text deltas as they arrive, then one Completion; raises ChatError."""
+    def _payload(self, messages: list[dict], tools: list[dict]) -> dict:
         payload = {"model": self.config.model, "messages": messages, "stream": True,
                    **dict(self.config.parameters)}
         if tools:
             payload["tools"] = tools
-        budget = self.config.max_response_chars
-        text: list[str] = []
-        calls: dict[int, _PartialCall] = {}
-        finish = ""
+        return payload
+
+    async def stream(self, messages: list[dict], tools: list[dict]) -> AsyncIterator[TextDelta | Completion]:
+        """Text deltas as they arrive, then one Completion; raises ChatError."""
+        reply = _Reply(self.config.max_response_chars)
         done = False
         try:
-            async with self._client.stream("POST", "chat/completions", json=payload) as response:
-                if response.status_code >= 400:
-                    body = (await response.aread()).decode("utf-8", "replace")[:2000]
-                    raise ChatError(f"HTTP_{response.status_code}", _provider_message(body))
-                async for data in _events(response):
-                    if data.strip() == "[DONE]":
+            async with aconnect_sse(self._client, "POST", "chat/completions",
+                                    json=self._payload(messages, tools)) as source:
+                await _refuse_http_error(source.response)
+                async for event in source.aiter_sse():
+                    if not event.data:
+                        continue  # a keep-alive or a named event without data
+                    if event.data.strip() == "[DONE]":
                         done = True
                         break
-                    try:
-                        chunk = json.loads(data)
-                    except json.JSONDecodeError:
-                        raise ChatError("STREAM_MALFORMED", "a stream chunk is not JSON") from None
-                    if "error" in chunk:
-                        raise ChatError("PROVIDER_ERROR", _provider_message(json.dumps(chunk)))
-                    for choice in chunk.get("choices") or []:
-                        if choice.get("index", 0) != 0:
-                            continue  # one completion is asked for
-                        delta = choice.get("delta") or {}
-                        piece = delta.get("content")
-                        if isinstance(piece, str) and piece:
-                            budget -= len(piece)
-                            if budget < 0:
-                                raise ChatError("RESPONSE_TOO_LARGE",
-                                                f"the response exceeds {self.config.max_response_chars} characters")
-                            text.append(piece)
-                            yield TextDelta(piece)
-                        for call in delta.get("tool_calls") or []:
-                            partial = calls.setdefault(_call_index(call, calls), _PartialCall())
-                            partial.id = call.get("id") or partial.id
-                            function = call.get("function") or {}
-                            # Replaced, not appended: some servers repeat the whole name on every delta.
-                            partial.name = function.get("name") or partial.name
-                            arguments = function.get("arguments") or ""
-                            budget -= len(arguments)
-                            if budget < 0:
-                                raise ChatError("RESPONSE_TOO_LARGE",
-                                                f"the response exceeds {self.config.max_response_chars} characters")
-                            partial.arguments.append(arguments)
-                        finish = choice.get("finish_reason") or finish
+                    for delta in reply.take(event.data):
+                        yield delta
+        except SSEError as exc:  # before HTTPError, which it is a kind of
+            raise ChatError("STREAM_MALFORMED", f"the model server did not answer with an event stream ({exc})") \
+                from None
         except httpx.HTTPError as exc:
             raise ChatError("STREAM_BROKEN", f"{type(exc).__name__}: {exc}") from None
-        if not done and not finish:
+        if not done and not reply.finish:
             raise ChatError("STREAM_BROKEN", "the stream ended before the model finished")
-        tool_calls = []
-        for index in sorted(calls):
-            partial = calls[index]
-            if not partial.id or not partial.name:
-                raise ChatError("STREAM_MALFORMED", f"tool call {index} arrived without an id or a name")
-            tool_calls.append(ToolCall(partial.id, partial.name, "".join(partial.arguments) or "{}"))
-        # Some servers end with [DONE] and never send a finish_reason: the calls assembled say which it was.
-        yield Completion("".join(text), tool_calls, finish or ("tool_calls" if tool_calls else "stop"))
+        yield reply.completion()
 
     async def complete(self, messages: list[dict], tools: list[dict]) -> Completion:
         async for event in self.stream(messages, tools):
@@ -184,6 +199,13 @@ def _call_index(call: dict, calls: dict[int, _PartialCall]) -> int:
     if last < 0 or (call.get("id") and calls[last].id and call["id"] != calls[last].id):
         return last + 1
     return last
+
+
+async def _refuse_http_error(response: httpx.Response) -> None:
+    """An HTTP error status as a ChatError naming it, with the provider's own message."""
+    if response.status_code >= 400:
+        body = (await response.aread()).decode("utf-8", "replace")[:2000]
+        raise ChatError(f"HTTP_{response.status_code}", _provider_message(body))
 
 
 def _provider_message(body: str) -> str:
