@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1 import health_pb2_grpc
 
 from services.agent.chat import ChatAdapter, ChatConfig
 from services.agent.config import AgentSettings
+from services.agent.peers import PEER_NAMES, Peers, health_readiness
 from services.agent.suggestions import suggest
 from services.agent.tools import TOOL_NAMES
 from services.agent.turn import ModelTranscript, RunningTurn, run_turn
@@ -19,52 +18,31 @@ from shared.errors import TesseraError
 from shared.runtime import Registration, ServiceContext, registration_for, service_info
 from tessera.agent.v1 import agent_pb2, agent_pb2_grpc
 from tessera.capabilities.v1 import capabilities_pb2_grpc
+from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2_grpc
 from tessera.resources.v1 import resources_pb2, resources_pb2_grpc
 
 
 class AgentService(agent_pb2_grpc.AgentServiceServicer):
-    def __init__(self, context: ServiceContext) -> None:
-        self._info = service_info(context)
-        self._actors = ActorVerifier.from_cert_dir(context.settings.cert_dir)
+    """Turns and the catalog's description, over peers it is given (build() connects the real ones)."""
+
+    def __init__(self, info: common_pb2.ServiceInfo, actors: ActorVerifier, peers: Peers,
+                 chat: ChatAdapter | None = None, transcript: ModelTranscript | None = None) -> None:
+        self._info = info
+        self._actors = actors
+        self._peers = peers
+        self._chat = chat
+        self._transcript = transcript or ModelTranscript("")
         self._running: dict[str, RunningTurn] = {}
-        channels = {peer: aio_channel(peer_target(peer), context.credentials, peer)
-                    for peer in ("resources", "host", "capabilities")}
-        self._resources = resources_pb2_grpc.ResourceGatewayServiceStub(channels["resources"])
-        self._host = host_pb2_grpc.HostServiceStub(channels["host"])
-        self._capabilities = capabilities_pb2_grpc.CapabilityBrokerServiceStub(channels["capabilities"])
-        self._health = {peer: health_pb2_grpc.HealthStub(channel) for peer, channel in channels.items()}
-        settings: AgentSettings = context.settings
-        self._transcript = ModelTranscript(settings.model_transcript)
-        self._chat = None
-        if settings.model_url:
-            self._chat = ChatAdapter(ChatConfig(
-                base_url=settings.model_url, model=settings.model_name,
-                api_key=settings.model_api_key.get_secret_value(),
-                max_response_chars=settings.model_max_response_chars))
-        self._model = f"openai-compatible:{settings.model_name}" if self._chat else "embedded"
+        self._model = f"openai-compatible:{chat.config.model}" if chat else "embedded"
 
     async def GetInfo(self, request, context):
         return agent_pb2.GetInfoResponse(info=self._info, model=self._model, tools=list(TOOL_NAMES))
 
-    async def _peers_ready(self) -> dict[str, str]:
-        """Each peer's own health answer, asked afresh for every turn (1 s each, concurrently)."""
-
-        async def check(stub) -> str:
-            try:
-                reply = await stub.Check(health_pb2.HealthCheckRequest(), timeout=1.0)
-            except grpc.aio.AioRpcError as exc:
-                return "UNREACHABLE" if exc.code() in (grpc.StatusCode.UNAVAILABLE,
-                                                       grpc.StatusCode.DEADLINE_EXCEEDED) else exc.code().name
-            return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
-
-        statuses = await asyncio.gather(*(check(stub) for stub in self._health.values()))
-        return dict(zip(self._health, statuses, strict=True))
-
     async def DescribeCatalog(self, request, context):
         self._actors.require(request.actor)
         try:
-            outline = await self._resources.Outline(resources_pb2.OutlineRequest(), timeout=10)
+            outline = await self._peers.resources.Outline(resources_pb2.OutlineRequest(), timeout=10)
         except grpc.aio.AioRpcError as exc:
             raise TesseraError(grpc.StatusCode.UNAVAILABLE, "RESOURCES_UNAVAILABLE",
                                f"the Resource Gateway did not describe its catalog ({exc.code().name})") from None
@@ -76,8 +54,7 @@ class AgentService(agent_pb2_grpc.AgentServiceServicer):
     async def StartTurn(self, request, context):
         # Cancelling the call (the client went away) cancels the turn and its running tool calls.
         actor = self._actors.require(request.actor)
-        async for event in run_turn(request, self._resources, self._host, self._capabilities, actor, self._running,
-                                    self._peers_ready, self._chat, self._transcript):
+        async for event in run_turn(request, self._peers, actor, self._running, self._chat, self._transcript):
             yield event
 
     async def CancelTurn(self, request, context):
@@ -93,5 +70,24 @@ class AgentService(agent_pb2_grpc.AgentServiceServicer):
         return agent_pb2.CancelTurnResponse(cancelled=True, outcome=agent_pb2.TURN_OUTCOME_CANCELLED)
 
 
+def chat_adapter(settings: AgentSettings) -> ChatAdapter | None:
+    """The configured model's adapter, or None for the embedded planner."""
+    if not settings.model_url:
+        return None
+    return ChatAdapter(ChatConfig(base_url=settings.model_url, model=settings.model_name,
+                                  api_key=settings.model_api_key.get_secret_value(),
+                                  max_response_chars=settings.model_max_response_chars))
+
+
 def build(context: ServiceContext) -> list[Registration]:
-    return [registration_for("agent", AgentService(context))]
+    """The one place the agent connects: its peers' channels, its model, its transcript."""
+    settings: AgentSettings = context.settings
+    channels = {peer: aio_channel(peer_target(peer), context.credentials, peer) for peer in PEER_NAMES}
+    peers = Peers(resources=resources_pb2_grpc.ResourceGatewayServiceStub(channels["resources"]),
+                  host=host_pb2_grpc.HostServiceStub(channels["host"]),
+                  capabilities=capabilities_pb2_grpc.CapabilityBrokerServiceStub(channels["capabilities"]),
+                  ready=health_readiness({peer: health_pb2_grpc.HealthStub(channel)
+                                          for peer, channel in channels.items()}))
+    service = AgentService(service_info(context), ActorVerifier.from_cert_dir(settings.cert_dir), peers,
+                           chat_adapter(settings), ModelTranscript(settings.model_transcript))
+    return [registration_for("agent", service)]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass
 
 import grpc
@@ -15,11 +15,12 @@ from google.protobuf.duration_pb2 import Duration
 from services.agent.chat import ChatAdapter, ChatError
 from services.agent.chat_planner import ChatPlanner
 from services.agent.external_tools import build_external_tools, list_external
-from services.agent.planner import EmbeddedPlanner
-from services.agent.tools import MAX_REPAIRS, PeerReadiness, TurnState, build_tools, model_message
+from services.agent.peers import Peers
+from services.agent.planner import EmbeddedPlanner, Plan
+from services.agent.tools import MAX_REPAIRS, TurnState, build_tools, model_message
 from shared.actors import Actor
 from shared.errors import TesseraError, error_details
-from shared.tool_bridge import ToolBridge, ToolResult
+from shared.tool_bridge import Tool, ToolBridge, ToolResult
 from tessera.agent.v1 import agent_pb2
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.host.v1 import host_pb2
@@ -101,138 +102,193 @@ class RunningTurn:
     cancel_requested: bool = False
 
 
-async def run_turn(request: agent_pb2.StartTurnRequest, resources, host, capabilities, actor: Actor,
-                   running: dict[str, RunningTurn], peers_ready: PeerReadiness, chat: ChatAdapter | None = None,
-                   transcript: ModelTranscript | None = None) -> AsyncIterator:
-    started_at = time.perf_counter()
+async def begin_turn(request: agent_pb2.StartTurnRequest, host) -> host_pb2.BeginTurnResponse:
+    """The question checked and the turn begun at the host, or the RPC refused."""
     if not request.question or len(request.question) > MAX_QUESTION_CHARS:
         raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "QUESTION_INVALID",
                            f"a question is 1-{MAX_QUESTION_CHARS} characters")
     try:
-        begun = await host.BeginTurn(host_pb2.BeginTurnRequest(
+        return await host.BeginTurn(host_pb2.BeginTurnRequest(
             actor=request.actor, session_id=request.session_id, question=request.question,
             request_id=request.request_id or f"turn-{time.time_ns()}"), timeout=30)
     except grpc.aio.AioRpcError as exc:
         details = error_details(exc)
         raise TesseraError(exc.code(), details.reason or "HOST_REFUSED", details.message) from None
-    state = TurnState(request.actor, request.session_id, begun.turn_id, begun.surface_id, begun.base_revision_id)
-    events: asyncio.Queue = asyncio.Queue()
-    sequence = 0
 
-    def event(**payload) -> agent_pb2.StartTurnResponse:
-        nonlocal sequence
-        sequence += 1
-        response = agent_pb2.StartTurnResponse(turn_id=state.turn_id, sequence=sequence, **payload)
+
+async def run_turn(request: agent_pb2.StartTurnRequest, peers: Peers, actor: Actor,
+                   running: dict[str, RunningTurn], chat: ChatAdapter | None = None,
+                   transcript: ModelTranscript | None = None) -> AsyncIterator[agent_pb2.StartTurnResponse]:
+    """One turn's events, from `started` to `done` (refusals before the turn begins are raised)."""
+    started_at = time.perf_counter()
+    begun = await begin_turn(request, peers.host)
+    turn = Turn(request.question, begun, TurnState(request.actor, request.session_id, begun.turn_id,
+                                                   begun.surface_id, begun.base_revision_id),
+                peers, started_at, transcript or ModelTranscript(""))
+    async for response in turn.run(actor, running, chat):
+        yield response
+
+
+class Turn:
+    """One begun turn: it relays what the planner's tool calls do as events, in order, and ends with `done`."""
+
+    def __init__(self, question: str, begun: host_pb2.BeginTurnResponse, state: TurnState, peers: Peers,
+                 started_at: float, transcript: ModelTranscript) -> None:
+        self.question, self.begun, self.state, self.peers = question, begun, state, peers
+        self.started_at, self.transcript = started_at, transcript
+        self.events: asyncio.Queue[agent_pb2.StartTurnResponse] = asyncio.Queue()
+        self.sequence = 0
+        self.calls = 0
+        self.reported_give_up = False
+        self.bridge = ToolBridge([])
+        self.record = RunningTurn("", "")
+
+    def event(self, **payload) -> agent_pb2.StartTurnResponse:
+        self.sequence += 1
+        response = agent_pb2.StartTurnResponse(turn_id=self.state.turn_id, sequence=self.sequence, **payload)
         response.at.GetCurrentTime()
         return response
 
-    yield event(started=agent_pb2.TurnStarted(turn_id=state.turn_id, surface_id=state.surface_id,
-                                              base_revision_id=state.base_revision_id))
-    calls = 0
-    transcript = transcript or ModelTranscript("")
-    transcript.record(state.turn_id, "question", request.question)
-    reported_give_up = False
+    def elapsed(self) -> Duration:
+        return _duration(time.perf_counter() - self.started_at)
 
-    async def call(tool: str, arguments: dict) -> ToolResult:
-        nonlocal calls
-        calls += 1
-        return await call_raw(f"call-{calls}", tool, json.dumps(arguments))
+    async def run(self, actor: Actor, running: dict[str, RunningTurn],
+                  chat: ChatAdapter | None) -> AsyncIterator[agent_pb2.StartTurnResponse]:
+        state = self.state
+        yield self.event(started=agent_pb2.TurnStarted(turn_id=state.turn_id, surface_id=state.surface_id,
+                                                       base_revision_id=state.base_revision_id))
+        self.transcript.record(state.turn_id, "question", self.question)
+        tools = await self._tools()
+        record = self.record = RunningTurn(actor.actor_id, actor.tenant_id)
+        task = record.task = asyncio.create_task(self._planner_run(chat, tools))
+        running[state.turn_id] = record
+        try:
+            while not (task.done() and self.events.empty()):
+                getter = asyncio.create_task(self.events.get())
+                done, _ = await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
+                if getter in done:
+                    yield getter.result()
+                else:
+                    getter.cancel()
+            ending = self._answered(task.result())
+        except asyncio.CancelledError:
+            if not record.cancel_requested:
+                raise  # the client went away: nobody to tell
+            ending = self._cancelled()
+        except Exception as exc:  # the model or the planner failed: report it, commit nothing more
+            ending = self._failed(exc)
+        finally:  # nothing more reaches the model, and the turn can no longer be cancelled
+            self.bridge.close()
+            task.cancel()
+            running.pop(state.turn_id, None)
+        async for response in ending:
+            yield response
 
-    async def call_raw(call_id: str, tool: str, arguments_json: str) -> ToolResult:
-        await events.put(event(tool_step=agent_pb2.ToolStep(
+    async def _tools(self) -> list[Tool]:
+        """The tools of this turn: the six data tools and the broker's, all through one bridge."""
+        external = await list_external(self.state, self.peers.capabilities)
+        self.state.external_tools = [t.tool_id for t in external]
+        peers = self.peers
+        tools = build_tools(self.state, peers.resources, peers.host, peers.ready, peers.capabilities) + \
+            build_external_tools(self.state, peers.capabilities, external)
+        self.bridge = ToolBridge(tools)
+        return tools
+
+    def _planner_run(self, chat: ChatAdapter | None, tools: list[Tool]) -> Coroutine[object, object, Plan]:
+        """The planner's run over the tools: the embedded one, or the configured model's."""
+        earlier = list(self.begun.earlier_questions)
+        if chat is None:
+            return EmbeddedPlanner(earlier).run(self.question, self.call)
+        planner = ChatPlanner(chat, [t.contract for t in tools], earlier_questions=earlier)
+        return planner.run(self.question, self.call_raw, lambda: bool(self.state.revisions))
+
+    async def call(self, tool: str, arguments: dict) -> ToolResult:
+        """A call of the embedded planner, which numbers its calls."""
+        self.calls += 1
+        return await self.call_raw(f"call-{self.calls}", tool, json.dumps(arguments))
+
+    async def call_raw(self, call_id: str, tool: str, arguments_json: str) -> ToolResult:
+        """One tool call through the bridge, reported as a started and a finished step."""
+        await self.events.put(self.event(tool_step=agent_pb2.ToolStep(
             call_id=call_id, tool=tool, phase=agent_pb2.TOOL_STEP_PHASE_STARTED,
             status=agent_pb2.TOOL_STEP_STATUS_RUNNING)))
-        nonlocal reported_give_up
         begun_at = time.perf_counter()
-        result = await bridge.call(call_id, tool, arguments_json)
-        if result is None:  # the bridge was closed (turn cancelled): nothing more reaches the model
+        result = await self.bridge.call(call_id, tool, arguments_json)
+        if result is None or self.record.cancel_requested:
+            # The turn was cancelled (its bridge closed, or the call cut short): nothing more reaches the model.
             raise asyncio.CancelledError
-        status = agent_pb2.TOOL_STEP_STATUS_OK if result.ok else agent_pb2.TOOL_STEP_STATUS_FAILED
-        approval_id = ""
-        if result.ok and isinstance(result.content, dict) and result.content.get("status") == "awaiting-approval":
-            status, approval_id = agent_pb2.TOOL_STEP_STATUS_AWAITING_APPROVAL, result.content["approval_id"]
-        if not result.ok and result.error_code in _UNAVAILABLE_CODES:
-            status = agent_pb2.TOOL_STEP_STATUS_UNAVAILABLE
-            state.mark_unavailable(tool, f"{result.error_code.lower()}: {result.error_message}"[:200])
-        await events.put(event(tool_step=agent_pb2.ToolStep(
+        status, approval_id = _step_status(result)
+        if status == agent_pb2.TOOL_STEP_STATUS_UNAVAILABLE:
+            self.state.mark_unavailable(tool, f"{result.error_code.lower()}: {result.error_message}"[:200])
+        await self.events.put(self.event(tool_step=agent_pb2.ToolStep(
             call_id=call_id, tool=tool, phase=agent_pb2.TOOL_STEP_PHASE_FINISHED, status=status,
             elapsed=_duration(time.perf_counter() - begun_at), summary=_summary(result), approval_id=approval_id)))
-        for unavailable, reason in state.new_notices:
-            await events.put(event(degraded=agent_pb2.DegradedNotice(
-                tool=unavailable, reason="TOOL_UNAVAILABLE", message=reason)))
-        state.new_notices.clear()
-        if state.gave_up and not reported_give_up:
-            reported_give_up = True
-            await events.put(event(error=agent_pb2.TurnError(
-                reason="REPAIR_LIMIT_REACHED", retryable=False,
-                message=f"the proposal still had errors after {MAX_REPAIRS} repairs; the last good surface stays")))
-        transcript.record(state.turn_id, f"result:{tool}", model_message(result))
-        for committed in state.commit_events:
-            await events.put(event(surface_committed=agent_pb2.SurfaceCommitted(
-                surface_id=state.surface_id, revision_id=committed.revision_id,
+        await self._report_state()
+        self.transcript.record(self.state.turn_id, f"result:{tool}", model_message(result))
+        for committed in self.state.commit_events:
+            await self.events.put(self.event(surface_committed=agent_pb2.SurfaceCommitted(
+                surface_id=self.state.surface_id, revision_id=committed.revision_id,
                 content_hash=committed.content_hash, diagnostics=committed.diagnostics)))
-        state.commit_events.clear()
+        self.state.commit_events.clear()
         return result
 
-    external = await list_external(state, capabilities)
-    state.external_tools = [t.tool_id for t in external]
-    tools = build_tools(state, resources, host, peers_ready, capabilities) + build_external_tools(
-        state, capabilities, external)
-    bridge = ToolBridge(tools)
-    if chat is None:
-        task = asyncio.create_task(EmbeddedPlanner(list(begun.earlier_questions)).run(request.question, call))
-    else:
-        planner = ChatPlanner(chat, [t.contract for t in tools], earlier_questions=list(begun.earlier_questions))
-        task = asyncio.create_task(planner.run(request.question, call_raw, lambda: bool(state.revisions)))
-    record = running[state.turn_id] = RunningTurn(actor.actor_id, actor.tenant_id, task)
-    try:
-        while not (task.done() and events.empty()):
-            getter = asyncio.create_task(events.get())
-            done, _ = await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
-            if getter in done:
-                yield getter.result()
-            else:
-                getter.cancel()
-        plan = task.result()
-    except asyncio.CancelledError:
-        bridge.close()
-        task.cancel()
-        running.pop(state.turn_id, None)
-        if not record.cancel_requested:
-            raise  # the client went away: nobody to tell
-        answer = "The turn was cancelled."
-        if state.awaiting_approval:  # what it asked for must not be approved and run later
-            answer += await _cancel_requests(capabilities, state)
-        yield event(done=agent_pb2.TurnDone(outcome=agent_pb2.TURN_OUTCOME_CANCELLED, revision_ids=state.revisions,
-                                            answer=answer, elapsed=_duration(time.perf_counter() - started_at)))
-        return
-    except Exception as exc:  # the model or the planner failed: report it, commit nothing more
-        bridge.close()
-        running.pop(state.turn_id, None)
-        if isinstance(exc, ChatError):
-            yield event(error=agent_pb2.TurnError(reason=f"MODEL_{exc.code}", message=exc.message[:500],
-                                                  retryable=exc.code in ("STREAM_BROKEN", "HTTP_429", "HTTP_503")))
+    async def _report_state(self) -> None:
+        """What the call changed for the whole turn: tools now unavailable, and giving up on repairs (once)."""
+        for unavailable, reason in self.state.new_notices:
+            await self.events.put(self.event(degraded=agent_pb2.DegradedNotice(
+                tool=unavailable, reason="TOOL_UNAVAILABLE", message=reason)))
+        self.state.new_notices.clear()
+        if self.state.gave_up and not self.reported_give_up:
+            self.reported_give_up = True
+            await self.events.put(self.event(error=agent_pb2.TurnError(
+                reason="REPAIR_LIMIT_REACHED", retryable=False,
+                message=f"the proposal still had errors after {MAX_REPAIRS} repairs; the last good surface stays")))
+
+    async def _answered(self, plan: Plan) -> AsyncIterator[agent_pb2.StartTurnResponse]:
+        state = self.state
+        answer = plan.answer
+        if state.gave_up:
+            answer = f"{answer} I could not produce a valid display after {MAX_REPAIRS} repairs.".strip()
+        answer = _with_unavailable(answer, state.degraded)
+        if plan.answered and not state.gave_up:
+            outcome = agent_pb2.TURN_OUTCOME_ANSWERED
+        elif state.gave_up:
+            outcome = agent_pb2.TURN_OUTCOME_FAILED
         else:
-            yield event(error=agent_pb2.TurnError(reason="PLANNER_FAILED", message=type(exc).__name__))
-        yield event(done=agent_pb2.TurnDone(outcome=agent_pb2.TURN_OUTCOME_FAILED, revision_ids=state.revisions,
-                                            degraded=bool(state.degraded), tainted=state.tainted,
-                                            flagged=state.flagged,
-                                            elapsed=_duration(time.perf_counter() - started_at)))
-        return
-    bridge.close()
-    running.pop(state.turn_id, None)
-    answer = plan.answer
-    if state.gave_up:
-        answer = f"{answer} I could not produce a valid display after {MAX_REPAIRS} repairs.".strip()
-    answer = _with_unavailable(answer, state.degraded)
-    if plan.answered and not state.gave_up:
-        outcome = agent_pb2.TURN_OUTCOME_ANSWERED
-    elif state.gave_up:
-        outcome = agent_pb2.TURN_OUTCOME_FAILED
-    else:
-        outcome = agent_pb2.TURN_OUTCOME_NOT_ANSWERABLE
-    yield event(answer_delta=agent_pb2.AnswerDelta(text=answer))
-    yield event(done=agent_pb2.TurnDone(outcome=outcome, answer=answer, revision_ids=state.revisions,
-                                        degraded=bool(state.degraded), tainted=state.tainted, flagged=state.flagged,
-                                        elapsed=_duration(time.perf_counter() - started_at),
-                                        suggested_questions=plan.suggestions[:3]))
+            outcome = agent_pb2.TURN_OUTCOME_NOT_ANSWERABLE
+        yield self.event(answer_delta=agent_pb2.AnswerDelta(text=answer))
+        yield self.event(done=agent_pb2.TurnDone(
+            outcome=outcome, answer=answer, revision_ids=state.revisions, degraded=bool(state.degraded),
+            tainted=state.tainted, flagged=state.flagged, elapsed=self.elapsed(),
+            suggested_questions=plan.suggestions[:3]))
+
+    async def _cancelled(self) -> AsyncIterator[agent_pb2.StartTurnResponse]:
+        answer = "The turn was cancelled."
+        if self.state.awaiting_approval:  # what it asked for must not be approved and run later
+            answer += await _cancel_requests(self.peers.capabilities, self.state)
+        yield self.event(done=agent_pb2.TurnDone(outcome=agent_pb2.TURN_OUTCOME_CANCELLED,
+                                                 revision_ids=self.state.revisions, answer=answer,
+                                                 elapsed=self.elapsed()))
+
+    async def _failed(self, exc: Exception) -> AsyncIterator[agent_pb2.StartTurnResponse]:
+        if isinstance(exc, ChatError):
+            yield self.event(error=agent_pb2.TurnError(
+                reason=f"MODEL_{exc.code}", message=exc.message[:500],
+                retryable=exc.code in ("STREAM_BROKEN", "HTTP_429", "HTTP_503")))
+        else:
+            yield self.event(error=agent_pb2.TurnError(reason="PLANNER_FAILED", message=type(exc).__name__))
+        state = self.state
+        yield self.event(done=agent_pb2.TurnDone(
+            outcome=agent_pb2.TURN_OUTCOME_FAILED, revision_ids=state.revisions, degraded=bool(state.degraded),
+            tainted=state.tainted, flagged=state.flagged, elapsed=self.elapsed()))
+
+
+def _step_status(result: ToolResult) -> tuple[int, str]:
+    """A finished step's status, and the approval it waits for (if any)."""
+    if result.ok and isinstance(result.content, dict) and result.content.get("status") == "awaiting-approval":
+        return agent_pb2.TOOL_STEP_STATUS_AWAITING_APPROVAL, result.content["approval_id"]
+    if result.ok:
+        return agent_pb2.TOOL_STEP_STATUS_OK, ""
+    if result.error_code in _UNAVAILABLE_CODES:
+        return agent_pb2.TOOL_STEP_STATUS_UNAVAILABLE, ""
+    return agent_pb2.TOOL_STEP_STATUS_FAILED, ""

@@ -1,0 +1,209 @@
+"""The agent servicer in this process, over fake peers (plain objects whose async methods answer the real
+protobuf messages): no subprocess, no channel. What crosses processes (authz, mTLS, a peer that is really
+gone) stays in tests/integration."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import grpc
+import pytest
+from cryptography.hazmat.primitives.asymmetric import ed25519
+
+from services.agent.peers import Peers
+from services.agent.server import AgentService
+from services.agent.tools import TOOL_NAMES
+from shared.actors import ActorVerifier, assert_actor
+from shared.errors import TesseraError
+from tessera.agent.v1 import agent_pb2
+from tessera.capabilities.v1 import capabilities_pb2 as cap
+from tessera.common.v1 import common_pb2
+from tessera.host.v1 import host_pb2
+from tessera.resources.v1 import resources_pb2 as res
+
+CLI_KEY = ed25519.Ed25519PrivateKey.generate()
+ALL_SERVING = {"resources": "SERVING", "host": "SERVING", "capabilities": "SERVING"}
+COMPONENTS = ("Column", "Heading", "Text", "FigureText", "Metric", "Chart", "DataTable", "EvidenceNote")
+ORDERS = res.Entity(
+    entity_id="ent_orders", label="Orders", description="Orders placed",
+    fields=[res.Field(field_id="fld_channel", label="Sales channel", type=common_pb2.COLUMN_TYPE_STRING,
+                      exposure=res.FIELD_EXPOSURE_BOUNDED_VALUES),
+            res.Field(field_id="fld_ordered", label="Order time", type=common_pb2.COLUMN_TYPE_TIMESTAMP,
+                      exposure=res.FIELD_EXPOSURE_BOUNDED_VALUES)],
+    metrics=[res.Metric(metric_id="met_revenue", label="Net revenue", type=common_pb2.COLUMN_TYPE_DECIMAL)])
+
+
+def rpc_error(code: grpc.StatusCode) -> grpc.aio.AioRpcError:
+    return grpc.aio.AioRpcError(code, grpc.aio.Metadata(), grpc.aio.Metadata(), details=code.name)
+
+
+class FakeResources:
+    def __init__(self, outline_error: grpc.StatusCode | None = None) -> None:
+        self.outline_error = outline_error
+        self.drafts: list[dict] = []
+
+    async def Outline(self, request, timeout=None):
+        if self.outline_error:
+            raise rpc_error(self.outline_error)
+        return res.OutlineResponse(dataset_label="Retail", entities=[res.OutlineEntity(
+            label="Orders", description="Orders placed", measures=["Net revenue"], breakdowns=["Sales channel"],
+            time_fields=["Order time"])])
+
+    async def InspectContext(self, request, timeout=None):
+        return res.InspectContextResponse(dataset_label="Retail", catalog_fingerprint="fp", probes_remaining=2,
+                                          capability_token="tok-0")
+
+    async def InspectCatalog(self, request, timeout=None):
+        return res.InspectCatalogResponse(entities=[ORDERS], capability_token="tok-1")
+
+    async def Analyze(self, request, timeout=None):
+        self.drafts.append(json.loads(request.draft_json))
+        return res.AnalyzeResponse(
+            offer=common_pb2.SignedToken(claims=b"offer"), descriptor=common_pb2.ResourceDescriptor(
+                resource_id="res_1", row_count=1, columns=[common_pb2.ColumnDescriptor(
+                    column_id="m0", label="Net revenue", type=common_pb2.COLUMN_TYPE_DECIMAL,
+                    role=common_pb2.COLUMN_ROLE_MEASURE)]))
+
+
+class FakeHost:
+    def __init__(self) -> None:
+        self.proposals: list[dict] = []
+        self.freezing = asyncio.Event()  # set when the turn asks for its slice
+        self.release = asyncio.Event()  # the slice is frozen only once this is set
+        self.release.set()
+
+    async def BeginTurn(self, request, timeout=None):
+        return host_pb2.BeginTurnResponse(turn_id="trn_1", surface_id="srf_1", base_revision_id="rev_0")
+
+    async def FreezeSlice(self, request, timeout=None):
+        self.freezing.set()
+        await self.release.wait()
+        view = {"components": [{"name": name, "id": f"cmp_{name.lower()}"} for name in COMPONENTS],
+                "resources": [{"id": "r1", "offer": "o1", "rows": 1}], "evidence": [], "actions": []}
+        return host_pb2.FreezeSliceResponse(slice_hash="sha-1", model_view_json=json.dumps(view),
+                                            present_ui_schema_json="{}")
+
+    async def SubmitProposal(self, request, timeout=None):
+        self.proposals.append(json.loads(request.proposal_json))
+        return host_pb2.SubmitProposalResponse(outcome=host_pb2.PROPOSAL_OUTCOME_COMMITTED, surface_id="srf_1",
+                                               revision_id="rev_1", content_hash="h1")
+
+
+class FakeCapabilities:
+    def __init__(self) -> None:
+        self.cancelled: list[str] = []
+
+    async def ListTools(self, request, timeout=None):
+        return cap.ListToolsResponse()
+
+    async def CancelIntents(self, request, timeout=None):
+        self.cancelled.append(request.turn_id)
+        return cap.CancelIntentsResponse()
+
+
+def agent(readiness: dict[str, str] | None = None, resources: FakeResources | None = None,
+          host: FakeHost | None = None) -> AgentService:
+    async def ready() -> dict[str, str]:
+        return readiness or ALL_SERVING
+
+    peers = Peers(resources=resources or FakeResources(), host=host or FakeHost(), capabilities=FakeCapabilities(),
+                  ready=ready)
+    return AgentService(common_pb2.ServiceInfo(name="agent"), ActorVerifier({"cli": CLI_KEY.public_key()}), peers)
+
+
+def person(actor_id: str = "alice") -> common_pb2.ActorAssertion:
+    return assert_actor(CLI_KEY, actor_id, "acme")
+
+
+def turn_request(question: str, actor: common_pb2.ActorAssertion | None = None) -> agent_pb2.StartTurnRequest:
+    return agent_pb2.StartTurnRequest(actor=actor or person(), session_id="ses_1", question=question,
+                                      request_id="r1")
+
+
+async def events_of(service: AgentService, request: agent_pb2.StartTurnRequest) -> list:
+    return [event async for event in service.StartTurn(request, None)]
+
+
+def finished_tools(events) -> list[str]:
+    return [e.tool_step.tool for e in events if e.WhichOneof("event") == "tool_step"
+            and e.tool_step.phase == agent_pb2.TOOL_STEP_PHASE_FINISHED]
+
+
+def test_get_info_names_the_embedded_model_and_the_six_tools():
+    reply = asyncio.run(agent().GetInfo(agent_pb2.GetInfoRequest(), None))
+    assert reply.model == "embedded" and list(reply.tools) == list(TOOL_NAMES) and reply.info.name == "agent"
+
+
+def test_describe_catalog_outlines_the_resources_catalog():
+    reply = asyncio.run(agent().DescribeCatalog(agent_pb2.DescribeCatalogRequest(actor=person()), None))
+    assert reply.dataset_label == "Retail"
+    assert [(e.label, list(e.measures), list(e.breakdowns)) for e in reply.entries] == [
+        ("Orders", ["Net revenue"], ["Sales channel", "Order time"])]
+    assert reply.suggested_questions
+
+
+def test_describe_catalog_is_refused_while_resources_cannot_answer():
+    service = agent(resources=FakeResources(outline_error=grpc.StatusCode.UNAVAILABLE))
+    with pytest.raises(TesseraError) as refused:
+        asyncio.run(service.DescribeCatalog(agent_pb2.DescribeCatalogRequest(actor=person()), None))
+    assert (refused.value.code, refused.value.reason) == (grpc.StatusCode.UNAVAILABLE, "RESOURCES_UNAVAILABLE")
+
+
+@pytest.mark.parametrize(("actor", "reason"), [
+    (common_pb2.ActorAssertion(), "ACTOR_MISSING"),
+    (assert_actor(ed25519.Ed25519PrivateKey.generate(), "mallory", "acme"), "ACTOR_UNKNOWN_SIGNER")])
+def test_a_turn_needs_an_actor_signed_by_an_edge(actor, reason):
+    with pytest.raises(TesseraError) as refused:
+        asyncio.run(events_of(agent(), turn_request("What is our total net revenue?", actor)))
+    assert (refused.value.code, refused.value.reason) == (grpc.StatusCode.UNAUTHENTICATED, reason)
+
+
+def test_a_simple_question_is_answered_with_a_committed_surface():
+    resources, host = FakeResources(), FakeHost()
+    events = asyncio.run(events_of(agent(resources=resources, host=host),
+                                   turn_request("What is our total net revenue?")))
+    kinds = [e.WhichOneof("event") for e in events]
+    assert kinds[0] == "started" and kinds[-2:] == ["answer_delta", "done"] and "surface_committed" in kinds
+    assert [e.sequence for e in events] == list(range(1, len(events) + 1))
+    assert finished_tools(events) == ["inspect_current_context", "inspect_catalog", "run_analysis", "present_ui",
+                                      "present_ui"]
+    done = events[-1].done
+    assert done.outcome == agent_pb2.TURN_OUTCOME_ANSWERED and list(done.revision_ids) == ["rev_1"]
+    assert not done.degraded and not done.tainted
+    assert [m["metric"] for m in resources.drafts[0]["measures"]] == ["met_revenue"]
+    assert any(block["component"] == "cmp_metric" for block in host.proposals[0]["blocks"])
+
+
+def test_with_resources_unready_the_turn_is_degraded_and_says_so():
+    events = asyncio.run(events_of(agent(readiness={**ALL_SERVING, "resources": "UNREACHABLE"}),
+                                   turn_request("What is our net revenue by region?")))
+    notices = [e.degraded for e in events if e.WhichOneof("event") == "degraded"]
+    assert {n.tool for n in notices} == {"inspect_catalog", "describe_data", "probe_data", "run_analysis"}
+    done = events[-1].done
+    assert done.degraded and done.outcome == agent_pb2.TURN_OUTCOME_NOT_ANSWERABLE and not done.revision_ids
+    assert all(tool in done.answer for tool in ("inspect_catalog", "run_analysis"))
+
+
+def test_only_the_turns_own_actor_may_cancel_it():
+    async def scenario():
+        host = FakeHost()
+        host.release.clear()  # the turn waits in present_ui until the cancels are done
+        service = agent(host=host)
+        turn = asyncio.create_task(events_of(service, turn_request("What is our total net revenue?")))
+        await asyncio.wait_for(host.freezing.wait(), 30)
+        with pytest.raises(TesseraError) as refused:
+            await service.CancelTurn(agent_pb2.CancelTurnRequest(actor=person("bob"), turn_id="trn_1"), None)
+        cancelled = await service.CancelTurn(agent_pb2.CancelTurnRequest(actor=person(), turn_id="trn_1"), None)
+        return refused.value, cancelled, await asyncio.wait_for(turn, 30)
+
+    refused, cancelled, events = asyncio.run(scenario())
+    assert (refused.code, refused.reason) == (grpc.StatusCode.PERMISSION_DENIED, "TURN_NOT_YOURS")
+    assert cancelled.cancelled and cancelled.outcome == agent_pb2.TURN_OUTCOME_CANCELLED
+    assert events[-1].done.outcome == agent_pb2.TURN_OUTCOME_CANCELLED
+    assert events[-1].done.answer == "The turn was cancelled."
+
+
+def test_cancelling_a_turn_that_is_not_running_cancels_nothing():
+    reply = asyncio.run(agent().CancelTurn(agent_pb2.CancelTurnRequest(actor=person(), turn_id="trn_unknown"), None))
+    assert not reply.cancelled
