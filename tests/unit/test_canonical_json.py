@@ -1,0 +1,115 @@
+"""canonical() is RFC 8785: the RFC's own examples, and a precise error for what has no canonical form."""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from shared.bounded_json import BoundedJsonError, Limits, canonical, check, parse
+
+
+def test_the_rfc_example_of_section_3_2_2():
+    text = r"""{
+      "numbers": [333333333.33333329, 1E30, 4.50, 2e-3, 0.000000000000000000000000001],
+      "string": "\u20ac$\u000F\u000aA'\u0042\u0022\u005c\\\"\/",
+      "literals": [null, true, false]
+    }"""
+    assert canonical(json.loads(text)) == r"""{"literals":[null,true,false],""" \
+        r""""numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],"string":"€$\u000f\nA'B\"\\\\\"/"}"""
+
+
+def test_keys_sort_by_utf16_code_units_as_in_section_3_2_3():
+    # The emoji is U+1F600, written as the surrogates D83D DE00: before U+FB33 in UTF-16, after it in code points.
+    names = {"\u20ac": "Euro Sign", "\r": "Carriage Return", "\ufb33": "Hebrew Letter Dalet With Dagesh",
+             "1": "One", "\U0001f600": "Emoji: Grinning Face", "\u0080": "Control",
+             "\u00f6": "Latin Small Letter O With Diaeresis"}
+    assert list(json.loads(canonical(names))) == ["\r", "1", "\u0080", "\u00f6", "\u20ac", "\U0001f600", "\ufb33"]
+
+
+# RFC 8785 Appendix B: IEEE 754 doubles (as hex) and their canonical text.
+APPENDIX_B = [
+    ("0000000000000000", "0"), ("8000000000000000", "0"), ("0000000000000001", "5e-324"),
+    ("8000000000000001", "-5e-324"), ("7fefffffffffffff", "1.7976931348623157e+308"),
+    ("ffefffffffffffff", "-1.7976931348623157e+308"), ("4340000000000000", "9007199254740992"),
+    ("c340000000000000", "-9007199254740992"), ("4430000000000000", "295147905179352830000"),
+    ("44b52d02c7e14af5", "9.999999999999997e+22"), ("44b52d02c7e14af6", "1e+23"),
+    ("44b52d02c7e14af7", "1.0000000000000001e+23"), ("444b1ae4d6e2ef4e", "999999999999999700000"),
+    ("444b1ae4d6e2ef4f", "999999999999999900000"), ("444b1ae4d6e2ef50", "1e+21"),
+    ("3eb0c6f7a0b5ed8c", "9.999999999999997e-7"), ("3eb0c6f7a0b5ed8d", "0.000001"),
+    ("41b3de4355555553", "333333333.3333332"), ("41b3de4355555554", "333333333.33333325"),
+    ("41b3de4355555555", "333333333.3333333"), ("41b3de4355555556", "333333333.3333334"),
+    ("41b3de4355555557", "333333333.33333343"), ("becbf647612f3696", "-0.0000033333333333333333"),
+    ("43143ff3c1cb0959", "1424953923781206.2"),
+]
+
+
+@pytest.mark.parametrize(("bits", "expected"), APPENDIX_B)
+def test_numbers_of_appendix_b(bits, expected):
+    assert canonical(struct.unpack(">d", bytes.fromhex(bits))[0]) == expected
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ({"a": 1.0}, '{"a":1}'), (1e21, "1e+21"), (1e20, "100000000000000000000"), (1e-7, "1e-7"),
+    (1e-6, "0.000001"), (-0.0, "0"), (4.50, "4.5"), (2**53 - 1, "9007199254740991"), (True, "true"),
+])
+def test_numbers_are_written_as_ecmascript_writes_them(value, expected):
+    assert canonical(value) == expected
+
+
+def test_strings_escape_only_what_json_requires():
+    assert canonical(["\x1f\x7f\u2028é😀", "\b\f\n\r\t"]) == '["\\u001f\x7f\u2028é😀","\\b\\f\\n\\r\\t"]'
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    (-(2**53), "-9007199254740992"), (2**63, "9223372036854776000"), (9223372036854776000, "9223372036854776000"),
+    (10**20, "100000000000000000000"),
+    (10**21, "1e+21"), ([2**1023], "[8.98846567431158e+307]"),
+])
+def test_big_integers_are_written_as_the_double_they_name(value, expected):
+    assert canonical(value) == expected
+    assert canonical(json.loads(expected)) == expected  # so canonical text parsed back keeps its form
+
+
+@pytest.mark.parametrize(("value", "code", "pointer"), [
+    ({"id": [1, 2**53 + 1]}, "json.inexact-integer", "/id/1"),
+    ({"id": 2**63 - 1}, "json.inexact-integer", "/id"),  # nearest 2**63, but neither equal nor its spelling
+    ([10**400], "json.inexact-integer", "/0"),
+    ({"x": float("nan")}, "json.non-finite", "/x"),
+    ([float("inf")], "json.non-finite", "/0"),
+    ({"a": "\ud800"}, "json.lone-surrogate", "/a"),
+    ({"\udfff": 1}, "json.lone-surrogate", ""),
+    ({1: "an integer key"}, "json.non-json-type", ""),
+    ({"a": {1, 2}}, "json.non-json-type", "/a"),
+])
+def test_values_without_a_canonical_form_are_refused_precisely(value, code, pointer):
+    with pytest.raises(BoundedJsonError) as error:
+        canonical(value)
+    assert (error.value.code, error.value.pointer) == (code, pointer)
+
+
+def test_the_parser_refuses_integers_that_name_no_double_only_when_asked():
+    assert parse("[9007199254740993]") == [2**53 + 1]  # by default, as before: a schema check refuses it later
+    with pytest.raises(BoundedJsonError) as error:
+        parse('{"n": 9007199254740993}', Limits(doubles_only=True))
+    assert (error.value.code, error.value.pointer) == ("json.inexact-integer", "/n")
+    check([2**53, -(2**53), 2**63, 9223372036854776000, 2**1000], Limits(doubles_only=True))
+
+
+i_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.sampled_from([2**63, -(10**22), 2**1000])
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(alphabet=st.characters(exclude_categories=["Cs"])),
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=6), inner, max_size=5),
+    max_leaves=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=i_json)
+def test_canonical_text_is_json_of_the_same_value_and_a_fixed_point(value):
+    text = canonical(value)
+    # The same numbers as doubles (ECMAScript's shortest form reads back exactly; 2**63 is spelt 9223372036854776000).
+    assert json.loads(text, parse_int=float) == value
+    assert canonical(json.loads(text)) == text
