@@ -12,6 +12,7 @@ from shared import tokens
 from shared.actors import ActorVerifier, assert_actor
 from shared.certs import issue_deployment, load_signing_key, signing_key_path
 from tessera.common.v1 import common_pb2
+from tests.fixtures.waiting import wait_until
 
 
 @pytest.fixture(scope="module")
@@ -51,8 +52,8 @@ def test_a_cached_assertion_is_refused_once_it_expires(keys):
                              lifetime=dt.timedelta(seconds=1))
     assert verifier.verify(assertion).actor_id == "bob"
     expires = common_pb2.ActorClaims.FromString(assertion.signed.claims).binding.expires_at.ToNanoseconds() / 1e9
-    while time.time() < expires + 0.05:  # the assertion's own clock, not a guess at how long the test takes
-        time.sleep(0.05)
+    # The assertion's own clock, not a guess at how long the test takes.
+    wait_until(lambda: time.time() >= expires + 0.05, 30, what="the assertion's expiry passing")
     with pytest.raises(tokens.TokenError) as refused:
         verifier.verify(assertion)
     assert refused.value.reason == "ACTOR_EXPIRED"

@@ -15,6 +15,7 @@ from shared.errors import TesseraError
 from tessera.common.v1 import common_pb2
 from tests.fixtures.postgres import BACKENDS, database_url
 from tests.fixtures.signing import verified_signature
+from tests.fixtures.waiting import wait_until
 
 
 @pytest.fixture(params=BACKENDS)
@@ -78,7 +79,8 @@ def test_refusals_change_nothing(store):
 def test_expiry_is_rejection_and_is_recorded_even_when_a_late_decision_finds_it(store):
     swept, _ = store.create("claim-4", _fields(surface=b""), 0.05, "reversible-write")
     found_late, _ = store.create("claim-4b", _fields(surface=b""), 0.05, "reversible-write")
-    time.sleep(0.1)
+    due = max(store.approval(i.approval_id)[0].expires_at for i in (swept, found_late))
+    wait_until(lambda: time.time() >= due, 30, what="both approvals' expiry time passing")  # the store's clock
     with pytest.raises(TesseraError) as late:  # the decision comes before the sweeper
         _decide(store, found_late)
     assert late.value.reason == "APPROVAL_EXPIRED"

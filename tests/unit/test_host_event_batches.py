@@ -18,6 +18,7 @@ from shared.errors import TesseraError
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2
 from tests.fixtures.postgres import BACKENDS, database_url
+from tests.fixtures.waiting import wait_until_async
 
 
 @pytest.fixture(params=BACKENDS)
@@ -155,7 +156,7 @@ def test_a_caller_that_leaves_does_not_stop_the_write(store):
             await loop.run_in_executor(None, counting.entered.wait, 10)  # its write is under way
             caller.cancel()
             proceed.set()
-            await _until(lambda: not batches._writers)
+            await wait_until_async(lambda: not batches._writers, what="the abandoned write finishing")
             assert _journal(store) == {"gone": 1}  # written although nobody waits for it,
             assert [len(a.envelopes) for a in fanout.appended] == [1]  # and its viewers were woken
             # The broker resends: the cursor of the write the first caller started, and no second event.
@@ -167,9 +168,3 @@ def test_a_caller_that_leaves_does_not_stop_the_write(store):
         assert caller.cancelled()
 
     asyncio.run(scenario())
-
-
-async def _until(condition, timeout: float = 10) -> None:
-    async with asyncio.timeout(timeout):
-        while not condition():
-            await asyncio.sleep(0.005)

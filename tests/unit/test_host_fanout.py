@@ -10,6 +10,7 @@ from services.host import fanout as fanout_module
 from services.host.fanout import SurfaceFanout
 from services.host.store import Appended
 from tessera.host.v1 import host_pb2
+from tests.fixtures.waiting import wait_until_async
 
 
 class Journal:
@@ -72,12 +73,6 @@ async def _collect(fanout, surface_id, after, count, into: list) -> None:
         fanout.unwatch(surface_id)
 
 
-async def _until(condition, timeout: float = 10) -> None:
-    async with asyncio.timeout(timeout):
-        while not condition():
-            await asyncio.sleep(0.005)
-
-
 def test_many_viewers_cost_one_read_per_change():
     async def scenario():
         journal = Journal()
@@ -85,7 +80,8 @@ def test_many_viewers_cost_one_read_per_change():
         journal.append("srf_a", 3)
         seen = [[] for _ in range(50)]
         viewers = [asyncio.create_task(_collect(fanout, "srf_a", 3, 4, into)) for into in seen]
-        await _until(lambda: fanout._surfaces.get("srf_a") and fanout._surfaces["srf_a"].viewers == 50)
+        await wait_until_async(lambda: fanout._surfaces.get("srf_a") and fanout._surfaces["srf_a"].viewers == 50,
+                               what="50 viewers watching srf_a")
         reads = journal.reads
         for _ in range(4):
             journal.append("srf_a")  # committed on another replica
@@ -104,7 +100,7 @@ def test_notifications_wake_known_surfaces_only():
         fanout = SurfaceFanout(Db(journal), retention=10_000)
         seen: list = []
         viewer = asyncio.create_task(_collect(fanout, "srf_a", 0, 2, seen))
-        await _until(lambda: "srf_a" in fanout._surfaces)
+        await wait_until_async(lambda: "srf_a" in fanout._surfaces, what="srf_a watched")
         reads = journal.reads
         fanout.notified("srf_unknown 1 5")  # another replica's surface nobody watches here: ignored
         fanout.notified("")
@@ -112,7 +108,7 @@ def test_notifications_wake_known_surfaces_only():
         await asyncio.sleep(0)
         assert journal.reads == reads
         fanout.notified("srf_a not-a-position")  # unreadable, for a watched surface: read to be sure
-        await _until(lambda: journal.reads == reads + 1)
+        await wait_until_async(lambda: journal.reads == reads + 1, what="one journal read")
         assert seen == []  # nothing new was there
         journal.append("srf_a", 2)  # committed "on another replica"
         fanout.notified("srf_a 1 2")
@@ -132,7 +128,7 @@ def test_own_commits_join_the_tail_without_a_read_and_own_wake_ups_are_skipped()
         fanout = SurfaceFanout(Db(journal), retention=10_000)
         seen: list = []
         viewer = asyncio.create_task(_collect(fanout, "srf_a", 0, 4, seen))
-        await _until(lambda: "srf_a" in fanout._surfaces)
+        await wait_until_async(lambda: "srf_a" in fanout._surfaces, what="srf_a watched")
         reads = journal.reads
         ours = journal.append("srf_a", 2)  # committed here
         fanout.notified(f"srf_a {ours.epoch} {ours.last} {journal.replica}")  # our own wake-up: nothing to read
@@ -182,7 +178,7 @@ def test_a_lost_notification_costs_latency_not_an_event():
         safety = asyncio.create_task(fanout.safety_reads())
         seen: list = []
         viewer = asyncio.create_task(_collect(fanout, "srf_a", 0, 3, seen))
-        await _until(lambda: "srf_a" in fanout._surfaces)
+        await wait_until_async(lambda: "srf_a" in fanout._surfaces, what="srf_a watched")
         journal.append("srf_a", 3)  # no wake-up at all
         await asyncio.wait_for(viewer, 10)
         safety.cancel()
@@ -198,7 +194,7 @@ def test_a_new_epoch_tells_the_subscriber_a_snapshot_follows():
         journal.append("srf_a", 2)
         seen: list = []
         viewer = asyncio.create_task(_collect(fanout, "srf_a", 2, 3, seen))
-        await _until(lambda: "srf_a" in fanout._surfaces)
+        await wait_until_async(lambda: "srf_a" in fanout._surfaces, what="srf_a watched")
         journal.entries = [("srf_a", 2, 1), ("srf_a", 2, 2)]  # compacted by another replica
         fanout.notified("srf_a 2 2")
         await asyncio.wait_for(viewer, 10)
@@ -250,7 +246,8 @@ def test_a_big_surface_is_woken_a_slice_at_a_time_so_other_work_interleaves():
         fanout = SurfaceFanout(Db(journal), retention=10_000)
         seen = [[] for _ in range(4 * fanout_module.WAKE_SLICE)]
         viewers = [asyncio.create_task(_collect(fanout, "srf_a", 0, 1, into)) for into in seen]
-        await _until(lambda: "srf_a" in fanout._surfaces and len(fanout._surfaces["srf_a"].waiters) == len(seen))
+        await wait_until_async(lambda: "srf_a" in fanout._surfaces
+                               and len(fanout._surfaces["srf_a"].waiters) == len(seen), what="every viewer waiting")
         await fanout.published("srf_a", journal.append("srf_a"))
         received_before_other_work: list[int] = []
         asyncio.get_running_loop().call_soon(lambda: received_before_other_work.append(sum(map(len, seen))))

@@ -20,6 +20,7 @@ from services.capabilities.mcp_gate import (
 )
 from services.capabilities.tool_policy import Pin, ToolPolicy, ToolPolicyFile, digest
 from tessera.capabilities.v1 import capabilities_pb2 as cap
+from tests.fixtures.waiting import wait_until_async
 
 DESCRIPTION = "Look up a term in the catalog."
 SCHEMA = {"type": "object", "properties": {"term": {"type": "string"}}, "required": ["term"]}
@@ -122,8 +123,7 @@ def test_announced_changes_are_coalesced_and_calls_wait_for_them(tmp_path):
         for _ in range(100):
             connection._tools_changed()
         first = connection._relisting
-        while not listings:  # the first listing starts
-            await asyncio.sleep(0)
+        await wait_until_async(lambda: listings, what="the first listing starting")
         for _ in range(100):  # announced while it runs: one more listing, not a hundred
             connection._tools_changed()
         assert connection._relisting is first
