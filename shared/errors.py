@@ -13,6 +13,8 @@ from google.protobuf import any_pb2
 from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
+from shared import refusals
+
 DOMAIN = "tessera.dev"
 _STATUS_DETAILS_KEY = "grpc-status-details-bin"
 
@@ -34,6 +36,24 @@ class TesseraError(Exception):
         return rpc_status.to_status(
             status_pb2.Status(code=self.code.value[0], message=self.message, details=[detail])
         )
+
+
+# The one place a domain refusal becomes a gRPC status (the interceptor applies it to every service).
+_STATUS_OF_REFUSAL: dict[type[refusals.Refusal], grpc.StatusCode] = {
+    refusals.NotFound: grpc.StatusCode.NOT_FOUND,
+    refusals.AlreadyExists: grpc.StatusCode.ALREADY_EXISTS,
+    refusals.Conflict: grpc.StatusCode.FAILED_PRECONDITION,
+    refusals.Denied: grpc.StatusCode.PERMISSION_DENIED,
+    refusals.Exhausted: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    refusals.Unavailable: grpc.StatusCode.UNAVAILABLE,
+}
+
+
+def status_of(refusal: refusals.Refusal) -> TesseraError:
+    """The status a client receives for a refusal raised by a store or a domain module."""
+    code = next((_STATUS_OF_REFUSAL[kind] for kind in type(refusal).__mro__ if kind in _STATUS_OF_REFUSAL),
+                grpc.StatusCode.FAILED_PRECONDITION)
+    return TesseraError(code, refusal.reason, refusal.message, dict(refusal.metadata))
 
 
 @dataclass(frozen=True)

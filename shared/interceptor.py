@@ -20,9 +20,10 @@ import grpc
 from google.protobuf.descriptor import ServiceDescriptor
 
 from shared.authz import EXEMPT_PREFIXES, CallerTable, DirectIssuer, check_caller
-from shared.errors import TesseraError
+from shared.errors import TesseraError, status_of
 from shared.identity import principal_for_spiffe
 from shared.logs import correlated, log
+from shared.refusals import Refusal
 
 logger = logging.getLogger("tessera.rpc")
 
@@ -100,6 +101,8 @@ class _CallScope:
             self._correlation.__exit__(None, None, None)
 
     async def _end(self, exc_type, exc, tb, denial: TesseraError | None) -> bool:
+        if isinstance(exc, Refusal):  # raised by a store or a domain module: mapped here, once for all services
+            exc = status_of(exc)
         error = denial or (exc if isinstance(exc, TesseraError) else None)
         if exc is None and error is None:
             self._access_log("OK")

@@ -17,7 +17,6 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import grpc
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
@@ -25,7 +24,7 @@ from services.resources.planner import OutputColumn
 from services.resources.results import PinnedResult, content_hash
 from shared import db
 from shared.bounded_json import canonical
-from shared.errors import TesseraError
+from shared.refusals import Unavailable
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 CACHE_ENTRIES = 16  # pinned results are immutable: a replica may keep the recent ones in memory
@@ -90,13 +89,13 @@ def available() -> Iterator[None]:
     try:
         yield
     except _GONE as exc:
-        raise TesseraError(grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE",
-                           "the gateway's result store does not answer; try again shortly") from exc
+        raise Unavailable("STORE_UNAVAILABLE", "the gateway's result store does not answer; try again shortly") \
+            from exc
     except sa.exc.DBAPIError as exc:
         if not exc.connection_invalidated:
             raise
-        raise TesseraError(grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE",
-                           "the gateway's result store connection was lost; try again shortly") from exc
+        raise Unavailable("STORE_UNAVAILABLE",
+                          "the gateway's result store connection was lost; try again shortly") from exc
 
 
 class ResourceStore:

@@ -1,0 +1,42 @@
+"""Domain refusals (raised by stores, no gRPC there) become one status each, in one place."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+
+from shared import refusals
+from shared.errors import status_of
+
+
+@pytest.mark.parametrize(("kind", "code"), [
+    (refusals.NotFound, grpc.StatusCode.NOT_FOUND),
+    (refusals.AlreadyExists, grpc.StatusCode.ALREADY_EXISTS),
+    (refusals.Conflict, grpc.StatusCode.FAILED_PRECONDITION),
+    (refusals.Denied, grpc.StatusCode.PERMISSION_DENIED),
+    (refusals.Exhausted, grpc.StatusCode.RESOURCE_EXHAUSTED),
+    (refusals.Unavailable, grpc.StatusCode.UNAVAILABLE),
+])
+def test_each_kind_of_refusal_has_its_status_and_keeps_reason_message_and_metadata(kind, code):
+    error = status_of(kind("SOME_REASON", "what happened", {"approval_id": "apr_1"}))
+    assert (error.code, error.reason, error.message, error.metadata) == (
+        code, "SOME_REASON", "what happened", {"approval_id": "apr_1"})
+
+
+def test_a_narrower_refusal_answers_with_its_kinds_status():
+    class LinkUsed(refusals.Conflict):
+        pass
+
+    assert status_of(LinkUsed("LINK_USED", "used")).code == grpc.StatusCode.FAILED_PRECONDITION
+
+
+def test_the_store_modules_import_no_grpc():
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    for store in ["services/resources/store.py", "shared/refusals.py"]:
+        tree = ast.parse((root / store).read_text())
+        imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        imported |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+        assert not {name for name in imported if name.startswith("grpc") or name.endswith("_pb2")}, store
