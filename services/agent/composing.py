@@ -6,7 +6,7 @@ say only what the draft computed; the caption under the answer says the rest (da
 
 from __future__ import annotations
 
-from services.agent.drafting import Drafted
+from services.agent.drafting import Drafted, Listing
 from services.agent.time_words import describe
 from services.agent.understanding import Reading
 
@@ -66,6 +66,43 @@ def compose(question: str, view: dict, reading: Reading, drafted: Drafted, rows:
                        "data": {"evidence": view["evidence"][-1]["id"]}})
     main = {"id": "main", "component": ids["Column"], "data": {}, "children": [b["id"] for b in blocks]}
     return {"version": 1, "id": "answer", "title": question[:120], "blocks": [main, *blocks]}
+
+
+def compose_listing(question: str, view: dict, listing: Listing) -> dict:
+    """The records of a listing as a table, under a sentence naming the newest (bound to its cell)."""
+    ids = {c["name"]: c["id"] for c in view["components"]}
+    resource = view["resources"][-1]
+    binding = {"ref": resource["id"], "offer": resource["offer"]}
+    entity, order = listing.entity["label"], listing.order_field["label"].lower()
+    if resource["rows"] == 0 or not listing.dated:
+        sentence = {"id": "answer-text", "component": ids["Text"], "data": {
+            "text": f"No {entity.lower()} records matched." if resource["rows"] == 0 else
+                    f"{entity} records, by {order} (last first)."}}
+    else:
+        sentence = {"id": "answer-text", "component": ids["FigureText"], "data": {
+            "text": f"{entity} records, newest first by {order}; the newest is {{latest}}.",
+            "figures": {"latest": {"resource": binding, "row": 0, "column": listing.order_output}}}}
+    children = ["title", "answer-text", "table"] + (["evidence"] if view["evidence"] else [])
+    blocks = [{"id": "main", "component": ids["Column"], "data": {}, "children": children},
+              {"id": "title", "component": ids["Heading"], "data": {"text": question[:120]}}, sentence,
+              {"id": "table", "component": ids["DataTable"], "data": {
+                  "resource": binding, "columns": [f"c{i}" for i in range(len(listing.fields))], "page_size": 25}}]
+    if view["evidence"]:
+        blocks.append({"id": "evidence", "component": ids["EvidenceNote"],
+                       "data": {"evidence": view["evidence"][-1]["id"]}})
+    return {"version": 1, "id": "answer", "title": question[:120], "blocks": blocks}
+
+
+def compose_flag_button(question: str, view: dict, action: str, order_id: int) -> dict:
+    """A button that asks for the order to be flagged (a person approves before anything changes)."""
+    ids = {c["name"]: c["id"] for c in view["components"]}
+    return {"version": 1, "id": "answer", "title": question[:120], "blocks": [
+        {"id": "main", "component": ids["Column"], "data": {}, "children": ["title", "note", "flag"]},
+        {"id": "title", "component": ids["Heading"], "data": {"text": f"Flag order {order_id} for review"}},
+        {"id": "note", "component": ids["Text"], "data": {
+            "text": "Pressing the button asks for the change; a person approves it before anything changes."}},
+        {"id": "flag", "component": ids["ActionButton"], "data": {
+            "label": "Flag for review", "action": action, "input": {"record_id": order_id}}}]}
 
 
 def _figures(ids: dict, binding: dict, reading: Reading, drafted: Drafted) -> list[dict]:

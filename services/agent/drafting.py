@@ -10,7 +10,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 
 from services.agent.time_words import TimeSpan
-from services.agent.understanding import Filter, Reading, reachable
+from services.agent.understanding import Filter, Reading, reachable, words
 
 
 class CannotPlan(Exception):
@@ -24,6 +24,39 @@ class Drafted:
     primary_label: str
     dimensions: list[str] = field(default_factory=list)  # output ids, the time breakdown first
     time_field: dict | None = None
+
+
+@dataclass
+class Listing:
+    """A record listing: the entity, its fields shown (bounded values only), the one it is ordered by (newest
+    first), and the draft that lists them (outputs `c0…` in field order)."""
+
+    entity: dict
+    fields: list[dict]
+    order_field: dict
+    draft: dict
+
+    @property
+    def dated(self) -> bool:
+        return self.order_field["type"] in ("timestamp", "date")
+
+    @property
+    def order_output(self) -> str:
+        return f"c{self.fields.index(self.order_field)}"
+
+
+def plan_listing(entities: list[dict], asked: set[str]) -> Listing | None:
+    """“List the latest orders”: the best-matching entity with fields to show, newest first; None if none has."""
+    ranked = sorted(entities, key=lambda e: -len(asked & set(words(" ".join([e["label"], *e.get("synonyms", [])])))))
+    entity = next((e for e in ranked if any(f["exposure"] == "bounded-values" for f in e["fields"])), None)
+    if entity is None:
+        return None
+    fields = [f for f in entity["fields"] if f["exposure"] == "bounded-values"][:6]
+    order_field = next((f for f in fields if f["type"] in ("timestamp", "date")), fields[0])
+    draft = {"mode": "records", "entity": entity["id"],
+             "fields": [{"id": f"c{i}", "field": f["id"]} for i, f in enumerate(fields)],
+             "order_by": [{"output": f"c{fields.index(order_field)}", "direction": "desc"}]}
+    return Listing(entity, fields, order_field, draft)
 
 
 def time_field(entities: list[dict], owner: str) -> dict | None:
@@ -57,7 +90,8 @@ def _condition(condition: Filter) -> dict:
     return {"field": condition.field["id"], "op": "in", "values": values}
 
 
-def draft_for(reading: Reading, entities: list[dict]) -> Drafted:
+def plan(reading: Reading, entities: list[dict]) -> Drafted:
+    """The analysis that answers the reading, or CannotPlan saying why there is none."""
     if not reading.measures:
         raise CannotPlan("I found no measure in the question")
     _check_reach(reading, entities)

@@ -10,6 +10,7 @@ drifted and unreachable tools are reported as unavailable for the turn.
 from __future__ import annotations
 
 import json
+from functools import partial
 
 import grpc
 
@@ -43,46 +44,58 @@ async def list_external(state: TurnState, capabilities) -> list[cap.Tool]:
     return [t for t in listed.tools if t.availability == cap.TOOL_AVAILABILITY_AVAILABLE]
 
 
+class ExternalCalls:
+    """The broker's tools of one turn: every call goes through CallTool, with a call id unique in the turn."""
+
+    def __init__(self, state: TurnState, capabilities) -> None:
+        self.state, self.capabilities = state, capabilities
+        self.calls = 0
+
+    async def call(self, tool_id: str, arguments: dict) -> dict:
+        reply = await self._call_tool(tool_id, arguments)
+        self.state.tainted |= reply.tainted
+        self.state.flagged |= reply.flagged
+        outcome = reply.WhichOneof("outcome")
+        if outcome == "content":
+            content = reply.content
+            return {"untrusted_data": {"source": content.source, "ref": content.ref, "text": content.text,
+                                       "clipped": content.clipped, "flags": sorted({m.rule for m in content.matches})},
+                    "note": UNTRUSTED_NOTE}
+        if outcome == "pending_approval":
+            return self._pending(reply)
+        self.state.mark_unavailable(tool_id, f"{_AVAILABILITY.get(reply.unavailable.availability, 'unavailable')}: "
+                                             f"{reply.unavailable.reason}")
+        raise TesseraError(grpc.StatusCode.UNAVAILABLE, "TOOL_UNAVAILABLE", reply.unavailable.message)
+
+    async def _call_tool(self, tool_id: str, arguments: dict) -> cap.CallToolResponse:
+        self.calls += 1
+        state = self.state
+        try:
+            return await self.capabilities.CallTool(cap.CallToolRequest(
+                actor=state.actor, session_id=state.session_id, turn_id=state.turn_id,
+                call_id=f"{state.turn_id}-x{self.calls}", tool_id=tool_id, arguments_json=json.dumps(arguments)),
+                timeout=60)
+        except grpc.aio.AioRpcError as exc:
+            details = error_details(exc)
+            raise TesseraError(exc.code(), details.reason or exc.code().name, details.message) from None
+
+    def _pending(self, reply: cap.CallToolResponse) -> dict:
+        """A mutation asked for: it waits for a person (or, asked before, is wherever that request is now)."""
+        approval_id = reply.pending_approval.approval_id
+        if reply.receipt.status != common_pb2.INTENT_STATUS_AWAITING_APPROVAL:  # a repeated call
+            status = common_pb2.IntentStatus.Name(reply.receipt.status).removeprefix(
+                "INTENT_STATUS_").lower().replace("_", "-")
+            return {"status": status, "approval_id": approval_id,
+                    "message": f"This exact request was made before and is {status}."}
+        self.state.awaiting_approval.append(approval_id)
+        return {"status": "awaiting-approval", "approval_id": approval_id,
+                "expires_at": reply.pending_approval.expires_at.ToJsonString(),
+                "message": "Nothing was done yet: a person must approve this first."}
+
+
 def build_external_tools(state: TurnState, capabilities, listed: list[cap.Tool]) -> list[Tool]:
-    calls = 0
-
-    def handler_for(tool_id: str):
-        async def call(arguments: dict) -> dict:
-            nonlocal calls
-            calls += 1
-            try:
-                reply = await capabilities.CallTool(cap.CallToolRequest(
-                    actor=state.actor, session_id=state.session_id, turn_id=state.turn_id,
-                    call_id=f"{state.turn_id}-x{calls}", tool_id=tool_id, arguments_json=json.dumps(arguments)),
-                    timeout=60)
-            except grpc.aio.AioRpcError as exc:
-                details = error_details(exc)
-                raise TesseraError(exc.code(), details.reason or exc.code().name, details.message) from None
-            state.tainted |= reply.tainted
-            state.flagged |= reply.flagged
-            outcome = reply.WhichOneof("outcome")
-            if outcome == "content":
-                content = reply.content
-                return {"untrusted_data": {"source": content.source, "ref": content.ref, "text": content.text,
-                                           "clipped": content.clipped,
-                                           "flags": sorted({m.rule for m in content.matches})},
-                        "note": UNTRUSTED_NOTE}
-            if outcome == "pending_approval":
-                approval_id = reply.pending_approval.approval_id
-                if reply.receipt.status != common_pb2.INTENT_STATUS_AWAITING_APPROVAL:  # a repeated call
-                    status = common_pb2.IntentStatus.Name(reply.receipt.status).removeprefix(
-                        "INTENT_STATUS_").lower().replace("_", "-")
-                    return {"status": status, "approval_id": approval_id,
-                            "message": f"This exact request was made before and is {status}."}
-                state.awaiting_approval.append(approval_id)
-                return {"status": "awaiting-approval", "approval_id": approval_id,
-                        "expires_at": reply.pending_approval.expires_at.ToJsonString(),
-                        "message": "Nothing was done yet: a person must approve this first."}
-            state.mark_unavailable(tool_id, f"{_AVAILABILITY.get(reply.unavailable.availability, 'unavailable')}: "
-                                            f"{reply.unavailable.reason}")
-            raise TesseraError(grpc.StatusCode.UNAVAILABLE, "TOOL_UNAVAILABLE", reply.unavailable.message)
-        return call
-
+    """The listed tools whose schemas are usable, each calling the broker; the others unavailable this turn."""
+    external = ExternalCalls(state, capabilities)
     tools = []
     for listed_tool in listed:
         try:
@@ -91,5 +104,5 @@ def build_external_tools(state: TurnState, capabilities, listed: list[cap.Tool])
         except (ToolSchemaError, ValueError) as exc:
             state.mark_unavailable(listed_tool.tool_id, f"unusable input schema: {exc}"[:200])
             continue
-        tools.append(Tool(contract, handler_for(listed_tool.tool_id)))
+        tools.append(Tool(contract, partial(external.call, listed_tool.tool_id)))
     return tools

@@ -1,10 +1,12 @@
 """The embedded planner: the default model, deterministic and offline.
 
 It is a model like any other: it sees only tool results (through the same bridge, schemas and shapes) and
-answers with tool calls. Its work is three pure steps around the tools: `understand()` maps the question's
-words to the catalog (understanding.py), `draft_for()` plans the analysis (drafting.py), `compose()` builds
-the surface (composing.py). It plans only when every word that matters was understood; otherwise it says
-which words it could not use and offers questions it can answer.
+answers with tool calls. Its work is three pure steps between the tool calls: `understand()` maps the
+question's words to the catalog (understanding.py), `drafting.plan()` turns that reading into an analysis
+draft (a listing: `drafting.plan_listing()`), `compose()` builds the surface from the frozen slice
+(composing.py; also `compose_listing()`, `compose_flag_button()`). This class only calls the tools and
+chains those steps. It plans only when every word that matters was understood; otherwise it says which
+words it could not use and offers questions it can answer.
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from services.agent import suggestions
-from services.agent.composing import compose, subject
-from services.agent.drafting import CannotPlan, Drafted, draft_for, time_field
+from services.agent import drafting, suggestions
+from services.agent.composing import compose, compose_flag_button, compose_listing, subject
+from services.agent.drafting import CannotPlan, Drafted, time_field
 from services.agent.understanding import (
     CHANGE_VERBS,
     LISTING_WORDS,
@@ -149,7 +151,7 @@ class EmbeddedPlanner:
             if isinstance(resolved, Plan):
                 return resolved
         try:
-            drafted = draft_for(reading, entities)
+            drafted = drafting.plan(reading, entities)
         except CannotPlan as exc:
             return Plan(f"I can't answer that: {exc}.", False, suggestions.closest(reading, entities))
         analysis, role = await self._analyze(drafted, entities, call)
@@ -208,52 +210,22 @@ class EmbeddedPlanner:
         return Plan(f"I can't change data that way: I only read it, and changes go through reviewed actions.{offer}",
                     False)
 
-    async def _records(self, question: str, entities: list[dict], asked: set[str], call) -> Plan:
+    async def _records(self, question: str, entities: list[dict], asked: set[str], call: CallTool) -> Plan:
         """"List the latest orders": a record listing of the best-matching entity, newest first."""
-        ranked = sorted(entities, key=lambda e: -len(asked & set(words(" ".join([e["label"], *e.get("synonyms",
-                                                                                                      [])])))))
-        entity = next((e for e in ranked if any(f["exposure"] == "bounded-values" for f in e["fields"])), None)
-        if entity is None:
+        listing = drafting.plan_listing(entities, asked)
+        if listing is None:
             return Plan("I can't list that: I found no records I may show.", False)
-        fields = [f for f in entity["fields"] if f["exposure"] == "bounded-values"][:6]
-        time_field = next((f for f in fields if f["type"] in ("timestamp", "date")), fields[0])
-        draft = {"mode": "records", "entity": entity["id"],
-                 "fields": [{"id": f"c{i}", "field": f["id"]} for i, f in enumerate(fields)],
-                 "order_by": [{"output": f"c{fields.index(time_field)}", "direction": "desc"}]}
-        analysis = await call("run_analysis", {"draft": draft})
+        analysis = await call("run_analysis", {"draft": listing.draft})
         if not analysis.ok:
             return Plan(f"The listing was refused ({analysis.error_code}): {analysis.error_message}", False)
         frozen = await call("present_ui", {})
         if not frozen.ok:
             return _display_failed(frozen)
-        view = frozen.content["slice"]
-        ids = {c["name"]: c["id"] for c in view["components"]}
-        resource = view["resources"][-1]
-        binding = {"ref": resource["id"], "offer": resource["offer"]}
-        rows = view["resources"][-1]["rows"]
-        latest = f"c{fields.index(time_field)}"
-        dated = time_field["type"] in ("timestamp", "date")
-        sentence = ({"id": "answer-text", "component": ids["Text"], "data": {
-            "text": f"No {entity['label'].lower()} records matched." if rows == 0 else
-                    f"{entity['label']} records, by {time_field['label'].lower()} (last first)."}}
-            if rows == 0 or not dated else
-            {"id": "answer-text", "component": ids["FigureText"], "data": {
-                "text": f"{entity['label']} records, newest first by {time_field['label'].lower()}; the newest is "
-                        "{latest}.", "figures": {"latest": {"resource": binding, "row": 0, "column": latest}}}})
-        children = ["title", "answer-text", "table"] + (["evidence"] if view["evidence"] else [])
-        blocks = [{"id": "main", "component": ids["Column"], "data": {}, "children": children},
-                  {"id": "title", "component": ids["Heading"], "data": {"text": question[:120]}}, sentence,
-                  {"id": "table", "component": ids["DataTable"], "data": {
-                      "resource": binding, "columns": [f"c{i}" for i in range(len(fields))], "page_size": 25}}]
-        if view["evidence"]:
-            blocks.append({"id": "evidence", "component": ids["EvidenceNote"],
-                           "data": {"evidence": view["evidence"][-1]["id"]}})
-        outcome = await call("present_ui", {"proposal": {"version": 1, "id": "answer", "title": question[:120],
-                                                         "blocks": blocks}})
+        outcome = await call("present_ui", {"proposal": compose_listing(question, frozen.content["slice"], listing)})
         if not outcome.ok or not outcome.content.get("revision"):
             return Plan("I prepared the listing but the display was refused; nothing was shown.", False)
         rows = analysis.content["resource"]
-        return Plan(f"Here are the {entity['label'].lower()} records, newest first: {rows['rows']} rows"
+        return Plan(f"Here are the {listing.entity['label'].lower()} records, newest first: {rows['rows']} rows"
                     f"{' (capped)' if rows['truncated'] else ''}.", True)
 
     async def _external(self, question: str, tools: set[str], unavailable: dict, call: CallTool) -> Plan | None:
@@ -329,14 +301,7 @@ class EmbeddedPlanner:
         action = next((a["id"] for a in view.get("actions", []) if a["action"] == "orders.flag_for_review"), None)
         if action is None:
             return Plan("I can't offer that: flagging orders for review is not available here.", False)
-        ids = {c["name"]: c["id"] for c in view["components"]}
-        proposal = {"version": 1, "id": "answer", "title": question[:120], "blocks": [
-            {"id": "main", "component": ids["Column"], "data": {}, "children": ["title", "note", "flag"]},
-            {"id": "title", "component": ids["Heading"], "data": {"text": f"Flag order {order_id} for review"}},
-            {"id": "note", "component": ids["Text"], "data": {
-                "text": "Pressing the button asks for the change; a person approves it before anything changes."}},
-            {"id": "flag", "component": ids["ActionButton"], "data": {
-                "label": "Flag for review", "action": action, "input": {"record_id": order_id}}}]}
+        proposal = compose_flag_button(question, view, action, order_id)
         outcome = await call("present_ui", {"proposal": proposal})
         if not outcome.ok or not outcome.content.get("revision"):
             return Plan("I prepared the request but the display was refused; nothing was shown.", False)

@@ -7,7 +7,7 @@ import datetime as dt
 
 import pytest
 
-from services.agent.drafting import CannotPlan, draft_for
+from services.agent.drafting import CannotPlan, plan
 from services.agent.suggestions import closest
 from services.agent.time_words import describe, find_time
 from services.agent.understanding import Reading, understand, unexplained_words
@@ -115,19 +115,19 @@ def test_value_words_are_looked_for_before_typos_are_corrected():
 
 
 def test_drafts():
-    drafted = draft_for(read("Top 2 channels by net revenue in France last quarter"), SLICE)
+    drafted = plan(read("Top 2 channels by net revenue in France last quarter"), SLICE)
     draft = drafted.draft
     assert draft["order_by"] == [{"output": "m0", "direction": "desc"}] and draft["limit"] == 2
     assert draft["output"] == "ranking" and draft["dimensions"] == [{"id": "d0", "field": "fld_orders.channel"}]
     assert {"field": "fld_regions.country", "op": "eq", "value": "France"} in draft["filter"]["all"]
     assert {"field": "fld_orders.ordered_at", "op": "previous", "unit": "quarter", "count": 1} in draft["filter"]["all"]
-    share = draft_for(read("what percentage of orders were cancelled by channel"), SLICE).draft
+    share = plan(read("what percentage of orders were cancelled by channel"), SLICE).draft
     assert share["calculations"] == [{"id": "share", "kind": "share_of_total", "of": "m0", "within": ["d0"]}]
     assert share["having"] == {"output": "s", "op": "eq", "value": "cancelled"}
-    per = draft_for(read("orders per customer"), SLICE)
+    per = plan(read("orders per customer"), SLICE)
     assert per.primary == "per" and per.draft["calculations"] == [
         {"id": "per", "kind": "ratio", "of": "m0", "to": "per_count"}]
-    compare = draft_for(read("net revenue month over month in 2025"), SLICE).draft
+    compare = plan(read("net revenue month over month in 2025"), SLICE).draft
     assert compare["dimensions"][0] == {"id": "t", "field": "fld_orders.ordered_at", "grain": "month"}
     assert [c["kind"] for c in compare["calculations"]] == ["prior", "growth"]
     when = "fld_orders.ordered_at"
@@ -137,9 +137,9 @@ def test_drafts():
 
 def test_what_cannot_be_drafted_says_why():
     with pytest.raises(CannotPlan, match="cannot be limited by sales channel"):
-        draft_for(read("Number of customers for web orders"), SLICE)  # customers do not belong to orders
+        plan(read("Number of customers for web orders"), SLICE)  # customers do not belong to orders
     with pytest.raises(CannotPlan, match="no measure"):
-        draft_for(Reading(), SLICE)
+        plan(Reading(), SLICE)
 
 
 def test_suggestions_are_questions_the_planner_understands():
@@ -148,7 +148,7 @@ def test_suggestions_are_questions_the_planner_understands():
     for question in offered:
         reading = read(question)
         assert reading.measures and not reading.unknown, question
-        draft_for(reading, SLICE)
+        plan(reading, SLICE)
 
 
 @pytest.mark.parametrize(("text", "kind", "start", "end", "words"), [
@@ -206,7 +206,7 @@ def test_a_sentence_over_two_breakdowns_names_the_whole_combination():
     from services.agent.composing import compose
 
     reading = read("Net revenue by region and sales channel")
-    drafted = draft_for(reading, SLICE)
+    drafted = plan(reading, SLICE)
     view = {"components": [{"name": n, "id": n} for n in ("Heading", "Text", "FigureText", "Metric", "Chart",
                                                           "DataTable", "EvidenceNote", "Column")],
             "resources": [{"id": "r1", "offer": "o"}], "evidence": []}
