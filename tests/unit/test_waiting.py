@@ -56,6 +56,11 @@ def test_detail_adds_context_to_the_failure():
         wait_until(lambda: False, timeout=0.01, what="a line", detail=lambda: "output: boom")
 
 
+def test_a_detail_that_fails_still_leaves_the_timeout_message():
+    with pytest.raises(AssertionError, match=r"for a line; last seen: False; \(detail failed: FileNotFoundError"):
+        wait_until(lambda: False, timeout=0.01, what="a line", detail=lambda: open("/nonexistent/log").read())
+
+
 def test_ignored_exceptions_mean_not_yet_and_the_last_one_is_reported():
     attempts = iter([ConnectionRefusedError("refused"), ConnectionRefusedError("refused"), "up"])
 
