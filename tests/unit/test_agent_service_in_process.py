@@ -8,10 +8,13 @@ import asyncio
 import json
 
 import grpc
+import httpx
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ed25519
+from grpc_health.v1 import health_pb2
 
-from services.agent.peers import Peers
+from services.agent.chat import ChatAdapter, ChatConfig
+from services.agent.peers import Peers, health_readiness
 from services.agent.server import AgentService
 from services.agent.tools import TOOL_NAMES
 from shared.actors import ActorVerifier, assert_actor
@@ -21,6 +24,7 @@ from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2
 from tessera.resources.v1 import resources_pb2 as res
+from tests.fixtures.fake_model import chunk
 
 CLI_KEY = ed25519.Ed25519PrivateKey.generate()
 ALL_SERVING = {"resources": "SERVING", "host": "SERVING", "capabilities": "SERVING"}
@@ -103,13 +107,14 @@ class FakeCapabilities:
 
 
 def agent(readiness: dict[str, str] | None = None, resources: FakeResources | None = None,
-          host: FakeHost | None = None) -> AgentService:
+          host: FakeHost | None = None, chat: ChatAdapter | None = None) -> AgentService:
     async def ready() -> dict[str, str]:
         return readiness or ALL_SERVING
 
     peers = Peers(resources=resources or FakeResources(), host=host or FakeHost(), capabilities=FakeCapabilities(),
                   ready=ready)
-    return AgentService(common_pb2.ServiceInfo(name="agent"), ActorVerifier({"cli": CLI_KEY.public_key()}), peers)
+    return AgentService(common_pb2.ServiceInfo(name="agent"), ActorVerifier({"cli": CLI_KEY.public_key()}), peers,
+                        chat)
 
 
 def person(actor_id: str = "alice") -> common_pb2.ActorAssertion:
@@ -207,3 +212,48 @@ def test_only_the_turns_own_actor_may_cancel_it():
 def test_cancelling_a_turn_that_is_not_running_cancels_nothing():
     reply = asyncio.run(agent().CancelTurn(agent_pb2.CancelTurnRequest(actor=person(), turn_id="trn_unknown"), None))
     assert not reply.cancelled
+
+
+def test_cancel_turn_needs_a_signed_actor():
+    with pytest.raises(TesseraError) as refused:
+        asyncio.run(agent().CancelTurn(agent_pb2.CancelTurnRequest(turn_id="trn_unknown"), None))
+    assert (refused.value.code, refused.value.reason) == (grpc.StatusCode.UNAUTHENTICATED, "ACTOR_MISSING")
+
+
+def test_a_model_stream_that_breaks_fails_the_turn_and_runs_no_tool():
+    def half_a_tool_call(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=chunk({"tool_calls": [
+            {"index": 0, "id": "b1", "type": "function", "function": {"name": "present_ui", "arguments": '{"p'}}]}))
+
+    async def scenario():
+        chat = ChatAdapter(ChatConfig(base_url="http://model.test/v1", model="scripted"),
+                           transport=httpx.MockTransport(half_a_tool_call))
+        try:
+            service = agent(chat=chat)
+            info = await service.GetInfo(agent_pb2.GetInfoRequest(), None)
+            return info, await events_of(service, turn_request("net revenue"))
+        finally:
+            await chat.aclose()
+
+    info, events = asyncio.run(scenario())
+    assert info.model == "openai-compatible:scripted"
+    assert [e.error.reason for e in events if e.WhichOneof("event") == "error"] == ["MODEL_STREAM_BROKEN"]
+    assert events[-1].done.outcome == agent_pb2.TURN_OUTCOME_FAILED and not finished_tools(events)
+
+
+class FakeHealth:
+    def __init__(self, answer: int | grpc.StatusCode) -> None:
+        self.answer = answer
+
+    async def Check(self, request, timeout=None):
+        if isinstance(self.answer, grpc.StatusCode):
+            raise rpc_error(self.answer)
+        return health_pb2.HealthCheckResponse(status=self.answer)
+
+
+def test_peer_readiness_is_each_peers_own_health_answer():
+    ready = health_readiness({"resources": FakeHealth(grpc.StatusCode.UNAVAILABLE),
+                              "host": FakeHealth(health_pb2.HealthCheckResponse.SERVING),
+                              "capabilities": FakeHealth(grpc.StatusCode.PERMISSION_DENIED)})
+    assert asyncio.run(ready()) == {"resources": "UNREACHABLE", "host": "SERVING",
+                                    "capabilities": "PERMISSION_DENIED"}
