@@ -11,11 +11,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-import grpc
 import sqlalchemy as sa
 
-from services.capabilities.store import decision_nonces, enrollments, passkeys, refuse
+from services.capabilities.store import decision_nonces, enrollments, passkeys
 from shared import db
+from shared.refusals import AlreadyExists, Conflict, Exhausted, NotFound
 
 MAX_OPEN_NONCES = 20  # per approval: each BeginDecision adds one; a page asking in a loop is refused, not stored
 
@@ -66,15 +66,15 @@ class PasskeyStore:
             row = connection.execute(sa.select(enrollments).where(enrollments.c.token_sha256 == token_sha256)
                                      .with_for_update()).first()
             if row is None:
-                raise refuse(grpc.StatusCode.NOT_FOUND, "LINK_UNKNOWN",
-                             "this sign-in link is not one Tessera made; ask your operator for a new one")
+                raise NotFound("LINK_UNKNOWN",
+                               "this sign-in link is not one Tessera made; ask your operator for a new one")
             if row.redeemed_at is not None:
-                raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "LINK_USED",
-                             "this sign-in link was used already (each link works once); ask your operator "
-                             "for a new one")
+                raise Conflict("LINK_USED",
+                               "this sign-in link was used already (each link works once); ask your operator "
+                               "for a new one")
             if now >= row.expires_at:
-                raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "LINK_EXPIRED",
-                             "this sign-in link expired (links last 10 minutes); ask your operator for a new one")
+                raise Conflict("LINK_EXPIRED",
+                               "this sign-in link expired (links last 10 minutes); ask your operator for a new one")
             connection.execute(enrollments.update().where(enrollments.c.token_sha256 == token_sha256).values(
                 redeemed_at=now, enrollment_id=enrollment_id, challenge=challenge))
             enrollment = Enrollment(enrollment_id, row.tenant_id, row.actor_id, row.display_name, row.expires_at,
@@ -98,8 +98,8 @@ class PasskeyStore:
         try:
             return self._register(enrollment_id, credential_id, public_key, sign_count, aaguid)
         except sa.exc.IntegrityError:  # the same credential registered through another link at this moment
-            raise refuse(grpc.StatusCode.ALREADY_EXISTS, "PASSKEY_ALREADY_REGISTERED",
-                         "this passkey is registered already") from None
+            raise AlreadyExists("PASSKEY_ALREADY_REGISTERED",
+                                "this passkey is registered already") from None
 
     def _register(self, enrollment_id: str, credential_id: str, public_key: bytes, sign_count: int,
                   aaguid: str) -> int:
@@ -108,12 +108,12 @@ class PasskeyStore:
             row = connection.execute(sa.select(enrollments).where(enrollments.c.enrollment_id == enrollment_id)
                                      .with_for_update()).one()
             if row.registered_at is not None:
-                raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "ENROLLMENT_USED",
-                             "this enrollment registered a passkey already; a new link adds another")
+                raise Conflict("ENROLLMENT_USED",
+                               "this enrollment registered a passkey already; a new link adds another")
             if connection.execute(sa.select(passkeys.c.credential_id).where(
                     passkeys.c.credential_id == credential_id)).first() is not None:
-                raise refuse(grpc.StatusCode.ALREADY_EXISTS, "PASSKEY_ALREADY_REGISTERED",
-                             "this passkey is registered already")
+                raise AlreadyExists("PASSKEY_ALREADY_REGISTERED",
+                                    "this passkey is registered already")
             connection.execute(passkeys.insert().values(
                 credential_id=credential_id, tenant_id=row.tenant_id, actor_id=row.actor_id, public_key=public_key,
                 sign_count=sign_count, aaguid=aaguid, created_at=now))
@@ -135,7 +135,7 @@ class PasskeyStore:
                 passkeys.c.credential_id == credential_id, passkeys.c.tenant_id == tenant_id,
                 passkeys.c.actor_id == actor_id))
             if removed.rowcount != 1:
-                raise refuse(grpc.StatusCode.NOT_FOUND, "PASSKEY_UNKNOWN", "this person has no such passkey")
+                raise NotFound("PASSKEY_UNKNOWN", "this person has no such passkey")
             return _count(connection, tenant_id, actor_id)
 
     def passkey(self, credential_id: str) -> Passkey | None:
@@ -160,9 +160,9 @@ class PasskeyStore:
             open_ = connection.execute(sa.select(sa.func.count()).select_from(decision_nonces).where(
                 decision_nonces.c.approval_id == approval_id, decision_nonces.c.used_at.is_(None))).scalar_one()
             if open_ >= MAX_OPEN_NONCES:
-                raise refuse(grpc.StatusCode.RESOURCE_EXHAUSTED, "TOO_MANY_OPEN_DECISIONS",
-                             f"at most {MAX_OPEN_NONCES} decisions may be open on one approval at a time; "
-                             "finish one or wait a few minutes")
+                raise Exhausted("TOO_MANY_OPEN_DECISIONS",
+                                f"at most {MAX_OPEN_NONCES} decisions may be open on one approval at a time; "
+                                "finish one or wait a few minutes")
             connection.execute(decision_nonces.insert().values(
                 nonce=nonce, approval_id=approval_id, tenant_id=tenant_id, actor_id=actor_id, expires_at=expires_at))
 

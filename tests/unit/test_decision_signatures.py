@@ -21,6 +21,7 @@ from shared import decisions
 from shared.actors import Actor
 from shared.errors import TesseraError
 from shared.paths import REPO_ROOT
+from shared.refusals import Exhausted
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 
 OPERATOR_KEY = ed25519.Ed25519PrivateKey.generate()
@@ -68,7 +69,7 @@ def test_the_operator_key_counts_only_where_the_policy_accepts_it_and_only_from_
 def test_a_nonce_is_bounded_per_approval(signatures):
     for number in range(20):
         signatures.people.issue_nonce(f"n-{number}", "apr_1", "acme", "dana", time.time() + 300)
-    with pytest.raises(TesseraError) as refused:
+    with pytest.raises(Exhausted) as refused:
         signatures.people.issue_nonce("n-21", "apr_1", "acme", "dana", time.time() + 300)
     assert refused.value.reason == "TOO_MANY_OPEN_DECISIONS"
     signatures.people.issue_nonce("n-other", "apr_2", "acme", "dana", time.time() + 300)  # per approval
