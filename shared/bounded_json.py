@@ -3,8 +3,7 @@
 `parse` accepts only finite JSON: no NaN/Infinity, no duplicate keys, no
 lone surrogates, and within bounds — raw bytes first (before any parsing
 work), then depth, number of values and serialized size in UTF-16 code units
-(an astral character counts 2), and, where Limits asks, integers an IEEE
-double holds exactly. Errors carry a JSON Pointer and a stable code.
+(an astral character counts 2). Errors carry a JSON Pointer and a stable code.
 
 `canonical` writes a value as RFC 8785 canonical JSON, the form every content
 hash and pin is taken over.
@@ -14,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 import sys
 from dataclasses import dataclass
 
@@ -31,9 +31,6 @@ class Limits:
     max_depth: int = MAX_DEPTH
     max_values: int = MAX_VALUES
     max_utf16_units: int = MAX_UTF16_UNITS
-    # False: any integer Python parses (up to 4,300 digits); True: only those that name one IEEE double
-    # (all up to ±2**53; past it, 2**63 or 10**20, but not 2**53 + 1): the integers canonical() can write.
-    doubles_only: bool = False
 
 
 DEFAULT_LIMITS = Limits()
@@ -127,9 +124,6 @@ def check(value: object, limits: Limits = DEFAULT_LIMITS, count_units: bool = Tr
         elif node is None:
             units += 4
         elif kind is int:
-            if limits.doubles_only and _as_double(node) is None:
-                raise BoundedJsonError("json.inexact-integer", "an integer that names no one IEEE double",
-                                       _pointer(entry))
             units += len(str(node))
         elif kind is float:
             if node != node or node in (float("inf"), float("-inf")):
@@ -167,24 +161,10 @@ def _check_string(text: str, entry: tuple) -> None:
         raise BoundedJsonError("json.lone-surrogate", "string contains a lone surrogate", _pointer(entry))
 
 
-_SAFE = 2**53  # every integer up to this magnitude is a double
-
-
-def _as_double(number: int) -> float | None:
-    """The IEEE double an integer names unambiguously: the one equal to it, or the one RFC 8785 writes
-    with its digits (2**63 is written 9223372036854776000); None for any other (2**53 + 1, 10**400)."""
-    if -_SAFE <= number <= _SAFE:
-        return float(number)
-    try:
-        double = float(number)  # the nearest double, as ECMAScript reads the digits
-    except OverflowError:
-        return None
-    return double if double == number or rfc8785.dumps(double) == str(number).encode() else None
-
-
 # Only the rules, no bounds: canonical() asks which part of a value has no canonical form.
-_CANONICAL_RULES = Limits(max_raw_bytes=sys.maxsize, max_depth=sys.maxsize, max_values=sys.maxsize,
-                          max_utf16_units=sys.maxsize, doubles_only=True)
+_RULES_ONLY = Limits(max_raw_bytes=sys.maxsize, max_depth=sys.maxsize, max_values=sys.maxsize,
+                     max_utf16_units=sys.maxsize)
+_I_JSON_INTEGER = 2**53 - 1  # RFC 8785 covers I-JSON, whose integers go this far (RFC 7493 §2.2)
 
 
 def canonical(value: object) -> str:
@@ -192,30 +172,37 @@ def canonical(value: object) -> str:
     order, numbers as ECMAScript writes them (1.0 → 1, 1e21 → 1e+21, -0.0 → 0), written by the rfc8785
     package.
 
-    JSON numbers are IEEE doubles (I-JSON, which RFC 8785 requires). An integer from ±2**53 on, which
-    the package refuses, is written as the double it names unambiguously (2**63 and its RFC 8785
-    spelling 9223372036854776000 both → 9223372036854776000, 10**21 → 1e+21), so canonical text parsed
-    back canonicalises to itself; an integer that names no one double (2**53 + 1, 10**400) raises
-    BoundedJsonError `json.inexact-integer` with a pointer (send such numbers as strings, RFC 8785
-    Appendix D). Also refused, with their check() codes: a non-finite float, a lone surrogate, a key or
-    value that is not JSON. So no integer is rounded silently: two share a form only when they name the
-    same double, as 2**63 and 9223372036854776000 do for every I-JSON reader.
+    Integers are written with all their digits. Up to ±(2**53 − 1) that is RFC 8785 itself; past it the
+    RFC has no answer (it covers I-JSON, whose numbers are IEEE doubles, and the package refuses them),
+    so they keep the form they always had here: every integer its own text, never rounded and never
+    refused. A JavaScript implementation would round them; a number another party must hash the same
+    way belongs in a string (RFC 8785 Appendix D). Refused with BoundedJsonError, and the code and
+    pointer check() gives: a non-finite float, a lone surrogate, a key or value that is not JSON.
     """
     try:
         return rfc8785.dumps(value).decode("utf-8")
+    except rfc8785.IntegerDomainError:
+        return _with_big_integers(value)
     except (rfc8785.CanonicalizationError, UnicodeEncodeError) as exc:
-        check(value, _CANONICAL_RULES, count_units=False)  # raises the precise error, with its pointer
-        if not isinstance(exc, rfc8785.IntegerDomainError):
-            raise BoundedJsonError("json.non-json-type", f"no canonical form: {exc}") from None
-    return rfc8785.dumps(_big_integers_as_doubles(value)).decode("utf-8")
+        check(value, _RULES_ONLY, count_units=False)  # raises the precise error, with its pointer
+        raise BoundedJsonError("json.non-json-type", f"no canonical form: {exc}") from None
 
 
-def _big_integers_as_doubles(value: object) -> object:
-    """A copy of a checked value with each integer from ±2**53 on replaced by the double it names."""
-    if type(value) is int and not -_SAFE < value < _SAFE:  # the package refuses ±2**53 itself
-        return _as_double(value)
-    if isinstance(value, dict):
-        return {key: _big_integers_as_doubles(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_big_integers_as_doubles(item) for item in value]
-    return value
+def _with_big_integers(value: object) -> str:
+    """canonical() of a value holding integers past ±(2**53 − 1): the package writes a placeholder string
+    in the place of each, which is then replaced by the integer's digits."""
+    marker = f"\x00{secrets.token_hex(8)}:"  # random, so no string of the value can pass for a placeholder
+    digits: list[str] = []
+
+    def placed(node: object) -> object:
+        if isinstance(node, int) and not isinstance(node, bool) and abs(node) > _I_JSON_INTEGER:
+            digits.append(str(int(node)))
+            return f"{marker}{len(digits) - 1}"
+        if isinstance(node, dict):
+            return {key: placed(item) for key, item in node.items()}
+        if isinstance(node, list | tuple):
+            return [placed(item) for item in node]
+        return node
+
+    written = re.escape(json.dumps(marker)[:-1])  # as the package writes it: quoted, \u0000 for the NUL
+    return re.sub(written + r'(\d+)"', lambda found: digits[int(found[1])], canonical(placed(value)))
