@@ -50,12 +50,6 @@ export async function postJsonRetrying(path, body, onRetry = () => {}, delays = 
   }
 }
 
-// A random id (128 bits, hex). Not crypto.randomUUID: that exists only in secure contexts (https or localhost).
-export function randomId(prefix) {
-  const bytes = crypto.getRandomValues(new Uint8Array(16));
-  return `${prefix}-${Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')}`;
-}
-
 // POST that answers with server-sent events (a turn): calls onEvent for each `data:` object.
 export async function postEvents(path, body, onEvent, signal) {
   const response = await fetch(path, {
@@ -78,12 +72,6 @@ export async function postEvents(path, body, onEvent, signal) {
       if (data) onEvent(JSON.parse(data));
     }
   }
-}
-
-let counter = 0;
-export function commandId(kind) {
-  counter += 1;
-  return `${kind}-${Date.now().toString(36)}-${counter}-${Math.random().toString(36).slice(2, 8)}`;
 }
 
 // Client-side render problems go back to the server's log (a refused block, a failed window).

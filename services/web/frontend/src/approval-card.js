@@ -6,19 +6,12 @@
 // Every decision is signed by the person's passkey over a nonce from the broker, which verifies it.
 
 import { LitElement, html, css, nothing } from 'lit';
-import { getJson, postJsonRetrying, randomId, retryable } from './api.js';
+import { getJson, postJsonRetrying, retryable } from './api.js';
+import { reasonInWords, statusInWords } from './format.js';
 import { passkeysSupported, signDecision } from './passkeys.js';
 
-const STATUS = (s) => (s || '').replace('INTENT_STATUS_', '').toLowerCase().replace(/_/g, ' ');
 // What each intent does, in words, from the cards loaded so far (receipts on the stream carry only ids).
 export const titles = new Map();
-
-// A receipt's stable reason code, in words; none for the one its status already says.
-export function reasonInWords(reason) {
-  if (!reason || reason === 'REJECTED_BY_PERSON') return '';
-  if (reason === 'APPROVAL_EXPIRED') return 'no decision in time';
-  return reason.toLowerCase().replace(/_/g, ' ');
-}
 
 // A before/after value as a person reads it: text without JSON quotes, null as "(empty)".
 function plain(json) {
@@ -123,7 +116,7 @@ export class ApprovalCard extends LitElement {
   async decide(approve) {
     this._busy = true;
     this._error = '';
-    const unsigned = { approve, decision_id: randomId('web'), arguments_sha256: this._card.arguments_sha256,
+    const unsigned = { approve, decision_id: `web-${crypto.randomUUID()}`, arguments_sha256: this._card.arguments_sha256,
       reason: this.renderRoot.querySelector('textarea')?.value || '' };
     try {
       const body = await this.signed(unsigned);
@@ -184,7 +177,7 @@ export class ApprovalCard extends LitElement {
       ${card.recent_reads?.length ? html`<details><summary>${card.recent_reads.length === 1 ? "The last read" : `The last ${card.recent_reads.length} reads`} of this run</summary>
         <ul class="reads">${card.recent_reads.map((r) => html`<li><strong>${r.source}</strong> (${r.ref}):
           <q>${(r.text || '').slice(0, 200)}</q></li>`)}</ul></details>` : nothing}
-      ${decided ? html`<p role="status" class="receipt" tabindex="-1">Receipt: ${STATUS(this._outcome?.status || card.summary.status)}${
+      ${decided ? html`<p role="status" class="receipt" tabindex="-1">Receipt: ${statusInWords(this._outcome?.status || card.summary.status)}${
         reasonInWords(this._outcome?.reason) ? ` (${reasonInWords(this._outcome.reason)})` : ''}${
         this._note ? ` — ${this._note}` : ''}</p>` : html`
         <label>Reason (kept in the audit trail)<textarea maxlength="2000"></textarea></label>

@@ -1,27 +1,28 @@
 // The tessera.data/v1 catalog as Lit elements for the A2UI v0.9 renderer.
 //
-// Props arrive as the compiler wrote them (already validated against the contracts); bound
-// props are data-model paths: a resource's descriptor at /resources/<id>, its rows — fetched
-// per node through `resource-window` commands under host grants — at /resources/<id>/window.
-// Rows never come from anywhere else.
+// The renderer checks every component against its props schema (generated from the catalog's contracts) and
+// each element reads its props resolved by the A2UI binder: a bound prop arrives as the value at its data-model
+// path — a resource's descriptor at /resources/<id>, with the latest window of its rows (fetched per node
+// under host grants) at /resources/<id>/window. Rows never come from anywhere else. What an element asks for
+// is an A2UI action dispatched through the renderer's action channel (actions.js).
 
 import { html, css, nothing } from 'lit';
 import { styleMap } from 'lit/directives/style-map.js';
-import { z } from 'zod';
 import { A2uiLitElement, Catalog } from '@a2ui/web_core/v0_9';
 import { use as useECharts, init as initChart } from 'echarts/core';
 import { BarChart, LineChart, ScatterChart, PieChart, HeatmapChart } from 'echarts/charts';
 import { GridComponent, TooltipComponent, LegendComponent, AriaComponent, VisualMapComponent } from 'echarts/components';
 import { SVGRenderer } from 'echarts/renderers';
-import { postJson, commandId, report } from './api.js';
-import { columnFormat, formatTick, formatValue, isNumeric } from './format.js';
+import { report } from './api.js';
+import { outcomes } from './actions.js';
+import { CATALOG_ID, componentSchemas } from './generated/catalog-schemas.js';
+import { columnFormat, formatTick, formatValue, isNumeric, statusInWords } from './format.js';
 
 useECharts([BarChart, LineChart, ScatterChart, PieChart, HeatmapChart, GridComponent, TooltipComponent,
   LegendComponent, AriaComponent, VisualMapComponent, SVGRenderer]);
 
-export const CATALOG_ID = 'https://tessera.dev/catalogs/tessera.data/v1/catalog.json';
 export const surfaceState = {
-  revisionId: '', onAction: () => {},
+  revisionId: '',
   windows: new Map(),  // key → window, as received (surface.js)
   coming: new Set(),  // keys of first windows the host is sending
   waiting: new Map(),  // key → {timer, ask}: a block waiting for a first window
@@ -76,25 +77,35 @@ const shared = css`
   .cap-note { margin: 0.25rem 0 0; color: #3d4550; font-size: 0.85rem; }
 `;
 
-// Every component: raw props, data-model reads with subscriptions, children or their skeleton.
+// Every component: props resolved by the binder, actions through the renderer, children or their skeleton.
 class TesseraElement extends A2uiLitElement {
   static styles = shared;
 
-  get props() { return this.context?.componentModel?.properties ?? {}; }
+  get props() { return this.controller?.props ?? {}; }
   get nodeId() { return this.context?.componentModel?.id ?? ''; }
-  get model() { return this.context.dataContext.dataModel; }
 
-  watch(path, onChange) {
-    this._subscriptions = this._subscriptions || [];
-    const subscription = this.model.subscribe(path, onChange);
-    this._subscriptions.push(subscription);
-    return subscription.value;
+  // The entry a bound prop names (`/resources/<id>` → `<id>`): the binder hands over the value there, while a
+  // window's key and a state write name the entry itself, so it is read from the binding as authored.
+  boundId(prop) { return String(this.context?.componentModel?.properties?.[prop]?.path || '').split('/').pop(); }
+
+  // Asks through the renderer's action channel; how it went comes back as answered({action, reply | error}).
+  act(name, context) { this.context.dispatchAction({ event: { name, context } }); }
+  answered() {}
+
+  connectedCallback() {
+    super.connectedCallback();
+    this._onOutcome = ({ detail }) => {
+      const { action } = detail;
+      if (action.sourceComponentId === this.nodeId && action.surfaceId === this.context?.dataContext.surface.id) {
+        this.answered(detail);
+      }
+    };
+    outcomes.addEventListener('outcome', this._onOutcome);
   }
 
   disconnectedCallback() {
     super.disconnectedCallback();
-    for (const s of this._subscriptions || []) s.unsubscribe?.();
-    this._subscriptions = [];
+    outcomes.removeEventListener('outcome', this._onOutcome);
   }
 
   // A child that has not arrived yet keeps its place with a fixed minimum height: no layout jump.
@@ -106,48 +117,39 @@ class TesseraElement extends A2uiLitElement {
   children() { return (this.props.children || []).map((id) => this.child(id)); }
 }
 
-// A bound resource: its descriptor, and the rows of the window this node asked for.
+// A bound resource: its descriptor (the binder's value of the `resource` prop), and the rows of the window this
+// node asked for.
 class ResourceElement extends TesseraElement {
   static properties = { _window: { state: true }, _loading: { state: true }, _error: { state: true } };
 
-  get resourcePath() { return this.props.resource?.path || ''; }
-  get descriptor() { return this.resourcePath ? this.model.get(this.resourcePath) : undefined; }
+  get descriptor() { return this.props.resource; }
 
-  connectedCallback() {
-    super.connectedCallback();
-    queueMicrotask(() => this.start());
-  }
-
-  // The renderer may reuse this element for another node (e.g. switching tabs): start over for it.
+  // First time, or the renderer reused this element for another block (e.g. switching tabs): start over for it.
+  // Otherwise the descriptor's latest window is this block's when it is for this node at the offset it asked.
   willUpdate(changed) {
     super.willUpdate(changed);
-    const bound = `${this.nodeId}|${this.resourcePath}`;
-    if (this._started && this._bound !== bound) {
+    const bound = `${this.nodeId}|${this.boundId('resource')}`;
+    if (this._bound !== bound) {
       if (this._firstKey) surfaceState.settled(this._firstKey);  // no longer this block's window to wait for
-      for (const s of this._subscriptions || []) s.unsubscribe?.();
-      this._subscriptions = [];
-      this._started = false;
+      this._bound = bound;
       this._window = undefined;
       this._error = '';
       queueMicrotask(() => this.start());
+      return;
+    }
+    const window = this.descriptor?.window;
+    if (window && window !== this._window && window.node === this.nodeId && window.offset === this._asked) {
+      this._window = window;
+      this._loading = false;
     }
   }
 
   start() {
-    if (this._started || !this.resourcePath) return;
-    this._started = true;
-    this._bound = `${this.nodeId}|${this.resourcePath}`;
-    this.watch(`${this.resourcePath}/window`, (window) => {
-      if (window && window.node === this.nodeId && window.offset === this._asked) {
-        this._window = window;
-        this._loading = false;
-      }
-    });
-    this.watch(this.resourcePath, () => this.requestUpdate());
+    if (!this.boundId('resource')) return;
     const offset = this.firstOffset();
     this._asked = offset;
     this._loading = true;
-    this._firstKey = windowKey(this.resourcePath, this.nodeId, '/resource', offset);
+    this._firstKey = windowKey(this.boundId('resource'), this.nodeId, '/resource', offset);
     const found = firstWindow(this._firstKey, () => this.fetchWindow(offset));
     if (found) {
       this._window = found;
@@ -163,20 +165,18 @@ class ResourceElement extends TesseraElement {
   firstOffset() { return 0; }
   windowSize() { return 25; }
 
-  async fetchWindow(offset) {
+  fetchWindow(offset) {
     this._asked = offset;
     this._loading = true;
     this._error = '';
-    try {
-      await postJson('/api/commands', {
-        command_id: commandId('window'), revision_id: surfaceState.revisionId,
-        resource_window: { node_id: this.nodeId, offset, limit: this.windowSize() },
-      });
-    } catch (error) {
-      this._loading = false;
-      this._error = `Could not load rows (${error.reason || error.message}).`;
-      report('window-failed', `${this.nodeId}: ${error.reason}`);
-    }
+    this.act('resource-window', { offset, limit: this.windowSize() });
+  }
+
+  answered({ action, error }) {
+    if (!error || action.name !== 'resource-window' || action.context.prop) return;
+    this._loading = false;
+    this._error = `Could not load rows (${error.reason || error.message}).`;
+    report('window-failed', `${this.nodeId}: ${error.reason}`);
   }
 
   // What the gateway says this result answers: every bound component shows it, no proposal can set it.
@@ -296,57 +296,64 @@ function templateParts(text) {
   return parts;
 }
 
+// Each figure binds its own result; the binder does not descend into a map of them, so this block follows the
+// results through the A2UI data context itself.
 class TFigureText extends TesseraElement {
   static properties = { _values: { state: true }, _failed: { state: true } };
   static styles = [shared, css`p { margin: 0; } .figure { font-weight: 650; font-variant-numeric: tabular-nums; }
     .pending { display: inline-block; min-width: 3ch; border-radius: 4px; background: #eef0f3; color: transparent; }
     .muted { color: #4a525c; }`];
 
-  connectedCallback() {
-    super.connectedCallback();
-    queueMicrotask(() => this.start());
-  }
-
-  // The renderer may reuse this element for another block, or a revision may bind other cells: start over.
+  // First time, or the renderer reused this element for another block, or a revision bound other cells: start over.
   willUpdate(changed) {
     super.willUpdate(changed);
-    if (this._started && this._bound !== this.binding()) {
+    if (this._bound !== this.binding()) {
       this.stop();
+      this._bound = this.binding();
       queueMicrotask(() => this.start());
     }
+  }
+
+  connectedCallback() {
+    super.connectedCallback();
+    if (this.hasUpdated) this.requestUpdate();  // back in the page: follow its results again
   }
 
   disconnectedCallback() {
     super.disconnectedCallback();
     this.stop();
+    this._bound = undefined;
   }
 
   binding() { return `${this.nodeId}|${this.props.text}|${JSON.stringify(this.props.figures || {})}`; }
 
   stop() {
-    for (const s of this._subscriptions || []) s.unsubscribe?.();
+    for (const s of this._subscriptions || []) s.unsubscribe();
     this._subscriptions = [];
     for (const key of this._keys || []) surfaceState.settled(key);
     this._keys = [];
-    this._started = false;
   }
 
   start() {
-    if (this._started) return;
-    this._started = true;
-    this._bound = this.binding();
+    if (!this.isConnected) return;  // gone before it began: started again if it comes back
     const figures = this.props.figures || {};
     this._values = {};
     this._failed = {};
+    this._results = new Map();  // path → the result's descriptor, with its latest window
     for (const path of new Set(Object.values(figures).map((f) => f.resource?.path).filter(Boolean))) {
-      this.watch(path, () => this.requestUpdate());
-      this.watch(`${path}/window`, (window) => this.received(window, path));
+      const followed = this.context.dataContext.subscribeDynamicValue({ path }, (result) => {
+        this._results.set(path, result);
+        this.received(result?.window, path);
+        this.requestUpdate();
+      });
+      this._results.set(path, followed.value);
+      this._subscriptions.push(followed);
     }
-    this._keys = [];
     for (const [name, figure] of Object.entries(figures)) {
       const key = windowKey(figure.resource?.path, this.nodeId, `/figures/${name}`, figure.row || 0);
       this._keys.push(key);
-      const found = firstWindow(key, () => this.fetchFigure(name, figure));
+      const found = firstWindow(key, () => this.act('resource-window',
+        { prop: `/figures/${name}`, offset: figure.row || 0, limit: 1 }));
       if (found) this.received(found, figure.resource?.path);
     }
   }
@@ -360,19 +367,14 @@ class TFigureText extends TesseraElement {
       return;
     }
     const cell = window.rows[0][window.columns.indexOf(figure.column)];
-    this._values = { ...this._values, [name]: formatValue(cell, columnFormat(this.model.get(path), figure.column)) };
+    this._values = { ...this._values, [name]: formatValue(cell, columnFormat(this._results.get(path), figure.column)) };
   }
 
-  async fetchFigure(name, figure) {
-    try {
-      await postJson('/api/commands', {
-        command_id: commandId('figure'), revision_id: surfaceState.revisionId,
-        resource_window: { node_id: this.nodeId, prop: `/figures/${name}`, offset: figure.row || 0, limit: 1 },
-      });
-    } catch (error) {
-      this._failed = { ...this._failed, [name]: true };
-      report('window-failed', `${this.nodeId}/${name}: ${error.reason}`);
-    }
+  answered({ action, error }) {
+    if (!error || !String(action.context.prop || '').startsWith('/figures/')) return;
+    const name = action.context.prop.slice('/figures/'.length);
+    this._failed = { ...this._failed, [name]: true };
+    report('window-failed', `${this.nodeId}/${name}: ${error.reason}`);
   }
 
   render() {
@@ -385,7 +387,7 @@ class TFigureText extends TesseraElement {
       if (this._failed?.[part.slot]) return html`<span class="figure" data-figure=${part.slot}>(unavailable)</span>`;
       return html`<span class="pending" role="status" aria-label="Loading a figure">000</span>`;
     });
-    const captions = [...new Set(Object.values(figures).map((f) => this.model.get(f.resource?.path || '')
+    const captions = [...new Set(Object.values(figures).map((f) => this._results?.get(f.resource?.path)
       ?.interpretation?.text).filter(Boolean))];
     return html`<p class=${this.props.tone === 'muted' ? 'muted' : ''} data-answer>${parts}</p>
       ${captions.map((text) => html`<p class="computed" data-caption><span class="tag">Computed</span>${text}</p>`)}`;
@@ -481,6 +483,7 @@ class TChart extends ResourceElement {
   }
 }
 
+const MAX_CHART_ROWS = 1000;  // the most rows a chart asks for itself (its contract's first window is as many)
 const CATEGORY_RECIPES = new Set(['bar', 'grouped_bar', 'stacked_bar', 'donut']);
 const OTHER = Symbol('other');  // never equal to a warehouse value, even one that reads "Other"
 
@@ -589,12 +592,8 @@ function chartOption(props, window, descriptor) {
 class TEvidenceNote extends TesseraElement {
   static styles = [shared, css`p { margin: 0; color: #3d4550; font-size: 0.9rem; }
     details { margin-top: 0.25rem; font-size: 0.85rem; color: #3d4550; } code { font-size: 0.8rem; }`];
-  connectedCallback() {
-    super.connectedCallback();
-    queueMicrotask(() => { if (this.props.evidence?.path) this.watch(this.props.evidence.path, () => this.requestUpdate()); });
-  }
   render() {
-    const e = this.props.evidence?.path ? this.model.get(this.props.evidence.path) : undefined;
+    const e = this.props.evidence;
     if (!e) return html`<div class="skeleton" style=${styleMap({ 'min-height': '1.5rem' })} aria-hidden="true"></div>`;
     const when = new Date(e.observedAt).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
     const rows = Number(e.rowCount);
@@ -620,7 +619,7 @@ class TActionButton extends TesseraElement {
     this._onReceipt = (event) => {
       const receipt = event.detail || {};
       if (!this._intent || receipt.intent_id !== this._intent) return;
-      const status = (receipt.status || '').replace('INTENT_STATUS_', '').toLowerCase();
+      const status = statusInWords(receipt.status);
       if (ENDED[status]) this._state = ENDED[status];
     };
     document.addEventListener('receipt', this._onReceipt);
@@ -633,21 +632,19 @@ class TActionButton extends TesseraElement {
 
   static styles = [shared, css`.danger { border-color: #8a1c1c; color: #8a1c1c; }
     .primary { background: #1d232b; color: #fff; } .status { margin-left: 0.5rem; }`];
-  async press() {
+  press() {
     this._state = 'Sending…';
-    try {
-      const reply = await postJson('/api/commands', {
-        command_id: commandId('press'), revision_id: surfaceState.revisionId,
-        action_trigger: { node_id: this.nodeId, action_slice_id: this.props.action,
-          input_json: JSON.stringify(this.props.input || {}) },
-      });
-      const status = (reply.receipt?.status || '').replace('INTENT_STATUS_', '').toLowerCase().replace('_', ' ');
-      this._state = status === 'awaiting approval' ? 'Waiting for approval' : status;
-      this._intent = reply.receipt?.intent_id;
-      surfaceState.onAction(reply.receipt);
-    } catch (error) {
+    this.act('action-trigger', { action: this.props.action, input: this.props.input || {} });
+  }
+  answered({ action, reply, error }) {
+    if (action.name !== 'action-trigger') return;
+    if (error) {
       this._state = `Not sent (${error.reason || error.message})`;
+      return;
     }
+    const status = statusInWords(reply.receipt?.status);
+    this._state = status === 'awaiting approval' ? 'Waiting for approval' : status;
+    this._intent = reply.receipt?.intent_id;
   }
   render() {
     return html`<button class=${this.props.variant || 'secondary'} @click=${this.press}
@@ -656,15 +653,15 @@ class TActionButton extends TesseraElement {
   }
 }
 
+// The state it is bound to is written by the host, on a `state-write` of the chosen option's value.
 class TFilterSelect extends TesseraElement {
   static properties = { _error: { state: true } };
-  async choose(event) {
+  choose(event) {
     const option = (this.props.options || [])[Number(event.target.value)];
-    try {
-      await postJson('/api/commands', { command_id: commandId('state'), revision_id: surfaceState.revisionId,
-        state_write: { state_slice_id: this.props.state, value_json: JSON.stringify(option.value) } });
-      this._error = '';
-    } catch (error) { this._error = `Not applied (${error.reason || error.message})`; }
+    this.act('state-write', { state: this.boundId('state'), value: option.value });
+  }
+  answered({ action, error }) {
+    if (action.name === 'state-write') this._error = error ? `Not applied (${error.reason || error.message})` : '';
   }
   render() {
     const id = `select-${this.nodeId}`;
@@ -678,9 +675,8 @@ class TFilterSelect extends TesseraElement {
 class TPlaceholder extends TesseraElement {
   static styles = [shared, css`div { border: 1px dashed #8a5a00; border-radius: 6px; padding: 0.75rem;
     background: #fdf6e7; min-height: 2.5rem; }`];
-  connectedCallback() {
-    super.connectedCallback();
-    queueMicrotask(() => report('placeholder-shown', `${this.nodeId}: ${this.props.code || ''} ${this.props.reason || ''}`));
+  firstUpdated() {
+    report('placeholder-shown', `${this.nodeId}: ${this.props.code || ''} ${this.props.reason || ''}`);
   }
   render() {
     return html`<div role="note" class="placeholder">Couldn't display one element.
@@ -688,7 +684,6 @@ class TPlaceholder extends TesseraElement {
   }
 }
 
-const permissive = z.object({}).passthrough();
 const implementations = [
   ['Column', 'tessera-column', TColumn], ['Row', 'tessera-row', TRow], ['Card', 'tessera-card', TCard],
   ['Tabs', 'tessera-tabs', TTabs], ['Divider', 'tessera-divider', TDivider], ['Heading', 'tessera-heading', THeading],
@@ -700,9 +695,9 @@ const implementations = [
 ];
 
 for (const [name, tag, element] of implementations) {
-  element.prototype.api = { name, schema: permissive };
+  element.prototype.api = { name, schema: componentSchemas[name] };
   if (!customElements.get(tag)) customElements.define(tag, element);
 }
 
 export const catalog = new Catalog(CATALOG_ID, implementations.map(([name, tagName]) => ({ name, tagName,
-  schema: permissive })), []);
+  schema: componentSchemas[name] })), []);

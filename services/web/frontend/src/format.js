@@ -95,3 +95,15 @@ export function formatTick(value, format = {}) {
 export function isNumeric(format) {
   return ['integer', 'decimal', 'currency', 'percent'].includes(format?.style);
 }
+
+// An intent's or approval's status as a person reads it: INTENT_STATUS_AWAITING_APPROVAL → "awaiting approval".
+export function statusInWords(status) {
+  return (status || '').replace('INTENT_STATUS_', '').toLowerCase().replace(/_/g, ' ');
+}
+
+// A receipt's stable reason code, in words; none for the one its status already says.
+export function reasonInWords(reason) {
+  if (!reason || reason === 'REJECTED_BY_PERSON') return '';
+  if (reason === 'APPROVAL_EXPIRED') return 'no decision in time';
+  return reason.toLowerCase().replace(/_/g, ' ');
+}

@@ -3,7 +3,9 @@
 import { getJson, postJson, postEvents, ApiError } from './api.js';
 import { SurfaceView } from './surface.js';
 import { surfaceState } from './components.js';
-import { reasonInWords, titles } from './approval-card.js';
+import { titles } from './approval-card.js';
+import { send } from './actions.js';
+import { reasonInWords, statusInWords } from './format.js';
 import { createPasskey, passkeysSupported } from './passkeys.js';
 
 const $ = (id) => document.getElementById(id);
@@ -43,7 +45,7 @@ function showReceipt(receipt) {
   const key = `${receipt.intent_id}:${receipt.status}`;
   if (shownReceipts.has(key)) return;  // a replayed journal shows each outcome once
   shownReceipts.add(key);
-  const status = (receipt.status || '').replace('INTENT_STATUS_', '').toLowerCase().replace(/_/g, ' ');
+  const status = statusInWords(receipt.status);
   const what = receipt.title || titles.get(receipt.intent_id) || receipt.action_id;
   // The button that asked for it says how it ended, too.
   document.dispatchEvent(new CustomEvent('receipt', { detail: receipt }));
@@ -63,7 +65,7 @@ function decided(event) {
     $('decided-section').hidden = false;
     $('approvals-section').hidden = !$('approvals').children.length;
   }
-  const status = (receipt.status || '').replace('INTENT_STATUS_', '').toLowerCase().replace(/_/g, ' ');
+  const status = statusInWords(receipt.status);
   const what = receipt.title || titles.get(receipt.intent_id) || receipt.action_id || 'the request';
   const words = { rejected: `You rejected “${what}”; nothing was changed.`,
     expired: `“${what}” expired without a decision; nothing was changed.`,
@@ -357,10 +359,13 @@ async function start() {
     else $('who').textContent = `Not connected (${error.reason || error.message}).`;
     return;
   }
-  surfaceState.onAction = (receipt) => {
-    if (receipt?.approval_id) showApproval(receipt.approval_id);
-  };
   const view = new SurfaceView($('surface'), {
+    // The one handler of every action a block dispatches: its command goes to web for the revision shown; an
+    // offered action that needs a decision opens its approval card (the person just asked for it).
+    async onAction(action) {
+      const { reply } = await send(action, surfaceState.revisionId);
+      if (reply?.receipt?.approval_id) showApproval(reply.receipt.approval_id);
+    },
     onHostEvent(kind, event) {
       // From the stream (also replayed on every load): shown, but it does not take the focus.
       if (kind === 'approval_requested') showApproval(event.approval_id, false);

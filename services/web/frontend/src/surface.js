@@ -1,6 +1,7 @@
 // The trusted surface stream (host → web → here): A2UI messages into the renderer, host events to the app.
 // EventSource resumes by itself with Last-Event-ID after a disconnect; a gap the host cannot fill
-// arrives as snapshot-required and then a fresh snapshot, which replaces the surface.
+// arrives as snapshot-required and then a fresh snapshot, which replaces the surface. Every action a block
+// dispatches comes out of the processor's action channel to handlers.onAction.
 
 import { MessageProcessor } from '@a2ui/web_core/v0_9';
 import '@a2ui/lit/v0_9';
@@ -34,7 +35,7 @@ export class SurfaceView {
   constructor(element, handlers) {
     this.element = element;
     this.handlers = handlers;
-    this.processor = new MessageProcessor([catalog], () => {});
+    this.processor = new MessageProcessor([catalog], (action) => this.handlers.onAction(action));
     this.surfaceId = '';
     this.lastSequence = 0;
   }

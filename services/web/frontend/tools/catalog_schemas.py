@@ -1,0 +1,159 @@
+"""Writes the browser's zod prop schemas from the catalog's component contracts.
+
+The renderer checks every component it is sent against its catalog's zod schema, and its binder reads
+the same schema to know which props are data bindings. Those schemas come from one place: the YAML
+contracts under shared/ui/catalogs, in the form the compiler writes them to the stream
+(shared.ui.a2ui.catalog_document: binding props as A2UI data bindings, slots as child lists). Run by the
+bundle's build (vite.config.js); the output is not committed.
+
+    python services/web/frontend/tools/catalog_schemas.py OUT.js [CATALOG_DIR]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from shared.ui.a2ui import COMMON_TYPES, catalog_document
+from shared.ui.contracts import DEFAULT_CATALOG, load_catalog
+
+# The envelope the renderer takes off before it checks a component's props.
+ENVELOPE = ("id", "component")
+# Keywords the conversion understands; a contract using any other keyword stops the build (no check is lost
+# without a word).
+KNOWN = {"type", "properties", "required", "additionalProperties", "propertyNames", "minProperties",
+         "maxProperties", "items", "minItems", "maxItems", "uniqueItems", "minLength", "maxLength", "pattern",
+         "minimum", "maximum", "enum", "const", "oneOf", "anyOf", "$ref", "description"}
+
+
+def _literal(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _string(schema: dict) -> str:
+    out = "z.string()"
+    if "minLength" in schema:
+        out += f".min({schema['minLength']})"
+    if "maxLength" in schema:
+        out += f".max({schema['maxLength']})"
+    if "pattern" in schema:
+        out += f".regex(new RegExp({_literal(schema['pattern'])}))"
+    return out
+
+
+def _number(schema: dict, integer: bool) -> str:
+    out = "z.number().int()" if integer else "z.number()"
+    if "minimum" in schema:
+        out += f".gte({schema['minimum']})"
+    if "maximum" in schema:
+        out += f".lte({schema['maximum']})"
+    return out
+
+
+def _array(schema: dict) -> str:
+    out = f"z.array({to_zod(schema.get('items', {}))})"
+    if "minItems" in schema:
+        out += f".min({schema['minItems']})"
+    if "maxItems" in schema:
+        out += f".max({schema['maxItems']})"
+    return f"uniqueItems({out})" if schema.get("uniqueItems") else out
+
+
+def object_zod(schema: dict, skip: tuple[str, ...] = (), separator: str = ", ") -> str:
+    """An object: its named props (optional unless required), closed when additionalProperties is false;
+    a map (z.record) when it names none and says what every value is."""
+    properties = {k: v for k, v in schema.get("properties", {}).items() if k not in skip}
+    extra = schema.get("additionalProperties", True)
+    if not properties and isinstance(extra, dict):
+        keys = _string(schema.get("propertyNames", {}))
+        out = f"z.record({keys}, {to_zod(extra)})"
+        if "minProperties" in schema or "maxProperties" in schema:
+            out = f"propertyCount({out}, {schema.get('minProperties', 0)}, {schema.get('maxProperties', 'Infinity')})"
+        return out
+    if not properties and extra is True:
+        return "z.record(z.string(), z.unknown())"
+    required = set(schema.get("required", ()))
+    fields = separator.join(f"{_literal(name)}: {to_zod(prop)}{'' if name in required else '.optional()'}"
+                       for name, prop in properties.items())
+    return f"z.object({{{fields}}})" + (".strict()" if extra is False else ".passthrough()")
+
+
+def _typed(schema: dict, kind: str) -> str:
+    if kind == "string":
+        return _string(schema)
+    if kind in ("integer", "number"):
+        return _number(schema, kind == "integer")
+    if kind == "boolean":
+        return "z.boolean()"
+    if kind == "array":
+        return _array(schema)
+    if kind == "object":
+        return object_zod(schema)
+    if kind == "null":
+        return "z.null()"
+    raise ValueError(f"type {kind!r} is not converted")
+
+
+def _union(members: list[str]) -> str:
+    return members[0] if len(members) == 1 else f"z.union([{', '.join(members)}])"
+
+
+def to_zod(schema: dict) -> str:
+    """One draft-07 schema (the subset the contracts use) as a zod expression."""
+    unknown = sorted(set(schema) - KNOWN)
+    if unknown:
+        raise ValueError(f"keyword {unknown[0]!r} is not converted to zod")
+    if "$ref" in schema:
+        if not schema["$ref"].startswith(COMMON_TYPES):
+            raise ValueError(f"$ref {schema['$ref']!r}: only A2UI common types are known")
+        return f"common.{schema['$ref'][len(COMMON_TYPES):]}"
+    if "const" in schema:
+        return f"z.literal({_literal(schema['const'])})"
+    if "enum" in schema:
+        values = schema["enum"]
+        if all(isinstance(v, str) for v in values):
+            return f"z.enum({_literal(values)})"
+        return _union([f"z.literal({_literal(v)})" for v in values])
+    for key in ("oneOf", "anyOf"):
+        if key in schema:
+            return _union([to_zod(option) for option in schema[key]])
+    kind = schema.get("type")
+    if kind is None:
+        return "z.unknown()"
+    if isinstance(kind, list):
+        return _union([_typed(schema, k) for k in kind])
+    return _typed(schema, kind)
+
+
+def module(catalog_dir: Path = DEFAULT_CATALOG) -> str:
+    """The generated ES module: the catalog's A2UI id and one props schema per component."""
+    document = catalog_document(load_catalog(catalog_dir))
+    lines = [f"// Generated by services/web/frontend/tools/catalog_schemas.py from {catalog_dir.name}: do not edit.",
+             "import { z } from 'zod';",
+             "import { common, propertyCount, uniqueItems } from '../catalog-schema-parts.js';",
+             "",
+             f"export const CATALOG_ID = {_literal(document['catalogId'])};",
+             "",
+             "export const componentSchemas = {"]
+    for name, schema in document["components"].items():
+        props = object_zod(schema, skip=ENVELOPE, separator=",\n    ").replace("z.object({", "z.object({\n    ", 1)
+        lines.append(f"  {name}: {props},")
+    lines.append("};")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) not in (2, 3):
+        print(__doc__.strip().splitlines()[-1].strip(), file=sys.stderr)
+        return 2
+    text = module(Path(argv[2]) if len(argv) == 3 else DEFAULT_CATALOG)
+    out = Path(argv[1])
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if not out.exists() or out.read_text(encoding="utf-8") != text:  # unchanged: no rebuild for watchers
+        out.write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
