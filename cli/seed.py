@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 from bisect import bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from datetime import date, timedelta
 from itertools import accumulate
@@ -342,21 +342,42 @@ def _money(cents: int) -> str:
 
 
 def generate(scale: int, seed: int = DEFAULT_SEED, batch_orders: int = 2_500) -> Iterator[Batch]:
-    """Yield (table, rows) batches; a batch only references rows yielded before or with it."""
+    """Yield (table, rows) batches; a batch only references rows yielded before or with it.
+
+    One random stream feeds every table, drawn in a fixed order (customers, products, then each order
+    with its items, returns and tickets), so a seed always gives the same data."""
     plan = Plan.for_scale(scale)
     rng = Random(seed)
-    r = rng.random
-
     yield "tessera_schema_version", [(SCHEMA_VERSION,)]
     yield "regions", [(i + 1, name, country) for i, (name, country, _) in enumerate(REGIONS)]
+    people = yield from _customers(rng, plan)
+    catalog = _Catalog.draw(rng, plan)
+    yield "products", catalog.rows
+    orders = _Orders(rng, plan, people, catalog, _Tickets(rng, plan, catalog.products, people.first_names))
+    order_days = _strata(rng, plan.orders, ORDER_DAY0, _day_weights(ORDER_DAY0, 1400, special=True))
+    for order_id in range(1, plan.orders + 1):
+        orders.add(order_id, next(order_days))
+        if order_id % batch_orders == 0 or order_id == plan.orders:
+            yield from orders.take()
 
-    # customers: ids in signup order, signups from 2019 growing towards 2025
+
+@dataclass
+class _People:
+    """What later tables need of the customers: segment and first name by id, and who had signed up by a day."""
+
+    segments: bytearray
+    first_names: bytearray
+    eligible: list[int]  # by day index: how many customers (ids 1..n) had signed up
+
+
+def _customers(rng: Random, plan: Plan) -> Generator[Batch, None, _People]:
+    """Customer batches, ids in signup order, signups from 2019 growing towards 2025; returns `_People`."""
+    r = rng.random
     region_cum, region_total = _cum(w for _, _, w in REGIONS)
     segment_cum, segment_total = _cum(w for _, w in SEGMENTS)
     signup_days = list(_strata(rng, plan.customers, 0, _day_weights(0, 2500, special=False)))
     signup_days[0] = 0
-    segments = bytearray(plan.customers + 1)
-    first_names = bytearray(plan.customers + 1)
+    people = _People(bytearray(plan.customers + 1), bytearray(plan.customers + 1), [])
     rows = []
     for customer_id in range(1, plan.customers + 1):
         region = bisect_right(region_cum, r() * region_total) + 1
@@ -364,8 +385,8 @@ def generate(scale: int, seed: int = DEFAULT_SEED, batch_orders: int = 2_500) ->
         first = int(r() * len(FIRST_NAMES))
         last = int(r() * len(LAST_NAMES))
         domain = EMAIL_DOMAINS[int(r() * len(EMAIL_DOMAINS))]
-        segments[customer_id] = segment
-        first_names[customer_id] = first
+        people.segments[customer_id] = segment
+        people.first_names[customer_id] = first
         rows.append((customer_id, region, f"{FIRST_NAMES[first][0]} {LAST_NAMES[last][0]}",
                      f"{FIRST_NAMES[first][1]}.{LAST_NAMES[last][1]}{customer_id}@{domain}",
                      SEGMENTS[segment][0], _DAYS[signup_days[customer_id - 1]]))
@@ -374,102 +395,143 @@ def generate(scale: int, seed: int = DEFAULT_SEED, batch_orders: int = 2_500) ->
             rows = []
     if rows:
         yield "customers", rows
-    eligible = [bisect_right(signup_days, day) or 1 for day in range(N_DAYS)]  # customers signed up by day
-    del signup_days
+    people.eligible = [bisect_right(signup_days, day) or 1 for day in range(N_DAYS)]
+    return people
 
-    # products: popularity is Zipf-like over a shuffled order so ids carry no rank
-    subcategories = [(category, rate, sub) for category, rate, subs in CATALOG for sub in subs]
-    products = []  # (name, category index, list price cents, return rate per mille)
-    product_rows = []
-    for product_id in range(1, plan.products + 1):
-        category, rate, (subcategory, nouns, (low, high)) = subcategories[int(r() * len(subcategories))]
-        noun = nouns[int(r() * len(nouns))]
-        brand = BRANDS[int(r() * len(BRANDS))]
-        name = f"{brand} {noun} {'ABCDEFGHJKLMNPRSTUVWXZ'[product_id % 22]}{100 + product_id // 22}"
-        price = max(low, (low + int(r() * (high - low))) // 100 * 100 - 1)
-        products.append((name, price, rate))
-        product_rows.append((product_id, name, category, subcategory, _money(price)))
-    yield "products", product_rows
-    rank = list(range(plan.products))
+
+@dataclass
+class _Catalog:
+    """The products: their rows, (name, list price cents, return rate per mille) by index, and popularity."""
+
+    rows: list[tuple]
+    products: list[tuple[str, int, int]]
+    popularity: tuple[list[int], int]  # cumulative weights by product index, and their total
+
+    @classmethod
+    def draw(cls, rng: Random, plan: Plan) -> _Catalog:
+        r = rng.random
+        subcategories = [(category, rate, sub) for category, rate, subs in CATALOG for sub in subs]
+        products, rows = [], []
+        for product_id in range(1, plan.products + 1):
+            category, rate, (subcategory, nouns, (low, high)) = subcategories[int(r() * len(subcategories))]
+            noun = nouns[int(r() * len(nouns))]
+            brand = BRANDS[int(r() * len(BRANDS))]
+            name = f"{brand} {noun} {'ABCDEFGHJKLMNPRSTUVWXZ'[product_id % 22]}{100 + product_id // 22}"
+            price = max(low, (low + int(r() * (high - low))) // 100 * 100 - 1)
+            products.append((name, price, rate))
+            rows.append((product_id, name, category, subcategory, _money(price)))
+        return cls(rows, products, _cum(_popularity(rng, plan.products)))
+
+
+def _popularity(rng: Random, count: int) -> list[int]:
+    """Zipf-like weights over a shuffled order, so product ids carry no rank."""
+    r = rng.random
+    rank = list(range(count))
     for i in range(len(rank) - 1, 0, -1):  # Fisher-Yates on random() alone: stable across Python versions
         j = int(r() * (i + 1))
         rank[i], rank[j] = rank[j], rank[i]
-    popularity = [0] * plan.products
+    popularity = [0] * count
     for position, index in enumerate(rank):
         popularity[index] = 1_000_000 // (position + 8)
-    product_cum, product_total = _cum(popularity)
-    product_prices = [p[1] for p in products]
-    product_returns = [p[2] for p in products]
+    return popularity
 
-    channel_cum = [_cum(w) for w in CHANNEL_WEIGHTS_BY_YEAR]
-    hour_cum = [_cum(HOUR_WEIGHTS[c]) for c in CHANNELS]
-    quantity_cum = [_cum(QUANTITY_WEIGHTS[s]) for s, _ in SEGMENTS]
-    discount_chance = [DISCOUNT_CHANCE[s] / 100 for s, _ in SEGMENTS]
-    discount_cum, discount_total = _cum(DISCOUNT_WEIGHTS)
-    discount_text = ["0.000"] + [f"0.{d:03d}" for d in DISCOUNT_VALUES]
-    reason_cum, reason_total = _cum(w for _, w in RETURN_REASONS)
-    day_year = [(BASE_DAY + timedelta(days=i)).year - ORDERS_FROM.year for i in range(N_DAYS)]
-    tickets = _Tickets(rng, plan, products, first_names)
 
-    order_days = _strata(rng, plan.orders, ORDER_DAY0, _day_weights(ORDER_DAY0, 1400, special=True))
-    items_left, item_id, return_id = plan.order_items, 0, 0
-    orders, items, returns = [], [], []
-    for order_id in range(1, plan.orders + 1):
-        day = next(order_days)
-        year = day_year[day]
-        cum, total = channel_cum[year]
-        channel = bisect_right(cum, r() * total)
-        cum, total = hour_cum[channel]
-        seconds = day * 86_400 + bisect_right(cum, r() * total) * 3600 + int(r() * 3600)
-        customer = 1 + int(r() * eligible[day])
-        segment = segments[customer]
+class _Orders:
+    """Orders with their items and returns (and, through `_Tickets`, support tickets), collected per batch."""
+
+    def __init__(self, rng: Random, plan: Plan, people: _People, catalog: _Catalog, tickets: _Tickets) -> None:
+        self.rng, self.plan, self.people, self.catalog, self.tickets = rng, plan, people, catalog, tickets
+        self.channel_cum = [_cum(w) for w in CHANNEL_WEIGHTS_BY_YEAR]
+        self.hour_cum = [_cum(HOUR_WEIGHTS[c]) for c in CHANNELS]
+        self.quantity_cum = [_cum(QUANTITY_WEIGHTS[s]) for s, _ in SEGMENTS]
+        self.discount_chance = [DISCOUNT_CHANCE[s] / 100 for s, _ in SEGMENTS]
+        self.discount_cum = _cum(DISCOUNT_WEIGHTS)
+        self.discount_text = ["0.000"] + [f"0.{d:03d}" for d in DISCOUNT_VALUES]
+        self.reason_cum = _cum(w for _, w in RETURN_REASONS)
+        self.day_year = [(BASE_DAY + timedelta(days=i)).year - ORDERS_FROM.year for i in range(N_DAYS)]
+        self.items_left, self.item_id, self.return_id = plan.order_items, 0, 0
+        self.orders: list[tuple] = []
+        self.items: list[tuple] = []
+        self.returns: list[tuple] = []
+
+    def add(self, order_id: int, day: int) -> None:
+        """One order on `day`: its channel, time, customer and status, then its items and tickets."""
+        r = self.rng.random
+        year = self.day_year[day]
+        channel = _pick(self.channel_cum[year], r)
+        seconds = day * 86_400 + _pick(self.hour_cum[channel], r) * 3600 + int(r() * 3600)
+        customer = 1 + int(r() * self.people.eligible[day])
         x = r()
         status = "cancelled" if x < 0.05 else "refunded" if x < 0.08 else "completed"
-        orders.append((order_id, customer, timestamp(seconds), CHANNELS[channel], status, "none", 1))
+        self.orders.append((order_id, customer, timestamp(seconds), CHANNELS[channel], status, "none", 1))
+        chosen = self._items(order_id, self._item_count(order_id), seconds, self.people.segments[customer], year,
+                             status)
+        self.tickets.for_order(order_id, customer, seconds, status, chosen, self.people.eligible[day])
 
-        # items: 1..10 per order (the last may take a few more), skewed small, steered to exactly plan.order_items
-        orders_left = plan.orders - order_id
+    def _item_count(self, order_id: int) -> int:
+        """1..10 items (the last order may take a few more), skewed small, steered to exactly plan.order_items."""
+        orders_left = self.plan.orders - order_id
         if orders_left:
-            mean = items_left / (orders_left + 1)
-            count = min(max(1, int(r() ** 2 * 3 * (mean - 1) + 1.5)), items_left - orders_left)
+            mean = self.items_left / (orders_left + 1)
+            count = min(max(1, int(self.rng.random() ** 2 * 3 * (mean - 1) + 1.5)), self.items_left - orders_left)
         else:
-            count = items_left
-        items_left -= count
+            count = self.items_left
+        self.items_left -= count
+        return count
+
+    def _items(self, order_id: int, count: int, seconds: int, segment: int, year: int, status: str) -> list[int]:
+        """The order's item lines; returns the product index of each."""
+        r = self.rng.random
         chosen: list[int] = []
-        qcum, qtotal = quantity_cum[segment]
         price_factor = PRICE_FACTOR_BY_YEAR[year]
         return_boost = 12 if status == "refunded" else 0 if status == "cancelled" else 1
+        product_cum, product_total = self.catalog.popularity  # unpacked once: this loop is the seed's hot path
+        quantity_cum, quantity_total = self.quantity_cum[segment]
         for _ in range(count):
             product = bisect_right(product_cum, r() * product_total)
             if product in chosen:  # one line per product in an order, when the catalog allows it
                 product = bisect_right(product_cum, r() * product_total)
             chosen.append(product)
-            quantity = bisect_right(qcum, r() * qtotal) + 1
-            price = product_prices[product] * price_factor // 1000
+            quantity = bisect_right(quantity_cum, r() * quantity_total) + 1
+            _, list_price, return_rate = self.catalog.products[product]
+            price = list_price * price_factor // 1000
             if r() < 0.1:  # promotions and price tests
                 price = price * (880 + int(r() * 100)) // 1000
             discount = 0
-            if r() < discount_chance[segment]:
-                discount = bisect_right(discount_cum, r() * discount_total) + 1
-            item_id += 1
-            items.append((item_id, order_id, product + 1, quantity, _money(max(price, 1)), discount_text[discount]))
-            if return_boost and r() * 1000 < product_returns[product] * return_boost:
-                returned = seconds + 86_400 + int(r() * 40 * 86_400)
-                if returned <= END_SECONDS:  # returns after the data's end have not happened yet
-                    kept = quantity if r() < 0.8 else 1 + int(r() * quantity)
-                    return_id += 1
-                    returns.append((return_id, item_id, timestamp(returned),
-                                    RETURN_REASONS[bisect_right(reason_cum, r() * reason_total)][0], kept))
-        tickets.for_order(order_id, customer, seconds, status, chosen, eligible[day])
+            if r() < self.discount_chance[segment]:
+                discount = _pick(self.discount_cum, r) + 1
+            self.item_id += 1
+            self.items.append((self.item_id, order_id, product + 1, quantity, _money(max(price, 1)),
+                               self.discount_text[discount]))
+            if return_boost and r() * 1000 < return_rate * return_boost:
+                self._maybe_return(seconds, quantity)
+        return chosen
 
-        if order_id % batch_orders == 0 or order_id == plan.orders:
-            yield "orders", orders
-            yield "order_items", items
-            if returns:
-                yield "returns", returns
-            if tickets.rows:
-                yield "support_tickets", tickets.take()
-            orders, items, returns = [], [], []
+    def _maybe_return(self, ordered: int, quantity: int) -> None:
+        """A return of the item line just added, unless it would fall after the data's end (not happened yet)."""
+        r = self.rng.random
+        returned = ordered + 86_400 + int(r() * 40 * 86_400)
+        if returned <= END_SECONDS:
+            kept = quantity if r() < 0.8 else 1 + int(r() * quantity)
+            self.return_id += 1
+            self.returns.append((self.return_id, self.item_id, timestamp(returned),
+                                 RETURN_REASONS[_pick(self.reason_cum, r)][0], kept))
+
+    def take(self) -> Iterator[Batch]:
+        """The batches collected since the last take: orders, then what references them."""
+        yield "orders", self.orders
+        yield "order_items", self.items
+        if self.returns:
+            yield "returns", self.returns
+        if self.tickets.rows:
+            yield "support_tickets", self.tickets.take()
+        self.orders, self.items, self.returns = [], [], []
+
+
+def _pick(cum_total: tuple[list[int], int], r: Callable[[], float]) -> int:
+    """An index drawn by cumulative integer weights."""
+    cum, total = cum_total
+    return bisect_right(cum, r() * total)
 
 
 class _Tickets:
