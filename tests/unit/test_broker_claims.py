@@ -17,6 +17,7 @@ from tessera.common.v1 import common_pb2
 from tests.fixtures.postgres import BACKENDS, database_url, postgres_database
 from tests.fixtures.race import race
 from tests.fixtures.signing import verified_signature
+from tests.fixtures.waiting import wait_until_async
 
 REPLICAS = 4
 
@@ -173,12 +174,12 @@ def test_lease_renewals_go_on_while_every_effect_thread_is_busy(tmp_path):
     async def hold_for_a_while():
         first = lease_until()
         holding = asyncio.ensure_future(broker._hold_lease(intent.intent_id))
-        while lease_until() < first + 3 * store.lease_seconds:  # renewed several times over
-            await asyncio.sleep(0.05)
+        await wait_until_async(lambda: lease_until() >= first + 3 * store.lease_seconds, 60,
+                               what="the lease renewed several times over", detail=lambda: (first, lease_until()))
         holding.cancel()
 
     try:
-        asyncio.run(asyncio.wait_for(hold_for_a_while(), 20))
+        asyncio.run(hold_for_a_while())
     finally:
         release.set()
         pool.shutdown()
