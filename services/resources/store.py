@@ -13,7 +13,6 @@ import secrets
 import threading
 import time
 import zlib
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from services.resources.planner import OutputColumn
 from services.resources.results import PinnedResult, content_hash
 from shared import db
 from shared.bounded_json import canonical
+from shared.caches import bounded_lru
 from shared.refusals import Unavailable
 
 MIGRATIONS = Path(__file__).parent / "migrations"
@@ -105,7 +105,7 @@ class ResourceStore:
         self.budget_lifetime = budget_lifetime
         self._clock = clock
         self._insert = _INSERT[engine.dialect.name]
-        self._cache: OrderedDict[str, PinnedResult] = OrderedDict()
+        self._cache = bounded_lru(CACHE_ENTRIES)  # pinned results are immutable: a memo, never stale
         self._lock = threading.Lock()
         self._next_sweep = 0.0
 
@@ -134,9 +134,9 @@ class ResourceStore:
 
     def get(self, resource_id: str) -> PinnedResult | None:
         with self._lock:
-            if resource_id in self._cache:
-                self._cache.move_to_end(resource_id)
-                return self._cache[resource_id]
+            cached = self._cache.get(resource_id)
+        if cached is not None:
+            return cached
         with available(), self.engine.connect() as connection:
             row = connection.execute(sa.select(PINNED).where(PINNED.c.resource_id == resource_id)).first()
         if row is None:
@@ -150,8 +150,6 @@ class ResourceStore:
     def _remember(self, result: PinnedResult) -> None:
         with self._lock:
             self._cache[result.resource_id] = result
-            while len(self._cache) > CACHE_ENTRIES:
-                self._cache.popitem(last=False)
 
     # --- probe budgets ---------------------------------------------------
 

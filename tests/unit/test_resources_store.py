@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from cli.launcher import free_ports
 from services.resources.planner import OutputColumn
-from services.resources.store import ResourceStore, StoreUnavailable, engine_for, migrate, open_store
+from services.resources.store import CACHE_ENTRIES, ResourceStore, StoreUnavailable, engine_for, migrate, open_store
 from shared.refusals import Unavailable
 from tests.fixtures.postgres import BACKENDS, database_url, postgres_database
 from tests.resources.store_outage import allow_connections
@@ -48,6 +48,21 @@ def test_a_result_pinned_by_one_replica_is_read_by_the_other(replicas):
     found = b.get(pinned.resource_id)
     assert found == pinned and found.rows == [["web"], ["store"]]
     assert b.get("res_missing") is None
+
+
+def test_a_replica_keeps_only_the_recently_used_results_in_memory_and_reads_the_rest(replicas):
+    a, _ = replicas
+    first = a.pin("s1", "t1", COLUMNS, [["first"]], truncated=False)
+    for number in range(CACHE_ENTRIES):
+        a.get(first.resource_id)  # used all along: stays in memory
+        a.pin("s1", "t1", COLUMNS, [[f"row {number}"]], truncated=False)
+    assert len(a._cache) == CACHE_ENTRIES and first.resource_id in a._cache
+    oldest_other = next(iter(key for key in a._cache if key != first.resource_id))
+    assert a.get(oldest_other).rows  # in memory
+    evicted = a.pin("s1", "t1", COLUMNS, [["gone from memory"]], truncated=False)
+    for number in range(CACHE_ENTRIES):
+        a.pin("s1", "t1", COLUMNS, [[f"later {number}"]], truncated=False)
+    assert evicted.resource_id not in a._cache and a.get(evicted.resource_id) == evicted  # read back from the store
 
 
 def _legacy_store(url: str) -> None:
