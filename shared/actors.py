@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
-from cachetools import TLRUCache
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from shared import tokens
+from shared.caches import expiring_each
 from shared.certs import load_verify_key, verify_key_path
 from shared.errors import TesseraError
 from tessera.common.v1 import common_pb2
@@ -57,7 +57,7 @@ class ActorVerifier:
         # One turn sends the same assertion with every call; an Ed25519 check costs 0.1-0.25 ms here (the
         # largest single cost of an MCP read through the broker). An assertion already verified is looked up
         # by its exact bytes and stays valid until its own expiry; least recently used go first past the size.
-        self._verified: TLRUCache = TLRUCache(maxsize=VERIFIED_CACHE_SIZE, ttu=_until_expiry, timer=time.time)
+        self._verified = expiring_each(VERIFIED_CACHE_SIZE, _until_expiry, timer=time.time)
         self._lock = threading.Lock()  # cachetools caches are not thread-safe; sync servers verify in threads
 
     @classmethod

@@ -38,7 +38,6 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -49,6 +48,7 @@ import anyio
 
 from services.capabilities.tool_policy import ServerRule, ToolPolicy, ToolRule, digest
 from shared.bounded_json import BoundedJsonError, Limits, check
+from shared.caches import bounded_lru
 from shared.tool_contracts import ToolContract, ToolSchemaError
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 
@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     from mcp import Client
 
 logger = logging.getLogger("tessera.broker.mcp")
-MAX_SESSIONS = 1_000  # snapshots kept; an older session re-surveys on its next call
+MAX_SESSIONS = 1_000  # snapshots kept; the least recently used session re-surveys on its next call
 CONNECT_TIMEOUT_SECONDS = 15.0
 # The SDK winds a stdio server down itself, every step bounded: close stdin, wait 2 s, SIGTERM the process
 # group, wait 2 s, SIGKILL, reap (≤ ~7 s for a server that ignores everything). Interrupting that with a
@@ -415,7 +415,7 @@ class ToolGate:
         self.on_drift = on_drift
         self.connections = {name: ServerConnection(name, rule, policy, log_dir, partial(self._listed, name))
                             for name, rule in policy.policy.servers.items()}
-        self._sessions: OrderedDict[str, dict[str, ToolState]] = OrderedDict()
+        self._sessions = bounded_lru(MAX_SESSIONS)  # session → its tools; used on the event loop only
         self._alerted: set[tuple[str, str]] = set()
         self._unlisted: dict[str, dict[str, ToolState]] = {}  # server → its unlisted tools, latest listing
         # Tools any listing of this process found changed since review. Without this, a session surveyed
@@ -534,9 +534,6 @@ class ToolGate:
         """A session's view of the tools: fetched and hashed afresh, never from an earlier session."""
         states, _ = await self.survey()
         self._sessions[session_id] = states
-        self._sessions.move_to_end(session_id)
-        while len(self._sessions) > MAX_SESSIONS:
-            self._sessions.popitem(last=False)
         return states
 
     async def session(self, session_id: str) -> dict[str, ToolState]:

@@ -15,8 +15,8 @@ import hashlib
 import json
 import logging
 import re
+import threading
 import unicodedata
-from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import fastjsonschema
@@ -27,6 +27,7 @@ from services.compiler.diagnostics import Finding, Rejected
 from services.compiler.patch import apply_patch
 from services.compiler.proposal import RawBlock, Tree, decode, snapshot_tree
 from shared.bounded_json import canonical
+from shared.caches import bounded_lru
 from shared.schema_check import Check, compile_check
 from shared.ui.contracts import Catalog, ComponentContract, reserved_keywords
 from shared.ui.slice import MAX_PROPOSAL_BYTES, column_role, column_type, offer_tag, slice_hash
@@ -158,8 +159,9 @@ class _BlockError(Exception):
 class Compiler:
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
-        self._schemas: OrderedDict[str, Check] = OrderedDict()
-        self._verified_slices: OrderedDict[bytes, None] = OrderedDict()
+        self._schemas = bounded_lru(_SCHEMA_CACHE)  # schema JSON → its compiled check
+        self._verified_slices = bounded_lru(_SCHEMA_CACHE)  # serialized slice → True once checked
+        self._caches_lock = threading.Lock()  # compiles run in a thread pool (shared/caches.py)
 
     # --- slice checks ----------------------------------------------------
 
@@ -169,8 +171,9 @@ class Compiler:
                                                          f"{frozen.catalog_hash[:12]}, this compiler has "
                                                          f"{self.catalog.catalog_id} {self.catalog.catalog_hash[:12]}")
         key = frozen.SerializeToString(deterministic=True)
-        if key in self._verified_slices:  # the host sends the same slice for every repair round
-            self._verified_slices.move_to_end(key)
+        with self._caches_lock:
+            verified = self._verified_slices.get(key)
+        if verified:  # the host sends the same slice for every repair round
             return
         for offered in frozen.components:
             contract = self.catalog.contracts.get(offered.component)
@@ -182,22 +185,22 @@ class Compiler:
             raise SliceRefused("SLICE_HASH_MISMATCH", "the slice does not match its slice_hash")
         for schema_json in [a.input_schema_json for a in frozen.actions] + [s.value_schema_json for s in frozen.state]:
             self._check_for(schema_json)
-        self._verified_slices[key] = None
-        while len(self._verified_slices) > _SCHEMA_CACHE:
-            self._verified_slices.popitem(last=False)
+        with self._caches_lock:
+            self._verified_slices[key] = True
 
     def _check_for(self, schema_json: str) -> Check:
-        cached = self._schemas.get(schema_json)
+        with self._caches_lock:
+            cached = self._schemas.get(schema_json)
         if cached is None:
             schema = json.loads(schema_json)
             if not isinstance(schema, dict) or reserved_keywords(schema):
                 raise SliceRefused("SLICE_SCHEMA_INVALID", "an offered schema uses references or identifiers")
             try:
-                cached = self._schemas[schema_json] = compile_check(schema)
+                cached = compile_check(schema)
             except (jsonschema.SchemaError, fastjsonschema.JsonSchemaDefinitionException) as exc:
                 raise SliceRefused("SLICE_SCHEMA_INVALID", f"an offered schema is invalid: {exc}") from None
-            while len(self._schemas) > _SCHEMA_CACHE:
-                self._schemas.popitem(last=False)
+            with self._caches_lock:
+                self._schemas[schema_json] = cached
         return cached
 
     # --- compile ---------------------------------------------------------

@@ -43,6 +43,7 @@ from starlette.routing import Route
 
 from services.web.session import COOKIE, Assertions, BrowserSession, Person, SessionCookies
 from shared.bounded_json import BoundedJsonError, Limits, parse
+from shared.caches import bounded_lru
 from shared.errors import error_details
 from shared.logs import log
 from tessera.agent.v1 import agent_pb2
@@ -52,7 +53,7 @@ from tessera.host.v1 import host_pb2
 
 logger = logging.getLogger("tessera.web")
 SSE_BATCH = 16  # envelopes per host reply for a page that is behind (each still its own SSE event)
-MAX_REMEMBERED_SESSIONS = 10_000  # the oldest are forgotten (and simply reopened at the host)
+MAX_REMEMBERED_SESSIONS = 10_000  # the least recently used are forgotten (and simply reopened at the host)
 BODY_LIMITS = Limits(max_raw_bytes=64 * 1024, max_values=2_000)
 _HTTP = {grpc.StatusCode.INVALID_ARGUMENT: 400, grpc.StatusCode.UNAUTHENTICATED: 401,
          grpc.StatusCode.PERMISSION_DENIED: 403, grpc.StatusCode.NOT_FOUND: 404,
@@ -184,7 +185,8 @@ class WebApi:
         self.sign_in_hint = sign_in_hint  # how a person without a session signs in, in words
         self.secure_cookies = secure_cookies  # served over https: cookies never travel in the clear
         self.oidc_login = oidc_login  # {"url", "provider"} of the OpenID sign-in, when configured
-        self._host_sessions: dict[str, host_pb2.OpenSessionResponse] = {}
+        # browser session → its host session; on the event loop only (shared/caches.py)
+        self._host_sessions = bounded_lru(MAX_REMEMBERED_SESSIONS)
 
     # --- plumbing -----------------------------------------------------------------------------------------
 
@@ -224,8 +226,6 @@ class WebApi:
             opened = await self._call(self.host.OpenSession, host_pb2.OpenSessionRequest(
                 actor=self.assertions.of(browser.person), request_id=f"web-{browser.session_id}"), timeout=10)
             self._host_sessions[browser.session_id] = opened
-            while len(self._host_sessions) > MAX_REMEMBERED_SESSIONS:
-                self._host_sessions.pop(next(iter(self._host_sessions)))
         return opened
 
     def signed_in(self, request: Request) -> BrowserSession:

@@ -1,0 +1,38 @@
+"""Bounded in-memory caches, all under one eviction policy (built on cachetools).
+
+Policy. A cache holds at most `maxsize` entries and, when full, drops the least recently used one:
+a read refreshes an entry, so what is in use stays and what was used once goes first. An entry that
+can go stale also expires, after a fixed time (`expiring`) or at a time of its own (`expiring_each`,
+e.g. a signed token's expiry); an expired entry is never returned, and expired entries are dropped
+before any live one. A cache is only ever a memo: losing an entry costs a recomputation or a read,
+never a different answer, so caches are per process and never shared between replicas.
+
+Threads. cachetools caches are not thread-safe, not even for a read (an LRU read reorders entries).
+A cache used from one asyncio event loop only needs no lock. A cache touched from threads (a
+ThreadPoolExecutor, a synchronous gRPC server, asyncio.to_thread) is read and written under a
+threading.Lock, held only for the access itself: compute a missing value outside the lock (two
+threads may then both compute it; the values are equal, and the last one stored stays).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Hashable
+
+from cachetools import LRUCache, TLRUCache, TTLCache
+
+
+def bounded_lru(maxsize: int) -> LRUCache:
+    """At most `maxsize` entries; the least recently used goes first."""
+    return LRUCache(maxsize=maxsize)
+
+
+def expiring(maxsize: int, ttl: float, timer: Callable[[], float] = time.monotonic) -> TTLCache:
+    """bounded_lru whose entries also expire `ttl` seconds (of `timer`) after they were stored."""
+    return TTLCache(maxsize=maxsize, ttl=ttl, timer=timer)
+
+
+def expiring_each(maxsize: int, expires_at: Callable[[Hashable, object, float], float],
+                  timer: Callable[[], float] = time.monotonic) -> TLRUCache:
+    """bounded_lru whose entries each expire at their own time: expires_at(key, value, now) on `timer`."""
+    return TLRUCache(maxsize=maxsize, ttu=expires_at, timer=timer)
