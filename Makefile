@@ -10,8 +10,10 @@ FRONTEND_FILES := $(shell find services/web/frontend -type f | sort)
 BUNDLE := services/web/static
 GEN := shared/gen
 DEPLOY_VENV := .venv-deploy
+LOCK := requirements
+LOCK_VENV := var/pip-tools
 
-.PHONY: setup venv node proto frontend browser certs demo up test fuzz lint bench eval model-check clean image k8s-tools k8s-smoke
+.PHONY: setup venv lock node proto frontend browser certs demo up test fuzz lint bench eval model-check clean image k8s-tools k8s-smoke
 
 setup: venv node proto frontend
 
@@ -22,12 +24,33 @@ node: node_modules/.installed
 proto: $(GEN)/.generated
 frontend: $(BUNDLE)/.built
 
-# The venv gets the pinned requirements plus a .pth file that puts the repo
-# root (services/, shared/, cli/) and the generated stubs on sys.path.
-$(VENV)/.installed: requirements.txt
+# The venv gets exactly the lock's pins, each checked against the lock's hashes (pip's hash-checking
+# mode), plus a .pth file that puts the repo root (services/, shared/, cli/) and the generated stubs
+# on sys.path.
+$(VENV)/.installed: $(LOCK)/dev.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --require-hashes -r $(LOCK)/dev.txt
 	@printf '%s\n%s\n' "$(CURDIR)" "$(CURDIR)/$(GEN)" > "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/tessera-dev.pth"
+	@touch $@
+
+# The lock, regenerated from pyproject.toml by pip-tools (run after changing a dependency there;
+# pins already in the lock are kept unless LOCK_ARGS=--upgrade or LOCK_ARGS='-P NAME'):
+#   runtime.txt  [project] dependencies: what the image installs
+#   codegen.txt  the codegen extra (grpcio-tools), on the runtime's pins: the image's build stage
+#   dev.txt      everything, the dev and codegen extras too, on the same pins: the venv above
+# Indexes come from pip's own configuration and are not written into the lock.
+PIP_COMPILE = CUSTOM_COMPILE_COMMAND="make lock" $(LOCK_VENV)/bin/pip-compile --quiet --generate-hashes \
+	--allow-unsafe --strip-extras --no-emit-index-url --no-emit-find-links $(LOCK_ARGS)
+# pip-compile reads pyproject.toml only as a whole project; one extra alone goes in through stdin.
+PY_TOML_EXTRA = $(PYTHON) -c 'import sys, tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"][sys.argv[1]], sep="\n")'
+lock: $(LOCK_VENV)/.installed
+	@mkdir -p $(LOCK)
+	$(PIP_COMPILE) -o $(LOCK)/runtime.txt pyproject.toml
+	set -o pipefail; $(PY_TOML_EXTRA) codegen | $(PIP_COMPILE) -c $(LOCK)/runtime.txt -o $(LOCK)/codegen.txt -
+	$(PIP_COMPILE) --extra dev --extra codegen -c $(LOCK)/runtime.txt -c $(LOCK)/codegen.txt -o $(LOCK)/dev.txt pyproject.toml
+$(LOCK_VENV)/.installed:
+	$(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/pip install --quiet --disable-pip-version-check pip-tools==7.6.2
 	@touch $@
 
 node_modules/.installed: package.json package-lock.json

@@ -69,23 +69,24 @@ fi
 version="$("$python" -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["version"])')"
 
 # --- wheelhouse: cp311 manylinux wheels for what the image installs ------------------------
-# Redone only when requirements.txt or the dev-only list change (pip's own cache helps then).
-wheel_key="$(cat requirements.txt $here/dev-only.txt $here/requirements_filter.py | sha256sum | cut -c1-64)"
+# The image's two locks (make lock): the runtime venv's and the build stage's grpcio-tools. Redone only
+# when they change (pip's own cache helps then).
+locks=(requirements/runtime.txt requirements/codegen.txt)
+wheel_key="$(cat "${locks[@]}" | sha256sum | cut -c1-64)"
 if [ -d "$out/wheelhouse" ] && [ "$(cat "$out/wheelhouse.key" 2>/dev/null)" = "$wheel_key" ]; then
   say "wheelhouse: cached ($(find "$out/wheelhouse" -name '*.whl' | wc -l) wheels)"
 else
-  say "wheelhouse: downloading wheels for requirements.txt (less $here/dev-only.txt) into $out/wheelhouse"
+  say "wheelhouse: downloading wheels for ${locks[*]} into $out/wheelhouse"
   rm -rf "$out/wheelhouse.new" && mkdir -p "$out/wheelhouse.new"
-  { "$python" $here/requirements_filter.py runtime requirements.txt $here/dev-only.txt
-    "$python" $here/requirements_filter.py pins requirements.txt grpcio-tools; } > "$out/requirements-image.txt"
   # The image's python is Debian bookworm's CPython 3.11 (glibc 2.36): any manylinux wheel up
   # to 2.36. pip does not widen an explicit --platform to the older tags by itself.
   platforms=()
   for minor in $(seq 36 -1 5); do platforms+=(--platform "manylinux_2_${minor}_x86_64"); done
   platforms+=(--platform manylinux2014_x86_64 --platform manylinux2010_x86_64 --platform manylinux1_x86_64)
-  quietly "$out/pip-download.log" "$python" -m pip download --disable-pip-version-check \
+  # Hash-checked like the install: a download the lock does not list fails here, not in the build.
+  quietly "$out/pip-download.log" "$python" -m pip download --disable-pip-version-check --require-hashes \
     --only-binary=:all: "${platforms[@]}" --python-version 3.11 --implementation cp --abi cp311 \
-    -d "$out/wheelhouse.new" -r "$out/requirements-image.txt" -c requirements.txt
+    -d "$out/wheelhouse.new" -r "${locks[0]}" -r "${locks[1]}"
   rm -rf "$out/wheelhouse" && mv "$out/wheelhouse.new" "$out/wheelhouse"
   echo "$wheel_key" > "$out/wheelhouse.key"
   say "wheelhouse: $(find "$out/wheelhouse" -name '*.whl' | wc -l) wheels, $(du -sh "$out/wheelhouse" | cut -f1)"

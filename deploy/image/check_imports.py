@@ -6,8 +6,8 @@ Reads every .py file under APP_DIR/{services,shared,cli} (not shared/gen), colle
 top-level names of absolute imports, drops the standard library and the project's own
 packages, adds the modules deploy/policy/tools.yaml starts with `python -m` (MCP servers
 such as mcp_server_time), and asks the running interpreter to find each one. Run with the runtime venv's
-python in the build stage, so leaving a package out (dev-only.txt) that the app still
-imports breaks the build rather than a service at start-up.
+python in the build stage, so a package the app imports but pyproject.toml declares only as a dev
+extra (so requirements/runtime.txt lacks it) breaks the build rather than a service at start-up.
 """
 
 from __future__ import annotations
