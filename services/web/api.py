@@ -27,9 +27,7 @@ It keeps no state a replica would need from another: any request may go to any r
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import contextlib
 import json
 import logging
 import re
@@ -37,8 +35,10 @@ from collections.abc import AsyncIterator
 
 import grpc
 from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from sse_starlette.sse import AppStatus
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from services.web.session import COOKIE, Assertions, BrowserSession, Person, SessionCookies
@@ -67,7 +67,7 @@ _WEB_FILLS = {"actor", "session_id", "surface_id"}  # never taken from a browser
 # The broker's refusals of a decision on an approval that already ended; their ErrorInfo metadata says how.
 _DECIDED_ALREADY = frozenset({"APPROVAL_ALREADY_DECIDED", "DECISION_ID_CONFLICT", "APPROVAL_EXPIRED",
                               "ASSERTION_REPLAYED"})
-KEEPALIVE = ": keep-alive\n\n"  # an SSE comment: EventSource and the page's reader skip it
+SSE_SEPARATOR = "\n"  # the page's reader (frontend/src/api.js) ends an event at a blank line of bare LFs
 _TURN_ID = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
 
 
@@ -116,32 +116,6 @@ def _cursor(text: str) -> host_pb2.Cursor:
     return host_pb2.Cursor(epoch=int(match[1]), sequence=int(match[2]))
 
 
-async def with_keepalive(chunks: AsyncIterator[str], interval: float) -> AsyncIterator[str]:
-    """The chunks as they come, and a keep-alive comment after every `interval` seconds without one."""
-    iterator = chunks.__aiter__()
-    pending: asyncio.Future | None = None
-    try:
-        while True:
-            if pending is None:
-                pending = asyncio.ensure_future(iterator.__anext__())
-            done, _ = await asyncio.wait({pending}, timeout=interval)
-            if not done:
-                yield KEEPALIVE
-                continue
-            finished, pending = pending, None
-            try:
-                chunk = finished.result()
-            except StopAsyncIteration:
-                return
-            yield chunk
-    finally:
-        if pending is not None:  # the browser left while the source was waiting: stop it, then close it
-            pending.cancel()
-            with contextlib.suppress(BaseException):
-                await pending
-        await iterator.aclose()
-
-
 _B64URL = re.compile(r"[A-Za-z0-9_-]{0,8000}")
 
 
@@ -169,9 +143,24 @@ def _passkey_assertion(value) -> PasskeyAssertion | None:
         raise invalid from None
 
 
-def _sse(event: dict, event_id: str | None = None) -> str:
-    head = f"id: {event_id}\n" if event_id else ""
-    return f"{head}data: {json.dumps(event, separators=(',', ':'))}\n\n"
+# A stopping web gives its streams uvicorn's grace period, as before, then closes them; sse-starlette would
+# otherwise end them all at the first SIGTERM, cutting short the turns they carry.
+AppStatus.disable_automatic_graceful_drain()
+
+
+def _event(data: dict, event_id: str | None = None) -> ServerSentEvent:
+    return ServerSentEvent(json.dumps(data, separators=(",", ":")), id=event_id or None, sep=SSE_SEPARATOR)
+
+
+def _keepalive() -> ServerSentEvent:
+    return ServerSentEvent(comment="keep-alive", sep=SSE_SEPARATOR)  # EventSource and the page's reader skip it
+
+
+def event_stream(events: AsyncIterator, keepalive_seconds: float) -> EventSourceResponse:
+    """`events` (ServerSentEvents, or bytes of several) as text/event-stream, with a keep-alive comment every
+    `keepalive_seconds` so proxies keep the connection. When the browser leaves, `events` is cancelled where it
+    waits, so its `finally` cancels the gRPC stream behind it."""
+    return EventSourceResponse(events, ping=keepalive_seconds, sep=SSE_SEPARATOR, ping_message_factory=_keepalive)
 
 
 class WebApi:
@@ -318,18 +307,17 @@ class WebApi:
             actor=self.assertions.of(browser.person), session_id=session.session_id, question=question,
             request_id=str(body.get("request_id") or "")[:128]), timeout=300)
 
-        async def events() -> AsyncIterator[str]:
+        async def events() -> AsyncIterator[ServerSentEvent]:
             try:
                 async for event in stream:
-                    yield _sse(_as_dict(event))
+                    yield _event(_as_dict(event))
             except grpc.aio.AioRpcError as exc:  # the turn could not run: say why, in the stream
                 reason, message = _person_facing(exc)
-                yield _sse({"error": {"reason": reason, "message": message}})
+                yield _event({"error": {"reason": reason, "message": message}})
             finally:
                 stream.cancel()  # the browser went away: cancel the turn and its tool calls
 
-        return StreamingResponse(with_keepalive(events(), self.keepalive_seconds), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-store"})
+        return event_stream(events(), self.keepalive_seconds)
 
     async def catalog(self, request: Request) -> Response:
         """What this data can answer, as labels, and questions to start with (the page's empty state)."""
@@ -364,23 +352,22 @@ class WebApi:
                                               surface_id=session.surface_id, max_envelopes=SSE_BATCH)
         if resume_after is not None:
             subscribe.resume_after.CopyFrom(resume_after)
-        stream = self.host.Subscribe(subscribe)
 
-        async def events() -> AsyncIterator[str]:
+        async def events() -> AsyncIterator[ServerSentEvent | bytes]:
+            stream = self.host.Subscribe(subscribe)  # here, so a HEAD (answered without a body) subscribes to nothing
             try:
                 async for reply in stream:
-                    # A page that is behind gets several envelopes per reply; each is its own SSE event.
-                    yield "".join(_sse(_envelope(envelope), f"{envelope.epoch}:{envelope.sequence}")
-                                  for envelope in (reply.envelope, *reply.following))
+                    # A page that is behind gets several envelopes per reply: each its own SSE event, one write.
+                    yield b"".join(_event(_envelope(envelope), f"{envelope.epoch}:{envelope.sequence}").encode()
+                                   for envelope in (reply.envelope, *reply.following))
             except grpc.aio.AioRpcError as exc:
                 if exc.code() != grpc.StatusCode.CANCELLED:
                     details = error_details(exc)
-                    yield _sse({"error": {"reason": details.reason or exc.code().name, "message": details.message}})
+                    yield _event({"error": {"reason": details.reason or exc.code().name, "message": details.message}})
             finally:
                 stream.cancel()
 
-        return StreamingResponse(with_keepalive(events(), self.keepalive_seconds), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-store"})
+        return event_stream(events(), self.keepalive_seconds)
 
     async def command(self, request: Request) -> Response:
         body = await self._body(request)
