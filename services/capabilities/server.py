@@ -11,7 +11,8 @@ from functools import partial
 import grpc
 import sqlalchemy as sa
 
-from services.capabilities.broker import Broker, card, summary
+from services.capabilities.broker import Broker
+from services.capabilities.cards import card, summary
 from services.capabilities.changes import DataChanges
 from services.capabilities.config import CapabilitiesSettings
 from services.capabilities.enrollment import Enrollments

@@ -12,8 +12,8 @@ import grpc
 import pytest
 import yaml
 
-from services.capabilities.broker import Broker
 from services.capabilities.config import CapabilitiesSettings
+from services.capabilities.intents import action_input
 from services.capabilities.policy import INT64_MAX, INT64_MIN, ActionPolicy, PolicyError, unbounded_property
 from shared.errors import TesseraError
 
@@ -124,8 +124,8 @@ def test_the_shipped_policy_loads_with_every_action_bounded():
 ])
 def test_integers_past_64_bits_are_refused_as_input_before_any_database(action_id, value):
     action = ActionPolicy.load(SHIPPED).actions[action_id]
-    # _input is the broker's first step of SubmitIntent; it uses nothing of the broker but the action.
+    # The input check is the broker's first step of SubmitIntent; it needs nothing but the action.
     with pytest.raises(TesseraError) as refused:
-        Broker._input(None, action, json.dumps(value))
+        action_input(action, json.dumps(value))
     assert (refused.value.code, refused.value.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INPUT_INVALID")
     assert "maximum" in refused.value.message or "minimum" in refused.value.message

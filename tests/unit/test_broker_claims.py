@@ -173,7 +173,7 @@ def test_lease_renewals_go_on_while_every_effect_thread_is_busy(tmp_path):
 
     async def hold_for_a_while():
         first = lease_until()
-        holding = asyncio.ensure_future(broker._hold_lease(intent.intent_id))
+        holding = asyncio.ensure_future(broker.execution.hold_lease(intent.intent_id))
         await wait_until_async(lambda: lease_until() >= first + 3 * store.lease_seconds, 60,
                                what="the lease renewed several times over", detail=lambda: (first, lease_until()))
         holding.cancel()
@@ -183,5 +183,5 @@ def test_lease_renewals_go_on_while_every_effect_thread_is_busy(tmp_path):
     finally:
         release.set()
         pool.shutdown()
-        broker.lease_pool.shutdown()
+        broker.execution.lease_pool.shutdown()
         engine.dispose()
