@@ -27,6 +27,7 @@ from tessera.agent.v1 import agent_pb2
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2
 from tests.fixtures.fake_model import chunk, serving_completions
+from tests.fixtures.waiting import wait_until
 from tests.integration.test_agent_turns import person  # noqa: F401  (fixture)
 
 STREAM_CLOSED: list[str] = []  # questions whose model stream the server saw end early
@@ -222,9 +223,7 @@ def test_cancelling_a_turn_stops_the_model_call(modelled_agent, running_set, cre
 
     def cancel_soon(turn_id):
         def run():
-            deadline = time.monotonic() + 30
-            while "hang: net revenue" not in STREAM_THINKING and time.monotonic() < deadline:
-                time.sleep(0.02)  # until the model is mid-stream
+            wait_until(lambda: "hang: net revenue" in STREAM_THINKING, 60, what="the model mid-stream")
             with sync_channel(modelled_agent, credentials("cli"), "agent") as agent:
                 cancelled["reply"] = invoke(agent, "agent", "CancelTurn", agent_pb2.CancelTurnRequest(
                     actor=person, turn_id=turn_id))
@@ -237,10 +236,8 @@ def test_cancelling_a_turn_stops_the_model_call(modelled_agent, running_set, cre
     canceller[0].join(30)  # the turn can end before CancelTurn's own reply is back
     assert cancelled["reply"].cancelled
     assert events[-1].done.outcome == agent_pb2.TURN_OUTCOME_CANCELLED
-    deadline = time.monotonic() + 5
-    while "hang: net revenue" not in STREAM_CLOSED and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert "hang: net revenue" in STREAM_CLOSED  # the HTTP stream to the model was closed, not left running
+    # The HTTP stream to the model was closed, not left running.
+    wait_until(lambda: "hang: net revenue" in STREAM_CLOSED, 30, what="the model's HTTP stream closed")
 
 
 def test_with_the_data_peer_gone_the_turn_is_degraded_and_says_so(cert_dir, tmp_path_factory, running_set,

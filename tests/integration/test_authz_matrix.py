@@ -16,6 +16,7 @@ from shared.channels import sync_channel
 from shared.contracts import SERVICES, invoke
 from shared.errors import DOMAIN, error_details
 from shared.identity import PRINCIPAL_NAMES
+from tests.fixtures.waiting import wait_until
 
 PAIRS = [
     pytest.param(principal, service, method.name, id=f"{principal}->{service}.{method.name}")
@@ -105,11 +106,16 @@ def test_unknown_method_is_denied_without_revealing_anything(channels):
 def test_every_log_line_is_json(running_set):
     """After the whole matrix (allowed, denied, streaming, unknown), logs stay clean JSON."""
     import json
-    import time
 
-    time.sleep(0.2)  # let the last batch of access-log lines be written
+    def logs_at_a_line_end() -> dict[str, str] | None:  # no batch half-written: every line can be read
+        texts = {name: handle.log_path.read_text() for name, handle in running_set.handles.items()}
+        return texts if all(text.endswith("\n") for text in texts.values()) else None
+
+    texts = wait_until(logs_at_a_line_end, 30, what="every service's log to end with a whole line",
+                       detail=lambda: [name for name, h in running_set.handles.items()
+                                       if not h.log_path.read_text().endswith("\n")])
     for handle in running_set.handles.values():
-        complete = handle.log_path.read_text().split("\n")[:-1]
+        complete = texts[handle.name].split("\n")[:-1]
         assert complete, f"{handle.name} wrote no log"
         for line in complete:
             entry = json.loads(line)  # raises on a traceback or stray print

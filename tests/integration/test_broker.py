@@ -27,6 +27,7 @@ from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2
 from tests.fixtures.signing import enroll, operator_signed, passkey_signed
+from tests.fixtures.waiting import wait_until
 from tests.integration.test_host import _turn_with_analysis, channels  # noqa: F401  (fixture)
 from tests.integration.test_host import actor as host_actor
 from tests.integration.test_host import call as host_call
@@ -124,23 +125,12 @@ def decide(broker, actor, receipt, approve=True, principal="cli", sha=None, entr
         decision_id=decision_id), timeout=timeout)
 
 
-def wait_for(condition, timeout: float, what: str):
-    """Poll `condition()` until it returns something truthy (returned), or fail saying what never happened."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.05)
-    raise AssertionError(f"{what} did not happen within {timeout:g} s")
-
-
 def receipt_of(broker, actor, intent_id):
     return broker("cli", "GetReceipt", cap.GetReceiptRequest(actor=actor, intent_id=intent_id)).receipt
 
 
 def status_is(broker, actor, intent_id, status):
-    """A condition for wait_for: the intent's receipt, once it has `status`."""
+    """A condition for wait_until: the intent's receipt, once it has `status`."""
     def check():
         found = receipt_of(broker, actor, intent_id)
         return found if found.status == status else None
@@ -338,8 +328,7 @@ def test_a_surface_intent_reaches_the_stream_and_the_host_relays_the_decision(br
 
 
 def _next_event(host, actor, session, after):
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
+    def first_event():
         call = invoke_stream(host, "host", "Subscribe", host_pb2.SubscribeRequest(
             actor=actor, session_id=session.session_id, resume_after=host_pb2.Cursor(epoch=1, sequence=after)),
             timeout=2)
@@ -349,7 +338,9 @@ def _next_event(host, actor, session, after):
         except grpc.RpcError as exc:
             if exc.code() != grpc.StatusCode.DEADLINE_EXCEEDED:
                 raise
-    raise AssertionError("no event arrived")
+        return None
+
+    return wait_until(first_event, 60, what=f"an event after sequence {after}")
 
 
 def test_the_audit_trail_is_exported_in_order_and_cannot_be_rewritten(broker, cert_dir, service_env):
@@ -409,7 +400,8 @@ def test_an_unanswered_approval_expires_and_counts_as_rejection(own_broker, cert
     alice = person(cert_dir)
     receipt = flag(client, alice, 51).receipt
     # GetReceipt does not expire anything itself: only the sweeper (every second) can make this true.
-    status = wait_for(status_is(client, alice, receipt.intent_id, common_pb2.INTENT_STATUS_EXPIRED), 10, "expiry")
+    status = wait_until(status_is(client, alice, receipt.intent_id, common_pb2.INTENT_STATUS_EXPIRED), 60,
+                        what="the sweeper expiring the approval")
     assert status.reason == "APPROVAL_EXPIRED"
     assert refused(lambda: decide(client, alice, receipt)) == (grpc.StatusCode.FAILED_PRECONDITION,
                                                                "APPROVAL_EXPIRED")
@@ -454,7 +446,7 @@ def test_a_kill_between_approval_and_execution_runs_the_effect_once(own_broker, 
             return connection.execute(sa.text("SELECT attempted FROM intents WHERE intent_id = :i"),
                                       {"i": receipt.intent_id}).scalar()
 
-    wait_for(attempted, 10, "the approved intent starting")
+    wait_until(attempted, 60, what="the approved intent starting")
     os.kill(processes.handles["capabilities"].pid, signal.SIGKILL)
     processes.handles["capabilities"].process.wait()
     thread.join(10)
@@ -624,27 +616,26 @@ def stop_timed(processes) -> tuple[float, int]:
 
 
 def test_expiry_does_not_wait_for_a_tool_server_that_never_starts(own_broker, cert_dir, tmp_path):
-    from services.capabilities.mcp_gate import CONNECT_TIMEOUT_SECONDS
-
     policy, (hung, fine) = tool_servers(tmp_path, ["hang", "serve"])
     client, processes, url = own_broker(TESSERA_CAPABILITIES_APPROVAL_TTL_SECONDS="1",
                                         TESSERA_CAPABILITIES_TOOLS_FILE=str(policy),
                                         TESSERA_CAPABILITIES_MCP_LOG_DIR=str(tmp_path),
                                         TESSERA_CAPABILITIES_GRACE_SECONDS=str(GRACE_SECONDS))
-    started = time.monotonic()
-    wait_for(lambda: hung.exists() and fine.exists(), 10, "the warm-up starting both tool servers")
+    wait_until(lambda: hung.exists() and fine.exists(), 60, what="the warm-up starting both tool servers")
     alice = person(cert_dir)
     receipt = flag(client, alice, 55).receipt
-    wait_for(status_is(client, alice, receipt.intent_id, common_pb2.INTENT_STATUS_EXPIRED), 10, "expiry")
-    # The warm-up waits up to CONNECT_TIMEOUT_SECONDS for the hung server's handshake: it is still waiting.
-    assert time.monotonic() - started < CONNECT_TIMEOUT_SECONDS
+    wait_until(status_is(client, alice, receipt.intent_id, common_pb2.INTENT_STATUS_EXPIRED), 60,
+               what="the sweeper expiring the approval")
+    # The warm-up gives up on the hung server's handshake after CONNECT_TIMEOUT_SECONDS and logs it; expiry
+    # came first, so it did not wait behind the warm-up (a state, not a clock a loaded machine can overrun).
+    assert "no handshake within" not in processes.handles["capabilities"].log_path.read_text()
     assert order(url, 55) == ("none", 1)
 
     took, code = stop_timed(processes)  # mid-handshake: the hung server is aborted, not waited for
     print(f"broker stop with a tool server hung in its handshake: {took:.2f} s")  # the figure (pytest -s)
     assert code == 0 and took < GRACE_SECONDS, f"stopping took {took:.2f} s"
     for marker in (hung, fine):  # no tool server outlives the broker
-        wait_for(lambda m=marker: not alive(int(m.read_text())), 5, f"{marker.name} ending")
+        wait_until(lambda m=marker: not alive(int(m.read_text())), 30, what=f"{marker.name} ending")
 
 
 def test_the_broker_stops_within_its_grace_with_several_tool_servers(own_broker, cert_dir, tmp_path):
@@ -665,4 +656,4 @@ def test_the_broker_stops_within_its_grace_with_several_tool_servers(own_broker,
     print(f"broker stop with 5 tool servers: {took:.2f} s")  # the figure for the record (pytest -s)
     assert code == 0 and took < GRACE_SECONDS, f"stopping took {took:.2f} s"
     for pid in pids:
-        wait_for(lambda p=pid: not alive(p), 5, f"tool server {pid} ending")
+        wait_until(lambda p=pid: not alive(p), 30, what=f"tool server {pid} ending")

@@ -23,7 +23,8 @@ import yaml
 
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tests.fixtures.race import query
-from tests.integration.test_broker import person, wait_for
+from tests.fixtures.waiting import wait_until
+from tests.integration.test_broker import person
 from tests.integration.test_broker_replicas import replicas  # noqa: F401  (fixture: replicas on one database)
 from tests.integration.test_tool_gate import call, world  # noqa: F401  (fixture: a pinned tool policy)
 
@@ -91,7 +92,8 @@ def test_replicas_agree_on_an_unchanged_server_and_both_refuse_it_once_it_change
         assert call(client, alice, "ses_before", "drift.lookup", {"term": "lamps"}).WhichOneof("outcome") == "content"
     # Each replica has its own server process, and each has surveyed three times (warm-up, session start,
     # ReviewTools): waited for, so the warm-up cannot land after the change below.
-    wait_for(lambda: _lists(log, {pid_a, pid_b}) == {pid_a: 3, pid_b: 3}, 15, "three surveys by each replica")
+    wait_until(lambda: _lists(log, {pid_a, pid_b}) == {pid_a: 3, pid_b: 3}, 60, what="three surveys by each replica",
+               detail=lambda: _lists(log, {pid_a, pid_b}))
     servers = {e["parent"]: e["pid"] for e in _server_log(log)}
     assert servers.keys() == {pid_a, pid_b} and servers[pid_a] != servers[pid_b]
     assert not query(broker_url, "SELECT 1 FROM audit_events WHERE kind = 'tool-drift'")
@@ -125,5 +127,5 @@ def test_replicas_agree_on_an_unchanged_server_and_both_refuse_it_once_it_change
         found = query(broker_url, "SELECT detail_json FROM audit_events WHERE kind = 'tool-drift'")
         return [json.loads(d) for (d,) in found] if len(found) >= 2 else None
 
-    assert wait_for(alerts, 10, "an alert from each replica") == \
+    assert wait_until(alerts, 60, what="an alert from each replica") == \
         [{"tool_id": "drift.lookup", "changed": "description"}] * 2

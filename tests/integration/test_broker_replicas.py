@@ -21,7 +21,8 @@ from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.common.v1 import common_pb2
 from tests.fixtures.postgres import postgres_database
 from tests.fixtures.race import query, race
-from tests.integration.test_broker import Broker, flag, order, person, receipt_of, status_is, wait_for
+from tests.fixtures.waiting import wait_until
+from tests.integration.test_broker import Broker, flag, order, person, receipt_of, status_is
 from tests.integration.test_tool_gate import world  # noqa: F401  (fixture: a pinned tool policy)
 
 LEASE_SECONDS = 5  # short, so a survivor takes over quickly; a live replica renews it every third of that
@@ -108,8 +109,8 @@ def _approve_held(client, alice, receipt, decision_id, broker_url, warehouse):
 
     thread = threading.Thread(target=approve)
     thread.start()
-    wait_for(lambda: query(broker_url, "SELECT attempted FROM intents WHERE intent_id = :i",
-                            i=receipt.intent_id)[0][0], 20, "the approved intent starting")
+    wait_until(lambda: query(broker_url, "SELECT attempted FROM intents WHERE intent_id = :i",
+                             i=receipt.intent_id)[0][0], 60, what="the approved intent starting")
     return blocker, thread, outcome
 
 
@@ -161,8 +162,8 @@ def test_an_intent_approved_on_a_replica_killed_mid_effect_runs_once_on_the_surv
     blocker.close()
 
     # B takes it up once A's lease runs out (A renewed it until it died), and runs it: once.
-    done = wait_for(status_is(b, alice, receipt.intent_id, common_pb2.INTENT_STATUS_SUCCEEDED), 30,
-                    "the survivor finishing the intent")
+    done = wait_until(status_is(b, alice, receipt.intent_id, common_pb2.INTENT_STATUS_SUCCEEDED), 60,
+                      what="the survivor finishing the intent")
     print(f"kill -9 of A to the effect finished on B: {time.monotonic() - killed_at:.2f} s "
           f"(lease {LEASE_SECONDS} s)")  # the figure for the record (pytest -s)
     assert order(warehouse, 72) == ("flagged", version + 1)
@@ -181,9 +182,9 @@ def test_a_live_replica_keeps_its_slow_effect(replicas, cert_dir):
     blocker, thread, outcome = _approve_held(a, alice, receipt, "slow-73", broker_url, warehouse)
     # Hold the effect for three leases: long enough for B to take it up, were A not renewing.
     lease_until = query(broker_url, "SELECT lease_until FROM intents WHERE intent_id = :i", i=receipt.intent_id)
-    wait_for(lambda: query(broker_url, "SELECT lease_until FROM intents WHERE intent_id = :i",
-                            i=receipt.intent_id)[0][0] > lease_until[0][0] + 2 * LEASE_SECONDS, 30,
-             "A renewing its lease twice over")
+    wait_until(lambda: query(broker_url, "SELECT lease_until FROM intents WHERE intent_id = :i",
+                             i=receipt.intent_id)[0][0] > lease_until[0][0] + 2 * LEASE_SECONDS, 60,
+               what="A renewing its lease twice over")
     blocker.execute("ROLLBACK")
     blocker.close()
     thread.join(30)
@@ -204,7 +205,7 @@ def test_two_replicas_publish_each_outbox_event_once(replicas, cert_dir, running
         rows = query(broker_url, "SELECT state, attempts FROM outbox")
         return [tuple(r) for r in rows] if len(rows) == 20 and all(s != "pending" for s, _ in rows) else None
 
-    rows = wait_for(delivered, 60, "both replicas draining the outbox")
+    rows = wait_until(delivered, 60, what="both replicas draining the outbox")
     # The host has no such surface and says so for good (dropped): each event was sent exactly once.
     assert rows == [("dropped", 1)] * 20
 
@@ -226,6 +227,6 @@ def test_replicas_judge_the_same_tools_alike_and_both_see_drift(replicas, cert_d
     assert views[0]["drift.lookup"][0] == cap.TOOL_AVAILABILITY_DRIFTED
     assert {tool_id for tool_id, (availability, _, _) in views[0].items()
             if availability != cap.TOOL_AVAILABILITY_AVAILABLE} == {"drift.lookup"}
-    alerts = wait_for(lambda: query(broker_url, "SELECT detail_json FROM audit_events WHERE kind = 'tool-drift'"),
-                      10, "the drift alerts")
+    alerts = wait_until(lambda: query(broker_url, "SELECT detail_json FROM audit_events WHERE kind = 'tool-drift'"),
+                        60, what="the drift alerts")
     assert all("drift.lookup" in detail for (detail,) in alerts)

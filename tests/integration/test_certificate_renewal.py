@@ -8,7 +8,6 @@ import os
 import shutil
 import socket
 import ssl
-import time
 
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
@@ -16,6 +15,7 @@ from cryptography.hazmat.primitives import serialization
 from shared.certs import CA_CERT_FILE, ca_key_path, cert_path, issue_leaf, key_path, load_credentials
 from shared.runtime import registration_for, start_server
 from tessera.compiler.v1 import compiler_pb2_grpc
+from tests.fixtures.waiting import wait_until_async
 
 
 def _server_serial(port: int, cert_dir) -> int:
@@ -65,9 +65,11 @@ def test_a_renewed_certificate_is_served_to_new_connections(cert_dir, tmp_path, 
             # Once the key follows, new connections get the renewed certificate; no restart.
             _write_atomically(key_path(own, "compiler"), renewed_key.private_bytes(
                 serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
-            deadline = time.monotonic() + 10
-            while (now := await serial()) != renewed.serial_number and time.monotonic() < deadline:
-                await asyncio.sleep(0.05)
+            async def renewed_serial():
+                now = await serial()
+                return now if now == renewed.serial_number else None
+
+            now = await wait_until_async(renewed_serial, 60, what="new connections getting the renewed certificate")
             return first, now, renewed.serial_number
         finally:
             await running.stop(0)

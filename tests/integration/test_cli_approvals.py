@@ -25,7 +25,8 @@ from shared.contracts import invoke
 from shared.paths import REPO_ROOT
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tests.fixtures.signing import enroll_in_browser
-from tests.integration.test_broker import order, wait_for
+from tests.fixtures.waiting import wait_until
+from tests.integration.test_broker import order
 from tests.integration.test_cli_ask import var_dir  # noqa: F401  (fixture)
 
 
@@ -172,7 +173,7 @@ def test_an_approval_that_went_through_before_the_broker_died_is_reported_after_
                 return connection.execute(sa.text("SELECT attempted FROM intents WHERE intent_id = :i"),
                                           {"i": receipt.intent_id}).scalar()
 
-        wait_for(attempted, 30, "the approval being recorded and its effect starting")
+        wait_until(attempted, 60, what="the approval being recorded and its effect starting")
         os.kill(processes.handles["capabilities"].pid, signal.SIGKILL)  # … when the broker dies
         processes.handles["capabilities"].process.wait()
         blocker.execute("ROLLBACK")

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import grpc
 import sqlalchemy as sa
@@ -18,6 +17,7 @@ from shared.paths import REPO_ROOT
 from shared.runtime import LIVENESS_SERVICE
 from tests.fixtures.forwarder import TcpForwarder
 from tests.fixtures.postgres import postgres_database
+from tests.fixtures.waiting import wait_until
 
 
 def _status(port: int, service: str = "") -> str:
@@ -28,16 +28,6 @@ def _status(port: int, service: str = "") -> str:
         except grpc.RpcError as exc:
             return exc.code().name
     return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
-
-
-def _until(predicate, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("condition not reached in time")
 
 
 def test_a_host_waits_not_ready_for_its_database_then_serves(request, cert_dir, tmp_path):
@@ -55,12 +45,15 @@ def test_a_host_waits_not_ready_for_its_database_then_serves(request, cert_dir, 
     forwarder = None
     try:
         # Nothing answers on db_port: alive, not ready, and said once.
-        _until(lambda: _status(health_port, LIVENESS_SERVICE) == "SERVING")
+        wait_until(lambda: _status(health_port, LIVENESS_SERVICE) == "SERVING", 60, what="the host's liveness",
+                   detail=lambda: _status(health_port, LIVENESS_SERVICE))
         assert _status(health_port) == "NOT_SERVING"
-        _until(lambda: "waiting for a dependency" in log.read_text())
+        wait_until(lambda: "waiting for a dependency" in log.read_text(), 60,
+                   what="the host saying it waits for its database", detail=log.read_text)
         assert process.poll() is None
         forwarder = TcpForwarder(db_port, (url.host or "127.0.0.1", url.port or 5432))
-        _until(lambda: _status(health_port) == "SERVING")
+        wait_until(lambda: _status(health_port) == "SERVING", 60, what="the host ready once its database answers",
+                   detail=lambda: _status(health_port))
         text = log.read_text()
         assert text.count("waiting for a dependency") == 1 and "dependency reachable" in text
         process.send_signal(signal.SIGTERM)
@@ -98,7 +91,8 @@ def test_a_service_stopped_while_waiting_exits_cleanly(cert_dir, tmp_path):
         process = subprocess.Popen([sys.executable, "-m", "services.host"], cwd=REPO_ROOT, env=env, stdout=out,
                                    stderr=subprocess.STDOUT)
     try:
-        _until(lambda: "waiting for a dependency" in log.read_text())
+        wait_until(lambda: "waiting for a dependency" in log.read_text(), 60,
+                   what="the host saying it waits for its database", detail=log.read_text)
         process.send_signal(signal.SIGTERM)
         assert process.wait(30) == 0
         assert "stopped before it was ready" in log.read_text()

@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import threading
-import time
 
 import grpc
 import pytest
@@ -17,6 +16,7 @@ from shared.contracts import invoke
 from shared.errors import error_details
 from tessera.host.v1 import host_pb2
 from tests.fixtures.postgres import BACKENDS, database_url
+from tests.fixtures.waiting import wait_until
 from tests.integration.test_host import _proposal, _turn_with_analysis, actor
 
 
@@ -110,9 +110,8 @@ def test_acknowledged_commits_survive_kill_9_and_the_stream_resumes(cert_dir, tm
 
         writer = threading.Thread(target=commit_loop)
         writer.start()
-        deadline = time.monotonic() + 20
-        while len(acknowledged) < 5 and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_until(lambda: len(acknowledged) >= 5 or not writer.is_alive(), 60,
+                   what="five commits acknowledged before the kill")
         os.kill(services.handles["host"].pid, signal.SIGKILL)
         writer.join(timeout=30)
         stop.set()

@@ -22,7 +22,7 @@ from tessera.host.v1 import host_pb2
 from tests.fixtures.forwarder import TcpForwarder
 from tests.fixtures.postgres import BACKENDS, database_url, postgres_database
 from tests.fixtures.race import query, race
-from tests.integration.test_broker import wait_for
+from tests.fixtures.waiting import wait_until
 from tests.integration.test_host import _committed_surface, _proposal, _window_request, actor
 
 RACERS = 8
@@ -193,12 +193,16 @@ class Reader(threading.Thread):
         except grpc.RpcError as exc:
             self.error = exc
 
-    def wait_for(self, sequence: int, timeout: float = 30) -> None:
-        deadline = time.monotonic() + timeout
-        while not (self.envelopes and self.envelopes[-1].sequence >= sequence):
-            assert time.monotonic() < deadline, f"stream stopped at {[e.sequence for e in self.envelopes][-3:]}"
-            assert self.is_alive(), f"stream ended: {self.error}"
-            time.sleep(0.01)
+    def wait_for(self, sequence: int, timeout: float = 60) -> None:
+        def reached() -> bool:
+            running = self.is_alive()  # read first: a stream that ends after its last envelope has reached it
+            if self.envelopes and self.envelopes[-1].sequence >= sequence:
+                return True
+            assert running, f"stream ended: {self.error}"
+            return False
+
+        wait_until(reached, timeout, what=f"sequence {sequence} on the stream",
+                   detail=lambda: f"stream stopped at {[e.sequence for e in self.envelopes][-3:]}")
 
 
 def _commit_chain(clients: Clients, cert_dir, turn, frozen, view, base: str, count: int, replica: int,
@@ -291,7 +295,7 @@ def test_kill_9_of_a_replica_mid_stream_the_subscriber_resumes_on_another(pg_url
         cursor = host_pb2.Cursor(epoch=received[-1].epoch, sequence=received[-1].sequence)
         second = Reader(_subscribe(clients, cert_dir, session, replica=1, after=cursor))
         second.start()
-        wait_for(lambda: len(acknowledged) >= 20 or failures, 30, "20 commits on B after A died")
+        wait_until(lambda: len(acknowledged) >= 20 or failures, 60, what="20 commits on B after A died")
         stop.set()
         writer.join(timeout=60)
         assert not writer.is_alive() and not failures, failures
@@ -336,8 +340,8 @@ def _cut(forwarder: TcpForwarder, database_url: str, application_name: str) -> N
 
 def _wait_health(replica: ServiceSet, expected: str, timeout: float = 60) -> None:
     credentials = cli_credentials(replica.cert_dir)
-    wait_for(lambda: check_health(replica.handles["host"], credentials) == expected, timeout,
-             f"the host's health becoming {expected}")
+    wait_until(lambda: check_health(replica.handles["host"], credentials) == expected, timeout,
+               what=f"the host's health becoming {expected}")
 
 
 def test_a_replica_that_loses_its_database_refuses_then_rejoins_without_a_restart(

@@ -7,7 +7,7 @@ import os
 import signal
 import subprocess
 import sys
-import time
+import threading
 from pathlib import Path
 
 import grpc
@@ -16,6 +16,7 @@ import pytest
 from shared.channels import sync_channel
 from shared.contracts import invoke
 from shared.paths import REPO_ROOT
+from tests.fixtures.waiting import wait_until
 
 TESSERA = [sys.executable, "-m", "cli"]
 
@@ -24,16 +25,22 @@ def _env(cert_dir: Path, var_dir: Path) -> dict[str, str]:
     return {**os.environ, "TESSERA_CERT_DIR": str(cert_dir), "TESSERA_VAR_DIR": str(var_dir)}
 
 
-def _wait_for_line(process: subprocess.Popen, needle: str, timeout: float = 60) -> list[str]:
-    seen, deadline = [], time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if not line:
-            break
-        seen.append(line.rstrip())
-        if needle in line:
-            return seen
-    raise AssertionError(f"never saw {needle!r}; output: {seen}")
+def _wait_for_line(process: subprocess.Popen, needle: str, timeout: float = 120) -> list[str]:
+    """The output up to the first line holding `needle`. Read on a thread: a blocked readline cannot time out."""
+    seen: list[str] = []
+
+    def read() -> None:
+        for line in process.stdout:
+            seen.append(line.rstrip())
+            if needle in line:
+                return
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(timeout)  # ends at the line, or at the end of the output
+    if not any(needle in line for line in seen):
+        raise AssertionError(f"never saw {needle!r} within {timeout:g} s; output: {seen}")
+    return seen
 
 
 def _pids(var_dir: Path) -> dict[str, int]:
@@ -165,9 +172,7 @@ def test_status_reports_a_dead_service(up, cert_dir):
     os.kill(process.pid, signal.SIGSTOP)
     try:
         os.kill(pids["resources"], signal.SIGKILL)
-        deadline = time.monotonic() + 10
-        while _alive(pids["resources"]) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: not _alive(pids["resources"]), 30, what="the killed resources process gone")
         result = subprocess.run(TESSERA + ["status"], cwd=REPO_ROOT, env=_env(cert_dir, var_dir),
                                 capture_output=True, text=True, timeout=60)
     finally:
@@ -185,15 +190,14 @@ def test_access_logs_are_json_with_correlation_ids(running_set, credentials):
         with pytest.raises(grpc.RpcError):
             channel.unary_unary("/tessera.host.v1.HostService/FreezeSlice")(
                 b"", timeout=5, metadata=[("x-request-id", "req-denied-43")])
-    deadline = time.monotonic() + 5
-    entries: list[dict] = []
-    while time.monotonic() < deadline:
+
+    def entries_with_the_denied_call() -> list[dict] | None:
         # Only complete lines: the service may be mid-write of the next batch.
         complete = running_set.handles["host"].log_path.read_text().split("\n")[:-1]
         entries = [json.loads(line) for line in complete if line.strip()]
-        if any(e.get("request_id") == "req-denied-43" for e in entries):
-            break
-        time.sleep(0.05)
+        return entries if any(e.get("request_id") == "req-denied-43" for e in entries) else None
+
+    entries = wait_until(entries_with_the_denied_call, 30, what="the denied call's access-log line")
     allowed = next(e for e in entries if e.get("request_id") == "req-lifecycle-42")
     assert allowed["msg"] == "rpc" and allowed["code"] == "OK" and allowed["caller"] == "web"
     assert allowed["service"] == "host" and allowed["method"].endswith("/GetInfo")

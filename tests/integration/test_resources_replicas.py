@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
@@ -20,6 +19,7 @@ from shared.errors import error_details
 from tessera.resources.v1 import resources_pb2
 from tests.conftest import run_module
 from tests.fixtures.postgres import postgres_database
+from tests.fixtures.waiting import wait_until
 from tests.integration.test_resources_rpc import _find, _grant
 from tests.integration.test_startup_errors import assert_one_line_error
 from tests.resources.store_outage import allow_connections
@@ -141,10 +141,9 @@ def test_racing_probes_on_both_replicas_spend_exactly_the_budget(call):
 
 def _wait_for_health(services: ServiceSet, cert_dir, wanted: str) -> None:
     credentials = cli_credentials(cert_dir)
-    deadline = time.monotonic() + WAIT_SECONDS
-    while (status := check_health(services.handles["resources"], credentials)) != wanted:
-        assert time.monotonic() < deadline, f"health stayed {status}, expected {wanted}"
-        time.sleep(0.2)
+    wait_until(lambda: check_health(services.handles["resources"], credentials) == wanted, WAIT_SECONDS,
+               what=f"the resources service's health becoming {wanted}",
+               detail=lambda: f"health is {check_health(services.handles['resources'], credentials)}")
 
 
 def _store_calls(call, cert_dir) -> dict[str, tuple[str, str, object]]:

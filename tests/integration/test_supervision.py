@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from cli.launcher import STOP_TIMEOUT_SECONDS, ServiceSet
 from shared.identity import PROCESS_NAMES
 from tests.fixtures.recovery import SESSION_SECRET, SupervisorThread, ask_through_web, kill_and_time
+from tests.fixtures.waiting import wait_until
 
 # Generous for a loaded CI machine; the goal (3 s) is measured by `make bench` on a quiet one.
 RECOVERY_BOUND_SECONDS = 20.0
@@ -43,10 +44,8 @@ def own_set(cert_dir, tmp_path, service_env):
 
 def _wait_restarted(services: ServiceSet, name: str, old_pid: int, timeout: float = 60.0) -> None:
     handle = services.handles[name]
-    deadline = time.monotonic() + timeout
-    while not (handle.pid != old_pid and handle.ready_file.exists()):
-        assert time.monotonic() < deadline, f"{name} was not restarted within {timeout:.0f} s"
-        time.sleep(0.05)
+    wait_until(lambda: handle.pid != old_pid and handle.ready_file.exists(), timeout,
+               what=f"{name} restarted and ready")
 
 
 def _committed_revisions(url: str) -> set[str]:
@@ -79,10 +78,9 @@ def test_each_service_killed_in_turn_is_a_blip(own_set):
             assert services.handles[name].restarts == 1
         assert supervisor.error is None
         # Every restart is announced as such once the process serves (the thread may say it a poll later).
-        deadline = time.monotonic() + 30
-        while not all(any(f"{name} is serving again" in line for line in supervisor.lines) for name in PROCESS_NAMES):
-            assert time.monotonic() < deadline, supervisor.lines
-            time.sleep(0.05)
+        wait_until(lambda: all(any(f"{name} is serving again" in line for line in supervisor.lines)
+                               for name in PROCESS_NAMES), 60,
+                   what="every restart announced", detail=lambda: supervisor.lines)
         final = ask_through_web(base_url, env[SESSION_SECRET])
     assert final.outcome == "answered", final
     acknowledged += final.revision_ids
@@ -103,10 +101,8 @@ def test_every_service_stops_within_its_grace_with_questions_in_flight(own_set):
     askers = [threading.Thread(target=keep_asking, daemon=True) for _ in range(3)]
     for asker in askers:
         asker.start()
-    deadline = time.monotonic() + 60
-    while not any(r.outcome == "answered" for r in replies):  # load first, then stop under it
-        assert time.monotonic() < deadline, [(r.outcome, r.detail) for r in replies]
-        time.sleep(0.05)
+    wait_until(lambda: any(r.outcome == "answered" for r in replies), 60,  # load first, then stop under it
+               what="a first answer under load", detail=lambda: [(r.outcome, r.detail) for r in replies])
     started = time.monotonic()
     codes = services.stop()
     elapsed = time.monotonic() - started

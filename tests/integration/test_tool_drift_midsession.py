@@ -20,7 +20,8 @@ from shared.channels import sync_channel
 from shared.contracts import invoke_stream
 from shared.errors import error_details
 from tessera.capabilities.v1 import capabilities_pb2 as cap
-from tests.integration.test_broker import Broker, wait_for
+from tests.fixtures.waiting import wait_until
+from tests.integration.test_broker import Broker
 from tests.integration.test_tool_gate import _broker, alice, call, world  # noqa: F401  (fixtures)
 
 AVAILABLE, DRIFTED, DENIED = cap.TOOL_AVAILABILITY_AVAILABLE, cap.TOOL_AVAILABILITY_DRIFTED, \
@@ -95,7 +96,7 @@ def test_a_server_that_restarts_changed_is_denied_in_the_running_session(world, 
         tools = _tools(client, alice, session)
         assert tools["drift.lookup"] == (DRIFTED, "DRIFT")
         assert all(tools[t] == (AVAILABLE, "") for t in DRIFT_TOOLS - {"drift.lookup"})  # only the changed tool
-        assert wait_for(lambda: _drift_alerts(client, alice), 15, "a drift alert") == [
+        assert wait_until(lambda: _drift_alerts(client, alice), 60, what="a drift alert") == [
             {"tool_id": "drift.lookup", "changed": "description and input schema"}]
         # Both refusals are in the audit trail: the one refused as it was about to go out, and the next.
         refusals = [r for r in _audited(client, alice, "tool-refused") if r["tool_id"] == "drift.lookup"]
@@ -117,8 +118,9 @@ def test_an_announced_change_is_denied_in_the_running_session(world, cert_dir, r
         assert call(client, alice, session, "drift.lookup", {"term": "before"}).WhichOneof("outcome") == "content"
         switch.touch()  # the server changes `lookup` by itself and announces it; nobody asks it anything
         # Listing the session's tools never lists the server again: only the announcement can change this.
-        wait_for(lambda: _tools(client, alice, session)["drift.lookup"] == (DRIFTED, "DRIFT"), 30,
-                 "the announced change denied in the running session")
+        wait_until(lambda: _tools(client, alice, session)["drift.lookup"] == (DRIFTED, "DRIFT"), 60,
+                   what="the announced change denied in the running session",
+                   detail=lambda: _tools(client, alice, session)["drift.lookup"])
         assert _refused_as_drift(call(client, alice, session, "drift.lookup", {"term": "after", "scope": "all"}))
         assert _tools(client, alice, session)["drift.update"] == (AVAILABLE, "")
 

@@ -22,6 +22,7 @@ from shared.contracts import invoke_stream
 from shared.paths import REPO_ROOT
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.common.v1 import common_pb2
+from tests.fixtures.waiting import wait_until
 from tests.integration.test_broker import Broker, refused
 
 READS = {"time": ["get_current_time"], "git": ["git_status", "git_log"], "drift": ["lookup", "slow", "crash"]}
@@ -282,8 +283,7 @@ def http_server(world):
                                          access_log=False))
     thread = threading.Thread(target=http.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    while not http.started:
-        time.sleep(0.01)
+    wait_until(lambda: http.started, 60, what="the streamable HTTP tool server starting")
     yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
     http.should_exit = True
     thread.join(5)

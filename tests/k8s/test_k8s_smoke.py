@@ -35,6 +35,7 @@ from shared.contracts import invoke
 from shared.paths import REPO_ROOT
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tests.fixtures.isolation import foreign_variables
+from tests.fixtures.waiting import wait_until
 from tests.integration.test_web_api import sse
 from tests.k8s.podman_play import (
     IDENTITY_COPY,
@@ -52,17 +53,6 @@ pytestmark = pytest.mark.skipif(os.environ.get("TESSERA_K8S_SMOKE") != "1",
 NETWORK = "tessera-smoke"
 KUBECTL = REPO_ROOT / ".venv-deploy" / "bin" / "kubectl"
 READY_TIMEOUT = 300.0
-
-
-def _until(what: str, predicate, timeout: float = READY_TIMEOUT, interval: float = 0.5):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not reached in {timeout:.0f} s: {what}")
-        time.sleep(interval)
 
 
 def _grpc_health(address: str) -> str:
@@ -158,16 +148,18 @@ def test_the_local_overlay_runs_as_real_pods(tmp_path):
         ips = {name: pod_ip(name, NETWORK) for name in pod_names}
 
         # Ready: PostgreSQL answers, the warehouse is seeded, every service's health port says SERVING.
-        _until("postgres ready", lambda: podman("exec", "postgres-postgres", "pg_isready", "-h", "127.0.0.1",
-                                                check=False).returncode == 0)
-        seeded = _until("the warehouse seeded", lambda: (
-            state := container_state("seed-warehouse-seed")) and state.get("Status") == "exited" and state)
+        wait_until(lambda: podman("exec", "postgres-postgres", "pg_isready", "-h", "127.0.0.1",
+                                  check=False).returncode == 0, READY_TIMEOUT, what="postgres ready")
+        seeded = wait_until(lambda: (
+            state := container_state("seed-warehouse-seed")) and state.get("Status") == "exited" and state,
+            READY_TIMEOUT, what="the warehouse seeded")
         assert seeded["ExitCode"] == 0, podman("logs", "seed-warehouse-seed", check=False).stdout[-2000:]
         for name in SPECS:
             if name == "web":
-                _until("web ready", lambda: _web_health(ips["web"]) == "SERVING")
+                wait_until(lambda: _web_health(ips["web"]) == "SERVING", READY_TIMEOUT, what="web ready")
             else:
-                _until(f"{name} ready", lambda name=name: _grpc_health(f"{ips[name]}:8081") == "SERVING")
+                wait_until(lambda name=name: _grpc_health(f"{ips[name]}:8081") == "SERVING", READY_TIMEOUT,
+                           what=f"{name} ready")
         ready_after = time.monotonic() - started
 
         # A demo question, through web's API, from outside the pods; rows checked against SQL.
