@@ -16,6 +16,7 @@ threads may then both compute it; the values are equal, and the last one stored 
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Hashable
 
@@ -36,3 +37,43 @@ def expiring_each(maxsize: int, expires_at: Callable[[Hashable, object, float], 
                   timer: Callable[[], float] = time.monotonic) -> TLRUCache:
     """bounded_lru whose entries each expire at their own time: expires_at(key, value, now) on `timer`."""
     return TLRUCache(maxsize=maxsize, ttu=expires_at, timer=timer)
+
+
+_MISSING = object()
+
+
+class SharedMemo:
+    """A cache that threads share, read and written under its own lock as the policy above says.
+
+    A value may be None (a memo of "nothing there"). A missing one is built outside the lock, so a slow
+    build never holds up readers of other keys; two threads may then both build it, and the last stays.
+    """
+
+    def __init__(self, cache: LRUCache) -> None:
+        self._cache = cache
+        self._lock = threading.Lock()
+
+    def get_or_build(self, key: Hashable, build: Callable[[], object]):
+        with self._lock:
+            found = self._cache.get(key, _MISSING)
+        if found is not _MISSING:
+            return found
+        value = build()
+        self.put(key, value)
+        return value
+
+    def get(self, key: Hashable, default: object = None):
+        with self._lock:
+            return self._cache.get(key, default)
+
+    def put(self, key: Hashable, value: object) -> None:
+        with self._lock:
+            self._cache[key] = value
+
+    def __contains__(self, key: Hashable) -> bool:
+        with self._lock:
+            return key in self._cache
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._cache)

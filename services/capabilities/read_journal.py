@@ -2,7 +2,7 @@
 
 A model's read through the broker is answered before its record is in the
 database; anything that shows a person the run's reads, or asks them to
-approve, waits for the records first (Broker._reads_recorded). One record per
+approve, waits for the records first (RunReads.recorded (reads.py)). One record per
 transaction cost about 0.6-0.9 ms of CPU per read on these machines, in a
 thread that competes with the event loop for the GIL, and that was the largest
 part of what the broker added to a read. Here a write starts as soon as a read

@@ -22,6 +22,7 @@ from services.capabilities.read_journal import ExternalRead, ReadJournal
 from services.capabilities.store import BrokerStore, refuse
 from shared.actors import Actor
 from shared.bounded_json import canonical
+from shared.caches import bounded_lru
 from shared.screen import Screened, screen
 from tessera.capabilities.v1 import capabilities_pb2
 
@@ -50,7 +51,8 @@ class RunReads:
         self.gate = gate
         self.db = db
         self.journal = ReadJournal(store.record_reads, pool)
-        self._taint: dict[str, tuple[bool, bool]] = {}  # session → (tainted, flagged), this process's view
+        # session → (tainted, flagged), this process's view; the event loop's only (no lock, shared/caches.py)
+        self._taint = bounded_lru(MAX_TAINT_MEMORY)
         self._pending: dict[str, list[PendingRead]] = {}
 
     async def of_run(self, session_id: str) -> list:
@@ -64,8 +66,6 @@ class RunReads:
         if known is None:
             reads = await self.of_run(session_id)
             known = self._taint[session_id] = (bool(reads), any(json.loads(r.matches_json) for r in reads))
-            while len(self._taint) > MAX_TAINT_MEMORY:
-                self._taint.pop(next(iter(self._taint)))
         return known
 
     async def record(self, actor: Actor, request: capabilities_pb2.RecordReadsRequest) -> list:

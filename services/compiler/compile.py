@@ -15,7 +15,6 @@ import hashlib
 import json
 import logging
 import re
-import threading
 import unicodedata
 from dataclasses import dataclass, field
 
@@ -27,7 +26,7 @@ from services.compiler.diagnostics import Finding, Rejected
 from services.compiler.patch import apply_patch
 from services.compiler.proposal import RawBlock, Tree, decode, snapshot_tree
 from shared.bounded_json import canonical
-from shared.caches import bounded_lru
+from shared.caches import SharedMemo, bounded_lru
 from shared.schema_check import Check, compile_check
 from shared.ui.contracts import Catalog, ComponentContract, reserved_keywords
 from shared.ui.slice import MAX_PROPOSAL_BYTES, column_role, column_type, offer_tag, slice_hash
@@ -85,6 +84,17 @@ class CompileResult:
     messages: list[dict] = field(default_factory=list)
     bindings: list[Binding] = field(default_factory=list)
     diagnostics: list[Finding] = field(default_factory=list)
+
+
+def _compiled(schema_json: str) -> Check:
+    """An offered action or state schema, checked and compiled (once per schema: the compiler memoises it)."""
+    schema = json.loads(schema_json)
+    if not isinstance(schema, dict) or reserved_keywords(schema):
+        raise SliceRefused("SLICE_SCHEMA_INVALID", "an offered schema uses references or identifiers")
+    try:
+        return compile_check(schema)
+    except (jsonschema.SchemaError, fastjsonschema.JsonSchemaDefinitionException) as exc:
+        raise SliceRefused("SLICE_SCHEMA_INVALID", f"an offered schema is invalid: {exc}") from None
 
 
 def content_hash(document: dict) -> str:
@@ -159,9 +169,9 @@ class _BlockError(Exception):
 class Compiler:
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
-        self._schemas = bounded_lru(_SCHEMA_CACHE)  # schema JSON → its compiled check
-        self._verified_slices = bounded_lru(_SCHEMA_CACHE)  # serialized slice → True once checked
-        self._caches_lock = threading.Lock()  # compiles run in a thread pool (shared/caches.py)
+        # Compiles run in a thread pool: the memos are shared (shared/caches.py).
+        self._schemas = SharedMemo(bounded_lru(_SCHEMA_CACHE))  # schema JSON → its compiled check
+        self._verified_slices = SharedMemo(bounded_lru(_SCHEMA_CACHE))  # serialized slice → True once checked
 
     # --- slice checks ----------------------------------------------------
 
@@ -170,11 +180,10 @@ class Compiler:
             raise SliceRefused("SLICE_CATALOG_MISMATCH", f"the slice is for catalog {frozen.catalog_id} "
                                                          f"{frozen.catalog_hash[:12]}, this compiler has "
                                                          f"{self.catalog.catalog_id} {self.catalog.catalog_hash[:12]}")
-        key = frozen.SerializeToString(deterministic=True)
-        with self._caches_lock:
-            verified = self._verified_slices.get(key)
-        if verified:  # the host sends the same slice for every repair round
-            return
+        # The host sends the same slice for every repair round: it is checked once.
+        self._verified_slices.get_or_build(frozen.SerializeToString(deterministic=True), lambda: self._verify(frozen))
+
+    def _verify(self, frozen: compiler_pb2.CatalogSlice) -> bool:
         for offered in frozen.components:
             contract = self.catalog.contracts.get(offered.component)
             if contract is None or self.catalog.contract_hashes[contract.name] != offered.contract_hash \
@@ -185,23 +194,10 @@ class Compiler:
             raise SliceRefused("SLICE_HASH_MISMATCH", "the slice does not match its slice_hash")
         for schema_json in [a.input_schema_json for a in frozen.actions] + [s.value_schema_json for s in frozen.state]:
             self._check_for(schema_json)
-        with self._caches_lock:
-            self._verified_slices[key] = True
+        return True
 
     def _check_for(self, schema_json: str) -> Check:
-        with self._caches_lock:
-            cached = self._schemas.get(schema_json)
-        if cached is None:
-            schema = json.loads(schema_json)
-            if not isinstance(schema, dict) or reserved_keywords(schema):
-                raise SliceRefused("SLICE_SCHEMA_INVALID", "an offered schema uses references or identifiers")
-            try:
-                cached = compile_check(schema)
-            except (jsonschema.SchemaError, fastjsonschema.JsonSchemaDefinitionException) as exc:
-                raise SliceRefused("SLICE_SCHEMA_INVALID", f"an offered schema is invalid: {exc}") from None
-            with self._caches_lock:
-                self._schemas[schema_json] = cached
-        return cached
+        return self._schemas.get_or_build(schema_json, lambda: _compiled(schema_json))
 
     # --- compile ---------------------------------------------------------
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import secrets
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -30,7 +29,7 @@ from services.resources.semantic_model import SemanticModelError, load_semantic_
 from services.resources.store import ResourceStore, open_store
 from services.resources.warehouse import Warehouse
 from shared import tokens
-from shared.caches import expiring
+from shared.caches import SharedMemo, expiring
 from shared.certs import load_secret, load_signing_key, load_verify_key
 from shared.errors import TesseraError
 from tessera.common.v1 import common_pb2
@@ -43,7 +42,6 @@ MAX_QUESTION_CHARS = 2_000
 MAX_DESCRIBE = 4
 REFERENCE_LIFETIME_SECONDS = 60.0
 MAX_REFERENCES = 256
-_UNKNOWN = object()  # a field's reference may be None (no values): the cache's miss is this
 COLUMN_TYPES = {"string": common_pb2.COLUMN_TYPE_STRING, "integer": common_pb2.COLUMN_TYPE_INTEGER,
                 "decimal": common_pb2.COLUMN_TYPE_DECIMAL, "float": common_pb2.COLUMN_TYPE_FLOAT,
                 "boolean": common_pb2.COLUMN_TYPE_BOOLEAN, "date": common_pb2.COLUMN_TYPE_DATE,
@@ -104,9 +102,7 @@ class Gateway:
             self.warehouse.close()
             raise
         self.planner = Planner(self.catalog, self.warehouse.dialect)
-        # One per date field of the model; analyses run in the thread pool, so the cache is read under a lock.
-        self._references = expiring(MAX_REFERENCES, REFERENCE_LIFETIME_SECONDS)
-        self._references_lock = threading.Lock()
+        self._references = SharedMemo(expiring(MAX_REFERENCES, REFERENCE_LIFETIME_SECONDS))  # one per date field
         self._side_queries = ThreadPoolExecutor(max_workers=settings.query_workers, thread_name_prefix="coverage")
 
     def close(self) -> None:
@@ -331,15 +327,11 @@ class Gateway:
     def _reference(self, field: CatalogField) -> periods.Moment | None:
         """The latest value of a date or time field (kept a minute: data loads are not that frequent, and the
         caption states the date used)."""
-        with self._references_lock:
-            cached = self._references.get(field.id, _UNKNOWN)
-        if cached is not _UNKNOWN:
-            return cached
-        rows, _ = self.warehouse.fetch(sa.select(sa.func.max(field.column)), 1)
-        reference = _moment(rows[0][0] if rows else None, field.spec.type)
-        with self._references_lock:
-            self._references[field.id] = reference
-        return reference
+        def latest() -> periods.Moment | None:
+            rows, _ = self.warehouse.fetch(sa.select(sa.func.max(field.column)), 1)
+            return _moment(rows[0][0] if rows else None, field.spec.type)
+
+        return self._references.get_or_build(field.id, latest)
 
     def _total_rows(self, statement: sa.Select) -> int | None:
         """How many rows the draft matched before the policy cap (asked only when the cap dropped some)."""

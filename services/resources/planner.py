@@ -38,6 +38,7 @@ from services.resources.draft import (
     role_words,
 )
 from services.resources.grains import time_bucket
+from shared.caches import SharedMemo, bounded_lru
 from shared.errors import TesseraError
 
 MAX_CACHED_JOINS = 1024
@@ -129,10 +130,11 @@ class Planner:
         self.catalog = catalog
         self.dialect = dialect
         self._aliases: dict[tuple[str, str], sa.FromClause] = {}
-        self._atom_cache: dict[tuple[str, str], ColumnElement] = {}
-        self._joins: dict[tuple, tuple] = {}
+        # Memos shared by the gateway's worker threads (shared/caches.py): least recently used go first.
+        self._atoms = SharedMemo(bounded_lru(MAX_CACHED_JOINS))
+        self._joins = SharedMemo(bounded_lru(MAX_CACHED_JOINS))
         self._buckets: dict[tuple[str, str, str], ColumnElement] = {}
-        self._plans: dict[tuple[Draft, int], Plan] = {}
+        self._plans = SharedMemo(bounded_lru(MAX_CACHED_PLANS))
 
     def _alias(self, entity: str, name: str) -> sa.FromClause:
         """Aliases are immutable, so one per (entity, name) serves every plan; building
@@ -190,14 +192,7 @@ class Planner:
         fan-out rule, so each accepted one is built once and reused (its parts are immutable).
         """
         key = (home, tuple(use.join_key for use in uses), fan_safe)
-        cached = self._joins.get(key)
-        if cached is not None:
-            return cached
-        result = self._build_join(home, uses, fan_safe, what)
-        if len(self._joins) >= MAX_CACHED_JOINS:  # bounded: distinct joins are few in practice
-            self._joins.clear()
-        self._joins[key] = result
-        return result
+        return self._joins.get_or_build(key, lambda: self._build_join(home, uses, fan_safe, what))
 
     def _build_join(self, home: str, uses: list[_Use], fan_safe: bool, what: str) -> _Join:
         # Aliases are keyed by the path that reached them, not by entity: a nation reached
@@ -292,13 +287,7 @@ class Planner:
             return joined.home if entity == atom.home else joined.at(entity, ())
 
         key = (atom.key, joined.home.name, *(alias_of(entity).name for entity in atom.reaches))
-        built = self._atom_cache.get(key)
-        if built is None:  # get, then set: another thread may clear the cache in between
-            built = atom.build(alias_of)
-            if len(self._atom_cache) >= MAX_CACHED_JOINS:
-                self._atom_cache.clear()
-            self._atom_cache[key] = built
-        return built
+        return self._atoms.get_or_build(key, lambda: atom.build(alias_of))
 
     def _label(self, entity: str) -> str:
         return self.catalog.entities[entity].spec.label
@@ -421,13 +410,7 @@ class Planner:
         """The statement for a checked draft. Equal drafts (the same items, values and periods) get the same
         plan, built once: a person refreshing an answer, or many asking the same question, compile nothing."""
         key = (draft, row_cap)
-        plan = self._plans.get(key)
-        if plan is None:
-            plan = self._plan(draft, row_cap)
-            if len(self._plans) >= MAX_CACHED_PLANS:  # bounded: repeated shapes are what the cache is for
-                self._plans.clear()
-            self._plans[key] = plan
-        return plan
+        return self._plans.get_or_build(key, lambda: self._plan(draft, row_cap))
 
     def _plan(self, draft: Draft, row_cap: int) -> Plan:
         if draft.limit is not None and draft.limit > row_cap:

@@ -23,7 +23,7 @@ from services.resources.planner import OutputColumn
 from services.resources.results import PinnedResult, content_hash
 from shared import db
 from shared.bounded_json import canonical
-from shared.caches import bounded_lru
+from shared.caches import SharedMemo, bounded_lru
 from shared.refusals import Unavailable
 
 MIGRATIONS = Path(__file__).parent / "migrations"
@@ -105,7 +105,7 @@ class ResourceStore:
         self.budget_lifetime = budget_lifetime
         self._clock = clock
         self._insert = _INSERT[engine.dialect.name]
-        self._cache = bounded_lru(CACHE_ENTRIES)  # pinned results are immutable: a memo, never stale
+        self._cache = SharedMemo(bounded_lru(CACHE_ENTRIES))  # pinned results are immutable: never stale
         self._lock = threading.Lock()
         self._next_sweep = 0.0
 
@@ -133,8 +133,7 @@ class ResourceStore:
         return result
 
     def get(self, resource_id: str) -> PinnedResult | None:
-        with self._lock:
-            cached = self._cache.get(resource_id)
+        cached = self._cache.get(resource_id)
         if cached is not None:
             return cached
         with available(), self.engine.connect() as connection:
@@ -148,8 +147,7 @@ class ResourceStore:
         return result
 
     def _remember(self, result: PinnedResult) -> None:
-        with self._lock:
-            self._cache[result.resource_id] = result
+        self._cache.put(result.resource_id, result)
 
     # --- probe budgets ---------------------------------------------------
 

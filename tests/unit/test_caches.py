@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 
 from services.capabilities import mcp_gate
 from services.compiler import compile as compile_module
 from services.web import api
-from shared.caches import bounded_lru, expiring, expiring_each
+from shared.caches import SharedMemo, bounded_lru, expiring, expiring_each
 from shared.ui.slice import SliceRequest, freeze_slice
 from tests.unit.test_tool_gate_relisting import gate
 
@@ -113,3 +114,31 @@ def test_the_web_api_remembers_at_most_its_host_sessions(monkeypatch):
     asyncio.run(browse())
     assert opened == ["web-a", "web-b", "web-c"] and len(web._host_sessions) == 2
 
+
+
+def test_a_shared_memo_builds_each_key_once_remembers_none_and_keeps_its_bound():
+    memo = SharedMemo(bounded_lru(2))
+    builds = []
+
+    def build(key):
+        builds.append(key)
+        return None if key == "empty" else key.upper()
+
+    assert [memo.get_or_build(key, lambda key=key: build(key)) for key in ["a", "empty", "a", "empty"]] == \
+        ["A", None, "A", None]
+    assert builds == ["a", "empty"]  # a field with no values is remembered as such, not asked again
+    memo.get_or_build("b", lambda: build("b"))  # "a" was used less recently than "empty": it goes
+    assert "a" not in memo and "empty" in memo and len(memo) == 2 and memo.get("a") is None
+
+
+def test_threads_sharing_a_memo_never_see_it_past_its_bound():
+    memo = SharedMemo(bounded_lru(50))
+
+    def work(offset):
+        for number in range(2_000):
+            key = (offset + number) % 120
+            assert memo.get_or_build(key, lambda key=key: key * 2) == key * 2
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(work, range(0, 400, 100)))
+    assert len(memo) == 50
