@@ -38,6 +38,11 @@ class TesseraError(Exception):
         )
 
 
+def refuse(code: grpc.StatusCode, reason: str, message: str, metadata: dict[str, str] | None = None) -> TesseraError:
+    """A servicer's own refusal (bad input, a caller's mistake): raise what this returns."""
+    return TesseraError(code, reason, message, metadata or {})
+
+
 # The one place a domain refusal becomes a gRPC status (the interceptor applies it to every service).
 _STATUS_OF_REFUSAL: dict[type[refusals.Refusal], grpc.StatusCode] = {
     refusals.NotFound: grpc.StatusCode.NOT_FOUND,

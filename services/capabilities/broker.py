@@ -27,9 +27,10 @@ from services.capabilities.metrics import BrokerMetrics
 from services.capabilities.policy import ActionPolicy
 from services.capabilities.reads import RunReads
 from services.capabilities.signatures import DecisionSignatures
-from services.capabilities.store import BrokerStore, Intent, refuse
+from services.capabilities.store import BrokerStore, Intent
 from shared.actors import Actor
 from shared.bounded_json import BoundedJsonError, parse
+from shared.errors import refuse
 from tessera.capabilities.v1 import capabilities_pb2
 
 __all__ = ["INPUT_LIMITS", "Broker"]

@@ -16,7 +16,7 @@ import grpc
 import sqlalchemy as sa
 
 from services.capabilities.policy import ChangeTarget, FieldSpec
-from services.capabilities.store import refuse
+from shared.errors import refuse
 
 _PYTHON_TYPES = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,)}
 

@@ -19,8 +19,8 @@ import grpc
 
 from services.capabilities.passkey_store import PasskeyStore
 from services.capabilities.passkeys import RelyingParty, registration_options, verify_registration
-from services.capabilities.store import refuse
 from shared.actors import Actor
+from shared.errors import refuse
 from tessera.capabilities.v1 import capabilities_pb2
 
 LINK_SECONDS = 600.0  # ten minutes, single use

@@ -22,10 +22,11 @@ from services.capabilities.execution import Execution, sha256
 from services.capabilities.metrics import BrokerMetrics
 from services.capabilities.policy import Action, ActionPolicy
 from services.capabilities.signatures import DecisionSignatures
-from services.capabilities.store import BrokerStore, Intent, Signature, outcome, refuse
+from services.capabilities.store import BrokerStore, Intent, Signature, outcome
 from shared.actors import Actor
 from shared.bounded_json import BoundedJsonError, Limits, canonical, parse
-from shared.errors import TesseraError
+from shared.errors import TesseraError, refuse
+from shared.refusals import Refusal
 from tessera.capabilities.v1 import capabilities_pb2
 from tessera.common.v1 import common_pb2
 
@@ -136,7 +137,7 @@ class Intents:
                     _decision_digest(request), signature)
                 running = self.execution.start(intent, approval.approved_entries or []) \
                     if approve and not replayed else None
-        except TesseraError as exc:  # every refused decision is on the record, with its reason
+        except (TesseraError, Refusal) as exc:  # every refused decision is on the record, with its reason
             await self.db(self.store.audit, actor.tenant_id, "decision-refused", actor.actor_id,
                           approval_id=request.approval_id[:128], reason=exc.reason,
                           signed_with=request.WhichOneof("signature") or "unsigned")

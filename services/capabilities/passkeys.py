@@ -31,8 +31,7 @@ from webauthn.helpers.structs import (
     UserVerificationRequirement,
 )
 
-from services.capabilities.store import refuse
-from shared.errors import TesseraError
+from shared.errors import TesseraError, refuse
 from tessera.common.v1 import common_pb2
 
 RP_NAME = "Tessera"

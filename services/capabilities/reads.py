@@ -19,10 +19,11 @@ import grpc
 
 from services.capabilities.mcp_gate import ToolCallFailed, ToolGate, result_text
 from services.capabilities.read_journal import ExternalRead, ReadJournal
-from services.capabilities.store import BrokerStore, refuse
+from services.capabilities.store import BrokerStore
 from shared.actors import Actor
 from shared.bounded_json import canonical
 from shared.caches import bounded_lru
+from shared.errors import refuse
 from shared.screen import Screened, screen
 from tessera.capabilities.v1 import capabilities_pb2
 

@@ -23,7 +23,7 @@ from services.capabilities.passkeys import RelyingParty
 from services.capabilities.policy import ActionPolicy, PolicyError
 from services.capabilities.publisher import HostPublisher
 from services.capabilities.signatures import DecisionSignatures
-from services.capabilities.store import BrokerStore, engine_for, migrate, refuse
+from services.capabilities.store import BrokerStore, engine_for, migrate
 from services.capabilities.tool_policy import ToolPolicy, digest
 from services.capabilities.tool_review import screen_server_text, write_signals
 from services.capabilities.wording import Wording
@@ -34,8 +34,9 @@ from shared.certs import CredentialError, load_verify_key, verify_key_path
 from shared.channels import aio_channel
 from shared.config import peer_target
 from shared.db import unreachable
-from shared.errors import TesseraError
+from shared.errors import TesseraError, refuse
 from shared.identity import principal_for_spiffe
+from shared.refusals import Refusal
 from shared.runtime import (
     DependencyUnavailable,
     Registration,
@@ -193,7 +194,7 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
         # No actor yet: the link's token is the authority, and web learns from it who the person is.
         try:
             reply = await self._broker.db(self._enrollments.redeem, request.token)
-        except TesseraError as exc:
+        except (TesseraError, Refusal) as exc:
             await self._broker.db(self._broker.store.audit, "", "enrollment-link-refused", reason=exc.reason)
             raise
         await self._broker.db(self._broker.store.audit, reply.person.tenant_id, "enrollment-link-redeemed",
@@ -205,7 +206,7 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
         try:
             reply = await self._broker.db(self._enrollments.register, actor, request.enrollment_id,
                                           request.credential_json)
-        except TesseraError as exc:
+        except (TesseraError, Refusal) as exc:
             await self._broker.db(self._broker.store.audit, actor.tenant_id, "passkey-refused", actor.actor_id,
                                   reason=exc.reason)
             raise

@@ -19,9 +19,10 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from services.capabilities.passkey_store import PasskeyStore
 from services.capabilities.passkeys import RelyingParty, verify_assertion
-from services.capabilities.store import Approval, Intent, PasskeyUse, Signature, refuse
+from services.capabilities.store import Approval, Intent, PasskeyUse, Signature
 from shared import decisions, tokens
 from shared.actors import Actor
+from shared.errors import refuse
 from tessera.capabilities.v1 import capabilities_pb2
 
 NONCE_SECONDS = 300.0  # a person has five minutes between opening a decision and signing it

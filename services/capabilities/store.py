@@ -18,12 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import grpc
 import sqlalchemy as sa
 
 from services.capabilities.read_journal import ExternalRead
 from shared import db
-from shared.errors import TesseraError
+from shared.refusals import Conflict, Denied, NotFound
 from tessera.capabilities.v1 import capabilities_pb2
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2
@@ -95,10 +94,6 @@ def migrate(engine: sa.Engine, target: str = "head") -> None:
 
 def new_id(prefix: str) -> str:
     return f"{prefix}_{secrets.token_hex(10)}"
-
-
-def refuse(code: grpc.StatusCode, reason: str, message: str, metadata: dict[str, str] | None = None) -> TesseraError:
-    return TesseraError(code, reason, message, metadata or {})
 
 
 @dataclass(frozen=True)
@@ -180,9 +175,9 @@ def outcome(approval: Approval, intent: Intent) -> dict[str, str]:
     return {key: value for key, value in found.items() if value}
 
 
-def _expired(approval: Approval, intent: Intent) -> TesseraError:
-    return refuse(grpc.StatusCode.FAILED_PRECONDITION, "APPROVAL_EXPIRED",
-                  "the approval expired; expiry counts as rejection", outcome(approval, intent))
+def _expired(approval: Approval, intent: Intent) -> Conflict:
+    return Conflict("APPROVAL_EXPIRED",
+                    "the approval expired; expiry counts as rejection", outcome(approval, intent))
 
 
 def _replay_of(approval: Approval, intent: Intent, actor_id: str, decision_id: str, digest: str) -> Approval:
@@ -193,11 +188,11 @@ def _replay_of(approval: Approval, intent: Intent, actor_id: str, decision_id: s
     if decision_id and approval.decision_id == decision_id:
         if approval.decided_by == actor_id and approval.decision_digest == digest:
             return approval
-        raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "DECISION_ID_CONFLICT",
-                     "this decision id was already used for a different decision on this approval; "
-                     "a new decision needs a new id", outcome(approval, intent))
-    raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "APPROVAL_ALREADY_DECIDED",
-                 f"the approval was already {approval.state}", outcome(approval, intent))
+        raise Conflict("DECISION_ID_CONFLICT",
+                       "this decision id was already used for a different decision on this approval; "
+                       "a new decision needs a new id", outcome(approval, intent))
+    raise Conflict("APPROVAL_ALREADY_DECIDED",
+                   f"the approval was already {approval.state}", outcome(approval, intent))
 
 
 @dataclass(frozen=True)
@@ -227,14 +222,14 @@ def _consume(connection: sa.Connection, nonce: str, approval_id: str, tenant_id:
     row = connection.execute(sa.select(decision_nonces).where(decision_nonces.c.nonce == nonce)
                              .with_for_update()).first()
     if row is None or (row.approval_id, row.tenant_id, row.actor_id) != (approval_id, tenant_id, actor_id):
-        raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "NONCE_UNKNOWN",
-                     "the decision quotes a nonce this approval did not give out; start the decision again")
+        raise Conflict("NONCE_UNKNOWN",
+                       "the decision quotes a nonce this approval did not give out; start the decision again")
     if row.used_at is not None:
-        raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "ASSERTION_REPLAYED",
-                     "this signed decision was used already; each signature decides once")
+        raise Conflict("ASSERTION_REPLAYED",
+                       "this signed decision was used already; each signature decides once")
     if now >= row.expires_at:
-        raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "NONCE_EXPIRED",
-                     "the decision took too long to sign; start it again")
+        raise Conflict("NONCE_EXPIRED",
+                       "the decision took too long to sign; start it again")
     connection.execute(decision_nonces.update().where(decision_nonces.c.nonce == nonce).values(used_at=now))
     if use is None:
         return
@@ -242,8 +237,8 @@ def _consume(connection: sa.Connection, nonce: str, approval_id: str, tenant_id:
         passkeys.c.credential_id == use.credential_id, passkeys.c.sign_count == use.seen_count)
         .values(sign_count=use.new_count, last_used_at=now))
     if moved.rowcount != 1:
-        raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "ASSERTION_REPLAYED",
-                     "the passkey signed something else meanwhile; start the decision again")
+        raise Conflict("ASSERTION_REPLAYED",
+                       "the passkey signed something else meanwhile; start the decision again")
 
 
 class OutboxTurn:
@@ -358,12 +353,12 @@ class BrokerStore:
             if approval.state != "pending":
                 return intent, _replay_of(approval, intent, actor_id, decision_id, decision_digest), True
             if arguments_sha256 != intent.arguments_sha256:
-                raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "ARGUMENTS_CHANGED",
-                             "the decision quotes other arguments than the approval's; a change needs a new request")
+                raise Conflict("ARGUMENTS_CHANGED",
+                               "the decision quotes other arguments than the approval's; a change needs a new request")
             approved = entries_for(intent) if approve else []
             signature = signature or Signature("unsigned")
             if approve and not signature.nonce:  # the broker verified none: nothing approves unsigned
-                raise refuse(grpc.StatusCode.PERMISSION_DENIED, "DECISION_UNSIGNED",
+                raise Denied("DECISION_UNSIGNED",
                              "approving needs the person's own signature")
             if signature.nonce:
                 _consume(connection, signature.nonce, approval_id, tenant_id, actor_id, now, signature.passkey)
@@ -398,7 +393,7 @@ class BrokerStore:
             intent = self._load(connection, row.intent_id) if row is not None else None
             # Another person's approval (their run, their reads) does not exist for you.
             if intent is None or (intent.tenant_id, intent.actor_id) != (tenant_id, actor_id):
-                raise refuse(grpc.StatusCode.NOT_FOUND, "APPROVAL_UNKNOWN", "no such approval")
+                raise NotFound("APPROVAL_UNKNOWN", "no such approval")
             approval = _approval(row)
             due = approval.state == "pending" and now >= approval.expires_at
             if due:

@@ -36,11 +36,11 @@ def approve(actor, receipt) -> cap.DecideRequest:
                              arguments_sha256=receipt.arguments_sha256)
 
 
-def audit_reasons(running_set, credentials, actor) -> list[str]:
+def audit_reasons(running_set, credentials, actor, kind="decision-refused") -> list[str]:
     with sync_channel(running_set.handles["capabilities"].address, credentials("cli"), "capabilities") as channel:
         records = [json.loads(r.record_json) for r in invoke_stream(
             channel, "capabilities", "ExportAudit", cap.ExportAuditRequest(actor=actor), timeout=60)]
-    return [r["detail"].get("reason") for r in records if r["kind"] == "decision-refused"]
+    return [r["detail"].get("reason") for r in records if r["kind"] == kind]
 
 
 def test_every_wrong_signature_is_refused_with_its_reason_audited_and_nothing_runs(broker, running_set, credentials,
@@ -124,7 +124,8 @@ def test_a_policy_may_require_a_passkey_and_the_operator_key_is_verified(broker,
     assert done.receipt.status == common_pb2.INTENT_STATUS_SUCCEEDED
 
 
-def test_enrollment_links_are_single_use_personal_and_only_the_operator_makes_them(broker, running_set, cert_dir):
+def test_enrollment_links_are_single_use_personal_and_only_the_operator_makes_them(broker, running_set, cert_dir,
+                                                                                  credentials):
     gina = person(cert_dir, "gina")
     operator = person(cert_dir, "operator", edge="cli")
     assert refused(lambda: broker("web", "CreateEnrollment", cap.CreateEnrollmentRequest(
@@ -159,6 +160,15 @@ def test_enrollment_links_are_single_use_personal_and_only_the_operator_makes_th
     assert refused(lambda: broker("web", "RegisterPasskey", cap.RegisterPasskeyRequest(
         actor=gina, enrollment_id=redeemed.enrollment_id,
         credential_json=SoftPasskey().register(redeemed.registration_options_json))))[1] == "ENROLLMENT_USED"
+    # The same passkey again, through a new link: the store refuses it, and the refusal is on the record.
+    again = broker("web", "RedeemEnrollment", cap.RedeemEnrollmentRequest(token=broker(
+        "cli", "CreateEnrollment", cap.CreateEnrollmentRequest(
+            actor=operator, person=cap.Person(actor_id="gina", tenant_id="acme"))).token))
+    assert refused(lambda: broker("web", "RegisterPasskey", cap.RegisterPasskeyRequest(
+        actor=gina, enrollment_id=again.enrollment_id,
+        credential_json=key.register(again.registration_options_json))))[1] == "PASSKEY_ALREADY_REGISTERED"
+    assert {"ENROLLMENT_USED", "PASSKEY_MALFORMED", "PASSKEY_ALREADY_REGISTERED"} <= set(
+        audit_reasons(running_set, credentials, gina, "passkey-refused"))
     begun = broker("web", "BeginDecision", cap.BeginDecisionRequest(
         actor=gina, approval_id=flag(broker, gina, 83, principal="agent").receipt.approval_id))
     assert list(begun.credential_ids) == [key.id] and begun.operator_key_allowed

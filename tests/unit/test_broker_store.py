@@ -6,12 +6,11 @@ from __future__ import annotations
 import threading
 import time
 
-import grpc
 import pytest
 import sqlalchemy as sa
 
 from services.capabilities.store import BrokerStore, engine_for, migrate
-from shared.errors import TesseraError
+from shared.refusals import Conflict, Refusal
 from tessera.common.v1 import common_pb2
 from tests.fixtures.postgres import BACKENDS, database_url
 from tests.fixtures.signing import verified_signature
@@ -52,7 +51,7 @@ def test_concurrent_decisions_on_one_approval_let_exactly_one_through(store):
         try:
             _decide(store, intent)
             outcomes.append("decided")
-        except TesseraError as exc:
+        except Refusal as exc:
             outcomes.append(exc.reason)
 
     threads = [threading.Thread(target=decide) for _ in range(8)]
@@ -66,11 +65,11 @@ def test_concurrent_decisions_on_one_approval_let_exactly_one_through(store):
 
 def test_refusals_change_nothing(store):
     intent, _ = store.create("claim-3", _fields(), 600, "reversible-write")
-    with pytest.raises(TesseraError) as changed:
+    with pytest.raises(Refusal) as changed:
         _decide(store, intent, sha="b" * 64)
-    assert changed.value.reason == "ARGUMENTS_CHANGED" and changed.value.code == grpc.StatusCode.FAILED_PRECONDITION
+    assert changed.value.reason == "ARGUMENTS_CHANGED" and isinstance(changed.value, Conflict)
     for tenant, actor in (("other", "alice"), ("acme", "bob")):  # another tenant, or a colleague
-        with pytest.raises(TesseraError) as foreign:
+        with pytest.raises(Refusal) as foreign:
             _decide(store, intent, tenant=tenant, actor=actor)
         assert foreign.value.reason == "APPROVAL_UNKNOWN"
     assert store.approval(intent.approval_id)[0].state == "pending"
@@ -81,7 +80,7 @@ def test_expiry_is_rejection_and_is_recorded_even_when_a_late_decision_finds_it(
     found_late, _ = store.create("claim-4b", _fields(surface=b""), 0.05, "reversible-write")
     due = max(store.approval(i.approval_id)[0].expires_at for i in (swept, found_late))
     wait_until(lambda: time.time() >= due, 30, what="both approvals' expiry time passing")  # the store's clock
-    with pytest.raises(TesseraError) as late:  # the decision comes before the sweeper
+    with pytest.raises(Refusal) as late:  # the decision comes before the sweeper
         _decide(store, found_late)
     assert late.value.reason == "APPROVAL_EXPIRED"
     assert store.intent(found_late.intent_id).status == common_pb2.INTENT_STATUS_EXPIRED  # committed
@@ -130,10 +129,9 @@ def test_a_retry_with_the_decision_id_gets_the_recorded_decision_and_records_not
 def test_a_reused_decision_id_with_other_content_is_a_conflict_never_a_replay(store):
     intent, _ = store.create("claim-8", _fields(), 600, "reversible-write")
     _decide_as(store, intent, "cli-1", approve=False, digest="r" * 64)
-    with pytest.raises(TesseraError) as conflict:
+    with pytest.raises(Refusal) as conflict:
         _decide_as(store, intent, "cli-1", approve=True, digest="x" * 64)
-    assert (conflict.value.code, conflict.value.reason) == (grpc.StatusCode.FAILED_PRECONDITION,
-                                                            "DECISION_ID_CONFLICT")
+    assert isinstance(conflict.value, Conflict) and conflict.value.reason == "DECISION_ID_CONFLICT"
     assert conflict.value.metadata["approval_state"] == "rejected"
     assert store.intent(intent.intent_id).status == common_pb2.INTENT_STATUS_REJECTED
 
@@ -142,7 +140,7 @@ def test_another_decision_on_a_decided_approval_learns_how_it_ended(store):
     intent, _ = store.create("claim-9", _fields(), 600, "reversible-write")
     _decide_as(store, intent, "web-2")
     for other in ("web-3", ""):  # another click (or a caller that sends no id)
-        with pytest.raises(TesseraError) as decided:
+        with pytest.raises(Refusal) as decided:
             _decide_as(store, intent, other)
         assert decided.value.reason == "APPROVAL_ALREADY_DECIDED"
         outcome = decided.value.metadata
@@ -154,7 +152,7 @@ def test_another_decision_on_a_decided_approval_learns_how_it_ended(store):
 
 def test_a_refused_decision_leaves_its_id_unused(store):
     intent, _ = store.create("claim-10", _fields(), 600, "reversible-write")
-    with pytest.raises(TesseraError):
+    with pytest.raises(Refusal):
         store.decide(intent.approval_id, "acme", "alice", True, "ok", "b" * 64, lambda _: ["e1"], "web-4", "d" * 64,
                      verified_signature(store, intent.approval_id))
     assert store.approval(intent.approval_id)[0].decision_id is None  # rolled back with the refusal
@@ -195,7 +193,7 @@ def test_approvals_decided_before_the_migration_keep_working(tmp_path):
     migrate(engine)
     store = BrokerStore(engine)
     intent = store.intent("int_old")
-    with pytest.raises(TesseraError) as decided:
+    with pytest.raises(Refusal) as decided:
         _decide_as(store, intent, "web-6")
     assert decided.value.reason == "APPROVAL_ALREADY_DECIDED"
     # Running with no lease (approved before leases existed): up for taking, by exactly one claim.
