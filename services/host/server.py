@@ -27,7 +27,7 @@ from services.host.windows import Windows
 from shared.actors import ActorVerifier
 from shared.certs import CredentialError, load_signing_key, load_verify_key
 from shared.db import unreachable
-from shared.errors import TesseraError
+from shared.errors import refuse
 from shared.runtime import (
     DependencyUnavailable,
     Registration,
@@ -42,10 +42,6 @@ from tessera.host.v1 import host_pb2, host_pb2_grpc
 
 MAX_TEXT = 4_000
 MAX_ENVELOPES_PER_RESPONSE = 64  # a larger max_envelopes counts as this (host.proto)
-
-
-def _refuse(code: grpc.StatusCode, reason: str, message: str) -> TesseraError:
-    return TesseraError(code, reason, message)
 
 
 @dataclass(frozen=True)
@@ -85,23 +81,23 @@ class HostService(host_pb2_grpc.HostServiceServicer):
         actor = self._actors.require(assertion)
         session = await self._db(self._store.session, session_id)
         if session is None:
-            raise _refuse(grpc.StatusCode.NOT_FOUND, "SESSION_UNKNOWN", f"no session {session_id!r}")
+            raise refuse(grpc.StatusCode.NOT_FOUND, "SESSION_UNKNOWN", f"no session {session_id!r}")
         if (session.actor_id, session.tenant_id) != (actor.actor_id, actor.tenant_id):
-            raise _refuse(grpc.StatusCode.PERMISSION_DENIED, "SESSION_NOT_YOURS",
-                          "the session belongs to another actor")
+            raise refuse(grpc.StatusCode.PERMISSION_DENIED, "SESSION_NOT_YOURS",
+                         "the session belongs to another actor")
         return session
 
     async def _turn_and_session(self, turn_id: str):
         turn = await self._db(self._store.turn, turn_id)
         if turn is None:
-            raise _refuse(grpc.StatusCode.NOT_FOUND, "TURN_UNKNOWN", f"no turn {turn_id!r}")
+            raise refuse(grpc.StatusCode.NOT_FOUND, "TURN_UNKNOWN", f"no turn {turn_id!r}")
         return turn, await self._db(self._store.session, turn.session_id)
 
     @staticmethod
     def _same_surface(requested: str, session: Session) -> None:
         if requested and requested != session.surface_id:
-            raise _refuse(grpc.StatusCode.PERMISSION_DENIED, "SURFACE_NOT_IN_SESSION",
-                          "the surface is not this session's")
+            raise refuse(grpc.StatusCode.PERMISSION_DENIED, "SURFACE_NOT_IN_SESSION",
+                         "the surface is not this session's")
 
     # --- RPCs -------------------------------------------------------------
 
@@ -111,7 +107,7 @@ class HostService(host_pb2_grpc.HostServiceServicer):
     async def OpenSession(self, request, context):
         actor = self._actors.require(request.actor)
         if not 1 <= len(request.request_id) <= 128:
-            raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "REQUEST_ID_REQUIRED", "request_id: 1-128 characters")
+            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "REQUEST_ID_REQUIRED", "request_id: 1-128 characters")
         session, _ = await self._db(self._store.open_session, actor.actor_id, actor.tenant_id, request.request_id)
         reply = host_pb2.OpenSessionResponse(session_id=session.session_id, surface_id=session.surface_id)
         reply.opened_at.FromSeconds(int(session.created_at))
@@ -120,8 +116,8 @@ class HostService(host_pb2_grpc.HostServiceServicer):
     async def BeginTurn(self, request, context):
         session = await self._own_session(request.actor, request.session_id)
         if not 1 <= len(request.request_id) <= 128 or not request.question or len(request.question) > MAX_TEXT:
-            raise _refuse(grpc.StatusCode.INVALID_ARGUMENT, "TURN_INVALID",
-                          f"request_id (1-128) and question (1-{MAX_TEXT} characters) are required")
+            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "TURN_INVALID",
+                         f"request_id (1-128) and question (1-{MAX_TEXT} characters) are required")
         turn = await self._db(self._store.begin_turn, session.session_id, request.question, request.request_id)
         head = await self._db(self._store.head, session.surface_id)
         earlier = await self._db(self._store.earlier_questions, turn.turn_id)
@@ -148,7 +144,7 @@ class HostService(host_pb2_grpc.HostServiceServicer):
         revision_id = request.revision_id or await self._db(self._store.head, session.surface_id)
         row = await self._db(self._store.revision, revision_id) if revision_id else None
         if row is None or row.surface_id != session.surface_id:
-            raise _refuse(grpc.StatusCode.NOT_FOUND, "REVISION_UNKNOWN", "no such revision on this surface")
+            raise refuse(grpc.StatusCode.NOT_FOUND, "REVISION_UNKNOWN", "no such revision on this surface")
         revision = host_pb2.Revision(revision_id=row.revision_id, surface_id=row.surface_id,
                                      parent_revision_id=row.parent_revision_id or "", turn_id=row.turn_id,
                                      content_hash=row.content_hash, document_json=row.document_json,
