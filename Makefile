@@ -38,7 +38,8 @@ $(VENV)/.installed: $(LOCK)/dev.txt
 #   runtime.txt  [project] dependencies: what the image installs
 #   codegen.txt  the codegen extra (grpcio-tools), on the runtime's pins: the image's build stage
 #   dev.txt      everything, the dev and codegen extras too, on the same pins: the venv above
-# Indexes come from pip's own configuration and are not written into the lock.
+# Indexes come from pip's own configuration and are not written into the lock. It takes minutes (1.5 to 9
+# here): pip-tools reads the hash of every file of every pin; run again, it writes the same files.
 PIP_COMPILE = CUSTOM_COMPILE_COMMAND="make lock" $(LOCK_VENV)/bin/pip-compile --quiet --generate-hashes \
 	--allow-unsafe --strip-extras --no-emit-index-url --no-emit-find-links $(LOCK_ARGS)
 # pip-compile reads pyproject.toml only as a whole project; one extra alone goes in through stdin.
