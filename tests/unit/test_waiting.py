@@ -48,7 +48,7 @@ def test_a_timeout_waits_the_whole_timeout_then_ends_promptly():
     began = time.monotonic()
     with pytest.raises(AssertionError):
         wait_until(lambda: False, timeout=0.3, what="nothing")
-    assert 0.3 <= time.monotonic() - began < 0.3 + LONGEST_INTERVAL + 1  # the slack is for a loaded machine
+    assert 0.3 <= time.monotonic() - began < 0.3 + LONGEST_INTERVAL + 5  # ends; the slack is for a loaded machine
 
 
 def test_detail_adds_context_to_the_failure():
