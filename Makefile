@@ -7,6 +7,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PROTO_FILES := $(shell find proto -name '*.proto' | sort)
 FRONTEND_FILES := $(shell find services/web/frontend -type f | sort)
+# The bundle's prop schemas are generated from the component catalogs (with the venv's Python) at build.
+CATALOG_FILES := $(shell find shared/ui/catalogs -type f | sort) shared/ui/a2ui.py shared/ui/contracts.py
 BUNDLE := services/web/static
 GEN := shared/gen
 DEPLOY_VENV := .venv-deploy
@@ -67,7 +69,7 @@ $(GEN)/.generated: $(VENV)/.installed $(PROTO_FILES)
 	@touch $@
 
 # The browser bundle (Vite): services/web/static, served by the web process; not committed.
-$(BUNDLE)/.built: node_modules/.installed $(FRONTEND_FILES)
+$(BUNDLE)/.built: node_modules/.installed $(VENV)/.installed $(FRONTEND_FILES) $(CATALOG_FILES)
 	npx vite build --config services/web/frontend/vite.config.js
 	@touch $@
 
@@ -91,8 +93,10 @@ $(DEPLOY_VENV)/.installed: deploy/k8s/tools-requirements.txt deploy/k8s/install_
 	$(PYTHON) deploy/k8s/install_tools.py $(DEPLOY_VENV)
 	@touch $@
 
+# One pytest worker per core (pytest-xdist); a test file stays on one worker, so a module's running
+# services start once. `$(PY) -m pytest <file>` alone runs in one process as before.
 test: setup browser k8s-tools
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto --dist loadfile
 
 # The fuzz suite searched for long (20x the examples `make test` tries, random rather than fixed; about
 # 10 minutes; TESSERA_FUZZ_SCALE=N for more);
