@@ -348,6 +348,15 @@ def cmd_ask(args: argparse.Namespace) -> int:
     return 0 if done.revision_ids or done.answer else 1
 
 
+def _refused(exc: grpc.RpcError) -> int:
+    """A service's refusal on the terminal, with its stable reason; the command's exit status."""
+    from shared.errors import error_details
+
+    details = error_details(exc)
+    print(f"tessera: error: {exc.code().name} {details.reason}: {details.message}", file=sys.stderr)
+    return 1
+
+
 def _running_address(name: str) -> tuple[str, Path] | None:
     state = _state_file()
     if not state.exists():
@@ -368,11 +377,7 @@ def cmd_approvals(args: argparse.Namespace) -> int:
     try:
         return approvals.run(*found, args)
     except grpc.RpcError as exc:
-        from shared.errors import error_details
-
-        details = error_details(exc)
-        print(f"tessera: error: {exc.code().name} {details.reason}: {details.message}", file=sys.stderr)
-        return 1
+        return _refused(exc)
 
 
 def cmd_policy(args: argparse.Namespace) -> int:
@@ -384,11 +389,7 @@ def cmd_policy(args: argparse.Namespace) -> int:
     try:
         return policy.run(args, directory)
     except grpc.RpcError as exc:
-        from shared.errors import error_details
-
-        details = error_details(exc)
-        print(f"tessera: error: {exc.code().name} {details.reason}: {details.message}", file=sys.stderr)
-        return 1
+        return _refused(exc)
 
 
 def cmd_deploy(args: argparse.Namespace) -> int:
@@ -427,11 +428,7 @@ def cmd_persons(args: argparse.Namespace) -> int:
                 print(people.passkeys(args.person, args.tenant) if args.action == "passkeys"
                       else people.revoke(args.person, args.tenant, args.credential))
     except grpc.RpcError as exc:
-        from shared.errors import error_details
-
-        details = error_details(exc)
-        print(f"tessera: error: {exc.code().name} {details.reason}: {details.message}", file=sys.stderr)
-        return 1
+        return _refused(exc)
     return 0
 
 

@@ -125,6 +125,12 @@ def output_name(output_id: str) -> sa.sql.quoted_name:
     return sa.sql.quoted_name(output_id, quote=True)
 
 
+def _fan_out(use, edge, reason: str, message: str) -> TesseraError:
+    """A join refused because it would multiply rows, naming where in the draft and which relationship."""
+    return TesseraError(grpc.StatusCode.INVALID_ARGUMENT, reason, f"{message} (at {use.pointer})",
+                        {"path": use.pointer, "relationship": edge.relationship.id})
+
+
 class Planner:
     def __init__(self, catalog: Catalog, dialect: str) -> None:
         self.catalog = catalog
@@ -219,20 +225,16 @@ class Planner:
                 # "where <many-side field> …" would test each joined row, not the record as a
                 # whole (a negation would then mean "some row differs"): refuse rather than mislead.
                 edge = unsafe[0]
-                raise TesseraError(
-                    grpc.StatusCode.INVALID_ARGUMENT, "FILTER_THROUGH_FAN_OUT",
-                    f"a filter on {self._label(use.entity)} cannot apply to {self._label(home)} records, which "
-                    f"have many of them through '{edge.relationship.spec.label}'; filter on "
-                    f"{self._label(home)} or on entities it belongs to (at {use.pointer})",
-                    {"path": use.pointer, "relationship": edge.relationship.id})
+                raise _fan_out(use, edge, "FILTER_THROUGH_FAN_OUT",
+                               f"a filter on {self._label(use.entity)} cannot apply to {self._label(home)} records, "
+                               f"which have many of them through '{edge.relationship.spec.label}'; filter on "
+                               f"{self._label(home)} or on entities it belongs to")
             if unsafe and not fan_safe:
                 edge = unsafe[0]
-                raise TesseraError(
-                    grpc.StatusCode.INVALID_ARGUMENT, "FAN_OUT",
-                    f"{what} is counted per {self._label(home)}; joining it to {self._label(use.entity)} "
-                    f"through '{edge.relationship.spec.label}' would repeat rows and inflate it. Use a metric "
-                    f"defined on {self._label(edge.end)}, or a count_distinct measure (at {use.pointer})",
-                    {"path": use.pointer, "relationship": edge.relationship.id})
+                raise _fan_out(use, edge, "FAN_OUT",
+                               f"{what} is counted per {self._label(home)}; joining it to {self._label(use.entity)} "
+                               f"through '{edge.relationship.spec.label}' would repeat rows and inflate it. Use a "
+                               f"metric defined on {self._label(edge.end)}, or a count_distinct measure")
             for depth, edge in enumerate(route, start=1):
                 step = _path_key(route[:depth])
                 if step in by_path:
