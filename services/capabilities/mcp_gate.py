@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from services.capabilities.tool_policy import ServerRule, ToolPolicy, ToolRule, digest
+from services.capabilities.tool_policy import ServerRule, ToolPolicy, ToolRule, digest, pinned_as
 from shared.bounded_json import BoundedJsonError, Limits, check
 from shared.caches import bounded_lru
 from shared.tool_contracts import ToolContract, ToolSchemaError
@@ -459,9 +459,9 @@ class ToolGate:
         if pin is None:
             state.availability, state.reason = cap.TOOL_AVAILABILITY_DENIED, "NOT_REVIEWED"
             return state
-        changed = [what for what, now, then in (
-            ("description", digest(state.description), pin.description_sha256),
-            ("input schema", digest(state.input_schema), pin.input_schema_sha256)) if now != then]
+        changed = [what for what, offered, pinned in (
+            ("description", state.description, pin.description_sha256),
+            ("input schema", state.input_schema, pin.input_schema_sha256)) if not pinned_as(offered, pinned)]
         if changed:
             state.availability, state.reason = cap.TOOL_AVAILABILITY_DRIFTED, "DRIFT"
             self._drifted.add(tool_id)

@@ -9,6 +9,7 @@ block after a person reviewed the change; everything else is written by hand.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import sys
@@ -30,6 +31,19 @@ def digest(value: object) -> str:
     return hashlib.sha256(canonical(value).encode()).hexdigest()
 
 
+def _digest_before_rfc8785(value: object) -> str:
+    """The digest pins written before canonical() followed RFC 8785 carry (sorted-key json.dumps: `100.0`
+    stayed `100.0`). Read, never written: an upgrade must not turn a pinned float into drift or a broker
+    that refuses its own policy file. Both forms are deterministic, so either names one schema."""
+    legacy = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return hashlib.sha256(legacy.encode()).hexdigest()
+
+
+def pinned_as(value: object, pinned_sha256: str) -> bool:
+    """Whether `value` is what a pin's hash names, in the current or the pre-RFC 8785 canonical form."""
+    return digest(value) == pinned_sha256 or _digest_before_rfc8785(value) == pinned_sha256
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -46,8 +60,8 @@ class Pin(_Strict):
 
     @model_validator(mode="after")
     def _hashes_match_the_snapshot(self) -> Pin:
-        if digest(self.description) != self.description_sha256 or digest(self.input_schema) != \
-                self.input_schema_sha256:
+        if not pinned_as(self.description, self.description_sha256) or \
+                not pinned_as(self.input_schema, self.input_schema_sha256):
             raise ValueError("the pinned hashes do not match the pinned description and schema")
         return self
 

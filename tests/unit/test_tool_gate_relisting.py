@@ -5,6 +5,8 @@ made right before a call goes out."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -135,3 +137,22 @@ def test_announced_changes_are_coalesced_and_calls_wait_for_them(tmp_path):
         return len(listings), first.done()
 
     assert asyncio.run(scenario()) == (2, True)
+
+
+def test_a_pin_written_before_rfc8785_still_loads_and_still_names_its_schema(tmp_path):
+    # Hashed as canonical() wrote it before RFC 8785 (sorted-key json.dumps keeps `100.0`); the RFC writes 100.
+    schema = {"type": "object", "properties": {"limit": {"type": "number", "maximum": 100.0, "minimum": 1e-07}}}
+    old_hash = hashlib.sha256(json.dumps(schema, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    assert old_hash != digest(schema)
+    pin = Pin(description_sha256=digest(DESCRIPTION), input_schema_sha256=old_hash, description=DESCRIPTION,
+              input_schema=schema, reviewed_by="alice", reviewed_at=datetime(2026, 1, 1, tzinfo=UTC))
+    policy = ToolPolicyFile(version=1, servers={"drift": {
+        "transport": "stdio", "command": ["true"],
+        "tools": {"lookup": {"risk": "read", "description": "Our text.", "pin": pin}}}})
+    judge = ToolGate(ToolPolicy(policy, "0" * 64, tmp_path / "tools.yaml"), tmp_path)
+    assert judge._listed("drift", [tool(schema=schema)], True, 1).states["drift.lookup"].available
+    changed = {**schema, "properties": {"limit": {"type": "number", "maximum": 1000.0}}}
+    assert judge._listed("drift", [tool(schema=changed)], True, 2).states["drift.lookup"].reason == "DRIFT"
+    with pytest.raises(ValueError, match="do not match"):  # neither form of another schema's hash
+        Pin(description_sha256=digest(DESCRIPTION), input_schema_sha256=old_hash, description=DESCRIPTION,
+            input_schema=changed, reviewed_by="alice", reviewed_at=datetime(2026, 1, 1, tzinfo=UTC))
