@@ -11,7 +11,9 @@ Shapes other servers send are accepted (tests/fixtures/chat_streams): the name
 repeated on every delta, arguments before the name, `content` "" or null next to
 tool calls, tool-call deltas without `index`, and a stream that ends with [DONE]
 but no finish_reason, which finishes as "tool_calls" if calls were assembled,
-else "stop".
+else "stop". An event is read once its blank line arrives, as the event stream
+format says: a last event the server cut off before it is not read (the old
+hand-written reader took it; servers that speak the format end every event).
 """
 
 from __future__ import annotations

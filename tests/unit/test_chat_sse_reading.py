@@ -18,6 +18,9 @@ STREAMS = {
     "split": ["event: ping\n\n", 'data: {"choices": [{"index": 0,\ndata: "delta": {"content": "Hi"}}]}\n\n',
               chunk(finish="stop"), "data: [DONE]\n\n"],
     "not-an-object": ["data: [1, 2]\n\n", "data: [DONE]\n\n"],
+    # The finishing chunk without the blank line that ends an event: the event stream format says an event
+    # cut off at the end of the stream is not dispatched (httpx-sse follows it), so the model never finished.
+    "unterminated": [chunk({"content": "Hi"}), chunk(finish="stop").rstrip("\n") + "\n"],
 }
 
 
@@ -54,3 +57,9 @@ def test_what_is_not_a_stream_of_chunk_objects_is_malformed(fake_server, model):
     with pytest.raises(ChatError) as error:
         complete(fake_server, model)
     assert error.value.code == "STREAM_MALFORMED", json.dumps(error.value.message)
+
+
+def test_a_last_event_cut_off_before_its_blank_line_is_not_read(fake_server):
+    with pytest.raises(ChatError) as error:
+        complete(fake_server, "unterminated")
+    assert (error.value.code, error.value.message) == ("STREAM_BROKEN", "the stream ended before the model finished")
