@@ -87,8 +87,9 @@ async def _cancel_requests(capabilities, state: TurnState) -> str:
         reply = await capabilities.CancelIntents(cap.CancelIntentsRequest(
             actor=state.actor, session_id=state.session_id, turn_id=state.turn_id), timeout=10)
     except grpc.aio.AioRpcError as exc:
-        return (f" Its requests waiting for approval ({', '.join(state.awaiting_approval)}) could not be "
-                f"cancelled ({exc.code().name}); reject them.")
+        waiting = f" ({', '.join(state.awaiting_approval)})" if state.awaiting_approval else ""
+        return (f" Its requests waiting for approval{waiting} could not be cancelled ({exc.code().name}); "
+                "reject them.")
     count = len(reply.receipts)
     return f" {count} request{'s' if count != 1 else ''} waiting for approval {'were' if count != 1 else 'was'} " \
            "cancelled too." if count else ""
@@ -263,9 +264,9 @@ class Turn:
             suggested_questions=plan.suggestions[:3]))
 
     async def _cancelled(self) -> AsyncIterator[agent_pb2.StartTurnResponse]:
-        answer = "The turn was cancelled."
-        if self.state.awaiting_approval:  # what it asked for must not be approved and run later
-            answer += await _cancel_requests(self.peers.capabilities, self.state)
+        # What it asked for must not be approved and run later: asked whatever this process saw, since a
+        # request cut short by the cancel may have reached the broker without its approval id coming back.
+        answer = "The turn was cancelled." + await _cancel_requests(self.peers.capabilities, self.state)
         yield self.event(done=agent_pb2.TurnDone(outcome=agent_pb2.TURN_OUTCOME_CANCELLED,
                                                  revision_ids=self.state.revisions, answer=answer,
                                                  elapsed=self.elapsed()))
