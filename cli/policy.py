@@ -22,6 +22,7 @@ from pathlib import Path
 import yaml
 
 from cli.launcher import ServiceSet, cli_credentials
+from shared import strict_yaml
 from shared.actors import assert_actor
 from shared.certs import load_signing_key, signing_key_path
 from shared.channels import sync_channel
@@ -206,7 +207,7 @@ def pin(policy_file: Path, review: cap.ReviewToolsResponse, spec: str, args) -> 
         _refuse_read_that_looks_like_writing(listed, listed.risk == cap.TOOL_RISK_READ, args.despite_warnings)
     text = policy_file.read_text()
     header = "".join(line + "\n" for line in text.splitlines() if line.startswith("#"))
-    document = yaml.safe_load(text)
+    document = _policy_document(policy_file, text)
     server, _, tool = tool_id.partition(".")
     rules = document["servers"][server]["tools"]
     if listed is None:
@@ -224,13 +225,22 @@ def pin(policy_file: Path, review: cap.ReviewToolsResponse, spec: str, args) -> 
     return f"pinned {tool_id} ({rules[tool]['risk']}) for {args.reviewer}, {bound}: {_hashes(found.current)}"
 
 
+def _policy_document(policy_file: Path, text: str):
+    """The policy file's YAML read as strictly as the broker reads it: a duplicate key is an error, not a rule
+    silently dropped when pin rewrites the file."""
+    try:
+        return strict_yaml.load(text)
+    except strict_yaml.YamlProblem as exc:
+        raise SystemExit(f"tessera: error: {policy_file}: {exc}") from None
+
+
 def _check_pin_arguments(policy_file: Path, args) -> None:
     """What can be refused from the file alone, before a broker is started to ask the servers."""
     if args.description and len(args.tool_ids) > 1:
         raise SystemExit("tessera: error: --description names one tool's text; pin new tools one at a time")
     if not args.reviewer.strip() or len(args.reviewer) > 200:
         raise SystemExit("tessera: error: --reviewer: who reviewed the tool, 1-200 characters")
-    servers = (yaml.safe_load(policy_file.read_text()) or {}).get("servers") or {}
+    servers = (_policy_document(policy_file, policy_file.read_text()) or {}).get("servers") or {}
     for spec in args.tool_ids:
         server, _, tool = spec.partition("=")[0].partition(".")
         listed = tool in ((servers.get(server) or {}).get("tools") or {})

@@ -1,7 +1,8 @@
 """The Resource Gateway's domain: catalog, capability, drafts, results, grants.
 
 Synchronous and free of gRPC plumbing (the servicer runs it on a bounded
-thread pool); every refusal is a TesseraError with a stable reason.
+thread pool); every refusal has a stable reason: a TesseraError, or a domain refusal from the result
+store (shared/refusals.py) that the interceptor maps.
 """
 
 from __future__ import annotations
