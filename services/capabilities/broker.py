@@ -21,7 +21,7 @@ import grpc
 
 from services.capabilities.changes import DataChanges
 from services.capabilities.execution import Execution
-from services.capabilities.intents import INPUT_LIMITS, Intents
+from services.capabilities.intents import INPUT_LIMITS, Intents, checked_json
 from services.capabilities.mcp_gate import ToolGate, ToolState
 from services.capabilities.metrics import BrokerMetrics
 from services.capabilities.policy import ActionPolicy
@@ -29,7 +29,6 @@ from services.capabilities.reads import RunReads
 from services.capabilities.signatures import DecisionSignatures
 from services.capabilities.store import BrokerStore, Intent
 from shared.actors import Actor
-from shared.bounded_json import BoundedJsonError, parse
 from shared.errors import refuse
 from tessera.capabilities.v1 import capabilities_pb2
 
@@ -119,7 +118,7 @@ class Broker:
         state = (await self.gate.session(request.session_id)).get(request.tool_id)
         if state is None or not state.available:
             return await self._unavailable(actor, request, state)
-        arguments = _tool_arguments(state, request.arguments_json)
+        arguments = checked_json(request.arguments_json, state.contract, "ARGUMENTS")
         if state.rule.risk == "read":
             return await self.reads.read_tool(actor, request, arguments)
         await self.reads.recorded(request.session_id)  # the card must show every read that came before
@@ -135,17 +134,3 @@ class Broker:
         return "unavailable", capabilities_pb2.ToolUnavailable(
             availability=availability, reason=reason,
             message=f"{request.tool_id[:200]} is not available ({reason})"), None
-
-
-def _tool_arguments(state: ToolState, arguments_json: str) -> dict:
-    """A tool call's arguments, parsed within bounds and checked against the tool's pinned input schema."""
-    try:
-        arguments = parse(arguments_json, INPUT_LIMITS)
-    except BoundedJsonError as exc:
-        raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "ARGUMENTS_NOT_JSON", f"{exc.pointer or '/'}: {exc}") \
-            from None
-    violations = state.contract.violations(arguments)
-    if violations:
-        raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "ARGUMENTS_INVALID",
-                     f"{violations[0].pointer or '/'}: {violations[0].message}")
-    return arguments

@@ -214,14 +214,20 @@ class Intents:
 
 def action_input(action: Action, input_json: str) -> dict:
     """An intent's input, parsed within bounds and checked against the action's input schema."""
+    return checked_json(input_json, action.contract, "INPUT")
+
+
+def checked_json(text: str, contract, what: str) -> dict:
+    """JSON from a caller (an intent's input, a tool call's arguments), parsed within bounds and checked against
+    its schema; refused as <what>_NOT_JSON or <what>_INVALID with the first problem's pointer."""
     try:
-        value = parse(input_json, INPUT_LIMITS)
+        value = parse(text, INPUT_LIMITS)
     except BoundedJsonError as exc:
-        raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "INPUT_NOT_JSON", f"{exc.pointer or '/'}: {exc}") from None
-    violations = action.contract.violations(value)
+        raise refuse(grpc.StatusCode.INVALID_ARGUMENT, f"{what}_NOT_JSON", f"{exc.pointer or '/'}: {exc}") from None
+    violations = contract.violations(value)
     if violations:
         first = violations[0]
-        raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "INPUT_INVALID", f"{first.pointer or '/'}: {first.message}")
+        raise refuse(grpc.StatusCode.INVALID_ARGUMENT, f"{what}_INVALID", f"{first.pointer or '/'}: {first.message}")
     return value
 
 
