@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 import grpc
 import pytest
+from google.rpc import error_details_pb2, status_pb2
 
 from shared import refusals
 from shared.errors import status_of
+from shared.interceptor import _CallScope
 
 
 @pytest.mark.parametrize(("kind", "code"), [
@@ -41,3 +46,28 @@ def test_the_stores_import_no_grpc():
         imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
         imported |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
         assert not {name for name in imported if name.startswith("grpc")}, store
+
+
+def test_the_interceptor_answers_a_refusal_raised_below_a_servicer_with_its_status():
+    class Context:
+        aborted = None
+
+        async def abort_with_status(self, status):
+            self.aborted = status
+            raise grpc.aio.AbortError()
+
+    context = Context()
+    scope = _CallScope("/tessera.capabilities.v1.CapabilityBrokerService/Decide", None, None, context)
+    scope.started, scope.request_id, scope.caller = time.perf_counter(), "r1", None
+    refusal = refusals.Conflict("APPROVAL_ALREADY_DECIDED", "decided already", {"approval_state": "approved"})
+
+    async def end():
+        with pytest.raises(grpc.aio.AbortError):
+            await scope._end(type(refusal), refusal, None, None)
+
+    asyncio.run(end())
+    sent = status_pb2.Status.FromString(dict(context.aborted.trailing_metadata)["grpc-status-details-bin"])
+    info = error_details_pb2.ErrorInfo()
+    sent.details[0].Unpack(info)
+    assert (context.aborted.code, context.aborted.details) == (grpc.StatusCode.FAILED_PRECONDITION, "decided already")
+    assert (info.reason, dict(info.metadata)) == ("APPROVAL_ALREADY_DECIDED", {"approval_state": "approved"})
