@@ -1,8 +1,9 @@
 """Hostile SubmitIntent and Decide calls, in process through the capability broker's servicer.
 
 Whatever a caller sends (random JSON, wrong types, huge integers, unknown ids, oversized strings, forged or
-foreign actors, out-of-range enum values), the broker either answers or refuses with a TesseraError whose
-status is not INTERNAL or UNKNOWN (the runtime turns any other exception into INTERNAL), within a deadline.
+foreign actors, out-of-range enum values), the broker either answers or refuses (a TesseraError, or a store's
+domain refusal) with a status that is not INTERNAL or UNKNOWN (the runtime turns any other exception into
+INTERNAL), within a deadline.
 Decide carries the security properties too: a record changes only when a Decide answered that the approved
 effect succeeded, and asking again never changes it a second time.
 """
@@ -43,8 +44,9 @@ from services.capabilities.wording import Wording
 from shared.actors import assert_actor
 from shared.certs import load_signing_key, load_verify_key, signing_key_path, verify_key_path
 from shared.decisions import ChallengeError, signed_by_operator
-from shared.errors import TesseraError
+from shared.errors import TesseraError, status_of
 from shared.paths import REPO_ROOT
+from shared.refusals import Refusal
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.common.v1 import common_pb2
 from tests.fixtures.fuzz import fuzz_settings
@@ -82,10 +84,13 @@ class World:
             return self.loop.run_until_complete(asyncio.wait_for(work, CALL_DEADLINE))
         except TimeoutError:
             pytest.fail(f"{method} did not answer within {CALL_DEADLINE:g} s: {request}")
-        except TesseraError as refusal:
-            assert refusal.code not in BAD_CODES, refusal
-            assert REASON.match(refusal.reason), refusal
-            return refusal
+        except Refusal as domain:  # raised by a store: the interceptor sends it as its status
+            refusal = status_of(domain)
+        except TesseraError as error:
+            refusal = error
+        assert refusal.code not in BAD_CODES, refusal
+        assert REASON.match(refusal.reason), refusal
+        return refusal
 
     def version(self, record_id: int) -> int:
         with sqlite3.connect(self.warehouse) as connection:
