@@ -3,7 +3,7 @@
 // handler (main.js), and `send` turns it into the command web accepts for it. How it went goes back to the
 // block that asked, by its component id, on `outcomes`.
 
-import { postJson } from './api.js';
+import { newId, postJson } from './api.js';
 
 export const outcomes = new EventTarget();
 
@@ -24,7 +24,7 @@ export async function send(action, revisionId) {
     const command = COMMANDS[action.name];
     if (!command) throw new Error(`no command for the action ${action.name}`);
     // The id begins with what asked, for whoever reads the host's records (the CLI's decision ids begin with cli-).
-    const reply = await postJson('/api/commands', { command_id: `${action.name}-${crypto.randomUUID()}`,
+    const reply = await postJson('/api/commands', { command_id: newId(action.name),
       revision_id: revisionId, ...command(action.sourceComponentId, action.context || {}) });
     outcome = { action, reply };
   } catch (error) {

@@ -50,6 +50,17 @@ export async function postJsonRetrying(path, body, onRetry = () => {}, delays = 
   }
 }
 
+// An id for a command or a decision: `<prefix>-<uuid>`. crypto.randomUUID exists only in secure contexts (https or
+// localhost); a page opened over http by address gets a version-4 UUID from getRandomValues instead.
+export function newId(prefix) {
+  if (crypto.randomUUID) return `${prefix}-${crypto.randomUUID()}`;
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  b[6] = (b[6] & 0x0f) | 0x40;  // version 4
+  b[8] = (b[8] & 0x3f) | 0x80;  // RFC 4122 variant
+  const hex = Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+  return `${prefix}-${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
 // POST that answers with server-sent events (a turn): calls onEvent for each `data:` object.
 export async function postEvents(path, body, onEvent, signal) {
   const response = await fetch(path, {

@@ -6,7 +6,7 @@
 // Every decision is signed by the person's passkey over a nonce from the broker, which verifies it.
 
 import { LitElement, html, css, nothing } from 'lit';
-import { getJson, postJsonRetrying, retryable } from './api.js';
+import { getJson, newId, postJsonRetrying, retryable } from './api.js';
 import { reasonInWords, statusInWords } from './format.js';
 import { passkeysSupported, signDecision } from './passkeys.js';
 
@@ -116,9 +116,9 @@ export class ApprovalCard extends LitElement {
   async decide(approve) {
     this._busy = true;
     this._error = '';
-    const unsigned = { approve, decision_id: `web-${crypto.randomUUID()}`, arguments_sha256: this._card.arguments_sha256,
-      reason: this.renderRoot.querySelector('textarea')?.value || '' };
     try {
+      const unsigned = { approve, decision_id: newId('web'), arguments_sha256: this._card.arguments_sha256,
+        reason: this.renderRoot.querySelector('textarea')?.value || '' };
       const body = await this.signed(unsigned);
       const reply = await postJsonRetrying(`/api/approvals/${encodeURIComponent(this.approvalId)}/decision`, body,
         (attempt, attempts) => { this._note = `The broker is not answering; trying again (${attempt} of ${attempts})…`; });

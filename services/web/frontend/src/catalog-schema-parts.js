@@ -27,3 +27,10 @@ export function propertyCount(record, min, max) {
   return record.refine((map) => Object.keys(map).length >= min && Object.keys(map).length <= max,
     { message: `between ${min} and ${max} entries` });
 }
+
+// minLength / maxLength as JSON Schema counts them: in characters (code points). zod's own min/max count UTF-16
+// units, so a heading of emoji the compiler accepted would be refused here and the block lost.
+export function characters(string, min, max) {
+  return string.refine((text) => { const length = [...text].length; return length >= min && length <= max; },
+    { message: `between ${min} and ${max} characters` });
+}

@@ -6,6 +6,7 @@
 import { MessageProcessor } from '@a2ui/web_core/v0_9';
 import '@a2ui/lit/v0_9';
 import { catalog, surfaceState, windowKey } from './components.js';
+import { withPlaceholders } from './refused.js';
 import { report } from './api.js';
 
 // Windows by `<resource>|<node>|<binding prop>|<offset>`, and those the host said it is sending after a commit: a
@@ -64,25 +65,34 @@ export class SurfaceView {
       return;
     }
     this.lastSequence = envelope.sequence;
-    if (envelope.revision_id) surfaceState.revisionId = envelope.revision_id;
     if (envelope.kind !== 'a2ui') {
+      if (envelope.revision_id) surfaceState.revisionId = envelope.revision_id;
       this.handlers.onHostEvent?.(envelope.kind, envelope.event, envelope);
       return;
     }
     const message = envelope.message;
     noteWindows(message);
-    try {
-      if (message.createSurface && this.processor.model.getSurface(message.createSurface.surfaceId)) {
-        this.processor.processMessage({ version: message.version, deleteSurface: {
-          surfaceId: message.createSurface.surfaceId } });  // a snapshot replaces what was shown
-      }
-      this.processor.processMessage(message);
-    } catch (error) {
-      report('a2ui-message-refused', error.message);
-      return;
+    if (message.createSurface && this.processor.model.getSurface(message.createSurface.surfaceId)) {
+      this.apply({ version: message.version, deleteSurface: {
+        surfaceId: message.createSurface.surfaceId } });  // a snapshot replaces what was shown
     }
+    if (!this.apply(message) && !this.apply(withPlaceholders(message))) return;
+    // Commands are bound to the revision on screen: it changes only once its components are shown.
+    if (envelope.revision_id) surfaceState.revisionId = envelope.revision_id;
     if (message.createSurface) this.show(message.createSurface.surfaceId);
     if (message.updateComponents) this.handlers.onRendered?.(envelope.revision_id);
+  }
+
+  // Whether the renderer took the message; a refusal is reported to web, never thrown.
+  apply(message) {
+    if (!message) return false;
+    try {
+      this.processor.processMessage(message);
+      return true;
+    } catch (error) {
+      report('a2ui-message-refused', error.message);
+      return false;
+    }
   }
 
   show(surfaceId) {
