@@ -86,3 +86,22 @@ def test_a_keyword_the_conversion_does_not_know_stops_the_build():
         generator.to_zod({"type": "string", "format": "date"})
     with pytest.raises(ValueError, match="only A2UI common types"):
         generator.to_zod({"$ref": "#/definitions/elsewhere"})
+
+
+@pytest.mark.parametrize(("schema", "says"), [
+    ({"$ref": "https://a2ui.org/specification/v0_9/common_types.json#/$defs/ChildList", "maxItems": 2}, "next to"),
+    ({"enum": ["a", "b"], "maxLength": 1}, "next to"),
+    ({"oneOf": [{"type": "string"}, {"type": "string", "maxLength": 3}]}, "tells the options apart"),
+    ({"type": "object", "properties": {"a": {"type": "string"}}, "maxProperties": 1}, "map keywords"),
+    ({"type": "object", "additionalProperties": {"type": "string"}, "propertyNames": {"format": "email"}},
+     "'format'"),
+])
+def test_known_keywords_in_shapes_the_conversion_would_drop_stop_the_build(schema, says):
+    with pytest.raises(ValueError, match=says):
+        _generator().to_zod(schema)
+
+
+def test_a_one_of_told_apart_by_a_const_prop_is_converted():
+    option = {"type": "object", "required": ["recipe"], "properties": {"recipe": {"const": "bar"}}}
+    other = {"type": "object", "required": ["recipe"], "properties": {"recipe": {"const": "line"}}}
+    assert _generator().to_zod({"oneOf": [option, other]}).startswith("z.union([")

@@ -97,11 +97,44 @@ def _union(members: list[str]) -> str:
     return members[0] if len(members) == 1 else f"z.union([{', '.join(members)}])"
 
 
+# Keywords that decide a schema alone: beside them, anything but a description would go unchecked.
+_WHOLE = ("$ref", "const", "enum", "anyOf", "oneOf")
+_MAP_KEYWORDS = {"propertyNames", "minProperties", "maxProperties"}
+
+
+def _told_apart(options: list[dict]) -> bool:
+    """Whether one required prop holds a different const in every option (e.g. a chart's recipe): then at most
+    one option can match, and "any of" checks what "exactly one of" says."""
+    def consts(option: dict) -> dict:
+        return {name: prop["const"] for name, prop in option.get("properties", {}).items()
+                if isinstance(prop, dict) and "const" in prop and name in option.get("required", ())}
+
+    shared = set.intersection(*(set(consts(option)) for option in options)) if options else set()
+    return any(len({json.dumps(consts(option)[name]) for option in options}) == len(options) for name in shared)
+
+
+def _refuse_what_would_be_dropped(schema: dict) -> None:
+    """Known keywords in combinations the conversion does not carry over: an error, never a lost check."""
+    for key in _WHOLE:
+        if key in schema and set(schema) - {key, "description"}:
+            raise ValueError(f"{key} next to {sorted(set(schema) - {key, 'description'})} is not converted to zod")
+    if "oneOf" in schema and not _told_apart(schema["oneOf"]):
+        raise ValueError("oneOf (exactly one) is converted only where a required const prop tells the options "
+                         "apart: otherwise use anyOf")
+    names = schema.get("propertyNames", {})
+    if set(names) - {"type", "minLength", "maxLength", "pattern"}:
+        raise ValueError(f"propertyNames with {sorted(set(names))} is not converted to zod")
+    if schema.get("properties") and (_MAP_KEYWORDS & set(schema) or isinstance(schema.get("additionalProperties"),
+                                                                               dict)):
+        raise ValueError("an object with named properties and map keywords is not converted to zod")
+
+
 def to_zod(schema: dict) -> str:
-    """One draft-07 schema (the subset the contracts use) as a zod expression."""
+    """One prop schema (the subset of JSON Schema the contracts use) as a zod expression."""
     unknown = sorted(set(schema) - KNOWN)
     if unknown:
         raise ValueError(f"keyword {unknown[0]!r} is not converted to zod")
+    _refuse_what_would_be_dropped(schema)
     if "$ref" in schema:
         if not schema["$ref"].startswith(COMMON_TYPES):
             raise ValueError(f"$ref {schema['$ref']!r}: only A2UI common types are known")
@@ -113,7 +146,7 @@ def to_zod(schema: dict) -> str:
         if all(isinstance(v, str) for v in values):
             return f"z.enum({_literal(values)})"
         return _union([f"z.literal({_literal(v)})" for v in values])
-    for key in ("oneOf", "anyOf"):
+    for key in ("oneOf", "anyOf"):  # oneOf only where its options are told apart (_told_apart)
         if key in schema:
             return _union([to_zod(option) for option in schema[key]])
     kind = schema.get("type")
