@@ -12,9 +12,36 @@ import pytest
 from cli.launcher import ServiceSet, cli_credentials
 from shared.certs import Credentials, issue_deployment
 from shared.paths import REPO_ROOT
+from tests.fixtures.no_payload import leaks, transcript_records
 
 # Fixtures of the UI plane (catalog, frozen slice, proposals), shared by unit and integration tests.
 pytest_plugins = ["tests.fixtures.ui"]
+
+
+# Folders whose files take longest (real processes) go first, so that with a worker per core (make test) the
+# many short files fill in at the end instead of one long file running alone: the run ends sooner.
+_FIRST = ("integration", "browser", "resources", "fuzz")
+
+
+def pytest_collection_modifyitems(config, items):
+    def folder_rank(item) -> int:
+        parts = item.path.relative_to(REPO_ROOT / "tests").parts
+        return _FIRST.index(parts[0]) if parts[0] in _FIRST else len(_FIRST)
+
+    items.sort(key=folder_rank)  # stable: a file's own tests keep their order
+
+
+@pytest.fixture(scope="session", autouse=True)
+def own_var_dir(tmp_path_factory):
+    """Each test session (each pytest-xdist worker) keeps what processes write under var/ by default (the demo
+    tickets server's database, MCP server logs) in a folder of its own, never in the repository's var/, which
+    parallel workers would share."""
+    if os.environ.get("TESSERA_VAR_DIR"):  # the caller chose one
+        yield
+        return
+    os.environ["TESSERA_VAR_DIR"] = str(tmp_path_factory.mktemp("session-var"))
+    yield
+    os.environ.pop("TESSERA_VAR_DIR", None)
 
 
 @pytest.fixture(scope="session")
@@ -55,8 +82,13 @@ def warehouse_url(tmp_path_factory) -> str:
 
 
 @pytest.fixture(scope="session")
-def model_transcript(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("model") / "transcript.jsonl"
+def model_transcript(tmp_path_factory, warehouse_url) -> Path:
+    """Everything the agent hands a model in this session; scanned for warehouse values when the session ends,
+    so every turn any test of this worker ran is covered, not only the golden module's."""
+    transcript = tmp_path_factory.mktemp("model") / "transcript.jsonl"
+    yield transcript
+    leaked = leaks(transcript_records(transcript), warehouse_url)
+    assert not leaked, f"warehouse values handed to a model: {leaked[:10]}"
 
 
 @pytest.fixture(scope="session")
@@ -76,7 +108,7 @@ def service_env(warehouse_url, tmp_path_factory, model_transcript) -> dict[str, 
         # the agent's model key (unused by the embedded planner), and one from the operator's shell.
         "TESSERA_AGENT_MODEL_API_KEY": "sk-only-the-agent-holds-this",
         "OPERATOR_SHELL_TOKEN": "reaches-no-service",
-        # Idle event streams send a keep-alive comment after a second (test_web_api waits for one).
+        # Event streams send a keep-alive comment every second (test_web_api waits for one).
         "TESSERA_WEB_KEEPALIVE_SECONDS": "1",
     }
 
