@@ -8,7 +8,8 @@ PY := $(VENV)/bin/python
 PROTO_FILES := $(shell find proto -name '*.proto' | sort)
 FRONTEND_FILES := $(shell find services/web/frontend -type f | sort)
 # The bundle's prop schemas are generated from the component catalogs (with the venv's Python) at build.
-CATALOG_FILES := $(shell find shared/ui/catalogs -type f | sort) shared/ui/a2ui.py shared/ui/contracts.py
+CATALOG_FILES := $(shell find shared/ui/catalogs -type f | sort) shared/ui/a2ui.py shared/ui/contracts.py \
+	shared/strict_yaml.py shared/schema_check.py
 BUNDLE := services/web/static
 GEN := shared/gen
 DEPLOY_VENV := .venv-deploy
@@ -70,7 +71,7 @@ $(GEN)/.generated: $(VENV)/.installed $(PROTO_FILES)
 
 # The browser bundle (Vite): services/web/static, served by the web process; not committed.
 $(BUNDLE)/.built: node_modules/.installed $(VENV)/.installed $(FRONTEND_FILES) $(CATALOG_FILES)
-	npx vite build --config services/web/frontend/vite.config.js
+	TESSERA_PYTHON=$(abspath $(PY)) npx vite build --config services/web/frontend/vite.config.js
 	@touch $@
 
 # Debian's Chromium for the browser tests (no browser downloads); they skip, saying why, without it.
@@ -93,8 +94,9 @@ $(DEPLOY_VENV)/.installed: deploy/k8s/tools-requirements.txt deploy/k8s/install_
 	$(PYTHON) deploy/k8s/install_tools.py $(DEPLOY_VENV)
 	@touch $@
 
-# One pytest worker per core (pytest-xdist); a test file stays on one worker, so a module's running
-# services start once. `$(PY) -m pytest <file>` alone runs in one process as before.
+# One pytest worker per core (pytest-xdist); a test file stays on one worker, so its module fixtures start
+# once (each worker starts its own session fixtures, e.g. the running set). `$(PY) -m pytest <file>` alone
+# runs in one process as before.
 test: setup browser k8s-tools
 	$(PY) -m pytest -n auto --dist loadfile
 
@@ -125,7 +127,7 @@ model-check: proto
 	$(PY) bench/model_check.py
 
 clean:
-	rm -rf $(VENV) $(DEPLOY_VENV) node_modules $(GEN) $(BUNDLE) var .pytest_cache
+	rm -rf $(VENV) $(DEPLOY_VENV) node_modules $(GEN) $(BUNDLE) services/web/frontend/src/generated/*.js var .pytest_cache
 
 # The container images, built without a registry (needs root; see deploy/image/build.sh):
 # localhost/tessera:<version> (+ :latest), one image for all six services, and

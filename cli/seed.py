@@ -52,6 +52,7 @@ from shared.paths import var_dir
 SCHEMA_VERSION = 2  # 2: orders carry review_status and a record version (data change proposals)
 # PostgreSQL role for the Resource Gateway: SELECT on the demo tables, read-only by default.
 READER_ROLE = "tessera_reader"
+_ROLE_LOCK = 0x7E55E2A_0010  # advisory lock key while roles are created and granted (any fixed number)
 # PostgreSQL role for the capability broker's data changes: only the declared fields of orders.
 WRITER_ROLE = "tessera_writer"
 DEFAULT_SCALE = 1_000_000
@@ -776,6 +777,9 @@ class _PostgresLoader(_Loader):
         stands and the warning says what to ask an administrator for.
         """
         try:
+            # Roles are shared by every database of the cluster: seeds running side by side (parallel test
+            # workers, two deployments) take turns, or both may try to create the role or alter it at once.
+            self.execute(f"SELECT pg_advisory_xact_lock({_ROLE_LOCK})")
             self.execute(f"""DO $$ BEGIN
                 IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{role}') THEN
                     CREATE ROLE {role} LOGIN;
@@ -847,7 +851,7 @@ def _driver_errors() -> tuple[type[BaseException], ...]:
         import psycopg
 
         errors.append(psycopg.Error)
-    except ImportError:  # pragma: no cover - part of requirements.txt
+    except ImportError:  # pragma: no cover - in the runtime lock (requirements/runtime.txt)
         pass
     try:
         import duckdb

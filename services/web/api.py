@@ -36,7 +36,6 @@ from collections.abc import AsyncIterator
 import grpc
 from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
 from sse_starlette import EventSourceResponse, ServerSentEvent
-from sse_starlette.sse import AppStatus
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -141,11 +140,6 @@ def _passkey_assertion(value) -> PasskeyAssertion | None:
                                 user_handle=raw("user_handle"))
     except ValueError:  # a length no base64 text has
         raise invalid from None
-
-
-# A stopping web gives its streams uvicorn's grace period, as before, then closes them; sse-starlette would
-# otherwise end them all at the first SIGTERM, cutting short the turns they carry.
-AppStatus.disable_automatic_graceful_drain()
 
 
 def _event(data: dict, event_id: str | None = None) -> ServerSentEvent:
@@ -303,11 +297,13 @@ class WebApi:
         if not isinstance(question, str) or not question.strip():
             raise ApiError(400, "QUESTION_INVALID", "question: a non-empty string")
         browser, session = await self._session(request)
-        stream = self.agent.StartTurn(agent_pb2.StartTurnRequest(
+        request = agent_pb2.StartTurnRequest(
             actor=self.assertions.of(browser.person), session_id=session.session_id, question=question,
-            request_id=str(body.get("request_id") or "")[:128]), timeout=300)
+            request_id=str(body.get("request_id") or "")[:128])
 
         async def events() -> AsyncIterator[ServerSentEvent]:
+            # Started here, inside the stream, so its `finally` runs whenever the browser leaves.
+            stream = self.agent.StartTurn(request, timeout=300)
             try:
                 async for event in stream:
                     yield _event(_as_dict(event))

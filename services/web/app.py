@@ -15,6 +15,7 @@ import signal
 import socket
 
 import uvicorn
+from sse_starlette.sse import AppStatus
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -103,6 +104,10 @@ def main() -> None:
         app = create_app(settings, credentials)
     except (CredentialError, SessionSecretError) as exc:
         fail_startup("web", str(exc))
+    # A stopping web gives its streams uvicorn's grace period, then closes them; sse-starlette would otherwise
+    # end them all at the first SIGTERM, cutting short the turns they carry. (Process-wide: set here, by the
+    # process that serves, not by whoever imports the API.)
+    AppStatus.disable_automatic_graceful_drain()
     config = uvicorn.Config(app, log_config=None, access_log=False,
                             timeout_graceful_shutdown=int(settings.grace_seconds))
     server = uvicorn.Server(config)

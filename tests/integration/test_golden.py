@@ -20,6 +20,7 @@ from shared.contracts import invoke, invoke_stream
 from tessera.agent.v1 import agent_pb2
 from tessera.host.v1 import host_pb2
 from tests.fixtures.golden.reference import Reference, months_back
+from tests.fixtures.no_payload import leaks, transcript_records
 from tests.integration.test_agent_turns import window
 
 GOLDEN = yaml.safe_load((Path(__file__).parents[1] / "fixtures" / "golden" / "questions.yaml").read_text())
@@ -315,62 +316,11 @@ def test_the_golden_set_meets_its_gates():
     assert summary["fabricated_or_out_of_slice_references"] == 0
 
 
-# JSON Schema vocabulary of our own contracts (e.g. an enum of chart recipes), never data.
-_SCHEMA_KEYWORDS = {"enum", "const", "type", "pattern", "format", "required", "$schema"}
-
-
-def _leaves(value, key=""):
-    """(key, leaf) for every string and number in a JSON value, schema keywords aside."""
-    if isinstance(value, dict):
-        for k, v in value.items():
-            if k not in _SCHEMA_KEYWORDS:
-                yield from _leaves(v, k)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _leaves(v, key)
-    elif isinstance(value, (str, int, float)) and not isinstance(value, bool):
-        yield key, value
-
-
 def test_nothing_handed_to_the_model_carries_warehouse_values(model_transcript, warehouse_url):
-    """Every tool result every model received in this test session (the golden set included): no warehouse
-    value except what a value-domain probe returned as untrusted values, and no figure the answers showed."""
-    records = [json.loads(line) for line in model_transcript.read_text().splitlines()]
+    """Every tool result the models of this module's turns received (the golden set): no warehouse value except
+    what a value-domain probe returned as untrusted values, and no figure the answers showed. The whole session's
+    transcript is scanned again when the session ends (conftest), whichever worker ran which turns."""
+    records = transcript_records(model_transcript)
     assert len({r["turn_id"] for r in records}) >= len(GOLDEN), "run the whole module: the scan covers its turns"
-    # Probe output is the model's to see (screened, marked untrusted), in the turn that asked for it only.
-    probed_in: dict[str, set[str]] = defaultdict(set)
-    for record in records:
-        if record["kind"] == "result:probe_data":
-            probe = json.loads(record["text"])
-            probed_in[record["turn_id"]] |= {*probe.get("untrusted_values", []),
-                                             *(m["untrusted_value"] for m in probe.get("matches", []))}
-    engine = sa.create_engine(warehouse_url)
-    cells: set[str] = set()
-    numbers: set[Decimal] = set()
-    with engine.connect() as connection:
-        for table in sa.inspect(connection).get_table_names():
-            for row in connection.execute(sa.text(f"SELECT * FROM {table}")):  # noqa: S608 (our own names)
-                for cell in row:
-                    if isinstance(cell, str) and not cell.replace("-", "").replace(":", "").replace(" ", "").isdigit():
-                        cells.add(cell)
-                    elif isinstance(cell, (float, Decimal)) and Decimal(str(cell)) % 1:
-                        numbers.add(Decimal(str(cell)).quantize(Decimal("0.01")))
-    engine.dispose()
-    numbers |= {v for v in SHOWN if v % 1}  # the figures with decimals the golden answers showed (small
-    # whole numbers such as row counts are no signature of a leak)
-    leaked = []
-    for record in records:
-        if not record["kind"].startswith("result:"):
-            continue
-        unseen = cells - probed_in[record["turn_id"]]
-        for key, leaf in _leaves(json.loads(record["text"])):
-            if key in ("untrusted_values", "untrusted_value"):  # probe output: screened, marked untrusted
-                continue
-            if isinstance(leaf, str) and leaf in unseen:
-                leaked.append((key, leaf))
-            elif isinstance(leaf, str) and any(len(c) >= 12 and c in leaf for c in unseen):
-                leaked.append((key, leaf[:80]))
-            elif isinstance(leaf, (int, float)) and Decimal(str(leaf)).quantize(Decimal("0.01")) in numbers \
-                    and key != "coverage":
-                leaked.append((key, leaf))
+    leaked = leaks(records, warehouse_url, SHOWN)
     assert not leaked, leaked[:10]

@@ -140,13 +140,13 @@ def test_cancelling_stops_running_tools_and_closing_suppresses_results():
 
         bridge = _bridge(slow)
         call = asyncio.create_task(bridge.call("c1", "inspect_catalog", '{"question": "q"}'))
-        await started.wait()
+        await asyncio.wait_for(started.wait(), 30)
         bridge.cancel()
         cancelled_result = await call
         closing = _bridge(slow)
         started.clear()
         late = asyncio.create_task(closing.call("c2", "inspect_catalog", '{"question": "q"}'))
-        await started.wait()  # the tool is running when the bridge closes
+        await asyncio.wait_for(started.wait(), 30)  # the tool is running when the bridge closes
         closing.close()
         after_close = await closing.call("c3", "inspect_catalog", '{"question": "q"}')
         return cancelled.is_set(), cancelled_result, await late, after_close
