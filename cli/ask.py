@@ -15,6 +15,9 @@ from shared.contracts import invoke, invoke_stream
 from tessera.agent.v1 import agent_pb2
 from tessera.host.v1 import host_pb2
 
+# A single call to the host (open a session, read a revision): long enough for a busy deployment, where the
+# first call also makes the TLS handshake; the turn itself has its own, longer bound.
+CALL_SECONDS = 30.0
 _STATUS = {agent_pb2.TOOL_STEP_STATUS_OK: "ok", agent_pb2.TOOL_STEP_STATUS_FAILED: "failed",
            agent_pb2.TOOL_STEP_STATUS_UNAVAILABLE: "unavailable", agent_pb2.TOOL_STEP_STATUS_CANCELLED: "cancelled"}
 
@@ -57,7 +60,8 @@ def ask(addresses: dict[str, str], cert_dir: Path, question: str, web_url: str =
         document = None
         for revision_id in done.revision_ids:
             revision = invoke(host, "host", "GetRevision", host_pb2.GetRevisionRequest(
-                actor=person, session_id=session.session_id, revision_id=revision_id)).revision
+                actor=person, session_id=session.session_id, revision_id=revision_id),
+                timeout=CALL_SECONDS).revision
             document = json.loads(revision.document_json)
             outline = ", ".join(f"{b['component']}" + (" (bound)" if any(
                 isinstance(v, dict) and "resource" in v for v in b["data"].values()) else "")
@@ -80,5 +84,5 @@ def _session(host, person, conversation: Path | None):
     if conversation is not None and conversation.exists():
         recorded = json.loads(conversation.read_text())
         return host_pb2.OpenSessionResponse(session_id=recorded["session_id"], surface_id=recorded["surface_id"])
-    return invoke(host, "host", "OpenSession", host_pb2.OpenSessionRequest(actor=person,
-                                                                           request_id=secrets.token_hex(6)))
+    return invoke(host, "host", "OpenSession", host_pb2.OpenSessionRequest(
+        actor=person, request_id=secrets.token_hex(6)), timeout=CALL_SECONDS)
