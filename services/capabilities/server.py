@@ -27,6 +27,7 @@ from services.capabilities.store import BrokerStore, engine_for, migrate
 from services.capabilities.tool_policy import ToolPolicy, digest
 from services.capabilities.tool_review import screen_server_text, write_signals
 from services.capabilities.wording import Wording
+from shared import runtime
 from shared.actors import Actor, ActorVerifier
 from shared.authz import caller_identity
 from shared.bounded_json import canonical
@@ -37,14 +38,6 @@ from shared.db import unreachable
 from shared.errors import TesseraError, refuse
 from shared.identity import principal_for_spiffe
 from shared.refusals import Refusal
-from shared.runtime import (
-    DependencyUnavailable,
-    Registration,
-    ServiceContext,
-    StartupError,
-    registration_for,
-    service_info,
-)
 from tessera.capabilities.v1 import capabilities_pb2, capabilities_pb2_grpc
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2_grpc
@@ -55,8 +48,9 @@ MAX_PAGE = 100
 
 
 class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServicer):
-    def __init__(self, context: ServiceContext, broker: Broker, wording: Wording, enrollments: Enrollments) -> None:
-        self._info = service_info(context)
+    def __init__(self, context: runtime.ServiceContext, broker: Broker, wording: Wording,
+                 enrollments: Enrollments) -> None:
+        self._info = runtime.service_info(context)
         self._actors = ActorVerifier.from_cert_dir(context.settings.cert_dir)
         self._broker = broker
         self._wording = wording
@@ -298,14 +292,14 @@ def _databases(settings: CapabilitiesSettings) -> tuple[sa.Engine, sa.Engine]:
         engine = engine_for(settings.database_url)
         migrate(engine)
     except Exception as exc:  # a database that cannot be reached or migrated
-        failure = DependencyUnavailable if unreachable(exc) else StartupError
+        failure = runtime.DependencyUnavailable if unreachable(exc) else runtime.StartupError
         raise failure(f"TESSERA_CAPABILITIES_DATABASE_URL: cannot prepare the broker database: "
                       f"{str(exc).splitlines()[0][:200]}") from None
     try:
         changes_engine = sa.create_engine(settings.changes_url.get_secret_value(), connect_args=(
             {"timeout": 30} if settings.changes_url.get_secret_value().startswith("sqlite") else {}))
     except Exception as exc:  # never echo the credential itself
-        raise StartupError(f"TESSERA_CAPABILITIES_CHANGES_URL: not a usable database URL "
+        raise runtime.StartupError(f"TESSERA_CAPABILITIES_CHANGES_URL: not a usable database URL "
                            f"({type(exc).__name__})") from None
     return engine, changes_engine
 
@@ -315,7 +309,7 @@ def _operator_key(settings: CapabilitiesSettings):
     try:
         return load_verify_key(verify_key_path(settings.cert_dir, "cli"))
     except CredentialError as exc:
-        raise StartupError(str(exc)) from None
+        raise runtime.StartupError(str(exc)) from None
 
 
 def approvers_of(policy: ActionPolicy, tool_policy: ToolPolicy, action_id: str) -> tuple[str, ...]:
@@ -327,13 +321,13 @@ def approvers_of(policy: ActionPolicy, tool_policy: ToolPolicy, action_id: str) 
     return found[3].approvers if found else ("passkey",)  # a tool no longer listed: the strictest
 
 
-def build(context: ServiceContext) -> list[Registration]:
+def build(context: runtime.ServiceContext) -> list[runtime.Registration]:
     settings: CapabilitiesSettings = context.settings
     try:
         policy = ActionPolicy.load(settings.actions_file)
         tool_policy = ToolPolicy.load(settings.tools_file)
     except PolicyError as exc:
-        raise StartupError(str(exc)) from None
+        raise runtime.StartupError(str(exc)) from None
     engine, changes_engine = _databases(settings)
     store = BrokerStore(engine, lease_seconds=settings.lease_seconds)
     pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="broker-db")
@@ -383,7 +377,7 @@ def build(context: ServiceContext) -> list[Registration]:
     # behind an effect the restart pass is taking up.
     service = CapabilityBrokerService(context, broker, Wording(policy, tool_policy),
                                       Enrollments(people, relying_party))
-    return [registration_for("capabilities", service,
+    return [runtime.registration_for("capabilities", service,
                              readiness=[database_reachable], on_stop=stop,
                              background=[publisher.run, partial(sweep_expired, broker), partial(recover, broker),
                                          partial(warm_up, gate), hold_tool_servers])]

@@ -18,7 +18,7 @@ from google.protobuf.json_format import MessageToJson
 from services.host import bindings as binding_store
 from services.host.bindings import Binding
 from services.host.database import AsyncStore
-from services.host.envelopes import data_model_update, envelope_builder
+from services.host.envelopes import data_model_update, journal_entry
 from services.host.event_batches import EventBatches
 from services.host.fanout import SurfaceFanout
 from services.host.peers import Peers, broker_refusal
@@ -137,8 +137,8 @@ class Commands:
         return found[0]
 
     async def _publish(self, session: Session, message: dict) -> tuple[int, int]:
-        build = data_model_update(session.surface_id, message)
-        appended = await self._db(self._db.store.append_events, session.surface_id, [build])
+        appended = await self._db(self._db.store.append_events, session.surface_id,
+                                  [data_model_update(session.surface_id, message)])
         await self._fanout.published(session.surface_id, appended)
         return appended.epoch, appended.last
 
@@ -226,11 +226,11 @@ class Commands:
                          f"event_id: 1-{EVENT_ID_MAX} characters")
         field, payload = _intent_event(request)
         payload_json = MessageToJson(payload, preserving_proto_field_name=True, indent=None, sort_keys=True)
-        build = envelope_builder(session.surface_id, field, payload, payload_json)
-        payload_hash = hashlib.sha256(request.SerializeToString(deterministic=True)).hexdigest()
-        response = await self._events.publish(session.session_id, session.surface_id, f"event:{request.event_id}",
-                                              payload_hash, build)
-        return host_pb2.PublishIntentEventResponse.FromString(response)
+        entry = journal_entry(session.surface_id, field, payload, payload_json)
+        request_hash = hashlib.sha256(request.SerializeToString(deterministic=True)).hexdigest()
+        place = await self._events.publish(session.session_id, session.surface_id, f"event:{request.event_id}",
+                                           request_hash, entry)
+        return host_pb2.PublishIntentEventResponse(cursor=host_pb2.Cursor(epoch=place.epoch, sequence=place.sequence))
 
 
 def _intent_event(request):

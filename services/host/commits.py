@@ -19,7 +19,7 @@ from google.protobuf.json_format import MessageToJson
 
 from services.host import bindings as binding_store
 from services.host.database import AsyncStore
-from services.host.envelopes import data_model_update, envelope_builder
+from services.host.envelopes import a2ui_message, data_model_update, journal_entry
 from services.host.fanout import SurfaceFanout
 from services.host.offers import Offers
 from services.host.peers import Peers, peer
@@ -92,8 +92,8 @@ class Commits:
         """A rejected proposal commits nothing; its diagnostics are a host event on the surface."""
         rejected = host_pb2.Rejected(proposal_id=request.proposal_id, reason="proposal rejected",
                                      diagnostics=diagnostics)
-        build = envelope_builder(session.surface_id, "rejected", rejected, canonical({"rejected": request.proposal_id}))
-        appended = await self._db(self._db.store.append_events, session.surface_id, [build])
+        entry = journal_entry(session.surface_id, "rejected", rejected, canonical({"rejected": request.proposal_id}))
+        appended = await self._db(self._db.store.append_events, session.surface_id, [entry])
         await asyncio.shield(self._fanout.published(session.surface_id, appended))
         return host_pb2.SubmitProposalResponse(outcome=host_pb2.PROPOSAL_OUTCOME_REJECTED,
                                                surface_id=session.surface_id, diagnostics=diagnostics)
@@ -106,13 +106,13 @@ class Commits:
         sending = bound if self._fanout.watched(session.surface_id) else []
         events = []
         for message_json in compiled.a2ui_messages_json:
-            kind = next(k for k in json.loads(message_json) if k != "version")
+            message = json.loads(message_json)
+            kind = next(k for k in message if k != "version")
             if kind == "updateComponents":  # before the blocks: which first windows the host sends itself
                 coming = first_windows_message(session.surface_id, sending)
                 if coming is not None:
                     events.append(data_model_update(session.surface_id, coming))
-            events.append(envelope_builder(session.surface_id, "a2ui", host_pb2.A2uiMessage(
-                kind=_A2UI_KINDS[kind], message_json=message_json), message_json))
+            events.append(a2ui_message(session.surface_id, _A2UI_KINDS[kind], message, message_json))
         diagnostics_json = json.dumps([json.loads(_diagnostic_json(d)) for d in diagnostics]).encode()
         try:
             # A revision that drops a binding revokes its grants in the same transaction.

@@ -13,14 +13,14 @@ from functools import partial
 import grpc
 import sqlalchemy as sa
 
-from services.host.store import HostStore
+from services.host.ports import HostStorage
 from shared.errors import TesseraError
 
 DATABASE_UNAVAILABLE = "DATABASE_UNAVAILABLE"
 
 
 class AsyncStore:
-    def __init__(self, store: HostStore, pool: ThreadPoolExecutor) -> None:
+    def __init__(self, store: HostStorage, pool: ThreadPoolExecutor) -> None:
         self.store = store
         self._pool = pool
 

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from services.host.database import AsyncStore
 from services.host.fanout import SurfaceFanout
-from services.host.store import EventToPublish
+from services.host.store import EventToPublish, NewEntry, Position
 
 logger = logging.getLogger("tessera.host.event_batches")
 MAX_BATCH = 64  # events per transaction: a bounded statement and a bounded wait for the first of them
@@ -37,14 +36,14 @@ class EventBatches:
         self._waiting: dict[tuple[str, str], list[_Waiting]] = {}  # (session, surface) → events not yet written
         self._writers: dict[tuple[str, str], asyncio.Task] = {}
 
-    async def publish(self, session_id: str, surface_id: str, event_key: str, payload_hash: str,
-                      build: Callable) -> bytes:
-        """Append one event once per `event_key`; the PublishIntentEventResponse bytes (the first send's, for a
-        repeated key). The write goes on if the caller goes away: the broker's retry then finds it done."""
+    async def publish(self, session_id: str, surface_id: str, event_key: str, request_hash: str,
+                      entry: NewEntry) -> Position:
+        """Append one event once per `event_key`; its place in the journal (the first send's, for a repeated
+        key). The write goes on if the caller goes away: the broker's retry then finds it done."""
         reply = asyncio.get_running_loop().create_future()
         reply.add_done_callback(_consume)  # a caller that left leaves no "never retrieved" warning behind
         key = (session_id, surface_id)
-        self._waiting.setdefault(key, []).append(_Waiting(EventToPublish(event_key, payload_hash, build), reply))
+        self._waiting.setdefault(key, []).append(_Waiting(EventToPublish(event_key, request_hash, entry), reply))
         if key not in self._writers:
             self._writers[key] = asyncio.create_task(self._write(key))
         return await asyncio.shield(reply)
@@ -82,7 +81,7 @@ class EventBatches:
             logger.warning("published events, but could not wake local viewers at once: %s", exc)
 
 
-def _settle(reply: asyncio.Future, result: bytes | None = None, exc: BaseException | None = None) -> None:
+def _settle(reply: asyncio.Future, result: Position | None = None, exc: BaseException | None = None) -> None:
     if reply.done():
         return
     if exc is not None:

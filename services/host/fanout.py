@@ -31,6 +31,7 @@ import psycopg
 import sqlalchemy as sa
 
 from services.host.database import AsyncStore
+from services.host.envelopes import positioned
 from services.host.store import READ_BATCH, WAKE_CHANNEL, Appended
 from shared.errors import TesseraError
 from tessera.host.v1 import host_pb2
@@ -120,14 +121,14 @@ class SurfaceFanout:
         state = self._surfaces.get(surface_id)
         if state is None:
             return True  # nobody watches it here
-        after = appended.last - len(appended.envelopes)
+        after = appended.last - len(appended.entries)
         async with state.lock:
             if state.epoch == appended.epoch and state.last >= appended.last:
                 return True  # a read of the journal has already brought them
             if (state.epoch, state.last) != (appended.epoch, after):
                 return False  # another commit came between: read the journal in order
-            for data in appended.envelopes:
-                envelope = host_pb2.SurfaceEnvelope.FromString(data)
+            for entry in appended.entries:
+                envelope = positioned(entry)
                 state.tail.append((envelope.epoch, envelope.sequence, host_pb2.SubscribeResponse(envelope=envelope)))
                 state.last = envelope.sequence
         self._wake(state)
@@ -186,8 +187,8 @@ class SurfaceFanout:
         if after >= state.last:
             return []
         # Behind the tail (a resumed cursor, a slow reader): this viewer reads the journal itself.
-        return [host_pb2.SubscribeResponse(envelope=host_pb2.SurfaceEnvelope.FromString(data))
-                for data in await self._db(self._db.store.events_after, surface_id, epoch, after)]
+        return [host_pb2.SubscribeResponse(envelope=positioned(entry))
+                for entry in await self._db(self._db.store.events_after, surface_id, epoch, after)]
 
     # --- keeping tails current ---------------------------------------------------
 
@@ -200,8 +201,8 @@ class SurfaceFanout:
             moved = False
             while True:
                 rows = await self._db(self._db.store.events_since, surface_id, state.epoch, state.last)
-                for data in rows:
-                    envelope = host_pb2.SurfaceEnvelope.FromString(data)
+                for entry in rows:
+                    envelope = positioned(entry)
                     if envelope.epoch != state.epoch:  # compacted: the new epoch starts with a snapshot
                         state.tail.clear()
                         state.groups.clear()

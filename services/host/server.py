@@ -24,18 +24,11 @@ from services.host.offers import Offers
 from services.host.peers import Peers
 from services.host.store import HostStore, Session, engine_for, migrate
 from services.host.windows import Windows
+from shared import runtime
 from shared.actors import ActorVerifier
 from shared.certs import CredentialError, load_signing_key, load_verify_key
 from shared.db import unreachable
 from shared.errors import refuse
-from shared.runtime import (
-    DependencyUnavailable,
-    Registration,
-    ServiceContext,
-    StartupError,
-    registration_for,
-    service_info,
-)
 from shared.ui.contracts import ContractError, load_catalog
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2, host_pb2_grpc
@@ -172,7 +165,7 @@ class HostService(host_pb2_grpc.HostServiceServicer):
             self._fanout.unwatch(surface_id)
 
 
-def build(context: ServiceContext) -> list[Registration]:
+def build(context: runtime.ServiceContext) -> list[runtime.Registration]:
     settings: HostSettings = context.settings
     try:
         grant_key = load_signing_key(settings.signing_key)
@@ -181,9 +174,9 @@ def build(context: ServiceContext) -> list[Registration]:
         engine = engine_for(settings.database_url)
         migrate(engine)
     except (CredentialError, ContractError) as exc:
-        raise StartupError(str(exc)) from None
+        raise runtime.StartupError(str(exc)) from None
     except Exception as exc:  # a database that cannot be reached or migrated
-        failure = DependencyUnavailable if unreachable(exc) else StartupError
+        failure = runtime.DependencyUnavailable if unreachable(exc) else runtime.StartupError
         raise failure(f"TESSERA_HOST_DATABASE_URL: cannot prepare the host database: "
                       f"{str(exc).splitlines()[0][:200]}") from None
     store = HostStore(engine)
@@ -200,9 +193,9 @@ def build(context: ServiceContext) -> list[Registration]:
         pool.shutdown(wait=True)
         engine.dispose()
 
-    parts = host_parts(service_info(context), ActorVerifier.from_cert_dir(settings.cert_dir), db, fanout,
+    parts = host_parts(runtime.service_info(context), ActorVerifier.from_cert_dir(settings.cert_dir), db, fanout,
                        Peers.connect(context.credentials), catalog, offer_key, grant_key)
     background = [fanout.safety_reads] + ([fanout.listen] if wake_url else [])
-    return [registration_for("host", HostService(parts),
+    return [runtime.registration_for("host", HostService(parts),
                              readiness=[database_reachable, fanout.listener_ready],
                              on_stop=stop, background=background)]

@@ -8,11 +8,9 @@ the immutable revision, and its surface events — all or nothing.
 
 from __future__ import annotations
 
-import json
 import secrets
 import time
 from collections import namedtuple
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,7 +18,6 @@ import sqlalchemy as sa
 
 from shared import db
 from shared.db import WRITE, ping, reads
-from tessera.host.v1 import host_pb2
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 metadata = sa.MetaData()
@@ -57,7 +54,12 @@ surface_events = sa.Table("surface_events", metadata, sa.Column("surface_id", sa
                           sa.Column("epoch", sa.Integer, primary_key=True),
                           sa.Column("sequence", sa.Integer, primary_key=True), sa.Column("revision_id", sa.String),
                           sa.Column("payload_hash", sa.String), sa.Column("envelope", sa.LargeBinary),
-                          sa.Column("published_at", sa.Float))
+                          sa.Column("published_at", sa.Float), sa.Column("snapshot_key", sa.String))
+# The broker's events, recorded in the transaction that appends them: each is published once per key.
+published_events = sa.Table("published_events", metadata, sa.Column("session_id", sa.String, primary_key=True),
+                            sa.Column("event_key", sa.String, primary_key=True),
+                            sa.Column("request_hash", sa.String), sa.Column("epoch", sa.Integer),
+                            sa.Column("sequence", sa.Integer), sa.Column("created_at", sa.Float))
 
 
 # A revision row read under another name (proposal_context reads two in one statement).
@@ -67,7 +69,6 @@ RevisionRow = namedtuple("RevisionRow", revisions.c.keys())
 PENDING = b""
 # The PostgreSQL channel that wakes host replicas; the payload is "<surface_id> <epoch> <sequence> <replica>".
 WAKE_CHANNEL = "tessera_surface"
-FIRST_WINDOWS_PATH = "/firstWindows"  # the data model entry listing the first windows a revision sends
 READ_BATCH = 500  # journal envelopes per read; a full batch means there may be more
 
 
@@ -112,17 +113,42 @@ class ProposalContext:
 
 
 @dataclass(frozen=True)
-class EventToPublish:
-    event_key: str  # recorded with the session's commands: the event is appended once per key
+class NewEntry:
+    """A journal entry before it has a place: the store gives it its epoch, sequence and revision."""
     payload_hash: str
-    build: Callable  # (revision_id, epoch, sequence) → (payload hash, envelope bytes), see envelopes.py
+    envelope: bytes  # a serialised SurfaceEnvelope without its place (see envelopes.py), opaque here
+    # What a snapshot keeps of the entry (compact): None, nothing; "", the entry; a data-model path, the
+    # path's last entry.
+    snapshot_key: str | None = None
+
+
+@dataclass(frozen=True)
+class JournalEntry:
+    """An entry read back with its place; envelopes.positioned() makes the envelope a subscriber gets."""
+    epoch: int
+    sequence: int
+    revision_id: str
+    envelope: bytes
+
+
+@dataclass(frozen=True)
+class EventToPublish:
+    event_key: str  # the event is appended once per key and session
+    request_hash: str
+    entry: NewEntry
+
+
+@dataclass(frozen=True)
+class Position:
+    epoch: int
+    sequence: int
 
 
 @dataclass(frozen=True)
 class Appended:
     epoch: int
     last: int  # the journal's last sequence after the append
-    envelopes: list[bytes]  # what was appended, ending at `last` (the fan-out takes them as they are)
+    entries: list[JournalEntry]  # what was appended, ending at `last`
 
 
 @dataclass(frozen=True)
@@ -266,13 +292,12 @@ class HostStore:
                                _unprefixed(row, "earlier"), _unprefixed(row, "base"))
 
     def commit(self, *, surface_id: str, expected_base: str | None, turn_id: str, proposal_id: str,
-               content_hash: str, document_json: str, diagnostics: bytes, events: list, slice_hash: str = "",
+               content_hash: str, document_json: str, diagnostics: bytes, events: list[NewEntry],
+               slice_hash: str = "",
                bindings: str = "[]", request_hash: str = "",
                keep_grants: set[tuple[str, str]] | None = None) -> Committed:
         """CAS on the branch head + immutable revision + its events, in one transaction; with `keep_grants`
         (the (node, resource) bindings of the new head), live grants of other bindings are revoked in it too.
-
-        `events` are callables (revision_id, epoch, sequence) -> (payload_hash, envelope bytes).
         Raises RevisionConflict.
         """
         try:
@@ -288,7 +313,6 @@ class HostStore:
     def _commit(self, *, surface_id, expected_base, turn_id, proposal_id, content_hash, document_json, diagnostics,
                 events, slice_hash, bindings, request_hash, keep_grants) -> Committed:
         revision_id = new_id("rev")
-        envelopes: list[bytes] = []
         now = time.time()
         with self.writer.begin() as connection:
             # The swap first: the head row moves only while it is still the proposal's base, in one statement
@@ -308,10 +332,9 @@ class HostStore:
                 turn_id=turn_id, proposal_id=proposal_id, content_hash=content_hash, document_json=document_json,
                 diagnostics=diagnostics, committed_at=now, slice_hash=slice_hash, bindings=bindings,
                 request_hash=request_hash))
-            self._append(connection, surface_id, revision_id, moved.epoch, moved.sequence - len(events), events, now,
-                         envelopes)
+            appended = self._append(connection, surface_id, revision_id, moved, events, now)
             dropped = [] if keep_grants is None else self._revoke_outside(connection, surface_id, keep_grants, now)
-        return Committed(moved.epoch, moved.sequence, envelopes, revision_id, dropped)
+        return Committed(moved.epoch, moved.sequence, appended, revision_id, dropped)
 
     def _advance(self, connection, surface_id: str, count: int, *where, **values):
         """Move a surface's journal on by `count` entries in its head row (and set `values`) if the row matches
@@ -338,7 +361,7 @@ class HostStore:
                 " ", branch_heads.c.surface_id, branch_heads.c.epoch, branch_heads.c.sequence, self.replica)))
         return returning
 
-    def append_events(self, surface_id: str, events: list) -> Appended:
+    def append_events(self, surface_id: str, events: list[NewEntry]) -> Appended:
         """Host events that change no revision (e.g. `rejected`), appended in their own transaction."""
 
         def append() -> Appended:
@@ -347,7 +370,7 @@ class HostStore:
 
         return _retried(append)
 
-    def append_events_at(self, surface_id: str, revision_id: str, events: list) -> Appended | None:
+    def append_events_at(self, surface_id: str, revision_id: str, events: list[NewEntry]) -> Appended | None:
         """Events of one revision (its first windows), appended only while it is the surface's head: the
         check is the compare-and-swap of the statement that moves the journal on. None when it moved on."""
 
@@ -356,69 +379,65 @@ class HostStore:
                 head = self._advance(connection, surface_id, len(events), branch_heads.c.revision_id == revision_id)
                 if head is None:
                     return None
-                envelopes: list[bytes] = []
-                self._append(connection, surface_id, head.revision_id, head.epoch, head.sequence - len(events),
-                             events, time.time(), envelopes)
-                return Appended(head.epoch, head.sequence, envelopes)
+                appended = self._append(connection, surface_id, head.revision_id, head, events, time.time())
+                return Appended(head.epoch, head.sequence, appended)
 
         return _retried(append)
 
-    def _append_locked(self, connection, surface_id: str, events: list) -> Appended:
+    def _append_locked(self, connection, surface_id: str, events: list[NewEntry]) -> Appended:
         """Append after the head row (created if missing) in `connection`'s transaction."""
         head = self._advance(connection, surface_id, len(events)) or self._first_head(connection, surface_id, "",
                                                                                        len(events))
-        envelopes: list[bytes] = []
-        self._append(connection, surface_id, head.revision_id, head.epoch, head.sequence - len(events), events,
-                     time.time(), envelopes)
-        return Appended(head.epoch, head.sequence, envelopes)
+        return Appended(head.epoch, head.sequence,
+                        self._append(connection, surface_id, head.revision_id, head, events, time.time()))
 
     def publish_events(self, session_id: str, surface_id: str,
-                       events: list[EventToPublish]) -> tuple[list[bytes], Appended | None]:
+                       events: list[EventToPublish]) -> tuple[list[Position], Appended | None]:
         """Append events and record their keys in one transaction: exactly once per key.
 
-        Returns each event's PublishIntentEventResponse bytes (the first send's for a key seen before, in
-        this batch or earlier) and what was appended (None if nothing was new). The head row lock orders
-        concurrent senders: one that read the keys before another's commit fails on the key's row and is
-        retried, and then finds it.
+        Returns each event's place in the journal (the first send's for a key seen before, in this batch or
+        earlier) and what was appended (None if nothing was new). The head row lock orders concurrent
+        senders: one that read the keys before another's commit fails on the key's row and is retried, and
+        then finds it.
         """
 
-        def publish() -> tuple[list[bytes], Appended | None]:
+        def publish() -> tuple[list[Position], Appended | None]:
             with self.writer.begin() as connection:
-                replies = dict(connection.execute(sa.select(commands.c.command_id, commands.c.response).where(
-                    commands.c.session_id == session_id,
-                    commands.c.command_id.in_(sorted({e.event_key for e in events})))).all())
+                places = {row.event_key: Position(row.epoch, row.sequence) for row in connection.execute(
+                    sa.select(published_events).where(
+                        published_events.c.session_id == session_id,
+                        published_events.c.event_key.in_(sorted({e.event_key for e in events}))))}
                 new: dict[str, EventToPublish] = {}
                 for event in events:  # a key sent twice in one batch is new once
-                    if not replies.get(event.event_key):
+                    if event.event_key not in places:
                         new.setdefault(event.event_key, event)
                 if not new:
-                    return [replies[e.event_key] for e in events], None
-                appended = self._append_locked(connection, surface_id, [e.build for e in new.values()])
-                first, now = appended.last - len(new), time.time()
-                for number, key in enumerate(new, start=1):
-                    replies[key] = host_pb2.PublishIntentEventResponse(cursor=host_pb2.Cursor(
-                        epoch=appended.epoch, sequence=first + number)).SerializeToString()
-                connection.execute(commands.insert(), [
-                    {"command_id": key, "session_id": session_id, "payload_hash": event.payload_hash,
-                     "response": replies[key], "created_at": now} for key, event in new.items()])
-                return [replies[e.event_key] for e in events], appended
+                    return [places[e.event_key] for e in events], None
+                appended = self._append_locked(connection, surface_id, [e.entry for e in new.values()])
+                places.update((key, Position(entry.epoch, entry.sequence))
+                              for key, entry in zip(new, appended.entries, strict=True))
+                connection.execute(published_events.insert(), [
+                    {"session_id": session_id, "event_key": key, "request_hash": event.request_hash,
+                     "epoch": places[key].epoch, "sequence": places[key].sequence, "created_at": time.time()}
+                    for key, event in new.items()])
+                return [places[e.event_key] for e in events], appended
 
         return _retried(publish)
 
     @staticmethod
-    def _append(connection, surface_id, revision_id, epoch, sequence, events, now, appended=None) -> int:
-        """Append `events` after `sequence` in one statement; their envelopes also go to `appended` if given."""
-        rows = []
-        for build in events:
-            sequence += 1
-            payload_hash, envelope = build(revision_id, epoch, sequence)
-            rows.append({"surface_id": surface_id, "epoch": epoch, "sequence": sequence, "revision_id": revision_id,
-                         "payload_hash": payload_hash, "envelope": envelope, "published_at": now})
-        if rows:
-            connection.execute(surface_events.insert(), rows)
-            if appended is not None:
-                appended.extend(row["envelope"] for row in rows)
-        return sequence
+    def _append(connection, surface_id: str, revision_id: str, head, events: list[NewEntry],
+                now: float) -> list[JournalEntry]:
+        """Append `events` in one statement so that the last ends at the moved `head`'s sequence."""
+        first = head.sequence - len(events) + 1
+        placed = [JournalEntry(head.epoch, sequence, revision_id, event.envelope)
+                  for sequence, event in enumerate(events, start=first)]
+        if events:
+            connection.execute(surface_events.insert(), [
+                {"surface_id": surface_id, "epoch": entry.epoch, "sequence": entry.sequence,
+                 "revision_id": revision_id, "payload_hash": event.payload_hash, "envelope": event.envelope,
+                 "snapshot_key": event.snapshot_key, "published_at": now}
+                for entry, event in zip(placed, events, strict=True)])
+        return placed
 
     # --- grants -------------------------------------------------------------
 
@@ -506,7 +525,7 @@ class HostStore:
     def compact(self, surface_id: str, retention: int) -> tuple[int, int]:
         """Start a new epoch that begins with a snapshot of the head revision; drop older epochs.
 
-        The snapshot is the head revision's own A2UI messages, re-published at the new
+        The snapshot is the head revision's entries that their snapshot key keeps, re-published at the new
         epoch; subscribers holding an older cursor are told `snapshot-required`.
         """
         now = time.time()
@@ -515,38 +534,40 @@ class HostStore:
                                       .with_for_update()).first()
             if head is None or head.sequence < retention:  # another caller compacted already
                 return (head.epoch, head.sequence) if head is not None else (1, 0)
-            old = connection.execute(sa.select(surface_events.c.envelope).where(
+            snapshot = _snapshot(connection.execute(sa.select(surface_events).where(
                 surface_events.c.surface_id == surface_id, surface_events.c.epoch == head.epoch,
-                surface_events.c.revision_id == head.revision_id).order_by(surface_events.c.sequence)).scalars()
-            snapshot = _latest_per_path([e for e in old if _is_revision_message(e)])
+                surface_events.c.revision_id == head.revision_id, surface_events.c.snapshot_key.is_not(None))
+                .order_by(surface_events.c.sequence)).all())
             epoch = head.epoch + 1
-            for sequence, data in enumerate(snapshot, start=1):
-                envelope = _reposition(data, epoch, sequence)
-                connection.execute(surface_events.insert().values(
-                    surface_id=surface_id, epoch=epoch, sequence=sequence, revision_id=head.revision_id,
-                    payload_hash=envelope.payload_hash, envelope=envelope.SerializeToString(), published_at=now))
+            if snapshot:
+                connection.execute(surface_events.insert(), [
+                    {"surface_id": surface_id, "epoch": epoch, "sequence": sequence, "revision_id": head.revision_id,
+                     "payload_hash": row.payload_hash, "envelope": row.envelope, "snapshot_key": row.snapshot_key,
+                     "published_at": now} for sequence, row in enumerate(snapshot, start=1)])
             connection.execute(surface_events.delete().where(surface_events.c.surface_id == surface_id,
                                                              surface_events.c.epoch < epoch))
             connection.execute(branch_heads.update().where(branch_heads.c.surface_id == surface_id).values(
                 epoch=epoch, sequence=len(snapshot)).returning(*self._head_and_wake(connection)))
         return epoch, len(snapshot)
 
-    def events_since(self, surface_id: str, epoch: int, sequence: int, limit: int = READ_BATCH) -> list:
-        """Envelopes after (epoch, sequence), a later epoch's included, in journal order."""
+    def events_since(self, surface_id: str, epoch: int, sequence: int, limit: int = READ_BATCH) -> list[JournalEntry]:
+        """Entries after (epoch, sequence), a later epoch's included, in journal order."""
         after = sa.or_(sa.and_(surface_events.c.epoch == epoch, surface_events.c.sequence > sequence),
                        surface_events.c.epoch > epoch)
+        return self._entries(sa.and_(surface_events.c.surface_id == surface_id, after), limit)
+
+    def events_after(self, surface_id: str, epoch: int, sequence: int, limit: int = READ_BATCH) -> list[JournalEntry]:
+        """Entries after (epoch, sequence) in that epoch only."""
+        return self._entries(sa.and_(surface_events.c.surface_id == surface_id, surface_events.c.epoch == epoch,
+                                     surface_events.c.sequence > sequence), limit)
+
+    def _entries(self, where, limit: int) -> list[JournalEntry]:
         with self.reads.connect() as connection:
-            return list(connection.execute(sa.select(surface_events.c.envelope).where(
-                surface_events.c.surface_id == surface_id, after).order_by(
-                surface_events.c.epoch, surface_events.c.sequence).limit(limit)).scalars())
-
-    def events_after(self, surface_id: str, epoch: int, sequence: int, limit: int = READ_BATCH) -> list:
-        with self.reads.connect() as connection:
-            return list(connection.execute(sa.select(surface_events.c.envelope).where(
-                surface_events.c.surface_id == surface_id, surface_events.c.epoch == epoch,
-                surface_events.c.sequence > sequence).order_by(surface_events.c.sequence).limit(limit)).scalars())
-
-
+            rows = connection.execute(sa.select(
+                surface_events.c.epoch, surface_events.c.sequence, surface_events.c.revision_id,
+                surface_events.c.envelope).where(where).order_by(
+                surface_events.c.epoch, surface_events.c.sequence).limit(limit)).all()
+        return [JournalEntry(row.epoch, row.sequence, row.revision_id or "", row.envelope) for row in rows]
 
 
 def _prefixed(revision) -> list:
@@ -589,32 +610,7 @@ def _retried(write):
     raise AssertionError("unreachable")
 
 
-def _is_revision_message(data: bytes) -> bool:
-    """What a snapshot keeps: the revision's A2UI messages and state, never window rows, nor the list of
-    first windows on their way (a screen that starts from a snapshot asks for its windows itself)."""
-    envelope = host_pb2.SurfaceEnvelope.FromString(data)
-    if envelope.WhichOneof("payload") != "a2ui":
-        return False
-    update = json.loads(envelope.a2ui.message_json).get("updateDataModel")
-    if update is None:
-        return True
-    path = str(update.get("path", ""))
-    return not path.endswith("/window") and path != FIRST_WINDOWS_PATH
-
-
-def _latest_per_path(entries: list[bytes]) -> list[bytes]:
-    """A data-model path written many times needs only its last value in a snapshot."""
-    last: dict[str, int] = {}
-    for index, data in enumerate(entries):
-        update = json.loads(host_pb2.SurfaceEnvelope.FromString(data).a2ui.message_json).get("updateDataModel")
-        if update is not None:
-            last[str(update.get("path", "/"))] = index
-    keep = set(last.values())
-    return [data for index, data in enumerate(entries)
-            if index in keep or "updateDataModel" not in host_pb2.SurfaceEnvelope.FromString(data).a2ui.message_json]
-
-
-def _reposition(data: bytes, epoch: int, sequence: int) -> host_pb2.SurfaceEnvelope:
-    envelope = host_pb2.SurfaceEnvelope.FromString(data)
-    envelope.epoch, envelope.sequence = epoch, sequence
-    return envelope
+def _snapshot(rows: list) -> list:
+    """The rows a snapshot keeps, in order: every one keyed "", and the last of each data-model path."""
+    last = {row.snapshot_key: row.sequence for row in rows if row.snapshot_key}
+    return [row for row in rows if not row.snapshot_key or last[row.snapshot_key] == row.sequence]

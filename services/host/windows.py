@@ -18,10 +18,10 @@ import grpc
 
 from services.host.bindings import Binding
 from services.host.database import AsyncStore
-from services.host.envelopes import data_model_update
+from services.host.envelopes import FIRST_WINDOWS_PATH, data_model_update
 from services.host.fanout import SurfaceFanout
 from services.host.peers import Peers, peer
-from services.host.store import FIRST_WINDOWS_PATH, Session
+from services.host.store import Session
 from shared import tokens
 from tessera.common.v1 import common_pb2
 from tessera.resources.v1 import resources_pb2
@@ -89,13 +89,13 @@ class Windows:
 
     async def _publish(self, session: Session, messages: list[dict], revision_id: str = "") -> tuple[int, int]:
         """Onto the surface's stream; with `revision_id`, only while that revision is still shown."""
-        builds = [data_model_update(session.surface_id, message) for message in messages]
+        entries = [data_model_update(session.surface_id, message) for message in messages]
         if revision_id:
-            appended = await self._db(self._db.store.append_events_at, session.surface_id, revision_id, builds)
+            appended = await self._db(self._db.store.append_events_at, session.surface_id, revision_id, entries)
             if appended is None:  # a newer revision is shown: its own first windows are on their way
                 return 0, 0
         else:
-            appended = await self._db(self._db.store.append_events, session.surface_id, builds)
+            appended = await self._db(self._db.store.append_events, session.surface_id, entries)
         await self._fanout.published(session.surface_id, appended)
         return appended.epoch, appended.last
 

@@ -25,9 +25,10 @@ from services.resources.config import MAX_WINDOW_ROWS, ResourcesSettings
 from services.resources.draft import Draft, Measure, RelativePeriod, build_draft, parse_draft, with_periods
 from services.resources.interpretation import Coverage, interpret
 from services.resources.planner import Planner
+from services.resources.ports import ResourceStorage
 from services.resources.results import PinnedResult, normalize_rows
 from services.resources.semantic_model import SemanticModelError, load_semantic_model
-from services.resources.store import ResourceStore, open_store
+from services.resources.store import open_store
 from services.resources.warehouse import Warehouse
 from shared import tokens
 from shared.caches import SharedMemo, expiring
@@ -95,7 +96,7 @@ class Gateway:
                                    connections=2 * settings.query_workers)
         try:
             self.catalog = Catalog(self.model, self.warehouse.engine)
-            self.store: ResourceStore = open_store(settings.store_url, settings.probe_budget_lifetime_seconds)
+            self.store: ResourceStorage = open_store(settings.store_url, settings.probe_budget_lifetime_seconds)
         except SemanticModelError as exc:  # the model does not fit this warehouse
             self.warehouse.close()
             raise SemanticModelError(f"{settings.semantic_model}: {exc}") from None

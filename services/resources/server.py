@@ -18,16 +18,9 @@ from services.resources.gateway import COLUMN_ROLES, COLUMN_TYPES, Gateway
 from services.resources.semantic_model import SemanticModelError
 from services.resources.store import StoreUnavailable
 from services.resources.warehouse import WarehouseUnavailable
+from shared import runtime
 from shared.certs import CredentialError
 from shared.errors import TesseraError
-from shared.runtime import (
-    DependencyUnavailable,
-    Registration,
-    ServiceContext,
-    StartupError,
-    registration_for,
-    service_info,
-)
 from tessera.common.v1 import common_pb2
 from tessera.resources.v1 import resources_pb2, resources_pb2_grpc
 
@@ -68,8 +61,8 @@ def _cell(value, kind: str) -> resources_pb2.Cell:
 
 
 class ResourceGatewayService(resources_pb2_grpc.ResourceGatewayServiceServicer):
-    def __init__(self, context: ServiceContext, gateway: Gateway, pool: ThreadPoolExecutor) -> None:
-        self._info = service_info(context)
+    def __init__(self, context: runtime.ServiceContext, gateway: Gateway, pool: ThreadPoolExecutor) -> None:
+        self._info = runtime.service_info(context)
         self._gateway = gateway
         self._pool = pool
 
@@ -184,16 +177,16 @@ class ResourceGatewayService(resources_pb2_grpc.ResourceGatewayServiceServicer):
         return resources_pb2.RevokeGrantsResponse(revoked=await self._run(self._gateway.revoke, list(request.grants)))
 
 
-def build(context: ServiceContext) -> list[Registration]:
+def build(context: runtime.ServiceContext) -> list[runtime.Registration]:
     settings: ResourcesSettings = context.settings
     try:
         gateway = Gateway(settings)
     except SemanticModelError as exc:
-        raise StartupError(f"semantic model {exc}") from None
+        raise runtime.StartupError(f"semantic model {exc}") from None
     except (WarehouseUnavailable, StoreUnavailable) as exc:
-        raise (DependencyUnavailable if exc.unreachable else StartupError)(str(exc)) from None
+        raise (runtime.DependencyUnavailable if exc.unreachable else runtime.StartupError)(str(exc)) from None
     except CredentialError as exc:
-        raise StartupError(str(exc)) from None
+        raise runtime.StartupError(str(exc)) from None
     pool = ThreadPoolExecutor(max_workers=settings.query_workers, thread_name_prefix="warehouse")
 
     async def warehouse_reachable() -> str | None:
@@ -207,5 +200,5 @@ def build(context: ServiceContext) -> list[Registration]:
         pool.shutdown(wait=True)
         gateway.close()
 
-    return [registration_for("resources", ResourceGatewayService(context, gateway, pool),
+    return [runtime.registration_for("resources", ResourceGatewayService(context, gateway, pool),
                              readiness=[warehouse_reachable, store_reachable], on_stop=stop)]

@@ -35,17 +35,29 @@ def test_a_narrower_refusal_answers_with_its_kinds_status():
     assert status_of(LinkUsed("LINK_USED", "used")).code == grpc.StatusCode.FAILED_PRECONDITION
 
 
-def test_the_stores_import_no_grpc():
+def _imports(path: str) -> set[str]:
     import ast
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[2]
-    for store in ["services/resources/store.py", "services/capabilities/passkey_store.py", "shared/refusals.py",
-                  "services/capabilities/store.py"]:
-        tree = ast.parse((root / store).read_text())
-        imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
-        imported |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
-        assert not {name for name in imported if name.startswith("grpc")}, store
+    tree = ast.parse((Path(__file__).resolve().parents[2] / path).read_text())
+    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    return imported | {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+
+
+_STORES = ["services/resources/store.py", "services/capabilities/passkey_store.py", "services/host/store.py",
+           "services/capabilities/store.py"]
+
+
+@pytest.mark.parametrize("store", [*_STORES, "shared/refusals.py"])
+def test_the_stores_import_no_grpc(store):
+    assert not {name for name in _imports(store) if name.startswith("grpc")}
+
+
+@pytest.mark.parametrize("store", ["services/resources/store.py", "services/capabilities/passkey_store.py",
+                                   "services/host/store.py"])
+def test_the_stores_build_no_messages(store):
+    """What a store keeps is its own: the messages on the wire are built by the servicer's modules."""
+    assert not {name for name in _imports(store) if name.startswith("tessera.")}
 
 
 def test_the_interceptor_answers_a_refusal_raised_below_a_servicer_with_its_status():

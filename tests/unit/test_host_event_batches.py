@@ -11,9 +11,9 @@ import grpc
 import pytest
 
 from services.host.database import AsyncStore
-from services.host.envelopes import envelope_builder
+from services.host.envelopes import journal_entry, positioned
 from services.host.event_batches import EventBatches
-from services.host.store import HostStore, engine_for, migrate
+from services.host.store import HostStore, Position, engine_for, migrate
 from shared.errors import TesseraError
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2
@@ -49,7 +49,7 @@ class CountingStore:
 
 def _build(intent_id: str):
     status = host_pb2.ActionStatus(intent_id=intent_id, status=common_pb2.INTENT_STATUS_RUNNING)
-    return envelope_builder("srf_1", "action_status", status, f'{{"intent_id": "{intent_id}"}}')
+    return journal_entry("srf_1", "action_status", status, f'{{"intent_id": "{intent_id}"}}')
 
 
 def _batches(store, fail_first: int = 0, proceed: threading.Event | None = None):
@@ -67,14 +67,13 @@ class _RecordingFanout:
         self.appended.append(appended)
 
 
-def _cursor(reply: bytes) -> tuple[int, int]:
-    cursor = host_pb2.PublishIntentEventResponse.FromString(reply).cursor
-    return cursor.epoch, cursor.sequence
+def _cursor(place: Position) -> tuple[int, int]:
+    return place.epoch, place.sequence
 
 
 def _journal(store: HostStore) -> dict[str, int]:
     """intent id → journal sequence of every event on the surface."""
-    envelopes = [host_pb2.SurfaceEnvelope.FromString(data) for data in store.events_after("srf_1", 1, 0)]
+    envelopes = [positioned(entry) for entry in store.events_after("srf_1", 1, 0)]
     return {e.action_status.intent_id: e.sequence for e in envelopes}
 
 
@@ -92,7 +91,7 @@ def test_concurrent_events_share_transactions_and_each_gets_its_own_cursor(store
         assert counting.transactions < 40  # what waited went in together
         # The fan-out heard every batch, in journal order.
         assert [a.last for a in fanout.appended] == sorted(a.last for a in fanout.appended)
-        assert sum(len(a.envelopes) for a in fanout.appended) == 40
+        assert sum(len(a.entries) for a in fanout.appended) == 40
 
     asyncio.run(scenario())
 
@@ -113,7 +112,7 @@ def test_an_event_id_sent_again_is_published_once(store):
         assert journal == {"x": 1, "y": 2, "z": 3}
         assert [_cursor(r) for r in (first, *replies, again)] == [(1, 1), (1, 1), (1, 2), (1, 1), (1, 2), (1, 3),
                                                                    (1, 2)]
-        assert sum(len(a.envelopes) for a in fanout.appended) == 3
+        assert sum(len(a.entries) for a in fanout.appended) == 3
 
     asyncio.run(scenario())
 
@@ -158,7 +157,7 @@ def test_a_caller_that_leaves_does_not_stop_the_write(store):
             proceed.set()
             await wait_until_async(lambda: not batches._writers, what="the abandoned write finishing")
             assert _journal(store) == {"gone": 1}  # written although nobody waits for it,
-            assert [len(a.envelopes) for a in fanout.appended] == [1]  # and its viewers were woken
+            assert [len(a.entries) for a in fanout.appended] == [1]  # and its viewers were woken
             # The broker resends: the cursor of the write the first caller started, and no second event.
             reply = await batches.publish("ses_1", "srf_1", "event:gone", "hash", _build("gone"))
         finally:

@@ -8,7 +8,7 @@ import pytest
 
 from services.host import fanout as fanout_module
 from services.host.fanout import SurfaceFanout
-from services.host.store import Appended
+from services.host.store import Appended, JournalEntry
 from tessera.host.v1 import host_pb2
 from tests.fixtures.waiting import wait_until_async
 
@@ -29,8 +29,9 @@ class Journal:
         return Appended(epoch, last + count, [self._envelope(surface_id, epoch, sequence)
                                               for sequence in range(last + 1, last + count + 1)])
 
-    def _envelope(self, surface_id, epoch, sequence) -> bytes:
-        return host_pb2.SurfaceEnvelope(surface_id=surface_id, epoch=epoch, sequence=sequence).SerializeToString()
+    def _envelope(self, surface_id, epoch, sequence) -> JournalEntry:
+        # Stored without its place, as the store keeps it: the fan-out writes the place in.
+        return JournalEntry(epoch, sequence, "", host_pb2.SurfaceEnvelope(surface_id=surface_id).SerializeToString())
 
     def position(self, surface_id):
         mine = [(e, s) for f, e, s in self.entries if f == surface_id]

@@ -14,10 +14,9 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from services.host.bindings import Binding
 from services.host.database import AsyncStore
-from services.host.envelopes import data_model_update
-from services.host.store import FIRST_WINDOWS_PATH, HostStore, Session, engine_for, migrate
+from services.host.envelopes import FIRST_WINDOWS_PATH, data_model_update, positioned
+from services.host.store import HostStore, Session, engine_for, migrate
 from services.host.windows import Windows
-from tessera.host.v1 import host_pb2
 from tessera.resources.v1 import resources_pb2
 from tests.fixtures.postgres import BACKENDS, database_url
 
@@ -41,7 +40,7 @@ def _commit(store: HostStore, base: str | None, proposal: str, *messages: dict) 
 
 
 def _paths(store: HostStore) -> list[str]:
-    envelopes = [host_pb2.SurfaceEnvelope.FromString(e) for e in store.events_after("srf_a", 1, 0)]
+    envelopes = [positioned(e) for e in store.events_after("srf_a", 1, 0)]
     return [json.loads(e.a2ui.message_json)["updateDataModel"]["path"] for e in envelopes]
 
 
@@ -62,7 +61,7 @@ def test_a_snapshot_keeps_neither_rows_nor_the_promise_of_them(store):
     store.append_events_at("srf_a", revision, [data_model_update("srf_a", _message(
         "/resources/res_1/window", {"node": "table", "rows": [[1]]}))])
     epoch, last = store.compact("srf_a", 1)
-    envelopes = [host_pb2.SurfaceEnvelope.FromString(e) for e in store.events_after("srf_a", epoch, 0)]
+    envelopes = [positioned(e) for e in store.events_after("srf_a", epoch, 0)]
     paths = [json.loads(e.a2ui.message_json)["updateDataModel"]["path"] for e in envelopes]
     assert paths == ["/resources/res_1"] and last == 1
 
