@@ -7,18 +7,17 @@ import json
 import pytest
 
 from services.host import bindings
+from services.host import store as host_store
 from services.host.bindings import Binding
-from services.host.store import HostStore, commands, engine_for, migrate
-from tests.fixtures.postgres import BACKENDS, database_url
+from services.host.store import HostStore, commands
+from tests.fixtures.postgres import BACKENDS, migrated_engine
 from tests.fixtures.race import race
 
 
 @pytest.fixture(params=BACKENDS)
 def store(request, tmp_path):
-    engine = engine_for(database_url(request, tmp_path, "host_claims"))
-    migrate(engine)
-    yield HostStore(engine)
-    engine.dispose()
+    with migrated_engine(request, tmp_path, "host_claims", host_store) as engine:
+        yield HostStore(engine)
 
 
 def test_one_claim_per_command_id_among_racing_callers(store):

@@ -10,23 +10,22 @@ from concurrent.futures import ThreadPoolExecutor
 import grpc
 import pytest
 
+from services.host import store as host_store
 from services.host.database import AsyncStore
 from services.host.envelopes import journal_entry, positioned
 from services.host.event_batches import EventBatches
-from services.host.store import HostStore, Position, engine_for, migrate
+from services.host.store import HostStore, Position
 from shared.errors import TesseraError
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2
-from tests.fixtures.postgres import BACKENDS, database_url
+from tests.fixtures.postgres import BACKENDS, migrated_engine
 from tests.fixtures.waiting import wait_until_async
 
 
 @pytest.fixture(params=BACKENDS)
 def store(request, tmp_path):
-    engine = engine_for(database_url(request, tmp_path, "host_event_batches"))
-    migrate(engine)
-    yield HostStore(engine)
-    engine.dispose()
+    with migrated_engine(request, tmp_path, "host_event_batches", host_store) as engine:
+        yield HostStore(engine)
 
 
 class CountingStore:

@@ -62,6 +62,14 @@ class Db:
         return function(*args, **kwargs)
 
 
+async def _viewer(fanout, after: int, count: int) -> tuple[list, asyncio.Task]:
+    """One viewer of srf_a collecting `count` envelopes after `after`, once it watches: (what it saw, its task)."""
+    seen: list = []
+    viewer = asyncio.create_task(_collect(fanout, "srf_a", after, count, seen))
+    await wait_until_async(lambda: "srf_a" in fanout._surfaces, what="srf_a watched")
+    return seen, viewer
+
+
 async def _collect(fanout, surface_id, after, count, into: list) -> None:
     epoch, _ = await fanout.watch(surface_id)
     try:
@@ -99,9 +107,7 @@ def test_notifications_wake_known_surfaces_only():
     async def scenario():
         journal = Journal()
         fanout = SurfaceFanout(Db(journal), retention=10_000)
-        seen: list = []
-        viewer = asyncio.create_task(_collect(fanout, "srf_a", 0, 2, seen))
-        await wait_until_async(lambda: "srf_a" in fanout._surfaces, what="srf_a watched")
+        seen, viewer = await _viewer(fanout, 0, 2)
         reads = journal.reads
         fanout.notified("srf_unknown 1 5")  # another replica's surface nobody watches here: ignored
         fanout.notified("")
@@ -127,9 +133,7 @@ def test_own_commits_join_the_tail_without_a_read_and_own_wake_ups_are_skipped()
     async def scenario():
         journal = Journal()
         fanout = SurfaceFanout(Db(journal), retention=10_000)
-        seen: list = []
-        viewer = asyncio.create_task(_collect(fanout, "srf_a", 0, 4, seen))
-        await wait_until_async(lambda: "srf_a" in fanout._surfaces, what="srf_a watched")
+        seen, viewer = await _viewer(fanout, 0, 4)
         reads = journal.reads
         ours = journal.append("srf_a", 2)  # committed here
         fanout.notified(f"srf_a {ours.epoch} {ours.last} {journal.replica}")  # our own wake-up: nothing to read
@@ -177,9 +181,7 @@ def test_a_lost_notification_costs_latency_not_an_event():
         journal = Journal()
         fanout = SurfaceFanout(Db(journal), retention=10_000, safety_seconds=0.05)
         safety = asyncio.create_task(fanout.safety_reads())
-        seen: list = []
-        viewer = asyncio.create_task(_collect(fanout, "srf_a", 0, 3, seen))
-        await wait_until_async(lambda: "srf_a" in fanout._surfaces, what="srf_a watched")
+        seen, viewer = await _viewer(fanout, 0, 3)
         journal.append("srf_a", 3)  # no wake-up at all
         await asyncio.wait_for(viewer, 10)
         safety.cancel()
@@ -193,9 +195,7 @@ def test_a_new_epoch_tells_the_subscriber_a_snapshot_follows():
         journal = Journal()
         fanout = SurfaceFanout(Db(journal), retention=10_000)
         journal.append("srf_a", 2)
-        seen: list = []
-        viewer = asyncio.create_task(_collect(fanout, "srf_a", 2, 3, seen))
-        await wait_until_async(lambda: "srf_a" in fanout._surfaces, what="srf_a watched")
+        seen, viewer = await _viewer(fanout, 2, 3)
         journal.entries = [("srf_a", 2, 1), ("srf_a", 2, 2)]  # compacted by another replica
         fanout.notified("srf_a 2 2")
         await asyncio.wait_for(viewer, 10)

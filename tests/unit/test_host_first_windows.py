@@ -12,21 +12,20 @@ from types import SimpleNamespace
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
+from services.host import store as host_store
 from services.host.bindings import Binding
 from services.host.database import AsyncStore
 from services.host.envelopes import FIRST_WINDOWS_PATH, data_model_update, positioned
-from services.host.store import HostStore, Session, engine_for, migrate
+from services.host.store import HostStore, Session
 from services.host.windows import Windows
 from tessera.resources.v1 import resources_pb2
-from tests.fixtures.postgres import BACKENDS, database_url
+from tests.fixtures.postgres import BACKENDS, migrated_engine
 
 
 @pytest.fixture(params=BACKENDS)
 def store(request, tmp_path):
-    engine = engine_for(database_url(request, tmp_path, "host_first_windows"))
-    migrate(engine)
-    yield HostStore(engine)
-    engine.dispose()
+    with migrated_engine(request, tmp_path, "host_first_windows", host_store) as engine:
+        yield HostStore(engine)
 
 
 def _message(path: str, value) -> dict:
