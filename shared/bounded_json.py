@@ -179,6 +179,53 @@ def canonical(value: object) -> str:
     way belongs in a string (RFC 8785 Appendix D). Refused with BoundedJsonError, and the code and
     pointer check() gives: a non-finite float, a lone surrogate, a key or value that is not JSON.
     """
+    plain = _plain(value)
+    if plain is not _NOT_PLAIN:
+        try:
+            text = json.dumps(plain, ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False)
+            text.encode("utf-8")  # a lone surrogate fails here: the package path says where it is
+            return text
+        except (ValueError, UnicodeEncodeError):
+            pass
+    return _by_package(value)
+
+
+# The fast path: for most values (result rows above all) the standard library's C encoder writes what RFC 8785
+# asks, about five times sooner than the package, once integral floats are written as the integers they are.
+_NOT_PLAIN = object()
+_EXACT_FLOATS = 2.0**53  # an integral float below this is exactly its int, and both forms write its digits
+_SAME_FLOAT_TEXT = (1e-4, 1e16)  # other floats in this range: Python's repr is ECMAScript's Number::toString
+
+
+def _plain(node: object) -> object:
+    """`node` as json.dumps writes in RFC 8785's form, or _NOT_PLAIN when only the package writes it right
+    (a float outside the ranges above, a key that is not ASCII, so code points might not sort as UTF-16 units
+    do, or anything that is not plain JSON)."""
+    kind = type(node)
+    if kind is str or kind is int or kind is bool or node is None:
+        return node
+    if kind is float:
+        if node.is_integer() and abs(node) < _EXACT_FLOATS:
+            return int(node)
+        if _SAME_FLOAT_TEXT[0] <= abs(node) < _SAME_FLOAT_TEXT[1] and not node.is_integer():
+            return node
+        return _NOT_PLAIN
+    if kind is list or kind is tuple:
+        items = []
+        for item in node:
+            if type(item) is not str:  # most cells are: spare them a call
+                item = _plain(item)
+                if item is _NOT_PLAIN:
+                    return _NOT_PLAIN
+            items.append(item)
+        return items
+    if kind is dict and all(type(key) is str and key.isascii() for key in node):
+        items = {key: _plain(item) for key, item in node.items()}
+        return _NOT_PLAIN if any(item is _NOT_PLAIN for item in items.values()) else items
+    return _NOT_PLAIN
+
+
+def _by_package(value: object) -> str:
     try:
         return rfc8785.dumps(value).decode("utf-8")
     except rfc8785.IntegerDomainError:

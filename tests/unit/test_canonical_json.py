@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from shared import bounded_json
 from shared.bounded_json import BoundedJsonError, canonical
 
 
@@ -110,3 +111,36 @@ def test_canonical_text_is_json_of_the_same_value_and_a_fixed_point(value):
     # is written as digits (2.0**63 as 9223372036854776000), which Python reads back as a different int.
     assert json.loads(text, parse_int=float) == json.loads(json.dumps(value), parse_int=float)
     assert canonical(json.loads(text)) == text
+
+
+# What the fast path must tell apart from the package's form: integral, tiny, huge and negative-zero floats;
+# keys whose code points and UTF-16 units sort differently; escapes; tuples; ints on both sides of 2**53.
+awkward_scalars = st.sampled_from([
+    0.0, -0.0, 1.0, -5.0, 1e-4, 9.99e-5, 1e-7, 1e16, 9999999999999998.0, 2.0**53, 2.0**53 - 1, 1e21, 1e22,
+    0.1, 123456.78, -3.5e-5, "\x00\x1f\x7f\u2028\"\\/", "\ufb33", "\U0001f600", 2**53 - 1, 2**53, -(2**60)])
+fast_path_values = st.recursive(
+    awkward_scalars | st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(alphabet=st.characters(exclude_categories=["Cs"])),
+    lambda inner: st.lists(inner, max_size=5) | st.tuples(inner, inner)
+    | st.dictionaries(st.text(max_size=3) | st.sampled_from(["\ufb33", "\U0001f600", "é", "a"]), inner, max_size=5),
+    max_leaves=40)
+
+
+@settings(max_examples=500, deadline=None)
+@given(value=fast_path_values)
+def test_the_fast_path_writes_exactly_what_the_package_writes(value):
+    """canonical() takes the standard library's encoder where it agrees with RFC 8785, and must never
+    differ from the package's text (or its big-integer extension)."""
+    assert canonical(value) == bounded_json._by_package(value)
+
+
+@pytest.mark.parametrize("value", [[1.0], {"a": [float("nan")]}, ["\ud800"], {"\U0001f600": 1}, [{1, 2}]])
+def test_what_the_fast_path_leaves_to_the_package_still_gets_the_packages_answer_or_error(value):
+    try:
+        expected = bounded_json._by_package(value)
+    except BoundedJsonError as refused:
+        with pytest.raises(BoundedJsonError) as error:
+            canonical(value)
+        assert (error.value.code, error.value.pointer) == (refused.code, refused.pointer)
+    else:
+        assert canonical(value) == expected
