@@ -17,7 +17,7 @@ import grpc
 import pytest
 import sqlalchemy as sa
 
-from cli.launcher import ServiceSet, free_ports
+from cli.launcher import ServiceSet, free_ports, stop_together
 from shared.actors import assert_actor
 from shared.certs import load_signing_key, signing_key_path
 from shared.channels import sync_channel
@@ -382,9 +382,9 @@ def own_broker(cert_dir, tmp_path, running_set, warehouse_url, credentials):
         return client, processes, f"sqlite:///{copy}"
 
     yield start
-    for processes, client in started:
+    for _, client in started:
         client.close()
-        processes.stop()
+    stop_together([processes for processes, _ in started])
 
 
 def _metric(port, name):

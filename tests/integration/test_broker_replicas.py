@@ -15,7 +15,7 @@ import grpc
 import pytest
 import yaml
 
-from cli.launcher import ServiceSet, free_ports
+from cli.launcher import ServiceSet, free_ports, stop_together
 from shared.errors import error_details
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.common.v1 import common_pb2
@@ -65,9 +65,9 @@ def replicas(request, cert_dir, tmp_path, warehouse_url, credentials):
         return pairs
 
     yield start, broker_url, f"sqlite:///{copy}"
-    for client, processes in started:
+    for client, _ in started:
         client.close()
-        processes.stop()
+    stop_together([processes for _, processes in started])
 
 
 def _two_replicas_and_a_request(replicas, cert_dir, record_id: int):

@@ -13,7 +13,7 @@ import grpc
 import pytest
 import sqlalchemy as sa
 
-from cli.launcher import ServiceSet, check_health, cli_credentials, free_ports
+from cli.launcher import ServiceSet, check_health, cli_credentials, free_ports, stop_together
 from shared.channels import sync_channel
 from shared.contracts import invoke, invoke_stream
 from shared.errors import error_details
@@ -40,8 +40,7 @@ def _host_replicas(cert_dir, run_dir, running_set, service_env, urls: list[str],
             replica.start()
             replicas.append(replica)
     except BaseException:
-        for replica in replicas:
-            replica.stop()
+        stop_together(replicas)
         raise
     return replicas
 
@@ -86,8 +85,7 @@ def hosts(cert_dir, tmp_path, running_set, credentials, service_env):
     yield start
     for clients in started:
         clients.close()
-        for replica in clients.replicas:
-            replica.stop()
+    stop_together([replica for clients in started for replica in clients.replicas])
 
 
 @pytest.fixture(params=BACKENDS)

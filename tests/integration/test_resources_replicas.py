@@ -12,7 +12,7 @@ import grpc
 import pytest
 import sqlalchemy as sa
 
-from cli.launcher import ServiceSet, check_health, cli_credentials
+from cli.launcher import ServiceSet, check_health, cli_credentials, stop_together
 from shared.channels import sync_channel
 from shared.contracts import invoke
 from shared.errors import error_details
@@ -41,7 +41,7 @@ def replicas(store_url, cert_dir, tmp_path_factory, service_env):
     with ThreadPoolExecutor(2) as pool:
         list(pool.map(lambda services: services.start(), sets.values()))
     yield sets
-    codes = [services.stop() for services in sets.values()]
+    codes = stop_together(list(sets.values()))
     assert all(code == 0 for stopped in codes for code in stopped.values()), codes
 
 

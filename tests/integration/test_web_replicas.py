@@ -14,7 +14,7 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from cli.launcher import ServiceSet
+from cli.launcher import ServiceSet, stop_together
 from services.web.session import COOKIE, Person, SessionCookies
 from tests.conftest import run_module
 from tests.fixtures.signing import browser_decision, enroll_in_browser, link_token, sign_in
@@ -42,7 +42,7 @@ def replicas(cert_dir, running_set, tmp_path_factory):
             started.append(start_web(cert_dir, tmp_path_factory.mktemp(f"web-{label}"), running_set))
         yield started
     finally:
-        codes = [replica.stop() for replica in started]
+        codes = stop_together(started)
         assert all(code == {"web": 0} for code in codes), codes
 
 
