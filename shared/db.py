@@ -95,6 +95,16 @@ def migrate(engine: sa.Engine, migrations: Path, target: str = "head") -> None:
     Replicas starting together on PostgreSQL take turns: the first migrates under a
     transaction-scoped advisory lock, the others wait for it and then find nothing to do.
     """
+    _run(engine, migrations, command.upgrade, target)
+
+
+def downgrade(engine: sa.Engine, migrations: Path, target: str) -> None:
+    """Take the schema back to `target` (what an operator rolling back runs; services only ever upgrade),
+    in one transaction and under the same lock and SQLite precautions as `migrate`."""
+    _run(engine, migrations, command.downgrade, target)
+
+
+def _run(engine: sa.Engine, migrations: Path, step, target: str) -> None:
     config = Config()
     config.set_main_option("script_location", str(migrations))
     sqlite = engine.dialect.name == "sqlite"
@@ -107,7 +117,7 @@ def migrate(engine: sa.Engine, migrations: Path, target: str = "head") -> None:
                 if engine.dialect.name == "postgresql":  # the lock ends with this transaction (or connection)
                     connection.execute(sa.select(sa.func.pg_advisory_xact_lock(_migration_lock(migrations))))
                 config.attributes["connection"] = connection
-                command.upgrade(config, target)
+                step(config, target)
         finally:
             if sqlite:
                 connection.exec_driver_sql("PRAGMA foreign_keys=ON")

@@ -25,11 +25,13 @@ from services.capabilities.intents import INPUT_LIMITS, Intents, checked_json
 from services.capabilities.mcp_gate import ToolGate, ToolState
 from services.capabilities.metrics import BrokerMetrics
 from services.capabilities.policy import ActionPolicy
+from services.capabilities.ports import BrokerStorage
 from services.capabilities.reads import RunReads
 from services.capabilities.signatures import DecisionSignatures
-from services.capabilities.store import BrokerStore, Intent
+from services.capabilities.store import Intent
 from shared.actors import Actor
 from shared.errors import refuse
+from shared.refusals import Refusal
 from tessera.capabilities.v1 import capabilities_pb2
 
 __all__ = ["INPUT_LIMITS", "Broker"]
@@ -38,7 +40,7 @@ __all__ = ["INPUT_LIMITS", "Broker"]
 class Broker:
     """What the servicer and the background tasks call; each call is answered by the part that owns it."""
 
-    def __init__(self, policy: ActionPolicy, store: BrokerStore, changes: DataChanges, pool: ThreadPoolExecutor,
+    def __init__(self, policy: ActionPolicy, store: BrokerStorage, changes: DataChanges, pool: ThreadPoolExecutor,
                  approval_ttl: float, dry_run: bool, metrics: BrokerMetrics, gate: ToolGate,
                  signatures: DecisionSignatures, on_event: Callable[[], None] = lambda: None,
                  lease_pool: ThreadPoolExecutor | None = None) -> None:
@@ -122,7 +124,12 @@ class Broker:
         if state.rule.risk == "read":
             return await self.reads.read_tool(actor, request, arguments)
         await self.reads.recorded(request.session_id)  # the card must show every read that came before
-        intent, pending = await self.intents.propose_tool_call(actor, request, arguments)
+        try:
+            intent, pending = await self.intents.propose_tool_call(actor, request, arguments)
+        except Refusal as exc:  # its turn was cancelled meanwhile: refused, and on the record
+            await self.db(self.store.audit, actor.tenant_id, "tool-refused", actor.actor_id,
+                          tool_id=request.tool_id[:200], reason=exc.reason, session_id=request.session_id)
+            raise
         return "pending_approval", pending, intent
 
     async def _unavailable(self, actor: Actor, request: capabilities_pb2.CallToolRequest, state: ToolState | None):

@@ -17,8 +17,8 @@ import time
 
 import grpc
 
-from services.capabilities.passkey_store import PasskeyStore
 from services.capabilities.passkeys import RelyingParty, registration_options, verify_registration
+from services.capabilities.ports import People
 from shared.actors import Actor
 from shared.errors import refuse
 from tessera.capabilities.v1 import capabilities_pb2
@@ -34,7 +34,7 @@ def token_hash(token: str) -> str:
 
 
 class Enrollments:
-    def __init__(self, people: PasskeyStore, rp: RelyingParty) -> None:
+    def __init__(self, people: People, rp: RelyingParty) -> None:
         self.people = people
         self.rp = rp
 

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from services.capabilities.changes import DataChanges, Entry, VersionConflict
 from services.capabilities.mcp_gate import ToolCallFailed, ToolGate, result_text
 from services.capabilities.policy import ActionPolicy
-from services.capabilities.store import BrokerStore, Intent
+from services.capabilities.ports import EffectRuns
+from services.capabilities.store import Intent
 from shared.bounded_json import canonical
 from tessera.common.v1 import common_pb2
 
@@ -42,7 +43,7 @@ class Execution:
     """Runs each approved intent once and records its receipt. `db` runs a blocking call on the broker's pool."""
 
     policy: ActionPolicy
-    store: BrokerStore
+    store: EffectRuns
     changes: DataChanges
     gate: ToolGate
     db: Callable[..., Awaitable]
@@ -98,7 +99,7 @@ class Execution:
         A lone broker on SQLite takes up every running intent (whatever runs was left by its previous
         life); replicas on PostgreSQL only those whose lease ran out."""
         try:
-            return await self.take_up(any_lease=self.store.engine.dialect.name == "sqlite")
+            return await self.take_up(any_lease=self.store.sole_process)
         finally:  # retried decisions stop waiting for this pass, whatever became of it
             self._resumed.set()
 

@@ -13,7 +13,6 @@ import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from functools import partial
 
 import grpc
 
@@ -21,8 +20,9 @@ from services.capabilities.changes import DataChanges
 from services.capabilities.execution import Execution, sha256
 from services.capabilities.metrics import BrokerMetrics
 from services.capabilities.policy import Action, ActionPolicy
+from services.capabilities.ports import IntentRecords
 from services.capabilities.signatures import DecisionSignatures
-from services.capabilities.store import BrokerStore, Intent, Signature, outcome
+from services.capabilities.store import Intent, Signature, Surface, outcome
 from shared.actors import Actor
 from shared.bounded_json import BoundedJsonError, Limits, canonical, parse
 from shared.errors import TesseraError, refuse
@@ -40,7 +40,7 @@ class Intents:
     """Submitting intents and deciding their approvals. `db` runs a blocking call on the broker's pool."""
 
     policy: ActionPolicy
-    store: BrokerStore
+    store: IntentRecords
     changes: DataChanges
     execution: Execution
     signatures: DecisionSignatures
@@ -69,7 +69,9 @@ class Intents:
             return earlier, True
         arguments = await self.db(self._prepare, action, value)
         fields = self._fields(actor, request.session_id, action.action_id, action.effect, value, arguments)
-        fields["surface"] = request.surface.SerializeToString() if request.HasField("surface") else None
+        shown = request.surface
+        fields["surface"] = Surface(shown.surface_id, shown.revision_id, shown.node_id, shown.command_id) \
+            if shown.surface_id else None
         return await self._create(claim, fields, action.spec.effect)
 
     async def propose_tool_call(self, actor: Actor, request: capabilities_pb2.CallToolRequest,
@@ -130,10 +132,10 @@ class Intents:
         approve = request.decision == capabilities_pb2.DECISION_APPROVE
         try:
             async with self._one_decision_at_a_time(request.approval_id):
-                signature = await self.db(self._signature, actor, request)
+                signature, entries = await self.db(self._checked_decision, actor, request)
                 intent, approval, replayed = await self.db(
                     self.store.decide, request.approval_id, actor.tenant_id, actor.actor_id, approve,
-                    request.reason, request.arguments_sha256, partial(_entries_for, request), request.decision_id,
+                    request.reason, request.arguments_sha256, entries, request.decision_id,
                     _decision_digest(request), signature)
                 running = self.execution.start(intent, approval.approved_entries or []) \
                     if approve and not replayed else None
@@ -149,21 +151,27 @@ class Intents:
             return intent, False
         return await asyncio.shield(running), False
 
-    def _signature(self, actor: Actor, request: capabilities_pb2.DecideRequest) -> Signature | None:
-        """The decision's verified signature while the approval is the person's and pending; None otherwise
-        (the store then answers a retry with its outcome, or refuses, and never decides on None)."""
+    def _checked_decision(self, actor: Actor, request: capabilities_pb2.DecideRequest,
+                          ) -> tuple[Signature | None, list[str]]:
+        """While the approval is the person's and pending: the decision's verified signature and the entries
+        an approval covers. Otherwise (None, []): the store then answers a retry with its outcome, or
+        refuses, and never decides on None."""
         found = self.store.approval_of(request.approval_id, actor.tenant_id, actor.actor_id)
         if found is None:
-            return None
+            return None, []
         approval, intent = found
         if approval.state == "pending":
-            return self.signatures.verify(actor, request, intent)
+            signature = self.signatures.verify(actor, request, intent)
+            # Quoting other arguments is refused by the store (ARGUMENTS_CHANGED) before entries matter.
+            covers = request.decision == capabilities_pb2.DECISION_APPROVE and \
+                request.arguments_sha256 == intent.arguments_sha256
+            return signature, _entries_for(request, intent) if covers else []
         retry = request.decision_id and request.decision_id == approval.decision_id
         if not retry and request.nonce and self.signatures.people.nonce_used(request.nonce):
             raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "ASSERTION_REPLAYED",
                          "this signed decision was used already; each signature decides once",
                          outcome(approval, intent))
-        return None
+        return None, []
 
     @contextlib.asynccontextmanager
     async def _one_decision_at_a_time(self, approval_id: str):

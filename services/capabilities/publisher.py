@@ -16,9 +16,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 
-from services.capabilities.store import BrokerStore
+from services.capabilities.messages import publish_request
+from services.capabilities.ports import Outbox
 from shared.errors import error_details
-from tessera.host.v1 import host_pb2
 
 logger = logging.getLogger("tessera.broker.publisher")
 _PERMANENT = {grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.PERMISSION_DENIED}
@@ -29,7 +29,7 @@ MAX_BACKOFF_SECONDS = 30.0
 
 
 class HostPublisher:
-    def __init__(self, store: BrokerStore, pool: ThreadPoolExecutor, host) -> None:
+    def __init__(self, store: Outbox, pool: ThreadPoolExecutor, host) -> None:
         self.store = store
         self.pool = pool
         self.host = host
@@ -55,7 +55,7 @@ class HostPublisher:
     async def _drain(self) -> bool:
         # Read under the turn: whatever an earlier drainer marked published is no longer pending here.
         for row in await self._db(self.store.pending_events):
-            request = host_pb2.PublishIntentEventRequest.FromString(row.request)
+            request = publish_request(row)
             try:
                 await self.host.PublishIntentEvent(request, timeout=10)
             except grpc.aio.AioRpcError as exc:

@@ -18,8 +18,8 @@ from functools import partial
 import grpc
 
 from services.capabilities.mcp_gate import ToolCallFailed, ToolGate, result_text
+from services.capabilities.ports import ReadRecords
 from services.capabilities.read_journal import ExternalRead, ReadJournal
-from services.capabilities.store import BrokerStore
 from shared.actors import Actor
 from shared.bounded_json import canonical
 from shared.caches import bounded_lru
@@ -45,7 +45,7 @@ class RunReads:
     """The reads of each run: screening, recording and taint (tainted: it read something; flagged: a rule
     matched). `db` runs a blocking store call on the broker's pool."""
 
-    def __init__(self, store: BrokerStore, pool: ThreadPoolExecutor, gate: ToolGate,
+    def __init__(self, store: ReadRecords, pool: ThreadPoolExecutor, gate: ToolGate,
                  db: Callable[..., Awaitable]) -> None:
         self.store = store
         self.pool = pool

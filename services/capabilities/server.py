@@ -17,6 +17,7 @@ from services.capabilities.changes import DataChanges
 from services.capabilities.config import CapabilitiesSettings
 from services.capabilities.enrollment import Enrollments
 from services.capabilities.mcp_gate import ToolGate, ToolState
+from services.capabilities.messages import receipt
 from services.capabilities.metrics import BrokerMetrics
 from services.capabilities.passkey_store import PasskeyStore
 from services.capabilities.passkeys import RelyingParty
@@ -77,7 +78,7 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
             raise refuse(grpc.StatusCode.PERMISSION_DENIED, "SURFACE_FROM_HOST_ONLY",
                          "only the host submits intents for a surface")
         intent, replayed = await self._broker.submit(actor, request)
-        return capabilities_pb2.SubmitIntentResponse(receipt=intent.receipt(), replayed=replayed)
+        return capabilities_pb2.SubmitIntentResponse(receipt=receipt(intent), replayed=replayed)
 
     async def ListApprovals(self, request, context):
         actor = self._actors.require(request.actor)
@@ -124,13 +125,13 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
         tainted, flagged = await self._broker.run_taint(request.session_id)
         reply = capabilities_pb2.CallToolResponse(tainted=tainted, flagged=flagged, **{field: value})
         if intent is not None:
-            reply.receipt.CopyFrom(intent.receipt())
+            reply.receipt.CopyFrom(receipt(intent))
         return reply
 
     async def CancelIntents(self, request, context):
         actor = self._actors.require(request.actor)
         cancelled = await self._broker.cancel_turn(actor, request)
-        return capabilities_pb2.CancelIntentsResponse(receipts=[i.receipt() for i in cancelled])
+        return capabilities_pb2.CancelIntentsResponse(receipts=[receipt(i) for i in cancelled])
 
     async def RecordReads(self, request, context):
         actor = self._actors.require(request.actor)
@@ -152,7 +153,7 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
     async def Decide(self, request, context):
         actor = self._actors.require(request.actor)
         intent, replayed = await self._broker.decide(actor, request)
-        return capabilities_pb2.DecideResponse(receipt=intent.receipt(), replayed=replayed)
+        return capabilities_pb2.DecideResponse(receipt=receipt(intent), replayed=replayed)
 
     async def BeginDecision(self, request, context):
         actor = self._actors.require(request.actor)
@@ -213,7 +214,7 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
         intent = await self._broker.db(self._broker.store.intent, request.intent_id)
         if intent is None or (intent.tenant_id, intent.actor_id) != (actor.tenant_id, actor.actor_id):
             raise refuse(grpc.StatusCode.NOT_FOUND, "INTENT_UNKNOWN", "no such intent")
-        return capabilities_pb2.GetReceiptResponse(receipt=intent.receipt())
+        return capabilities_pb2.GetReceiptResponse(receipt=receipt(intent))
 
     async def ExportAudit(self, request, context):
         actor = self._actors.require(request.actor)

@@ -17,8 +17,8 @@ from collections.abc import Callable
 import grpc
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
-from services.capabilities.passkey_store import PasskeyStore
 from services.capabilities.passkeys import RelyingParty, verify_assertion
+from services.capabilities.ports import People
 from services.capabilities.store import Approval, Intent, PasskeyUse, Signature
 from shared import decisions, tokens
 from shared.actors import Actor
@@ -30,7 +30,7 @@ PASSKEY, OPERATOR_KEY = "passkey", "operator-key"
 
 
 class DecisionSignatures:
-    def __init__(self, people: PasskeyStore, rp: RelyingParty, operator_key: ed25519.Ed25519PublicKey,
+    def __init__(self, people: People, rp: RelyingParty, operator_key: ed25519.Ed25519PublicKey,
                  approvers_of: Callable[[str], tuple[str, ...]]) -> None:
         self.people = people
         self.rp = rp

@@ -14,8 +14,7 @@ import datetime as dt
 import json
 import secrets
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -23,9 +22,7 @@ import sqlalchemy as sa
 from services.capabilities.read_journal import ExternalRead
 from shared import db
 from shared.refusals import Conflict, Denied, NotFound
-from tessera.capabilities.v1 import capabilities_pb2
-from tessera.common.v1 import common_pb2
-from tessera.host.v1 import host_pb2
+from tessera.common.v1 import common_pb2  # the intent statuses (enum values) only: the store builds no messages
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 metadata = sa.MetaData()
@@ -35,7 +32,7 @@ intents = sa.Table(
     sa.Column("action_id", sa.String), sa.Column("effect", sa.Integer), sa.Column("input_json", sa.Text),
     sa.Column("arguments_json", sa.Text), sa.Column("arguments_sha256", sa.String), sa.Column("status", sa.Integer),
     sa.Column("reason", sa.String), sa.Column("result_digest", sa.String), sa.Column("approval_id", sa.String),
-    sa.Column("surface", sa.LargeBinary), sa.Column("dry_run", sa.Boolean), sa.Column("attempted", sa.Boolean),
+    sa.Column("surface_json", sa.Text), sa.Column("dry_run", sa.Boolean), sa.Column("attempted", sa.Boolean),
     sa.Column("accepted_at", sa.Float), sa.Column("updated_at", sa.Float), sa.Column("turn_id", sa.String),
     sa.Column("lease_owner", sa.String), sa.Column("lease_until", sa.Float))
 approvals = sa.Table(
@@ -48,7 +45,11 @@ approvals = sa.Table(
 outbox = sa.Table(
     "outbox", metadata, sa.Column("sequence", sa.Integer, primary_key=True), sa.Column("event_id", sa.String),
     sa.Column("request", sa.LargeBinary), sa.Column("state", sa.String), sa.Column("attempts", sa.Integer),
-    sa.Column("last_error", sa.String))
+    sa.Column("last_error", sa.String), sa.Column("intent_id", sa.String), sa.Column("event_json", sa.Text))
+cancelled_turns = sa.Table(
+    "cancelled_turns", metadata, sa.Column("tenant_id", sa.String, primary_key=True),
+    sa.Column("actor_id", sa.String, primary_key=True), sa.Column("session_id", sa.String, primary_key=True),
+    sa.Column("turn_id", sa.String, primary_key=True), sa.Column("cancelled_at", sa.Float))
 run_reads = sa.Table(
     "run_reads", metadata, sa.Column("sequence", sa.Integer, primary_key=True), sa.Column("session_id", sa.String),
     sa.Column("turn_id", sa.String), sa.Column("tenant_id", sa.String), sa.Column("source", sa.String),
@@ -86,6 +87,7 @@ def engine_for(url: str) -> sa.Engine:
 
 # Advisory lock key of the outbox drainer (any fixed 64-bit number, unique within the broker's database).
 _OUTBOX_LOCK = 0x7E55E2A_0002
+_DAY = 86_400.0
 
 
 def migrate(engine: sa.Engine, target: str = "head") -> None:
@@ -94,6 +96,27 @@ def migrate(engine: sa.Engine, target: str = "head") -> None:
 
 def new_id(prefix: str) -> str:
     return f"{prefix}_{secrets.token_hex(10)}"
+
+
+@dataclass(frozen=True)
+class Surface:
+    """Where an intent was asked for on a person's surface (the host's ids): its events go there."""
+
+    surface_id: str
+    revision_id: str = ""
+    node_id: str = ""
+    command_id: str = ""
+
+
+@dataclass(frozen=True)
+class OutboxEvent:
+    """A queued host event: its body as the store wrote it, or (queued before migration 0007) the
+    serialised request it was then."""
+
+    sequence: int
+    event_id: str
+    body: dict | None
+    legacy_request: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -110,7 +133,7 @@ class Intent:
     reason: str
     result_digest: str
     approval_id: str
-    surface: capabilities_pb2.SurfaceRef | None
+    surface: Surface | None
     dry_run: bool
     attempted: bool
     accepted_at: float
@@ -120,13 +143,13 @@ class Intent:
     def arguments(self) -> dict:
         return json.loads(self.arguments_json)
 
-    def receipt(self) -> common_pb2.Receipt:
-        receipt = common_pb2.Receipt(intent_id=self.intent_id, action_id=self.action_id, status=self.status,
-                                     approval_id=self.approval_id, arguments_sha256=self.arguments_sha256,
-                                     result_digest=self.result_digest, reason=self.reason, dry_run=self.dry_run)
-        receipt.accepted_at.FromNanoseconds(int(self.accepted_at * 1e9))
-        receipt.updated_at.FromNanoseconds(int(self.updated_at * 1e9))
-        return receipt
+
+def receipt_fields(intent: Intent) -> dict:
+    """What a receipt says of an intent, as plain values (times in seconds)."""
+    return {"intent_id": intent.intent_id, "action_id": intent.action_id, "status": intent.status,
+            "approval_id": intent.approval_id, "arguments_sha256": intent.arguments_sha256,
+            "result_digest": intent.result_digest, "reason": intent.reason, "dry_run": intent.dry_run,
+            "accepted_at": intent.accepted_at, "updated_at": intent.updated_at}
 
 
 @dataclass(frozen=True)
@@ -151,7 +174,7 @@ class Approval:
 
 
 def _intent(row) -> Intent:
-    surface = capabilities_pb2.SurfaceRef.FromString(row.surface) if row.surface else None
+    surface = Surface(**json.loads(row.surface_json)) if row.surface_json else None
     return Intent(row.intent_id, row.tenant_id, row.actor_id, row.session_id, row.action_id, row.effect,
                   row.arguments_json, row.arguments_sha256, row.status, row.reason, row.result_digest,
                   row.approval_id, surface, bool(row.dry_run), bool(row.attempted), row.accepted_at, row.updated_at)
@@ -271,6 +294,11 @@ class BrokerStore:
     def ping(self) -> str | None:
         return db.ping(self.engine, "broker database")
 
+    @property
+    def sole_process(self) -> bool:
+        """One broker process is the design here (SQLite): whatever runs was left by its previous life."""
+        return self.engine.dialect.name == "sqlite"
+
     # --- writes: one transaction each, with audit record and host event -----------------------------------
 
     def _audit(self, connection, kind: str, intent: Intent, actor_id: str = "", approval_id: str = "",
@@ -281,15 +309,17 @@ class BrokerStore:
                 detail, sort_keys=True, separators=(",", ":"))))
 
     def _event(self, connection, intent: Intent, **event) -> None:
-        """Queue a host event for an intent shown on a surface; the publisher delivers it."""
-        if intent.surface is None or not intent.surface.surface_id:
+        """Queue a host event (`receipt=` or `approval_requested=` plain values) for an intent shown on a
+        surface; the publisher makes the message and delivers it."""
+        if intent.surface is None:
             return
-        event_id = new_id("evt")
-        request = host_pb2.PublishIntentEventRequest(
-            session_id=intent.session_id, surface_id=intent.surface.surface_id,
-            command_id=intent.surface.command_id, node_id=intent.surface.node_id, event_id=event_id, **event)
-        connection.execute(outbox.insert().values(event_id=event_id, request=request.SerializeToString(),
-                                                  state="pending", attempts=0))
+        body = {"session_id": intent.session_id, "surface": asdict(intent.surface), **event}
+        connection.execute(outbox.insert().values(
+            event_id=new_id("evt"), intent_id=intent.intent_id, event_json=json.dumps(body, sort_keys=True),
+            state="pending", attempts=0))
+
+    def _receipt_event(self, connection, intent: Intent) -> None:
+        self._event(connection, intent, receipt=receipt_fields(intent))
 
     def _load(self, connection, intent_id: str) -> Intent:
         return _intent(connection.execute(sa.select(intents).where(intents.c.intent_id == intent_id)).one())
@@ -301,16 +331,28 @@ class BrokerStore:
 
     def create(self, claim: str, fields: dict, approval_ttl: float | None,
                effect_label: str) -> tuple[Intent, bool]:
-        """Record a new intent (awaiting approval when `approval_ttl` is set); (intent, replayed)."""
+        """Record a new intent (awaiting approval when `approval_ttl` is set); (intent, replayed).
+
+        An intent of a cancelled turn is refused (TURN_CANCELLED) in the same transaction that would record
+        it, so a call still in flight when its turn was cancelled leaves no request waiting for a person;
+        the same claim made before the cancel still finds its record."""
         now = time.time()
         intent_id = new_id("int")
         approval_id = new_id("apr") if approval_ttl is not None else ""
         status = common_pb2.INTENT_STATUS_AWAITING_APPROVAL if approval_id else common_pb2.INTENT_STATUS_ACCEPTED
+        fields = dict(fields)
+        surface = fields.pop("surface", None)
         try:
             with self.writer.begin() as connection:
+                if self._turn_cancelled(connection, fields):
+                    earlier = connection.execute(sa.select(intents).where(intents.c.claim == claim)).first()
+                    if earlier is not None:
+                        return _intent(earlier), True
+                    raise Conflict("TURN_CANCELLED", "the turn this call belongs to was cancelled")
                 connection.execute(intents.insert().values(
                     intent_id=intent_id, claim=claim, status=status, approval_id=approval_id, reason="",
-                    result_digest="", attempted=False, accepted_at=now, updated_at=now, **fields))
+                    result_digest="", attempted=False, accepted_at=now, updated_at=now,
+                    surface_json=json.dumps(asdict(surface), sort_keys=True) if surface else None, **fields))
                 intent = self._load(connection, intent_id)
                 self._audit(connection, "intent-accepted", intent, intent.actor_id, effect=effect_label,
                             action=intent.action_id, arguments_sha256=intent.arguments_sha256)
@@ -320,14 +362,12 @@ class BrokerStore:
                         approval_id=approval_id, intent_id=intent_id, tenant_id=intent.tenant_id, state="pending",
                         requested_at=now, expires_at=expires_at))
                     self._audit(connection, "approval-requested", intent, intent.actor_id, expires_at=expires_at)
-                    requested = host_pb2.ApprovalRequested(
-                        approval_id=approval_id, intent_id=intent_id, action_id=intent.action_id,
-                        effect=intent.effect, node_id=intent.surface.node_id if intent.surface else "",
-                        arguments_sha256=intent.arguments_sha256)
-                    requested.expires_at.FromNanoseconds(int(expires_at * 1e9))
-                    self._event(connection, intent, approval_requested=requested)
+                    self._event(connection, intent, approval_requested={
+                        "approval_id": approval_id, "intent_id": intent_id, "action_id": intent.action_id,
+                        "effect": intent.effect, "node_id": intent.surface.node_id if intent.surface else "",
+                        "arguments_sha256": intent.arguments_sha256, "expires_at": expires_at})
                 else:
-                    self._event(connection, intent, receipt=intent.receipt())
+                    self._receipt_event(connection, intent)
         except sa.exc.IntegrityError:  # the same claim won a race: that one is the record
             earlier = self.by_claim(claim)
             if earlier is None:
@@ -335,10 +375,22 @@ class BrokerStore:
             return earlier, True
         return intent, False
 
+    @staticmethod
+    def _turn_cancelled(connection, fields: dict) -> bool:
+        if not fields.get("turn_id"):
+            return False
+        return connection.execute(sa.select(cancelled_turns.c.turn_id).where(
+            cancelled_turns.c.tenant_id == fields["tenant_id"], cancelled_turns.c.actor_id == fields["actor_id"],
+            cancelled_turns.c.session_id == fields["session_id"],
+            cancelled_turns.c.turn_id == fields["turn_id"])).first() is not None
+
     def decide(self, approval_id: str, tenant_id: str, actor_id: str, approve: bool, reason: str,
-               arguments_sha256: str, entries_for: Callable[[Intent], list[str]], decision_id: str = "",
+               arguments_sha256: str, approved_entries: list[str], decision_id: str = "",
                decision_digest: str = "", signature: Signature | None = None) -> tuple[Intent, Approval, bool]:
         """Decide a pending approval once, as the person who asked for it; (intent, approval, replayed).
+
+        `approved_entries`: what an approval covers, as the caller worked it out from the intent's (immutable)
+        arguments; ignored for a rejection.
 
         The decision id and digest are written in the same transaction as the decision, so a retry finds
         exactly what was committed: same id and digest → that decision again (replayed, nothing new
@@ -355,7 +407,7 @@ class BrokerStore:
             if arguments_sha256 != intent.arguments_sha256:
                 raise Conflict("ARGUMENTS_CHANGED",
                                "the decision quotes other arguments than the approval's; a change needs a new request")
-            approved = entries_for(intent) if approve else []
+            approved = list(approved_entries) if approve else []
             signature = signature or Signature("unsigned")
             if approve and not signature.nonce:  # the broker verified none: nothing approves unsigned
                 raise Denied("DECISION_UNSIGNED",
@@ -376,7 +428,7 @@ class BrokerStore:
             intent = self._load(connection, intent.intent_id)
             self._audit(connection, f"approval-{state}", intent, actor_id, reason=reason, entries=approved,
                         decision_id=decision_id, signed_with=signature.signed_with)
-            self._event(connection, intent, receipt=intent.receipt())
+            self._receipt_event(connection, intent)
             approval = self._locked(connection, approval_id)
         return intent, approval, False
 
@@ -409,7 +461,7 @@ class BrokerStore:
             status=common_pb2.INTENT_STATUS_EXPIRED, reason="APPROVAL_EXPIRED", updated_at=now))
         expired = self._load(connection, intent.intent_id)
         self._audit(connection, "approval-expired", expired)
-        self._event(connection, expired, receipt=expired.receipt())
+        self._receipt_event(connection, expired)
 
     def expire_due(self, now: float | None = None) -> list[Approval]:
         """Expire every pending approval past its time; the expired ones.
@@ -425,9 +477,15 @@ class BrokerStore:
         return due
 
     def cancel_turn(self, tenant_id: str, actor_id: str, session_id: str, turn_id: str) -> list[Intent]:
-        """Cancel the turn's requests still waiting for a person; the cancelled ones."""
+        """Cancel the turn's requests still waiting for a person; the cancelled ones. The turn is marked
+        cancelled too, so a request of it arriving later is refused (see `create`)."""
         now = time.time()
         with self.writer.begin() as connection:
+            # A turn's calls cannot arrive a day after it was cancelled: older marks are no longer needed.
+            connection.execute(cancelled_turns.delete().where(cancelled_turns.c.cancelled_at < now - _DAY))
+            turn = {"tenant_id": tenant_id, "actor_id": actor_id, "session_id": session_id, "turn_id": turn_id}
+            if not self._turn_cancelled(connection, turn):
+                connection.execute(cancelled_turns.insert().values(cancelled_at=now, **turn))
             waiting = [_intent(r) for r in connection.execute(sa.select(intents).where(
                 intents.c.tenant_id == tenant_id, intents.c.actor_id == actor_id,
                 intents.c.session_id == session_id, intents.c.turn_id == turn_id,
@@ -441,7 +499,7 @@ class BrokerStore:
                     status=common_pb2.INTENT_STATUS_CANCELLED, reason="TURN_CANCELLED", updated_at=now))
                 done = self._load(connection, intent.intent_id)
                 self._audit(connection, "intent-cancelled", done, actor_id, reason="TURN_CANCELLED")
-                self._event(connection, done, receipt=done.receipt())
+                self._receipt_event(connection, done)
                 cancelled.append(done)
         return cancelled
 
@@ -461,7 +519,7 @@ class BrokerStore:
                 return intent
             self._audit(connection, "intent-" + common_pb2.IntentStatus.Name(status).removeprefix(
                 "INTENT_STATUS_").lower(), intent, reason=reason, result_digest=result_digest, **detail)
-            self._event(connection, intent, receipt=intent.receipt())
+            self._receipt_event(connection, intent)
         return intent
 
     def record_read(self, tenant_id: str, actor_id: str, session_id: str, turn_id: str, source: str, ref: str,
@@ -589,10 +647,12 @@ class BrokerStore:
         connection.close()
         return None
 
-    def pending_events(self, limit: int = 50) -> list:
+    def pending_events(self, limit: int = 50) -> list[OutboxEvent]:
         with self.engine.connect() as connection:
-            return list(connection.execute(sa.select(outbox).where(outbox.c.state == "pending")
-                                           .order_by(outbox.c.sequence).limit(limit)))
+            rows = connection.execute(sa.select(outbox).where(outbox.c.state == "pending")
+                                      .order_by(outbox.c.sequence).limit(limit))
+            return [OutboxEvent(row.sequence, row.event_id, json.loads(row.event_json) if row.event_json else None,
+                                row.request) for row in rows]
 
     def event_done(self, sequence: int, state: str, error: str | None = None) -> None:
         with self.writer.begin() as connection:

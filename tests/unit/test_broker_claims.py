@@ -9,12 +9,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from services.capabilities import store as broker_store
 from services.capabilities.broker import Broker
 from services.capabilities.publisher import HostPublisher
-from services.capabilities.store import BrokerStore, engine_for, migrate
-from tessera.capabilities.v1 import capabilities_pb2
+from services.capabilities.store import BrokerStore, Surface, engine_for, migrate
 from tessera.common.v1 import common_pb2
-from tests.fixtures.postgres import BACKENDS, database_url, postgres_database
+from tests.fixtures.postgres import BACKENDS, migrated_engine, postgres_database
 from tests.fixtures.race import race
 from tests.fixtures.signing import verified_signature
 from tests.fixtures.waiting import wait_until_async
@@ -24,10 +24,8 @@ REPLICAS = 4
 
 @pytest.fixture(params=BACKENDS)
 def engine(request, tmp_path):
-    engine = engine_for(database_url(request, tmp_path, "claims"))
-    migrate(engine)
-    yield engine
-    engine.dispose()
+    with migrated_engine(request, tmp_path, "claims", broker_store) as engine:
+        yield engine
 
 
 @pytest.fixture
@@ -39,7 +37,7 @@ def pg_engine(request):
 
 
 def _fields(surface: str = "", **overrides):
-    ref = capabilities_pb2.SurfaceRef(surface_id=surface, node_id="n1").SerializeToString() if surface else None
+    ref = Surface(surface_id=surface, node_id="n1") if surface else None
     return {"tenant_id": "acme", "actor_id": "alice", "session_id": "ses_1", "action_id": "orders.flag_for_review",
             "effect": common_pb2.ACTION_EFFECT_REVERSIBLE_WRITE, "input_json": "{}", "arguments_json": "{}",
             "arguments_sha256": "a" * 64, "surface": ref, "dry_run": False, **overrides}
@@ -47,7 +45,7 @@ def _fields(surface: str = "", **overrides):
 
 def _approved(store: BrokerStore, claim: str):
     intent, _ = store.create(claim, _fields(), 600, "reversible-write")
-    intent, _, _ = store.decide(intent.approval_id, "acme", "alice", True, "ok", "a" * 64, lambda _: ["e1"],
+    intent, _, _ = store.decide(intent.approval_id, "acme", "alice", True, "ok", "a" * 64, ["e1"],
                                 signature=verified_signature(store, intent.approval_id))
     return intent
 

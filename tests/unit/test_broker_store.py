@@ -3,26 +3,25 @@ replayed claims, the append-only audit trail, expiry, and the outbox."""
 
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
 import sqlalchemy as sa
 
+from services.capabilities import store as broker_store
 from services.capabilities.store import BrokerStore, engine_for, migrate
 from shared.refusals import Conflict, Refusal
 from tessera.common.v1 import common_pb2
-from tests.fixtures.postgres import BACKENDS, database_url
+from tests.fixtures.postgres import BACKENDS, migrated_engine
+from tests.fixtures.race import race
 from tests.fixtures.signing import verified_signature
 from tests.fixtures.waiting import wait_until
 
 
 @pytest.fixture(params=BACKENDS)
 def store(request, tmp_path):
-    engine = engine_for(database_url(request, tmp_path, "broker"))
-    migrate(engine)
-    yield BrokerStore(engine)
-    engine.dispose()
+    with migrated_engine(request, tmp_path, "broker", broker_store) as engine:
+        yield BrokerStore(engine)
 
 
 def _fields(**overrides):
@@ -32,7 +31,7 @@ def _fields(**overrides):
 
 
 def _decide(store, intent, approve=True, sha="a" * 64, tenant="acme", actor="alice"):
-    return store.decide(intent.approval_id, tenant, actor, approve, "ok", sha, lambda _: ["e1"],
+    return store.decide(intent.approval_id, tenant, actor, approve, "ok", sha, ["e1"],
                         signature=verified_signature(store, intent.approval_id, tenant, actor))
 
 
@@ -45,20 +44,15 @@ def test_a_claim_is_recorded_once_and_replays_the_original(store):
 
 def test_concurrent_decisions_on_one_approval_let_exactly_one_through(store):
     intent, _ = store.create("claim-2", _fields(), 600, "reversible-write")
-    outcomes = []
 
-    def decide():
+    def decide(_):
         try:
             _decide(store, intent)
-            outcomes.append("decided")
+            return "decided"
         except Refusal as exc:
-            outcomes.append(exc.reason)
+            return exc.reason
 
-    threads = [threading.Thread(target=decide) for _ in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    outcomes = race(8, decide)
     assert sorted(outcomes) == ["APPROVAL_ALREADY_DECIDED"] * 7 + ["decided"]
     assert store.intent(intent.intent_id).status == common_pb2.INTENT_STATUS_RUNNING
 
@@ -76,8 +70,8 @@ def test_refusals_change_nothing(store):
 
 
 def test_expiry_is_rejection_and_is_recorded_even_when_a_late_decision_finds_it(store):
-    swept, _ = store.create("claim-4", _fields(surface=b""), 0.05, "reversible-write")
-    found_late, _ = store.create("claim-4b", _fields(surface=b""), 0.05, "reversible-write")
+    swept, _ = store.create("claim-4", _fields(), 0.05, "reversible-write")
+    found_late, _ = store.create("claim-4b", _fields(), 0.05, "reversible-write")
     due = max(store.approval(i.approval_id)[0].expires_at for i in (swept, found_late))
     wait_until(lambda: time.time() >= due, 30, what="both approvals' expiry time passing")  # the store's clock
     with pytest.raises(Refusal) as late:  # the decision comes before the sweeper
@@ -98,6 +92,26 @@ def test_an_intent_that_ended_keeps_its_first_outcome(store):
     assert first.status == second.status == common_pb2.INTENT_STATUS_SUCCEEDED and second.reason == ""
 
 
+def test_a_request_of_a_cancelled_turn_is_refused_and_one_made_before_the_cancel_replays(store):
+    """A model's call still in flight when its turn is cancelled must not leave a request waiting for a
+    person: the cancel marks the turn, and the call's create finds the mark in its own transaction."""
+    turn = {"turn_id": "trn_1"}
+    before, _ = store.create("claim-before", _fields(**turn), 600, "mutate")
+    (cancelled,) = store.cancel_turn("acme", "alice", "ses_1", "trn_1")
+    assert cancelled.intent_id == before.intent_id and cancelled.status == common_pb2.INTENT_STATUS_CANCELLED
+    with pytest.raises(Conflict) as late:
+        store.create("claim-late", _fields(**turn), 600, "mutate")
+    assert late.value.reason == "TURN_CANCELLED"
+    assert store.by_claim("claim-late") is None  # nothing recorded, nothing waiting
+    replayed, was_replay = store.create("claim-before", _fields(**turn), 600, "mutate")
+    assert was_replay and replayed.intent_id == before.intent_id
+    assert store.cancel_turn("acme", "alice", "ses_1", "trn_1") == []  # cancelling again: nothing more
+    # Only that turn of that person: another turn, or another person's turn of the same id, goes on.
+    other_turn, _ = store.create("claim-other", _fields(turn_id="trn_2"), 600, "mutate")
+    colleague, _ = store.create("claim-bob", _fields(actor_id="bob", **turn), 600, "mutate")
+    assert {other_turn.status, colleague.status} == {common_pb2.INTENT_STATUS_AWAITING_APPROVAL}
+
+
 def test_the_audit_trail_is_append_only(store):
     intent, _ = store.create("claim-5", _fields(), 600, "reversible-write")
     _decide(store, intent, approve=False)
@@ -112,7 +126,7 @@ def test_the_audit_trail_is_append_only(store):
 # --- decision ids: a retried decision is answered with the recorded one --------------------------------------
 
 def _decide_as(store, intent, decision_id, approve=True, digest="d" * 64, actor="alice"):
-    return store.decide(intent.approval_id, "acme", actor, approve, "ok", "a" * 64, lambda _: ["e1"],
+    return store.decide(intent.approval_id, "acme", actor, approve, "ok", "a" * 64, ["e1"],
                         decision_id, digest, verified_signature(store, intent.approval_id, actor=actor))
 
 
@@ -153,7 +167,7 @@ def test_another_decision_on_a_decided_approval_learns_how_it_ended(store):
 def test_a_refused_decision_leaves_its_id_unused(store):
     intent, _ = store.create("claim-10", _fields(), 600, "reversible-write")
     with pytest.raises(Refusal):
-        store.decide(intent.approval_id, "acme", "alice", True, "ok", "b" * 64, lambda _: ["e1"], "web-4", "d" * 64,
+        store.decide(intent.approval_id, "acme", "alice", True, "ok", "b" * 64, ["e1"], "web-4", "d" * 64,
                      verified_signature(store, intent.approval_id))
     assert store.approval(intent.approval_id)[0].decision_id is None  # rolled back with the refusal
     _, decided, replayed = _decide_as(store, intent, "web-4", digest="e" * 64)
@@ -162,17 +176,12 @@ def test_a_refused_decision_leaves_its_id_unused(store):
 
 def test_concurrent_retries_of_one_decision_decide_once_and_all_see_it(store):
     intent, _ = store.create("claim-11", _fields(), 600, "reversible-write")
-    outcomes = []
 
-    def retry():
+    def retry(_):
         _, approval, replayed = _decide_as(store, intent, "web-5")
-        outcomes.append((replayed, approval.decision_id))
+        return replayed, approval.decision_id
 
-    threads = [threading.Thread(target=retry) for _ in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    outcomes = race(8, retry)
     assert sorted(outcomes) == [(False, "web-5")] + [(True, "web-5")] * 7
     kinds = [row.kind for row in store.audit_after("acme", 0) if row.intent_id == intent.intent_id]
     assert kinds.count("approval-approved") == 1

@@ -6,11 +6,10 @@ import json
 
 import pytest
 import sqlalchemy as sa
-from alembic import command
-from alembic.config import Config
 
 from services.host.envelopes import journal_entry, positioned
 from services.host.store import MIGRATIONS, EventToPublish, HostStore, Position, engine_for, migrate
+from shared import db
 from tessera.host.v1 import host_pb2
 from tests.fixtures.postgres import BACKENDS, database_url
 
@@ -113,7 +112,7 @@ def test_0005_downgrades_to_what_the_older_host_reads(upgraded):
     # Written after the upgrade: an envelope without its place, and an event key in its own table.
     entry = journal_entry("srf_1", "rejected", host_pb2.Rejected(proposal_id="p1"), "{}")
     store.publish_events("ses_1", "srf_1", [EventToPublish("event:evt_2", "rh2", entry)])
-    _downgrade(engine, "0004")
+    db.downgrade(engine, MIGRATIONS, "0004")
     with engine.connect() as connection:
         newest = connection.execute(sa.text("SELECT envelope FROM surface_events WHERE sequence = 7")).scalar()
         replies = dict(connection.execute(sa.text(
@@ -122,12 +121,3 @@ def test_0005_downgrades_to_what_the_older_host_reads(upgraded):
     assert (envelope.epoch, envelope.sequence, envelope.revision_id) == (1, 7, "rev_1")
     assert {key: host_pb2.PublishIntentEventResponse.FromString(r).cursor.sequence
             for key, r in replies.items()} == {"event:evt_1": 5, "event:evt_2": 7}
-
-
-def _downgrade(engine, target: str) -> None:
-    """What an operator rolling back runs (the host itself only ever upgrades)."""
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
-    with engine.connect() as connection, connection.begin():
-        config.attributes["connection"] = connection
-        command.downgrade(config, target)

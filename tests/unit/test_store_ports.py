@@ -1,9 +1,12 @@
-"""Each store implements the ports its service's modules are written against (host, resources)."""
+"""Each store implements the ports its service's modules are written against (host, resources, broker)."""
 
 from __future__ import annotations
 
 import pytest
 
+from services.capabilities import ports as broker_ports
+from services.capabilities.passkey_store import PasskeyStore
+from services.capabilities.store import BrokerStore
 from services.host import ports
 from services.host.store import HostStore
 from services.resources import ports as resource_ports
@@ -39,3 +42,13 @@ def test_a_store_that_lacks_a_method_or_renames_a_parameter_is_told_so():
                                   resource_ports.GrantRevocations, resource_ports.ResourceStorage])
 def test_the_result_store_implements_the_port(port):
     assert missing_from(ResourceStore, port) == []
+
+
+@pytest.mark.parametrize("port", [broker_ports.AuditTrail, broker_ports.IntentRecords, broker_ports.EffectRuns,
+                                  broker_ports.ReadRecords, broker_ports.Outbox, broker_ports.BrokerStorage])
+def test_the_broker_store_implements_the_port(port):
+    assert missing_from(BrokerStore, port) == []
+
+
+def test_the_passkey_store_implements_the_port():
+    assert missing_from(PasskeyStore, broker_ports.People) == []
