@@ -18,9 +18,9 @@ from functools import partial
 from pathlib import Path
 
 from bench.host import percentile
+from bench.local import seeded_environment
 from bench.replicas import process_stats, side_by_side, skipped
 from cli.launcher import ServiceSet
-from cli.seed import seed
 from shared.certs import issue_deployment
 from shared.identity import PROCESS_NAMES
 from tests.fixtures.recovery import SESSION_SECRET, ask_through_web
@@ -42,13 +42,7 @@ def _person(base_url: str) -> list[tuple[str, float]]:
 
 
 def _environment(work: Path, host_url: str) -> dict[str, str]:
-    warehouse = f"sqlite:///{work / 'asking-warehouse.sqlite'}"
-    seed(warehouse, 20_000, progress=False)
-    return {"TESSERA_RESOURCES_WAREHOUSE_URL": warehouse, "TESSERA_VAR_DIR": str(work / "asking-var"),
-            "TESSERA_RESOURCES_STORE_URL": f"sqlite:///{work / 'asking-results.sqlite'}",
-            "TESSERA_HOST_DATABASE_URL": host_url,
-            "TESSERA_CAPABILITIES_DATABASE_URL": f"sqlite:///{work / 'asking-broker.sqlite'}",
-            "TESSERA_CAPABILITIES_CHANGES_URL": warehouse, "TESSERA_LOG_LEVEL": "WARNING",
+    return {**seeded_environment(work, "asking-", 20_000), "TESSERA_HOST_DATABASE_URL": host_url,
             # Replicas of web share the cookie key, as on Kubernetes.
             SESSION_SECRET: WEB_SECRET}
 

@@ -11,8 +11,8 @@ import shutil
 import statistics
 from pathlib import Path
 
+from bench.local import seeded_environment
 from cli.launcher import ServiceSet
-from cli.seed import seed
 
 FIRST_GOAL_MS = 200.0
 FULL_GOAL_MS = 300.0
@@ -55,13 +55,7 @@ def run(work: Path, cert_dir: Path) -> list[dict]:
                  "ratio": None, "skipped": "Chromium is not installed"}]
     from playwright.sync_api import sync_playwright
 
-    warehouse = f"sqlite:///{work / 'browser-bench-warehouse.sqlite'}"
-    seed(warehouse, 20_000, progress=False)
-    env = {"TESSERA_RESOURCES_WAREHOUSE_URL": warehouse, "TESSERA_VAR_DIR": str(work / "browser-var"),
-           "TESSERA_RESOURCES_STORE_URL": f"sqlite:///{work / 'browser-results.sqlite'}",
-           "TESSERA_HOST_DATABASE_URL": f"sqlite:///{work / 'browser-host.sqlite'}",
-           "TESSERA_CAPABILITIES_DATABASE_URL": f"sqlite:///{work / 'browser-broker.sqlite'}",
-           "TESSERA_CAPABILITIES_CHANGES_URL": warehouse, "TESSERA_LOG_LEVEL": "WARNING"}
+    env = seeded_environment(work, "browser-", 20_000)
     services = ServiceSet(cert_dir, work / "run-browser", ephemeral_ports=True, extra_env=env)
     services.start()
     firsts, fulls = [], []

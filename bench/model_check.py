@@ -529,8 +529,8 @@ def steering(llama_base: str):
 
 def check_turn(model_url: str) -> dict:
     """One question through a real agent process whose model endpoint is `model_url` (and the real peers)."""
+    from bench.local import seeded_environment
     from cli.launcher import ServiceSet, cli_credentials
-    from cli.seed import seed
     from shared.actors import assert_actor
     from shared.certs import issue_deployment, load_signing_key, signing_key_path
     from shared.channels import sync_channel
@@ -542,13 +542,7 @@ def check_turn(model_url: str) -> dict:
         work = Path(directory)
         cert_dir = work / "certs"
         issue_deployment(cert_dir)
-        warehouse = f"sqlite:///{work / 'warehouse.sqlite'}"
-        seed(warehouse, 5_000, progress=False)
-        env = {"TESSERA_RESOURCES_WAREHOUSE_URL": warehouse, "TESSERA_VAR_DIR": str(work / "var"),
-               "TESSERA_RESOURCES_STORE_URL": f"sqlite:///{work / 'results.sqlite'}",
-               "TESSERA_HOST_DATABASE_URL": f"sqlite:///{work / 'host.sqlite'}",
-               "TESSERA_CAPABILITIES_DATABASE_URL": f"sqlite:///{work / 'broker.sqlite'}",
-               "TESSERA_CAPABILITIES_CHANGES_URL": warehouse, "TESSERA_LOG_LEVEL": "WARNING",
+        env = {**seeded_environment(work, "", 5_000),
                "TESSERA_AGENT_MODEL_URL": model_url, "TESSERA_AGENT_MODEL_NAME": MODEL_NAME}
         services = ServiceSet(cert_dir, work / "run", names=("compiler", "resources", "capabilities", "host", "agent"),
                               ephemeral_ports=True, extra_env=env)

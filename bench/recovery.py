@@ -11,8 +11,8 @@ import secrets
 import time
 from pathlib import Path
 
+from bench.local import seeded_environment
 from cli.launcher import ServiceSet
-from cli.seed import seed
 from shared.certs import issue_deployment
 from shared.identity import PROCESS_NAMES
 from tests.fixtures.recovery import SESSION_SECRET, SupervisorThread, ask_through_web, kill_and_time
@@ -23,13 +23,7 @@ GOAL_SECONDS = 3.0
 def run(work: Path, cert_dir: Path) -> list[dict]:
     if not (cert_dir / "ca.pem").exists():
         issue_deployment(cert_dir)
-    warehouse = f"sqlite:///{work / 'recovery-warehouse.sqlite'}"
-    seed(warehouse, 20_000, progress=False)
-    env = {"TESSERA_RESOURCES_WAREHOUSE_URL": warehouse, "TESSERA_VAR_DIR": str(work / "recovery-var"),
-           "TESSERA_RESOURCES_STORE_URL": f"sqlite:///{work / 'recovery-results.sqlite'}",
-           "TESSERA_HOST_DATABASE_URL": f"sqlite:///{work / 'recovery-host.sqlite'}",
-           "TESSERA_CAPABILITIES_DATABASE_URL": f"sqlite:///{work / 'recovery-broker.sqlite'}",
-           "TESSERA_CAPABILITIES_CHANGES_URL": warehouse, SESSION_SECRET: secrets.token_urlsafe(32)}
+    env = {**seeded_environment(work, "recovery-", 20_000), SESSION_SECRET: secrets.token_urlsafe(32)}
     services = ServiceSet(cert_dir, work / "recovery-run", ephemeral_ports=True, extra_env=env)
     services.start(timeout=120)
     results = []

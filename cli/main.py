@@ -161,12 +161,19 @@ def _complain(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def cmd_status(args: argparse.Namespace) -> int:
+def _running_set() -> dict | None:
+    """What `tessera up` recorded of the running set, or None (said on stderr) when none runs."""
     state = _state_file()
     if not state.exists():
         print(f"tessera: no running set (no {state}); start one with 'tessera up'", file=sys.stderr)
+        return None
+    return json.loads(state.read_text())
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    recorded = _running_set()
+    if recorded is None:
         return 1
-    recorded = json.loads(state.read_text())
     credentials = cli_credentials(Path(recorded["cert_dir"]))
     rows, healthy = [], True
     for entry in recorded["processes"]:
@@ -333,11 +340,9 @@ def cmd_ask(args: argparse.Namespace) -> int:
     """Ask one question through the running set (`tessera up`)."""
     from cli.ask import ask
 
-    state = _state_file()
-    if not state.exists():
-        print(f"tessera: no running set (no {state}); start one with 'tessera up'", file=sys.stderr)
+    recorded = _running_set()
+    if recorded is None:
         return 1
-    recorded = json.loads(state.read_text())
     addresses = {p["name"]: p["address"] for p in recorded["processes"]}
     try:
         done = ask(addresses, Path(recorded["cert_dir"]), args.question, f"http://{addresses.get('web', '')}/",
@@ -358,11 +363,9 @@ def _refused(exc: grpc.RpcError) -> int:
 
 
 def _running_address(name: str) -> tuple[str, Path] | None:
-    state = _state_file()
-    if not state.exists():
-        print(f"tessera: no running set (no {state}); start one with 'tessera up'", file=sys.stderr)
+    recorded = _running_set()
+    if recorded is None:
         return None
-    recorded = json.loads(state.read_text())
     addresses = {p["name"]: p["address"] for p in recorded["processes"]}
     return addresses[name], Path(recorded["cert_dir"])
 

@@ -198,13 +198,16 @@ class TurnTools:
         reply = await self.resources.InspectCatalog(resources_pb2.InspectCatalogRequest(
             turn=self.state.turn_ref, question=arguments["question"], capability_token=self.state.capability_token),
             timeout=30)
-        self.state.capability_token = reply.capability_token
-        return {"entities": _entities(reply.entities)}
+        return self._catalog_slice(reply)
 
     async def describe_data(self, arguments: dict) -> dict:
         reply = await self.resources.Describe(resources_pb2.DescribeRequest(
             turn=self.state.turn_ref, entity_ids=arguments["entity_ids"], capability_token=self.state.capability_token),
             timeout=30)
+        return self._catalog_slice(reply)
+
+    def _catalog_slice(self, reply) -> dict:
+        """What the model sees of a catalog reply (the token it carries goes on to the next call)."""
         self.state.capability_token = reply.capability_token
         return {"entities": _entities(reply.entities)}
 

@@ -49,15 +49,19 @@ _FIELD_ID = {"type": "string", "pattern": "^fld_[a-z2-7]{12}$"}
 # The relationships a field is reached through, when more than one path leads to its entity (a role).
 _VIA = {"type": "array", "minItems": 1, "maxItems": 4, "uniqueItems": True,
         "items": {"type": "string", "pattern": "^rel_[a-z2-7]{12}$"}}
-_PREDICATE_LIST = {"type": "array", "minItems": 1, "maxItems": 16, "items": {"$ref": "#/definitions/predicate"}}
+
+
+def _combinations(definition: str) -> list[dict]:
+    """`all` and `any` of 1-16 conditions, and `not` one, each a condition of `definition` again."""
+    one = {"$ref": f"#/definitions/{definition}"}
+    several = {"type": "array", "minItems": 1, "maxItems": 16, "items": one}
+    return [{"type": "object", "additionalProperties": False, "required": [key], "properties": {key: value}}
+            for key, value in (("all", several), ("any", several), ("not", one))]
+
+
 _PREDICATE = {
     "oneOf": [
-        {"type": "object", "additionalProperties": False, "required": ["all"],
-         "properties": {"all": _PREDICATE_LIST}},
-        {"type": "object", "additionalProperties": False, "required": ["any"],
-         "properties": {"any": _PREDICATE_LIST}},
-        {"type": "object", "additionalProperties": False, "required": ["not"],
-         "properties": {"not": {"$ref": "#/definitions/predicate"}}},
+        *_combinations("predicate"),
         {"type": "object", "additionalProperties": False, "required": ["field", "op"],
          "properties": {"field": _FIELD_ID, "via": _VIA, "op": {"const": "is_null"}}},
         {"type": "object", "additionalProperties": False, "required": ["has"],
@@ -85,15 +89,9 @@ _PREDICATE = {
     ]
 }
 # Conditions on computed outputs (measures and calculations), applied after aggregation.
-_HAVING_LIST = {"type": "array", "minItems": 1, "maxItems": 16, "items": {"$ref": "#/definitions/having"}}
 _HAVING = {
     "oneOf": [
-        {"type": "object", "additionalProperties": False, "required": ["all"],
-         "properties": {"all": _HAVING_LIST}},
-        {"type": "object", "additionalProperties": False, "required": ["any"],
-         "properties": {"any": _HAVING_LIST}},
-        {"type": "object", "additionalProperties": False, "required": ["not"],
-         "properties": {"not": {"$ref": "#/definitions/having"}}},
+        *_combinations("having"),
         {"type": "object", "additionalProperties": False, "required": ["output", "op"],
          "properties": {"output": _OUTPUT_ID, "op": {"const": "is_null"}}},
         {"type": "object", "additionalProperties": False, "required": ["output", "op", "value"],

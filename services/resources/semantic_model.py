@@ -71,21 +71,23 @@ class FormatSpec(_Strict):
         return value_type in NUMERIC_TYPES
 
 
-class FieldSpec(_Strict):
-    column: str | None = None  # physical column; defaults to the field's key
-    type: FieldType
+class _Named(_Strict):
+    """What people (and the model) read of an entity, field or metric: its label, description and synonyms."""
+
     label: str = Field(min_length=1, max_length=80)
     description: str = Field(default="", max_length=400)
     synonyms: tuple[str, ...] = ()
+
+
+class FieldSpec(_Named):
+    column: str | None = None  # physical column; defaults to the field's key
+    type: FieldType
     exposure: Exposure
     sensitivity: Sensitivity = "internal"
     format: FormatSpec | None = None
 
 
-class MetricSpec(_Strict):
-    label: str = Field(min_length=1, max_length=80)
-    description: str = Field(default="", max_length=400)
-    synonyms: tuple[str, ...] = ()
+class MetricSpec(_Named):
     expression: str
     type: FieldType = "decimal"
     format: FormatSpec | None = None
@@ -96,11 +98,8 @@ class DerivedMetricSpec(MetricSpec):
     entity: str
 
 
-class EntitySpec(_Strict):
+class EntitySpec(_Named):
     table: str
-    label: str = Field(min_length=1, max_length=80)
-    description: str = Field(default="", max_length=400)
-    synonyms: tuple[str, ...] = ()
     primary_key: str | tuple[str, ...]  # one field, or the fields that together identify a row
     # The date or time a row is dated by, for a result's time coverage; default: its first date or time field.
     time_field: str | None = None

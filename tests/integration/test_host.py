@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import secrets
-import threading
 
 import grpc
 import pytest
@@ -18,6 +17,8 @@ from shared.errors import error_details
 from shared.ui.slice import offer_tag
 from tessera.host.v1 import host_pb2
 from tessera.resources.v1 import resources_pb2
+from tests.fixtures.race import race
+from tests.fixtures.ui import model_view
 
 
 @pytest.fixture(scope="module")
@@ -211,31 +212,20 @@ def test_a_watched_surface_gets_each_blocks_first_window_without_asking(channels
 
 
 def test_parallel_proposals_on_one_base_commit_exactly_once(channels, cert_dir, running_set, credentials):
-    session, turn, analysis = _turn_with_analysis(channels, cert_dir)
-    frozen = call(channels, "agent", "FreezeSlice", host_pb2.FreezeSliceRequest(
-        turn_id=turn.turn_id, resource_offers=[analysis.offer]))
-    view = json.loads(frozen.model_view_json)
-    base = call(channels, "agent", "SubmitProposal", host_pb2.SubmitProposalRequest(
-        turn_id=turn.turn_id, slice_hash=frozen.slice_hash, proposal_json=json.dumps(_proposal(view)),
-        proposal_id="base")).revision_id
-    outcomes: list[object] = []
+    session, turn, frozen, view, committed = _committed_surface(channels, cert_dir)
+    base = committed.revision_id
 
-    def submit(index: int) -> None:
+    def submit(index: int) -> str:
         with sync_channel(running_set.handles["host"].address, credentials("agent"), "host") as channel:
             try:
-                reply = invoke(channel, "host", "SubmitProposal", host_pb2.SubmitProposalRequest(
+                return invoke(channel, "host", "SubmitProposal", host_pb2.SubmitProposalRequest(
                     turn_id=turn.turn_id, slice_hash=frozen.slice_hash, expected_base_revision_id=base,
                     proposal_json=json.dumps(_proposal(view, f"Version {index}")), proposal_id=f"race-{index}"),
-                    timeout=60)
-                outcomes.append(reply.revision_id)
+                    timeout=60).revision_id
             except grpc.RpcError as exc:
-                outcomes.append(error_details(exc).reason)
+                return error_details(exc).reason
 
-    threads = [threading.Thread(target=submit, args=(i,)) for i in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    outcomes = race(8, submit)
     winners = [o for o in outcomes if str(o).startswith("rev_")]
     assert len(winners) == 1 and outcomes.count("REVISION_CONFLICT") == 7, outcomes
     head = call(channels, "web", "GetRevision", host_pb2.GetRevisionRequest(
@@ -505,9 +495,7 @@ def test_a_figure_or_a_metric_reads_its_one_cell_only(channels, cert_dir):
     session, turn, analysis = _turn_with_analysis(channels, cert_dir)
     frozen = call(channels, "agent", "FreezeSlice", host_pb2.FreezeSliceRequest(
         turn_id=turn.turn_id, resource_offers=[analysis.offer]))
-    view = json.loads(frozen.model_view_json)
-    ids = {c["name"]: c["id"] for c in view["components"]}
-    bound = {"ref": view["resources"][0]["id"], "offer": view["resources"][0]["offer"]}
+    _, ids, bound = model_view(frozen)
     proposal = {"version": 1, "id": "answer", "blocks": [
         {"id": "main", "component": ids["Column"], "data": {}, "children": ["words", "top"]},
         {"id": "words", "component": ids["FigureText"], "data": {

@@ -16,6 +16,7 @@ from shared.contracts import invoke
 from shared.errors import error_details
 from tessera.host.v1 import host_pb2
 from tests.fixtures.postgres import BACKENDS, database_url
+from tests.fixtures.race import race
 from tests.fixtures.waiting import wait_until
 from tests.integration.test_host import _proposal, _turn_with_analysis, actor
 
@@ -52,22 +53,17 @@ def test_parallel_proposals_commit_once_on_each_database(own_host, running_set, 
         frozen = invoke(channels("agent", "host"), "host", "FreezeSlice", host_pb2.FreezeSliceRequest(
             turn_id=turn.turn_id, resource_offers=[analysis.offer]))
         view = json.loads(frozen.model_view_json)
-        outcomes = []
 
-        def submit(index):
+        def submit(index: int) -> str:
             with sync_channel(own_host.handles["host"].address, credentials("agent"), "host") as channel:
                 try:
-                    outcomes.append(invoke(channel, "host", "SubmitProposal", host_pb2.SubmitProposalRequest(
+                    return invoke(channel, "host", "SubmitProposal", host_pb2.SubmitProposalRequest(
                         turn_id=turn.turn_id, slice_hash=frozen.slice_hash, proposal_id=f"first-{index}",
-                        proposal_json=json.dumps(_proposal(view, f"V{index}"))), timeout=60).revision_id)
+                        proposal_json=json.dumps(_proposal(view, f"V{index}"))), timeout=60).revision_id
                 except grpc.RpcError as exc:
-                    outcomes.append(error_details(exc).reason)
+                    return error_details(exc).reason
 
-        threads = [threading.Thread(target=submit, args=(i,)) for i in range(6)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        outcomes = race(6, submit)
         # No base: the first revision of a surface is itself a compare-and-swap (against "none").
         assert sum(str(o).startswith("rev_") for o in outcomes) == 1, outcomes
         assert outcomes.count("REVISION_CONFLICT") == 5, outcomes

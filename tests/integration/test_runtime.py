@@ -60,12 +60,19 @@ async def _health_refused(channel) -> grpc.StatusCode | None:
     return None
 
 
-def test_readiness_follows_the_probes(credentials, monkeypatch):
+def _database_probe(monkeypatch):
+    """A readiness probe answering what the test sets in problem["now"] (None: ready), asked every 0.05 s."""
     monkeypatch.setattr(runtime, "READINESS_INTERVAL_SECONDS", 0.05)
     problem = {"now": "database unreachable"}
 
     async def database() -> str | None:
         return problem["now"]
+
+    return problem, database
+
+
+def test_readiness_follows_the_probes(credentials, monkeypatch):
+    problem, database = _database_probe(monkeypatch)
 
     async def scenario():
         running = await start_server(credentials("compiler"), [registration_for("compiler", _Compiler())],
@@ -130,11 +137,7 @@ def test_graceful_stop_finishes_in_flight_calls_and_refuses_new_ones(credentials
 
 
 def test_the_health_only_port_answers_health_in_plaintext_and_nothing_else(credentials, monkeypatch):
-    monkeypatch.setattr(runtime, "READINESS_INTERVAL_SECONDS", 0.05)
-    problem = {"now": "database unreachable"}
-
-    async def database() -> str | None:
-        return problem["now"]
+    problem, database = _database_probe(monkeypatch)
 
     async def scenario():
         health_only = await runtime.start_health_only("127.0.0.1", 0)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import threading
-
 import grpc
 import pytest
 
 from shared.errors import TesseraError
+from tests.fixtures.race import race
 
 
 def _refused(session, draft) -> TesseraError:
@@ -54,21 +53,16 @@ def test_filters_through_one_to_many_joins_are_refused(session):
 
 
 def test_the_probe_budget_holds_under_concurrency(gateway, session):
-    outcomes = []
 
-    def probe():
+    def probe(_):
         try:
             gateway.probe(session.session_id, "race-turn", "value-domain", session.field("orders", "channel"),
                           session.capability)
-            outcomes.append("ok")
+            return "ok"
         except TesseraError as exc:
-            outcomes.append(exc.reason)
+            return exc.reason
 
-    threads = [threading.Thread(target=probe) for _ in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    outcomes = race(8, probe)
     assert outcomes.count("ok") == 2 and outcomes.count("PROBE_BUDGET_EXHAUSTED") == 6
 
 

@@ -62,6 +62,12 @@ class Db:
         return function(*args, **kwargs)
 
 
+def _fanout(**options) -> tuple[Journal, SurfaceFanout]:
+    """A fan-out over a fresh fake journal (what it reads is counted there)."""
+    journal = Journal()
+    return journal, SurfaceFanout(Db(journal), retention=10_000, **options)
+
+
 async def _viewer(fanout, after: int, count: int) -> tuple[list, asyncio.Task]:
     """One viewer of srf_a collecting `count` envelopes after `after`, once it watches: (what it saw, its task)."""
     seen: list = []
@@ -84,8 +90,7 @@ async def _collect(fanout, surface_id, after, count, into: list) -> None:
 
 def test_many_viewers_cost_one_read_per_change():
     async def scenario():
-        journal = Journal()
-        fanout = SurfaceFanout(Db(journal), retention=10_000)
+        journal, fanout = _fanout()
         journal.append("srf_a", 3)
         seen = [[] for _ in range(50)]
         viewers = [asyncio.create_task(_collect(fanout, "srf_a", 3, 4, into)) for into in seen]
@@ -105,8 +110,7 @@ def test_many_viewers_cost_one_read_per_change():
 
 def test_notifications_wake_known_surfaces_only():
     async def scenario():
-        journal = Journal()
-        fanout = SurfaceFanout(Db(journal), retention=10_000)
+        journal, fanout = _fanout()
         seen, viewer = await _viewer(fanout, 0, 2)
         reads = journal.reads
         fanout.notified("srf_unknown 1 5")  # another replica's surface nobody watches here: ignored
@@ -131,8 +135,7 @@ def test_notifications_wake_known_surfaces_only():
 
 def test_own_commits_join_the_tail_without_a_read_and_own_wake_ups_are_skipped():
     async def scenario():
-        journal = Journal()
-        fanout = SurfaceFanout(Db(journal), retention=10_000)
+        journal, fanout = _fanout()
         seen, viewer = await _viewer(fanout, 0, 4)
         reads = journal.reads
         ours = journal.append("srf_a", 2)  # committed here
@@ -178,8 +181,7 @@ def test_a_subscriber_behind_gets_batches_of_at_most_max_envelopes_in_order():
 
 def test_a_lost_notification_costs_latency_not_an_event():
     async def scenario():
-        journal = Journal()
-        fanout = SurfaceFanout(Db(journal), retention=10_000, safety_seconds=0.05)
+        journal, fanout = _fanout(safety_seconds=0.05)
         safety = asyncio.create_task(fanout.safety_reads())
         seen, viewer = await _viewer(fanout, 0, 3)
         journal.append("srf_a", 3)  # no wake-up at all
@@ -192,8 +194,7 @@ def test_a_lost_notification_costs_latency_not_an_event():
 
 def test_a_new_epoch_tells_the_subscriber_a_snapshot_follows():
     async def scenario():
-        journal = Journal()
-        fanout = SurfaceFanout(Db(journal), retention=10_000)
+        journal, fanout = _fanout()
         journal.append("srf_a", 2)
         seen, viewer = await _viewer(fanout, 2, 3)
         journal.entries = [("srf_a", 2, 1), ("srf_a", 2, 2)]  # compacted by another replica
@@ -243,8 +244,7 @@ def test_viewers_are_woken_at_once_after_a_quiet_spell_and_once_per_interval_in_
 
 def test_a_big_surface_is_woken_a_slice_at_a_time_so_other_work_interleaves():
     async def scenario():
-        journal = Journal()
-        fanout = SurfaceFanout(Db(journal), retention=10_000)
+        journal, fanout = _fanout()
         seen = [[] for _ in range(4 * fanout_module.WAKE_SLICE)]
         viewers = [asyncio.create_task(_collect(fanout, "srf_a", 0, 1, into)) for into in seen]
         await wait_until_async(lambda: "srf_a" in fanout._surfaces
@@ -263,8 +263,7 @@ def test_a_big_surface_is_woken_a_slice_at_a_time_so_other_work_interleaves():
 
 def test_a_held_back_wake_up_waits_longer_after_a_slow_round_and_goes_with_the_last_viewer():
     async def scenario():
-        journal = Journal()
-        fanout = SurfaceFanout(Db(journal), retention=10_000, wake_interval=1.0, coalesce_viewers=0)
+        journal, fanout = _fanout(wake_interval=1.0, coalesce_viewers=0)
         await fanout.watch("srf_a")
         await fanout.published("srf_a", journal.append("srf_a"))  # wakes at once
         state = fanout._surfaces["srf_a"]
@@ -286,8 +285,7 @@ def test_a_surface_few_watch_is_woken_at_once_for_every_change_even_in_a_burst()
     """A person waiting for the rows of a table and the figures of an answer is not held back by the
     interval meant for surfaces that hundreds watch."""
     async def scenario():
-        journal = Journal()
-        fanout = SurfaceFanout(Db(journal), retention=10_000, wake_interval=60.0)
+        journal, fanout = _fanout(wake_interval=60.0)
         epoch, _ = await fanout.watch("srf_a")
         stream = fanout.stream("srf_a", epoch, 0, max_envelopes=16)
         got = []

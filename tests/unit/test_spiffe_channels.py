@@ -166,6 +166,10 @@ class LoopThread:
     def run(self, coroutine):
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(WAIT)
 
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(WAIT)
+
     def grpc_server(self, chain_pem: bytes, key_pem: bytes, ca_pem: bytes) -> tuple[int, RecordingHealth]:
         async def start():
             server = grpc.aio.server()
@@ -233,16 +237,14 @@ class LoopThread:
 def server_loop():
     servers = LoopThread()
     yield servers
-    servers.loop.call_soon_threadsafe(servers.loop.stop)
-    servers.thread.join(WAIT)
+    servers.close()
 
 
 @pytest.fixture(scope="module")
 def client_loop():
     clients = LoopThread()
     yield clients
-    clients.loop.call_soon_threadsafe(clients.loop.stop)
-    clients.thread.join(WAIT)
+    clients.close()
 
 
 @pytest.fixture
