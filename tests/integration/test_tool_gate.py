@@ -181,6 +181,23 @@ def test_mutations_wait_for_a_person_and_run_exactly_once(gate, alice, world):
     assert world["effects"].read_text() == "price=0\n"
 
 
+def test_a_mutation_arriving_after_its_turn_was_cancelled_waits_for_nobody(gate, alice, world):
+    """The agent cancels a turn while a call of it is still on its way: the broker refuses that call instead of
+    leaving a request for a person that nobody will ever be shown, and says so on the record."""
+    session = "ses_cancelled"
+    waiting = len(gate("cli", "ListApprovals", cap.ListApprovalsRequest(actor=alice)).approvals)
+    gate("agent", "CancelIntents", cap.CancelIntentsRequest(actor=alice, session_id=session, turn_id="trn_1"))
+    assert refused(lambda: call(gate, alice, session, "drift.update", {"item": "late", "value": "1"})) == (
+        grpc.StatusCode.FAILED_PRECONDITION, "TURN_CANCELLED")
+    assert len(gate("cli", "ListApprovals", cap.ListApprovalsRequest(actor=alice)).approvals) == waiting
+    with sync_channel(gate.address, gate.credentials("cli"), "capabilities") as channel:
+        records = [json.loads(r.record_json) for r in invoke_stream(
+            channel, "capabilities", "ExportAudit", cap.ExportAuditRequest(actor=alice), timeout=30)]
+    assert any(r["kind"] == "tool-refused" and r["detail"] == {
+        "tool_id": "drift.update", "reason": "TURN_CANCELLED", "session_id": session} for r in records)
+    assert "late" not in world["effects"].read_text()
+
+
 def test_unlisted_and_unknown_tools_are_denied(gate, alice):
     for tool_id in ("drift.hidden_admin", "evil.delete_everything", "time"):
         denied = call(gate, alice, "ses_denied", tool_id, {})
