@@ -169,6 +169,84 @@ async function cancelTurn() {
 
 let currentAbort = null;
 
+// What one question's stream shows while it arrives (its steps, the answer, tools that were unavailable),
+// and how the question ended.
+class TurnProgress {
+  constructor() {
+    this.started = false;
+    this.finished = false;
+    this.committed = false;
+    this.done = null;
+    this.degraded = [];
+    this.running = new Map();  // call id → its progress item
+    $('progress').replaceChildren();
+    $('answer').textContent = '';
+    $('answer').setAttribute('aria-live', 'off');  // not re-read on every streamed piece
+    $('degraded').hidden = true;
+    $('progress-section').hidden = false;
+  }
+
+  event(e) {
+    if (e.started) {
+      this.started = true;
+      runningTurn = e.turn_id || '';
+      item($('progress'), 'Thinking…');
+    }
+    if (e.surface_committed) this.committed = true;
+    if (e.tool_step) this.step(e.tool_step);
+    if (e.degraded) {
+      this.degraded.push(`${e.degraded.tool} (${e.degraded.message})`);
+      this.sayUnavailable(`Some tools were unavailable: ${this.degraded.join('; ')}.`);
+    }
+    if (e.error) item($('progress'), `Problem: ${e.error.message || e.error.reason}`, 'failed');
+    if (e.answer_delta) $('answer').textContent += e.answer_delta.text;
+    if (e.done) this.end(e.done);
+  }
+
+  step(step) {
+    if (step.phase === 'TOOL_STEP_PHASE_STARTED') {
+      this.running.set(step.call_id, item($('progress'), `${step.tool}…`));
+      return;
+    }
+    const li = this.running.get(step.call_id) || item($('progress'), step.tool);
+    const status = STEP[step.status] || 'done';
+    li.textContent = `${step.tool}: ${status}${step.summary ? ` — ${step.summary}` : ''}`;
+    li.className = status.replace(/ /g, '-');
+    if (step.approval_id) showApproval(step.approval_id);
+  }
+
+  end(done) {
+    this.finished = true;
+    this.done = done;
+    this.committed = this.committed || (done.revision_ids || []).length > 0;
+    $('answer').setAttribute('aria-live', 'polite');  // announced once, complete
+    $('answer').textContent = done.answer || $('answer').textContent;
+    if (done.degraded && !this.degraded.length) this.sayUnavailable('Some tools were unavailable for this answer.');
+  }
+
+  sayUnavailable(text) {
+    $('degraded').textContent = text;
+    $('degraded').hidden = false;
+  }
+
+  // The stream failed or was stopped: say which, and what stays.
+  stopped(error, cancelled) {
+    if (cancelled) {
+      this.done = { outcome: 'TURN_OUTCOME_CANCELLED', answer: 'The question was stopped. Anything it already '
+        + 'showed stays on the surface.' };
+      item($('progress'), 'Cancelled.', 'failed');
+    } else if (this.started && !this.finished) {
+      // The turn lived on that connection and stopped with it (see WebApi.ask in api.py); what it
+      // already showed stays on the surface, whose stream resumes on its own, on any web replica.
+      item($('progress'), 'The connection to this question was lost, so it stopped. Anything it already '
+        + 'showed stays on the surface; ask again to finish it.', 'failed');
+    } else {
+      const reason = error instanceof ApiError ? `${error.reason}: ${error.message}` : error.message;
+      item($('progress'), `The question was not sent (${reason}).`, 'failed');
+    }
+  }
+}
+
 async function ask(event) {
   event.preventDefault();
   const question = $('question').value.trim();
@@ -178,75 +256,17 @@ async function ask(event) {
   currentAbort = new AbortController();
   $('cancel-button').hidden = false;
   $('cancel-button').disabled = false;
-  let done = null;
-  let committed = false;
-  $('progress').replaceChildren();
-  $('answer').textContent = '';
-  $('answer').setAttribute('aria-live', 'off');  // not re-read on every streamed piece
-  $('degraded').hidden = true;
-  $('progress-section').hidden = false;
-  const degraded = [];
-  const running = new Map();
-  let started = false;
-  let finished = false;
+  const progress = new TurnProgress();
   try {
-    await postEvents('/api/ask', { question }, (e) => {
-      if (e.started) {
-        started = true;
-        runningTurn = e.turn_id || '';
-        item($('progress'), 'Thinking…');
-      }
-      if (e.surface_committed) committed = true;
-      if (e.tool_step) {
-        const step = e.tool_step;
-        if (step.phase === 'TOOL_STEP_PHASE_STARTED') running.set(step.call_id, item($('progress'), `${step.tool}…`));
-        else {
-          const li = running.get(step.call_id) || item($('progress'), step.tool);
-          const status = STEP[step.status] || 'done';
-          li.textContent = `${step.tool}: ${status}${step.summary ? ` — ${step.summary}` : ''}`;
-          li.className = status.replace(/ /g, '-');
-          if (step.approval_id) showApproval(step.approval_id);
-        }
-      }
-      if (e.degraded) {
-        degraded.push(`${e.degraded.tool} (${e.degraded.message})`);
-        $('degraded').textContent = `Some tools were unavailable: ${degraded.join('; ')}.`;
-        $('degraded').hidden = false;
-      }
-      if (e.error) item($('progress'), `Problem: ${e.error.message || e.error.reason}`, 'failed');
-      if (e.answer_delta) $('answer').textContent += e.answer_delta.text;
-      if (e.done) {
-        finished = true;
-        done = e.done;
-        committed = committed || (e.done.revision_ids || []).length > 0;
-        $('answer').setAttribute('aria-live', 'polite');  // announced once, complete
-        $('answer').textContent = e.done.answer || $('answer').textContent;
-        if (e.done.degraded && !degraded.length) {
-          $('degraded').textContent = 'Some tools were unavailable for this answer.';
-          $('degraded').hidden = false;
-        }
-      }
-    }, currentAbort.signal);
-    if (started && !finished) throw new Error('the stream ended early');
+    await postEvents('/api/ask', { question }, (e) => progress.event(e), currentAbort.signal);
+    if (progress.started && !progress.finished) throw new Error('the stream ended early');
   } catch (error) {
-    if (currentAbort.signal.aborted) {
-      done = { outcome: 'TURN_OUTCOME_CANCELLED', answer: 'The question was stopped. Anything it already showed '
-        + 'stays on the surface.' };
-      item($('progress'), 'Cancelled.', 'failed');
-    } else if (started && !finished) {
-      // The turn lived on that connection and stopped with it (see WebApi.ask in api.py); what it
-      // already showed stays on the surface, whose stream resumes on its own, on any web replica.
-      item($('progress'), 'The connection to this question was lost, so it stopped. Anything it already '
-        + 'showed stays on the surface; ask again to finish it.', 'failed');
-    } else {
-      const reason = error instanceof ApiError ? `${error.reason}: ${error.message}` : error.message;
-      item($('progress'), `The question was not sent (${reason}).`, 'failed');
-    }
+    progress.stopped(error, currentAbort.signal.aborted);
   } finally {
     $('ask-button').disabled = false;
     $('cancel-button').hidden = true;
     runningTurn = '';
-    answerPanel.finished(question, done, committed);
+    answerPanel.finished(question, progress.done, progress.committed);
     refreshApprovals();
   }
 }
