@@ -11,6 +11,7 @@ the outbox); schema by Alembic.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import secrets
 import time
@@ -264,6 +265,19 @@ def _consume(connection: sa.Connection, nonce: str, approval_id: str, tenant_id:
                        "the passkey signed something else meanwhile; start the decision again")
 
 
+def _one_at_a_time_per_turn(connection: sa.Connection, turn: dict) -> None:
+    """Inside a transaction: wait for any other transaction on this turn's requests or its cancel to end.
+
+    Without it, on PostgreSQL a request recorded while its turn is being cancelled could miss the cancel's
+    mark while the cancel missed the new request, and it would wait for a person. A transaction-scoped
+    advisory lock per turn puts the two in some order. (SQLite runs one write transaction at a time.)"""
+    if connection.dialect.name != "postgresql":
+        return
+    named = json.dumps([turn["tenant_id"], turn["actor_id"], turn["session_id"], turn["turn_id"]])
+    key = int.from_bytes(hashlib.sha256(named.encode()).digest()[:8], "big", signed=True)
+    connection.execute(sa.select(sa.func.pg_advisory_xact_lock(key)))
+
+
 class OutboxTurn:
     """This replica's turn at draining the outbox: an open transaction holding a PostgreSQL advisory lock.
 
@@ -344,6 +358,8 @@ class BrokerStore:
         surface = fields.pop("surface", None)
         try:
             with self.writer.begin() as connection:
+                if fields.get("turn_id"):
+                    _one_at_a_time_per_turn(connection, fields)
                 if self._turn_cancelled(connection, fields):
                     earlier = connection.execute(sa.select(intents).where(intents.c.claim == claim)).first()
                     if earlier is not None:
@@ -480,10 +496,11 @@ class BrokerStore:
         """Cancel the turn's requests still waiting for a person; the cancelled ones. The turn is marked
         cancelled too, so a request of it arriving later is refused (see `create`)."""
         now = time.time()
+        turn = {"tenant_id": tenant_id, "actor_id": actor_id, "session_id": session_id, "turn_id": turn_id}
         with self.writer.begin() as connection:
+            _one_at_a_time_per_turn(connection, turn)
             # A turn's calls cannot arrive a day after it was cancelled: older marks are no longer needed.
             connection.execute(cancelled_turns.delete().where(cancelled_turns.c.cancelled_at < now - _DAY))
-            turn = {"tenant_id": tenant_id, "actor_id": actor_id, "session_id": session_id, "turn_id": turn_id}
             if not self._turn_cancelled(connection, turn):
                 connection.execute(cancelled_turns.insert().values(cancelled_at=now, **turn))
             waiting = [_intent(r) for r in connection.execute(sa.select(intents).where(

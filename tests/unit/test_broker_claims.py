@@ -13,6 +13,7 @@ from services.capabilities import store as broker_store
 from services.capabilities.broker import Broker
 from services.capabilities.publisher import HostPublisher
 from services.capabilities.store import BrokerStore, Surface, engine_for, migrate
+from shared.refusals import Conflict
 from tessera.common.v1 import common_pb2
 from tests.fixtures.postgres import BACKENDS, migrated_engine, postgres_database
 from tests.fixtures.race import race
@@ -183,3 +184,23 @@ def test_lease_renewals_go_on_while_every_effect_thread_is_busy(tmp_path):
         pool.shutdown()
         broker.execution.lease_pool.shutdown()
         engine.dispose()
+
+
+def test_a_request_racing_the_cancel_of_its_turn_never_waits_for_a_person(pg_engine):
+    """The agent cancels a turn while a call of it is being recorded on another replica: whichever goes first,
+    the request ends refused or cancelled, never awaiting approval (PostgreSQL: two connections racing)."""
+    stores = [BrokerStore(pg_engine), BrokerStore(pg_engine)]
+    for n in range(20):
+        turn = f"trn_race_{n}"
+
+        def step(index, turn=turn, claim=f"claim-race-{n}"):
+            if index == 0:
+                return stores[0].cancel_turn("acme", "alice", "ses_1", turn)
+            try:
+                return stores[1].create(claim, _fields(turn_id=turn), 600, "mutate")[0]
+            except Conflict as refused:
+                return refused.reason
+
+        _, made = race(2, step)
+        if made != "TURN_CANCELLED":
+            assert stores[0].intent(made.intent_id).status == common_pb2.INTENT_STATUS_CANCELLED, n
