@@ -12,19 +12,21 @@ CATALOG_FILES := $(shell find shared/ui/catalogs -type f | sort) shared/ui/a2ui.
 	shared/strict_yaml.py shared/schema_check.py
 BUNDLE := services/web/static
 GEN := shared/gen
+TS_GEN := clients/ts/gen
 DEPLOY_VENV := .venv-deploy
 LOCK := requirements
 LOCK_VENV := var/pip-tools
 
-.PHONY: setup venv lock node proto frontend browser certs demo up test fuzz lint bench eval model-check clean image k8s-tools k8s-smoke
+.PHONY: setup venv lock node proto clients frontend browser certs demo up test fuzz lint bench eval model-check clean image k8s-tools k8s-smoke
 
-setup: venv node proto frontend
+setup: venv node proto clients frontend
 
 # Each stamp lives inside what it stands for, so deleting .venv, node_modules
 # or shared/gen also forgets that it was built.
 venv: $(VENV)/.installed
 node: node_modules/.installed
 proto: $(GEN)/.generated
+clients: $(TS_GEN)/.generated
 frontend: $(BUNDLE)/.built
 
 # The venv gets exactly the lock's pins, each checked against the lock's hashes (pip's hash-checking
@@ -67,6 +69,13 @@ $(GEN)/.generated: $(VENV)/.installed $(PROTO_FILES)
 	@rm -rf $(GEN) && mkdir -p $(GEN)
 	$(PY) -m grpc_tools.protoc -Iproto --python_out=$(GEN) --pyi_out=$(GEN) --grpc_python_out=$(GEN) $(PROTO_FILES)
 	@find $(GEN)/tessera -type d -exec touch {}/__init__.py \;
+	@touch $@
+
+# Typed TypeScript clients (protoc-gen-es through buf, buf.gen.ts.yaml) for callers in other languages; like
+# the Python stubs, generated from proto/ and not committed.
+$(TS_GEN)/.generated: node_modules/.installed buf.gen.ts.yaml $(PROTO_FILES)
+	@rm -rf $(TS_GEN)
+	npx buf generate --template buf.gen.ts.yaml
 	@touch $@
 
 # The browser bundle (Vite): services/web/static, served by the web process; not committed.
@@ -127,7 +136,7 @@ model-check: proto
 	$(PY) bench/model_check.py
 
 clean:
-	rm -rf $(VENV) $(DEPLOY_VENV) node_modules $(GEN) $(BUNDLE) services/web/frontend/src/generated/*.js var .pytest_cache
+	rm -rf $(VENV) $(DEPLOY_VENV) node_modules $(GEN) $(TS_GEN) clients/ts/dist $(BUNDLE) services/web/frontend/src/generated/*.js var .pytest_cache
 
 # The container images, built without a registry (needs root; see deploy/image/build.sh):
 # localhost/tessera:<version> (+ :latest), one image for all six services, and

@@ -1,0 +1,46 @@
+// Who may call what, read from the contracts themselves: every RPC declares its callers with the
+// (tessera.authz.v1.callers) option, and protoc-gen-es keeps options in the generated descriptors. The
+// services enforce the same declarations (shared/authz.py), so a client can see before calling whether
+// its principal will be refused with PERMISSION_DENIED.
+import type { DescService } from "@bufbuild/protobuf";
+import { getOption, hasOption } from "@bufbuild/protobuf";
+import { AgentService } from "../gen/tessera/agent/v1/agent_pb.js";
+import { callers, PrincipalSchema, spiffe_id } from "../gen/tessera/authz/v1/authz_pb.js";
+import { CapabilityBrokerService } from "../gen/tessera/capabilities/v1/capabilities_pb.js";
+import { CompilerService } from "../gen/tessera/compiler/v1/compiler_pb.js";
+import { HostService } from "../gen/tessera/host/v1/host_pb.js";
+import { ResourceGatewayService } from "../gen/tessera/resources/v1/resources_pb.js";
+
+export const SERVICES: readonly DescService[] = [
+  AgentService, CapabilityBrokerService, CompilerService, HostService, ResourceGatewayService,
+];
+
+/** A principal as the contracts name it: "cli" for PRINCIPAL_CLI, with its SPIFFE id. */
+export interface Principal {
+  name: string;
+  spiffeId: string;
+}
+
+function principal(number: number): Principal {
+  const value = PrincipalSchema.values.find((v) => v.number === number);
+  if (value === undefined) throw new Error(`unknown principal number ${number}`);
+  return { name: value.name.replace(/^PRINCIPAL_/, "").toLowerCase(), spiffeId: getOption(value, spiffe_id) };
+}
+
+/** Full method path ("/tessera.host.v1.HostService/OpenSession") → the principals allowed to call it. An RPC
+ * without a declaration has none: the services deny it to everyone. */
+export function callerTable(services: readonly DescService[] = SERVICES): Map<string, Principal[]> {
+  const table = new Map<string, Principal[]>();
+  for (const service of services) {
+    for (const method of service.methods) {
+      const declared = hasOption(method, callers) ? getOption(method, callers).allow : [];
+      table.set(`/${service.typeName}/${method.name}`, declared.filter((n) => n !== 0).map(principal));
+    }
+  }
+  return table;
+}
+
+/** Whether `principal` (e.g. "cli") may call the method at `path`. */
+export function mayCall(principalName: string, path: string, table = callerTable()): boolean {
+  return (table.get(path) ?? []).some((p) => p.name === principalName);
+}
