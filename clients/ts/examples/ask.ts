@@ -29,6 +29,7 @@ class SurfaceFollower {
   readonly messages: { revisionId: string; message: A2uiMessage; text: string }[] = [];
   private readonly stop = new AbortController();
   private wake: () => void = () => {};
+  private ended = false;
   private readonly reading: Promise<void>;
 
   constructor(host: Client<typeof HostService>, actor: ActorAssertion, session: OpenSessionResponse) {
@@ -50,6 +51,9 @@ class SurfaceFollower {
       }
     } catch (error) {
       if (!this.stop.signal.aborted) throw error;
+    } finally {
+      this.ended = true;
+      this.wake();
     }
   }
 
@@ -57,6 +61,10 @@ class SurfaceFollower {
     const deadline = Date.now() + WAIT_MS;
     while (!condition()) {
       if (Date.now() > deadline) throw new Error(`gave up waiting for ${what} on the surface`);
+      if (this.ended) {
+        await this.reading;  // the stream's own error, if it failed
+        throw new Error(`the surface's stream ended before ${what}`);
+      }
       await Promise.race([new Promise<void>((resolve) => { this.wake = resolve; }),
         new Promise((resolve) => setTimeout(resolve, 200)), this.reading]);
     }
