@@ -23,7 +23,7 @@ from tessera.host.v1 import host_pb2
 from tessera.resources.v1 import resources_pb2
 from tests.browser.conftest import screenshot
 from tests.fixtures.golden.reference import expected_figures
-from tests.fixtures.ui import model_view
+from tests.fixtures.ui import offered_ids
 from tests.integration.test_broker import Broker
 from tests.integration.test_broker import order as review_status
 
@@ -288,7 +288,7 @@ def _unfiltered_total_under_a_heading(running_set, credentials, cert_dir, sessio
                 {"mode": "aggregate", "output": "scalar", "measures": [{"id": "value", "metric": metric}]})))
         frozen = invoke(host, "host", "FreezeSlice", host_pb2.FreezeSliceRequest(
             turn_id=turn.turn_id, resource_offers=[analysis.offer]))
-        _, ids, bound = model_view(frozen)
+        ids, bound = offered_ids(frozen)
         proposal = {"version": 1, "id": "claim", "blocks": [
             {"id": "main", "component": ids["Column"], "data": {}, "children": ["title", "figure"]},
             {"id": "title", "component": ids["Heading"], "data": {"text": heading}},

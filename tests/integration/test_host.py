@@ -18,7 +18,7 @@ from shared.ui.slice import offer_tag
 from tessera.host.v1 import host_pb2
 from tessera.resources.v1 import resources_pb2
 from tests.fixtures.race import race
-from tests.fixtures.ui import model_view
+from tests.fixtures.ui import offered_ids
 
 
 @pytest.fixture(scope="module")
@@ -495,7 +495,7 @@ def test_a_figure_or_a_metric_reads_its_one_cell_only(channels, cert_dir):
     session, turn, analysis = _turn_with_analysis(channels, cert_dir)
     frozen = call(channels, "agent", "FreezeSlice", host_pb2.FreezeSliceRequest(
         turn_id=turn.turn_id, resource_offers=[analysis.offer]))
-    _, ids, bound = model_view(frozen)
+    ids, bound = offered_ids(frozen)
     proposal = {"version": 1, "id": "answer", "blocks": [
         {"id": "main", "component": ids["Column"], "data": {}, "children": ["words", "top"]},
         {"id": "words", "component": ids["FigureText"], "data": {

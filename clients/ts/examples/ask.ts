@@ -9,7 +9,7 @@
 // made by a client library.
 import { fromBinary } from "@bufbuild/protobuf";
 import { type Client, createClient } from "@connectrpc/connect";
-import { AgentService, type TurnDone } from "../gen/tessera/agent/v1/agent_pb.js";
+import { AgentService, ToolStepPhase, type TurnDone } from "../gen/tessera/agent/v1/agent_pb.js";
 import { type ActorAssertion, ActorAssertionSchema } from "../gen/tessera/common/v1/common_pb.js";
 import { HostService, type OpenSessionResponse, type SubscribeResponse } from "../gen/tessera/host/v1/host_pb.js";
 import { mtlsTransport } from "../src/transport.js";
@@ -65,8 +65,11 @@ class SurfaceFollower {
         await this.reading;  // the stream's own error, if it failed
         throw new Error(`the surface's stream ended before ${what}`);
       }
+      // Woken by the next message (or the stream's end); the timer only ends the wait at the deadline.
+      let timer: NodeJS.Timeout | undefined;
       await Promise.race([new Promise<void>((resolve) => { this.wake = resolve; }),
-        new Promise((resolve) => setTimeout(resolve, 200)), this.reading]);
+        new Promise((resolve) => { timer = setTimeout(resolve, deadline - Date.now()); }), this.reading]);
+      clearTimeout(timer);
     }
   }
 
@@ -95,7 +98,7 @@ try {
     { actor, sessionId: session.sessionId, question, requestId: `ts-${crypto.randomUUID()}` },
     { timeoutMs: 120_000 },
   )) {
-    if (event.event.case === "toolStep" && event.event.value.phase === 2) steps.push(event.event.value.tool);
+    if (event.event.case === "toolStep" && event.event.value.phase === ToolStepPhase.FINISHED) steps.push(event.event.value.tool);
     if (event.event.case === "done") done = event.event.value;
   }
   if (done === undefined) throw new Error("the turn's stream ended without its done event");

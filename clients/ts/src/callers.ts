@@ -40,7 +40,10 @@ export function callerTable(services: readonly DescService[] = SERVICES): Map<st
   return table;
 }
 
-/** Whether `principal` (e.g. "cli") may call the method at `path`. */
-export function mayCall(principalName: string, path: string, table = callerTable()): boolean {
-  return (table.get(path) ?? []).some((p) => p.name === principalName);
+let declared: Map<string, Principal[]> | undefined;  // the contracts' table, read once
+
+/** Whether `principal` (e.g. "cli") may call the method at `path` by the contracts' declarations. */
+export function mayCall(principalName: string, path: string): boolean {
+  declared ??= callerTable();
+  return (declared.get(path) ?? []).some((p) => p.name === principalName);
 }
