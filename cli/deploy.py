@@ -93,6 +93,7 @@ def local_settings(passwords: dict[str, str]) -> dict[str, dict[str, str]]:
                          "changes_url": url("tessera_writer", "warehouse")},
         "host": {"database_url": url("tessera_host", "tessera_host")},
         "web": {"session_secret": secrets.token_hex(32), "oidc_client_secret": ""},  # OpenID sign-in off
+        "mcp": {},  # remote MCP off until an authorization server is configured (TESSERA_MCP_OAUTH_ISSUER)
     }
 
 

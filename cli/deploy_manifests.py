@@ -19,7 +19,7 @@ import yaml
 from shared.authz import declared_callers
 from shared.config import DEFAULT_PORTS
 from shared.contracts import SERVICES
-from shared.identity import PROCESS_NAMES, spiffe_id_for
+from shared.identity import HTTP_PROCESS_NAMES, PROCESS_NAMES, spiffe_id_for
 from shared.runtime import LIVENESS_SERVICE
 
 NAMESPACE = "tessera"
@@ -50,6 +50,10 @@ class ServiceSpec:
     database: bool = False  # reaches PostgreSQL (its own database, or the warehouse)
     egress_https: str = ""  # why it may open HTTPS connections outside the cluster ("" = never)
     browsers: bool = False  # takes connections from browsers
+    outside_agents: bool = False  # takes connections from outside agents (MCP clients)
+    # Holds conversations in memory (the MCP front's open turns): one replica, never autoscaled, until turns
+    # can move between replicas.
+    single_replica: bool = False
     # Settings read from files in its own Secret (TESSERA_SECRETS_DIR), never from the environment.
     secret_settings: tuple[str, ...] = ()
 
@@ -67,6 +71,9 @@ SPECS: dict[str, ServiceSpec] = {spec.name: spec for spec in (
     ServiceSpec("web", stateless=True, browsers=True, secret_settings=("session_secret", "oidc_client_secret"),
                 egress_https="the OpenID provider people sign in with (TESSERA_WEB_OIDC_ISSUER: discovery, token "
                              "and keys)"),
+    ServiceSpec("mcp", stateless=True, outside_agents=True, single_replica=True,
+                egress_https="the OAuth authorization server that issues MCP clients' tokens "
+                             "(TESSERA_MCP_OAUTH_ISSUER: discovery and keys)"),
 )}
 
 
@@ -92,7 +99,7 @@ def _port(name: str) -> int:
 
 
 def _port_name(name: str) -> str:
-    return "http" if name == "web" else "grpc"  # web serves browsers; the others gRPC
+    return "http" if name in HTTP_PROCESS_NAMES else "grpc"  # web serves browsers, mcp MCP clients; the rest gRPC
 
 
 def secret_name(name: str) -> str:
@@ -114,7 +121,7 @@ def _env(spec: ServiceSpec, edges: set[tuple[str, str]]) -> list[dict]:
         "TESSERA_VAR_DIR": STATE_MOUNT,
         "TESSERA_LOG_LEVEL": "INFO",
     }
-    if spec.name != "web":
+    if spec.name not in HTTP_PROCESS_NAMES:
         env[prefix + "HEALTH_PORT"] = str(HEALTH_PORT)
     if spec.database:
         # A database that is not up yet (or restarting) leaves the pod alive and not ready, with one log line.
@@ -128,7 +135,7 @@ def _env(spec: ServiceSpec, edges: set[tuple[str, str]]) -> list[dict]:
 def _probe(spec: ServiceSpec, period: int, failures: int, liveness: bool) -> dict:
     """Readiness asks for the overall status (database reachable, keys loaded ...); liveness asks for
     LIVENESS_SERVICE, SERVING while the process runs: waiting for a database is not-ready, not dead."""
-    if spec.name == "web":
+    if spec.name in HTTP_PROCESS_NAMES:
         # web answers only its allowed host names (no DNS rebinding), so the probe names one of them.
         check = {"httpGet": {"path": "/healthz", "port": "http",
                              "httpHeaders": [{"name": "Host", "value": "localhost"}]}}
@@ -150,7 +157,7 @@ def hardened_pod_security() -> dict:
 
 def _deployment(spec: ServiceSpec, edges: set[tuple[str, str]]) -> dict:
     ports = [{"name": _port_name(spec.name), "containerPort": _port(spec.name), "protocol": "TCP"}]
-    if spec.name != "web":
+    if spec.name not in HTTP_PROCESS_NAMES:
         ports.append({"name": "health", "containerPort": HEALTH_PORT, "protocol": "TCP"})
     container = {
         "name": spec.name,
@@ -269,6 +276,9 @@ def network_policies(edges: set[tuple[str, str]]) -> list[dict]:
         if spec.browsers:
             policies.append(_policy(f"browsers-to-{spec.name}", spec.name, [{"ports": _tcp(_port(spec.name))}],
                                     None, "browsers reach web, and only web"))
+        if spec.outside_agents:
+            policies.append(_policy(f"outside-agents-to-{spec.name}", spec.name, [{"ports": _tcp(_port(spec.name))}],
+                                    None, "outside agents (MCP clients, with OAuth bearer tokens) reach the MCP front"))
     return policies
 
 
@@ -296,7 +306,8 @@ def _issued_identity_patch(spec: ServiceSpec) -> dict:
         "csi.cert-manager.io/issuer-name": ISSUER,
         "csi.cert-manager.io/issuer-kind": "Issuer",
         "csi.cert-manager.io/uri-sans": spiffe_id_for(spec.name),
-        "csi.cert-manager.io/key-usages": "digital signature,server auth,client auth" if spec.name != "web"
+        "csi.cert-manager.io/key-usages": "digital signature,server auth,client auth"
+        if spec.name not in HTTP_PROCESS_NAMES
         else "digital signature,client auth",
         "csi.cert-manager.io/duration": "720h",
         "csi.cert-manager.io/renew-before": "240h",
@@ -316,7 +327,10 @@ def _issued_identity_patch(spec: ServiceSpec) -> dict:
 
 def _replicas_patch(spec: ServiceSpec) -> list[dict]:
     """Every service runs at least two replicas in production: the stateless ones under their autoscaler,
-    the stateful ones on their shared PostgreSQL database (claims and wake-ups go through it)."""
+    the stateful ones on their shared PostgreSQL database (claims and wake-ups go through it). A service
+    holding conversations in memory stays at one."""
+    if spec.single_replica:
+        return []
     patches = [{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": spec.name},
                 "spec": {"replicas": PRODUCTION_MIN_REPLICAS}}]
     if spec.stateless:
@@ -356,7 +370,7 @@ def render_generated() -> dict[str, str]:
     for name in PROCESS_NAMES:
         spec = SPECS[name]
         workloads += [_service_account(spec), _deployment(spec, edges), _service(spec), _disruption_budget(spec)]
-        if spec.stateless:
+        if spec.stateless and not spec.single_replica:
             workloads.append(_autoscaler(spec))
     production = [_issued_identity_patch(SPECS[name]) for name in PROCESS_NAMES]
     production += [patch for name in PROCESS_NAMES for patch in _replicas_patch(SPECS[name])]

@@ -26,7 +26,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from shared.certs import CA_CERT_FILE, Credentials, cert_path, export_identity, key_path, load_credentials, private_dir
 from shared.channels import sync_channel
 from shared.config import DEFAULT_PORTS
-from shared.identity import PROCESS_NAMES
+from shared.identity import HTTP_PROCESS_NAMES, PROCESS_NAMES
 from shared.paths import REPO_ROOT
 
 STARTUP_TIMEOUT_SECONDS = 30.0
@@ -88,7 +88,7 @@ def cli_credentials(cert_dir: Path, principal: str = "cli") -> Credentials:
 
 def check_health(handle: ProcessHandle, credentials: Credentials, timeout: float = 2.0) -> str:
     """SERVING / NOT_SERVING / UNREACHABLE (<why>) for one process."""
-    if handle.name == "web":
+    if handle.name in HTTP_PROCESS_NAMES:
         try:
             with urllib.request.urlopen(f"http://{handle.address}/healthz", timeout=timeout) as reply:
                 return json.loads(reply.read())["status"]

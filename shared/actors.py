@@ -1,4 +1,4 @@
-"""Signed actor assertions: who a person is, as asserted by web or the CLI (§2).
+"""Signed actor assertions: who a person is, as asserted by web, the CLI or the MCP front (§2).
 
 The edge that authenticated the person signs ActorClaims with its own
 Ed25519 key; every other service verifies with the edge's public key and
@@ -25,7 +25,7 @@ from tessera.common.v1 import common_pb2
 
 PURPOSE = "tessera.actor-assertion.v1"
 AUDIENCE = "host"
-EDGES = ("web", "cli")  # the principals that authenticate people
+EDGES = ("web", "cli", "mcp")  # the principals that authenticate people
 MAX_LIFETIME = dt.timedelta(hours=12)
 VERIFIED_CACHE_SIZE = 10_000  # distinct assertions in use at once (one per person per turn or session)
 
@@ -35,7 +35,7 @@ class Actor:
     actor_id: str
     tenant_id: str
     display_name: str
-    asserted_by: str  # web or cli
+    asserted_by: str  # one of EDGES
 
 
 def assert_actor(signing_key: ed25519.Ed25519PrivateKey, actor_id: str, tenant_id: str, display_name: str = "",
@@ -89,7 +89,8 @@ class ActorVerifier:
             raise tokens.TokenError("ACTOR_MISSING", "a signed actor assertion is required")
         found = self._by_key_id.get(signed.key_id)
         if found is None:
-            raise tokens.TokenError("ACTOR_UNKNOWN_SIGNER", "the actor assertion is not signed by web or the CLI")
+            raise tokens.TokenError("ACTOR_UNKNOWN_SIGNER",
+                                    "the actor assertion is not signed by web, the CLI or the MCP front")
         edge, key = found
         try:
             claims = tokens.verify(key, PURPOSE, signed, common_pb2.ActorClaims)

@@ -169,9 +169,9 @@ def issue_leaf(
 
 
 # Principals that sign tokens others verify (§2): the host signs grants, the
-# resources service signs resource offers, web and the CLI sign the actor
-# assertions of the people they authenticated. Each gets an Ed25519 key pair.
-SIGNING_PRINCIPALS = ("host", "resources", "web", "cli")
+# resources service signs resource offers, web, the CLI and the MCP front sign
+# the actor assertions of the people they authenticated. Each gets an Ed25519 key pair.
+SIGNING_PRINCIPALS = ("host", "resources", "web", "cli", "mcp")
 # Services that mint HMAC tokens only they verify: resources' capability tokens.
 SECRET_PRINCIPALS = ("resources",)
 

@@ -22,6 +22,7 @@ from shared.paths import cert_dir
 
 DEFAULT_PORTS = {
     "agent": 50051, "compiler": 50052, "resources": 50053, "capabilities": 50054, "host": 50055, "web": 8080,
+    "mcp": 8090,
 }
 _ADDRESS = re.compile(r"^(?P<host>[A-Za-z0-9.\-]+|\[[0-9A-Fa-f:]+\]):(?P<port>\d{1,5})$")
 

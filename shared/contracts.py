@@ -63,8 +63,6 @@ def _bound(service: str, method: str, request):
     request_class = GetMessageClass(rpc.input_type)
     response_class = GetMessageClass(rpc.output_type)
     path = f"/{rpc.containing_service.full_name}/{rpc.name}"
-    if rpc.client_streaming:
-        raise ValueError(f"{path} is client-streaming; invoke() does not drive those")
     return rpc, path, request_class, response_class, request if request is not None else request_class()
 
 
@@ -82,10 +80,18 @@ def invoke(channel, service: str, method: str, request=None, timeout: float = 5.
     """Call any contract RPC over a sync channel, by name.
 
     Server-streaming RPCs return the first message (or None when the stream
-    ends without one); tests and the CLI use this to reach every RPC without
-    a hand-written stub per method.
+    ends without one); a client-streaming one is sent `request` as its only
+    message. Tests and the CLI use this to reach every RPC without a
+    hand-written stub per method.
     """
     rpc, path, request_class, response_class, message = _bound(service, method, request)
+    if rpc.client_streaming:  # one request on the stream, then the first answer
+        call = channel.stream_stream(path, request_serializer=request_class.SerializeToString,
+                                     response_deserializer=response_class.FromString)(iter([message]), timeout=timeout)
+        try:
+            return next(iter(call), None)
+        finally:
+            call.cancel()
     if rpc.server_streaming:
         call = invoke_stream(channel, service, method, message, timeout)
         try:

@@ -30,8 +30,9 @@ _TABLE = _principal_table()
 PRINCIPAL_NAMES: tuple[str, ...] = tuple(_TABLE)
 # Processes that serve gRPC (web serves HTTP to browsers and is a gRPC client).
 GRPC_SERVICE_NAMES: tuple[str, ...] = ("agent", "compiler", "resources", "capabilities", "host")
-# Every process `tessera up` starts.
-PROCESS_NAMES: tuple[str, ...] = GRPC_SERVICE_NAMES + ("web",)
+# Every process `tessera up` starts: web serves browsers, mcp outside agents (MCP over streamable HTTP).
+HTTP_PROCESS_NAMES: tuple[str, ...] = ("web", "mcp")
+PROCESS_NAMES: tuple[str, ...] = GRPC_SERVICE_NAMES + HTTP_PROCESS_NAMES
 
 _BY_SPIFFE = {spiffe: name for name, (_, spiffe) in _TABLE.items()}
 _BY_NUMBER = {number: name for name, (number, _) in _TABLE.items()}

@@ -8,6 +8,7 @@ from grpc_health.v1 import health_pb2_grpc
 from services.agent.chat import ChatAdapter, ChatConfig
 from services.agent.config import AgentSettings
 from services.agent.peers import PEER_NAMES, Peers, health_readiness
+from services.agent.served_turns import data_tools, serve_tools
 from services.agent.suggestions import suggest
 from services.agent.tools import TOOL_NAMES
 from services.agent.turn import ModelTranscript, RunningTurn, run_turn
@@ -56,6 +57,14 @@ class AgentService(agent_pb2_grpc.AgentServiceServicer):
         actor = self._actors.require(request.actor)
         async for event in run_turn(request, self._peers, actor, self._running, self._chat, self._transcript):
             yield event
+
+    async def ListDataTools(self, request, context):
+        return agent_pb2.ListDataToolsResponse(tools=data_tools())
+
+    async def ServeTools(self, request_iterator, context):
+        # Cancelling the call (the front went away) ends the turn; its running tool call is cancelled.
+        async for response in serve_tools(request_iterator, self._actors, self._peers, self._transcript):
+            yield response
 
     async def CancelTurn(self, request, context):
         actor = self._actors.require(request.actor)

@@ -195,6 +195,12 @@ class Turn:
         self.bridge = ToolBridge(tools)
         return tools
 
+    def use_data_tools_only(self) -> None:
+        """The six data tools and nothing else (an outside model's turn: the broker's tools are not offered)."""
+        peers = self.peers
+        self.bridge = ToolBridge(build_tools(self.state, peers.resources, peers.host, peers.ready,
+                                             peers.capabilities))
+
     def _planner_run(self, chat: ChatAdapter | None, tools: list[Tool]) -> Coroutine[object, object, Plan]:
         """The planner's run over the tools: the embedded one, or the configured model's."""
         earlier = list(self.begun.earlier_questions)

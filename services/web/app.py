@@ -7,14 +7,9 @@ organisation's OpenID provider, and every response carries the security headers.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
-import os
-import signal
-import socket
 
-import uvicorn
 from sse_starlette.sse import AppStatus
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -29,8 +24,9 @@ from services.web.session import Assertions, SessionCookies, SessionSecretError,
 from shared.certs import CredentialError, Credentials, load_signing_key, signing_key_path
 from shared.channels import aio_channel
 from shared.config import peer_target
+from shared.http_process import listening_socket, serve_app
 from shared.logs import log, setup_logging
-from shared.runtime import fail_startup, load_process_credentials, write_ready_file
+from shared.runtime import fail_startup, load_process_credentials
 from tessera.agent.v1 import agent_pb2_grpc
 from tessera.capabilities.v1 import capabilities_pb2_grpc
 from tessera.host.v1 import host_pb2_grpc
@@ -90,16 +86,7 @@ def create_app(settings: WebSettings, credentials: Credentials) -> Starlette:
 def main() -> None:
     settings, credentials = load_process_credentials("web", WebSettings)
     setup_logging("web", settings.log_level)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    # A restart after a crash must not wait out the old connections' TIME-WAIT.
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((settings.listen_host, settings.port))
-    except OSError as exc:
-        fail_startup("web", f"TESSERA_WEB_PORT={settings.port}: cannot listen on "
-                            f"{settings.listen_host}:{settings.port}: {exc.strerror}")
-    sock.listen(128)
-    port = sock.getsockname()[1]
+    sock = listening_socket("web", settings)
     try:
         app = create_app(settings, credentials)
     except (CredentialError, SessionSecretError) as exc:
@@ -108,28 +95,4 @@ def main() -> None:
     # end them all at the first SIGTERM, cutting short the turns they carry. (Process-wide: set here, by the
     # process that serves, not by whoever imports the API.)
     AppStatus.disable_automatic_graceful_drain()
-    config = uvicorn.Config(app, log_config=None, access_log=False,
-                            timeout_graceful_shutdown=int(settings.grace_seconds))
-    server = uvicorn.Server(config)
-    address = f"{settings.listen_host}:{port}"
-
-    # uvicorn stops gracefully on SIGTERM/SIGINT, then re-raises the signal to
-    # the handler that was installed before it; a no-op there makes a clean
-    # stop exit 0 instead of dying by the signal.
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: None)
-
-    async def run() -> None:
-        serving = asyncio.create_task(server.serve(sockets=[sock]))
-        while not server.started and not serving.done():
-            await asyncio.sleep(0.02)
-        if server.started:
-            log(logger, logging.INFO, "serving", address=address, url=f"http://{address}/")
-            if settings.ready_file:
-                write_ready_file(settings.ready_file, {
-                    "name": "web", "pid": os.getpid(), "address": address, "port": port,
-                    "identity": credentials.identity, "url": f"http://{address}/",
-                })
-        await serving
-
-    asyncio.run(run())
+    serve_app("web", settings, sock, app, credentials.identity)

@@ -31,6 +31,7 @@ from cli.deploy_check import (
 )
 from cli.deploy_manifests import SPECS, contract_edges, render_generated, secret_name
 from shared.certs import is_private_file
+from shared.identity import HTTP_PROCESS_NAMES
 from shared.paths import REPO_ROOT
 
 K8S = REPO_ROOT / "deploy" / "k8s"
@@ -123,10 +124,12 @@ def test_the_extra_egress_goes_only_where_it_is_needed(rendered):
                        for rule in p["spec"].get("egress", []))}
 
     assert pods_with(5432) == {"host", "capabilities", "resources"}  # their own database, or the warehouse
-    # The model endpoint; MCP servers over HTTP; the OpenID provider people sign in with.
-    assert pods_with(443) == {"agent", "capabilities", "web"}
-    browsers = [p for p in policies.values() if any("from" not in rule for rule in p["spec"].get("ingress", []))]
-    assert [p["spec"]["podSelector"]["matchLabels"]["app.kubernetes.io/name"] for p in browsers] == ["web"]
+    # The model endpoint; MCP servers over HTTP; the OpenID provider people sign in with; the authorization
+    # server of MCP clients' tokens.
+    assert pods_with(443) == {"agent", "capabilities", "web", "mcp"}
+    # From outside the pod network: browsers reach web, outside agents the MCP front, and nothing else.
+    outside = [p for p in policies.values() if any("from" not in rule for rule in p["spec"].get("ingress", []))]
+    assert sorted(p["spec"]["podSelector"]["matchLabels"]["app.kubernetes.io/name"] for p in outside) == ["mcp", "web"]
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
@@ -175,7 +178,7 @@ def test_every_pod_is_hardened(rendered, overlay):
             container = pod["containers"][0]
             # Native gRPC probes on the plaintext health-only port (web: HTTP on its own port).
             probe = container["readinessProbe"]
-            assert ("grpc" in probe) == (doc["metadata"]["name"] != "web")
+            assert ("grpc" in probe) == (doc["metadata"]["name"] not in HTTP_PROCESS_NAMES)
             secrets = [v["secret"]["secretName"] for v in pod["volumes"] if "secret" in v]
             assert secrets == [secret_name(doc["metadata"]["name"])], "a Deployment mounts only its own Secret"
             assert not any("valueFrom" in env for env in container["env"]), "secrets are files, never env"

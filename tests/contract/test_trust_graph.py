@@ -1,7 +1,9 @@
 """Declared callers never exceed the trust graph of ARCHITECTURE.md §2.
 
 The table below is §2's "is called by" column plus the operator CLI, plus
-capabilities → host for receipt events (§2 "calls": host (receipt events)).
+capabilities → host for receipt events (§2 "calls": host (receipt events)),
+plus the MCP front (issue 21; its row is proposed for §2): it calls the agent
+for the six data tools and the host for the person's session, nothing else.
 A declaration outside it is a design change and must be made there first.
 """
 
@@ -11,11 +13,11 @@ from shared.authz import declared_callers
 from shared.contracts import SERVICES
 
 MAY_CALL = {
-    "agent": {"web", "cli"},
+    "agent": {"web", "cli", "mcp"},
     "compiler": {"host", "cli"},
     "resources": {"agent", "host", "cli"},
     "capabilities": {"agent", "host", "web", "cli"},
-    "host": {"agent", "web", "cli", "capabilities"},
+    "host": {"agent", "web", "cli", "capabilities", "mcp"},
 }
 
 HUMAN_DECISIONS_ONLY = {"web", "cli"}
@@ -51,3 +53,11 @@ def test_model_facing_data_rpcs_are_for_the_agent_and_windows_for_the_host():
     for rpc in ("InspectContext", "InspectCatalog", "Describe", "Probe", "Analyze"):
         assert set(declared_callers(resources.methods_by_name[rpc])) == {"agent"}
     assert set(declared_callers(resources.methods_by_name["ResolveWindow"])) == {"host"}
+
+
+def test_the_mcp_front_reaches_the_data_tools_and_the_persons_session_only():
+    reached = {(name, method.name) for name, (descriptor, _) in SERVICES.items() for method in descriptor.methods
+               if "mcp" in declared_callers(method)}
+    assert reached == {("agent", "ListDataTools"), ("agent", "ServeTools"), ("host", "OpenSession")}
+    agent = SERVICES["agent"][0]
+    assert list(declared_callers(agent.methods_by_name["ServeTools"])) == ["mcp"]  # no other edge runs outside turns

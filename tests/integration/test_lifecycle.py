@@ -15,6 +15,7 @@ import pytest
 
 from shared.channels import sync_channel
 from shared.contracts import invoke
+from shared.identity import PROCESS_NAMES
 from shared.paths import REPO_ROOT
 from tests.fixtures.waiting import wait_until
 
@@ -89,15 +90,14 @@ def up(cert_dir, tmp_path, service_env):
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_up_reports_health_then_stops_everything_cleanly(up, cert_dir, signum):
     process, var_dir, table = up
-    rows = [line for line in table if line.split() and line.split()[0] in
-            {"agent", "compiler", "resources", "capabilities", "host", "web"}]
-    assert len(rows) == 6 and all(row.split()[-1] == "SERVING" for row in rows), table
+    rows = [line for line in table if line.split() and line.split()[0] in PROCESS_NAMES]
+    assert len(rows) == len(PROCESS_NAMES) and all(row.split()[-1] == "SERVING" for row in rows), table
     pids = _pids(var_dir)
 
     status = subprocess.run(TESSERA + ["status"], cwd=REPO_ROOT, env=_env(cert_dir, var_dir),
                             capture_output=True, text=True, timeout=60)
     assert status.returncode == 0, status.stdout + status.stderr
-    assert status.stdout.count("SERVING") == 6
+    assert status.stdout.count("SERVING") == len(PROCESS_NAMES)
 
     process.send_signal(signum)
     rest = process.communicate(timeout=60)[0]

@@ -1,0 +1,48 @@
+"""Settings of the MCP front (TESSERA_MCP_*)."""
+
+from __future__ import annotations
+
+from pydantic import Field, model_validator
+
+from shared.config import ServiceSettings
+
+
+class McpSettings(ServiceSettings):
+    # Remote clients (streamable HTTP) present OAuth 2.1 bearer tokens from this authorization server (the
+    # MCP authorization spec): JWT access tokens (RFC 9068), checked against its published keys. Empty: the
+    # HTTP front refuses every MCP request (503 with the reason) and only local stdio use works.
+    oauth_issuer: str = Field(default="", max_length=500)
+    # This server's resource URL as clients reach it (e.g. https://tessera.example.com/mcp): the audience a
+    # token must be issued for, and what the protected-resource metadata names.
+    resource_url: str = Field(default="", max_length=500)
+    # Scopes every token must carry (space-separated); empty: none beyond a valid token for this resource.
+    oauth_scopes: str = "tessera.data"
+    # The person and their tenant, from the token's claims: `oauth_tenant_claim`, or one fixed tenant.
+    oauth_person_claim: str = "sub"
+    oauth_tenant_claim: str = ""
+    oauth_tenant: str = ""
+    oauth_name_claim: str = "name"
+    # Local stdio use (`tessera mcp`): the person the process acts for, the operator who started it on
+    # their own machine, as the operator CLI does.
+    stdio_person: str = "operator"
+    stdio_tenant: str = "local"
+    # Where people open web, for the link present_ui returns (e.g. https://tessera.example.com).
+    web_url: str = "http://127.0.0.1:8080"
+    # Host names the HTTP front answers to (DNS rebinding protection), and the browser origins it accepts.
+    allowed_hosts: list[str] = Field(default_factory=lambda: ["127.0.0.1:*", "localhost:*", "[::1]:*"])
+    allowed_origins: list[str] = Field(default_factory=lambda: ["http://127.0.0.1:*", "http://localhost:*"])
+    # A turn nobody called a tool in for this long ends (the next call begins a new one).
+    idle_turn_seconds: float = Field(default=600, gt=0, le=86_400)
+
+    @model_validator(mode="after")
+    def _oauth_is_complete(self) -> McpSettings:
+        if self.oauth_issuer:
+            if not self.oauth_issuer.startswith(("https://", "http://")):
+                raise ValueError("TESSERA_MCP_OAUTH_ISSUER must be an http(s) URL")
+            if not self.resource_url.startswith(("https://", "http://")):
+                raise ValueError("set TESSERA_MCP_RESOURCE_URL to this server's URL as clients reach it "
+                                 "(tokens must be issued for it)")
+            if bool(self.oauth_tenant_claim) == bool(self.oauth_tenant):
+                raise ValueError("set one of TESSERA_MCP_OAUTH_TENANT_CLAIM (a claim naming each person's tenant) "
+                                 "or TESSERA_MCP_OAUTH_TENANT (one tenant for everyone)")
+        return self

@@ -1,0 +1,138 @@
+"""The MCP front's tools: exactly the agent's six data tools, for the person the front authenticated.
+
+Tool descriptions and input schemas are the agent's own (agent.ListDataTools), so an outside model is
+offered what the built-in one is; annotations say honestly that only present_ui changes anything.
+Every call goes to the agent's turn for that person and client (turns.py) and comes back as the
+result a model gets there: slices, opaque ids and descriptors, never rows, SQL or physical names.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import logging
+import time
+from dataclasses import dataclass
+
+import grpc
+import mcp_types as types
+
+from services.mcp.turns import QUESTION_OPENERS, OutsideTurn, TurnUnavailable, question_of
+from shared.actors import assert_actor
+from shared.logs import log
+from tessera.agent.v1 import agent_pb2
+from tessera.host.v1 import host_pb2
+
+logger = logging.getLogger("tessera.mcp")
+# Arguments larger than this are refused here, before any work. Smaller ones go to the agent, whose bridge
+# refuses anything over its own bound (256 KiB) exactly as it does for the built-in model.
+MAX_ARGUMENT_BYTES = 1024 * 1024
+# The host session outside agents commit to, one per person: web opens the same one for /?surface=mcp.
+SESSION_REQUEST_ID = "mcp"
+ASSERTION_LIFETIME = dt.timedelta(hours=1)
+
+
+@dataclass(frozen=True)
+class Person:
+    actor_id: str
+    tenant_id: str
+    display_name: str
+    client: str  # which outside agent (an OAuth client id, or "stdio")
+
+
+def tool_result(ok: bool, message: dict) -> types.CallToolResult:
+    text = json.dumps(message)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
+                                structured_content=message, is_error=not ok)
+
+
+def refusal(reason: str, message: str) -> types.CallToolResult:
+    return tool_result(False, {"error": reason, "message": message})
+
+
+class Front:
+    """Tools offered to outside agents, and each person-and-client's current turn."""
+
+    def __init__(self, agent, host, signing_key, web_url: str, idle_seconds: float) -> None:
+        self._agent, self._host, self._key = agent, host, signing_key
+        self._web_url = web_url.rstrip("/")
+        self._idle_seconds = idle_seconds
+        self._tools: list[types.Tool] | None = None
+        self._turns: dict[Person, OutsideTurn] = {}
+        self._locks: dict[Person, asyncio.Lock] = {}
+        self._sessions: dict[Person, str] = {}
+
+    async def tools(self) -> list[types.Tool]:
+        if self._tools is None:
+            reply = await self._agent.ListDataTools(agent_pb2.ListDataToolsRequest(), timeout=10)
+            self._tools = [types.Tool(
+                name=tool.name, description=tool.description, input_schema=json.loads(tool.input_schema_json),
+                annotations=types.ToolAnnotations(read_only_hint=tool.read_only, destructive_hint=False,
+                                                  idempotent_hint=tool.read_only, open_world_hint=False))
+                for tool in reply.tools]
+        return self._tools
+
+    def assertion(self, person: Person):
+        return assert_actor(self._key, person.actor_id, person.tenant_id, person.display_name,
+                            lifetime=ASSERTION_LIFETIME)
+
+    async def call(self, person: Person, tool: str, arguments: dict | None) -> types.CallToolResult:
+        arguments_json = json.dumps(arguments or {})
+        if len(arguments_json.encode()) > MAX_ARGUMENT_BYTES:
+            return refusal("ARGUMENTS_TOO_LARGE", f"arguments exceed {MAX_ARGUMENT_BYTES} bytes")
+        lock = self._locks.setdefault(person, asyncio.Lock())
+        async with lock:  # one conversation's calls in order: the turn state is that conversation's
+            try:
+                turn = await self._turn_for(person, tool, arguments or {})
+                outcome = await turn.call(tool, arguments_json)
+            except TurnUnavailable as exc:
+                await self._end(person)
+                return refusal(exc.reason, exc.message)
+        message = outcome.model_message
+        if outcome.committed or (tool == "present_ui" and message.get("revision")):
+            message = {**message, "link": f"{self._web_url}/?surface={SESSION_REQUEST_ID}"}
+        return tool_result(outcome.ok, message)
+
+    async def _turn_for(self, person: Person, tool: str, arguments: dict) -> OutsideTurn:
+        turn = self._turns.get(person)
+        stale = turn is not None and (time.monotonic() - turn.last_used > self._idle_seconds
+                                      or (turn.answered and tool in QUESTION_OPENERS))
+        if stale:
+            await self._end(person)
+            turn = None
+        if turn is None:
+            turn = OutsideTurn(self._agent)
+            await turn.open(self.assertion(person), await self._session(person),
+                            question_of(tool, arguments, person.client))
+            self._turns[person] = turn
+            log(logger, logging.INFO, "turn begun", turn_id=turn.turn_id, client=person.client)
+        return turn
+
+    async def _session(self, person: Person) -> str:
+        if person not in self._sessions:
+            try:
+                opened = await self._host.OpenSession(host_pb2.OpenSessionRequest(
+                    actor=self.assertion(person), request_id=SESSION_REQUEST_ID), timeout=10)
+            except grpc.aio.AioRpcError as exc:
+                raise TurnUnavailable("HOST_UNAVAILABLE", f"the host did not open the session ({exc.code().name})") \
+                    from None
+            self._sessions[person] = opened.session_id
+        return self._sessions[person]
+
+    async def _end(self, person: Person) -> None:
+        turn = self._turns.pop(person, None)
+        if turn is not None:
+            await turn.end()
+
+    async def end_idle(self) -> None:
+        """End turns nobody called a tool in for the idle time (their streams hold agent resources)."""
+        now = time.monotonic()
+        for person, turn in list(self._turns.items()):
+            if now - turn.last_used > self._idle_seconds and not self._locks[person].locked():
+                await self._end(person)
+
+    async def close(self) -> None:
+        for person in list(self._turns):
+            await self._end(person)
+

@@ -1,0 +1,160 @@
+"""The MCP front (services/mcp): the official `mcp` Client, as an outside agent, answers a question with the
+six data tools over stdio; the committed surface shows what SQL gives; nothing the front returned carries a
+warehouse value; bad input gets the built-in agent's refusals."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from decimal import Decimal
+
+import anyio
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from shared.actors import assert_actor
+from shared.certs import load_signing_key, signing_key_path
+from shared.channels import sync_channel
+from shared.contracts import invoke
+from shared.paths import REPO_ROOT
+from tessera.host.v1 import host_pb2
+from tests.fixtures.golden.reference import expected_figures
+from tests.fixtures.no_payload import leaks
+
+DATA_TOOLS = {"inspect_current_context", "inspect_catalog", "describe_data", "probe_data", "run_analysis",
+              "present_ui"}
+WEB_URL = "http://tessera.test"
+
+
+def _stdio(running_set, person: str) -> StdioServerParameters:
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+           "TESSERA_CERT_DIR": str(running_set.identity_dir("mcp")),
+           "TESSERA_AGENT_ADDR": running_set.handles["agent"].address,
+           "TESSERA_HOST_ADDR": running_set.handles["host"].address,
+           "TESSERA_MCP_STDIO_PERSON": person, "TESSERA_MCP_STDIO_TENANT": "acme",
+           "TESSERA_MCP_WEB_URL": WEB_URL}
+    return StdioServerParameters(command=sys.executable, args=["-m", "services.mcp", "--stdio"], env=env,
+                                 cwd=str(REPO_ROOT))
+
+
+class OutsideAgent:
+    """Records everything the front returns, for the no-payload scan."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.returned: list[tuple[str, str]] = []
+
+    async def call(self, tool: str, arguments: dict) -> tuple[bool, dict]:
+        result = await self.client.call_tool(tool, arguments)
+        text = result.content[0].text
+        self.returned.append((tool, text))
+        return not result.is_error, json.loads(text)
+
+
+def _region_table_proposal(view: dict) -> dict:
+    ids = {c["name"]: c["id"] for c in view["components"]}
+    resource = view["resources"][-1]
+    binding = {"ref": resource["id"], "offer": resource["offer"]}
+    return {"version": 1, "id": "answer", "title": "Net revenue by region", "blocks": [
+        {"id": "main", "component": ids["Column"], "data": {}, "children": ["table"]},
+        {"id": "table", "component": ids["DataTable"], "data": {"resource": binding, "columns": ["d0", "m0"],
+                                                                 "page_size": 25}}]}
+
+
+async def _answer_by_region(agent: OutsideAgent) -> dict:
+    ok, context = await agent.call("inspect_current_context", {})
+    assert ok and set(context["tools"]) == DATA_TOOLS, context
+    ok, catalog = await agent.call("inspect_catalog", {"question": "net revenue by region"})
+    assert ok, catalog
+    metric = next(m for e in catalog["entities"] for m in e["metrics"] if m["label"].lower() == "net revenue")
+    region = next(f for e in catalog["entities"] for f in e["fields"]
+                  if f["label"].lower() in ("region", "region name"))
+    ok, analysis = await agent.call("run_analysis", {"draft": {
+        "mode": "aggregate", "output": "table", "measures": [{"id": "m0", "metric": metric["id"]}],
+        "dimensions": [{"id": "d0", "field": region["id"]}]}})
+    assert ok and analysis["resource"]["rows"] > 0, analysis
+    ok, frozen = await agent.call("present_ui", {})
+    assert ok, frozen
+    ok, presented = await agent.call("present_ui", {"proposal": _region_table_proposal(frozen["slice"])})
+    assert ok and presented["outcome"] == "committed" and presented["revision"], presented
+    return presented
+
+
+def _table_rows(running_set, credentials, person, revision_id: str) -> list:
+    """The rows the person's screen gets for the committed table (the host's window, as web asks for it)."""
+    with sync_channel(running_set.handles["host"].address, credentials("cli"), "host") as host:
+        session = invoke(host, "host", "OpenSession", host_pb2.OpenSessionRequest(actor=person, request_id="mcp"))
+        reply = invoke(host, "host", "SendCommand", host_pb2.SendCommandRequest(
+            actor=person, command_id="w-mcp-table", session_id=session.session_id, surface_id=session.surface_id,
+            revision_id=revision_id, resource_window=host_pb2.ResourceWindowCommand(node_id="table", limit=100)))
+        envelope = invoke(host, "host", "Subscribe", host_pb2.SubscribeRequest(
+            actor=person, session_id=session.session_id,
+            resume_after=host_pb2.Cursor(epoch=1, sequence=reply.cursor.sequence - 1)), timeout=10).envelope
+    return json.loads(envelope.a2ui.message_json)["updateDataModel"]["value"]["rows"]
+
+
+def test_an_outside_agent_answers_through_the_mcp_front_and_the_surface_shows_what_sql_gives(
+        running_set, credentials, cert_dir, warehouse_url):
+    async def scenario() -> tuple[list, dict, OutsideAgent]:
+        async with Client(_stdio(running_set, "mcp-asker"), cache=None) as client:
+            listed = await client.list_tools()
+            agent = OutsideAgent(client)
+            agent.returned.append(("tools/list", json.dumps([t.model_dump(by_alias=True) for t in listed.tools])))
+            return listed.tools, await _answer_by_region(agent), agent
+
+    tools, presented, agent = anyio.run(scenario)
+    assert {t.name for t in tools} == DATA_TOOLS
+    read_only = {t.name for t in tools if t.annotations.read_only_hint}
+    assert read_only == DATA_TOOLS - {"present_ui"}  # honest: present_ui commits to the person's surface
+    assert presented["link"] == f"{WEB_URL}/?surface=mcp"
+
+    # The committed surface is the person's, and its rows are what SQL gives.
+    person = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), "mcp-asker", "acme")
+    rows = _table_rows(running_set, credentials, person, presented["revision"])
+    expected = expected_figures(warehouse_url, {"metric": "net_revenue", "by": "region"})
+    assert {r[0] for r in rows} == set(expected)
+    assert all(abs(Decimal(str(value)) - expected[name]) < Decimal("0.01") for name, value in rows)
+
+    # Nothing the front returned to the outside agent carries a warehouse value.
+    records = [{"turn_id": "mcp", "kind": f"result:{tool}", "text": text} for tool, text in agent.returned]
+    assert leaks(records, warehouse_url) == []
+    returned = " ".join(text for _, text in agent.returned)
+    assert not [name for name in expected if name in returned]
+    assert "SELECT" not in returned and "order_items" not in returned
+
+
+def test_an_outside_agent_gets_the_built_in_agents_refusals(running_set):
+    async def scenario() -> dict[str, tuple[bool, dict]]:
+        async with Client(_stdio(running_set, "mcp-refused"), cache=None) as client:
+            agent = OutsideAgent(client)
+            outcomes = {"unknown tool": await agent.call("tickets__close_ticket", {"ticket_id": 1}),
+                        "bad arguments": await agent.call("inspect_catalog", {"question": ""}),
+                        "too large": await agent.call("inspect_catalog", {"question": "x" * 300_000})}
+            ok, catalog = await agent.call("inspect_catalog", {"question": "net revenue by region"})
+            assert not ok and catalog["error"] == "CAPABILITY_MISSING"  # the context comes first, as for any model
+            await agent.call("inspect_current_context", {})
+            ok, catalog = await agent.call("inspect_catalog", {"question": "net revenue by region"})
+            assert ok, catalog
+            seen = {e["id"] for e in catalog["entities"]}
+            forged = next(f"ent_{c * 12}" for c in "abcdefgh" if f"ent_{c * 12}" not in seen)
+            outcomes["forged id"] = await agent.call("describe_data", {"entity_ids": [forged]})
+            field = next(f["id"] for e in catalog["entities"] for f in e["fields"])
+            outcomes["probes"] = [await agent.call("probe_data", {"kind": "field-profile", "field_id": field})
+                                  for _ in range(3)]
+            ok, frozen = await agent.call("present_ui", {})
+            assert ok, frozen
+            outcomes["bad proposal"] = await agent.call("present_ui", {"proposal": {"version": 2, "blocks": []}})
+            return outcomes
+
+    outcomes = anyio.run(scenario)
+    ok, unknown = outcomes["unknown tool"]
+    assert not ok and unknown["error"] == "UNKNOWN_TOOL"
+    assert set(unknown["message"].split("available: ")[1].split(", ")) == DATA_TOOLS  # nothing else is offered
+    assert outcomes["bad arguments"][1]["error"] == "ARGUMENTS_INVALID"
+    assert outcomes["too large"][1]["error"] == "ARGUMENTS_NOT_JSON"  # the bridge's bound, as for any model
+    assert not outcomes["forged id"][0] and outcomes["forged id"][1]["error"] == "UNKNOWN_ID"
+    probes = outcomes["probes"]
+    assert [ok for ok, _ in probes] == [True, True, False] and probes[2][1]["error"] == "PROBE_BUDGET_EXHAUSTED"
+    ok, proposal = outcomes["bad proposal"]
+    assert proposal["outcome"] == "rejected" and proposal["diagnostics"] and "link" not in proposal
