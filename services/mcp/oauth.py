@@ -87,8 +87,7 @@ class JwtAccessTokens:
             return None
         granted = claims.get("scope", "")
         scopes = granted.split() if isinstance(granted, str) else []
-        if not set(self.policy.scopes) <= set(scopes):
-            return None
+        # Missing scopes are the SDK's to refuse (403 insufficient_scope, naming the scope), not an invalid token.
         return AccessToken(token=token, client_id=str(claims.get("client_id") or claims.get("azp") or ""),
                            scopes=scopes, expires_at=int(claims["exp"]), resource=self.policy.resource_url,
                            subject=str(claims.get("sub", "")), claims=claims)

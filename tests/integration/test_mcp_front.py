@@ -10,15 +10,22 @@ import sys
 from decimal import Decimal
 
 import anyio
+import httpx
+import httpx2
+import pytest
+from joserfc.jwk import ECKey
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 
+from cli.launcher import ServiceSet, free_ports
 from shared.actors import assert_actor
 from shared.certs import load_signing_key, signing_key_path
 from shared.channels import sync_channel
 from shared.contracts import invoke
 from shared.paths import REPO_ROOT
 from tessera.host.v1 import host_pb2
+from tests.fixtures.authorization_server import serving_authorization_server
 from tests.fixtures.golden.reference import expected_figures
 from tests.fixtures.no_payload import leaks
 
@@ -158,3 +165,86 @@ def test_an_outside_agent_gets_the_built_in_agents_refusals(running_set):
     assert [ok for ok, _ in probes] == [True, True, False] and probes[2][1]["error"] == "PROBE_BUDGET_EXHAUSTED"
     ok, proposal = outcomes["bad proposal"]
     assert proposal["outcome"] == "rejected" and proposal["diagnostics"] and "link" not in proposal
+
+
+# --- remote use: streamable HTTP with OAuth 2.1 bearer tokens ------------------------------------------------
+
+@pytest.fixture(scope="module")
+def authorization_server():
+    with serving_authorization_server() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def remote_front(cert_dir, running_set, authorization_server, tmp_path_factory):
+    """An MCP front over HTTP that accepts the test authorization server's tokens, on a port it names."""
+    (port,) = free_ports(1)
+    resource = f"http://127.0.0.1:{port}/mcp"
+    peers = {f"TESSERA_{name.upper()}_ADDR": running_set.handles[name].address for name in ("agent", "host")}
+    started = ServiceSet(cert_dir, tmp_path_factory.mktemp("mcp-oauth"), names=("mcp",), ephemeral_ports=True,
+                         extra_env={**peers, "TESSERA_MCP_OAUTH_ISSUER": authorization_server.issuer,
+                                    "TESSERA_MCP_RESOURCE_URL": resource, "TESSERA_MCP_OAUTH_TENANT_CLAIM": "tenant",
+                                    "TESSERA_MCP_WEB_URL": WEB_URL})
+    started.handles["mcp"].port = port
+    started.start()
+    yield resource
+    assert started.stop() == {"mcp": 0}
+
+
+def _remote(resource: str, token: str | None) -> Client:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return Client(streamable_http_client(resource, http_client=httpx2.AsyncClient(headers=headers, timeout=60)),
+                  cache=None)
+
+
+def test_a_remote_client_without_a_valid_token_is_told_where_to_get_one(remote_front, authorization_server):
+    with httpx.Client(timeout=30, trust_env=False) as http:
+        anonymous = http.post(remote_front, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                              headers={"Accept": "application/json, text/event-stream"})
+        assert anonymous.status_code == 401
+        challenge = anonymous.headers["www-authenticate"]
+        assert challenge.startswith("Bearer") and "resource_metadata=" in challenge
+        metadata_url = challenge.split('resource_metadata="')[1].split('"')[0]
+        metadata = http.get(metadata_url).json()
+        assert metadata["resource"] == remote_front
+        assert metadata["authorization_servers"] == [authorization_server.issuer]
+        assert metadata["scopes_supported"] == ["tessera.data"]
+
+        def status_with(token: str) -> int:
+            return http.post(remote_front, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                             headers={"Accept": "application/json, text/event-stream",
+                                      "Authorization": f"Bearer {token}"}).status_code
+
+        issue = authorization_server.token
+        assert status_with(issue(audience="http://elsewhere.test/mcp", subject="ada")) == 401  # another resource
+        assert status_with(issue(audience=remote_front, subject="ada", lifetime=-600)) == 401  # expired
+        assert status_with(issue(audience=remote_front, subject="ada", typ="JWT")) == 401  # not an access token
+        assert status_with(issue(audience=remote_front, subject="ada", scope="openid")) == 403  # scope missing
+        forger = ECKey.generate_key("P-256", parameters={"kid": "test-1"})  # same key id, another key
+        assert status_with(issue(audience=remote_front, subject="ada", key=forger)) == 401
+        assert status_with("not-a-jwt") == 401
+
+
+def test_a_remote_client_with_a_token_works_as_the_person_it_names(remote_front, authorization_server,
+                                                                   running_set, credentials, cert_dir, warehouse_url):
+    token = authorization_server.token(audience=remote_front, subject="remote-ada", tenant="acme")
+
+    async def scenario() -> tuple[set[str], dict]:
+        async with _remote(remote_front, token) as client:
+            listed = await client.list_tools()
+            return {t.name for t in listed.tools}, await _answer_by_region(OutsideAgent(client))
+
+    names, presented = anyio.run(scenario)
+    assert names == DATA_TOOLS
+    # Committed to the surface of the person the token names (its sub, and its tenant claim).
+    person = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), "remote-ada", "acme")
+    rows = _table_rows(running_set, credentials, person, presented["revision"])
+    assert {r[0] for r in rows} == set(expected_figures(warehouse_url, {"metric": "net_revenue", "by": "region"}))
+
+
+def test_the_front_that_tessera_up_starts_refuses_remote_use_until_oauth_is_configured(running_set):
+    address = running_set.handles["mcp"].address
+    with httpx.Client(timeout=30, trust_env=False) as http:
+        assert http.get(f"http://{address}/healthz").json() == {"status": "SERVING"}
+        refused = http.post(f"http://{address}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert refused.status_code == 503 and refused.json()["reason"] == "OAUTH_NOT_CONFIGURED"
