@@ -6,6 +6,7 @@ import argparse
 import getpass
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -32,7 +33,7 @@ from shared.channels import sync_channel
 from shared.config import DEFAULT_PORTS
 from shared.contracts import SERVICES, invoke
 from shared.identity import PRINCIPAL_NAMES
-from shared.paths import cert_dir, var_dir
+from shared.paths import REPO_ROOT, cert_dir, var_dir
 
 
 def _state_file() -> Path:
@@ -353,6 +354,30 @@ def cmd_ask(args: argparse.Namespace) -> int:
     return 0 if done.revision_ids or done.answer else 1
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    """Serve the running set's data tools to one local MCP client on stdin/stdout (its configuration starts
+    this command): the MCP front, under its own identity, acting for the local person named here."""
+    from shared.certs import export_identity
+
+    if not all(re.fullmatch(r"[A-Za-z0-9._@|:-]{1,128}", value) for value in (args.person, args.tenant)):
+        print("tessera: error: --person and --tenant: letters, digits and . _ @ | : - only, at most 128",
+              file=sys.stderr)
+        return 2
+    recorded = _running_set()
+    if recorded is None:
+        return 1
+    addresses = {p["name"]: p["address"] for p in recorded["processes"]}
+    identity = export_identity(Path(recorded["cert_dir"]), "mcp", var_dir() / "run" / "identity-mcp-stdio")
+    env = {name: os.environ[name] for name in ("PATH", "HOME", "LANG", "TESSERA_LOG_LEVEL") if name in os.environ}
+    env.update({"TESSERA_CERT_DIR": str(identity), "TESSERA_AGENT_ADDR": addresses["agent"],
+                "TESSERA_HOST_ADDR": addresses["host"], "TESSERA_MCP_STDIO_PERSON": args.person,
+                "TESSERA_MCP_STDIO_TENANT": args.tenant, "TESSERA_MCP_WEB_URL": f"http://{addresses['web']}"})
+    os.chdir(REPO_ROOT)
+    # The front replaces this process: the client's pipes are its stdin and stdout, nothing else writes there.
+    os.execve(sys.executable, [sys.executable, "-m", "services.mcp", "--stdio"], env)
+    return 1  # not reached
+
+
 def _refused(exc: grpc.RpcError) -> int:
     """A service's refusal on the terminal, with its stable reason; the command's exit status."""
     from shared.errors import error_details
@@ -533,6 +558,11 @@ def build_parser() -> argparse.ArgumentParser:
                             help="ask in the session of the last question, so 'now only web' or 'and last year?' "
                                  "is read against it")
     ask_parser.set_defaults(run=cmd_ask)
+    mcp = sub.add_parser("mcp", help="serve the data tools to a local MCP client over stdio (put this command in "
+                                     "its configuration); needs 'tessera up'")
+    mcp.add_argument("--person", default="operator", help="whom the front acts for (default: operator)")
+    mcp.add_argument("--tenant", default="local", help="their tenant (default: local)")
+    mcp.set_defaults(run=cmd_mcp)
     _add_approval_parsers(sub)
     _add_policy_parser(sub)
     catalog = sub.add_parser("catalog", help="export the component catalog as an A2UI v0.9 catalog document")

@@ -53,6 +53,8 @@ from tessera.host.v1 import host_pb2
 logger = logging.getLogger("tessera.web")
 SSE_BATCH = 16  # envelopes per host reply for a page that is behind (each still its own SSE event)
 MAX_REMEMBERED_SESSIONS = 10_000  # the least recently used are forgotten (and simply reopened at the host)
+# The host session the MCP front commits outside agents' answers to, one per person (its link: /?surface=mcp).
+OUTSIDE_AGENT_SESSION = "mcp"
 BODY_LIMITS = Limits(max_raw_bytes=64 * 1024, max_values=2_000)
 _HTTP = {grpc.StatusCode.INVALID_ARGUMENT: 400, grpc.StatusCode.UNAUTHENTICATED: 401,
          grpc.StatusCode.PERMISSION_DENIED: 403, grpc.StatusCode.NOT_FOUND: 404,
@@ -202,13 +204,16 @@ class WebApi:
             raise ApiError(400, "BODY_INVALID", "the body must be a JSON object")
         return body
 
-    async def _host_session(self, browser: BrowserSession) -> host_pb2.OpenSessionResponse:
-        """The browser session's host session: opened once (idempotently at the host), then remembered."""
-        opened = self._host_sessions.get(browser.session_id)
+    async def _host_session(self, browser: BrowserSession, surface: str = "") -> host_pb2.OpenSessionResponse:
+        """The browser session's host session, or the person's outside-agent session (`surface` "mcp", where the
+        MCP front commits): opened once (idempotently at the host, per person), then remembered."""
+        request_id = OUTSIDE_AGENT_SESSION if surface == OUTSIDE_AGENT_SESSION else f"web-{browser.session_id}"
+        key = (browser.session_id, request_id)
+        opened = self._host_sessions.get(key)
         if opened is None:
             opened = await self._call(self.host.OpenSession, host_pb2.OpenSessionRequest(
-                actor=self.assertions.of(browser.person), request_id=f"web-{browser.session_id}"), timeout=10)
-            self._host_sessions[browser.session_id] = opened
+                actor=self.assertions.of(browser.person), request_id=request_id), timeout=10)
+            self._host_sessions[key] = opened
         return opened
 
     def signed_in(self, request: Request) -> BrowserSession:
@@ -220,7 +225,11 @@ class WebApi:
 
     async def _session(self, request: Request) -> tuple[BrowserSession, host_pb2.OpenSessionResponse]:
         browser = self.signed_in(request)
-        return browser, await self._host_session(browser)
+        surface = request.query_params.get("surface", "")
+        if surface not in ("", OUTSIDE_AGENT_SESSION):
+            raise ApiError(400, "SURFACE_UNKNOWN", f"surface: empty (this browser's) or {OUTSIDE_AGENT_SESSION!r} "
+                                                   "(what outside agents presented)")
+        return browser, await self._host_session(browser, surface)
 
     def start_session(self, person: Person, via: str, response: Response) -> BrowserSession:
         """Sign a person in on `response`: a new session and its cookie (never the old id again: every sign-in
@@ -282,7 +291,8 @@ class WebApi:
         await self._body(request)  # same-origin JSON only, like every other change
         browser = self.cookies.verify(request.cookies.get(COOKIE))
         if browser is not None:
-            self._host_sessions.pop(browser.session_id, None)
+            for request_id in (f"web-{browser.session_id}", OUTSIDE_AGENT_SESSION):
+                self._host_sessions.pop((browser.session_id, request_id), None)
         response = JSONResponse({"signed_out": True})
         response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict", secure=self.secure_cookies)
         return response

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from decimal import Decimal
 
@@ -28,6 +29,7 @@ from tessera.host.v1 import host_pb2
 from tests.fixtures.authorization_server import serving_authorization_server
 from tests.fixtures.golden.reference import expected_figures
 from tests.fixtures.no_payload import leaks
+from tests.fixtures.signing import sign_in
 
 DATA_TOOLS = {"inspect_current_context", "inspect_catalog", "describe_data", "probe_data", "run_analysis",
               "present_ui"}
@@ -248,3 +250,46 @@ def test_the_front_that_tessera_up_starts_refuses_remote_use_until_oauth_is_conf
         assert http.get(f"http://{address}/healthz").json() == {"status": "SERVING"}
         refused = http.post(f"http://{address}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     assert refused.status_code == 503 and refused.json()["reason"] == "OAUTH_NOT_CONFIGURED"
+
+
+def test_the_link_present_ui_returns_opens_that_surface_in_web(running_set, credentials):
+    async def scenario() -> dict:
+        async with Client(_stdio(running_set, "mcp-linked"), cache=None) as client:
+            return await _answer_by_region(OutsideAgent(client))
+
+    presented = anyio.run(scenario)
+    base = f"http://{running_set.handles['web'].address}"
+    with httpx.Client(base_url=base, timeout=120, headers={"Origin": base}, trust_env=False) as browser:
+        sign_in(browser, running_set, credentials, "mcp-linked", "acme")
+        own = browser.get("/api/session").json()
+        outside = browser.get("/api/session?surface=mcp").json()
+        assert outside["session_id"] != own["session_id"]
+        assert browser.get("/api/session?surface=elsewhere").json()["reason"] == "SURFACE_UNKNOWN"
+        seen = []
+        with browser.stream("GET", "/api/surface/stream?surface=mcp") as response:
+            assert response.status_code == 200
+            for line in response.iter_lines():
+                seen.append(line)
+                if presented["revision"] in line:
+                    break
+    assert any(presented["revision"] in line for line in seen)
+
+
+def test_tessera_mcp_serves_the_running_set_to_a_local_client(running_set, tmp_path):
+    """What an MCP client's configuration starts: `tessera mcp`, on the set `tessera up` recorded."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "services.json").write_text(json.dumps(running_set.state()))
+    params = StdioServerParameters(command=sys.executable, args=["-m", "cli", "mcp", "--person", "cli-mcp"],
+                                   env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                                        "TESSERA_VAR_DIR": str(tmp_path)}, cwd=str(REPO_ROOT))
+
+    async def scenario() -> dict:
+        async with Client(params, cache=None) as client:
+            return json.loads((await client.call_tool("inspect_current_context", {})).content[0].text)
+
+    assert set(anyio.run(scenario)["tools"]) == DATA_TOOLS
+    refused = subprocess.run([sys.executable, "-m", "cli", "mcp", "--person", "not a person"], cwd=REPO_ROOT,
+                             capture_output=True, text=True, timeout=60,
+                             env={**os.environ, "TESSERA_VAR_DIR": str(tmp_path)})
+    assert refused.returncode == 2 and "--person" in refused.stderr and refused.stdout == ""

@@ -16,14 +16,27 @@ async function failure(response) {
     body);
 }
 
+// The page shows this browser's surface, or with ?surface=mcp the one outside agents (MCP clients) presented
+// to the person; every API call says which.
+const SURFACE = new URLSearchParams(window.location.search).get('surface') === 'mcp' ? 'mcp' : '';
+
+export function apiPath(path) {
+  if (!SURFACE) return path;
+  return `${path}${path.includes('?') ? '&' : '?'}surface=${SURFACE}`;
+}
+
+export function showsOutsideAgentSurface() {
+  return SURFACE === 'mcp';
+}
+
 export async function getJson(path) {
-  const response = await fetch(path, { credentials: 'same-origin' });
+  const response = await fetch(apiPath(path), { credentials: 'same-origin' });
   if (!response.ok) throw await failure(response);
   return response.json();
 }
 
 export async function postJson(path, body) {
-  const response = await fetch(path, {
+  const response = await fetch(apiPath(path), {
     method: 'POST', credentials: 'same-origin',
     headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body),
   });
@@ -63,7 +76,7 @@ export function newId(prefix) {
 
 // POST that answers with server-sent events (a turn): calls onEvent for each `data:` object.
 export async function postEvents(path, body, onEvent, signal) {
-  const response = await fetch(path, {
+  const response = await fetch(apiPath(path), {
     method: 'POST', credentials: 'same-origin', signal,
     headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body),
   });

@@ -1,6 +1,6 @@
 // The page: a question box with the turn's progress, the answer, the live surface, approvals and receipts.
 
-import { getJson, postJson, postEvents, ApiError } from './api.js';
+import { getJson, postJson, postEvents, ApiError, showsOutsideAgentSurface } from './api.js';
 import { SurfaceView } from './surface.js';
 import { surfaceState } from './components.js';
 import { titles } from './approval-card.js';
@@ -369,7 +369,8 @@ async function start() {
   try {
     if (window.location.pathname === '/sign-in') await signInWithLink();
     const session = await getJson('/api/session');
-    $('who').textContent = `Signed in as ${session.name}`;
+    const outside = showsOutsideAgentSurface() ? ' · showing what your outside agents (MCP) presented' : '';
+    $('who').textContent = `Signed in as ${session.name}${outside}`;
     $('who').title = `surface ${session.surface_id}`;  // for support, not for reading
     $('sign-out').hidden = false;
     $('sign-out').addEventListener('click', signOut);

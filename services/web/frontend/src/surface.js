@@ -7,7 +7,7 @@ import { MessageProcessor } from '@a2ui/web_core/v0_9';
 import '@a2ui/lit/v0_9';
 import { catalog, surfaceState, windowKey } from './components.js';
 import { withPlaceholders } from './refused.js';
-import { report } from './api.js';
+import { apiPath, report } from './api.js';
 
 // Windows by `<resource>|<node>|<binding prop>|<offset>`, and those the host said it is sending after a commit: a
 // block finds its first rows here (or waits for them) instead of asking for them.
@@ -45,7 +45,7 @@ export class SurfaceView {
     // Resume where we were: EventSource sends Last-Event-ID itself on its own retries; after it gave up
     // (a non-200 answer, e.g. web restarted), a new one starts from our last cursor.
     const after = this.lastCursor ? `?after=${encodeURIComponent(this.lastCursor)}` : '';
-    this.source = new EventSource(`/api/surface/stream${after}`);
+    this.source = new EventSource(apiPath(`/api/surface/stream${after}`));
     this.source.onmessage = (event) => {
       if (event.lastEventId) this.lastCursor = event.lastEventId;
       this.receive(JSON.parse(event.data));
