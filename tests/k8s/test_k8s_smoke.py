@@ -31,7 +31,9 @@ from cli.launcher import cli_credentials
 from shared.actors import assert_actor
 from shared.certs import ca_key_path, is_private_file, issue_deployment, load_signing_key, signing_key_path
 from shared.channels import sync_channel
+from shared.config import DEFAULT_PORTS
 from shared.contracts import invoke
+from shared.identity import HTTP_PROCESS_NAMES
 from shared.paths import REPO_ROOT
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tests.fixtures.isolation import foreign_variables
@@ -67,9 +69,10 @@ def _grpc_health(address: str) -> str:
     return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
 
 
-def _web_health(ip: str) -> str:
+def _http_health(address: str) -> str:
+    """web's or the MCP front's /healthz (they answer only their allowed host names)."""
     try:
-        reply = httpx.get(f"http://{ip}:8080/healthz", headers={"Host": "localhost"}, timeout=3)
+        reply = httpx.get(f"http://{address}/healthz", headers={"Host": "localhost"}, timeout=3)
         return reply.json().get("status", "")
     except (httpx.HTTPError, ValueError):
         return ""
@@ -155,8 +158,9 @@ def test_the_local_overlay_runs_as_real_pods(tmp_path):
             READY_TIMEOUT, what="the warehouse seeded")
         assert seeded["ExitCode"] == 0, podman("logs", "seed-warehouse-seed", check=False).stdout[-2000:]
         for name in SPECS:
-            if name == "web":
-                wait_until(lambda: _web_health(ips["web"]) == "SERVING", READY_TIMEOUT, what="web ready")
+            if name in HTTP_PROCESS_NAMES:
+                wait_until(lambda name=name: _http_health(f"{ips[name]}:{DEFAULT_PORTS[name]}") == "SERVING",
+                           READY_TIMEOUT, what=f"{name} ready")
             else:
                 wait_until(lambda name=name: _grpc_health(f"{ips[name]}:8081") == "SERVING", READY_TIMEOUT,
                            what=f"{name} ready")
