@@ -19,7 +19,7 @@ hand-written reader took it; servers that speak the format end every event).
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 import httpx
@@ -141,32 +141,50 @@ class _Reply:
         return Completion("".join(self.text), tool_calls, self.finish or ("tool_calls" if tool_calls else "stop"))
 
 
+@dataclass(frozen=True)
+class Wire:
+    """How one kind of endpoint is spoken to: where to POST (relative to the configured URL), the request
+    body from OpenAI-shaped messages and tools, and the reader of its event stream's payloads."""
+
+    name: str
+    path: str
+    payload: Callable[[ChatConfig, list[dict], list[dict]], dict]
+    reply: Callable[[int], _Reply]
+
+
+def _chat_completions_payload(config: ChatConfig, messages: list[dict], tools: list[dict]) -> dict:
+    payload = {"model": config.model, "messages": messages, "stream": True, **dict(config.parameters)}
+    if tools:
+        payload["tools"] = tools
+    return payload
+
+
+OPENAI_CHAT = Wire("openai-compatible", "chat/completions", _chat_completions_payload, _Reply)
+
+
 class ChatAdapter:
-    def __init__(self, config: ChatConfig, transport: httpx.AsyncBaseTransport | None = None) -> None:
+    def __init__(self, config: ChatConfig, transport: httpx.AsyncBaseTransport | None = None,
+                 wire: Wire = OPENAI_CHAT) -> None:
         self.config = config
+        self.wire = wire
         headers = dict(config.headers)
         if config.api_key:
             headers["Authorization"] = f"Bearer {config.api_key}"
         self._client = httpx.AsyncClient(base_url=config.base_url.rstrip("/") + "/", headers=headers,
                                          timeout=config.timeout_seconds, transport=transport)
+        # An empty path is the configured URL itself (an AI SDK route), without the slash a base URL gets.
+        self._url = wire.path or config.base_url
 
     async def aclose(self) -> None:
         await self._client.aclose()
 
-    def _payload(self, messages: list[dict], tools: list[dict]) -> dict:
-        payload = {"model": self.config.model, "messages": messages, "stream": True,
-                   **dict(self.config.parameters)}
-        if tools:
-            payload["tools"] = tools
-        return payload
-
     async def stream(self, messages: list[dict], tools: list[dict]) -> AsyncIterator[TextDelta | Completion]:
         """Text deltas as they arrive, then one Completion; raises ChatError."""
-        reply = _Reply(self.config.max_response_chars)
+        reply = self.wire.reply(self.config.max_response_chars)
         done = False
         try:
-            async with aconnect_sse(self._client, "POST", "chat/completions",
-                                    json=self._payload(messages, tools)) as source:
+            async with aconnect_sse(self._client, "POST", self._url,
+                                    json=self.wire.payload(self.config, messages, tools)) as source:
                 await _refuse_http_error(source.response)
                 async for event in source.aiter_sse():
                     if not event.data:

@@ -34,7 +34,7 @@ class ChatPlanner:
                  earlier_questions: list[str] | tuple[str, ...] = ()) -> None:
         self.adapter = adapter
         self.earlier = list(earlier_questions)
-        self.name = f"openai-compatible:{adapter.config.model}"
+        self.name = f"{adapter.wire.name}:{adapter.config.model}"
         # Function names may not hold dots at most providers: `server.tool` travels as `server__tool`.
         self.names = {function_name(c.name): c.name for c in contracts}
         self.tools = [{"type": "function", "function": {"name": function_name(c.name), "description": c.description,

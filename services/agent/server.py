@@ -5,13 +5,14 @@ from __future__ import annotations
 import grpc
 from grpc_health.v1 import health_pb2_grpc
 
-from services.agent.chat import ChatAdapter, ChatConfig
+from services.agent.chat import OPENAI_CHAT, ChatAdapter, ChatConfig
 from services.agent.config import AgentSettings
 from services.agent.peers import PEER_NAMES, Peers, health_readiness
 from services.agent.served_turns import data_tools, serve_tools
 from services.agent.suggestions import suggest
 from services.agent.tools import TOOL_NAMES
 from services.agent.turn import ModelTranscript, RunningTurn, run_turn
+from services.agent.ui_message_stream import UI_MESSAGE_STREAM
 from shared.actors import ActorVerifier
 from shared.channels import aio_channel
 from shared.config import peer_target
@@ -35,7 +36,7 @@ class AgentService(agent_pb2_grpc.AgentServiceServicer):
         self._chat = chat
         self._transcript = transcript or ModelTranscript("")
         self._running: dict[str, RunningTurn] = {}
-        self._model = f"openai-compatible:{chat.config.model}" if chat else "embedded"
+        self._model = f"{chat.wire.name}:{chat.config.model}" if chat else "embedded"
 
     async def GetInfo(self, request, context):
         return agent_pb2.GetInfoResponse(info=self._info, model=self._model, tools=list(TOOL_NAMES))
@@ -83,9 +84,10 @@ def chat_adapter(settings: AgentSettings) -> ChatAdapter | None:
     """The configured model's adapter, or None for the embedded planner."""
     if not settings.model_url:
         return None
+    wire = UI_MESSAGE_STREAM if settings.model_protocol == "ai-sdk-ui" else OPENAI_CHAT
     return ChatAdapter(ChatConfig(base_url=settings.model_url, model=settings.model_name,
                                   api_key=settings.model_api_key.get_secret_value(),
-                                  max_response_chars=settings.model_max_response_chars))
+                                  max_response_chars=settings.model_max_response_chars), wire=wire)
 
 
 def build(context: ServiceContext) -> list[Registration]:

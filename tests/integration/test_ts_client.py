@@ -86,4 +86,4 @@ def test_the_clients_caller_table_is_the_one_the_services_enforce(built):
     for path in enforced.methods():
         assert {p["spiffeId"] for p in exported[path]} == enforced.allowed(path), path
         assert {spiffe_id_for(p["name"]) for p in exported[path]} == enforced.allowed(path), path
-    assert {p["name"] for p in exported["/tessera.host.v1.HostService/OpenSession"]} == {"web", "cli"}
+    assert {p["name"] for p in exported["/tessera.host.v1.HostService/OpenSession"]} == {"web", "cli", "mcp"}
