@@ -41,6 +41,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from services.web.session import COOKIE, Assertions, BrowserSession, Person, SessionCookies
+from services.web.ui_message_stream import HEADERS as UI_MESSAGE_STREAM_HEADERS
+from services.web.ui_message_stream import TurnParts, question_of, turn_parts
 from shared.bounded_json import BoundedJsonError, Limits, parse
 from shared.caches import bounded_lru
 from shared.errors import error_details
@@ -152,11 +154,12 @@ def _keepalive() -> ServerSentEvent:
     return ServerSentEvent(comment="keep-alive", sep=SSE_SEPARATOR)  # EventSource and the page's reader skip it
 
 
-def event_stream(events: AsyncIterator, keepalive_seconds: float) -> EventSourceResponse:
+def event_stream(events: AsyncIterator, keepalive_seconds: float, headers: dict | None = None) -> EventSourceResponse:
     """`events` (ServerSentEvents, or bytes of several) as text/event-stream, with a keep-alive comment every
     `keepalive_seconds` so proxies keep the connection. When the browser leaves, `events` is cancelled where it
     waits, so its `finally` cancels the gRPC stream behind it."""
-    return EventSourceResponse(events, ping=keepalive_seconds, sep=SSE_SEPARATOR, ping_message_factory=_keepalive)
+    return EventSourceResponse(events, ping=keepalive_seconds, sep=SSE_SEPARATOR, ping_message_factory=_keepalive,
+                               headers=headers)
 
 
 class WebApi:
@@ -325,6 +328,28 @@ class WebApi:
 
         return event_stream(events(), self.keepalive_seconds)
 
+    async def chat(self, request: Request) -> Response:
+        """A turn as the AI SDK's UI message stream, for apps built on `useChat` (ui_message_stream.py). Like
+        /api/ask, the turn lives as long as the stream: a client that goes away (useChat's stop) cancels it."""
+        body = await self._body(request)
+        question = question_of(body)
+        if question is None:
+            raise ApiError(400, "QUESTION_INVALID", "messages: the last user message needs a text part")
+        browser, session = await self._session(request)
+        actor = self.assertions.of(browser.person)
+        surface = request.query_params.get("surface", "")
+        parts = TurnParts(session.session_id, f"/?surface={surface}" if surface else "/")
+        turn = agent_pb2.StartTurnRequest(actor=actor, session_id=session.session_id, question=question)
+        subscribe = host_pb2.SubscribeRequest(actor=actor, session_id=session.session_id,
+                                              surface_id=session.surface_id, max_envelopes=SSE_BATCH)
+
+        async def events() -> AsyncIterator[ServerSentEvent]:
+            async for part in turn_parts(self.agent, self.host, turn, subscribe, parts, _person_facing):
+                yield ServerSentEvent(part if isinstance(part, str) else json.dumps(part, separators=(",", ":")),
+                                      sep=SSE_SEPARATOR)
+
+        return event_stream(events(), self.keepalive_seconds, UI_MESSAGE_STREAM_HEADERS)
+
     async def catalog(self, request: Request) -> Response:
         """What this data can answer, as labels, and questions to start with (the page's empty state)."""
         browser = self.signed_in(request)
@@ -458,6 +483,7 @@ class WebApi:
 
     def routes(self) -> list[Route]:
         return [Route("/api/session", self.session), Route("/api/ask", self.ask, methods=["POST"]),
+                Route("/api/chat", self.chat, methods=["POST"]),
                 Route("/api/surface/stream", self.surface_stream), Route("/api/commands", self.command,
                                                                          methods=["POST"]),
                 Route("/api/turns/{turn_id}/cancel", self.cancel_turn, methods=["POST"]),

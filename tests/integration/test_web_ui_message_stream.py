@@ -1,0 +1,98 @@
+"""web's turns as the AI SDK's UI message stream (POST /api/chat), read by the real `ai` package as a `useChat`
+app reads them (tests/fixtures/ai_sdk/read_chat.mjs): tool parts per step, the A2UI messages as data parts,
+the answer, the outcome, finish; a client that stops cancels the turn."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from decimal import Decimal
+
+import httpx
+import pytest
+
+from shared.paths import REPO_ROOT
+from tests.fixtures.golden.reference import expected_figures
+from tests.fixtures.signing import sign_in
+from tests.fixtures.waiting import wait_until
+
+READER = REPO_ROOT / "tests" / "fixtures" / "ai_sdk" / "read_chat.mjs"
+PERSON = "ui-stream-person"
+
+
+@pytest.fixture(scope="module")
+def signed_in(running_set, credentials):
+    """web's address and a session cookie of a person of these tests only."""
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed: the AI SDK reader needs Node.js")
+    base = f"http://{running_set.handles['web'].address}"
+    with httpx.Client(base_url=base, timeout=60, headers={"Origin": base}, trust_env=False) as browser:
+        sign_in(browser, running_set, credentials, PERSON, "acme")
+        cookie = "; ".join(f"{name}={value}" for name, value in browser.cookies.items())
+    return base, cookie
+
+
+def read(signed_in, question: str, stop_early: bool = False) -> dict:
+    base, cookie = signed_in
+    args = ["node", str(READER), base, cookie, question] + (["stop"] if stop_early else [])
+    done = subprocess.run(args, cwd=REPO_ROOT, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_a_use_chat_app_reads_a_whole_turn(signed_in, warehouse_url):
+    read_back = read(signed_in, "What is our net revenue by region?")
+    assert read_back.get("error") is None, read_back
+    chunks, message = read_back["chunks"], read_back["message"]
+    assert chunks[0] == "start" and chunks[-1] == "finish"
+    parts = message["parts"]
+    tools = [p for p in parts if p["type"] == "dynamic-tool"]
+    assert [t["toolName"] for t in tools] == ["inspect_current_context", "inspect_catalog", "run_analysis",
+                                              "present_ui", "present_ui"]
+    assert all(t["state"] == "output-available" and t["output"]["status"] == "ok" for t in tools)
+    surface = next(p["data"] for p in parts if p["type"] == "data-surface")
+    assert surface["link"] == "/" and surface["turnId"] == message["id"]
+    outcome = next(p["data"] for p in parts if p["type"] == "data-outcome")
+    assert outcome["outcome"] == "answered" and len(outcome["revisionIds"]) == 1
+    text = "".join(p["text"] for p in parts if p["type"] == "text")
+    assert text  # the answer, as the agent wrote it
+    # The A2UI messages of the committed revision are in the message, the table's first window among them,
+    # and its figures are what SQL gives.
+    a2ui = [p["data"] for p in parts if p["type"] == "data-a2ui"]
+    committed = [d["message"] for d in a2ui if d["revisionId"] == outcome["revisionIds"][0]]
+    assert any("updateComponents" in m for m in committed)
+    windows = [m["updateDataModel"]["value"] for m in committed
+               if m.get("updateDataModel", {}).get("path", "").endswith("/window")]
+    assert windows, committed
+    expected = expected_figures(warehouse_url, {"metric": "net_revenue", "by": "region"})
+    rows = {row[0]: Decimal(str(row[1])) for row in windows[-1]["rows"]}
+    assert rows.keys() == expected.keys()
+    assert all(abs(rows[k] - expected[k]) < Decimal("0.01") for k in expected)
+    # Figures travel only in A2UI data-model updates: not in the answer text, not in the tool outputs.
+    outside_a2ui = json.dumps([p for p in parts if p["type"] != "data-a2ui"])
+    assert not [region for region in expected if region in outside_a2ui]
+
+
+def test_a_question_that_cannot_be_answered_finishes_other_and_a_bad_request_is_refused(signed_in):
+    read_back = read(signed_in, "What is the colour of the sky on Mars?")
+    outcome = next(p["data"] for p in read_back["message"]["parts"] if p["type"] == "data-outcome")
+    assert outcome["outcome"] == "not_answerable" and not outcome["revisionIds"]
+    base, cookie = signed_in
+    refused = httpx.post(f"{base}/api/chat", json={"messages": [{"id": "a", "role": "assistant", "parts": []}]},
+                         headers={"cookie": cookie, "origin": base}, timeout=30)
+    assert refused.status_code == 400 and refused.json()["reason"] == "QUESTION_INVALID"
+
+
+def _cancelled_turns(running_set) -> int:
+    """StartTurn calls the agent logged as cancelled (its RPC log line: method and code)."""
+    lines = running_set.handles["agent"].log_path.read_text().splitlines()
+    return sum('"/tessera.agent.v1.AgentService/StartTurn"' in line and '"code": "CANCELLED"' in line
+               for line in lines)
+
+
+def test_a_client_that_stops_cancels_the_turn(signed_in, running_set):
+    before = _cancelled_turns(running_set)
+    read_back = read(signed_in, "What is our net revenue by month?", stop_early=True)
+    assert "tool-output-available" in read_back["chunks"] and "finish" not in read_back["chunks"]
+    wait_until(lambda: _cancelled_turns(running_set) > before, 30, what="the agent saw the turn cancelled")
