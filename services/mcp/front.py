@@ -126,11 +126,15 @@ class Front:
             await turn.end()
 
     async def end_idle(self) -> None:
-        """End turns nobody called a tool in for the idle time (their streams hold agent resources)."""
+        """End turns nobody called a tool in for the idle time (their streams hold agent resources), and forget
+        people with no turn and no call under way."""
         now = time.monotonic()
         for person, turn in list(self._turns.items()):
             if now - turn.last_used > self._idle_seconds and not self._locks[person].locked():
                 await self._end(person)
+        for person in [p for p, lock in self._locks.items() if p not in self._turns and not lock.locked()]:
+            del self._locks[person]
+            self._sessions.pop(person, None)
 
     async def close(self) -> None:
         for person in list(self._turns):

@@ -86,8 +86,8 @@ class OutsideTurn:
         except grpc.aio.AioRpcError as exc:
             raise _unavailable(exc) from None
         message = json.loads(response.result.model_message_json)
-        if tool == "present_ui" and response.result.ok and "proposal" in arguments_json:
-            self.answered = bool(committed or message.get("revision")) and "repairs_left" not in message
+        if tool == "present_ui" and response.result.ok and "outcome" in message:  # a proposal, not the freeze
+            self.answered = bool(message.get("revision")) and "repairs_left" not in message
         return CallOutcome(response.result.ok, message, committed)
 
     async def end(self) -> None:

@@ -53,6 +53,7 @@ class OutsideAgent:
     def __init__(self, client: Client) -> None:
         self.client = client
         self.returned: list[tuple[str, str]] = []
+        self.entities: list[str] = []  # what the last catalog answer named
 
     async def call(self, tool: str, arguments: dict) -> tuple[bool, dict]:
         result = await self.client.call_tool(tool, arguments)
@@ -87,6 +88,7 @@ async def _answer_by_region(agent: OutsideAgent) -> dict:
     assert ok, frozen
     ok, presented = await agent.call("present_ui", {"proposal": _region_table_proposal(frozen["slice"])})
     assert ok and presented["outcome"] == "committed" and presented["revision"], presented
+    agent.entities = [e["id"] for e in catalog["entities"]]
     return presented
 
 
@@ -293,3 +295,19 @@ def test_tessera_mcp_serves_the_running_set_to_a_local_client(running_set, tmp_p
                              capture_output=True, text=True, timeout=60,
                              env={**os.environ, "TESSERA_VAR_DIR": str(tmp_path)})
     assert refused.returncode == 2 and "--person" in refused.stderr and refused.stdout == ""
+
+
+def test_after_an_answer_a_new_question_begins_a_new_turn(running_set):
+    """What the outside model saw in one turn does not count in the next, as for the built-in model."""
+    async def scenario() -> list[tuple[bool, dict]]:
+        async with Client(_stdio(running_set, "mcp-turns"), cache=None) as client:
+            agent = OutsideAgent(client)
+            await _answer_by_region(agent)
+            entity = {"entity_ids": agent.entities[:1]}
+            same_turn = await agent.call("describe_data", entity)  # not a question opener: the same turn
+            await agent.call("inspect_current_context", {})  # opens the next question: a new turn
+            return [same_turn, await agent.call("describe_data", entity)]
+
+    (same_ok, _), (next_ok, refused) = anyio.run(scenario)
+    assert same_ok
+    assert not next_ok and refused["error"] == "ID_NOT_IN_SCOPE", refused
