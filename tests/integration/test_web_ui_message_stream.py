@@ -74,10 +74,12 @@ def test_a_use_chat_app_reads_a_whole_turn(signed_in, warehouse_url):
     assert not [region for region in expected if region in outside_a2ui]
 
 
-def test_a_question_that_cannot_be_answered_finishes_other_and_a_bad_request_is_refused(signed_in):
+def test_an_unanswerable_question_a_refused_one_and_a_bad_request(signed_in):
     read_back = read(signed_in, "What is the colour of the sky on Mars?")
     outcome = next(p["data"] for p in read_back["message"]["parts"] if p["type"] == "data-outcome")
     assert outcome["outcome"] == "not_answerable" and not outcome["revisionIds"]
+    too_long = read(signed_in, "why " * 600)  # the agent refuses it before the turn begins: an error part
+    assert too_long["chunks"] == ["start", "error", "finish"], too_long
     base, cookie = signed_in
     refused = httpx.post(f"{base}/api/chat", json={"messages": [{"id": "a", "role": "assistant", "parts": []}]},
                          headers={"cookie": cookie, "origin": base}, timeout=30)
