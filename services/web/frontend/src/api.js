@@ -18,7 +18,8 @@ async function failure(response) {
 
 // The page shows this browser's surface, or with ?surface=mcp the one outside agents (MCP clients) presented
 // to the person; every API call says which.
-const SURFACE = new URLSearchParams(window.location.search).get('surface') === 'mcp' ? 'mcp' : '';
+// (globalThis.location: the page's address; absent where the module runs outside a page, as in its tests.)
+const SURFACE = new URLSearchParams(globalThis.location?.search ?? '').get('surface') === 'mcp' ? 'mcp' : '';
 
 export function apiPath(path) {
   if (!SURFACE) return path;
