@@ -31,6 +31,8 @@ MAX_ARGUMENT_BYTES = 1024 * 1024
 # The host session outside agents commit to, one per person: web opens the same one for /?surface=mcp.
 SESSION_REQUEST_ID = "mcp"
 ASSERTION_LIFETIME = dt.timedelta(hours=1)
+# A turn carries the assertion it was opened with: the next call after this long begins a new turn.
+MAX_TURN_SECONDS = ASSERTION_LIFETIME.total_seconds() - 600
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,11 @@ class Front:
 
     async def tools(self) -> list[types.Tool]:
         if self._tools is None:
-            reply = await self._agent.ListDataTools(agent_pb2.ListDataToolsRequest(), timeout=10)
+            try:
+                reply = await self._agent.ListDataTools(agent_pb2.ListDataToolsRequest(), timeout=10)
+            except grpc.aio.AioRpcError as exc:  # the client gets this as the request's error, and may retry
+                raise RuntimeError(f"Tessera's agent did not list its tools ({exc.code().name}); try again shortly") \
+                    from None
             self._tools = [types.Tool(
                 name=tool.name, description=tool.description, input_schema=json.loads(tool.input_schema_json),
                 annotations=types.ToolAnnotations(read_only_hint=tool.read_only, destructive_hint=False,
@@ -96,7 +102,9 @@ class Front:
 
     async def _turn_for(self, person: Person, tool: str, arguments: dict) -> OutsideTurn:
         turn = self._turns.get(person)
-        stale = turn is not None and (time.monotonic() - turn.last_used > self._idle_seconds
+        now = time.monotonic()
+        stale = turn is not None and (now - turn.last_used > self._idle_seconds
+                                      or now - turn.opened_at > MAX_TURN_SECONDS  # before its assertion expires
                                       or (turn.answered and tool in QUESTION_OPENERS))
         if stale:
             await self._end(person)

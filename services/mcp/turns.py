@@ -56,7 +56,7 @@ class OutsideTurn:
         self.turn_id = ""
         self.calls = 0
         self.answered = False  # a revision was committed and the last proposal needs no repair
-        self.last_used = time.monotonic()
+        self.opened_at = self.last_used = time.monotonic()
 
     async def open(self, actor: common_pb2.ActorAssertion, session_id: str, question: str) -> None:
         self._call = self._agent.ServeTools()
