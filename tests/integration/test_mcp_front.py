@@ -14,6 +14,7 @@ import anyio
 import httpx
 import httpx2
 import pytest
+import sqlalchemy as sa
 from joserfc.jwk import ECKey
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
@@ -311,3 +312,38 @@ def test_after_an_answer_a_new_question_begins_a_new_turn(running_set):
     (same_ok, _), (next_ok, refused) = anyio.run(scenario)
     assert same_ok
     assert not next_ok and refused["error"] == "ID_NOT_IN_SCOPE", refused
+
+
+def test_a_button_an_outside_agent_presents_asks_a_person_before_anything_changes(running_set, credentials,
+                                                                                   cert_dir, warehouse_url):
+    """Mutations become approvals exactly as for the built-in model: pressing the button only asks."""
+    async def scenario() -> dict:
+        async with Client(_stdio(running_set, "mcp-button"), cache=None) as client:
+            agent = OutsideAgent(client)
+            await agent.call("inspect_current_context", {})
+            ok, frozen = await agent.call("present_ui", {})
+            assert ok, frozen
+            view = frozen["slice"]
+            ids = {c["name"]: c["id"] for c in view["components"]}
+            action = next(a["id"] for a in view["actions"] if a["action"] == "orders.flag_for_review")
+            ok, presented = await agent.call("present_ui", {"proposal": {"version": 1, "id": "flag", "blocks": [
+                {"id": "main", "component": ids["Column"], "data": {}, "children": ["flag"]},
+                {"id": "flag", "component": ids["ActionButton"], "data": {
+                    "label": "Flag for review", "action": action, "input": {"record_id": 1043}}}]}})
+            assert ok and presented["outcome"] == "committed", presented
+            return presented
+
+    presented = anyio.run(scenario)
+    person = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), "mcp-button", "acme")
+    with sync_channel(running_set.handles["host"].address, credentials("cli"), "host") as host:
+        session = invoke(host, "host", "OpenSession", host_pb2.OpenSessionRequest(actor=person, request_id="mcp"))
+        pressed = invoke(host, "host", "SendCommand", host_pb2.SendCommandRequest(
+            actor=person, command_id="press-mcp-1043", session_id=session.session_id, surface_id=session.surface_id,
+            revision_id=presented["revision"], action_trigger=host_pb2.ActionTriggerCommand(
+                node_id="flag", input_json=json.dumps({"record_id": 1043}))), timeout=30)
+    assert pressed.receipt.status == 2  # INTENT_STATUS_AWAITING_APPROVAL: pressing never changes data
+    engine = sa.create_engine(warehouse_url)
+    with engine.connect() as connection:
+        flagged = connection.execute(sa.text("SELECT review_status FROM orders WHERE order_id = 1043")).scalar()
+    engine.dispose()
+    assert flagged == "none"
