@@ -74,6 +74,11 @@ class SharedMemo:
         with self._lock:
             return key in self._cache
 
+    def clear(self) -> None:
+        """Forget everything (the data-plane benchmark measures planning, not the memo)."""
+        with self._lock:
+            self._cache.clear()
+
     def __len__(self) -> int:
         with self._lock:
             return len(self._cache)

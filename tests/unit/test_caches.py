@@ -144,3 +144,10 @@ def test_threads_sharing_a_memo_each_get_their_own_keys_value_and_the_memo_keeps
     with ThreadPoolExecutor(max_workers=4) as pool:
         list(pool.map(work, range(0, 400, 100)))
     assert len(memo) == 50
+
+
+def test_a_cleared_memo_builds_again():
+    memo = SharedMemo(bounded_lru(4))
+    assert memo.get_or_build("k", lambda: 1) == 1
+    memo.clear()
+    assert "k" not in memo and memo.get_or_build("k", lambda: 2) == 2
