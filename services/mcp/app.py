@@ -29,7 +29,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 
 from services.mcp.config import McpSettings
-from services.mcp.front import Front, Person, refusal
+from services.mcp.front import MAX_ARGUMENT_BYTES, Front, Person, refusal
 from services.mcp.oauth import JwtAccessTokens, TokenPolicy, person_of
 from shared.certs import CredentialError, Credentials, load_signing_key, signing_key_path
 from shared.channels import aio_channel
@@ -85,13 +85,14 @@ class FrontHolder:
 
 
 def build_server(holder: FrontHolder, person_of_request) -> Server:
-    """The MCP server: tools/list and tools/call, for the person `person_of_request()` names (None: refuse)."""
+    """The MCP server: tools/list and tools/call, for the person `person_of_request(conversation)` names (None:
+    refuse); a conversation is the client's MCP session id, where its transport has one."""
 
     async def list_tools(ctx, params) -> types.ListToolsResult:
         return types.ListToolsResult(tools=await holder.front.tools())
 
     async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
-        person = person_of_request()
+        person = person_of_request(_conversation(ctx))
         if person is None:
             return refusal("PERSON_UNKNOWN", "the access token does not name a person and tenant this deployment "
                                              "accepts")
@@ -100,13 +101,20 @@ def build_server(holder: FrontHolder, person_of_request) -> Server:
     return Server("tessera", instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool)
 
 
+def _conversation(ctx) -> str:
+    """The client's MCP session id (the streamable HTTP header), or "" where the transport has none."""
+    headers = getattr(ctx.request, "headers", None)
+    return headers.get("mcp-session-id", "")[:128] if headers is not None else ""
+
+
 def http_app(settings: McpSettings, holder: FrontHolder) -> Starlette:
     policy = _policy(settings)
 
-    def person_of_request() -> Person | None:
+    def person_of_request(conversation: str) -> Person | None:
         token = get_access_token()
         found = person_of(policy, token.claims or {}) if token else None
-        return Person(*found, client=token.client_id or "an MCP client") if found else None
+        return Person(*found, client=token.client_id or "an MCP client", conversation=conversation) \
+            if found else None
 
     server = build_server(holder, person_of_request)
 
@@ -117,7 +125,9 @@ def http_app(settings: McpSettings, holder: FrontHolder) -> Starlette:
                                          allowed_origins=settings.allowed_origins)
     if settings.oauth_issuer:
         inner = server.streamable_http_app(
+            # A request body past twice the arguments' bound is refused (413) before it is parsed.
             transport_security=security, token_verifier=JwtAccessTokens(policy),
+            max_request_body_size=2 * MAX_ARGUMENT_BYTES,
             auth=AuthSettings(issuer_url=settings.oauth_issuer, resource_server_url=settings.resource_url,
                               required_scopes=list(policy.scopes) or None, validate_token_resource=False))
         mcp_routes = [Mount("/", app=inner)]
@@ -143,7 +153,7 @@ def http_app(settings: McpSettings, holder: FrontHolder) -> Starlette:
 
 async def serve_stdio(settings: McpSettings, holder: FrontHolder) -> None:
     person = Person(settings.stdio_person, settings.stdio_tenant, settings.stdio_person, "stdio")
-    server = build_server(holder, lambda: person)
+    server = build_server(holder, lambda conversation: person)  # one client: one conversation
     async with holder.running(), stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 

@@ -41,6 +41,7 @@ class Person:
     tenant_id: str
     display_name: str
     client: str  # which outside agent (an OAuth client id, or "stdio")
+    conversation: str = ""  # the client's MCP session, when its transport has one: each its own turn
 
 
 def tool_result(ok: bool, message: dict) -> types.CallToolResult:

@@ -196,10 +196,10 @@ def remote_front(cert_dir, running_set, authorization_server, tmp_path_factory):
     assert started.stop() == {"mcp": 0}
 
 
-def _remote(resource: str, token: str | None) -> Client:
+def _remote(resource: str, token: str | None, mode: str = "auto") -> Client:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     return Client(streamable_http_client(resource, http_client=httpx2.AsyncClient(headers=headers, timeout=60)),
-                  cache=None)
+                  cache=None, mode=mode)
 
 
 def test_a_remote_client_without_a_valid_token_is_told_where_to_get_one(remote_front, authorization_server):
@@ -228,6 +228,12 @@ def test_a_remote_client_without_a_valid_token_is_told_where_to_get_one(remote_f
         forger = ECKey.generate_key("P-256", parameters={"kid": "test-1"})  # same key id, another key
         assert status_with(issue(audience=remote_front, subject="ada", key=forger)) == 401
         assert status_with("not-a-jwt") == 401
+        oversized = http.post(remote_front, content=b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "x": "'
+                              + b"x" * (3 * 1024 * 1024) + b'"}',
+                              headers={"Accept": "application/json, text/event-stream",
+                                       "Content-Type": "application/json",
+                                       "Authorization": f"Bearer {issue(audience=remote_front, subject='ada')}"})
+        assert oversized.status_code == 413  # refused before it is parsed
 
 
 def test_a_remote_client_with_a_token_works_as_the_person_it_names(remote_front, authorization_server,
@@ -347,3 +353,20 @@ def test_a_button_an_outside_agent_presents_asks_a_person_before_anything_change
         flagged = connection.execute(sa.text("SELECT review_status FROM orders WHERE order_id = 1043")).scalar()
     engine.dispose()
     assert flagged == "none"
+
+
+def test_two_sessions_of_one_client_are_two_turns(remote_front, authorization_server):
+    """Each MCP session (the handshake era's Mcp-Session-Id) is its own conversation: what one saw does not count
+    in the other. (The 2026-07-28 era has no sessions: there a person's calls from one client share a turn.)"""
+    token = authorization_server.token(audience=remote_front, subject="remote-two", tenant="acme")
+
+    async def scenario() -> tuple[bool, dict]:
+        async with _remote(remote_front, token, "legacy") as first, _remote(remote_front, token, "legacy") as second:
+            one = OutsideAgent(first)
+            await one.call("inspect_current_context", {})
+            ok, catalog = await one.call("inspect_catalog", {"question": "net revenue by region"})
+            assert ok, catalog
+            return await OutsideAgent(second).call("describe_data", {"entity_ids": [catalog["entities"][0]["id"]]})
+
+    ok, refused = anyio.run(scenario)
+    assert not ok and refused["error"] == "CAPABILITY_MISSING", refused
