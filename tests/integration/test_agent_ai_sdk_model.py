@@ -97,6 +97,7 @@ def test_cancelling_the_turn_closes_the_routes_stream(routed_agent, running_set,
     session = _open(running_set, credentials, person, "ai-sdk-hang")
     said = route[1]
     cancelled = {}
+    cancelling: list[threading.Thread] = []
 
     def on_started(turn_id: str) -> None:
         def cancel() -> None:
@@ -104,10 +105,12 @@ def test_cancelling_the_turn_closes_the_routes_stream(routed_agent, running_set,
             with sync_channel(routed_agent, credentials("cli"), "agent") as agent:
                 cancelled["reply"] = invoke(agent, "agent", "CancelTurn", agent_pb2.CancelTurnRequest(
                     actor=person, turn_id=turn_id, reason="test"))
-        threading.Thread(target=cancel, daemon=True).start()
+        cancelling.append(threading.Thread(target=cancel, daemon=True))
+        cancelling[0].start()
 
     events = _ask(routed_agent, credentials, person, session, "hang: think forever", on_started=on_started)
     assert events[-1].done.outcome == agent_pb2.TURN_OUTCOME_CANCELLED
+    cancelling[0].join(30)  # the turn's `done` can arrive before CancelTurn's own reply
     assert cancelled["reply"].cancelled
     wait_until(lambda: {"closed": "hang: think forever"} in said, 30, what="the route saw its client go away")
 
