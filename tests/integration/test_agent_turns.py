@@ -17,6 +17,7 @@ from shared.contracts import invoke, invoke_stream
 from shared.errors import error_details
 from tessera.agent.v1 import agent_pb2
 from tessera.host.v1 import host_pb2
+from tests.fixtures.flag_button import press, review_status
 from tests.fixtures.signing import operator_signed
 
 
@@ -197,13 +198,6 @@ def test_a_named_order_gets_a_flag_button_that_needs_approval(running_set, crede
         document = json.loads(revision.document_json)
         button = next(b for b in document["blocks"] if b["component"] == "ActionButton")
         assert button["data"]["input"] == {"record_id": 1042} and button["data"]["label"] == "Flag for review"
-        pressed = invoke(host, "host", "SendCommand", host_pb2.SendCommandRequest(
-            actor=person, command_id="press-1042", session_id=session.session_id, surface_id=session.surface_id,
-            revision_id=revision.revision_id, action_trigger=host_pb2.ActionTriggerCommand(
-                node_id=button["id"], input_json=json.dumps({"record_id": 1042}))), timeout=30)
-    assert pressed.receipt.status == 2  # INTENT_STATUS_AWAITING_APPROVAL: pressing never changes data
-    engine = sa.create_engine(warehouse_url)
-    with engine.connect() as connection:
-        flagged = connection.execute(sa.text("SELECT review_status FROM orders WHERE order_id = 1042")).scalar()
-    engine.dispose()
-    assert flagged == "none"
+        status = press(host, person, session, revision.revision_id, button["id"], 1042)
+    assert status == 2  # INTENT_STATUS_AWAITING_APPROVAL: pressing never changes data
+    assert review_status(warehouse_url, 1042) == "none"

@@ -14,7 +14,6 @@ import anyio
 import httpx
 import httpx2
 import pytest
-import sqlalchemy as sa
 from joserfc.jwk import ECKey
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
@@ -28,6 +27,7 @@ from shared.contracts import invoke
 from shared.paths import REPO_ROOT
 from tessera.host.v1 import host_pb2
 from tests.fixtures.authorization_server import serving_authorization_server
+from tests.fixtures.flag_button import press, review_status
 from tests.fixtures.golden.reference import expected_figures
 from tests.fixtures.no_payload import leaks
 from tests.fixtures.signing import sign_in
@@ -343,16 +343,9 @@ def test_a_button_an_outside_agent_presents_asks_a_person_before_anything_change
     person = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), "mcp-button", "acme")
     with sync_channel(running_set.handles["host"].address, credentials("cli"), "host") as host:
         session = invoke(host, "host", "OpenSession", host_pb2.OpenSessionRequest(actor=person, request_id="mcp"))
-        pressed = invoke(host, "host", "SendCommand", host_pb2.SendCommandRequest(
-            actor=person, command_id="press-mcp-1043", session_id=session.session_id, surface_id=session.surface_id,
-            revision_id=presented["revision"], action_trigger=host_pb2.ActionTriggerCommand(
-                node_id="flag", input_json=json.dumps({"record_id": 1043}))), timeout=30)
-    assert pressed.receipt.status == 2  # INTENT_STATUS_AWAITING_APPROVAL: pressing never changes data
-    engine = sa.create_engine(warehouse_url)
-    with engine.connect() as connection:
-        flagged = connection.execute(sa.text("SELECT review_status FROM orders WHERE order_id = 1043")).scalar()
-    engine.dispose()
-    assert flagged == "none"
+        status = press(host, person, session, presented["revision"], "flag", 1043)
+    assert status == 2  # INTENT_STATUS_AWAITING_APPROVAL: pressing never changes data
+    assert review_status(warehouse_url, 1043) == "none"
 
 
 def test_two_sessions_of_one_client_are_two_turns(remote_front, authorization_server):
