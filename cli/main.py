@@ -6,7 +6,6 @@ import argparse
 import getpass
 import json
 import os
-import re
 import sys
 import time
 from pathlib import Path
@@ -357,9 +356,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
 def cmd_mcp(args: argparse.Namespace) -> int:
     """Serve the running set's data tools to one local MCP client on stdin/stdout (its configuration starts
     this command): the MCP front, under its own identity, acting for the local person named here."""
+    from shared.actors import valid_id
     from shared.certs import export_identity
 
-    if not all(re.fullmatch(r"[A-Za-z0-9._@|:-]{1,128}", value) for value in (args.person, args.tenant)):
+    if not (valid_id(args.person) and valid_id(args.tenant)):
         print("tessera: error: --person and --tenant: letters, digits and . _ @ | : - only, at most 128",
               file=sys.stderr)
         return 2

@@ -8,6 +8,7 @@ never trusts an actor named in a request body.
 from __future__ import annotations
 
 import datetime as dt
+import re
 import secrets
 import threading
 import time
@@ -27,6 +28,8 @@ PURPOSE = "tessera.actor-assertion.v1"
 AUDIENCE = "host"
 EDGES = ("web", "cli", "mcp")  # the principals that authenticate people
 MAX_LIFETIME = dt.timedelta(hours=12)
+# A person's id and tenant as the edges accept them from people (OpenID claims, tokens, the CLI's options).
+_ID = re.compile(r"[A-Za-z0-9._@|:-]{1,128}")
 VERIFIED_CACHE_SIZE = 10_000  # distinct assertions in use at once (one per person per turn or session)
 
 
@@ -36,6 +39,11 @@ class Actor:
     tenant_id: str
     display_name: str
     asserted_by: str  # one of EDGES
+
+
+def valid_id(value: object) -> bool:
+    """Whether `value` is a person's id or tenant an edge may assert: letters, digits and . _ @ | : -, 1-128."""
+    return isinstance(value, str) and _ID.fullmatch(value) is not None
 
 
 def assert_actor(signing_key: ed25519.Ed25519PrivateKey, actor_id: str, tenant_id: str, display_name: str = "",

@@ -10,7 +10,6 @@ MCP SDK's bearer middleware answers 401 with the protected-resource metadata's a
 from __future__ import annotations
 
 import logging
-import re
 import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -21,6 +20,7 @@ from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 from mcp.server.auth.provider import AccessToken
 
+from shared.actors import valid_id
 from shared.logs import log
 
 logger = logging.getLogger("tessera.mcp")
@@ -28,7 +28,6 @@ SIGNING_ALGORITHMS = ["RS256", "ES256", "PS256", "EdDSA"]  # never "none", never
 METADATA_SECONDS = 3600
 LEEWAY_SECONDS = 60
 ACCESS_TOKEN_TYPES = {"at+jwt", "application/at+jwt"}
-_PERSON = re.compile(r"^[A-Za-z0-9._@|:-]{1,128}$")  # the ids web accepts too
 
 
 @dataclass(frozen=True)
@@ -119,7 +118,7 @@ def person_of(policy: TokenPolicy, claims: dict) -> tuple[str, str, str] | None:
     """(person, tenant, display name) from a verified token's claims, or None when they are missing or invalid."""
     person = claims.get(policy.person_claim)
     tenant = claims.get(policy.tenant_claim) if policy.tenant_claim else policy.tenant
-    if not all(isinstance(value, str) and _PERSON.match(value) for value in (person, tenant)):
+    if not (valid_id(person) and valid_id(tenant)):
         return None
     name = claims.get(policy.name_claim)
     return person, tenant, name[:128] if isinstance(name, str) and name else person

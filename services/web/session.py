@@ -19,19 +19,17 @@ import base64
 import hashlib
 import hmac
 import json
-import re
 import secrets
 import time
 from dataclasses import dataclass
 
-from shared.actors import assert_actor
+from shared.actors import assert_actor, valid_id
 from tessera.common.v1 import common_pb2
 
 COOKIE = "tessera_session"
 MIN_SECRET_CHARS = 32  # a shared key anyone could guess would let them mint sessions on every replica
 SESSION_SECONDS = 12 * 3600  # a sign-in lasts a working day; then the person signs in again
 MAX_COOKIE_CHARS = 2048
-_NAME = re.compile(r"[A-Za-z0-9._@|:-]{1,128}")  # ids as OpenID providers and the CLI give them
 
 
 class SessionSecretError(ValueError):
@@ -56,8 +54,7 @@ class Person:
     display_name: str
 
     def valid(self) -> bool:
-        return bool(_NAME.fullmatch(self.actor_id) and _NAME.fullmatch(self.tenant_id)
-                    and len(self.display_name) <= 128)
+        return valid_id(self.actor_id) and valid_id(self.tenant_id) and len(self.display_name) <= 128
 
 
 @dataclass(frozen=True)
