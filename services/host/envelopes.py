@@ -13,9 +13,8 @@ import json
 
 from services.host.store import JournalEntry, NewEntry
 from shared.bounded_json import canonical
+from shared.ui.windows import FIRST_WINDOWS_PATH
 from tessera.host.v1 import host_pb2
-
-FIRST_WINDOWS_PATH = "/firstWindows"  # the data model entry listing the first windows a revision sends
 
 
 def journal_entry(surface_id: str, payload_field: str, payload, payload_json: str,

@@ -18,23 +18,18 @@ import grpc
 
 from services.host.bindings import Binding
 from services.host.database import AsyncStore
-from services.host.envelopes import FIRST_WINDOWS_PATH, data_model_update
+from services.host.envelopes import data_model_update
 from services.host.fanout import SurfaceFanout
 from services.host.peers import Peers, peer
 from services.host.store import Session
 from shared import tokens
+from shared.ui.windows import FIRST_WINDOWS_PATH, window_key, window_path
 from tessera.common.v1 import common_pb2
 from tessera.resources.v1 import resources_pb2
 
 logger = logging.getLogger("tessera.host")
 GRANT_LIFETIME = dt.timedelta(minutes=5)  # ≤ 15 minutes (§ grants); a window asks for a fresh one
 WINDOW_MAX_ROWS = 1_000
-
-
-def window_key(resource_id: str, node: str, prop: str, offset: int) -> str:
-    """How a screen matches a window it waits for: `<resource>|<node>|<binding prop>|<offset>` (a block id
-    reused by a later answer over another result never matches an earlier answer's rows)."""
-    return f"{resource_id}|{node}|{prop}|{offset}"
 
 
 def first_windows(bound: list[Binding]) -> list[Binding]:
@@ -82,7 +77,7 @@ class Windows:
         window = await peer("resources", self._peers.resources.ResolveWindow(resources_pb2.ResolveWindowRequest(
             grant=grant, offset=offset, limit=limit, column_ids=projection), timeout=30))
         return {"version": "v0.9", "updateDataModel": {
-            "surfaceId": session.surface_id, "path": f"/resources/{binding.resource_id}/window",
+            "surfaceId": session.surface_id, "path": window_path(binding.resource_id),
             "value": {"node": binding.node, "prop": binding.prop, "offset": window.offset,
                       "totalRows": window.total_rows, "columns": [c.column_id for c in window.columns],
                       "rows": [[cell_json(c) for c in row.cells] for row in window.rows]}}}

@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Callable
 import grpc
 from google.protobuf.json_format import MessageToDict
 
+from shared.ui.windows import FIRST_WINDOWS_PATH, key_of_window
 from tessera.agent.v1 import agent_pb2
 from tessera.host.v1 import host_pb2
 
@@ -35,7 +36,6 @@ _FINISH = {agent_pb2.TURN_OUTCOME_ANSWERED: "stop", agent_pb2.TURN_OUTCOME_FAILE
 # After the turn's `done`, how long the surface stream may take to deliver what the turn committed.
 SURFACE_CATCH_UP_SECONDS = 10.0
 DONE = "[DONE]"
-FIRST_WINDOWS_PATH = "/firstWindows"  # the host's list of the first windows it is about to send (host/envelopes)
 
 
 def question_of(body: dict) -> str | None:
@@ -224,7 +224,6 @@ class _Merge:
             path, value = str(update.get("path", "")), update.get("value")
             if path == FIRST_WINDOWS_PATH and isinstance(value, list):  # what is coming now, and only that
                 self.windows_coming = {str(key) for key in value}
-            elif path.startswith("/resources/") and path.endswith("/window") and isinstance(value, dict):
-                resource = path.removeprefix("/resources/").removesuffix("/window")
-                self.windows_coming.discard(f"{resource}|{value.get('node')}|{value.get('prop')}|{value.get('offset')}")
+            else:
+                self.windows_coming.discard(key_of_window(path, value))
         return part

@@ -15,9 +15,10 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 from services.host import store as host_store
 from services.host.bindings import Binding
 from services.host.database import AsyncStore
-from services.host.envelopes import FIRST_WINDOWS_PATH, data_model_update, positioned
+from services.host.envelopes import data_model_update, positioned
 from services.host.store import HostStore, Session
 from services.host.windows import Windows
+from shared.ui.windows import FIRST_WINDOWS_PATH
 from tessera.resources.v1 import resources_pb2
 from tests.fixtures.postgres import BACKENDS, migrated_engine
 
