@@ -97,7 +97,7 @@ class Front:
                 await self._end(person)
                 return refusal(exc.reason, exc.message)
         message = outcome.model_message
-        if outcome.committed or (tool == "present_ui" and message.get("revision")):
+        if tool == "present_ui" and message.get("revision"):  # committed: the person sees it there
             message = {**message, "link": f"{self._web_url}/?surface={SESSION_REQUEST_ID}"}
         return tool_result(outcome.ok, message)
 

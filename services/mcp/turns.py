@@ -36,7 +36,6 @@ class TurnUnavailable(Exception):
 class CallOutcome:
     ok: bool
     model_message: dict  # exactly what the agent hands a model
-    committed: list[str]  # revisions this call committed
 
 
 def question_of(tool: str, arguments: dict, client: str) -> str:
@@ -72,23 +71,18 @@ class OutsideTurn:
         self.calls += 1
         self.last_used = time.monotonic()
         call_id = f"mcp-{self.calls}"
-        committed: list[str] = []
         try:
             await self._call.write(agent_pb2.ServeToolsRequest(call=agent_pb2.ToolCall(
                 call_id=call_id, tool=tool, arguments_json=arguments_json)))
-            while True:
+            response = await self._read()
+            while response.WhichOneof("event") != "result":  # the call's steps and commits come first
                 response = await self._read()
-                if response.WhichOneof("event") == "result":
-                    break
-                event = response.turn_event
-                if event.WhichOneof("event") == "surface_committed":
-                    committed.append(event.surface_committed.revision_id)
         except grpc.aio.AioRpcError as exc:
             raise _unavailable(exc) from None
         message = json.loads(response.result.model_message_json)
         if tool == "present_ui" and response.result.ok and "outcome" in message:  # a proposal, not the freeze
             self.answered = bool(message.get("revision")) and "repairs_left" not in message
-        return CallOutcome(response.result.ok, message, committed)
+        return CallOutcome(response.result.ok, message)
 
     async def end(self) -> None:
         """Close the stream: the agent ends the turn (nothing more reaches a model)."""

@@ -31,6 +31,7 @@ from tests.fixtures.flag_button import press, review_status
 from tests.fixtures.golden.reference import expected_figures
 from tests.fixtures.no_payload import leaks
 from tests.fixtures.signing import sign_in
+from tests.integration.test_agent_turns import window
 
 DATA_TOOLS = {"inspect_current_context", "inspect_catalog", "describe_data", "probe_data", "run_analysis",
               "present_ui"}
@@ -94,16 +95,10 @@ async def _answer_by_region(agent: OutsideAgent) -> dict:
 
 
 def _table_rows(running_set, credentials, person, revision_id: str) -> list:
-    """The rows the person's screen gets for the committed table (the host's window, as web asks for it)."""
+    """The rows the person's screen gets for the committed table, in the session the MCP front commits to."""
     with sync_channel(running_set.handles["host"].address, credentials("cli"), "host") as host:
         session = invoke(host, "host", "OpenSession", host_pb2.OpenSessionRequest(actor=person, request_id="mcp"))
-        reply = invoke(host, "host", "SendCommand", host_pb2.SendCommandRequest(
-            actor=person, command_id="w-mcp-table", session_id=session.session_id, surface_id=session.surface_id,
-            revision_id=revision_id, resource_window=host_pb2.ResourceWindowCommand(node_id="table", limit=100)))
-        envelope = invoke(host, "host", "Subscribe", host_pb2.SubscribeRequest(
-            actor=person, session_id=session.session_id,
-            resume_after=host_pb2.Cursor(epoch=1, sequence=reply.cursor.sequence - 1)), timeout=10).envelope
-    return json.loads(envelope.a2ui.message_json)["updateDataModel"]["value"]["rows"]
+    return window(running_set, credentials, person, session, revision_id, "table")
 
 
 def test_an_outside_agent_answers_through_the_mcp_front_and_the_surface_shows_what_sql_gives(
