@@ -5,6 +5,7 @@ the answer, the outcome, finish; a client that stops cancels the turn (the model
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from decimal import Decimal
@@ -18,7 +19,7 @@ from tests.fixtures.fake_model import serving_completions
 from tests.fixtures.golden.reference import expected_figures
 from tests.fixtures.signing import sign_in
 from tests.fixtures.waiting import wait_until
-from tests.integration.test_agent_model_paths import STREAM_CLOSED, _agent, _model
+from tests.integration.test_agent_model_paths import STREAM_CLOSED, STREAM_THINKING, _agent, _model
 
 READER = REPO_ROOT / "tests" / "fixtures" / "ai_sdk" / "read_chat.mjs"
 PERSON = "ui-stream-person"
@@ -36,10 +37,10 @@ def signed_in(running_set, credentials):
     return base, cookie
 
 
-def read(signed_in, question: str, stop_after: str = "") -> dict:
+def read(signed_in, question: str) -> dict:
     base, cookie = signed_in
-    args = ["node", str(READER), base, cookie, question] + ([stop_after] if stop_after else [])
-    done = subprocess.run(args, cwd=REPO_ROOT, capture_output=True, text=True, timeout=180)
+    done = subprocess.run(["node", str(READER), base, cookie, question], cwd=REPO_ROOT, capture_output=True,
+                          text=True, timeout=180)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -109,9 +110,18 @@ def thinking_web(cert_dir, running_set, credentials, tmp_path_factory):
         assert web.stop() == {"web": 0} and agent.stop() == {"agent": 0}
 
 
-def test_a_client_that_stops_cancels_the_turn(thinking_web):
+def test_a_client_that_stops_cancels_the_turn(thinking_web, tmp_path):
     question = "hang: what is our net revenue?"
-    read_back = read(thinking_web, question, stop_after="data-surface")
-    assert read_back["chunks"][-1] == "data-surface" and "finish" not in read_back["chunks"]
+    stop = tmp_path / "stop"
+    base, cookie = thinking_web
+    reader = subprocess.Popen(["node", str(READER), base, cookie, question, "stop"], cwd=REPO_ROOT, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env={**os.environ, "STOP_WHEN_EXISTS": str(stop)})
+    # Stopped only once the turn is surely running: its model has begun to answer.
+    wait_until(lambda: question in STREAM_THINKING, 60, what="the turn's model thinking")
+    stop.touch()
+    out, err = reader.communicate(timeout=60)
+    read_back = json.loads(out)
+    assert read_back["chunks"][:2] == ["start", "data-surface"] and "finish" not in read_back["chunks"], err
     # The agent cancelled the turn, so its model call ended: the model server saw its client go away.
     wait_until(lambda: question in STREAM_CLOSED, 60, what="the model's stream closed by the cancelled turn")
