@@ -144,22 +144,26 @@ class _Reply:
 @dataclass(frozen=True)
 class Wire:
     """How one kind of endpoint is spoken to: where to POST (relative to the configured URL), the request
-    body from OpenAI-shaped messages and tools, and the reader of its event stream's payloads."""
+    body from OpenAI-shaped messages and tools, and the reader of its event stream's payloads. `owned`: the
+    body's keys the adapter writes itself, which configured parameters may not replace."""
 
     name: str
     path: str
     payload: Callable[[ChatConfig, list[dict], list[dict]], dict]
     reply: Callable[[int], _Reply]
+    owned: frozenset[str] = frozenset()
 
 
 def _chat_completions_payload(config: ChatConfig, messages: list[dict], tools: list[dict]) -> dict:
-    payload = {"model": config.model, "messages": messages, "stream": True, **dict(config.parameters)}
+    # The parameters first, so a key the adapter owns is always its own (settings refuse such keys anyway).
+    payload = {**dict(config.parameters), "model": config.model, "messages": messages, "stream": True}
     if tools:
         payload["tools"] = tools
     return payload
 
 
-OPENAI_CHAT = Wire("openai-compatible", "chat/completions", _chat_completions_payload, _Reply)
+OPENAI_CHAT = Wire("openai-compatible", "chat/completions", _chat_completions_payload, _Reply,
+                   owned=frozenset({"model", "messages", "tools", "stream"}))
 
 
 class ChatAdapter:

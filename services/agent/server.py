@@ -5,14 +5,13 @@ from __future__ import annotations
 import grpc
 from grpc_health.v1 import health_pb2_grpc
 
-from services.agent.chat import OPENAI_CHAT, ChatAdapter, ChatConfig
-from services.agent.config import AgentSettings
+from services.agent.chat import ChatAdapter, ChatConfig
+from services.agent.config import WIRES, AgentSettings
 from services.agent.peers import PEER_NAMES, Peers, health_readiness
 from services.agent.served_turns import data_tools, serve_tools
 from services.agent.suggestions import suggest
 from services.agent.tools import TOOL_NAMES
 from services.agent.turn import ModelTranscript, RunningTurn, run_turn
-from services.agent.ui_message_stream import UI_MESSAGE_STREAM
 from shared.actors import ActorVerifier
 from shared.channels import aio_channel
 from shared.config import peer_target
@@ -84,10 +83,11 @@ def chat_adapter(settings: AgentSettings) -> ChatAdapter | None:
     """The configured model's adapter, or None for the embedded planner."""
     if not settings.model_url:
         return None
-    wire = UI_MESSAGE_STREAM if settings.model_protocol == "ai-sdk-ui" else OPENAI_CHAT
     return ChatAdapter(ChatConfig(base_url=settings.model_url, model=settings.model_name,
                                   api_key=settings.model_api_key.get_secret_value(),
-                                  max_response_chars=settings.model_max_response_chars), wire=wire)
+                                  parameters=tuple(settings.model_parameters.items()),
+                                  max_response_chars=settings.model_max_response_chars),
+                       wire=WIRES[settings.model_protocol])
 
 
 def build(context: ServiceContext) -> list[Registration]:

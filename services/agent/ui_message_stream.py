@@ -62,8 +62,10 @@ def _json_or_text(text: str) -> object:
 
 
 def _payload(config: ChatConfig, messages: list[dict], tools: list[dict]) -> dict:
+    """The route's body: the configured parameters (call settings such as `temperature` or `toolChoice`, which
+    the route can spread into `streamText`), then the instructions, messages and tools."""
     instructions, converted = ui_messages(messages)
-    return {"instructions": instructions, "messages": converted,
+    return {**dict(config.parameters), "instructions": instructions, "messages": converted,
             "tools": {t["function"]["name"]: {"description": t["function"]["description"],
                                               "inputSchema": t["function"]["parameters"]} for t in tools}}
 
@@ -120,4 +122,5 @@ class _UIMessageReply(_Reply):
             partial.arguments[:] = [whole]
 
 
-UI_MESSAGE_STREAM = Wire("ai-sdk-ui-message-stream", "", _payload, _UIMessageReply)
+UI_MESSAGE_STREAM = Wire("ai-sdk-ui-message-stream", "", _payload, _UIMessageReply,
+                         owned=frozenset({"instructions", "messages", "tools"}))

@@ -151,3 +151,11 @@ def test_compiler_with_an_invalid_contract(base_env, cert_dir, tmp_path):
                                                "TESSERA_COMPILER_CATALOG_DIR": str(catalog)})
     assert_one_line_error(result, "tessera-compiler: error: component contract", str(broken),
                           "props/properties/row/$ref")
+
+
+def test_agent_with_model_parameters_it_cannot_send(base_env, cert_dir):
+    value = '{"temperature": 0, "stream": false}'
+    result = run_module("services.agent", {**base_env, "TESSERA_CERT_DIR": str(cert_dir), "TESSERA_AGENT_PORT": "0",
+                                            "TESSERA_AGENT_MODEL_PARAMETERS": value})
+    assert_one_line_error(result, "tessera-agent: error:", f"TESSERA_AGENT_MODEL_PARAMETERS={value!r}",
+                          "stream: the openai-chat adapter writes these keys itself")
