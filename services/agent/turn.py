@@ -58,19 +58,23 @@ def _summary(result: ToolResult) -> str:
 
 
 class ModelTranscript:
-    """Append-only JSONL of everything handed to the model (question and tool results), when configured.
+    """Append-only JSONL of each turn as the model lived it, when configured: one record per line,
+    `{"turn_id", "kind", "text"}`, in order: `question`; per tool call `call:<tool>` (the arguments JSON the model
+    wrote, with its `call_id`) then `result:<tool>` (the result exactly as handed to the model, same `call_id`);
+    and `answer`, the model's final words.
 
-    It exists so the no-payload property can be checked over real turns: it holds
-    exactly what the model saw, which by design carries no rows.
+    It exists so the no-payload property can be checked over real turns (the results are exactly what the model
+    saw, which by design carries no rows) and so an eval can keep and replay what each turn did.
     """
 
     def __init__(self, path: str) -> None:
         self._path = path
 
-    def record(self, turn_id: str, kind: str, text: str) -> None:
+    def record(self, turn_id: str, kind: str, text: str, call_id: str = "") -> None:
         if self._path:
+            entry = {"turn_id": turn_id, "kind": kind, "text": text} | ({"call_id": call_id} if call_id else {})
             with open(self._path, "a", encoding="utf-8") as out:
-                out.write(json.dumps({"turn_id": turn_id, "kind": kind, "text": text}) + "\n")
+                out.write(json.dumps(entry) + "\n")
 
 
 def _with_unavailable(answer: str, degraded: dict[str, str]) -> str:
@@ -216,6 +220,7 @@ class Turn:
 
     async def call_raw(self, call_id: str, tool: str, arguments_json: str) -> ToolResult:
         """One tool call through the bridge, reported as a started and a finished step."""
+        self.transcript.record(self.state.turn_id, f"call:{tool}", arguments_json, call_id)
         await self.events.put(self.event(tool_step=agent_pb2.ToolStep(
             call_id=call_id, tool=tool, phase=agent_pb2.TOOL_STEP_PHASE_STARTED,
             status=agent_pb2.TOOL_STEP_STATUS_RUNNING)))
@@ -231,7 +236,7 @@ class Turn:
             call_id=call_id, tool=tool, phase=agent_pb2.TOOL_STEP_PHASE_FINISHED, status=status,
             elapsed=_duration(time.perf_counter() - begun_at), summary=_summary(result), approval_id=approval_id)))
         await self._report_state()
-        self.transcript.record(self.state.turn_id, f"result:{tool}", model_message(result))
+        self.transcript.record(self.state.turn_id, f"result:{tool}", model_message(result), call_id)
         for committed in self.state.commit_events:
             await self.events.put(self.event(surface_committed=agent_pb2.SurfaceCommitted(
                 surface_id=self.state.surface_id, revision_id=committed.revision_id,
@@ -253,6 +258,7 @@ class Turn:
 
     async def _answered(self, plan: Plan) -> AsyncIterator[agent_pb2.StartTurnResponse]:
         state = self.state
+        self.transcript.record(state.turn_id, "answer", plan.answer)
         answer = plan.answer
         if state.gave_up:
             answer = f"{answer} I could not produce a valid display after {MAX_REPAIRS} repairs.".strip()

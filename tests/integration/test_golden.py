@@ -8,23 +8,36 @@ import json
 import os
 import secrets
 from collections import defaultdict
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 
+import grpc
 import pytest
 import sqlalchemy as sa
 import yaml
 
+from services.agent.config import AgentSettings
 from shared.channels import sync_channel
+from shared.config import load_settings
 from shared.contracts import invoke, invoke_stream
 from tessera.agent.v1 import agent_pb2
 from tessera.host.v1 import host_pb2
 from tests.fixtures.golden.reference import Reference, months_back
+from tests.fixtures.golden.transcripts import (
+    clear_question_transcripts,
+    question_transcript,
+    transcript_end,
+    turn_records,
+    write_question_transcript,
+)
 from tests.fixtures.no_payload import leaks, transcript_records
 from tests.integration.test_agent_turns import window
 
 GOLDEN = yaml.safe_load((Path(__file__).parents[1] / "fixtures" / "golden" / "questions.yaml").read_text())
 CLOSE = Decimal("0.01")
+# What a model must meet: the embedded planner's bar.
+GATES = {"correct_ratio": 0.95, "answered_a_different_question": 0, "fabricated_or_out_of_slice_references": 0}
 RESULTS: list[dict] = []  # one entry per question, for the eval report
 SHOWN: set[Decimal] = set()  # every figure the golden answers showed, for the no-payload scan
 
@@ -57,17 +70,39 @@ def _model_conduct(events) -> dict:
             "committed_after_repair": outcomes[:1] != ["committed"] and "committed" in outcomes[1:]}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def eval_report():
-    """`make eval` sets TESSERA_EVAL_REPORT: write what the golden set measured, and hold it to its gates."""
-    yield
+def eval_report_path() -> Path | None:
+    """`make eval` sets TESSERA_EVAL_REPORT: the report goes there, each question's transcript next to it."""
     target = os.environ.get("TESSERA_EVAL_REPORT")
-    if target:
-        Path(target).parent.mkdir(parents=True, exist_ok=True)
-        Path(target).write_text(json.dumps(eval_summary(RESULTS), indent=2) + "\n")
+    return Path(target) if target else None
 
 
-def eval_summary(results: list[dict]) -> dict:
+@pytest.fixture(scope="module", autouse=True)
+def eval_report(request):
+    """Under `make eval`: write what the golden set measured, held to its gates, and which model it measured."""
+    report = eval_report_path()
+    if report:
+        clear_question_transcripts(report.parent / "transcripts")
+        model = model_under_test(request.getfixturevalue("running_set"), request.getfixturevalue("credentials"))
+    yield
+    if report:
+        summary = {"model": model, **eval_summary(RESULTS)}
+        report.parent.mkdir(parents=True, exist_ok=True)
+        report.write_text(json.dumps(summary, indent=2) + "\n")
+
+
+def model_under_test(running_set, credentials) -> dict:
+    """The model the agent says it runs, and the settings it was given (the key aside)."""
+    with sync_channel(running_set.handles["agent"].address, credentials("cli"), "agent") as agent:
+        planner = invoke(agent, "agent", "GetInfo", agent_pb2.GetInfoRequest()).model
+    settings = load_settings("agent", AgentSettings)  # the operator's TESSERA_AGENT_* reach the agent as they are
+    if not settings.model_url:
+        return {"planner": planner}
+    return {"planner": planner, "url": settings.model_url, "protocol": settings.model_protocol,
+            "name": settings.model_name, "parameters": settings.model_parameters}
+
+
+def eval_summary(results: list[dict], questions: int = len(GOLDEN)) -> dict:
+    """The measures over `results`; a question of the `questions` asked for that has no result counts as wrong."""
     def ratio(part: int, whole: int) -> float | None:
         return round(part / whole, 3) if whole else None
 
@@ -76,36 +111,71 @@ def eval_summary(results: list[dict]) -> dict:
     calls = sum(r["tool_calls"] for r in results)
     refusals = [r for r in results if r["kind"] != "answered" and r["kind"] != "listing"]
     answered = [r for r in results if r["kind"] in ("answered", "listing")]
-    return {"model": os.environ.get("TESSERA_AGENT_MODEL_URL") or "embedded", "questions": len(GOLDEN),
-            "checked": len(results), "correct": sum(r["correct"] for r in results),
-            "correct_ratio": ratio(sum(r["correct"] for r in results), len(GOLDEN)),
-            "interpretation_match": ratio(sum(r["interpretation_ok"] for r in answered), len(answered)),
-            "honest_refusal_rate": ratio(sum(r["correct"] for r in refusals), len(refusals)),
-            # answered, but not the question asked: wrong figures, wrong caption, or an answer where none was due
-            "answered_a_different_question": sum(r["different_question"] for r in results),
-            "provider_schema_acceptance": ratio(sum(not r["provider_refused_request"] for r in results),
-                                                len(results)),
-            "tool_argument_validity": ratio(calls - sum(r["invalid_arguments"] for r in results), calls),
-            "first_proposal_validity": ratio(sum(r["first_proposal_valid"] for r in proposing), len(proposing)),
-            "commit_after_repair": ratio(sum(r["committed_after_repair"] for r in needing_repair),
-                                         len(needing_repair)),
-            "fabricated_or_out_of_slice_references": sum(r["refused_references"] for r in results),
-            "gates": {"correct_ratio": 0.95, "answered_a_different_question": 0,
-                      "fabricated_or_out_of_slice_references": 0},
-            "results": results}
+    summary = {"questions": questions, "checked": len(results), "correct": sum(r["correct"] for r in results),
+               "correct_ratio": ratio(sum(r["correct"] for r in results), questions),
+               "interpretation_match": ratio(sum(r["interpretation_ok"] for r in answered), len(answered)),
+               "honest_refusal_rate": ratio(sum(r["correct"] for r in refusals), len(refusals)),
+               # answered, but not the question asked: wrong figures, wrong caption, or an answer where none was due
+               "answered_a_different_question": sum(r["different_question"] for r in results),
+               "provider_schema_acceptance": ratio(sum(not r["provider_refused_request"] for r in results),
+                                                   len(results)),
+               "tool_argument_validity": ratio(calls - sum(r["invalid_arguments"] for r in results), calls),
+               "first_proposal_validity": ratio(sum(r["first_proposal_valid"] for r in proposing), len(proposing)),
+               "commit_after_repair": ratio(sum(r["committed_after_repair"] for r in needing_repair),
+                                            len(needing_repair)),
+               "fabricated_or_out_of_slice_references": sum(r["refused_references"] for r in results),
+               "gates": GATES}
+    return summary | {"gate_failures": gate_failures(summary), "results": results}
 
 
-def ask_in_session(running_set, credentials, person, questions: list[str]):
-    """Ask each question in turn in one session; the events of the last."""
+def gate_failures(summary: dict) -> list[str]:
+    """Each gate the summary misses, in words; none: the model meets the embedded planner's bar."""
+    failures = []
+    if (summary["correct_ratio"] or 0) < GATES["correct_ratio"]:
+        failures.append(f"correct_ratio {summary['correct_ratio']} is below {GATES['correct_ratio']}")
+    for counted in ("answered_a_different_question", "fabricated_or_out_of_slice_references"):
+        if summary[counted] > GATES[counted]:
+            failures.append(f"{counted} is {summary[counted]}, above {GATES[counted]}")
+    return failures
+
+
+def ask_in_session(running_set, credentials, person, questions: list[str], agent_address: str = ""):
+    """Ask each question in turn in one session (of the running set's agent unless another is named); the
+    session and each turn's events."""
     with sync_channel(running_set.handles["host"].address, credentials("cli"), "host") as host:
         session = invoke(host, "host", "OpenSession", host_pb2.OpenSessionRequest(
             actor=person, request_id=secrets.token_hex(8)))
-    with sync_channel(running_set.handles["agent"].address, credentials("cli"), "agent") as agent:
+    turns = []
+    with sync_channel(agent_address or running_set.handles["agent"].address, credentials("cli"), "agent") as agent:
         for number, question in enumerate(questions):
-            events = list(invoke_stream(agent, "agent", "StartTurn", agent_pb2.StartTurnRequest(
+            turns.append(list(invoke_stream(agent, "agent", "StartTurn", agent_pb2.StartTurnRequest(
                 actor=person, session_id=session.session_id, question=question, request_id=f"q{number}"),
-                timeout=120))
-    return session, events
+                timeout=120)))
+    return session, turns
+
+
+def ask_recorded(running_set, credentials, person, questions: list[str], transcript: Path, agent_address: str = ""):
+    """`ask_in_session`, and each turn's records from the agent's model transcript (`transcript`, its
+    TESSERA_AGENT_MODEL_TRANSCRIPT): the session, each turn's events, each turn's records."""
+    since = transcript_end(transcript)
+    session, turns = ask_in_session(running_set, credentials, person, questions, agent_address)
+    return session, turns, turn_records(transcript, since, [turn_id(events) for events in turns])
+
+
+def asked_questions(case: dict, first_region: str) -> list[str]:
+    """What is asked for a golden case, in order: its earlier questions, then its own."""
+    return [q.replace("{region}", first_region) for q in [*case.get("after", []), case["q"]]]
+
+
+def golden_person(cert_dir):
+    from shared.actors import assert_actor
+    from shared.certs import load_signing_key, signing_key_path
+
+    return assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), "golden", "acme")
+
+
+def turn_id(events) -> str:
+    return events[0].started.turn_id
 
 
 def caption(running_set, credentials, person, session, revision_id: str) -> dict:
@@ -255,46 +325,81 @@ def interpretation_ok(found: dict, wanted: dict | None) -> bool:
     return wanted.get("ordering", "") in found.get("ordering", "")
 
 
-@pytest.mark.parametrize("case", GOLDEN, ids=[c["q"][:48] for c in GOLDEN])
-def test_golden_question(case, running_set, credentials, cert_dir, reference, first_region):
-    from shared.actors import assert_actor
-    from shared.certs import load_signing_key, signing_key_path
+@dataclass(frozen=True)
+class GoldenCheck:
+    """What holding a golden answer to SQL needs: the host the answer is read from, who asked, SQL's figures."""
 
-    person = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), "golden", "acme")
-    asked = [q.replace("{region}", first_region) for q in [*case.get("after", []), case["q"]]]
-    session, events = ask_in_session(running_set, credentials, person, asked)
-    done = events[-1].done
-    committed = [e.surface_committed for e in events if e.WhichOneof("event") == "surface_committed"]
-    fabricated = [d for c in committed for d in c.diagnostics if d.code.startswith("catalog.")]
-    result = {"question": asked[-1], "kind": case["kind"], "correct": False, "interpretation_ok": False,
-              "different_question": False, "refused_references": len(fabricated), "answer": done.answer,
-              **_model_conduct(events)}
-    RESULTS.append(result)
-    assert not fabricated, "out-of-slice or fabricated references"
-    answered = done.outcome == agent_pb2.TURN_OUTCOME_ANSWERED and bool(done.revision_ids)
-    if case["kind"] != "answered" and case["kind"] != "listing":
-        says = [text.replace("{region}", first_region) for text in case.get("says", [])]
+    running_set: object
+    credentials: object
+    person: object
+    reference: Reference
+    first_region: str
+
+    def result(self, case: dict, session, events) -> dict:
+        """The question's report entry from its turn's events; `failure` says why it is not correct (None: it is)."""
+        done = events[-1].done
+        committed = [e.surface_committed for e in events if e.WhichOneof("event") == "surface_committed"]
+        fabricated = [d.code for c in committed for d in c.diagnostics if d.code.startswith("catalog.")]
+        result = {"question": asked_questions(case, self.first_region)[-1], "kind": case["kind"], "correct": False,
+                  "interpretation_ok": False, "different_question": False, "refused_references": len(fabricated),
+                  "answer": done.answer, **_model_conduct(events), "failure": None}
+        if fabricated:
+            return result | {"failure": f"out-of-slice or fabricated references: {fabricated}"}
+        answered = done.outcome == agent_pb2.TURN_OUTCOME_ANSWERED and bool(done.revision_ids)
+        if case["kind"] not in ("answered", "listing"):
+            return self._refusal(case, done, answered, result)
+        if not answered:
+            return result | {"failure": f"not answered: {done.answer}"}
+        try:
+            if case["kind"] == "listing":
+                return self._listing(session, done, result)
+            return self._answer(case, session, done, result)
+        except grpc.RpcError as exc:  # say, a committed block bound to nothing: the answer shows no figures
+            return result | {"correct": False, "failure": f"the answer cannot be read: {exc.code().name} "
+                                                          f"{exc.details()}"}
+
+    def _refusal(self, case: dict, done, answered: bool, result: dict) -> dict:
+        says = [text.replace("{region}", self.first_region) for text in case.get("says", [])]
         result["different_question"] = answered
         result["correct"] = (done.outcome == agent_pb2.TURN_OUTCOME_NOT_ANSWERABLE and not done.revision_ids
                              and all(text in done.answer for text in says))
-        assert result["correct"], done.answer
-        if case["kind"] == "refused" and case.get("offers", True):
-            assert 1 <= len(done.suggested_questions) <= 3, "a refusal offers questions that can be answered"
-        return
-    assert answered, done.answer
-    if case["kind"] == "listing":
-        rows = window(running_set, credentials, person, session, done.revision_ids[-1], "table")
-        result["correct"] = result["interpretation_ok"] = [r[0] for r in rows] == sorted(
-            (r[0] for r in rows), reverse=True) and len(rows) > 0
-        assert result["correct"]
-        return
-    found = caption(running_set, credentials, person, session, done.revision_ids[-1])
-    result["interpretation_ok"] = interpretation_ok(found, _wanted(case, first_region))
-    right = answered_rightly(running_set, credentials, person, session, done, case, reference)
-    result["correct"] = right and result["interpretation_ok"]
-    result["different_question"] = not result["correct"]
-    assert result["interpretation_ok"], (found, case.get("caption"))
-    assert right, (asked[-1], done.answer)
+        return result if result["correct"] else result | {"failure": f"not a refusal saying {says}: {done.answer}"}
+
+    def _listing(self, session, done, result: dict) -> dict:
+        rows = window(self.running_set, self.credentials, self.person, session, done.revision_ids[-1], "table")
+        newest_first = [r[0] for r in rows] == sorted((r[0] for r in rows), reverse=True) and len(rows) > 0
+        result["correct"] = result["interpretation_ok"] = newest_first
+        return result if newest_first else result | {"failure": "the listing is empty or not newest first"}
+
+    def _answer(self, case: dict, session, done, result: dict) -> dict:
+        found = caption(self.running_set, self.credentials, self.person, session, done.revision_ids[-1])
+        result["interpretation_ok"] = interpretation_ok(found, _wanted(case, self.first_region))
+        right = answered_rightly(self.running_set, self.credentials, self.person, session, done, case,
+                                 self.reference)
+        result["correct"] = right and result["interpretation_ok"]
+        result["different_question"] = not result["correct"]
+        if not result["interpretation_ok"]:
+            return result | {"failure": f"the caption reads {found}, not {case.get('caption')}"}
+        return result if right else result | {"failure": f"the figures are not SQL's: {done.answer}"}
+
+
+@pytest.mark.parametrize("number,case", list(enumerate(GOLDEN, 1)), ids=[c["q"][:48] for c in GOLDEN])
+def test_golden_question(number, case, running_set, credentials, cert_dir, reference, first_region,
+                         model_transcript):
+    person = golden_person(cert_dir)
+    asked = asked_questions(case, first_region)
+    session, turns, records = ask_recorded(running_set, credentials, person, asked, model_transcript)
+    report = eval_report_path()
+    if report:  # each turn as the model lived it, next to the report
+        write_question_transcript(report.parent / "transcripts",
+                                  question_transcript(number, case["kind"], asked, records))
+    result = GoldenCheck(running_set, credentials, person, reference, first_region).result(case, session, turns[-1])
+    RESULTS.append(result)
+    assert result["failure"] is None, result["failure"]
+    done = turns[-1][-1].done
+    if case["kind"] == "refused" and case.get("offers", True) and not os.environ.get("TESSERA_AGENT_MODEL_URL"):
+        # The embedded planner's own promise: a configured model's turn has no channel for suggestions.
+        assert 1 <= len(done.suggested_questions) <= 3, "a refusal offers questions that can be answered"
 
 
 def _wanted(case: dict, region: str) -> dict | None:
@@ -310,10 +415,8 @@ def test_the_golden_set_meets_its_gates():
         pytest.skip("run the whole golden module for its gates")
     summary = eval_summary(RESULTS)
     assert len(GOLDEN) >= 100
-    assert summary["correct_ratio"] >= 0.95, [r["question"] for r in RESULTS if not r["correct"]]
-    assert summary["answered_a_different_question"] == 0, [r["question"] for r in RESULTS
-                                                           if r["different_question"]]
-    assert summary["fabricated_or_out_of_slice_references"] == 0
+    assert not summary["gate_failures"], (summary["gate_failures"],
+                                          [(r["question"], r["failure"]) for r in RESULTS if r["failure"]])
 
 
 def test_nothing_handed_to_the_model_carries_warehouse_values(model_transcript, warehouse_url):

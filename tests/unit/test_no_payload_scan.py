@@ -37,3 +37,25 @@ def test_a_cell_a_figure_or_a_long_cell_inside_text_is_a_leak_and_a_probed_value
     assert leaks(records, url) == [("label", "ann.lee@example.org"),
                                    ("note", "top customer: ann.lee@example.org (most orders)"),
                                    ("total", 1234.56)]
+
+
+def test_a_whole_turn_record_is_scanned_by_its_results_only(tmp_path):
+    """A transcript holds each call and the answer next to the results (ModelTranscript): the model's own words
+    may quote a value the person typed, so they are not scanned; a value in a result still is, calls or not."""
+    from services.agent.turn import ModelTranscript
+    from tests.fixtures.no_payload import transcript_records
+
+    url = _warehouse(tmp_path)
+    path = tmp_path / "transcript.jsonl"
+    transcript = ModelTranscript(str(path))
+    transcript.record("t1", "question", "how much did ann.lee@example.org spend?")
+    transcript.record("t1", "call:inspect_catalog", json.dumps({"question": "ann.lee@example.org"}), "call-1")
+    transcript.record("t1", "result:inspect_catalog", json.dumps({"entities": [{"label": "Customers"}]}), "call-1")
+    transcript.record("t1", "call:run_analysis", json.dumps({"draft": {"filter": "ann.lee@example.org"}}), "call-2")
+    transcript.record("t1", "result:run_analysis", json.dumps({"total": 1234.56}), "call-2")
+    transcript.record("t1", "answer", "Here is what ann.lee@example.org spent.")
+    records = transcript_records(path)
+    assert [(r["kind"], r.get("call_id")) for r in records] == [
+        ("question", None), ("call:inspect_catalog", "call-1"), ("result:inspect_catalog", "call-1"),
+        ("call:run_analysis", "call-2"), ("result:run_analysis", "call-2"), ("answer", None)]
+    assert leaks(records, url) == [("total", 1234.56)]
