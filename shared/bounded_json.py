@@ -39,7 +39,7 @@ DEFAULT_LIMITS = Limits()
 class BoundedJsonError(ValueError):
     def __init__(self, code: str, message: str, pointer: str = "") -> None:
         super().__init__(f"{message} (at {pointer or '/'})")
-        self.code, self.pointer = code, pointer
+        self.code, self.pointer, self.detail = code, pointer, message
 
 
 def _reject_constant(name: str):

@@ -1,7 +1,9 @@
 """gRPC error mapping: status code + google.rpc.ErrorInfo (domain tessera.dev).
 
 Servers raise `TesseraError`; the runtime turns it into a rich status whose
-ErrorInfo carries a stable UPPER_SNAKE reason clients can branch on.
+ErrorInfo carries a stable UPPER_SNAKE reason clients can branch on. A refusal a
+model may receive carries its next step too (shared.next_steps), filled in here
+so no raising site can forget it.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
 from shared import refusals
+from shared.next_steps import fill
 
 DOMAIN = "tessera.dev"
 _STATUS_DETAILS_KEY = "grpc-status-details-bin"
@@ -25,6 +28,9 @@ class TesseraError(Exception):
     reason: str
     message: str
     metadata: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.metadata = fill(self.reason, self.metadata)
 
     def __str__(self) -> str:
         return f"{self.code.name} {self.reason}: {self.message}"

@@ -5,6 +5,8 @@
   past that, calls are refused;
 - arguments are bounded JSON, then checked against the tool's schema; either
   failure is a result for the model, and the tool does not run;
+- every refusal tells the model where (a JSON Pointer into its arguments), what is
+  allowed there or the bound, and what to do next (shared.next_steps);
 - closing suppresses every later result; cancelling stops running tools
   cooperatively (their tasks see CancelledError).
 """
@@ -12,14 +14,16 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import grpc
 
 from shared.bounded_json import BoundedJsonError, Limits, parse
 from shared.errors import TesseraError, error_details
+from shared.next_steps import fill
 from shared.tool_contracts import ToolContract
 
 logger = logging.getLogger("tessera.bridge")
@@ -37,7 +41,46 @@ class ToolResult:
     content: object = None
     error_code: str = ""
     error_message: str = ""
-    details: list = field(default_factory=list)
+    # A refusal teaches: where in the arguments, what is allowed there or the bound, and the next step.
+    pointer: str = ""
+    next_step: str = ""
+    allowed: list | None = None
+    bound: int | float | None = None
+    problems: list = field(default_factory=list)  # further problems, each {pointer, message}
+    details: dict = field(default_factory=dict)  # anything else the refusal says (the roles of a path …)
+
+    def refusal(self) -> dict:
+        """The refusal exactly as a model receives it."""
+        found = {"error": self.error_code, "message": self.error_message, "pointer": self.pointer,
+                 "next_step": self.next_step}
+        for key in ("allowed", "bound"):
+            if getattr(self, key) is not None:
+                found[key] = getattr(self, key)
+        if self.problems:
+            found["problems"] = self.problems
+        if self.details:
+            found["details"] = self.details
+        return found
+
+
+def refused(call_id: str, tool: str, reason: str, message: str, metadata: dict[str, str] | None = None,
+            root: str = "") -> ToolResult:
+    """A refusal from its reason and ErrorInfo-style metadata (shared.next_steps' keys); a pointer in the
+    metadata is rooted at `root` in the arguments, and a refusal without one is about the whole call."""
+    taught = fill(reason, dict(metadata or {}))
+    pointer = taught.pop("pointer", None)
+    allowed, bound = taught.pop("allowed", None), taught.pop("bound", None)
+    return ToolResult(call_id, tool, False, error_code=reason, error_message=message,
+                      pointer="" if pointer is None else root + pointer if pointer != "/" else root,
+                      next_step=taught.pop("next_step", ""), allowed=_json(allowed), bound=_json(bound),
+                      details=taught)
+
+
+def _json(text: str | None):
+    try:
+        return None if text is None else json.loads(text)
+    except ValueError:
+        return text
 
 
 @dataclass
@@ -60,56 +103,65 @@ class ToolBridge:
     def closed(self) -> bool:
         return self._closed
 
-    def _fail(self, call_id: str, tool: str, code: str, message: str, details: list | None = None) -> ToolResult:
-        return ToolResult(call_id, tool, False, error_code=code, error_message=message, details=details or [])
+    def _fail(self, call_id: str, tool: str, code: str, message: str, **metadata) -> ToolResult:
+        return refused(call_id, tool, code, message, {k: v for k, v in metadata.items() if v is not None})
 
     async def call(self, call_id: str, tool: str, arguments_json: str) -> ToolResult | None:
         """Run one call; None when the bridge was closed (the result is suppressed)."""
         if self._closed:
             return None
         if not isinstance(call_id, str) or not call_id or len(call_id) > 128:
-            return self._fail(str(call_id)[:128], tool, "CALL_ID_INVALID", "a call id is 1-128 characters")
+            return self._fail(str(call_id)[:128], tool, "CALL_ID_INVALID", "a call id is 1-128 characters",
+                              pointer="", bound="128")
         if call_id in self._seen:
-            return self._fail(call_id, tool, "DUPLICATE_CALL_ID", f"call id {call_id!r} was already used")
+            return self._fail(call_id, tool, "DUPLICATE_CALL_ID", f"call id {call_id!r} was already used", pointer="")
         if len(self._seen) >= self._max_calls:
-            return self._fail(call_id, tool, "CALL_LIMIT", f"this conversation reached {self._max_calls} calls")
+            return self._fail(call_id, tool, "CALL_LIMIT", f"this conversation reached {self._max_calls} calls",
+                              pointer="", bound=str(self._max_calls))
         self._seen.add(call_id)
         found = self._tools.get(tool)
         if found is None:
             return self._fail(call_id, tool, "UNKNOWN_TOOL",
-                              f"there is no tool {tool!r}; available: {', '.join(sorted(self._tools))}")
+                              f"there is no tool {tool!r}; available: {', '.join(sorted(self._tools))}",
+                              pointer="", allowed=json.dumps(sorted(self._tools)))
         try:
             arguments = parse(arguments_json, ARGUMENT_LIMITS)
         except BoundedJsonError as exc:
-            return self._fail(call_id, tool, "ARGUMENTS_NOT_JSON", str(exc), [{"pointer": exc.pointer}])
+            return self._fail(call_id, tool, "ARGUMENTS_NOT_JSON", str(exc), pointer=exc.pointer)
         violations = found.contract.violations(arguments)
         if violations:
-            return self._fail(call_id, tool, "ARGUMENTS_INVALID", violations[0].message,
-                              [{"pointer": v.pointer, "message": v.message} for v in violations])
+            return self._invalid(call_id, tool, violations)
         task = asyncio.ensure_future(found.handler(arguments))
         self._running.add(task)
         try:
             content = await task
         except asyncio.CancelledError:
             if self._closed or task.cancelled():
-                return None if self._closed else self._fail(call_id, tool, "CANCELLED", "the turn was cancelled")
+                return None if self._closed else self._fail(call_id, tool, "CANCELLED", "the turn was cancelled",
+                                                            pointer="")
             raise
-        except TesseraError as exc:  # a refusal the model can act on
-            return None if self._closed else self._fail(call_id, tool, exc.reason, exc.message)
+        except TesseraError as exc:  # a refusal of the tool's own, pointing into the arguments already
+            return None if self._closed else refused(call_id, tool, exc.reason, exc.message, exc.metadata)
         except grpc.RpcError as exc:
             details = error_details(exc)
-            # The reason's metadata (a JSON path, the roles of an ambiguous path) is what a model repairs with.
-            return None if self._closed else self._fail(call_id, tool, details.reason or details.code.name,
-                                                        details.message,
-                                                        [dict(details.metadata)] if details.metadata else None)
+            # A peer's pointer is into what it was sent (the draft, the proposal): rooted there in the arguments.
+            return None if self._closed else refused(call_id, tool, details.reason or details.code.name,
+                                                     details.message, details.metadata, found.contract.subject)
         except Exception:
             logger.exception("tool %s failed", tool)
-            return None if self._closed else self._fail(call_id, tool, "TOOL_FAILED", f"{tool} failed")
+            return None if self._closed else self._fail(call_id, tool, "TOOL_FAILED", f"{tool} failed", pointer="")
         finally:
             self._running.discard(task)
         if self._closed:
             return None  # finished after close: nobody may see it
         return ToolResult(call_id, tool, True, content=found.contract.project(content))
+
+    def _invalid(self, call_id: str, tool: str, violations) -> ToolResult:
+        first = violations[0]
+        result = self._fail(call_id, tool, "ARGUMENTS_INVALID", first.message, pointer=first.pointer,
+                            allowed=json.dumps(list(first.allowed)) if first.allowed else None,
+                            bound=json.dumps(first.bound) if first.bound is not None else None)
+        return replace(result, problems=[{"pointer": v.pointer, "message": v.message} for v in violations[1:]])
 
     def cancel(self) -> None:
         """Cooperative cancellation of every running tool."""

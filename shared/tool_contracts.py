@@ -5,7 +5,9 @@ declares 2020-12 in `$schema`; any other dialect is refused. Schemas are
 checked against their meta-schema when compiled (an invalid one stops
 startup) and may only reference their own parts (`#…`): nothing is fetched.
 Validation never coerces, inserts defaults or removes properties; unknown
-`x-*` keywords carry no behaviour. Results leave through an explicit shape.
+`x-*` keywords carry no behaviour. A violation is explained where it is, with what is allowed there
+(shared.schema_errors). Results leave through the tool's output schema: only the properties it declares
+are kept (a result can never carry more than its contract says).
 
 A *closed* contract (an external tool's, built from its pinned schema) also
 refuses properties the schema does not declare, where the schema does not
@@ -25,9 +27,10 @@ from __future__ import annotations
 import copy
 import re
 from dataclasses import dataclass, field
-from urllib.parse import unquote
 
 import jsonschema
+
+from shared.schema_errors import SchemaProblem, explain, resolve_local, resolve_pointer
 
 DRAFT_07 = "http://json-schema.org/draft-07/schema#"
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
@@ -37,12 +40,6 @@ _DIALECTS = {None: jsonschema.Draft7Validator, DRAFT_07: jsonschema.Draft7Valida
 
 class ToolSchemaError(Exception):
     """A tool schema that cannot be used; raised at startup, naming the tool."""
-
-
-@dataclass(frozen=True)
-class SchemaViolation:
-    pointer: str
-    message: str
 
 
 def _refs(schema: object, pointer: str = "") -> list[tuple[str, str]]:
@@ -66,12 +63,14 @@ class ToolContract:
     name: str
     description: str
     input_schema: dict
-    # Allowed result shape: {key: True} keeps a value as is, {key: {...}} recurses into
-    # objects (and into each object of a list); anything else is dropped.
-    result_shape: dict = field(default_factory=dict)
+    # The JSON Schema of a result: what a result keeps (see project) and what MCP clients are told.
+    output_schema: dict = field(default_factory=dict)
     # Refuse undeclared properties (see the module docstring): for schemas someone else wrote, where a
     # property the reviewed schema never had must never reach the tool.
     closed: bool = False
+    # Where a peer's refusal pointers are rooted in the arguments: "/draft" when the gateway points into the
+    # draft it was given, "" when the peer's request mirrors the arguments themselves.
+    subject: str = ""
 
     def __post_init__(self) -> None:
         schema = self.input_schema
@@ -94,29 +93,31 @@ class ToolContract:
         self._validator = validator_class(schema)
         self._closed = _CLOSING[validator_class](closed_schema(self.name, schema)) if self.closed else None
 
-    def violations(self, arguments: object) -> list[SchemaViolation]:
+    def violations(self, arguments: object) -> list[SchemaProblem]:
         """Schema problems of `arguments`, first the most relevant; the value is never changed."""
-        errors = sorted(self._validator.iter_errors(arguments), key=jsonschema.exceptions.relevance)
+        errors = list(self._validator.iter_errors(arguments))
         if not errors and self._closed is not None:  # valid as written: only undeclared properties remain
-            errors = _undeclared_first(self._closed.iter_errors(arguments))
-        return [SchemaViolation("".join(f"/{p}" for p in e.absolute_path), e.message[:300]) for e in errors[:5]]
+            return explain(_undeclared_first(self._closed.iter_errors(arguments)), self.input_schema)
+        return explain(errors, self.input_schema)
 
     def project(self, result: object) -> object:
-        return project(result, self.result_shape)
+        return project(result, self.output_schema)
 
 
-def project(value: object, shape: dict) -> object:
-    """Keep only what `shape` names; a result can never carry more than its contract says."""
-    if isinstance(value, list):
-        return [project(item, shape) for item in value]
+def project(value: object, schema: dict, root: dict | None = None) -> object:
+    """Only what `schema` declares: an object keeps the properties it lists (each projected by its own schema),
+    an array projects each item; a value whose schema lists no properties (a number, a text, a JSON Schema
+    the contract passes on whole) is kept as it is."""
+    root = schema if root is None else root
+    schema = resolve_local(root, schema)
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [project(item, schema["items"], root) for item in value]
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return value
     if not isinstance(value, dict):
-        return None
-    kept = {}
-    for key, rule in shape.items():
-        if key not in value:
-            continue
-        kept[key] = value[key] if rule is True else project(value[key], rule)
-    return kept
+        return None  # not the object the contract says: nothing of it leaves
+    return {key: project(value[key], rule, root) for key, rule in properties.items() if key in value}
 
 
 def function_name(tool_id: str) -> str:
@@ -204,27 +205,11 @@ def _same_value(root: dict, schema: dict) -> list[dict]:
         seen.add(id(node))
         found.append(node)
         if isinstance(node.get("$ref"), str):
-            stack.append(_resolve(root, node["$ref"]))
+            stack.append(resolve_pointer(root, node["$ref"]))
         for key in ("allOf", "anyOf", "oneOf", "if", "then", "else", "dependentSchemas", "dependencies"):
             if key in node:
                 stack += _children(key, node[key])
     return found
-
-
-def _resolve(root: dict, ref: str) -> object:
-    """A local reference (`#` or `#/json/pointer`) in the schema's own text."""
-    if ref != "#" and not ref.startswith("#/"):
-        raise ValueError(f"{ref!r} is not a JSON pointer into the schema")
-    node: object = root
-    for part in ref[2:].split("/") if ref != "#" else []:
-        part = unquote(part).replace("~1", "/").replace("~0", "~")
-        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        elif isinstance(node, dict) and part in node:
-            node = node[part]
-        else:
-            raise ValueError(f"{ref!r} points at nothing")
-    return node
 
 
 def _declared(schemas: list[dict]) -> tuple[set[str], set[str], bool, bool]:

@@ -41,7 +41,10 @@ class ChatPlanner:
                                                           "parameters": c.input_schema}} for c in contracts]
         self.max_steps = max_steps
 
-    async def run(self, question: str, call: CallRaw, committed: Callable[[], bool]) -> Plan:
+    async def run(self, question: str, call: CallRaw, committed: Callable[[], bool],
+                  stopped: Callable[[], bool] = lambda: False) -> Plan:
+        """The model's turn: its calls until it answers, runs out of steps, or the turn stops taking calls
+        (`stopped`: its refusal budget is spent)."""
         messages: list[dict] = [{"role": "system", "content": SYSTEM_PROMPT}]
         if self.earlier:  # the person's own earlier words, so "now only web" can be read against them
             messages.append({"role": "user", "content": "Earlier questions in this conversation, oldest first:\n"
@@ -63,6 +66,8 @@ class ChatPlanner:
                 result = await call(tool_call.id, self.names.get(tool_call.name, tool_call.name),
                                     tool_call.arguments_json)
                 messages.append({"role": "tool", "tool_call_id": tool_call.id, "content": model_message(result)})
+            if stopped():
+                return Plan("", committed())
         return Plan(f"The model did not finish within {self.max_steps} steps; nothing more was shown.", False)
 
 

@@ -190,13 +190,11 @@ class EmbeddedPlanner:
         analysis = await call("run_analysis", {"draft": drafted.draft})
         if analysis.ok or analysis.error_code != "AMBIGUOUS_PATH":
             return analysis, ""
-        metadata = next((d for d in analysis.details if isinstance(d, dict)), {})
-        roles = str(metadata.get("roles", "")).split(",")
-        path = str(metadata.get("path", ""))
-        target = _at(drafted.draft, path)
-        if not roles or not roles[0] or target is None:
+        roles = analysis.allowed or []  # each role a list of relationship ids, the shortest path first
+        target = _at({"draft": drafted.draft}, analysis.pointer)
+        if not roles or not isinstance(roles[0], list) or target is None:
             return analysis, ""
-        target["via"] = roles[0].split("+")
+        target["via"] = roles[0]
         labels = {r["id"]: r["label"] for e in entities for r in e.get("relationships", [])}
         return await call("run_analysis", {"draft": drafted.draft}), labels.get(target["via"][-1], "")
 
@@ -339,7 +337,7 @@ def _lower(text: str) -> str:
 
 
 def _at(draft: dict, pointer: str) -> dict | None:
-    """The object at a JSON pointer into the draft (a dimension, a filter), or None."""
+    """The object at a JSON pointer into the arguments (a dimension, a filter of the draft), or None."""
     node = draft
     for part in [p for p in pointer.split("/") if p]:
         if isinstance(node, list) and part.isdigit() and int(part) < len(node):

@@ -9,16 +9,17 @@ the order they arrive: the turn state is one conversation's, not a pool's.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import AsyncIterator
 
 import grpc
 
+from services.agent.contracts import CONTRACTS, TOOL_NAMES
 from services.agent.peers import Peers
-from services.agent.tools import CONTRACTS, TOOL_NAMES, TurnState, model_message
+from services.agent.tools import TurnState, model_message
 from services.agent.turn import ModelTranscript, Turn, begin_turn
 from shared.actors import ActorVerifier
+from shared.bounded_json import canonical
 from shared.errors import TesseraError
 from tessera.agent.v1 import agent_pb2
 
@@ -27,9 +28,10 @@ READ_ONLY_TOOLS = frozenset(TOOL_NAMES) - {"present_ui"}
 
 
 def data_tools() -> list[agent_pb2.DataTool]:
-    """The six tools as an outside model is offered them: our descriptions and input schemas."""
+    """The six tools as an outside model is offered them: our descriptions, input and output schemas."""
     return [agent_pb2.DataTool(name=name, description=contract.description,
-                               input_schema_json=json.dumps(contract.input_schema, sort_keys=True),
+                               input_schema_json=canonical(contract.input_schema),
+                               output_schema_json=canonical(contract.output_schema),
                                read_only=name in READ_ONLY_TOOLS)
             for name, contract in CONTRACTS.items()]
 

@@ -7,10 +7,10 @@ from grpc_health.v1 import health_pb2_grpc
 
 from services.agent.chat import ChatAdapter, ChatConfig
 from services.agent.config import WIRES, AgentSettings
+from services.agent.contracts import TOOL_NAMES
 from services.agent.peers import PEER_NAMES, Peers, health_readiness
 from services.agent.served_turns import data_tools, serve_tools
 from services.agent.suggestions import suggest
-from services.agent.tools import TOOL_NAMES
 from services.agent.turn import ModelTranscript, RunningTurn, run_turn
 from shared.actors import ActorVerifier
 from shared.channels import aio_channel

@@ -1,6 +1,6 @@
-"""The six model tools (§1, §9): contracts, and handlers that reach resources and the host.
+"""The six model tools' handlers (§1, §9), which reach resources and the host (contracts.py: what they promise).
 
-The model sees only what each tool's result shape allows: semantic ids,
+The model sees only what each tool's output schema allows: semantic ids,
 labels, descriptors, counts — never SQL, physical names, rows, tokens or
 offers. The turn keeps the capability token and the resource offers itself.
 """
@@ -13,19 +13,17 @@ from dataclasses import dataclass, field
 
 import grpc
 
+from services.agent.contracts import CONTRACTS, LIMITS, MAX_REFUSALS, MAX_REPAIRS, TOOL_NAMES, TURN_ORDER
+from shared.analysis_draft import DRAFT_SCHEMA_SHA256
 from shared.errors import TesseraError
+from shared.next_steps import NEXT_STEPS, metadata
 from shared.screen import screen
 from shared.tool_bridge import Tool, ToolResult
-from shared.tool_contracts import ToolContract
 from tessera.capabilities.v1 import capabilities_pb2
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2
 from tessera.resources.v1 import resources_pb2
 
-_ENTITY_SHAPE = {"id": True, "label": True, "description": True, "synonyms": True,
-                 "fields": {"id": True, "label": True, "type": True, "exposure": True, "synonyms": True},
-                 "metrics": {"id": True, "label": True, "type": True, "synonyms": True},
-                 "relationships": {"id": True, "label": True, "kind": True, "from": True, "to": True}}
 _TYPES = {v: k.removeprefix("COLUMN_TYPE_").lower() for k, v in common_pb2.ColumnType.items()}
 _ROLES = {v: k.removeprefix("COLUMN_ROLE_").lower() for k, v in common_pb2.ColumnRole.items()}
 _EXPOSURES = {v: k.removeprefix("FIELD_EXPOSURE_").lower().replace("_", "-")
@@ -38,8 +36,6 @@ _PROBES = {"value-domain": resources_pb2.PROBE_KIND_VALUE_DOMAIN,
 # Which peer each tool needs; a peer that is not serving makes its tools unavailable for the turn.
 TOOL_PEERS = {"inspect_catalog": "resources", "describe_data": "resources", "probe_data": "resources",
               "run_analysis": "resources", "present_ui": "host"}
-# A proposal with model-correctable diagnostics may be repaired this many times, then the turn gives up.
-MAX_REPAIRS = 2
 PeerReadiness = Callable[[], Awaitable[dict[str, str]]]
 
 
@@ -67,6 +63,8 @@ class TurnState:
     tainted: bool = False  # an external read reached the model
     flagged: bool = False  # ... and it held instruction-like text
     awaiting_approval: list[str] = field(default_factory=list)  # approval ids of mutations asked for
+    refusals: int = 0  # calls refused this turn: at MAX_REFUSALS the turn ends
+    last_refusal: str = ""  # the latest, in words, for the person
 
     def mark_unavailable(self, tool: str, reason: str) -> None:
         if tool not in self.degraded:
@@ -81,10 +79,10 @@ class TurnState:
 def _entities(entities) -> list[dict]:
     return [{
         "id": e.entity_id, "label": e.label, "description": e.description, "synonyms": list(e.synonyms),
-        "fields": [{"id": f.field_id, "label": f.label, "type": _TYPES[f.type], "exposure": _EXPOSURES[f.exposure],
-                    "synonyms": list(f.synonyms)} for f in e.fields],
-        "metrics": [{"id": m.metric_id, "label": m.label, "type": _TYPES[m.type], "synonyms": list(m.synonyms)}
-                    for m in e.metrics],
+        "fields": [{"id": f.field_id, "label": f.label, "description": f.description, "type": _TYPES[f.type],
+                    "exposure": _EXPOSURES[f.exposure], "synonyms": list(f.synonyms)} for f in e.fields],
+        "metrics": [{"id": m.metric_id, "label": m.label, "description": m.description, "type": _TYPES[m.type],
+                     "synonyms": list(m.synonyms)} for m in e.metrics],
         "relationships": [{"id": r.relationship_id, "label": r.label,
                            "kind": resources_pb2.RelationshipKind.Name(r.kind).removeprefix(
                                "RELATIONSHIP_KIND_").lower(), "from": r.from_entity_id, "to": r.to_entity_id}
@@ -94,56 +92,13 @@ def _entities(entities) -> list[dict]:
 
 def model_message(result: ToolResult) -> str:
     """A tool result exactly as any model receives it."""
-    if result.ok:
-        return json.dumps(result.content)
-    return json.dumps({"error": result.error_code, "message": result.error_message, "details": result.details})
+    return json.dumps(result.content if result.ok else result.refusal())
 
 
 def _diagnostics(diagnostics) -> list[dict]:
-    return [{"code": d.code, "location": d.location, "message": d.message, "hint": d.hint,
+    """Findings on a proposal as a model reads them: pointers into its arguments, and what to do next."""
+    return [{"code": d.code, "pointer": f"/proposal{d.location}", "message": d.message, "next_step": d.hint,
              "model_correctable": d.model_correctable} for d in diagnostics]
-
-
-_EMPTY = {"type": "object", "additionalProperties": False, "properties": {}}
-# Built once at import: the same contracts for every turn.
-CONTRACTS = {contract.name: contract for contract in [
-    ToolContract("inspect_current_context", "The turn's data context and which tools are available.", _EMPTY,
-                 {"dataset": True, "catalog_fingerprint": True, "probes_remaining": True, "tools": True,
-                  "unavailable": {"tool": True, "reason": True}}),
-    ToolContract("inspect_catalog", "Entities, fields and metrics relevant to a question.",
-                 {"type": "object", "additionalProperties": False, "required": ["question"],
-                  "properties": {"question": {"type": "string", "minLength": 1, "maxLength": 2000}}},
-                 {"entities": _ENTITY_SHAPE}),
-    ToolContract("describe_data", "Full detail of up to four inspected entities.",
-                 {"type": "object", "additionalProperties": False, "required": ["entity_ids"],
-                  "properties": {"entity_ids": {"type": "array", "minItems": 1, "maxItems": 4,
-                                                "items": {"type": "string", "pattern": "^ent_[a-z2-7]{12}$"}}}},
-                 {"entities": _ENTITY_SHAPE}),
-    ToolContract("probe_data", "One bounded discovery probe (at most two per turn). value-match: which "
-                               "bounded values of string fields the given text names (pass the question as "
-                               "text); it also brings their entities into scope.",
-                 {"type": "object", "additionalProperties": False, "required": ["kind"],
-                  "properties": {"kind": {"enum": list(_PROBES)},
-                                 "field_id": {"type": "string", "pattern": "^fld_[a-z2-7]{12}$"},
-                                 "relationship_id": {"type": "string", "pattern": "^rel_[a-z2-7]{12}$"},
-                                 "text": {"type": "string", "minLength": 1, "maxLength": 300}}},
-                 {"kind": True, "probes_remaining": True, "untrusted_values": True, "truncated": True,
-                  "matches": {"field_id": True, "entity_id": True, "untrusted_value": True},
-                  "flags": True, "row_count": True, "null_count": True, "distinct_count": True, "earliest": True,
-                  "latest": True, "coverage": True}),
-    ToolContract("run_analysis", "A read-only analysis from a semantic draft; returns a descriptor only.",
-                 {"type": "object", "additionalProperties": False, "required": ["draft"],
-                  "properties": {"draft": {"type": "object"}}},
-                 {"resource": {"rows": True, "truncated": True, "columns": {"id": True, "label": True,
-                                                                             "type": True, "role": True}}}),
-    ToolContract("present_ui", "Without a proposal: freeze the UI slice and get its schema. With one: "
-                               "submit it.",
-                 {"type": "object", "additionalProperties": False,
-                  "properties": {"proposal": {"type": "object"}}},
-                 {"slice": True, "schema": True, "outcome": True, "revision": True, "repairs_left": True,
-                  "diagnostics": {"code": True, "location": True, "message": True, "hint": True,
-                                  "model_correctable": True}}),
-]}
 
 
 class TurnTools:
@@ -183,16 +138,25 @@ class TurnTools:
         for tool, peer in TOOL_PEERS.items():
             if readiness.get(peer) != "SERVING":
                 self.state.mark_unavailable(tool, f"{peer} is {readiness.get(peer, 'UNKNOWN').lower()}")
-        context = {"dataset": "", "catalog_fingerprint": "", "probes_remaining": 0}
-        if readiness.get("resources") == "SERVING":
-            reply = await self.resources.InspectContext(resources_pb2.InspectContextRequest(turn=self.state.turn_ref),
-                                                   timeout=30)
-            self.state.capability_token = reply.capability_token
-            context = {"dataset": reply.dataset_label, "catalog_fingerprint": reply.catalog_fingerprint,
-                       "probes_remaining": reply.probes_remaining}
         state = self.state
+        context = {"dataset": "", "limits": dict(LIMITS), "budgets": {
+            "repairs_per_turn": MAX_REPAIRS, "refusals_per_turn": MAX_REFUSALS,
+            "refusals_remaining": max(0, MAX_REFUSALS - state.refusals)}}
+        if readiness.get("resources") == "SERVING":
+            reply = await self.resources.InspectContext(resources_pb2.InspectContextRequest(turn=state.turn_ref),
+                                                        timeout=30)
+            state.capability_token = reply.capability_token
+            if reply.draft_schema_sha256 != DRAFT_SCHEMA_SHA256:  # a gateway of another version: drafts would fail
+                state.mark_unavailable("run_analysis", f"the gateway enforces draft schema "
+                                                       f"v{reply.draft_schema_version}, not the one advertised here")
+            context["dataset"], context["catalog_fingerprint"] = reply.dataset_label, reply.catalog_fingerprint
+            context["draft_schema"] = {"version": reply.draft_schema_version, "sha256": reply.draft_schema_sha256}
+            context["limits"]["max_result_rows"] = reply.max_result_rows
+            context["budgets"].update(probes_per_turn=reply.probes_per_turn, probes_remaining=reply.probes_remaining,
+                                      analyses_per_turn=reply.analyses_per_turn,
+                                      analyses_remaining=reply.analyses_remaining)
         return {**context, "tools": [t for t in (*TOOL_NAMES, *state.external_tools) if t not in state.degraded],
-                "unavailable": [{"tool": t, "reason": r} for t, r in state.degraded.items()]}
+                "unavailable": [{"tool": t, "reason": r} for t, r in state.degraded.items()], "turn_order": TURN_ORDER}
 
     async def inspect_catalog(self, arguments: dict) -> dict:
         reply = await self.resources.InspectCatalog(resources_pb2.InspectCatalogRequest(
@@ -247,7 +211,8 @@ class TurnTools:
         d = reply.descriptor
         return {"resource": {"rows": d.row_count, "truncated": d.truncated,
                              "columns": [{"id": c.column_id, "label": c.label, "type": _TYPES[c.type],
-                                          "role": _ROLES[c.role]} for c in d.columns]}}
+                                          "role": _ROLES[c.role]} for c in d.columns]},
+                "analyses_remaining": reply.analyses_remaining}
 
     async def present_ui(self, arguments: dict) -> dict:
         if "proposal" not in arguments:
@@ -256,14 +221,15 @@ class TurnTools:
             self.state.slice_hash = frozen.slice_hash
             return {"slice": json.loads(frozen.model_view_json), "schema": json.loads(frozen.present_ui_schema_json)}
         if not self.state.slice_hash:
-            return {"outcome": "rejected", "diagnostics": [{"code": "slice.not-frozen", "location": "",
-                                                            "message": "call present_ui without a proposal first",
-                                                            "model_correctable": True}]}
+            return {"outcome": "rejected", "diagnostics": _diagnostics([common_pb2.Diagnostic(
+                code="slice.not-frozen", message="call present_ui without a proposal first", model_correctable=True,
+                hint=NEXT_STEPS["slice.not-frozen"])])}
         if self.state.needs_repair:
             if self.state.repairs >= MAX_REPAIRS:  # refused before any work: the last good surface stays
                 self.state.gave_up = True
                 raise TesseraError(grpc.StatusCode.RESOURCE_EXHAUSTED, "REPAIR_LIMIT_REACHED",
-                                   f"the proposal was repaired {MAX_REPAIRS} times; no more proposals this turn")
+                                   f"the proposal was repaired {MAX_REPAIRS} times; no more proposals this turn",
+                                   metadata("", bound=MAX_REPAIRS))
             self.state.repairs += 1
         self.state.proposals += 1
         state = self.state
@@ -289,6 +255,3 @@ def build_tools(state: TurnState, resources, host, peers_ready: PeerReadiness, c
     """The six tools of one turn: each contract with its handler."""
     handlers = TurnTools(state, resources, host, peers_ready, capabilities)
     return [Tool(contract, getattr(handlers, name)) for name, contract in CONTRACTS.items()]
-
-
-TOOL_NAMES = tuple(CONTRACTS)  # in the order the model is offered them

@@ -14,13 +14,15 @@ from google.protobuf.duration_pb2 import Duration
 
 from services.agent.chat import ChatAdapter, ChatError
 from services.agent.chat_planner import ChatPlanner
+from services.agent.contracts import MAX_REFUSALS, MAX_REPAIRS
 from services.agent.external_tools import build_external_tools, list_external
 from services.agent.peers import Peers
 from services.agent.planner import EmbeddedPlanner, Plan
-from services.agent.tools import MAX_REPAIRS, TurnState, build_tools, model_message
+from services.agent.tools import TurnState, build_tools, model_message
 from shared.actors import Actor
 from shared.errors import TesseraError, error_details
-from shared.tool_bridge import Tool, ToolBridge, ToolResult
+from shared.next_steps import metadata
+from shared.tool_bridge import Tool, ToolBridge, ToolResult, refused
 from tessera.agent.v1 import agent_pb2
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.host.v1 import host_pb2
@@ -28,6 +30,8 @@ from tessera.host.v1 import host_pb2
 MAX_QUESTION_CHARS = 2_000
 # Failures that mean "the peer is not there", as opposed to a refusal the model can act on.
 _UNAVAILABLE_CODES = {"UNAVAILABLE", "DEADLINE_EXCEEDED", "TOOL_UNAVAILABLE"}
+# Failures that are not the model's doing: they do not spend the turn's refusal budget.
+_NOT_THE_MODELS = _UNAVAILABLE_CODES | {"TOOL_FAILED", "INTERNAL", "UNKNOWN", "CANCELLED", "TURN_BUDGET_SPENT"}
 
 
 def _duration(seconds: float) -> Duration:
@@ -145,6 +149,7 @@ class Turn:
         self.sequence = 0
         self.calls = 0
         self.reported_give_up = False
+        self.reported_spent = False
         self.bridge = ToolBridge([])
         self.record = RunningTurn("", "")
 
@@ -211,7 +216,7 @@ class Turn:
         if chat is None:
             return EmbeddedPlanner(earlier).run(self.question, self.call)
         planner = ChatPlanner(chat, [t.contract for t in tools], earlier_questions=earlier)
-        return planner.run(self.question, self.call_raw, lambda: bool(self.state.revisions))
+        return planner.run(self.question, self.call_raw, lambda: bool(self.state.revisions), self.budget_spent)
 
     async def call(self, tool: str, arguments: dict) -> ToolResult:
         """A call of the embedded planner, which numbers its calls."""
@@ -225,10 +230,17 @@ class Turn:
             call_id=call_id, tool=tool, phase=agent_pb2.TOOL_STEP_PHASE_STARTED,
             status=agent_pb2.TOOL_STEP_STATUS_RUNNING)))
         begun_at = time.perf_counter()
-        result = await self.bridge.call(call_id, tool, arguments_json)
+        if self.budget_spent():  # refused before any work: the turn has had its refusals
+            result = refused(call_id, tool, "TURN_BUDGET_SPENT", f"{MAX_REFUSALS} calls of this turn were refused; "
+                             f"it takes no more", metadata("", bound=MAX_REFUSALS))
+        else:
+            result = await self.bridge.call(call_id, tool, arguments_json)
         if result is None or self.record.cancel_requested:
             # The turn was cancelled (its bridge closed, or the call cut short): nothing more reaches the model.
             raise asyncio.CancelledError
+        if not result.ok and result.error_code not in _NOT_THE_MODELS:
+            self.state.refusals += 1
+            self.state.last_refusal = f"{result.error_code} at {result.pointer or 'the call'}: {result.error_message}"
         status, approval_id = _step_status(result)
         if status == agent_pb2.TOOL_STEP_STATUS_UNAVAILABLE:
             self.state.mark_unavailable(tool, f"{result.error_code.lower()}: {result.error_message}"[:200])
@@ -244,8 +256,12 @@ class Turn:
         self.state.commit_events.clear()
         return result
 
+    def budget_spent(self) -> bool:
+        return self.state.refusals >= MAX_REFUSALS
+
     async def _report_state(self) -> None:
-        """What the call changed for the whole turn: tools now unavailable, and giving up on repairs (once)."""
+        """What the call changed for the whole turn: tools now unavailable, giving up on repairs and the refusal
+        budget spent (each once)."""
         for unavailable, reason in self.state.new_notices:
             await self.events.put(self.event(degraded=agent_pb2.DegradedNotice(
                 tool=unavailable, reason="TOOL_UNAVAILABLE", message=reason)))
@@ -255,6 +271,14 @@ class Turn:
             await self.events.put(self.event(error=agent_pb2.TurnError(
                 reason="REPAIR_LIMIT_REACHED", retryable=False,
                 message=f"the proposal still had errors after {MAX_REPAIRS} repairs; the last good surface stays")))
+        if self.budget_spent() and not self.reported_spent:
+            self.reported_spent = True
+            await self.events.put(self.event(error=agent_pb2.TurnError(
+                reason="TURN_BUDGET_SPENT", retryable=False, message=self._spent_words())))
+
+    def _spent_words(self) -> str:
+        return f"the model's calls were refused {MAX_REFUSALS} times, so the turn stopped (the last: " \
+               f"{self.state.last_refusal})"[:500]
 
     async def _answered(self, plan: Plan) -> AsyncIterator[agent_pb2.StartTurnResponse]:
         state = self.state
@@ -262,10 +286,12 @@ class Turn:
         answer = plan.answer
         if state.gave_up:
             answer = f"{answer} I could not produce a valid display after {MAX_REPAIRS} repairs.".strip()
+        if self.budget_spent():  # the person is told why the turn stopped, whatever the model wrote
+            answer = f"{answer} I stopped: {self._spent_words()}.".strip()
         answer = _with_unavailable(answer, state.degraded)
-        if plan.answered and not state.gave_up:
+        if plan.answered and not state.gave_up and not self.budget_spent():
             outcome = agent_pb2.TURN_OUTCOME_ANSWERED
-        elif state.gave_up:
+        elif state.gave_up or self.budget_spent():
             outcome = agent_pb2.TURN_OUTCOME_FAILED
         else:
             outcome = agent_pb2.TURN_OUTCOME_NOT_ANSWERABLE

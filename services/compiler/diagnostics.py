@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from shared.next_steps import NEXT_STEPS
 from tessera.common.v1 import common_pb2
 
 _SEVERITY = {"error": common_pb2.SEVERITY_ERROR, "warning": common_pb2.SEVERITY_WARNING,
@@ -24,7 +25,8 @@ class Finding:
     def to_proto(self) -> common_pb2.Diagnostic:
         return common_pb2.Diagnostic(phase=self.phase, code=self.code, severity=_SEVERITY[self.severity],
                                      recoverable=self.recoverable, model_correctable=self.model_correctable,
-                                     message=self.message, location=self.location, hint=self.hint)
+                                     message=self.message, location=self.location,
+                                     hint=self.hint or NEXT_STEPS.get(self.code, ""))
 
 
 class Rejected(Exception):

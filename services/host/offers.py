@@ -14,6 +14,7 @@ from services.host.store import Session, Turn
 from shared import tokens
 from shared.bounded_json import canonical
 from shared.errors import TesseraError
+from shared.next_steps import NEXT_STEPS
 from shared.ui.slice import ActionOffer, ResourceOffer, SliceRequest, freeze_slice, model_view
 from tessera.capabilities.v1 import capabilities_pb2
 from tessera.common.v1 import common_pb2
@@ -49,7 +50,8 @@ class Offers:
                 refused.append(common_pb2.Diagnostic(
                     phase="slice", code="slice.offer-refused", severity=common_pb2.SEVERITY_WARNING,
                     recoverable=True, model_correctable=False, location=f"/resource_offers/{index}",
-                    message=f"{exc.reason.replace('TOKEN_', '').lower().replace('_', '-')}: {exc}"))
+                    message=f"{exc.reason.replace('TOKEN_', '').lower().replace('_', '-')}: {exc}",
+                    hint=NEXT_STEPS["slice.offer-refused"]))
                 continue
             accepted.append(ResourceOffer(claims.descriptor, offer_hash(token), interpretation=claims.interpretation))
             evidence.append(claims.evidence)

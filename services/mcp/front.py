@@ -21,6 +21,7 @@ import mcp_types as types
 from services.mcp.turns import QUESTION_OPENERS, OutsideTurn, TurnUnavailable, question_of
 from shared.actors import assert_actor
 from shared.logs import log
+from shared.next_steps import fill
 from tessera.agent.v1 import agent_pb2
 from tessera.host.v1 import host_pb2
 
@@ -50,8 +51,11 @@ def tool_result(ok: bool, message: dict) -> types.CallToolResult:
                                 structured_content=message, is_error=not ok)
 
 
-def refusal(reason: str, message: str) -> types.CallToolResult:
-    return tool_result(False, {"error": reason, "message": message})
+def refusal(reason: str, message: str, **metadata) -> types.CallToolResult:
+    """The front's own refusal, shaped as the agent's are: where (the whole call), and what to do next."""
+    taught = fill(reason, {"pointer": "", **metadata})
+    return tool_result(False, {"error": reason, "message": message, "pointer": taught.pop("pointer"),
+                               "next_step": taught.pop("next_step", ""), **taught})
 
 
 class Front:
@@ -75,6 +79,7 @@ class Front:
                     from None
             self._tools = [types.Tool(
                 name=tool.name, description=tool.description, input_schema=json.loads(tool.input_schema_json),
+                output_schema=json.loads(tool.output_schema_json),
                 annotations=types.ToolAnnotations(read_only_hint=tool.read_only, destructive_hint=False,
                                                   idempotent_hint=tool.read_only, open_world_hint=False))
                 for tool in reply.tools]
@@ -87,7 +92,8 @@ class Front:
     async def call(self, person: Person, tool: str, arguments: dict | None) -> types.CallToolResult:
         arguments_json = json.dumps(arguments or {})
         if len(arguments_json.encode()) > MAX_ARGUMENT_BYTES:
-            return refusal("ARGUMENTS_TOO_LARGE", f"arguments exceed {MAX_ARGUMENT_BYTES} bytes")
+            return refusal("ARGUMENTS_TOO_LARGE", f"arguments exceed {MAX_ARGUMENT_BYTES} bytes",
+                           bound=MAX_ARGUMENT_BYTES)
         lock = self._locks.setdefault(person, asyncio.Lock())
         async with lock:  # one conversation's calls in order: the turn state is that conversation's
             try:

@@ -232,6 +232,12 @@ class Catalog:
     def metric(self, entity: str, name: str) -> CatalogMetric:
         return self.entities[entity].metrics[name]
 
+    def home_entity_id(self, item_id: str) -> str:
+        """The entity an id belongs to (a relationship: the one it leads from): what describe_data brings in."""
+        item = self.by_id[item_id]
+        name = item.spec.from_entity if isinstance(item, CatalogRelationship) else getattr(item, "entity", None)
+        return self.entities[name].id if name else item.id
+
     def time_field(self, entity: str) -> CatalogField | None:
         """The date or time rows of `entity` are dated by: its declared `time_field`, else its first date or
         time field, else that of the nearest entity it belongs to (many-to-one), for a result's coverage."""

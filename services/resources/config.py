@@ -22,7 +22,9 @@ class ResourcesSettings(ServiceSettings):
     row_cap: int = Field(default=1_000, ge=1, le=MAX_ROW_CAP)
     statement_timeout_seconds: float = Field(default=30.0, gt=0, le=600)
     probes_per_turn: int = Field(default=2, ge=0, le=10)
-    # A turn's probe count is forgotten this long after its last probe (turns last minutes).
+    # Analyses run per turn (a refused draft costs nothing): what a model may learn in one turn is bounded.
+    analyses_per_turn: int = Field(default=10, ge=1, le=100)
+    # A turn's budgets are forgotten this long after their last use (turns last minutes).
     probe_budget_lifetime_seconds: float = Field(default=86_400.0, ge=60, le=30 * 86_400)
     signing_key: Path | None = None
     host_verify_key: Path | None = None

@@ -22,173 +22,42 @@ import jsonschema
 
 from services.resources import periods
 from services.resources.catalog import Catalog, CatalogEntity, CatalogField, CatalogMetric, CatalogRelationship
-from services.resources.grains import GRAINS
+from shared.analysis_draft import (
+    DRAFT_07,
+    DRAFT_SCHEMA,
+    GRAINS,
+    MAX_DRAFT_BYTES,
+    MAX_DRAFT_VALUES,
+    MAX_PREDICATE_DEPTH,
+    MODES,
+    OVER_TIME,
+    TEXT_OPS,
+    mode_schema,
+)
 from shared.bounded_json import BoundedJsonError, Limits, parse
 from shared.errors import TesseraError
+from shared.next_steps import metadata
 from shared.schema_check import compile_check
+from shared.schema_errors import explain
 
-MAX_DRAFT_BYTES = 64 * 1024
-MAX_PREDICATE_DEPTH = 8
-MAX_NUMBER = 2**63 - 1  # what every backend binds as a 64-bit integer
-MODES = ("aggregate", "records")
-AGGREGATIONS = ("count", "count_distinct", "sum", "avg", "min", "max")
 NUMERIC = frozenset({"integer", "decimal", "float"})
 TEMPORAL = frozenset({"date", "timestamp"})
 ORDERED_OPS = frozenset({"gt", "gte", "lt", "lte", "between"})
-COMPARISONS = ("eq", "neq", "gt", "gte", "lt", "lte")
-TEXT_OPS = ("contains", "starts_with", "ends_with")  # case-insensitive; the value is matched as it is
-CALCULATIONS = ("share_of_total", "rank", "ratio", "prior", "change", "growth", "cumulative")
-OVER_TIME = frozenset({"prior", "change", "growth", "cumulative"})  # computed along a time breakdown
-AGAINST = ("previous_period", "same_period_last_year")
-MAX_LIMIT = 20_000  # the schema's bound; the gateway's row cap (policy) is the real one
 
-_OUTPUT_ID = {"type": "string", "pattern": "^[a-z][a-z0-9_]{0,31}$"}
-_SCALAR = {"type": ["string", "number", "boolean"], "maxLength": 200}
-_NUMBER = {"type": "number"}
-_FIELD_ID = {"type": "string", "pattern": "^fld_[a-z2-7]{12}$"}
-# The relationships a field is reached through, when more than one path leads to its entity (a role).
-_VIA = {"type": "array", "minItems": 1, "maxItems": 4, "uniqueItems": True,
-        "items": {"type": "string", "pattern": "^rel_[a-z2-7]{12}$"}}
-
-
-def _combinations(definition: str) -> list[dict]:
-    """`all` and `any` of 1-16 conditions, and `not` one, each a condition of `definition` again."""
-    one = {"$ref": f"#/definitions/{definition}"}
-    several = {"type": "array", "minItems": 1, "maxItems": 16, "items": one}
-    return [{"type": "object", "additionalProperties": False, "required": [key], "properties": {key: value}}
-            for key, value in (("all", several), ("any", several), ("not", one))]
-
-
-_PREDICATE = {
-    "oneOf": [
-        *_combinations("predicate"),
-        {"type": "object", "additionalProperties": False, "required": ["field", "op"],
-         "properties": {"field": _FIELD_ID, "via": _VIA, "op": {"const": "is_null"}}},
-        {"type": "object", "additionalProperties": False, "required": ["has"],
-         "properties": {"has": {"$ref": "#/definitions/predicate"}, "via": _VIA}},
-        {"type": "object", "additionalProperties": False, "required": ["same", "via"],
-         "properties": {"same": {"type": "string", "pattern": "^ent_[a-z2-7]{12}$"},
-                        "via": {"type": "array", "minItems": 2, "maxItems": 2, "items": _VIA}}},
-        {"type": "object", "additionalProperties": False, "required": ["field", "op", "value"],
-         "properties": {"field": _FIELD_ID, "via": _VIA, "op": {"enum": [*COMPARISONS, *TEXT_OPS]},
-                        "value": _SCALAR}},
-        {"type": "object", "additionalProperties": False, "required": ["field", "op", "unit"],
-         "properties": {"field": _FIELD_ID, "via": _VIA, "op": {"enum": list(periods.RELATIVE)},
-                        "unit": {"enum": list(periods.UNITS)},
-                        "count": {"type": "integer", "minimum": 1, "maximum": periods.MAX_COUNT}}},
-        {"type": "object", "additionalProperties": False, "required": ["field", "op", "compare_to"],
-         "properties": {"field": _FIELD_ID, "via": _VIA, "op": {"enum": list(COMPARISONS)},
-                        "compare_to": {"type": "object", "additionalProperties": False, "required": ["field"],
-                                       "properties": {"field": _FIELD_ID, "via": _VIA}}}},
-        {"type": "object", "additionalProperties": False, "required": ["field", "op", "values"],
-         "properties": {"field": _FIELD_ID, "via": _VIA, "op": {"const": "in"},
-                        "values": {"type": "array", "minItems": 1, "maxItems": 100, "items": _SCALAR}}},
-        {"type": "object", "additionalProperties": False, "required": ["field", "op", "values"],
-         "properties": {"field": _FIELD_ID, "via": _VIA, "op": {"const": "between"},
-                        "values": {"type": "array", "minItems": 2, "maxItems": 2, "items": _SCALAR}}},
-    ]
-}
-# Conditions on computed outputs (measures and calculations), applied after aggregation.
-_HAVING = {
-    "oneOf": [
-        *_combinations("having"),
-        {"type": "object", "additionalProperties": False, "required": ["output", "op"],
-         "properties": {"output": _OUTPUT_ID, "op": {"const": "is_null"}}},
-        {"type": "object", "additionalProperties": False, "required": ["output", "op", "value"],
-         "properties": {"output": _OUTPUT_ID, "op": {"enum": ["eq", "neq", "gt", "gte", "lt", "lte"]},
-                        "value": _NUMBER}},
-        {"type": "object", "additionalProperties": False, "required": ["output", "op", "values"],
-         "properties": {"output": _OUTPUT_ID, "op": {"const": "between"},
-                        "values": {"type": "array", "minItems": 2, "maxItems": 2, "items": _NUMBER}}},
-        # A text breakdown tested after the calculations: "the share of orders that are cancelled" is the
-        # cancelled group's share of all groups, kept alone.
-        {"type": "object", "additionalProperties": False, "required": ["output", "op", "value"],
-         "properties": {"output": _OUTPUT_ID, "op": {"enum": ["eq", "neq"]},
-                        "value": {"type": "string", "maxLength": 200}}},
-        {"type": "object", "additionalProperties": False, "required": ["output", "op", "values"],
-         "properties": {"output": _OUTPUT_ID, "op": {"const": "in"},
-                        "values": {"type": "array", "minItems": 1, "maxItems": 50,
-                                   "items": {"type": "string", "maxLength": 200}}}},
-    ]
-}
-_CALCULATIONS = {"type": "array", "maxItems": 8, "items": {
-    "type": "object", "additionalProperties": False, "required": ["id", "kind", "of"],
-    "properties": {"id": _OUTPUT_ID, "kind": {"enum": list(CALCULATIONS)}, "of": _OUTPUT_ID,
-                   "within": {"type": "array", "maxItems": 8, "uniqueItems": True, "items": _OUTPUT_ID},
-                   "direction": {"enum": ["asc", "desc"]}, "against": {"enum": list(AGAINST)},
-                   "time": _OUTPUT_ID, "to": _OUTPUT_ID}}}
-_LIMIT = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}
-_ORDER_BY = {"type": "array", "maxItems": 8, "items": {
-    "type": "object", "additionalProperties": False, "required": ["output"],
-    "properties": {"output": _OUTPUT_ID, "direction": {"enum": ["asc", "desc"]}}}}
-
-DRAFT_SCHEMA = {
-    "$schema": "http://json-schema.org/draft-07/schema#",
-    "title": "Tessera analysis draft",
-    "definitions": {
-        "predicate": _PREDICATE,
-        "having": _HAVING,
-        "aggregate": {
-            "type": "object", "additionalProperties": False, "required": ["mode", "measures"],
-            "properties": {
-                "mode": {"const": "aggregate"},
-                "measures": {"type": "array", "minItems": 1, "maxItems": 16, "items": {
-                    "type": "object", "additionalProperties": False, "required": ["id"],
-                    "properties": {
-                        "id": _OUTPUT_ID,
-                        "metric": {"type": "string", "pattern": "^met_[a-z2-7]{12}$"},
-                        "aggregation": {"enum": list(AGGREGATIONS)},
-                        "field": _FIELD_ID,
-                        "entity": {"type": "string", "pattern": "^ent_[a-z2-7]{12}$"},
-                    }}},
-                "dimensions": {"type": "array", "maxItems": 8, "items": {
-                    "type": "object", "additionalProperties": False, "required": ["id", "field"],
-                    "properties": {"id": _OUTPUT_ID, "field": _FIELD_ID, "via": _VIA,
-                                   "grain": {"enum": list(GRAINS)}}}},
-                "filter": {"$ref": "#/definitions/predicate"},
-                "calculations": _CALCULATIONS,
-                "having": {"$ref": "#/definitions/having"},
-                "order_by": _ORDER_BY,
-                "limit": _LIMIT,
-                "output": {"enum": ["scalar", "table", "series", "ranking"]},
-            },
-        },
-        "records": {
-            "type": "object", "additionalProperties": False, "required": ["mode", "entity", "fields", "order_by"],
-            "properties": {
-                "mode": {"const": "records"},
-                "entity": {"type": "string", "pattern": "^ent_[a-z2-7]{12}$"},
-                "fields": {"type": "array", "minItems": 1, "maxItems": 32, "items": {
-                    "type": "object", "additionalProperties": False, "required": ["id", "field"],
-                    "properties": {"id": _OUTPUT_ID, "field": _FIELD_ID, "via": _VIA}}},
-                "filter": {"$ref": "#/definitions/predicate"},
-                "order_by": {**_ORDER_BY, "minItems": 1},
-                "limit": _LIMIT,
-            },
-        },
-    },
-    "oneOf": [{"$ref": "#/definitions/aggregate"}, {"$ref": "#/definitions/records"}],
-}
-jsonschema.Draft7Validator.check_schema(DRAFT_SCHEMA)
 # One validator per mode gives errors that point into the draft, not "matches neither mode".
-_VALIDATORS = {
-    mode: jsonschema.Draft7Validator({"$schema": DRAFT_SCHEMA["$schema"], "definitions": DRAFT_SCHEMA["definitions"],
-                                      **DRAFT_SCHEMA["definitions"][mode]})
-    for mode in MODES
-}
+_VALIDATORS = {mode: jsonschema.Draft7Validator(mode_schema(mode)) for mode in MODES}
 # What picks one of them: checked first, so no value of the wrong type decides anything.
-_ENVELOPE = jsonschema.Draft7Validator({"$schema": DRAFT_SCHEMA["$schema"], "type": "object", "required": ["mode"],
+_ENVELOPE = jsonschema.Draft7Validator({"$schema": DRAFT_07, "type": "object", "required": ["mode"],
                                         "properties": {"mode": {"type": "string", "enum": list(MODES)}}})
-
-
 # The same schemas compiled with fastjsonschema: about ten times faster on valid drafts; the
 # jsonschema validators above then explain an invalid one with the most relevant error.
 _FAST_CHECKS = {mode: compile_check(validator.schema) for mode, validator in _VALIDATORS.items()}
 
 
-def invalid(reason: str, message: str, pointer: str, **detail: str) -> TesseraError:
+def invalid(reason: str, message: str, pointer: str, **detail) -> TesseraError:
+    """A refusal of the draft at `pointer` (into the draft), with the allowed values or bound where given."""
     return TesseraError(grpc.StatusCode.INVALID_ARGUMENT, reason, f"{message} (at {pointer or '/'})",
-                        {"path": pointer or "/", **detail})
+                        metadata(pointer, **detail))
 
 
 # --- the typed, checked draft --------------------------------------------
@@ -329,12 +198,20 @@ class Draft:
     _ids: tuple = ()
 
 
+_LIMITS = Limits(max_raw_bytes=MAX_DRAFT_BYTES, max_depth=32, max_values=MAX_DRAFT_VALUES,
+                 max_utf16_units=MAX_DRAFT_BYTES)
+# The bound each size refusal of the parser broke.
+_BOUND_OF = {"json.too-large": MAX_DRAFT_BYTES, "json.too-many-values": MAX_DRAFT_VALUES,
+             "json.too-deep": _LIMITS.max_depth}
+
+
 def parse_draft(text: str) -> object:
     try:
-        return parse(text, Limits(max_raw_bytes=MAX_DRAFT_BYTES, max_depth=32, max_values=2_000,
-                                  max_utf16_units=MAX_DRAFT_BYTES))
+        return parse(text, _LIMITS)
     except BoundedJsonError as exc:
-        raise invalid("DRAFT_NOT_JSON", str(exc), exc.pointer) from None
+        if exc.code in _BOUND_OF:  # refused before anything else is looked at
+            raise invalid("DRAFT_TOO_LARGE", exc.detail, exc.pointer, bound=_BOUND_OF[exc.code]) from None
+        raise invalid("DRAFT_NOT_JSON", exc.detail, exc.pointer) from None
 
 
 def schema_check(raw: object) -> str:
@@ -352,48 +229,11 @@ def schema_check(raw: object) -> str:
 
 
 def _refuse_first(errors) -> None:
-    error = jsonschema.exceptions.best_match(errors)
-    if error is not None:
-        raise _schema_refusal(error)
-
-
-def _schema_refusal(error: jsonschema.ValidationError) -> TesseraError:
-    """DRAFT_SCHEMA, with the JSON path in the message and the pointer and failed keyword as metadata."""
-    parts = [str(part) for part in error.absolute_path]
-    where, keyword, detail = error.json_path, str(error.validator), {}
-    if keyword == "type":
-        expected = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
-        got = _json_type(error.instance)
-        message = f"{where} must be {_either(_ARTICLES.get(t, f'a {t}') for t in expected)}, got {got}"
-        detail = {"expected": ",".join(expected), "got": got}
-    elif keyword == "required" and isinstance(error.instance, dict):
-        missing = next(n for n in error.validator_value if n not in error.instance)
-        parts.append(missing)  # point at what is missing, not at its parent
-        where = f"{where}.{missing}"
-        message = f"{where} is required"
-    elif keyword in ("enum", "const"):
-        allowed = error.validator_value if keyword == "enum" else [error.validator_value]
-        message = f"{where} must be {_either(repr(value) for value in allowed)}"
-    else:
-        message = f"{where}: {error.message}"
-    pointer = "".join(f"/{part.replace('~', '~0').replace('/', '~1')}" for part in parts)
-    return invalid("DRAFT_SCHEMA", message[:300], pointer, json_path=where, keyword=keyword, **detail)
-
-
-_ARTICLES = {"object": "an object", "array": "an array", "integer": "an integer", "null": "null"}
-
-
-def _json_type(value: object) -> str:
-    if isinstance(value, bool):  # before numbers: a bool is an int in Python
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    return {dict: "object", list: "array", str: "string", type(None): "null"}.get(type(value), type(value).__name__)
-
-
-def _either(options) -> str:
-    options = list(options)
-    return options[0] if len(options) == 1 else f"{', '.join(options[:-1])} or {options[-1]}"
+    problems = explain(errors, DRAFT_SCHEMA, limit=1)
+    if problems:
+        first = problems[0]
+        raise invalid("DRAFT_SCHEMA", first.message, first.pointer, keyword=first.keyword,
+                      allowed=first.allowed or None, bound=first.bound)
 
 
 # What each exposure lets a draft do with a field (never-to-model fields are not in the catalog at all).
@@ -437,16 +277,13 @@ class _Resolver:
 def build_draft(raw: dict, catalog: Catalog) -> Draft:
     mode = schema_check(raw)
     resolve = _Resolver(catalog)
-    outputs: list[str] = []
     if mode == "aggregate":
         measures = tuple(_measure(m, f"/measures/{i}", resolve) for i, m in enumerate(raw["measures"]))
         dimensions = tuple(_dimension(d, f"/dimensions/{i}", resolve, use="dimension")
                            for i, d in enumerate(raw.get("dimensions", [])))
         calculations = tuple(_calculation(c, f"/calculations/{i}", measures, dimensions)
                              for i, c in enumerate(raw.get("calculations", [])))
-        outputs = [m.id for m in measures] + [d.id for d in dimensions] + [c.id for c in calculations]
         output = raw.get("output", "table")
-        _check_output_kind(output, measures, dimensions, raw)
         computed = {m.id for m in measures} | {c.id for c in calculations}
         texts = {d.id for d in dimensions if d.grain is None and d.field.spec.type == "string"}
         having = _having(raw["having"], "/having", computed, texts, 1) if "having" in raw else None
@@ -455,38 +292,36 @@ def build_draft(raw: dict, catalog: Catalog) -> Draft:
         entity = resolve.get(raw["entity"], CatalogEntity, "/entity")
         record_fields = tuple(_dimension(f, f"/fields/{i}", resolve, use="record field")
                               for i, f in enumerate(raw["fields"]))
-        outputs = [f.id for f in record_fields]
         draft_fields = {"records_entity": entity, "record_fields": record_fields}
         measures, dimensions, output = (), (), "table"
-    duplicates = {o for o in outputs if outputs.count(o) > 1}
-    if duplicates:
-        raise invalid("DUPLICATE_OUTPUT", f"output id {sorted(duplicates)[0]!r} is used twice", "")
+    outputs = _output_ids(raw)
     order = []
     for i, item in enumerate(raw.get("order_by", [])):
-        if item["output"] not in outputs:
-            raise invalid("UNKNOWN_OUTPUT", f"order_by names {item['output']!r}, which is not an output",
-                          f"/order_by/{i}/output")
+        _require_output(item["output"], outputs, f"/order_by/{i}/output", "order_by names an output")
         order.append(Order(item["output"], item.get("direction", "asc") == "desc"))
     limit = raw.get("limit")
-    if limit is not None and not order:
-        raise invalid("LIMIT_NEEDS_ORDER", "a limit keeps the first rows of an order: add order_by "
-                                           "(e.g. the measure, descending, for a top-N)", "/limit")
     predicate = _predicate(raw["filter"], "/filter", resolve, 1) if "filter" in raw else None
     return Draft(mode=mode, measures=measures, dimensions=dimensions, filter=predicate, order_by=tuple(order),
                  output=output, limit=limit, _ids=tuple(resolve.seen.items()), **draft_fields)
 
 
+def _output_ids(raw: dict) -> list[str]:
+    """The draft's output ids, each used once (the schema cannot say so across lists)."""
+    seen: list[str] = []
+    for key in ("measures", "dimensions", "calculations", "fields"):
+        for i, item in enumerate(raw.get(key, [])):
+            if item["id"] in seen:
+                raise invalid("DUPLICATE_OUTPUT", f"output id {item['id']!r} is used twice", f"/{key}/{i}/id")
+            seen.append(item["id"])
+    return seen
+
+
 def _measure(raw: dict, pointer: str, resolve: _Resolver) -> Measure:
+    """One of the schema's three shapes: a metric, an aggregation of a field, or count of an entity."""
     if "metric" in raw:
-        if {"aggregation", "field", "entity"} & raw.keys():
-            raise invalid("MEASURE_SHAPE", "a measure is either a metric or an aggregation, not both", pointer)
         return Measure(raw["id"], metric=resolve.get(raw["metric"], CatalogMetric, f"{pointer}/metric"))
-    aggregation = raw.get("aggregation")
-    if aggregation is None:
-        raise invalid("MEASURE_SHAPE", "a measure needs a metric, or an aggregation with a field", pointer)
+    aggregation = raw["aggregation"]
     if "field" in raw:
-        if "entity" in raw:
-            raise invalid("MEASURE_SHAPE", "give a field or an entity, not both", pointer)
         field = resolve.field(raw["field"], f"{pointer}/field", use="aggregate")
         if aggregation in ("min", "max") and field.spec.exposure == "aggregate-only":
             # min/max return one row's value as it is: that would expose the field.
@@ -497,62 +332,52 @@ def _measure(raw: dict, pointer: str, resolve: _Resolver) -> Measure:
             raise invalid("AGGREGATION_TYPE", f"{aggregation} needs a numeric field; {field.spec.label!r} is "
                                               f"{field.spec.type}", f"{pointer}/aggregation")
         return Measure(raw["id"], aggregation=aggregation, field=field)
-    if aggregation == "count" and "entity" in raw:
-        return Measure(raw["id"], aggregation="count",
-                       entity=resolve.get(raw["entity"], CatalogEntity, f"{pointer}/entity"))
-    raise invalid("MEASURE_SHAPE", f"{aggregation} needs a field (count may name an entity instead)", pointer)
+    entity = resolve.get(raw["entity"], CatalogEntity, f"{pointer}/entity")
+    return Measure(raw["id"], aggregation="count", entity=entity)
 
 
 def _dimension(raw: dict, pointer: str, resolve: _Resolver, *, use: str) -> Dimension:
     field = resolve.field(raw["field"], f"{pointer}/field", use=use)
     grain = raw.get("grain")
+    grains = [g for g in GRAINS if field.spec.type == "timestamp" or field.spec.type == "date" and g != "hour"]
     if grain is not None and field.spec.type not in TEMPORAL:
         raise invalid("GRAIN_NOT_TEMPORAL", f"{field.spec.label!r} is not a date or time; drop the grain",
-                      f"{pointer}/grain")
+                      f"{pointer}/grain", allowed=grains)
     if grain == "hour" and field.spec.type == "date":
         raise invalid("GRAIN_NOT_TEMPORAL", f"{field.spec.label!r} is a date: it has no hours; use day or coarser",
-                      f"{pointer}/grain")
+                      f"{pointer}/grain", allowed=grains)
     if grain is None and field.spec.type == "timestamp" and use == "dimension":
-        raise invalid("GRAIN_REQUIRED", f"grouping by {field.spec.label!r} needs a grain (hour … year)", pointer)
+        raise invalid("GRAIN_REQUIRED", f"grouping by {field.spec.label!r} needs a grain (hour … year)", pointer,
+                      allowed=grains)
     return Dimension(raw["id"], field, grain, resolve.roles(raw, pointer))
 
 
 def _calculation(raw: dict, pointer: str, measures, dimensions) -> Calculation:
-    if raw["of"] not in {m.id for m in measures}:
-        raise invalid("UNKNOWN_OUTPUT", f"{raw['kind']} is computed from a measure; {raw['of']!r} is not one",
-                      f"{pointer}/of")
+    """One of the schema's shapes per kind (which keys go with which kind is the schema's to say); here, the
+    outputs it names."""
+    measure_ids = [m.id for m in measures]
     dimension_ids = [d.id for d in dimensions]
+    _require_output(raw["of"], measure_ids, f"{pointer}/of", f"{raw['kind']} is computed from a measure")
     for i, name in enumerate(raw.get("within", [])):
-        if name not in dimension_ids:
-            raise invalid("UNKNOWN_OUTPUT", f"within names {name!r}, which is not a dimension", f"{pointer}/within/{i}")
+        _require_output(name, dimension_ids, f"{pointer}/within/{i}", "within names a breakdown")
     kind = raw["kind"]
-    if kind != "rank" and "direction" in raw:
-        raise invalid("CALCULATION_SHAPE", "direction goes with rank only", f"{pointer}/direction")
-    if (kind == "ratio") != ("to" in raw):
-        raise invalid("CALCULATION_SHAPE", "to (the measure divided by) goes with ratio, and ratio needs it",
-                      f"{pointer}/to")
-    if kind == "ratio" and raw["to"] not in {m.id for m in measures}:
-        raise invalid("UNKNOWN_OUTPUT", f"a ratio divides by a measure; {raw['to']!r} is not one", f"{pointer}/to")
-    if (kind in ("prior", "change", "growth")) != ("against" in raw):
-        raise invalid("CALCULATION_SHAPE", "against (previous_period or same_period_last_year) goes with prior, "
-                                           "change and growth, and they need it", f"{pointer}/against")
+    if kind == "ratio":
+        _require_output(raw["to"], measure_ids, f"{pointer}/to", "a ratio divides by a measure")
     if kind not in OVER_TIME:
-        if "time" in raw:
-            raise invalid("CALCULATION_SHAPE", f"time goes with {', '.join(sorted(OVER_TIME))}", f"{pointer}/time")
-        if kind == "ratio" and "within" in raw:
-            raise invalid("CALCULATION_SHAPE", "a ratio is computed row by row: drop within", f"{pointer}/within")
         return Calculation(raw["id"], kind, raw["of"], tuple(raw.get("within", [])),
                            raw.get("direction", "desc") == "desc", to=raw.get("to"))
-    if "within" in raw:
-        raise invalid("CALCULATION_SHAPE", f"{kind} runs within every other breakdown already: drop within",
-                      f"{pointer}/within")
     timed = [d.id for d in dimensions if d.grain is not None]
     time = raw.get("time") or (timed[0] if len(timed) == 1 else None)
     if time is None or time not in timed:
         raise invalid("CALCULATION_NEEDS_TIME", f"{kind} runs along a time breakdown with a grain: add one, "
                                                 "or name it with time", f"{pointer}/time" if "time" in raw else
-                      pointer)
+                      pointer, allowed=timed)
     return Calculation(raw["id"], kind, raw["of"], (), True, raw.get("against"), time)
+
+
+def _require_output(name: str, allowed: list[str], pointer: str, what: str) -> None:
+    if name not in allowed:
+        raise invalid("UNKNOWN_OUTPUT", f"{what}; {name!r} is not one of this draft's", pointer, allowed=allowed)
 
 
 def _having(raw: dict, pointer: str, computed: set[str], texts: set[str], depth: int) -> Group | OutputCondition:
@@ -566,29 +391,13 @@ def _having(raw: dict, pointer: str, computed: set[str], texts: set[str], depth:
         return Group("not", (_having(raw["not"], f"{pointer}/not", computed, texts, depth + 1),))
     values = () if raw["op"] == "is_null" else tuple(raw["values"]) if "values" in raw else (raw["value"],)
     textual = raw["op"] in ("eq", "neq", "in") and all(isinstance(v, str) for v in values)
-    if raw["output"] in texts and textual:
-        for i, value in enumerate(values):
-            if "\x00" in value:
-                raise invalid("VALUE_TYPE", "text cannot contain a NUL character",
-                              f"{pointer}/values/{i}" if "values" in raw else f"{pointer}/value")
-        return OutputCondition(raw["output"], raw["op"], values)
-    if raw["output"] not in computed or textual:
+    fitting = texts if textual else computed
+    if raw["output"] not in fitting:
         raise invalid("UNKNOWN_OUTPUT", f"having tests a measure or calculation against a number, or a text "
-                                        f"breakdown against text; {raw['output']!r} is neither here "
-                                        "(filter on dimensions before aggregation with filter)", f"{pointer}/output")
-    for i, value in enumerate(values):
-        if abs(value) > MAX_NUMBER:
-            raise invalid("VALUE_TYPE", "the number is out of range", f"{pointer}/values/{i}")
+                                        f"breakdown against text; {raw['output']!r} is not one here "
+                                        "(filter on dimensions before aggregation with filter)", f"{pointer}/output",
+                      allowed=sorted(fitting))
     return OutputCondition(raw["output"], raw["op"], values)
-
-
-def _check_output_kind(output: str, measures, dimensions, raw) -> None:
-    if output == "scalar" and dimensions:
-        raise invalid("OUTPUT_KIND", "a scalar output has no dimensions", "/output")
-    if output == "series" and (not dimensions or dimensions[0].grain is None):
-        raise invalid("OUTPUT_KIND", "a series starts with a time dimension that has a grain", "/output")
-    if output == "ranking" and (not dimensions or not raw.get("order_by")):
-        raise invalid("OUTPUT_KIND", "a ranking needs a dimension and an order_by", "/output")
 
 
 def _predicate(raw: dict, pointer: str, resolve: _Resolver, depth: int) -> Predicate:
@@ -609,43 +418,42 @@ def _predicate(raw: dict, pointer: str, resolve: _Resolver, depth: int) -> Predi
                           f"{pointer}/via")
         return SameRow(entity, roles, pointer)
     if "has" in raw:
-        inner = _predicate(raw["has"], f"{pointer}/has", resolve, depth + 1)
-        if any(isinstance(node, Has) for node in nodes(inner)):
-            raise invalid("HAS_NESTED", "a has condition cannot contain another; name the deepest rows in one",
-                          f"{pointer}/has")
-        if any(isinstance(node, SameRow) for node in nodes(inner)) or \
-                any(node.via or getattr(node, "other_via", ()) for node in comparisons(inner)):
-            raise invalid("HAS_SHAPE", "inside has, fields are reached from the rows it looks for: drop via "
-                                       "(a via beside has names the role of those rows)", f"{pointer}/has")
+        inner = _predicate(raw["has"], f"{pointer}/has", resolve, depth + 1)  # no has, same or via: the schema's
         sought = _sought_rows(inner, resolve.catalog, f"{pointer}/has")
         return Has(inner, pointer, sought.name, sought.spec.label, resolve.roles(raw, pointer))
     field = resolve.field(raw["field"], f"{pointer}/field", use="filter")
     via = resolve.roles(raw, pointer)
     op = raw["op"]
     kind = field.spec.type
-    if op in ORDERED_OPS and kind not in NUMERIC | TEMPORAL:
-        raise invalid("OPERATOR_TYPE", f"{op} needs a number, date or time field; {field.spec.label!r} is {kind}",
-                      f"{pointer}/op")
-    if op in TEXT_OPS and kind != "string":
-        raise invalid("OPERATOR_TYPE", f"{op} needs a text field; {field.spec.label!r} is {kind}",
-                      f"{pointer}/op")
+    if op not in operators_for(kind):
+        needs = "a text" if op in TEXT_OPS else "a date or time" if op in periods.RELATIVE else \
+            "a number, date or time"
+        raise invalid("OPERATOR_TYPE", f"{op} needs {needs} field; {field.spec.label!r} is {kind}", f"{pointer}/op",
+                      allowed=operators_for(kind))
     if "compare_to" in raw:
         return _field_comparison(field, via, op, raw["compare_to"], f"{pointer}/compare_to", resolve)
     if op in periods.RELATIVE:
-        if kind not in TEMPORAL:
-            raise invalid("OPERATOR_TYPE", f"{op} needs a date or time field; {field.spec.label!r} is {kind}",
-                          f"{pointer}/op")
         if field.spec.exposure == "filter-only":  # the caption would state its latest value
             raise invalid("FIELD_NOT_EXPOSED", f"{op} counts back from the latest {field.spec.label!r}, which a "
                                                "filter-only field never shows; filter it with dates instead",
                           f"{pointer}/op")
-        if op == "to_date" and raw.get("count", 1) != 1:
-            raise invalid("PERIOD_SHAPE", "to_date is the current unit only: drop count", f"{pointer}/count")
         return RelativePeriod(field, op, raw["unit"], raw.get("count", 1), via, pointer)
     raw_values = [] if op == "is_null" else raw["values"] if "values" in raw else [raw["value"]]
     values = tuple(_typed_value(v, kind, f"{pointer}/{'values/' + str(i) if 'values' in raw else 'value'}")
                    for i, v in enumerate(raw_values))
     return Comparison(field, op, values, via)
+
+
+def operators_for(kind: str) -> tuple[str, ...]:
+    """The operators a condition on a field of this type may use."""
+    found = ["eq", "neq", "in", "is_null"]
+    if kind in NUMERIC | TEMPORAL:
+        found += sorted(ORDERED_OPS)
+    if kind in TEMPORAL:
+        found += periods.RELATIVE
+    if kind == "string":
+        found += TEXT_OPS
+    return tuple(found)
 
 
 def _sought_rows(inner: Predicate, catalog: Catalog, pointer: str) -> CatalogEntity:
@@ -715,35 +523,40 @@ def comparisons(predicate: Predicate):
     return (node for node in nodes(predicate) if isinstance(node, Comparison | RelativePeriod))
 
 
+_EXPECTED = {"string": "text", "boolean": "true or false", "integer": "a whole number", "decimal": "a number",
+             "float": "a number", "date": "an ISO 8601 date ('2024-01-31')",
+             "timestamp": "an ISO 8601 date or date-time ('2024-01-31T12:00:00Z')"}
+
+
 def _typed_value(value, kind: str, pointer: str):
-    """Values become typed bound parameters; text in them is never SQL."""
+    """Values become typed bound parameters; text in them is never SQL. (NUL characters and numbers past 64 bits
+    are the schema's to refuse.)"""
+    def wrong(message: str) -> TesseraError:
+        return invalid("VALUE_TYPE", message, pointer, expected=_EXPECTED[kind])
+
     if kind == "string":
         if not isinstance(value, str):
-            raise invalid("VALUE_TYPE", "expected text", pointer)
-        if "\x00" in value:  # PostgreSQL cannot hold one; no backend's text should differ on it
-            raise invalid("VALUE_TYPE", "text cannot contain a NUL character", pointer)
+            raise wrong("expected text")
         return value
     if kind == "boolean":
         if not isinstance(value, bool):
-            raise invalid("VALUE_TYPE", "expected true or false", pointer)
+            raise wrong("expected true or false")
         return value
     if kind in NUMERIC:
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise invalid("VALUE_TYPE", f"expected a number for a {kind} field", pointer)
-        if abs(value) > MAX_NUMBER:
-            raise invalid("VALUE_TYPE", "the number is out of range", pointer)
+            raise wrong(f"expected a number for a {kind} field")
         if kind == "integer" and isinstance(value, float) and not value.is_integer():
-            raise invalid("VALUE_TYPE", "expected a whole number", pointer)
+            raise wrong("expected a whole number")
         return value
     if not isinstance(value, str):
-        raise invalid("VALUE_TYPE", "expected an ISO 8601 date or date-time string", pointer)
+        raise wrong("expected an ISO 8601 date or date-time string")
     try:
         parsed = dt.datetime.fromisoformat(value)
     except ValueError:
-        raise invalid("VALUE_TYPE", f"{value[:40]!r} is not an ISO 8601 date or date-time", pointer) from None
+        raise wrong(f"{value[:40]!r} is not an ISO 8601 date or date-time") from None
     if parsed.tzinfo is not None:
         try:
             parsed = parsed.astimezone(dt.UTC).replace(tzinfo=None)
         except OverflowError:  # e.g. 0001-01-01T00:00+05:00 is before year 1 in UTC
-            raise invalid("VALUE_TYPE", f"{value[:40]!r} is out of the supported date range", pointer) from None
+            raise wrong(f"{value[:40]!r} is out of the supported date range") from None
     return parsed.date() if kind == "date" else parsed

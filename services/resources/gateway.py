@@ -34,6 +34,7 @@ from shared import tokens
 from shared.caches import SharedMemo, expiring
 from shared.certs import load_secret, load_signing_key, load_verify_key
 from shared.errors import TesseraError
+from shared.next_steps import metadata
 from tessera.common.v1 import common_pb2
 from tessera.resources.v1 import resources_pb2
 
@@ -82,6 +83,7 @@ class Analysis:
     evidence: common_pb2.Evidence
     offer: common_pb2.SignedToken
     interpretation: common_pb2.Interpretation
+    analyses_remaining: int = 0  # of the turn's budget, after this one
 
 
 class Gateway:
@@ -123,32 +125,35 @@ class Gateway:
     def _require_scope(self, capability: Capability, item_id: str, path: str) -> None:
         if item_id not in self.catalog.by_id:
             raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "UNKNOWN_ID",
-                               f"{item_id} is not an id of the current catalog (at {path})", {"path": path})
+                               f"{item_id} is not an id of the current catalog (at {path})", metadata(path))
         if item_id not in capability.ids:
             raise TesseraError(grpc.StatusCode.PERMISSION_DENIED, "ID_NOT_IN_SCOPE",
                                f"{item_id} was not returned to this session by inspect_catalog or describe_data "
-                               f"(at {path})", {"id": item_id, "path": path})
+                               f"(at {path})", metadata(path, id=item_id, entity=self.catalog.home_entity_id(item_id)))
 
     # --- catalog ---------------------------------------------------------
 
     def inspect(self, question: str, capability: Capability) -> tuple[list, str]:
         if len(question) > MAX_QUESTION_CHARS:
             raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "QUESTION_TOO_LONG",
-                               f"the question is longer than {MAX_QUESTION_CHARS} characters")
+                               f"the question is longer than {MAX_QUESTION_CHARS} characters",
+                               metadata("/question", bound=MAX_QUESTION_CHARS))
         found = self.catalog.inspect(question)
         return found, self.capabilities.widen(capability, self._ids_of(found))
 
     def describe(self, entity_ids: list[str], capability: Capability) -> tuple[list, str]:
         if not entity_ids or len(entity_ids) > MAX_DESCRIBE:
             raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "DESCRIBE_COUNT",
-                               f"describe takes 1 to {MAX_DESCRIBE} entity ids")
+                               f"describe takes 1 to {MAX_DESCRIBE} entity ids", metadata("/entity_ids",
+                                                                                       bound=MAX_DESCRIBE))
         found = []
         for index, item_id in enumerate(entity_ids):
             self._require_scope(capability, item_id, f"/entity_ids/{index}")
             entity = self.catalog.by_id[item_id]
             if not isinstance(entity, CatalogEntity):
                 raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "WRONG_ID_KIND",
-                                   f"{item_id} is not an entity (at /entity_ids/{index})")
+                                   f"{item_id} is not an entity (at /entity_ids/{index})",
+                                   metadata(f"/entity_ids/{index}", allowed=["entity"]))
             fields = [f for f in entity.fields.values() if f.model_visible]
             found.append((entity, fields[:40], list(entity.metrics.values())[:24]))
         return found, self.capabilities.widen(capability, self._ids_of(found))
@@ -188,13 +193,14 @@ class Gateway:
         else:
             if text:
                 raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "PROBE_TEXT_UNEXPECTED",
-                                   f"text is only for value-match, not {kind}", {"path": "/text"})
+                                   f"text is only for value-match, not {kind}", metadata("/text"))
             target = self._probe_target(kind, target_id, capability)
         # Reserve the unit first, in the store every replica shares: racing probes cannot overrun the budget.
-        used = self.store.spend_probe(session_id, turn_id, self.settings.probes_per_turn)
+        used = self.store.spend("probe", session_id, turn_id, self.settings.probes_per_turn)
         if used is None:
             raise TesseraError(grpc.StatusCode.RESOURCE_EXHAUSTED, "PROBE_BUDGET_EXHAUSTED",
-                               f"at most {self.settings.probes_per_turn} probes per turn")
+                               f"at most {self.settings.probes_per_turn} probes per turn",
+                               metadata(bound=self.settings.probes_per_turn))
         try:
             if kind == "value-match":
                 matches, truncated = probes.value_match(self.warehouse, fields, text)
@@ -208,7 +214,7 @@ class Gateway:
             else:
                 outcome = probes.join_coverage(self.warehouse, self.catalog, target)
         except BaseException:
-            self.store.refund_probe(session_id, turn_id)  # a probe that did not run does not count
+            self.store.refund("probe", session_id, turn_id)  # a probe that did not run does not count
             raise
         return outcome, self.settings.probes_per_turn - used
 
@@ -216,18 +222,17 @@ class Gateway:
         path = "/relationship_id" if kind == "join-coverage" else "/field_id"
         if not target_id:
             raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "PROBE_TARGET_MISSING",
-                               f"{kind} needs {path[1:]}", {"path": path})
+                               f"{kind} needs {path[1:]}", metadata(path))
         self._require_scope(capability, target_id, path)
         target = self.catalog.by_id[target_id]
         if isinstance(target, CatalogField) and target.spec.exposure == "filter-only":
             raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "PROBE_NOT_ALLOWED",
-                               f"{target.spec.label!r} may only be filtered on: it is never probed",
-                               {"path": path})
+                               f"{target.spec.label!r} may only be filtered on: it is never probed", metadata(path))
         wanted = CatalogRelationship if kind == "join-coverage" else CatalogField
         if not isinstance(target, wanted):
             raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "WRONG_ID_KIND",
                                f"{kind} needs a {'relationship' if wanted is CatalogRelationship else 'field'} id",
-                               {"path": path})
+                               metadata(path, allowed=["relationship" if wanted is CatalogRelationship else "field"]))
         return target
 
     def _match_fields(self, field_id: str, text: str, capability: Capability) -> list[CatalogField]:
@@ -235,13 +240,13 @@ class Gateway:
         if not text.strip() or len(text) > probes.MAX_MATCH_TEXT_CHARS:
             raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "PROBE_TEXT_INVALID",
                                f"value-match needs text of 1-{probes.MAX_MATCH_TEXT_CHARS} characters",
-                               {"path": "/text"})
+                               metadata("/text", bound=probes.MAX_MATCH_TEXT_CHARS))
         if field_id:
             target = self._probe_target("value-match", field_id, capability)
             if target.spec.exposure != "bounded-values" or target.spec.type != "string":
                 raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "PROBE_NOT_ALLOWED",
                                    f"value-match is for string fields with bounded values; {target.spec.label!r} "
-                                   f"is a {target.spec.exposure} {target.spec.type}", {"path": "/field_id"})
+                                   f"is a {target.spec.exposure} {target.spec.type}", metadata("/field_id"))
             return [target]
         # Every entity, not only those in scope: "in France" names a value of an entity the question's
         # words did not bring into the slice. Values of bounded-values fields are the model's to see.
@@ -260,8 +265,10 @@ class Gateway:
         ids |= {r.id for r in self.catalog.relationships_between(in_scope | entities)}
         return self.capabilities.widen(capability, ids)
 
-    def probes_remaining(self, session_id: str, turn_id: str) -> int:
-        return max(0, self.settings.probes_per_turn - self.store.probes_used(session_id, turn_id))
+    def remaining(self, session_id: str, turn_id: str) -> tuple[int, int]:
+        """(probes, analyses) the turn has left."""
+        return (max(0, self.settings.probes_per_turn - self.store.used("probe", session_id, turn_id)),
+                max(0, self.settings.analyses_per_turn - self.store.used("analysis", session_id, turn_id)))
 
     # --- analysis --------------------------------------------------------
 
@@ -276,6 +283,12 @@ class Gateway:
         draft = self.check_draft(draft_json, capability)
         draft = replace(draft, filter=with_periods(draft.filter, self._resolve_period))
         plan = self.planner.plan(draft, self.settings.row_cap)
+        # Only a draft that will run costs a unit, taken where every replica counts it.
+        budget = self.settings.analyses_per_turn
+        used = self.store.spend("analysis", session_id, turn_id, budget)
+        if used is None:
+            raise TesseraError(grpc.StatusCode.RESOURCE_EXHAUSTED, "ANALYSIS_BUDGET_SPENT",
+                               f"at most {budget} analyses per turn", metadata(bound=budget))
         # The time span is asked for alongside the result (its own connection), not after it.
         coverage = self._side_queries.submit(self._coverage, draft)
         try:
@@ -283,6 +296,7 @@ class Gateway:
                                                                                      plan.row_cap + 1)
         except BaseException:
             coverage.cancel()
+            self.store.refund("analysis", session_id, turn_id)  # nothing was learnt from a query that failed
             raise
         truncated = len(rows) > plan.row_cap
         rows = normalize_rows(rows[:plan.row_cap], [column.type for column in plan.columns])
@@ -313,7 +327,7 @@ class Gateway:
             session_id=session_id, turn_id=turn_id, descriptor=descriptor, evidence=evidence,
             interpretation=interpretation)
         offer = tokens.sign(self.signing_key, tokens.PURPOSE_RESOURCE_OFFER, claims)
-        return Analysis(result, descriptor, evidence, offer, interpretation)
+        return Analysis(result, descriptor, evidence, offer, interpretation, budget - used)
 
     def _resolve_period(self, period: RelativePeriod) -> RelativePeriod:
         """A relative period as dates: counted back from the latest value of its field in the data."""
@@ -322,7 +336,7 @@ class Gateway:
             raise TesseraError(grpc.StatusCode.FAILED_PRECONDITION, "NO_REFERENCE_DATE",
                                f"{period.field.spec.label!r} has no values, so "
                                f"'{periods.words(period.relative, period.unit, period.count)}' has no date to count "
-                               f"back from (at {period.pointer})", {"path": period.pointer})
+                               f"back from (at {period.pointer})", metadata(period.pointer))
         return replace(period, span=periods.resolve(period.relative, period.unit, period.count, reference),
                        reference=reference)
 

@@ -10,9 +10,8 @@ import grpc
 import sqlalchemy as sa
 from sqlalchemy.sql.elements import ColumnElement
 
+from shared.analysis_draft import GRAINS
 from shared.errors import TesseraError
-
-GRAINS = ("hour", "day", "week", "month", "quarter", "year")
 
 
 def time_bucket(column: ColumnElement, grain: str, dialect: str) -> ColumnElement:

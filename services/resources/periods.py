@@ -14,9 +14,7 @@ import calendar
 import datetime as dt
 from dataclasses import dataclass
 
-UNITS = ("day", "week", "month", "quarter", "year")
 RELATIVE = ("trailing", "to_date", "previous")
-MAX_COUNT = 120
 
 Moment = dt.date | dt.datetime
 

@@ -15,7 +15,6 @@ import itertools
 import re
 from dataclasses import dataclass, field, replace
 
-import grpc
 import sqlalchemy as sa
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -125,10 +124,10 @@ def output_name(output_id: str) -> sa.sql.quoted_name:
     return sa.sql.quoted_name(output_id, quote=True)
 
 
-def _fan_out(use, edge, reason: str, message: str) -> TesseraError:
-    """A join refused because it would multiply rows, naming where in the draft and which relationship."""
-    return TesseraError(grpc.StatusCode.INVALID_ARGUMENT, reason, f"{message} (at {use.pointer})",
-                        {"path": use.pointer, "relationship": edge.relationship.id})
+def _fan_out(use, edge, reason: str, message: str, end_id: str) -> TesseraError:
+    """A join refused because it would multiply rows, naming where in the draft, which relationship and the entity
+    a measure would have to be defined on."""
+    return invalid(reason, message, use.pointer, relationship=edge.relationship.id, measure_entity=end_id)
 
 
 class Planner:
@@ -228,13 +227,14 @@ class Planner:
                 raise _fan_out(use, edge, "FILTER_THROUGH_FAN_OUT",
                                f"a filter on {self._label(use.entity)} cannot apply to {self._label(home)} records, "
                                f"which have many of them through '{edge.relationship.spec.label}'; filter on "
-                               f"{self._label(home)} or on entities it belongs to")
+                               f"{self._label(home)} or on entities it belongs to", self.catalog.entities[edge.end].id)
             if unsafe and not fan_safe:
                 edge = unsafe[0]
                 raise _fan_out(use, edge, "FAN_OUT",
                                f"{what} is counted per {self._label(home)}; joining it to {self._label(use.entity)} "
                                f"through '{edge.relationship.spec.label}' would repeat rows and inflate it. Use a "
-                               f"metric defined on {self._label(edge.end)}, or a count_distinct measure")
+                               f"metric defined on {self._label(edge.end)}, or a count_distinct measure",
+                               self.catalog.entities[edge.end].id)
             for depth, edge in enumerate(route, start=1):
                 step = _path_key(route[:depth])
                 if step in by_path:
@@ -281,7 +281,7 @@ class Planner:
             "AMBIGUOUS_PATH",
             f"{self._label(use.entity)} is reached from {self._label(home)} in {len(routes)} ways, each meaning "
             f"something else: {listed}; name one with via", use.pointer,
-            roles=",".join("+".join(r.id for r in role) for role in roles))
+            allowed=[[r.id for r in role] for role in roles])
 
     def _atom_sql(self, atom: _Atom, joined: _Join) -> ColumnElement:
         """An atom's aggregate over its (cached) aliases; built once per set of aliases, reused by every plan."""
@@ -417,7 +417,7 @@ class Planner:
     def _plan(self, draft: Draft, row_cap: int) -> Plan:
         if draft.limit is not None and draft.limit > row_cap:
             raise invalid("LIMIT_OVER_CAP", f"at most {row_cap:,} rows can be kept (the row cap); ask for fewer",
-                          "/limit", max=str(row_cap))
+                          "/limit", bound=row_cap)
         if draft.mode == "records":
             return self._records(draft, row_cap)
         return self._aggregate(draft, row_cap)

@@ -12,6 +12,7 @@ from services.resources.results import normalize_cell
 from services.resources.semantic_model import key_fields
 from services.resources.warehouse import Warehouse
 from shared.errors import TesseraError
+from shared.next_steps import metadata
 
 MAX_DOMAIN_VALUES = 20
 MAX_MATCH_TEXT_CHARS = 300
@@ -21,7 +22,7 @@ _WORD_EDGES = " \t\n.,;:!?\"'()[]{}"
 
 
 def _refuse(reason: str, message: str) -> TesseraError:
-    return TesseraError(grpc.StatusCode.INVALID_ARGUMENT, reason, message)
+    return TesseraError(grpc.StatusCode.INVALID_ARGUMENT, reason, message, metadata("/field_id"))
 
 
 def value_domain(warehouse: Warehouse, fld: CatalogField) -> tuple[list[str], bool]:

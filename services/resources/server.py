@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import json
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
@@ -13,19 +12,19 @@ from google.protobuf import timestamp_pb2
 
 from services.resources.capability import Capability
 from services.resources.config import ResourcesSettings
-from services.resources.draft import DRAFT_SCHEMA
 from services.resources.gateway import COLUMN_ROLES, COLUMN_TYPES, Gateway
 from services.resources.semantic_model import SemanticModelError
 from services.resources.store import StoreUnavailable
 from services.resources.warehouse import WarehouseUnavailable
 from shared import runtime
+from shared.analysis_draft import DRAFT_SCHEMA_JSON, DRAFT_SCHEMA_SHA256, DRAFT_SCHEMA_VERSION
 from shared.certs import CredentialError
 from shared.errors import TesseraError
+from shared.next_steps import metadata
 from tessera.common.v1 import common_pb2
 from tessera.resources.v1 import resources_pb2, resources_pb2_grpc
 
 MAX_ID_CHARS = 128
-_DRAFT_SCHEMA_JSON = json.dumps(DRAFT_SCHEMA, sort_keys=True)
 _EXPOSURE = {"never-to-model": resources_pb2.FIELD_EXPOSURE_NEVER_TO_MODEL,
              "aggregate-only": resources_pb2.FIELD_EXPOSURE_AGGREGATE_ONLY,
              "bounded-values": resources_pb2.FIELD_EXPOSURE_BOUNDED_VALUES,
@@ -44,7 +43,7 @@ def _turn(turn: resources_pb2.TurnRef) -> tuple[str, str]:
     for name, value in (("session_id", turn.session_id), ("turn_id", turn.turn_id)):
         if not value or len(value) > MAX_ID_CHARS:
             raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "TURN_REQUIRED",
-                               f"turn.{name} must be 1 to {MAX_ID_CHARS} characters", {"path": f"/turn/{name}"})
+                               f"turn.{name} must be 1 to {MAX_ID_CHARS} characters")
     return turn.session_id, turn.turn_id
 
 
@@ -100,11 +99,15 @@ class ResourceGatewayService(resources_pb2_grpc.ResourceGatewayServiceServicer):
     async def InspectContext(self, request, context):
         session_id, turn_id = _turn(request.turn)
         gateway = self._gateway
-        remaining = await self._run(gateway.probes_remaining, session_id, turn_id)
+        probes, analyses = await self._run(gateway.remaining, session_id, turn_id)
+        settings = gateway.settings
         return resources_pb2.InspectContextResponse(
             dataset_label=gateway.model.dataset.label, catalog_fingerprint=gateway.catalog.fingerprint,
-            semantic_model_version=str(gateway.model.version), probes_remaining=remaining,
-            capability_token=gateway.fresh_token(session_id), draft_schema_json=_DRAFT_SCHEMA_JSON)
+            semantic_model_version=str(gateway.model.version), probes_remaining=probes,
+            capability_token=gateway.fresh_token(session_id), draft_schema_json=DRAFT_SCHEMA_JSON,
+            draft_schema_version=DRAFT_SCHEMA_VERSION, draft_schema_sha256=DRAFT_SCHEMA_SHA256,
+            analyses_remaining=analyses, analyses_per_turn=settings.analyses_per_turn,
+            probes_per_turn=settings.probes_per_turn, max_result_rows=settings.row_cap)
 
     async def InspectCatalog(self, request, context):
         session_id, _ = _turn(request.turn)
@@ -126,8 +129,7 @@ class ResourceGatewayService(resources_pb2_grpc.ResourceGatewayServiceServicer):
         if kind is None:
             raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "PROBE_KIND",
                                "kind must be value-domain, field-profile, time-bounds, join-coverage or "
-                               "value-match",
-                               {"path": "/kind"})
+                               "value-match", metadata("/kind", allowed=_PROBES.values()))
         target = request.relationship_id if kind == "join-coverage" else request.field_id
         outcome, remaining = await self._run(self._gateway.probe, session_id, turn_id, kind, target, capability,
                                              request.text)
@@ -159,7 +161,7 @@ class ResourceGatewayService(resources_pb2_grpc.ResourceGatewayServiceServicer):
         capability = self._capability(request.capability_token, session_id)
         analysis = await self._run(self._gateway.analyze, session_id, turn_id, request.draft_json, capability)
         return resources_pb2.AnalyzeResponse(descriptor=analysis.descriptor, evidence=analysis.evidence,
-                                             offer=analysis.offer)
+                                             offer=analysis.offer, analyses_remaining=analysis.analyses_remaining)
 
     async def ResolveWindow(self, request, context):
         result, columns, rows = await self._run(self._gateway.window, request.grant, request.offset, request.limit,

@@ -1,8 +1,8 @@
-"""The gateway's own database behind a small port: pinned results, probe budgets, revoked grants.
+"""The gateway's own database behind a small port: pinned results, turn budgets, revoked grants.
 
 Replicas share it (PostgreSQL in production), so a result pinned on one replica
-is served by another, a turn's probe budget is spent atomically across all of
-them, and a revocation holds everywhere. Its schema is Alembic's (migrations/).
+is served by another, a turn's budgets (probes, analyses) are spent atomically
+across all of them, and a revocation holds everywhere. Its schema is Alembic's (migrations/).
 """
 
 from __future__ import annotations
@@ -38,9 +38,10 @@ PINNED = sa.Table(
     sa.Column("turn_id", sa.String(128)), sa.Column("columns_json", sa.Text), sa.Column("rows_blob", sa.LargeBinary),
     sa.Column("row_count", sa.Integer), sa.Column("truncated", sa.Boolean), sa.Column("created_at", sa.Float))
 BUDGETS = sa.Table(
-    "probe_budgets", _METADATA,
+    "turn_budgets", _METADATA,
     sa.Column("session_id", sa.String(128), primary_key=True), sa.Column("turn_id", sa.String(128), primary_key=True),
-    sa.Column("used", sa.Integer), sa.Column("updated_at", sa.Float))
+    sa.Column("kind", sa.String(16), primary_key=True), sa.Column("used", sa.Integer),
+    sa.Column("updated_at", sa.Float))
 REVOKED = sa.Table(
     "revoked_grants", _METADATA,
     sa.Column("grant_id", sa.Text, primary_key=True), sa.Column("expires_at", sa.Float))
@@ -149,10 +150,11 @@ class ResourceStore:
     def _remember(self, result: PinnedResult) -> None:
         self._cache.put(result.resource_id, result)
 
-    # --- probe budgets ---------------------------------------------------
+    # --- turn budgets ----------------------------------------------------
 
-    def spend_probe(self, session_id: str, turn_id: str, limit: int) -> int | None:
-        """Take one unit of the turn's budget: the units used now, or None when none was left.
+    def spend(self, kind: str, session_id: str, turn_id: str, limit: int) -> int | None:
+        """Take one unit of the turn's budget of `kind` (probe, analysis): the units used now, or None when none
+        was left.
 
         One statement (insert, or add one where fewer than `limit` are used): the row lock on
         PostgreSQL, BEGIN IMMEDIATE on SQLite, so racing replicas cannot both take the last unit."""
@@ -160,24 +162,29 @@ class ResourceStore:
             return None
         self._sweep_when_due()
         now = self._clock()
-        statement = self._insert(BUDGETS).values(session_id=session_id, turn_id=turn_id, used=1, updated_at=now)
+        statement = self._insert(BUDGETS).values(session_id=session_id, turn_id=turn_id, kind=kind, used=1,
+                                                 updated_at=now)
         statement = statement.on_conflict_do_update(
-            index_elements=[BUDGETS.c.session_id, BUDGETS.c.turn_id],
+            index_elements=[BUDGETS.c.session_id, BUDGETS.c.turn_id, BUDGETS.c.kind],
             set_={"used": BUDGETS.c.used + 1, "updated_at": now}, where=BUDGETS.c.used < limit,
         ).returning(BUDGETS.c.used)
         with available(), self.writer.begin() as connection:
             return connection.execute(statement).scalar()
 
-    def refund_probe(self, session_id: str, turn_id: str) -> None:
-        """A probe that did not run does not count."""
-        key = (BUDGETS.c.session_id == session_id) & (BUDGETS.c.turn_id == turn_id) & (BUDGETS.c.used > 0)
+    def refund(self, kind: str, session_id: str, turn_id: str) -> None:
+        """A unit whose work did not run does not count."""
+        key = self._budget(kind, session_id, turn_id) & (BUDGETS.c.used > 0)
         with available(), self.writer.begin() as connection:
             connection.execute(BUDGETS.update().where(key).values(used=BUDGETS.c.used - 1))
 
-    def probes_used(self, session_id: str, turn_id: str) -> int:
-        key = (BUDGETS.c.session_id == session_id) & (BUDGETS.c.turn_id == turn_id)
+    def used(self, kind: str, session_id: str, turn_id: str) -> int:
         with available(), self.engine.connect() as connection:
-            return connection.execute(sa.select(BUDGETS.c.used).where(key)).scalar() or 0
+            return connection.execute(sa.select(BUDGETS.c.used).where(
+                self._budget(kind, session_id, turn_id))).scalar() or 0
+
+    @staticmethod
+    def _budget(kind: str, session_id: str, turn_id: str):
+        return (BUDGETS.c.session_id == session_id) & (BUDGETS.c.turn_id == turn_id) & (BUDGETS.c.kind == kind)
 
     # --- revoked grants --------------------------------------------------
 

@@ -24,6 +24,7 @@ from sqlalchemy.dialects import registry
 from services.resources.deadlines import Deadline, DeadlineWatcher
 from shared.db import ping, unreachable
 from shared.errors import TesseraError
+from shared.next_steps import metadata
 
 
 class CachingDuckDBDialect(DuckDBDialect):
@@ -66,7 +67,7 @@ class WarehouseUnavailable(Exception):
 def _timeout_error(seconds: float) -> TesseraError:
     return TesseraError(grpc.StatusCode.DEADLINE_EXCEEDED, "QUERY_TIMEOUT",
                         f"the query ran longer than the {seconds:g} s policy limit and was stopped",
-                        {"timeout_seconds": f"{seconds:g}"})
+                        metadata(bound=seconds))
 
 
 class Warehouse:

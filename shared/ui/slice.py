@@ -203,41 +203,74 @@ def _block_schema(catalog: Catalog, frozen: compiler_pb2.CatalogSlice) -> dict:
     variants = []
     for offered in frozen.components:
         contract = catalog.contracts[offered.component]
-        properties = {"id": {"type": "string", "pattern": BLOCK_ID_PATTERN},
-                      "component": {"const": offered.slice_id}, "data": _narrow(contract, frozen)}
+        properties = {"id": _BLOCK_ID, "component": {"const": offered.slice_id}, "data": _narrow(contract, frozen)}
         if "children" in contract.slots:
             slot = contract.slots["children"]
-            properties["children"] = {"type": "array", "minItems": slot.min, "maxItems": slot.max,
-                                      "uniqueItems": True, "items": {"type": "string", "pattern": BLOCK_ID_PATTERN}}
+            properties["children"] = {**_CHILDREN, "minItems": slot.min, "maxItems": slot.max}
         variants.append({"type": "object", "additionalProperties": False, "required": ["id", "component", "data"],
                          "properties": properties})
     return {"oneOf": variants} if variants else {"not": {}}
 
 
+_BLOCK_ID = {"description": "The block's id, unique in the display (lower-case letters, digits, dashes).",
+             "type": "string", "pattern": BLOCK_ID_PATTERN}
+_CHILDREN = {"description": "Ids of the blocks inside this one, in order (only where the component takes children).",
+             "type": "array", "uniqueItems": True, "items": _BLOCK_ID}
+# Any slice's block, before the slice is known: what present_ui's arguments say statically. Its `data` is checked
+# against the component's own schema once the slice is frozen (present_ui without a proposal returns it).
+ANY_BLOCK = {
+    "description": "One block: an offered component with its props.", "type": "object",
+    "additionalProperties": False, "required": ["id", "component", "data"],
+    "properties": {
+        "id": _BLOCK_ID,
+        "component": {"description": "A component id of the frozen slice (component-000001 …).", "type": "string",
+                      "pattern": "^component-[0-9]{6}$"},
+        "data": {"description": "The component's props, exactly as the slice's schema for this component says "
+                                "(results bound by {ref: resource id, offer: offer tag}).",
+                 "type": "object", "additionalProperties": {"description": "A prop's value."}},
+        "children": {**_CHILDREN, "maxItems": MAX_BLOCKS},
+    }}
+
+
+def proposal_schema(block: dict, max_blocks: int) -> dict:
+    """A proposal: a snapshot of the whole display, or a patch of the current revision, with blocks as `block`
+    says (any slice's, or one frozen slice's)."""
+    block_id = _BLOCK_ID
+    snapshot = {"description": "The whole display.", "type": "object", "additionalProperties": False,
+                "required": ["version", "id", "blocks"],
+                "properties": {"version": {"description": "Always 1.", "const": 1},
+                               "id": {"description": "Your id for this proposal.", "type": "string", "minLength": 1,
+                                      "maxLength": 64},
+                               "title": {"description": "The display's heading, in your words.", "type": "string",
+                                         "minLength": 1, "maxLength": 120},
+                               "blocks": {"description": f"1-{max_blocks} blocks, flat: nesting is by children ids.",
+                                          "type": "array", "minItems": 1, "maxItems": max_blocks, "items": block}}}
+    where = {"parent": {"description": "The block to put it in (null: the top level).",
+                        "oneOf": [block_id, {"type": "null"}]},
+             "index": {"description": "Its place among the parent's children (default: last).", "type": "integer",
+                       "minimum": 0}}
+    operations = {"oneOf": [
+        {"description": "Add or replace a block.", "type": "object", "additionalProperties": False,
+         "required": ["op", "block"], "properties": {"op": {"const": "put-block"}, "block": block, **where}},
+        {"description": "Remove a block.", "type": "object", "additionalProperties": False,
+         "required": ["op", "id"], "properties": {"op": {"const": "remove-block"}, "id": block_id}},
+        {"description": "Move a block.", "type": "object", "additionalProperties": False,
+         "required": ["op", "id"], "properties": {"op": {"const": "move-block"}, "id": block_id, **where}},
+    ]}
+    patch = {"description": "Changes to the current revision.", "type": "object", "additionalProperties": False,
+             "required": ["version", "patch"],
+             "properties": {"version": {"description": "Always 1.", "const": 1}, "patch": {
+                 "description": "The revision patched and the operations, in order.", "type": "object",
+                 "additionalProperties": False, "required": ["base_revision", "operations"],
+                 "properties": {"base_revision": {"description": "The revision present_ui last returned.",
+                                                  "type": "string", "minLength": 1, "maxLength": 80},
+                                "operations": {"description": f"1-{MAX_PATCH_OPERATIONS} operations.",
+                                               "type": "array", "minItems": 1, "maxItems": MAX_PATCH_OPERATIONS,
+                                               "items": operations}}}}}
+    return {"oneOf": [snapshot, patch]}
+
+
 def present_ui_schema(catalog: Catalog, frozen: compiler_pb2.CatalogSlice) -> dict:
     """One strict draft-07 schema: a snapshot or a patch, blocks limited to this slice."""
-    block = _block_schema(catalog, frozen)
-    block_id = {"type": "string", "pattern": BLOCK_ID_PATTERN}
-    snapshot = {"type": "object", "additionalProperties": False, "required": ["version", "id", "blocks"],
-                "properties": {"version": {"const": 1}, "id": {"type": "string", "minLength": 1, "maxLength": 64},
-                               "title": {"type": "string", "minLength": 1, "maxLength": 120},
-                               "blocks": {"type": "array", "minItems": 1, "maxItems": frozen.limits.max_blocks,
-                                          "items": block}}}
-    operations = {"oneOf": [
-        {"type": "object", "additionalProperties": False, "required": ["op", "block"],
-         "properties": {"op": {"const": "put-block"}, "block": block,
-                        "parent": {"oneOf": [block_id, {"type": "null"}]}, "index": {"type": "integer", "minimum": 0}}},
-        {"type": "object", "additionalProperties": False, "required": ["op", "id"],
-         "properties": {"op": {"const": "remove-block"}, "id": block_id}},
-        {"type": "object", "additionalProperties": False, "required": ["op", "id"],
-         "properties": {"op": {"const": "move-block"}, "id": block_id,
-                        "parent": {"oneOf": [block_id, {"type": "null"}]}, "index": {"type": "integer", "minimum": 0}}},
-    ]}
-    patch = {"type": "object", "additionalProperties": False, "required": ["version", "patch"],
-             "properties": {"version": {"const": 1}, "patch": {
-                 "type": "object", "additionalProperties": False, "required": ["base_revision", "operations"],
-                 "properties": {"base_revision": {"type": "string", "minLength": 1, "maxLength": 80},
-                                "operations": {"type": "array", "minItems": 1, "maxItems": MAX_PATCH_OPERATIONS,
-                                               "items": operations}}}}}
     return {"$schema": "http://json-schema.org/draft-07/schema#", "title": f"present_ui ({frozen.slice_id})",
-            "oneOf": [snapshot, patch]}
+            **proposal_schema(_block_schema(catalog, frozen), frozen.limits.max_blocks)}

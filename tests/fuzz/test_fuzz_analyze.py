@@ -254,7 +254,9 @@ def analyze(session: Session, worker, text: str, capability=None) -> Analysis | 
         assert refused.code not in BAD_CODES, (refused, text[:500])
         assert REASON.match(refused.reason), (refused, text[:500])
         if refused.code == grpc.StatusCode.INVALID_ARGUMENT and refused.reason.startswith("DRAFT_"):
-            assert refused.metadata.get("path", "").startswith("/"), (refused, text[:500])
+            pointer = refused.metadata["pointer"]
+            assert pointer == "" or pointer.startswith("/"), (refused, text[:500])
+            assert refused.metadata["next_step"], refused
         return refused
     except TimeoutError:
         pytest.fail(f"Analyze did not answer within {CALL_DEADLINE} s: {text[:500]}")

@@ -20,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
 from cli.launcher import ServiceSet, free_ports
+from services.agent.contracts import MAX_REFUSALS
 from shared.channels import sync_channel
 from shared.contracts import invoke, invoke_stream
 from shared.errors import error_details
@@ -51,8 +52,12 @@ def _results(messages: list[dict]) -> list[dict]:
     return [json.loads(m["content"]) for m in messages if m["role"] == "tool"]
 
 
+def _ids(view: dict) -> dict[str, str]:
+    return {c["name"]: c["id"] for c in view["components"]}
+
+
 def _proposal(view: dict, metric_label_prop: str = "label", extra: dict | None = None) -> dict:
-    ids = {c["name"]: c["id"] for c in view["components"]}
+    ids = _ids(view)
     resource = view["resources"][-1]
     figure = {metric_label_prop: "Revenue", "resource": {"ref": resource["id"], "offer": resource["offer"]},
               "column": "value", **(extra or {})}
@@ -95,10 +100,14 @@ def _script(question: str, messages: list[dict]) -> list[str]:
             assert last["repairs_left"] == 2 and any(d["model_correctable"] for d in last["diagnostics"]), last
             return _call("c5", "present_ui", {"proposal": _proposal(view)})
         return _text(f"Done: {last['outcome']}.")
-    if question.startswith("stubborn"):  # never fixes its envelope
+    if question.startswith("stubborn"):  # never fixes its proposal: two blocks with one id (the compiler's finding)
         if step < 8:
-            return _call(f"c{step + 1}", "present_ui", {"proposal": {"version": 2, "blocks": []}})
+            heading = {"id": "same", "component": _ids(view)["Heading"], "data": {"text": "Revenue"}}
+            return _call(f"c{step + 1}", "present_ui", {"proposal": {"version": 1, "id": "answer",
+                                                                     "blocks": [heading, heading]}})
         return _text("I tried.")
+    if question.startswith("relentless"):  # repeats one refused call, whatever it is told
+        return _call(f"c{step + 1}", "present_ui", {"proposal": {"version": 2, "blocks": []}})
     raise AssertionError(question)
 
 
@@ -204,6 +213,20 @@ def test_after_two_repairs_the_turn_gives_up_visibly_and_commits_nothing(modelle
             invoke(host, "host", "GetRevision", host_pb2.GetRevisionRequest(
                 actor=person, session_id=session.session_id, surface_id=session.surface_id))
     assert error_details(head.value).reason == "REVISION_UNKNOWN"  # the surface never got a revision
+
+
+def test_a_model_repeating_a_refused_call_gets_the_same_refusal_until_the_turn_ends_and_says_why(
+        modelled_agent, running_set, credentials, person):  # noqa: F811
+    session = _open(running_set, credentials, person, "relentless")
+    events = _ask(modelled_agent, credentials, person, session, "relentless: what is our net revenue?")
+    refused = [s.summary for s in _kinds(events, "tool_step") if s.tool == "present_ui"
+               and s.phase == agent_pb2.TOOL_STEP_PHASE_FINISHED][1:]
+    assert len(refused) == MAX_REFUSALS and len(set(refused)) == 1  # the same refusal every time, then no more calls
+    assert refused[0].startswith("ARGUMENTS_INVALID")
+    assert [e.reason for e in _kinds(events, "error")] == ["TURN_BUDGET_SPENT"]
+    done = events[-1].done
+    assert done.outcome == agent_pb2.TURN_OUTCOME_FAILED and not done.revision_ids
+    assert f"refused {MAX_REFUSALS} times" in done.answer and "/proposal/version" in done.answer  # and what it was
 
 
 def test_a_stream_that_breaks_midway_fails_the_turn_clearly(modelled_agent, running_set, credentials, person):  # noqa: F811

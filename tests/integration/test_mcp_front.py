@@ -152,6 +152,9 @@ def test_an_outside_agent_gets_the_built_in_agents_refusals(running_set):
             ok, frozen = await agent.call("present_ui", {})
             assert ok, frozen
             outcomes["bad proposal"] = await agent.call("present_ui", {"proposal": {"version": 2, "blocks": []}})
+            block = {"id": "main", "component": "component-000999", "data": {"text": "x"}}
+            outcomes["unoffered component"] = await agent.call("present_ui", {"proposal": {
+                "version": 1, "id": "a", "blocks": [block]}})
             return outcomes
 
     outcomes = anyio.run(scenario)
@@ -163,8 +166,18 @@ def test_an_outside_agent_gets_the_built_in_agents_refusals(running_set):
     assert not outcomes["forged id"][0] and outcomes["forged id"][1]["error"] == "UNKNOWN_ID"
     probes = outcomes["probes"]
     assert [ok for ok, _ in probes] == [True, True, False] and probes[2][1]["error"] == "PROBE_BUDGET_EXHAUSTED"
-    ok, proposal = outcomes["bad proposal"]
-    assert proposal["outcome"] == "rejected" and proposal["diagnostics"] and "link" not in proposal
+    ok, proposal = outcomes["bad proposal"]  # the envelope is the tool's input schema: refused before any work
+    assert not ok and (proposal["error"], proposal["pointer"]) == ("ARGUMENTS_INVALID", "/proposal/version")
+    assert proposal["allowed"] == [1] and proposal["next_step"] and "link" not in proposal
+    ok, proposal = outcomes["unoffered component"]  # the block fails alone; the finding points into the arguments
+    assert ok and proposal["outcome"] == "committed_partial"
+    finding = proposal["diagnostics"][0]
+    assert (finding["code"], finding["pointer"]) == ("catalog.component-not-offered", "/proposal/blocks/0/component")
+    assert finding["next_step"]
+    for _, refusal in [outcomes["unknown tool"], outcomes["bad arguments"], outcomes["too large"],
+                       outcomes["forged id"], probes[2]]:  # every refusal says where, and what to do next
+        assert refusal["next_step"] and (refusal["pointer"] == "" or refusal["pointer"].startswith("/")), refusal
+    assert outcomes["forged id"][1]["pointer"] == "/entity_ids/0"
 
 
 # --- remote use: streamable HTTP with OAuth 2.1 bearer tokens ------------------------------------------------

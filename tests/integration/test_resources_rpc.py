@@ -8,6 +8,7 @@ amounts); only value-domain probe output may carry warehouse values.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import re
 import secrets
@@ -160,11 +161,15 @@ def test_rpc_errors_carry_reasons_and_paths(as_agent):
     context = as_agent("InspectContext", resources_pb2.InspectContextRequest(turn=fresh))
     schema = json.loads(context.draft_schema_json)
     assert schema["$schema"] == "http://json-schema.org/draft-07/schema#"
+    assert context.draft_schema_sha256 == hashlib.sha256(context.draft_schema_json.encode()).hexdigest()
     # A draft may narrow its rows (top-N), never widen them: its limit is bounded, and the row cap still holds.
     for mode in ("aggregate", "records"):
-        assert schema["definitions"][mode]["properties"]["limit"] == {"type": "integer", "minimum": 1,
-                                                                      "maximum": 20_000}
-    assert context.probes_remaining == 2 and context.dataset_label == "Retail demo"
+        limit = schema["definitions"][mode]["properties"]["limit"]
+        assert (limit["type"], limit["minimum"], limit["maximum"]) == ("integer", 1, 20_000)
+    assert context.max_result_rows == 1_000 and "max_result_rows" in limit["description"]
+    assert (context.probes_remaining, context.probes_per_turn) == (2, 2)
+    assert (context.analyses_remaining, context.analyses_per_turn) == (10, 10)
+    assert context.dataset_label == "Retail demo"
     with pytest.raises(grpc.RpcError) as refused:
         as_agent("Analyze", resources_pb2.AnalyzeRequest(turn=TURN, draft_json='{"mode": "aggregate"}',
                                                          capability_token=context.capability_token))

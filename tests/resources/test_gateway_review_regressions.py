@@ -28,7 +28,7 @@ def test_min_and_max_cannot_read_aggregate_only_values(session):
              "measures": [{"id": "price", "aggregation": "max", "field": session.field("products", "list_price")}],
              "dimensions": [{"id": "name", "field": session.field("products", "name")}]}
     error = _refused(session, draft)
-    assert (error.reason, error.metadata["path"]) == ("AGGREGATION_NOT_ALLOWED", "/measures/0/aggregation")
+    assert (error.reason, error.metadata["pointer"]) == ("AGGREGATION_NOT_ALLOWED", "/measures/0/aggregation")
 
 
 def test_groups_without_rows_at_a_grain_count_zero(session):

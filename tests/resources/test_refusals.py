@@ -21,15 +21,15 @@ def _bad_drafts(s: Session):
     for _ in range(9):
         deep = {"not": deep}
     return [
-        ("not json", "{", "DRAFT_NOT_JSON", "/"),
-        ("duplicate key", '{"mode": "aggregate", "mode": "records"}', "DRAFT_NOT_JSON", "/"),
-        ("NaN", '{"mode": "aggregate", "measures": [{"id": "a", "metric": NaN}]}', "DRAFT_NOT_JSON", "/"),
+        ("not json", "{", "DRAFT_NOT_JSON", ""),
+        ("duplicate key", '{"mode": "aggregate", "mode": "records"}', "DRAFT_NOT_JSON", ""),
+        ("NaN", '{"mode": "aggregate", "measures": [{"id": "a", "metric": NaN}]}', "DRAFT_NOT_JSON", ""),
         ("no mode", {"measures": [revenue]}, "DRAFT_SCHEMA", "/mode"),
         ("empty measures", {"mode": "aggregate", "measures": []}, "DRAFT_SCHEMA", "/measures"),
         ("17 measures", {"mode": "aggregate", "measures": [{**revenue, "id": f"m{i}"} for i in range(17)]},
          "DRAFT_SCHEMA", "/measures"),
         ("limit without an order", {"mode": "aggregate", "measures": [revenue], "limit": 10},
-         "LIMIT_NEEDS_ORDER", "/limit"),
+         "DRAFT_SCHEMA", "/order_by"),
         ("limit over the schema's bound", {"mode": "aggregate", "measures": [revenue], "limit": 20_001,
                                            "order_by": [{"output": "revenue"}]}, "DRAFT_SCHEMA", "/limit"),
         ("limit over the row cap", {"mode": "aggregate", "measures": [revenue], "limit": 1_001,
@@ -39,7 +39,8 @@ def _bad_drafts(s: Session):
                                    "having": {"output": "channel", "op": "gt", "value": 1}},
          "UNKNOWN_OUTPUT", "/having/output"),
         ("having with text", {"mode": "aggregate", "measures": [revenue],
-                              "having": {"output": "revenue", "op": "gt", "value": "1"}}, "DRAFT_SCHEMA", "/having"),
+                              "having": {"output": "revenue", "op": "gt", "value": "1"}}, "DRAFT_SCHEMA",
+         "/having/value"),
         ("share of a dimension", {"mode": "aggregate", "measures": [revenue],
                                   "dimensions": [{"id": "channel", "field": channel}],
                                   "calculations": [{"id": "share", "kind": "share_of_total", "of": "channel"}]},
@@ -51,10 +52,10 @@ def _bad_drafts(s: Session):
          "UNKNOWN_OUTPUT", "/calculations/0/within/0"),
         ("calculation id reused", {"mode": "aggregate", "measures": [revenue],
                                    "calculations": [{"id": "revenue", "kind": "rank", "of": "revenue"}]},
-         "DUPLICATE_OUTPUT", "/"),
+         "DUPLICATE_OUTPUT", "/calculations/0/id"),
         ("NUL in a text value", {"mode": "aggregate", "measures": [revenue],
                                  "filter": {"field": channel, "op": "eq", "value": "we\u0000b"}},
-         "VALUE_TYPE", "/filter/value"),
+         "DRAFT_SCHEMA", "/filter/value"),
         ("via names a field", {"mode": "aggregate", "measures": [revenue],
                                "dimensions": [{"id": "channel", "field": channel, "via": [channel]}]},
          "DRAFT_SCHEMA", "/dimensions/0/via/0"),
@@ -62,7 +63,7 @@ def _bad_drafts(s: Session):
                               "dimensions": [{"id": "channel", "field": channel,
                                               "via": [s.relationship("return_item")]}]},
          "ROLE_NOT_ON_PATH", "/dimensions/0/via"),
-        ("sql text", {"mode": "aggregate", "measures": [revenue], "sql": "SELECT 1"}, "DRAFT_SCHEMA", "/"),
+        ("sql text", {"mode": "aggregate", "measures": [revenue], "sql": "SELECT 1"}, "DRAFT_SCHEMA", "/sql"),
         ("physical name", {"mode": "aggregate", "measures": [{"id": "x", "aggregation": "sum",
                                                                "field": "order_items.quantity"}]},
          "DRAFT_SCHEMA", "/measures/0/field"),
@@ -96,7 +97,7 @@ def _bad_drafts(s: Session):
          "PREDICATE_TOO_DEEP", None),
         ("over-long string", {"mode": "aggregate", "measures": [revenue],
                               "filter": {"field": channel, "op": "eq", "value": "w" * 201}}, "DRAFT_SCHEMA",
-         "/filter"),
+         "/filter/value"),
         ("timestamp without grain", {"mode": "aggregate", "measures": [revenue],
                                      "dimensions": [{"id": "t", "field": s.field("orders", "ordered_at")}]},
          "GRAIN_REQUIRED", "/dimensions/0"),
@@ -107,7 +108,7 @@ def _bad_drafts(s: Session):
                                      "order_by": [{"output": "nope"}]}, "UNKNOWN_OUTPUT", "/order_by/0/output"),
         ("records without order", {"mode": "records", "entity": s.entity("orders"),
                                    "fields": [{"id": "c", "field": channel}]}, "DRAFT_SCHEMA", "/order_by"),
-        ("too big", {"mode": "aggregate", "measures": [revenue], "x": "y" * 70_000}, "DRAFT_NOT_JSON", "/"),
+        ("too big", {"mode": "aggregate", "measures": [revenue], "x": "y" * 70_000}, "DRAFT_TOO_LARGE", ""),
     ]
 
 
@@ -121,7 +122,7 @@ def test_bad_drafts_are_refused_with_a_reason_and_a_path_before_any_query(gatewa
         assert error.code == grpc.StatusCode.INVALID_ARGUMENT, name
         assert error.reason == reason, (name, error)
         if path is not None:
-            assert error.metadata["path"] == path, (name, error)
+            assert error.metadata["pointer"] == path, (name, error)
     assert statements == [], "an invalid draft must never reach the warehouse"
 
 
@@ -136,7 +137,7 @@ def test_ids_outside_the_capability_are_refused(gateway, statements):
     with pytest.raises(TesseraError) as refused:
         gateway.analyze(s.session_id, s.turn_id, draft, seen)
     assert (refused.value.code, refused.value.reason) == (grpc.StatusCode.PERMISSION_DENIED, "ID_NOT_IN_SCOPE")
-    assert refused.value.metadata["path"] == "/measures/0/metric"
+    assert refused.value.metadata["pointer"] == "/measures/0/metric"
     with pytest.raises(TesseraError) as other_session:
         gateway.open_capability(token, "someone-else")
     assert other_session.value.reason == "CAPABILITY_INVALID"

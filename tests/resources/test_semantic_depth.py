@@ -8,6 +8,7 @@ physical tables, never from the gateway's compiler.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from decimal import Decimal
 
@@ -57,16 +58,16 @@ THROUGH_SUPPLIER = """JOIN sup_supplier s ON s.s_suppkey = l.l_suppkey
 def test_two_paths_to_one_entity_are_refused_naming_both_roles(supply):
     error = refused(supply, {"mode": "aggregate", "measures": [revenue(supply)],
                              "dimensions": [nation_by(supply, None)]})
-    assert (error.code, error.reason, error.metadata["path"]) == (
+    assert (error.code, error.reason, error.metadata["pointer"]) == (
         grpc.StatusCode.INVALID_ARGUMENT, "AMBIGUOUS_PATH", "/dimensions/0")
     # Each way is named by the relationship that tells it apart, by label and by id.
     assert "'Nation of the customer'" in str(error) and "'Nation of the supplier'" in str(error)
-    assert set(error.metadata["roles"].split(",")) == {supply.relationship("customer_nation"),
-                                                       supply.relationship("supplier_nation")}
+    assert sorted(json.loads(error.metadata["allowed"])) == sorted([[supply.relationship("customer_nation")],
+                                                                   [supply.relationship("supplier_nation")]])
     # A filter is held to the same rule.
     error = refused(supply, {"mode": "aggregate", "measures": [revenue(supply)],
                              "filter": {"field": supply.field("nations", "name"), "op": "eq", "value": "Canada"}})
-    assert (error.reason, error.metadata["path"]) == ("AMBIGUOUS_PATH", "/filter")
+    assert (error.reason, error.metadata["pointer"]) == ("AMBIGUOUS_PATH", "/filter")
 
 
 @pytest.mark.parametrize("role,join", [("customer_nation", THROUGH_CUSTOMER), ("supplier_nation", THROUGH_SUPPLIER)])
@@ -108,7 +109,7 @@ def test_a_role_that_is_not_on_any_path_is_refused(supply):
                                                                                                "order_count")}],
                              "dimensions": [{"id": "region", "field": supply.field("regions", "name"),
                                              "via": [supply.relationship("item_part")]}]})
-    assert (error.reason, error.metadata["path"]) == ("ROLE_NOT_ON_PATH", "/dimensions/0/via")
+    assert (error.reason, error.metadata["pointer"]) == ("ROLE_NOT_ON_PATH", "/dimensions/0/via")
     assert "'Part on the line' does not lead from Order to Region" in str(error)
 
 
@@ -440,7 +441,7 @@ def test_text_filters_match_the_value_as_written(supply, supply_rows):
     ("each line has one order", lambda s: {"has": {"field": s.field("orders", "priority"), "op": "eq",
                                                    "value": "1-URGENT"}}, "HAS_NOT_MANY", "/filter/has"),
     ("has in has", lambda s: {"has": {"has": {"field": s.field("orders", "priority"), "op": "eq",
-                                              "value": "x"}}}, "HAS_NESTED", "/filter/has"),
+                                              "value": "x"}}}, "DRAFT_SCHEMA", "/filter/has/has"),
     ("a date compared with text", lambda s: {"field": s.field("line_items", "ship_date"), "op": "eq",
                                              "compare_to": {"field": s.field("line_items", "ship_mode")}},
      "OPERATOR_TYPE", "/filter/compare_to/field"),
@@ -449,7 +450,7 @@ def test_text_filters_match_the_value_as_written(supply, supply_rows):
 ])
 def test_conditions_refuse_what_they_cannot_mean(supply, name, filter_, reason, path):
     error = refused(supply, {"mode": "aggregate", "measures": [revenue(supply)], "filter": filter_(supply)})
-    assert (error.code, error.reason, error.metadata["path"]) == (grpc.StatusCode.INVALID_ARGUMENT, reason, path)
+    assert (error.code, error.reason, error.metadata["pointer"]) == (grpc.StatusCode.INVALID_ARGUMENT, reason, path)
 
 
 # --- 5. time intelligence -----------------------------------------------------------------
@@ -499,7 +500,7 @@ def test_a_relative_period_without_a_reference_date_is_refused(supply, monkeypat
     monkeypatch.setattr(supply.gateway, "_reference", lambda field: None)
     error = refused(supply, {"mode": "aggregate", "measures": order_count(supply), "filter": {"all": [
         {"field": supply.field("orders", "order_date"), "op": "previous", "unit": "quarter"}]}})
-    assert (error.code, error.reason, error.metadata["path"]) == (
+    assert (error.code, error.reason, error.metadata["pointer"]) == (
         grpc.StatusCode.FAILED_PRECONDITION, "NO_REFERENCE_DATE", "/filter/all/0")
 
 
@@ -568,9 +569,9 @@ def test_period_over_period_within_another_breakdown(supply, supply_rows):
      "/calculations/0"),
     ("prior without against", {"calculations": [{"id": "p", "kind": "prior", "of": "orders"}],
                                "dimensions": [{"id": "m", "field": "order_date", "grain": "month"}]},
-     "CALCULATION_SHAPE", "/calculations/0/against"),
+     "DRAFT_SCHEMA", "/calculations/0/against"),
     ("against on a share", {"calculations": [{"id": "p", "kind": "share_of_total", "of": "orders",
-                                              "against": "previous_period"}]}, "CALCULATION_SHAPE",
+                                              "against": "previous_period"}]}, "DRAFT_SCHEMA",
      "/calculations/0/against"),
     ("time names no time breakdown", {"calculations": [{"id": "p", "kind": "cumulative", "of": "orders",
                                                         "time": "segment"}],
@@ -581,7 +582,7 @@ def test_period_over_period_within_another_breakdown(supply, supply_rows):
                                     "dimensions": [{"id": "m", "field": "order_date", "grain": "month"}]},
      "CALCULATION_NOT_ADDITIVE", "/calculations/0/of"),
     ("to date counts nothing", {"filter": {"field": "order_date", "op": "to_date", "unit": "year", "count": 2}},
-     "PERIOD_SHAPE", "/filter/count"),
+     "DRAFT_SCHEMA", "/filter/count"),
     ("a period of text", {"filter": {"field": "segment", "op": "trailing", "unit": "year"}}, "OPERATOR_TYPE",
      "/filter/op"),
     ("a period of 121 months", {"filter": {"field": "order_date", "op": "trailing", "unit": "month", "count": 121}},
@@ -598,7 +599,7 @@ def test_time_intelligence_refuses_what_it_cannot_mean(supply, name, extra, reas
 
     draft = {"mode": "aggregate", "measures": order_count(supply), **resolved(extra)}
     error = refused(supply, draft)
-    assert (error.reason, error.metadata["path"]) == (reason, path), error
+    assert (error.reason, error.metadata["pointer"]) == (reason, path), error
 
 
 # --- 6. composite keys and filter-only fields ------------------------------------------------
@@ -643,7 +644,7 @@ def test_a_filter_only_field_filters_and_does_nothing_else(supply, supply_rows):
                         "fields": [{"id": "q", "field": available}], "order_by": [{"output": "q"}]},
              "/fields/0/field")]:
         error = refused(supply, draft)
-        assert (error.reason, error.metadata["path"]) == ("FIELD_NOT_EXPOSED", path), name
+        assert (error.reason, error.metadata["pointer"]) == ("FIELD_NOT_EXPOSED", path), name
         assert "may only be filtered on" in str(error)
     for kind in ("value-domain", "field-profile", "time-bounds"):
         with pytest.raises(TesseraError) as probe:
@@ -679,7 +680,11 @@ def test_the_same_row_by_two_roles_is_compared_by_its_key(supply, supply_rows):
         "the same Nation by 'Nation of the customer' and by 'Nation of the supplier'"]
     error = refused(supply, {"mode": "aggregate", "measures": [revenue(supply)],
                              "filter": {**same, "via": [same["via"][0], same["via"][0]]}})
-    assert (error.reason, error.metadata["path"]) == ("SAME_ROLE", "/filter/via")
+    assert (error.reason, error.metadata["pointer"]) == ("DRAFT_SCHEMA", "/filter/via")  # the schema says unique
+    both = [supply.relationship("customer_nation"), supply.relationship("supplier_nation")]
+    error = refused(supply, {"mode": "aggregate", "measures": [revenue(supply)],
+                             "filter": {**same, "via": [both, both[::-1]]}})
+    assert (error.reason, error.metadata["pointer"]) == ("SAME_ROLE", "/filter/via")
 
 
 def test_inner_joins_where_the_filter_needs_a_match_and_no_order_for_one_row(supply, supply_statements):
@@ -744,13 +749,13 @@ def test_has_names_the_role_of_the_rows_it_looks_for(supply, supply_rows):
         "has at least one Order (Nation of the customer) where Order priority is “1-URGENT”"]
     error = refused(supply, {"mode": "aggregate", "measures": nations, "filter": {
         "has": is_urgent, "via": [supply.relationship("item_part")]}})
-    assert (error.reason, error.metadata["path"]) == ("ROLE_NOT_ON_PATH", "/filter/has/via")
+    assert (error.reason, error.metadata["pointer"]) == ("ROLE_NOT_ON_PATH", "/filter/has/via")
 
 
 def test_an_hour_of_a_date_is_refused(supply):
     error = refused(supply, {"mode": "aggregate", "measures": order_count(supply), "dimensions": [
         {"id": "h", "field": supply.field("orders", "order_date"), "grain": "hour"}]})
-    assert (error.reason, error.metadata["path"]) == ("GRAIN_NOT_TEMPORAL", "/dimensions/0/grain")
+    assert (error.reason, error.metadata["pointer"]) == ("GRAIN_NOT_TEMPORAL", "/dimensions/0/grain")
 
 
 def test_the_reference_moment_keeps_its_fractions_of_a_second():
@@ -840,19 +845,19 @@ def test_a_ratio_of_two_measures_row_by_row(session, raw_engine):
 
 
 @pytest.mark.parametrize(("change", "reason", "path"), [
-    ({"calculations": [{"id": "per", "kind": "ratio", "of": "orders"}]}, "CALCULATION_SHAPE", "/calculations/0/to"),
+    ({"calculations": [{"id": "per", "kind": "ratio", "of": "orders"}]}, "DRAFT_SCHEMA", "/calculations/0/to"),
     ({"calculations": [{"id": "per", "kind": "share_of_total", "of": "orders", "to": "orders"}]},
-     "CALCULATION_SHAPE", "/calculations/0/to"),
+     "DRAFT_SCHEMA", "/calculations/0/to"),
     ({"calculations": [{"id": "per", "kind": "ratio", "of": "orders", "to": "status"}]}, "UNKNOWN_OUTPUT",
      "/calculations/0/to"),
     ({"calculations": [{"id": "per", "kind": "ratio", "of": "orders", "to": "orders", "within": ["status"]}]},
-     "CALCULATION_SHAPE", "/calculations/0/within"),
+     "DRAFT_SCHEMA", "/calculations/0/within"),
     ({"having": {"output": "status", "op": "gt", "value": 3}}, "UNKNOWN_OUTPUT", "/having/output"),
     ({"having": {"output": "orders", "op": "eq", "value": "cancelled"}}, "UNKNOWN_OUTPUT", "/having/output"),
-    ({"having": {"output": "status", "op": "eq", "value": "can\u0000celled"}}, "VALUE_TYPE", "/having/value"),
+    ({"having": {"output": "status", "op": "eq", "value": "can\u0000celled"}}, "DRAFT_SCHEMA", "/having/value"),
 ])
 def test_ratio_and_text_having_refusals(session, change, reason, path):
     draft = {"mode": "aggregate", "measures": [{"id": "orders", "metric": session.metric("orders", "order_count")}],
              "dimensions": [{"id": "status", "field": session.field("orders", "status")}], **change}
     error = refused(session, draft)
-    assert (error.code, error.reason, error.metadata.get("path")) == (grpc.StatusCode.INVALID_ARGUMENT, reason, path)
+    assert (error.code, error.reason, error.metadata.get("pointer")) == (grpc.StatusCode.INVALID_ARGUMENT, reason, path)

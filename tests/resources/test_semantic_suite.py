@@ -114,7 +114,7 @@ def test_fan_out_is_refused_or_counted_correctly(session, raw_engine):
         session.analyze({"mode": "aggregate",
                          "measures": [{"id": "orders", "metric": session.metric("orders", "order_count")}],
                          "dimensions": [{"id": "category", "field": session.field("products", "category")}]})
-    assert refused.value.reason == "FAN_OUT" and refused.value.metadata["path"] == "/dimensions/0"
+    assert refused.value.reason == "FAN_OUT" and refused.value.metadata["pointer"] == "/dimensions/0"
 
     analysis = session.analyze({
         "mode": "aggregate",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import secrets
 
 import grpc
@@ -12,6 +13,7 @@ from shared import tokens
 from shared.certs import load_signing_key, signing_key_path
 from shared.errors import TesseraError
 from tessera.common.v1 import common_pb2
+from tests.resources.conftest import Session, make_gateway
 
 
 @pytest.fixture
@@ -120,7 +122,7 @@ def test_value_domain_is_bounded_and_only_for_bounded_values_fields(gateway, ses
         gateway.probe(session.session_id, "probe-turn-3", "value-domain", session.field("order_items", "quantity"),
                       session.capability)
     assert refused.value.reason == "PROBE_NOT_ALLOWED"
-    assert gateway.probes_remaining(session.session_id, "probe-turn-3") == 2  # a refused probe costs nothing
+    assert gateway.remaining(session.session_id, "probe-turn-3")[0] == 2  # a refused probe costs nothing
 
 
 def test_at_most_two_probes_per_turn(gateway, session):
@@ -134,6 +136,28 @@ def test_at_most_two_probes_per_turn(gateway, session):
                                                           "PROBE_BUDGET_EXHAUSTED")
     _, remaining = gateway.probe(session.session_id, "next-turn", "field-profile", field, session.capability)
     assert remaining == 1
+
+
+def test_analyses_per_turn_are_budgeted_and_a_refused_draft_costs_nothing(warehouse, cert_dir, tmp_path, session):
+    small = make_gateway(warehouse, cert_dir, tmp_path, analyses_per_turn=2)
+    try:
+        seen = Session(small)
+        good = json.dumps({"mode": "aggregate", "measures": [{"id": "n", "metric": seen.metric("orders",
+                                                                                                 "order_count")}]})
+        bad = json.dumps({"mode": "aggregate", "measures": [{"id": "n", "metric": "met_aaaaaaaaaaaa"}]})
+        with pytest.raises(TesseraError):
+            small.analyze(seen.session_id, "turn-a", bad, seen.capability)
+        assert small.remaining(seen.session_id, "turn-a") == (2, 2)
+        left = [small.analyze(seen.session_id, "turn-a", good, seen.capability).analyses_remaining for _ in "ab"]
+        assert left == [1, 0]
+        with pytest.raises(TesseraError) as refused:
+            small.analyze(seen.session_id, "turn-a", good, seen.capability)
+        assert (refused.value.code, refused.value.reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                                              "ANALYSIS_BUDGET_SPENT")
+        assert refused.value.metadata["bound"] == "2" and refused.value.metadata["next_step"]
+        assert small.analyze(seen.session_id, "turn-b", good, seen.capability).analyses_remaining == 1
+    finally:
+        small.close()
 
 
 def test_profile_time_bounds_and_join_coverage(gateway, session, raw_engine):
@@ -195,7 +219,7 @@ def test_value_match_on_one_field_and_its_refusals(gateway, session):
         with pytest.raises(TesseraError) as refused:
             gateway.probe(session.session_id, "match-4", kind, target, session.capability, text)
         assert (refused.value.code, refused.value.reason) == (grpc.StatusCode.INVALID_ARGUMENT, reason)
-    assert gateway.probes_remaining(session.session_id, "match-4") == 2  # refused before any work
+    assert gateway.remaining(session.session_id, "match-4")[0] == 2  # refused before any work
 
 
 def test_value_match_text_is_bound_not_spliced(gateway, session):

@@ -128,4 +128,4 @@ def test_integers_past_64_bits_are_refused_as_input_before_any_database(action_i
     with pytest.raises(TesseraError) as refused:
         action_input(action, json.dumps(value))
     assert (refused.value.code, refused.value.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INPUT_INVALID")
-    assert "maximum" in refused.value.message or "minimum" in refused.value.message
+    assert "must be at most" in refused.value.message or "must be at least" in refused.value.message

@@ -18,6 +18,7 @@ from services.agent.peers import Peers, health_readiness
 from services.agent.server import AgentService
 from services.agent.tools import TOOL_NAMES
 from shared.actors import ActorVerifier, assert_actor
+from shared.analysis_draft import DRAFT_SCHEMA_SHA256, DRAFT_SCHEMA_VERSION
 from shared.errors import TesseraError
 from tessera.agent.v1 import agent_pb2
 from tessera.capabilities.v1 import capabilities_pb2 as cap
@@ -30,12 +31,12 @@ CLI_KEY = ed25519.Ed25519PrivateKey.generate()
 ALL_SERVING = {"resources": "SERVING", "host": "SERVING", "capabilities": "SERVING"}
 COMPONENTS = ("Column", "Heading", "Text", "FigureText", "Metric", "Chart", "DataTable", "EvidenceNote")
 ORDERS = res.Entity(
-    entity_id="ent_orders", label="Orders", description="Orders placed",
-    fields=[res.Field(field_id="fld_channel", label="Sales channel", type=common_pb2.COLUMN_TYPE_STRING,
+    entity_id="ent_ordersxxxxxx", label="Orders", description="Orders placed",
+    fields=[res.Field(field_id="fld_channelxxxxx", label="Sales channel", type=common_pb2.COLUMN_TYPE_STRING,
                       exposure=res.FIELD_EXPOSURE_BOUNDED_VALUES),
-            res.Field(field_id="fld_ordered", label="Order time", type=common_pb2.COLUMN_TYPE_TIMESTAMP,
+            res.Field(field_id="fld_orderedxxxxx", label="Order time", type=common_pb2.COLUMN_TYPE_TIMESTAMP,
                       exposure=res.FIELD_EXPOSURE_BOUNDED_VALUES)],
-    metrics=[res.Metric(metric_id="met_revenue", label="Net revenue", type=common_pb2.COLUMN_TYPE_DECIMAL)])
+    metrics=[res.Metric(metric_id="met_revenuexxxxx", label="Net revenue", type=common_pb2.COLUMN_TYPE_DECIMAL)])
 
 
 def rpc_error(code: grpc.StatusCode) -> grpc.aio.AioRpcError:
@@ -56,7 +57,8 @@ class FakeResources:
 
     async def InspectContext(self, request, timeout=None):
         return res.InspectContextResponse(dataset_label="Retail", catalog_fingerprint="fp", probes_remaining=2,
-                                          capability_token="tok-0")
+                                          capability_token="tok-0", draft_schema_version=DRAFT_SCHEMA_VERSION,
+                                          draft_schema_sha256=DRAFT_SCHEMA_SHA256)
 
     async def InspectCatalog(self, request, timeout=None):
         return res.InspectCatalogResponse(entities=[ORDERS], capability_token="tok-1")
@@ -83,8 +85,9 @@ class FakeHost:
     async def FreezeSlice(self, request, timeout=None):
         self.freezing.set()
         await self.release.wait()
-        view = {"components": [{"name": name, "id": f"cmp_{name.lower()}"} for name in COMPONENTS],
-                "resources": [{"id": "r1", "offer": "o1", "rows": 1}], "evidence": [], "actions": []}
+        view = {"components": [{"name": name, "id": f"component-{i + 1:06d}"} for i, name in enumerate(COMPONENTS)],
+                "resources": [{"id": "resource-000001", "offer": "0123456789abcdef", "rows": 1}], "evidence": [],
+                "actions": []}
         return host_pb2.FreezeSliceResponse(slice_hash="sha-1", model_view_json=json.dumps(view),
                                             present_ui_schema_json="{}")
 
@@ -177,8 +180,9 @@ def test_a_simple_question_is_answered_with_a_committed_surface():
     done = events[-1].done
     assert done.outcome == agent_pb2.TURN_OUTCOME_ANSWERED and list(done.revision_ids) == ["rev_1"]
     assert not done.degraded and not done.tainted
-    assert [m["metric"] for m in resources.drafts[0]["measures"]] == ["met_revenue"]
-    assert any(block["component"] == "cmp_metric" for block in host.proposals[0]["blocks"])
+    assert [m["metric"] for m in resources.drafts[0]["measures"]] == ["met_revenuexxxxx"]
+    metric = f"component-{COMPONENTS.index('Metric') + 1:06d}"
+    assert any(block["component"] == metric for block in host.proposals[0]["blocks"])
 
 
 def test_with_resources_unready_the_turn_is_degraded_and_says_so():

@@ -17,6 +17,10 @@ from tests.fixtures.fake_model import chunk, serving_completions
 
 REQUESTS: list[dict] = []
 
+# What inspect_catalog's results may carry: nothing else (a token, say) ever reaches the model.
+ENTITIES = {"type": "object", "properties": {"entities": {"type": "array", "items": {
+    "type": "object", "properties": {"id": {"type": "string"}, "label": {"type": "string"}}}}}}
+
 
 async def scripted(request: Request):
     body = await request.json()
@@ -59,7 +63,7 @@ def test_the_model_loop_uses_contracts_bridge_and_projected_results(endpoint):
 
     contract = ToolContract("inspect_catalog", "Find entities", {
         "type": "object", "additionalProperties": False, "required": ["question"],
-        "properties": {"question": {"type": "string"}}}, {"entities": {"id": True, "label": True}})
+        "properties": {"question": {"type": "string"}}}, ENTITIES)
 
     async def scenario():
         adapter = ChatAdapter(ChatConfig(base_url=endpoint, model="scripted"))
@@ -84,7 +88,7 @@ def test_the_model_loop_uses_contracts_bridge_and_projected_results(endpoint):
 def test_a_model_gets_the_sessions_earlier_questions_before_the_new_one(endpoint):
     contract = ToolContract("inspect_catalog", "Find entities", {
         "type": "object", "additionalProperties": False, "required": ["question"],
-        "properties": {"question": {"type": "string"}}}, {"entities": {"id": True, "label": True}})
+        "properties": {"question": {"type": "string"}}}, ENTITIES)
 
     async def inspect(arguments):
         return {"entities": []}
@@ -124,7 +128,7 @@ def test_a_call_cut_off_at_the_length_limit_is_neither_run_nor_sent_back():
     ran = []
     contract = ToolContract("inspect_catalog", "Find entities", {
         "type": "object", "additionalProperties": False, "required": ["question"],
-        "properties": {"question": {"type": "string"}}}, {"entities": {"id": True, "label": True}})
+        "properties": {"question": {"type": "string"}}}, ENTITIES)
 
     async def inspect(arguments):
         ran.append(arguments)

@@ -28,7 +28,7 @@ def pointers(schema: dict, arguments: dict) -> list[str]:
 def test_a_parameter_the_pinned_schema_lacks_is_refused_with_a_pointer():
     assert refusals(PINNED_LOOKUP, {"term": "lamps"}) == []
     assert refusals(PINNED_LOOKUP, {"term": "lamps", "scope": "all"}) == [
-        ("/scope", "'scope' is not a property the schema declares")]
+        ("/scope", "$.scope: 'scope' is not a property the schema declares")]
     # An open contract (the broker's own action contracts) keeps the schema's own meaning.
     assert refusals(PINNED_LOOKUP, {"term": "lamps", "scope": "all"}, closed=False) == []
     # The schema's own problems come first, as before; the schema and the contract's copy stay untouched.
@@ -58,7 +58,7 @@ def test_nested_objects_are_closed_unless_their_schema_says_otherwise():
 
     assert pointers(nested(), {"filter": {"a": 1}}) == []
     assert refusals(nested(), {"filter": {"a": 1, "b": 2}}) == [
-        ("/filter/b", "'b' is not a property the schema declares")]
+        ("/filter/b", "$.filter.b: 'b' is not a property the schema declares")]
     for says in ({"additionalProperties": True}, {"additionalProperties": {"type": "integer"}},
                  {"patternProperties": {"^b": {}}}, {"unevaluatedProperties": True}):
         assert pointers(nested(**says), {"filter": {"a": 1, "b": 2}}) == [], says
@@ -90,7 +90,7 @@ def test_optional_references_as_pydantic_writes_them():
     assert pointers(schema, {"opt": {"x": 1, "z": 2}}) == ["/opt/z"]
     # Refused inside an anyOf branch: the undeclared property is named, not "valid under none of the branches".
     assert refusals(schema, {"opt": {"inner": {"y": 1, "w": 2}}}) == [
-        ("/opt/inner/w", "'w' is not a property the schema declares")]
+        ("/opt/inner/w", "$.opt.inner.w: 'w' is not a property the schema declares")]
 
 
 def test_a_shared_definition_is_closed_where_it_is_used_not_where_it_is_written():

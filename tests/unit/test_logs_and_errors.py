@@ -9,6 +9,7 @@ import grpc
 
 from shared.errors import DOMAIN, TesseraError, error_details
 from shared.logs import JsonFormatter, correlated, correlation, log
+from shared.next_steps import NEXT_STEPS
 
 
 def _format(record_msg: str, **fields) -> dict:
@@ -54,5 +55,7 @@ def test_error_info_round_trips_through_the_status_trailer():
                          {"fingerprint": "abc"})
     details = error_details(_FakeRpcError(error.to_status()))
     assert details.code == grpc.StatusCode.FAILED_PRECONDITION
-    assert (details.reason, details.domain, details.metadata) == ("CATALOG_CHANGED", DOMAIN, {"fingerprint": "abc"})
+    assert (details.reason, details.domain) == ("CATALOG_CHANGED", DOMAIN)
+    # The metadata as raised, with the next step a model is told for this reason (shared.next_steps).
+    assert details.metadata == {"fingerprint": "abc", "next_step": NEXT_STEPS["CATALOG_CHANGED"]}
     assert details.message == "catalog changed"

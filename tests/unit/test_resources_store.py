@@ -4,6 +4,7 @@ revocations, and a store that goes away and comes back. On SQLite and PostgreSQL
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -87,9 +88,9 @@ def test_a_store_made_by_create_all_is_adopted_with_its_results(url):
     before.close()
     again = open_store(url, DAY)  # idempotent
     assert again.get(pinned.resource_id) == pinned
-    assert again.spend_probe("s1", "t1", 2) == 1
+    assert again.spend("probe", "s1", "t1", 2) == 1
     with again.engine.connect() as connection:
-        assert connection.exec_driver_sql("SELECT version_num FROM alembic_version").scalar() == "0002"
+        assert connection.exec_driver_sql("SELECT version_num FROM alembic_version").scalar() == "0003"
     again.close()
 
 
@@ -113,46 +114,60 @@ def test_migrating_from_0001_keeps_pinned_results(url):
     engine.dispose()
 
 
+def test_migrating_from_0002_keeps_the_probes_spent_and_budgets_kinds_apart(url):
+    engine = engine_for(url)
+    migrate(engine, "0002")
+    with engine.begin() as connection:
+        connection.execute(sa.text("INSERT INTO probe_budgets (session_id, turn_id, used, updated_at) "
+                                   "VALUES ('s1', 't1', 2, :now)"), {"now": time.time()})
+    migrate(engine)
+    store = ResourceStore(engine, DAY)
+    assert store.used("probe", "s1", "t1") == 2 and store.spend("probe", "s1", "t1", 2) is None
+    assert store.spend("analysis", "s1", "t1", 2) == 1 and store.used("probe", "s1", "t1") == 2
+    engine.dispose()
+
+
 def test_racing_replicas_never_spend_more_than_the_budget(replicas):
     budget, racers = 2, 16
     barrier = threading.Barrier(racers)
 
     def spend(index: int) -> int | None:
         barrier.wait()
-        return replicas[index % 2].spend_probe("s-race", "t-race", budget)
+        return replicas[index % 2].spend("probe", "s-race", "t-race", budget)
 
     with ThreadPoolExecutor(racers) as pool:
         outcomes = list(pool.map(spend, range(racers)))
     assert sorted(o for o in outcomes if o is not None) == [1, 2]
     assert outcomes.count(None) == racers - budget
-    assert replicas[0].probes_used("s-race", "t-race") == budget
+    assert replicas[0].used("probe", "s-race", "t-race") == budget
 
 
 def test_the_budget_is_per_turn_and_a_refund_gives_a_unit_back(replicas):
     a, b = replicas
-    assert [a.spend_probe("s", "t1", 2), b.spend_probe("s", "t1", 2), a.spend_probe("s", "t1", 2)] == [1, 2, None]
-    assert b.spend_probe("s", "t2", 2) == 1 and a.spend_probe("other", "t1", 2) == 1
-    b.refund_probe("s", "t1")
-    assert a.probes_used("s", "t1") == 1 and a.spend_probe("s", "t1", 2) == 2
-    assert a.spend_probe("s", "t3", 0) is None and a.probes_used("s", "t3") == 0
+    assert [a.spend("probe", "s", "t1", 2), b.spend("probe", "s", "t1", 2),
+            a.spend("probe", "s", "t1", 2)] == [1, 2, None]
+    assert b.spend("probe", "s", "t2", 2) == 1 and a.spend("probe", "other", "t1", 2) == 1
+    b.refund("probe", "s", "t1")
+    assert a.used("probe", "s", "t1") == 1 and a.spend("probe", "s", "t1", 2) == 2
+    assert a.spend("probe", "s", "t3", 0) is None and a.used("probe", "s", "t3") == 0
 
 
 def test_old_turns_and_expired_revocations_are_swept(url):
     clock = Clock()
     store = ResourceStore(engine_for(url), DAY, clock)
     migrate(store.engine)
-    store.spend_probe("s", "old", 2)
+    store.spend("probe", "s", "old", 2)
     store.revoke("grant-old", clock.now + DAY)
     clock.now += DAY - 1
-    store.spend_probe("s", "recent", 2)
+    store.spend("probe", "s", "recent", 2)
     store.revoke("grant-recent", clock.now + 600)
     clock.now += 2  # "old" is now idle for more than a day, "grant-old" long expired
     assert store.sweep() == (1, 1)
-    assert store.probes_used("s", "old") == 0 and store.probes_used("s", "recent") == 1
+    assert store.used("probe", "s", "old") == 0 and store.used("probe", "s", "recent") == 1
     assert not store.revoked("grant-old") and store.revoked("grant-recent")
     clock.now += 120  # the next spend runs the sweep itself, at most once a minute
     store.revoke("grant-x", clock.now - 1)
-    store.spend_probe("s", "new", 2)
+    store.spend("probe", "s", "new", 2)
     assert not store.revoked("grant-x")
     store.close()
 
@@ -172,7 +187,7 @@ def test_a_lost_store_refuses_with_unavailable_and_comes_back(request):
     allow_connections(database, False)
     request.addfinalizer(lambda: allow_connections(database, True))
     assert "result store unreachable" in store.ping()
-    calls = [lambda: store.spend_probe("s1", "t1", 2), lambda: store.probes_used("s1", "t1"),
+    calls = [lambda: store.spend("probe", "s1", "t1", 2), lambda: store.used("probe", "s1", "t1"),
              lambda: store.pin("s1", "t1", COLUMNS, [["x"]], truncated=False), lambda: store.revoked("g"),
              lambda: store.revoke("g", 4_102_444_800.0), lambda: store.get("res_not_cached")]
     for call in calls:
@@ -181,7 +196,7 @@ def test_a_lost_store_refuses_with_unavailable_and_comes_back(request):
         assert refused.value.reason == "STORE_UNAVAILABLE"
     allow_connections(database, True)
     assert store.ping() is None  # the same store object, no restart
-    assert store.spend_probe("s1", "t1", 2) == 1 and store.get(pinned.resource_id) == pinned
+    assert store.spend("probe", "s1", "t1", 2) == 1 and store.get(pinned.resource_id) == pinned
     store.close()
 
 

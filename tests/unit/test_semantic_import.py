@@ -271,7 +271,7 @@ def test_a_field_is_refused_as_a_dimension_until_its_exposure_is_set(imported, t
              "dimensions": [{"id": "status", "field": catalog.entities["orders"].fields["status"].id}]}
     with pytest.raises(TesseraError) as refused:
         answer(catalog, engine, draft)
-    assert (refused.value.reason, refused.value.metadata["path"]) == ("UNKNOWN_ID", "/dimensions/0/field")
+    assert (refused.value.reason, refused.value.metadata["pointer"]) == ("UNKNOWN_ID", "/dimensions/0/field")
     # A person reviews the field and lets the model group by it: one edit of the generated text.
     text, edits = STATUS_EXPOSURE.subn(r"\1bounded-values", path.read_text())
     assert edits == 1

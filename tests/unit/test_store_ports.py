@@ -38,7 +38,7 @@ def test_a_store_that_lacks_a_method_or_renames_a_parameter_is_told_so():
     assert missing_from(Partial, ports.JournalStore)[0] == "append_events: missing"
 
 
-@pytest.mark.parametrize("port", [resource_ports.PinnedResults, resource_ports.ProbeBudgets,
+@pytest.mark.parametrize("port", [resource_ports.PinnedResults, resource_ports.TurnBudgets,
                                   resource_ports.GrantRevocations, resource_ports.ResourceStorage])
 def test_the_result_store_implements_the_port(port):
     assert missing_from(ResourceStore, port) == []

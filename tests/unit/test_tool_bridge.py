@@ -10,6 +10,7 @@ import grpc
 import pytest
 
 from shared.errors import TesseraError
+from shared.next_steps import metadata
 from shared.tool_bridge import Tool, ToolBridge
 from shared.tool_contracts import ToolContract, ToolSchemaError, project
 
@@ -51,10 +52,20 @@ def test_validation_never_coerces_inserts_or_removes():
     assert tool.violations({"question": "q", "sql": "SELECT 1"})  # unknown properties refused, not dropped
 
 
-def test_results_leave_through_their_shape():
-    shape = {"entities": {"id": True, "label": True}, "token": True}
-    value = {"entities": [{"id": "ent_1", "label": "Order", "table": "orders"}], "token": "t", "sql": "SELECT"}
-    assert project(value, shape) == {"entities": [{"id": "ent_1", "label": "Order"}], "token": "t"}
+ENTITIES = {"type": "object", "properties": {"entities": {"type": "array", "items": {"$ref": "#/definitions/entity"}}},
+            "definitions": {"entity": {"type": "object", "properties": {"id": {"type": "string"},
+                                                                         "label": {"type": "string"}}}}}
+
+
+def test_results_leave_through_their_output_schema():
+    schema = {**ENTITIES, "properties": {**ENTITIES["properties"], "token": {"type": "string"},
+                                         "schema": {"type": "object"}}}
+    value = {"entities": [{"id": "ent_1", "label": "Order", "table": "orders"}], "token": "t", "sql": "SELECT",
+             "schema": {"kept": {"whole": True}}}
+    assert project(value, schema) == {"entities": [{"id": "ent_1", "label": "Order"}], "token": "t",
+                                      "schema": {"kept": {"whole": True}}}
+    assert project({"entities": "not a list of objects"}, schema) == {"entities": "not a list of objects"}
+    assert project("not an object", schema) is None  # nothing of a result of the wrong shape leaves
 
 
 def run(coroutine):
@@ -65,8 +76,7 @@ def _bridge(handler=None, **kwargs) -> ToolBridge:
     async def echo(arguments):
         return {"entities": [{"id": "ent_1", "label": arguments["question"], "secret": "x"}]}
 
-    shape = {"entities": {"id": True, "label": True}}
-    return ToolBridge([Tool(contract(result_shape=shape), handler or echo)], **kwargs)
+    return ToolBridge([Tool(contract(output_schema=ENTITIES, subject="/draft"), handler or echo)], **kwargs)
 
 
 def test_a_call_runs_once_and_its_result_is_projected():
@@ -98,6 +108,9 @@ def test_bad_calls_are_results_for_the_model_and_do_not_run(tool, arguments, cod
 
     result = run(_bridge(handler).call("c1", tool, arguments))
     assert not result.ok and result.error_code == code and ran == []
+    taught = result.refusal()  # where, and what to do next, for every refusal
+    assert taught["pointer"] == "" or taught["pointer"].startswith("/")
+    assert taught["next_step"] and taught["error"] == code
 
 
 def test_the_call_limit_keeps_every_id():
@@ -123,6 +136,31 @@ def test_tool_failures_become_results():
     crashed = run(_bridge(crash).call("c1", "inspect_catalog", '{"question": "q"}'))
     assert (refused.error_code, refused.error_message) == ("ID_NOT_IN_SCOPE", "unseen id")
     assert crashed.error_code == "TOOL_FAILED" and "internal detail" not in crashed.error_message
+    assert refused.next_step.startswith("Call describe_data") and crashed.next_step
+
+
+def test_a_peers_refusal_points_into_the_arguments_and_keeps_what_it_allows():
+    class PeerRefusal(grpc.RpcError):
+        def __init__(self, error: TesseraError) -> None:
+            self.status = error.to_status()
+
+        def code(self):
+            return self.status.code
+
+        def details(self):
+            return self.status.details
+
+        def trailing_metadata(self):
+            return self.status.trailing_metadata
+
+    async def peer(arguments):
+        raise PeerRefusal(TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "AMBIGUOUS_PATH", "two ways",
+                                       metadata("/dimensions/0", allowed=[["rel_a"], ["rel_b"]], roles="x")))
+
+    result = run(_bridge(peer).call("c1", "inspect_catalog", '{"question": "q"}'))
+    assert (result.pointer, result.allowed, result.details) == ("/draft/dimensions/0", [["rel_a"], ["rel_b"]],
+                                                                {"roles": "x"})
+    assert result.refusal()["next_step"].startswith("Add via at pointer")
 
 
 def test_cancelling_stops_running_tools_and_closing_suppresses_results():
