@@ -69,10 +69,11 @@ _PARTS = {
     "metric_id": _d("A metric id (met_…) from inspect_catalog or describe_data.",
                     {"type": "string", "pattern": ID_PATTERNS["metric"]}),
     "via": _array("Relationship ids (rel_…) naming the role a field is reached through (the customer's nation or "
-                  "the supplier's), only where a refusal (AMBIGUOUS_PATH) asks for it.",
+                  "the supplier's): needed where two relationships lead from the measure's entity to the field's "
+                  "(AMBIGUOUS_PATH lists them otherwise).",
                   {"type": "string", "pattern": ID_PATTERNS["relationship"]}, 1, 4, uniqueItems=True),
     "value": _d("Text, a number or a boolean; dates and times as ISO 8601 text ('2024-01-31', "
-                "'2024-01-31T12:00:00Z'). No NUL characters.",
+                "'2024-01-31T12:00:00'; with a zone, it is read in UTC). No NUL characters.",
                 {"type": ["string", "number", "boolean"], "maxLength": MAX_TEXT, "pattern": _NO_NUL,
                  "minimum": -MAX_NUMBER, "maximum": MAX_NUMBER}),
     "number": _d("A number.", {"type": "number", "minimum": -MAX_NUMBER, "maximum": MAX_NUMBER}),

@@ -169,7 +169,26 @@ NEXT_STEPS: dict[str, str] = {
 }
 
 # Reasons a model never receives, and why; every other reason the services define is in NEXT_STEPS.
+_WINDOWS = "a window read for a person's screen (host to gateway), under a grant no model holds"
+_COMPILER = "the host's own call to the compiler; the host answers the model for it"
+_STREAM = "the model's own stream failing: the turn ends and the person is told, as the turn's error"
 NOT_FOR_MODELS: dict[str, str] = {
+    "WINDOW_TOO_LARGE": _WINDOWS, "WINDOW_OUTSIDE_GRANT": _WINDOWS, "GRANT_REVOKED": _WINDOWS,
+    "GRANT_RESOURCE_MISMATCH": _WINDOWS, "COLUMN_NOT_GRANTED": _WINDOWS, "RESOURCE_NOT_FOUND": _WINDOWS,
+    "BASE_DOCUMENT_INVALID": _COMPILER, "SLICE_CATALOG_MISMATCH": _COMPILER, "SLICE_HASH_MISMATCH": _COMPILER,
+    "SLICE_SCHEMA_INVALID": _COMPILER,
+    "PLANNER_FAILED": _STREAM, "PROVIDER_ERROR": _STREAM, "RESPONSE_TOO_LARGE": _STREAM, "STREAM_BROKEN": _STREAM,
+    "STREAM_MALFORMED": _STREAM,
+    "DIALECT_UNSUPPORTED": "a warehouse of a kind the gateway does not run on; it does not start",
+    "PLACEMENT_UNKNOWN": "the agent freezes slices for its one placement",
+    "PROPOSAL_ID_REQUIRED": "the agent names every proposal itself",
+    "TURN_REQUIRED": "the agent names the turn of every call itself",
+    "TOKEN_OTHER_TURN": "an offer of another turn: the model reads it as the finding slice.offer-refused",
+    "TURN_ALREADY_OPEN": "the MCP front's own protocol with the agent (agent.ServeTools)",
+    "TURN_NOT_OPENED": "the MCP front's own protocol with the agent (agent.ServeTools)",
+    "TURN_NOT_YOURS": "cancelling another person's turn (web, the CLI); a model cannot cancel",
+    "slice.actions-unavailable": "a warning kept with the frozen slice (the broker did not list actions); the "
+                                 "slice the model gets simply offers none",
 }
 
 

@@ -23,7 +23,8 @@ MAX_REPAIRS = 2
 # Refusals a turn may collect before it ends: a model repeating a refused call is stopped, and told why.
 MAX_REFUSALS = 12
 PROBE_KINDS = ("value-match", "value-domain", "field-profile", "time-bounds", "join-coverage")
-TURN_ORDER = ("1 inspect_current_context; 2 inspect_catalog with the question; 3 describe_data for entities "
+TURN_ORDER = ("A turn is one question, from inspect_current_context to your answer. 1 inspect_current_context; "
+              "2 inspect_catalog with the question; 3 describe_data for entities "
               "whose fields you need (optional); 4 probe_data to find values the question names (optional); "
               "5 run_analysis, one per result to show; 6 present_ui without a proposal (the slice and its "
               "schema); 7 present_ui with a proposal binding your results; 8 answer in words, without figures: "
@@ -34,20 +35,24 @@ DESCRIPTIONS = {
         "Start every turn here, and again after CATALOG_CHANGED or TURN_ENDED. Returns the dataset, the draft "
         "schema version, the gateway's limits (max_result_rows …), this turn's budgets (probes, analyses, repairs, "
         "refusals), the tools available now and why any is not, and the order of a turn. It opens the turn's "
-        "access to the catalog: other tools refuse with CAPABILITY_MISSING until it ran. No arguments.\n"
+        "access to the catalog: other tools refuse with CAPABILITY_MISSING until it ran. No arguments. A refused "
+        "call returns {error, message, pointer (JSON Pointer into your arguments; \"\" is the whole call), "
+        "next_step, allowed?, bound?}: do what next_step says.\n"
         "Example: {}"),
     "inspect_catalog": (
         "Find what a question is about: pass the person's question (or its key words, at most 2,000 characters). "
-        "Returns at most 12 entities matched word by word (synonyms too), each with opaque ids (ent_, fld_, met_, "
-        "rel_), labels, descriptions, types and each field's exposure: bounded-values (group by, filter, list, "
+        "Returns at most 12 entities matched word by word (synonyms too) and those on the paths between them, each "
+        "with its fields (up to 40, matched first) and metrics (up to 24): opaque ids (ent_, fld_, met_, rel_), "
+        "labels, descriptions, types and each field's exposure: bounded-values (group by, filter, list, "
         "probe), aggregate-only (only inside sum, avg or a count), filter-only (only in a filter). Prefer a "
         "metric (met_) to aggregating a field yourself. Only ids returned to you this turn (here, by "
         "describe_data or by a value-match probe) may be used later. No values, no rows.\n"
         'Example: {"question": "net revenue by region in 2024"}'),
     "describe_data": (
-        "Full detail of 1-4 entities you have seen this turn: all their fields (up to 40), metrics (up to 24) and "
-        "relationships, and access to every one of those ids. Use it when inspect_catalog did not list a field "
-        "you need, or when a refusal says ID_NOT_IN_SCOPE. No values.\n"
+        "Full detail of 1-4 entities you have seen this turn (in a catalog result, or at the end of a "
+        "relationship): all their fields (up to 40), metrics (up to 24) and relationships, and access to every "
+        "one of those ids. Use it for an entity inspect_catalog did not return, or when a refusal says "
+        "ID_NOT_IN_SCOPE. It costs no budget. No values.\n"
         'Example: {"entity_ids": ["ent_ordersxxxxxx"]}'),
     "probe_data": (
         "One bounded look at the data; probes per turn are few (2 by default; inspect_current_context: budgets). "
@@ -205,20 +210,28 @@ _PROBE_OUTPUT = closed(["kind", "probes_remaining"], {
     "latest": text("time-bounds: the latest value (ISO 8601)."),
     "coverage": described("join-coverage: the share of rows with a match (0-1).", {"type": "number"}),
 }, "What the probe found.")
-_ANALYSIS_OUTPUT = closed(["resource"], {
+_ANALYSIS_OUTPUT = closed(["resource", "number"], {
     "resource": closed(["rows", "truncated", "columns"], {
         "rows": integer("Rows in the result."), "truncated": described("Cut at the row cap.", {"type": "boolean"}),
-        "columns": array("Its columns, in order.", _COLUMN)}, "The result's descriptor (never its values)."),
+        "columns": array("Its columns: the breakdowns in the draft's order, then the measures, then the "
+                         "calculations (records: the listed fields).", _COLUMN)},
+        "The result's descriptor (never its values)."),
+    "number": integer("This result's number in the turn (1 is the first): present_ui's slice lists your results "
+                      "in this order, resource-000001 first."),
     "analyses_remaining": integer("Analyses left this turn."),
 }, "A result, pinned by the gateway for present_ui.")
 _PRESENT_OUTPUT = closed([], {
-    "slice": _SLICE, "schema": _JSON_SCHEMA,
+    "slice": _SLICE,
+    "schema": described("The JSON Schema (draft-07) the proposal argument must follow in this slice.",
+                        {"type": "object", "additionalProperties": True}),
     "outcome": described("What became of the proposal.", {"enum": ["committed", "committed_partial", "rejected"]}),
     "revision": text("The committed revision (a patch's base_revision)."),
     "repairs_left": integer("Repairs left when the proposal needs one."),
     "diagnostics": array("Findings on the proposal.", _DIAGNOSTIC),
     "link": text("Where the person sees the display (MCP clients)."),
-}, "The frozen slice (without a proposal), or the proposal's outcome.")
+}, "The frozen slice (without a proposal), or the proposal's outcome (rejected or committed_partial is not a "
+   "refusal: its diagnostics say what to repair).", oneOf=[{"required": ["slice", "schema"]},
+                                                          {"required": ["outcome", "diagnostics"]}])
 
 CONTRACTS = {contract.name: contract for contract in [
     ToolContract("inspect_current_context", DESCRIPTIONS["inspect_current_context"], _NO_ARGUMENTS,

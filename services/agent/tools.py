@@ -212,7 +212,7 @@ class TurnTools:
         return {"resource": {"rows": d.row_count, "truncated": d.truncated,
                              "columns": [{"id": c.column_id, "label": c.label, "type": _TYPES[c.type],
                                           "role": _ROLES[c.role]} for c in d.columns]},
-                "analyses_remaining": reply.analyses_remaining}
+                "number": len(self.state.offers), "analyses_remaining": reply.analyses_remaining}
 
     async def present_ui(self, arguments: dict) -> dict:
         if "proposal" not in arguments:

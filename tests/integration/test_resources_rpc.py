@@ -175,6 +175,11 @@ def test_rpc_errors_carry_reasons_and_paths(as_agent):
                                                          capability_token=context.capability_token))
     details = error_details(refused.value)
     assert (details.code, details.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "DRAFT_SCHEMA")
+    with pytest.raises(grpc.RpcError) as no_kind:  # the tool's schema lists the kinds; other callers learn them here
+        as_agent("Probe", resources_pb2.ProbeRequest(turn=TURN, capability_token=context.capability_token))
+    kind = error_details(no_kind.value)
+    assert (kind.reason, kind.metadata["pointer"]) == ("PROBE_KIND", "/kind")
+    assert "value-match" in json.loads(kind.metadata["allowed"]) and kind.metadata["next_step"]
     with pytest.raises(grpc.RpcError) as no_turn:
         as_agent("InspectContext", resources_pb2.InspectContextRequest())
     assert error_details(no_turn.value).reason == "TURN_REQUIRED"

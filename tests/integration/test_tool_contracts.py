@@ -113,3 +113,62 @@ def test_descriptions_are_short_and_end_with_an_example_their_schema_accepts(lis
     for tool in listed.values():
         example = json.loads(tool["description"].rsplit("\nExample: ", 1)[1])
         jsonschema.Draft7Validator(tool["inputSchema"]).validate(example)
+
+
+# What each placeholder in the descriptions' examples stands for in the demo catalog: (kind, label).
+EXAMPLE_IDS = {"ent_ordersxxxxxx": ("entity", "Order"), "met_revenuexxxxx": ("metric", "Net revenue"),
+               "fld_orderedatxxx": ("field", "Order time")}
+
+
+def _example(tool: dict) -> dict:
+    return json.loads(tool["description"].rsplit("\nExample: ", 1)[1])
+
+
+def _with_ids(example: dict, catalog: dict) -> dict:
+    """The example with each placeholder replaced by the id the catalog shown gives the item it stands for."""
+    items = {("entity", e["label"]): e["id"] for e in catalog["entities"]}
+    for entity in catalog["entities"]:
+        items.update({("field", f["label"]): f["id"] for f in entity["fields"]})
+        items.update({("metric", m["label"]): m["id"] for m in entity["metrics"]})
+    text = json.dumps(example)
+    for placeholder, item in EXAMPLE_IDS.items():
+        text = text.replace(placeholder, items[item])
+    return json.loads(text)
+
+
+def _component_for(block: dict, frozen: dict) -> str:
+    """The offered component whose own schema in the slice takes the example block's data."""
+    proposal = frozen["schema"]["oneOf"][0]
+    for variant in proposal["properties"]["blocks"]["items"]["oneOf"]:
+        if jsonschema.Draft7Validator(variant["properties"]["data"]).is_valid(block["data"]):
+            return variant["properties"]["component"]["const"]
+    raise AssertionError(f"no offered component takes {block['data']}")
+
+
+def test_every_description_example_runs_through_the_services_in_the_order_of_a_turn(listed, running_set):
+    async def scenario() -> list[tuple[str, bool, dict]]:
+        async with Client(_stdio(running_set, "examples"), cache=None) as client:
+            ran = []
+
+            async def call(name: str, arguments: dict) -> dict:
+                result = await client.call_tool(name, arguments)
+                ran.append((name, not result.is_error, json.loads(result.content[0].text)))
+                return ran[-1][2]
+
+            await call("inspect_current_context", _example(listed["inspect_current_context"]))
+            catalog = await call("inspect_catalog", _example(listed["inspect_catalog"]))
+            for name in ("describe_data", "probe_data", "run_analysis"):
+                await call(name, _with_ids(_example(listed[name]), catalog))
+            frozen = await call("present_ui", {})
+            example = _example(listed["present_ui"])
+            for block in example["proposal"]["blocks"]:
+                block["component"] = _component_for(block, frozen)
+            await call("present_ui", example)
+            return ran
+
+    ran = anyio.run(scenario)
+    assert [name for name, _, _ in ran] == ["inspect_current_context", "inspect_catalog", "describe_data",
+                                            "probe_data", "run_analysis", "present_ui", "present_ui"]
+    assert all(ok for _, ok, _ in ran), [result for _, ok, result in ran if not ok]
+    assert ran[3][2]["matches"], ran[3]  # the example probe names a value the data holds
+    assert ran[4][2]["resource"]["rows"] > 0 and ran[-1][2]["outcome"] == "committed", ran[-1]

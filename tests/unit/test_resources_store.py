@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from cli.launcher import free_ports
 from services.resources.planner import OutputColumn
 from services.resources.store import CACHE_ENTRIES, ResourceStore, StoreUnavailable, engine_for, migrate, open_store
+from shared.errors import status_of
 from shared.refusals import Unavailable
 from tests.fixtures.postgres import BACKENDS, database_url, postgres_database
 from tests.resources.store_outage import allow_connections
@@ -194,6 +195,7 @@ def test_a_lost_store_refuses_with_unavailable_and_comes_back(request):
         with pytest.raises(Unavailable) as refused:  # the interceptor answers it as UNAVAILABLE
             call()
         assert refused.value.reason == "STORE_UNAVAILABLE"
+        assert status_of(refused.value).metadata["next_step"].startswith("Try again shortly")  # as a model reads it
     allow_connections(database, True)
     assert store.ping() is None  # the same store object, no restart
     assert store.spend("probe", "s1", "t1", 2) == 1 and store.get(pinned.resource_id) == pinned

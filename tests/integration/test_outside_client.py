@@ -1,0 +1,115 @@
+"""An outside client answers through the MCP front from the contracts alone (issue 37).
+
+The client (tests/fixtures/outside_client.py) and its five questions (tests/fixtures/outside_questions.py) were
+written by someone who read only what tools/list returns, two refusals and docs/demo-warehouse.md: it imports
+nothing from services/ or shared/, builds every draft and proposal from the catalog it is shown, and may retry
+after a refusal using only what the refusal says. Each committed answer is read as the person's screen reads it
+and checked against the question's own SQL; how many calls had to be repeated is recorded (the goal is none).
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+
+import anyio
+import pytest
+import sqlalchemy as sa
+from mcp import Client
+
+from shared.actors import assert_actor
+from shared.certs import load_signing_key, signing_key_path
+from shared.channels import sync_channel
+from shared.contracts import invoke
+from tessera.host.v1 import host_pb2
+from tests.fixtures.outside_client import OutsideModel
+from tests.fixtures.outside_questions import QUESTIONS
+from tests.integration.test_mcp_front import _stdio
+
+PERSON = "outside-client"
+RETRIES: dict[str, int] = {}
+
+
+@pytest.fixture(scope="module")
+def answers(running_set, credentials, cert_dir) -> list[dict]:
+    """Each question answered in its own turn, through one MCP session, as an outside agent would; with the rows
+    the person's screen shows for it, read before the next answer replaces it."""
+    async def scenario():
+        async with Client(_stdio(running_set, PERSON), cache=None) as client:
+            tools = [t.model_dump(by_alias=True, exclude_none=True) for t in (await client.list_tools()).tools]
+
+            async def call(name: str, arguments: dict) -> tuple[bool, dict]:
+                result = await client.call_tool(name, arguments)
+                return not result.is_error, json.loads(result.content[0].text)
+
+            found = []
+            for question in QUESTIONS:
+                answer = await OutsideModel(tools, call).answer(question)
+                shown = _shown(running_set, credentials, cert_dir, answer["revision"]) if answer["revision"] else []
+                found.append({**answer, "shown": shown})
+            return found
+
+    return anyio.run(scenario)
+
+
+def _expected(warehouse_url: str, sql: str) -> list[tuple]:
+    engine = sa.create_engine(warehouse_url)
+    with engine.connect() as connection:
+        rows = [tuple(row) for row in connection.execute(sa.text(sql))]
+    engine.dispose()
+    return rows
+
+
+def _number(value) -> Decimal | None:
+    try:
+        return None if isinstance(value, bool) else Decimal(str(value))
+    except ArithmeticError:
+        return None
+
+
+def _same(got, want) -> bool:
+    """Money to the cent, shares to a millionth; time buckets by their date; text exactly."""
+    if _number(got) is not None and _number(want) is not None:
+        want_number = _number(want)
+        tolerance = Decimal("0.000001") if abs(want_number) < 10 else Decimal("0.01")
+        return abs(_number(got) - want_number) <= tolerance
+    if isinstance(want, str) and len(want) >= 19 and want[4] == "-":
+        return str(got)[:10] == want[:10]
+    return got == want
+
+
+def _shown(running_set, credentials, cert_dir, revision: str) -> list:
+    """The rows the person's screen gets for the answer block of `revision` (the session the MCP front commits to)."""
+    person = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), PERSON, "acme")
+    with sync_channel(running_set.handles["host"].address, credentials("cli"), "host") as host:
+        session = invoke(host, "host", "OpenSession", host_pb2.OpenSessionRequest(actor=person, request_id="mcp"))
+        reply = invoke(host, "host", "SendCommand", host_pb2.SendCommandRequest(
+            actor=person, command_id=f"w-{revision}", session_id=session.session_id, surface_id=session.surface_id,
+            revision_id=revision, resource_window=host_pb2.ResourceWindowCommand(node_id="answer", limit=100)))
+        envelope = invoke(host, "host", "Subscribe", host_pb2.SubscribeRequest(
+            actor=person, session_id=session.session_id,
+            resume_after=host_pb2.Cursor(epoch=1, sequence=reply.cursor.sequence - 1)), timeout=10).envelope
+    return json.loads(envelope.a2ui.message_json)["updateDataModel"]["value"]["rows"]
+
+
+@pytest.mark.parametrize("index", range(len(QUESTIONS)), ids=[q["kind"] for q in QUESTIONS])
+def test_the_outside_client_answers_each_question_as_sql_does(answers, index, warehouse_url):
+    question, answer = QUESTIONS[index], answers[index]
+    RETRIES[question["kind"]] = answer["retries"]
+    assert answer["revision"], answer
+    assert answer["outcome"] == "committed", answer
+    shown = answer["shown"]
+    want = _expected(warehouse_url, question["sql"])
+    assert len(shown) == len(want) > 0, (shown, want)
+    if not question["ordered"]:
+        shown, want = sorted(shown, key=lambda r: str(r[0])), sorted(want, key=lambda r: str(r[0]))
+    for got_row, want_row in zip(shown, want, strict=True):
+        assert len(got_row) == len(want_row) and all(_same(g, w) for g, w in zip(got_row, want_row, strict=True)), \
+            (question["kind"], got_row, want_row)
+
+
+def test_no_question_needed_a_retry(answers):
+    """The contracts' goal: a client that follows them gets every call right the first time."""
+    retries = {q["kind"]: a["retries"] for q, a in zip(QUESTIONS, answers, strict=True)}
+    refusals = {q["kind"]: [r.get("error") for r in a["refusals"]] for q, a in zip(QUESTIONS, answers, strict=True)}
+    assert sum(retries.values()) == 0, (retries, refusals)
