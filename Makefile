@@ -113,7 +113,9 @@ test: setup browser k8s-tools
 # 10 minutes; TESSERA_FUZZ_SCALE=N for more);
 # a failure it finds is kept as an @example on the test it broke.
 fuzz: setup
-	TESSERA_FUZZ_SCALE=$${TESSERA_FUZZ_SCALE:-20} $(PY) -m pytest -q tests/fuzz tests/compiler/test_properties.py
+	TESSERA_FUZZ_SCALE=$${TESSERA_FUZZ_SCALE:-20} TESSERA_CONFORMANCE_REPORT=$(CURDIR)/var/fuzz/conformance.json \
+		$(PY) -m pytest -q tests/fuzz tests/compiler/test_properties.py
+	@cat var/fuzz/conformance.json
 
 lint: setup
 	npx buf lint

@@ -22,8 +22,9 @@ SYSTEM_PROMPT = (
     "You answer questions about an organisation's data by composing a UI. Use the tools: inspect the context "
     "and the catalog, run one or more analyses from semantic drafts, then call present_ui without a proposal to "
     "get the UI slice and its schema, and again with a proposal that binds the analysis results by their slice "
-    "ids. You never see values: do not state numbers in your answer. Keep the final answer short; if the data "
-    "cannot answer the question, say so and present nothing."
+    "ids. A refused call says where (pointer) and what to do next (next_step): do that. You never see values: do "
+    "not state numbers in your answer. Keep the final answer short; if the data cannot answer the question, say "
+    "so and present nothing."
 )
 
 CallRaw = Callable[[str, str, str], Awaitable[ToolResult]]

@@ -44,8 +44,8 @@ logger = logging.getLogger("tessera.mcp")
 INSTRUCTIONS = ("Tessera answers questions about your organisation's data by composing a live display for the "
                 "person. Explore with inspect_current_context, inspect_catalog and describe_data, ask for data "
                 "with run_analysis (you get a descriptor, never rows), then present_ui: call it without a "
-                "proposal to get the offered components, then with one. The person sees the numbers at the "
-                "link it returns; you never do.")
+                "proposal to get the offered components, then with one. A refused call says where (pointer) and "
+                "what to do next (next_step). The person sees the numbers at the link it returns; you never do.")
 IDLE_SWEEP_SECONDS = 30
 
 

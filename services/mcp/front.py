@@ -112,7 +112,7 @@ class Front:
         now = time.monotonic()
         stale = turn is not None and (now - turn.last_used > self._idle_seconds
                                       or now - turn.opened_at > MAX_TURN_SECONDS  # before its assertion expires
-                                      or (turn.answered and tool in QUESTION_OPENERS))
+                                      or ((turn.answered or turn.spent) and tool in QUESTION_OPENERS))
         if stale:
             await self._end(person)
             turn = None

@@ -55,6 +55,7 @@ class OutsideTurn:
         self.turn_id = ""
         self.calls = 0
         self.answered = False  # a revision was committed and the last proposal needs no repair
+        self.spent = False  # the agent refuses every further call of this turn (its refusal budget is spent)
         self.opened_at = self.last_used = time.monotonic()
 
     async def open(self, actor: common_pb2.ActorAssertion, session_id: str, question: str) -> None:
@@ -82,6 +83,7 @@ class OutsideTurn:
         message = json.loads(response.result.model_message_json)
         if tool == "present_ui" and response.result.ok and "outcome" in message:  # a proposal, not the freeze
             self.answered = bool(message.get("revision")) and "repairs_left" not in message
+        self.spent = self.spent or message.get("error") == "TURN_BUDGET_SPENT"
         return CallOutcome(response.result.ok, message)
 
     async def end(self) -> None:

@@ -63,7 +63,8 @@ class CapabilityIssuer:
         """Verify a token for this catalog and session, or raise a precise TesseraError."""
         denied = grpc.StatusCode.PERMISSION_DENIED
         if not token:
-            raise TesseraError(denied, "CAPABILITY_MISSING", "a capability token is required; call inspect first")
+            raise TesseraError(denied, "CAPABILITY_MISSING",
+                               "a capability token is required: call inspect_current_context first")
         if len(token) > MAX_TOKEN_CHARS or token.count(".") != 1:
             raise TesseraError(denied, "CAPABILITY_INVALID", "capability token is malformed")
         body, mac = token.split(".")

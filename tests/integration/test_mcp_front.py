@@ -20,6 +20,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from cli.launcher import ServiceSet, free_ports
+from services.agent.contracts import MAX_REFUSALS
 from shared.actors import assert_actor
 from shared.certs import load_signing_key, signing_key_path
 from shared.channels import sync_channel
@@ -178,6 +179,28 @@ def test_an_outside_agent_gets_the_built_in_agents_refusals(running_set):
                        outcomes["forged id"], probes[2]]:  # every refusal says where, and what to do next
         assert refusal["next_step"] and (refusal["pointer"] == "" or refusal["pointer"].startswith("/")), refusal
     assert outcomes["forged id"][1]["pointer"] == "/entity_ids/0"
+
+
+def test_a_client_repeating_a_refused_call_gets_the_same_refusal_until_the_turn_ends_then_a_question_starts_anew(
+        running_set):
+    bad = {"draft": {"mode": "aggregate", "measures": [{"id": "n"}]}}
+
+    async def scenario():
+        async with Client(_stdio(running_set, "mcp-relentless"), cache=None) as client:
+            agent = OutsideAgent(client)
+            await agent.call("inspect_current_context", {})
+            refused = [await agent.call("run_analysis", bad) for _ in range(MAX_REFUSALS + 1)]
+            return refused, await agent.call("inspect_current_context", {})
+
+    refused, fresh = anyio.run(scenario)
+    first = refused[0][1]
+    assert all(result == first for _, result in refused[:MAX_REFUSALS])  # the same refusal every time
+    assert (first["error"], first["pointer"]) == ("ARGUMENTS_INVALID", "/draft/measures/0")
+    ok, spent = refused[-1]
+    assert not ok and spent["error"] == "TURN_BUDGET_SPENT" and spent["bound"] == MAX_REFUSALS
+    assert "new question" in spent["next_step"]
+    ok, context = fresh  # a question's first call after the spent turn begins a new one, with its own budget
+    assert ok and context["budgets"]["refusals_remaining"] == MAX_REFUSALS
 
 
 # --- remote use: streamable HTTP with OAuth 2.1 bearer tokens ------------------------------------------------
