@@ -40,13 +40,52 @@ class SchemaProblem:
 
 def explain(errors, root: dict, limit: int = 5) -> list[SchemaProblem]:
     """The problems of `errors` (from one validation against `root`), the most relevant first, at most `limit`."""
-    leaves = _Explainer(root).followed(sorted(errors, key=jsonschema.exceptions.relevance))
+    leaves = _Explainer(root).followed(_most_relevant_first(errors))
     problems: list[SchemaProblem] = []
     for error in leaves:
         for problem in _problems(error):
+            problem = _with_condition(problem, error, root)
             if problem not in problems:
                 problems.append(problem)
     return problems[:limit]
+
+
+def _with_condition(problem: SchemaProblem, error, root: dict) -> SchemaProblem:
+    """A problem that only holds under an if/then ("dimensions takes at most 0 items") says when: "when output is
+    'scalar'"."""
+    path = [part for part in getattr(error, "absolute_schema_path", ()) if part != "$ref"]
+    if "then" not in path:
+        return problem
+    holder = _walk_to(root, path[:path.index("then")])
+    condition = holder.get("if", {}) if isinstance(holder, dict) else {}
+    fixed = [f"{key} is {value['const']!r}" for key, value in condition.get("properties", {}).items()
+             if isinstance(value, dict) and "const" in value]
+    if not fixed:
+        return problem
+    return SchemaProblem(problem.pointer, f"{problem.message} when {' and '.join(fixed)}"[:MAX_MESSAGE],
+                         problem.keyword, problem.allowed, problem.bound)
+
+
+def _walk_to(root: dict, path: list):
+    """The schema at `path` (a schema path, references followed): from the root, or (a validator built on one
+    definition reports paths from it) from each definition, the first where the whole path exists."""
+    for start in [root, *root.get("definitions", {}).values(), *root.get("$defs", {}).values()]:
+        node = start
+        for part in path:
+            node = resolve_local(root, node) if isinstance(node, dict) else node
+            if isinstance(node, dict) and part in node or isinstance(node, list) and isinstance(part, int) \
+                    and part < len(node):
+                node = node[part]
+            else:
+                break
+        else:
+            return node
+    return None
+
+
+def _most_relevant_first(errors) -> list:
+    """jsonschema's own order of relevance (its best_match takes the greatest)."""
+    return sorted(errors, key=jsonschema.exceptions.relevance, reverse=True)
 
 
 def pointer_of(path) -> str:
@@ -76,7 +115,14 @@ class _Explainer:
             branches[sub.relative_schema_path[0]].append(sub)
         shapes = [resolve_local(self.root, shape) for shape in error.validator_value]
         instance = error.instance
+        def overlap(i: int) -> int:
+            return len(set(instance) & set(shapes[i].get("properties", {}))) if isinstance(instance, dict) else 0
+
         fitting = [i for i in branches if not _mismatched(branches[i])]
+        # A shape that declares none of the value's keys fits it less than one whose fixed value it missed: a
+        # condition with an unknown op is a condition with a wrong op, not a wrong `all`.
+        if fitting and max(map(overlap, fitting)) == 0 and any(overlap(i) for i in branches):
+            fitting = []
         if not fitting:
             wrong_type = [e for i in branches for e in branches[i] if _root_type(e)]
             if len(wrong_type) == len(branches):  # of no shape's type at all: say which types are allowed
@@ -84,15 +130,12 @@ class _Explainer:
             # every shape fixes another value there: say which values are allowed
             return [_ChoiceError(error, _discriminator(shapes, instance))]
 
-        def overlap(i: int) -> int:
-            return len(set(instance) & set(shapes[i].get("properties", {}))) if isinstance(instance, dict) else 0
-
         scored = sorted(fitting, key=lambda i: (-overlap(i), len(branches[i]), i))
         best = scored[0]
         rivals = [i for i in scored[1:] if overlap(i) == overlap(best)]
         if rivals and all(e.validator == "required" for e in branches[best]):
             return [_ShapesError(error, [shapes[i] for i in [best, *rivals]])]
-        return self.followed(sorted(branches[best], key=jsonschema.exceptions.relevance))
+        return self.followed(_most_relevant_first(branches[best]))
 
 
 def _mismatched(errors: list) -> bool:
