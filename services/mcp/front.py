@@ -21,7 +21,8 @@ import mcp_types as types
 from services.mcp.turns import QUESTION_OPENERS, OutsideTurn, TurnUnavailable, question_of
 from shared.actors import assert_actor
 from shared.logs import log
-from shared.next_steps import fill
+from shared.next_steps import metadata
+from shared.tool_bridge import refused
 from tessera.agent.v1 import agent_pb2
 from tessera.host.v1 import host_pb2
 
@@ -51,11 +52,9 @@ def tool_result(ok: bool, message: dict) -> types.CallToolResult:
                                 structured_content=message, is_error=not ok)
 
 
-def refusal(reason: str, message: str, **metadata) -> types.CallToolResult:
-    """The front's own refusal, shaped as the agent's are: where (the whole call), and what to do next."""
-    taught = fill(reason, {"pointer": "", **metadata})
-    return tool_result(False, {"error": reason, "message": message, "pointer": taught.pop("pointer"),
-                               "next_step": taught.pop("next_step", ""), **taught})
+def refusal(reason: str, message: str, **taught) -> types.CallToolResult:
+    """The front's own refusal (about the call as a whole), shaped as the agent's are, with its next step."""
+    return tool_result(False, refused("", "", reason, message, metadata(**taught)).refusal())
 
 
 class Front:
