@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import itertools
 import json
 import random
 import secrets
@@ -160,9 +161,12 @@ def bench_backend(name: str, url: str, cert_dir: Path, work: Path) -> tuple[list
             window_sql = _compiled_sql(url, window_draft, 999)  # LIMIT 1000: the same rows as the window
             raw, close = _raw_runner(url)
 
-            def analyze(draft):
+            turns = itertools.count(2)
+
+            def analyze(draft):  # each in a turn of its own: a turn's analysis budget would stop the rounds
+                fresh = resources_pb2.TurnRef(session_id="bench", turn_id=f"t{next(turns)}")
                 return invoke(agent, "resources", "Analyze", resources_pb2.AnalyzeRequest(
-                    turn=turn, draft_json=json.dumps(draft), capability_token=catalog.capability_token),
+                    turn=fresh, draft_json=json.dumps(draft), capability_token=catalog.capability_token),
                     timeout=600)
 
             rpc_ms, raw_ms, rounds = _side_by_side(lambda: analyze(heavy), lambda: raw(sql))
