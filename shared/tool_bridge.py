@@ -71,7 +71,7 @@ def refused(call_id: str, tool: str, reason: str, message: str, metadata: dict[s
     pointer = taught.pop("pointer", None)
     allowed, bound = taught.pop("allowed", None), taught.pop("bound", None)
     return ToolResult(call_id, tool, False, error_code=reason, error_message=message,
-                      pointer="" if pointer is None else root + pointer if pointer != "/" else root,
+                      pointer="" if pointer is None else root + pointer,
                       next_step=taught.pop("next_step", ""), allowed=_json(allowed), bound=_json(bound),
                       details=taught)
 
