@@ -183,7 +183,8 @@ NOT_FOR_MODELS: dict[str, str] = {
     "PLACEMENT_UNKNOWN": "the agent freezes slices for its one placement",
     "PROPOSAL_ID_REQUIRED": "the agent names every proposal itself",
     "TURN_REQUIRED": "the agent names the turn of every call itself",
-    "TOKEN_OTHER_TURN": "an offer of another turn: the model reads it as the finding slice.offer-refused",
+    "TOKEN_OTHER_TURN": "an offer of another turn: the host drops it from the slice, with the finding "
+                        "slice.offer-refused",
     "TURN_ALREADY_OPEN": "the MCP front's own protocol with the agent (agent.ServeTools)",
     "TURN_NOT_OPENED": "the MCP front's own protocol with the agent (agent.ServeTools)",
     "TURN_NOT_YOURS": "cancelling another person's turn (web, the CLI); a model cannot cancel",
