@@ -210,7 +210,7 @@ _UNKNOWN = {"entity": "the entity the id belongs to", "bound": "the allowed", "e
 def metadata(pointer: str | None = None, *, allowed=None, bound=None, next_step: str = "",
              **extra: str) -> dict[str, str]:
     """ErrorInfo metadata of a refusal a model may receive, in the keys above."""
-    found = {key: str(value) for key, value in extra.items()}
+    found = {key: str(value) for key, value in extra.items() if value is not None}
     if pointer is not None:
         found["pointer"] = pointer
     if allowed is not None:

@@ -88,7 +88,7 @@ def _most_relevant_first(errors) -> list:
     return sorted(errors, key=jsonschema.exceptions.relevance, reverse=True)
 
 
-def pointer_of(path) -> str:
+def _pointer_of(path) -> str:
     return "".join(f"/{str(part).replace('~', '~0').replace('/', '~1')}" for part in path)
 
 
@@ -246,7 +246,7 @@ def _problems(error) -> list[SchemaProblem]:
     if isinstance(error, _TypeError):
         base = error.error
         return [_problem(base.absolute_path, f"{base.json_path} must be "
-                         f"{_either(_ARTICLES.get(t, f'a {t}') for t in error.types)}, got {json_type(base.instance)}",
+                         f"{_either(_ARTICLES.get(t, f'a {t}') for t in error.types)}, got {_json_type(base.instance)}",
                          "type", allowed=tuple(error.types))]
     if isinstance(error, _ShapesError):
         base = error.error
@@ -276,7 +276,7 @@ def _problems(error) -> list[SchemaProblem]:
     if keyword == "type":
         expected = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
         return [_problem(path, f"{where} must be {_either(_ARTICLES.get(t, f'a {t}') for t in expected)}, got "
-                               f"{json_type(error.instance)}", keyword, allowed=tuple(expected))]
+                               f"{_json_type(error.instance)}", keyword, allowed=tuple(expected))]
     if keyword in _BOUND_WORDS:
         bound = error.validator_value
         return [_problem(path, f"{where} {_BOUND_WORDS[keyword].format(bound=bound)}", keyword, bound=bound)]
@@ -287,7 +287,7 @@ def _problems(error) -> list[SchemaProblem]:
 
 
 def _problem(path, message: str, keyword: str, **more) -> SchemaProblem:
-    return SchemaProblem(pointer_of(path), message[:MAX_MESSAGE], keyword, **more)
+    return SchemaProblem(_pointer_of(path), message[:MAX_MESSAGE], keyword, **more)
 
 
 def _by_pattern(key: str, schema: dict) -> bool:
@@ -308,7 +308,7 @@ def _join(where: str, key: str) -> str:
     return f"{where}.{key}" if key.isidentifier() else f"{where}[{key!r}]"
 
 
-def json_type(value: object) -> str:
+def _json_type(value: object) -> str:
     if isinstance(value, bool):  # before numbers: a bool is an int in Python
         return "boolean"
     if isinstance(value, int | float):

@@ -23,7 +23,7 @@ import grpc
 
 from shared.bounded_json import BoundedJsonError, Limits, parse
 from shared.errors import TesseraError, error_details
-from shared.next_steps import fill
+from shared.next_steps import fill, metadata
 from shared.tool_contracts import ToolContract
 
 logger = logging.getLogger("tessera.bridge")
@@ -103,8 +103,10 @@ class ToolBridge:
     def closed(self) -> bool:
         return self._closed
 
-    def _fail(self, call_id: str, tool: str, code: str, message: str, **metadata) -> ToolResult:
-        return refused(call_id, tool, code, message, {k: v for k, v in metadata.items() if v is not None})
+    def _fail(self, call_id: str, tool: str, code: str, message: str, pointer: str | None = None,
+              **taught) -> ToolResult:
+        """The bridge's own refusal (shared.next_steps.metadata's keys); without a pointer, of the whole call."""
+        return refused(call_id, tool, code, message, metadata(pointer, **taught))
 
     async def call(self, call_id: str, tool: str, arguments_json: str) -> ToolResult | None:
         """Run one call; None when the bridge was closed (the result is suppressed)."""
@@ -112,18 +114,18 @@ class ToolBridge:
             return None
         if not isinstance(call_id, str) or not call_id or len(call_id) > 128:
             return self._fail(str(call_id)[:128], tool, "CALL_ID_INVALID", "a call id is 1-128 characters",
-                              pointer="", bound="128")
+                              bound=128)
         if call_id in self._seen:
-            return self._fail(call_id, tool, "DUPLICATE_CALL_ID", f"call id {call_id!r} was already used", pointer="")
+            return self._fail(call_id, tool, "DUPLICATE_CALL_ID", f"call id {call_id!r} was already used")
         if len(self._seen) >= self._max_calls:
             return self._fail(call_id, tool, "CALL_LIMIT", f"this conversation reached {self._max_calls} calls",
-                              pointer="", bound=str(self._max_calls))
+                              bound=self._max_calls)
         self._seen.add(call_id)
         found = self._tools.get(tool)
         if found is None:
             return self._fail(call_id, tool, "UNKNOWN_TOOL",
                               f"there is no tool {tool!r}; available: {', '.join(sorted(self._tools))}",
-                              pointer="", allowed=json.dumps(sorted(self._tools)))
+                              allowed=sorted(self._tools))
         try:
             arguments = parse(arguments_json, ARGUMENT_LIMITS)
         except BoundedJsonError as exc:
@@ -137,8 +139,7 @@ class ToolBridge:
             content = await task
         except asyncio.CancelledError:
             if self._closed or task.cancelled():
-                return None if self._closed else self._fail(call_id, tool, "CANCELLED", "the turn was cancelled",
-                                                            pointer="")
+                return None if self._closed else self._fail(call_id, tool, "CANCELLED", "the turn was cancelled")
             raise
         except TesseraError as exc:  # a refusal of the tool's own, pointing into the arguments already
             return None if self._closed else refused(call_id, tool, exc.reason, exc.message, exc.metadata)
@@ -149,7 +150,7 @@ class ToolBridge:
                                                      details.message, details.metadata, found.contract.subject)
         except Exception:
             logger.exception("tool %s failed", tool)
-            return None if self._closed else self._fail(call_id, tool, "TOOL_FAILED", f"{tool} failed", pointer="")
+            return None if self._closed else self._fail(call_id, tool, "TOOL_FAILED", f"{tool} failed")
         finally:
             self._running.discard(task)
         if self._closed:
@@ -158,9 +159,8 @@ class ToolBridge:
 
     def _invalid(self, call_id: str, tool: str, violations) -> ToolResult:
         first = violations[0]
-        result = self._fail(call_id, tool, "ARGUMENTS_INVALID", first.message, pointer=first.pointer,
-                            allowed=json.dumps(list(first.allowed)) if first.allowed else None,
-                            bound=json.dumps(first.bound) if first.bound is not None else None)
+        result = self._fail(call_id, tool, "ARGUMENTS_INVALID", first.message, first.pointer,
+                            allowed=first.allowed or None, bound=first.bound)
         return replace(result, problems=[{"pointer": v.pointer, "message": v.message} for v in violations[1:]])
 
     def cancel(self) -> None:

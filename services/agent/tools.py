@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import grpc
 
-from services.agent.contracts import CONTRACTS, LIMITS, MAX_REFUSALS, MAX_REPAIRS, TOOL_NAMES, TURN_ORDER
+from services.agent.contracts import CONTRACTS, LIMITS, MAX_REFUSALS, MAX_REPAIRS, PROBE_KINDS, TOOL_NAMES, TURN_ORDER
 from shared.analysis_draft import DRAFT_SCHEMA_SHA256
 from shared.errors import TesseraError
 from shared.next_steps import NEXT_STEPS, metadata
@@ -28,11 +28,8 @@ _TYPES = {v: k.removeprefix("COLUMN_TYPE_").lower() for k, v in common_pb2.Colum
 _ROLES = {v: k.removeprefix("COLUMN_ROLE_").lower() for k, v in common_pb2.ColumnRole.items()}
 _EXPOSURES = {v: k.removeprefix("FIELD_EXPOSURE_").lower().replace("_", "-")
               for k, v in resources_pb2.FieldExposure.items()}
-_PROBES = {"value-domain": resources_pb2.PROBE_KIND_VALUE_DOMAIN,
-           "field-profile": resources_pb2.PROBE_KIND_FIELD_PROFILE,
-           "time-bounds": resources_pb2.PROBE_KIND_TIME_BOUNDS,
-           "join-coverage": resources_pb2.PROBE_KIND_JOIN_COVERAGE,
-           "value-match": resources_pb2.PROBE_KIND_VALUE_MATCH}
+# The probe kinds the contract names, as the gateway's enum spells them ("value-match" → PROBE_KIND_VALUE_MATCH).
+_PROBES = {kind: resources_pb2.ProbeKind.Value(f"PROBE_KIND_{kind.upper().replace('-', '_')}") for kind in PROBE_KINDS}
 # Which peer each tool needs; a peer that is not serving makes its tools unavailable for the turn.
 TOOL_PEERS = {"inspect_catalog": "resources", "describe_data": "resources", "probe_data": "resources",
               "run_analysis": "resources", "present_ui": "host"}

@@ -14,7 +14,7 @@ from google.protobuf.duration_pb2 import Duration
 
 from services.agent.chat import ChatAdapter, ChatError
 from services.agent.chat_planner import ChatPlanner
-from services.agent.contracts import MAX_REFUSALS, MAX_REPAIRS
+from services.agent.contracts import MAX_QUESTION_CHARS, MAX_REFUSALS, MAX_REPAIRS
 from services.agent.external_tools import build_external_tools, list_external
 from services.agent.peers import Peers
 from services.agent.planner import EmbeddedPlanner, Plan
@@ -27,7 +27,6 @@ from tessera.agent.v1 import agent_pb2
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.host.v1 import host_pb2
 
-MAX_QUESTION_CHARS = 2_000
 # Failures that mean "the peer is not there", as opposed to a refusal the model can act on.
 _UNAVAILABLE_CODES = {"UNAVAILABLE", "DEADLINE_EXCEEDED", "TOOL_UNAVAILABLE"}
 # Failures that are not the model's doing: they do not spend the turn's refusal budget.

@@ -31,9 +31,8 @@ BAD_CODES = {grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN}
 REASON = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
 
-@pytest.fixture(scope="module", params=["sqlite", "duckdb", "postgresql"])
-def gateway(request, cert_dir, tmp_path_factory):
-    kind = request.param
+def seeded_gateway(kind: str, request, cert_dir, tmp_path_factory):
+    """A gateway on a small demo warehouse of `kind` (sqlite, duckdb or postgresql), with a 5 s statement timeout."""
     if kind == "postgresql":
         owner = postgres_database(request, "tessera_fuzz")
         seed(owner, scale=2_000, progress=False)
@@ -44,7 +43,12 @@ def gateway(request, cert_dir, tmp_path_factory):
         suffix = "sqlite" if kind == "sqlite" else "duckdb"
         url = f"{kind}:///{tmp_path_factory.mktemp(f'fuzz-{kind}') / f'warehouse.{suffix}'}"
         seed(url, scale=2_000, progress=False)
-    built = make_gateway(url, cert_dir, tmp_path_factory.mktemp("fuzz-store"), statement_timeout_seconds=5)
+    return make_gateway(url, cert_dir, tmp_path_factory.mktemp("fuzz-store"), statement_timeout_seconds=5)
+
+
+@pytest.fixture(scope="module", params=["sqlite", "duckdb", "postgresql"])
+def gateway(request, cert_dir, tmp_path_factory):
+    built = seeded_gateway(request.param, request, cert_dir, tmp_path_factory)
     yield built
     built.close()
 

@@ -25,35 +25,35 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cli.seed import seed
 from services.resources.catalog import CatalogEntity, CatalogField, CatalogMetric, CatalogRelationship
 from shared.analysis_draft import DRAFT_SCHEMA_JSON
 from shared.errors import TesseraError
 from tests.fixtures.fuzz import fuzz_settings
 from tests.fixtures.published_drafts import drafts
-from tests.resources.conftest import Session, make_gateway
+from tests.fuzz.test_fuzz_analyze import seeded_gateway
+from tests.resources.conftest import Session
 
 CALL_DEADLINE = 20.0
 PUBLISHED = json.loads(DRAFT_SCHEMA_JSON)
 VALIDATOR = jsonschema.Draft7Validator(PUBLISHED)
 # What a schema-valid draft may still be refused for: what only the catalog, the data or a bound can tell.
+# (Ids are narrowed to this catalog's visible ones and the capability has seen them all, and each draft runs in a
+# turn of its own: an unknown or unseen id, or a spent budget, would be a fault here, so none is allowed.)
 FOR_MEANING = {
-    "UNKNOWN_ID", "WRONG_ID_KIND", "ID_NOT_IN_SCOPE", "FIELD_NOT_EXPOSED", "OPERATOR_TYPE", "VALUE_TYPE",
+    "FIELD_NOT_EXPOSED", "OPERATOR_TYPE", "VALUE_TYPE",
     "AGGREGATION_TYPE", "AGGREGATION_NOT_ALLOWED", "GRAIN_NOT_TEMPORAL", "GRAIN_REQUIRED", "UNKNOWN_OUTPUT",
     "DUPLICATE_OUTPUT", "CALCULATION_NEEDS_TIME", "CALCULATION_NOT_ADDITIVE", "FAN_OUT", "FILTER_THROUGH_FAN_OUT",
     "AMBIGUOUS_PATH", "ROLE_NOT_ON_PATH", "NO_JOIN_PATH", "HAS_NOT_MANY", "HAS_SHAPE", "SAME_ROLE",
     "NO_REFERENCE_DATE",
     # bounds and budgets
-    "LIMIT_OVER_CAP", "PREDICATE_TOO_DEEP", "DRAFT_TOO_LARGE", "ANALYSIS_BUDGET_SPENT", "QUERY_TIMEOUT",
+    "LIMIT_OVER_CAP", "PREDICATE_TOO_DEEP", "DRAFT_TOO_LARGE", "QUERY_TIMEOUT",
 }
 COUNTS: Counter = Counter()
 
 
 @pytest.fixture(scope="module")
-def gateway(cert_dir, tmp_path_factory):
-    url = f"sqlite:///{tmp_path_factory.mktemp('published') / 'warehouse.sqlite'}"
-    seed(url, scale=2_000, progress=False)
-    built = make_gateway(url, cert_dir, tmp_path_factory.mktemp("published-store"), statement_timeout_seconds=5)
+def gateway(request, cert_dir, tmp_path_factory):
+    built = seeded_gateway("sqlite", request, cert_dir, tmp_path_factory)
     yield built
     built.close()
 
