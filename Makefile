@@ -17,9 +17,9 @@ DEPLOY_VENV := .venv-deploy
 LOCK := requirements
 LOCK_VENV := var/pip-tools
 
-.PHONY: setup venv lock node proto clients frontend browser certs demo up test fuzz lint bench eval model-check clean image k8s-tools k8s-smoke
+.PHONY: setup venv lock node proto clients frontend browser sandbox certs demo up test fuzz lint bench eval model-check clean image k8s-tools k8s-smoke
 
-setup: venv node proto clients frontend
+setup: venv node proto clients frontend sandbox
 
 # Each stamp lives inside what it stands for, so deleting .venv, node_modules
 # or shared/gen also forgets that it was built.
@@ -86,6 +86,12 @@ $(BUNDLE)/.built: node_modules/.installed $(VENV)/.installed $(FRONTEND_FILES) $
 # Debian's Chromium for the browser tests (no browser downloads); they skip, saying why, without it.
 browser:
 	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || echo "chromium could not be installed: the browser tests will be skipped"
+
+# Debian's bubblewrap boxes every stdio MCP server the broker starts (and, as root, each service under its
+# own uid). Without it such servers do not start unless their policy says `sandbox: none`; the sandbox tests
+# skip, saying why.
+sandbox:
+	@command -v bwrap >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null) || echo "bubblewrap could not be installed: stdio MCP servers will not start boxed"
 
 certs: setup
 	bin/tessera certs
