@@ -28,6 +28,9 @@ from shared.refusals import Refusal
 logger = logging.getLogger("tessera.rpc")
 
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,64}$")
+# How long a stream whose write failed waits for gRPC to report the client's cancel (it comes within
+# milliseconds when the client went away) before the failure counts as an error.
+CANCEL_NOTICE_SECONDS = 5.0
 
 
 class CallGuard(grpc.aio.ServerInterceptor):
@@ -144,12 +147,13 @@ def _wrap(handler: grpc.RpcMethodHandler, method: str, table: CallerTable,
         return guarded
 
     def streaming(inner):
+        # A coroutine that writes each response itself (not a generator gRPC drains): a write that fails
+        # because the client went away then ends inside the call's scope, never in gRPC's own error log.
         async def guarded(request, context):
             async with _CallScope(method, table, issuer, context):
                 result = inner(request, context)
                 if hasattr(result, "__aiter__"):
-                    async for item in result:
-                        yield item
+                    await _send_each(result, context)
                 elif inspect.isawaitable(result):
                     await result  # a handler that writes with context.write()
         return guarded
@@ -166,6 +170,23 @@ def _wrap(handler: grpc.RpcMethodHandler, method: str, table: CallerTable,
             return make(guard(inner), request_deserializer=handler.request_deserializer,
                         response_serializer=handler.response_serializer)
     raise RuntimeError(f"handler for {method} has no behaviour")
+
+
+async def _send_each(responses, context: grpc.aio.ServicerContext) -> None:
+    """Write every response of a streaming servicer, then close it in this task (its `finally` runs here)."""
+    try:
+        async for response in responses:
+            try:
+                await context.write(response)
+            except grpc.aio.InternalError:
+                # The transport refused the write: the client cancelled or disconnected, and gRPC cancels this
+                # task as soon as core reports it. A failure gRPC does not report as a cancel is a real error.
+                await asyncio.sleep(CANCEL_NOTICE_SECONDS)
+                raise
+    finally:
+        close = getattr(responses, "aclose", None)
+        if close is not None:
+            await close()
 
 
 def not_implemented_yet(servicer: object, descriptor: ServiceDescriptor, base: type) -> object:
