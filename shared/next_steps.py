@@ -112,6 +112,9 @@ NEXT_STEPS: dict[str, str] = {
                          "the period.",
     "QUERY_TIMEOUT": "Ask for less: a narrower filter, fewer breakdowns or a coarser grain.",
     "ANALYSIS_BUDGET_SPENT": "No analyses are left this turn: present what you have with present_ui, or answer.",
+    # The same draft asked again with only its bounds changed (a threshold search): budget says which bound held.
+    "ORACLE_PATTERN": "Stop changing this draft's bounds: present the results you have with present_ui (the person "
+                      "sees their values there), or ask the person which one bound they want.",
     # --- the display (host) --------------------------------------------------------------------------------
     "PROPOSAL_TOO_LARGE": "Send a proposal of at most {bound} bytes: fewer or smaller blocks.",
     "OFFER_EXPIRED": "Call present_ui without a proposal again (a fresh slice), then send the proposal with its "
