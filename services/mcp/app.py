@@ -30,6 +30,7 @@ from starlette.routing import Mount, Route
 
 from services.mcp.config import McpSettings
 from services.mcp.front import MAX_ARGUMENT_BYTES, Front, Person, refusal
+from services.mcp.issuer_keys import IssuerKeys
 from services.mcp.oauth import JwtAccessTokens, TokenPolicy, person_of
 from shared.certs import CredentialError, Credentials, load_signing_key, signing_key_path
 from shared.channels import aio_channel
@@ -126,7 +127,8 @@ def http_app(settings: McpSettings, holder: FrontHolder) -> Starlette:
     if settings.oauth_issuer:
         inner = server.streamable_http_app(
             # A request body past twice the arguments' bound is refused (413) before it is parsed.
-            transport_security=security, token_verifier=JwtAccessTokens(policy),
+            transport_security=security, token_verifier=JwtAccessTokens(
+                policy, IssuerKeys(policy.issuer, settings.oauth_keys_refetch_seconds)),
             max_request_body_size=2 * MAX_ARGUMENT_BYTES,
             auth=AuthSettings(issuer_url=settings.oauth_issuer, resource_server_url=settings.resource_url,
                               required_scopes=list(policy.scopes) or None, validate_token_resource=False))

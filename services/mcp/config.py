@@ -22,6 +22,10 @@ class McpSettings(ServiceSettings):
     oauth_tenant_claim: str = ""
     oauth_tenant: str = ""
     oauth_name_claim: str = "name"
+    # A token signed with a key id the issuer's key set lacks fetches the set again (the issuer may have
+    # rotated its keys), but at most once per this many seconds: unverifiable tokens cannot make this server
+    # flood the issuer. A rotated key is accepted at the latest this long after its first token.
+    oauth_keys_refetch_seconds: float = Field(default=60, gt=0, le=3600)
     # Local stdio use (`tessera mcp`): the person the process acts for, the operator who started it on
     # their own machine, as the operator CLI does.
     stdio_person: str = "operator"

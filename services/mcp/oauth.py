@@ -1,31 +1,25 @@
 """Bearer tokens of remote MCP clients (the MCP authorization spec: OAuth 2.1, this server a resource server).
 
 A token is a JWT access token (RFC 9068) from the configured authorization server: its signature is checked
-against the server's published keys (found through its RFC 8414 or OpenID discovery document; fetched again
-on an unknown key id), then its issuer, audience (this server's resource URL, RFC 8707), expiry and scopes
-(joserfc). The person and their tenant come from its claims. An invalid token is simply not accepted: the
-MCP SDK's bearer middleware answers 401 with the protected-resource metadata's address.
+against the server's published keys (issuer_keys.py: fetched again on an unknown key id, within a bound),
+then its issuer, audience (this server's resource URL, RFC 8707), expiry and scopes (joserfc). The person
+and their tenant come from its claims. An invalid token is simply not accepted: the MCP SDK's bearer
+middleware answers 401 with the protected-resource metadata's address.
 """
 
 from __future__ import annotations
 
-import logging
-import time
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
-import httpx
-from joserfc import jwt
-from joserfc.errors import JoseError
+from joserfc import jws, jwt
+from joserfc.errors import InvalidKeyIdError, JoseError
 from joserfc.jwk import KeySet
 from mcp.server.auth.provider import AccessToken
 
+from services.mcp.issuer_keys import IssuerKeys
 from shared.actors import valid_id
-from shared.logs import log
 
-logger = logging.getLogger("tessera.mcp")
 SIGNING_ALGORITHMS = ["RS256", "ES256", "PS256", "EdDSA"]  # never "none", never a shared-secret HMAC
-METADATA_SECONDS = 3600
 LEEWAY_SECONDS = 60
 ACCESS_TOKEN_TYPES = {"at+jwt", "application/at+jwt"}
 
@@ -41,44 +35,29 @@ class TokenPolicy:
     name_claim: str
 
 
-def discovery_urls(issuer: str) -> list[str]:
-    """Where the authorization server describes itself: RFC 8414 first, then OpenID Connect discovery."""
-    parts = urlsplit(issuer)
-    path = parts.path.rstrip("/")
-    return [f"{parts.scheme}://{parts.netloc}/.well-known/oauth-authorization-server{path}",
-            f"{issuer.rstrip('/')}/.well-known/openid-configuration"]
+def _decoded(token: str, keys: KeySet | None) -> jwt.Token | None:
+    """The token checked against `keys`; None when it does not verify. InvalidKeyIdError: no key for its kid."""
+    if keys is None:
+        return None
+    try:
+        return jwt.decode(token, keys, algorithms=SIGNING_ALGORITHMS)
+    except InvalidKeyIdError:
+        raise
+    except (JoseError, ValueError):
+        return None
+
+
+def _key_id(token: str) -> str | None:
+    kid = jws.extract_compact(token.encode()).headers().get("kid")  # parsed once already: it has a header
+    return kid if isinstance(kid, str) else None
 
 
 class JwtAccessTokens:
     """The MCP SDK's TokenVerifier for this deployment's authorization server."""
 
-    def __init__(self, policy: TokenPolicy) -> None:
+    def __init__(self, policy: TokenPolicy, keys: IssuerKeys) -> None:
         self.policy = policy
-        self._keys: tuple[float, KeySet] | None = None
-
-    async def _jwks_uri(self, client: httpx.AsyncClient) -> str:
-        for url in discovery_urls(self.policy.issuer):
-            try:
-                reply = await client.get(url)
-                found = reply.json() if reply.status_code == 200 else None
-            except (httpx.HTTPError, ValueError):
-                continue
-            if isinstance(found, dict) and found.get("issuer") == self.policy.issuer \
-                    and isinstance(found.get("jwks_uri"), str):
-                return found["jwks_uri"]
-        raise LookupError("the authorization server published no usable metadata")
-
-    async def _key_set(self, refresh: bool) -> KeySet | None:
-        if refresh or self._keys is None or time.monotonic() - self._keys[0] > METADATA_SECONDS:
-            try:
-                async with httpx.AsyncClient(timeout=10, trust_env=False) as client:
-                    reply = await client.get(await self._jwks_uri(client))
-                    reply.raise_for_status()
-                    self._keys = (time.monotonic(), KeySet.import_key_set(reply.json()))
-            except (httpx.HTTPError, LookupError, JoseError, ValueError, TypeError) as exc:
-                log(logger, logging.WARNING, "authorization server keys unavailable", error=type(exc).__name__)
-                return self._keys[1] if self._keys else None
-        return self._keys[1]
+        self.keys = keys  # the policy's issuer's
 
     async def verify_token(self, token: str) -> AccessToken | None:
         claims = await self._verified_claims(token)
@@ -92,16 +71,15 @@ class JwtAccessTokens:
                            subject=str(claims.get("sub", "")), claims=claims)
 
     async def _verified_claims(self, token: str) -> dict | None:
-        for refresh in (False, True):  # a key id we do not know yet: the server rotated its keys
-            keys = await self._key_set(refresh)
-            if keys is None:
-                return None
+        try:
+            decoded = _decoded(token, await self.keys.current())
+        except InvalidKeyIdError:  # a key id the set lacks: perhaps the server rotated its keys
             try:
-                decoded = jwt.decode(token, keys, algorithms=SIGNING_ALGORITHMS)
-                break
-            except (JoseError, ValueError):
-                if refresh:
-                    return None
+                decoded = _decoded(token, await self.keys.with_key(_key_id(token)))
+            except InvalidKeyIdError:
+                return None
+        if decoded is None:
+            return None
         if str(decoded.header.get("typ", "")).lower() not in ACCESS_TOKEN_TYPES:
             return None  # an ID token or another JWT is not an access token for this server
         registry = jwt.JWTClaimsRegistry(leeway=LEEWAY_SECONDS, iss={"essential": True, "value": self.policy.issuer},
