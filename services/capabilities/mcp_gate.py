@@ -46,9 +46,11 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from services.capabilities import sandbox
 from services.capabilities.tool_policy import ServerRule, ToolPolicy, ToolRule, digest, pinned_as
 from shared.bounded_json import BoundedJsonError, Limits, check
 from shared.caches import bounded_lru
+from shared.paths import cert_dir, var_dir
 from shared.tool_contracts import ToolContract, ToolSchemaError
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 
@@ -130,8 +132,10 @@ Judge = Callable[[list, bool, int], Listing]
 class ServerConnection:
     """A client to one server, kept open in its own task (the SDK's contexts live in one task)."""
 
-    def __init__(self, name: str, rule: ServerRule, policy: ToolPolicy, log_dir: Path, judge: Judge) -> None:
+    def __init__(self, name: str, rule: ServerRule, policy: ToolPolicy, log_dir: Path, judge: Judge,
+                 on_unboxed: Callable[[str], None] = lambda server: None) -> None:
         self.name = name
+        self.on_unboxed = on_unboxed  # told each time a server whose policy says `sandbox: none` is started
         self.rule = rule
         self.policy = policy
         self.log_dir = log_dir
@@ -157,9 +161,13 @@ class ServerConnection:
         from mcp.shared._httpx_utils import create_mcp_http_client
 
         if self.rule.transport == "stdio":
-            command = self.policy.command(self.rule)
-            return stdio_client(StdioServerParameters(command=command[0], args=command[1:],
-                                                      env=self.policy.server_env(self.rule)), errlog=errlog)
+            command, env = self.policy.command(self.rule), self.policy.server_env(self.rule)
+            if self.rule.sandbox != "none":
+                launch = sandbox.enclose(command, env, self.policy.box(self.rule), (var_dir(), cert_dir()))
+                command, env = launch.command, launch.env
+            else:
+                self.on_unboxed(self.name)
+            return stdio_client(StdioServerParameters(command=command[0], args=command[1:], env=env), errlog=errlog)
         http = create_mcp_http_client(headers=self.policy.headers(self.rule))
         return streamable_http_client(self.rule.url, http_client=http)
 
@@ -260,6 +268,9 @@ class ServerConnection:
             client = self._client
             if client is None:
                 failure = self._failure
+                if isinstance(failure, sandbox.SandboxUnavailable):
+                    raise ToolCallFailed("SANDBOX_UNAVAILABLE", f"server {self.name} was not started: it must "
+                                                                f"run boxed and {failure}"[:300], sent=False)
                 raise ToolCallFailed("SERVER_UNREACHABLE", f"server {self.name} did not start: "
                                                            f"{type(failure).__name__}: {failure}"[:300], sent=False)
             try:
@@ -410,10 +421,12 @@ def out_of_bounds(tools: list[mcp_types.Tool], complete: bool) -> tuple[str, str
 
 class ToolGate:
     def __init__(self, policy: ToolPolicy, log_dir: Path,
-                 on_drift: Callable[[str, str], None] = lambda tool_id, what: None) -> None:
+                 on_drift: Callable[[str, str], None] = lambda tool_id, what: None,
+                 on_unboxed: Callable[[str], None] = lambda server: None) -> None:
         self.policy = policy
         self.on_drift = on_drift
-        self.connections = {name: ServerConnection(name, rule, policy, log_dir, partial(self._listed, name))
+        self.connections = {name: ServerConnection(name, rule, policy, log_dir, partial(self._listed, name),
+                                                   on_unboxed)
                             for name, rule in policy.policy.servers.items()}
         self._sessions = bounded_lru(MAX_SESSIONS)  # session → its tools; used on the event loop only
         self._alerted: set[tuple[str, str]] = set()
@@ -505,6 +518,25 @@ class ToolGate:
             states.update(listing.states)
             unlisted += listing.unlisted
         return self._as_judged_now(states), unlisted
+
+    def isolation(self) -> list[cap.ToolServer]:
+        """How each server is confined, in policy order (what `tessera status` shows)."""
+        servers = []
+        for name, connection in self.connections.items():
+            rule = connection.rule
+            if rule.transport == "http":
+                servers.append(cap.ToolServer(name=name, isolation=cap.TOOL_SERVER_ISOLATION_REMOTE,
+                                              detail=f"streamable HTTP at {rule.url}"))
+            elif rule.sandbox == "none":
+                servers.append(cap.ToolServer(name=name, isolation=cap.TOOL_SERVER_ISOLATION_UNBOXED,
+                                              detail="its policy says sandbox: none"))
+            elif sandbox.unavailable():
+                servers.append(cap.ToolServer(name=name, isolation=cap.TOOL_SERVER_ISOLATION_NOT_STARTED,
+                                              detail=sandbox.unavailable()))
+            else:
+                servers.append(cap.ToolServer(name=name, isolation=cap.TOOL_SERVER_ISOLATION_BOXED,
+                                              detail="bubblewrap: no network, only its declared files"))
+        return servers
 
     def unlisted_offers(self, tool_ids: list[str]) -> list[ToolState]:
         """Unlisted tools as the last listing found them (denied; a reviewer reads them in full)."""

@@ -592,8 +592,10 @@ def tool_servers(directory, modes: list[str]):
     script = directory / "tool_server.py"
     script.write_text(TOOL_SERVER)
     markers = [directory / f"server-{i}.pid" for i in range(len(modes))]
+    # Unboxed (as a policy may say): each server reports its own pid, which a box's PID namespace would hide;
+    # a boxed server's wind-down is tested in test_tool_server_box.py.
     servers = {f"s{i}": {"transport": "stdio", "command": ["{python}", str(script), str(marker), mode],
-                         "env": {"DRIFT_EFFECTS": str(directory / "effects.txt")},
+                         "env": {"DRIFT_EFFECTS": str(directory / "effects.txt")}, "sandbox": "none",
                          "tools": {"lookup": {"risk": "read", "description": "Look a term up."}}}
                for i, (mode, marker) in enumerate(zip(modes, markers, strict=True))}
     policy = directory / "tools.yaml"

@@ -68,7 +68,8 @@ def _refused_for_drift(client, actor, session: str) -> bool:
 
 def test_replicas_agree_on_an_unchanged_server_and_both_refuse_it_once_it_changed(replicas, world, cert_dir,  # noqa: F811
                                                                                   tmp_path):
-    switch, log = tmp_path / "switch", tmp_path / "drift-server.jsonl"
+    # In the drift server's data folder: the only one its box lets it read and write besides its code.
+    switch, log = world["effects"].parent / "replicas-switch", world["effects"].parent / "replicas.jsonl"
     document = yaml.safe_load(world["policy"].read_text())  # pinned by `tessera policy pin`, as a person would
     drift = document["servers"]["drift"]
     drift["env"].update(DRIFT_SWITCH=str(switch), DRIFT_LOG=str(log))  # how it runs; the pins stay as reviewed

@@ -21,6 +21,7 @@ def liar_policy(tmp_path_factory, cert_dir):
     policy = tmp_path_factory.mktemp("liar") / "tools.yaml"
     policy.write_text(yaml.safe_dump({"version": 1, "servers": {"liar": {
         "transport": "stdio", "command": ["{python}", "-m", "tests.fixtures.mcp_lying_server"],
+        "sandbox": {"read": ["{repo}/tests"]},
         "tools": {name: {"risk": "read", "description": f"Our reviewed text for liar.{name}."} for name in LISTED}}}}))
     refused = _tessera(cert_dir, "policy", "--file", str(policy), "pin", "--reviewer", "rita@example.com",
                        *(f"liar.{name}" for name in LISTED))

@@ -51,6 +51,11 @@ def _drift_server(world, **env) -> dict:  # noqa: F811
     return server
 
 
+def _drift_file(world, name: str):  # noqa: F811
+    """A file the drift server is told about: in its data folder, the only one its box lets it write."""
+    return world["effects"].parent / name
+
+
 def _server_log(path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
@@ -83,7 +88,7 @@ def _refused_as_drift(reply) -> bool:
 
 def test_a_server_that_restarts_changed_is_denied_in_the_running_session(world, cert_dir, running_set,  # noqa: F811
                                                                          credentials, alice, tmp_path):  # noqa: F811
-    changed, log = tmp_path / "changed", tmp_path / "drift-server.jsonl"
+    changed, log = _drift_file(world, "restarted-changed"), _drift_file(world, "restarted.jsonl")
     drift = _drift_server(world, DRIFT_CHANGED_IF=str(changed), DRIFT_WIDEN="1", DRIFT_LOG=str(log))
     with _serving(world, cert_dir, running_set, credentials, tmp_path, {"drift": drift}) as client:
         session = "ses_restarted"
@@ -111,7 +116,7 @@ def test_a_server_that_restarts_changed_is_denied_in_the_running_session(world, 
 
 def test_an_announced_change_is_denied_in_the_running_session(world, cert_dir, running_set, credentials,  # noqa: F811
                                                               alice, tmp_path):  # noqa: F811
-    switch, log = tmp_path / "switch", tmp_path / "drift-server.jsonl"
+    switch, log = _drift_file(world, "announced-switch"), _drift_file(world, "announced.jsonl")
     drift = _drift_server(world, DRIFT_SWITCH=str(switch), DRIFT_NOTIFY="1", DRIFT_WIDEN="1", DRIFT_LOG=str(log))
     with _serving(world, cert_dir, running_set, credentials, tmp_path, {"drift": drift}) as client:
         session = "ses_announced"
@@ -136,7 +141,7 @@ def test_an_argument_the_pinned_schema_does_not_declare_never_reaches_the_server
                                                                                    alice, tmp_path):  # noqa: F811
     pinned = yaml.safe_load(world["policy"].read_text())["servers"]["drift"]["tools"]["lookup"]["pin"]
     assert "additionalProperties" not in json.dumps(pinned["input_schema"])  # as the server's SDK wrote it
-    log = tmp_path / "drift-server.jsonl"
+    log = _drift_file(world, "unchanged.jsonl")
     drift = _drift_server(world, DRIFT_LOG=str(log))
     with _serving(world, cert_dir, running_set, credentials, tmp_path, {"drift": drift}) as client:
         with pytest.raises(grpc.RpcError) as error:

@@ -34,6 +34,9 @@ def _git(repo: Path, *args: str) -> str:
 
 
 def _policy(repo: Path, effects: Path, drift_env: dict | None = None) -> dict:
+    """Every server boxed (the default), each declaring what it needs: the time server nothing beyond the
+    interpreter, the git server its repository (writable: commits), our drift server its code and the folder
+    of its effects file (the only place a test may put the files it is told about)."""
     def tools(server):
         return {**{t: {"risk": "read", "description": f"Our reviewed text for {server}.{t}."}
                    for t in READS[server]},
@@ -43,10 +46,10 @@ def _policy(repo: Path, effects: Path, drift_env: dict | None = None) -> dict:
         "time": {"transport": "stdio", "command": ["{python}", "-m", "mcp_server_time", "--local-timezone", "UTC"],
                  "tools": tools("time")},
         "git": {"transport": "stdio", "command": ["{python}", "-m", "mcp_server_git", "--repository", str(repo)],
-                "tools": tools("git")},
+                "sandbox": {"data": str(repo)}, "tools": tools("git")},
         "drift": {"transport": "stdio", "command": ["{python}", "-m", "tests.fixtures.mcp_drift_server"],
                   "env": {"DRIFT_EFFECTS": str(effects), **(drift_env or {})}, "timeout_seconds": 2,
-                  "tools": tools("drift")}}}
+                  "sandbox": {"read": ["{repo}/tests"], "data": str(effects.parent)}, "tools": tools("drift")}}}
 
 
 def _tessera(cert_dir, *args):
@@ -66,7 +69,8 @@ def world(tmp_path_factory, cert_dir):
     (repo / "readme.txt").write_text("hello\n")
     _git(repo, "add", "readme.txt")
     _git(repo, "commit", "-q", "-m", "first")
-    effects = root / "effects.txt"
+    effects = root / "drift" / "effects.txt"  # the drift server's data folder: its other files go there too
+    effects.parent.mkdir()
     effects.touch()
     policy = root / "tools.yaml"
     policy.write_text(yaml.safe_dump(_policy(repo, effects)))
