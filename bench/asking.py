@@ -23,20 +23,20 @@ from bench.replicas import process_stats, side_by_side, skipped
 from cli.launcher import ServiceSet
 from shared.certs import issue_deployment
 from shared.identity import PROCESS_NAMES
-from tests.fixtures.recovery import SESSION_SECRET, ask_through_web
+from tests.fixtures.recovery import SESSION_SECRET, ask_through_web, signed_in_cookie
 
 PEOPLE = 50
 QUESTIONS_EACH = 2
 REPLICATED = ("host", "agent", "web")
-WEB_SECRET = secrets.token_urlsafe(48)  # the people asking signed in before: their cookies are sealed with it
+WEB_SECRET = secrets.token_urlsafe(48)  # every web replica seals cookies with it, as on Kubernetes
 
 
-def _person(base_url: str) -> list[tuple[str, float]]:
+def _person(base_url: str, cookie: str) -> list[tuple[str, float]]:
     """One person's questions: (outcome, seconds to the end of the answer's event stream) each."""
     replies = []
     for _ in range(QUESTIONS_EACH):
         started = time.perf_counter()
-        reply = ask_through_web(base_url, WEB_SECRET)
+        reply = ask_through_web(base_url, cookie)
         replies.append((reply.outcome, time.perf_counter() - started))
     return replies
 
@@ -49,13 +49,15 @@ def _environment(work: Path, host_url: str) -> dict[str, str]:
 
 def _measure(sets: list[ServiceSet]) -> list[dict]:
     webs = [f"http://{s.handles['web'].address}" for s in sets]
+    cookie = signed_in_cookie(sets[0])  # a session at the one broker, good on every web replica
     for web in webs:  # warm: the first turn on each agent loads the planner
-        ask_through_web(web, WEB_SECRET)
+        ask_through_web(web, cookie)
     pids = {f"{name}-{number}": handle.pid for number, s in enumerate(sets, 1) for name, handle in s.handles.items()}
     before = {name: process_stats(pid)["cpu_s"] for name, pid in pids.items()}
     started, client_started = time.perf_counter(), time.process_time()
     with ThreadPoolExecutor(PEOPLE) as people:
-        replies = [r for person in people.map(_person, [webs[i % len(webs)] for i in range(PEOPLE)]) for r in person]
+        replies = [r for person in people.map(_person, [webs[i % len(webs)] for i in range(PEOPLE)],
+                                               [cookie] * PEOPLE) for r in person]
     wall = time.perf_counter() - started
     cpu = {name: round(process_stats(pid)["cpu_s"] - before[name], 1) for name, pid in pids.items()}
     cpu["people_client"] = round(time.process_time() - client_started, 1)

@@ -15,7 +15,7 @@ from bench.local import seeded_environment
 from cli.launcher import ServiceSet
 from shared.certs import issue_deployment
 from shared.identity import PROCESS_NAMES
-from tests.fixtures.recovery import SESSION_SECRET, SupervisorThread, ask_through_web, kill_and_time
+from tests.fixtures.recovery import SESSION_SECRET, SupervisorThread, ask_through_web, kill_and_time, signed_in_cookie
 
 GOAL_SECONDS = 3.0
 
@@ -32,7 +32,7 @@ def run(work: Path, cert_dir: Path) -> list[dict]:
     results = []
     try:
         # Warm: the first turn loads the planner.
-        ask_through_web(f"http://{services.handles['web'].address}", env[SESSION_SECRET])
+        ask_through_web(f"http://{services.handles['web'].address}", signed_in_cookie(services))
         with SupervisorThread(services):
             # The question loop goes through web, so only what it passes through is timed: the MCP front is not
             # on that path, and a figure for it would answer nothing.

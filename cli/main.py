@@ -438,7 +438,7 @@ def cmd_semantic(args: argparse.Namespace) -> int:
 
 
 def cmd_persons(args: argparse.Namespace) -> int:
-    """People's one-time sign-in links (printed here only) and their passkeys."""
+    """People's one-time sign-in links (printed here only), their passkeys and their web sessions."""
     from cli.persons import People, enrollment_link, web_url
 
     found = _running_address("capabilities")
@@ -453,8 +453,12 @@ def cmd_persons(args: argparse.Namespace) -> int:
             print(link)
         else:
             with People(*found) as people:
-                print(people.passkeys(args.person, args.tenant) if args.action == "passkeys"
-                      else people.revoke(args.person, args.tenant, args.credential))
+                if args.action == "passkeys":
+                    print(people.passkeys(args.person, args.tenant))
+                elif args.action == "sign-out":
+                    print(people.sign_out(args.person, args.tenant))
+                else:
+                    print(people.revoke(args.person, args.tenant, args.credential))
     except grpc.RpcError as exc:
         return _refused(exc)
     return 0
@@ -477,7 +481,7 @@ def _add_approval_parsers(sub) -> None:
         else:
             deciding.set_defaults(entry=[])
     desk.set_defaults(run=cmd_approvals)
-    persons = sub.add_parser("persons", help="sign-in and passkey enrollment links for people")
+    persons = sub.add_parser("persons", help="sign-in links, passkeys and web sessions of people")
     person_actions = persons.add_subparsers(dest="action", required=True)
     enroll = person_actions.add_parser("enroll", help="print a one-time link that signs PERSON in and lets them "
                                                       "add a passkey (10 minutes, single use)")
@@ -493,6 +497,10 @@ def _add_approval_parsers(sub) -> None:
     revoke.add_argument("person")
     revoke.add_argument("credential", help="the passkey's id, as `tessera persons passkeys` lists it")
     revoke.add_argument("--tenant", default="local", help="their tenant (default: local)")
+    sign_out = person_actions.add_parser("sign-out", help="end every web session PERSON has open (on every web "
+                                                          "replica within seconds)")
+    sign_out.add_argument("person")
+    sign_out.add_argument("--tenant", default="local", help="their tenant (default: local)")
     persons.set_defaults(run=cmd_persons)
     audit = sub.add_parser("audit", help="export the broker's audit trail as JSONL")
     audit.add_argument("--out", help="write to this file instead of standard output")

@@ -1,8 +1,10 @@
-"""`tessera persons enroll|passkeys|revoke`: people's sign-in links and passkeys, from the operator's terminal.
+"""`tessera persons enroll|passkeys|revoke|sign-out`: people's sign-in links, passkeys and web sessions, from the
+operator's terminal.
 
 `enroll PERSON` makes a one-time link that signs a person in to web and lets them add a passkey;
 `passkeys PERSON` lists the passkeys they registered (so one nobody expected stands out: whoever held the
-link registered it); `revoke PERSON CREDENTIAL` removes one (a lost device).
+link registered it); `revoke PERSON CREDENTIAL` removes one (a lost device); `sign-out PERSON` ends every
+web session they have open, on every web replica within a few seconds (a lost laptop, a person who left).
 
 The link is printed here, on the operator's terminal, and nowhere else: the
 broker keeps only its SHA-256, web never logs it, and it works once within ten
@@ -79,6 +81,11 @@ class People:
             actor=self.operator, person=cap.Person(actor_id=person, tenant_id=tenant), credential_id=credential_id),
             timeout=30)
         return f"revoked; {person} has {reply.passkeys} passkey(s) left"
+
+    def sign_out(self, person: str, tenant: str) -> str:
+        reply = invoke(self.channel, "capabilities", "SignOutPerson", cap.SignOutPersonRequest(
+            actor=self.operator, person=cap.Person(actor_id=person, tenant_id=tenant)), timeout=30)
+        return f"signed out {person} (tenant {tenant}): {reply.ended} web session(s) ended"
 
 
 def _when(timestamp) -> str:

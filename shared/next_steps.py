@@ -175,6 +175,7 @@ NEXT_STEPS: dict[str, str] = {
 _WINDOWS = "a window read for a person's screen (host to gateway), under a grant no model holds"
 _COMPILER = "the host's own call to the compiler; the host answers the model for it"
 _STREAM = "the model's own stream failing: the turn ends and the person is told, as the turn's error"
+_SESSIONS = "a person's web session (web and the broker, answered to the browser); no model has one"
 NOT_FOR_MODELS: dict[str, str] = {
     "WINDOW_TOO_LARGE": _WINDOWS, "WINDOW_OUTSIDE_GRANT": _WINDOWS, "GRANT_REVOKED": _WINDOWS,
     "GRANT_RESOURCE_MISMATCH": _WINDOWS, "COLUMN_NOT_GRANTED": _WINDOWS, "RESOURCE_NOT_FOUND": _WINDOWS,
@@ -191,6 +192,9 @@ NOT_FOR_MODELS: dict[str, str] = {
     "TURN_ALREADY_OPEN": "the MCP front's own protocol with the agent (agent.ServeTools)",
     "TURN_NOT_OPENED": "the MCP front's own protocol with the agent (agent.ServeTools)",
     "TURN_NOT_YOURS": "cancelling another person's turn (web, the CLI); a model cannot cancel",
+    # People's web sessions: between web and the broker (and the person's browser); no model holds a session.
+    "SESSION_UNKNOWN": _SESSIONS, "SESSION_ENDED": _SESSIONS, "SESSION_EXPIRED": _SESSIONS,
+    "SESSION_FROM_WEB_ONLY": _SESSIONS, "SESSION_REQUEST_INVALID": _SESSIONS, "SESSION_CHECK_UNAVAILABLE": _SESSIONS,
     "slice.actions-unavailable": "a warning kept with the frozen slice (the broker did not list actions); the "
                                  "slice the model gets simply offers none",
 }

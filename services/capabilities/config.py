@@ -30,6 +30,8 @@ class CapabilitiesSettings(ServiceSettings):
     # and the page origins allowed to use them (empty: https://<rp id> on any port, and http://localhost).
     webauthn_rp_id: str = Field(default="localhost", min_length=1, max_length=253, pattern=r"^[a-z0-9.-]+$")
     webauthn_origins: list[str] = Field(default_factory=list, max_length=20)
+    # How long a person's web sign-in lasts before they sign in again (at most a week: web refuses older cookies).
+    web_session_seconds: float = Field(default=12 * 3600, ge=60, le=7 * 86400)
     # Prometheus /metrics on this port (0 = off).
     metrics_port: int = Field(default=0, ge=0, le=65535)
 

@@ -21,7 +21,7 @@ from services.capabilities.messages import receipt
 from services.capabilities.metrics import BrokerMetrics
 from services.capabilities.passkey_store import PasskeyStore
 from services.capabilities.passkeys import RelyingParty
-from services.capabilities.policy import ActionPolicy, PolicyError
+from services.capabilities.policy import ActionPolicy, Approvers, PolicyError
 from services.capabilities.publisher import HostPublisher
 from services.capabilities.signatures import DecisionSignatures
 from services.capabilities.store import BrokerStore, engine_for, migrate
@@ -180,9 +180,13 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
 
     async def CreateEnrollment(self, request, context):
         operator = self._operator(request.actor)
-        reply = await self._broker.db(self._enrollments.create_link, operator, request.person)
+        reply, revoked = await self._broker.db(self._enrollments.create_link, operator, request.person,
+                                               request.replace)
+        if request.replace:  # every old passkey revoked: on the record, each by id
+            await self._broker.db(self._broker.store.audit, request.person.tenant_id, "passkeys-replaced",
+                                  operator.actor_id, person=request.person.actor_id, revoked=revoked)
         await self._broker.db(self._broker.store.audit, request.person.tenant_id, "enrollment-link-created",
-                              operator.actor_id, person=request.person.actor_id)
+                              operator.actor_id, person=request.person.actor_id, replace=request.replace)
         return reply
 
     async def RedeemEnrollment(self, request, context):
@@ -199,14 +203,15 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
     async def RegisterPasskey(self, request, context):
         actor = self._actors.require(request.actor)
         try:
-            reply = await self._broker.db(self._enrollments.register, actor, request.enrollment_id,
-                                          request.credential_json)
+            reply, signed_by = await self._broker.db(
+                self._enrollments.register, actor, request.enrollment_id, request.credential_json,
+                request.existing_passkey if request.HasField("existing_passkey") else None)
         except (TesseraError, Refusal) as exc:
             await self._broker.db(self._broker.store.audit, actor.tenant_id, "passkey-refused", actor.actor_id,
                                   reason=exc.reason)
             raise
         await self._broker.db(self._broker.store.audit, actor.tenant_id, "passkey-registered", actor.actor_id,
-                              credential_id=reply.credential_id)
+                              credential_id=reply.credential_id, signed_by=signed_by)
         return reply
 
     async def GetReceipt(self, request, context):
@@ -313,13 +318,13 @@ def _operator_key(settings: CapabilitiesSettings):
         raise runtime.StartupError(str(exc)) from None
 
 
-def approvers_of(policy: ActionPolicy, tool_policy: ToolPolicy, action_id: str) -> tuple[str, ...]:
+def approvers_of(policy: ActionPolicy, tool_policy: ToolPolicy, action_id: str) -> Approvers:
     """Who may sign the approval of an intent: its action contract's or its tool rule's approvers."""
     action = policy.actions.get(action_id)
     if action is not None:
-        return action.spec.approvers
+        return action.spec
     found = tool_policy.rule(action_id)
-    return found[3].approvers if found else ("passkey",)  # a tool no longer listed: the strictest
+    return found[3] if found else Approvers()  # a tool no longer listed: the default, the person's passkey only
 
 
 def build(context: runtime.ServiceContext) -> list[runtime.Registration]:

@@ -76,6 +76,11 @@ decision_nonces = sa.Table(
     "decision_nonces", metadata, sa.Column("nonce", sa.String, primary_key=True),
     sa.Column("approval_id", sa.String), sa.Column("tenant_id", sa.String), sa.Column("actor_id", sa.String),
     sa.Column("expires_at", sa.Float), sa.Column("used_at", sa.Float))
+web_sessions = sa.Table(
+    "web_sessions", metadata, sa.Column("session_id", sa.String, primary_key=True),
+    sa.Column("secret_sha256", sa.String), sa.Column("tenant_id", sa.String), sa.Column("actor_id", sa.String),
+    sa.Column("display_name", sa.String), sa.Column("signed_in_with", sa.String), sa.Column("created_at", sa.Float),
+    sa.Column("expires_at", sa.Float), sa.Column("revoked_at", sa.Float))
 
 TERMINAL = frozenset({common_pb2.INTENT_STATUS_SUCCEEDED, common_pb2.INTENT_STATUS_FAILED,
                       common_pb2.INTENT_STATUS_REJECTED, common_pb2.INTENT_STATUS_EXPIRED,

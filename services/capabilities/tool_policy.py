@@ -18,7 +18,7 @@ from typing import Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
-from services.capabilities.policy import load_policy_file, summary_problem
+from services.capabilities.policy import Approvers, load_policy_file, summary_problem
 from shared.bounded_json import canonical
 from shared.paths import REPO_ROOT, var_dir
 from shared.tool_contracts import function_name
@@ -66,17 +66,13 @@ class Pin(_Strict):
         return self
 
 
-class ToolRule(_Strict):
+class ToolRule(Approvers):
     risk: Literal["read", "mutate"]
     description: str = Field(min_length=1, max_length=1000)  # ours: the only text a model sees
     # What a call does, in words, for the approval card: {name}s of the pinned schema's properties.
     summary: str = Field(default="", max_length=200)
     pin: Pin | None = None  # unpinned: listed but denied until reviewed
-    # Who may sign an approval: the person's own passkey (in the browser), the operator CLI's key (at the
-    # operator's terminal, which shows the card itself). [passkey]: never the operator on a person's behalf;
-    # [operator-key]: only where the approver reads the card from the broker without web in between.
-    approvers: tuple[Literal["passkey", "operator-key"], ...] = Field(default=("passkey", "operator-key"),
-                                                                      min_length=1)
+    # Who may approve a call (approvers, operator_tenants): see policy.Approvers.
 
     @model_validator(mode="after")
     def _summary_fits_the_schema(self) -> ToolRule:

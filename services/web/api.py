@@ -13,7 +13,7 @@
                                       (the broker verifies it: web only carries it);
 - `POST /api/sign-in/link`            a one-time link's token: signs the person in, opens a passkey enrollment;
 - `POST /api/passkeys`                the authenticator's registration, for the broker to verify and keep;
-- `POST /api/sign-out`                ends the browser session.
+- `POST /api/sign-out`                ends the session at the broker, so on every replica.
 
 Both event streams send an SSE comment when nothing else was sent for a while (keep-alive), so proxies
 and load balancers that cut idle connections leave them open.
@@ -40,7 +40,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from services.web.session import COOKIE, Assertions, BrowserSession, Person, SessionCookies
+from services.web.session import COOKIE, Assertions, BrowserSession, Person
+from services.web.session_records import SessionRecords
 from services.web.ui_message_stream import HEADERS as UI_MESSAGE_STREAM_HEADERS
 from services.web.ui_message_stream import TurnParts, question_of, turn_parts
 from shared.bounded_json import BoundedJsonError, Limits, parse
@@ -163,11 +164,11 @@ def event_stream(events: AsyncIterator, keepalive_seconds: float, headers: dict 
 
 
 class WebApi:
-    def __init__(self, host, agent, capabilities, cookies: SessionCookies, assertions: Assertions,
+    def __init__(self, host, agent, capabilities, sessions: SessionRecords, assertions: Assertions,
                  keepalive_seconds: float = 15.0, sign_in_hint: str = "sign in first",
                  secure_cookies: bool = False, oidc_login: dict | None = None) -> None:
         self.host, self.agent, self.capabilities = host, agent, capabilities
-        self.cookies = cookies
+        self.sessions = sessions  # the person's session, recorded at the broker
         self.assertions = assertions
         self.keepalive_seconds = keepalive_seconds
         self.sign_in_hint = sign_in_hint  # how a person without a session signs in, in words
@@ -219,27 +220,25 @@ class WebApi:
             self._host_sessions[key] = opened
         return opened
 
-    def signed_in(self, request: Request) -> BrowserSession:
-        """The signed-in person of this request, or 401 saying how to sign in."""
-        browser = self.cookies.verify(request.cookies.get(COOKIE))
-        if browser is None:
-            raise ApiError(401, "NO_SESSION", self.sign_in_hint)
-        return browser
+    async def signed_in(self, request: Request) -> BrowserSession:
+        """The signed-in person of this request (their session is open at the broker), or 401 saying how to
+        sign in (503 when the broker cannot tell)."""
+        return await self.sessions.check(request.cookies.get(COOKIE))
 
     async def _session(self, request: Request) -> tuple[BrowserSession, host_pb2.OpenSessionResponse]:
-        browser = self.signed_in(request)
+        browser = await self.signed_in(request)
         surface = request.query_params.get("surface", "")
         if surface not in ("", OUTSIDE_AGENT_SESSION):
             raise ApiError(400, "SURFACE_UNKNOWN", f"surface: empty (this browser's) or {OUTSIDE_AGENT_SESSION!r} "
                                                    "(what outside agents presented)")
         return browser, await self._host_session(browser, surface)
 
-    def start_session(self, person: Person, via: str, response: Response) -> BrowserSession:
-        """Sign a person in on `response`: a new session and its cookie (never the old id again: every sign-in
-        rotates it)."""
-        browser, cookie = self.cookies.issue(person, via)
-        response.set_cookie(COOKIE, cookie, max_age=int(self.cookies.lifetime), httponly=True, samesite="strict",
-                            path="/", secure=self.secure_cookies)
+    async def start_session(self, person: Person, via: str, response: Response) -> BrowserSession:
+        """Sign a person in on `response`: a new session at the broker and its cookie (never the old id again:
+        every sign-in rotates it)."""
+        browser, cookie, max_age = await self.sessions.open(person, via)
+        response.set_cookie(COOKIE, cookie, max_age=max_age, httponly=True, samesite="strict", path="/",
+                            secure=self.secure_cookies)
         log(logger, logging.INFO, "signed in", person=person.actor_id, tenant=person.tenant_id, via=via)
         return browser
 
@@ -270,7 +269,7 @@ class WebApi:
             "passkeys": redeemed.passkeys, "enrollment": {
                 "enrollment_id": redeemed.enrollment_id, "expires_at": _as_dict(redeemed)["expires_at"],
                 "options": json.loads(redeemed.registration_options_json)}})
-        self.start_session(person, "link", response)
+        await self.start_session(person, "link", response)
         return response
 
     async def sign_in_options(self, request: Request) -> Response:
@@ -281,7 +280,7 @@ class WebApi:
     async def register_passkey(self, request: Request) -> Response:
         """The authenticator's answer to the enrollment's options, for the broker to verify and keep."""
         body = await self._body(request)
-        browser = self.signed_in(request)
+        browser = await self.signed_in(request)
         enrollment_id, credential = body.get("enrollment_id"), body.get("credential")
         if not isinstance(enrollment_id, str) or not isinstance(credential, dict):
             raise ApiError(400, "PASSKEY_INVALID", "enrollment_id and credential (PublicKeyCredential.toJSON())")
@@ -292,7 +291,8 @@ class WebApi:
 
     async def sign_out(self, request: Request) -> Response:
         await self._body(request)  # same-origin JSON only, like every other change
-        browser = self.cookies.verify(request.cookies.get(COOKIE))
+        # Ended at the broker first: a cookie someone copied stops working on every replica, not only here.
+        browser = await self.sessions.end(request.cookies.get(COOKIE))
         if browser is not None:
             for request_id in (f"web-{browser.session_id}", OUTSIDE_AGENT_SESSION):
                 self._host_sessions.pop((browser.session_id, request_id), None)
@@ -352,7 +352,7 @@ class WebApi:
 
     async def catalog(self, request: Request) -> Response:
         """What this data can answer, as labels, and questions to start with (the page's empty state)."""
-        browser = self.signed_in(request)
+        browser = await self.signed_in(request)
         described = await self._call(self.agent.DescribeCatalog, agent_pb2.DescribeCatalogRequest(
             actor=self.assertions.of(browser.person)), timeout=15)
         return JSONResponse({"dataset": described.dataset_label,
@@ -367,7 +367,7 @@ class WebApi:
         turn_id = request.path_params["turn_id"]
         if not _TURN_ID.fullmatch(turn_id):
             raise ApiError(400, "TURN_ID_INVALID", "a turn id is 1-128 letters, digits and ._:-")
-        browser = self.signed_in(request)
+        browser = await self.signed_in(request)
         cancelled = await self._call(self.agent.CancelTurn, agent_pb2.CancelTurnRequest(
             actor=self.assertions.of(browser.person), turn_id=turn_id, reason="cancelled by the person"), timeout=10)
         return JSONResponse(_as_dict(cancelled) | {"cancelled": cancelled.cancelled})
@@ -416,13 +416,13 @@ class WebApi:
         return JSONResponse(_as_dict(reply))
 
     async def approvals(self, request: Request) -> Response:
-        browser = self.signed_in(request)
+        browser = await self.signed_in(request)
         listed = await self._call(self.capabilities.ListApprovals, cap.ListApprovalsRequest(
             actor=self.assertions.of(browser.person), page_size=100))
         return JSONResponse(_as_dict(listed))
 
     async def approval(self, request: Request) -> Response:
-        browser = self.signed_in(request)
+        browser = await self.signed_in(request)
         card = await self._call(self.capabilities.GetApproval, cap.GetApprovalRequest(
             actor=self.assertions.of(browser.person), approval_id=request.path_params["approval_id"]))
         return JSONResponse(_as_dict(card.card))
@@ -430,7 +430,7 @@ class WebApi:
     async def begin_decision(self, request: Request) -> Response:
         """A nonce for signing one decision, and the person's passkeys to sign it with (none: enroll first)."""
         await self._body(request)
-        browser = self.signed_in(request)
+        browser = await self.signed_in(request)
         try:
             begun = await self.capabilities.BeginDecision(cap.BeginDecisionRequest(
                 actor=self.assertions.of(browser.person), approval_id=request.path_params["approval_id"]),
@@ -446,7 +446,7 @@ class WebApi:
 
     async def decide(self, request: Request) -> Response:
         body = await self._body(request)
-        browser = self.signed_in(request)
+        browser = await self.signed_in(request)
         if not isinstance(body.get("approve"), bool) or not isinstance(body.get("arguments_sha256"), str):
             raise ApiError(400, "DECISION_INVALID", "approve (true/false) and arguments_sha256 are required")
         entries = body.get("entries") or []
@@ -476,7 +476,7 @@ class WebApi:
     async def report(self, request: Request) -> Response:
         """A problem the page ran into (a refused block, a window that failed): into web's log."""
         body = await self._body(request)
-        self.signed_in(request)
+        await self.signed_in(request)
         log(logger, logging.WARNING, "browser reported a problem", kind=str(body.get("kind", ""))[:64],
             detail=str(body.get("detail", ""))[:500])
         return Response(status_code=204)

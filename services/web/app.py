@@ -14,6 +14,8 @@ from sse_starlette.sse import AppStatus
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse
 
 from services.web.api import ApiError, WebApi, api_error
 from services.web.config import WebSettings
@@ -21,6 +23,7 @@ from services.web.headers import SecurityHeaders
 from services.web.oidc import OidcConfig, OidcSignIn
 from services.web.pages import UPSTREAMS, Pages
 from services.web.session import Assertions, SessionCookies, SessionSecretError, cookie_key
+from services.web.session_records import SessionRecords, SessionRefused
 from shared.certs import CredentialError, Credentials, load_signing_key, signing_key_path
 from shared.channels import aio_channel
 from shared.config import peer_target
@@ -39,7 +42,7 @@ SIGN_IN_HINT = ("Sign in with the one-time link your operator gives you "
 def _cookies(settings: WebSettings) -> SessionCookies:
     secret, shared = cookie_key(settings.session_secret.get_secret_value())
     if not shared:
-        log(logger, logging.WARNING, "TESSERA_WEB_SESSION_SECRET is not set: cookies are signed with a key of "
+        log(logger, logging.WARNING, "TESSERA_WEB_SESSION_SECRET is not set: cookies are sealed with a key of "
             "this process only, so browser sessions will not survive a restart of web and will not work across "
             "web replicas; give every replica the same secret to keep them")
     return SessionCookies(secret)
@@ -56,19 +59,20 @@ def _oidc(settings: WebSettings) -> OidcConfig | None:
 def create_app(settings: WebSettings, credentials: Credentials) -> Starlette:
     signing_key = load_signing_key(signing_key_path(settings.cert_dir, "web"))  # a missing key stops startup
     cookies, oidc = _cookies(settings), _oidc(settings)
-    pages = Pages(credentials, cookies, SIGN_IN_HINT)
+    assertions = Assertions(signing_key)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette):
         # gRPC channels belong to the server's event loop: made here, closed on the way out.
         channels = {name: aio_channel(peer_target(name), credentials, name) for name in UPSTREAMS}
+        broker = capabilities_pb2_grpc.CapabilityBrokerServiceStub(channels["capabilities"])
+        sessions = SessionRecords(broker, cookies, assertions, settings.session_check_seconds, SIGN_IN_HINT)
         api = WebApi(host_pb2_grpc.HostServiceStub(channels["host"]),
-                     agent_pb2_grpc.AgentServiceStub(channels["agent"]),
-                     capabilities_pb2_grpc.CapabilityBrokerServiceStub(channels["capabilities"]),
-                     cookies, Assertions(signing_key), settings.keepalive_seconds, SIGN_IN_HINT,
+                     agent_pb2_grpc.AgentServiceStub(channels["agent"]), broker,
+                     sessions, assertions, settings.keepalive_seconds, SIGN_IN_HINT,
                      settings.secure_cookies,
                      {"url": "/auth/oidc/login", "provider": settings.oidc_provider_name} if oidc else None)
-        app.router.routes.extend(api.routes())
+        app.router.routes.extend(Pages(credentials, sessions).routes() + api.routes())
         if oidc:
             app.router.routes.extend(OidcSignIn(oidc, cookies, lambda person, response: api.start_session(
                 person, "oidc", response), settings.secure_cookies).routes())
@@ -78,9 +82,13 @@ def create_app(settings: WebSettings, credentials: Credentials) -> Starlette:
             for channel in channels.values():
                 await channel.close()
 
-    return Starlette(routes=pages.routes(), lifespan=lifespan, exception_handlers={ApiError: api_error},
+    return Starlette(lifespan=lifespan, exception_handlers={ApiError: api_error, SessionRefused: _session_refused},
                      middleware=[Middleware(SecurityHeaders, strict_transport=settings.secure_cookies),
                                  Middleware(TrustedHostMiddleware, allowed_hosts=list(settings.allowed_hosts))])
+
+
+async def _session_refused(request: Request, exc: SessionRefused) -> JSONResponse:
+    return JSONResponse({"reason": exc.reason, "message": exc.message}, status_code=exc.status)
 
 
 def main() -> None:

@@ -32,6 +32,9 @@ class WebSettings(ServiceSettings):
     # Host names this gateway answers to. Anything else is refused, so a page on another name that
     # resolves to this machine (DNS rebinding) cannot become "same origin" with it.
     allowed_hosts: list[str] = Field(default_factory=lambda: ["127.0.0.1", "localhost", "[::1]"])
+    # How long a replica relies on the broker's answer about a session (seconds): a session ended on any replica
+    # (sign-out, `tessera persons sign-out`) is refused on every replica within this. 0: ask on every request.
+    session_check_seconds: float = Field(default=5.0, ge=0, le=30)
     # Seconds without an event after which the event streams send a keep-alive comment (proxies often cut
     # connections idle for 30-60 s).
     keepalive_seconds: float = Field(default=15.0, gt=0, le=300)

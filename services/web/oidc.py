@@ -16,7 +16,7 @@ import html
 import logging
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import httpx
@@ -30,6 +30,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from services.web.session import Person, SessionCookies
+from services.web.session_records import SessionRefused
 from shared.logs import log
 
 logger = logging.getLogger("tessera.web")
@@ -62,11 +63,11 @@ class SignInFailed(Exception):
 
 class OidcSignIn:
     def __init__(self, config: OidcConfig, cookies: SessionCookies,
-                 signed_in: Callable[[Person, Response], None], secure_cookies: bool = False) -> None:
+                 signed_in: Callable[[Person, Response], Awaitable[object]], secure_cookies: bool = False) -> None:
         self.config = config
         self.cookies = cookies
         self.secure_cookies = secure_cookies
-        self._signed_in = signed_in  # sets the new session cookie on the response
+        self._signed_in = signed_in  # opens the session at the broker and sets its cookie on the response
         self._metadata: tuple[float, dict] | None = None
         self._keys: tuple[float, KeySet] | None = None
 
@@ -142,7 +143,10 @@ class OidcSignIn:
             response = _page(failed.status, failed.message)
         else:
             response = RedirectResponse("/", status_code=303)
-            self._signed_in(person, response)
+            try:
+                await self._signed_in(person, response)
+            except SessionRefused as refused:  # the broker could not open the session: nobody is signed in
+                response = _page(refused.status, refused.message)
         response.delete_cookie(FLOW_COOKIE, path="/auth/oidc")
         return response
 

@@ -19,7 +19,8 @@ from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from services.web.session import COOKIE, SessionCookies
+from services.web.session import COOKIE
+from services.web.session_records import SessionRecords, SessionRefused
 from shared import __version__
 from shared.certs import Credentials
 from shared.channels import aio_channel
@@ -49,14 +50,18 @@ def _document(body: str, status_code: int = 200) -> HTMLResponse:
 
 
 class Pages:
-    def __init__(self, credentials: Credentials, cookies: SessionCookies, sign_in_hint: str) -> None:
+    def __init__(self, credentials: Credentials, sessions: SessionRecords) -> None:
         self.credentials = credentials
-        self.cookies = cookies
-        self.sign_in_hint = sign_in_hint
+        self.sessions = sessions
         self.started = time.time()
 
-    def _signed_in(self, request: Request) -> bool:
-        return self.cookies.verify(request.cookies.get(COOKIE)) is not None
+    async def _not_signed_in(self, request: Request) -> SessionRefused | None:
+        """Why this request has no open session (401, or 503 when the broker cannot tell); None: it has one."""
+        try:
+            await self.sessions.check(request.cookies.get(COOKIE))
+        except SessionRefused as refused:
+            return refused
+        return None
 
     async def _upstreams(self) -> list[dict]:
         return list(await asyncio.gather(*(_upstream_health(n, self.credentials) for n in UPSTREAMS)))
@@ -65,8 +70,9 @@ class Pages:
         return JSONResponse({"status": "SERVING"})
 
     async def info(self, request: Request) -> JSONResponse:
-        if not self._signed_in(request):  # identities and addresses are for people of this deployment
-            return JSONResponse({"reason": "NO_SESSION", "message": self.sign_in_hint}, status_code=401)
+        refused = await self._not_signed_in(request)
+        if refused:  # identities and addresses are for people of this deployment
+            return JSONResponse({"reason": refused.reason, "message": refused.message}, status_code=refused.status)
         return JSONResponse({"name": "web", "version": __version__, "identity": self.credentials.identity,
                              "started_at": self.started, "upstreams": await self._upstreams()})
 
@@ -78,8 +84,9 @@ class Pages:
         return await self.status(request)
 
     async def status(self, request: Request) -> HTMLResponse:
-        if not self._signed_in(request):
-            return _document(f"<p>{html.escape(self.sign_in_hint)}</p>", status_code=401)
+        refused = await self._not_signed_in(request)
+        if refused:
+            return _document(f"<p>{html.escape(refused.message)}</p>", status_code=refused.status)
         rows = "".join(f"<tr><td>{html.escape(u['name'])}</td><td>{html.escape(u['address'])}</td>"
                        f"<td>{html.escape(u['health'])}</td></tr>" for u in await self._upstreams())
         built = "" if (BUNDLE / "index.html").exists() else \

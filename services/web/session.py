@@ -2,15 +2,18 @@
 
 Nobody is signed in by merely holding a cookie web handed out: a person signs
 in with a one-time link from the operator (`tessera persons enroll`, redeemed
-at the broker) or through the organisation's OpenID provider. The session
-cookie then names that person, signed by web (HMAC-SHA256; HttpOnly,
-SameSite=Strict), for at most SESSION_SECONDS; each sign-in issues a new one
-(the old id is never carried over). Web signs the person's actor assertion with
-its own Ed25519 key; every service checks it.
+at the broker) or through the organisation's OpenID provider. The sign-in opens
+a session record at the broker (session_records.py), which hands out the
+session's random secret once; the cookie carries that secret, sealed by web
+(HMAC-SHA256; HttpOnly, SameSite=Strict), so a value web never sealed is
+refused without asking the broker. Each sign-in opens a new session (the old id
+is never carried over). Web signs the person's actor assertion with its own
+Ed25519 key; every service checks it.
 
-Replicas hold no session state: every replica signs and checks cookies with the
-same configured key, and finds a browser session's host session again through
-the host's idempotent OpenSession, keyed by the browser session id.
+Replicas hold no session state: every replica seals and opens cookies with the
+same configured key, asks the broker whose session a secret is, and finds a
+browser session's host session again through the host's idempotent
+OpenSession, keyed by the browser session id.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ from tessera.common.v1 import common_pb2
 
 COOKIE = "tessera_session"
 MIN_SECRET_CHARS = 32  # a shared key anyone could guess would let them mint sessions on every replica
-SESSION_SECONDS = 12 * 3600  # a sign-in lasts a working day; then the person signs in again
+# The broker says how long a session lasts (12 hours by default); no cookie older than this is even looked up.
+MAX_SESSION_SECONDS = 7 * 86400
 MAX_COOKIE_CHARS = 2048
 
 
@@ -72,9 +76,8 @@ def _b64(data: bytes) -> str:
 class SessionCookies:
     """Values web hands the browser and must get back unchanged: sealed with an HMAC under the cookie key."""
 
-    def __init__(self, secret: bytes, lifetime: float = SESSION_SECONDS) -> None:
+    def __init__(self, secret: bytes) -> None:
         self._secret = secret
-        self.lifetime = lifetime
 
     def _mac(self, body: str) -> str:
         return _b64(hmac.new(self._secret, body.encode(), hashlib.sha256).digest())
@@ -100,21 +103,16 @@ class SessionCookies:
             return None
         return fields if isinstance(fields, dict) and fields.get("p") == purpose and 0 <= age < max_age else None
 
-    def issue(self, person: Person, signed_in_with: str) -> tuple[BrowserSession, str]:
-        """A new browser session for a person who just signed in, and its cookie value."""
-        session_id = secrets.token_urlsafe(18)
-        cookie = self.seal("session", {"sid": session_id, "a": person.actor_id, "t": person.tenant_id,
-                            "n": person.display_name, "via": signed_in_with})
-        return BrowserSession(session_id, person, signed_in_with, time.time()), cookie
+    def session_cookie(self, session_secret: str) -> str:
+        """The cookie value of a session the broker opened: its secret, sealed."""
+        return self.seal("session", {"s": session_secret})
 
-    def verify(self, cookie: str | None) -> BrowserSession | None:
-        """The session of a cookie we issued that has not run out, or None (missing, malformed, forged, old)."""
-        fields = self.open("session", cookie, self.lifetime)
-        try:
-            return BrowserSession(str(fields["sid"]), Person(str(fields["a"]), str(fields["t"]), str(fields["n"])),
-                                  str(fields["via"]), float(fields["iat"])) if fields else None
-        except KeyError:
-            return None
+    def session_secret(self, cookie: str | None) -> str | None:
+        """The session secret a cookie we sealed carries, or None (missing, malformed, forged, too old). Whether
+        that session is still open only the broker knows."""
+        fields = self.open("session", cookie, MAX_SESSION_SECONDS)
+        secret = fields.get("s") if fields else None
+        return secret if isinstance(secret, str) else None
 
 
 class Assertions:

@@ -40,6 +40,8 @@ from services.capabilities.server import CapabilityBrokerService, approvers_of
 from services.capabilities.signatures import DecisionSignatures
 from services.capabilities.store import BrokerStore, engine_for, migrate
 from services.capabilities.tool_policy import ToolPolicy
+from services.capabilities.web_session_store import WebSessionStore
+from services.capabilities.web_sessions import WebSessions
 from services.capabilities.wording import Wording
 from shared.actors import assert_actor
 from shared.certs import load_signing_key, load_verify_key, signing_key_path, verify_key_path
@@ -128,7 +130,8 @@ def world(cert_dir, warehouse_url, tmp_path_factory):
               "nobody": common_pb2.ActorAssertion(), "forged": forged}
     loop = asyncio.new_event_loop()
     servicer = CapabilityBrokerService(context, broker, Wording(policy, tool_policy),
-                                       Enrollments(people, relying_party))
+                                       Enrollments(people, relying_party),
+                                       WebSessions(WebSessionStore(engine), 3600))
     yield World(servicer, loop, str(warehouse), str(directory / "broker.sqlite"), actors, key)
     loop.close()
     pool.shutdown(wait=True)

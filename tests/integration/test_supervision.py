@@ -18,7 +18,7 @@ import sqlalchemy as sa
 
 from cli.launcher import STOP_TIMEOUT_SECONDS, ServiceSet
 from shared.identity import PROCESS_NAMES
-from tests.fixtures.recovery import SESSION_SECRET, SupervisorThread, ask_through_web, kill_and_time
+from tests.fixtures.recovery import SESSION_SECRET, SupervisorThread, ask_through_web, kill_and_time, signed_in_cookie
 from tests.fixtures.waiting import wait_until
 
 # Generous for a loaded CI machine; the goal (3 s) is measured by `make bench` on a quiet one.
@@ -60,7 +60,8 @@ def _committed_revisions(url: str) -> set[str]:
 def test_each_service_killed_in_turn_is_a_blip(own_set):
     services, env = own_set
     base_url = f"http://{services.handles['web'].address}"
-    assert ask_through_web(base_url, env[SESSION_SECRET]).outcome == "answered"
+    cookie = signed_in_cookie(services)
+    assert ask_through_web(base_url, cookie).outcome == "answered"
     acknowledged: list[str] = []
     with SupervisorThread(services) as supervisor:
         for name in PROCESS_NAMES:
@@ -81,7 +82,7 @@ def test_each_service_killed_in_turn_is_a_blip(own_set):
         wait_until(lambda: all(any(f"{name} is serving again" in line for line in supervisor.lines)
                                for name in PROCESS_NAMES), 60,
                    what="every restart announced", detail=lambda: supervisor.lines)
-        final = ask_through_web(base_url, env[SESSION_SECRET])
+        final = ask_through_web(base_url, cookie)
     assert final.outcome == "answered", final
     acknowledged += final.revision_ids
     missing = set(acknowledged) - _committed_revisions(env["TESSERA_HOST_DATABASE_URL"])
@@ -90,13 +91,13 @@ def test_each_service_killed_in_turn_is_a_blip(own_set):
 
 def test_every_service_stops_within_its_grace_with_questions_in_flight(own_set):
     """SIGTERM while people are asking: every process exits by itself (status 0), none is SIGKILLed."""
-    services, env = own_set
+    services, _ = own_set
     base_url = f"http://{services.handles['web'].address}"
-    asking, replies = threading.Event(), []
+    asking, replies, cookie = threading.Event(), [], signed_in_cookie(services)
 
     def keep_asking() -> None:
         while not asking.is_set():
-            replies.append(ask_through_web(base_url, env[SESSION_SECRET]))
+            replies.append(ask_through_web(base_url, cookie))
 
     askers = [threading.Thread(target=keep_asking, daemon=True) for _ in range(3)]
     for asker in askers:

@@ -15,7 +15,7 @@ import pytest
 import sqlalchemy as sa
 
 from cli.launcher import ServiceSet, stop_together
-from services.web.session import COOKIE, Person, SessionCookies
+from services.web.session import COOKIE
 from tests.conftest import run_module
 from tests.fixtures.signing import browser_decision, enroll_in_browser, link_token, sign_in
 from tests.integration.test_web_api import sse
@@ -112,9 +112,11 @@ def test_a_session_is_the_same_on_every_replica(running_set, credentials, replic
     assert (refused.status_code, refused.json()["reason"]) == (401, "NO_SESSION")
 
 
-def test_first_visits_racing_on_both_replicas_find_one_host_session(replicas):
-    # A browser session neither replica has seen: each asks the host for it at the same moment.
-    _, cookie = SessionCookies(SECRET.encode()).issue(Person("local-user", "local", "Local user"), "link")
+def test_first_visits_racing_on_both_replicas_find_one_host_session(running_set, credentials, replicas):
+    # A browser session whose host session neither replica has opened: each asks the host for it at once.
+    with httpx.Client(base_url=base(replicas[0]), timeout=60, headers={"Origin": base(replicas[0])}) as signing_in:
+        sign_in(signing_in, running_set, credentials)
+        cookie = signing_in.cookies[COOKIE]
     urls = [base(replicas[n % 2]) + "/api/session" for n in range(8)]
     with ThreadPoolExecutor(len(urls)) as pool:
         replies = list(pool.map(lambda url: httpx.get(url, cookies={COOKIE: cookie}, timeout=60), urls))

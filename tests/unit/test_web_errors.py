@@ -19,7 +19,7 @@ def _call_failing_with(code: grpc.StatusCode) -> ApiError:
     async def rpc(request, timeout):
         raise _Refused(code)
 
-    api = WebApi(host=None, agent=None, capabilities=None, cookies=None, assertions=None)
+    api = WebApi(host=None, agent=None, capabilities=None, sessions=None, assertions=None)
     with pytest.raises(ApiError) as raised:
         asyncio.run(api._call(rpc, object()))
     return raised.value

@@ -1,0 +1,128 @@
+"""People's sessions as the broker records them (§2), seen from web: opened at sign-in, checked on every
+request, ended at sign-out.
+
+Web holds no session state of its own. Each request's cookie is opened (web's seal: a value web never sealed
+is refused here, without a call), and the secret inside is checked at the broker. A check's answer is
+remembered for at most `check_seconds`, so a session ended on any replica (sign-out, or the operator's
+`tessera persons sign-out`) is refused on every replica within that bound. When the broker cannot be asked,
+the request is refused 503, never taken as signed in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Callable
+
+import grpc
+
+from services.web.session import BrowserSession, Person, SessionCookies
+from shared.caches import expiring
+from shared.errors import error_details
+from shared.logs import log
+from tessera.capabilities.v1 import capabilities_pb2 as cap
+
+logger = logging.getLogger("tessera.web")
+MAX_REMEMBERED_CHECKS = 10_000  # sessions in use on one replica at once; the least recently used go first
+CALL_SECONDS = 5.0
+_METHODS = {"link": cap.SIGN_IN_METHOD_LINK, "oidc": cap.SIGN_IN_METHOD_OIDC}
+_METHOD_NAMES = {method: name for name, method in _METHODS.items()}
+# The broker's answers that mean "not signed in" (anything else is the broker failing).
+_NOT_SIGNED_IN = (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.FAILED_PRECONDITION)
+# Why a cookie's session is no longer one, in words (the broker's reason stays the reason).
+_ENDED = {"SESSION_ENDED": "This session was signed out.", "SESSION_EXPIRED": "This session ran out."}
+_UNAVAILABLE = {what: f"Tessera cannot {doing} right now (its capability broker is not answering); try again in a "
+                      "few seconds" for what, doing in (("open", "sign you in"), ("check", "check your sign-in"),
+                                                         ("end", "sign you out"))}
+
+
+class SessionRefused(Exception):
+    """The request has no open session (401), or its session could not be checked (503)."""
+
+    def __init__(self, status: int, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.reason, self.message = status, reason, message
+
+
+class SessionRecords:
+    def __init__(self, broker, cookies: SessionCookies, assertions, check_seconds: float, sign_in_hint: str,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.broker = broker  # the capability broker's stub
+        self.cookies = cookies
+        self.assertions = assertions
+        self.sign_in_hint = sign_in_hint
+        # secret's SHA-256 → BrowserSession, or the SessionRefused it got; on the event loop only
+        self._checked = expiring(MAX_REMEMBERED_CHECKS, check_seconds, clock) if check_seconds > 0 else None
+
+    async def open(self, person: Person, signed_in_with: str) -> tuple[BrowserSession, str, int]:
+        """A new session at the broker for a person who just signed in: (the session, its cookie value, the
+        cookie's max-age in seconds)."""
+        try:
+            opened = await self.broker.OpenWebSession(cap.OpenWebSessionRequest(
+                actor=self.assertions.of(person), signed_in_with=_METHODS[signed_in_with]), timeout=CALL_SECONDS)
+        except grpc.aio.AioRpcError as exc:
+            raise self._failed(exc, "open") from None
+        session = _browser_session(opened.session)
+        max_age = max(0, round(opened.session.expires_at.ToNanoseconds() / 1e9 - time.time()))
+        return session, self.cookies.session_cookie(opened.secret), max_age
+
+    async def check(self, cookie: str | None) -> BrowserSession:
+        """The open session this cookie carries, or SessionRefused (401 not signed in, 503 cannot tell)."""
+        secret = self.cookies.session_secret(cookie)
+        if secret is None:
+            raise SessionRefused(401, "NO_SESSION", self.sign_in_hint)
+        key = hashlib.sha256(secret.encode()).digest()
+        found = self._checked.get(key) if self._checked is not None else None
+        if found is None:
+            found = await self._ask(secret)
+            if self._checked is not None:
+                self._checked[key] = found
+        if isinstance(found, SessionRefused):
+            raise found
+        return found
+
+    async def _ask(self, secret: str) -> BrowserSession | SessionRefused:
+        try:
+            checked = await self.broker.CheckWebSession(cap.CheckWebSessionRequest(secret=secret),
+                                                        timeout=CALL_SECONDS)
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() in _NOT_SIGNED_IN:  # an answer: remembered like a session is
+                reason = error_details(exc).reason or "NO_SESSION"
+                return SessionRefused(401, reason, f"{_ENDED.get(reason, 'This browser is not signed in.')} "
+                                                   f"{self.sign_in_hint}")
+            raise self._failed(exc, "check") from None
+        return _browser_session(checked.session)
+
+    async def end(self, cookie: str | None) -> BrowserSession | None:
+        """Sign out: the session ends at the broker (so on every replica); the session it was, if open."""
+        secret = self.cookies.session_secret(cookie)
+        if secret is None:
+            return None
+        try:
+            session = await self.check(cookie)
+        except SessionRefused as refused:
+            if refused.status != 401:
+                raise
+            session = None
+        try:
+            await self.broker.EndWebSession(cap.EndWebSessionRequest(secret=secret), timeout=CALL_SECONDS)
+        except grpc.aio.AioRpcError as exc:
+            raise self._failed(exc, "end") from None
+        if self._checked is not None:
+            self._checked.pop(hashlib.sha256(secret.encode()).digest(), None)
+        return session
+
+    def _failed(self, exc: grpc.aio.AioRpcError, what: str) -> SessionRefused:
+        """The broker could not answer (down, restarting, too slow, or refusing web itself): 503, never a
+        session."""
+        details = error_details(exc)
+        log(logger, logging.WARNING, f"could not {what} a session at the broker", code=exc.code().name,
+            reason=details.reason or "")
+        return SessionRefused(503, "SESSION_CHECK_UNAVAILABLE", _UNAVAILABLE[what])
+
+
+def _browser_session(session: cap.WebSession) -> BrowserSession:
+    person = Person(session.person.actor_id, session.person.tenant_id, session.person.display_name)
+    return BrowserSession(session.session_id, person, _METHOD_NAMES.get(session.signed_in_with, ""),
+                          session.created_at.ToNanoseconds() / 1e9)

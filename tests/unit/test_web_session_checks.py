@@ -1,0 +1,160 @@
+"""How web checks a cookie's session at the broker: sealed cookies only, each answer remembered for at most the
+configured seconds (so an ended session is refused within that bound), a broker that cannot answer is a 503 and
+never a session, and signing out ends the session at the broker and forgets it here at once."""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+import pytest
+
+from services.web.session import Person, SessionCookies
+from services.web.session_records import SessionRecords, SessionRefused
+from shared.errors import refuse
+from tessera.capabilities.v1 import capabilities_pb2 as cap
+
+ADA = Person("ada", "acme", "Ada Lovelace")
+TTL = 5.0
+
+
+def _refused(code: grpc.StatusCode, reason: str = "") -> grpc.aio.AioRpcError:
+    """A failed call as web's stub raises it: with the broker's ErrorInfo when the broker answered."""
+    trailers = refuse(code, reason, "refused").to_status().trailing_metadata if reason else ()
+    return grpc.aio.AioRpcError(code, grpc.aio.Metadata(), grpc.aio.Metadata(*trailers), details="refused")
+
+
+class FakeBroker:
+    """The broker's session RPCs over a dict: secret → (session, state); `down` makes every call fail."""
+
+    def __init__(self) -> None:
+        self.sessions: dict[str, tuple[cap.WebSession, str]] = {}
+        self.checks = 0
+        self.down = False
+
+    def _up(self) -> None:
+        if self.down:
+            raise _refused(grpc.StatusCode.UNAVAILABLE)
+
+    async def OpenWebSession(self, request, timeout):
+        self._up()
+        secret = f"secret-{len(self.sessions)}"
+        session = cap.WebSession(session_id=f"wss_{len(self.sessions)}", signed_in_with=request.signed_in_with,
+                                 person=cap.Person(actor_id="ada", tenant_id="acme", display_name="Ada Lovelace"))
+        session.created_at.GetCurrentTime()
+        session.expires_at.FromSeconds(session.created_at.seconds + 3600)
+        self.sessions[secret] = (session, "open")
+        return cap.OpenWebSessionResponse(session=session, secret=secret)
+
+    async def CheckWebSession(self, request, timeout):
+        self._up()
+        self.checks += 1
+        session, state = self.sessions.get(request.secret, (None, "unknown"))
+        if state == "unknown":
+            raise _refused(grpc.StatusCode.NOT_FOUND, "SESSION_UNKNOWN")
+        if state == "ended":
+            raise _refused(grpc.StatusCode.FAILED_PRECONDITION, "SESSION_ENDED")
+        return cap.CheckWebSessionResponse(session=session)
+
+    async def EndWebSession(self, request, timeout):
+        self._up()
+        found = self.sessions.get(request.secret)
+        if found:
+            self.sessions[request.secret] = (found[0], "ended")
+        return cap.EndWebSessionResponse(ended=bool(found))
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Assertions:
+    def of(self, person: Person):
+        return None  # the fake broker reads no assertion
+
+
+@pytest.fixture
+def world():
+    broker, clock, cookies = FakeBroker(), Clock(), SessionCookies(b"k" * 32)
+    return broker, clock, cookies, SessionRecords(broker, cookies, Assertions(), TTL, "sign in first", clock)
+
+
+def _run(coroutine):
+    return asyncio.run(coroutine)
+
+
+def _status(records: SessionRecords, cookie: str | None) -> tuple[int, str]:
+    with pytest.raises(SessionRefused) as raised:
+        _run(records.check(cookie))
+    return raised.value.status, raised.value.reason
+
+
+def test_an_open_session_is_asked_for_once_per_bound_and_an_ended_one_is_refused_after_it(world):
+    broker, clock, cookies, records = world
+    session, cookie, max_age = _run(records.open(ADA, "oidc"))
+    assert (session.person, session.signed_in_with, session.session_id) == (ADA, "oidc", "wss_0")
+    assert 3590 <= max_age <= 3600  # the broker's expiry, as the cookie's max-age
+    assert cookies.session_secret(cookie) == "secret-0"  # the broker's secret, sealed by web
+    assert [_run(records.check(cookie)).session_id for _ in range(3)] == ["wss_0"] * 3
+    assert broker.checks == 1
+    broker.sessions["secret-0"] = (broker.sessions["secret-0"][0], "ended")  # signed out on another replica
+    clock.now += TTL - 0.1
+    assert _run(records.check(cookie)).session_id == "wss_0"  # still within the bound
+    clock.now += 0.2
+    assert _status(records, cookie) == (401, "SESSION_ENDED")
+    assert broker.checks == 2
+
+
+def test_a_cookie_web_did_not_seal_is_refused_without_asking_the_broker(world):
+    broker, _, _, records = world
+    foreign = SessionCookies(b"o" * 32).session_cookie("secret-0")
+    for cookie in (None, "", "abc.def", foreign):
+        assert _status(records, cookie) == (401, "NO_SESSION")
+    assert broker.checks == 0
+
+
+def test_an_unknown_session_is_refused_and_that_answer_is_remembered_too(world):
+    broker, _, cookies, records = world
+    unknown = cookies.session_cookie("never-opened")
+    assert _status(records, unknown) == (401, "SESSION_UNKNOWN")
+    assert _status(records, unknown) == (401, "SESSION_UNKNOWN")
+    assert broker.checks == 1
+
+
+def test_a_broker_that_cannot_answer_is_a_503_never_a_session_and_is_not_remembered(world):
+    broker, _, _, records = world
+    _, cookie, _ = _run(records.open(ADA, "link"))
+    broker.down = True
+    assert _status(records, cookie) == (503, "SESSION_CHECK_UNAVAILABLE")
+    with pytest.raises(SessionRefused) as raised:
+        _run(records.open(ADA, "link"))
+    assert raised.value.status == 503 and "sign you in" in raised.value.message
+    broker.down = False
+    assert _run(records.check(cookie)).session_id == "wss_0"  # asked again as soon as the broker is back
+
+
+def test_signing_out_ends_the_session_at_the_broker_and_here_at_once(world):
+    broker, _, _, records = world
+    _, cookie, _ = _run(records.open(ADA, "link"))
+    assert _run(records.check(cookie)).session_id == "wss_0"
+    broker.down = True
+    with pytest.raises(SessionRefused):  # not ended at the broker: the person is told, not told they are out
+        _run(records.end(cookie))
+    broker.down = False
+    assert _run(records.end(cookie)).session_id == "wss_0"
+    assert broker.sessions["secret-0"][1] == "ended"
+    assert _status(records, cookie) == (401, "SESSION_ENDED")  # no memo of the open session survives
+    assert _run(records.end(None)) is None
+
+
+def test_a_bound_of_zero_asks_the_broker_on_every_request(world):
+    broker, clock, cookies, _ = world
+    records = SessionRecords(broker, cookies, Assertions(), 0, "sign in first", clock)
+    _, cookie, _ = _run(records.open(ADA, "link"))
+    for _ in range(3):
+        _run(records.check(cookie))
+    assert broker.checks == 3
