@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import re
 import sqlite3
 import sys
@@ -22,6 +23,7 @@ import tempfile
 import time
 from bisect import bisect_right
 from collections.abc import Callable, Generator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, timedelta
 from itertools import accumulate
@@ -47,6 +49,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import URL, Engine
 from sqlalchemy.schema import AddConstraint, CreateIndex, CreateTable, DropTable
 
+from shared.certs import private_dir
 from shared.paths import var_dir
 
 SCHEMA_VERSION = 2  # 2: orders carry review_status and a record version (data change proposals)
@@ -659,6 +662,58 @@ def default_url() -> str:
     return f"sqlite:///{var_dir() / 'warehouse.sqlite'}"
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# Private files: the warehouse holds people's names, emails and orders
+# ---------------------------------------------------------------------------------------------------------------
+
+PRIVATE_UMASK = 0o077
+# Beside a database file its engine creates these: SQLite's rollback journal, WAL and shared memory; DuckDB's WAL.
+SIDE_FILE_SUFFIXES = ("-journal", "-wal", "-shm", ".wal")
+
+
+def _warehouse_file(parsed: URL) -> Path | None:
+    """The file a SQLite or DuckDB URL names; None for a database server or an in-memory database."""
+    database = parsed.database
+    if parsed.get_backend_name() == "postgresql" or not database or database == ":memory:" \
+            or database.startswith("file:"):
+        return None
+    return Path(database)
+
+
+def _private_folder(folder: Path) -> None:
+    """Tessera's own var folder is made (or tightened to) 0700; another folder is the person's to decide
+    about, so an open one is only named (and a missing one is the engine's error, as for any bad URL)."""
+    if folder.resolve() == var_dir().resolve():
+        private_dir(folder)
+    elif folder.is_dir() and folder.stat().st_mode & 0o077:
+        print(f"tessera: warning: other users can enter {folder}; the warehouse in it is 0600, but a folder "
+              "of its own (chmod 700) keeps its journal files private too", file=sys.stderr)
+
+
+@contextmanager
+def _private_writes(warehouse: Path | None) -> Iterator[None]:
+    """Every file created inside the block is its owner's alone: the warehouse (0600 in a 0700 folder), the
+    journal files its engine creates beside it, and the DuckDB loader's temporary CSV files. The umask covers
+    files the database engines create themselves; explicit modes cover files that were there before. (The umask
+    is the process's: another thread creating files meanwhile makes private ones too, which is harmless.)"""
+    previous = os.umask(PRIVATE_UMASK)
+    try:
+        if warehouse is not None:
+            try:
+                _private_folder(warehouse.parent)
+                if warehouse.exists():
+                    warehouse.chmod(0o600)  # an earlier warehouse: private before its tables are replaced
+            except OSError as error:
+                raise SeedError(f"cannot make {warehouse} private: {error.strerror}") from None
+        yield
+    finally:
+        os.umask(previous)
+        if warehouse is not None:
+            for path in [warehouse, *(warehouse.with_name(warehouse.name + s) for s in SIDE_FILE_SUFFIXES)]:
+                if path.exists():
+                    path.chmod(0o600)
+
+
 def _columns(table: Table) -> str:
     return ", ".join(c.name for c in table.columns)
 
@@ -889,10 +944,7 @@ def seed(url: str | None = None, scale: int = DEFAULT_SCALE, seed: int = DEFAULT
     `password_file` holds the password for the URL's user (first line), so that it never
     appears in a command line or an environment (Kubernetes mounts it from a Secret).
     """
-    if url is None:
-        var_dir().mkdir(parents=True, exist_ok=True)
-        url = default_url()
-    parsed = _parse_url(url)
+    parsed = _parse_url(url or default_url())
     if password_file is not None:
         try:
             password = next(iter(password_file.read_text().splitlines()), "")
@@ -905,6 +957,12 @@ def seed(url: str | None = None, scale: int = DEFAULT_SCALE, seed: int = DEFAULT
     if scale < MIN_SCALE:
         raise SeedError(f"scale {scale} is too small: at least {MIN_SCALE} order items")
     started = clock()
+    with _private_writes(_warehouse_file(parsed)):
+        counts = _seed_into(parsed, shown, scale, seed, progress)
+    return SeedResult(shown, scale, seed, counts, clock() - started)
+
+
+def _seed_into(parsed: URL, shown: str, scale: int, seed: int, progress: bool) -> dict[str, int]:
     engine = None
     loader = None
     try:
@@ -925,7 +983,7 @@ def seed(url: str | None = None, scale: int = DEFAULT_SCALE, seed: int = DEFAULT
                 pass
         if engine is not None:
             engine.dispose()
-    return SeedResult(shown, scale, seed, counts, clock() - started)
+    return counts
 
 
 def _load(loader: _Loader, scale: int, seed_value: int, progress: bool) -> dict[str, int]:
