@@ -15,15 +15,22 @@ import sys
 
 def main() -> None:
     spec = json.loads(os.environ["TESSERA_BOX"])
-    payload = b"".join(part.encode() + b"\0" for part in spec["arguments"])
+    options = ["--args", str(_pipe(b"".join(part.encode() + b"\0" for part in spec["arguments"])))]
+    if spec.get("seccomp"):
+        options += ["--seccomp", str(_pipe(bytes.fromhex(spec["seccomp"])))]
+    os.execve(spec["bwrap"], [spec["bwrap"], *options, "--", *spec["command"]], {})
+
+
+def _pipe(payload: bytes) -> int:
+    """A pipe holding `payload`, its read end left open across the exec for bubblewrap to read. Written
+    whole first: sandbox.enclose keeps what goes through it within a pipe's buffer."""
     read_end, write_end = os.pipe()
-    # Written whole before bubblewrap reads it: sandbox.enclose keeps it within the pipe's buffer.
     written = 0
     while written < len(payload):
         written += os.write(write_end, payload[written:])
     os.close(write_end)
     os.set_inheritable(read_end, True)
-    os.execve(spec["bwrap"], [spec["bwrap"], "--args", str(read_end), "--", *spec["command"]], {})
+    return read_end
 
 
 if __name__ == "__main__":

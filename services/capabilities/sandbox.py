@@ -2,7 +2,8 @@
 
 Outside tool servers are the least trusted code in the system, so a boxed server has:
 - its own user, mount, PID, IPC, UTS and network namespaces (cgroup too where the kernel allows), every
-  capability dropped, a session of its own (no terminal to inject into), and it dies with the broker;
+  capability dropped, no user namespace of its own inside, a session of its own (no terminal to inject
+  into), a seccomp filter (syscall_filter) over calls no tool server needs, and it dies with the broker;
 - no network at all: its namespace holds only a loopback of its own, so no service port, no bridge socket
   and no abstract socket of the host is reachable. A server that needs hosts is run as a streamable-HTTP
   server instead (its own pod, or a box of its own), where egress can be filtered;
@@ -30,12 +31,16 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from services.capabilities import syscall_filter
+
 # A box's arguments travel through one pipe written before bubblewrap runs, so they must fit its buffer.
 MAX_ARGUMENT_BYTES = 60_000
 SUPPORT_CHECK_SECONDS = 10.0
 NAMESPACES = ("--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
               "--unshare-cgroup-try")
-HARDENING = ("--die-with-parent", "--new-session", "--cap-drop", "ALL", "--hostname", "tool-server")
+# --disable-userns: no namespace of its own inside the box (where most kernel escapes start).
+HARDENING = ("--die-with-parent", "--new-session", "--cap-drop", "ALL", "--disable-userns",
+             "--hostname", "tool-server")
 # Top-level links (or folders, on systems without a merged /usr) a dynamic binary resolves through.
 SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/localtime", "/etc/alternatives")
@@ -146,5 +151,7 @@ def enclose(command: list[str], env: dict[str, str], box: Box, masked: tuple[Pat
     arguments = bwrap_arguments(command, env, box, masked)
     if sum(len(part.encode()) + 1 for part in arguments) > MAX_ARGUMENT_BYTES:
         raise SandboxUnavailable(f"the box's command, paths and environment exceed {MAX_ARGUMENT_BYTES} bytes")
-    spec = json.dumps({"bwrap": bwrap_path(), "arguments": arguments, "command": command})
+    seccomp = syscall_filter.program()
+    spec = json.dumps({"bwrap": bwrap_path(), "arguments": arguments, "command": command,
+                       "seccomp": seccomp.hex() if seccomp else ""})
     return Launch([sys.executable, "-m", SHIM], {SPEC_VARIABLE: spec})

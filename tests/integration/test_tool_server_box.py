@@ -118,6 +118,7 @@ def test_a_boxed_server_reads_no_key_database_or_environment_and_reaches_no_serv
     assert seen["bridge_sockets"] == []
     assert seen["cwd"] == str(data) and (data.stat().st_mode & 0o777) == 0o700
     assert seen["write"] == {str(data): "WRITTEN", str(Path.cwd() / "tests"): "OSError"}
+    assert seen["keyring"] in ("EPERM", "not tried")  # the seccomp filter
     wait_until(lambda: not _servers_running(), 30, what="the boxed server ending with its connection")
 
 
@@ -126,7 +127,7 @@ def test_the_same_probe_unboxed_reads_and_reaches_them(tmp_path, targets, broker
     seen = _probe(_policy(tmp_path / "probe-data", boxed=False), tmp_path, {**targets, "write": []})
     assert any(outcome == "READ" for path, outcome in seen["read"].items() if path.endswith(".key"))
     assert any(outcome == "CONNECTED" for outcome in seen["connect"].values())
-    assert "PATH" in seen["env"] and max(seen["pids"]) > 10
+    assert "PATH" in seen["env"] and max(seen["pids"]) > 10 and seen["keyring"] != "EPERM"
     wait_until(lambda: not _servers_running(), 30, what="the unboxed server ending with its connection")
 
 
@@ -141,3 +142,40 @@ def test_a_server_that_must_be_boxed_is_not_started_where_no_box_can_be_made(tmp
     assert refused.value.reason == "SANDBOX_UNAVAILABLE" and not refused.value.sent
     assert "bubblewrap (bwrap) is not installed" in str(refused.value)
     assert not _servers_running()
+
+
+def test_status_and_the_audit_show_every_unboxed_server(tmp_path, cert_dir, running_set, credentials, capsys):
+    from cli.main import _tool_servers
+    from shared.actors import assert_actor
+    from shared.certs import load_signing_key, signing_key_path
+    from shared.channels import sync_channel
+    from shared.contracts import invoke, invoke_stream
+    from tessera.capabilities.v1 import capabilities_pb2 as cap
+    from tests.integration.test_broker import Broker
+    from tests.integration.test_tool_gate import _broker
+
+    time_server = {"transport": "stdio", "command": ["{python}", "-m", "mcp_server_time"],
+                   "tools": {"get_current_time": {"risk": "read", "description": "The time."}}}
+    policy = tmp_path / "tools.yaml"
+    policy.write_text(json.dumps({"version": 1, "servers": {  # JSON is YAML
+        "boxed": time_server, "loose": {**time_server, "sandbox": "none"}}}))
+    processes = _broker(cert_dir, tmp_path / "broker", running_set, policy)
+    address = processes.handles["capabilities"].address
+    client = Broker(address, credentials)
+    operator = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), "ops", "acme")
+    try:
+        with sync_channel(address, credentials("cli"), "capabilities") as channel:
+            info = invoke(channel, "capabilities", "GetInfo", cap.GetInfoRequest(), timeout=30)
+            assert [(s.name, s.isolation) for s in info.tool_servers] == [
+                ("boxed", cap.TOOL_SERVER_ISOLATION_BOXED), ("loose", cap.TOOL_SERVER_ISOLATION_UNBOXED)]
+            client("agent", "ListTools", cap.ListToolsRequest(actor=operator, session_id="ses_box"), timeout=60)
+            audited = [json.loads(r.record_json) for r in invoke_stream(
+                channel, "capabilities", "ExportAudit", cap.ExportAuditRequest(actor=operator), timeout=30)]
+        assert [r["detail"] for r in audited if r["kind"] == "tool-server-unboxed"] == [{"server": "loose"}]
+        _tool_servers(address, credentials("cli"))
+        shown = capsys.readouterr().out
+        assert "boxed" in shown and "warning: tool server loose runs unboxed" in shown
+        assert "tool server boxed runs unboxed" not in shown
+    finally:
+        client.close()
+        processes.stop()
