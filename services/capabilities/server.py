@@ -27,6 +27,8 @@ from services.capabilities.signatures import DecisionSignatures
 from services.capabilities.store import BrokerStore, engine_for, migrate
 from services.capabilities.tool_policy import ToolPolicy, digest
 from services.capabilities.tool_review import screen_server_text, write_signals
+from services.capabilities.web_session_store import WebSessionStore
+from services.capabilities.web_sessions import WebSessions
 from services.capabilities.wording import Wording
 from shared import runtime
 from shared.actors import Actor, ActorVerifier
@@ -45,17 +47,19 @@ from tessera.host.v1 import host_pb2_grpc
 
 logger = logging.getLogger("tessera.broker")
 EXPIRY_SWEEP_SECONDS = 1.0
+WEB_SESSION_PURGE_SECONDS = 300.0  # ended and expired web sessions leave the table within this of their time
 MAX_PAGE = 100
 
 
 class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServicer):
     def __init__(self, context: runtime.ServiceContext, broker: Broker, wording: Wording,
-                 enrollments: Enrollments) -> None:
+                 enrollments: Enrollments, web_sessions: WebSessions) -> None:
         self._info = runtime.service_info(context)
         self._actors = ActorVerifier.from_cert_dir(context.settings.cert_dir)
         self._broker = broker
         self._wording = wording
         self._enrollments = enrollments
+        self._web_sessions = web_sessions
 
     async def GetInfo(self, request, context):
         return capabilities_pb2.GetInfoResponse(info=self._info, dry_run=self._broker.dry_run,
@@ -212,6 +216,33 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
             raise
         await self._broker.db(self._broker.store.audit, actor.tenant_id, "passkey-registered", actor.actor_id,
                               credential_id=reply.credential_id, signed_by=signed_by)
+        return reply
+
+    async def OpenWebSession(self, request, context):
+        person = self._actors.require(request.actor)
+        reply = await self._broker.db(self._web_sessions.open, person, request.signed_in_with)
+        await self._broker.db(self._broker.store.audit, person.tenant_id, "web-session-opened", person.actor_id,
+                              session_id=reply.session.session_id,
+                              signed_in_with=capabilities_pb2.SignInMethod.Name(request.signed_in_with))
+        return reply
+
+    async def CheckWebSession(self, request, context):
+        # Web asks on every request (a few seconds' memo aside): a read on the pool, nothing to publish.
+        return await asyncio.get_running_loop().run_in_executor(self._broker.pool, self._web_sessions.check,
+                                                                request.secret)
+
+    async def EndWebSession(self, request, context):
+        reply, ended = await self._broker.db(self._web_sessions.end, request.secret)
+        if ended is not None:
+            await self._broker.db(self._broker.store.audit, ended.tenant_id, "web-session-ended", ended.actor_id,
+                                  session_id=ended.session_id)
+        return reply
+
+    async def SignOutPerson(self, request, context):
+        operator = self._operator(request.actor)
+        reply = await self._broker.db(self._web_sessions.sign_out, request.person)
+        await self._broker.db(self._broker.store.audit, request.person.tenant_id, "person-signed-out",
+                              operator.actor_id, person=request.person.actor_id, sessions_ended=reply.ended)
         return reply
 
     async def GetReceipt(self, request, context):
@@ -381,12 +412,14 @@ def build(context: runtime.ServiceContext) -> list[runtime.Registration]:
 
     # Separate tasks on purpose: expiry must never wait behind a tool server that is slow to start, nor
     # behind an effect the restart pass is taking up.
+    web_sessions = WebSessions(WebSessionStore(engine), settings.web_session_seconds)
     service = CapabilityBrokerService(context, broker, Wording(policy, tool_policy),
-                                      Enrollments(people, relying_party))
+                                      Enrollments(people, relying_party), web_sessions)
     return [runtime.registration_for("capabilities", service,
                              readiness=[database_reachable], on_stop=stop,
                              background=[publisher.run, partial(sweep_expired, broker), partial(recover, broker),
-                                         partial(warm_up, gate), hold_tool_servers])]
+                                         partial(warm_up, gate), hold_tool_servers,
+                                         partial(purge_web_sessions, web_sessions, pool)])]
 
 
 async def sweep_expired(broker: Broker) -> None:
@@ -397,6 +430,18 @@ async def sweep_expired(broker: Broker) -> None:
         except Exception:  # keep sweeping; the next round retries
             logger.exception("expiring approvals failed")
         await asyncio.sleep(EXPIRY_SWEEP_SECONDS)
+
+
+async def purge_web_sessions(web_sessions: WebSessions, pool: ThreadPoolExecutor) -> None:
+    """Keep the session table bounded: every WEB_SESSION_PURGE_SECONDS, drop expired and long-ended sessions."""
+    while True:
+        try:
+            purged = await asyncio.get_running_loop().run_in_executor(pool, web_sessions.purge)
+            if purged:
+                logger.info("purged %d ended or expired web session(s)", purged)
+        except Exception:  # the database hiccuped: the next round retries
+            logger.exception("purging web sessions failed")
+        await asyncio.sleep(WEB_SESSION_PURGE_SECONDS)
 
 
 async def recover(broker: Broker) -> None:
