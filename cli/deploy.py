@@ -4,10 +4,13 @@
   production overlay's generated patches
   (with --check: exit 1 naming each file that differs from what the contracts give);
 - `check FILE...` runs the project's own checks on rendered manifests
-  (hardening, NetworkPolicies = caller table, Secrets hold only their owner's files);
+  (hardening, NetworkPolicies = caller table, Secrets hold only their owner's files,
+  each MCP server's pod reached by the broker alone and reaching nothing);
 - `secrets --out DIR` writes one Secret per service for the local overlay, each
   holding only that service's key, certificate, CA certificate, its own token
-  keys and settings, plus PostgreSQL's; passwords are made once and kept in
+  keys and settings, plus PostgreSQL's and, for an MCP server whose policy
+  declares credentials, its own (from the variables the policy names);
+  passwords are made once and kept in
   $TESSERA_VAR_DIR/k8s/passwords.json (0600).
 """
 
@@ -16,6 +19,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import os
 import secrets
 import sys
 import tempfile
@@ -23,8 +27,15 @@ from pathlib import Path
 
 import yaml
 
-from cli.deploy_check import file_problems, load_documents, network_policy_problems_in, secret_problems
+from cli.deploy_check import (
+    file_problems,
+    load_documents,
+    mcp_server_problems,
+    network_policy_problems_in,
+    secret_problems,
+)
 from cli.deploy_manifests import NAMESPACE, SPECS, render_generated, secret_name, setting_file
+from cli.deploy_mcp_servers import credentials_files, load_policy, mcp_pods
 from shared.certs import export_identity, private_dir, write_private
 from shared.paths import REPO_ROOT, var_dir
 
@@ -53,7 +64,8 @@ def render(check: bool, root: Path = REPO_ROOT) -> int:
 
 
 def check(files: list[str]) -> int:
-    """Hardening and Secrets file by file; NetworkPolicies over all the files together (one deployment)."""
+    """Hardening and Secrets file by file; NetworkPolicies (and the MCP servers' isolation) over all the files
+    together (one deployment)."""
     problems, everything = [], []
     for name in files:
         path = Path(name)
@@ -65,6 +77,7 @@ def check(files: list[str]) -> int:
         problems += file_problems(docs, str(path))
         everything += [(doc, str(path)) for doc in docs]
     problems += network_policy_problems_in(everything)
+    problems += mcp_server_problems(everything, [pod.name for pod in mcp_pods(load_policy())])
     for problem in problems:
         print(problem, file=sys.stderr)
     return 1 if problems else 0
@@ -116,11 +129,13 @@ def service_secrets(cert_dir: Path, scratch: Path, settings: dict[str, dict[str,
 
 
 def local_secrets(cert_dir: Path, passwords_file: Path) -> list[dict]:
-    """Every Secret of the local overlay: one per service, and PostgreSQL's role passwords."""
+    """Every Secret of the local overlay: one per service, PostgreSQL's role passwords, and the credentials of
+    each MCP server that declares some."""
     passwords = _passwords(passwords_file)
     with tempfile.TemporaryDirectory(prefix="tessera-secrets-") as scratch:  # copies of keys: gone after
         documents = service_secrets(cert_dir, Path(scratch), local_settings(passwords))
     documents.append(_secret("postgres-identity", {f"{role}_password": passwords[role].encode() for role in ROLES}))
+    documents += [_secret(name, files) for name, files in credentials_files(load_policy(), dict(os.environ)).items()]
     problems = secret_problems(documents, "tessera deploy secrets")
     if problems:  # our own renderer must never produce one; refuse rather than write it
         raise SystemExit("\n".join(problems))

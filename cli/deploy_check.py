@@ -15,7 +15,9 @@ from pathlib import Path
 
 import yaml
 
-from cli.deploy_manifests import NAME_LABEL, SPECS, contract_edges, secret_name, setting_file
+from cli.deploy_manifests import SPECS, contract_edges, secret_name, setting_file
+from cli.deploy_mcp_servers import BROKER, COMPONENT, COMPONENT_LABEL, credentials_secret_of_pod
+from cli.deploy_objects import NAME_LABEL
 from shared.certs import identity_files, is_private_file
 
 WORKLOAD_KINDS = {"Deployment", "StatefulSet", "DaemonSet", "Job", "Pod"}
@@ -155,3 +157,77 @@ def secret_problems(docs: Iterable[dict], origin: str) -> list[str]:
 def file_problems(docs: list[dict], origin: str) -> list[str]:
     """What one file can be checked for alone; NetworkPolicies need the whole deployment."""
     return hardening_problems(docs, origin) + secret_problems(docs, origin)
+
+
+def _selects(pod_selector: dict, pod_labels: dict[str, str]) -> bool:
+    """Whether a label selector picks a pod with these labels (matchLabels and matchExpressions)."""
+    if any(pod_labels.get(key) != value for key, value in (pod_selector.get("matchLabels") or {}).items()):
+        return False
+    for expression in pod_selector.get("matchExpressions") or []:
+        present, value = expression["key"] in pod_labels, pod_labels.get(expression["key"])
+        holds = {"In": present and value in expression.get("values", []),
+                 "NotIn": not present or value not in expression.get("values", []),
+                 "Exists": present, "DoesNotExist": not present}[expression["operator"]]
+        if not holds:
+            return False
+    return True
+
+
+def _mcp_secret_problems(doc: dict, at: str) -> list[str]:
+    """An MCP server's pod mounts no Secret and reads only its own credentials Secret."""
+    pod = _pod_spec(doc)
+    own = credentials_secret_of_pod(doc["metadata"]["name"])
+    problems = [f"{at}: mounts the Secret {volume['secret'].get('secretName')!r} (an MCP server mounts none)"
+                for volume in pod.get("volumes", []) if "secret" in volume]
+    for container in pod.get("containers", []):
+        for variable in container.get("env", []):
+            reference = variable.get("valueFrom", {}).get("secretKeyRef")
+            if reference and reference.get("name") != own:
+                problems.append(f"{at}: {variable['name']} comes from the Secret {reference.get('name')!r} "
+                                f"(only its own, {own!r})")
+    return problems
+
+
+def mcp_server_problems(located: Iterable[tuple[dict, str]], expected: Iterable[str]) -> list[str]:
+    """Each MCP server's pod (`expected`: their names) is reached by the broker alone and reaches nothing;
+    the broker's egress to MCP servers names exactly these pods. `located`: (object, the file it came from)."""
+    located = list(located)
+    origin = ", ".join(sorted({where for _, where in located})) or "(no manifests)"
+    policies = [(doc, where) for doc, where in located if doc.get("kind") == "NetworkPolicy"]
+    expected = sorted(expected)
+    problems = []
+    for pod in expected:
+        pod_labels = {NAME_LABEL: pod, COMPONENT_LABEL: COMPONENT}
+        admitted = False
+        for doc, where in policies:
+            spec = doc.get("spec", {})
+            if not _selects(spec.get("podSelector", {}), pod_labels):
+                continue
+            at = f"{where}: {_name(doc)}"
+            for rule in spec.get("ingress", []) or []:
+                peers = rule.get("from") or [{}]  # no peers: anyone
+                broker = [set(peer) == {"podSelector"} and _label_of(peer["podSelector"]) == BROKER for peer in peers]
+                admitted = admitted or any(broker)
+                if not all(broker):
+                    problems.append(f"{at}: admits more than the broker to the MCP server pod {pod}")
+            if spec.get("egress"):
+                problems.append(f"{at}: lets the MCP server pod {pod} reach out (it may reach nothing)")
+        if not admitted:
+            problems.append(f"{origin}: no NetworkPolicy admits the broker to the MCP server pod {pod}; "
+                            "run 'tessera deploy render'")
+    for doc, where in located:
+        if doc.get("kind") == "Deployment" and doc.get("metadata", {}).get("name") in expected:
+            problems += _mcp_secret_problems(doc, f"{where}: {_name(doc)}")
+    reached = set()
+    for doc, _ in policies:
+        spec = doc.get("spec", {})
+        if _label_of(spec.get("podSelector", {})) == BROKER:
+            reached |= {_label_of(peer.get("podSelector", {})) for rule in spec.get("egress", []) or []
+                        for peer in rule.get("to", []) or []}
+    mcp_reached = reached - set(SPECS) - {None}
+    for pod in sorted(set(expected) - mcp_reached):
+        problems.append(f"{origin}: no NetworkPolicy lets the broker reach the MCP server pod {pod}")
+    for pod in sorted(mcp_reached - set(expected)):
+        problems.append(f"{origin}: a NetworkPolicy lets the broker reach {pod}, which no MCP server of the "
+                        "tool policy runs in")
+    return problems

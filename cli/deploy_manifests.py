@@ -7,7 +7,9 @@ callers declared in `proto/` (`option (tessera.authz.v1.callers)`): deny all,
 then one allow per declared edge, so a new caller in a contract changes the
 rendered files and `tessera deploy render --check` (and a test) fails until
 they are regenerated. It also writes the production overlay's patches (issued
-identities, replicas) and docs/trust-graph.md, the caller table as a page.
+identities, replicas), docs/trust-graph.md, the caller table as a page, and the
+tool policy's MCP servers as pods of their own with the broker's copy of the
+policy that reaches them (cli/deploy_mcp_servers.py).
 """
 
 from __future__ import annotations
@@ -16,6 +18,21 @@ from dataclasses import dataclass
 
 import yaml
 
+from cli import deploy_mcp_servers as mcp_servers
+from cli.deploy_mcp_servers import POLICY_CONFIG_MAP, POLICY_KEY, POLICY_MOUNT
+from cli.deploy_objects import (
+    IMAGE,
+    IMAGE_TAG,
+    UID,
+    hardened_container_security,
+    hardened_pod_security,
+    labels,
+    network_policy,
+    selector,
+    service,
+    service_account,
+    tcp,
+)
 from shared.authz import declared_callers
 from shared.config import DEFAULT_PORTS
 from shared.contracts import SERVICES
@@ -23,15 +40,11 @@ from shared.identity import HTTP_PROCESS_NAMES, PROCESS_NAMES, spiffe_id_for
 from shared.runtime import LIVENESS_SERVICE
 
 NAMESPACE = "tessera"
-IMAGE = "localhost/tessera"
-IMAGE_TAG = "0.1.0"
-UID = 10001
 HEALTH_PORT = 8081
 SECRET_MOUNT = "/etc/tessera/secret"
 STATE_MOUNT = "/var/lib/tessera"
 POSTGRES_PORT = 5432
 DEPENDENCY_WAIT_SECONDS = 86400
-NAME_LABEL = "app.kubernetes.io/name"
 # The operator CLI reaches services with `kubectl port-forward`, which enters the pod through the
 # kubelet, not the pod network: its declared edges need no NetworkPolicy.
 OUTSIDE_THE_POD_NETWORK = {"cli"}
@@ -56,6 +69,8 @@ class ServiceSpec:
     single_replica: bool = False
     # Settings read from files in its own Secret (TESSERA_SECRETS_DIR), never from the environment.
     secret_settings: tuple[str, ...] = ()
+    # Reads the cluster's copy of the tool policy (cli/deploy_mcp_servers.py) from a ConfigMap.
+    tool_policy: bool = False
 
 
 SPECS: dict[str, ServiceSpec] = {spec.name: spec for spec in (
@@ -64,9 +79,9 @@ SPECS: dict[str, ServiceSpec] = {spec.name: spec for spec in (
     ServiceSpec("compiler", stateless=True, memory="192Mi"),
     ServiceSpec("resources", stateless=False, database=True, memory="384Mi", memory_limit="1Gi",
                 secret_settings=("warehouse_url", "store_url")),
-    ServiceSpec("capabilities", stateless=False, database=True,
-                egress_https="MCP servers reached over streamable HTTP (deploy/policy/tools.yaml)",
-                secret_settings=("database_url", "changes_url")),
+    # Its HTTPS egress, and its egress to the MCP servers' pods, come from the tool policy (network_policies).
+    ServiceSpec("capabilities", stateless=False, database=True, secret_settings=("database_url", "changes_url"),
+                tool_policy=True),
     ServiceSpec("host", stateless=False, database=True, secret_settings=("database_url",)),
     ServiceSpec("web", stateless=True, browsers=True, secret_settings=("session_secret", "oidc_client_secret"),
                 egress_https="the OpenID provider people sign in with (TESSERA_WEB_OIDC_ISSUER: discovery, token "
@@ -84,14 +99,6 @@ def contract_edges() -> set[tuple[str, str]]:
         for method in descriptor.methods:
             edges |= {(caller, callee) for caller in declared_callers(method) if caller not in OUTSIDE_THE_POD_NETWORK}
     return edges
-
-
-def _labels(name: str) -> dict[str, str]:
-    return {NAME_LABEL: name, "app.kubernetes.io/part-of": "tessera"}
-
-
-def _selector(name: str) -> dict:
-    return {"matchLabels": {NAME_LABEL: name}}
 
 
 def _port(name: str) -> int:
@@ -123,6 +130,8 @@ def _env(spec: ServiceSpec, edges: set[tuple[str, str]]) -> list[dict]:
     }
     if spec.name not in HTTP_PROCESS_NAMES:
         env[prefix + "HEALTH_PORT"] = str(HEALTH_PORT)
+    if spec.tool_policy:
+        env[prefix + "TOOLS_FILE"] = f"{POLICY_MOUNT}/{POLICY_KEY}"
     if spec.database:
         # A database that is not up yet (or restarting) leaves the pod alive and not ready, with one log line.
         env[prefix + "DEPENDENCY_WAIT_SECONDS"] = str(DEPENDENCY_WAIT_SECONDS)
@@ -142,17 +151,6 @@ def _probe(spec: ServiceSpec, period: int, failures: int, liveness: bool) -> dic
     else:
         check = {"grpc": {"port": HEALTH_PORT, **({"service": LIVENESS_SERVICE} if liveness else {})}}
     return {**check, "periodSeconds": period, "timeoutSeconds": 3, "failureThreshold": failures}
-
-
-def hardened_container_security() -> dict:
-    return {"runAsNonRoot": True, "runAsUser": UID, "runAsGroup": UID, "allowPrivilegeEscalation": False,
-            "readOnlyRootFilesystem": True, "privileged": False, "capabilities": {"drop": ["ALL"]},
-            "seccompProfile": {"type": "RuntimeDefault"}}
-
-
-def hardened_pod_security() -> dict:
-    return {"runAsNonRoot": True, "runAsUser": UID, "runAsGroup": UID, "fsGroup": UID,
-            "seccompProfile": {"type": "RuntimeDefault"}}
 
 
 def _deployment(spec: ServiceSpec, edges: set[tuple[str, str]]) -> dict:
@@ -177,109 +175,91 @@ def _deployment(spec: ServiceSpec, edges: set[tuple[str, str]]) -> dict:
             {"name": "tmp", "mountPath": "/tmp"},
         ],
     }
+    volumes = [
+        # Its own Secret only: key, certificate, CA certificate, its own token keys and settings.
+        {"name": "identity", "secret": {"secretName": secret_name(spec.name), "defaultMode": 0o400,
+                                        "optional": False}},
+        {"name": "state", "emptyDir": {"sizeLimit": "1Gi"}},
+        {"name": "tmp", "emptyDir": {"sizeLimit": "256Mi"}},
+    ]
+    if spec.tool_policy:
+        container["volumeMounts"].append({"name": "tool-policy", "mountPath": POLICY_MOUNT, "readOnly": True})
+        volumes.append({"name": "tool-policy", "configMap": {"name": POLICY_CONFIG_MAP, "defaultMode": 0o444}})
     return {
         "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": spec.name, "labels": _labels(spec.name)},
+        "metadata": {"name": spec.name, "labels": labels(spec.name)},
         "spec": {
             "replicas": 1,
-            "selector": _selector(spec.name),
+            "selector": selector(spec.name),
             "template": {
-                "metadata": {"labels": _labels(spec.name)},
+                "metadata": {"labels": labels(spec.name)},
                 "spec": {
                     "serviceAccountName": spec.name,
                     "automountServiceAccountToken": False,
                     "enableServiceLinks": False,
                     "securityContext": hardened_pod_security(),
                     "containers": [container],
-                    "volumes": [
-                        # Its own Secret only: key, certificate, CA certificate, its own token keys and settings.
-                        {"name": "identity", "secret": {"secretName": secret_name(spec.name), "defaultMode": 0o400,
-                                                        "optional": False}},
-                        {"name": "state", "emptyDir": {"sizeLimit": "1Gi"}},
-                        {"name": "tmp", "emptyDir": {"sizeLimit": "256Mi"}},
-                    ],
+                    "volumes": volumes,
                 },
             },
         },
     }
 
 
-def _service(spec: ServiceSpec) -> dict:
-    port_name = _port_name(spec.name)
-    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": spec.name, "labels": _labels(spec.name)},
-            "spec": {"selector": {NAME_LABEL: spec.name},
-                     "ports": [{"name": port_name, "port": _port(spec.name), "targetPort": port_name,
-                                "protocol": "TCP"}]}}
-
-
-def _service_account(spec: ServiceSpec) -> dict:
-    return {"apiVersion": "v1", "kind": "ServiceAccount", "automountServiceAccountToken": False,
-            "metadata": {"name": spec.name, "labels": _labels(spec.name)}}
-
-
 def _disruption_budget(spec: ServiceSpec) -> dict:
     return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-            "metadata": {"name": spec.name, "labels": _labels(spec.name)},
-            "spec": {"maxUnavailable": 1, "selector": _selector(spec.name)}}
+            "metadata": {"name": spec.name, "labels": labels(spec.name)},
+            "spec": {"maxUnavailable": 1, "selector": selector(spec.name)}}
 
 
 def _autoscaler(spec: ServiceSpec) -> dict:
     return {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
-            "metadata": {"name": spec.name, "labels": _labels(spec.name)},
+            "metadata": {"name": spec.name, "labels": labels(spec.name)},
             "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": spec.name},
                      "minReplicas": 1, "maxReplicas": 6,
                      "metrics": [{"type": "Resource", "resource": {
                          "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 70}}}]}}
 
 
-def _policy(name: str, pod: str, ingress: list[dict] | None, egress: list[dict] | None, why: str) -> dict:
-    spec: dict = {"podSelector": _selector(pod) if pod else {}, "policyTypes": []}
-    if ingress is not None:
-        spec["policyTypes"].append("Ingress")
-        spec["ingress"] = ingress
-    if egress is not None:
-        spec["policyTypes"].append("Egress")
-        spec["egress"] = egress
-    return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-            "metadata": {"name": name, "labels": {"app.kubernetes.io/part-of": "tessera"},
-                         "annotations": {"tessera.dev/why": why}},
-            "spec": spec}
-
-
-def _tcp(port: int) -> list[dict]:
-    return [{"protocol": "TCP", "port": port}]
-
-
-def network_policies(edges: set[tuple[str, str]]) -> list[dict]:
-    """Deny everything, then one ingress and one egress allow per contract edge, plus the named extras."""
+def network_policies(edges: set[tuple[str, str]], tool_policy: dict) -> list[dict]:
+    """Deny everything, then one ingress and one egress allow per contract edge, plus the named extras and
+    the MCP servers' (cli/deploy_mcp_servers.py)."""
     policies = [
-        _policy("default-deny", "", [], [], "nothing moves unless a policy below allows it"),
-        _policy("dns", "", None, [{"to": [{"namespaceSelector": {}, "podSelector": {"matchLabels": {
-            "k8s-app": "kube-dns"}}}], "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}],
-            "every pod resolves service names"),
+        network_policy("default-deny", {}, [], [], "nothing moves unless a policy below allows it"),
+        network_policy("dns", mcp_servers.without_mcp_servers(), None, [
+            {"to": [{"namespaceSelector": {}, "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
+             "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}],
+            "every pod resolves service names, but the MCP servers: they reach nothing"),
     ]
     for caller, callee in sorted(edges):
         why = f"{caller} calls {callee}: declared by option (tessera.authz.v1.callers) in proto/"
-        policies.append(_policy(f"{caller}-to-{callee}-ingress", callee,
-                                [{"from": [{"podSelector": _selector(caller)}], "ports": _tcp(_port(callee))}],
-                                None, why))
-        policies.append(_policy(f"{caller}-to-{callee}-egress", caller, None,
-                                [{"to": [{"podSelector": _selector(callee)}], "ports": _tcp(_port(callee))}], why))
+        policies.append(network_policy(f"{caller}-to-{callee}-ingress", selector(callee),
+                                       [{"from": [{"podSelector": selector(caller)}], "ports": tcp(_port(callee))}],
+                                       None, why))
+        policies.append(network_policy(f"{caller}-to-{callee}-egress", selector(caller), None,
+                                       [{"to": [{"podSelector": selector(callee)}], "ports": tcp(_port(callee))}],
+                                       why))
+    https_egress = {spec.name: spec.egress_https for spec in SPECS.values() if spec.egress_https}
+    outside = mcp_servers.https_servers(tool_policy)
+    if outside:
+        https_egress[mcp_servers.BROKER] = f"the MCP servers {', '.join(outside)} (deploy/policy/tools.yaml)"
     for spec in SPECS.values():
         if spec.database:
-            policies.append(_policy(f"{spec.name}-to-postgresql", spec.name, None,
-                                    [{"ports": _tcp(POSTGRES_PORT)}],
-                                    f"{spec.name} reaches PostgreSQL (its own database or the warehouse)"))
-        if spec.egress_https:
-            policies.append(_policy(f"{spec.name}-https-egress", spec.name, None, [{"ports": _tcp(443)}],
-                                    f"{spec.name} reaches {spec.egress_https}"))
+            policies.append(network_policy(f"{spec.name}-to-postgresql", selector(spec.name), None,
+                                           [{"ports": tcp(POSTGRES_PORT)}],
+                                           f"{spec.name} reaches PostgreSQL (its own database or the warehouse)"))
+        if spec.name in https_egress:
+            policies.append(network_policy(f"{spec.name}-https-egress", selector(spec.name), None,
+                                           [{"ports": tcp(443)}], f"{spec.name} reaches {https_egress[spec.name]}"))
         if spec.browsers:
-            policies.append(_policy(f"browsers-to-{spec.name}", spec.name, [{"ports": _tcp(_port(spec.name))}],
-                                    None, "browsers reach web, and only web"))
+            policies.append(network_policy(f"browsers-to-{spec.name}", selector(spec.name),
+                                           [{"ports": tcp(_port(spec.name))}], None,
+                                           "browsers reach web, and only web"))
         if spec.outside_agents:
-            policies.append(_policy(f"outside-agents-to-{spec.name}", spec.name, [{"ports": _tcp(_port(spec.name))}],
-                                    None, "outside agents (MCP clients, with OAuth bearer tokens) reach the MCP front"))
-    return policies
+            policies.append(network_policy(
+                f"outside-agents-to-{spec.name}", selector(spec.name), [{"ports": tcp(_port(spec.name))}], None,
+                "outside agents (MCP clients, with OAuth bearer tokens) reach the MCP front"))
+    return policies + mcp_servers.network_policies(tool_policy)
 
 
 HEADER = ("# Generated by `tessera deploy render` from proto/ and cli/deploy_manifests.py: do not edit.\n"
@@ -366,15 +346,19 @@ def trust_graph_markdown() -> str:
 def render_generated() -> dict[str, str]:
     """Path under the repository → generated text (manifests, and the trust graph page)."""
     edges = contract_edges()
+    tool_policy = mcp_servers.load_policy()
     workloads: list[dict] = []
     for name in PROCESS_NAMES:
         spec = SPECS[name]
-        workloads += [_service_account(spec), _deployment(spec, edges), _service(spec), _disruption_budget(spec)]
+        workloads += [service_account(spec.name), _deployment(spec, edges),
+                      service(spec.name, _port_name(spec.name), _port(spec.name)), _disruption_budget(spec)]
         if spec.stateless and not spec.single_replica:
             workloads.append(_autoscaler(spec))
+    workloads += mcp_servers.workloads(tool_policy)
     production = [_issued_identity_patch(SPECS[name]) for name in PROCESS_NAMES]
     production += [patch for name in PROCESS_NAMES for patch in _replicas_patch(SPECS[name])]
     return {"deploy/k8s/base/workloads.yaml": _documents(workloads),
-            "deploy/k8s/base/networkpolicies.yaml": _documents(network_policies(edges)),
+            "deploy/k8s/base/networkpolicies.yaml": _documents(network_policies(edges, tool_policy)),
+            mcp_servers.CLUSTER_POLICY_FILE: mcp_servers.cluster_policy_text(tool_policy),
             "deploy/k8s/overlays/production/generated-patches.yaml": _documents(production),
             "docs/trust-graph.md": trust_graph_markdown()}

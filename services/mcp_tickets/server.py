@@ -13,6 +13,8 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
+from starlette.requests import Request
+from starlette.responses import JSONResponse
 
 SEED_TICKETS = (
     ("Order 1042 arrived damaged", "The box was crushed and the lamp inside is broken.\nPlease send a replacement."),
@@ -52,6 +54,15 @@ def build_server(database: Path | None = None) -> MCPServer:
     path = database or Path(os.environ.get("TICKETS_DB", "tickets.sqlite"))
     db = _connect(path)
     server = MCPServer("tickets", instructions="A support ticket system.")
+
+    @server.custom_route("/healthz", methods=["GET"])
+    async def health(request: Request) -> JSONResponse:
+        """Ready when its database answers (a probe over HTTP; unused over stdio)."""
+        try:
+            db.execute("SELECT 1 FROM tickets LIMIT 1").fetchall()
+        except sqlite3.Error:
+            return JSONResponse({"status": "NOT_SERVING"}, status_code=503)
+        return JSONResponse({"status": "SERVING"})
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     def search_tickets(query: str, limit: int = 10) -> str:

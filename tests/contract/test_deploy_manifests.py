@@ -25,11 +25,27 @@ from cli.deploy import ROLES, local_settings, service_secrets
 from cli.deploy_check import (
     allowed_secret_files,
     hardening_problems,
+    mcp_server_problems,
     network_policy_problems,
     policy_edges,
     secret_problems,
 )
-from cli.deploy_manifests import SPECS, contract_edges, render_generated, secret_name
+from cli.deploy_manifests import SPECS, contract_edges, network_policies, render_generated, secret_name
+from cli.deploy_mcp_servers import (
+    BROKER,
+    COMPONENT_LABEL,
+    DATA_MOUNT,
+    POLICY_KEY,
+    POLICY_MOUNT,
+    cluster_policy,
+    credentials_files,
+    credentials_secret,
+    left_out,
+    load_policy,
+    mcp_pods,
+    workloads,
+)
+from services.capabilities.tool_policy import ToolPolicyFile
 from shared.certs import is_private_file
 from shared.identity import HTTP_PROCESS_NAMES
 from shared.paths import REPO_ROOT
@@ -124,9 +140,9 @@ def test_the_extra_egress_goes_only_where_it_is_needed(rendered):
                        for rule in p["spec"].get("egress", []))}
 
     assert pods_with(5432) == {"host", "capabilities", "resources"}  # their own database, or the warehouse
-    # The model endpoint; MCP servers over HTTP; the OpenID provider people sign in with; the authorization
-    # server of MCP clients' tokens.
-    assert pods_with(443) == {"agent", "capabilities", "web", "mcp"}
+    # The model endpoint; the OpenID provider people sign in with; the authorization server of MCP clients'
+    # tokens. The broker's MCP servers run in the cluster: it opens HTTPS only for one outside (below).
+    assert pods_with(443) == {"agent", "web", "mcp"}
     # From outside the pod network: browsers reach web, outside agents the MCP front, and nothing else.
     outside = [p for p in policies.values() if any("from" not in rule for rule in p["spec"].get("ingress", []))]
     assert sorted(p["spec"]["podSelector"]["matchLabels"]["app.kubernetes.io/name"] for p in outside) == ["mcp", "web"]
@@ -176,11 +192,13 @@ def test_every_pod_is_hardened(rendered, overlay):
         if doc["kind"] == "Deployment":
             pod = doc["spec"]["template"]["spec"]
             container = pod["containers"][0]
-            # Native gRPC probes on the plaintext health-only port (web: HTTP on its own port).
+            name = doc["metadata"]["name"]
+            # Native gRPC probes on the plaintext health-only port (web, mcp and the MCP servers: HTTP).
             probe = container["readinessProbe"]
-            assert ("grpc" in probe) == (doc["metadata"]["name"] not in HTTP_PROCESS_NAMES)
+            assert ("grpc" in probe) == (name in SPECS and name not in HTTP_PROCESS_NAMES)
             secrets = [v["secret"]["secretName"] for v in pod["volumes"] if "secret" in v]
-            assert secrets == [secret_name(doc["metadata"]["name"])], "a Deployment mounts only its own Secret"
+            # An MCP server mounts none: the demo's declare no credentials, and they would come as its own env.
+            assert secrets == ([secret_name(name)] if name in SPECS else []), "a Deployment mounts only its own Secret"
             assert not any("valueFrom" in env for env in container["env"]), "secrets are files, never env"
 
 
@@ -249,3 +267,146 @@ def test_deploy_secrets_writes_private_files_that_pass_the_check(cert_dir, tmp_p
     subprocess.run([sys.executable, "-m", "cli", "deploy", "secrets", "--out", str(out)], cwd=REPO_ROOT, env=env,
                    check=True, capture_output=True, timeout=60)
     assert yaml.safe_load((out / "host-identity.yaml").read_text())["data"]["tessera_host_database_url"] == host
+
+
+def _objects(docs: list[dict], kind: str) -> dict[str, dict]:
+    return {doc["metadata"]["name"]: doc for doc in docs if doc["kind"] == kind}
+
+
+def _mcp_pod_names() -> list[str]:
+    return [pod.name for pod in mcp_pods(load_policy())]
+
+
+def test_the_demo_tickets_server_is_an_mcp_pod_and_the_rest_is_named():
+    assert _mcp_pod_names() == ["mcp-tickets"]
+    # The time server has no streamable-HTTP form: on Kubernetes it is denied, never started in the broker's pod.
+    assert left_out(load_policy()) == ["time"]
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_each_mcp_server_runs_in_a_pod_of_its_own(rendered, overlay):
+    docs = _docs(rendered[overlay].read_text())
+    deployments, services = _objects(docs, "Deployment"), _objects(docs, "Service")
+    accounts = _objects(docs, "ServiceAccount")
+    policy = load_policy()
+    for pod in mcp_pods(policy):
+        rule = policy["servers"][pod.server]
+        deployment = deployments[pod.name]
+        spec = deployment["spec"]["template"]["spec"]
+        (container,) = spec["containers"]
+        assert deployment["spec"]["replicas"] == 1
+        assert spec["serviceAccountName"] == pod.name and accounts[pod.name]["automountServiceAccountToken"] is False
+        assert spec["automountServiceAccountToken"] is False
+        assert deployment["spec"]["template"]["metadata"]["labels"][COMPONENT_LABEL] == "mcp-server"
+        # The reviewed command, run from the image, told to serve streamable HTTP on the Service's port.
+        assert container["command"][:len(rule["command"])] == ["python", *rule["command"][1:]]
+        assert container["command"][len(rule["command"]):] == ["--http-port", "8000", "--http-host", "0.0.0.0",
+                                                               "--allowed-host", f"{pod.name}:8000"]
+        assert container["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+        # Its data folder ({var} in its policy) is a volume of its own; nothing else is writable.
+        env = {item["name"]: item["value"] for item in container["env"]}
+        assert env == {"TICKETS_DB": f"{DATA_MOUNT}/tickets/tickets.sqlite"}
+        mounts = {mount["mountPath"]: mount["name"] for mount in container["volumeMounts"]}
+        assert mounts == {"/tmp": "tmp", DATA_MOUNT: "data"}
+        assert all("emptyDir" in volume for volume in spec["volumes"])
+        (port,) = services[pod.name]["spec"]["ports"]
+        assert (port["port"], port["targetPort"]) == (8000, "http")
+        assert services[pod.name]["spec"]["selector"] == {"app.kubernetes.io/name": pod.name}
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_only_the_broker_reaches_an_mcp_server_and_it_reaches_nothing(rendered, overlay):
+    docs = _docs(rendered[overlay].read_text())
+    assert mcp_server_problems(((doc, overlay) for doc in docs), _mcp_pod_names()) == []
+    policies = _objects(docs, "NetworkPolicy")
+    ingress = policies["capabilities-to-mcp-tickets-ingress"]["spec"]
+    assert ingress["ingress"] == [{"from": [{"podSelector": {"matchLabels": {"app.kubernetes.io/name": BROKER}}}],
+                                   "ports": [{"protocol": "TCP", "port": 8000}]}]
+    assert ingress["egress"] == [] and ingress["policyTypes"] == ["Ingress", "Egress"]
+    egress = policies["capabilities-to-mcp-tickets-egress"]["spec"]
+    assert egress["podSelector"] == {"matchLabels": {"app.kubernetes.io/name": BROKER}}
+    assert egress["egress"] == [{"to": [{"podSelector": {"matchLabels": {"app.kubernetes.io/name": "mcp-tickets"}}}],
+                                 "ports": [{"protocol": "TCP", "port": 8000}]}]
+    # Not even DNS: the name lookup policy picks every pod but the MCP servers'.
+    assert policies["dns"]["spec"]["podSelector"] == {"matchExpressions": [
+        {"key": COMPONENT_LABEL, "operator": "NotIn", "values": ["mcp-server"]}]}
+
+
+def test_an_mcp_server_opened_to_another_pod_or_to_the_world_is_named(rendered):
+    docs = _docs(rendered["local"].read_text())
+    broken = copy.deepcopy(docs)
+    policies = _objects(broken, "NetworkPolicy")
+    ingress = policies["capabilities-to-mcp-tickets-ingress"]
+    ingress["spec"]["ingress"][0]["from"].append({"podSelector": {"matchLabels": {"app.kubernetes.io/name": "agent"}}})
+    policies["dns"]["spec"]["podSelector"] = {}
+    del policies["capabilities-to-mcp-tickets-egress"]
+    broken = [doc for doc in broken if doc.get("metadata", {}).get("name") != "capabilities-to-mcp-tickets-egress"]
+    assert mcp_server_problems(((doc, "local.yaml") for doc in broken), _mcp_pod_names()) == [
+        "local.yaml: NetworkPolicy/capabilities-to-mcp-tickets-ingress: admits more than the broker to the MCP "
+        "server pod mcp-tickets",
+        "local.yaml: NetworkPolicy/dns: lets the MCP server pod mcp-tickets reach out (it may reach nothing)",
+        "local.yaml: no NetworkPolicy lets the broker reach the MCP server pod mcp-tickets",
+    ]
+
+
+def test_the_broker_reaches_the_same_reviewed_tools_over_http(rendered):
+    """The broker's ConfigMap holds the policy it loads on Kubernetes: each podded server as transport http at
+    its Service, with every tool rule and pin as reviewed; the broker mounts it and is pointed at it."""
+    docs = _docs(rendered["local"].read_text())
+    (config_map,) = [doc for doc in docs if doc["kind"] == "ConfigMap"
+                     and doc["metadata"]["name"].startswith("capabilities-tool-policy")]
+    in_cluster = ToolPolicyFile.model_validate(yaml.safe_load(config_map["data"][POLICY_KEY]))
+    reviewed = ToolPolicyFile.model_validate(load_policy())
+    assert set(in_cluster.servers) == {"tickets"}
+    tickets = in_cluster.servers["tickets"]
+    assert (tickets.transport, tickets.url, tickets.command, tickets.env) == (
+        "http", "http://mcp-tickets:8000/mcp", [], {})
+    assert tickets.tools == reviewed.servers["tickets"].tools
+    assert tickets.timeout_seconds == reviewed.servers["tickets"].timeout_seconds
+    broker = _objects(docs, "Deployment")[BROKER]["spec"]["template"]["spec"]
+    (container,) = broker["containers"]
+    env = {item["name"]: item["value"] for item in container["env"]}
+    assert env["TESSERA_CAPABILITIES_TOOLS_FILE"] == f"{POLICY_MOUNT}/{POLICY_KEY}"
+    mount = next(mount for mount in container["volumeMounts"] if mount["mountPath"] == POLICY_MOUNT)
+    volume = next(volume for volume in broker["volumes"] if volume["name"] == mount["name"])
+    assert volume["configMap"]["name"] == config_map["metadata"]["name"] and mount["readOnly"] is True
+
+
+def _policy_with(**servers: dict) -> dict:
+    tickets = load_policy()["servers"]["tickets"]
+    return {"version": 1, "servers": {name: {**tickets, **rule} for name, rule in servers.items()}}
+
+
+def test_declared_credentials_come_from_the_servers_own_secret_only():
+    policy = _policy_with(tickets={"credential_env": {"TICKETS_TOKEN": "TESSERA_CAPABILITIES_TICKETS_TOKEN"},
+                                   "credential_headers": {"Authorization": "TESSERA_CAPABILITIES_TICKETS_AUTH"}})
+    deployment = _objects(workloads(policy), "Deployment")["mcp-tickets"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert [item for item in container["env"] if "valueFrom" in item] == [{"name": "TICKETS_TOKEN", "valueFrom": {
+        "secretKeyRef": {"name": credentials_secret("tickets"), "key": "TICKETS_TOKEN"}}}]
+    assert credentials_files(policy, {"TESSERA_CAPABILITIES_TICKETS_TOKEN": "t0ken", "OTHER": "x"}) == {
+        "mcp-tickets-credentials": {"TICKETS_TOKEN": b"t0ken"}}
+    assert credentials_files(load_policy(), {}) == {}
+    # The broker no longer hands the server a variable (the pod has it); headers it still sends itself.
+    rule = cluster_policy(policy)["servers"]["tickets"]
+    assert "credential_env" not in rule and rule["credential_headers"] == {
+        "Authorization": "TESSERA_CAPABILITIES_TICKETS_AUTH"}
+    # Reading another Secret is named.
+    container["env"][-1]["valueFrom"]["secretKeyRef"]["name"] = "capabilities-identity"
+    problems = mcp_server_problems([(doc, "x.yaml") for doc in workloads(policy)] + [(deployment, "x.yaml")],
+                                   ["mcp-tickets"])
+    assert "x.yaml: Deployment/mcp-tickets: TICKETS_TOKEN comes from the Secret 'capabilities-identity' (only its " \
+           "own, 'mcp-tickets-credentials')" in problems
+
+
+def test_an_https_server_outside_opens_the_brokers_https_egress_and_no_pod():
+    outside = {"transport": "http", "url": "https://tools.example.com/mcp"}
+    policy = _policy_with(tickets={}, remote=outside)
+    assert [pod.name for pod in mcp_pods(policy)] == ["mcp-tickets"]
+    assert cluster_policy(policy)["servers"]["remote"]["url"] == "https://tools.example.com/mcp"
+    https = [doc for doc in network_policies(contract_edges(), policy)
+             if doc["metadata"]["name"] == f"{BROKER}-https-egress"]
+    assert [doc["metadata"]["annotations"]["tessera.dev/why"] for doc in https] == [
+        "capabilities reaches the MCP servers remote (deploy/policy/tools.yaml)"]
+    assert not any(doc["metadata"]["name"] == f"{BROKER}-https-egress"
+                   for doc in network_policies(contract_edges(), load_policy()))

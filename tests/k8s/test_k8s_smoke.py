@@ -4,9 +4,11 @@ Renders overlays/local with kubectl kustomize, creates the Secrets, plays the po
 of their own (each pod its own network namespace, DNS by pod name), waits until every pod is
 ready, asks a demo question through web's API from outside the pods and checks the committed
 surface's rows against SQL on the warehouse, proves a forbidden edge is refused across pods,
-reads every pod's environment and mounted files for other services' secrets, then tears
-everything down and checks nothing is left. Runs only with TESSERA_K8S_SMOKE=1 (the make target
-sets it): it needs root, podman and the images `make image` builds.
+makes a read tool call through the broker to the tickets MCP server's own pod (over streamable
+HTTP, no child process in the broker's pod), reads every pod's environment and mounted files for
+other services' secrets, then tears everything down and checks nothing is left. Runs only with
+TESSERA_K8S_SMOKE=1 (the make target sets it): it needs root, podman and the images `make image`
+builds.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from grpc_health.v1 import health_pb2
 from cli.deploy import ROLES, local_secrets
 from cli.deploy_check import allowed_secret_files
 from cli.deploy_manifests import SPECS
+from cli.deploy_mcp_servers import MCP_PORT, load_policy, mcp_pods
 from cli.launcher import cli_credentials
 from shared.actors import assert_actor
 from shared.certs import ca_key_path, is_private_file, issue_deployment, load_signing_key, signing_key_path
@@ -36,6 +39,7 @@ from shared.contracts import invoke
 from shared.identity import HTTP_PROCESS_NAMES
 from shared.paths import REPO_ROOT
 from tessera.capabilities.v1 import capabilities_pb2 as cap
+from tessera.common.v1 import common_pb2 as common
 from tests.fixtures.isolation import foreign_variables
 from tests.fixtures.waiting import wait_until
 from tests.integration.test_web_api import sse
@@ -117,6 +121,28 @@ print(json.dumps(outcome))
 """
 
 
+# The command lines of every process in a container (its image has no ps).
+COMMAND_LINES = """
+from pathlib import Path
+for proc in Path("/proc").iterdir():
+    if proc.name.isdigit():
+        try:
+            print((proc / "cmdline").read_bytes().replace(b"\\0", b" ").decode(errors="replace"))
+        except OSError:
+            pass
+"""
+
+
+def _search_tickets(certs, broker_ip: str, query: str) -> cap.CallToolResponse:
+    """tickets.search_tickets through the broker, called as the agent calls it (its own identity), for the
+    local person (an assertion the operator's CLI signs), from outside the pods."""
+    person = assert_actor(load_signing_key(signing_key_path(certs, "cli")), "local-user", "local")
+    with sync_channel(f"{broker_ip}:50054", cli_credentials(certs, "agent"), "capabilities") as channel:
+        return invoke(channel, "capabilities", "CallTool", cap.CallToolRequest(
+            actor=person, session_id="ses_k8s_smoke", turn_id="trn_k8s_smoke", call_id="smoke-search",
+            tool_id="tickets.search_tickets", arguments_json=json.dumps({"query": query})), timeout=120)
+
+
 def _sign_in_token(certs, broker_ip: str) -> str:
     """A one-time sign-in link's token for the local person, made from outside the pods as the operator's CLI
     makes it (the CLI's own identity, straight to the broker's pod)."""
@@ -164,6 +190,11 @@ def test_the_local_overlay_runs_as_real_pods(tmp_path):
             else:
                 wait_until(lambda name=name: _grpc_health(f"{ips[name]}:8081") == "SERVING", READY_TIMEOUT,
                            what=f"{name} ready")
+        mcp_servers = [pod.name for pod in mcp_pods(load_policy())]
+        assert mcp_servers == ["mcp-tickets"]
+        for name in mcp_servers:
+            wait_until(lambda name=name: _http_health(f"{ips[name]}:{MCP_PORT}") == "SERVING", READY_TIMEOUT,
+                       what=f"{name} ready")
         ready_after = time.monotonic() - started
 
         # A demo question, through web's API, from outside the pods; rows checked against SQL.
@@ -201,6 +232,14 @@ def test_the_local_overlay_runs_as_real_pods(tmp_path):
         outcome = json.loads(call.stdout.strip().splitlines()[-1])
         assert outcome == {"GetInfo": "OK", "Decide": "PERMISSION_DENIED CALLER_NOT_ALLOWED"}, outcome
 
+        # A read tool call through the broker reaches the tickets server's own pod over streamable HTTP.
+        found = _search_tickets(certs, ips["capabilities"], "refund")
+        assert found.WhichOneof("outcome") == "content", found
+        assert "ticket 4812 [open]: Refund not received" in found.content.text, found.content.text
+        assert found.receipt.status == common.INTENT_STATUS_SUCCEEDED and found.tainted
+        running = podman("exec", "capabilities-capabilities", "python", "-c", COMMAND_LINES, timeout=60).stdout
+        assert "services.mcp_tickets" not in running and "mcp_server_time" not in running, running
+
         # No pod holds another service's secret, in its environment or its files.
         deployment_secrets = {path.read_bytes(): path.name for path in certs.iterdir()
                               if path.is_file() and is_private_file(path)}
@@ -220,6 +259,11 @@ def test_the_local_overlay_runs_as_real_pods(tmp_path):
                 for file_name in listing:
                     data = podman("exec", container, "cat", f"{folder}/{file_name}").stdout.encode()
                     assert _foreign(data, name, deployment_secrets) == [], (name, folder, file_name)
+        # An MCP server's pod holds no secret of the deployment at all, and no Secret folder.
+        for name in mcp_servers:
+            environ = podman("exec", f"{name}-{name}", "cat", "/proc/1/environ").stdout.encode()
+            assert _foreign(environ, name, deployment_secrets) == [], (name, "environment")
+            assert podman("exec", f"{name}-{name}", "ls", "/etc/tessera", check=False).returncode != 0
     finally:
         _teardown(manifest, secret_names, volume_names)
     assert _leftovers(pod_names, secret_names, volume_names) == []
