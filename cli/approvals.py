@@ -43,6 +43,8 @@ RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXC
 DECIDE_TIMEOUT_SECONDS = 30.0
 # Refusals that mean "this approval was decided (or ended) already": the broker says how in ErrorInfo metadata.
 SETTLED = frozenset({"APPROVAL_ALREADY_DECIDED", "DECISION_ID_CONFLICT", "APPROVAL_EXPIRED"})
+# Refusals that mean "the policy does not let the operator key approve this": only the person's passkey can.
+NOT_THIS_SIGNER = frozenset({"PASSKEY_REQUIRED", "OPERATOR_KEY_NOT_FOR_TENANT"})
 
 
 class DecisionRefused(Exception):
@@ -142,11 +144,10 @@ class ApprovalDesk:
         try:
             # Signed with this CLI's own key over the broker's nonce: the broker verifies the signature, so
             # nothing that carries a decision can change it. Retries resend this same signed request.
+            # Sent even where BeginDecision says the operator key is not accepted: the broker then refuses it
+            # with its precise reason (PASSKEY_REQUIRED, OPERATOR_KEY_NOT_FOR_TENANT) and puts it on the record.
             begun = retrying(lambda: self.call("BeginDecision", cap.BeginDecisionRequest(
                 actor=self.person, approval_id=approval_id)))
-            if not begun.operator_key_allowed and approve:
-                raise DecisionRefused(f"PASSKEY_REQUIRED: this action's policy accepts only a passkey; approve "
-                                      f"{approval_id} in the browser")
             request = signed_by_operator(request, begun.nonce, self.key)
             reply = retrying(lambda: invoke(self.channel, "capabilities", "Decide", request,
                                             timeout=DECIDE_TIMEOUT_SECONDS))
@@ -154,6 +155,9 @@ class ApprovalDesk:
             details = error_details(exc)
             if details.reason in SETTLED:
                 raise DecisionRefused(f"{details.reason}: {details.message}\n{_settled(details.metadata)}") from None
+            if details.reason in NOT_THIS_SIGNER:
+                raise DecisionRefused(f"{details.reason}: {details.message}; approve {approval_id} in the browser "
+                                      "with the person's passkey") from None
             if exc.code() in RETRYABLE:
                 raise DecisionRefused(
                     f"{exc.code().name}: the broker did not answer after {len(RETRY_DELAYS) + 1} attempts; the "

@@ -448,7 +448,7 @@ def cmd_persons(args: argparse.Namespace) -> int:
     try:
         if args.action == "enroll":
             link, about = enrollment_link(*found, args.person, args.tenant, args.name or args.person,
-                                          args.url or web_url(web[0]))
+                                          args.url or web_url(web[0]), replace=args.replace)
             print(about, file=sys.stderr)
             print(link)
         else:
@@ -490,6 +490,9 @@ def _add_approval_parsers(sub) -> None:
     enroll.add_argument("--name", help="their name as shown (default: the id)")
     enroll.add_argument("--url", help="web's address as the person opens it (default: the running web, on "
                                       "localhost)")
+    enroll.add_argument("--replace", action="store_true",
+                        help="revoke every passkey PERSON has now (a lost device; audited): without it, a person "
+                             "who has a passkey adds another only by confirming it with one they have")
     listing = person_actions.add_parser("passkeys", help="the passkeys PERSON registered (model, when, last use)")
     listing.add_argument("person")
     listing.add_argument("--tenant", default="local", help="their tenant (default: local)")

@@ -40,14 +40,20 @@ def web_url(address: str) -> str:
 
 
 def enrollment_link(address: str, cert_dir: Path, person: str, tenant: str, name: str,
-                    base_url: str) -> tuple[str, str]:
-    """(link, what it is for, in words) for `person`, minted by the broker at `address`."""
+                    base_url: str, replace: bool = False) -> tuple[str, str]:
+    """(link, what it is for, in words) for `person`, minted by the broker at `address`; `replace` revokes the
+    passkeys they have first (the broker audits it, and tells the person at their next sign-in)."""
     with sync_channel(address, cli_credentials(cert_dir, "cli"), "capabilities") as channel:
         operator = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), *OPERATOR)
         reply = invoke(channel, "capabilities", "CreateEnrollment", cap.CreateEnrollmentRequest(
-            actor=operator, person=cap.Person(actor_id=person, tenant_id=tenant, display_name=name)), timeout=30)
+            actor=operator, person=cap.Person(actor_id=person, tenant_id=tenant, display_name=name),
+            replace=replace), timeout=30)
     expires = reply.expires_at.ToDatetime(dt.UTC).strftime("%H:%M:%S UTC")
-    keys = "no passkey yet" if not reply.passkeys else f"{reply.passkeys} passkey(s) already"
+    if replace:
+        keys = f"{reply.passkeys_revoked} passkey(s) revoked"
+    else:
+        keys = "no passkey yet" if not reply.passkeys else \
+            f"{reply.passkeys} passkey(s) already: one of them must confirm a new one, or use --replace"
     about = (f"one-time sign-in link for {person} (tenant {tenant}; {keys}); it works once, until {expires}. "
              f"Open it in the person's browser: it signs them in and offers to add a passkey, which approving "
              f"actions needs.")

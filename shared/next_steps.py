@@ -125,6 +125,13 @@ NEXT_STEPS: dict[str, str] = {
     "BASE_REVISION_UNKNOWN": "Send a snapshot ({version: 1, id, blocks}) instead of a patch.",
     "PROPOSAL_ID_REUSED": "Send the proposal again: a new id is made for every call.",
     "TURN_UNKNOWN": "Call inspect_current_context to begin a new turn.",
+    # --- people's passkeys and the operator key (the broker's refusals to web and the CLI) --------------------
+    "OPERATOR_KEY_NOT_FOR_TENANT": "Approve it with the person's passkey in the browser, or have the policy list "
+                                   "this tenant in the action's operator_tenants.",
+    "PASSKEY_SIGNATURE_REQUIRED": "Confirm the new passkey with one you already have, or ask the operator for a "
+                                  "link that replaces your passkeys (tessera persons enroll --replace).",
+    "ASSERTION_NOT_FOR_THIS_ENROLLMENT": "Add the passkey again from this sign-in's page: the existing passkey "
+                                         "must confirm this enrollment and this new passkey.",
     # --- compiler findings (dotted codes; their location is the pointer, their hint the next step) -----------
     "slice.not-frozen": "Call present_ui without a proposal first to get the slice, then send the proposal.",
     "slice.offer-refused": "Run the analysis again (run_analysis), then call present_ui without a proposal again.",

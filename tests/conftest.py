@@ -12,6 +12,7 @@ import pytest
 from cli.launcher import ServiceSet, cli_credentials
 from shared.certs import Credentials, issue_deployment
 from shared.paths import REPO_ROOT
+from tests.fixtures.approvers import operator_key_named
 from tests.fixtures.no_payload import leaks, transcript_records
 
 # Fixtures of the UI plane (catalog, frozen slice, proposals), shared by unit and integration tests.
@@ -42,6 +43,33 @@ def own_var_dir(tmp_path_factory):
     os.environ["TESSERA_VAR_DIR"] = str(tmp_path_factory.mktemp("session-var"))
     yield
     os.environ.pop("TESSERA_VAR_DIR", None)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def terminal_approvers(tmp_path_factory):
+    """Every broker a test starts inherits an action policy that names the operator key for the tenants the
+    tests approve in at the terminal (tests/fixtures/approvers.py says which, and why); a test that needs the
+    shipped policy passes TESSERA_CAPABILITIES_ACTIONS_FILE itself."""
+    if os.environ.get("TESSERA_CAPABILITIES_ACTIONS_FILE"):  # the caller chose one
+        yield
+        return
+    path = operator_key_named(tmp_path_factory.mktemp("policy") / "actions.yaml")
+    os.environ["TESSERA_CAPABILITIES_ACTIONS_FILE"] = str(path)
+    yield
+    os.environ.pop("TESSERA_CAPABILITIES_ACTIONS_FILE", None)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def own_cli_dir(tmp_path_factory):
+    """The CLI's own keys ($XDG_CONFIG_HOME/tessera) that a test's `tessera certs` writes go to a folder of the test
+    session's, never to the operator's own ~/.config/tessera."""
+    before = os.environ.get("XDG_CONFIG_HOME")
+    os.environ["XDG_CONFIG_HOME"] = str(tmp_path_factory.mktemp("config"))
+    yield
+    if before is None:
+        os.environ.pop("XDG_CONFIG_HOME", None)
+    else:
+        os.environ["XDG_CONFIG_HOME"] = before
 
 
 @pytest.fixture(scope="session")

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
-from services.capabilities.store import decision_nonces, enrollments, passkeys
+from services.capabilities.store import PasskeyUse, decision_nonces, enrollments, passkeys
 from shared import db
-from shared.refusals import AlreadyExists, Conflict, Exhausted, NotFound
+from shared.refusals import AlreadyExists, Conflict, Denied, Exhausted, NotFound
 
 MAX_OPEN_NONCES = 20  # per approval: each BeginDecision adds one; a page asking in a loop is refused, not stored
 
@@ -51,16 +51,27 @@ class PasskeyStore:
     # --- enrollment links ---------------------------------------------------------------------------------
 
     def create_link(self, token_sha256: str, tenant_id: str, actor_id: str, display_name: str, created_by: str,
-                    expires_at: float) -> int:
-        """Record a link (by its token's hash); the person's passkey count."""
+                    expires_at: float, replace: bool = False) -> tuple[int, list[str]]:
+        """Record a link (by its token's hash); (the person's passkey count, the credential ids revoked).
+
+        `replace` revokes every passkey the person has, in the same transaction: the link then enrolls a first
+        passkey again, which needs no existing one's signature."""
         with self.writer.begin() as connection:
+            revoked = []
+            if replace:
+                revoked = list(connection.execute(sa.select(passkeys.c.credential_id).where(
+                    passkeys.c.tenant_id == tenant_id, passkeys.c.actor_id == actor_id)).scalars())
+                connection.execute(passkeys.delete().where(
+                    passkeys.c.tenant_id == tenant_id, passkeys.c.actor_id == actor_id))
             connection.execute(enrollments.insert().values(
                 token_sha256=token_sha256, tenant_id=tenant_id, actor_id=actor_id, display_name=display_name,
                 created_by=created_by, created_at=time.time(), expires_at=expires_at))
-            return _count(connection, tenant_id, actor_id)
+            return _count(connection, tenant_id, actor_id), revoked
 
-    def redeem_link(self, token_sha256: str, enrollment_id: str, challenge: bytes) -> tuple[Enrollment, int]:
-        """Use a link once: (its enrollment, the person's passkey count). Unknown, used or expired → refused."""
+    def redeem_link(self, token_sha256: str, enrollment_id: str,
+                    challenge: bytes) -> tuple[Enrollment, list[Passkey], list[Passkey]]:
+        """Use a link once: (its enrollment, the person's passkeys, those registered since their previous sign-in
+        by link, which they are shown). Unknown, used or expired → refused."""
         now = time.time()
         with self.writer.begin() as connection:
             row = connection.execute(sa.select(enrollments).where(enrollments.c.token_sha256 == token_sha256)
@@ -75,11 +86,16 @@ class PasskeyStore:
             if now >= row.expires_at:
                 raise Conflict("LINK_EXPIRED",
                                "this sign-in link expired (links last 10 minutes); ask your operator for a new one")
+            previous_sign_in = connection.execute(sa.select(sa.func.max(enrollments.c.redeemed_at)).where(
+                enrollments.c.tenant_id == row.tenant_id, enrollments.c.actor_id == row.actor_id)).scalar()
             connection.execute(enrollments.update().where(enrollments.c.token_sha256 == token_sha256).values(
                 redeemed_at=now, enrollment_id=enrollment_id, challenge=challenge))
             enrollment = Enrollment(enrollment_id, row.tenant_id, row.actor_id, row.display_name, row.expires_at,
                                     challenge, False)
-            return enrollment, _count(connection, row.tenant_id, row.actor_id)
+            held = [_passkey(r) for r in connection.execute(sa.select(passkeys).where(
+                passkeys.c.tenant_id == row.tenant_id, passkeys.c.actor_id == row.actor_id)
+                .order_by(passkeys.c.created_at))]
+            return enrollment, held, [p for p in held if p.created_at > (previous_sign_in or 0.0)]
 
     def enrollment(self, enrollment_id: str) -> Enrollment | None:
         with self.engine.connect() as connection:
@@ -93,16 +109,19 @@ class PasskeyStore:
     # --- passkeys -----------------------------------------------------------------------------------------
 
     def register(self, enrollment_id: str, credential_id: str, public_key: bytes, sign_count: int,
-                 aaguid: str) -> int:
-        """Keep a verified credential for the enrollment's person, once per enrollment; their passkey count."""
+                 aaguid: str, signed_by: PasskeyUse | None = None) -> int:
+        """Keep a verified credential for the enrollment's person, once per enrollment; their passkey count.
+
+        A person who has a passkey adds another only with `signed_by`: a verified assertion of one of theirs over
+        this enrollment, whose counter advances here (compare-and-set), in the transaction that adds the key."""
         try:
-            return self._register(enrollment_id, credential_id, public_key, sign_count, aaguid)
+            return self._register(enrollment_id, credential_id, public_key, sign_count, aaguid, signed_by)
         except sa.exc.IntegrityError:  # the same credential registered through another link at this moment
             raise AlreadyExists("PASSKEY_ALREADY_REGISTERED",
                                 "this passkey is registered already") from None
 
     def _register(self, enrollment_id: str, credential_id: str, public_key: bytes, sign_count: int,
-                  aaguid: str) -> int:
+                  aaguid: str, signed_by: PasskeyUse | None) -> int:
         now = time.time()
         with self.writer.begin() as connection:
             row = connection.execute(sa.select(enrollments).where(enrollments.c.enrollment_id == enrollment_id)
@@ -114,6 +133,7 @@ class PasskeyStore:
                     passkeys.c.credential_id == credential_id)).first() is not None:
                 raise AlreadyExists("PASSKEY_ALREADY_REGISTERED",
                                     "this passkey is registered already")
+            _countersigned(connection, row.tenant_id, row.actor_id, signed_by, now)
             connection.execute(passkeys.insert().values(
                 credential_id=credential_id, tenant_id=row.tenant_id, actor_id=row.actor_id, public_key=public_key,
                 sign_count=sign_count, aaguid=aaguid, created_at=now))
@@ -165,6 +185,23 @@ class PasskeyStore:
                                 "finish one or wait a few minutes")
             connection.execute(decision_nonces.insert().values(
                 nonce=nonce, approval_id=approval_id, tenant_id=tenant_id, actor_id=actor_id, expires_at=expires_at))
+
+
+def _countersigned(connection, tenant_id: str, actor_id: str, signed_by: PasskeyUse | None, now: float) -> None:
+    """Inside the registering transaction: a person who has a passkey needs one of theirs to have signed, and
+    that passkey's counter advances once (a second registration racing with the same assertion finds it moved)."""
+    if signed_by is None:
+        if _count(connection, tenant_id, actor_id):
+            raise Denied("PASSKEY_SIGNATURE_REQUIRED",
+                         "you have a passkey already: adding another needs one of yours to sign the enrollment")
+        return
+    moved = connection.execute(passkeys.update().where(
+        passkeys.c.credential_id == signed_by.credential_id, passkeys.c.tenant_id == tenant_id,
+        passkeys.c.actor_id == actor_id, passkeys.c.sign_count == signed_by.seen_count)
+        .values(sign_count=signed_by.new_count, last_used_at=now))
+    if moved.rowcount != 1:
+        raise Conflict("ASSERTION_REPLAYED",
+                       "the existing passkey signed something else meanwhile (or was revoked); add the passkey again")
 
 
 def _count(connection, tenant_id: str, actor_id: str) -> int:

@@ -107,9 +107,20 @@ def verify_registration(rp: RelyingParty, credential_json: str, challenge: bytes
                       str(verified.aaguid))
 
 
+# What an assertion over another challenge than the expected one is called, per kind of challenge.
+NOT_FOR_THIS_DECISION = ("ASSERTION_NOT_FOR_THIS_DECISION",
+                         "the passkey signed a different decision (another approval, other arguments, another "
+                         "choice or another nonce) than the one sent")
+NOT_FOR_THIS_ENROLLMENT = ("ASSERTION_NOT_FOR_THIS_ENROLLMENT",
+                           "the existing passkey signed another enrollment (another link, or another new passkey) "
+                           "than the one sent")
+
+
 def verify_assertion(rp: RelyingParty, assertion: common_pb2.PasskeyAssertion, expected_challenge: bytes,
-                     public_key: bytes, sign_count: int) -> int:
-    """Check a decision's assertion against the person's registered key; the authenticator's new counter.
+                     public_key: bytes, sign_count: int,
+                     not_for_this: tuple[str, str] = NOT_FOR_THIS_DECISION) -> int:
+    """Check an assertion (over a decision's or an enrollment's challenge) against the person's registered key;
+    the authenticator's new counter.
 
     The challenge, user verification and origin are checked here first, so each gets its own reason; the
     library then checks everything again along with the signature and the counter."""
@@ -120,14 +131,12 @@ def verify_assertion(rp: RelyingParty, assertion: common_pb2.PasskeyAssertion, e
     client_data = _client_data(assertion.client_data_json)
     expected = bytes_to_base64url(expected_challenge)
     if client_data.get("type") != "webauthn.get" or client_data.get("challenge") != expected:
-        raise refuse(grpc.StatusCode.PERMISSION_DENIED, "ASSERTION_NOT_FOR_THIS_DECISION",
-                     "the passkey signed a different decision (another approval, other arguments, another choice "
-                     "or another nonce) than the one sent")
+        raise refuse(grpc.StatusCode.PERMISSION_DENIED, *not_for_this)
     origin = client_data.get("origin", "")
     _check_origin(rp, origin)
     if not assertion.authenticator_data[32] & UV_FLAG:
         raise refuse(grpc.StatusCode.PERMISSION_DENIED, "USER_VERIFICATION_REQUIRED",
-                     "the passkey did not verify the person (PIN or biometric); approving needs it")
+                     "the passkey did not verify the person (PIN or biometric); signing with it needs that")
     credential = AuthenticationCredential(
         id=assertion.credential_id, raw_id=_unb64url(assertion.credential_id),
         response=AuthenticatorAssertionResponse(

@@ -18,6 +18,7 @@ from typing import Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shared import strict_yaml
+from shared.actors import valid_id
 from shared.tool_contracts import ToolContract, ToolSchemaError
 from shared.ui.template import TemplateError, slot_names
 from tessera.common.v1 import common_pb2
@@ -47,7 +48,40 @@ class FixedChange(_Strict):
     value: str | int | float | bool | None
 
 
-class ActionSpec(_Strict):
+PASSKEY, OPERATOR_KEY = "passkey", "operator-key"
+
+
+class Approvers(_Strict):
+    """Who may sign the approval of an action or a tool call (§2), shared by action contracts and tool rules.
+
+    The default is the person's own passkey only: a process that reads the operator CLI's key file must not be
+    able to approve for a person. The operator key counts only where a rule names it, and only for intents of
+    the tenants the same rule lists in `operator_tenants`: the reviewed policy file is the one place that says
+    who may approve what, so the grant cannot be widened by a setting nobody reviews."""
+
+    # passkey: the person's own, in the browser; operator-key: the operator CLI's (at the terminal, which
+    # shows the card itself). [operator-key] alone: only where the approver reads the card without web between.
+    approvers: tuple[Literal["passkey", "operator-key"], ...] = Field(default=(PASSKEY,), min_length=1)
+    operator_tenants: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _operator_key_names_its_tenants(self) -> Approvers:
+        names_key = OPERATOR_KEY in self.approvers
+        if names_key and not self.operator_tenants:
+            raise ValueError("approvers names operator-key: list the tenants it may approve in (operator_tenants)")
+        if self.operator_tenants and not names_key:
+            raise ValueError("operator_tenants without operator-key in approvers: name it, or drop the tenants")
+        bad = next((t for t in self.operator_tenants if not valid_id(t)), None)
+        if bad is not None:
+            raise ValueError(f"operator_tenants: {bad[:40]!r} is not a tenant id")
+        return self
+
+    def operator_key_in(self, tenant_id: str) -> bool:
+        """Whether the operator key may approve an intent of this tenant."""
+        return OPERATOR_KEY in self.approvers and tenant_id in self.operator_tenants
+
+
+class ActionSpec(Approvers):
     title: str = Field(min_length=1, max_length=80)
     # What approving does, in words, with {name}s of top-level input properties: "Flag order {record_id}".
     summary: str = Field(default="", max_length=200)
@@ -55,11 +89,6 @@ class ActionSpec(_Strict):
     effect: Literal["none", "read", "reversible-write", "irreversible-write"]
     approval: Literal["required", "none"]
     idempotency_scope: Literal["actor", "tenant"] = "actor"
-    # Who may sign an approval: the person's own passkey (in the browser), the operator CLI's key (at the
-    # operator's terminal, which shows the card itself). [passkey]: never the operator on a person's behalf;
-    # [operator-key]: only where the approver reads the card from the broker without web in between.
-    approvers: tuple[Literal["passkey", "operator-key"], ...] = Field(default=("passkey", "operator-key"),
-                                                                      min_length=1)
     executor: Literal["data-change"]
     data_change: FixedChange | None = None
     input_schema: dict

@@ -18,6 +18,7 @@ import grpc
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from services.capabilities.passkeys import RelyingParty, verify_assertion
+from services.capabilities.policy import OPERATOR_KEY, PASSKEY, Approvers
 from services.capabilities.ports import People
 from services.capabilities.store import Approval, Intent, PasskeyUse, Signature
 from shared import decisions, tokens
@@ -26,12 +27,11 @@ from shared.errors import refuse
 from tessera.capabilities.v1 import capabilities_pb2
 
 NONCE_SECONDS = 300.0  # a person has five minutes between opening a decision and signing it
-PASSKEY, OPERATOR_KEY = "passkey", "operator-key"
 
 
 class DecisionSignatures:
     def __init__(self, people: People, rp: RelyingParty, operator_key: ed25519.Ed25519PublicKey,
-                 approvers_of: Callable[[str], tuple[str, ...]]) -> None:
+                 approvers_of: Callable[[str], Approvers]) -> None:
         self.people = people
         self.rp = rp
         self._operator_key = operator_key
@@ -46,7 +46,7 @@ class DecisionSignatures:
         reply = capabilities_pb2.BeginDecisionResponse(
             nonce=nonce, rp_id=self.rp.rp_id,
             credential_ids=[p.credential_id for p in self.people.passkeys_of(actor.tenant_id, actor.actor_id)],
-            operator_key_allowed=OPERATOR_KEY in self._approvers_of(intent.action_id))
+            operator_key_allowed=self._approvers_of(intent.action_id).operator_key_in(intent.tenant_id))
         reply.expires_at.FromNanoseconds(int(expires_at * 1e9))
         return reply
 
@@ -68,22 +68,28 @@ class DecisionSignatures:
         except decisions.ChallengeError as exc:
             raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "DECISION_INVALID", str(exc)) from None
         # The policy's approvers say who may approve; a rejection runs nothing, so any valid signature will do.
-        approvers = self._approvers_of(intent.action_id) if approve else (PASSKEY, OPERATOR_KEY)
+        approvers = self._approvers_of(intent.action_id) if approve else None
         if kind == "operator_key":
-            return self._operator_signature(actor, request.operator_key, digest, request.nonce, approvers)
-        if PASSKEY not in approvers:
+            return self._operator_signature(actor, request.operator_key, digest, request.nonce,
+                                            approvers, intent.tenant_id)
+        if approvers is not None and PASSKEY not in approvers.approvers:
             raise refuse(grpc.StatusCode.PERMISSION_DENIED, "PASSKEY_NOT_ALLOWED",
                          "this action's policy does not accept passkey approvals")
         return self._passkey_signature(actor, request.passkey, digest, request.nonce)
 
     def _operator_signature(self, actor: Actor, signed: capabilities_pb2.OperatorKeySignature, digest: bytes,
-                            nonce: str, approvers: tuple[str, ...]) -> Signature:
+                            nonce: str, approvers: Approvers | None, tenant_id: str) -> Signature:
+        """The operator key's signature; `approvers` None for a rejection (which anyone may sign)."""
         if actor.asserted_by != "cli":
             raise refuse(grpc.StatusCode.PERMISSION_DENIED, "OPERATOR_KEY_FROM_CLI_ONLY",
                          "an operator key signature counts only for a person the CLI asserts")
-        if OPERATOR_KEY not in approvers:
+        if approvers is not None and OPERATOR_KEY not in approvers.approvers:
             raise refuse(grpc.StatusCode.PERMISSION_DENIED, "PASSKEY_REQUIRED",
-                         "this action's policy requires a passkey: approve it in the browser")
+                         "this action's policy requires the person's passkey: approve it in the browser")
+        if approvers is not None and not approvers.operator_key_in(tenant_id):
+            raise refuse(grpc.StatusCode.PERMISSION_DENIED, "OPERATOR_KEY_NOT_FOR_TENANT",
+                         f"this action's policy lets the operator key approve only in the tenants it lists "
+                         f"(operator_tenants), and {tenant_id[:128]!r} is not one of them")
         if signed.key_id != self._operator_key_id or not decisions.key_signature_valid(
                 self._operator_key, digest, signed.signature):
             raise refuse(grpc.StatusCode.PERMISSION_DENIED, "SIGNATURE_INVALID",

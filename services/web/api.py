@@ -264,11 +264,17 @@ class WebApi:
         person = Person(redeemed.person.actor_id, redeemed.person.tenant_id, redeemed.person.display_name)
         if not person.valid():
             raise ApiError(502, "PERSON_INVALID", "the broker named a person web cannot hold in a session")
+        shown = _as_dict(redeemed)
         response = JSONResponse({
             "actor": person.actor_id, "tenant": person.tenant_id, "name": person.display_name,
             "passkeys": redeemed.passkeys, "enrollment": {
-                "enrollment_id": redeemed.enrollment_id, "expires_at": _as_dict(redeemed)["expires_at"],
-                "options": json.loads(redeemed.registration_options_json)}})
+                "enrollment_id": redeemed.enrollment_id, "expires_at": shown["expires_at"],
+                "options": json.loads(redeemed.registration_options_json),
+                # A further passkey is confirmed by one of these (the broker refuses it otherwise).
+                "existing_credential_ids": list(redeemed.existing_credential_ids)},
+            # Passkeys added since the person's previous sign-in: the page tells them, so one they did not
+            # add (someone holding a link made for them) does not go unnoticed.
+            "passkeys_added": shown.get("passkeys_added", [])})
         await self.start_session(person, "link", response)
         return response
 
@@ -284,9 +290,11 @@ class WebApi:
         enrollment_id, credential = body.get("enrollment_id"), body.get("credential")
         if not isinstance(enrollment_id, str) or not isinstance(credential, dict):
             raise ApiError(400, "PASSKEY_INVALID", "enrollment_id and credential (PublicKeyCredential.toJSON())")
+        # An existing passkey's assertion over the enrollment, when the person has one; carried, never made here.
         registered = await self._call(self.capabilities.RegisterPasskey, cap.RegisterPasskeyRequest(
             actor=self.assertions.of(browser.person), enrollment_id=enrollment_id[:200],
-            credential_json=json.dumps(credential)), timeout=15)
+            credential_json=json.dumps(credential), existing_passkey=_passkey_assertion(body.get("existing_passkey"))),
+            timeout=15)
         return JSONResponse(_as_dict(registered) | {"passkeys": registered.passkeys})
 
     async def sign_out(self, request: Request) -> Response:

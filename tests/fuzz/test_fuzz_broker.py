@@ -47,10 +47,10 @@ from shared.actors import assert_actor
 from shared.certs import load_signing_key, load_verify_key, signing_key_path, verify_key_path
 from shared.decisions import ChallengeError, signed_by_operator
 from shared.errors import TesseraError, status_of
-from shared.paths import REPO_ROOT
 from shared.refusals import Refusal
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.common.v1 import common_pb2
+from tests.fixtures.approvers import operator_key_named
 from tests.fixtures.fuzz import fuzz_settings
 
 CALL_DEADLINE = 20.0  # seconds; every call here is a few database round trips, so more is a hang
@@ -114,7 +114,8 @@ def world(cert_dir, warehouse_url, tmp_path_factory):
     migrate(engine)
     changes = engine_for(f"sqlite:///{warehouse}")
     pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="fuzz-broker")
-    policy = ActionPolicy.load(REPO_ROOT / "deploy" / "policy" / "actions.yaml")
+    # The operator key approves for alice (acme) here; mallory's tenant is not named, so hers are refused.
+    policy = ActionPolicy.load(operator_key_named(directory / "actions.yaml", ("acme",)))
     tool_policy = ToolPolicy.load(tools)
     people, relying_party = PasskeyStore(engine), RelyingParty("localhost")
     signatures = DecisionSignatures(people, relying_party, load_verify_key(verify_key_path(cert_dir, "cli")),

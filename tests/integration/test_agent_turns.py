@@ -18,7 +18,8 @@ from shared.errors import error_details
 from tessera.agent.v1 import agent_pb2
 from tessera.host.v1 import host_pb2
 from tests.fixtures.flag_button import press, review_status
-from tests.fixtures.signing import operator_signed
+from tests.fixtures.signing import enroll, operator_signed, passkey_signed
+from tests.integration.test_broker import Broker
 
 
 @pytest.fixture(scope="module")
@@ -174,16 +175,23 @@ def test_a_mutation_asked_for_by_the_agent_waits_for_a_person(running_set, crede
     assert step.approval_id in events[-1].done.answer
     _, before = ask(running_set, credentials, person, "Search the tickets for garden lamp")
     assert "has 0 tickets" in before[-1].done.answer  # asked for, not done
-    with sync_channel(running_set.handles["capabilities"].address, credentials("cli"), "capabilities") as broker:
-        card = invoke(broker, "capabilities", "GetApproval", cap.GetApprovalRequest(
-            actor=person, approval_id=step.approval_id)).card
+    broker = Broker(running_set.handles["capabilities"].address, credentials)
+    try:
+        card = broker("cli", "GetApproval", cap.GetApprovalRequest(actor=person, approval_id=step.approval_id)).card
         assert card.summary.tool_id == "tickets.create_ticket" and not card.tainted  # this run read nothing
-        def call(principal, method, request):
-            return invoke(broker, "capabilities", method, request, timeout=30)
-
-        call("cli", "Decide", operator_signed(call, cap.DecideRequest(
-            actor=person, approval_id=step.approval_id, decision=cap.DECISION_APPROVE,
-            arguments_sha256=card.arguments_sha256), credentials.cert_dir))
+        decision = cap.DecideRequest(actor=person, approval_id=step.approval_id, decision=cap.DECISION_APPROVE,
+                                     arguments_sha256=card.arguments_sha256)
+        # The tool's rule names no approvers: the default, the person's passkey only. The operator's key is
+        # refused (and the refusal audited); the person's own passkey approves.
+        with pytest.raises(grpc.RpcError) as refused:
+            broker("cli", "Decide", operator_signed(broker, decision, credentials.cert_dir))
+        assert error_details(refused.value).reason == "PASSKEY_REQUIRED"
+        _, between = ask(running_set, credentials, person, "Search the tickets for garden lamp")
+        assert "has 0 tickets" in between[-1].done.answer  # the refused approval ran nothing
+        passkey = enroll(broker, person)
+        broker("web", "Decide", passkey_signed(broker, decision, passkey))
+    finally:
+        broker.close()
     _, after = ask(running_set, credentials, person, "Search the tickets for garden lamp")
     assert "has 1 ticket " in after[-1].done.answer
 

@@ -9,15 +9,22 @@ import json
 import httpx
 import pytest
 
-from shared.actors import assert_actor
+from shared.actors import ActorVerifier, assert_actor
 from shared.certs import load_signing_key, signing_key_path
 from shared.channels import sync_channel
 from shared.contracts import invoke_stream
 from shared.decisions import signed_by_operator
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.common.v1 import common_pb2
+from tests.fixtures.approvers import SHIPPED_ACTIONS
 from tests.fixtures.signing import SoftPasskey, enroll, passkey_signed, sign_in
-from tests.integration.test_broker import Broker, flag, order, refused
+from tests.integration.test_broker import (
+    Broker,
+    flag,
+    order,
+    own_broker,  # noqa: F401, F811  (fixture)
+    refused,
+)
 
 
 @pytest.fixture(scope="module")
@@ -124,6 +131,132 @@ def test_a_policy_may_require_a_passkey_and_the_operator_key_is_verified(broker,
     assert done.receipt.status == common_pb2.INTENT_STATUS_SUCCEEDED
 
 
+def audit_records(broker: Broker, actor, kind) -> list[dict]:
+    """The audit records of `kind` in the actor's tenant that name the actor (as the one acting or the person)."""
+    with sync_channel(broker.address, broker.credentials("cli"), "capabilities") as channel:
+        records = [json.loads(r.record_json) for r in invoke_stream(
+            channel, "capabilities", "ExportAudit", cap.ExportAuditRequest(actor=actor), timeout=60)]
+    who = ActorVerifier.from_cert_dir(broker.cert_dir).verify(actor).actor_id
+    return [r for r in records if r["kind"] == kind and who in (r["actor_id"], r["detail"].get("person"))]
+
+
+def refused_with_the_operator_key(broker: Broker, actor, receipt) -> str:
+    """Approve as the CLI does, with the operator key over a fresh nonce, where BeginDecision said the key is
+    not accepted; the broker's reason for refusing it."""
+    begun = broker("cli", "BeginDecision", cap.BeginDecisionRequest(actor=actor, approval_id=receipt.approval_id))
+    assert not begun.operator_key_allowed
+    signed = signed_by_operator(approve(actor, receipt), begun.nonce,
+                                load_signing_key(signing_key_path(broker.cert_dir, "cli")))
+    return refused(lambda: broker("cli", "Decide", signed))[1]
+
+
+def test_under_the_shipped_policy_the_operator_key_cannot_approve_a_persons_intent(own_broker, cert_dir):  # noqa: F811
+    """The attack of issue 38: a process that read the CLI's key asserts the person through the CLI and signs
+    their pending change with the operator key. The shipped policy names no operator key: refused
+    PASSKEY_REQUIRED, on the record, nothing runs; the person's own passkey still approves it."""
+    client, _, warehouse = own_broker(TESSERA_CAPABILITIES_ACTIONS_FILE=str(SHIPPED_ACTIONS))
+    lou = person(cert_dir, "local-user")  # as web asserts her: the change is raised in her session
+    receipt = flag(client, lou, 91, principal="agent").receipt
+    as_her_by_cli = person(cert_dir, "local-user", edge="cli")
+    assert refused_with_the_operator_key(client, as_her_by_cli, receipt) == "PASSKEY_REQUIRED"
+    assert order(warehouse, 91) == ("none", 1)
+    refusals = [r["detail"] for r in audit_records(client, lou, "decision-refused")
+                if r["detail"]["approval_id"] == receipt.approval_id]
+    assert refusals == [{"approval_id": receipt.approval_id, "reason": "PASSKEY_REQUIRED",
+                         "signed_with": "operator_key"}]
+    her_key = enroll(client, lou, cert_dir)
+    done = client("web", "Decide", passkey_signed(client, approve(lou, receipt), her_key))
+    assert done.receipt.status == common_pb2.INTENT_STATUS_SUCCEEDED and order(warehouse, 91) == ("flagged", 2)
+
+
+def test_the_operator_key_approves_only_in_the_tenants_the_policy_names(broker, running_set, credentials,
+                                                                        cert_dir, warehouse_url):
+    """The test services' policy names the operator key for acme and local (tests/fixtures/approvers.py): an
+    intent of another tenant is refused OPERATOR_KEY_NOT_FOR_TENANT, audited, and nothing runs."""
+    outsider = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), "frank", "globex")
+    receipt = flag(broker, outsider, 92, principal="agent").receipt
+    assert refused_with_the_operator_key(broker, outsider, receipt) == "OPERATOR_KEY_NOT_FOR_TENANT"
+    assert order(warehouse_url, 92) == ("none", 1)
+    assert "OPERATOR_KEY_NOT_FOR_TENANT" in audit_reasons(running_set, credentials, outsider)
+    named = person(cert_dir, "frank", edge="cli")  # acme: named, so the same key approves there
+    done = broker("cli", "Decide", approve(named, flag(broker, named, 93, principal="agent").receipt))
+    assert done.receipt.status == common_pb2.INTENT_STATUS_SUCCEEDED and order(warehouse_url, 93) == ("flagged", 2)
+
+
+def _sign_in(broker, operator, who: str, replace: bool = False) -> cap.RedeemEnrollmentResponse:
+    """A fresh link for `who` (acme), redeemed by web: a sign-in by link."""
+    link = broker("cli", "CreateEnrollment", cap.CreateEnrollmentRequest(
+        actor=operator, person=cap.Person(actor_id=who, tenant_id="acme"), replace=replace))
+    return broker("web", "RedeemEnrollment", cap.RedeemEnrollmentRequest(token=link.token))
+
+
+def _register(broker, actor, redeemed, new: SoftPasskey, existing=None):
+    return broker("web", "RegisterPasskey", cap.RegisterPasskeyRequest(
+        actor=actor, enrollment_id=redeemed.enrollment_id, credential_json=new.register(
+            redeemed.registration_options_json), existing_passkey=existing))
+
+
+def test_a_further_passkey_needs_one_the_person_has_and_the_next_sign_in_shows_it(broker, cert_dir):
+    """A link alone (what the CLI key can make) adds only a first passkey; a second needs an existing one's
+    assertion over this enrollment and this new key; the next sign-in lists what was added since the last."""
+    ivy, other = person(cert_dir, "ivy"), person(cert_dir, "jack")
+    operator = person(cert_dir, "operator", edge="cli")
+    first = _sign_in(broker, operator, "ivy")
+    assert not first.existing_credential_ids and not first.passkeys_added
+    original = SoftPasskey()
+    assert _register(broker, ivy, first, original).passkeys == 1
+    jacks = enroll(broker, other, cert_dir)
+
+    second = _sign_in(broker, operator, "ivy")
+    assert list(second.existing_credential_ids) == [original.id]
+    assert [p.credential_id for p in second.passkeys_added] == [original.id]  # added since the first sign-in
+    newcomer = SoftPasskey()
+    decoy = SoftPasskey()  # the assertion must name the key being added, not another one
+    cases = {
+        "PASSKEY_SIGNATURE_REQUIRED": None,
+        "CREDENTIAL_UNKNOWN": jacks.confirm(second, newcomer),
+        "ASSERTION_NOT_FOR_THIS_ENROLLMENT": original.confirm(second, decoy),
+        "USER_VERIFICATION_REQUIRED": original.confirm(second, newcomer, user_verified=False),
+        "ORIGIN_NOT_ALLOWED": original.confirm(second, newcomer, origin="https://evil.example"),
+    }
+    for reason, assertion in cases.items():
+        assert refused(lambda a=assertion: _register(broker, ivy, second, newcomer, a))[1] == reason, reason
+    assert set(cases) <= {r["detail"]["reason"] for r in audit_records(broker, ivy, "passkey-refused")}
+    added = _register(broker, ivy, second, newcomer, original.confirm(second, newcomer))
+    assert (added.passkeys, added.credential_id) == (2, newcomer.id)
+    registered = [r["detail"] for r in audit_records(broker, ivy, "passkey-registered")]
+    assert registered[-1] == {"credential_id": newcomer.id, "signed_by": original.id}
+    stale = SoftPasskey()  # the same assertion cannot let another key in: the enrollment is used
+    assert refused(lambda: _register(broker, ivy, second, stale, original.confirm(second, stale)))[1] == \
+        "ENROLLMENT_USED"
+
+    third = _sign_in(broker, operator, "ivy")
+    assert [p.credential_id for p in third.passkeys_added] == [newcomer.id]  # only what came since the second
+    assert sorted(third.existing_credential_ids) == sorted([original.id, newcomer.id])
+
+
+def test_the_operator_replaces_a_persons_passkeys_on_the_record(broker, cert_dir, warehouse_url):
+    """`--replace` (a lost device): the person's passkeys are revoked with the link, audited each by id, their
+    signatures stop counting, the link enrolls a first passkey again, and the next sign-in shows it."""
+    kim = person(cert_dir, "kim")
+    operator = person(cert_dir, "operator", edge="cli")
+    lost = enroll(broker, kim, cert_dir)
+    receipt = flag(broker, kim, 94, principal="agent").receipt
+    replacing = _sign_in(broker, operator, "kim", replace=True)
+    assert not replacing.existing_credential_ids and replacing.passkeys == 0
+    assert broker("cli", "ListPasskeys", cap.ListPasskeysRequest(
+        actor=operator, person=cap.Person(actor_id="kim", tenant_id="acme"))).passkeys == []
+    (replaced,) = audit_records(broker, kim, "passkeys-replaced")
+    assert replaced["actor_id"] == "operator" and replaced["detail"] == {"person": "kim", "revoked": [lost.id]}
+    assert refused(lambda: broker("web", "Decide", passkey_signed(broker, approve(kim, receipt), lost)))[1] == \
+        "CREDENTIAL_UNKNOWN"
+    fresh = SoftPasskey()
+    assert _register(broker, kim, replacing, fresh).passkeys == 1  # no old passkey left to confirm it
+    assert [p.credential_id for p in _sign_in(broker, operator, "kim").passkeys_added] == [fresh.id]
+    done = broker("web", "Decide", passkey_signed(broker, approve(kim, receipt), fresh))
+    assert done.receipt.status == common_pb2.INTENT_STATUS_SUCCEEDED and order(warehouse_url, 94) == ("flagged", 2)
+
+
 def test_enrollment_links_are_single_use_personal_and_only_the_operator_makes_them(broker, running_set, cert_dir,
                                                                                   credentials):
     gina = person(cert_dir, "gina")
@@ -165,8 +298,8 @@ def test_enrollment_links_are_single_use_personal_and_only_the_operator_makes_th
         "cli", "CreateEnrollment", cap.CreateEnrollmentRequest(
             actor=operator, person=cap.Person(actor_id="gina", tenant_id="acme"))).token))
     assert refused(lambda: broker("web", "RegisterPasskey", cap.RegisterPasskeyRequest(
-        actor=gina, enrollment_id=again.enrollment_id,
-        credential_json=key.register(again.registration_options_json))))[1] == "PASSKEY_ALREADY_REGISTERED"
+        actor=gina, enrollment_id=again.enrollment_id, credential_json=key.register(again.registration_options_json),
+        existing_passkey=key.confirm(again, key))))[1] == "PASSKEY_ALREADY_REGISTERED"
     assert {"ENROLLMENT_USED", "PASSKEY_MALFORMED", "PASSKEY_ALREADY_REGISTERED"} <= set(
         audit_reasons(running_set, credentials, gina, "passkey-refused"))
     begun = broker("web", "BeginDecision", cap.BeginDecisionRequest(

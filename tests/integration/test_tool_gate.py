@@ -40,7 +40,9 @@ def _policy(repo: Path, effects: Path, drift_env: dict | None = None) -> dict:
     def tools(server):
         return {**{t: {"risk": "read", "description": f"Our reviewed text for {server}.{t}."}
                    for t in READS[server]},
-                **{t: {"risk": "mutate", "description": f"Our reviewed text for {server}.{t}."}
+                # Approved at the terminal in these tests: the operator key is named, for alice's tenant only.
+                **{t: {"risk": "mutate", "description": f"Our reviewed text for {server}.{t}.",
+                       "approvers": ["passkey", "operator-key"], "operator_tenants": ["acme"]}
                    for t in MUTATIONS.get(server, [])}}
     return {"version": 1, "servers": {
         "time": {"transport": "stdio", "command": ["{python}", "-m", "mcp_server_time", "--local-timezone", "UTC"],

@@ -12,9 +12,10 @@ import pytest
 import yaml
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
+from services.capabilities.enrollment import enrollment_challenge
 from services.capabilities.passkey_store import PasskeyStore
 from services.capabilities.passkeys import RelyingParty
-from services.capabilities.policy import ActionPolicy, PolicyError
+from services.capabilities.policy import ActionPolicy, Approvers, PolicyError
 from services.capabilities.signatures import DecisionSignatures
 from services.capabilities.store import engine_for, migrate
 from shared import decisions
@@ -25,7 +26,9 @@ from shared.refusals import Exhausted
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 
 OPERATOR_KEY = ed25519.Ed25519PrivateKey.generate()
-APPROVERS = {"flag": ("passkey", "operator-key"), "wire_money": ("passkey",), "cli_only": ("operator-key",)}
+APPROVERS = {"flag": Approvers(approvers=("passkey", "operator-key"), operator_tenants=("acme",)),
+             "wire_money": Approvers(),  # the default: the person's passkey only
+             "cli_only": Approvers(approvers=("operator-key",), operator_tenants=("acme", "ops"))}
 
 
 @pytest.fixture
@@ -48,22 +51,36 @@ def _refusal(call) -> str:
     return refused.value.reason
 
 
-def test_the_operator_key_counts_only_where_the_policy_accepts_it_and_only_from_the_cli(signatures):
+def _intent(action_id: str, tenant_id: str = "acme") -> SimpleNamespace:
+    return SimpleNamespace(action_id=action_id, tenant_id=tenant_id)
+
+
+def test_the_operator_key_counts_only_where_the_policy_names_it_for_the_tenant_and_only_from_the_cli(signatures):
     by_cli = Actor("ops", "acme", "", "cli")
     signed = decisions.signed_by_operator(_request(), "n-1", OPERATOR_KEY)
-    assert signatures.verify(by_cli, signed, SimpleNamespace(action_id="flag")).signed_with.startswith(
-        "operator-key:")
-    assert _refusal(lambda: signatures.verify(by_cli, signed, SimpleNamespace(action_id="wire_money"))) == \
-        "PASSKEY_REQUIRED"
+    assert signatures.verify(by_cli, signed, _intent("flag")).signed_with.startswith("operator-key:")
+    # The default approvers: the person's passkey only, whoever asserts them.
+    assert _refusal(lambda: signatures.verify(by_cli, signed, _intent("wire_money"))) == "PASSKEY_REQUIRED"
+    # Named for acme only: an intent of another tenant is refused, though the signature itself is valid.
+    assert _refusal(lambda: signatures.verify(Actor("ops", "globex", "", "cli"), signed,
+                                              _intent("flag", "globex"))) == "OPERATOR_KEY_NOT_FOR_TENANT"
     assert _refusal(lambda: signatures.verify(Actor("ops", "acme", "", "web"), signed,
-                                              SimpleNamespace(action_id="flag"))) == "OPERATOR_KEY_FROM_CLI_ONLY"
+                                              _intent("flag"))) == "OPERATOR_KEY_FROM_CLI_ONLY"
     passkey_signed = _request()
     passkey_signed.passkey.credential_id = "abc"
-    assert _refusal(lambda: signatures.verify(by_cli, passkey_signed, SimpleNamespace(action_id="cli_only"))) == \
-        "PASSKEY_NOT_ALLOWED"
+    assert _refusal(lambda: signatures.verify(by_cli, passkey_signed, _intent("cli_only"))) == "PASSKEY_NOT_ALLOWED"
     unsigned_reject = cap.DecideRequest(approval_id="apr_1", decision=cap.DECISION_REJECT)
-    assert signatures.verify(by_cli, unsigned_reject, SimpleNamespace(action_id="wire_money")).signed_with == \
-        "unsigned"
+    assert signatures.verify(by_cli, unsigned_reject, _intent("wire_money")).signed_with == "unsigned"
+    rejected = decisions.signed_by_operator(unsigned_reject, "n-1", OPERATOR_KEY)  # rejecting runs nothing
+    assert signatures.verify(Actor("ops", "globex", "", "cli"), rejected,
+                             _intent("wire_money", "globex")).signed_with.startswith("operator-key:")
+
+
+def test_begin_decision_tells_whether_the_operator_key_may_approve_here(signatures):
+    approval = SimpleNamespace(approval_id="apr_1", expires_at=time.time() + 600)
+    for action, tenant, allowed in (("flag", "acme", True), ("flag", "globex", False), ("wire_money", "acme", False)):
+        begun = signatures.begin(Actor("ops", tenant, "", "cli"), approval, _intent(action, tenant))
+        assert begun.operator_key_allowed is allowed, (action, tenant)
 
 
 def test_a_nonce_is_bounded_per_approval(signatures):
@@ -108,14 +125,41 @@ def test_ids_a_challenge_cannot_hold_are_refused():
         decisions.challenge("apr_\u00e9", "a" * 64, True, [], "n-1")
 
 
-def test_a_policy_names_who_may_approve_each_action(tmp_path):
+def test_a_policy_names_who_may_approve_each_action_and_the_operator_key_only_with_its_tenants(tmp_path):
     shipped = yaml.safe_load((REPO_ROOT / "deploy" / "policy" / "actions.yaml").read_text())
-    shipped["actions"]["orders.flag_for_review"]["approvers"] = ["passkey"]
     path = tmp_path / "actions.yaml"
+    assert all(a.spec.approvers == ("passkey",) for a in ActionPolicy.load(
+        REPO_ROOT / "deploy" / "policy" / "actions.yaml").actions.values())  # as shipped: no operator key
+    flag = shipped["actions"]["orders.flag_for_review"]
+    flag.update(approvers=["passkey", "operator-key"], operator_tenants=["ops"])
     path.write_text(yaml.safe_dump(shipped))
-    assert ActionPolicy.load(path).actions["orders.flag_for_review"].spec.approvers == ("passkey",)
-    for wrong in ([], ["root"]):
-        shipped["actions"]["orders.flag_for_review"]["approvers"] = wrong
+    spec = ActionPolicy.load(path).actions["orders.flag_for_review"].spec
+    assert spec.operator_key_in("ops") and not spec.operator_key_in("acme")
+    wrongs = ({"approvers": []}, {"approvers": ["root"]},
+              {"approvers": ["passkey", "operator-key"], "operator_tenants": []},  # named without tenants
+              {"approvers": ["passkey"], "operator_tenants": ["ops"]},  # tenants for a key it does not name
+              {"approvers": ["operator-key"], "operator_tenants": ["not a tenant"]})
+    for wrong in wrongs:
+        flag.pop("operator_tenants", None)
+        flag.update(wrong)
         path.write_text(yaml.safe_dump(shipped))
         with pytest.raises(PolicyError):
             ActionPolicy.load(path)
+
+
+ENROLLMENT_PAGE = (f"import {{ enrollmentChallenge }} from {json.dumps(PAGE_MODULE.as_uri())};\n"
+                   "const bytes = await enrollmentChallenge(...JSON.parse(process.argv[1]));\n"
+                   "console.log(Buffer.from(bytes).toString('hex'));")
+
+
+def test_the_page_and_the_broker_compute_the_same_enrollment_challenge():
+    """An existing passkey confirms a new one over what passkeys.js computes; the broker verifies against
+    enrollment.py: the same bytes, and a different enrollment or new credential is a different challenge."""
+    registration_challenge = bytes(range(32))
+    done = subprocess.run(["node", "--input-type=module", "-e", ENROLLMENT_PAGE, json.dumps(
+        ["enr_abcdefghijkl", "Y3JlZA", "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8"])],
+        capture_output=True, text=True, timeout=60, check=True)
+    ours = enrollment_challenge("enr_abcdefghijkl", "Y3JlZA", registration_challenge)
+    assert bytes.fromhex(done.stdout.strip()) == ours
+    assert ours != enrollment_challenge("enr_abcdefghijkm", "Y3JlZA", registration_challenge)
+    assert ours != enrollment_challenge("enr_abcdefghijkl", "Y3JlZB", registration_challenge)

@@ -6,7 +6,7 @@ import { surfaceState } from './components.js';
 import { titles } from './approval-card.js';
 import { send } from './actions.js';
 import { reasonInWords, statusInWords } from './format.js';
-import { createPasskey, passkeysSupported } from './passkeys.js';
+import { confirmWithExisting, createPasskey, passkeysSupported } from './passkeys.js';
 
 const $ = (id) => document.getElementById(id);
 const STEP = { TOOL_STEP_STATUS_OK: 'done', TOOL_STEP_STATUS_FAILED: 'failed', TOOL_STEP_STATUS_UNAVAILABLE: 'unavailable',
@@ -315,14 +315,33 @@ async function signInWithLink() {
   window.history.replaceState(null, '', '/');
   if (!token) return null;
   const signedIn = await postJson('/api/sign-in/link', { token });
+  showPasskeysAdded(signedIn.passkeys_added || []);
   if (signedIn.enrollment) offerPasskey(signedIn.enrollment, signedIn.passkeys);
   return signedIn;
+}
+
+// Passkeys added since the person last signed in with a link: whoever added one could approve as them, so
+// the page says so, with when, and what to do about one they did not add.
+function showPasskeysAdded(added) {
+  if (!added.length) return;
+  const list = document.createElement('ul');
+  for (const passkey of added) {
+    const item = document.createElement('li');
+    item.textContent = `passkey ${passkey.credential_id.slice(0, 12)}… added ${
+      new Date(passkey.created_at).toLocaleString()}`;
+    list.append(item);
+  }
+  $('passkeys-added-list').replaceChildren(list);
+  $('passkeys-added').hidden = false;
 }
 
 function offerPasskey(enrollment, existing) {
   $('passkey').hidden = false;
   $('passkey-until').textContent = new Date(enrollment.expires_at).toLocaleTimeString();
-  if (existing) $('passkey-title').textContent = `Add another passkey (you have ${existing})`;
+  if (existing) {
+    $('passkey-title').textContent = `Add another passkey (you have ${existing})`;
+    $('passkey-confirm').hidden = false;
+  }
   if (!passkeysSupported()) {
     $('add-passkey').disabled = true;
     $('passkey-status').textContent = 'This browser cannot create passkeys; open the link in one that can.';
@@ -333,7 +352,12 @@ function offerPasskey(enrollment, existing) {
     $('passkey-status').textContent = 'Follow your device’s prompt…';
     try {
       const credential = await createPasskey(enrollment.options);
-      const added = await postJson('/api/passkeys', { enrollment_id: enrollment.enrollment_id, credential });
+      const body = { enrollment_id: enrollment.enrollment_id, credential };
+      if (enrollment.existing_credential_ids?.length) {
+        $('passkey-status').textContent = 'Now confirm the new passkey with one you already have…';
+        body.existing_passkey = await confirmWithExisting(enrollment, credential);
+      }
+      const added = await postJson('/api/passkeys', body);
       $('passkey-status').textContent = `Passkey added (you have ${added.passkeys}). You can approve actions now.`;
       $('passkey').dataset.enrolled = 'true';
     } catch (error) {

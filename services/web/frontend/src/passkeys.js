@@ -1,4 +1,5 @@
-// Passkeys in the page: enrolling one (from a one-time link's sign-in) and signing a decision with it.
+// Passkeys in the page: enrolling one (from a one-time link's sign-in; a further one confirmed by one the
+// person has) and signing a decision with it.
 // The page only carries what the authenticator made; the broker verifies it, so neither this page's server
 // nor anything between it and the broker can approve for the person.
 
@@ -42,9 +43,26 @@ export async function decisionChallenge(approvalId, argumentsSha256, approve, en
 // Ask the person's authenticator (with user verification) to sign a decision; the body field web forwards.
 export async function signDecision(begun, approvalId, argumentsSha256, approve, entries, reason) {
   const challenge = await decisionChallenge(approvalId, argumentsSha256, approve, entries, begun.nonce, reason);
+  return signChallenge(challenge, begun.rp_id, begun.credential_ids);
+}
+
+// The 32 bytes an existing passkey signs to let a new one in (the broker computes the same, see
+// services/capabilities/enrollment.py): SHA-256 of the compact JSON array [purpose, enrollment, the new
+// credential's id, the registration challenge].
+export function enrollmentChallenge(enrollmentId, credentialId, registrationChallenge) {
+  return sha256(JSON.stringify(['tessera.enrollment.v1', enrollmentId, credentialId, registrationChallenge]));
+}
+
+// A person who has a passkey confirms a new one with it: the assertion web forwards with the registration.
+export async function confirmWithExisting(enrollment, credential) {
+  const challenge = await enrollmentChallenge(enrollment.enrollment_id, credential.id, enrollment.options.challenge);
+  return signChallenge(challenge, enrollment.options.rp.id, enrollment.existing_credential_ids);
+}
+
+async function signChallenge(challenge, rpId, credentialIds) {
   const credential = await navigator.credentials.get({ publicKey: {
-    challenge, rpId: begun.rp_id, userVerification: 'required', timeout: 120000,
-    allowCredentials: begun.credential_ids.map((id) => ({ type: 'public-key', id: fromBase64url(id) })),
+    challenge, rpId, userVerification: 'required', timeout: 120000,
+    allowCredentials: credentialIds.map((id) => ({ type: 'public-key', id: fromBase64url(id) })),
   } });
   const response = credential.response;
   return { id: credential.id, authenticator_data: toBase64url(response.authenticatorData),
