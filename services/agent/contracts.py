@@ -186,6 +186,8 @@ _CONTEXT_OUTPUT = closed(["dataset", "tools", "unavailable", "turn_order"], {
     "budgets": closed([], {
         "probes_per_turn": integer("Probes a turn may run."), "probes_remaining": integer("Probes left."),
         "analyses_per_turn": integer("Analyses a turn may run."), "analyses_remaining": integer("Analyses left."),
+        "analyses_per_session": integer("Analyses the session may run (renewed after some hours)."),
+        "session_analyses_remaining": integer("Analyses the session has left."),
         "repairs_per_turn": integer("Times a proposal with errors may be repaired."),
         "refusals_per_turn": integer("Refused calls after which the turn ends."),
         "refusals_remaining": integer("Refused calls left before the turn ends.")}, "This turn's budgets."),

@@ -151,7 +151,9 @@ class TurnTools:
             context["limits"]["max_result_rows"] = reply.max_result_rows
             context["budgets"].update(probes_per_turn=reply.probes_per_turn, probes_remaining=reply.probes_remaining,
                                       analyses_per_turn=reply.analyses_per_turn,
-                                      analyses_remaining=reply.analyses_remaining)
+                                      analyses_remaining=reply.analyses_remaining,
+                                      analyses_per_session=reply.analyses_per_session,
+                                      session_analyses_remaining=reply.session_analyses_remaining)
         return {**context, "tools": [t for t in (*TOOL_NAMES, *state.external_tools) if t not in state.degraded],
                 "unavailable": [{"tool": t, "reason": r} for t, r in state.degraded.items()], "turn_order": TURN_ORDER}
 

@@ -24,6 +24,17 @@ class ResourcesSettings(ServiceSettings):
     probes_per_turn: int = Field(default=2, ge=0, le=10)
     # Analyses run per turn (a refused draft costs nothing): what a model may learn in one turn is bounded.
     analyses_per_turn: int = Field(default=10, ge=1, le=100)
+    # Analyses per session (per period, below): a long working session of 20-30 questions at the 1-3 analyses a
+    # question takes, while a model cannot spend six turns' full budgets on one conversation.
+    analyses_per_session: int = Field(default=60, ge=1, le=100_000)
+    # A session's budget and the shapes it asked are forgotten this long after they began (web sign-ins last 12 h;
+    # the MCP front keeps one session per person, which gets a new budget each period).
+    session_budget_lifetime_seconds: float = Field(default=43_200.0, ge=60, le=30 * 86_400)
+    # Threshold search (docs/information-budget.md): distinct searched variants of one draft shape a session may
+    # ask; 5 answers narrow a value known within a factor of two to no less than 1.5% of it (0.5 / 2^5).
+    oracle_variants_per_shape: int = Field(default=5, ge=1, le=1_000)
+    # ... and of all shapes together: bounds a search disguised as many shapes (redundant conditions).
+    oracle_searches_per_session: int = Field(default=20, ge=1, le=100_000)
     # A turn's budgets are forgotten this long after their last use (turns last minutes).
     probe_budget_lifetime_seconds: float = Field(default=86_400.0, ge=60, le=30 * 86_400)
     signing_key: Path | None = None

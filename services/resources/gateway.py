@@ -23,6 +23,7 @@ from services.resources.capability import Capability, CapabilityIssuer
 from services.resources.catalog import Catalog, CatalogEntity, CatalogField, CatalogRelationship
 from services.resources.config import MAX_WINDOW_ROWS, ResourcesSettings
 from services.resources.draft import Draft, Measure, RelativePeriod, build_draft, parse_draft, with_periods
+from services.resources.information_budget import InformationBudget
 from services.resources.interpretation import Coverage, interpret
 from services.resources.planner import Planner
 from services.resources.ports import ResourceStorage
@@ -84,6 +85,7 @@ class Analysis:
     offer: common_pb2.SignedToken
     interpretation: common_pb2.Interpretation
     analyses_remaining: int = 0  # of the turn's budget, after this one
+    session_analyses_remaining: int = 0  # of the session's budget, after this one
 
 
 class Gateway:
@@ -98,7 +100,8 @@ class Gateway:
                                    connections=2 * settings.query_workers)
         try:
             self.catalog = Catalog(self.model, self.warehouse.engine)
-            self.store: ResourceStorage = open_store(settings.store_url, settings.probe_budget_lifetime_seconds)
+            self.store: ResourceStorage = open_store(settings.store_url, settings.probe_budget_lifetime_seconds,
+                                                     settings.session_budget_lifetime_seconds)
         except SemanticModelError as exc:  # the model does not fit this warehouse
             self.warehouse.close()
             raise SemanticModelError(f"{settings.semantic_model}: {exc}") from None
@@ -106,6 +109,7 @@ class Gateway:
             self.warehouse.close()
             raise
         self.planner = Planner(self.catalog, self.warehouse.dialect)
+        self.budget = InformationBudget(self.store, settings)
         self._references = SharedMemo(expiring(MAX_REFERENCES, REFERENCE_LIFETIME_SECONDS))  # one per date field
         self._side_queries = ThreadPoolExecutor(max_workers=settings.query_workers, thread_name_prefix="coverage")
 
@@ -266,7 +270,7 @@ class Gateway:
         return self.capabilities.widen(capability, ids)
 
     def remaining(self, session_id: str, turn_id: str) -> tuple[int, int]:
-        """(probes, analyses) the turn has left."""
+        """(probes, analyses) the turn has left (the session's analyses: self.budget.session_remaining)."""
         return (max(0, self.settings.probes_per_turn - self.store.used("probe", session_id, turn_id)),
                 max(0, self.settings.analyses_per_turn - self.store.used("analysis", session_id, turn_id)))
 
@@ -280,15 +284,12 @@ class Gateway:
         return draft
 
     def analyze(self, session_id: str, turn_id: str, draft_json: str, capability: Capability) -> Analysis:
-        draft = self.check_draft(draft_json, capability)
-        draft = replace(draft, filter=with_periods(draft.filter, self._resolve_period))
+        asked = self.check_draft(draft_json, capability)
+        draft = replace(asked, filter=with_periods(asked.filter, self._resolve_period))
         plan = self.planner.plan(draft, self.settings.row_cap)
-        # Only a draft that will run costs a unit, taken where every replica counts it.
-        budget = self.settings.analyses_per_turn
-        used = self.store.spend("analysis", session_id, turn_id, budget)
-        if used is None:
-            raise TesseraError(grpc.StatusCode.RESOURCE_EXHAUSTED, "ANALYSIS_BUDGET_SPENT",
-                               f"at most {budget} analyses per turn", metadata(bound=budget))
+        # Only a draft that will run costs a unit, taken where every replica counts it; its shape is the draft as
+        # asked (a relative period is a period, whatever date it resolves to today).
+        admission = self.budget.admit(session_id, turn_id, asked)
         # The time span is asked for alongside the result (its own connection), not after it.
         coverage = self._side_queries.submit(self._coverage, draft)
         try:
@@ -296,7 +297,7 @@ class Gateway:
                                                                                      plan.row_cap + 1)
         except BaseException:
             coverage.cancel()
-            self.store.refund("analysis", session_id, turn_id)  # nothing was learnt from a query that failed
+            self.budget.release(session_id, turn_id)  # nothing was learnt from a query that failed
             raise
         truncated = len(rows) > plan.row_cap
         rows = normalize_rows(rows[:plan.row_cap], [column.type for column in plan.columns])
@@ -327,7 +328,7 @@ class Gateway:
             session_id=session_id, turn_id=turn_id, descriptor=descriptor, evidence=evidence,
             interpretation=interpretation)
         offer = tokens.sign(self.signing_key, tokens.PURPOSE_RESOURCE_OFFER, claims)
-        return Analysis(result, descriptor, evidence, offer, interpretation, budget - used)
+        return Analysis(result, descriptor, evidence, offer, interpretation, *self.budget.remaining_after(admission))
 
     def _resolve_period(self, period: RelativePeriod) -> RelativePeriod:
         """A relative period as dates: counted back from the latest value of its field in the data."""

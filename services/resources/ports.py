@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
 from services.resources.planner import OutputColumn
@@ -24,11 +25,52 @@ class TurnBudgets(Protocol):
     def used(self, kind: str, session_id: str, turn_id: str) -> int: ...
 
 
+@dataclass(frozen=True)
+class AnalysisLimits:
+    per_turn: int
+    per_session: int
+    variants_per_shape: int  # searched variants of one draft shape a session may ask
+    searches_per_session: int  # searched variants of all shapes together
+
+
+@dataclass(frozen=True)
+class AnalysisRefusal:
+    """One audited refusal: which bound (turn, session: the budget; shape, searches: threshold search), the
+    units or variants used when it was refused, and the bound. Fingerprints only, never a value."""
+
+    refused_at: float
+    session_id: str
+    turn_id: str
+    reason: str
+    budget: str
+    shape: str
+    count: int
+    bound: int
+
+
+@dataclass(frozen=True)
+class Admission:
+    turn_used: int = 0
+    session_used: int = 0
+    refused: AnalysisRefusal | None = None
+
+
+class AnalysisAdmissions(Protocol):
+    """Analyses counted per turn and per session, and the searched variants of each shape a session asked, where
+    every replica sees them; refusals audited."""
+
+    def admit(self, session_id: str, turn_id: str, shape: str, variant: str | None,
+              limits: AnalysisLimits) -> Admission: ...
+    def release(self, session_id: str, turn_id: str) -> None: ...
+    def session_used(self, session_id: str) -> int: ...
+    def refusals(self, session_id: str) -> list[AnalysisRefusal]: ...
+
+
 class GrantRevocations(Protocol):
     def revoke(self, grant_id: str, expires_at: float) -> bool: ...
     def revoked(self, grant_id: str) -> bool: ...
 
 
-class ResourceStorage(PinnedResults, TurnBudgets, GrantRevocations, Protocol):
+class ResourceStorage(PinnedResults, TurnBudgets, AnalysisAdmissions, GrantRevocations, Protocol):
     def ping(self) -> str | None: ...
     def close(self) -> None: ...

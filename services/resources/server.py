@@ -100,6 +100,7 @@ class ResourceGatewayService(resources_pb2_grpc.ResourceGatewayServiceServicer):
         session_id, turn_id = _turn(request.turn)
         gateway = self._gateway
         probes, analyses = await self._run(gateway.remaining, session_id, turn_id)
+        session_analyses = await self._run(gateway.budget.session_remaining, session_id)
         settings = gateway.settings
         return resources_pb2.InspectContextResponse(
             dataset_label=gateway.model.dataset.label, catalog_fingerprint=gateway.catalog.fingerprint,
@@ -107,7 +108,8 @@ class ResourceGatewayService(resources_pb2_grpc.ResourceGatewayServiceServicer):
             capability_token=gateway.fresh_token(session_id), draft_schema_json=DRAFT_SCHEMA_JSON,
             draft_schema_version=DRAFT_SCHEMA_VERSION, draft_schema_sha256=DRAFT_SCHEMA_SHA256,
             analyses_remaining=analyses, analyses_per_turn=settings.analyses_per_turn,
-            probes_per_turn=settings.probes_per_turn, max_result_rows=settings.row_cap)
+            probes_per_turn=settings.probes_per_turn, max_result_rows=settings.row_cap,
+            session_analyses_remaining=session_analyses, analyses_per_session=settings.analyses_per_session)
 
     async def InspectCatalog(self, request, context):
         session_id, _ = _turn(request.turn)
@@ -161,7 +163,8 @@ class ResourceGatewayService(resources_pb2_grpc.ResourceGatewayServiceServicer):
         capability = self._capability(request.capability_token, session_id)
         analysis = await self._run(self._gateway.analyze, session_id, turn_id, request.draft_json, capability)
         return resources_pb2.AnalyzeResponse(descriptor=analysis.descriptor, evidence=analysis.evidence,
-                                             offer=analysis.offer, analyses_remaining=analysis.analyses_remaining)
+                                             offer=analysis.offer, analyses_remaining=analysis.analyses_remaining,
+                                             session_analyses_remaining=analysis.session_analyses_remaining)
 
     async def ResolveWindow(self, request, context):
         result, columns, rows = await self._run(self._gateway.window, request.grant, request.offset, request.limit,

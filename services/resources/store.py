@@ -1,8 +1,10 @@
-"""The gateway's own database behind a small port: pinned results, turn budgets, revoked grants.
+"""The gateway's own database behind a small port: pinned results, budgets, asked shapes, refusals, revoked grants.
 
 Replicas share it (PostgreSQL in production), so a result pinned on one replica
-is served by another, a turn's budgets (probes, analyses) are spent atomically
-across all of them, and a revocation holds everywhere. Its schema is Alembic's (migrations/).
+is served by another, a turn's and a session's budgets (probes, analyses) and the
+variants of a draft shape a session asked are counted atomically across all of them,
+a refused analysis is audited once, and a revocation holds everywhere. Its schema is
+Alembic's (migrations/).
 """
 
 from __future__ import annotations
@@ -14,12 +16,14 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Iterator
+from dataclasses import asdict
 from pathlib import Path
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
 from services.resources.planner import OutputColumn
+from services.resources.ports import Admission, AnalysisLimits, AnalysisRefusal
 from services.resources.results import PinnedResult, content_hash
 from shared import db
 from shared.bounded_json import canonical
@@ -29,6 +33,7 @@ from shared.refusals import Unavailable
 MIGRATIONS = Path(__file__).parent / "migrations"
 CACHE_ENTRIES = 16  # pinned results are immutable: a replica may keep the recent ones in memory
 SWEEP_INTERVAL_SECONDS = 60.0
+AUDIT_RETENTION_SECONDS = 90 * 86_400.0  # refusal records outlive the sessions they name, for review
 
 _METADATA = sa.MetaData()
 PINNED = sa.Table(
@@ -42,6 +47,20 @@ BUDGETS = sa.Table(
     sa.Column("session_id", sa.String(128), primary_key=True), sa.Column("turn_id", sa.String(128), primary_key=True),
     sa.Column("kind", sa.String(16), primary_key=True), sa.Column("used", sa.Integer),
     sa.Column("updated_at", sa.Float))
+SESSION_BUDGETS = sa.Table(
+    "session_budgets", _METADATA,
+    sa.Column("session_id", sa.String(128), primary_key=True), sa.Column("kind", sa.String(16), primary_key=True),
+    sa.Column("used", sa.Integer), sa.Column("started_at", sa.Float))
+VARIANTS = sa.Table(
+    "shape_variants", _METADATA,
+    sa.Column("session_id", sa.String(128), primary_key=True), sa.Column("shape", sa.String(64), primary_key=True),
+    sa.Column("variant", sa.String(64), primary_key=True), sa.Column("first_at", sa.Float))
+REFUSALS = sa.Table(
+    "analysis_refusals", _METADATA,
+    sa.Column("refusal_id", sa.Integer, primary_key=True, autoincrement=True), sa.Column("refused_at", sa.Float),
+    sa.Column("session_id", sa.String(128)), sa.Column("turn_id", sa.String(128)), sa.Column("reason", sa.String(32)),
+    sa.Column("budget", sa.String(16)), sa.Column("shape", sa.String(64)), sa.Column("count", sa.Integer),
+    sa.Column("bound", sa.Integer))
 REVOKED = sa.Table(
     "revoked_grants", _METADATA,
     sa.Column("grant_id", sa.Text, primary_key=True), sa.Column("expires_at", sa.Float))
@@ -66,7 +85,7 @@ def migrate(engine: sa.Engine, target: str = "head") -> None:
     db.migrate(engine, MIGRATIONS, target)
 
 
-def open_store(url: str, budget_lifetime: float) -> ResourceStore:
+def open_store(url: str, budget_lifetime: float, session_lifetime: float = 43_200.0) -> ResourceStore:
     """The store at `url`, migrated to head (a store made by `create_all` before migrations is adopted)."""
     try:
         backend = sa.make_url(url).get_backend_name()
@@ -81,7 +100,7 @@ def open_store(url: str, budget_lifetime: float) -> ResourceStore:
     except Exception as exc:  # a database that cannot be reached or migrated
         raise StoreUnavailable(f"TESSERA_RESOURCES_STORE_URL: cannot prepare the result store: "
                                f"{str(exc).splitlines()[0][:200]}", db.unreachable(exc)) from None
-    return ResourceStore(engine, budget_lifetime)
+    return ResourceStore(engine, budget_lifetime, session_lifetime=session_lifetime)
 
 
 @contextlib.contextmanager
@@ -100,10 +119,12 @@ def available() -> Iterator[None]:
 
 
 class ResourceStore:
-    def __init__(self, engine: sa.Engine, budget_lifetime: float, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, engine: sa.Engine, budget_lifetime: float, clock: Callable[[], float] = time.time,
+                 session_lifetime: float = 43_200.0) -> None:
         self.engine = engine
         self.writer = engine.execution_options(**{db.WRITE: True})  # on SQLite: BEGIN IMMEDIATE
         self.budget_lifetime = budget_lifetime
+        self.session_lifetime = session_lifetime
         self._clock = clock
         self._insert = _INSERT[engine.dialect.name]
         self._cache = SharedMemo(bounded_lru(CACHE_ENTRIES))  # pinned results are immutable: never stale
@@ -161,15 +182,17 @@ class ResourceStore:
         if limit < 1:
             return None
         self._sweep_when_due()
-        now = self._clock()
+        with available(), self.writer.begin() as connection:
+            return connection.execute(self._spending(kind, session_id, turn_id, limit, self._clock())).scalar()
+
+    def _spending(self, kind: str, session_id: str, turn_id: str, limit: int, now: float):
+        """Insert, or add one where fewer than `limit` are used; returns the units used, or no row."""
         statement = self._insert(BUDGETS).values(session_id=session_id, turn_id=turn_id, kind=kind, used=1,
                                                  updated_at=now)
-        statement = statement.on_conflict_do_update(
+        return statement.on_conflict_do_update(
             index_elements=[BUDGETS.c.session_id, BUDGETS.c.turn_id, BUDGETS.c.kind],
             set_={"used": BUDGETS.c.used + 1, "updated_at": now}, where=BUDGETS.c.used < limit,
         ).returning(BUDGETS.c.used)
-        with available(), self.writer.begin() as connection:
-            return connection.execute(statement).scalar()
 
     def refund(self, kind: str, session_id: str, turn_id: str) -> None:
         """A unit whose work did not run does not count."""
@@ -185,6 +208,94 @@ class ResourceStore:
     @staticmethod
     def _budget(kind: str, session_id: str, turn_id: str):
         return (BUDGETS.c.session_id == session_id) & (BUDGETS.c.turn_id == turn_id) & (BUDGETS.c.kind == kind)
+
+    # --- analyses: the turn's and the session's budgets, the shapes asked -----
+
+    def admit(self, session_id: str, turn_id: str, shape: str, variant: str | None,
+              limits: AnalysisLimits) -> Admission:
+        """Take one analysis of the session's and the turn's budgets and, for an oracle-prone draft (`variant`
+        given), record its searched variant of `shape`; or refuse, all or nothing, and audit the refusal.
+
+        One transaction. On PostgreSQL its first statement locks the session's budget row, so a session's
+        admissions are serialised across replicas (the variant counts below cannot race); SQLite's
+        BEGIN IMMEDIATE serialises every writer. A variant asked before costs nothing new."""
+        self._sweep_when_due()
+        now = self._clock()
+        try:
+            with available(), self.writer.begin() as connection:
+                session_used = self._take_session(connection, session_id, limits.per_session, now)
+                turn_used = self._take_turn(connection, session_id, turn_id, limits.per_turn, now)
+                if variant is not None:
+                    self._record_variant(connection, session_id, shape, variant, limits, now)
+                return Admission(turn_used, session_used)
+        except _Refused as refused:
+            record = AnalysisRefusal(now, session_id, turn_id, refused.reason, refused.budget, shape, refused.count,
+                                     refused.bound)
+            with available(), self.writer.begin() as connection:
+                connection.execute(REFUSALS.insert().values(**asdict(record)))
+            return Admission(refused=record)
+
+    def _take_session(self, connection, session_id: str, limit: int, now: float) -> int:
+        statement = self._insert(SESSION_BUDGETS).values(session_id=session_id, kind="analysis", used=1,
+                                                         started_at=now)
+        statement = statement.on_conflict_do_update(
+            index_elements=[SESSION_BUDGETS.c.session_id, SESSION_BUDGETS.c.kind],
+            set_={"used": SESSION_BUDGETS.c.used + 1}, where=SESSION_BUDGETS.c.used < limit,
+        ).returning(SESSION_BUDGETS.c.used)
+        used = connection.execute(statement).scalar()
+        if used is None:
+            raise _Refused("ANALYSIS_BUDGET_SPENT", "session", self._session_used(connection, session_id), limit)
+        return used
+
+    def _take_turn(self, connection, session_id: str, turn_id: str, limit: int, now: float) -> int:
+        used = connection.execute(self._spending("analysis", session_id, turn_id, limit, now)).scalar()
+        if used is None:
+            used_now = connection.execute(sa.select(BUDGETS.c.used).where(
+                self._budget("analysis", session_id, turn_id))).scalar()
+            raise _Refused("ANALYSIS_BUDGET_SPENT", "turn", used_now or 0, limit)
+        return used
+
+    def _record_variant(self, connection, session_id: str, shape: str, variant: str, limits: AnalysisLimits,
+                        now: float) -> None:
+        statement = self._insert(VARIANTS).values(session_id=session_id, shape=shape, variant=variant, first_at=now)
+        statement = statement.on_conflict_do_nothing(
+            index_elements=[VARIANTS.c.session_id, VARIANTS.c.shape, VARIANTS.c.variant]).returning(VARIANTS.c.shape)
+        if connection.execute(statement).first() is None:
+            return  # asked before: nothing new is learnt from asking again
+        of_session = VARIANTS.c.session_id == session_id
+        of_shape = connection.execute(sa.select(sa.func.count()).where(of_session & (VARIANTS.c.shape == shape)))
+        variants = of_shape.scalar()
+        if variants > limits.variants_per_shape:
+            raise _Refused("ORACLE_PATTERN", "shape", variants - 1, limits.variants_per_shape)
+        searches = connection.execute(sa.select(sa.func.count()).where(of_session)).scalar()
+        if searches > limits.searches_per_session:
+            raise _Refused("ORACLE_PATTERN", "searches", searches - 1, limits.searches_per_session)
+
+    def release(self, session_id: str, turn_id: str) -> None:
+        """An analysis that did not run gives its units back (its variant stays asked: the attempt is counted)."""
+        turn = self._budget("analysis", session_id, turn_id) & (BUDGETS.c.used > 0)
+        session = (SESSION_BUDGETS.c.session_id == session_id) & (SESSION_BUDGETS.c.kind == "analysis") & \
+            (SESSION_BUDGETS.c.used > 0)
+        with available(), self.writer.begin() as connection:
+            connection.execute(BUDGETS.update().where(turn).values(used=BUDGETS.c.used - 1))
+            connection.execute(SESSION_BUDGETS.update().where(session).values(used=SESSION_BUDGETS.c.used - 1))
+
+    def session_used(self, session_id: str) -> int:
+        """Analyses the session ran in its current budget period."""
+        with available(), self.engine.connect() as connection:
+            return self._session_used(connection, session_id)
+
+    @staticmethod
+    def _session_used(connection, session_id: str) -> int:
+        return connection.execute(sa.select(SESSION_BUDGETS.c.used).where(
+            (SESSION_BUDGETS.c.session_id == session_id) & (SESSION_BUDGETS.c.kind == "analysis"))).scalar() or 0
+
+    def refusals(self, session_id: str) -> list[AnalysisRefusal]:
+        """The audit of a session's refused analyses, oldest first."""
+        query = sa.select(*(REFUSALS.c[name] for name in AnalysisRefusal.__dataclass_fields__)).where(
+            REFUSALS.c.session_id == session_id).order_by(REFUSALS.c.refusal_id)
+        with available(), self.engine.connect() as connection:
+            return [AnalysisRefusal(*row) for row in connection.execute(query)]
 
     # --- revoked grants --------------------------------------------------
 
@@ -211,9 +322,22 @@ class ResourceStore:
         self.sweep()
 
     def sweep(self) -> tuple[int, int]:
-        """Forget budgets of turns idle past their lifetime and revocations of expired grants."""
+        """Forget budgets of turns idle past their lifetime, sessions' budgets and asked shapes past theirs (a
+        session lasting longer starts a new period), old refusal records and revocations of expired grants."""
         now = self._clock()
+        session_cutoff = now - self.session_lifetime
         with available(), self.writer.begin() as connection:
             budgets = connection.execute(BUDGETS.delete().where(BUDGETS.c.updated_at < now - self.budget_lifetime))
+            connection.execute(SESSION_BUDGETS.delete().where(SESSION_BUDGETS.c.started_at < session_cutoff))
+            connection.execute(VARIANTS.delete().where(VARIANTS.c.first_at < session_cutoff))
+            connection.execute(REFUSALS.delete().where(REFUSALS.c.refused_at < now - AUDIT_RETENTION_SECONDS))
             revoked = connection.execute(REVOKED.delete().where(REVOKED.c.expires_at <= now))
             return budgets.rowcount, revoked.rowcount
+
+
+class _Refused(Exception):
+    """Raised inside an admission to roll it back whole; recorded after."""
+
+    def __init__(self, reason: str, budget: str, count: int, bound: int) -> None:
+        super().__init__(reason)
+        self.reason, self.budget, self.count, self.bound = reason, budget, count, bound

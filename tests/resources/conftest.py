@@ -46,10 +46,16 @@ def warehouse(seeded) -> str:
     return seeded
 
 
+# A session's bounds (tested on their own: test_information_budget.py, with the defaults) limit no test of anything
+# else: one test session asks far more drafts, and more alike, than a person's would.
+UNBOUNDED_SESSIONS = {"analyses_per_session": 100_000, "oracle_variants_per_shape": 1_000,
+                      "oracle_searches_per_session": 100_000}
+
+
 def make_gateway(warehouse_url: str, cert_dir, store_dir, **overrides) -> Gateway:
     env = {"TESSERA_CERT_DIR": str(cert_dir), "TESSERA_RESOURCES_WAREHOUSE_URL": warehouse_url,
            "TESSERA_RESOURCES_STORE_URL": f"sqlite:///{store_dir / 'results.sqlite'}"}
-    env.update({f"TESSERA_RESOURCES_{k.upper()}": str(v) for k, v in overrides.items()})
+    env.update({f"TESSERA_RESOURCES_{k.upper()}": str(v) for k, v in {**UNBOUNDED_SESSIONS, **overrides}.items()})
     with pytest.MonkeyPatch.context() as patch:
         for key, value in env.items():
             patch.setenv(key, value)
