@@ -4,13 +4,17 @@
 tests exercise the same start-up path a person does. Each child is a real
 `python -m services.<name>` process with its own certificate; it announces
 readiness by writing a ready file, and is then checked over its own health
-endpoint (gRPC health over mTLS, or HTTP for web).
+endpoint (gRPC health over mTLS, or HTTP for web). Run as root with
+`separate_users`, each child runs as a user of its own in a box of its own
+(cli/process_users.py, cli/service_box.py); the launcher itself stays root to
+supervise them.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -23,14 +27,25 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from shared.certs import CA_CERT_FILE, Credentials, cert_path, export_identity, key_path, load_credentials, private_dir
+from cli.process_users import ServiceUser, allocate_ids, database_file, settle
+from cli.service_box import Grant, boxed_command, exit_status, tools
+from shared.certs import (
+    CA_CERT_FILE,
+    Credentials,
+    cert_path,
+    export_identity,
+    key_path,
+    load_credentials,
+    private_dir,
+)
 from shared.channels import sync_channel
 from shared.config import DEFAULT_PORTS
 from shared.identity import HTTP_PROCESS_NAMES, PROCESS_NAMES
-from shared.paths import REPO_ROOT
+from shared.paths import REPO_ROOT, cli_dir, var_dir
 
 STARTUP_TIMEOUT_SECONDS = 30.0
 STOP_TIMEOUT_SECONDS = 10.0
+BOX_SETUP_SECONDS = 10.0  # bubblewrap says the boxed process's pid once its mounts are made
 
 # What a child inherits from the operator's environment besides its own TESSERA_<NAME>_*
 # variables: what a Python process needs to run, and the deployment-wide settings that are
@@ -54,10 +69,29 @@ class ProcessHandle:
     pid: int | None = None
     started_at: float | None = None  # wall-clock time of the current process's start
     restarts: int = 0
+    uid: int | None = None  # its own user, when it runs boxed; else the launcher's
+    home: Path | None = None  # its HOME and TMPDIR, when it runs boxed
 
     @property
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def boxed(self) -> bool:
+        return self.uid is not None
+
+    def poll(self) -> int | None:
+        """The exit status once the process ended (-N: ended by signal N, boxed or not), else None."""
+        code = self.process.poll() if self.process is not None else None
+        return exit_status(code) if code is not None and self.boxed else code
+
+    def send(self, signum: int) -> None:
+        """Signal the service itself: boxed, that is bubblewrap's child (bubblewrap passes no signal on)."""
+        if self.process is not None and self.process.poll() is None:
+            try:
+                os.kill(self.pid, signum)
+            except ProcessLookupError:
+                pass
 
     def last_log_line(self) -> str:
         try:
@@ -122,22 +156,33 @@ class ServiceSet:
     names: tuple[str, ...] = PROCESS_NAMES
     ephemeral_ports: bool = False
     extra_env: dict[str, str] = field(default_factory=dict)
+    # Each process as a user of its own, in a box of its own (needs root and bubblewrap): `tessera up` and
+    # `tessera demo` run as root turn it on.
+    separate_users: bool = False
     handles: dict[str, ProcessHandle] = field(default_factory=dict)
+    users: dict[str, ServiceUser] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         ports = free_ports(len(self.names)) if self.ephemeral_ports else [DEFAULT_PORTS[n] for n in self.names]
         for name, port in zip(self.names, ports, strict=True):
+            # A folder of its own for the ready file: a boxed process may write there and nowhere near another's.
             self.handles[name] = ProcessHandle(
-                name, port, self.run_dir / "logs" / f"{name}.log", self.run_dir / "ready" / f"{name}.json"
+                name, port, self.run_dir / "logs" / f"{name}.log", self.run_dir / "ready" / name / "ready.json"
             )
 
     def identity_dir(self, name: str) -> Path:
         """The folder `name` is handed: its own key and certificate, the CA certificate, nothing else secret."""
         return self.run_dir / "identity" / name
 
+    def home_dir(self, name: str) -> Path:
+        """A boxed process's HOME, and its TMPDIR's parent."""
+        return self.run_dir / "home" / name
+
     def _env(self, handle: ProcessHandle) -> dict[str, str]:
-        env = service_environment(handle.name, {**os.environ, **self.extra_env})
+        env = service_environment(handle.name, self._source_env())
         env["TESSERA_CERT_DIR"] = str(self.identity_dir(handle.name))
+        if handle.home is not None:  # its own, never the operator's (root's) home
+            env["HOME"], env["TMPDIR"] = str(handle.home), str(handle.home / "tmp")
         env["PYTHONUNBUFFERED"] = "1"
         prefix = f"TESSERA_{handle.name.upper()}_"
         env[prefix + "PORT"] = str(handle.port)
@@ -147,6 +192,9 @@ class ServiceSet:
             env[f"TESSERA_{peer.name.upper()}_ADDR"] = peer.address
         return env
 
+    def _source_env(self) -> dict[str, str]:
+        return {**os.environ, **self.extra_env}
+
     def start(self, timeout: float = STARTUP_TIMEOUT_SECONDS) -> None:
         """Start every process and wait until each is healthy; on failure stop all."""
         credentials = cli_credentials(self.cert_dir)
@@ -155,6 +203,9 @@ class ServiceSet:
             private_dir(handle.log_path.parent)
             private_dir(handle.ready_file.parent)
             export_identity(self.cert_dir, handle.name, self.identity_dir(handle.name))
+        if self.separate_users:
+            self._settle_users()
+        for handle in self.handles.values():
             self._spawn(handle, truncate_log=True)
         try:
             self._wait_ready(credentials, time.monotonic() + timeout)
@@ -162,19 +213,55 @@ class ServiceSet:
             self.stop()
             raise
 
+    def _settle_users(self) -> None:
+        """Give each process a user of its own and its files (as root), and say what its box shows."""
+        tools()  # fail before anything is handed over if bubblewrap or setpriv is missing
+        from cli.seed import default_url  # the demo warehouse, which two services hold
+
+        source = self._source_env()
+        state = Path(source.get("TESSERA_VAR_DIR") or var_dir())
+        ids = allocate_ids(self.names, state)
+        private = {name: [Grant(self.identity_dir(name)), Grant(self.handles[name].ready_file.parent, True),
+                          Grant(self.home_dir(name), True), Grant(self.home_dir(name) / "tmp", True)]
+                   for name in self.names}
+        envs = {name: service_environment(name, source) for name in self.names}
+        # Where the demo warehouse is by default, within this set's var folder.
+        warehouse = state / database_file(default_url()).relative_to(var_dir().resolve())
+        self.users = settle(ids, private, envs, state, [self.cert_dir, cli_dir()], f"sqlite:///{warehouse}")
+        for name, user in self.users.items():
+            self.handles[name].uid, self.handles[name].home = user.uid, self.home_dir(name)
+
     def _spawn(self, handle: ProcessHandle, truncate_log: bool) -> None:
         handle.ready_file.unlink(missing_ok=True)
         # A restarted process appends to its log, so the crash that caused the restart stays readable.
         flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if truncate_log else os.O_APPEND)
+        program = [sys.executable, "-m", f"services.{handle.name}"]
         with open(os.open(handle.log_path, flags, 0o600), "wb") as log_file:
-            # umask 077: whatever the service creates (databases, logs, ready files) is its owner's only.
-            handle.process = subprocess.Popen(
-                [sys.executable, "-m", f"services.{handle.name}"],
-                cwd=REPO_ROOT, env=self._env(handle), stdout=log_file, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, start_new_session=True, umask=0o077,
-            )
-        handle.pid = handle.process.pid
+            if not handle.boxed:
+                # umask 077: whatever the service creates (databases, logs, ready files) is its owner's only.
+                handle.process = subprocess.Popen(
+                    program, cwd=REPO_ROOT, env=self._env(handle), stdout=log_file, stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL, start_new_session=True, umask=0o077,
+                )
+                handle.pid = handle.process.pid
+            else:
+                os.fchown(log_file.fileno(), handle.uid, handle.uid)
+                self._spawn_boxed(handle, program, log_file)
         handle.started_at = time.time()
+
+    def _spawn_boxed(self, handle: ProcessHandle, program: list[str], log_file) -> None:
+        user = self.users[handle.name]
+        info_read, info_write = os.pipe()
+        try:
+            handle.process = subprocess.Popen(
+                boxed_command(user.uid, program, list(user.grants), list(user.hidden), REPO_ROOT, info_write),
+                cwd=REPO_ROOT, env=self._env(handle), stdout=log_file, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, start_new_session=True, umask=0o077, pass_fds=(info_write,),
+            )
+        finally:
+            os.close(info_write)
+        with open(info_read, "rb") as info:
+            handle.pid = _boxed_pid(info, handle.process)
 
     def restart(self, name: str) -> ProcessHandle:
         """Start `name` again on the same port (its peers know it there); its old process must be gone."""
@@ -189,7 +276,7 @@ class ServiceSet:
         pending = dict(self.handles)
         while pending:
             for name, handle in list(pending.items()):
-                code = handle.process.poll()
+                code = handle.poll()
                 if code is not None:
                     raise StartupError(f"{name} exited with status {code}: {handle.last_log_line()}")
                 if handle.ready_file.exists() and check_health(handle, credentials) == "SERVING":
@@ -210,18 +297,18 @@ class ServiceSet:
         """SIGTERM to every running process; those it was sent to."""
         running = [h for h in self.handles.values() if h.process and h.process.poll() is None]
         for handle in running:
-            handle.process.send_signal(signal.SIGTERM)
+            handle.send(signal.SIGTERM)
         return running
 
     def _exit_codes(self) -> dict[str, int | None]:
-        return {h.name: (h.process.returncode if h.process else None) for h in self.handles.values()}
+        return {h.name: h.poll() for h in self.handles.values()}
 
     def state(self) -> dict:
         return {
             "cert_dir": str(self.cert_dir),
             "processes": [
                 {"name": h.name, "pid": h.pid, "address": h.address, "log": str(h.log_path),
-                 "started_at": h.started_at, "restarts": h.restarts}
+                 "started_at": h.started_at, "restarts": h.restarts, "uid": h.uid}
                 for h in self.handles.values()
             ],
         }
@@ -236,6 +323,24 @@ def stop_together(sets: list[ServiceSet], timeout: float = STOP_TIMEOUT_SECONDS)
         try:
             handle.process.wait(max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
+            handle.send(signal.SIGKILL)
             handle.process.kill()
             handle.process.wait()
     return [services._exit_codes() for services in sets]
+
+
+def _boxed_pid(info, box: subprocess.Popen) -> int:
+    """The boxed process's own pid, from what bubblewrap writes once the box is made (it closes the pipe then);
+    bubblewrap's own if it failed first (its exit and its message in the log say why)."""
+    deadline = time.monotonic() + BOX_SETUP_SECONDS
+    text = b""
+    while time.monotonic() < deadline:
+        if select.select([info], [], [], 0.1)[0]:
+            chunk = os.read(info.fileno(), 4096)
+            if not chunk:
+                break
+            text += chunk
+    try:
+        return int(json.loads(text)["child-pid"])
+    except (ValueError, KeyError):
+        return box.pid

@@ -14,6 +14,8 @@ import grpc
 
 from cli.launcher import ProcessHandle, ServiceSet, StartupError, check_health, cli_credentials
 from cli.output import table
+from cli.process_users import OwnershipError
+from cli.service_box import BoxUnavailable
 from cli.supervisor import run_until_stopped
 from shared.certs import (
     CA_CERT_FILE,
@@ -25,6 +27,7 @@ from shared.certs import (
     issue_token_keys,
     key_path,
     load_credentials,
+    move_cli_files,
     private_dir,
     write_private,
 )
@@ -32,7 +35,7 @@ from shared.channels import sync_channel
 from shared.config import DEFAULT_PORTS
 from shared.contracts import SERVICES, invoke
 from shared.identity import PRINCIPAL_NAMES
-from shared.paths import REPO_ROOT, cert_dir, var_dir
+from shared.paths import REPO_ROOT, cert_dir, cli_dir, var_dir
 
 
 def _state_file() -> Path:
@@ -51,9 +54,20 @@ def certificate_problems(directory: Path) -> list[str]:
 
 
 def _issue(directory: Path, spiffe_only: bool = False) -> None:
-    written = issue_deployment(directory, spiffe_only=spiffe_only)
-    print(f"wrote a deployment CA and {len(PRINCIPAL_NAMES)} identities to {directory} "
-          f"({len(written)} files, keys 0600)")
+    written = issue_deployment(directory, spiffe_only=spiffe_only, cli_directory=cli_dir())
+    print(f"wrote a deployment CA and {len(PRINCIPAL_NAMES)} identities to {directory}, the CLI's own keys to "
+          f"{cli_dir()} ({len(written)} files, keys 0600)")
+
+
+def _move_cli_keys(directory: Path) -> None:
+    """Older versions kept the CLI's keys in var/certs, beside every service's: move them to the CLI's own
+    folder. Only from that default place: a TESSERA_CERT_DIR the operator named is theirs to arrange."""
+    if os.environ.get("TESSERA_CERT_DIR"):
+        return
+    moved = move_cli_files(directory, cli_dir())
+    if moved:
+        print(f"moved the CLI's keys ({', '.join(path.name for path in moved)}) from {directory} to {cli_dir()}, "
+              "out of the services' var folder")
 
 
 def ensure_certs(directory: Path) -> None:
@@ -66,6 +80,7 @@ def ensure_certs(directory: Path) -> None:
     if not (directory / CA_CERT_FILE).exists():
         _issue(directory)
         return
+    _move_cli_keys(directory)
     problems = certificate_problems(directory)
     if problems:
         raise CredentialError(f"{problems[0]} (fix it, or reissue all with 'tessera certs --force')")
@@ -83,6 +98,8 @@ def ensure_certs(directory: Path) -> None:
 
 def cmd_certs(args: argparse.Namespace) -> int:
     directory = Path(args.dir) if args.dir else cert_dir()
+    if not args.dir:
+        _move_cli_keys(directory)
     problems = certificate_problems(directory)
     if not problems and not args.force:
         print(f"certificates in {directory} are valid; 'tessera certs --force' reissues them")
@@ -95,14 +112,22 @@ def cmd_certs(args: argparse.Namespace) -> int:
 
 def _print_set(services: ServiceSet) -> None:
     credentials = cli_credentials(services.cert_dir)
-    rows = [[h.name, h.address, str(h.pid), check_health(h, credentials)] for h in services.handles.values()]
-    print(table(rows, ["service", "address", "pid", "health"]))
+    rows = [[h.name, h.address, str(h.pid), str(os.getuid() if h.uid is None else h.uid), check_health(h, credentials)]
+            for h in services.handles.values()]
+    print(table(rows, ["service", "address", "pid", "uid", "health"]))
+
+
+def _as_root() -> bool:
+    """Run as root, `up` and `demo` give each service a user of its own (ARCHITECTURE §2)."""
+    return os.geteuid() == 0
 
 
 def _start(services: ServiceSet) -> int:
+    if services.separate_users:
+        print("running as root: each service runs as a user of its own, in a box of its own", flush=True)
     try:
         services.start()
-    except StartupError as exc:
+    except (StartupError, BoxUnavailable, OwnershipError) as exc:
         print(f"tessera: error: {exc}", file=sys.stderr)
         print(f"logs: {services.run_dir / 'logs'}", file=sys.stderr)
         return 1
@@ -112,7 +137,8 @@ def _start(services: ServiceSet) -> int:
 def cmd_up(args: argparse.Namespace) -> int:
     directory = cert_dir()
     ensure_certs(directory)
-    services = ServiceSet(directory, var_dir() / "run", ephemeral_ports=args.ephemeral_ports)
+    services = ServiceSet(directory, var_dir() / "run", ephemeral_ports=args.ephemeral_ports,
+                          separate_users=_as_root())
     _pin_passkey_origin(services)
     if _start(services):
         return 1
@@ -243,7 +269,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     directory = cert_dir()
     ensure_certs(directory)
     ensure_warehouse()
-    services = ServiceSet(directory, var_dir() / "demo", ephemeral_ports=True)
+    services = ServiceSet(directory, var_dir() / "demo", ephemeral_ports=True, separate_users=_as_root())
     if _port_free(DEFAULT_PORTS["web"]):  # the UI where people expect it; any free port otherwise
         services.handles["web"].port = DEFAULT_PORTS["web"]
     _pin_passkey_origin(services)
@@ -448,7 +474,7 @@ def cmd_persons(args: argparse.Namespace) -> int:
     try:
         if args.action == "enroll":
             link, about = enrollment_link(*found, args.person, args.tenant, args.name or args.person,
-                                          args.url or web_url(web[0]), replace=args.replace)
+                                          args.url or web_url(web[0]))
             print(about, file=sys.stderr)
             print(link)
         else:
@@ -490,9 +516,6 @@ def _add_approval_parsers(sub) -> None:
     enroll.add_argument("--name", help="their name as shown (default: the id)")
     enroll.add_argument("--url", help="web's address as the person opens it (default: the running web, on "
                                       "localhost)")
-    enroll.add_argument("--replace", action="store_true",
-                        help="revoke every passkey PERSON has now (a lost device; audited): without it, a person "
-                             "who has a passkey adds another only by confirming it with one they have")
     listing = person_actions.add_parser("passkeys", help="the passkeys PERSON registered (model, when, last use)")
     listing.add_argument("person")
     listing.add_argument("--tenant", default="local", help="their tenant (default: local)")
@@ -540,7 +563,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tessera", description="Operate a Tessera deployment.")
     sub = parser.add_subparsers(dest="command", required=True)
     certs = sub.add_parser("certs", help="create the deployment CA and one identity per service")
-    certs.add_argument("--dir", help="output directory (default: $TESSERA_CERT_DIR or var/certs)")
+    certs.add_argument("--dir", help="output directory (default: $TESSERA_CERT_DIR or var/certs); the CLI's own "
+                                     "keys go to $XDG_CONFIG_HOME/tessera (default ~/.config/tessera)")
     certs.add_argument("--force", action="store_true", help="reissue even if the current ones are valid")
     certs.add_argument("--spiffe-only", action="store_true",
                        help="the SPIFFE URI SAN alone, no loopback DNS/IP names (as cert-manager and SPIRE issue)")

@@ -79,7 +79,7 @@ class Supervisor:
                 watch.down_since = None
 
     def _notice_exit(self, handle: ProcessHandle, watch: _Watch, now: float) -> None:
-        code = handle.process.poll() if handle.process else None
+        code = handle.poll()
         if code is None:
             return
         lived = time.time() - (handle.started_at or time.time())

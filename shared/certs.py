@@ -3,7 +3,9 @@
 `issue_deployment` writes a CA plus one key and certificate per principal;
 `load_credentials` reads one principal's files back and checks them before a
 process trusts them, so that a broken setup fails at startup with one line
-naming the file, instead of as a TLS handshake error much later.
+naming the file, instead of as a TLS handshake error much later. The operator
+CLI's own key, certificate and signing key may live apart from the services'
+folder, in the CLI's own ($XDG_CONFIG_HOME/tessera, see cli_files_dir).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from shared.identity import PRINCIPAL_NAMES, spiffe_id_for
+from shared.paths import cli_dir
 
 CA_CERT_FILE = "ca.pem"
 CA_KEY_FILE = "ca.key"
@@ -33,6 +36,10 @@ CA_KEY_DIR = "ca-private"
 # development deployment not to expire mid-week.
 LEAF_VALIDITY = dt.timedelta(days=30)
 CA_VALIDITY = dt.timedelta(days=365)
+CLI_PRINCIPAL = "cli"
+# The CLI's own files: its certificate, its mTLS key and the key that signs people's assertions and the
+# operator's decisions. Its public verify key stays with the services, who check what it signs.
+CLI_OWN_FILES = (f"{CLI_PRINCIPAL}.pem", f"{CLI_PRINCIPAL}.key", f"{CLI_PRINCIPAL}-signing.key")
 
 
 class CredentialError(Exception):
@@ -54,12 +61,23 @@ class Credentials:
     key_file: Path | None = None
 
 
+def cli_files_dir(directory: Path) -> Path:
+    """Where the operator CLI's own files are, for the deployment in `directory`: there, if it holds them (a
+    deployment kept in one folder, as tests and benchmarks make one, or an older layout under a TESSERA_CERT_DIR
+    the operator named), else in the CLI's own folder, which no service's var folder holds."""
+    return directory if (directory / f"{CLI_PRINCIPAL}.key").exists() else cli_dir()
+
+
+def _home(directory: Path, principal: str) -> Path:
+    return cli_files_dir(directory) if principal == CLI_PRINCIPAL else directory
+
+
 def cert_path(directory: Path, principal: str) -> Path:
-    return directory / f"{principal}.pem"
+    return _home(directory, principal) / f"{principal}.pem"
 
 
 def key_path(directory: Path, principal: str) -> Path:
-    return directory / f"{principal}.key"
+    return _home(directory, principal) / f"{principal}.key"
 
 
 def private_dir(path: Path) -> Path:
@@ -142,7 +160,7 @@ def issue_leaf(
     key = _new_key()
     now = dt.datetime.now(dt.UTC)
     identity = spiffe_id_for(principal)
-    is_server = principal != "cli"
+    is_server = principal != CLI_PRINCIPAL
     sans: list[x509.GeneralName] = [x509.UniformResourceIdentifier(identity)]
     usages = [ExtendedKeyUsageOID.CLIENT_AUTH]
     if is_server:
@@ -171,13 +189,13 @@ def issue_leaf(
 # Principals that sign tokens others verify (§2): the host signs grants, the
 # resources service signs resource offers, web, the CLI and the MCP front sign
 # the actor assertions of the people they authenticated. Each gets an Ed25519 key pair.
-SIGNING_PRINCIPALS = ("host", "resources", "web", "cli", "mcp")
+SIGNING_PRINCIPALS = ("host", "resources", "web", CLI_PRINCIPAL, "mcp")
 # Services that mint HMAC tokens only they verify: resources' capability tokens.
 SECRET_PRINCIPALS = ("resources",)
 
 
 def signing_key_path(directory: Path, principal: str) -> Path:
-    return directory / f"{principal}-signing.key"
+    return _home(directory, principal) / f"{principal}-signing.key"
 
 
 def verify_key_path(directory: Path, principal: str) -> Path:
@@ -189,27 +207,50 @@ def secret_path(directory: Path, principal: str) -> Path:
 
 
 def issue_deployment(directory: Path, principals: tuple[str, ...] = PRINCIPAL_NAMES,
-                     spiffe_only: bool = False) -> list[Path]:
-    """Write a fresh CA and a key + certificate for every principal, plus token keys."""
+                     spiffe_only: bool = False, cli_directory: Path | None = None) -> list[Path]:
+    """Write a fresh CA and a key + certificate for every principal, plus token keys. The CLI's own files go to
+    `cli_directory` (`tessera certs` names the CLI's folder), or beside the rest when it is None."""
     ca_cert, ca_key = create_ca()
     private_dir(directory)
+    cli_folder = directory if cli_directory is None else private_dir(cli_directory)
     (directory / CA_KEY_FILE).unlink(missing_ok=True)  # where older versions kept it, beside everything else
+    if cli_folder != directory:  # an older layout's CLI files would otherwise be found before the new ones
+        for name in CLI_OWN_FILES:
+            (directory / name).unlink(missing_ok=True)
     written = [directory / CA_CERT_FILE, ca_key_path(directory)]
     _write_public(written[0], ca_cert.public_bytes(serialization.Encoding.PEM))
     write_private(written[1], _key_pem(ca_key))
     for principal in principals:
         cert, key = issue_leaf(ca_cert, ca_key, principal, spiffe_only)
-        _write_public(cert_path(directory, principal), cert.public_bytes(serialization.Encoding.PEM))
-        write_private(key_path(directory, principal), _key_pem(key))
-        written += [cert_path(directory, principal), key_path(directory, principal)]
-    return written + issue_token_keys(directory, only_missing=False)
+        folder = cli_folder if principal == CLI_PRINCIPAL else directory
+        own_cert, own_key = folder / f"{principal}.pem", folder / f"{principal}.key"
+        _write_public(own_cert, cert.public_bytes(serialization.Encoding.PEM))
+        write_private(own_key, _key_pem(key))
+        written += [own_cert, own_key]
+    return written + issue_token_keys(directory, only_missing=False, cli_directory=cli_folder)
 
 
-def issue_token_keys(directory: Path, only_missing: bool = True) -> list[Path]:
-    """Ed25519 signing keys and HMAC secrets; with only_missing, keep existing ones."""
+def move_cli_files(directory: Path, target: Path) -> list[Path]:
+    """Move the CLI's own files out of the deployment's folder into `target` (older layouts kept them beside
+    every service's); the moved files' new paths."""
+    moved = []
+    for name in CLI_OWN_FILES:
+        source = directory / name
+        if source.exists():
+            write_private(target / name, source.read_bytes())
+            source.unlink()
+            moved.append(target / name)
+    return moved
+
+
+def issue_token_keys(directory: Path, only_missing: bool = True, cli_directory: Path | None = None) -> list[Path]:
+    """Ed25519 signing keys and HMAC secrets; with only_missing, keep existing ones. The CLI's signing key goes
+    to `cli_directory`, or where its other files are when None."""
     written = []
     for principal in SIGNING_PRINCIPALS:
         private, public = signing_key_path(directory, principal), verify_key_path(directory, principal)
+        if principal == CLI_PRINCIPAL and cli_directory is not None:
+            private = cli_directory / private.name
         if only_missing and private.exists() and public.exists():
             continue
         signing = ed25519.Ed25519PrivateKey.generate()

@@ -16,3 +16,11 @@ def var_dir() -> Path:
 def cert_dir() -> Path:
     """Deployment CA and per-principal keys; TESSERA_CERT_DIR overrides."""
     return Path(os.environ.get("TESSERA_CERT_DIR") or var_dir() / "certs")
+
+
+def cli_dir() -> Path:
+    """The operator CLI's own keys, outside every folder a service is handed: $XDG_CONFIG_HOME/tessera
+    (~/.config/tessera when unset or not absolute, as the XDG base directory specification says)."""
+    configured = os.environ.get("XDG_CONFIG_HOME", "")
+    base = Path(configured) if os.path.isabs(configured) else Path.home() / ".config"
+    return base / "tessera"
