@@ -1,8 +1,9 @@
 """A viewer that goes away is normal: the host's Subscribe stream ends quietly; a real failure is still an error.
 
-The host serves over real mTLS in this process (the shared interceptor, real gRPC transport), with a journal
-full of large envelopes, so that the client leaves while the server is blocked writing to it: the write that
-fails then is what used to be logged as "unhandled error in Subscribe" (and by gRPC itself, at error level).
+The host serves over real mTLS in this process (the shared interceptor, real gRPC transport). With a journal
+full of large envelopes the client leaves while the server is blocked writing to it: the write that fails
+then is what used to be logged as "unhandled error in Subscribe" (and by gRPC itself, at error level). With an
+empty journal it leaves while the server waits for news.
 """
 
 from __future__ import annotations
@@ -67,19 +68,23 @@ class HostOverMtls:
         self.pool.shutdown(wait=True)
         self.engine.dispose()
 
-    async def busy_subscription(self):
-        """A subscription to a surface whose journal holds more than the client will read."""
+    async def subscription(self, envelopes: int):
+        """A subscription to a surface whose journal holds `envelopes` large ones (more than the client will read),
+        once the server streams it: the first envelope has arrived, or (none) the server is waiting for news."""
         actor = assert_actor(WEB_KEY, "alice", "acme")
         session = await self.stub.OpenSession(host_pb2.OpenSessionRequest(actor=actor, request_id="open-1"))
         surface = session.surface_id
-        for n in range(ENVELOPES):
+        for n in range(envelopes):
             update = {"updateDataModel": {"surfaceId": surface, "path": f"/big{n}", "value": "x" * ENVELOPE_CHARS}}
             appended = await self.db(self.db.store.append_events, surface, [data_model_update(surface, update)])
             await self.fanout.published(surface, appended)
         call = self.stub.Subscribe(host_pb2.SubscribeRequest(actor=actor, session_id=session.session_id,
                                                              surface_id=surface))
-        first = await call.read()
-        assert first.envelope.sequence == 1
+        if envelopes:
+            first = await call.read()
+            assert first.envelope.sequence == 1
+        else:
+            await wait_until_async(lambda: self.fanout.watched(surface), what="the host streams the surface")
         return call, surface
 
 
@@ -93,8 +98,8 @@ def subscribe_outcomes(records: list[logging.LogRecord]) -> list[str]:
             if r.getMessage() == "rpc" and getattr(r, "fields", {}).get("method") == SUBSCRIBE]
 
 
-async def _leave_and_wait(host: HostOverMtls, leave, caplog) -> None:
-    call, surface = await host.busy_subscription()
+async def _leave_and_wait(host: HostOverMtls, envelopes: int, leave, caplog) -> None:
+    call, surface = await host.subscription(envelopes)
     await leave(call)
     # The stream has ended on the server when its viewer is gone and the access log has its line.
     await wait_until_async(lambda: not host.fanout.watched(surface) and subscribe_outcomes(caplog.records),
@@ -102,14 +107,16 @@ async def _leave_and_wait(host: HostOverMtls, leave, caplog) -> None:
 
 
 @pytest.mark.parametrize("leave", ["cancel", "disconnect"])
-def test_a_viewer_that_cancels_or_disconnects_mid_stream_logs_no_error(tmp_path, credentials, caplog, leave):
+@pytest.mark.parametrize("envelopes", [ENVELOPES, 0], ids=["while-writing", "while-waiting"])
+def test_a_viewer_that_cancels_or_disconnects_logs_no_error(tmp_path, credentials, caplog, leave, envelopes):
     async def cancel(call):
         call.cancel()
 
     async def scenario():
         async with HostOverMtls(tmp_path, credentials) as host:
             disconnect = host.channel.close
-            await _leave_and_wait(host, cancel if leave == "cancel" else (lambda call: disconnect()), caplog)
+            await _leave_and_wait(host, envelopes, cancel if leave == "cancel" else (lambda call: disconnect()),
+                                  caplog)
 
     caplog.set_level(logging.DEBUG)
     asyncio.run(scenario())
