@@ -27,6 +27,7 @@ It keeps no state a replica would need from another: any request may go to any r
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import logging
@@ -392,8 +393,13 @@ class WebApi:
         if resume_after is not None:
             subscribe.resume_after.CopyFrom(resume_after)
 
+        cookie = request.cookies.get(COOKIE)
+
         async def events() -> AsyncIterator[ServerSentEvent | bytes]:
             stream = self.host.Subscribe(subscribe)  # here, so a HEAD (answered without a body) subscribes to nothing
+            # The stream outlives this request: when its session ends (sign-out anywhere, the operator), so does it.
+            ended = asyncio.create_task(self.sessions.until_ended(cookie))
+            ended.add_done_callback(lambda _: stream.cancel())
             try:
                 async for reply in stream:
                     # A page that is behind gets several envelopes per reply: each its own SSE event, one write.
@@ -403,8 +409,15 @@ class WebApi:
                 if exc.code() != grpc.StatusCode.CANCELLED:
                     details = error_details(exc)
                     yield _event({"error": {"reason": details.reason or exc.code().name, "message": details.message}})
+            except asyncio.CancelledError:
+                if not ended.done() or ended.cancelled():  # the browser left: not ours to swallow
+                    raise
             finally:
+                ended.cancel()
                 stream.cancel()
+            if ended.done() and not ended.cancelled():
+                refused = ended.result()
+                yield _event({"error": {"reason": refused.reason, "message": refused.message}})
 
         return event_stream(events(), self.keepalive_seconds)
 

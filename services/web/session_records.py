@@ -10,6 +10,7 @@ the request is refused 503, never taken as signed in.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import time
@@ -54,6 +55,7 @@ class SessionRecords:
         self.sign_in_hint = sign_in_hint
         # secret's SHA-256 → BrowserSession, or the SessionRefused it got; on the event loop only
         self._checked = expiring(MAX_REMEMBERED_CHECKS, check_seconds, clock) if check_seconds > 0 else None
+        self.recheck_seconds = check_seconds or 1.0  # how often an open stream asks whether its session still is
 
     async def open(self, person: Person, signed_in_with: str) -> tuple[BrowserSession, str, int]:
         """A new session at the broker for a person who just signed in: (the session, its cookie value, the
@@ -93,6 +95,19 @@ class SessionRecords:
                                                    f"{self.sign_in_hint}")
             raise self._failed(exc, "check") from None
         return _browser_session(checked.session)
+
+    async def until_ended(self, cookie: str | None) -> SessionRefused:
+        """Wait until the cookie's session is no longer open (signed out, ended by the operator, expired): the
+        refusal that says so. For streams that outlive the request that opened them; their checks come from the
+        memo, so all the streams of one session cost one broker call per bound. A broker that cannot answer
+        ends nothing: the stream was opened by a person who was signed in."""
+        while True:
+            await asyncio.sleep(self.recheck_seconds)
+            try:
+                await self.check(cookie)
+            except SessionRefused as refused:
+                if refused.status == 401:
+                    return refused
 
     async def end(self, cookie: str | None) -> BrowserSession | None:
         """Sign out: the session ends at the broker (so on every replica); the session it was, if open."""

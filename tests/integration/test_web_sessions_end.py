@@ -19,6 +19,7 @@ from tests.fixtures.signing import sign_in
 from tests.fixtures.waiting import wait_until
 from tests.integration.test_cli_approvals import tessera
 from tests.integration.test_cli_ask import var_dir  # noqa: F401  (fixture)
+from tests.integration.test_web_api import sse
 from tests.integration.test_web_replicas import SECRET, base, start_web
 
 CHECK_BOUND_SECONDS = 5.0  # web's default TESSERA_WEB_SESSION_CHECK_SECONDS
@@ -64,6 +65,23 @@ def test_a_signed_out_cookie_is_refused_on_the_other_replica_within_the_bound(ru
     assert reason == "SESSION_ENDED" and seconds <= CHECK_BOUND_SECONDS + SLACK_SECONDS, seconds
     for path in ("/api/approvals", "/api/catalog", "/info", "/status"):  # every door, not only /api/session
         assert httpx.get(base(replicas[1]) + path, cookies={COOKIE: cookie}, timeout=60).status_code == 401, path
+
+
+def test_an_open_surface_stream_ends_when_its_session_does(running_set, credentials, replicas):
+    cookie = _signed_in(replicas[0], running_set, credentials, "streaming-person")
+    assert _session(replicas[1], cookie).status_code == 200
+    with httpx.stream("GET", base(replicas[1]) + "/api/surface/stream", cookies={COOKIE: cookie},
+                      timeout=60) as stream:
+        assert stream.status_code == 200  # open, and waiting for the surface's next event
+        signed_out = httpx.post(base(replicas[0]) + "/api/sign-out", json={}, cookies={COOKIE: cookie},
+                                headers={"Origin": base(replicas[0])}, timeout=60)
+        ended_at = time.monotonic()
+        assert signed_out.status_code == 200
+        events = [event for _, event in sse(stream)]  # to the stream's end: web closes it
+        seconds = time.monotonic() - ended_at
+    assert events[-1]["error"]["reason"] == "SESSION_ENDED", events
+    # The memo's bound, then the stream's next look at its session (every bound).
+    assert seconds <= 2 * CHECK_BOUND_SECONDS + SLACK_SECONDS, seconds
 
 
 def test_the_operator_signs_a_person_out_of_every_session_on_every_replica(running_set, credentials, replicas,
