@@ -44,7 +44,10 @@ def _person(base_url: str, cookie: str) -> list[tuple[str, float]]:
 def _environment(work: Path, host_url: str) -> dict[str, str]:
     return {**seeded_environment(work, "asking-", 20_000), "TESSERA_HOST_DATABASE_URL": host_url,
             # Replicas of web share the cookie key, as on Kubernetes.
-            SESSION_SECRET: WEB_SECRET}
+            SESSION_SECRET: WEB_SECRET,
+            # The people share one sign-in, so one host session: its analysis budget is one person's (60), and
+            # here it stands for PEOPLE of them.
+            "TESSERA_RESOURCES_ANALYSES_PER_SESSION": str(60 * PEOPLE)}
 
 
 def _measure(sets: list[ServiceSet]) -> list[dict]:
