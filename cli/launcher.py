@@ -198,7 +198,8 @@ class ServiceSet:
     def start(self, timeout: float = STARTUP_TIMEOUT_SECONDS) -> None:
         """Start every process and wait until each is healthy; on failure stop all."""
         credentials = cli_credentials(self.cert_dir)
-        private_dir(self.run_dir)
+        for folder in (self.run_dir, self.run_dir / "identity", self.run_dir / "home", self.run_dir / "ready"):
+            private_dir(folder)  # the launcher's: a boxed process reaches only its own folders within
         for handle in self.handles.values():
             private_dir(handle.log_path.parent)
             private_dir(handle.ready_file.parent)

@@ -99,6 +99,15 @@ def _database_files(name: str, env: Mapping[str, str]) -> list[Path]:
     return [path for path in found if path is not None]
 
 
+def _named_paths(name: str, env: Mapping[str, str]) -> list[Grant]:
+    """Files and folders the service's own settings name (policies, semantic models) and PYTHONPATH's entries:
+    read-only, reachable from its box."""
+    own = f"TESSERA_{name.upper()}_"
+    values = [value for key, value in env.items() if key.startswith(own)]
+    values += env.get("PYTHONPATH", "").split(os.pathsep)
+    return [Grant(Path(value)) for value in values if os.path.isabs(value) and os.path.exists(value)]
+
+
 def _companions(database: Path) -> list[Path]:
     return [database] + [database.with_name(database.name + suffix) for suffix in DATABASE_COMPANIONS]
 
@@ -178,6 +187,8 @@ def settle(ids: Mapping[str, int], private: Mapping[str, list[Grant]], envs: Map
                 grants.append(_database_grant(name, database, uid, var_dir))
         if warehouse is not None and name in WAREHOUSE_SETTINGS:
             grants.append(warehouse.grant)
+        grants += [grant for grant in _named_paths(name, envs[name])
+                   if not any(grant.path.is_relative_to(mine.path) for mine in grants)]
         owned[name] = list(dict.fromkeys(grants))
     shared_reads = [Grant(path) for path in interpreter_paths()] + [Grant(REPO_ROOT)]
     users = {}

@@ -1,0 +1,180 @@
+"""As root, the launcher runs each service as a user of its own: one compromised service reads nothing of another's.
+
+Checked as an attacker holding one service's uid would try: a probe with that uid reads another service's key,
+database, environment (/proc/<pid>/environ) and bridge socket folder, and the CLI's keys — once outside any box,
+so that ownership and modes alone must stop it, and once inside the service's own box, with exactly its view.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cli.launcher import ServiceSet
+from cli.process_users import RESERVED_IDS
+from cli.service_box import boxed_command
+from shared.certs import ca_key_path, issue_deployment, key_path, signing_key_path
+from shared.identity import PROCESS_NAMES
+from shared.paths import REPO_ROOT, cli_dir
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("bwrap") or not shutil.which("setpriv"),
+    reason="one user per process needs root, bubblewrap ('make sandbox') and setpriv")
+
+# Tries to read each path given; prints {path: "READ" or the error's name}.
+PROBE = """
+import json, os, sys
+found = {}
+for path in sys.argv[1:]:
+    try:
+        if os.path.isdir(path):
+            os.listdir(path)
+        else:
+            with open(path, "rb") as opened:
+                opened.read(1)
+        found[path] = "READ"
+    except OSError as error:
+        found[path] = type(error).__name__
+print(json.dumps(found))
+"""
+# Database files the services' default settings keep under var/<name>.
+DATABASES = {"host": "host/host.sqlite", "resources": "resources/results.sqlite",
+             "capabilities": "capabilities/broker.sqlite"}
+
+
+@pytest.fixture(scope="module")
+def boxed_set(tmp_path_factory):
+    base = tmp_path_factory.mktemp("process-users")
+    before = os.environ.get("XDG_CONFIG_HOME")
+    os.environ["XDG_CONFIG_HOME"] = str(base / "config")  # this deployment's CLI keys, apart from its var folder
+    var = base / "var"
+    certs = var / "certs"  # where `tessera up` keeps them
+    issue_deployment(certs, cli_directory=cli_dir())
+    from cli.seed import seed
+
+    (base / "warehouse").mkdir(mode=0o700)
+    warehouse = f"sqlite:///{base / 'warehouse' / 'warehouse.sqlite'}"
+    seed(warehouse, scale=2_000, progress=False)
+    env = {"TESSERA_VAR_DIR": str(var), "TESSERA_RESOURCES_WAREHOUSE_URL": warehouse,
+           "TESSERA_CAPABILITIES_CHANGES_URL": warehouse}
+    services = ServiceSet(certs, var / "run", ephemeral_ports=True, extra_env=env, separate_users=True)
+    services.start(timeout=120)
+    try:
+        yield services
+    finally:
+        codes = services.stop()
+        if before is None:
+            os.environ.pop("XDG_CONFIG_HOME", None)
+        else:
+            os.environ["XDG_CONFIG_HOME"] = before
+    assert all(code == 0 for code in codes.values()), f"unclean stop: {codes}"
+
+
+def _ids(pid: int) -> dict[str, list[int]]:
+    lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    return {line.split(":")[0]: [int(v, 16) if line.startswith("Cap") else int(v) for v in line.split()[1:]]
+            for line in lines if line.startswith(("Uid:", "Gid:", "Groups:", "CapEff:", "CapBnd:", "NoNewPrivs:"))}
+
+
+def test_each_service_runs_as_a_user_of_its_own(boxed_set):
+    uids = {}
+    for name, handle in boxed_set.handles.items():
+        ids = _ids(handle.pid)
+        assert ids["Uid"] == [handle.uid] * 4 and ids["Gid"] == [handle.uid] * 4, (name, ids)
+        assert ids["Groups"] == [] and ids["CapEff"] == [0] and ids["CapBnd"] == [0], (name, ids)
+        assert ids["NoNewPrivs"] == [1], name
+        uids[name] = handle.uid
+    assert len(set(uids.values())) == len(PROCESS_NAMES) and all(uid in RESERVED_IDS for uid in uids.values())
+
+
+def _owned(path: Path, uid: int, mode: int, gid: int | None = None) -> None:
+    info = path.stat()
+    assert (info.st_uid, info.st_gid, stat.S_IMODE(info.st_mode)) == (uid, uid if gid is None else gid, mode), path
+
+
+def test_each_service_owns_its_files_and_only_those(boxed_set):
+    var = Path(boxed_set.extra_env["TESSERA_VAR_DIR"])
+    for name, handle in boxed_set.handles.items():
+        folder = boxed_set.identity_dir(name)
+        _owned(folder, handle.uid, 0o700)
+        for path in folder.iterdir():
+            _owned(path, handle.uid, 0o600)
+        _owned(handle.ready_file.parent, handle.uid, 0o700)
+        _owned(handle.ready_file, handle.uid, 0o600)
+        _owned(handle.log_path, handle.uid, 0o600)
+        _owned(var / name, handle.uid, 0o700)
+        if name in DATABASES:
+            _owned(var / DATABASES[name], handle.uid, 0o600)
+    # The launcher's own folders and the deployment's keys stay root's.
+    for folder in (boxed_set.run_dir, boxed_set.run_dir / "identity", boxed_set.cert_dir, ca_key_path(
+            boxed_set.cert_dir).parent, cli_dir()):
+        _owned(folder, 0, 0o700)
+    # The warehouse: the resources service's, written by the broker's group (proposed data changes).
+    warehouse = Path(boxed_set.extra_env["TESSERA_RESOURCES_WAREHOUSE_URL"].removeprefix("sqlite:///"))
+    reader, writer = boxed_set.handles["resources"].uid, boxed_set.handles["capabilities"].uid
+    _owned(warehouse.parent, reader, 0o2770, gid=writer)
+    _owned(warehouse, reader, 0o660, gid=writer)
+
+
+def _secrets_of_others(services: ServiceSet, name: str) -> list[Path]:
+    """Everything `name` must not read: the other services' keys, databases, environments and bridge socket
+    folders, the deployment's keys (the CA's too) and the CLI's."""
+    var = Path(services.extra_env["TESSERA_VAR_DIR"])
+    found = [key_path(cli_dir(), "cli"), signing_key_path(cli_dir(), "cli"), ca_key_path(services.cert_dir)]
+    for other, handle in services.handles.items():
+        if other == name:
+            continue
+        found += [services.identity_dir(other) / f"{other}.key", services.cert_dir / f"{other}.key",
+                  Path(f"/proc/{handle.pid}/environ"), services.home_dir(other)]
+        found += services.home_dir(other).joinpath("tmp").glob("tessera-spiffe-*")
+        if other in DATABASES:
+            found.append(var / DATABASES[other])
+    missing = [path for path in found if not path.exists()]
+    assert not missing, f"nothing to try on: {missing}"
+    return found
+
+
+def _bridge_folders(services: ServiceSet) -> list[Path]:
+    return [path for name in services.handles for path in services.home_dir(name).joinpath("tmp").glob(
+        "tessera-spiffe-*")]
+
+
+def test_outside_any_box_a_service_uid_reads_nothing_of_another(boxed_set):
+    """Ownership and modes first: a process with a service's uid that left its box (or never had one)."""
+    assert _bridge_folders(boxed_set), "services that call peers hold a bridge socket folder"
+    shared = REPO_ROOT / "README.md"  # the repository is read-only to every service: the probe reads what it may
+    for name, handle in boxed_set.handles.items():
+        paths = [shared, *_secrets_of_others(boxed_set, name)]
+        # The system's python: the venv's interpreter lives under /root, which this uid cannot enter.
+        probe = subprocess.run(["setpriv", f"--reuid={handle.uid}", f"--regid={handle.uid}", "--clear-groups",
+                                "/usr/bin/python3", "-I", "-c", PROBE, *map(str, paths)],
+                               capture_output=True, text=True, timeout=60, cwd="/")
+        found = json.loads(probe.stdout)
+        assert found.pop(str(shared)) == "READ", probe.stderr
+        assert all(outcome == "PermissionError" for outcome in found.values()), (name, found)
+
+
+def test_inside_its_box_a_service_sees_nothing_of_another(boxed_set):
+    """The box second: with exactly a service's view, the same paths are gone or closed."""
+    for name, user in boxed_set.users.items():
+        own = boxed_set.identity_dir(name) / f"{name}.key"
+        paths = [own, *_secrets_of_others(boxed_set, name)]
+        read, write = os.pipe()
+        try:
+            command = boxed_command(user.uid, [sys.executable, "-I", "-c", PROBE, *map(str, paths)],
+                                    list(user.grants), list(user.hidden), REPO_ROOT, write)
+            probe = subprocess.run(command, capture_output=True, text=True, timeout=60, pass_fds=(write,))
+        finally:
+            os.close(write)
+            os.close(read)
+        assert probe.returncode == 0, probe.stderr
+        found = json.loads(probe.stdout)
+        assert found.pop(str(own)) == "READ", "the probe reads its own key"
+        assert all(outcome in ("PermissionError", "FileNotFoundError") for outcome in found.values()), (name, found)
