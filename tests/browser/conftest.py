@@ -63,7 +63,8 @@ def open_signed_in(browser, running_set, credentials, passkey: bool = True, pers
     opened.on("console", lambda message: "Content Security Policy" in message.text and problems.append(
         f"{message.text} ({message.location})"))
     opened.authenticator = virtual_authenticator(opened)
-    opened.goto(f"/sign-in#token={link_token(running_set, credentials, person)}")
+    # A passkey of this context's own authenticator (a new device): the operator's link replaces earlier ones.
+    opened.goto(f"/sign-in#token={link_token(running_set, credentials, person, replace=passkey)}")
     opened.wait_for_selector("body[data-ready=true]", timeout=15_000)
     if passkey:
         opened.click("#add-passkey")

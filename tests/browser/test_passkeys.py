@@ -4,6 +4,7 @@ machine (or a rewriting web) could try to approve without that person's passkey 
 
 from __future__ import annotations
 
+import base64
 import json
 
 import grpc
@@ -184,3 +185,61 @@ def test_the_page_runs_under_its_content_security_policy(browser, running_set, c
         assert not page.problems, page.problems
     finally:
         page.context.close()
+
+
+# Holds the page's navigator.credentials.get() until the test lets it go: the moment between the new passkey's
+# creation and the existing one's confirmation, when the test hands this device the existing credential (it
+# cannot hold it earlier: the enrollment excludes the person's passkeys from creating a second copy).
+HOLD_GET = """
+(() => {
+  const get = navigator.credentials.get.bind(navigator.credentials);
+  let release;
+  const released = new Promise((resolve) => { release = resolve; });
+  window.__releaseGet = release;
+  navigator.credentials.get = async (options) => { await released; return get(options); };
+})();
+"""
+
+
+def _credential_ids(page) -> list[str]:
+    found = page.cdp.send("WebAuthn.getCredentials", {"authenticatorId": page.authenticator})["credentials"]
+    return [b64url(base64.b64decode(c["credentialId"])) for c in found]
+
+
+def test_a_new_device_adds_a_passkey_only_confirmed_by_one_the_person_has_and_the_next_sign_in_says_so(
+        browser, running_set, credentials):
+    """The page's own enrollment flow, with Chromium's authenticators: a person with a passkey signs in on a
+    new device, sees the passkey added since their last sign-in, creates a passkey there and confirms it with
+    the one they have; the broker keeps it; their next sign-in shows it was added."""
+    person = "browser-two-devices"
+    first = open_signed_in(browser, running_set, credentials, person=person)  # their first passkey, first device
+    (original,) = _credential_ids(first)
+    exported = first.cdp.send("WebAuthn.getCredentials", {"authenticatorId": first.authenticator})["credentials"]
+    first.context.close()
+    device = open_signed_in(browser, running_set, credentials, passkey=False, person=person)
+    try:
+        notice = device.locator("#passkeys-added")
+        notice.wait_for(timeout=15_000)
+        assert original[:12] in notice.inner_text() and device.locator("#passkey-confirm").is_visible()
+        device.evaluate(HOLD_GET)
+        device.click("#add-passkey")
+        device.wait_for_function("document.getElementById('passkey-status').textContent.startsWith('Now confirm')",
+                                 timeout=15_000)
+        (created,) = _credential_ids(device)  # the new passkey, made on this device
+        # The person's existing one, as a non-discoverable copy: an authenticator keeps one discoverable
+        # credential per person and site, and this device's is the new one; the page names it explicitly.
+        device.cdp.send("WebAuthn.addCredential", {"authenticatorId": device.authenticator, "credential": {
+            **exported[0], "isResidentCredential": False}})
+        device.evaluate("window.__releaseGet()")
+        device.wait_for_selector("#passkey[data-enrolled=true]", timeout=15_000)
+        assert "you have 2" in device.locator("#passkey-status").inner_text()
+        assert not device.problems, device.problems
+    finally:
+        device.context.close()
+    later = open_signed_in(browser, running_set, credentials, passkey=False, person=person)
+    try:
+        later.locator("#passkeys-added").wait_for(timeout=15_000)
+        shown = later.locator("#passkeys-added").inner_text()
+        assert created[:12] in shown and original[:12] not in shown  # only what came since the last sign-in
+    finally:
+        later.context.close()

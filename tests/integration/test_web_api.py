@@ -11,8 +11,9 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
+from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tests.fixtures.golden.reference import expected_figures
-from tests.fixtures.signing import browser_decision, enroll_in_browser, link_token, sign_in
+from tests.fixtures.signing import SoftPasskey, b64url, browser_decision, enroll_in_browser, link_token, sign_in
 
 PERSON = "web-api-person"
 
@@ -164,6 +165,43 @@ def test_a_flag_button_press_becomes_an_approval_the_person_signs(running_set, b
         assert connection.execute(sa.text("SELECT review_status FROM orders WHERE order_id = 1111")).scalar() == \
             "flagged"
     engine.dispose()
+
+
+def _page_assertion(assertion) -> dict:
+    """A PasskeyAssertion as the page posts it (passkeys.js: base64url fields)."""
+    return {"id": assertion.credential_id, "authenticator_data": b64url(assertion.authenticator_data),
+            "client_data_json": b64url(assertion.client_data_json), "signature": b64url(assertion.signature),
+            "user_handle": b64url(assertion.user_handle)}
+
+
+def test_a_further_passkey_is_confirmed_by_one_the_person_has_and_the_sign_in_says_what_was_added(
+        running_set, credentials):
+    """Through web as the page uses it: a second sign-in lists the passkeys added since the first and the ones
+    that may confirm a new one; web carries the existing passkey's assertion, and without it the broker refuses."""
+    base = f"http://{running_set.handles['web'].address}"
+    origin = f"http://localhost:{running_set.handles['web'].port}"
+    person = "web-api-two-devices"
+    with httpx.Client(base_url=base, timeout=60, headers={"Origin": base}) as first_device:
+        first = enroll_in_browser(first_device.post, sign_in(first_device, running_set, credentials, person), origin)
+    with httpx.Client(base_url=base, timeout=60, headers={"Origin": base}) as second_device:
+        signed_in = sign_in(second_device, running_set, credentials, person)
+        enrollment = signed_in["enrollment"]
+        assert enrollment["existing_credential_ids"] == [first.id]
+        assert [p["credential_id"] for p in signed_in["passkeys_added"]] == [first.id]  # the page's notice
+        second = SoftPasskey(origin)
+        credential = json.loads(second.register(json.dumps(enrollment["options"])))
+        alone = second_device.post("/api/passkeys", json={"enrollment_id": enrollment["enrollment_id"],
+                                                          "credential": credential})
+        assert (alone.status_code, alone.json()["reason"]) == (403, "PASSKEY_SIGNATURE_REQUIRED")
+        redeemed = cap.RedeemEnrollmentResponse(enrollment_id=enrollment["enrollment_id"],
+                                                registration_options_json=json.dumps(enrollment["options"]))
+        confirmed = second_device.post("/api/passkeys", json={
+            "enrollment_id": enrollment["enrollment_id"], "credential": credential,
+            "existing_passkey": _page_assertion(first.confirm(redeemed, second))})
+        assert confirmed.status_code == 200 and confirmed.json()["passkeys"] == 2, confirmed.text
+    with httpx.Client(base_url=base, timeout=60, headers={"Origin": base}) as later:
+        again = sign_in(later, running_set, credentials, person)
+        assert [p["credential_id"] for p in again["passkeys_added"]] == [second.id]
 
 
 def test_bad_requests_get_a_status_and_a_reason(running_set, browser):

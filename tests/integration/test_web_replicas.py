@@ -81,7 +81,7 @@ def browser(replicas, running_set, credentials):
     """A browser signed in (on replica 0) with a one-time link, as the local person."""
     with httpx.Client(timeout=120) as client:
         browser = Browser(client, replicas)
-        token = link_token(running_set, credentials)
+        token = link_token(running_set, credentials, replace=True)  # this browser's passkey: a new device
         signed_in = browser.request(0, "POST", "/api/sign-in/link", json={"token": token})
         assert signed_in.status_code == 200, signed_in.text
         browser.signed_in = signed_in.json()
