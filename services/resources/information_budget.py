@@ -62,10 +62,10 @@ class InformationBudget:
         bound, budget = refused.bound, refused.budget
         if refused.reason == "ANALYSIS_BUDGET_SPENT":
             if budget == "turn":
-                return TesseraError(grpc.StatusCode.RESOURCE_EXHAUSTED, refused.reason,
+                return TesseraError(grpc.StatusCode.RESOURCE_EXHAUSTED, "ANALYSIS_BUDGET_SPENT",
                                     f"at most {bound} analyses per turn", metadata(bound=bound, budget=budget))
             return TesseraError(
-                grpc.StatusCode.RESOURCE_EXHAUSTED, refused.reason,
+                grpc.StatusCode.RESOURCE_EXHAUSTED, "ANALYSIS_BUDGET_SPENT",
                 f"at most {bound} analyses per session (renewed {self._period_hours:g} h after the session's "
                 f"first analysis)", metadata(bound=bound, budget=budget, next_step=(
                     "No analyses are left in this session: present what you have with present_ui, or answer, and "
@@ -76,6 +76,6 @@ class InformationBudget:
                 f"{refused.count} such variants were answered and at most {bound} are") if budget == "shape" else (
                 f"this session has asked {refused.count} drafts whose rows depend on values it is never shown, "
                 f"each with other bounds; at most {bound} are answered")
-        return TesseraError(grpc.StatusCode.PERMISSION_DENIED, refused.reason,
+        return TesseraError(grpc.StatusCode.PERMISSION_DENIED, "ORACLE_PATTERN",
                             f"{what}: a search that narrows a hidden value is not answered",
                             metadata(bound=bound, budget=budget, shape=refused.shape))

@@ -28,6 +28,7 @@ from services.resources.store import ResourceStore, open_store
 from shared.errors import TesseraError
 from tests.fixtures.postgres import BACKENDS, database_url
 from tests.resources.conftest import UNBOUNDED_SESSIONS, Session, make_gateway
+from tests.resources.test_refusal_walk import _check as check_refusal_for_a_model
 from tests.unit.test_resources_store import DAY, Clock
 
 # The deployment's own bounds for sessions, not the tests' unbounded ones.
@@ -134,6 +135,7 @@ def test_a_binary_search_on_a_hidden_total_is_stopped_and_audited_before_it_narr
     assert (refusal.code, refusal.reason) == (grpc.StatusCode.PERMISSION_DENIED, "ORACLE_PATTERN")
     assert refusal.metadata["budget"] == "shape" and refusal.metadata["bound"] == "5"
     assert "present_ui" in refusal.metadata["next_step"]
+    check_refusal_for_a_model("ORACLE_PATTERN", refusal, None)  # about the call as a whole, with its next step
     # What it learnt is true, and far from the total: five doublings from 1 say only "above 16".
     assert (search.low, search.high) == (16.0, None) and total > search.low
     _assert_audited(defaults, search, caplog)
@@ -257,6 +259,7 @@ def test_a_session_has_an_analysis_budget_beside_the_turns_shared_by_replicas_an
         assert (by_session.code, by_session.reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "ANALYSIS_BUDGET_SPENT")
         assert by_session.metadata["budget"] == "session" and by_session.metadata["bound"] == "3"
         assert "per session" in by_session.message and "session" in by_session.metadata["next_step"]
+        check_refusal_for_a_model("ANALYSIS_BUDGET_SPENT", by_session, None)
         # Reported where the turn's figures are, and another session is untouched.
         context = _context(one, s.session_id, "turn-d")
         assert (context.analyses_remaining, context.analyses_per_turn) == (2, 2)
