@@ -175,14 +175,15 @@ class ServiceSet:
         return self.run_dir / "identity" / name
 
     def home_dir(self, name: str) -> Path:
-        """A boxed process's HOME, and its TMPDIR's parent."""
+        """A boxed process's HOME."""
         return self.run_dir / "home" / name
 
     def _env(self, handle: ProcessHandle) -> dict[str, str]:
         env = service_environment(handle.name, self._source_env())
         env["TESSERA_CERT_DIR"] = str(self.identity_dir(handle.name))
-        if handle.home is not None:  # its own, never the operator's (root's) home
-            env["HOME"], env["TMPDIR"] = str(handle.home), str(handle.home / "tmp")
+        if handle.home is not None:
+            # Its own home, never the operator's (root's); its box's own /tmp, where unix socket paths stay short.
+            env["HOME"], env["TMPDIR"] = str(handle.home), "/tmp"
         env["PYTHONUNBUFFERED"] = "1"
         prefix = f"TESSERA_{handle.name.upper()}_"
         env[prefix + "PORT"] = str(handle.port)
@@ -223,7 +224,7 @@ class ServiceSet:
         state = Path(source.get("TESSERA_VAR_DIR") or var_dir())
         ids = allocate_ids(self.names, state)
         private = {name: [Grant(self.identity_dir(name)), Grant(self.handles[name].ready_file.parent, True),
-                          Grant(self.home_dir(name), True), Grant(self.home_dir(name) / "tmp", True)]
+                          Grant(self.home_dir(name), True)]
                    for name in self.names}
         envs = {name: service_environment(name, source) for name in self.names}
         # Where the demo warehouse is by default, within this set's var folder.

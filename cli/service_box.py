@@ -94,7 +94,9 @@ def mounts(uid: int, grants: list[Grant], hidden: list[Path]) -> list[str]:
                 made.add(folder)
         steps.append((len(grant.path.parts), ["--bind" if grant.writable else "--ro-bind", str(grant.path),
                                               str(grant.path)]))
-    args = ["--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev",
+    # /proc stays the system's and writable: the broker's own unprivileged bubblewrap (its MCP servers' boxes)
+    # writes its uid map there and mounts a proc of its own, which the kernel allows only beside a full one.
+    args = ["--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--bind", "/proc", "/proc",
             "--perms", "1777", "--tmpfs", "/dev/shm", "--perms", "1777", "--tmpfs", "/tmp"]
     for _, step in sorted(steps, key=lambda item: item[0]):  # stable: a folder's --dir before its bind
         args += step

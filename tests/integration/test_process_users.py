@@ -133,7 +133,7 @@ def _secrets_of_others(services: ServiceSet, name: str) -> list[Path]:
             continue
         found += [services.identity_dir(other) / f"{other}.key", services.cert_dir / f"{other}.key",
                   Path(f"/proc/{handle.pid}/environ"), services.home_dir(other)]
-        found += services.home_dir(other).joinpath("tmp").glob("tessera-spiffe-*")
+        found += _bridge_folders(handle.pid)
         if other in DATABASES:
             found.append(var / DATABASES[other])
     missing = [path for path in found if not path.exists()]
@@ -141,14 +141,15 @@ def _secrets_of_others(services: ServiceSet, name: str) -> list[Path]:
     return found
 
 
-def _bridge_folders(services: ServiceSet) -> list[Path]:
-    return [path for name in services.handles for path in services.home_dir(name).joinpath("tmp").glob(
-        "tessera-spiffe-*")]
+def _bridge_folders(pid: int) -> list[Path]:
+    """The process's bridge socket folders, in its box's own /tmp."""
+    return list(Path(f"/proc/{pid}/root/tmp").glob("tessera-spiffe-*"))
 
 
 def test_outside_any_box_a_service_uid_reads_nothing_of_another(boxed_set):
     """Ownership and modes first: a process with a service's uid that left its box (or never had one)."""
-    assert _bridge_folders(boxed_set), "services that call peers hold a bridge socket folder"
+    assert [name for name, handle in boxed_set.handles.items() if _bridge_folders(handle.pid)], \
+        "services that call peers hold a bridge socket folder"
     shared = REPO_ROOT / "README.md"  # the repository is read-only to every service: the probe reads what it may
     for name, handle in boxed_set.handles.items():
         paths = [shared, *_secrets_of_others(boxed_set, name)]
