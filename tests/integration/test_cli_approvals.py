@@ -21,7 +21,7 @@ from cli.launcher import ServiceSet
 from shared.actors import assert_actor
 from shared.certs import load_signing_key, signing_key_path
 from shared.channels import sync_channel
-from shared.contracts import invoke
+from shared.contracts import invoke, invoke_stream
 from shared.paths import REPO_ROOT
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tests.fixtures.signing import enroll_in_browser
@@ -105,6 +105,50 @@ def test_an_operator_prints_a_one_time_sign_in_link_for_a_person(var_dir, runnin
     again = tessera(var_dir, "persons", "revoke", "ada@example.org", passkey.id, "--tenant", "acme")
     assert again.returncode == 1 and "PASSKEY_UNKNOWN" in again.stderr
     assert "has no passkey" in tessera(var_dir, "persons", "passkeys", "ada@example.org", "--tenant", "acme").stdout
+
+
+def test_the_operator_key_is_refused_where_the_policy_does_not_name_it_and_the_refusal_is_on_record(
+        var_dir, running_set, credentials, cert_dir):  # noqa: F811
+    """A tool whose rule names no approvers takes the person's passkey only: `tessera approvals approve` sends
+    the operator key's signature anyway, and prints the broker's refusal, which the audit trail records."""
+    operator = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), *OPERATOR)
+    with sync_channel(running_set.handles["capabilities"].address, credentials("agent"), "capabilities") as broker:
+        asked = invoke(broker, "capabilities", "CallTool", cap.CallToolRequest(
+            actor=operator, session_id="ses_cli_tool", turn_id="trn_cli", call_id="cli-ticket-1",
+            tool_id="tickets.create_ticket", arguments_json=json.dumps({"subject": "Lamp", "body": "Broken"})),
+            timeout=60)
+    approval_id = asked.pending_approval.approval_id
+    assert approval_id, asked
+    refused = tessera(var_dir, "approvals", "approve", approval_id)
+    assert refused.returncode == 1 and refused.stderr.startswith("tessera: PASSKEY_REQUIRED: "), refused.stderr
+    assert f"approve {approval_id} in the browser" in refused.stderr
+    shown = tessera(var_dir, "approvals", "show", approval_id)
+    assert "awaiting-approval" in shown.stdout  # nothing was decided
+    records = [json.loads(line) for line in tessera(var_dir, "audit").stdout.splitlines()]
+    assert {"approval_id": approval_id, "reason": "PASSKEY_REQUIRED", "signed_with": "operator_key"} in [
+        r["detail"] for r in records if r["kind"] == "decision-refused"]
+
+
+def test_an_operator_replaces_a_persons_passkeys_on_the_record(var_dir, running_set, credentials,  # noqa: F811
+                                                               cert_dir):
+    """`tessera persons enroll --replace`: the person's passkeys are revoked with the new link, and audited."""
+    first = tessera(var_dir, "persons", "enroll", "ben@example.org", "--tenant", "acme")
+    port = running_set.handles["web"].port
+    with httpx.Client(base_url=f"http://{running_set.handles['web'].address}", timeout=60) as browser:
+        signed_in = browser.post("/api/sign-in/link", json={"token": first.stdout.strip().split("#token=")[1]})
+        lost = enroll_in_browser(browser.post, signed_in.json(), f"http://localhost:{port}")
+    plain = tessera(var_dir, "persons", "enroll", "ben@example.org", "--tenant", "acme")
+    assert "1 passkey(s) already: one of them must confirm a new one, or use --replace" in plain.stderr
+    replaced = tessera(var_dir, "persons", "enroll", "ben@example.org", "--tenant", "acme", "--replace")
+    assert replaced.returncode == 0 and "(tenant acme; 1 passkey(s) revoked)" in replaced.stderr, replaced.stderr
+    assert "has no passkey" in tessera(var_dir, "persons", "passkeys", "ben@example.org", "--tenant", "acme").stdout
+    # On the record in ben's tenant (`tessera audit` exports the operator's own, local).
+    in_acme = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), "operator", "acme")
+    with sync_channel(running_set.handles["capabilities"].address, credentials("cli"), "capabilities") as broker:
+        records = [json.loads(r.record_json) for r in invoke_stream(
+            broker, "capabilities", "ExportAudit", cap.ExportAuditRequest(actor=in_acme), timeout=60)]
+    assert {"person": "ben@example.org", "revoked": [lost.id]} in [
+        r["detail"] for r in records if r["kind"] == "passkeys-replaced"]
 
 
 class _CallFailed(grpc.RpcError):
