@@ -16,6 +16,7 @@ from services.capabilities.web_session_store import (
     WebSessionStore,
 )
 from services.capabilities.web_sessions import WebSessions, secret_hash
+from shared import db
 from shared.actors import Actor
 from shared.errors import TesseraError
 from shared.refusals import Conflict, Denied, NotFound
@@ -126,3 +127,12 @@ def test_the_purge_removes_expired_and_long_ended_sessions_and_keeps_the_rest(en
     with engine.connect() as connection:
         left = set(connection.execute(sa.select(broker_store.web_sessions.c.session_id)).scalars())
     assert left == {"wss_open", "wss_ended_now"}  # an ended one still says "ended" for a while
+
+
+def test_migration_0008_rolls_back_to_0007_and_forward_again(engine, sessions):
+    sessions.open(ADA, LINK)
+    db.downgrade(engine, broker_store.MIGRATIONS, "0007")  # what an operator rolling back runs
+    assert "web_sessions" not in sa.inspect(engine).get_table_names()
+    broker_store.migrate(engine)
+    assert _refusal(sessions.check, "x" * 43) == "SESSION_UNKNOWN"  # the table is back, empty
+    assert sessions.check(sessions.open(ADA, LINK).secret)
