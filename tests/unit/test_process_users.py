@@ -1,0 +1,131 @@
+"""Which uid each service gets, and what its box shows it (cli/process_users.py, cli/service_box.py)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from cli.process_users import RESERVED_IDS, OwnershipError, allocate_ids, database_file, settle
+from cli.service_box import Grant, exit_status, mounts
+from shared.paths import REPO_ROOT
+
+NAMES = ("agent", "compiler", "resources", "capabilities", "host", "web", "mcp")
+
+
+def test_uids_are_stable_per_deployment_distinct_and_in_systemds_dynamic_range(tmp_path):
+    first = allocate_ids(NAMES, tmp_path / "var", used=set())
+    assert first == allocate_ids(NAMES, tmp_path / "var", used=set()), "the same deployment, the same uids"
+    assert len(set(first.values())) == len(NAMES) and all(uid in RESERVED_IDS for uid in first.values())
+    assert first != allocate_ids(NAMES, tmp_path / "other-var", used=set()), "another deployment, other uids"
+
+
+def test_a_uid_in_use_is_passed_over(tmp_path):
+    wanted = allocate_ids(["host"], tmp_path, used=set())["host"]
+    taken = {wanted, wanted + 1 if wanted + 1 in RESERVED_IDS else RESERVED_IDS.start}
+    moved = allocate_ids(["host"], tmp_path, used=taken)["host"]
+    assert moved not in taken and moved in RESERVED_IDS
+
+
+def test_database_files_from_urls():
+    assert database_file("sqlite:////srv/host.sqlite") == Path("/srv/host.sqlite")
+    assert database_file("duckdb:///var/w.duckdb?x=1") == (REPO_ROOT / "var" / "w.duckdb").resolve()
+    assert database_file("sqlite:///:memory:") is None
+    assert database_file("postgresql+psycopg://tessera@db/host") is None
+
+
+def test_bubblewraps_status_reads_like_a_processs_own():
+    assert [exit_status(code) for code in (0, 2, 128 + 9, 128 + 15)] == [0, 2, -9, -15]
+
+
+def _pairs(args: list[str]) -> list[tuple[str, ...]]:
+    """bubblewrap's arguments as (option, path[, path]) steps, --perms folded into the step it applies to."""
+    steps, index = [], 0
+    while index < len(args):
+        option = args[index]
+        if option == "--perms":
+            steps.append((args[index + 2], args[index + 3], args[index + 1]))
+            index += 4
+        elif option in ("--ro-bind", "--bind", "--dev-bind"):
+            steps.append((option, args[index + 1], args[index + 2]))
+            index += 3
+        else:
+            raise AssertionError(f"unexpected {option}")
+    return steps
+
+
+def test_a_folder_the_uid_cannot_enter_becomes_an_empty_tmpfs_with_only_the_granted_paths(tmp_path):
+    closed = tmp_path / "run"
+    (closed / "identity" / "host").mkdir(parents=True)
+    closed.chmod(0o700)
+    secret = tmp_path / "certs"
+    secret.mkdir()
+    steps = _pairs(mounts(61400, [Grant(closed / "identity" / "host")], [secret]))
+    assert steps[0] == ("--ro-bind", "/", "/")
+    position = {step: index for index, step in enumerate(steps)}
+    # tmp_path is under /tmp, which every box empties: the granted folder's ancestors are made again, 0755.
+    made = [step for step in steps if step[0] == "--dir"]
+    assert ("--dir", str(closed), "0755") in made and ("--dir", str(closed / "identity"), "0755") in made
+    bind = ("--ro-bind", str(closed / "identity" / "host"), str(closed / "identity" / "host"))
+    assert position[("--dir", str(closed / "identity"), "0755")] < position[bind]
+    assert ("--tmpfs", str(secret), "0700") not in steps, "under /tmp it is gone anyway"
+
+
+def test_hidden_folders_are_emptied_after_every_bind_and_writable_grants_are_bound_writable(tmp_path):
+    outside = Path("/work") if Path("/work").is_dir() else Path(REPO_ROOT)
+    own = tmp_path / "own"
+    own.mkdir()
+    steps = _pairs(mounts(61400, [Grant(own, writable=True), Grant(outside)], [REPO_ROOT / "var" / "certs"]))
+    assert ("--bind", str(own), str(own)) in steps
+    assert not any(step[1] == str(outside) for step in steps), "visible read-only as it is: no bind needed"
+    if (REPO_ROOT / "var" / "certs").is_dir():
+        assert steps[-1] == ("--tmpfs", str(REPO_ROOT / "var" / "certs"), "0700")
+
+
+def test_a_hidden_folder_that_holds_a_grant_is_not_hidden(tmp_path):
+    parent = REPO_ROOT
+    steps = _pairs(mounts(61400, [Grant(REPO_ROOT / "cli", writable=True)], [parent]))
+    assert ("--tmpfs", str(parent), "0700") not in steps
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving files to another uid needs root")
+def test_a_database_in_a_folder_shared_with_other_files_is_refused(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "notes.txt").write_text("someone else's")
+    env = {"TESSERA_HOST_DATABASE_URL": f"sqlite:///{shared / 'host.sqlite'}"}
+    with pytest.raises(OwnershipError, match="holds other files"):
+        settle({"host": 61400}, {"host": []}, {"host": env}, tmp_path / "var", [], "sqlite:///nowhere.sqlite")
+    assert shared.stat().st_uid == 0, "nothing was handed over"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving files to another uid needs root")
+def test_a_database_in_a_folder_of_its_own_becomes_the_services(tmp_path):
+    own = tmp_path / "host-db"
+    own.mkdir()
+    (own / "host.sqlite").write_bytes(b"")
+    env = {"TESSERA_HOST_DATABASE_URL": f"sqlite:///{own / 'host.sqlite'}"}
+    users = settle({"host": 61400}, {"host": []}, {"host": env}, tmp_path / "var", [], "sqlite:///nowhere.sqlite")
+    assert Grant(own, writable=True) in users["host"].grants
+    assert (own.stat().st_uid, oct(own.stat().st_mode & 0o777)) == (61400, oct(0o700))
+    assert ((own / "host.sqlite").stat().st_uid, (own / "host.sqlite").stat().st_mode & 0o777) == (61400, 0o600)
+    assert (tmp_path / "var" / "host").stat().st_uid == 61400
+
+
+def test_outside_tmp_a_closed_folder_on_the_way_is_replaced_by_an_open_tmpfs(tmp_path):
+    import shutil
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="tessera-box-"))  # not a folder every box empties
+    try:
+        closed = base / "run"
+        (closed / "home" / "web").mkdir(parents=True)
+        closed.chmod(0o700)
+        base.chmod(0o755)
+        steps = _pairs(mounts(61400, [Grant(closed / "home" / "web", writable=True)], []))
+        tmpfs, made = ("--tmpfs", str(closed), "0755"), ("--dir", str(closed / "home"), "0755")
+        bind = ("--bind", str(closed / "home" / "web"), str(closed / "home" / "web"))
+        assert steps.index(tmpfs) < steps.index(made) < steps.index(bind)
+    finally:
+        shutil.rmtree(base)
