@@ -8,6 +8,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
+import sqlalchemy as sa
 
 from cli.launcher import ServiceSet, free_ports
 from tests.fixtures.oidc import sign_in_at_provider, start_provider
@@ -59,7 +60,7 @@ def through_the_provider(client: httpx.Client, base: str, username: str) -> http
     return client.get(callback)
 
 
-def test_a_person_signs_in_through_the_provider_with_their_claims(web, running_set, credentials):
+def test_a_person_signs_in_through_the_provider_with_their_claims(web, running_set, credentials, service_env):
     with browser(web) as client:
         options = client.get("/api/sign-in/options").json()
         assert options["oidc"] == {"url": "/auth/oidc/login", "provider": "Example SSO"}
@@ -72,6 +73,17 @@ def test_a_person_signs_in_through_the_provider_with_their_claims(web, running_s
         assert (session["actor"], session["tenant"], session["name"], session["signed_in_with"]) == (
             "ada@example.org", "acme", "Ada Lovelace", "oidc")
         assert client.get("/api/approvals").status_code == 200
+        # The sign-in is a session record at the broker, like a link's, and signing out ends it there.
+        broker = sa.create_engine(service_env["TESSERA_CAPABILITIES_DATABASE_URL"])
+        cookie = client.cookies["tessera_session"]
+        assert client.post("/api/sign-out", json={}, headers={"Origin": web}).json() == {"signed_out": True}
+        ended = httpx.get(f"{web}/api/session", cookies={"tessera_session": cookie}, trust_env=False)
+        assert (ended.status_code, ended.json()["reason"]) == (401, "SESSION_ENDED")
+        with broker.connect() as connection:
+            recorded = connection.execute(sa.text("SELECT tenant_id, signed_in_with, revoked_at IS NOT NULL "
+                                                  "FROM web_sessions WHERE actor_id = 'ada@example.org'")).all()
+        broker.dispose()
+        assert ("acme", "oidc", True) in [tuple(row) for row in recorded]
 
 
 def test_a_sign_in_that_was_not_started_here_or_was_refused_says_so(web, provider):
