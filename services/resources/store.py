@@ -272,13 +272,14 @@ class ResourceStore:
             raise _Refused("ORACLE_PATTERN", "searches", searches - 1, limits.searches_per_session)
 
     def release(self, session_id: str, turn_id: str) -> None:
-        """An analysis that did not run gives its units back (its variant stays asked: the attempt is counted)."""
+        """An analysis that did not run gives its units back (its variant stays asked: the attempt is counted).
+        Rows are taken in admit's order, the session's first, so a release and an admission cannot deadlock."""
         turn = self._budget("analysis", session_id, turn_id) & (BUDGETS.c.used > 0)
         session = (SESSION_BUDGETS.c.session_id == session_id) & (SESSION_BUDGETS.c.kind == "analysis") & \
             (SESSION_BUDGETS.c.used > 0)
         with available(), self.writer.begin() as connection:
-            connection.execute(BUDGETS.update().where(turn).values(used=BUDGETS.c.used - 1))
             connection.execute(SESSION_BUDGETS.update().where(session).values(used=SESSION_BUDGETS.c.used - 1))
+            connection.execute(BUDGETS.update().where(turn).values(used=BUDGETS.c.used - 1))
 
     def session_used(self, session_id: str) -> int:
         """Analyses the session ran in its current budget period."""

@@ -26,6 +26,7 @@ from services.resources.server import ResourceGatewayService
 from services.resources.shapes import shape_of
 from services.resources.store import ResourceStore, open_store
 from shared.errors import TesseraError
+from tessera.resources.v1 import resources_pb2
 from tests.fixtures.postgres import BACKENDS, database_url
 from tests.resources.conftest import UNBOUNDED_SESSIONS, Session, make_gateway
 from tests.resources.test_refusal_walk import _check as check_refusal_for_a_model
@@ -229,12 +230,10 @@ def test_ordinary_exploration_is_not_refused(defaults):
 
 def _context(gateway, session_id: str, turn_id: str):
     """InspectContext through the servicer, in process."""
-    service = ResourceGatewayService(SimpleNamespace(name="resources", credentials=SimpleNamespace(identity="test"),
-                                                     started_at=0.0), gateway, ThreadPoolExecutor(1))
-    from tessera.resources.v1 import resources_pb2
-
+    context = SimpleNamespace(name="resources", credentials=SimpleNamespace(identity="test"), started_at=0.0)
     request = resources_pb2.InspectContextRequest(turn=resources_pb2.TurnRef(session_id=session_id, turn_id=turn_id))
-    return asyncio.run(service.InspectContext(request, None))
+    with ThreadPoolExecutor(1) as pool:
+        return asyncio.run(ResourceGatewayService(context, gateway, pool).InspectContext(request, None))
 
 
 def test_a_session_has_an_analysis_budget_beside_the_turns_shared_by_replicas_and_audited(
