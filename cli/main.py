@@ -36,6 +36,11 @@ from shared.config import DEFAULT_PORTS
 from shared.contracts import SERVICES, invoke
 from shared.identity import PRINCIPAL_NAMES
 from shared.paths import REPO_ROOT, cert_dir, cli_dir, var_dir
+from tessera.capabilities.v1.capabilities_pb2 import (
+    TOOL_SERVER_ISOLATION_NOT_STARTED,
+    TOOL_SERVER_ISOLATION_UNBOXED,
+    ToolServerIsolation,
+)
 
 
 def _state_file() -> Path:
@@ -213,7 +218,37 @@ def cmd_status(args: argparse.Namespace) -> int:
         rows.append([entry["name"], entry["address"], str(entry["pid"]), health, uptime,
                      str(entry.get("restarts", 0)), version])
     print(table(rows, ["service", "address", "pid", "health", "uptime", "restarts", "version"]))
+    broker = next((e for e in recorded["processes"] if e["name"] == "capabilities"), None)
+    if broker is not None and _pid_alive(broker["pid"]):
+        _tool_servers(broker["address"], credentials)
     return 0 if healthy else 1
+
+
+def _tool_servers(address: str, credentials) -> None:
+    """How the broker confines each tool server; every unboxed or unstartable one is called out."""
+    with sync_channel(address, credentials, "capabilities") as channel:
+        try:
+            servers = invoke(channel, "capabilities", "GetInfo", timeout=2).tool_servers
+        except grpc.RpcError as exc:
+            print(f"tool servers: unknown (the broker answered {exc.code().name})")
+            return
+    if not servers:
+        return
+    print()
+    print(table([[s.name, tool_server_isolation(s.isolation), s.detail] for s in servers],
+                ["tool server", "isolation", "detail"]))
+    for server in servers:
+        if server.isolation == TOOL_SERVER_ISOLATION_UNBOXED:
+            print(f"warning: tool server {server.name} runs unboxed: it can read whatever the broker's user can")
+        elif server.isolation == TOOL_SERVER_ISOLATION_NOT_STARTED:
+            print(f"warning: tool server {server.name} is not started: {server.detail}")
+
+
+def tool_server_isolation(value: int) -> str:
+    """`boxed`, `UNBOXED`, `NOT STARTED`, `remote`: the two that need a person's attention in capitals."""
+    name = ToolServerIsolation.Name(value).removeprefix("TOOL_SERVER_ISOLATION_")
+    return name.replace("_", " ") if value in (TOOL_SERVER_ISOLATION_UNBOXED, TOOL_SERVER_ISOLATION_NOT_STARTED) \
+        else name.lower()
 
 
 def _duration(seconds: float) -> str:
@@ -474,7 +509,7 @@ def cmd_persons(args: argparse.Namespace) -> int:
     try:
         if args.action == "enroll":
             link, about = enrollment_link(*found, args.person, args.tenant, args.name or args.person,
-                                          args.url or web_url(web[0]))
+                                          args.url or web_url(web[0]), replace=args.replace)
             print(about, file=sys.stderr)
             print(link)
         else:
@@ -516,6 +551,9 @@ def _add_approval_parsers(sub) -> None:
     enroll.add_argument("--name", help="their name as shown (default: the id)")
     enroll.add_argument("--url", help="web's address as the person opens it (default: the running web, on "
                                       "localhost)")
+    enroll.add_argument("--replace", action="store_true",
+                        help="revoke every passkey PERSON has now (a lost device; audited): without it, a person "
+                             "who has a passkey adds another only by confirming it with one they have")
     listing = person_actions.add_parser("passkeys", help="the passkeys PERSON registered (model, when, last use)")
     listing.add_argument("person")
     listing.add_argument("--tenant", default="local", help="their tenant (default: local)")

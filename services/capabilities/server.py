@@ -63,7 +63,8 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
 
     async def GetInfo(self, request, context):
         return capabilities_pb2.GetInfoResponse(info=self._info, dry_run=self._broker.dry_run,
-                                                policy_hash=self._broker.policy.digest)
+                                                policy_hash=self._broker.policy.digest,
+                                                tool_servers=self._broker.gate.isolation())
 
     async def ListActions(self, request, context):
         # Every tenant gets the same reviewed contracts today; authorization happens per intent.
@@ -373,15 +374,29 @@ def build(context: runtime.ServiceContext) -> list[runtime.Registration]:
     host = host_pb2_grpc.HostServiceStub(aio_channel(peer_target("host"), context.credentials, "host"))
     publisher = HostPublisher(store, pool, host)
 
+    def alert(kind: str, subject: str, **detail) -> None:
+        """An audit record of the system's own (off the event loop); a failure to write it is logged."""
+        written = pool.submit(store.audit, "system", kind, **detail)
+        written.add_done_callback(lambda done: done.exception() and logger.error(
+            "the %s alert for %s was not written to the audit trail: %s", kind, subject, done.exception()))
+
     def drifted(tool_id: str, what: str) -> None:
         """A pinned tool changed: it is denied from now on; say so loudly (log, metric, audit)."""
         logger.warning("tool drift: %s changed its %s since review; denied until re-pinned", tool_id, what)
         metrics.drift.labels(tool_id).inc()
-        written = pool.submit(store.audit, "system", "tool-drift", tool_id=tool_id, changed=what)
-        written.add_done_callback(lambda done: done.exception() and logger.error(
-            "the drift alert for %s was not written to the audit trail: %s", tool_id, done.exception()))
+        alert("tool-drift", tool_id, tool_id=tool_id, changed=what)
 
-    gate = ToolGate(tool_policy, settings.mcp_log_dir, on_drift=drifted)
+    def unboxed(server: str) -> None:
+        """A server its policy runs unconfined (`sandbox: none`) is starting: on the record, every time."""
+        logger.warning("tool server %s starts unboxed (its policy says sandbox: none): it can read whatever "
+                       "the broker's user can", server)
+        alert("tool-server-unboxed", server, server=server)
+
+    gate = ToolGate(tool_policy, settings.mcp_log_dir, on_drift=drifted, on_unboxed=unboxed)
+    for server in gate.isolation():  # checked once at start (a real, empty box): said before any server runs
+        if server.isolation == capabilities_pb2.TOOL_SERVER_ISOLATION_NOT_STARTED:
+            logger.error("tool server %s will not be started: it must run boxed and %s", server.name,
+                         server.detail)
     people = PasskeyStore(engine)
     relying_party = RelyingParty(settings.webauthn_rp_id, tuple(settings.webauthn_origins))
     signatures = DecisionSignatures(people, relying_party, _operator_key(settings),

@@ -19,6 +19,7 @@ from typing import Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
 from services.capabilities.policy import Approvers, load_policy_file, summary_problem
+from services.capabilities.sandbox import Box
 from shared.bounded_json import canonical
 from shared.paths import REPO_ROOT, var_dir
 from shared.tool_contracts import function_name
@@ -85,6 +86,31 @@ class ToolRule(Approvers):
 CREDENTIAL_PREFIX = "TESSERA_CAPABILITIES_"
 
 
+class SandboxRule(_Strict):
+    """What a stdio server's box holds besides the system (services/capabilities/sandbox.py). Paths take
+    {python}, {repo} and {var} like commands do."""
+
+    # Read-only paths the server needs to run (its code, a repository it reads). The broker's interpreter
+    # is bound for a {python} command; the var and certificate folders stay masked inside any path here.
+    read: list[str] = Field(default_factory=list, max_length=64)
+    # Its one writable folder (created 0700; also its working directory). None: only a private /tmp.
+    data: str | None = None
+    # Hosts it may reach. Boxed stdio servers get no network at all (no filtering path is offered here),
+    # so this must stay empty: a server that needs hosts runs as a streamable-HTTP server where egress can
+    # be filtered (on Kubernetes, its own pod with a NetworkPolicy).
+    network: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _no_network(self) -> SandboxRule:
+        if self.network:
+            raise ValueError("network: a boxed stdio server has no network at all; run a server that needs "
+                             f"{', '.join(self.network)} as a streamable-HTTP server (transport: http) instead")
+        for path in [*self.read, *([self.data] if self.data else [])]:
+            if not path.startswith(("/", "{repo}", "{var}", "{python}")):
+                raise ValueError(f"sandbox path {path!r} must be absolute or start with {{repo}} or {{var}}")
+        return self
+
+
 class ServerRule(_Strict):
     transport: Literal["stdio", "http"]
     command: list[str] = Field(default_factory=list)  # stdio; {python}, {repo}, {var} are filled in
@@ -95,12 +121,17 @@ class ServerRule(_Strict):
     credential_env: dict[str, str] = Field(default_factory=dict)
     credential_headers: dict[str, str] = Field(default_factory=dict)
     timeout_seconds: float = Field(default=10, gt=0, le=120)
+    # A stdio server always runs boxed (what its box holds besides the system: SandboxRule) unless this
+    # says `none`, which runs it unconfined as the broker's own user; status and the audit show that.
+    sandbox: SandboxRule | Literal["none"] = Field(default_factory=SandboxRule)
     tools: dict[str, ToolRule] = Field(min_length=1)
 
     @model_validator(mode="after")
     def _transport_is_complete(self) -> ServerRule:
         if self.transport == "stdio" and not self.command:
             raise ValueError("a stdio server needs a command")
+        if self.transport == "http" and "sandbox" in self.model_fields_set:
+            raise ValueError("sandbox: the broker does not start an http server; box it where it runs")
         if self.transport == "http" and not self.url.startswith(("http://", "https://")):
             raise ValueError("an http server needs an http(s) url")
         for source in [*self.credential_env.values(), *self.credential_headers.values()]:
@@ -166,6 +197,15 @@ class ToolPolicy:
         env = {name: _fill(value) for name, value in rule.env.items()}
         env.update({name: os.environ.get(source, "") for name, source in rule.credential_env.items()})
         return env
+
+    @staticmethod
+    def box(rule: ServerRule) -> Box:
+        """A boxed server's box with its paths filled in (rule.sandbox is not `none`)."""
+        sandbox = rule.sandbox
+        if not isinstance(sandbox, SandboxRule):
+            raise ValueError(f"{rule.command[:1]} runs unboxed (sandbox: none)")
+        return Box(tuple(Path(_fill(path)) for path in sandbox.read),
+                   Path(_fill(sandbox.data)) if sandbox.data else None)
 
     @staticmethod
     def headers(rule: ServerRule) -> dict[str, str]:
