@@ -34,6 +34,7 @@ MIGRATIONS = Path(__file__).parent / "migrations"
 CACHE_ENTRIES = 16  # pinned results are immutable: a replica may keep the recent ones in memory
 SWEEP_INTERVAL_SECONDS = 60.0
 AUDIT_RETENTION_SECONDS = 90 * 86_400.0  # refusal records outlive the sessions they name, for review
+SESSION_LIFETIME_SECONDS = 12 * 3_600.0  # a session's budget period, unless the gateway's settings say otherwise
 
 _METADATA = sa.MetaData()
 PINNED = sa.Table(
@@ -85,7 +86,7 @@ def migrate(engine: sa.Engine, target: str = "head") -> None:
     db.migrate(engine, MIGRATIONS, target)
 
 
-def open_store(url: str, budget_lifetime: float, session_lifetime: float = 43_200.0) -> ResourceStore:
+def open_store(url: str, budget_lifetime: float, session_lifetime: float = SESSION_LIFETIME_SECONDS) -> ResourceStore:
     """The store at `url`, migrated to head (a store made by `create_all` before migrations is adopted)."""
     try:
         backend = sa.make_url(url).get_backend_name()
@@ -120,7 +121,7 @@ def available() -> Iterator[None]:
 
 class ResourceStore:
     def __init__(self, engine: sa.Engine, budget_lifetime: float, clock: Callable[[], float] = time.time,
-                 session_lifetime: float = 43_200.0) -> None:
+                 session_lifetime: float = SESSION_LIFETIME_SECONDS) -> None:
         self.engine = engine
         self.writer = engine.execution_options(**{db.WRITE: True})  # on SQLite: BEGIN IMMEDIATE
         self.budget_lifetime = budget_lifetime
