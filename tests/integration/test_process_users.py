@@ -162,19 +162,52 @@ def test_outside_any_box_a_service_uid_reads_nothing_of_another(boxed_set):
         assert all(outcome == "PermissionError" for outcome in found.values()), (name, found)
 
 
+def _in_box(services: ServiceSet, name: str, program: list[str]) -> subprocess.CompletedProcess:
+    """`program` run with exactly the view and the uid of the service `name`."""
+    user = services.users[name]
+    read, write = os.pipe()
+    try:
+        command = boxed_command(user.uid, program, list(user.grants), list(user.hidden), REPO_ROOT, write)
+        return subprocess.run(command, capture_output=True, text=True, timeout=60, pass_fds=(write,))
+    finally:
+        os.close(write)
+        os.close(read)
+
+
+# Reads the warehouse, then changes a row and takes the change back (SQLite writes its journal beside it).
+WAREHOUSE_PROBE = """
+import sqlite3, sys
+try:
+    connection = sqlite3.connect(sys.argv[1], isolation_level=None)
+    connection.execute("SELECT count(*) FROM regions").fetchone()
+except sqlite3.Error as error:
+    print("no access:", error)
+    raise SystemExit
+try:
+    connection.execute("BEGIN IMMEDIATE")
+    connection.execute("UPDATE regions SET name = name")
+    connection.execute("ROLLBACK")
+    print("read, write")
+except sqlite3.Error as error:
+    print("read:", error)
+"""
+
+
+def test_the_warehouse_is_read_by_resources_written_by_the_broker_and_closed_to_the_rest(boxed_set):
+    warehouse = boxed_set.extra_env["TESSERA_RESOURCES_WAREHOUSE_URL"].removeprefix("sqlite:///")
+    found = {name: _in_box(boxed_set, name, [sys.executable, "-I", "-c", WAREHOUSE_PROBE, warehouse]).stdout.strip()
+             for name in boxed_set.users}
+    assert found.pop("capabilities") == "read, write", "the broker's change credential"
+    assert found.pop("resources").startswith("read"), "the gateway's read credential"
+    assert all(outcome.startswith("no access") for outcome in found.values()), found
+
+
 def test_inside_its_box_a_service_sees_nothing_of_another(boxed_set):
     """The box second: with exactly a service's view, the same paths are gone or closed."""
-    for name, user in boxed_set.users.items():
+    for name in boxed_set.users:
         own = boxed_set.identity_dir(name) / f"{name}.key"
         paths = [own, *_secrets_of_others(boxed_set, name)]
-        read, write = os.pipe()
-        try:
-            command = boxed_command(user.uid, [sys.executable, "-I", "-c", PROBE, *map(str, paths)],
-                                    list(user.grants), list(user.hidden), REPO_ROOT, write)
-            probe = subprocess.run(command, capture_output=True, text=True, timeout=60, pass_fds=(write,))
-        finally:
-            os.close(write)
-            os.close(read)
+        probe = _in_box(boxed_set, name, [sys.executable, "-I", "-c", PROBE, *map(str, paths)])
         assert probe.returncode == 0, probe.stderr
         found = json.loads(probe.stdout)
         assert found.pop(str(own)) == "READ", "the probe reads its own key"
