@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 from cryptography.hazmat.primitives.asymmetric import ed25519
+from pydantic import ValidationError
 
 from services.capabilities.enrollment import enrollment_challenge
 from services.capabilities.passkey_store import PasskeyStore
@@ -18,6 +19,7 @@ from services.capabilities.passkeys import RelyingParty
 from services.capabilities.policy import ActionPolicy, Approvers, PolicyError
 from services.capabilities.signatures import DecisionSignatures
 from services.capabilities.store import engine_for, migrate
+from services.capabilities.tool_policy import ToolRule
 from shared import decisions
 from shared.actors import Actor
 from shared.errors import TesseraError
@@ -145,6 +147,17 @@ def test_a_policy_names_who_may_approve_each_action_and_the_operator_key_only_wi
         path.write_text(yaml.safe_dump(shipped))
         with pytest.raises(PolicyError):
             ActionPolicy.load(path)
+
+
+def test_a_tool_rule_names_its_approvers_by_the_same_rule():
+    """Tool rules (tools.yaml) take the action contracts' approvers: the passkey by default, the operator key
+    only with its tenants."""
+    assert ToolRule(risk="mutate", description="Open a ticket.").approvers == ("passkey",)
+    named = ToolRule(risk="mutate", description="Open a ticket.", approvers=["passkey", "operator-key"],
+                     operator_tenants=["ops"])
+    assert named.operator_key_in("ops") and not named.operator_key_in("acme")
+    with pytest.raises(ValidationError):
+        ToolRule(risk="mutate", description="Open a ticket.", approvers=["operator-key"])
 
 
 ENROLLMENT_PAGE = (f"import {{ enrollmentChallenge }} from {json.dumps(PAGE_MODULE.as_uri())};\n"
