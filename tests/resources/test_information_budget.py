@@ -137,6 +137,7 @@ def test_a_binary_search_on_a_hidden_total_is_stopped_and_audited_before_it_narr
     assert refusal.metadata["budget"] == "shape" and refusal.metadata["bound"] == "5"
     assert "present_ui" in refusal.metadata["next_step"]
     check_refusal_for_a_model("ORACLE_PATTERN", refusal, None)  # about the call as a whole, with its next step
+    assert defaults.budget.session_remaining(search.session.session_id) == 60 - 5  # a refused draft costs nothing
     # What it learnt is true, and far from the total: five doublings from 1 say only "above 16".
     assert (search.low, search.high) == (16.0, None) and total > search.low
     _assert_audited(defaults, search, caplog)
