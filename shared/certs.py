@@ -220,6 +220,9 @@ def issue_deployment(directory: Path, principals: tuple[str, ...] = PRINCIPAL_NA
     written = [directory / CA_CERT_FILE, ca_key_path(directory)]
     _write_public(written[0], ca_cert.public_bytes(serialization.Encoding.PEM))
     write_private(written[1], _key_pem(ca_key))
+    if cli_folder != directory:  # the CA certificate beside the CLI's own: a client's folder, complete
+        _write_public(cli_folder / CA_CERT_FILE, ca_cert.public_bytes(serialization.Encoding.PEM))
+        written.append(cli_folder / CA_CERT_FILE)
     for principal in principals:
         cert, key = issue_leaf(ca_cert, ca_key, principal, spiffe_only)
         folder = cli_folder if principal == CLI_PRINCIPAL else directory
@@ -232,7 +235,7 @@ def issue_deployment(directory: Path, principals: tuple[str, ...] = PRINCIPAL_NA
 
 def move_cli_files(directory: Path, target: Path) -> list[Path]:
     """Move the CLI's own files out of the deployment's folder into `target` (older layouts kept them beside
-    every service's); the moved files' new paths."""
+    every service's), with a copy of the CA certificate; the moved files' new paths."""
     moved = []
     for name in CLI_OWN_FILES:
         source = directory / name
@@ -240,6 +243,8 @@ def move_cli_files(directory: Path, target: Path) -> list[Path]:
             write_private(target / name, source.read_bytes())
             source.unlink()
             moved.append(target / name)
+    if moved:
+        _write_public(target / CA_CERT_FILE, _read(directory / CA_CERT_FILE, "CA certificate"))
     return moved
 
 

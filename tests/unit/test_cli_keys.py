@@ -40,6 +40,8 @@ def test_the_cli_keys_go_to_their_own_folder_and_are_found_there(monkeypatch, tm
     assert _mode(cli_dir()) == 0o700 and all(_mode(cli_dir() / name) == 0o600 for name in CLI_OWN_FILES[1:])
     # The services keep the public key that verifies what the CLI signs.
     assert verify_key_path(certs, "cli").exists()
+    # With a copy of the CA certificate, the folder is all a client of the CLI's (the TypeScript one) needs.
+    assert (cli_dir() / "ca.pem").read_bytes() == (certs / "ca.pem").read_bytes()
     assert key_path(certs, "cli") == cli_dir() / "cli.key"
     assert cli_credentials(certs).identity.endswith("/user-agent/cli")
     load_signing_key(signing_key_path(certs, "cli"))
@@ -58,6 +60,7 @@ def test_moving_the_cli_files_out(tmp_path):
     moved = move_cli_files(tmp_path / "certs", tmp_path / "cli")
     assert sorted(path.name for path in moved) == sorted(CLI_OWN_FILES)
     assert (tmp_path / "cli" / "cli.key").read_bytes() == key and _mode(tmp_path / "cli" / "cli.key") == 0o600
+    assert (tmp_path / "cli" / "ca.pem").read_bytes() == (tmp_path / "certs" / "ca.pem").read_bytes()
     assert not any((tmp_path / "certs" / name).exists() for name in CLI_OWN_FILES)
     assert move_cli_files(tmp_path / "certs", tmp_path / "cli") == []
 
