@@ -47,36 +47,47 @@ class ServiceUser:
     hidden: tuple[Path, ...]
 
 
-def ids_in_use() -> set[int]:
-    """uids and gids named in /etc/passwd and /etc/group or held by a running process."""
-    used: set[int] = set()
+def ids_in_use() -> dict[int, set[str]]:
+    """uids and gids named in /etc/passwd and /etc/group or held by a running process → who holds each (the
+    table, or the process's command line)."""
+    used: dict[int, set[str]] = {}
     for table in (Path("/etc/passwd"), Path("/etc/group")):
         try:
             lines = table.read_text().splitlines()
         except OSError:
             continue
-        used.update(int(fields[2]) for fields in (line.split(":") for line in lines)
-                    if len(fields) > 2 and fields[2].isdigit())
-    for status in Path("/proc").glob("[0-9]*/status"):
+        for fields in (line.split(":") for line in lines):
+            if len(fields) > 2 and fields[2].isdigit():
+                used.setdefault(int(fields[2]), set()).add(str(table))
+    for process in Path("/proc").glob("[0-9]*"):
         try:
-            lines = status.read_text().splitlines()
+            lines = (process / "status").read_text().splitlines()
+            command = (process / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
         except OSError:  # the process ended meanwhile
             continue
         for line in lines:
             if line.startswith(("Uid:", "Gid:")):
-                used.update(int(value) for value in line.split()[1:])
+                for value in line.split()[1:]:
+                    used.setdefault(int(value), set()).add(command)
     return used
 
 
-def allocate_ids(names: Iterable[str], var_dir: Path, used: set[int] | None = None) -> dict[str, int]:
-    """A stable, unused uid for each service of the deployment kept in `var_dir`."""
+def _free_for(name: str, holders: set[str]) -> bool:
+    """Whether a uid held by these is still this service's: only its own processes hold it (a set of this
+    deployment still running, whose files must not change hands)."""
+    return all(holder.endswith(f" -m services.{name}") for holder in holders)
+
+
+def allocate_ids(names: Iterable[str], var_dir: Path, used: Mapping[int, set[str]] | None = None) -> dict[str, int]:
+    """A stable uid for each service of the deployment kept in `var_dir`, used by nothing else."""
     used = ids_in_use() if used is None else used
     chosen: dict[str, int] = {}
     for name in names:
         digest = hashlib.sha256(f"{var_dir.resolve()}\0{name}".encode()).digest()
         start = int.from_bytes(digest[:8], "big") % len(RESERVED_IDS)
         free = (RESERVED_IDS[(start + step) % len(RESERVED_IDS)] for step in range(len(RESERVED_IDS)))
-        uid = next((uid for uid in free if uid not in used and uid not in chosen.values()), None)
+        uid = next((uid for uid in free if _free_for(name, used.get(uid, set())) and uid not in chosen.values()),
+                   None)
         if uid is None:
             raise OwnershipError(f"no free uid left in {RESERVED_IDS.start}-{RESERVED_IDS.stop - 1} for {name}")
         chosen[name] = uid

@@ -15,17 +15,23 @@ NAMES = ("agent", "compiler", "resources", "capabilities", "host", "web", "mcp")
 
 
 def test_uids_are_stable_per_deployment_distinct_and_in_systemds_dynamic_range(tmp_path):
-    first = allocate_ids(NAMES, tmp_path / "var", used=set())
-    assert first == allocate_ids(NAMES, tmp_path / "var", used=set()), "the same deployment, the same uids"
+    first = allocate_ids(NAMES, tmp_path / "var", used={})
+    assert first == allocate_ids(NAMES, tmp_path / "var", used={}), "the same deployment, the same uids"
     assert len(set(first.values())) == len(NAMES) and all(uid in RESERVED_IDS for uid in first.values())
-    assert first != allocate_ids(NAMES, tmp_path / "other-var", used=set()), "another deployment, other uids"
+    assert first != allocate_ids(NAMES, tmp_path / "other-var", used={}), "another deployment, other uids"
 
 
-def test_a_uid_in_use_is_passed_over(tmp_path):
-    wanted = allocate_ids(["host"], tmp_path, used=set())["host"]
-    taken = {wanted, wanted + 1 if wanted + 1 in RESERVED_IDS else RESERVED_IDS.start}
+def test_a_uid_in_use_is_passed_over_unless_only_the_service_itself_holds_it(tmp_path):
+    wanted = allocate_ids(["host"], tmp_path, used={})["host"]
+    after = wanted + 1 if wanted + 1 in RESERVED_IDS else RESERVED_IDS.start
+    taken = {wanted: {"/etc/passwd"}, after: {"sleep 100"}}
     moved = allocate_ids(["host"], tmp_path, used=taken)["host"]
     assert moved not in taken and moved in RESERVED_IDS
+    still_running = {wanted: {"/work/main/.venv/bin/python -m services.host"}}
+    assert allocate_ids(["host"], tmp_path, used=still_running)["host"] == wanted, "its files keep their owner"
+    web = allocate_ids(["web"], tmp_path, used={})["web"]
+    another_service = {web: {"/work/main/.venv/bin/python -m services.host"}}
+    assert allocate_ids(["web"], tmp_path, used=another_service)["web"] != web
 
 
 def test_database_files_from_urls():
