@@ -185,7 +185,7 @@ except sqlite3.Error as error:
     raise SystemExit
 try:
     connection.execute("BEGIN IMMEDIATE")
-    connection.execute("UPDATE regions SET name = name")
+    connection.execute("UPDATE regions SET name = name || ' (changed)'")
     connection.execute("ROLLBACK")
     print("read, write")
 except sqlite3.Error as error:
