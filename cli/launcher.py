@@ -27,7 +27,7 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from cli.process_users import ServiceUser, allocate_ids, database_file, settle
+from cli.process_users import ServiceUser, allocate_ids, database_file, settle, warehouse_note
 from cli.service_box import Grant, boxed_command, exit_status, tools
 from shared.certs import (
     CA_CERT_FILE,
@@ -161,6 +161,7 @@ class ServiceSet:
     separate_users: bool = False
     handles: dict[str, ProcessHandle] = field(default_factory=dict)
     users: dict[str, ServiceUser] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # what the operator should know about how the set runs
 
     def __post_init__(self) -> None:
         ports = free_ports(len(self.names)) if self.ephemeral_ports else [DEFAULT_PORTS[n] for n in self.names]
@@ -230,6 +231,7 @@ class ServiceSet:
         # Where the demo warehouse is by default, within this set's var folder.
         warehouse = state / database_file(default_url()).relative_to(var_dir().resolve())
         self.users = settle(ids, private, envs, state, [self.cert_dir, cli_dir()], f"sqlite:///{warehouse}")
+        self.notes += filter(None, [warehouse_note(envs, f"sqlite:///{warehouse}")])
         for name, user in self.users.items():
             self.handles[name].uid, self.handles[name].home = user.uid, self.home_dir(name)
 

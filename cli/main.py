@@ -136,6 +136,8 @@ def _start(services: ServiceSet) -> int:
         print(f"tessera: error: {exc}", file=sys.stderr)
         print(f"logs: {services.run_dir / 'logs'}", file=sys.stderr)
         return 1
+    for note in services.notes:
+        print(f"tessera: warning: {note}", file=sys.stderr, flush=True)
     return 0
 
 

@@ -161,16 +161,21 @@ class _Warehouse:
     grant: Grant
 
 
-def _warehouse(envs: Mapping[str, Mapping[str, str]], default_url: str, ids: Mapping[str, int]) -> _Warehouse | None:
-    """The warehouse, if its reader and its writer both run here and name the same file: the reader owns it, the
-    writer's group writes it. A folder of its own is shared whole (SQLite writes its journal beside the
-    database); in a folder that holds anything else, only the files are."""
-    files = {database_file(envs[name].get(setting) or default_url)
-             for name, setting in WAREHOUSE_SETTINGS.items() if name in envs}
-    if len(files) != 1 or not all(name in envs for name in WAREHOUSE_SETTINGS):
+def _shared_warehouse(envs: Mapping[str, Mapping[str, str]], default_url: str) -> Path | None:
+    """The warehouse file, if its reader and its writer both run here and name the same existing one."""
+    if not all(name in envs for name in WAREHOUSE_SETTINGS):
         return None
-    warehouse = files.pop()
-    if warehouse is None or not warehouse.exists():
+    files = {database_file(envs[name].get(setting) or default_url) for name, setting in WAREHOUSE_SETTINGS.items()}
+    warehouse = files.pop() if len(files) == 1 else None
+    return warehouse if warehouse is not None and warehouse.exists() else None
+
+
+def _warehouse(envs: Mapping[str, Mapping[str, str]], default_url: str, ids: Mapping[str, int]) -> _Warehouse | None:
+    """The shared warehouse's grant: the reader owns it, the writer's group writes it. A folder of its own is
+    shared whole (SQLite writes its journal beside the database); in a folder that holds anything else, only
+    the files are (see warehouse_note)."""
+    warehouse = _shared_warehouse(envs, default_url)
+    if warehouse is None:
         return None
     reader, writer = ids[WAREHOUSE_READER], ids[WAREHOUSE_WRITER]
     if _holds_only(warehouse.parent, [warehouse]):
@@ -180,6 +185,16 @@ def _warehouse(envs: Mapping[str, Mapping[str, str]], default_url: str, ids: Map
         if path.exists():
             give(path, reader, writer, 0o660)
     return _Warehouse(warehouse, Grant(warehouse, writable=True))
+
+
+def warehouse_note(envs: Mapping[str, Mapping[str, str]], default_url: str) -> str | None:
+    """What the operator should know when the broker cannot write proposed data changes into the warehouse."""
+    warehouse = _shared_warehouse(envs, default_url)
+    if warehouse is None or _holds_only(warehouse.parent, [warehouse]):
+        return None
+    return (f"the broker cannot write data changes into {warehouse}: as a user of its own it may write the file "
+            f"but not create SQLite's journal in {warehouse.parent}, which holds other files; give the warehouse a "
+            "folder of its own (TESSERA_RESOURCES_WAREHOUSE_URL and TESSERA_CAPABILITIES_CHANGES_URL)")
 
 
 def settle(ids: Mapping[str, int], private: Mapping[str, list[Grant]], envs: Mapping[str, Mapping[str, str]],

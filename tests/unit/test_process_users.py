@@ -135,3 +135,20 @@ def test_outside_tmp_a_closed_folder_on_the_way_is_replaced_by_an_open_tmpfs(tmp
         assert steps.index(tmpfs) < steps.index(made) < steps.index(bind)
     finally:
         shutil.rmtree(base)
+
+
+def test_the_operator_is_told_when_the_broker_could_not_write_data_changes(tmp_path):
+    from cli.process_users import warehouse_note
+
+    both = {"resources": {}, "capabilities": {}}
+    among_others = tmp_path / "var" / "warehouse.sqlite"
+    among_others.parent.mkdir()
+    among_others.write_bytes(b"")
+    (tmp_path / "var" / "certs").mkdir()
+    note = warehouse_note(both, f"sqlite:///{among_others}")
+    assert note is not None and str(among_others) in note and "folder of its own" in note
+    own = tmp_path / "warehouse" / "warehouse.sqlite"
+    own.parent.mkdir()
+    own.write_bytes(b"")
+    assert warehouse_note(both, f"sqlite:///{own}") is None
+    assert warehouse_note({"resources": {}}, f"sqlite:///{among_others}") is None, "no broker here writes it"
