@@ -32,7 +32,7 @@ import base64
 import json
 import logging
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import grpc
 from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
@@ -42,7 +42,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from services.web.session import COOKIE, Assertions, BrowserSession, Person
-from services.web.session_records import SessionRecords
+from services.web.session_records import SessionRecords, SessionRefused
+from services.web.ui_message_stream import DONE as UI_MESSAGE_STREAM_DONE
 from services.web.ui_message_stream import HEADERS as UI_MESSAGE_STREAM_HEADERS
 from services.web.ui_message_stream import TurnParts, question_of, turn_parts
 from shared.bounded_json import BoundedJsonError, Limits, parse
@@ -152,6 +153,16 @@ def _event(data: dict, event_id: str | None = None) -> ServerSentEvent:
     return ServerSentEvent(json.dumps(data, separators=(",", ":")), id=event_id or None, sep=SSE_SEPARATOR)
 
 
+def _session_ended(refused: SessionRefused) -> list[ServerSentEvent]:
+    return [_event({"error": {"reason": refused.reason, "message": refused.message}})]
+
+
+def _ui_part(part: dict | str) -> ServerSentEvent:
+    """A part of the AI SDK's UI message stream (an object, or the closing DONE) as one event."""
+    return ServerSentEvent(part if isinstance(part, str) else json.dumps(part, separators=(",", ":")),
+                           sep=SSE_SEPARATOR)
+
+
 def _keepalive() -> ServerSentEvent:
     return ServerSentEvent(comment="keep-alive", sep=SSE_SEPARATOR)  # EventSource and the page's reader skip it
 
@@ -225,6 +236,34 @@ class WebApi:
         """The signed-in person of this request (their session is open at the broker), or 401 saying how to
         sign in (503 when the broker cannot tell)."""
         return await self.sessions.check(request.cookies.get(COOKIE))
+
+    async def _while_signed_in(self, request: Request, events: AsyncIterator,
+                               ending: Callable[[SessionRefused], list] | None = None) -> AsyncIterator:
+        """A stream's `events` while the request's session stays open. A stream outlives the request that opened
+        it: when its session ends (signed out on any replica, ended by the operator, expired) the stream says so
+        with the broker's reason (`ending`'s events; by default one error event) and closes, and `events` is
+        closed where it waits (its `finally` cancels the call behind it)."""
+        ended = asyncio.create_task(self.sessions.until_ended(request.cookies.get(COOKIE)))
+        following = None
+        try:
+            while True:
+                following = asyncio.ensure_future(anext(events))
+                await asyncio.wait((following, ended), return_when=asyncio.FIRST_COMPLETED)
+                if not following.done():  # the session ended first
+                    break
+                try:
+                    yield following.result()
+                except StopAsyncIteration:
+                    return
+            refused = ended.result()
+            for event in (ending or _session_ended)(refused):
+                yield event
+        finally:
+            ended.cancel()
+            if following is not None and not following.done():  # stop `events` where it waits, then close it
+                following.cancel()
+                await asyncio.wait((following,))
+            await events.aclose()
 
     async def _session(self, request: Request) -> tuple[BrowserSession, host_pb2.OpenSessionResponse]:
         browser = await self.signed_in(request)
@@ -319,13 +358,13 @@ class WebApi:
         if not isinstance(question, str) or not question.strip():
             raise ApiError(400, "QUESTION_INVALID", "question: a non-empty string")
         browser, session = await self._session(request)
-        request = agent_pb2.StartTurnRequest(
+        turn = agent_pb2.StartTurnRequest(
             actor=self.assertions.of(browser.person), session_id=session.session_id, question=question,
             request_id=str(body.get("request_id") or "")[:128])
 
         async def events() -> AsyncIterator[ServerSentEvent]:
             # Started here, inside the stream, so its `finally` runs whenever the browser leaves.
-            stream = self.agent.StartTurn(request, timeout=300)
+            stream = self.agent.StartTurn(turn, timeout=300)
             try:
                 async for event in stream:
                     yield _event(_as_dict(event))
@@ -335,7 +374,7 @@ class WebApi:
             finally:
                 stream.cancel()  # the browser went away: cancel the turn and its tool calls
 
-        return event_stream(events(), self.keepalive_seconds)
+        return event_stream(self._while_signed_in(request, events()), self.keepalive_seconds)
 
     async def chat(self, request: Request) -> Response:
         """A turn as the AI SDK's UI message stream, for apps built on `useChat` (ui_message_stream.py). Like
@@ -354,10 +393,14 @@ class WebApi:
 
         async def events() -> AsyncIterator[ServerSentEvent]:
             async for part in turn_parts(self.agent, self.host, turn, subscribe, parts, _person_facing):
-                yield ServerSentEvent(part if isinstance(part, str) else json.dumps(part, separators=(",", ":")),
-                                      sep=SSE_SEPARATOR)
+                yield _ui_part(part)
 
-        return event_stream(events(), self.keepalive_seconds, UI_MESSAGE_STREAM_HEADERS)
+        def ending(refused: SessionRefused) -> list[ServerSentEvent]:  # the message ends as a failed turn's does
+            return [_ui_part(part) for part in (parts.error(refused.reason, refused.message),
+                                                parts.finish(agent_pb2.TURN_OUTCOME_FAILED), UI_MESSAGE_STREAM_DONE)]
+
+        return event_stream(self._while_signed_in(request, events(), ending), self.keepalive_seconds,
+                            UI_MESSAGE_STREAM_HEADERS)
 
     async def catalog(self, request: Request) -> Response:
         """What this data can answer, as labels, and questions to start with (the page's empty state)."""
@@ -393,13 +436,8 @@ class WebApi:
         if resume_after is not None:
             subscribe.resume_after.CopyFrom(resume_after)
 
-        cookie = request.cookies.get(COOKIE)
-
         async def events() -> AsyncIterator[ServerSentEvent | bytes]:
             stream = self.host.Subscribe(subscribe)  # here, so a HEAD (answered without a body) subscribes to nothing
-            # The stream outlives this request: when its session ends (sign-out anywhere, the operator), so does it.
-            ended = asyncio.create_task(self.sessions.until_ended(cookie))
-            ended.add_done_callback(lambda _: stream.cancel())
             try:
                 async for reply in stream:
                     # A page that is behind gets several envelopes per reply: each its own SSE event, one write.
@@ -409,17 +447,10 @@ class WebApi:
                 if exc.code() != grpc.StatusCode.CANCELLED:
                     details = error_details(exc)
                     yield _event({"error": {"reason": details.reason or exc.code().name, "message": details.message}})
-            except asyncio.CancelledError:
-                if not ended.done() or ended.cancelled():  # the browser left: not ours to swallow
-                    raise
             finally:
-                ended.cancel()
                 stream.cancel()
-            if ended.done() and not ended.cancelled():
-                refused = ended.result()
-                yield _event({"error": {"reason": refused.reason, "message": refused.message}})
 
-        return event_stream(events(), self.keepalive_seconds)
+        return event_stream(self._while_signed_in(request, events()), self.keepalive_seconds)
 
     async def command(self, request: Request) -> Response:
         body = await self._body(request)

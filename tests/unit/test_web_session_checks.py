@@ -1,15 +1,19 @@
 """How web checks a cookie's session at the broker: sealed cookies only, each answer remembered for at most the
 configured seconds (so an ended session is refused within that bound), a broker that cannot answer is a 503 and
-never a session, and signing out ends the session at the broker and forgets it here at once."""
+never a session, signing out ends the session at the broker and forgets it here at once, and a stream ends when
+its session does."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+from types import SimpleNamespace
 
 import grpc
 import pytest
 
-from services.web.session import Person, SessionCookies
+from services.web.api import WebApi
+from services.web.session import COOKIE, Person, SessionCookies
 from services.web.session_records import SessionRecords, SessionRefused
 from shared.errors import refuse
 from tessera.capabilities.v1 import capabilities_pb2 as cap
@@ -158,3 +162,95 @@ def test_a_bound_of_zero_asks_the_broker_on_every_request(world):
     for _ in range(3):
         _run(records.check(cookie))
     assert broker.checks == 3
+
+
+class _Sessions:
+    """until_ended answers once `end` is set (the broker said the session ended)."""
+
+    def __init__(self) -> None:
+        self.end = asyncio.Event()
+
+    async def until_ended(self, cookie):
+        await self.end.wait()
+        return SessionRefused(401, "SESSION_ENDED", "This session was signed out.")
+
+
+def _request(cookie: str = "c") -> SimpleNamespace:
+    return SimpleNamespace(cookies={COOKIE: cookie})
+
+
+def test_a_stream_runs_to_its_own_end_while_the_session_stays_open():
+    async def events():
+        for n in range(3):
+            yield n
+
+    async def scenario():
+        api = WebApi(host=None, agent=None, capabilities=None, sessions=_Sessions(), assertions=None)
+        return [item async for item in api._while_signed_in(_request(), events())]
+
+    assert _run(scenario()) == [0, 1, 2]
+
+
+def test_a_stream_waiting_for_its_next_event_ends_when_its_session_does_and_closes_what_it_read():
+    closed = []
+
+    async def events():
+        try:
+            yield "first"
+            await asyncio.Event().wait()  # the surface is quiet: nothing more comes
+            yield "never"
+        finally:
+            closed.append(True)  # where the gRPC stream behind it is cancelled
+
+    async def scenario():
+        sessions = _Sessions()
+        api = WebApi(host=None, agent=None, capabilities=None, sessions=sessions, assertions=None)
+        received = []
+        async for item in api._while_signed_in(_request(), events()):
+            received.append(item)
+            sessions.end.set()  # signed out on another replica while the stream waits
+        return received
+
+    first, ended = _run(scenario())
+    assert first == "first" and json.loads(ended.data)["error"]["reason"] == "SESSION_ENDED"
+    assert closed == [True]
+
+
+def test_a_browser_that_leaves_closes_the_stream_and_stops_watching_its_session():
+    closed = []
+
+    async def events():
+        try:
+            while True:
+                yield "tick"
+                await asyncio.sleep(0)
+        finally:
+            closed.append(True)
+
+    async def scenario():
+        stream = WebApi(host=None, agent=None, capabilities=None, sessions=_Sessions(),
+                        assertions=None)._while_signed_in(_request(), events())
+        assert await anext(stream) == "tick"
+        await stream.aclose()  # what the server does when the browser goes away
+        await asyncio.sleep(0)  # the watcher's cancellation is delivered
+        return [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+
+    assert _run(scenario()) == [] and closed == [True]  # no watcher left behind either
+
+
+def test_a_stream_of_another_protocol_ends_in_its_own_words():
+    async def events():
+        yield "part"
+        await asyncio.Event().wait()
+
+    async def scenario():
+        sessions = _Sessions()
+        api = WebApi(host=None, agent=None, capabilities=None, sessions=sessions, assertions=None)
+        received = []
+        async for item in api._while_signed_in(_request(), events(), lambda refused: [f"error {refused.reason}",
+                                                                                     "[DONE]"]):
+            received.append(item)
+            sessions.end.set()
+        return received
+
+    assert _run(scenario()) == ["part", "error SESSION_ENDED", "[DONE]"]
