@@ -113,7 +113,8 @@ def test_up_reports_health_then_stops_everything_cleanly(up, cert_dir, signum):
 def _status_rows(cert_dir: Path, var_dir: Path) -> dict[str, list[str]]:
     status = subprocess.run(TESSERA + ["status"], cwd=REPO_ROOT, env=_env(cert_dir, var_dir),
                             capture_output=True, text=True, timeout=60)
-    return {line.split()[0]: line.split() for line in status.stdout.splitlines()[2:] if line.strip()}
+    services_table = status.stdout.split("\n\n", 1)[0]  # the tool servers' table follows after a blank line
+    return {line.split()[0]: line.split() for line in services_table.splitlines()[2:] if line.strip()}
 
 
 def test_up_restarts_a_crashed_service_and_keeps_the_rest(up, cert_dir):
