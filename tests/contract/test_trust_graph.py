@@ -61,3 +61,10 @@ def test_the_mcp_front_reaches_the_data_tools_and_the_persons_session_only():
     assert reached == {("agent", "ListDataTools"), ("agent", "ServeTools"), ("host", "OpenSession")}
     agent = SERVICES["agent"][0]
     assert list(declared_callers(agent.methods_by_name["ServeTools"])) == ["mcp"]  # no other edge runs outside turns
+
+
+def test_web_sessions_are_opened_checked_and_ended_by_web_and_a_persons_all_ended_by_the_operator():
+    capabilities = SERVICES["capabilities"][0]
+    for rpc in ("OpenWebSession", "CheckWebSession", "EndWebSession"):  # a session secret is web's business only
+        assert list(declared_callers(capabilities.methods_by_name[rpc])) == ["web"], rpc
+    assert list(declared_callers(capabilities.methods_by_name["SignOutPerson"])) == ["cli"]
