@@ -6,7 +6,6 @@ at /mcp and readiness at /healthz, as its own pod does on Kubernetes.
 
 import argparse
 
-from services.mcp_tickets.http_transport import serve_http
 from services.mcp_tickets.server import build_server
 
 
@@ -23,5 +22,7 @@ if __name__ == "__main__":
     arguments = _arguments()
     if arguments.http_port is None:
         build_server().run("stdio")
-    else:
+    else:  # imported here: the stdio server's box holds only this package, not shared/ (deploy/policy/tools.yaml)
+        from services.mcp_tickets.http_transport import serve_http
+
         serve_http(build_server(), arguments.http_host, arguments.http_port, arguments.allowed_host)

@@ -1,24 +1,11 @@
-"""The tickets server over streamable HTTP: how its own pod serves it on Kubernetes.
-
-Only the broker reaches it there (a NetworkPolicy admits nothing else), yet the MCP endpoint
-still checks the Host header against the names it is reached by, so a page in some browser that
-resolves a name of its own to this address (DNS rebinding) is refused.
-"""
+"""The tickets server over streamable HTTP: how its own pod serves it on Kubernetes (shared.mcp_http)."""
 
 from __future__ import annotations
 
 import uvicorn
 from mcp.server.mcpserver import MCPServer
-from mcp.server.transport_security import TransportSecuritySettings
 
-MCP_PATH = "/mcp"
-LOCAL_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
-
-
-def transport_security(allowed_hosts: list[str]) -> TransportSecuritySettings:
-    hosts = [*LOCAL_HOSTS, *allowed_hosts]
-    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
-                                     allowed_origins=[f"http://{host}" for host in hosts])
+from shared.mcp_http import MCP_PATH, transport_security
 
 
 def serve_http(server: MCPServer, host: str, port: int, allowed_hosts: list[str]) -> None:

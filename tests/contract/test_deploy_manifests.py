@@ -35,12 +35,12 @@ from cli.deploy_mcp_servers import (
     BROKER,
     COMPONENT_LABEL,
     DATA_MOUNT,
+    HTTP_FORMS,
     POLICY_KEY,
     POLICY_MOUNT,
     cluster_policy,
     credentials_files,
     credentials_secret,
-    left_out,
     load_policy,
     mcp_pods,
     workloads,
@@ -277,10 +277,13 @@ def _mcp_pod_names() -> list[str]:
     return [pod.name for pod in mcp_pods(load_policy())]
 
 
-def test_the_demo_tickets_server_is_an_mcp_pod_and_the_rest_is_named():
-    assert _mcp_pod_names() == ["mcp-tickets"]
-    # The time server has no streamable-HTTP form: on Kubernetes it is denied, never started in the broker's pod.
-    assert left_out(load_policy()) == ["time"]
+def test_every_stdio_server_of_the_policy_is_an_mcp_pod():
+    assert _mcp_pod_names() == ["mcp-tickets", "mcp-time"]
+    # The time server speaks stdio only: its pod runs it under the bridge, its reviewed command unchanged.
+    (time,) = [pod for pod in mcp_pods(load_policy()) if pod.server == "time"]
+    bridge = time.command.index("--")
+    assert time.command[:3] == ("python", "-m", "services.mcp_bridge") and time.health_path == "/healthz"
+    assert list(time.command[bridge + 1:]) == ["python", *load_policy()["servers"]["time"]["command"][1:]]
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
@@ -298,16 +301,22 @@ def test_each_mcp_server_runs_in_a_pod_of_its_own(rendered, overlay):
         assert spec["serviceAccountName"] == pod.name and accounts[pod.name]["automountServiceAccountToken"] is False
         assert spec["automountServiceAccountToken"] is False
         assert deployment["spec"]["template"]["metadata"]["labels"][COMPONENT_LABEL] == "mcp-server"
-        # The reviewed command, run from the image, told to serve streamable HTTP on the Service's port.
-        assert container["command"][:len(rule["command"])] == ["python", *rule["command"][1:]]
-        assert container["command"][len(rule["command"]):] == ["--http-port", "8000", "--http-host", "0.0.0.0",
-                                                               "--allowed-host", f"{pod.name}:8000"]
+        # The reviewed command, run from the image, serving streamable HTTP on the Service's port: told to
+        # where it can (tickets), under the bridge where it speaks only stdio (time).
+        reviewed, command = ["python", *rule["command"][1:]], container["command"]
+        if pod.server in HTTP_FORMS:
+            assert command == [*reviewed, "--http-port", "8000", "--http-host", "0.0.0.0",
+                               "--allowed-host", f"{pod.name}:8000"]
+        else:
+            assert command == ["python", "-m", "services.mcp_bridge", "--port", "8000", "--host", "0.0.0.0",
+                               "--allowed-host", f"{pod.name}:8000", "--", *reviewed]
         assert container["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
         # Its data folder ({var} in its policy) is a volume of its own; nothing else is writable.
         env = {item["name"]: item["value"] for item in container["env"]}
-        assert env == {"TICKETS_DB": f"{DATA_MOUNT}/tickets/tickets.sqlite"}
+        assert env == {name: value.replace("{var}", DATA_MOUNT) for name, value in rule.get("env", {}).items()}
         mounts = {mount["mountPath"]: mount["name"] for mount in container["volumeMounts"]}
-        assert mounts == {"/tmp": "tmp", DATA_MOUNT: "data"}
+        assert mounts == {"/tmp": "tmp", **({DATA_MOUNT: "data"} if "sandbox" in rule and "data" in rule["sandbox"]
+                                             else {})}
         assert all("emptyDir" in volume for volume in spec["volumes"])
         (port,) = services[pod.name]["spec"]["ports"]
         assert (port["port"], port["targetPort"]) == (8000, "http")
@@ -345,6 +354,7 @@ def test_an_mcp_server_opened_to_another_pod_or_to_the_world_is_named(rendered):
         "local.yaml: NetworkPolicy/capabilities-to-mcp-tickets-ingress: admits more than the broker to the MCP "
         "server pod mcp-tickets",
         "local.yaml: NetworkPolicy/dns: lets the MCP server pod mcp-tickets reach out (it may reach nothing)",
+        "local.yaml: NetworkPolicy/dns: lets the MCP server pod mcp-time reach out (it may reach nothing)",
         "local.yaml: no NetworkPolicy lets the broker reach the MCP server pod mcp-tickets",
     ]
 
@@ -357,12 +367,12 @@ def test_the_broker_reaches_the_same_reviewed_tools_over_http(rendered):
                      and doc["metadata"]["name"].startswith("capabilities-tool-policy")]
     in_cluster = ToolPolicyFile.model_validate(yaml.safe_load(config_map["data"][POLICY_KEY]))
     reviewed = ToolPolicyFile.model_validate(load_policy())
-    assert set(in_cluster.servers) == {"tickets"}
-    tickets = in_cluster.servers["tickets"]
-    assert (tickets.transport, tickets.url, tickets.command, tickets.env) == (
-        "http", "http://mcp-tickets:8000/mcp", [], {})
-    assert tickets.tools == reviewed.servers["tickets"].tools
-    assert tickets.timeout_seconds == reviewed.servers["tickets"].timeout_seconds
+    assert set(in_cluster.servers) == set(reviewed.servers) == {"tickets", "time"}
+    for name, server in in_cluster.servers.items():
+        assert (server.transport, server.url, server.command, server.env) == (
+            "http", f"http://mcp-{name}:8000/mcp", [], {})
+        assert server.tools == reviewed.servers[name].tools
+        assert server.timeout_seconds == reviewed.servers[name].timeout_seconds
     broker = _objects(docs, "Deployment")[BROKER]["spec"]["template"]["spec"]
     (container,) = broker["containers"]
     env = {item["name"]: item["value"] for item in container["env"]}

@@ -4,48 +4,27 @@ loopback serving the same reviewed tools as over stdio, readiness at /healthz, f
 from __future__ import annotations
 
 import signal
-import socket
-import subprocess
 import sys
 
 import anyio
-import httpx
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from services.capabilities.tool_policy import ToolPolicy, digest
 from shared.paths import REPO_ROOT
-from tests.fixtures.waiting import wait_until
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+from tests.fixtures.mcp_http_process import host_check, serving
 
 
 @pytest.fixture()
 def served(tmp_path):
-    port = _free_port()
     database = tmp_path / "data" / "tickets.sqlite"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "services.mcp_tickets", "--http-port", str(port), "--allowed-host",
-         f"mcp-tickets:{port}"], cwd=REPO_ROOT, env={"TICKETS_DB": str(database), "PATH": "/usr/bin:/bin"},
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    base = f"http://127.0.0.1:{port}"
 
-    def ready() -> bool:
-        assert process.poll() is None, process.stderr.read()
-        return httpx.get(f"{base}/healthz", timeout=3).json() == {"status": "SERVING"}
-
-    try:
-        wait_until(ready, 60, ignoring=(httpx.TransportError,), what="the tickets server ready")
+    def command(port: int) -> list[str]:
+        return [sys.executable, "-m", "services.mcp_tickets", "--http-port", str(port), "--allowed-host",
+                f"mcp-tickets:{port}"]
+    with serving(command, {"TICKETS_DB": str(database)}, "the tickets server ready") as (base, port, process):
         yield base, port, database, process
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait(timeout=30)
 
 
 async def _tools_and_a_search(url: str) -> tuple[list, str]:
@@ -68,13 +47,9 @@ def test_it_serves_the_pinned_tools_over_http_and_answers_a_read(served):
 
 def test_a_foreign_host_name_is_refused_and_its_own_is_served(served):
     base, port, _, _ = served
-    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
-    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-    refused = httpx.post(f"{base}/mcp", json=ping, headers={**headers, "Host": f"rebound.example:{port}"})
-    assert refused.status_code == 421
     # The name the broker dials in the cluster passes the Host check (then wants a session: not 421).
-    accepted = httpx.post(f"{base}/mcp", json=ping, headers={**headers, "Host": f"mcp-tickets:{port}"})
-    assert accepted.status_code != 421
+    refused, accepted = host_check(base, port, "mcp-tickets")
+    assert refused == 421 and accepted != 421
 
 
 def test_sigterm_winds_it_down(served):
