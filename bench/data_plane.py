@@ -38,7 +38,7 @@ from shared import tokens
 from shared.certs import load_signing_key, signing_key_path
 from shared.channels import sync_channel
 from shared.contracts import invoke
-from shared.paths import REPO_ROOT, var_dir
+from shared.paths import REPO_ROOT, default_warehouse
 from tessera.common.v1 import common_pb2
 from tessera.resources.v1 import resources_pb2
 
@@ -295,9 +295,8 @@ def _settle(url: str) -> None:
 
 
 def run(work: Path, cert_dir: Path) -> list[dict]:
-    sqlite_url = f"sqlite:///{var_dir() / 'warehouse.sqlite'}"
-    if not (var_dir() / "warehouse.sqlite").exists():
-        var_dir().mkdir(parents=True, exist_ok=True)
+    sqlite_url = f"sqlite:///{default_warehouse()}"
+    if not default_warehouse().exists():
         seed(sqlite_url, SCALE, progress=False)
     warehouses = {"sqlite": sqlite_url}
     duck = work / "warehouse.duckdb"

@@ -35,7 +35,7 @@ from shared.channels import sync_channel
 from shared.config import DEFAULT_PORTS
 from shared.contracts import SERVICES, invoke
 from shared.identity import PRINCIPAL_NAMES
-from shared.paths import REPO_ROOT, cert_dir, cli_dir, var_dir
+from shared.paths import REPO_ROOT, cert_dir, cli_dir, default_warehouse, var_dir
 from tessera.capabilities.v1.capabilities_pb2 import (
     TOOL_SERVER_ISOLATION_NOT_STARTED,
     TOOL_SERVER_ISOLATION_UNBOXED,
@@ -290,6 +290,7 @@ def ensure_warehouse() -> None:
     from cli.seed import SCHEMA_VERSION, default_url, schema_version, seed
 
     url = default_url()
+    _move_loose_warehouse()
     if not Path(url.removeprefix("sqlite:///")).exists():
         print("seeding the demo warehouse (1,000,000 order items; once) ...", flush=True)
         print(seed(url, progress=sys.stderr.isatty()).summary(), flush=True)
@@ -297,6 +298,18 @@ def ensure_warehouse() -> None:
         print(f"the demo warehouse has schema version {found}, this release needs {SCHEMA_VERSION}: "
               "seeding it again ...", flush=True)
         print(seed(url, progress=sys.stderr.isatty()).summary(), flush=True)
+
+
+def _move_loose_warehouse() -> None:
+    """Earlier releases seeded var/warehouse.sqlite; it now has a folder of its own (shared.paths): moved
+    there once, so nothing is seeded again."""
+    loose, placed = var_dir() / "warehouse.sqlite", default_warehouse()
+    if loose.exists() and not placed.exists():
+        private_dir(placed.parent)
+        for suffix in ("", "-journal", "-wal", "-shm"):
+            if (old := loose.with_name(loose.name + suffix)).exists():
+                old.rename(placed.with_name(placed.name + suffix))
+        print(f"moved the demo warehouse from {loose} to {placed}", flush=True)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -620,7 +633,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(run=cmd_demo)
     seed = sub.add_parser("seed", help="generate the deterministic demo retail warehouse and load it")
     seed.add_argument("--url", help="sqlite:///PATH, postgresql+psycopg://USER@HOST:PORT/DB or duckdb:///PATH "
-                                    "(default: sqlite:///$TESSERA_VAR_DIR/warehouse.sqlite)")
+                                    "(default: sqlite:///$TESSERA_VAR_DIR/warehouse/warehouse.sqlite)")
     seed.add_argument("--scale", type=_scale, default="1m",
                       help="order items: 100k, 1m (default), 10m or a number such as 20000")
     seed.add_argument("--seed", type=int, default=7, help="random seed (default 7); same seed, same data")

@@ -50,7 +50,7 @@ from sqlalchemy.engine import URL, Engine
 from sqlalchemy.schema import AddConstraint, CreateIndex, CreateTable, DropTable
 
 from shared.certs import private_dir
-from shared.paths import var_dir
+from shared.paths import default_warehouse, var_dir
 
 SCHEMA_VERSION = 2  # 2: orders carry review_status and a record version (data change proposals)
 # PostgreSQL role for the Resource Gateway: SELECT on the demo tables, read-only by default.
@@ -659,7 +659,7 @@ def schema_version(url: str) -> int | None:
 
 
 def default_url() -> str:
-    return f"sqlite:///{var_dir() / 'warehouse.sqlite'}"
+    return f"sqlite:///{default_warehouse()}"
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -681,9 +681,11 @@ def _warehouse_file(parsed: URL) -> Path | None:
 
 
 def _private_folder(folder: Path) -> None:
-    """Tessera's own var folder is made (or tightened to) 0700; another folder is the person's to decide
-    about, so an open one is only named (and a missing one is the engine's error, as for any bad URL)."""
-    if folder.resolve() == var_dir().resolve():
+    """Tessera's own folders (var, the default warehouse's) are made (or tightened to) 0700; another folder is
+    the person's to decide about, so an open one is only named (and a missing one is the engine's error, as
+    for any bad URL)."""
+    if folder.resolve() in (var_dir().resolve(), default_warehouse().parent.resolve()):
+        private_dir(var_dir())
         private_dir(folder)
     elif folder.is_dir() and folder.stat().st_mode & 0o077:
         print(f"tessera: warning: other users can enter {folder}; the warehouse in it is 0600, but a folder "

@@ -13,6 +13,13 @@ def var_dir() -> Path:
     return Path(os.environ.get("TESSERA_VAR_DIR") or REPO_ROOT / "var")
 
 
+def default_warehouse() -> Path:
+    """The demo warehouse when no URL names another (SQLite). In a folder of its own, not loose in var/: run
+    as root, each service has a user of its own, and the warehouse's owner (resources) and the broker (data
+    changes) must be able to create SQLite's journal beside it while var/ stays closed to both."""
+    return var_dir() / "warehouse" / "warehouse.sqlite"
+
+
 def cert_dir() -> Path:
     """Deployment CA and per-principal keys; TESSERA_CERT_DIR overrides."""
     return Path(os.environ.get("TESSERA_CERT_DIR") or var_dir() / "certs")

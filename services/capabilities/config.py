@@ -7,7 +7,7 @@ from pathlib import Path
 from pydantic import Field, SecretStr, model_validator
 
 from shared.config import ServiceSettings
-from shared.paths import REPO_ROOT, var_dir
+from shared.paths import REPO_ROOT, default_warehouse, var_dir
 
 
 class CapabilitiesSettings(ServiceSettings):
@@ -41,5 +41,5 @@ class CapabilitiesSettings(ServiceSettings):
                            self.database_url or f"sqlite:///{var_dir() / 'capabilities' / 'broker.sqlite'}")
         object.__setattr__(self, "mcp_log_dir", self.mcp_log_dir or var_dir() / "capabilities")
         if not self.changes_url.get_secret_value():
-            object.__setattr__(self, "changes_url", SecretStr(f"sqlite:///{var_dir() / 'warehouse.sqlite'}"))
+            object.__setattr__(self, "changes_url", SecretStr(f"sqlite:///{default_warehouse()}"))
         return self

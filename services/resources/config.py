@@ -8,7 +8,7 @@ from pydantic import Field, model_validator
 
 from shared.certs import secret_path, signing_key_path, verify_key_path
 from shared.config import ServiceSettings
-from shared.paths import REPO_ROOT, var_dir
+from shared.paths import REPO_ROOT, default_warehouse, var_dir
 
 # Policy bounds: the model never picks a row limit; operators pick within these.
 MAX_ROW_CAP = 20_000
@@ -16,7 +16,7 @@ MAX_WINDOW_ROWS = 1_000
 
 
 class ResourcesSettings(ServiceSettings):
-    warehouse_url: str = ""  # default: sqlite:///<var>/warehouse.sqlite
+    warehouse_url: str = ""  # default: sqlite:///<var>/warehouse/warehouse.sqlite
     semantic_model: Path = REPO_ROOT / "deploy" / "semantic-models" / "retail.yaml"
     store_url: str = ""  # default: sqlite:///<var>/resources/results.sqlite
     row_cap: int = Field(default=1_000, ge=1, le=MAX_ROW_CAP)
@@ -46,7 +46,7 @@ class ResourcesSettings(ServiceSettings):
     def _defaults(self) -> ResourcesSettings:
         directory = self.cert_dir
         fill = {
-            "warehouse_url": self.warehouse_url or f"sqlite:///{var_dir() / 'warehouse.sqlite'}",
+            "warehouse_url": self.warehouse_url or f"sqlite:///{default_warehouse()}",
             "store_url": self.store_url or f"sqlite:///{var_dir() / 'resources' / 'results.sqlite'}",
             "signing_key": self.signing_key or signing_key_path(directory, "resources"),
             "host_verify_key": self.host_verify_key or verify_key_path(directory, "host"),

@@ -361,7 +361,7 @@ def test_seed_command_loads_the_default_warehouse_and_summarises(monkeypatch, tm
     assert main(["seed", "--scale", "2000", "--quiet", "--seed", "5"]) == 0
     out = capsys.readouterr().out.strip().splitlines()
     assert len(out) == 1 and "order_items=2000" in out[0] and "orders=500" in out[0] and out[0].endswith("s")
-    assert (tmp_path / "var" / "warehouse.sqlite").exists()
+    assert (tmp_path / "var" / "warehouse" / "warehouse.sqlite").exists()
 
 
 @pytest.mark.parametrize("url", ["mysql://root@localhost/shop", "not a url", "postgresql+psycopg://postgres@127.0.0.1:1/x",
@@ -392,3 +392,20 @@ def test_a_password_file_sets_the_password_without_showing_it(tmp_path):
     with pytest.raises(SeedError) as failed:  # nothing listens on port 1: the URL shows the password was set
         seed("postgresql+psycopg://nobody@127.0.0.1:1/nowhere", scale=20_000, progress=False, password_file=secret)
     assert "nobody:***@127.0.0.1:1" in str(failed.value) and "s3cret" not in str(failed.value)
+
+
+def test_a_warehouse_seeded_loose_in_var_by_an_earlier_release_is_moved_into_its_folder(monkeypatch, tmp_path,
+                                                                                       capsys):
+    from cli.main import _move_loose_warehouse
+
+    monkeypatch.setenv("TESSERA_VAR_DIR", str(tmp_path / "var"))
+    (tmp_path / "var").mkdir()
+    for name, body in (("warehouse.sqlite", b"db"), ("warehouse.sqlite-wal", b"wal")):
+        (tmp_path / "var" / name).write_bytes(body)
+    _move_loose_warehouse()
+    folder = tmp_path / "var" / "warehouse"
+    assert [(folder / name).read_bytes() for name in ("warehouse.sqlite", "warehouse.sqlite-wal")] == [b"db", b"wal"]
+    assert not (tmp_path / "var" / "warehouse.sqlite").exists() and folder.stat().st_mode & 0o777 == 0o700
+    assert "moved the demo warehouse" in capsys.readouterr().out
+    _move_loose_warehouse()  # once: nothing left to move, nothing said
+    assert capsys.readouterr().out == ""

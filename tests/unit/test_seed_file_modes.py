@@ -52,14 +52,16 @@ def current_umask() -> int:
 def test_the_default_warehouse_is_0600_in_a_0700_var_folder_even_over_an_old_open_one(
         tmp_path, monkeypatch, modes_during_load):
     var = tmp_path / "var"
-    var.mkdir(mode=0o755)
-    var.chmod(0o755)
-    old = var / "warehouse.sqlite"
+    folder = var / "warehouse"  # the default warehouse's own folder (shared.paths.default_warehouse)
+    folder.mkdir(mode=0o755, parents=True)
+    for opened in (var, folder):
+        opened.chmod(0o755)
+    old = folder / "warehouse.sqlite"
     old.write_bytes(b"")
     old.chmod(0o644)  # what earlier releases left behind
     monkeypatch.setenv("TESSERA_VAR_DIR", str(var))
     seen, recording = modes_during_load
-    recording(seeding._SQLiteLoader, lambda loader: var)
+    recording(seeding._SQLiteLoader, lambda loader: folder)
     umask_before = current_umask()
 
     seed(scale=SCALE, progress=False)
@@ -67,8 +69,8 @@ def test_the_default_warehouse_is_0600_in_a_0700_var_folder_even_over_an_old_ope
     during = seen["_SQLiteLoader"]
     assert during["warehouse.sqlite-journal"] == 0o600  # SQLite's own journal, created mid-load
     assert set(during.values()) == {0o600}
-    assert mode(var) == 0o700
-    assert modes_in(var) == {"warehouse.sqlite": 0o600}
+    assert mode(var) == mode(folder) == 0o700
+    assert modes_in(folder) == {"warehouse.sqlite": 0o600}
     assert current_umask() == umask_before  # the process's umask is given back
 
 
@@ -78,8 +80,8 @@ def test_a_var_folder_that_does_not_exist_yet_is_made_0700(tmp_path, monkeypatch
 
     seed(scale=SCALE, progress=False)
 
-    assert mode(var) == 0o700 and mode(var.parent) == 0o700
-    assert modes_in(var) == {"warehouse.sqlite": 0o600}
+    assert mode(var) == 0o700 and mode(var.parent) == 0o700 and mode(var / "warehouse") == 0o700
+    assert modes_in(var / "warehouse") == {"warehouse.sqlite": 0o600}
 
 
 def test_a_new_sqlite_warehouse_is_created_private_from_the_start(tmp_path, modes_during_load):
