@@ -50,7 +50,6 @@ from services.capabilities import sandbox
 from services.capabilities.tool_policy import ServerRule, ToolPolicy, ToolRule, digest, pinned_as
 from shared.bounded_json import BoundedJsonError, Limits, check
 from shared.caches import bounded_lru
-from shared.paths import cert_dir, var_dir
 from shared.tool_contracts import ToolContract, ToolSchemaError
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 
@@ -163,7 +162,7 @@ class ServerConnection:
         if self.rule.transport == "stdio":
             command, env = self.policy.command(self.rule), self.policy.server_env(self.rule)
             if self.rule.sandbox != "none":
-                launch = sandbox.enclose(command, env, self.policy.box(self.rule), (var_dir(), cert_dir()))
+                launch = sandbox.enclose(command, env, self.policy.box(self.rule))
                 command, env = launch.command, launch.env
             else:
                 self.on_unboxed(self.name)
@@ -530,9 +529,9 @@ class ToolGate:
             elif rule.sandbox == "none":
                 servers.append(cap.ToolServer(name=name, isolation=cap.TOOL_SERVER_ISOLATION_UNBOXED,
                                               detail="its policy says sandbox: none"))
-            elif sandbox.unavailable():
+            elif why := sandbox.unavailable() or sandbox.problem(self.policy.box(rule), sandbox.Hidden.here()):
                 servers.append(cap.ToolServer(name=name, isolation=cap.TOOL_SERVER_ISOLATION_NOT_STARTED,
-                                              detail=sandbox.unavailable()))
+                                              detail=why))
             else:
                 servers.append(cap.ToolServer(name=name, isolation=cap.TOOL_SERVER_ISOLATION_BOXED,
                                               detail="bubblewrap: no network, only its declared files"))

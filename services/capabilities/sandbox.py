@@ -9,8 +9,9 @@ Outside tool servers are the least trusted code in the system, so a boxed server
   server instead (its own pod, or a box of its own), where egress can be filtered;
 - read-only: the system's /usr with the usual /bin, /lib… links, the few /etc files a dynamic binary reads,
   the Python installation when its command is the broker's own interpreter, and the paths its policy lists
-  under `read`. The var and certificate folders (every service's keys and databases) are masked even where
-  a listed path holds them;
+  under `read`. The var folder (every service's keys and databases) and the folders of keys (the
+  certificates, the operator CLI's) are covered wherever a bound path holds them, compared resolved; a
+  read path inside one, or a data folder holding one, is refused (the server is then not started);
 - writable: a private /tmp, and the `data` folder its policy declares (created 0700), which is also its
   working directory;
 - exactly the environment variables its policy declares. bubblewrap's own pid 1 in the box keeps the
@@ -32,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from services.capabilities import syscall_filter
+from shared.paths import cert_dir, cli_dir, var_dir
 
 # A box's arguments travel through one pipe written before bubblewrap runs, so they must fit its buffer.
 MAX_ARGUMENT_BYTES = 60_000
@@ -90,12 +92,11 @@ def unavailable() -> str:
     return ""
 
 
-def _interpreter_paths(executable: str) -> list[Path]:
+def _interpreter_paths() -> list[Path]:
     """What the broker's own interpreter needs to run a module: its virtualenv and the installation the
-    virtualenv points at (both resolved, so links into them land inside the box)."""
-    paths = {Path(sys.prefix), Path(sys.base_prefix), Path(os.path.realpath(sys.prefix)),
-             Path(os.path.realpath(sys.base_prefix)), Path(os.path.realpath(executable)).parent.parent}
-    return sorted(paths)
+    virtualenv points at, as named and resolved (links into them land inside the box), nothing around them."""
+    prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    return sorted({Path(p) for p in prefixes} | {Path(os.path.realpath(p)) for p in prefixes})
 
 
 def _system_arguments() -> list[str]:
@@ -114,41 +115,80 @@ def _inside(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
-def bwrap_arguments(command: list[str], env: dict[str, str], box: Box, masked: tuple[Path, ...]) -> list[str]:
+def _real(path: Path) -> Path:
+    return Path(os.path.realpath(path))
+
+
+@dataclass(frozen=True)
+class Hidden:
+    """Folders no box shows: the var folder (every service's keys and databases; a server's data folder
+    may lie inside it) and the folders of keys (the certificates, the operator CLI's: nothing of a box may
+    lie inside them). Compared resolved, so `..`, links and relative settings cannot slip past."""
+
+    var: Path
+    keys: tuple[Path, ...]
+
+    @classmethod
+    def here(cls) -> Hidden:
+        return cls(_real(var_dir()), (_real(cert_dir()), _real(cli_dir())))
+
+    @property
+    def folders(self) -> tuple[Path, ...]:
+        return (self.var, *self.keys)
+
+
+def problem(box: Box, hidden: Hidden) -> str:
+    """Why this box cannot be made, "" if it can: a read path that does not exist or lies in a hidden
+    folder, a data folder that holds a hidden folder or lies in a folder of keys."""
+    for path in box.read:
+        if not path.exists():
+            return f"the box's read path {path} does not exist"
+        if inside := next((f for f in hidden.folders if _inside(_real(path), f)), None):
+            return f"the box's read path {path} lies in {inside}, which holds keys or databases"
+    if box.data is not None:
+        data = _real(box.data)
+        if held := next((f for f in hidden.folders if _inside(f, data)), None):
+            return f"the box's data folder {box.data} holds {held}, which holds keys or databases"
+        if inside := next((f for f in hidden.keys if _inside(data, f)), None):
+            return f"the box's data folder {box.data} lies in {inside}, a folder of keys"
+    return ""
+
+
+def bwrap_arguments(command: list[str], env: dict[str, str], box: Box, hidden: Hidden) -> list[str]:
     """bubblewrap's options for running `command` boxed (the command itself follows them on bubblewrap's
-    command line): namespaces and hardening, the file system (system, interpreter and `read` paths
-    read-only; masked folders hidden under an empty tmpfs wherever a bound path holds them; the data folder
-    writable) and the environment."""
+    command line): namespaces and hardening, the file system and the environment. Each read path is bound
+    read-only where the server names it, from where it really is; a hidden folder inside one is covered by
+    an empty tmpfs at its place in the box; the data folder is bound writable last."""
     arguments = [*NAMESPACES, *HARDENING, *_system_arguments(), "--proc", "/proc", "--dev", "/dev",
                  "--tmpfs", "/tmp"]
     readable = list(box.read)
     if command and command[0] == sys.executable:
-        readable = _interpreter_paths(command[0]) + readable
+        readable = _interpreter_paths() + readable
+    masks = []
     for path in readable:
-        arguments += ["--ro-bind", str(path), str(path)]
-    for folder in masked:
-        if any(_inside(folder, path) for path in readable):
-            arguments += ["--tmpfs", str(folder)]
+        source = _real(path)
+        arguments += ["--ro-bind", str(source), str(path)]
+        masks += [path / folder.relative_to(source) for folder in hidden.folders if _inside(folder, source)]
+    for mask in masks:
+        arguments += ["--tmpfs", str(mask)]
     if box.data is not None:
-        arguments += ["--bind", str(box.data), str(box.data)]
+        arguments += ["--bind", str(_real(box.data)), str(box.data)]
     arguments += ["--chdir", str(box.data or "/")]
     for name, value in sorted(env.items()):
         arguments += ["--setenv", name, value]
     return arguments
 
 
-def enclose(command: list[str], env: dict[str, str], box: Box, masked: tuple[Path, ...]) -> Launch:
+def enclose(command: list[str], env: dict[str, str], box: Box, hidden: Hidden | None = None) -> Launch:
     """The launch of `command` in its box, or SandboxUnavailable (never an unboxed start)."""
-    reason = unavailable()
+    hidden = hidden or Hidden.here()
+    reason = unavailable() or problem(box, hidden)
     if reason:
         raise SandboxUnavailable(reason)
     if box.data is not None:
         box.data.mkdir(mode=0o700, parents=True, exist_ok=True)
         box.data.chmod(0o700)
-    missing = [str(path) for path in box.read if not path.exists()]
-    if missing:
-        raise SandboxUnavailable(f"the box's read paths do not exist: {', '.join(missing)}"[:300])
-    arguments = bwrap_arguments(command, env, box, masked)
+    arguments = bwrap_arguments(command, env, box, hidden)
     if sum(len(part.encode()) + 1 for part in arguments) > MAX_ARGUMENT_BYTES:
         raise SandboxUnavailable(f"the box's command, paths and environment exceed {MAX_ARGUMENT_BYTES} bytes")
     seccomp = syscall_filter.program()

@@ -87,11 +87,12 @@ CREDENTIAL_PREFIX = "TESSERA_CAPABILITIES_"
 
 
 class SandboxRule(_Strict):
-    """What a stdio server's box holds besides the system (services/capabilities/sandbox.py). Paths take
-    {python}, {repo} and {var} like commands do."""
+    """What a stdio server's box holds besides the system (services/capabilities/sandbox.py). Paths are
+    absolute or start with {repo} or {var}, filled in like commands."""
 
     # Read-only paths the server needs to run (its code, a repository it reads). The broker's interpreter
-    # is bound for a {python} command; the var and certificate folders stay masked inside any path here.
+    # is bound for a {python} command. None may lie in the var folder or a folder of keys, and those stay
+    # covered wherever a path here holds them.
     read: list[str] = Field(default_factory=list, max_length=64)
     # Its one writable folder (created 0700; also its working directory). None: only a private /tmp.
     data: str | None = None
@@ -106,8 +107,9 @@ class SandboxRule(_Strict):
             raise ValueError("network: a boxed stdio server has no network at all; run a server that needs "
                              f"{', '.join(self.network)} as a streamable-HTTP server (transport: http) instead")
         for path in [*self.read, *([self.data] if self.data else [])]:
-            if not path.startswith(("/", "{repo}", "{var}", "{python}")):
-                raise ValueError(f"sandbox path {path!r} must be absolute or start with {{repo}} or {{var}}")
+            if not path.startswith(("/", "{repo}", "{var}")) or ".." in Path(path).parts:
+                raise ValueError(f"sandbox path {path!r} must be absolute or start with {{repo}} or {{var}}, "
+                                 "without '..'")
         return self
 
 

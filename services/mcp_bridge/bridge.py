@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 
 import mcp_types
 from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
@@ -33,31 +35,57 @@ CONNECT_TIMEOUT_SECONDS = 15.0
 
 
 class Child:
-    """The stdio server, held open in a task of its own (the SDK's contexts live in one task)."""
+    """The stdio server, held open by one task at a time (the SDK's contexts live in one task).
+
+    A slow start is waited for, never doubled: while a start is under way every request waits on it. Only
+    a connection that ended (the server exited or its stream closed) or a server that stopped answering is
+    replaced; an error the server answered with (an unknown tool, bad arguments) goes back to the caller
+    and the server keeps running."""
 
     def __init__(self, command: list[str], timeout_seconds: float) -> None:
         self.command = command
         self.timeout_seconds = timeout_seconds
-        self._client: Client | None = None
-        self._task: asyncio.Task | None = None
-        self._stop = asyncio.Event()
-        self._ready = asyncio.Event()
+        self._connection: _Connection | None = None
         self._lock = asyncio.Lock()
 
     async def client(self) -> Client:
-        """The live client, (re)starting the child when there is none."""
+        """The live client, starting the child when none is running or starting."""
         async with self._lock:
-            if self._client is None:
-                await self._start()
-            if self._client is None:
-                raise ConnectionError(f"the tool server {self.command[0]} did not start; see this pod's log")
-            return self._client
-
-    async def _start(self) -> None:
-        self._ready, self._stop = asyncio.Event(), asyncio.Event()
-        self._task = asyncio.create_task(self._hold(), name="mcp-bridge-child")
+            if self._connection is None or self._connection.ended:
+                self._connection = _Connection(self.command, self.timeout_seconds)
+            connection = self._connection
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._ready.wait(), CONNECT_TIMEOUT_SECONDS)
+            await asyncio.wait_for(asyncio.shield(connection.ready.wait()), CONNECT_TIMEOUT_SECONDS)
+        if connection.client is None:
+            raise ConnectionError(f"the tool server {self.command[0]} has not started (yet); see this pod's log")
+        return connection.client
+
+    async def forget(self, client: Client, failure: BaseException) -> None:
+        """A request on `client` failed: if the connection itself is gone (or hung), end it, so the next
+        request starts a fresh child."""
+        if isinstance(failure, MCPError) and failure.code not in (CONNECTION_CLOSED, REQUEST_TIMEOUT):
+            return  # the server answered: it is alive
+        async with self._lock:
+            if self._connection is not None and self._connection.client is client:
+                self._connection.end()
+
+
+class _Connection:
+    """One start of the child: its own task, its own events."""
+
+    def __init__(self, command: list[str], timeout_seconds: float) -> None:
+        self.command = command
+        self.timeout_seconds = timeout_seconds
+        self.client: Client | None = None
+        self.ended = False
+        self.ready = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._task = asyncio.create_task(self._hold(), name="mcp-bridge-child")
+
+    def end(self) -> None:
+        self.ended = True
+        self.client = None
+        self._stop.set()
 
     async def _hold(self) -> None:
         from mcp import Client
@@ -68,22 +96,15 @@ class Child:
         try:
             async with Client(stdio_client(parameters, errlog=sys.stderr), cache=None,
                               read_timeout_seconds=self.timeout_seconds) as client:
-                self._client = client
-                self._ready.set()
-                await self._stop.wait()
+                if not self.ended:
+                    self.client = client
+                    self.ready.set()
+                    await self._stop.wait()
         except Exception as exc:  # noqa: BLE001 - the next request starts it again; the log says why it ended
             logger.error("tool server %s ended: %s: %s", self.command[0], type(exc).__name__, exc)
         finally:
-            self._client = None
-            self._ready.set()
-
-    async def forget(self, client: Client) -> None:
-        """The child behind `client` failed a request: end it, so the next request starts a fresh one."""
-        async with self._lock:
-            if self._client is client:
-                self._stop.set()
-                self._client = None
-
+            self.end()
+            self.ready.set()
 
 
 def build_app(command: list[str], host: str, allowed_hosts: list[str], timeout_seconds: float = 30.0):
@@ -94,8 +115,8 @@ def build_app(command: list[str], host: str, allowed_hosts: list[str], timeout_s
         client = await child.client()
         try:
             return await work(client)
-        except Exception:
-            await child.forget(client)
+        except Exception as exc:
+            await child.forget(client, exc)
             raise
 
     async def list_tools(context, params: mcp_types.PaginatedRequestParams | None) -> mcp_types.ListToolsResult:

@@ -68,6 +68,23 @@ def test_a_server_that_died_is_started_again_by_the_next_request(bridged):
     assert len(_children(process)) == 1
 
 
+async def _unknown_tool(url: str) -> None:
+    async with Client(streamable_http_client(url)) as client:
+        await client.call_tool("no_such_tool", {})
+
+
+def test_an_error_the_server_answers_with_leaves_it_running(bridged):
+    """Only a connection that ended is replaced: a refused call (an unknown tool) keeps the same server."""
+    base, _, process = bridged
+    (child,) = _children(process)
+    try:
+        anyio.run(_unknown_tool, f"{base}/mcp")
+    except Exception:  # noqa: BLE001 - however the refusal arrives, the point is what happens to the server
+        pass
+    assert anyio.run(_tools_and_a_call, f"{base}/mcp")[1]["timezone"] == "Europe/Berlin"
+    assert _children(process) == [child]
+
+
 def test_a_foreign_host_name_is_refused(bridged):
     base, port, _ = bridged
     refused, accepted = host_check(base, port, "mcp-time")
