@@ -30,10 +30,12 @@ class ResourcesSettings(ServiceSettings):
     # A session's budget and the shapes it asked are forgotten this long after they began (web sign-ins last 12 h;
     # the MCP front keeps one session per person, which gets a new budget each period).
     session_budget_lifetime_seconds: float = Field(default=43_200.0, ge=60, le=30 * 86_400)
-    # Threshold search (docs/information-budget.md): distinct searched variants of one draft shape a session may
-    # ask; 5 answers narrow a value known within a factor of two to no less than 1.5% of it (0.5 / 2^5).
+    # Threshold search (docs/information-budget.md): distinct variants a session may ask that compare one hidden
+    # value (a searched target: a measure's definition or a filter-only field, and the comparison family), however
+    # the rest of each draft is disguised; 5 answers narrow a value known within a factor of two to no less than
+    # 4.7% of it (1.5 / 2^5). (The setting kept the name it had when variants were counted per draft shape.)
     oracle_variants_per_shape: int = Field(default=5, ge=1, le=1_000)
-    # ... and of all shapes together: bounds a search disguised as many shapes (redundant conditions).
+    # ... and distinct oracle-prone drafts of all targets together.
     oracle_searches_per_session: int = Field(default=20, ge=1, le=100_000)
     # A turn's budgets are forgotten this long after their last use (turns last minutes).
     probe_budget_lifetime_seconds: float = Field(default=86_400.0, ge=60, le=30 * 86_400)

@@ -2,8 +2,8 @@
 the threshold-search check, decided before a draft runs.
 
 Each refusal is audited twice: a record in the gateway's store (shared by replicas, kept for review) and a
-structured log line. Both carry the session, turn, the shape's fingerprint and the count, never a literal of the
-draft or a value of a row.
+structured log line. Both carry the session, turn, a fingerprint (of the searched target for ORACLE_PATTERN, of the
+draft's shape otherwise) and the count, never a literal of the draft or a value of a row.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import grpc
 
 from services.resources.config import ResourcesSettings
 from services.resources.draft import Draft
-from services.resources.ports import Admission, AnalysisAdmissions, AnalysisLimits, AnalysisRefusal
+from services.resources.ports import Admission, AnalysisAdmissions, AnalysisLimits, AnalysisRefusal, Search
 from services.resources.shapes import shape_of
 from shared.errors import TesseraError
 from shared.next_steps import metadata
@@ -32,8 +32,8 @@ class InformationBudget:
     def admit(self, session_id: str, turn_id: str, draft: Draft) -> Admission:
         """Take one analysis of the budgets, or refuse it (ANALYSIS_BUDGET_SPENT, ORACLE_PATTERN), audited."""
         shape = shape_of(draft)
-        admission = self._store.admit(session_id, turn_id, shape.fingerprint,
-                                      shape.variant if shape.oracle_prone else None, self.limits)
+        search = Search(shape.targets, shape.variant, shape.asked) if shape.oracle_prone else None
+        admission = self._store.admit(session_id, turn_id, shape.fingerprint, search, self.limits)
         if admission.refused is not None:
             self._audit(admission.refused)
             raise self._refusal(admission.refused)
@@ -72,8 +72,9 @@ class InformationBudget:
                     "tell the person that more questions need a new session or a later time.")))
         # PERMISSION_DENIED, not RESOURCE_EXHAUSTED: this is a refusal of what the draft would reveal, and asking
         # again (or later in the same session) is refused alike; it is no quota to wait for.
-        what = (f"this draft asks again what an earlier one of this session asked with only its bounds changed; "
-                f"{refused.count} such variants were answered and at most {bound} are") if budget == "shape" else (
+        what = (f"this draft compares the same hidden value as earlier drafts of this session with other bounds or "
+                f"conditions; {refused.count} such variants were answered and at most {bound} are"
+                ) if budget == "target" else (
                 f"this session has asked {refused.count} drafts whose rows depend on values it is never shown, "
                 f"each with other bounds; at most {bound} are answered")
         return TesseraError(grpc.StatusCode.PERMISSION_DENIED, "ORACLE_PATTERN",

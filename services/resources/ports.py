@@ -29,14 +29,16 @@ class TurnBudgets(Protocol):
 class AnalysisLimits:
     per_turn: int
     per_session: int
-    variants_per_shape: int  # searched variants of one draft shape a session may ask
-    searches_per_session: int  # searched variants of all shapes together
+    variants_per_target: int  # variants a session may ask that search one hidden value (target), however disguised
+    searches_per_session: int  # distinct oracle-prone drafts a session may ask, all targets together
 
 
 @dataclass(frozen=True)
 class AnalysisRefusal:
-    """One audited refusal: which bound (turn, session: the budget; shape, searches: threshold search), the
-    units or variants used when it was refused, and the bound. Fingerprints only, never a value."""
+    """One audited refusal: which bound (turn, session: the budget; target, searches: threshold search), the
+    units or variants used when it was refused, and the bound. `shape` is a fingerprint, never a value: of the
+    searched target for a threshold-search refusal (the same however the search is disguised), of the draft's shape
+    otherwise."""
 
     refused_at: float
     session_id: str
@@ -49,6 +51,16 @@ class AnalysisRefusal:
 
 
 @dataclass(frozen=True)
+class Search:
+    """What an oracle-prone draft searches: the fingerprints of its targets, its variant (selections masked) and
+    the whole draft (kept in the store only)."""
+
+    targets: tuple[str, ...]
+    variant: str
+    asked: str
+
+
+@dataclass(frozen=True)
 class Admission:
     turn_used: int = 0
     session_used: int = 0
@@ -56,10 +68,10 @@ class Admission:
 
 
 class AnalysisAdmissions(Protocol):
-    """Analyses counted per turn and per session, and the searched variants of each shape a session asked, where
+    """Analyses counted per turn and per session, and the variants of each searched target a session asked, where
     every replica sees them; refusals audited."""
 
-    def admit(self, session_id: str, turn_id: str, shape: str, variant: str | None,
+    def admit(self, session_id: str, turn_id: str, shape: str, search: Search | None,
               limits: AnalysisLimits) -> Admission: ...
     def release(self, session_id: str, turn_id: str) -> None: ...
     def session_used(self, session_id: str) -> int: ...

@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
 from services.resources.planner import OutputColumn
-from services.resources.ports import Admission, AnalysisLimits, AnalysisRefusal
+from services.resources.ports import Admission, AnalysisLimits, AnalysisRefusal, Search
 from services.resources.results import PinnedResult, content_hash
 from shared import db
 from shared.bounded_json import canonical
@@ -52,6 +52,8 @@ SESSION_BUDGETS = sa.Table(
     "session_budgets", _METADATA,
     sa.Column("session_id", sa.String(128), primary_key=True), sa.Column("kind", sa.String(16), primary_key=True),
     sa.Column("used", sa.Integer), sa.Column("started_at", sa.Float))
+# Since the review of issue 38, `shape` holds a searched target's fingerprint (its rows: the target's variants) or
+# ASKED (its rows: the session's distinct oracle-prone drafts), not a draft's shape; the table kept its name.
 VARIANTS = sa.Table(
     "shape_variants", _METADATA,
     sa.Column("session_id", sa.String(128), primary_key=True), sa.Column("shape", sa.String(64), primary_key=True),
@@ -65,6 +67,7 @@ REFUSALS = sa.Table(
 REVOKED = sa.Table(
     "revoked_grants", _METADATA,
     sa.Column("grant_id", sa.Text, primary_key=True), sa.Column("expires_at", sa.Float))
+ASKED = "asked"
 _INSERT = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
 # What a store that went away raises: no connection, a dropped one, a full pool, a locked file.
 _GONE = (sa.exc.OperationalError, sa.exc.InterfaceError, sa.exc.TimeoutError)
@@ -212,10 +215,11 @@ class ResourceStore:
 
     # --- analyses: the turn's and the session's budgets, the shapes asked -----
 
-    def admit(self, session_id: str, turn_id: str, shape: str, variant: str | None,
+    def admit(self, session_id: str, turn_id: str, shape: str, search: Search | None,
               limits: AnalysisLimits) -> Admission:
-        """Take one analysis of the session's and the turn's budgets and, for an oracle-prone draft (`variant`
-        given), record its searched variant of `shape`; or refuse, all or nothing, and audit the refusal.
+        """Take one analysis of the session's and the turn's budgets and, for an oracle-prone draft (`search`
+        given), record its variant of each target it searches and the draft as asked; or refuse, all or nothing,
+        and audit the refusal.
 
         One transaction. On PostgreSQL its first statement locks the session's budget row, so a session's
         admissions are serialised across replicas (the variant counts below cannot race); SQLite's
@@ -226,12 +230,12 @@ class ResourceStore:
             with available(), self.writer.begin() as connection:
                 session_used = self._take_session(connection, session_id, limits.per_session, now)
                 turn_used = self._take_turn(connection, session_id, turn_id, limits.per_turn, now)
-                if variant is not None:
-                    self._record_variant(connection, session_id, shape, variant, limits, now)
+                if search is not None:
+                    self._record_search(connection, session_id, search, limits, now)
                 return Admission(turn_used, session_used)
         except _Refused as refused:
-            record = AnalysisRefusal(now, session_id, turn_id, refused.reason, refused.budget, shape, refused.count,
-                                     refused.bound)
+            record = AnalysisRefusal(now, session_id, turn_id, refused.reason, refused.budget,
+                                     refused.fingerprint or shape, refused.count, refused.bound)
             with available(), self.writer.begin() as connection:
                 connection.execute(REFUSALS.insert().values(**asdict(record)))
             return Admission(refused=record)
@@ -256,21 +260,31 @@ class ResourceStore:
             raise _Refused("ANALYSIS_BUDGET_SPENT", "turn", used_now or 0, limit)
         return used
 
-    def _record_variant(self, connection, session_id: str, shape: str, variant: str, limits: AnalysisLimits,
-                        now: float) -> None:
-        statement = self._insert(VARIANTS).values(session_id=session_id, shape=shape, variant=variant, first_at=now)
+    def _record_search(self, connection, session_id: str, search: Search, limits: AnalysisLimits,
+                       now: float) -> None:
+        """Each target's distinct variants (what narrows one hidden value, however the rest of the draft is
+        disguised) and the session's distinct oracle-prone drafts (all searches together) are bounded."""
+        of_session = VARIANTS.c.session_id == session_id
+        for target in search.targets:
+            if not self._new(connection, session_id, target, search.variant, now):
+                continue  # asked before: nothing new is learnt about this target
+            variants = connection.execute(sa.select(sa.func.count()).where(
+                of_session & (VARIANTS.c.shape == target))).scalar()
+            if variants > limits.variants_per_target:
+                raise _Refused("ORACLE_PATTERN", "target", variants - 1, limits.variants_per_target, target)
+        if not self._new(connection, session_id, ASKED, search.asked, now):
+            return
+        searches = connection.execute(sa.select(sa.func.count()).where(
+            of_session & (VARIANTS.c.shape == ASKED))).scalar()
+        if searches > limits.searches_per_session:
+            raise _Refused("ORACLE_PATTERN", "searches", searches - 1, limits.searches_per_session,
+                           min(search.targets))
+
+    def _new(self, connection, session_id: str, key: str, variant: str, now: float) -> bool:
+        statement = self._insert(VARIANTS).values(session_id=session_id, shape=key, variant=variant, first_at=now)
         statement = statement.on_conflict_do_nothing(
             index_elements=[VARIANTS.c.session_id, VARIANTS.c.shape, VARIANTS.c.variant]).returning(VARIANTS.c.shape)
-        if connection.execute(statement).first() is None:
-            return  # asked before: nothing new is learnt from asking again
-        of_session = VARIANTS.c.session_id == session_id
-        of_shape = connection.execute(sa.select(sa.func.count()).where(of_session & (VARIANTS.c.shape == shape)))
-        variants = of_shape.scalar()
-        if variants > limits.variants_per_shape:
-            raise _Refused("ORACLE_PATTERN", "shape", variants - 1, limits.variants_per_shape)
-        searches = connection.execute(sa.select(sa.func.count()).where(of_session)).scalar()
-        if searches > limits.searches_per_session:
-            raise _Refused("ORACLE_PATTERN", "searches", searches - 1, limits.searches_per_session)
+        return connection.execute(statement).first() is not None
 
     def release(self, session_id: str, turn_id: str) -> None:
         """An analysis that did not run gives its units back (its variant stays asked: the attempt is counted).
@@ -340,6 +354,7 @@ class ResourceStore:
 class _Refused(Exception):
     """Raised inside an admission to roll it back whole; recorded after."""
 
-    def __init__(self, reason: str, budget: str, count: int, bound: int) -> None:
+    def __init__(self, reason: str, budget: str, count: int, bound: int, fingerprint: str = "") -> None:
         super().__init__(reason)
         self.reason, self.budget, self.count, self.bound = reason, budget, count, bound
+        self.fingerprint = fingerprint  # the searched target refused, when it is a threshold search

@@ -21,7 +21,7 @@ import grpc
 import pytest
 
 from services.resources.config import ResourcesSettings
-from services.resources.ports import AnalysisLimits
+from services.resources.ports import AnalysisLimits, Search
 from services.resources.server import ResourceGatewayService
 from services.resources.shapes import shape_of
 from services.resources.store import ResourceStore, open_store
@@ -79,11 +79,15 @@ class ThresholdSearch:
         self.refusals: list[TesseraError] = []
         self.tried: list[float] = []
 
+    def draft(self, call: int, bound: float) -> tuple[dict, bool]:
+        """The call's draft, and whether its one row (rather than none) says the total is above the bound."""
+        output, op = f"total_{call}", ("gt" if call % 2 == 0 else "lte")
+        return hidden_total(self.session, output, having={"output": output, "op": op, "value": bound}), op == "gt"
+
     def _above(self, bound: float) -> bool | None:
         call = len(self.tried)
         self.tried.append(bound)
-        output, op = f"total_{call}", ("gt" if call % 2 == 0 else "lte")
-        draft = hidden_total(self.session, output, having={"output": output, "op": op, "value": bound})
+        draft, keeps_above = self.draft(call, bound)
         try:
             analysis = self.gateway.analyze(self.session.session_id, _turn(), json.dumps(draft),
                                             self.session.capability)
@@ -91,8 +95,7 @@ class ThresholdSearch:
             self.refusals.append(refused)
             return None
         self.answered.append(bound)
-        rows = analysis.descriptor.row_count
-        return rows == 1 if op == "gt" else rows == 0
+        return (analysis.descriptor.row_count == 1) == keeps_above
 
     def run(self, calls: int = CALLS) -> None:
         for _ in range(calls):
@@ -111,8 +114,8 @@ def _assert_audited(gateway, search: ThresholdSearch, caplog) -> None:
     records = gateway.store.refusals(search.session.session_id)
     assert len(records) == len(search.refusals) > 0  # every refusal, once
     first = records[0]
-    assert (first.reason, first.budget, first.count, first.bound) == ("ORACLE_PATTERN", "shape", 5, 5)
-    assert len(first.shape) == 64 and {r.shape for r in records} == {first.shape}  # one shape, however disguised
+    assert (first.reason, first.budget, first.count, first.bound) == ("ORACLE_PATTERN", "target", 5, 5)
+    assert len(first.shape) == 64 and {r.shape for r in records} == {first.shape}  # one target, however disguised
     logged = [r for r in caplog.records if getattr(r, "fields", {}).get("event") == "analysis-refused"
               and r.fields["session_id"] == search.session.session_id]
     assert len(logged) == len(records)
@@ -134,7 +137,7 @@ def test_a_binary_search_on_a_hidden_total_is_stopped_and_audited_before_it_narr
     assert len(search.refusals) == CALLS - 5
     refusal = search.refusals[0]
     assert (refusal.code, refusal.reason) == (grpc.StatusCode.PERMISSION_DENIED, "ORACLE_PATTERN")
-    assert refusal.metadata["budget"] == "shape" and refusal.metadata["bound"] == "5"
+    assert refusal.metadata["budget"] == "target" and refusal.metadata["bound"] == "5"
     assert "present_ui" in refusal.metadata["next_step"]
     check_refusal_for_a_model("ORACLE_PATTERN", refusal, None)  # about the call as a whole, with its next step
     assert defaults.budget.session_remaining(search.session.session_id) == 60 - 5  # a refused draft costs nothing
@@ -178,6 +181,70 @@ def test_a_search_disguised_as_many_shapes_is_bounded_per_session(defaults):
                 assert [(r.budget, r.count, r.bound) for r in records] == [("searches", 20, 20)]
                 return
     pytest.fail(f"{answered} searched variants were answered")
+
+
+HUGE = 1e18  # a bound no total reaches: a condition that changes nothing
+
+
+def _web(s: Session, call: int) -> dict:
+    """The web channel's rows, written another way on every call: eq, in of one, in with the value twice, the
+    condition twice, not-neq, or an alternative that never holds; always beside a never-true neq filter, in either
+    order (each call its own literal, so each is a new whole-draft shape)."""
+    channel = s.field("orders", "channel")
+    eq, nonce = {"field": channel, "op": "eq", "value": "web"}, f"zz{call}"
+    forms = [eq, {"field": channel, "op": "in", "values": ["web"]},
+             {"field": channel, "op": "in", "values": ["web", "web"]}, {"all": [eq, eq]},
+             {"not": {"field": channel, "op": "neq", "value": "web"}},
+             {"any": [eq, {"field": channel, "op": "eq", "value": nonce}]}]
+    items = [forms[call % len(forms)], {"field": channel, "op": "neq", "value": nonce}]
+    return {"all": items if call % 2 else items[::-1]}
+
+
+def _above(output: str, call: int, bound: float) -> tuple[dict, bool]:
+    """`having` that keeps the total when it is above `bound` (True) or when it is not (False), written another way
+    in turn: gt, lte, between, the condition twice, gte plus lte a bound never reached, reordered, not gt."""
+    def at(op: str, value: float) -> dict:
+        return {"output": output, "op": op, "value": value}
+    forms = [(at("gt", bound), True), (at("lte", bound), False),
+             ({"output": output, "op": "between", "values": [bound, HUGE]}, True),
+             ({"all": [at("gt", bound), at("gt", bound)]}, True),
+             ({"all": [at("lte", HUGE), at("gte", bound)]}, True), ({"not": at("gt", bound)}, False)]
+    return forms[(call // 2) % len(forms)]
+
+
+class DisguisedSearch(ThresholdSearch):
+    """The same search on the web channel's hidden total, every call disguised as a new draft shape: a new output
+    name, the channel condition and the bound each written another way, a never-true filter with a new value,
+    items reordered. None of it changes the answer."""
+
+    def draft(self, call: int, bound: float) -> tuple[dict, bool]:
+        output = f"web_{call}"
+        having, keeps_above = _above(output, call, bound)
+        return hidden_total(self.session, output, having=having, filter=_web(self.session, call)), keeps_above
+
+
+def test_a_search_disguised_on_every_call_is_still_stopped_per_searched_target_above_one_percent(defaults, caplog):
+    """Issue 38's review: disguises that change no answer made each call a new whole-draft shape, so only the
+    session's 20 searches were left, and 20 answers pin a value far below 1% of it. Variants are counted per
+    searched target (what the bound is compared with, and how), whatever the rest of the draft says."""
+    caplog.set_level(logging.WARNING, logger="tessera.resources.audit")
+    s = Session(defaults)
+    web = float(defaults.analyze(s.session_id, _turn(), json.dumps(hidden_total(s, filter={
+        "field": s.field("orders", "channel"), "op": "eq", "value": "web"})), s.capability).result.rows[0][0])
+    assert web > 1_000
+    search = DisguisedSearch(defaults, low=web / 2, high=2 * web)
+    search.run()
+    width = search.high - search.low
+    print(f"\ndisguised search: {len(search.answered)} answered, {len(search.refusals)} refused, "
+          f"width {width / web:.3e} of the value")
+    assert search.low <= web <= search.high  # every disguise answered truly
+    assert len(search.answered) == 5 and len(search.refusals) == CALLS - 5
+    assert width == pytest.approx(1.5 * web / 32) and width > 0.01 * web
+    refusal = search.refusals[0]
+    assert (refusal.code, refusal.reason) == (grpc.StatusCode.PERMISSION_DENIED, "ORACLE_PATTERN")
+    assert (refusal.metadata["budget"], refusal.metadata["bound"]) == ("target", "5")
+    check_refusal_for_a_model("ORACLE_PATTERN", refusal, None)
+    _assert_audited(defaults, search, caplog)
 
 
 def test_asking_the_same_bound_again_costs_no_variant(defaults):
@@ -326,6 +393,58 @@ def test_a_shape_is_the_draft_without_its_searched_literals_and_without_presenta
     assert not _shape(gateway, s, text).oracle_prone
 
 
+def test_a_searched_target_is_what_the_bound_is_compared_with_whatever_the_rest_of_the_draft_says(gateway):
+    """Targets (what detection counts) do not move with disguises; the variant does (it costs the search one more);
+    the shape is normalised (repeated items, `in` of one value, not-neq)."""
+    s = Session(gateway)
+    channel, region = s.field("orders", "channel"), s.field("regions", "name")
+    revenue = s.metric("order_items", "net_revenue")
+
+    def draft(having: dict, filter: dict | None = None, name: str = "r", **parts) -> dict:
+        return {"mode": "aggregate", "measures": [{"id": name, "metric": revenue}], "having": having,
+                **({"filter": filter} if filter else {}), **parts}
+
+    def gt(bound: float, name: str = "r") -> dict:
+        return {"output": name, "op": "gt", "value": bound}
+
+    base = _shape(gateway, s, draft(gt(100)))
+    assert len(base.targets) == 1
+    web = {"field": channel, "op": "eq", "value": "web"}
+    disguised = [draft({"all": [gt(100), gt(100)]}),
+                 draft(gt(100), {"field": channel, "op": "neq", "value": "zz1"}),
+                 draft({"output": "r", "op": "between", "values": [100, 1e18]}),
+                 draft(gt(100, "other"), name="other"),
+                 draft(gt(100), {"all": [{"field": channel, "op": "neq", "value": "zz2"}, web]}),
+                 draft(gt(100), dimensions=[{"id": "region", "field": region}]),
+                 draft(gt(250), {"field": s.field("orders", "ordered_at"), "op": "gte", "value": "2024-01-01"})]
+    shapes = [_shape(gateway, s, d) for d in disguised]
+    assert all(shape.targets == base.targets for shape in shapes)  # one hidden value searched, however written
+    assert shapes[0] == shapes[3] == base  # an item twice is once; a renamed output is the same
+    others = shapes[1:3] + shapes[4:]  # a new whole-draft shape each, and each costs a variant of the target
+    assert len({base.fingerprint, *(shape.fingerprint for shape in others)}) == len(others) + 1
+    assert len({base.variant, *(shape.variant for shape in others)}) == len(others) + 1
+    # Normalised shapes: `in` of one value is eq, also with a repeat; an item twice; not-neq is eq.
+    forms = [web, {"field": channel, "op": "in", "values": ["web"]}, {"field": channel, "op": "in",
+             "values": ["web", "web"]}, {"all": [web, web]}, {"not": {"field": channel, "op": "neq", "value": "web"}}]
+    assert len({_shape(gateway, s, draft(gt(100), f)) for f in forms}) == 1
+    # Which rows is not another variant (a threshold per channel), but another asked draft.
+    store = _shape(gateway, s, draft(gt(100), {**web, "value": "store"}))
+    web_shape = _shape(gateway, s, draft(gt(100), web))
+    assert store.variant == web_shape.variant and store.asked != web_shape.asked
+    assert store.targets == base.targets
+    # Another measure, or the other comparison family, is another target; the same aggregation spelled as a
+    # metric or as a draft's own measure is one; a cumulative of the measure searches the measure.
+    orders = {"mode": "aggregate", "measures": [{"id": "n", "metric": s.metric("orders", "order_count")}],
+              "having": gt(100, "n")}
+    counted = {**orders, "measures": [{"id": "n", "aggregation": "count", "entity": s.entity("orders")}]}
+    assert _shape(gateway, s, orders).targets == _shape(gateway, s, counted).targets != base.targets
+    assert _shape(gateway, s, draft({"output": "r", "op": "eq", "value": 100})).targets != base.targets
+    month = {"id": "month", "field": s.field("orders", "ordered_at"), "grain": "month"}
+    cumulative = draft(gt(100, "c"), dimensions=[month],
+                       calculations=[{"id": "c", "kind": "cumulative", "of": "r", "time": "month"}])
+    assert _shape(gateway, s, cumulative).targets == base.targets
+
+
 def test_a_condition_on_a_filter_only_field_is_a_search_whatever_its_operator(supply_gateway):
     s = Session(supply_gateway)
     stock = s.field("part_suppliers", "available_quantity")
@@ -345,14 +464,19 @@ def store_url(request, tmp_path):
     return database_url(request, tmp_path, "resources")
 
 
-LIMITS = AnalysisLimits(per_turn=100, per_session=5, variants_per_shape=3, searches_per_session=100)
+LIMITS = AnalysisLimits(per_turn=100, per_session=5, variants_per_target=3, searches_per_session=100)
+
+
+def _search(variant: str, targets: tuple[str, ...] = ("target",)) -> Search:
+    return Search(targets, variant, f"asked-{variant}")
 
 
 def test_racing_replicas_never_admit_more_than_a_sessions_budget_or_a_shapes_variants(store_url):
     replicas = [open_store(store_url, DAY), open_store(store_url, DAY)]
     racers = 16
     try:
-        for session, variant_of, expected in (("s-budget", lambda i: None, 5), ("s-shape", str, 3)):
+        for session, variant_of, expected in (("s-budget", lambda i: None, 5),
+                                              ("s-target", lambda i: _search(str(i)), 3)):
             barrier = threading.Barrier(racers)
 
             def admit(index: int, session=session, variant_of=variant_of, barrier=barrier) -> bool:
@@ -363,7 +487,7 @@ def test_racing_replicas_never_admit_more_than_a_sessions_budget_or_a_shapes_var
             with ThreadPoolExecutor(racers) as pool:
                 assert sum(pool.map(admit, range(racers))) == expected
             assert len(replicas[0].refusals(session)) == racers - expected
-        assert replicas[1].session_used("s-budget") == 5 and replicas[1].session_used("s-shape") == 3
+        assert replicas[1].session_used("s-budget") == 5 and replicas[1].session_used("s-target") == 3
     finally:
         for store in replicas:
             store.close()
@@ -375,14 +499,14 @@ def test_a_sessions_budget_and_shapes_are_renewed_after_their_period_and_a_relea
     renewing = ResourceStore(store.engine, DAY, clock, session_lifetime=3_600.0)
     try:
         for index in range(3):
-            assert renewing.admit("s1", f"t{index}", "shape", f"v{index}", LIMITS).refused is None
-        assert renewing.admit("s1", "t3", "shape", "v3", LIMITS).refused.budget == "shape"
+            assert renewing.admit("s1", f"t{index}", "shape", _search(f"v{index}"), LIMITS).refused is None
+        assert renewing.admit("s1", "t3", "shape", _search("v3"), LIMITS).refused.budget == "target"
         renewing.release("s1", "t2")
         assert renewing.session_used("s1") == 2
         clock.now += 3_601.0
         renewing.sweep()
         assert renewing.session_used("s1") == 0
-        assert renewing.admit("s1", "t4", "shape", "v4", LIMITS).refused is None  # a new period, a new search
-        assert [r.budget for r in renewing.refusals("s1")] == ["shape"]  # the audit outlives the period
+        assert renewing.admit("s1", "t4", "shape", _search("v4"), LIMITS).refused is None  # a new period
+        assert [r.budget for r in renewing.refusals("s1")] == ["target"]  # the audit outlives the period
     finally:
         store.close()
