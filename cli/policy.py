@@ -41,6 +41,9 @@ def fetch_review(policy_file: Path, cert_dir: Path) -> cap.ReviewToolsResponse:
             "TESSERA_CAPABILITIES_TOOLS_FILE": str(policy_file),
             "TESSERA_CAPABILITIES_DATABASE_URL": f"sqlite:///{Path(scratch) / 'broker.sqlite'}",
             "TESSERA_CAPABILITIES_MCP_LOG_DIR": scratch,
+            # Servers' {var} data folders in the scratch folder too: a review lists tools and must not create
+            # or touch a server's real data (run as root, that belongs to the running broker's own user).
+            "TESSERA_VAR_DIR": scratch,
             "TESSERA_HOST_ADDR": "127.0.0.1:9"})  # no host: a review publishes nothing
         broker.start()
         try:

@@ -73,6 +73,9 @@ def test_replicas_agree_on_an_unchanged_server_and_both_refuse_it_once_it_change
     document = yaml.safe_load(world["policy"].read_text())  # pinned by `tessera policy pin`, as a person would
     drift = document["servers"]["drift"]
     drift["env"].update(DRIFT_SWITCH=str(switch), DRIFT_LOG=str(log))  # how it runs; the pins stay as reviewed
+    # Unboxed, as a policy may say: the replicas are told apart by the pid of the broker that started each
+    # server, which a box's PID namespace hides (the boxed drift server is tested in test_tool_gate.py).
+    drift["sandbox"] = "none"
     policy = tmp_path / "tools.yaml"  # the one pin file of both replicas: the drift server only (a quick start)
     policy.write_text(yaml.safe_dump({"version": 1, "servers": {"drift": drift}}))
     start, broker_url, _ = replicas

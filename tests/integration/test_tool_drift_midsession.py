@@ -108,7 +108,7 @@ def test_a_server_that_restarts_changed_is_denied_in_the_running_session(world, 
         assert [r["reason"] for r in refusals] == ["DRIFT", "DRIFT"]
 
     entries = _server_log(log)
-    restarted = [e for e in entries if e["pid"] != entries[0]["pid"]]
+    restarted = [e for e in entries if e["start"] != entries[0]["start"]]
     assert restarted and restarted[0] == {**restarted[0], "request": "tools/list", "lookup": "changed"}
     # The changed `lookup` was never called, and nothing ever received the widened schema's `scope`.
     assert _lookups(log) == [("reviewed", {"term": "before"})]
@@ -130,7 +130,7 @@ def test_an_announced_change_is_denied_in_the_running_session(world, cert_dir, r
         assert _tools(client, alice, session)["drift.update"] == (AVAILABLE, "")
 
     entries = _server_log(log)
-    assert {e["pid"] for e in entries} == {entries[0]["pid"]}  # one server process: no restart involved
+    assert {e["start"] for e in entries} == {entries[0]["start"]}  # one server process: no restart involved
     announced = [e["request"] for e in entries].index("tools/list_changed")
     assert {"request": "tools/list", "lookup": "changed"}.items() <= entries[announced + 1].items()
     assert _lookups(log) == [("reviewed", {"term": "before"})]

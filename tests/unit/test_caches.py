@@ -105,7 +105,7 @@ def test_the_web_api_remembers_at_most_its_host_sessions(monkeypatch):
 
     host = SimpleNamespace(OpenSession=open_session)
     assertions = SimpleNamespace(of=lambda person: None)
-    web = api.WebApi(host=host, agent=None, capabilities=None, cookies=None, assertions=assertions)
+    web = api.WebApi(host=host, agent=None, capabilities=None, sessions=None, assertions=assertions)
 
     async def browse():
         for session_id in ["a", "b", "a", "c", "a"]:
