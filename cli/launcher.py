@@ -208,9 +208,9 @@ class ServiceSet:
             export_identity(self.cert_dir, handle.name, self.identity_dir(handle.name))
         if self.separate_users:
             self._settle_users()
-        for handle in self.handles.values():
-            self._spawn(handle, truncate_log=True)
         try:
+            for handle in self.handles.values():
+                self._spawn(handle, truncate_log=True)
             self._wait_ready(credentials, time.monotonic() + timeout)
         except BaseException:
             self.stop()
@@ -222,7 +222,7 @@ class ServiceSet:
         from cli.seed import default_url  # the demo warehouse, which two services hold
 
         source = self._source_env()
-        state = Path(source.get("TESSERA_VAR_DIR") or var_dir())
+        state = private_dir(Path(source.get("TESSERA_VAR_DIR") or var_dir()))  # root's; each service enters its own
         ids = allocate_ids(self.names, state)
         private = {name: [Grant(self.identity_dir(name)), Grant(self.handles[name].ready_file.parent, True),
                           Grant(self.home_dir(name), True)]
@@ -232,11 +232,15 @@ class ServiceSet:
         warehouse = state / database_file(default_url()).relative_to(var_dir().resolve())
         self.users = settle(ids, private, envs, state, [self.cert_dir, cli_dir()], f"sqlite:///{warehouse}")
         self.notes += filter(None, [warehouse_note(envs, f"sqlite:///{warehouse}")])
+        self.notes += [f"{name}: left {path} as it was, not handed to its user (a symbolic link, a hard-linked file "
+                       "or no plain file or folder): a service has no reason to leave one there"
+                       for name, user in self.users.items() for path in user.passed_over]
         for name, user in self.users.items():
             self.handles[name].uid, self.handles[name].home = user.uid, self.home_dir(name)
 
     def _spawn(self, handle: ProcessHandle, truncate_log: bool) -> None:
         handle.ready_file.unlink(missing_ok=True)
+        handle.started_at = time.time()  # also when it fails to start: the supervisor counts such a start as a crash
         # A restarted process appends to its log, so the crash that caused the restart stays readable.
         flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if truncate_log else os.O_APPEND)
         program = [sys.executable, "-m", f"services.{handle.name}"]
@@ -251,7 +255,6 @@ class ServiceSet:
             else:
                 os.fchown(log_file.fileno(), handle.uid, handle.uid)
                 self._spawn_boxed(handle, program, log_file)
-        handle.started_at = time.time()
 
     def _spawn_boxed(self, handle: ProcessHandle, program: list[str], log_file) -> None:
         user = self.users[handle.name]
@@ -265,10 +268,14 @@ class ServiceSet:
         finally:
             os.close(info_write)
         with open(info_read, "rb") as info:
-            handle.pid = _boxed_pid(info, handle.process)
+            pid, closed = _boxed_pid(info)
+        if pid is None:
+            raise StartupError(f"{handle.name} did not start: {_end_box(handle.process, handle, closed)}")
+        handle.pid = pid
 
     def restart(self, name: str) -> ProcessHandle:
-        """Start `name` again on the same port (its peers know it there); its old process must be gone."""
+        """Start `name` again on the same port (its peers know it there); its old process must be gone.
+        StartupError if its box did not start (then nothing of it runs)."""
         handle = self.handles[name]
         if handle.process is not None and handle.process.poll() is None:
             raise RuntimeError(f"{name} is still running (pid {handle.pid})")
@@ -333,18 +340,47 @@ def stop_together(sets: list[ServiceSet], timeout: float = STOP_TIMEOUT_SECONDS)
     return [services._exit_codes() for services in sets]
 
 
-def _boxed_pid(info, box: subprocess.Popen) -> int:
-    """The boxed process's own pid, from what bubblewrap writes once the box is made (it closes the pipe then);
-    bubblewrap's own if it failed first (its exit and its message in the log say why)."""
+def _boxed_pid(info) -> tuple[int | None, bool]:
+    """The boxed process's own pid, from what bubblewrap writes once the box is made (it closes the pipe then),
+    and whether the pipe was closed; None if bubblewrap closed it without (it failed first) or said nothing
+    within BOX_SETUP_SECONDS."""
     deadline = time.monotonic() + BOX_SETUP_SECONDS
-    text = b""
-    while time.monotonic() < deadline:
+    text, closed = b"", False
+    while time.monotonic() < deadline and not closed:
         if select.select([info], [], [], 0.1)[0]:
             chunk = os.read(info.fileno(), 4096)
-            if not chunk:
-                break
             text += chunk
+            closed = not chunk
     try:
-        return int(json.loads(text)["child-pid"])
-    except (ValueError, KeyError):
-        return box.pid
+        return int(json.loads(text)["child-pid"]), closed
+    except (ValueError, KeyError, TypeError):
+        return None, closed
+
+
+def _exited(box: subprocess.Popen, within: float) -> bool:
+    """Whether bubblewrap ended (waiting up to `within` seconds), without reaping it."""
+    deadline = time.monotonic() + within
+    while box.returncode is None:
+        if os.waitid(os.P_PID, box.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def _end_box(box: subprocess.Popen, handle: ProcessHandle, closed: bool) -> str:
+    """End a box whose process's pid is unknown, and say why it failed. bubblewrap passes no signal on, so its
+    whole process group goes (bubblewrap leads it, started in a session of its own, and whatever it started is
+    in it): a service left running there would hold its port with no one to stop it."""
+    exited = _exited(box, 1.0 if closed else 0.0)  # a closed pipe: it is exiting
+    if box.returncode is None:  # not reaped yet, so the group's id cannot have been taken by another meanwhile
+        try:
+            os.killpg(box.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    code = box.wait()
+    if not exited:
+        return (f"bubblewrap did not report the boxed process's pid within {BOX_SETUP_SECONDS:.0f} s; its box was "
+                f"ended. {handle.last_log_line()}").strip()
+    return f"its box failed (bubblewrap exited with status {code}): {handle.last_log_line() or '(nothing logged)'}"

@@ -3,20 +3,35 @@
 Allocated the way systemd's DynamicUser does it: a uid from the range systemd reserves for that (61184-65519),
 derived from the service's name and the var folder so the same deployment gets the same uid every time (its
 files stay its own across runs), moved on to the next free one if /etc/passwd, /etc/group or a running process
-already uses it. No /etc/passwd entry is made; each service's group has its uid's number.
+already uses it. A uid held only by this deployment's own service (its var folder is already that uid's, and
+every process holding the uid is that service or descends from it, like the broker's boxed tool servers) is
+kept: a second `tessera up` beside a running one must not hand the running service's files to another uid. No
+/etc/passwd entry is made, so nothing else on the machine learns that these uids are taken (systemd's own
+DynamicUser allocation among them); each service's group has its uid's number.
 
 Each service then owns its own files, 0700 folders and 0600 files: its identity folder, ready-file folder, home,
 log, its folder under the var folder (var/<name>, where its defaults put its database) and the folder of any
 SQLite or DuckDB database its own settings name. The warehouse is the one file two services hold: the resources
 service owns it (its read-only credential) and the broker's group may write it (the broker's change credential),
-0660 in a 2770 folder. Whatever else the services share (the repository, the virtual environment, the
-interpreter) is root's and read-only to them.
+0660 in a 2770 folder; the broker can therefore change what the resources service reads there.
+
+What this separates, and what it does not: ownership and modes keep one service's uid out of another's files and
+/proc entries, inside its box or not; the var folder and the launcher's run folder, root's and 0700, keep it out
+of whatever else lies in them (a file an operator left 0644 there). The repository, the virtual environment and
+the interpreter are read-only to the services because their box mounts the whole system read-only
+(cli/service_box.py), not because of who owns them; outside a box their own modes apply. The broker's MCP tool
+servers run under the broker's uid: only their own box (services/capabilities/sandbox.py) separates them from
+the broker, and a tool server may write its data folder (var/capabilities/tickets), which is the broker's. Root,
+handing these folders over at every start, therefore never follows a symbolic link in them, nor hands over a
+hard-linked file or anything but plain files and folders (give_tree): those are passed over and reported.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,12 +60,43 @@ class ServiceUser:
     uid: int
     grants: tuple[Grant, ...]
     hidden: tuple[Path, ...]
+    # Found among its files and left as they were (symbolic links, sockets, hard-linked files): the operator is
+    # told, since a service has no reason to leave such things there.
+    passed_over: tuple[Path, ...] = ()
 
 
-def ids_in_use() -> dict[int, set[str]]:
-    """uids and gids named in /etc/passwd and /etc/group or held by a running process → who holds each (the
-    table, or the process's command line)."""
-    used: dict[int, set[str]] = {}
+@dataclass(frozen=True)
+class Holder:
+    """Who holds an id: a table (/etc/passwd, /etc/group) or a running process, then with the command lines of
+    that process and of each ancestor up the chain that holds the same id (the process's own first)."""
+
+    what: str
+    lineage: tuple[str, ...] = ()
+
+    def of_service(self, name: str) -> bool:
+        """Whether this is service `name`'s process or descends from it under its id: the service itself, or
+        what it started (the broker's boxed tool servers: `bwrap ... -- python -m services.mcp_tickets`)."""
+        return any(command.endswith(f" -m services.{name}") for command in self.lineage)
+
+
+def _processes() -> dict[int, tuple[int, frozenset[int], str]]:
+    """Every running process: pid → (parent pid, the uids and gids it holds, its command line)."""
+    found = {}
+    for process in Path("/proc").glob("[0-9]*"):
+        try:
+            lines = (process / "status").read_text().splitlines()
+            command = (process / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:  # the process ended meanwhile
+            continue
+        fields = {line.split(":", 1)[0]: line.split()[1:] for line in lines if ":" in line}
+        ids = frozenset(int(value) for key in ("Uid", "Gid") for value in fields.get(key, []))
+        found[int(process.name)] = (int(fields.get("PPid", ["0"])[0]), ids, command)
+    return found
+
+
+def ids_in_use() -> dict[int, set[Holder]]:
+    """uids and gids named in /etc/passwd and /etc/group or held by a running process → who holds each."""
+    used: dict[int, set[Holder]] = {}
     for table in (Path("/etc/passwd"), Path("/etc/group")):
         try:
             lines = table.read_text().splitlines()
@@ -58,36 +104,46 @@ def ids_in_use() -> dict[int, set[str]]:
             continue
         for fields in (line.split(":") for line in lines):
             if len(fields) > 2 and fields[2].isdigit():
-                used.setdefault(int(fields[2]), set()).add(str(table))
-    for process in Path("/proc").glob("[0-9]*"):
-        try:
-            lines = (process / "status").read_text().splitlines()
-            command = (process / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-        except OSError:  # the process ended meanwhile
-            continue
-        for line in lines:
-            if line.startswith(("Uid:", "Gid:")):
-                for value in line.split()[1:]:
-                    used.setdefault(int(value), set()).add(command)
+                used.setdefault(int(fields[2]), set()).add(Holder(str(table)))
+    processes = _processes()
+    for pid, (_, ids, command) in processes.items():
+        for held in ids:
+            lineage, ancestor, seen = [command], processes[pid][0], {pid}
+            while ancestor in processes and ancestor not in seen and held in processes[ancestor][1]:
+                seen.add(ancestor)
+                lineage.append(processes[ancestor][2])
+                ancestor = processes[ancestor][0]
+            used.setdefault(held, set()).add(Holder(command, tuple(lineage)))
     return used
 
 
-def _free_for(name: str, holders: set[str]) -> bool:
-    """Whether a uid held by these is still this service's: only its own processes hold it (a set of this
-    deployment still running, whose files must not change hands)."""
-    return all(holder.endswith(f" -m services.{name}") for holder in holders)
+def _owner(path: Path) -> int | None:
+    try:
+        return path.lstat().st_uid
+    except OSError:
+        return None
 
 
-def allocate_ids(names: Iterable[str], var_dir: Path, used: Mapping[int, set[str]] | None = None) -> dict[str, int]:
-    """A stable uid for each service of the deployment kept in `var_dir`, used by nothing else."""
+def _free_for(name: str, uid: int, holders: set[Holder], owner: int | None) -> bool:
+    """Whether `uid` may be service `name`'s: nothing holds it, or this deployment's `name` still runs as it (its
+    var folder is already uid's, and every holder is that service or descends from it under the same uid), whose
+    files must then not change hands."""
+    return not holders or (owner == uid and all(holder.of_service(name) for holder in holders))
+
+
+def allocate_ids(names: Iterable[str], var_dir: Path, used: Mapping[int, set[Holder]] | None = None,
+                 owners: Mapping[str, int | None] | None = None) -> dict[str, int]:
+    """A stable uid for each service of the deployment kept in `var_dir`, used by nothing else. `owners`: who
+    owns each service's var folder now (read from var_dir by default)."""
     used = ids_in_use() if used is None else used
     chosen: dict[str, int] = {}
     for name in names:
+        owner = _owner(var_dir / name) if owners is None else owners.get(name)
         digest = hashlib.sha256(f"{var_dir.resolve()}\0{name}".encode()).digest()
         start = int.from_bytes(digest[:8], "big") % len(RESERVED_IDS)
         free = (RESERVED_IDS[(start + step) % len(RESERVED_IDS)] for step in range(len(RESERVED_IDS)))
-        uid = next((uid for uid in free if _free_for(name, used.get(uid, set())) and uid not in chosen.values()),
-                   None)
+        uid = next((uid for uid in free if _free_for(name, uid, used.get(uid, set()), owner)
+                    and uid not in chosen.values()), None)
         if uid is None:
             raise OwnershipError(f"no free uid left in {RESERVED_IDS.start}-{RESERVED_IDS.stop - 1} for {name}")
         chosen[name] = uid
@@ -129,29 +185,94 @@ def _holds_only(folder: Path, databases: list[Path]) -> bool:
     return folder.is_dir() and all(entry.name in allowed for entry in folder.iterdir())
 
 
-def give(path: Path, uid: int, gid: int, mode: int) -> None:
-    """Make `path` (never a symbolic link's target) uid's, with `mode`."""
-    if path.is_symlink():
-        raise OwnershipError(f"{path} is a symbolic link; a service's own files must be real files")
-    os.chown(path, uid, gid, follow_symlinks=False)
-    os.chmod(path, mode)
+# Opens a file or folder itself, never what a symbolic link in its place points to; a FIFO without waiting for
+# a writer. Changing mode and owner through the open descriptor cannot be redirected by a path swapped meanwhile.
+_OWN = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+
+
+def _open_own(name: str | Path, dir_fd: int | None) -> int | None:
+    """A descriptor of the regular file or folder `name` itself (relative to `dir_fd`); None for a symbolic link,
+    anything not a regular file or folder (a socket, a device) and a file with other hard links: root must not
+    hand over what may also live outside the folder it is handing over."""
+    try:
+        fd = os.open(name, _OWN, dir_fd=dir_fd)
+    except OSError as error:
+        if error.errno in (errno.ELOOP, errno.ENXIO, errno.EOPNOTSUPP):  # a symbolic link; a socket
+            return None
+        raise
+    info = os.fstat(fd)
+    if stat.S_ISDIR(info.st_mode) or (stat.S_ISREG(info.st_mode) and info.st_nlink == 1):
+        return fd
+    os.close(fd)
+    return None
+
+
+def _hand_over(fd: int, uid: int, gid: int, mode: int) -> None:
+    os.fchown(fd, uid, gid)
+    os.fchmod(fd, mode)
+
+
+def give(path: Path, uid: int, gid: int, mode: int) -> list[Path]:
+    """Make `path` itself uid's, with `mode`; never a symbolic link's target. What was passed over: `path`, if it
+    is a symbolic link or not a plain file or folder of its own."""
+    parent = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fd = _open_own(path.name, parent)
+    finally:
+        os.close(parent)
+    if fd is None:
+        return [path]
+    try:
+        _hand_over(fd, uid, gid, mode)
+    finally:
+        os.close(fd)
+    return []
 
 
 def give_tree(folder: Path, uid: int, gid: int | None = None, folder_mode: int = 0o700,
-              file_mode: int = 0o600) -> None:
-    """`folder` and everything in it, uid's (group `gid`, the uid's own by default)."""
+              file_mode: int = 0o600) -> list[Path]:
+    """`folder` and everything in it, uid's (group `gid`, the uid's own by default). The folder may hold what a
+    less trusted uid put there (its owner's, from an earlier run), so the walk goes from descriptor to
+    descriptor and never follows a symbolic link; what it passed over (links, sockets, hard-linked files) is
+    returned, left as it was."""
     gid = uid if gid is None else gid
-    give(folder, uid, gid, folder_mode)
-    for root, folders, files in os.walk(folder):
-        for entry in folders:
-            give(Path(root) / entry, uid, gid, folder_mode)
-        for entry in files:
-            give(Path(root) / entry, uid, gid, file_mode)
+    try:  # a path the launcher chose: a symbolic link here is refused, not passed over
+        top = os.open(folder, _OWN | os.O_DIRECTORY)
+    except OSError as error:
+        if error.errno not in (errno.ELOOP, errno.ENOTDIR):
+            raise
+        raise OwnershipError(f"{folder} is a symbolic link or no folder; a service's own folders must be real "
+                             "ones") from None
+    passed: list[Path] = []
+    try:
+        _give_folder(top, folder, uid, gid, folder_mode, file_mode, passed)
+    finally:
+        os.close(top)
+    return passed
 
 
-def _own_folder(folder: Path, uid: int, writable: bool = True) -> Grant:
+def _give_folder(fd: int, shown: Path, uid: int, gid: int, folder_mode: int, file_mode: int,
+                 passed: list[Path]) -> None:
+    _hand_over(fd, uid, gid, folder_mode)
+    for name in os.listdir(fd):
+        entry = _open_own(name, fd)
+        if entry is None:
+            passed.append(shown / name)
+            continue
+        try:
+            if stat.S_ISDIR(os.fstat(entry).st_mode):
+                _give_folder(entry, shown / name, uid, gid, folder_mode, file_mode, passed)
+            else:
+                _hand_over(entry, uid, gid, file_mode)
+        finally:
+            os.close(entry)
+
+
+def _own_folder(folder: Path, uid: int, writable: bool = True, passed: list[Path] | None = None) -> Grant:
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    give_tree(folder, uid)
+    found = give_tree(folder, uid)
+    if passed is not None:
+        passed += found
     return Grant(folder, writable)
 
 
@@ -159,6 +280,7 @@ def _own_folder(folder: Path, uid: int, writable: bool = True) -> Grant:
 class _Warehouse:
     file: Path
     grant: Grant
+    passed_over: list[Path]
 
 
 def _shared_warehouse(envs: Mapping[str, Mapping[str, str]], default_url: str) -> Path | None:
@@ -179,12 +301,11 @@ def _warehouse(envs: Mapping[str, Mapping[str, str]], default_url: str, ids: Map
         return None
     reader, writer = ids[WAREHOUSE_READER], ids[WAREHOUSE_WRITER]
     if _holds_only(warehouse.parent, [warehouse]):
-        give_tree(warehouse.parent, reader, writer, folder_mode=0o2770, file_mode=0o660)
-        return _Warehouse(warehouse, Grant(warehouse.parent, writable=True))
-    for path in _companions(warehouse):
-        if path.exists():
-            give(path, reader, writer, 0o660)
-    return _Warehouse(warehouse, Grant(warehouse, writable=True))
+        passed = give_tree(warehouse.parent, reader, writer, folder_mode=0o2770, file_mode=0o660)
+        return _Warehouse(warehouse, Grant(warehouse.parent, writable=True), passed)
+    passed = [path for companion in _companions(warehouse) if os.path.lexists(companion)
+              for path in give(companion, reader, writer, 0o660)]
+    return _Warehouse(warehouse, Grant(warehouse, writable=True), passed)
 
 
 def warehouse_note(envs: Mapping[str, Mapping[str, str]], default_url: str) -> str | None:
@@ -205,12 +326,15 @@ def settle(ids: Mapping[str, int], private: Mapping[str, list[Grant]], envs: Map
     and every other service's own folders are hidden."""
     warehouse = _warehouse(envs, default_warehouse_url, ids)
     owned: dict[str, list[Grant]] = {}
+    passed: dict[str, list[Path]] = {name: [] for name in ids}
+    if warehouse is not None:
+        passed[WAREHOUSE_READER] += warehouse.passed_over
     for name, uid in ids.items():
-        grants = [_own_folder(grant.path, uid, grant.writable) for grant in private[name]]
-        grants.append(_own_folder(var_dir / name, uid))
+        grants = [_own_folder(grant.path, uid, grant.writable, passed[name]) for grant in private[name]]
+        grants.append(_own_folder(var_dir / name, uid, passed=passed[name]))
         for database in _database_files(name, envs[name]):
             if warehouse is None or database != warehouse.file:
-                grants.append(_database_grant(name, database, uid, var_dir))
+                grants.append(_database_grant(name, database, uid, var_dir, passed[name]))
         if warehouse is not None and name in WAREHOUSE_SETTINGS:
             grants.append(warehouse.grant)
         grants += [grant for grant in _named_paths(name, envs[name])
@@ -222,21 +346,21 @@ def settle(ids: Mapping[str, int], private: Mapping[str, list[Grant]], envs: Map
         others = [grant.path for other, grants in owned.items() if other != name for grant in grants
                   if grant.path.is_dir() and grant not in owned[name]]
         users[name] = ServiceUser(name, uid, tuple(shared_reads + owned[name]),
-                                  tuple(dict.fromkeys(secret_folders + others)))
+                                  tuple(dict.fromkeys(secret_folders + others)), tuple(passed[name]))
     return users
 
 
-def _database_grant(name: str, database: Path, uid: int, var_dir: Path) -> Grant:
+def _database_grant(name: str, database: Path, uid: int, var_dir: Path, passed: list[Path]) -> Grant:
     """A database the service's settings name: inside its own var folder it is already its own; elsewhere its
     folder becomes its own if it holds nothing but that database (never a folder other things live in)."""
     if database.is_relative_to(var_dir / name):
         return Grant(var_dir / name, writable=True)
     if not database.parent.exists():
-        return _own_folder(database.parent, uid)
+        return _own_folder(database.parent, uid, passed=passed)
     if not _holds_only(database.parent, [database]):
         raise OwnershipError(
             f"{name}'s database {database} is in a folder that holds other files; running as root, tessera gives "
             f"each service a user of its own, and can hand {name} only a folder of its own: move the database "
             f"into one (or under {var_dir / name})")
-    give_tree(database.parent, uid)
+    passed += give_tree(database.parent, uid)
     return Grant(database.parent, writable=True)

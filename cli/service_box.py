@@ -111,9 +111,13 @@ def boxed_command(uid: int, program: list[str], grants: list[Grant], hidden: lis
                   info_fd: int) -> list[str]:
     """The command that starts `program` as `uid` in its box; bubblewrap writes the program's pid, as JSON, to
     `info_fd` and closes it. bubblewrap stays as the program's parent: it exits with the program's status, or
-    with 128 + N when signal N ended it."""
+    with 128 + N when signal N ended it. `--die-with-parent` changes nothing in that (the launcher stays
+    bubblewrap's parent and waits for it): it kills the box's process if bubblewrap dies while the box is being
+    made, though no longer once setpriv has changed its uid (the kernel forgets a parent-death signal then),
+    which is why the launcher ends a box that failed by its whole process group."""
     bwrap, setpriv = tools()
-    return [bwrap, *mounts(uid, grants, hidden), "--chdir", str(workdir), "--info-fd", str(info_fd), "--",
+    return [bwrap, *mounts(uid, grants, hidden), "--chdir", str(workdir), "--die-with-parent", "--info-fd",
+            str(info_fd), "--",
             setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
             "--bounding-set=-all", "--no-new-privs", "--", *program]
 

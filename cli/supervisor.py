@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cli.launcher import ProcessHandle, ServiceSet
+from cli.launcher import ProcessHandle, ServiceSet, StartupError
 from shared.certs import write_private
 
 POLL_SECONDS = 0.1
@@ -71,7 +71,11 @@ class Supervisor:
                 self._notice_exit(handle, watch, now)
             elif now >= watch.restart_at:
                 watch.restart_at = None
-                self.services.restart(handle.name)
+                try:
+                    self.services.restart(handle.name)
+                except StartupError as exc:  # its box did not start: a crash like any other, seen on the next look
+                    self._say(f"tessera: {exc}")
+                    continue
                 self._say(f"tessera: restarted {handle.name} (pid {handle.pid}, restart {handle.restarts})")
                 self._on_change()
             if watch.down_since is not None and watch.restart_at is None and handle.ready_file.exists():

@@ -13,12 +13,13 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from cli.launcher import ServiceSet
-from cli.process_users import RESERVED_IDS
+from cli.process_users import RESERVED_IDS, allocate_ids, ids_in_use
 from cli.service_box import boxed_command
 from shared.certs import ca_key_path, issue_deployment, key_path, signing_key_path
 from shared.identity import PROCESS_NAMES
@@ -55,6 +56,8 @@ def boxed_set(tmp_path_factory):
     before = os.environ.get("XDG_CONFIG_HOME")
     os.environ["XDG_CONFIG_HOME"] = str(base / "config")  # this deployment's CLI keys, apart from its var folder
     var = base / "var"
+    var.mkdir(mode=0o755)  # as `tessera up` finds it without a `tessera seed` before
+    var.chmod(0o755)
     certs = var / "certs"  # where `tessera up` keeps them
     issue_deployment(certs, cli_directory=cli_dir())
     from cli.seed import seed
@@ -112,8 +115,8 @@ def test_each_service_owns_its_files_and_only_those(boxed_set):
         _owned(var / name, handle.uid, 0o700)
         if name in DATABASES:
             _owned(var / DATABASES[name], handle.uid, 0o600)
-    # The launcher's own folders and the deployment's keys stay root's.
-    for folder in (boxed_set.run_dir, boxed_set.run_dir / "identity", boxed_set.cert_dir, ca_key_path(
+    # The var folder, the launcher's own folders and the deployment's keys stay root's.
+    for folder in (var, boxed_set.run_dir, boxed_set.run_dir / "identity", boxed_set.cert_dir, ca_key_path(
             boxed_set.cert_dir).parent, cli_dir()):
         _owned(folder, 0, 0o700)
     # The warehouse: the resources service's, written by the broker's group (proposed data changes).
@@ -212,3 +215,31 @@ def test_inside_its_box_a_service_sees_nothing_of_another(boxed_set):
         found = json.loads(probe.stdout)
         assert found.pop(str(own)) == "READ", "the probe reads its own key"
         assert all(outcome in ("PermissionError", "FileNotFoundError") for outcome in found.values()), (name, found)
+
+
+def test_a_second_start_beside_the_running_set_finds_each_service_its_own_uid(boxed_set):
+    """What `tessera up` run again meanwhile would choose: the running services' uids, the broker's too while its
+    boxed tool servers run under it, so no running service's files are handed to another uid."""
+    var = Path(boxed_set.extra_env["TESSERA_VAR_DIR"])
+    running = {name: handle.uid for name, handle in boxed_set.handles.items()}
+    used = ids_in_use()
+    broker = boxed_set.handles["capabilities"]
+    descendants = [holder for holder in used[broker.uid] if holder.what != holder.lineage[-1]]
+    assert all(holder.of_service("capabilities") for holder in used[broker.uid])
+    assert allocate_ids(boxed_set.names, var, used) == running
+    # Its tool server as the broker starts it, under the broker's uid: a descendant of the broker.
+    assert any("services.mcp_tickets" in holder.what for holder in descendants), used[broker.uid]
+
+
+def test_a_process_under_a_services_uid_that_the_service_did_not_start_moves_it(boxed_set):
+    var = Path(boxed_set.extra_env["TESSERA_VAR_DIR"])
+    uid = boxed_set.handles["host"].uid
+    stray = subprocess.Popen(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "sleep", "60"])
+    try:
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and Path(f"/proc/{stray.pid}/status").read_text().count(f"\t{uid}\t") < 2:
+            time.sleep(0.05)
+        assert allocate_ids(["host"], var)["host"] != uid
+    finally:
+        stray.kill()
+        stray.wait()
