@@ -156,7 +156,7 @@ class ApprovalDesk:
             if details.reason in SETTLED:
                 raise DecisionRefused(f"{details.reason}: {details.message}\n{_settled(details.metadata)}") from None
             if details.reason in NOT_THIS_SIGNER:
-                raise DecisionRefused(f"{details.reason}: {details.message}; approve {approval_id} in the browser "
+                raise DecisionRefused(f"{details.reason}: {details.message}; decide {approval_id} in the browser "
                                       "with the person's passkey") from None
             if exc.code() in RETRYABLE:
                 raise DecisionRefused(

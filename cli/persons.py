@@ -50,7 +50,7 @@ def enrollment_link(address: str, cert_dir: Path, person: str, tenant: str, name
             replace=replace), timeout=30)
     expires = reply.expires_at.ToDatetime(dt.UTC).strftime("%H:%M:%S UTC")
     if replace:
-        keys = f"{reply.passkeys_revoked} passkey(s) revoked"
+        keys = f"{reply.passkeys_revoked} passkey(s) revoked, {reply.sessions_ended} web session(s) ended"
     else:
         keys = "no passkey yet" if not reply.passkeys else \
             f"{reply.passkeys} passkey(s) already: one of them must confirm a new one, or use --replace"
@@ -86,7 +86,8 @@ class People:
         reply = invoke(self.channel, "capabilities", "RevokePasskey", cap.RevokePasskeyRequest(
             actor=self.operator, person=cap.Person(actor_id=person, tenant_id=tenant), credential_id=credential_id),
             timeout=30)
-        return f"revoked; {person} has {reply.passkeys} passkey(s) left"
+        return (f"revoked; {person} has {reply.passkeys} passkey(s) left; {reply.sessions_ended} web session(s) "
+                f"ended")
 
     def sign_out(self, person: str, tenant: str) -> str:
         reply = invoke(self.channel, "capabilities", "SignOutPerson", cap.SignOutPersonRequest(

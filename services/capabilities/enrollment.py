@@ -70,16 +70,18 @@ class Enrollments:
 
     def create_link(self, operator: Actor, person: capabilities_pb2.Person,
                     replace: bool = False) -> tuple[capabilities_pb2.CreateEnrollmentResponse, list[str]]:
-        """A link for `person` (and, with `replace`, their passkeys revoked); (reply, the revoked ids)."""
+        """A link for `person` (and, with `replace`, their passkeys revoked and their web sessions ended); (reply,
+        the revoked ids)."""
         _check_person(person)
         if len(person.display_name) > 128:
             raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "PERSON_INVALID", "person.display_name: at most 128")
         token = secrets.token_urlsafe(32)
         expires_at = time.time() + LINK_SECONDS
-        count, revoked = self.people.create_link(token_hash(token), person.tenant_id, person.actor_id,
+        count, revoked, ended = self.people.create_link(token_hash(token), person.tenant_id, person.actor_id,
                                                  person.display_name or person.actor_id, operator.actor_id,
                                                  expires_at, replace)
-        reply = capabilities_pb2.CreateEnrollmentResponse(token=token, passkeys=count, passkeys_revoked=len(revoked))
+        reply = capabilities_pb2.CreateEnrollmentResponse(token=token, passkeys=count, passkeys_revoked=len(revoked),
+                                                          sessions_ended=ended)
         reply.expires_at.FromNanoseconds(int(expires_at * 1e9))
         return reply, revoked
 
@@ -101,7 +103,7 @@ class Enrollments:
             enrollment_id=enrollment.enrollment_id, registration_options_json=options, passkeys=len(held),
             existing_credential_ids=existing)
         for found in added:
-            _info(reply.passkeys_added.add(), found)
+            passkey_info(reply.passkeys_added.add(), found)
         reply.expires_at.FromNanoseconds(int(enrollment.expires_at * 1e9))
         return reply
 
@@ -150,16 +152,16 @@ class Enrollments:
         _check_person(person)
         reply = capabilities_pb2.ListPasskeysResponse()
         for found in self.people.passkeys_of(person.tenant_id, person.actor_id):
-            _info(reply.passkeys.add(), found)
+            passkey_info(reply.passkeys.add(), found)
         return reply
 
     def revoke(self, person: capabilities_pb2.Person, credential_id: str) -> capabilities_pb2.RevokePasskeyResponse:
         _check_person(person)
-        left = self.people.revoke(person.tenant_id, person.actor_id, credential_id[:1400])
-        return capabilities_pb2.RevokePasskeyResponse(passkeys=left)
+        left, ended = self.people.revoke(person.tenant_id, person.actor_id, credential_id[:1400])
+        return capabilities_pb2.RevokePasskeyResponse(passkeys=left, sessions_ended=ended)
 
 
-def _info(info: capabilities_pb2.PasskeyInfo, found: Passkey) -> None:
+def passkey_info(info: capabilities_pb2.PasskeyInfo, found: Passkey) -> None:
     info.credential_id, info.aaguid = found.credential_id, found.aaguid
     info.created_at.FromNanoseconds(int(found.created_at * 1e9))
     if found.last_used_at is not None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 
 from services.capabilities.store import PasskeyUse, decision_nonces, enrollments, passkeys
+from services.capabilities.web_session_store import end_sessions_of
 from shared import db
 from shared.refusals import AlreadyExists, Conflict, Denied, Exhausted, NotFound
 
@@ -51,22 +52,25 @@ class PasskeyStore:
     # --- enrollment links ---------------------------------------------------------------------------------
 
     def create_link(self, token_sha256: str, tenant_id: str, actor_id: str, display_name: str, created_by: str,
-                    expires_at: float, replace: bool = False) -> tuple[int, list[str]]:
-        """Record a link (by its token's hash); (the person's passkey count, the credential ids revoked).
+                    expires_at: float, replace: bool = False) -> tuple[int, list[str], int]:
+        """Record a link (by its token's hash); (the person's passkey count, the credential ids revoked, the web
+        sessions ended).
 
         `replace` revokes every passkey the person has, in the same transaction: the link then enrolls a first
-        passkey again, which needs no existing one's signature."""
+        passkey again, which needs no existing one's signature. It ends the person's web sessions in that
+        transaction too: whoever replaced a passkey the operator no longer trusts must not stay signed in."""
         with self.writer.begin() as connection:
-            revoked = []
+            revoked, ended = [], 0
             if replace:
                 revoked = list(connection.execute(sa.select(passkeys.c.credential_id).where(
                     passkeys.c.tenant_id == tenant_id, passkeys.c.actor_id == actor_id)).scalars())
                 connection.execute(passkeys.delete().where(
                     passkeys.c.tenant_id == tenant_id, passkeys.c.actor_id == actor_id))
+                ended = end_sessions_of(connection, tenant_id, actor_id, time.time())
             connection.execute(enrollments.insert().values(
                 token_sha256=token_sha256, tenant_id=tenant_id, actor_id=actor_id, display_name=display_name,
                 created_by=created_by, created_at=time.time(), expires_at=expires_at))
-            return _count(connection, tenant_id, actor_id), revoked
+            return _count(connection, tenant_id, actor_id), revoked, ended
 
     def redeem_link(self, token_sha256: str, enrollment_id: str,
                     challenge: bytes) -> tuple[Enrollment, list[Passkey], list[Passkey]]:
@@ -148,15 +152,18 @@ class PasskeyStore:
                 .order_by(passkeys.c.created_at)).all()
         return [_passkey(r) for r in rows]
 
-    def revoke(self, tenant_id: str, actor_id: str, credential_id: str) -> int:
-        """Remove one of a person's passkeys; how many they have left. Not theirs (or none such) → refused."""
+    def revoke(self, tenant_id: str, actor_id: str, credential_id: str) -> tuple[int, int]:
+        """Remove one of a person's passkeys and, in the same transaction, end their web sessions (one may be
+        the browser of whoever held the revoked key); (passkeys left, sessions ended). Not theirs (or none such)
+        → refused, and nothing ends."""
         with self.writer.begin() as connection:
             removed = connection.execute(passkeys.delete().where(
                 passkeys.c.credential_id == credential_id, passkeys.c.tenant_id == tenant_id,
                 passkeys.c.actor_id == actor_id))
             if removed.rowcount != 1:
                 raise NotFound("PASSKEY_UNKNOWN", "this person has no such passkey")
-            return _count(connection, tenant_id, actor_id)
+            ended = end_sessions_of(connection, tenant_id, actor_id, time.time())
+            return _count(connection, tenant_id, actor_id), ended
 
     def passkey(self, credential_id: str) -> Passkey | None:
         with self.engine.connect() as connection:

@@ -177,19 +177,29 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
 
     async def RevokePasskey(self, request, context):
         operator = self._operator(request.actor)
+        # The person's web sessions end with the passkey, in its transaction: a browser signed in by whoever
+        # held the revoked key does not stay signed in.
         reply = await self._broker.db(self._enrollments.revoke, request.person, request.credential_id)
         await self._broker.db(self._broker.store.audit, request.person.tenant_id, "passkey-revoked",
                               operator.actor_id, person=request.person.actor_id,
-                              credential_id=request.credential_id[:1400])
+                              credential_id=request.credential_id[:1400], sessions_ended=reply.sessions_ended)
+        await self._signed_out(operator, request.person, reply.sessions_ended, "passkey-revoked")
         return reply
+
+    async def _signed_out(self, operator: Actor, person: capabilities_pb2.Person, ended: int, cause: str) -> None:
+        """On the record like `tessera persons sign-out`: a person's web sessions that a passkey change ended."""
+        await self._broker.db(self._broker.store.audit, person.tenant_id, "person-signed-out", operator.actor_id,
+                              person=person.actor_id, sessions_ended=ended, cause=cause)
 
     async def CreateEnrollment(self, request, context):
         operator = self._operator(request.actor)
         reply, revoked = await self._broker.db(self._enrollments.create_link, operator, request.person,
                                                request.replace)
-        if request.replace:  # every old passkey revoked: on the record, each by id
+        if request.replace:  # every old passkey revoked and the person's sessions ended: on the record, each key by id
             await self._broker.db(self._broker.store.audit, request.person.tenant_id, "passkeys-replaced",
-                                  operator.actor_id, person=request.person.actor_id, revoked=revoked)
+                                  operator.actor_id, person=request.person.actor_id, revoked=revoked,
+                                  sessions_ended=reply.sessions_ended)
+            await self._signed_out(operator, request.person, reply.sessions_ended, "passkeys-replaced")
         await self._broker.db(self._broker.store.audit, request.person.tenant_id, "enrollment-link-created",
                               operator.actor_id, person=request.person.actor_id, replace=request.replace)
         return reply
@@ -427,7 +437,7 @@ def build(context: runtime.ServiceContext) -> list[runtime.Registration]:
 
     # Separate tasks on purpose: expiry must never wait behind a tool server that is slow to start, nor
     # behind an effect the restart pass is taking up.
-    web_sessions = WebSessions(WebSessionStore(engine), settings.web_session_seconds)
+    web_sessions = WebSessions(WebSessionStore(engine), settings.web_session_seconds, people)
     service = CapabilityBrokerService(context, broker, Wording(policy, tool_policy),
                                       Enrollments(people, relying_party), web_sessions)
     return [runtime.registration_for("capabilities", service,

@@ -3,7 +3,9 @@
 A decision's challenge (shared/decisions.py) covers the approval, the arguments
 hash, approve or reject, each entry's decision and a nonce this broker gave out
 (`begin`). An approval needs a valid signature; a rejection may come unsigned
-(it runs nothing). The nonce is used up, and the passkey's counter advanced, in
+(it runs nothing), except where the operator key vouches for it: the
+CLI asserts the person, so its rejection, signed or not, is held to the
+operator key's scope like an approval. The nonce is used up, and the passkey's counter advanced, in
 the transaction that records the decision (store.decide), so a signature
 decides at most once.
 """
@@ -54,11 +56,14 @@ class DecisionSignatures:
         """The decision's verified signature, or a refusal saying exactly why (blocking: the database)."""
         kind = request.WhichOneof("signature")
         approve = request.decision == capabilities_pb2.DECISION_APPROVE
+        approvers = self._approvers_of(intent.action_id)
         if kind is None:
             if approve:
                 raise refuse(grpc.StatusCode.PERMISSION_DENIED, "DECISION_UNSIGNED",
                              "approving needs the person's own signature: a passkey in the browser, or "
                              "`tessera approvals approve` at the operator's terminal")
+            if actor.asserted_by == "cli":  # the operator key's word too: it signed the assertion itself
+                _operator_key_may(approvers, intent.tenant_id, approve)
             return Signature("unsigned")
         if not request.nonce:
             raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "NONCE_REQUIRED",
@@ -67,29 +72,23 @@ class DecisionSignatures:
             digest = decisions.request_challenge(request)
         except decisions.ChallengeError as exc:
             raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "DECISION_INVALID", str(exc)) from None
-        # The policy's approvers say who may approve; a rejection runs nothing, so any valid signature will do.
-        approvers = self._approvers_of(intent.action_id) if approve else None
         if kind == "operator_key":
             return self._operator_signature(actor, request.operator_key, digest, request.nonce,
-                                            approvers, intent.tenant_id)
-        if approvers is not None and PASSKEY not in approvers.approvers:
+                                            approvers, intent.tenant_id, approve)
+        # The person's own passkey may always reject their own intent (it runs nothing); approving with it needs
+        # the policy to accept passkeys.
+        if approve and PASSKEY not in approvers.approvers:
             raise refuse(grpc.StatusCode.PERMISSION_DENIED, "PASSKEY_NOT_ALLOWED",
                          "this action's policy does not accept passkey approvals")
         return self._passkey_signature(actor, request.passkey, digest, request.nonce)
 
     def _operator_signature(self, actor: Actor, signed: capabilities_pb2.OperatorKeySignature, digest: bytes,
-                            nonce: str, approvers: Approvers | None, tenant_id: str) -> Signature:
-        """The operator key's signature; `approvers` None for a rejection (which anyone may sign)."""
+                            nonce: str, approvers: Approvers, tenant_id: str, approve: bool) -> Signature:
+        """The operator key's signature, on an approval or a rejection alike, where its policy lets it decide."""
         if actor.asserted_by != "cli":
             raise refuse(grpc.StatusCode.PERMISSION_DENIED, "OPERATOR_KEY_FROM_CLI_ONLY",
                          "an operator key signature counts only for a person the CLI asserts")
-        if approvers is not None and OPERATOR_KEY not in approvers.approvers:
-            raise refuse(grpc.StatusCode.PERMISSION_DENIED, "PASSKEY_REQUIRED",
-                         "this action's policy requires the person's passkey: approve it in the browser")
-        if approvers is not None and not approvers.operator_key_in(tenant_id):
-            raise refuse(grpc.StatusCode.PERMISSION_DENIED, "OPERATOR_KEY_NOT_FOR_TENANT",
-                         f"this action's policy lets the operator key approve only in the tenants it lists "
-                         f"(operator_tenants), and {tenant_id[:128]!r} is not one of them")
+        _operator_key_may(approvers, tenant_id, approve)
         if signed.key_id != self._operator_key_id or not decisions.key_signature_valid(
                 self._operator_key, digest, signed.signature):
             raise refuse(grpc.StatusCode.PERMISSION_DENIED, "SIGNATURE_INVALID",
@@ -105,3 +104,23 @@ class DecisionSignatures:
         new_count = verify_assertion(self.rp, assertion, digest, record.public_key, record.sign_count)
         return Signature(f"{PASSKEY}:{record.credential_id[:43]}", nonce,
                          PasskeyUse(record.credential_id, record.sign_count, new_count))
+
+
+def _operator_key_may(approvers: Approvers, tenant_id: str, approve: bool) -> None:
+    """Refused unless the intent's policy names the operator key for the intent's tenant.
+
+    Rejections are held to exactly the rule approvals are, not to "any tenant some rule lists": whoever holds
+    the CLI's key can assert any person, so an unscoped rejection would let a process that read the key file
+    reject every pending intent of every person in every tenant (a denial of their work, and a way to steer
+    what runs by rejecting the rest). The reviewed rule that names operator-key for a tenant is where letting
+    the operator decide that action there was agreed; a rule for one action does not extend to the others, and
+    the tenants a rule lists for one action say nothing about another. The person's own passkey rejects
+    their own intents whatever the rule says (`verify`)."""
+    verb = "approve" if approve else "reject"
+    if OPERATOR_KEY not in approvers.approvers:
+        raise refuse(grpc.StatusCode.PERMISSION_DENIED, "PASSKEY_REQUIRED",
+                     f"this action's policy lets only the person's passkey {verb} it: {verb} it in the browser")
+    if not approvers.operator_key_in(tenant_id):
+        raise refuse(grpc.StatusCode.PERMISSION_DENIED, "OPERATOR_KEY_NOT_FOR_TENANT",
+                     f"this action's policy lets the operator key {verb} only in the tenants it lists "
+                     f"(operator_tenants), and {tenant_id[:128]!r} is not one of them")

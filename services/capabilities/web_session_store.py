@@ -3,7 +3,8 @@
 One row per sign-in, in the broker's database beside the passkeys (table `web_sessions`, migration 0008).
 The cookie's secret is kept only as its SHA-256, so the table holds no usable session. Rows stay bounded:
 a person keeps at most MAX_PER_PERSON sessions (the oldest go when a new one opens), and expired rows, or
-rows ended more than ENDED_KEPT_SECONDS ago, are purged by the broker's sweep.
+rows ended more than ENDED_KEPT_SECONDS ago, are purged by the broker's sweep, except each person's newest:
+it says when they last signed in, which the next sign-in's "passkeys added since" notice counts from.
 """
 
 from __future__ import annotations
@@ -36,9 +37,12 @@ class WebSessionStore:
         self.engine = engine
         self.writer = engine.execution_options(**{db.WRITE: True})
 
-    def open(self, record: WebSessionRecord, secret_sha256: str) -> int:
-        """Keep a new session; how many of the person's oldest sessions made room for it (ended and removed)."""
+    def open(self, record: WebSessionRecord, secret_sha256: str) -> float | None:
+        """Keep a new session (the person's oldest go beyond MAX_PER_PERSON); when the person's previous session
+        opened, or None when none is on record."""
         with self.writer.begin() as connection:
+            previous = connection.execute(sa.select(sa.func.max(web_sessions.c.created_at)).where(
+                web_sessions.c.tenant_id == record.tenant_id, web_sessions.c.actor_id == record.actor_id)).scalar()
             kept = connection.execute(sa.select(web_sessions.c.session_id).where(
                 web_sessions.c.tenant_id == record.tenant_id, web_sessions.c.actor_id == record.actor_id)
                 .order_by(web_sessions.c.created_at.desc()).offset(MAX_PER_PERSON - 1)).scalars().all()
@@ -48,7 +52,7 @@ class WebSessionStore:
                 session_id=record.session_id, secret_sha256=secret_sha256, tenant_id=record.tenant_id,
                 actor_id=record.actor_id, display_name=record.display_name, signed_in_with=record.signed_in_with,
                 created_at=record.created_at, expires_at=record.expires_at, revoked_at=None))
-            return len(kept)
+            return previous
 
     def find(self, secret_sha256: str) -> WebSessionRecord | None:
         """The session whose secret has this hash, in whatever state it is (one read, no transaction)."""
@@ -72,15 +76,28 @@ class WebSessionStore:
     def end_all_of(self, tenant_id: str, actor_id: str, now: float) -> int:
         """End every open session of a person; how many were open."""
         with self.writer.begin() as connection:
-            return connection.execute(web_sessions.update().where(
-                web_sessions.c.tenant_id == tenant_id, web_sessions.c.actor_id == actor_id,
-                web_sessions.c.revoked_at.is_(None), web_sessions.c.expires_at > now).values(revoked_at=now)).rowcount
+            return end_sessions_of(connection, tenant_id, actor_id, now)
 
     def purge(self, now: float) -> int:
-        """Remove expired sessions and those ended long enough ago; how many went."""
+        """Remove expired sessions and those ended long enough ago, but each person's newest; how many went."""
+        newer = web_sessions.alias("newer")
+        has_newer = sa.exists().where(newer.c.tenant_id == web_sessions.c.tenant_id,
+                                      newer.c.actor_id == web_sessions.c.actor_id,
+                                      sa.or_(newer.c.created_at > web_sessions.c.created_at,
+                                             sa.and_(newer.c.created_at == web_sessions.c.created_at,
+                                                     newer.c.session_id > web_sessions.c.session_id)))
         with self.writer.begin() as connection:
             return connection.execute(web_sessions.delete().where(sa.or_(
-                web_sessions.c.expires_at <= now, web_sessions.c.revoked_at <= now - ENDED_KEPT_SECONDS))).rowcount
+                web_sessions.c.expires_at <= now, web_sessions.c.revoked_at <= now - ENDED_KEPT_SECONDS),
+                has_newer)).rowcount
+
+
+def end_sessions_of(connection, tenant_id: str, actor_id: str, now: float) -> int:
+    """Inside a transaction: end every open session of a person (sign-out by the operator, or a change of their
+    passkeys in the same transaction); how many were open."""
+    return connection.execute(web_sessions.update().where(
+        web_sessions.c.tenant_id == tenant_id, web_sessions.c.actor_id == actor_id,
+        web_sessions.c.revoked_at.is_(None), web_sessions.c.expires_at > now).values(revoked_at=now)).rowcount
 
 
 def _record(row) -> WebSessionRecord:

@@ -4,6 +4,11 @@ out or by the operator (`tessera persons sign-out`).
 Web keeps no session state: its cookie carries a random secret that the broker made and handed out once,
 and every web replica asks here whose it is (remembering an answer for a few seconds at most), so a session
 ended on one replica is ended on all of them within that bound. Only the secret's SHA-256 is stored.
+
+Every sign-in, by link or OpenID Connect, is told the passkeys registered for the person since their previous
+session opened: whoever could add one (a link made for them, the operator's --replace) could approve as them,
+so the person sees a key they did not add whichever way they sign in. A person with no session on record (the
+store keeps each person's newest) is shown every passkey they have.
 """
 
 from __future__ import annotations
@@ -15,7 +20,8 @@ import time
 
 import grpc
 
-from services.capabilities.ports import WebSessionRecords
+from services.capabilities.enrollment import passkey_info
+from services.capabilities.ports import People, WebSessionRecords
 from services.capabilities.store import new_id
 from services.capabilities.web_session_store import WebSessionRecord
 from shared.actors import Actor, valid_id
@@ -34,9 +40,10 @@ def secret_hash(secret: str) -> str:
 
 
 class WebSessions:
-    def __init__(self, records: WebSessionRecords, lifetime_seconds: float) -> None:
+    def __init__(self, records: WebSessionRecords, lifetime_seconds: float, people: People) -> None:
         self.records = records
         self.lifetime_seconds = lifetime_seconds
+        self.people = people
 
     def open(self, person: Actor, signed_in_with: int) -> cap.OpenWebSessionResponse:
         if person.asserted_by != "web":  # the caller table says web too; the assertion must agree
@@ -47,8 +54,12 @@ class WebSessions:
         record = WebSessionRecord(new_id("wss"), person.tenant_id, person.actor_id,
                                   person.display_name[:128] or person.actor_id, _METHODS[signed_in_with], now,
                                   now + self.lifetime_seconds, None)
-        self.records.open(record, secret_hash(secret))
-        return cap.OpenWebSessionResponse(session=_session(record), secret=secret)
+        previous = self.records.open(record, secret_hash(secret))
+        reply = cap.OpenWebSessionResponse(session=_session(record), secret=secret)
+        for found in self.people.passkeys_of(person.tenant_id, person.actor_id):
+            if previous is None or found.created_at > previous:
+                passkey_info(reply.passkeys_added.add(), found)
+        return reply
 
     def check(self, secret: str) -> cap.CheckWebSessionResponse:
         """The open session of this secret; ended, expired or unknown ones are refused with which it is."""

@@ -75,6 +75,10 @@ _DECIDED_ALREADY = frozenset({"APPROVAL_ALREADY_DECIDED", "DECISION_ID_CONFLICT"
                               "ASSERTION_REPLAYED"})
 SSE_SEPARATOR = "\n"  # the page's reader (frontend/src/api.js) ends an event at a blank line of bare LFs
 _TURN_ID = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+# Passkeys added since the previous sign-in, carried from a sign-in that redirects to the page's first
+# /api/session (services/web/oidc.py): sealed by web, bound to the new session, shown once.
+NOTICE_COOKIE, NOTICE_PURPOSE, NOTICE_SECONDS = "tessera_passkeys_added", "passkeys-added", 600
+MAX_NOTICED, NOTICE_ID_CHARS = 20, 16  # the newest 20, each id as far as the page shows it (12 characters)
 
 
 def _person_facing(exc: grpc.aio.AioRpcError) -> tuple[str, str]:
@@ -279,6 +283,15 @@ class WebApi:
         browser, cookie, max_age = await self.sessions.open(person, via)
         response.set_cookie(COOKIE, cookie, max_age=max_age, httponly=True, samesite="strict", path="/",
                             secure=self.secure_cookies)
+        if browser.passkeys_added and via != "link":  # a link's sign-in answers them in its own JSON
+            # A sign-in that ends in a redirect (OpenID Connect) has no reply the page reads: the passkeys added
+            # since the previous sign-in wait, sealed by web for this session, for the page's first /api/session.
+            response.set_cookie(NOTICE_COOKIE, self.sessions.cookies.seal(NOTICE_PURPOSE, {
+                "sid": browser.session_id,
+                "added": [[p.credential_id[:NOTICE_ID_CHARS], p.created_at]
+                          for p in browser.passkeys_added[-MAX_NOTICED:]]}),
+                max_age=NOTICE_SECONDS, httponly=True, samesite="strict", path="/api/session",
+                secure=self.secure_cookies)
         log(logger, logging.INFO, "signed in", person=person.actor_id, tenant=person.tenant_id, via=via)
         return browser
 
@@ -288,9 +301,21 @@ class WebApi:
         """Who you are and your surface; without a sign-in, 401 with how to sign in."""
         browser, opened = await self._session(request)
         person = browser.person
-        return JSONResponse({"actor": person.actor_id, "tenant": person.tenant_id, "name": person.display_name,
-                             "signed_in_with": browser.signed_in_with, "session_id": opened.session_id,
-                             "surface_id": opened.surface_id})
+        reply = {"actor": person.actor_id, "tenant": person.tenant_id, "name": person.display_name,
+                 "signed_in_with": browser.signed_in_with, "session_id": opened.session_id,
+                 "surface_id": opened.surface_id}
+        notice = request.cookies.get(NOTICE_COOKIE)
+        if notice is None:
+            return JSONResponse(reply)
+        # Passkeys added since the previous sign-in, left by a sign-in that redirected here: shown once.
+        fields = self.sessions.cookies.open(NOTICE_PURPOSE, notice, NOTICE_SECONDS)
+        if fields and fields.get("sid") == browser.session_id and isinstance(fields.get("added"), list):
+            reply["passkeys_added"] = [{"credential_id": str(p[0]), "created_at": str(p[1])}
+                                       for p in fields["added"] if isinstance(p, list) and len(p) == 2]
+        response = JSONResponse(reply)
+        response.delete_cookie(NOTICE_COOKIE, path="/api/session", httponly=True, samesite="strict",
+                               secure=self.secure_cookies)
+        return response
 
     async def sign_in_with_link(self, request: Request) -> Response:
         """A one-time link's token (from the page's URL fragment): the broker says whom it is for, once; the
@@ -305,6 +330,14 @@ class WebApi:
         if not person.valid():
             raise ApiError(502, "PERSON_INVALID", "the broker named a person web cannot hold in a session")
         shown = _as_dict(redeemed)
+        signed_in = Response()  # the session's cookie, set before the reply's body (which needs the session)
+        browser = await self.start_session(person, "link", signed_in)
+        # Added since the previous sign-in by link (the broker's link records) or since the previous session of
+        # any kind (its session records): both, once each.
+        added = {p["credential_id"]: p for p in shown.get("passkeys_added", [])}
+        for passkey in browser.passkeys_added:
+            added.setdefault(passkey.credential_id, {"credential_id": passkey.credential_id,
+                                                     "created_at": passkey.created_at})
         response = JSONResponse({
             "actor": person.actor_id, "tenant": person.tenant_id, "name": person.display_name,
             "passkeys": redeemed.passkeys, "enrollment": {
@@ -314,8 +347,8 @@ class WebApi:
                 "existing_credential_ids": list(redeemed.existing_credential_ids)},
             # Passkeys added since the person's previous sign-in: the page tells them, so one they did not
             # add (someone holding a link made for them) does not go unnoticed.
-            "passkeys_added": shown.get("passkeys_added", [])})
-        await self.start_session(person, "link", response)
+            "passkeys_added": sorted(added.values(), key=lambda p: p["created_at"])})
+        response.raw_headers.extend(h for h in signed_in.raw_headers if h[0] == b"set-cookie")
         return response
 
     async def sign_in_options(self, request: Request) -> Response:

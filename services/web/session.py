@@ -62,11 +62,21 @@ class Person:
 
 
 @dataclass(frozen=True)
+class PasskeyAdded:
+    """A passkey registered for the person since their previous sign-in, as the page shows it."""
+
+    credential_id: str
+    created_at: str  # RFC 3339, as the page's other timestamps
+
+
+@dataclass(frozen=True)
 class BrowserSession:
     session_id: str
     person: Person
     signed_in_with: str  # "link" or "oidc"
     issued_at: float
+    # Only on the session a sign-in just opened (the broker says so once): passkeys added since the previous one.
+    passkeys_added: tuple[PasskeyAdded, ...] = ()
 
 
 def _b64(data: bytes) -> str:

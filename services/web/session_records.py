@@ -4,8 +4,10 @@ request, ended at sign-out.
 Web holds no session state of its own. Each request's cookie is opened (web's seal: a value web never sealed
 is refused here, without a call), and the secret inside is checked at the broker. A check's answer is
 remembered for at most `check_seconds`, so a session ended on any replica (sign-out, or the operator's
-`tessera persons sign-out`) is refused on every replica within that bound. When the broker cannot be asked,
-the request is refused 503, never taken as signed in.
+`tessera persons sign-out`) is refused on every replica within that bound. On the replica that signed a
+session out it is refused at once, and stays refused: the session's hash is remembered as ended (a bounded
+set), so a check that asked the broker before the sign-out and answers after it cannot put "open" back in the
+memo. When the broker cannot be asked, the request is refused 503, never taken as signed in.
 """
 
 from __future__ import annotations
@@ -18,14 +20,17 @@ from collections.abc import Callable
 
 import grpc
 
-from services.web.session import BrowserSession, Person, SessionCookies
-from shared.caches import expiring
+from services.web.session import BrowserSession, PasskeyAdded, Person, SessionCookies
+from shared.caches import bounded_lru, expiring
 from shared.errors import error_details
 from shared.logs import log
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 
 logger = logging.getLogger("tessera.web")
 MAX_REMEMBERED_CHECKS = 10_000  # sessions in use on one replica at once; the least recently used go first
+# Sessions signed out here, remembered as ended: far more than sign-outs within one check's call (CALL_SECONDS),
+# which is all they must outlive; one forgotten is asked about again and the broker says "ended".
+MAX_REMEMBERED_ENDED = 10_000
 CALL_SECONDS = 5.0
 _METHODS = {"link": cap.SIGN_IN_METHOD_LINK, "oidc": cap.SIGN_IN_METHOD_OIDC}
 _METHOD_NAMES = {method: name for name, method in _METHODS.items()}
@@ -55,6 +60,7 @@ class SessionRecords:
         self.sign_in_hint = sign_in_hint
         # secret's SHA-256 → BrowserSession, or the SessionRefused it got; on the event loop only
         self._checked = expiring(MAX_REMEMBERED_CHECKS, check_seconds, clock) if check_seconds > 0 else None
+        self._ended = bounded_lru(MAX_REMEMBERED_ENDED)  # secret's SHA-256 of sessions signed out here → True
         self.recheck_seconds = check_seconds or 1.0  # how often an open stream asks whether its session still is
 
     async def open(self, person: Person, signed_in_with: str) -> tuple[BrowserSession, str, int]:
@@ -65,7 +71,7 @@ class SessionRecords:
                 actor=self.assertions.of(person), signed_in_with=_METHODS[signed_in_with]), timeout=CALL_SECONDS)
         except grpc.aio.AioRpcError as exc:
             raise self._failed(exc, "open") from None
-        session = _browser_session(opened.session)
+        session = _browser_session(opened.session, opened.passkeys_added)
         max_age = max(0, round(opened.session.expires_at.ToNanoseconds() / 1e9 - time.time()))
         return session, self.cookies.session_cookie(opened.secret), max_age
 
@@ -75,9 +81,11 @@ class SessionRecords:
         if secret is None:
             raise SessionRefused(401, "NO_SESSION", self.sign_in_hint)
         key = hashlib.sha256(secret.encode()).digest()
-        found = self._checked.get(key) if self._checked is not None else None
+        found = self._ended_here(key) or (self._checked.get(key) if self._checked is not None else None)
         if found is None:
             found = await self._ask(secret)
+            # Signed out here while the broker was asked: its answer may predate the sign-out; "ended" stands.
+            found = self._ended_here(key) or found
             if self._checked is not None:
                 self._checked[key] = found
         if isinstance(found, SessionRefused):
@@ -124,9 +132,17 @@ class SessionRecords:
             await self.broker.EndWebSession(cap.EndWebSessionRequest(secret=secret), timeout=CALL_SECONDS)
         except grpc.aio.AioRpcError as exc:
             raise self._failed(exc, "end") from None
+        key = hashlib.sha256(secret.encode()).digest()
+        self._ended[key] = True
         if self._checked is not None:
-            self._checked.pop(hashlib.sha256(secret.encode()).digest(), None)
+            self._checked.pop(key, None)
         return session
+
+    def _ended_here(self, key: bytes) -> SessionRefused | None:
+        """The refusal of a session signed out on this replica, or None (not signed out here)."""
+        if key not in self._ended:
+            return None
+        return SessionRefused(401, "SESSION_ENDED", f"{_ENDED['SESSION_ENDED']} {self.sign_in_hint}")
 
     def _failed(self, exc: grpc.aio.AioRpcError, what: str) -> SessionRefused:
         """The broker could not answer (down, restarting, too slow, or refusing web itself): 503, never a
@@ -137,7 +153,8 @@ class SessionRecords:
         return SessionRefused(503, "SESSION_CHECK_UNAVAILABLE", _UNAVAILABLE[what])
 
 
-def _browser_session(session: cap.WebSession) -> BrowserSession:
+def _browser_session(session: cap.WebSession, passkeys_added=()) -> BrowserSession:
     person = Person(session.person.actor_id, session.person.tenant_id, session.person.display_name)
+    added = tuple(PasskeyAdded(p.credential_id, p.created_at.ToJsonString()) for p in passkeys_added)
     return BrowserSession(session.session_id, person, _METHOD_NAMES.get(session.signed_in_with, ""),
-                          session.created_at.ToNanoseconds() / 1e9)
+                          session.created_at.ToNanoseconds() / 1e9, added)

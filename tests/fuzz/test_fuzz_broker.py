@@ -132,7 +132,7 @@ def world(cert_dir, warehouse_url, tmp_path_factory):
     loop = asyncio.new_event_loop()
     servicer = CapabilityBrokerService(context, broker, Wording(policy, tool_policy),
                                        Enrollments(people, relying_party),
-                                       WebSessions(WebSessionStore(engine), 3600))
+                                       WebSessions(WebSessionStore(engine), 3600, people))
     yield World(servicer, loop, str(warehouse), str(directory / "broker.sqlite"), actors, key)
     loop.close()
     pool.shutdown(wait=True)

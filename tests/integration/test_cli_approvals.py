@@ -95,13 +95,20 @@ def test_an_operator_prints_a_one_time_sign_in_link_for_a_person(var_dir, runnin
         assert browser.get("/api/session").json()["name"] == "Ada"
         assert browser.post("/api/sign-in/link", json={"token": token}).json()["reason"] == "LINK_USED"
         passkey = enroll_in_browser(browser.post, signed_in.json(), f"http://localhost:{port}")
+        cookie = browser.cookies["tessera_session"]
     bad = tessera(var_dir, "persons", "enroll", "ada lovelace")
     assert bad.returncode == 1 and "PERSON_INVALID" in bad.stderr
 
     listed = tessera(var_dir, "persons", "passkeys", "ada@example.org", "--tenant", "acme")
     assert listed.returncode == 0 and passkey.id in listed.stdout and "never" in listed.stdout, listed.stdout
     revoked = tessera(var_dir, "persons", "revoke", "ada@example.org", passkey.id, "--tenant", "acme")
-    assert revoked.returncode == 0 and revoked.stdout.strip() == "revoked; ada@example.org has 0 passkey(s) left"
+    assert revoked.returncode == 0 and re.fullmatch(
+        r"revoked; ada@example\.org has 0 passkey\(s\) left; [1-9][0-9]* web session\(s\) ended",
+        revoked.stdout.strip()), revoked.stdout
+    # The browser signed in when the passkey was added is signed out with it (web asks the broker within 5 s).
+    assert wait_until(lambda: (reply := httpx.get(f"{base}/api/session", cookies={"tessera_session": cookie},
+                                                  timeout=30)).status_code == 401 and reply.json()["reason"], 30,
+                      what="the revoked passkey's session ended") == "SESSION_ENDED"
     again = tessera(var_dir, "persons", "revoke", "ada@example.org", passkey.id, "--tenant", "acme")
     assert again.returncode == 1 and "PASSKEY_UNKNOWN" in again.stderr
     assert "has no passkey" in tessera(var_dir, "persons", "passkeys", "ada@example.org", "--tenant", "acme").stdout
@@ -121,7 +128,7 @@ def test_the_operator_key_is_refused_where_the_policy_does_not_name_it_and_the_r
     assert approval_id, asked
     refused = tessera(var_dir, "approvals", "approve", approval_id)
     assert refused.returncode == 1 and refused.stderr.startswith("tessera: PASSKEY_REQUIRED: "), refused.stderr
-    assert f"approve {approval_id} in the browser" in refused.stderr
+    assert f"decide {approval_id} in the browser" in refused.stderr
     shown = tessera(var_dir, "approvals", "show", approval_id)
     assert "awaiting-approval" in shown.stdout  # nothing was decided
     records = [json.loads(line) for line in tessera(var_dir, "audit").stdout.splitlines()]
@@ -137,18 +144,27 @@ def test_an_operator_replaces_a_persons_passkeys_on_the_record(var_dir, running_
     with httpx.Client(base_url=f"http://{running_set.handles['web'].address}", timeout=60) as browser:
         signed_in = browser.post("/api/sign-in/link", json={"token": first.stdout.strip().split("#token=")[1]})
         lost = enroll_in_browser(browser.post, signed_in.json(), f"http://localhost:{port}")
+        assert browser.get("/api/session").status_code == 200
     plain = tessera(var_dir, "persons", "enroll", "ben@example.org", "--tenant", "acme")
     assert "1 passkey(s) already: one of them must confirm a new one, or use --replace" in plain.stderr
     replaced = tessera(var_dir, "persons", "enroll", "ben@example.org", "--tenant", "acme", "--replace")
-    assert replaced.returncode == 0 and "(tenant acme; 1 passkey(s) revoked)" in replaced.stderr, replaced.stderr
+    assert replaced.returncode == 0 and "(tenant acme; 1 passkey(s) revoked, 1 web session(s) ended)" in \
+        replaced.stderr, replaced.stderr
+    # The browser that registered the replaced passkey is signed out with it, on every replica.
+    assert wait_until(lambda: (reply := httpx.get(f"http://{running_set.handles['web'].address}/api/session",
+                                                  cookies={"tessera_session": signed_in.cookies["tessera_session"]},
+                                                  timeout=30)).status_code == 401 and reply.json()["reason"], 30,
+                      what="the replaced passkey's session ended") == "SESSION_ENDED"
     assert "has no passkey" in tessera(var_dir, "persons", "passkeys", "ben@example.org", "--tenant", "acme").stdout
     # On the record in ben's tenant (`tessera audit` exports the operator's own, local).
     in_acme = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), "operator", "acme")
     with sync_channel(running_set.handles["capabilities"].address, credentials("cli"), "capabilities") as broker:
         records = [json.loads(r.record_json) for r in invoke_stream(
             broker, "capabilities", "ExportAudit", cap.ExportAuditRequest(actor=in_acme), timeout=60)]
-    assert {"person": "ben@example.org", "revoked": [lost.id]} in [
+    assert {"person": "ben@example.org", "revoked": [lost.id], "sessions_ended": 1} in [
         r["detail"] for r in records if r["kind"] == "passkeys-replaced"]
+    assert {"person": "ben@example.org", "sessions_ended": 1, "cause": "passkeys-replaced"} in [
+        r["detail"] for r in records if r["kind"] == "person-signed-out"]
 
 
 class _CallFailed(grpc.RpcError):

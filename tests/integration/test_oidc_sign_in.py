@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 from cli.launcher import ServiceSet, free_ports
 from tests.fixtures.oidc import sign_in_at_provider, start_provider
-from tests.fixtures.signing import sign_in
+from tests.fixtures.signing import enroll_in_browser, sign_in
 
 PASSWORD = "correct horse battery staple"
 
@@ -103,3 +103,27 @@ def test_a_sign_in_that_was_not_started_here_or_was_refused_says_so(web, provide
         done = through_the_provider(client, web, "nobody")
         assert done.status_code == 403 and "tenant" in done.text
         assert client.get("/api/session").status_code == 401
+
+
+def test_a_sign_in_through_the_provider_shows_the_passkeys_added_since_the_previous_sign_in(
+        web, provider, running_set, credentials):
+    """The notice a link's sign-in shows, for a person who signs in through their organisation: the broker
+    says which passkeys were added since their previous session, and the page's first /api/session shows them,
+    once."""
+    provider.add_user("grace", PASSWORD, email="grace@example.org", name="Grace Hopper", tenant="acme")
+    with browser(web) as client:
+        assert through_the_provider(client, web, "grace").status_code == 303
+        assert "passkeys_added" not in client.get("/api/session").json()  # none yet
+        # A passkey is added for her (here by a link the operator made; it could be anyone holding one).
+        added = enroll_in_browser(lambda path, json: client.post(path, json=json, headers={"Origin": web}),
+                                  sign_in(client, running_set, credentials, "grace@example.org", "acme"), web)
+    with browser(web) as client:
+        assert through_the_provider(client, web, "grace").status_code == 303
+        session = client.get("/api/session").json()
+        assert session["signed_in_with"] == "oidc"
+        assert [p["credential_id"] for p in session["passkeys_added"]] == [added.id[:16]]  # as the page shows it
+        assert session["passkeys_added"][0]["created_at"].endswith("Z")
+        assert "passkeys_added" not in client.get("/api/session").json()  # shown once
+    with browser(web) as client:  # nothing new since: no notice
+        assert through_the_provider(client, web, "grace").status_code == 303
+        assert "passkeys_added" not in client.get("/api/session").json()

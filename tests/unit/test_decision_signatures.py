@@ -71,11 +71,34 @@ def test_the_operator_key_counts_only_where_the_policy_names_it_for_the_tenant_a
     passkey_signed = _request()
     passkey_signed.passkey.credential_id = "abc"
     assert _refusal(lambda: signatures.verify(by_cli, passkey_signed, _intent("cli_only"))) == "PASSKEY_NOT_ALLOWED"
+
+
+def test_the_operator_key_rejects_only_where_it_may_approve_and_the_person_rejects_their_own_anywhere(signatures):
+    """Whoever holds the CLI's key can assert any person: its rejections, signed or unsigned, are held to the
+    same rule as its approvals (the intent's policy names operator-key for the intent's tenant)."""
     unsigned_reject = cap.DecideRequest(approval_id="apr_1", decision=cap.DECISION_REJECT)
-    assert signatures.verify(by_cli, unsigned_reject, _intent("wire_money")).signed_with == "unsigned"
-    rejected = decisions.signed_by_operator(unsigned_reject, "n-1", OPERATOR_KEY)  # rejecting runs nothing
-    assert signatures.verify(Actor("ops", "globex", "", "cli"), rejected,
-                             _intent("wire_money", "globex")).signed_with.startswith("operator-key:")
+    signed_reject = decisions.signed_by_operator(unsigned_reject, "n-1", OPERATOR_KEY)
+    for reject in (unsigned_reject, signed_reject):
+        kind = reject.WhichOneof("signature") or "unsigned"
+        assert _refusal(lambda r=reject: signatures.verify(Actor("ops", "acme", "", "cli"), r,
+                                                           _intent("wire_money"))) == "PASSKEY_REQUIRED", kind
+        for tenant in ("globex", "ops"):  # "ops" is listed, but for another action (cli_only) only
+            assert _refusal(lambda r=reject, t=tenant: signatures.verify(
+                Actor("ops", t, "", "cli"), r, _intent("flag", t))) == "OPERATOR_KEY_NOT_FOR_TENANT", (kind, tenant)
+        signed_with = signatures.verify(Actor("ops", "acme", "", "cli"), reject, _intent("flag")).signed_with
+        assert signed_with.startswith("operator-key:" if kind == "operator_key" else "unsigned"), kind
+    assert signatures.verify(Actor("ops", "acme", "", "cli"), signed_reject,
+                             _intent("cli_only")).signed_with.startswith("operator-key:")
+    # In the person's own session (web asserts them) a rejection may still come unsigned: it runs nothing.
+    assert signatures.verify(Actor("alice", "globex", "", "web"), unsigned_reject,
+                             _intent("wire_money", "globex")).signed_with == "unsigned"
+    # The person's own passkey may reject even where only the operator key may approve: the policy's approvers
+    # are not asked (an unknown credential gets as far as the passkey lookup, not PASSKEY_NOT_ALLOWED).
+    passkey_reject = cap.DecideRequest(approval_id="apr_1", arguments_sha256="a" * 64,
+                                       decision=cap.DECISION_REJECT, nonce="n-1")
+    passkey_reject.passkey.credential_id = "abc"
+    assert _refusal(lambda: signatures.verify(Actor("alice", "acme", "", "web"), passkey_reject,
+                                              _intent("cli_only"))) == "CREDENTIAL_UNKNOWN"
 
 
 def test_begin_decision_tells_whether_the_operator_key_may_approve_here(signatures):

@@ -35,6 +35,11 @@ class FakeBroker:
         self.sessions: dict[str, tuple[cap.WebSession, str]] = {}
         self.checks = 0
         self.down = False
+        self.held: tuple[asyncio.Event, asyncio.Event] | None = None  # (asked, answer): holds the next check
+
+    def hold_next_check(self) -> tuple[asyncio.Event, asyncio.Event]:
+        self.held = asyncio.Event(), asyncio.Event()
+        return self.held
 
     def _up(self) -> None:
         if self.down:
@@ -54,6 +59,10 @@ class FakeBroker:
         self._up()
         self.checks += 1
         session, state = self.sessions.get(request.secret, (None, "unknown"))
+        if self.held is not None:  # the broker has read the state; its answer is on the way back
+            held, self.held = self.held, None
+            held[0].set()
+            await held[1].wait()
         if state == "unknown":
             raise _refused(grpc.StatusCode.NOT_FOUND, "SESSION_UNKNOWN")
         if state == "ended":
@@ -153,6 +162,35 @@ def test_signing_out_ends_the_session_at_the_broker_and_here_at_once(world):
     assert broker.sessions["secret-0"][1] == "ended"
     assert _status(records, cookie) == (401, "SESSION_ENDED")  # no memo of the open session survives
     assert _run(records.end(None)) is None
+
+
+def test_a_check_that_asked_before_the_sign_out_and_answers_after_it_does_not_reopen_the_session(world):
+    """The broker said "open" to a check; the person signs out on this replica before that answer arrives. The
+    late answer must not go back into the memo: the cookie is refused here from the sign-out on."""
+    broker, _, _, records = world
+
+    async def interleaved() -> tuple[object, tuple[int, str], int]:
+        _, cookie, _ = await records.open(ADA, "link")
+        asked, answer = broker.hold_next_check()
+        early = asyncio.create_task(records.check(cookie))
+        await asyncio.wait_for(asked.wait(), 5)  # the broker read "open"; the answer is held
+        assert (await records.end(cookie)).session_id == "wss_0"  # signed out meanwhile
+        answer.set()
+        try:
+            late = await early
+        except SessionRefused as refused:
+            late = refused
+        checks = broker.checks
+        try:
+            await records.check(cookie)
+            after = (200, "")
+        except SessionRefused as refused:
+            after = (refused.status, refused.reason)
+        return late, after, broker.checks - checks
+
+    late, after, asked_again = _run(interleaved())
+    assert isinstance(late, SessionRefused) and late.reason == "SESSION_ENDED"
+    assert after == (401, "SESSION_ENDED") and asked_again == 0  # refused here, without asking the broker
 
 
 def test_a_bound_of_zero_asks_the_broker_on_every_request(world):

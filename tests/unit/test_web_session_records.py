@@ -9,6 +9,7 @@ import pytest
 import sqlalchemy as sa
 
 from services.capabilities import store as broker_store
+from services.capabilities.passkey_store import PasskeyStore
 from services.capabilities.web_session_store import (
     ENDED_KEPT_SECONDS,
     MAX_PER_PERSON,
@@ -35,7 +36,7 @@ def engine(request, tmp_path):
 
 @pytest.fixture
 def sessions(engine):
-    return WebSessions(WebSessionStore(engine), lifetime_seconds=3600)
+    return WebSessions(WebSessionStore(engine), lifetime_seconds=3600, people=PasskeyStore(engine))
 
 
 def _refusal(call, *args):
@@ -136,3 +137,55 @@ def test_migration_0008_rolls_back_to_0007_and_forward_again(engine, sessions):
     broker_store.migrate(engine)
     assert _refusal(sessions.check, "x" * 43) == "SESSION_UNKNOWN"  # the table is back, empty
     assert sessions.check(sessions.open(ADA, LINK).secret)
+
+
+def _add_passkey(engine, credential_id: str, created_at: float, tenant_id: str = "acme", actor_id: str = "ada"):
+    with engine.begin() as connection:
+        connection.execute(broker_store.passkeys.insert().values(
+            credential_id=credential_id, tenant_id=tenant_id, actor_id=actor_id, public_key=b"k", sign_count=0,
+            aaguid="", created_at=created_at))
+
+
+def test_every_sign_in_is_told_the_passkeys_added_since_the_previous_one_whichever_way_it_came(engine, sessions):
+    _add_passkey(engine, "before-any-session", time.time() - 60)
+    first = sessions.open(ADA, OIDC)  # no session on record: every passkey the person has is shown
+    assert [p.credential_id for p in first.passkeys_added] == ["before-any-session"]
+    opened_at = first.session.created_at.ToNanoseconds() / 1e9
+    _add_passkey(engine, "added-later", opened_at + 1e-3)
+    _add_passkey(engine, "someone-else", opened_at + 1e-3, actor_id="grace")
+    second = sessions.open(ADA, LINK)
+    assert [p.credential_id for p in second.passkeys_added] == ["added-later"]
+    assert second.passkeys_added[0].created_at.ToNanoseconds() > 0
+    assert not sessions.open(ADA, OIDC).passkeys_added  # nothing new since the second
+
+
+def test_the_purge_keeps_each_persons_newest_session_so_the_next_sign_in_still_knows_the_previous(engine, sessions):
+    _add_passkey(engine, "seen-at-the-first-sign-in", time.time() - 60)
+    older, newest = sessions.open(ADA, OIDC), sessions.open(ADA, OIDC)
+    store = WebSessionStore(engine)
+    assert store.purge(time.time() + 2 * 3600) == 1  # both expired by then: the older goes, Ada's newest stays
+    assert _refusal(sessions.check, older.secret) == "SESSION_UNKNOWN"
+    with engine.connect() as connection:
+        assert connection.execute(sa.select(broker_store.web_sessions.c.session_id)).scalars().all() == [
+            newest.session.session_id]
+    assert [p.credential_id for p in sessions.open(ADA, LINK).passkeys_added] == []  # not "all of them" again
+
+
+def test_revoking_a_passkey_or_replacing_them_ends_the_persons_sessions_in_the_same_transaction(engine, sessions):
+    people = PasskeyStore(engine)
+    mine, colleague = [sessions.open(ADA, LINK) for _ in range(2)], sessions.open(Actor("grace", "acme", "G", "web"),
+                                                                                  LINK)
+    _add_passkey(engine, "lost-phone", time.time())
+    with pytest.raises(NotFound):  # not hers: refused, and nothing ends
+        people.revoke("acme", "ada", "no-such-key")
+    assert sessions.check(mine[0].secret)
+    assert people.revoke("acme", "ada", "lost-phone") == (0, 2)
+    assert [_refusal(sessions.check, s.secret) for s in mine] == ["SESSION_ENDED"] * 2
+    assert sessions.check(colleague.secret)  # nobody else's
+    again = sessions.open(ADA, OIDC)
+    _add_passkey(engine, "laptop", time.time())
+    assert people.create_link("t" * 64, "acme", "ada", "Ada", "operator", time.time() + 600) == (1, [], 0)
+    assert sessions.check(again.secret)  # a plain link changes no passkey: nothing ends
+    assert people.create_link("u" * 64, "acme", "ada", "Ada", "operator", time.time() + 600,
+                              replace=True) == (0, ["laptop"], 1)
+    assert _refusal(sessions.check, again.secret) == "SESSION_ENDED"

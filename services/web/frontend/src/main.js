@@ -320,8 +320,8 @@ async function signInWithLink() {
   return signedIn;
 }
 
-// Passkeys added since the person last signed in with a link: whoever added one could approve as them, so
-// the page says so, with when, and what to do about one they did not add.
+// Passkeys added since the person last signed in (by link or through their organisation's sign-in): whoever
+// added one could approve as them, so the page says so, with when, and what to do about one they did not add.
 function showPasskeysAdded(added) {
   if (!added.length) return;
   const list = document.createElement('ul');
@@ -393,6 +393,8 @@ async function start() {
   try {
     if (window.location.pathname === '/sign-in') await signInWithLink();
     const session = await getJson('/api/session');
+    // A sign-in that redirected here (OpenID Connect) hands its passkey notice to this first call, once.
+    if (session.passkeys_added) showPasskeysAdded(session.passkeys_added);
     const outside = showsOutsideAgentSurface() ? ' · showing what your outside agents (MCP) presented' : '';
     $('who').textContent = `Signed in as ${session.name}${outside}`;
     $('who').title = `surface ${session.surface_id}`;  // for support, not for reading
