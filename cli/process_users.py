@@ -89,6 +89,10 @@ def _processes() -> dict[int, tuple[int, frozenset[int], str]]:
         except OSError:  # the process ended meanwhile
             continue
         fields = {line.split(":", 1)[0]: line.split()[1:] for line in lines if ":" in line}
+        if fields.get("State", [""])[0] == "Z":
+            # A zombie runs nothing and holds no file; its uid is freed once it is reaped. Some are reaped late:
+            # bubblewrap's intermediate process, reparented to a pid 1 that does not reap (a container's).
+            continue
         ids = frozenset(int(value) for key in ("Uid", "Gid") for value in fields.get(key, []))
         found[int(process.name)] = (int(fields.get("PPid", ["0"])[0]), ids, command)
     return found

@@ -225,7 +225,7 @@ def test_a_second_start_beside_the_running_set_finds_each_service_its_own_uid(bo
     used = ids_in_use()
     broker = boxed_set.handles["capabilities"]
     descendants = [holder for holder in used[broker.uid] if holder.what != holder.lineage[-1]]
-    assert all(holder.of_service("capabilities") for holder in used[broker.uid])
+    assert all(holder.of_service("capabilities") for holder in used[broker.uid]), used[broker.uid]
     assert allocate_ids(boxed_set.names, var, used) == running
     # Its tool server as the broker starts it, under the broker's uid: a descendant of the broker.
     assert any("services.mcp_tickets" in holder.what for holder in descendants), used[broker.uid]
