@@ -132,14 +132,14 @@ for proc in Path("/proc").iterdir():
 """
 
 
-def _search_tickets(certs, broker_ip: str, query: str) -> cap.CallToolResponse:
-    """tickets.search_tickets through the broker, called as the agent calls it (its own identity), for the
-    local person (an assertion the operator's CLI signs), from outside the pods."""
+def _call_tool(certs, broker_ip: str, tool_id: str, arguments: dict) -> cap.CallToolResponse:
+    """A read tool through the broker, called as the agent calls it (its own identity), for the local person
+    (an assertion the operator's CLI signs), from outside the pods."""
     person = assert_actor(load_signing_key(signing_key_path(certs, "cli")), "local-user", "local")
     with sync_channel(f"{broker_ip}:50054", cli_credentials(certs, "agent"), "capabilities") as channel:
         return invoke(channel, "capabilities", "CallTool", cap.CallToolRequest(
-            actor=person, session_id="ses_k8s_smoke", turn_id="trn_k8s_smoke", call_id="smoke-search",
-            tool_id="tickets.search_tickets", arguments_json=json.dumps({"query": query})), timeout=120)
+            actor=person, session_id="ses_k8s_smoke", turn_id="trn_k8s_smoke", call_id=f"smoke-{tool_id}",
+            tool_id=tool_id, arguments_json=json.dumps(arguments)), timeout=120)
 
 
 def _sign_in_token(certs, broker_ip: str) -> str:
@@ -190,7 +190,7 @@ def test_the_local_overlay_runs_as_real_pods(tmp_path):
                 wait_until(lambda name=name: _grpc_health(f"{ips[name]}:8081") == "SERVING", READY_TIMEOUT,
                            what=f"{name} ready")
         mcp_servers = [pod.name for pod in mcp_pods(load_policy())]
-        assert mcp_servers == ["mcp-tickets"]
+        assert mcp_servers == ["mcp-tickets", "mcp-time"]  # the time server under the bridge
         for name in mcp_servers:
             wait_until(lambda name=name: _http_health(f"{ips[name]}:{MCP_PORT}") == "SERVING", READY_TIMEOUT,
                        what=f"{name} ready")
@@ -231,11 +231,14 @@ def test_the_local_overlay_runs_as_real_pods(tmp_path):
         outcome = json.loads(call.stdout.strip().splitlines()[-1])
         assert outcome == {"GetInfo": "OK", "Decide": "PERMISSION_DENIED CALLER_NOT_ALLOWED"}, outcome
 
-        # A read tool call through the broker reaches the tickets server's own pod over streamable HTTP.
-        found = _search_tickets(certs, ips["capabilities"], "refund")
+        # A read tool call through the broker reaches each MCP server's own pod over streamable HTTP: the
+        # tickets server's own HTTP form, and the stdio-only time server through the bridge (pins unchanged).
+        found = _call_tool(certs, ips["capabilities"], "tickets.search_tickets", {"query": "refund"})
         assert found.WhichOneof("outcome") == "content", found
         assert "ticket 4812 [open]: Refund not received" in found.content.text, found.content.text
         assert found.content.source == "tickets.search_tickets" and found.tainted  # screened as untrusted
+        told = _call_tool(certs, ips["capabilities"], "time.get_current_time", {"timezone": "Europe/Berlin"})
+        assert told.WhichOneof("outcome") == "content" and "Europe/Berlin" in told.content.text, told
         running = podman("exec", "capabilities-capabilities", "python", "-c", COMMAND_LINES, timeout=60).stdout
         assert "services.mcp_tickets" not in running and "mcp_server_time" not in running, running
 
