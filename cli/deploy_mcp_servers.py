@@ -23,12 +23,12 @@ from pathlib import Path
 import yaml
 
 from cli import deploy_objects as k8s
+from shared.mcp_http import HEALTH_PATH, MCP_PATH
 from shared.paths import REPO_ROOT
 
 TOOL_POLICY = REPO_ROOT / "deploy" / "policy" / "tools.yaml"
 BROKER = "capabilities"
 MCP_PORT = 8000
-MCP_PATH = "/mcp"
 COMPONENT_LABEL = "app.kubernetes.io/component"
 COMPONENT = "mcp-server"
 DATA_MOUNT = "/var/lib/mcp-server"  # `{var}` of the policy, in the server's pod
@@ -54,13 +54,12 @@ class HttpForm:
 
 HTTP_FORMS: dict[str, HttpForm] = {
     "tickets": HttpForm(("--http-port", "{port}", "--http-host", "0.0.0.0", "--allowed-host", "{host}:{port}"),
-                        health_path="/healthz"),
+                        health_path=HEALTH_PATH),
 }
 # Any other stdio server runs in its pod under services/mcp_bridge, which serves its tools over streamable
 # HTTP (forwarded unchanged, so the pins hold) and answers readiness once the server lists its tools.
 BRIDGE = ("python", "-m", "services.mcp_bridge", "--port", "{port}", "--host", "0.0.0.0",
           "--allowed-host", "{host}:{port}", "--")
-BRIDGE_HEALTH_PATH = "/healthz"
 
 
 @dataclass(frozen=True)
@@ -114,7 +113,7 @@ def mcp_pods(policy: dict) -> list[McpPod]:
         host = pod_name(server)
         form = HTTP_FORMS.get(server)
         if form is None:
-            command, health_path = [*BRIDGE, *rule["command"]], BRIDGE_HEALTH_PATH
+            command, health_path = [*BRIDGE, *rule["command"]], HEALTH_PATH
         else:
             command, health_path = [*rule["command"], *form.arguments], form.health_path
         sandbox = rule.get("sandbox")

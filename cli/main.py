@@ -35,7 +35,7 @@ from shared.channels import sync_channel
 from shared.config import DEFAULT_PORTS
 from shared.contracts import SERVICES, invoke
 from shared.identity import PRINCIPAL_NAMES
-from shared.paths import REPO_ROOT, cert_dir, cli_dir, default_warehouse, var_dir
+from shared.paths import DATABASE_SIDE_FILES, REPO_ROOT, cert_dir, cli_dir, default_warehouse, var_dir
 from tessera.capabilities.v1.capabilities_pb2 import (
     TOOL_SERVER_ISOLATION_NOT_STARTED,
     TOOL_SERVER_ISOLATION_UNBOXED,
@@ -306,7 +306,7 @@ def _move_loose_warehouse() -> None:
     loose, placed = var_dir() / "warehouse.sqlite", default_warehouse()
     if loose.exists() and not placed.exists():
         private_dir(placed.parent)
-        for suffix in ("", "-journal", "-wal", "-shm"):
+        for suffix in ("", *DATABASE_SIDE_FILES):
             if (old := loose.with_name(loose.name + suffix)).exists():
                 old.rename(placed.with_name(placed.name + suffix))
         print(f"moved the demo warehouse from {loose} to {placed}", flush=True)

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cli.service_box import Grant, interpreter_paths
-from shared.paths import REPO_ROOT
+from shared.paths import DATABASE_SIDE_FILES, REPO_ROOT
 
 RESERVED_IDS = range(61184, 65520)  # systemd's DynamicUser range
 DATABASE_SCHEMES = ("sqlite:///", "duckdb:///")
@@ -45,7 +45,6 @@ DATABASE_SCHEMES = ("sqlite:///", "duckdb:///")
 WAREHOUSE_READER, WAREHOUSE_WRITER = "resources", "capabilities"
 WAREHOUSE_SETTINGS = {WAREHOUSE_READER: "TESSERA_RESOURCES_WAREHOUSE_URL",
                       WAREHOUSE_WRITER: "TESSERA_CAPABILITIES_CHANGES_URL"}
-DATABASE_COMPANIONS = ("-journal", "-wal", "-shm")
 
 
 class OwnershipError(Exception):
@@ -180,7 +179,7 @@ def _named_paths(name: str, env: Mapping[str, str]) -> list[Grant]:
 
 
 def _companions(database: Path) -> list[Path]:
-    return [database] + [database.with_name(database.name + suffix) for suffix in DATABASE_COMPANIONS]
+    return [database] + [database.with_name(database.name + suffix) for suffix in DATABASE_SIDE_FILES]
 
 
 def _holds_only(folder: Path, databases: list[Path]) -> bool:

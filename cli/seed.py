@@ -50,7 +50,7 @@ from sqlalchemy.engine import URL, Engine
 from sqlalchemy.schema import AddConstraint, CreateIndex, CreateTable, DropTable
 
 from shared.certs import private_dir
-from shared.paths import default_warehouse, var_dir
+from shared.paths import DATABASE_SIDE_FILES, default_warehouse, var_dir
 
 SCHEMA_VERSION = 2  # 2: orders carry review_status and a record version (data change proposals)
 # PostgreSQL role for the Resource Gateway: SELECT on the demo tables, read-only by default.
@@ -667,8 +667,6 @@ def default_url() -> str:
 # ---------------------------------------------------------------------------------------------------------------
 
 PRIVATE_UMASK = 0o077
-# Beside a database file its engine creates these: SQLite's rollback journal, WAL and shared memory; DuckDB's WAL.
-SIDE_FILE_SUFFIXES = ("-journal", "-wal", "-shm", ".wal")
 
 
 def _warehouse_file(parsed: URL) -> Path | None:
@@ -711,7 +709,7 @@ def _private_writes(warehouse: Path | None) -> Iterator[None]:
     finally:
         os.umask(previous)
         if warehouse is not None:
-            for path in [warehouse, *(warehouse.with_name(warehouse.name + s) for s in SIDE_FILE_SUFFIXES)]:
+            for path in [warehouse, *(warehouse.with_name(warehouse.name + s) for s in DATABASE_SIDE_FILES)]:
                 if path.exists():
                     path.chmod(0o600)
 

@@ -7,7 +7,10 @@ of its own to this address (DNS rebinding) is refused.
 
 from __future__ import annotations
 
-from mcp.server.transport_security import TransportSecuritySettings
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the SDK takes about a second to import; the CLI reads only the paths below
+    from mcp.server.transport_security import TransportSecuritySettings
 
 MCP_PATH = "/mcp"
 HEALTH_PATH = "/healthz"
@@ -15,6 +18,8 @@ LOCAL_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 
 
 def transport_security(allowed_hosts: list[str]) -> TransportSecuritySettings:
+    from mcp.server.transport_security import TransportSecuritySettings
+
     hosts = [*LOCAL_HOSTS, *allowed_hosts]
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
                                      allowed_origins=[f"http://{host}" for host in hosts])

@@ -13,6 +13,10 @@ def var_dir() -> Path:
     return Path(os.environ.get("TESSERA_VAR_DIR") or REPO_ROOT / "var")
 
 
+# What a database file's engine keeps beside it: SQLite's rollback journal, WAL and shared memory; DuckDB's WAL.
+DATABASE_SIDE_FILES = ("-journal", "-wal", "-shm", ".wal")
+
+
 def default_warehouse() -> Path:
     """The demo warehouse when no URL names another (SQLite). In a folder of its own, not loose in var/: run
     as root, each service has a user of its own, and the warehouse's owner (resources) and the broker (data

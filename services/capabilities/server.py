@@ -369,21 +369,10 @@ def approvers_of(policy: ActionPolicy, tool_policy: ToolPolicy, action_id: str) 
     return found[3] if found else Approvers()  # a tool no longer listed: the default, the person's passkey only
 
 
-def build(context: runtime.ServiceContext) -> list[runtime.Registration]:
-    settings: CapabilitiesSettings = context.settings
-    try:
-        policy = ActionPolicy.load(settings.actions_file)
-        tool_policy = ToolPolicy.load(settings.tools_file)
-    except PolicyError as exc:
-        raise runtime.StartupError(str(exc)) from None
-    engine, changes_engine = _databases(settings)
-    store = BrokerStore(engine, lease_seconds=settings.lease_seconds)
-    pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="broker-db")
-    lease_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="broker-lease")
-    metrics = BrokerMetrics()
-    host = host_pb2_grpc.HostServiceStub(aio_channel(peer_target("host"), context.credentials, "host"))
-    publisher = HostPublisher(store, pool, host)
-
+def _tool_gate(settings: CapabilitiesSettings, tool_policy: ToolPolicy, store: BrokerStore,
+               pool: ThreadPoolExecutor, metrics: BrokerMetrics) -> ToolGate:
+    """The MCP tool gate, its drift and unboxed-server alerts going to the log, the metrics and the audit;
+    servers that cannot be boxed here are named once, before any runs."""
     def alert(kind: str, subject: str, **detail) -> None:
         """An audit record of the system's own (off the event loop); a failure to write it is logged."""
         written = pool.submit(store.audit, "system", kind, **detail)
@@ -407,6 +396,25 @@ def build(context: runtime.ServiceContext) -> list[runtime.Registration]:
         if server.isolation == capabilities_pb2.TOOL_SERVER_ISOLATION_NOT_STARTED:
             logger.error("tool server %s will not be started: it must run boxed and %s", server.name,
                          server.detail)
+    return gate
+
+
+def build(context: runtime.ServiceContext) -> list[runtime.Registration]:
+    settings: CapabilitiesSettings = context.settings
+    try:
+        policy = ActionPolicy.load(settings.actions_file)
+        tool_policy = ToolPolicy.load(settings.tools_file)
+    except PolicyError as exc:
+        raise runtime.StartupError(str(exc)) from None
+    engine, changes_engine = _databases(settings)
+    store = BrokerStore(engine, lease_seconds=settings.lease_seconds)
+    pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="broker-db")
+    lease_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="broker-lease")
+    metrics = BrokerMetrics()
+    host = host_pb2_grpc.HostServiceStub(aio_channel(peer_target("host"), context.credentials, "host"))
+    publisher = HostPublisher(store, pool, host)
+
+    gate = _tool_gate(settings, tool_policy, store, pool, metrics)
     people = PasskeyStore(engine)
     relying_party = RelyingParty(settings.webauthn_rp_id, tuple(settings.webauthn_origins))
     signatures = DecisionSignatures(people, relying_party, _operator_key(settings),
@@ -435,11 +443,11 @@ def build(context: runtime.ServiceContext) -> list[runtime.Registration]:
         engine.dispose()
         changes_engine.dispose()
 
-    # Separate tasks on purpose: expiry must never wait behind a tool server that is slow to start, nor
-    # behind an effect the restart pass is taking up.
     web_sessions = WebSessions(WebSessionStore(engine), settings.web_session_seconds, people)
     service = CapabilityBrokerService(context, broker, Wording(policy, tool_policy),
                                       Enrollments(people, relying_party), web_sessions)
+    # Separate tasks on purpose: expiry must never wait behind a tool server that is slow to start, nor
+    # behind an effect the restart pass is taking up.
     return [runtime.registration_for("capabilities", service,
                              readiness=[database_reachable], on_stop=stop,
                              background=[publisher.run, partial(sweep_expired, broker), partial(recover, broker),

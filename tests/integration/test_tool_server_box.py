@@ -14,10 +14,18 @@ from pathlib import Path
 
 import pytest
 
+from cli.main import _tool_servers
 from services.capabilities import sandbox
 from services.capabilities.mcp_gate import Listing, ServerConnection, ToolCallFailed, result_text
 from services.capabilities.tool_policy import ToolPolicy, ToolPolicyFile
+from shared.actors import assert_actor
+from shared.certs import load_signing_key, signing_key_path
+from shared.channels import sync_channel
+from shared.contracts import invoke, invoke_stream
+from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tests.fixtures.waiting import wait_until
+from tests.integration.test_broker import Broker
+from tests.integration.test_tool_gate import _broker
 
 pytestmark = pytest.mark.skipif(bool(sandbox.unavailable()), reason=f"no box here: {sandbox.unavailable()}")
 
@@ -145,15 +153,6 @@ def test_a_server_that_must_be_boxed_is_not_started_where_no_box_can_be_made(tmp
 
 
 def test_status_and_the_audit_show_every_unboxed_server(tmp_path, cert_dir, running_set, credentials, capsys):
-    from cli.main import _tool_servers
-    from shared.actors import assert_actor
-    from shared.certs import load_signing_key, signing_key_path
-    from shared.channels import sync_channel
-    from shared.contracts import invoke, invoke_stream
-    from tessera.capabilities.v1 import capabilities_pb2 as cap
-    from tests.integration.test_broker import Broker
-    from tests.integration.test_tool_gate import _broker
-
     time_server = {"transport": "stdio", "command": ["{python}", "-m", "mcp_server_time"],
                    "tools": {"get_current_time": {"risk": "read", "description": "The time."}}}
     policy = tmp_path / "tools.yaml"
