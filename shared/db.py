@@ -1,17 +1,45 @@
-"""Database helpers every stateful service uses: engines, Alembic migrations, readiness."""
+"""Database helpers every stateful service uses: engines with timeouts, Alembic migrations, readiness,
+and the one way a database that does not answer is told (DATABASE_UNAVAILABLE, logged once per outage)."""
 
 from __future__ import annotations
 
+import logging
+import os
 import select
+import socket
+import threading
+import time
+import weakref
 import zlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
 
+from shared.logs import log
+from shared.refusals import Unavailable
+
+logger = logging.getLogger("tessera.db")
+
 # Execution option of connections that write: on SQLite they BEGIN IMMEDIATE.
 WRITE = "tessera_write"
+
+# The one reason every service gives when its own database does not answer (UNAVAILABLE, retryable).
+DATABASE_UNAVAILABLE = "DATABASE_UNAVAILABLE"
+# Bounds on a service's own PostgreSQL database. A question waits at most the agent's 30 s for everything, so
+# no one statement of ours may take more than a third of it; a server that accepts the TCP connection but never
+# answers the handshake is given up after CONNECT_TIMEOUT_SECONDS.
+CONNECT_TIMEOUT_SECONDS = 5
+STATEMENT_TIMEOUT_SECONDS = 10
+IDLE_IN_TRANSACTION_SECONDS = 30
+# A statement the server's own timeout cannot end (its reply is lost: a frozen network path) is ended by us
+# this long after the server would have: the connection's socket is shut, which fails the waiting call.
+FROZEN_GRACE_SECONDS = 2
+SQLITE_BUSY_SECONDS = 30  # a writer waits this long for another's write lock before the write fails
+OUTAGE_REPEAT_SECONDS = 60  # an outage that lasts is logged again this often, never on every failed call
 
 # What libpq says when no server answers (yet): refused, no such host, a timeout, a server
 # still starting or stopping. A wrong password or a missing database is not among them.
@@ -28,13 +56,14 @@ def unreachable(error: BaseException) -> bool:
         and type(original).__name__ == "OperationalError"
 
 
-def engine_for(url: str) -> sa.Engine:
-    """An engine for a service's own database; SQLite files get WAL and queue writers at BEGIN."""
+def engine_for(url: str, statement_timeout: float = STATEMENT_TIMEOUT_SECONDS) -> sa.Engine:
+    """An engine for a service's own database; SQLite files get WAL and queue writers at BEGIN; PostgreSQL
+    statements end after `statement_timeout` seconds, even when the path to the server froze."""
     parsed = sa.make_url(url)
     if parsed.get_backend_name() == "sqlite":
         if parsed.database:
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-        engine = sa.create_engine(parsed, connect_args={"timeout": 30})
+        engine = sa.create_engine(parsed, connect_args={"timeout": SQLITE_BUSY_SECONDS})
 
         @sa.event.listens_for(engine, "connect")
         def _sqlite(dbapi_connection, _record):
@@ -53,13 +82,94 @@ def engine_for(url: str) -> sa.Engine:
     if parsed.get_backend_name() != "postgresql":
         return sa.create_engine(parsed, pool_pre_ping=True)
     # TCP keepalives: a connection a NAT or proxy dropped without a word turns into a socket error while it
-    # sits idle (about a minute), which the checkout check below sees like any other closed connection.
-    engine = sa.create_engine(parsed, connect_args={"keepalives": 1, "keepalives_idle": 30,
-                                                    "keepalives_interval": 10, "keepalives_count": 3})
+    # sits idle (about a minute), which the checkout check below sees like any other closed connection;
+    # tcp_user_timeout does the same for data sent and never acknowledged. The server ends our statements and
+    # forgotten transactions itself; FrozenStatements ends the ones whose end never reaches us.
+    options = (f"-c statement_timeout={round(statement_timeout * 1000)} "
+               f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_SECONDS * 1000}")
+    engine = sa.create_engine(parsed, connect_args={
+        "keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10, "keepalives_count": 3,
+        "tcp_user_timeout": round((statement_timeout + FROZEN_GRACE_SECONDS) * 1000),
+        "connect_timeout": CONNECT_TIMEOUT_SECONDS, "options": options})
     # Instead of pool_pre_ping (a round trip per checkout): a pooled connection the server closed,
     # terminated or restarted under has something to read (its FATAL message, EOF) while it sits idle.
     sa.event.listen(engine, "checkout", _check_idle_connection)
+    FrozenStatements.watch(engine, statement_timeout + FROZEN_GRACE_SECONDS)
     return engine
+
+
+class FrozenStatements:
+    """Ends statements whose reply never comes. The server's statement_timeout ends a slow statement, but when
+    the path to the server freezes (packets dropped, a relay or NAT that stops forwarding) neither its reply
+    nor its timeout error arrives, and TCP sees nothing wrong while a middlebox still acknowledges. A thread
+    per engine looks at each of its connections every second: one busy with a command for longer than `bound`
+    gets its socket shut down, so the call waiting on it fails at once (the pool then drops the connection)
+    and its worker thread is free again. Costs nothing per statement."""
+
+    def __init__(self, bound: float) -> None:
+        self.bound = bound
+        self._connections: weakref.WeakSet = weakref.WeakSet()
+        self._busy_since: dict[int, float] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def watch(cls, engine: sa.Engine, bound: float) -> FrozenStatements:
+        watcher = cls(bound)
+        sa.event.listen(engine, "connect", lambda connection, _record: watcher.add(connection))
+        thread = threading.Thread(target=watcher._run, args=(weakref.ref(engine),), daemon=True,
+                                  name="frozen-statements")
+        thread.start()
+        return watcher
+
+    def add(self, connection) -> None:
+        with self._lock:
+            self._connections.add(connection)
+
+    def _run(self, engine_ref: weakref.ref) -> None:
+        while engine_ref() is not None:  # the engine's owner let go of it: so does this thread
+            self.check(time.monotonic())
+            time.sleep(1.0)
+
+    def check(self, now: float) -> list[int]:
+        """Shut the sockets of connections busy past the bound; their ids."""
+        with self._lock:
+            connections = list(self._connections)
+        ended, busy = [], {}
+        for connection in connections:
+            key = id(connection)
+            if not _busy(connection):
+                continue
+            busy[key] = since = self._busy_since.get(key, now)
+            if now - since >= self.bound and _shut(connection):
+                ended.append(key)
+                log(logger, logging.WARNING, "a database statement got no reply; its connection was ended",
+                    waited_seconds=round(now - since, 1))
+        self._busy_since = busy
+        return ended
+
+
+def _busy(connection) -> bool:
+    """Whether a psycopg connection has a command in flight (libpq's transaction status ACTIVE)."""
+    try:
+        import psycopg.pq
+
+        return not connection.closed and connection.info.transaction_status == psycopg.pq.TransactionStatus.ACTIVE
+    except Exception:  # another driver, or a connection going away under us: nothing to end
+        return False
+
+
+def _shut(connection) -> bool:
+    try:
+        duplicate = socket.socket(fileno=os.dup(connection.fileno()))
+    except Exception:
+        return False
+    try:
+        duplicate.shutdown(socket.SHUT_RDWR)  # the same socket libpq waits on: its wait ends with an error
+        return True
+    except OSError:
+        return False
+    finally:
+        duplicate.close()
 
 
 def reads(engine: sa.Engine) -> sa.Engine:
@@ -115,6 +225,9 @@ def _run(engine: sa.Engine, migrations: Path, step, target: str) -> None:
         try:
             with connection.execution_options(**{WRITE: True}).begin():
                 if engine.dialect.name == "postgresql":  # the lock ends with this transaction (or connection)
+                    # A replica waits for another's migration, and a migration may rewrite a large table:
+                    # neither is a statement a question waits for, so neither has the services' bound.
+                    connection.exec_driver_sql("SET LOCAL statement_timeout = 0")
                     connection.execute(sa.select(sa.func.pg_advisory_xact_lock(_migration_lock(migrations))))
                 config.attributes["connection"] = connection
                 step(config, target)
@@ -137,3 +250,93 @@ def ping(engine: sa.Engine, what: str) -> str | None:
     except sa.exc.DBAPIError as exc:
         return f"{what} unreachable: {str(exc.orig).splitlines()[0][:200]}"
     return None
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """The database did not answer or the connection broke (server gone, restarting, network, a frozen
+    statement ended, no pooled connection free in time), as opposed to a statement it refused."""
+    if isinstance(exc, sa.exc.TimeoutError):  # the pool had no connection to give within its timeout
+        return True
+    if not isinstance(exc, sa.exc.DBAPIError):
+        return False
+    if exc.connection_invalidated or isinstance(exc, sa.exc.InterfaceError):
+        return True
+    if not isinstance(exc, sa.exc.OperationalError):
+        return False
+    text = str(exc.orig).lower()
+    # SQLite says "operational" for many refusals; only a file it cannot open or a lock it cannot get is the
+    # database not answering. PostgreSQL's OperationalError is always the connection or the server.
+    return not _sqlite_refusal(exc, text)
+
+
+def _sqlite_refusal(exc: sa.exc.DBAPIError, text: str) -> bool:
+    if type(exc.orig).__module__.split(".")[0] != "sqlite3":
+        return False
+    away = ("unable to open database", "database is locked", "disk i/o error", "database or disk is full",
+            "readonly database", "no such table")
+    return not any(phrase in text for phrase in away)
+
+
+class Outage:
+    """What one service says about its own database going away: one warning when it stops answering (with
+    the driver's first line, for the operator), again every OUTAGE_REPEAT_SECONDS while it lasts, one line
+    when it answers again. Thread-safe; calls come from the service's worker threads."""
+
+    def __init__(self, what: str, clock: Callable[[], float] = time.monotonic) -> None:
+        self.what = what
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._since: float | None = None
+        self._said_at = 0.0
+        self._failures = 0
+
+    @property
+    def ongoing(self) -> bool:
+        return self._since is not None
+
+    def failed(self, exc: BaseException) -> Unavailable:
+        """Note a failure; the refusal to raise instead (no driver text: that is for the log)."""
+        now = self._clock()
+        with self._lock:
+            self._failures += 1
+            first = self._since is None
+            if first:
+                self._since = now
+            due = first or now - self._said_at >= OUTAGE_REPEAT_SECONDS
+            if due:
+                self._said_at, failures, since = now, self._failures, self._since
+        if due:
+            log(logger, logging.WARNING, f"{self.what} is not answering" if first else
+                f"{self.what} is still not answering", cause=_first_line(exc), failed_calls=failures,
+                down_seconds=round(now - since, 1))
+        return unavailable(self.what)
+
+    def answered(self) -> None:
+        if self._since is None:  # the common case: no lock, nothing to say
+            return
+        with self._lock:
+            if self._since is None:
+                return
+            down, self._since, self._failures = self._clock() - self._since, None, 0
+        log(logger, logging.INFO, f"{self.what} is answering again", down_seconds=round(down, 1))
+
+    @contextmanager
+    def guard(self) -> Iterator[None]:
+        """Run database work: a lost database becomes DATABASE_UNAVAILABLE (Unavailable), said once."""
+        try:
+            yield
+        except Exception as exc:
+            if connection_lost(exc):
+                raise self.failed(exc) from None
+            raise
+        self.answered()
+
+
+def unavailable(what: str) -> Unavailable:
+    return Unavailable(DATABASE_UNAVAILABLE, f"Tessera's {what} is not answering right now; "
+                       "try again in a few seconds", {"retryable": "true"})
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(getattr(exc, "orig", None) or exc)
+    return (text.splitlines() or [type(exc).__name__])[0][:200]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import inspect
 import json
 import logging
 import os
@@ -58,6 +59,13 @@ class StartupError(Exception):
 class DependencyUnavailable(StartupError):
     """A service cannot start *yet*: its database does not answer. With
     TESSERA_<NAME>_DEPENDENCY_WAIT_SECONDS set, the process waits for it, not ready."""
+
+
+# Beside the ready file, while a process waits for a dependency: what it waits for, rewritten every
+# WAITING_BEAT_SECONDS, so a launcher can tell waiting (alive, beating) from hung (silent) before the
+# service answers health checks. Removed once it serves or stops.
+WAITING_FILE = "waiting.json"
+WAITING_BEAT_SECONDS = 2.0
 
 
 class HealthPortError(OSError):
@@ -262,7 +270,9 @@ class ServiceContext:
     started_at: float
 
 
-BuildRegistrations = Callable[[ServiceContext], Sequence[Registration]]
+# A service's build: plain, or a coroutine that awaits its blocking preparation (database connect and
+# migrations) off the event loop, so health keeps answering while a database hangs.
+BuildRegistrations = Callable[[ServiceContext], Sequence[Registration] | Awaitable[Sequence[Registration]]]
 
 
 def fail_startup(name: str, message: str) -> NoReturn:
@@ -308,30 +318,62 @@ async def _build_when_reachable(context: ServiceContext, build: BuildRegistratio
                                 stop: asyncio.Event) -> Sequence[Registration] | None:
     """build(); while it reports DependencyUnavailable and the wait allows, retry (None: stopped meanwhile).
 
-    The wait is said once, in one line; the health port meanwhile answers not ready.
+    The wait is said once, in one line, and kept in the waiting file beside the ready file (for `tessera
+    status` and the launcher's hang check); the health port meanwhile answers not ready.
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + context.settings.dependency_wait_seconds
-    delay, said = 0.5, False
-    while True:
-        try:
-            registrations = build(context)
-        except DependencyUnavailable as exc:
-            if loop.time() + delay > deadline:
-                raise
-            if not said:
-                log(logger, logging.WARNING, "waiting for a dependency (not ready until it answers)",
-                    problem=str(exc), wait_seconds=context.settings.dependency_wait_seconds)
-                said = True
+    delay, waiting = 0.5, None
+    try:
+        while True:
             try:
-                await asyncio.wait_for(stop.wait(), delay)
-                return None
-            except TimeoutError:
-                delay = min(delay * 2, 5.0)
-            continue
-        if said:
-            log(logger, logging.INFO, "dependency reachable")
-        return registrations
+                registrations = build(context)
+                if inspect.isawaitable(registrations):
+                    registrations = await registrations
+            except DependencyUnavailable as exc:
+                if loop.time() + delay > deadline:
+                    raise
+                if waiting is None:
+                    log(logger, logging.WARNING, "waiting for a dependency (not ready until it answers)",
+                        problem=str(exc), wait_seconds=context.settings.dependency_wait_seconds)
+                    waiting = WaitingNotice(context.settings.ready_file, str(exc))
+                waiting.problem = str(exc)
+                try:
+                    await asyncio.wait_for(stop.wait(), delay)
+                    return None
+                except TimeoutError:
+                    delay = min(delay * 2, 5.0)
+                continue
+            if waiting is not None:
+                log(logger, logging.INFO, "dependency reachable")
+            return registrations
+    finally:
+        if waiting is not None:
+            waiting.close()
+
+
+class WaitingNotice:
+    """The waiting file of a process that waits for a dependency, kept fresh by a task of its own (the
+    build's blocking work runs off the loop, so the beat goes on while a database hangs)."""
+
+    def __init__(self, ready_file: Path | None, problem: str) -> None:
+        self.path = ready_file.with_name(WAITING_FILE) if ready_file else None
+        self.problem, self.since = problem, time.time()
+        self._task = asyncio.create_task(self._beat()) if self.path else None
+
+    async def _beat(self) -> None:
+        while True:
+            try:
+                write_ready_file(self.path, {"pid": os.getpid(), "problem": self.problem, "since": self.since,
+                                             "beat": time.time()})
+            except OSError as exc:  # a launcher that cannot read it counts the process as silent; say why
+                log(logger, logging.WARNING, "cannot write the waiting file", path=str(self.path), error=str(exc))
+            await asyncio.sleep(WAITING_BEAT_SECONDS)
+
+    def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            self.path.unlink(missing_ok=True)
 
 
 async def _serve(context: ServiceContext, build: BuildRegistrations) -> None:

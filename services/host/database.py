@@ -1,7 +1,8 @@
 """The host's store, called from the event loop: blocking work on a bounded pool (§10).
 
-A database that stops answering becomes UNAVAILABLE with a stable reason, never INTERNAL:
-the caller retries (on this replica once it is back, or on another one).
+A database that stops answering becomes UNAVAILABLE / DATABASE_UNAVAILABLE (shared.db.Outage), never
+INTERNAL and never with the driver's words: the caller retries (on this replica once it is back, or on
+another one), and the outage is logged once when it starts, now and then while it lasts, once when it ends.
 """
 
 from __future__ import annotations
@@ -10,35 +11,20 @@ import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
-import grpc
-import sqlalchemy as sa
-
 from services.host.ports import HostStorage
-from shared.errors import TesseraError
-
-DATABASE_UNAVAILABLE = "DATABASE_UNAVAILABLE"
+from shared.db import Outage
 
 
 class AsyncStore:
-    def __init__(self, store: HostStorage, pool: ThreadPoolExecutor) -> None:
+    def __init__(self, store: HostStorage, pool: ThreadPoolExecutor, outage: Outage | None = None) -> None:
         self.store = store
         self._pool = pool
+        self.outage = outage or Outage("host database")
 
     async def __call__(self, function, *args, **kwargs):
-        try:
-            return await asyncio.get_running_loop().run_in_executor(self._pool, partial(function, *args, **kwargs))
-        except sa.exc.DBAPIError as exc:
-            if not lost(exc):
-                raise
-            raise unavailable(exc) from None
+        return await asyncio.get_running_loop().run_in_executor(
+            self._pool, partial(self._guarded, function, *args, **kwargs))
 
-
-def lost(exc: sa.exc.DBAPIError) -> bool:
-    """The connection failed (server gone, restarting, network), as opposed to a refused statement."""
-    return exc.connection_invalidated or isinstance(exc, sa.exc.OperationalError | sa.exc.InterfaceError)
-
-
-def unavailable(exc: BaseException) -> TesseraError:
-    first = str(getattr(exc, "orig", exc)).splitlines()[0][:200] if str(exc) else type(exc).__name__
-    return TesseraError(grpc.StatusCode.UNAVAILABLE, DATABASE_UNAVAILABLE,
-                        f"the host database is not answering ({first}); retry shortly", {"retryable": "true"})
+    def _guarded(self, function, *args, **kwargs):
+        with self.outage.guard():
+            return function(*args, **kwargs)

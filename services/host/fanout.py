@@ -34,6 +34,7 @@ from services.host.database import AsyncStore
 from services.host.envelopes import positioned
 from services.host.store import READ_BATCH, WAKE_CHANNEL, Appended
 from shared.errors import TesseraError
+from shared.refusals import Unavailable
 from tessera.host.v1 import host_pb2
 
 logger = logging.getLogger("tessera.host.fanout")
@@ -42,6 +43,7 @@ WAKE_SLICE = 32  # subscribers woken per event loop turn
 COALESCE_VIEWERS = WAKE_SLICE  # a surface with more viewers than this is woken at most once per interval
 STRETCH_LIMIT = 4  # a slow round of wake-ups stretches the wake interval up to this many times
 RECONNECT_SECONDS = (0.2, 5.0)  # first and longest pause before the LISTEN connection is opened again
+LISTEN_CHECK_SECONDS = 5.0  # a LISTEN connection that does not answer a trivial query this fast is reopened
 
 
 @dataclass
@@ -281,7 +283,9 @@ class SurfaceFanout:
             self._scheduled.discard(surface_id)
             try:
                 await self.refresh(surface_id)
-            except (TesseraError, sa.exc.SQLAlchemyError) as exc:  # the safety re-read catches up later
+            except Unavailable:  # the outage is logged where it was noticed; the safety re-read catches up later
+                pass
+            except (TesseraError, sa.exc.SQLAlchemyError) as exc:
                 logger.warning("surface refresh failed: %s", exc)
 
         task = asyncio.create_task(run())
@@ -300,7 +304,9 @@ class SurfaceFanout:
             await asyncio.sleep(self._safety_seconds)
             try:
                 await self._check_positions()
-            except (TesseraError, sa.exc.SQLAlchemyError) as exc:  # the database is away: next round
+            except Unavailable:  # the database is away (logged once, where noticed): next round
+                pass
+            except (TesseraError, sa.exc.SQLAlchemyError) as exc:
                 logger.warning("surface safety re-read failed: %s", exc)
 
     async def _check_positions(self) -> None:
@@ -323,10 +329,15 @@ class SurfaceFanout:
                     await connection.execute(f"LISTEN {WAKE_CHANNEL}")
                     self.listening, pause = True, RECONNECT_SECONDS[0]
                     self._refresh_all()  # whatever was committed while nobody listened
-                    async for notification in connection.notifies():
-                        self.notified(notification.payload)
-            except (psycopg.Error, OSError) as exc:
-                logger.warning("surface wake-ups: the LISTEN connection failed: %s", str(exc).splitlines()[0][:200])
+                    while True:
+                        async for notification in connection.notifies(timeout=self._safety_seconds):
+                            self.notified(notification.payload)
+                        # A quiet spell: is the connection still there? Through a path that froze, it would
+                        # wait for notifications forever while TCP (or a relay) sees nothing wrong.
+                        await asyncio.wait_for(connection.execute("SELECT 1"), LISTEN_CHECK_SECONDS)
+            except (psycopg.Error, OSError, TimeoutError) as exc:
+                logger.warning("surface wake-ups: the LISTEN connection failed: %s",
+                               (str(exc).splitlines() or [type(exc).__name__])[0][:200])
             finally:
                 self.listening = False
             await asyncio.sleep(pause)

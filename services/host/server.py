@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import grpc
+import sqlalchemy as sa
 
 from services.host.commands import Commands
 from services.host.commits import Commits
@@ -165,20 +166,27 @@ class HostService(host_pb2_grpc.HostServiceServicer):
             self._fanout.unwatch(surface_id)
 
 
-def build(context: runtime.ServiceContext) -> list[runtime.Registration]:
+def _prepared_database(url: str) -> sa.Engine:
+    """The host's database, migrated (blocking: run off the event loop)."""
+    try:
+        engine = engine_for(url)
+        migrate(engine)
+    except Exception as exc:  # a database that cannot be reached or migrated
+        failure = runtime.DependencyUnavailable if unreachable(exc) else runtime.StartupError
+        raise failure(f"TESSERA_HOST_DATABASE_URL: cannot prepare the host database: "
+                      f"{str(exc).splitlines()[0][:200]}") from None
+    return engine
+
+
+async def build(context: runtime.ServiceContext) -> list[runtime.Registration]:
     settings: HostSettings = context.settings
     try:
         grant_key = load_signing_key(settings.signing_key)
         offer_key = load_verify_key(settings.resources_verify_key)
         catalog = load_catalog()
-        engine = engine_for(settings.database_url)
-        migrate(engine)
     except (CredentialError, ContractError) as exc:
         raise runtime.StartupError(str(exc)) from None
-    except Exception as exc:  # a database that cannot be reached or migrated
-        failure = runtime.DependencyUnavailable if unreachable(exc) else runtime.StartupError
-        raise failure(f"TESSERA_HOST_DATABASE_URL: cannot prepare the host database: "
-                      f"{str(exc).splitlines()[0][:200]}") from None
+    engine = await asyncio.to_thread(_prepared_database, settings.database_url)
     store = HostStore(engine)
     pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="host-db")
     db = AsyncStore(store, pool)

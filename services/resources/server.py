@@ -182,10 +182,11 @@ class ResourceGatewayService(resources_pb2_grpc.ResourceGatewayServiceServicer):
         return resources_pb2.RevokeGrantsResponse(revoked=await self._run(self._gateway.revoke, list(request.grants)))
 
 
-def build(context: runtime.ServiceContext) -> list[runtime.Registration]:
+async def build(context: runtime.ServiceContext) -> list[runtime.Registration]:
     settings: ResourcesSettings = context.settings
     try:
-        gateway = Gateway(settings)
+        # Off the loop: connecting to the warehouse and the store may wait; health keeps answering meanwhile.
+        gateway = await asyncio.to_thread(Gateway, settings)
     except SemanticModelError as exc:
         raise runtime.StartupError(f"semantic model {exc}") from None
     except (WarehouseUnavailable, StoreUnavailable) as exc:
@@ -198,7 +199,7 @@ def build(context: runtime.ServiceContext) -> list[runtime.Registration]:
         return await asyncio.get_running_loop().run_in_executor(pool, gateway.warehouse.ping)
 
     async def store_reachable() -> str | None:
-        # Not ready while the shared store is gone; calls meanwhile get UNAVAILABLE / STORE_UNAVAILABLE.
+        # Not ready while the shared store is gone; calls meanwhile get UNAVAILABLE / DATABASE_UNAVAILABLE.
         return await asyncio.get_running_loop().run_in_executor(pool, gateway.store.ping)
 
     def stop() -> None:

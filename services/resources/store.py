@@ -9,13 +9,12 @@ Alembic's (migrations/).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import secrets
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
@@ -28,7 +27,6 @@ from services.resources.results import PinnedResult, content_hash
 from shared import db
 from shared.bounded_json import canonical
 from shared.caches import SharedMemo, bounded_lru
-from shared.refusals import Unavailable
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 CACHE_ENTRIES = 16  # pinned results are immutable: a replica may keep the recent ones in memory
@@ -70,7 +68,6 @@ REVOKED = sa.Table(
 ASKED = "asked"
 _INSERT = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
 # What a store that went away raises: no connection, a dropped one, a full pool, a locked file.
-_GONE = (sa.exc.OperationalError, sa.exc.InterfaceError, sa.exc.TimeoutError)
 
 
 class StoreUnavailable(Exception):
@@ -107,26 +104,13 @@ def open_store(url: str, budget_lifetime: float, session_lifetime: float = SESSI
     return ResourceStore(engine, budget_lifetime, session_lifetime=session_lifetime)
 
 
-@contextlib.contextmanager
-def available() -> Iterator[None]:
-    """A store that does not answer is a retryable refusal (UNAVAILABLE), never an internal error."""
-    try:
-        yield
-    except _GONE as exc:
-        raise Unavailable("STORE_UNAVAILABLE", "the gateway's result store does not answer; try again shortly") \
-            from exc
-    except sa.exc.DBAPIError as exc:
-        if not exc.connection_invalidated:
-            raise
-        raise Unavailable("STORE_UNAVAILABLE",
-                          "the gateway's result store connection was lost; try again shortly") from exc
-
-
 class ResourceStore:
     def __init__(self, engine: sa.Engine, budget_lifetime: float, clock: Callable[[], float] = time.time,
                  session_lifetime: float = SESSION_LIFETIME_SECONDS) -> None:
         self.engine = engine
         self.writer = engine.execution_options(**{db.WRITE: True})  # on SQLite: BEGIN IMMEDIATE
+        # A store that does not answer is a retryable refusal (DATABASE_UNAVAILABLE), said once per outage.
+        self.outage = db.Outage("result store")
         self.budget_lifetime = budget_lifetime
         self.session_lifetime = session_lifetime
         self._clock = clock
@@ -149,7 +133,7 @@ class ResourceStore:
         digest = content_hash(columns, rows, rows_json)
         result = PinnedResult(f"res_{secrets.token_hex(10)}", f"v1-{digest[:16]}", digest, session_id, turn_id,
                               columns, rows, truncated)
-        with available(), self.writer.begin() as connection:
+        with self.outage.guard(), self.writer.begin() as connection:
             connection.execute(PINNED.insert().values(
                 resource_id=result.resource_id, version_id=result.version_id, content_hash=digest,
                 session_id=session_id, turn_id=turn_id, columns_json=json.dumps([c.__dict__ for c in columns]),
@@ -162,7 +146,7 @@ class ResourceStore:
         cached = self._cache.get(resource_id)
         if cached is not None:
             return cached
-        with available(), self.engine.connect() as connection:
+        with self.outage.guard(), self.engine.connect() as connection:
             row = connection.execute(sa.select(PINNED).where(PINNED.c.resource_id == resource_id)).first()
         if row is None:
             return None
@@ -186,7 +170,7 @@ class ResourceStore:
         if limit < 1:
             return None
         self._sweep_when_due()
-        with available(), self.writer.begin() as connection:
+        with self.outage.guard(), self.writer.begin() as connection:
             return connection.execute(self._spending(kind, session_id, turn_id, limit, self._clock())).scalar()
 
     def _spending(self, kind: str, session_id: str, turn_id: str, limit: int, now: float):
@@ -201,11 +185,11 @@ class ResourceStore:
     def refund(self, kind: str, session_id: str, turn_id: str) -> None:
         """A unit whose work did not run does not count."""
         key = self._budget(kind, session_id, turn_id) & (BUDGETS.c.used > 0)
-        with available(), self.writer.begin() as connection:
+        with self.outage.guard(), self.writer.begin() as connection:
             connection.execute(BUDGETS.update().where(key).values(used=BUDGETS.c.used - 1))
 
     def used(self, kind: str, session_id: str, turn_id: str) -> int:
-        with available(), self.engine.connect() as connection:
+        with self.outage.guard(), self.engine.connect() as connection:
             return connection.execute(sa.select(BUDGETS.c.used).where(
                 self._budget(kind, session_id, turn_id))).scalar() or 0
 
@@ -227,7 +211,7 @@ class ResourceStore:
         self._sweep_when_due()
         now = self._clock()
         try:
-            with available(), self.writer.begin() as connection:
+            with self.outage.guard(), self.writer.begin() as connection:
                 session_used = self._take_session(connection, session_id, limits.per_session, now)
                 turn_used = self._take_turn(connection, session_id, turn_id, limits.per_turn, now)
                 if search is not None:
@@ -236,7 +220,7 @@ class ResourceStore:
         except _Refused as refused:
             record = AnalysisRefusal(now, session_id, turn_id, refused.reason, refused.budget,
                                      refused.fingerprint or shape, refused.count, refused.bound)
-            with available(), self.writer.begin() as connection:
+            with self.outage.guard(), self.writer.begin() as connection:
                 connection.execute(REFUSALS.insert().values(**asdict(record)))
             return Admission(refused=record)
 
@@ -292,13 +276,13 @@ class ResourceStore:
         turn = self._budget("analysis", session_id, turn_id) & (BUDGETS.c.used > 0)
         session = (SESSION_BUDGETS.c.session_id == session_id) & (SESSION_BUDGETS.c.kind == "analysis") & \
             (SESSION_BUDGETS.c.used > 0)
-        with available(), self.writer.begin() as connection:
+        with self.outage.guard(), self.writer.begin() as connection:
             connection.execute(SESSION_BUDGETS.update().where(session).values(used=SESSION_BUDGETS.c.used - 1))
             connection.execute(BUDGETS.update().where(turn).values(used=BUDGETS.c.used - 1))
 
     def session_used(self, session_id: str) -> int:
         """Analyses the session ran in its current budget period."""
-        with available(), self.engine.connect() as connection:
+        with self.outage.guard(), self.engine.connect() as connection:
             return self._session_used(connection, session_id)
 
     @staticmethod
@@ -310,7 +294,7 @@ class ResourceStore:
         """The audit of a session's refused analyses, oldest first."""
         query = sa.select(*(REFUSALS.c[name] for name in AnalysisRefusal.__dataclass_fields__)).where(
             REFUSALS.c.session_id == session_id).order_by(REFUSALS.c.refusal_id)
-        with available(), self.engine.connect() as connection:
+        with self.outage.guard(), self.engine.connect() as connection:
             return [AnalysisRefusal(*row) for row in connection.execute(query)]
 
     # --- revoked grants --------------------------------------------------
@@ -319,11 +303,11 @@ class ResourceStore:
         """Record a revocation until the grant's own expiry; False when it was already revoked."""
         statement = self._insert(REVOKED).values(grant_id=grant_id, expires_at=expires_at)
         statement = statement.on_conflict_do_nothing(index_elements=[REVOKED.c.grant_id]).returning(REVOKED.c.grant_id)
-        with available(), self.writer.begin() as connection:
+        with self.outage.guard(), self.writer.begin() as connection:
             return connection.execute(statement).first() is not None
 
     def revoked(self, grant_id: str) -> bool:
-        with available(), self.engine.connect() as connection:
+        with self.outage.guard(), self.engine.connect() as connection:
             return connection.execute(sa.select(REVOKED.c.grant_id).where(REVOKED.c.grant_id == grant_id)).first() \
                 is not None
 
@@ -342,7 +326,7 @@ class ResourceStore:
         session lasting longer starts a new period), old refusal records and revocations of expired grants."""
         now = self._clock()
         session_cutoff = now - self.session_lifetime
-        with available(), self.writer.begin() as connection:
+        with self.outage.guard(), self.writer.begin() as connection:
             budgets = connection.execute(BUDGETS.delete().where(BUDGETS.c.updated_at < now - self.budget_lifetime))
             connection.execute(SESSION_BUDGETS.delete().where(SESSION_BUDGETS.c.started_at < session_cutoff))
             connection.execute(VARIANTS.delete().where(VARIANTS.c.first_at < session_cutoff))

@@ -174,7 +174,7 @@ def test_a_replica_that_loses_the_store_refuses_and_rejoins_without_a_restart(
         _wait_for_health(replicas[name], cert_dir, "NOT_SERVING")
         for principal, method, message in calls.values():
             refused = _refusal(call, name, principal, method, message)
-            assert refused == (grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE"), (name, method)
+            assert refused == (grpc.StatusCode.UNAVAILABLE, "DATABASE_UNAVAILABLE"), (name, method)
 
     allow_connections(database, True)
     for name in ("a", "b"):

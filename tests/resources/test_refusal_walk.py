@@ -23,7 +23,6 @@ GATEWAY_FILES = re.compile(r"^services/resources/")
 # Refusals the gateway defines that this walk does not trigger, and where they are triggered instead.
 ELSEWHERE = {
     "QUERY_TIMEOUT": "tests/resources/test_refusals.py (a statement stopped at the policy timeout)",
-    "STORE_UNAVAILABLE": "tests/unit/test_resources_store.py (a store that goes away)",
     "PROBE_KIND": "tests/integration/test_resources_rpc.py (the servicer's; the tool's schema lists the kinds)",
     "ORACLE_PATTERN": "tests/resources/test_information_budget.py (a threshold search, at the default bounds)",
 }

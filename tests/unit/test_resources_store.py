@@ -194,7 +194,7 @@ def test_a_lost_store_refuses_with_unavailable_and_comes_back(request):
     for call in calls:
         with pytest.raises(Unavailable) as refused:  # the interceptor answers it as UNAVAILABLE
             call()
-        assert refused.value.reason == "STORE_UNAVAILABLE"
+        assert refused.value.reason == "DATABASE_UNAVAILABLE"
         assert status_of(refused.value).metadata["next_step"].startswith("Try again shortly")  # as a model reads it
     allow_connections(database, True)
     assert store.ping() is None  # the same store object, no restart
