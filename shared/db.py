@@ -106,6 +106,10 @@ class FrozenStatements:
     gets its socket shut down, so the call waiting on it fails at once (the pool then drops the connection)
     and its worker thread is free again. Costs nothing per statement."""
 
+    # Connections whose statements may take as long as they need (a migration, and the wait for another
+    # replica's): never ended by the watch.
+    unbounded: weakref.WeakSet = weakref.WeakSet()
+
     def __init__(self, bound: float) -> None:
         self.bound = bound
         self._connections: weakref.WeakSet = weakref.WeakSet()
@@ -137,7 +141,7 @@ class FrozenStatements:
         ended, busy = [], {}
         for connection in connections:
             key = id(connection)
-            if not _busy(connection):
+            if connection in self.unbounded or not _busy(connection):
                 continue
             busy[key] = since = self._busy_since.get(key, now)
             if now - since >= self.bound and _shut(connection):
@@ -219,6 +223,7 @@ def _run(engine: sa.Engine, migrations: Path, step, target: str) -> None:
     config.set_main_option("script_location", str(migrations))
     sqlite = engine.dialect.name == "sqlite"
     with engine.connect() as connection:
+        raw = connection.connection.dbapi_connection if engine.dialect.name == "postgresql" else None
         if sqlite:
             connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
             connection.commit()  # ends SQLAlchemy's autobegun (empty) transaction
@@ -228,10 +233,13 @@ def _run(engine: sa.Engine, migrations: Path, step, target: str) -> None:
                     # A replica waits for another's migration, and a migration may rewrite a large table:
                     # neither is a statement a question waits for, so neither has the services' bound.
                     connection.exec_driver_sql("SET LOCAL statement_timeout = 0")
+                    FrozenStatements.unbounded.add(raw)
                     connection.execute(sa.select(sa.func.pg_advisory_xact_lock(_migration_lock(migrations))))
                 config.attributes["connection"] = connection
                 step(config, target)
         finally:
+            if raw is not None:
+                FrozenStatements.unbounded.discard(raw)
             if sqlite:
                 connection.exec_driver_sql("PRAGMA foreign_keys=ON")
                 connection.commit()
