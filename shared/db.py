@@ -53,7 +53,7 @@ def unreachable(error: BaseException) -> bool:
     """The database did not answer (worth waiting for), as opposed to answering with a refusal."""
     original = getattr(error, "orig", None) or error
     return isinstance(original, Exception) and any(text in str(original).lower() for text in _UNREACHABLE) \
-        and type(original).__name__ == "OperationalError"
+        and any(kind.__name__ == "OperationalError" for kind in type(original).__mro__)  # ConnectionTimeout too
 
 
 def engine_for(url: str, statement_timeout: float = STATEMENT_TIMEOUT_SECONDS) -> sa.Engine:

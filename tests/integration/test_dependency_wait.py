@@ -66,6 +66,41 @@ def test_a_host_waits_not_ready_for_its_database_then_serves(request, cert_dir, 
             forwarder.close()
 
 
+def test_liveness_answers_while_the_database_accepts_and_never_answers(request, cert_dir, tmp_path):
+    """The build's database work runs off the event loop: a database that hangs (a frozen path) leaves the
+    process alive to its liveness probe, not ready, waiting, and it serves once the path thaws."""
+    url = sa.make_url(postgres_database(request, "hang"))
+    db_port, grpc_port, health_port = free_ports(3)
+    relay = TcpForwarder(db_port, (url.host or "127.0.0.1", url.port or 5432))
+    relay.dropping.set()
+    log = tmp_path / "host.log"
+    env = {**os.environ, "TESSERA_CERT_DIR": str(cert_dir), "TESSERA_VAR_DIR": str(tmp_path),
+           "TESSERA_HOST_PORT": str(grpc_port), "TESSERA_HOST_HEALTH_PORT": str(health_port),
+           "TESSERA_HOST_DEPENDENCY_WAIT_SECONDS": "120",
+           "TESSERA_HOST_DATABASE_URL": url.set(host="127.0.0.1", port=db_port).render_as_string(
+               hide_password=False)}
+    with open(log, "wb") as out:
+        process = subprocess.Popen([sys.executable, "-m", "services.host"], cwd=REPO_ROOT, env=env, stdout=out,
+                                   stderr=subprocess.STDOUT)
+    try:
+        wait_until(lambda: "waiting for a dependency" in log.read_text(), 60,
+                   what="the host waiting for a database that never answers", detail=log.read_text)
+        # Several liveness checks while connection attempts hang: every one answered.
+        for _ in range(5):
+            assert _status(health_port, LIVENESS_SERVICE) == "SERVING"
+            assert _status(health_port) == "NOT_SERVING"
+        relay.dropping.clear()
+        wait_until(lambda: _status(health_port) == "SERVING", 60, what="the host ready once the path thaws",
+                   detail=lambda: log.read_text()[-2000:])
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        relay.close(connections=True)
+
+
 def test_without_a_wait_an_unreachable_database_stops_startup_with_one_line(cert_dir, tmp_path):
     (db_port,) = free_ports(1)
     env = {**os.environ, "TESSERA_CERT_DIR": str(cert_dir), "TESSERA_VAR_DIR": str(tmp_path),
