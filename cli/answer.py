@@ -24,6 +24,7 @@ from rich.text import Text
 
 from cli.formats import column_format, format_value, terminal_locale
 from shared.contracts import invoke, invoke_stream
+from shared.errors import error_details
 from shared.printable import printable
 from shared.ui.template import TemplateError, fill
 from tessera.host.v1 import host_pb2
@@ -50,6 +51,7 @@ class SurfaceReader:
         self._changed = threading.Condition()
         self._call = invoke_stream(host, "host", "Subscribe", host_pb2.SubscribeRequest(
             actor=person, session_id=session_id, surface_id=surface_id, max_envelopes=64), timeout=WAIT_SECONDS * 4)
+        self._closing = False
         self._thread = threading.Thread(target=self._follow, name="surface-reader", daemon=True)
         self._thread.start()
 
@@ -60,9 +62,10 @@ class SurfaceReader:
                     if envelope.WhichOneof("payload") == "a2ui":
                         self._take(json.loads(envelope.a2ui.message_json))
         except grpc.RpcError as exc:
-            if exc.code() != grpc.StatusCode.CANCELLED:
+            if not self._closing:  # our own cancel ends it quietly; a host that stopped (CANCELLED too) is said
                 with self._changed:
-                    self.data.failed = f"{exc.code().name}: {exc.details()}"
+                    details = error_details(exc, "host")  # in words: gRPC's own text is not for the terminal
+                    self.data.failed = f"{details.reason}: {details.message}"
                     self._changed.notify_all()
 
     def _take(self, message: dict) -> None:
@@ -90,6 +93,7 @@ class SurfaceReader:
             return condition(self.data)
 
     def close(self) -> None:
+        self._closing = True
         self._call.cancel()
         self._thread.join(timeout=5)
 

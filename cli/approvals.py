@@ -152,7 +152,7 @@ class ApprovalDesk:
             reply = retrying(lambda: invoke(self.channel, "capabilities", "Decide", request,
                                             timeout=DECIDE_TIMEOUT_SECONDS))
         except grpc.RpcError as exc:
-            details = error_details(exc)
+            details = error_details(exc, "capabilities")
             if details.reason in SETTLED:
                 raise DecisionRefused(f"{details.reason}: {details.message}\n{_settled(details.metadata)}") from None
             if details.reason in NOT_THIS_SIGNER:

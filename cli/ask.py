@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
+import sys
 from pathlib import Path
+
+import grpc
 
 from cli.answer import AnswerPrinter
 from cli.launcher import cli_credentials
@@ -12,6 +16,7 @@ from shared.actors import assert_actor
 from shared.certs import load_signing_key, signing_key_path
 from shared.channels import sync_channel
 from shared.contracts import invoke, invoke_stream
+from shared.errors import error_details
 from tessera.agent.v1 import agent_pb2
 from tessera.host.v1 import host_pb2
 
@@ -30,14 +35,40 @@ def ask(addresses: dict[str, str], cert_dir: Path, question: str, web_url: str =
     credentials = cli_credentials(cert_dir, "cli")
     with sync_channel(addresses["host"], credentials, "host") as host, \
             sync_channel(addresses["agent"], credentials, "agent") as agent:
+        try:
+            return _ask(host, agent, person, question, web_url, conversation, follow_up)
+        except _Refused as refused:  # said once, in words; the turn counts as failed
+            print(f"tessera: error: {refused}", file=sys.stderr)
+            return agent_pb2.TurnDone(outcome=agent_pb2.TURN_OUTCOME_FAILED)
+
+
+class _Refused(Exception):
+    """A call of `ask` that failed, as the person reads it (reason: sentence)."""
+
+
+@contextlib.contextmanager
+def _calling(service: str):
+    """Calls to `service`: a failure becomes its reason and sentence, naming the service where nobody
+    answered (shared.errors), never gRPC's own text."""
+    try:
+        yield
+    except grpc.RpcError as exc:
+        details = error_details(exc, service)
+        raise _Refused(f"{details.reason}: {details.message}") from None
+
+
+def _ask(host, agent, person, question: str, web_url: str, conversation: Path | None,
+         follow_up: bool) -> agent_pb2.TurnDone:
+    with _calling("host"):
         session = _session(host, person, conversation if follow_up else None)
-        if conversation is not None:
-            conversation.parent.mkdir(parents=True, exist_ok=True)
-            conversation.write_text(json.dumps({"session_id": session.session_id,
-                                                "surface_id": session.surface_id}) + "\n")
-        print(f"? {question}")
-        print(f"  session {session.session_id}, surface {session.surface_id}")
-        done = agent_pb2.TurnDone()
+    if conversation is not None:
+        conversation.parent.mkdir(parents=True, exist_ok=True)
+        conversation.write_text(json.dumps({"session_id": session.session_id,
+                                            "surface_id": session.surface_id}) + "\n")
+    print(f"? {question}")
+    print(f"  session {session.session_id}, surface {session.surface_id}")
+    done = agent_pb2.TurnDone()
+    with _calling("agent"):
         for event in invoke_stream(agent, "agent", "StartTurn", agent_pb2.StartTurnRequest(
                 actor=person, session_id=session.session_id, question=question,
                 request_id=f"ask-{secrets.token_hex(6)}"), timeout=300):
@@ -54,28 +85,29 @@ def ask(addresses: dict[str, str], cert_dir: Path, question: str, web_url: str =
                 print(f"  ! {event.degraded.tool} unavailable: {event.degraded.message}")
             elif kind == "done":
                 done = event.done
-        print(f"= {done.answer}")
-        for offered in done.suggested_questions:  # what it can answer instead, nearest first
-            print(f"  you could ask: {offered}")
-        document = None
-        for revision_id in done.revision_ids:
+    print(f"= {done.answer}")
+    for offered in done.suggested_questions:  # what it can answer instead, nearest first
+        print(f"  you could ask: {offered}")
+    document = None
+    for revision_id in done.revision_ids:
+        with _calling("host"):
             revision = invoke(host, "host", "GetRevision", host_pb2.GetRevisionRequest(
                 actor=person, session_id=session.session_id, revision_id=revision_id),
                 timeout=CALL_SECONDS).revision
-            document = json.loads(revision.document_json)
-            outline = ", ".join(f"{b['component']}" + (" (bound)" if any(
-                isinstance(v, dict) and "resource" in v for v in b["data"].values()) else "")
-                for b in document["blocks"] if b["component"] != "Column")
-            print(f"  surface {revision.surface_id}: {outline}")
-        if document is not None:  # the last revision is what the surface shows now
-            print(flush=True)
-            AnswerPrinter().show(host, person, session.session_id, session.surface_id, done.revision_ids[-1],
-                                 document)
-        if web_url and done.revision_ids:
-            # The browser has a session of its own: this surface belongs to the operator's session.
-            print(f"\n  the browser at {web_url} asks in a session of its own")
-        if conversation is not None:
-            print("  (ask a follow-up in this session with: tessera ask --follow-up \"...\")")
+        document = json.loads(revision.document_json)
+        outline = ", ".join(f"{b['component']}" + (" (bound)" if any(
+            isinstance(v, dict) and "resource" in v for v in b["data"].values()) else "")
+            for b in document["blocks"] if b["component"] != "Column")
+        print(f"  surface {revision.surface_id}: {outline}")
+    if document is not None:  # the last revision is what the surface shows now
+        print(flush=True)
+        AnswerPrinter().show(host, person, session.session_id, session.surface_id, done.revision_ids[-1],
+                             document)
+    if web_url and done.revision_ids:
+        # The browser has a session of its own: this surface belongs to the operator's session.
+        print(f"\n  the browser at {web_url} asks in a session of its own")
+    if conversation is not None:
+        print("  (ask a follow-up in this session with: tessera ask --follow-up \"...\")")
     return done
 
 

@@ -41,8 +41,7 @@ def outcome(call) -> str:
         call()
     except grpc.RpcError as exc:
         details = error_details(exc)
-        reason = f" reason={details.reason}" if details.reason else ""
-        return f"{details.code.name}{reason}"
+        return f"{details.code.name} reason={details.reason}"
     return "OK"
 
 
@@ -97,7 +96,17 @@ def _links(services: ServiceSet, cert_dir: Path) -> Iterator[_Links]:
 
 
 def walk(services: ServiceSet, cert_dir: Path) -> bool:
-    """The main job, step by step, printed as it goes; True if every step came out as the design says."""
+    """The main job, step by step, printed as it goes; True if every step came out as the design says. A step a
+    service refused (or that nobody answered) is said in words, never as gRPC's text, and fails the walk."""
+    try:
+        return _walk(services, cert_dir)
+    except grpc.RpcError as exc:
+        details = error_details(exc)
+        print(f"demo: a step failed: {details.reason}: {details.message}")
+        return False
+
+
+def _walk(services: ServiceSet, cert_dir: Path) -> bool:
     person = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), "demo-user", "demo-tenant",
                           "Demo User")
     with _links(services, cert_dir) as links:

@@ -415,17 +415,18 @@ def cmd_catalog(args: argparse.Namespace) -> int:
 def cmd_ask(args: argparse.Namespace) -> int:
     """Ask one question through the running set (`tessera up`)."""
     from cli.ask import ask
+    from cli.terminal_logs import log_to_file
 
     recorded = _running_set()
     if recorded is None:
         return 1
+    log_to_file(var_dir() / "run" / "logs" / "cli.log")  # transport text for whoever looks, not the answer
     addresses = {p["name"]: p["address"] for p in recorded["processes"]}
     try:
         done = ask(addresses, Path(recorded["cert_dir"]), args.question, f"http://{addresses.get('web', '')}/",
                    conversation=var_dir() / "run" / "conversation.json", follow_up=args.follow_up)
     except grpc.RpcError as exc:
-        print(f"tessera: error: {exc.code().name}: {exc.details()}", file=sys.stderr)
-        return 1
+        return _refused(exc)
     return 0 if done.revision_ids or done.answer else 1
 
 
@@ -454,11 +455,12 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     return 1  # not reached
 
 
-def _refused(exc: grpc.RpcError) -> int:
-    """A service's refusal on the terminal, with its stable reason; the command's exit status."""
+def _refused(exc: grpc.RpcError, service: str | None = None) -> int:
+    """A service's refusal on the terminal, with its stable reason (a service nobody reached in words, never
+    gRPC's text); the command's exit status."""
     from shared.errors import error_details
 
-    details = error_details(exc)
+    details = error_details(exc, service)
     print(f"tessera: error: {exc.code().name} {details.reason}: {details.message}", file=sys.stderr)
     return 1
 
@@ -474,14 +476,16 @@ def _running_address(name: str) -> tuple[str, Path] | None:
 def cmd_approvals(args: argparse.Namespace) -> int:
     """List, show and decide approvals (and export the audit trail) at the running broker."""
     from cli import approvals
+    from cli.terminal_logs import log_to_file
 
     found = _running_address("capabilities")
     if found is None:
         return 1
+    log_to_file(var_dir() / "run" / "logs" / "cli.log")  # transport text for whoever looks, not the answer
     try:
         return approvals.run(*found, args)
     except grpc.RpcError as exc:
-        return _refused(exc)
+        return _refused(exc, "capabilities")
 
 
 def cmd_policy(args: argparse.Namespace) -> int:

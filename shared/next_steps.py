@@ -43,12 +43,13 @@ NEXT_STEPS: dict[str, str] = {
                          "new turn with a new budget.",
     "TURN_ENDED": "Call inspect_current_context to begin a new turn, then continue.",
     "PERSON_UNKNOWN": "Ask the person to sign in again: the access token names no person this deployment accepts.",
-    "HOST_UNAVAILABLE": "Try again shortly; if it persists, tell the person Tessera's host is not answering.",
     "QUESTION_INVALID": "Send the person's question as 1-2,000 characters.",
-    # A peer not answering: its tools are unavailable for now.
-    "UNAVAILABLE": "Tell the person this tool's service is not answering now, and answer without it.",
-    "DEADLINE_EXCEEDED": "Tell the person this step timed out; ask for less (a narrower filter, fewer breakdowns) "
-                         "or answer without it.",
+    # A call no Tessera service explained (shared.errors.error_details): nobody answered, or it broke on the way.
+    "SERVICE_UNAVAILABLE": "Tell the person the service this step needs is not answering now (the message names "
+                           "it), and answer without it.",
+    "SERVICE_STOPPED": "Try the call once more (the service may have restarted); if it fails again, tell the person "
+                       "this step failed and answer without it.",
+    "SERVICE_FAILED": "Tell the person this step failed inside Tessera, and answer without it.",
     "TOOL_UNAVAILABLE": "Answer without this tool and say it was unavailable.",
     "INTERNAL": "Tell the person this step failed inside Tessera, and answer without it.",
     "UNKNOWN": "Tell the person this step failed inside Tessera, and answer without it.",

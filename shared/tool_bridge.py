@@ -87,6 +87,7 @@ def _json(text: str | None):
 class Tool:
     contract: ToolContract
     handler: Handler
+    service: str = ""  # the service its handler calls (shared.errors.SERVICE_NAMES), named when it does not answer
 
 
 class ToolBridge:
@@ -143,11 +144,11 @@ class ToolBridge:
             raise
         except TesseraError as exc:  # a refusal of the tool's own, pointing into the arguments already
             return None if self._closed else refused(call_id, tool, exc.reason, exc.message, exc.metadata)
-        except grpc.RpcError as exc:
-            details = error_details(exc)
+        except grpc.RpcError as exc:  # a peer's refusal, or a peer nobody reached: in words, never gRPC's text
+            details = error_details(exc, found.service or None)
             # A peer's pointer is into what it was sent (the draft, the proposal): rooted there in the arguments.
-            return None if self._closed else refused(call_id, tool, details.reason or details.code.name,
-                                                     details.message, details.metadata, found.contract.subject)
+            return None if self._closed else refused(call_id, tool, details.reason, details.message,
+                                                     details.metadata, found.contract.subject)
         except Exception:
             logger.exception("tool %s failed", tool)
             return None if self._closed else self._fail(call_id, tool, "TOOL_FAILED", f"{tool} failed")

@@ -19,12 +19,16 @@ hand-written reader took it; servers that speak the format end every event).
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 import httpx
 from httpx_sse import SSEError, aconnect_sse
 
+from shared.logs import log
+
+logger = logging.getLogger("tessera.agent.chat")
 DEFAULT_MAX_RESPONSE_CHARS = 1_000_000
 MAX_RESPONSE_CHARS_CAP = 10_000_000
 
@@ -201,8 +205,9 @@ class ChatAdapter:
         except SSEError as exc:  # before HTTPError, which it is a kind of
             raise ChatError("STREAM_MALFORMED", f"the model server did not answer with an event stream ({exc})") \
                 from None
-        except httpx.HTTPError as exc:
-            raise ChatError("STREAM_BROKEN", f"{type(exc).__name__}: {exc}") from None
+        except httpx.HTTPError as exc:  # the connection's own text (addresses, errno) goes to the log only
+            log(logger, logging.WARNING, "the model's stream broke", error=type(exc).__name__, detail=str(exc)[:500])
+            raise ChatError("STREAM_BROKEN", _broken(exc)) from None
         if not done and not reply.finish:
             raise ChatError("STREAM_BROKEN", "the stream ended before the model finished")
         yield reply.completion()
@@ -212,6 +217,15 @@ class ChatAdapter:
             if isinstance(event, Completion):
                 return event
         raise ChatError("STREAM_BROKEN", "no completion")
+
+
+def _broken(exc: httpx.HTTPError) -> str:
+    """What a person is told when the model's server could not be reached or the stream broke."""
+    if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+        return "the model's server could not be reached; try again shortly"
+    if isinstance(exc, httpx.TimeoutException):
+        return "the model's server stopped answering in time; try again shortly"
+    return "the connection to the model's server broke; try again shortly"
 
 
 def _call_index(call: dict, calls: dict[int, _PartialCall]) -> int:

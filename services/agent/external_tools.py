@@ -87,9 +87,9 @@ class ExternalCalls:
                 actor=state.actor, session_id=state.session_id, turn_id=state.turn_id,
                 call_id=f"{state.turn_id}-x{self.calls}", tool_id=tool_id, arguments_json=json.dumps(arguments)),
                 timeout=60)
-        except grpc.aio.AioRpcError as exc:
-            details = error_details(exc)
-            raise TesseraError(exc.code(), details.reason or exc.code().name, details.message) from None
+        except grpc.aio.AioRpcError as exc:  # the broker's refusal as it gave it, with its next step
+            details = error_details(exc, "capabilities")
+            raise TesseraError(exc.code(), details.reason, details.message, details.metadata) from None
 
     def _pending(self, reply: cap.CallToolResponse) -> dict:
         """A mutation asked for: it waits for a person (or, asked before, is wherever that request is now)."""
@@ -116,5 +116,5 @@ def build_external_tools(state: TurnState, capabilities, listed: list[cap.Tool])
         except (ToolSchemaError, ValueError) as exc:
             state.mark_unavailable(listed_tool.tool_id, f"unusable input schema: {exc}"[:200])
             continue
-        tools.append(Tool(contract, partial(external.call, listed_tool.tool_id)))
+        tools.append(Tool(contract, partial(external.call, listed_tool.tool_id), "capabilities"))
     return tools

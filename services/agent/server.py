@@ -15,7 +15,7 @@ from services.agent.turn import ModelTranscript, RunningTurn, run_turn
 from shared.actors import ActorVerifier
 from shared.channels import aio_channel
 from shared.config import peer_target
-from shared.errors import TesseraError
+from shared.errors import TesseraError, error_details
 from shared.runtime import Registration, ServiceContext, registration_for, service_info
 from tessera.agent.v1 import agent_pb2, agent_pb2_grpc
 from tessera.capabilities.v1 import capabilities_pb2_grpc
@@ -45,8 +45,8 @@ class AgentService(agent_pb2_grpc.AgentServiceServicer):
         try:
             outline = await self._peers.resources.Outline(resources_pb2.OutlineRequest(), timeout=10)
         except grpc.aio.AioRpcError as exc:
-            raise TesseraError(grpc.StatusCode.UNAVAILABLE, "RESOURCES_UNAVAILABLE",
-                               f"the Resource Gateway did not describe its catalog ({exc.code().name})") from None
+            raise TesseraError(grpc.StatusCode.UNAVAILABLE, "RESOURCES_UNAVAILABLE", "the catalog could not be "
+                               f"described: {error_details(exc, 'resources').message}") from None
         return agent_pb2.DescribeCatalogResponse(
             dataset_label=outline.dataset_label, suggested_questions=suggest(outline),
             entries=[agent_pb2.CatalogEntry(label=e.label, description=e.description, measures=list(e.measures),

@@ -33,6 +33,8 @@ _PROBES = {kind: resources_pb2.ProbeKind.Value(f"PROBE_KIND_{kind.upper().replac
 # Which peer each tool needs; a peer that is not serving makes its tools unavailable for the turn.
 TOOL_PEERS = {"inspect_catalog": "resources", "describe_data": "resources", "probe_data": "resources",
               "run_analysis": "resources", "present_ui": "host"}
+# The service each tool's handler calls: named to the model when it does not answer.
+_CALLS = {**TOOL_PEERS, "inspect_current_context": "resources"}
 PeerReadiness = Callable[[], Awaitable[dict[str, str]]]
 
 
@@ -253,4 +255,4 @@ class TurnTools:
 def build_tools(state: TurnState, resources, host, peers_ready: PeerReadiness, capabilities=None) -> list[Tool]:
     """The six tools of one turn: each contract with its handler."""
     handlers = TurnTools(state, resources, host, peers_ready, capabilities)
-    return [Tool(contract, getattr(handlers, name)) for name, contract in CONTRACTS.items()]
+    return [Tool(contract, getattr(handlers, name), _CALLS.get(name, "")) for name, contract in CONTRACTS.items()]

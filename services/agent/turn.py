@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass
@@ -20,17 +21,22 @@ from services.agent.peers import Peers
 from services.agent.planner import EmbeddedPlanner, Plan
 from services.agent.tools import TurnState, build_tools, model_message
 from shared.actors import Actor
-from shared.errors import TesseraError, error_details
+from shared.errors import SERVICE_FAILED, SERVICE_STOPPED, TesseraError, error_details
 from shared.next_steps import metadata
 from shared.tool_bridge import Tool, ToolBridge, ToolResult, refused
 from tessera.agent.v1 import agent_pb2
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.host.v1 import host_pb2
 
-# Failures that mean "the peer is not there", as opposed to a refusal the model can act on.
-_UNAVAILABLE_CODES = {"UNAVAILABLE", "DEADLINE_EXCEEDED", "TOOL_UNAVAILABLE"}
+logger = logging.getLogger("tessera.agent.turn")
 # Failures that are not the model's doing: they do not spend the turn's refusal budget.
-_NOT_THE_MODELS = _UNAVAILABLE_CODES | {"TOOL_FAILED", "INTERNAL", "UNKNOWN", "CANCELLED", "TURN_BUDGET_SPENT"}
+_NOT_THE_MODELS = {SERVICE_FAILED, "TOOL_FAILED", "INTERNAL", "UNKNOWN", "CANCELLED", "TURN_BUDGET_SPENT"}
+
+
+def _unavailable(reason: str) -> bool:
+    """A failure that means "the peer is not there" (nobody answered, a service that stopped, or a service's
+    own *_UNAVAILABLE: its database, its peer, a tool), as opposed to a refusal the model can act on."""
+    return reason.endswith("_UNAVAILABLE") or reason == SERVICE_STOPPED
 
 
 def _duration(seconds: float) -> Duration:
@@ -119,9 +125,9 @@ async def begin_turn(request: agent_pb2.StartTurnRequest, host) -> host_pb2.Begi
         return await host.BeginTurn(host_pb2.BeginTurnRequest(
             actor=request.actor, session_id=request.session_id, question=request.question,
             request_id=request.request_id or f"turn-{time.time_ns()}"), timeout=30)
-    except grpc.aio.AioRpcError as exc:
-        details = error_details(exc)
-        raise TesseraError(exc.code(), details.reason or "HOST_REFUSED", details.message) from None
+    except grpc.aio.AioRpcError as exc:  # the host's refusal as it gave it; a host nobody reached, in words
+        details = error_details(exc, "host")
+        raise TesseraError(exc.code(), details.reason, details.message, details.metadata) from None
 
 
 async def run_turn(request: agent_pb2.StartTurnRequest, peers: Peers, actor: Actor,
@@ -237,7 +243,7 @@ class Turn:
         if result is None or self.record.cancel_requested:
             # The turn was cancelled (its bridge closed, or the call cut short): nothing more reaches the model.
             raise asyncio.CancelledError
-        if not result.ok and result.error_code not in _NOT_THE_MODELS:
+        if not result.ok and result.error_code not in _NOT_THE_MODELS and not _unavailable(result.error_code):
             self.state.refusals += 1
             self.state.last_refusal = f"{result.error_code} at {result.pointer or 'the call'}: {result.error_message}"
         status, approval_id = _step_status(result)
@@ -313,8 +319,11 @@ class Turn:
             yield self.event(error=agent_pb2.TurnError(
                 reason=f"MODEL_{exc.code}", message=exc.message[:500],
                 retryable=exc.code in ("STREAM_BROKEN", "HTTP_429", "HTTP_503")))
-        else:
-            yield self.event(error=agent_pb2.TurnError(reason="PLANNER_FAILED", message=type(exc).__name__))
+        else:  # what failed goes to the log; the person is told the turn could not go on
+            logger.error("the planner failed", exc_info=exc, extra={"fields": {"turn_id": self.state.turn_id}})
+            yield self.event(error=agent_pb2.TurnError(reason="PLANNER_FAILED", message=(
+                "the turn failed inside Tessera's agent; try again, and tell whoever runs Tessera if it keeps "
+                "happening")))
         state = self.state
         yield self.event(done=agent_pb2.TurnDone(
             outcome=agent_pb2.TURN_OUTCOME_FAILED, revision_ids=state.revisions, degraded=bool(state.degraded),
@@ -327,6 +336,6 @@ def _step_status(result: ToolResult) -> tuple[int, str]:
         return agent_pb2.TOOL_STEP_STATUS_AWAITING_APPROVAL, result.content["approval_id"]
     if result.ok:
         return agent_pb2.TOOL_STEP_STATUS_OK, ""
-    if result.error_code in _UNAVAILABLE_CODES:
+    if _unavailable(result.error_code):
         return agent_pb2.TOOL_STEP_STATUS_UNAVAILABLE, ""
     return agent_pb2.TOOL_STEP_STATUS_FAILED, ""

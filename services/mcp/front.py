@@ -20,6 +20,7 @@ import mcp_types as types
 
 from services.mcp.turns import QUESTION_OPENERS, OutsideTurn, TurnUnavailable, question_of
 from shared.actors import assert_actor
+from shared.errors import error_details
 from shared.logs import log
 from shared.next_steps import metadata
 from shared.tool_bridge import refused
@@ -128,8 +129,9 @@ class Front:
             try:
                 opened = await self._host.OpenSession(host_pb2.OpenSessionRequest(
                     actor=self.assertion(person), request_id=SESSION_REQUEST_ID), timeout=10)
-            except grpc.aio.AioRpcError as exc:
-                raise TurnUnavailable("HOST_UNAVAILABLE", f"the host did not open the session ({exc.code().name})") \
+            except grpc.aio.AioRpcError as exc:  # the host's refusal, or a host nobody reached, in words
+                details = error_details(exc, "host")
+                raise TurnUnavailable(details.reason, f"the session could not be opened: {details.message}") \
                     from None
             self._sessions[person] = opened.session_id
         return self._sessions[person]

@@ -108,5 +108,6 @@ class OutsideTurn:
 
 
 def _unavailable(exc: grpc.aio.AioRpcError) -> TurnUnavailable:
-    details = error_details(exc)
-    return TurnUnavailable(details.reason or details.code.name, details.message or "the agent is unavailable")
+    """The agent's refusal as it gave it; an agent nobody reached, in words (shared.errors)."""
+    details = error_details(exc, "agent")
+    return TurnUnavailable(details.reason, details.message or "Tessera's agent could not serve this call")

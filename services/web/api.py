@@ -48,7 +48,7 @@ from services.web.ui_message_stream import HEADERS as UI_MESSAGE_STREAM_HEADERS
 from services.web.ui_message_stream import TurnParts, question_of, turn_parts
 from shared.bounded_json import BoundedJsonError, Limits, parse
 from shared.caches import bounded_lru
-from shared.errors import error_details
+from shared.errors import ErrorDetails, error_details
 from shared.logs import log
 from tessera.agent.v1 import agent_pb2
 from tessera.capabilities.v1 import capabilities_pb2 as cap
@@ -68,6 +68,7 @@ _HTTP = {grpc.StatusCode.INVALID_ARGUMENT: 400, grpc.StatusCode.UNAUTHENTICATED:
          grpc.StatusCode.UNAVAILABLE: 503, grpc.StatusCode.DEADLINE_EXCEEDED: 504,
          # Web never cancels its own calls this way: the peer cancelled it because it is stopping.
          grpc.StatusCode.CANCELLED: 503}
+_NOBODY_ANSWERED = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED)
 _CURSOR = re.compile(r"([0-9]{1,20}):([0-9]{1,20})")
 _WEB_FILLS = {"actor", "session_id", "surface_id"}  # never taken from a browser
 # The broker's refusals of a decision on an approval that already ended; their ErrorInfo metadata says how.
@@ -81,19 +82,20 @@ NOTICE_COOKIE, NOTICE_PURPOSE, NOTICE_SECONDS = "tessera_passkeys_added", "passk
 MAX_NOTICED, NOTICE_ID_CHARS = 20, 16  # the newest 20, each id as far as the page shows it (12 characters)
 
 
-def _person_facing(exc: grpc.aio.AioRpcError) -> tuple[str, str]:
-    """(reason, message) the person is shown. A service's own refusal as it gave it; a call that found
-    no one answering (the peer is down or restarting) in plain words, not gRPC's socket-level text."""
-    details = error_details(exc)
-    if details.reason:
-        return details.reason, details.message
-    if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-        return "SERVICE_UNAVAILABLE", ("a Tessera service this needs is not answering right now "
-                                       "(it may be restarting); try again in a few seconds")
-    if exc.code() == grpc.StatusCode.CANCELLED:
-        return "SERVICE_STOPPED", ("a Tessera service this needs stopped while answering (it may be "
-                                   "restarting); try again in a few seconds")
-    return exc.code().name, details.message or exc.code().name
+def _refused(exc: grpc.aio.AioRpcError, service: str | None = None) -> ApiError:
+    """What the person is shown of a failed call to `service`: a service's own refusal as it gave it; a call
+    that found no one answering (the peer is down or restarting) in plain words (shared.errors), never gRPC's
+    socket-level text."""
+    details = error_details(exc, service)
+    return ApiError(_status(details), details.reason, details.message)
+
+
+def _status(details: ErrorDetails) -> int:
+    """A refusal's HTTP status by its code. A call no service explained is the gateway's failure, never the
+    person's: 503/504 when nobody answered, 502 for the rest (a 401 or 403 there would read as "sign in")."""
+    if details.from_peer or details.code in _NOBODY_ANSWERED:
+        return _HTTP.get(details.code, 500)
+    return 502
 
 
 class ApiError(Exception):
@@ -195,11 +197,12 @@ class WebApi:
 
     # --- plumbing -----------------------------------------------------------------------------------------
 
-    async def _call(self, rpc, request, timeout: float = 60):
+    async def _call(self, rpc, request, timeout: float = 60, service: str | None = None):
+        """`rpc` of `service` (named to the person if it does not answer)."""
         try:
             return await rpc(request, timeout=timeout)
         except grpc.aio.AioRpcError as exc:
-            raise ApiError(_HTTP.get(exc.code(), 500), *_person_facing(exc)) from None
+            raise _refused(exc, service) from None
 
     async def _body(self, request: Request) -> dict:
         """A same-origin JSON object, bounded before parsing."""
@@ -232,7 +235,7 @@ class WebApi:
         opened = self._host_sessions.get(key)
         if opened is None:
             opened = await self._call(self.host.OpenSession, host_pb2.OpenSessionRequest(
-                actor=self.assertions.of(browser.person), request_id=request_id), timeout=10)
+                actor=self.assertions.of(browser.person), request_id=request_id), timeout=10, service="host")
             self._host_sessions[key] = opened
         return opened
 
@@ -325,7 +328,7 @@ class WebApi:
         if not isinstance(token, str) or not 1 <= len(token) <= 200:
             raise ApiError(400, "TOKEN_INVALID", "token: the text after #token= in the link")
         redeemed = await self._call(self.capabilities.RedeemEnrollment, cap.RedeemEnrollmentRequest(token=token),
-                                    timeout=15)
+                                    timeout=15, service="capabilities")
         person = Person(redeemed.person.actor_id, redeemed.person.tenant_id, redeemed.person.display_name)
         if not person.valid():
             raise ApiError(502, "PERSON_INVALID", "the broker named a person web cannot hold in a session")
@@ -367,7 +370,7 @@ class WebApi:
         registered = await self._call(self.capabilities.RegisterPasskey, cap.RegisterPasskeyRequest(
             actor=self.assertions.of(browser.person), enrollment_id=enrollment_id[:200],
             credential_json=json.dumps(credential), existing_passkey=_passkey_assertion(body.get("existing_passkey"))),
-            timeout=15)
+            timeout=15, service="capabilities")
         return JSONResponse(_as_dict(registered) | {"passkeys": registered.passkeys})
 
     async def sign_out(self, request: Request) -> Response:
@@ -402,8 +405,8 @@ class WebApi:
                 async for event in stream:
                     yield _event(_as_dict(event))
             except grpc.aio.AioRpcError as exc:  # the turn could not run: say why, in the stream
-                reason, message = _person_facing(exc)
-                yield _event({"error": {"reason": reason, "message": message}})
+                refused = _refused(exc, "agent")
+                yield _event({"error": {"reason": refused.reason, "message": refused.message}})
             finally:
                 stream.cancel()  # the browser went away: cancel the turn and its tool calls
 
@@ -425,7 +428,7 @@ class WebApi:
                                               surface_id=session.surface_id, max_envelopes=SSE_BATCH)
 
         async def events() -> AsyncIterator[ServerSentEvent]:
-            async for part in turn_parts(self.agent, self.host, turn, subscribe, parts, _person_facing):
+            async for part in turn_parts(self.agent, self.host, turn, subscribe, parts):
                 yield _ui_part(part)
 
         def ending(refused: SessionRefused) -> list[ServerSentEvent]:  # the message ends as a failed turn's does
@@ -439,7 +442,7 @@ class WebApi:
         """What this data can answer, as labels, and questions to start with (the page's empty state)."""
         browser = await self.signed_in(request)
         described = await self._call(self.agent.DescribeCatalog, agent_pb2.DescribeCatalogRequest(
-            actor=self.assertions.of(browser.person)), timeout=15)
+            actor=self.assertions.of(browser.person)), timeout=15, service="agent")
         return JSONResponse({"dataset": described.dataset_label,
                              "suggested_questions": list(described.suggested_questions),
                              "entities": [{"label": e.label, "description": e.description,
@@ -454,7 +457,8 @@ class WebApi:
             raise ApiError(400, "TURN_ID_INVALID", "a turn id is 1-128 letters, digits and ._:-")
         browser = await self.signed_in(request)
         cancelled = await self._call(self.agent.CancelTurn, agent_pb2.CancelTurnRequest(
-            actor=self.assertions.of(browser.person), turn_id=turn_id, reason="cancelled by the person"), timeout=10)
+            actor=self.assertions.of(browser.person), turn_id=turn_id, reason="cancelled by the person"), timeout=10,
+            service="agent")
         return JSONResponse(_as_dict(cancelled) | {"cancelled": cancelled.cancelled})
 
     async def surface_stream(self, request: Request) -> Response:
@@ -478,8 +482,8 @@ class WebApi:
                                    for envelope in (reply.envelope, *reply.following))
             except grpc.aio.AioRpcError as exc:
                 if exc.code() != grpc.StatusCode.CANCELLED:
-                    details = error_details(exc)
-                    yield _event({"error": {"reason": details.reason or exc.code().name, "message": details.message}})
+                    refused = _refused(exc, "host")
+                    yield _event({"error": {"reason": refused.reason, "message": refused.message}})
             finally:
                 stream.cancel()
 
@@ -497,19 +501,20 @@ class WebApi:
         browser, session = await self._session(request)
         command.actor.CopyFrom(self.assertions.of(browser.person))
         command.session_id, command.surface_id = session.session_id, session.surface_id
-        reply = await self._call(self.host.SendCommand, command)
+        reply = await self._call(self.host.SendCommand, command, service="host")
         return JSONResponse(_as_dict(reply))
 
     async def approvals(self, request: Request) -> Response:
         browser = await self.signed_in(request)
         listed = await self._call(self.capabilities.ListApprovals, cap.ListApprovalsRequest(
-            actor=self.assertions.of(browser.person), page_size=100))
+            actor=self.assertions.of(browser.person), page_size=100), service="capabilities")
         return JSONResponse(_as_dict(listed))
 
     async def approval(self, request: Request) -> Response:
         browser = await self.signed_in(request)
         card = await self._call(self.capabilities.GetApproval, cap.GetApprovalRequest(
-            actor=self.assertions.of(browser.person), approval_id=request.path_params["approval_id"]))
+            actor=self.assertions.of(browser.person), approval_id=request.path_params["approval_id"]),
+            service="capabilities")
         return JSONResponse(_as_dict(card.card))
 
     async def begin_decision(self, request: Request) -> Response:
@@ -587,11 +592,11 @@ class WebApi:
 def _refused_decision(exc: grpc.aio.AioRpcError) -> JSONResponse:
     """A refused decision (or challenge): for an approval that already ended, with how it ended (the page
     shows that outcome); anything else as the refusal it is."""
-    details = error_details(exc)
+    details = error_details(exc, "capabilities")
     if details.reason in _DECIDED_ALREADY:
         return JSONResponse({"reason": details.reason, "message": details.message, "outcome": details.metadata},
                             status_code=_HTTP[exc.code()])
-    raise ApiError(_HTTP.get(exc.code(), 500), *_person_facing(exc)) from None
+    raise ApiError(_status(details), details.reason, details.message) from None
 
 
 async def api_error(request: Request, exc: ApiError) -> JSONResponse:

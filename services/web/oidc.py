@@ -167,9 +167,12 @@ class OidcSignIn:
                 token = await client.fetch_token(metadata["token_endpoint"], code=params["code"],
                                                  code_verifier=flow["verifier"])
         except (OAuthError, httpx.HTTPError, ValueError) as exc:
+            # The provider's own refusal (an OAuth error) is shown; a connection's text (addresses, errno) is logged.
+            said = str(exc)[:100] if isinstance(exc, OAuthError) else type(exc).__name__
+            log(logger, logging.WARNING, "the sign-in provider did not hand out a token", error=type(exc).__name__,
+                detail=str(exc)[:500])
             raise SignInFailed(502, "OIDC_TOKEN_FAILED",
-                               f"the sign-in provider did not hand out a token ({str(exc)[:100]}); start again") \
-                from None
+                               f"the sign-in provider did not hand out a token ({said}); start again") from None
         claims = await self._verified_claims(token.get("id_token", ""), flow["nonce"])
         return self._person_of(claims)
 

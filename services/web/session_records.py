@@ -22,7 +22,7 @@ import grpc
 
 from services.web.session import BrowserSession, PasskeyAdded, Person, SessionCookies
 from shared.caches import bounded_lru, expiring
-from shared.errors import error_details
+from shared.errors import ErrorDetails, error_details
 from shared.logs import log
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 
@@ -70,7 +70,7 @@ class SessionRecords:
             opened = await self.broker.OpenWebSession(cap.OpenWebSessionRequest(
                 actor=self.assertions.of(person), signed_in_with=_METHODS[signed_in_with]), timeout=CALL_SECONDS)
         except grpc.aio.AioRpcError as exc:
-            raise self._failed(exc, "open") from None
+            raise self._failed(error_details(exc, "capabilities"), "open") from None
         session = _browser_session(opened.session, opened.passkeys_added)
         max_age = max(0, round(opened.session.expires_at.ToNanoseconds() / 1e9 - time.time()))
         return session, self.cookies.session_cookie(opened.secret), max_age
@@ -97,11 +97,12 @@ class SessionRecords:
             checked = await self.broker.CheckWebSession(cap.CheckWebSessionRequest(secret=secret),
                                                         timeout=CALL_SECONDS)
         except grpc.aio.AioRpcError as exc:
-            if exc.code() in _NOT_SIGNED_IN:  # an answer: remembered like a session is
-                reason = error_details(exc).reason or "NO_SESSION"
+            details = error_details(exc, "capabilities")
+            if exc.code() in _NOT_SIGNED_IN and details.from_peer:  # the broker's answer: remembered like a session
+                reason = details.reason or "NO_SESSION"
                 return SessionRefused(401, reason, f"{_ENDED.get(reason, 'This browser is not signed in.')} "
                                                    f"{self.sign_in_hint}")
-            raise self._failed(exc, "check") from None
+            raise self._failed(details, "check") from None
         return _browser_session(checked.session)
 
     async def until_ended(self, cookie: str | None) -> SessionRefused:
@@ -131,7 +132,7 @@ class SessionRecords:
         try:
             await self.broker.EndWebSession(cap.EndWebSessionRequest(secret=secret), timeout=CALL_SECONDS)
         except grpc.aio.AioRpcError as exc:
-            raise self._failed(exc, "end") from None
+            raise self._failed(error_details(exc, "capabilities"), "end") from None
         key = hashlib.sha256(secret.encode()).digest()
         self._ended[key] = True
         if self._checked is not None:
@@ -144,12 +145,11 @@ class SessionRecords:
             return None
         return SessionRefused(401, "SESSION_ENDED", f"{_ENDED['SESSION_ENDED']} {self.sign_in_hint}")
 
-    def _failed(self, exc: grpc.aio.AioRpcError, what: str) -> SessionRefused:
+    def _failed(self, details: ErrorDetails, what: str) -> SessionRefused:
         """The broker could not answer (down, restarting, too slow, or refusing web itself): 503, never a
         session."""
-        details = error_details(exc)
-        log(logger, logging.WARNING, f"could not {what} a session at the broker", code=exc.code().name,
-            reason=details.reason or "")
+        log(logger, logging.WARNING, f"could not {what} a session at the broker", code=details.code.name,
+            reason=details.reason, transport=details.transport[:1000])
         return SessionRefused(503, "SESSION_CHECK_UNAVAILABLE", _UNAVAILABLE[what])
 
 

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 import grpc
 from google.protobuf.json_format import MessageToDict
 
+from shared.errors import error_details
 from shared.ui.windows import FIRST_WINDOWS_PATH, key_of_window
 from tessera.agent.v1 import agent_pb2
 from tessera.host.v1 import host_pb2
@@ -138,8 +139,7 @@ class TurnParts:
 
 
 async def turn_parts(agent, host, turn: agent_pb2.StartTurnRequest, subscribe: host_pb2.SubscribeRequest,
-                     parts: TurnParts, person_facing: Callable[[grpc.aio.AioRpcError], tuple[str, str]]
-                     ) -> AsyncIterator[dict | str]:
+                     parts: TurnParts) -> AsyncIterator[dict | str]:
     """The turn's parts, merged with its surface's envelopes, ending with `finish` and DONE. Leaving early (the
     client went away) cancels the turn and the subscription."""
     queue: asyncio.Queue[tuple[str, object]] = asyncio.Queue()
@@ -163,7 +163,7 @@ async def turn_parts(agent, host, turn: agent_pb2.StartTurnRequest, subscribe: h
                 kind, item = await asyncio.wait_for(queue.get(), SURFACE_CATCH_UP_SECONDS if merged.done else None)
             except TimeoutError:
                 break  # the surface did not catch up: what it committed is on the surface stream all the same
-            for part in merged.take(kind, item, person_facing):
+            for part in merged.take(kind, item):
                 yield part
         yield parts.finish(merged.outcome)
         yield DONE
@@ -191,7 +191,7 @@ class _Merge:
         return self.done and (self.surface_gone or (set(self.parts.revisions) <= self.delivered
                                                     and not self.windows_coming))
 
-    def take(self, kind: str, item, person_facing) -> list[dict]:
+    def take(self, kind: str, item) -> list[dict]:
         if kind == "turn":
             out = self.parts.turn_event(item)
             if item.WhichOneof("event") == "started":
@@ -207,7 +207,9 @@ class _Merge:
                 return []
             return [self._envelope(item)]
         if kind in ("turn-failed", "turn-ended") and not self.done:  # no `done`: the turn could not run or broke
-            reason, message = person_facing(item) if item is not None else ("TURN_BROKEN", "the turn ended early")
+            # The agent's refusal as it gave it; an agent nobody reached, in words (shared.errors).
+            told = error_details(item, "agent") if item is not None else None
+            reason, message = (told.reason, told.message) if told else ("TURN_BROKEN", "the turn ended early")
             opening = [] if self.started else [{"type": "start"}]
             self.started = self.done = True
             self.outcome = agent_pb2.TURN_OUTCOME_FAILED

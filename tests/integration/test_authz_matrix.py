@@ -55,7 +55,7 @@ def test_caller_matrix(channels, principal, service, method):
     if declared:
         assert not denied_by_authz, outcome
         # Proof that the call reached the servicer: a real answer or a precise refusal.
-        assert outcome is None or outcome.reason, outcome
+        assert outcome is None or outcome.from_peer, outcome
     else:
         assert outcome is not None, "undeclared caller got an answer"
         assert outcome.code == grpc.StatusCode.PERMISSION_DENIED
