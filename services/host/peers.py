@@ -31,23 +31,19 @@ class Peers:
 
 
 async def peer(name: str, call):
-    """Await a call to another service; its failure becomes a precise status here, never INTERNAL."""
+    """Await a call to another service; its failure becomes a precise status here, never INTERNAL: the peer's
+    own reason when it gave one, else the shared sentence naming it (never gRPC's socket-level text)."""
     try:
         return await call
     except grpc.aio.AioRpcError as exc:
-        details = error_details(exc)
+        details = error_details(exc, name)
         unavailable = exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
-        if unavailable and not details.reason:  # nobody answered: say so, not gRPC's socket-level text
-            reason = f"{name.upper()}_UNAVAILABLE"
-            message = f"the {name} service is not answering (it may be restarting)"
-        else:
-            reason, message = details.reason or f"{name.upper()}_FAILED", f"{name}: {details.message}"
+        message = details.message if not details.from_peer else f"{name}: {details.message}"
         raise TesseraError(grpc.StatusCode.UNAVAILABLE if unavailable else grpc.StatusCode.FAILED_PRECONDITION,
-                           reason, message, {"peer": name, "peer_code": exc.code().name}) from None
+                           details.reason, message, {"peer": name, "peer_code": exc.code().name}) from None
 
 
 def broker_refusal(exc: grpc.aio.AioRpcError, what: str) -> TesseraError:
     """The broker's own status and reason, so a person sees e.g. APPROVAL_EXPIRED, not a generic failure."""
-    details = error_details(exc)
-    return TesseraError(exc.code(), details.reason or "BROKER_REFUSED",
-                        f"{what}: {details.message or exc.code().name}")
+    details = error_details(exc, "capabilities")
+    return TesseraError(exc.code(), details.reason, f"{what}: {details.message}")
