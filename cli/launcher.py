@@ -20,6 +20,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from cli.process_users import ServiceUser, allocate_ids, database_file, settle, warehouse_note
 from cli.service_box import Grant, boxed_command, exit_status, tools
+from shared import spiffe_channels
 from shared.certs import (
     CA_CERT_FILE,
     Credentials,
@@ -42,10 +44,21 @@ from shared.channels import sync_channel
 from shared.config import DEFAULT_PORTS
 from shared.identity import HTTP_PROCESS_NAMES, PROCESS_NAMES
 from shared.paths import REPO_ROOT, cli_dir, var_dir
+from shared.runtime import LIVENESS_SERVICE, WAITING_BEAT_SECONDS, WAITING_FILE
 
 STARTUP_TIMEOUT_SECONDS = 30.0
 STOP_TIMEOUT_SECONDS = 10.0
 BOX_SETUP_SECONDS = 10.0  # bubblewrap says the boxed process's pid once its mounts are made
+# How long a service waits, not ready, for a database that does not answer yet, unless the operator says
+# (TESSERA_<NAME>_DEPENDENCY_WAIT_SECONDS): a database that comes up late is not a reason to stop the set.
+DEFAULT_DEPENDENCY_WAIT_SECONDS = 600
+# A waiting file whose last beat is older than this is a silent process's, not a waiting one's: a few
+# beats may be late on a loaded machine, not more.
+WAITING_STALE_SECONDS = 3 * WAITING_BEAT_SECONDS
+LOG_TAIL_BYTES = 64 * 1024  # enough for a last line, however long the process has been logging
+# How the channel bridge fails when nothing answers at all (nothing listens, no handshake, the peer went away
+# mid-way); any other refusal is an answer: a live process that refuses our certificate or shows another.
+NO_ANSWER_REASONS = frozenset({spiffe_channels.TARGET_UNREACHABLE, spiffe_channels.TLS_HANDSHAKE_FAILED})
 
 # What a child inherits from the operator's environment besides its own TESSERA_<NAME>_*
 # variables: what a Python process needs to run, and the deployment-wide settings that are
@@ -57,6 +70,15 @@ PEER_ADDRESS_VARIABLES = tuple(f"TESSERA_{name.upper()}_ADDR" for name in PROCES
 
 class StartupError(Exception):
     """A process that did not come up; the message carries its own error line."""
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """What a process that is not ready yet says it waits for (its waiting file, shared.runtime.WaitingNotice)."""
+
+    problem: str
+    since: float  # wall-clock time it began waiting
+    beat: float  # wall-clock time of its latest beat
 
 
 @dataclass
@@ -71,6 +93,11 @@ class ProcessHandle:
     restarts: int = 0
     uid: int | None = None  # its own user, when it runs boxed; else the launcher's
     home: Path | None = None  # its HOME and TMPDIR, when it runs boxed
+    log_offset: int = 0  # the log's size when the current process started: what it logged begins there
+    # What the supervisor (or start()) last saw: starting, serving, waiting, restarting, failed or hung, and
+    # why (what it waits for, how it died); the state file carries both to `tessera status`.
+    state: str = "starting"
+    reason: str = ""
 
     @property
     def address(self) -> str:
@@ -93,12 +120,40 @@ class ProcessHandle:
             except ProcessLookupError:
                 pass
 
+    @property
+    def waiting_file(self) -> Path:
+        return self.ready_file.with_name(WAITING_FILE)
+
     def last_log_line(self) -> str:
+        """The last line the current process logged: the log is appended across restarts, and an earlier
+        process's last words are not this one's."""
         try:
-            lines = [line for line in self.log_path.read_text(errors="replace").splitlines() if line.strip()]
+            with open(self.log_path, "rb") as log_file:
+                size = os.fstat(log_file.fileno()).st_size
+                start = self.log_offset if self.log_offset <= size else 0  # truncated since: all of it is new
+                log_file.seek(max(start, size - LOG_TAIL_BYTES))
+                text = log_file.read().decode(errors="replace")
         except OSError:
             return ""
+        lines = [line for line in text.splitlines() if line.strip()]
         return lines[-1] if lines else ""
+
+    def waiting(self, now: float | None = None) -> Waiting | None:
+        """What the current process waits for, if it says so and its waiting file still beats (`now`: wall
+        clock); None when there is no such file, it cannot be read, its last beat is stale, or it is another
+        process's. The pid compares directly, boxed or not: the box shares the launcher's pid namespace
+        (cli/service_box.py unshares none), and bubblewrap reports its child's pid, which setpriv execs into
+        the service."""
+        try:
+            found = json.loads(self.waiting_file.read_bytes())
+            waiting = Waiting(str(found["problem"]), float(found["since"]), float(found["beat"]))
+            pid = int(found["pid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        now = time.time() if now is None else now
+        if pid != self.pid or now - waiting.beat > WAITING_STALE_SECONDS:
+            return None
+        return waiting
 
 
 def free_ports(count: int) -> list[int]:
@@ -120,8 +175,9 @@ def cli_credentials(cert_dir: Path, principal: str = "cli") -> Credentials:
                             key_path(cert_dir, principal))
 
 
-def check_health(handle: ProcessHandle, credentials: Credentials, timeout: float = 2.0) -> str:
-    """SERVING / NOT_SERVING / UNREACHABLE (<why>) for one process."""
+def check_health(handle: ProcessHandle, credentials: Credentials, timeout: float = 2.0, service: str = "") -> str:
+    """SERVING / NOT_SERVING / UNREACHABLE (<why>) for one process: its readiness, or the status of health
+    service `service` (gRPC processes only; HTTP ones have /healthz alone)."""
     if handle.name in HTTP_PROCESS_NAMES:
         try:
             with urllib.request.urlopen(f"http://{handle.address}/healthz", timeout=timeout) as reply:
@@ -130,10 +186,37 @@ def check_health(handle: ProcessHandle, credentials: Credentials, timeout: float
             return f"UNREACHABLE ({exc})"
     with sync_channel(handle.address, credentials, handle.name) as channel:
         try:
-            reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=timeout)
+            reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=service),
+                                                              timeout=timeout)
         except grpc.RpcError as exc:
             return f"UNREACHABLE ({exc.code().name})"
     return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+
+
+def check_liveness(handle: ProcessHandle, credentials: Credentials | None, timeout: float = 2.0) -> str | None:
+    """None when the process answers the check Kubernetes' liveness probe makes, else why not. gRPC processes:
+    health service shared.runtime.LIVENESS_SERVICE SERVING, over mTLS (with no credentials, or with a handshake
+    the process refused, there is nothing to tell: None). HTTP ones: /healthz answering at all (a 503 is a live
+    process that is not ready)."""
+    if handle.name in HTTP_PROCESS_NAMES:
+        try:
+            with urllib.request.urlopen(f"http://{handle.address}/healthz", timeout=timeout):
+                return None
+        except urllib.error.HTTPError:
+            return None
+        except (OSError, ValueError) as exc:
+            return str(exc) or type(exc).__name__
+    if credentials is None:
+        return None
+    before = spiffe_channels.failure_counts(handle.address)
+    status = check_health(handle, credentials, timeout, LIVENESS_SERVICE)
+    if status == "SERVING":
+        return None
+    # A refused certificate (say, the CLI's expired) is no hang: ending the process would not help, and every
+    # service would be ended in turn. The bridge counts the refusal before the call sees it fail.
+    refusals = {reason for reason, count in spiffe_channels.failure_counts(handle.address).items()
+                if count > before.get(reason, 0)} - NO_ANSWER_REASONS
+    return None if refusals else status
 
 
 def service_environment(name: str, source: dict[str, str]) -> dict[str, str]:
@@ -189,6 +272,8 @@ class ServiceSet:
         prefix = f"TESSERA_{handle.name.upper()}_"
         env[prefix + "PORT"] = str(handle.port)
         env[prefix + "READY_FILE"] = str(handle.ready_file)
+        # Waiting for a database is the default here; the operator's own setting (0: fail at once) wins.
+        env.setdefault(prefix + "DEPENDENCY_WAIT_SECONDS", str(DEFAULT_DEPENDENCY_WAIT_SECONDS))
         # Every process learns where its peers listen.
         for peer in self.handles.values():
             env[f"TESSERA_{peer.name.upper()}_ADDR"] = peer.address
@@ -197,8 +282,10 @@ class ServiceSet:
     def _source_env(self) -> dict[str, str]:
         return {**os.environ, **self.extra_env}
 
-    def start(self, timeout: float = STARTUP_TIMEOUT_SECONDS) -> None:
-        """Start every process and wait until each is healthy; on failure stop all."""
+    def start(self, timeout: float = STARTUP_TIMEOUT_SECONDS, allow_waiting: bool = False) -> None:
+        """Start every process and wait until each is healthy; on failure stop all. With `allow_waiting`, a
+        process that waits for its database (its waiting file beats) counts as started too: its state says
+        "waiting" and why, and it serves once the database answers."""
         credentials = cli_credentials(self.cert_dir)
         for folder in (self.run_dir, self.run_dir / "identity", self.run_dir / "home", self.run_dir / "ready"):
             private_dir(folder)  # the launcher's: a boxed process reaches only its own folders within
@@ -211,7 +298,7 @@ class ServiceSet:
         try:
             for handle in self.handles.values():
                 self._spawn(handle, truncate_log=True)
-            self._wait_ready(credentials, time.monotonic() + timeout)
+            self._wait_ready(credentials, time.monotonic() + timeout, allow_waiting)
         except BaseException:
             self.stop()
             raise
@@ -240,11 +327,13 @@ class ServiceSet:
 
     def _spawn(self, handle: ProcessHandle, truncate_log: bool) -> None:
         handle.ready_file.unlink(missing_ok=True)
+        handle.waiting_file.unlink(missing_ok=True)  # a killed process leaves its own behind
         handle.started_at = time.time()  # also when it fails to start: the supervisor counts such a start as a crash
         # A restarted process appends to its log, so the crash that caused the restart stays readable.
         flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if truncate_log else os.O_APPEND)
         program = [sys.executable, "-m", f"services.{handle.name}"]
         with open(os.open(handle.log_path, flags, 0o600), "wb") as log_file:
+            handle.log_offset = os.fstat(log_file.fileno()).st_size
             if not handle.boxed:
                 # umask 077: whatever the service creates (databases, logs, ready files) is its owner's only.
                 handle.process = subprocess.Popen(
@@ -283,7 +372,7 @@ class ServiceSet:
         handle.restarts += 1
         return handle
 
-    def _wait_ready(self, credentials: Credentials, deadline: float) -> None:
+    def _wait_ready(self, credentials: Credentials, deadline: float, allow_waiting: bool) -> None:
         pending = dict(self.handles)
         while pending:
             for name, handle in list(pending.items()):
@@ -291,9 +380,16 @@ class ServiceSet:
                 if code is not None:
                     raise StartupError(f"{name} exited with status {code}: {handle.last_log_line()}")
                 if handle.ready_file.exists() and check_health(handle, credentials) == "SERVING":
+                    handle.state, handle.reason = "serving", ""
                     del pending[name]
+                elif (waiting := handle.waiting()) is not None:
+                    handle.state, handle.reason = "waiting", waiting.problem
+                    if allow_waiting:
+                        del pending[name]
             if pending and time.monotonic() > deadline:
-                raise StartupError(f"not healthy after the start-up timeout: {', '.join(pending)}")
+                late = [f"{name} (waiting: {h.reason})" if h.state == "waiting" else name
+                        for name, h in pending.items()]
+                raise StartupError(f"not healthy after the start-up timeout: {', '.join(late)}")
             if pending:
                 time.sleep(0.05)
 
@@ -319,7 +415,8 @@ class ServiceSet:
             "cert_dir": str(self.cert_dir),
             "processes": [
                 {"name": h.name, "pid": h.pid, "address": h.address, "log": str(h.log_path),
-                 "started_at": h.started_at, "restarts": h.restarts, "uid": h.uid}
+                 "started_at": h.started_at, "restarts": h.restarts, "uid": h.uid, "state": h.state,
+                 "reason": h.reason}
                 for h in self.handles.values()
             ],
         }

@@ -16,7 +16,7 @@ from cli.launcher import ProcessHandle, ServiceSet, StartupError, check_health, 
 from cli.output import table
 from cli.process_users import OwnershipError
 from cli.service_box import BoxUnavailable
-from cli.supervisor import run_until_stopped
+from cli.supervisor import RestartPolicy, hang_seconds_from, run_until_stopped
 from shared.certs import (
     CA_CERT_FILE,
     CA_KEY_FILE,
@@ -117,7 +117,8 @@ def cmd_certs(args: argparse.Namespace) -> int:
 
 def _print_set(services: ServiceSet) -> None:
     credentials = cli_credentials(services.cert_dir)
-    rows = [[h.name, h.address, str(h.pid), str(os.getuid() if h.uid is None else h.uid), check_health(h, credentials)]
+    rows = [[h.name, h.address, str(h.pid), str(os.getuid() if h.uid is None else h.uid),
+             f"WAITING ({h.reason})" if h.state == "waiting" else check_health(h, credentials)]
             for h in services.handles.values()]
     print(table(rows, ["service", "address", "pid", "uid", "health"]))
 
@@ -128,20 +129,40 @@ def _as_root() -> bool:
 
 
 def _start(services: ServiceSet) -> int:
+    """Start the set; a service waiting for its database counts as started (it serves once that answers)."""
     if services.separate_users:
         print("running as root: each service runs as a user of its own, in a box of its own", flush=True)
     try:
-        services.start()
+        services.start(allow_waiting=True)
     except (StartupError, BoxUnavailable, OwnershipError) as exc:
         print(f"tessera: error: {exc}", file=sys.stderr)
         print(f"logs: {services.run_dir / 'logs'}", file=sys.stderr)
         return 1
     for note in services.notes:
         print(f"tessera: warning: {note}", file=sys.stderr, flush=True)
+    for handle in _waiting(services):
+        print(f"{handle.name} is waiting for its database ({handle.reason}); it will serve once that answers",
+              flush=True)
     return 0
 
 
+def _waiting(services: ServiceSet) -> list[ProcessHandle]:
+    return [h for h in services.handles.values() if h.state == "waiting"]
+
+
+def _restart_policy() -> RestartPolicy | None:
+    """The supervisor's policy, with the operator's TESSERA_HANG_SECONDS; None (said) when that is unusable."""
+    try:
+        return RestartPolicy(hang_seconds=hang_seconds_from(os.environ))
+    except ValueError as exc:
+        print(f"tessera: error: {exc}", file=sys.stderr)
+        return None
+
+
 def cmd_up(args: argparse.Namespace) -> int:
+    policy = _restart_policy()
+    if policy is None:
+        return 2
     directory = cert_dir()
     ensure_certs(directory)
     services = ServiceSet(directory, var_dir() / "run", ephemeral_ports=args.ephemeral_ports,
@@ -153,14 +174,17 @@ def cmd_up(args: argparse.Namespace) -> int:
     write_private(state, json.dumps(services.state(), indent=2).encode())
     _print_set(services)
     _print_sign_in(services, directory)
-    print(f"\nall services up; logs in {services.run_dir / 'logs'}. A service that dies is restarted; "
+    waiting = _waiting(services)
+    started = (f"all services started, {', '.join(h.name for h in waiting)} waiting for a database"
+               if waiting else "all services up")
+    print(f"\n{started}; logs in {services.run_dir / 'logs'}. A service that dies or hangs is restarted; "
           "Ctrl-C stops them all.", flush=True)
-    status = run_until_stopped(services, state, say=_say, complain=_complain)
+    run_until_stopped(services, state, policy, say=_say)
     print("stopping all services ...", flush=True)
     codes = services.stop()
     state.unlink(missing_ok=True)
     print(table([[n, str(c)] for n, c in codes.items()], ["service", "exit status"]))
-    return status
+    return 0
 
 
 def _pin_passkey_origin(services: ServiceSet) -> None:
@@ -175,6 +199,10 @@ def _print_sign_in(services: ServiceSet, directory: Path) -> None:
     """The local person's one-time sign-in link, on this terminal only (web lets no one in without one)."""
     from cli.persons import LOCAL_PERSON, enrollment_link, web_url
 
+    if services.handles["capabilities"].state == "waiting":
+        print(f"\nno sign-in link yet: the broker waits for its database; once it serves, "
+              f"`tessera persons enroll {LOCAL_PERSON[0]}` makes one", flush=True)
+        return
     try:
         link, about = enrollment_link(services.handles["capabilities"].address, directory, *LOCAL_PERSON,
                                       web_url(services.handles["web"].address))
@@ -188,10 +216,6 @@ def _print_sign_in(services: ServiceSet, directory: Path) -> None:
 
 def _say(line: str) -> None:
     print(line, flush=True)
-
-
-def _complain(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
 
 
 def _running_set() -> dict | None:
@@ -213,7 +237,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         host, port = entry["address"].rsplit(":", 1)
         handle = ProcessHandle(entry["name"], int(port), Path(entry["log"]), Path())
         alive = _pid_alive(entry["pid"])
-        health = check_health(handle, credentials) if alive else "NOT RUNNING"
+        health = _health(entry, handle, credentials, alive)
         version = _version(handle, credentials) if health == "SERVING" else ""
         healthy &= health == "SERVING"
         uptime = _duration(time.time() - entry["started_at"]) if alive and entry.get("started_at") else "-"
@@ -224,6 +248,26 @@ def cmd_status(args: argparse.Namespace) -> int:
     if broker is not None and _pid_alive(broker["pid"]):
         _tool_servers(broker["address"], credentials)
     return 0 if healthy else 1
+
+
+def _health(entry: dict, handle: ProcessHandle, credentials, alive: bool) -> str:
+    """What `status` shows of one process: its health, or what the supervisor recorded when that says more
+    (failed, hung and being restarted, restarting after a crash, waiting for its database, starting)."""
+    state, reason = entry.get("state", ""), entry.get("reason", "")
+    if state == "failed":
+        return f"FAILED ({reason})"
+    if state == "hung":
+        return f"HUNG, being restarted ({reason})"
+    if state == "restarting":
+        return f"RESTARTING ({reason})"
+    if not alive:
+        return "NOT RUNNING"
+    health = check_health(handle, credentials)
+    if health != "SERVING" and state == "waiting":
+        return f"WAITING ({reason})"
+    if health.startswith("UNREACHABLE") and state == "starting":
+        return "STARTING"
+    return health
 
 
 def _tool_servers(address: str, credentials) -> None:
@@ -316,6 +360,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     """Seed if needed, start everything, walk the data plane, show forbidden calls, stop."""
     from cli.demo import walk
 
+    policy = _restart_policy()
+    if policy is None:
+        return 2
     directory = cert_dir()
     ensure_certs(directory)
     ensure_warehouse()
@@ -345,7 +392,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             recorded = True
             _print_sign_in(services, directory)
             print("ask it anything there; Ctrl-C stops everything", flush=True)
-            ok = run_until_stopped(services, say=_say, complain=_complain) == 0
+            run_until_stopped(services, _state_file(), policy, say=_say)
     finally:
         if recorded:
             _state_file().unlink(missing_ok=True)
