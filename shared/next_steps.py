@@ -54,8 +54,8 @@ NEXT_STEPS: dict[str, str] = {
     "INTERNAL": "Tell the person this step failed inside Tessera, and answer without it.",
     "UNKNOWN": "Tell the person this step failed inside Tessera, and answer without it.",
     "RESOURCES_UNAVAILABLE": "Try again shortly; if it persists, tell the person the data is not reachable now.",
-    "STORE_UNAVAILABLE": "Try again shortly; if it persists, tell the person the data is not reachable now.",
-    "DATABASE_UNAVAILABLE": "Try again shortly; if it persists, tell the person Tessera cannot save displays now.",
+    "DATABASE_UNAVAILABLE": "Try again shortly; if it persists, tell the person Tessera cannot reach its own records "
+                            "now.",
     # --- the catalog and the capability token --------------------------------------------------------------
     "CAPABILITY_MISSING": "Call inspect_current_context first, then inspect_catalog; then repeat this call.",
     "CAPABILITY_INVALID": "Call inspect_current_context and inspect_catalog again, then use only " + _IDS + ".",
