@@ -47,6 +47,7 @@ logger = logging.getLogger("tessera.runtime")
 # A readiness probe returns None when ready or a short reason when not.
 ReadinessProbe = Callable[[], Awaitable[str | None]]
 READINESS_INTERVAL_SECONDS = 5.0
+NOT_READY_RECHECK_SECONDS = 0.5
 # A health service name that is SERVING while the process runs at all, ready or not: Kubernetes'
 # liveness probe asks for it, so a service waiting for its database stays alive and not ready.
 LIVENESS_SERVICE = "tessera.liveness"
@@ -65,6 +66,9 @@ class DependencyUnavailable(StartupError):
 # WAITING_BEAT_SECONDS, so a launcher can tell waiting (alive, beating) from hung (silent) before the
 # service answers health checks. Removed once it serves or stops.
 WAITING_FILE = "waiting.json"
+# The longest pause between attempts to reach a dependency: an attempt is one connection, cheap for a
+# database that is away, and the pause is what a person waits beyond the database's return.
+DEPENDENCY_RETRY_SECONDS = 2.0
 WAITING_BEAT_SECONDS = 2.0
 
 
@@ -238,7 +242,8 @@ async def _watch_readiness(running: RunningServer) -> None:
             log(logger, logging.WARNING if problems else logging.INFO,
                 "readiness", ready=not problems, problems=problems)
             last = problems
-        await asyncio.sleep(READINESS_INTERVAL_SECONDS)
+        # Not ready, look again soon: the moment its database answers again is the moment it may serve.
+        await asyncio.sleep(NOT_READY_RECHECK_SECONDS if problems else READINESS_INTERVAL_SECONDS)
 
 
 def certificate_validity_probe(renewing: RenewingCredentials) -> ReadinessProbe:
@@ -342,7 +347,7 @@ async def _build_when_reachable(context: ServiceContext, build: BuildRegistratio
                     await asyncio.wait_for(stop.wait(), delay)
                     return None
                 except TimeoutError:
-                    delay = min(delay * 2, 5.0)
+                    delay = min(delay * 2, DEPENDENCY_RETRY_SECONDS)
                 continue
             if waiting is not None:
                 log(logger, logging.INFO, "dependency reachable")

@@ -15,7 +15,7 @@ import grpc
 
 from services.agent.contracts import CONTRACTS, LIMITS, MAX_REFUSALS, MAX_REPAIRS, PROBE_KINDS, TOOL_NAMES, TURN_ORDER
 from shared.analysis_draft import DRAFT_SCHEMA_SHA256
-from shared.errors import TesseraError
+from shared.errors import SERVICE_NAMES, TesseraError
 from shared.next_steps import NEXT_STEPS, metadata
 from shared.screen import screen
 from shared.tool_bridge import Tool, ToolResult
@@ -136,7 +136,7 @@ class TurnTools:
         readiness = await self.peers_ready()
         for tool, peer in TOOL_PEERS.items():
             if readiness.get(peer) != "SERVING":
-                self.state.mark_unavailable(tool, f"{peer} is {readiness.get(peer, 'UNKNOWN').lower()}")
+                self.state.mark_unavailable(tool, peer_not_ready(peer, readiness.get(peer, "UNKNOWN")))
         state = self.state
         context = {"dataset": "", "limits": dict(LIMITS), "budgets": {
             "repairs_per_turn": MAX_REPAIRS, "refusals_per_turn": MAX_REFUSALS,
@@ -256,3 +256,11 @@ def build_tools(state: TurnState, resources, host, peers_ready: PeerReadiness, c
     """The six tools of one turn: each contract with its handler."""
     handlers = TurnTools(state, resources, host, peers_ready, capabilities)
     return [Tool(contract, getattr(handlers, name), _CALLS.get(name, "")) for name, contract in CONTRACTS.items()]
+
+
+def peer_not_ready(peer: str, status: str) -> str:
+    """Why a tool is unavailable this turn, in words a person may read (its health status is for the log)."""
+    who = SERVICE_NAMES.get(peer, f"Tessera's {peer} service")
+    if status == "NOT_SERVING":
+        return f"{who} is not ready right now (it may be starting, or waiting for its database)"
+    return f"{who} is not answering right now (it may be restarting)"
