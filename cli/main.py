@@ -462,12 +462,10 @@ def cmd_catalog(args: argparse.Namespace) -> int:
 def cmd_ask(args: argparse.Namespace) -> int:
     """Ask one question through the running set (`tessera up`)."""
     from cli.ask import ask
-    from cli.terminal_logs import log_to_file
 
     recorded = _running_set()
     if recorded is None:
         return 1
-    log_to_file(var_dir() / "run" / "logs" / "cli.log")  # transport text for whoever looks, not the answer
     addresses = {p["name"]: p["address"] for p in recorded["processes"]}
     try:
         done = ask(addresses, Path(recorded["cert_dir"]), args.question, f"http://{addresses.get('web', '')}/",
@@ -523,12 +521,10 @@ def _running_address(name: str) -> tuple[str, Path] | None:
 def cmd_approvals(args: argparse.Namespace) -> int:
     """List, show and decide approvals (and export the audit trail) at the running broker."""
     from cli import approvals
-    from cli.terminal_logs import log_to_file
 
     found = _running_address("capabilities")
     if found is None:
         return 1
-    log_to_file(var_dir() / "run" / "logs" / "cli.log")  # transport text for whoever looks, not the answer
     try:
         return approvals.run(*found, args)
     except grpc.RpcError as exc:

@@ -19,8 +19,11 @@ def log_to_file(path: Path) -> None:
     root = logging.getLogger()
     if any(isinstance(h, logging.FileHandler) and Path(h.baseFilename) == path.absolute() for h in root.handlers):
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(path, encoding="utf-8")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handler: logging.Handler = logging.FileHandler(path, encoding="utf-8")
+    except OSError:  # not ours to write (another user's set): the lines are dropped, still never printed
+        handler = logging.NullHandler()
     handler.setFormatter(JsonFormatter("cli"))
     root.addHandler(handler)  # with a handler, Python no longer prints warnings on stderr by itself
     root.setLevel(logging.INFO)
