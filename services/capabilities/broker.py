@@ -7,19 +7,19 @@ the approval card a person reads is built in cards.py. A model's tool call start
 to a read or to an intent waiting for a person.
 
 Blocking work (the broker's database, the warehouse) runs on a bounded thread pool; these modules
-only order the steps.
+only order the steps. Every call on the broker's own database goes through one `BrokerDatabase`
+(database.py): a database that does not answer is DATABASE_UNAVAILABLE, said once per outage.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from functools import partial
 
 import grpc
 
 from services.capabilities.changes import DataChanges
+from services.capabilities.database import BrokerDatabase, database_away
 from services.capabilities.execution import Execution
 from services.capabilities.intents import INPUT_LIMITS, Intents, checked_json
 from services.capabilities.mcp_gate import ToolGate, ToolState
@@ -43,23 +43,25 @@ class Broker:
     def __init__(self, policy: ActionPolicy, store: BrokerStorage, changes: DataChanges, pool: ThreadPoolExecutor,
                  approval_ttl: float, dry_run: bool, metrics: BrokerMetrics, gate: ToolGate,
                  signatures: DecisionSignatures, on_event: Callable[[], None] = lambda: None,
-                 lease_pool: ThreadPoolExecutor | None = None) -> None:
+                 lease_pool: ThreadPoolExecutor | None = None, database: BrokerDatabase | None = None) -> None:
         self.policy = policy
         self.gate = gate
         self.store = store
         self.pool = pool
+        self.database = database or BrokerDatabase(pool)  # the process's one (its outage is said once)
         self.dry_run = dry_run
         self.on_event = on_event  # wakes the publisher: a new host event is in the outbox
         lease_pool = lease_pool or ThreadPoolExecutor(max_workers=1, thread_name_prefix="broker-lease")
-        self.execution = Execution(policy, store, changes, gate, self.db, lease_pool)
+        self.execution = Execution(policy, store, changes, gate, self.db, self.database, lease_pool)
         self.intents = Intents(policy, store, changes, self.execution, signatures, metrics, self.db,
-                               approval_ttl=approval_ttl, dry_run=dry_run)
-        self.reads = RunReads(store, pool, gate, self.db)
+                               self.database.elsewhere, approval_ttl=approval_ttl, dry_run=dry_run)
+        self.reads = RunReads(store, self.database, gate, self.db)
         self.journal = self.reads.journal  # closed when the service stops, after the reads already answered
 
     async def db(self, fn, *args, **kwargs):
-        """A blocking call on the pool; afterwards the publisher looks for new host events in the outbox."""
-        result = await asyncio.get_running_loop().run_in_executor(self.pool, partial(fn, *args, **kwargs))
+        """A blocking call on the broker's database (on the pool, guarded); afterwards the publisher looks for
+        new host events in the outbox."""
+        result = await self.database(fn, *args, **kwargs)
         self.on_event()
         return result
 
@@ -127,6 +129,8 @@ class Broker:
         try:
             intent, pending = await self.intents.propose_tool_call(actor, request, arguments)
         except Refusal as exc:  # its turn was cancelled meanwhile: refused, and on the record
+            if database_away(exc):
+                raise
             await self.db(self.store.audit, actor.tenant_id, "tool-refused", actor.actor_id,
                           tool_id=request.tool_id[:200], reason=exc.reason, session_id=request.session_id)
             raise

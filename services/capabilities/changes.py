@@ -6,23 +6,40 @@ Apply runs the approved entries in one transaction, each record updated only
 if its version is still the prepared one (then bumped): all or nothing.
 Only the tables and columns declared in the policy are ever named; the
 credential itself is limited to them (role tessera_writer on PostgreSQL).
+
+The target is the customer's database, not the broker's: when it does not
+answer, calls are refused as CHANGE_TARGET_UNAVAILABLE (retryable), and the
+outage is logged once when it starts, now and then, once when it ends.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import grpc
 import sqlalchemy as sa
 
 from services.capabilities.policy import ChangeTarget, FieldSpec
+from shared.db import Outage, connection_lost
 from shared.errors import refuse
+from shared.refusals import Unavailable
 
 _PYTHON_TYPES = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,)}
 
 
 class VersionConflict(Exception):
     """A record changed after the proposal was prepared: nothing was applied."""
+
+
+class ChangeTargetUnavailable(Unavailable):
+    """The database the changes go to did not answer (or its connection broke). In `apply`, the one
+    transaction may or may not have committed: `applied_state` tells, once the target answers again."""
+
+    def __init__(self, entity: str) -> None:
+        super().__init__("CHANGE_TARGET_UNAVAILABLE", f"the {entity} records cannot be reached right now; "
+                         "try again in a few seconds", {"retryable": "true"})
 
 
 @dataclass(frozen=True)
@@ -49,9 +66,23 @@ def _check_value(name: str, spec: FieldSpec, value: object) -> None:
 
 
 class DataChanges:
-    def __init__(self, engine: sa.Engine, targets: dict[str, ChangeTarget]) -> None:
+    def __init__(self, engine: sa.Engine, targets: dict[str, ChangeTarget], outage: Outage | None = None) -> None:
         self.engine = engine
         self.targets = targets
+        self.outage = outage or Outage("data change target")
+
+    @contextmanager
+    def _reaching(self, entity: str) -> Iterator[None]:
+        """Work on the target: a target that does not answer is refused as such (its driver's words, which
+        may name a host or a file, go to the log only)."""
+        try:
+            yield
+        except Exception as exc:
+            if connection_lost(exc):
+                self.outage.failed(exc)
+                raise ChangeTargetUnavailable(entity) from None
+            raise
+        self.outage.answered()
 
     def _table(self, target: ChangeTarget) -> sa.TableClause:
         return sa.table(target.table, sa.column(target.key), sa.column(target.version),
@@ -80,7 +111,7 @@ class DataChanges:
             seen.add((change["record_id"], change["field"]))
         table = self._table(target)
         key = table.c[target.key]
-        with self.engine.connect() as connection:
+        with self._reaching(entity), self.engine.connect() as connection:
             current = {row[0]: row for row in connection.execute(sa.select(
                 key, table.c[target.version], *(table.c[f] for f in target.fields)).where(
                 key.in_(sorted({c["record_id"] for c in changes}))))}
@@ -102,7 +133,7 @@ class DataChanges:
         by_record: dict[int, list[Entry]] = {}
         for entry in entries:
             by_record.setdefault(entry.record_id, []).append(entry)
-        with self.engine.begin() as connection:
+        with self._reaching(entity), self.engine.begin() as connection:
             for record_id, changes in sorted(by_record.items()):
                 version = changes[0].version
                 updated = connection.execute(
@@ -116,7 +147,7 @@ class DataChanges:
         """After a crash mid-apply: 'applied', 'not-applied' or 'diverged' (someone else changed a record)."""
         target = self.target(entity)
         table = self._table(target)
-        with self.engine.connect() as connection:
+        with self._reaching(entity), self.engine.connect() as connection:
             rows = {row[0]: row._mapping for row in connection.execute(sa.select(
                 table.c[target.key], table.c[target.version], *(table.c[f] for f in target.fields)).where(
                 table.c[target.key].in_(sorted({e.record_id for e in entries}))))}

@@ -5,6 +5,9 @@ against the record versions instead of running it again blindly. Several broker 
 one PostgreSQL database: the deciding replica runs the effect under a lease it renews while the
 effect runs; every replica periodically takes up running intents whose lease ran out (their replica
 died), so an approved intent runs once, on one replica.
+
+Neither database answering stops an effect for good: an intent whose broker database or change target
+did not answer stays running, and is taken up again once its lease runs out, reconciled as after a crash.
 """
 
 from __future__ import annotations
@@ -16,8 +19,10 @@ import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 
-from services.capabilities.changes import DataChanges, Entry, VersionConflict
+from services.capabilities.changes import ChangeTargetUnavailable, DataChanges, Entry, VersionConflict
+from services.capabilities.database import BrokerDatabase, database_away
 from services.capabilities.mcp_gate import ToolCallFailed, ToolGate, result_text
 from services.capabilities.policy import ActionPolicy
 from services.capabilities.ports import EffectRuns
@@ -40,13 +45,15 @@ def sha256(text: str) -> str:
 
 @dataclass(eq=False)  # one per broker: compared by identity
 class Execution:
-    """Runs each approved intent once and records its receipt. `db` runs a blocking call on the broker's pool."""
+    """Runs each approved intent once and records its receipt. `db` runs a blocking call on the broker's
+    database; `database` is that database (its pool, its outage)."""
 
     policy: ActionPolicy
     store: EffectRuns
     changes: DataChanges
     gate: ToolGate
     db: Callable[..., Awaitable]
+    database: BrokerDatabase
     # Lease renewals get a thread of their own: effects blocked on the shared pool (a slow warehouse)
     # must never starve the renewals that keep other replicas from taking those effects over.
     lease_pool: ThreadPoolExecutor
@@ -65,8 +72,13 @@ class Execution:
         if running is None:
             running = asyncio.ensure_future(self._execute_once(intent, approved_entries, resumed))
             self._running[intent.intent_id] = running
-            running.add_done_callback(lambda _: self._running.pop(intent.intent_id, None))
+            running.add_done_callback(partial(self._ended, intent.intent_id))
         return running
+
+    def _ended(self, intent_id: str, running: asyncio.Future) -> None:
+        self._running.pop(intent_id, None)
+        if not running.cancelled():
+            running.exception()  # seen: whoever awaits it gets it; a take-up nobody awaits left it to a retry
 
     async def outcome(self, intent: Intent) -> Intent:
         """An approved intent as its first Decide call would have answered: after its effect, if it runs here."""
@@ -112,8 +124,9 @@ class Execution:
                 found = await self.db(self.store.approval, intent.approval_id)
                 self.start(intent, (found[0].approved_entries or []) if found else [], resumed=True)
                 taken += 1
-            except Exception:  # its lease runs out again: the next round (here or elsewhere) retries
-                logger.exception("could not take up intent %s", intent.intent_id)
+            except Exception as exc:  # its lease runs out again: the next round (here or elsewhere) retries
+                if not database_away(exc):  # (an outage is said by the database's Outage)
+                    logger.exception("could not take up intent %s", intent.intent_id)
         return taken
 
     # --- one execution ------------------------------------------------------------------------------------
@@ -124,7 +137,11 @@ class Execution:
             if intent.action_id not in self.policy.actions:
                 return await self._execute_tool(intent, resumed)
             return await self._execute_change(intent, approved_entries, resumed)
-        except Exception:  # never leave an approved intent silently running
+        except Exception as exc:  # never leave an approved intent silently running
+            if database_away(exc):  # its outcome cannot be recorded now: a take-up records it later
+                logger.info("intent %s is left running for a take-up: the broker database did not answer",
+                            intent.intent_id)
+                raise
             logger.exception("executing %s failed", intent.intent_id)
             current = await self.db(self.store.intent, intent.intent_id)
             return await self.db(self.store.finish, intent.intent_id, common_pb2.INTENT_STATUS_FAILED,
@@ -137,18 +154,21 @@ class Execution:
         while True:
             await asyncio.sleep(self.store.lease_seconds / 3)
             try:
-                if not await asyncio.get_running_loop().run_in_executor(self.lease_pool, self.store.renew,
-                                                                        intent_id):
+                if not await self.database.on(self.lease_pool, self.store.renew, intent_id):
                     return  # it ended (or, after a long outage, another replica took it up)
-            except Exception:  # the database hiccuped: the next renewal may still come in time
-                logger.exception("renewing the lease on %s failed", intent_id)
+            except Exception as exc:  # the database hiccuped: the next renewal may still come in time
+                if not database_away(exc):  # (an outage is said by the database's Outage)
+                    logger.exception("renewing the lease on %s failed", intent_id)
 
     async def _execute_change(self, intent: Intent, approved_entries: list[str], resumed: bool) -> Intent:
         """An approved data change: reconciled against record versions after a crash, else applied once."""
         arguments = intent.arguments
         entries = [Entry(**e) for e in arguments["entries"] if e["entry_id"] in approved_entries]
         if resumed and intent.attempted:
-            state = await self.db(self.changes.applied_state, arguments["entity"], entries)
+            try:
+                state = await self.database.elsewhere(self.changes.applied_state, arguments["entity"], entries)
+            except ChangeTargetUnavailable:
+                return await self._left_running(intent)
             if state == "applied":
                 return await self._finish_change(intent, common_pb2.INTENT_STATUS_SUCCEEDED, "", entries,
                                                  resumed=True)
@@ -159,13 +179,23 @@ class Execution:
             logger.info("dry run: %s would change %d record(s)", intent.action_id, len(entries))
             return await self._finish_change(intent, common_pb2.INTENT_STATUS_SUCCEEDED, "", entries, dry_run=True)
         try:
-            changed = await self.db(self.changes.apply, arguments["entity"], entries)
+            changed = await self.database.elsewhere(self.changes.apply, arguments["entity"], entries)
         except VersionConflict:
             return await self._finish_change(intent, common_pb2.INTENT_STATUS_FAILED, "VERSION_CONFLICT", entries)
+        except ChangeTargetUnavailable:  # applied or not: unknown until the target answers
+            return await self._left_running(intent)
         except Exception:
             logger.exception("data change %s failed", intent.intent_id)
             return await self._finish_change(intent, common_pb2.INTENT_STATUS_FAILED, "EFFECT_FAILED", entries)
         return await self._finish_change(intent, common_pb2.INTENT_STATUS_SUCCEEDED, "", entries, records=changed)
+
+    async def _left_running(self, intent: Intent) -> Intent:
+        """The change target did not answer: the intent stays running (attempted), neither lost nor failed.
+        Once our lease runs out, a take-up (here or on another replica) reconciles it against the record
+        versions when the target answers: applied if it was not, and never twice."""
+        logger.info("data change %s waits for its target to answer; taken up again when its lease runs out",
+                    intent.intent_id)
+        return await self.db(self.store.intent, intent.intent_id)
 
     async def _execute_tool(self, intent: Intent, resumed: bool) -> Intent:
         """An approved MCP mutation: re-checked against the policy now, then called once."""

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import grpc
 
 from services.capabilities.changes import DataChanges
+from services.capabilities.database import database_away
 from services.capabilities.execution import Execution, sha256
 from services.capabilities.metrics import BrokerMetrics
 from services.capabilities.policy import Action, ActionPolicy
@@ -37,7 +38,8 @@ MAX_REASON_CHARS = 2_000
 
 @dataclass(eq=False)  # one per broker: compared by identity
 class Intents:
-    """Submitting intents and deciding their approvals. `db` runs a blocking call on the broker's pool."""
+    """Submitting intents and deciding their approvals. `db` runs a blocking call on the broker's database (on
+    its pool); `elsewhere` runs one on the change target, which answers for itself (CHANGE_TARGET_UNAVAILABLE)."""
 
     policy: ActionPolicy
     store: IntentRecords
@@ -46,6 +48,7 @@ class Intents:
     signatures: DecisionSignatures
     metrics: BrokerMetrics
     db: Callable[..., Awaitable]
+    elsewhere: Callable[..., Awaitable]
     approval_ttl: float
     dry_run: bool
     # approval → (lock, users): one Decide at a time per approval in this process, so a retry racing its
@@ -67,7 +70,7 @@ class Intents:
         earlier = await self.db(self.store.by_claim, claim)
         if earlier is not None:
             return earlier, True
-        arguments = await self.db(self._prepare, action, value)
+        arguments = await self.elsewhere(self._prepare, action, value)
         fields = self._fields(actor, request.session_id, action.action_id, action.effect, value, arguments)
         shown = request.surface
         fields["surface"] = Surface(shown.surface_id, shown.revision_id, shown.node_id, shown.command_id) \
@@ -140,6 +143,8 @@ class Intents:
                 running = self.execution.start(intent, approval.approved_entries or []) \
                     if approve and not replayed else None
         except (TesseraError, Refusal) as exc:  # every refused decision is on the record, with its reason
+            if database_away(exc):  # not a refusal: nothing was decided
+                raise
             await self.db(self.store.audit, actor.tenant_id, "decision-refused", actor.actor_id,
                           approval_id=request.approval_id[:128], reason=exc.reason,
                           signed_with=request.WhichOneof("signature") or "unsigned")

@@ -5,17 +5,18 @@ With several broker replicas, one drains the outbox at a time (the others find i
 The host publishes a repeated event id once, so re-sending after a crash or a
 lost reply is safe. A transient failure stops the round (order is kept) and
 retries with backoff; an event the host can never accept (its surface is gone)
-is set aside as dropped, with the reason, instead of blocking the queue.
+is set aside as dropped, with the reason, instead of blocking the queue. A broker
+database that does not answer is such a transient failure, said by its Outage.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 
+from services.capabilities.database import BrokerDatabase, database_away
 from services.capabilities.messages import publish_request
 from services.capabilities.ports import Outbox
 from shared.errors import error_details
@@ -29,28 +30,28 @@ MAX_BACKOFF_SECONDS = 30.0
 
 
 class HostPublisher:
-    def __init__(self, store: Outbox, pool: ThreadPoolExecutor, host) -> None:
+    def __init__(self, store: Outbox, database: BrokerDatabase, host) -> None:
         self.store = store
-        self.pool = pool
+        self.database = database
         self.host = host
         self.wake = asyncio.Event()
         self.taken_elsewhere = False  # the last round found another replica draining
 
     async def _db(self, fn, *args):
-        return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
+        return await self.database(fn, *args)
 
     async def publish_pending(self) -> bool:
         """One round, if it is this replica's turn (another replica draining counts as done); False when a
         transient failure stopped it. Two guards against doubles: one drainer at a time here, and the host
         publishes an event id once."""
-        turn = await self._db(self.store.outbox_turn)
+        turn = await self.database.perhaps(self.store.outbox_turn)
         self.taken_elsewhere = turn is None
         if turn is None:
             return True
         try:
             return await self._drain()
         finally:
-            await self._db(turn.release)
+            await self.database.perhaps(turn.release)
 
     async def _drain(self) -> bool:
         # Read under the turn: whatever an earlier drainer marked published is no longer pending here.
@@ -73,15 +74,18 @@ class HostPublisher:
     async def run(self) -> None:
         backoff = 0.0
         while True:
+            # asyncio.timeout, not wait_for: on Python 3.11, wait_for returns the result of a wait that ends as
+            # the task is cancelled and drops the cancel, and the service's stop then waits for this loop forever.
             try:
-                await asyncio.wait_for(self.wake.wait(), timeout=backoff or (
-                    TAKEN_RETRY_SECONDS if self.taken_elsewhere else IDLE_SECONDS))
+                async with asyncio.timeout(backoff or (TAKEN_RETRY_SECONDS if self.taken_elsewhere else IDLE_SECONDS)):
+                    await self.wake.wait()
             except TimeoutError:
                 pass
             self.wake.clear()
             try:
                 delivered = await self.publish_pending()
-            except Exception:  # the broker database hiccuped: try again later, never die
-                logger.exception("publishing host events failed")
+            except Exception as exc:  # the broker database hiccuped: try again later, never die
+                if not database_away(exc):  # (an outage is said by the database's Outage)
+                    logger.exception("publishing host events failed")
                 delivered = False
             backoff = 0.0 if delivered else min(MAX_BACKOFF_SECONDS, max(1.0, backoff * 2))

@@ -11,12 +11,12 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 
 import grpc
 
+from services.capabilities.database import BrokerDatabase, database_away
 from services.capabilities.mcp_gate import ToolCallFailed, ToolGate, result_text
 from services.capabilities.ports import ReadRecords
 from services.capabilities.read_journal import ExternalRead, ReadJournal
@@ -43,15 +43,15 @@ class PendingRead:
 
 class RunReads:
     """The reads of each run: screening, recording and taint (tainted: it read something; flagged: a rule
-    matched). `db` runs a blocking store call on the broker's pool."""
+    matched). `db` runs a blocking store call on the broker's database (`database`: its pool and outage)."""
 
-    def __init__(self, store: ReadRecords, pool: ThreadPoolExecutor, gate: ToolGate,
+    def __init__(self, store: ReadRecords, database: BrokerDatabase, gate: ToolGate,
                  db: Callable[..., Awaitable]) -> None:
         self.store = store
-        self.pool = pool
+        self.pool = database.pool
         self.gate = gate
         self.db = db
-        self.journal = ReadJournal(store.record_reads, pool)
+        self.journal = ReadJournal(partial(database.guarded, store.record_reads), self.pool)
         # session → (tainted, flagged), this process's view; the event loop's only (no lock, shared/caches.py)
         self._taint = bounded_lru(MAX_TAINT_MEMORY)
         self._pending: dict[str, list[PendingRead]] = {}
@@ -132,7 +132,9 @@ class RunReads:
                 continue  # written (and forgotten by its own callback)
             try:
                 await self.db(write.retry)
-            except Exception:
+            except Exception as exc:
+                if database_away(exc):  # said by the database's Outage; the caller retries
+                    raise
                 logger.exception("recording an external read failed twice")
                 raise refuse(grpc.StatusCode.UNAVAILABLE, "READ_RECORD_FAILED",
                              "an external read of this run could not be recorded; try again") from None
@@ -140,7 +142,7 @@ class RunReads:
 
     def _forget_written(self, session_id: str, done: asyncio.Future) -> None:
         """Drop the records that were written; failed ones stay until the next flush retries them."""
-        if not done.cancelled() and done.exception() is not None:
+        if not done.cancelled() and done.exception() is not None and not database_away(done.exception()):
             logger.error("recording an external read failed (retried before any approval): %s", done.exception())
         self._keep(session_id, [w for w in self._pending.get(session_id, [])
                                 if not w.future.done() or w.future.cancelled() or w.future.exception() is not None])

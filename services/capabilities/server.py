@@ -15,6 +15,7 @@ from services.capabilities.broker import Broker
 from services.capabilities.cards import card, summary
 from services.capabilities.changes import DataChanges
 from services.capabilities.config import CapabilitiesSettings
+from services.capabilities.database import BrokerDatabase, database_away
 from services.capabilities.enrollment import Enrollments
 from services.capabilities.mcp_gate import ToolGate, ToolState
 from services.capabilities.messages import receipt
@@ -209,7 +210,8 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
         try:
             reply = await self._broker.db(self._enrollments.redeem, request.token)
         except (TesseraError, Refusal) as exc:
-            await self._broker.db(self._broker.store.audit, "", "enrollment-link-refused", reason=exc.reason)
+            if not database_away(exc):  # a database away refused nothing
+                await self._broker.db(self._broker.store.audit, "", "enrollment-link-refused", reason=exc.reason)
             raise
         await self._broker.db(self._broker.store.audit, reply.person.tenant_id, "enrollment-link-redeemed",
                               reply.person.actor_id)
@@ -222,8 +224,9 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
                 self._enrollments.register, actor, request.enrollment_id, request.credential_json,
                 request.existing_passkey if request.HasField("existing_passkey") else None)
         except (TesseraError, Refusal) as exc:
-            await self._broker.db(self._broker.store.audit, actor.tenant_id, "passkey-refused", actor.actor_id,
-                                  reason=exc.reason)
+            if not database_away(exc):  # a database away refused nothing
+                await self._broker.db(self._broker.store.audit, actor.tenant_id, "passkey-refused", actor.actor_id,
+                                      reason=exc.reason)
             raise
         await self._broker.db(self._broker.store.audit, actor.tenant_id, "passkey-registered", actor.actor_id,
                               credential_id=reply.credential_id, signed_by=signed_by)
@@ -239,8 +242,7 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
 
     async def CheckWebSession(self, request, context):
         # Web asks on every request (a few seconds' memo aside): a read on the pool, nothing to publish.
-        return await asyncio.get_running_loop().run_in_executor(self._broker.pool, self._web_sessions.check,
-                                                                request.secret)
+        return await self._broker.database(self._web_sessions.check, request.secret)
 
     async def EndWebSession(self, request, context):
         reply, ended = await self._broker.db(self._web_sessions.end, request.secret)
@@ -335,7 +337,7 @@ def _caller(context) -> str | None:
 
 
 def _databases(settings: CapabilitiesSettings) -> tuple[sa.Engine, sa.Engine]:
-    """The broker's own database (migrated) and the write credential for data changes."""
+    """The broker's own database (migrated) and the write credential for data changes (blocking)."""
     try:
         engine = engine_for(settings.database_url)
         migrate(engine)
@@ -370,12 +372,12 @@ def approvers_of(policy: ActionPolicy, tool_policy: ToolPolicy, action_id: str) 
 
 
 def _tool_gate(settings: CapabilitiesSettings, tool_policy: ToolPolicy, store: BrokerStore,
-               pool: ThreadPoolExecutor, metrics: BrokerMetrics) -> ToolGate:
+               database: BrokerDatabase, metrics: BrokerMetrics) -> ToolGate:
     """The MCP tool gate, its drift and unboxed-server alerts going to the log, the metrics and the audit;
     servers that cannot be boxed here are named once, before any runs."""
     def alert(kind: str, subject: str, **detail) -> None:
         """An audit record of the system's own (off the event loop); a failure to write it is logged."""
-        written = pool.submit(store.audit, "system", kind, **detail)
+        written = database.pool.submit(database.guarded, store.audit, "system", kind, **detail)
         written.add_done_callback(lambda done: done.exception() and logger.error(
             "the %s alert for %s was not written to the audit trail: %s", kind, subject, done.exception()))
 
@@ -399,29 +401,30 @@ def _tool_gate(settings: CapabilitiesSettings, tool_policy: ToolPolicy, store: B
     return gate
 
 
-def build(context: runtime.ServiceContext) -> list[runtime.Registration]:
+async def build(context: runtime.ServiceContext) -> list[runtime.Registration]:
     settings: CapabilitiesSettings = context.settings
     try:
         policy = ActionPolicy.load(settings.actions_file)
         tool_policy = ToolPolicy.load(settings.tools_file)
     except PolicyError as exc:
         raise runtime.StartupError(str(exc)) from None
-    engine, changes_engine = _databases(settings)
+    engine, changes_engine = await asyncio.to_thread(_databases, settings)  # off the loop: health keeps answering
     store = BrokerStore(engine, lease_seconds=settings.lease_seconds)
     pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="broker-db")
+    database = BrokerDatabase(pool)  # every path to the broker's database: one outage, said once
     lease_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="broker-lease")
     metrics = BrokerMetrics()
     host = host_pb2_grpc.HostServiceStub(aio_channel(peer_target("host"), context.credentials, "host"))
-    publisher = HostPublisher(store, pool, host)
+    publisher = HostPublisher(store, database, host)
 
-    gate = _tool_gate(settings, tool_policy, store, pool, metrics)
+    gate = _tool_gate(settings, tool_policy, store, database, metrics)
     people = PasskeyStore(engine)
     relying_party = RelyingParty(settings.webauthn_rp_id, tuple(settings.webauthn_origins))
     signatures = DecisionSignatures(people, relying_party, _operator_key(settings),
                                     partial(approvers_of, policy, tool_policy))
     broker = Broker(policy, store, DataChanges(changes_engine, policy.policy.data_changes), pool,
                     settings.approval_ttl_seconds, settings.dry_run, metrics, gate, signatures,
-                    on_event=publisher.wake.set, lease_pool=lease_pool)
+                    on_event=publisher.wake.set, lease_pool=lease_pool, database=database)
     metrics_server = metrics.serve(settings.listen_host, settings.metrics_port) if settings.metrics_port else None
 
     async def database_reachable() -> str | None:
@@ -452,7 +455,12 @@ def build(context: runtime.ServiceContext) -> list[runtime.Registration]:
                              readiness=[database_reachable], on_stop=stop,
                              background=[publisher.run, partial(sweep_expired, broker), partial(recover, broker),
                                          partial(warm_up, gate), hold_tool_servers,
-                                         partial(purge_web_sessions, web_sessions, pool)])]
+                                         partial(purge_web_sessions, web_sessions, database)])]
+
+
+# The background loops below go on through an outage of the broker's database and resume by themselves: the
+# outage is said by the database's Outage (once, now and then, once when it ends), so they add no line of
+# their own for it; anything else fails one round, with its traceback.
 
 
 async def sweep_expired(broker: Broker) -> None:
@@ -460,38 +468,43 @@ async def sweep_expired(broker: Broker) -> None:
     while True:
         try:
             await broker.expire()
-        except Exception:  # keep sweeping; the next round retries
-            logger.exception("expiring approvals failed")
+        except Exception as exc:  # keep sweeping; the next round retries
+            if not database_away(exc):
+                logger.exception("expiring approvals failed")
         await asyncio.sleep(EXPIRY_SWEEP_SECONDS)
 
 
-async def purge_web_sessions(web_sessions: WebSessions, pool: ThreadPoolExecutor) -> None:
+async def purge_web_sessions(web_sessions: WebSessions, database: BrokerDatabase) -> None:
     """Keep the session table bounded: every WEB_SESSION_PURGE_SECONDS, drop expired and long-ended sessions."""
     while True:
         try:
-            purged = await asyncio.get_running_loop().run_in_executor(pool, web_sessions.purge)
+            purged = await database(web_sessions.purge)
             if purged:
                 logger.info("purged %d ended or expired web session(s)", purged)
-        except Exception:  # the database hiccuped: the next round retries
-            logger.exception("purging web sessions failed")
+        except Exception as exc:  # the database hiccuped: the next round retries
+            if not database_away(exc):
+                logger.exception("purging web sessions failed")
         await asyncio.sleep(WEB_SESSION_PURGE_SECONDS)
 
 
 async def recover(broker: Broker) -> None:
-    """Take up approved intents nobody is running: at start (what a previous process left), then every
-    third of a lease (what a replica that died left), so a surviving replica takes over."""
-    resumed = await broker.resume()
-    if resumed:
-        logger.info("took up %d approved intent(s) left running by a previous process", resumed)
+    """Take up approved intents nobody is running: at start (what a previous process left; each round until
+    the database answers for it), then every third of a lease (what a replica that died left, or an effect
+    whose database did not answer), so a surviving replica takes over."""
+    resumed = False
     while True:
-        await asyncio.sleep(min(10.0, broker.store.lease_seconds / 3))
         try:
-            taken = await broker.take_up()
-        except Exception:  # the database hiccuped: the next round retries
-            logger.exception("taking up orphaned intents failed")
-            continue
-        if taken:
-            logger.info("took up %d approved intent(s) whose replica stopped answering for them", taken)
+            if not resumed:
+                taken = await broker.resume()
+                resumed = True
+                if taken:
+                    logger.info("took up %d approved intent(s) left running by a previous process", taken)
+            elif taken := await broker.take_up():
+                logger.info("took up %d approved intent(s) whose replica stopped answering for them", taken)
+        except Exception as exc:  # the database hiccuped: the next round retries
+            if not database_away(exc):
+                logger.exception("taking up orphaned intents failed")
+        await asyncio.sleep(min(10.0, broker.store.lease_seconds / 3))
 
 
 async def warm_up(gate: ToolGate) -> None:

@@ -11,6 +11,7 @@ import pytest
 
 from services.capabilities import store as broker_store
 from services.capabilities.broker import Broker
+from services.capabilities.database import BrokerDatabase
 from services.capabilities.publisher import HostPublisher
 from services.capabilities.store import BrokerStore, Surface, engine_for, migrate
 from shared.refusals import Conflict
@@ -140,7 +141,7 @@ def test_two_replicas_draining_one_outbox_publish_each_event_once_in_order(pg_en
     expected = [row.event_id for row in store.pending_events(limit=1000)]
     host = _Host()
     pools = [ThreadPoolExecutor(2) for _ in range(2)]
-    publishers = [HostPublisher(BrokerStore(pg_engine), pool, host) for pool in pools]
+    publishers = [HostPublisher(BrokerStore(pg_engine), BrokerDatabase(pool), host) for pool in pools]
 
     async def drain():
         while store.pending_events():
