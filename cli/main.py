@@ -621,7 +621,8 @@ def _add_approval_parsers(sub) -> None:
     listing.add_argument("--tenant", default="local", help="their tenant (default: local)")
     revoke = person_actions.add_parser("revoke", help="remove one of PERSON's passkeys (a lost device)")
     revoke.add_argument("person")
-    revoke.add_argument("credential", help="the passkey's id, as `tessera persons passkeys` lists it")
+    revoke.add_argument("credential", help="the passkey's id, as `tessera persons passkeys` lists it (one that "
+                                           "begins with '-' goes after '--': revoke --tenant T -- PERSON ID)")
     revoke.add_argument("--tenant", default="local", help="their tenant (default: local)")
     sign_out = person_actions.add_parser("sign-out", help="end every web session PERSON has open (on every web "
                                                           "replica within seconds)")

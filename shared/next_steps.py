@@ -54,6 +54,8 @@ NEXT_STEPS: dict[str, str] = {
     "INTERNAL": "Tell the person this step failed inside Tessera, and answer without it.",
     "UNKNOWN": "Tell the person this step failed inside Tessera, and answer without it.",
     "RESOURCES_UNAVAILABLE": "Try again shortly; if it persists, tell the person the data is not reachable now.",
+    "CHANGE_TARGET_UNAVAILABLE": "Tell the person the records this action changes cannot be reached now; they "
+                                 "may try again in a few seconds.",
     "DATABASE_UNAVAILABLE": "Try again shortly; if it persists, tell the person Tessera cannot reach its own records "
                             "now.",
     # --- the catalog and the capability token --------------------------------------------------------------

@@ -270,15 +270,17 @@ class ServerConnection:
                 if isinstance(failure, sandbox.SandboxUnavailable):
                     raise ToolCallFailed("SANDBOX_UNAVAILABLE", f"server {self.name} was not started: it must "
                                                                 f"run boxed and {failure}"[:300], sent=False)
-                raise ToolCallFailed("SERVER_UNREACHABLE", f"server {self.name} did not start: "
-                                                           f"{type(failure).__name__}: {failure}"[:300], sent=False)
+                _log_cause(self.name, "did not start", failure)
+                raise ToolCallFailed("SERVER_UNREACHABLE", f"tool server {self.name} did not start (the broker's "
+                                                           "log says why)", sent=False)
             try:
                 listed = await asyncio.wait_for(self._fetch(client), self.rule.timeout_seconds)
             except Exception as exc:  # hung or broken from the start: nobody may use it unjudged
                 await self._shutdown()
+                _log_cause(self.name, "did not list its tools on connecting", exc)
                 raise ToolCallFailed("SERVER_TIMEOUT" if isinstance(exc, TimeoutError) else "SERVER_FAILED",
-                                     f"{self.name} did not list its tools on connecting: "
-                                     f"{type(exc).__name__}: {exc}"[:300], sent=False) from None
+                                     f"tool server {self.name} did not list its tools on connecting (the broker's "
+                                     "log says why)", sent=False) from None
             return client, self.judge(*listed)
 
     async def _restart(self) -> None:
@@ -331,7 +333,9 @@ class ServerConnection:
             async with self._lock:
                 if self._client is client:
                     await self._shutdown()
-            raise ToolCallFailed("SERVER_FAILED", f"{self.name}: {type(exc).__name__}: {exc}"[:300]) from None
+            _log_cause(self.name, f"failed during {what}", exc)
+            raise ToolCallFailed("SERVER_FAILED", f"tool server {self.name} failed during {what} (its connection "
+                                                  "broke or it refused; the broker's log says why)") from None
 
     async def _fetch(self, client: Client) -> tuple[list[mcp_types.Tool], bool, int]:
         """The tool list, page by page, stopping once it is past MAX_TOOLS or MAX_PAGES (a paginator that
@@ -590,3 +594,9 @@ class ToolGate:
         for name, result in zip(self.connections, results, strict=True):
             if isinstance(result, BaseException):
                 logger.error("closing tool server %s failed: %s", name, result)
+
+
+def _log_cause(server: str, what: str, exc: BaseException) -> None:
+    """The error text of a tool server's failure (its own words, addresses, the SDK's): for the operator's log
+    only. The model and the person read the sentence; a server's text is untrusted and may carry anything."""
+    logger.warning("tool server %s %s: %s: %s", server, what, type(exc).__name__, str(exc)[:500])

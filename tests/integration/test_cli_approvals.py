@@ -101,7 +101,7 @@ def test_an_operator_prints_a_one_time_sign_in_link_for_a_person(var_dir, runnin
 
     listed = tessera(var_dir, "persons", "passkeys", "ada@example.org", "--tenant", "acme")
     assert listed.returncode == 0 and passkey.id in listed.stdout and "never" in listed.stdout, listed.stdout
-    revoked = tessera(var_dir, "persons", "revoke", "ada@example.org", passkey.id, "--tenant", "acme")
+    revoked = tessera(var_dir, "persons", "revoke", "--tenant", "acme", "--", "ada@example.org", passkey.id)
     assert revoked.returncode == 0 and re.fullmatch(
         r"revoked; ada@example\.org has 0 passkey\(s\) left; [1-9][0-9]* web session\(s\) ended",
         revoked.stdout.strip()), revoked.stdout
@@ -109,7 +109,7 @@ def test_an_operator_prints_a_one_time_sign_in_link_for_a_person(var_dir, runnin
     assert wait_until(lambda: (reply := httpx.get(f"{base}/api/session", cookies={"tessera_session": cookie},
                                                   timeout=30)).status_code == 401 and reply.json()["reason"], 30,
                       what="the revoked passkey's session ended") == "SESSION_ENDED"
-    again = tessera(var_dir, "persons", "revoke", "ada@example.org", passkey.id, "--tenant", "acme")
+    again = tessera(var_dir, "persons", "revoke", "--tenant", "acme", "--", "ada@example.org", passkey.id)
     assert again.returncode == 1 and "PASSKEY_UNKNOWN" in again.stderr
     assert "has no passkey" in tessera(var_dir, "persons", "passkeys", "ada@example.org", "--tenant", "acme").stdout
 
