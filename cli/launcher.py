@@ -47,6 +47,8 @@ from shared.paths import REPO_ROOT, cli_dir, var_dir
 from shared.runtime import LIVENESS_SERVICE, WAITING_BEAT_SECONDS, WAITING_FILE
 
 STARTUP_TIMEOUT_SECONDS = 30.0
+# Health checks go straight to the loopback address: an operator's http_proxy must not answer for a service.
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 STOP_TIMEOUT_SECONDS = 10.0
 BOX_SETUP_SECONDS = 10.0  # bubblewrap says the boxed process's pid once its mounts are made
 # How long a service waits, not ready, for a database that does not answer yet, unless the operator says
@@ -74,7 +76,8 @@ class StartupError(Exception):
 
 @dataclass(frozen=True)
 class Waiting:
-    """What a process that is not ready yet says it waits for (its waiting file, shared.runtime.WaitingNotice)."""
+    """What a process that is not ready yet says it waits for (its waiting file, shared.runtime.WaitingNotice):
+    a `problem`, or "" while it is still starting (its build's blocking work runs, and it beats meanwhile)."""
 
     problem: str
     since: float  # wall-clock time it began waiting
@@ -180,7 +183,7 @@ def check_health(handle: ProcessHandle, credentials: Credentials, timeout: float
     service `service` (gRPC processes only; HTTP ones have /healthz alone)."""
     if handle.name in HTTP_PROCESS_NAMES:
         try:
-            with urllib.request.urlopen(f"http://{handle.address}/healthz", timeout=timeout) as reply:
+            with _DIRECT.open(f"http://{handle.address}/healthz", timeout=timeout) as reply:
                 return json.loads(reply.read())["status"]
         except (OSError, ValueError, KeyError) as exc:
             return f"UNREACHABLE ({exc})"
@@ -200,7 +203,7 @@ def check_liveness(handle: ProcessHandle, credentials: Credentials | None, timeo
     process that is not ready)."""
     if handle.name in HTTP_PROCESS_NAMES:
         try:
-            with urllib.request.urlopen(f"http://{handle.address}/healthz", timeout=timeout):
+            with _DIRECT.open(f"http://{handle.address}/healthz", timeout=timeout):
                 return None
         except urllib.error.HTTPError:
             return None
@@ -382,7 +385,7 @@ class ServiceSet:
                 if handle.ready_file.exists() and check_health(handle, credentials) == "SERVING":
                     handle.state, handle.reason = "serving", ""
                     del pending[name]
-                elif (waiting := handle.waiting()) is not None:
+                elif (waiting := handle.waiting()) is not None and waiting.problem:  # not only starting
                     handle.state, handle.reason = "waiting", waiting.problem
                     if allow_waiting:
                         del pending[name]

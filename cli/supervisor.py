@@ -75,9 +75,11 @@ def hang_seconds_from(environ: Mapping[str, str], default: float = RestartPolicy
         value = float(text)
     except ValueError:
         value = math.nan
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{HANG_SECONDS_VARIABLE} must be a positive number of seconds (how long a service may "
-                         f"leave its liveness check unanswered before it is restarted), not {text!r}")
+    # Shorter than one check and its deadline, a single slow answer would count as a hang.
+    shortest = RestartPolicy.liveness_every + RestartPolicy.liveness_deadline
+    if not math.isfinite(value) or value < shortest:
+        raise ValueError(f"{HANG_SECONDS_VARIABLE} must be a number of seconds, at least {shortest:g} (how long a "
+                         f"service may leave its liveness check unanswered before it is restarted), not {text!r}")
     return value
 
 
@@ -228,15 +230,17 @@ class Supervisor:
                 self._starting(handle, watch, now, wall)
 
     def _starting(self, handle: ProcessHandle, watch: _Watch, now: float, wall: float) -> None:
-        """A process that is not ready: alive while it says what it waits for, or within its start-up grace."""
+        """A process that is not ready: alive while its waiting file beats (starting, or saying what it waits
+        for), or within its start-up grace."""
         waiting = handle.waiting(wall)
         if not watch.failed:
-            handle.state, handle.reason = ("waiting", waiting.problem) if waiting else ("starting", "")
+            handle.state, handle.reason = ("waiting", waiting.problem) if waiting and waiting.problem \
+                else ("starting", "")
         if waiting is not None or now - watch.started < self.policy.startup_grace:
             self._heard(handle, watch, now, now, None)
         else:
             self._heard(handle, watch, now, now, f"not ready {now - watch.started:.0f} s after it started, "
-                                                 "and not saying what it waits for")
+                                                 "and not saying it is starting or what it waits for")
 
     def _gather(self, handle: ProcessHandle, watch: _Watch, now: float) -> None:
         check = watch.check

@@ -92,13 +92,19 @@ def ca_key_path(directory: Path) -> Path:
 
 
 def write_private(path: Path, data: bytes) -> None:
-    """Create the file 0600 from the start: never briefly world-readable."""
+    """Create the file 0600 from the start (never briefly world-readable) and put it in place at once: a
+    reader sees the old file or the new one, never a missing or half-written one (the supervisor rewrites
+    the run state while `tessera status` reads it)."""
     private_dir(path.parent)
-    if path.exists():
-        path.unlink()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
 
 
 def _write_public(path: Path, data: bytes) -> None:

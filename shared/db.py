@@ -85,12 +85,7 @@ def engine_for(url: str, statement_timeout: float = STATEMENT_TIMEOUT_SECONDS) -
     # sits idle (about a minute), which the checkout check below sees like any other closed connection;
     # tcp_user_timeout does the same for data sent and never acknowledged. The server ends our statements and
     # forgotten transactions itself; FrozenStatements ends the ones whose end never reaches us.
-    options = (f"-c statement_timeout={round(statement_timeout * 1000)} "
-               f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_SECONDS * 1000}")
-    engine = sa.create_engine(parsed, connect_args={
-        "keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10, "keepalives_count": 3,
-        "tcp_user_timeout": round((statement_timeout + FROZEN_GRACE_SECONDS) * 1000),
-        "connect_timeout": CONNECT_TIMEOUT_SECONDS, "options": options})
+    engine = sa.create_engine(parsed, connect_args=_postgres_settings(parsed, statement_timeout))
     # Instead of pool_pre_ping (a round trip per checkout): a pooled connection the server closed,
     # terminated or restarted under has something to read (its FATAL message, EOF) while it sits idle.
     sa.event.listen(engine, "checkout", _check_idle_connection)
@@ -98,13 +93,33 @@ def engine_for(url: str, statement_timeout: float = STATEMENT_TIMEOUT_SECONDS) -
     return engine
 
 
+def _postgres_settings(url: sa.URL, statement_timeout: float) -> dict:
+    """Our connection settings, under the operator's: a setting in the URL's query wins, and the URL's own
+    `options` come after ours (PostgreSQL takes the last -c of a name). Behind a pooler that refuses the
+    `options` startup parameter (PgBouncer in transaction mode), set the timeouts on the role instead
+    (ALTER ROLE ... SET statement_timeout) and give the URL `options=` with nothing in it."""
+    ours = (f"-c statement_timeout={round(statement_timeout * 1000)} "
+            f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_SECONDS * 1000}")
+    settings = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10, "keepalives_count": 3,
+                "tcp_user_timeout": round((statement_timeout + FROZEN_GRACE_SECONDS) * 1000),
+                "connect_timeout": CONNECT_TIMEOUT_SECONDS, "options": ours}
+    given = {key: value for key, value in url.query.items() if key in settings}
+    if "options" in given:
+        theirs = given.pop("options")
+        theirs = theirs if isinstance(theirs, str) else " ".join(theirs)
+        settings["options"] = f"{ours} {theirs}" if theirs.strip() else None
+    settings.update(given)
+    return {key: value for key, value in settings.items() if value is not None}
+
+
 class FrozenStatements:
     """Ends statements whose reply never comes. The server's statement_timeout ends a slow statement, but when
     the path to the server freezes (packets dropped, a relay or NAT that stops forwarding) neither its reply
-    nor its timeout error arrives, and TCP sees nothing wrong while a middlebox still acknowledges. A thread
-    per engine looks at each of its connections every second: one busy with a command for longer than `bound`
-    gets its socket shut down, so the call waiting on it fails at once (the pool then drops the connection)
-    and its worker thread is free again. Costs nothing per statement."""
+    nor its timeout error arrives, and TCP sees nothing wrong while a middlebox still acknowledges. Every
+    statement, COMMIT and ROLLBACK notes when it began; a thread per engine looks every second, and a
+    connection still busy with a command that began more than `bound` ago gets its socket shut down, so the
+    call waiting on it fails at once (the pool then drops the connection) and its worker thread is free again.
+    A connection running short statements back to back is never ended: each one starts the clock again."""
 
     # Connections whose statements may take as long as they need (a migration, and the wait for another
     # replica's): never ended by the watch.
@@ -112,44 +127,53 @@ class FrozenStatements:
 
     def __init__(self, bound: float) -> None:
         self.bound = bound
-        self._connections: weakref.WeakSet = weakref.WeakSet()
-        self._busy_since: dict[int, float] = {}
+        self._began: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # DBAPI connection -> monotonic
         self._lock = threading.Lock()
 
     @classmethod
     def watch(cls, engine: sa.Engine, bound: float) -> FrozenStatements:
         watcher = cls(bound)
-        sa.event.listen(engine, "connect", lambda connection, _record: watcher.add(connection))
+        sa.event.listen(engine, "before_cursor_execute",
+                        lambda _conn, cursor, *_rest: watcher.began(cursor.connection))
+        for ending in ("commit", "rollback"):
+            sa.event.listen(engine, ending, lambda conn: watcher.began(_dbapi(conn)))
         thread = threading.Thread(target=watcher._run, args=(weakref.ref(engine),), daemon=True,
                                   name="frozen-statements")
         thread.start()
         return watcher
 
-    def add(self, connection) -> None:
-        with self._lock:
-            self._connections.add(connection)
+    def began(self, connection, now: float | None = None) -> None:
+        if connection is not None:
+            with self._lock:
+                self._began[connection] = time.monotonic() if now is None else now
 
     def _run(self, engine_ref: weakref.ref) -> None:
         while engine_ref() is not None:  # the engine's owner let go of it: so does this thread
             self.check(time.monotonic())
             time.sleep(1.0)
 
-    def check(self, now: float) -> list[int]:
-        """Shut the sockets of connections busy past the bound; their ids."""
+    def check(self, now: float) -> int:
+        """Shut the sockets of connections busy with one command past the bound; how many."""
         with self._lock:
-            connections = list(self._connections)
-        ended, busy = [], {}
-        for connection in connections:
-            key = id(connection)
-            if connection in self.unbounded or not _busy(connection):
+            began = list(self._began.items())
+        ended = 0
+        for connection, since in began:
+            if now - since < self.bound or connection in self.unbounded or not _busy(connection):
                 continue
-            busy[key] = since = self._busy_since.get(key, now)
-            if now - since >= self.bound and _shut(connection):
-                ended.append(key)
+            if _shut(connection):
+                ended += 1
+                self.began(connection, now)  # said once; the pool drops the connection once its call fails
                 log(logger, logging.WARNING, "a database statement got no reply; its connection was ended",
                     waited_seconds=round(now - since, 1))
-        self._busy_since = busy
         return ended
+
+
+def _dbapi(connection: sa.Connection):
+    """The DBAPI connection under a SQLAlchemy one, or None once it was closed or invalidated."""
+    try:
+        return connection.connection.dbapi_connection
+    except sa.exc.SQLAlchemyError:
+        return None
 
 
 def _busy(connection) -> bool:
@@ -260,29 +284,36 @@ def ping(engine: sa.Engine, what: str) -> str | None:
     return None
 
 
+# PostgreSQL's SQLSTATEs that mean the server or the path to it, not the request: connection exceptions
+# (class 08), a server shutting down or restarting, too many connections, insufficient resources (disk full,
+# out of memory: class 53), a statement ended at our timeout (the server too slow or stuck behind a lock), and
+# a transaction that lost a race (serialization failure, deadlock: trying again succeeds).
+_LOST_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "57014", "40001", "40P01"})
+_LOST_SQLSTATE_CLASSES = ("08", "53")
+# What SQLite says when its file cannot be used (missing folder, full disk, a lock held past the busy timeout);
+# everything else it says (a syntax error, a constraint, a missing table) is about the request or the schema.
+_SQLITE_AWAY = ("unable to open database", "database is locked", "disk i/o error", "database or disk is full",
+                "readonly database")
+
+
 def connection_lost(exc: BaseException) -> bool:
-    """The database did not answer or the connection broke (server gone, restarting, network, a frozen
-    statement ended, no pooled connection free in time), as opposed to a statement it refused."""
+    """The database did not answer or the connection broke (server gone, restarting, full, network, a frozen
+    statement ended, no pooled connection free in time): retrying later may succeed. A statement the database
+    refused (a constraint, a value too large, bad SQL, a missing table) is not."""
     if isinstance(exc, sa.exc.TimeoutError):  # the pool had no connection to give within its timeout
         return True
     if not isinstance(exc, sa.exc.DBAPIError):
         return False
     if exc.connection_invalidated or isinstance(exc, sa.exc.InterfaceError):
         return True
-    if not isinstance(exc, sa.exc.OperationalError):
-        return False
-    text = str(exc.orig).lower()
-    # SQLite says "operational" for many refusals; only a file it cannot open or a lock it cannot get is the
-    # database not answering. PostgreSQL's OperationalError is always the connection or the server.
-    return not _sqlite_refusal(exc, text)
-
-
-def _sqlite_refusal(exc: sa.exc.DBAPIError, text: str) -> bool:
-    if type(exc.orig).__module__.split(".")[0] != "sqlite3":
-        return False
-    away = ("unable to open database", "database is locked", "disk i/o error", "database or disk is full",
-            "readonly database", "no such table")
-    return not any(phrase in text for phrase in away)
+    original = exc.orig
+    if type(original).__module__.split(".")[0] == "sqlite3":
+        return isinstance(exc, sa.exc.OperationalError) and any(
+            phrase in str(original).lower() for phrase in _SQLITE_AWAY)
+    state = getattr(original, "sqlstate", None)
+    if state is None:  # the driver's own (no server reply): the connection failed or timed out
+        return isinstance(exc, sa.exc.OperationalError)
+    return state in _LOST_SQLSTATES or state.startswith(_LOST_SQLSTATE_CLASSES)
 
 
 class Outage:

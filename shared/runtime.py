@@ -19,6 +19,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -62,9 +63,9 @@ class DependencyUnavailable(StartupError):
     TESSERA_<NAME>_DEPENDENCY_WAIT_SECONDS set, the process waits for it, not ready."""
 
 
-# Beside the ready file, while a process waits for a dependency: what it waits for, rewritten every
-# WAITING_BEAT_SECONDS, so a launcher can tell waiting (alive, beating) from hung (silent) before the
-# service answers health checks. Removed once it serves or stops.
+# Beside the ready file, until a process serves: "" while it starts, then what it waits for, rewritten every
+# WAITING_BEAT_SECONDS, so a launcher can tell starting or waiting (alive, beating) from hung (silent) before
+# the service answers health checks. Removed once it serves or stops.
 WAITING_FILE = "waiting.json"
 # The longest pause between attempts to reach a dependency: an attempt is one connection, cheap for a
 # database that is away, and the pause is what a person waits beyond the database's return.
@@ -328,20 +329,24 @@ async def _build_when_reachable(context: ServiceContext, build: BuildRegistratio
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + context.settings.dependency_wait_seconds
-    delay, waiting = 0.5, None
+    delay, said = 0.5, False
+    # Beats from the start: a long migration is a process starting, not a hung one.
+    waiting = WaitingNotice(context.settings.ready_file, "")
     try:
         while True:
             try:
                 registrations = build(context)
                 if inspect.isawaitable(registrations):
-                    registrations = await registrations
+                    registrations = await _unless_stopped(registrations, stop)
+                    if registrations is None:
+                        return None
             except DependencyUnavailable as exc:
                 if loop.time() + delay > deadline:
                     raise
-                if waiting is None:
+                if not said:
                     log(logger, logging.WARNING, "waiting for a dependency (not ready until it answers)",
                         problem=str(exc), wait_seconds=context.settings.dependency_wait_seconds)
-                    waiting = WaitingNotice(context.settings.ready_file, str(exc))
+                    said, waiting.since = True, time.time()
                 waiting.problem = str(exc)
                 try:
                     await asyncio.wait_for(stop.wait(), delay)
@@ -349,17 +354,55 @@ async def _build_when_reachable(context: ServiceContext, build: BuildRegistratio
                 except TimeoutError:
                     delay = min(delay * 2, DEPENDENCY_RETRY_SECONDS)
                 continue
-            if waiting is not None:
+            if said:
                 log(logger, logging.INFO, "dependency reachable")
             return registrations
     finally:
-        if waiting is not None:
-            waiting.close()
+        waiting.close()
+
+
+async def _unless_stopped(work: Awaitable, stop: asyncio.Event):
+    """`work`'s result, or None as soon as `stop` is set (a stop while a database hangs is obeyed at once)."""
+    working, stopping = asyncio.ensure_future(work), asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({working, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopping.cancel()
+    if not working.done():
+        working.cancel()
+        return None
+    return working.result()
+
+
+async def off_loop(function: Callable, *args):
+    """`function(*args)` on a daemon thread of its own, for a build's blocking preparation (connect, migrate).
+    Not asyncio.to_thread: asyncio.run waits for the default executor's threads at exit, so a process told to
+    stop while its database hangs would hang too; a daemon thread is left behind instead."""
+    loop = asyncio.get_running_loop()
+    result: asyncio.Future = loop.create_future()
+
+    def settle(value, error) -> None:
+        if not result.done():
+            result.set_exception(error) if error is not None else result.set_result(value)
+
+    def run() -> None:
+        try:
+            value, error = function(*args), None
+        except BaseException as exc:  # handed to the awaiting task, which decides
+            value, error = None, exc
+        try:
+            loop.call_soon_threadsafe(settle, value, error)
+        except RuntimeError:  # the loop is gone: the process is stopping and nobody waits for this
+            pass
+
+    threading.Thread(target=run, daemon=True, name="start-up").start()
+    return await result
 
 
 class WaitingNotice:
-    """The waiting file of a process that waits for a dependency, kept fresh by a task of its own (the
-    build's blocking work runs off the loop, so the beat goes on while a database hangs)."""
+    """The waiting file of a process that is not ready yet: "" while it starts, then what it waits for; kept
+    fresh by a task of its own (the build's blocking work runs off the loop, so the beat goes on while a
+    database hangs or a migration runs)."""
 
     def __init__(self, ready_file: Path | None, problem: str) -> None:
         self.path = ready_file.with_name(WAITING_FILE) if ready_file else None

@@ -408,7 +408,7 @@ async def build(context: runtime.ServiceContext) -> list[runtime.Registration]:
         tool_policy = ToolPolicy.load(settings.tools_file)
     except PolicyError as exc:
         raise runtime.StartupError(str(exc)) from None
-    engine, changes_engine = await asyncio.to_thread(_databases, settings)  # off the loop: health keeps answering
+    engine, changes_engine = await runtime.off_loop(_databases, settings)  # health keeps answering meanwhile
     store = BrokerStore(engine, lease_seconds=settings.lease_seconds)
     pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="broker-db")
     database = BrokerDatabase(pool)  # every path to the broker's database: one outage, said once

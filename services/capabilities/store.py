@@ -660,6 +660,9 @@ class BrokerStore:
             return OutboxTurn(None)
         connection = self.engine.connect()
         try:
+            # The turn's transaction sits idle while events go out (each may wait for the host): it must not
+            # be ended by the idle-in-transaction bound, or another replica would drain the same events.
+            connection.exec_driver_sql("SET LOCAL idle_in_transaction_session_timeout = 0")
             if connection.execute(sa.select(sa.func.pg_try_advisory_xact_lock(_OUTBOX_LOCK))).scalar():
                 return OutboxTurn(connection)
         except BaseException:

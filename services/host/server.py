@@ -186,7 +186,7 @@ async def build(context: runtime.ServiceContext) -> list[runtime.Registration]:
         catalog = load_catalog()
     except (CredentialError, ContractError) as exc:
         raise runtime.StartupError(str(exc)) from None
-    engine = await asyncio.to_thread(_prepared_database, settings.database_url)
+    engine = await runtime.off_loop(_prepared_database, settings.database_url)  # health keeps answering
     store = HostStore(engine)
     pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="host-db")
     db = AsyncStore(store, pool)

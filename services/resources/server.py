@@ -186,7 +186,7 @@ async def build(context: runtime.ServiceContext) -> list[runtime.Registration]:
     settings: ResourcesSettings = context.settings
     try:
         # Off the loop: connecting to the warehouse and the store may wait; health keeps answering meanwhile.
-        gateway = await asyncio.to_thread(Gateway, settings)
+        gateway = await runtime.off_loop(Gateway, settings)
     except SemanticModelError as exc:
         raise runtime.StartupError(f"semantic model {exc}") from None
     except (WarehouseUnavailable, StoreUnavailable) as exc:

@@ -65,6 +65,30 @@ def test_a_server_that_accepts_and_never_answers_fails_the_connect_within_its_ti
     assert time.monotonic() - started < db.CONNECT_TIMEOUT_SECONDS + 10
 
 
+def test_short_statements_back_to_back_are_never_taken_for_a_frozen_one(relayed):
+    engine, _ = relayed
+    deadline = time.monotonic() + BOUND + db.FROZEN_GRACE_SECONDS + 2.5  # past the bound, and a look after it
+    with engine.connect() as connection:
+        statements = 0
+        while time.monotonic() < deadline:
+            connection.execute(sa.text("SELECT pg_sleep(0.2)"))
+            statements += 1
+    assert statements >= 10
+
+
+def test_the_operators_url_settings_come_after_ours(request):
+    url = sa.make_url(postgres_database(request, "tessera_url_options"))
+    given = url.update_query_dict({"options": "-c search_path=custom -c lock_timeout=1234"})
+    engine = db.engine_for(given.render_as_string(hide_password=False), BOUND)
+    try:
+        with engine.connect() as connection:
+            shown = [connection.exec_driver_sql(f"SHOW {name}").scalar()
+                     for name in ("search_path", "lock_timeout", "statement_timeout")]
+    finally:
+        engine.dispose()
+    assert shown == ["custom", "1234ms", "1s"], shown
+
+
 def test_the_server_ends_a_slow_statement_at_the_statement_timeout(relayed):
     engine, _ = relayed
     error = _attempt(engine, "SELECT pg_sleep(30)")
@@ -110,9 +134,25 @@ def test_an_outage_is_said_once_then_now_and_then_and_its_end_once(caplog):
 
 @pytest.mark.parametrize("text, lost", [("unable to open database file", True), ("database is locked", True),
                                         ("database or disk is full", True), ("near \"x\": syntax error", False),
-                                        ("UNIQUE constraint failed: t.id", False)])
+                                        ("no such table: revisions", False)])
 def test_sqlite_errors_that_mean_the_database_is_away(text, lost):
     import sqlite3
 
     error = sa.exc.OperationalError("SELECT 1", {}, sqlite3.OperationalError(text))
     assert db.connection_lost(error) is lost
+
+
+def test_postgres_errors_are_told_apart_by_their_sqlstate(request):
+    """Refusals the server files under OperationalError (a value too large, a lock not available) are the
+    request's; a statement ended at the timeout, a server shutting down and a dead connection are an outage."""
+    engine = db.engine_for(postgres_database(request, "tessera_sqlstates"), BOUND)
+    outcomes = {}
+    try:
+        for name, statement in [("too large", "SELECT repeat('x', 2000000)::tsvector"),
+                                ("timeout", "SELECT pg_sleep(5)"),
+                                ("terminated", "SELECT pg_terminate_backend(pg_backend_pid())"),
+                                ("syntax", "SELEC 1")]:
+            outcomes[name] = db.connection_lost(_attempt(engine, statement))
+    finally:
+        engine.dispose()
+    assert outcomes == {"too large": False, "timeout": True, "terminated": True, "syntax": False}, outcomes

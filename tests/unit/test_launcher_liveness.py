@@ -163,8 +163,9 @@ def test_a_grpc_process_is_not_checked_without_credentials(tmp_path):
 def test_the_hang_bound_comes_from_the_environment_and_is_checked():
     assert hang_seconds_from({}) == RestartPolicy().hang_seconds == 20
     assert hang_seconds_from({"TESSERA_HANG_SECONDS": " 45.5 "}) == 45.5
-    for wrong in ("soon", "0", "-3", "nan", "inf"):
-        with pytest.raises(ValueError, match="TESSERA_HANG_SECONDS must be a positive number of seconds"):
+    assert hang_seconds_from({"TESSERA_HANG_SECONDS": "4"}) == 4  # one check and its deadline
+    for wrong in ("soon", "0", "-3", "nan", "inf", "1"):  # 1 s: one slow answer would be a "hang"
+        with pytest.raises(ValueError, match="TESSERA_HANG_SECONDS must be a number of seconds, at least 4"):
             hang_seconds_from({"TESSERA_HANG_SECONDS": wrong})
 
 
@@ -172,7 +173,7 @@ def test_up_refuses_an_unusable_hang_bound_before_starting_anything(monkeypatch,
     monkeypatch.setenv("TESSERA_HANG_SECONDS", "soon")
     monkeypatch.setattr(cli_main, "ensure_certs", lambda directory: pytest.fail("started"))
     assert cli_main.main(["up"]) == 2
-    assert "TESSERA_HANG_SECONDS must be a positive number of seconds" in capsys.readouterr().err
+    assert "TESSERA_HANG_SECONDS must be a number of seconds, at least 4" in capsys.readouterr().err
 
 
 def test_status_shows_what_the_supervisor_recorded(monkeypatch, tmp_path):
