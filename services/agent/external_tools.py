@@ -47,7 +47,7 @@ async def list_external(state: TurnState, capabilities) -> list[cap.Tool]:
         listed = await capabilities.ListTools(cap.ListToolsRequest(actor=state.actor, session_id=state.session_id),
                                               timeout=20)
     except grpc.aio.AioRpcError as exc:
-        state.mark_unavailable("external tools", f"the capability broker did not answer ({exc.code().name})")
+        state.mark_unavailable("external tools", error_details(exc, "capabilities").message)
         return []
     for tool in listed.tools:
         if tool.availability != cap.TOOL_AVAILABILITY_AVAILABLE:

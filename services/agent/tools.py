@@ -15,7 +15,7 @@ import grpc
 
 from services.agent.contracts import CONTRACTS, LIMITS, MAX_REFUSALS, MAX_REPAIRS, PROBE_KINDS, TOOL_NAMES, TURN_ORDER
 from shared.analysis_draft import DRAFT_SCHEMA_SHA256
-from shared.errors import SERVICE_NAMES, TesseraError
+from shared.errors import SERVICE_NAMES, TesseraError, error_details
 from shared.next_steps import NEXT_STEPS, metadata
 from shared.screen import screen
 from shared.tool_bridge import Tool, ToolResult
@@ -116,8 +116,8 @@ class TurnTools:
                 actor=self.state.actor, session_id=self.state.session_id, turn_id=self.state.turn_id,
                 reads=[capabilities_pb2.ExternalRead(source=s, ref=r, text=t) for s, r, t in reads[:50]]), timeout=10)
         except grpc.aio.AioRpcError as exc:  # the answer goes on; the gap is reported, not hidden
-            self.state.mark_unavailable("run record", f"probe values were not recorded at the broker "
-                                                      f"({exc.code().name})")
+            self.state.mark_unavailable("run record", "probe values were not recorded at the broker: "
+                                                      + error_details(exc, "capabilities").message)
 
     async def screened_values(self, values: list[tuple[str, str]]) -> tuple[list[str], list[str]]:
         """Warehouse text (value, field id) as the model may see it: screened, recorded at the broker, the

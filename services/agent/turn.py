@@ -101,8 +101,8 @@ async def _cancel_requests(capabilities, state: TurnState) -> str:
             actor=state.actor, session_id=state.session_id, turn_id=state.turn_id), timeout=10)
     except grpc.aio.AioRpcError as exc:
         waiting = f" ({', '.join(state.awaiting_approval)})" if state.awaiting_approval else ""
-        return (f" Its requests waiting for approval{waiting} could not be cancelled ({exc.code().name}); "
-                "reject them.")
+        return (f" Its requests waiting for approval{waiting} could not be cancelled "
+                f"({error_details(exc, 'capabilities').message}); reject them.")
     count = len(reply.receipts)
     return f" {count} request{'s' if count != 1 else ''} waiting for approval {'were' if count != 1 else 'was'} " \
            "cancelled too." if count else ""

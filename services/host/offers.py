@@ -13,7 +13,7 @@ from services.host.peers import Peers, peer
 from services.host.store import Session, Turn
 from shared import tokens
 from shared.bounded_json import canonical
-from shared.errors import TesseraError
+from shared.errors import TesseraError, error_details
 from shared.next_steps import NEXT_STEPS
 from shared.ui.slice import ActionOffer, ResourceOffer, SliceRequest, freeze_slice, model_view
 from tessera.capabilities.v1 import capabilities_pb2
@@ -96,5 +96,5 @@ class Offers:
             return [], [common_pb2.Diagnostic(
                 phase="slice", code="slice.actions-unavailable", severity=common_pb2.SEVERITY_WARNING,
                 recoverable=True, model_correctable=False,
-                message=f"the capability broker did not list its actions ({exc.code().name}); none are offered")]
+                message=f"no actions are offered: {error_details(exc, 'capabilities').message}")]
         return [ActionOffer(a.action_id, json.loads(a.input_schema_json), a.effect) for a in listed.actions], []
