@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import grpc
 import sqlalchemy as sa
@@ -30,18 +31,24 @@ def _status(port: int, service: str = "") -> str:
     return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
 
 
-def test_a_host_waits_not_ready_for_its_database_then_serves(request, cert_dir, tmp_path):
-    url = sa.make_url(postgres_database(request, "wait"))
-    db_port, grpc_port, health_port = free_ports(3)
+def _waiting_host(cert_dir: Path, tmp_path: Path, url: sa.URL, db_port: int, health_port: int):
+    """A host process (and its log) told to wait 120 s for its database, reached at `db_port` on loopback."""
     log = tmp_path / "host.log"
     env = {**os.environ, "TESSERA_CERT_DIR": str(cert_dir), "TESSERA_VAR_DIR": str(tmp_path),
-           "TESSERA_HOST_PORT": str(grpc_port), "TESSERA_HOST_HEALTH_PORT": str(health_port),
+           "TESSERA_HOST_PORT": str(free_ports(1)[0]), "TESSERA_HOST_HEALTH_PORT": str(health_port),
            "TESSERA_HOST_DEPENDENCY_WAIT_SECONDS": "120",
            "TESSERA_HOST_DATABASE_URL": url.set(host="127.0.0.1", port=db_port).render_as_string(
                hide_password=False)}
     with open(log, "wb") as out:
         process = subprocess.Popen([sys.executable, "-m", "services.host"], cwd=REPO_ROOT, env=env, stdout=out,
                                    stderr=subprocess.STDOUT)
+    return process, log
+
+
+def test_a_host_waits_not_ready_for_its_database_then_serves(request, cert_dir, tmp_path):
+    url = sa.make_url(postgres_database(request, "wait"))
+    db_port, health_port = free_ports(2)
+    process, log = _waiting_host(cert_dir, tmp_path, url, db_port, health_port)
     forwarder = None
     try:
         # Nothing answers on db_port: alive, not ready, and said once.
@@ -70,18 +77,10 @@ def test_liveness_answers_while_the_database_accepts_and_never_answers(request, 
     """The build's database work runs off the event loop: a database that hangs (a frozen path) leaves the
     process alive to its liveness probe, not ready, waiting, and it serves once the path thaws."""
     url = sa.make_url(postgres_database(request, "hang"))
-    db_port, grpc_port, health_port = free_ports(3)
+    db_port, health_port = free_ports(2)
     relay = TcpForwarder(db_port, (url.host or "127.0.0.1", url.port or 5432))
     relay.dropping.set()
-    log = tmp_path / "host.log"
-    env = {**os.environ, "TESSERA_CERT_DIR": str(cert_dir), "TESSERA_VAR_DIR": str(tmp_path),
-           "TESSERA_HOST_PORT": str(grpc_port), "TESSERA_HOST_HEALTH_PORT": str(health_port),
-           "TESSERA_HOST_DEPENDENCY_WAIT_SECONDS": "120",
-           "TESSERA_HOST_DATABASE_URL": url.set(host="127.0.0.1", port=db_port).render_as_string(
-               hide_password=False)}
-    with open(log, "wb") as out:
-        process = subprocess.Popen([sys.executable, "-m", "services.host"], cwd=REPO_ROOT, env=env, stdout=out,
-                                   stderr=subprocess.STDOUT)
+    process, log = _waiting_host(cert_dir, tmp_path, url, db_port, health_port)
     try:
         wait_until(lambda: "waiting for a dependency" in log.read_text(), 60,
                    what="the host waiting for a database that never answers", detail=log.read_text)

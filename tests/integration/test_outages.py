@@ -28,7 +28,7 @@ from shared.db import STATEMENT_TIMEOUT_SECONDS
 from tests.fixtures.forwarder import TcpForwarder
 from tests.fixtures.postgres import PostgresUnreachable, create_database
 from tests.fixtures.question_loop import Asked, QuestionLoop
-from tests.fixtures.recovery import SESSION_SECRET, SupervisorThread
+from tests.fixtures.recovery import SESSION_SECRET, SupervisorThread, committed_revisions
 from tests.fixtures.waiting import wait_until
 
 HANG_SECONDS = 8.0  # the supervisor's hang bound in case (b) (the default, kept elsewhere, is longer)
@@ -92,15 +92,6 @@ def _pids(services: ServiceSet) -> dict[str, int | None]:
     return {name: handle.pid for name, handle in services.handles.items()}
 
 
-def _committed_revisions(url: str) -> set[str]:
-    engine = sa.create_engine(url)
-    try:
-        with engine.connect() as connection:
-            return set(connection.execute(sa.text("SELECT revision_id FROM revisions")).scalars())
-    finally:
-        engine.dispose()
-
-
 def _assert_words_only(replies: list[Asked], case: str) -> None:
     """Meanwhile every reply was an answer or a refusal in words, within the agent's deadline."""
     broken = [(a.reply.outcome, a.reply.detail[:200]) for a in replies if a.reply.outcome == "broken"]
@@ -111,7 +102,7 @@ def _assert_words_only(replies: list[Asked], case: str) -> None:
 
 def _assert_nothing_lost(chaos: ChaosSet, loop: QuestionLoop) -> None:
     acknowledged = loop.acknowledged()
-    missing = acknowledged - _committed_revisions(chaos.host_url)
+    missing = acknowledged - committed_revisions(chaos.host_url)
     assert acknowledged and not missing, f"acknowledged revisions lost: {missing}"
 
 

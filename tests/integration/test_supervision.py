@@ -14,11 +14,17 @@ import threading
 import time
 
 import pytest
-import sqlalchemy as sa
 
 from cli.launcher import STOP_TIMEOUT_SECONDS, ServiceSet
 from shared.identity import PROCESS_NAMES
-from tests.fixtures.recovery import SESSION_SECRET, SupervisorThread, ask_through_web, kill_and_time, signed_in_cookie
+from tests.fixtures.recovery import (
+    SESSION_SECRET,
+    SupervisorThread,
+    ask_through_web,
+    committed_revisions,
+    kill_and_time,
+    signed_in_cookie,
+)
 from tests.fixtures.waiting import wait_until
 
 # Generous for a loaded CI machine; the goal (3 s) is measured by `make bench` on a quiet one.
@@ -46,15 +52,6 @@ def _wait_restarted(services: ServiceSet, name: str, old_pid: int, timeout: floa
     handle = services.handles[name]
     wait_until(lambda: handle.pid != old_pid and handle.ready_file.exists(), timeout,
                what=f"{name} restarted and ready")
-
-
-def _committed_revisions(url: str) -> set[str]:
-    engine = sa.create_engine(url)
-    try:
-        with engine.connect() as connection:
-            return set(connection.execute(sa.text("SELECT revision_id FROM revisions")).scalars())
-    finally:
-        engine.dispose()
 
 
 def test_each_service_killed_in_turn_is_a_blip(own_set):
@@ -85,7 +82,7 @@ def test_each_service_killed_in_turn_is_a_blip(own_set):
         final = ask_through_web(base_url, cookie)
     assert final.outcome == "answered", final
     acknowledged += final.revision_ids
-    missing = set(acknowledged) - _committed_revisions(env["TESSERA_HOST_DATABASE_URL"])
+    missing = set(acknowledged) - committed_revisions(env["TESSERA_HOST_DATABASE_URL"])
     assert acknowledged and not missing, f"acknowledged revisions lost: {missing}"
 
 
