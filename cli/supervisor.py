@@ -22,15 +22,19 @@ once its exit is seen, restarted like any other.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
 import math
 import signal
+import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+
+from cryptography import x509
 
 from cli.launcher import (
     NO_ANSWER_REASONS,
@@ -41,10 +45,11 @@ from cli.launcher import (
     check_liveness,
     cli_credentials,
 )
-from shared.certs import CredentialError, write_private
+from shared.certs import CredentialError, Credentials, write_private
 
 POLL_SECONDS = 0.1
 HANG_SECONDS_VARIABLE = "TESSERA_HANG_SECONDS"
+CREDENTIALS_RELOAD_SECONDS = 60.0  # the CLI certificate the liveness checks present is read again this often
 
 # None when the process answered its liveness check, else why not. Called on a worker thread; it must
 # return within about RestartPolicy.liveness_deadline.
@@ -282,15 +287,49 @@ class Supervisor:
 
     def _check(self) -> LivenessCheck:
         if self._liveness is None:
-            deadline = self.policy.liveness_deadline
-            try:
-                credentials = cli_credentials(self.services.cert_dir)
-            except (CredentialError, OSError) as exc:
-                self._say(f"tessera: warning: cannot check the gRPC services' liveness ({exc}); a hung one will "
-                          "not be restarted")
-                credentials = None
-            self._liveness = lambda handle: check_liveness(handle, credentials, deadline)
+            deadline, credentials = self.policy.liveness_deadline, CheckingCredentials(self.services.cert_dir,
+                                                                                       self._say)
+            self._liveness = lambda handle: check_liveness(handle, credentials.current(), deadline)
         return self._liveness
+
+
+class CheckingCredentials:
+    """The CLI's credentials the liveness checks present, read again every CREDENTIALS_RELOAD_SECONDS: a
+    certificate renewed or put back is used from then on. While there is none, or it has expired (a service
+    refusing it would look alive), gRPC hang checks are off; both are said once, and so is their return.
+    Called from the checks' worker threads."""
+
+    def __init__(self, cert_dir: Path, say: Callable[[str], None], clock: Callable[[], float] = time.monotonic,
+                 wall: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC)) -> None:
+        self._cert_dir, self._say, self._clock, self._wall = cert_dir, say, clock, wall
+        self._lock = threading.Lock()
+        self._loaded_at: float | None = None
+        self._credentials: Credentials | None = None
+        self._problem = ""  # the one said last ("" when usable)
+
+    def current(self) -> Credentials | None:
+        with self._lock:
+            now = self._clock()
+            if self._loaded_at is None or now - self._loaded_at >= CREDENTIALS_RELOAD_SECONDS:
+                self._loaded_at = now
+                self._load()
+            return self._credentials
+
+    def _load(self) -> None:
+        try:
+            credentials, problem = cli_credentials(self._cert_dir), ""
+            expires = x509.load_pem_x509_certificate(credentials.cert_pem).not_valid_after_utc
+            if expires <= self._wall():
+                problem = f"the CLI's certificate expired at {expires:%Y-%m-%d %H:%M} UTC; `tessera certs` renews it"
+        except (CredentialError, OSError, ValueError) as exc:
+            credentials, problem = None, str(exc)
+        self._credentials = None if problem else credentials
+        if problem and problem != self._problem:
+            self._say(f"tessera: warning: cannot check the gRPC services' liveness ({problem}); a hung one will "
+                      "not be restarted until it can")
+        elif not problem and self._problem:
+            self._say("tessera: the CLI's certificate is usable again; the gRPC services' liveness is checked again")
+        self._problem = problem
 
 
 class _OncePerTarget(logging.Filter):

@@ -4,8 +4,10 @@ the hang bound's setting, and what `tessera status` shows of what the supervisor
 
 from __future__ import annotations
 
+import datetime as dt
 import http.server
 import json
+import shutil
 import socket
 import ssl
 import threading
@@ -17,7 +19,7 @@ import pytest
 from cli import launcher
 from cli import main as cli_main
 from cli.launcher import DEFAULT_DEPENDENCY_WAIT_SECONDS, ProcessHandle, ServiceSet, StartupError, check_liveness
-from cli.supervisor import RestartPolicy, hang_seconds_from
+from cli.supervisor import CREDENTIALS_RELOAD_SECONDS, CheckingCredentials, RestartPolicy, hang_seconds_from
 from shared.certs import cert_path, key_path, private_dir
 
 
@@ -249,3 +251,31 @@ def test_a_grpc_process_with_nothing_listening_is_silent(credentials, tmp_path):
     (port,) = launcher.free_ports(1)
     host = ProcessHandle("host", port, tmp_path / "host.log", tmp_path / "ready.json")
     assert check_liveness(host, credentials("cli"), timeout=5) == "UNREACHABLE (UNAVAILABLE)"
+
+
+def test_the_liveness_checks_certificate_is_read_again_and_its_absence_or_expiry_said_once(cert_dir, tmp_path):
+    """Without a usable CLI certificate gRPC hang checks are off, said once; a certificate put back (or renewed)
+    is used at the next reading, and that is said too."""
+    directory = tmp_path / "certs"
+    shutil.copytree(cert_dir, directory)
+    certificate = cert_path(directory, "cli")
+    kept = certificate.read_bytes()
+    now = [0.0]
+    wall = [dt.datetime.now(dt.UTC)]
+    lines: list[str] = []
+    credentials = CheckingCredentials(directory, lines.append, clock=lambda: now[0], wall=lambda: wall[0])
+    assert credentials.current() is not None and lines == []
+    certificate.unlink()
+    assert credentials.current() is not None, "read again only after CREDENTIALS_RELOAD_SECONDS"
+    for _ in range(3):
+        now[0] += CREDENTIALS_RELOAD_SECONDS
+        assert credentials.current() is None
+    assert len(lines) == 1 and "cannot check the gRPC services' liveness" in lines[0], lines
+    certificate.write_bytes(kept)
+    now[0] += CREDENTIALS_RELOAD_SECONDS
+    assert credentials.current() is not None
+    assert lines[-1].startswith("tessera: the CLI's certificate is usable again"), lines
+    wall[0] += dt.timedelta(days=3650)  # long past any certificate `tessera certs` issues
+    now[0] += CREDENTIALS_RELOAD_SECONDS
+    assert credentials.current() is None
+    assert "the CLI's certificate expired at" in lines[-1] and len(lines) == 3, lines
