@@ -67,10 +67,10 @@ class DependencyUnavailable(StartupError):
 # WAITING_BEAT_SECONDS, so a launcher can tell starting or waiting (alive, beating) from hung (silent) before
 # the service answers health checks. Removed once it serves or stops.
 WAITING_FILE = "waiting.json"
+WAITING_BEAT_SECONDS = 2.0
 # The longest pause between attempts to reach a dependency: an attempt is one connection, cheap for a
 # database that is away, and the pause is what a person waits beyond the database's return.
 DEPENDENCY_RETRY_SECONDS = 2.0
-WAITING_BEAT_SECONDS = 2.0
 
 
 class HealthPortError(OSError):
