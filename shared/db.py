@@ -3,6 +3,7 @@ and the one way a database that does not answer is told (DATABASE_UNAVAILABLE, l
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import select
@@ -12,7 +13,9 @@ import time
 import weakref
 import zlib
 from collections.abc import Callable, Iterator
+from concurrent.futures import Executor
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -360,15 +363,40 @@ class Outage:
         log(logger, logging.INFO, f"{self.what} is answering again", down_seconds=round(down, 1))
 
     @contextmanager
-    def guard(self) -> Iterator[None]:
-        """Run database work: a lost database becomes DATABASE_UNAVAILABLE (Unavailable), said once."""
+    def guard(self, success_tells: bool = True) -> Iterator[None]:
+        """Run database work: a lost database becomes DATABASE_UNAVAILABLE (Unavailable), said once.
+        `success_tells=False` for work that may not reach the database at all: its success proves nothing."""
         try:
             yield
         except Exception as exc:
             if connection_lost(exc):
                 raise self.failed(exc) from None
             raise
-        self.answered()
+        if success_tells:
+            self.answered()
+
+
+class OffLoop:
+    """A service's own database as its event loop reaches it (§10): blocking calls on a bounded pool, each
+    under the process's one Outage, so a lost database is DATABASE_UNAVAILABLE wherever it is noticed."""
+
+    def __init__(self, pool: Executor, outage: Outage) -> None:
+        self.pool = pool
+        self.outage = outage
+
+    async def __call__(self, function, *args, **kwargs):
+        """`function(*args, **kwargs)` on the pool, guarded."""
+        return await self.on(self.pool, function, *args, **kwargs)
+
+    async def on(self, executor: Executor, function, *args, **kwargs):
+        """The same on another executor (say, one that must not queue behind the pool's slow work)."""
+        return await asyncio.get_running_loop().run_in_executor(
+            executor, partial(self.guarded, function, *args, **kwargs))
+
+    def guarded(self, function, *args, **kwargs):
+        """`function(*args, **kwargs)` in the calling thread, guarded: for work handed to a pool directly."""
+        with self.outage.guard():
+            return function(*args, **kwargs)
 
 
 def unavailable(what: str) -> Unavailable:

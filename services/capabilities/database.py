@@ -1,5 +1,5 @@
 """The broker's own database as the broker reaches it: blocking calls on a bounded pool (§10), and one way of
-telling that the database does not answer.
+telling that the database does not answer (shared.db.OffLoop).
 
 Every call that touches it (the stores of intents and approvals, passkeys and web sessions, the read journal,
 the outbox, lease renewals, the background sweeps) runs through one `BrokerDatabase`, so a database that stops
@@ -15,28 +15,13 @@ import asyncio
 from concurrent.futures import Executor
 from functools import partial
 
-from shared.db import DATABASE_UNAVAILABLE, Outage, connection_lost
+from shared.db import DATABASE_UNAVAILABLE, OffLoop, Outage
 from shared.refusals import Unavailable
 
 
-class BrokerDatabase:
+class BrokerDatabase(OffLoop):
     def __init__(self, pool: Executor, outage: Outage | None = None) -> None:
-        self.pool = pool
-        self.outage = outage or Outage("broker database")
-
-    async def __call__(self, function, *args, **kwargs):
-        """`function(*args, **kwargs)` on the pool, guarded."""
-        return await self.on(self.pool, function, *args, **kwargs)
-
-    async def on(self, executor: Executor, function, *args, **kwargs):
-        """The same on an executor of its own (lease renewals must not queue behind slow effects)."""
-        return await asyncio.get_running_loop().run_in_executor(
-            executor, partial(self.guarded, function, *args, **kwargs))
-
-    def guarded(self, function, *args, **kwargs):
-        """`function(*args, **kwargs)` in the calling thread, guarded: for work handed to the pool directly."""
-        with self.outage.guard():
-            return function(*args, **kwargs)
+        super().__init__(pool, outage or Outage("broker database"))
 
     async def perhaps(self, function, *args):
         """A call that may not reach the database at all (the outbox turn, which on SQLite holds nothing): a
@@ -44,12 +29,8 @@ class BrokerDatabase:
         return await asyncio.get_running_loop().run_in_executor(self.pool, partial(self._told, function, *args))
 
     def _told(self, function, *args):
-        try:
+        with self.outage.guard(success_tells=False):
             return function(*args)
-        except Exception as exc:
-            if connection_lost(exc):
-                raise self.outage.failed(exc) from None
-            raise
 
     async def elsewhere(self, function, *args, **kwargs):
         """Blocking work on the pool that is not this database's (the change target answers for itself): a

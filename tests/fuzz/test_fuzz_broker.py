@@ -52,22 +52,12 @@ from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.common.v1 import common_pb2
 from tests.fixtures.approvers import operator_key_named
 from tests.fixtures.fuzz import fuzz_settings
+from tests.fixtures.servicer_context import CallerContext
 
 CALL_DEADLINE = 20.0  # seconds; every call here is a few database round trips, so more is a hang
 BAD_CODES = {grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN}
 REASON = re.compile(r"^[A-Z][A-Z0-9_]*$")
 RECORDS = range(1_000, 1_200)  # orders of the seeded warehouse (1-1250); this module changes its own copy
-
-
-class _Context:
-    """The little of a grpc.aio.ServicerContext the servicer reads: who called (agent: no SPIFFE id)."""
-
-    def __init__(self, principal: str) -> None:
-        self._auth = {} if principal == "agent" else {
-            "transport_security_type": [b"ssl"], "peer_spiffe_id": [f"spiffe://tessera.local/svc/{principal}".encode()]}
-
-    def auth_context(self):
-        return self._auth
 
 
 @dataclass
@@ -81,7 +71,7 @@ class World:
 
     def call(self, method: str, request, principal: str = "agent"):
         """The servicer's answer, or the refusal as the runtime would send it; a hang fails the example."""
-        work = getattr(self.servicer, method)(request, _Context(principal))
+        work = getattr(self.servicer, method)(request, CallerContext(principal))
         try:
             return self.loop.run_until_complete(asyncio.wait_for(work, CALL_DEADLINE))
         except TimeoutError:
@@ -264,7 +254,7 @@ def test_concurrent_retries_of_one_decision_share_its_one_effect(world):
     request = signed_by_operator(request, begun.nonce, world.operator_key)
 
     async def together():
-        calls = [world.servicer.Decide(request, _Context("web")) for _ in range(6)]
+        calls = [world.servicer.Decide(request, CallerContext("web")) for _ in range(6)]
         return await asyncio.wait_for(asyncio.gather(*calls), CALL_DEADLINE)
 
     replies = world.loop.run_until_complete(together())

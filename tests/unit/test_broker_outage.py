@@ -61,22 +61,12 @@ from tessera.common.v1 import common_pb2
 from tests.fixtures.approvers import operator_key_named
 from tests.fixtures.forwarder import TcpForwarder
 from tests.fixtures.postgres import postgres_database
+from tests.fixtures.servicer_context import CallerContext
 from tests.fixtures.signing import verified_signature
 from tests.fixtures.waiting import wait_until_async
 
 AWAY = unavailable("broker database")  # what a caller is told, the same whatever the driver said
 DRIVER_WORDS = ("sqlite", "psycopg", "operational", "unable to open", "connection refused", "/")
-
-
-class _Context:
-    """The little of a grpc.aio.ServicerContext the servicer reads: who called (agent: no SPIFFE id)."""
-
-    def __init__(self, principal: str) -> None:
-        self._auth = {} if principal == "agent" else {
-            "transport_security_type": [b"ssl"], "peer_spiffe_id": [f"spiffe://tessera.local/svc/{principal}".encode()]}
-
-    def auth_context(self):
-        return self._auth
 
 
 class SqliteFolder:
@@ -172,7 +162,7 @@ class World:
     async def call(self, method: str, request, principal: str = "agent"):
         """The servicer's answer, or its refusal as the interceptor sends it."""
         try:
-            return await getattr(self.servicer, method)(request, _Context(principal))
+            return await getattr(self.servicer, method)(request, CallerContext(principal))
         except Refusal as domain:
             return status_of(domain)
         except TesseraError as error:

@@ -8,6 +8,8 @@ import threading
 import time
 from types import SimpleNamespace
 
+import pytest
+
 from shared import runtime
 
 
@@ -51,12 +53,8 @@ def test_a_build_that_finishes_hands_over_its_result_and_errors():
 
     context = SimpleNamespace(settings=SimpleNamespace(dependency_wait_seconds=0, ready_file=None))
     assert asyncio.run(runtime._build_when_reachable(context, build, asyncio.Event())) == ["prepared"]
-    try:
+    with pytest.raises(runtime.StartupError, match="^no such model file$"):
         asyncio.run(runtime._build_when_reachable(context, failing, asyncio.Event()))
-    except runtime.StartupError as exc:
-        assert str(exc) == "no such model file"
-    else:
-        raise AssertionError("the build's error was lost")
 
 
 def _fail():
