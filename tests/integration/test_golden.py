@@ -24,6 +24,7 @@ from shared.contracts import invoke, invoke_stream
 from tessera.agent.v1 import agent_pb2
 from tessera.host.v1 import host_pb2
 from tests.fixtures.golden.reference import Reference, months_back
+from tests.fixtures.golden.sql_truth import mismatch, truth_rows
 from tests.fixtures.golden.transcripts import (
     clear_question_transcripts,
     question_transcript,
@@ -34,7 +35,20 @@ from tests.fixtures.golden.transcripts import (
 from tests.fixtures.no_payload import leaks, transcript_records
 from tests.integration.test_agent_turns import window
 
-GOLDEN = yaml.safe_load((Path(__file__).parents[1] / "fixtures" / "golden" / "questions.yaml").read_text())
+GOLDEN_DIR = Path(__file__).parents[1] / "fixtures" / "golden"
+
+
+def question_sets() -> list[dict]:
+    """The golden set's questions, then each held-out set's (fresh_*.yaml, written by people who never read the
+    planner, their truth in their own SQL), then any set named in TESSERA_HELD_OUT (paths joined by ':'),
+    each question tagged with its set."""
+    paths = [GOLDEN_DIR / "questions.yaml", *sorted(GOLDEN_DIR.glob("fresh_*.yaml")),
+             *[Path(p) for p in os.environ.get("TESSERA_HELD_OUT", "").split(":") if p]]
+    return [{**case, "set": "golden" if path.stem == "questions" else path.stem}
+            for path in paths for case in yaml.safe_load(path.read_text())]
+
+
+GOLDEN = question_sets()
 CLOSE = Decimal("0.01")
 # What a model must meet: the embedded planner's bar.
 GATES = {"correct_ratio": 0.95, "answered_a_different_question": 0, "fabricated_or_out_of_slice_references": 0}
@@ -124,8 +138,25 @@ def eval_summary(results: list[dict], questions: int = len(GOLDEN)) -> dict:
                "commit_after_repair": ratio(sum(r["committed_after_repair"] for r in needing_repair),
                                             len(needing_repair)),
                "fabricated_or_out_of_slice_references": sum(r["refused_references"] for r in results),
+               "by_set": {name: set_measures([r for r in results if r["set"] == name])
+                          for name in dict.fromkeys(r["set"] for r in results)},
                "gates": GATES}
     return summary | {"gate_failures": gate_failures(summary), "results": results}
+
+
+def set_measures(results: list[dict]) -> dict:
+    """One question set's figures, held-out sets' above all: answerable questions answered rightly, answers
+    to a different question, answerable questions refused, and questions due a refusal that got one."""
+    answerable = [r for r in results if r["kind"] in ("answered", "listing")]
+    due_refusal = [r for r in results if r["kind"] not in ("answered", "listing")]
+    correct = sum(r["correct"] for r in answerable)
+    refused = sum(r["refused"] for r in answerable)
+    return {"questions": len(results), "answerable": len(answerable), "answerable_correct": correct,
+            "answerable_correct_ratio": round(correct / len(answerable), 3) if answerable else None,
+            "answered_a_different_question": sum(r["different_question"] for r in results),
+            "answerable_refused": refused,
+            "answerable_refused_ratio": round(refused / len(answerable), 3) if answerable else None,
+            "refusals_due": len(due_refusal), "refusals_due_given": sum(r["correct"] for r in due_refusal)}
 
 
 def gate_failures(summary: dict) -> list[str]:
@@ -340,9 +371,11 @@ class GoldenCheck:
         done = events[-1].done
         committed = [e.surface_committed for e in events if e.WhichOneof("event") == "surface_committed"]
         fabricated = [d.code for c in committed for d in c.diagnostics if d.code.startswith("catalog.")]
-        result = {"question": asked_questions(case, self.first_region)[-1], "kind": case["kind"], "correct": False,
-                  "interpretation_ok": False, "different_question": False, "refused_references": len(fabricated),
-                  "answer": done.answer, **_model_conduct(events), "failure": None}
+        result = {"question": asked_questions(case, self.first_region)[-1], "set": case["set"],
+                  "kind": case["kind"], "correct": False, "interpretation_ok": False, "different_question": False,
+                  "refused": done.outcome == agent_pb2.TURN_OUTCOME_NOT_ANSWERABLE,
+                  "refused_references": len(fabricated), "answer": done.answer, **_model_conduct(events),
+                  "failure": None}
         if fabricated:
             return result | {"failure": f"out-of-slice or fabricated references: {fabricated}"}
         answered = done.outcome == agent_pb2.TURN_OUTCOME_ANSWERED and bool(done.revision_ids)
@@ -353,6 +386,8 @@ class GoldenCheck:
         try:
             if case["kind"] == "listing":
                 return self._listing(session, done, result)
+            if "sql" in case:
+                return self._answer_by_sql(case, session, done, result)
             return self._answer(case, session, done, result)
         except grpc.RpcError as exc:  # say, a committed block bound to nothing: the answer shows no figures
             return result | {"correct": False, "failure": f"the answer cannot be read: {exc.code().name} "
@@ -383,7 +418,36 @@ class GoldenCheck:
         return result if right else result | {"failure": f"the figures are not SQL's: {done.answer}"}
 
 
-@pytest.mark.parametrize("number,case", list(enumerate(GOLDEN, 1)), ids=[c["q"][:48] for c in GOLDEN])
+    def _answer_by_sql(self, case: dict, session, done, result: dict) -> dict:
+        """A held-out question: the shown rows against its author's SQL (tests/fixtures/golden/sql_truth.py)."""
+        truth = truth_rows(self.reference.url, case["sql"])
+        shown = shown_rows(self.running_set, self.credentials, self.person, session, done.revision_ids[-1])
+        wrong = mismatch(truth, shown, case["keys"], case.get("ordered", False))
+        SHOWN.update(Decimal(str(v)).quantize(CLOSE) for r in shown for v in r if isinstance(v, (int, float)))
+        result |= {"correct": wrong is None, "interpretation_ok": wrong is None, "different_question": wrong is not None}
+        return result if wrong is None else result | {"failure": f"not the SQL's answer: {wrong}; said: {done.answer}"}
+
+
+def shown_rows(running_set, credentials, person, session, revision_id: str) -> list[list]:
+    """What an answer shows: its table's rows, or, with no table, its headline figures as one row."""
+    with sync_channel(running_set.handles["host"].address, credentials("cli"), "host") as host:
+        first = invoke(host, "host", "Subscribe", host_pb2.SubscribeRequest(
+            actor=person, session_id=session.session_id, resume_after=host_pb2.Cursor(epoch=1, sequence=0),
+            max_envelopes=500), timeout=10)
+    components = []
+    for envelope in [first.envelope, *first.following]:
+        if envelope.revision_id == revision_id and envelope.WhichOneof("payload") == "a2ui":
+            components += json.loads(envelope.a2ui.message_json).get("updateComponents", {}).get("components", [])
+    tables = [c["id"] for c in components if c.get("component") == "DataTable"]
+    if tables:
+        return window(running_set, credentials, person, session, revision_id, tables[0])
+    figures = [c["id"] for c in components if c.get("component") == "Metric"]
+    return [[_figure(running_set, credentials, person, session, revision_id, node) for node in figures]] \
+        if figures else []
+
+
+@pytest.mark.parametrize("number,case", list(enumerate(GOLDEN, 1)),
+                         ids=[f"{c['set']}:{c['q'][:48]}" for c in GOLDEN])
 def test_golden_question(number, case, running_set, credentials, cert_dir, reference, first_region,
                          model_transcript):
     person = golden_person(cert_dir)
@@ -397,7 +461,8 @@ def test_golden_question(number, case, running_set, credentials, cert_dir, refer
     RESULTS.append(result)
     assert result["failure"] is None, result["failure"]
     done = turns[-1][-1].done
-    if case["kind"] == "refused" and case.get("offers", True) and not os.environ.get("TESSERA_AGENT_MODEL_URL"):
+    if case["kind"] == "refused" and case["set"] == "golden" and case.get("offers", True) \
+            and not os.environ.get("TESSERA_AGENT_MODEL_URL"):
         # The embedded planner's own promise: a configured model's turn has no channel for suggestions.
         assert 1 <= len(done.suggested_questions) <= 3, "a refusal offers questions that can be answered"
 
