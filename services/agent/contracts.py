@@ -106,7 +106,9 @@ _ENTITY = closed(["id", "label"], {
     "description": text("What one row is."), "synonyms": _SYNONYMS,
     "fields": array("Its fields the model may use.", closed(["id", "label", "type", "exposure"], {
         "id": _id_of("field", "The field's id."), "label": text("Its label."), "description": text("What it holds."),
-        "type": _TYPE, "exposure": _EXPOSURE, "synonyms": _SYNONYMS}, "A field.")),
+        "type": _TYPE, "exposure": _EXPOSURE, "synonyms": _SYNONYMS,
+        "event_verbs": array("Words for the event that dates a row (\"signed up\"): a question using them counts "
+                             "time by this field.", text("A word or phrase."))}, "A field.")),
     "metrics": array("Its metrics: defined aggregations.", closed(["id", "label", "type"], {
         "id": _id_of("metric", "The metric's id."), "label": text("Its label."),
         "description": text("What it measures."), "type": _TYPE, "synonyms": _SYNONYMS}, "A metric.")),
@@ -171,6 +173,8 @@ _PRESENT_UI = {"type": "object", "additionalProperties": False, "properties": {
 
 _CONTEXT_OUTPUT = closed(["dataset", "tools", "unavailable", "turn_order"], {
     "dataset": text("The dataset's label."), "catalog_fingerprint": text("Changes whenever the catalog does."),
+    "time_anchor": described("What relative periods count from: today, or the latest date in the data.",
+                             {"enum": ["today", "latest_data"]}),
     "draft_schema": closed(["version", "sha256"], {
         "version": integer("The draft schema's version."),
         "sha256": text("SHA-256 of the draft schema run_analysis advertises (canonical JSON).")},
@@ -201,10 +205,12 @@ _PROBE_OUTPUT = closed(["kind", "probes_remaining"], {
     "probes_remaining": integer("Probes left this turn."),
     "untrusted_values": array("value-domain: the values (untrusted text).", text("A value.")),
     "truncated": described("More values exist than were returned.", {"type": "boolean"}),
-    "matches": array("value-match: the values the text names.", closed(["field_id", "entity_id", "untrusted_value"], {
-        "field_id": _id_of("field", "The field holding it (now in scope)."),
-        "entity_id": _id_of("entity", "Its entity (now in scope)."),
-        "untrusted_value": text("The value, exactly as a filter must write it (untrusted text).")}, "A match.")),
+    "matches": array("value-match: the values the text names.", closed(
+        ["field_id", "entity_id", "untrusted_value", "matched_text"], {
+            "field_id": _id_of("field", "The field holding it (now in scope)."),
+            "entity_id": _id_of("entity", "Its entity (now in scope)."),
+            "untrusted_value": text("The value, exactly as a filter must write it (untrusted text)."),
+            "matched_text": text("The person's words that named the value.")}, "A match.")),
     "flags": array("Screening rules the values matched (instruction-like text).", text("A rule.")),
     "row_count": integer("field-profile: rows."), "null_count": integer("field-profile: rows without a value."),
     "distinct_count": integer("field-profile: distinct values."),

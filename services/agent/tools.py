@@ -75,11 +75,16 @@ class TurnState:
         return resources_pb2.TurnRef(session_id=self.session_id, turn_id=self.turn_id)
 
 
+def _field(f) -> dict:
+    shown = {"id": f.field_id, "label": f.label, "description": f.description, "type": _TYPES[f.type],
+             "exposure": _EXPOSURES[f.exposure], "synonyms": list(f.synonyms)}
+    return shown | ({"event_verbs": list(f.event_verbs)} if f.event_verbs else {})
+
+
 def _entities(entities) -> list[dict]:
     return [{
         "id": e.entity_id, "label": e.label, "description": e.description, "synonyms": list(e.synonyms),
-        "fields": [{"id": f.field_id, "label": f.label, "description": f.description, "type": _TYPES[f.type],
-                    "exposure": _EXPOSURES[f.exposure], "synonyms": list(f.synonyms)} for f in e.fields],
+        "fields": [_field(f) for f in e.fields],
         "metrics": [{"id": m.metric_id, "label": m.label, "description": m.description, "type": _TYPES[m.type],
                      "synonyms": list(m.synonyms)} for m in e.metrics],
         "relationships": [{"id": r.relationship_id, "label": r.label,
@@ -149,6 +154,7 @@ class TurnTools:
                 state.mark_unavailable("run_analysis", f"the gateway enforces draft schema "
                                                        f"v{reply.draft_schema_version}, not the one advertised here")
             context["dataset"], context["catalog_fingerprint"] = reply.dataset_label, reply.catalog_fingerprint
+            context["time_anchor"] = reply.time_anchor
             context["draft_schema"] = {"version": reply.draft_schema_version, "sha256": reply.draft_schema_sha256}
             context["limits"]["max_result_rows"] = reply.max_result_rows
             context["budgets"].update(probes_per_turn=reply.probes_per_turn, probes_remaining=reply.probes_remaining,
@@ -187,8 +193,8 @@ class TurnTools:
             self.state.capability_token = reply.capability_token or self.state.capability_token
             matches = list(reply.value_matches.matches)
             texts, flags = await self.screened_values([(m.value, m.field_id) for m in matches])
-            result.update(matches=[{"field_id": m.field_id, "entity_id": m.entity_id, "untrusted_value": text}
-                                   for text, m in zip(texts, matches, strict=True)],
+            result.update(matches=[{"field_id": m.field_id, "entity_id": m.entity_id, "untrusted_value": text,
+                                    "matched_text": m.matched_text} for text, m in zip(texts, matches, strict=True)],
                           truncated=reply.value_matches.truncated, flags=flags)
         elif which == "value_domain":  # warehouse text is external text: screened, then untrusted data (§8)
             texts, flags = await self.screened_values([(v, arguments.get("field_id", "")) for v in

@@ -110,6 +110,17 @@ def words(text: str) -> set[str]:
     return {_stem(w) for w in _WORD.findall(text.lower()) if w not in _STOP_WORDS}
 
 
+def _word_run(text: str) -> tuple[str, ...]:
+    """Every word of `text` in order, stop words kept: "signed up" is a phrase, and "up" alone no event."""
+    return tuple(_stem(w) for w in _WORD.findall(text.lower()))
+
+
+def _says(question: tuple[str, ...], phrase: str) -> bool:
+    """Whether the question's words (`_word_run`) hold the phrase's words together and in order."""
+    wanted = _word_run(phrase)
+    return bool(wanted) and any(question[i:i + len(wanted)] == wanted for i in range(len(question) - len(wanted) + 1))
+
+
 _COLUMN_TYPES = {"integer": sa.BigInteger, "decimal": sa.Numeric, "float": sa.Double, "string": sa.String,
                  "boolean": sa.Boolean, "date": sa.Date, "timestamp": sa.DateTime}
 
@@ -323,6 +334,7 @@ class Catalog:
         asked = self._spelled(words(question))
         if not asked:
             return []
+        spoken = _word_run(question)
         scores: dict[str, int] = {}
         matched_fields: dict[str, set[str]] = {}
         matched_metrics: dict[str, set[str]] = {}
@@ -331,7 +343,9 @@ class Catalog:
             score = 3 * len(asked & words(" ".join([name, entity.spec.label, *entity.spec.synonyms])))
             score += len(asked & words(entity.spec.description))
             for f in entity.fields.values():
-                if f.model_visible and asked & words(" ".join([f.name, f.spec.label, *f.spec.synonyms])):
+                named = asked & words(" ".join([f.name, f.spec.label, *f.spec.synonyms]))
+                # "how many customers signed up": the event that dates a row names its date field
+                if f.model_visible and (named or any(_says(spoken, verb) for verb in f.spec.event_verbs)):
                     matched_fields.setdefault(name, set()).add(f.name)
                     score += 2
             for m in entity.metrics.values():

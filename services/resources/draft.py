@@ -117,7 +117,8 @@ class Group:
 @dataclass(frozen=True)
 class RelativePeriod:
     """"the last 12 months", "the previous quarter", "year to date" of a date or time field, resolved
-    against the latest value of that field in the data (the gateway fills `span` and `reference`)."""
+    against today or against the latest value of that field in the data, as the semantic model's
+    `time_anchor` says (the gateway fills `span`, `reference` and `anchor`)."""
 
     field: CatalogField
     relative: str  # trailing / to_date / previous
@@ -127,6 +128,7 @@ class RelativePeriod:
     pointer: str = ""
     span: periods.Span | None = None
     reference: periods.Moment | None = None
+    anchor: str = ""  # what `reference` is: "today" or "latest_data"
 
 
 @dataclass(frozen=True)

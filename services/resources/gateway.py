@@ -11,6 +11,7 @@ import datetime as dt
 import logging
 import secrets
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
@@ -88,9 +89,14 @@ class Analysis:
     session_analyses_remaining: int = 0  # of the session's budget, after this one
 
 
+def utc_today() -> dt.date:
+    return dt.datetime.now(dt.UTC).date()
+
+
 class Gateway:
-    def __init__(self, settings: ResourcesSettings) -> None:
+    def __init__(self, settings: ResourcesSettings, today: Callable[[], dt.date] = utc_today) -> None:
         self.settings = settings
+        self.today = today  # the date relative periods count from, unless the model anchors them to its data
         self.model = load_semantic_model(settings.semantic_model)
         self.capabilities = CapabilityIssuer(load_secret(settings.capability_secret))
         self.signing_key = load_signing_key(settings.signing_key)
@@ -208,7 +214,7 @@ class Gateway:
         try:
             if kind == "value-match":
                 matches, truncated = probes.value_match(self.warehouse, fields, text)
-                outcome = (matches, truncated, self._scope_with(capability, [f for f, _ in matches]))
+                outcome = (matches, truncated, self._scope_with(capability, [m.field for m in matches]))
             elif kind == "value-domain":
                 outcome = probes.value_domain(self.warehouse, target)
             elif kind == "field-profile":
@@ -331,7 +337,15 @@ class Gateway:
         return Analysis(result, descriptor, evidence, offer, interpretation, *self.budget.remaining_after(admission))
 
     def _resolve_period(self, period: RelativePeriod) -> RelativePeriod:
-        """A relative period as dates: counted back from the latest value of its field in the data."""
+        """A relative period as dates: counted back from today, or from the latest value of its field in the data
+        when the model anchors periods there (`time_anchor`)."""
+        anchor = self.model.time_anchor
+        if anchor == "today":
+            reference = self.today()
+            span = periods.resolve(period.relative, period.unit, period.count, reference)
+            if period.field.spec.type == "timestamp":  # today is a whole day: its every moment so far counts
+                span = periods.whole_days(span)
+            return replace(period, span=span, reference=reference, anchor=anchor)
         reference = self._reference(period.field)
         if reference is None:
             raise TesseraError(grpc.StatusCode.FAILED_PRECONDITION, "NO_REFERENCE_DATE",
@@ -339,7 +353,7 @@ class Gateway:
                                f"'{periods.words(period.relative, period.unit, period.count)}' has no date to count "
                                f"back from (at {period.pointer})", metadata(period.pointer))
         return replace(period, span=periods.resolve(period.relative, period.unit, period.count, reference),
-                       reference=reference)
+                       reference=reference, anchor=anchor)
 
     def _reference(self, field: CatalogField) -> periods.Moment | None:
         """The latest value of a date or time field (kept a minute: data loads are not that frequent, and the

@@ -177,7 +177,8 @@ def _words(predicate: Predicate) -> str:
 
 
 def _period_words(period: RelativePeriod) -> str:
-    """"Order date in the last 12 months (1 Jan 2024 – 31 Dec 2024; latest Order date 31 Dec 2024)"."""
+    """"Order date in the last 12 months (1 Jan 2024 – 31 Dec 2024), counted from the latest data (31 Dec 2024)",
+    or "…, counted from today (5 Dec 2026)": a person reads which date "last" means."""
     label = period.field.spec.label + role_words(period.via)
     span, timed = period.span, period.field.spec.type == "timestamp"
     end = span.end
@@ -188,8 +189,8 @@ def _period_words(period: RelativePeriod) -> str:
     first = readable_date(span.start) if timed else readable_day(span.start)
     phrase = periods.words(period.relative, period.unit, period.count)
     where = "" if phrase.endswith("to date") else "in "
-    return (f"{label} {where}{phrase} ({first} – {last}; latest {period.field.spec.label} "
-            f"{readable_date(period.reference)})")
+    origin = "today" if period.anchor == "today" else "the latest data"
+    return f"{label} {where}{phrase} ({first} – {last}), counted from {origin} ({readable_date(period.reference)})"
 
 
 def _has_words(has: Has, quantity: str) -> str:

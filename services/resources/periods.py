@@ -1,11 +1,12 @@
 """Calendar arithmetic for time intelligence: relative periods and period offsets.
 
 A relative period ("the last 12 months", "the previous quarter", "year to date")
-is resolved against a reference date — the latest value of the field in the
-data, not the clock: a warehouse loaded up to 31 Dec 2024 answers "last
-quarter" with Q4 2024 whenever it is asked. Weeks start on Monday, as the
-time grains do. Months are added as a calendar does: 31 Jan plus one month
-is 29 Feb (or 28), never 2 Mar.
+is resolved against a reference date: today, or, where the semantic model sets
+`time_anchor: latest_data`, the latest value of the field in the data (a
+warehouse loaded up to 31 Dec 2024 then answers "last quarter" with Q4 2024
+whenever it is asked). Weeks start on Monday, as the time grains do. Months
+are added as a calendar does: 31 Jan plus one month is 29 Feb (or 28), never
+2 Mar.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ def start_of(value: Moment, unit: str) -> Moment:
 
 
 def resolve(relative: str, unit: str, count: int, reference: Moment) -> Span:
-    """The span a relative period means at `reference` (the latest value in the data)."""
+    """The span a relative period means at `reference` (today, or the latest value in the data)."""
     if relative == "trailing":  # the `count` units that end at the reference: "the last 12 months"
         start = add(reference, **offset(unit, -count))
         if not isinstance(reference, dt.datetime):  # whole days: the reference's day is the last one
@@ -73,6 +74,13 @@ def resolve(relative: str, unit: str, count: int, reference: Moment) -> Span:
         return Span(current, reference, True)
     # "previous": the `count` whole units before the reference's own ("last quarter" on 14 Nov is Q3)
     return Span(add(current, **offset(unit, -count)), current, False)
+
+
+def whole_days(span: Span) -> Span:
+    """A span of dates as moments of a time field: from midnight of its first day up to, not including,
+    midnight after its last (a day counted from is counted whole)."""
+    end = add(span.end, days=1) if span.end_inclusive else span.end
+    return Span(dt.datetime.combine(span.start, dt.time()), dt.datetime.combine(end, dt.time()), False)
 
 
 def words(relative: str, unit: str, count: int) -> str:

@@ -3,13 +3,15 @@ it reaches the model only through the agent's read-path screen."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import grpc
 import sqlalchemy as sa
 
 from services.resources.catalog import Catalog, CatalogField, CatalogRelationship
 from services.resources.draft import TEMPORAL
 from services.resources.results import normalize_cell
-from services.resources.semantic_model import key_fields
+from services.resources.semantic_model import MAX_PHRASE_WORDS, key_fields, spoken_words
 from services.resources.warehouse import Warehouse
 from shared.errors import TesseraError
 from shared.next_steps import metadata
@@ -17,8 +19,15 @@ from shared.next_steps import metadata
 MAX_DOMAIN_VALUES = 20
 MAX_MATCH_TEXT_CHARS = 300
 MAX_MATCHES = 20
-MAX_VALUE_WORDS = 4  # "small business", "West Coast": values of up to four words are looked for
-_WORD_EDGES = " \t\n.,;:!?\"'()[]{}"
+
+
+@dataclass(frozen=True)
+class ValueMatch:
+    """A stored value a text names, and the text's words (lower-cased) that named it."""
+
+    field: CatalogField
+    value: str
+    matched_text: str
 
 
 def _refuse(reason: str, message: str) -> TesseraError:
@@ -67,25 +76,48 @@ def join_coverage(warehouse: Warehouse, catalog: Catalog, rel: CatalogRelationsh
 
 
 def phrases(text: str) -> list[str]:
-    """Every run of 1-4 consecutive words of `text`, lower-cased, with punctuation trimmed off each word."""
-    words = [w for w in (word.strip(_WORD_EDGES).lower() for word in text.split()) if w]
-    found = {" ".join(words[start:start + size])
-             for size in range(1, MAX_VALUE_WORDS + 1) for start in range(len(words) - size + 1)}
-    return sorted(found)
+    """Every run of 1-4 consecutive words of `text` (as spoken_words reads them), each once: the longest first,
+    then in the order they are said, so the words that named a value are the fullest that did ("in store", not
+    "store")."""
+    words = spoken_words(text)
+    found: dict[str, None] = {}
+    for size in range(MAX_PHRASE_WORDS, 0, -1):
+        for start in range(len(words) - size + 1):
+            found.setdefault(" ".join(words[start:start + size]))
+    return list(found)
 
 
-def value_match(warehouse: Warehouse, fields: list[CatalogField], text: str) -> tuple[list[tuple[CatalogField, str]],
-                                                                                       bool]:
+def _spaced(text: str) -> str:
+    """Underscores and hyphens read as spaces: a person says "small business" of `small_business`."""
+    return text.replace("_", " ").replace("-", " ")
+
+
+def _namer(fld: CatalogField, said: list[str], value: str) -> str:
+    """The first of the phrases `said` that names `value` of `fld`: the value itself (any case, underscores
+    and hyphens as spaces) or another word the model declares for it. Only the text's own words are returned,
+    never the value: a database that lowers some letter otherwise than Python gets "" rather than a value."""
+    spaced = _spaced(value.casefold())
+    other_words = {" ".join(spoken_words(phrase)) for phrase in fld.spec.values.get(value, ())}
+    return next((phrase for phrase in said if _spaced(phrase.casefold()) == spaced or phrase in other_words), "")
+
+
+def value_match(warehouse: Warehouse, fields: list[CatalogField], text: str) -> tuple[list[ValueMatch], bool]:
     """The values of `fields` that `text` names as whole words, whatever their case: a person writes
-    "france" or "West coast", the data says "France" and "West Coast"."""
-    wanted = phrases(text)
-    found: list[tuple[CatalogField, str]] = []
+    "france" or "West coast", the data says "France" and "West Coast"; "small business" names
+    `small_business`; and "online" names `web` where the model says so (`values:`). Only values the data
+    holds are returned."""
+    said = phrases(text)
+    said_once, spaced = set(said), sorted({_spaced(phrase) for phrase in said})
+    found: list[ValueMatch] = []
     for fld in fields:
-        if not wanted or len(found) > MAX_MATCHES:
+        if not said or len(found) > MAX_MATCHES:
             break
         column = fld.column
-        statement = (sa.select(column).where(warehouse.lowered(column).in_(wanted)).distinct().order_by(column)
-                     .limit(MAX_MATCHES + 1))
+        named = sa.func.replace(sa.func.replace(warehouse.lowered(column), "_", " "), "-", " ").in_(spaced)
+        declared = [value for value, others in fld.spec.values.items()
+                    if any(" ".join(spoken_words(other)) in said_once for other in others)]
+        condition = sa.or_(named, column.in_(declared)) if declared else named
+        statement = sa.select(column).where(condition).distinct().order_by(column).limit(MAX_MATCHES + 1)
         rows, _ = warehouse.fetch(statement, MAX_MATCHES + 1)
-        found += [(fld, str(row[0])) for row in rows]
+        found += [ValueMatch(fld, str(row[0]), _namer(fld, said, str(row[0]))) for row in rows]
     return found[:MAX_MATCHES], len(found) > MAX_MATCHES

@@ -24,7 +24,16 @@ FormatStyle = Literal["integer", "decimal", "currency", "percent", "date", "text
 DateGrain = Literal["second", "minute", "hour", "day", "week", "month", "quarter", "year"]
 NUMERIC_TYPES = frozenset({"integer", "decimal", "float"})
 TEMPORAL_TYPES = frozenset({"date", "timestamp"})
+TimeAnchor = Literal["today", "latest_data"]
+MAX_PHRASE_WORDS = 4  # an event verb or another word for a value: "brick and mortar", "sent back"
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
+_WORD_EDGES = " \t\n.,;:!?\"'()[]{}"
+
+
+def spoken_words(text: str) -> list[str]:
+    """The words of a phrase as a question is matched against it: lower-cased, punctuation at each word's
+    edges trimmed ("Online," reads "online"); hyphens inside a word stay ("in-store")."""
+    return [w for w in (word.strip(_WORD_EDGES).lower() for word in text.split()) if w]
 
 
 def key_fields(names: str | tuple[str, ...]) -> tuple[str, ...]:
@@ -85,6 +94,12 @@ class FieldSpec(_Named):
     exposure: Exposure
     sensitivity: Sensitivity = "internal"
     format: FormatSpec | None = None
+    # Words for the event that dates a row ("signed up" for a signup date): a question using them counts
+    # time by this field. Shown in the catalog.
+    event_verbs: tuple[str, ...] = ()
+    # Other words for stored values ({"web": ["online"]}), read only by the value-match probe: the catalog
+    # never shows values.
+    values: dict[str, tuple[str, ...]] = {}
 
 
 class MetricSpec(_Named):
@@ -125,6 +140,9 @@ class DatasetSpec(_Strict):
 class SemanticModel(_Strict):
     version: int = Field(ge=1)
     dataset: DatasetSpec
+    # What relative periods ("last quarter") count from: today's date, or the latest date in the data (for a
+    # warehouse that is not loaded up to today, such as a demo's).
+    time_anchor: TimeAnchor = "today"
     entities: dict[str, EntitySpec]
     relationships: dict[str, RelationshipSpec] = {}
     derived_metrics: dict[str, DerivedMetricSpec] = {}
@@ -216,6 +234,69 @@ def _entity_problems(model: SemanticModel, entity_name: str, entity: EntitySpec)
     overlap = set(entity.fields) & set(entity.metrics)
     if overlap:
         problems.append(f"{where}: {sorted(overlap)[0]!r} is both a field and a metric")
+    return problems + _event_verb_problems(where, entity) + _value_word_problems(where, entity)
+
+
+def _phrase_problem(phrase: str) -> str | None:
+    """What is wrong with a phrase a question is matched against, if anything."""
+    count = len(spoken_words(phrase))
+    if not 1 <= count <= MAX_PHRASE_WORDS:
+        return f"{phrase!r} has {count} words; a phrase has 1 to {MAX_PHRASE_WORDS}"
+    return None
+
+
+def _event_verb_problems(where: str, entity: EntitySpec) -> list[str]:
+    """Event verbs date rows, so they belong to a date or time people may see; and one verb of an entity names
+    one field, once: "joined" cannot mean two dates of one customer."""
+    problems: list[str] = []
+    owners: dict[str, str] = {}
+    for field_name, spec in entity.fields.items():
+        at = f"{where}.fields.{field_name}.event_verbs"
+        if spec.event_verbs and (spec.type not in TEMPORAL_TYPES or spec.exposure != "bounded-values"):
+            problems.append(f"{at}: only a date or timestamp field with bounded-values exposure has event verbs; "
+                            f"this one is a {spec.type} field with {spec.exposure} exposure")
+        seen: set[str] = set()
+        for verb in spec.event_verbs:
+            problem = _phrase_problem(verb)
+            if problem:
+                problems.append(f"{at}: {problem}")
+                continue
+            spoken = " ".join(spoken_words(verb))
+            owner = owners.setdefault(spoken, field_name)
+            if spoken in seen:
+                problems.append(f"{at}: {verb!r} is listed twice")
+            elif owner != field_name:
+                problems.append(f"{at}: {verb!r} is also an event verb of {where}.fields.{owner}; one verb names "
+                                "one date of an entity")
+            seen.add(spoken)
+    return problems
+
+
+def _value_word_problems(where: str, entity: EntitySpec) -> list[str]:
+    """Other words for values belong to text values a draft may filter on, and each names one value of its
+    field: "online" cannot mean both web and marketplace, nor be another value itself."""
+    problems: list[str] = []
+    for field_name, spec in entity.fields.items():
+        at = f"{where}.fields.{field_name}.values"
+        if spec.values and (spec.type != "string" or spec.exposure != "bounded-values"):
+            problems.append(f"{at}: only a string field with bounded-values exposure has other words for its "
+                            f"values; this one is a {spec.type} field with {spec.exposure} exposure")
+        named: dict[str, str] = {" ".join(spoken_words(value)): value for value in spec.values}
+        listed: set[str] = set(named)  # a value is its own word already
+        for value, phrases in spec.values.items():
+            for phrase in phrases:
+                problem = _phrase_problem(phrase)
+                if problem:
+                    problems.append(f"{at}.{value}: {problem}")
+                    continue
+                spoken = " ".join(spoken_words(phrase))
+                other = named.setdefault(spoken, value)
+                if other == value and spoken in listed:
+                    problems.append(f"{at}.{value}: {phrase!r} is listed twice")
+                elif other != value:
+                    problems.append(f"{at}.{value}: {phrase!r} already names {other!r}; one phrase names one "
+                                    "value of a field")
+                listed.add(spoken)
     return problems
 
 

@@ -79,7 +79,8 @@ class ResourceGatewayService(resources_pb2_grpc.ResourceGatewayServiceServicer):
             synonyms=entity.spec.synonyms,
             fields=[resources_pb2.Field(field_id=f.id, label=f.spec.label, description=f.spec.description,
                                         type=COLUMN_TYPES[f.spec.type], exposure=_EXPOSURE[f.spec.exposure],
-                                        synonyms=f.spec.synonyms, sensitivity=f.spec.sensitivity) for f in fields],
+                                        synonyms=f.spec.synonyms, sensitivity=f.spec.sensitivity,
+                                        event_verbs=f.spec.event_verbs) for f in fields],
             metrics=[resources_pb2.Metric(metric_id=m.id, label=m.spec.label, description=m.spec.description,
                                           type=COLUMN_TYPES[m.spec.type], synonyms=m.spec.synonyms)
                      for m in metrics],
@@ -109,7 +110,8 @@ class ResourceGatewayService(resources_pb2_grpc.ResourceGatewayServiceServicer):
             draft_schema_version=DRAFT_SCHEMA_VERSION, draft_schema_sha256=DRAFT_SCHEMA_SHA256,
             analyses_remaining=analyses, analyses_per_turn=settings.analyses_per_turn,
             probes_per_turn=settings.probes_per_turn, max_result_rows=settings.row_cap,
-            session_analyses_remaining=session_analyses, analyses_per_session=settings.analyses_per_session)
+            session_analyses_remaining=session_analyses, analyses_per_session=settings.analyses_per_session,
+            time_anchor=gateway.model.time_anchor)
 
     async def InspectCatalog(self, request, context):
         session_id, _ = _turn(request.turn)
@@ -138,9 +140,10 @@ class ResourceGatewayService(resources_pb2_grpc.ResourceGatewayServiceServicer):
         reply = resources_pb2.ProbeResponse(kind=request.kind, probes_remaining=remaining)
         if kind == "value-match":
             matches, truncated, token = outcome
+            entities = self._gateway.catalog.entities
             reply.value_matches.matches.extend(
-                resources_pb2.ValueMatch(field_id=f.id, entity_id=self._gateway.catalog.entities[f.entity].id,
-                                         value=value) for f, value in matches)
+                resources_pb2.ValueMatch(field_id=m.field.id, entity_id=entities[m.field.entity].id,
+                                         value=m.value, matched_text=m.matched_text) for m in matches)
             reply.value_matches.truncated = truncated
             reply.capability_token = token
         elif kind == "value-domain":

@@ -170,6 +170,7 @@ def test_rpc_errors_carry_reasons_and_paths(as_agent):
     assert (context.probes_remaining, context.probes_per_turn) == (2, 2)
     assert (context.analyses_remaining, context.analyses_per_turn) == (10, 10)
     assert context.dataset_label == "Retail demo"
+    assert context.time_anchor == "latest_data"  # the demo's data ends in 2025: periods count from its last day
     with pytest.raises(grpc.RpcError) as refused:
         as_agent("Analyze", resources_pb2.AnalyzeRequest(turn=TURN, draft_json='{"mode": "aggregate"}',
                                                          capability_token=context.capability_token))
@@ -198,11 +199,16 @@ def test_value_match_over_rpc_names_the_field_and_widens_the_scope_to_filter_on_
     catalog = as_agent("InspectCatalog", resources_pb2.InspectCatalogRequest(
         turn=turn, question="net revenue", capability_token=context.capability_token))
     assert "Region" not in {e.label for e in catalog.entities}  # the question's words did not bring it
+    signups = as_agent("InspectCatalog", resources_pb2.InspectCatalogRequest(
+        turn=turn, question="how many signed up", capability_token=context.capability_token))
+    signup_date = next(f for e in signups.entities for f in e.fields if f.label == "Signup date")
+    assert "signed up" in signup_date.event_verbs
     probe = as_agent("Probe", resources_pb2.ProbeRequest(
         turn=turn, kind=resources_pb2.PROBE_KIND_VALUE_MATCH, text=f"net revenue in {country.lower()}",
         capability_token=catalog.capability_token))
     assert probe.WhichOneof("result") == "value_matches" and probe.capability_token
     match = next(m for m in probe.value_matches.matches if m.value == country)
+    assert match.matched_text == country.lower()
     draft = {"mode": "aggregate", "output": "scalar",
              "measures": [{"id": "revenue", "metric": _find(catalog.entities, "Net revenue")}],
              "filter": {"field": match.field_id, "op": "eq", "value": match.value}}

@@ -52,7 +52,8 @@ UNBOUNDED_SESSIONS = {"analyses_per_session": 100_000, "oracle_variants_per_shap
                       "oracle_searches_per_session": 100_000}
 
 
-def make_gateway(warehouse_url: str, cert_dir, store_dir, **overrides) -> Gateway:
+def make_gateway(warehouse_url: str, cert_dir, store_dir, today=None, **overrides) -> Gateway:
+    """A gateway over `warehouse_url` with settings `overrides`; `today` (a function) stands in for its clock."""
     env = {"TESSERA_CERT_DIR": str(cert_dir), "TESSERA_RESOURCES_WAREHOUSE_URL": warehouse_url,
            "TESSERA_RESOURCES_STORE_URL": f"sqlite:///{store_dir / 'results.sqlite'}"}
     env.update({f"TESSERA_RESOURCES_{k.upper()}": str(v) for k, v in {**UNBOUNDED_SESSIONS, **overrides}.items()})
@@ -60,7 +61,7 @@ def make_gateway(warehouse_url: str, cert_dir, store_dir, **overrides) -> Gatewa
         for key, value in env.items():
             patch.setenv(key, value)
         settings = load_settings("resources", ResourcesSettings)
-    return Gateway(settings)
+    return Gateway(settings) if today is None else Gateway(settings, today=today)
 
 
 @pytest.fixture(scope="session")

@@ -492,7 +492,7 @@ def test_relative_periods_count_back_from_the_latest_date_in_the_data(supply, su
     analysis = supply.analyze(draft)
     assert by_output(analysis)[0]["orders"] == expected > 0
     [words] = analysis.interpretation.filters
-    assert words.endswith("; latest Order date 31 Dec 2024)") and f"{start.day} {start:%b %Y}" in words
+    assert words.endswith("), counted from the latest data (31 Dec 2024)") and f"{start.day} {start:%b %Y}" in words
     assert f"{end.day} {end:%b %Y}" in words
 
 

@@ -186,7 +186,7 @@ def test_value_match_finds_values_the_text_names_in_any_field_whatever_their_cas
     text = f"net revenue in {country.lower()} and {region.upper()} for web orders?"
     (matches, truncated, token), remaining = gateway.probe(session.session_id, "match-1", "value-match", "",
                                                            capability, text)
-    found = {(f.entity, f.name, value) for f, value in matches}
+    found = {(m.field.entity, m.field.name, m.value) for m in matches}
     assert {("regions", "country", country), ("regions", "name", region), ("orders", "channel", "web")} <= found
     assert not truncated and remaining == 1
     # "web" is a value of no other field; "net", "revenue", "in" are values of none
@@ -204,7 +204,7 @@ def test_value_match_finds_values_the_text_names_in_any_field_whatever_their_cas
 def test_value_match_on_one_field_and_its_refusals(gateway, session):
     (matches, _, _), _ = gateway.probe(session.session_id, "match-2", "value-match",
                                        session.field("orders", "channel"), session.capability, "Store or PHONE sales")
-    assert sorted(value for _, value in matches) == ["phone", "store"]
+    assert sorted((m.value, m.matched_text) for m in matches) == [("phone", "phone"), ("store", "store")]
     (nothing, _, token), _ = gateway.probe(session.session_id, "match-3", "value-match", "", session.capability,
                                            "what about atlantis")
     assert nothing == [] and token == ""
@@ -225,7 +225,7 @@ def test_value_match_on_one_field_and_its_refusals(gateway, session):
 def test_value_match_text_is_bound_not_spliced(gateway, session):
     hostile = "web' OR 1=1 -- ; DROP TABLE orders"
     (matches, _, _), _ = gateway.probe(session.session_id, "match-5", "value-match", "", session.capability, hostile)
-    assert {value for _, value in matches} == {"web"}  # only the word that is a value
+    assert {m.value for m in matches} == {"web"}  # only the word that is a value
 
 
 def test_value_match_lowers_letters_beyond_ascii_on_every_backend(gateway, session, raw_engine):
@@ -238,4 +238,4 @@ def test_value_match_lowers_letters_beyond_ascii_on_every_backend(gateway, sessi
             (matches, _, _), _ = gateway.probe(session.session_id, f"accent-{written}", "value-match",
                                                session.field("regions", "name"), session.capability,
                                                f"revenue in {written}")
-            assert [value for _, value in matches] == [name], written
+            assert [m.value for m in matches] == [name], written

@@ -89,6 +89,66 @@ def test_errors_name_the_file_and_the_key(tmp_path, old, new, expected):
     assert expected in str(error.value)
 
 
+SIGNUP_VERBS = "event_verbs: [signed up, sign up, joined, registered, new]}\n"
+
+
+@pytest.mark.parametrize("old,new,expected", [
+    # Event verbs date rows: a date or time people may see, each verb 1-4 words, one date per verb in an entity.
+    ("label: Order status, synonyms: [state], exposure: bounded-values,",
+     "label: Order status, synonyms: [state], exposure: bounded-values, event_verbs: [paid],",
+     "entities.orders.fields.status.event_verbs: only a date or timestamp field with bounded-values exposure has "
+     "event verbs; this one is a string field with bounded-values exposure"),
+    ("synonyms: [joined, registration date], exposure: bounded-values,",
+     "synonyms: [joined, registration date], exposure: filter-only,",
+     "entities.customers.fields.signup_date.event_verbs: only a date or timestamp field with bounded-values "
+     "exposure has event verbs; this one is a date field with filter-only exposure"),
+    ("event_verbs: [placed, ordered]", "event_verbs: [placed an order with us, ordered]",
+     "entities.orders.fields.ordered_at.event_verbs: 'placed an order with us' has 5 words; a phrase has 1 to 4"),
+    ("event_verbs: [placed, ordered]", "event_verbs: ['  ', ordered]",
+     "entities.orders.fields.ordered_at.event_verbs: '  ' has 0 words; a phrase has 1 to 4"),
+    ("event_verbs: [placed, ordered]", "event_verbs: [placed, Placed]",
+     "entities.orders.fields.ordered_at.event_verbs: 'Placed' is listed twice"),
+    (SIGNUP_VERBS, SIGNUP_VERBS + "      first_order_day: {type: date, label: First order day, "
+                                  "exposure: bounded-values, event_verbs: [Joined]}\n",
+     "entities.customers.fields.first_order_day.event_verbs: 'Joined' is also an event verb of "
+     "entities.customers.fields.signup_date; one verb names one date of an entity"),
+    # Other words for values: text values a draft may filter on, each phrase 1-4 words naming one value.
+    (SIGNUP_VERBS, SIGNUP_VERBS.replace("}\n", ", values: {'2024-01-01': [new year]}}\n"),
+     "entities.customers.fields.signup_date.values: only a string field with bounded-values exposure has other "
+     "words for its values; this one is a date field with bounded-values exposure"),
+    ("label: Ticket status, exposure: bounded-values,", "label: Ticket status, exposure: aggregate-only,",
+     "entities.support_tickets.fields.status.values: only a string field with bounded-values exposure has other "
+     "words for its values; this one is a string field with aggregate-only exposure"),
+    ("smb, smbs]", "smb, small and medium sized businesses]",
+     "entities.customers.fields.segment.values.small_business: 'small and medium sized businesses' has 5 words"),
+    ("values: {completed: [fulfilled, complete]}", "values: {completed: [fulfilled, complete], refunded: [Fulfilled]}",
+     "entities.orders.fields.status.values.refunded: 'Fulfilled' already names 'completed'; one phrase names one "
+     "value of a field"),
+    ("values: {urgent: [critical]}", "values: {urgent: [critical], high: [Urgent]}",
+     "entities.support_tickets.fields.priority.values.high: 'Urgent' already names 'urgent'"),
+    ("values: {urgent: [critical]}", "values: {urgent: [critical, Critical]}",
+     "entities.support_tickets.fields.priority.values.urgent: 'Critical' is listed twice"),
+    ("values: {urgent: [critical]}", "values: {urgent: critical}",
+     "entities.support_tickets.fields.priority.values.urgent: Input should be a valid tuple"),
+    ("time_anchor: latest_data", "time_anchor: yesterday", "time_anchor: Input should be 'today' or 'latest_data'"),
+])
+def test_event_verbs_value_words_and_the_time_anchor_are_checked(tmp_path, old, new, expected):
+    path = _broken(tmp_path, old, new)
+    with pytest.raises(SemanticModelError) as error:
+        load_semantic_model(path)
+    assert str(error.value).startswith(f"{path}: ")
+    assert expected in str(error.value)
+
+
+def test_one_event_verb_may_date_rows_of_several_entities_and_the_anchor_defaults_to_today(tmp_path):
+    path = _broken(tmp_path, "event_verbs: [returned, sent back]", "event_verbs: [returned, sent back, placed]")
+    model = load_semantic_model(path)
+    assert "placed" in model.entities["returns"].fields["returned_at"].event_verbs
+    assert "placed" in model.entities["orders"].fields["ordered_at"].event_verbs
+    assert model.time_anchor == "latest_data"
+    assert load_semantic_model(_broken(tmp_path, "time_anchor: latest_data\n", "")).time_anchor == "today"
+
+
 def test_missing_file(tmp_path):
     with pytest.raises(SemanticModelError, match="cannot be read"):
         load_semantic_model(tmp_path / "absent.yaml")
