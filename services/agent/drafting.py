@@ -74,6 +74,8 @@ def _moment(day: dt.date, fld: dict) -> str:
 
 
 def time_condition(span: TimeSpan, fld: dict) -> dict:
+    if span.kind == "any":  # "in 2022 and 2025": only those periods
+        return {"any": [time_condition(part, fld) for part in span.parts]}
     if span.kind == "relative":
         return {"field": fld["id"], "op": span.op, "unit": span.unit, "count": span.count} if span.op != "to_date" \
             else {"field": fld["id"], "op": "to_date", "unit": span.unit}
@@ -95,7 +97,7 @@ def plan(reading: Reading, entities: list[dict]) -> Drafted:
     if not reading.measures:
         raise CannotPlan("I found no measure in the question")
     _check_reach(reading, entities)
-    measures = [{"id": f"m{i}", "metric": m["id"]} for i, m in enumerate(reading.measures[:4])]
+    measures = [_measure(f"m{i}", m) for i, m in enumerate(reading.measures[:4])]
     draft: dict = {"mode": "aggregate", "measures": measures}
     when, grain = _time(reading, entities)
     dimensions = [{"id": "t", "field": when["id"], "grain": grain}] if grain else []
@@ -122,6 +124,13 @@ def plan(reading: Reading, entities: list[dict]) -> Drafted:
     return Drafted(draft, primary, label, [d["id"] for d in dimensions], when)
 
 
+def _measure(output: str, measure: dict) -> dict:
+    """A metric, or an amount averaged ("average discount": the field itself, aggregated)."""
+    if measure.get("aggregation"):
+        return {"id": output, "aggregation": measure["aggregation"], "field": measure["id"]}
+    return {"id": output, "metric": measure["id"]}
+
+
 def _time(reading: Reading, entities: list[dict]) -> tuple[dict | None, str | None]:
     """The date the question's time is counted by, and the grain of a time breakdown (if one is asked)."""
     if not (reading.grain or reading.time or reading.compare):
@@ -142,13 +151,12 @@ def _time(reading: Reading, entities: list[dict]) -> tuple[dict | None, str | No
 
 
 def _span_unit(span) -> str:
-    """The calendar unit a span is: a relative period's own, or a whole year, quarter or month."""
+    """The calendar unit a span is (a relative period's own, whole years, a quarter or a month), else month."""
     if span.kind == "relative":
         return span.unit
-    if span.kind == "between":
-        months = (span.end.year - span.start.year) * 12 + span.end.month - span.start.month
-        return {12: "year", 3: "quarter"}.get(months, "month")
-    return "month"
+    whole_years = span.kind == "between" and span.start.month == span.end.month == 1 and \
+        span.start.day == span.end.day == 1
+    return span.calendar_unit or ("year" if whole_years else "month")
 
 
 def _conditions(reading: Reading, when: dict | None) -> list[dict]:

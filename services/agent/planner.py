@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from services.agent import drafting, suggestions
 from services.agent.composing import compose, compose_flag_button, compose_listing, subject
@@ -32,6 +32,7 @@ from shared.tool_bridge import ToolResult
 CallTool = Callable[[str, dict], Awaitable[ToolResult]]
 MAX_EARLIER = 5  # follow-ups are read against the earlier questions the host sends (its last five)
 MAX_MATCH_TEXT = 300
+MAX_ROLE_REPAIRS = 3  # each ambiguous place in a draft (a filter, a breakdown) is named once
 
 _SEARCH_TICKETS = re.compile(r"\b(?:search (?:the )?(?:support )?tickets for|tickets? (?:that )?(?:mention|mentions|"
                              r"mentioning|about|containing|contain)) (.+?)[?.!]*$")
@@ -72,11 +73,17 @@ class EmbeddedPlanner:
             return await self._cannot_change(call)
         entities, matches = await self._slice(question, call)
         reading = self._read(question, entities, matches)
+        if reading.needs_latest:  # "Q1 vs Q2", "since March": which ones depends on what "now" is
+            now = await self._now(question, reading, entities, context.content.get("time_anchor"), call)
+            if isinstance(now, Plan):
+                return now
+            entities, latest = now
+            reading = self._read(question, entities, matches, latest)
         unusable = set(reading.unknown) - LISTING_WORDS
         if reading.listing and not (reading.breakdowns or reading.grain or reading.filters or reading.time
                                     or unusable or reading.personal or _names_a_measure(question, reading)):
             return await self._records(question, entities, set(words(question)), call)
-        refusal = self._refusal(question, reading, entities)
+        refusal = self._refusal(question, reading, entities, matches)
         if refusal is not None:
             refusal.suggestions = refusal.suggestions or await self._general_suggestions(call)
             return refusal
@@ -105,25 +112,59 @@ class EmbeddedPlanner:
                 entities = merge_entities(entities, wider.content.get("entities", []))
         return entities, matches
 
-    def _read(self, question: str, entities: list[dict], matches: list[dict]) -> Reading:
+    def _read(self, question: str, entities: list[dict], matches: list[dict], latest: dt.date | None = None
+              ) -> Reading:
         earlier = None
         for asked in self.earlier:  # each earlier question read on top of the one before it
-            reading = understand(asked, entities, matches, earlier)
+            reading = understand(asked, entities, matches, earlier, latest)
             if reading.measures and not reading.unknown and not reading.personal:
                 earlier = reading
-        return understand(question, entities, matches, earlier)
+        return understand(question, entities, matches, earlier, latest)
 
-    def _refusal(self, question: str, reading: Reading, entities: list[dict]) -> Plan | None:
-        """Nothing is answered unless everything that matters was understood."""
+    async def _now(self, question: str, reading: Reading, entities: list[dict], anchor: str | None,
+                   call: CallTool) -> tuple[list[dict], dt.date] | Plan:
+        """What "now" is for a month or quarter named without a year: today, or, when the catalog counts
+        relative periods from its latest data, the latest date of the measure's time field (a time-bounds
+        probe); the slice, widened to reach that field where needed."""
+        if anchor != "latest_data":
+            return entities, dt.datetime.now(dt.UTC).date()
+        entities = await self._dated(question, reading, entities, call)
+        when = time_field(entities, reading.measures[0]["entity_id"]) if reading.measures else None
+        bounds = await call("probe_data", {"kind": "time-bounds", "field_id": when["id"]}) if when else None
+        latest = bounds.content.get("latest") if bounds is not None and bounds.ok else None
+        if not latest:
+            return Plan(f"I can't answer that: I could not tell which {reading.time.words.strip()} is meant (no "
+                        "latest date).", False)
+        return entities, dt.date.fromisoformat(latest[:10])
+
+    async def _dated(self, question: str, reading: Reading, entities: list[dict], call: CallTool) -> list[dict]:
+        """The slice with a date for the measure: dates often live on what its rows belong to (an item's
+        order), so time is asked for explicitly when the slice has none."""
+        if not reading.measures or time_field(entities, reading.measures[0]["entity_id"]) is not None:
+            return entities
+        wider = await call("inspect_catalog", {"question": f"{question} date time when"[-2000:]})
+        return merge_entities(entities, wider.content.get("entities", [])) if wider.ok else entities
+
+    def _refusal(self, question: str, reading: Reading, entities: list[dict], matches: list[dict]) -> Plan | None:
+        """Nothing is answered unless everything that matters was understood. Words that could not be used are
+        named (with why, where that is known), and the closest full reading without them is offered first."""
         offered = suggestions.closest(reading, entities)
         if reading.personal:
             return Plan(f"That is not available to me: the data I may use has no "
                         f"{', '.join(dict.fromkeys(reading.personal))} of people, and I cannot look it up.",
                         False, offered)
         if reading.unknown:
-            unknown = ", ".join(f"\u201c{_as_written(w, question)}\u201d"
-                                for w in list(dict.fromkeys(reading.unknown))[:5])
-            return Plan(f"I can't answer that exactly: I could not use {unknown} with this data.", False, offered)
+            unknown = list(dict.fromkeys(reading.unknown))
+            unclear = [f"\u201c{_as_written(w, question)}\u201d" for w in unknown if w not in reading.reasons][:5]
+            said = [f"I did not understand {', '.join(unclear)} in this question"] if unclear else []
+            said += [f"for \u201c{_as_written(w, question)}\u201d, {reading.reasons[w]}" for w in unknown
+                     if w in reading.reasons]
+            answer = f"I can't answer that exactly: {'; '.join(said)}."
+            exact = exact_reading(reading, entities, matches)
+            if exact:
+                answer += f" Did you mean: {exact}?"
+                offered = [exact, *[o for o in offered if o != exact]][:suggestions.MAX_CLOSEST]
+            return Plan(answer, False, offered)
         if not reading.measures:
             return Plan("I can't answer that from this data: I found no measure in the question.", False, offered)
         return None
@@ -140,16 +181,8 @@ class EmbeddedPlanner:
     # --- plan and compose --------------------------------------------------------------------------------
 
     async def _answer(self, question: str, reading: Reading, entities: list[dict], call: CallTool) -> Plan:
-        if (reading.grain or reading.time or reading.compare) and time_field(entities,
-                                                                            reading.measures[0]["entity_id"]) is None:
-            # Dates often live on what the measure's rows belong to (an item's order): ask for time explicitly.
-            wider = await call("inspect_catalog", {"question": f"{question} date time when"[-2000:]})
-            if wider.ok:
-                entities = merge_entities(entities, wider.content.get("entities", []))
-        if reading.time is not None and reading.time.kind.endswith("month_latest"):
-            resolved = await self._resolve_month(reading, entities, call)
-            if isinstance(resolved, Plan):
-                return resolved
+        if reading.grain or reading.time or reading.compare:
+            entities = await self._dated(question, reading, entities, call)
         try:
             drafted = drafting.plan(reading, entities)
         except CannotPlan as exc:
@@ -174,29 +207,22 @@ class EmbeddedPlanner:
         return Plan(f"Here is {_lower(subject(reading, drafted))}{through}: {shape}, with where the numbers came "
                     "from.", True)
 
-    async def _resolve_month(self, reading: Reading, entities: list[dict], call: CallTool) -> Plan | None:
-        """"Since March": the latest March in the data, from a time-bounds probe of the measure's date."""
-        when = time_field(entities, reading.measures[0]["entity_id"]) if reading.measures else None
-        bounds = await call("probe_data", {"kind": "time-bounds", "field_id": when["id"]}) if when else None
-        latest = bounds.content.get("latest") if bounds is not None and bounds.ok else None
-        if not latest:
-            return Plan(f"I can't answer that: I could not tell which {reading.time.words.strip()} is meant (no "
-                        "latest date).", False)
-        reading.time = reading.time.resolved(dt.date.fromisoformat(latest[:10]))
-        return None
-
     async def _analyze(self, drafted: Drafted, entities: list[dict], call: CallTool) -> tuple[ToolResult, str]:
-        """Run the draft; when a field is reached two ways, take the shortest and say which it was."""
-        analysis = await call("run_analysis", {"draft": drafted.draft})
-        if analysis.ok or analysis.error_code != "AMBIGUOUS_PATH":
-            return analysis, ""
-        roles = analysis.allowed or []  # each role a list of relationship ids, the shortest path first
-        target = _at({"draft": drafted.draft}, analysis.pointer)
-        if not roles or not isinstance(roles[0], list) or target is None:
-            return analysis, ""
-        target["via"] = roles[0]
+        """Run the draft; when a field is reached two ways, take the shortest and say which it was (a split
+        filters and groups by one field: each place is named in turn)."""
         labels = {r["id"]: r["label"] for e in entities for r in e.get("relationships", [])}
-        return await call("run_analysis", {"draft": drafted.draft}), labels.get(target["via"][-1], "")
+        role = ""
+        for _ in range(MAX_ROLE_REPAIRS + 1):
+            analysis = await call("run_analysis", {"draft": drafted.draft})
+            if analysis.ok or analysis.error_code != "AMBIGUOUS_PATH":
+                return analysis, role
+            roles = analysis.allowed or []  # each role a list of relationship ids, the shortest path first
+            target = _at({"draft": drafted.draft}, analysis.pointer)
+            if not roles or not isinstance(roles[0], list) or target is None or "via" in target:
+                return analysis, role
+            target["via"] = roles[0]
+            role = labels.get(target["via"][-1], "")
+        return analysis, role
 
     async def _cannot_change(self, call: CallTool) -> Plan:
         """A request to change data: only reviewed actions change anything, and none does it this way."""
@@ -305,6 +331,35 @@ class EmbeddedPlanner:
             return Plan("I prepared the request but the display was refused; nothing was shown.", False)
         return Plan(f"Press 'Flag for review' to ask for order {order_id} to be flagged; a person approves it "
                     "before anything changes.", True)
+
+
+def exact_reading(reading: Reading, entities: list[dict], matches: list[dict]) -> str | None:
+    """The reading without its unusable words, as a question this planner reads back as exactly that reading
+    (checked here by reading it), or None."""
+    kept = replace(reading, unknown=[], reasons={}, follow_up=False, owner_hint=None)
+    question = suggestions.as_question(kept)
+    if question is None:
+        return None
+    again = understand(question, entities, matches)
+    return question if not again.unknown and _gist(again) == _gist(kept) else None
+
+
+def _gist(reading: Reading) -> tuple:
+    """What a reading asks, for telling two readings apart (not how it was worded)."""
+    def ids(items) -> tuple:
+        return tuple(item["id"] for item in items)
+
+    def condition(found) -> tuple | None:
+        return (found.field["id"], tuple(sorted(found.values))) if found is not None else None
+
+    def period(span) -> tuple | None:  # not its words: "in 2024" and "2024" are one period
+        return None if span is None else (span.kind, span.start, span.end, span.op, span.unit, span.count,
+                                          span.month, tuple(period(part) for part in span.parts))
+
+    return (ids(reading.measures), ids(reading.breakdowns), reading.grain,
+            tuple(sorted(condition(f) for f in reading.filters)), condition(reading.split), period(reading.time),
+            reading.compare, reading.limit, reading.direction, reading.per["id"] if reading.per else None,
+            reading.share_of_total, (reading.time_field or {}).get("id"))
 
 
 def _display_failed(result) -> Plan:

@@ -7,6 +7,7 @@ of the same entity), so a suggestion does not lead to "I can't answer that"; a t
 from __future__ import annotations
 
 from services.agent.drafting import time_field
+from services.agent.time_words import spoken
 from services.agent.understanding import reachable
 from tessera.resources.v1 import resources_pb2
 
@@ -58,3 +59,36 @@ def closest(reading, entities: list[dict]) -> list[str]:
             offered.append(f"{measure['label']} by month")
         offered.append(f"What is the total {label}?")
     return list(dict.fromkeys(offered))[:MAX_CLOSEST]
+
+
+def as_question(reading) -> str | None:
+    """The reading in words the embedded planner reads back as the same reading (the planner checks that
+    before offering it), or None when it has no such words (a share of a part, an unsaid period)."""
+    if not reading.measures or reading.share is not None or reading.personal:
+        return None
+    said = " and ".join(m["label"] for m in reading.measures[:4])
+    said = said[:1].upper() + _lower(said)[1:]
+    if reading.per is not None:
+        said += f" per {reading.per['label'].lower()}"
+    by = ([reading.grain] if reading.grain else []) + [_lower(b["label"]) for b in reading.breakdowns]
+    if by:
+        said += f" by {' and '.join(by)}"
+    for condition in reading.filters:
+        said += f" for {_lower(condition.field['label'])} {' and '.join(condition.values)}"
+    if reading.split is not None:
+        said += f" for {' vs '.join(reading.split.values)}"
+    if reading.time is not None:
+        period = spoken(reading.time)
+        if period is None:
+            return None
+        dated = f" with {_lower(reading.time_field['label'])}" if reading.time_field else ""
+        said += f"{dated} {period}"
+    if reading.compare == "same_period_last_year":
+        said += " year over year" if reading.compare_grain == "year" else " vs the same period last year"
+    elif reading.compare:
+        said += f" compared to the previous {reading.compare_grain}" if reading.compare_grain else " growth"
+    if reading.limit:
+        said += f", {'top' if reading.direction == 'desc' else 'bottom'} {reading.limit}"
+    elif reading.direction:
+        said += f", {'highest' if reading.direction == 'desc' else 'lowest'} first"
+    return said

@@ -23,7 +23,7 @@ _MONTH, _YEAR = f"({_MONTH_WORD})", f"({_YEAR_WORD})"
 _QUARTER_WORD = r"(?:q[1-4]|(?:first|second|third|fourth|1st|2nd|3rd|4th) quarter)"
 # One point in time as written: a quarter of a year, a month (of a year, or alone), a year.
 _POINT = (f"(?:{_QUARTER_WORD}(?: of)? {_YEAR_WORD}|{_YEAR_WORD} q[1-4]|{_MONTH_WORD}(?:,? {_YEAR_WORD})?|"
-          f"{_YEAR_WORD})")
+          f"{_YEAR_WORD}|{_QUARTER_WORD})")
 _ORDINAL_QUARTER = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4}
 _COUNTS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
            "eleven": 11, "twelve": 12, "eighteen": 18, "twenty-four": 24, "thirty": 30}
@@ -37,8 +37,8 @@ class TimeSpan:
     - "between": `start` inclusive to `end` exclusive (absolute dates);
     - "since": from `start` on;
     - "relative": `op` (trailing, previous, to_date) of `count` `unit`s, resolved by the gateway;
-    - "month_latest" / "since_month_latest": a month named without a year: the latest such month in the
-      data (or from it on), resolved once the planner knows the data's latest date.
+    - "month_latest" / "since_month_latest" / "quarter_latest": a month or quarter named without a year: the
+      latest such one (or from it on), resolved once the planner knows what "now" is (`resolved`).
     """
 
     kind: str
@@ -49,16 +49,37 @@ class TimeSpan:
     unit: str = ""
     count: int = 1
     month: int = 0
+    parts: tuple[TimeSpan, ...] = ()  # "in 2022 and 2025": the periods named, side by side ("any": only those)
+
+    @property
+    def calendar_unit(self) -> str | None:
+        """The one calendar unit a span is: a relative period's own, or a whole year, quarter or month."""
+        if self.kind == "relative" and self.count == 1:
+            return self.unit
+        if self.kind != "between":
+            return None
+        months = (self.end.year - self.start.year) * 12 + self.end.month - self.start.month
+        unit = {12: "year", 3: "quarter", 1: "month"}.get(months)
+        aligned = {"year": (1,), "quarter": (1, 4, 7, 10), "month": tuple(range(1, 13))}
+        return unit if unit and self.start.day == 1 and self.start.month in aligned[unit] else None
+
+    @property
+    def unresolved(self) -> bool:
+        return self.kind in LATEST_KINDS
 
     def resolved(self, latest: dt.date) -> TimeSpan:
-        """A month without a year as dates: the latest such month that starts on or before `latest`."""
-        if self.kind not in ("month_latest", "since_month_latest"):
+        """A month or quarter without a year as dates: the latest such one that starts on or before `latest`."""
+        if not self.unresolved:
             return self
         year = latest.year if self.month <= latest.month else latest.year - 1
         start = dt.date(year, self.month, 1)
         if self.kind == "since_month_latest":
             return TimeSpan("since", self.words, start=start)
-        return TimeSpan("between", self.words, start=start, end=_add_months(start, 1))
+        return TimeSpan("between", self.words, start=start, end=_add_months(start, 3 if self.kind ==
+                                                                             "quarter_latest" else 1))
+
+
+LATEST_KINDS = ("month_latest", "since_month_latest", "quarter_latest")
 
 
 def _add_months(day: dt.date, months: int) -> dt.date:
@@ -86,7 +107,7 @@ def _between_years(m: re.Match) -> TimeSpan:
 
 def _since(m: re.Match) -> TimeSpan:
     span = _absolute(m.group(1))
-    if span.kind == "month_latest":
+    if span.kind in ("month_latest", "quarter_latest"):
         return TimeSpan("since_month_latest", m.group(0), month=span.month)
     return TimeSpan("since", m.group(0), start=span.start)
 
@@ -106,6 +127,9 @@ def _absolute(text: str) -> TimeSpan:
         return TimeSpan("between", text, start=start, end=_add_months(start, 1))
     if m := re.fullmatch(_MONTH, text):
         return TimeSpan("month_latest", text, month=MONTHS[m.group(1)])
+    if m := re.fullmatch(r"q([1-4])|(first|second|third|fourth|1st|2nd|3rd|4th) quarter", text):
+        quarter = int(m.group(1)) if m.group(1) else _ORDINAL_QUARTER[m.group(2)]
+        return TimeSpan("quarter_latest", text, month=3 * quarter - 2)
     year = int(text)
     return TimeSpan("between", text, start=dt.date(year, 1, 1), end=dt.date(year + 1, 1, 1))
 
@@ -148,6 +172,59 @@ _AMBIGUOUS_ALONE = re.compile(r"^(?:in |during |for |of |since )?(?:the )?(may|m
                               r"nov|dec)$")
 
 
+# "Q3 vs Q4 2025", "March and April 2024": the year written once, after the last of them.
+_JOINING = r"(?:vs\.?|versus|and|or|to|against|compared (?:to|with))"
+_SHARED_YEAR = re.compile(rf"\b({_QUARTER_WORD}|{_MONTH_WORD})((?:,? {_JOINING} (?:{_QUARTER_WORD}|{_MONTH_WORD}))+),? "
+                          rf"({_YEAR_WORD})\b")
+_JOINED_PERIOD = re.compile(rf"(,? {_JOINING} )({_QUARTER_WORD}|{_MONTH_WORD})")
+MAX_SPANS = 4
+
+
+def _year_on_each(m: re.Match) -> str:
+    year = m.group(3)
+    return f"{m.group(1)} {year}" + _JOINED_PERIOD.sub(lambda j: f"{j.group(1)}{j.group(2)} {year}", m.group(2))
+
+
+def find_times(question: str, latest: dt.date | None = None) -> tuple[list[TimeSpan], str]:
+    """Every time expression in `question` (lower-cased), at most MAX_SPANS, and the question with them
+    blanked out. A year written once after several quarters or months belongs to each of them; a month or
+    quarter without one is the latest such before `latest`, when it is known."""
+    text = _SHARED_YEAR.sub(_year_on_each, question.lower())
+    spans = []
+    while len(spans) < MAX_SPANS:
+        span, text = find_time(text)
+        if span is None:
+            break
+        spans.append(span.resolved(latest) if latest is not None else span)
+    return spans, text
+
+
+def side_by_side(spans: list[TimeSpan]) -> TimeSpan | None:
+    """Several periods of one calendar unit as one span: one stretch when they follow each other ("2024 and
+    2025"), else only those periods; None when they are not all whole periods of one unit."""
+    units = {span.calendar_unit for span in spans}
+    if len(units) != 1 or None in units or any(span.kind != "between" for span in spans):
+        return None
+    parts = tuple(sorted({(s.start, s.end): s for s in spans}.values(), key=lambda s: s.start))
+    written = " and ".join(s.words for s in parts)
+    if all(a.end == b.start for a, b in zip(parts, parts[1:], strict=False)):
+        return TimeSpan("between", written, start=parts[0].start, end=parts[-1].end, parts=parts)
+    return TimeSpan("any", written, parts=parts)
+
+
+def widened_back(span: TimeSpan, months: int) -> TimeSpan | None:
+    """A period and the one `months` before it, side by side ("last quarter and the quarter before")."""
+    unit_months = {"month": 1, "quarter": 3, "year": 12}.get(span.calendar_unit or "")
+    if unit_months is None:
+        return None
+    if span.kind == "relative" and span.op == "previous" and months == unit_months:
+        return TimeSpan("relative", span.words, op="previous", unit=span.unit, count=2)
+    if span.kind != "between":
+        return None
+    earlier = TimeSpan("between", "", start=_add_months(span.start, -months), end=_add_months(span.end, -months))
+    return side_by_side([earlier, span])
+
+
 def find_time(question: str) -> tuple[TimeSpan | None, str]:
     """The first time expression in `question` (lower-cased) and the question with it blanked out."""
     lowered = question.lower()
@@ -165,6 +242,9 @@ def find_time(question: str) -> tuple[TimeSpan | None, str]:
 
 def describe(span: TimeSpan) -> str:
     """The span in the answer's words, e.g. "in 2025", "in the last 12 months", "since 1 March 2025"."""
+    if span.parts:  # "in 2024 and 2025", "in Q3 2025 and Q4 2025"
+        said = [describe(part) for part in span.parts]
+        return " and ".join([said[0], *(text.removeprefix("in ") for text in said[1:])])
     if span.kind == "relative":
         unit = span.unit
         if span.op == "trailing":
@@ -184,3 +264,34 @@ def describe(span: TimeSpan) -> str:
             return f"in {span.start.strftime('%B %Y')}"
         return f"from {span.start.isoformat()} to {(span.end - dt.timedelta(days=1)).isoformat()}"
     return span.words
+
+
+def spoken(span: TimeSpan) -> str | None:
+    """The span in words `find_times` reads back as the same span, or None when there are none."""
+    if span.parts:
+        said = [spoken(part) for part in span.parts]
+        return None if None in said else " and ".join(said)
+    if span.kind == "relative":
+        if span.op == "trailing":
+            return f"in the last {span.count} {span.unit}s"
+        if span.op == "previous":
+            return f"in the previous {span.unit}" if span.count == 1 else None
+        return f"{span.unit} to date"
+    if span.kind == "since":
+        return f"since {span.start.strftime('%B %Y').lower()}" if span.start.day == 1 else None
+    if span.kind in ("month_latest", "since_month_latest"):
+        month = next(name for name, number in MONTHS.items() if number == span.month)
+        return f"{'since' if span.kind == 'since_month_latest' else 'in'} {month}"
+    if span.kind == "quarter_latest":
+        return f"in q{(span.month + 2) // 3}"
+    if span.kind != "between":
+        return None
+    unit = span.calendar_unit
+    if unit == "year":
+        return f"in {span.start.year}"
+    if unit == "quarter":
+        return f"in q{(span.start.month + 2) // 3} {span.start.year}"
+    if unit == "month":
+        return f"in {span.start.strftime('%B %Y').lower()}"
+    whole_years = span.start.month == span.end.month == 1 and span.start.day == span.end.day == 1
+    return f"between {span.start.year} and {span.end.year - 1}" if whole_years else None

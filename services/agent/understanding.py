@@ -7,11 +7,12 @@ planner answers only what was asked. Pure: the same question, slice and matches 
 
 from __future__ import annotations
 
+import datetime as dt
 import difflib
 import re
 from dataclasses import dataclass, field, replace
 
-from services.agent.time_words import TimeSpan, find_time
+from services.agent.time_words import TimeSpan, find_times, side_by_side, widened_back
 
 _WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*|%")  # words in any script: "región" stays one word
 # Words that carry no meaning of their own for the catalog: asking, pointing and joining words.
@@ -24,30 +25,52 @@ amount value values figure figures data report chart graph plot table breakdown 
 only just same instead also too again any some had has have having got bring brings brought make makes made
 generate generates generated come comes came up rank ranked ranking share proportion fraction percentage
 percent top bottom highest lowest most least largest smallest biggest best worst greatest fewest first last
-sell sells selling sold earn earns earned common frequent often popular
+sell sells selling sold earn earns earned common frequent often popular still currently ever carry break actually
+really distinct unique distribution split
 """.split())
-SUPERLATIVE_HIGH = frozenset({"highest", "most", "largest", "biggest", "best", "top", "greatest", "maximum"})
-SUPERLATIVE_LOW = frozenset({"lowest", "least", "smallest", "fewest", "worst", "bottom", "minimum"})
+# Words that ask for an average: explained by a measure that is one, a count to divide by, or a field averaged.
+AVERAGE_WORDS = frozenset({"average", "mean", "typical", "typically"})
+# Words that compare two things; explained only when two values or two periods are set side by side.
+COMPARING = re.compile(r"\b(?:compare[ds]?|comparing|comparison|vs\.?|versus|against|than|higher|lower|more|less|"
+                       r"fewer|bigger|smaller|greater|better|worse|differ(?:s|ence|ent)?|up or down|down or up|"
+                       r"go(?:ne)? (?:up|down)|went (?:up|down))\b")
+_ABBREVIATIONS = {"avg": "average", "qty": "quantity", "pct": "percent", "yr": "year", "yrs": "years"}
+SUPERLATIVE_HIGH = frozenset({"highest", "most", "largest", "biggest", "best", "top", "greatest", "maximum",
+                              "busiest", "strongest"})
+SUPERLATIVE_LOW = frozenset({"lowest", "least", "smallest", "fewest", "worst", "bottom", "minimum", "quietest",
+                             "weakest"})
 _NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
                  "nine": 9, "ten": 10, "fifteen": 15, "twenty": 20, "fifty": 50, "hundred": 100}
 _TOP_N = re.compile(r"\b(top|bottom|best|worst|highest|lowest|largest|smallest|biggest|first)\s+(\d{1,3}|"
                     + "|".join(_NUMBER_WORDS) + r")\b")
+_N_TOP = re.compile(r"\b(\d{1,3}|" + "|".join(_NUMBER_WORDS) + r")\s+(top|bottom|best|worst|highest|lowest|largest|"
+                    r"smallest|biggest|most|least)\b")  # "the 10 largest regions"
+COMPARATIVE_HIGH = frozenset({"more", "higher", "bigger", "greater", "better"})
+COMPARATIVE_LOW = frozenset({"less", "lower", "fewer", "smaller", "worse"})
 _SHARE = re.compile(r"\b(share|percentage|percent|proportion|fraction|%)\b")
 _SAME_PERIOD_LAST_YEAR = re.compile(
     r"\b(year[ -]over[ -]year|yoy|y/y|(?:vs\.?|versus|compared (?:to|with)|against) (?:the )?(?:same (?:period|"
     r"month|quarter|week) )?(?:of )?last year)\b")
 _PREVIOUS_PERIOD = re.compile(
     r"\b(?:(month|quarter|week|year)[ -]over[ -](?:month|quarter|week|year)|period[ -]over[ -]period|"
-    r"(?:vs\.?|versus|compared (?:to|with)|against) (?:the )?(?:previous|prior|last) (month|quarter|week|year|period))"
-    r"\b")
-_GROWTH = re.compile(r"\b(growth|grow|grew|grown|change|changes|changed)\b(?! data)")
+    r"(?:vs\.?|versus|compared (?:to|with)|against|than) (?:the )?(?:(?:previous|prior|last) (month|quarter|week|year|"
+    r"period)|(month|quarter|week|year|period) before))\b")
+_GROWTH = re.compile(r"\b(growth|grow|grows|grew|grown|growing|change|changes|changed|changing)\b(?! data)")
 _GRAIN_WORDS = {"hourly": "hour", "daily": "day", "weekly": "week", "monthly": "month", "quarterly": "quarter",
                 "yearly": "year", "annual": "year", "annually": "year"}
 _BY_GRAIN = re.compile(r"\b(?:by|per|each|every|over|for each|in each|across) (?:the )?(hour|day|week|month|quarter|"
-                       r"year)s?\b|\bover time\b|\btrend(?:s|ing)?\b")
+                       r"year)s?\b|\b(hour|day|week|month|quarter|year) (?:by|after|over|to) (?:hour|day|week|month|"
+                       r"quarter|year)\b")
+_TREND = re.compile(r"\bover time\b|\btrend(?:s|ing|ed)?\b")
+# "which month had the most orders", "the best quarter for sales": the periods themselves, ranked.
+_WHICH_PERIOD = re.compile(r"\b(?:which|what|best|worst|busiest|quietest|strongest|weakest|highest|lowest|"
+                           r"biggest|top) (hour|day|week|month|quarter|year)s?\b")
 _BREAKDOWN = re.compile(r"\b(?:by|per|across|for each|in each|each|split by|broken down by|grouped by|"
                         r"for every)\s*$")
+# "units in an order": the entity after these words is what a measure is divided by, as after "per".
+_PER = re.compile(r"\b(?:per|each|(?:in|for) (?:a|an|one|every|the average))\s*$")
 _SPLIT = re.compile(r"\b(vs\.?|versus|compared (?:to|with)|against)\b")
+_COMPARE_AND = re.compile(r"\b(compare[ds]?|comparing|comparison|differ(?:s|ence|ent)?)\b")  # "compare A and B"
 # Words that ask for data this planner is never given (never-to-model fields hold them).
 PERSONAL = frozenset({"email", "emails", "e-mail", "e-mails", "phone", "phones", "telephone", "address",
                       "addresses", "password", "passwords", "ssn", "birthday", "birthdays", "name", "names",
@@ -84,6 +107,8 @@ class Reading:
     compare_grain: str | None = None
     split: Filter | None = None  # "web vs store": one field's values side by side
     unknown: list[str] = field(default_factory=list)
+    reasons: dict[str, str] = field(default_factory=dict)  # why an unknown word cannot be used, where known
+    needs_latest: bool = False  # a month or quarter without a year: to be read again knowing what "now" is
     personal: list[str] = field(default_factory=list)  # words asking for personal data
     follow_up: bool = False
     listing: bool = False
@@ -99,14 +124,23 @@ def singular(word: str) -> str:
     return word
 
 
+def plain(word: str) -> str:
+    """A word without its "'s" ("what's", "channel's") and with a short form written out ("avg")."""
+    word = word.removesuffix("'s")
+    return _ABBREVIATIONS.get(word, word)
+
+
 def words(text: str) -> list[str]:
-    return [singular(w) for w in _WORD.findall(text.lower())]
+    return [singular(plain(w)) for w in _WORD.findall(text.lower().replace("\u2019", "'"))]
+
+
+NUMBERS = frozenset({"integer", "decimal", "float"})
 
 
 @dataclass(frozen=True)
 class _Entry:
     phrase: tuple[str, ...]
-    kind: str  # metric / field / entity
+    kind: str  # metric / field / entity / amount (a number only aggregated) / event (a verb dating a row)
     item: dict
     exact: bool  # the whole label or a synonym, not a part of one
 
@@ -125,12 +159,21 @@ class Vocabulary:
                 item = {**metric, "entity_id": entity["id"]}
                 for name in [metric["label"], *metric.get("synonyms", [])]:
                     self.entries.append(_Entry(tuple(words(name)), "metric", item, True))
+                    if len(words(name)) == 2:  # "units returned" for Returned units
+                        self.entries.append(_Entry(tuple(reversed(words(name))), "metric", item, False))
             for fld in entity["fields"]:
-                if fld["exposure"] != "bounded-values":
-                    continue
                 item = {**fld, "entity_id": entity["id"], "entity_label": entity["label"]}
+                # A number only ever aggregated ("discount") is an amount: usable only as an average of it.
+                kind = "field" if fld["exposure"] == "bounded-values" else "amount" if (
+                    fld["exposure"] == "aggregate-only" and fld["type"] in NUMBERS) else None
+                if kind is None:
+                    continue
                 for name in [fld["label"], *fld.get("synonyms", [])]:
-                    self.entries.append(_Entry(tuple(words(name)), "field", item, True))
+                    self.entries.append(_Entry(tuple(words(name)), kind, item, True))
+                for verb in fld.get("event_verbs", []) if kind == "field" else []:
+                    first, *rest = words(verb)
+                    for form in inflections(first):  # "placed": place, places, placing
+                        self.entries.append(_Entry((form, *rest), "event", item, form == first))
         self.known = {w for entry in self.entries for w in entry.phrase}
         self._starting: dict[str, list[_Entry]] = {}  # entries by their first word: a lookup, not a scan
         for entry in self.entries:
@@ -168,6 +211,15 @@ class Vocabulary:
         return self._corrections[word]
 
 
+def inflections(verb: str) -> set[str]:
+    """A verb's forms from its past tense, as a model writes it ("signed", "placed", "opened"), or as is."""
+    if not verb.endswith("ed") or len(verb) < 5:
+        return {verb}
+    stems = {verb[:-2], verb[:-1]}  # "open(ed)", "place(d)"
+    return {verb} | {form for stem in stems for form in (stem, stem + "s", stem + "ing")
+                     if not stem.endswith("e") or not form.endswith("eing")}
+
+
 def reachable(entities: list[dict], owner: str) -> list[str]:
     """Entities the owner belongs to (many-to-one, transitively), nearest first, itself included."""
     by_id = {e["id"]: e for e in entities}
@@ -193,52 +245,125 @@ def _take(pattern: re.Pattern, text: str) -> tuple[re.Match | None, str]:
     return (found, _blank(text, found.start(), found.end())) if found else (None, text)
 
 
-def understand(question: str, entities: list[dict], matches: list[dict], earlier: Reading | None = None) -> Reading:
+def understand(question: str, entities: list[dict], matches: list[dict], earlier: Reading | None = None,
+               latest: dt.date | None = None) -> Reading:
     """The question's reading over `entities` (the slice), `matches` (value-match results: field_id,
-    entity_id, untrusted_value) and, for a follow-up, the earlier question's reading."""
+    entity_id, untrusted_value, matched_text), for a follow-up the earlier question's reading, and `latest`,
+    what "now" is for a month or quarter named without a year (unknown: the reading says it needs it)."""
     vocabulary = Vocabulary(entities)
     reading = Reading()
-    text = " " + question.lower().replace("\u2019", "'") + " "
+    text = _normalised(question)
     reading.listing = bool(re.match(r"\s*(list|show me the latest|which are the latest)\b", text)) or bool(
         re.search(r"\b(latest|recent|newest)\b", text))
-    compare, text = _take(_SAME_PERIOD_LAST_YEAR, text)
-    if compare:
-        reading.compare = "same_period_last_year"
-    else:
-        compare, text = _take(_PREVIOUS_PERIOD, text)
-        if compare:
-            reading.compare = "previous_period"
-            grain = compare.group(1) or compare.group(2)
-            reading.compare_grain = grain if grain in ("month", "quarter", "week", "year") else None
-    if reading.compare is None:
-        growth, text = _take(_GROWTH, text)
-        if growth:  # "revenue growth by year": each period against the one before
-            reading.compare = "previous_period"
-    reading.time, text = find_time(text)
+    text = _comparison(text, reading)
+    growth, text = _take(_GROWTH, text)
+    if growth and reading.compare is None:  # "revenue growth by year": each period against the one before
+        reading.compare = "previous_period"
+    spans, text = find_times(text, latest)
     text = _values(text, reading, vocabulary, matches)
+    compared = bool(reading.split or reading.compare or len(spans) > 1)
+    _periods(spans, text, reading, asks_change=growth is not None)
     text = _ranking(text, reading)
     text = _grain(text, reading)
     if _SHARE.search(text):
         reading.share_of_total = True
-    scratch = replace(reading, measures=[], breakdowns=[], unknown=[], personal=[])
+    if compared or reading.direction:
+        text = COMPARING.sub(lambda m: " " * len(m.group(0)), text)  # what is compared says what they mean
+    scratch = replace(reading, measures=[], breakdowns=[], unknown=list(reading.unknown), personal=[],
+                      reasons=dict(reading.reasons))
     _catalog_words(text, scratch, vocabulary)  # a first pass finds the measure, so that a word two fields
     reading.owner_hint = scratch.measures[0]["entity_id"] if scratch.measures else None  # share is read by it
     _catalog_words(text, reading, vocabulary)
     _settle_shares(reading)
+    if growth and (reading.share or reading.share_of_total) and not reading.compare_grain:
+        # "is the web share growing": the share over time answers it; a growth of the total would not.
+        reading.compare, reading.grain = None, reading.grain or "month"
     if earlier is not None and (not reading.measures or is_follow_up(question)):
         return _follow(earlier, reading, question)
     return reading
 
 
+def _normalised(question: str) -> str:
+    """The question lower-cased with short forms written out and fillers that never change what is asked
+    ("end up", "on average" keeps its average word) taken out, padded for whole-word patterns."""
+    text = " " + question.lower().replace("\u2019", "'") + " "
+    text = re.sub(r"\b(" + "|".join(_ABBREVIATIONS) + r")\b", lambda m: _ABBREVIATIONS[m.group(1)], text)
+    return re.sub(r"\b(?:end|ends|ended) up\b", lambda m: " " * len(m.group(0)), text)
+
+
+def _comparison(text: str, reading: Reading) -> str:
+    """"Year over year", "vs last year", "compared to the quarter before": a period against an earlier one."""
+    compare, text = _take(_SAME_PERIOD_LAST_YEAR, text)
+    if compare:
+        reading.compare = "same_period_last_year"
+        if re.fullmatch(r"year[ -]over[ -]year|yoy|y/y", compare.group(0)):
+            reading.compare_grain = "year"  # "trended year over year": each year against the one before
+        return text
+    compare, text = _take(_PREVIOUS_PERIOD, text)
+    if compare:
+        reading.compare = "previous_period"
+        grain = next((g for g in compare.groups() if g), None)
+        reading.compare_grain = grain if grain in ("month", "quarter", "week", "year") else None
+    return text
+
+
+def _periods(spans: list[TimeSpan], text: str, reading: Reading, asks_change: bool) -> None:
+    """The question's periods. One is a filter. Several of one unit are set side by side ("2024 and 2025"),
+    or, asked for a change ("growth in 2025 compared with 2024"), the later one against the earlier. Asked
+    whether one period is higher than the one before, both are shown, side by side."""
+    if not spans:
+        return
+    if any(span.unresolved for span in spans):  # read again once "now" is known
+        reading.time, reading.needs_latest = spans[0], True
+        return
+    if len(spans) == 1:
+        reading.time = spans[0]
+        unit_months = {"month": 1, "quarter": 3, "year": 12}.get(spans[0].calendar_unit or "")
+        if reading.compare and not asks_change and unit_months and COMPARING.search(text):
+            back = 12 if reading.compare == "same_period_last_year" else unit_months
+            both = widened_back(spans[0], back)
+            if both is not None:
+                reading.time, reading.grain = both, spans[0].calendar_unit
+                reading.compare, reading.compare_grain = None, None
+        return
+    together = side_by_side(spans)
+    if together is None:  # "in 2024 and in Q3 2025": no one unit to set them side by side in
+        reading.time = spans[0]
+        for span in spans[1:]:
+            reading.unknown.append(span.words.strip())
+            reading.reasons[span.words.strip()] = (
+                "I can set periods side by side only when they are whole periods of one length (years, "
+                "quarters or months), e.g. \u201cin 2024 and 2025\u201d")
+        return
+    unit = together.parts[0].calendar_unit
+    if not asks_change and reading.compare is None:
+        reading.time, reading.grain = together, reading.grain or unit
+        return
+    earlier, later = together.parts[-2:] if len(together.parts) == 2 else (None, None)
+    step = (later.start.year - earlier.start.year) * 12 + later.start.month - earlier.start.month if later else 0
+    kind = {12: "same_period_last_year", {"month": 1, "quarter": 3, "year": 12}[unit]: "previous_period"}.get(step)
+    if kind is None:  # a change between periods that do not follow each other (or more than two)
+        reading.time = together
+        reading.unknown.append(together.words.strip())
+        reading.reasons[together.words.strip()] = (
+            "I measure a change against the period just before or the same period a year earlier; asked "
+            "without \u201cgrowth\u201d, the periods are shown side by side")
+        return
+    reading.time, reading.compare, reading.compare_grain = later, kind, unit
+    reading.grain = reading.grain or unit
+
+
 def _values(text: str, reading: Reading, vocabulary: Vocabulary, matches: list[dict]) -> str:
-    """Blank out every value the probe found in the question; values of one field joined by "vs" are a split."""
+    """Blank out every value the probe found in the question. Values of one field set against each other
+    ("web vs store", "Canada or the United States, which is higher", "compare A and B") are a split."""
     by_field: dict[str, list[tuple[int, str]]] = {}
     fields = {f["id"]: {**f, "entity_id": e["id"], "entity_label": e["label"]}
               for e in vocabulary.entities for f in e["fields"]}
-    for match in sorted(matches, key=lambda m: -len(m["untrusted_value"])):
+    for match in sorted(matches, key=lambda m: -len(m.get("matched_text") or m["untrusted_value"])):
         value = match["untrusted_value"]
-        pattern = re.compile(r"(?<!\w)" + re.escape(value.lower()) + r"(?!\w)")
-        found = pattern.search(text)
+        said = (match.get("matched_text") or value).lower()
+        found = next((m for m in re.finditer(r"(?<!\w)" + re.escape(said) + r"(?!\w)", text)
+                      if not _names_a_measure(text, m.start(), vocabulary)), None)
         if found is None or match["field_id"] not in fields:
             continue
         text = _blank(text, found.start(), found.end())
@@ -250,7 +375,8 @@ def _values(text: str, reading: Reading, vocabulary: Vocabulary, matches: list[d
         condition = Filter(fields[field_id], values)
         if _SHARE.search(text) and re.search(r"\b(are|were|is|was|get|got|being|been)\s+$", text[:found[0][0]]):
             reading.share = condition  # "what share of orders are cancelled": the part, not a filter
-        elif len(values) > 1 and _SPLIT.search(between):
+        elif len(values) > 1 and (_SPLIT.search(between) or (
+                re.search(r"\b(and|or|than)\b", between) and (COMPARING.search(text) or _COMPARE_AND.search(text)))):
             reading.split = condition
             text = _blank(text, found[0][0], found[-1][0])
         else:
@@ -258,20 +384,33 @@ def _values(text: str, reading: Reading, vocabulary: Vocabulary, matches: list[d
     return text
 
 
+def _names_a_measure(text: str, start: int, vocabulary: Vocabulary) -> bool:
+    """A value that begins a measure's name ("cancelled" of "net revenue and cancelled orders") is that
+    measure, unless it says whose rows are meant ("revenue from cancelled orders")."""
+    entries = vocabulary.longest_at(words(text[start:start + 80]), 0) if words(text[start:start + 80]) else []
+    if not any(e.kind == "metric" and len(e.phrase) > 1 for e in entries):
+        return False
+    return not re.search(r"\b(from|of|for|on|in|with|among|across|to|by)\s+(?:the\s+|all\s+|our\s+)?$", text[:start])
+
+
 def _ranking(text: str, reading: Reading) -> str:
     top, text = _take(_TOP_N, text)
+    count, word = (top.group(2), top.group(1)) if top else (None, None)
+    if top is None:
+        top, text = _take(_N_TOP, text)  # "the 10 largest regions"
+        count, word = (top.group(1), top.group(2)) if top else (None, None)
     if top:
-        count = top.group(2)
         reading.limit = int(count) if count.isdigit() else _NUMBER_WORDS[count]
-        reading.direction = "asc" if top.group(1) in SUPERLATIVE_LOW else "desc"
+        reading.direction = "asc" if word in SUPERLATIVE_LOW else "desc"
         if reading.limit == 0:  # nothing to show: said, not read as "all of them"
             reading.unknown.append(top.group(0).strip())
             reading.limit = None
     tokens = set(_WORD.findall(text))
+    asks_which = re.search(r"\b(which|what|who)\b", text) and reading.split is None
     if reading.direction is None:
-        if tokens & SUPERLATIVE_HIGH:
+        if tokens & SUPERLATIVE_HIGH or (asks_which and tokens & COMPARATIVE_HIGH):
             reading.direction = "desc"
-        elif tokens & SUPERLATIVE_LOW:
+        elif tokens & SUPERLATIVE_LOW or (asks_which and tokens & COMPARATIVE_LOW):
             reading.direction = "asc"
     if reading.direction and re.search(r"\b(which|what|who)\b", text) and not reading.limit:
         reading.which = True
@@ -281,15 +420,24 @@ def _ranking(text: str, reading: Reading) -> str:
 
 
 def _grain(text: str, reading: Reading) -> str:
+    """A breakdown by time: "by month", "year by year", "quarterly"; a trend ("over time", "trended") is by
+    month unless a grain is named."""
+    trend, text = _take(_TREND, text)
     found, text = _take(_BY_GRAIN, text)
     if found:
-        reading.grain = found.group(1) or "month"
+        reading.grain = found.group(1) or found.group(2)
         return text
+    period = _WHICH_PERIOD.search(text)
+    if period:
+        reading.grain = period.group(1)
+        return _blank(text, period.start(1), period.end())
     for word, grain in _GRAIN_WORDS.items():
         hit = re.search(rf"\b{word}\b", text)
         if hit:
             reading.grain = grain
             return _blank(text, hit.start(), hit.end())
+    if trend:
+        reading.grain = reading.grain or reading.compare_grain or "month"
     return text
 
 
@@ -306,16 +454,20 @@ class _Words:
     # after "by", next to "and", the word as written).
     entities: list[tuple[dict, dict | None, bool, bool, str, int]] = field(default_factory=list)
     positions: dict[str, int] = field(default_factory=dict)  # where each measure was named: answers keep it
+    averages: list[str] = field(default_factory=list)  # "average", "typical" as written
+    amounts: list[tuple[list[dict], str, int]] = field(default_factory=list)  # numbers only aggregated
+    # "signed up": (date field, words, after by, the verb as declared rather than another form of it)
+    events: list[tuple[dict, str, bool, bool]] = field(default_factory=list)
 
 
 def _catalog_words(text: str, reading: Reading, vocabulary: Vocabulary) -> None:
     """Measures, breakdowns and entities named by the rest of the words; what is left is unknown."""
-    raw = _WORD.findall(text)
+    raw = [plain(w) for w in _WORD.findall(text)]
     seen = _Words(raw, [vocabulary.corrected(singular(w)) for w in raw],
                   {f.field["id"] for f in [*reading.filters, *filter(None, [reading.split, reading.share])]},
                   # the three words before each: a breakdown phrase is at most three words ("broken down by")
                   [bool(_BREAKDOWN.search(" ".join(raw[max(0, i - 3):i]))) for i in range(len(raw))],
-                  [i > 0 and raw[i - 1] in ("per", "each") for i in range(len(raw))])
+                  [bool(_PER.search(" ".join(raw[max(0, i - 3):i]))) for i in range(len(raw))])
     position = 0
     while position < len(seen.tokens):
         entries = vocabulary.longest_at(seen.tokens, position)
@@ -326,21 +478,108 @@ def _catalog_words(text: str, reading: Reading, vocabulary: Vocabulary) -> None:
         word = seen.tokens[position]
         if word in PERSONAL or raw[position] in PERSONAL:
             reading.personal.append(raw[position])
+        elif word in AVERAGE_WORDS:
+            seen.averages.append(raw[position])
+        elif vocabulary.partial(word, "amount") and not vocabulary.partial(word, "field") and not \
+                vocabulary.partial(word, "metric"):  # "discount" of Discount rate
+            seen.amounts.append((vocabulary.partial(word, "amount"), raw[position], position))
         elif word not in STOP and raw[position] not in STOP and not _partial_word(
                 word, reading, vocabulary, seen.after_by[position], seen.valued):
             reading.unknown.append(raw[position])
         position += 1
+    _averaged_amounts(seen, reading, vocabulary)
     _implied_measure(text, seen, reading, vocabulary)
     for index, word in enumerate(seen.entities):
         added = _entity_word(word, index, text, reading, vocabulary)
         if added is not None:
             seen.positions.setdefault(added["id"], word[-1])
+    _event_words(seen, reading, vocabulary)
+    if seen.averages and not (reading.per or any(is_average(m) for m in reading.measures)):
+        for word in seen.averages:  # an average of what over what: not something to guess
+            reading.unknown.append(word)
+            reading.reasons[word] = f"an average needs what it is per{_per_example(reading, vocabulary)}"
     reading.measures.sort(key=lambda m: seen.positions.get(m["id"], len(raw)))  # in the question's order
+
+
+def _per_example(reading: Reading, vocabulary: Vocabulary) -> str:
+    """", e.g. “net revenue per order”": the first measure over the nearest thing its rows belong to."""
+    if not reading.measures:
+        return ""
+    measure = reading.measures[0]
+    for entity_id in reachable(vocabulary.entities, measure["entity_id"])[1:]:
+        entity = vocabulary.by_id.get(entity_id, {})
+        if any(words(m["label"])[:2] == ["number", "of"] for m in entity.get("metrics", [])):
+            return f", e.g. \u201c{_lower(measure['label'])} per {entity['label'].lower()}\u201d"
+    return ""
+
+
+def is_average(measure: dict) -> bool:
+    """A measure that is an average already: an averaged amount, or a metric named as one."""
+    return measure.get("aggregation") == "avg" or any(
+        word in AVERAGE_WORDS for name in [measure["label"], *measure.get("synonyms", [])] for word in words(name))
+
+
+def _averaged_amounts(seen: _Words, reading: Reading, vocabulary: Vocabulary) -> None:
+    """"Average discount": a number only ever aggregated, averaged. Without an average word it is unusable."""
+    for items, written, position in seen.amounts:
+        if not seen.averages:
+            reading.unknown.append(written)
+            continue
+        amount = _choose(items, reading, vocabulary)
+        measure = {"id": amount["id"], "label": f"Average {_lower(amount['label'])}", "type": "float",
+                   "entity_id": amount["entity_id"], "aggregation": "avg"}
+        seen.positions.setdefault(measure["id"], position)
+        _add(reading.measures, measure)
+
+
+def _event_words(seen: _Words, reading: Reading, vocabulary: Vocabulary) -> None:
+    """"Signed up", "placed": the date a row is counted by, when the question names what the verb is about
+    (a customer for "signed up"); "new orders" says nothing of a customer's signup."""
+    named = {m["entity_id"] for m in reading.measures} | {e[0]["id"] for e in seen.entities} | {
+        f.field["entity_id"] for f in [*reading.filters, *filter(None, [reading.split, reading.share])]} | {
+        b["entity_id"] for b in reading.breakdowns}
+    for date, written, after_by, declared in seen.events:
+        if not declared and not (reading.time or reading.grain or after_by):
+            # "tickets still open": another form of "opened" with no period to date is no date at all
+            reading.unknown.append(written)
+            continue
+        if date["entity_id"] not in named and not _measure_of_event(date, written, reading, vocabulary):
+            reading.unknown.append(written)
+            continue
+        reading.time_field = date
+        if after_by:
+            reading.grain = reading.grain or "month"
+
+
+def _measure_of_event(date: dict, written: str, reading: Reading, vocabulary: Vocabulary) -> bool:
+    """"How many units were returned": the measure named ("units") is the verb's own entity's measure of the
+    same name (Returned units), not another's (Units sold). True when it was swapped."""
+    verb = {form for word in words(written) for form in inflections(word)} | STOP  # "number of" names nothing
+    own = vocabulary.by_id.get(date["entity_id"], {}).get("metrics", [])
+    for index, measure in enumerate(reading.measures):
+        named = set(words(measure["label"])) - verb
+        fitting = [m for m in own if named & (set(words(m["label"])) - verb)]
+        if measure["entity_id"] != date["entity_id"] and len(fitting) == 1:
+            reading.measures[index] = {**fitting[0], "entity_id": date["entity_id"]}
+            return True
+    return False
+
+
+def _lower(label: str) -> str:
+    return label[:1].lower() + label[1:]
 
 
 def _place(entries: list[_Entry], position: int, seen: _Words, reading: Reading, vocabulary: Vocabulary) -> None:
     """What a catalog phrase found at `position` stands for here."""
     entries = [e for e in entries if not (e.kind == "field" and e.item["id"] in seen.valued)] or entries
+    written = " ".join(seen.raw[position:position + len(entries[0].phrase)])
+    if all(e.kind == "event" for e in entries):
+        seen.events.append((entries[0].item, written, seen.after_by[position], any(e.exact for e in entries)))
+        return
+    if all(e.kind == "amount" for e in entries):
+        seen.amounts.append(([e.item for e in entries], written, position))
+        return
+    entries = [e for e in entries if e.kind not in ("event", "amount")]  # a measure's or a field's name first
     kinds = {e.kind for e in entries}
     items = {kind: [e.item for e in entries if e.kind == kind] for kind in kinds}
     if kinds == {"field"} and all(item["id"] in seen.valued for item in items["field"]):
@@ -351,6 +590,10 @@ def _place(entries: list[_Entry], position: int, seen: _Words, reading: Reading,
         reading.time_field = dated[0]
         if seen.after_by[position]:
             reading.grain = reading.grain or "month"
+        owner = vocabulary.by_id.get(dated[0]["entity_id"], {})
+        if set(words(" ".join([owner.get("label", ""), *owner.get("synonyms", [])]))) & set(entries[0].phrase):
+            # "tickets opened in 2024": the date's name holds its rows' name, which may be what is counted
+            seen.entities.append((owner, None, False, False, written, position))
     elif seen.after_per[position] and "entity" in kinds and "field" not in kinds:
         reading.per = items["entity"][0]
     elif seen.after_by[position] and "field" in kinds:
@@ -388,6 +631,12 @@ def _partial_word(word: str, reading: Reading, vocabulary: Vocabulary, by: bool,
     fields = vocabulary.partial(word, "field")
     if any(f["id"] in valued for f in fields):  # "high priority": the word names the value's own field
         return True
+    if fields and all(f["type"] in ("date", "timestamp") for f in fields):
+        # "tickets opened last quarter": the date the rows are counted by, not a breakdown of its own
+        reading.time_field = _choose(fields, reading, vocabulary)
+        if by:
+            reading.grain = reading.grain or "month"
+        return True
     metrics = vocabulary.partial(word, "metric")
     if fields and (by or not metrics):
         _add(reading.breakdowns, _choose(fields, reading, vocabulary))
@@ -417,6 +666,9 @@ def _entity_word(word: tuple, index: int, text: str, reading: Reading, vocabular
             _add(reading.breakdowns, {**named[0], "entity_id": entity["id"], "entity_label": entity["label"]})
         else:
             reading.unknown.append(written)
+            reading.reasons[written] = (f"I cannot show each {entity['label'].lower()} on its own: nothing I may "
+                                        "show names one, so I can only count them or break them down by what "
+                                        "describes them")
         return None
     if not reading.measures or beside_and:
         counts = [m for m in entity["metrics"] if words(m["label"])[:2] == ["number", "of"]]
@@ -427,8 +679,10 @@ def _entity_word(word: tuple, index: int, text: str, reading: Reading, vocabular
             return None
         _add(reading.measures, chosen)
         return chosen
-    if all(entity["id"] not in reachable(vocabulary.entities, m["entity_id"]) for m in reading.measures):
-        reading.unknown.append(written)
+    dating = reading.time_field is not None and words(written) in [
+        words(name) for name in [reading.time_field["label"], *reading.time_field.get("synonyms", [])]]
+    if not dating and all(entity["id"] not in reachable(vocabulary.entities, m["entity_id"]) for m in reading.measures):
+        reading.unknown.append(written)  # (a date the measure cannot follow is said when the draft is made)
     return None
 
 
@@ -448,9 +702,8 @@ def _add(items: list[dict], item: dict) -> None:
 
 def _settle_shares(reading: Reading) -> None:
     """"What share of orders are cancelled" names its part: no share of a total besides. "What share of
-    revenue comes from web", with nothing to break it down by, names its part with its only value."""
-    if reading.share is None and reading.share_of_total and not (reading.breakdowns or reading.grain) \
-            and len(reading.filters) == 1:
+    revenue comes from web" (each year, or in all) names its part with its only value."""
+    if reading.share is None and reading.share_of_total and not reading.breakdowns and len(reading.filters) == 1:
         reading.share = reading.filters.pop()
     if reading.share is not None:
         reading.share_of_total = False
@@ -490,14 +743,25 @@ def unexplained_words(text: str, entities: list[dict]) -> set[str]:
     """Words of `text` that are neither the slice's own nor asking words: candidates for values (looked for
     before any typo is corrected, so "refunded" is found as a value, not read as "refund")."""
     vocabulary = Vocabulary(entities)
-    tokens = words(find_time(text)[1])
-    covered: set[int] = set()
-    for start in range(len(tokens)):
+    tokens = words(find_times(text)[1])
+    found, start = [], 0
+    while start < len(tokens):  # the phrases as the reading walks them: longest first, none overlapping
         entries = vocabulary.longest_at(tokens, start)
         if entries:
-            covered.update(range(start, start + len(entries[0].phrase)))
-    # A word that is only part of a label ("cancelled" of "Cancelled orders") may well be a value too.
-    return {w for i, w in enumerate(tokens) if i not in covered and w not in STOP}
+            found.append((start, entries))
+        start += len(entries[0].phrase) if entries else 1
+    measures = sum(any(e.kind == "metric" for e in entries) for _, entries in found)
+    not_measures = {w for e in vocabulary.entries if e.kind not in ("metric", "event") for w in e.phrase}
+    covered: set[int] = set()
+    for start, entries in found:
+        for index in range(start, start + len(entries[0].phrase)):
+            # Beside another measure, a word of a measure's name may be a value: "revenue from cancelled orders".
+            maybe_value = measures > 1 and len(entries[0].phrase) > 1 and all(e.kind == "metric" for e in entries) \
+                and tokens[index] not in not_measures
+            # A verb's form may be a state, too: "tickets still open".
+            if not maybe_value and not all(e.kind == "event" for e in entries):
+                covered.add(index)
+    return {w for i, w in enumerate(tokens) if i not in covered and w not in STOP and w not in AVERAGE_WORDS}
 
 
 def is_follow_up(question: str) -> bool:

@@ -424,7 +424,8 @@ class GoldenCheck:
         shown = shown_rows(self.running_set, self.credentials, self.person, session, done.revision_ids[-1])
         wrong = mismatch(truth, shown, case["keys"], case.get("ordered", False))
         SHOWN.update(Decimal(str(v)).quantize(CLOSE) for r in shown for v in r if isinstance(v, (int, float)))
-        result |= {"correct": wrong is None, "interpretation_ok": wrong is None, "different_question": wrong is not None}
+        result |= {"correct": wrong is None, "interpretation_ok": wrong is None,
+                   "different_question": wrong is not None}
         return result if wrong is None else result | {"failure": f"not the SQL's answer: {wrong}; said: {done.answer}"}
 
 

@@ -18,7 +18,8 @@ def retail_slice() -> list[dict]:
             "id": f"ent_{name}", "label": spec.label, "description": spec.description,
             "synonyms": list(spec.synonyms),
             "fields": [{"id": f"fld_{name}.{f}", "label": s.label, "type": s.type, "exposure": s.exposure,
-                        "synonyms": list(s.synonyms)} for f, s in spec.fields.items()
+                        "synonyms": list(s.synonyms), **({"event_verbs": list(s.event_verbs)} if getattr(
+                            s, "event_verbs", None) else {})} for f, s in spec.fields.items()
                        if s.exposure != "never-to-model"],
             "metrics": metrics,
             "relationships": [{"id": f"rel_{r}", "label": s.label, "kind": s.kind, "from": f"ent_{s.from_entity}",

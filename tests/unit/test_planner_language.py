@@ -1,0 +1,297 @@
+"""How people ask, read by the embedded planner (issue 40): comparisons, change over time, averages, verbs
+that date a row, states, top-N variants, "<measure> from <value> <entity>", one-click readings when a word
+is unknown, and the rule that every word that changes meaning either changes the draft or is refused."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+
+import pytest
+
+from services.agent.drafting import CannotPlan, plan
+from services.agent.planner import exact_reading
+from services.agent.understanding import understand
+from tests.unit.planner_slice import match, retail_slice
+
+SLICE = retail_slice()
+VALUES = [match("web", "orders", "channel"), match("store", "orders", "channel"),
+          match("phone", "orders", "channel"), match("marketplace", "orders", "channel"),
+          match("cancelled", "orders", "status"), match("refunded", "orders", "status"),
+          match("France", "regions", "country"), match("Canada", "regions", "country"),
+          match("United States", "regions", "country"), match("enterprise", "customers", "segment"),
+          {**match("small_business", "customers", "segment"), "matched_text": "small business"},
+          {**match("web", "orders", "channel"), "matched_text": "online"},
+          match("open", "support_tickets", "status"), match("high", "support_tickets", "priority"),
+          match("Apparel", "products", "category"), match("Grocery", "products", "category")]
+
+
+def read(question: str, latest: dt.date | None = None):
+    return understand(question, SLICE, VALUES, latest=latest)
+
+
+def labels(items) -> list[str]:
+    return [item["label"] for item in items]
+
+
+def period(reading) -> tuple:
+    span = reading.time
+    return (span.kind, span.start, span.end) if span.kind != "relative" else (span.kind, span.op, span.unit,
+                                                                               span.count)
+
+
+# --- comparisons ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("question", "values"), [
+    ("compare net revenue for web vs store in 2024", ("web", "store")),
+    ("how do enterprise and small business customers compare on average order value?",
+     ("enterprise", "small_business")),
+    ("Do we get more support tickets from customers in Canada or in the United States?", ("Canada", "United States")),
+    ("is the average discount higher on phone orders than on marketplace orders?", ("phone", "marketplace")),
+    ("Return rate: Apparel vs Grocery?", ("Apparel", "Grocery")),
+])
+def test_values_set_against_each_other_are_a_split(question, values):
+    reading = read(question)
+    assert reading.split.values == values and not reading.unknown and not reading.filters
+
+
+def test_values_listed_without_a_comparison_are_one_filter():
+    reading = read("How many web or phone orders by region?")
+    assert [f.values for f in reading.filters] == [("web", "phone")] and reading.split is None
+
+
+@pytest.mark.parametrize(("question", "start", "end", "grain"), [
+    ("Was revenue higher in 2025 than in 2024?", dt.date(2024, 1, 1), dt.date(2026, 1, 1), "year"),
+    ("net revenue for 2024 and 2025", dt.date(2024, 1, 1), dt.date(2026, 1, 1), "year"),
+    ("units sold Q3 vs Q4 2025", dt.date(2025, 7, 1), dt.date(2026, 1, 1), "quarter"),
+    ("orders in March and April 2024 by month", dt.date(2024, 3, 1), dt.date(2024, 5, 1), "month"),
+])
+def test_periods_named_together_are_shown_side_by_side(question, start, end, grain):
+    reading = read(question)
+    assert (period(reading), reading.grain, reading.compare, reading.unknown) == (
+        ("between", start, end), grain, None, [])
+
+
+def test_periods_apart_are_only_those_periods():
+    reading = read("How do sales in Q1 2025 compare to Q1 2024?")
+    assert reading.time.kind == "any" and reading.grain == "quarter" and not reading.unknown
+    condition = plan(reading, SLICE).draft["filter"]
+    assert [part["all"][0]["value"] for part in condition["any"]] == ["2024-01-01T00:00:00", "2025-01-01T00:00:00"]
+
+
+def test_periods_of_different_lengths_are_refused_with_why():
+    reading = read("net revenue in 2024 and in Q3 2025")
+    assert reading.unknown == ["in q3 2025"] and "one length" in reading.reasons["in q3 2025"]
+
+
+# --- change over time ----------------------------------------------------------------------------------------
+
+def test_growth_between_two_named_periods_is_the_later_against_the_earlier():
+    reading = read("What was our order growth in 2025 compared with 2024?")
+    assert (period(reading), reading.compare, reading.grain) == (
+        ("between", dt.date(2025, 1, 1), dt.date(2026, 1, 1)), "previous_period", "year")
+    apart = read("revenue growth in 2025 compared with 2022")
+    assert apart.unknown and "period just before" in apart.reasons[apart.unknown[0]]
+
+
+def test_up_or_down_against_the_period_before_shows_both_periods():
+    reading = read("did units sold go up or down last quarter compared to the quarter before?")
+    assert (period(reading), reading.grain, reading.compare, reading.unknown) == (
+        ("relative", "previous", "quarter", 2), "quarter", None, [])
+
+
+@pytest.mark.parametrize(("question", "grain", "compare"), [
+    ("how has net revenue trended year over year?", "year", "same_period_last_year"),
+    ("How has average order value changed year by year since 2023?", "year", "previous_period"),
+    ("monthly order trend for 2025 please", "month", None),
+    ("revenue growth by category, 2025 vs 2024", "year", "previous_period"),
+    ("Which month had the most orders?", "month", None),
+])
+def test_change_and_trend_words(question, grain, compare):
+    reading = read(question)
+    assert (reading.grain, reading.compare, reading.unknown) == (grain, compare, [])
+
+
+def test_a_share_growing_is_the_share_over_time():
+    reading = read("Is the web channel's share of revenue growing? Show it per year")
+    assert reading.share.values == ("web",) and reading.grain == "year" and reading.compare is None
+    draft = plan(reading, SLICE).draft
+    assert draft["calculations"] == [{"id": "share", "kind": "share_of_total", "of": "m0", "within": ["t"]}]
+
+
+# --- averages ------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("question", "measure", "per"), [
+    ("what's our average order value?", "Average order value", None),
+    ("whats the avg ordr value in the phone chanel", "Average order value", None),
+    ("Typical basket size for our enterprise customers?", "Average order value", None),
+    ("On average how many units are in an order? 2025 only", "Units sold", "Order"),
+    ("average number of orders per customer", "Number of orders", "Customer"),
+    ("mean discount on Apparel items", "Average discount rate", None),
+])
+def test_average_words_use_an_average_measure_a_ratio_or_an_averaged_amount(question, measure, per):
+    reading = read(question)
+    assert (labels(reading.measures), (reading.per or {}).get("label"), reading.unknown) == ([measure], per, [])
+
+
+def test_an_averaged_amount_is_drafted_as_an_average_of_the_field():
+    draft = plan(read("mean discount on Apparel items"), SLICE).draft
+    assert draft["measures"] == [{"id": "m0", "aggregation": "avg", "field": "fld_order_items.discount"}]
+
+
+def test_an_average_of_a_total_with_nothing_to_divide_by_is_refused_with_an_example():
+    reading = read("average net revenue by region")
+    assert reading.unknown == ["average"]
+    assert reading.reasons["average"] == "an average needs what it is per, e.g. \u201cnet revenue per order\u201d"
+    assert read("discount by channel").unknown == ["discount"]  # an amount is only ever averaged
+
+
+# --- verbs that date a row, states, top N ----------------------------------------------------------------------
+
+@pytest.mark.parametrize(("question", "measure", "dated_by"), [
+    ("how many customers signed up in 2024?", "Number of customers", "Signup date"),
+    ("How many new customers joined each year since 2022?", "Number of customers", "Signup date"),
+    ("How many orders were placed in December 2025?", "Number of orders", "Order time"),
+    ("tickets created in 2025, split by priority", "Number of support tickets", "Ticket opened"),
+    ("number of support tickets opened last quarter", "Number of support tickets", "Ticket opened"),
+    ("How many units were returned in 2024?", "Returned units", "Return time"),
+    ("net revenue from customers who signed up in 2024", "Net revenue", "Signup date"),
+])
+def test_event_verbs_say_which_date_counts(question, measure, dated_by):
+    reading = read(question)
+    assert (labels(reading.measures), reading.time_field["label"], reading.unknown) == ([measure], dated_by, [])
+
+
+def test_an_event_verb_of_something_not_asked_about_is_refused():
+    assert read("How many new orders in 2024?").unknown == ["new"]  # a customer's signup says nothing of orders
+
+
+@pytest.mark.parametrize(("question", "values"), [
+    ("how many support tickets are still open?", ("open",)),
+    ("revenue from cancelled orders", ("cancelled",)),
+    ("how many online orders last year", ("web",)),
+])
+def test_states_and_values_filter(question, values):
+    reading = read(question)
+    assert [f.values for f in reading.filters] == [values] and not reading.unknown
+
+
+def test_a_value_that_begins_a_measure_name_is_that_measure_unless_it_says_whose_rows():
+    both = read("Net revenue and cancelled orders by month")
+    assert labels(both.measures) == ["Net revenue", "Cancelled orders"] and not both.filters
+    draft = plan(read("revenue from cancelled orders"), SLICE).draft
+    assert draft["filter"] == {"field": "fld_orders.status", "op": "eq", "value": "cancelled"}
+    assert draft["measures"] == [{"id": "m0", "metric": "met_order_items.net_revenue"}]
+
+
+def test_top_n_variants():
+    largest = read("What are the 10 largest regions by net revenue?")
+    assert (largest.limit, largest.direction, labels(largest.breakdowns)) == (10, "desc", ["Region name"])
+    orders = read("the 20 largest orders")
+    assert orders.unknown == ["orders"] and "cannot show each order on its own" in orders.reasons["orders"]
+
+
+def test_a_quarter_without_a_year_is_read_again_knowing_now():
+    first = read("Compare Q1 and Q2 revenue")
+    assert first.needs_latest and not first.unknown
+    again = read("Compare Q1 and Q2 revenue", latest=dt.date(2025, 12, 31))
+    assert (period(again), again.grain, again.needs_latest) == (
+        ("between", dt.date(2025, 1, 1), dt.date(2025, 7, 1)), "quarter", False)
+
+
+# --- one-click readings --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("question", "offered"), [
+    ("Net revenue by weather in 2024", "Net revenue in 2024"),
+    ("net revenue by region per unicorn for web", "Net revenue by region name for sales channel web"),
+    ("average net revenue by channel last quarter", "Net revenue by sales channel in the previous quarter"),
+    ("top 3 regions by net revenue since march 2024 in atlantis",
+     "Net revenue by region name since march 2024, top 3"),
+    ("how many customers signed up in 2024 on a tuesday", "Number of customers with signup date in 2024"),
+    ("units sold for web vs store year over year in Grocery please kindly",
+     "Units sold for product category Grocery for web vs store year over year"),
+])
+def test_the_closest_full_reading_is_offered_and_reads_back_as_itself(question, offered):
+    reading = read(question)
+    assert reading.unknown
+    assert exact_reading(reading, SLICE, VALUES) == offered
+    again = read(offered)
+    assert not again.unknown and plan(again, SLICE)
+
+
+# --- never a different question ------------------------------------------------------------------------------
+
+BASES = ["Net revenue by sales channel", "Number of support tickets", "Number of customers by customer segment"]
+TIMES = ["in 2024", "last quarter", "since March 2024", "in Q3 2025", "in 2024 and 2025", "year to date",
+         "in the last 6 months", "in 2022 vs 2025"]
+COMPARISONS = ["vs last year", "year over year", "compared to the previous quarter", "growth"]
+
+
+def _outcome(question: str) -> dict | str:
+    """The draft the question is answered with, or "refused" (words named as unusable, or no draft)."""
+    reading = read(question, latest=dt.date(2025, 12, 31))
+    if reading.unknown or reading.personal:
+        return "refused"
+    try:
+        return plan(reading, SLICE).draft
+    except CannotPlan:
+        return "refused"
+
+
+def _catalog_words() -> dict[str, list[str]]:
+    """The words of the catalog that change what is asked, by kind."""
+    entities = [w for e in SLICE for w in [e["label"], *e.get("synonyms", [])]]
+    measures = [w for e in SLICE for m in e["metrics"] for w in [m["label"], *m.get("synonyms", [])]]
+    fields = [w for e in SLICE for f in e["fields"] if f["exposure"] == "bounded-values"
+              for w in [f["label"], *f.get("synonyms", [])]]
+    values = sorted({m.get("matched_text") or m["untrusted_value"] for m in VALUES})
+    return {"entity": entities, "measure": measures, "field": fields, "value": values, "time": TIMES,
+            "comparison": COMPARISONS}
+
+
+def test_every_word_that_changes_meaning_changes_the_draft_or_is_refused():
+    unchanged = []
+    for base in BASES:
+        before = _outcome(base)
+        assert before != "refused", base
+        asked = read(base)
+        owner = asked.measures[0]["entity_id"]
+        already = {w for item in [*asked.measures, *asked.breakdowns] for w in [item["label"], *item["synonyms"]]}
+        for kind, found in _catalog_words().items():
+            for word in (w for w in found if w not in already):  # naming again what is asked changes nothing
+                question = {"measure": f"{base} and {word}", "field": f"{base} by {word}"}.get(kind, f"{base} {word}")
+                after = _outcome(question)
+                if after == before and not (kind == "entity" and _reaches(owner, word)):
+                    unchanged.append((kind, question))
+    assert unchanged == []
+
+
+def _reaches(owner: str, word: str) -> bool:
+    """An entity the measure's rows belong to only says whose rows they are ("revenue from customers")."""
+    from services.agent.understanding import reachable
+
+    named = [e["id"] for e in SLICE if word in (e["label"], *e.get("synonyms", []))]
+    return any(entity in reachable(SLICE, owner) for entity in named)
+
+
+# --- bad input -----------------------------------------------------------------------------------------------
+
+def test_two_thousand_characters_of_comparison_words_stay_linear():
+    text = ("compare web vs store higher than 2024 and 2025 or " * 60)[:2000]
+    started = time.perf_counter()
+    read(text)
+    assert time.perf_counter() - started < 5  # about 0.05 s here; quadratic work would take minutes
+
+
+def test_a_value_the_measure_cannot_reach_is_refused_before_any_query():
+    with pytest.raises(CannotPlan, match="cannot be broken down by sales channel"):
+        plan(read("Number of customers for web vs store"), SLICE)
+    with pytest.raises(CannotPlan, match="cannot be limited by ticket priority"):
+        plan(read("net revenue from high priority tickets"), SLICE)
+
+
+def test_another_form_of_an_event_verb_with_no_period_is_no_date():
+    without_open = [m for m in VALUES if m["untrusted_value"] != "open"]
+    reading = understand("how many support tickets are open", SLICE, without_open)
+    assert reading.unknown == ["open"]  # not read as "opened" and answered with every ticket
+    assert read("tickets opening in 2024").time_field["label"] == "Ticket opened"
