@@ -206,11 +206,13 @@ _PROBE_OUTPUT = closed(["kind", "probes_remaining"], {
     "untrusted_values": array("value-domain: the values (untrusted text).", text("A value.")),
     "truncated": described("More values exist than were returned.", {"type": "boolean"}),
     "matches": array("value-match: the values the text names.", closed(
-        ["field_id", "entity_id", "untrusted_value", "matched_text"], {
+        ["field_id", "entity_id", "untrusted_value", "matched_text", "approximate"], {
             "field_id": _id_of("field", "The field holding it (now in scope)."),
             "entity_id": _id_of("entity", "Its entity (now in scope)."),
             "untrusted_value": text("The value, exactly as a filter must write it (untrusted text)."),
-            "matched_text": text("The person's words that named the value.")}, "A match.")),
+            "matched_text": text("The person's words that named the value."),
+            "approximate": described("True when the person's words were a near spelling of the value, not the "
+                                     "value itself.", {"type": "boolean"})}, "A match.")),
     "flags": array("Screening rules the values matched (instruction-like text).", text("A rule.")),
     "row_count": integer("field-profile: rows."), "null_count": integer("field-profile: rows without a value."),
     "distinct_count": integer("field-profile: distinct values."),

@@ -194,7 +194,8 @@ class TurnTools:
             matches = list(reply.value_matches.matches)
             texts, flags = await self.screened_values([(m.value, m.field_id) for m in matches])
             result.update(matches=[{"field_id": m.field_id, "entity_id": m.entity_id, "untrusted_value": text,
-                                    "matched_text": m.matched_text} for text, m in zip(texts, matches, strict=True)],
+                                    "matched_text": m.matched_text, "approximate": m.approximate}
+                                   for text, m in zip(texts, matches, strict=True)],
                           truncated=reply.value_matches.truncated, flags=flags)
         elif which == "value_domain":  # warehouse text is external text: screened, then untrusted data (§8)
             texts, flags = await self.screened_values([(v, arguments.get("field_id", "")) for v in

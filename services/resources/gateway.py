@@ -47,6 +47,8 @@ MAX_QUESTION_CHARS = 2_000
 MAX_DESCRIBE = 4
 REFERENCE_LIFETIME_SECONDS = 60.0
 MAX_REFERENCES = 256
+SPELLINGS_LIFETIME_SECONDS = 300.0
+MAX_SPELLING_FIELDS = 256
 COLUMN_TYPES = {"string": common_pb2.COLUMN_TYPE_STRING, "integer": common_pb2.COLUMN_TYPE_INTEGER,
                 "decimal": common_pb2.COLUMN_TYPE_DECIMAL, "float": common_pb2.COLUMN_TYPE_FLOAT,
                 "boolean": common_pb2.COLUMN_TYPE_BOOLEAN, "date": common_pb2.COLUMN_TYPE_DATE,
@@ -117,6 +119,8 @@ class Gateway:
         self.planner = Planner(self.catalog, self.warehouse.dialect)
         self.budget = InformationBudget(self.store, settings)
         self._references = SharedMemo(expiring(MAX_REFERENCES, REFERENCE_LIFETIME_SECONDS))  # one per date field
+        # A string field's few distinct values (or None: too many), for the near spellings a value-match looks for.
+        self._spellings = SharedMemo(expiring(MAX_SPELLING_FIELDS, SPELLINGS_LIFETIME_SECONDS))
         self._side_queries = ThreadPoolExecutor(max_workers=settings.query_workers, thread_name_prefix="coverage")
 
     def close(self) -> None:
@@ -213,7 +217,7 @@ class Gateway:
                                metadata(bound=self.settings.probes_per_turn))
         try:
             if kind == "value-match":
-                matches, truncated = probes.value_match(self.warehouse, fields, text)
+                matches, truncated = probes.value_match(self.warehouse, fields, text, self._few_values)
                 outcome = (matches, truncated, self._scope_with(capability, [m.field for m in matches]))
             elif kind == "value-domain":
                 outcome = probes.value_domain(self.warehouse, target)
@@ -262,6 +266,12 @@ class Gateway:
         # words did not bring into the slice. Values of bounded-values fields are the model's to see.
         return [f for entity in self.catalog.entities.values() for f in entity.fields.values()
                 if f.spec.exposure == "bounded-values" and f.spec.type == "string"]
+
+    def _few_values(self, field: CatalogField) -> tuple[str, ...] | None:
+        """A field's distinct values when it has few (None when more), kept a few minutes, so a value-match
+        looks for near spellings without reading the warehouse each time. Read for the gateway alone: nothing the
+        model sees or spends counts it."""
+        return self._spellings.get_or_build(field.id, lambda: probes.few_values(self.warehouse, field))
 
     def _scope_with(self, capability: Capability, fields: list[CatalogField]) -> str:
         """The capability widened with exactly what a value-match showed: the matched fields, their entities,

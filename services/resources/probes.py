@@ -3,7 +3,9 @@ it reaches the model only through the agent's read-path screen."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 
 import grpc
 import sqlalchemy as sa
@@ -19,15 +21,28 @@ from shared.next_steps import metadata
 MAX_DOMAIN_VALUES = 20
 MAX_MATCH_TEXT_CHARS = 300
 MAX_MATCHES = 20
+# Near spellings ("stroe" for `store`): a word of at least MIN_TYPO_LETTERS letters that names no value as said,
+# against the one-word values of a field with at most MAX_SPELLED_VALUES distinct values; the same first letter,
+# difflib's ratio at least TYPO_RATIO, and one edit at most (two when the word and the value both have at least
+# LONG_WORD_LETTERS letters).
+MAX_SPELLED_VALUES = 200
+MIN_TYPO_LETTERS = 4
+TYPO_RATIO = 0.8
+LONG_WORD_LETTERS = 8
+
+# A field's distinct values when it has few (None when it has more than MAX_SPELLED_VALUES).
+FewValues = Callable[[CatalogField], tuple[str, ...] | None]
 
 
 @dataclass(frozen=True)
 class ValueMatch:
-    """A stored value a text names, and the text's words (lower-cased) that named it."""
+    """A stored value a text names, and the text's words (lower-cased) that named it; `approximate` when those
+    words were a near spelling of the value ("stroe" of `store`), not the value itself."""
 
     field: CatalogField
     value: str
     matched_text: str
+    approximate: bool = False
 
 
 def _refuse(reason: str, message: str) -> TesseraError:
@@ -92,32 +107,135 @@ def _spaced(text: str) -> str:
     return text.replace("_", " ").replace("-", " ")
 
 
-def _namer(fld: CatalogField, said: list[str], value: str) -> str:
-    """The first of the phrases `said` that names `value` of `fld`: the value itself (any case, underscores
-    and hyphens as spaces) or another word the model declares for it. Only the text's own words are returned,
-    never the value: a database that lowers some letter otherwise than Python gets "" rather than a value."""
+def singulars(phrase: str) -> list[str]:
+    """`phrase` with its last word read as an English plural made singular, every way the simple rules allow
+    ("marketplaces" → "marketplace", "businesses" → "business", "groceries" → "grocery"): which one holds is the
+    data's to say, since only stored values match. A last word that is not all letters, ends in "ss" ("business")
+    or would keep under three letters has none."""
+    head, _, last = phrase.rpartition(" ")
+    if not last.isalpha() or not last.endswith("s") or last.endswith("ss"):
+        return []
+    stems = [last[:-3] + "y"] if last.endswith("ies") else []
+    stems += [last[:-2]] if last.endswith("es") else []
+    stems.append(last[:-1])
+    return [f"{head} {stem}" if head else stem for stem in stems if len(stem) >= 3]
+
+
+def _namings(fld: CatalogField, said: list[str], value: str) -> tuple[list[str], list[str]]:
+    """The phrases of `said` that name `value` of `fld`, in their order: (those that say it, those that say its
+    plural). A phrase says a value when it is the value itself (any case, underscores and hyphens as spaces) or
+    another word the model declares for it; it says its plural when its last word, made singular, gives the value
+    ("small businesses" of `small_business`; declared words are taken as written). Only the text's own words are
+    ever returned as matched_text, never the value: a database that lowers some letter otherwise than Python
+    gets "" rather than a value."""
     spaced = _spaced(value.casefold())
     other_words = {" ".join(spoken_words(phrase)) for phrase in fld.spec.values.get(value, ())}
-    return next((phrase for phrase in said if _spaced(phrase.casefold()) == spaced or phrase in other_words), "")
+    as_said = [phrase for phrase in said if _spaced(phrase.casefold()) == spaced or phrase in other_words]
+    plural = [phrase for phrase in said if phrase not in as_said and spaced in singulars(_spaced(phrase.casefold()))]
+    return as_said, plural
 
 
-def value_match(warehouse: Warehouse, fields: list[CatalogField], text: str) -> tuple[list[ValueMatch], bool]:
+def few_values(warehouse: Warehouse, fld: CatalogField) -> tuple[str, ...] | None:
+    """The distinct values of `fld` when it has at most MAX_SPELLED_VALUES of them (None when it has more): what
+    a near spelling is looked for among. Read for the gateway only: no one is shown them and no budget counts
+    them."""
+    column = fld.column
+    statement = sa.select(column).where(column.is_not(None)).distinct().limit(MAX_SPELLED_VALUES + 1)
+    rows, _ = warehouse.fetch(statement, MAX_SPELLED_VALUES + 1)
+    return None if len(rows) > MAX_SPELLED_VALUES else tuple(sorted(str(row[0]) for row in rows))
+
+
+def edits(a: str, b: str) -> int:
+    """The fewest one-letter insertions, deletions, substitutions and swaps of two neighbours that make `a` `b`
+    (optimal string alignment)."""
+    before, row = None, list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        current = [i]
+        for j, y in enumerate(b, 1):
+            cost = min(row[j] + 1, current[j - 1] + 1, row[j - 1] + (x != y))
+            if before is not None and j > 1 and x == b[j - 2] and a[i - 2] == y:
+                cost = min(cost, before[j - 2] + 1)
+            current.append(cost)
+        before, row = row, current
+    return row[-1]
+
+
+def near_spelling(word: str, values: tuple[str, ...]) -> str | None:
+    """The one-word value of `values` that `word` (lower-cased) most likely misspells, if any is near enough:
+    the same first letter, difflib's ratio at least TYPO_RATIO and few edits apart ("stroe" → `store`,
+    "cananda" → `Canada`; "higher" is not `high`, nor "refund" `refunded`). A value spelled as `word` is no
+    misspelling of it."""
+    word = word.casefold()
+    best: tuple[float, int, str] | None = None
+    for value in values:
+        folded = value.casefold()
+        one_word = len(_spaced(folded).split()) == 1 and folded == folded.strip()
+        if not one_word or folded == word or folded[0] != word[0] or abs(len(folded) - len(word)) > 2:
+            continue
+        ratio = SequenceMatcher(None, word, folded).ratio()
+        if ratio < TYPO_RATIO:
+            continue
+        apart = edits(word, folded)
+        if apart <= (2 if min(len(word), len(folded)) >= LONG_WORD_LETTERS else 1):
+            candidate = (-ratio, apart, value)
+            best = candidate if best is None or candidate < best else best
+    return None if best is None else best[2]
+
+
+def value_match(warehouse: Warehouse, fields: list[CatalogField], text: str,
+                few: FewValues | None = None) -> tuple[list[ValueMatch], bool]:
     """The values of `fields` that `text` names as whole words, whatever their case: a person writes
     "france" or "West coast", the data says "France" and "West Coast"; "small business" names
-    `small_business`; and "online" names `web` where the model says so (`values:`). Only values the data
-    holds are returned."""
+    `small_business`; "online" names `web` where the model says so (`values:`); a plural names its singular
+    ("marketplaces" → `marketplace`) unless those words already name a value as said ("phones" is `Phones`, not
+    `phone`). A word of four letters or more that names nothing then may be a near spelling of a one-word value
+    of a field with few values ("stroe" → `store`, `approximate`); `few` gives those values (kept by the caller:
+    without it they are read each time). Only values the data holds are returned."""
     said = phrases(text)
-    said_once, spaced = set(said), sorted({_spaced(phrase) for phrase in said})
-    found: list[ValueMatch] = []
+    said_once = set(said)
+    forms = {_spaced(phrase) for phrase in said}
+    spaced = sorted(forms | {singular for form in forms for singular in singulars(form)})
+    named: list[tuple[CatalogField, str, list[str], list[str]]] = []
     for fld in fields:
-        if not said or len(found) > MAX_MATCHES:
+        if not said or len(named) > MAX_MATCHES:
             break
         column = fld.column
-        named = sa.func.replace(sa.func.replace(warehouse.lowered(column), "_", " "), "-", " ").in_(spaced)
+        wanted = sa.func.replace(sa.func.replace(warehouse.lowered(column), "_", " "), "-", " ").in_(spaced)
         declared = [value for value, others in fld.spec.values.items()
                     if any(" ".join(spoken_words(other)) in said_once for other in others)]
-        condition = sa.or_(named, column.in_(declared)) if declared else named
+        condition = sa.or_(wanted, column.in_(declared)) if declared else wanted
         statement = sa.select(column).where(condition).distinct().order_by(column).limit(MAX_MATCHES + 1)
         rows, _ = warehouse.fetch(statement, MAX_MATCHES + 1)
-        found += [ValueMatch(fld, str(row[0]), _namer(fld, said, str(row[0]))) for row in rows]
-    return found[:MAX_MATCHES], len(found) > MAX_MATCHES
+        named += [(fld, str(row[0]), *_namings(fld, said, str(row[0]))) for row in rows]
+    truncated = len(named) > MAX_MATCHES
+    saying = {phrase for _, _, as_said, _ in named for phrase in as_said}
+    found: list[ValueMatch] = []
+    for fld, value, as_said, plural in named:
+        only_plural = [phrase for phrase in plural if phrase not in saying]
+        if as_said or only_plural or not plural:  # neither: the database lowered a letter otherwise than Python
+            found.append(ValueMatch(fld, value, (as_said or only_plural or [""])[0]))
+    if not truncated:
+        covered = {word for _, _, as_said, plural in named for phrase in as_said + plural for word in phrase.split()}
+        found += _near_spellings(warehouse, fields, text, covered, found, few)
+    return found[:MAX_MATCHES], truncated or len(found) > MAX_MATCHES
+
+
+def _near_spellings(warehouse: Warehouse, fields: list[CatalogField], text: str, covered: set[str],
+                    found: list[ValueMatch], few: FewValues | None) -> list[ValueMatch]:
+    """Values the words of `text` that named nothing (not in `covered`) nearly spell, field by field, up to
+    one more than the room MAX_MATCHES leaves after `found`."""
+    words = [word for word in dict.fromkeys(spoken_words(text))
+             if len(word) >= MIN_TYPO_LETTERS and word.isalpha() and word not in covered]
+    room = MAX_MATCHES + 1 - len(found)
+    known = {(m.field.id, m.value) for m in found}
+    near: list[ValueMatch] = []
+    for fld in fields:
+        if not words or len(near) >= room:
+            break
+        values = few(fld) if few is not None else few_values(warehouse, fld)
+        for word in words:
+            value = near_spelling(word, values) if values else None
+            if value is not None and (fld.id, value) not in known and len(near) < room:
+                known.add((fld.id, value))
+                near.append(ValueMatch(fld, value, word, approximate=True))
+    return near

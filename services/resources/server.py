@@ -143,7 +143,8 @@ class ResourceGatewayService(resources_pb2_grpc.ResourceGatewayServiceServicer):
             entities = self._gateway.catalog.entities
             reply.value_matches.matches.extend(
                 resources_pb2.ValueMatch(field_id=m.field.id, entity_id=entities[m.field.entity].id,
-                                         value=m.value, matched_text=m.matched_text) for m in matches)
+                                         value=m.value, matched_text=m.matched_text,
+                                         approximate=m.approximate) for m in matches)
             reply.value_matches.truncated = truncated
             reply.capability_token = token
         elif kind == "value-domain":

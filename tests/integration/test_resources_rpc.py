@@ -208,7 +208,7 @@ def test_value_match_over_rpc_names_the_field_and_widens_the_scope_to_filter_on_
         capability_token=catalog.capability_token))
     assert probe.WhichOneof("result") == "value_matches" and probe.capability_token
     match = next(m for m in probe.value_matches.matches if m.value == country)
-    assert match.matched_text == country.lower()
+    assert match.matched_text == country.lower() and not match.approximate
     draft = {"mode": "aggregate", "output": "scalar",
              "measures": [{"id": "revenue", "metric": _find(catalog.entities, "Net revenue")}],
              "filter": {"field": match.field_id, "op": "eq", "value": match.value}}
@@ -219,3 +219,7 @@ def test_value_match_over_rpc_names_the_field_and_widens_the_scope_to_filter_on_
     reply = as_agent("Analyze", resources_pb2.AnalyzeRequest(turn=turn, draft_json=json.dumps(draft),
                                                              capability_token=probe.capability_token))
     assert reply.descriptor.row_count == 1
+    near = as_agent("Probe", resources_pb2.ProbeRequest(
+        turn=turn, kind=resources_pb2.PROBE_KIND_VALUE_MATCH, text="orders through the stroe",
+        capability_token=probe.capability_token))  # a near spelling: the value, marked as a guess
+    assert [(m.value, m.matched_text, m.approximate) for m in near.value_matches.matches] == [("store", "stroe", True)]

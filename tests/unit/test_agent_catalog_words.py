@@ -1,5 +1,6 @@
 """What the agent's tools hand a model of the gateway's words for questions: a date field's event verbs, the
-words that named a matched value, and what relative periods count from; each kept by its tool's output schema."""
+words that named a matched value (and whether they were a near spelling of it), and what relative periods count
+from; each kept by its tool's output schema."""
 
 from __future__ import annotations
 
@@ -33,8 +34,11 @@ class WordsResources:
         return res.InspectCatalogResponse(entities=[CUSTOMERS], capability_token="t1")
 
     async def Probe(self, request, timeout=None):
-        matches = res.ValueMatches(matches=[res.ValueMatch(field_id="fld_segmentxxxxx", entity_id="ent_customersxxx",
-                                                           value="small_business", matched_text="small business")])
+        matches = res.ValueMatches(matches=[
+            res.ValueMatch(field_id="fld_segmentxxxxx", entity_id="ent_customersxxx", value="small_business",
+                           matched_text="small business"),
+            res.ValueMatch(field_id="fld_segmentxxxxx", entity_id="ent_customersxxx", value="enterprise",
+                           matched_text="enterprize", approximate=True)])
         return res.ProbeResponse(kind=request.kind, probes_remaining=1, value_matches=matches, capability_token="t2")
 
 
@@ -62,11 +66,13 @@ def test_a_date_field_shows_its_event_verbs_and_other_fields_show_none():
     assert "event_verbs" not in segment
 
 
-def test_a_value_match_says_which_words_named_the_value():
-    result = shown("probe_data", asyncio.run(tools().probe_data({"kind": "value-match", "text": "Small business"})))
-    [match] = result["matches"]
-    assert match["matched_text"] == "small business"
-    assert match["untrusted_value"] == "small_business"
+def test_a_value_match_says_which_words_named_the_value_and_whether_they_were_a_near_spelling():
+    result = shown("probe_data", asyncio.run(tools().probe_data(
+        {"kind": "value-match", "text": "Small business or enterprize"})))
+    said, near = result["matches"]
+    assert said == {"field_id": "fld_segmentxxxxx", "entity_id": "ent_customersxxx",
+                    "untrusted_value": "small_business", "matched_text": "small business", "approximate": False}
+    assert (near["untrusted_value"], near["matched_text"], near["approximate"]) == ("enterprise", "enterprize", True)
 
 
 def test_the_context_says_what_relative_periods_count_from():
