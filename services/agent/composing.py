@@ -8,11 +8,7 @@ from __future__ import annotations
 
 from services.agent.drafting import Drafted, Listing
 from services.agent.time_words import describe
-from services.agent.understanding import Reading
-
-
-def _lower(label: str) -> str:
-    return label[:1].lower() + label[1:]
+from services.agent.understanding import Reading, lower_first
 
 
 def _quoted(values) -> str:
@@ -21,10 +17,11 @@ def _quoted(values) -> str:
 
 def qualifiers(reading: Reading) -> str:
     """The filters and the time span in words: " where sales channel is “web” in 2025"."""
-    parts = [f"{_lower(f.field['label'])} is {_quoted(f.values)}" for f in reading.filters]
+    parts = [f"{lower_first(f.field['label'])} is {_quoted(f.values)}" for f in reading.filters]
     where = f" where {' and '.join(parts)}" if parts else ""
-    if reading.time is not None:
-        where += f" {describe(reading.time)}"
+    if reading.time is not None:  # dated by what the question named ("signed up"): said, not implied
+        dated = f" with {lower_first(reading.time_field['label'])}" if reading.time_field else ""
+        where += f"{dated} {describe(reading.time)}"
     return where
 
 
@@ -37,10 +34,10 @@ def subject(reading: Reading, drafted: Drafted) -> str:
         grain = next(d["grain"] for d in drafted.draft["dimensions"] if d["id"] == "t")
         breakdowns.insert(0, f"{drafted.time_field['label']} ({grain})")
     if reading.split is not None:
-        breakdowns.append(f"{_lower(reading.split.field['label'])} ({_quoted(reading.split.values)})")
-    text = measures + (f" by {', '.join(_lower(b) for b in breakdowns)}" if breakdowns else "")
+        breakdowns.append(f"{lower_first(reading.split.field['label'])} ({_quoted(reading.split.values)})")
+    text = measures + (f" by {', '.join(lower_first(b) for b in breakdowns)}" if breakdowns else "")
     if reading.share is not None:
-        text += f" with {_lower(reading.share.field['label'])} {_quoted(reading.share.values)}"
+        text += f" with {lower_first(reading.share.field['label'])} {_quoted(reading.share.values)}"
     return text + qualifiers(reading)
 
 
@@ -170,11 +167,11 @@ def _sentence(ids: dict, binding: dict, rows: int, reading: Reading, drafted: Dr
         ends = "lowest" if reading.direction == "asc" else "highest"
         groups = [d for d in dims if d != "s"]
         if len(groups) == 1:
-            text = f"{{group}} has the {ends} {_lower(label)}{where}: {{value}}."
+            text = f"{{group}} has the {ends} {lower_first(label)}{where}: {{value}}."
             figures = {"group": cell(groups[0]), "value": cell(drafted.primary)}
         else:  # the first row is one combination of the breakdowns: the words name all of it
             names = " and ".join(f"{{g{i}}}" for i in range(len(groups)))
-            text = f"The {ends} {_lower(label)}{where} is {{value}}, for {names}."
+            text = f"The {ends} {lower_first(label)}{where} is {{value}}, for {names}."
             figures = {"value": cell(drafted.primary), **{f"g{i}": cell(g) for i, g in enumerate(groups)}}
         if reading.limit:
             text += f" These are the {'bottom' if ends == 'lowest' else 'top'} {reading.limit}."
@@ -186,8 +183,8 @@ def _sentence(ids: dict, binding: dict, rows: int, reading: Reading, drafted: Dr
 
 def _headline(reading: Reading, drafted: Drafted, where: str, cell) -> tuple[str, dict]:
     if drafted.primary == "share":
-        part = f"{_lower(reading.share.field['label'])} {_quoted(reading.share.values)}"
-        noun = _lower(reading.measures[0]["label"])
+        part = f"{lower_first(reading.share.field['label'])} {_quoted(reading.share.values)}"
+        noun = lower_first(reading.measures[0]["label"])
         return (f"{{share}} of {noun}{where} had {part}: {{count}}.",
                 {"share": cell("share"), "count": cell("m0")})
     if drafted.primary == "per":

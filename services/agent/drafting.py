@@ -140,6 +140,8 @@ def _time(reading: Reading, entities: list[dict]) -> tuple[dict | None, str | No
     if named and named["entity_id"] not in reachable(entities, owner):
         raise CannotPlan(f"{reading.measures[0]['label']} cannot be followed by {named['label'].lower()}")
     when = named or time_field(entities, owner)
+    if when is not None and reading.time is not None and reading.time.unresolved:
+        raise CannotPlan(f"I could not tell which {reading.time.words.strip()} is meant")
     if when is None:
         doing = f"follow {reading.measures[0]['label']} over" if reading.grain or reading.compare else \
             f"limit {reading.measures[0]['label']} to '{reading.time.words.strip()}'"
@@ -154,9 +156,7 @@ def _span_unit(span) -> str:
     """The calendar unit a span is (a relative period's own, whole years, a quarter or a month), else month."""
     if span.kind == "relative":
         return span.unit
-    whole_years = span.kind == "between" and span.start.month == span.end.month == 1 and \
-        span.start.day == span.end.day == 1
-    return span.calendar_unit or ("year" if whole_years else "month")
+    return span.calendar_unit or ("year" if span.whole_years else "month")
 
 
 def _conditions(reading: Reading, when: dict | None) -> list[dict]:

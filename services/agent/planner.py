@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from services.agent import drafting, suggestions
 from services.agent.composing import compose, compose_flag_button, compose_listing, subject
@@ -23,6 +23,7 @@ from services.agent.understanding import (
     CHANGE_VERBS,
     LISTING_WORDS,
     Reading,
+    lower_first,
     understand,
     unexplained_words,
     words,
@@ -73,16 +74,19 @@ class EmbeddedPlanner:
             return await self._cannot_change(call)
         entities, matches = await self._slice(question, call)
         reading = self._read(question, entities, matches)
-        if reading.needs_latest:  # "Q1 vs Q2", "since March": which ones depends on what "now" is
-            now = await self._now(question, reading, entities, context.content.get("time_anchor"), call)
-            if isinstance(now, Plan):
-                return now
-            entities, latest = now
+        if reading.needs_latest and reading.measures and not (reading.unknown or reading.personal):
+            # "Q1 vs Q2", "since March": which ones depends on what "now" is
+            entities = await self._dated(question, reading, entities, call)
+            latest = await self._now(reading, entities, context.content.get("time_anchor"), call)
+            if isinstance(latest, Plan):
+                return latest
             reading = self._read(question, entities, matches, latest)
         unusable = set(reading.unknown) - LISTING_WORDS
         if reading.listing and not (reading.breakdowns or reading.grain or reading.filters or reading.time
                                     or unusable or reading.personal or _names_a_measure(question, reading)):
             return await self._records(question, entities, set(words(question)), call)
+        if reading.unknown and (reading.grain or reading.time or reading.compare):
+            entities = await self._dated(question, reading, entities, call)  # the reading offered is drafted
         refusal = self._refusal(question, reading, entities, matches)
         if refusal is not None:
             refusal.suggestions = refusal.suggestions or await self._general_suggestions(call)
@@ -121,21 +125,22 @@ class EmbeddedPlanner:
                 earlier = reading
         return understand(question, entities, matches, earlier, latest)
 
-    async def _now(self, question: str, reading: Reading, entities: list[dict], anchor: str | None,
-                   call: CallTool) -> tuple[list[dict], dt.date] | Plan:
+    async def _now(self, reading: Reading, entities: list[dict], anchor: str | None,
+                   call: CallTool) -> dt.date | None | Plan:
         """What "now" is for a month or quarter named without a year: today, or, when the catalog counts
         relative periods from its latest data, the latest date of the measure's time field (a time-bounds
-        probe); the slice, widened to reach that field where needed."""
+        probe). None when the measure has no date: the draft says so."""
         if anchor != "latest_data":
-            return entities, dt.datetime.now(dt.UTC).date()
-        entities = await self._dated(question, reading, entities, call)
-        when = time_field(entities, reading.measures[0]["entity_id"]) if reading.measures else None
-        bounds = await call("probe_data", {"kind": "time-bounds", "field_id": when["id"]}) if when else None
-        latest = bounds.content.get("latest") if bounds is not None and bounds.ok else None
+            return dt.datetime.now(dt.UTC).date()
+        when = time_field(entities, reading.measures[0]["entity_id"])
+        if when is None:
+            return None
+        bounds = await call("probe_data", {"kind": "time-bounds", "field_id": when["id"]})
+        latest = bounds.content.get("latest") if bounds.ok else None
         if not latest:
-            return Plan(f"I can't answer that: I could not tell which {reading.time.words.strip()} is meant (no "
-                        "latest date).", False)
-        return entities, dt.date.fromisoformat(latest[:10])
+            return Plan(f"I can't answer that: I could not tell which {reading.time.words.strip()} is meant: "
+                        f"{when['label'].lower()} has no latest date to count from.", False)
+        return dt.date.fromisoformat(latest[:10])
 
     async def _dated(self, question: str, reading: Reading, entities: list[dict], call: CallTool) -> list[dict]:
         """The slice with a date for the measure: dates often live on what its rows belong to (an item's
@@ -159,8 +164,8 @@ class EmbeddedPlanner:
             said = [f"I did not understand {', '.join(unclear)} in this question"] if unclear else []
             said += [f"for \u201c{_as_written(w, question)}\u201d, {reading.reasons[w]}" for w in unknown
                      if w in reading.reasons]
-            answer = f"I can't answer that exactly: {'; '.join(said)}."
-            exact = exact_reading(reading, entities, matches)
+            answer = f"I can't answer that exactly: {'; '.join(said)}.{_assumed(reading)}"
+            exact = suggestions.exact_reading(reading, entities, matches)
             if exact:
                 answer += f" Did you mean: {exact}?"
                 offered = [exact, *[o for o in offered if o != exact]][:suggestions.MAX_CLOSEST]
@@ -203,26 +208,25 @@ class EmbeddedPlanner:
         truncated = ", truncated" if analysis.content["resource"]["truncated"] else ""
         shape = "a headline figure" if not drafted.dimensions or drafted.dimensions == ["s"] else \
             f"a chart and a table ({rows} rows{truncated})"
-        through = f", counted through \u2018{role}\u2019" if role else ""
-        return Plan(f"Here is {_lower(subject(reading, drafted))}{through}: {shape}, with where the numbers came "
-                    "from.", True)
+        through = f", counted through {role}" if role else ""
+        return Plan(f"Here is {lower_first(subject(reading, drafted))}{through}: {shape}, with where the numbers came "
+                    f"from.{_assumed(reading)}", True)
 
     async def _analyze(self, drafted: Drafted, entities: list[dict], call: CallTool) -> tuple[ToolResult, str]:
         """Run the draft; when a field is reached two ways, take the shortest and say which it was (a split
-        filters and groups by one field: each place is named in turn)."""
+        filters and groups by one field: each place is named in turn), quoted for the answer."""
         labels = {r["id"]: r["label"] for e in entities for r in e.get("relationships", [])}
-        role = ""
+        chosen: list[str] = []
         for _ in range(MAX_ROLE_REPAIRS + 1):
             analysis = await call("run_analysis", {"draft": drafted.draft})
-            if analysis.ok or analysis.error_code != "AMBIGUOUS_PATH":
-                return analysis, role
             roles = analysis.allowed or []  # each role a list of relationship ids, the shortest path first
-            target = _at({"draft": drafted.draft}, analysis.pointer)
-            if not roles or not isinstance(roles[0], list) or target is None or "via" in target:
-                return analysis, role
+            target = _at({"draft": drafted.draft}, analysis.pointer) if not analysis.ok else None
+            if analysis.ok or analysis.error_code != "AMBIGUOUS_PATH" or not roles or not isinstance(
+                    roles[0], list) or target is None or "via" in target:
+                break
             target["via"] = roles[0]
-            role = labels.get(target["via"][-1], "")
-        return analysis, role
+            chosen.append(labels.get(target["via"][-1], ""))
+        return analysis, " and ".join(f"\u2018{role}\u2019" for role in dict.fromkeys(chosen) if role)
 
     async def _cannot_change(self, call: CallTool) -> Plan:
         """A request to change data: only reviewed actions change anything, and none does it this way."""
@@ -333,33 +337,12 @@ class EmbeddedPlanner:
                     "before anything changes.", True)
 
 
-def exact_reading(reading: Reading, entities: list[dict], matches: list[dict]) -> str | None:
-    """The reading without its unusable words, as a question this planner reads back as exactly that reading
-    (checked here by reading it), or None."""
-    kept = replace(reading, unknown=[], reasons={}, follow_up=False, owner_hint=None)
-    question = suggestions.as_question(kept)
-    if question is None:
-        return None
-    again = understand(question, entities, matches)
-    return question if not again.unknown and _gist(again) == _gist(kept) else None
-
-
-def _gist(reading: Reading) -> tuple:
-    """What a reading asks, for telling two readings apart (not how it was worded)."""
-    def ids(items) -> tuple:
-        return tuple(item["id"] for item in items)
-
-    def condition(found) -> tuple | None:
-        return (found.field["id"], tuple(sorted(found.values))) if found is not None else None
-
-    def period(span) -> tuple | None:  # not its words: "in 2024" and "2024" are one period
-        return None if span is None else (span.kind, span.start, span.end, span.op, span.unit, span.count,
-                                          span.month, tuple(period(part) for part in span.parts))
-
-    return (ids(reading.measures), ids(reading.breakdowns), reading.grain,
-            tuple(sorted(condition(f) for f in reading.filters)), condition(reading.split), period(reading.time),
-            reading.compare, reading.limit, reading.direction, reading.per["id"] if reading.per else None,
-            reading.share_of_total, (reading.time_field or {}).get("id"))
+def _assumed(reading: Reading) -> str:
+    """" I read “stroe” as “store”.": a near spelling taken for a value is said, so a wrong guess is seen."""
+    if not reading.assumed:
+        return ""
+    return " I read " + ", ".join(f"\u201c{said}\u201d as \u201c{value}\u201d" for said, value in
+                                  dict.fromkeys(reading.assumed)) + "."
 
 
 def _display_failed(result) -> Plan:
@@ -386,9 +369,6 @@ def _action_words(action_id: str) -> str:
     scope, _, name = action_id.rpartition(".")
     return f"{name.replace('_', ' ')} ({scope.replace('_', ' ')})" if scope else name.replace("_", " ")
 
-
-def _lower(text: str) -> str:
-    return text[:1].lower() + text[1:]
 
 
 def _at(draft: dict, pointer: str) -> dict | None:

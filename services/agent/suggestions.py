@@ -1,4 +1,6 @@
-"""Questions to offer a person who has not asked yet, worded from the catalog's labels.
+"""Questions to offer a person: before they ask (worded from the catalog's labels), when a question cannot
+be answered (the closest ones the planner can answer), and, when some of its words could not be used, the
+closest full reading without them (`exact_reading`).
 
 Each is phrased the way the embedded planner understands (a total, a trend by month, a breakdown by a field
 of the same entity), so a suggestion does not lead to "I can't answer that"; a test asks every one of them.
@@ -6,16 +8,19 @@ of the same entity), so a suggestion does not lead to "I can't answer that"; a t
 
 from __future__ import annotations
 
-from services.agent.drafting import time_field
+from dataclasses import replace
+
+from services.agent.drafting import CannotPlan, plan, time_field
 from services.agent.time_words import spoken
-from services.agent.understanding import reachable
+from services.agent.understanding import Reading, lower_first, reachable, understand
 from tessera.resources.v1 import resources_pb2
 
 MAX_SUGGESTIONS = 4
-
-
-def _lower(label: str) -> str:
-    return label[:1].lower() + label[1:]
+# Words that turn a question around ("not from web", "other than France"): without them, any reading offered
+# would be the opposite question, so none is.
+NEGATIONS = frozenset({"not", "never", "no", "non", "none", "nor", "except", "excluding", "exclude", "without",
+                       "other", "besides", "neither", "isn't", "aren't", "wasn't", "weren't", "don't", "doesn't",
+                       "didn't", "hasn't", "haven't"})
 
 
 def suggest(outline: resources_pb2.OutlineResponse) -> list[str]:
@@ -24,9 +29,9 @@ def suggest(outline: resources_pb2.OutlineResponse) -> list[str]:
     the others mostly describe (products, regions)."""
     ranked = sorted((e for e in outline.entities if e.measures),
                     key=lambda e: (not e.time_fields, -len(e.measures), -len(e.breakdowns)))
-    totals = [f"What is the total {_lower(e.measures[0])}?" for e in ranked]
-    trends = [f"Show {_lower(e.measures[0])} by month" for e in ranked if e.time_fields]
-    breakdowns = [f"What is our {_lower(e.measures[0])} by {_lower(e.breakdowns[0])}?" for e in ranked
+    totals = [f"What is the total {lower_first(e.measures[0])}?" for e in ranked]
+    trends = [f"Show {lower_first(e.measures[0])} by month" for e in ranked if e.time_fields]
+    breakdowns = [f"What is our {lower_first(e.measures[0])} by {lower_first(e.breakdowns[0])}?" for e in ranked
                   if e.breakdowns]
     questions: list[str] = []
     for index in range(max(len(totals), len(trends), len(breakdowns), 0)):
@@ -52,43 +57,87 @@ def closest(reading, entities: list[dict]) -> list[str]:
         fields = [f for f in reading.breakdowns if f["entity_id"] in reach] + [
             f for entity_id in reach for f in by_id.get(entity_id, {}).get("fields", [])
             if f["exposure"] == "bounded-values" and f["type"] == "string"]
-        label = _lower(measure["label"])
+        label = lower_first(measure["label"])
         if fields:
-            offered.append(f"{measure['label']} by {_lower(fields[0]['label'])}")
+            offered.append(f"{measure['label']} by {lower_first(fields[0]['label'])}")
         if time_field(entities, measure["entity_id"]) is not None:
             offered.append(f"{measure['label']} by month")
         offered.append(f"What is the total {label}?")
     return list(dict.fromkeys(offered))[:MAX_CLOSEST]
 
 
-def as_question(reading) -> str | None:
-    """The reading in words the embedded planner reads back as the same reading (the planner checks that
+def as_question(reading: Reading) -> str | None:
+    """The reading in words the embedded planner reads back as the same reading (`exact_reading` checks that
     before offering it), or None when it has no such words (a share of a part, an unsaid period)."""
     if not reading.measures or reading.share is not None or reading.personal:
         return None
-    said = " and ".join(m["label"] for m in reading.measures[:4])
-    said = said[:1].upper() + _lower(said)[1:]
+    labels = [m["label"] for m in reading.measures[:4]]
+    said = " and ".join([labels[0][:1].upper() + labels[0][1:], *map(lower_first, labels[1:])])
     if reading.per is not None:
         said += f" per {reading.per['label'].lower()}"
-    by = ([reading.grain] if reading.grain else []) + [_lower(b["label"]) for b in reading.breakdowns]
+    if reading.compare and not reading.compare_grain:
+        said += " growth"
+    by = ([reading.grain] if reading.grain else []) + [lower_first(b["label"]) for b in reading.breakdowns]
     if by:
         said += f" by {' and '.join(by)}"
-    for condition in reading.filters:
-        said += f" for {_lower(condition.field['label'])} {' and '.join(condition.values)}"
+    for condition in reading.filters:  # a value as people write it: "small business" for small_business
+        values = " and ".join(_spoken_value(v) for v in condition.values)
+        said += f" for {lower_first(condition.field['label'])} {values}"
     if reading.split is not None:
-        said += f" for {' vs '.join(reading.split.values)}"
+        said += f" for {' vs '.join(_spoken_value(v) for v in reading.split.values)}"
     if reading.time is not None:
         period = spoken(reading.time)
         if period is None:
             return None
-        dated = f" with {_lower(reading.time_field['label'])}" if reading.time_field else ""
+        dated = f" with {lower_first(reading.time_field['label'])}" if reading.time_field else ""
         said += f"{dated} {period}"
     if reading.compare == "same_period_last_year":
-        said += " year over year" if reading.compare_grain == "year" else " vs the same period last year"
-    elif reading.compare:
-        said += f" compared to the previous {reading.compare_grain}" if reading.compare_grain else " growth"
+        said += ", year over year" if reading.compare_grain == "year" else " vs the same period last year"
+    elif reading.compare and reading.compare_grain:
+        said += f" compared to the previous {reading.compare_grain}"
     if reading.limit:
         said += f", {'top' if reading.direction == 'desc' else 'bottom'} {reading.limit}"
     elif reading.direction:
         said += f", {'highest' if reading.direction == 'desc' else 'lowest'} first"
     return said
+
+
+def _spoken_value(value: str) -> str:
+    return value.replace("_", " ")
+
+
+def exact_reading(reading: Reading, entities: list[dict], matches: list[dict]) -> str | None:
+    """The reading without its unusable words, as a question the embedded planner reads back as exactly that
+    reading and can draft (both checked here), or None: also when a dropped word turns the question around."""
+    if any(word.lower() in NEGATIONS or word.lower().startswith("non-") for word in reading.unknown):
+        return None
+    kept = replace(reading, unknown=[], reasons={}, follow_up=False, owner_hint=None, counted_by_name=False)
+    question = as_question(kept)
+    if question is None:
+        return None
+    again = understand(question, entities, matches)
+    if again.unknown or gist(again) != gist(kept):
+        return None
+    try:
+        plan(again, entities)
+    except CannotPlan:
+        return None
+    return question
+
+
+def gist(reading: Reading) -> tuple:
+    """What a reading asks, for telling two readings apart (not how it was worded)."""
+    def ids(items) -> tuple:
+        return tuple(item["id"] for item in items)
+
+    def condition(found) -> tuple | None:
+        return (found.field["id"], tuple(sorted(found.values))) if found is not None else None
+
+    def period(span) -> tuple | None:  # not its words: "in 2024" and "2024" are one period
+        return None if span is None else (span.kind, span.start, span.end, span.op, span.unit, span.count,
+                                          span.month, tuple(period(part) for part in span.parts))
+
+    return (ids(reading.measures), ids(reading.breakdowns), reading.grain,
+            tuple(sorted(condition(f) for f in reading.filters)), condition(reading.split), period(reading.time),
+            reading.compare, reading.limit, reading.direction, reading.per["id"] if reading.per else None,
+            reading.share_of_total, (reading.time_field or {}).get("id"))

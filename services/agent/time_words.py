@@ -67,10 +67,20 @@ class TimeSpan:
     def unresolved(self) -> bool:
         return self.kind in LATEST_KINDS
 
+    @property
+    def whole_years(self) -> bool:
+        return self.kind == "between" and (self.start.month, self.start.day, self.end.month, self.end.day) == (
+            1, 1, 1, 1)
+
     def resolved(self, latest: dt.date) -> TimeSpan:
-        """A month or quarter without a year as dates: the latest such one that starts on or before `latest`."""
+        """A month or quarter without a year as dates: the latest such one that starts on or before `latest`
+        (a stretch: its last end so, its first the latest such one before that)."""
         if not self.unresolved:
             return self
+        if self.kind == "stretch_latest":
+            last = self.parts[1].resolved(latest)
+            first = self.parts[0].resolved(last.start) if self.parts[0].unresolved else self.parts[0]
+            return TimeSpan("between", self.words, start=first.start, end=last.end)
         year = latest.year if self.month <= latest.month else latest.year - 1
         start = dt.date(year, self.month, 1)
         if self.kind == "since_month_latest":
@@ -79,7 +89,8 @@ class TimeSpan:
                                                                              "quarter_latest" else 1))
 
 
-LATEST_KINDS = ("month_latest", "since_month_latest", "quarter_latest")
+LATEST_KINDS = ("month_latest", "since_month_latest", "quarter_latest", "stretch_latest")
+UNIT_MONTHS = {"month": 1, "quarter": 3, "year": 12}
 
 
 def _add_months(day: dt.date, months: int) -> dt.date:
@@ -100,9 +111,14 @@ def _count(word: str) -> int | None:
 
 # Each pattern: (regex over the lower-cased question, builder from the match). Tried in order, longest
 # constructions first, so "since march 2024" is not read as "march 2024" plus a stray "since".
-def _between_years(m: re.Match) -> TimeSpan:
-    first, last = sorted((int(m.group(1)), int(m.group(2))))
-    return TimeSpan("between", m.group(0), start=dt.date(first, 1, 1), end=dt.date(last + 1, 1, 1))
+def _stretch(m: re.Match) -> TimeSpan:
+    """"From March 2024 to May 2024", "between 2022 and 2024", "2022-2024": one stretch, both ends in it. Ends
+    without a year ("from march to may") wait for what "now" is."""
+    first, last = _absolute(m.group(1)), _absolute(m.group(2))
+    if first.unresolved or last.unresolved:
+        return TimeSpan("stretch_latest", m.group(0), parts=(first, last))
+    first, last = sorted((first, last), key=lambda span: span.start)
+    return TimeSpan("between", m.group(0), start=first.start, end=last.end)
 
 
 def _since(m: re.Match) -> TimeSpan:
@@ -142,7 +158,8 @@ def _relative_trailing(m: re.Match) -> TimeSpan | None:
 
 
 _PATTERNS: list[tuple[re.Pattern, object]] = [
-    (re.compile(r"\b(?:between|from) " + _YEAR + r" (?:and|to|through|until) " + _YEAR + r"\b"), _between_years),
+    (re.compile(rf"\bbetween ({_POINT}) and ({_POINT})\b"), _stretch),
+    (re.compile(rf"\b(?:from )?({_POINT}) ?(?:to|through|thru|until|till|-|\u2013) ?({_POINT})\b"), _stretch),
     (re.compile(r"\bsince (?:the start of |the beginning of )?(" + _POINT + r")\b"), _since),
     (re.compile(r"\b(?:in |during |for |of )?(?:the )?(?:last|past|previous|trailing|prior) (\d{1,3}|[a-z-]+) "
                 + _UNIT + r"\b"), _relative_trailing),
@@ -172,17 +189,26 @@ _AMBIGUOUS_ALONE = re.compile(r"^(?:in |during |for |of |since )?(?:the )?(may|m
                               r"nov|dec)$")
 
 
-# "Q3 vs Q4 2025", "March and April 2024": the year written once, after the last of them.
-_JOINING = r"(?:vs\.?|versus|and|or|to|against|compared (?:to|with))"
-_SHARED_YEAR = re.compile(rf"\b({_QUARTER_WORD}|{_MONTH_WORD})((?:,? {_JOINING} (?:{_QUARTER_WORD}|{_MONTH_WORD}))+),? "
-                          rf"({_YEAR_WORD})\b")
-_JOINED_PERIOD = re.compile(rf"(,? {_JOINING} )({_QUARTER_WORD}|{_MONTH_WORD})")
-MAX_SPANS = 4
+# "Q3 vs Q4 2025", "March to May of 2024": the year written once, after the last of them.
+_JOINING = r"(?:vs\.?|versus|and|or|to|through|thru|until|till|against|compared (?:to|with)|-|\u2013)"
+_PART = rf"(?:{_QUARTER_WORD}|{_MONTH_WORD})"
+_SHARED_YEAR = re.compile(rf"\b({_PART})((?:,? ?{_JOINING} ?{_PART})+),? (?:of |in )?({_YEAR_WORD})\b")
+_JOINED_PERIOD = re.compile(rf"(,? ?{_JOINING} ?)({_PART})")
+MAX_SPANS = 8
 
 
 def _year_on_each(m: re.Match) -> str:
-    year = m.group(3)
-    return f"{m.group(1)} {year}" + _JOINED_PERIOD.sub(lambda j: f"{j.group(1)}{j.group(2)} {year}", m.group(2))
+    """Each period its year: the last one's, or the year before for one that comes later in the calendar
+    ("December and January 2025": December 2024)."""
+    joined = [("", m.group(1)), *_JOINED_PERIOD.findall(m.group(2))]
+    year, following, written = int(m.group(3)), 13, []
+    for joiner, part in reversed(joined):
+        month = _absolute(part).month
+        if month > following:
+            year -= 1
+        following = month
+        written.append(f"{joiner}{part} {year}")
+    return "".join(reversed(written))
 
 
 def find_times(question: str, latest: dt.date | None = None) -> tuple[list[TimeSpan], str]:
@@ -214,7 +240,7 @@ def side_by_side(spans: list[TimeSpan]) -> TimeSpan | None:
 
 def widened_back(span: TimeSpan, months: int) -> TimeSpan | None:
     """A period and the one `months` before it, side by side ("last quarter and the quarter before")."""
-    unit_months = {"month": 1, "quarter": 3, "year": 12}.get(span.calendar_unit or "")
+    unit_months = UNIT_MONTHS.get(span.calendar_unit or "")
     if unit_months is None:
         return None
     if span.kind == "relative" and span.op == "previous" and months == unit_months:
@@ -293,5 +319,4 @@ def spoken(span: TimeSpan) -> str | None:
         return f"in q{(span.start.month + 2) // 3} {span.start.year}"
     if unit == "month":
         return f"in {span.start.strftime('%B %Y').lower()}"
-    whole_years = span.start.month == span.end.month == 1 and span.start.day == span.end.day == 1
-    return f"between {span.start.year} and {span.end.year - 1}" if whole_years else None
+    return f"between {span.start.year} and {span.end.year - 1}" if span.whole_years else None

@@ -12,7 +12,7 @@ import difflib
 import re
 from dataclasses import dataclass, field, replace
 
-from services.agent.time_words import TimeSpan, find_times, side_by_side, widened_back
+from services.agent.time_words import UNIT_MONTHS, TimeSpan, find_times, side_by_side, widened_back
 
 _WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*|%")  # words in any script: "región" stays one word
 # Words that carry no meaning of their own for the catalog: asking, pointing and joining words.
@@ -26,14 +26,28 @@ only just same instead also too again any some had has have having got bring bri
 generate generates generated come comes came up rank ranked ranking share proportion fraction percentage
 percent top bottom highest lowest most least largest smallest biggest best worst greatest fewest first last
 sell sells selling sold earn earns earned common frequent often popular still currently ever carry break actually
-really distinct unique distribution split
+really distinct unique distribution split busiest strongest weakest quietest single
+hi hello hey thanks thank pls ok okay sure fine quick quickly need needs want wants wanted like wondering wonder
+trying try understand know curious interested help check looking look whether if one ones them they it he she
+i'm i've i'd we've we're we'd you're they're that u ur along through sit sits sitting lie lies buy buys bought
+buying purchase purchased purchases purchasing spend spends spent spending pay paid move moves moved moving
+basically roughly approximately %
 """.split())
+# Phrases that frame a question without changing it ("right now", "in terms of", "revenue-wise").
+_FILLER = re.compile(r"\b(?:right now|at the moment|in terms of|out of(?: all| the)?|as well as|along with)\b|"
+                     r"(?<=\w)[- ]wise\b")
+_BECOMES = re.compile(r"\b(?:end|ends|ended|wind|winds|wound) up\b")  # "end up refunded": are refunded
+# Calendar words a typo may hide in ("last yaer"), corrected before periods are read.
+_TIME_WORDS = ("year", "years", "month", "months", "quarter", "quarters", "week", "weeks", "previous", "since",
+               "between", "yesterday", "today", "january", "february", "march", "april", "june", "july", "august",
+               "september", "october", "november", "december", "hourly", "daily", "weekly", "monthly", "quarterly",
+               "yearly", "annual", "annually")
 # Words that ask for an average: explained by a measure that is one, a count to divide by, or a field averaged.
 AVERAGE_WORDS = frozenset({"average", "mean", "typical", "typically"})
 # Words that compare two things; explained only when two values or two periods are set side by side.
-COMPARING = re.compile(r"\b(?:compare[ds]?|comparing|comparison|vs\.?|versus|against|than|higher|lower|more|less|"
+COMPARING = re.compile(r"\b(?:compare[ds]?|comparing|comparison|vs\.?|versus|against|than|higher|lower|more|"
                        r"fewer|bigger|smaller|greater|better|worse|differ(?:s|ence|ent)?|up or down|down or up|"
-                       r"go(?:ne)? (?:up|down)|went (?:up|down))\b")
+                       r"go(?:ne|ing|es)? (?:up|down)|went (?:up|down))\b")
 _ABBREVIATIONS = {"avg": "average", "qty": "quantity", "pct": "percent", "yr": "year", "yrs": "years"}
 SUPERLATIVE_HIGH = frozenset({"highest", "most", "largest", "biggest", "best", "top", "greatest", "maximum",
                               "busiest", "strongest"})
@@ -45,9 +59,11 @@ _TOP_N = re.compile(r"\b(top|bottom|best|worst|highest|lowest|largest|smallest|b
                     + "|".join(_NUMBER_WORDS) + r")\b")
 _N_TOP = re.compile(r"\b(\d{1,3}|" + "|".join(_NUMBER_WORDS) + r")\s+(top|bottom|best|worst|highest|lowest|largest|"
                     r"smallest|biggest|most|least)\b")  # "the 10 largest regions"
+_UNITS = frozenset({"hour", "day", "week", "month", "quarter", "year"})
+_WHICH_N = re.compile(r"\b(?:which|what|the|our)\s+(\d{1,3}|" + "|".join(_NUMBER_WORDS) + r")\b(?=\s+[^\W\d])")
 COMPARATIVE_HIGH = frozenset({"more", "higher", "bigger", "greater", "better"})
-COMPARATIVE_LOW = frozenset({"less", "lower", "fewer", "smaller", "worse"})
-_SHARE = re.compile(r"\b(share|percentage|percent|proportion|fraction|%)\b")
+COMPARATIVE_LOW = frozenset({"lower", "fewer", "smaller", "worse"})  # not "less": "revenue less returns" subtracts
+_SHARE = re.compile(r"\b(?:share|percentage|percent|proportion|fraction)\b|%")
 _SAME_PERIOD_LAST_YEAR = re.compile(
     r"\b(year[ -]over[ -]year|yoy|y/y|(?:vs\.?|versus|compared (?:to|with)|against) (?:the )?(?:same (?:period|"
     r"month|quarter|week) )?(?:of )?last year)\b")
@@ -68,7 +84,9 @@ _WHICH_PERIOD = re.compile(r"\b(?:which|what|best|worst|busiest|quietest|stronge
 _BREAKDOWN = re.compile(r"\b(?:by|per|across|for each|in each|each|split by|broken down by|grouped by|"
                         r"for every)\s*$")
 # "units in an order": the entity after these words is what a measure is divided by, as after "per".
-_PER = re.compile(r"\b(?:per|each|(?:in|for) (?:a|an|one|every|the average))\s*$")
+_PER = re.compile(r"\b(?:per|each|(?:in|for) (?:a|an|one|every)(?: single)?)\s*$")
+# "across the customer segments", "by region": the question names groups to set side by side.
+_BREAKDOWN_AHEAD = re.compile(r"\b(?:by|per|across|for each|in each|between the|among)\s+\w")
 _SPLIT = re.compile(r"\b(vs\.?|versus|compared (?:to|with)|against)\b")
 _COMPARE_AND = re.compile(r"\b(compare[ds]?|comparing|comparison|differ(?:s|ence|ent)?)\b")  # "compare A and B"
 # Words that ask for data this planner is never given (never-to-model fields hold them).
@@ -109,6 +127,9 @@ class Reading:
     unknown: list[str] = field(default_factory=list)
     reasons: dict[str, str] = field(default_factory=dict)  # why an unknown word cannot be used, where known
     needs_latest: bool = False  # a month or quarter without a year: to be read again knowing what "now" is
+    assumed: list[tuple[str, str]] = field(default_factory=list)  # near spellings read as values: said in answers
+    counted_by_name: bool = False  # the measure is a count only because an entity was named ("for enterprise
+    # customers"): in a follow-up that says whose rows, not what to count
     personal: list[str] = field(default_factory=list)  # words asking for personal data
     follow_up: bool = False
     listing: bool = False
@@ -170,8 +191,8 @@ class Vocabulary:
                     continue
                 for name in [fld["label"], *fld.get("synonyms", [])]:
                     self.entries.append(_Entry(tuple(words(name)), kind, item, True))
-                for verb in fld.get("event_verbs", []) if kind == "field" else []:
-                    first, *rest = words(verb)
+                verbs = [words(verb) for verb in fld.get("event_verbs", [])] if kind == "field" else []
+                for first, *rest in [said for said in verbs if said]:  # (a verb of no letters names nothing)
                     for form in inflections(first):  # "placed": place, places, placing
                         self.entries.append(_Entry((form, *rest), "event", item, form == first))
         self.known = {w for entry in self.entries for w in entry.phrase}
@@ -260,24 +281,30 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     if growth and reading.compare is None:  # "revenue growth by year": each period against the one before
         reading.compare = "previous_period"
     spans, text = find_times(text, latest)
-    text = _values(text, reading, vocabulary, matches)
+    text, value_spans = _values(text, reading, vocabulary, matches)
     compared = bool(reading.split or reading.compare or len(spans) > 1)
     _periods(spans, text, reading, asks_change=growth is not None)
     text = _ranking(text, reading)
     text = _grain(text, reading)
     if _SHARE.search(text):
         reading.share_of_total = True
-    if compared or reading.direction:
-        text = COMPARING.sub(lambda m: " " * len(m.group(0)), text)  # what is compared says what they mean
+    if compared or reading.direction or reading.grain or _BREAKDOWN_AHEAD.search(text):
+        # what is compared (values, periods, the groups of a breakdown) says what the comparing words mean
+        text = COMPARING.sub(lambda m: " " * len(m.group(0)), text)
+    context = {m["entity_id"] for m in earlier.measures} if earlier is not None else set()
     scratch = replace(reading, measures=[], breakdowns=[], unknown=list(reading.unknown), personal=[],
                       reasons=dict(reading.reasons))
-    _catalog_words(text, scratch, vocabulary)  # a first pass finds the measure, so that a word two fields
-    reading.owner_hint = scratch.measures[0]["entity_id"] if scratch.measures else None  # share is read by it
-    _catalog_words(text, reading, vocabulary)
+    _catalog_words(text, scratch, vocabulary, value_spans, context)  # a first pass finds the measure, so that
+    reading.owner_hint = scratch.measures[0]["entity_id"] if scratch.measures else None  # a word two fields
+    _catalog_words(text, reading, vocabulary, value_spans, context)  # share is read by it
     _settle_shares(reading)
-    if growth and (reading.share or reading.share_of_total) and not reading.compare_grain:
+    if reading.per and reading.measures and reading.per["id"] == reading.measures[0]["entity_id"]:
+        reading.per = None  # "average order value per order": the measure is per order already
+    if growth and reading.share and not reading.compare_grain:
         # "is the web share growing": the share over time answers it; a growth of the total would not.
         reading.compare, reading.grain = None, reading.grain or "month"
+    elif growth and reading.share_of_total:
+        reading.share_of_total = False  # "percentage change in revenue": the change, in percent
     if earlier is not None and (not reading.measures or is_follow_up(question)):
         return _follow(earlier, reading, question)
     return reading
@@ -288,7 +315,21 @@ def _normalised(question: str) -> str:
     ("end up", "on average" keeps its average word) taken out, padded for whole-word patterns."""
     text = " " + question.lower().replace("\u2019", "'") + " "
     text = re.sub(r"\b(" + "|".join(_ABBREVIATIONS) + r")\b", lambda m: _ABBREVIATIONS[m.group(1)], text)
-    return re.sub(r"\b(?:end|ends|ended) up\b", lambda m: " " * len(m.group(0)), text)
+    text = re.sub(r"\b(year|month|quarter|week|day|today|yesterday)'s\b", r"\1", text)  # "this year's revenue"
+    text = re.sub(r"[^\W\d_]{4,}", _time_typo, text)
+    text = _BECOMES.sub(lambda m: "are".ljust(len(m.group(0))), text)
+    return _FILLER.sub(lambda m: " " * len(m.group(0)), text)
+
+
+def _time_typo(word: re.Match) -> str:
+    """"yaer" as "year": only near a calendar word, never a word of its own (STOP's, or one of its forms)."""
+    written = word.group(0)
+    if written in STOP or written in _TIME_WORDS or written.rstrip("s") in STOP:
+        return written
+    swapped = [w for w in _TIME_WORDS if len(w) == len(written) and sorted(w) == sorted(written)
+               and sum(a != b for a, b in zip(w, written, strict=True)) == 2]  # two letters changed places
+    close = swapped or difflib.get_close_matches(written, _TIME_WORDS, n=1, cutoff=0.8)
+    return close[0] if close and close[0][0] == written[0] else written
 
 
 def _comparison(text: str, reading: Reading) -> str:
@@ -309,8 +350,8 @@ def _comparison(text: str, reading: Reading) -> str:
 
 def _periods(spans: list[TimeSpan], text: str, reading: Reading, asks_change: bool) -> None:
     """The question's periods. One is a filter. Several of one unit are set side by side ("2024 and 2025"),
-    or, asked for a change ("growth in 2025 compared with 2024"), the later one against the earlier. Asked
-    whether one period is higher than the one before, both are shown, side by side."""
+    or, asked for a change, each against the one before ("growth in 2025 compared with 2024": 2025 against
+    2024). Asked whether one period is higher than the one before, both are shown, side by side."""
     if not spans:
         return
     if any(span.unresolved for span in spans):  # read again once "now" is known
@@ -318,56 +359,75 @@ def _periods(spans: list[TimeSpan], text: str, reading: Reading, asks_change: bo
         return
     if len(spans) == 1:
         reading.time = spans[0]
-        unit_months = {"month": 1, "quarter": 3, "year": 12}.get(spans[0].calendar_unit or "")
+        unit_months = UNIT_MONTHS.get(spans[0].calendar_unit or "")
         if reading.compare and not asks_change and unit_months and COMPARING.search(text):
-            back = 12 if reading.compare == "same_period_last_year" else unit_months
-            both = widened_back(spans[0], back)
+            both = widened_back(spans[0], 12 if reading.compare == "same_period_last_year" else unit_months)
             if both is not None:
                 reading.time, reading.grain = both, spans[0].calendar_unit
                 reading.compare, reading.compare_grain = None, None
         return
     together = side_by_side(spans)
-    if together is None:  # "in 2024 and in Q3 2025": no one unit to set them side by side in
+    said = ", ".join(span.words.strip() for span in spans)
+    if together is None:  # "in 2024 and in Q3 2025", "last year vs 2023": no one unit to set them side by side in
         reading.time = spans[0]
-        for span in spans[1:]:
-            reading.unknown.append(span.words.strip())
-            reading.reasons[span.words.strip()] = (
-                "I can set periods side by side only when they are whole periods of one length (years, "
-                "quarters or months), e.g. \u201cin 2024 and 2025\u201d")
+        reading.unknown.append(said)
+        reading.reasons[said] = ("I can set periods side by side only when each is named as a whole year, quarter "
+                                 "or month, all of one length, e.g. \u201cin 2024 and 2025\u201d")
         return
     unit = together.parts[0].calendar_unit
     if not asks_change and reading.compare is None:
         reading.time, reading.grain = together, reading.grain or unit
         return
-    earlier, later = together.parts[-2:] if len(together.parts) == 2 else (None, None)
-    step = (later.start.year - earlier.start.year) * 12 + later.start.month - earlier.start.month if later else 0
-    kind = {12: "same_period_last_year", {"month": 1, "quarter": 3, "year": 12}[unit]: "previous_period"}.get(step)
-    if kind is None:  # a change between periods that do not follow each other (or more than two)
+    compare = _change_between(together, unit)
+    if compare is None:
         reading.time = together
-        reading.unknown.append(together.words.strip())
-        reading.reasons[together.words.strip()] = (
-            "I measure a change against the period just before or the same period a year earlier; asked "
-            "without \u201cgrowth\u201d, the periods are shown side by side")
+        reading.unknown.append(said)
+        reading.reasons[said] = ("I measure a change against the period just before or the same period a year "
+                                 "earlier; asked without \u201cgrowth\u201d, the periods are shown side by side")
         return
-    reading.time, reading.compare, reading.compare_grain = later, kind, unit
-    reading.grain = reading.grain or unit
+    # Two periods: the later against the earlier. More, one after another: each against the one before.
+    reading.time = together.parts[-1] if len(together.parts) == 2 else together
+    reading.compare, reading.compare_grain, reading.grain = compare, unit, reading.grain or unit
 
 
-def _values(text: str, reading: Reading, vocabulary: Vocabulary, matches: list[dict]) -> str:
-    """Blank out every value the probe found in the question. Values of one field set against each other
-    ("web vs store", "Canada or the United States, which is higher", "compare A and B") are a split."""
+def _change_between(together: TimeSpan, unit: str) -> str | None:
+    """How periods set side by side compare: each with the one just before (previous_period), two a year
+    apart (same_period_last_year), or not at all (None)."""
+    parts = together.parts
+    steps = {(b.start.year - a.start.year) * 12 + b.start.month - a.start.month for a, b in zip(parts, parts[1:],
+                                                                                              strict=False)}
+    if steps == {UNIT_MONTHS[unit]}:
+        return "previous_period"
+    if steps == {12} and len(parts) == 2:
+        return "same_period_last_year"
+    return None
+
+
+def _values(text: str, reading: Reading, vocabulary: Vocabulary, matches: list[dict]) -> tuple[str, list]:
+    """Blank out every value the probe found in the question (the text, and where each was). Values of one
+    field set against each other ("web vs store", "Canada or the United States, which is higher", "compare
+    A and B") are a split."""
     by_field: dict[str, list[tuple[int, str]]] = {}
+    spans: list[tuple[int, int]] = []
     fields = {f["id"]: {**f, "entity_id": e["id"], "entity_label": e["label"]}
               for e in vocabulary.entities for f in e["fields"]}
     for match in sorted(matches, key=lambda m: -len(m.get("matched_text") or m["untrusted_value"])):
         value = match["untrusted_value"]
         said = (match.get("matched_text") or value).lower()
-        found = next((m for m in re.finditer(r"(?<!\w)" + re.escape(said) + r"(?!\w)", text)
-                      if not _names_a_measure(text, m.start(), vocabulary)), None)
-        if found is None or match["field_id"] not in fields:
+        if match["field_id"] not in fields:
             continue
-        text = _blank(text, found.start(), found.end())
-        by_field.setdefault(match["field_id"], []).append((found.start(), value))
+        if match.get("approximate"):  # a near spelling: never a word the catalog or a question uses itself
+            if _asking_word(said) or singular(said) in vocabulary.known:
+                continue
+            reading.assumed.append((said, value))
+        # Every place the value is said, in the person's words or its own ("third-party marketplaces", "phone
+        # channel … phone orders"), but not where it begins a measure's name.
+        spoken = "|".join(re.escape(w) for w in dict.fromkeys([said, value.lower()]))
+        for found in [m for m in re.finditer(r"(?<!\w)(?:" + spoken + r")(?:e?s)?(?!\w)", text)
+                      if not _names_a_measure(text, m.start(), vocabulary)]:
+            text = _blank(text, found.start(), found.end())
+            spans.append((found.start(), found.end()))
+            by_field.setdefault(match["field_id"], []).append((found.start(), value))
     for field_id, found in by_field.items():
         found.sort()
         values = tuple(dict.fromkeys(v for _, v in found))
@@ -381,7 +441,13 @@ def _values(text: str, reading: Reading, vocabulary: Vocabulary, matches: list[d
             text = _blank(text, found[0][0], found[-1][0])
         else:
             reading.filters.append(condition)
-    return text
+    return text, spans
+
+
+def _asking_word(word: str) -> bool:
+    """A word questions use for themselves ("higher", "growth", "average"), never a value's near spelling."""
+    return word in STOP or word in COMPARATIVE_HIGH | COMPARATIVE_LOW | AVERAGE_WORDS | _UNITS or any(
+        pattern.fullmatch(word) for pattern in (COMPARING, _GROWTH, _SHARE, _TREND))
 
 
 def _names_a_measure(text: str, start: int, vocabulary: Vocabulary) -> bool:
@@ -399,6 +465,10 @@ def _ranking(text: str, reading: Reading) -> str:
     if top is None:
         top, text = _take(_N_TOP, text)  # "the 10 largest regions"
         count, word = (top.group(1), top.group(2)) if top else (None, None)
+    if top is None and (tokens := set(_WORD.findall(text))) & (SUPERLATIVE_HIGH | SUPERLATIVE_LOW):
+        top, text = _take(_WHICH_N, text)  # "which 3 regions are the weakest"
+        low = tokens & SUPERLATIVE_LOW and not tokens & SUPERLATIVE_HIGH
+        count, word = (top.group(1), "lowest" if low else "highest") if top else (None, None)
     if top:
         reading.limit = int(count) if count.isdigit() else _NUMBER_WORDS[count]
         reading.direction = "asc" if word in SUPERLATIVE_LOW else "desc"
@@ -450,24 +520,58 @@ class _Words:
     valued: set[str]  # fields a value already names ("in the web channel": the field word explains it)
     after_by: list[bool]  # after "by", "per", "across": a breakdown is named
     after_per: list[bool]
-    # Entity words, decided once every other word is read: (entity, the measure the word is a synonym of,
-    # after "by", next to "and", the word as written).
-    entities: list[tuple[dict, dict | None, bool, bool, str, int]] = field(default_factory=list)
+    after_value: list[bool]  # a value was said just before ("by enterprise customers": done by, not grouped)
+    entities: list[_EntityWord] = field(default_factory=list)  # decided once every other word is read
     positions: dict[str, int] = field(default_factory=dict)  # where each measure was named: answers keep it
     averages: list[str] = field(default_factory=list)  # "average", "typical" as written
-    amounts: list[tuple[list[dict], str, int]] = field(default_factory=list)  # numbers only aggregated
-    # "signed up": (date field, words, after by, the verb as declared rather than another form of it)
-    events: list[tuple[dict, str, bool, bool]] = field(default_factory=list)
+    amounts: list[_Amount] = field(default_factory=list)
+    events: list[_EventWord] = field(default_factory=list)
 
 
-def _catalog_words(text: str, reading: Reading, vocabulary: Vocabulary) -> None:
-    """Measures, breakdowns and entities named by the rest of the words; what is left is unknown."""
-    raw = [plain(w) for w in _WORD.findall(text)]
+@dataclass(frozen=True)
+class _EntityWord:
+    """An entity named alone: counted, grouped by, or saying whose rows a measure is over."""
+
+    entity: dict
+    metric: dict | None  # the measure the word is also a name of ("orders")
+    after_by: bool
+    beside_and: bool
+    written: str
+    position: int
+
+
+@dataclass(frozen=True)
+class _Amount:
+    """A number only ever aggregated ("discount"): usable as its average."""
+
+    items: list[dict]
+    written: str
+    position: int
+
+
+@dataclass(frozen=True)
+class _EventWord:
+    """A verb that dates a row ("signed up"); `declared`: as the model wrote it, not another form of it."""
+
+    date: dict
+    written: str
+    after_by: bool
+    declared: bool
+
+
+def _catalog_words(text: str, reading: Reading, vocabulary: Vocabulary, value_spans: list[tuple[int, int]],
+                   context: set[str]) -> None:
+    """Measures, breakdowns and entities named by the rest of the words; what is left is unknown. `context`:
+    the entities an earlier question was about (a follow-up's verbs may be about them)."""
+    found = list(_WORD.finditer(text))
+    raw = [plain(m.group(0)) for m in found]
+    gaps = [(found[i - 1].end() if i else 0, m.start()) for i, m in enumerate(found)]
     seen = _Words(raw, [vocabulary.corrected(singular(w)) for w in raw],
                   {f.field["id"] for f in [*reading.filters, *filter(None, [reading.split, reading.share])]},
                   # the three words before each: a breakdown phrase is at most three words ("broken down by")
                   [bool(_BREAKDOWN.search(" ".join(raw[max(0, i - 3):i]))) for i in range(len(raw))],
-                  [bool(_PER.search(" ".join(raw[max(0, i - 3):i]))) for i in range(len(raw))])
+                  [bool(_PER.search(" ".join(raw[max(0, i - 3):i]))) for i in range(len(raw))],
+                  [any(start <= a and b <= end for a, b in value_spans) for start, end in gaps])
     position = 0
     while position < len(seen.tokens):
         entries = vocabulary.longest_at(seen.tokens, position)
@@ -482,7 +586,11 @@ def _catalog_words(text: str, reading: Reading, vocabulary: Vocabulary) -> None:
             seen.averages.append(raw[position])
         elif vocabulary.partial(word, "amount") and not vocabulary.partial(word, "field") and not \
                 vocabulary.partial(word, "metric"):  # "discount" of Discount rate
-            seen.amounts.append((vocabulary.partial(word, "amount"), raw[position], position))
+            seen.amounts.append(_Amount(vocabulary.partial(word, "amount"), raw[position], position))
+        elif word in _UNITS and (reading.time or reading.grain):
+            pass  # "how the year trended", "which quarter": the period read already says it
+        elif _names_next(position, seen, vocabulary):
+            pass  # "support cases": a word of the entity's own name before another of its names
         elif word not in STOP and raw[position] not in STOP and not _partial_word(
                 word, reading, vocabulary, seen.after_by[position], seen.valued):
             reading.unknown.append(raw[position])
@@ -492,12 +600,14 @@ def _catalog_words(text: str, reading: Reading, vocabulary: Vocabulary) -> None:
     for index, word in enumerate(seen.entities):
         added = _entity_word(word, index, text, reading, vocabulary)
         if added is not None:
-            seen.positions.setdefault(added["id"], word[-1])
-    _event_words(seen, reading, vocabulary)
+            seen.positions.setdefault(added["id"], word.position)
+    _event_words(seen, reading, vocabulary, context)
     if seen.averages and not (reading.per or any(is_average(m) for m in reading.measures)):
         for word in seen.averages:  # an average of what over what: not something to guess
             reading.unknown.append(word)
-            reading.reasons[word] = f"an average needs what it is per{_per_example(reading, vocabulary)}"
+            reading.reasons[word] = (f"I cannot average over periods: ask for it by {reading.grain} to see each "
+                                     f"{reading.grain}") if reading.grain else \
+                f"an average needs what it is per{_per_example(reading, vocabulary)}"
     reading.measures.sort(key=lambda m: seen.positions.get(m["id"], len(raw)))  # in the question's order
 
 
@@ -508,9 +618,25 @@ def _per_example(reading: Reading, vocabulary: Vocabulary) -> str:
     measure = reading.measures[0]
     for entity_id in reachable(vocabulary.entities, measure["entity_id"])[1:]:
         entity = vocabulary.by_id.get(entity_id, {})
-        if any(words(m["label"])[:2] == ["number", "of"] for m in entity.get("metrics", [])):
-            return f", e.g. \u201c{_lower(measure['label'])} per {entity['label'].lower()}\u201d"
+        if counts_of(entity):
+            return f", e.g. \u201c{lower_first(measure['label'])} per {entity['label'].lower()}\u201d"
     return ""
+
+
+def counts_of(entity: dict) -> list[dict]:
+    """An entity's counts of its rows ("Number of orders"): what counting it, or dividing by it, uses."""
+    return [{**m, "entity_id": entity["id"]} for m in entity.get("metrics", [])
+            if words(m["label"])[:2] == ["number", "of"]]
+
+
+def _names_next(position: int, seen: _Words, vocabulary: Vocabulary) -> bool:
+    """A word of an entity's name ("support" of Support ticket) just before another of that entity's names
+    ("cases")."""
+    following = vocabulary.longest_at(seen.tokens, position + 1) if position + 1 < len(seen.tokens) else []
+    owners = {e.item["id"] if e.kind == "entity" else e.item["entity_id"] for e in following
+              if e.kind in ("entity", "metric")}
+    return any(entry.kind == "entity" and entry.item["id"] in owners and seen.tokens[position] in entry.phrase
+               for entry in vocabulary.entries)
 
 
 def is_average(measure: dict) -> bool:
@@ -521,33 +647,39 @@ def is_average(measure: dict) -> bool:
 
 def _averaged_amounts(seen: _Words, reading: Reading, vocabulary: Vocabulary) -> None:
     """"Average discount": a number only ever aggregated, averaged. Without an average word it is unusable."""
-    for items, written, position in seen.amounts:
+    for found in seen.amounts:
+        amount = _choose(found.items, reading, vocabulary)
+        label = f"Average {lower_first(amount['label'])}"
         if not seen.averages:
-            reading.unknown.append(written)
+            reading.unknown.append(found.written)
+            reading.reasons[found.written] = (f"{lower_first(amount['label'])} is never shown as it is, only "
+                                              f"averaged: ask for \u201c{lower_first(label)}\u201d")
             continue
-        amount = _choose(items, reading, vocabulary)
-        measure = {"id": amount["id"], "label": f"Average {_lower(amount['label'])}", "type": "float",
-                   "entity_id": amount["entity_id"], "aggregation": "avg"}
-        seen.positions.setdefault(measure["id"], position)
+        measure = {"id": amount["id"], "label": label, "type": "float", "entity_id": amount["entity_id"],
+                   "aggregation": "avg"}
+        seen.positions.setdefault(measure["id"], found.position)
         _add(reading.measures, measure)
 
 
-def _event_words(seen: _Words, reading: Reading, vocabulary: Vocabulary) -> None:
+def _event_words(seen: _Words, reading: Reading, vocabulary: Vocabulary, context: set[str]) -> None:
     """"Signed up", "placed": the date a row is counted by, when the question names what the verb is about
-    (a customer for "signed up"); "new orders" says nothing of a customer's signup."""
-    named = {m["entity_id"] for m in reading.measures} | {e[0]["id"] for e in seen.entities} | {
+    (a customer for "signed up") and when ("in 2024", "by month"). "New orders" says nothing of a customer's
+    signup; "new customers" with no period says nothing of when."""
+    named = context | {m["entity_id"] for m in reading.measures} | {e.entity["id"] for e in seen.entities} | {
         f.field["entity_id"] for f in [*reading.filters, *filter(None, [reading.split, reading.share])]} | {
         b["entity_id"] for b in reading.breakdowns}
-    for date, written, after_by, declared in seen.events:
-        if not declared and not (reading.time or reading.grain or after_by):
-            # "tickets still open": another form of "opened" with no period to date is no date at all
-            reading.unknown.append(written)
+    for event in seen.events:
+        if not (reading.time or reading.grain or event.after_by):
+            reading.unknown.append(event.written)
+            if event.declared:  # (another form, "tickets still open", is no verb at all without a period)
+                reading.reasons[event.written] = f"say when, e.g. \u201c{event.written} last year\u201d"
             continue
-        if date["entity_id"] not in named and not _measure_of_event(date, written, reading, vocabulary):
-            reading.unknown.append(written)
+        if event.date["entity_id"] not in named and not _measure_of_event(event.date, event.written, reading,
+                                                                            vocabulary):
+            reading.unknown.append(event.written)
             continue
-        reading.time_field = date
-        if after_by:
+        reading.time_field = event.date
+        if event.after_by:
             reading.grain = reading.grain or "month"
 
 
@@ -565,7 +697,8 @@ def _measure_of_event(date: dict, written: str, reading: Reading, vocabulary: Vo
     return False
 
 
-def _lower(label: str) -> str:
+def lower_first(label: str) -> str:
+    """A label inside a sentence: "Net revenue" as "net revenue"."""
     return label[:1].lower() + label[1:]
 
 
@@ -574,10 +707,11 @@ def _place(entries: list[_Entry], position: int, seen: _Words, reading: Reading,
     entries = [e for e in entries if not (e.kind == "field" and e.item["id"] in seen.valued)] or entries
     written = " ".join(seen.raw[position:position + len(entries[0].phrase)])
     if all(e.kind == "event" for e in entries):
-        seen.events.append((entries[0].item, written, seen.after_by[position], any(e.exact for e in entries)))
+        seen.events.append(_EventWord(entries[0].item, written, seen.after_by[position],
+                                      any(e.exact for e in entries)))
         return
     if all(e.kind == "amount" for e in entries):
-        seen.amounts.append(([e.item for e in entries], written, position))
+        seen.amounts.append(_Amount([e.item for e in entries], written, position))
         return
     entries = [e for e in entries if e.kind not in ("event", "amount")]  # a measure's or a field's name first
     kinds = {e.kind for e in entries}
@@ -593,7 +727,7 @@ def _place(entries: list[_Entry], position: int, seen: _Words, reading: Reading,
         owner = vocabulary.by_id.get(dated[0]["entity_id"], {})
         if set(words(" ".join([owner.get("label", ""), *owner.get("synonyms", [])]))) & set(entries[0].phrase):
             # "tickets opened in 2024": the date's name holds its rows' name, which may be what is counted
-            seen.entities.append((owner, None, False, False, written, position))
+            seen.entities.append(_EntityWord(owner, None, False, False, written, position))
     elif seen.after_per[position] and "entity" in kinds and "field" not in kinds:
         reading.per = items["entity"][0]
     elif seen.after_by[position] and "field" in kinds:
@@ -604,8 +738,10 @@ def _place(entries: list[_Entry], position: int, seen: _Words, reading: Reading,
         size = len(next(e.phrase for e in entries))
         beside_and = "and" in (seen.raw[position - 1] if position else "", " ".join(seen.raw[position + size:][:1]))
         metric = _choose(items["metric"], reading, vocabulary) if "metric" in kinds else None
-        seen.entities.append((items["entity"][0], metric, seen.after_by[position], beside_and,
-                              " ".join(seen.raw[position:position + size]), position))
+        # "filed by enterprise customers": who did it, not a breakdown by customer
+        by = seen.after_by[position] and not seen.after_value[position]
+        seen.entities.append(_EntityWord(items["entity"][0], metric, by, beside_and,
+                                         " ".join(seen.raw[position:position + size]), position))
     elif "metric" in kinds:
         chosen = _choose(items["metric"], reading, vocabulary)
         seen.positions.setdefault(chosen["id"], position)
@@ -619,10 +755,9 @@ def _implied_measure(text: str, seen: _Words, reading: Reading, vocabulary: Voca
     if reading.measures or seen.entities or not reading.breakdowns:
         return
     if re.search(r"\b(common|frequent|often|popular)\b", text):
-        owner = vocabulary.by_id.get(reading.breakdowns[0]["entity_id"], {})
-        counts = [m for m in owner.get("metrics", []) if words(m["label"])[:2] == ["number", "of"]]
+        counts = counts_of(vocabulary.by_id.get(reading.breakdowns[0]["entity_id"], {}))
         if counts:
-            reading.measures.append({**counts[0], "entity_id": owner["id"]})
+            reading.measures.append(counts[0])
             reading.direction = reading.direction or "desc"
 
 
@@ -650,13 +785,13 @@ def _partial_word(word: str, reading: Reading, vocabulary: Vocabulary, by: bool,
     return False
 
 
-def _entity_word(word: tuple, index: int, text: str, reading: Reading, vocabulary: Vocabulary) -> dict | None:
+def _entity_word(word: _EntityWord, index: int, text: str, reading: Reading, vocabulary: Vocabulary) -> dict | None:
     """An entity named alone. "by customer", "top customers by revenue", "which product …": it is what the
     answer is grouped by (its name field; with none, the word is unusable). "how many orders", "revenue and
     orders": it is counted. "revenue from enterprise customers": it says whose rows (nothing to add). A
     word for rows no measure is over is unusable, never dropped."""
-    entity, metric, by, beside_and, written, _ = word
-    ranking = (reading.which or reading.limit or reading.direction) and not reading.listing
+    entity, metric, by, beside_and, written = word.entity, word.metric, word.after_by, word.beside_and, word.written
+    ranking = (reading.which or reading.limit or reading.direction) and not reading.listing and reading.split is None
     if by and reading.breakdowns and not reading.measures:
         by = False  # "top ten regions by orders": ranked by their count, the group is named already
     if by or (ranking and not reading.breakdowns and index == 0 and not reading.grain):
@@ -671,13 +806,14 @@ def _entity_word(word: tuple, index: int, text: str, reading: Reading, vocabular
                                         "describes them")
         return None
     if not reading.measures or beside_and:
-        counts = [m for m in entity["metrics"] if words(m["label"])[:2] == ["number", "of"]]
+        counts = counts_of(entity)
         asked_count = re.search(r"\b(how many|number of|count of|count)\b", text)
-        chosen = {**counts[0], "entity_id": entity["id"]} if counts and (asked_count or metric is None) else metric
+        chosen = counts[0] if counts and (asked_count or metric is None) else metric
         if chosen is None:
             reading.unknown.append(written)
             return None
         _add(reading.measures, chosen)
+        reading.counted_by_name = not asked_count
         return chosen
     dating = reading.time_field is not None and words(written) in [
         words(name) for name in [reading.time_field["label"], *reading.time_field.get("synonyms", [])]]
@@ -712,11 +848,17 @@ def _settle_shares(reading: Reading) -> None:
 def _follow(earlier: Reading, new: Reading, question: str) -> Reading:
     """A follow-up ("now only web", "same by region", "and last year?") changes the earlier reading."""
     merged = replace(earlier, unknown=list(new.unknown), personal=list(new.personal), follow_up=True,
-                     which=new.which or (earlier.which and not new.breakdowns), listing=False)
-    if new.measures:  # "and units sold?"
+                     which=new.which or (earlier.which and not new.breakdowns), listing=False,
+                     reasons=dict(new.reasons), needs_latest=new.needs_latest or earlier.needs_latest,
+                     assumed=[*earlier.assumed, *new.assumed])
+    if new.measures and not (new.counted_by_name and new.filters):  # "and units sold?", not "now for web orders"
         merged.measures, merged.per, merged.share_of_total = list(new.measures), new.per, new.share_of_total
+        merged.time_field = new.time_field  # another measure is dated by its own date, unless one is named
     if new.breakdowns or new.grain:
-        merged.breakdowns, merged.grain = list(new.breakdowns), new.grain
+        side_by_side_periods = earlier.time is not None and bool(earlier.time.parts) and not new.time
+        # "and by region?" after "revenue in 2024 and 2025": the years stay apart
+        merged.breakdowns, merged.grain = list(new.breakdowns), new.grain or (
+            earlier.grain if side_by_side_periods else None)
         if re.search(r"\b(also|too|as well)\b", question.lower()):
             merged.breakdowns = earlier.breakdowns + [b for b in new.breakdowns if b not in earlier.breakdowns]
             merged.grain = new.grain or earlier.grain
@@ -725,6 +867,7 @@ def _follow(earlier: Reading, new: Reading, question: str) -> Reading:
     if merged.split is not None and merged.split.field["id"] in replaced and new.split is None:
         merged.split = None  # "now only phone" after "web vs store": one channel now, not three
     merged.time = new.time or earlier.time
+    merged.time_field = new.time_field or merged.time_field
     if new.limit or new.direction:
         merged.limit, merged.direction = new.limit, new.direction
     merged.compare = new.compare or earlier.compare

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from services.agent.drafting import CannotPlan, plan
-from services.agent.planner import exact_reading
+from services.agent.suggestions import exact_reading
 from services.agent.understanding import understand
 from tests.unit.planner_slice import match, retail_slice
 
@@ -81,7 +81,7 @@ def test_periods_apart_are_only_those_periods():
 
 def test_periods_of_different_lengths_are_refused_with_why():
     reading = read("net revenue in 2024 and in Q3 2025")
-    assert reading.unknown == ["in q3 2025"] and "one length" in reading.reasons["in q3 2025"]
+    assert reading.unknown == ["in 2024, in q3 2025"] and "one length" in reading.reasons["in 2024, in q3 2025"]
 
 
 # --- change over time ----------------------------------------------------------------------------------------
@@ -209,7 +209,7 @@ def test_a_quarter_without_a_year_is_read_again_knowing_now():
      "Net revenue by region name since march 2024, top 3"),
     ("how many customers signed up in 2024 on a tuesday", "Number of customers with signup date in 2024"),
     ("units sold for web vs store year over year in Grocery please kindly",
-     "Units sold for product category Grocery for web vs store year over year"),
+     "Units sold for product category Grocery for web vs store, year over year"),
 ])
 def test_the_closest_full_reading_is_offered_and_reads_back_as_itself(question, offered):
     reading = read(question)
@@ -295,3 +295,156 @@ def test_another_form_of_an_event_verb_with_no_period_is_no_date():
     reading = understand("how many support tickets are open", SLICE, without_open)
     assert reading.unknown == ["open"]  # not read as "opened" and answered with every ticket
     assert read("tickets opening in 2024").time_field["label"] == "Ticket opened"
+
+
+# --- how people frame a question -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("question", [
+    "hi! could you tell me how many online orders we've had this quarter?",
+    "quick one - how many support tickets have been raised so far this year",
+    "how many tickets are open right now?",
+    "is the phone channel going up or down? number of phone orders by year",
+    "which 3 regions are the weakest for us this year in terms of revenue?",
+    "How many support cases have come from customers in France?",
+    "On average, how many units does a customer buy in a single order?",
+    "top 3 catagories by units sold last yaer?",
+])
+def test_framing_words_change_nothing(question):
+    reading = read(question)
+    assert reading.measures and not reading.unknown and not reading.personal, (reading.unknown, reading.personal)
+
+
+def test_framed_questions_are_read_as_asked():
+    weakest = read("which 3 regions are the weakest for us this year in terms of revenue?")
+    assert (weakest.limit, weakest.direction, labels(weakest.breakdowns)) == (3, "asc", ["Region name"])
+    phone = read("is the phone channel going up or down? number of phone orders by year")
+    assert [f.values for f in phone.filters] == [("phone",)] and phone.grain == "year"
+    typo = read("top 3 catagories by units sold last yaer?")
+    assert (typo.time.op, typo.time.unit, typo.limit) == ("previous", "year", 3)
+    per_order = read("On average, how many units does a customer buy in a single order?")
+    assert per_order.per["label"] == "Order"
+
+
+def test_percent_signs_and_becoming_words_ask_for_a_share():
+    third_party = {**match("marketplace", "orders", "channel"), "matched_text": "third-party"}
+    share = understand("What % of this year's revenue came through third-party marketplaces?", SLICE, [third_party])
+    assert share.share.values == ("marketplace",) and share.time.op == "to_date" and not share.unknown
+    per_channel = read("Out of all orders per channel, what fraction ends up cancelled?")
+    assert per_channel.share.values == ("cancelled",) and labels(per_channel.breakdowns) == ["Sales channel"]
+
+
+def test_a_follow_up_naming_whose_rows_keeps_the_measure():
+    earlier = read("how many orders did each channel get in 2024")
+    later = understand("ok now just for enterprise customers", SLICE, VALUES, earlier)
+    assert labels(later.measures) == ["Number of orders"] and [f.values for f in later.filters] == [("enterprise",)]
+
+
+def test_a_measure_per_its_own_rows_is_the_measure():
+    reading = read("average order value per order by channel")
+    assert reading.per is None and labels(reading.measures) == ["Average order value"]
+
+
+# --- found in review -----------------------------------------------------------------------------------------
+
+def follow(earlier: str, question: str, latest: dt.date | None = None):
+    return understand(question, SLICE, VALUES, read(earlier), latest)
+
+
+@pytest.mark.parametrize(("question", "start", "end"), [
+    ("revenue from march to may 2024", dt.date(2024, 3, 1), dt.date(2024, 6, 1)),
+    ("revenue between march 2024 and may 2024", dt.date(2024, 3, 1), dt.date(2024, 6, 1)),
+    ("revenue from Q1 to Q3 2024", dt.date(2024, 1, 1), dt.date(2024, 10, 1)),
+    ("revenue 2022-2024", dt.date(2022, 1, 1), dt.date(2025, 1, 1)),
+    ("revenue 2022 through 2024", dt.date(2022, 1, 1), dt.date(2025, 1, 1)),
+    ("revenue Q1\u2013Q3 2024", dt.date(2024, 1, 1), dt.date(2024, 10, 1)),
+])
+def test_a_range_is_one_stretch_with_its_middle(question, start, end):
+    reading = read(question)
+    assert (period(reading), reading.grain, reading.unknown) == (("between", start, end), None, [])
+
+
+def test_a_year_written_once_goes_back_for_periods_later_in_the_calendar():
+    winter = read("revenue in december and january 2025")
+    assert [p.start for p in winter.time.parts] == [dt.date(2024, 12, 1), dt.date(2025, 1, 1)]
+    of_year = read("revenue in Q1 and Q2 of 2025", latest=dt.date(2026, 3, 1))
+    assert period(of_year) == ("between", dt.date(2025, 1, 1), dt.date(2025, 7, 1))
+
+
+def test_a_follow_up_with_a_month_alone_is_read_again_and_never_drafted_unresolved():
+    later = follow("net revenue by sales channel", "and in Q3?")
+    assert later.needs_latest
+    with pytest.raises(CannotPlan, match="which"):
+        plan(later, SLICE)
+    resolved = follow("net revenue by sales channel", "and in Q3?", latest=dt.date(2025, 12, 31))
+    assert period(resolved) == ("between", dt.date(2025, 7, 1), dt.date(2025, 10, 1))
+
+
+def test_subtracting_words_are_not_comparisons():
+    reading = read("web vs store revenue less cancelled orders")
+    assert "less" in reading.unknown
+
+
+def test_a_percentage_change_is_a_change_not_a_share():
+    reading = read("percentage change in revenue by year")
+    assert (reading.compare, reading.share_of_total, reading.grain) == ("previous_period", False, "year")
+
+
+def test_growth_over_several_periods_in_a_row_is_each_against_the_one_before():
+    reading = read("revenue growth in 2023, 2024 and 2025")
+    assert (period(reading), reading.compare, reading.unknown) == (
+        ("between", dt.date(2023, 1, 1), dt.date(2026, 1, 1)), "previous_period", [])
+
+
+@pytest.mark.parametrize("question", ["revenue not from web", "revenue for channels other than web",
+                                      "orders that were never refunded"])
+def test_no_reading_is_offered_when_a_dropped_word_turns_the_question_around(question):
+    reading = read(question)
+    assert reading.unknown and exact_reading(reading, SLICE, VALUES) is None
+
+
+def test_an_offered_reading_can_be_drafted():
+    reading = read("number of customers for web vs store in atlantis")
+    assert reading.unknown and exact_reading(reading, SLICE, VALUES) is None  # customers are not by channel
+
+
+def test_an_event_verb_needs_a_when():
+    reading = read("how many new customers")
+    assert reading.unknown == ["new"] and reading.reasons["new"].startswith("say when")
+
+
+def test_averages_over_periods_and_amounts_alone_say_why():
+    per_month = read("average orders per month")
+    assert per_month.reasons["average"].startswith("I cannot average over periods: ask for it by month")
+    alone = read("discount by channel")
+    assert alone.reasons["discount"] == ("discount rate is never shown as it is, only averaged: ask for "
+                                         "\u201caverage discount rate\u201d")
+
+
+def test_done_by_is_not_a_breakdown():
+    reading = read("how many tickets were filed by enterprise customers in 2024")
+    assert [f.values for f in reading.filters] == [("enterprise",)] and not reading.breakdowns
+    assert not reading.unknown
+
+
+def test_follow_ups_keep_what_they_do_not_change():
+    signed = follow("number of customers by customer segment", "and signed up in 2024?")
+    assert signed.time_field["label"] == "Signup date" and not signed.unknown
+    by_region = follow("net revenue in 2024 and 2025", "and by region?")
+    assert (by_region.grain, labels(by_region.breakdowns)) == ("year", ["Region name"])
+    units = follow("how many tickets were opened in 2024", "same for units sold")
+    assert units.time_field is None and labels(units.measures) == ["Units sold"]
+
+
+def test_the_answer_names_the_date_it_counted_by():
+    from services.agent.composing import qualifiers
+
+    reading = read("net revenue from customers who signed up in 2024")
+    assert qualifiers(reading) == " with signup date in 2024"
+
+
+def test_a_near_spelling_is_taken_for_its_value_and_said():
+    near = {**match("store", "orders", "channel"), "matched_text": "stroe", "approximate": True}
+    reading = understand("average order value for stroe orders in 2024", SLICE, [near])
+    assert [f.values for f in reading.filters] == [("store",)] and reading.assumed == [("stroe", "store")]
+    catalog_word = {**match("high", "support_tickets", "priority"), "matched_text": "higher", "approximate": True}
+    assert not understand("which channel has higher revenue", SLICE, [catalog_word]).filters
