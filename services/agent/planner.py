@@ -24,6 +24,7 @@ from services.agent.understanding import (
     LISTING_WORDS,
     Reading,
     lower_first,
+    spelled_out,
     understand,
     unexplained_words,
     words,
@@ -98,7 +99,7 @@ class EmbeddedPlanner:
     async def _slice(self, question: str, call: CallTool) -> tuple[list[dict], list[dict]]:
         """The catalog slice for the question (and the earlier ones a follow-up leans on), and the values
         it names, found with one value-match probe; entities those values belong to join the slice."""
-        asked = " ".join([*self.earlier, question])[-2000:]
+        asked = spelled_out(" ".join([*self.earlier, question]))[-2000:]  # "rev" asks for revenue
         catalog = await call("inspect_catalog", {"question": asked})
         entities = catalog.content.get("entities", []) if catalog.ok else []
         if not unexplained_words(" ".join([*self.earlier, question]), entities):

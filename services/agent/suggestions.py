@@ -12,15 +12,10 @@ from dataclasses import replace
 
 from services.agent.drafting import CannotPlan, plan, time_field
 from services.agent.time_words import spoken
-from services.agent.understanding import Reading, lower_first, reachable, understand
+from services.agent.understanding import NEGATIONS, Reading, lower_first, reachable, understand
 from tessera.resources.v1 import resources_pb2
 
 MAX_SUGGESTIONS = 4
-# Words that turn a question around ("not from web", "other than France"): without them, any reading offered
-# would be the opposite question, so none is.
-NEGATIONS = frozenset({"not", "never", "no", "non", "none", "nor", "except", "excluding", "exclude", "without",
-                       "other", "besides", "neither", "isn't", "aren't", "wasn't", "weren't", "don't", "doesn't",
-                       "didn't", "hasn't", "haven't"})
 
 
 def suggest(outline: resources_pb2.OutlineResponse) -> list[str]:
@@ -108,8 +103,10 @@ def _spoken_value(value: str) -> str:
 
 def exact_reading(reading: Reading, entities: list[dict], matches: list[dict]) -> str | None:
     """The reading without its unusable words, as a question the embedded planner reads back as exactly that
-    reading and can draft (both checked here), or None: also when a dropped word turns the question around."""
-    if any(word.lower() in NEGATIONS or word.lower().startswith("non-") for word in reading.unknown):
+    reading and can draft (both checked here), or None: also when a dropped word turns the question around
+    or asks for the future."""
+    if reading.asks_future or any(word.lower() in NEGATIONS or word.lower().startswith("non-")
+                                  for word in reading.unknown):
         return None
     kept = replace(reading, unknown=[], reasons={}, follow_up=False, owner_hint=None, counted_by_name=False)
     question = as_question(kept)

@@ -50,6 +50,7 @@ class TimeSpan:
     count: int = 1
     month: int = 0
     parts: tuple[TimeSpan, ...] = ()  # "in 2022 and 2025": the periods named, side by side ("any": only those)
+    ends: tuple[TimeSpan, ...] = ()  # "from October to November 2025": the periods a stretch runs between
 
     @property
     def calendar_unit(self) -> str | None:
@@ -78,9 +79,9 @@ class TimeSpan:
         if not self.unresolved:
             return self
         if self.kind == "stretch_latest":
-            last = self.parts[1].resolved(latest)
-            first = self.parts[0].resolved(last.start) if self.parts[0].unresolved else self.parts[0]
-            return TimeSpan("between", self.words, start=first.start, end=last.end)
+            last = self.ends[1].resolved(latest)
+            first = self.ends[0].resolved(last.start) if self.ends[0].unresolved else self.ends[0]
+            return TimeSpan("between", self.words, start=first.start, end=last.end, ends=(first, last))
         year = latest.year if self.month <= latest.month else latest.year - 1
         start = dt.date(year, self.month, 1)
         if self.kind == "since_month_latest":
@@ -116,9 +117,9 @@ def _stretch(m: re.Match) -> TimeSpan:
     without a year ("from march to may") wait for what "now" is."""
     first, last = _absolute(m.group(1)), _absolute(m.group(2))
     if first.unresolved or last.unresolved:
-        return TimeSpan("stretch_latest", m.group(0), parts=(first, last))
+        return TimeSpan("stretch_latest", m.group(0), ends=(first, last))
     first, last = sorted((first, last), key=lambda span: span.start)
-    return TimeSpan("between", m.group(0), start=first.start, end=last.end)
+    return TimeSpan("between", m.group(0), start=first.start, end=last.end, ends=(first, last))
 
 
 def _since(m: re.Match) -> TimeSpan:
@@ -172,11 +173,19 @@ _PATTERNS: list[tuple[re.Pattern, object]] = [
      lambda m: TimeSpan("relative", m.group(0), op="to_date", unit=m.group(1))),
     (re.compile(r"\b(?:so far this |this )?(week|month|quarter|year)[ -]to[ -]date\b"),
      lambda m: TimeSpan("relative", m.group(0), op="to_date", unit=m.group(1))),
+    # a fiscal year is read as its calendar year, and the answer says so
+    (re.compile(r"\bfy ?'?(\d{4}|\d{2})\b"), lambda m: TimeSpan(
+        "between", m.group(0), start=dt.date(_full_year(m.group(1)), 1, 1), end=dt.date(_full_year(m.group(1)) + 1,
+                                                                                         1, 1))),
     (re.compile(r"\b(ytd|qtd|mtd)\b"), lambda m: TimeSpan("relative", m.group(0), op="to_date",
                                                           unit={"ytd": "year", "qtd": "quarter",
                                                                 "mtd": "month"}[m.group(1)])),
     (re.compile(r"\b(?:in |during |for |of )?(?:the )?(" + _POINT + r")\b"), lambda m: _absolute_in(m)),
 ]
+
+
+def _full_year(written: str) -> int:
+    return int(written) if len(written) == 4 else 2000 + int(written)
 
 
 def _absolute_in(m: re.Match) -> TimeSpan:

@@ -31,24 +31,39 @@ hi hello hey thanks thank pls ok okay sure fine quick quickly need needs want wa
 trying try understand know curious interested help check looking look whether if one ones them they it he she
 i'm i've i'd we've we're we'd you're they're that u ur along through sit sits sitting lie lies buy buys bought
 buying purchase purchased purchases purchasing spend spends spent spending pay paid move moves moved moving
-basically roughly approximately %
+basically roughly approximately % contain contains containing hold holds out back getting gets receive receives
+received receiving as thing things but catalogue catalog database system dataset
 """.split())
 # Phrases that frame a question without changing it ("right now", "in terms of", "revenue-wise").
 _FILLER = re.compile(r"\b(?:right now|at the moment|in terms of|out of(?: all| the)?|as well as|along with)\b|"
                      r"(?<=\w)[- ]wise\b")
+_FUTURE = re.compile(r"\b(?:will|shall|won't)\b(?!\s+(?:you|u)\b)|\bgoing to be\b|\b(?:forecast|predict|project|"
+                     r"expect)\w*|\bnext (?:year|quarter|month|week|season)s?\b")
 _BECOMES = re.compile(r"\b(?:end|ends|ended|wind|winds|wound) up\b")  # "end up refunded": are refunded
+# A sentence of the person's situation before the question ("I just started here -", "I'm planning next
+# season's buy."): first person, ended before the question begins. The catalog's words and values in it
+# count; its other words ask nothing of the data and are passed over, unless they turn something around.
+_CONTEXT = re.compile(r"(?:^|(?<=[.!?;]))\s*(?:i'm|i am|i've|i have|i just|i was|we're|we are|we've|my (?:boss|"
+                      r"manager|team)|our team|context|background|fyi|btw)\b[^.!?;\u2013-]*(?:[.!?;]|\s[-\u2013]\s)")
 # Calendar words a typo may hide in ("last yaer"), corrected before periods are read.
 _TIME_WORDS = ("year", "years", "month", "months", "quarter", "quarters", "week", "weeks", "previous", "since",
                "between", "yesterday", "today", "january", "february", "march", "april", "june", "july", "august",
                "september", "october", "november", "december", "hourly", "daily", "weekly", "monthly", "quarterly",
                "yearly", "annual", "annually")
+# Words that turn a question around ("not from web", "other than France"): never passed over, and when they
+# cannot be used no other reading is offered (it would be the opposite question).
+NEGATIONS = frozenset({"not", "never", "no", "non", "none", "nor", "except", "excluding", "exclude", "without",
+                       "other", "besides", "neither", "isn't", "aren't", "wasn't", "weren't", "don't", "doesn't",
+                       "didn't", "hasn't", "haven't", "ignore", "ignoring", "remove", "removing", "minus"})
 # Words that ask for an average: explained by a measure that is one, a count to divide by, or a field averaged.
 AVERAGE_WORDS = frozenset({"average", "mean", "typical", "typically"})
 # Words that compare two things; explained only when two values or two periods are set side by side.
 COMPARING = re.compile(r"\b(?:compare[ds]?|comparing|comparison|vs\.?|versus|against|than|higher|lower|more|"
                        r"fewer|bigger|smaller|greater|better|worse|differ(?:s|ence|ent)?|up or down|down or up|"
                        r"go(?:ne|ing|es)? (?:up|down)|went (?:up|down))\b")
-_ABBREVIATIONS = {"avg": "average", "qty": "quantity", "pct": "percent", "yr": "year", "yrs": "years"}
+_ABBREVIATIONS = {"avg": "average", "qty": "quantity", "pct": "percent", "yr": "year", "yrs": "years",
+                  "rev": "revenue", "mom": "month over month", "qoq": "quarter over quarter",
+                  "wow": "week over week"}
 SUPERLATIVE_HIGH = frozenset({"highest", "most", "largest", "biggest", "best", "top", "greatest", "maximum",
                               "busiest", "strongest"})
 SUPERLATIVE_LOW = frozenset({"lowest", "least", "smallest", "fewest", "worst", "bottom", "minimum", "quietest",
@@ -84,11 +99,14 @@ _WHICH_PERIOD = re.compile(r"\b(?:which|what|best|worst|busiest|quietest|stronge
 _BREAKDOWN = re.compile(r"\b(?:by|per|across|for each|in each|each|split by|broken down by|grouped by|"
                         r"for every)\s*$")
 # "units in an order": the entity after these words is what a measure is divided by, as after "per".
-_PER = re.compile(r"\b(?:per|each|(?:in|for) (?:a|an|one|every)(?: single)?)\s*$")
+_PER = re.compile(r"\b(?:per|each|(?:in|for) (?:a|an|one|every)(?: single)?|(?:a|an|the|per) (?:average|typical|"
+                  r"mean))\s*$")
 # "across the customer segments", "by region": the question names groups to set side by side.
 _BREAKDOWN_AHEAD = re.compile(r"\b(?:by|per|across|for each|in each|between the|among)\s+\w")
 _SPLIT = re.compile(r"\b(vs\.?|versus|compared (?:to|with)|against)\b")
-_COMPARE_AND = re.compile(r"\b(compare[ds]?|comparing|comparison|differ(?:s|ence|ent)?)\b")  # "compare A and B"
+# "compare A and B", "cancelled and refunded orders, how many of each": values joined by "and", side by side
+_COMPARE_AND = re.compile(r"\b(compare[ds]?|comparing|comparison|differ(?:s|ence|ent)?|of each|each of them|"
+                          r"respectively|separately|break (?:it |them )?(?:out|down)|split)\b")
 # Words that ask for data this planner is never given (never-to-model fields hold them).
 PERSONAL = frozenset({"email", "emails", "e-mail", "e-mails", "phone", "phones", "telephone", "address",
                       "addresses", "password", "passwords", "ssn", "birthday", "birthdays", "name", "names",
@@ -128,6 +146,8 @@ class Reading:
     reasons: dict[str, str] = field(default_factory=dict)  # why an unknown word cannot be used, where known
     needs_latest: bool = False  # a month or quarter without a year: to be read again knowing what "now" is
     assumed: list[tuple[str, str]] = field(default_factory=list)  # near spellings read as values: said in answers
+    asks_future: bool = False  # "what will revenue be": no reading of it is about the past
+    scene_filters: list[Filter] = field(default_factory=list)  # values said where the person sets the scene
     counted_by_name: bool = False  # the measure is a count only because an entity was named ("for enterprise
     # customers"): in a follow-up that says whose rows, not what to count
     personal: list[str] = field(default_factory=list)  # words asking for personal data
@@ -195,7 +215,7 @@ class Vocabulary:
                 for first, *rest in [said for said in verbs if said]:  # (a verb of no letters names nothing)
                     for form in inflections(first):  # "placed": place, places, placing
                         self.entries.append(_Entry((form, *rest), "event", item, form == first))
-        self.known = {w for entry in self.entries for w in entry.phrase}
+        self.known = {w for entry in self.entries if entry.exact for w in entry.phrase}  # (not guessed forms)
         self._starting: dict[str, list[_Entry]] = {}  # entries by their first word: a lookup, not a scan
         for entry in self.entries:
             if entry.phrase:
@@ -227,9 +247,35 @@ class Vocabulary:
             if any(word.startswith(known) and len(known) >= 4 for known in self.known):
                 self._corrections[word] = word  # "refunded" is no typo of "refund": maybe a value
             else:
-                close = difflib.get_close_matches(word, sorted(self.known), n=1, cutoff=0.8)
-                self._corrections[word] = close[0] if close else word
+                self._corrections[word] = near(word, sorted(self.known)) or word
         return self._corrections[word]
+
+
+def near(word: str, candidates) -> str | None:
+    """The candidate `word` is most likely a misspelling of: the same first letter, a length within one, and
+    one slip (a letter missed, added, changed, or two swapped), two in a long word. "started" is no "state"."""
+    best = None
+    for candidate in candidates:
+        if candidate[:1] != word[:1] or abs(len(candidate) - len(word)) > 1 or candidate == word:
+            continue
+        slips = _slips(word, candidate)
+        closeness = difflib.SequenceMatcher(None, word, candidate).ratio()  # ties: "monthy" is "monthly"
+        if slips <= (2 if len(word) >= 8 else 1) and (best is None or (slips, -closeness) < best[:2]):
+            best = (slips, -closeness, candidate)
+    return best[2] if best else None
+
+
+def _slips(a: str, b: str) -> int:
+    """Edits from `a` to `b`, a swap of neighbours counting as one (optimal string alignment)."""
+    rows = [list(range(len(b) + 1))]
+    for i in range(1, len(a) + 1):
+        row = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            row[j] = min(rows[-1][j] + 1, row[j - 1] + 1, rows[-1][j - 1] + (a[i - 1] != b[j - 1]))
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                row[j] = min(row[j], rows[-2][j - 2] + 1)
+        rows.append(row)
+    return rows[-1][-1]
 
 
 def inflections(verb: str) -> set[str]:
@@ -276,12 +322,22 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     text = _normalised(question)
     reading.listing = bool(re.match(r"\s*(list|show me the latest|which are the latest)\b", text)) or bool(
         re.search(r"\b(latest|recent|newest)\b", text))
+    for future in _FUTURE.finditer(text):  # a forecast: not in any data ("I'm planning next season." asks none)
+        if _inside(future.start(), _spans(_CONTEXT, text)):
+            continue
+        said = future.group(0).strip()
+        reading.unknown.append(said)
+        reading.asks_future = True
+        reading.reasons[said] = "I report what the data holds; I cannot tell what will happen"
+    text = _FUTURE.sub(lambda m: " " * len(m.group(0)), text)
     text = _comparison(text, reading)
     growth, text = _take(_GROWTH, text)
     if growth and reading.compare is None:  # "revenue growth by year": each period against the one before
         reading.compare = "previous_period"
     spans, text = find_times(text, latest)
-    text, value_spans = _values(text, reading, vocabulary, matches)
+    reading.assumed += [(s.words.strip(), f"the calendar year {s.start.year}") for s in spans if "fy" in s.words]
+    situation = _spans(_CONTEXT, text)
+    text, value_spans = _values(text, reading, vocabulary, matches, situation)
     compared = bool(reading.split or reading.compare or len(spans) > 1)
     _periods(spans, text, reading, asks_change=growth is not None)
     text = _ranking(text, reading)
@@ -294,9 +350,12 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     context = {m["entity_id"] for m in earlier.measures} if earlier is not None else set()
     scratch = replace(reading, measures=[], breakdowns=[], unknown=list(reading.unknown), personal=[],
                       reasons=dict(reading.reasons))
-    _catalog_words(text, scratch, vocabulary, value_spans, context)  # a first pass finds the measure, so that
-    reading.owner_hint = scratch.measures[0]["entity_id"] if scratch.measures else None  # a word two fields
-    _catalog_words(text, reading, vocabulary, value_spans, context)  # share is read by it
+    _catalog_words(text, scratch, vocabulary, value_spans, context, situation)  # a first pass finds the measure,
+    reading.owner_hint = scratch.measures[0]["entity_id"] if scratch.measures else None  # so that a word two
+    _catalog_words(text, reading, vocabulary, value_spans, context, situation)  # fields share is read by it
+    broken_down = {b["id"] for b in reading.breakdowns}
+    # A value said while setting the scene is an example, not a filter, where the question breaks down by its field.
+    reading.filters += [f for f in reading.scene_filters if f.field["id"] not in broken_down]
     _settle_shares(reading)
     if reading.per and reading.measures and reading.per["id"] == reading.measures[0]["entity_id"]:
         reading.per = None  # "average order value per order": the measure is per order already
@@ -318,7 +377,13 @@ def _normalised(question: str) -> str:
     text = re.sub(r"\b(year|month|quarter|week|day|today|yesterday)'s\b", r"\1", text)  # "this year's revenue"
     text = re.sub(r"[^\W\d_]{4,}", _time_typo, text)
     text = _BECOMES.sub(lambda m: "are".ljust(len(m.group(0))), text)
+    text = re.sub(r"\b(best|top|worst)[- ](selling|sellers?|performing|performers?)\b", r"\1 \2", text)
     return _FILLER.sub(lambda m: " " * len(m.group(0)), text)
+
+
+def spelled_out(text: str) -> str:
+    """Short forms written out ("rev", "avg") and calendar words' typos mended, for looking words up."""
+    return _normalised(text).strip()
 
 
 def _time_typo(word: re.Match) -> str:
@@ -326,10 +391,7 @@ def _time_typo(word: re.Match) -> str:
     written = word.group(0)
     if written in STOP or written in _TIME_WORDS or written.rstrip("s") in STOP:
         return written
-    swapped = [w for w in _TIME_WORDS if len(w) == len(written) and sorted(w) == sorted(written)
-               and sum(a != b for a, b in zip(w, written, strict=True)) == 2]  # two letters changed places
-    close = swapped or difflib.get_close_matches(written, _TIME_WORDS, n=1, cutoff=0.8)
-    return close[0] if close and close[0][0] == written[0] else written
+    return near(written, _TIME_WORDS) or written
 
 
 def _comparison(text: str, reading: Reading) -> str:
@@ -357,6 +419,9 @@ def _periods(spans: list[TimeSpan], text: str, reading: Reading, asks_change: bo
     if any(span.unresolved for span in spans):  # read again once "now" is known
         reading.time, reading.needs_latest = spans[0], True
         return
+    ends = side_by_side(list(spans[0].ends)) if len(spans) == 1 and asks_change and spans[0].ends else None
+    if ends is not None and ends.kind == "between":  # "growth from October to November": the later against
+        spans = list(spans[0].ends)                  # the earlier, as when both are named
     if len(spans) == 1:
         reading.time = spans[0]
         unit_months = UNIT_MONTHS.get(spans[0].calendar_unit or "")
@@ -403,7 +468,8 @@ def _change_between(together: TimeSpan, unit: str) -> str | None:
     return None
 
 
-def _values(text: str, reading: Reading, vocabulary: Vocabulary, matches: list[dict]) -> tuple[str, list]:
+def _values(text: str, reading: Reading, vocabulary: Vocabulary, matches: list[dict],
+            situation: list[tuple[int, int]]) -> tuple[str, list]:
     """Blank out every value the probe found in the question (the text, and where each was). Values of one
     field set against each other ("web vs store", "Canada or the United States, which is higher", "compare
     A and B") are a split."""
@@ -433,7 +499,9 @@ def _values(text: str, reading: Reading, vocabulary: Vocabulary, matches: list[d
         values = tuple(dict.fromkeys(v for _, v in found))
         between = text[found[0][0]:found[-1][0]] if len(found) > 1 else ""
         condition = Filter(fields[field_id], values)
-        if _SHARE.search(text) and re.search(r"\b(are|were|is|was|get|got|being|been)\s+$", text[:found[0][0]]):
+        if all(_inside(start, situation) for start, _ in found):
+            reading.scene_filters.append(condition)  # decided once the breakdowns are known
+        elif _SHARE.search(text) and re.search(r"\b(are|were|is|was|get|got|being|been)\s+$", text[:found[0][0]]):
             reading.share = condition  # "what share of orders are cancelled": the part, not a filter
         elif len(values) > 1 and (_SPLIT.search(between) or (
                 re.search(r"\b(and|or|than)\b", between) and (COMPARING.search(text) or _COMPARE_AND.search(text)))):
@@ -442,6 +510,14 @@ def _values(text: str, reading: Reading, vocabulary: Vocabulary, matches: list[d
         else:
             reading.filters.append(condition)
     return text, spans
+
+
+def _spans(pattern: re.Pattern, text: str) -> list[tuple[int, int]]:
+    return [m.span() for m in pattern.finditer(text)]
+
+
+def _inside(position: int, spans: list[tuple[int, int]]) -> bool:
+    return any(start <= position < end for start, end in spans)
 
 
 def _asking_word(word: str) -> bool:
@@ -560,9 +636,11 @@ class _EventWord:
 
 
 def _catalog_words(text: str, reading: Reading, vocabulary: Vocabulary, value_spans: list[tuple[int, int]],
-                   context: set[str]) -> None:
+                   context: set[str], situation: list[tuple[int, int]]) -> None:
     """Measures, breakdowns and entities named by the rest of the words; what is left is unknown. `context`:
-    the entities an earlier question was about (a follow-up's verbs may be about them)."""
+    the entities an earlier question was about (a follow-up's verbs may be about them); `situation`: where
+    the person says who they are or why they ask (words there that the catalog does not know are passed
+    over, unless they turn something around)."""
     found = list(_WORD.finditer(text))
     raw = [plain(m.group(0)) for m in found]
     gaps = [(found[i - 1].end() if i else 0, m.start()) for i, m in enumerate(found)]
@@ -592,7 +670,8 @@ def _catalog_words(text: str, reading: Reading, vocabulary: Vocabulary, value_sp
         elif _names_next(position, seen, vocabulary):
             pass  # "support cases": a word of the entity's own name before another of its names
         elif word not in STOP and raw[position] not in STOP and not _partial_word(
-                word, reading, vocabulary, seen.after_by[position], seen.valued):
+                word, reading, vocabulary, seen.after_by[position], seen.valued) and (
+                raw[position] in NEGATIONS or not _inside(found[position].start(), situation)):
             reading.unknown.append(raw[position])
         position += 1
     _averaged_amounts(seen, reading, vocabulary)

@@ -448,3 +448,47 @@ def test_a_near_spelling_is_taken_for_its_value_and_said():
     assert [f.values for f in reading.filters] == [("store",)] and reading.assumed == [("stroe", "store")]
     catalog_word = {**match("high", "support_tickets", "priority"), "matched_text": "higher", "approximate": True}
     assert not understand("which channel has higher revenue", SLICE, [catalog_word]).filters
+
+
+# --- found with a second practice set ------------------------------------------------------------------------
+
+def test_a_sentence_setting_the_scene_asks_nothing_but_its_catalog_words_count():
+    planning = read("I'm planning next season's buy. How did Apparel and Grocery compare on units sold in 2024?")
+    assert planning.split.values == ("Apparel", "Grocery") and not planning.unknown and not planning.asks_future
+    scene = read("I'm trying to understand whether enterprise accounts spend more. Compare the average order value "
+                 "across the customer segments for last year")
+    assert labels(scene.breakdowns) == ["Customer segment"] and not scene.filters  # "enterprise" was an example
+    negated = read("I'm not counting web orders. Show revenue by region")
+    assert "not" in negated.unknown  # a word that turns things around is never passed over
+
+
+def test_the_future_is_refused_with_why_and_no_reading_is_offered():
+    reading = read("What will our revenue be in Q1 2026?")
+    assert reading.unknown == ["will"] and reading.reasons["will"].startswith("I report what the data holds")
+    assert exact_reading(reading, SLICE, VALUES) is None
+    assert read("forecast next year's revenue").unknown == ["forecast", "next year"]
+    assert not read("will you show me revenue by month").unknown  # a request, not a forecast
+
+
+def test_short_forms_fiscal_years_and_ranges_asked_for_a_change():
+    mom = read("rev growth oct to nov 2025 mom %")
+    assert (period(mom), mom.compare, mom.grain) == (
+        ("between", dt.date(2025, 11, 1), dt.date(2025, 12, 1)), "previous_period", "month")
+    fiscal = read("What was our YoY net revenue growth for FY2025?")
+    assert period(fiscal) == ("between", dt.date(2025, 1, 1), dt.date(2026, 1, 1))
+    assert fiscal.assumed == [("fy2025", "the calendar year 2025")]
+    years = read("revenue growth from 2021 to 2025")
+    assert (period(years), years.compare) == (("between", dt.date(2021, 1, 1), dt.date(2026, 1, 1)), "previous_period")
+
+
+def test_two_values_of_each_are_side_by_side_and_a_typical_order_divides():
+    each = read("For 2024, break out cancelled and refunded orders - how many of each?")
+    assert each.split.values == ("cancelled", "refunded") and not each.unknown
+    typical = read("How many units does a typical order contain in 2025? average please")
+    assert typical.per["label"] == "Order" and not typical.unknown
+
+
+def test_a_typo_is_one_slip_from_a_catalog_word_never_another_english_word():
+    assert labels(read("how many custmers registerd in 2023").measures) == ["Number of customers"]
+    assert read("I just started here - which sales channel had the highest revenue back in 2021?").breakdowns[0][
+        "label"] == "Sales channel"  # "started" is no "state" (Order status)
