@@ -36,7 +36,7 @@ def subject(reading: Reading, drafted: Drafted) -> str:
     if reading.split is not None:
         breakdowns.append(f"{lower_first(reading.split.field['label'])} ({_quoted(reading.split.values)})")
     text = measures + (f" by {', '.join(lower_first(b) for b in breakdowns)}" if breakdowns else "")
-    if reading.share is not None:
+    if reading.share is not None and drafted.primary.startswith("m"):  # (a share's label names its part)
         text += f" with {lower_first(reading.share.field['label'])} {_quoted(reading.share.values)}"
     return text + qualifiers(reading)
 

@@ -254,6 +254,9 @@ def widened_back(span: TimeSpan, months: int) -> TimeSpan | None:
         return None
     if span.kind == "relative" and span.op == "previous" and months == unit_months:
         return TimeSpan("relative", span.words, op="previous", unit=span.unit, count=2)
+    if span.kind == "relative" and span.op == "to_date" and months == unit_months:  # "this quarter vs last"
+        before = TimeSpan("relative", f"the previous {span.unit}", op="previous", unit=span.unit)
+        return TimeSpan("any", f"{before.words} and {span.words.strip()}", parts=(before, span))
     if span.kind != "between":
         return None
     earlier = TimeSpan("between", "", start=_add_months(span.start, -months), end=_add_months(span.end, -months))

@@ -32,8 +32,10 @@ trying try understand know curious interested help check looking look whether if
 i'm i've i'd we've we're we'd you're they're that u ur along through sit sits sitting lie lies buy buys bought
 buying purchase purchased purchases purchasing spend spends spent spending pay paid move moves moved moving
 basically roughly approximately % contain contains containing hold holds out back getting gets receive receives
-received receiving as thing things but catalogue catalog database system dataset
+received receiving as thing things but catalogue catalog database system dataset something anything everything
+stuff coming pull pulled grab fetch
 """.split())
+_LONG_STOP = sorted(w for w in STOP if len(w) >= 4 and w.isalpha())
 # Phrases that frame a question without changing it ("right now", "in terms of", "revenue-wise").
 _FILLER = re.compile(r"\b(?:right now|at the moment|in terms of|out of(?: all| the)?|as well as|along with)\b|"
                      r"(?<=\w)[- ]wise\b")
@@ -43,8 +45,10 @@ _BECOMES = re.compile(r"\b(?:end|ends|ended|wind|winds|wound) up\b")  # "end up 
 # A sentence of the person's situation before the question ("I just started here -", "I'm planning next
 # season's buy."): first person, ended before the question begins. The catalog's words and values in it
 # count; its other words ask nothing of the data and are passed over, unless they turn something around.
-_CONTEXT = re.compile(r"(?:^|(?<=[.!?;]))\s*(?:i'm|i am|i've|i have|i just|i was|we're|we are|we've|my (?:boss|"
-                      r"manager|team)|our team|context|background|fyi|btw)\b[^.!?;\u2013-]*(?:[.!?;]|\s[-\u2013]\s)")
+_CONTEXT = re.compile(r"(?:^|(?<=[.!?;]))\s*(?:i'm|i am|i've|i have|i just|i was|i keep|i hear|i heard|i read|i saw|"
+                      r"i think|i feel|i noticed|i know|i guess|i suspect|i need it|need it|it's for|it is for|"
+                      r"this is for|we're|we are|we've|we noticed|my (?:boss|manager|team)|our team|people say|"
+                      r"context|background|fyi|btw)\b[^.!?;\u2013-]*(?:[.!?;]|\s[-\u2013]\s|\s*$)")
 # Calendar words a typo may hide in ("last yaer"), corrected before periods are read.
 _TIME_WORDS = ("year", "years", "month", "months", "quarter", "quarters", "week", "weeks", "previous", "since",
                "between", "yesterday", "today", "january", "february", "march", "april", "june", "july", "august",
@@ -60,7 +64,7 @@ AVERAGE_WORDS = frozenset({"average", "mean", "typical", "typically"})
 # Words that compare two things; explained only when two values or two periods are set side by side.
 COMPARING = re.compile(r"\b(?:compare[ds]?|comparing|comparison|vs\.?|versus|against|than|higher|lower|more|"
                        r"fewer|bigger|smaller|greater|better|worse|differ(?:s|ence|ent)?|up or down|down or up|"
-                       r"go(?:ne|ing|es)? (?:up|down)|went (?:up|down))\b")
+                       r"go(?:ne|ing|es)? (?:up|down)|went (?:up|down)|side by side)\b")
 _ABBREVIATIONS = {"avg": "average", "qty": "quantity", "pct": "percent", "yr": "year", "yrs": "years",
                   "rev": "revenue", "mom": "month over month", "qoq": "quarter over quarter",
                   "wow": "week over week"}
@@ -247,7 +251,8 @@ class Vocabulary:
             if any(word.startswith(known) and len(known) >= 4 for known in self.known):
                 self._corrections[word] = word  # "refunded" is no typo of "refund": maybe a value
             else:
-                self._corrections[word] = near(word, sorted(self.known)) or word
+                # a catalog word first; else an asking word ("wich" is "which")
+                self._corrections[word] = near(word, sorted(self.known)) or near(word, _LONG_STOP) or word
         return self._corrections[word]
 
 

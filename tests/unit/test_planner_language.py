@@ -492,3 +492,33 @@ def test_a_typo_is_one_slip_from_a_catalog_word_never_another_english_word():
     assert labels(read("how many custmers registerd in 2023").measures) == ["Number of customers"]
     assert read("I just started here - which sales channel had the highest revenue back in 2021?").breakdowns[0][
         "label"] == "Sales channel"  # "started" is no "state" (Order status)
+
+
+# --- found with fresh set B (after its first pass was recorded) ---------------------------------------------
+
+def test_this_period_up_or_down_against_the_last_shows_both():
+    reading = read("are support tickets up or down this quarter vs last quarter")
+    assert reading.time.kind == "any" and reading.grain == "quarter" and reading.compare is None
+    assert [(p.op, p.unit) for p in reading.time.parts] == [("previous", "quarter"), ("to_date", "quarter")]
+    assert plan(reading, SLICE).draft["filter"] == {"any": [
+        {"field": "fld_support_tickets.opened_at", "op": "previous", "unit": "quarter", "count": 1},
+        {"field": "fld_support_tickets.opened_at", "op": "to_date", "unit": "quarter"}]}
+
+
+@pytest.mark.parametrize("question", [
+    "Can you pull gross sales for 2024 and 2025 side by side? Need it for a board slide.",
+    "I keep hearing the website is taking over. How has the share of orders coming through web changed each year?",
+    "what's the typical list price of something in our Apparel department?",
+    "wich categroy had the most retruns in 2025",
+])
+def test_more_ways_of_asking(question):
+    reading = read(question)
+    assert reading.measures and not reading.unknown, reading.unknown
+
+
+def test_a_share_is_said_once():
+    from services.agent.composing import subject
+
+    reading = read("What percentage of the orders placed this year ended up cancelled?")
+    said = subject(reading, plan(reading, SLICE))
+    assert said.count("cancelled") == 1, said
