@@ -199,7 +199,7 @@ _AMBIGUOUS_ALONE = re.compile(r"^(?:in |during |for |of |since )?(?:the )?(may|m
 
 
 # "Q3 vs Q4 2025", "March to May of 2024": the year written once, after the last of them.
-_JOINING = r"(?:vs\.?|versus|and|or|to|through|thru|until|till|against|compared (?:to|with)|-|\u2013)"
+_JOINING = r"(?:vs\.?|versus|and|or|to|through|thru|until|till|against|compared (?:to|with)|-|\u2013|\+|&)"
 _PART = rf"(?:{_QUARTER_WORD}|{_MONTH_WORD})"
 _SHARED_YEAR = re.compile(rf"\b({_PART})((?:,? ?{_JOINING} ?{_PART})+),? (?:of |in )?({_YEAR_WORD})\b")
 _JOINED_PERIOD = re.compile(rf"(,? ?{_JOINING} ?)({_PART})")

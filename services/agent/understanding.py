@@ -33,14 +33,14 @@ i'm i've i'd we've we're we'd you're they're that u ur along through sit sits si
 buying purchase purchased purchases purchasing spend spends spent spending pay paid move moves moved moving
 basically roughly approximately % contain contains containing hold holds out back getting gets receive receives
 received receiving as thing things but catalogue catalog database system dataset something anything everything
-stuff coming pull pulled grab fetch
+stuff coming pull pulled grab fetch provide calendar subsequently later eventually finally ultimately bringing
 """.split())
 _LONG_STOP = sorted(w for w in STOP if len(w) >= 4 and w.isalpha())
 # Phrases that frame a question without changing it ("right now", "in terms of", "revenue-wise").
 _FILLER = re.compile(r"\b(?:right now|at the moment|in terms of|out of(?: all| the)?|as well as|along with)\b|"
                      r"(?<=\w)[- ]wise\b")
-_FUTURE = re.compile(r"\b(?:will|shall|won't)\b(?!\s+(?:you|u)\b)|\bgoing to be\b|\b(?:forecast|predict|project|"
-                     r"expect)\w*|\bnext (?:year|quarter|month|week|season)s?\b")
+_FUTURE = re.compile(r"\b(?:will|shall|won't)\b(?!\s+(?:you|u)\b)|\bgoing to (?:be|look|happen)\b|\bgonna\b|"
+                     r"\b(?:forecast|predict|project|expect)\w*|\bnext (?:year|quarter|month|week|season)s?\b")
 _BECOMES = re.compile(r"\b(?:end|ends|ended|wind|winds|wound) up\b")  # "end up refunded": are refunded
 # A sentence of the person's situation before the question ("I just started here -", "I'm planning next
 # season's buy."): first person, ended before the question begins. The catalog's words and values in it
@@ -64,7 +64,8 @@ AVERAGE_WORDS = frozenset({"average", "mean", "typical", "typically"})
 # Words that compare two things; explained only when two values or two periods are set side by side.
 COMPARING = re.compile(r"\b(?:compare[ds]?|comparing|comparison|vs\.?|versus|against|than|higher|lower|more|"
                        r"fewer|bigger|smaller|greater|better|worse|differ(?:s|ence|ent)?|up or down|down or up|"
-                       r"go(?:ne|ing|es)? (?:up|down)|went (?:up|down)|side by side)\b")
+                       r"go(?:ne|ing|es)? (?:up|down)|went (?:up|down)|side by side|relative to|beat|beats|"
+                       r"outperform\w*|stack(?:s|ed)? up)\b")
 _ABBREVIATIONS = {"avg": "average", "qty": "quantity", "pct": "percent", "yr": "year", "yrs": "years",
                   "rev": "revenue", "mom": "month over month", "qoq": "quarter over quarter",
                   "wow": "week over week"}
@@ -89,8 +90,11 @@ _SAME_PERIOD_LAST_YEAR = re.compile(
 _PREVIOUS_PERIOD = re.compile(
     r"\b(?:(month|quarter|week|year)[ -]over[ -](?:month|quarter|week|year)|period[ -]over[ -]period|"
     r"(?:vs\.?|versus|compared (?:to|with)|against|than) (?:the )?(?:(?:previous|prior|last) (month|quarter|week|year|"
-    r"period)|(month|quarter|week|year|period) before))\b")
-_GROWTH = re.compile(r"\b(growth|grow|grows|grew|grown|growing|change|changes|changed|changing)\b(?! data)")
+    r"period)|(month|quarter|week|year|period|one) before))\b")
+_GROWTH = re.compile(r"\b(growth|grow|grows|grew|grown|growing|change|changes|changed|changing|shrink|shrinks|shrank|"
+                     r"shrinking|decline|declines|declined|declining|increase|increased|increasing|decrease|"
+                     r"decreased|decreasing|rise|rising|rose|risen|falling|fell|drop|dropped|dropping)\b"
+                     r"(?! data)")  # (not "fall": a season)
 _GRAIN_WORDS = {"hourly": "hour", "daily": "day", "weekly": "week", "monthly": "month", "quarterly": "quarter",
                 "yearly": "year", "annual": "year", "annually": "year"}
 _BY_GRAIN = re.compile(r"\b(?:by|per|each|every|over|for each|in each|across) (?:the )?(hour|day|week|month|quarter|"
@@ -115,8 +119,9 @@ _COMPARE_AND = re.compile(r"\b(compare[ds]?|comparing|comparison|differ(?:s|ence
 PERSONAL = frozenset({"email", "emails", "e-mail", "e-mails", "phone", "phones", "telephone", "address",
                       "addresses", "password", "passwords", "ssn", "birthday", "birthdays", "name", "names",
                       "contact", "contacts", "iban", "card"})
-CHANGE_VERBS = re.compile(r"^\s*(?:please\s+)?(?:can you\s+|could you\s+)?(delete|remove|drop|update|change|modify|"
-                          r"set|cancel|refund|insert|edit|rename|mark|close|reopen|erase|wipe|add)\b"
+CHANGE_VERBS = re.compile(r"^\s*(?:(?:please|pls|plz|kindly)\s+)?(?:(?:can|could|would) (?:you|u)\s+)?(?:please\s+)?"
+                          r"(delete|remove|drop|update|change|modify|set|cancel|refund|insert|edit|rename|mark|close|"
+                          r"reopen|erase|wipe|purge|clear|add|get rid of)\b"
                           r"(?!\s+(?:in|of|over|from|by)\b)")  # "change in revenue" asks, it does not order
 LISTING_WORDS = frozenset({"latest", "recent", "newest"})  # a listing's own words, unusable in an analysis
 FOLLOW_UP = re.compile(r"^\s*(?:and|now|what about|how about|same|also|only|just|instead|but|then|ok|okay)\b")
@@ -343,6 +348,7 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     reading.assumed += [(s.words.strip(), f"the calendar year {s.start.year}") for s in spans if "fy" in s.words]
     situation = _spans(_CONTEXT, text)
     text, value_spans = _values(text, reading, vocabulary, matches, situation)
+    situation += _asides(text, vocabulary)
     compared = bool(reading.split or reading.compare or len(spans) > 1)
     _periods(spans, text, reading, asks_change=growth is not None)
     text = _ranking(text, reading)
@@ -515,6 +521,29 @@ def _values(text: str, reading: Reading, vocabulary: Vocabulary, matches: list[d
         else:
             reading.filters.append(condition)
     return text, spans
+
+
+_SENTENCE = re.compile(r"[^.!?;\u2013]+?(?:[.!?;]+|\s[-\u2013]\s|$)")
+RESTRICTING = frozenset({"only", "just", "solely", "exclusively"})
+
+
+def _asides(text: str, vocabulary: Vocabulary) -> list[tuple[int, int]]:
+    """Sentences beside the question that name nothing the catalog knows ("felt busy", "Trying to size our
+    acquisition numbers for the board pack."): where they are, when another sentence does name something.
+    One that restricts or turns something around ("only", "not") is never an aside."""
+    sentences = [m.span() for m in _SENTENCE.finditer(text) if m.group(0).strip()]
+    if len(sentences) < 2:
+        return []
+    asides = [(start, end) for start, end in sentences if not _names_anything(text[start:end], vocabulary)]
+    return asides if len(asides) < len(sentences) else []
+
+
+def _names_anything(sentence: str, vocabulary: Vocabulary) -> bool:
+    """A catalog name (whole), a field by one of its words ("segment"), a number, or a restricting word."""
+    said = [plain(w) for w in _WORD.findall(sentence)]
+    tokens = [vocabulary.corrected(singular(w)) for w in said]
+    return any(w.isdigit() or w in NEGATIONS or w in RESTRICTING for w in said) or any(
+        vocabulary.longest_at(tokens, i) or vocabulary.partial(token, "field") for i, token in enumerate(tokens))
 
 
 def _spans(pattern: re.Pattern, text: str) -> list[tuple[int, int]]:

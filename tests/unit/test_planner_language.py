@@ -522,3 +522,37 @@ def test_a_share_is_said_once():
     reading = read("What percentage of the orders placed this year ended up cancelled?")
     said = subject(reading, plan(reading, SLICE))
     assert said.count("cancelled") == 1, said
+
+
+# --- found with fresh set C (after its first pass was recorded) ---------------------------------------------
+
+@pytest.mark.parametrize("question", [
+    "how many tickets got logged last month? felt busy",
+    "How many customers signed up during 2024? Trying to size our acquisition numbers for the board pack.",
+    "What was our average order value for calendar year 2025?",
+    "Please provide the year-over-year growth in net revenue for 2025 relative to 2024.",
+    "What proportion of the orders placed in 2025 were subsequently cancelled?",
+    "which 5 categories are bringing in the most revenue this year",
+    "is in-store shrinking? store share of orders per year",
+])
+def test_asides_and_plain_business_words_change_nothing(question):
+    reading = read(question)
+    assert reading.measures and not reading.unknown, reading.unknown
+
+
+def test_an_aside_that_restricts_is_not_passed_over():
+    assert read("revenue by month. just the big ones.").unknown == ["big"]
+    assert read("Will it rain tomorrow?").unknown == ["will", "rain", "tomorrow"]  # no other sentence asks
+
+
+def test_requests_to_change_and_the_future_in_plain_speech():
+    from services.agent.understanding import CHANGE_VERBS
+
+    assert CHANGE_VERBS.match("pls wipe all the cancelled orders from 2021")
+    assert CHANGE_VERBS.match("could you please get rid of the test orders")
+    assert read("what's revenue gonna look like in Q1 2026?").asks_future
+
+
+def test_the_one_before_is_the_period_before():
+    reading = read("are tickets going up or down?? last quarter vs the one before")
+    assert (period(reading), reading.grain, reading.unknown) == (("relative", "previous", "quarter", 2), "quarter", [])
