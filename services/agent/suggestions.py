@@ -103,10 +103,10 @@ def _spoken_value(value: str) -> str:
 
 def exact_reading(reading: Reading, entities: list[dict], matches: list[dict]) -> str | None:
     """The reading without its unusable words, as a question the embedded planner reads back as exactly that
-    reading and can draft (both checked here), or None: also when a dropped word turns the question around
-    or asks for the future."""
-    if reading.asks_future or any(word.lower() in NEGATIONS or word.lower().startswith("non-")
-                                  for word in reading.unknown):
+    reading and can draft (both checked here), or None: also when a dropped word turns the question around,
+    asks for the future, or says which rows are meant ("customers who bought": without it, all customers)."""
+    if reading.asks_future or reading.asks_other_rows or any(
+            word.lower() in NEGATIONS or word.lower().startswith("non-") for word in reading.unknown):
         return None
     kept = replace(reading, unknown=[], reasons={}, follow_up=False, owner_hint=None, counted_by_name=False)
     question = as_question(kept)

@@ -116,7 +116,8 @@ def _stretch(m: re.Match) -> TimeSpan:
     """"From March 2024 to May 2024", "between 2022 and 2024", "2022-2024": one stretch, both ends in it. Ends
     without a year ("from march to may") wait for what "now" is."""
     first, last = _absolute(m.group(1)), _absolute(m.group(2))
-    if first.unresolved or last.unresolved:
+    if first.kind in ("month_latest", "quarter_latest") and re.fullmatch(_YEAR_WORD, m.group(2).strip()):
+        return _absolute(f"{m.group(1).strip()} {m.group(2).strip()}")  # "Q3-2024", "mar-2024": of that year
         return TimeSpan("stretch_latest", m.group(0), ends=(first, last))
     first, last = sorted((first, last), key=lambda span: span.start)
     return TimeSpan("between", m.group(0), start=first.start, end=last.end, ends=(first, last))
@@ -173,19 +174,11 @@ _PATTERNS: list[tuple[re.Pattern, object]] = [
      lambda m: TimeSpan("relative", m.group(0), op="to_date", unit=m.group(1))),
     (re.compile(r"\b(?:so far this |this )?(week|month|quarter|year)[ -]to[ -]date\b"),
      lambda m: TimeSpan("relative", m.group(0), op="to_date", unit=m.group(1))),
-    # a fiscal year is read as its calendar year, and the answer says so
-    (re.compile(r"\bfy ?'?(\d{4}|\d{2})\b"), lambda m: TimeSpan(
-        "between", m.group(0), start=dt.date(_full_year(m.group(1)), 1, 1), end=dt.date(_full_year(m.group(1)) + 1,
-                                                                                         1, 1))),
     (re.compile(r"\b(ytd|qtd|mtd)\b"), lambda m: TimeSpan("relative", m.group(0), op="to_date",
                                                           unit={"ytd": "year", "qtd": "quarter",
                                                                 "mtd": "month"}[m.group(1)])),
     (re.compile(r"\b(?:in |during |for |of )?(?:the )?(" + _POINT + r")\b"), lambda m: _absolute_in(m)),
 ]
-
-
-def _full_year(written: str) -> int:
-    return int(written) if len(written) == 4 else 2000 + int(written)
 
 
 def _absolute_in(m: re.Match) -> TimeSpan:
@@ -199,39 +192,39 @@ _AMBIGUOUS_ALONE = re.compile(r"^(?:in |during |for |of |since )?(?:the )?(may|m
 
 
 # "Q3 vs Q4 2025", "March to May of 2024": the year written once, after the last of them.
-_JOINING = r"(?:vs\.?|versus|and|or|to|through|thru|until|till|against|compared (?:to|with)|-|\u2013|\+|&)"
-_PART = rf"(?:{_QUARTER_WORD}|{_MONTH_WORD})"
-_SHARED_YEAR = re.compile(rf"\b({_PART})((?:,? ?{_JOINING} ?{_PART})+),? (?:of |in )?({_YEAR_WORD})\b")
-_JOINED_PERIOD = re.compile(rf"(,? ?{_JOINING} ?)({_PART})")
+_RANGE_JOINING = r"(?:to|through|thru|until|till|-|\u2013)"
+_JOINING = rf"(?:vs\.?|versus|and|or|against|compared (?:to|with)|\+|&|{_RANGE_JOINING})"
+_PART = rf"\b(?:{_QUARTER_WORD}|{_MONTH_WORD})\b"
+_SHARED_YEAR = re.compile(rf"({_PART})((?:,?(?: {_JOINING} | ?[-\u2013+&] ?){_PART})+),? (?:of |in )?({_YEAR_WORD})\b")
+_JOINED_PERIOD = re.compile(rf"(,?(?: {_JOINING} | ?[-\u2013+&] ?))({_PART})")
 MAX_SPANS = 8
 
 
 def _year_on_each(m: re.Match) -> str:
-    """Each period its year: the last one's, or the year before for one that comes later in the calendar
-    ("December and January 2025": December 2024)."""
-    joined = [("", m.group(1)), *_JOINED_PERIOD.findall(m.group(2))]
-    year, following, written = int(m.group(3)), 13, []
-    for joiner, part in reversed(joined):
-        month = _absolute(part).month
-        if month > following:
-            year -= 1
-        following = month
-        written.append(f"{joiner}{part} {year}")
-    return "".join(reversed(written))
+    """Each period its year: the last one's; across a range, the year before for one later in the calendar
+    ("from December to February 2025": December 2024). Listed ("November or March 2024"), all that year."""
+    parts = [("", m.group(1)), *_JOINED_PERIOD.findall(m.group(2))]
+    years = [int(m.group(3))] * len(parts)
+    for i in range(len(parts) - 2, -1, -1):
+        across_range = re.fullmatch(rf",?\s*{_RANGE_JOINING}\s*", parts[i + 1][0]) is not None
+        later_in_calendar = _absolute(parts[i][1]).month > _absolute(parts[i + 1][1]).month
+        years[i] = years[i + 1] - 1 if across_range and later_in_calendar else years[i + 1]
+    return "".join(f"{joiner}{part} {year}" for (joiner, part), year in zip(parts, years, strict=True))
 
 
-def find_times(question: str, latest: dt.date | None = None) -> tuple[list[TimeSpan], str]:
-    """Every time expression in `question` (lower-cased), at most MAX_SPANS, and the question with them
-    blanked out. A year written once after several quarters or months belongs to each of them; a month or
-    quarter without one is the latest such before `latest`, when it is known."""
+def find_times(question: str, latest: dt.date | None = None) -> tuple[list[TimeSpan], str, list[int]]:
+    """Every time expression in `question` (lower-cased), at most MAX_SPANS, the question with them blanked
+    out, and where each was in it. A year written once after several quarters or months belongs to each of
+    them; a month or quarter without one is the latest such before `latest`, when it is known."""
     text = _SHARED_YEAR.sub(_year_on_each, question.lower())
-    spans = []
+    spans, starts = [], []
     while len(spans) < MAX_SPANS:
-        span, text = find_time(text)
+        span, text, start = _first_time(text)
         if span is None:
             break
         spans.append(span.resolved(latest) if latest is not None else span)
-    return spans, text
+        starts.append(start)
+    return spans, text, starts
 
 
 def side_by_side(spans: list[TimeSpan]) -> TimeSpan | None:
@@ -265,6 +258,11 @@ def widened_back(span: TimeSpan, months: int) -> TimeSpan | None:
 
 def find_time(question: str) -> tuple[TimeSpan | None, str]:
     """The first time expression in `question` (lower-cased) and the question with it blanked out."""
+    span, text, _ = _first_time(question)
+    return span, text
+
+
+def _first_time(question: str) -> tuple[TimeSpan | None, str, int]:
     lowered = question.lower()
     for pattern, build in _PATTERNS:
         for m in pattern.finditer(lowered):
@@ -274,8 +272,8 @@ def find_time(question: str) -> tuple[TimeSpan | None, str]:
             span = build(m)
             if span is None:
                 continue
-            return span, lowered[:m.start()] + " " * (m.end() - m.start()) + lowered[m.end():]
-    return None, lowered
+            return span, lowered[:m.start()] + " " * (m.end() - m.start()) + lowered[m.end():], m.start()
+    return None, lowered, -1
 
 
 def describe(span: TimeSpan) -> str:

@@ -12,6 +12,7 @@ import difflib
 import re
 from dataclasses import dataclass, field, replace
 
+from services.agent.english import is_common, is_word
 from services.agent.time_words import UNIT_MONTHS, TimeSpan, find_times, side_by_side, widened_back
 
 _WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*|%")  # words in any script: "región" stays one word
@@ -21,34 +22,33 @@ a an the of in on at to for from with about into over under and or is are was we
 what whats which who how many much show me give tell list display see get find let us our we my i you your
 their its it this that these those there here please can could would should will shall may might must total
 overall altogether all each every per by across broken down split grouped group between than number count
-amount value values figure figures data report chart graph plot table breakdown trend over time so far now
-only just same instead also too again any some had has have having got bring brings brought make makes made
-generate generates generated come comes came up rank ranked ranking share proportion fraction percentage
-percent top bottom highest lowest most least largest smallest biggest best worst greatest fewest first last
+amount figure figures data report chart graph plot table breakdown trend over time so far now
+only just same instead also too again any some had has have having got bring brings brought bringing make makes
+made generate generates generated come comes came coming up rank ranked ranking share proportion fraction
+percentage percent top bottom highest lowest most least largest smallest biggest best worst greatest fewest
 sell sells selling sold earn earns earned common frequent often popular still currently ever carry break actually
-really distinct unique distribution split busiest strongest weakest quietest single
+really distinct unique distribution busiest strongest weakest quietest single
 hi hello hey thanks thank pls ok okay sure fine quick quickly need needs want wants wanted like wondering wonder
 trying try understand know curious interested help check looking look whether if one ones them they it he she
-i'm i've i'd we've we're we'd you're they're that u ur along through sit sits sitting lie lies buy buys bought
-buying purchase purchased purchases purchasing spend spends spent spending pay paid move moves moved moving
-basically roughly approximately % contain contains containing hold holds out back getting gets receive receives
-received receiving as thing things but catalogue catalog database system dataset something anything everything
-stuff coming pull pulled grab fetch provide calendar subsequently later eventually finally ultimately bringing
+i'm i've i'd we've we're we'd you're they're u ur along sit sits sitting lie lies move moves moved moving
+basically roughly approximately % contain contains containing getting gets receive receives received receiving
+thing things catalogue catalog database system dataset something anything everything stuff pull pulled grab fetch
+provide calendar subsequently
 """.split())
-_LONG_STOP = sorted(w for w in STOP if len(w) >= 4 and w.isalpha())
+_ASKING = ("which", "what", "show", "many", "much", "total", "number", "please")  # a typo may hide these
 # Phrases that frame a question without changing it ("right now", "in terms of", "revenue-wise").
 _FILLER = re.compile(r"\b(?:right now|at the moment|in terms of|out of(?: all| the)?|as well as|along with)\b|"
-                     r"(?<=\w)[- ]wise\b")
+                     r"(?<=\w)[- ]wise\b|^\s*but\b|\bbut(?= (?:by|for|in|with|now|as|on|per)\b)|"
+                     r"(?<!came )(?<!come )(?<!went )(?<!sent )\bback(?= in\b)|"
+                     r"\b(?:marked|flagged|listed|tagged) as\b|\bas (?=(?:a |an )?(?:share|percentage|percent|"
+                     r"proportion|fraction)\b)")  # ("but" leading a follow-up, not "all but web"; "as a share of")
 _FUTURE = re.compile(r"\b(?:will|shall|won't)\b(?!\s+(?:you|u)\b)|\bgoing to (?:be|look|happen)\b|\bgonna\b|"
-                     r"\b(?:forecast|predict|project|expect)\w*|\bnext (?:year|quarter|month|week|season)s?\b")
+                     r"\b(?:forecast|predict|projection)\w*|\b(?:should|can|do|would) we expect\b|"
+                     r"(?<!the )\bnext (?:year|quarter|month|week|season)s?\b")
 _BECOMES = re.compile(r"\b(?:end|ends|ended|wind|winds|wound) up\b")  # "end up refunded": are refunded
-# A sentence of the person's situation before the question ("I just started here -", "I'm planning next
-# season's buy."): first person, ended before the question begins. The catalog's words and values in it
-# count; its other words ask nothing of the data and are passed over, unless they turn something around.
-_CONTEXT = re.compile(r"(?:^|(?<=[.!?;]))\s*(?:i'm|i am|i've|i have|i just|i was|i keep|i hear|i heard|i read|i saw|"
-                      r"i think|i feel|i noticed|i know|i guess|i suspect|i need it|need it|it's for|it is for|"
-                      r"this is for|we're|we are|we've|we noticed|my (?:boss|manager|team)|our team|people say|"
-                      r"context|background|fyi|btw)\b[^.!?;\u2013-]*(?:[.!?;]|\s[-\u2013]\s|\s*$)")
+# A sentence in the person's own voice ("I just started here -"): may set the scene (see `_asides`).
+_FIRST_PERSON = re.compile(r"\s*(?:i|i'm|i've|i'd|we|we're|we've|my|our team|fyi|btw|context|background|"
+                           r"need it|it's for|it is for|this is for|people say)\b")
 # Calendar words a typo may hide in ("last yaer"), corrected before periods are read.
 _TIME_WORDS = ("year", "years", "month", "months", "quarter", "quarters", "week", "weeks", "previous", "since",
                "between", "yesterday", "today", "january", "february", "march", "april", "june", "july", "august",
@@ -56,9 +56,11 @@ _TIME_WORDS = ("year", "years", "month", "months", "quarter", "quarters", "week"
                "yearly", "annual", "annually")
 # Words that turn a question around ("not from web", "other than France"): never passed over, and when they
 # cannot be used no other reading is offered (it would be the opposite question).
-NEGATIONS = frozenset({"not", "never", "no", "non", "none", "nor", "except", "excluding", "exclude", "without",
-                       "other", "besides", "neither", "isn't", "aren't", "wasn't", "weren't", "don't", "doesn't",
-                       "didn't", "hasn't", "haven't", "ignore", "ignoring", "remove", "removing", "minus"})
+NEGATIONS = frozenset({"not", "never", "no", "non", "none", "nor", "except", "excluding", "exclude", "excluded",
+                       "without", "other", "besides", "neither", "isn't", "aren't", "wasn't", "weren't", "don't",
+                       "doesn't", "didn't", "hasn't", "haven't", "ignore", "ignoring", "remove", "removing",
+                       "removed", "minus", "but", "omit", "omitting", "omitted", "leave", "leaving", "skip", "skipping",
+                       "skipped", "apart", "aside", "filter", "filtered", "outside", "beyond", "less"})
 # Words that ask for an average: explained by a measure that is one, a count to divide by, or a field averaged.
 AVERAGE_WORDS = frozenset({"average", "mean", "typical", "typically"})
 # Words that compare two things; explained only when two values or two periods are set side by side.
@@ -67,8 +69,9 @@ COMPARING = re.compile(r"\b(?:compare[ds]?|comparing|comparison|vs\.?|versus|aga
                        r"go(?:ne|ing|es)? (?:up|down)|went (?:up|down)|side by side|relative to|beat|beats|"
                        r"outperform\w*|stack(?:s|ed)? up)\b")
 _ABBREVIATIONS = {"avg": "average", "qty": "quantity", "pct": "percent", "yr": "year", "yrs": "years",
-                  "rev": "revenue", "mom": "month over month", "qoq": "quarter over quarter",
-                  "wow": "week over week"}
+                  "rev": "revenue"}
+_PERIOD_SHORT = {"mom": "month over month", "qoq": "quarter over quarter", "wow": "week over week"}
+_FISCAL = "fiscal "  # "FY2025" as "fiscal 2025": read as the calendar year, and the answer says so
 SUPERLATIVE_HIGH = frozenset({"highest", "most", "largest", "biggest", "best", "top", "greatest", "maximum",
                               "busiest", "strongest"})
 SUPERLATIVE_LOW = frozenset({"lowest", "least", "smallest", "fewest", "worst", "bottom", "minimum", "quietest",
@@ -80,7 +83,7 @@ _TOP_N = re.compile(r"\b(top|bottom|best|worst|highest|lowest|largest|smallest|b
 _N_TOP = re.compile(r"\b(\d{1,3}|" + "|".join(_NUMBER_WORDS) + r")\s+(top|bottom|best|worst|highest|lowest|largest|"
                     r"smallest|biggest|most|least)\b")  # "the 10 largest regions"
 _UNITS = frozenset({"hour", "day", "week", "month", "quarter", "year"})
-_WHICH_N = re.compile(r"\b(?:which|what|the|our)\s+(\d{1,3}|" + "|".join(_NUMBER_WORDS) + r")\b(?=\s+[^\W\d])")
+_WHICH_N = re.compile(r"\b(?:which|what)\s+(\d{1,3}|" + "|".join(_NUMBER_WORDS) + r")\b(?=\s+[^\W\d])")
 COMPARATIVE_HIGH = frozenset({"more", "higher", "bigger", "greater", "better"})
 COMPARATIVE_LOW = frozenset({"lower", "fewer", "smaller", "worse"})  # not "less": "revenue less returns" subtracts
 _SHARE = re.compile(r"\b(?:share|percentage|percent|proportion|fraction)\b|%")
@@ -109,6 +112,7 @@ _BREAKDOWN = re.compile(r"\b(?:by|per|across|for each|in each|each|split by|brok
 # "units in an order": the entity after these words is what a measure is divided by, as after "per".
 _PER = re.compile(r"\b(?:per|each|(?:in|for) (?:a|an|one|every)(?: single)?|(?:a|an|the|per) (?:average|typical|"
                   r"mean))\s*$")
+_BREAK_OUT = re.compile(r"\bbreak (?:it |them |that |this )?(?:out|down)\b")
 # "across the customer segments", "by region": the question names groups to set side by side.
 _BREAKDOWN_AHEAD = re.compile(r"\b(?:by|per|across|for each|in each|between the|among)\s+\w")
 _SPLIT = re.compile(r"\b(vs\.?|versus|compared (?:to|with)|against)\b")
@@ -119,6 +123,8 @@ _COMPARE_AND = re.compile(r"\b(compare[ds]?|comparing|comparison|differ(?:s|ence
 PERSONAL = frozenset({"email", "emails", "e-mail", "e-mails", "phone", "phones", "telephone", "address",
                       "addresses", "password", "passwords", "ssn", "birthday", "birthdays", "name", "names",
                       "contact", "contacts", "iban", "card"})
+_PERSONAL_PHRASE = re.compile(r"\b(?:phone|telephone|mobile|cell|contact|home|mailing|postal|email) "
+                              r"(?:numbers?|details?|info|address(?:es)?)\b")
 CHANGE_VERBS = re.compile(r"^\s*(?:(?:please|pls|plz|kindly)\s+)?(?:(?:can|could|would) (?:you|u)\s+)?(?:please\s+)?"
                           r"(delete|remove|drop|update|change|modify|set|cancel|refund|insert|edit|rename|mark|close|"
                           r"reopen|erase|wipe|purge|clear|add|get rid of)\b"
@@ -156,7 +162,7 @@ class Reading:
     needs_latest: bool = False  # a month or quarter without a year: to be read again knowing what "now" is
     assumed: list[tuple[str, str]] = field(default_factory=list)  # near spellings read as values: said in answers
     asks_future: bool = False  # "what will revenue be": no reading of it is about the past
-    scene_filters: list[Filter] = field(default_factory=list)  # values said where the person sets the scene
+    asks_other_rows: bool = False  # a verb of rows the measure does not count: no reading without it is close
     counted_by_name: bool = False  # the measure is a count only because an entity was named ("for enterprise
     # customers"): in a follow-up that says whose rows, not what to count
     personal: list[str] = field(default_factory=list)  # words asking for personal data
@@ -250,14 +256,14 @@ class Vocabulary:
 
     def corrected(self, word: str) -> str:
         """A typo'd word as the catalog word it most likely meant ("revenu" → "revenue")."""
-        if word in self.known or word in STOP or len(word) < 4 or word.isdigit():
-            return word
+        if word in self.known or word in STOP or len(word) < 4 or word.isdigit() or is_common(word):
+            return word  # (an ordinary word is meant as written: "started" is no typo of "state")
         if word not in self._corrections:  # a question may repeat a word a thousand times
             if any(word.startswith(known) and len(known) >= 4 for known in self.known):
                 self._corrections[word] = word  # "refunded" is no typo of "refund": maybe a value
             else:
-                # a catalog word first; else an asking word ("wich" is "which")
-                self._corrections[word] = near(word, sorted(self.known)) or near(word, _LONG_STOP) or word
+                # a catalog word first; else one of the few asking words ("wich" is "which")
+                self._corrections[word] = near(word, sorted(self.known)) or near(word, _ASKING) or word
         return self._corrections[word]
 
 
@@ -332,9 +338,10 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     text = _normalised(question)
     reading.listing = bool(re.match(r"\s*(list|show me the latest|which are the latest)\b", text)) or bool(
         re.search(r"\b(latest|recent|newest)\b", text))
-    for future in _FUTURE.finditer(text):  # a forecast: not in any data ("I'm planning next season." asks none)
-        if _inside(future.start(), _spans(_CONTEXT, text)):
-            continue
+    for personal in _PERSONAL_PHRASE.finditer(text):  # "phone numbers": never a value's word ("phone orders")
+        reading.personal.append(personal.group(0))
+    text = _PERSONAL_PHRASE.sub(lambda m: " " * len(m.group(0)), text)
+    for future in _FUTURE.finditer(text):  # a forecast: not in any data
         said = future.group(0).strip()
         reading.unknown.append(said)
         reading.asks_future = True
@@ -344,17 +351,19 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     growth, text = _take(_GROWTH, text)
     if growth and reading.compare is None:  # "revenue growth by year": each period against the one before
         reading.compare = "previous_period"
-    spans, text = find_times(text, latest)
-    reading.assumed += [(s.words.strip(), f"the calendar year {s.start.year}") for s in spans if "fy" in s.words]
-    situation = _spans(_CONTEXT, text)
-    text, value_spans = _values(text, reading, vocabulary, matches, situation)
-    situation += _asides(text, vocabulary)
+    reading.assumed += [(f"fy{year}", f"the calendar year {year}") for year in re.findall(_FISCAL + r"(\d{4})", text)]
+    text = text.replace(_FISCAL, "")
+    spans, text, time_starts = find_times(text, latest)
+
+    text, value_spans = _values(text, reading, vocabulary, matches)
+    situation = _asides(text, vocabulary, value_spans, time_starts, reading, question)
     compared = bool(reading.split or reading.compare or len(spans) > 1)
     _periods(spans, text, reading, asks_change=growth is not None)
     text = _ranking(text, reading)
     text = _grain(text, reading)
     if _SHARE.search(text):
         reading.share_of_total = True
+    text = _BREAK_OUT.sub(lambda m: " " * len(m.group(0)), text)  # (read by _values: side by side)
     if compared or reading.direction or reading.grain or _BREAKDOWN_AHEAD.search(text):
         # what is compared (values, periods, the groups of a breakdown) says what the comparing words mean
         text = COMPARING.sub(lambda m: " " * len(m.group(0)), text)
@@ -364,9 +373,6 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     _catalog_words(text, scratch, vocabulary, value_spans, context, situation)  # a first pass finds the measure,
     reading.owner_hint = scratch.measures[0]["entity_id"] if scratch.measures else None  # so that a word two
     _catalog_words(text, reading, vocabulary, value_spans, context, situation)  # fields share is read by it
-    broken_down = {b["id"] for b in reading.breakdowns}
-    # A value said while setting the scene is an example, not a filter, where the question breaks down by its field.
-    reading.filters += [f for f in reading.scene_filters if f.field["id"] not in broken_down]
     _settle_shares(reading)
     if reading.per and reading.measures and reading.per["id"] == reading.measures[0]["entity_id"]:
         reading.per = None  # "average order value per order": the measure is per order already
@@ -385,11 +391,18 @@ def _normalised(question: str) -> str:
     ("end up", "on average" keeps its average word) taken out, padded for whole-word patterns."""
     text = " " + question.lower().replace("\u2019", "'") + " "
     text = re.sub(r"\b(" + "|".join(_ABBREVIATIONS) + r")\b", lambda m: _ABBREVIATIONS[m.group(1)], text)
+    if _GROWTH.search(text) or "%" in text:  # "mom %", "wow growth": only where a change is asked ("Wow, …")
+        text = re.sub(r"\b(" + "|".join(_PERIOD_SHORT) + r")\b", lambda m: _PERIOD_SHORT[m.group(1)], text)
+    text = re.sub(r"\bfy ?'?(\d{4}|\d{2})\b", lambda m: _FISCAL + str(_full_year(m.group(1))), text)
     text = re.sub(r"\b(year|month|quarter|week|day|today|yesterday)'s\b", r"\1", text)  # "this year's revenue"
     text = re.sub(r"[^\W\d_]{4,}", _time_typo, text)
     text = _BECOMES.sub(lambda m: "are".ljust(len(m.group(0))), text)
     text = re.sub(r"\b(best|top|worst)[- ](selling|sellers?|performing|performers?)\b", r"\1 \2", text)
     return _FILLER.sub(lambda m: " " * len(m.group(0)), text)
+
+
+def _full_year(written: str) -> int:
+    return int(written) if len(written) == 4 else 2000 + int(written)
 
 
 def spelled_out(text: str) -> str:
@@ -400,8 +413,8 @@ def spelled_out(text: str) -> str:
 def _time_typo(word: re.Match) -> str:
     """"yaer" as "year": only near a calendar word, never a word of its own (STOP's, or one of its forms)."""
     written = word.group(0)
-    if written in STOP or written in _TIME_WORDS or written.rstrip("s") in STOP:
-        return written
+    if written in STOP or written in _TIME_WORDS or written.rstrip("s") in STOP or is_word(written):
+        return written  # ("dairy", "jute", "match" are words of their own)
     return near(written, _TIME_WORDS) or written
 
 
@@ -430,9 +443,8 @@ def _periods(spans: list[TimeSpan], text: str, reading: Reading, asks_change: bo
     if any(span.unresolved for span in spans):  # read again once "now" is known
         reading.time, reading.needs_latest = spans[0], True
         return
-    ends = side_by_side(list(spans[0].ends)) if len(spans) == 1 and asks_change and spans[0].ends else None
-    if ends is not None and ends.kind == "between":  # "growth from October to November": the later against
-        spans = list(spans[0].ends)                  # the earlier, as when both are named
+    if len(spans) == 1 and asks_change and spans[0].ends:  # "growth from 2023 to 2025": the last against the
+        spans = list(spans[0].ends)                         # first, as when both are named
     if len(spans) == 1:
         reading.time = spans[0]
         unit_months = UNIT_MONTHS.get(spans[0].calendar_unit or "")
@@ -479,8 +491,7 @@ def _change_between(together: TimeSpan, unit: str) -> str | None:
     return None
 
 
-def _values(text: str, reading: Reading, vocabulary: Vocabulary, matches: list[dict],
-            situation: list[tuple[int, int]]) -> tuple[str, list]:
+def _values(text: str, reading: Reading, vocabulary: Vocabulary, matches: list[dict]) -> tuple[str, list]:
     """Blank out every value the probe found in the question (the text, and where each was). Values of one
     field set against each other ("web vs store", "Canada or the United States, which is higher", "compare
     A and B") are a split."""
@@ -493,8 +504,8 @@ def _values(text: str, reading: Reading, vocabulary: Vocabulary, matches: list[d
         said = (match.get("matched_text") or value).lower()
         if match["field_id"] not in fields:
             continue
-        if match.get("approximate"):  # a near spelling: never a word the catalog or a question uses itself
-            if _asking_word(said) or singular(said) in vocabulary.known:
+        if match.get("approximate"):  # a near spelling: never a word the catalog, a question or English has
+            if _asking_word(said) or singular(said) in vocabulary.known or is_common(said):
                 continue
             reading.assumed.append((said, value))
         # Every place the value is said, in the person's words or its own ("third-party marketplaces", "phone
@@ -503,16 +514,14 @@ def _values(text: str, reading: Reading, vocabulary: Vocabulary, matches: list[d
         for found in [m for m in re.finditer(r"(?<!\w)(?:" + spoken + r")(?:e?s)?(?!\w)", text)
                       if not _names_a_measure(text, m.start(), vocabulary)]:
             text = _blank(text, found.start(), found.end())
-            spans.append((found.start(), found.end()))
+            spans.append((found.start(), found.end(), value))
             by_field.setdefault(match["field_id"], []).append((found.start(), value))
     for field_id, found in by_field.items():
         found.sort()
         values = tuple(dict.fromkeys(v for _, v in found))
         between = text[found[0][0]:found[-1][0]] if len(found) > 1 else ""
         condition = Filter(fields[field_id], values)
-        if all(_inside(start, situation) for start, _ in found):
-            reading.scene_filters.append(condition)  # decided once the breakdowns are known
-        elif _SHARE.search(text) and re.search(r"\b(are|were|is|was|get|got|being|been)\s+$", text[:found[0][0]]):
+        if _SHARE.search(text) and re.search(r"\b(are|were|is|was|get|got|being|been)\s+$", text[:found[0][0]]):
             reading.share = condition  # "what share of orders are cancelled": the part, not a filter
         elif len(values) > 1 and (_SPLIT.search(between) or (
                 re.search(r"\b(and|or|than)\b", between) and (COMPARING.search(text) or _COMPARE_AND.search(text)))):
@@ -525,25 +534,64 @@ def _values(text: str, reading: Reading, vocabulary: Vocabulary, matches: list[d
 
 _SENTENCE = re.compile(r"[^.!?;\u2013]+?(?:[.!?;]+|\s[-\u2013]\s|$)")
 RESTRICTING = frozenset({"only", "just", "solely", "exclusively"})
+_PEOPLE = frozenset({"i", "we", "you", "they"})
 
 
-def _asides(text: str, vocabulary: Vocabulary) -> list[tuple[int, int]]:
-    """Sentences beside the question that name nothing the catalog knows ("felt busy", "Trying to size our
-    acquisition numbers for the board pack."): where they are, when another sentence does name something.
-    One that restricts or turns something around ("only", "not") is never an aside."""
+def _asides(text: str, vocabulary: Vocabulary, value_spans: list[tuple[int, int, str]], time_starts: list[int],
+            reading: Reading, question: str) -> list[tuple[int, int]]:
+    """Where, beside the question, a sentence asks nothing of the data ("felt busy", "I'm putting together a
+    channel deck for Thursday -"): its words the catalog does not know are passed over. An aside names no
+    value, period, number or measure, and nothing that restricts or turns something around; one in the
+    person's own voice may name a field in passing ("a channel deck"). A first-person sentence that names
+    more ("I joined in 2023.", "I'm only interested in web orders.") may or may not be part of the question,
+    so it is said to be unusable rather than guessed at, unless each value it names is named again in the
+    question ("I keep hearing the website is taking over. … through the web …"). The only sentence is never
+    an aside."""
     sentences = [m.span() for m in _SENTENCE.finditer(text) if m.group(0).strip()]
+    as_written = [m.group(0) for m in _SENTENCE.finditer(question) if m.group(0).strip()]
     if len(sentences) < 2:
         return []
-    asides = [(start, end) for start, end in sentences if not _names_anything(text[start:end], vocabulary)]
+    asides = []
+    for index, (start, end) in enumerate(sentences):
+        sentence = text[start:end]
+        inside = {value for at, _, value in value_spans if start <= at < end}
+        elsewhere = {value for at, _, value in value_spans if not start <= at < end}
+        first_person = _FIRST_PERSON.match(sentence) is not None
+        holds = any(start <= at < end for at in time_starts) or _restricts(sentence, vocabulary) or bool(
+            inside - elsewhere if first_person else inside)
+        if not holds and (first_person or not _names_anything(sentence, vocabulary)):
+            asides.append((start, end))
+        elif holds and first_person and not _names_a_measure_in(sentence, vocabulary):
+            said = " ".join((as_written[index] if len(as_written) == len(sentences) else sentence).split()).strip(
+                " .!?;-\u2013")
+            reading.unknown.append(said)
+            reading.reasons[said] = ("I cannot tell whether this sentence is part of what you ask: say it in the "
+                                     "question itself")
     return asides if len(asides) < len(sentences) else []
 
 
-def _names_anything(sentence: str, vocabulary: Vocabulary) -> bool:
-    """A catalog name (whole), a field by one of its words ("segment"), a number, or a restricting word."""
+def _restricts(sentence: str, vocabulary: Vocabulary) -> bool:
+    """A number, a restricting or negating word ("only", not "I just …"), a measure, or a verb that dates
+    rows."""
     said = [plain(w) for w in _WORD.findall(sentence)]
-    tokens = [vocabulary.corrected(singular(w)) for w in said]
-    return any(w.isdigit() or w in NEGATIONS or w in RESTRICTING for w in said) or any(
-        vocabulary.longest_at(tokens, i) or vocabulary.partial(token, "field") for i, token in enumerate(tokens))
+    return any(w.isdigit() or w in NEGATIONS or (w in RESTRICTING and (i == 0 or said[i - 1] not in _PEOPLE))
+               for i, w in enumerate(said)) or bool(
+        _kinds_named(sentence, vocabulary) & {"metric", "event"})
+
+
+def _names_a_measure_in(sentence: str, vocabulary: Vocabulary) -> bool:
+    return "metric" in _kinds_named(sentence, vocabulary)
+
+
+def _kinds_named(sentence: str, vocabulary: Vocabulary) -> set[str]:
+    tokens = [vocabulary.corrected(singular(plain(w))) for w in _WORD.findall(sentence)]
+    return {e.kind for i in range(len(tokens)) for e in vocabulary.longest_at(tokens, i)}
+
+
+def _names_anything(sentence: str, vocabulary: Vocabulary) -> bool:
+    """A catalog name (whole) or a field by one of its words ("segment")."""
+    tokens = [vocabulary.corrected(singular(plain(w))) for w in _WORD.findall(sentence)]
+    return any(vocabulary.longest_at(tokens, i) or vocabulary.partial(token, "field") for i, token in enumerate(tokens))
 
 
 def _spans(pattern: re.Pattern, text: str) -> list[tuple[int, int]]:
@@ -631,6 +679,7 @@ class _Words:
     after_by: list[bool]  # after "by", "per", "across": a breakdown is named
     after_per: list[bool]
     after_value: list[bool]  # a value was said just before ("by enterprise customers": done by, not grouped)
+    before_value: list[bool]  # and just after ("through third-party marketplaces")
     entities: list[_EntityWord] = field(default_factory=list)  # decided once every other word is read
     positions: dict[str, int] = field(default_factory=dict)  # where each measure was named: answers keep it
     averages: list[str] = field(default_factory=list)  # "average", "typical" as written
@@ -661,15 +710,17 @@ class _Amount:
 
 @dataclass(frozen=True)
 class _EventWord:
-    """A verb that dates a row ("signed up"); `declared`: as the model wrote it, not another form of it."""
+    """A verb that dates a row ("signed up"); `declared`: as the model wrote it, not another form of it;
+    `describing`: just before its rows' name, as a word describing them ("new customers")."""
 
     date: dict
     written: str
     after_by: bool
     declared: bool
+    describing: bool
 
 
-def _catalog_words(text: str, reading: Reading, vocabulary: Vocabulary, value_spans: list[tuple[int, int]],
+def _catalog_words(text: str, reading: Reading, vocabulary: Vocabulary, value_spans: list[tuple[int, int, str]],
                    context: set[str], situation: list[tuple[int, int]]) -> None:
     """Measures, breakdowns and entities named by the rest of the words; what is left is unknown. `context`:
     the entities an earlier question was about (a follow-up's verbs may be about them); `situation`: where
@@ -683,7 +734,9 @@ def _catalog_words(text: str, reading: Reading, vocabulary: Vocabulary, value_sp
                   # the three words before each: a breakdown phrase is at most three words ("broken down by")
                   [bool(_BREAKDOWN.search(" ".join(raw[max(0, i - 3):i]))) for i in range(len(raw))],
                   [bool(_PER.search(" ".join(raw[max(0, i - 3):i]))) for i in range(len(raw))],
-                  [any(start <= a and b <= end for a, b in value_spans) for start, end in gaps])
+                  [any(start <= a and b <= end for a, b, _ in value_spans) for start, end in gaps],
+                  [any(start <= a and b <= end for a, b, _ in value_spans) for start, end in gaps[1:] + [(
+                      found[-1].end() if found else 0, len(text))]])
     position = 0
     while position < len(seen.tokens):
         entries = vocabulary.longest_at(seen.tokens, position)
@@ -699,6 +752,9 @@ def _catalog_words(text: str, reading: Reading, vocabulary: Vocabulary, value_sp
         elif vocabulary.partial(word, "amount") and not vocabulary.partial(word, "field") and not \
                 vocabulary.partial(word, "metric"):  # "discount" of Discount rate
             seen.amounts.append(_Amount(vocabulary.partial(word, "amount"), raw[position], position))
+        elif raw[position] in ("through", "via") and (seen.before_value[position] or (position + 1 < len(
+                raw) and raw[position + 1] in ("the", "a", "an") and seen.before_value[position + 1])):
+            pass  # "came through third-party marketplaces": the value says it
         elif word in _UNITS and (reading.time or reading.grain):
             pass  # "how the year trended", "which quarter": the period read already says it
         elif _names_next(position, seen, vocabulary):
@@ -779,17 +835,23 @@ def _event_words(seen: _Words, reading: Reading, vocabulary: Vocabulary, context
     (a customer for "signed up") and when ("in 2024", "by month"). "New orders" says nothing of a customer's
     signup; "new customers" with no period says nothing of when."""
     named = context | {m["entity_id"] for m in reading.measures} | {e.entity["id"] for e in seen.entities} | {
+        reading.per["id"] for _ in [1] if reading.per} | {
         f.field["entity_id"] for f in [*reading.filters, *filter(None, [reading.split, reading.share])]} | {
         b["entity_id"] for b in reading.breakdowns}
     for event in seen.events:
         if not (reading.time or reading.grain or event.after_by):
+            # "new customers" with no period says nothing of when, and another form of a verb ("tickets still
+            # open") is no verb at all; "orders placed", "units a customer buys" only say what the rows are.
+            if event.declared and not event.describing:
+                continue
             reading.unknown.append(event.written)
-            if event.declared:  # (another form, "tickets still open", is no verb at all without a period)
-                reading.reasons[event.written] = f"say when, e.g. \u201c{event.written} last year\u201d"
+            if event.declared:
+                reading.reasons[event.written] = "say when, e.g. \u201clast year\u201d or \u201cin 2024\u201d"
             continue
         if event.date["entity_id"] not in named and not _measure_of_event(event.date, event.written, reading,
                                                                             vocabulary):
             reading.unknown.append(event.written)
+            reading.asks_other_rows = True  # ("customers who bought in 2024": without it, signups in 2024)
             continue
         reading.time_field = event.date
         if event.after_by:
@@ -820,8 +882,11 @@ def _place(entries: list[_Entry], position: int, seen: _Words, reading: Reading,
     entries = [e for e in entries if not (e.kind == "field" and e.item["id"] in seen.valued)] or entries
     written = " ".join(seen.raw[position:position + len(entries[0].phrase)])
     if all(e.kind == "event" for e in entries):
+        following = vocabulary.longest_at(seen.tokens, position + len(entries[0].phrase)) if position + len(
+            entries[0].phrase) < len(seen.tokens) else []
+        describing = any(e.kind == "entity" and e.item["id"] == entries[0].item["entity_id"] for e in following)
         seen.events.append(_EventWord(entries[0].item, written, seen.after_by[position],
-                                      any(e.exact for e in entries)))
+                                      any(e.exact for e in entries), describing))
         return
     if all(e.kind == "amount" for e in entries):
         seen.amounts.append(_Amount([e.item for e in entries], written, position))
@@ -964,7 +1029,9 @@ def _follow(earlier: Reading, new: Reading, question: str) -> Reading:
                      which=new.which or (earlier.which and not new.breakdowns), listing=False,
                      reasons=dict(new.reasons), needs_latest=new.needs_latest or earlier.needs_latest,
                      assumed=[*earlier.assumed, *new.assumed])
-    if new.measures and not (new.counted_by_name and new.filters):  # "and units sold?", not "now for web orders"
+    whose_rows = new.counted_by_name and any(f.field["entity_id"] == m["entity_id"] for f in new.filters
+                                             for m in new.measures)
+    if new.measures and not whose_rows:  # "and units sold?", not "now for enterprise customers" (whose rows)
         merged.measures, merged.per, merged.share_of_total = list(new.measures), new.per, new.share_of_total
         merged.time_field = new.time_field  # another measure is dated by its own date, unless one is named
     if new.breakdowns or new.grain:

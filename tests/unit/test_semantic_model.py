@@ -102,11 +102,11 @@ SIGNUP_VERBS = "event_verbs: [signed up, sign up, joined, registered, new]}\n"
      "synonyms: [joined, registration date], exposure: filter-only,",
      "entities.customers.fields.signup_date.event_verbs: only a date or timestamp field with bounded-values "
      "exposure has event verbs; this one is a date field with filter-only exposure"),
-    ("event_verbs: [placed, ordered]", "event_verbs: [placed an order with us, ordered]",
+    ("event_verbs: [placed, ordered,", "event_verbs: [placed an order with us, ordered,",
      "entities.orders.fields.ordered_at.event_verbs: 'placed an order with us' has 5 words; a phrase has 1 to 4"),
-    ("event_verbs: [placed, ordered]", "event_verbs: ['  ', ordered]",
+    ("event_verbs: [placed, ordered,", "event_verbs: ['  ', ordered,",
      "entities.orders.fields.ordered_at.event_verbs: '  ' has 0 words; a phrase has 1 to 4"),
-    ("event_verbs: [placed, ordered]", "event_verbs: [placed, Placed]",
+    ("event_verbs: [placed, ordered,", "event_verbs: [placed, Placed,",
      "entities.orders.fields.ordered_at.event_verbs: 'Placed' is listed twice"),
     (SIGNUP_VERBS, SIGNUP_VERBS + "      first_order_day: {type: date, label: First order day, "
                                   "exposure: bounded-values, event_verbs: [Joined]}\n",
