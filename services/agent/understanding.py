@@ -39,7 +39,8 @@ _ASKING = ("which", "what", "show", "many", "much", "total", "number", "please")
 # Phrases that frame a question without changing it ("right now", "in terms of", "revenue-wise").
 _FILLER = re.compile(r"\b(?:right now|at the moment|in terms of|out of(?: all| the)?|as well as|along with)\b|"
                      r"(?<=\w)[- ]wise\b|^\s*but\b|\bbut(?= (?:by|for|in|with|now|as|on|per)\b)|"
-                     r"(?<!came )(?<!come )(?<!went )(?<!sent )\bback(?= in\b)|"
+                     r"(?<!came )(?<!come )(?<!went )(?<!sent )(?<!send )(?<!got )(?<!brought )"
+                     r"\bback(?= in (?:19|20)\d\d)|"
                      r"\b(?:marked|flagged|listed|tagged) as\b|\bas (?=(?:a |an )?(?:share|percentage|percent|"
                      r"proportion|fraction)\b)")  # ("but" leading a follow-up, not "all but web"; "as a share of")
 _FUTURE = re.compile(r"\b(?:will|shall|won't)\b(?!\s+(?:you|u)\b)|\bgoing to (?:be|look|happen)\b|\bgonna\b|"
@@ -69,7 +70,7 @@ COMPARING = re.compile(r"\b(?:compare[ds]?|comparing|comparison|vs\.?|versus|aga
                        r"go(?:ne|ing|es)? (?:up|down)|went (?:up|down)|side by side|relative to|beat|beats|"
                        r"outperform\w*|stack(?:s|ed)? up)\b")
 _ABBREVIATIONS = {"avg": "average", "qty": "quantity", "pct": "percent", "yr": "year", "yrs": "years",
-                  "rev": "revenue"}
+                  "rev": "revenue", "thru": "through"}
 _PERIOD_SHORT = {"mom": "month over month", "qoq": "quarter over quarter", "wow": "week over week"}
 _FISCAL = "fiscal "  # "FY2025" as "fiscal 2025": read as the calendar year, and the answer says so
 SUPERLATIVE_HIGH = frozenset({"highest", "most", "largest", "biggest", "best", "top", "greatest", "maximum",
@@ -559,7 +560,9 @@ def _asides(text: str, vocabulary: Vocabulary, value_spans: list[tuple[int, int,
         first_person = _FIRST_PERSON.match(sentence) is not None
         holds = any(start <= at < end for at in time_starts) or _restricts(sentence, vocabulary) or bool(
             inside - elsewhere if first_person else inside)
-        if not holds and (first_person or not _names_anything(sentence, vocabulary)):
+        # (an aside of one or two words, "Weekends.", may well restrict: never passed over)
+        if not holds and (first_person or (len(_WORD.findall(sentence)) >= 3
+                                           and not _names_anything(sentence, vocabulary))):
             asides.append((start, end))
         elif holds and first_person and not _names_a_measure_in(sentence, vocabulary):
             said = " ".join((as_written[index] if len(as_written) == len(sentences) else sentence).split()).strip(
@@ -592,10 +595,6 @@ def _names_anything(sentence: str, vocabulary: Vocabulary) -> bool:
     """A catalog name (whole) or a field by one of its words ("segment")."""
     tokens = [vocabulary.corrected(singular(plain(w))) for w in _WORD.findall(sentence)]
     return any(vocabulary.longest_at(tokens, i) or vocabulary.partial(token, "field") for i, token in enumerate(tokens))
-
-
-def _spans(pattern: re.Pattern, text: str) -> list[tuple[int, int]]:
-    return [m.span() for m in pattern.finditer(text)]
 
 
 def _inside(position: int, spans: list[tuple[int, int]]) -> bool:

@@ -299,7 +299,7 @@ def test_another_form_of_an_event_verb_with_no_period_is_no_date():
 
 # --- how people frame a question -----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("question", [
+ASKED_PLAINLY = [
     "hi! could you tell me how many online orders we've had this quarter?",
     "quick one - how many support tickets have been raised so far this year",
     "how many tickets are open right now?",
@@ -307,11 +307,27 @@ def test_another_form_of_an_event_verb_with_no_period_is_no_date():
     "which 3 regions are the weakest for us this year in terms of revenue?",
     "How many support cases have come from customers in France?",
     "top 3 catagories by units sold last yaer?",
-])
-def test_framing_words_change_nothing(question):
+    "Can you pull gross sales for 2024 and 2025 side by side? Need it for a board slide.",
+    "what's the typical list price of something in our Apparel department?",
+    "wich categroy had the most retruns in 2025",
+    "How many customers signed up during 2024? Trying to size our acquisition numbers for the board pack.",
+    "What was our average order value for calendar year 2025?",
+    "Please provide the year-over-year growth in net revenue for 2025 relative to 2024.",
+    "What proportion of the orders placed in 2025 were subsequently cancelled?",
+    "which 5 categories are bringing in the most revenue this year",
+    "is in-store shrinking? store share of orders per year",
+]
+
+
+@pytest.mark.parametrize("question", ASKED_PLAINLY)
+def test_framing_and_plain_speech_change_nothing(question):
     reading = read(question)
     assert reading.measures and not reading.unknown and not reading.personal, (reading.unknown, reading.personal)
 
+
+def test_a_short_aside_may_restrict_and_is_never_passed_over():
+    assert read("how many tickets got logged last month? felt busy").unknown == ["felt", "busy"]
+    assert read("Revenue by month. Weekends.").unknown == ["weekends"]
 
 def test_framed_questions_are_read_as_asked():
     weakest = read("which 3 regions are the weakest for us this year in terms of revenue?")
@@ -343,7 +359,7 @@ def test_a_measure_per_its_own_rows_is_the_measure():
     assert reading.per is None and labels(reading.measures) == ["Average order value"]
 
 
-# --- found in review -----------------------------------------------------------------------------------------
+# --- periods, follow-ups and what is never passed over ------------------------------------------------------
 
 def follow(earlier: str, question: str, latest: dt.date | None = None):
     return understand(question, SLICE, VALUES, read(earlier), latest)
@@ -451,7 +467,7 @@ def test_a_near_spelling_is_taken_for_its_value_and_said():
     assert not understand("which channel has higher revenue", SLICE, [catalog_word]).filters
 
 
-# --- found with a second practice set ------------------------------------------------------------------------
+# --- scenes, the future, short forms -------------------------------------------------------------------------
 
 def test_a_sentence_setting_the_scene_is_passed_over_only_when_it_holds_nothing():
     deck = read("I'm putting together a channel deck for Thursday - how did web stack up against store in 2024?")
@@ -502,7 +518,7 @@ def test_a_typo_is_one_slip_from_a_catalog_word_never_another_english_word():
         "label"] == "Sales channel"  # "started" is no "state" (Order status)
 
 
-# --- found with fresh set B (after its first pass was recorded) ---------------------------------------------
+# --- this period against the last, a share said once --------------------------------------------------------
 
 def test_this_period_up_or_down_against_the_last_shows_both():
     reading = read("are support tickets up or down this quarter vs last quarter")
@@ -513,16 +529,6 @@ def test_this_period_up_or_down_against_the_last_shows_both():
         {"field": "fld_support_tickets.opened_at", "op": "to_date", "unit": "quarter"}]}
 
 
-@pytest.mark.parametrize("question", [
-    "Can you pull gross sales for 2024 and 2025 side by side? Need it for a board slide.",
-    "what's the typical list price of something in our Apparel department?",
-    "wich categroy had the most retruns in 2025",
-])
-def test_more_ways_of_asking(question):
-    reading = read(question)
-    assert reading.measures and not reading.unknown, reading.unknown
-
-
 def test_a_share_is_said_once():
     from services.agent.composing import subject
 
@@ -531,21 +537,7 @@ def test_a_share_is_said_once():
     assert said.count("cancelled") == 1, said
 
 
-# --- found with fresh set C (after its first pass was recorded) ---------------------------------------------
-
-@pytest.mark.parametrize("question", [
-    "how many tickets got logged last month? felt busy",
-    "How many customers signed up during 2024? Trying to size our acquisition numbers for the board pack.",
-    "What was our average order value for calendar year 2025?",
-    "Please provide the year-over-year growth in net revenue for 2025 relative to 2024.",
-    "What proportion of the orders placed in 2025 were subsequently cancelled?",
-    "which 5 categories are bringing in the most revenue this year",
-    "is in-store shrinking? store share of orders per year",
-])
-def test_asides_and_plain_business_words_change_nothing(question):
-    reading = read(question)
-    assert reading.measures and not reading.unknown, reading.unknown
-
+# --- asides ------------------------------------------------------------------------------------------------
 
 def test_an_aside_that_restricts_is_not_passed_over():
     assert read("revenue by month. just the big ones.").unknown == ["big"]
@@ -565,7 +557,7 @@ def test_the_one_before_is_the_period_before():
     assert (period(reading), reading.grain, reading.unknown) == (("relative", "previous", "quarter", 2), "quarter", [])
 
 
-# --- found in the second review ------------------------------------------------------------------------------
+# --- words that change meaning, typos, follow-ups ------------------------------------------------------------
 
 @pytest.mark.parametrize("question", [
     "Revenue for every channel but web", "Revenue by month with store excluded", "Revenue by month, leaving out web",
