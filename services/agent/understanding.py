@@ -237,6 +237,7 @@ class Vocabulary:
             if entry.phrase:
                 self._starting.setdefault(entry.phrase[0], []).append(entry)
         self._corrections: dict[str, str] = {}
+        self._known_in_order = sorted(self.known)  # (ties between equally near words go the same way each time)
 
     def longest_at(self, tokens: list[str], start: int) -> list[_Entry]:
         """Entries whose whole phrase starts at `start`, longest first."""
@@ -264,7 +265,7 @@ class Vocabulary:
                 self._corrections[word] = word  # "refunded" is no typo of "refund": maybe a value
             else:
                 # a catalog word first; else one of the few asking words ("wich" is "which")
-                self._corrections[word] = near(word, sorted(self.known)) or near(word, _ASKING) or word
+                self._corrections[word] = near(word, self._known_in_order) or near(word, _ASKING) or word
         return self._corrections[word]
 
 
@@ -728,14 +729,14 @@ def _catalog_words(text: str, reading: Reading, vocabulary: Vocabulary, value_sp
     found = list(_WORD.finditer(text))
     raw = [plain(m.group(0)) for m in found]
     gaps = [(found[i - 1].end() if i else 0, m.start()) for i, m in enumerate(found)]
+    gaps.append((found[-1].end() if found else 0, len(text)))  # (after the last word)
+    valued = [any(start <= a and b <= end for a, b, _ in value_spans) for start, end in gaps]
     seen = _Words(raw, [vocabulary.corrected(singular(w)) for w in raw],
                   {f.field["id"] for f in [*reading.filters, *filter(None, [reading.split, reading.share])]},
                   # the three words before each: a breakdown phrase is at most three words ("broken down by")
                   [bool(_BREAKDOWN.search(" ".join(raw[max(0, i - 3):i]))) for i in range(len(raw))],
                   [bool(_PER.search(" ".join(raw[max(0, i - 3):i]))) for i in range(len(raw))],
-                  [any(start <= a and b <= end for a, b, _ in value_spans) for start, end in gaps],
-                  [any(start <= a and b <= end for a, b, _ in value_spans) for start, end in gaps[1:] + [(
-                      found[-1].end() if found else 0, len(text))]])
+                  valued[:-1], valued[1:])
     position = 0
     while position < len(seen.tokens):
         entries = vocabulary.longest_at(seen.tokens, position)

@@ -24,7 +24,7 @@ from shared.contracts import invoke, invoke_stream
 from tessera.agent.v1 import agent_pb2
 from tessera.host.v1 import host_pb2
 from tests.fixtures.golden.reference import Reference, months_back
-from tests.fixtures.golden.sql_truth import mismatch, truth_rows
+from tests.fixtures.golden.sql_truth import CLOSE, mismatch, same_figure, truth_rows
 from tests.fixtures.golden.transcripts import (
     clear_question_transcripts,
     question_transcript,
@@ -49,7 +49,6 @@ def question_sets() -> list[dict]:
 
 
 GOLDEN = question_sets()
-CLOSE = Decimal("0.01")
 # What a model must meet: the embedded planner's bar.
 GATES = {"correct_ratio": 0.95, "answered_a_different_question": 0, "fabricated_or_out_of_slice_references": 0}
 RESULTS: list[dict] = []  # one entry per question, for the eval report
@@ -209,17 +208,21 @@ def turn_id(events) -> str:
     return events[0].started.turn_id
 
 
-def caption(running_set, credentials, person, session, revision_id: str) -> dict:
-    """The gateway's interpretation of the result the revision shows (what the person reads under it)."""
+def revision_messages(running_set, credentials, person, session, revision_id: str) -> list[dict]:
+    """The A2UI messages the host published for one revision, in order."""
     with sync_channel(running_set.handles["host"].address, credentials("cli"), "host") as host:
         first = invoke(host, "host", "Subscribe", host_pb2.SubscribeRequest(
             actor=person, session_id=session.session_id, resume_after=host_pb2.Cursor(epoch=1, sequence=0),
             max_envelopes=500), timeout=10)
+    return [json.loads(envelope.a2ui.message_json) for envelope in [first.envelope, *first.following]
+            if envelope.revision_id == revision_id and envelope.WhichOneof("payload") == "a2ui"]
+
+
+def caption(running_set, credentials, person, session, revision_id: str) -> dict:
+    """The gateway's interpretation of the result the revision shows (what the person reads under it)."""
     found = {}
-    for envelope in [first.envelope, *first.following]:
-        if envelope.revision_id != revision_id or envelope.WhichOneof("payload") != "a2ui":
-            continue
-        update = json.loads(envelope.a2ui.message_json).get("updateDataModel", {})
+    for message in revision_messages(running_set, credentials, person, session, revision_id):
+        update = message.get("updateDataModel", {})
         if update.get("path", "").startswith("/resources/"):
             found = update["value"]["interpretation"]
     return found
@@ -285,16 +288,6 @@ def _back(bucket: str, months: int) -> str:
     return months_back(dt.datetime.fromisoformat(bucket), months).isoformat()
 
 
-def _same(got, want) -> bool:
-    """Money and counts to the cent; rates, shares and growth (under 10) to a millionth, so dating a rate's
-    rows by the wrong date (a difference in the third decimal) cannot pass."""
-    if want is None or got is None:
-        return want is None and got is None
-    want = Decimal(want)
-    tolerance = Decimal("0.000001") if abs(want) < 10 else CLOSE * max(Decimal(1), abs(want) / 10_000)
-    return abs(Decimal(str(got)) - want) <= tolerance
-
-
 def _group_value(value):
     return value[:19] if isinstance(value, str) and len(value) >= 19 and value[4] == "-" else value
 
@@ -315,7 +308,7 @@ def answered_rightly(running_set, credentials, person, session, done, case, refe
             got[name] = _figure(running_set, credentials, person, session, revision, node)
         row = next(iter(want.values()), {}) if len(want) == 1 else {}
         SHOWN.update(Decimal(str(v)).quantize(CLOSE) for v in got.values() if v is not None)
-        return bool(want) and all(_same(got[n], row.get(n)) for n in got)
+        return bool(want) and all(same_figure(got[n], row.get(n)) for n in got)
     rows = window(running_set, credentials, person, session, revision, "table")
     SHOWN.update(Decimal(str(v)).quantize(CLOSE) for r in rows for v in r[len(keys):] if isinstance(v, (int, float)))
     got = {tuple(_group_value(v) for v in r[:len(keys)]): dict(zip(numbers, r[len(keys):], strict=False))
@@ -325,7 +318,7 @@ def answered_rightly(running_set, credentials, person, session, done, case, refe
     ordered = [tuple(_group_value(v) for v in r[:len(keys)]) for r in rows]
     if ("top" in expect or "bottom" in expect or expect.get("which")) and ordered[0] != next(iter(want)):
         return False
-    return all(_same(got[g][n], want[g][n]) for g in want for n in numbers)
+    return all(same_figure(got[g][n], want[g][n]) for g in want for n in numbers)
 
 
 def _figure(running_set, credentials, person, session, revision_id: str, node: str):
@@ -431,14 +424,8 @@ class GoldenCheck:
 
 def shown_rows(running_set, credentials, person, session, revision_id: str) -> list[list]:
     """What an answer shows: its table's rows, or, with no table, its headline figures as one row."""
-    with sync_channel(running_set.handles["host"].address, credentials("cli"), "host") as host:
-        first = invoke(host, "host", "Subscribe", host_pb2.SubscribeRequest(
-            actor=person, session_id=session.session_id, resume_after=host_pb2.Cursor(epoch=1, sequence=0),
-            max_envelopes=500), timeout=10)
-    components = []
-    for envelope in [first.envelope, *first.following]:
-        if envelope.revision_id == revision_id and envelope.WhichOneof("payload") == "a2ui":
-            components += json.loads(envelope.a2ui.message_json).get("updateComponents", {}).get("components", [])
+    components = [component for message in revision_messages(running_set, credentials, person, session, revision_id)
+                  for component in message.get("updateComponents", {}).get("components", [])]
     tables = [c["id"] for c in components if c.get("component") == "DataTable"]
     if tables:
         return window(running_set, credentials, person, session, revision_id, tables[0])
