@@ -99,8 +99,9 @@ def _leaves(via: bool) -> list[dict]:
              {"values": _array("1-100 values.", _ref("value"), 1, MAX_IN_VALUES)}, "The field is one of the values."),
         leaf(["values"], _d("Is between the values.", {"const": "between"}),
              {"values": _array("[low, high], both included.", _ref("value"), 2, 2)}, "The field between two values."),
-        leaf(["unit"], _d("trailing: the last `count` units up to the latest date in the data; previous: the "
-                          "`count` whole units before the latest date's own.", {"enum": ["trailing", "previous"]}),
+        leaf(["unit"], _d("trailing: the last `count` units up to the reference date (months, quarters and years "
+                          "whole, the reference's own included; days and weeks rolling); previous: the `count` whole "
+                          "units before the reference's own.", {"enum": ["trailing", "previous"]}),
              {"unit": units, "count": _d(f"1-{MAX_PERIOD_COUNT} (default 1).",
                                          {"type": "integer", "minimum": 1, "maximum": MAX_PERIOD_COUNT})},
              "A date or time field in a period counted back from its latest value in the data (not the clock)."),

@@ -78,6 +78,8 @@ class TimeSpan:
         (a stretch: its last end so, its first the latest such one before that)."""
         if not self.unresolved:
             return self
+        if self.kind == "relative_latest":
+            return dated(TimeSpan("relative", self.words, op=self.op, unit=self.unit), latest)
         if self.kind == "stretch_latest":
             last = self.ends[1].resolved(latest)
             first = self.ends[0].resolved(last.start) if self.ends[0].unresolved else self.ends[0]
@@ -90,7 +92,21 @@ class TimeSpan:
                                                                              "quarter_latest" else 1))
 
 
-LATEST_KINDS = ("month_latest", "since_month_latest", "quarter_latest", "stretch_latest")
+def dated(span: TimeSpan, latest: dt.date | None) -> TimeSpan:
+    """A relative period of one calendar unit ("last year", "this quarter") as its dates, to be set beside
+    periods named by their dates; unresolved ("relative_latest") while "now" is not known. Others as they are."""
+    if span.kind != "relative" or span.count != 1 or span.op not in ("previous", "to_date") or \
+            span.unit not in UNIT_MONTHS:
+        return span
+    if latest is None:
+        return TimeSpan("relative_latest", span.words, op=span.op, unit=span.unit)
+    months = UNIT_MONTHS[span.unit]
+    current = dt.date(latest.year, (latest.month - 1) // months * months + 1, 1)
+    start = _add_months(current, -months) if span.op == "previous" else current
+    return TimeSpan("between", span.words, start=start, end=_add_months(start, months))
+
+
+LATEST_KINDS = ("month_latest", "since_month_latest", "quarter_latest", "stretch_latest", "relative_latest")
 UNIT_MONTHS = {"month": 1, "quarter": 3, "year": 12}
 
 

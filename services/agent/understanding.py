@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from services.agent.english import is_common, is_word
-from services.agent.time_words import UNIT_MONTHS, TimeSpan, find_times, side_by_side, widened_back
+from services.agent.time_words import UNIT_MONTHS, TimeSpan, dated, find_times, side_by_side, widened_back
 
 _WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*|%")  # words in any script: "región" stays one word
 # Words that carry no meaning of their own for the catalog: asking, pointing and joining words.
@@ -33,12 +33,19 @@ trying try understand know curious interested help check looking look whether if
 i'm i've i'd we've we're we'd you're they're u ur along sit sits sitting lie lies move moves moved moving
 basically roughly approximately % contain contains containing getting gets receive receives received receiving
 thing things catalogue catalog database system dataset something anything everything stuff pull pulled grab fetch
-provide calendar subsequently
+provide calendar subsequently range lineup assortment peak peaked
 """.split())
 _ASKING = ("which", "what", "show", "many", "much", "total", "number", "please")  # a typo may hide these
 # Phrases that frame a question without changing it ("right now", "in terms of", "revenue-wise").
 _FILLER = re.compile(r"\b(?:right now|at the moment|in terms of|out of(?: all| the)?|as well as|along with)\b|"
-                     r"(?<=\w)[- ]wise\b|^\s*but\b|\bbut(?= (?:by|for|in|with|now|as|on|per)\b)|"
+                     r"(?<=\w)[- ]wise\b|^\s*but\b|\bbut(?= (?:by|for|in|with|now|as|on|per|only|just)\b)|"
+                     r"\b(?:across|over|for|in|of) (?:the )?(?:full|whole|entire|complete) history(?: of the data)?\b|"
+                     r"\b(?:of |for |over |in )?all[- ]time\b|"
+                     # a follow-up's words for "the earlier answer, changed": what changes is said beside them
+                     r"\b(?:switch|swap|flip) (?:that|this|it|them)(?: over)? (?:to|into|for)\b|"
+                     r"\b(?:narrow|limit|restrict) (?:that|this|it|them)(?: down)? to\b|"
+                     r"\b(?:keeping|keep) (?:the )?same (?:(?!by\b|per\b|in\b|for\b|but\b|only\b)[a-z]+"
+                     r"(?:,? and |, | |(?=[^a-z])|$)){1,4}|"
                      r"(?<!came )(?<!come )(?<!went )(?<!sent )(?<!send )(?<!got )(?<!brought )"
                      r"\bback(?= in (?:19|20)\d\d)|"
                      r"\b(?:marked|flagged|listed|tagged) as\b|\bas (?=(?:a |an )?(?:share|percentage|percent|"
@@ -46,6 +53,10 @@ _FILLER = re.compile(r"\b(?:right now|at the moment|in terms of|out of(?: all| t
 _FUTURE = re.compile(r"\b(?:will|shall|won't)\b(?!\s+(?:you|u)\b)|\bgoing to (?:be|look|happen)\b|\bgonna\b|"
                      r"\b(?:forecast|predict|projection)\w*|\b(?:should|can|do|would) we expect\b|"
                      r"(?<!the )\bnext (?:year|quarter|month|week|season)s?\b")
+# A phrasal verb around its object ("send stuff back", "brought it back"): the verb together, as models declare it.
+_HYPHENATED = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)+")
+_PHRASAL = re.compile(r"\b(send|sends|sent|sending|bring|brings|brought|bringing|take|takes|took|taking) "
+                      r"(stuff|things|items|it|them|something|anything|products|goods) (back)\b")
 _BECOMES = re.compile(r"\b(?:end|ends|ended|wind|winds|wound) up\b")  # "end up refunded": are refunded
 # A sentence in the person's own voice ("I just started here -"): may set the scene (see `_asides`).
 _FIRST_PERSON = re.compile(r"\s*(?:i|i'm|i've|i'd|we|we're|we've|my|our team|fyi|btw|context|background|"
@@ -70,11 +81,15 @@ COMPARING = re.compile(r"\b(?:compare[ds]?|comparing|comparison|vs\.?|versus|aga
                        r"go(?:ne|ing|es)? (?:up|down)|went (?:up|down)|side by side|relative to|beat|beats|"
                        r"outperform\w*|stack(?:s|ed)? up)\b")
 _ABBREVIATIONS = {"avg": "average", "qty": "quantity", "pct": "percent", "yr": "year", "yrs": "years",
-                  "rev": "revenue", "thru": "through"}
+                  "rev": "revenue", "thru": "through", "qtr": "quarter", "qtrs": "quarters", "mos": "months",
+                  "tix": "tickets", "dept": "department", "depts": "departments", "rn": "now", "r": "are",
+                  "n": "and", "havent": "haven't", "hasnt": "hasn't", "didnt": "didn't", "dont": "don't",
+                  "doesnt": "doesn't", "isnt": "isn't", "arent": "aren't", "wasnt": "wasn't", "werent": "weren't",
+                  "wont": "won't"}  # (chat shorthand: "how many r smbs", "up n down", "last qtr")
 _PERIOD_SHORT = {"mom": "month over month", "qoq": "quarter over quarter", "wow": "week over week"}
 _FISCAL = "fiscal "  # "FY2025" as "fiscal 2025": read as the calendar year, and the answer says so
 SUPERLATIVE_HIGH = frozenset({"highest", "most", "largest", "biggest", "best", "top", "greatest", "maximum",
-                              "busiest", "strongest"})
+                              "busiest", "strongest", "peak", "peaked"})
 SUPERLATIVE_LOW = frozenset({"lowest", "least", "smallest", "fewest", "worst", "bottom", "minimum", "quietest",
                              "weakest"})
 _NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
@@ -83,6 +98,11 @@ _TOP_N = re.compile(r"\b(top|bottom|best|worst|highest|lowest|largest|smallest|b
                     + "|".join(_NUMBER_WORDS) + r")\b")
 _N_TOP = re.compile(r"\b(\d{1,3}|" + "|".join(_NUMBER_WORDS) + r")\s+(top|bottom|best|worst|highest|lowest|largest|"
                     r"smallest|biggest|most|least)\b")  # "the 10 largest regions"
+# The order of a ranking said outright.
+_ORDER = re.compile(r"\b(highest|largest|biggest|most|top|best|lowest|smallest|least|fewest|worst|bottom)(?: ones?)? "
+                    r"first\b|\b(?:from )?(highest|largest|biggest|most|lowest|smallest|least|fewest) to "
+                    r"(?:lowest|smallest|least|fewest|highest|largest|biggest|most)\b|\b(?:(?:sorted|ordered) )?"
+                    r"(?:in )?(descending|ascending|desc|asc)(?: order)?\b")
 _UNITS = frozenset({"hour", "day", "week", "month", "quarter", "year"})
 _WHICH_N = re.compile(r"\b(?:which|what)\s+(\d{1,3}|" + "|".join(_NUMBER_WORDS) + r")\b(?=\s+[^\W\d])")
 COMPARATIVE_HIGH = frozenset({"more", "higher", "bigger", "greater", "better"})
@@ -95,7 +115,8 @@ _PREVIOUS_PERIOD = re.compile(
     r"\b(?:(month|quarter|week|year)[ -]over[ -](?:month|quarter|week|year)|period[ -]over[ -]period|"
     r"(?:vs\.?|versus|compared (?:to|with)|against|than) (?:the )?(?:(?:previous|prior|last) (month|quarter|week|year|"
     r"period)|(month|quarter|week|year|period|one) before))\b")
-_GROWTH = re.compile(r"\b(growth|grow|grows|grew|grown|growing|change|changes|changed|changing|shrink|shrinks|shrank|"
+_GROWTH = re.compile(r"\b(growth(?: rates?)?|grow|grows|grew|grown|growing|change|changes|changed|changing|"
+                     r"shrink|shrinks|shrank|"
                      r"shrinking|decline|declines|declined|declining|increase|increased|increasing|decrease|"
                      r"decreased|decreasing|rise|rising|rose|risen|falling|fell|drop|dropped|dropping)\b"
                      r"(?! data)")  # (not "fall": a season)
@@ -116,6 +137,8 @@ _PER = re.compile(r"\b(?:per|each|(?:in|for) (?:a|an|one|every)(?: single)?|(?:a
 _BREAK_OUT = re.compile(r"\bbreak (?:it |them |that |this )?(?:out|down)\b")
 # "across the customer segments", "by region": the question names groups to set side by side.
 _BREAKDOWN_AHEAD = re.compile(r"\b(?:by|per|across|for each|in each|between the|among)\s+\w")
+# A follow-up setting the earlier answer against something named now ("how does that compare with 2023?").
+_AGAINST = re.compile(r"\b(?:compare[sd]?|comparison|vs\.?|versus|against|stack(?:s)? up|relative to)\b")
 _SPLIT = re.compile(r"\b(vs\.?|versus|compared (?:to|with)|against)\b")
 # "compare A and B", "cancelled and refunded orders, how many of each": values joined by "and", side by side
 _COMPARE_AND = re.compile(r"\b(compare[ds]?|comparing|comparison|differ(?:s|ence|ent)?|of each|each of them|"
@@ -131,6 +154,10 @@ CHANGE_VERBS = re.compile(r"^\s*(?:(?:please|pls|plz|kindly)\s+)?(?:(?:can|could
                           r"reopen|erase|wipe|purge|clear|add|get rid of)\b"
                           r"(?!\s+(?:in|of|over|from|by)\b)")  # "change in revenue" asks, it does not order
 LISTING_WORDS = frozenset({"latest", "recent", "newest"})  # a listing's own words, unusable in an analysis
+_THANKS = re.compile(r"^\s*(?:(?:thanks|thank you|thx|ok|okay|great|cool|perfect|nice|got it)\b[\s,.!]*)+")
+_CHANGE_THAT = re.compile(r"\b(?:switch|swap|flip|narrow|limit|restrict|break|split|change|turn|make|show|do|redo|"
+                          r"run|filter) (?:that|this|it|them|those)\b|\b(?:those|these|that) (?:same|ones)\b|"
+                          r"\b(?:each|all|any) of (?:those|these|them)\b")
 FOLLOW_UP = re.compile(r"^\s*(?:and|now|what about|how about|same|also|only|just|instead|but|then|ok|okay)\b")
 
 
@@ -171,6 +198,7 @@ class Reading:
     listing: bool = False
     time_field: dict | None = None  # a date named in the question ("joined", "order date"): time is counted by it
     owner_hint: str | None = None  # the measure's entity, known before the words that depend on it are read
+    against_earlier: bool = False  # a follow-up's period set against the earlier one: its breakdowns stay
 
 
 def singular(word: str) -> str:
@@ -200,6 +228,7 @@ class _Entry:
     kind: str  # metric / field / entity / amount (a number only aggregated) / event (a verb dating a row)
     item: dict
     exact: bool  # the whole label or a synonym, not a part of one
+    noun: bool = False  # an event said as a noun ("signups"): it also names the rows the verb is about
 
 
 class Vocabulary:
@@ -231,6 +260,8 @@ class Vocabulary:
                 for first, *rest in [said for said in verbs if said]:  # (a verb of no letters names nothing)
                     for form in inflections(first):  # "placed": place, places, placing
                         self.entries.append(_Entry((form, *rest), "event", item, form == first))
+                    if len(rest) == 1:  # "sign up": "signups", the event as a noun
+                        self.entries.append(_Entry((first + rest[0],), "event", item, False, noun=True))
         self.known = {w for entry in self.entries if entry.exact for w in entry.phrase}  # (not guessed forms)
         self._starting: dict[str, list[_Entry]] = {}  # entries by their first word: a lookup, not a scan
         for entry in self.entries:
@@ -358,8 +389,15 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     spans, text, time_starts = find_times(text, latest)
 
     text, value_spans = _values(text, reading, vocabulary, matches)
+    text = _framing(text, vocabulary, reading, value_spans, time_starts)
     situation = _asides(text, vocabulary, value_spans, time_starts, reading, question)
     compared = bool(reading.split or reading.compare or len(spans) > 1)
+    if earlier is not None and earlier.time is not None and spans and _AGAINST.search(text) and all(
+            span != earlier.time for span in spans):
+        # "and how does that compare with 2023?": the earlier period against the one named now
+        spans, reading.against_earlier = [earlier.time, *spans], True
+    if len(spans) > 1:  # "last year vs 2023": "last year" as its dates, once "now" is known
+        spans = [dated(span, latest) for span in spans]
     _periods(spans, text, reading, asks_change=growth is not None)
     text = _ranking(text, reading)
     text = _grain(text, reading)
@@ -369,6 +407,7 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     if compared or reading.direction or reading.grain or _BREAKDOWN_AHEAD.search(text):
         # what is compared (values, periods, the groups of a breakdown) says what the comparing words mean
         text = COMPARING.sub(lambda m: " " * len(m.group(0)), text)
+    text = _HYPHENATED.sub(lambda m: _compound(m.group(0), vocabulary), text)
     context = {m["entity_id"] for m in earlier.measures} if earlier is not None else set()
     scratch = replace(reading, measures=[], breakdowns=[], unknown=list(reading.unknown), personal=[],
                       reasons=dict(reading.reasons))
@@ -399,6 +438,8 @@ def _normalised(question: str) -> str:
     text = re.sub(r"\b(year|month|quarter|week|day|today|yesterday)'s\b", r"\1", text)  # "this year's revenue"
     text = re.sub(r"[^\W\d_]{4,}", _time_typo, text)
     text = _BECOMES.sub(lambda m: "are".ljust(len(m.group(0))), text)
+    text = re.sub(r"\bhow many different\b", "how many distinct  ", text)  # (not a comparison)
+    text = _PHRASAL.sub(lambda m: f"{m.group(1)} {m.group(3)} {m.group(2)}", text)  # "send stuff back": sent back
     text = re.sub(r"\b(best|top|worst)[- ](selling|sellers?|performing|performers?)\b", r"\1 \2", text)
     return _FILLER.sub(lambda m: " " * len(m.group(0)), text)
 
@@ -445,8 +486,18 @@ def _periods(spans: list[TimeSpan], text: str, reading: Reading, asks_change: bo
     if any(span.unresolved for span in spans):  # read again once "now" is known
         reading.time, reading.needs_latest = spans[0], True
         return
-    if len(spans) == 1 and asks_change and spans[0].ends:  # "growth from 2023 to 2025": the last against the
-        spans = list(spans[0].ends)                         # first, as when both are named
+    ends = spans[0].ends if len(spans) == 1 else ()
+    together = side_by_side(list(ends)) if ends else None
+    if together is not None and together.kind == "any" and asks_change and (
+            _BY_GRAIN.search(text) or reading.compare_grain):
+        # "growth for each year from 2022 through 2025": each of them against the one before (of two, the
+        # later against the earlier, below)
+        unit = ends[0].calendar_unit
+        reading.time, reading.grain = spans[0], unit
+        reading.compare, reading.compare_grain = "previous_period", unit
+        return
+    if ends and asks_change:  # "growth from 2023 to 2025": the last against the first, as when both are named
+        spans = list(ends)
     if len(spans) == 1:
         reading.time = spans[0]
         unit_months = UNIT_MONTHS.get(spans[0].calendar_unit or "")
@@ -512,7 +563,7 @@ def _values(text: str, reading: Reading, vocabulary: Vocabulary, matches: list[d
             reading.assumed.append((said, value))
         # Every place the value is said, in the person's words or its own ("third-party marketplaces", "phone
         # channel … phone orders"), but not where it begins a measure's name.
-        spoken = "|".join(re.escape(w) for w in dict.fromkeys([said, value.lower()]))
+        spoken = "|".join(re.escape(w).replace(r"\ ", r"[\s_-]+") for w in dict.fromkeys([said, value.lower()]))
         for found in [m for m in re.finditer(r"(?<!\w)(?:" + spoken + r")(?:e?s)?(?!\w)", text)
                       if not _names_a_measure(text, m.start(), vocabulary)]:
             text = _blank(text, found.start(), found.end())
@@ -532,6 +583,70 @@ def _values(text: str, reading: Reading, vocabulary: Vocabulary, matches: list[d
         else:
             reading.filters.append(condition)
     return text, spans
+
+
+# A heading or a note of who asks and why, before the question itself: "For the channel review:", "Finance
+# wants to know:", "Category management question -", "Returns desk here.", "For the board pack, I need …".
+_FRAMING = re.compile(
+    r"^\s*(?:(?P<head>[^:.!?;]{2,60}?)(?::\s|\s[-\u2013\u2014]{1,2}\s)"
+    r"|(?P<intro>[^:.!?;,]{2,40}?\shere)[.!,]\s"
+    r"|(?P<purpose>(?:for|re)\s[^:.!?;,]{2,50}?)(?:,\s|\s(?=(?:i|we)\s(?:need|want|'d like|would like)\b|"
+    r"(?:can|could|would)\s(?:you|u)\b|please\b|pls\b)))")
+# The only words of STOP a framing may hold: who asks, for what occasion; never what or how to count.
+_FRAMING_WORDS = frozenset("""for re the a an my our this that from on to of here is are am i we me us you
+about with and need needs want wants know please hi hello hey thanks ok okay so quick check""".split())
+
+
+def _compound(written: str, vocabulary: Vocabulary) -> str:
+    """A hyphenated word as the catalog knows it: whole ("e-commerce", "e-mail"), joined ("sign-ups" as
+    "signups", padded to keep every position), or as separate words ("year-end")."""
+    if singular(written) in vocabulary.known or written in PERSONAL:
+        return written
+    joined = written.replace("-", "")
+    if singular(joined) in vocabulary.known:
+        return joined.ljust(len(written))
+    return written.replace("-", " ")
+
+
+def _framing(text: str, vocabulary: Vocabulary, reading: Reading, value_spans: list[tuple[int, int, str]],
+             time_starts: list[int]) -> str:
+    """The text without a framing before the question. A framing holds no value, period, number, or word
+    that counts, ranks, restricts or turns something around; the catalog words it names ("the channel
+    review") are named again by the question (the web channel), and at least one of its words is no
+    catalog word at all (so "Revenue by channel: 2024" is a question, not a heading)."""
+    found = _FRAMING.match(text)
+    if found is None:
+        return text
+    group = next(name for name in ("head", "intro", "purpose") if found.group(name))
+    start, end = found.span(group)
+    rest = text[found.end():]
+    if any(start <= at < end for at, _, _ in value_spans) or any(start <= at < end for at in time_starts) or \
+            len(_WORD.findall(rest)) < 2:
+        return text
+    said = [plain(w) for w in _WORD.findall(text[start:end])]
+    tokens = [vocabulary.corrected(singular(w)) for w in said]
+    named: set[str] = set()
+    strange = False
+    position = 0
+    while position < len(tokens):
+        entries = vocabulary.longest_at(tokens, position)
+        if entries:
+            named |= {e.item.get("entity_id", e.item["id"]) for e in entries}
+            position += len(entries[0].phrase)
+            continue
+        word = said[position]
+        if word.isdigit() or word in NEGATIONS or word in RESTRICTING or word in AVERAGE_WORDS or (
+                word in STOP and word not in _FRAMING_WORDS) or _asking_word(word) and word not in _FRAMING_WORDS:
+            return text
+        strange = strange or word not in STOP
+        position += 1
+    rest_tokens = [vocabulary.corrected(singular(plain(w))) for w in _WORD.findall(rest)]
+    again = {e.item.get("entity_id", e.item["id"]) for i in range(len(rest_tokens))
+             for e in vocabulary.longest_at(rest_tokens, i)}
+    again |= {f.field["entity_id"] for f in [*reading.filters, *filter(None, [reading.split, reading.share])]}
+    if not strange or not named <= again:
+        return text
+    return _blank(text, 0, found.end())
 
 
 _SENTENCE = re.compile(r"[^.!?;\u2013]+?(?:[.!?;]+|\s[-\u2013]\s|$)")
@@ -618,6 +733,10 @@ def _names_a_measure(text: str, start: int, vocabulary: Vocabulary) -> bool:
 
 
 def _ranking(text: str, reading: Reading) -> str:
+    order, text = _take(_ORDER, text)
+    if order:  # "highest first", "from lowest to highest": the order, with or without a limit
+        reading.direction = "asc" if (order.group(1) or order.group(2) or order.group(3)) in SUPERLATIVE_LOW | {
+            "ascending", "asc", "smallest"} else "desc"
     top, text = _take(_TOP_N, text)
     count, word = (top.group(2), top.group(1)) if top else (None, None)
     if top is None:
@@ -652,20 +771,26 @@ def _grain(text: str, reading: Reading) -> str:
     month unless a grain is named."""
     trend, text = _take(_TREND, text)
     found, text = _take(_BY_GRAIN, text)
+    period = None if found else _WHICH_PERIOD.search(text)
     if found:
         reading.grain = found.group(1) or found.group(2)
-        return text
-    period = _WHICH_PERIOD.search(text)
-    if period:
+    elif period:
         reading.grain = period.group(1)
-        return _blank(text, period.start(1), period.end())
-    for word, grain in _GRAIN_WORDS.items():
-        hit = re.search(rf"\b{word}\b", text)
-        if hit:
-            reading.grain = grain
-            return _blank(text, hit.start(), hit.end())
-    if trend:
-        reading.grain = reading.grain or reading.compare_grain or "month"
+        text = _blank(text, period.start(1), period.end())
+    else:
+        for word, grain in _GRAIN_WORDS.items():
+            hit = re.search(rf"\b{word}\b", text)
+            if hit:
+                reading.grain = grain
+                text = _blank(text, hit.start(), hit.end())
+                break
+    if reading.grain:  # said twice ("the monthly number of orders, month by month"): one grain
+        for again in [*_BY_GRAIN.finditer(text), *re.finditer(r"\b(?:" + "|".join(
+                word for word, grain in _GRAIN_WORDS.items() if grain == reading.grain) + r")\b", text)]:
+            if again.groups() == () or reading.grain in again.groups():
+                text = _blank(text, again.start(), again.end())
+    elif trend:
+        reading.grain = reading.compare_grain or "month"
     return text
 
 
@@ -814,11 +939,20 @@ def is_average(measure: dict) -> bool:
         word in AVERAGE_WORDS for name in [measure["label"], *measure.get("synonyms", [])] for word in words(name))
 
 
+# Words that, after the name of rows, ask how many of them there are ("ticket volume", "order count").
+_HOW_MANY_WORDS = frozenset({"volume", "volumes", "count", "counts", "numbers"})
+
+
 def _averaged_amounts(seen: _Words, reading: Reading, vocabulary: Vocabulary) -> None:
     """"Average discount": a number only ever aggregated, averaged. Without an average word it is unusable."""
     for found in seen.amounts:
         amount = _choose(found.items, reading, vocabulary)
         label = f"Average {lower_first(amount['label'])}"
+        counted = next((word for word in seen.entities if word.position + len(words(word.written)) == found.position
+                        and amount["entity_id"] not in reachable(vocabulary.entities, word.entity["id"])
+                        and word.entity["id"] not in reachable(vocabulary.entities, amount["entity_id"])), None)
+        if counted is not None and not seen.averages and found.written in _HOW_MANY_WORDS:
+            continue  # "support ticket volume": how many tickets (their rows hold no quantity to add up)
         if not seen.averages:
             reading.unknown.append(found.written)
             reading.reasons[found.written] = (f"{lower_first(amount['label'])} is never shown as it is, only "
@@ -886,7 +1020,11 @@ def _place(entries: list[_Entry], position: int, seen: _Words, reading: Reading,
             entries[0].phrase) < len(seen.tokens) else []
         describing = any(e.kind == "entity" and e.item["id"] == entries[0].item["entity_id"] for e in following)
         seen.events.append(_EventWord(entries[0].item, written, seen.after_by[position],
-                                      any(e.exact for e in entries), describing))
+                                      any(e.exact or e.noun for e in entries), describing))
+        if any(e.noun for e in entries):  # "signups by month": customers, counted by when they signed up
+            owner = vocabulary.by_id.get(entries[0].item["entity_id"])
+            if owner is not None:
+                seen.entities.append(_EntityWord(owner, None, False, False, written, position))
         return
     if all(e.kind == "amount" for e in entries):
         seen.amounts.append(_Amount([e.item for e in entries], written, position))
@@ -910,6 +1048,9 @@ def _place(entries: list[_Entry], position: int, seen: _Words, reading: Reading,
         reading.per = items["entity"][0]
     elif seen.after_by[position] and "field" in kinds:
         _add(reading.breakdowns, _choose(items["field"], reading, vocabulary))
+    elif "entity" in kinds and "field" not in kinds and _doer(items["entity"][0], position, len(
+            entries[0].phrase), seen, vocabulary):
+        pass  # "people send stuff back", "sent back by customers": who did it, said by the verb's rows
     elif "entity" in kinds and "field" not in kinds:
         # "orders" counts orders, groups by them, or says whose rows a measure is over ("web orders"):
         # decided once every other word is read.
@@ -926,6 +1067,22 @@ def _place(entries: list[_Entry], position: int, seen: _Words, reading: Reading,
         _add(reading.measures, chosen)
     elif "field" in kinds:
         _add(reading.breakdowns, _choose(items["field"], reading, vocabulary))
+
+
+def _doer(entity: dict, position: int, size: int, seen: _Words, vocabulary: Vocabulary) -> bool:
+    """An entity named as who did what a verb of other rows says: just before the verb ("customers send
+    back") or after "by" just after it ("sent back by customers"), when those rows reach it."""
+    if " ".join(seen.raw[max(0, position - 3):position]).endswith(("how many", "number of", "count of", "distinct")):
+        return False  # "how many customers placed orders": the customers are what is counted
+    after = position + size
+    verb = [e for e in vocabulary.longest_at(seen.tokens, after) if e.kind == "event"] if after < len(
+        seen.tokens) else []
+    if not verb and position >= 2 and seen.raw[position - 1] == "by":
+        verb = [e for start in range(max(0, position - 3), position - 1)
+                for e in vocabulary.longest_at(seen.tokens, start)
+                if e.kind == "event" and start + len(e.phrase) == position - 1]
+    return any(e.item["entity_id"] != entity["id"] and entity["id"] in reachable(
+        vocabulary.entities, e.item["entity_id"]) for e in verb)
 
 
 def _implied_measure(text: str, seen: _Words, reading: Reading, vocabulary: Vocabulary) -> None:
@@ -1039,7 +1196,9 @@ def _follow(earlier: Reading, new: Reading, question: str) -> Reading:
         # "and by region?" after "revenue in 2024 and 2025": the years stay apart
         merged.breakdowns, merged.grain = list(new.breakdowns), new.grain or (
             earlier.grain if side_by_side_periods else None)
-        if re.search(r"\b(also|too|as well)\b", question.lower()):
+        if new.against_earlier:  # "how does that compare with 2023?": the same groups, two periods
+            merged.breakdowns = list(earlier.breakdowns)
+        elif re.search(r"\b(also|too|as well)\b", question.lower()):
             merged.breakdowns = earlier.breakdowns + [b for b in new.breakdowns if b not in earlier.breakdowns]
             merged.grain = new.grain or earlier.grain
     replaced = {f.field["id"] for f in [*new.filters, *([new.split] if new.split else [])]}
@@ -1088,4 +1247,7 @@ def unexplained_words(text: str, entities: list[dict]) -> set[str]:
 
 
 def is_follow_up(question: str) -> bool:
-    return bool(FOLLOW_UP.match(question.lower()))
+    """"and for 2024?", "same by month", "Thanks. Could you switch that to units sold": a change to the
+    earlier answer, not a new question."""
+    text = _THANKS.sub("", question.lower())
+    return bool(FOLLOW_UP.match(text) or _CHANGE_THAT.search(text))

@@ -1,10 +1,12 @@
 """Calendar arithmetic for time intelligence: relative periods and period offsets.
 
-A relative period ("the last 12 months", "the previous quarter", "year to date")
+A relative period ("the last 3 months", "the previous quarter", "year to date")
 is resolved against a reference date: today, or, where the semantic model sets
 `time_anchor: latest_data`, the latest value of the field in the data (a
 warehouse loaded up to 31 Dec 2024 then answers "last quarter" with Q4 2024
-whenever it is asked). Weeks start on Monday, as the time grains do. Months
+whenever it is asked). "The last N months" (quarters, years) are whole calendar months, the reference's own month so far
+included: in December, "the last 3 months" are October to December. Days and weeks are rolling: "the
+last 30 days" end at the reference. Weeks start on Monday, as the time grains do. Months
 are added as a calendar does: 31 Jan plus one month is 29 Feb (or 28), never
 2 Mar.
 """
@@ -16,6 +18,7 @@ import datetime as dt
 from dataclasses import dataclass
 
 RELATIVE = ("trailing", "to_date", "previous")
+CALENDAR_UNITS = ("month", "quarter", "year")  # counted whole by "the last N …", the reference's own included
 
 Moment = dt.date | dt.datetime
 
@@ -64,12 +67,15 @@ def start_of(value: Moment, unit: str) -> Moment:
 
 def resolve(relative: str, unit: str, count: int, reference: Moment) -> Span:
     """The span a relative period means at `reference` (today, or the latest value in the data)."""
-    if relative == "trailing":  # the `count` units that end at the reference: "the last 12 months"
+    current = start_of(reference, unit)
+    if relative == "trailing" and unit in CALENDAR_UNITS:
+        # "the last 3 months" in December: October, November and December so far, as people count months
+        return Span(add(current, **offset(unit, 1 - count)), reference, True)
+    if relative == "trailing":  # the `count` days or weeks that end at the reference: "the last 30 days"
         start = add(reference, **offset(unit, -count))
         if not isinstance(reference, dt.datetime):  # whole days: the reference's day is the last one
             start = add(start, days=1)
         return Span(start, reference, True)
-    current = start_of(reference, unit)
     if relative == "to_date":  # "year to date": from the start of the reference's unit up to it
         return Span(current, reference, True)
     # "previous": the `count` whole units before the reference's own ("last quarter" on 14 Nov is Q3)

@@ -131,6 +131,9 @@ def _namings(fld: CatalogField, said: list[str], value: str) -> tuple[list[str],
     spaced = _spaced(value.casefold())
     other_words = {" ".join(spoken_words(phrase)) for phrase in fld.spec.values.get(value, ())}
     as_said = [phrase for phrase in said if _spaced(phrase.casefold()) == spaced or phrase in other_words]
+    # another word for the value first: the value's own name is found by the reader anyway, the other word
+    # ("third-party" beside "marketplace") only if it is returned
+    as_said.sort(key=lambda phrase: _spaced(phrase.casefold()) == spaced)
     plural = [phrase for phrase in said if phrase not in as_said and spaced in singulars(_spaced(phrase.casefold()))]
     return as_said, plural
 

@@ -60,6 +60,8 @@ def orders_in(session, relative: str, unit: str, count: int | None = None):
 @pytest.mark.parametrize("relative,unit,count,first,last,phrase", [
     ("previous", "quarter", None, (2024, 4, 1), (2024, 6, 30), "in the previous quarter (1 Apr 2024 – 30 Jun 2024)"),
     ("trailing", "day", 30, (2024, 7, 22), (2024, 8, 20), "in the last 30 days (22 Jul 2024 – 20 Aug 2024)"),
+    # months are whole, as people count them, this one so far included
+    ("trailing", "month", 3, (2024, 6, 1), (2024, 8, 20), "in the last 3 months (1 Jun 2024 – 20 Aug 2024)"),
     ("to_date", "year", None, (2024, 1, 1), (2024, 8, 20), "year to date (1 Jan 2024 – 20 Aug 2024)"),
     ("previous", "week", 2, (2024, 8, 5), (2024, 8, 18), "in the previous 2 weeks (5 Aug 2024 – 18 Aug 2024)"),
 ])

@@ -618,3 +618,99 @@ def test_a_verb_about_other_rows_offers_no_reading():
     assert exact_reading(reading, SLICE, VALUES) is None
     new = read("how many new customers")
     assert new.reasons["new"].startswith("say when")
+
+
+# --- framings, chat shorthand, who did it, and follow-ups (issue 40, third round) --------------------------------
+
+LATEST = dt.date(2025, 12, 31)  # what "now" is in the demo data
+
+@pytest.mark.parametrize(("question", "measure"), [
+    ("For the channel review: how did online sales stack up against in-store sales in 2024?", "Net revenue"),
+    ("Finance wants to know: what was the net revenue on orders that ended up refunded in 2024?", "Net revenue"),
+    ("Returns desk here. How many units did customers send back in Q2 2025?", "Returned units"),
+    ("Category management question - what is the average list price of Apparel products?", "Average list price"),
+    ("for friday's pipeline call: top 5 products by sales last quarter", "Net revenue"),
+    ("For the board pack, I need this year's net revenue broken down by product category.", "Net revenue"),
+    ("For the board deck I need net revenue per year", "Net revenue"),
+])
+def test_a_framing_before_the_question_is_passed_over(question, measure):
+    reading = read(question)
+    assert labels(reading.measures) == [measure] and not reading.unknown, reading.unknown
+
+
+@pytest.mark.parametrize("question", [
+    "Channel deep dive: revenue in 2024",  # the field it names is named nowhere else: maybe a breakdown
+    "Web review: revenue in 2024",  # a value
+    "Top sellers review: revenue by product",  # a ranking word
+    "Not web: revenue in 2024",  # a negation
+    "2024 review: revenue by channel",  # a period
+])
+def test_a_framing_that_may_say_what_to_count_is_not_passed_over(question):
+    reading = read(question)
+    assert reading.unknown or reading.filters or reading.direction or (
+        reading.time and reading.time.start == dt.date(2024, 1, 1)), question
+
+
+def test_chat_shorthand():
+    assert labels(read("how many units got sent back last qtr").measures) == ["Returned units"]
+    assert period(read("how many units got sent back last qtr")) == ("relative", "previous", "quarter", 1)
+    assert not read("how many high tix were logged this yr").unknown
+    assert read("return rate by dept, highest first").breakdowns[0]["label"] == "Product category"
+    assert read("return rate by dept, lowest first").direction == "asc"
+    assert not read("how many customers r small business").unknown
+
+
+def test_an_event_said_as_a_noun_counts_its_rows():
+    reading = read("new sign-ups by month so far this year")
+    assert labels(reading.measures) == ["Number of customers"] and reading.grain == "month"
+    assert reading.time_field["label"] == "Signup date" and not reading.unknown
+
+
+@pytest.mark.parametrize("question", [
+    "How many units were sent back by customers last quarter?",
+    "what are the two most common reasons people send stuff back?",
+])
+def test_who_did_it_is_not_what_is_counted_or_grouped(question):
+    reading = read(question)
+    assert not reading.breakdowns or reading.breakdowns[0]["label"] == "Return reason"
+    assert labels(reading.measures) in (["Returned units"], ["Number of returns"]) and not reading.unknown
+
+
+def test_what_is_counted_is_never_taken_for_who_did_it():
+    reading = read("how many customers placed orders in 2024")
+    assert labels(reading.measures) == ["Number of customers"] and reading.unknown == ["orders"]
+
+
+def test_a_follow_up_set_against_another_period_keeps_the_earlier_one():
+    growth = follow("Could you please pull our total net revenue for last year?",
+                    "And how does that compare with 2023? Please give me the year-over-year growth rate.", LATEST)
+    assert (period(growth), growth.compare, growth.grain) == (
+        ("between", dt.date(2024, 1, 1), dt.date(2025, 1, 1)), "previous_period", "year")
+    both = follow("revenue by region last year", "how does that compare with 2023?", LATEST)
+    assert period(both) == ("between", dt.date(2023, 1, 1), dt.date(2025, 1, 1)) and labels(both.breakdowns) == [
+        "Region name"]
+
+
+def test_a_follow_up_that_changes_that():
+    switched = follow("For the board pack, I need this year's net revenue broken down by product category.",
+                      "Thanks. Could you switch that to units sold instead, keeping the same categories and year?")
+    assert labels(switched.measures) == ["Units sold"] and labels(switched.breakdowns) == ["Product category"]
+    assert switched.time.op == "to_date" and not switched.unknown
+
+
+def test_growth_for_each_period_of_a_range():
+    each = read("What was the year-over-year growth rate in the number of orders for each year from 2022 through 2025?")
+    assert (period(each), each.compare, each.grain) == (
+        ("between", dt.date(2022, 1, 1), dt.date(2026, 1, 1)), "previous_period", "year")
+    ends = read("revenue growth from 2023 to 2025")
+    assert ends.unknown  # the first against the last: not next to each other
+
+
+def test_a_grain_said_twice_is_one_grain():
+    assert not read("Please show the monthy number of orders placed in 2025, month by month.").unknown
+    assert read("weekly orders by month in 2025").unknown == ["weekly"]
+
+
+def test_volume_of_rows_without_a_quantity_is_how_many():
+    assert labels(read("support ticket volume last quarter").measures) == ["Number of support tickets"]
+    assert "volume" in read("product volume in 2024").unknown  # units sold or products: not guessed

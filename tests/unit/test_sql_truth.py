@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from tests.fixtures.golden.sql_truth import key_text, mismatch, same_figure
+from tests.fixtures.golden.sql_truth import key_text, mismatch, same_figure, top_one
 
 TRUTH = [("web", 120.5), ("store", 80.25)]
 
@@ -42,3 +42,15 @@ def test_a_headline_row_must_carry_every_figure():
     assert mismatch([(1250, 0.05)], [[1250, "0.05"]], keys=0, ordered=False) is None
     assert "no shown row" in mismatch([(1250, 0.05)], [[1250]], keys=0, ordered=False)
     assert mismatch([], [[1]], keys=0, ordered=False) == "the SQL returned no rows"
+
+
+def test_a_null_figure_is_carried_by_an_empty_cell_only():
+    first_year = [("2021-01-01", 108.5, None)]
+    assert mismatch(first_year, [["2021-01-01T00:00:00", "108.5", None, None]], keys=1, ordered=False) is None
+    assert "no shown row" in mismatch(first_year, [["2021-01-01T00:00:00", "108.5", 0.0]], keys=1, ordered=False)
+
+
+def test_sql_that_orders_and_keeps_one_row_asks_which():
+    assert top_one("SELECT m, COUNT(*) AS n FROM orders GROUP BY m\nORDER BY n DESC\nLIMIT 1\n")
+    assert not top_one("SELECT m, COUNT(*) FROM orders GROUP BY m ORDER BY m LIMIT 10")
+    assert not top_one("SELECT COUNT(*) FROM orders")
