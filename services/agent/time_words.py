@@ -8,9 +8,10 @@ is marked as needing that latest date, which the planner asks for with a time-bo
 
 from __future__ import annotations
 
+import calendar
 import datetime as dt
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 MONTHS = {name: number for number, names in enumerate(
     [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
@@ -21,9 +22,13 @@ _MONTH_WORD = (r"(?:january|february|march|april|may|june|july|august|september|
 _YEAR_WORD = r"(?:19|20)\d\d"
 _MONTH, _YEAR = f"({_MONTH_WORD})", f"({_YEAR_WORD})"
 _QUARTER_WORD = r"(?:q[1-4]|(?:first|second|third|fourth|1st|2nd|3rd|4th) quarter)"
-# One point in time as written: a quarter of a year, a month (of a year, or alone), a year.
-_POINT = (f"(?:{_QUARTER_WORD}(?: of)? {_YEAR_WORD}|{_YEAR_WORD} q[1-4]|{_MONTH_WORD}(?:,? {_YEAR_WORD})?|"
-          f"{_YEAR_WORD}|{_QUARTER_WORD})")
+# A day as written: "march 1", "1st of march", "15 may", "2025-03-01" (with or without its year).
+_DAY_OF_MONTH = r"(?:[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?"
+_DAY_WORD = rf"(?:{_MONTH_WORD} {_DAY_OF_MONTH}|{_DAY_OF_MONTH} (?:of )?{_MONTH_WORD})(?![\w:])"
+_ISO_DAY = r"(?:19|20)\d\d-[01]\d-[0-3]\d"
+# One point in time as written: a day, a quarter of a year, a month (of a year, or alone), a year.
+_POINT = (f"(?:{_ISO_DAY}|{_DAY_WORD}(?:,? {_YEAR_WORD})?|{_QUARTER_WORD}(?: of)? {_YEAR_WORD}|{_YEAR_WORD} q[1-4]|"
+          f"{_MONTH_WORD}(?:,? {_YEAR_WORD})?|{_YEAR_WORD}|{_QUARTER_WORD})")
 _ORDINAL_QUARTER = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4}
 _COUNTS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
            "eleven": 11, "twelve": 12, "eighteen": 18, "twenty-four": 24, "thirty": 30}
@@ -49,6 +54,7 @@ class TimeSpan:
     unit: str = ""
     count: int = 1
     month: int = 0
+    day: int = 0  # a day without its year ("day_latest"): the latest such day
     parts: tuple[TimeSpan, ...] = ()  # "in 2022 and 2025": the periods named, side by side ("any": only those)
     ends: tuple[TimeSpan, ...] = ()  # "from October to November 2025": the periods a stretch runs between
 
@@ -84,6 +90,12 @@ class TimeSpan:
             last = self.ends[1].resolved(latest)
             first = self.ends[0].resolved(last.start) if self.ends[0].unresolved else self.ends[0]
             return TimeSpan("between", self.words, start=first.start, end=last.end, ends=(first, last))
+        if self.kind == "day_latest" or self.day:  # a day without its year, or since one
+            year = latest.year if (self.month, self.day) <= (latest.month, latest.day) else latest.year - 1
+            start = _day(year, self.month, self.day)
+            if self.kind == "since_month_latest":
+                return TimeSpan("since", self.words, start=start)
+            return TimeSpan("between", self.words, start=start, end=start + dt.timedelta(days=1))
         year = latest.year if self.month <= latest.month else latest.year - 1
         start = dt.date(year, self.month, 1)
         if self.kind == "since_month_latest":
@@ -106,7 +118,8 @@ def dated(span: TimeSpan, latest: dt.date | None) -> TimeSpan:
     return TimeSpan("between", span.words, start=start, end=_add_months(start, months))
 
 
-LATEST_KINDS = ("month_latest", "since_month_latest", "quarter_latest", "stretch_latest", "relative_latest")
+LATEST_KINDS = ("month_latest", "since_month_latest", "quarter_latest", "stretch_latest", "relative_latest",
+                "day_latest")
 UNIT_MONTHS = {"month": 1, "quarter": 3, "year": 12}
 
 
@@ -128,27 +141,62 @@ def _count(word: str) -> int | None:
 
 # Each pattern: (regex over the lower-cased question, builder from the match). Tried in order, longest
 # constructions first, so "since march 2024" is not read as "march 2024" plus a stray "since".
-def _stretch(m: re.Match) -> TimeSpan:
+def _stretch(m: re.Match) -> TimeSpan | None:
     """"From March 2024 to May 2024", "between 2022 and 2024", "2022-2024": one stretch, both ends in it. Ends
     without a year ("from march to may") wait for what "now" is."""
     first, last = _absolute(m.group(1)), _absolute(m.group(2))
+    if first is None or last is None:  # "from feb 30": no such day
+        return None
     if first.kind in ("month_latest", "quarter_latest") and re.fullmatch(_YEAR_WORD, m.group(2).strip()):
         return _absolute(f"{m.group(1).strip()} {m.group(2).strip()}")  # "Q3-2024", "mar-2024": of that year
+    if first.kind == "day_latest" and last.kind == "between":  # "from march 1 to may 15 2025": its year, or the
+        later = (first.month, first.day) > (last.start.month, last.start.day)  # one before ("dec 1 to jan 15")
+        first = _absolute(f"{m.group(1).strip()} {last.start.year - later}")
+        if first is None:  # "february 29" of a year without one
+            return None
+    if first.unresolved or last.unresolved:
         return TimeSpan("stretch_latest", m.group(0), ends=(first, last))
     first, last = sorted((first, last), key=lambda span: span.start)
     return TimeSpan("between", m.group(0), start=first.start, end=last.end, ends=(first, last))
 
 
-def _since(m: re.Match) -> TimeSpan:
+def _since(m: re.Match) -> TimeSpan | None:
     span = _absolute(m.group(1))
-    if span.kind in ("month_latest", "quarter_latest"):
-        return TimeSpan("since_month_latest", m.group(0), month=span.month)
+    if span is None:
+        return None
+    if span.kind in ("month_latest", "quarter_latest", "day_latest"):
+        return TimeSpan("since_month_latest", m.group(0), month=span.month, day=span.day)
     return TimeSpan("since", m.group(0), start=span.start)
 
 
-def _absolute(text: str) -> TimeSpan:
-    """A year, a quarter of a year, a month of a year, or a month alone, as written."""
+def _a_day(month: int, day: int, year: int) -> bool:
+    return 1 <= month <= 12 and 1 <= day <= calendar.monthrange(year, month)[1]
+
+
+def _day(year: int, month: int, day: int) -> dt.date:
+    """A day named without its year, in `year`: february 29 of a year without one is its 28th."""
+    return dt.date(year, month, min(day, calendar.monthrange(year, month)[1]))
+
+
+def _absolute(text: str) -> TimeSpan | None:
+    """A day, a year, a quarter of a year, a month of a year, or a month or day alone, as written (None: a day
+    no month has, "february 30", "2025-13-01")."""
     text = text.strip()
+    if m := re.fullmatch(r"((?:19|20)\d\d)-([01]\d)-([0-3]\d)", text):
+        if not _a_day(int(m.group(2)), int(m.group(3)), int(m.group(1))):
+            return None
+        start = dt.date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+        return TimeSpan("between", text, start=start, end=start + dt.timedelta(days=1))
+    if m := re.fullmatch(rf"(?:{_MONTH} (\d{{1,2}})|(\d{{1,2}}) (?:of )?{_MONTH})(?:,? {_YEAR})?",
+                         re.sub(r"(?<=\d)(?:st|nd|rd|th)\b", "", text)):
+        month = MONTHS[m.group(1) or m.group(4)]
+        day = int(m.group(2) or m.group(3))
+        if not _a_day(month, day, int(m.group(5)) if m.group(5) else 2024):  # (2024: february 29 may be meant)
+            return None
+        if m.group(5) is None:
+            return TimeSpan("day_latest", text, month=month, day=day)
+        start = dt.date(int(m.group(5)), month, day)
+        return TimeSpan("between", text, start=start, end=start + dt.timedelta(days=1))
     if m := re.fullmatch(r"(?:q([1-4])|(first|second|third|fourth|1st|2nd|3rd|4th) quarter)(?: of)? " + _YEAR,
                          text):
         start, end = _quarter(int(m.group(3)), int(m.group(1)) if m.group(1) else _ORDINAL_QUARTER[m.group(2)])
@@ -176,9 +224,10 @@ def _relative_trailing(m: re.Match) -> TimeSpan | None:
 
 
 _PATTERNS: list[tuple[re.Pattern, object]] = [
-    (re.compile(rf"\bbetween ({_POINT}) and ({_POINT})\b"), _stretch),
-    (re.compile(rf"\b(?:from )?({_POINT}) ?(?:to|through|thru|until|till|-|\u2013) ?({_POINT})\b"), _stretch),
-    (re.compile(r"\bsince (?:the start of |the beginning of )?(" + _POINT + r")\b"), _since),
+    (re.compile(rf"\bbetween (?:the )?({_POINT}) and (?:the )?({_POINT})\b"), _stretch),
+    (re.compile(rf"\b(?:from )?(?:the )?({_POINT}) ?(?:to|through|thru|until|till|-|\u2013) ?(?:the )?({_POINT})\b"),
+     _stretch),
+    (re.compile(r"\bsince (?:the start of |the beginning of |the )?(" + _POINT + r")\b"), _since),
     (re.compile(r"\b(?:in |during |for |of )?(?:the )?(?:last|past|previous|trailing|prior) (\d{1,3}|[a-z-]+) "
                 + _UNIT + r"\b"), _relative_trailing),
     (re.compile(r"\b(?:in |during |for |of )?(?:the )?(?:last|previous|prior|past) (day|week|month|quarter|year)\b"),
@@ -197,9 +246,9 @@ _PATTERNS: list[tuple[re.Pattern, object]] = [
 ]
 
 
-def _absolute_in(m: re.Match) -> TimeSpan:
+def _absolute_in(m: re.Match) -> TimeSpan | None:
     span = _absolute(m.group(1))
-    return TimeSpan(span.kind, m.group(0).strip(), start=span.start, end=span.end, month=span.month)
+    return None if span is None else replace(span, words=m.group(0).strip())
 
 
 # "May" is also a verb and "march" a noun: a month name alone counts only after a word that introduces time.
@@ -214,6 +263,8 @@ _PART = rf"\b(?:{_QUARTER_WORD}|{_MONTH_WORD})\b"
 _SHARED_YEAR = re.compile(rf"({_PART})((?:,?(?: {_JOINING} | ?[-\u2013+&] ?){_PART})+),? (?:of |in )?({_YEAR_WORD})\b")
 _JOINED_PERIOD = re.compile(rf"(,?(?: {_JOINING} | ?[-\u2013+&] ?))({_PART})")
 MAX_SPANS = 8
+_YEAR_SAID_AFTER = re.compile(rf"((?:{_DAY_WORD}|\b{_MONTH_WORD}|\b{_QUARTER_WORD})(?:,? (?:{_JOINING}) (?:{_DAY_WORD}|"
+                              rf"{_MONTH_WORD}|{_QUARTER_WORD}))*),? (?:of |in )?(this|last) year\b")
 
 
 def _year_on_each(m: re.Match) -> str:
@@ -232,7 +283,11 @@ def find_times(question: str, latest: dt.date | None = None) -> tuple[list[TimeS
     """Every time expression in `question` (lower-cased), at most MAX_SPANS, the question with them blanked
     out, and where each was in it. A year written once after several quarters or months belongs to each of
     them; a month or quarter without one is the latest such before `latest`, when it is known."""
-    text = _SHARED_YEAR.sub(_year_on_each, question.lower())
+    text = question.lower()
+    if latest is not None:  # "march 1 to may 15 this year", "Q3 last year": of that year
+        text = _YEAR_SAID_AFTER.sub(lambda m: f"{m.group(1)} {latest.year - (m.group(2) == 'last')}".ljust(
+            len(m.group(0))), text)
+    text = _SHARED_YEAR.sub(_year_on_each, text)
     spans, starts = [], []
     while len(spans) < MAX_SPANS:
         span, text, start = _first_time(text)

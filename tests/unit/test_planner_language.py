@@ -714,3 +714,22 @@ def test_a_grain_said_twice_is_one_grain():
 def test_volume_of_rows_without_a_quantity_is_how_many():
     assert labels(read("support ticket volume last quarter").measures) == ["Number of support tickets"]
     assert "volume" in read("product volume in 2024").unknown  # units sold or products: not guessed
+
+
+@pytest.mark.parametrize(("question", "start", "end"), [
+    ("sales between march 1 and may 15 this year?", dt.date(2025, 3, 1), dt.date(2025, 5, 16)),
+    ("revenue from the 1st of march to the 15th of may 2024", dt.date(2024, 3, 1), dt.date(2024, 5, 16)),
+    ("orders from 2024-01-01 to 2024-06-30", dt.date(2024, 1, 1), dt.date(2024, 7, 1)),
+    ("orders from dec 1 to jan 15 2025", dt.date(2024, 12, 1), dt.date(2025, 1, 16)),
+    ("orders on march 3rd 2025", dt.date(2025, 3, 3), dt.date(2025, 3, 4)),
+    ("revenue from march to may", dt.date(2025, 3, 1), dt.date(2025, 6, 1)),  # (no year: once "now" is known)
+    ("revenue q3 last year", dt.date(2024, 7, 1), dt.date(2024, 10, 1)),
+])
+def test_days_and_periods_with_their_year_said_after(question, start, end):
+    assert read(question).needs_latest or read(question).time.kind == "between"
+    reading = read(question, LATEST)
+    assert (period(reading), reading.unknown) == (("between", start, end), [])
+
+
+def test_a_day_no_month_has_is_not_a_day():
+    assert "30" in read("orders on feb 30 2025", LATEST).unknown
