@@ -108,7 +108,9 @@ def plan(reading: Reading, entities: list[dict]) -> Drafted:
         draft["filter"] = conditions[0] if len(conditions) == 1 else {"all": conditions}
     if (reading.direction or reading.limit) and not dimensions:
         raise CannotPlan("I found nothing to rank: say what to rank by, e.g. \u201ctop 5 regions by net revenue\u201d")
-    if (reading.direction or reading.limit) and grain and len(dimensions) > 1:
+    one_period = reading.time is not None and reading.time.calendar_unit == grain  # "from 2024 to 2025": 2025
+    if (reading.direction or reading.limit) and grain and len(dimensions) > 1 and not (
+            reading.ranks_change and one_period):
         raise CannotPlan("a top or bottom within each period is more than I can answer; ask for one period, "
                          "e.g. \u201ctop 3 regions by net revenue in 2024\u201d")
     primary, label = _calculations(reading, draft, dimensions)
@@ -200,6 +202,8 @@ def _calculations(reading: Reading, draft: dict, dimensions: list[dict]) -> tupl
     if reading.compare:
         calculations += [{"id": "prior", "kind": "prior", "of": "m0", "against": reading.compare},
                          {"id": "growth", "kind": "growth", "of": "m0", "against": reading.compare}]
+        if reading.ranks_change:  # "which category grew fastest": ranked by its growth
+            primary, label = "growth", f"Growth of {label[:1].lower()}{label[1:]}"
     if calculations:
         draft["calculations"] = calculations
     return primary, label

@@ -33,14 +33,21 @@ trying try understand know curious interested help check looking look whether if
 i'm i've i'd we've we're we'd you're they're u ur along sit sits sitting lie lies move moves moved moving
 basically roughly approximately % contain contains containing getting gets receive receives received receiving
 thing things catalogue catalog database system dataset something anything everything stuff pull pulled grab fetch
-provide calendar subsequently range lineup assortment peak peaked
+provide calendar subsequently range lineup assortment peak peaked where sum pivot pivoted take took taken taking
+separate separately part
 """.split())
 _ASKING = ("which", "what", "show", "many", "much", "total", "number", "please")  # a typo may hide these
 # Phrases that frame a question without changing it ("right now", "in terms of", "revenue-wise").
 _FILLER = re.compile(r"\b(?:right now|at the moment|in terms of|out of(?: all| the)?|as well as|along with)\b|"
-                     r"(?<=\w)[- ]wise\b|^\s*but\b|\bbut(?= (?:by|for|in|with|now|as|on|per|only|just)\b)|"
+                     r"(?<=\w)[- ]wise\b|^\s*but\b|\bbut(?= (?:by|for|in|with|now|as|on|per|only|just|filter\w*)\b)|"
                      r"\b(?:across|over|for|in|of) (?:the )?(?:full|whole|entire|complete) history(?: of the data)?\b|"
-                     r"\b(?:of |for |over |in )?all[- ]time\b|"
+                     r"\b(?:of |for |over |in )?all[- ]time\b|\b(?:over|across|for|in) all (?:the )?(?:years|time|"
+                     r"periods|dates)\b|\bat (?:this|the) (?:moment|point|time)\b|"
+                     r"\b(?:both (?:days|dates|ends|months) )?(?:included|inclusive)\b|"
+                     r"\b(?:filter(?:ed)?|narrow(?:ed)?) (?:it |that |this |them )?(?:down )?(?:to|for|on)\b|"
+                     # "in-store, same year?": the earlier period (not "the same month last year": another one)
+                     r"\b(?:for |in |over )?(?:the )?same (?:year|quarter|month|week|period|time(?: frame)?|dates?)\b"
+                     r"(?! (?:last|a|the previous|one) (?:year|quarter|month|week)\b)|"
                      # a follow-up's words for "the earlier answer, changed": what changes is said beside them
                      r"\b(?:switch|swap|flip) (?:that|this|it|them)(?: over)? (?:to|into|for)\b|"
                      r"\b(?:narrow|limit|restrict) (?:that|this|it|them)(?: down)? to\b|"
@@ -61,6 +68,9 @@ _BECOMES = re.compile(r"\b(?:end|ends|ended|wind|winds|wound) up\b")  # "end up 
 # A sentence in the person's own voice ("I just started here -"): may set the scene (see `_asides`).
 _FIRST_PERSON = re.compile(r"\s*(?:i|i'm|i've|i'd|we|we're|we've|my|our team|fyi|btw|context|background|"
                            r"need it|it's for|it is for|this is for|people say)\b")
+# An impression beside the question ("felt busy", "seems low to me"): said as the person's own.
+_IMPRESSION = re.compile(r"\s*(?:it |that |this |things? )?(?:felt|feels|feel|seemed|seems|seem|looked|looks|"
+                         r"sounded|sounds)\b")
 # Calendar words a typo may hide in ("last yaer"), corrected before periods are read.
 _TIME_WORDS = ("year", "years", "month", "months", "quarter", "quarters", "week", "weeks", "previous", "since",
                "between", "yesterday", "today", "january", "february", "march", "april", "june", "july", "august",
@@ -85,7 +95,8 @@ _ABBREVIATIONS = {"avg": "average", "qty": "quantity", "pct": "percent", "yr": "
                   "tix": "tickets", "dept": "department", "depts": "departments", "rn": "now", "r": "are",
                   "n": "and", "havent": "haven't", "hasnt": "hasn't", "didnt": "didn't", "dont": "don't",
                   "doesnt": "doesn't", "isnt": "isn't", "arent": "aren't", "wasnt": "wasn't", "werent": "weren't",
-                  "wont": "won't"}  # (chat shorthand: "how many r smbs", "up n down", "last qtr")
+                  "wont": "won't", "cust": "customer", "custs": "customers"}
+# (chat shorthand above: "how many r smbs", "up n down", "last qtr")
 _PERIOD_SHORT = {"mom": "month over month", "qoq": "quarter over quarter", "wow": "week over week"}
 _FISCAL = "fiscal "  # "FY2025" as "fiscal 2025": read as the calendar year, and the answer says so
 SUPERLATIVE_HIGH = frozenset({"highest", "most", "largest", "biggest", "best", "top", "greatest", "maximum",
@@ -98,16 +109,21 @@ _TOP_N = re.compile(r"\b(top|bottom|best|worst|highest|lowest|largest|smallest|b
                     + "|".join(_NUMBER_WORDS) + r")\b")
 _N_TOP = re.compile(r"\b(\d{1,3}|" + "|".join(_NUMBER_WORDS) + r")\s+(top|bottom|best|worst|highest|lowest|largest|"
                     r"smallest|biggest|most|least)\b")  # "the 10 largest regions"
+_PACE = re.compile(r"\b(?:fastest|quickest|slowest)\b")
 # The order of a ranking said outright.
 _ORDER = re.compile(r"\b(highest|largest|biggest|most|top|best|lowest|smallest|least|fewest|worst|bottom)(?: ones?)? "
                     r"first\b|\b(?:from )?(highest|largest|biggest|most|lowest|smallest|least|fewest) to "
                     r"(?:lowest|smallest|least|fewest|highest|largest|biggest|most)\b|\b(?:(?:sorted|ordered) )?"
                     r"(?:in )?(descending|ascending|desc|asc)(?: order)?\b")
+_N_WITH_MOST = re.compile(r"\b(\d{1,3}|" + "|".join(w for w in _NUMBER_WORDS if w != "one") + r")\s+(?=(?:[^\W\d]+\s+)"
+                          r"{1,2}(?:with|by|having|that have|that had) (?:the )?(?:most|highest|biggest|largest|best|"
+                          r"lowest|least|smallest|fewest|worst)\b)")
 _UNITS = frozenset({"hour", "day", "week", "month", "quarter", "year"})
-_WHICH_N = re.compile(r"\b(?:which|what)\s+(\d{1,3}|" + "|".join(_NUMBER_WORDS) + r")\b(?=\s+[^\W\d])")
+_WHICH_N = re.compile(r"\b(?:which|what)\s+(\d{1,3}|" + "|".join(w for w in _NUMBER_WORDS if w != "one")
+                      + r")\b(?=\s+[^\W\d])")  # ("which one of these months": which, not how many)
 COMPARATIVE_HIGH = frozenset({"more", "higher", "bigger", "greater", "better"})
 COMPARATIVE_LOW = frozenset({"lower", "fewer", "smaller", "worse"})  # not "less": "revenue less returns" subtracts
-_SHARE = re.compile(r"\b(?:share|percentage|percent|proportion|fraction)\b|%")
+_SHARE = re.compile(r"\b(?:share|percentage|percent|proportion|fraction)\b|%|\b(?:what|which) part(?= of\b)")
 _SAME_PERIOD_LAST_YEAR = re.compile(
     r"\b(year[ -]over[ -]year|yoy|y/y|(?:vs\.?|versus|compared (?:to|with)|against) (?:the )?(?:same (?:period|"
     r"month|quarter|week) )?(?:of )?last year)\b")
@@ -128,7 +144,8 @@ _BY_GRAIN = re.compile(r"\b(?:by|per|each|every|over|for each|in each|across) (?
 _TREND = re.compile(r"\bover time\b|\btrend(?:s|ing|ed)?\b")
 # "which month had the most orders", "the best quarter for sales": the periods themselves, ranked.
 _WHICH_PERIOD = re.compile(r"\b(?:which|what|best|worst|busiest|quietest|strongest|weakest|highest|lowest|"
-                           r"biggest|top) (hour|day|week|month|quarter|year)s?\b")
+                           r"biggest|top) (?:one (?:of )?)?(?:(?:these|those|the) )?(hour|day|week|month|quarter|"
+                           r"year)s?\b")
 _BREAKDOWN = re.compile(r"\b(?:by|per|across|for each|in each|each|split by|broken down by|grouped by|"
                         r"for every)\s*$")
 # "units in an order": the entity after these words is what a measure is divided by, as after "per".
@@ -142,7 +159,7 @@ _AGAINST = re.compile(r"\b(?:compare[sd]?|comparison|vs\.?|versus|against|stack(
 _SPLIT = re.compile(r"\b(vs\.?|versus|compared (?:to|with)|against)\b")
 # "compare A and B", "cancelled and refunded orders, how many of each": values joined by "and", side by side
 _COMPARE_AND = re.compile(r"\b(compare[ds]?|comparing|comparison|differ(?:s|ence|ent)?|of each|each of them|"
-                          r"respectively|separately|break (?:it |them )?(?:out|down)|split)\b")
+                          r"respectively|separately|separate|break (?:it |them )?(?:out|down)|split)\b")
 # Words that ask for data this planner is never given (never-to-model fields hold them).
 PERSONAL = frozenset({"email", "emails", "e-mail", "e-mails", "phone", "phones", "telephone", "address",
                       "addresses", "password", "passwords", "ssn", "birthday", "birthdays", "name", "names",
@@ -198,6 +215,7 @@ class Reading:
     listing: bool = False
     time_field: dict | None = None  # a date named in the question ("joined", "order date"): time is counted by it
     owner_hint: str | None = None  # the measure's entity, known before the words that depend on it are read
+    ranks_change: bool = False  # "which category grew fastest": ranked by the change, not the measure
     against_earlier: bool = False  # a follow-up's period set against the earlier one: its breakdowns stay
 
 
@@ -387,6 +405,7 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     reading.assumed += [(f"fy{year}", f"the calendar year {year}") for year in re.findall(_FISCAL + r"(\d{4})", text)]
     text = text.replace(_FISCAL, "")
     spans, text, time_starts = find_times(text, latest)
+    text, spans, time_starts = _second_question(text, question, spans, time_starts, matches, reading)
 
     text, value_spans = _values(text, reading, vocabulary, matches)
     text = _framing(text, vocabulary, reading, value_spans, time_starts)
@@ -423,7 +442,7 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     elif growth and reading.share_of_total:
         reading.share_of_total = False  # "percentage change in revenue": the change, in percent
     if earlier is not None and (not reading.measures or is_follow_up(question)):
-        return _follow(earlier, reading, question)
+        return _follow(earlier, reading, question, vocabulary)
     return reading
 
 
@@ -558,8 +577,9 @@ def _values(text: str, reading: Reading, vocabulary: Vocabulary, matches: list[d
         if match["field_id"] not in fields:
             continue
         if match.get("approximate"):  # a near spelling: never a word the catalog, a question or English has
-            if _asking_word(said) or singular(said) in vocabulary.known or is_common(said):
-                continue
+            if _asking_word(said) or singular(said) in vocabulary.known or (
+                    is_common(said) and not _spelled_otherwise(said, value)):
+                continue  # ("canceled" is "cancelled" spelled the American way, "later" no "latter")
             reading.assumed.append((said, value))
         # Every place the value is said, in the person's words or its own ("third-party marketplaces", "phone
         # channel … phone orders"), but not where it begins a measure's name.
@@ -571,13 +591,16 @@ def _values(text: str, reading: Reading, vocabulary: Vocabulary, matches: list[d
             by_field.setdefault(match["field_id"], []).append((found.start(), value))
     for field_id, found in by_field.items():
         found.sort()
+        text, found = _said_besides(text, found)
         values = tuple(dict.fromkeys(v for _, v in found))
         between = text[found[0][0]:found[-1][0]] if len(found) > 1 else ""
         condition = Filter(fields[field_id], values)
         if _SHARE.search(text) and re.search(r"\b(are|were|is|was|get|got|being|been)\s+$", text[:found[0][0]]):
             reading.share = condition  # "what share of orders are cancelled": the part, not a filter
         elif len(values) > 1 and (_SPLIT.search(between) or (
-                re.search(r"\b(and|or|than)\b", between) and (COMPARING.search(text) or _COMPARE_AND.search(text)))):
+                re.search(r"\b(and|or|than)\b", between) and (COMPARING.search(text) or _COMPARE_AND.search(text)))
+                or (re.search(r"\bor\b", between) and re.search(r"\bwhich\b", text) and set(_WORD.findall(
+                    text)) & (SUPERLATIVE_HIGH | SUPERLATIVE_LOW))):  # "which had the most, web or store?"
             reading.split = condition
             text = _blank(text, found[0][0], found[-1][0])
         else:
@@ -606,6 +629,38 @@ def _compound(written: str, vocabulary: Vocabulary) -> str:
     if singular(joined) in vocabulary.known:
         return joined.ljust(len(written))
     return written.replace("-", " ")
+
+
+# "…this year, and how many were critical?": a second question begins.
+_SECOND_QUESTION = re.compile(r"(?:,\s*|;\s*|\s)(?:and|but|also|plus)\s+(?=(?:how many|how much|what|which|who|"
+                              r"where|when|is|are|was|were|did|does|do)\b)")
+
+
+def _second_question(text: str, question: str, spans: list[TimeSpan], time_starts: list[int], matches: list[dict],
+                     reading: Reading) -> tuple[str, list[TimeSpan], list[int]]:
+    """A second question that names a value ("…, and how many were critical?") is not folded into the first
+    (that would answer neither): it is named as unusable, to be asked on its own."""
+    found = _SECOND_QUESTION.search(text)
+    if found is None or not _WORD.findall(text[:found.start()]):
+        return text, spans, time_starts
+    start = found.start()
+    rest = text[start:]
+    valued = any(re.search(r"(?<!\w)" + re.escape((m.get("matched_text") or m["untrusted_value"]).lower()), rest)
+                 for m in matches)
+    if not valued:  # ("how many orders and how many units in 2024?": two measures of the same rows, when "in
+        return text, spans, time_starts  # 2024" may be said of both; "revenue in 2024 and what was it in 2023")
+    said = " ".join(question[start:].split()).strip(" ,;.?!")
+    reading.unknown.append(said)
+    reading.reasons[said] = "I answer one question at a time: ask this part on its own next"
+    reading.asks_other_rows = True  # (no reading without it is the question asked)
+    kept = [(span, at) for span, at in zip(spans, time_starts, strict=True) if at < start]
+    return text[:start] + " " * len(rest), [span for span, _ in kept], [at for _, at in kept]
+
+
+def _spelled_otherwise(said: str, value: str) -> bool:
+    """The same word spelled another way by doubling a letter ("canceled", "cancelled"; "fulfilment")."""
+    undoubled = [re.sub(r"(.)\1", r"\1", word.lower()) for word in (said, value)]
+    return undoubled[0] == undoubled[1] and said.lower() != value.lower() and len(said) >= 6
 
 
 def _framing(text: str, vocabulary: Vocabulary, reading: Reading, value_spans: list[tuple[int, int, str]],
@@ -649,6 +704,22 @@ def _framing(text: str, vocabulary: Vocabulary, reading: Reading, value_spans: l
     return _blank(text, 0, found.end())
 
 
+_NOT_BEFORE = re.compile(r"\b(?:but not|and not|not|excluding|except|without)\s+(?:the\s+|any\s+)?$")
+
+
+def _said_besides(text: str, found: list[tuple[int, str]]) -> tuple[str, list[tuple[int, str]]]:
+    """"Only open, not pending": a value ruled out beside another value of the same field kept says nothing
+    more than the kept one; its negating word is explained. Ruled out alone ("not web"), it stays unexplained."""
+    negated = {(at, value) for at, value in found if _NOT_BEFORE.search(text[:at])}
+    kept = [(at, value) for at, value in found if (at, value) not in negated]
+    if not negated or not kept or {v for _, v in negated} & {v for _, v in kept}:
+        return text, found
+    for at, _ in negated:
+        said = _NOT_BEFORE.search(text[:at])
+        text = _blank(text, said.start(), said.end())
+    return text, kept
+
+
 _SENTENCE = re.compile(r"[^.!?;\u2013]+?(?:[.!?;]+|\s[-\u2013]\s|$)")
 RESTRICTING = frozenset({"only", "just", "solely", "exclusively"})
 _PEOPLE = frozenset({"i", "we", "you", "they"})
@@ -673,7 +744,7 @@ def _asides(text: str, vocabulary: Vocabulary, value_spans: list[tuple[int, int,
         sentence = text[start:end]
         inside = {value for at, _, value in value_spans if start <= at < end}
         elsewhere = {value for at, _, value in value_spans if not start <= at < end}
-        first_person = _FIRST_PERSON.match(sentence) is not None
+        first_person = _FIRST_PERSON.match(sentence) is not None or _IMPRESSION.match(sentence) is not None
         holds = any(start <= at < end for at in time_starts) or _restricts(sentence, vocabulary) or bool(
             inside - elsewhere if first_person else inside)
         # (an aside of one or two words, "Weekends.", may well restrict: never passed over)
@@ -733,6 +804,9 @@ def _names_a_measure(text: str, start: int, vocabulary: Vocabulary) -> bool:
 
 
 def _ranking(text: str, reading: Reading) -> str:
+    pace, text = _take(_PACE, text) if reading.compare else (None, text)
+    if pace:  # "grew fastest": the groups ranked by their growth
+        reading.direction, reading.ranks_change = "asc" if pace.group(0) == "slowest" else "desc", True
     order, text = _take(_ORDER, text)
     if order:  # "highest first", "from lowest to highest": the order, with or without a limit
         reading.direction = "asc" if (order.group(1) or order.group(2) or order.group(3)) in SUPERLATIVE_LOW | {
@@ -744,6 +818,8 @@ def _ranking(text: str, reading: Reading) -> str:
         count, word = (top.group(1), top.group(2)) if top else (None, None)
     if top is None and (tokens := set(_WORD.findall(text))) & (SUPERLATIVE_HIGH | SUPERLATIVE_LOW):
         top, text = _take(_WHICH_N, text)  # "which 3 regions are the weakest"
+        if top is None:
+            top, text = _take(_N_WITH_MOST, text)  # "the 5 products with the biggest revenue"
         low = tokens & SUPERLATIVE_LOW and not tokens & SUPERLATIVE_HIGH
         count, word = (top.group(1), "lowest" if low else "highest") if top else (None, None)
     if top:
@@ -870,7 +946,9 @@ def _catalog_words(text: str, reading: Reading, vocabulary: Vocabulary, value_sp
             position += len(entries[0].phrase)
             continue
         word = seen.tokens[position]
-        if word in PERSONAL or raw[position] in PERSONAL:
+        if word == "name" and _shown_name(position, seen, vocabulary):
+            pass  # "the 5 products with the biggest revenue? Name and revenue": the products' own names
+        elif word in PERSONAL or raw[position] in PERSONAL:
             reading.personal.append(raw[position])
         elif word in AVERAGE_WORDS:
             seen.averages.append(raw[position])
@@ -1085,6 +1163,25 @@ def _doer(entity: dict, position: int, size: int, seen: _Words, vocabulary: Voca
         vocabulary.entities, e.item["entity_id"]) for e in verb)
 
 
+def shown_name(entity: dict) -> dict | None:
+    """The field that names an entity's rows where it may be shown ("Product name"), if any."""
+    return next((f for f in entity.get("fields", []) if f["exposure"] == "bounded-values" and f["type"] == "string"
+                 and words(f["label"]) in (words(entity["label"]) + ["name"], ["name"])), None)
+
+
+def _shown_name(position: int, seen: _Words, vocabulary: Vocabulary) -> bool:
+    """"name" is the name of rows shown by name: of the entity it is said with ("customer names", "names of the
+    customers"), else of every entity the question names; never a person's that is not shown."""
+    def entities_at(start: int) -> list[dict]:
+        return [e.item for e in vocabulary.longest_at(seen.tokens, start) if e.kind == "entity"] if 0 <= start < len(
+            seen.tokens) else []
+    after = position + 1 + (seen.tokens[position + 1:position + 2] == ["of"]) + (
+        seen.tokens[position + 2:position + 3] == ["the"])
+    attached = entities_at(position - 1) + (entities_at(after) if after > position + 1 else [])
+    named = attached or [item for start in range(len(seen.tokens)) for item in entities_at(start)]
+    return bool(named) and all(shown_name(entity) is not None for entity in named)
+
+
 def _implied_measure(text: str, seen: _Words, reading: Reading, vocabulary: Vocabulary) -> None:
     """No measure named: "which return reason is most common" counts the breakdown's own rows."""
     if reading.measures or seen.entities or not reading.breakdowns:
@@ -1180,14 +1277,16 @@ def _settle_shares(reading: Reading) -> None:
         reading.share_of_total = False
 
 
-def _follow(earlier: Reading, new: Reading, question: str) -> Reading:
+def _follow(earlier: Reading, new: Reading, question: str, vocabulary: Vocabulary) -> Reading:
     """A follow-up ("now only web", "same by region", "and last year?") changes the earlier reading."""
     merged = replace(earlier, unknown=list(new.unknown), personal=list(new.personal), follow_up=True,
                      which=new.which or (earlier.which and not new.breakdowns), listing=False,
                      reasons=dict(new.reasons), needs_latest=new.needs_latest or earlier.needs_latest,
                      assumed=[*earlier.assumed, *new.assumed])
-    whose_rows = new.counted_by_name and any(f.field["entity_id"] == m["entity_id"] for f in new.filters
-                                             for m in new.measures)
+    # "now for enterprise customers", "canadian customers only": whose rows (a value of theirs, or of what they
+    # belong to), not what to count
+    whose_rows = new.counted_by_name and any(f.field["entity_id"] in reachable(vocabulary.entities, m["entity_id"])
+                                             for f in new.filters for m in new.measures)
     if new.measures and not whose_rows:  # "and units sold?", not "now for enterprise customers" (whose rows)
         merged.measures, merged.per, merged.share_of_total = list(new.measures), new.per, new.share_of_total
         merged.time_field = new.time_field  # another measure is dated by its own date, unless one is named
@@ -1210,6 +1309,7 @@ def _follow(earlier: Reading, new: Reading, question: str) -> Reading:
     if new.limit or new.direction:
         merged.limit, merged.direction = new.limit, new.direction
     merged.compare = new.compare or earlier.compare
+    merged.ranks_change = new.ranks_change or (earlier.ranks_change and not new.direction)
     merged.compare_grain = new.compare_grain or earlier.compare_grain
     merged.split = new.split or merged.split
     merged.share = new.share or earlier.share

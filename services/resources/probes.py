@@ -236,8 +236,12 @@ def _near_spellings(warehouse: Warehouse, fields: list[CatalogField], text: str,
         if not words or len(near) >= room:
             break
         values = few(fld) if few is not None else few_values(warehouse, fld)
+        # the model's other one-word names for values held ("webiste" is "website", which is web)
+        others = {other.casefold(): value for value, said in fld.spec.values.items() if values and value in values
+                  for other in said if len(_spaced(other).split()) == 1 and other.casefold() not in values}
         for word in words:
-            value = near_spelling(word, values) if values else None
+            value = near_spelling(word, (*values, *others)) if values else None
+            value = others.get(value, value)
             if value is not None and (fld.id, value) not in known and len(near) < room:
                 known.add((fld.id, value))
                 near.append(ValueMatch(fld, value, word, approximate=True))

@@ -66,6 +66,9 @@ def test_a_near_spelling_names_a_value_and_is_marked_approximate(session):
     assert value_match(session, "tickets of urgnt priority", session.field("support_tickets", "priority")) == {
         ("support_tickets", "priority", "urgent", "urgnt", True)}
     assert ("regions", "name", "Québec", "quebec", True) in value_match(session, "revenue in quebec")
+    # a near spelling of another word the model declares for a value held ("website" is web)
+    assert value_match(session, "orders thru the webiste", session.field("orders", "channel")) == {
+        ("orders", "channel", "web", "webiste", True)}
 
 
 def test_a_word_that_is_a_value_is_never_also_a_near_spelling_of_another(session):

@@ -733,3 +733,80 @@ def test_days_and_periods_with_their_year_said_after(question, start, end):
 
 def test_a_day_no_month_has_is_not_a_day():
     assert "30" in read("orders on feb 30 2025", LATEST).unknown
+
+
+@pytest.mark.parametrize("question", [
+    "order count where channel = web, last qtr",
+    "sum of units returned in 2025 by reason, desc",
+    "# custs signed up in 2025 grouped by segment",
+    "How many store orders did we take this month?",
+    "Can you give me the net revenue for 2024 and for 2025, each year separate?",
+    "Give me please the return rate for each product category, over all the years.",
+    "Please count me the orders from 1st of June until 15th of August 2024, both days included.",
+    "Which part of the orders in year 2025 was cancelled?",
+])
+def test_an_analysts_and_a_second_language_words(question):
+    reading = read(question, LATEST)
+    assert reading.measures and not reading.unknown, reading.unknown
+
+
+def test_follow_ups_in_other_words():
+    pivot = follow("orders in 2024", "now pivot by channel")
+    assert labels(pivot.breakdowns) == ["Sales channel"] and not pivot.unknown
+    narrowed = follow("top 5 products by revenue", "same but filter to Apparel")
+    assert [f.values for f in narrowed.filters] == [("Apparel",)] and not narrowed.unknown
+    same_year = follow("orders in 2023", "And how it looks for store, same year?")
+    assert period(same_year) == ("between", dt.date(2023, 1, 1), dt.date(2024, 1, 1)) and not same_year.unknown
+    month = follow("orders by month in 2025", "And which one of these months had the most orders?")
+    assert (month.grain, month.direction, month.limit, month.unknown) == ("month", "desc", None, [])
+    assert read("revenue this month vs the same month last year").compare == "same_period_last_year"
+
+
+def test_a_value_spelled_the_other_way_is_that_value():
+    canceled = {**match("cancelled", "orders", "status"), "matched_text": "canceled", "approximate": True}
+    reading = understand("What share of orders got canceled this year?", SLICE, [canceled])
+    assert reading.share.values == ("cancelled",) and not reading.unknown
+    later = {**match("latter", "orders", "status"), "matched_text": "later", "approximate": True}
+    assert not understand("orders placed later", SLICE, [later]).filters  # another word, not a spelling
+
+
+def test_name_is_personal_unless_it_is_the_name_of_rows_shown():
+    products = read("Which are the 5 products with biggest net revenue in 2025? Name and revenue, please.")
+    assert (products.limit, products.personal, products.unknown) == (5, [], [])
+    assert read("customer names in Canada").personal
+    assert read("top products and their customers' names").personal
+    assert read("top 5 customers by revenue with their names").personal
+
+
+def test_a_value_ruled_out_beside_the_one_kept_says_nothing_more():
+    only = understand("How many support tickets are in status open at this moment? Only open, not pending.", SLICE,
+                      VALUES + [match("pending", "support_tickets", "status")])
+    assert [f.values for f in only.filters] == [("open",)] and not only.unknown
+    assert read("revenue not from web").unknown == ["not"]  # ruled out alone: turned around, never dropped
+
+
+def test_a_second_question_naming_a_value_is_asked_on_its_own():
+    reading = read("How many support tickets did we get this year, and how many were high?")
+    assert reading.unknown == ["and how many were high"] and not reading.filters
+    assert "one question at a time" in reading.reasons["and how many were high"]
+    assert exact_reading(reading, SLICE, VALUES) is None
+    both = read("how many orders and how many units in 2024?")  # two measures of the same rows
+    assert labels(both.measures) == ["Number of orders", "Units sold"] and not both.unknown
+
+
+def test_grew_fastest_ranks_by_growth():
+    reading = read("Which product category grew revenue fastest from 2024 to 2025?")
+    assert (reading.ranks_change, reading.direction, reading.compare) == (True, "desc", "previous_period")
+    drafted = plan(reading, SLICE)
+    assert drafted.draft["order_by"] == [{"output": "growth", "direction": "desc"}]
+    assert "fastest" in read("fastest shipping region").unknown  # no growth asked: not understood
+
+
+def test_a_follow_up_naming_whose_rows_keeps_the_measure():
+    later = follow("revenue by region in 2025, highest first", "same, canadian custs only")
+    assert labels(later.measures) == ["Net revenue"] and [f.values for f in later.filters] == [("Canada",)]
+
+
+def test_an_impression_beside_the_question_is_passed_over_unless_it_names_a_value():
+    assert not read("how many tickets got logged last month? felt busy").unknown
+    assert read("revenue by month. seems low for web.").unknown[0] == "seems low for web"
