@@ -1283,10 +1283,12 @@ def _follow(earlier: Reading, new: Reading, question: str, vocabulary: Vocabular
                      which=new.which or (earlier.which and not new.breakdowns), listing=False,
                      reasons=dict(new.reasons), needs_latest=new.needs_latest or earlier.needs_latest,
                      assumed=[*earlier.assumed, *new.assumed])
-    # "now for enterprise customers", "canadian customers only": whose rows (a value of theirs, or of what they
-    # belong to), not what to count
-    whose_rows = new.counted_by_name and any(f.field["entity_id"] in reachable(vocabulary.entities, m["entity_id"])
-                                             for f in new.filters for m in new.measures)
+    # "now for enterprise customers", "canadian customers only": rows the earlier measure's rows belong to, said
+    # with a value of theirs (or of what they belong to), say whose rows; they are not what to count
+    whose_rows = new.counted_by_name and bool(new.filters) and all(
+        any(m["entity_id"] in reachable(vocabulary.entities, before["entity_id"]) for before in earlier.measures)
+        and any(f.field["entity_id"] in reachable(vocabulary.entities, m["entity_id"]) for f in new.filters)
+        for m in new.measures)
     if new.measures and not whose_rows:  # "and units sold?", not "now for enterprise customers" (whose rows)
         merged.measures, merged.per, merged.share_of_total = list(new.measures), new.per, new.share_of_total
         merged.time_field = new.time_field  # another measure is dated by its own date, unless one is named
