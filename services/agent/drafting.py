@@ -10,7 +10,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 
 from services.agent.time_words import TimeSpan
-from services.agent.understanding import Filter, Reading, reachable, words
+from services.agent.understanding import Filter, Reading, reachable, time_field, words
 
 
 class CannotPlan(Exception):
@@ -57,16 +57,6 @@ def plan_listing(entities: list[dict], asked: set[str]) -> Listing | None:
              "fields": [{"id": f"c{i}", "field": f["id"]} for i, f in enumerate(fields)],
              "order_by": [{"output": f"c{fields.index(order_field)}", "direction": "desc"}]}
     return Listing(entity, fields, order_field, draft)
-
-
-def time_field(entities: list[dict], owner: str) -> dict | None:
-    """The date or time field of the measure's entity, or of one it belongs to, nearest first."""
-    by_id = {e["id"]: e for e in entities}
-    for entity_id in reachable(entities, owner):
-        for fld in by_id.get(entity_id, {}).get("fields", []):
-            if fld["type"] in ("timestamp", "date") and fld["exposure"] == "bounded-values":
-                return fld
-    return None
 
 
 def _moment(day: dt.date, fld: dict) -> str:

@@ -18,13 +18,14 @@ from dataclasses import dataclass, field
 
 from services.agent import drafting, suggestions
 from services.agent.composing import compose, compose_flag_button, compose_listing, subject
-from services.agent.drafting import CannotPlan, Drafted, time_field
+from services.agent.drafting import CannotPlan, Drafted
 from services.agent.understanding import (
-    CHANGE_VERBS,
     LISTING_WORDS,
     Reading,
+    asks_to_change,
     lower_first,
     spelled_out,
+    time_field,
     understand,
     unexplained_words,
     words,
@@ -71,7 +72,7 @@ class EmbeddedPlanner:
             return external
         if not words(question):
             return Plan("I need a question in words, for example \u201cnet revenue by month\u201d.", False)
-        if CHANGE_VERBS.match(question.lower()):
+        if asks_to_change(question):
             return await self._cannot_change(call)
         entities, matches = await self._slice(question, call)
         reading = self._read(question, entities, matches)

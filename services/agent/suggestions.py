@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from services.agent.drafting import CannotPlan, plan, time_field
+from services.agent.drafting import CannotPlan, plan
 from services.agent.time_words import spoken
-from services.agent.understanding import NEGATIONS, Reading, lower_first, reachable, understand
+from services.agent.understanding import NEGATIONS, Reading, lower_first, reachable, time_field, understand
 from tessera.resources.v1 import resources_pb2
 
 MAX_SUGGESTIONS = 4

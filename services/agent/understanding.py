@@ -34,29 +34,34 @@ i'm i've i'd we've we're we'd you're they're u ur along sit sits sitting lie lie
 basically roughly approximately % contain contains containing getting gets receive receives received receiving
 thing things catalogue catalog database system dataset something anything everything stuff pull pulled grab fetch
 provide calendar subsequently range lineup assortment peak peaked where sum pivot pivoted take took taken taking
-separate separately part
+separate separately part mix
 """.split())
 _ASKING = ("which", "what", "show", "many", "much", "total", "number", "please")  # a typo may hide these
 # Phrases that frame a question without changing it ("right now", "in terms of", "revenue-wise").
 _FILLER = re.compile(r"\b(?:right now|at the moment|in terms of|out of(?: all| the)?|as well as|along with)\b|"
                      r"(?<=\w)[- ]wise\b|^\s*but\b|\bbut(?= (?:by|for|in|with|now|as|on|per|only|just|filter\w*)\b)|"
                      r"\b(?:across|over|for|in|of) (?:the )?(?:full|whole|entire|complete) history(?: of the data)?\b|"
+                     r"\ball[- ]time\s*,?\s*not (?:just|only) (?:this|last) (?:year|quarter|month|week)\b|"
+                     r"\bdrill (?:down )?(?:into|to|on|in)\b|"
                      r"\b(?:of |for |over |in )?all[- ]time\b|\b(?:over|across|for|in) all (?:the )?(?:years|time|"
                      r"periods|dates)\b|\bat (?:this|the) (?:moment|point|time)\b|"
                      r"\b(?:both (?:days|dates|ends|months) )?(?:included|inclusive)\b|"
                      r"\b(?:filter(?:ed)?|narrow(?:ed)?) (?:it |that |this |them )?(?:down )?(?:to|for|on)\b|"
-                     # "in-store, same year?": the earlier period (not "the same month last year": another one)
-                     r"\b(?:for |in |over )?(?:the )?same (?:year|quarter|month|week|period|time(?: frame)?|dates?)\b"
-                     r"(?! (?:last|a|the previous|one) (?:year|quarter|month|week)\b)|"
-                     # a follow-up's words for "the earlier answer, changed": what changes is said beside them
-                     r"\b(?:switch|swap|flip) (?:that|this|it|them)(?: over)? (?:to|into|for)\b|"
-                     r"\b(?:narrow|limit|restrict) (?:that|this|it|them)(?: down)? to\b|"
-                     r"\b(?:keeping|keep) (?:the )?same (?:(?!by\b|per\b|in\b|for\b|but\b|only\b)[a-z]+"
-                     r"(?:,? and |, | |(?=[^a-z])|$)){1,4}|"
                      r"(?<!came )(?<!come )(?<!went )(?<!sent )(?<!send )(?<!got )(?<!brought )"
                      r"\bback(?= in (?:19|20)\d\d)|"
                      r"\b(?:marked|flagged|listed|tagged) as\b|\bas (?=(?:a |an )?(?:share|percentage|percent|"
                      r"proportion|fraction)\b)")  # ("but" leading a follow-up, not "all but web"; "as a share of")
+# A follow-up's words for "the earlier answer, changed" ("switch that to units", "same year", "that year"):
+# what changes is said beside them. Only beside an earlier question; alone they are not understood.
+_REFERS_BACK = re.compile(
+    # "in-store, same year?": the earlier period (not "the same month last year": another one)
+    r"\b(?:for |in |over )?(?:the )?same (?:year|quarter|month|week|period|time(?: frame)?|dates?)\b"
+    r"(?! (?:last|a|the previous|one) (?:year|quarter|month|week)\b)|"
+    r"\b(?:in |for |over |during )?(?:that|those) (?:years?|quarters?|months?|weeks?|periods?)\b|"
+    r"\b(?:switch|swap|flip) (?:that|this|it|them)(?: over)? (?:to|into|for)\b|"
+    r"\b(?:narrow|limit|restrict) (?:that|this|it|them)(?: down)? to\b|"
+    r"\b(?:keeping|keep) (?:the )?same (?:(?!by\b|per\b|in\b|for\b|but\b|only\b)[a-z]+(?:,? and |, | |(?=[^a-z])|$))"
+    r"{1,4}")
 _FUTURE = re.compile(r"\b(?:will|shall|won't)\b(?!\s+(?:you|u)\b)|\bgoing to (?:be|look|happen)\b|\bgonna\b|"
                      r"\b(?:forecast|predict|projection)\w*|\b(?:should|can|do|would) we expect\b|"
                      r"(?<!the )\bnext (?:year|quarter|month|week|season)s?\b")
@@ -67,7 +72,8 @@ _PHRASAL = re.compile(r"\b(send|sends|sent|sending|bring|brings|brought|bringing
 _BECOMES = re.compile(r"\b(?:end|ends|ended|wind|winds|wound) up\b")  # "end up refunded": are refunded
 # A sentence in the person's own voice ("I just started here -"): may set the scene (see `_asides`).
 _FIRST_PERSON = re.compile(r"\s*(?:i|i'm|i've|i'd|we|we're|we've|my|our team|fyi|btw|context|background|"
-                           r"need it|it's for|it is for|this is for|people say)\b")
+                           r"need it|it's for|it is for|this is for|people say|putting together|working on|prepping|"
+                           r"preparing|curious|wondering)\b")
 # An impression beside the question ("felt busy", "seems low to me"): said as the person's own.
 _IMPRESSION = re.compile(r"\s*(?:it |that |this |things? )?(?:felt|feels|feel|seemed|seems|seem|looked|looks|"
                          r"sounded|sounds)\b")
@@ -123,7 +129,7 @@ _WHICH_N = re.compile(r"\b(?:which|what)\s+(\d{1,3}|" + "|".join(w for w in _NUM
                       + r")\b(?=\s+[^\W\d])")  # ("which one of these months": which, not how many)
 COMPARATIVE_HIGH = frozenset({"more", "higher", "bigger", "greater", "better"})
 COMPARATIVE_LOW = frozenset({"lower", "fewer", "smaller", "worse"})  # not "less": "revenue less returns" subtracts
-_SHARE = re.compile(r"\b(?:share|percentage|percent|proportion|fraction)\b|%|\b(?:what|which) part(?= of\b)")
+_SHARE = re.compile(r"\b(?:share|percentage|percent|proportion|fraction|mix)\b|%|\b(?:what|which) part(?= of\b)")
 _SAME_PERIOD_LAST_YEAR = re.compile(
     r"\b(year[ -]over[ -]year|yoy|y/y|(?:vs\.?|versus|compared (?:to|with)|against) (?:the )?(?:same (?:period|"
     r"month|quarter|week) )?(?:of )?last year)\b")
@@ -168,13 +174,26 @@ _PERSONAL_PHRASE = re.compile(r"\b(?:phone|telephone|mobile|cell|contact|home|ma
                               r"(?:numbers?|details?|info|address(?:es)?)\b")
 CHANGE_VERBS = re.compile(r"^\s*(?:(?:please|pls|plz|kindly)\s+)?(?:(?:can|could|would) (?:you|u)\s+)?(?:please\s+)?"
                           r"(delete|remove|drop|update|change|modify|set|cancel|refund|insert|edit|rename|mark|close|"
-                          r"reopen|erase|wipe|purge|clear|add|get rid of)\b"
+                          r"reopen|erase|wipe|purge|clear|add|get rid of|move|assign|reassign|transfer|convert|upgrade|"
+                          r"downgrade|merge|flag|tag|archive|restore|approve|reject|void|disable|enable|deactivate|"
+                          r"activate|suspend|promote|demote|block|unblock)\b"
                           r"(?!\s+(?:in|of|over|from|by)\b)")  # "change in revenue" asks, it does not order
 LISTING_WORDS = frozenset({"latest", "recent", "newest"})  # a listing's own words, unusable in an analysis
-_THANKS = re.compile(r"^\s*(?:(?:thanks|thank you|thx|ok|okay|great|cool|perfect|nice|got it)\b[\s,.!]*)+")
 _CHANGE_THAT = re.compile(r"\b(?:switch|swap|flip|narrow|limit|restrict|break|split|change|turn|make|show|do|redo|"
                           r"run|filter) (?:that|this|it|them|those)\b|\b(?:those|these|that) (?:same|ones)\b|"
                           r"\b(?:each|all|any) of (?:those|these|them)\b")
+# Chat around a question (Slack-style): greetings, reactions, thanks, sign-offs and hedges, none of which
+# changes what is asked. Emoji end a sentence, as a full stop would.
+_EMOJI = re.compile("[\U0001F300-\U0001FAFF\u2600-\u27BF\u2B50\u2B55\uFE0F\u200D]+")
+_GREETING = re.compile(r"^\s*(?:(?:hey|hi|hello|hiya|yo|howdy|morning|good (?:morning|afternoon|evening)|afternoon|"
+                       r"evening|ok|okay|cool|nice|great|perfect|awesome|sweet|thanks|thank you|thx|ty|got it|"
+                       r"ah|oh|hmm|so)(?: (?:team|all|folks|everyone|there|guys|y'all|again|so much))?\b"
+                       r"[\s!,.:;\-\u2013\u2014]*)+")
+_CHAT = re.compile(r"\b(?:thx|thanks(?: (?:a lot|so much|again|in advance))?|thank you(?: so much)?|ty|cheers|lmk|"
+                   r"let me know|no rush|no worries|no pressure|asap|when you (?:get|have) a (?:sec|second|minute|"
+                   r"chance)|if (?:possible|you can)|worth a (?:shot|try|go)|quick (?:q|question|one|sanity check|"
+                   r"check)|sanity check|double[- ]check(?:ing)?|just checking)\b|"
+                   r"\b(?:i'?m )?not sure (?:if|whether) [^.?!;]{0,80}?(?:\bbut\b|(?=[.?!;])|$)")
 FOLLOW_UP = re.compile(r"^\s*(?:and|now|what about|how about|same|also|only|just|instead|but|then|ok|okay)\b")
 
 
@@ -307,6 +326,8 @@ class Vocabulary:
 
     def corrected(self, word: str) -> str:
         """A typo'd word as the catalog word it most likely meant ("revenu" → "revenue")."""
+        if word.endswith("al") and word[:-2] in self.known and word not in self.known:
+            return word[:-2]  # "regional" market, "national" figures: of the region, of the nation
         if word in self.known or word in STOP or len(word) < 4 or word.isdigit() or is_common(word):
             return word  # (an ordinary word is meant as written: "started" is no typo of "state")
         if word not in self._corrections:  # a question may repeat a word a thousand times
@@ -314,7 +335,8 @@ class Vocabulary:
                 self._corrections[word] = word  # "refunded" is no typo of "refund": maybe a value
             else:
                 # a catalog word first; else one of the few asking words ("wich" is "which")
-                self._corrections[word] = near(word, self._known_in_order) or near(word, _ASKING) or word
+                self._corrections[word] = near(word, self._known_in_order) or (word.endswith("s") and near(
+                    word[:-1], self._known_in_order)) or near(word, _ASKING) or word  # ("untis": units)
         return self._corrections[word]
 
 
@@ -370,6 +392,16 @@ def reachable(entities: list[dict], owner: str) -> list[str]:
     return order
 
 
+def time_field(entities: list[dict], owner: str) -> dict | None:
+    """The date or time field of the measure's entity, or of one it belongs to, nearest first."""
+    by_id = {e["id"]: e for e in entities}
+    for entity_id in reachable(entities, owner):
+        for fld in by_id.get(entity_id, {}).get("fields", []):
+            if fld["type"] in ("timestamp", "date") and fld["exposure"] == "bounded-values":
+                return fld
+    return None
+
+
 def _blank(text: str, start: int, end: int) -> str:
     return text[:start] + " " * (end - start) + text[end:]
 
@@ -387,6 +419,8 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     vocabulary = Vocabulary(entities)
     reading = Reading()
     text = _normalised(question)
+    if earlier is not None:
+        text = _REFERS_BACK.sub(lambda m: " " * len(m.group(0)), text)
     reading.listing = bool(re.match(r"\s*(list|show me the latest|which are the latest)\b", text)) or bool(
         re.search(r"\b(latest|recent|newest)\b", text))
     for personal in _PERSONAL_PHRASE.finditer(text):  # "phone numbers": never a value's word ("phone orders")
@@ -410,6 +444,8 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     text, value_spans = _values(text, reading, vocabulary, matches)
     text = _framing(text, vocabulary, reading, value_spans, time_starts)
     situation = _asides(text, vocabulary, value_spans, time_starts, reading, question)
+    for start, end in situation:  # an aside says nothing to count, group, rank or compare by ("a channel deck")
+        text = _blank(text, start, end)
     compared = bool(reading.split or reading.compare or len(spans) > 1)
     if earlier is not None and earlier.time is not None and spans and _AGAINST.search(text) and all(
             span != earlier.time for span in spans):
@@ -449,7 +485,9 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
 def _normalised(question: str) -> str:
     """The question lower-cased with short forms written out and fillers that never change what is asked
     ("end up", "on average" keeps its average word) taken out, padded for whole-word patterns."""
-    text = " " + question.lower().replace("\u2019", "'") + " "
+    text = " " + _EMOJI.sub(". ", question.lower().replace("\u2019", "'")) + " "
+    text = _GREETING.sub(lambda m: " " * len(m.group(0)), text)
+    text = _CHAT.sub(lambda m: " " * len(m.group(0)), text)
     text = re.sub(r"\b(" + "|".join(_ABBREVIATIONS) + r")\b", lambda m: _ABBREVIATIONS[m.group(1)], text)
     if _GROWTH.search(text) or "%" in text:  # "mom %", "wow growth": only where a change is asked ("Wow, …")
         text = re.sub(r"\b(" + "|".join(_PERIOD_SHORT) + r")\b", lambda m: _PERIOD_SHORT[m.group(1)], text)
@@ -617,7 +655,7 @@ _FRAMING = re.compile(
     r"(?:can|could|would)\s(?:you|u)\b|please\b|pls\b)))")
 # The only words of STOP a framing may hold: who asks, for what occasion; never what or how to count.
 _FRAMING_WORDS = frozenset("""for re the a an my our this that from on to of here is are am i we me us you
-about with and need needs want wants know please hi hello hey thanks ok okay so quick check""".split())
+about with and need needs want wants know please hi hello hey thanks ok okay so quick check one""".split())
 
 
 def _compound(written: str, vocabulary: Vocabulary) -> str:
@@ -641,15 +679,15 @@ def _second_question(text: str, question: str, spans: list[TimeSpan], time_start
     """A second question that names a value ("…, and how many were critical?") is not folded into the first
     (that would answer neither): it is named as unusable, to be asked on its own."""
     found = _SECOND_QUESTION.search(text)
-    if found is None or not _WORD.findall(text[:found.start()]):
-        return text, spans, time_starts
+    if found is None or all(w in STOP for w in _WORD.findall(text[:found.start()])):
+        return text, spans, time_starts  # ("ok and how many of those were in-store?": one question)
     start = found.start()
     rest = text[start:]
     valued = any(re.search(r"(?<!\w)" + re.escape((m.get("matched_text") or m["untrusted_value"]).lower()), rest)
                  for m in matches)
     if not valued:  # ("how many orders and how many units in 2024?": two measures of the same rows, when "in
         return text, spans, time_starts  # 2024" may be said of both; "revenue in 2024 and what was it in 2023")
-    said = " ".join(question[start:].split()).strip(" ,;.?!")
+    said = " ".join(rest.split()).strip(" ,;.?!")
     reading.unknown.append(said)
     reading.reasons[said] = "I answer one question at a time: ask this part on its own next"
     reading.asks_other_rows = True  # (no reading without it is the question asked)
@@ -720,7 +758,7 @@ def _said_besides(text: str, found: list[tuple[int, str]]) -> tuple[str, list[tu
     return text, kept
 
 
-_SENTENCE = re.compile(r"[^.!?;\u2013]+?(?:[.!?;]+|\s[-\u2013]\s|$)")
+_SENTENCE = re.compile(r"[^.!?;\u2013\u2014]+?(?:[.!?;]+|\s[-\u2013\u2014]\s|$)")
 RESTRICTING = frozenset({"only", "just", "solely", "exclusively"})
 _PEOPLE = frozenset({"i", "we", "you", "they"})
 
@@ -745,12 +783,20 @@ def _asides(text: str, vocabulary: Vocabulary, value_spans: list[tuple[int, int,
         inside = {value for at, _, value in value_spans if start <= at < end}
         elsewhere = {value for at, _, value in value_spans if not start <= at < end}
         first_person = _FIRST_PERSON.match(sentence) is not None or _IMPRESSION.match(sentence) is not None
+        values = inside - elsewhere if first_person else inside
         holds = any(start <= at < end for at in time_starts) or _restricts(sentence, vocabulary) or bool(
-            inside - elsewhere if first_person else inside)
+            values) or _lays_out(sentence, ranking=True)
         # (an aside of one or two words, "Weekends.", may well restrict: never passed over)
         if not holds and (first_person or (len(_WORD.findall(sentence)) >= 3
                                            and not _names_anything(sentence, vocabulary))):
             asides.append((start, end))
+        elif first_person and values and not _restricts(sentence, vocabulary) and not _lays_out(
+                sentence, ranking=False) and not any(start <= at < end for at in time_starts) and _shown_apart(
+                values, text[:start] + text[end:], vocabulary, reading):
+            # "return rate by category, highest first? I think apparel is the worst": every category is shown
+            asides.append((start, end))
+            reading.filters = [replace(f, values=kept) for f in reading.filters
+                               if (kept := tuple(v for v in f.values if v not in values))]
         elif holds and first_person and not _names_a_measure_in(sentence, vocabulary):
             said = " ".join((as_written[index] if len(as_written) == len(sentences) else sentence).split()).strip(
                 " .!?;-\u2013")
@@ -760,11 +806,37 @@ def _asides(text: str, vocabulary: Vocabulary, value_spans: list[tuple[int, int,
     return asides if len(asides) < len(sentences) else []
 
 
+def _lays_out(sentence: str, ranking: bool) -> bool:
+    """Words that say how the answer is laid out: a grain ("show it per year"), a trend, a share, a change,
+    a comparison, and with `ranking` a ranking ("the worst")."""
+    said = set(_WORD.findall(sentence))
+    shape = any(p.search(sentence) for p in (_BY_GRAIN, _TREND, _SHARE, _GROWTH)) or bool(said & set(_GRAIN_WORDS))
+    ranks = bool(said & (SUPERLATIVE_HIGH | SUPERLATIVE_LOW)) or any(p.search(sentence) for p in (_TOP_N, COMPARING))
+    return shape or (ranking and ranks)
+
+
+def _shown_apart(values: set[str], rest: str, vocabulary: Vocabulary, reading: Reading) -> bool:
+    """Each value is of a field the rest of the question breaks the answer down by ("by product category"),
+    so the answer shows it on its own row."""
+    fields = {f.field["id"] for f in reading.filters if set(f.values) & values}
+    if not fields or any(set(f.values) & values and not set(f.values) <= values for f in reading.filters):
+        return False
+    tokens = [vocabulary.corrected(singular(plain(w))) for w in _WORD.findall(rest)]
+    broken_down = {e.item["id"] for i in range(len(tokens)) if _BREAKDOWN.search(" ".join(tokens[max(0, i - 3):i]))
+                   for e in vocabulary.longest_at(tokens, i) if e.kind == "field"}
+    return fields <= broken_down
+
+
+_CLAUSE_AFTER_BUT = frozenset({"i", "we", "want", "wanted", "need", "it", "that", "this", "they", "you", "also",
+                               "still", "i'm", "i'd", "maybe"})
+
+
 def _restricts(sentence: str, vocabulary: Vocabulary) -> bool:
-    """A number, a restricting or negating word ("only", not "I just …"), a measure, or a verb that dates
-    rows."""
+    """A number, a restricting or negating word ("only", not "I just …", nor "but" starting a clause of the
+    person's own: "… but want to check"), a measure, or a verb that dates rows."""
     said = [plain(w) for w in _WORD.findall(sentence)]
-    return any(w.isdigit() or w in NEGATIONS or (w in RESTRICTING and (i == 0 or said[i - 1] not in _PEOPLE))
+    return any(w.isdigit() or (w in NEGATIONS and not (w == "but" and i + 1 < len(said) and said[
+        i + 1] in _CLAUSE_AFTER_BUT)) or (w in RESTRICTING and (i == 0 or said[i - 1] not in _PEOPLE))
                for i, w in enumerate(said)) or bool(
         _kinds_named(sentence, vocabulary) & {"metric", "event"})
 
@@ -939,13 +1011,23 @@ def _catalog_words(text: str, reading: Reading, vocabulary: Vocabulary, value_sp
                   [bool(_PER.search(" ".join(raw[max(0, i - 3):i]))) for i in range(len(raw))],
                   valued[:-1], valued[1:])
     position = 0
+    ruled_out: list[tuple[str, str]] = []
     while position < len(seen.tokens):
         entries = vocabulary.longest_at(seen.tokens, position)
         if entries:
             _place(entries, position, seen, reading, vocabulary)
             position += len(entries[0].phrase)
+            while position < len(seen.tokens) and not vocabulary.longest_at(seen.tokens, position) and \
+                    _rest_of_label(seen.tokens[position], entries):
+                position += 1  # "markdown rate": Discount rate by its other name, and the rest of its own
             continue
         word = seen.tokens[position]
+        rather = _measure_ruled_out(position, seen, vocabulary)
+        if rather:  # "by units not revenue": said to make the measure plain; checked once all are read
+            metric = next(e for e in rather if e.kind == "metric")
+            ruled_out.append((" ".join(raw[position:position + 1 + len(metric.phrase)]), metric.item["id"]))
+            position += 1 + len(rather[0].phrase)
+            continue
         if word == "name" and _shown_name(position, seen, vocabulary):
             pass  # "the 5 products with the biggest revenue? Name and revenue": the products' own names
         elif word in PERSONAL or raw[position] in PERSONAL:
@@ -974,6 +1056,9 @@ def _catalog_words(text: str, reading: Reading, vocabulary: Vocabulary, value_sp
         if added is not None:
             seen.positions.setdefault(added["id"], word.position)
     _event_words(seen, reading, vocabulary, context)
+    for said, measure_id in ruled_out:
+        if not reading.measures or any(m["id"] == measure_id for m in reading.measures):
+            reading.unknown.append(said)  # nothing else asked for, or asked for after all: turned around
     if seen.averages and not (reading.per or any(is_average(m) for m in reading.measures)):
         for word in seen.averages:  # an average of what over what: not something to guess
             reading.unknown.append(word)
@@ -1060,8 +1145,10 @@ def _event_words(seen: _Words, reading: Reading, vocabulary: Vocabulary, context
             if event.declared:
                 reading.reasons[event.written] = "say when, e.g. \u201clast year\u201d or \u201cin 2024\u201d"
             continue
-        if event.date["entity_id"] not in named and not _measure_of_event(event.date, event.written, reading,
-                                                                            vocabulary):
+        measured = any((time_field(vocabulary.entities, m["entity_id"]) or {}).get("id") == event.date["id"]
+                       for m in reading.measures)  # "units SMB customers buy": the date units are counted by
+        if event.date["entity_id"] not in named and not measured and not _measure_of_event(
+                event.date, event.written, reading, vocabulary):
             reading.unknown.append(event.written)
             reading.asks_other_rows = True  # ("customers who bought in 2024": without it, signups in 2024)
             continue
@@ -1129,6 +1216,10 @@ def _place(entries: list[_Entry], position: int, seen: _Words, reading: Reading,
     elif "entity" in kinds and "field" not in kinds and _doer(items["entity"][0], position, len(
             entries[0].phrase), seen, vocabulary):
         pass  # "people send stuff back", "sent back by customers": who did it, said by the verb's rows
+    elif "entity" in kinds and "field" not in kinds and position and any(
+            e.item.get("entity_id", e.item["id"]) == items["entity"][0]["id"] and e.kind in ("entity", "field")
+            for e in vocabulary.longest_at(seen.tokens, position - 1)):
+        pass  # "regional market", "customer accounts": one name in two words
     elif "entity" in kinds and "field" not in kinds:
         # "orders" counts orders, groups by them, or says whose rows a measure is over ("web orders"):
         # decided once every other word is read.
@@ -1180,6 +1271,24 @@ def _shown_name(position: int, seen: _Words, vocabulary: Vocabulary) -> bool:
     attached = entities_at(position - 1) + (entities_at(after) if after > position + 1 else [])
     named = attached or [item for start in range(len(seen.tokens)) for item in entities_at(start)]
     return bool(named) and all(shown_name(entity) is not None for entity in named)
+
+
+def _measure_ruled_out(position: int, seen: _Words, vocabulary: Vocabulary) -> list[_Entry]:
+    """"not revenue" at `position`: the measure's entries, else none."""
+    skip = 1 if seen.raw[position] == "not" else 0
+    if not skip or position + skip >= len(seen.tokens):
+        return []
+    entries = vocabulary.longest_at(seen.tokens, position + skip)
+    kinds = {e.kind for e in entries}
+    return entries if skip == 1 and "metric" in kinds and kinds <= {"metric", "entity", "event"} else []
+
+
+def _rest_of_label(token: str, entries: list[_Entry]) -> bool:
+    """A word of the label of the one item an other name of it was found for ("rate" after "markdown")."""
+    items = {e.item["id"]: e.item for e in entries if e.kind != "event"}
+    if len(items) != 1 or token in STOP or token in entries[0].phrase:
+        return False
+    return token in words(next(iter(items.values()))["label"])
 
 
 def _implied_measure(text: str, seen: _Words, reading: Reading, vocabulary: Vocabulary) -> None:
@@ -1348,8 +1457,14 @@ def unexplained_words(text: str, entities: list[dict]) -> set[str]:
     return {w for i, w in enumerate(tokens) if i not in covered and w not in STOP and w not in AVERAGE_WORDS}
 
 
+def asks_to_change(question: str) -> bool:
+    """"Move all our Québec customers into enterprise", "hey, can you delete …": an order to change data."""
+    return CHANGE_VERBS.match(_GREETING.sub("", _EMOJI.sub(" ", question.lower()))) is not None
+
+
 def is_follow_up(question: str) -> bool:
     """"and for 2024?", "same by month", "Thanks. Could you switch that to units sold": a change to the
     earlier answer, not a new question."""
-    text = _THANKS.sub("", question.lower())
-    return bool(FOLLOW_UP.match(text) or _CHANGE_THAT.search(text))
+    text = _GREETING.sub("", _EMOJI.sub(" ", question.lower()))
+    return bool(FOLLOW_UP.match(text) or _CHANGE_THAT.search(text) or _REFERS_BACK.search(text) or re.search(
+        r"\bits\b", text))

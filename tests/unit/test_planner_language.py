@@ -810,3 +810,71 @@ def test_a_follow_up_naming_whose_rows_through_where_they_are_keeps_the_measure(
 def test_an_impression_beside_the_question_is_passed_over_unless_it_names_a_value():
     assert not read("how many tickets got logged last month? felt busy").unknown
     assert read("revenue by month. seems low for web.").unknown[0] == "seems low for web"
+
+
+# --- chat around a question, and practice sets X, Y and Z -----------------------------------------------------
+
+@pytest.mark.parametrize("question", [
+    "hey! quick q — what's our total revenue this year so far? thx 🙏",
+    "hi all 👋 not sure if this is possible but could I get the number of orders by sales channel for this year? "
+    "no rush",
+    "hey team 👋 how many new customers signed up this year? 🎉",
+    "support asked me this one: how many high priority tickets were opened this year? lmk 🙏",
+    "hey, what was revenue from web orders in 2025? not sure if we track that by channel but worth a shot",
+    "top 3 regions by reveune last year pls 🙏 need it for the QBR",
+    "quick sanity check, how many support tickets are open? all time, not just this year",
+    "hey, can you show return rate by product category, highest first? I think apparel is the worst but want to "
+    "double check before I say it in standup 😅",
+    "which 3 subcategories sold the most units in 2024? by units not revenue, lmk 🙏",
+])
+def test_chat_around_a_question_changes_nothing(question):
+    reading = read(question)
+    assert reading.measures and not reading.unknown and not reading.personal, reading.unknown
+
+
+def test_an_aside_naming_values_is_passed_over_only_when_each_is_shown_on_its_own_row():
+    shown = read("return rate by product category. I think apparel is the worst.")
+    assert labels(shown.breakdowns) == ["Product category"] and not shown.filters and shown.direction is None
+    alone = read("return rate. I think apparel is the worst.")
+    assert alone.unknown and alone.unknown[0] == "I think apparel is the worst"
+    assert not read("I'm putting together a channel deck - revenue by month").breakdowns  # named in passing
+    assert read("Is the web channel's share of revenue growing? Show it per year").grain == "year"
+
+
+@pytest.mark.parametrize("question", [
+    "Move all our Québec customers into the enterprise segment",
+    "hey, can you reassign the open tickets to high priority?",
+    "pls flag the cancelled orders from 2021",
+])
+def test_orders_to_change_data_in_other_words(question):
+    from services.agent.understanding import asks_to_change
+
+    assert asks_to_change(question)
+
+
+def test_asking_is_not_an_order_to_change():
+    from services.agent.understanding import asks_to_change
+
+    assert not asks_to_change("hey, how many orders moved to cancelled in 2024?")
+    assert not asks_to_change("what changed in revenue last year?")
+
+
+def test_words_of_a_merchandiser_and_a_marketer():
+    assert labels(read("Which regional market had the most new signups in 2025?").breakdowns) == ["Region name"]
+    assert labels(read("Which regional market had the most new signups in 2025?").measures) == ["Number of customers"]
+    assert labels(read("how many untis of apparel did we sell in 2024").measures) == ["Units sold"]
+    markdown = read("What was the average markdown rate per order line in Apparel in 2025?")
+    assert labels(markdown.measures) == ["Average discount rate"] and not markdown.unknown
+    smb = read("Which 3 categories did small business customers buy the most units of in 2025?")
+    assert (labels(smb.measures), smb.limit, smb.unknown) == (["Units sold"], 3, [])
+    assert read("How many new orders in 2024?").unknown == ["new"]  # a signup is not the date orders count by
+    mix = read("What was the channel mix of our 2025 orders?")
+    assert mix.share_of_total and labels(mix.breakdowns) == ["Sales channel"] and not mix.unknown
+    that_year = follow("units sold by category in 2024", "Rank its subcategories by units sold that year.")
+    assert period(that_year) == ("between", dt.date(2024, 1, 1), dt.date(2025, 1, 1)) and not that_year.unknown
+
+
+def test_a_measure_ruled_out_beside_another_is_said_only_to_be_plain():
+    assert labels(read("revenue by month, not orders").measures) == ["Net revenue"]
+    assert read("not revenue").unknown == ["not revenue"]
+    assert read("orders not from web").unknown == ["not"]
