@@ -46,6 +46,8 @@ _FILLER = re.compile(r"\b(?:right now|at the moment|in terms of|out of(?: all| t
                      r"\b(?:of |for |over |in )?all[- ]time\b|\b(?:over|across|for|in) all (?:the )?(?:years|time|"
                      r"periods|dates)\b|\bat (?:this|the) (?:moment|point|time)\b|"
                      r"\b(?:both (?:days|dates|ends|months) )?(?:included|inclusive)\b|"
+                     r"\ball (?:the )?(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|\d{1,2})\b"
+                     r"(?! (?:top|best|worst|highest|lowest|largest|smallest|biggest|most|least))|"
                      r"\b(?:filter(?:ed)?|narrow(?:ed)?) (?:it |that |this |them )?(?:down )?(?:to|for|on)\b|"
                      r"(?<!came )(?<!come )(?<!went )(?<!sent )(?<!send )(?<!got )(?<!brought )"
                      r"\bback(?= in (?:19|20)\d\d)|"
@@ -73,7 +75,7 @@ _BECOMES = re.compile(r"\b(?:end|ends|ended|wind|winds|wound) up\b")  # "end up 
 # A sentence in the person's own voice ("I just started here -"): may set the scene (see `_asides`).
 _FIRST_PERSON = re.compile(r"\s*(?:i|i'm|i've|i'd|we|we're|we've|my|our team|fyi|btw|context|background|"
                            r"need it|it's for|it is for|this is for|people say|putting together|working on|prepping|"
-                           r"preparing|curious|wondering)\b")
+                           r"preparing|curious|wondering|want to|wanna|trying to|hoping to|need to)\b")
 # An impression beside the question ("felt busy", "seems low to me"): said as the person's own.
 _IMPRESSION = re.compile(r"\s*(?:it |that |this |things? )?(?:felt|feels|feel|seemed|seems|seem|looked|looks|"
                          r"sounded|sounds)\b")
@@ -189,7 +191,7 @@ _GREETING = re.compile(r"^\s*(?:(?:hey|hi|hello|hiya|yo|howdy|morning|good (?:mo
                        r"evening|ok|okay|cool|nice|great|perfect|awesome|sweet|thanks|thank you|thx|ty|got it|"
                        r"ah|oh|hmm|so)(?: (?:team|all|folks|everyone|there|guys|y'all|again|so much))?\b"
                        r"[\s!,.:;\-\u2013\u2014]*)+")
-_CHAT = re.compile(r"\b(?:thx|thanks(?: (?:a lot|so much|again|in advance))?|thank you(?: so much)?|ty|cheers|lmk|"
+_CHAT = re.compile(r"\b(?:(?:thx|thanks|thank you)(?: (?:a lot|so much|again|in advance))?|ty|cheers|lmk|"
                    r"let me know|no rush|no worries|no pressure|asap|when you (?:get|have) a (?:sec|second|minute|"
                    r"chance)|if (?:possible|you can)|worth a (?:shot|try|go)|quick (?:q|question|one|sanity check|"
                    r"check)|sanity check|double[- ]check(?:ing)?|just checking)\b|"
@@ -421,6 +423,11 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     text = _normalised(question)
     if earlier is not None:
         text = _REFERS_BACK.sub(lambda m: " " * len(m.group(0)), text)
+        for its in re.finditer(r"\bits (\w+)", text):  # "rank its subcategories": one row of the earlier answer
+            if any(e.kind in ("entity", "field") for e in vocabulary.longest_at([singular(its.group(1))], 0)):
+                reading.unknown.append("its")
+                reading.reasons["its"] = "I do not see the earlier answer's rows: name the one you mean"
+            text = _blank(text, its.start(), its.start(1))  # ("and its growth?": the measure's)
     reading.listing = bool(re.match(r"\s*(list|show me the latest|which are the latest)\b", text)) or bool(
         re.search(r"\b(latest|recent|newest)\b", text))
     for personal in _PERSONAL_PHRASE.finditer(text):  # "phone numbers": never a value's word ("phone orders")
@@ -811,7 +818,8 @@ def _lays_out(sentence: str, ranking: bool) -> bool:
     a comparison, and with `ranking` a ranking ("the worst")."""
     said = set(_WORD.findall(sentence))
     shape = any(p.search(sentence) for p in (_BY_GRAIN, _TREND, _SHARE, _GROWTH)) or bool(said & set(_GRAIN_WORDS))
-    ranks = bool(said & (SUPERLATIVE_HIGH | SUPERLATIVE_LOW)) or any(p.search(sentence) for p in (_TOP_N, COMPARING))
+    ranks = bool(said & (SUPERLATIVE_HIGH | SUPERLATIVE_LOW)) or _TOP_N.search(sentence) is not None or bool(
+        COMPARING.search(sentence) and said & {"which", "what", "who"})  # ("need more agents" ranks nothing)
     return shape or (ranking and ranks)
 
 

@@ -870,8 +870,11 @@ def test_words_of_a_merchandiser_and_a_marketer():
     assert read("How many new orders in 2024?").unknown == ["new"]  # a signup is not the date orders count by
     mix = read("What was the channel mix of our 2025 orders?")
     assert mix.share_of_total and labels(mix.breakdowns) == ["Sales channel"] and not mix.unknown
-    that_year = follow("units sold by category in 2024", "Rank its subcategories by units sold that year.")
+    that_year = follow("units sold by category in 2024", "Rank the subcategories by units sold that year.")
     assert period(that_year) == ("between", dt.date(2024, 1, 1), dt.date(2025, 1, 1)) and not that_year.unknown
+    its = follow("units sold by category in 2024", "Rank its subcategories by units sold that year.")
+    assert its.unknown == ["its"]  # one row of the earlier answer, which the planner never sees
+    assert read("Rank the subcategories by units sold that year.").unknown == ["year"]  # no earlier year
 
 
 def test_a_measure_ruled_out_beside_another_is_said_only_to_be_plain():
