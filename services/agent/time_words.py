@@ -27,7 +27,9 @@ _DAY_OF_MONTH = r"(?:[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?"
 _DAY_WORD = rf"(?:{_MONTH_WORD} {_DAY_OF_MONTH}|{_DAY_OF_MONTH} (?:of )?{_MONTH_WORD})(?![\w:])"
 _ISO_DAY = r"(?:19|20)\d\d-[01]\d-[0-3]\d"
 # One point in time as written: a day, a quarter of a year, a month (of a year, or alone), a year.
-_POINT = (f"(?:{_ISO_DAY}|{_DAY_WORD}(?:,? {_YEAR_WORD})?|{_QUARTER_WORD}(?: of)? {_YEAR_WORD}|{_YEAR_WORD} q[1-4]|"
+_HALF_WORD = r"(?:(?:first|second|1st|2nd) half(?: of)?|h[12])"  # "the first half of 2025", "H2 2024"
+_POINT = (f"(?:{_ISO_DAY}|{_DAY_WORD}(?:,? {_YEAR_WORD})?|{_HALF_WORD} {_YEAR_WORD}|{_YEAR_WORD} h[12]|"
+          f"{_QUARTER_WORD}(?: of)? {_YEAR_WORD}|{_YEAR_WORD} q[1-4]|"
           f"{_MONTH_WORD}(?:,? {_YEAR_WORD})?|{_YEAR_WORD}|{_QUARTER_WORD})")
 _ORDINAL_QUARTER = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4}
 _COUNTS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
@@ -197,6 +199,10 @@ def _absolute(text: str) -> TimeSpan | None:
             return TimeSpan("day_latest", text, month=month, day=day)
         start = dt.date(int(m.group(5)), month, day)
         return TimeSpan("between", text, start=start, end=start + dt.timedelta(days=1))
+    if m := re.fullmatch(rf"(?:(first|second|1st|2nd) half(?: of)?|h([12])) {_YEAR}|{_YEAR} h([12])", text):
+        second = (m.group(1) or "") in ("second", "2nd") or "2" in (m.group(2) or "", m.group(5) or "")
+        start = dt.date(int(m.group(3) or m.group(4)), 7 if second else 1, 1)
+        return TimeSpan("between", text, start=start, end=_add_months(start, 6))
     if m := re.fullmatch(r"(?:q([1-4])|(first|second|third|fourth|1st|2nd|3rd|4th) quarter)(?: of)? " + _YEAR,
                          text):
         start, end = _quarter(int(m.group(3)), int(m.group(1)) if m.group(1) else _ORDINAL_QUARTER[m.group(2)])
@@ -324,6 +330,7 @@ def widened_back(span: TimeSpan, months: int) -> TimeSpan | None:
     if span.kind != "between":
         return None
     earlier = TimeSpan("between", "", start=_add_months(span.start, -months), end=_add_months(span.end, -months))
+    earlier = replace(earlier, words=describe(earlier))
     return side_by_side([earlier, span])
 
 

@@ -118,6 +118,9 @@ _TOP_N = re.compile(r"\b(top|bottom|best|worst|highest|lowest|largest|smallest|b
 _N_TOP = re.compile(r"\b(\d{1,3}|" + "|".join(_NUMBER_WORDS) + r")\s+(top|bottom|best|worst|highest|lowest|largest|"
                     r"smallest|biggest|most|least)\b")  # "the 10 largest regions"
 _PACE = re.compile(r"\b(?:fastest|quickest|slowest)\b")
+_PACED_GROWTH = re.compile(r"\b(?:grew|grown|grow|grows|growing|increased|rose|risen|climbed) (?:the )?"
+                           r"(?:most|least)\b|"
+                           r"\b(?:most|least|biggest|largest|smallest) (?:growth|increase)\b")
 # The order of a ranking said outright.
 _ORDER = re.compile(r"\b(highest|largest|biggest|most|top|best|lowest|smallest|least|fewest|worst|bottom)(?: ones?)? "
                     r"first\b|\b(?:from )?(highest|largest|biggest|most|lowest|smallest|least|fewest) to "
@@ -133,8 +136,8 @@ COMPARATIVE_HIGH = frozenset({"more", "higher", "bigger", "greater", "better"})
 COMPARATIVE_LOW = frozenset({"lower", "fewer", "smaller", "worse"})  # not "less": "revenue less returns" subtracts
 _SHARE = re.compile(r"\b(?:share|percentage|percent|proportion|fraction|mix)\b|%|\b(?:what|which) part(?= of\b)")
 _SAME_PERIOD_LAST_YEAR = re.compile(
-    r"\b(year[ -]over[ -]year|yoy|y/y|(?:vs\.?|versus|compared (?:to|with)|against) (?:the )?(?:same (?:period|"
-    r"month|quarter|week) )?(?:of )?last year)\b")
+    r"\b(year[ -]over[ -]year|yoy|y/y|(?:vs\.?|versus|compared? (?:to|with)|compares (?:to|with)|against) (?:the )?"
+    r"(?:same (?:period|month|quarter|week) )?(?:of )?last year)\b")
 _PREVIOUS_PERIOD = re.compile(
     r"\b(?:(month|quarter|week|year)[ -]over[ -](?:month|quarter|week|year)|period[ -]over[ -]period|"
     r"(?:vs\.?|versus|compared (?:to|with)|against|than) (?:the )?(?:(?:previous|prior|last) (month|quarter|week|year|"
@@ -236,6 +239,7 @@ class Reading:
     listing: bool = False
     time_field: dict | None = None  # a date named in the question ("joined", "order date"): time is counted by it
     owner_hint: str | None = None  # the measure's entity, known before the words that depend on it are read
+    compared_outright: bool = False  # "how did X compare with the same quarter last year": both periods shown
     ranks_change: bool = False  # "which category grew fastest": ranked by the change, not the measure
     against_earlier: bool = False  # a follow-up's period set against the earlier one: its breakdowns stay
 
@@ -440,6 +444,7 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
         reading.reasons[said] = "I report what the data holds; I cannot tell what will happen"
     text = _FUTURE.sub(lambda m: " " * len(m.group(0)), text)
     text = _comparison(text, reading)
+    paced = _PACED_GROWTH.search(text)  # "which one grew the most": ranked by the growth
     growth, text = _take(_GROWTH, text)
     if growth and reading.compare is None:  # "revenue growth by year": each period against the one before
         reading.compare = "previous_period"
@@ -458,10 +463,14 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
             span != earlier.time for span in spans):
         # "and how does that compare with 2023?": the earlier period against the one named now
         spans, reading.against_earlier = [earlier.time, *spans], True
-    if len(spans) > 1:  # "last year vs 2023": "last year" as its dates, once "now" is known
+    if len(spans) > 1 or (reading.compared_outright and reading.compare == "same_period_last_year"):
+        # "last year vs 2023", "last quarter compared with the same quarter last year": as dates, once "now" is known
         spans = [dated(span, latest) for span in spans]
     _periods(spans, text, reading, asks_change=growth is not None)
     text = _ranking(text, reading)
+    if paced and reading.compare:
+        reading.ranks_change = True
+        reading.direction = "asc" if re.search(r"least|smallest|slowest", paced.group(0)) else "desc"
     text = _grain(text, reading)
     if _SHARE.search(text):
         reading.share_of_total = True
@@ -530,6 +539,7 @@ def _comparison(text: str, reading: Reading) -> str:
     compare, text = _take(_SAME_PERIOD_LAST_YEAR, text)
     if compare:
         reading.compare = "same_period_last_year"
+        reading.compared_outright = compare.group(0).startswith("compare")  # "how did X compare with …": both
         if re.fullmatch(r"year[ -]over[ -]year|yoy|y/y", compare.group(0)):
             reading.compare_grain = "year"  # "trended year over year": each year against the one before
         return text
@@ -565,7 +575,8 @@ def _periods(spans: list[TimeSpan], text: str, reading: Reading, asks_change: bo
     if len(spans) == 1:
         reading.time = spans[0]
         unit_months = UNIT_MONTHS.get(spans[0].calendar_unit or "")
-        if reading.compare and not asks_change and unit_months and COMPARING.search(text):
+        if reading.compare and not asks_change and unit_months and (COMPARING.search(text) or
+                                                                    reading.compared_outright):
             both = widened_back(spans[0], 12 if reading.compare == "same_period_last_year" else unit_months)
             if both is not None:
                 reading.time, reading.grain = both, spans[0].calendar_unit
@@ -659,10 +670,15 @@ _FRAMING = re.compile(
     r"^\s*(?:(?P<head>[^:.!?;]{2,60}?)(?::\s|\s[-\u2013\u2014]{1,2}\s)"
     r"|(?P<intro>[^:.!?;,]{2,40}?\shere)[.!,]\s"
     r"|(?P<purpose>(?:for|re)\s[^:.!?;,]{2,50}?)(?:,\s|\s(?=(?:i|we)\s(?:need|want|'d like|would like)\b|"
-    r"(?:can|could|would)\s(?:you|u)\b|please\b|pls\b)))")
+    r"(?:can|could|would)\s(?:you|u)\b|please\b|pls\b))"
+    # "Finance is asking how many …", "my boss wants to know which …"
+    r"|(?P<reporter>(?:[\w']+\s){1,3}(?:is asking|are asking|asked(?: me)?|asks|wants to know|want to know|"
+    r"would like to know|needs to know|need to know)(?: about)?)\s(?=(?:how|what|which|who|when|where|whether|if|is|"
+    r"are|did|do|does)\b))")
 # The only words of STOP a framing may hold: who asks, for what occasion; never what or how to count.
 _FRAMING_WORDS = frozenset("""for re the a an my our this that from on to of here is are am i we me us you
-about with and need needs want wants know please hi hello hey thanks ok okay so quick check one""".split())
+about with and need needs want wants know please hi hello hey thanks ok okay so quick check one i'm i've we're
+we've doing is asking asked asks would like""".split())
 
 
 def _compound(written: str, vocabulary: Vocabulary) -> str:
@@ -717,7 +733,7 @@ def _framing(text: str, vocabulary: Vocabulary, reading: Reading, value_spans: l
     found = _FRAMING.match(text)
     if found is None:
         return text
-    group = next(name for name in ("head", "intro", "purpose") if found.group(name))
+    group = next(name for name in ("head", "intro", "purpose", "reporter") if found.group(name))
     start, end = found.span(group)
     rest = text[found.end():]
     if any(start <= at < end for at, _, _ in value_spans) or any(start <= at < end for at in time_starts) or \
@@ -1356,7 +1372,7 @@ def _entity_word(word: _EntityWord, index: int, text: str, reading: Reading, voc
         return None
     if not reading.measures or beside_and:
         counts = counts_of(entity)
-        asked_count = re.search(r"\b(how many|number of|count of|count)\b", text)
+        asked_count = re.search(r"\b(how many|number of|count of|count|common|frequent|often|usual)\b", text)
         chosen = counts[0] if counts and (asked_count or metric is None) else metric
         if chosen is None:
             reading.unknown.append(written)

@@ -881,3 +881,40 @@ def test_a_measure_ruled_out_beside_another_is_said_only_to_be_plain():
     assert labels(read("revenue by month, not orders").measures) == ["Net revenue"]
     assert read("not revenue").unknown == ["not revenue"]
     assert read("orders not from web").unknown == ["not"]
+
+
+# --- fresh sets E and F (first passes recorded before these) --------------------------------------------------
+
+def test_a_reporter_or_a_deck_before_the_question_is_framing():
+    finance = read("Hi! Finance is asking how many units customers sent back in November 2025. Can you pull that?")
+    assert labels(finance.measures) == ["Returned units"] and not finance.unknown
+    deck = read("Quick one for a deck I'm doing: did online or store bring in more sales in 2025?")
+    assert deck.split.values == ("web", "store") and not deck.unknown
+
+
+def test_compared_with_the_same_period_last_year_shows_both():
+    reading = read("How did our number of orders last quarter compare with the same quarter last year?", LATEST)
+    assert reading.time.kind == "any" and reading.grain == "quarter" and reading.compare is None
+    assert [(p.start, p.end) for p in reading.time.parts] == [(dt.date(2024, 7, 1), dt.date(2024, 10, 1)),
+                                                              (dt.date(2025, 7, 1), dt.date(2025, 10, 1))]
+    assert read("How did our number of orders last quarter compare with the same quarter last year?").needs_latest
+
+
+def test_most_common_counts_rows():
+    reading = read("What was the most common reason for returns in 2024?")
+    assert labels(reading.measures) == ["Number of returns"] and labels(reading.breakdowns) == ["Return reason"]
+
+
+def test_grew_the_most_ranks_by_growth():
+    later = follow("Can you break down this year's revenue by product category?",
+                   "which one grew the most compared to last year?")
+    assert (later.ranks_change, later.direction, later.compare) == (True, "desc", "same_period_last_year")
+    assert plan(later, SLICE).draft["order_by"] == [{"output": "growth", "direction": "desc"}]
+
+
+@pytest.mark.parametrize(("question", "start", "end"), [
+    ("orders in the first half of 2025", dt.date(2025, 1, 1), dt.date(2025, 7, 1)),
+    ("revenue H2 2024", dt.date(2024, 7, 1), dt.date(2025, 1, 1)),
+])
+def test_halves_of_a_year(question, start, end):
+    assert period(read(question)) == ("between", start, end)
