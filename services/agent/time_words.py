@@ -24,7 +24,8 @@ _MONTH, _YEAR = f"({_MONTH_WORD})", f"({_YEAR_WORD})"
 _QUARTER_WORD = r"(?:q[1-4]|(?:first|second|third|fourth|1st|2nd|3rd|4th) quarter)"
 # A day as written: "march 1", "1st of march", "15 may", "2025-03-01" (with or without its year).
 _DAY_OF_MONTH = r"(?:[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?"
-_DAY_WORD = rf"(?:{_MONTH_WORD} {_DAY_OF_MONTH}|{_DAY_OF_MONTH} (?:of )?{_MONTH_WORD})(?![\w:])"
+_DAY_WORD = (rf"(?:{_MONTH_WORD} {_DAY_OF_MONTH}|{_DAY_OF_MONTH} {_MONTH_WORD}|(?:[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th) "
+             rf"of {_MONTH_WORD})(?![\w:])")  # ("top 10 of june": no day; "the 10th of june": one)
 _ISO_DAY = r"(?:19|20)\d\d-[01]\d-[0-3]\d"
 # One point in time as written: a day, a quarter of a year, a month (of a year, or alone), a year.
 _HALF_WORD = r"(?:(?:first|second|1st|2nd) half(?: of)?|h[12])"  # "the first half of 2025", "H2 2024"
@@ -94,7 +95,9 @@ class TimeSpan:
             return TimeSpan("between", self.words, start=first.start, end=last.end, ends=(first, last))
         if self.kind == "day_latest" or self.day:  # a day without its year, or since one
             year = latest.year if (self.month, self.day) <= (latest.month, latest.day) else latest.year - 1
-            start = _day(year, self.month, self.day)
+            while not _a_day(self.month, self.day, year):  # "feb 29": the latest there was
+                year -= 1
+            start = dt.date(year, self.month, self.day)
             if self.kind == "since_month_latest":
                 return TimeSpan("since", self.words, start=start)
             return TimeSpan("between", self.words, start=start, end=start + dt.timedelta(days=1))
@@ -156,10 +159,31 @@ def _stretch(m: re.Match) -> TimeSpan | None:
         first = _absolute(f"{m.group(1).strip()} {last.start.year - later}")
         if first is None:  # "february 29" of a year without one
             return None
+    if last.unresolved and not first.unresolved and last.kind in ("month_latest", "quarter_latest", "day_latest"):
+        last = _on_or_after(last, first.start)  # "from march 2024 to may": May 2024
+        if last is None:
+            return None
     if first.unresolved or last.unresolved:
         return TimeSpan("stretch_latest", m.group(0), ends=(first, last))
     first, last = sorted((first, last), key=lambda span: span.start)
     return TimeSpan("between", m.group(0), start=first.start, end=last.end, ends=(first, last))
+
+
+def _on_or_after(span: TimeSpan, start: dt.date) -> TimeSpan | None:
+    """A month, quarter or day named without a year: the first such one that ends after `start`."""
+    for year in (start.year, start.year + 1):
+        if span.kind == "day_latest":
+            if not _a_day(span.month, span.day, year):
+                continue
+            day = dt.date(year, span.month, span.day)
+            found = TimeSpan("between", span.words, start=day, end=day + dt.timedelta(days=1))
+        else:
+            begin = dt.date(year, span.month, 1)
+            found = TimeSpan("between", span.words, start=begin, end=_add_months(begin, 3 if span.kind ==
+                                                                                   "quarter_latest" else 1))
+        if found.end > start:
+            return found
+    return None
 
 
 def _since(m: re.Match) -> TimeSpan | None:
@@ -218,15 +242,19 @@ def _absolute(text: str) -> TimeSpan | None:
     if m := re.fullmatch(r"q([1-4])|(first|second|third|fourth|1st|2nd|3rd|4th) quarter", text):
         quarter = int(m.group(1)) if m.group(1) else _ORDINAL_QUARTER[m.group(2)]
         return TimeSpan("quarter_latest", text, month=3 * quarter - 2)
+    if not re.fullmatch(_YEAR_WORD, text):  # ("dec 31 1899": no year this reads)
+        return None
     year = int(text)
     return TimeSpan("between", text, start=dt.date(year, 1, 1), end=dt.date(year + 1, 1, 1))
 
 
 def _relative_trailing(m: re.Match) -> TimeSpan | None:
-    count = _count(m.group(1))
+    """"the last 3 months" (this one included); "the previous 2 quarters" (the whole ones before this one)."""
+    count = _count(m.group(2))
     if count is None or not 1 <= count <= 120:
         return None
-    return TimeSpan("relative", m.group(0), op="trailing", unit=m.group(2), count=count)
+    op = "previous" if m.group(1) in ("previous", "prior") else "trailing"
+    return TimeSpan("relative", m.group(0), op=op, unit=m.group(3), count=count)
 
 
 _PATTERNS: list[tuple[re.Pattern, object]] = [
@@ -234,7 +262,7 @@ _PATTERNS: list[tuple[re.Pattern, object]] = [
     (re.compile(rf"\b(?:from )?(?:the )?({_POINT}) ?(?:to|through|thru|until|till|-|\u2013) ?(?:the )?({_POINT})\b"),
      _stretch),
     (re.compile(r"\bsince (?:the start of |the beginning of |the )?(" + _POINT + r")\b"), _since),
-    (re.compile(r"\b(?:in |during |for |of )?(?:the )?(?:last|past|previous|trailing|prior) (\d{1,3}|[a-z-]+) "
+    (re.compile(r"\b(?:in |during |for |of )?(?:the )?(last|past|previous|trailing|prior) (\d{1,3}|[a-z-]+) "
                 + _UNIT + r"\b"), _relative_trailing),
     (re.compile(r"\b(?:in |during |for |of )?(?:the )?(?:last|previous|prior|past) (day|week|month|quarter|year)\b"),
      lambda m: TimeSpan("relative", m.group(0), op="previous", unit=m.group(1))),
@@ -265,9 +293,12 @@ _AMBIGUOUS_ALONE = re.compile(r"^(?:in |during |for |of |since )?(?:the )?(may|m
 # "Q3 vs Q4 2025", "March to May of 2024": the year written once, after the last of them.
 _RANGE_JOINING = r"(?:to|through|thru|until|till|-|\u2013)"
 _JOINING = rf"(?:vs\.?|versus|and|or|against|compared (?:to|with)|\+|&|{_RANGE_JOINING})"
+_JOINING_WORD = r"(?:vs\.?|versus|and|or|against|compared (?:to|with)|to|through|thru|until|till)"
 _PART = rf"\b(?:{_QUARTER_WORD}|{_MONTH_WORD})\b"
-_SHARED_YEAR = re.compile(rf"({_PART})((?:,?(?: {_JOINING} | ?[-\u2013+&] ?){_PART})+),? (?:of |in )?({_YEAR_WORD})\b")
-_JOINED_PERIOD = re.compile(rf"(,?(?: {_JOINING} | ?[-\u2013+&] ?))({_PART})")
+# (a joining word between spaces, or a sign with or without them: never both ways, so a long list is linear)
+_SEPARATOR = rf"(?: {_JOINING_WORD} | ?[-\u2013+&] ?)"
+_SHARED_YEAR = re.compile(rf"({_PART})((?:,?{_SEPARATOR}{_PART})+),? (?:of |in )?({_YEAR_WORD})\b")
+_JOINED_PERIOD = re.compile(rf"(,?{_SEPARATOR})({_PART})")
 MAX_SPANS = 8
 _YEAR_SAID_AFTER = re.compile(rf"((?:{_DAY_WORD}|\b{_MONTH_WORD}|\b{_QUARTER_WORD})(?:,? (?:{_JOINING}) (?:{_DAY_WORD}|"
                               rf"{_MONTH_WORD}|{_QUARTER_WORD}))*),? (?:of |in )?(this|last) year\b")
@@ -369,13 +400,15 @@ def describe(span: TimeSpan) -> str:
     if span.kind == "since":
         return f"since {span.start.day} {span.start.strftime('%B %Y')}"
     if span.kind == "between":
-        months = (span.end.year - span.start.year) * 12 + span.end.month - span.start.month
-        if months == 12 and span.start.month == 1:
+        unit = span.calendar_unit
+        if unit == "year":
             return f"in {span.start.year}"
-        if months == 3 and span.start.month in (1, 4, 7, 10):
+        if unit == "quarter":
             return f"in Q{(span.start.month + 2) // 3} {span.start.year}"
-        if months == 1:
+        if unit == "month":
             return f"in {span.start.strftime('%B %Y')}"
+        if span.end - span.start == dt.timedelta(days=1):
+            return f"on {span.start.day} {span.start.strftime('%B %Y')}"
         return f"from {span.start.isoformat()} to {(span.end - dt.timedelta(days=1)).isoformat()}"
     return span.words
 

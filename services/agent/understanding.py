@@ -33,7 +33,7 @@ trying try understand know curious interested help check looking look whether if
 i'm i've i'd we've we're we'd you're they're u ur along sit sits sitting lie lies move moves moved moving
 basically roughly approximately % contain contains containing getting gets receive receives received receiving
 thing things catalogue catalog database system dataset something anything everything stuff pull pulled grab fetch
-provide calendar subsequently range lineup assortment peak peaked where sum pivot pivoted take took taken taking
+provide calendar subsequently lineup assortment peak peaked sum pivot pivoted
 separate separately part mix
 """.split())
 _ASKING = ("which", "what", "show", "many", "much", "total", "number", "please")  # a typo may hide these
@@ -45,7 +45,9 @@ _FILLER = re.compile(r"\b(?:right now|at the moment|in terms of|out of(?: all| t
                      r"\bdrill (?:down )?(?:into|to|on|in)\b|"
                      r"\b(?:of |for |over |in )?all[- ]time\b|\b(?:over|across|for|in) all (?:the )?(?:years|time|"
                      r"periods|dates)\b|\bat (?:this|the) (?:moment|point|time)\b|"
-                     r"\b(?:both (?:days|dates|ends|months) )?(?:included|inclusive)\b|"
+                     r"\bboth (?:days|dates|ends|months) (?:included|inclusive)\b|\binclusive\b|"
+                     # an analyst's "where status = cancelled"
+                     r"\bwhere(?= \w+(?: \w+)? (?:==?|(?:is|equals|in)\b))|"
                      r"\ball (?:the )?(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|\d{1,2})\b"
                      r"(?! (?:top|best|worst|highest|lowest|largest|smallest|biggest|most|least))|"
                      r"\b(?:filter(?:ed)?|narrow(?:ed)?) (?:it |that |this |them )?(?:down )?(?:to|for|on)\b|"
@@ -62,8 +64,9 @@ _REFERS_BACK = re.compile(
     r"\b(?:in |for |over |during )?(?:that|those) (?:years?|quarters?|months?|weeks?|periods?)\b|"
     r"\b(?:switch|swap|flip) (?:that|this|it|them)(?: over)? (?:to|into|for)\b|"
     r"\b(?:narrow|limit|restrict) (?:that|this|it|them)(?: down)? to\b|"
-    r"\b(?:keeping|keep) (?:the )?same (?:(?!by\b|per\b|in\b|for\b|but\b|only\b)[a-z]+(?:,? and |, | |(?=[^a-z])|$))"
-    r"{1,4}")
+    r"\b(?:keeping|keep) (?:the )?same (?:(?:categories|category|dates?|periods?|years?|quarters?|months?|weeks?|"
+    r"filters?|breakdowns?|groups?|regions?|channels?|segments?|measures?|metrics?|time(?: frame)?)\b"
+    r"(?:,? and |, )?){1,3}")
 _FUTURE = re.compile(r"\b(?:will|shall|won't)\b(?!\s+(?:you|u)\b)|\bgoing to (?:be|look|happen)\b|\bgonna\b|"
                      r"\b(?:forecast|predict|projection)\w*|\b(?:should|can|do|would) we expect\b|"
                      r"(?<!the )\bnext (?:year|quarter|month|week|season)s?\b")
@@ -101,7 +104,7 @@ COMPARING = re.compile(r"\b(?:compare[ds]?|comparing|comparison|vs\.?|versus|aga
 _ABBREVIATIONS = {"avg": "average", "qty": "quantity", "pct": "percent", "yr": "year", "yrs": "years",
                   "rev": "revenue", "thru": "through", "qtr": "quarter", "qtrs": "quarters", "mos": "months",
                   "tix": "tickets", "dept": "department", "depts": "departments", "rn": "now", "r": "are",
-                  "n": "and", "havent": "haven't", "hasnt": "hasn't", "didnt": "didn't", "dont": "don't",
+                  "havent": "haven't", "hasnt": "hasn't", "didnt": "didn't", "dont": "don't",
                   "doesnt": "doesn't", "isnt": "isn't", "arent": "aren't", "wasnt": "wasn't", "werent": "weren't",
                   "wont": "won't", "cust": "customer", "custs": "customers"}
 # (chat shorthand above: "how many r smbs", "up n down", "last qtr")
@@ -123,7 +126,8 @@ _PACED_GROWTH = re.compile(r"\b(?:grew|grown|grow|grows|growing|increased|rose|r
                            r"\b(?:most|least|biggest|largest|smallest) (?:growth|increase)\b")
 # The order of a ranking said outright.
 _ORDER = re.compile(r"\b(highest|largest|biggest|most|top|best|lowest|smallest|least|fewest|worst|bottom)(?: ones?)? "
-                    r"first\b|\b(?:from )?(highest|largest|biggest|most|lowest|smallest|least|fewest) to "
+                    r"first\b(?![-\s](?:quarter|half|time|week|month|year|day))|"
+                    r"\b(?:from )?(highest|largest|biggest|most|lowest|smallest|least|fewest) to "
                     r"(?:lowest|smallest|least|fewest|highest|largest|biggest|most)\b|\b(?:(?:sorted|ordered) )?"
                     r"(?:in )?(descending|ascending|desc|asc)(?: order)?\b")
 _N_WITH_MOST = re.compile(r"\b(\d{1,3}|" + "|".join(w for w in _NUMBER_WORDS if w != "one") + r")\s+(?=(?:[^\W\d]+\s+)"
@@ -184,8 +188,10 @@ CHANGE_VERBS = re.compile(r"^\s*(?:(?:please|pls|plz|kindly)\s+)?(?:(?:can|could
                           r"activate|suspend|promote|demote|block|unblock)\b"
                           r"(?!\s+(?:in|of|over|from|by)\b)")  # "change in revenue" asks, it does not order
 LISTING_WORDS = frozenset({"latest", "recent", "newest"})  # a listing's own words, unusable in an analysis
-_CHANGE_THAT = re.compile(r"\b(?:switch|swap|flip|narrow|limit|restrict|break|split|change|turn|make|show|do|redo|"
-                          r"run|filter) (?:that|this|it|them|those)\b|\b(?:those|these|that) (?:same|ones)\b|"
+_CHANGE_THAT = re.compile(r"^\s*(?:(?:can|could|would) (?:you|u) )?(?:please |pls )?(?:switch|swap|flip|narrow|limit|"
+                          r"restrict|break|split|change|turn|make|show|do|redo|run|filter) "
+                          r"(?:that|this|it|them|those)\b"
+                          r"(?! (?:year|quarter|month|week|day)'?s?\b)|\b(?:those|these|that) (?:same|ones)\b|"
                           r"\b(?:each|all|any) of (?:those|these|them)\b")
 # Chat around a question (Slack-style): greetings, reactions, thanks, sign-offs and hedges, none of which
 # changes what is asked. Emoji end a sentence, as a full stop would.
@@ -459,10 +465,16 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     for start, end in situation:  # an aside says nothing to count, group, rank or compare by ("a channel deck")
         text = _blank(text, start, end)
     compared = bool(reading.split or reading.compare or len(spans) > 1)
-    if earlier is not None and earlier.time is not None and spans and _AGAINST.search(text) and all(
-            span != earlier.time for span in spans):
-        # "and how does that compare with 2023?": the earlier period against the one named now
-        spans, reading.against_earlier = [earlier.time, *spans], True
+    against = _AGAINST.search(text) if earlier is not None and earlier.time is not None and len(spans) == 1 else None
+    if against and re.search(r"\b(?:that|it|this|those|these)\b", text[:against.start()]):
+        # "and how does that compare with 2023?": the earlier period against the one named now; "with the
+        # previous year": the one before the earlier one, not before now
+        before = _before_earlier(spans[0], earlier.time)
+        if before is None and spans[0].kind == "relative":
+            reading.unknown.append(spans[0].words.strip())
+            reading.reasons[spans[0].words.strip()] = "say which period, e.g. \u201ccompared with 2023\u201d"
+        elif (before or spans[0]) != earlier.time:
+            spans, reading.against_earlier = [earlier.time, before or spans[0]], True
     if len(spans) > 1 or (reading.compared_outright and reading.compare == "same_period_last_year"):
         # "last year vs 2023", "last quarter compared with the same quarter last year": as dates, once "now" is known
         spans = [dated(span, latest) for span in spans]
@@ -471,6 +483,8 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     if paced and reading.compare:
         reading.ranks_change = True
         reading.direction = "asc" if re.search(r"least|smallest|slowest", paced.group(0)) else "desc"
+    if reading.ranks_change and growth and re.match(r"declin|drop|fell|fall|shr[iau]nk|decreas", growth.group(0)):
+        reading.direction = "asc" if reading.direction == "desc" else "desc"  # "declined fastest": most negative
     text = _grain(text, reading)
     if _SHARE.search(text):
         reading.share_of_total = True
@@ -549,6 +563,21 @@ def _comparison(text: str, reading: Reading) -> str:
         grain = next((g for g in compare.groups() if g), None)
         reading.compare_grain = grain if grain in ("month", "quarter", "week", "year") else None
     return text
+
+
+def _before_earlier(span: TimeSpan, earlier: TimeSpan) -> TimeSpan | None:
+    """"the previous year" said after a question about 2023: 2022 (None when it is no such word, or the earlier
+    period is not a whole year, quarter or month of dates)."""
+    if span.kind != "relative" or span.op != "previous" or span.count != 1 or earlier.kind != "between":
+        return None
+    months = UNIT_MONTHS.get(span.unit)
+    if months is None or earlier.calendar_unit != span.unit:
+        return None
+    start = earlier.start.replace(day=1)
+    index = start.year * 12 + start.month - 1 - months
+    start = dt.date(index // 12, index % 12 + 1, 1)
+    end = earlier.start
+    return TimeSpan("between", span.words, start=start, end=end)
 
 
 def _periods(spans: list[TimeSpan], text: str, reading: Reading, asks_change: bool) -> None:
@@ -644,6 +673,9 @@ def _values(text: str, reading: Reading, vocabulary: Vocabulary, matches: list[d
                       if not _names_a_measure(text, m.start(), vocabulary)]:
             text = _blank(text, found.start(), found.end())
             spans.append((found.start(), found.end(), value))
+            line = re.match(r"\s+(?:range|ranges|lineup|assortment|line|lines)\b", text[found.end():])
+            if line:  # "our Electronics range": the value's own rows
+                text = _blank(text, found.end(), found.end() + line.end())
             by_field.setdefault(match["field_id"], []).append((found.start(), value))
     for field_id, found in by_field.items():
         found.sort()
@@ -675,6 +707,13 @@ _FRAMING = re.compile(
     r"|(?P<reporter>(?:[\w']+\s){1,3}(?:is asking|are asking|asked(?: me)?|asks|wants to know|want to know|"
     r"would like to know|needs to know|need to know)(?: about)?)\s(?=(?:how|what|which|who|when|where|whether|if|is|"
     r"are|did|do|does)\b))")
+# Words that say who asks or for what occasion, and nothing about which rows ("For the board pack:", "Finance is
+# asking", "Returns desk here."): the only other words a framing may hold.
+_OCCASION_WORDS = frozenset("""review reviews pack deck slides slide meeting call sync standup report reporting question
+questions update check board finance team desk ops operations marketing exec execs leadership boss manager management
+cfo ceo coo vp director analyst pipeline planning budget backlog prep dashboard memo newsletter offsite kickoff retro
+qbr investor investors town hall doing asking asked asks presentation summary recap catch-up catchup one-pager audit
+committee""".split())
 # The only words of STOP a framing may hold: who asks, for what occasion; never what or how to count.
 _FRAMING_WORDS = frozenset("""for re the a an my our this that from on to of here is are am i we me us you
 about with and need needs want wants know please hi hello hey thanks ok okay so quick check one i'm i've we're
@@ -739,7 +778,8 @@ def _framing(text: str, vocabulary: Vocabulary, reading: Reading, value_spans: l
     if any(start <= at < end for at, _, _ in value_spans) or any(start <= at < end for at in time_starts) or \
             len(_WORD.findall(rest)) < 2:
         return text
-    said = [plain(w) for w in _WORD.findall(text[start:end])]
+    written = _WORD.findall(text[start:end])
+    said = [plain(w) for w in written]
     tokens = [vocabulary.corrected(singular(w)) for w in said]
     named: set[str] = set()
     strange = False
@@ -751,10 +791,15 @@ def _framing(text: str, vocabulary: Vocabulary, reading: Reading, value_spans: l
             position += len(entries[0].phrase)
             continue
         word = said[position]
-        if word.isdigit() or word in NEGATIONS or word in RESTRICTING or word in AVERAGE_WORDS or (
-                word in STOP and word not in _FRAMING_WORDS) or _asking_word(word) and word not in _FRAMING_WORDS:
+        partly = [item for kind in ("entity", "field", "metric") for item in vocabulary.partial(tokens[position], kind)]
+        if partly:  # "support asked me": a word of a catalog name, to be named again
+            named |= {item.get("entity_id", item["id"]) for item in partly}
+        elif word in STOP and word in _FRAMING_WORDS:
+            pass
+        elif word in _OCCASION_WORDS or written[position].endswith("'s"):  # "for friday's pipeline call"
+            strange = True
+        else:  # any other word may say which rows ("For Europe,", "Weekends:", "Premium products -")
             return text
-        strange = strange or word not in STOP
         position += 1
     rest_tokens = [vocabulary.corrected(singular(plain(w))) for w in _WORD.findall(rest)]
     again = {e.item.get("entity_id", e.item["id"]) for i in range(len(rest_tokens))
@@ -771,14 +816,26 @@ _NOT_BEFORE = re.compile(r"\b(?:but not|and not|not|excluding|except|without)\s+
 def _said_besides(text: str, found: list[tuple[int, str]]) -> tuple[str, list[tuple[int, str]]]:
     """"Only open, not pending": a value ruled out beside another value of the same field kept says nothing
     more than the kept one; its negating word is explained. Ruled out alone ("not web"), it stays unexplained."""
-    negated = {(at, value) for at, value in found if _NOT_BEFORE.search(text[:at])}
-    kept = [(at, value) for at, value in found if (at, value) not in negated]
-    if not negated or not kept or {v for _, v in negated} & {v for _, v in kept}:
+    first = next((i for i, (at, _) in enumerate(found) if _NOT_BEFORE.search(text[:at])), None)
+    if first is None or first == 0:  # nothing ruled out, or nothing kept before it ("except web and phone")
         return text, found
-    for at, _ in negated:
-        said = _NOT_BEFORE.search(text[:at])
-        text = _blank(text, said.start(), said.end())
-    return text, kept
+    # the values ruled out: the first, and each joined to it by "and", "or", "nor" or a comma ("not store or phone")
+    last = first
+    while last + 1 < len(found) and re.fullmatch(r"[\s,]*(?:and|or|nor|&)?[\s,]*(?:the\s+)?",
+                                                 _between(text, found[last], found[last + 1])):
+        last += 1
+    if last + 1 < len(found):  # a value after them: which way it goes is not plain
+        return text, found
+    kept, negated = found[:first], found[first:]
+    if {v for _, v in negated} & {v for _, v in kept}:
+        return text, found
+    said = _NOT_BEFORE.search(text[:found[first][0]])
+    return _blank(text, said.start(), said.end()), kept
+
+
+def _between(text: str, one: tuple[int, str], other: tuple[int, str]) -> str:
+    """The text between the end of one value said and the start of the next (values are blanked already)."""
+    return text[one[0]:other[0]].strip()
 
 
 _SENTENCE = re.compile(r"[^.!?;\u2013\u2014]+?(?:[.!?;]+|\s[-\u2013\u2014]\s|$)")
@@ -982,6 +1039,7 @@ class _Words:
     averages: list[str] = field(default_factory=list)  # "average", "typical" as written
     amounts: list[_Amount] = field(default_factory=list)
     events: list[_EventWord] = field(default_factory=list)
+    named_entities: list[dict] | None = None  # every entity the question names, once asked for
 
 
 @dataclass(frozen=True)
@@ -1265,12 +1323,14 @@ def _place(entries: list[_Entry], position: int, seen: _Words, reading: Reading,
 def _doer(entity: dict, position: int, size: int, seen: _Words, vocabulary: Vocabulary) -> bool:
     """An entity named as who did what a verb of other rows says: just before the verb ("customers send
     back") or after "by" just after it ("sent back by customers"), when those rows reach it."""
-    if " ".join(seen.raw[max(0, position - 3):position]).endswith(("how many", "number of", "count of", "distinct")):
+    if " ".join(seen.raw[max(0, position - 3):position]).endswith(("how many", "number of", "count of", "distinct",
+                                                                   "total", "all", "unique")):
         return False  # "how many customers placed orders": the customers are what is counted
     after = position + size
     verb = [e for e in vocabulary.longest_at(seen.tokens, after) if e.kind == "event"] if after < len(
         seen.tokens) else []
-    if not verb and position >= 2 and seen.raw[position - 1] == "by":
+    if not verb and position >= 2 and seen.raw[position - 1] == "by" and seen.raw[position].endswith("s"):
+        # ("sent back by customers": who; "orders placed by customer": a breakdown)
         verb = [e for start in range(max(0, position - 3), position - 1)
                 for e in vocabulary.longest_at(seen.tokens, start)
                 if e.kind == "event" and start + len(e.phrase) == position - 1]
@@ -1293,8 +1353,11 @@ def _shown_name(position: int, seen: _Words, vocabulary: Vocabulary) -> bool:
     after = position + 1 + (seen.tokens[position + 1:position + 2] == ["of"]) + (
         seen.tokens[position + 2:position + 3] == ["the"])
     attached = entities_at(position - 1) + (entities_at(after) if after > position + 1 else [])
-    named = attached or [item for start in range(len(seen.tokens)) for item in entities_at(start)]
-    return bool(named) and all(shown_name(entity) is not None for entity in named)
+    if attached:
+        return all(shown_name(entity) is not None for entity in attached)
+    if seen.named_entities is None:  # (worked out once per question: a question may say "name" many times)
+        seen.named_entities = [item for start in range(len(seen.tokens)) for item in entities_at(start)]
+    return bool(seen.named_entities) and all(shown_name(entity) is not None for entity in seen.named_entities)
 
 
 def _measure_ruled_out(position: int, seen: _Words, vocabulary: Vocabulary) -> list[_Entry]:
