@@ -46,8 +46,6 @@ _FILLER = re.compile(r"\b(?:right now|at the moment|in terms of|out of(?: all| t
                      r"\b(?:of |for |over |in )?all[- ]time\b|\b(?:over|across|for|in) all (?:the )?(?:years|time|"
                      r"periods|dates)\b|\bat (?:this|the) (?:moment|point|time)\b|"
                      r"\bboth (?:days|dates|ends|months) (?:included|inclusive)\b|\binclusive\b|"
-                     # an analyst's "where status = cancelled"
-                     r"\bwhere(?= \w+(?: \w+)? (?:==?|(?:is|equals|in)\b))|"
                      r"\ball (?:the )?(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|\d{1,2})\b"
                      r"(?! (?:top|best|worst|highest|lowest|largest|smallest|biggest|most|least))|"
                      r"\b(?:filter(?:ed)?|narrow(?:ed)?) (?:it |that |this |them )?(?:down )?(?:to|for|on)\b|"
@@ -526,6 +524,8 @@ def _normalised(question: str) -> str:
     text = re.sub(r"[^\W\d_]{4,}", _time_typo, text)
     text = _BECOMES.sub(lambda m: "are".ljust(len(m.group(0))), text)
     text = re.sub(r"\bhow many different\b", "how many distinct  ", text)  # (not a comparison)
+    # an analyst's "orders where status = cancelled": "with" (a word between, so "orders status" is no one name)
+    text = re.sub(r"\bwhere(?= \w+(?: \w+)? (?:==?|(?:is|equals|in)\b))", "with ", text)
     text = _PHRASAL.sub(lambda m: f"{m.group(1)} {m.group(3)} {m.group(2)}", text)  # "send stuff back": sent back
     text = re.sub(r"\b(best|top|worst)[- ](selling|sellers?|performing|performers?)\b", r"\1 \2", text)
     return _FILLER.sub(lambda m: " " * len(m.group(0)), text)

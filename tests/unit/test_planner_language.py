@@ -998,3 +998,8 @@ def test_a_range_ending_without_its_year_ends_after_it_starts():
 def test_previous_n_quarters_are_whole_ones_before_this_one():
     assert period(read("revenue in the previous 2 quarters")) == ("relative", "previous", "quarter", 2)
     assert period(read("revenue in the last 3 months")) == ("relative", "trailing", "month", 3)
+
+
+def test_an_analysts_where_keeps_the_words_around_it_apart():
+    reading = understand("count orders where status = cancelled, 2025", SLICE, VALUES)
+    assert labels(reading.measures) == ["Number of orders"] and [f.values for f in reading.filters] == [("cancelled",)]
