@@ -4,11 +4,11 @@ A relative period ("the last 3 months", "the previous quarter", "year to date")
 is resolved against a reference date: today, or, where the semantic model sets
 `time_anchor: latest_data`, the latest value of the field in the data (a
 warehouse loaded up to 31 Dec 2024 then answers "last quarter" with Q4 2024
-whenever it is asked). "The last N months" (quarters, years) are whole calendar months, the reference's own month so far
-included: in December, "the last 3 months" are October to December. Days and weeks are rolling: "the
-last 30 days" end at the reference. Weeks start on Monday, as the time grains do. Months
-are added as a calendar does: 31 Jan plus one month is 29 Feb (or 28), never
-2 Mar.
+whenever it is asked). "The last N months" (quarters, years) are whole
+calendar months, the reference's own so far included: in December, "the last 3
+months" are October to December. Days and weeks roll: "the last 30 days" end at
+the reference. Weeks start on Monday, as the time grains do. Months are added
+as a calendar does: 31 Jan plus one month is 29 Feb (or 28), never 2 Mar.
 """
 
 from __future__ import annotations
