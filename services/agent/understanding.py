@@ -765,10 +765,11 @@ def _spelled_otherwise(said: str, value: str) -> bool:
 
 def _framing(text: str, vocabulary: Vocabulary, reading: Reading, value_spans: list[tuple[int, int, str]],
              time_starts: list[int]) -> str:
-    """The text without a framing before the question. A framing holds no value, period, number, or word
-    that counts, ranks, restricts or turns something around; the catalog words it names ("the channel
-    review") are named again by the question (the web channel), and at least one of its words is no
-    catalog word at all (so "Revenue by channel: 2024" is a question, not a heading)."""
+    """The text without a framing before the question. A framing holds no value, period or number; its words
+    are pointing and joining words, words of who asks and for what occasion (_OCCASION_WORDS, at least one:
+    so "Revenue by channel: 2024" is a question, not a heading), possessives ("friday's"), or catalog words
+    the question names again ("the channel review": the web channel). Any other word may say which rows
+    ("For Europe,"), so the framing is then read as part of the question."""
     found = _FRAMING.match(text)
     if found is None:
         return text
