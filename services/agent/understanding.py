@@ -463,16 +463,7 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     for start, end in situation:  # an aside says nothing to count, group, rank or compare by ("a channel deck")
         text = _blank(text, start, end)
     compared = bool(reading.split or reading.compare or len(spans) > 1)
-    against = _AGAINST.search(text) if earlier is not None and earlier.time is not None and len(spans) == 1 else None
-    if against and re.search(r"\b(?:that|it|this|those|these)\b", text[:against.start()]):
-        # "and how does that compare with 2023?": the earlier period against the one named now; "with the
-        # previous year": the one before the earlier one, not before now
-        before = _before_earlier(spans[0], earlier.time)
-        if before is None and spans[0].kind == "relative":
-            reading.unknown.append(spans[0].words.strip())
-            reading.reasons[spans[0].words.strip()] = "say which period, e.g. \u201ccompared with 2023\u201d"
-        elif (before or spans[0]) != earlier.time:
-            spans, reading.against_earlier = [earlier.time, before or spans[0]], True
+    spans = _against_earlier(spans, text, earlier, reading)
     if len(spans) > 1 or (reading.compared_outright and reading.compare == "same_period_last_year"):
         # "last year vs 2023", "last quarter compared with the same quarter last year": as dates, once "now" is known
         spans = [dated(span, latest) for span in spans]
@@ -563,6 +554,22 @@ def _comparison(text: str, reading: Reading) -> str:
         grain = next((g for g in compare.groups() if g), None)
         reading.compare_grain = grain if grain in ("month", "quarter", "week", "year") else None
     return text
+
+
+def _against_earlier(spans: list[TimeSpan], text: str, earlier: Reading | None, reading: Reading) -> list[TimeSpan]:
+    """"and how does that compare with 2023?": the earlier period against the one named now; "with the previous
+    year": the one before the earlier one, not before now. Only in a follow-up that points back."""
+    against = _AGAINST.search(text) if earlier is not None and earlier.time is not None and len(spans) == 1 else None
+    if against is None or not re.search(r"\b(?:that|it|this|those|these)\b", text[:against.start()]):
+        return spans
+    before = _before_earlier(spans[0], earlier.time)
+    if before is None and spans[0].kind == "relative":
+        reading.unknown.append(spans[0].words.strip())
+        reading.reasons[spans[0].words.strip()] = "say which period, e.g. \u201ccompared with 2023\u201d"
+    elif (before or spans[0]) != earlier.time:
+        reading.against_earlier = True
+        return [earlier.time, before or spans[0]]
+    return spans
 
 
 def _before_earlier(span: TimeSpan, earlier: TimeSpan) -> TimeSpan | None:

@@ -642,12 +642,14 @@ def test_a_framing_before_the_question_is_passed_over(question, measure):
     "Web review: revenue in 2024",  # a value
     "Top sellers review: revenue by product",  # a ranking word
     "Not web: revenue in 2024",  # a negation
-    "2024 review: revenue by channel",  # a period
 ])
 def test_a_framing_that_may_say_what_to_count_is_not_passed_over(question):
-    reading = read(question)
-    assert reading.unknown or reading.filters or reading.direction or (
-        reading.time and reading.time.start == dt.date(2024, 1, 1)), question
+    assert read(question).unknown, question  # its words stay unexplained: refused, never dropped
+
+
+def test_a_framing_naming_a_period_is_read_as_part_of_the_question():
+    reading = read("2024 review: revenue by channel")
+    assert period(reading) == ("between", dt.date(2024, 1, 1), dt.date(2025, 1, 1))
 
 
 def test_chat_shorthand():
