@@ -15,11 +15,16 @@ def _quoted(values) -> str:
     return " or ".join(f"\u201c{v}\u201d" for v in values)
 
 
-def qualifiers(reading: Reading) -> str:
+def qualifiers(reading: Reading, drafted: Drafted) -> str:
     """The filters and the time span in words: " where sales channel is “web” in 2025"."""
-    parts = [f"{lower_first(f.field['label'])} is {_quoted(f.values)}" for f in reading.filters]
+    had = drafted.had
+    parts = [f"{lower_first(f.field['label'])} is {_quoted(f.values)}" for f in reading.filters if f not in had]
     where = f" where {' and '.join(parts)}" if parts else ""
-    if reading.time is not None:  # dated by what the question named ("signed up"): said, not implied
+    if reading.time is not None and reading.has_rows is not None:  # "customers who bought online this year"
+        rows = [f"{lower_first(f.field['label'])} {_quoted(f.values)}" for f in had]
+        where += (f" with at least one {lower_first(reading.has_rows['label'])}{' with ' if rows else ''}"
+                  f"{' and '.join(rows)} with {lower_first(reading.time_field['label'])} {describe(reading.time)}")
+    elif reading.time is not None:  # dated by what the question named ("signed up"): said, not implied
         dated = f" with {lower_first(reading.time_field['label'])}" if reading.time_field else ""
         where += f"{dated} {describe(reading.time)}"
     return where
@@ -38,7 +43,7 @@ def subject(reading: Reading, drafted: Drafted) -> str:
     text = measures + (f" by {', '.join(lower_first(b) for b in breakdowns)}" if breakdowns else "")
     if reading.share is not None and drafted.primary.startswith("m"):  # (a share's label names its part)
         text += f" with {lower_first(reading.share.field['label'])} {_quoted(reading.share.values)}"
-    return text + qualifiers(reading)
+    return text + qualifiers(reading, drafted)
 
 
 def compose(question: str, view: dict, reading: Reading, drafted: Drafted, rows: int) -> dict:
@@ -135,7 +140,7 @@ def _chart(binding: dict, reading: Reading, drafted: Drafted) -> dict:
 
 def _sentence(ids: dict, binding: dict, rows: int, reading: Reading, drafted: Drafted) -> dict | None:
     """The answer in words, each figure bound to its cell."""
-    where = qualifiers(reading)
+    where = qualifiers(reading, drafted)
     if rows == 0:
         return {"id": "answer-text", "component": ids["Text"], "data": {"text": f"No rows matched{where}."}}
     if "FigureText" not in ids:

@@ -1,7 +1,8 @@
 """A reading as an analysis draft: the embedded planner's `plan()` step.
 
 Output ids are fixed by role, so composing knows what to bind: `m0…` measures, `t` the time breakdown,
-`d0…` other breakdowns, `s` the share's field, `share`, `per`, `prior`, `growth` calculations.
+`d0…` other breakdowns, `s` the share's field, `share`, `per`, `prior`, `change`, `growth`, `cumulative`
+calculations.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 
 from services.agent.time_words import TimeSpan
-from services.agent.understanding import Filter, Reading, reachable, time_field, words
+from services.agent.understanding import Filter, Reading, is_average, reachable, time_field, words
 
 
 class CannotPlan(Exception):
@@ -24,6 +25,7 @@ class Drafted:
     primary_label: str
     dimensions: list[str] = field(default_factory=list)  # output ids, the time breakdown first
     time_field: dict | None = None
+    had: list[Filter] = field(default_factory=list)  # filters on the rows the counted records must have
 
 
 @dataclass
@@ -93,7 +95,7 @@ def plan(reading: Reading, entities: list[dict]) -> Drafted:
     dimensions = [{"id": "t", "field": when["id"], "grain": grain}] if grain else []
     breakdowns = [*reading.breakdowns, *([reading.split.field] if reading.split else [])]
     dimensions += [{"id": f"d{i}", "field": b["id"]} for i, b in enumerate(breakdowns)]
-    conditions = _conditions(reading, when)
+    conditions = _conditions(reading, when, entities)
     if conditions:
         draft["filter"] = conditions[0] if len(conditions) == 1 else {"all": conditions}
     if (reading.direction or reading.limit) and not dimensions:
@@ -113,7 +115,7 @@ def plan(reading: Reading, entities: list[dict]) -> Drafted:
             draft["limit"] = reading.limit
     elif dimensions and not grain:
         draft["order_by"] = [{"output": primary, "direction": "desc"}]
-    return Drafted(draft, primary, label, [d["id"] for d in dimensions], when)
+    return Drafted(draft, primary, label, [d["id"] for d in dimensions], when, had_filters(reading, entities))
 
 
 def _measure(output: str, measure: dict) -> dict:
@@ -125,10 +127,15 @@ def _measure(output: str, measure: dict) -> dict:
 
 def _time(reading: Reading, entities: list[dict]) -> tuple[dict | None, str | None]:
     """The date the question's time is counted by, and the grain of a time breakdown (if one is asked)."""
-    if not (reading.grain or reading.time or reading.compare):
+    if not (reading.grain or reading.time or reading.compare or reading.cumulative):
         return None, None
     owner = reading.measures[0]["entity_id"]
     named = reading.time_field
+    if reading.has_rows is not None:  # dated by the rows they had; one count of them, not one per period
+        if reading.grain or reading.compare:
+            raise CannotPlan(f"{reading.measures[0]['label']} over time, each counted in every period they had "
+                             f"a {reading.has_rows['label'].lower()}, is more than I can answer; ask for one period")
+        return named, None
     if named and named["entity_id"] not in reachable(entities, owner):
         raise CannotPlan(f"{reading.measures[0]['label']} cannot be followed by {named['label'].lower()}")
     when = named or time_field(entities, owner)
@@ -139,6 +146,8 @@ def _time(reading: Reading, entities: list[dict]) -> tuple[dict | None, str | No
             f"limit {reading.measures[0]['label']} to '{reading.time.words.strip()}'"
         raise CannotPlan(f"I found no date or time to {doing}")
     grain = reading.grain or (reading.compare_grain if reading.compare else None)
+    if reading.cumulative and not grain:  # "cumulative revenue in 2025": added up month by month
+        grain = "month"
     if reading.compare and not grain:  # "this quarter vs last quarter", "2024 vs last year": by the unit named
         grain = _span_unit(reading.time) if reading.time else "month"
     return when, grain
@@ -151,13 +160,27 @@ def _span_unit(span) -> str:
     return span.calendar_unit or ("year" if span.whole_years else "month")
 
 
-def _conditions(reading: Reading, when: dict | None) -> list[dict]:
-    conditions = [_condition(f) for f in reading.filters]
+def _conditions(reading: Reading, when: dict | None, entities: list[dict]) -> list[dict]:
+    inside = had_filters(reading, entities)
+    conditions = [_condition(f) for f in reading.filters if f not in inside]
     if reading.split is not None:
         conditions.append(_condition(reading.split))
-    if reading.time is not None:
+    if reading.time is not None and reading.has_rows is not None:  # "customers who bought online this year"
+        parts = [*(_condition(f) for f in inside), time_condition(reading.time, when)]
+        conditions.append({"has": parts[0] if len(parts) == 1 else {"all": parts}})
+    elif reading.time is not None:
         conditions.append(time_condition(reading.time, when))
     return conditions
+
+
+def had_filters(reading: Reading, entities: list[dict]) -> list[Filter]:
+    """The filters on the rows the counted records must have ("customers who bought online this year": the
+    channel of their orders), not on those records."""
+    if reading.has_rows is None:
+        return []
+    own = set(reachable(entities, reading.measures[0]["entity_id"]))
+    return [f for f in reading.filters if f.field["entity_id"] not in own
+            and f.field["entity_id"] in reachable(entities, reading.has_rows["id"])]
 
 
 def _calculations(reading: Reading, draft: dict, dimensions: list[dict]) -> tuple[str, str]:
@@ -190,10 +213,17 @@ def _calculations(reading: Reading, draft: dict, dimensions: list[dict]) -> tupl
         calculations.append({"id": "per", "kind": "ratio", "of": "m0", "to": "per_count"})
         primary, label = "per", f"{label} per {reading.per['label'].lower()}"
     if reading.compare:
-        calculations += [{"id": "prior", "kind": "prior", "of": "m0", "against": reading.compare},
-                         {"id": "growth", "kind": "growth", "of": "m0", "against": reading.compare}]
+        calculations += [{"id": kind, "kind": kind, "of": "m0", "against": reading.compare}  # (the change both
+                         for kind in ("prior", "change", "growth")]  # as an amount and as a rate)
         if reading.ranks_change:  # "which category grew fastest": ranked by its growth
             primary, label = "growth", f"Growth of {label[:1].lower()}{label[1:]}"
+    if reading.cumulative:
+        if primary != "m0" or is_average(reading.measures[0]):  # (a ratio's sum is refused by the gateway)
+            raise CannotPlan(f"a running total adds up {label[:1].lower()}{label[1:]}, which does not add up; "
+                             "ask for a count or a sum")
+        calculations.append({"id": "cumulative", "kind": "cumulative", "of": "m0",
+                             **({"time": "t"} if len(dimensions) > 1 else {})})
+        primary, label = "cumulative", f"Running total of {label[:1].lower()}{label[1:]}"
     if calculations:
         draft["calculations"] = calculations
     return primary, label
@@ -207,8 +237,9 @@ def _check_reach(reading: Reading, entities: list[dict]) -> None:
         for breakdown in [*reading.breakdowns, *([reading.split.field] if reading.split else [])]:
             if breakdown["entity_id"] not in reach:
                 raise CannotPlan(f"{measure['label']} cannot be broken down by {breakdown['label'].lower()}")
+        inside = had_filters(reading, entities)
         for condition in [*reading.filters, *([reading.share] if reading.share else [])]:
-            if condition.field["entity_id"] not in reach:
+            if condition.field["entity_id"] not in reach and condition not in inside:
                 raise CannotPlan(f"{measure['label']} cannot be limited by {condition.field['label'].lower()} "
                                  f"\u201c{condition.values[0]}\u201d")
 

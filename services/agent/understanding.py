@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from services.agent.english import is_common, is_word
-from services.agent.time_words import UNIT_MONTHS, TimeSpan, dated, find_times, side_by_side, widened_back
+from services.agent.time_words import UNIT_MONTHS, TimeSpan, dated, find_times, side_by_side, spoken, widened_back
 
 _WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*|%")  # words in any script: "región" stays one word
 # Words that carry no meaning of their own for the catalog: asking, pointing and joining words.
@@ -37,6 +37,8 @@ provide calendar subsequently lineup assortment peak peaked sum pivot pivoted
 separate separately part mix
 """.split())
 _ASKING = ("which", "what", "show", "many", "much", "total", "number", "please")  # a typo may hide these
+# and the longer words that say nothing of what to count ("best sellng"): a near spelling of one is passed over
+_LONG_STOP = tuple(sorted(w for w in STOP if len(w) >= 6 and w.isalpha()))
 # Phrases that frame a question without changing it ("right now", "in terms of", "revenue-wise").
 _FILLER = re.compile(r"\b(?:right now|at the moment|in terms of|out of(?: all| the)?|as well as|along with)\b|"
                      r"(?<=\w)[- ]wise\b|^\s*but\b|\bbut(?= (?:by|for|in|with|now|as|on|per|only|just|filter\w*)\b)|"
@@ -144,6 +146,12 @@ _PREVIOUS_PERIOD = re.compile(
     r"\b(?:(month|quarter|week|year)[ -]over[ -](?:month|quarter|week|year)|period[ -]over[ -]period|"
     r"(?:vs\.?|versus|compared (?:to|with)|against|than) (?:the )?(?:(?:previous|prior|last) (month|quarter|week|year|"
     r"period)|(month|quarter|week|year|period|one) before))\b")
+# A running total along time ("cumulative revenue", "running total of orders month by month").
+_RUNNING = re.compile(r"\b(?:running|cumulative|cumulated|accumulated)(?: (?:totals?|sums?|counts?))?\b|"
+                      r"\bcumulatively\b")
+# In a follow-up, the period before the earlier question's ("and the year before?", "the previous quarter").
+_THE_ONE_BEFORE = re.compile(r"\b(?:the )?(?:(year|quarter|month) before(?: that| it| then)?|(?:previous|prior) "
+                             r"(year|quarter|month))\b")
 _GROWTH = re.compile(r"\b(growth(?: rates?)?|grow|grows|grew|grown|growing|change|changes|changed|changing|"
                      r"shrink|shrinks|shrank|"
                      r"shrinking|decline|declines|declined|declining|increase|increased|increasing|decrease|"
@@ -246,6 +254,9 @@ class Reading:
     compared_outright: bool = False  # "how did X compare with the same quarter last year": both periods shown
     ranks_change: bool = False  # "which category grew fastest": ranked by the change, not the measure
     against_earlier: bool = False  # a follow-up's period set against the earlier one: its breakdowns stay
+    cumulative: bool = False  # "running total of revenue by month": added up along time
+    has_rows: dict | None = None  # "customers who bought this year": the entity the counted records must have at
+    # least one row of, in the period (by `time_field`, its date)
 
 
 def singular(word: str) -> str:
@@ -344,9 +355,10 @@ class Vocabulary:
             if any(word.startswith(known) and len(known) >= 4 for known in self.known):
                 self._corrections[word] = word  # "refunded" is no typo of "refund": maybe a value
             else:
-                # a catalog word first; else one of the few asking words ("wich" is "which")
+                # a catalog word first ("untis": units); else one of the few asking words ("wich" is "which"),
+                # else a longer word that counts nothing ("sellng")
                 self._corrections[word] = near(word, self._known_in_order) or (word.endswith("s") and near(
-                    word[:-1], self._known_in_order)) or near(word, _ASKING) or word  # ("untis": units)
+                    word[:-1], self._known_in_order)) or near(word, _ASKING) or near(word, _LONG_STOP) or word
         return self._corrections[word]
 
 
@@ -448,8 +460,12 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
         reading.reasons[said] = "I report what the data holds; I cannot tell what will happen"
     text = _FUTURE.sub(lambda m: " " * len(m.group(0)), text)
     text = _comparison(text, reading)
+    if earlier is not None and earlier.time is not None:
+        text = _one_before_earlier(text, earlier.time, latest)
     paced = _PACED_GROWTH.search(text)  # "which one grew the most": ranked by the growth
     growth, text = _take(_GROWTH, text)
+    running, text = _take(_RUNNING, text)
+    reading.cumulative = running is not None
     if growth and reading.compare is None:  # "revenue growth by year": each period against the one before
         reading.compare = "previous_period"
     reading.assumed += [(f"fy{year}", f"the calendar year {year}") for year in re.findall(_FISCAL + r"(\d{4})", text)]
@@ -570,6 +586,20 @@ def _against_earlier(spans: list[TimeSpan], text: str, earlier: Reading | None, 
         reading.against_earlier = True
         return [earlier.time, before or spans[0]]
     return spans
+
+
+def _one_before_earlier(text: str, earlier: TimeSpan, latest: dt.date | None) -> str:
+    """"what about the year before?" after a question about 2025: 2024, the one before the earlier period (not
+    before now), written as the period itself for the time reader."""
+    said = _THE_ONE_BEFORE.search(text)
+    if said is None:
+        return text
+    unit = said.group(1) or said.group(2)
+    before = _before_earlier(TimeSpan("relative", said.group(0), op="previous", unit=unit), dated(earlier, latest))
+    period = spoken(before) if before is not None else None
+    if period is None or len(period.removeprefix("in ")) > len(said.group(0)):
+        return text
+    return text[:said.start()] + period.removeprefix("in ").ljust(len(said.group(0))) + text[said.end():]
 
 
 def _before_earlier(span: TimeSpan, earlier: TimeSpan) -> TimeSpan | None:
@@ -1237,14 +1267,33 @@ def _event_words(seen: _Words, reading: Reading, vocabulary: Vocabulary, context
             continue
         measured = any((time_field(vocabulary.entities, m["entity_id"]) or {}).get("id") == event.date["id"]
                        for m in reading.measures)  # "units SMB customers buy": the date units are counted by
-        if event.date["entity_id"] not in named and not measured and not _measure_of_event(
-                event.date, event.written, reading, vocabulary):
+        measured = measured or _measure_of_event(event.date, event.written, reading, vocabulary)
+        had = None if measured else _had(event, reading, vocabulary)
+        if had is not None:  # "customers who bought this year": those with at least one order then
+            reading.has_rows, reading.time_field = had, event.date
+            continue
+        if event.date["entity_id"] not in named and not measured:
             reading.unknown.append(event.written)
             reading.asks_other_rows = True  # ("customers who bought in 2024": without it, signups in 2024)
             continue
         reading.time_field = event.date
         if event.after_by:
             reading.grain = reading.grain or "month"
+
+
+def _had(event: _EventWord, reading: Reading, vocabulary: Vocabulary) -> dict | None:
+    """The entity of the verb's rows when the measured records each have many of them, one way, and the question
+    says when ("customers who bought this year"): counted are those with at least one such row then. Over
+    time ("by month") a record would count in each month it had one: not read so."""
+    rows = vocabulary.by_id.get(event.date["entity_id"])
+    if rows is None or not reading.measures or reading.grain or event.after_by or reading.time is None:
+        return None
+    for measure in reading.measures:
+        owner = measure["entity_id"]
+        ways = [r for r in rows.get("relationships", []) if r["from"] == rows["id"] and r["to"] == owner]
+        if owner == rows["id"] or owner not in reachable(vocabulary.entities, rows["id"]) or len(ways) > 1:
+            return None
+    return rows
 
 
 def _measure_of_event(date: dict, written: str, reading: Reading, vocabulary: Vocabulary) -> bool:
@@ -1515,6 +1564,7 @@ def _follow(earlier: Reading, new: Reading, question: str, vocabulary: Vocabular
     if new.limit or new.direction:
         merged.limit, merged.direction = new.limit, new.direction
     merged.compare = new.compare or earlier.compare
+    merged.cumulative = new.cumulative or earlier.cumulative
     merged.ranks_change = new.ranks_change or (earlier.ranks_change and not new.direction)
     merged.compare_grain = new.compare_grain or earlier.compare_grain
     merged.split = new.split or merged.split

@@ -238,7 +238,7 @@ def _layout(expect: dict) -> tuple[list[str], list[str]]:
     if "per" in expect:
         numbers.append("per")
     if "compare" in expect:
-        numbers += ["prior", "growth"]
+        numbers += ["prior", "change", "growth"]
     return keys, numbers
 
 
@@ -273,6 +273,7 @@ def expected_rows(reference: Reference, expect: dict) -> dict[tuple, dict[str, D
         for group, row in rows.items():
             back = (_back(group[0], step), *group[1:])
             row["prior"] = earlier.get(back)
+            row["change"] = row[primary] - row["prior"] if row["prior"] is not None else None
             row["growth"] = row[primary] / row["prior"] - 1 if row["prior"] else None
     if expect.get("which"):  # the whole ranking, the highest (or lowest) first
         ordered = sorted(rows, key=lambda g: rows[g][primary], reverse=expect["which"] == "highest")
@@ -335,7 +336,7 @@ def _figure(running_set, credentials, person, session, revision_id: str, node: s
 
 def _column_id(name: str, numbers: list[str]) -> str:
     """A headline figure's column id: measures are m0, m1…; the share and the ratio keep their names."""
-    metrics = [n for n in numbers if n not in ("per_count", "share", "per", "prior", "growth")]
+    metrics = [n for n in numbers if n not in ("per_count", "share", "per", "prior", "change", "growth")]
     return f"m{metrics.index(name)}" if name in metrics else name
 
 

@@ -455,7 +455,7 @@ def test_the_answer_names_the_date_it_counted_by():
     from services.agent.composing import qualifiers
 
     reading = read("net revenue from customers who signed up in 2024")
-    assert qualifiers(reading) == " with signup date in 2024"
+    assert qualifiers(reading, plan(reading, SLICE)) == " with signup date in 2024"
 
 
 def test_a_near_spelling_is_taken_for_its_value_and_said():
@@ -612,7 +612,7 @@ def test_plain_speech_after_the_review(question):
 
 
 def test_a_verb_about_other_rows_offers_no_reading():
-    reading = read("How many customers bought something in 2024")
+    reading = read("How many customers bought something in 2024, by month")  # each counted in many months
     assert reading.unknown == ["bought"] and reading.asks_other_rows
     assert exact_reading(reading, SLICE, VALUES) is None
     new = read("how many new customers")
@@ -1005,3 +1005,68 @@ def test_previous_n_quarters_are_whole_ones_before_this_one():
 def test_an_analysts_where_keeps_the_words_around_it_apart():
     reading = understand("count orders where status = cancelled, 2025", SLICE, VALUES)
     assert labels(reading.measures) == ["Number of orders"] and [f.values for f in reading.filters] == [("cancelled",)]
+
+
+# --- rows had, the period before the earlier one, running totals, change as an amount (issue 40, fourth round) ---
+
+@pytest.mark.parametrize(("question", "inside"), [
+    ("how many customers bought something this year?", [{"field": "fld_orders.ordered_at", "op": "to_date",
+                                                          "unit": "year"}]),
+    ("number of customers who ordered online in 2024", [
+        {"field": "fld_orders.channel", "op": "eq", "value": "web"},
+        {"all": [{"field": "fld_orders.ordered_at", "op": "gte", "value": "2024-01-01T00:00:00"},
+                 {"field": "fld_orders.ordered_at", "op": "lt", "value": "2025-01-01T00:00:00"}]}]),
+])
+def test_records_counted_by_rows_they_had_in_a_period(question, inside):
+    from services.agent.composing import qualifiers
+
+    reading = read(question, LATEST)
+    drafted = plan(reading, SLICE)
+    assert reading.has_rows["id"] == "ent_orders" and not reading.unknown
+    assert drafted.draft["measures"] == [{"id": "m0", "metric": "met_customers.customer_count"}]
+    assert drafted.draft["filter"] == {"has": inside[0] if len(inside) == 1 else {"all": inside}}
+    assert "with at least one order" in qualifiers(reading, drafted)
+
+
+def test_rows_had_over_time_and_a_measure_of_those_rows_are_not_read_so():
+    assert read("How many customers bought something in 2024, by month").has_rows is None
+    returned = read("how many units were returned in 2024")  # the verb's own measure, not units sold
+    assert returned.has_rows is None and returned.measures[0]["id"] == "met_returns.returned_units"
+    signed = read("net revenue from customers who signed up in 2024")  # a date the measure's rows reach
+    assert signed.has_rows is None and signed.time_field["id"] == "fld_customers.signup_date"
+
+
+@pytest.mark.parametrize(("earlier", "follow_up", "start", "end"), [
+    ("web vs in-store revenue in 2025", "what about the year before?", dt.date(2024, 1, 1), dt.date(2025, 1, 1)),
+    ("revenue in Q3 2025", "and the quarter before?", dt.date(2025, 4, 1), dt.date(2025, 7, 1)),
+    ("revenue last month", "and the month before that?", dt.date(2025, 10, 1), dt.date(2025, 11, 1)),
+    ("orders in 2022", "what about the previous year", dt.date(2021, 1, 1), dt.date(2022, 1, 1)),
+])
+def test_the_one_before_in_a_follow_up_is_before_the_earlier_period(earlier, follow_up, start, end):
+    reading = understand(follow_up, SLICE, VALUES, earlier=read(earlier, LATEST), latest=LATEST)
+    assert (period(reading), reading.unknown) == (("between", start, end), [])
+
+
+@pytest.mark.parametrize("question", ["running total of revenue month by month for 2025",
+                                      "cumulative net revenue in 2025", "revenue in 2025, cumulative"])
+def test_a_running_total_runs_along_time(question):
+    drafted = plan(read(question), SLICE)
+    assert drafted.draft["calculations"] == [{"id": "cumulative", "kind": "cumulative", "of": "m0"}]
+    assert drafted.primary == "cumulative" and drafted.draft["dimensions"][0]["grain"] == "month"
+
+
+def test_a_running_total_of_an_average_is_refused_in_words():
+    with pytest.raises(CannotPlan, match="does not add up"):
+        plan(read("running total of average order value by month"), SLICE)
+
+
+def test_a_change_is_shown_as_an_amount_and_a_rate():
+    drafted = plan(read("how did revenue change month over month over the last 6 months"), SLICE)
+    assert [c["kind"] for c in drafted.draft["calculations"]] == ["prior", "change", "growth"]
+
+
+@pytest.mark.parametrize(("question", "unknown"), [("top 5 best sellng products by units", []),
+                                                    ("top 5 best-sellling products by units", []),
+                                                    ("top 5 products by units in zorbland", ["zorbland"])])
+def test_a_near_spelling_of_a_word_that_counts_nothing_is_passed_over(question, unknown):
+    assert read(question).unknown == unknown

@@ -25,6 +25,13 @@ def test_order_counts_when_the_author_said_so():
     assert "order" in mismatch(TRUTH, [["store", "80.25"], ["web", "120.5"]], keys=1, ordered=True)
 
 
+def test_rows_whose_figures_tie_may_come_in_either_order():
+    truth = [("wrong size", 60), ("defective", 44), ("not as described", 44), ("damaged", 30)]
+    tied = [["wrong size", 60], ["not as described", 44], ["defective", 44], ["damaged", 30]]
+    assert mismatch(truth, tied, keys=1, ordered=True) is None
+    assert "order" in mismatch(truth, [tied[0], tied[3], tied[1], tied[2]], keys=1, ordered=True)
+
+
 def test_a_ranking_answers_which_when_the_one_asked_for_comes_first():
     assert mismatch([("web", 9)], [["web", 9], ["store", 5]], keys=1, ordered=True) is None
     assert "first shown row" in mismatch([("web", 9)], [["store", 9], ["web", 5]], keys=1, ordered=True)

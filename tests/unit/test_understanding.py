@@ -129,7 +129,7 @@ def test_drafts():
         {"id": "per", "kind": "ratio", "of": "m0", "to": "per_count"}]
     compare = plan(read("net revenue month over month in 2025"), SLICE).draft
     assert compare["dimensions"][0] == {"id": "t", "field": "fld_orders.ordered_at", "grain": "month"}
-    assert [c["kind"] for c in compare["calculations"]] == ["prior", "growth"]
+    assert [c["kind"] for c in compare["calculations"]] == ["prior", "change", "growth"]
     when = "fld_orders.ordered_at"
     assert compare["filter"] == {"all": [{"field": when, "op": "gte", "value": "2025-01-01T00:00:00"},
                                          {"field": when, "op": "lt", "value": "2026-01-01T00:00:00"}]}
