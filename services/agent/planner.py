@@ -24,6 +24,7 @@ from services.agent.understanding import (
     Reading,
     asks_to_change,
     lower_first,
+    spaced_for_values,
     spelled_out,
     time_field,
     understand,
@@ -37,8 +38,10 @@ MAX_EARLIER = 5  # follow-ups are read against the earlier questions the host se
 MAX_MATCH_TEXT = 300
 MAX_ROLE_REPAIRS = 3  # each ambiguous place in a draft (a filter, a breakdown) is named once
 
+# A search said as one ("tickets mentioning X"): "tickets about late deliveries" asks to read what customers
+# wrote, which is never shown, not how many tickets hold those words.
 _SEARCH_TICKETS = re.compile(r"\b(?:search (?:the )?(?:support )?tickets for|tickets? (?:that )?(?:mention|mentions|"
-                             r"mentioning|about|containing|contain)) (.+?)[?.!]*$")
+                             r"mentioning|containing|contain)) (.+?)[?.!]*$")
 _OPEN_TICKET = re.compile(r"(?:please )?(?:open|create|file) a (?:support )?ticket(?: about| for|:)\s*(.+?)[.!]*$")
 _FLAG_ORDER = re.compile(r"\bflag order #?(\d{1,12})\b")
 _READ_TICKET = re.compile(r"\b(?:what does ticket #?(\d{1,12}) say|read ticket #?(\d{1,12}))\b")
@@ -105,7 +108,8 @@ class EmbeddedPlanner:
         entities = catalog.content.get("entities", []) if catalog.ok else []
         if not unexplained_words(" ".join([*self.earlier, question]), entities):
             return entities, []  # every word is the catalog's own: no values to look for, no probe spent
-        text = " ".join([question, *reversed(self.earlier)])[:MAX_MATCH_TEXT]
+        # (short forms written out, "small biz" as "small business", as the question will be read)
+        text = spaced_for_values(spelled_out(" ".join([question, *reversed(self.earlier)])), entities)[:MAX_MATCH_TEXT]
         probe = await call("probe_data", {"kind": "value-match", "text": text})
         matches = probe.content.get("matches", []) if probe.ok else []
         known = {e["id"] for e in entities}

@@ -276,7 +276,9 @@ _PATTERNS: list[tuple[re.Pattern, object]] = [
     (re.compile(r"\b(ytd|qtd|mtd)\b"), lambda m: TimeSpan("relative", m.group(0), op="to_date",
                                                           unit={"ytd": "year", "qtd": "quarter",
                                                                 "mtd": "month"}[m.group(1)])),
-    (re.compile(r"\b(?:in |during |for |of )?(?:the )?(" + _POINT + r")\b"), lambda m: _absolute_in(m)),
+    # ("month by month through 2025": during it; a range "from 2023 through 2025" is read above)
+    (re.compile(r"\b(?:in |during |for |of |throughout |through |across )?(?:the )?(" + _POINT + r")\b"),
+     lambda m: _absolute_in(m)),
 ]
 
 

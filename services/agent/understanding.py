@@ -41,6 +41,7 @@ _ASKING = ("which", "what", "show", "many", "much", "total", "number", "please")
 _LONG_STOP = tuple(sorted(w for w in STOP if len(w) >= 6 and w.isalpha()))
 # Phrases that frame a question without changing it ("right now", "in terms of", "revenue-wise").
 _FILLER = re.compile(r"\b(?:right now|at the moment|in terms of|out of(?: all| the)?|as well as|along with)\b|"
+                     r"\bat least (?:one|a|an|1)(?= \w)|"  # ("customers who placed at least one order": who have one)
                      r"(?<=\w)[- ]wise\b|^\s*but\b|\bbut(?= (?:by|for|in|with|now|as|on|per|only|just|filter\w*)\b)|"
                      r"\b(?:across|over|for|in|of) (?:the )?(?:full|whole|entire|complete) history(?: of the data)?\b|"
                      r"\ball[- ]time\s*,?\s*not (?:just|only) (?:this|last) (?:year|quarter|month|week)\b|"
@@ -62,6 +63,8 @@ _REFERS_BACK = re.compile(
     r"\b(?:for |in |over )?(?:the )?same (?:year|quarter|month|week|period|time(?: frame)?|dates?)\b"
     r"(?! (?:last|a|the previous|one) (?:year|quarter|month|week)\b)|"
     r"\b(?:in |for |over |during )?(?:that|those) (?:years?|quarters?|months?|weeks?|periods?)\b|"
+    r"\b(?:for |of |in )?(?:each of |both of )?(?:those|these|them|the) (?:two|three|four|five)\b|"
+    r"\b(?:for |of |in )?(?:each|both) of (?:those|these|them)\b|"  # "for each of those two": the earlier values
     r"\b(?:switch|swap|flip) (?:that|this|it|them)(?: over)? (?:to|into|for)\b|"
     r"\b(?:narrow|limit|restrict) (?:that|this|it|them)(?: down)? to\b|"
     r"\b(?:keeping|keep) (?:the )?same (?:(?:categories|category|dates?|periods?|years?|quarters?|months?|weeks?|"
@@ -74,6 +77,7 @@ _FUTURE = re.compile(r"\b(?:will|shall|won't)\b(?!\s+(?:you|u)\b)|\bgoing to (?:
 _HYPHENATED = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)+")
 _PHRASAL = re.compile(r"\b(send|sends|sent|sending|bring|brings|brought|bringing|take|takes|took|taking) "
                       r"(stuff|things|items|it|them|something|anything|products|goods) (back)\b")
+_TAKEN_IN = re.compile(r"\b(?:take|takes|took|taken|taking) in\b")  # "how much did we take in": money
 _BECOMES = re.compile(r"\b(?:end|ends|ended|wind|winds|wound) up\b")  # "end up refunded": are refunded
 # A sentence in the person's own voice ("I just started here -"): may set the scene (see `_asides`).
 _FIRST_PERSON = re.compile(r"\s*(?:i|i'm|i've|i'd|we|we're|we've|my|our team|fyi|btw|context|background|"
@@ -106,7 +110,8 @@ _ABBREVIATIONS = {"avg": "average", "qty": "quantity", "pct": "percent", "yr": "
                   "tix": "tickets", "dept": "department", "depts": "departments", "rn": "now", "r": "are",
                   "havent": "haven't", "hasnt": "hasn't", "didnt": "didn't", "dont": "don't",
                   "doesnt": "doesn't", "isnt": "isn't", "arent": "aren't", "wasnt": "wasn't", "werent": "weren't",
-                  "wont": "won't", "cust": "customer", "custs": "customers"}
+                  "wont": "won't", "cust": "customer", "custs": "customers", "ppl": "people", "biz": "business",
+                  "atm": "at the moment", "all together": "altogether"}
 # (chat shorthand above: "how many r smbs", "up n down", "last qtr")
 _PERIOD_SHORT = {"mom": "month over month", "qoq": "quarter over quarter", "wow": "week over week"}
 _FISCAL = "fiscal "  # "FY2025" as "fiscal 2025": read as the calendar year, and the answer says so
@@ -146,6 +151,10 @@ _PREVIOUS_PERIOD = re.compile(
     r"\b(?:(month|quarter|week|year)[ -]over[ -](?:month|quarter|week|year)|period[ -]over[ -]period|"
     r"(?:vs\.?|versus|compared (?:to|with)|against|than) (?:the )?(?:(?:previous|prior|last) (month|quarter|week|year|"
     r"period)|(month|quarter|week|year|period|one) before))\b")
+# "did orders go up or down from Q2 to Q3": whether, so both periods are shown side by side
+_UP_OR_DOWN = re.compile(r"\b(?:(?:go|goes|going|gone|went|move|moved) )?(?:up or down|down or up)\b")
+# "growth in 2025, as a %": the rate a change is shown as anyway
+_AS_PERCENT = re.compile(r"\b(?:as|in) (?:a )?(?:percent(?:age)?s?\b|%)|\bin percentage terms\b")
 # A running total along time ("cumulative revenue", "running total of orders month by month").
 _RUNNING = re.compile(r"\b(?:running|cumulative|cumulated|accumulated)(?: (?:totals?|sums?|counts?))?\b|"
                       r"\bcumulatively\b")
@@ -155,7 +164,9 @@ _THE_ONE_BEFORE = re.compile(r"\b(?:the )?(?:(year|quarter|month) before(?: that
 _GROWTH = re.compile(r"\b(growth(?: rates?)?|grow|grows|grew|grown|growing|change|changes|changed|changing|"
                      r"shrink|shrinks|shrank|"
                      r"shrinking|decline|declines|declined|declining|increase|increased|increasing|decrease|"
-                     r"decreased|decreasing|rise|rising|rose|risen|falling|fell|drop|dropped|dropping)\b"
+                     r"decreased|decreasing|rise|rising|rose|risen|falling|fell|drop|dropped|dropping|"
+                     r"(?:go|goes|going|gone|went|move|moved|moves|moving) (?:up|down)|"
+                     r"(?:move|moved|moves)(?! (?:to|into|from|over|on)\b))\b"
                      r"(?! data)")  # (not "fall": a season)
 _GRAIN_WORDS = {"hourly": "hour", "daily": "day", "weekly": "week", "monthly": "month", "quarterly": "quarter",
                 "yearly": "year", "annual": "year", "annually": "year"}
@@ -176,8 +187,10 @@ _BREAK_OUT = re.compile(r"\bbreak (?:it |them |that |this )?(?:out|down)\b")
 # "across the customer segments", "by region": the question names groups to set side by side.
 _BREAKDOWN_AHEAD = re.compile(r"\b(?:by|per|across|for each|in each|between the|among)\s+\w")
 # A follow-up setting the earlier answer against something named now ("how does that compare with 2023?").
+_SET_AGAINST = re.compile(r"\b(?:stack(?:s|ed)? up (?:against|to|with)|compare[sd]? (?:to|with)|against|vs\.?|"
+                          r"versus|relative to)\b")
 _AGAINST = re.compile(r"\b(?:compare[sd]?|comparison|vs\.?|versus|against|stack(?:s)? up|relative to)\b")
-_SPLIT = re.compile(r"\b(vs\.?|versus|compared (?:to|with)|against)\b")
+_SPLIT = re.compile(r"\b(vs\.?|versus|compared? (?:to|with)|compares (?:to|with)|against)\b")
 # "compare A and B", "cancelled and refunded orders, how many of each": values joined by "and", side by side
 _COMPARE_AND = re.compile(r"\b(compare[ds]?|comparing|comparison|differ(?:s|ence|ent)?|of each|each of them|"
                           r"respectively|separately|separate|break (?:it |them )?(?:out|down)|split)\b")
@@ -255,6 +268,8 @@ class Reading:
     ranks_change: bool = False  # "which category grew fastest": ranked by the change, not the measure
     against_earlier: bool = False  # a follow-up's period set against the earlier one: its breakdowns stay
     cumulative: bool = False  # "running total of revenue by month": added up along time
+    set_against: bool = False  # a follow-up's value set against the earlier one's ("how does that stack up
+    # against the website?": both side by side)
     has_rows: dict | None = None  # "customers who bought this year": the entity the counted records must have at
     # least one row of, in the period (by `time_field`, its date)
 
@@ -463,7 +478,10 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     if earlier is not None and earlier.time is not None:
         text = _one_before_earlier(text, earlier.time, latest)
     paced = _PACED_GROWTH.search(text)  # "which one grew the most": ranked by the growth
+    whether, text = _take(_UP_OR_DOWN, text)
     growth, text = _take(_GROWTH, text)
+    if growth:  # (said again, "how did it move … the % change each month", it is the same change)
+        text = _AS_PERCENT.sub(lambda m: " " * len(m.group(0)), _GROWTH.sub(lambda m: " " * len(m.group(0)), text))
     running, text = _take(_RUNNING, text)
     reading.cumulative = running is not None
     if growth and reading.compare is None:  # "revenue growth by year": each period against the one before
@@ -474,6 +492,8 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     text, spans, time_starts = _second_question(text, question, spans, time_starts, matches, reading)
 
     text, value_spans = _values(text, reading, vocabulary, matches)
+    if earlier is not None and reading.filters and reading.split is None:
+        text = _value_against_earlier(text, value_spans, reading)
     text = _framing(text, vocabulary, reading, value_spans, time_starts)
     situation = _asides(text, vocabulary, value_spans, time_starts, reading, question)
     for start, end in situation:  # an aside says nothing to count, group, rank or compare by ("a channel deck")
@@ -483,7 +503,9 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     if len(spans) > 1 or (reading.compared_outright and reading.compare == "same_period_last_year"):
         # "last year vs 2023", "last quarter compared with the same quarter last year": as dates, once "now" is known
         spans = [dated(span, latest) for span in spans]
-    _periods(spans, text, reading, asks_change=growth is not None)
+    if whether and growth is None and len(spans) == 1 and not spans[0].ends and reading.compare is None:
+        reading.compare, reading.compared_outright = "previous_period", True  # "up or down last quarter"
+    _periods(spans, text, reading, asks_change=growth is not None, both=whether is not None)
     text = _ranking(text, reading)
     if paced and reading.compare:
         reading.ranks_change = True
@@ -530,6 +552,7 @@ def _normalised(question: str) -> str:
     text = re.sub(r"\b(year|month|quarter|week|day|today|yesterday)'s\b", r"\1", text)  # "this year's revenue"
     text = re.sub(r"[^\W\d_]{4,}", _time_typo, text)
     text = _BECOMES.sub(lambda m: "are".ljust(len(m.group(0))), text)
+    text = _TAKEN_IN.sub(lambda m: "money".ljust(len(m.group(0))), text)
     text = re.sub(r"\bhow many different\b", "how many distinct  ", text)  # (not a comparison)
     # an analyst's "orders where status = cancelled": "with" (a word between, so "orders status" is no one name)
     text = re.sub(r"\bwhere(?= \w+(?: \w+)? (?:==?|(?:is|equals|in)\b))", "with ", text)
@@ -602,6 +625,17 @@ def _one_before_earlier(text: str, earlier: TimeSpan, latest: dt.date | None) ->
     return text[:said.start()] + period.removeprefix("in ").ljust(len(said.group(0))) + text[said.end():]
 
 
+def _value_against_earlier(text: str, value_spans: list[tuple[int, int, str]], reading: Reading) -> str:
+    """"ok, and how does that stack up against the website?": the value named now set beside the earlier
+    question's (see `_follow`), when the follow-up points back and the value comes after the comparing words."""
+    against = _SET_AGAINST.search(text)
+    if against is None or not re.search(r"\b(?:that|it|this|those|these)\b", text[:against.start()]) or not any(
+            start >= against.end() for start, _, _ in value_spans):
+        return text
+    reading.set_against = True
+    return _blank(text, against.start(), against.end())
+
+
 def _before_earlier(span: TimeSpan, earlier: TimeSpan) -> TimeSpan | None:
     """"the previous year" said after a question about 2023: 2022 (None when it is no such word, or the earlier
     period is not a whole year, quarter or month of dates)."""
@@ -617,10 +651,11 @@ def _before_earlier(span: TimeSpan, earlier: TimeSpan) -> TimeSpan | None:
     return TimeSpan("between", span.words, start=start, end=end)
 
 
-def _periods(spans: list[TimeSpan], text: str, reading: Reading, asks_change: bool) -> None:
+def _periods(spans: list[TimeSpan], text: str, reading: Reading, asks_change: bool, both: bool = False) -> None:
     """The question's periods. One is a filter. Several of one unit are set side by side ("2024 and 2025"),
     or, asked for a change, each against the one before ("growth in 2025 compared with 2024": 2025 against
-    2024). Asked whether one period is higher than the one before, both are shown, side by side."""
+    2024). Asked whether one period is higher than the one before (`both`: "up or down from Q2 to Q3"), both
+    are shown, side by side."""
     if not spans:
         return
     if any(span.unresolved for span in spans):  # read again once "now" is known
@@ -636,13 +671,14 @@ def _periods(spans: list[TimeSpan], text: str, reading: Reading, asks_change: bo
         reading.time, reading.grain = spans[0], unit
         reading.compare, reading.compare_grain = "previous_period", unit
         return
-    if ends and asks_change:  # "growth from 2023 to 2025": the last against the first, as when both are named
+    if ends and (asks_change or both):  # "growth from 2023 to 2025": the last against the first, as when both
+        # are named
         spans = list(ends)
     if len(spans) == 1:
         reading.time = spans[0]
         unit_months = UNIT_MONTHS.get(spans[0].calendar_unit or "")
         if reading.compare and not asks_change and unit_months and (COMPARING.search(text) or
-                                                                    reading.compared_outright):
+                                                                    reading.compared_outright or both):
             both = widened_back(spans[0], 12 if reading.compare == "same_period_last_year" else unit_months)
             if both is not None:
                 reading.time, reading.grain = both, spans[0].calendar_unit
@@ -706,7 +742,7 @@ def _values(text: str, reading: Reading, vocabulary: Vocabulary, matches: list[d
         # Every place the value is said, in the person's words or its own ("third-party marketplaces", "phone
         # channel … phone orders"), but not where it begins a measure's name.
         spoken = "|".join(re.escape(w).replace(r"\ ", r"[\s_-]+") for w in dict.fromkeys([said, value.lower()]))
-        for found in [m for m in re.finditer(r"(?<!\w)(?:" + spoken + r")(?:e?s)?(?!\w)", text)
+        for found in [m for m in re.finditer(r"(?<!\w)(?:" + spoken + r")(?:e?s|'s)?(?!\w)", text)
                       if not _names_a_measure(text, m.start(), vocabulary)]:
             text = _blank(text, found.start(), found.end())
             spans.append((found.start(), found.end(), value))
@@ -727,7 +763,12 @@ def _values(text: str, reading: Reading, vocabulary: Vocabulary, matches: list[d
                 or (re.search(r"\bor\b", between) and re.search(r"\bwhich\b", text) and set(_WORD.findall(
                     text)) & (SUPERLATIVE_HIGH | SUPERLATIVE_LOW))):  # "which had the most, web or store?"
             reading.split = condition
-            text = _blank(text, found[0][0], found[-1][0])
+            joining = _SPLIT.search(between) or re.search(r"\b(and|or|than)\b", between)
+            if joining and _names_a_measure_in(between, vocabulary):  # "apparel's return rate compared with
+                start = found[0][0] + joining.start()  # grocery's": the measure between stays
+                text = _blank(text, start, found[0][0] + joining.end())
+            else:
+                text = _blank(text, found[0][0], found[-1][0])
         else:
             reading.filters.append(condition)
     return text, spans
@@ -768,6 +809,17 @@ def _compound(written: str, vocabulary: Vocabulary) -> str:
     return written.replace("-", " ")
 
 
+def spaced_for_values(text: str, entities: list[dict]) -> str:
+    """"high-priority tickets" as "high priority tickets" where the word after the hyphen is the catalog's
+    ("priority"), so a value-match sees the value ("high") as a word of its own, and "apparel's" as "apparel".
+    Other compounds stay whole: "non-cancelled" must never name `cancelled`."""
+    known = Vocabulary(entities).known
+    text = re.sub(r"(?<=[^\W\d_])['\u2019]s\b", "", text)  # ("apparel's return rate": Apparel)
+    return _HYPHENATED.sub(lambda m: m.group(0).replace("-", " ") if singular(m.group(0).rsplit("-", 1)[1]) in known
+                           and m.group(0).split("-", 1)[0] not in ("non", "un", "not", "anti", "ex") else m.group(0),
+                           text)
+
+
 # "…this year, and how many were critical?": a second question begins.
 _SECOND_QUESTION = re.compile(r"(?:,\s*|;\s*|\s)(?:and|but|also|plus)\s+(?=(?:how many|how much|what|which|who|"
                               r"where|when|is|are|was|were|did|does|do)\b)")
@@ -786,12 +838,40 @@ def _second_question(text: str, question: str, spans: list[TimeSpan], time_start
                  for m in matches)
     if not valued:  # ("how many orders and how many units in 2024?": two measures of the same rows, when "in
         return text, spans, time_starts  # 2024" may be said of both; "revenue in 2024 and what was it in 2023")
+    again = _asked_again_of(text[:start], rest, matches)
+    if again is not None:
+        return text[:start] + again, spans, time_starts
     said = " ".join(rest.split()).strip(" ,;.?!")
     reading.unknown.append(said)
     reading.reasons[said] = "I answer one question at a time: ask this part on its own next"
     reading.asks_other_rows = True  # (no reading without it is the question asked)
     kept = [(span, at) for span, at in zip(spans, time_starts, strict=True) if at < start]
     return text[:start] + " " * len(rest), [span for span, _ in kept], [at for _, at in kept]
+
+
+def _asked_again_of(first: str, rest: str, matches: list[dict]) -> str | None:
+    """"how many orders did enterprise accounts place, and how many did the SMBs place?": the same question
+    again of another value of a field the first part names: the two side by side (the rest as "vs SMBs"),
+    when every other word of the rest is one the first part said or one that says nothing. None otherwise."""
+    def places(part: str) -> list[tuple[re.Match, dict]]:
+        return [(found, m) for m in matches for found in re.finditer(
+            r"(?<!\w)" + re.escape((m.get("matched_text") or m["untrusted_value"]).lower()) + r"(?:e?s)?(?!\w)", part)]
+    named_first, named_rest = places(first), places(rest)
+    if not named_rest or {m["field_id"] for _, m in named_rest} - {m["field_id"] for _, m in named_first}:
+        return None
+    left = rest
+    for found, _ in named_rest:
+        left = _blank(left, found.start(), found.end())
+    if any(w not in STOP and w not in _WORD.findall(first) for w in _WORD.findall(left)):
+        return None
+    again = [" "] * len(rest)
+    for found, _ in named_rest:
+        again[found.start():found.end()] = rest[found.start():found.end()]
+    first_at = min(found.start() for found, _ in named_rest)
+    if first_at < 3:
+        return None
+    again[first_at - 3:first_at - 1] = "vs"
+    return "".join(again)
 
 
 def _spelled_otherwise(said: str, value: str) -> bool:
@@ -915,7 +995,9 @@ def _asides(text: str, vocabulary: Vocabulary, value_spans: list[tuple[int, int,
             asides.append((start, end))
             reading.filters = [replace(f, values=kept) for f in reading.filters
                                if (kept := tuple(v for v in f.values if v not in values))]
-        elif holds and first_person and not _names_a_measure_in(sentence, vocabulary):
+        elif holds and first_person and not _names_a_measure_in(sentence, vocabulary) and (
+                values or any(start <= at < end for at in time_starts) or _restricts(sentence, vocabulary)):
+            # (one that only says how to lay the answer out, "I want the % change each month", is read with it)
             said = " ".join((as_written[index] if len(as_written) == len(sentences) else sentence).split()).strip(
                 " .!?;-\u2013")
             reading.unknown.append(said)
@@ -1160,6 +1242,9 @@ def _catalog_words(text: str, reading: Reading, vocabulary: Vocabulary, value_sp
         elif raw[position] in ("through", "via") and (seen.before_value[position] or (position + 1 < len(
                 raw) and raw[position + 1] in ("the", "a", "an") and seen.before_value[position + 1])):
             pass  # "came through third-party marketplaces": the value says it
+        elif raw[position] in ("vs", "versus") and reading.measures and position + 1 < len(seen.tokens) and any(
+                e.kind == "metric" for e in vocabulary.longest_at(seen.tokens, position + 1)):
+            pass  # "gross vs net revenue": both measures, side by side
         elif word in _UNITS and (reading.time or reading.grain):
             pass  # "how the year trended", "which quarter": the period read already says it
         elif _names_next(position, seen, vocabulary):
@@ -1176,6 +1261,9 @@ def _catalog_words(text: str, reading: Reading, vocabulary: Vocabulary, value_sp
         if added is not None:
             seen.positions.setdefault(added["id"], word.position)
     _event_words(seen, reading, vocabulary, context)
+    if reading.has_rows is not None:  # "customers who placed an order this year": the rows they had, named
+        had = {w.written for w in seen.entities if w.entity["id"] == reading.has_rows["id"]}
+        reading.unknown = [w for w in reading.unknown if w not in had]
     for said, measure_id in ruled_out:
         if not reading.measures or any(m["id"] == measure_id for m in reading.measures):
             reading.unknown.append(said)  # nothing else asked for, or asked for after all: turned around
@@ -1336,7 +1424,8 @@ def _place(entries: list[_Entry], position: int, seen: _Words, reading: Reading,
     entries = [e for e in entries if e.kind not in ("event", "amount")]  # a measure's or a field's name first
     kinds = {e.kind for e in entries}
     items = {kind: [e.item for e in entries if e.kind == kind] for kind in kinds}
-    if kinds == {"field"} and all(item["id"] in seen.valued for item in items["field"]):
+    if kinds == {"field"} and all(item["id"] in seen.valued for item in items["field"]) and not seen.after_by[
+            position]:  # ("web channel": the value's own field; "by channel for web and store": a breakdown)
         return
     dated = [item for item in items.get("field", []) if item["type"] in ("date", "timestamp")]
     if dated and kinds == {"field"}:
@@ -1449,8 +1538,8 @@ def _implied_measure(text: str, seen: _Words, reading: Reading, vocabulary: Voca
 def _partial_word(word: str, reading: Reading, vocabulary: Vocabulary, by: bool, valued: set[str]) -> bool:
     """A word that is part of one field's or one measure's label ("segment", "category") stands for it."""
     fields = vocabulary.partial(word, "field")
-    if any(f["id"] in valued for f in fields):  # "high priority": the word names the value's own field
-        return True
+    if any(f["id"] in valued for f in fields) and not by:  # "high priority": the word names the value's own
+        return True  # field ("by segment (consumer / SMB / enterprise)": a breakdown, with the values it lists)
     if fields and all(f["type"] in ("date", "timestamp") for f in fields):
         # "tickets opened last quarter": the date the rows are counted by, not a breakdown of its own
         reading.time_field = _choose(fields, reading, vocabulary)
@@ -1555,6 +1644,13 @@ def _follow(earlier: Reading, new: Reading, question: str, vocabulary: Vocabular
         elif re.search(r"\b(also|too|as well)\b", question.lower()):
             merged.breakdowns = earlier.breakdowns + [b for b in new.breakdowns if b not in earlier.breakdowns]
             merged.grain = new.grain or earlier.grain
+    if new.set_against:  # "how does that stack up against the website?": the earlier value and the new, apart
+        for added in new.filters:
+            before = next((f for f in [*earlier.filters, *([earlier.split] if earlier.split else [])]
+                           if f.field["id"] == added.field["id"]), None)
+            if before is not None and new.split is None:
+                new.split = Filter(added.field, tuple(dict.fromkeys([*before.values, *added.values])))
+                new.filters = [f for f in new.filters if f is not added]
     replaced = {f.field["id"] for f in [*new.filters, *([new.split] if new.split else [])]}
     merged.filters = [f for f in earlier.filters if f.field["id"] not in replaced] + list(new.filters)
     if merged.split is not None and merged.split.field["id"] in replaced and new.split is None:
@@ -1570,7 +1666,7 @@ def _follow(earlier: Reading, new: Reading, question: str, vocabulary: Vocabular
     merged.split = new.split or merged.split
     merged.share = new.share or earlier.share
     nothing_new = not (new.measures or new.breakdowns or new.grain or new.filters or new.time or new.limit
-                       or new.direction or new.compare or new.split or new.share)
+                       or new.direction or new.compare or new.split or new.share or new.cumulative)
     if nothing_new:  # "and?": nothing to change the earlier answer by; said, not answered again
         merged.unknown = merged.unknown or [w for w in _WORD.findall(question.lower()) if w not in STOP][:5] or [
             question.strip()[:40]]
