@@ -111,7 +111,10 @@ _ENTITY = closed(["id", "label"], {
                              "time by this field.", text("A word or phrase."))}, "A field.")),
     "metrics": array("Its metrics: defined aggregations.", closed(["id", "label", "type"], {
         "id": _id_of("metric", "The metric's id."), "label": text("Its label."),
-        "description": text("What it measures."), "type": _TYPE, "synonyms": _SYNONYMS}, "A metric.")),
+        "description": text("What it measures."), "type": _TYPE, "synonyms": _SYNONYMS,
+        "better": {"const": "lower", "description": "Present when lower is better (a return rate): \"best\" then "
+                                                   "asks for the lowest, \"worst\" for the highest."}},
+        "A metric.")),
     "relationships": array("How it relates to the other entities listed.", closed(
         ["id", "label", "kind", "from", "to"], {
             "id": _id_of("relationship", "The relationship's id (a role, in via)."), "label": text("Its label."),

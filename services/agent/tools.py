@@ -86,7 +86,8 @@ def _entities(entities) -> list[dict]:
         "id": e.entity_id, "label": e.label, "description": e.description, "synonyms": list(e.synonyms),
         "fields": [_field(f) for f in e.fields],
         "metrics": [{"id": m.metric_id, "label": m.label, "description": m.description, "type": _TYPES[m.type],
-                     "synonyms": list(m.synonyms)} for m in e.metrics],
+                     "synonyms": list(m.synonyms), **({"better": "lower"} if m.better == "lower" else {})}
+                    for m in e.metrics],
         "relationships": [{"id": r.relationship_id, "label": r.label,
                            "kind": resources_pb2.RelationshipKind.Name(r.kind).removeprefix(
                                "RELATIONSHIP_KIND_").lower(), "from": r.from_entity_id, "to": r.to_entity_id}

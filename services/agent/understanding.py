@@ -151,6 +151,7 @@ _PREVIOUS_PERIOD = re.compile(
     r"\b(?:(month|quarter|week|year)[ -]over[ -](?:month|quarter|week|year)|period[ -]over[ -]period|"
     r"(?:vs\.?|versus|compared (?:to|with)|against|than) (?:the )?(?:(?:previous|prior|last) (month|quarter|week|year|"
     r"period)|(month|quarter|week|year|period|one) before))\b")
+_MERIT = re.compile(r"\b(?:best|worst|better|worse)\b(?![ -](?:sell\w*|seller\w*))")
 # "did orders go up or down from Q2 to Q3": whether, so both periods are shown side by side
 _UP_OR_DOWN = re.compile(r"\b(?:(?:go|goes|going|gone|went|move|moved) )?(?:up or down|down or up)\b")
 # "growth in 2025, as a %": the rate a change is shown as anyway
@@ -506,6 +507,7 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     if whether and growth is None and len(spans) == 1 and not spans[0].ends and reading.compare is None:
         reading.compare, reading.compared_outright = "previous_period", True  # "up or down last quarter"
     _periods(spans, text, reading, asks_change=growth is not None, both=whether is not None)
+    merit = _MERIT.search(text)  # "worst first": of a return rate, the highest (see `_by_merit`)
     text = _ranking(text, reading)
     if paced and reading.compare:
         reading.ranks_change = True
@@ -535,8 +537,17 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     elif growth and reading.share_of_total:
         reading.share_of_total = False  # "percentage change in revenue": the change, in percent
     if earlier is not None and (not reading.measures or is_follow_up(question)):
-        return _follow(earlier, reading, question, vocabulary)
+        reading = _follow(earlier, reading, question, vocabulary)
+    if merit:
+        _by_merit(reading)
     return reading
+
+
+def _by_merit(reading: Reading) -> None:
+    """"best" and "worst" ask for the highest and the lowest, unless the model says lower is better for the
+    measure ranked (a return rate): then the other way round."""
+    if reading.direction and reading.measures and reading.measures[0].get("better") == "lower":
+        reading.direction = "asc" if reading.direction == "desc" else "desc"
 
 
 def _normalised(question: str) -> str:

@@ -106,6 +106,8 @@ class MetricSpec(_Named):
     expression: str
     type: FieldType = "decimal"
     format: FormatSpec | None = None
+    # Which way is better ("lower" for a return rate): what "best" and "worst" ask for.
+    better: Literal["higher", "lower"] = "higher"
 
 
 class DerivedMetricSpec(MetricSpec):

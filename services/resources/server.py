@@ -82,7 +82,8 @@ class ResourceGatewayService(resources_pb2_grpc.ResourceGatewayServiceServicer):
                                         synonyms=f.spec.synonyms, sensitivity=f.spec.sensitivity,
                                         event_verbs=f.spec.event_verbs) for f in fields],
             metrics=[resources_pb2.Metric(metric_id=m.id, label=m.spec.label, description=m.spec.description,
-                                          type=COLUMN_TYPES[m.spec.type], synonyms=m.spec.synonyms)
+                                          type=COLUMN_TYPES[m.spec.type], synonyms=m.spec.synonyms,
+                                          better=m.spec.better)
                      for m in metrics],
             relationships=[resources_pb2.Relationship(
                 relationship_id=r.id, kind=_KIND[r.spec.kind], label=r.spec.label,

@@ -10,9 +10,10 @@ def retail_slice() -> list[dict]:
     model = load_semantic_model(REPO_ROOT / "deploy" / "semantic-models" / "retail.yaml")
     entities = []
     for name, spec in model.entities.items():
-        metrics = [{"id": f"met_{name}.{m}", "label": s.label, "type": s.type, "synonyms": list(s.synonyms)}
-                   for m, s in spec.metrics.items()]
-        metrics += [{"id": f"met_{name}.{m}", "label": d.label, "type": d.type, "synonyms": list(d.synonyms)}
+        metrics = [{"id": f"met_{name}.{m}", "label": s.label, "type": s.type, "synonyms": list(s.synonyms),
+                    **({"better": "lower"} if s.better == "lower" else {})} for m, s in spec.metrics.items()]
+        metrics += [{"id": f"met_{name}.{m}", "label": d.label, "type": d.type, "synonyms": list(d.synonyms),
+                     **({"better": "lower"} if d.better == "lower" else {})}
                     for m, d in model.derived_metrics.items() if d.entity == name]
         entities.append({
             "id": f"ent_{name}", "label": spec.label, "description": spec.description,

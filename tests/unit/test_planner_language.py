@@ -1161,3 +1161,13 @@ def test_a_ticket_search_is_only_a_search_said_as_one():
 
     assert _SEARCH_TICKETS.search("how many tickets mention late delivery").group(1) == "late delivery"
     assert _SEARCH_TICKETS.search("pull up what customers wrote in their tickets about late deliveries") is None
+
+
+@pytest.mark.parametrize(("question", "direction"), [
+    ("Return rate for each department, worst first", "desc"),  # lower is better: the worst have the highest
+    ("which category has the best return rate", "asc"),
+    ("worst 3 regions by net revenue", "asc"),  # higher is better
+    ("top 3 best sellers by units", "desc"),
+])
+def test_best_and_worst_follow_which_way_the_model_says_is_better(question, direction):
+    assert read(question).direction == direction
