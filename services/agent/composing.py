@@ -20,10 +20,11 @@ def qualifiers(reading: Reading, drafted: Drafted) -> str:
     had = drafted.had
     parts = [f"{lower_first(f.field['label'])} is {_quoted(f.values)}" for f in reading.filters if f not in had]
     where = f" where {' and '.join(parts)}" if parts else ""
-    if reading.time is not None and reading.has_rows is not None:  # "customers who bought online this year"
+    if reading.has_rows is not None:  # "customers who bought online this year"
         rows = [f"{lower_first(f.field['label'])} {_quoted(f.values)}" for f in had]
-        where += (f" with at least one {lower_first(reading.has_rows['label'])}{' with ' if rows else ''}"
-                  f"{' and '.join(rows)} with {lower_first(reading.time_field['label'])} {describe(reading.time)}")
+        if reading.time is not None:
+            rows.append(f"{lower_first(reading.time_field['label'])} {describe(reading.time)}")
+        where += f" with at least one {lower_first(reading.has_rows['label'])} with {' and '.join(rows)}"
     elif reading.time is not None:  # dated by what the question named ("signed up"): said, not implied
         dated = f" with {lower_first(reading.time_field['label'])}" if reading.time_field else ""
         where += f"{dated} {describe(reading.time)}"

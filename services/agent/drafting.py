@@ -165,8 +165,8 @@ def _conditions(reading: Reading, when: dict | None, entities: list[dict]) -> li
     conditions = [_condition(f) for f in reading.filters if f not in inside]
     if reading.split is not None:
         conditions.append(_condition(reading.split))
-    if reading.time is not None and reading.has_rows is not None:  # "customers who bought online this year"
-        parts = [*(_condition(f) for f in inside), time_condition(reading.time, when)]
+    if reading.has_rows is not None:  # "customers who bought online this year"
+        parts = [*(_condition(f) for f in inside), *([time_condition(reading.time, when)] if reading.time else [])]
         conditions.append({"has": parts[0] if len(parts) == 1 else {"all": parts}})
     elif reading.time is not None:
         conditions.append(time_condition(reading.time, when))

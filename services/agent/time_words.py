@@ -262,6 +262,7 @@ _PATTERNS: list[tuple[re.Pattern, object]] = [
     (re.compile(rf"\b(?:from )?(?:the )?({_POINT}) ?(?:to|through|thru|until|till|-|\u2013) ?(?:the )?({_POINT})\b"),
      _stretch),
     (re.compile(r"\bsince (?:the start of |the beginning of |the )?(" + _POINT + r")\b"), _since),
+    (re.compile(r"\b(?:from )?(" + _POINT + r"),? (?:onwards?|and (?:later|after))\b"), _since),  # "2021 onwards"
     (re.compile(r"\b(?:in |during |for |of )?(?:the )?(last|past|previous|trailing|prior) (\d{1,3}|[a-z-]+) "
                 + _UNIT + r"\b"), _relative_trailing),
     (re.compile(r"\b(?:in |during |for |of )?(?:the )?(?:last|previous|prior|past) (day|week|month|quarter|year)\b"),

@@ -34,11 +34,11 @@ i'm i've i'd we've we're we'd you're they're u ur along sit sits sitting lie lie
 basically roughly approximately % contain contains containing getting gets receive receives received receiving
 thing things catalogue catalog database system dataset something anything everything stuff pull pulled grab fetch
 provide calendar subsequently lineup assortment peak peaked sum pivot pivoted
-separate separately part mix
+separate separately part mix behind stuck both regular
 """.split())
 _ASKING = ("which", "what", "show", "many", "much", "total", "number", "please")  # a typo may hide these
 # and the longer words that say nothing of what to count ("best sellng"): a near spelling of one is passed over
-_LONG_STOP = tuple(sorted(w for w in STOP if len(w) >= 6 and w.isalpha()))
+_LONG_STOP = tuple(sorted(w for w in STOP if len(w) >= 5 and w.isalpha()))
 # Phrases that frame a question without changing it ("right now", "in terms of", "revenue-wise").
 _FILLER = re.compile(r"\b(?:right now|at the moment|in terms of|out of(?: all| the)?|as well as|along with)\b|"
                      r"\bat least (?:one|a|an|1)(?= \w)|"  # ("customers who placed at least one order": who have one)
@@ -78,6 +78,8 @@ _HYPHENATED = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)+")
 _PHRASAL = re.compile(r"\b(send|sends|sent|sending|bring|brings|brought|bringing|take|takes|took|taking) "
                       r"(stuff|things|items|it|them|something|anything|products|goods) (back)\b")
 _TAKEN_IN = re.compile(r"\b(?:take|takes|took|taken|taking) in\b")  # "how much did we take in": money
+_TAKEN = re.compile(r"\b(?:take|takes|took|taken|taking)(?= (?:over|through|via|on|by) )")  # "orders we took over
+# the phone": received (not "take web out of it")
 _BECOMES = re.compile(r"\b(?:end|ends|ended|wind|winds|wound) up\b")  # "end up refunded": are refunded
 # A sentence in the person's own voice ("I just started here -"): may set the scene (see `_asides`).
 _FIRST_PERSON = re.compile(r"\s*(?:i|i'm|i've|i'd|we|we're|we've|my|our team|fyi|btw|context|background|"
@@ -86,11 +88,12 @@ _FIRST_PERSON = re.compile(r"\s*(?:i|i'm|i've|i'd|we|we're|we've|my|our team|fyi
 # An impression beside the question ("felt busy", "seems low to me"): said as the person's own.
 _IMPRESSION = re.compile(r"\s*(?:it |that |this |things? )?(?:felt|feels|feel|seemed|seems|seem|looked|looks|"
                          r"sounded|sounds)\b")
-# Calendar words a typo may hide in ("last yaer"), corrected before periods are read.
+# Calendar and order words a typo may hide in ("last yaer", "biggest frist"), corrected before they are read.
 _TIME_WORDS = ("year", "years", "month", "months", "quarter", "quarters", "week", "weeks", "previous", "since",
                "between", "yesterday", "today", "january", "february", "march", "april", "june", "july", "august",
                "september", "october", "november", "december", "hourly", "daily", "weekly", "monthly", "quarterly",
-               "yearly", "annual", "annually")
+               "yearly", "annual", "annually",
+               "first", "highest", "lowest", "largest", "biggest", "smallest")  # (and the order: "biggest frist")
 # Words that turn a question around ("not from web", "other than France"): never passed over, and when they
 # cannot be used no other reading is offered (it would be the opposite question).
 NEGATIONS = frozenset({"not", "never", "no", "non", "none", "nor", "except", "excluding", "exclude", "excluded",
@@ -111,7 +114,7 @@ _ABBREVIATIONS = {"avg": "average", "qty": "quantity", "pct": "percent", "yr": "
                   "havent": "haven't", "hasnt": "hasn't", "didnt": "didn't", "dont": "don't",
                   "doesnt": "doesn't", "isnt": "isn't", "arent": "aren't", "wasnt": "wasn't", "werent": "weren't",
                   "wont": "won't", "cust": "customer", "custs": "customers", "ppl": "people", "biz": "business",
-                  "atm": "at the moment", "all together": "altogether"}
+                  "atm": "at the moment", "all together": "altogether", "going by": "by"}
 # (chat shorthand above: "how many r smbs", "up n down", "last qtr")
 _PERIOD_SHORT = {"mom": "month over month", "qoq": "quarter over quarter", "wow": "week over week"}
 _FISCAL = "fiscal "  # "FY2025" as "fiscal 2025": read as the calendar year, and the answer says so
@@ -136,8 +139,8 @@ _ORDER = re.compile(r"\b(highest|largest|biggest|most|top|best|lowest|smallest|l
                     r"(?:lowest|smallest|least|fewest|highest|largest|biggest|most)\b|\b(?:(?:sorted|ordered) )?"
                     r"(?:in )?(descending|ascending|desc|asc)(?: order)?\b")
 _N_WITH_MOST = re.compile(r"\b(\d{1,3}|" + "|".join(w for w in _NUMBER_WORDS if w != "one") + r")\s+(?=(?:[^\W\d]+\s+)"
-                          r"{1,2}(?:with|by|having|that have|that had) (?:the )?(?:most|highest|biggest|largest|best|"
-                          r"lowest|least|smallest|fewest|worst)\b)")
+                          r"{1,2}(?:with|by|having|that have|that had|behind|driving|causing|for) (?:the )?"
+                          r"(?:most|highest|biggest|largest|best|lowest|least|smallest|fewest|worst)\b)")
 _UNITS = frozenset({"hour", "day", "week", "month", "quarter", "year"})
 _WHICH_N = re.compile(r"\b(?:which|what)\s+(\d{1,3}|" + "|".join(w for w in _NUMBER_WORDS if w != "one")
                       + r")\b(?=\s+[^\W\d])")  # ("which one of these months": which, not how many)
@@ -154,11 +157,13 @@ _PREVIOUS_PERIOD = re.compile(
 _MERIT = re.compile(r"\b(?:best|worst|better|worse)\b(?![ -](?:sell\w*|seller\w*))")
 # "did orders go up or down from Q2 to Q3": whether, so both periods are shown side by side
 _UP_OR_DOWN = re.compile(r"\b(?:(?:go|goes|going|gone|went|move|moved) )?(?:up or down|down or up)\b")
+_WENT_UP = re.compile(r"\b(?:go|goes|gone|went) (?:up|down)\b")  # "did store sales go down …": whether, too
+_YES_OR_NO = re.compile(r"\s*(?:did|has|have|had|is|was|were|are)\b")
 # "growth in 2025, as a %": the rate a change is shown as anyway
 _AS_PERCENT = re.compile(r"\b(?:as|in) (?:a )?(?:percent(?:age)?s?\b|%)|\bin percentage terms\b")
 # A running total along time ("cumulative revenue", "running total of orders month by month").
-_RUNNING = re.compile(r"\b(?:running|cumulative|cumulated|accumulated)(?: (?:totals?|sums?|counts?))?\b|"
-                      r"\bcumulatively\b")
+_RUNNING = re.compile(r"\b(?:running|cumulative|cumulated|accumulated) (?:totals?|sums?|counts?)\b|"
+                      r"\bcumulative(?:ly)?\b")  # (not "running out")
 # In a follow-up, the period before the earlier question's ("and the year before?", "the previous quarter").
 _THE_ONE_BEFORE = re.compile(r"\b(?:the )?(?:(year|quarter|month) before(?: that| it| then)?|(?:previous|prior) "
                              r"(year|quarter|month))\b")
@@ -480,6 +485,8 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
         text = _one_before_earlier(text, earlier.time, latest)
     paced = _PACED_GROWTH.search(text)  # "which one grew the most": ranked by the growth
     whether, text = _take(_UP_OR_DOWN, text)
+    if whether is None and _YES_OR_NO.match(text):
+        whether, text = _take(_WENT_UP, text)
     growth, text = _take(_GROWTH, text)
     if growth:  # (said again, "how did it move … the % change each month", it is the same change)
         text = _AS_PERCENT.sub(lambda m: " " * len(m.group(0)), _GROWTH.sub(lambda m: " " * len(m.group(0)), text))
@@ -561,9 +568,12 @@ def _normalised(question: str) -> str:
         text = re.sub(r"\b(" + "|".join(_PERIOD_SHORT) + r")\b", lambda m: _PERIOD_SHORT[m.group(1)], text)
     text = re.sub(r"\bfy ?'?(\d{4}|\d{2})\b", lambda m: _FISCAL + str(_full_year(m.group(1))), text)
     text = re.sub(r"\b(year|month|quarter|week|day|today|yesterday)'s\b", r"\1", text)  # "this year's revenue"
+    text = re.sub(r"\b(day|week|month|quarter|year)-(by|on|to|over)-(day|week|month|quarter|year)\b",
+                  r"\1 \2 \3", text)  # "month-by-month" as "month by month"
     text = re.sub(r"[^\W\d_]{4,}", _time_typo, text)
     text = _BECOMES.sub(lambda m: "are".ljust(len(m.group(0))), text)
     text = _TAKEN_IN.sub(lambda m: "money".ljust(len(m.group(0))), text)
+    text = _TAKEN.sub(lambda m: " " * len(m.group(0)), text)
     text = re.sub(r"\bhow many different\b", "how many distinct  ", text)  # (not a comparison)
     # an analyst's "orders where status = cancelled": "with" (a word between, so "orders status" is no one name)
     text = re.sub(r"\bwhere(?= \w+(?: \w+)? (?:==?|(?:is|equals|in)\b))", "with ", text)
@@ -582,7 +592,7 @@ def spelled_out(text: str) -> str:
 
 
 def _time_typo(word: re.Match) -> str:
-    """"yaer" as "year": only near a calendar word, never a word of its own (STOP's, or one of its forms)."""
+    """"yaer" as "year": only near a calendar or order word, never a word of its own (STOP's, or its forms)."""
     written = word.group(0)
     if written in STOP or written in _TIME_WORDS or written.rstrip("s") in STOP or is_word(written):
         return written  # ("dairy", "jute", "match" are words of their own)
@@ -706,6 +716,12 @@ def _periods(spans: list[TimeSpan], text: str, reading: Reading, asks_change: bo
     unit = together.parts[0].calendar_unit
     if not asks_change and reading.compare is None:
         reading.time, reading.grain = together, reading.grain or unit
+        return
+    finer = re.search(r"\b(?:by|per|each|every|for each) (month|quarter|week)\b|\b(monthly|quarterly|weekly)\b", text)
+    if reading.compare == "same_period_last_year" and unit == "year" and finer:
+        # "revenue by quarter for 2024 and 2025, with YoY growth": every quarter of both, each against the same
+        # quarter a year before
+        reading.time = together
         return
     compare = _change_between(together, unit)
     if compare is None:
@@ -1006,8 +1022,11 @@ def _asides(text: str, vocabulary: Vocabulary, value_spans: list[tuple[int, int,
             asides.append((start, end))
             reading.filters = [replace(f, values=kept) for f in reading.filters
                                if (kept := tuple(v for v in f.values if v not in values))]
-        elif holds and first_person and not _names_a_measure_in(sentence, vocabulary) and (
+        elif holds and first_person and (not _names_a_measure_in(sentence, vocabulary) or _names_a_measure_in(
+                text[:start] + text[end:], vocabulary)) and (
                 values or any(start <= at < end for at in time_starts) or _restricts(sentence, vocabulary)):
+            # (a measure there too, when the rest names one: "I want to see whether enterprise accounts spend
+            # more. Compare the average order value …" is no more plainly part of it)
             # (one that only says how to lay the answer out, "I want the % change each month", is read with it)
             said = " ".join((as_written[index] if len(as_written) == len(sentences) else sentence).split()).strip(
                 " .!?;-\u2013")
@@ -1081,7 +1100,8 @@ def _asking_word(word: str) -> bool:
 def _names_a_measure(text: str, start: int, vocabulary: Vocabulary) -> bool:
     """A value that begins a measure's name ("cancelled" of "net revenue and cancelled orders") is that
     measure, unless it says whose rows are meant ("revenue from cancelled orders")."""
-    entries = vocabulary.longest_at(words(text[start:start + 80]), 0) if words(text[start:start + 80]) else []
+    said = [vocabulary.corrected(singular(w)) for w in words(text[start:start + 80])]  # ("cancelld orders")
+    entries = vocabulary.longest_at(said, 0) if said else []
     if not any(e.kind == "metric" and len(e.phrase) > 1 for e in entries):
         return False
     return not re.search(r"\b(from|of|for|on|in|with|among|across|to|by)\s+(?:the\s+|all\s+|our\s+)?$", text[:start])
@@ -1183,6 +1203,7 @@ class _EntityWord:
     beside_and: bool
     written: str
     position: int
+    counted: bool = False  # just after a word of quantity ("the most orders"): what is counted
 
 
 @dataclass(frozen=True)
@@ -1266,7 +1287,7 @@ def _catalog_words(text: str, reading: Reading, vocabulary: Vocabulary, value_sp
             reading.unknown.append(raw[position])
         position += 1
     _averaged_amounts(seen, reading, vocabulary)
-    _implied_measure(text, seen, reading, vocabulary)
+    _implied_measure(text, seen, reading, vocabulary, after_another=bool(context))
     for index, word in enumerate(seen.entities):
         added = _entity_word(word, index, text, reading, vocabulary)
         if added is not None:
@@ -1355,6 +1376,10 @@ def _event_words(seen: _Words, reading: Reading, vocabulary: Vocabulary, context
         f.field["entity_id"] for f in [*reading.filters, *filter(None, [reading.split, reading.share])]} | {
         b["entity_id"] for b in reading.breakdowns}
     for event in seen.events:
+        had = _had(event, reading, vocabulary) if reading.time is None else None
+        if had is not None:  # "customers who have ever ordered through the marketplace": with one such order
+            reading.has_rows = had
+            continue
         if not (reading.time or reading.grain or event.after_by):
             # "new customers" with no period says nothing of when, and another form of a verb ("tickets still
             # open") is no verb at all; "orders placed", "units a customer buys" only say what the rows are.
@@ -1382,10 +1407,15 @@ def _event_words(seen: _Words, reading: Reading, vocabulary: Vocabulary, context
 
 def _had(event: _EventWord, reading: Reading, vocabulary: Vocabulary) -> dict | None:
     """The entity of the verb's rows when the measured records each have many of them, one way, and the question
-    says when ("customers who bought this year"): counted are those with at least one such row then. Over
-    time ("by month") a record would count in each month it had one: not read so."""
+    says when ("customers who bought this year") or which ("… through the marketplace"): counted are those
+    with at least one such row. Over time ("by month") a record would count in each month it had one: not
+    read so."""
     rows = vocabulary.by_id.get(event.date["entity_id"])
-    if rows is None or not reading.measures or reading.grain or event.after_by or reading.time is None:
+    if rows is None or not reading.measures or reading.grain or event.after_by:
+        return None
+    own = set(reachable(vocabulary.entities, reading.measures[0]["entity_id"]))
+    if reading.time is None and not any(f.field["entity_id"] not in own and f.field["entity_id"] in reachable(
+            vocabulary.entities, rows["id"]) for f in reading.filters):
         return None
     for measure in reading.measures:
         owner = measure["entity_id"]
@@ -1467,8 +1497,9 @@ def _place(entries: list[_Entry], position: int, seen: _Words, reading: Reading,
         metric = _choose(items["metric"], reading, vocabulary) if "metric" in kinds else None
         # "filed by enterprise customers": who did it, not a breakdown by customer
         by = seen.after_by[position] and not seen.after_value[position]
+        counted = position > 0 and seen.raw[position - 1] in ("most", "fewest", "more", "fewer", "many")
         seen.entities.append(_EntityWord(items["entity"][0], metric, by, beside_and,
-                                         " ".join(seen.raw[position:position + size]), position))
+                                         " ".join(seen.raw[position:position + size]), position, counted))
     elif "metric" in kinds:
         chosen = _choose(items["metric"], reading, vocabulary)
         seen.positions.setdefault(chosen["id"], position)
@@ -1535,8 +1566,18 @@ def _rest_of_label(token: str, entries: list[_Entry]) -> bool:
     return token in words(next(iter(items.values()))["label"])
 
 
-def _implied_measure(text: str, seen: _Words, reading: Reading, vocabulary: Vocabulary) -> None:
-    """No measure named: "which return reason is most common" counts the breakdown's own rows."""
+def _implied_measure(text: str, seen: _Words, reading: Reading, vocabulary: Vocabulary, after_another: bool
+                     ) -> None:
+    """No measure named: "which return reason is most common" counts the breakdown's own rows; "how many small
+    businesses joined" counts the rows the value is said of (not after another question: "how many of those are
+    smbs?" narrows the earlier answer)."""
+    owners = {f.field["entity_id"] for f in reading.filters}
+    if not reading.measures and not seen.entities and len(owners) == 1 and re.search(r"\bhow many\b", text) and \
+            not after_another:
+        counts = counts_of(vocabulary.by_id.get(next(iter(owners)), {}))
+        if counts:
+            reading.measures.append(counts[0])
+        return
     if reading.measures or seen.entities or not reading.breakdowns:
         return
     if re.search(r"\b(common|frequent|often|popular)\b", text):
@@ -1600,6 +1641,11 @@ def _entity_word(word: _EntityWord, index: int, text: str, reading: Reading, voc
         _add(reading.measures, chosen)
         reading.counted_by_name = not asked_count
         return chosen
+    if word.counted and reading.counted_by_name and len(reading.measures) == 1 and counts_of(entity) and \
+            reading.measures[0]["entity_id"] in reachable(vocabulary.entities, entity["id"]):
+        # "did customers from Québec place the most orders": orders counted; the customers say whose
+        reading.measures = [counts_of(entity)[0]]
+        return reading.measures[0]
     dating = reading.time_field is not None and words(written) in [
         words(name) for name in [reading.time_field["label"], *reading.time_field.get("synonyms", [])]]
     if not dating and all(entity["id"] not in reachable(vocabulary.entities, m["entity_id"]) for m in reading.measures):
@@ -1719,4 +1765,5 @@ def is_follow_up(question: str) -> bool:
     earlier answer, not a new question."""
     text = _GREETING.sub("", _EMOJI.sub(" ", question.lower()))
     return bool(FOLLOW_UP.match(text) or _CHANGE_THAT.search(text) or _REFERS_BACK.search(text) or re.search(
-        r"\bits\b", text))
+        r"\bits\b|\b(?:what|how) (?:does|do|did|would) (?:that|it|this|those) look\b", text))  # ("what does that
+    # look like for online orders only?")
