@@ -11,7 +11,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 
 from services.agent.time_words import TimeSpan
-from services.agent.understanding import Filter, Reading, is_average, reachable, time_field, words
+from services.agent.understanding import Filter, Reading, had_filters, is_average, reachable, time_field, words
 
 
 class CannotPlan(Exception):
@@ -88,14 +88,18 @@ def plan(reading: Reading, entities: list[dict]) -> Drafted:
     """The analysis that answers the reading, or CannotPlan saying why there is none."""
     if not reading.measures:
         raise CannotPlan("I found no measure in the question")
-    _check_reach(reading, entities)
+    if reading.cumulative and (reading.compare or reading.direction or reading.limit):
+        raise CannotPlan("a running total beside a change or a ranking is more than I can answer; ask for the "
+                         "running total along time on its own")
+    inside = had_filters(reading, entities)
+    _check_reach(reading, entities, inside)
     measures = [_measure(f"m{i}", m) for i, m in enumerate(reading.measures[:4])]
     draft: dict = {"mode": "aggregate", "measures": measures}
     when, grain = _time(reading, entities)
     dimensions = [{"id": "t", "field": when["id"], "grain": grain}] if grain else []
     breakdowns = [*reading.breakdowns, *([reading.split.field] if reading.split else [])]
     dimensions += [{"id": f"d{i}", "field": b["id"]} for i, b in enumerate(breakdowns)]
-    conditions = _conditions(reading, when, entities)
+    conditions = _conditions(reading, when, inside)
     if conditions:
         draft["filter"] = conditions[0] if len(conditions) == 1 else {"all": conditions}
     if (reading.direction or reading.limit) and not dimensions:
@@ -115,7 +119,7 @@ def plan(reading: Reading, entities: list[dict]) -> Drafted:
             draft["limit"] = reading.limit
     elif dimensions and not grain:
         draft["order_by"] = [{"output": primary, "direction": "desc"}]
-    return Drafted(draft, primary, label, [d["id"] for d in dimensions], when, had_filters(reading, entities))
+    return Drafted(draft, primary, label, [d["id"] for d in dimensions], when, inside)
 
 
 def _measure(output: str, measure: dict) -> dict:
@@ -132,10 +136,13 @@ def _time(reading: Reading, entities: list[dict]) -> tuple[dict | None, str | No
     owner = reading.measures[0]["entity_id"]
     named = reading.time_field
     if reading.has_rows is not None:  # dated by the rows they had; one count of them, not one per period
-        if reading.grain or reading.compare:
+        if reading.grain or reading.compare or reading.cumulative:
             raise CannotPlan(f"{reading.measures[0]['label']} over time, each counted in every period they had "
                              f"a {reading.has_rows['label'].lower()}, is more than I can answer; ask for one period")
-        return named, None
+        when = named or time_field(entities, reading.has_rows["id"])
+        if when is None and reading.time is not None:
+            raise CannotPlan(f"I found no date of a {reading.has_rows['label'].lower()} to limit them by")
+        return when, None
     if named and named["entity_id"] not in reachable(entities, owner):
         raise CannotPlan(f"{reading.measures[0]['label']} cannot be followed by {named['label'].lower()}")
     when = named or time_field(entities, owner)
@@ -160,8 +167,8 @@ def _span_unit(span) -> str:
     return span.calendar_unit or ("year" if span.whole_years else "month")
 
 
-def _conditions(reading: Reading, when: dict | None, entities: list[dict]) -> list[dict]:
-    inside = had_filters(reading, entities)
+def _conditions(reading: Reading, when: dict | None, inside: list[Filter]) -> list[dict]:
+    """The draft's filter conditions; `inside`: those on the rows the counted records must have."""
     conditions = [_condition(f) for f in reading.filters if f not in inside]
     if reading.split is not None:
         conditions.append(_condition(reading.split))
@@ -171,16 +178,6 @@ def _conditions(reading: Reading, when: dict | None, entities: list[dict]) -> li
     elif reading.time is not None:
         conditions.append(time_condition(reading.time, when))
     return conditions
-
-
-def had_filters(reading: Reading, entities: list[dict]) -> list[Filter]:
-    """The filters on the rows the counted records must have ("customers who bought online this year": the
-    channel of their orders), not on those records."""
-    if reading.has_rows is None:
-        return []
-    own = set(reachable(entities, reading.measures[0]["entity_id"]))
-    return [f for f in reading.filters if f.field["entity_id"] not in own
-            and f.field["entity_id"] in reachable(entities, reading.has_rows["id"])]
 
 
 def _calculations(reading: Reading, draft: dict, dimensions: list[dict]) -> tuple[str, str]:
@@ -229,7 +226,7 @@ def _calculations(reading: Reading, draft: dict, dimensions: list[dict]) -> tupl
     return primary, label
 
 
-def _check_reach(reading: Reading, entities: list[dict]) -> None:
+def _check_reach(reading: Reading, entities: list[dict], inside: list[Filter]) -> None:
     """Every breakdown and filter must sit on what each measure's rows belong to: through a one-to-many path
     a filter would test each joined row, and the gateway refuses it. Said here in the person's terms."""
     for measure in reading.measures:
@@ -237,7 +234,6 @@ def _check_reach(reading: Reading, entities: list[dict]) -> None:
         for breakdown in [*reading.breakdowns, *([reading.split.field] if reading.split else [])]:
             if breakdown["entity_id"] not in reach:
                 raise CannotPlan(f"{measure['label']} cannot be broken down by {breakdown['label'].lower()}")
-        inside = had_filters(reading, entities)
         for condition in [*reading.filters, *([reading.share] if reading.share else [])]:
             if condition.field["entity_id"] not in reach and condition not in inside:
                 raise CannotPlan(f"{measure['label']} cannot be limited by {condition.field['label'].lower()} "

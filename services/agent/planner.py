@@ -108,8 +108,10 @@ class EmbeddedPlanner:
         entities = catalog.content.get("entities", []) if catalog.ok else []
         if not unexplained_words(" ".join([*self.earlier, question]), entities):
             return entities, []  # every word is the catalog's own: no values to look for, no probe spent
-        # (short forms written out, "small biz" as "small business", as the question will be read)
-        text = spaced_for_values(spelled_out(" ".join([question, *reversed(self.earlier)])), entities)[:MAX_MATCH_TEXT]
+        # (short forms written out, "small biz" as "small business", as the question will be read; cut first, so
+        # the rewriting stays short whatever was asked before)
+        asked_now = " ".join([question, *reversed(self.earlier)])[:MAX_MATCH_TEXT]
+        text = spaced_for_values(spelled_out(asked_now), entities)[:MAX_MATCH_TEXT]
         probe = await call("probe_data", {"kind": "value-match", "text": text})
         matches = probe.content.get("matches", []) if probe.ok else []
         known = {e["id"] for e in entities}

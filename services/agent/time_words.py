@@ -262,7 +262,8 @@ _PATTERNS: list[tuple[re.Pattern, object]] = [
     (re.compile(rf"\b(?:from )?(?:the )?({_POINT}) ?(?:to|through|thru|until|till|-|\u2013) ?(?:the )?({_POINT})\b"),
      _stretch),
     (re.compile(r"\bsince (?:the start of |the beginning of |the )?(" + _POINT + r")\b"), _since),
-    (re.compile(r"\b(?:from )?(" + _POINT + r"),? (?:onwards?|and (?:later|after))\b"), _since),  # "2021 onwards"
+    (re.compile(r"\b(?:from )?(" + _POINT + r"),? (?:onwards?\b|and (?:later|after)(?=\s*[?.!,;]|\s*$))"),
+     _since),  # "2021 onwards", "2023 and later" (not "placed in 2023 and later cancelled")
     (re.compile(r"\b(?:in |during |for |of )?(?:the )?(last|past|previous|trailing|prior) (\d{1,3}|[a-z-]+) "
                 + _UNIT + r"\b"), _relative_trailing),
     (re.compile(r"\b(?:in |during |for |of )?(?:the )?(?:last|previous|prior|past) (day|week|month|quarter|year)\b"),
@@ -277,9 +278,7 @@ _PATTERNS: list[tuple[re.Pattern, object]] = [
     (re.compile(r"\b(ytd|qtd|mtd)\b"), lambda m: TimeSpan("relative", m.group(0), op="to_date",
                                                           unit={"ytd": "year", "qtd": "quarter",
                                                                 "mtd": "month"}[m.group(1)])),
-    # ("month by month through 2025": during it; a range "from 2023 through 2025" is read above)
-    (re.compile(r"\b(?:in |during |for |of |throughout |through |across )?(?:the )?(" + _POINT + r")\b"),
-     lambda m: _absolute_in(m)),
+    (re.compile(r"\b(?:in |during |for |of |throughout )?(?:the )?(" + _POINT + r")\b"), lambda m: _absolute_in(m)),
 ]
 
 

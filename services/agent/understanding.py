@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from services.agent.english import is_common, is_word
-from services.agent.time_words import UNIT_MONTHS, TimeSpan, dated, find_times, side_by_side, spoken, widened_back
+from services.agent.time_words import UNIT_MONTHS, TimeSpan, dated, describe, find_times, side_by_side, widened_back
 
 _WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*|%")  # words in any script: "región" stays one word
 # Words that carry no meaning of their own for the catalog: asking, pointing and joining words.
@@ -34,11 +34,13 @@ i'm i've i'd we've we're we'd you're they're u ur along sit sits sitting lie lie
 basically roughly approximately % contain contains containing getting gets receive receives received receiving
 thing things catalogue catalog database system dataset something anything everything stuff pull pulled grab fetch
 provide calendar subsequently lineup assortment peak peaked sum pivot pivoted
-separate separately part mix behind stuck both regular
+separate separately part mix behind
 """.split())
 _ASKING = ("which", "what", "show", "many", "much", "total", "number", "please")  # a typo may hide these
-# and the longer words that say nothing of what to count ("best sellng"): a near spelling of one is passed over
-_LONG_STOP = tuple(sorted(w for w in STOP if len(w) >= 5 and w.isalpha()))
+# and a few longer words that say nothing of what is asked ("best sellng"): a near spelling of one is passed over
+# (never of a word that ranks, shares or counts apart: "fewset", "percnet", "uniqe" stay unknown)
+_SAYS_NOTHING = ("selling", "please", "thanks", "actually", "really", "basically", "roughly", "approximately",
+                 "quickly", "wondering", "curious", "interested", "looking", "trying", "something", "anything")
 # Phrases that frame a question without changing it ("right now", "in terms of", "revenue-wise").
 _FILLER = re.compile(r"\b(?:right now|at the moment|in terms of|out of(?: all| the)?|as well as|along with)\b|"
                      r"\bat least (?:one|a|an|1)(?= \w)|"  # ("customers who placed at least one order": who have one)
@@ -63,7 +65,7 @@ _REFERS_BACK = re.compile(
     r"\b(?:for |in |over )?(?:the )?same (?:year|quarter|month|week|period|time(?: frame)?|dates?)\b"
     r"(?! (?:last|a|the previous|one) (?:year|quarter|month|week)\b)|"
     r"\b(?:in |for |over |during )?(?:that|those) (?:years?|quarters?|months?|weeks?|periods?)\b|"
-    r"\b(?:for |of |in )?(?:each of |both of )?(?:those|these|them|the) (?:two|three|four|five)\b|"
+    r"\b(?:for |of |in )?(?:each of |both of )?(?:those|these|them) (?:two|three|four|five)\b|"
     r"\b(?:for |of |in )?(?:each|both) of (?:those|these|them)\b|"  # "for each of those two": the earlier values
     r"\b(?:switch|swap|flip) (?:that|this|it|them)(?: over)? (?:to|into|for)\b|"
     r"\b(?:narrow|limit|restrict) (?:that|this|it|them)(?: down)? to\b|"
@@ -77,7 +79,11 @@ _FUTURE = re.compile(r"\b(?:will|shall|won't)\b(?!\s+(?:you|u)\b)|\bgoing to (?:
 _HYPHENATED = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)+")
 _PHRASAL = re.compile(r"\b(send|sends|sent|sending|bring|brings|brought|bringing|take|takes|took|taking) "
                       r"(stuff|things|items|it|them|something|anything|products|goods) (back)\b")
-_TAKEN_IN = re.compile(r"\b(?:take|takes|took|taken|taking) in\b")  # "how much did we take in": money
+# "how much did we take in last year": money (not "how many orders did we take in 2024", "take in returns")
+_TAKEN_IN = re.compile(r"\b(?:take|takes|took|taken|taking) in\b(?! ?\d| (?:q[1-4]|jan\w*|feb\w*|mar\w*|apr\w*|may|"
+                       r"jun\w*|jul\w*|aug\w*|sep\w*|oct\w*|nov\w*|dec\w*|returns?|refunds?|total)\b)")
+# "who spent more with us": the money customers spent (not "how much did we spend")
+_SPENT_WITH_US = re.compile(r"\b(?:spend|spends|spent|spending)(?= (?:more |less |the most |the least )?with us\b)")
 _TAKEN = re.compile(r"\b(?:take|takes|took|taken|taking)(?= (?:over|through|via|on|by) )")  # "orders we took over
 # the phone": received (not "take web out of it")
 _BECOMES = re.compile(r"\b(?:end|ends|ended|wind|winds|wound) up\b")  # "end up refunded": are refunded
@@ -155,6 +161,9 @@ _PREVIOUS_PERIOD = re.compile(
     r"(?:vs\.?|versus|compared (?:to|with)|against|than) (?:the )?(?:(?:previous|prior|last) (month|quarter|week|year|"
     r"period)|(month|quarter|week|year|period|one) before))\b")
 _MERIT = re.compile(r"\b(?:best|worst|better|worse)\b(?![ -](?:sell\w*|seller\w*))")
+_OTHER_ORDER = re.compile(r"\b(?:" + "|".join(sorted((SUPERLATIVE_HIGH | SUPERLATIVE_LOW | COMPARATIVE_HIGH
+                                                      | COMPARATIVE_LOW) - {"best", "worst", "better", "worse"}))
+                          + r")\b")
 # "did orders go up or down from Q2 to Q3": whether, so both periods are shown side by side
 _UP_OR_DOWN = re.compile(r"\b(?:(?:go|goes|going|gone|went|move|moved) )?(?:up or down|down or up)\b")
 _WENT_UP = re.compile(r"\b(?:go|goes|gone|went) (?:up|down)\b")  # "did store sales go down …": whether, too
@@ -166,13 +175,13 @@ _RUNNING = re.compile(r"\b(?:running|cumulative|cumulated|accumulated) (?:totals
                       r"\bcumulative(?:ly)?\b")  # (not "running out")
 # In a follow-up, the period before the earlier question's ("and the year before?", "the previous quarter").
 _THE_ONE_BEFORE = re.compile(r"\b(?:the )?(?:(year|quarter|month) before(?: that| it| then)?|(?:previous|prior) "
-                             r"(year|quarter|month))\b")
+                             r"(year|quarter|month))\b(?! (?:by|per|each)\b)")
 _GROWTH = re.compile(r"\b(growth(?: rates?)?|grow|grows|grew|grown|growing|change|changes|changed|changing|"
                      r"shrink|shrinks|shrank|"
                      r"shrinking|decline|declines|declined|declining|increase|increased|increasing|decrease|"
                      r"decreased|decreasing|rise|rising|rose|risen|falling|fell|drop|dropped|dropping|"
                      r"(?:go|goes|going|gone|went|move|moved|moves|moving) (?:up|down)|"
-                     r"(?:move|moved|moves)(?! (?:to|into|from|over|on)\b))\b"
+                     r"(?:move|moved|moves)(?= (?:across|over|during|throughout|between|since)\b|\s*[?.!,]|\s*$))\b"
                      r"(?! data)")  # (not "fall": a season)
 _GRAIN_WORDS = {"hourly": "hour", "daily": "day", "weekly": "week", "monthly": "month", "quarterly": "quarter",
                 "yearly": "year", "annual": "year", "annually": "year"}
@@ -379,7 +388,7 @@ class Vocabulary:
                 # a catalog word first ("untis": units); else one of the few asking words ("wich" is "which"),
                 # else a longer word that counts nothing ("sellng")
                 self._corrections[word] = near(word, self._known_in_order) or (word.endswith("s") and near(
-                    word[:-1], self._known_in_order)) or near(word, _ASKING) or near(word, _LONG_STOP) or word
+                    word[:-1], self._known_in_order)) or near(word, _ASKING) or near(word, _SAYS_NOTHING) or word
         return self._corrections[word]
 
 
@@ -481,8 +490,9 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
         reading.reasons[said] = "I report what the data holds; I cannot tell what will happen"
     text = _FUTURE.sub(lambda m: " " * len(m.group(0)), text)
     text = _comparison(text, reading)
-    if earlier is not None and earlier.time is not None:
-        text = _one_before_earlier(text, earlier.time, latest)
+    before = None
+    if earlier is not None and earlier.time is not None and is_follow_up(question):
+        before, text = _one_before_earlier(text, earlier.time, latest)
     paced = _PACED_GROWTH.search(text)  # "which one grew the most": ranked by the growth
     whether, text = _take(_UP_OR_DOWN, text)
     if whether is None and _YES_OR_NO.match(text):
@@ -497,11 +507,14 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     reading.assumed += [(f"fy{year}", f"the calendar year {year}") for year in re.findall(_FISCAL + r"(\d{4})", text)]
     text = text.replace(_FISCAL, "")
     spans, text, time_starts = find_times(text, latest)
+    if before is not None:  # (in its place among the periods read)
+        at = sum(1 for start in time_starts if start < before[1])
+        spans, time_starts = [*spans[:at], before[0], *spans[at:]], [*time_starts[:at], before[1], *time_starts[at:]]
     text, spans, time_starts = _second_question(text, question, spans, time_starts, matches, reading)
 
     text, value_spans = _values(text, reading, vocabulary, matches)
-    if earlier is not None and reading.filters and reading.split is None:
-        text = _value_against_earlier(text, value_spans, reading)
+    if earlier is not None and reading.filters and reading.split is None and is_follow_up(question):
+        text = _value_against_earlier(text, value_spans, reading, earlier)
     text = _framing(text, vocabulary, reading, value_spans, time_starts)
     situation = _asides(text, vocabulary, value_spans, time_starts, reading, question)
     for start, end in situation:  # an aside says nothing to count, group, rank or compare by ("a channel deck")
@@ -514,8 +527,10 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     if whether and growth is None and len(spans) == 1 and not spans[0].ends and reading.compare is None:
         reading.compare, reading.compared_outright = "previous_period", True  # "up or down last quarter"
     _periods(spans, text, reading, asks_change=growth is not None, both=whether is not None)
-    merit = _MERIT.search(text)  # "worst first": of a return rate, the highest (see `_by_merit`)
+    # "worst first": of a return rate, the highest (see `_by_merit`), when "best" or "worst" alone set the order
+    merit = _MERIT.search(text) and not _OTHER_ORDER.search(text)
     text = _ranking(text, reading)
+    merit = merit and reading.direction is not None
     if paced and reading.compare:
         reading.ranks_change = True
         reading.direction = "asc" if re.search(r"least|smallest|slowest", paced.group(0)) else "desc"
@@ -560,6 +575,8 @@ def _by_merit(reading: Reading) -> None:
 def _normalised(question: str) -> str:
     """The question lower-cased with short forms written out and fillers that never change what is asked
     ("end up", "on average" keeps its average word) taken out, padded for whole-word patterns."""
+    # "the US" in capitals is the country, never the word "us" passed over ("just the US, Canada and the UK")
+    question = re.sub(r"\bU\.?S\b(?!\.?A)", "USA", question)
     text = " " + _EMOJI.sub(". ", question.lower().replace("\u2019", "'")) + " "
     text = _GREETING.sub(lambda m: " " * len(m.group(0)), text)
     text = _CHAT.sub(lambda m: " " * len(m.group(0)), text)
@@ -570,10 +587,15 @@ def _normalised(question: str) -> str:
     text = re.sub(r"\b(year|month|quarter|week|day|today|yesterday)'s\b", r"\1", text)  # "this year's revenue"
     text = re.sub(r"\b(day|week|month|quarter|year)-(by|on|to|over)-(day|week|month|quarter|year)\b",
                   r"\1 \2 \3", text)  # "month-by-month" as "month by month"
+    # "month by month through 2025": during it (alone, "revenue through 2024" may mean up to its end: not read)
+    text = re.sub(r"\b((?:by|each|every|per) (?:day|week|month|quarter)|(?:day|week|month|quarter) by (?:day|week|"
+                  r"month|quarter)|daily|weekly|monthly|quarterly) through (?=\d{4}\b)", r"\1 in      ", text)
     text = re.sub(r"[^\W\d_]{4,}", _time_typo, text)
     text = _BECOMES.sub(lambda m: "are".ljust(len(m.group(0))), text)
-    text = _TAKEN_IN.sub(lambda m: "money".ljust(len(m.group(0))), text)
+    if not re.search(r"\bhow many\b", text):
+        text = _TAKEN_IN.sub(lambda m: "money".ljust(len(m.group(0))), text)
     text = _TAKEN.sub(lambda m: " " * len(m.group(0)), text)
+    text = _SPENT_WITH_US.sub(lambda m: "money".ljust(len(m.group(0))), text)
     text = re.sub(r"\bhow many different\b", "how many distinct  ", text)  # (not a comparison)
     # an analyst's "orders where status = cancelled": "with" (a word between, so "orders status" is no one name)
     text = re.sub(r"\bwhere(?= \w+(?: \w+)? (?:==?|(?:is|equals|in)\b))", "with ", text)
@@ -632,26 +654,34 @@ def _against_earlier(spans: list[TimeSpan], text: str, earlier: Reading | None, 
     return spans
 
 
-def _one_before_earlier(text: str, earlier: TimeSpan, latest: dt.date | None) -> str:
+def _one_before_earlier(text: str, earlier: TimeSpan, latest: dt.date | None
+                        ) -> tuple[tuple[TimeSpan, int] | None, str]:
     """"what about the year before?" after a question about 2025: 2024, the one before the earlier period (not
-    before now), written as the period itself for the time reader."""
+    before now), with where it was said; the words taken out of the text. (None, text) when there is none."""
     said = _THE_ONE_BEFORE.search(text)
     if said is None:
-        return text
+        return None, text
     unit = said.group(1) or said.group(2)
     before = _before_earlier(TimeSpan("relative", said.group(0), op="previous", unit=unit), dated(earlier, latest))
-    period = spoken(before) if before is not None else None
-    if period is None or len(period.removeprefix("in ")) > len(said.group(0)):
-        return text
-    return text[:said.start()] + period.removeprefix("in ").ljust(len(said.group(0))) + text[said.end():]
+    if before is None:
+        return None, text
+    return (replace(before, words=describe(before)), said.start()), _blank(text, said.start(), said.end())
 
 
-def _value_against_earlier(text: str, value_spans: list[tuple[int, int, str]], reading: Reading) -> str:
+def _value_against_earlier(text: str, value_spans: list[tuple[int, int, str]], reading: Reading,
+                           earlier: Reading) -> str:
     """"ok, and how does that stack up against the website?": the value named now set beside the earlier
-    question's (see `_follow`), when the follow-up points back and the value comes after the comparing words."""
+    question's (see `_follow`), when the follow-up points back, every value after the comparing words is of the
+    field the earlier question limited, and nothing else is named after them ("compare with 2023, web only" keeps
+    its words for the period)."""
     against = _SET_AGAINST.search(text)
-    if against is None or not re.search(r"\b(?:that|it|this|those|these)\b", text[:against.start()]) or not any(
-            start >= against.end() for start, _, _ in value_spans):
+    if against is None or not re.search(r"\b(?:that|it|this|those|these)\b", text[:against.start()]):
+        return text
+    after = {value for start, _, value in value_spans if start >= against.end()}
+    earlier_fields = {f.field["id"] for f in [*earlier.filters, *([earlier.split] if earlier.split else [])]}
+    fields = {f.field["id"] for f in reading.filters if set(f.values) & after}
+    if not after or not fields or not fields <= earlier_fields or any(
+            start < against.start() for start, _, value in value_spans if value in after):
         return text
     reading.set_against = True
     return _blank(text, against.start(), against.end())
@@ -884,7 +914,8 @@ def _asked_again_of(first: str, rest: str, matches: list[dict]) -> str | None:
         return [(found, m) for m in matches for found in re.finditer(
             r"(?<!\w)" + re.escape((m.get("matched_text") or m["untrusted_value"]).lower()) + r"(?:e?s)?(?!\w)", part)]
     named_first, named_rest = places(first), places(rest)
-    if not named_rest or {m["field_id"] for _, m in named_rest} - {m["field_id"] for _, m in named_first}:
+    fields = {m["field_id"] for _, m in named_rest}
+    if len(fields) != 1 or fields - {m["field_id"] for _, m in named_first}:  # (two changed: two questions)
         return None
     left = rest
     for found, _ in named_rest:
@@ -1287,7 +1318,7 @@ def _catalog_words(text: str, reading: Reading, vocabulary: Vocabulary, value_sp
             reading.unknown.append(raw[position])
         position += 1
     _averaged_amounts(seen, reading, vocabulary)
-    _implied_measure(text, seen, reading, vocabulary, after_another=bool(context))
+    _implied_measure(text, seen, reading, vocabulary)
     for index, word in enumerate(seen.entities):
         added = _entity_word(word, index, text, reading, vocabulary)
         if added is not None:
@@ -1375,8 +1406,10 @@ def _event_words(seen: _Words, reading: Reading, vocabulary: Vocabulary, context
         reading.per["id"] for _ in [1] if reading.per} | {
         f.field["entity_id"] for f in [*reading.filters, *filter(None, [reading.split, reading.share])]} | {
         b["entity_id"] for b in reading.breakdowns}
+    # (two dates said, "customers who signed up in 2024 and bought online": whose is the period? not read so)
+    one_date = len({event.date["id"] for event in seen.events}) == 1
     for event in seen.events:
-        had = _had(event, reading, vocabulary) if reading.time is None else None
+        had = _had(event, reading, vocabulary) if reading.time is None and one_date else None
         if had is not None:  # "customers who have ever ordered through the marketplace": with one such order
             reading.has_rows = had
             continue
@@ -1392,7 +1425,7 @@ def _event_words(seen: _Words, reading: Reading, vocabulary: Vocabulary, context
         measured = any((time_field(vocabulary.entities, m["entity_id"]) or {}).get("id") == event.date["id"]
                        for m in reading.measures)  # "units SMB customers buy": the date units are counted by
         measured = measured or _measure_of_event(event.date, event.written, reading, vocabulary)
-        had = None if measured else _had(event, reading, vocabulary)
+        had = None if measured or not one_date else _had(event, reading, vocabulary)
         if had is not None:  # "customers who bought this year": those with at least one order then
             reading.has_rows, reading.time_field = had, event.date
             continue
@@ -1413,9 +1446,7 @@ def _had(event: _EventWord, reading: Reading, vocabulary: Vocabulary) -> dict | 
     rows = vocabulary.by_id.get(event.date["entity_id"])
     if rows is None or not reading.measures or reading.grain or event.after_by:
         return None
-    own = set(reachable(vocabulary.entities, reading.measures[0]["entity_id"]))
-    if reading.time is None and not any(f.field["entity_id"] not in own and f.field["entity_id"] in reachable(
-            vocabulary.entities, rows["id"]) for f in reading.filters):
+    if reading.time is None and not had_filters(replace(reading, has_rows=rows), vocabulary.entities):
         return None
     for measure in reading.measures:
         owner = measure["entity_id"]
@@ -1423,6 +1454,16 @@ def _had(event: _EventWord, reading: Reading, vocabulary: Vocabulary) -> dict | 
         if owner == rows["id"] or owner not in reachable(vocabulary.entities, rows["id"]) or len(ways) > 1:
             return None
     return rows
+
+
+def had_filters(reading: Reading, entities: list[dict]) -> list[Filter]:
+    """The filters on the rows the counted records must have ("customers who bought online this year": the
+    channel of their orders), not on those records."""
+    if reading.has_rows is None:
+        return []
+    own = set(reachable(entities, reading.measures[0]["entity_id"]))
+    return [f for f in reading.filters if f.field["entity_id"] not in own
+            and f.field["entity_id"] in reachable(entities, reading.has_rows["id"])]
 
 
 def _measure_of_event(date: dict, written: str, reading: Reading, vocabulary: Vocabulary) -> bool:
@@ -1566,14 +1607,14 @@ def _rest_of_label(token: str, entries: list[_Entry]) -> bool:
     return token in words(next(iter(items.values()))["label"])
 
 
-def _implied_measure(text: str, seen: _Words, reading: Reading, vocabulary: Vocabulary, after_another: bool
-                     ) -> None:
+def _implied_measure(text: str, seen: _Words, reading: Reading, vocabulary: Vocabulary) -> None:
     """No measure named: "which return reason is most common" counts the breakdown's own rows; "how many small
-    businesses joined" counts the rows the value is said of (not after another question: "how many of those are
-    smbs?" narrows the earlier answer)."""
+    businesses joined" counts the rows the value is said of, when a verb of those rows says what they did ("how
+    many apparel were returned" counts no products; "how many of those are smbs?" narrows the earlier answer)."""
     owners = {f.field["entity_id"] for f in reading.filters}
     if not reading.measures and not seen.entities and len(owners) == 1 and re.search(r"\bhow many\b", text) and \
-            not after_another:
+            (any(event.date["entity_id"] in owners for event in seen.events) or (
+                reading.time_field is not None and reading.time_field["entity_id"] in owners)):
         counts = counts_of(vocabulary.by_id.get(next(iter(owners)), {}))
         if counts:
             reading.measures.append(counts[0])
@@ -1691,6 +1732,9 @@ def _follow(earlier: Reading, new: Reading, question: str, vocabulary: Vocabular
     if new.measures and not whose_rows:  # "and units sold?", not "now for enterprise customers" (whose rows)
         merged.measures, merged.per, merged.share_of_total = list(new.measures), new.per, new.share_of_total
         merged.time_field = new.time_field  # another measure is dated by its own date, unless one is named
+        merged.has_rows = new.has_rows  # (the rows customers had are not what revenue is over)
+    elif merged.has_rows is not None and merged.time_field is None:  # "and in 2024?" after "customers who
+        merged.time_field = time_field(vocabulary.entities, merged.has_rows["id"])  # bought online": then
     if new.breakdowns or new.grain:
         side_by_side_periods = earlier.time is not None and bool(earlier.time.parts) and not new.time
         # "and by region?" after "revenue in 2024 and 2025": the years stay apart

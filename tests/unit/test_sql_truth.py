@@ -61,3 +61,9 @@ def test_sql_that_orders_and_keeps_one_row_asks_which():
     assert top_one("SELECT m, COUNT(*) AS n FROM orders GROUP BY m\nORDER BY n DESC\nLIMIT 1\n")
     assert not top_one("SELECT m, COUNT(*) FROM orders GROUP BY m ORDER BY m LIMIT 10")
     assert not top_one("SELECT COUNT(*) FROM orders")
+
+
+def test_a_ratio_the_sql_rounded_is_carried_by_its_exact_value():
+    assert same_figure(0.10378323108384459, 0.1038) and same_figure("0.4917837", 0.4918)
+    assert not same_figure(0.1032, 0.1038) and not same_figure(0.10378, 0.103)  # (0.103: not 0.1038)
+    assert not same_figure(0.54, 0.5)  # a short figure is exact, not rounded
