@@ -34,7 +34,7 @@ i'm i've i'd we've we're we'd you're they're u ur along sit sits sitting lie lie
 basically roughly approximately % contain contains containing getting gets receive receives received receiving
 thing things catalogue catalog database system dataset something anything everything stuff pull pulled grab fetch
 provide calendar subsequently lineup assortment peak peaked sum pivot pivoted
-separate separately part mix behind
+separate separately part mix behind add added
 """.split())
 _ASKING = ("which", "what", "show", "many", "much", "total", "number", "please")  # a typo may hide these
 # and a few longer words that say nothing of what is asked ("best sellng"): a near spelling of one is passed over
@@ -43,7 +43,9 @@ _SAYS_NOTHING = ("selling", "please", "thanks", "actually", "really", "basically
                  "quickly", "wondering", "curious", "interested", "looking", "trying", "something", "anything")
 # Phrases that frame a question without changing it ("right now", "in terms of", "revenue-wise").
 _FILLER = re.compile(r"\b(?:right now|at the moment|in terms of|out of(?: all| the)?|as well as|along with)\b|"
+                     r"\b(?:stuck|sitting|sat)(?= in \w)|"  # ("tickets stuck in pending": pending)
                      r"\bat least (?:one|a|an|1)(?= \w)|"  # ("customers who placed at least one order": who have one)
+                     r"(?<=\bsame) but\b|"  # ("same but web orders only")
                      r"(?<=\w)[- ]wise\b|^\s*but\b|\bbut(?= (?:by|for|in|with|now|as|on|per|only|just|filter\w*)\b)|"
                      r"\b(?:across|over|for|in|of) (?:the )?(?:full|whole|entire|complete) history(?: of the data)?\b|"
                      r"\ball[- ]time\s*,?\s*not (?:just|only) (?:this|last) (?:year|quarter|month|week)\b|"
@@ -99,7 +101,8 @@ _TIME_WORDS = ("year", "years", "month", "months", "quarter", "quarters", "week"
                "between", "yesterday", "today", "january", "february", "march", "april", "june", "july", "august",
                "september", "october", "november", "december", "hourly", "daily", "weekly", "monthly", "quarterly",
                "yearly", "annual", "annually",
-               "first", "highest", "lowest", "largest", "biggest", "smallest")  # (and the order: "biggest frist")
+               "first", "highest", "lowest", "largest", "biggest", "smallest",  # (and the order: "biggest frist")
+               "different")  # ("how many diffrent products": distinct)
 # Words that turn a question around ("not from web", "other than France"): never passed over, and when they
 # cannot be used no other reading is offered (it would be the opposite question).
 NEGATIONS = frozenset({"not", "never", "no", "non", "none", "nor", "except", "excluding", "exclude", "excluded",
@@ -155,7 +158,8 @@ COMPARATIVE_LOW = frozenset({"lower", "fewer", "smaller", "worse"})  # not "less
 _SHARE = re.compile(r"\b(?:share|percentage|percent|proportion|fraction|mix)\b|%|\b(?:what|which) part(?= of\b)")
 _SAME_PERIOD_LAST_YEAR = re.compile(
     r"\b(year[ -]over[ -]year|yoy|y/y|(?:vs\.?|versus|compared? (?:to|with)|compares (?:to|with)|against) (?:the )?"
-    r"(?:same (?:period|month|quarter|week) )?(?:of )?last year)\b")
+    r"(?:(?:same (?:period|month|quarter|week) )?(?:of )?last year|"
+    r"same (?:period|month|quarter|week) (?:of |in )?(?:the|a) year (?:before|earlier)))\b")  # ("… the year before")
 _PREVIOUS_PERIOD = re.compile(
     r"\b(?:(month|quarter|week|year)[ -]over[ -](?:month|quarter|week|year)|period[ -]over[ -]period|"
     r"(?:vs\.?|versus|compared (?:to|with)|against|than) (?:the )?(?:(?:previous|prior|last) (month|quarter|week|year|"
@@ -181,7 +185,7 @@ _GROWTH = re.compile(r"\b(growth(?: rates?)?|grow|grows|grew|grown|growing|chang
                      r"shrinking|decline|declines|declined|declining|increase|increased|increasing|decrease|"
                      r"decreased|decreasing|rise|rising|rose|risen|falling|fell|drop|dropped|dropping|"
                      r"(?:go|goes|going|gone|went|move|moved|moves|moving) (?:up|down)|"
-                     r"(?:move|moved|moves)(?= (?:across|over|during|throughout|between|since)\b|\s*[?.!,]|\s*$))\b"
+                     r"(?:move|moved|moves)(?= (?:across|over|during|throughout|between|since)\b))\b"
                      r"(?! data)")  # (not "fall": a season)
 _GRAIN_WORDS = {"hourly": "hour", "daily": "day", "weekly": "week", "monthly": "month", "quarterly": "quarter",
                 "yearly": "year", "annual": "year", "annually": "year"}
@@ -575,6 +579,7 @@ def _by_merit(reading: Reading) -> None:
 def _normalised(question: str) -> str:
     """The question lower-cased with short forms written out and fillers that never change what is asked
     ("end up", "on average" keeps its average word) taken out, padded for whole-word patterns."""
+    question = re.sub(r"(?<![\w'])['\u2019](\d{2})\b", r"20\1", question)  # "Q4 '25": 2025
     # "the US" in capitals is the country, never the word "us" passed over ("just the US, Canada and the UK")
     question = re.sub(r"\bU\.?S\b(?!\.?A)", "USA", question)
     text = " " + _EMOJI.sub(". ", question.lower().replace("\u2019", "'")) + " "
@@ -1305,8 +1310,9 @@ def _catalog_words(text: str, reading: Reading, vocabulary: Vocabulary, value_sp
         elif raw[position] in ("through", "via") and (seen.before_value[position] or (position + 1 < len(
                 raw) and raw[position + 1] in ("the", "a", "an") and seen.before_value[position + 1])):
             pass  # "came through third-party marketplaces": the value says it
-        elif raw[position] in ("vs", "versus") and reading.measures and position + 1 < len(seen.tokens) and any(
-                e.kind == "metric" for e in vocabulary.longest_at(seen.tokens, position + 1)):
+        elif raw[position] in ("vs", "versus") and reading.measures and position + 1 < len(seen.tokens) and (any(
+                e.kind == "metric" for e in vocabulary.longest_at(seen.tokens, position + 1)) or vocabulary.partial(
+                seen.tokens[position + 1], "metric")):
             pass  # "gross vs net revenue": both measures, side by side
         elif word in _UNITS and (reading.time or reading.grain):
             pass  # "how the year trended", "which quarter": the period read already says it
@@ -1661,7 +1667,8 @@ def _entity_word(word: _EntityWord, index: int, text: str, reading: Reading, voc
     ranking = (reading.which or reading.limit or reading.direction) and not reading.listing and reading.split is None
     if by and reading.breakdowns and not reading.measures:
         by = False  # "top ten regions by orders": ranked by their count, the group is named already
-    if by or (ranking and not reading.breakdowns and index == 0 and not reading.grain):
+    if by or (ranking and not reading.breakdowns and index == 0 and not reading.grain and not word.counted):
+        # ("the most orders": what is counted, never what is ranked)
         named = [f for f in entity["fields"] if f["exposure"] == "bounded-values" and f["type"] == "string"
                  and words(f["label"]) in (words(entity["label"]) + ["name"], ["name"])]
         if named:

@@ -1344,3 +1344,32 @@ def test_long_text_for_the_value_match_stays_quick():
     started = time.perf_counter()
     spaced_for_values("x" * 300, SLICE)
     assert time.perf_counter() - started < 0.5
+
+
+# --- seventh round: from fresh sets M and N ----------------------------------------------------------------------
+
+@pytest.mark.parametrize(("question", "check"), [
+    ("top 3 best sellers last quarter by units moved", lambda r: r.limit == 3 and r.compare is None),
+    ("gross vs net sales in 2025?", lambda r: labels(r.measures) == ["Gross revenue", "Net revenue"]),
+    ("Break 2025 revenue down by quarter and show me the growth vs the same quarter the year before.",
+     lambda r: (r.compare, r.grain) == ("same_period_last_year", "quarter")),
+    ("Q4 '25 net sales vs Q4 '24, what's the growth?",
+     lambda r: r.compare == "same_period_last_year" and period(r)[1] == dt.date(2025, 10, 1)),
+    ("how many diffrent products do we carry?", lambda r: labels(r.measures) == ["Number of products"]),
+    ("how many new customers did we add each year", lambda r: r.grain == "year"),
+    ("how many support tickets are stuck in open at the moment?", lambda r: [f.values for f in r.filters] == [
+        ("open",)]),
+])
+def test_wordings_from_the_seventh_round(question, check):
+    reading = read(question, LATEST)
+    assert not reading.unknown and check(reading), (reading.unknown, reading)
+
+
+def test_same_but_is_a_follow_up_that_narrows():
+    reading = follow_latest("revenue by month in 2024", "same but web orders only")
+    assert reading.grain == "month" and [f.values for f in reading.filters] == [("web",)] and not reading.unknown
+
+
+def test_the_rows_after_the_most_are_counted_not_listed():
+    with pytest.raises(CannotPlan, match="nothing to rank"):  # (the region that placed them: not read)
+        plan(read("which territory placed the most orders in 2024?"), SLICE)
