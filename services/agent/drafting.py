@@ -137,11 +137,12 @@ def _time(reading: Reading, entities: list[dict]) -> tuple[dict | None, str | No
     named = reading.time_field
     if reading.has_rows is not None:  # dated by the rows they had; one count of them, not one per period
         if reading.grain or reading.compare or reading.cumulative:
-            raise CannotPlan(f"{reading.measures[0]['label']} over time, each counted in every period they had "
-                             f"a {reading.has_rows['label'].lower()}, is more than I can answer; ask for one period")
+            raise CannotPlan(f"{reading.measures[0]['label']} period by period, each counted again in every period "
+                             f"with one of its {reading.has_rows['label'].lower()} rows, is more than I can answer; "
+                             "ask for one period")
         when = named or time_field(entities, reading.has_rows["id"])
         if when is None and reading.time is not None:
-            raise CannotPlan(f"I found no date of a {reading.has_rows['label'].lower()} to limit them by")
+            raise CannotPlan(f"I found no date on the {reading.has_rows['label'].lower()} rows to limit them by")
         return when, None
     if named and named["entity_id"] not in reachable(entities, owner):
         raise CannotPlan(f"{reading.measures[0]['label']} cannot be followed by {named['label'].lower()}")

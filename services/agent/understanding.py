@@ -290,7 +290,7 @@ class Reading:
     set_against: bool = False  # a follow-up's value set against the earlier one's ("how does that stack up
     # against the website?": both side by side)
     has_rows: dict | None = None  # "customers who bought this year": the entity the counted records must have at
-    # least one row of, in the period (by `time_field`, its date)
+    # least one row of, in the period (by `time_field`, its date) and with the filters on those rows
 
 
 def singular(word: str) -> str:
@@ -1752,13 +1752,14 @@ def _follow(earlier: Reading, new: Reading, question: str, vocabulary: Vocabular
         elif re.search(r"\b(also|too|as well)\b", question.lower()):
             merged.breakdowns = earlier.breakdowns + [b for b in new.breakdowns if b not in earlier.breakdowns]
             merged.grain = new.grain or earlier.grain
-    if new.set_against:  # "how does that stack up against the website?": the earlier value and the new, apart
-        for added in new.filters:
-            before = next((f for f in [*earlier.filters, *([earlier.split] if earlier.split else [])]
-                           if f.field["id"] == added.field["id"]), None)
-            if before is not None and new.split is None:
-                new.split = Filter(added.field, tuple(dict.fromkeys([*before.values, *added.values])))
-                new.filters = [f for f in new.filters if f is not added]
+    if new.set_against and new.split is None:  # "how does that stack up against the website?": the earlier
+        # value and the new one, side by side
+        earlier_conditions = [*earlier.filters, *([earlier.split] if earlier.split else [])]
+        added, before = next(((f, b) for f in new.filters for b in earlier_conditions
+                              if b.field["id"] == f.field["id"]), (None, None))
+        if added is not None:
+            new = replace(new, split=Filter(added.field, tuple(dict.fromkeys([*before.values, *added.values]))),
+                          filters=[f for f in new.filters if f is not added])
     replaced = {f.field["id"] for f in [*new.filters, *([new.split] if new.split else [])]}
     merged.filters = [f for f in earlier.filters if f.field["id"] not in replaced] + list(new.filters)
     if merged.split is not None and merged.split.field["id"] in replaced and new.split is None:
