@@ -54,6 +54,14 @@ class Plan:
     suggestions: list[str] = field(default_factory=list)  # questions it can answer, closest first
 
 
+def value_match_text(question: str, earlier: list[str], entities: list[dict]) -> str:
+    """What the value-match probe reads: the question, then the earlier ones, cut to MAX_MATCH_TEXT first (so
+    the rewriting stays short whatever was asked before), short forms written out ("small biz"), possessives
+    and the catalog's hyphenated qualifiers spaced ("high-priority")."""
+    asked = " ".join([question, *reversed(earlier)])[:MAX_MATCH_TEXT]
+    return spaced_for_values(spelled_out(asked), entities)[:MAX_MATCH_TEXT]
+
+
 class EmbeddedPlanner:
     name = "embedded"
 
@@ -108,10 +116,7 @@ class EmbeddedPlanner:
         entities = catalog.content.get("entities", []) if catalog.ok else []
         if not unexplained_words(" ".join([*self.earlier, question]), entities):
             return entities, []  # every word is the catalog's own: no values to look for, no probe spent
-        # (short forms written out, "small biz" as "small business", as the question will be read; cut first, so
-        # the rewriting stays short whatever was asked before)
-        asked_now = " ".join([question, *reversed(self.earlier)])[:MAX_MATCH_TEXT]
-        text = spaced_for_values(spelled_out(asked_now), entities)[:MAX_MATCH_TEXT]
+        text = value_match_text(question, self.earlier, entities)
         probe = await call("probe_data", {"kind": "value-match", "text": text})
         matches = probe.content.get("matches", []) if probe.ok else []
         known = {e["id"] for e in entities}

@@ -97,7 +97,7 @@ _FIRST_PERSON = re.compile(r"\s*(?:i|i'm|i've|i'd|we|we're|we've|my|our team|fyi
 _IMPRESSION = re.compile(r"\s*(?:it |that |this |things? )?(?:felt|feels|feel|seemed|seems|seem|looked|looks|"
                          r"sounded|sounds)\b")
 # Calendar and order words a typo may hide in ("last yaer", "biggest frist"), corrected before they are read.
-_TIME_WORDS = ("year", "years", "month", "months", "quarter", "quarters", "week", "weeks", "previous", "since",
+_EARLY_WORDS = ("year", "years", "month", "months", "quarter", "quarters", "week", "weeks", "previous", "since",
                "between", "yesterday", "today", "january", "february", "march", "april", "june", "july", "august",
                "september", "october", "november", "december", "hourly", "daily", "weekly", "monthly", "quarterly",
                "yearly", "annual", "annually",
@@ -476,45 +476,15 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     reading = Reading()
     text = _normalised(question)
     if earlier is not None:
-        text = _REFERS_BACK.sub(lambda m: " " * len(m.group(0)), text)
-        for its in re.finditer(r"\bits (\w+)", text):  # "rank its subcategories": one row of the earlier answer
-            if any(e.kind in ("entity", "field") for e in vocabulary.longest_at([singular(its.group(1))], 0)):
-                reading.unknown.append("its")
-                reading.reasons["its"] = "I do not see the earlier answer's rows: name the one you mean"
-            text = _blank(text, its.start(), its.start(1))  # ("and its growth?": the measure's)
-    reading.listing = bool(re.match(r"\s*(list|show me the latest|which are the latest)\b", text)) or bool(
-        re.search(r"\b(latest|recent|newest)\b", text))
-    for personal in _PERSONAL_PHRASE.finditer(text):  # "phone numbers": never a value's word ("phone orders")
-        reading.personal.append(personal.group(0))
-    text = _PERSONAL_PHRASE.sub(lambda m: " " * len(m.group(0)), text)
-    for future in _FUTURE.finditer(text):  # a forecast: not in any data
-        said = future.group(0).strip()
-        reading.unknown.append(said)
-        reading.asks_future = True
-        reading.reasons[said] = "I report what the data holds; I cannot tell what will happen"
-    text = _FUTURE.sub(lambda m: " " * len(m.group(0)), text)
+        text = _pointers_back(text, reading, vocabulary)
+    text = _outside_the_data(text, reading)
     text = _comparison(text, reading)
     before = None
     if earlier is not None and earlier.time is not None and is_follow_up(question):
         before, text = _one_before_earlier(text, earlier.time, latest)
-    paced = _PACED_GROWTH.search(text)  # "which one grew the most": ranked by the growth
-    whether, text = _take(_UP_OR_DOWN, text)
-    if whether is None and _YES_OR_NO.match(text):
-        whether, text = _take(_WENT_UP, text)
-    growth, text = _take(_GROWTH, text)
-    if growth:  # (said again, "how did it move … the % change each month", it is the same change)
-        text = _AS_PERCENT.sub(lambda m: " " * len(m.group(0)), _GROWTH.sub(lambda m: " " * len(m.group(0)), text))
-    running, text = _take(_RUNNING, text)
-    reading.cumulative = running is not None
-    if growth and reading.compare is None:  # "revenue growth by year": each period against the one before
-        reading.compare = "previous_period"
-    reading.assumed += [(f"fy{year}", f"the calendar year {year}") for year in re.findall(_FISCAL + r"(\d{4})", text)]
-    text = text.replace(_FISCAL, "")
-    spans, text, time_starts = find_times(text, latest)
-    if before is not None:  # (in its place among the periods read)
-        at = sum(1 for start in time_starts if start < before[1])
-        spans, time_starts = [*spans[:at], before[0], *spans[at:]], [*time_starts[:at], before[1], *time_starts[at:]]
-    text, spans, time_starts = _second_question(text, question, spans, time_starts, matches, reading)
+    change, text = _change_words(text, reading)
+    whether, growth = change.whether, change.growth
+    spans, text, time_starts = _time_spans(text, question, latest, before, matches, reading)
 
     text, value_spans = _values(text, reading, vocabulary, matches)
     if earlier is not None and reading.filters and reading.split is None and is_follow_up(question):
@@ -531,15 +501,7 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     if whether and growth is None and len(spans) == 1 and not spans[0].ends and reading.compare is None:
         reading.compare, reading.compared_outright = "previous_period", True  # "up or down last quarter"
     _periods(spans, text, reading, asks_change=growth is not None, both=whether is not None)
-    # "worst first": of a return rate, the highest (see `_by_merit`), when "best" or "worst" alone set the order
-    merit = _MERIT.search(text) and not _OTHER_ORDER.search(text)
-    text = _ranking(text, reading)
-    merit = merit and reading.direction is not None
-    if paced and reading.compare:
-        reading.ranks_change = True
-        reading.direction = "asc" if re.search(r"least|smallest|slowest", paced.group(0)) else "desc"
-    if reading.ranks_change and growth and re.match(r"declin|drop|fell|fall|shr[iau]nk|decreas", growth.group(0)):
-        reading.direction = "asc" if reading.direction == "desc" else "desc"  # "declined fastest": most negative
+    merit, text = _order_words(text, reading, change)
     text = _grain(text, reading)
     if _SHARE.search(text):
         reading.share_of_total = True
@@ -554,6 +516,82 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     _catalog_words(text, scratch, vocabulary, value_spans, context, situation)  # a first pass finds the measure,
     reading.owner_hint = scratch.measures[0]["entity_id"] if scratch.measures else None  # so that a word two
     _catalog_words(text, reading, vocabulary, value_spans, context, situation)  # fields share is read by it
+    _settle(reading, growth is not None)
+    if earlier is not None and (not reading.measures or is_follow_up(question)):
+        reading = _follow(earlier, reading, question, vocabulary)
+    if merit:
+        _by_merit(reading)
+    return reading
+
+
+def _pointers_back(text: str, reading: Reading, vocabulary: Vocabulary) -> str:
+    """A follow-up's words pointing at the earlier question ("same period", "those two") taken out; "its"
+    before a name of rows is unusable (the earlier answer's rows are not seen)."""
+    text = _REFERS_BACK.sub(lambda m: " " * len(m.group(0)), text)
+    for its in re.finditer(r"\bits (\w+)", text):  # "rank its subcategories": one row of the earlier answer
+        if any(e.kind in ("entity", "field") for e in vocabulary.longest_at([singular(its.group(1))], 0)):
+            reading.unknown.append("its")
+            reading.reasons["its"] = "I do not see the earlier answer's rows: name the one you mean"
+        text = _blank(text, its.start(), its.start(1))  # ("and its growth?": the measure's)
+    return text
+
+
+def _outside_the_data(text: str, reading: Reading) -> str:
+    """A listing asked for; words asking for personal data and for a forecast, noted and taken out."""
+    reading.listing = bool(re.match(r"\s*(list|show me the latest|which are the latest)\b", text)) or bool(
+        re.search(r"\b(latest|recent|newest)\b", text))
+    for personal in _PERSONAL_PHRASE.finditer(text):  # "phone numbers": never a value's word ("phone orders")
+        reading.personal.append(personal.group(0))
+    text = _PERSONAL_PHRASE.sub(lambda m: " " * len(m.group(0)), text)
+    for future in _FUTURE.finditer(text):  # a forecast: not in any data
+        said = future.group(0).strip()
+        reading.unknown.append(said)
+        reading.asks_future = True
+        reading.reasons[said] = "I report what the data holds; I cannot tell what will happen"
+    return _FUTURE.sub(lambda m: " " * len(m.group(0)), text)
+
+
+@dataclass(frozen=True)
+class _Change:
+    """How the question asks about change: ranked by it ("grew the most"), whether up or down, a change."""
+
+    paced: re.Match | None
+    whether: re.Match | None
+    growth: re.Match | None
+
+
+def _change_words(text: str, reading: Reading) -> tuple[_Change, str]:
+    """The words asking for a change or a running total, taken out of the text."""
+    paced = _PACED_GROWTH.search(text)  # "which one grew the most": ranked by the growth
+    whether, text = _take(_UP_OR_DOWN, text)
+    if whether is None and _YES_OR_NO.match(text):
+        whether, text = _take(_WENT_UP, text)
+    growth, text = _take(_GROWTH, text)
+    if growth:  # (said again, "how did it move … the % change each month", it is the same change)
+        text = _AS_PERCENT.sub(lambda m: " " * len(m.group(0)), _GROWTH.sub(lambda m: " " * len(m.group(0)), text))
+    running, text = _take(_RUNNING, text)
+    reading.cumulative = running is not None
+    if growth and reading.compare is None:  # "revenue growth by year": each period against the one before
+        reading.compare = "previous_period"
+    return _Change(paced, whether, growth), text
+
+
+def _time_spans(text: str, question: str, latest: dt.date | None, before: tuple[TimeSpan, int] | None,
+                matches: list[dict], reading: Reading) -> tuple[list[TimeSpan], str, list[int]]:
+    """The periods named (the one before the earlier question's among them, in its place), each with where it
+    was said; those of a second question left out."""
+    reading.assumed += [(f"fy{year}", f"the calendar year {year}") for year in re.findall(_FISCAL + r"(\d{4})", text)]
+    text = text.replace(_FISCAL, "")
+    spans, text, time_starts = find_times(text, latest)
+    if before is not None:
+        at = sum(1 for start in time_starts if start < before[1])
+        spans, time_starts = [*spans[:at], before[0], *spans[at:]], [*time_starts[:at], before[1], *time_starts[at:]]
+    text, spans, time_starts = _second_question(text, question, spans, time_starts, matches, reading)
+    return spans, text, time_starts
+
+
+def _settle(reading: Reading, growth: bool) -> None:
+    """What the words read together mean: shares settled, a per that is the measure's own, a growth of a share."""
     _settle_shares(reading)
     if reading.per and reading.measures and reading.per["id"] == reading.measures[0]["entity_id"]:
         reading.per = None  # "average order value per order": the measure is per order already
@@ -562,11 +600,20 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
         reading.compare, reading.grain = None, reading.grain or "month"
     elif growth and reading.share_of_total:
         reading.share_of_total = False  # "percentage change in revenue": the change, in percent
-    if earlier is not None and (not reading.measures or is_follow_up(question)):
-        reading = _follow(earlier, reading, question, vocabulary)
-    if merit:
-        _by_merit(reading)
-    return reading
+
+
+def _order_words(text: str, reading: Reading, change: _Change) -> tuple[bool, str]:
+    """The ranking asked for, and whether "best" or "worst" alone set its order (for `_by_merit`, once the
+    measure is known: "worst first" of a return rate is the highest)."""
+    merit = bool(_MERIT.search(text)) and not _OTHER_ORDER.search(text)
+    text = _ranking(text, reading)
+    if change.paced and reading.compare:
+        reading.ranks_change = True
+        reading.direction = "asc" if re.search(r"least|smallest|slowest", change.paced.group(0)) else "desc"
+    if reading.ranks_change and change.growth and re.match(r"declin|drop|fell|fall|shr[iau]nk|decreas",
+                                                           change.growth.group(0)):
+        reading.direction = "asc" if reading.direction == "desc" else "desc"  # "declined fastest": most negative
+    return merit and reading.direction is not None, text
 
 
 def _by_merit(reading: Reading) -> None:
@@ -621,9 +668,9 @@ def spelled_out(text: str) -> str:
 def _time_typo(word: re.Match) -> str:
     """"yaer" as "year": only near a calendar or order word, never a word of its own (STOP's, or its forms)."""
     written = word.group(0)
-    if written in STOP or written in _TIME_WORDS or written.rstrip("s") in STOP or is_word(written):
+    if written in STOP or written in _EARLY_WORDS or written.rstrip("s") in STOP or is_word(written):
         return written  # ("dairy", "jute", "match" are words of their own)
-    return near(written, _TIME_WORDS) or written
+    return near(written, _EARLY_WORDS) or written
 
 
 def _comparison(text: str, reading: Reading) -> str:
@@ -731,15 +778,26 @@ def _periods(spans: list[TimeSpan], text: str, reading: Reading, asks_change: bo
         # are named
         spans = list(ends)
     if len(spans) == 1:
-        reading.time = spans[0]
-        unit_months = UNIT_MONTHS.get(spans[0].calendar_unit or "")
-        if reading.compare and not asks_change and unit_months and (COMPARING.search(text) or
-                                                                    reading.compared_outright or both):
-            both = widened_back(spans[0], 12 if reading.compare == "same_period_last_year" else unit_months)
-            if both is not None:
-                reading.time, reading.grain = both, spans[0].calendar_unit
-                reading.compare, reading.compare_grain = None, None
-        return
+        _one_period(spans[0], text, reading, asks_change, both)
+    else:
+        _periods_apart(spans, text, reading, asks_change)
+
+
+def _one_period(span: TimeSpan, text: str, reading: Reading, asks_change: bool, both: bool) -> None:
+    """One period: a filter; compared with the one before it and not asked for a change ("was revenue up last
+    quarter vs the one before"), the two side by side."""
+    reading.time = span
+    unit_months = UNIT_MONTHS.get(span.calendar_unit or "")
+    if reading.compare and not asks_change and unit_months and (COMPARING.search(text) or reading.compared_outright
+                                                                or both):
+        widened = widened_back(span, 12 if reading.compare == "same_period_last_year" else unit_months)
+        if widened is not None:
+            reading.time, reading.grain = widened, span.calendar_unit
+            reading.compare, reading.compare_grain = None, None
+
+
+def _periods_apart(spans: list[TimeSpan], text: str, reading: Reading, asks_change: bool) -> None:
+    """Several periods: side by side in one unit, or each against the one before when a change is asked."""
     together = side_by_side(spans)
     said = ", ".join(span.words.strip() for span in spans)
     if together is None:  # "in 2024 and in Q3 2025", "last year vs 2023": no one unit to set them side by side in
@@ -752,8 +810,8 @@ def _periods(spans: list[TimeSpan], text: str, reading: Reading, asks_change: bo
     if not asks_change and reading.compare is None:
         reading.time, reading.grain = together, reading.grain or unit
         return
-    finer = re.search(r"\b(?:by|per|each|every|for each) (month|quarter|week)\b|\b(monthly|quarterly|weekly)\b", text)
-    if reading.compare == "same_period_last_year" and unit == "year" and finer:
+    if reading.compare == "same_period_last_year" and unit == "year" and _named_grain(text) in ("month", "quarter",
+                                                                                               "week"):
         # "revenue by quarter for 2024 and 2025, with YoY growth": every quarter of both, each against the same
         # quarter a year before
         reading.time = together
@@ -768,6 +826,14 @@ def _periods(spans: list[TimeSpan], text: str, reading: Reading, asks_change: bo
     # Two periods: the later against the earlier. More, one after another: each against the one before.
     reading.time = together.parts[-1] if len(together.parts) == 2 else together
     reading.compare, reading.compare_grain, reading.grain = compare, unit, reading.grain or unit
+
+
+def _named_grain(text: str) -> str | None:
+    """The grain a breakdown over time is named by ("by quarter", "month by month", "monthly"), if one is."""
+    by = _BY_GRAIN.search(text)
+    if by:
+        return by.group(1) or by.group(2)
+    return next((grain for word, grain in _GRAIN_WORDS.items() if re.search(rf"\b{word}\b", text)), None)
 
 
 def _change_between(together: TimeSpan, unit: str) -> str | None:
@@ -896,10 +962,9 @@ def _second_question(text: str, question: str, spans: list[TimeSpan], time_start
         return text, spans, time_starts  # ("ok and how many of those were in-store?": one question)
     start = found.start()
     rest = text[start:]
-    valued = any(re.search(r"(?<!\w)" + re.escape((m.get("matched_text") or m["untrusted_value"]).lower()), rest)
-                 for m in matches)
-    if not valued:  # ("how many orders and how many units in 2024?": two measures of the same rows, when "in
-        return text, spans, time_starts  # 2024" may be said of both; "revenue in 2024 and what was it in 2023")
+    if not _value_places(rest, matches):  # ("how many orders and how many units in 2024?": two measures of the
+        # same rows, when "in 2024" may be said of both; "revenue in 2024 and what was it in 2023")
+        return text, spans, time_starts
     again = _asked_again_of(text[:start], rest, matches)
     if again is not None:
         return text[:start] + again, spans, time_starts
@@ -911,14 +976,17 @@ def _second_question(text: str, question: str, spans: list[TimeSpan], time_start
     return text[:start] + " " * len(rest), [span for span, _ in kept], [at for _, at in kept]
 
 
+def _value_places(text: str, matches: list[dict]) -> list[tuple[re.Match, dict]]:
+    """Where each matched value is said in `text` (as the match said it, or its plural), with its match."""
+    return [(found, m) for m in matches for found in re.finditer(
+        r"(?<!\w)" + re.escape((m.get("matched_text") or m["untrusted_value"]).lower()) + r"(?:e?s)?(?!\w)", text)]
+
+
 def _asked_again_of(first: str, rest: str, matches: list[dict]) -> str | None:
     """"how many orders did enterprise accounts place, and how many did the SMBs place?": the same question
     again of another value of a field the first part names: the two side by side (the rest as "vs SMBs"),
     when every other word of the rest is one the first part said or one that says nothing. None otherwise."""
-    def places(part: str) -> list[tuple[re.Match, dict]]:
-        return [(found, m) for m in matches for found in re.finditer(
-            r"(?<!\w)" + re.escape((m.get("matched_text") or m["untrusted_value"]).lower()) + r"(?:e?s)?(?!\w)", part)]
-    named_first, named_rest = places(first), places(rest)
+    named_first, named_rest = _value_places(first, matches), _value_places(rest, matches)
     fields = {m["field_id"] for _, m in named_rest}
     if len(fields) != 1 or fields - {m["field_id"] for _, m in named_first}:  # (two changed: two questions)
         return None
@@ -1270,16 +1338,8 @@ def _catalog_words(text: str, reading: Reading, vocabulary: Vocabulary, value_sp
     the person says who they are or why they ask (words there that the catalog does not know are passed
     over, unless they turn something around)."""
     found = list(_WORD.finditer(text))
-    raw = [plain(m.group(0)) for m in found]
-    gaps = [(found[i - 1].end() if i else 0, m.start()) for i, m in enumerate(found)]
-    gaps.append((found[-1].end() if found else 0, len(text)))  # (after the last word)
-    valued = [any(start <= a and b <= end for a, b, _ in value_spans) for start, end in gaps]
-    seen = _Words(raw, [vocabulary.corrected(singular(w)) for w in raw],
-                  {f.field["id"] for f in [*reading.filters, *filter(None, [reading.split, reading.share])]},
-                  # the three words before each: a breakdown phrase is at most three words ("broken down by")
-                  [bool(_BREAKDOWN.search(" ".join(raw[max(0, i - 3):i]))) for i in range(len(raw))],
-                  [bool(_PER.search(" ".join(raw[max(0, i - 3):i]))) for i in range(len(raw))],
-                  valued[:-1], valued[1:])
+    seen = _words_of(text, found, reading, vocabulary, value_spans)
+    raw = seen.raw
     position = 0
     ruled_out: list[tuple[str, str]] = []
     while position < len(seen.tokens):
@@ -1307,13 +1367,8 @@ def _catalog_words(text: str, reading: Reading, vocabulary: Vocabulary, value_sp
         elif vocabulary.partial(word, "amount") and not vocabulary.partial(word, "field") and not \
                 vocabulary.partial(word, "metric"):  # "discount" of Discount rate
             seen.amounts.append(_Amount(vocabulary.partial(word, "amount"), raw[position], position))
-        elif raw[position] in ("through", "via") and (seen.before_value[position] or (position + 1 < len(
-                raw) and raw[position + 1] in ("the", "a", "an") and seen.before_value[position + 1])):
-            pass  # "came through third-party marketplaces": the value says it
-        elif raw[position] in ("vs", "versus") and reading.measures and position + 1 < len(seen.tokens) and (any(
-                e.kind == "metric" for e in vocabulary.longest_at(seen.tokens, position + 1)) or vocabulary.partial(
-                seen.tokens[position + 1], "metric")):
-            pass  # "gross vs net revenue": both measures, side by side
+        elif _joins(position, seen, reading, vocabulary):
+            pass  # "came through third-party marketplaces", "gross vs net revenue": the words around say it
         elif word in _UNITS and (reading.time or reading.grain):
             pass  # "how the year trended", "which quarter": the period read already says it
         elif _names_next(position, seen, vocabulary):
@@ -1330,19 +1385,49 @@ def _catalog_words(text: str, reading: Reading, vocabulary: Vocabulary, value_sp
         if added is not None:
             seen.positions.setdefault(added["id"], word.position)
     _event_words(seen, reading, vocabulary, context)
-    if reading.has_rows is not None:  # "customers who placed an order this year": the rows they had, named
-        had = {w.written for w in seen.entities if w.entity["id"] == reading.has_rows["id"]}
-        reading.unknown = [w for w in reading.unknown if w not in had]
     for said, measure_id in ruled_out:
         if not reading.measures or any(m["id"] == measure_id for m in reading.measures):
             reading.unknown.append(said)  # nothing else asked for, or asked for after all: turned around
+    _averages_of_nothing(seen, reading, vocabulary)
+    reading.measures.sort(key=lambda m: seen.positions.get(m["id"], len(raw)))  # in the question's order
+
+
+def _words_of(text: str, found: list[re.Match], reading: Reading, vocabulary: Vocabulary,
+              value_spans: list[tuple[int, int, str]]) -> _Words:
+    """The question's remaining words, each as written and as the catalog knows it, with what stands around it."""
+    raw = [plain(m.group(0)) for m in found]
+    gaps = [(found[i - 1].end() if i else 0, m.start()) for i, m in enumerate(found)]
+    gaps.append((found[-1].end() if found else 0, len(text)))  # (after the last word)
+    valued = [any(start <= a and b <= end for a, b, _ in value_spans) for start, end in gaps]
+    return _Words(raw, [vocabulary.corrected(singular(w)) for w in raw],
+                  {f.field["id"] for f in [*reading.filters, *filter(None, [reading.split, reading.share])]},
+                  # the three words before each: a breakdown phrase is at most three words ("broken down by")
+                  [bool(_BREAKDOWN.search(" ".join(raw[max(0, i - 3):i]))) for i in range(len(raw))],
+                  [bool(_PER.search(" ".join(raw[max(0, i - 3):i]))) for i in range(len(raw))],
+                  valued[:-1], valued[1:])
+
+
+def _joins(position: int, seen: _Words, reading: Reading, vocabulary: Vocabulary) -> bool:
+    """A word joining what stands around it, said by them: "through" or "via" before a value ("came through
+    third-party marketplaces"), "vs" between two measures ("gross vs net revenue")."""
+    raw, following = seen.raw[position], position + 1
+    if raw in ("through", "via"):
+        return seen.before_value[position] or (following < len(seen.raw) and seen.raw[following] in (
+            "the", "a", "an") and seen.before_value[following])
+    return raw in ("vs", "versus") and bool(reading.measures) and following < len(seen.tokens) and (any(
+        e.kind == "metric" for e in vocabulary.longest_at(seen.tokens, following)) or bool(vocabulary.partial(
+            seen.tokens[following], "metric")))
+
+
+def _averages_of_nothing(seen: _Words, reading: Reading, vocabulary: Vocabulary) -> None:
+    """An average word with nothing it is per, and no average measure: an average of what over what is not
+    something to guess."""
     if seen.averages and not (reading.per or any(is_average(m) for m in reading.measures)):
-        for word in seen.averages:  # an average of what over what: not something to guess
+        for word in seen.averages:
             reading.unknown.append(word)
             reading.reasons[word] = (f"I cannot average over periods: ask for it by {reading.grain} to see each "
                                      f"{reading.grain}") if reading.grain else \
                 f"an average needs what it is per{_per_example(reading, vocabulary)}"
-    reading.measures.sort(key=lambda m: seen.positions.get(m["id"], len(raw)))  # in the question's order
 
 
 def _per_example(reading: Reading, vocabulary: Vocabulary) -> str:
@@ -1442,6 +1527,9 @@ def _event_words(seen: _Words, reading: Reading, vocabulary: Vocabulary, context
         reading.time_field = event.date
         if event.after_by:
             reading.grain = reading.grain or "month"
+    if reading.has_rows is not None:  # "customers who placed an order this year": the rows they had, named
+        had = {w.written for w in seen.entities if w.entity["id"] == reading.has_rows["id"]}
+        reading.unknown = [w for w in reading.unknown if w not in had]
 
 
 def _had(event: _EventWord, reading: Reading, vocabulary: Vocabulary) -> dict | None:
@@ -1452,7 +1540,8 @@ def _had(event: _EventWord, reading: Reading, vocabulary: Vocabulary) -> dict | 
     rows = vocabulary.by_id.get(event.date["entity_id"])
     if rows is None or not reading.measures or reading.grain or event.after_by:
         return None
-    if reading.time is None and not had_filters(replace(reading, has_rows=rows), vocabulary.entities):
+    if reading.time is None and not _rows_filters(reading.filters, reading.measures[0]["entity_id"], rows["id"],
+                                                  vocabulary.entities):
         return None
     for measure in reading.measures:
         owner = measure["entity_id"]
@@ -1467,9 +1556,13 @@ def had_filters(reading: Reading, entities: list[dict]) -> list[Filter]:
     channel of their orders), not on those records."""
     if reading.has_rows is None:
         return []
-    own = set(reachable(entities, reading.measures[0]["entity_id"]))
-    return [f for f in reading.filters if f.field["entity_id"] not in own
-            and f.field["entity_id"] in reachable(entities, reading.has_rows["id"])]
+    return _rows_filters(reading.filters, reading.measures[0]["entity_id"], reading.has_rows["id"], entities)
+
+
+def _rows_filters(filters: list[Filter], owner: str, rows: str, entities: list[dict]) -> list[Filter]:
+    """The filters on what `rows` reach and the measure's own rows (`owner`) do not."""
+    own = set(reachable(entities, owner))
+    return [f for f in filters if f.field["entity_id"] not in own and f.field["entity_id"] in reachable(entities, rows)]
 
 
 def _measure_of_event(date: dict, written: str, reading: Reading, vocabulary: Vocabulary) -> bool:
@@ -1496,15 +1589,7 @@ def _place(entries: list[_Entry], position: int, seen: _Words, reading: Reading,
     entries = [e for e in entries if not (e.kind == "field" and e.item["id"] in seen.valued)] or entries
     written = " ".join(seen.raw[position:position + len(entries[0].phrase)])
     if all(e.kind == "event" for e in entries):
-        following = vocabulary.longest_at(seen.tokens, position + len(entries[0].phrase)) if position + len(
-            entries[0].phrase) < len(seen.tokens) else []
-        describing = any(e.kind == "entity" and e.item["id"] == entries[0].item["entity_id"] for e in following)
-        seen.events.append(_EventWord(entries[0].item, written, seen.after_by[position],
-                                      any(e.exact or e.noun for e in entries), describing))
-        if any(e.noun for e in entries):  # "signups by month": customers, counted by when they signed up
-            owner = vocabulary.by_id.get(entries[0].item["entity_id"])
-            if owner is not None:
-                seen.entities.append(_EntityWord(owner, None, False, False, written, position))
+        _place_event(entries, position, written, seen, vocabulary)
         return
     if all(e.kind == "amount" for e in entries):
         seen.amounts.append(_Amount([e.item for e in entries], written, position))
@@ -1553,6 +1638,19 @@ def _place(entries: list[_Entry], position: int, seen: _Words, reading: Reading,
         _add(reading.measures, chosen)
     elif "field" in kinds:
         _add(reading.breakdowns, _choose(items["field"], reading, vocabulary))
+
+
+def _place_event(entries: list[_Entry], position: int, written: str, seen: _Words, vocabulary: Vocabulary) -> None:
+    """A verb that dates rows ("signed up"), and for a noun of it ("signups") the rows it counts."""
+    following = vocabulary.longest_at(seen.tokens, position + len(entries[0].phrase)) if position + len(
+        entries[0].phrase) < len(seen.tokens) else []
+    describing = any(e.kind == "entity" and e.item["id"] == entries[0].item["entity_id"] for e in following)
+    seen.events.append(_EventWord(entries[0].item, written, seen.after_by[position],
+                                  any(e.exact or e.noun for e in entries), describing))
+    if any(e.noun for e in entries):  # "signups by month": customers, counted by when they signed up
+        owner = vocabulary.by_id.get(entries[0].item["entity_id"])
+        if owner is not None:
+            seen.entities.append(_EntityWord(owner, None, False, False, written, position))
 
 
 def _doer(entity: dict, position: int, size: int, seen: _Words, vocabulary: Vocabulary) -> bool:

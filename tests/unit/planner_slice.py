@@ -10,11 +10,8 @@ def retail_slice() -> list[dict]:
     model = load_semantic_model(REPO_ROOT / "deploy" / "semantic-models" / "retail.yaml")
     entities = []
     for name, spec in model.entities.items():
-        metrics = [{"id": f"met_{name}.{m}", "label": s.label, "type": s.type, "synonyms": list(s.synonyms),
-                    **({"better": "lower"} if s.better == "lower" else {})} for m, s in spec.metrics.items()]
-        metrics += [{"id": f"met_{name}.{m}", "label": d.label, "type": d.type, "synonyms": list(d.synonyms),
-                     **({"better": "lower"} if d.better == "lower" else {})}
-                    for m, d in model.derived_metrics.items() if d.entity == name]
+        metrics = [_metric(f"met_{name}.{m}", s) for m, s in spec.metrics.items()]
+        metrics += [_metric(f"met_{name}.{m}", d) for m, d in model.derived_metrics.items() if d.entity == name]
         entities.append({
             "id": f"ent_{name}", "label": spec.label, "description": spec.description,
             "synonyms": list(spec.synonyms),
@@ -32,3 +29,9 @@ def retail_slice() -> list[dict]:
 
 def match(value: str, entity: str, field: str) -> dict:
     return {"field_id": f"fld_{entity}.{field}", "entity_id": f"ent_{entity}", "untrusted_value": value}
+
+
+def _metric(metric_id: str, spec) -> dict:
+    """A metric as the catalog shows it to the model ("better" only where lower is better)."""
+    return {"id": metric_id, "label": spec.label, "type": spec.type, "synonyms": list(spec.synonyms),
+            **({"better": "lower"} if spec.better == "lower" else {})}
