@@ -291,6 +291,7 @@ class Reading:
     # against the website?": both side by side)
     has_rows: dict | None = None  # "customers who bought this year": the entity the counted records must have at
     # least one row of, in the period (by `time_field`, its date) and with the filters on those rows
+    points_at_rows: bool = False  # a follow-up's "those", "them": the earlier answer's rows
 
 
 def singular(word: str) -> str:
@@ -485,6 +486,9 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     change, text = _change_words(text, reading)
     whether, growth = change.whether, change.growth
     spans, text, time_starts = _time_spans(text, question, latest, before, matches, reading)
+    if not spans and earlier is not None and earlier.time is not None and reading.compared_outright and \
+            is_follow_up(question) and _named_grain(text) is None and earlier.grain is None:
+        spans = [earlier.time]  # "and how does that compare to last year?": the earlier period beside that one
 
     text, value_spans = _values(text, reading, vocabulary, matches)
     if earlier is not None and reading.filters and reading.split is None and is_follow_up(question):
@@ -524,9 +528,20 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     return reading
 
 
+# "for the worst one", "within that one": a row of the earlier answer, which the planner never sees
+_ONE_OF_THE_ROWS = re.compile(r"\b(?:for|in|within|of|from|at) (?:the (?:worst|best|top|biggest|largest|highest|"
+                              r"lowest|smallest|leading|first|last|winning) one|that one|the winner)\b")
+
+
 def _pointers_back(text: str, reading: Reading, vocabulary: Vocabulary) -> str:
     """A follow-up's words pointing at the earlier question ("same period", "those two") taken out; "its"
     before a name of rows is unusable (the earlier answer's rows are not seen)."""
+    reading.points_at_rows = bool(re.search(r"\b(?:those|these|them)\b", text))
+    for row in _ONE_OF_THE_ROWS.finditer(text):
+        said = row.group(0).split(" ", 1)[1]
+        reading.unknown.append(said)
+        reading.reasons[said] = "I do not see the earlier answer's rows: name the one you mean"
+    text = _ONE_OF_THE_ROWS.sub(lambda m: " " * len(m.group(0)), text)
     text = _REFERS_BACK.sub(lambda m: " " * len(m.group(0)), text)
     for its in re.finditer(r"\bits (\w+)", text):  # "rank its subcategories": one row of the earlier answer
         if any(e.kind in ("entity", "field") for e in vocabulary.longest_at([singular(its.group(1))], 0)):
@@ -678,13 +693,16 @@ def _comparison(text: str, reading: Reading) -> str:
     compare, text = _take(_SAME_PERIOD_LAST_YEAR, text)
     if compare:
         reading.compare = "same_period_last_year"
-        reading.compared_outright = compare.group(0).startswith("compare")  # "how did X compare with …": both
+        # "how did X compare with …", "this year vs last year": both periods, side by side (a change is asked
+        # for with its own words: "growth vs last year", "year over year")
+        reading.compared_outright = not re.fullmatch(r"year[ -]over[ -]year|yoy|y/y", compare.group(0))
         if re.fullmatch(r"year[ -]over[ -]year|yoy|y/y", compare.group(0)):
             reading.compare_grain = "year"  # "trended year over year": each year against the one before
         return text
     compare, text = _take(_PREVIOUS_PERIOD, text)
     if compare:
         reading.compare = "previous_period"
+        reading.compared_outright = not re.search(r"[ -]over[ -]", compare.group(0))  # "vs the quarter before"
         grain = next((g for g in compare.groups() if g), None)
         reading.compare_grain = grain if grain in ("month", "quarter", "week", "year") else None
     return text
@@ -1834,6 +1852,18 @@ def _follow(earlier: Reading, new: Reading, question: str, vocabulary: Vocabular
         any(m["entity_id"] in reachable(vocabulary.entities, before["entity_id"]) for before in earlier.measures)
         and any(f.field["entity_id"] in reachable(vocabulary.entities, m["entity_id"]) for f in new.filters)
         for m in new.measures)
+    ranked = bool(earlier.limit or earlier.which)
+    if new.points_at_rows and ranked and (new.filters or new.split or new.grain or [
+            b for b in new.breakdowns if b not in earlier.breakdowns]):
+        # "how many of those are small businesses?" after "which country has the most customers": a limit on the
+        # earlier answer's rows would change which rows they are, and they are not seen
+        merged.unknown.append("those")
+        merged.reasons["those"] = "I do not see the earlier answer's rows: name the ones you mean"
+    elif new.points_at_rows and ranked and new.measures:
+        # "the order counts for those same regions" after "the 5 regions with the most revenue": the same ranking,
+        # the new measure beside it
+        merged.measures = [*earlier.measures, *[m for m in new.measures if m not in earlier.measures]]
+        return merged
     if new.measures and not whose_rows:  # "and units sold?", not "now for enterprise customers" (whose rows)
         merged.measures, merged.per, merged.share_of_total = list(new.measures), new.per, new.share_of_total
         merged.time_field = new.time_field  # another measure is dated by its own date, unless one is named
@@ -1847,6 +1877,9 @@ def _follow(earlier: Reading, new: Reading, question: str, vocabulary: Vocabular
             earlier.grain if side_by_side_periods else None)
         if new.against_earlier:  # "how does that compare with 2023?": the same groups, two periods
             merged.breakdowns = list(earlier.breakdowns)
+        elif new.grain and not new.breakdowns and not earlier.grain:
+            # "and by month?" after "the top 5 regions": the ranking was of regions; months are a series, all shown
+            merged.limit, merged.direction, merged.which = None, None, False
         elif re.search(r"\b(also|too|as well)\b", question.lower()):
             merged.breakdowns = earlier.breakdowns + [b for b in new.breakdowns if b not in earlier.breakdowns]
             merged.grain = new.grain or earlier.grain
@@ -1869,6 +1902,13 @@ def _follow(earlier: Reading, new: Reading, question: str, vocabulary: Vocabular
     merged.compare = new.compare or earlier.compare
     merged.cumulative = new.cumulative or earlier.cumulative
     merged.ranks_change = new.ranks_change or (earlier.ranks_change and not new.direction)
+    if new.ranks_change and not new.time and merged.time is not None and len(merged.time.parts) == 2:
+        # "which category grew the most?" after "this year vs last year": the later against the earlier
+        unit = merged.time.parts[0].calendar_unit
+        compare = _change_between(merged.time, unit)
+        if compare is not None:
+            merged.time, merged.compare, merged.compare_grain = merged.time.parts[-1], compare, unit
+            merged.grain = None if merged.grain == unit else merged.grain
     merged.compare_grain = new.compare_grain or earlier.compare_grain
     merged.split = new.split or merged.split
     merged.share = new.share or earlier.share

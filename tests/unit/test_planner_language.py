@@ -1367,3 +1367,64 @@ def test_same_but_is_a_follow_up_that_narrows():
 def test_the_rows_after_the_most_are_counted_not_listed():
     with pytest.raises(CannotPlan, match="nothing to rank"):  # (the region that placed them: not read)
         plan(read("which territory placed the most orders in 2024?"), SLICE)
+
+
+# --- eighth round: from fresh sets O, P, Q and R ------------------------------------------------------------------
+
+@pytest.mark.parametrize("question", ["Enterprise revenue this year vs last year",
+                                      "how many people signed up this year vs last year?",
+                                      "net revenue in 2025 compared to last year"])
+def test_a_period_against_last_year_shows_both_years(question):
+    reading = read(question, LATEST)
+    assert (period(reading), reading.grain, reading.compare, reading.unknown) == (
+        ("between", dt.date(2024, 1, 1), dt.date(2026, 1, 1)), "year", None, [])
+
+
+def test_a_follow_up_comparing_with_last_year_shows_the_earlier_period_and_the_year_before():
+    reading = follow("how much revenue did we make this year?", "and how does that compare to last year?", LATEST)
+    assert (period(reading), reading.grain, reading.compare) == (
+        ("between", dt.date(2024, 1, 1), dt.date(2026, 1, 1)), "year", None)
+
+
+@pytest.mark.parametrize(("question", "compare"), [("net revenue by year vs last year", "same_period_last_year"),
+                                                   ("net revenue growth vs last year", "same_period_last_year"),
+                                                   ("net revenue in 2025 year over year", "same_period_last_year")])
+def test_a_change_asked_for_or_a_series_keeps_the_figure_against_last_year(question, compare):
+    assert read(question, LATEST).compare == compare
+
+
+def test_a_period_against_the_one_before_shows_both():
+    reading = read("orders in Q3 2025 vs the quarter before", LATEST)
+    assert (period(reading), reading.grain, reading.compare) == (
+        ("between", dt.date(2025, 4, 1), dt.date(2025, 10, 1)), "quarter", None)
+
+
+def test_what_grew_the_most_after_two_years_side_by_side_ranks_the_later_against_the_earlier():
+    earlier = understand("and how does that compare to last year?", SLICE, VALUES,
+                         read("how much revenue did we make this year?", LATEST), LATEST)
+    reading = understand("which category grew the most, percentage-wise?", SLICE, VALUES, earlier, LATEST)
+    assert (period(reading), reading.compare, reading.ranks_change, reading.unknown) == (
+        ("between", dt.date(2025, 1, 1), dt.date(2026, 1, 1)), "previous_period", True, [])
+
+
+def test_another_measure_for_those_same_rows_keeps_the_ranking():
+    reading = follow("top 5 regions by net revenue in 2025", "what were the order counts for those same regions?")
+    draft = plan(reading, SLICE).draft
+    assert [m["metric"] for m in draft["measures"]] == ["met_order_items.net_revenue", "met_orders.order_count"]
+    assert (draft["order_by"], draft["limit"]) == ([{"output": "m0", "direction": "desc"}], 5)
+
+
+@pytest.mark.parametrize(("earlier", "question", "said"), [
+    ("which country has the most customers?", "how many of those are enterprise", "those"),
+    ("top 5 regions by net revenue in 2025", "show those by month", "those"),
+    ("Return rate by category, worst first", "for the worst one, which 3 reasons have the most returned units?",
+     "the worst one"),
+])
+def test_a_limit_on_rows_of_the_earlier_answer_is_refused_saying_they_are_not_seen(earlier, question, said):
+    reading = follow(earlier, question)
+    assert said in reading.unknown and "rows" in reading.reasons[said]
+
+
+def test_a_ranking_then_by_month_is_a_series_not_the_top_months():
+    reading = follow("top 5 regions by net revenue in 2025", "and by month?")
+    assert (reading.grain, reading.limit, reading.direction, reading.breakdowns) == ("month", None, None, [])
