@@ -22,10 +22,14 @@ def qualifiers(reading: Reading, drafted: Drafted) -> str:
     where = f" where {' and '.join(parts)}" if parts else ""
     if reading.has_rows is not None:  # "customers who bought online this year"
         rows = [f"{lower_first(f.field['label'])} {_quoted(f.values)}" for f in had]
-        if reading.time is not None and drafted.time_field is not None:  # (the date the draft limits them by)
-            rows.append(f"{lower_first(drafted.time_field['label'])} {describe(reading.time)}")
-        where += f" with at least one {lower_first(reading.has_rows['label'])} with {' and '.join(rows)}"
-    elif reading.time is not None:  # dated by what the question named ("signed up"): said, not implied
+        if reading.time is not None and drafted.time_field is not None and not reading.had_ever:
+            rows.append(f"{lower_first(drafted.time_field['label'])} {describe(reading.time)}")  # (the date the
+            # draft limits them by)
+        some = "no" if reading.had_none else "at least one"
+        where += f" with {some} {lower_first(reading.has_rows['label'])}" + (f" with {' and '.join(rows)}" if rows
+                                                                             else "")
+    if reading.time is not None and (reading.has_rows is None or reading.had_ever):
+        # dated by what the question named ("signed up"): said, not implied
         dated = f" with {lower_first(reading.time_field['label'])}" if reading.time_field else ""
         where += f"{dated} {describe(reading.time)}"
     return where

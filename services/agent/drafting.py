@@ -99,7 +99,7 @@ def plan(reading: Reading, entities: list[dict]) -> Drafted:
     dimensions = [{"id": "t", "field": when["id"], "grain": grain}] if grain else []
     breakdowns = [*reading.breakdowns, *([reading.split.field] if reading.split else [])]
     dimensions += [{"id": f"d{i}", "field": b["id"]} for i, b in enumerate(breakdowns)]
-    conditions = _conditions(reading, when, inside)
+    conditions = _conditions(reading, when, inside, entities)
     if conditions:
         draft["filter"] = conditions[0] if len(conditions) == 1 else {"all": conditions}
     if (reading.direction or reading.limit) and not dimensions:
@@ -135,7 +135,8 @@ def _time(reading: Reading, entities: list[dict]) -> tuple[dict | None, str | No
         return None, None
     owner = reading.measures[0]["entity_id"]
     named = reading.time_field
-    if reading.has_rows is not None:  # dated by the rows they had; one count of them, not one per period
+    if reading.has_rows is not None and not reading.had_ever:  # dated by the rows they had; one count of them,
+        # not one per period
         if reading.grain or reading.compare or reading.cumulative:
             raise CannotPlan(f"{reading.measures[0]['label']} period by period, each counted again in every period "
                              f"with one of its {reading.has_rows['label'].lower()} rows, is more than I can answer; "
@@ -168,15 +169,22 @@ def _span_unit(span) -> str:
     return span.calendar_unit or ("year" if span.whole_years else "month")
 
 
-def _conditions(reading: Reading, when: dict | None, inside: list[Filter]) -> list[dict]:
+def _conditions(reading: Reading, when: dict | None, inside: list[Filter], entities: list[dict]) -> list[dict]:
     """The draft's filter conditions; `inside`: those on the rows the counted records must have."""
     conditions = [_condition(f) for f in reading.filters if f not in inside]
     if reading.split is not None:
         conditions.append(_condition(reading.split))
     if reading.has_rows is not None:  # "customers who bought online this year"
-        parts = [*(_condition(f) for f in inside), *([time_condition(reading.time, when)] if reading.time else [])]
-        conditions.append({"has": parts[0] if len(parts) == 1 else {"all": parts}})
-    elif reading.time is not None:
+        dated = reading.time is not None and not reading.had_ever
+        parts = [*(_condition(f) for f in inside), *([time_condition(reading.time, when)] if dated else [])]
+        if not parts:  # "customers who have placed an order": one with a date, at any time
+            rows_date = time_field(entities, reading.has_rows["id"])
+            if rows_date is None:
+                raise CannotPlan(f"I found no date on the {reading.has_rows['label'].lower()} rows to tell them by")
+            parts = [{"not": {"field": rows_date["id"], "op": "is_null"}}]
+        had = {"has": parts[0] if len(parts) == 1 else {"all": parts}}
+        conditions.append({"not": had} if reading.had_none else had)
+    if reading.time is not None and (reading.has_rows is None or reading.had_ever):
         conditions.append(time_condition(reading.time, when))
     return conditions
 

@@ -230,7 +230,8 @@ _CHANGE_THAT = re.compile(r"^\s*(?:(?:can|could|would) (?:you|u) )?(?:please |pl
                           r"restrict|break|split|change|turn|make|show|do|redo|run|filter) "
                           r"(?:that|this|it|them|those)\b"
                           r"(?! (?:year|quarter|month|week|day)'?s?\b)|\b(?:those|these|that) (?:same|ones)\b|"
-                          r"\b(?:each|all|any) of (?:those|these|them)\b")
+                          r"\b(?:each|all|any) of (?:those|these|them)\b|"
+                          r"\b(?:is|was|are|were) (?:that|this|it|those)\W*$")  # "what % of all orders is that?"
 # Chat around a question (Slack-style): greetings, reactions, thanks, sign-offs and hedges, none of which
 # changes what is asked. Emoji end a sentence, as a full stop would.
 _EMOJI = re.compile("[\U0001F300-\U0001FAFF\u2600-\u27BF\u2B50\u2B55\uFE0F\u200D]+")
@@ -292,6 +293,8 @@ class Reading:
     has_rows: dict | None = None  # "customers who bought this year": the entity the counted records must have at
     # least one row of, in the period (by `time_field`, its date) and with the filters on those rows
     points_at_rows: bool = False  # a follow-up's "those", "them": the earlier answer's rows
+    had_ever: bool = False  # "customers who have placed an order": rows had at any time (a period is the records')
+    had_none: bool = False  # "customers who have never placed an order": none of those rows
 
 
 def singular(word: str) -> str:
@@ -521,6 +524,7 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     reading.owner_hint = scratch.measures[0]["entity_id"] if scratch.measures else None  # so that a word two
     _catalog_words(text, reading, vocabulary, value_spans, context, situation)  # fields share is read by it
     _settle(reading, growth is not None)
+    _rate_of_rows(reading, vocabulary)
     if earlier is not None and (not reading.measures or is_follow_up(question)):
         reading = _follow(earlier, reading, question, vocabulary)
     if merit:
@@ -608,13 +612,32 @@ def _time_spans(text: str, question: str, latest: dt.date | None, before: tuple[
 def _settle(reading: Reading, growth: bool) -> None:
     """What the words read together mean: shares settled, a per that is the measure's own, a growth of a share."""
     _settle_shares(reading)
-    if reading.per and reading.measures and reading.per["id"] == reading.measures[0]["entity_id"]:
+    if reading.per and reading.measures and reading.per["id"] == reading.measures[0]["entity_id"] and not \
+            _counts_some_of(reading.measures[0], reading.per):
         reading.per = None  # "average order value per order": the measure is per order already
     if growth and reading.share and not reading.compare_grain:
         # "is the web share growing": the share over time answers it; a growth of the total would not.
         reading.compare, reading.grain = None, reading.grain or "month"
     elif growth and reading.share_of_total:
         reading.share_of_total = False  # "percentage change in revenue": the change, in percent
+
+
+def _counts_some_of(measure: dict, entity: dict) -> bool:
+    """A count of some of an entity's rows ("Cancelled orders" of orders): per its rows, a rate."""
+    named = words(measure["label"])
+    return measure.get("type") == "integer" and not measure["label"].lower().startswith("number of") and \
+        measure["entity_id"] == entity["id"] and bool(named) and named[-1] in words(entity["label"])
+
+
+def _rate_of_rows(reading: Reading, vocabulary: Vocabulary) -> None:
+    """"Cancellation rate": a count of some of an entity's rows as a rate is that count per its rows."""
+    said = [w for w in reading.unknown if w in ("rate", "rates", "ratio", "percentage")]
+    if not said or len(reading.measures) != 1 or reading.per is not None:
+        return
+    entity = vocabulary.by_id.get(reading.measures[0]["entity_id"])
+    if entity is not None and _counts_some_of(reading.measures[0], entity):
+        reading.per = entity
+        reading.unknown = [w for w in reading.unknown if w not in said]
 
 
 def _order_words(text: str, reading: Reading, change: _Change) -> tuple[bool, str]:
@@ -1347,6 +1370,12 @@ class _EventWord:
     after_by: bool
     declared: bool
     describing: bool
+    ever: bool = False  # "have placed", "ever bought": had at some time, not dated by the question's period
+    never: bool = False  # "have never placed"
+
+
+# Words before a verb saying its rows were had at some time ("have ever placed", "never bought")
+_PERFECT = frozenset({"have", "has", "had", "ever", "never", "actually", "already", "yet", "not", "even"})
 
 
 def _catalog_words(text: str, reading: Reading, vocabulary: Vocabulary, value_spans: list[tuple[int, int, str]],
@@ -1515,8 +1544,19 @@ def _event_words(seen: _Words, reading: Reading, vocabulary: Vocabulary, context
         reading.per["id"] for _ in [1] if reading.per} | {
         f.field["entity_id"] for f in [*reading.filters, *filter(None, [reading.split, reading.share])]} | {
         b["entity_id"] for b in reading.breakdowns}
+    # "customers who signed up this year and have placed an order": the order had at any time, the period the
+    # signup's (with no period, "have ever placed" is had at any time)
+    dating = [event for event in seen.events if not event.ever]
+    ever = [event for event in seen.events if event.ever]
+    if len(ever) == 1 and (dating or (reading.time is None and not reading.grain)):
+        had = _had(ever[0], reading, vocabulary, ever=True)
+        if had is not None:
+            reading.has_rows, reading.had_ever, reading.had_none = had, True, ever[0].never
+            if ever[0].never:
+                reading.unknown = [w for w in reading.unknown if w != "never"]
+            seen.events = dating
     # (two dates said, "customers who signed up in 2024 and bought online": whose is the period? not read so)
-    one_date = len({event.date["id"] for event in seen.events}) == 1
+    one_date = len({event.date["id"] for event in seen.events}) == 1 and not reading.had_ever
     for event in seen.events:
         had = _had(event, reading, vocabulary) if reading.time is None and one_date else None
         if had is not None:  # "customers who have ever ordered through the marketplace": with one such order
@@ -1550,16 +1590,16 @@ def _event_words(seen: _Words, reading: Reading, vocabulary: Vocabulary, context
         reading.unknown = [w for w in reading.unknown if w not in had]
 
 
-def _had(event: _EventWord, reading: Reading, vocabulary: Vocabulary) -> dict | None:
+def _had(event: _EventWord, reading: Reading, vocabulary: Vocabulary, ever: bool = False) -> dict | None:
     """The entity of the verb's rows when the measured records each have many of them, one way, and the question
     says when ("customers who bought this year") or which ("… through the marketplace"): counted are those
     with at least one such row. Over time ("by month") a record would count in each month it had one: not
-    read so."""
+    read so. `ever`: had at any time ("who have placed an order"), whatever the question's period is of."""
     rows = vocabulary.by_id.get(event.date["entity_id"])
-    if rows is None or not reading.measures or reading.grain or event.after_by:
+    if rows is None or not reading.measures or (reading.grain and not ever) or event.after_by:
         return None
-    if reading.time is None and not _rows_filters(reading.filters, reading.measures[0]["entity_id"], rows["id"],
-                                                  vocabulary.entities):
+    if not ever and reading.time is None and not _rows_filters(reading.filters, reading.measures[0]["entity_id"],
+                                                               rows["id"], vocabulary.entities):
         return None
     for measure in reading.measures:
         owner = measure["entity_id"]
@@ -1663,8 +1703,14 @@ def _place_event(entries: list[_Entry], position: int, written: str, seen: _Word
     following = vocabulary.longest_at(seen.tokens, position + len(entries[0].phrase)) if position + len(
         entries[0].phrase) < len(seen.tokens) else []
     describing = any(e.kind == "entity" and e.item["id"] == entries[0].item["entity_id"] for e in following)
+    before = []
+    for word in reversed(seen.raw[max(0, position - 3):position]):
+        if word not in _PERFECT:
+            break
+        before.append(word)
+    ever = bool({"have", "has", "had", "ever", "never"} & set(before))
     seen.events.append(_EventWord(entries[0].item, written, seen.after_by[position],
-                                  any(e.exact or e.noun for e in entries), describing))
+                                  any(e.exact or e.noun for e in entries), describing, ever, "never" in before))
     if any(e.noun for e in entries):  # "signups by month": customers, counted by when they signed up
         owner = vocabulary.by_id.get(entries[0].item["entity_id"])
         if owner is not None:
@@ -1864,6 +1910,18 @@ def _follow(earlier: Reading, new: Reading, question: str, vocabulary: Vocabular
         # the new measure beside it
         merged.measures = [*earlier.measures, *[m for m in new.measures if m not in earlier.measures]]
         return merged
+    among = re.search(r"\b(?:of|among) (?:the ones|those|them|these)\b.*\bhow many\b(?! of\b)", question.lower())
+    rows = vocabulary.by_id.get(new.measures[0]["entity_id"]) if new.measures else None
+    if among and rows is not None and len(earlier.measures) == 1 and not new.has_rows and rows["id"] != \
+            earlier.measures[0]["entity_id"] and earlier.measures[0]["entity_id"] in reachable(vocabulary.entities,
+                                                                                              rows["id"]):
+        # "of the ones who joined this year, how many have placed an order?": those of the earlier rows that have
+        # at least one such row, at any time
+        merged.has_rows, merged.had_ever = rows, True
+        merged.had_none = bool(re.search(r"\bnever\b", question.lower()))  # ("… how many have never ordered")
+        merged.unknown = [w for w in merged.unknown if not (merged.had_none and w == "never")]
+        new = replace(new, measures=[], time_field=None, grain=new.grain or (None if new.time else earlier.grain))
+        merged.grain = new.grain
     if new.measures and not whose_rows:  # "and units sold?", not "now for enterprise customers" (whose rows)
         merged.measures, merged.per, merged.share_of_total = list(new.measures), new.per, new.share_of_total
         merged.time_field = new.time_field  # another measure is dated by its own date, unless one is named
@@ -1880,7 +1938,8 @@ def _follow(earlier: Reading, new: Reading, question: str, vocabulary: Vocabular
         elif new.grain and not new.breakdowns and not earlier.grain:
             # "and by month?" after "the top 5 regions": the ranking was of regions; months are a series, all shown
             merged.limit, merged.direction, merged.which = None, None, False
-        elif re.search(r"\b(also|too|as well)\b", question.lower()):
+        elif re.search(r"\b(?:also|too|as well|split|break (?:\w+ )?(?:down|out)|subdivided?)\b", question.lower()):
+            # "split that by segment": within the earlier groups
             merged.breakdowns = earlier.breakdowns + [b for b in new.breakdowns if b not in earlier.breakdowns]
             merged.grain = new.grain or earlier.grain
     if new.set_against and new.split is None:  # "how does that stack up against the website?": the earlier
@@ -1912,8 +1971,19 @@ def _follow(earlier: Reading, new: Reading, question: str, vocabulary: Vocabular
     merged.compare_grain = new.compare_grain or earlier.compare_grain
     merged.split = new.split or merged.split
     merged.share = new.share or earlier.share
-    nothing_new = not (new.measures or new.breakdowns or new.grain or new.filters or new.time or new.limit
-                       or new.direction or new.compare or new.split or new.share or new.cumulative)
+    merged.share_of_total = merged.share_of_total or (new.share_of_total and merged.share is None)
+    if new.share_of_total and not (new.breakdowns or new.filters or merged.breakdowns) and merged.filters and \
+            merged.share is None:  # "what % of all orders is that?" after "how many orders were cancelled": the
+        merged.share, merged.share_of_total = merged.filters[-1], False  # earlier value is the part
+        merged.filters = merged.filters[:-1]
+    elif new.share_of_total and not (new.breakdowns or new.filters or merged.breakdowns) and len(
+            earlier.measures) == 1 and (entity := vocabulary.by_id.get(earlier.measures[0]["entity_id"])) and \
+            _counts_some_of(earlier.measures[0], entity):  # … after "how many cancellations": per order
+        merged.measures, merged.per, merged.share_of_total = list(earlier.measures), entity, False
+    nothing_new = not (new.measures or merged.has_rows is not earlier.has_rows or new.breakdowns or new.grain
+                       or new.filters or new.time or new.limit
+                       or new.direction or new.compare or new.split or new.share or new.share_of_total
+                       or new.cumulative)
     if nothing_new:  # "and?": nothing to change the earlier answer by; said, not answered again
         merged.unknown = merged.unknown or [w for w in _WORD.findall(question.lower()) if w not in STOP][:5] or [
             question.strip()[:40]]
@@ -1955,5 +2025,6 @@ def is_follow_up(question: str) -> bool:
     earlier answer, not a new question."""
     text = _GREETING.sub("", _EMOJI.sub(" ", question.lower()))
     return bool(FOLLOW_UP.match(text) or _CHANGE_THAT.search(text) or _REFERS_BACK.search(text) or re.search(
-        r"\bits\b|\b(?:what|how) (?:does|do|did|would) (?:that|it|this|those) look\b", text))  # ("what does that
+        r"\bits\b|\b(?:what|how) (?:does|do|did|would) (?:that|it|this|those) look\b|"
+        r"^\W*(?:of|among) (?:the ones|those|them|these)\b", text))  # ("what does that
     # look like for online orders only?")

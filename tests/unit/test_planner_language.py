@@ -1428,3 +1428,63 @@ def test_a_limit_on_rows_of_the_earlier_answer_is_refused_saying_they_are_not_se
 def test_a_ranking_then_by_month_is_a_series_not_the_top_months():
     reading = follow("top 5 regions by net revenue in 2025", "and by month?")
     assert (reading.grain, reading.limit, reading.direction, reading.breakdowns) == ("month", None, None, [])
+
+
+@pytest.mark.parametrize("question", ["whats the cancellation rate on orders in 2025", "cancelled orders per order"])
+def test_a_rate_of_some_rows_is_their_count_per_row(question):
+    draft = plan(read(question), SLICE).draft
+    assert [m["metric"] for m in draft["measures"]] == ["met_orders.cancelled_orders", "met_orders.order_count"]
+    assert draft["calculations"] == [{"id": "per", "kind": "ratio", "of": "m0", "to": "per_count"}]
+
+
+def test_an_average_per_its_own_row_is_still_the_average():
+    assert read("average order value per order").per is None
+
+
+@pytest.mark.parametrize(("earlier", "question", "value"), [
+    ("How many orders got cancelled in 2025?", "what % of all orders is that?", "cancelled"),
+    ("web revenue in 2025", "and what share is that?", "web")])
+def test_what_share_is_that_makes_the_earlier_value_the_part(earlier, question, value):
+    reading = follow(earlier, question)
+    assert (reading.share.values, reading.filters, reading.time.words.strip()) == ((value,), [], "in 2025")
+
+
+def test_what_share_is_that_after_a_count_of_some_rows_is_a_rate():
+    reading = follow("cancellations in 2025", "what percentage of orders is that?")
+    assert (labels(reading.measures), reading.per["id"]) == (["Cancelled orders"], "ent_orders")
+
+
+@pytest.mark.parametrize(("question", "had"), [
+    ("how many customers have placed an order", {"has": {"not": {"field": "fld_orders.ordered_at", "op": "is_null"}}}),
+    ("how many customers have never actually placed an order with us?",
+     {"not": {"has": {"not": {"field": "fld_orders.ordered_at", "op": "is_null"}}}}),
+])
+def test_rows_had_at_any_time_or_never(question, had):
+    reading = read(question)
+    assert not reading.unknown and plan(reading, SLICE).draft["filter"] == had
+
+
+def test_the_period_of_one_verb_and_rows_had_by_another():
+    reading = read("how many customers who signed up this year have placed an order?", LATEST)
+    condition = plan(reading, SLICE).draft["filter"]
+    assert condition == {"all": [{"has": {"not": {"field": "fld_orders.ordered_at", "op": "is_null"}}},
+                                 {"field": "fld_customers.signup_date", "op": "to_date", "unit": "year"}]}
+
+
+@pytest.mark.parametrize(("question", "negated"), [("of the ones who joined this year, how many have placed an order?",
+                                                    False),
+                                                   ("of those, how many have never placed an order?", True)])
+def test_how_many_of_those_have_rows_counts_the_earlier_rows(question, negated):
+    reading = follow("how many people signed up this year", question, LATEST)
+    assert (labels(reading.measures), reading.has_rows["id"], reading.had_ever, reading.had_none, reading.unknown) \
+        == (["Number of customers"], "ent_orders", True, negated, [])
+
+
+def test_splitting_that_keeps_the_earlier_grain():
+    reading = follow("new signups per year since 2021", "can you split that by segment")
+    assert (reading.grain, labels(reading.breakdowns)) == ("year", ["Customer segment"])
+
+
+def test_another_breakdown_alone_replaces_the_grain():
+    reading = follow("revenue by month", "and by region?")
+    assert (reading.grain, labels(reading.breakdowns)) == (None, ["Region name"])
