@@ -32,7 +32,13 @@ def qualifiers(reading: Reading, drafted: Drafted) -> str:
         # dated by what the question named ("signed up"): said, not implied
         dated = f" with {lower_first(reading.time_field['label'])}" if reading.time_field else ""
         where += f"{dated} {describe(reading.time)}"
+    if reading.threshold is not None:  # "regions under 15k in sales"
+        op, value = reading.threshold
+        where += f", only where {lower_first(drafted.label)} is {_BOUNDS[op]} {value:,.10g}"
     return where
+
+
+_BOUNDS = {"gt": "over", "gte": "at least", "lt": "under", "lte": "at most"}
 
 
 def subject(reading: Reading, drafted: Drafted) -> str:

@@ -110,6 +110,13 @@ def plan(reading: Reading, entities: list[dict]) -> Drafted:
         raise CannotPlan("a top or bottom within each period is more than I can answer; ask for one period, "
                          "e.g. \u201ctop 3 regions by net revenue in 2024\u201d")
     primary, label = _calculations(reading, draft, dimensions)
+    if reading.threshold is not None:
+        if not dimensions:
+            raise CannotPlan("a bound on a figure keeps some groups of a breakdown: name them, e.g. \u201cregions "
+                             "with net revenue under 15,000\u201d")
+        op, value = reading.threshold
+        bound = {"output": primary, "op": op, "value": value}
+        draft["having"] = {"all": [draft["having"], bound]} if "having" in draft else bound
     if dimensions:
         draft["dimensions"] = dimensions
     draft["output"] = _output(reading, dimensions)

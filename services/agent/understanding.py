@@ -34,7 +34,8 @@ i'm i've i'd we've we're we'd you're they're u ur along sit sits sitting lie lie
 basically roughly approximately % contain contains containing getting gets receive receives received receiving
 thing things catalogue catalog database system dataset something anything everything stuff pull pulled grab fetch
 provide calendar subsequently lineup assortment peak peaked sum pivot pivoted
-separate separately part mix behind add added
+separate separately part mix behind add added drive drives driving drove driven
+specifically particularly especially
 """.split())
 _ASKING = ("which", "what", "show", "many", "much", "total", "number", "please")  # a typo may hide these
 # and a few longer words that say nothing of what is asked ("best sellng"): a near spelling of one is passed over
@@ -86,8 +87,12 @@ _TAKEN_IN = re.compile(r"\b(?:take|takes|took|taken|taking) in\b(?! ?\d| (?:q[1-
                        r"jun\w*|jul\w*|aug\w*|sep\w*|oct\w*|nov\w*|dec\w*|returns?|refunds?|total)\b)")
 # "who spent more with us": the money customers spent (not "how much did we spend")
 _SPENT_WITH_US = re.compile(r"\b(?:spend|spends|spent|spending)(?= (?:more |less |the most |the least )?with us\b)")
-_TAKEN = re.compile(r"\b(?:take|takes|took|taken|taking)(?= (?:over|through|via|on|by) )")  # "orders we took over
-# the phone": received (not "take web out of it")
+# "orders we took over the phone", "how many orders did we take?": received (not "take web out of it")
+_TAKEN = re.compile(r"\b(?:take|takes|took|taken|taking)(?= (?:over|through|via|on|by|in(?! \w+ out)|during|"
+                    r"the (?:week|day|month)|last|this|that) |\s*[?.!,;]|\s*$)")
+# "how are sales tracking", "what's AOV been doing": how a figure went, said as a figure does
+_HOW_IT_GOES = re.compile(r"\b(?:been )?(?:doing|tracking|pacing|landing|land|landed|shaping up|holding up|faring|"
+                          r"performing)\b(?! (?:by|over|across)\b)")
 _BECOMES = re.compile(r"\b(?:end|ends|ended|wind|winds|wound) up\b")  # "end up refunded": are refunded
 # A sentence in the person's own voice ("I just started here -"): may set the scene (see `_asides`).
 _FIRST_PERSON = re.compile(r"\s*(?:i|i'm|i've|i'd|we|we're|we've|my|our team|fyi|btw|context|background|"
@@ -123,7 +128,8 @@ _ABBREVIATIONS = {"avg": "average", "qty": "quantity", "pct": "percent", "yr": "
                   "havent": "haven't", "hasnt": "hasn't", "didnt": "didn't", "dont": "don't",
                   "doesnt": "doesn't", "isnt": "isn't", "arent": "aren't", "wasnt": "wasn't", "werent": "weren't",
                   "wont": "won't", "cust": "customer", "custs": "customers", "ppl": "people", "biz": "business",
-                  "atm": "at the moment", "all together": "altogether", "going by": "by"}
+                  "atm": "at the moment", "all together": "altogether", "going by": "by", "acct": "account",
+                  "accts": "accounts"}
 # (chat shorthand above: "how many r smbs", "up n down", "last qtr")
 _PERIOD_SHORT = {"mom": "month over month", "qoq": "quarter over quarter", "wow": "week over week"}
 _FISCAL = "fiscal "  # "FY2025" as "fiscal 2025": read as the calendar year, and the answer says so
@@ -183,7 +189,7 @@ _THE_ONE_BEFORE = re.compile(r"\b(?:the )?(?:(year|quarter|month) before(?: that
 _GROWTH = re.compile(r"\b(growth(?: rates?)?|grow|grows|grew|grown|growing|change|changes|changed|changing|"
                      r"shrink|shrinks|shrank|"
                      r"shrinking|decline|declines|declined|declining|increase|increased|increasing|decrease|"
-                     r"decreased|decreasing|rise|rising|rose|risen|falling|fell|drop|dropped|dropping|"
+                     r"decreased|decreasing|rise|rising|rose|risen|falling|fell|drop|dropped|dropping|uplift|"
                      r"(?:go|goes|going|gone|went|move|moved|moves|moving) (?:up|down)|"
                      r"(?:move|moved|moves)(?= (?:across|over|during|throughout|between|since)\b))\b"
                      r"(?! data)")  # (not "fall": a season)
@@ -202,7 +208,7 @@ _BREAKDOWN = re.compile(r"\b(?:by|per|across|for each|in each|each|split by|brok
 # "units in an order": the entity after these words is what a measure is divided by, as after "per".
 _PER = re.compile(r"\b(?:per|each|(?:in|for) (?:a|an|one|every)(?: single)?|(?:a|an|the|per) (?:average|typical|"
                   r"mean))\s*$")
-_BREAK_OUT = re.compile(r"\bbreak (?:it |them |that |this )?(?:out|down)\b")
+_BREAK_OUT = re.compile(r"\bbreak (?:it |them |that |this |those |these )?(?:out|down)\b")
 # "across the customer segments", "by region": the question names groups to set side by side.
 _BREAKDOWN_AHEAD = re.compile(r"\b(?:by|per|across|for each|in each|between the|among)\s+\w")
 # A follow-up setting the earlier answer against something named now ("how does that compare with 2023?").
@@ -293,6 +299,7 @@ class Reading:
     has_rows: dict | None = None  # "customers who bought this year": the entity the counted records must have at
     # least one row of, in the period (by `time_field`, its date) and with the filters on those rows
     points_at_rows: bool = False  # a follow-up's "those", "them": the earlier answer's rows
+    threshold: tuple[str, float] | None = None  # "regions under 15k in sales": (op, value) on the measure per group
     had_ever: bool = False  # "customers who have placed an order": rows had at any time (a period is the records')
     had_none: bool = False  # "customers who have never placed an order": none of those rows
 
@@ -483,17 +490,20 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
         text = _pointers_back(text, reading, vocabulary)
     text = _outside_the_data(text, reading)
     text = _comparison(text, reading)
+    text = _threshold(text, reading)
     before = None
     if earlier is not None and earlier.time is not None and is_follow_up(question):
         before, text = _one_before_earlier(text, earlier.time, latest)
     change, text = _change_words(text, reading)
     whether, growth = change.whether, change.growth
     spans, text, time_starts = _time_spans(text, question, latest, before, matches, reading)
-    if not spans and earlier is not None and earlier.time is not None and reading.compared_outright and \
-            is_follow_up(question) and _named_grain(text) is None and earlier.grain is None:
+    if not spans and earlier is not None and earlier.time is not None and reading.compared_outright and (
+            is_follow_up(question) or re.search(r"\b(?:that|it|this)\b", text)) and _named_grain(text) is None and \
+            earlier.grain is None:
         spans = [earlier.time]  # "and how does that compare to last year?": the earlier period beside that one
 
     text, value_spans = _values(text, reading, vocabulary, matches)
+    _part_from(_normalised(question), value_spans, reading)
     if earlier is not None and reading.filters and reading.split is None and is_follow_up(question):
         text = _value_against_earlier(text, value_spans, reading, earlier)
     text = _framing(text, vocabulary, reading, value_spans, time_starts)
@@ -535,6 +545,27 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
 # "for the worst one", "within that one": a row of the earlier answer, which the planner never sees
 _ONE_OF_THE_ROWS = re.compile(r"\b(?:for|in|within|of|from|at) (?:the (?:worst|best|top|biggest|largest|highest|"
                               r"lowest|smallest|leading|first|last|winning) one|that one|the winner)\b")
+
+
+# "under 15k", "more than $2,000": a bound on the measure of each group (never a year: "over 2024")
+_THRESHOLD = re.compile(r"\b(over|above|more than|greater than|at least|under|below|less than|fewer than|at most|"
+                        r"no more than)\s+\$?(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s*(k|m|thousand|million)?\b"
+                        r"(?!\s*(?:%|percent|days?|weeks?|months?|years?|quarters?)\b)")
+_THRESHOLD_OPS = {"over": "gt", "above": "gt", "more than": "gt", "greater than": "gt", "at least": "gte",
+                  "under": "lt", "below": "lt", "less than": "lt", "fewer than": "lt", "at most": "lte",
+                  "no more than": "lte"}
+_SCALES = {"k": 1_000, "thousand": 1_000, "m": 1_000_000, "million": 1_000_000}
+
+
+def _threshold(text: str, reading: Reading) -> str:
+    """"Which regions did under 15k in sales": the groups whose measure is under 15,000 (one bound, read once)."""
+    for bound in _THRESHOLD.finditer(text):
+        number, scale = bound.group(2).replace(",", ""), bound.group(3)
+        if scale is None and re.fullmatch(r"(?:19|20)\d\d", number):
+            continue  # "over 2024": a year
+        reading.threshold = (_THRESHOLD_OPS[bound.group(1)], float(number) * _SCALES.get(scale or "", 1))
+        return _blank(text, bound.start(), bound.end())
+    return text
 
 
 def _pointers_back(text: str, reading: Reading, vocabulary: Vocabulary) -> str:
@@ -687,6 +718,23 @@ def _normalised(question: str) -> str:
     text = _TAKEN.sub(lambda m: " " * len(m.group(0)), text)
     text = _SPENT_WITH_US.sub(lambda m: "money".ljust(len(m.group(0))), text)
     text = re.sub(r"\bhow many different\b", "how many distinct  ", text)  # (not a comparison)
+    text = re.sub(r"\bw/(?=\s)", "with", text)  # "by year w/ growth"
+    text = re.sub(r"\b(we|they) stock\b", r"\1 carry", text)  # "products we stock" (not "units in stock")
+    # "which channel drove the uplift": the one that grew the most
+    text = re.sub(r"\b(?:drove|drives|driving|drive|behind|(?:was|were|is|are) responsible for|"
+                  r"contributed (?:most )?to) (?:the|that|this|our) (?:uplift|growth|increase|rise|gain|jump)\b",
+                  lambda m: "grew the most".ljust(len(m.group(0))), text)
+    # "how much have we sold in apparel": money ("how many … sold", "how much of product X": units, not read so)
+    text = re.sub(r"\bhow much(?= (?:(?:have|has|did|do|does) )?(?:we|they|you|i) (?:sold|sell)\b)", "money   ", text)
+    # "this year vs last": the same unit
+    text = re.sub(r"\b(this (year|quarter|month|week)\b.{0,20}?\b(?:vs\.?|versus|against|compared (?:to|with)) last)\b"
+                  r"(?! (?:year|quarter|month|week)\b)", r"\1 \2", text)
+    text = re.sub(r"\b(?:the )?full[- ]year(?= (?:of )?(?:19|20)\d\d\b)", lambda m: " " * len(m.group(0)), text)
+    text = re.sub(r"^\W*where (?:are|r|do) (?:we|things) (?:on|with|at|stand on|stand with)\b",
+                  lambda m: " " * len(m.group(0)), text)  # "where are we on turnover": how much it is
+    if re.search(r"^\W*(?:how|how'?s|what'?s|what (?:is|has))\b", text):  # "how did Q4 sales land", "what's AOV
+        # been doing"
+        text = _HOW_IT_GOES.sub(lambda m: " " * len(m.group(0)), text)
     # an analyst's "orders where status = cancelled": "with" (a word between, so "orders status" is no one name)
     text = re.sub(r"\bwhere(?= \w+(?: \w+)? (?:==?|(?:is|equals|in)\b))", "with ", text)
     text = _PHRASAL.sub(lambda m: f"{m.group(1)} {m.group(3)} {m.group(2)}", text)  # "send stuff back": sent back
@@ -1826,7 +1874,8 @@ def _entity_word(word: _EntityWord, index: int, text: str, reading: Reading, voc
     orders": it is counted. "revenue from enterprise customers": it says whose rows (nothing to add). A
     word for rows no measure is over is unusable, never dropped."""
     entity, metric, by, beside_and, written = word.entity, word.metric, word.after_by, word.beside_and, word.written
-    ranking = (reading.which or reading.limit or reading.direction) and not reading.listing and reading.split is None
+    ranking = (reading.which or reading.limit or reading.direction or reading.threshold) and not reading.listing and \
+        reading.split is None  # ("which territories did under 15k": those, by name)
     if by and reading.breakdowns and not reading.measures:
         by = False  # "top ten regions by orders": ranked by their count, the group is named already
     if by or (ranking and not reading.breakdowns and index == 0 and not reading.grain and not word.counted):
@@ -1875,6 +1924,21 @@ def _choose(items: list[dict], reading: Reading, vocabulary: Vocabulary) -> dict
 def _add(items: list[dict], item: dict) -> None:
     if all(existing["id"] != item["id"] for existing in items):
         items.append(item)
+
+
+def _part_from(said: str, value_spans: list[tuple[int, int, str]], reading: Reading) -> None:
+    """"What share of our online sales came from enterprise accounts": the value after "from" is the part, the
+    others say what it is a share of."""
+    if not (_SHARE.search(said) and len(reading.filters) > 1 and reading.share is None):
+        return
+    came = [m.end() for m in re.finditer(r"\bfrom\b", said) if _SHARE.search(said[:m.start()])]
+    if not came:
+        return
+    after = {value for start, _, value in value_spans if start >= came[-1]}
+    parts = [f for f in reading.filters if set(f.values) <= after]
+    if len(parts) == 1:
+        reading.share = parts[0]
+        reading.filters = [f for f in reading.filters if f is not parts[0]]
 
 
 def _settle_shares(reading: Reading) -> None:
@@ -1960,6 +2024,7 @@ def _follow(earlier: Reading, new: Reading, question: str, vocabulary: Vocabular
         merged.limit, merged.direction = new.limit, new.direction
     merged.compare = new.compare or earlier.compare
     merged.cumulative = new.cumulative or earlier.cumulative
+    merged.threshold = new.threshold or earlier.threshold
     merged.ranks_change = new.ranks_change or (earlier.ranks_change and not new.direction)
     if new.ranks_change and not new.time and merged.time is not None and len(merged.time.parts) == 2:
         # "which category grew the most?" after "this year vs last year": the later against the earlier
@@ -1983,7 +2048,7 @@ def _follow(earlier: Reading, new: Reading, question: str, vocabulary: Vocabular
     nothing_new = not (new.measures or merged.has_rows is not earlier.has_rows or new.breakdowns or new.grain
                        or new.filters or new.time or new.limit
                        or new.direction or new.compare or new.split or new.share or new.share_of_total
-                       or new.cumulative)
+                       or new.cumulative or new.threshold)
     if nothing_new:  # "and?": nothing to change the earlier answer by; said, not answered again
         merged.unknown = merged.unknown or [w for w in _WORD.findall(question.lower()) if w not in STOP][:5] or [
             question.strip()[:40]]

@@ -1488,3 +1488,57 @@ def test_splitting_that_keeps_the_earlier_grain():
 def test_another_breakdown_alone_replaces_the_grain():
     reading = follow("revenue by month", "and by region?")
     assert (reading.grain, labels(reading.breakdowns)) == (None, ["Region name"])
+
+
+@pytest.mark.parametrize(("question", "op", "value"), [
+    ("which regions did under 15k in sales this year?", "lt", 15000.0),
+    ("which territories did under 15k in sales this year?", "lt", 15000.0),
+    ("regions with net revenue over $2,500 in 2025", "gt", 2500.0),
+    ("categories with at least 1.5m in revenue", "gte", 1_500_000.0),
+])
+def test_a_bound_on_a_figure_keeps_the_groups_within_it(question, op, value):
+    drafted = plan(read(question, LATEST), SLICE)
+    assert drafted.draft["having"] == {"output": "m0", "op": op, "value": value}
+    assert drafted.draft["dimensions"][0]["field"] in ("fld_regions.name", "fld_products.category")
+
+
+def test_a_bound_needs_groups_to_keep():
+    with pytest.raises(CannotPlan, match="keeps some groups"):
+        plan(read("net revenue under 15k in 2025", LATEST), SLICE)
+
+
+def test_a_year_after_over_is_a_period_not_a_bound():
+    reading = read("net revenue over 2024")
+    assert reading.threshold is None and period(reading)[1] == dt.date(2024, 1, 1)
+
+
+def test_the_value_after_from_is_the_part_of_a_share():
+    reading = read("what share of our online sales in 2025 came from France?")
+    assert (reading.share.values, [f.values for f in reading.filters]) == (("France",), [("web",)])
+
+
+@pytest.mark.parametrize(("question", "check"), [
+    ("where are we on turnover ytd?", lambda r: labels(r.measures) == ["Net revenue"]),
+    ("how did Q4 net sales land vs Q4 last yaer?", lambda r: r.time.kind == "any" and r.grain == "quarter"),
+    ("what's AOV been doing month to month this year", lambda r: r.grain == "month"),
+    ("order volume by year w/ YoY growth", lambda r: (r.grain, r.compare) == ("year", "same_period_last_year")),
+    ("gross vs net sales for full year 2024", lambda r: period(r)[1:] == (dt.date(2024, 1, 1), dt.date(2025, 1, 1))),
+    ("how much have we sold in apparel so far this yr?", lambda r: labels(r.measures) == ["Net revenue"]),
+    ("how many orders did we take in 2025?", lambda r: labels(r.measures) == ["Number of orders"]),
+    ("for Apparel specifically, returned units by reason", lambda r: labels(r.breakdowns) == ["Return reason"]),
+    ("units sold this year vs last", lambda r: period(r)[1:] == (dt.date(2024, 1, 1), dt.date(2026, 1, 1))),
+])
+def test_wordings_from_the_eighth_round(question, check):
+    reading = read(question, LATEST)
+    assert not reading.unknown and check(reading), (reading.unknown, reading)
+
+
+def test_which_one_drove_the_growth_ranks_by_growth():
+    reading = follow("net revenue in 2024 and 2025", "which channel drove the uplift?", LATEST)
+    assert (reading.ranks_change, labels(reading.breakdowns), reading.unknown) == (True, ["Sales channel"], [])
+
+
+@pytest.mark.parametrize("question", ["how many units of each product do we have in stock right now",
+                                      "take web out of it"])
+def test_stock_and_take_out_stay_unknown(question):
+    assert read(question).unknown
