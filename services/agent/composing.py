@@ -34,7 +34,7 @@ def qualifiers(reading: Reading, drafted: Drafted) -> str:
         where += f"{dated} {describe(reading.time)}"
     if reading.threshold is not None:  # "regions under 15k in sales"
         op, value = reading.threshold
-        where += f", only where {lower_first(drafted.label)} is {_BOUNDS[op]} {value:,.10g}"
+        where += f", only where {lower_first(drafted.primary_label)} is {_BOUNDS[op]} {value:,.10g}"
     return where
 
 

@@ -1974,6 +1974,9 @@ def _follow(earlier: Reading, new: Reading, question: str, vocabulary: Vocabular
         # the new measure beside it
         merged.measures = [*earlier.measures, *[m for m in new.measures if m not in earlier.measures]]
         return merged
+    if new.points_at_rows and not ranked and new.filters and not (new.breakdowns or new.grain or new.split) and \
+            re.search(r"\bhow many of (?:those|them|these)\b", question.lower()):
+        merged.breakdowns = []  # "how many of those are still open?" after "tickets by priority": one number
     among = re.search(r"\b(?:of|among) (?:the ones|those|them|these)\b.*\bhow many\b(?! of\b)", question.lower())
     rows = vocabulary.by_id.get(new.measures[0]["entity_id"]) if new.measures else None
     if among and rows is not None and len(earlier.measures) == 1 and not new.has_rows and rows["id"] != \

@@ -1542,3 +1542,21 @@ def test_which_one_drove_the_growth_ranks_by_growth():
                                       "take web out of it"])
 def test_stock_and_take_out_stay_unknown(question):
     assert read(question).unknown
+
+
+@pytest.mark.parametrize(("question", "said"), [
+    ("which regions did under 15k in sales this year?", ", only where net revenue is under 15,000"),
+    ("how many customers have never placed an order", " with no order"),
+    ("how many customers who signed up this year have placed an order?",
+     " with at least one order with signup date year to date"),
+])
+def test_the_caption_says_the_bound_and_the_rows_had(question, said):
+    from services.agent.composing import qualifiers
+    reading = read(question, LATEST)
+    assert qualifiers(reading, plan(reading, SLICE)).endswith(said)
+
+
+def test_how_many_of_those_are_a_value_is_one_number():
+    reading = follow("how many support tickets were opened this year, by priority?", "how many of those are open?",
+                     LATEST)
+    assert (reading.breakdowns, [f.values for f in reading.filters], reading.unknown) == ([], [("open",)], [])
