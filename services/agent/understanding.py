@@ -719,6 +719,9 @@ def _normalised(question: str) -> str:
     text = _SPENT_WITH_US.sub(lambda m: "money".ljust(len(m.group(0))), text)
     text = re.sub(r"\bhow many different\b", "how many distinct  ", text)  # (not a comparison)
     text = re.sub(r"\bw/(?=\s)", "with", text)  # "by year w/ growth"
+    # "the % change", "growth in percent": the change as a rate, not a share
+    text = re.sub(r"(?:%|\bper ?cent(?:age)?)(?= (?:change|growth|increase|decrease|drop|difference|decline)\b)|"
+                  r"(?<=\bchange )(?:in |as an? )?(?:%|per ?cent(?:age)?\b)", lambda m: " " * len(m.group(0)), text)
     text = re.sub(r"\b(we|they) stock\b", r"\1 carry", text)  # "products we stock" (not "units in stock")
     # "which channel drove the uplift": the one that grew the most
     text = re.sub(r"\b(?:drove|drives|driving|drive|behind|(?:was|were|is|are) responsible for|"
@@ -866,6 +869,10 @@ def _periods(spans: list[TimeSpan], text: str, reading: Reading, asks_change: bo
     if ends and (asks_change or both):  # "growth from 2023 to 2025": the last against the first, as when both
         # are named
         spans = list(ends)
+    if len(spans) == 2 and all(span.kind == "between" and not span.parts for span in spans):
+        inner, outer = sorted(spans, key=lambda span: span.end - span.start)
+        if outer.start <= inner.start and inner.end <= outer.end:
+            spans = [inner]  # "Q4 orders … this year": the Q4 of this year
     if len(spans) == 1:
         _one_period(spans[0], text, reading, asks_change, both)
     else:
@@ -1378,6 +1385,7 @@ class _Words:
     after_per: list[bool]
     after_value: list[bool]  # a value was said just before ("by enterprise customers": done by, not grouped)
     before_value: list[bool]  # and just after ("through third-party marketplaces")
+    breaks: list[bool]  # punctuation between a word and the one before ("enterprise accounts, … - and the change")
     entities: list[_EntityWord] = field(default_factory=list)  # decided once every other word is read
     positions: dict[str, int] = field(default_factory=dict)  # where each measure was named: answers keep it
     averages: list[str] = field(default_factory=list)  # "average", "typical" as written
@@ -1499,7 +1507,8 @@ def _words_of(text: str, found: list[re.Match], reading: Reading, vocabulary: Vo
                   # the three words before each: a breakdown phrase is at most three words ("broken down by")
                   [bool(_BREAKDOWN.search(" ".join(raw[max(0, i - 3):i]))) for i in range(len(raw))],
                   [bool(_PER.search(" ".join(raw[max(0, i - 3):i]))) for i in range(len(raw))],
-                  valued[:-1], valued[1:])
+                  valued[:-1], valued[1:], [bool(re.search(r"[,;:()\u2013\u2014]|\s-+\s", text[start:end]))
+                                            for start, end in gaps[:-1]])
 
 
 def _joins(position: int, seen: _Words, reading: Reading, vocabulary: Vocabulary) -> bool:
@@ -1731,7 +1740,9 @@ def _place(entries: list[_Entry], position: int, seen: _Words, reading: Reading,
         # "orders" counts orders, groups by them, or says whose rows a measure is over ("web orders"):
         # decided once every other word is read.
         size = len(next(e.phrase for e in entries))
-        beside_and = "and" in (seen.raw[position - 1] if position else "", " ".join(seen.raw[position + size:][:1]))
+        after = position + size
+        beside_and = (position > 0 and seen.raw[position - 1] == "and" and not seen.breaks[position]) or (
+            after < len(seen.raw) and seen.raw[after] == "and" and not seen.breaks[after])
         metric = _choose(items["metric"], reading, vocabulary) if "metric" in kinds else None
         # "filed by enterprise customers": who did it, not a breakdown by customer
         by = seen.after_by[position] and not seen.after_value[position]

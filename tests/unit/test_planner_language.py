@@ -1560,3 +1560,23 @@ def test_how_many_of_those_are_a_value_is_one_number():
     reading = follow("how many support tickets were opened this year, by priority?", "how many of those are open?",
                      LATEST)
     assert (reading.breakdowns, [f.values for f in reading.filters], reading.unknown) == ([], [("open",)], [])
+
+
+def test_a_quarter_said_with_this_year_is_that_quarter():
+    reading = read("Q4 orders from enterprise customers, this year vs last year", LATEST)
+    assert [(p.start, p.end) for p in reading.time.parts] == [(dt.date(2024, 10, 1), dt.date(2025, 1, 1)),
+                                                              (dt.date(2025, 10, 1), dt.date(2026, 1, 1))]
+
+
+@pytest.mark.parametrize("question", ["Q4 orders from enterprise accts, this yr vs last - and the % change?",
+                                      "percentage change in net revenue by month"])
+def test_a_change_in_percent_is_a_growth_not_a_share(question):
+    reading = read(question, LATEST)
+    assert (reading.share, reading.share_of_total, reading.compare is not None, labels(reading.measures)[:1]) == (
+        None, False, True, labels(reading.measures)[:1]) and len(reading.measures) == 1
+
+
+def test_and_across_punctuation_does_not_join_two_measures():
+    assert labels(read("orders from enterprise accounts, this year - and the growth?", LATEST).measures) == [
+        "Number of orders"]
+    assert labels(read("orders and customers by region").measures) == ["Number of orders", "Number of customers"]
