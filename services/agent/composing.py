@@ -20,18 +20,18 @@ def qualifiers(reading: Reading, drafted: Drafted) -> str:
     had = drafted.had
     parts = [f"{lower_first(f.field['label'])} is {_quoted(f.values)}" for f in reading.filters if f not in had]
     where = f" where {' and '.join(parts)}" if parts else ""
+    if reading.time is not None and (reading.has_rows is None or reading.had_ever):
+        # dated by what the question named ("signed up"): said, not implied
+        dated = f" with {lower_first(reading.time_field['label'])}" if reading.time_field else ""
+        where += f"{dated} {describe(reading.time)}"
     if reading.has_rows is not None:  # "customers who bought online this year"
         rows = [f"{lower_first(f.field['label'])} {_quoted(f.values)}" for f in had]
         if reading.time is not None and drafted.time_field is not None and not reading.had_ever:
             rows.append(f"{lower_first(drafted.time_field['label'])} {describe(reading.time)}")  # (the date the
             # draft limits them by)
         some = "no" if reading.had_none else "at least one"
-        where += f" with {some} {lower_first(reading.has_rows['label'])}" + (f" with {' and '.join(rows)}" if rows
-                                                                             else "")
-    if reading.time is not None and (reading.has_rows is None or reading.had_ever):
-        # dated by what the question named ("signed up"): said, not implied
-        dated = f" with {lower_first(reading.time_field['label'])}" if reading.time_field else ""
-        where += f"{dated} {describe(reading.time)}"
+        where += (", " if reading.had_ever and reading.time else " ") + \
+            f"with {some} {lower_first(reading.has_rows['label'])}" + (f" with {' and '.join(rows)}" if rows else "")
     if reading.threshold is not None:  # "regions under 15k in sales"
         op, value = reading.threshold
         where += f", only where {lower_first(drafted.primary_label)} is {_BOUNDS[op]} {value:,.10g}"

@@ -11,7 +11,16 @@ import datetime as dt
 from dataclasses import dataclass, field
 
 from services.agent.time_words import TimeSpan
-from services.agent.understanding import Filter, Reading, had_filters, is_average, reachable, time_field, words
+from services.agent.understanding import (
+    Filter,
+    Reading,
+    had_filters,
+    is_average,
+    lower_first,
+    reachable,
+    time_field,
+    words,
+)
 
 
 class CannotPlan(Exception):
@@ -207,6 +216,7 @@ def _calculations(reading: Reading, draft: dict, dimensions: list[dict]) -> tupl
         raise CannotPlan("a share needs a whole to be part of: name the part (\u201cwhat share of orders are "
                          "cancelled\u201d) or a breakdown (\u201cshare of net revenue by channel\u201d)")
     if reading.share is not None:  # the part's share of every value, then only the part is kept
+        dimensions[:] = [d for d in dimensions if d.get("field") != reading.share.field["id"]]  # (of itself: 1)
         dimensions.append({"id": "s", "field": reading.share.field["id"]})
         within = [d["id"] for d in dimensions if d["id"] != "s"]
         calculations.append({"id": "share", "kind": "share_of_total", "of": "m0", **({"within": within} if within
@@ -218,6 +228,9 @@ def _calculations(reading: Reading, draft: dict, dimensions: list[dict]) -> tupl
         primary, label = "share", f"Share of {label[:1].lower()}{label[1:]} with {part} \u201c{values[0]}\u201d"
     elif reading.share_of_total and dimensions:
         calculations.append({"id": "share", "kind": "share_of_total", "of": "m0"})
+    if reading.per is not None and reading.compare:  # (the change would be of the count, not of the rate)
+        raise CannotPlan(f"a change in {lower_first(label)} per {reading.per['label'].lower()} is more than I can "
+                         "answer; ask for it over time, e.g. by month")
     if reading.per is not None:
         counts = [m for m in reading.per["metrics"] if m["label"].lower().startswith("number of")]
         if not counts:

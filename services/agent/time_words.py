@@ -28,7 +28,7 @@ _DAY_WORD = (rf"(?:{_MONTH_WORD} {_DAY_OF_MONTH}|{_DAY_OF_MONTH} {_MONTH_WORD}|(
              rf"of {_MONTH_WORD})(?![\w:])")  # ("top 10 of june": no day; "the 10th of june": one)
 _ISO_DAY = r"(?:19|20)\d\d-[01]\d-[0-3]\d"
 # One point in time as written: a day, a quarter of a year, a month (of a year, or alone), a year.
-_HALF_WORD = r"(?:(?:first|second|1st|2nd) half(?: of)?|h[12])"  # "the first half of 2025", "H2 2024"
+_HALF_WORD = r"(?:(?:first|second|1st|2nd|front|back) half(?: of)?|h[12])"  # "the first half of 2025", "H2 2024"
 _POINT = (f"(?:{_ISO_DAY}|{_DAY_WORD}(?:,? {_YEAR_WORD})?|{_HALF_WORD} {_YEAR_WORD}|{_YEAR_WORD} h[12]|"
           f"{_QUARTER_WORD}(?: of)? {_YEAR_WORD}|{_YEAR_WORD} q[1-4]|"
           f"{_MONTH_WORD}(?:,? {_YEAR_WORD})?|{_YEAR_WORD}|{_QUARTER_WORD})")
@@ -223,8 +223,8 @@ def _absolute(text: str) -> TimeSpan | None:
             return TimeSpan("day_latest", text, month=month, day=day)
         start = dt.date(int(m.group(5)), month, day)
         return TimeSpan("between", text, start=start, end=start + dt.timedelta(days=1))
-    if m := re.fullmatch(rf"(?:(first|second|1st|2nd) half(?: of)?|h([12])) {_YEAR}|{_YEAR} h([12])", text):
-        second = (m.group(1) or "") in ("second", "2nd") or "2" in (m.group(2) or "", m.group(5) or "")
+    if m := re.fullmatch(rf"(?:(first|second|1st|2nd|front|back) half(?: of)?|h([12])) {_YEAR}|{_YEAR} h([12])", text):
+        second = (m.group(1) or "") in ("second", "2nd", "back") or "2" in (m.group(2) or "", m.group(5) or "")
         start = dt.date(int(m.group(3) or m.group(4)), 7 if second else 1, 1)
         return TimeSpan("between", text, start=start, end=_add_months(start, 6))
     if m := re.fullmatch(r"(?:q([1-4])|(first|second|third|fourth|1st|2nd|3rd|4th) quarter)(?: of)? " + _YEAR,
@@ -306,6 +306,9 @@ _YEAR_SAID_AFTER = re.compile(rf"((?:{_DAY_WORD}|\b{_MONTH_WORD}|\b{_QUARTER_WOR
                               rf"{_MONTH_WORD}|{_QUARTER_WORD}))*),? (?:of |in )?(this|last) year\b")
 
 
+_HALF_OF_YEAR = re.compile(rf"\b({_HALF_WORD}),? (?:of |in )?(this|last) year\b")
+
+
 def _year_on_each(m: re.Match) -> str:
     """Each period its year: the last one's; across a range, the year before for one later in the calendar
     ("from December to February 2025": December 2024). Listed ("November or March 2024"), all that year."""
@@ -326,8 +329,15 @@ def find_times(question: str, latest: dt.date | None = None) -> tuple[list[TimeS
     if latest is not None:  # "march 1 to may 15 this year", "Q3 last year": of that year
         text = _YEAR_SAID_AFTER.sub(lambda m: f"{m.group(1)} {latest.year - (m.group(2) == 'last')}".ljust(
             len(m.group(0))), text)
-    text = _SHARED_YEAR.sub(_year_on_each, text)
+        text = _HALF_OF_YEAR.sub(lambda m: f"{m.group(1)} {latest.year - (m.group(2) == 'last')}".ljust(
+            len(m.group(0))), text)
     spans, starts = [], []
+    if latest is None:  # "the back half of this year": which one, once "now" is known
+        for m in _HALF_OF_YEAR.finditer(text):
+            spans.append(TimeSpan("relative_latest", m.group(0), op="to_date", unit="year"))
+            starts.append(m.start())
+        text = _HALF_OF_YEAR.sub(lambda m: " " * len(m.group(0)), text)
+    text = _SHARED_YEAR.sub(_year_on_each, text)
     while len(spans) < MAX_SPANS:
         span, text, start = _first_time(text)
         if span is None:

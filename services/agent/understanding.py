@@ -34,7 +34,7 @@ i'm i've i'd we've we're we'd you're they're u ur along sit sits sitting lie lie
 basically roughly approximately % contain contains containing getting gets receive receives received receiving
 thing things catalogue catalog database system dataset something anything everything stuff pull pulled grab fetch
 provide calendar subsequently lineup assortment peak peaked sum pivot pivoted
-separate separately part mix behind add added drive drives driving drove driven
+separate separately part mix behind add added
 specifically particularly especially
 """.split())
 _ASKING = ("which", "what", "show", "many", "much", "total", "number", "please")  # a typo may hide these
@@ -59,7 +59,9 @@ _FILLER = re.compile(r"\b(?:right now|at the moment|in terms of|out of(?: all| t
                      r"\b(?:filter(?:ed)?|narrow(?:ed)?) (?:it |that |this |them )?(?:down )?(?:to|for|on)\b|"
                      r"(?<!came )(?<!come )(?<!went )(?<!sent )(?<!send )(?<!got )(?<!brought )"
                      r"\bback(?= in (?:19|20)\d\d)|"
-                     r"\b(?:marked|flagged|listed|tagged) as\b|\bas (?=(?:a |an )?(?:share|percentage|percent|"
+                     r"\b(?:marked|flagged|listed|tagged) as\b|\bthese days\b|\bnowadays\b|"
+                     r"\b(?:next to|beside|alongside) (?:it|them|that|those|each other)\b|"
+                     r"\bas (?=(?:a |an )?(?:share|percentage|percent|"
                      r"proportion|fraction)\b)")  # ("but" leading a follow-up, not "all but web"; "as a share of")
 # A follow-up's words for "the earlier answer, changed" ("switch that to units", "same year", "that year"):
 # what changes is said beside them. Only beside an earlier question; alone they are not understood.
@@ -86,7 +88,8 @@ _PHRASAL = re.compile(r"\b(send|sends|sent|sending|bring|brings|brought|bringing
 _TAKEN_IN = re.compile(r"\b(?:take|takes|took|taken|taking) in\b(?! ?\d| (?:q[1-4]|jan\w*|feb\w*|mar\w*|apr\w*|may|"
                        r"jun\w*|jul\w*|aug\w*|sep\w*|oct\w*|nov\w*|dec\w*|returns?|refunds?|total)\b)")
 # "who spent more with us": the money customers spent (not "how much did we spend")
-_SPENT_WITH_US = re.compile(r"\b(?:spend|spends|spent|spending)(?= (?:more |less |the most |the least )?with us\b)")
+_SPENT_WITH_US = re.compile(r"\b(?:spend|spends|spent|spending)(?= (?:more |less |the most |the least )?(?:with us|"
+                            r"per (?:order|customer))\b)")  # ("who spends more per order": money per order)
 # "orders we took over the phone", "how many orders did we take?": received (not "take web out of it")
 _TAKEN = re.compile(r"\b(?:take|takes|took|taken|taking)(?= (?:over|through|via|on|by|in(?! \w+ out)|during|"
                     r"the (?:week|day|month)|last|this|that) |\s*[?.!,;]|\s*$)")
@@ -129,7 +132,8 @@ _ABBREVIATIONS = {"avg": "average", "qty": "quantity", "pct": "percent", "yr": "
                   "doesnt": "doesn't", "isnt": "isn't", "arent": "aren't", "wasnt": "wasn't", "werent": "weren't",
                   "wont": "won't", "cust": "customer", "custs": "customers", "ppl": "people", "biz": "business",
                   "atm": "at the moment", "all together": "altogether", "going by": "by", "acct": "account",
-                  "accts": "accounts"}
+                  "accts": "accounts", "prio": "priority", "ty": "this year", "ly": "last year",
+                  "v": "vs"}
 # (chat shorthand above: "how many r smbs", "up n down", "last qtr")
 _PERIOD_SHORT = {"mom": "month over month", "qoq": "quarter over quarter", "wow": "week over week"}
 _FISCAL = "fiscal "  # "FY2025" as "fiscal 2025": read as the calendar year, and the answer says so
@@ -164,7 +168,7 @@ COMPARATIVE_LOW = frozenset({"lower", "fewer", "smaller", "worse"})  # not "less
 _SHARE = re.compile(r"\b(?:share|percentage|percent|proportion|fraction|mix)\b|%|\b(?:what|which) part(?= of\b)")
 _SAME_PERIOD_LAST_YEAR = re.compile(
     r"\b(year[ -]over[ -]year|yoy|y/y|(?:vs\.?|versus|compared? (?:to|with)|compares (?:to|with)|against) (?:the )?"
-    r"(?:(?:same (?:period|month|quarter|week) )?(?:of )?last year|"
+    r"(?:(?:same (?:period|month|quarter|week|point|time) )?(?:of |in )?last year|"
     r"same (?:period|month|quarter|week) (?:of |in )?(?:the|a) year (?:before|earlier)))\b")  # ("… the year before")
 _PREVIOUS_PERIOD = re.compile(
     r"\b(?:(month|quarter|week|year)[ -]over[ -](?:month|quarter|week|year)|period[ -]over[ -]period|"
@@ -208,7 +212,8 @@ _BREAKDOWN = re.compile(r"\b(?:by|per|across|for each|in each|each|split by|brok
 # "units in an order": the entity after these words is what a measure is divided by, as after "per".
 _PER = re.compile(r"\b(?:per|each|(?:in|for) (?:a|an|one|every)(?: single)?|(?:a|an|the|per) (?:average|typical|"
                   r"mean))\s*$")
-_BREAK_OUT = re.compile(r"\bbreak (?:it |them |that |this |those |these )?(?:out|down)\b")
+_BREAK_OUT = re.compile(r"\bbreak\s+(?:(?:it|them|that|this|those|these)\s+)?(?:out|down)\b")  # ("break that growth
+# out": the change words are read, and blank, by then)
 # "across the customer segments", "by region": the question names groups to set side by side.
 _BREAKDOWN_AHEAD = re.compile(r"\b(?:by|per|across|for each|in each|between the|among)\s+\w")
 # A follow-up setting the earlier answer against something named now ("how does that compare with 2023?").
@@ -245,7 +250,7 @@ _GREETING = re.compile(r"^\s*(?:(?:hey|hi|hello|hiya|yo|howdy|morning|good (?:mo
                        r"evening|ok|okay|cool|nice|great|perfect|awesome|sweet|thanks|thank you|thx|ty|got it|"
                        r"ah|oh|hmm|so)(?: (?:team|all|folks|everyone|there|guys|y'all|again|so much))?\b"
                        r"[\s!,.:;\-\u2013\u2014]*)+")
-_CHAT = re.compile(r"\b(?:(?:thx|thanks|thank you)(?: (?:a lot|so much|again|in advance))?|ty|cheers|lmk|"
+_CHAT = re.compile(r"\b(?:(?:thx|thanks|thank you)(?: (?:a lot|so much|again|in advance))?|ty(?=\W*$)|cheers|lmk|"
                    r"let me know|no rush|no worries|no pressure|asap|when you (?:get|have) a (?:sec|second|minute|"
                    r"chance)|if (?:possible|you can)|worth a (?:shot|try|go)|quick (?:q|question|one|sanity check|"
                    r"check)|sanity check|double[- ]check(?:ing)?|just checking)\b|"
@@ -300,6 +305,7 @@ class Reading:
     # least one row of, in the period (by `time_field`, its date) and with the filters on those rows
     points_at_rows: bool = False  # a follow-up's "those", "them": the earlier answer's rows
     threshold: tuple[str, float] | None = None  # "regions under 15k in sales": (op, value) on the measure per group
+    bound_said: tuple[str, str, str] = ("", "", "")  # the bound as written, the word before it, the words after
     had_ever: bool = False  # "customers who have placed an order": rows had at any time (a period is the records')
     had_none: bool = False  # "customers who have never placed an order": none of those rows
 
@@ -465,7 +471,7 @@ def time_field(entities: list[dict], owner: str) -> dict | None:
     for entity_id in reachable(entities, owner):
         for fld in by_id.get(entity_id, {}).get("fields", []):
             if fld["type"] in ("timestamp", "date") and fld["exposure"] == "bounded-values":
-                return fld
+                return {**fld, "entity_id": entity_id}
     return None
 
 
@@ -497,10 +503,12 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     change, text = _change_words(text, reading)
     whether, growth = change.whether, change.growth
     spans, text, time_starts = _time_spans(text, question, latest, before, matches, reading)
-    if not spans and earlier is not None and earlier.time is not None and reading.compared_outright and (
-            is_follow_up(question) or re.search(r"\b(?:that|it|this)\b", text)) and _named_grain(text) is None and \
-            earlier.grain is None:
-        spans = [earlier.time]  # "and how does that compare to last year?": the earlier period beside that one
+    earlier_period = not spans and earlier is not None and earlier.time is not None and reading.compared_outright \
+        and bool(is_follow_up(question) or re.search(r"\b(?:that|it|this)\b", text)) and \
+        _named_grain(text) is None and earlier.grain is None and not (earlier.limit or earlier.direction)
+    if earlier_period:  # "and how does that compare to last year?": the earlier period beside that one (the
+        spans = [earlier.time]  # same groups)
+        reading.against_earlier = True
 
     text, value_spans = _values(text, reading, vocabulary, matches)
     _part_from(_normalised(question), value_spans, reading)
@@ -511,7 +519,13 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     for start, end in situation:  # an aside says nothing to count, group, rank or compare by ("a channel deck")
         text = _blank(text, start, end)
     compared = bool(reading.split or reading.compare or len(spans) > 1)
-    spans = _against_earlier(spans, text, earlier, reading)
+    if not earlier_period:
+        spans = _against_earlier(spans, text, earlier, reading)
+    if len(spans) == 1 and reading.compared_outright and (_SUPERLATIVE.search(text) or _partial_period(spans[0],
+                                                                                                       latest)):
+        # "top 5 products this year vs last year": the ranking of this year, each beside its last year; "ytd vs
+        # last year" in June: the same days of each year, beside each other in one row (not half against whole)
+        reading.compared_outright = False
     if len(spans) > 1 or (reading.compared_outright and reading.compare == "same_period_last_year"):
         # "last year vs 2023", "last quarter compared with the same quarter last year": as dates, once "now" is known
         spans = [dated(span, latest) for span in spans]
@@ -534,11 +548,13 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     reading.owner_hint = scratch.measures[0]["entity_id"] if scratch.measures else None  # so that a word two
     _catalog_words(text, reading, vocabulary, value_spans, context, situation)  # fields share is read by it
     _settle(reading, growth is not None)
+    _bound_on_the_measure(reading)
     _rate_of_rows(reading, vocabulary)
     if earlier is not None and (not reading.measures or is_follow_up(question)):
         reading = _follow(earlier, reading, question, vocabulary)
     if merit:
         _by_merit(reading)
+    _ranked_by_count(reading, vocabulary, text)
     return reading
 
 
@@ -549,7 +565,7 @@ _ONE_OF_THE_ROWS = re.compile(r"\b(?:for|in|within|of|from|at) (?:the (?:worst|b
 
 # "under 15k", "more than $2,000": a bound on the measure of each group (never a year: "over 2024")
 _THRESHOLD = re.compile(r"\b(over|above|more than|greater than|at least|under|below|less than|fewer than|at most|"
-                        r"no more than)\s+\$?(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s*(k|m|thousand|million)?\b"
+                        r"no more than)\s+(\$?)(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s*(k|m|thousand|million)?\b"
                         r"(?!\s*(?:%|percent|days?|weeks?|months?|years?|quarters?)\b)")
 _THRESHOLD_OPS = {"over": "gt", "above": "gt", "more than": "gt", "greater than": "gt", "at least": "gte",
                   "under": "lt", "below": "lt", "less than": "lt", "fewer than": "lt", "at most": "lte",
@@ -560,12 +576,46 @@ _SCALES = {"k": 1_000, "thousand": 1_000, "m": 1_000_000, "million": 1_000_000}
 def _threshold(text: str, reading: Reading) -> str:
     """"Which regions did under 15k in sales": the groups whose measure is under 15,000 (one bound, read once)."""
     for bound in _THRESHOLD.finditer(text):
-        number, scale = bound.group(2).replace(",", ""), bound.group(3)
+        number, scale = bound.group(3).replace(",", ""), bound.group(4)
         if scale is None and re.fullmatch(r"(?:19|20)\d\d", number):
             continue  # "over 2024": a year
         reading.threshold = (_THRESHOLD_OPS[bound.group(1)], float(number) * _SCALES.get(scale or "", 1))
+        before = _WORD.findall(text[:bound.start()])[-1:]
+        after = re.match(r"\s*(?:in|of)\s+((?:[\w&'-]+\s+){0,2}[\w&'-]+)", text[bound.end():])
+        reading.bound_said = (bound.group(0).strip(), before[0] if before else "",
+                              (after.group(1) if after else "") + (" $" if bound.group(2) else ""))
         return _blank(text, bound.start(), bound.end())
     return text
+
+
+def _bound_on_the_measure(reading: Reading) -> None:
+    """A bound is on the one measure, said beside its name ("revenue over 2,500", "under 15k in sales");
+    one beside another noun ("more than 100 orders", "customers over 30"), in money on a count, or on a change,
+    a rate or a share is not read."""
+    if reading.threshold is None:
+        return
+    said, before, after = reading.bound_said
+    measure = reading.measures[0] if len(reading.measures) == 1 else None
+    names = {w for name in [measure["label"], *measure.get("synonyms", [])] for w in words(name)} if measure else set()
+    beside = singular(plain(before)) in names or bool(set(words(after.replace("$", ""))[:2]) & names)
+    money_on_a_count = after.endswith("$") and measure is not None and measure.get("type") == "integer"
+    if measure is None or not beside or money_on_a_count or reading.compare or reading.per or reading.share or \
+            reading.share_of_total or reading.cumulative:
+        reading.threshold = None
+        reading.unknown.append(said)
+        reading.reasons[said] = ("I keep groups by a bound on the one figure asked for, said beside it, e.g. "
+                                 "\u201cregions with net revenue under 15,000\u201d")
+
+
+_SUPERLATIVE = re.compile(r"\b(?:top|bottom|" + "|".join(sorted(SUPERLATIVE_HIGH | SUPERLATIVE_LOW)) + r")\b")
+
+
+def _partial_period(span: TimeSpan, latest: dt.date | None) -> bool:
+    """A period "to date" ("this year", "ytd") that "now" is not the last day of."""
+    if span.kind != "relative" or span.op != "to_date" or latest is None:
+        return False
+    whole = dated(span, latest)
+    return whole.kind == "between" and latest + dt.timedelta(days=1) != whole.end
 
 
 def _pointers_back(text: str, reading: Reading, vocabulary: Vocabulary) -> str:
@@ -653,6 +703,20 @@ def _settle(reading: Reading, growth: bool) -> None:
         reading.share_of_total = False  # "percentage change in revenue": the change, in percent
 
 
+def _ranked_by_count(reading: Reading, vocabulary: Vocabulary, text: str) -> None:
+    """"The top 3 return reasons": with no measure, a ranking of what describes rows is by how many rows each
+    has (never of the rows' own names: one each; never by size, "the biggest channel": of what is not said)."""
+    if reading.measures or not (reading.limit or reading.direction) or len(reading.breakdowns) != 1 or \
+            reading.grain or reading.ranks_change or reading.compare or re.search(
+                r"\b(?:big|large|small|great|huge|tiny|strong|weak)\w*", text):
+        return
+    field = reading.breakdowns[0]
+    entity = vocabulary.by_id.get(field["entity_id"])
+    if entity is None or "name" in words(field["label"]) or not counts_of(entity):
+        return
+    reading.measures = [counts_of(entity)[0]]
+
+
 def _counts_some_of(measure: dict, entity: dict) -> bool:
     """A count of some of an entity's rows ("Cancelled orders" of orders): per its rows, a rate."""
     named = words(measure["label"])
@@ -674,8 +738,12 @@ def _rate_of_rows(reading: Reading, vocabulary: Vocabulary) -> None:
 def _order_words(text: str, reading: Reading, change: _Change) -> tuple[bool, str]:
     """The ranking asked for, and whether "best" or "worst" alone set its order (for `_by_merit`, once the
     measure is known: "worst first" of a return rate is the highest)."""
-    merit = bool(_MERIT.search(text)) and not _OTHER_ORDER.search(text)
+    said = [*_MERIT.finditer(text), *_OTHER_ORDER.finditer(text)]
+    last = max(said, key=lambda m: m.start()) if said else None  # the word said last sets the order ("which get
+    merit = last is not None and bool(_MERIT.fullmatch(last.group(0)))  # sent back the most? … worst first")
     text = _ranking(text, reading)
+    if merit and reading.direction is not None:  # the highest is the best, until the measure says otherwise
+        reading.direction = "asc" if last.group(0) in ("worst", "worse") else "desc"
     if change.paced and reading.compare:
         reading.ranks_change = True
         reading.direction = "asc" if re.search(r"least|smallest|slowest", change.paced.group(0)) else "desc"
@@ -719,24 +787,35 @@ def _normalised(question: str) -> str:
     text = _SPENT_WITH_US.sub(lambda m: "money".ljust(len(m.group(0))), text)
     text = re.sub(r"\bhow many different\b", "how many distinct  ", text)  # (not a comparison)
     text = re.sub(r"\bw/(?=\s)", "with", text)  # "by year w/ growth"
+    # "the change from the previous quarter": against it (alone, "revenue from the previous quarter" is in it)
+    text = re.sub(r"\b(change|growth|increase|decrease|difference)( (?:in \w+ )?)(from|over|on)\b(?= (?:the )?"
+                  r"(?:previous|prior) (?:month|quarter|week|year|period)\b)",
+                  lambda m: f"{m.group(1)}{m.group(2)}{'vs'.rjust(len(m.group(3)))}", text)
     # "the % change", "growth in percent": the change as a rate, not a share
     text = re.sub(r"(?:%|\bper ?cent(?:age)?)(?= (?:change|growth|increase|decrease|drop|difference|decline)\b)|"
                   r"(?<=\bchange )(?:in |as an? )?(?:%|per ?cent(?:age)?\b)", lambda m: " " * len(m.group(0)), text)
     text = re.sub(r"\b(we|they) stock\b", r"\1 carry", text)  # "products we stock" (not "units in stock")
-    # "which channel drove the uplift": the one that grew the most
-    text = re.sub(r"\b(?:drove|drives|driving|drive|behind|(?:was|were|is|are) responsible for|"
+    # "which channel drove the uplift": the one that grew the most (not "what's driving cancellations": why)
+    text = re.sub(r"(?<=\bwhich )(\w+(?: \w+)? )(?:drove|drives|was behind|were behind|(?:was|were) responsible for|"
                   r"contributed (?:most )?to) (?:the|that|this|our) (?:uplift|growth|increase|rise|gain|jump)\b",
-                  lambda m: "grew the most".ljust(len(m.group(0))), text)
+                  lambda m: f"{m.group(1)}grew the most".ljust(len(m.group(0))), text)
     # "how much have we sold in apparel": money ("how many … sold", "how much of product X": units, not read so)
-    text = re.sub(r"\bhow much(?= (?:(?:have|has|did|do|does) )?(?:we|they|you|i) (?:sold|sell)\b)", "money   ", text)
+    if not re.search(r"\b(?:units?|items?|pieces?|quantity|quantities|volume)\b", text):
+        text = re.sub(r"\bhow much(?= (?:(?:have|has|did|do|does) )?(?:we|they|you|i) (?:sold|sell)\b)", "money   ",
+                      text)
     # "this year vs last": the same unit
-    text = re.sub(r"\b(this (year|quarter|month|week)\b.{0,20}?\b(?:vs\.?|versus|against|compared (?:to|with)) last)\b"
-                  r"(?! (?:year|quarter|month|week)\b)", r"\1 \2", text)
+    text = re.sub(r"\b(this (year|quarter|month|week)\b.{0,30}?\b(?:vs\.?|versus|against|compared (?:to|with)|than) "
+                  r"last)\b(?! (?:year|quarter|month|week)\b)", r"\1 \2", text)
+    # "biggest market first": the order said once
+    text = re.sub(r"\b((?:biggest|largest|highest|smallest|lowest|busiest)(?: \w+)?) first(?![\w-])",
+                  lambda m: m.group(1).ljust(len(m.group(0))), text)
     text = re.sub(r"\b(?:the )?full[- ]year(?= (?:of )?(?:19|20)\d\d\b)", lambda m: " " * len(m.group(0)), text)
-    text = re.sub(r"^\W*where (?:are|r|do) (?:we|things) (?:on|with|at|stand on|stand with)\b",
+    text = re.sub(r"^\W*where (?:are|r|do) (?:we|things) (?:on|with|at|stand on|stand with)\b|"
+                  r"\bwhere (?=(?:did|does|do|will|has|have) .{1,60}?\bland(?:ed)?\b)",
                   lambda m: " " * len(m.group(0)), text)  # "where are we on turnover": how much it is
-    if re.search(r"^\W*(?:how|how'?s|what'?s|what (?:is|has))\b", text):  # "how did Q4 sales land", "what's AOV
-        # been doing"
+    text = re.sub(r"(?<!order )(?<!ticket )#(\d{1,2}) (?=[a-z])", r"top \1 ", text)  # "the #1 reason" (not "order #12")
+    if re.search(r"^\W*(?:how|how'?s|what'?s|what (?:is|has))\b|\bland(?:ed)?\b", text):  # "how did Q4 sales
+        # land", "what's AOV been doing", "where did net sales land"
         text = _HOW_IT_GOES.sub(lambda m: " " * len(m.group(0)), text)
     # an analyst's "orders where status = cancelled": "with" (a word between, so "orders status" is no one name)
     text = re.sub(r"\bwhere(?= \w+(?: \w+)? (?:==?|(?:is|equals|in)\b))", "with ", text)
@@ -774,6 +853,9 @@ def _comparison(text: str, reading: Reading) -> str:
             reading.compare_grain = "year"  # "trended year over year": each year against the one before
         return text
     compare, text = _take(_PREVIOUS_PERIOD, text)
+    while compare and _PREVIOUS_PERIOD.search(text):  # "MoM …, with the change vs the prior month": said twice
+        again, text = _take(_PREVIOUS_PERIOD, text)
+        compare = compare if any(compare.groups()) else again
     if compare:
         reading.compare = "previous_period"
         reading.compared_outright = not re.search(r"[ -]over[ -]", compare.group(0))  # "vs the quarter before"
@@ -871,8 +953,10 @@ def _periods(spans: list[TimeSpan], text: str, reading: Reading, asks_change: bo
         spans = list(ends)
     if len(spans) == 2 and all(span.kind == "between" and not span.parts for span in spans):
         inner, outer = sorted(spans, key=lambda span: span.end - span.start)
-        if outer.start <= inner.start and inner.end <= outer.end:
-            spans = [inner]  # "Q4 orders … this year": the Q4 of this year
+        if outer.calendar_unit == "year" and outer.start <= inner.start and inner.end <= outer.end and re.fullmatch(
+                r"(?:in |for |during )?(?:q[1-4]|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*)",
+                inner.words.strip()):
+            spans = [inner]  # "Q4 orders … this year": the Q4 of this year (said without a year of its own)
     if len(spans) == 1:
         _one_period(spans[0], text, reading, asks_change, both)
     else:
@@ -886,7 +970,16 @@ def _one_period(span: TimeSpan, text: str, reading: Reading, asks_change: bool, 
     unit_months = UNIT_MONTHS.get(span.calendar_unit or "")
     if reading.compare and not asks_change and unit_months and (COMPARING.search(text) or reading.compared_outright
                                                                 or both):
-        widened = widened_back(span, 12 if reading.compare == "same_period_last_year" else unit_months)
+        back = 12 if reading.compare == "same_period_last_year" else UNIT_MONTHS.get(reading.compare_grain or "",
+                                                                                      unit_months)
+        if back not in (unit_months, 12) or back < unit_months:  # "2025 vs the month before", "last month vs the
+            said = span.words.strip()  # previous quarter": no such period to set beside it
+            reading.unknown.append(said)
+            reading.reasons[said] = (f"I set a period beside the one of the same length just before it, or beside "
+                                     f"the same period a year earlier; against a {reading.compare_grain} before, "
+                                     f"\u201c{said}\u201d is neither")
+            return
+        widened = widened_back(span, back)
         if widened is not None:
             reading.time, reading.grain = widened, span.calendar_unit
             reading.compare, reading.compare_grain = None, None
@@ -1015,7 +1108,7 @@ _OCCASION_WORDS = frozenset("""review reviews pack deck slides slide meeting cal
 questions update check board finance team desk ops operations marketing exec execs leadership boss manager management
 cfo ceo coo vp director analyst pipeline planning budget backlog prep dashboard memo newsletter offsite kickoff retro
 qbr investor investors town hall doing asking asked asks presentation summary recap catch-up catchup one-pager audit
-committee""".split())
+committee cx kpi kpis okr okrs mbr wbr""".split())
 # The only words of STOP a framing may hold: who asks, for what occasion; never what or how to count.
 _FRAMING_WORDS = frozenset("""for re the a an my our this that from on to of here is are am i we me us you
 about with and need needs want wants know please hi hello hey thanks ok okay so quick check one i'm i've we're
@@ -1741,6 +1834,8 @@ def _place(entries: list[_Entry], position: int, seen: _Words, reading: Reading,
         # decided once every other word is read.
         size = len(next(e.phrase for e in entries))
         after = position + size
+        if after < len(seen.raw) and seen.raw[after] in _HOW_MANY_WORDS:
+            after += 1  # "order count and revenue": the count of orders, beside revenue
         beside_and = (position > 0 and seen.raw[position - 1] == "and" and not seen.breaks[position]) or (
             after < len(seen.raw) and seen.raw[after] == "and" and not seen.breaks[after])
         metric = _choose(items["metric"], reading, vocabulary) if "metric" in kinds else None
@@ -1961,6 +2056,11 @@ def _settle_shares(reading: Reading) -> None:
         reading.share_of_total = False
 
 
+def _same_span(one: TimeSpan, other: TimeSpan) -> bool:
+    """The same period, however it was written ("this year", "in 2025" once dated)."""
+    return replace(one, words="") == replace(other, words="")
+
+
 def _follow(earlier: Reading, new: Reading, question: str, vocabulary: Vocabulary) -> Reading:
     """A follow-up ("now only web", "same by region", "and last year?") changes the earlier reading."""
     merged = replace(earlier, unknown=list(new.unknown), personal=list(new.personal), follow_up=True,
@@ -1974,7 +2074,8 @@ def _follow(earlier: Reading, new: Reading, question: str, vocabulary: Vocabular
         and any(f.field["entity_id"] in reachable(vocabulary.entities, m["entity_id"]) for f in new.filters)
         for m in new.measures)
     ranked = bool(earlier.limit or earlier.which)
-    if new.points_at_rows and ranked and (new.filters or new.split or new.grain or [
+    if new.points_at_rows and ranked and (new.filters or new.split or new.grain or new.time or new.limit or
+                                          new.direction or new.compare or new.threshold or new.cumulative or [
             b for b in new.breakdowns if b not in earlier.breakdowns]):
         # "how many of those are small businesses?" after "which country has the most customers": a limit on the
         # earlier answer's rows would change which rows they are, and they are not seen
@@ -1988,22 +2089,51 @@ def _follow(earlier: Reading, new: Reading, question: str, vocabulary: Vocabular
     if new.points_at_rows and not ranked and new.filters and not (new.breakdowns or new.grain or new.split) and \
             re.search(r"\bhow many of (?:those|them|these)\b", question.lower()):
         merged.breakdowns = []  # "how many of those are still open?" after "tickets by priority": one number
-    among = re.search(r"\b(?:of|among) (?:the ones|those|them|these)\b.*\bhow many\b(?! of\b)", question.lower())
+    among = re.search(r"\b(?:of|among) (?:the ones|those|them|these)\b.*\bhow many (?:of (?:them|those|these) )?"
+                      r"(?:have|has|had|did|do|does|are|were|ever|never|actually|already)\b", question.lower())
     rows = vocabulary.by_id.get(new.measures[0]["entity_id"]) if new.measures else None
     if among and rows is not None and len(earlier.measures) == 1 and not new.has_rows and rows["id"] != \
             earlier.measures[0]["entity_id"] and earlier.measures[0]["entity_id"] in reachable(vocabulary.entities,
                                                                                               rows["id"]):
         # "of the ones who joined this year, how many have placed an order?": those of the earlier rows that have
-        # at least one such row, at any time
+        # at least one such row, at any time (a period said with the earlier rows' own verb is theirs: "joined")
+        dates = earlier.time_field or time_field(vocabulary.entities, earlier.measures[0]["entity_id"]) or {}
+        own = dates if dates and any(re.search(rf"\b{re.escape(verb)}\b", question.lower())
+                                     for verb in dates.get("event_verbs", [])) else None
+        if new.time and earlier.time and own is None and not _same_span(new.time, earlier.time):
+            # (the earlier rows' period and another: whose is it?)
+            merged.unknown.append(new.time.words.strip())
         merged.has_rows, merged.had_ever = rows, True
         merged.had_none = bool(re.search(r"\bnever\b", question.lower()))  # ("… how many have never ordered")
         merged.unknown = [w for w in merged.unknown if not (merged.had_none and w == "never")]
-        new = replace(new, measures=[], time_field=None, grain=new.grain or (None if new.time else earlier.grain))
+        new = replace(new, measures=[], time_field=own, grain=new.grain or (None if new.time else earlier.grain))
         merged.grain = new.grain
+    elif re.search(r"^\W*(?:of|among) (?:the ones|those|them|these)\b", question.lower()) and rows is not None and \
+            earlier.time is not None and earlier.measures and rows["id"] != earlier.measures[0]["entity_id"]:
+        # "of those, how many orders did they place?" after "how many people signed up in 2024": the orders of the
+        # customers who signed up then (by their date), in any period of the orders' own
+        if new.time:
+            merged.unknown.append(new.time.words.strip())
+            merged.reasons[new.time.words.strip()] = "the earlier period is of the earlier rows: say one period"
+        new = replace(new, time_field=earlier.time_field or time_field(vocabulary.entities,
+                                                                     earlier.measures[0]["entity_id"]))
     if new.measures and not whose_rows:  # "and units sold?", not "now for enterprise customers" (whose rows)
         merged.measures, merged.per, merged.share_of_total = list(new.measures), new.per, new.share_of_total
         merged.time_field = new.time_field  # another measure is dated by its own date, unless one is named
         merged.has_rows = new.has_rows  # (the rows customers had are not what revenue is over)
+    elif merged.has_rows is not None and merged.had_ever and (new.grain or (
+            new.time and not (earlier.time and _same_span(new.time, earlier.time)))) and not (
+            new.time_field and new.time_field.get("entity_id") == merged.measures[0]["entity_id"]):
+        # (a period said with the earlier rows' own verb, "of the ones who joined this year", is theirs)
+        if earlier.time is None and not new.grain:  # "and in 2024?" after "customers who have placed an order":
+            merged.had_ever = False  # those with one then
+            merged.time_field = time_field(vocabulary.entities, merged.has_rows["id"])
+        else:  # (whose period: the customers' own, or their orders'?)
+            said = new.time.words.strip() if new.time else (new.grain or "")
+            merged.unknown.append(said)
+            owner = vocabulary.by_id.get(merged.measures[0]["entity_id"], {}).get("label", "record")
+            merged.reasons[said] = (f"say whose date it is: each {owner.lower()}'s own, or its "
+                                    f"{merged.has_rows['label'].lower()} rows'")
     elif merged.has_rows is not None and merged.time_field is None:  # "and in 2024?" after "customers who
         merged.time_field = time_field(vocabulary.entities, merged.has_rows["id"])  # bought online": then
     if new.breakdowns or new.grain:
@@ -2039,9 +2169,17 @@ def _follow(earlier: Reading, new: Reading, question: str, vocabulary: Vocabular
     merged.compare = new.compare or earlier.compare
     merged.cumulative = new.cumulative or earlier.cumulative
     merged.threshold = new.threshold or earlier.threshold
+    if earlier.threshold and not new.threshold and (new.measures or new.grain or new.breakdowns):
+        # "and what about orders?" after "regions under 15k in sales": the groups it kept are not seen
+        said = earlier.bound_said[0]
+        merged.threshold = None
+        merged.unknown.append(said)
+        merged.reasons[said] = ("the groups kept by it were those of the earlier figure, which I do not see: ask "
+                                "again with the bound on the figure you want")
     merged.ranks_change = new.ranks_change or (earlier.ranks_change and not new.direction)
-    if new.ranks_change and not new.time and merged.time is not None and len(merged.time.parts) == 2:
-        # "which category grew the most?" after "this year vs last year": the later against the earlier
+    if (new.ranks_change or new.compare) and not new.time and merged.time is not None and \
+            len(merged.time.parts) == 2:  # "which category grew the most?", "break that growth out by channel"
+        # after "this year vs last year": the later against the earlier
         unit = merged.time.parts[0].calendar_unit
         compare = _change_between(merged.time, unit)
         if compare is not None:
@@ -2051,14 +2189,17 @@ def _follow(earlier: Reading, new: Reading, question: str, vocabulary: Vocabular
     merged.split = new.split or merged.split
     merged.share = new.share or earlier.share
     merged.share_of_total = merged.share_of_total or (new.share_of_total and merged.share is None)
-    if new.share_of_total and not (new.breakdowns or new.filters or merged.breakdowns) and merged.filters and \
-            merged.share is None:  # "what % of all orders is that?" after "how many orders were cancelled": the
-        merged.share, merged.share_of_total = merged.filters[-1], False  # earlier value is the part
-        merged.filters = merged.filters[:-1]
+    pointing = re.search(r"\b(?:is|was|are|were) (?:that|this|it|those)\W*$", question.lower())
+    if new.share_of_total and not (new.breakdowns or new.filters or merged.breakdowns) and \
+            len(merged.filters) == 1 and merged.share is None:  # "what % of all orders is that?" after "how many
+        merged.share, merged.share_of_total = merged.filters[0], False  # orders were cancelled": that value is the
+        merged.filters = []  # part
     elif new.share_of_total and not (new.breakdowns or new.filters or merged.breakdowns) and len(
             earlier.measures) == 1 and (entity := vocabulary.by_id.get(earlier.measures[0]["entity_id"])) and \
             _counts_some_of(earlier.measures[0], entity):  # … after "how many cancellations": per order
         merged.measures, merged.per, merged.share_of_total = list(earlier.measures), entity, False
+    elif new.share_of_total and pointing:  # "… is that?" after a breakdown, or two values: which part is "that"?
+        merged.unknown.append(pointing.group(0).strip(" ?!."))
     nothing_new = not (new.measures or merged.has_rows is not earlier.has_rows or new.breakdowns or new.grain
                        or new.filters or new.time or new.limit
                        or new.direction or new.compare or new.split or new.share or new.share_of_total
