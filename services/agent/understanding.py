@@ -237,12 +237,14 @@ CHANGE_VERBS = re.compile(r"^\s*(?:(?:please|pls|plz|kindly)\s+)?(?:(?:can|could
                           r"activate|suspend|promote|demote|block|unblock)\b"
                           r"(?!\s+(?:in|of|over|from|by)\b)")  # "change in revenue" asks, it does not order
 LISTING_WORDS = frozenset({"latest", "recent", "newest"})  # a listing's own words, unusable in an analysis
+_IS_THAT = re.compile(r"\b(?:is|was|are|were) (?:that|this|it|those)\W*$")  # "what % of all orders is that?"
+# "of those, how many …", "among them": a count within the earlier answer's rows
+_OF_THOSE = re.compile(r"^\W*(?:of|among) (?:the ones|those|them|these)\b")
 _CHANGE_THAT = re.compile(r"^\s*(?:(?:can|could|would) (?:you|u) )?(?:please |pls )?(?:switch|swap|flip|narrow|limit|"
                           r"restrict|break|split|change|turn|make|show|do|redo|run|filter) "
                           r"(?:that|this|it|them|those)\b"
                           r"(?! (?:year|quarter|month|week|day)'?s?\b)|\b(?:those|these|that) (?:same|ones)\b|"
-                          r"\b(?:each|all|any) of (?:those|these|them)\b|"
-                          r"\b(?:is|was|are|were) (?:that|this|it|those)\W*$")  # "what % of all orders is that?"
+                          r"\b(?:each|all|any) of (?:those|these|them)\b|" + _IS_THAT.pattern)
 # Chat around a question (Slack-style): greetings, reactions, thanks, sign-offs and hedges, none of which
 # changes what is asked. Emoji end a sentence, as a full stop would.
 _EMOJI = re.compile("[\U0001F300-\U0001FAFF\u2600-\u27BF\u2B50\u2B55\uFE0F\u200D]+")
@@ -491,7 +493,7 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     what "now" is for a month or quarter named without a year (unknown: the reading says it needs it)."""
     vocabulary = Vocabulary(entities)
     reading = Reading()
-    text = _normalised(question)
+    text = said = _normalised(question)
     if earlier is not None:
         text = _pointers_back(text, reading, vocabulary)
     text = _outside_the_data(text, reading)
@@ -503,15 +505,11 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     change, text = _change_words(text, reading)
     whether, growth = change.whether, change.growth
     spans, text, time_starts = _time_spans(text, question, latest, before, matches, reading)
-    earlier_period = not spans and earlier is not None and earlier.time is not None and reading.compared_outright \
-        and bool(is_follow_up(question) or re.search(r"\b(?:that|it|this)\b", text)) and \
-        _named_grain(text) is None and earlier.grain is None and not (earlier.limit or earlier.direction)
-    if earlier_period:  # "and how does that compare to last year?": the earlier period beside that one (the
-        spans = [earlier.time]  # same groups)
-        reading.against_earlier = True
+    borrowed = None if spans else _earlier_period_compared(text, question, earlier, reading)
+    spans = borrowed or spans
 
     text, value_spans = _values(text, reading, vocabulary, matches)
-    _part_from(_normalised(question), value_spans, reading)
+    _part_from(said, value_spans, reading)
     if earlier is not None and reading.filters and reading.split is None and is_follow_up(question):
         text = _value_against_earlier(text, value_spans, reading, earlier)
     text = _framing(text, vocabulary, reading, value_spans, time_starts)
@@ -519,16 +517,9 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     for start, end in situation:  # an aside says nothing to count, group, rank or compare by ("a channel deck")
         text = _blank(text, start, end)
     compared = bool(reading.split or reading.compare or len(spans) > 1)
-    if not earlier_period:
+    if not borrowed:
         spans = _against_earlier(spans, text, earlier, reading)
-    if len(spans) == 1 and reading.compared_outright and (_SUPERLATIVE.search(text) or _partial_period(spans[0],
-                                                                                                       latest)):
-        # "top 5 products this year vs last year": the ranking of this year, each beside its last year; "ytd vs
-        # last year" in June: the same days of each year, beside each other in one row (not half against whole)
-        reading.compared_outright = False
-    if len(spans) > 1 or (reading.compared_outright and reading.compare == "same_period_last_year"):
-        # "last year vs 2023", "last quarter compared with the same quarter last year": as dates, once "now" is known
-        spans = [dated(span, latest) for span in spans]
+    spans = _dated_to_compare(spans, text, reading, latest)
     if whether and growth is None and len(spans) == 1 and not spans[0].ends and reading.compare is None:
         reading.compare, reading.compared_outright = "previous_period", True  # "up or down last quarter"
     _periods(spans, text, reading, asks_change=growth is not None, both=whether is not None)
@@ -547,9 +538,7 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     _catalog_words(text, scratch, vocabulary, value_spans, context, situation)  # a first pass finds the measure,
     reading.owner_hint = scratch.measures[0]["entity_id"] if scratch.measures else None  # so that a word two
     _catalog_words(text, reading, vocabulary, value_spans, context, situation)  # fields share is read by it
-    _settle(reading, growth is not None)
-    _bound_on_the_measure(reading)
-    _rate_of_rows(reading, vocabulary)
+    _settle(reading, growth is not None, vocabulary)
     if earlier is not None and (not reading.measures or is_follow_up(question)):
         reading = _follow(earlier, reading, question, vocabulary)
     if merit:
@@ -605,6 +594,31 @@ def _bound_on_the_measure(reading: Reading) -> None:
         reading.unknown.append(said)
         reading.reasons[said] = ("I keep groups by a bound on the one figure asked for, said beside it, e.g. "
                                  "\u201cregions with net revenue under 15,000\u201d")
+
+
+def _earlier_period_compared(text: str, question: str, earlier: Reading | None,
+                             reading: Reading) -> list[TimeSpan] | None:
+    """"And how does that compare to last year?" names no period of its own: the earlier one, with the same groups
+    (not an earlier series or ranking: its figure against last year's stays as it was). None when it is not so."""
+    if earlier is None or earlier.time is None or not reading.compared_outright or not (
+            is_follow_up(question) or re.search(r"\b(?:that|it|this)\b", text)) or _named_grain(text) is not None \
+            or earlier.grain is not None or earlier.limit or earlier.direction:
+        return None
+    reading.against_earlier = True
+    return [earlier.time]
+
+
+def _dated_to_compare(spans: list[TimeSpan], text: str, reading: Reading, latest: dt.date | None) -> list[TimeSpan]:
+    """Periods set side by side, as dates once "now" is known ("last year vs 2023", "this quarter compared with
+    the same quarter last year"). A ranking, or a period only partly over, keeps its figure against the same
+    period instead: "top 5 products this year vs last year" ranks this year; "ytd vs last year" in June sets the
+    same days of each year beside each other (not half a year against a whole one)."""
+    if len(spans) == 1 and reading.compared_outright and (_SUPERLATIVE.search(text) or _partial_period(spans[0],
+                                                                                                       latest)):
+        reading.compared_outright = False
+    if len(spans) > 1 or (reading.compared_outright and reading.compare == "same_period_last_year"):
+        return [dated(span, latest) for span in spans]
+    return spans
 
 
 _SUPERLATIVE = re.compile(r"\b(?:top|bottom|" + "|".join(sorted(SUPERLATIVE_HIGH | SUPERLATIVE_LOW)) + r")\b")
@@ -690,8 +704,9 @@ def _time_spans(text: str, question: str, latest: dt.date | None, before: tuple[
     return spans, text, time_starts
 
 
-def _settle(reading: Reading, growth: bool) -> None:
-    """What the words read together mean: shares settled, a per that is the measure's own, a growth of a share."""
+def _settle(reading: Reading, growth: bool, vocabulary: Vocabulary) -> None:
+    """What the words read together mean: shares settled, a per that is the measure's own, a growth of a share, a
+    bound on the measure, a rate of some rows."""
     _settle_shares(reading)
     if reading.per and reading.measures and reading.per["id"] == reading.measures[0]["entity_id"] and not \
             _counts_some_of(reading.measures[0], reading.per):
@@ -701,6 +716,8 @@ def _settle(reading: Reading, growth: bool) -> None:
         reading.compare, reading.grain = None, reading.grain or "month"
     elif growth and reading.share_of_total:
         reading.share_of_total = False  # "percentage change in revenue": the change, in percent
+    _bound_on_the_measure(reading)
+    _rate_of_rows(reading, vocabulary)
 
 
 def _ranked_by_count(reading: Reading, vocabulary: Vocabulary, text: str) -> None:
@@ -786,6 +803,17 @@ def _normalised(question: str) -> str:
     text = _TAKEN.sub(lambda m: " " * len(m.group(0)), text)
     text = _SPENT_WITH_US.sub(lambda m: "money".ljust(len(m.group(0))), text)
     text = re.sub(r"\bhow many different\b", "how many distinct  ", text)  # (not a comparison)
+    text = _shorthand_at_work(text)
+    # an analyst's "orders where status = cancelled": "with" (a word between, so "orders status" is no one name)
+    text = re.sub(r"\bwhere(?= \w+(?: \w+)? (?:==?|(?:is|equals|in)\b))", "with ", text)
+    text = _PHRASAL.sub(lambda m: f"{m.group(1)} {m.group(3)} {m.group(2)}", text)  # "send stuff back": sent back
+    text = re.sub(r"\b(best|top|worst)[- ](selling|sellers?|performing|performers?)\b", r"\1 \2", text)
+    return _FILLER.sub(lambda m: " " * len(m.group(0)), text)
+
+
+def _shorthand_at_work(text: str) -> str:
+    """How people at work say what a question already says another way ("w/", "where are we on", "the % change",
+    "this yr vs last", "#1 reason"): rewritten to the plain words, or taken out."""
     text = re.sub(r"\bw/(?=\s)", "with", text)  # "by year w/ growth"
     # "the change from the previous quarter": against it (alone, "revenue from the previous quarter" is in it)
     text = re.sub(r"\b(change|growth|increase|decrease|difference)( (?:in \w+ )?)(from|over|on)\b(?= (?:the )?"
@@ -817,11 +845,7 @@ def _normalised(question: str) -> str:
     if re.search(r"^\W*(?:how|how'?s|what'?s|what (?:is|has))\b|\bland(?:ed)?\b", text):  # "how did Q4 sales
         # land", "what's AOV been doing", "where did net sales land"
         text = _HOW_IT_GOES.sub(lambda m: " " * len(m.group(0)), text)
-    # an analyst's "orders where status = cancelled": "with" (a word between, so "orders status" is no one name)
-    text = re.sub(r"\bwhere(?= \w+(?: \w+)? (?:==?|(?:is|equals|in)\b))", "with ", text)
-    text = _PHRASAL.sub(lambda m: f"{m.group(1)} {m.group(3)} {m.group(2)}", text)  # "send stuff back": sent back
-    text = re.sub(r"\b(best|top|worst)[- ](selling|sellers?|performing|performers?)\b", r"\1 \2", text)
-    return _FILLER.sub(lambda m: " " * len(m.group(0)), text)
+    return text
 
 
 def _full_year(written: str) -> int:
@@ -2056,6 +2080,159 @@ def _settle_shares(reading: Reading) -> None:
         reading.share_of_total = False
 
 
+def _breakdowns_followed(earlier: Reading, new: Reading, merged: Reading, question: str) -> None:
+    """The groups of a follow-up: its own instead of the earlier ones; the same ones against another period;
+    a series over time after a ranking; within the earlier ones when split ("split that by segment")."""
+    if not (new.breakdowns or new.grain):
+        return
+    side_by_side_periods = earlier.time is not None and bool(earlier.time.parts) and not new.time
+    # "and by region?" after "revenue in 2024 and 2025": the years stay apart
+    merged.breakdowns, merged.grain = list(new.breakdowns), new.grain or (
+        earlier.grain if side_by_side_periods else None)
+    if new.against_earlier:  # "how does that compare with 2023?": the same groups, two periods
+        merged.breakdowns = list(earlier.breakdowns)
+    elif new.grain and not new.breakdowns and not earlier.grain:
+        # "and by month?" after "the top 5 regions": the ranking was of regions; months are a series, all shown
+        merged.limit, merged.direction, merged.which = None, None, False
+    elif re.search(r"\b(?:also|too|as well|split|break (?:\w+ )?(?:down|out)|subdivided?)\b", question.lower()):
+        # "split that by segment": within the earlier groups
+        merged.breakdowns = earlier.breakdowns + [b for b in new.breakdowns if b not in earlier.breakdowns]
+        merged.grain = new.grain or earlier.grain
+
+
+def _set_beside_earlier(earlier: Reading, new: Reading) -> Reading:
+    """"How does that stack up against the website?": the earlier value and the new one, side by side."""
+    if not new.set_against or new.split is not None:
+        return new
+    earlier_conditions = [*earlier.filters, *([earlier.split] if earlier.split else [])]
+    added, before = next(((f, b) for f in new.filters for b in earlier_conditions
+                          if b.field["id"] == f.field["id"]), (None, None))
+    if added is not None:
+        new = replace(new, split=Filter(added.field, tuple(dict.fromkeys([*before.values, *added.values]))),
+                      filters=[f for f in new.filters if f is not added])
+    return new
+
+
+def _on_rows_of_a_ranking(earlier: Reading, new: Reading, merged: Reading, question: str) -> bool:
+    """A follow-up about "those" rows of the earlier answer. Of a ranking: another measure beside the same ranking
+    (True: nothing else changes); anything that would change which rows they are is refused (they are not seen).
+    Of a breakdown: "how many of those are still open?" is one number."""
+    ranked = bool(earlier.limit or earlier.which)
+    if new.points_at_rows and ranked and (new.filters or new.split or new.grain or new.time or new.limit or
+                                          new.direction or new.compare or new.threshold or new.cumulative or [
+            b for b in new.breakdowns if b not in earlier.breakdowns]):
+        # "how many of those are small businesses?" after "which country has the most customers"
+        merged.unknown.append("those")
+        merged.reasons["those"] = "I do not see the earlier answer's rows: name the ones you mean"
+    elif new.points_at_rows and ranked and new.measures:  # "the order counts for those same regions" after "the
+        merged.measures = [*earlier.measures, *[m for m in new.measures if m not in earlier.measures]]  # 5 regions
+        return True  # with the most revenue"
+    elif new.points_at_rows and not ranked and new.filters and not (new.breakdowns or new.grain or new.split) and \
+            re.search(r"\bhow many of (?:those|them|these)\b", question.lower()):
+        merged.breakdowns = []  # "how many of those are still open?" after "tickets by priority": one number
+    return False
+
+
+# "… how many have placed an order": the earlier rows that have such rows
+_HOW_MANY_HAVE = re.compile(r"\bhow many (?:of (?:them|those|these) )?(?:have|has|had|did|do|does|are|were|ever|"
+                            r"never|actually|already)\b")
+
+
+def _within_earlier_rows(earlier: Reading, new: Reading, merged: Reading, question: str,
+                         vocabulary: Vocabulary) -> Reading:
+    """"Of those, how many …" counts within the earlier answer's rows: "have placed an order" those of them with
+    one (`merged` changed), "how many orders did they place" their orders, dated by the earlier rows' date (the
+    follow-up's reading changed, and returned)."""
+    asked = question.lower()
+    among = re.search(r"\b(?:of|among) (?:the ones|those|them|these)\b", asked)
+    rows = vocabulary.by_id.get(new.measures[0]["entity_id"]) if new.measures else None
+    if among is None or rows is None or not earlier.measures or rows["id"] == earlier.measures[0]["entity_id"]:
+        return new
+    owner = earlier.measures[0]["entity_id"]
+    dates = earlier.time_field or time_field(vocabulary.entities, owner) or {}
+    if _HOW_MANY_HAVE.search(asked, among.end()) and len(earlier.measures) == 1 and not new.has_rows and \
+            owner in reachable(vocabulary.entities, rows["id"]):
+        # "of the ones who joined this year, how many have placed an order?": those of the earlier rows with at
+        # least one such row, at any time (a period said with the earlier rows' own verb is theirs: "joined")
+        own = dates if dates and any(re.search(rf"\b{re.escape(verb)}\b", asked)
+                                     for verb in dates.get("event_verbs", [])) else None
+        if new.time and earlier.time and own is None and not _same_span(new.time, earlier.time):
+            merged.unknown.append(new.time.words.strip())  # (the earlier rows' period and another: whose is it?)
+        merged.has_rows, merged.had_ever = rows, True
+        merged.had_none = bool(re.search(r"\bnever\b", asked))  # ("… how many have never ordered")
+        merged.unknown = [w for w in merged.unknown if not (merged.had_none and w == "never")]
+        merged.grain = new.grain or (None if new.time else earlier.grain)
+        return replace(new, measures=[], time_field=own, grain=merged.grain)
+    if earlier.time is None or not _OF_THOSE.search(asked):
+        return new
+    # "of those, how many orders did they place?" after "how many people signed up in 2024": the orders of the
+    # customers who signed up then (by their date), in no period of the orders' own
+    if new.time:
+        merged.unknown.append(new.time.words.strip())
+        merged.reasons[new.time.words.strip()] = "the earlier period is of the earlier rows: say one period"
+    return replace(new, time_field=dates or None)
+
+
+def _date_rows_had(earlier: Reading, new: Reading, merged: Reading, vocabulary: Vocabulary) -> None:
+    """The rows the counted records had, dated by a follow-up: "and in 2024?" after "customers who bought
+    online" or "who have placed an order" (those with one then). After rows had at any time beside a period of
+    the records' own, or by a grain, whose date it is is asked; a period said with the records' own verb ("of
+    the ones who joined this year") is theirs."""
+    own_verb = bool(new.time_field) and new.time_field.get("entity_id") == merged.measures[0]["entity_id"]
+    if merged.had_ever and not own_verb and (new.grain or (
+            new.time and not (earlier.time and _same_span(new.time, earlier.time)))):
+        if earlier.time is None and not new.grain:
+            merged.had_ever = False
+            merged.time_field = time_field(vocabulary.entities, merged.has_rows["id"])
+        else:
+            said = new.time.words.strip() if new.time else (new.grain or "")
+            merged.unknown.append(said)
+            owner = vocabulary.by_id.get(merged.measures[0]["entity_id"], {}).get("label", "record")
+            merged.reasons[said] = (f"say whose date it is: each {owner.lower()}'s own, or its "
+                                    f"{merged.has_rows['label'].lower()} rows'")
+    elif merged.time_field is None:
+        merged.time_field = time_field(vocabulary.entities, merged.has_rows["id"])
+
+
+def _bound_followed(earlier: Reading, new: Reading, merged: Reading) -> None:
+    """A bound said now, or the earlier one kept; for another figure or other groups ("and what about orders?"
+    after "regions under 15k in sales") the groups it kept are not seen: refused."""
+    merged.threshold = new.threshold or earlier.threshold
+    if earlier.threshold and not new.threshold and (new.measures or new.grain or new.breakdowns):
+        said = earlier.bound_said[0]
+        merged.threshold = None
+        merged.unknown.append(said)
+        merged.reasons[said] = ("the groups kept by it were those of the earlier figure, which I do not see: ask "
+                                "again with the bound on the figure you want")
+
+
+def _change_between_earlier_periods(new: Reading, merged: Reading) -> None:
+    """"Which category grew the most?", "break that growth out by channel" after "this year vs last year": the
+    later period against the earlier."""
+    if not (new.ranks_change or new.compare) or new.time or merged.time is None or len(merged.time.parts) != 2:
+        return
+    unit = merged.time.parts[0].calendar_unit
+    compare = _change_between(merged.time, unit)
+    if compare is not None:
+        merged.time, merged.compare, merged.compare_grain = merged.time.parts[-1], compare, unit
+        merged.grain = None if merged.grain == unit else merged.grain
+
+
+def _share_of_that(earlier: Reading, new: Reading, merged: Reading, question: str, vocabulary: Vocabulary) -> None:
+    """"What % of all orders is that?": after "how many orders were cancelled" the one earlier value is the part;
+    after "how many cancellations" (some rows' count) a rate per row; after a breakdown or two values, which
+    part "that" is cannot be told: refused."""
+    plain_earlier = not (new.breakdowns or new.filters or merged.breakdowns)
+    entity = vocabulary.by_id.get(earlier.measures[0]["entity_id"]) if len(earlier.measures) == 1 else None
+    pointing = _IS_THAT.search(question.lower())
+    if plain_earlier and len(merged.filters) == 1 and merged.share is None:
+        merged.share, merged.share_of_total, merged.filters = merged.filters[0], False, []
+    elif plain_earlier and entity is not None and _counts_some_of(earlier.measures[0], entity):
+        merged.measures, merged.per, merged.share_of_total = list(earlier.measures), entity, False
+    elif pointing:
+        merged.unknown.append(pointing.group(0).strip(" ?!."))
+
+
 def _same_span(one: TimeSpan, other: TimeSpan) -> bool:
     """The same period, however it was written ("this year", "in 2025" once dated)."""
     return replace(one, words="") == replace(other, words="")
@@ -2073,91 +2250,17 @@ def _follow(earlier: Reading, new: Reading, question: str, vocabulary: Vocabular
         any(m["entity_id"] in reachable(vocabulary.entities, before["entity_id"]) for before in earlier.measures)
         and any(f.field["entity_id"] in reachable(vocabulary.entities, m["entity_id"]) for f in new.filters)
         for m in new.measures)
-    ranked = bool(earlier.limit or earlier.which)
-    if new.points_at_rows and ranked and (new.filters or new.split or new.grain or new.time or new.limit or
-                                          new.direction or new.compare or new.threshold or new.cumulative or [
-            b for b in new.breakdowns if b not in earlier.breakdowns]):
-        # "how many of those are small businesses?" after "which country has the most customers": a limit on the
-        # earlier answer's rows would change which rows they are, and they are not seen
-        merged.unknown.append("those")
-        merged.reasons["those"] = "I do not see the earlier answer's rows: name the ones you mean"
-    elif new.points_at_rows and ranked and new.measures:
-        # "the order counts for those same regions" after "the 5 regions with the most revenue": the same ranking,
-        # the new measure beside it
-        merged.measures = [*earlier.measures, *[m for m in new.measures if m not in earlier.measures]]
-        return merged
-    if new.points_at_rows and not ranked and new.filters and not (new.breakdowns or new.grain or new.split) and \
-            re.search(r"\bhow many of (?:those|them|these)\b", question.lower()):
-        merged.breakdowns = []  # "how many of those are still open?" after "tickets by priority": one number
-    among = re.search(r"\b(?:of|among) (?:the ones|those|them|these)\b.*\bhow many (?:of (?:them|those|these) )?"
-                      r"(?:have|has|had|did|do|does|are|were|ever|never|actually|already)\b", question.lower())
-    rows = vocabulary.by_id.get(new.measures[0]["entity_id"]) if new.measures else None
-    if among and rows is not None and len(earlier.measures) == 1 and not new.has_rows and rows["id"] != \
-            earlier.measures[0]["entity_id"] and earlier.measures[0]["entity_id"] in reachable(vocabulary.entities,
-                                                                                              rows["id"]):
-        # "of the ones who joined this year, how many have placed an order?": those of the earlier rows that have
-        # at least one such row, at any time (a period said with the earlier rows' own verb is theirs: "joined")
-        dates = earlier.time_field or time_field(vocabulary.entities, earlier.measures[0]["entity_id"]) or {}
-        own = dates if dates and any(re.search(rf"\b{re.escape(verb)}\b", question.lower())
-                                     for verb in dates.get("event_verbs", [])) else None
-        if new.time and earlier.time and own is None and not _same_span(new.time, earlier.time):
-            # (the earlier rows' period and another: whose is it?)
-            merged.unknown.append(new.time.words.strip())
-        merged.has_rows, merged.had_ever = rows, True
-        merged.had_none = bool(re.search(r"\bnever\b", question.lower()))  # ("… how many have never ordered")
-        merged.unknown = [w for w in merged.unknown if not (merged.had_none and w == "never")]
-        new = replace(new, measures=[], time_field=own, grain=new.grain or (None if new.time else earlier.grain))
-        merged.grain = new.grain
-    elif re.search(r"^\W*(?:of|among) (?:the ones|those|them|these)\b", question.lower()) and rows is not None and \
-            earlier.time is not None and earlier.measures and rows["id"] != earlier.measures[0]["entity_id"]:
-        # "of those, how many orders did they place?" after "how many people signed up in 2024": the orders of the
-        # customers who signed up then (by their date), in any period of the orders' own
-        if new.time:
-            merged.unknown.append(new.time.words.strip())
-            merged.reasons[new.time.words.strip()] = "the earlier period is of the earlier rows: say one period"
-        new = replace(new, time_field=earlier.time_field or time_field(vocabulary.entities,
-                                                                     earlier.measures[0]["entity_id"]))
+    if _on_rows_of_a_ranking(earlier, new, merged, question):
+        return merged  # (the same ranking, another measure beside it)
+    new = _within_earlier_rows(earlier, new, merged, question, vocabulary)
     if new.measures and not whose_rows:  # "and units sold?", not "now for enterprise customers" (whose rows)
         merged.measures, merged.per, merged.share_of_total = list(new.measures), new.per, new.share_of_total
         merged.time_field = new.time_field  # another measure is dated by its own date, unless one is named
         merged.has_rows = new.has_rows  # (the rows customers had are not what revenue is over)
-    elif merged.has_rows is not None and merged.had_ever and (new.grain or (
-            new.time and not (earlier.time and _same_span(new.time, earlier.time)))) and not (
-            new.time_field and new.time_field.get("entity_id") == merged.measures[0]["entity_id"]):
-        # (a period said with the earlier rows' own verb, "of the ones who joined this year", is theirs)
-        if earlier.time is None and not new.grain:  # "and in 2024?" after "customers who have placed an order":
-            merged.had_ever = False  # those with one then
-            merged.time_field = time_field(vocabulary.entities, merged.has_rows["id"])
-        else:  # (whose period: the customers' own, or their orders'?)
-            said = new.time.words.strip() if new.time else (new.grain or "")
-            merged.unknown.append(said)
-            owner = vocabulary.by_id.get(merged.measures[0]["entity_id"], {}).get("label", "record")
-            merged.reasons[said] = (f"say whose date it is: each {owner.lower()}'s own, or its "
-                                    f"{merged.has_rows['label'].lower()} rows'")
-    elif merged.has_rows is not None and merged.time_field is None:  # "and in 2024?" after "customers who
-        merged.time_field = time_field(vocabulary.entities, merged.has_rows["id"])  # bought online": then
-    if new.breakdowns or new.grain:
-        side_by_side_periods = earlier.time is not None and bool(earlier.time.parts) and not new.time
-        # "and by region?" after "revenue in 2024 and 2025": the years stay apart
-        merged.breakdowns, merged.grain = list(new.breakdowns), new.grain or (
-            earlier.grain if side_by_side_periods else None)
-        if new.against_earlier:  # "how does that compare with 2023?": the same groups, two periods
-            merged.breakdowns = list(earlier.breakdowns)
-        elif new.grain and not new.breakdowns and not earlier.grain:
-            # "and by month?" after "the top 5 regions": the ranking was of regions; months are a series, all shown
-            merged.limit, merged.direction, merged.which = None, None, False
-        elif re.search(r"\b(?:also|too|as well|split|break (?:\w+ )?(?:down|out)|subdivided?)\b", question.lower()):
-            # "split that by segment": within the earlier groups
-            merged.breakdowns = earlier.breakdowns + [b for b in new.breakdowns if b not in earlier.breakdowns]
-            merged.grain = new.grain or earlier.grain
-    if new.set_against and new.split is None:  # "how does that stack up against the website?": the earlier
-        # value and the new one, side by side
-        earlier_conditions = [*earlier.filters, *([earlier.split] if earlier.split else [])]
-        added, before = next(((f, b) for f in new.filters for b in earlier_conditions
-                              if b.field["id"] == f.field["id"]), (None, None))
-        if added is not None:
-            new = replace(new, split=Filter(added.field, tuple(dict.fromkeys([*before.values, *added.values]))),
-                          filters=[f for f in new.filters if f is not added])
+    elif merged.has_rows is not None:
+        _date_rows_had(earlier, new, merged, vocabulary)
+    _breakdowns_followed(earlier, new, merged, question)
+    new = _set_beside_earlier(earlier, new)
     replaced = {f.field["id"] for f in [*new.filters, *([new.split] if new.split else [])]}
     merged.filters = [f for f in earlier.filters if f.field["id"] not in replaced] + list(new.filters)
     if merged.split is not None and merged.split.field["id"] in replaced and new.split is None:
@@ -2168,38 +2271,15 @@ def _follow(earlier: Reading, new: Reading, question: str, vocabulary: Vocabular
         merged.limit, merged.direction = new.limit, new.direction
     merged.compare = new.compare or earlier.compare
     merged.cumulative = new.cumulative or earlier.cumulative
-    merged.threshold = new.threshold or earlier.threshold
-    if earlier.threshold and not new.threshold and (new.measures or new.grain or new.breakdowns):
-        # "and what about orders?" after "regions under 15k in sales": the groups it kept are not seen
-        said = earlier.bound_said[0]
-        merged.threshold = None
-        merged.unknown.append(said)
-        merged.reasons[said] = ("the groups kept by it were those of the earlier figure, which I do not see: ask "
-                                "again with the bound on the figure you want")
+    _bound_followed(earlier, new, merged)
     merged.ranks_change = new.ranks_change or (earlier.ranks_change and not new.direction)
-    if (new.ranks_change or new.compare) and not new.time and merged.time is not None and \
-            len(merged.time.parts) == 2:  # "which category grew the most?", "break that growth out by channel"
-        # after "this year vs last year": the later against the earlier
-        unit = merged.time.parts[0].calendar_unit
-        compare = _change_between(merged.time, unit)
-        if compare is not None:
-            merged.time, merged.compare, merged.compare_grain = merged.time.parts[-1], compare, unit
-            merged.grain = None if merged.grain == unit else merged.grain
+    _change_between_earlier_periods(new, merged)
     merged.compare_grain = new.compare_grain or earlier.compare_grain
     merged.split = new.split or merged.split
     merged.share = new.share or earlier.share
     merged.share_of_total = merged.share_of_total or (new.share_of_total and merged.share is None)
-    pointing = re.search(r"\b(?:is|was|are|were) (?:that|this|it|those)\W*$", question.lower())
-    if new.share_of_total and not (new.breakdowns or new.filters or merged.breakdowns) and \
-            len(merged.filters) == 1 and merged.share is None:  # "what % of all orders is that?" after "how many
-        merged.share, merged.share_of_total = merged.filters[0], False  # orders were cancelled": that value is the
-        merged.filters = []  # part
-    elif new.share_of_total and not (new.breakdowns or new.filters or merged.breakdowns) and len(
-            earlier.measures) == 1 and (entity := vocabulary.by_id.get(earlier.measures[0]["entity_id"])) and \
-            _counts_some_of(earlier.measures[0], entity):  # … after "how many cancellations": per order
-        merged.measures, merged.per, merged.share_of_total = list(earlier.measures), entity, False
-    elif new.share_of_total and pointing:  # "… is that?" after a breakdown, or two values: which part is "that"?
-        merged.unknown.append(pointing.group(0).strip(" ?!."))
+    if new.share_of_total:
+        _share_of_that(earlier, new, merged, question, vocabulary)
     nothing_new = not (new.measures or merged.has_rows is not earlier.has_rows or new.breakdowns or new.grain
                        or new.filters or new.time or new.limit
                        or new.direction or new.compare or new.split or new.share or new.share_of_total
@@ -2244,7 +2324,6 @@ def is_follow_up(question: str) -> bool:
     """"and for 2024?", "same by month", "Thanks. Could you switch that to units sold": a change to the
     earlier answer, not a new question."""
     text = _GREETING.sub("", _EMOJI.sub(" ", question.lower()))
-    return bool(FOLLOW_UP.match(text) or _CHANGE_THAT.search(text) or _REFERS_BACK.search(text) or re.search(
-        r"\bits\b|\b(?:what|how) (?:does|do|did|would) (?:that|it|this|those) look\b|"
-        r"^\W*(?:of|among) (?:the ones|those|them|these)\b", text))  # ("what does that
-    # look like for online orders only?")
+    return bool(FOLLOW_UP.match(text) or _CHANGE_THAT.search(text) or _REFERS_BACK.search(text) or
+                _OF_THOSE.search(text) or re.search(  # ("what does that look like for online orders only?")
+                    r"\bits\b|\b(?:what|how) (?:does|do|did|would) (?:that|it|this|those) look\b", text))
