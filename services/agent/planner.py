@@ -222,8 +222,9 @@ class EmbeddedPlanner:
         shape = "a headline figure" if not drafted.dimensions or drafted.dimensions == ["s"] else \
             f"a chart and a table ({rows} rows{truncated})"
         through = f", counted through {role}" if role else ""
+        kept = " The period is your earlier question's: name another to change it." if reading.period_kept else ""
         return Plan(f"Here is {lower_first(subject(reading, drafted))}{through}: {shape}, with where the numbers came "
-                    f"from.{_assumed(reading)}", True)
+                    f"from.{kept}{_assumed(reading)}", True)
 
     async def _analyze(self, drafted: Drafted, entities: list[dict], call: CallTool) -> tuple[ToolResult, str]:
         """Run the draft; when a field is reached two ways, take the shortest and say which it was (a split

@@ -310,6 +310,7 @@ class Reading:
     bound_said: tuple[str, str, str] = ("", "", "")  # the bound as written, the word before it, the words after
     had_ever: bool = False  # "customers who have placed an order": rows had at any time (a period is the records')
     had_none: bool = False  # "customers who have never placed an order": none of those rows
+    period_kept: bool = False  # a new question without a period of its own, asked in the earlier one's period
 
 
 def singular(word: str) -> str:
@@ -541,6 +542,8 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     _settle(reading, growth is not None, vocabulary)
     if earlier is not None and (not reading.measures or is_follow_up(question)):
         reading = _follow(earlier, reading, question, vocabulary)
+    elif earlier is not None:
+        _in_the_conversation_period(earlier, reading)
     if merit:
         _by_merit(reading)
     _ranked_by_count(reading, vocabulary, text)
@@ -2288,6 +2291,17 @@ def _follow(earlier: Reading, new: Reading, question: str, vocabulary: Vocabular
         merged.unknown = merged.unknown or [w for w in _WORD.findall(question.lower()) if w not in STOP][:5] or [
             question.strip()[:40]]
     return merged
+
+
+def _in_the_conversation_period(earlier: Reading, new: Reading) -> None:
+    """"What percentage of this year's orders were cancelled?" then "which channel had the most
+    cancellations?": a new question about the same records that names no period of its own is asked within the
+    conversation's, and the answer says so (another subject starts afresh: "revenue by channel in 2024", then
+    "the three categories with the most returned units")."""
+    same_records = {m["entity_id"] for m in new.measures} & {m["entity_id"] for m in earlier.measures}
+    if same_records and new.time is None and earlier.time is not None and not (
+            new.had_ever or new.had_none or new.compare):
+        new.time, new.period_kept = earlier.time, True
 
 
 def unexplained_words(text: str, entities: list[dict]) -> set[str]:

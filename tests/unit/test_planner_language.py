@@ -1261,7 +1261,16 @@ def test_readings_a_review_found_wrong_are_refused(question):
 def test_the_n_things_is_a_limit_not_a_reference_back():
     reading = follow("revenue by channel in 2024", "what are the three categories with the most returned units?",
                      LATEST)
-    assert reading.limit == 3 and reading.time is None
+    assert reading.limit == 3 and reading.time is None and not reading.period_kept
+
+
+def test_a_new_question_about_the_same_records_keeps_the_conversation_period():
+    reading = follow("What percentage of the orders placed this year were cancelled?",
+                     "which channel had the most cancellations?", LATEST)
+    assert reading.time is not None and reading.time.words == "this year" and reading.period_kept
+    own = follow("What percentage of the orders placed this year were cancelled?",
+                 "which channel had the most cancellations in 2023?", LATEST)
+    assert own.time.start == dt.date(2023, 1, 1) and not own.period_kept
 
 
 def test_take_in_is_money_only_when_nothing_else_is_taken_in():
