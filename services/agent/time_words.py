@@ -321,6 +321,57 @@ def _year_on_each(m: re.Match) -> str:
     return "".join(f"{joiner}{part} {year}" for (joiner, part), year in zip(parts, years, strict=True))
 
 
+def _thanksgiving(year: int) -> dt.date:
+    """The fourth Thursday of November (the United States' Thanksgiving, which Black Friday follows)."""
+    first = dt.date(year, 11, 1)
+    return first + dt.timedelta(days=(3 - first.weekday()) % 7 + 21)
+
+
+# Days of the calendar people name instead of a date; each is one day of the year said beside it.
+_NAMED_DAYS: dict[str, object] = {
+    "thanksgiving": _thanksgiving,
+    "black friday": lambda year: _thanksgiving(year) + dt.timedelta(days=1),
+    "cyber monday": lambda year: _thanksgiving(year) + dt.timedelta(days=4),
+    "christmas eve": lambda year: dt.date(year, 12, 24),
+    "christmas day": lambda year: dt.date(year, 12, 25),
+    "boxing day": lambda year: dt.date(year, 12, 26),
+    "new year's eve": lambda year: dt.date(year, 12, 31),
+    "new year's day": lambda year: dt.date(year, 1, 1),
+    "valentine's day": lambda year: dt.date(year, 2, 14),
+    "halloween": lambda year: dt.date(year, 10, 31),
+}
+_NAMED_DAY_NAME = "(" + "|".join(name.replace("'", "'?") for name in _NAMED_DAYS) + ")"
+_NAMED_DAY = re.compile(rf"\b{_NAMED_DAY_NAME}(?: day)?,? (?:of |in )?({_YEAR_WORD}|this year|last year)\b")
+NAMED_DAY_ALONE = re.compile(rf"\b{_NAMED_DAY_NAME}\b")  # ("on black friday": of which year is not guessed)
+
+
+def named_days(text: str, latest: dt.date | None) -> tuple[str, list[tuple[str, str]]]:
+    """`text` (lower-cased) with each named day of a year ("black friday 2024", "black friday this year" when
+    `latest`, "now", is known) written as its date ("29 nov 2024"), and what each was read as, to be said in
+    the answer. A named day without a year is left as said: which one is meant is not guessed."""
+    read: list[tuple[str, str]] = []
+
+    def as_date(m: re.Match) -> str:
+        if m.group(2).endswith("year") and latest is None:
+            return m.group(0)
+        year = int(m.group(2)) if m.group(2)[0].isdigit() else latest.year - (m.group(2) == "last year")
+        name = next(n for n in _NAMED_DAYS if re.fullmatch(n.replace("'", "'?"), m.group(1)))
+        day = _NAMED_DAYS[name](year)
+        read.append((m.group(0).strip(), f"{day.day} {calendar.month_abbr[day.month]} {day.year}"))
+        return f"{day.day} {calendar.month_abbr[day.month].lower()} {day.year}".ljust(len(m.group(0)))
+    return _NAMED_DAY.sub(as_date, text), read
+
+
+def named_day_within(name: str, spans: list[TimeSpan]) -> bool:
+    """Whether the day `name` names ("black friday") falls inside one of `spans` that is at most a month long
+    ("each day from nov 24 to dec 1 2025 … the black friday bump"): said of that stretch, not of a year."""
+    key = next((n for n in _NAMED_DAYS if re.fullmatch(n.replace("'", "'?"), name)), None)
+    return key is not None and any(
+        span.kind == "between" and span.start and span.end and (span.end - span.start).days <= 31 and any(
+            span.start <= _NAMED_DAYS[key](year) < span.end for year in {span.start.year, span.end.year})
+        for span in spans)
+
+
 def find_times(question: str, latest: dt.date | None = None) -> tuple[list[TimeSpan], str, list[int]]:
     """Every time expression in `question` (lower-cased), at most MAX_SPANS, the question with them blanked
     out, and where each was in it. A year written once after several quarters or months belongs to each of

@@ -13,7 +13,18 @@ import re
 from dataclasses import dataclass, field, replace
 
 from services.agent.english import is_common, is_word
-from services.agent.time_words import UNIT_MONTHS, TimeSpan, dated, describe, find_times, side_by_side, widened_back
+from services.agent.time_words import (
+    NAMED_DAY_ALONE,
+    UNIT_MONTHS,
+    TimeSpan,
+    dated,
+    describe,
+    find_times,
+    named_day_within,
+    named_days,
+    side_by_side,
+    widened_back,
+)
 
 _WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*|%")  # words in any script: "región" stays one word
 # Words that carry no meaning of their own for the catalog: asking, pointing and joining words.
@@ -167,11 +178,13 @@ COMPARATIVE_HIGH = frozenset({"more", "higher", "bigger", "greater", "better"})
 COMPARATIVE_LOW = frozenset({"lower", "fewer", "smaller", "worse"})  # not "less": "revenue less returns" subtracts
 _SHARE = re.compile(r"\b(?:share|percentage|percent|proportion|fraction|mix)\b|%|\b(?:what|which) part(?= of\b)")
 _SAME_PERIOD_LAST_YEAR = re.compile(
-    r"\b(year[ -]over[ -]year|yoy|y/y|(?:vs\.?|versus|compared? (?:to|with)|compares (?:to|with)|against) (?:the )?"
+    r"\b(year[ -]o(?:ver|n)[ -]year|yoy|y/y|(?:vs\.?|versus|compared? (?:to|with)|compares (?:to|with)|against) "
+    r"(?:the )?"
     r"(?:(?:same (?:period|month|quarter|week|point|time) )?(?:of |in )?last year|"
     r"same (?:period|month|quarter|week) (?:of |in )?(?:the|a) year (?:before|earlier)))\b")  # ("… the year before")
+_YEAR_OVER_YEAR = re.compile(r"\b(?:year[ -]o(?:ver|n)[ -]year|yoy|y/y)\b")
 _PREVIOUS_PERIOD = re.compile(
-    r"\b(?:(month|quarter|week|year)[ -]over[ -](?:month|quarter|week|year)|period[ -]over[ -]period|"
+    r"\b(?:(month|quarter|week|year)[ -]o(?:ver|n)[ -](?:month|quarter|week|year)|period[ -]over[ -]period|"
     r"(?:vs\.?|versus|compared (?:to|with)|against|than) (?:the )?(?:(?:previous|prior|last) (month|quarter|week|year|"
     r"period)|(month|quarter|week|year|period|one) before))\b")
 _MERIT = re.compile(r"\b(?:best|worst|better|worse)\b(?![ -](?:sell\w*|seller\w*))")
@@ -533,12 +546,15 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
         # what is compared (values, periods, the groups of a breakdown) says what the comparing words mean
         text = COMPARING.sub(lambda m: " " * len(m.group(0)), text)
     text = _HYPHENATED.sub(lambda m: _compound(m.group(0), vocabulary), text)
+    text = _all_of_a_field(text, vocabulary)
     context = {m["entity_id"] for m in earlier.measures} if earlier is not None else set()
     scratch = replace(reading, measures=[], breakdowns=[], unknown=list(reading.unknown), personal=[],
                       reasons=dict(reading.reasons))
     _catalog_words(text, scratch, vocabulary, value_spans, context, situation)  # a first pass finds the measure,
     reading.owner_hint = scratch.measures[0]["entity_id"] if scratch.measures else None  # so that a word two
     _catalog_words(text, reading, vocabulary, value_spans, context, situation)  # fields share is read by it
+    if len(reading.measures) > 1:  # "compare gross vs net sales": the measures side by side are the comparison
+        reading.unknown = [w for w in reading.unknown if not _COMPARE_WORD.fullmatch(w)]
     _settle(reading, growth is not None, vocabulary)
     if earlier is not None and (not reading.measures or is_follow_up(question)):
         reading = _follow(earlier, reading, question, vocabulary)
@@ -699,7 +715,19 @@ def _time_spans(text: str, question: str, latest: dt.date | None, before: tuple[
     was said; those of a second question left out."""
     reading.assumed += [(f"fy{year}", f"the calendar year {year}") for year in re.findall(_FISCAL + r"(\d{4})", text)]
     text = text.replace(_FISCAL, "")
+    text, days = named_days(text, latest)
+    reading.assumed += days
+    alone = [(day, re.match(r"(?: day)?,? (?:of |in )?(?:this|last) year\b", text[day.end():]) is not None)
+             for day in NAMED_DAY_ALONE.finditer(text)]
+    for day, _ in alone:
+        text = _blank(text, day.start(), day.end())
     spans, text, time_starts = find_times(text, latest)
+    for day, of_now in alone:
+        if latest is None and of_now:
+            reading.needs_latest = True  # "black friday this year": which day, once "now" is known
+        elif not named_day_within(day.group(0), spans):
+            reading.unknown.append(day.group(0))
+            reading.reasons[day.group(0)] = f"say which year's, e.g. \u201c{day.group(0)} 2024\u201d"
     if before is not None:
         at = sum(1 for start in time_starts if start < before[1])
         spans, time_starts = [*spans[:at], before[0], *spans[at:]], [*time_starts[:at], before[1], *time_starts[at:]]
@@ -796,6 +824,10 @@ def _normalised(question: str) -> str:
     text = re.sub(r"\b(year|month|quarter|week|day|today|yesterday)'s\b", r"\1", text)  # "this year's revenue"
     text = re.sub(r"\b(day|week|month|quarter|year)-(by|on|to|over)-(day|week|month|quarter|year)\b",
                   r"\1 \2 \3", text)  # "month-by-month" as "month by month"
+    text = re.sub(r"\bbroken out by\b", "broken down by", text)  # ("2024 sales broken out by quarter")
+    text = re.sub(r"\bsplit out by\b", "split by    ", text)
+    text = re.sub(r"\b(?:for |in )?(?:each|every one) of the ((?:last|past|previous|prior|first|next) \w+ "
+                  r"(day|week|month|quarter|year)s)\b", r"by \2 over the \1", text)  # "for each of the last 3 months"
     # "month by month through 2025": during it (alone, "revenue through 2024" may mean up to its end: not read)
     text = re.sub(r"\b((?:by|each|every|per) (?:day|week|month|quarter)|(?:day|week|month|quarter) by (?:day|week|"
                   r"month|quarter)|daily|weekly|monthly|quarterly) through (?=\d{4}\b)", r"\1 in      ", text)
@@ -875,8 +907,11 @@ def _comparison(text: str, reading: Reading) -> str:
         reading.compare = "same_period_last_year"
         # "how did X compare with …", "this year vs last year": both periods, side by side (a change is asked
         # for with its own words: "growth vs last year", "year over year")
-        reading.compared_outright = not re.fullmatch(r"year[ -]over[ -]year|yoy|y/y", compare.group(0))
-        if re.fullmatch(r"year[ -]over[ -]year|yoy|y/y", compare.group(0)):
+        each_year = re.fullmatch(r"year[ -]o(?:ver|n)[ -]year|yoy|y/y", compare.group(0))
+        while each_year and (again := _YEAR_OVER_YEAR.search(text)):  # "year on year … the YoY %": said twice
+            text = _blank(text, again.start(), again.end())
+        reading.compared_outright = not each_year
+        if each_year:
             reading.compare_grain = "year"  # "trended year over year": each year against the one before
         return text
     compare, text = _take(_PREVIOUS_PERIOD, text)
@@ -885,7 +920,7 @@ def _comparison(text: str, reading: Reading) -> str:
         compare = compare if any(compare.groups()) else again
     if compare:
         reading.compare = "previous_period"
-        reading.compared_outright = not re.search(r"[ -]over[ -]", compare.group(0))  # "vs the quarter before"
+        reading.compared_outright = not re.search(r"[ -]o(?:ver|n)[ -]", compare.group(0))  # "vs the quarter before"
         grain = next((g for g in compare.groups() if g), None)
         reading.compare_grain = grain if grain in ("month", "quarter", "week", "year") else None
     return text
@@ -1080,8 +1115,9 @@ def _values(text: str, reading: Reading, vocabulary: Vocabulary, matches: list[d
             continue
         if match.get("approximate"):  # a near spelling: never a word the catalog, a question or English has
             if _asking_word(said) or singular(said) in vocabulary.known or (
-                    is_common(said) and not _spelled_otherwise(said, value)):
-                continue  # ("canceled" is "cancelled" spelled the American way, "later" no "latter")
+                    is_common(said) and not _spelled_otherwise(said, value)) or vocabulary.corrected(said) != said:
+                continue  # ("canceled" is "cancelled" spelled the American way, "later" no "latter"; "retuned"
+                # is one slip from the catalog's "returned", two from the value refunded)
             reading.assumed.append((said, value))
         # Every place the value is said, in the person's words or its own ("third-party marketplaces", "phone
         # channel … phone orders"), but not where it begins a measure's name.
@@ -1402,9 +1438,10 @@ def _kinds_named(sentence: str, vocabulary: Vocabulary) -> set[str]:
 
 
 def _names_anything(sentence: str, vocabulary: Vocabulary) -> bool:
-    """A catalog name (whole) or a field by one of its words ("segment")."""
+    """A catalog name (whole), or a field or an amount by one of its words ("segment", "discounts")."""
     tokens = [vocabulary.corrected(singular(plain(w))) for w in _WORD.findall(sentence)]
-    return any(vocabulary.longest_at(tokens, i) or vocabulary.partial(token, "field") for i, token in enumerate(tokens))
+    return any(vocabulary.longest_at(tokens, i) or vocabulary.partial(token, "field") or vocabulary.partial(
+        token, "amount") for i, token in enumerate(tokens))
 
 
 def _inside(position: int, spans: list[tuple[int, int]]) -> bool:
@@ -1463,6 +1500,27 @@ def _ranking(text: str, reading: Reading) -> str:
         reading.which = True
     if re.search(r"\brank(ed|ing)?\b", text) and reading.direction is None:
         reading.direction = "desc"
+    return text
+
+
+# "total revenue for 2024, all channels": every value of a field taken together, one figure (never beside a
+# ranking or a breakdown word: "rank all categories by return rate" lists them)
+_COMPARE_WORD = re.compile(r"compare[ds]?|comparing|comparison")
+_ALL_OF = re.compile(r"\ball (?:the |of the |our )?([a-z][a-z' -]*?)(?: combined| together| included)?"
+                     r"(?=\s*(?:[?.!,;]|$))")
+_TOGETHER = re.compile(r"\b(?:total|overall|combined|altogether|in all)\b")
+
+
+def _all_of_a_field(text: str, vocabulary: Vocabulary) -> str:
+    """Passes over "all <a field's name>" said of a total ("what was total revenue, all channels?"): the
+    total over every value is what the measure already is."""
+    if not _TOGETHER.search(text) or _BREAKDOWN_AHEAD.search(text) or _OTHER_ORDER.search(text):
+        return text
+    for found in _ALL_OF.finditer(text):
+        tokens = words(found.group(1))
+        entries = vocabulary.longest_at(tokens, 0) if tokens else []
+        if entries and len(entries[0].phrase) == len(tokens) and all(e.kind == "field" for e in entries):
+            text = _blank(text, found.start(), found.end())
     return text
 
 
@@ -1949,11 +2007,13 @@ def _measure_ruled_out(position: int, seen: _Words, vocabulary: Vocabulary) -> l
 
 
 def _rest_of_label(token: str, entries: list[_Entry]) -> bool:
-    """A word of the label of the one item an other name of it was found for ("rate" after "markdown")."""
+    """A word of the label or of another name of the one item an other name of it was found for ("rate" after
+    "markdown", "size" after "average basket": Average order value, also called "basket size")."""
     items = {e.item["id"]: e.item for e in entries if e.kind != "event"}
     if len(items) != 1 or token in STOP or token in entries[0].phrase:
         return False
-    return token in words(next(iter(items.values()))["label"])
+    item = next(iter(items.values()))
+    return any(token in words(name) for name in [item["label"], *item.get("synonyms", [])])
 
 
 def _implied_measure(text: str, seen: _Words, reading: Reading, vocabulary: Vocabulary) -> None:

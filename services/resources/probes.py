@@ -28,7 +28,7 @@ MAX_MATCHES = 20
 MAX_SPELLED_VALUES = 200
 MIN_TYPO_LETTERS = 4
 TYPO_RATIO = 0.8
-LONG_WORD_LETTERS = 8
+LONG_WORD_LETTERS = 7
 
 # A field's distinct values when it has few (None when it has more than MAX_SPELLED_VALUES).
 FewValues = Callable[[CatalogField], tuple[str, ...] | None]

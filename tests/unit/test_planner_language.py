@@ -1721,3 +1721,65 @@ def test_a_ranking_by_size_of_nothing_named_is_not_counted():
 def test_wordings_from_fresh_sets_aa_to_ad(question, check):
     reading = read(question, LATEST)
     assert check(reading), (reading.unknown, reading)
+
+
+# --- fresh sets ae, af, ag ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("question", "grain", "compare"), [
+    ("how has order volume moved month on month over the last 6 months?", "month", "previous_period"),
+    ("revenue for each of the last 3 months", "month", None),
+    ("orders in each of the past two quarters", "quarter", None),
+    ("give me 2024 sales broken out by quarter", "quarter", None),
+])
+def test_a_grain_said_beside_a_stretch_breaks_it_down(question, grain, compare):
+    reading = read(question, LATEST)
+    assert (reading.unknown, reading.compare) == ([], compare)
+    assert plan(reading, SLICE).draft["dimensions"][0]["grain"] == grain
+
+
+def test_year_on_year_said_twice_is_one_comparison():
+    reading = read("how's revenue grown year on year since 2021? need the YoY % for each year", LATEST)
+    assert (reading.unknown, reading.compare, reading.grain) == ([], "same_period_last_year", "year")
+
+
+def test_all_of_a_field_beside_a_total_is_the_total_and_a_ranking_of_all_lists_them():
+    assert read("what was total revenue for 2024, all channels?").breakdowns == []
+    assert labels(read("Rank all categories by return rate, in total").breakdowns) == ["Product category"]
+
+
+def test_two_measures_compared_are_side_by_side_and_another_name_of_the_measure_is_its_own():
+    reading = read("Compare gross vs net sales for 2025")
+    assert (labels(reading.measures), reading.unknown) == (["Gross revenue", "Net revenue"], [])
+    reading = read("whats the avg bakset size per chanel for 2025")
+    assert (labels(reading.measures), reading.unknown) == (["Average order value"], [])
+
+
+def test_a_named_day_of_a_year_is_that_day_and_is_said():
+    reading = read("How many orders were placed on Black Friday 2024?", LATEST)
+    assert period(reading) == ("between", dt.date(2024, 11, 29), dt.date(2024, 11, 30))
+    assert ("black friday 2024", "29 Nov 2024") in reading.assumed
+    assert period(read("revenue on cyber monday, 2023")) == ("between", dt.date(2023, 11, 27), dt.date(2023, 11, 28))
+    assert period(read("orders on halloween last year", LATEST)) == ("between", dt.date(2024, 10, 31),
+                                                                    dt.date(2024, 11, 1))
+    assert read("black friday this year - how many orders").needs_latest  # read again once "now" is known
+
+
+def test_a_named_day_without_its_year_is_asked_about_unless_a_short_stretch_holds_it():
+    reading = read("revenue on black friday", LATEST)
+    assert reading.unknown == ["black friday"] and "which year" in reading.reasons["black friday"]
+    assert "black friday" in read("black friday revenue 2024", LATEST).unknown  # never all of 2024
+    reading = read("how many orders were placed each day from nov 24 to dec 1 2025? want to see the black friday "
+                   "/ cyber monday bump", LATEST)
+    assert (reading.unknown, reading.grain) == ([], "day")
+
+
+def test_an_amount_in_a_sentence_of_its_own_is_never_passed_over():
+    reading = read("gross vs net sales for 2025 - how much are discounts costing us?")
+    assert "discounts" in reading.unknown
+
+
+def test_a_near_spelling_of_a_catalog_word_is_not_taken_for_a_value_two_letters_away():
+    values = [*VALUES, {**match("refunded", "orders", "status"), "matched_text": "retuned", "approximate": True}]
+    reading = understand("how many units were retuned this year, split by reason", SLICE, values, latest=LATEST)
+    assert (labels(reading.measures), labels(reading.breakdowns), reading.filters) == (
+        ["Returned units"], ["Return reason"], [])
