@@ -182,6 +182,7 @@ _SAME_PERIOD_LAST_YEAR = re.compile(
     r"(?:the )?"
     r"(?:(?:same (?:period|month|quarter|week|point|time) )?(?:of |in )?last year|"
     r"same (?:period|month|quarter|week) (?:of |in )?(?:the|a) year (?:before|earlier)))\b")  # ("… the year before")
+_HOW_MUCH_MORE = re.compile(r"\bhow (?:much|many) (?:more|less|fewer)\b")
 _YEAR_OVER_YEAR = re.compile(r"\b(?:year[ -]o(?:ver|n)[ -]year|yoy|y/y)\b")
 _PREVIOUS_PERIOD = re.compile(
     r"\b(?:(month|quarter|week|year)[ -]o(?:ver|n)[ -](?:month|quarter|week|year)|period[ -]over[ -]period|"
@@ -201,8 +202,10 @@ _AS_PERCENT = re.compile(r"\b(?:as|in) (?:a )?(?:percent(?:age)?s?\b|%)|\bin per
 _RUNNING = re.compile(r"\b(?:running|cumulative|cumulated|accumulated) (?:totals?|sums?|counts?)\b|"
                       r"\bcumulative(?:ly)?\b")  # (not "running out")
 # In a follow-up, the period before the earlier question's ("and the year before?", "the previous quarter").
+# "the year before", "the previous quarter", "the same quarter a year earlier": before the earlier period
 _THE_ONE_BEFORE = re.compile(r"\b(?:the )?(?:(year|quarter|month) before(?: that| it| then)?|(?:previous|prior) "
-                             r"(year|quarter|month))\b(?! (?:by|per|each)\b)")
+                             r"(year|quarter|month)|same (?:quarter|month|week|period) (?:a |one )?(year) "
+                             r"(?:earlier|before|prior))\b(?! (?:by|per|each)\b)")
 _GROWTH = re.compile(r"\b(growth(?: rates?)?|grow|grows|grew|grown|growing|change|changes|changed|changing|"
                      r"shrink|shrinks|shrank|"
                      r"shrinking|decline|declines|declined|declining|increase|increased|increasing|decrease|"
@@ -515,7 +518,7 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     text = _threshold(text, reading)
     before = None
     if earlier is not None and earlier.time is not None and is_follow_up(question):
-        before, text = _one_before_earlier(text, earlier.time, latest)
+        before, text = _one_before_earlier(text, earlier.time, latest, reading)
     change, text = _change_words(text, reading)
     whether, growth = change.whether, change.growth
     spans, text, time_starts = _time_spans(text, question, latest, before, matches, reading)
@@ -536,7 +539,9 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     spans = _dated_to_compare(spans, text, reading, latest)
     if whether and growth is None and len(spans) == 1 and not spans[0].ends and reading.compare is None:
         reading.compare, reading.compared_outright = "previous_period", True  # "up or down last quarter"
-    _periods(spans, text, reading, asks_change=growth is not None, both=whether is not None)
+    asks_difference = len(spans) == 2 and _HOW_MUCH_MORE.search(text) is not None  # ("how much more … in nov
+    # 2025 than in oct?": the change from the earlier to the later)
+    _periods(spans, text, reading, asks_change=growth is not None or asks_difference, both=whether is not None)
     merit, text = _order_words(text, reading, change)
     text = _grain(text, reading)
     if _SHARE.search(text):
@@ -942,15 +947,22 @@ def _against_earlier(spans: list[TimeSpan], text: str, earlier: Reading | None, 
     return spans
 
 
-def _one_before_earlier(text: str, earlier: TimeSpan, latest: dt.date | None
+def _one_before_earlier(text: str, earlier: TimeSpan, latest: dt.date | None, reading: Reading
                         ) -> tuple[tuple[TimeSpan, int] | None, str]:
     """"what about the year before?" after a question about 2025: 2024, the one before the earlier period (not
     before now), with where it was said; the words taken out of the text. (None, text) when there is none."""
     said = _THE_ONE_BEFORE.search(text)
     if said is None:
         return None, text
-    unit = said.group(1) or said.group(2)
-    before = _before_earlier(TimeSpan("relative", said.group(0), op="previous", unit=unit), dated(earlier, latest))
+    if said.group(3):  # "the same quarter a year earlier": the earlier period, a year back
+        before = _a_year_before(dated(earlier, latest))
+        if before is None and latest is None and earlier.kind != "between":
+            reading.needs_latest = True  # ("last quarter", a year back: which one, once "now" is known)
+            return None, _blank(text, said.start(), said.end())
+    else:
+        unit = said.group(1) or said.group(2)
+        before = _before_earlier(TimeSpan("relative", said.group(0), op="previous", unit=unit),
+                                 dated(earlier, latest))
     if before is None:
         return None, text
     return (replace(before, words=describe(before)), said.start()), _blank(text, said.start(), said.end())
@@ -973,6 +985,14 @@ def _value_against_earlier(text: str, value_spans: list[tuple[int, int, str]], r
         return text
     reading.set_against = True
     return _blank(text, against.start(), against.end())
+
+
+def _a_year_before(span: TimeSpan) -> TimeSpan | None:
+    """A whole month, quarter or year of dates, a year earlier (None for any other period)."""
+    if span.kind != "between" or span.calendar_unit not in UNIT_MONTHS:
+        return None
+    return TimeSpan("between", "", start=span.start.replace(year=span.start.year - 1),
+                    end=span.end.replace(year=span.end.year - 1))
 
 
 def _before_earlier(span: TimeSpan, earlier: TimeSpan) -> TimeSpan | None:
@@ -2346,7 +2366,7 @@ def _follow(earlier: Reading, new: Reading, question: str, vocabulary: Vocabular
     nothing_new = not (new.measures or merged.has_rows is not earlier.has_rows or new.breakdowns or new.grain
                        or new.filters or new.time or new.limit
                        or new.direction or new.compare or new.split or new.share or new.share_of_total
-                       or new.cumulative or new.threshold)
+                       or new.cumulative or new.threshold or new.needs_latest)
     if nothing_new:  # "and?": nothing to change the earlier answer by; said, not answered again
         merged.unknown = merged.unknown or [w for w in _WORD.findall(question.lower()) if w not in STOP][:5] or [
             question.strip()[:40]]

@@ -239,8 +239,9 @@ def _near_spellings(warehouse: Warehouse, fields: list[CatalogField], text: str,
         # the model's other one-word names for values held ("webiste" is "website", which is web)
         others = {other.casefold(): value for value, said in fld.spec.values.items() if values and value in values
                   for other in said if len(_spaced(other).split()) == 1 and other.casefold() not in values}
-        for word in words:
-            value = near_spelling(word, (*values, *others)) if values else None
+        for word in words:  # ("grocries": a slip in the plural of Grocery)
+            value = next((spelled for said in (word, *singulars(word)) if values and (
+                spelled := near_spelling(said, (*values, *others)))), None)
             value = others.get(value, value)
             if value is not None and (fld.id, value) not in known and len(near) < room:
                 known.add((fld.id, value))

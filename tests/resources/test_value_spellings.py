@@ -69,6 +69,9 @@ def test_a_near_spelling_names_a_value_and_is_marked_approximate(session):
     # a near spelling of another word the model declares for a value held ("website" is web)
     assert value_match(session, "orders thru the webiste", session.field("orders", "channel")) == {
         ("orders", "channel", "web", "webiste", True)}
+    # a slip in a value's plural ("grocries": Grocery)
+    assert value_match(session, "revenu from grocries", session.field("products", "category")) == {
+        ("products", "category", "Grocery", "grocries", True)}
     # two letters left out of a word of seven or more ("cancled" for cancelled)
     assert value_match(session, "orders cancled in 2023", session.field("orders", "status")) == {
         ("orders", "status", "cancelled", "cancled", True)}

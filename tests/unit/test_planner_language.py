@@ -1783,3 +1783,21 @@ def test_a_near_spelling_of_a_catalog_word_is_not_taken_for_a_value_two_letters_
     reading = understand("how many units were retuned this year, split by reason", SLICE, values, latest=LATEST)
     assert (labels(reading.measures), labels(reading.breakdowns), reading.filters) == (
         ["Returned units"], ["Return reason"], [])
+
+
+def test_the_same_period_a_year_earlier_moves_the_earlier_period_back_a_year():
+    reading = follow("How many orders did we get in Q3 2025, by channel?", "and for the same quarter a year earlier?")
+    assert period(reading) == ("between", dt.date(2024, 7, 1), dt.date(2024, 10, 1))
+    assert labels(reading.breakdowns) == ["Sales channel"] and reading.compare is None
+    # "last quarter": which one a year back is known once "now" is
+    relative = follow("How many orders did we get last quarter?", "and for the same quarter a year earlier?")
+    assert relative.needs_latest and relative.unknown == []
+    dated = follow("How many orders did we get last quarter?", "and for the same quarter a year earlier?", LATEST)
+    assert period(dated) == ("between", dt.date(2024, 7, 1), dt.date(2024, 10, 1))
+
+
+def test_how_much_more_between_two_periods_is_the_change_from_the_earlier():
+    reading = read("how much more revenue did we make in nov 2025 than in oct?", LATEST)
+    assert (period(reading), reading.compare, reading.unknown) == (
+        ("between", dt.date(2025, 11, 1), dt.date(2025, 12, 1)), "previous_period", [])
+    assert "change" in {c["kind"] for c in plan(reading, SLICE).draft["calculations"]}
