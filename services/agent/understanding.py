@@ -53,17 +53,21 @@ _ASKING = ("which", "what", "show", "many", "much", "total", "number", "please")
 # (never of a word that ranks, shares or counts apart: "fewset", "percnet", "uniqe" stay unknown)
 _SAYS_NOTHING = ("selling", "please", "thanks", "actually", "really", "basically", "roughly", "approximately",
                  "quickly", "wondering", "curious", "interested", "looking", "trying", "something", "anything")
+# Every period of the data, said outright: no period (and none carried over from the conversation).
+_WHOLE_HISTORY = re.compile(r"\b(?:across|over|for|in|of) (?:the )?(?:full|whole|entire|complete) history(?: of the "
+                            r"data)?\b|\b(?:of |for |over |in )?all[- ]time\b|\b(?:over|across|for|in) all (?:the )?"
+                            r"(?:years|time|periods|dates)\b|\bsince (?:we|the (?:company|business|shop|store)) "
+                            r"(?:started|began|opened|launched)\b|"
+                            r"\bsince (?:the (?:very )?beginning|day one|inception)\b")
 # Phrases that frame a question without changing it ("right now", "in terms of", "revenue-wise").
 _FILLER = re.compile(r"\b(?:right now|at the moment|in terms of|out of(?: all| the)?|as well as|along with)\b|"
                      r"\b(?:stuck|sitting|sat)(?= in \w)|"  # ("tickets stuck in pending": pending)
                      r"\bat least (?:one|a|an|1)(?= \w)|"  # ("customers who placed at least one order": who have one)
                      r"(?<=\bsame) but\b|"  # ("same but web orders only")
                      r"(?<=\w)[- ]wise\b|^\s*but\b|\bbut(?= (?:by|for|in|with|now|as|on|per|only|just|filter\w*)\b)|"
-                     r"\b(?:across|over|for|in|of) (?:the )?(?:full|whole|entire|complete) history(?: of the data)?\b|"
                      r"\ball[- ]time\s*,?\s*not (?:just|only) (?:this|last) (?:year|quarter|month|week)\b|"
-                     r"\bdrill (?:down )?(?:into|to|on|in)\b|"
-                     r"\b(?:of |for |over |in )?all[- ]time\b|\b(?:over|across|for|in) all (?:the )?(?:years|time|"
-                     r"periods|dates)\b|\bat (?:this|the) (?:moment|point|time)\b|"
+                     r"\bdrill (?:down )?(?:into|to|on|in)\b|" + _WHOLE_HISTORY.pattern + "|"
+                     r"\bat (?:this|the) (?:moment|point|time)\b|"
                      r"\bboth (?:days|dates|ends|months) (?:included|inclusive)\b|\binclusive\b|"
                      r"\ball (?:the )?(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|\d{1,2})\b"
                      r"(?! (?:top|best|worst|highest|lowest|largest|smallest|biggest|most|least))|"
@@ -327,6 +331,7 @@ class Reading:
     had_ever: bool = False  # "customers who have placed an order": rows had at any time (a period is the records')
     had_none: bool = False  # "customers who have never placed an order": none of those rows
     period_kept: bool = False  # a new question without a period of its own, asked in the earlier one's period
+    whole_history: bool = False  # "of all time", "since we started": every period, said outright
 
 
 def singular(word: str) -> str:
@@ -511,6 +516,7 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     vocabulary = Vocabulary(entities)
     reading = Reading()
     text = said = _normalised(question)
+    reading.whole_history = _WHOLE_HISTORY.search(question.lower()) is not None  # (before filler is blanked)
     if earlier is not None:
         text = _pointers_back(text, reading, vocabulary)
     text = _outside_the_data(text, reading)
@@ -1033,16 +1039,29 @@ def _periods(spans: list[TimeSpan], text: str, reading: Reading, asks_change: bo
     if ends and (asks_change or both):  # "growth from 2023 to 2025": the last against the first, as when both
         # are named
         spans = list(ends)
-    if len(spans) == 2 and all(span.kind == "between" and not span.parts for span in spans):
-        inner, outer = sorted(spans, key=lambda span: span.end - span.start)
-        if outer.calendar_unit == "year" and outer.start <= inner.start and inner.end <= outer.end and re.fullmatch(
-                r"(?:in |for |during )?(?:q[1-4]|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*)",
-                inner.words.strip()):
-            spans = [inner]  # "Q4 orders … this year": the Q4 of this year (said without a year of its own)
+    spans = _parts_of_years_said_apart(spans)
     if len(spans) == 1:
         _one_period(spans[0], text, reading, asks_change, both)
     else:
         _periods_apart(spans, text, reading, asks_change)
+
+
+def _parts_of_years_said_apart(spans: list[TimeSpan]) -> list[TimeSpan]:
+    """"Q4 orders … this year", "Q4 revenue this year vs Q4 last year": a quarter or month said without a year
+    of its own, with the year it falls in said apart from it, is that part of that year (the year is not a
+    period of its own). Of two periods only, any year; among more, only "this year" or "last year"."""
+    bare = [span for span in spans if span.kind == "between" and not span.parts and re.fullmatch(
+        r"(?:in |for |during )?(?:q[1-4]|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*)",
+        span.words.strip())]
+    kept = list(spans)
+    for inner in bare:
+        outer = next((span for span in kept if span is not inner and span.kind == "between" and not span.parts
+                      and span.calendar_unit == "year" and span.start <= inner.start and inner.end <= span.end
+                      and (len(spans) == 2 or re.fullmatch(r"(?:in |for |of )?(?:this|last) year",
+                                                           span.words.strip()))), None)
+        if outer is not None:
+            kept.remove(outer)
+    return kept
 
 
 def _one_period(span: TimeSpan, text: str, reading: Reading, asks_change: bool, both: bool) -> None:
@@ -2348,7 +2367,7 @@ def _follow(earlier: Reading, new: Reading, question: str, vocabulary: Vocabular
     merged.filters = [f for f in earlier.filters if f.field["id"] not in replaced] + list(new.filters)
     if merged.split is not None and merged.split.field["id"] in replaced and new.split is None:
         merged.split = None  # "now only phone" after "web vs store": one channel now, not three
-    merged.time = new.time or earlier.time
+    merged.time = None if new.whole_history and not new.time else new.time or earlier.time  # ("and for all time?")
     merged.time_field = new.time_field or merged.time_field
     if new.limit or new.direction:
         merged.limit, merged.direction = new.limit, new.direction
@@ -2366,7 +2385,8 @@ def _follow(earlier: Reading, new: Reading, question: str, vocabulary: Vocabular
     nothing_new = not (new.measures or merged.has_rows is not earlier.has_rows or new.breakdowns or new.grain
                        or new.filters or new.time or new.limit
                        or new.direction or new.compare or new.split or new.share or new.share_of_total
-                       or new.cumulative or new.threshold or new.needs_latest)
+                       or new.cumulative or new.threshold or new.needs_latest
+                       or (new.whole_history and earlier.time is not None))
     if nothing_new:  # "and?": nothing to change the earlier answer by; said, not answered again
         merged.unknown = merged.unknown or [w for w in _WORD.findall(question.lower()) if w not in STOP][:5] or [
             question.strip()[:40]]
@@ -2380,7 +2400,7 @@ def _in_the_conversation_period(earlier: Reading, new: Reading) -> None:
     "the three categories with the most returned units")."""
     same_records = {m["entity_id"] for m in new.measures} & {m["entity_id"] for m in earlier.measures}
     if same_records and new.time is None and earlier.time is not None and not (
-            new.had_ever or new.had_none or new.compare):
+            new.had_ever or new.had_none or new.compare or new.whole_history):
         new.time, new.period_kept = earlier.time, True
 
 

@@ -1801,3 +1801,21 @@ def test_how_much_more_between_two_periods_is_the_change_from_the_earlier():
     assert (period(reading), reading.compare, reading.unknown) == (
         ("between", dt.date(2025, 11, 1), dt.date(2025, 12, 1)), "previous_period", [])
     assert "change" in {c["kind"] for c in plan(reading, SLICE).draft["calculations"]}
+
+
+def test_every_period_said_outright_is_never_the_conversation_period():
+    reading = follow("What percentage of the orders placed this year were cancelled?",
+                     "which channel had the most cancellations of all time?", LATEST)
+    assert reading.time is None and not reading.period_kept
+    for question in ("and for all time?", "what about over the whole history?"):
+        reading = follow("revenue in 2025", question)
+        assert (reading.time, reading.unknown, labels(reading.measures)) == (None, [], ["Net revenue"])
+    reading = read("how many orders have we had each year since we started?")
+    assert (reading.time, reading.grain, reading.unknown) == (None, "year", [])
+
+
+def test_a_quarter_and_its_year_said_apart_are_that_quarter_of_that_year():
+    reading = read("Q4 revenue this year vs Q4 last year?", LATEST)
+    assert [(p.start, p.end) for p in reading.time.parts] == [(dt.date(2024, 10, 1), dt.date(2025, 1, 1)),
+                                                              (dt.date(2025, 10, 1), dt.date(2026, 1, 1))]
+    assert reading.unknown == [] and reading.grain == "quarter"
