@@ -87,8 +87,9 @@ class EmbeddedPlanner:
             return await self._cannot_change(call)
         entities, matches = await self._slice(question, call)
         reading = self._read(question, entities, matches)
-        if reading.needs_latest and reading.measures and not (reading.unknown or reading.personal):
-            # "Q1 vs Q2", "since March": which ones depends on what "now" is
+        if reading.needs_latest and reading.measures and not reading.personal:
+            # "Q1 vs Q2", "since March": which ones depends on what "now" is (and words read only once it is
+            # known, "compare with the year before" after "last year", are judged on the second reading)
             entities = await self._dated(question, reading, entities, call)
             latest = await self._now(reading, entities, context.content.get("time_anchor"), call)
             if isinstance(latest, Plan):

@@ -340,7 +340,12 @@ _NAMED_DAYS: dict[str, object] = {
     "valentine's day": lambda year: dt.date(year, 2, 14),
     "halloween": lambda year: dt.date(year, 10, 31),
 }
-_NAMED_DAY_NAME = "(" + "|".join(name.replace("'", "'?") for name in _NAMED_DAYS) + ")"
+def _spoken(name: str) -> str:
+    """A named day's pattern as people type it: "new year's eve", "new years eve", "new year eve"."""
+    return name.replace("'s", "(?:'?s)?")
+
+
+_NAMED_DAY_NAME = "(" + "|".join(_spoken(name) for name in _NAMED_DAYS) + ")"
 _NAMED_DAY = re.compile(rf"\b{_NAMED_DAY_NAME}(?: day)?,? (?:of |in )?({_YEAR_WORD}|this year|last year)\b")
 NAMED_DAY_ALONE = re.compile(rf"\b{_NAMED_DAY_NAME}\b")  # ("on black friday": of which year is not guessed)
 
@@ -355,7 +360,7 @@ def named_days(text: str, latest: dt.date | None) -> tuple[str, list[tuple[str, 
         if m.group(2).endswith("year") and latest is None:
             return m.group(0)
         year = int(m.group(2)) if m.group(2)[0].isdigit() else latest.year - (m.group(2) == "last year")
-        name = next(n for n in _NAMED_DAYS if re.fullmatch(n.replace("'", "'?"), m.group(1)))
+        name = next(n for n in _NAMED_DAYS if re.fullmatch(_spoken(n), m.group(1)))
         day = _NAMED_DAYS[name](year)
         read.append((m.group(0).strip(), f"{day.day} {calendar.month_abbr[day.month]} {day.year}"))
         return f"{day.day} {calendar.month_abbr[day.month].lower()} {day.year}".ljust(len(m.group(0)))
@@ -365,7 +370,7 @@ def named_days(text: str, latest: dt.date | None) -> tuple[str, list[tuple[str, 
 def named_day_within(name: str, spans: list[TimeSpan]) -> bool:
     """Whether the day `name` names ("black friday") falls inside one of `spans` that is at most a month long
     ("each day from nov 24 to dec 1 2025 … the black friday bump"): said of that stretch, not of a year."""
-    key = next((n for n in _NAMED_DAYS if re.fullmatch(n.replace("'", "'?"), name)), None)
+    key = next((n for n in _NAMED_DAYS if re.fullmatch(_spoken(n), name)), None)
     return key is not None and any(
         span.kind == "between" and span.start and span.end and (span.end - span.start).days <= 31 and any(
             span.start <= _NAMED_DAYS[key](year) < span.end for year in {span.start.year, span.end.year})

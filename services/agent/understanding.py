@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 import re
+import unicodedata
 from dataclasses import dataclass, field, replace
 
 from services.agent.english import is_common, is_word
@@ -59,6 +60,10 @@ _WHOLE_HISTORY = re.compile(r"\b(?:across|over|for|in|of) (?:the )?(?:full|whole
                             r"(?:years|time|periods|dates)\b|\bsince (?:we|the (?:company|business|shop|store)) "
                             r"(?:started|began|opened|launched)\b|"
                             r"\bsince (?:the (?:very )?beginning|day one|inception)\b")
+# A question about now or about every period without saying which ("open right now", "revenue to date", "the
+# biggest ever"): never asked within the conversation's period.
+_NOW_OR_EVER = re.compile(r"\b(?:right now|now|currently|at the moment|at present|as of (?:now|today)|today|still|"
+                          r"ever)\b|(?<!year )(?<!month )(?<!quarter )(?<!week )\bto date\b")
 # Phrases that frame a question without changing it ("right now", "in terms of", "revenue-wise").
 _FILLER = re.compile(r"\b(?:right now|at the moment|in terms of|out of(?: all| the)?|as well as|along with)\b|"
                      r"\b(?:stuck|sitting|sat)(?= in \w)|"  # ("tickets stuck in pending": pending)
@@ -67,6 +72,7 @@ _FILLER = re.compile(r"\b(?:right now|at the moment|in terms of|out of(?: all| t
                      r"(?<=\w)[- ]wise\b|^\s*but\b|\bbut(?= (?:by|for|in|with|now|as|on|per|only|just|filter\w*)\b)|"
                      r"\ball[- ]time\s*,?\s*not (?:just|only) (?:this|last) (?:year|quarter|month|week)\b|"
                      r"\bdrill (?:down )?(?:into|to|on|in)\b|" + _WHOLE_HISTORY.pattern + "|"
+                     r",? all[- ]in(?=\s*(?:[?.!]|$))|"  # ("net sales for 2024, all in?": everything counted)
                      r"\bat (?:this|the) (?:moment|point|time)\b|"
                      r"\bboth (?:days|dates|ends|months) (?:included|inclusive)\b|\binclusive\b|"
                      r"\ball (?:the )?(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|\d{1,2})\b"
@@ -208,7 +214,7 @@ _RUNNING = re.compile(r"\b(?:running|cumulative|cumulated|accumulated) (?:totals
 # In a follow-up, the period before the earlier question's ("and the year before?", "the previous quarter").
 # "the year before", "the previous quarter", "the same quarter a year earlier": before the earlier period
 _THE_ONE_BEFORE = re.compile(r"\b(?:the )?(?:(year|quarter|month) before(?: that| it| then)?|(?:previous|prior) "
-                             r"(year|quarter|month)|same (?:quarter|month|week|period) (?:a |one )?(year) "
+                             r"(year|quarter|month)|same (quarter|month|week|period) (?:a |one )?year "
                              r"(?:earlier|before|prior))\b(?! (?:by|per|each)\b)")
 _GROWTH = re.compile(r"\b(growth(?: rates?)?|grow|grows|grew|grown|growing|change|changes|changed|changing|"
                      r"shrink|shrinks|shrank|"
@@ -541,12 +547,11 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
         text = _blank(text, start, end)
     compared = bool(reading.split or reading.compare or len(spans) > 1)
     if not borrowed:
-        spans = _against_earlier(spans, text, earlier, reading)
+        spans = _against_earlier(spans, text, said, earlier, reading)
     spans = _dated_to_compare(spans, text, reading, latest)
     if whether and growth is None and len(spans) == 1 and not spans[0].ends and reading.compare is None:
         reading.compare, reading.compared_outright = "previous_period", True  # "up or down last quarter"
-    asks_difference = len(spans) == 2 and _HOW_MUCH_MORE.search(text) is not None  # ("how much more … in nov
-    # 2025 than in oct?": the change from the earlier to the later)
+    asks_difference = _difference_between_periods(spans, time_starts, said, reading)
     _periods(spans, text, reading, asks_change=growth is not None or asks_difference, both=whether is not None)
     merit, text = _order_words(text, reading, change)
     text = _grain(text, reading)
@@ -570,7 +575,7 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     if earlier is not None and (not reading.measures or is_follow_up(question)):
         reading = _follow(earlier, reading, question, vocabulary)
     elif earlier is not None:
-        _in_the_conversation_period(earlier, reading)
+        _in_the_conversation_period(earlier, reading, question.lower())
     if merit:
         _by_merit(reading)
     _ranked_by_count(reading, vocabulary, text)
@@ -728,15 +733,20 @@ def _time_spans(text: str, question: str, latest: dt.date | None, before: tuple[
     text = text.replace(_FISCAL, "")
     text, days = named_days(text, latest)
     reading.assumed += days
-    alone = [(day, re.match(r"(?: day)?,? (?:of |in )?(?:this|last) year\b", text[day.end():]) is not None)
+    for said, _ in days if reading.compare else []:  # ("black friday 2025 vs last year": not the same date)
+        reading.unknown.append(said)
+        reading.reasons[said] = "a named day falls on another date each year: ask for each year's on its own"
+    alone = [(day, re.match(r"(?: day)?,? (?:of |in )?(?:this|last) year\b", text[day.end():]) is not None,
+              re.search(r"\b(?:on|for|during|over)\s+(?:the\s+)?$", text[:day.start()]) is not None)
              for day in NAMED_DAY_ALONE.finditer(text)]
-    for day, _ in alone:
+    for day, _, _ in alone:
         text = _blank(text, day.start(), day.end())
     spans, text, time_starts = find_times(text, latest)
-    for day, of_now in alone:
+    for day, of_now, asked_of in alone:
         if latest is None and of_now:
             reading.needs_latest = True  # "black friday this year": which day, once "now" is known
-        elif not named_day_within(day.group(0), spans):
+        elif asked_of or not named_day_within(day.group(0), spans):  # ("on black friday in november 2025": the
+            # day is asked of, not the month; "the black friday bump" in a week that holds it says why)
             reading.unknown.append(day.group(0))
             reading.reasons[day.group(0)] = f"say which year's, e.g. \u201c{day.group(0)} 2024\u201d"
     if before is not None:
@@ -835,9 +845,13 @@ def _normalised(question: str) -> str:
     text = re.sub(r"\b(year|month|quarter|week|day|today|yesterday)'s\b", r"\1", text)  # "this year's revenue"
     text = re.sub(r"\b(day|week|month|quarter|year)-(by|on|to|over)-(day|week|month|quarter|year)\b",
                   r"\1 \2 \3", text)  # "month-by-month" as "month by month"
+    text = re.sub(r"\b(change|growth|increase|decrease|difference|delta) (?:from|on|over) (?=(?:the )?(?:(?:previous|"
+                  r"prior|last) (?:month|quarter|week|year|period)|(?:month|quarter|week|year|period|one) before)\b)",
+                  r"\1 vs ", text)  # ("with the change from the month before")
+    text = re.sub(r"\bin (?:%|percent|percentage|relative) terms\b", "in %", text)  # ("grew fastest, in % terms")
     text = re.sub(r"\bbroken out by\b", "broken down by", text)  # ("2024 sales broken out by quarter")
     text = re.sub(r"\bsplit out by\b", "split by    ", text)
-    text = re.sub(r"\b(?:for |in )?(?:each|every one) of the ((?:last|past|previous|prior|first|next) \w+ "
+    text = re.sub(r"\b(?:for |in )?(?:each|every one) of the ((?:last|past|previous|prior) \w+ "
                   r"(day|week|month|quarter|year)s)\b", r"by \2 over the \1", text)  # "for each of the last 3 months"
     # "month by month through 2025": during it (alone, "revenue through 2024" may mean up to its end: not read)
     text = re.sub(r"\b((?:by|each|every|per) (?:day|week|month|quarter)|(?:day|week|month|quarter) by (?:day|week|"
@@ -937,12 +951,22 @@ def _comparison(text: str, reading: Reading) -> str:
     return text
 
 
-def _against_earlier(spans: list[TimeSpan], text: str, earlier: Reading | None, reading: Reading) -> list[TimeSpan]:
+def _against_earlier(spans: list[TimeSpan], text: str, said: str, earlier: Reading | None, reading: Reading
+                     ) -> list[TimeSpan]:
     """"and how does that compare with 2023?": the earlier period against the one named now; "with the previous
     year": the one before the earlier one, not before now. Only in a follow-up that points back."""
     against = _AGAINST.search(text) if earlier is not None and earlier.time is not None and len(spans) == 1 else None
-    if against is None or not re.search(r"\b(?:that|it|this|those|these)\b", text[:against.start()]):
+    if against is None or not re.search(r"\b(?:that|it|this|those|these|each (?:month|quarter|week)|which one|which "
+                                        r"of (?:them|those|these))\b", text[:against.start()]):
         return spans
+    same = re.search(r"\b(?:against|vs\.?|versus|with|to) the same (month|quarter|week)\b", said)
+    year_before = _a_year_before(earlier.time)
+    if same and earlier.grain == same.group(1) and year_before is not None and (
+            year_before.start, year_before.end) == (spans[0].start, spans[0].end):
+        # "how does each month stack up against the same month in 2024?" after 2025 by month: each month of
+        # the earlier period against the same month a year before
+        reading.compare, reading.compare_grain = "same_period_last_year", same.group(1)
+        return [earlier.time]
     before = _before_earlier(spans[0], earlier.time)
     if before is None and spans[0].kind == "relative":
         reading.unknown.append(spans[0].words.strip())
@@ -962,13 +986,15 @@ def _one_before_earlier(text: str, earlier: TimeSpan, latest: dt.date | None, re
         return None, text
     if said.group(3):  # "the same quarter a year earlier": the earlier period, a year back
         before = _a_year_before(dated(earlier, latest))
-        if before is None and latest is None and earlier.kind != "between":
-            reading.needs_latest = True  # ("last quarter", a year back: which one, once "now" is known)
-            return None, _blank(text, said.start(), said.end())
+        if before is not None and said.group(3) != "period" and before.calendar_unit != said.group(3):
+            return None, text  # ("the same month a year earlier" after a quarter: which month is not said)
     else:
         unit = said.group(1) or said.group(2)
         before = _before_earlier(TimeSpan("relative", said.group(0), op="previous", unit=unit),
                                  dated(earlier, latest))
+    if before is None and latest is None and earlier.kind != "between":
+        reading.needs_latest = True  # ("last quarter", then "the year before": which, once "now" is known)
+        return None, _blank(text, said.start(), said.end())
     if before is None:
         return None, text
     return (replace(before, words=describe(before)), said.start()), _blank(text, said.start(), said.end())
@@ -1046,6 +1072,19 @@ def _periods(spans: list[TimeSpan], text: str, reading: Reading, asks_change: bo
         _periods_apart(spans, text, reading, asks_change)
 
 
+def _difference_between_periods(spans: list[TimeSpan], time_starts: list[int], said: str, reading: Reading) -> bool:
+    """"How much more revenue did we make in nov 2025 than in oct?": the later period, then "than", then the one
+    just before it: the change from the earlier to the later (values set apart, "web than store", are not)."""
+    if len(spans) != 2 or len(time_starts) != 2 or reading.split is not None or not _HOW_MUCH_MORE.search(said):
+        return False
+    later, earlier = spans
+    if not (later.kind == earlier.kind == "between" and earlier.end <= later.start) or not re.search(
+            r"\bthan\b", said[time_starts[0]:time_starts[1]]):
+        return False
+    together = side_by_side([earlier, later])
+    return together is not None and _change_between(together, together.parts[0].calendar_unit) is not None
+
+
 def _parts_of_years_said_apart(spans: list[TimeSpan]) -> list[TimeSpan]:
     """"Q4 orders … this year", "Q4 revenue this year vs Q4 last year": a quarter or month said without a year
     of its own, with the year it falls in said apart from it, is that part of that year (the year is not a
@@ -1069,8 +1108,10 @@ def _one_period(span: TimeSpan, text: str, reading: Reading, asks_change: bool, 
     quarter vs the one before"), the two side by side."""
     reading.time = span
     unit_months = UNIT_MONTHS.get(span.calendar_unit or "")
-    if reading.compare and not asks_change and unit_months and (COMPARING.search(text) or reading.compared_outright
-                                                                or both):
+    each_part = reading.compare == "same_period_last_year" and reading.compare_grain not in (None, "year") and \
+        span.calendar_unit == "year"  # (each month of a year against the same month before: not two years)
+    if reading.compare and not asks_change and unit_months and not each_part and (
+            COMPARING.search(text) or reading.compared_outright or both):
         back = 12 if reading.compare == "same_period_last_year" else UNIT_MONTHS.get(reading.compare_grain or "",
                                                                                       unit_months)
         if back not in (unit_months, 12) or back < unit_months:  # "2025 vs the month before", "last month vs the
@@ -1154,9 +1195,11 @@ def _values(text: str, reading: Reading, vocabulary: Vocabulary, matches: list[d
             continue
         if match.get("approximate"):  # a near spelling: never a word the catalog, a question or English has
             if _asking_word(said) or singular(said) in vocabulary.known or (
-                    is_common(said) and not _spelled_otherwise(said, value)) or vocabulary.corrected(said) != said:
-                continue  # ("canceled" is "cancelled" spelled the American way, "later" no "latter"; "retuned"
-                # is one slip from the catalog's "returned", two from the value refunded)
+                    is_word(said) and not _spelled_otherwise(said, value) and _unaccented(value) != said) or \
+                    vocabulary.corrected(said) not in (said, value.lower()):
+                continue  # an English word is meant as written ("austria" is no Australia, "stoves" no store;
+                # but "canceled" is "cancelled" spelled the American way, "quebec" Québec without its accent);
+                # "retuned" is one slip from the catalog's "returned", two from the value refunded
             reading.assumed.append((said, value))
         # Every place the value is said, in the person's words or its own ("third-party marketplaces", "phone
         # channel … phone orders"), but not where it begins a measure's name.
@@ -1296,6 +1339,11 @@ def _asked_again_of(first: str, rest: str, matches: list[dict]) -> str | None:
     return "".join(again)
 
 
+def _unaccented(value: str) -> str:
+    """`value` lower-cased without its accents ("Québec": "quebec")."""
+    return "".join(c for c in unicodedata.normalize("NFKD", value.lower()) if not unicodedata.combining(c))
+
+
 def _spelled_otherwise(said: str, value: str) -> bool:
     """The same word spelled another way by doubling a letter ("canceled", "cancelled"; "fulfilment")."""
     undoubled = [re.sub(r"(.)\1", r"\1", word.lower()) for word in (said, value)]
@@ -1350,7 +1398,8 @@ def _framing(text: str, vocabulary: Vocabulary, reading: Reading, value_spans: l
     return _blank(text, 0, found.end())
 
 
-_NOT_BEFORE = re.compile(r"\b(?:but not|and not|not|excluding|except|without)\s+(?:the\s+|any\s+)?$")
+_NOT_BEFORE = re.compile(r"\b(?:but not|and not|not (?:counting|including)|not|excluding|except|without|leaving out|"
+                         r"ignoring)\s+(?:the\s+|any\s+)?$")
 
 
 def _said_besides(text: str, found: list[tuple[int, str]]) -> tuple[str, list[tuple[int, str]]]:
@@ -2393,14 +2442,15 @@ def _follow(earlier: Reading, new: Reading, question: str, vocabulary: Vocabular
     return merged
 
 
-def _in_the_conversation_period(earlier: Reading, new: Reading) -> None:
+def _in_the_conversation_period(earlier: Reading, new: Reading, asked: str) -> None:
     """"What percentage of this year's orders were cancelled?" then "which channel had the most
     cancellations?": a new question about the same records that names no period of its own is asked within the
     conversation's, and the answer says so (another subject starts afresh: "revenue by channel in 2024", then
     "the three categories with the most returned units")."""
     same_records = {m["entity_id"] for m in new.measures} & {m["entity_id"] for m in earlier.measures}
     if same_records and new.time is None and earlier.time is not None and not (
-            new.had_ever or new.had_none or new.compare or new.whole_history):
+            new.had_ever or new.had_none or new.compare or new.whole_history or new.grain
+            or _NOW_OR_EVER.search(asked)):  # (periods side by side, "which year", "open right now", "ever")
         new.time, new.period_kept = earlier.time, True
 
 
@@ -2440,4 +2490,5 @@ def is_follow_up(question: str) -> bool:
     text = _GREETING.sub("", _EMOJI.sub(" ", question.lower()))
     return bool(FOLLOW_UP.match(text) or _CHANGE_THAT.search(text) or _REFERS_BACK.search(text) or
                 _OF_THOSE.search(text) or re.search(  # ("what does that look like for online orders only?")
-                    r"\bits\b|\b(?:what|how) (?:does|do|did|would) (?:that|it|this|those) look\b", text))
+                    r"\bits\b|\b(?:what|how) (?:does|do|did|would|is|are) (?:that|it|this|those|these) (?:look|compare|"
+                    r"stack|measure|fare)\b", text))

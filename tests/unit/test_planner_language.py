@@ -1743,7 +1743,8 @@ def test_year_on_year_said_twice_is_one_comparison():
 
 
 def test_all_of_a_field_beside_a_total_is_the_total_and_a_ranking_of_all_lists_them():
-    assert read("what was total revenue for 2024, all channels?").breakdowns == []
+    reading = read("what was total revenue for 2024, all channels?")
+    assert (reading.breakdowns, reading.unknown, labels(reading.measures)) == ([], [], ["Net revenue"])
     assert labels(read("Rank all categories by return rate, in total").breakdowns) == ["Product category"]
 
 
@@ -1819,3 +1820,59 @@ def test_a_quarter_and_its_year_said_apart_are_that_quarter_of_that_year():
     assert [(p.start, p.end) for p in reading.time.parts] == [(dt.date(2024, 10, 1), dt.date(2025, 1, 1)),
                                                               (dt.date(2025, 10, 1), dt.date(2026, 1, 1))]
     assert reading.unknown == [] and reading.grain == "quarter"
+
+
+@pytest.mark.parametrize("question", [
+    "which year had the highest revenue?", "show revenue by year", "what is our total revenue ever?",
+    "what is our revenue to date?", "revenue of all time by channel"])
+def test_a_question_across_periods_or_about_now_is_never_asked_within_the_conversation_period(question):
+    reading = follow("revenue by channel in 2024", question, LATEST)
+    assert reading.time is None and not reading.period_kept
+    tickets = follow("how many support tickets were opened in 2024?", "how many support tickets are open right now?")
+    assert tickets.time is None and not tickets.period_kept
+
+
+def test_a_named_day_asked_of_is_that_day_or_refused_never_the_stretch_around_it():
+    assert "black friday" in read("revenue on black friday in november 2025", LATEST).unknown
+    reading = read("revenue on black friday 2025 compared to last year", LATEST)
+    assert "black friday 2025" in reading.unknown and "another date" in reading.reasons["black friday 2025"]
+    assert period(read("orders on new year's eve 2024")) == ("between", dt.date(2024, 12, 31), dt.date(2025, 1, 1))
+
+
+@pytest.mark.parametrize("question", [
+    "how much more revenue did we make in 2024 than in 2025?",  # (the earlier named first: both shown)
+    "how much more revenue in 2025 than in 2023?",  # (not one before the other: both shown)
+    "how many more orders did web get than store in q1 and q2 2025?",  # (values set apart, not periods)
+])
+def test_how_much_more_is_a_change_only_from_the_period_just_before(question):
+    reading = read(question, LATEST)
+    assert reading.compare is None and reading.unknown == []
+
+
+def test_the_same_part_a_year_earlier_must_be_the_earlier_periods_own_unit():
+    for earlier, question in (("revenue in 2025", "and for the same quarter a year earlier?"),
+                              ("revenue in Q3 2025", "and the same month a year earlier?")):
+        assert follow(earlier, question, LATEST).unknown
+
+
+@pytest.mark.parametrize(("said", "value", "kept"), [
+    ("austria", "Australia", False),  # an English word, meant as written
+    ("stoves", "store", False),
+    ("cancelld", "cancelled", True),  # one slip from the catalog's own word, which is the value
+    ("quebec", "Québec", True),  # the value without its accent
+])
+def test_a_near_spelling_is_a_value_only_when_no_word_is_meant(said, value, kept):
+    field = {"Australia": ("regions", "country"), "store": ("orders", "channel"), "cancelled": ("orders", "status"),
+             "Québec": ("regions", "name")}[value]
+    values = [{**match(value, *field), "matched_text": said, "approximate": True}]
+    reading = understand(f"revenue from {said} orders in 2024", SLICE, values, latest=LATEST)
+    assert bool(reading.filters) == kept and (said in reading.unknown) != kept
+
+
+def test_the_year_before_a_relative_period_is_read_once_now_is_known():
+    unread = follow("What was our average order value last year?", "how does that compare with the year before?")
+    assert unread.needs_latest  # (the planner reads it again knowing "now", whatever else is unread)
+    reading = follow("What was our average order value last year?", "how does that compare with the year before?",
+                     LATEST)
+    assert reading.unknown == [] and [(p.start, p.end) for p in reading.time.parts] == [
+        (dt.date(2023, 1, 1), dt.date(2024, 1, 1)), (dt.date(2024, 1, 1), dt.date(2025, 1, 1))]
