@@ -105,9 +105,13 @@ _FUTURE = re.compile(r"\b(?:will|shall|won't)\b(?!\s+(?:you|u)\b)|\bgoing to (?:
 _HYPHENATED = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)+")
 _PHRASAL = re.compile(r"\b(send|sends|sent|sending|bring|brings|brought|bringing|take|takes|took|taking) "
                       r"(stuff|things|items|it|them|something|anything|products|goods) (back)\b")
-# "how much did we take in last year": money (not "how many orders did we take in 2024", "take in returns")
+# "how much did we take in (bring in) last year": money (not "how many orders did we take in 2024", "take in
+# returns")
 _TAKEN_IN = re.compile(r"\b(?:take|takes|took|taken|taking) in\b(?! ?\d| (?:q[1-4]|jan\w*|feb\w*|mar\w*|apr\w*|may|"
-                       r"jun\w*|jul\w*|aug\w*|sep\w*|oct\w*|nov\w*|dec\w*|returns?|refunds?|total)\b)")
+                       r"jun\w*|jul\w*|aug\w*|sep\w*|oct\w*|nov\w*|dec\w*|returns?|refunds?|total)\b)|"
+                       r"\b(?:bring|brings|brought|bringing) in(?=\s*(?:[?.!,;]|$|(?:last|this|in|during|for|over|"
+                       r"since|from|between|through|via|on|at|by|per|with|each|every)\b))")  # (not "bring in more
+# orders")
 # "who spent more with us": the money customers spent (not "how much did we spend")
 _SPENT_WITH_US = re.compile(r"\b(?:spend|spends|spent|spending)(?= (?:more |less |the most |the least )?(?:with us|"
                             r"per (?:order|customer))\b)")  # ("who spends more per order": money per order)
@@ -547,7 +551,8 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
         text = _blank(text, start, end)
     compared = bool(reading.split or reading.compare or len(spans) > 1)
     if not borrowed:
-        spans = _against_earlier(spans, text, said, earlier, reading)
+        spans = _against_earlier(spans, text, said, earlier, reading, latest)
+        compared = compared or reading.compare is not None  # ("stack up vs the same quarters in 2024")
     spans = _dated_to_compare(spans, text, reading, latest)
     if whether and growth is None and len(spans) == 1 and not spans[0].ends and reading.compare is None:
         reading.compare, reading.compared_outright = "previous_period", True  # "up or down last quarter"
@@ -563,14 +568,7 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
         text = COMPARING.sub(lambda m: " " * len(m.group(0)), text)
     text = _HYPHENATED.sub(lambda m: _compound(m.group(0), vocabulary), text)
     text = _all_of_a_field(text, vocabulary)
-    context = {m["entity_id"] for m in earlier.measures} if earlier is not None else set()
-    scratch = replace(reading, measures=[], breakdowns=[], unknown=list(reading.unknown), personal=[],
-                      reasons=dict(reading.reasons))
-    _catalog_words(text, scratch, vocabulary, value_spans, context, situation)  # a first pass finds the measure,
-    reading.owner_hint = scratch.measures[0]["entity_id"] if scratch.measures else None  # so that a word two
-    _catalog_words(text, reading, vocabulary, value_spans, context, situation)  # fields share is read by it
-    if len(reading.measures) > 1:  # "compare gross vs net sales": the measures side by side are the comparison
-        reading.unknown = [w for w in reading.unknown if not _COMPARE_WORD.fullmatch(w)]
+    _named_in_the_catalog(text, reading, vocabulary, value_spans, earlier, situation)
     _settle(reading, growth is not None, vocabulary)
     if earlier is not None and (not reading.measures or is_follow_up(question)):
         reading = _follow(earlier, reading, question, vocabulary)
@@ -580,6 +578,20 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
         _by_merit(reading)
     _ranked_by_count(reading, vocabulary, text)
     return reading
+
+
+def _named_in_the_catalog(text: str, reading: Reading, vocabulary: Vocabulary, value_spans: list[tuple[int, int, str]],
+                          earlier: Reading | None, situation: list[tuple[int, int]]) -> None:
+    """The measures, breakdowns and entities the rest of the words name (see `_catalog_words`): a first pass
+    finds the measure, so that a word two fields share is read as the measure's own."""
+    context = {m["entity_id"] for m in earlier.measures} if earlier is not None else set()
+    scratch = replace(reading, measures=[], breakdowns=[], unknown=list(reading.unknown), personal=[],
+                      reasons=dict(reading.reasons))
+    _catalog_words(text, scratch, vocabulary, value_spans, context, situation)
+    reading.owner_hint = scratch.measures[0]["entity_id"] if scratch.measures else None
+    _catalog_words(text, reading, vocabulary, value_spans, context, situation)
+    if len(reading.measures) > 1:  # "compare gross vs net sales": the measures side by side are the comparison
+        reading.unknown = [w for w in reading.unknown if not _COMPARE_WORD.fullmatch(w)]
 
 
 # "for the worst one", "within that one": a row of the earlier answer, which the planner never sees
@@ -843,6 +855,8 @@ def _normalised(question: str) -> str:
         text = re.sub(r"\b(" + "|".join(_PERIOD_SHORT) + r")\b", lambda m: _PERIOD_SHORT[m.group(1)], text)
     text = re.sub(r"\bfy ?'?(\d{4}|\d{2})\b", lambda m: _FISCAL + str(_full_year(m.group(1))), text)
     text = re.sub(r"\b(year|month|quarter|week|day|today|yesterday)'s\b", r"\1", text)  # "this year's revenue"
+    text = re.sub(r"(?<!the )\b(this|last) (year|month|quarter|week)s(?= (?!ago\b)[a-z])", r"\1 \2",
+                  text)  # ("this years returns": the apostrophe left out)
     text = re.sub(r"\b(day|week|month|quarter|year)-(by|on|to|over)-(day|week|month|quarter|year)\b",
                   r"\1 \2 \3", text)  # "month-by-month" as "month by month"
     text = re.sub(r"\b(change|growth|increase|decrease|difference|delta) (?:from|on|over) (?=(?:the )?(?:(?:previous|"
@@ -891,6 +905,17 @@ def _shorthand_at_work(text: str) -> str:
     if not re.search(r"\b(?:units?|items?|pieces?|quantity|quantities|volume)\b", text):
         text = re.sub(r"\bhow much(?= (?:(?:have|has|did|do|does) )?(?:we|they|you|i) (?:sold|sell)\b)", "money   ",
                       text)
+        # "did we sell more to US or Canada customers": the money (the customers say whose rows, not what to count)
+        text = re.sub(r"\b(?:sell|sold)(?= (?:more|less) (?:to|through|via|in|on|at)\b)", "money", text)
+        # "how many customers did we sell to in 2025": those who bought then (not those who joined then)
+        text = re.sub(r"(?<=\bhow many )(\w+(?: \w+)?) (did|do|have|has) (?:we|they) (?:sell|sold) to\b",
+                      lambda m: f"{m.group(1)} {'have ' if m.group(2) in ('have', 'has') else ''}bought", text)
+        # "how many did we sell to enterprise customers": units
+        text = re.sub(r"\bhow many(?= (?:(?:have|has|did|do|does) )?(?:we|they|you|i) (?:sold|sell)\b)",
+                      "how many units", text)
+    # "how many orders does a customer place": orders per customer
+    text = re.sub(r"\b(how many \w+(?: \w+)?) (?:does|do|did|would|will) (?:a|an|each|one|the average|the typical) "
+                  r"(?=\w)", r"\1 per ", text)
     # "this year vs last": the same unit
     text = re.sub(r"\b(this (year|quarter|month|week)\b.{0,30}?\b(?:vs\.?|versus|against|compared (?:to|with)|than) "
                   r"last)\b(?! (?:year|quarter|month|week)\b)", r"\1 \2", text)
@@ -951,16 +976,20 @@ def _comparison(text: str, reading: Reading) -> str:
     return text
 
 
-def _against_earlier(spans: list[TimeSpan], text: str, said: str, earlier: Reading | None, reading: Reading
-                     ) -> list[TimeSpan]:
+def _against_earlier(spans: list[TimeSpan], text: str, said: str, earlier: Reading | None, reading: Reading,
+                     latest: dt.date | None) -> list[TimeSpan]:
     """"and how does that compare with 2023?": the earlier period against the one named now; "with the previous
     year": the one before the earlier one, not before now. Only in a follow-up that points back."""
     against = _AGAINST.search(text) if earlier is not None and earlier.time is not None and len(spans) == 1 else None
     if against is None or not re.search(r"\b(?:that|it|this|those|these|each (?:month|quarter|week)|which one|which "
                                         r"of (?:them|those|these))\b", text[:against.start()]):
         return spans
-    same = re.search(r"\b(?:against|vs\.?|versus|with|to) the same (month|quarter|week)\b", said)
-    year_before = _a_year_before(earlier.time)
+    same = re.search(r"\b(?:against|vs\.?|versus|with|to) the same (month|quarter|week)s?\b", said)
+    year_before = _a_year_before(dated(earlier.time, latest))
+    if same and earlier.grain == same.group(1) and year_before is None and latest is None and \
+            earlier.time.kind != "between":
+        reading.needs_latest = True  # ("this year" by quarter, then "vs the same quarters in 2024")
+        return spans
     if same and earlier.grain == same.group(1) and year_before is not None and (
             year_before.start, year_before.end) == (spans[0].start, spans[0].end):
         # "how does each month stack up against the same month in 2024?" after 2025 by month: each month of

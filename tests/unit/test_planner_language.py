@@ -1876,3 +1876,46 @@ def test_the_year_before_a_relative_period_is_read_once_now_is_known():
                      LATEST)
     assert reading.unknown == [] and [(p.start, p.end) for p in reading.time.parts] == [
         (dt.date(2023, 1, 1), dt.date(2024, 1, 1)), (dt.date(2024, 1, 1), dt.date(2025, 1, 1))]
+
+
+@pytest.mark.parametrize(("question", "measure", "filtered"), [
+    ("did we sell more to enterprise or small business customers in 2025?", "Net revenue", False),
+    ("how many did we sell to enterprise customers?", "Units sold", True),
+    ("how much did we bring in last quarter", "Net revenue", False),
+])
+def test_what_is_sold_to_customers_is_counted_not_the_customers(question, measure, filtered):
+    reading = read(question, LATEST)
+    assert (labels(reading.measures), reading.unknown, bool(reading.filters)) == ([measure], [], filtered)
+
+
+def test_customers_sold_to_are_those_who_bought():
+    reading = read("how many customers did we sell to in 2025", LATEST)
+    assert labels(reading.measures) == ["Number of customers"] and reading.has_rows is not None
+    assert period(reading) == ("between", dt.date(2025, 1, 1), dt.date(2026, 1, 1))
+
+
+def test_how_many_things_one_row_has_is_per_that_row():
+    reading = read("On average how many orders does a customer place, split by segment?")
+    assert (labels(reading.measures), reading.per["label"], reading.unknown) == (
+        ["Number of orders"], "Customer", [])
+
+
+def test_this_years_without_its_apostrophe_is_this_year():
+    reading = read("break down this years returns by reason, just the number of returns")
+    assert (period(reading), reading.unknown) == (("relative", "to_date", "year", 1), [])
+
+
+def test_each_part_against_the_same_part_a_year_before_keeps_the_parts():
+    for earlier, question in (("show me monthly revenue for 2025", "and how does each month stack up against the same "
+                                                                     "month in 2024?"),
+                              ("phone orders by quarter this year", "how's that stack up vs the same quarters in 2024?")):
+        reading = follow(earlier, question, LATEST)
+        assert (reading.compare, reading.unknown) == ("same_period_last_year", [])
+        assert plan(reading, SLICE).draft["dimensions"][0]["grain"] == ("month" if "month" in question else "quarter")
+    assert follow("phone orders by quarter this year", "how's that stack up vs the same quarters in 2024?").needs_latest
+
+
+def test_bringing_in_orders_is_orders_and_bringing_in_alone_is_money():
+    assert labels(read("did q4 this year bring in more orders than q4 last year?", LATEST).measures) == [
+        "Number of orders"]
+    assert labels(read("what did web orders bring in last quarter?", LATEST).measures) == ["Net revenue"]
