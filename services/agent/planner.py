@@ -172,6 +172,10 @@ class EmbeddedPlanner:
             return Plan(f"That is not available to me: the data I may use has no "
                         f"{', '.join(dict.fromkeys(reading.personal))} of people, and I cannot look it up.",
                         False, offered)
+        if reading.written:
+            return Plan("That is not available to me: I am never given the text people wrote (messages, tickets, "
+                        "notes), only figures about it; I can count or break down those records instead.", False,
+                        offered)
         if reading.unknown:
             unknown = list(dict.fromkeys(reading.unknown))
             unclear = [f"\u201c{_as_written(w, question)}\u201d" for w in unknown if w not in reading.reasons][:5]

@@ -254,6 +254,10 @@ _SPLIT = re.compile(r"\b(vs\.?|versus|compared? (?:to|with)|compares (?:to|with)
 # "compare A and B", "cancelled and refunded orders, how many of each": values joined by "and", side by side
 _COMPARE_AND = re.compile(r"\b(compare[ds]?|comparing|comparison|differ(?:s|ence|ent)?|of each|each of them|"
                           r"respectively|separately|separate|break (?:it |them )?(?:out|down)|split)\b")
+# Words asking for what people wrote ("what customers wrote in their tickets", "the full text"): free text is
+# never given to the planner; when the catalog has no such word, that is the reason to say.
+_WRITTEN = re.compile(r"wrote|write|writes|written|said|says|complain(?:ed|ing|s|ts?)?|text|texts|body|bodies|"
+                      r"contents?|messages?|transcripts?|wording|comments?|notes?")
 # Words that ask for data this planner is never given (never-to-model fields hold them).
 PERSONAL = frozenset({"email", "emails", "e-mail", "e-mails", "phone", "phones", "telephone", "address",
                       "addresses", "password", "passwords", "ssn", "birthday", "birthdays", "name", "names",
@@ -261,6 +265,7 @@ PERSONAL = frozenset({"email", "emails", "e-mail", "e-mails", "phone", "phones",
 _PERSONAL_PHRASE = re.compile(r"\b(?:phone|telephone|mobile|cell|contact|home|mailing|postal|email) "
                               r"(?:numbers?|details?|info|address(?:es)?)\b")
 CHANGE_VERBS = re.compile(r"^\s*(?:(?:please|pls|plz|kindly)\s+)?(?:(?:can|could|would) (?:you|u)\s+)?(?:please\s+)?"
+                          r"(?:(?:go ahead|just go|now go|go) and\s+|just\s+)?"
                           r"(delete|remove|drop|update|change|modify|set|cancel|refund|insert|edit|rename|mark|close|"
                           r"reopen|erase|wipe|purge|clear|add|get rid of|move|assign|reassign|transfer|convert|upgrade|"
                           r"downgrade|merge|flag|tag|archive|restore|approve|reject|void|disable|enable|deactivate|"
@@ -341,6 +346,7 @@ class Reading:
     had_ever: bool = False  # "customers who have placed an order": rows had at any time (a period is the records')
     had_none: bool = False  # "customers who have never placed an order": none of those rows
     period_kept: bool = False  # a new question without a period of its own, asked in the earlier one's period
+    written: bool = False  # asks for what people wrote (a ticket's text): free text, never given to the planner
     whole_history: bool = False  # "of all time", "since we started": every period, said outright
 
 
@@ -577,6 +583,7 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     if merit:
         _by_merit(reading)
     _ranked_by_count(reading, vocabulary, text)
+    reading.written = any(_WRITTEN.fullmatch(word.lower()) for word in reading.unknown)
     return reading
 
 

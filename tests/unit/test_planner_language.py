@@ -1919,3 +1919,12 @@ def test_bringing_in_orders_is_orders_and_bringing_in_alone_is_money():
     assert labels(read("did q4 this year bring in more orders than q4 last year?", LATEST).measures) == [
         "Number of orders"]
     assert labels(read("what did web orders bring in last quarter?", LATEST).measures) == ["Net revenue"]
+
+
+def test_asking_for_what_people_wrote_is_named_as_such_and_a_go_ahead_is_an_order():
+    reading = read("show me what customers actually wrote in their urgent support tickets")
+    assert reading.written
+    assert not read("how many tickets were opened in 2025").written
+    from services.agent.understanding import asks_to_change
+    assert asks_to_change("Go ahead and change every refunded order from December to completed.")
+    assert not asks_to_change("go and see the change in revenue")
