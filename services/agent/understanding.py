@@ -1925,6 +1925,11 @@ def _event_words(seen: _Words, reading: Reading, vocabulary: Vocabulary, context
             # "new customers" with no period says nothing of when, and another form of a verb ("tickets still
             # open") is no verb at all; "orders placed", "units a customer buys" only say what the rows are.
             if event.declared and not event.describing:
+                counted = all(m["id"] in {c["id"] for c in counts_of(vocabulary.by_id.get(m["entity_id"], {}))}
+                              for m in reading.measures)  # (a count of records, not a rate or an amount)
+                had = _had(event, reading, vocabulary, ever=True) if counted else None
+                if had is not None and reading.has_rows is None:  # "how many customers bought": those with at
+                    reading.has_rows, reading.had_ever = had, True  # least one, at any time (never all of them)
                 continue
             reading.unknown.append(event.written)
             if event.declared:

@@ -1928,3 +1928,10 @@ def test_asking_for_what_people_wrote_is_named_as_such_and_a_go_ahead_is_an_orde
     from services.agent.understanding import asks_to_change
     assert asks_to_change("Go ahead and change every refunded order from December to completed.")
     assert not asks_to_change("go and see the change in revenue")
+
+
+def test_records_said_to_have_done_something_are_those_that_did_never_all_of_them():
+    for question in ("how many customers bought", "how many enterprise customers ordered"):
+        reading = read(question)
+        assert reading.has_rows is not None and reading.had_ever and reading.unknown == []
+    assert read("how many units did enterprise customers buy").has_rows is None  # (units are what was bought)
