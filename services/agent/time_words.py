@@ -11,6 +11,7 @@ from __future__ import annotations
 import calendar
 import datetime as dt
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 MONTHS = {name: number for number, names in enumerate(
@@ -328,7 +329,7 @@ def _thanksgiving(year: int) -> dt.date:
 
 
 # Days of the calendar people name instead of a date; each is one day of the year said beside it.
-_NAMED_DAYS: dict[str, object] = {
+_NAMED_DAYS: dict[str, Callable[[int], dt.date]] = {
     "thanksgiving": _thanksgiving,
     "black friday": lambda year: _thanksgiving(year) + dt.timedelta(days=1),
     "cyber monday": lambda year: _thanksgiving(year) + dt.timedelta(days=4),
@@ -340,6 +341,8 @@ _NAMED_DAYS: dict[str, object] = {
     "valentine's day": lambda year: dt.date(year, 2, 14),
     "halloween": lambda year: dt.date(year, 10, 31),
 }
+
+
 def _spoken(name: str) -> str:
     """A named day's pattern as people type it: "new year's eve", "new years eve", "new year eve"."""
     return name.replace("'s", "(?:'?s)?")

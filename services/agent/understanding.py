@@ -106,12 +106,11 @@ _HYPHENATED = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)+")
 _PHRASAL = re.compile(r"\b(send|sends|sent|sending|bring|brings|brought|bringing|take|takes|took|taking) "
                       r"(stuff|things|items|it|them|something|anything|products|goods) (back)\b")
 # "how much did we take in (bring in) last year": money (not "how many orders did we take in 2024", "take in
-# returns")
+# returns", "bring in more orders")
 _TAKEN_IN = re.compile(r"\b(?:take|takes|took|taken|taking) in\b(?! ?\d| (?:q[1-4]|jan\w*|feb\w*|mar\w*|apr\w*|may|"
                        r"jun\w*|jul\w*|aug\w*|sep\w*|oct\w*|nov\w*|dec\w*|returns?|refunds?|total)\b)|"
                        r"\b(?:bring|brings|brought|bringing) in(?=\s*(?:[?.!,;]|$|(?:last|this|in|during|for|over|"
-                       r"since|from|between|through|via|on|at|by|per|with|each|every)\b))")  # (not "bring in more
-# orders")
+                       r"since|from|between|through|via|on|at|by|per|with|each|every)\b))")
 # "who spent more with us": the money customers spent (not "how much did we spend")
 _SPENT_WITH_US = re.compile(r"\b(?:spend|spends|spent|spending)(?= (?:more |less |the most |the least )?(?:with us|"
                             r"per (?:order|customer))\b)")  # ("who spends more per order": money per order)
@@ -215,8 +214,8 @@ _AS_PERCENT = re.compile(r"\b(?:as|in) (?:a )?(?:percent(?:age)?s?\b|%)|\bin per
 # A running total along time ("cumulative revenue", "running total of orders month by month").
 _RUNNING = re.compile(r"\b(?:running|cumulative|cumulated|accumulated) (?:totals?|sums?|counts?)\b|"
                       r"\bcumulative(?:ly)?\b")  # (not "running out")
-# In a follow-up, the period before the earlier question's ("and the year before?", "the previous quarter").
-# "the year before", "the previous quarter", "the same quarter a year earlier": before the earlier period
+# In a follow-up, the period before the earlier question's ("and the year before?", "the previous quarter",
+# "the same quarter a year earlier").
 _THE_ONE_BEFORE = re.compile(r"\b(?:the )?(?:(year|quarter|month) before(?: that| it| then)?|(?:previous|prior) "
                              r"(year|quarter|month)|same (quarter|month|week|period) (?:a |one )?year "
                              r"(?:earlier|before|prior))\b(?! (?:by|per|each)\b)")
@@ -530,9 +529,8 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     entity_id, untrusted_value, matched_text), for a follow-up the earlier question's reading, and `latest`,
     what "now" is for a month or quarter named without a year (unknown: the reading says it needs it)."""
     vocabulary = Vocabulary(entities)
-    reading = Reading()
+    reading = Reading(whole_history=_WHOLE_HISTORY.search(question.lower()) is not None)  # (before filler goes)
     text = said = _normalised(question)
-    reading.whole_history = _WHOLE_HISTORY.search(question.lower()) is not None  # (before filler is blanked)
     if earlier is not None:
         text = _pointers_back(text, reading, vocabulary)
     text = _outside_the_data(text, reading)
@@ -1627,9 +1625,10 @@ def _ranking(text: str, reading: Reading) -> str:
     return text
 
 
+# "compare gross vs net sales": with two measures, the comparing word asks for nothing more than both
+_COMPARE_WORD = re.compile(r"compare[ds]?|comparing|comparison")
 # "total revenue for 2024, all channels": every value of a field taken together, one figure (never beside a
 # ranking or a breakdown word: "rank all categories by return rate" lists them)
-_COMPARE_WORD = re.compile(r"compare[ds]?|comparing|comparison")
 _ALL_OF = re.compile(r"\ball (?:the |of the |our )?([a-z][a-z' -]*?)(?: combined| together| included)?"
                      r"(?=\s*(?:[?.!,;]|$))")
 _TOGETHER = re.compile(r"\b(?:total|overall|combined|altogether|in all)\b")
