@@ -363,8 +363,7 @@ def named_days(text: str, latest: dt.date | None) -> tuple[str, list[tuple[str, 
         if m.group(2).endswith("year") and latest is None:
             return m.group(0)
         year = int(m.group(2)) if m.group(2)[0].isdigit() else latest.year - (m.group(2) == "last year")
-        name = next(n for n in _NAMED_DAYS if re.fullmatch(_spoken(n), m.group(1)))
-        day = _NAMED_DAYS[name](year)
+        day = _named_day(m.group(1), year)
         read.append((m.group(0).strip(), f"{day.day} {calendar.month_abbr[day.month]} {day.year}"))
         return f"{day.day} {calendar.month_abbr[day.month].lower()} {day.year}".ljust(len(m.group(0)))
     return _NAMED_DAY.sub(as_date, text), read
@@ -373,11 +372,14 @@ def named_days(text: str, latest: dt.date | None) -> tuple[str, list[tuple[str, 
 def named_day_within(name: str, spans: list[TimeSpan]) -> bool:
     """Whether the day `name` names ("black friday") falls inside one of `spans` that is at most a month long
     ("each day from nov 24 to dec 1 2025 … the black friday bump"): said of that stretch, not of a year."""
-    key = next((n for n in _NAMED_DAYS if re.fullmatch(_spoken(n), name)), None)
-    return key is not None and any(
-        span.kind == "between" and span.start and span.end and (span.end - span.start).days <= 31 and any(
-            span.start <= _NAMED_DAYS[key](year) < span.end for year in {span.start.year, span.end.year})
+    return any(span.kind == "between" and (span.end - span.start).days <= 31 and any(
+        span.start <= _named_day(name, year) < span.end for year in {span.start.year, span.end.year})
         for span in spans)
+
+
+def _named_day(said: str, year: int) -> dt.date:
+    """The date of the named day `said` (as `_NAMED_DAY_NAME` matched it) in `year`."""
+    return next(date_in for name, date_in in _NAMED_DAYS.items() if re.fullmatch(_spoken(name), said))(year)
 
 
 def find_times(question: str, latest: dt.date | None = None) -> tuple[list[TimeSpan], str, list[int]]:
@@ -429,11 +431,16 @@ def widened_back(span: TimeSpan, months: int) -> TimeSpan | None:
     if span.kind == "relative" and span.op == "to_date" and months == unit_months:  # "this quarter vs last"
         before = TimeSpan("relative", f"the previous {span.unit}", op="previous", unit=span.unit)
         return TimeSpan("any", f"{before.words} and {span.words.strip()}", parts=(before, span))
+    earlier = shifted_back(span, months)
+    return None if earlier is None else side_by_side([earlier, span])
+
+
+def shifted_back(span: TimeSpan, months: int) -> TimeSpan | None:
+    """A period of dates `months` earlier, said in words (None for a period that is not of dates)."""
     if span.kind != "between":
         return None
     earlier = TimeSpan("between", "", start=_add_months(span.start, -months), end=_add_months(span.end, -months))
-    earlier = replace(earlier, words=describe(earlier))
-    return side_by_side([earlier, span])
+    return replace(earlier, words=describe(earlier))
 
 
 def find_time(question: str) -> tuple[TimeSpan | None, str]:

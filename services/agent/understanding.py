@@ -23,6 +23,7 @@ from services.agent.time_words import (
     find_times,
     named_day_within,
     named_days,
+    shifted_back,
     side_by_side,
     widened_back,
 )
@@ -345,8 +346,12 @@ class Reading:
     had_ever: bool = False  # "customers who have placed an order": rows had at any time (a period is the records')
     had_none: bool = False  # "customers who have never placed an order": none of those rows
     period_kept: bool = False  # a new question without a period of its own, asked in the earlier one's period
-    written: bool = False  # asks for what people wrote (a ticket's text): free text, never given to the planner
     whole_history: bool = False  # "of all time", "since we started": every period, said outright
+
+    @property
+    def written(self) -> bool:
+        """Asks for what people wrote (a ticket's text): free text, never given to the planner."""
+        return any(_WRITTEN.fullmatch(word.lower()) for word in self.unknown)
 
 
 def singular(word: str) -> str:
@@ -581,7 +586,6 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     if merit:
         _by_merit(reading)
     _ranked_by_count(reading, vocabulary, text)
-    reading.written = any(_WRITTEN.fullmatch(word.lower()) for word in reading.unknown)
     return reading
 
 
@@ -1055,10 +1059,7 @@ def _value_against_earlier(text: str, value_spans: list[tuple[int, int, str]], r
 
 def _a_year_before(span: TimeSpan) -> TimeSpan | None:
     """A whole month, quarter or year of dates, a year earlier (None for any other period)."""
-    if span.kind != "between" or span.calendar_unit not in UNIT_MONTHS:
-        return None
-    return TimeSpan("between", "", start=span.start.replace(year=span.start.year - 1),
-                    end=span.end.replace(year=span.end.year - 1))
+    return shifted_back(span, 12) if span.calendar_unit in UNIT_MONTHS else None
 
 
 def _before_earlier(span: TimeSpan, earlier: TimeSpan) -> TimeSpan | None:

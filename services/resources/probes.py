@@ -239,9 +239,9 @@ def _near_spellings(warehouse: Warehouse, fields: list[CatalogField], text: str,
         # the model's other one-word names for values held ("webiste" is "website", which is web)
         others = {other.casefold(): value for value, said in fld.spec.values.items() if values and value in values
                   for other in said if len(_spaced(other).split()) == 1 and other.casefold() not in values}
-        for word in words:  # ("grocries": a slip in the plural of Grocery)
-            value = next((spelled for said in (word, *singulars(word)) if values and (
-                spelled := near_spelling(said, (*values, *others)))), None)
+        for word in words:  # the word as said, else as a plural ("grocries": a slip in the plural of Grocery)
+            spelled = (near_spelling(form, (*values, *others)) for form in (word, *singulars(word))) if values else ()
+            value = next(filter(None, spelled), None)
             value = others.get(value, value)
             if value is not None and (fld.id, value) not in known and len(near) < room:
                 known.add((fld.id, value))
