@@ -45,7 +45,13 @@ def question_sets() -> list[dict]:
     paths = [GOLDEN_DIR / "questions.yaml", *sorted(GOLDEN_DIR.glob("fresh_*.yaml")),
              *[Path(p) for p in os.environ.get("TESSERA_HELD_OUT", "").split(":") if p]]
     return [{**case, "set": "golden" if path.stem == "questions" else path.stem}
-            for path in paths for case in yaml.safe_load(path.read_text())]
+            for path in paths for case in _cases(yaml.safe_load(path.read_text()))]
+
+
+def _cases(document: list | dict) -> list[dict]:
+    """A set is a list of questions, or (as some authors hand it over, kept as written) a mapping whose
+    `items` are."""
+    return document["items"] if isinstance(document, dict) else document
 
 
 GOLDEN = question_sets()
