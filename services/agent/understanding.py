@@ -221,7 +221,7 @@ _THE_ONE_BEFORE = re.compile(r"\b(?:the )?(?:(year|quarter|month) before(?: that
                              r"(year|quarter|month)|same (quarter|month|week|period) (?:a |one )?year "
                              r"(?:earlier|before|prior))\b(?! (?:by|per|each)\b)")
 _GROWTH = re.compile(r"\b(growth(?: rates?)?|grow|grows|grew|grown|growing|change|changes|changed|changing|"
-                     r"shrink|shrinks|shrank|"
+                     r"shrink|shrinks|shrank|dying|dwindl(?:e|es|ed|ing)|slump(?:s|ed|ing)?|"
                      r"shrinking|decline|declines|declined|declining|increase|increased|increasing|decrease|"
                      r"decreased|decreasing|rise|rising|rose|risen|falling|fell|drop|dropped|dropping|uplift|"
                      r"(?:go|goes|going|gone|went|move|moved|moves|moving) (?:up|down)|"
@@ -256,8 +256,9 @@ _COMPARE_AND = re.compile(r"\b(compare[ds]?|comparing|comparison|differ(?:s|ence
                           r"respectively|separately|separate|break (?:it |them )?(?:out|down)|split)\b")
 # Words asking for what people wrote ("what customers wrote in their tickets", "the full text"): free text is
 # never given to the planner; when the catalog has no such word, that is the reason to say.
-_WRITTEN = re.compile(r"wrote|write|writes|written|said|says|complain(?:ed|ing|s|ts?)?|text|texts|body|bodies|"
-                      r"contents?|messages?|transcripts?|wording|comments?|notes?")
+_WRITTEN = re.compile(r"wrote|write|writes|written|said|says|complain(?:ed|ing|s|ts?)?|moan(?:ed|ing|s)?|"
+                      r"gripes?|text|texts|body|bodies|subjects?|contents?|messages?|transcripts?|wording|"
+                      r"comments?|notes?")
 # Words that ask for data this planner is never given (never-to-model fields hold them).
 PERSONAL = frozenset({"email", "emails", "e-mail", "e-mails", "phone", "phones", "telephone", "address",
                       "addresses", "password", "passwords", "ssn", "birthday", "birthdays", "name", "names",
@@ -413,8 +414,9 @@ class Vocabulary:
                 for first, *rest in [said for said in verbs if said]:  # (a verb of no letters names nothing)
                     for form in inflections(first):  # "placed": place, places, placing
                         self.entries.append(_Entry((form, *rest), "event", item, form == first))
-                    if len(rest) == 1:  # "sign up": "signups", the event as a noun
+                    if len(rest) == 1:  # "sign up": "signups" (or "sign ups"), the event as a noun
                         self.entries.append(_Entry((first + rest[0],), "event", item, False, noun=True))
+                        self.entries.append(_Entry((first, rest[0] + "s"), "event", item, False, noun=True))
         self.known = {w for entry in self.entries if entry.exact for w in entry.phrase}  # (not guessed forms)
         self._starting: dict[str, list[_Entry]] = {}  # entries by their first word: a lookup, not a scan
         for entry in self.entries:
@@ -576,7 +578,7 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
         # what is compared (values, periods, the groups of a breakdown) says what the comparing words mean
         text = COMPARING.sub(lambda m: " " * len(m.group(0)), text)
     text = _HYPHENATED.sub(lambda m: _compound(m.group(0), vocabulary), text)
-    text = _all_of_a_field(text, vocabulary)
+    text = _all_of_a_field(text, vocabulary, reading)
     _named_in_the_catalog(text, reading, vocabulary, value_spans, earlier, situation)
     _settle(reading, growth is not None, vocabulary)
     if earlier is not None and (not reading.measures or is_follow_up(question)):
@@ -873,7 +875,8 @@ def _normalised(question: str) -> str:
                   r"\1 vs ", text)  # ("with the change from the month before")
     text = re.sub(r"\bin (?:%|percent|percentage|relative) terms\b", "in %", text)  # ("grew fastest, in % terms")
     text = re.sub(r"\bbroken out by\b", "broken down by", text)  # ("2024 sales broken out by quarter")
-    text = re.sub(r"\bsplit out by\b", "split by    ", text)
+    text = re.sub(r"\bsplit ((?:that|it|this|them|those) )?out by\b", r"split \1by    ", text)  # ("split that out by")
+    text = re.sub(r"\bbut (?=never\b)", "    ", text)  # ("have signed up but never ordered")
     text = re.sub(r"\b(?:for |in )?(?:each|every one) of the ((?:last|past|previous|prior) \w+ "
                   r"(day|week|month|quarter|year)s)\b", r"by \2 over the \1", text)  # "for each of the last 3 months"
     # "month by month through 2025": during it (alone, "revenue through 2024" may mean up to its end: not read)
@@ -1503,7 +1506,8 @@ def _asides(text: str, vocabulary: Vocabulary, value_spans: list[tuple[int, int,
                                if (kept := tuple(v for v in f.values if v not in values))]
         elif holds and first_person and (not _names_a_measure_in(sentence, vocabulary) or _names_a_measure_in(
                 text[:start] + text[end:], vocabulary)) and (
-                values or any(start <= at < end for at in time_starts) or _restricts(sentence, vocabulary)):
+                values or any(start <= at < end for at in time_starts) or _adds_a_restriction(
+                    sentence, text[:start] + text[end:], vocabulary)):
             # (a measure there too, when the rest names one: "I want to see whether enterprise accounts spend
             # more. Compare the average order value …" is no more plainly part of it)
             # (one that only says how to lay the answer out, "I want the % change each month", is read with it)
@@ -1542,13 +1546,24 @@ _CLAUSE_AFTER_BUT = frozenset({"i", "we", "want", "wanted", "need", "it", "that"
 
 
 def _restricts(sentence: str, vocabulary: Vocabulary) -> bool:
+    """A number, a restricting or negating word, a measure, or a verb that dates rows."""
+    return _restricting_word(sentence) or bool(_kinds_named(sentence, vocabulary) & {"metric", "event"})
+
+
+def _adds_a_restriction(sentence: str, rest: str, vocabulary: Vocabulary) -> bool:
+    """As `_restricts`, but a measure or verb the rest of the question names too adds nothing ("… split by the
+    channel? I need the number of orders for each one.")."""
+    named = {e.item["id"] for e in _entries_named(sentence, vocabulary) if e.kind in ("metric", "event")}
+    return _restricting_word(sentence) or bool(named - {e.item["id"] for e in _entries_named(rest, vocabulary)})
+
+
+def _restricting_word(sentence: str) -> bool:
     """A number, a restricting or negating word ("only", not "I just …", nor "but" starting a clause of the
-    person's own: "… but want to check"), a measure, or a verb that dates rows."""
+    person's own: "… but want to check")."""
     said = [plain(w) for w in _WORD.findall(sentence)]
     return any(w.isdigit() or (w in NEGATIONS and not (w == "but" and i + 1 < len(said) and said[
         i + 1] in _CLAUSE_AFTER_BUT)) or (w in RESTRICTING and (i == 0 or said[i - 1] not in _PEOPLE))
-               for i, w in enumerate(said)) or bool(
-        _kinds_named(sentence, vocabulary) & {"metric", "event"})
+               for i, w in enumerate(said))
 
 
 def _names_a_measure_in(sentence: str, vocabulary: Vocabulary) -> bool:
@@ -1556,8 +1571,12 @@ def _names_a_measure_in(sentence: str, vocabulary: Vocabulary) -> bool:
 
 
 def _kinds_named(sentence: str, vocabulary: Vocabulary) -> set[str]:
+    return {e.kind for e in _entries_named(sentence, vocabulary)}
+
+
+def _entries_named(sentence: str, vocabulary: Vocabulary) -> list[_Entry]:
     tokens = [vocabulary.corrected(singular(plain(w))) for w in _WORD.findall(sentence)]
-    return {e.kind for i in range(len(tokens)) for e in vocabulary.longest_at(tokens, i)}
+    return [e for i in range(len(tokens)) for e in vocabulary.longest_at(tokens, i)]
 
 
 def _names_anything(sentence: str, vocabulary: Vocabulary) -> bool:
@@ -1635,12 +1654,17 @@ _ALL_OF = re.compile(r"\ball (?:the |of the |our )?([a-z][a-z' -]*?)(?: combined
 _TOGETHER = re.compile(r"\b(?:total|overall|combined|altogether|in all)\b")
 
 
-def _all_of_a_field(text: str, vocabulary: Vocabulary) -> str:
-    """Passes over "all <a field's name>" said of a total ("what was total revenue, all channels?"): the
-    total over every value is what the measure already is."""
-    if not _TOGETHER.search(text) or _BREAKDOWN_AHEAD.search(text) or _OTHER_ORDER.search(text):
+def _all_of_a_field(text: str, vocabulary: Vocabulary, reading: Reading) -> str:
+    """Passes over "all <a field's name>" said of a total ("what was total revenue, all channels?") or set off
+    after the question ("what did we do in sales last year, all channels"): the total over every value is what
+    the measure already is. (Set off with a grain, "revenue, all channels by month" lists them: the grain's
+    words are gone from `text` by now, so where they stood cannot be told.)"""
+    if _BREAKDOWN_AHEAD.search(text) or _OTHER_ORDER.search(text):
         return text
+    together = _TOGETHER.search(text)
     for found in _ALL_OF.finditer(text):
+        if not (together or (reading.grain is None and text[:found.start()].rstrip().endswith(","))):
+            continue
         tokens = words(found.group(1))
         entries = vocabulary.longest_at(tokens, 0) if tokens else []
         if entries and len(entries[0].phrase) == len(tokens) and all(e.kind == "field" for e in entries):
@@ -1907,6 +1931,9 @@ def _event_words(seen: _Words, reading: Reading, vocabulary: Vocabulary, context
     # signup's (with no period, "have ever placed" is had at any time)
     dating = [event for event in seen.events if not event.ever]
     ever = [event for event in seen.events if event.ever]
+    if len(ever) > 1:  # "people who have signed up but never ordered": having signed up is being one of them
+        counted = {m["entity_id"] for m in reading.measures}
+        ever = [event for event in ever if event.date["entity_id"] not in counted] or ever
     if len(ever) == 1 and (dating or (reading.time is None and not reading.grain)):
         had = _had(ever[0], reading, vocabulary, ever=True)
         if had is not None:
@@ -2281,12 +2308,13 @@ def _breakdowns_followed(earlier: Reading, new: Reading, merged: Reading, questi
     # "and by region?" after "revenue in 2024 and 2025": the years stay apart
     merged.breakdowns, merged.grain = list(new.breakdowns), new.grain or (
         earlier.grain if side_by_side_periods else None)
+    within = re.search(r"\b(?:also|too|as well|split|break (?:\w+ )?(?:down|out)|subdivided?)\b", question.lower())
     if new.against_earlier:  # "how does that compare with 2023?": the same groups, two periods
         merged.breakdowns = list(earlier.breakdowns)
-    elif new.grain and not new.breakdowns and not earlier.grain:
+    elif new.grain and not new.breakdowns and not earlier.grain and (earlier.limit or earlier.which or not within):
         # "and by month?" after "the top 5 regions": the ranking was of regions; months are a series, all shown
         merged.limit, merged.direction, merged.which = None, None, False
-    elif re.search(r"\b(?:also|too|as well|split|break (?:\w+ )?(?:down|out)|subdivided?)\b", question.lower()):
+    elif within:
         # "split that by segment": within the earlier groups
         merged.breakdowns = earlier.breakdowns + [b for b in new.breakdowns if b not in earlier.breakdowns]
         merged.grain = new.grain or earlier.grain

@@ -1935,3 +1935,43 @@ def test_records_said_to_have_done_something_are_those_that_did_never_all_of_the
         reading = read(question)
         assert reading.has_rows is not None and reading.had_ever and reading.unknown == []
     assert read("how many units did enterprise customers buy").has_rows is None  # (units are what was bought)
+
+
+def test_splitting_a_breakdown_by_a_grain_keeps_its_groups_and_a_bare_grain_replaces_them():
+    split = follow("Sales by channel for 2025 please", "can you split that by quarter")
+    assert labels(split.breakdowns) == ["Sales channel"] and split.grain == "quarter"
+    split_out = follow("last 6 months of sales month by month pls", "split that out by channel")
+    assert labels(split_out.breakdowns) == ["Sales channel"] and split_out.grain == "month"
+    assert split_out.unknown == []
+    instead = follow("Sales by channel for 2025 please", "and by quarter?")
+    assert instead.breakdowns == [] and instead.grain == "quarter"
+
+
+def test_every_value_of_a_field_set_off_after_the_question_is_one_total():
+    assert read("what did we do in sales last year, all channels").breakdowns == []
+    assert labels(read("show revenue, all channels by month").breakdowns) == ["Sales channel"]  # (listed)
+    assert labels(read("revenue for all channels").breakdowns) == ["Sales channel"]
+
+
+def test_an_event_said_as_two_words_is_its_noun_and_having_signed_up_is_being_a_customer():
+    signups = read("how many new sign ups did we get last qtr", LATEST)
+    assert labels(signups.measures) == ["Number of customers"] and signups.unknown == []
+    never = read("how many ppl have signed up but never placed a single order")
+    assert never.has_rows is not None and never.had_none and never.unknown == []
+
+
+def test_complaints_and_subject_lines_are_what_people_wrote():
+    assert read("what are customers actually moaning about in the urgent tickets? paste me the subject lines").written
+
+
+def test_a_sentence_of_ones_own_naming_only_what_the_question_does_is_read_with_it():
+    restated = read("Please, how are the orders of year 2025 split by the channel? I need the number of orders "
+                    "for each one.")
+    assert labels(restated.breakdowns) == ["Sales channel"] and restated.unknown == []
+    added = read("revenue by channel in 2025. I need the number of orders for each one.")
+    assert added.unknown == ["I need the number of orders for each one"]  # (a measure the rest does not name)
+
+
+def test_a_channel_dying_is_change_over_time():
+    reading = read("phone orders by year - is that channel dying?")
+    assert reading.grain == "year" and reading.unknown == []
