@@ -23,13 +23,13 @@ from rich.table import Table
 from rich.text import Text
 
 from cli.formats import column_format, format_value, terminal_locale
+from cli.output import TABLE_ROWS
 from shared.contracts import invoke, invoke_stream
 from shared.errors import error_details
 from shared.printable import printable
 from shared.ui.template import TemplateError, fill
 from tessera.host.v1 import host_pb2
 
-TABLE_ROWS = 10
 WAIT_SECONDS = 30.0
 
 
@@ -111,8 +111,8 @@ class WindowAsk:
         return self.resource, self.node, self.prop, self.offset
 
 
-def _asks(blocks: list[dict]) -> list[WindowAsk]:
-    """The windows the printed answer needs: as few rows as a person reads at a terminal."""
+def _asks(blocks: list[dict], rows: int) -> list[WindowAsk]:
+    """The windows the printed answer needs: one cell per figure, the first `rows` rows of each table."""
     asks = []
     for block in blocks:
         data = block["data"]
@@ -122,8 +122,7 @@ def _asks(blocks: list[dict]) -> list[WindowAsk]:
             asks += [WindowAsk(block["id"], f"/figures/{name}", figure.get("row", 0), 1,
                                figure["resource"]["resource"]) for name, figure in data["figures"].items()]
         elif block["component"] == "DataTable":
-            asks.append(WindowAsk(block["id"], "/resource", 0, min(TABLE_ROWS, data.get("page_size", TABLE_ROWS)),
-                                  data["resource"]["resource"]))
+            asks.append(WindowAsk(block["id"], "/resource", 0, rows, data["resource"]["resource"]))
     return asks
 
 
@@ -140,54 +139,71 @@ def _in_order(document: dict) -> list[dict]:
     return ordered
 
 
+@dataclass
+class ReadAnswer:
+    """A committed answer as the person may see it: its blocks in reading order, the data model and windows
+    the host sent for them, the windows it refused (their status), and why the data could not be read ("")."""
+
+    blocks: list[dict]
+    data: SurfaceData
+    refused: dict[WindowAsk, str]
+    problem: str
+    rows: int
+
+
+def read_answer(host, person, session_id: str, surface_id: str, revision_id: str, document: dict,
+                rows: int = TABLE_ROWS) -> ReadAnswer:
+    """Ask the host for the windows the answer shows (each table's first `rows` rows) and wait for them on
+    the surface's stream, as the browser does."""
+    blocks = _in_order(document)
+    asks = _asks(blocks, rows)
+    resources = {f"/resources/{a.resource}" for a in asks}
+    reader = SurfaceReader(host, person, session_id, surface_id)
+    try:
+        described = reader.wait(lambda d: resources <= d.entries.keys())
+        refused = _request(host, person, session_id, surface_id, revision_id, asks)
+        reader.wait(lambda d: all(a.key in d.windows for a in asks if a not in refused))
+    finally:
+        reader.close()
+    problem = "" if described and not reader.data.failed else reader.data.failed or "timed out"
+    return ReadAnswer(blocks, reader.data, refused, problem, rows)
+
+
+def _request(host, person, session_id, surface_id, revision_id, asks) -> dict[WindowAsk, str]:
+    refused = {}
+    for ask in asks:
+        try:
+            invoke(host, "host", "SendCommand", host_pb2.SendCommandRequest(
+                actor=person, session_id=session_id, surface_id=surface_id, revision_id=revision_id,
+                command_id=f"cli-window-{secrets.token_hex(6)}", resource_window=host_pb2.ResourceWindowCommand(
+                    node_id=ask.node, prop=ask.prop, offset=ask.offset, limit=ask.limit)), timeout=30)
+        except grpc.RpcError as exc:
+            refused[ask] = exc.code().name
+    return refused
+
+
 class AnswerPrinter:
     def __init__(self, console: Console | None = None) -> None:
         self.console = console or Console(highlight=False, soft_wrap=True)
         self.locale = terminal_locale()
 
-    def show(self, host, person, session_id: str, surface_id: str, revision_id: str, document: dict) -> None:
-        blocks = _in_order(document)
-        asks = _asks(blocks)
-        resources = {f"/resources/{a.resource}" for a in asks}
-        reader = SurfaceReader(host, person, session_id, surface_id)
-        try:
-            described = reader.wait(lambda d: resources <= d.entries.keys())
-            refused = self._request(host, person, session_id, surface_id, revision_id, asks)
-            reader.wait(lambda d: all(a.key in d.windows for a in asks if a not in refused))
-        finally:
-            reader.close()
-        if not described or reader.data.failed:
-            self.console.print(f"  (the answer's data could not be read: {reader.data.failed or 'timed out'})")
-        for block in blocks:
-            self._block(block, reader.data, refused)
-
-    def _request(self, host, person, session_id, surface_id, revision_id, asks) -> dict[WindowAsk, str]:
-        refused = {}
-        for ask in asks:
-            try:
-                invoke(host, "host", "SendCommand", host_pb2.SendCommandRequest(
-                    actor=person, session_id=session_id, surface_id=surface_id, revision_id=revision_id,
-                    command_id=f"cli-window-{secrets.token_hex(6)}", resource_window=host_pb2.ResourceWindowCommand(
-                        node_id=ask.node, prop=ask.prop, offset=ask.offset, limit=ask.limit)), timeout=30)
-            except grpc.RpcError as exc:
-                refused[ask] = exc.code().name
-        return refused
+    def show(self, answer: ReadAnswer) -> None:
+        if answer.problem:
+            self.console.print(f"  (the answer's data could not be read: {answer.problem})")
+        for block in answer.blocks:
+            self._block(block, answer.data, answer.rows)
 
     # --- one block ---------------------------------------------------------------
 
     def _cell(self, data: SurfaceData, node: str, prop: str, row: int, column: str, resource: str) -> str | None:
-        window = data.windows.get((resource, node, prop, row))
-        if not window or not window.get("rows") or column not in window.get("columns", []):
-            return None
-        value = window["rows"][0][window["columns"].index(column)]
-        return format_value(value, column_format(data.entries.get(f"/resources/{resource}"), column), self.locale)
+        return _figure(data, node, prop, row, column, resource, self.locale)["shown"]
 
     def _caption(self, data: SurfaceData, resource: str) -> None:
-        caption = ((data.entries.get(f"/resources/{resource}") or {}).get("interpretation") or {}).get("text")
+        caption = _computed(data, resource)
         if caption:
             self.console.print(Text(f"    computed: {caption}", style="dim"))
 
-    def _block(self, block: dict, data: SurfaceData, refused: dict) -> None:
+    def _block(self, block: dict, data: SurfaceData, rows: int) -> None:
         kind, props, node = block["component"], block["data"], block["id"]
         say = self.console.print
         if kind == "Heading":
@@ -213,14 +229,14 @@ class AnswerPrinter:
             say(f"  {_escape(props['label'])}: [bold]{_escape(shown or '(unavailable)')}[/bold]", markup=True)
             self._caption(data, resource)
         elif kind == "DataTable":
-            self._table(block, data)
+            self._table(block, data, rows)
         elif kind == "Chart":
             say(f"  Chart: {_escape(props.get('title', 'Chart'))} (drawn in the browser)", markup=True)
             self._caption(data, props["resource"]["resource"])
         elif kind == "Placeholder":
             say(f"  (one element could not be displayed: {_escape(props.get('reason', ''))})", markup=True)
 
-    def _table(self, block: dict, data: SurfaceData) -> None:
+    def _table(self, block: dict, data: SurfaceData, rows: int) -> None:
         props, resource = block["data"], block["data"]["resource"]["resource"]
         descriptor = data.entries.get(f"/resources/{resource}") or {}
         window = data.windows.get((resource, block["id"], "/resource", 0))
@@ -235,7 +251,7 @@ class AnswerPrinter:
         for column, value_format in zip(window["columns"], formats, strict=True):
             numeric = value_format.get("style") in ("integer", "decimal", "currency", "percent")
             table.add_column(Text(printable(labels.get(column, column))), justify="right" if numeric else "left")
-        shown = window["rows"][:TABLE_ROWS]  # the host's first window of a table may hold a page of 25
+        shown = window["rows"][:rows]  # the host's first window of a table may hold a page of 25
         for row in shown:
             table.add_row(*(Text(printable(format_value(v, f, self.locale)))
                             for v, f in zip(row, formats, strict=True)))
@@ -243,6 +259,70 @@ class AnswerPrinter:
         total = window.get("totalRows", len(window["rows"]))
         self.console.print(f"  rows 1–{len(shown)} of {total:,}")
         self._caption(data, resource)
+
+
+def _figure(data: SurfaceData, node: str, prop: str, row: int, column: str, resource: str, locale: str) -> dict:
+    """One cell the host sent for a figure: its value as computed and as the page shows it (both None when no
+    window holds it)."""
+    window = data.windows.get((resource, node, prop, row))
+    if not window or not window.get("rows") or column not in window.get("columns", []):
+        return {"value": None, "shown": None}
+    value = window["rows"][0][window["columns"].index(column)]
+    return {"value": value, "shown": format_value(value, column_format(data.entries.get(f"/resources/{resource}"),
+                                                                        column), locale)}
+
+
+def _computed(data: SurfaceData, resource: str) -> str | None:
+    """What the gateway says was computed for `resource` (the caption the model cannot change)."""
+    return ((data.entries.get(f"/resources/{resource}") or {}).get("interpretation") or {}).get("text")
+
+
+def answer_blocks(answer: ReadAnswer, locale: str) -> list[dict]:
+    """The answer as data for a script (`tessera ask --json`), in reading order: each figure as computed and as
+    shown, each table's first rows as the person may see them, each with what was computed."""
+    blocks = []
+    for block in answer.blocks:
+        kind, props, node = block["component"], block["data"], block["id"]
+        if kind in ("Heading", "Text", "Callout"):
+            blocks.append({"kind": kind.lower(), "text": props["text"]} | (
+                {"title": props["title"]} if props.get("title") else {}))
+        elif kind == "FigureText":
+            figures = {name: _figure(answer.data, node, f"/figures/{name}", figure.get("row", 0), figure["column"],
+                                     figure["resource"]["resource"], locale)
+                       for name, figure in props["figures"].items()}
+            try:
+                text = fill(props["text"], {name: f["shown"] or "(unavailable)" for name, f in figures.items()})
+            except TemplateError:
+                text = None
+            resources = dict.fromkeys(f["resource"]["resource"] for f in props["figures"].values())
+            blocks.append({"kind": "sentence", "text": text, "figures": figures,
+                           "computed": [_computed(answer.data, r) for r in resources]})
+        elif kind == "Metric":
+            resource = props["resource"]["resource"]
+            blocks.append({"kind": "metric", "label": props["label"], **_figure(
+                answer.data, node, "/resource", props.get("row", 0), props["column"], resource, locale),
+                "computed": _computed(answer.data, resource)})
+        elif kind == "DataTable":
+            blocks.append(_table_record(block, answer))
+        elif kind == "Chart":
+            blocks.append({"kind": "chart", "title": props.get("title"),
+                           "computed": _computed(answer.data, props["resource"]["resource"])})
+        elif kind == "Placeholder":
+            blocks.append({"kind": "placeholder", "reason": props.get("reason", "")})
+    return blocks
+
+
+def _table_record(block: dict, answer: ReadAnswer) -> dict:
+    resource = block["data"]["resource"]["resource"]
+    descriptor = answer.data.entries.get(f"/resources/{resource}") or {}
+    window = answer.data.windows.get((resource, block["id"], "/resource", 0))
+    labels = {c["id"]: c.get("label", c["id"]) for c in descriptor.get("columns", [])}
+    record = {"kind": "table", "title": block["data"].get("title"), "computed": _computed(answer.data, resource)}
+    if not window:
+        return record | {"columns": [], "rows": [], "total_rows": None, "problem": "the rows could not be read"}
+    return record | {"columns": [{"id": c, "label": labels.get(c, c)} for c in window["columns"]],
+                     "rows": window["rows"][:answer.rows],
+                     "total_rows": window.get("totalRows", len(window["rows"]))}
 
 
 def _escape(text: str) -> str:

@@ -6,12 +6,15 @@ import contextlib
 import json
 import secrets
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
 
-from cli.answer import AnswerPrinter
+from cli.answer import AnswerPrinter, answer_blocks, read_answer
+from cli.formats import terminal_locale
 from cli.launcher import cli_credentials
+from cli.output import TABLE_ROWS
 from shared.actors import assert_actor
 from shared.certs import load_signing_key, signing_key_path
 from shared.channels import sync_channel
@@ -24,22 +27,49 @@ from tessera.host.v1 import host_pb2
 # first call also makes the TLS handshake; the turn itself has its own, longer bound.
 CALL_SECONDS = 30.0
 _STATUS = {agent_pb2.TOOL_STEP_STATUS_OK: "ok", agent_pb2.TOOL_STEP_STATUS_FAILED: "failed",
-           agent_pb2.TOOL_STEP_STATUS_UNAVAILABLE: "unavailable", agent_pb2.TOOL_STEP_STATUS_CANCELLED: "cancelled"}
+           agent_pb2.TOOL_STEP_STATUS_UNAVAILABLE: "unavailable", agent_pb2.TOOL_STEP_STATUS_CANCELLED: "cancelled",
+           agent_pb2.TOOL_STEP_STATUS_AWAITING_APPROVAL: "waiting"}
+
+
+# `tessera ask`'s exit status (the README's operator CLI): a script tells outcomes apart without reading text.
+EXIT_ANSWERED, EXIT_FAILED, EXIT_REFUSED, EXIT_NEEDS_APPROVAL = 0, 1, 3, 4
+_OUTCOMES = {agent_pb2.TURN_OUTCOME_ANSWERED: "answered", agent_pb2.TURN_OUTCOME_NOT_ANSWERABLE: "refused",
+             agent_pb2.TURN_OUTCOME_FAILED: "failed", agent_pb2.TURN_OUTCOME_CANCELLED: "cancelled"}
+
+
+@dataclass(frozen=True)
+class Asked:
+    """How a question ended: the turn's last event and the approvals it left waiting for a person."""
+
+    done: agent_pb2.TurnDone
+    approvals: tuple[str, ...] = ()
+
+    @property
+    def exit_status(self) -> int:
+        if self.approvals:
+            return EXIT_NEEDS_APPROVAL
+        if self.done.outcome == agent_pb2.TURN_OUTCOME_ANSWERED:
+            return EXIT_ANSWERED
+        return EXIT_REFUSED if self.done.outcome == agent_pb2.TURN_OUTCOME_NOT_ANSWERABLE else EXIT_FAILED
 
 
 def ask(addresses: dict[str, str], cert_dir: Path, question: str, web_url: str = "",
-        conversation: Path | None = None, follow_up: bool = False) -> agent_pb2.TurnDone:
+        conversation: Path | None = None, follow_up: bool = False, as_json: bool = False,
+        rows: int = TABLE_ROWS) -> Asked:
     """Ask in a new session, or with `follow_up` in the session recorded in `conversation` (the last one
-    asked in), so "now only web" is read against the questions before it."""
+    asked in), so "now only web" is read against the questions before it. With `as_json` the answer goes
+    to standard output as one JSON document and the progress to standard error."""
     person = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), "operator", "local", "Operator")
     credentials = cli_credentials(cert_dir, "cli")
     with sync_channel(addresses["host"], credentials, "host") as host, \
             sync_channel(addresses["agent"], credentials, "agent") as agent:
         try:
-            return _ask(host, agent, person, question, web_url, conversation, follow_up)
+            return _ask(host, agent, person, question, web_url, conversation, follow_up, as_json, rows)
         except _Refused as refused:  # said once, in words; the turn counts as failed
             print(f"tessera: error: {refused}", file=sys.stderr)
-            return agent_pb2.TurnDone(outcome=agent_pb2.TURN_OUTCOME_FAILED)
+            if as_json:
+                print(json.dumps({"question": question, "outcome": "failed", "error": str(refused)}))
+            return Asked(agent_pb2.TurnDone(outcome=agent_pb2.TURN_OUTCOME_FAILED))
 
 
 class _Refused(Exception):
@@ -57,37 +87,23 @@ def _calling(service: str):
         raise _Refused(f"{details.reason}: {details.message}") from None
 
 
-def _ask(host, agent, person, question: str, web_url: str, conversation: Path | None,
-         follow_up: bool) -> agent_pb2.TurnDone:
+def _ask(host, agent, person, question: str, web_url: str, conversation: Path | None, follow_up: bool,
+         as_json: bool, rows: int) -> Asked:
+    def say(line: str = "") -> None:  # progress: beside the JSON, never inside it
+        print(line, file=sys.stderr if as_json else sys.stdout, flush=True)
+
     with _calling("host"):
         session = _session(host, person, conversation if follow_up else None)
     if conversation is not None:
         conversation.parent.mkdir(parents=True, exist_ok=True)
         conversation.write_text(json.dumps({"session_id": session.session_id,
                                             "surface_id": session.surface_id}) + "\n")
-    print(f"? {question}")
-    print(f"  session {session.session_id}, surface {session.surface_id}")
-    done = agent_pb2.TurnDone()
-    with _calling("agent"):
-        for event in invoke_stream(agent, "agent", "StartTurn", agent_pb2.StartTurnRequest(
-                actor=person, session_id=session.session_id, question=question,
-                request_id=f"ask-{secrets.token_hex(6)}"), timeout=300):
-            kind = event.WhichOneof("event")
-            if kind == "tool_step" and event.tool_step.phase == agent_pb2.TOOL_STEP_PHASE_FINISHED:
-                step = event.tool_step
-                print(f"  · {step.tool:<24} {_STATUS.get(step.status, '?'):<8} "
-                      f"{step.elapsed.ToMilliseconds():>5} ms  {step.summary}")
-            elif kind == "surface_committed":
-                print(f"  ✓ committed {event.surface_committed.revision_id}")
-            elif kind == "error":
-                print(f"  ✗ {event.error.reason}: {event.error.message}")
-            elif kind == "degraded":
-                print(f"  ! {event.degraded.tool} unavailable: {event.degraded.message}")
-            elif kind == "done":
-                done = event.done
-    print(f"= {done.answer}")
+    say(f"? {question}")
+    say(f"  session {session.session_id}, surface {session.surface_id}")
+    done, approvals = _turn(agent, person, session.session_id, question, say)
+    say(f"= {done.answer}")
     for offered in done.suggested_questions:  # what it can answer instead, nearest first
-        print(f"  you could ask: {offered}")
+        say(f"  you could ask: {offered}")
     document = None
     for revision_id in done.revision_ids:
         with _calling("host"):
@@ -98,17 +114,61 @@ def _ask(host, agent, person, question: str, web_url: str, conversation: Path | 
         outline = ", ".join(f"{b['component']}" + (" (bound)" if any(
             isinstance(v, dict) and "resource" in v for v in b["data"].values()) else "")
             for b in document["blocks"] if b["component"] != "Column")
-        print(f"  surface {revision.surface_id}: {outline}")
+        say(f"  surface {revision.surface_id}: {outline}")
+    answer = None
     if document is not None:  # the last revision is what the surface shows now
+        answer = read_answer(host, person, session.session_id, session.surface_id, done.revision_ids[-1],
+                             document, rows)
+    asked = Asked(done, tuple(approvals))
+    if as_json:
+        print(json.dumps(_record(question, session, asked, answer), indent=2))
+        return asked
+    if answer is not None:
         print(flush=True)
-        AnswerPrinter().show(host, person, session.session_id, session.surface_id, done.revision_ids[-1],
-                             document)
+        AnswerPrinter().show(answer)
     if web_url and done.revision_ids:
         # The browser has a session of its own: this surface belongs to the operator's session.
         print(f"\n  the browser at {web_url} asks in a session of its own")
     if conversation is not None:
         print("  (ask a follow-up in this session with: tessera ask --follow-up \"...\")")
-    return done
+    return asked
+
+
+def _turn(agent, person, session_id: str, question: str, say) -> tuple[agent_pb2.TurnDone, list[str]]:
+    """Run the turn, saying each step as it ends; its last event, and the approvals it left waiting."""
+    done, approvals = agent_pb2.TurnDone(), []
+    with _calling("agent"):
+        for event in invoke_stream(agent, "agent", "StartTurn", agent_pb2.StartTurnRequest(
+                actor=person, session_id=session_id, question=question,
+                request_id=f"ask-{secrets.token_hex(6)}"), timeout=300):
+            kind = event.WhichOneof("event")
+            if kind == "tool_step" and event.tool_step.phase == agent_pb2.TOOL_STEP_PHASE_FINISHED:
+                step = event.tool_step
+                if step.status == agent_pb2.TOOL_STEP_STATUS_AWAITING_APPROVAL and step.approval_id:
+                    approvals.append(step.approval_id)
+                say(f"  · {step.tool:<24} {_STATUS.get(step.status, '?'):<8} "
+                    f"{step.elapsed.ToMilliseconds():>5} ms  {step.summary}")
+            elif kind == "surface_committed":
+                say(f"  ✓ committed {event.surface_committed.revision_id}")
+            elif kind == "error":
+                say(f"  ✗ {event.error.reason}: {event.error.message}")
+            elif kind == "degraded":
+                say(f"  ! {event.degraded.tool} unavailable: {event.degraded.message}")
+            elif kind == "done":
+                done = event.done
+    return done, approvals
+
+
+def _record(question: str, session, asked: Asked, answer) -> dict:
+    """`tessera ask --json`: what the person would see, as data."""
+    done = asked.done
+    return {"question": question, "outcome": _OUTCOMES.get(done.outcome, "failed"),
+            "exit_status": asked.exit_status, "answer": done.answer,
+            "suggested_questions": list(done.suggested_questions), "approvals": list(asked.approvals),
+            "session_id": session.session_id, "surface_id": session.surface_id,
+            "revision_ids": list(done.revision_ids), "degraded": done.degraded, "tainted": done.tainted,
+            "blocks": answer_blocks(answer, terminal_locale()) if answer is not None else [],
+            "problem": answer.problem if answer is not None else ""}
 
 
 def _session(host, person, conversation: Path | None):

@@ -13,10 +13,11 @@ from pathlib import Path
 import grpc
 
 from cli.launcher import ProcessHandle, ServiceSet, StartupError, check_health, cli_credentials
-from cli.output import table
+from cli.output import TABLE_ROWS, table
 from cli.process_users import OwnershipError
 from cli.service_box import BoxUnavailable
 from cli.supervisor import RestartPolicy, hang_seconds_from, run_until_stopped
+from shared import __version__
 from shared.certs import (
     CA_CERT_FILE,
     CA_KEY_FILE,
@@ -383,8 +384,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         addresses = {name: handle.address for name, handle in services.handles.items()}
         url = f"http://{services.handles['web'].address}/"
         for question in DEMO_QUESTIONS:
-            done = ask(addresses, directory, question, url)
-            ok &= bool(done.revision_ids)
+            ok &= bool(ask(addresses, directory, question, url).done.revision_ids)
         print(f"\nthe UI is running at {url}")
         if ok and (args.keep or sys.stdin.isatty()):
             # Recorded like `tessera up`'s set, so `tessera approvals` and `tessera persons` reach it.
@@ -415,6 +415,13 @@ def _port_free(port: int) -> bool:
         except OSError:
             return False
     return True
+
+
+def _rows(text: str) -> int:
+    """`--rows`: how many rows of a table one window of the host brings (1-1000)."""
+    if not text.isdigit() or not 1 <= int(text) <= 1000:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of rows from 1 to 1000")
+    return int(text)
 
 
 def _scale(text: str) -> int:
@@ -468,11 +475,12 @@ def cmd_ask(args: argparse.Namespace) -> int:
         return 1
     addresses = {p["name"]: p["address"] for p in recorded["processes"]}
     try:
-        done = ask(addresses, Path(recorded["cert_dir"]), args.question, f"http://{addresses.get('web', '')}/",
-                   conversation=var_dir() / "run" / "conversation.json", follow_up=args.follow_up)
+        asked = ask(addresses, Path(recorded["cert_dir"]), args.question, f"http://{addresses.get('web', '')}/",
+                    conversation=var_dir() / "run" / "conversation.json", follow_up=args.follow_up,
+                    as_json=args.json, rows=args.rows)
     except grpc.RpcError as exc:
         return _refused(exc)
-    return 0 if done.revision_ids or done.answer else 1
+    return asked.exit_status
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
@@ -661,7 +669,11 @@ def _add_policy_parser(sub) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tessera", description="Operate a Tessera deployment.")
+    parser = argparse.ArgumentParser(
+        prog="tessera", description="Operate a Tessera deployment.",
+        epilog="`tessera ask` exits 0 when answered, 3 when the question cannot be answered as asked, 4 when an "
+               "action waits for a person's approval, 1 on any other failure (README: The operator CLI).")
+    parser.add_argument("--version", action="version", version=f"tessera {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     certs = sub.add_parser("certs", help="create the deployment CA and one identity per service")
     certs.add_argument("--dir", help="output directory (default: $TESSERA_CERT_DIR or var/certs); the CLI's own "
@@ -693,6 +705,10 @@ def build_parser() -> argparse.ArgumentParser:
     ask_parser.add_argument("--follow-up", action="store_true",
                             help="ask in the session of the last question, so 'now only web' or 'and last year?' "
                                  "is read against it")
+    ask_parser.add_argument("--json", action="store_true",
+                            help="print the answer as one JSON document (progress goes to standard error)")
+    ask_parser.add_argument("--rows", type=_rows, default=TABLE_ROWS, metavar="N",
+                            help="rows of each table to show (1-1000, default 10)")
     ask_parser.set_defaults(run=cmd_ask)
     mcp = sub.add_parser("mcp", help="serve the data tools to a local MCP client over stdio (put this command in "
                                      "its configuration); needs 'tessera up'")

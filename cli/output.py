@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+TABLE_ROWS = 10  # rows of a table `tessera ask` shows unless told (--rows)
+
 
 def table(rows: list[list[str]], header: list[str]) -> str:
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]

@@ -88,10 +88,14 @@ def assert_printed_figures(out: str, question: str, expected: dict) -> None:
     assert out.count("    computed: ") >= 2 and "no filter" in out
 
 
-def _tessera_ask(var_dir, *args: str) -> str:
-    shown = subprocess.run([sys.executable, "-m", "cli", "ask", *args], cwd=REPO_ROOT, capture_output=True,
-                           text=True, timeout=120, env={"TESSERA_VAR_DIR": str(var_dir), "PATH": "/usr/bin:/bin"})
-    assert shown.returncode == 0, shown.stderr
+def _run_ask(var_dir, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cli", "ask", *args], cwd=REPO_ROOT, capture_output=True,
+                          text=True, timeout=120, env={"TESSERA_VAR_DIR": str(var_dir), "PATH": "/usr/bin:/bin"})
+
+
+def _tessera_ask(var_dir, *args: str, status: int = 0) -> str:
+    shown = _run_ask(var_dir, *args)
+    assert shown.returncode == status, shown.stderr
     return shown.stdout
 
 
@@ -106,6 +110,38 @@ def test_a_follow_up_at_the_terminal_is_read_against_the_question_before_it(var_
     top = max(expected, key=expected.get)
     assert f"  {top} has the highest net revenue where sales channel is \u201cweb\u201d: " \
            f"{_money(expected[top])}." in follow, follow
-    fresh = _tessera_ask(var_dir, "now only web")  # without --follow-up: a new session, nothing to lean on
+    fresh = _tessera_ask(var_dir, "now only web", status=3)  # without --follow-up: a new session, nothing to
+    # lean on, so it cannot be answered as asked (exit status 3)
     assert re.search(r"session (\S+),", fresh).group(1) != session
     assert "you could ask: " in fresh
+
+
+def test_ask_as_json_gives_the_figures_sql_gives_and_the_progress_apart(var_dir, warehouse_url):
+    shown = _run_ask(var_dir, "--json", "--rows", "3", DEMO_QUESTIONS[0])
+    assert shown.returncode == 0, shown.stderr
+    answer = json.loads(shown.stdout)  # standard output is the JSON document alone
+    assert "· run_analysis" in shown.stderr  # the progress, beside it
+    assert answer["outcome"] == "answered" and answer["exit_status"] == 0 and answer["approvals"] == []
+    expected = expected_figures(warehouse_url, {"metric": "net_revenue", "by": "region"}, region="")
+    (table,) = [b for b in answer["blocks"] if b["kind"] == "table"]
+    assert len(table["rows"]) == 3 and table["total_rows"] == len(expected)
+    assert [c["label"] for c in table["columns"]] == ["Region name", "Net revenue"]
+    ranked = sorted(expected, key=lambda k: -expected[k])[:3]
+    assert [row[0] for row in table["rows"]] == ranked  # highest first, as computed
+    assert all(abs(Decimal(str(row[1])) - expected[row[0]]) < Decimal("0.01") for row in table["rows"])
+    assert table["computed"] and "Net revenue" in table["computed"]
+    (sentence,) = [b for b in answer["blocks"] if b["kind"] == "sentence"]
+    assert _money(expected[ranked[0]]) in sentence["text"]
+
+
+def test_a_question_that_cannot_be_answered_exits_3_with_what_can_be(var_dir):
+    shown = _run_ask(var_dir, "--json", "net revenue by weather in 2024")
+    assert shown.returncode == 3, shown.stderr
+    answer = json.loads(shown.stdout)
+    assert answer["outcome"] == "refused" and answer["exit_status"] == 3 and answer["blocks"] == []
+    assert "weather" in answer["answer"] and answer["suggested_questions"]
+
+
+def test_rows_outside_what_one_window_holds_are_refused_before_anything_is_asked(var_dir):
+    shown = _run_ask(var_dir, "--rows", "1001", DEMO_QUESTIONS[0])
+    assert shown.returncode == 2 and "1 to 1000" in shown.stderr and shown.stdout == ""

@@ -455,11 +455,12 @@ def test_tessera_ask_prints_a_dead_service_in_words(failure, cert_dir, capsys, m
     # The host gone before the session opens; the agent gone mid-question; the host gone as the answer is read.
     for failing in ({"OpenSession"}, {"StartTurn"}, {"GetRevision"}, {"Subscribe", "SendCommand"}):
         monkeypatch.setattr(cli.ask, "sync_channel", lambda *args, f=failing: _Channel(failure, f, ANSWERS))
-        done = cli.ask.ask({"host": "h", "agent": "a"}, cert_dir, "What is our net revenue by region?")
+        asked = cli.ask.ask({"host": "h", "agent": "a"}, cert_dir, "What is our net revenue by region?")
         printed = capsys.readouterr()
         shown_clean(printed.out, printed.err)
         if failing != {"Subscribe", "SendCommand"}:
-            assert done.outcome == agent_pb2.TURN_OUTCOME_FAILED and "tessera: error: SERVICE_" in printed.err
+            assert asked.done.outcome == agent_pb2.TURN_OUTCOME_FAILED and "tessera: error: SERVICE_" in printed.err
+            assert asked.exit_status == cli.ask.EXIT_FAILED
         else:
             assert "could not be read: SERVICE_" in printed.out
 

@@ -1,0 +1,24 @@
+"""`tessera ask`'s exit status tells a script how the question ended, without reading the text."""
+
+from __future__ import annotations
+
+import pytest
+
+from cli.ask import EXIT_ANSWERED, EXIT_FAILED, EXIT_NEEDS_APPROVAL, EXIT_REFUSED, Asked
+from tessera.agent.v1 import agent_pb2
+
+
+@pytest.mark.parametrize(("outcome", "approvals", "status"), [
+    (agent_pb2.TURN_OUTCOME_ANSWERED, (), EXIT_ANSWERED),
+    (agent_pb2.TURN_OUTCOME_NOT_ANSWERABLE, (), EXIT_REFUSED),
+    (agent_pb2.TURN_OUTCOME_FAILED, (), EXIT_FAILED),
+    (agent_pb2.TURN_OUTCOME_CANCELLED, (), EXIT_FAILED),
+    (agent_pb2.TURN_OUTCOME_UNSPECIFIED, (), EXIT_FAILED),  # a stream that ended without its last event
+    (agent_pb2.TURN_OUTCOME_ANSWERED, ("apv_1",), EXIT_NEEDS_APPROVAL),  # a person must act before it is done
+])
+def test_each_way_a_question_ends_has_its_own_exit_status(outcome, approvals, status):
+    assert Asked(agent_pb2.TurnDone(outcome=outcome), approvals).exit_status == status
+
+
+def test_the_statuses_are_the_documented_ones():
+    assert (EXIT_ANSWERED, EXIT_FAILED, EXIT_REFUSED, EXIT_NEEDS_APPROVAL) == (0, 1, 3, 4)
