@@ -188,6 +188,10 @@ class EmbeddedPlanner:
                 answer += f" Did you mean: {exact}?"
                 offered = [exact, *[o for o in offered if o != exact]][:suggestions.MAX_CLOSEST]
             return Plan(answer, False, offered)
+        if not reading.measures and self.earlier and not reading.follow_up:
+            # (a follow-up of questions none of which was answered: nothing to carry over is the real reason)
+            return Plan("I can't answer that from this data: I found no measure in the question, and the earlier "
+                        "questions were not answered, so there is none to carry over.", False, offered)
         if not reading.measures:
             return Plan("I can't answer that from this data: I found no measure in the question.", False, offered)
         return None

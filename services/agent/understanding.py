@@ -106,12 +106,12 @@ _FUTURE = re.compile(r"\b(?:will|shall|won't)\b(?!\s+(?:you|u)\b)|\bgoing to (?:
 _HYPHENATED = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)+")
 _PHRASAL = re.compile(r"\b(send|sends|sent|sending|bring|brings|brought|bringing|take|takes|took|taking) "
                       r"(stuff|things|items|it|them|something|anything|products|goods) (back)\b")
-# "how much did we take in (bring in) last year": money (not "how many orders did we take in 2024", "take in
-# returns", "bring in more orders")
+# "how much did we take in (bring in) last year", "which regions brought in the most from …": money (not "how
+# many orders did we take in 2024", "take in returns", "bring in more orders", "brought in the most orders")
 _TAKEN_IN = re.compile(r"\b(?:take|takes|took|taken|taking) in\b(?! ?\d| (?:q[1-4]|jan\w*|feb\w*|mar\w*|apr\w*|may|"
                        r"jun\w*|jul\w*|aug\w*|sep\w*|oct\w*|nov\w*|dec\w*|returns?|refunds?|total)\b)|"
-                       r"\b(?:bring|brings|brought|bringing) in(?=\s*(?:[?.!,;]|$|(?:last|this|in|during|for|over|"
-                       r"since|from|between|through|via|on|at|by|per|with|each|every)\b))")
+                       r"\b(?:bring|brings|brought|bringing) in(?=(?: the)?(?: most| least)?\s*(?:[?.!,;]|$|(?:last|"
+                       r"this|in|during|for|over|since|from|between|through|via|on|at|by|per|with|each|every)\b))")
 # "who spent more with us": the money customers spent (not "how much did we spend")
 _SPENT_WITH_US = re.compile(r"\b(?:spend|spends|spent|spending)(?= (?:more |less |the most |the least )?(?:with us|"
                             r"per (?:order|customer))\b)")  # ("who spends more per order": money per order)
@@ -196,7 +196,9 @@ _SAME_PERIOD_LAST_YEAR = re.compile(
     r"(?:the )?"
     r"(?:(?:same (?:period|month|quarter|week|point|time) )?(?:of |in )?last year|"
     r"same (?:period|month|quarter|week) (?:of |in )?(?:the|a) year (?:before|earlier)))\b")  # ("… the year before")
-_HOW_MUCH_MORE = re.compile(r"\bhow (?:much|many) (?:more|less|fewer)\b")
+# "how much more … than", "more orders in 2025 than 2024? by how much"
+_HOW_MUCH_MORE = re.compile(r"\bhow (?:much|many) (?:more|less|fewer)\b|"
+                            r"\b(?:more|less|fewer|higher|lower)\b.*\bby how (?:much|many)\b")
 _YEAR_OVER_YEAR = re.compile(r"\b(?:year[ -]o(?:ver|n)[ -]year|yoy|y/y)\b")
 _PREVIOUS_PERIOD = re.compile(
     r"\b(?:(month|quarter|week|year)[ -]o(?:ver|n)[ -](?:month|quarter|week|year)|period[ -]over[ -]period|"
@@ -257,7 +259,7 @@ _COMPARE_AND = re.compile(r"\b(compare[ds]?|comparing|comparison|differ(?:s|ence
 # Words asking for what people wrote ("what customers wrote in their tickets", "the full text"): free text is
 # never given to the planner; when the catalog has no such word, that is the reason to say.
 _WRITTEN = re.compile(r"wrote|write|writes|written|said|says|complain(?:ed|ing|s|ts?)?|moan(?:ed|ing|s)?|"
-                      r"gripes?|text|texts|body|bodies|subjects?|contents?|messages?|transcripts?|wording|"
+                      r"gripes?|text|texts|body|bodies|contents?|messages?|transcripts?|wording|"
                       r"comments?|notes?")
 # Words that ask for data this planner is never given (never-to-model fields hold them).
 PERSONAL = frozenset({"email", "emails", "e-mail", "e-mails", "phone", "phones", "telephone", "address",
@@ -320,6 +322,8 @@ class Reading:
     compare: str | None = None  # previous_period / same_period_last_year
     compare_grain: str | None = None
     split: Filter | None = None  # "web vs store": one field's values side by side
+    every_value_of: list[str] = field(default_factory=list)  # ", all channels": fields taken in full (a follow-up's
+    # earlier filter on one goes)
     unknown: list[str] = field(default_factory=list)
     reasons: dict[str, str] = field(default_factory=dict)  # why an unknown word cannot be used, where known
     needs_latest: bool = False  # a month or quarter without a year: to be read again knowing what "now" is
@@ -412,7 +416,8 @@ class Vocabulary:
                     self.entries.append(_Entry(tuple(words(name)), kind, item, True))
                 verbs = [words(verb) for verb in fld.get("event_verbs", [])] if kind == "field" else []
                 for first, *rest in [said for said in verbs if said]:  # (a verb of no letters names nothing)
-                    for form in inflections(first):  # "placed": place, places, placing
+                    # "placed": place, places, placing; a verb of two words as written too ("send back": sending)
+                    for form in inflections(first) | (_present_forms(first) if rest else set()):
                         self.entries.append(_Entry((form, *rest), "event", item, form == first))
                     if len(rest) == 1:  # "sign up": "signups" (or "sign ups"), the event as a noun
                         self.entries.append(_Entry((first + rest[0],), "event", item, False, noun=True))
@@ -493,6 +498,13 @@ def inflections(verb: str) -> set[str]:
     stems = {verb[:-2], verb[:-1]}  # "open(ed)", "place(d)"
     return {verb} | {form for stem in stems for form in (stem, stem + "s", stem + "ing")
                      if not stem.endswith("e") or not form.endswith("eing")}
+
+
+def _present_forms(verb: str) -> set[str]:
+    """"send": sends, sending; "place": placing (not for a past tense, "sent", nor "new")."""
+    if verb.endswith("ed") or not verb.isalpha() or len(verb) < 3:
+        return set()
+    return {verb + "s", (verb[:-1] if verb.endswith("e") else verb) + "ing"}
 
 
 def reachable(entities: list[dict], owner: str) -> list[str]:
@@ -578,7 +590,7 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
         # what is compared (values, periods, the groups of a breakdown) says what the comparing words mean
         text = COMPARING.sub(lambda m: " " * len(m.group(0)), text)
     text = _HYPHENATED.sub(lambda m: _compound(m.group(0), vocabulary), text)
-    text = _all_of_a_field(text, vocabulary, reading)
+    text = _all_of_a_field(text, question.lower(), vocabulary, reading)
     _named_in_the_catalog(text, reading, vocabulary, value_spans, earlier, situation)
     _settle(reading, growth is not None, vocabulary)
     if earlier is not None and (not reading.measures or is_follow_up(question)):
@@ -877,6 +889,7 @@ def _normalised(question: str) -> str:
     text = re.sub(r"\bbroken out by\b", "broken down by", text)  # ("2024 sales broken out by quarter")
     text = re.sub(r"\bsplit ((?:that|it|this|them|those) )?out by\b", r"split \1by    ", text)  # ("split that out by")
     text = re.sub(r"\bbut (?=never\b)", "    ", text)  # ("have signed up but never ordered")
+    text = re.sub(r"\bsubject lines?\b", lambda m: "text".ljust(len(m.group(0))), text)  # (what people wrote)
     text = re.sub(r"\b(?:for |in )?(?:each|every one) of the ((?:last|past|previous|prior) \w+ "
                   r"(day|week|month|quarter|year)s)\b", r"by \2 over the \1", text)  # "for each of the last 3 months"
     # "month by month through 2025": during it (alone, "revenue through 2024" may mean up to its end: not read)
@@ -907,7 +920,8 @@ def _shorthand_at_work(text: str) -> str:
                   lambda m: f"{m.group(1)}{m.group(2)}{'vs'.rjust(len(m.group(3)))}", text)
     # "the % change", "growth in percent": the change as a rate, not a share
     text = re.sub(r"(?:%|\bper ?cent(?:age)?)(?= (?:change|growth|increase|decrease|drop|difference|decline)\b)|"
-                  r"(?<=\bchange )(?:in |as an? )?(?:%|per ?cent(?:age)?\b)", lambda m: " " * len(m.group(0)), text)
+                  r"(?<=\bchange )(?:in |as an? )?(?:%|per ?cent(?:age)?\b)|(?<=\bby how much )(?:in |as an? )?"
+                  r"(?:%|per ?cent(?:age)?\b)", lambda m: " " * len(m.group(0)), text)  # ("… by how much %")
     text = re.sub(r"\b(we|they) stock\b", r"\1 carry", text)  # "products we stock" (not "units in stock")
     # "which channel drove the uplift": the one that grew the most (not "what's driving cancellations": why)
     text = re.sub(r"(?<=\bwhich )(\w+(?: \w+)? )(?:drove|drives|was behind|were behind|(?:was|were) responsible for|"
@@ -1111,8 +1125,9 @@ def _periods(spans: list[TimeSpan], text: str, reading: Reading, asks_change: bo
 
 
 def _difference_between_periods(spans: list[TimeSpan], time_starts: list[int], said: str, reading: Reading) -> bool:
-    """"How much more revenue did we make in nov 2025 than in oct?": the later period, then "than", then the one
-    just before it: the change from the earlier to the later (values set apart, "web than store", are not)."""
+    """"How much more revenue did we make in nov 2025 than in oct?" ("more orders in 2025 than 2024? by how
+    much"): the later period, then "than", then the one just before it: the change from the earlier to the
+    later (values set apart, "web than store", are not)."""
     if len(spans) != 2 or len(time_starts) != 2 or reading.split is not None or not _HOW_MUCH_MORE.search(said):
         return False
     later, earlier = spans
@@ -1232,9 +1247,10 @@ def _values(text: str, reading: Reading, vocabulary: Vocabulary, matches: list[d
         if match["field_id"] not in fields:
             continue
         if match.get("approximate"):  # a near spelling: never a word the catalog, a question or English has
+            first_name = value.lower().split()[0] == said  # ("toys" for Toys & Games: meant, and said so)
             if _asking_word(said) or singular(said) in vocabulary.known or (
-                    is_word(said) and not _spelled_otherwise(said, value) and _unaccented(value) != said) or \
-                    vocabulary.corrected(said) not in (said, value.lower()):
+                    is_word(said) and not _spelled_otherwise(said, value) and _unaccented(value) != said
+                    and not first_name) or vocabulary.corrected(said) not in (said, value.lower()):
                 continue  # an English word is meant as written ("austria" is no Australia, "stoves" no store;
                 # but "canceled" is "cancelled" spelled the American way, "quebec" Québec without its accent);
                 # "retuned" is one slip from the catalog's "returned", two from the value refunded
@@ -1551,9 +1567,12 @@ def _restricts(sentence: str, vocabulary: Vocabulary) -> bool:
 
 
 def _adds_a_restriction(sentence: str, rest: str, vocabulary: Vocabulary) -> bool:
-    """As `_restricts`, but a measure or verb the rest of the question names too adds nothing ("… split by the
-    channel? I need the number of orders for each one.")."""
-    named = {e.item["id"] for e in _entries_named(sentence, vocabulary) if e.kind in ("metric", "event")}
+    """As `_restricts`, but a sentence naming only what the rest of the question names adds nothing ("… split
+    by the channel? I need the number of orders for each one."); one naming a field the rest does not ("I need
+    revenue by region instead") does."""
+    if not _restricts(sentence, vocabulary):
+        return False
+    named = {e.item["id"] for e in _entries_named(sentence, vocabulary)}
     return _restricting_word(sentence) or bool(named - {e.item["id"] for e in _entries_named(rest, vocabulary)})
 
 
@@ -1652,9 +1671,12 @@ _COMPARE_WORD = re.compile(r"compare[ds]?|comparing|comparison")
 _ALL_OF = re.compile(r"\ball (?:the |of the |our )?([a-z][a-z' -]*?)(?: combined| together| included)?"
                      r"(?=\s*(?:[?.!,;]|$))")
 _TOGETHER = re.compile(r"\b(?:total|overall|combined|altogether|in all)\b")
+# Words asking for the values apart: ", all channels" after them lists the channels ("list revenue, all channels")
+_APART = re.compile(r"\b(?:list|listed|listing|each|every|break|broken|split|separately|respectively|apart|"
+                    r"side by side)\b")
 
 
-def _all_of_a_field(text: str, vocabulary: Vocabulary, reading: Reading) -> str:
+def _all_of_a_field(text: str, asked: str, vocabulary: Vocabulary, reading: Reading) -> str:
     """Passes over "all <a field's name>" said of a total ("what was total revenue, all channels?") or set off
     after the question ("what did we do in sales last year, all channels"): the total over every value is what
     the measure already is. (Set off with a grain, "revenue, all channels by month" lists them: the grain's
@@ -1662,13 +1684,15 @@ def _all_of_a_field(text: str, vocabulary: Vocabulary, reading: Reading) -> str:
     if _BREAKDOWN_AHEAD.search(text) or _OTHER_ORDER.search(text):
         return text
     together = _TOGETHER.search(text)
+    set_off = reading.grain is None and not _APART.search(asked)  # (`text` has lost "break down" by now)
     for found in _ALL_OF.finditer(text):
-        if not (together or (reading.grain is None and text[:found.start()].rstrip().endswith(","))):
+        if not (together or (set_off and text[:found.start()].rstrip().endswith(","))):
             continue
         tokens = words(found.group(1))
         entries = vocabulary.longest_at(tokens, 0) if tokens else []
         if entries and len(entries[0].phrase) == len(tokens) and all(e.kind == "field" for e in entries):
             text = _blank(text, found.start(), found.end())
+            reading.every_value_of.append(entries[0].item["id"])
     return text
 
 
@@ -1711,7 +1735,8 @@ class _Words:
     after_per: list[bool]
     after_value: list[bool]  # a value was said just before ("by enterprise customers": done by, not grouped)
     before_value: list[bool]  # and just after ("through third-party marketplaces")
-    breaks: list[bool]  # punctuation between a word and the one before ("enterprise accounts, … - and the change")
+    breaks: list[bool]  # punctuation between a word and the one before ("enterprise accounts, … - and the change",
+    # "… channel growing? sales")
     entities: list[_EntityWord] = field(default_factory=list)  # decided once every other word is read
     positions: dict[str, int] = field(default_factory=dict)  # where each measure was named: answers keep it
     averages: list[str] = field(default_factory=list)  # "average", "typical" as written
@@ -1756,6 +1781,8 @@ class _EventWord:
     never: bool = False  # "have never placed"
 
 
+# Words between who did something and its verb ("people are sending stuff back")
+_AUXILIARIES = frozenset({"are", "is", "were", "was", "have", "has", "had", "keep", "kept", "usually", "always"})
 # Words before a verb saying its rows were had at some time ("have ever placed", "never bought")
 _PERFECT = frozenset({"have", "has", "had", "ever", "never", "actually", "already", "yet", "not", "even"})
 
@@ -1833,17 +1860,19 @@ def _words_of(text: str, found: list[re.Match], reading: Reading, vocabulary: Vo
                   # the three words before each: a breakdown phrase is at most three words ("broken down by")
                   [bool(_BREAKDOWN.search(" ".join(raw[max(0, i - 3):i]))) for i in range(len(raw))],
                   [bool(_PER.search(" ".join(raw[max(0, i - 3):i]))) for i in range(len(raw))],
-                  valued[:-1], valued[1:], [bool(re.search(r"[,;:()\u2013\u2014]|\s-+\s", text[start:end]))
+                  valued[:-1], valued[1:], [bool(re.search(r"[,;:()\u2013\u2014?!]|\s-+\s|\.\s", text[start:end]))
                                             for start, end in gaps[:-1]])
 
 
 def _joins(position: int, seen: _Words, reading: Reading, vocabulary: Vocabulary) -> bool:
     """A word joining what stands around it, said by them: "through" or "via" before a value ("came through
-    third-party marketplaces"), "vs" between two measures ("gross vs net revenue")."""
+    third-party marketplaces") or before the groups asked for ("sell through each channel", "through which
+    channel"), "vs" between two measures ("gross vs net revenue")."""
     raw, following = seen.raw[position], position + 1
     if raw in ("through", "via"):
-        return seen.before_value[position] or (following < len(seen.raw) and seen.raw[following] in (
-            "the", "a", "an") and seen.before_value[following])
+        return seen.before_value[position] or (following < len(seen.raw) and (seen.raw[following] in (
+            "each", "every", "which", "what") or seen.raw[following] in ("the", "a", "an") and seen.before_value[
+                following]))
     return raw in ("vs", "versus") and bool(reading.measures) and following < len(seen.tokens) and (any(
         e.kind == "metric" for e in vocabulary.longest_at(seen.tokens, following)) or bool(vocabulary.partial(
             seen.tokens[following], "metric")))
@@ -1933,7 +1962,8 @@ def _event_words(seen: _Words, reading: Reading, vocabulary: Vocabulary, context
     ever = [event for event in seen.events if event.ever]
     if len(ever) > 1:  # "people who have signed up but never ordered": having signed up is being one of them
         counted = {m["entity_id"] for m in reading.measures}
-        ever = [event for event in ever if event.date["entity_id"] not in counted] or ever
+        ever = [event for event in ever if not (event.date["entity_id"] in counted and _only_date(
+            event.date, vocabulary))] or ever
     if len(ever) == 1 and (dating or (reading.time is None and not reading.grain)):
         had = _had(ever[0], reading, vocabulary, ever=True)
         if had is not None:
@@ -2066,10 +2096,10 @@ def _place(entries: list[_Entry], position: int, seen: _Words, reading: Reading,
     elif "entity" in kinds and "field" not in kinds and _doer(items["entity"][0], position, len(
             entries[0].phrase), seen, vocabulary):
         pass  # "people send stuff back", "sent back by customers": who did it, said by the verb's rows
-    elif "entity" in kinds and "field" not in kinds and position and any(
+    elif "entity" in kinds and "field" not in kinds and position and not seen.breaks[position] and any(
             e.item.get("entity_id", e.item["id"]) == items["entity"][0]["id"] and e.kind in ("entity", "field")
             for e in vocabulary.longest_at(seen.tokens, position - 1)):
-        pass  # "regional market", "customer accounts": one name in two words
+        pass  # "regional market", "customer accounts": one name in two words (not "… channel growing? sales")
     elif "entity" in kinds and "field" not in kinds:
         # "orders" counts orders, groups by them, or says whose rows a measure is over ("web orders"):
         # decided once every other word is read.
@@ -2091,6 +2121,13 @@ def _place(entries: list[_Entry], position: int, seen: _Words, reading: Reading,
         _add(reading.measures, chosen)
     elif "field" in kinds:
         _add(reading.breakdowns, _choose(items["field"], reading, vocabulary))
+
+
+def _only_date(date: dict, vocabulary: Vocabulary) -> bool:
+    """The one date its rows have: when each began ("signed up" of a customer), true of every one of them (a
+    second date, "churned", is something only some did)."""
+    fields = vocabulary.by_id.get(date["entity_id"], {}).get("fields", [])
+    return [f["id"] for f in fields if f["type"] in ("timestamp", "date")] == [date["id"]]
 
 
 def _place_event(entries: list[_Entry], position: int, written: str, seen: _Words, vocabulary: Vocabulary) -> None:
@@ -2115,10 +2152,12 @@ def _place_event(entries: list[_Entry], position: int, written: str, seen: _Word
 def _doer(entity: dict, position: int, size: int, seen: _Words, vocabulary: Vocabulary) -> bool:
     """An entity named as who did what a verb of other rows says: just before the verb ("customers send
     back") or after "by" just after it ("sent back by customers"), when those rows reach it."""
-    if " ".join(seen.raw[max(0, position - 3):position]).endswith(("how many", "number of", "count of", "distinct",
-                                                                   "total", "all", "unique")):
+    before = " ".join(seen.raw[max(0, position - 3):position])
+    if before.endswith(("how many", "number of", "count of", "distinct", "total", "all", "unique")):
         return False  # "how many customers placed orders": the customers are what is counted
     after = position + size
+    if after + 1 < len(seen.tokens) and seen.raw[after] in _AUXILIARIES and not before.endswith(("which", "what")):
+        after += 1  # "people are sending stuff back" (not "which customers are buying": what is asked about)
     verb = [e for e in vocabulary.longest_at(seen.tokens, after) if e.kind == "event"] if after < len(
         seen.tokens) else []
     if not verb and position >= 2 and seen.raw[position - 1] == "by" and seen.raw[position].endswith("s"):
@@ -2174,11 +2213,12 @@ def _rest_of_label(token: str, entries: list[_Entry]) -> bool:
 
 def _implied_measure(text: str, seen: _Words, reading: Reading, vocabulary: Vocabulary) -> None:
     """No measure named: "which return reason is most common" counts the breakdown's own rows; "how many small
-    businesses joined" counts the rows the value is said of, when a verb of those rows says what they did ("how
-    many apparel were returned" counts no products; "how many of those are smbs?" narrows the earlier answer)."""
+    businesses joined" ("… bought") counts the rows the value is said of, when a verb of those rows (or of rows
+    belonging to them) says what they did ("how many apparel were returned" counts no products: returns do not
+    belong to a product; "how many of those are smbs?" narrows the earlier answer)."""
     owners = {f.field["entity_id"] for f in reading.filters}
     if not reading.measures and not seen.entities and len(owners) == 1 and re.search(r"\bhow many\b", text) and \
-            (any(event.date["entity_id"] in owners for event in seen.events) or (
+            (any(_did(event, next(iter(owners)), text, vocabulary) for event in seen.events) or (
                 reading.time_field is not None and reading.time_field["entity_id"] in owners)):
         counts = counts_of(vocabulary.by_id.get(next(iter(owners)), {}))
         if counts:
@@ -2191,6 +2231,15 @@ def _implied_measure(text: str, seen: _Words, reading: Reading, vocabulary: Voca
         if counts:
             reading.measures.append(counts[0])
             reading.direction = reading.direction or "desc"
+
+
+def _did(event: _EventWord, owner: str, text: str, vocabulary: Vocabulary) -> bool:
+    """The verb says what `owner`'s rows did: it dates them ("joined"), or rows belonging to them ("how many SMBs
+    bought"), unless they are what it was done to ("how many apparel were returned")."""
+    if event.date["entity_id"] == owner:
+        return True
+    return owner in reachable(vocabulary.entities, event.date["entity_id"]) and not re.search(
+        rf"\b(?:were|was|been|being|get|gets|got|getting) {re.escape(event.written)}\b", text)
 
 
 def _partial_word(word: str, reading: Reading, vocabulary: Vocabulary, by: bool, valued: set[str]) -> bool:
@@ -2308,13 +2357,17 @@ def _breakdowns_followed(earlier: Reading, new: Reading, merged: Reading, questi
     # "and by region?" after "revenue in 2024 and 2025": the years stay apart
     merged.breakdowns, merged.grain = list(new.breakdowns), new.grain or (
         earlier.grain if side_by_side_periods else None)
-    within = re.search(r"\b(?:also|too|as well|split|break (?:\w+ )?(?:down|out)|subdivided?)\b", question.lower())
+    asked = question.lower()
+    # "split that by quarter" after "sales by channel": each channel by quarter ("split it by quarter instead",
+    # "just the total by quarter": quarters alone)
+    splits_that = re.search(r"\b(?:split|break) (?:that|it|this|those|these|them)\b", asked) and not re.search(
+        r"\b(?:instead|only|just|total|overall|altogether)\b", asked)
     if new.against_earlier:  # "how does that compare with 2023?": the same groups, two periods
         merged.breakdowns = list(earlier.breakdowns)
-    elif new.grain and not new.breakdowns and not earlier.grain and (earlier.limit or earlier.which or not within):
+    elif new.grain and not new.breakdowns and not earlier.grain and (earlier.limit or earlier.which or not splits_that):
         # "and by month?" after "the top 5 regions": the ranking was of regions; months are a series, all shown
         merged.limit, merged.direction, merged.which = None, None, False
-    elif within:
+    elif re.search(r"\b(?:also|too|as well|split|break (?:\w+ )?(?:down|out)|subdivided?)\b", asked):
         # "split that by segment": within the earlier groups
         merged.breakdowns = earlier.breakdowns + [b for b in new.breakdowns if b not in earlier.breakdowns]
         merged.grain = new.grain or earlier.grain
@@ -2481,7 +2534,7 @@ def _follow(earlier: Reading, new: Reading, question: str, vocabulary: Vocabular
         _date_rows_had(earlier, new, merged, vocabulary)
     _breakdowns_followed(earlier, new, merged, question)
     new = _set_beside_earlier(earlier, new)
-    replaced = {f.field["id"] for f in [*new.filters, *([new.split] if new.split else [])]}
+    replaced = {f.field["id"] for f in [*new.filters, *([new.split] if new.split else [])]} | set(new.every_value_of)
     merged.filters = [f for f in earlier.filters if f.field["id"] not in replaced] + list(new.filters)
     if merged.split is not None and merged.split.field["id"] in replaced and new.split is None:
         merged.split = None  # "now only phone" after "web vs store": one channel now, not three
@@ -2503,7 +2556,7 @@ def _follow(earlier: Reading, new: Reading, question: str, vocabulary: Vocabular
     nothing_new = not (new.measures or merged.has_rows is not earlier.has_rows or new.breakdowns or new.grain
                        or new.filters or new.time or new.limit
                        or new.direction or new.compare or new.split or new.share or new.share_of_total
-                       or new.cumulative or new.threshold or new.needs_latest
+                       or new.cumulative or new.threshold or new.needs_latest or new.every_value_of
                        or (new.whole_history and earlier.time is not None))
     if nothing_new:  # "and?": nothing to change the earlier answer by; said, not answered again
         merged.unknown = merged.unknown or [w for w in _WORD.findall(question.lower()) if w not in STOP][:5] or [

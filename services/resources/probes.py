@@ -3,6 +3,7 @@ it reaches the model only through the agent's read-path screen."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from difflib import SequenceMatcher
@@ -185,6 +186,17 @@ def near_spelling(word: str, values: tuple[str, ...]) -> str | None:
     return None if best is None else best[2]
 
 
+def _heads(values: tuple[str, ...]) -> dict[str, str]:
+    """Values of two names joined ("Toys & Games", "Home and Kitchen") by their first name alone ("toys"), where
+    no other value starts so: what people call the category in passing (answered as an assumption, said)."""
+    heads: dict[str, list[str]] = {}
+    for value in values:
+        head = re.split(r"\s+(?:&|and)\s+", value.casefold(), maxsplit=1)
+        if len(head) == 2 and head[0].isalpha() and len(head[0]) >= MIN_TYPO_LETTERS:
+            heads.setdefault(head[0], []).append(value)
+    return {head: found[0] for head, found in heads.items() if len(found) == 1}
+
+
 def value_match(warehouse: Warehouse, fields: list[CatalogField], text: str,
                 few: FewValues | None = None) -> tuple[list[ValueMatch], bool]:
     """The values of `fields` that `text` names as whole words, whatever their case: a person writes
@@ -239,9 +251,11 @@ def _near_spellings(warehouse: Warehouse, fields: list[CatalogField], text: str,
         # the model's other one-word names for values held ("webiste" is "website", which is web)
         others = {other.casefold(): value for value, said in fld.spec.values.items() if values and value in values
                   for other in said if len(_spaced(other).split()) == 1 and other.casefold() not in values}
+        heads = _heads(values or ())
         for word in words:  # the word as said, else as a plural ("grocries": a slip in the plural of Grocery)
+            value = next((heads[form] for form in (word, *singulars(word)) if form in heads), None)
             spelled = (near_spelling(form, (*values, *others)) for form in (word, *singulars(word))) if values else ()
-            value = next(filter(None, spelled), None)
+            value = value or next(filter(None, spelled), None)
             value = others.get(value, value)
             if value is not None and (fld.id, value) not in known and len(near) < room:
                 known.add((fld.id, value))

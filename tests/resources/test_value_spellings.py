@@ -138,3 +138,13 @@ def test_the_rules_for_plurals_and_edits():
                                             ("store", "store"), ("ab", "ba"), ("", "web")]] == [1, 1, 2, 0, 1, 3]
     assert probes.near_spelling("refund", ("refunded",)) is None  # two letters short: another word
     assert probes.near_spelling("electrnoics", ("Electronics", "Electric")) == "Electronics"
+
+
+def test_a_value_of_two_joined_names_is_named_by_its_first_alone_as_an_assumption(session):
+    category = session.field("products", "category")
+    assert value_match(session, "what about toys?", category) == {
+        ("products", "category", "Toys & Games", "toys", True)}  # approximate: the answer says it assumed so
+    assert value_match(session, "sports sales", category) == {
+        ("products", "category", "Sports & Outdoors", "sports", True)}
+    assert probes._heads(("Toys & Games", "Toys and Dolls", "Home & Kitchen", "TV & Audio")) == {
+        "home": "Home & Kitchen"}  # one value each, four letters or more

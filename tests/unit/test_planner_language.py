@@ -4,6 +4,7 @@ is unknown, and the rule that every word that changes meaning either changes the
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import time
 
@@ -1975,3 +1976,79 @@ def test_a_sentence_of_ones_own_naming_only_what_the_question_does_is_read_with_
 def test_a_channel_dying_is_change_over_time():
     reading = read("phone orders by year - is that channel dying?")
     assert reading.grain == "year" and reading.unknown == []
+
+
+# --- round F: from fresh sets AT, AU, AV, AW and a review -----------------------------------------------------------
+
+def test_splitting_keeps_the_groups_only_when_that_is_split_and_nothing_says_instead():
+    for question in ("split it by quarter instead", "just split the total by quarter", "and by quarter?"):
+        reading = follow("Sales by channel for 2025 please", question)
+        assert reading.breakdowns == [] and reading.grain == "quarter", question
+    web_vs_store = follow("sales by channel for 2025", "show me the web vs store split by quarter")
+    assert web_vs_store.breakdowns == [] and web_vs_store.split.values == ("web", "store")
+
+
+def test_all_of_a_field_asked_apart_lists_them_and_in_a_follow_up_lifts_the_earlier_filter():
+    for question in ("break down revenue in 2025, all channels", "list revenue in 2025, all channels",
+                     "revenue in 2025 side by side, all channels"):
+        assert labels(read(question).breakdowns) == ["Sales channel"], question
+    every = follow("web revenue in 2025", "how about 2024, all channels")
+    assert every.filters == [] and every.breakdowns == [] and every.time.start == dt.date(2024, 1, 1)
+
+
+def test_a_sentence_of_ones_own_naming_another_field_is_not_read_with_the_question():
+    reading = read("revenue by channel in 2025? I need revenue by region instead.")
+    assert reading.unknown == ["I need revenue by region instead"]
+
+
+def test_subject_to_is_no_request_for_what_people_wrote_and_subject_lines_are():
+    assert not read("how much revenue in 2025 was subject to a discount").written
+    assert read("paste me the subject lines of the urgent tickets").written
+
+
+def test_a_name_after_a_question_mark_is_no_second_word_of_the_one_before():
+    reading = read("is the marketplace channel growing? yearly sales pls")
+    assert labels(reading.measures) == ["Net revenue"] and reading.grain == "year"
+
+
+def test_selling_through_each_channel_is_by_channel():
+    reading = read("how much did we sell through each channel this year", LATEST)
+    assert labels(reading.breakdowns) == ["Sales channel"] and reading.unknown == []
+
+
+def test_a_value_that_did_something_counts_its_rows_unless_it_was_done_to():
+    smbs = {**match("small_business", "customers", "segment"), "matched_text": "smbs"}
+    bought = understand("how many SMBs bought in 2024?", SLICE, [*VALUES, smbs])
+    assert labels(bought.measures) == ["Number of customers"] and bought.has_rows is not None
+    assert read("how many apparel were returned").measures == []  # (products did not return anything)
+
+
+def test_who_is_sending_stuff_back_is_said_by_the_verb_not_counted():
+    reading = read("top 3 reasons people are sending stuff back this year", LATEST)
+    assert labels(reading.measures) == ["Number of returns"] and reading.limit == 3 and reading.unknown == []
+    asked = read("which customers are buying the most")  # (what is asked about: as before)
+    assert asked.unknown == ["customers"]
+
+
+def test_brought_in_the_most_from_is_money_and_the_most_orders_is_orders():
+    assert labels(read("which 3 regions brought in the most from enterprise accounts in 2025").measures) == [
+        "Net revenue"]
+    assert labels(read("which region brought in the most orders in 2025").measures) == ["Number of orders"]
+
+
+def test_more_than_a_year_before_by_how_much_is_the_change():
+    reading = read("did we get more orders in 2025 than 2024? by how much %")
+    assert reading.compare == "previous_period" and reading.time.start == dt.date(2025, 1, 1)
+    assert reading.share_of_total is False
+
+
+def test_having_done_something_only_some_rows_did_is_never_passed_over():
+    # A customer's second date ("churned") is something only some did: "have churned but never ordered" is not
+    # every customer without an order (not read, so said); the one date all have, signing up, is passed over.
+    with_churn = copy.deepcopy(SLICE)
+    customers = next(e for e in with_churn if e["id"] == "ent_customers")
+    customers["fields"].append({"id": "fld_customers.churned_at", "label": "Churn date", "type": "date",
+                                "exposure": "bounded-values", "synonyms": [], "event_verbs": ["churned"]})
+    churned = understand("how many customers have churned but never placed an order", with_churn, VALUES)
+    assert "never" in churned.unknown
+    assert read("how many customers have signed up but never placed an order").unknown == []
