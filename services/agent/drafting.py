@@ -116,6 +116,12 @@ def plan(reading: Reading, entities: list[dict]) -> Drafted:
     one_period = reading.time is not None and reading.time.calendar_unit == grain  # "from 2024 to 2025": 2025
     if (reading.direction or reading.limit) and grain and len(dimensions) > 1 and not (
             reading.ranks_change and one_period):
+        if reading.time is not None and len(reading.time.parts) == 2:
+            # "which channels had fewer orders in 2025 than in 2024?": not a top within each period
+            periods = " vs ".join(p.words.strip().removeprefix("in ") for p in reading.time.parts)
+            offered = f"{reading.measures[0]['label']} by {breakdowns[0]['label'].lower()} in {periods}"
+            raise CannotPlan(f"which ones had more or less in one period than in the other is more than I can pick "
+                             f"out; I can show each one in both periods side by side: \u201c{offered}\u201d")
         raise CannotPlan("a top or bottom within each period is more than I can answer; ask for one period, "
                          "e.g. \u201ctop 3 regions by net revenue in 2024\u201d")
     primary, label = _calculations(reading, draft, dimensions)

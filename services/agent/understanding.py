@@ -173,8 +173,8 @@ _TOP_N = re.compile(r"\b(top|bottom|best|worst|highest|lowest|largest|smallest|b
 _N_TOP = re.compile(r"\b(\d{1,3}|" + "|".join(_NUMBER_WORDS) + r")\s+(top|bottom|best|worst|highest|lowest|largest|"
                     r"smallest|biggest|most|least)\b")  # "the 10 largest regions"
 _PACE = re.compile(r"\b(?:fastest|quickest|slowest)\b")
-_PACED_GROWTH = re.compile(r"\b(?:grew|grown|grow|grows|growing|increased|rose|risen|climbed) (?:the )?"
-                           r"(?:most|least)\b|"
+_PACED_GROWTH = re.compile(r"\b(?:grew|grown|grow|grows|growing|increased|rose|risen|climbed) (?:(?:its|their) \w+ )?"
+                           r"(?:the )?(?:most|least)\b|"  # ("which channel grew its revenue the most")
                            r"\b(?:most|least|biggest|largest|smallest) (?:growth|increase)\b")
 # The order of a ranking said outright.
 _ORDER = re.compile(r"\b(highest|largest|biggest|most|top|best|lowest|smallest|least|fewest|worst|bottom)(?: ones?)? "
@@ -258,7 +258,8 @@ _COMPARE_AND = re.compile(r"\b(compare[ds]?|comparing|comparison|differ(?:s|ence
                           r"respectively|separately|separate|break (?:it |them )?(?:out|down)|split)\b")
 # Words asking for what people wrote ("what customers wrote in their tickets", "the full text"): free text is
 # never given to the planner; when the catalog has no such word, that is the reason to say.
-_WRITTEN = re.compile(r"wrote|write|writes|written|said|says|complain(?:ed|ing|s|ts?)?|moan(?:ed|ing|s)?|"
+_WRITTEN = re.compile(r"wrote|write|writes|writing|written|say|says|saying|said|complain(?:ed|ing|s|ts?)?|"
+                      r"moan(?:ed|ing|s)?|"
                       r"gripes?|text|texts|body|bodies|contents?|messages?|transcripts?|wording|"
                       r"comments?|notes?")
 # Words that ask for data this planner is never given (never-to-model fields hold them).
@@ -874,6 +875,7 @@ def _normalised(question: str) -> str:
     text = _GREETING.sub(lambda m: " " * len(m.group(0)), text)
     text = _CHAT.sub(lambda m: " " * len(m.group(0)), text)
     text = re.sub(r"\b(" + "|".join(_ABBREVIATIONS) + r")\b", lambda m: _ABBREVIATIONS[m.group(1)], text)
+    text = re.sub(r"\bhow many diff\b", "how many different", text)  # (not "the diff between web and store")
     if _GROWTH.search(text) or "%" in text:  # "mom %", "wow growth": only where a change is asked ("Wow, …")
         text = re.sub(r"\b(" + "|".join(_PERIOD_SHORT) + r")\b", lambda m: _PERIOD_SHORT[m.group(1)], text)
     text = re.sub(r"\bfy ?'?(\d{4}|\d{2})\b", lambda m: _FISCAL + str(_full_year(m.group(1))), text)

@@ -2052,3 +2052,26 @@ def test_having_done_something_only_some_rows_did_is_never_passed_over():
     churned = understand("how many customers have churned but never placed an order", with_churn, VALUES)
     assert "never" in churned.unknown
     assert read("how many customers have signed up but never placed an order").unknown == []
+
+
+# --- round G: from fresh sets AX, AY, AZ and BA ---------------------------------------------------------------------
+
+def test_which_grew_its_measure_the_most_between_two_years_ranks_the_change():
+    reading = read("which channel grew its revenue the most from 2024 to 2025?")
+    assert reading.ranks_change and reading.compare == "previous_period"
+    assert reading.time.start == dt.date(2025, 1, 1) and labels(reading.breakdowns) == ["Sales channel"]
+
+
+def test_which_had_less_in_one_period_than_another_says_what_it_can_show_instead():
+    with pytest.raises(CannotPlan, match="side by side: \u201cNumber of orders by sales channel in 2024 vs 2025"):
+        plan(read("which channels had fewer orders in 2025 than in 2024?"), SLICE)
+
+
+def test_what_tickets_say_and_what_people_are_writing_ask_for_text():
+    assert read("show me what the urgent support tickets actually say").written
+    assert read("what are customers actually writing in the urgent tickets? paste me a few").written
+
+
+def test_how_many_diff_customers_is_how_many_different_ones():
+    reading = read("how many diff customers ordered in 2025")
+    assert labels(reading.measures) == ["Number of customers"] and reading.unknown == []
