@@ -1961,11 +1961,7 @@ def _event_words(seen: _Words, reading: Reading, vocabulary: Vocabulary, context
     # "customers who signed up this year and have placed an order": the order had at any time, the period the
     # signup's (with no period, "have ever placed" is had at any time)
     dating = [event for event in seen.events if not event.ever]
-    ever = [event for event in seen.events if event.ever]
-    if len(ever) > 1:  # "people who have signed up but never ordered": having signed up is being one of them
-        counted = {m["entity_id"] for m in reading.measures}
-        ever = [event for event in ever if not (event.date["entity_id"] in counted and _only_date(
-            event.date, vocabulary))] or ever
+    ever = _had_at_some_time(seen, reading, vocabulary)
     if len(ever) == 1 and (dating or (reading.time is None and not reading.grain)):
         had = _had(ever[0], reading, vocabulary, ever=True)
         if had is not None:
@@ -2125,6 +2121,17 @@ def _place(entries: list[_Entry], position: int, seen: _Words, reading: Reading,
         _add(reading.breakdowns, _choose(items["field"], reading, vocabulary))
 
 
+def _had_at_some_time(seen: _Words, reading: Reading, vocabulary: Vocabulary) -> list[_EventWord]:
+    """The verbs said as had at some time ("have placed", "never bought"); of several, not the one that makes
+    the counted rows what they are ("people who have signed up but never ordered": being one of them)."""
+    ever = [event for event in seen.events if event.ever]
+    if len(ever) < 2:
+        return ever
+    counted = {m["entity_id"] for m in reading.measures}
+    return [event for event in ever if not (event.date["entity_id"] in counted and _only_date(
+        event.date, vocabulary))] or ever
+
+
 def _only_date(date: dict, vocabulary: Vocabulary) -> bool:
     """The one date its rows have: when each began ("signed up" of a customer), true of every one of them (a
     second date, "churned", is something only some did)."""
@@ -2216,8 +2223,8 @@ def _rest_of_label(token: str, entries: list[_Entry]) -> bool:
 def _implied_measure(text: str, seen: _Words, reading: Reading, vocabulary: Vocabulary) -> None:
     """No measure named: "which return reason is most common" counts the breakdown's own rows; "how many small
     businesses joined" ("… bought") counts the rows the value is said of, when a verb of those rows (or of rows
-    belonging to them) says what they did ("how many apparel were returned" counts no products: returns do not
-    belong to a product; "how many of those are smbs?" narrows the earlier answer)."""
+    belonging to them) says what they did ("how many apparel were returned" counts no products: they are what
+    was returned, not who returned; "how many of those are smbs?" narrows the earlier answer)."""
     owners = {f.field["entity_id"] for f in reading.filters}
     if not reading.measures and not seen.entities and len(owners) == 1 and re.search(r"\bhow many\b", text) and \
             (any(_did(event, next(iter(owners)), text, vocabulary) for event in seen.events) or (

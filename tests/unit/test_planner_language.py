@@ -1986,6 +1986,8 @@ def test_splitting_keeps_the_groups_only_when_that_is_split_and_nothing_says_ins
         assert reading.breakdowns == [] and reading.grain == "quarter", question
     web_vs_store = follow("sales by channel for 2025", "show me the web vs store split by quarter")
     assert web_vs_store.breakdowns == [] and web_vs_store.split.values == ("web", "store")
+    after_ranking = follow("top 5 regions by revenue", "split that by month")  # months are a series, all shown
+    assert after_ranking.breakdowns == [] and after_ranking.grain == "month" and after_ranking.limit is None
 
 
 def test_all_of_a_field_asked_apart_lists_them_and_in_a_follow_up_lifts_the_earlier_filter():
