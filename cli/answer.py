@@ -142,11 +142,10 @@ def _in_order(document: dict) -> list[dict]:
 @dataclass
 class ReadAnswer:
     """A committed answer as the person may see it: its blocks in reading order, the data model and windows
-    the host sent for them, the windows it refused (their status), and why the data could not be read ("")."""
+    the host sent for them, why the data could not be read ("" when it was), and how many rows of a table."""
 
     blocks: list[dict]
     data: SurfaceData
-    refused: dict[WindowAsk, str]
     problem: str
     rows: int
 
@@ -166,7 +165,7 @@ def read_answer(host, person, session_id: str, surface_id: str, revision_id: str
     finally:
         reader.close()
     problem = "" if described and not reader.data.failed else reader.data.failed or "timed out"
-    return ReadAnswer(blocks, reader.data, refused, problem, rows)
+    return ReadAnswer(blocks, reader.data, problem, rows)
 
 
 def _request(host, person, session_id, surface_id, revision_id, asks) -> dict[WindowAsk, str]:
@@ -183,6 +182,8 @@ def _request(host, person, session_id, surface_id, revision_id, asks) -> dict[Wi
 
 
 class AnswerPrinter:
+    """The answer at the terminal, printed from the same records `tessera ask --json` gives (`answer_blocks`)."""
+
     def __init__(self, console: Console | None = None) -> None:
         self.console = console or Console(highlight=False, soft_wrap=True)
         self.locale = terminal_locale()
@@ -190,75 +191,48 @@ class AnswerPrinter:
     def show(self, answer: ReadAnswer) -> None:
         if answer.problem:
             self.console.print(f"  (the answer's data could not be read: {answer.problem})")
-        for block in answer.blocks:
-            self._block(block, answer.data, answer.rows)
+        for record in answer_blocks(answer, self.locale):
+            self._record(record)
 
-    # --- one block ---------------------------------------------------------------
-
-    def _cell(self, data: SurfaceData, node: str, prop: str, row: int, column: str, resource: str) -> str | None:
-        return _figure(data, node, prop, row, column, resource, self.locale)["shown"]
-
-    def _caption(self, data: SurfaceData, resource: str) -> None:
-        caption = _computed(data, resource)
-        if caption:
-            self.console.print(Text(f"    computed: {caption}", style="dim"))
-
-    def _block(self, block: dict, data: SurfaceData, rows: int) -> None:
-        kind, props, node = block["component"], block["data"], block["id"]
-        say = self.console.print
-        if kind == "Heading":
-            say(f"  [bold]{_escape(props['text'])}[/bold]", markup=True)
-        elif kind in ("Text", "Callout"):
-            say(f"  {_escape(props.get('title', '') + ': ' if props.get('title') else '')}{_escape(props['text'])}",
+    def _record(self, record: dict) -> None:
+        kind, say = record["kind"], self.console.print
+        if kind == "heading":
+            say(f"  [bold]{_escape(record['text'])}[/bold]", markup=True)
+        elif kind in ("text", "callout"):
+            title = f"{record['title']}: " if record.get("title") else ""
+            say(f"  {_escape(title + record['text'])}", markup=True)
+        elif kind == "sentence":
+            say(f"  {_escape(record['text'])}" if record["text"] is not None else
+                "  (this sentence could not be filled)", markup=True)
+        elif kind == "metric":
+            say(f"  {_escape(record['label'])}: [bold]{_escape(record['shown'] or '(unavailable)')}[/bold]",
                 markup=True)
-        elif kind == "FigureText":
-            values = {}
-            for name, figure in props["figures"].items():
-                shown = self._cell(data, node, f"/figures/{name}", figure.get("row", 0), figure["column"],
-                                   figure["resource"]["resource"])
-                values[name] = shown if shown is not None else "(unavailable)"
-            try:
-                say(f"  {_escape(fill(props['text'], values))}", markup=True)
-            except TemplateError:
-                say("  (this sentence could not be filled)")
-            for resource in dict.fromkeys(f["resource"]["resource"] for f in props["figures"].values()):
-                self._caption(data, resource)
-        elif kind == "Metric":
-            resource = props["resource"]["resource"]
-            shown = self._cell(data, node, "/resource", props.get("row", 0), props["column"], resource)
-            say(f"  {_escape(props['label'])}: [bold]{_escape(shown or '(unavailable)')}[/bold]", markup=True)
-            self._caption(data, resource)
-        elif kind == "DataTable":
-            self._table(block, data, rows)
-        elif kind == "Chart":
-            say(f"  Chart: {_escape(props.get('title', 'Chart'))} (drawn in the browser)", markup=True)
-            self._caption(data, props["resource"]["resource"])
-        elif kind == "Placeholder":
-            say(f"  (one element could not be displayed: {_escape(props.get('reason', ''))})", markup=True)
+        elif kind == "table":
+            self._table(record)
+        elif kind == "chart":
+            say(f"  Chart: {_escape(record['title'] or 'Chart')} (drawn in the browser)", markup=True)
+        elif kind == "placeholder":
+            say(f"  (one element could not be displayed: {_escape(record['reason'])})", markup=True)
+        computed = record.get("computed")
+        for caption in computed if isinstance(computed, list) else [computed]:
+            if caption:
+                say(Text(f"    computed: {caption}", style="dim"))
 
-    def _table(self, block: dict, data: SurfaceData, rows: int) -> None:
-        props, resource = block["data"], block["data"]["resource"]["resource"]
-        descriptor = data.entries.get(f"/resources/{resource}") or {}
-        window = data.windows.get((resource, block["id"], "/resource", 0))
-        if not window:
+    def _table(self, record: dict) -> None:
+        if record["total_rows"] is None:
             self.console.print("  (the table's rows could not be read)")
             return
-        labels = {c["id"]: c.get("label", c["id"]) for c in descriptor.get("columns", [])}
-        formats = [column_format(descriptor, column) for column in window["columns"]]
         # Titles, labels and cells are text, never console markup (a cell may hold "[bold]").
-        title = Text(printable(props["title"])) if props.get("title") else None
+        title = Text(printable(record["title"])) if record.get("title") else None
         table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
-        for column, value_format in zip(window["columns"], formats, strict=True):
-            numeric = value_format.get("style") in ("integer", "decimal", "currency", "percent")
-            table.add_column(Text(printable(labels.get(column, column))), justify="right" if numeric else "left")
-        shown = window["rows"][:rows]  # the host's first window of a table may hold a page of 25
-        for row in shown:
-            table.add_row(*(Text(printable(format_value(v, f, self.locale)))
-                            for v, f in zip(row, formats, strict=True)))
+        for column in record["columns"]:
+            numeric = column["format"].get("style") in ("integer", "decimal", "currency", "percent")
+            table.add_column(Text(printable(column["label"])), justify="right" if numeric else "left")
+        for row in record["rows"]:
+            table.add_row(*(Text(printable(format_value(v, c["format"], self.locale)))
+                            for v, c in zip(row, record["columns"], strict=True)))
         self.console.print(table)
-        total = window.get("totalRows", len(window["rows"]))
-        self.console.print(f"  rows 1–{len(shown)} of {total:,}")
-        self._caption(data, resource)
+        self.console.print(f"  rows 1–{len(record['rows'])} of {record['total_rows']:,}")
 
 
 def _figure(data: SurfaceData, node: str, prop: str, row: int, column: str, resource: str, locale: str) -> dict:
@@ -320,8 +294,9 @@ def _table_record(block: dict, answer: ReadAnswer) -> dict:
     record = {"kind": "table", "title": block["data"].get("title"), "computed": _computed(answer.data, resource)}
     if not window:
         return record | {"columns": [], "rows": [], "total_rows": None, "problem": "the rows could not be read"}
-    return record | {"columns": [{"id": c, "label": labels.get(c, c)} for c in window["columns"]],
-                     "rows": window["rows"][:answer.rows],
+    return record | {"columns": [{"id": c, "label": labels.get(c, c), "format": column_format(descriptor, c)}
+                                 for c in window["columns"]],
+                     "rows": window["rows"][:answer.rows],  # (the host's first window may hold a page of 25)
                      "total_rows": window.get("totalRows", len(window["rows"]))}
 
 

@@ -68,7 +68,8 @@ def ask(addresses: dict[str, str], cert_dir: Path, question: str, web_url: str =
         except _Refused as refused:  # said once, in words; the turn counts as failed
             print(f"tessera: error: {refused}", file=sys.stderr)
             if as_json:
-                print(json.dumps({"question": question, "outcome": "failed", "error": str(refused)}))
+                print(json.dumps({"question": question, "outcome": "failed", "exit_status": EXIT_FAILED,
+                                  "error": str(refused)}))
             return Asked(agent_pb2.TurnDone(outcome=agent_pb2.TURN_OUTCOME_FAILED))
 
 

@@ -1572,10 +1572,11 @@ def _adds_a_restriction(sentence: str, rest: str, vocabulary: Vocabulary) -> boo
     """As `_restricts`, but a sentence naming only what the rest of the question names adds nothing ("… split
     by the channel? I need the number of orders for each one."); one naming a field the rest does not ("I need
     revenue by region instead") does."""
-    if not _restricts(sentence, vocabulary):
-        return False
-    named = {e.item["id"] for e in _entries_named(sentence, vocabulary)}
-    return _restricting_word(sentence) or bool(named - {e.item["id"] for e in _entries_named(rest, vocabulary)})
+    if _restricting_word(sentence):
+        return True
+    named = _entries_named(sentence, vocabulary)
+    return bool({e.kind for e in named} & {"metric", "event"}) and bool(
+        {e.item["id"] for e in named} - {e.item["id"] for e in _entries_named(rest, vocabulary)})
 
 
 def _restricting_word(sentence: str) -> bool:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from cli.ask import EXIT_ANSWERED, EXIT_FAILED, EXIT_NEEDS_APPROVAL, EXIT_REFUSED, Asked
+from cli.main import build_parser
+from shared.paths import REPO_ROOT
 from tessera.agent.v1 import agent_pb2
 
 
@@ -20,5 +24,11 @@ def test_each_way_a_question_ends_has_its_own_exit_status(outcome, approvals, st
     assert Asked(agent_pb2.TurnDone(outcome=outcome), approvals).exit_status == status
 
 
-def test_the_statuses_are_the_documented_ones():
-    assert (EXIT_ANSWERED, EXIT_FAILED, EXIT_REFUSED, EXIT_NEEDS_APPROVAL) == (0, 1, 3, 4)
+def test_the_statuses_are_the_ones_the_readme_and_help_document():
+    readme = (REPO_ROOT / "README.md").read_text()
+    said = re.search(r"Exit status: \*\*(\d)\*\* answered, \*\*(\d)\*\* it cannot be answered as asked.*?"
+                     r"\*\*(\d)\*\* an action waits for a person's approval.*?\*\*(\d)\*\* any other failure", readme)
+    assert said and tuple(map(int, said.groups())) == (EXIT_ANSWERED, EXIT_REFUSED, EXIT_NEEDS_APPROVAL, EXIT_FAILED)
+    helped = build_parser().epilog
+    assert f"exits {EXIT_ANSWERED} when answered, {EXIT_REFUSED} when" in helped
+    assert f"{EXIT_NEEDS_APPROVAL} when an action waits" in helped and f"{EXIT_FAILED} on any other" in helped

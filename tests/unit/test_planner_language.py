@@ -1973,9 +1973,12 @@ def test_a_sentence_of_ones_own_naming_only_what_the_question_does_is_read_with_
     assert added.unknown == ["I need the number of orders for each one"]  # (a measure the rest does not name)
 
 
-def test_a_channel_dying_is_change_over_time():
+def test_a_channel_said_to_be_dying_asks_for_its_change_over_time():
     reading = read("phone orders by year - is that channel dying?")
     assert reading.grain == "year" and reading.unknown == []
+    draft = plan(read("is web revenue dwindling?"), SLICE).draft  # (no grain said: month on month)
+    assert draft["dimensions"][0]["grain"] == "month" and {"change", "growth"} <= {
+        c["kind"] for c in draft["calculations"]}
 
 
 # --- round F: from fresh sets AT, AU, AV, AW and a review -----------------------------------------------------------
