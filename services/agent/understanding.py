@@ -196,9 +196,11 @@ _SAME_PERIOD_LAST_YEAR = re.compile(
     r"(?:the )?"
     r"(?:(?:same (?:period|month|quarter|week|point|time) )?(?:of |in )?last year|"
     r"same (?:period|month|quarter|week) (?:of |in )?(?:the|a) year (?:before|earlier)))\b")  # ("… the year before")
-# "how much more … than", "more orders in 2025 than 2024? by how much"
-_HOW_MUCH_MORE = re.compile(r"\bhow (?:much|many) (?:more|less|fewer)\b|"
-                            r"\b(?:more|less|fewer|higher|lower)\b.*\bby how (?:much|many)\b")
+# "how much more … than"; "more orders in 2025 than 2024? by how much" (the comparative looked for only before
+# "by how much": one pass each, linear on long text)
+_HOW_MUCH_MORE = re.compile(r"\bhow (?:much|many) (?:more|less|fewer)\b")
+_BY_HOW_MUCH = re.compile(r"\bby how (?:much|many)\b")
+_MORE_OR_LESS = re.compile(r"\b(?:more|less|fewer|higher|lower)\b")
 _YEAR_OVER_YEAR = re.compile(r"\b(?:year[ -]o(?:ver|n)[ -]year|yoy|y/y)\b")
 _PREVIOUS_PERIOD = re.compile(
     r"\b(?:(month|quarter|week|year)[ -]o(?:ver|n)[ -](?:month|quarter|week|year)|period[ -]over[ -]period|"
@@ -1130,7 +1132,9 @@ def _difference_between_periods(spans: list[TimeSpan], time_starts: list[int], s
     """"How much more revenue did we make in nov 2025 than in oct?" ("more orders in 2025 than 2024? by how
     much"): the later period, then "than", then the one just before it: the change from the earlier to the
     later (values set apart, "web than store", are not)."""
-    if len(spans) != 2 or len(time_starts) != 2 or reading.split is not None or not _HOW_MUCH_MORE.search(said):
+    by_how_much = _BY_HOW_MUCH.search(said)
+    asked = _HOW_MUCH_MORE.search(said) or (by_how_much and _MORE_OR_LESS.search(said, 0, by_how_much.start()))
+    if len(spans) != 2 or len(time_starts) != 2 or reading.split is not None or not asked:
         return False
     later, earlier = spans
     if not (later.kind == earlier.kind == "between" and earlier.end <= later.start) or not re.search(

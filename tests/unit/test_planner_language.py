@@ -986,7 +986,8 @@ def test_years_out_of_range_are_no_crash(question):
     read(question, LATEST)
 
 
-@pytest.mark.parametrize("question", ["revenue in " + "q1 - " * 300 + "q2", "march & " * 250, "names " * 330])
+@pytest.mark.parametrize("question", ["revenue in " + "q1 - " * 300 + "q2", "march & " * 250, "names " * 330,
+                                      "more " * 400 + "by how much"])
 def test_long_lists_stay_linear(question):
     started = time.perf_counter()
     understand(question[:2000], SLICE, VALUES)
