@@ -23,9 +23,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import grpc
+from rich.console import Console
 
 from cli.launcher import cli_credentials
-from cli.output import table
+from cli.output import human_time, iso_time, paged, print_json, table
 from shared.actors import assert_actor
 from shared.certs import load_signing_key, signing_key_path
 from shared.channels import sync_channel
@@ -48,7 +49,11 @@ NOT_THIS_SIGNER = frozenset({"PASSKEY_REQUIRED", "OPERATOR_KEY_NOT_FOR_TENANT"})
 
 
 class DecisionRefused(Exception):
-    """A decision the broker did not take, with what the approval's outcome actually is."""
+    """A decision the broker did not take: its reason, and in words what the approval's outcome actually is."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(f"{reason}: {message}")
+        self.reason, self.message = reason, message
 
 
 def retrying(call: Callable[[], object], delays=RETRY_DELAYS, sleep: Callable[[float], None] = time.sleep):
@@ -80,10 +85,6 @@ def _plain(value_json: str) -> str:
     return printable(value if isinstance(value, str) else json.dumps(value))
 
 
-def _when(timestamp) -> str:
-    return timestamp.ToDatetime(dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
-
-
 class ApprovalDesk:
     def __init__(self, address: str, cert_dir: Path) -> None:
         self.channel = sync_channel(address, cli_credentials(cert_dir, "cli"), "capabilities")
@@ -96,42 +97,37 @@ class ApprovalDesk:
     def call(self, method: str, request):
         return invoke(self.channel, "capabilities", method, request, timeout=60)
 
-    def list(self, everything: bool) -> str:
+    def list(self, everything: bool) -> list[dict]:
+        """The approvals waiting for a decision (with `everything`, decided and expired ones too)."""
         statuses = list(common_pb2.IntentStatus.values())[1:] if everything else []
         reply = self.call("ListApprovals", cap.ListApprovalsRequest(actor=self.person, statuses=statuses,
                                                                     page_size=100))
-        if not reply.approvals:
-            return "no approvals are waiting" if not everything else "no approvals"
-        return table([[a.approval_id, a.tool_id, _status(a.status), _when(a.requested_at), _when(a.expires_at)]
-                      for a in reply.approvals], ["approval", "action", "status", "requested (UTC)",
-                                                  "expires (UTC)"])
+        return [{"approval_id": a.approval_id, "action": a.tool_id, "title": printable(a.title),
+                 "status": _status(a.status), "requested_at": iso_time(a.requested_at.ToDatetime(dt.UTC)),
+                 "expires_at": iso_time(a.expires_at.ToDatetime(dt.UTC))} for a in reply.approvals]
 
-    def show(self, approval_id: str) -> str:
+    def show(self, approval_id: str) -> dict:
+        """The approval card, as data: what approving does in words, each change, who decided and how, and what
+        the run read from outside before asking."""
         card = self.call("GetApproval", cap.GetApprovalRequest(actor=self.person, approval_id=approval_id)).card
-        risk = cap.ToolRisk.Name(card.summary.risk).removeprefix("TOOL_RISK_").lower()
-        lines = [printable(card.summary.title or card.summary.tool_id),
-                 f"{card.summary.tool_id}  [{risk}]  {_status(card.summary.status)}"
-                 f"{'  (dry run)' if card.dry_run else ''}",
-                 f"expires {_when(card.summary.expires_at)} UTC; arguments sha256 {card.arguments_sha256}"]
-        if card.changes:  # each change in words, as the browser card shows it
-            lines.append(table([[c.entry_id, c.record, f"{c.field}: {_plain(c.before_json)} → {_plain(c.after_json)}",
-                                 c.record_version] for c in card.changes],
-                               ["entry", "record", "change", "version"]))
-        else:
-            lines.append(json.dumps(json.loads(card.arguments_json), indent=2))
-        if card.signed_with:
-            lines.append(f"decided by {card.decided_by}, signed with {card.signed_with}")
-        if card.tainted:
-            lines.append("tainted: this run read external content before asking")
-        for match in card.matches:
-            lines.append(f"flagged: {match.rule}: {match.snippet!r} ({match.source}, {match.ref})")
-        for read in card.recent_reads:
-            text = " ".join(read.text.split())
-            lines.append(f"read: {read.source} ({read.ref}): {text[:160]!r}{' (clipped)' if read.clipped else ''}")
-        return "\n".join(lines)
+        summary = card.summary
+        return {"approval_id": summary.approval_id or approval_id, "title": printable(summary.title),
+                "action": summary.tool_id, "risk": cap.ToolRisk.Name(summary.risk).removeprefix("TOOL_RISK_").lower(),
+                "status": _status(summary.status), "dry_run": card.dry_run,
+                "expires_at": iso_time(summary.expires_at.ToDatetime(dt.UTC)),
+                "arguments_sha256": card.arguments_sha256,
+                "changes": [{"entry": c.entry_id, "record": c.record, "field": c.field,
+                             "before": _plain(c.before_json), "after": _plain(c.after_json),
+                             "record_version": c.record_version} for c in card.changes],
+                "arguments": json.loads(card.arguments_json or "{}") if not card.changes else None,
+                "decided_by": card.decided_by, "signed_with": card.signed_with, "tainted": card.tainted,
+                "flags": [{"rule": m.rule, "snippet": m.snippet, "source": m.source, "ref": m.ref}
+                          for m in card.matches],
+                "reads": [{"source": r.source, "ref": r.ref, "text": " ".join(r.text.split()), "clipped": r.clipped}
+                          for r in card.recent_reads]}
 
-    def decide(self, approval_id: str, approve: bool, reason: str, entries: list[str]) -> str:
-        """Decide once, retrying with the same decision id; the receipt line, or DecisionRefused saying how the
+    def decide(self, approval_id: str, approve: bool, reason: str, entries: list[str]) -> dict:
+        """Decide once, retrying with the same decision id; the receipt, or DecisionRefused saying how the
         approval actually ended."""
         # Quote the hash of the card as it is now: if the arguments changed, the broker refuses.
         card = retrying(lambda: self.call("GetApproval", cap.GetApprovalRequest(
@@ -154,26 +150,25 @@ class ApprovalDesk:
         except grpc.RpcError as exc:
             details = error_details(exc, "capabilities")
             if details.reason in SETTLED:
-                raise DecisionRefused(f"{details.reason}: {details.message}\n{_settled(details.metadata)}") from None
+                raise DecisionRefused(details.reason, f"{details.message}\n{_settled(details.metadata)}") from None
             if details.reason in NOT_THIS_SIGNER:
-                raise DecisionRefused(f"{details.reason}: {details.message}; decide {approval_id} in the browser "
-                                      "with the person's passkey") from None
+                raise DecisionRefused(details.reason, f"{details.message}; decide {approval_id} in the browser "
+                                                      "with the person's passkey") from None
             if exc.code() in RETRYABLE:
                 raise DecisionRefused(
-                    f"{exc.code().name}: the broker did not answer after {len(RETRY_DELAYS) + 1} attempts; the "
-                    f"decision may have been recorded: see `tessera approvals show {approval_id}`") from None
+                    exc.code().name, f"the broker did not answer after {len(RETRY_DELAYS) + 1} attempts; the "
+                                     f"decision may have been recorded: see `tessera approvals show {approval_id}`"
+                ) from None
             raise
         receipt = reply.receipt
-        tail = f" ({receipt.reason})" if receipt.reason else ""
-        return f"{receipt.intent_id}: {_status(receipt.status)}{tail}"
+        return {"approval_id": approval_id, "intent_id": receipt.intent_id, "status": _status(receipt.status),
+                "reason": receipt.reason}
 
-    def export_audit(self, out) -> int:
-        count = 0
+    def audit(self):
+        """The audit trail's records in order, each as the broker exported it (JSON text)."""
         for record in invoke_stream(self.channel, "capabilities", "ExportAudit",
                                     cap.ExportAuditRequest(actor=self.person), timeout=300):
-            out.write(record.record_json + "\n")
-            count += 1
-        return count
+            yield record.record_json
 
 
 def _settled(outcome: dict[str, str]) -> str:
@@ -193,23 +188,110 @@ def run(address: str, cert_dir: Path, args) -> int:
     desk = ApprovalDesk(address, cert_dir)
     try:
         if args.command == "audit":
-            target = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout  # noqa: SIM115
-            try:
-                count = desk.export_audit(target)
-            finally:
-                if args.out:
-                    target.close()
-            print(f"{count} audit records", file=sys.stderr)
-        elif args.action == "list":
-            print(desk.list(args.all))
+            return _audit(desk, args)
+        if args.action == "list":
+            listed = desk.list(args.all)
+            if args.json:
+                print_json(listed)
+            else:
+                print(_listing(listed, args.all))
         elif args.action == "show":
-            print(desk.show(args.approval_id))
+            card = desk.show(args.approval_id)
+            if args.json:
+                print_json(card)
+            else:
+                print(card_text(card))
         else:
-            try:
-                print(desk.decide(args.approval_id, args.action == "approve", args.reason or "", args.entry or []))
-            except DecisionRefused as refused:
-                print(f"tessera: {refused}", file=sys.stderr)
-                return 1
+            return _decide(desk, args)
     finally:
         desk.close()
     return 0
+
+
+def _decide(desk: ApprovalDesk, args) -> int:
+    try:
+        receipt = desk.decide(args.approval_id, args.action == "approve", args.reason or "", args.entry or [])
+    except DecisionRefused as refused:
+        print(f"tessera: {refused}", file=sys.stderr)
+        if args.json:
+            print_json({"approval_id": args.approval_id, "error": {"reason": refused.reason,
+                                                                   "message": refused.message}})
+        return 1
+    if args.json:
+        print_json(receipt)
+    else:
+        print(f"{receipt['intent_id']}: {receipt['status']}" + (f" ({receipt['reason']})" if receipt["reason"] else ""))
+    return 0
+
+
+def _listing(approvals: list[dict], everything: bool) -> str:
+    if not approvals:
+        return "no approvals" if everything else "no approvals are waiting"
+    return table([[a["approval_id"], a["title"] or a["action"], a["status"], human_time(_instant(a["requested_at"])),
+                   human_time(_instant(a["expires_at"]))] for a in approvals],
+                 ["approval", "what approving does", "status", "requested (UTC)", "expires (UTC)"])
+
+
+def _instant(iso: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(iso)
+
+
+def card_text(card: dict) -> str:
+    """The approval card at the terminal, from the same record `approvals show --json` prints."""
+    lines = [card["title"] or card["action"],
+             f"{card['action']}  [{card['risk']}]  {card['status']}{'  (dry run)' if card['dry_run'] else ''}",
+             f"expires {human_time(_instant(card['expires_at']))} UTC; arguments sha256 {card['arguments_sha256']}"]
+    if card["changes"]:  # each change in words, as the browser card shows it
+        lines.append(table([[c["entry"], c["record"], f"{c['field']}: {c['before']} → {c['after']}",
+                             c["record_version"]] for c in card["changes"]], ["entry", "record", "change", "version"]))
+    else:
+        lines.append(json.dumps(card["arguments"], indent=2))
+    if card["signed_with"]:
+        lines.append(f"decided by {card['decided_by']}, signed with {card['signed_with']}")
+    if card["tainted"]:
+        lines.append("tainted: this run read external content before asking")
+    lines += [f"flagged: {f['rule']}: {f['snippet']!r} ({f['source']}, {f['ref']})" for f in card["flags"]]
+    lines += [f"read: {r['source']} ({r['ref']}): {r['text'][:160]!r}{' (clipped)' if r['clipped'] else ''}"
+              for r in card["reads"]]
+    return "\n".join(lines)
+
+
+def _audit(desk: ApprovalDesk, args) -> int:
+    """The audit trail: JSONL to --out or with --json (each record as the broker exported it), else a table
+    with times as people read them, through the pager at a terminal."""
+    if args.out or args.json:
+        target = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout  # noqa: SIM115
+        count = 0
+        try:
+            for record in desk.audit():
+                target.write(record + "\n")
+                count += 1
+        finally:
+            if args.out:
+                target.close()
+        print(f"{count} audit records", file=sys.stderr)
+        return 0
+    records = [json.loads(record) for record in desk.audit()]
+    console = Console(highlight=False, soft_wrap=True)
+    with paged(console):
+        console.print(audit_table(records) if records else "the audit trail is empty", markup=False)
+    return 0
+
+
+def audit_table(records: list[dict]) -> str:
+    """Each audit record on one line: when (UTC), what happened, who, about which intent or approval, and the
+    rest of what was recorded."""
+    return table([[human_time(r["at"]), r["kind"], r["actor_id"], r["intent_id"] or r["approval_id"],
+                   _detail(r["detail"])] for r in records], ["when (UTC)", "what", "who", "about", "detail"])
+
+
+def _detail(detail: dict) -> str:
+    """`key=value`, each value as printable text and at most 60 characters (the JSON has it whole); a moment
+    (`…_at`, epoch seconds in the record) as a UTC time."""
+    def shown(key: str, value) -> str:
+        if key.endswith("_at") and isinstance(value, int | float):
+            return human_time(value)
+        text = printable(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
+        return text if len(text) <= 60 else text[:59] + "…"
+
+    return ", ".join(f"{key}={shown(key, value)}" for key, value in detail.items())

@@ -14,7 +14,7 @@ import grpc
 from cli.answer import AnswerPrinter, answer_blocks, read_answer
 from cli.formats import terminal_locale
 from cli.launcher import cli_credentials
-from cli.output import TABLE_ROWS
+from cli.output import TABLE_ROWS, paged
 from shared.actors import assert_actor
 from shared.certs import load_signing_key, signing_key_path
 from shared.channels import sync_channel
@@ -126,7 +126,9 @@ def _ask(host, agent, person, question: str, web_url: str, conversation: Path | 
         return asked
     if answer is not None:
         print(flush=True)
-        AnswerPrinter().show(answer)
+        printer = AnswerPrinter()
+        with paged(printer.console):  # a long table scrolls in the person's pager, not off the screen
+            printer.show(answer)
     if web_url and done.revision_ids:
         # The browser has a session of its own: this surface belongs to the operator's session.
         print(f"\n  the browser at {web_url} asks in a session of its own")

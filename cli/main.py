@@ -7,13 +7,12 @@ import getpass
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
 import grpc
 
 from cli.launcher import ProcessHandle, ServiceSet, StartupError, check_health, cli_credentials
-from cli.output import TABLE_ROWS, table
+from cli.output import TABLE_ROWS, print_json, table
 from cli.process_users import OwnershipError
 from cli.service_box import BoxUnavailable
 from cli.supervisor import RestartPolicy, hang_seconds_from, run_until_stopped
@@ -32,16 +31,9 @@ from shared.certs import (
     private_dir,
     write_private,
 )
-from shared.channels import sync_channel
 from shared.config import DEFAULT_PORTS
-from shared.contracts import SERVICES, invoke
 from shared.identity import PRINCIPAL_NAMES
 from shared.paths import DATABASE_SIDE_FILES, REPO_ROOT, cert_dir, cli_dir, default_warehouse, var_dir
-from tessera.capabilities.v1.capabilities_pb2 import (
-    TOOL_SERVER_ISOLATION_NOT_STARTED,
-    TOOL_SERVER_ISOLATION_UNBOXED,
-    ToolServerIsolation,
-)
 
 
 def _state_file() -> Path:
@@ -205,13 +197,14 @@ def _print_sign_in(services: ServiceSet, directory: Path) -> None:
               f"`tessera persons enroll {LOCAL_PERSON[0]}` makes one", flush=True)
         return
     try:
-        link, about = enrollment_link(services.handles["capabilities"].address, directory, *LOCAL_PERSON,
-                                      web_url(services.handles["web"].address))
+        enrollment = enrollment_link(services.handles["capabilities"].address, directory, *LOCAL_PERSON,
+                                     web_url(services.handles["web"].address))
     except grpc.RpcError as exc:
         print(f"tessera: no sign-in link: the broker refused ({exc.code().name}); try "
               f"`tessera persons enroll {LOCAL_PERSON[0]}`", file=sys.stderr)
         return
-    print(f"\n{about[0].upper()}{about[1:]}\n  {link}\n"
+    about = enrollment.about
+    print(f"\n{about[0].upper()}{about[1:]}\n  {enrollment.link}\n"
           f"(another one: `tessera persons enroll {LOCAL_PERSON[0]}` while the services run)", flush=True)
 
 
@@ -229,99 +222,14 @@ def _running_set() -> dict | None:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    from cli.status import print_status, status_records
+
     recorded = _running_set()
     if recorded is None:
         return 1
-    credentials = cli_credentials(Path(recorded["cert_dir"]))
-    rows, healthy = [], True
-    for entry in recorded["processes"]:
-        host, port = entry["address"].rsplit(":", 1)
-        handle = ProcessHandle(entry["name"], int(port), Path(entry["log"]), Path())
-        alive = _pid_alive(entry["pid"])
-        health = _health(entry, handle, credentials, alive)
-        version = _version(handle, credentials) if health == "SERVING" else ""
-        healthy &= health == "SERVING"
-        uptime = _duration(time.time() - entry["started_at"]) if alive and entry.get("started_at") else "-"
-        rows.append([entry["name"], entry["address"], str(entry["pid"]), health, uptime,
-                     str(entry.get("restarts", 0)), version])
-    print(table(rows, ["service", "address", "pid", "health", "uptime", "restarts", "version"]))
-    broker = next((e for e in recorded["processes"] if e["name"] == "capabilities"), None)
-    if broker is not None and _pid_alive(broker["pid"]):
-        _tool_servers(broker["address"], credentials)
-    return 0 if healthy else 1
-
-
-def _health(entry: dict, handle: ProcessHandle, credentials, alive: bool) -> str:
-    """What `status` shows of one process: its health, or what the supervisor recorded when that says more
-    (failed, hung and being restarted, restarting after a crash, waiting for its database, starting)."""
-    state, reason = entry.get("state", ""), entry.get("reason", "")
-    if state == "failed":
-        return f"FAILED ({reason})"
-    if state == "hung":
-        return f"HUNG, being restarted ({reason})"
-    if state == "restarting":
-        return f"RESTARTING ({reason})"
-    if not alive:
-        return "NOT RUNNING"
-    health = check_health(handle, credentials)
-    if health != "SERVING" and state == "waiting":
-        return f"WAITING ({reason})"
-    if health.startswith("UNREACHABLE") and state == "starting":
-        return "STARTING"
-    return health
-
-
-def _tool_servers(address: str, credentials) -> None:
-    """How the broker confines each tool server; every unboxed or unstartable one is called out."""
-    with sync_channel(address, credentials, "capabilities") as channel:
-        try:
-            servers = invoke(channel, "capabilities", "GetInfo", timeout=2).tool_servers
-        except grpc.RpcError as exc:
-            print(f"tool servers: unknown (the broker answered {exc.code().name})")
-            return
-    if not servers:
-        return
-    print()
-    print(table([[s.name, tool_server_isolation(s.isolation), s.detail] for s in servers],
-                ["tool server", "isolation", "detail"]))
-    for server in servers:
-        if server.isolation == TOOL_SERVER_ISOLATION_UNBOXED:
-            print(f"warning: tool server {server.name} runs unboxed: it can read whatever the broker's user can")
-        elif server.isolation == TOOL_SERVER_ISOLATION_NOT_STARTED:
-            print(f"warning: tool server {server.name} is not started: {server.detail}")
-
-
-def tool_server_isolation(value: int) -> str:
-    """`boxed`, `UNBOXED`, `NOT STARTED`, `remote`: the two that need a person's attention in capitals."""
-    name = ToolServerIsolation.Name(value).removeprefix("TOOL_SERVER_ISOLATION_")
-    return name.replace("_", " ") if value in (TOOL_SERVER_ISOLATION_UNBOXED, TOOL_SERVER_ISOLATION_NOT_STARTED) \
-        else name.lower()
-
-
-def _duration(seconds: float) -> str:
-    seconds = int(max(seconds, 0))
-    hours, rest = divmod(seconds, 3600)
-    return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _version(handle: ProcessHandle, credentials) -> str:
-    if handle.name not in SERVICES:
-        return ""
-    with sync_channel(handle.address, credentials, handle.name) as channel:
-        try:
-            return invoke(channel, handle.name, "GetInfo", timeout=2).info.version
-        except grpc.RpcError as exc:
-            return f"? ({exc.code().name})"
+    report = status_records(recorded)
+    print_status(report, args.json)
+    return 0 if report["healthy"] else 1
 
 
 DEMO_QUESTIONS = ("What is our net revenue by region?", "Show units sold by month",
@@ -508,13 +416,15 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     return 1  # not reached
 
 
-def _refused(exc: grpc.RpcError, service: str | None = None) -> int:
+def _refused(exc: grpc.RpcError, service: str | None = None, as_json: bool = False) -> int:
     """A service's refusal on the terminal, with its stable reason (a service nobody reached in words, never
-    gRPC's text); the command's exit status."""
+    gRPC's text), and with `as_json` as the command's JSON document too; the command's exit status."""
     from shared.errors import error_details
 
     details = error_details(exc, service)
     print(f"tessera: error: {exc.code().name} {details.reason}: {details.message}", file=sys.stderr)
+    if as_json:
+        print_json({"error": {"code": exc.code().name, "reason": details.reason, "message": details.message}})
     return 1
 
 
@@ -536,7 +446,7 @@ def cmd_approvals(args: argparse.Namespace) -> int:
     try:
         return approvals.run(*found, args)
     except grpc.RpcError as exc:
-        return _refused(exc, "capabilities")
+        return _refused(exc, "capabilities", args.json)
 
 
 def cmd_policy(args: argparse.Namespace) -> int:
@@ -570,29 +480,21 @@ def cmd_semantic(args: argparse.Namespace) -> int:
 
 def cmd_persons(args: argparse.Namespace) -> int:
     """People's one-time sign-in links (printed here only), their passkeys and their web sessions."""
-    from cli.persons import People, enrollment_link, web_url
+    from cli import persons
 
     found = _running_address("capabilities")
     web = _running_address("web")
     if found is None or web is None:
         return 1
     try:
-        if args.action == "enroll":
-            link, about = enrollment_link(*found, args.person, args.tenant, args.name or args.person,
-                                          args.url or web_url(web[0]), replace=args.replace)
-            print(about, file=sys.stderr)
-            print(link)
-        else:
-            with People(*found) as people:
-                if args.action == "passkeys":
-                    print(people.passkeys(args.person, args.tenant))
-                elif args.action == "sign-out":
-                    print(people.sign_out(args.person, args.tenant))
-                else:
-                    print(people.revoke(args.person, args.tenant, args.credential))
+        return persons.run(args, *found, web[0])
     except grpc.RpcError as exc:
-        return _refused(exc)
-    return 0
+        return _refused(exc, "capabilities", args.json)
+
+
+def _json_flag(parser: argparse.ArgumentParser, what: str = "print the answer as one JSON document") -> None:
+    """`--json`, the same flag on every command that answers with data: `what` it prints then."""
+    parser.add_argument("--json", action="store_true", help=what)
 
 
 def _add_approval_parsers(sub) -> None:
@@ -601,10 +503,14 @@ def _add_approval_parsers(sub) -> None:
     desk_actions = desk.add_subparsers(dest="action", required=True)
     listing = desk_actions.add_parser("list", help="approvals waiting for a decision")
     listing.add_argument("--all", action="store_true", help="decided and expired ones too")
-    desk_actions.add_parser("show", help="the approval card").add_argument("approval_id")
+    _json_flag(listing, "print them as a JSON list")
+    showing = desk_actions.add_parser("show", help="the approval card")
+    showing.add_argument("approval_id")
+    _json_flag(showing, "print the card as one JSON document")
     for verb in ("approve", "reject"):
         deciding = desk_actions.add_parser(verb, help=f"{verb} an approval (bound to the arguments shown)")
         deciding.add_argument("approval_id")
+        _json_flag(deciding, "print the receipt (or the refusal) as one JSON document")
         deciding.add_argument("--reason", help="why (recorded in the audit trail)")
         if verb == "approve":
             deciding.add_argument("--entry", action="append",
@@ -624,21 +530,27 @@ def _add_approval_parsers(sub) -> None:
     enroll.add_argument("--replace", action="store_true",
                         help="revoke every passkey PERSON has now (a lost device; audited): without it, a person "
                              "who has a passkey adds another only by confirming it with one they have")
+    _json_flag(enroll, "print the link, its expiry and what it did to PERSON's passkeys as one JSON document")
     listing = person_actions.add_parser("passkeys", help="the passkeys PERSON registered (model, when, last use)")
     listing.add_argument("person")
     listing.add_argument("--tenant", default="local", help="their tenant (default: local)")
+    _json_flag(listing)
     revoke = person_actions.add_parser("revoke", help="remove one of PERSON's passkeys (a lost device)")
     revoke.add_argument("person")
     revoke.add_argument("credential", help="the passkey's id, as `tessera persons passkeys` lists it (one that "
                                            "begins with '-' goes after '--': revoke --tenant T -- PERSON ID)")
     revoke.add_argument("--tenant", default="local", help="their tenant (default: local)")
+    _json_flag(revoke)
     sign_out = person_actions.add_parser("sign-out", help="end every web session PERSON has open (on every web "
                                                           "replica within seconds)")
     sign_out.add_argument("person")
     sign_out.add_argument("--tenant", default="local", help="their tenant (default: local)")
+    _json_flag(sign_out)
     persons.set_defaults(run=cmd_persons)
-    audit = sub.add_parser("audit", help="export the broker's audit trail as JSONL")
-    audit.add_argument("--out", help="write to this file instead of standard output")
+    audit = sub.add_parser("audit", help="the broker's audit trail: a table with times in UTC (paged at a "
+                                         "terminal), or JSONL")
+    audit.add_argument("--out", help="export it to this file as JSONL")
+    _json_flag(audit, "print it as JSONL, one record per line, as the broker exported it")
     audit.set_defaults(run=cmd_approvals)
 
 
@@ -686,6 +598,7 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--ephemeral-ports", action="store_true", help="let the OS pick free ports")
     up.set_defaults(run=cmd_up)
     status = sub.add_parser("status", help="report the set started by 'tessera up'")
+    _json_flag(status, "print the report as one JSON document")
     status.set_defaults(run=cmd_status)
     demo = sub.add_parser("demo", help="start all, show health and an allowed and a forbidden call, stop")
     demo.add_argument("--keep", action="store_true",
@@ -705,8 +618,7 @@ def build_parser() -> argparse.ArgumentParser:
     ask_parser.add_argument("--follow-up", action="store_true",
                             help="ask in the session of the last question, so 'now only web' or 'and last year?' "
                                  "is read against it")
-    ask_parser.add_argument("--json", action="store_true",
-                            help="print the answer as one JSON document (progress goes to standard error)")
+    _json_flag(ask_parser, "print the answer as one JSON document (progress goes to standard error)")
     ask_parser.add_argument("--rows", type=_rows, default=TABLE_ROWS, metavar="N",
                             help="rows of each table to show (1-1000, default 10)")
     ask_parser.set_defaults(run=cmd_ask)

@@ -16,9 +16,11 @@ import re
 import sys
 import tempfile
 import textwrap
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+import grpc
 import yaml
 
 from cli.launcher import ServiceSet, cli_credentials
@@ -26,7 +28,7 @@ from shared import strict_yaml
 from shared.actors import assert_actor
 from shared.certs import load_signing_key, signing_key_path
 from shared.channels import sync_channel
-from shared.contracts import invoke
+from shared.contracts import invoke_future
 from shared.printable import revealed
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 
@@ -35,7 +37,14 @@ _STATES = {cap.TOOL_AVAILABILITY_AVAILABLE: "ok", cap.TOOL_AVAILABILITY_DENIED: 
            cap.TOOL_AVAILABILITY_DRIFTED: "DRIFTED", cap.TOOL_AVAILABILITY_UNREACHABLE: "unreachable"}
 
 
-def fetch_review(policy_file: Path, cert_dir: Path) -> cap.ReviewToolsResponse:
+# `policy review` waits for every tool server to start and answer (18 s is usual): it says so every few seconds.
+PROGRESS_EVERY_SECONDS = 5.0
+
+
+def fetch_review(policy_file: Path, cert_dir: Path, say=lambda line: None) -> cap.ReviewToolsResponse:
+    """What each tool server in `policy_file` offers now, beside its pin, from a private broker; `say` hears
+    each step as it begins and, while the servers are asked, how long it has been."""
+    began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="tessera-policy-") as scratch:
         broker = ServiceSet(cert_dir, Path(scratch), names=("capabilities",), ephemeral_ports=True, extra_env={
             "TESSERA_CAPABILITIES_TOOLS_FILE": str(policy_file),
@@ -45,15 +54,32 @@ def fetch_review(policy_file: Path, cert_dir: Path) -> cap.ReviewToolsResponse:
             # or touch a server's real data (run as root, that belongs to the running broker's own user).
             "TESSERA_VAR_DIR": scratch,
             "TESSERA_HOST_ADDR": "127.0.0.1:9"})  # no host: a review publishes nothing
+        say(f"starting a private broker on {policy_file} ...")
         broker.start()
         try:
             person = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), "operator", "local")
             address = broker.handles["capabilities"].address
+            say(f"asking each tool server for its tools (each one starts, as at a session's start; "
+                f"{time.monotonic() - began:.1f} s so far) ...")
             with sync_channel(address, cli_credentials(cert_dir, "cli"), "capabilities") as channel:
-                return invoke(channel, "capabilities", "ReviewTools", cap.ReviewToolsRequest(actor=person),
-                              timeout=120)
+                review = waited_for(invoke_future(channel, "capabilities", "ReviewTools",
+                                                  cap.ReviewToolsRequest(actor=person), timeout=120), say, began)
+            say(f"asked in {time.monotonic() - began:.1f} s")
+            return review
         finally:
             broker.stop()
+
+
+def waited_for(call: grpc.Future, say, began: float, every: float = PROGRESS_EVERY_SECONDS):
+    """`call`'s answer, saying every `every` seconds how long it has been since `began` (time.monotonic)."""
+    try:
+        while True:
+            try:
+                return call.result(timeout=every)
+            except grpc.FutureTimeoutError:
+                say(f"  still asking ({time.monotonic() - began:.0f} s) ...")
+    finally:
+        call.cancel()  # Ctrl-C: nothing is left waiting on the broker that is about to stop; a no-op once done
 
 
 def _schema_text(snapshot: cap.ToolSnapshot) -> list[str]:
@@ -255,11 +281,15 @@ def _check_pin_arguments(policy_file: Path, args) -> None:
                              "(1-1000 characters), the text the model will read instead of the server's")
 
 
+def _progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)  # beside the review, never inside it
+
+
 def run(args, cert_dir: Path) -> int:
     policy_file = Path(args.file)
     if args.action == "pin":
         _check_pin_arguments(policy_file, args)
-    review = fetch_review(policy_file, cert_dir)
+    review = fetch_review(policy_file, cert_dir, say=_progress)
     if args.action == "review":
         print(describe(review))
         return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from types import ModuleType
 
+import grpc
 from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import FileDescriptor, ServiceDescriptor
 
@@ -74,6 +75,16 @@ def invoke_stream(channel, service: str, method: str, request=None, timeout: flo
         raise ValueError(f"{path} is unary; use invoke()")
     return channel.unary_stream(path, request_serializer=request_class.SerializeToString,
                                 response_deserializer=response_class.FromString)(message, timeout=timeout)
+
+
+def invoke_future(channel, service: str, method: str, request=None, timeout: float = 5.0) -> grpc.Future:
+    """Start a unary contract RPC by name over a sync channel without waiting: `result(timeout)` waits for its
+    answer (a caller that says how long it has been waiting), `cancel()` ends it."""
+    rpc, path, request_class, response_class, message = _bound(service, method, request)
+    if rpc.client_streaming or rpc.server_streaming:
+        raise ValueError(f"{path} streams; use invoke() or invoke_stream()")
+    return channel.unary_unary(path, request_serializer=request_class.SerializeToString,
+                               response_deserializer=response_class.FromString).future(message, timeout=timeout)
 
 
 def invoke(channel, service: str, method: str, request=None, timeout: float = 5.0):

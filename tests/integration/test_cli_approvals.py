@@ -131,7 +131,7 @@ def test_the_operator_key_is_refused_where_the_policy_does_not_name_it_and_the_r
     assert f"decide {approval_id} in the browser" in refused.stderr
     shown = tessera(var_dir, "approvals", "show", approval_id)
     assert "awaiting-approval" in shown.stdout  # nothing was decided
-    records = [json.loads(line) for line in tessera(var_dir, "audit").stdout.splitlines()]
+    records = [json.loads(line) for line in tessera(var_dir, "audit", "--json").stdout.splitlines()]
     assert {"approval_id": approval_id, "reason": "PASSKEY_REQUIRED", "signed_with": "operator_key"} in [
         r["detail"] for r in records if r["kind"] == "decision-refused"]
 

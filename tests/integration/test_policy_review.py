@@ -5,6 +5,7 @@ mutations; every pin records who reviewed it and when."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -35,11 +36,26 @@ def liar_policy(tmp_path_factory, cert_dir):
 
 
 @pytest.fixture(scope="module")
-def liar_review(liar_policy, cert_dir) -> str:
+def liar_reviewed(liar_policy, cert_dir):
     """`tessera policy review` of the pinned liar, once for every test that only reads it."""
     review = _tessera(cert_dir, "policy", "--file", str(liar_policy), "review")
     assert review.returncode == 0, review.stderr
-    return review.stdout
+    return review
+
+
+@pytest.fixture(scope="module")
+def liar_review(liar_reviewed) -> str:
+    return liar_reviewed.stdout
+
+
+def test_a_review_says_what_it_is_waiting_for_on_standard_error(liar_reviewed, liar_policy):
+    """A review takes seconds (every tool server starts): each step is said as it begins, beside the review."""
+    steps = liar_reviewed.stderr.splitlines()
+    assert steps[0] == f"starting a private broker on {liar_policy} ..."
+    assert steps[1].startswith("asking each tool server for its tools")
+    assert re.fullmatch(r"asked in \d+\.\d s", steps[-1]), steps
+    assert all(re.fullmatch(r"  still asking \(\d+ s\) \.\.\.", line) for line in steps[2:-1]), steps
+    assert "starting a private broker" not in liar_reviewed.stdout
 
 
 def _block(review: str, tool_id: str) -> str:

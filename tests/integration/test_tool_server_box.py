@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from cli.main import _tool_servers
+from cli.status import print_tool_servers, tool_servers
 from services.capabilities import sandbox
 from services.capabilities.mcp_gate import Listing, ServerConnection, ToolCallFailed, result_text
 from services.capabilities.tool_policy import ToolPolicy, ToolPolicyFile
@@ -171,7 +171,7 @@ def test_status_and_the_audit_show_every_unboxed_server(tmp_path, cert_dir, runn
             audited = [json.loads(r.record_json) for r in invoke_stream(
                 channel, "capabilities", "ExportAudit", cap.ExportAuditRequest(actor=operator), timeout=30)]
         assert [r["detail"] for r in audited if r["kind"] == "tool-server-unboxed"] == [{"server": "loose"}]
-        _tool_servers(address, credentials("cli"))
+        print_tool_servers(tool_servers(address, credentials("cli")))
         shown = capsys.readouterr().out
         assert "boxed" in shown and "warning: tool server loose runs unboxed" in shown
         assert "tool server boxed runs unboxed" not in shown

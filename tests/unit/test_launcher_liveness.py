@@ -18,6 +18,7 @@ import pytest
 
 from cli import launcher
 from cli import main as cli_main
+from cli import status as cli_status
 from cli.launcher import DEFAULT_DEPENDENCY_WAIT_SECONDS, ProcessHandle, ServiceSet, StartupError, check_liveness
 from cli.supervisor import CREDENTIALS_RELOAD_SECONDS, CheckingCredentials, RestartPolicy, hang_seconds_from
 from shared.certs import cert_path, key_path, private_dir
@@ -179,11 +180,11 @@ def test_up_refuses_an_unusable_hang_bound_before_starting_anything(monkeypatch,
 
 
 def test_status_shows_what_the_supervisor_recorded(monkeypatch, tmp_path):
-    monkeypatch.setattr(cli_main, "check_health", lambda handle, credentials: "UNREACHABLE (UNAVAILABLE)")
+    monkeypatch.setattr(cli_status, "check_health", lambda handle, credentials: "UNREACHABLE (UNAVAILABLE)")
     handle = ProcessHandle("host", 1, tmp_path / "host.log", Path())
 
     def shown(state: str, alive: bool = True, reason: str = "why") -> str:
-        return cli_main._health({"state": state, "reason": reason}, handle, None, alive)
+        return cli_status._health({"state": state, "reason": reason}, handle, None, alive)
 
     assert shown("waiting", reason="connection refused") == "WAITING (connection refused)"
     assert shown("failed", alive=False) == "FAILED (why)"
@@ -192,7 +193,7 @@ def test_status_shows_what_the_supervisor_recorded(monkeypatch, tmp_path):
     assert shown("starting") == "STARTING"
     assert shown("serving") == "UNREACHABLE (UNAVAILABLE)", "a serving one that does not answer says so"
     assert shown("serving", alive=False) == "NOT RUNNING"
-    assert cli_main._health({}, handle, None, True) == "UNREACHABLE (UNAVAILABLE)", "a set recorded before states"
+    assert cli_status._health({}, handle, None, True) == "UNREACHABLE (UNAVAILABLE)", "a set recorded before states"
 
 
 def _serve_tls(listener: socket.socket, context: ssl.SSLContext | None, stop: threading.Event) -> None:
