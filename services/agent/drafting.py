@@ -106,7 +106,8 @@ def plan(reading: Reading, entities: list[dict]) -> Drafted:
     draft: dict = {"mode": "aggregate", "measures": measures}
     when, grain = _time(reading, entities)
     dimensions = [{"id": "t", "field": when["id"], "grain": grain}] if grain else []
-    breakdowns = [*reading.breakdowns, *([reading.split.field] if reading.split else [])]
+    breakdowns = list({b["id"]: b for b in [*reading.breakdowns, *([reading.split.field] if reading.split else [])]
+                       }.values())  # ("small business vs consumers … by segment": one segment column, not two)
     dimensions += [{"id": f"d{i}", "field": b["id"]} for i, b in enumerate(breakdowns)]
     conditions = _conditions(reading, when, inside, entities)
     if conditions:

@@ -31,7 +31,8 @@ from services.agent.time_words import (
 _WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*|%")  # words in any script: "región" stays one word
 # Words that carry no meaning of their own for the catalog: asking, pointing and joining words.
 STOP = frozenset("""
-a an the of in on at to for from with about into over under and or is are was were be been being do does did
+a an the of in on at to for from with about into within inside over under and or is are was were be been being
+do does did
 what whats which who how many much show me give tell list display see get find let us our we my i you your
 their its it this that these those there here please can could would should will shall may might must total
 overall altogether all each every per by across broken down split grouped group between than number count
@@ -39,7 +40,8 @@ amount figure figures data report chart graph plot table breakdown trend over ti
 only just same instead also too again any some had has have having got bring brings brought bringing make makes
 made generate generates generated come comes came coming up rank ranked ranking share proportion fraction
 percentage percent top bottom highest lowest most least largest smallest biggest best worst greatest fewest
-sell sells selling sold earn earns earned common frequent often popular still currently ever carry break actually
+sell sells selling sold earn earns earned common frequent often popular still currently ever carry carrying carried
+break actually
 really distinct unique distribution busiest strongest weakest quietest single
 hi hello hey thanks thank pls ok okay sure fine quick quickly need needs want wants wanted like wondering wonder
 trying try understand know curious interested help check looking look whether if one ones them they it he she
@@ -213,6 +215,8 @@ _OTHER_ORDER = re.compile(r"\b(?:" + "|".join(sorted((SUPERLATIVE_HIGH | SUPERLA
 # "did orders go up or down from Q2 to Q3": whether, so both periods are shown side by side
 _UP_OR_DOWN = re.compile(r"\b(?:(?:go|goes|going|gone|went|move|moved) )?(?:up or down|down or up)\b")
 _WENT_UP = re.compile(r"\b(?:go|goes|gone|went) (?:up|down)\b")  # "did store sales go down …": whether, too
+_HOW_MUCH = re.compile(r"\bby how much\b|\bhow much (?:(?:did|does|do|has|have|had) )?(?:it|they|that|this|those|"
+                       r"these)\b")  # (how much it moved; not "how much revenue")
 _YES_OR_NO = re.compile(r"\s*(?:did|has|have|had|is|was|were|are)\b")
 # "growth in 2025, as a %": the rate a change is shown as anyway
 _AS_PERCENT = re.compile(r"\b(?:as|in) (?:a )?(?:percent(?:age)?s?\b|%)|\bin percentage terms\b")
@@ -754,6 +758,8 @@ def _change_words(text: str, reading: Reading) -> tuple[_Change, str]:
     if whether is None and _YES_OR_NO.match(text):
         whether, text = _take(_WENT_UP, text)
     growth, text = _take(_GROWTH, text)
+    if whether and growth is None and _HOW_MUCH.search(text):  # "how much it went up or down", "up or down? by
+        whether, growth = None, whether  # how much": the amount it moved, not only which way
     if growth:  # (said again, "how did it move … the % change each month", it is the same change)
         text = _AS_PERCENT.sub(lambda m: " " * len(m.group(0)), _GROWTH.sub(lambda m: " " * len(m.group(0)), text))
     running, text = _take(_RUNNING, text)
@@ -886,9 +892,14 @@ def _normalised(question: str) -> str:
                   text)  # ("this years returns": the apostrophe left out)
     text = re.sub(r"\b(day|week|month|quarter|year)-(by|on|to|over)-(day|week|month|quarter|year)\b",
                   r"\1 \2 \3", text)  # "month-by-month" as "month by month"
-    text = re.sub(r"\b(change|growth|increase|decrease|difference|delta) (?:from|on|over) (?=(?:the )?(?:(?:previous|"
-                  r"prior|last) (?:month|quarter|week|year|period)|(?:month|quarter|week|year|period|one) before)\b)",
-                  r"\1 vs ", text)  # ("with the change from the month before")
+    text = re.sub(r"\b(change[ds]?|growth|grew|increase[ds]?|decrease[ds]?|difference|delta|rose|fell|moved|"
+                  r"(?:went|gone|go(?:es)?) (?:up|down)(?: or (?:up|down))?|up or down) (?:from|on|over) (?=(?:the )?"
+                  r"(?:(?:previous|prior|last) (?:month|quarter|week|year|period)|"
+                  r"(?:month|quarter|week|year|period|one) before)\b)",
+                  r"\1 vs ", text)  # ("with the change from the month before", "went up or down from")
+    # "if we only count in-store purchases": the rows counted in, not a count asked for
+    text = re.sub(r"\b(?:if (?:we|you|i) )?(?:only|just) count(?:ing)?\b|\bcount(?:ing)? only\b",
+                  lambda m: "only".ljust(len(m.group(0))), text)
     text = re.sub(r"\bin (?:%|percent|percentage|relative) terms\b", "in %", text)  # ("grew fastest, in % terms")
     text = re.sub(r"\bbroken out by\b", "broken down by", text)  # ("2024 sales broken out by quarter")
     text = re.sub(r"\bsplit ((?:that|it|this|them|those) )?out by\b", r"split \1by    ", text)  # ("split that out by")

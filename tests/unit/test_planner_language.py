@@ -2081,3 +2081,43 @@ def test_what_tickets_say_and_what_people_are_writing_ask_for_text():
 def test_how_many_diff_customers_is_how_many_different_ones():
     reading = read("how many diff customers ordered in 2025")
     assert labels(reading.measures) == ["Number of customers"] and reading.unknown == []
+
+
+# --- round H: from fresh sets BB, BC, BD and BE ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("question", [
+    "monthly order count for 2025 and how much it went up or down from the month before",
+    "monthly order count for 2025 and how much it changed from the month before",
+])
+def test_how_much_it_moved_from_the_month_before_is_each_month_against_the_one_before(question):
+    drafted = plan(read(question, LATEST), SLICE).draft
+    assert [c["kind"] for c in drafted["calculations"]] == ["prior", "change", "growth"]
+    assert {c["against"] for c in drafted["calculations"]} == {"previous_period"}
+    assert drafted["dimensions"] == [{"id": "t", "field": "fld_orders.ordered_at", "grain": "month"}]
+
+
+def test_up_or_down_is_both_periods_and_by_how_much_is_the_change():
+    whether = read("did web revenue go up or down in 2025 vs 2024?", LATEST)
+    assert (whether.compare, whether.grain, whether.time.start) == (None, "year", dt.date(2024, 1, 1))
+    amount = read("did web revenue go up or down in 2025 compared to 2024? by how much", LATEST)
+    assert (amount.compare, amount.time.start, amount.unknown) == ("previous_period", dt.date(2025, 1, 1), [])
+    asked = read("how much revenue did we make in 2025 and did it go up or down vs 2024", LATEST)
+    assert asked.compare is None, "'how much revenue' asks for the revenue, not for how much it moved"
+
+
+def test_within_a_value_is_that_value():
+    reading = read("Within Apparel, which subcategories did best in 2025 by revenue?", LATEST)
+    assert reading.unknown == [] and [f.values for f in reading.filters] == [("Apparel",)]
+    assert labels(reading.breakdowns) == ["Product subcategory"]
+
+
+def test_only_counting_some_rows_in_a_follow_up_narrows_them_and_keeps_the_measure():
+    reading = follow("top 3 products by units sold this year", "and if we only count web purchases?", LATEST)
+    assert labels(reading.measures) == ["Units sold"] and reading.limit == 3
+    assert [f.values for f in reading.filters] == [("web",)]
+
+
+def test_values_compared_and_the_same_field_asked_for_by_name_are_one_column():
+    drafted = plan(read("Do small business customers order more often than enterprise ones? Orders per customer "
+                        "by segment would help"), SLICE).draft
+    assert [d["field"] for d in drafted["dimensions"]] == ["fld_customers.segment"]
