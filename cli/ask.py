@@ -43,6 +43,7 @@ class Asked:
 
     done: agent_pb2.TurnDone
     approvals: tuple[str, ...] = ()
+    surface: str = ""  # the session's name for web (`?surface=`), where `--open` shows it
 
     @property
     def exit_status(self) -> int:
@@ -94,11 +95,11 @@ def _ask(host, agent, person, question: str, web_url: str, conversation: Path | 
         print(line, file=sys.stderr if as_json else sys.stdout, flush=True)
 
     with _calling("host"):
-        session = _session(host, person, conversation if follow_up else None)
+        session, surface = _session(host, person, conversation if follow_up else None)
     if conversation is not None:
         conversation.parent.mkdir(parents=True, exist_ok=True)
-        conversation.write_text(json.dumps({"session_id": session.session_id,
-                                            "surface_id": session.surface_id}) + "\n")
+        conversation.write_text(json.dumps({"session_id": session.session_id, "surface_id": session.surface_id,
+                                            "surface": surface}) + "\n")
     say(f"? {question}")
     say(f"  session {session.session_id}, surface {session.surface_id}")
     done, approvals = _turn(agent, person, session.session_id, question, say)
@@ -120,7 +121,7 @@ def _ask(host, agent, person, question: str, web_url: str, conversation: Path | 
     if document is not None:  # the last revision is what the surface shows now
         answer = read_answer(host, person, session.session_id, session.surface_id, done.revision_ids[-1],
                              document, rows)
-    asked = Asked(done, tuple(approvals))
+    asked = Asked(done, tuple(approvals), surface)
     if as_json:
         print(json.dumps(_record(question, session, asked, answer), indent=2))
         return asked
@@ -131,7 +132,7 @@ def _ask(host, agent, person, question: str, web_url: str, conversation: Path | 
             printer.show(answer)
     if web_url and done.revision_ids:
         # The browser has a session of its own: this surface belongs to the operator's session.
-        print(f"\n  the browser at {web_url} asks in a session of its own")
+        print(f"\n  the browser at {web_url} asks in a session of its own; `--open` shows this answer there")
     if conversation is not None:
         print("  (ask a follow-up in this session with: tessera ask --follow-up \"...\")")
     return asked
@@ -174,10 +175,14 @@ def _record(question: str, session, asked: Asked, answer) -> dict:
             "problem": answer.problem if answer is not None else ""}
 
 
-def _session(host, person, conversation: Path | None):
-    """The recorded session to continue, or a new one."""
+def _session(host, person, conversation: Path | None) -> tuple[host_pb2.OpenSessionResponse, str]:
+    """The recorded session to continue, or a new one; and its name for web (empty for a conversation recorded
+    before sessions had one). The host keys a session by its request id per person, so web finds this one again
+    for the same person only (`?surface=terminal-…`)."""
     if conversation is not None and conversation.exists():
         recorded = json.loads(conversation.read_text())
-        return host_pb2.OpenSessionResponse(session_id=recorded["session_id"], surface_id=recorded["surface_id"])
-    return invoke(host, "host", "OpenSession", host_pb2.OpenSessionRequest(
-        actor=person, request_id=secrets.token_hex(6)), timeout=CALL_SECONDS)
+        return host_pb2.OpenSessionResponse(session_id=recorded["session_id"], surface_id=recorded["surface_id"]), \
+            recorded.get("surface", "")
+    surface = f"terminal-{secrets.token_hex(6)}"
+    return invoke(host, "host", "OpenSession", host_pb2.OpenSessionRequest(actor=person, request_id=surface),
+                  timeout=CALL_SECONDS), surface

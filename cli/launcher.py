@@ -178,6 +178,16 @@ def cli_credentials(cert_dir: Path, principal: str = "cli") -> Credentials:
                             key_path(cert_dir, principal))
 
 
+def web_url(address: str) -> str:
+    """Web's address as a person opens it, and the one every printed link uses: `localhost` rather than
+    127.0.0.1, because the session cookie belongs to the host name the browser used (a link to 127.0.0.1 would
+    find no sign-in made on localhost) and a passkey to a domain name (WebAuthn refuses IP addresses)."""
+    host, _, port = address.rpartition(":")
+    if host in ("127.0.0.1", "[::1]", "0.0.0.0", ""):
+        host = "localhost"
+    return f"http://{host}:{port}"
+
+
 def check_health(handle: ProcessHandle, credentials: Credentials, timeout: float = 2.0, service: str = "") -> str:
     """SERVING / NOT_SERVING / UNREACHABLE (<why>) for one process: its readiness, or the status of health
     service `service` (gRPC processes only; HTTP ones have /healthz alone)."""
@@ -280,6 +290,8 @@ class ServiceSet:
         # Every process learns where its peers listen.
         for peer in self.handles.values():
             env[f"TESSERA_{peer.name.upper()}_ADDR"] = peer.address
+        if handle.name == "mcp" and "web" in self.handles:  # the link it gives an outside agent's person
+            env.setdefault("TESSERA_MCP_WEB_URL", web_url(self.handles["web"].address))
         return env
 
     def _source_env(self) -> dict[str, str]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import grpc
 
-from cli.launcher import ProcessHandle, ServiceSet, StartupError, check_health, cli_credentials
+from cli.launcher import ProcessHandle, ServiceSet, StartupError, check_health, cli_credentials, web_url
 from cli.output import TABLE_ROWS, print_json, table
 from cli.process_users import OwnershipError
 from cli.service_box import BoxUnavailable
@@ -185,12 +185,12 @@ def _pin_passkey_origin(services: ServiceSet) -> None:
     other local port, unless the operator configured the origins themselves."""
     setting = "TESSERA_CAPABILITIES_WEBAUTHN_ORIGINS"
     if setting not in os.environ:
-        services.extra_env[setting] = json.dumps([f"http://localhost:{services.handles['web'].port}"])
+        services.extra_env[setting] = json.dumps([web_url(services.handles["web"].address)])
 
 
 def _print_sign_in(services: ServiceSet, directory: Path) -> None:
     """The local person's one-time sign-in link, on this terminal only (web lets no one in without one)."""
-    from cli.persons import LOCAL_PERSON, enrollment_link, web_url
+    from cli.persons import LOCAL_PERSON, enrollment_link
 
     if services.handles["capabilities"].state == "waiting":
         print(f"\nno sign-in link yet: the broker waits for its database; once it serves, "
@@ -290,7 +290,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
         print("\nthree questions through the agent (the embedded planner):")
         addresses = {name: handle.address for name, handle in services.handles.items()}
-        url = f"http://{services.handles['web'].address}/"
+        url = web_url(services.handles["web"].address) + "/"
         for question in DEMO_QUESTIONS:
             ok &= bool(ask(addresses, directory, question, url).done.revision_ids)
         print(f"\nthe UI is running at {url}")
@@ -383,12 +383,35 @@ def cmd_ask(args: argparse.Namespace) -> int:
         return 1
     addresses = {p["name"]: p["address"] for p in recorded["processes"]}
     try:
-        asked = ask(addresses, Path(recorded["cert_dir"]), args.question, f"http://{addresses.get('web', '')}/",
+        asked = ask(addresses, Path(recorded["cert_dir"]), args.question, web_url(addresses["web"]) + "/",
                     conversation=var_dir() / "run" / "conversation.json", follow_up=args.follow_up,
                     as_json=args.json, rows=args.rows)
+        if args.open and asked.done.revision_ids:
+            _open_in_browser(addresses, Path(recorded["cert_dir"]), asked.surface, args.json)
     except grpc.RpcError as exc:
         return _refused(exc)
     return asked.exit_status
+
+
+def _open_in_browser(addresses: dict[str, str], cert_dir: Path, surface: str, as_json: bool) -> None:
+    """The answer `tessera ask` gave, in the browser, for the same person: a one-time link that signs the browser
+    in as the operator and lands on the session asked in (printed too: the browser may be on another machine)."""
+    import webbrowser
+
+    from cli.approvals import OPERATOR
+    from cli.persons import enrollment_link
+
+    say = sys.stderr if as_json else sys.stdout  # (never inside the JSON document)
+    if not surface:
+        print("  (this conversation began before `--open` could show it; ask without --follow-up to open it)",
+              file=say)
+        return
+    enrollment = enrollment_link(addresses["capabilities"], cert_dir, *OPERATOR, web_url(addresses["web"]),
+                                 surface=surface)
+    opened = webbrowser.open(enrollment.link)
+    until = enrollment.expires_at.strftime("%H:%M:%S UTC")
+    print(f"\n  {'opened' if opened else 'open'} this answer in the browser, signed in as the operator (the link "
+          f"works once, until {until}):\n  {enrollment.link}", file=say, flush=True)
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
@@ -409,7 +432,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     env = {name: os.environ[name] for name in ("PATH", "HOME", "LANG", "TESSERA_LOG_LEVEL") if name in os.environ}
     env.update({"TESSERA_CERT_DIR": str(identity), "TESSERA_AGENT_ADDR": addresses["agent"],
                 "TESSERA_HOST_ADDR": addresses["host"], "TESSERA_MCP_STDIO_PERSON": args.person,
-                "TESSERA_MCP_STDIO_TENANT": args.tenant, "TESSERA_MCP_WEB_URL": f"http://{addresses['web']}"})
+                "TESSERA_MCP_STDIO_TENANT": args.tenant, "TESSERA_MCP_WEB_URL": web_url(addresses["web"])})
     os.chdir(REPO_ROOT)
     # The front replaces this process: the client's pipes are its stdin and stdout, nothing else writes there.
     os.execve(sys.executable, [sys.executable, "-m", "services.mcp", "--stdio"], env)
@@ -619,6 +642,9 @@ def build_parser() -> argparse.ArgumentParser:
                             help="ask in the session of the last question, so 'now only web' or 'and last year?' "
                                  "is read against it")
     _json_flag(ask_parser, "print the answer as one JSON document (progress goes to standard error)")
+    ask_parser.add_argument("--open", action="store_true",
+                            help="show the answer in the browser too, signed in as the operator with a one-time "
+                                 "link (printed as well)")
     ask_parser.add_argument("--rows", type=_rows, default=TABLE_ROWS, metavar="N",
                             help="rows of each table to show (1-1000, default 10)")
     ask_parser.set_defaults(run=cmd_ask)

@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from cli.launcher import cli_credentials
+from cli.launcher import cli_credentials, web_url
 from cli.output import human_time, iso_time, print_json, table, utc
 from shared.actors import assert_actor
 from shared.certs import load_signing_key, signing_key_path
@@ -30,15 +30,6 @@ from tessera.capabilities.v1 import capabilities_pb2 as cap
 
 OPERATOR = ("operator", "local", "Operator")
 LOCAL_PERSON = ("local-user", "local", "Local user")  # the development person `tessera demo` signs in
-
-
-def web_url(address: str) -> str:
-    """Web's address as a person opens it: `localhost` rather than 127.0.0.1, because a passkey belongs to a
-    domain name (WebAuthn refuses IP addresses) and the development relying party is `localhost`."""
-    host, _, port = address.rpartition(":")
-    if host in ("127.0.0.1", "[::1]", "0.0.0.0", ""):
-        host = "localhost"
-    return f"http://{host}:{port}"
 
 
 @dataclass(frozen=True)
@@ -73,15 +64,17 @@ class Enrollment:
 
 
 def enrollment_link(address: str, cert_dir: Path, person: str, tenant: str, name: str,
-                    base_url: str, replace: bool = False) -> Enrollment:
+                    base_url: str, replace: bool = False, surface: str = "") -> Enrollment:
     """A link for `person`, minted by the broker at `address`; `replace` revokes the passkeys they have first
-    (the broker audits it, and tells the person at their next sign-in)."""
+    (the broker audits it, and tells the person at their next sign-in); `surface`, the page it lands on
+    (web's `?surface=`, e.g. the session `tessera ask` answered in)."""
     with sync_channel(address, cli_credentials(cert_dir, "cli"), "capabilities") as channel:
         operator = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), *OPERATOR)
         reply = invoke(channel, "capabilities", "CreateEnrollment", cap.CreateEnrollmentRequest(
             actor=operator, person=cap.Person(actor_id=person, tenant_id=tenant, display_name=name),
             replace=replace), timeout=30)
-    return Enrollment(f"{base_url.rstrip('/')}/sign-in#token={reply.token}", person, tenant,
+    landing = f"?surface={surface}" if surface else ""
+    return Enrollment(f"{base_url.rstrip('/')}/sign-in{landing}#token={reply.token}", person, tenant,
                       utc(reply.expires_at.ToDatetime(dt.UTC)), 0 if replace else reply.passkeys,
                       reply.passkeys_revoked, reply.sessions_ended, replace)
 

@@ -31,7 +31,7 @@ class McpSettings(ServiceSettings):
     stdio_person: str = "operator"
     stdio_tenant: str = "local"
     # Where people open web, for the link present_ui returns (e.g. https://tessera.example.com).
-    web_url: str = "http://127.0.0.1:8080"
+    web_url: str = "http://localhost:8080"  # (the name the sign-in cookie is set for, not 127.0.0.1)
     # Host names the HTTP front answers to (DNS rebinding protection), and the browser origins it accepts.
     allowed_hosts: list[str] = Field(default_factory=lambda: ["127.0.0.1:*", "localhost:*", "[::1]:*"])
     allowed_origins: list[str] = Field(default_factory=lambda: ["http://127.0.0.1:*", "http://localhost:*"])

@@ -41,7 +41,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from services.web.session import COOKIE, Assertions, BrowserSession, Person
+from services.web.session import Assertions, BrowserSession, Person, cookie_of
 from services.web.session_records import SessionRecords, SessionRefused
 from services.web.ui_message_stream import DONE as UI_MESSAGE_STREAM_DONE
 from services.web.ui_message_stream import HEADERS as UI_MESSAGE_STREAM_HEADERS
@@ -60,6 +60,9 @@ SSE_BATCH = 16  # envelopes per host reply for a page that is behind (each still
 MAX_REMEMBERED_SESSIONS = 10_000  # the least recently used are forgotten (and simply reopened at the host)
 # The host session the MCP front commits outside agents' answers to, one per person (its link: /?surface=mcp).
 OUTSIDE_AGENT_SESSION = "mcp"
+# A session `tessera ask` opened for the operator (`--open`): the host keys it by this request id, per person, so
+# a browser signed in as someone else never finds it.
+TERMINAL_SESSION = re.compile(r"terminal-[0-9a-f]{12}")
 BODY_LIMITS = Limits(max_raw_bytes=64 * 1024, max_values=2_000)
 _HTTP = {grpc.StatusCode.INVALID_ARGUMENT: 400, grpc.StatusCode.UNAUTHENTICATED: 401,
          grpc.StatusCode.PERMISSION_DENIED: 403, grpc.StatusCode.NOT_FOUND: 404,
@@ -79,6 +82,7 @@ _TURN_ID = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
 # Passkeys added since the previous sign-in, carried from a sign-in that redirects to the page's first
 # /api/session (services/web/oidc.py): sealed by web, bound to the new session, shown once.
 NOTICE_COOKIE, NOTICE_PURPOSE, NOTICE_SECONDS = "tessera_passkeys_added", "passkeys-added", 600
+
 MAX_NOTICED, NOTICE_ID_CHARS = 20, 16  # the newest 20, each id as far as the page shows it (12 characters)
 
 
@@ -228,9 +232,10 @@ class WebApi:
         return body
 
     async def _host_session(self, browser: BrowserSession, surface: str = "") -> host_pb2.OpenSessionResponse:
-        """The browser session's host session, or the person's outside-agent session (`surface` "mcp", where the
-        MCP front commits): opened once (idempotently at the host, per person), then remembered."""
-        request_id = OUTSIDE_AGENT_SESSION if surface == OUTSIDE_AGENT_SESSION else f"web-{browser.session_id}"
+        """The browser session's host session, the person's outside-agent session (`surface` "mcp", where the
+        MCP front commits) or one the person asked in at the terminal (`surface` "terminal-…"): opened once
+        (idempotently at the host, per person), then remembered."""
+        request_id = surface or f"web-{browser.session_id}"
         key = (browser.session_id, request_id)
         opened = self._host_sessions.get(key)
         if opened is None:
@@ -242,7 +247,7 @@ class WebApi:
     async def signed_in(self, request: Request) -> BrowserSession:
         """The signed-in person of this request (their session is open at the broker), or 401 saying how to
         sign in (503 when the broker cannot tell)."""
-        return await self.sessions.check(request.cookies.get(COOKIE))
+        return await self.sessions.check(request.cookies.get(cookie_of(request)))
 
     async def _while_signed_in(self, request: Request, events: AsyncIterator,
                                ending: Callable[[SessionRefused], list] | None = None) -> AsyncIterator:
@@ -250,7 +255,7 @@ class WebApi:
         it: when its session ends (signed out on any replica, ended by the operator, expired) the stream says so
         with the broker's reason (`ending`'s events; by default one error event) and closes, and `events` is
         closed where it waits (its `finally` cancels the call behind it)."""
-        ended = asyncio.create_task(self.sessions.until_ended(request.cookies.get(COOKIE)))
+        ended = asyncio.create_task(self.sessions.until_ended(request.cookies.get(cookie_of(request))))
         following = None
         try:
             while True:
@@ -275,21 +280,22 @@ class WebApi:
     async def _session(self, request: Request) -> tuple[BrowserSession, host_pb2.OpenSessionResponse]:
         browser = await self.signed_in(request)
         surface = request.query_params.get("surface", "")
-        if surface not in ("", OUTSIDE_AGENT_SESSION):
-            raise ApiError(400, "SURFACE_UNKNOWN", f"surface: empty (this browser's) or {OUTSIDE_AGENT_SESSION!r} "
-                                                   "(what outside agents presented)")
+        if surface not in ("", OUTSIDE_AGENT_SESSION) and not TERMINAL_SESSION.fullmatch(surface):
+            raise ApiError(400, "SURFACE_UNKNOWN", f"surface: empty (this browser's), {OUTSIDE_AGENT_SESSION!r} "
+                                                   "(what outside agents presented) or 'terminal-' and 12 hex "
+                                                   "digits (an answer `tessera ask --open` showed)")
         return browser, await self._host_session(browser, surface)
 
-    async def start_session(self, person: Person, via: str, response: Response) -> BrowserSession:
-        """Sign a person in on `response`: a new session at the broker and its cookie (never the old id again:
-        every sign-in rotates it)."""
+    async def start_session(self, person: Person, via: str, request: Request, response: Response) -> BrowserSession:
+        """Sign a person in on `response` to `request`: a new session at the broker and its cookie (never the old
+        id again: every sign-in rotates it)."""
         browser, cookie, max_age = await self.sessions.open(person, via)
-        response.set_cookie(COOKIE, cookie, max_age=max_age, httponly=True, samesite="strict", path="/",
+        response.set_cookie(cookie_of(request), cookie, max_age=max_age, httponly=True, samesite="strict", path="/",
                             secure=self.secure_cookies)
         if browser.passkeys_added and via != "link":  # a link's sign-in answers them in its own JSON
             # A sign-in that ends in a redirect (OpenID Connect) has no reply the page reads: the passkeys added
             # since the previous sign-in wait, sealed by web for this session, for the page's first /api/session.
-            response.set_cookie(NOTICE_COOKIE, self.sessions.cookies.seal(NOTICE_PURPOSE, {
+            response.set_cookie(cookie_of(request, NOTICE_COOKIE), self.sessions.cookies.seal(NOTICE_PURPOSE, {
                 "sid": browser.session_id,
                 "added": [[p.credential_id[:NOTICE_ID_CHARS], p.created_at]
                           for p in browser.passkeys_added[-MAX_NOTICED:]]}),
@@ -307,7 +313,7 @@ class WebApi:
         reply = {"actor": person.actor_id, "tenant": person.tenant_id, "name": person.display_name,
                  "signed_in_with": browser.signed_in_with, "session_id": opened.session_id,
                  "surface_id": opened.surface_id}
-        notice = request.cookies.get(NOTICE_COOKIE)
+        notice = request.cookies.get(cookie_of(request, NOTICE_COOKIE))
         if notice is None:
             return JSONResponse(reply)
         # Passkeys added since the previous sign-in, left by a sign-in that redirected here: shown once.
@@ -316,7 +322,7 @@ class WebApi:
             reply["passkeys_added"] = [{"credential_id": str(p[0]), "created_at": str(p[1])}
                                        for p in fields["added"] if isinstance(p, list) and len(p) == 2]
         response = JSONResponse(reply)
-        response.delete_cookie(NOTICE_COOKIE, path="/api/session", httponly=True, samesite="strict",
+        response.delete_cookie(cookie_of(request, NOTICE_COOKIE), path="/api/session", httponly=True, samesite="strict",
                                secure=self.secure_cookies)
         return response
 
@@ -334,7 +340,7 @@ class WebApi:
             raise ApiError(502, "PERSON_INVALID", "the broker named a person web cannot hold in a session")
         shown = _as_dict(redeemed)
         signed_in = Response()  # the session's cookie, set before the reply's body (which needs the session)
-        browser = await self.start_session(person, "link", signed_in)
+        browser = await self.start_session(person, "link", request, signed_in)
         # Added since the previous sign-in by link (the broker's link records) or since the previous session of
         # any kind (its session records): both, once each.
         added = {p["credential_id"]: p for p in shown.get("passkeys_added", [])}
@@ -376,12 +382,13 @@ class WebApi:
     async def sign_out(self, request: Request) -> Response:
         await self._body(request)  # same-origin JSON only, like every other change
         # Ended at the broker first: a cookie someone copied stops working on every replica, not only here.
-        browser = await self.sessions.end(request.cookies.get(COOKIE))
+        browser = await self.sessions.end(request.cookies.get(cookie_of(request)))
         if browser is not None:
-            for request_id in (f"web-{browser.session_id}", OUTSIDE_AGENT_SESSION):
-                self._host_sessions.pop((browser.session_id, request_id), None)
+            for key in [key for key in self._host_sessions if key[0] == browser.session_id]:
+                del self._host_sessions[key]
         response = JSONResponse({"signed_out": True})
-        response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict", secure=self.secure_cookies)
+        response.delete_cookie(cookie_of(request), path="/", httponly=True, samesite="strict",
+                               secure=self.secure_cookies)
         return response
 
     async def ask(self, request: Request) -> Response:

@@ -74,8 +74,8 @@ def create_app(settings: WebSettings, credentials: Credentials) -> Starlette:
                      {"url": "/auth/oidc/login", "provider": settings.oidc_provider_name} if oidc else None)
         app.router.routes.extend(Pages(credentials, sessions).routes() + api.routes())
         if oidc:
-            app.router.routes.extend(OidcSignIn(oidc, cookies, lambda person, response: api.start_session(
-                person, "oidc", response), settings.secure_cookies).routes())
+            app.router.routes.extend(OidcSignIn(oidc, cookies, lambda person, request, response: api.start_session(
+                person, "oidc", request, response), settings.secure_cookies).routes())
         try:
             yield
         finally:

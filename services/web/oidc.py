@@ -29,7 +29,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from services.web.session import Person, SessionCookies
+from services.web.session import Person, SessionCookies, cookie_of
 from services.web.session_records import SessionRefused
 from shared.logs import log
 
@@ -63,7 +63,8 @@ class SignInFailed(Exception):
 
 class OidcSignIn:
     def __init__(self, config: OidcConfig, cookies: SessionCookies,
-                 signed_in: Callable[[Person, Response], Awaitable[object]], secure_cookies: bool = False) -> None:
+                 signed_in: Callable[[Person, Request, Response], Awaitable[object]],
+                 secure_cookies: bool = False) -> None:
         self.config = config
         self.cookies = cookies
         self.secure_cookies = secure_cookies
@@ -129,8 +130,8 @@ class OidcSignIn:
             url, state = client.create_authorization_url(metadata["authorization_endpoint"], code_verifier=verifier,
                                                          nonce=nonce)
         response = RedirectResponse(url, status_code=302)
-        response.set_cookie(FLOW_COOKIE, self.cookies.seal("oidc-flow", {"state": state, "verifier": verifier,
-                                                                         "nonce": nonce}),
+        flow = self.cookies.seal("oidc-flow", {"state": state, "verifier": verifier, "nonce": nonce})
+        response.set_cookie(cookie_of(request, FLOW_COOKIE), flow,
                             max_age=FLOW_SECONDS, httponly=True, samesite="lax", path="/auth/oidc",
                             secure=self.secure_cookies)
         return response
@@ -144,14 +145,14 @@ class OidcSignIn:
         else:
             response = RedirectResponse("/", status_code=303)
             try:
-                await self._signed_in(person, response)
+                await self._signed_in(person, request, response)
             except SessionRefused as refused:  # the broker could not open the session: nobody is signed in
                 response = _page(refused.status, refused.message)
-        response.delete_cookie(FLOW_COOKIE, path="/auth/oidc")
+        response.delete_cookie(cookie_of(request, FLOW_COOKIE), path="/auth/oidc")
         return response
 
     async def _person(self, request: Request) -> Person:
-        flow = self.cookies.open("oidc-flow", request.cookies.get(FLOW_COOKIE), FLOW_SECONDS)
+        flow = self.cookies.open("oidc-flow", request.cookies.get(cookie_of(request, FLOW_COOKIE)), FLOW_SECONDS)
         params = request.query_params
         if flow is None or not params.get("state") or not secrets.compare_digest(
                 str(params.get("state")).encode(), str(flow.get("state", "")).encode()):

@@ -19,7 +19,7 @@ from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from services.web.session import COOKIE
+from services.web.session import cookie_of
 from services.web.session_records import SessionRecords, SessionRefused
 from shared import __version__
 from shared.certs import Credentials
@@ -58,7 +58,7 @@ class Pages:
     async def _not_signed_in(self, request: Request) -> SessionRefused | None:
         """Why this request has no open session (401, or 503 when the broker cannot tell); None: it has one."""
         try:
-            await self.sessions.check(request.cookies.get(COOKIE))
+            await self.sessions.check(request.cookies.get(cookie_of(request)))
         except SessionRefused as refused:
             return refused
         return None

@@ -30,6 +30,20 @@ from shared.actors import assert_actor, valid_id
 from tessera.common.v1 import common_pb2
 
 COOKIE = "tessera_session"
+
+
+def instance_cookie(name: str, host: str) -> str:
+    """The name of web's cookie `name` for the address the browser used (its Host header): browsers keep cookies
+    per host name, not per port, so two instances on one machine (localhost:8080, localhost:8081) each get
+    names of their own instead of overwriting each other's sign-in; behind one public address (the standard
+    port) every replica uses the plain name."""
+    _, colon, port = host.rpartition(":")
+    return f"{name}_{port}" if colon and port.isdigit() else name
+
+
+def cookie_of(request, name: str = COOKIE) -> str:
+    """`instance_cookie` for a request (anything with HTTP `headers`)."""
+    return instance_cookie(name, request.headers.get("host", ""))
 MIN_SECRET_CHARS = 32  # a shared key anyone could guess would let them mint sessions on every replica
 # The broker says how long a session lasts (12 hours by default); no cookie older than this is even looked up.
 MAX_SESSION_SECONDS = 7 * 86400

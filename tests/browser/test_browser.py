@@ -8,6 +8,8 @@ import datetime as dt
 import json
 import re
 import secrets
+import subprocess
+import sys
 from decimal import ROUND_HALF_UP, Decimal
 
 import sqlalchemy as sa
@@ -415,3 +417,31 @@ def test_cancel_stops_a_question_that_is_still_running(page):
                                                      timeout=10_000)
     assert page.locator("#cancel-button").is_hidden() and page.locator("#ask-button").is_enabled()
     screenshot(page, "cancelled")
+
+
+def test_an_answer_asked_at_the_terminal_opens_in_the_browser_for_the_operator(browser, running_set, tmp_path,
+                                                                               warehouse_url):
+    """`tessera ask --open`: the one-time link signs the browser in as the operator and lands on the session the
+    question was asked in, showing its answer (and saying whose it is)."""
+    state = tmp_path / "var"
+    (state / "run").mkdir(parents=True)
+    (state / "run" / "services.json").write_text(json.dumps(running_set.state()))
+    opener = tmp_path / "browser.sh"
+    opener.write_text(f"#!/bin/sh\necho \"$1\" > {tmp_path / 'link'}\n")
+    opener.chmod(0o700)
+    asked = subprocess.run([sys.executable, "-m", "cli", "ask", "--open", "What is the total number of orders?"],
+                           cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
+                           env={"TESSERA_VAR_DIR": str(state), "PATH": "/usr/bin:/bin", "BROWSER": str(opener)})
+    assert asked.returncode == 0, asked.stderr
+    link = (tmp_path / "link").read_text().strip()
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, bypass_csp=True)
+    try:
+        page = context.new_page()
+        page.goto(link)
+        page.wait_for_selector("body[data-ready=true]", timeout=15_000)
+        assert re.fullmatch(r"http://localhost:\d+/\?surface=terminal-[0-9a-f]{12}", page.url)  # token gone
+        expect(page.locator("#who")).to_contain_text("Signed in as Operator · showing what you asked at the terminal")
+        (orders,) = expected_figures(warehouse_url, {"metric": "order_count"}).values()
+        expect(page.locator("#surface")).to_contain_text(f"{orders:,}", timeout=30_000)
+    finally:
+        context.close()

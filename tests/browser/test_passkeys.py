@@ -22,6 +22,7 @@ from tessera.common.v1 import common_pb2
 from tests.browser.conftest import open_signed_in
 from tests.browser.test_browser import _press_for_a_new_card, ask
 from tests.fixtures.signing import SoftPasskey, b64url, unb64url
+from tests.fixtures.web_cookie import session_cookie_name
 from tests.integration.test_broker import Broker
 from tests.integration.test_broker import order as review_status
 
@@ -92,8 +93,8 @@ def test_a_process_with_the_persons_cookie_but_no_passkey_cannot_approve(page, r
     ask(page, "Flag order 1221 for review")
     approval_id = _press_for_a_new_card(page).get_attribute("approval-id")
     base = f"http://localhost:{running_set.handles['web'].port}"
-    cookie = next(c["value"] for c in page.context.cookies() if c["name"] == "tessera_session")
-    with httpx.Client(base_url=base, headers={"Origin": base}, cookies={"tessera_session": cookie},
+    cookie = next(c["value"] for c in page.context.cookies() if c["name"] == session_cookie_name(base))
+    with httpx.Client(base_url=base, headers={"Origin": base}, cookies={session_cookie_name(base): cookie},
                       timeout=60) as attacker:
         card = attacker.get(f"/api/approvals/{approval_id}").json()
         plain = attacker.post(f"/api/approvals/{approval_id}/decision", json={

@@ -26,6 +26,7 @@ from shared.paths import REPO_ROOT
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tests.fixtures.signing import enroll_in_browser
 from tests.fixtures.waiting import wait_until
+from tests.fixtures.web_cookie import session_cookie_name
 from tests.integration.test_broker import order
 from tests.integration.test_cli_ask import var_dir  # noqa: F401  (fixture)
 
@@ -95,7 +96,7 @@ def test_an_operator_prints_a_one_time_sign_in_link_for_a_person(var_dir, runnin
         assert browser.get("/api/session").json()["name"] == "Ada"
         assert browser.post("/api/sign-in/link", json={"token": token}).json()["reason"] == "LINK_USED"
         passkey = enroll_in_browser(browser.post, signed_in.json(), f"http://localhost:{port}")
-        cookie = browser.cookies["tessera_session"]
+        cookie = browser.cookies[session_cookie_name(base)]
     bad = tessera(var_dir, "persons", "enroll", "ada lovelace")
     assert bad.returncode == 1 and "PERSON_INVALID" in bad.stderr
 
@@ -106,7 +107,7 @@ def test_an_operator_prints_a_one_time_sign_in_link_for_a_person(var_dir, runnin
         r"revoked; ada@example\.org has 0 passkey\(s\) left; [1-9][0-9]* web session\(s\) ended",
         revoked.stdout.strip()), revoked.stdout
     # The browser signed in when the passkey was added is signed out with it (web asks the broker within 5 s).
-    assert wait_until(lambda: (reply := httpx.get(f"{base}/api/session", cookies={"tessera_session": cookie},
+    assert wait_until(lambda: (reply := httpx.get(f"{base}/api/session", cookies={session_cookie_name(base): cookie},
                                                   timeout=30)).status_code == 401 and reply.json()["reason"], 30,
                       what="the revoked passkey's session ended") == "SESSION_ENDED"
     again = tessera(var_dir, "persons", "revoke", "--tenant", "acme", "--", "ada@example.org", passkey.id)
@@ -140,19 +141,19 @@ def test_an_operator_replaces_a_persons_passkeys_on_the_record(var_dir, running_
                                                                cert_dir):
     """`tessera persons enroll --replace`: the person's passkeys are revoked with the new link, and audited."""
     first = tessera(var_dir, "persons", "enroll", "ben@example.org", "--tenant", "acme")
-    port = running_set.handles["web"].port
-    with httpx.Client(base_url=f"http://{running_set.handles['web'].address}", timeout=60) as browser:
+    port, base = running_set.handles["web"].port, f"http://{running_set.handles['web'].address}"
+    with httpx.Client(base_url=base, timeout=60) as browser:
         signed_in = browser.post("/api/sign-in/link", json={"token": first.stdout.strip().split("#token=")[1]})
         lost = enroll_in_browser(browser.post, signed_in.json(), f"http://localhost:{port}")
         assert browser.get("/api/session").status_code == 200
+    cookie = signed_in.cookies[session_cookie_name(base)]
     plain = tessera(var_dir, "persons", "enroll", "ben@example.org", "--tenant", "acme")
     assert "1 passkey(s) already: one of them must confirm a new one, or use --replace" in plain.stderr
     replaced = tessera(var_dir, "persons", "enroll", "ben@example.org", "--tenant", "acme", "--replace")
     assert replaced.returncode == 0 and "(tenant acme; 1 passkey(s) revoked, 1 web session(s) ended)" in \
         replaced.stderr, replaced.stderr
     # The browser that registered the replaced passkey is signed out with it, on every replica.
-    assert wait_until(lambda: (reply := httpx.get(f"http://{running_set.handles['web'].address}/api/session",
-                                                  cookies={"tessera_session": signed_in.cookies["tessera_session"]},
+    assert wait_until(lambda: (reply := httpx.get(f"{base}/api/session", cookies={session_cookie_name(base): cookie},
                                                   timeout=30)).status_code == 401 and reply.json()["reason"], 30,
                       what="the replaced passkey's session ended") == "SESSION_ENDED"
     assert "has no passkey" in tessera(var_dir, "persons", "passkeys", "ben@example.org", "--tenant", "acme").stdout

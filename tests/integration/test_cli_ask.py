@@ -11,6 +11,7 @@ import sys
 from decimal import ROUND_HALF_UP, Decimal
 from types import SimpleNamespace
 
+import httpx
 import pytest
 
 from cli.main import DEMO_QUESTIONS
@@ -18,6 +19,8 @@ from shared.actors import assert_actor
 from shared.certs import load_signing_key, signing_key_path
 from shared.paths import REPO_ROOT
 from tests.fixtures.golden.reference import expected_figures
+from tests.fixtures.recovery import signed_in_cookie
+from tests.fixtures.web_cookie import session_cookie_name
 from tests.integration.test_agent_turns import window
 
 EXPECTED = {  # demo question → (figures to compute, the node that shows them)
@@ -88,9 +91,10 @@ def assert_printed_figures(out: str, question: str, expected: dict) -> None:
     assert out.count("    computed: ") >= 2 and "no filter" in out
 
 
-def _run_ask(var_dir, *args: str) -> subprocess.CompletedProcess:
+def _run_ask(var_dir, *args: str, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "cli", "ask", *args], cwd=REPO_ROOT, capture_output=True,
-                          text=True, timeout=120, env={"TESSERA_VAR_DIR": str(var_dir), "PATH": "/usr/bin:/bin"})
+                          text=True, timeout=120, env={"TESSERA_VAR_DIR": str(var_dir), "PATH": "/usr/bin:/bin",
+                                                       **env})
 
 
 def _tessera_ask(var_dir, *args: str, status: int = 0) -> str:
@@ -145,3 +149,30 @@ def test_a_question_that_cannot_be_answered_exits_3_with_what_can_be(var_dir):
 def test_rows_outside_what_one_window_holds_are_refused_before_anything_is_asked(var_dir):
     shown = _run_ask(var_dir, "--rows", "1001", DEMO_QUESTIONS[0])
     assert shown.returncode == 2 and "1 to 1000" in shown.stderr and shown.stdout == ""
+
+
+def test_ask_open_shows_the_same_answer_in_the_browser_for_the_same_person_only(var_dir, running_set, tmp_path):
+    browser = tmp_path / "browser.sh"  # the person's browser: it is handed the link ($BROWSER, as webbrowser reads)
+    browser.write_text(f"#!/bin/sh\necho \"$1\" > {tmp_path / 'opened'}\n")
+    browser.chmod(0o700)
+    shown = _run_ask(var_dir, "--open", DEMO_QUESTIONS[2], BROWSER=str(browser))
+    assert shown.returncode == 0, shown.stderr
+    surface_id = re.search(r"session \S+, surface (\S+)", shown.stdout).group(1)
+    link = (tmp_path / "opened").read_text().strip()
+    web = running_set.handles["web"]
+    found = re.fullmatch(rf"http://localhost:{web.port}/sign-in\?surface=(terminal-[0-9a-f]{{12}})#token=(\S+)", link)
+    assert found and link in shown.stdout, link  # printed too: the browser may be on another machine
+    surface, token = found.groups()
+    base = f"http://{web.address}"
+    with httpx.Client(base_url=base, headers={"Origin": base}, timeout=60) as operator:
+        signed_in = operator.post("/api/sign-in/link", json={"token": token})
+        assert signed_in.status_code == 200 and signed_in.json()["actor"] == "operator"
+        assert operator.get("/api/session", params={"surface": surface}).json()["surface_id"] == surface_id
+        assert operator.get("/api/session").json()["surface_id"] != surface_id  # the browser's own is another
+        assert operator.post("/api/sign-in/link", json={"token": token}).json()["reason"] == "LINK_USED"
+        refused = operator.get("/api/session", params={"surface": "terminal-xyz"})
+        assert refused.status_code == 400 and refused.json()["reason"] == "SURFACE_UNKNOWN"
+    theirs_signed_in = {session_cookie_name(base): signed_in_cookie(running_set)}  # the local person's own link
+    with httpx.Client(base_url=base, headers={"Origin": base}, cookies=theirs_signed_in, timeout=60) as someone_else:
+        theirs = someone_else.get("/api/session", params={"surface": surface}).json()
+        assert theirs["actor"] == "local-user" and theirs["surface_id"] != surface_id

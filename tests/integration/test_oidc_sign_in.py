@@ -11,8 +11,11 @@ import pytest
 import sqlalchemy as sa
 
 from cli.launcher import ServiceSet, free_ports
+from services.web.oidc import FLOW_COOKIE
+from services.web.session import instance_cookie
 from tests.fixtures.oidc import sign_in_at_provider, start_provider
 from tests.fixtures.signing import enroll_in_browser, sign_in
+from tests.fixtures.web_cookie import session_cookie_name
 
 PASSWORD = "correct horse battery staple"
 
@@ -54,7 +57,7 @@ def through_the_provider(client: httpx.Client, base: str, username: str) -> http
     """From web's login to web's answer at the callback (the provider's login form filled in on the way)."""
     started = client.get("/auth/oidc/login")
     assert started.status_code == 302 and "code_challenge_method=S256" in started.headers["location"]
-    assert "tessera_oidc" in client.cookies
+    assert instance_cookie(FLOW_COOKIE, base.removeprefix("http://")) in client.cookies
     callback = sign_in_at_provider(client, started.headers["location"], username, PASSWORD,
                                    f"{base}/auth/oidc/callback")
     return client.get(callback)
@@ -65,19 +68,19 @@ def test_a_person_signs_in_through_the_provider_with_their_claims(web, running_s
         options = client.get("/api/sign-in/options").json()
         assert options["oidc"] == {"url": "/auth/oidc/login", "provider": "Example SSO"}
         sign_in(client, running_set, credentials)  # signed in another way first: the new sign-in replaces it
-        before = client.cookies["tessera_session"]
+        before = client.cookies[session_cookie_name(web)]
         done = through_the_provider(client, web, "ada")
         assert done.status_code == 303 and done.headers["location"] == "/", done.text
-        assert client.cookies["tessera_session"] != before  # a new session, never the old id
+        assert client.cookies[session_cookie_name(web)] != before  # a new session, never the old id
         session = client.get("/api/session").json()
         assert (session["actor"], session["tenant"], session["name"], session["signed_in_with"]) == (
             "ada@example.org", "acme", "Ada Lovelace", "oidc")
         assert client.get("/api/approvals").status_code == 200
         # The sign-in is a session record at the broker, like a link's, and signing out ends it there.
         broker = sa.create_engine(service_env["TESSERA_CAPABILITIES_DATABASE_URL"])
-        cookie = client.cookies["tessera_session"]
+        cookie = client.cookies[session_cookie_name(web)]
         assert client.post("/api/sign-out", json={}, headers={"Origin": web}).json() == {"signed_out": True}
-        ended = httpx.get(f"{web}/api/session", cookies={"tessera_session": cookie}, trust_env=False)
+        ended = httpx.get(f"{web}/api/session", cookies={session_cookie_name(web): cookie}, trust_env=False)
         assert (ended.status_code, ended.json()["reason"]) == (401, "SESSION_ENDED")
         with broker.connect() as connection:
             recorded = connection.execute(sa.text("SELECT tenant_id, signed_in_with, revoked_at IS NOT NULL "

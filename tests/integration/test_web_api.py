@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tests.fixtures.golden.reference import expected_figures
 from tests.fixtures.signing import SoftPasskey, b64url, browser_decision, enroll_in_browser, link_token, sign_in
+from tests.fixtures.web_cookie import session_cookie_name
 
 PERSON = "web-api-person"
 
@@ -74,15 +75,15 @@ def test_a_signed_in_session_opens_one_surface_and_a_cookie_alone_is_nobody(runn
         cookie = signed_in.headers["set-cookie"].lower()
         assert "httponly" in cookie and "samesite=strict" in cookie and "max-age=43200" in cookie
         assert other.get("/api/session").json()["surface_id"] != browser.session_info["surface_id"]
-        rotated = other.cookies["tessera_session"]
+        rotated = other.cookies[session_cookie_name(base)]
         sign_in(other, running_set, credentials)  # signing in again never keeps the old session id
-        assert other.cookies["tessera_session"] != rotated
+        assert other.cookies[session_cookie_name(base)] != rotated
         used = other.post("/api/sign-in/link", json={"token": token})  # a link works once
         assert (used.status_code, used.json()["reason"]) == (409, "LINK_USED")
         logs = "".join(handle.log_path.read_text() for handle in running_set.handles.values())
         assert "signed in" in logs and token not in logs  # the sign-in is logged; its link never is
         assert other.post("/api/sign-out", json={}).json() == {"signed_out": True}
-        assert "tessera_session" not in other.cookies
+        assert session_cookie_name(base) not in other.cookies
         assert other.get("/api/session").status_code == 401
     unknown = httpx.post(f"{base}/api/sign-in/link", json={"token": "x" * 43}, headers={"Origin": base})
     assert (unknown.status_code, unknown.json()["reason"]) == (404, "LINK_UNKNOWN")
@@ -209,7 +210,7 @@ def test_bad_requests_get_a_status_and_a_reason(running_set, browser):
     no_cookie = httpx.post(f"{base}/api/ask", json={"question": "x"}, headers={"Origin": base})
     assert (no_cookie.status_code, no_cookie.json()["reason"]) == (401, "NO_SESSION")
     forged = httpx.post(f"{base}/api/ask", json={"question": "x"}, headers={"Origin": base},
-                        cookies={"tessera_session": "abc.def"})
+                        cookies={session_cookie_name(base): "abc.def"})
     assert forged.json()["reason"] == "NO_SESSION"
     cross = browser.post("/api/commands", json={"command_id": "x"}, headers={"Origin": "http://evil.example"})
     assert (cross.status_code, cross.json()["reason"]) == (403, "CROSS_ORIGIN")
@@ -227,7 +228,7 @@ def test_bad_requests_get_a_status_and_a_reason(running_set, browser):
     rebound = httpx.get(f"{base}/api/session", headers={"Host": "evil.example"})  # DNS rebinding
     assert rebound.status_code == 400 and "set-cookie" not in rebound.headers
     odd_cookie = httpx.get(f"{base}/api/approvals",
-                           headers={"Cookie": "tessera_session=s\u00e9ssion.m\u00e4c".encode()})
+                           headers={"Cookie": f"{session_cookie_name(base)}=s\u00e9ssion.m\u00e4c".encode()})
     assert (odd_cookie.status_code, odd_cookie.json()["reason"]) == (401, "NO_SESSION")
     huge = browser.post("/api/ask", content=b'{"question": "' + b"x" * 70_000 + b'"}',
                         headers={"content-type": "application/json"})

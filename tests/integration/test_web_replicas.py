@@ -15,9 +15,9 @@ import pytest
 import sqlalchemy as sa
 
 from cli.launcher import ServiceSet, stop_together
-from services.web.session import COOKIE
 from tests.conftest import run_module
 from tests.fixtures.signing import browser_decision, enroll_in_browser, link_token, sign_in
+from tests.fixtures.web_cookie import session_cookie_name
 from tests.integration.test_web_api import sse
 
 SECRET = secrets.token_hex(32)  # what a Kubernetes Secret would hand every replica
@@ -51,25 +51,28 @@ def base(replica: ServiceSet) -> str:
 
 
 class Browser:
-    """One person's browser (one cookie jar) whose requests a load balancer sends to either replica."""
+    """One person's browser (one cookie jar) whose requests a load balancer sends to either replica: every request
+    is addressed to the balancer's one public address (here replica 0's, as Host and Origin say), whichever
+    replica answers it."""
 
     def __init__(self, client: httpx.Client, replicas: list[ServiceSet]) -> None:
         self.client, self.bases = client, [base(r) for r in replicas]
+        public = self.bases[0]
+        self.addressed = {"Host": public.removeprefix("http://"), "Origin": public}
 
     def request(self, replica: int, method: str, path: str, **kwargs) -> httpx.Response:
-        origin = self.bases[replica]  # the page is served by whichever replica: same origin as the request
-        return self.client.request(method, origin + path, headers={"Origin": origin, **kwargs.pop("headers", {})},
-                                   **kwargs)
+        return self.client.request(method, self.bases[replica] + path,
+                                   headers={**self.addressed, **kwargs.pop("headers", {})}, **kwargs)
 
     def ask(self, replica: int, question: str) -> list[dict]:
         with self.client.stream("POST", self.bases[replica] + "/api/ask", json={"question": question},
-                                headers={"Origin": self.bases[replica]}) as response:
+                                headers=self.addressed) as response:
             assert response.status_code == 200, response.read()
             return [data for _, data in sse(response, until=lambda d: "done" in d)]
 
     def surface(self, replica: int, until, after: str | None = None, query: bool = False):
         """The surface stream's (id, event) pairs up to `until`, resumed after `after` if given."""
-        headers = {"Last-Event-ID": after} if after and not query else {}
+        headers = {**self.addressed, **({"Last-Event-ID": after} if after and not query else {})}
         path = f"/api/surface/stream?after={after}" if after and query else "/api/surface/stream"
         with self.client.stream("GET", self.bases[replica] + path, headers=headers) as response:
             assert response.status_code == 200, response.read()
@@ -107,8 +110,8 @@ def test_a_session_is_the_same_on_every_replica(running_set, credentials, replic
     # A cookie signed with another key (the running set's web has a key of its own) is no session here.
     with httpx.Client(base_url=f"http://{running_set.handles['web'].address}", timeout=60) as elsewhere:
         sign_in(elsewhere, running_set, credentials)
-        foreign = elsewhere.cookies["tessera_session"]
-    refused = httpx.get(base(replicas[1]) + "/api/approvals", cookies={"tessera_session": foreign})
+        foreign = elsewhere.cookies[session_cookie_name(running_set.handles["web"].address)]
+    refused = httpx.get(base(replicas[1]) + "/api/approvals", cookies={session_cookie_name(base(replicas[1])): foreign})
     assert (refused.status_code, refused.json()["reason"]) == (401, "NO_SESSION")
 
 
@@ -116,10 +119,11 @@ def test_first_visits_racing_on_both_replicas_find_one_host_session(running_set,
     # A browser session whose host session neither replica has opened: each asks the host for it at once.
     with httpx.Client(base_url=base(replicas[0]), timeout=60, headers={"Origin": base(replicas[0])}) as signing_in:
         sign_in(signing_in, running_set, credentials)
-        cookie = signing_in.cookies[COOKIE]
+        cookie = signing_in.cookies[session_cookie_name(base(replicas[0]))]
     urls = [base(replicas[n % 2]) + "/api/session" for n in range(8)]
     with ThreadPoolExecutor(len(urls)) as pool:
-        replies = list(pool.map(lambda url: httpx.get(url, cookies={COOKIE: cookie}, timeout=60), urls))
+        replies = list(pool.map(lambda url: httpx.get(url, cookies={session_cookie_name(url.removesuffix(
+            "/api/session")): cookie}, timeout=60), urls))
     assert all(reply.status_code == 200 and "set-cookie" not in reply.headers for reply in replies)
     assert len({(reply.json()["session_id"], reply.json()["surface_id"]) for reply in replies}) == 1
 
@@ -161,7 +165,8 @@ def test_a_stream_survives_its_replica_being_killed(cert_dir, running_set, repli
         browser.request(2, "GET", "/api/session")
         browser.ask(0, QUESTION)
         seen: list = []
-        with browser.client.stream("GET", browser.bases[2] + "/api/surface/stream") as response:
+        with browser.client.stream("GET", browser.bases[2] + "/api/surface/stream",
+                                   headers=browser.addressed) as response:
             with pytest.raises(httpx.TransportError):  # kill -9 after the first event: the connection breaks
                 sse(response, until=lambda _: doomed.handles["web"].process.kill(), events=seen)
     finally:
@@ -174,7 +179,7 @@ def test_a_stream_survives_its_replica_being_killed(cert_dir, running_set, repli
 
 def test_a_lost_question_leaves_what_it_committed_on_the_surface(browser):
     browser.request(1, "GET", "/api/session")
-    with browser.client.stream("POST", browser.bases[0] + "/api/ask", headers={"Origin": browser.bases[0]},
+    with browser.client.stream("POST", browser.bases[0] + "/api/ask", headers=browser.addressed,
                                json={"question": QUESTION}) as response:
         committed = sse(response, until=lambda d: "surface_committed" in d)[-1][1]["surface_committed"]
     # The browser went away mid-turn on A; on B the surface shows what the turn had committed.
@@ -215,3 +220,17 @@ def test_approvals_shown_on_one_replica_are_decided_on_the_other(browser, replic
         status = connection.execute(sa.text("SELECT review_status FROM orders WHERE order_id = 1216")).scalar()
     engine.dispose()
     assert status == "flagged"
+
+
+def test_two_instances_on_one_machine_keep_their_sign_ins_apart(running_set, credentials, replicas):
+    """A browser keeps cookies per host name, not per port: signing in to one instance on localhost must not
+    replace the sign-in to another (each names its cookie for the address it was reached at)."""
+    with httpx.Client(timeout=60) as browser:  # one cookie jar for both, as a browser has
+        for replica, person in zip(replicas, ("first-instance-person", "second-instance-person"), strict=True):
+            signed_in = browser.post(base(replica) + "/api/sign-in/link", headers={"Origin": base(replica)},
+                                     json={"token": link_token(running_set, credentials, person, "local")})
+            assert signed_in.status_code == 200, signed_in.text
+        assert [browser.get(base(replica) + "/api/session").json()["actor"] for replica in replicas] == [
+            "first-instance-person", "second-instance-person"]
+        assert {cookie.name for cookie in browser.cookies.jar} == {
+            session_cookie_name(base(replica)) for replica in replicas}

@@ -14,9 +14,10 @@ import pytest
 import sqlalchemy as sa
 
 from cli.launcher import ServiceSet, stop_together
-from services.web.session import COOKIE, SessionCookies
+from services.web.session import SessionCookies
 from tests.fixtures.signing import sign_in
 from tests.fixtures.waiting import wait_until
+from tests.fixtures.web_cookie import session_cookie_name
 from tests.integration.test_cli_approvals import tessera
 from tests.integration.test_cli_ask import var_dir  # noqa: F401  (fixture)
 from tests.integration.test_web_api import sse
@@ -38,11 +39,16 @@ def _signed_in(replica: ServiceSet, running_set, credentials, person: str) -> st
     """A person signed in on `replica` with a one-time link: their session cookie."""
     with httpx.Client(base_url=base(replica), timeout=60, headers={"Origin": base(replica)}) as browser:
         sign_in(browser, running_set, credentials, person)
-        return browser.cookies[COOKIE]
+        return browser.cookies[session_cookie_name(base(replica))]
 
 
 def _session(replica: ServiceSet, cookie: str) -> httpx.Response:
-    return httpx.get(base(replica) + "/api/session", cookies={COOKIE: cookie}, timeout=60)
+    return httpx.get(base(replica) + "/api/session", cookies=_cookie(replica, cookie), timeout=60)
+
+
+def _cookie(replica: ServiceSet, cookie: str) -> dict[str, str]:
+    """The session cookie as a browser sends it to `replica` (named for the address it uses)."""
+    return {session_cookie_name(base(replica)): cookie}
 
 
 def _refused_within_bound(replica: ServiceSet, cookie: str, since: float) -> tuple[str, float]:
@@ -55,25 +61,27 @@ def _refused_within_bound(replica: ServiceSet, cookie: str, since: float) -> tup
 def test_a_signed_out_cookie_is_refused_on_the_other_replica_within_the_bound(running_set, credentials, replicas):
     cookie = _signed_in(replicas[0], running_set, credentials, "sign-out-person")
     assert [_session(replica, cookie).status_code for replica in replicas] == [200, 200]  # both remember it now
-    signed_out = httpx.post(base(replicas[0]) + "/api/sign-out", json={}, cookies={COOKIE: cookie},
+    signed_out = httpx.post(base(replicas[0]) + "/api/sign-out", json={}, cookies=_cookie(replicas[0], cookie),
                             headers={"Origin": base(replicas[0])}, timeout=60)
     ended_at = time.monotonic()
-    assert signed_out.json() == {"signed_out": True} and COOKIE in signed_out.headers["set-cookie"]
+    assert signed_out.json() == {"signed_out": True}
+    assert session_cookie_name(base(replicas[0])) in signed_out.headers["set-cookie"]
     own = _session(replicas[0], cookie)  # the replica that signed the person out forgets at once
     assert (own.status_code, own.json()["reason"]) == (401, "SESSION_ENDED")
     reason, seconds = _refused_within_bound(replicas[1], cookie, ended_at)
     assert reason == "SESSION_ENDED" and seconds <= CHECK_BOUND_SECONDS + SLACK_SECONDS, seconds
     for path in ("/api/approvals", "/api/catalog", "/info", "/status"):  # every door, not only /api/session
-        assert httpx.get(base(replicas[1]) + path, cookies={COOKIE: cookie}, timeout=60).status_code == 401, path
+        reply = httpx.get(base(replicas[1]) + path, cookies=_cookie(replicas[1], cookie), timeout=60)
+        assert reply.status_code == 401, path
 
 
 def test_an_open_surface_stream_ends_when_its_session_does(running_set, credentials, replicas):
     cookie = _signed_in(replicas[0], running_set, credentials, "streaming-person")
     assert _session(replicas[1], cookie).status_code == 200
-    with httpx.stream("GET", base(replicas[1]) + "/api/surface/stream", cookies={COOKIE: cookie},
+    with httpx.stream("GET", base(replicas[1]) + "/api/surface/stream", cookies=_cookie(replicas[1], cookie),
                       timeout=60) as stream:
         assert stream.status_code == 200  # open, and waiting for the surface's next event
-        signed_out = httpx.post(base(replicas[0]) + "/api/sign-out", json={}, cookies={COOKIE: cookie},
+        signed_out = httpx.post(base(replicas[0]) + "/api/sign-out", json={}, cookies=_cookie(replicas[0], cookie),
                                 headers={"Origin": base(replicas[0])}, timeout=60)
         ended_at = time.monotonic()
         assert signed_out.status_code == 200
@@ -102,7 +110,7 @@ def test_the_operator_signs_a_person_out_of_every_session_on_every_replica(runni
         assert _session(replica, colleague).status_code == 200  # nobody else is signed out
     again = tessera(var_dir, "persons", "sign-out", "leaver", "--tenant", "local")
     assert again.returncode == 0 and "0 web session(s) ended" in again.stdout
-    audit = tessera(var_dir, "audit")
+    audit = tessera(var_dir, "audit", "--json")
     assert '"kind": "person-signed-out"' in audit.stdout and '"sessions_ended": 2' in audit.stdout
 
 
@@ -146,10 +154,10 @@ def cut_off_web(cert_dir, running_set, tmp_path):
 def test_a_broker_that_cannot_answer_is_a_503_and_never_a_session(running_set, credentials, replicas, cut_off_web):
     cookie = _signed_in(replicas[0], running_set, credentials, "cut-off-person")  # a good session elsewhere
     for path in ("/api/session", "/api/approvals", "/info"):
-        reply = httpx.get(base(cut_off_web) + path, cookies={COOKIE: cookie}, timeout=60)
+        reply = httpx.get(base(cut_off_web) + path, cookies=_cookie(cut_off_web, cookie), timeout=60)
         assert (reply.status_code, reply.json()["reason"]) == (503, "SESSION_CHECK_UNAVAILABLE"), path
         assert "try again" in reply.json()["message"]
-    signing_out = httpx.post(base(cut_off_web) + "/api/sign-out", json={}, cookies={COOKIE: cookie},
+    signing_out = httpx.post(base(cut_off_web) + "/api/sign-out", json={}, cookies=_cookie(cut_off_web, cookie),
                              headers={"Origin": base(cut_off_web)}, timeout=60)
     # Not ended at the broker: the person is told so, and keeps the cookie to sign out again.
     assert signing_out.status_code == 503 and "set-cookie" not in signing_out.headers

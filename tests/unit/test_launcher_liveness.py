@@ -97,6 +97,17 @@ def test_the_launcher_lets_services_wait_for_their_database_unless_the_operator_
     assert fake_services._env(host)["TESSERA_HOST_DEPENDENCY_WAIT_SECONDS"] == "45"
 
 
+def test_the_mcp_front_links_people_to_web_on_the_name_its_cookie_is_set_for(tmp_path, monkeypatch):
+    monkeypatch.delenv("TESSERA_MCP_WEB_URL", raising=False)
+    services = ServiceSet(tmp_path / "certs", tmp_path / "run", names=("web", "mcp"), ephemeral_ports=True)
+    services.handles["web"].port = 18080
+    assert services._env(services.handles["mcp"])["TESSERA_MCP_WEB_URL"] == "http://localhost:18080"
+    assert launcher.web_url("127.0.0.1:18080") == launcher.web_url("[::1]:18080") == "http://localhost:18080"
+    assert launcher.web_url("tessera.example.com:443") == "http://tessera.example.com:443"
+    monkeypatch.setenv("TESSERA_MCP_WEB_URL", "https://tessera.example.com")  # the operator's own wins
+    assert services._env(services.handles["mcp"])["TESSERA_MCP_WEB_URL"] == "https://tessera.example.com"
+
+
 def test_a_waiting_file_counts_only_while_it_beats_and_only_for_the_current_process(tmp_path):
     handle = ProcessHandle("host", 1, tmp_path / "host.log", tmp_path / "ready.json", pid=321)
     assert handle.waiting() is None, "no file"

@@ -13,7 +13,7 @@ import grpc
 import pytest
 
 from services.web.api import WebApi
-from services.web.session import COOKIE, Person, SessionCookies
+from services.web.session import COOKIE, Person, SessionCookies, instance_cookie
 from services.web.session_records import SessionRecords, SessionRefused
 from shared.errors import refuse
 from tessera.capabilities.v1 import capabilities_pb2 as cap
@@ -214,7 +214,7 @@ class _Sessions:
 
 
 def _request(cookie: str = "c") -> SimpleNamespace:
-    return SimpleNamespace(cookies={COOKIE: cookie})
+    return SimpleNamespace(cookies={COOKIE: cookie}, headers={})  # (no Host: the plain cookie name)
 
 
 def test_a_stream_runs_to_its_own_end_while_the_session_stays_open():
@@ -292,3 +292,11 @@ def test_a_stream_of_another_protocol_ends_in_its_own_words():
         return received
 
     assert _run(scenario()) == ["part", "error SESSION_ENDED", "[DONE]"]
+
+
+def test_each_instance_on_one_machine_names_its_cookie_for_its_port():
+    assert instance_cookie(COOKIE, "localhost:8080") == "tessera_session_8080"
+    assert instance_cookie(COOKIE, "localhost:8081") == "tessera_session_8081"
+    assert instance_cookie(COOKIE, "[::1]:8080") == instance_cookie(COOKIE, "127.0.0.1:8080")
+    assert instance_cookie(COOKIE, "tessera.example.com") == COOKIE  # every replica behind one public address
+    assert instance_cookie(COOKIE, "[::1]") == COOKIE

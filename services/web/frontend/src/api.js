@@ -16,10 +16,12 @@ async function failure(response) {
     body);
 }
 
-// The page shows this browser's surface, or with ?surface=mcp the one outside agents (MCP clients) presented
-// to the person; every API call says which.
+// The page shows this browser's surface, with ?surface=mcp the one outside agents (MCP clients) presented to
+// the person, or with ?surface=terminal-… one the person asked in at the terminal (`tessera ask --open`); every
+// API call says which. Anything else is this browser's own.
 // (globalThis.location: the page's address; absent where the module runs outside a page, as in its tests.)
-const SURFACE = new URLSearchParams(globalThis.location?.search ?? '').get('surface') === 'mcp' ? 'mcp' : '';
+const ASKED = new URLSearchParams(globalThis.location?.search ?? '').get('surface') ?? '';
+const SURFACE = ASKED === 'mcp' || /^terminal-[0-9a-f]{12}$/.test(ASKED) ? ASKED : '';
 
 export function apiPath(path) {
   if (!SURFACE) return path;
@@ -28,6 +30,10 @@ export function apiPath(path) {
 
 export function showsOutsideAgentSurface() {
   return SURFACE === 'mcp';
+}
+
+export function showsTerminalSurface() {
+  return SURFACE.startsWith('terminal-');
 }
 
 export async function getJson(path) {

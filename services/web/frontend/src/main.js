@@ -1,6 +1,8 @@
 // The page: a question box with the turn's progress, the answer, the live surface, approvals and receipts.
 
-import { getJson, postJson, postEvents, ApiError, showsOutsideAgentSurface } from './api.js';
+import {
+  getJson, postJson, postEvents, ApiError, showsOutsideAgentSurface, showsTerminalSurface,
+} from './api.js';
 import { SurfaceView } from './surface.js';
 import { surfaceState } from './components.js';
 import { titles } from './approval-card.js';
@@ -312,7 +314,7 @@ async function showCatalog() {
 // so it is neither kept in history nor sent anywhere else. The reply may open a passkey enrollment.
 async function signInWithLink() {
   const token = new URLSearchParams(window.location.hash.slice(1)).get('token');
-  window.history.replaceState(null, '', '/');
+  window.history.replaceState(null, '', `/${window.location.search}`);  // (?surface=…: the answer it opens)
   if (!token) return null;
   const signedIn = await postJson('/api/sign-in/link', { token });
   showPasskeysAdded(signedIn.passkeys_added || []);
@@ -395,8 +397,9 @@ async function start() {
     const session = await getJson('/api/session');
     // A sign-in that redirected here (OpenID Connect) hands its passkey notice to this first call, once.
     if (session.passkeys_added) showPasskeysAdded(session.passkeys_added);
-    const outside = showsOutsideAgentSurface() ? ' · showing what your outside agents (MCP) presented' : '';
-    $('who').textContent = `Signed in as ${session.name}${outside}`;
+    const showing = showsOutsideAgentSurface() ? ' · showing what your outside agents (MCP) presented'
+      : showsTerminalSurface() ? ' · showing what you asked at the terminal' : '';
+    $('who').textContent = `Signed in as ${session.name}${showing}`;
     $('who').title = `surface ${session.surface_id}`;  // for support, not for reading
     $('sign-out').hidden = false;
     $('sign-out').addEventListener('click', signOut);
