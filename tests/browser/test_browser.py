@@ -416,7 +416,29 @@ def test_cancel_stops_a_question_that_is_still_running(page):
     expect(page.locator("#refusal")).to_contain_text("You cancelled “What is the total number of orders?”",
                                                      timeout=10_000)
     assert page.locator("#cancel-button").is_hidden() and page.locator("#ask-button").is_enabled()
+    # The person's own choice: said plainly, in neutral colours, not as an error.
+    assert page.locator("#progress-now").text_content() == "Cancelled."
+    assert page.locator("#progress-now").get_attribute("class") == "cancelled"
+    assert page.locator("#refusal").get_attribute("class") == "refusal cancelled"
     screenshot(page, "cancelled")
+
+
+def test_progress_is_said_in_words_and_nothing_is_left_running(page):
+    # Every line the page says while the question runs, as it says it.
+    page.evaluate("""() => { window.said = []; new MutationObserver((records) => records.forEach((record) =>
+        record.addedNodes.forEach((node) => window.said.push(node.textContent)))).observe(
+        document.getElementById('progress-now'), { childList: true }); }""")
+    ask(page, "What is our net revenue by region?")
+    page.wait_for_selector("#ask-button:enabled", timeout=60_000)
+    said = [line for line in page.evaluate("window.said") if line]
+    assert "Running the analysis…" in said and "Drawing the answer…" in said, said
+    assert not [line for line in said if "_" in line], "a tool's name in the words a person reads"
+    assert page.locator("#progress-now").is_hidden()  # nothing left spinning once it ended
+    log = page.locator("#progress-log")
+    assert log.get_attribute("open") is None  # the technical log is there for the curious, closed
+    assert re.fullmatch(r"Technical log \(\d+ steps, \d+\.\d s\)", log.locator("summary").text_content())
+    assert "run_analysis: done" in log.locator("#progress").text_content()
+    assert "run_analysis" not in page.locator("#progress-section").inner_text()
 
 
 def test_an_answer_asked_at_the_terminal_opens_in_the_browser_for_the_operator(browser, running_set, tmp_path,

@@ -13,7 +13,20 @@ import { confirmWithExisting, createPasskey, passkeysSupported } from './passkey
 const $ = (id) => document.getElementById(id);
 const STEP = { TOOL_STEP_STATUS_OK: 'done', TOOL_STEP_STATUS_FAILED: 'failed', TOOL_STEP_STATUS_UNAVAILABLE: 'unavailable',
   TOOL_STEP_STATUS_AWAITING_APPROVAL: 'waiting for approval', TOOL_STEP_STATUS_CANCELLED: 'cancelled' };
+// What each step is doing, in words: the line a person reads while the question runs (the tool names stay in
+// the technical log, for the curious).
+const DOING = { inspect_current_context: 'Reading the conversation so far…',
+  inspect_catalog: 'Looking at what the data holds…', describe_data: 'Looking up the measures and breakdowns…',
+  probe_data: 'Checking the values you named…', run_analysis: 'Running the analysis…',
+  present_ui: 'Drawing the answer…' };
 const shownApprovals = new Set();
+
+// The one line that says, in words, what the question is doing now (empty: hidden, nothing left spinning).
+function say(text, className = '') {
+  $('progress-now').textContent = text;
+  $('progress-now').className = className;
+  $('progress-now').hidden = !text;
+}
 
 function item(list, text, className = '') {
   const li = document.createElement('li');
@@ -121,7 +134,7 @@ const answerPanel = {
     $('surface').classList.remove('stale');
     $('surface').hidden = Boolean($('surface').querySelector('a2ui-surface'));
     const box = $('refusal');
-    box.className = answered ? 'refusal answered' : 'refusal';
+    box.className = answered ? 'refusal answered' : cancelled ? 'refusal cancelled' : 'refusal';
     box.replaceChildren();
     const title = document.createElement('strong');
     title.textContent = cancelled ? `You cancelled “${question}”.` : answered ? `“${question}”`
@@ -181,7 +194,10 @@ class TurnProgress {
     this.done = null;
     this.degraded = [];
     this.running = new Map();  // call id → its progress item
+    this.began = performance.now();
     $('progress').replaceChildren();
+    $('progress-log').open = false;
+    $('progress-log').querySelector('summary').textContent = 'Technical log';
     $('answer').textContent = '';
     $('answer').setAttribute('aria-live', 'off');  // not re-read on every streamed piece
     $('degraded').hidden = true;
@@ -192,7 +208,8 @@ class TurnProgress {
     if (e.started) {
       this.started = true;
       runningTurn = e.turn_id || '';
-      item($('progress'), 'Thinking…');
+      say('Working on your question…');
+      item($('progress'), `turn ${e.turn_id || ''} started`);
     }
     if (e.surface_committed) this.committed = true;
     if (e.tool_step) this.step(e.tool_step);
@@ -200,13 +217,17 @@ class TurnProgress {
       this.degraded.push(`${e.degraded.tool} (${e.degraded.message})`);
       this.sayUnavailable(`Some tools were unavailable: ${this.degraded.join('; ')}.`);
     }
-    if (e.error) item($('progress'), `Problem: ${e.error.message || e.error.reason}`, 'failed');
+    if (e.error) {
+      say(`Problem: ${e.error.message || e.error.reason}`, 'failed');
+      item($('progress'), `${e.error.reason}: ${e.error.message}`, 'failed');
+    }
     if (e.answer_delta) $('answer').textContent += e.answer_delta.text;
     if (e.done) this.end(e.done);
   }
 
   step(step) {
     if (step.phase === 'TOOL_STEP_PHASE_STARTED') {
+      say(DOING[step.tool] || `Using ${step.tool}…`);
       this.running.set(step.call_id, item($('progress'), `${step.tool}…`));
       return;
     }
@@ -214,12 +235,19 @@ class TurnProgress {
     const status = STEP[step.status] || 'done';
     li.textContent = `${step.tool}: ${status}${step.summary ? ` — ${step.summary}` : ''}`;
     li.className = status.replace(/ /g, '-');
-    if (step.approval_id) showApproval(step.approval_id);
+    if (step.approval_id) {
+      say('Waiting for your approval, below.');
+      showApproval(step.approval_id);
+    }
   }
 
   end(done) {
     this.finished = true;
     this.done = done;
+    say('');  // nothing left spinning: the answer says how it ended
+    const seconds = ((performance.now() - this.began) / 1000).toFixed(1);
+    $('progress-log').querySelector('summary').textContent =
+      `Technical log (${$('progress').children.length} steps, ${seconds} s)`;
     this.committed = this.committed || (done.revision_ids || []).length > 0;
     $('answer').setAttribute('aria-live', 'polite');  // announced once, complete
     $('answer').textContent = done.answer || $('answer').textContent;
@@ -233,18 +261,19 @@ class TurnProgress {
 
   // The stream failed or was stopped: say which, and what stays.
   stopped(error, cancelled) {
-    if (cancelled) {
+    if (cancelled) {  // the person's own choice: said plainly, not as an error
       this.done = { outcome: 'TURN_OUTCOME_CANCELLED', answer: 'The question was stopped. Anything it already '
         + 'showed stays on the surface.' };
-      item($('progress'), 'Cancelled.', 'failed');
+      say('Cancelled.', 'cancelled');
+      item($('progress'), 'cancelled by the person');
     } else if (this.started && !this.finished) {
       // The turn lived on that connection and stopped with it (see WebApi.ask in api.py); what it
       // already showed stays on the surface, whose stream resumes on its own, on any web replica.
-      item($('progress'), 'The connection to this question was lost, so it stopped. Anything it already '
-        + 'showed stays on the surface; ask again to finish it.', 'failed');
+      say('The connection to this question was lost, so it stopped. Anything it already showed stays on the '
+        + 'surface; ask again to finish it.', 'failed');
     } else {
       const reason = error instanceof ApiError ? `${error.reason}: ${error.message}` : error.message;
-      item($('progress'), `The question was not sent (${reason}).`, 'failed');
+      say(`The question was not sent (${reason}).`, 'failed');
     }
   }
 }
@@ -420,7 +449,7 @@ async function start() {
       // From the stream (also replayed on every load): shown, but it does not take the focus.
       if (kind === 'approval_requested') showApproval(event.approval_id, false);
       if (kind === 'effect_receipt') showReceipt(event.receipt);
-      if (kind === 'rejected') item($('progress'), 'A display was refused; the last good one stays.', 'failed');
+      if (kind === 'rejected') say('A display was refused; the last good one stays.', 'failed');
     },
     onRendered() {
       answerPanel.rendered();
