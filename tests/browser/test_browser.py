@@ -95,7 +95,12 @@ def test_a_mutating_button_needs_the_person_reject_changes_nothing_approve_chang
     ask(page, "Flag order 1212 for review")
     page.click("tessera-action-button button")
     card = _card(page, "orders.flag_for_review")
-    assert "orders.flag_for_review" in shown(card) and "mutate" in shown(card)
+    # In words: what it risks; the internal names (the action's id, record versions) only behind Details.
+    assert card.locator("p.what").inner_text().split() == ["Approve", "this?", "Changes", "data"]
+    assert card.locator("details.technical").get_attribute("open") is None
+    assert "orders.flag_for_review" in card.locator("details.technical").text_content()
+    assert [h.inner_text() for h in card.locator("thead th").all()] == ["record", "change"]
+    assert card.locator("p.chip.tainted").count() == 0  # it read no outside text (only, at most, values of ours)
     _reject_has_focus(page, card)  # the safe choice is focused first
     # In words: what approving does, and the change with its record and field named.
     assert card.locator("h3").inner_text() == "Flag order 1212 for review"
@@ -132,8 +137,8 @@ def test_a_run_that_read_injected_text_shows_the_flag_with_its_source(page):
     ask(page, "Open a ticket about the delivery address")
     card = _card(page, "tickets.create_ticket")
     text = shown(card)
-    assert "tickets.create_ticket" in text and "tainted" in text
-    assert "flagged" in text and "tickets.get_ticket" in text and "ticket_id 4815, line 4" in text
+    assert "Before asking, this run read text it did not write" in card.locator("p.chip.tainted").inner_text()
+    assert "looks like instructions" in text and "tickets.get_ticket" in text and "ticket_id 4815, line 4" in text
     screenshot(page, "flagged-approval")
     card.locator("button.reject").click()  # leave nothing half-open for other tests
     card.locator(".receipt").wait_for(timeout=15_000)
@@ -259,10 +264,10 @@ def test_a_card_decided_elsewhere_says_how_it_ended(page, running_set, credentia
     broker = Broker(running_set.handles["capabilities"].address, credentials)
     person = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), "local-user", "local")
     try:
-        shown = broker("cli", "GetApproval", cap.GetApprovalRequest(actor=person, approval_id=approval_id)).card
+        seen = broker("cli", "GetApproval", cap.GetApprovalRequest(actor=person, approval_id=approval_id)).card
         broker("cli", "Decide", cap.DecideRequest(  # signed with the CLI's key, as `tessera approvals approve`
             actor=person, approval_id=approval_id, decision=cap.DECISION_APPROVE,
-            arguments_sha256=shown.arguments_sha256, decision_id="cli-elsewhere"))
+            arguments_sha256=seen.arguments_sha256, decision_id="cli-elsewhere"))
     finally:
         broker.close()
     assert review_status(warehouse_url, 1215) == ("flagged", 2), card.locator(".receipt").all_inner_texts()
@@ -271,6 +276,12 @@ def test_a_card_decided_elsewhere_says_how_it_ended(page, running_set, credentia
     receipt = card.locator(".receipt").inner_text()
     assert "succeeded" in receipt and "already approved by local-user" in receipt
     assert review_status(warehouse_url, 1215) == ("flagged", 2)  # the later Reject changed nothing
+    page.reload()  # after a reload the decided card is with the decided ones, saying who decided it
+    page.wait_for_selector("body[data-ready=true]", timeout=15_000)
+    reloaded = page.locator(f"#decided tessera-approval-card[approval-id='{approval_id}']")
+    reloaded.locator(".receipt").wait_for(timeout=15_000)
+    assert "Decided by local-user" in shown(reloaded) and "succeeded" in reloaded.locator(".receipt").inner_text()
+    assert page.locator(f"#approvals tessera-approval-card[approval-id='{approval_id}']").count() == 0
 
 
 def _unfiltered_total_under_a_heading(running_set, credentials, cert_dir, session_id: str, heading: str):

@@ -1,5 +1,6 @@
-// The approval card (§8): namespaced id and risk badge, the exact arguments (a before/after diff for
-// data changes), taint and flag chips with each snippet and its source, the run's last three reads,
+// The approval card (§8), in plain words: what approving does and what it risks ("Changes data"), each change
+// (a before/after diff), a warning when the run read outside text, flags with each snippet and its source,
+// the run's last three reads, the internal names behind Details,
 // a reason field, a countdown to expiry, and Reject focused by default. A click is one decision: it gets one
 // decision id, kept on every retry while the broker is unreachable, so a decision that went through unseen is
 // answered with its outcome; if someone (another tab, the CLI) decided first, the card says how it ended.
@@ -12,6 +13,32 @@ import { passkeysSupported, signDecision } from './passkeys.js';
 
 // What each intent does, in words, from the cards loaded so far (receipts on the stream carry only ids).
 export const titles = new Map();
+
+// What approving risks, in words (the policy's risk class, never its internal name).
+const RISK_WORDS = { mutate: 'Changes data', read: 'Only reads data' };
+// Reads the agent recorded itself: values from the organisation's own data (probe_data), not outside text.
+const OWN_DATA = 'probe_data';
+const SHOWN_READS = 3;  // the broker hands the card a run's newest reads, at most this many
+
+// Whether the run read text from outside (a tool server's answer) before asking: when every read is on the card
+// and each is a value from the person's own data, it did not; otherwise it may have, and the card says so.
+function readOutsideText(card) {
+  const reads = card.recent_reads || [];
+  if (!card.tainted) return false;
+  return reads.length >= SHOWN_READS || reads.some((r) => r.source !== OWN_DATA);
+}
+
+function readWords(read) {
+  return read.source === OWN_DATA ? 'a value from your data' : `text from ${read.source}`;
+}
+
+// "Decided by local-user, signed with their passkey": who decided, and how the decision was signed.
+function decidedWords(card) {
+  if (!card.decided_by) return '';
+  const how = card.signed_with?.startsWith('operator-key') ? "the operator's key"
+    : card.signed_with ? 'their passkey' : '';
+  return `Decided by ${card.decided_by}${how ? `, signed with ${how}` : ''}.`;
+}
 
 // A before/after value as a person reads it: text without JSON quotes, null as "(empty)".
 function plain(json) {
@@ -34,7 +61,9 @@ export class ApprovalCard extends LitElement {
     .mutate { color: #8a1c1c; } .read { color: #1b6b3a; }
     .chip { display: inline-block; margin: 0.2rem 0.3rem 0.2rem 0; padding: 0.15rem 0.55rem; border-radius: 999px;
       background: #fdf6e7; border: 1px solid #8a5a00; color: #5c3c00; font-size: 0.85rem; }
-    .chip.tainted { background: #eef0f3; border-color: #5b6470; color: #1d232b; }
+    .chip.tainted { display: block; border-radius: 6px; background: #eef0f3; border-color: #5b6470;
+      color: #1d232b; }
+    .technical { margin-top: 0.5rem; font-size: 0.85rem; color: #3d4550; } dd { margin: 0 0 0.25rem 1rem; }
     table { border-collapse: collapse; margin: 0.5rem 0; } th, td { padding: 0.25rem 0.5rem; text-align: left;
       border-bottom: 1px solid #dde1e6; }
     del { color: #8a1c1c; } ins { color: #1b6b3a; text-decoration: none; font-weight: 600; }
@@ -60,8 +89,12 @@ export class ApprovalCard extends LitElement {
   async load() {
     try {
       this._card = await getJson(`/api/approvals/${encodeURIComponent(this.approvalId)}`);
-      const { intent_id: intentId, title } = this._card.summary || {};
+      const { intent_id: intentId, title, status } = this._card.summary || {};
       if (intentId && title) titles.set(intentId, title);
+      if (status && status !== 'INTENT_STATUS_AWAITING_APPROVAL' && !this._outcome) {
+        // Decided before this page showed it (a reload, another tab): it belongs with the decided ones.
+        this.dispatchEvent(new CustomEvent('found-decided', { bubbles: true, composed: true }));
+      }
       this.tick();
       await this.updateComplete;
       if (this.hasAttribute('focus-on-open')) this.focusDefault();
@@ -157,29 +190,39 @@ export class ApprovalCard extends LitElement {
     const card = this._card;
     if (!card) return html`<p role="status">Loading the approval…</p>`;
     const risk = (card.summary.risk || '').replace('TOOL_RISK_', '').toLowerCase();
+    const reads = card.recent_reads || [];
     const args = JSON.parse(card.arguments_json || '{}');
     const minutes = Math.floor((this._left ?? 0) / 60);
     const seconds = String((this._left ?? 0) % 60).padStart(2, '0');
     const decided = this._outcome || !['INTENT_STATUS_AWAITING_APPROVAL', undefined].includes(card.summary.status);
     return html`
       <h3 id="title">${card.summary.title || card.summary.tool_id}</h3>
-      <p class="what">${decided ? 'Decided:' : 'Approve this?'} <code>${card.summary.tool_id}</code><span class="badge ${risk}">${risk}</span>
-        ${card.dry_run ? html`<span class="badge">dry run</span>` : nothing}</p>
-      ${card.tainted ? html`<span class="chip tainted">tainted: this run read external text</span>` : nothing}
-      ${(card.matches || []).map((m) => html`<span class="chip flag" title=${m.snippet}>flagged ${m.rule}:
-        “${m.snippet}” — ${m.source}, ${m.ref}</span>`)}
+      <p class="what">${decided ? 'Decided' : 'Approve this?'} <span class="badge ${risk}">${RISK_WORDS[risk] || risk}</span>
+        ${card.dry_run ? html`<span class="badge">a trial run: nothing is changed</span>` : nothing}</p>
+      ${readOutsideText(card) ? html`<p class="chip tainted">Before asking, this run read text it did not write
+        (listed below). Make sure this request is what you wanted, not something that text asked for.</p>` : nothing}
+      ${(card.matches || []).map((m) => html`<span class="chip flag" title=${m.snippet}>looks like instructions
+        (${m.rule}): “${m.snippet}” — ${m.source}, ${m.ref}</span>`)}
       ${card.changes?.length ? html`<table><caption>Changes</caption><thead><tr><th scope="col">record</th>
-        <th scope="col">change</th><th scope="col">record version</th></tr></thead>
+        <th scope="col">change</th></tr></thead>
         <tbody>${card.changes.map((c) => html`<tr data-entry=${c.entry_id}><td>${c.record || c.entry_id}</td>
           <td>${c.field ? `${c.field}: ` : ''}<del>${plain(c.before_json)}</del> → <ins>${plain(c.after_json)}</ins></td>
-          <td>${c.record_version}</td></tr>`)}</tbody></table>`
-        : html`<p>Arguments:</p><pre>${JSON.stringify(args.arguments ?? args, null, 2)}</pre>`}
-      ${card.recent_reads?.length ? html`<details><summary>${card.recent_reads.length === 1 ? "The last read" : `The last ${card.recent_reads.length} reads`} of this run</summary>
-        <ul class="reads">${card.recent_reads.map((r) => html`<li><strong>${r.source}</strong> (${r.ref}):
+          </tr>`)}</tbody></table>`
+        : html`<p>With:</p><pre>${JSON.stringify(args.arguments ?? args, null, 2)}</pre>`}
+      ${reads.length ? html`<details><summary>What this run read before asking (${reads.length === 1 ? 'the last read'
+        : `the last ${reads.length}`})</summary>
+        <ul class="reads">${reads.map((r) => html`<li><strong>${readWords(r)}</strong> (${r.ref}):
           <q>${(r.text || '').slice(0, 200)}</q></li>`)}</ul></details>` : nothing}
+      <details class="technical"><summary>Details</summary><dl>
+        <dt>Action</dt><dd><code>${card.summary.tool_id}</code></dd>
+        ${card.changes?.length ? html`<dt>Checked against</dt><dd>${card.changes.map((c) => html`<span>
+          ${c.record || c.entry_id}: version ${c.record_version} (if it changed since, nothing is done) </span>`)}</dd>`
+          : nothing}
+        <dt>Arguments fingerprint (SHA-256)</dt><dd><code>${card.arguments_sha256}</code></dd></dl></details>
       ${decided ? html`<p role="status" class="receipt" tabindex="-1">Receipt: ${statusInWords(this._outcome?.status || card.summary.status)}${
         reasonInWords(this._outcome?.reason) ? ` (${reasonInWords(this._outcome.reason)})` : ''}${
-        this._note ? ` — ${this._note}` : ''}</p>` : html`
+        this._note ? ` — ${this._note}` : ''}</p>
+        ${!this._outcome && decidedWords(card) ? html`<p class="note">${decidedWords(card)}</p>` : nothing}` : html`
         <label>Reason (kept in the audit trail)<textarea maxlength="2000"></textarea></label>
         <div class="actions">
           <button class="reject" ?disabled=${this._busy || this._left === 0} @click=${() => this.decide(false)}>

@@ -72,14 +72,16 @@ function showReceipt(receipt) {
 
 // A decided card leaves the waiting list (it stays readable under Decided), and the answer says what
 // happened, in the card's words.
+function moveToDecided(card) {
+  if (card?.parentElement !== $('approvals')) return;
+  $('decided').prepend(card);
+  $('decided-section').hidden = false;
+  $('approvals-section').hidden = !$('approvals').children.length;
+}
+
 function decided(event) {
   const receipt = event.detail || {};
-  const card = event.target.closest?.('tessera-approval-card') || event.target;
-  if (card?.parentElement === $('approvals')) {
-    $('decided').prepend(card);
-    $('decided-section').hidden = false;
-    $('approvals-section').hidden = !$('approvals').children.length;
-  }
+  moveToDecided(event.target.closest?.('tessera-approval-card') || event.target);
   const status = statusInWords(receipt.status);
   const what = receipt.title || titles.get(receipt.intent_id) || receipt.action_id || 'the request';
   const words = { rejected: `You rejected “${what}”; nothing was changed.`,
@@ -475,6 +477,7 @@ async function start() {
   });
   view.connect();
   document.addEventListener('decided', decided);
+  document.addEventListener('found-decided', (event) => moveToDecided(event.target));
   $('ask').addEventListener('submit', ask);
   $('cancel-button').addEventListener('click', cancelTurn);
   refreshApprovals();
