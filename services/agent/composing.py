@@ -57,17 +57,20 @@ def subject(reading: Reading, drafted: Drafted) -> str:
     return text + qualifiers(reading, drafted)
 
 
-def compose(question: str, view: dict, reading: Reading, drafted: Drafted, rows: int) -> dict:
+def compose(question: str, view: dict, reading: Reading, drafted: Drafted, rows: int, empty_note: str = "") -> dict:
+    """The surface answering `question`: its sentence, then its figures or a chart and a table. With no rows,
+    the sentence alone says so (and `empty_note`, why): no blank chart, no empty table."""
     ids = {c["name"]: c["id"] for c in view["components"]}
     resource = view["resources"][-1]
     binding = {"ref": resource["id"], "offer": resource["offer"]}
     blocks = [{"id": "title", "component": ids["Heading"], "data": {"text": question[:120]}}]
-    sentence = _sentence(ids, binding, rows, reading, drafted)
+    sentence = _sentence(ids, binding, rows, reading, drafted, empty_note)
     if sentence is not None:
         blocks.append(sentence)
-    if not drafted.dimensions or drafted.dimensions == ["s"]:
+    shows_rows = rows > 0 or not drafted.dimensions  # (none to show: the sentence says so, nothing blank)
+    if shows_rows and (not drafted.dimensions or drafted.dimensions == ["s"]):
         blocks += _figures(ids, binding, reading, drafted)
-    else:
+    elif shows_rows:
         blocks.append({"id": "chart", "component": ids["Chart"], "data": _chart(binding, reading, drafted)})
         columns = [*drafted.dimensions, *[m["id"] for m in drafted.draft["measures"]],
                    *[c["id"] for c in drafted.draft.get("calculations", [])]]
@@ -149,11 +152,13 @@ def _chart(binding: dict, reading: Reading, drafted: Drafted) -> dict:
     return chart
 
 
-def _sentence(ids: dict, binding: dict, rows: int, reading: Reading, drafted: Drafted) -> dict | None:
+def _sentence(ids: dict, binding: dict, rows: int, reading: Reading, drafted: Drafted,
+              empty_note: str = "") -> dict | None:
     """The answer in words, each figure bound to its cell."""
     where = qualifiers(reading, drafted)
     if rows == 0:
-        return {"id": "answer-text", "component": ids["Text"], "data": {"text": f"No rows matched{where}."}}
+        return {"id": "answer-text", "component": ids["Text"], "data": {
+            "text": f"No rows matched{where}.{empty_note}"[:600]}}
     if "FigureText" not in ids:
         return None
 

@@ -14,11 +14,12 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from services.agent import drafting, suggestions
 from services.agent.composing import compose, compose_flag_button, compose_listing, subject
 from services.agent.drafting import CannotPlan, Drafted
+from services.agent.time_words import TimeSpan
 from services.agent.understanding import (
     LISTING_WORDS,
     Reading,
@@ -45,6 +46,14 @@ _SEARCH_TICKETS = re.compile(r"\b(?:search (?:the )?(?:support )?tickets for|tic
 _OPEN_TICKET = re.compile(r"(?:please )?(?:open|create|file) a (?:support )?ticket(?: about| for|:)\s*(.+?)[.!]*$")
 _FLAG_ORDER = re.compile(r"\bflag order #?(\d{1,12})\b")
 _READ_TICKET = re.compile(r"\b(?:what does ticket #?(\d{1,12}) say|read ticket #?(\d{1,12}))\b")
+
+
+@dataclass(frozen=True)
+class Empty:
+    """Why an answer has no rows, in words (`note`, a sentence to add), and questions that have some."""
+
+    note: str
+    instead: list[str]
 
 
 @dataclass
@@ -105,7 +114,7 @@ class EmbeddedPlanner:
         if refusal is not None:
             refusal.suggestions = refusal.suggestions or await self._general_suggestions(call)
             return refusal
-        return await self._answer(question, reading, entities, call)
+        return await self._answer(question, reading, entities, matches, call)
 
     # --- understand --------------------------------------------------------------------------------------
 
@@ -207,7 +216,8 @@ class EmbeddedPlanner:
 
     # --- plan and compose --------------------------------------------------------------------------------
 
-    async def _answer(self, question: str, reading: Reading, entities: list[dict], call: CallTool) -> Plan:
+    async def _answer(self, question: str, reading: Reading, entities: list[dict], matches: list[dict],
+                      call: CallTool) -> Plan:
         if reading.grain or reading.time or reading.compare:
             entities = await self._dated(question, reading, entities, call)
         try:
@@ -222,11 +232,15 @@ class EmbeddedPlanner:
         if not frozen.ok:
             return _display_failed(frozen)
         rows = analysis.content["resource"]["rows"]
-        proposal = compose(question, frozen.content["slice"], reading, drafted, rows)
+        empty = await self._why_empty(reading, entities, matches, call) if rows == 0 else None
+        proposal = compose(question, frozen.content["slice"], reading, drafted, rows, empty.note if empty else "")
         # It composes only from what the slice offers, so a refusal is not something it could repair.
         outcome = await call("present_ui", {"proposal": proposal})
         if not outcome.ok or not outcome.content.get("revision"):
             return Plan("I prepared the analysis but the display was refused; nothing was shown.", False)
+        if empty is not None:  # said in words, with what can be asked instead: no blank chart, no empty table
+            return Plan(f"Nothing matched: there are no rows for {lower_first(subject(reading, drafted))}."
+                        f"{empty.note}", True, empty.instead)
         truncated = ", truncated" if analysis.content["resource"]["truncated"] else ""
         shape = "a headline figure" if not drafted.dimensions or drafted.dimensions == ["s"] else \
             f"a chart and a table ({rows} rows{truncated})"
@@ -234,6 +248,24 @@ class EmbeddedPlanner:
         kept = " The period is your earlier question's: name another to change it." if reading.period_kept else ""
         return Plan(f"Here is {lower_first(subject(reading, drafted))}{through}: {shape}, with where the numbers came "
                     f"from.{kept}{_assumed(reading)}", True)
+
+    async def _why_empty(self, reading: Reading, entities: list[dict], matches: list[dict],
+                         call: CallTool) -> Empty:
+        """An answer with no rows: when a period was asked for, the span the data holds (a time-bounds probe)
+        and the same question for its latest year; else the nearest questions that have rows to show."""
+        when = time_field(entities, reading.measures[0]["entity_id"]) if reading.time is not None else None
+        bounds = await call("probe_data", {"kind": "time-bounds", "field_id": when["id"]}) if when else None
+        earliest, latest = (bounds.content.get("earliest"), bounds.content.get("latest")) if bounds and bounds.ok \
+            else (None, None)
+        nearest = suggestions.closest(reading, entities)
+        if not (earliest and latest):
+            return Empty("", nearest)
+        first, last = dt.date.fromisoformat(earliest[:10]), dt.date.fromisoformat(latest[:10])
+        note = (f" In the data, {lower_first(when['label'])} runs from {first:%B %Y} to {last:%B %Y} only.")
+        latest_year = TimeSpan("between", f"in {last.year}", dt.date(last.year, 1, 1), dt.date(last.year + 1, 1, 1))
+        same_then = suggestions.exact_reading(replace(reading, time=latest_year, compare=None, compare_grain=None),
+                                              entities, matches)
+        return Empty(note, list(dict.fromkeys([q for q in (same_then, *nearest) if q])))
 
     async def _analyze(self, drafted: Drafted, entities: list[dict], call: CallTool) -> tuple[ToolResult, str]:
         """Run the draft; when a field is reached two ways, take the shortest and say which it was (a split

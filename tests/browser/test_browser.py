@@ -383,6 +383,25 @@ def test_the_empty_page_offers_questions_and_what_the_data_holds(page):
     page.wait_for_selector("tessera-figure-text [data-figure]", timeout=30_000)
 
 
+def test_an_answer_with_nothing_to_show_says_why_and_offers_a_question_that_has_something(page, warehouse_url):
+    engine = sa.create_engine(warehouse_url)
+    with engine.connect() as connection:
+        first, last = (dt.date.fromisoformat(str(v)[:10]) for v in connection.execute(sa.text(
+            "SELECT min(ordered_at), max(ordered_at) FROM orders")).one())
+    engine.dispose()
+    ask(page, "Net revenue by month in 2019")
+    expect(page.locator("#answer-state")).to_have_text("Answer to “Net revenue by month in 2019”", timeout=30_000)
+    expect(page.locator("tessera-text")).to_contain_text(
+        f"order time runs from {first:%B %Y} to {last:%B %Y} only", timeout=30_000)
+    assert page.locator("#surface tessera-chart, #surface tessera-data-table").count() == 0  # nothing blank
+    offered = page.locator("#refusal.offers .suggestions button").first
+    assert offered.inner_text() == f"Net revenue by month in {last.year}"
+    screenshot(page, "empty-result")
+    offered.click()
+    page.wait_for_selector("#surface tessera-chart svg", timeout=30_000)
+    assert page.locator("#refusal").is_hidden()
+
+
 def test_a_refusal_takes_the_answer_panel_and_the_old_answer_is_not_passed_off_as_it(page):
     ask(page, "What is the total number of orders?")
     page.wait_for_selector("tessera-metric .value", timeout=30_000)

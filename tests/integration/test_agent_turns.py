@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import calendar
 import json
 from collections import defaultdict
 from decimal import Decimal
@@ -209,3 +210,28 @@ def test_a_named_order_gets_a_flag_button_that_needs_approval(running_set, crede
         status = press(host, person, session, revision.revision_id, button["id"], 1042)
     assert status == 2  # INTENT_STATUS_AWAITING_APPROVAL: pressing never changes data
     assert review_status(warehouse_url, 1042) == "none"
+
+
+def test_an_answer_with_no_rows_says_why_and_offers_the_same_question_for_a_year_that_has_some(
+        running_set, credentials, person, warehouse_url):
+    session, events = ask(running_set, credentials, person, "Net revenue by month in 2019")
+    done = events[-1].done
+    assert done.outcome == agent_pb2.TURN_OUTCOME_ANSWERED and len(done.revision_ids) == 1
+    engine = sa.create_engine(warehouse_url)
+    with engine.connect() as connection:
+        first, last = (str(v)[:7] for v in connection.execute(sa.text(
+            "SELECT min(ordered_at), max(ordered_at) FROM orders")).one())
+    engine.dispose()
+    span = [f"{calendar.month_name[int(m[5:])]} {m[:4]}" for m in (first, last)]
+    assert done.answer.startswith("Nothing matched: there are no rows for net revenue by order time (month) in 2019.")
+    assert f"runs from {span[0]} to {span[1]} only." in done.answer, done.answer
+    assert done.suggested_questions[0] == f"Net revenue by month in {last[:4]}"
+    with sync_channel(running_set.handles["host"].address, credentials("cli"), "host") as host:
+        revision = invoke(host, "host", "GetRevision", host_pb2.GetRevisionRequest(
+            actor=person, session_id=session.session_id, revision_id=done.revision_ids[0])).revision
+    blocks = {b["id"]: b for b in json.loads(revision.document_json)["blocks"]}
+    assert "chart" not in blocks and "table" not in blocks  # nothing drawn blank
+    assert f"runs from {span[0]} to {span[1]} only." in blocks["answer-text"]["data"]["text"]
+    _, offered = ask(running_set, credentials, person, done.suggested_questions[0])  # and it has an answer
+    assert offered[-1].done.outcome == agent_pb2.TURN_OUTCOME_ANSWERED and "Nothing matched" not in \
+        offered[-1].done.answer

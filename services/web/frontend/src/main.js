@@ -122,11 +122,20 @@ const answerPanel = {
     $('surface').classList.remove('stale');
     $('answer-state').textContent = `Answer to “${this.pending}”`;
   },
+  // Questions that can be answered, beside an answer that had nothing to show: one click asks one.
+  offer(questions) {
+    if (!questions.length) return;
+    const box = $('refusal');
+    box.className = 'refusal offers';
+    box.replaceChildren(...youCouldAsk(questions));
+    box.hidden = false;
+  },
   finished(question, done, committed) {
     this.pending = '';
     if (committed) {
       $('surface').classList.remove('stale');
       $('answer-state').textContent = `Answer to “${question}”`;
+      this.offer(done?.suggested_questions || []);  // (an answer with nothing to show says what has)
       return;
     }
     const cancelled = done?.outcome === 'TURN_OUTCOME_CANCELLED';
@@ -146,15 +155,7 @@ const answerPanel = {
     text.textContent = done?.answer || (cancelled ? 'Nothing more was done.' : 'The question stopped before an answer.');
     box.append(title, text);
     const offered = done?.suggested_questions || [];
-    if (offered.length) {  // questions it can answer, nearest first: one click asks one
-      const lead = document.createElement('p');
-      lead.textContent = 'You could ask:';
-      const list = document.createElement('ul');
-      list.className = 'suggestions';
-      list.setAttribute('aria-label', 'Questions I can answer');
-      list.append(...askButtons(offered));
-      box.append(lead, list);
-    }
+    if (offered.length) box.append(...youCouldAsk(offered));  // nearest first: one click asks one
     if ($('surface').hidden) {
       const again = document.createElement('button');
       again.type = 'button';
@@ -302,6 +303,17 @@ async function ask(event) {
     answerPanel.finished(question, progress.done, progress.committed);
     refreshApprovals();
   }
+}
+
+// "You could ask:" and the questions, each a button that asks it.
+function youCouldAsk(questions) {
+  const lead = document.createElement('p');
+  lead.textContent = 'You could ask:';
+  const list = document.createElement('ul');
+  list.className = 'suggestions';
+  list.setAttribute('aria-label', 'Questions I can answer');
+  list.append(...askButtons(questions));
+  return [lead, list];
 }
 
 // One list item per question: a button that asks it.
