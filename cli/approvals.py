@@ -27,6 +27,7 @@ from rich.console import Console
 
 from cli.launcher import cli_credentials
 from cli.output import human_time, iso_time, paged, print_json, table
+from cli.persons import OPERATOR
 from shared.actors import assert_actor
 from shared.certs import load_signing_key, signing_key_path
 from shared.channels import sync_channel
@@ -37,7 +38,6 @@ from shared.printable import printable
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.common.v1 import common_pb2
 
-OPERATOR = ("operator", "local", "Operator")
 # A broker restarting under a decision is back within seconds: six attempts over about 15 s of waiting.
 RETRY_DELAYS = (0.5, 1.0, 2.0, 4.0, 8.0)
 RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
@@ -227,20 +227,16 @@ def _decide(desk: ApprovalDesk, args) -> int:
 def _listing(approvals: list[dict], everything: bool) -> str:
     if not approvals:
         return "no approvals" if everything else "no approvals are waiting"
-    return table([[a["approval_id"], a["title"] or a["action"], a["status"], human_time(_instant(a["requested_at"])),
-                   human_time(_instant(a["expires_at"]))] for a in approvals],
+    return table([[a["approval_id"], a["title"] or a["action"], a["status"], human_time(a["requested_at"]),
+                   human_time(a["expires_at"])] for a in approvals],
                  ["approval", "what approving does", "status", "requested (UTC)", "expires (UTC)"])
-
-
-def _instant(iso: str) -> dt.datetime:
-    return dt.datetime.fromisoformat(iso)
 
 
 def card_text(card: dict) -> str:
     """The approval card at the terminal, from the same record `approvals show --json` prints."""
     lines = [card["title"] or card["action"],
              f"{card['action']}  [{card['risk']}]  {card['status']}{'  (dry run)' if card['dry_run'] else ''}",
-             f"expires {human_time(_instant(card['expires_at']))} UTC; arguments sha256 {card['arguments_sha256']}"]
+             f"expires {human_time(card['expires_at'])} UTC; arguments sha256 {card['arguments_sha256']}"]
     if card["changes"]:  # each change in words, as the browser card shows it
         lines.append(table([[c["entry"], c["record"], f"{c['field']}: {c['before']} → {c['after']}",
                              c["record_version"]] for c in card["changes"]], ["entry", "record", "change", "version"]))

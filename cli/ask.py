@@ -43,7 +43,7 @@ class Asked:
 
     done: agent_pb2.TurnDone
     approvals: tuple[str, ...] = ()
-    surface: str = ""  # the session's name for web (`?surface=`), where `--open` shows it
+    web_surface: str = ""  # the session's name at web (its `?surface=`), where `--open` shows it
 
     @property
     def exit_status(self) -> int:
@@ -95,11 +95,11 @@ def _ask(host, agent, person, question: str, web_url: str, conversation: Path | 
         print(line, file=sys.stderr if as_json else sys.stdout, flush=True)
 
     with _calling("host"):
-        session, surface = _session(host, person, conversation if follow_up else None)
+        session, web_surface = _session(host, person, conversation if follow_up else None)
     if conversation is not None:
         conversation.parent.mkdir(parents=True, exist_ok=True)
         conversation.write_text(json.dumps({"session_id": session.session_id, "surface_id": session.surface_id,
-                                            "surface": surface}) + "\n")
+                                            "web_surface": web_surface}) + "\n")
     say(f"? {question}")
     say(f"  session {session.session_id}, surface {session.surface_id}")
     done, approvals = _turn(agent, person, session.session_id, question, say)
@@ -121,7 +121,7 @@ def _ask(host, agent, person, question: str, web_url: str, conversation: Path | 
     if document is not None:  # the last revision is what the surface shows now
         answer = read_answer(host, person, session.session_id, session.surface_id, done.revision_ids[-1],
                              document, rows)
-    asked = Asked(done, tuple(approvals), surface)
+    asked = Asked(done, tuple(approvals), web_surface)
     if as_json:
         print(json.dumps(_record(question, session, asked, answer), indent=2))
         return asked
@@ -182,7 +182,7 @@ def _session(host, person, conversation: Path | None) -> tuple[host_pb2.OpenSess
     if conversation is not None and conversation.exists():
         recorded = json.loads(conversation.read_text())
         return host_pb2.OpenSessionResponse(session_id=recorded["session_id"], surface_id=recorded["surface_id"]), \
-            recorded.get("surface", "")
-    surface = f"terminal-{secrets.token_hex(6)}"
-    return invoke(host, "host", "OpenSession", host_pb2.OpenSessionRequest(actor=person, request_id=surface),
-                  timeout=CALL_SECONDS), surface
+            recorded.get("web_surface", "")
+    web_surface = f"terminal-{secrets.token_hex(6)}"
+    return invoke(host, "host", "OpenSession", host_pb2.OpenSessionRequest(actor=person, request_id=web_surface),
+                  timeout=CALL_SECONDS), web_surface

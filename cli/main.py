@@ -387,27 +387,26 @@ def cmd_ask(args: argparse.Namespace) -> int:
                     conversation=var_dir() / "run" / "conversation.json", follow_up=args.follow_up,
                     as_json=args.json, rows=args.rows)
         if args.open and asked.done.revision_ids:
-            _open_in_browser(addresses, Path(recorded["cert_dir"]), asked.surface, args.json)
+            _open_in_browser(addresses, Path(recorded["cert_dir"]), asked.web_surface, args.json)
     except grpc.RpcError as exc:
         return _refused(exc)
     return asked.exit_status
 
 
-def _open_in_browser(addresses: dict[str, str], cert_dir: Path, surface: str, as_json: bool) -> None:
+def _open_in_browser(addresses: dict[str, str], cert_dir: Path, web_surface: str, as_json: bool) -> None:
     """The answer `tessera ask` gave, in the browser, for the same person: a one-time link that signs the browser
     in as the operator and lands on the session asked in (printed too: the browser may be on another machine)."""
     import webbrowser
 
-    from cli.approvals import OPERATOR
-    from cli.persons import enrollment_link
+    from cli.persons import OPERATOR, enrollment_link
 
     say = sys.stderr if as_json else sys.stdout  # (never inside the JSON document)
-    if not surface:
+    if not web_surface:
         print("  (this conversation began before `--open` could show it; ask without --follow-up to open it)",
               file=say)
         return
     enrollment = enrollment_link(addresses["capabilities"], cert_dir, *OPERATOR, web_url(addresses["web"]),
-                                 surface=surface)
+                                 surface=web_surface)
     opened = webbrowser.open(enrollment.link)
     until = enrollment.expires_at.strftime("%H:%M:%S UTC")
     print(f"\n  {'opened' if opened else 'open'} this answer in the browser, signed in as the operator (the link "

@@ -27,19 +27,22 @@ def print_json(value) -> None:
     print(json.dumps(value, indent=2, ensure_ascii=False))
 
 
-def utc(moment: dt.datetime | float) -> dt.datetime:
-    """A protobuf Timestamp's datetime or epoch seconds, as an aware UTC datetime."""
+def utc(moment: dt.datetime | float | str) -> dt.datetime:
+    """A protobuf Timestamp's datetime, epoch seconds or an ISO 8601 time (a record's), as an aware UTC
+    datetime."""
     if isinstance(moment, int | float):
         return dt.datetime.fromtimestamp(moment, dt.UTC)
+    if isinstance(moment, str):
+        moment = dt.datetime.fromisoformat(moment)
     return moment.replace(tzinfo=dt.UTC) if moment.tzinfo is None else moment.astimezone(dt.UTC)
 
 
-def human_time(moment: dt.datetime | float) -> str:
+def human_time(moment: dt.datetime | float | str) -> str:
     """'2026-12-05 23:06:12' (UTC, which the column heading says)."""
     return utc(moment).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def iso_time(moment: dt.datetime | float) -> str:
+def iso_time(moment: dt.datetime | float | str) -> str:
     """'2026-12-05T23:06:12Z', for `--json`."""
     return utc(moment).isoformat(timespec="seconds").replace("+00:00", "Z")
 

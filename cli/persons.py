@@ -149,7 +149,7 @@ def _in_words(action: str, record: dict) -> str:
                 f"{record['sessions_ended']} web session(s) ended")
     if not record["passkeys"]:
         return f"{who} has no passkey"
-    return table([[p["credential_id"], p["aaguid"], human_time(dt.datetime.fromisoformat(p["registered_at"])),
-                   human_time(dt.datetime.fromisoformat(p["last_used_at"])) if p["last_used_at"] else "never"]
+    return table([[p["credential_id"], p["aaguid"], human_time(p["registered_at"]),
+                   human_time(p["last_used_at"]) if p["last_used_at"] else "never"]
                   for p in record["passkeys"]],
                  ["passkey", "authenticator model (AAGUID)", "registered (UTC)", "last decision (UTC)"])

@@ -16,8 +16,9 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from cli.approvals import OPERATOR, RETRY_DELAYS, retrying
+from cli.approvals import RETRY_DELAYS, retrying
 from cli.launcher import ServiceSet
+from cli.persons import OPERATOR
 from shared.actors import assert_actor
 from shared.certs import load_signing_key, signing_key_path
 from shared.channels import sync_channel

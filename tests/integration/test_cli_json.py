@@ -7,7 +7,7 @@ import datetime as dt
 import json
 import re
 
-from cli.approvals import OPERATOR
+from cli.persons import OPERATOR
 from shared.actors import assert_actor
 from shared.certs import load_signing_key, signing_key_path
 from shared.channels import sync_channel
