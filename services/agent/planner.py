@@ -261,7 +261,7 @@ class EmbeddedPlanner:
         if not (earliest and latest):
             return Empty("", nearest)
         first, last = dt.date.fromisoformat(earliest[:10]), dt.date.fromisoformat(latest[:10])
-        note = (f" In the data, {lower_first(when['label'])} runs from {first:%B %Y} to {last:%B %Y} only.")
+        note = f" In the data, {lower_first(when['label'])} runs from {first:%B %Y} to {last:%B %Y} only."
         latest_year = TimeSpan("between", f"in {last.year}", dt.date(last.year, 1, 1), dt.date(last.year + 1, 1, 1))
         same_then = suggestions.exact_reading(replace(reading, time=latest_year, compare=None, compare_grain=None),
                                               entities, matches)

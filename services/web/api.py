@@ -82,7 +82,6 @@ _TURN_ID = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
 # Passkeys added since the previous sign-in, carried from a sign-in that redirects to the page's first
 # /api/session (services/web/oidc.py): sealed by web, bound to the new session, shown once.
 NOTICE_COOKIE, NOTICE_PURPOSE, NOTICE_SECONDS = "tessera_passkeys_added", "passkeys-added", 600
-
 MAX_NOTICED, NOTICE_ID_CHARS = 20, 16  # the newest 20, each id as far as the page shows it (12 characters)
 
 
