@@ -6,6 +6,7 @@ import contextlib
 import json
 import secrets
 import sys
+import webbrowser
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,8 +14,9 @@ import grpc
 
 from cli.answer import AnswerPrinter, answer_blocks, read_answer
 from cli.formats import terminal_locale
-from cli.launcher import cli_credentials
+from cli.launcher import cli_credentials, web_url
 from cli.output import TABLE_ROWS, paged
+from cli.persons import OPERATOR, enrollment_link
 from shared.actors import assert_actor
 from shared.certs import load_signing_key, signing_key_path
 from shared.channels import sync_channel
@@ -60,7 +62,7 @@ def ask(addresses: dict[str, str], cert_dir: Path, question: str, web_url: str =
     """Ask in a new session, or with `follow_up` in the session recorded in `conversation` (the last one
     asked in), so "now only web" is read against the questions before it. With `as_json` the answer goes
     to standard output as one JSON document and the progress to standard error."""
-    person = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), "operator", "local", "Operator")
+    person = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), *OPERATOR)
     credentials = cli_credentials(cert_dir, "cli")
     with sync_channel(addresses["host"], credentials, "host") as host, \
             sync_channel(addresses["agent"], credentials, "agent") as agent:
@@ -186,3 +188,19 @@ def _session(host, person, conversation: Path | None) -> tuple[host_pb2.OpenSess
     web_surface = f"terminal-{secrets.token_hex(6)}"
     return invoke(host, "host", "OpenSession", host_pb2.OpenSessionRequest(actor=person, request_id=web_surface),
                   timeout=CALL_SECONDS), web_surface
+
+
+def open_in_browser(addresses: dict[str, str], cert_dir: Path, web_surface: str, as_json: bool) -> None:
+    """The answer `tessera ask` gave, in the browser, for the same person: a one-time link that signs the browser
+    in as the operator and lands on the session asked in (printed too: the browser may be on another machine)."""
+    say = sys.stderr if as_json else sys.stdout  # (never inside the JSON document)
+    if not web_surface:
+        print("  (this conversation began before `--open` could show it; ask without --follow-up to open it)",
+              file=say)
+        return
+    enrollment = enrollment_link(addresses["capabilities"], cert_dir, *OPERATOR, web_url(addresses["web"]),
+                                 surface=web_surface)
+    opened = webbrowser.open(enrollment.link)
+    until = enrollment.expires_at.strftime("%H:%M:%S UTC")
+    print(f"\n  {'opened' if opened else 'open'} this answer in the browser, signed in as the operator (the link "
+          f"works once, until {until}):\n  {enrollment.link}", file=say, flush=True)

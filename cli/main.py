@@ -376,7 +376,7 @@ def cmd_catalog(args: argparse.Namespace) -> int:
 
 def cmd_ask(args: argparse.Namespace) -> int:
     """Ask one question through the running set (`tessera up`)."""
-    from cli.ask import ask
+    from cli.ask import ask, open_in_browser
 
     recorded = _running_set()
     if recorded is None:
@@ -387,30 +387,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
                     conversation=var_dir() / "run" / "conversation.json", follow_up=args.follow_up,
                     as_json=args.json, rows=args.rows)
         if args.open and asked.done.revision_ids:
-            _open_in_browser(addresses, Path(recorded["cert_dir"]), asked.web_surface, args.json)
+            open_in_browser(addresses, Path(recorded["cert_dir"]), asked.web_surface, args.json)
     except grpc.RpcError as exc:
         return _refused(exc)
     return asked.exit_status
-
-
-def _open_in_browser(addresses: dict[str, str], cert_dir: Path, web_surface: str, as_json: bool) -> None:
-    """The answer `tessera ask` gave, in the browser, for the same person: a one-time link that signs the browser
-    in as the operator and lands on the session asked in (printed too: the browser may be on another machine)."""
-    import webbrowser
-
-    from cli.persons import OPERATOR, enrollment_link
-
-    say = sys.stderr if as_json else sys.stdout  # (never inside the JSON document)
-    if not web_surface:
-        print("  (this conversation began before `--open` could show it; ask without --follow-up to open it)",
-              file=say)
-        return
-    enrollment = enrollment_link(addresses["capabilities"], cert_dir, *OPERATOR, web_url(addresses["web"]),
-                                 surface=web_surface)
-    opened = webbrowser.open(enrollment.link)
-    until = enrollment.expires_at.strftime("%H:%M:%S UTC")
-    print(f"\n  {'opened' if opened else 'open'} this answer in the browser, signed in as the operator (the link "
-          f"works once, until {until}):\n  {enrollment.link}", file=say, flush=True)
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
@@ -576,6 +556,22 @@ def _add_approval_parsers(sub) -> None:
     audit.set_defaults(run=cmd_approvals)
 
 
+def _add_ask_parser(sub) -> None:
+    """Asking one question at the terminal: in words, as JSON, or shown in the browser too."""
+    ask_parser = sub.add_parser("ask", help="ask a question through the running services")
+    ask_parser.add_argument("question")
+    ask_parser.add_argument("--follow-up", action="store_true",
+                            help="ask in the session of the last question, so 'now only web' or 'and last year?' "
+                                 "is read against it")
+    _json_flag(ask_parser, "print the answer as one JSON document (progress goes to standard error)")
+    ask_parser.add_argument("--open", action="store_true",
+                            help="show the answer in the browser too, signed in as the operator with a one-time "
+                                 "link (printed as well)")
+    ask_parser.add_argument("--rows", type=_rows, default=TABLE_ROWS, metavar="N",
+                            help="rows of each table to show (1-1000, default 10)")
+    ask_parser.set_defaults(run=cmd_ask)
+
+
 def _add_policy_parser(sub) -> None:
     """Reviewing and pinning the MCP tool policy."""
     tools = sub.add_parser("policy", help="review, pin or check the MCP tool policy (deploy/policy/tools.yaml)")
@@ -635,18 +631,7 @@ def build_parser() -> argparse.ArgumentParser:
     seed.add_argument("--quiet", action="store_true", help="no progress bars")
     seed.add_argument("--password-file", help="read the URL user's password from this file (first line)")
     seed.set_defaults(run=cmd_seed)
-    ask_parser = sub.add_parser("ask", help="ask a question through the running services")
-    ask_parser.add_argument("question")
-    ask_parser.add_argument("--follow-up", action="store_true",
-                            help="ask in the session of the last question, so 'now only web' or 'and last year?' "
-                                 "is read against it")
-    _json_flag(ask_parser, "print the answer as one JSON document (progress goes to standard error)")
-    ask_parser.add_argument("--open", action="store_true",
-                            help="show the answer in the browser too, signed in as the operator with a one-time "
-                                 "link (printed as well)")
-    ask_parser.add_argument("--rows", type=_rows, default=TABLE_ROWS, metavar="N",
-                            help="rows of each table to show (1-1000, default 10)")
-    ask_parser.set_defaults(run=cmd_ask)
+    _add_ask_parser(sub)
     mcp = sub.add_parser("mcp", help="serve the data tools to a local MCP client over stdio (put this command in "
                                      "its configuration); needs 'tessera up'")
     mcp.add_argument("--person", default="operator", help="whom the front acts for (default: operator)")

@@ -1,5 +1,6 @@
 """The page's API calls say which surface it shows (services/web/frontend/src/api.js): with ?surface=mcp in its
-address, every call asks for the person's outside-agent surface; without it, none does. Run in Node."""
+address, every call asks for the person's outside-agent surface, with ?surface=terminal-<12 hex> for the session
+they asked in at the terminal; otherwise none does. Run in Node."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ const api = await import(process.env.API_URL);
 await api.getJson('/api/session');
 await api.postJson('/api/commands', {});
 await api.getJson('/api/surface/stream?after=1:2');
-console.log(JSON.stringify({ fetched, outside: api.showsOutsideAgentSurface() }));
+console.log(JSON.stringify({ fetched, outside: api.showsOutsideAgentSurface(), terminal: api.showsTerminalSurface() }));
 """
 
 
@@ -38,11 +39,18 @@ def _calls(search: str) -> dict:
 
 
 def test_the_outside_agent_surface_is_asked_for_on_every_call():
-    assert _calls("?surface=mcp") == {"outside": True, "fetched": [
+    assert _calls("?surface=mcp") == {"outside": True, "terminal": False, "fetched": [
         "/api/session?surface=mcp", "/api/commands?surface=mcp", "/api/surface/stream?after=1:2&surface=mcp"]}
 
 
-@pytest.mark.parametrize("search", ["", "?surface=elsewhere", "?q=1"])
+def test_a_session_asked_in_at_the_terminal_is_asked_for_on_every_call():
+    assert _calls("?surface=terminal-0123456789ab") == {"outside": False, "terminal": True, "fetched": [
+        "/api/session?surface=terminal-0123456789ab", "/api/commands?surface=terminal-0123456789ab",
+        "/api/surface/stream?after=1:2&surface=terminal-0123456789ab"]}
+
+
+@pytest.mark.parametrize("search", ["", "?surface=elsewhere", "?q=1", "?surface=terminal-XYZ",
+                                    "?surface=terminal-0123456789abc"])
 def test_otherwise_the_page_asks_for_its_own(search):
-    assert _calls(search) == {"outside": False, "fetched": [
+    assert _calls(search) == {"outside": False, "terminal": False, "fetched": [
         "/api/session", "/api/commands", "/api/surface/stream?after=1:2"]}

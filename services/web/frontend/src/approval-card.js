@@ -10,35 +10,10 @@ import { LitElement, html, css, nothing } from 'lit';
 import { getJson, newId, postJsonRetrying, retryable } from './api.js';
 import { reasonInWords, statusInWords } from './format.js';
 import { passkeysSupported, signDecision } from './passkeys.js';
+import { RISK_WORDS, decidedWords, readOutsideText, readWords } from './approval-words.js';
 
 // What each intent does, in words, from the cards loaded so far (receipts on the stream carry only ids).
 export const titles = new Map();
-
-// What approving risks, in words (the policy's risk class, never its internal name).
-const RISK_WORDS = { mutate: 'Changes data', read: 'Only reads data' };
-// Reads the agent recorded itself: values from the organisation's own data (probe_data), not outside text.
-const OWN_DATA = 'probe_data';
-const SHOWN_READS = 3;  // the broker hands the card a run's newest reads, at most this many
-
-// Whether the run read text from outside (a tool server's answer) before asking: when every read is on the card
-// and each is a value from the person's own data, it did not; otherwise it may have, and the card says so.
-function readOutsideText(card) {
-  const reads = card.recent_reads || [];
-  if (!card.tainted) return false;
-  return reads.length >= SHOWN_READS || reads.some((r) => r.source !== OWN_DATA);
-}
-
-function readWords(read) {
-  return read.source === OWN_DATA ? 'a value from your data' : `text from ${read.source}`;
-}
-
-// "Decided by local-user, signed with their passkey": who decided, and how the decision was signed.
-function decidedWords(card) {
-  if (!card.decided_by) return '';
-  const how = card.signed_with?.startsWith('operator-key') ? "the operator's key"
-    : card.signed_with ? 'their passkey' : '';
-  return `Decided by ${card.decided_by}${how ? `, signed with ${how}` : ''}.`;
-}
 
 // A before/after value as a person reads it: text without JSON quotes, null as "(empty)".
 function plain(json) {
