@@ -62,7 +62,7 @@ _WHOLE_HISTORY = re.compile(r"\b(?:across|over|for|in|of) (?:the )?(?:full|whole
                             r"data)?\b|\b(?:of |for |over |in )?all[- ]time\b|\b(?:over|across|for|in) all (?:the )?"
                             r"(?:years|time|periods|dates)\b|\bsince (?:we|the (?:company|business|shop|store)) "
                             r"(?:started|began|opened|launched)\b|"
-                            r"\bsince (?:the (?:very )?beginning|day one|inception)\b")
+                            r"\bsince (?:the (?:very )?beginning(?! of\b)|day one|inception)\b")  # (not "of Q3")
 # A question about now or about every period without saying which ("open right now", "revenue to date", "the
 # biggest ever"): never asked within the conversation's period.
 _NOW_OR_EVER = re.compile(r"\b(?:right now|now|currently|at the moment|at present|as of (?:now|today)|today|still|"
@@ -160,8 +160,8 @@ _ABBREVIATIONS = {"avg": "average", "qty": "quantity", "pct": "percent", "yr": "
                   "wont": "won't", "cust": "customer", "custs": "customers", "ppl": "people", "biz": "business",
                   "atm": "at the moment", "all together": "altogether", "going by": "by", "acct": "account",
                   "accts": "accounts", "prio": "priority", "ty": "this year", "ly": "last year",
-                  "v": "vs"}
-# (chat shorthand above: "how many r smbs", "up n down", "last qtr")
+                  "v": "vs", "mo": "month", "mth": "month", "mths": "months", "em": "them"}
+# (chat shorthand above: "how many r smbs", "up n down", "last qtr", "last 12 mo", "rank em")
 _PERIOD_SHORT = {"mom": "month over month", "qoq": "quarter over quarter", "wow": "week over week"}
 _FISCAL = "fiscal "  # "FY2025" as "fiscal 2025": read as the calendar year, and the answer says so
 SUPERLATIVE_HIGH = frozenset({"highest", "most", "largest", "biggest", "best", "top", "greatest", "maximum",

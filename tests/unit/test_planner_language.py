@@ -2121,3 +2121,39 @@ def test_values_compared_and_the_same_field_asked_for_by_name_are_one_column():
     drafted = plan(read("Do small business customers order more often than enterprise ones? Orders per customer "
                         "by segment would help"), SLICE).draft
     assert [d["field"] for d in drafted["dimensions"]] == ["fld_customers.segment"]
+
+
+# --- round I: from fresh sets BF, BG, BH and BI ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("question", ["What are the top 3 reasons for returns this year?",
+                                      "which category had the most returns in 2025"])
+def test_returns_are_counted_as_returns(question):
+    """The model's "returns" is Number of returns: what every author who did not read the model meant by it."""
+    assert labels(read(question, LATEST).measures) == ["Number of returns"]
+    assert labels(read("units returned by reason in 2025", LATEST).measures) == ["Returned units"]
+
+
+@pytest.mark.parametrize(("question", "span"), [
+    ("Show me quarterly sales since the start of last year", ("relative", "trailing", "year", 2)),
+    ("revenue by channel since last month", ("relative", "trailing", "month", 2)),
+    ("orders since the beginning of the previous quarter", ("relative", "trailing", "quarter", 2)),
+    ("orders since the start of this quarter", ("relative", "to_date", "quarter", 1)),
+    ("orders since the beginning of 2024", ("since", dt.date(2024, 1, 1), None)),  # not "in 2024"
+])
+def test_since_a_period_named_from_now_runs_from_its_start_to_the_latest(question, span):
+    reading = read(question, LATEST)
+    assert period(reading) == span and reading.unknown == []
+
+
+@pytest.mark.parametrize(("question", "span"), [
+    ("apparel sales by month, last 12 mo", ("relative", "trailing", "month", 12)),
+    ("orders last mo", ("relative", "previous", "month", 1)),
+])
+def test_mo_is_a_month(question, span):
+    reading = read(question, LATEST)
+    assert period(reading) == span and reading.unknown == []
+
+
+def test_rank_em_asks_for_them_ranked():
+    reading = read("which categories sold the most units in 2025? rank em", LATEST)
+    assert reading.unknown == [] and labels(reading.breakdowns) == ["Product category"]
