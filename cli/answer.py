@@ -13,6 +13,7 @@ import json
 import secrets
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 
 import grpc
@@ -191,10 +192,17 @@ class AnswerPrinter:
     def show(self, answer: ReadAnswer) -> None:
         if answer.problem:
             self.console.print(f"  (the answer's data could not be read: {answer.problem})")
-        for record in answer_blocks(answer, self.locale):
-            self._record(record)
+        self.print_records(answer_blocks(answer, self.locale))
 
-    def _record(self, record: dict) -> None:
+    def print_records(self, records: list[dict]) -> None:
+        """Each block, then what was computed once under them all (a block's own only where it differs)."""
+        shared = shared_caption(records)
+        for record in records:
+            self._record(record, shared)
+        if shared:
+            self.console.print(Text(f"  computed: {shared}", style="dim"))
+
+    def _record(self, record: dict, shared: str | None) -> None:
         kind, say = record["kind"], self.console.print
         if kind == "heading":
             say(f"  [bold]{_escape(record['text'])}[/bold]", markup=True)
@@ -213,9 +221,8 @@ class AnswerPrinter:
             say(f"  Chart: {_escape(record['title'] or 'Chart')} (drawn in the browser)", markup=True)
         elif kind == "placeholder":
             say(f"  (one element could not be displayed: {_escape(record['reason'])})", markup=True)
-        computed = record.get("computed")
-        for caption in computed if isinstance(computed, list) else [computed]:
-            if caption:
+        for caption in _captions(record):
+            if caption != shared:
                 say(Text(f"    computed: {caption}", style="dim"))
 
     def _table(self, record: dict) -> None:
@@ -233,6 +240,18 @@ class AnswerPrinter:
                             for v, c in zip(row, record["columns"], strict=True)))
         self.console.print(table)
         self.console.print(f"  rows 1–{len(record['rows'])} of {record['total_rows']:,}")
+
+
+def _captions(record: dict) -> list[str]:
+    computed = record.get("computed")
+    return list(dict.fromkeys(c for c in (computed if isinstance(computed, list) else [computed]) if c))
+
+
+def shared_caption(records: list[dict]) -> str | None:
+    """One caption per answer, as the page shows it: the one most blocks share (of equals, the first), printed
+    once under the answer; a block's own is printed under it only where it differs."""
+    counts = Counter(caption for record in records for caption in _captions(record))
+    return max(counts, key=counts.__getitem__) if counts else None
 
 
 def _figure(data: SurfaceData, node: str, prop: str, row: int, column: str, resource: str, locale: str) -> dict:

@@ -1,4 +1,5 @@
-"""What a result answers, in words (§10b): the caption every bound component shows.
+"""What a result answers, in words (§10b): the caption shown once under an answer, and under a block whose
+result says something else.
 
 Written from the executed draft and the semantic model's labels only, never
 from the model's prose: a heading that claims "in 2025" over an unfiltered
@@ -69,7 +70,8 @@ def interpret(draft: Draft, columns: list[OutputColumn], *, row_count: int, tota
         truncation = (f"first {row_count:,} rows of {total_rows:,}" if total_rows is not None
                       else f"first {row_count:,} rows; more were left out")
     covered = _coverage(coverage) if coverage is not None else ""
-    parts = [head, " and ".join(filters) if filters else "no filter", ordering, truncation, covered]
+    parts = [head, " and ".join(filters) if filters else "no filter", ordering, truncation,
+             _coverage_words(coverage, draft.filter) if coverage is not None else ""]
     return common_pb2.Interpretation(text=SEPARATOR.join(p for p in parts if p), measures=measures,
                                      breakdowns=breakdowns, filters=filters, ordering=ordering,
                                      truncation=truncation, coverage=covered)
@@ -281,6 +283,50 @@ def _coverage(coverage: Coverage) -> str:
     first, last = readable_day(coverage.first), readable_day(coverage.last)
     span = first if first == last else f"{first} – {last}"
     return f"{coverage.field.spec.label} {span}"
+
+
+def _coverage_words(coverage: Coverage, predicate: Predicate | None) -> str:
+    """The rows' span in the caption: not said where a filter on the same field bounds it on both sides and
+    the rows begin in its first month and end in its last (the filter's dates already say it: one span, not
+    two nearly alike), and said as the rows' own where it tells more (a year of which the data holds a part)."""
+    covered = _coverage(coverage)
+    bounds = _filter_bounds(predicate, coverage.field) if predicate is not None else []
+    if not bounds or coverage.first is None or coverage.last is None:
+        return covered
+    lower = max((b for b, _ in bounds if b is not None), default=None)
+    upper = min((b for _, b in bounds if b is not None), default=None)
+    if lower is not None and upper is not None and _month(lower) == _month(coverage.first) \
+            and _month(upper) == _month(coverage.last):
+        return ""
+    return f"{coverage.field.spec.label} of the rows used: {covered[len(coverage.field.spec.label) + 1:]}"
+
+
+def _filter_bounds(predicate: Predicate, field: CatalogField) -> list[tuple[dt.date | None, dt.date | None]]:
+    """The (first day, last day) each top-level condition on `field` allows; None where it is open."""
+    items = predicate.items if isinstance(predicate, Group) and predicate.op == "all" else (predicate,)
+    bounds = []
+    for item in items:
+        if isinstance(item, RelativePeriod) and item.field.id == field.id and item.span is not None:
+            end = item.span.end if item.span.end_inclusive else _day(item.span.end) - dt.timedelta(days=1)
+            bounds.append((_day(item.span.start), _day(end)))
+        elif isinstance(item, Comparison) and item.field.id == field.id and item.other is None \
+                and isinstance(item.values[0], dt.date):
+            first, *rest = item.values
+            if item.op == "lt":
+                bounds.append((None, _day(first) - dt.timedelta(days=1) if _is_midnight(first) else _day(first)))
+            else:
+                bounds.append({"gte": (_day(first), None), "gt": (_day(first), None), "lte": (None, _day(first)),
+                               "eq": (_day(first), _day(first)),
+                               "between": (_day(first), _day(rest[0]) if rest else None)}.get(item.op, (None, None)))
+    return [b for b in bounds if b != (None, None)]
+
+
+def _day(value: dt.date | dt.datetime) -> dt.date:
+    return value.date() if isinstance(value, dt.datetime) else value
+
+
+def _month(value: dt.date | dt.datetime) -> tuple[int, int]:
+    return value.year, value.month
 
 
 def readable_day(value: dt.date | dt.datetime) -> str:

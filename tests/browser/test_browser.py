@@ -61,7 +61,7 @@ def test_a_question_shows_a_chart_and_a_table_with_the_numbers_sql_gives(page, w
     first = table_rows(page)
     assert [r[0] for r in first] == months[:25]
     assert all(Decimal(r[1].replace(",", "")) == expected[r[0]] for r in first)
-    assert page.locator("tessera-data-table [role=status]").inner_text().startswith("Rows 1–25 of 60")
+    assert page.locator("tessera-data-table .pager [role=status]").inner_text().startswith("Rows 1–25 of 60")
     screenshot(page, "answer-chart-and-table")
 
     page.click("tessera-data-table button[aria-label='Next page']")
@@ -284,8 +284,10 @@ def test_a_card_decided_elsewhere_says_how_it_ended(page, running_set, credentia
     assert page.locator(f"#approvals tessera-approval-card[approval-id='{approval_id}']").count() == 0
 
 
-def _unfiltered_total_under_a_heading(running_set, credentials, cert_dir, session_id: str, heading: str):
-    """Commit, as the agent would, a Metric of the unfiltered net revenue under a heading that claims 2025."""
+def _net_revenue_metrics_under_a_heading(running_set, credentials, cert_dir, session_id: str, heading: str,
+                                         years: tuple[int | None, ...] = (None,)):
+    """Commit, as the agent would, under `heading`, one Metric of net revenue per entry of `years`: the whole
+    total for None, that year's for a year (each its own result, so each has the gateway's caption)."""
     person = assert_actor(load_signing_key(signing_key_path(cert_dir, "web")), "local-user", "local", "Local user")
     with sync_channel(running_set.handles["host"].address, credentials("agent"), "host") as host, \
             sync_channel(running_set.handles["resources"].address, credentials("agent"), "resources") as gateway:
@@ -294,19 +296,29 @@ def _unfiltered_total_under_a_heading(running_set, credentials, cert_dir, sessio
         ref = resources_pb2.TurnRef(session_id=session_id, turn_id=turn.turn_id)
         context = invoke(gateway, "resources", "InspectContext", resources_pb2.InspectContextRequest(turn=ref))
         found = invoke(gateway, "resources", "InspectCatalog", resources_pb2.InspectCatalogRequest(
-            turn=ref, question="net revenue", capability_token=context.capability_token))
+            turn=ref, question="net revenue by order time", capability_token=context.capability_token))
         metric = next(m.metric_id for e in found.entities for m in e.metrics if m.label == "Net revenue")
-        analysis = invoke(gateway, "resources", "Analyze", resources_pb2.AnalyzeRequest(
-            turn=ref, capability_token=found.capability_token, draft_json=json.dumps(
-                {"mode": "aggregate", "output": "scalar", "measures": [{"id": "value", "metric": metric}]})))
+        ordered = next(f.field_id for e in found.entities for f in e.fields if f.label == "Order time")
+        offers = []
+        for year in dict.fromkeys(years):
+            draft = {"mode": "aggregate", "output": "scalar", "measures": [{"id": "value", "metric": metric}]}
+            if year is not None:
+                draft["filter"] = {"all": [{"field": ordered, "op": "gte", "value": f"{year}-01-01"},
+                                           {"field": ordered, "op": "lt", "value": f"{year + 1}-01-01"}]}
+            offers.append(invoke(gateway, "resources", "Analyze", resources_pb2.AnalyzeRequest(
+                turn=ref, capability_token=found.capability_token, draft_json=json.dumps(draft))).offer)
         frozen = invoke(host, "host", "FreezeSlice", host_pb2.FreezeSliceRequest(
-            turn_id=turn.turn_id, resource_offers=[analysis.offer]))
-        ids, bound = offered_ids(frozen)
+            turn_id=turn.turn_id, resource_offers=offers))
+        ids, _ = offered_ids(frozen)
+        bound = [{"ref": r["id"], "offer": r["offer"]} for r in json.loads(frozen.model_view_json)["resources"]]
+        results = dict(zip(dict.fromkeys(years), bound, strict=True))
+        figures = [{"id": f"figure{i}", "component": ids["Metric"], "data": {
+            "label": f"Net revenue{'' if year is None else f' in {year}'}", "resource": results[year],
+            "column": "value"}} for i, year in enumerate(years)]
         proposal = {"version": 1, "id": "claim", "blocks": [
-            {"id": "main", "component": ids["Column"], "data": {}, "children": ["title", "figure"]},
-            {"id": "title", "component": ids["Heading"], "data": {"text": heading}},
-            {"id": "figure", "component": ids["Metric"], "data": {"label": heading, "resource": bound,
-                                                                 "column": "value"}}]}
+            {"id": "main", "component": ids["Column"], "data": {},
+             "children": ["title", *(f["id"] for f in figures)]},
+            {"id": "title", "component": ids["Heading"], "data": {"text": heading}}, *figures]}
         committed = invoke(host, "host", "SubmitProposal", host_pb2.SubmitProposalRequest(
             turn_id=turn.turn_id, slice_hash=frozen.slice_hash, proposal_json=json.dumps(proposal),
             expected_base_revision_id=turn.base_revision_id, proposal_id="claim"), timeout=30)
@@ -316,15 +328,32 @@ def _unfiltered_total_under_a_heading(running_set, credentials, cert_dir, sessio
 def test_a_heading_that_claims_2025_sits_over_the_caption_of_what_was_computed(page, running_set, credentials,
                                                                               cert_dir):
     session = page.evaluate("fetch('/api/session').then(r => r.json())")
-    _unfiltered_total_under_a_heading(running_set, credentials, cert_dir, session["session_id"],
-                                      "Net revenue in 2025")
-    caption = page.locator("tessera-metric [data-caption]")
+    _net_revenue_metrics_under_a_heading(running_set, credentials, cert_dir, session["session_id"],
+                                         "Net revenue in 2025")
+    caption = page.locator("#answer-caption [data-caption]")  # drawn by the page, under the answer
     caption.wait_for(timeout=15_000)
     assert page.locator("tessera-heading h2").inner_text() == "Net revenue in 2025"  # the model's words stay
     text = caption.inner_text()
     # What was computed: no filter at all, over every year of orders, whatever the heading says.
     assert "Net revenue · no filter · Order time " in text and " 2021 – " in text
+    assert page.locator("[data-caption]").count() == 1  # once, not again under the figure
     screenshot(page, "caption-under-a-claiming-heading")
+
+
+def test_one_caption_per_answer_and_a_block_says_its_own_only_where_it_differs(page, running_set, credentials,
+                                                                               cert_dir):
+    session = page.evaluate("fetch('/api/session').then(r => r.json())")
+    _net_revenue_metrics_under_a_heading(running_set, credentials, cert_dir, session["session_id"],
+                                         "Net revenue", years=(None, 2024, None))
+    page.wait_for_selector("tessera-metric >> nth=2", timeout=15_000)
+    shared = page.locator("#answer-caption [data-caption]")
+    expect(shared).to_contain_text("Net revenue · no filter", timeout=15_000)  # the caption two of three share
+    metrics = page.locator("tessera-metric")
+    expect(metrics.nth(1).locator("[data-caption]")).to_contain_text("Order time 1 Jan 2024 – 31 Dec 2024",
+                                                                     timeout=15_000)
+    assert metrics.nth(0).locator("[data-caption]").count() == 0 and metrics.nth(2).locator(
+        "[data-caption]").count() == 0
+    assert page.locator("[data-caption]").count() == 2
 
 
 def test_the_answer_states_the_figure_sql_gives_formatted_as_money(page, warehouse_url):
@@ -336,7 +365,9 @@ def test_the_answer_states_the_figure_sql_gives_formatted_as_money(page, warehou
     assert page.locator("tessera-figure-text [data-answer]").inner_text().startswith("Net revenue: $")
     # The headline Metric shows the same figure in the same format, captioned by what was computed.
     expect(page.locator("tessera-metric .value")).to_have_text(figure.inner_text(), timeout=15_000)
-    assert "no filter" in page.locator("tessera-metric [data-caption]").inner_text()
+    # Every block shows this one result: its caption is said once, under the answer.
+    expect(page.locator("#answer-caption [data-caption]")).to_contain_text("no filter", timeout=15_000)
+    assert page.locator("[data-caption]").count() == 1
     screenshot(page, "answer-sentence-with-figure")
 
 
@@ -345,7 +376,7 @@ def test_a_top_10_chart_draws_10_bars_and_a_rate_reads_as_a_percentage(page, war
     chart = page.locator("tessera-chart .chart[data-points]")
     chart.wait_for(timeout=30_000)
     assert chart.get_attribute("data-points") == "10"
-    assert page.locator("tessera-chart [data-cap-note]").inner_text().startswith("Showing the top 10 of ")
+    assert page.locator("tessera-chart [data-cap-note]").count() == 0  # the ten the result holds: none left out
     page.wait_for_selector("tessera-chart[data-drawn='10']", timeout=15_000)  # drawn after the words
     assert page.locator("tessera-chart svg path[d]").count() > 0
     screenshot(page, "top-10-chart")

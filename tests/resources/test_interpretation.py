@@ -50,6 +50,31 @@ def test_a_year_filter_reads_as_a_span_and_the_coverage_follows_it(session, raw_
     assert caption.coverage.startswith(f"Order time {first} – ") and caption.coverage.endswith("2024")
 
 
+def test_the_caption_says_a_span_once(session, raw_engine):
+    """A filtered span the rows fill from its first month to its last is said once, by the filter; a span the
+    data holds only part of says the rows' own span too."""
+    field = session.field("orders", "ordered_at")
+
+    def caption(since: str, until: str):
+        return session.analyze({
+            "mode": "aggregate", "output": "scalar",
+            "measures": [{"id": "n", "metric": session.metric("orders", "order_count")}],
+            "filter": {"all": [{"field": field, "op": "gte", "value": since},
+                               {"field": field, "op": "lt", "value": until}]}}).interpretation
+
+    def span(since: str, until: str) -> str:
+        return " – ".join(day(scalar(raw_engine, f"SELECT {end}(ordered_at) FROM orders WHERE ordered_at >= "
+                                                 f"'{since}' AND ordered_at < '{until}'")) for end in ("min", "max"))
+
+    year = caption("2024-01-01", "2025-01-01")
+    assert span("2024-01-01", "2025-01-01") != "1 Jan 2024 – 31 Dec 2024", "the rows should not fill every day"
+    assert year.text == "Number of orders · Order time 1 Jan 2024 – 31 Dec 2024"
+    assert year.coverage == f"Order time {span('2024-01-01', '2025-01-01')}"  # the structured span stays
+    latest = str(scalar(raw_engine, "SELECT max(ordered_at) FROM orders"))[:4]
+    since, beyond = f"{latest}-06-01", f"{int(latest) + 1}-07-01"  # to half a year past the data
+    assert caption(since, beyond).text.endswith(f" · Order time of the rows used: {span(since, beyond)}")
+
+
 def test_a_breakdown_names_its_grain_and_its_order(session):
     analysis = session.analyze({
         "mode": "aggregate", "output": "ranking",

@@ -1,5 +1,5 @@
-"""What the CLI prints for people: long output through their pager only at a terminal, and a slow call that
-says how long it has been waiting."""
+"""What the CLI prints for people: long output through their pager only at a terminal, a slow call that says
+how long it has been waiting, and what an answer computed said once."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import subprocess
 import sys
 
 import grpc
+from rich.console import Console
 
+from cli.answer import AnswerPrinter
 from cli.policy import waited_for
 from shared.paths import REPO_ROOT
 
@@ -64,3 +66,16 @@ def test_a_slow_call_is_said_every_interval_until_it_answers():
     assert waited_for(call, said.append, began=0.0, every=0.01) == "the review"
     assert len(said) == 3 and all(line.startswith("  still asking (") for line in said)
     assert call.cancelled  # harmless once answered; a Ctrl-C in between leaves nothing running
+
+
+def test_an_answer_says_what_was_computed_once_and_a_block_its_own_where_it_differs():
+    console = Console(record=True, width=200, highlight=False)
+    total, yearly = "Net revenue · no filter", "Net revenue · Order time 1 Jan 2024 – 31 Dec 2024"
+    AnswerPrinter(console).print_records([
+        {"kind": "heading", "text": "Net revenue"},
+        {"kind": "sentence", "text": "Net revenue: $1.00.", "computed": [total]},
+        {"kind": "metric", "label": "Net revenue", "shown": "$1.00", "computed": total},
+        {"kind": "metric", "label": "Net revenue in 2024", "shown": "$0.40", "computed": yearly}])
+    printed = console.export_text().splitlines()
+    assert [line for line in printed if "computed:" in line] == [f"    computed: {yearly}", f"  computed: {total}"]
+    assert printed.index(f"    computed: {yearly}") == printed.index("  Net revenue in 2024: $0.40") + 1

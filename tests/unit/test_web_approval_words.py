@@ -3,14 +3,10 @@ warning only when the run may have read outside text, where each read came from,
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
-
 import pytest
 
 from shared.paths import REPO_ROOT
+from tests.fixtures.node_module import called
 
 WORDS = REPO_ROOT / "services" / "web" / "frontend" / "src" / "approval-words.js"
 OURS = {"source": "probe_data", "ref": "fld_products.category value 1", "text": "Apparel"}
@@ -18,16 +14,7 @@ TOOL = {"source": "tickets.get_ticket", "ref": "ticket_id 4815", "text": "Please
 
 
 def _said(function: str, argument) -> object:
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node is not installed")
-    script = (f"const words = await import(process.env.WORDS_URL);"
-              f"console.log(JSON.stringify(words.{function}(JSON.parse(process.env.ARGUMENT))));")
-    result = subprocess.run([node, "--input-type=module", "-e", script], cwd=REPO_ROOT, capture_output=True,
-                            text=True, timeout=60, env={**os.environ, "WORDS_URL": WORDS.as_uri(),
-                                                        "ARGUMENT": json.dumps(argument)})
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
+    return called(WORDS, function, argument)
 
 
 @pytest.mark.parametrize(("tainted", "reads", "warned"), [

@@ -15,8 +15,9 @@ import { GridComponent, TooltipComponent, LegendComponent, AriaComponent, Visual
 import { SVGRenderer } from 'echarts/renderers';
 import { report } from './api.js';
 import { outcomes } from './actions.js';
-import { CATALOG_ID, componentSchemas } from './generated/catalog-schemas.js';
+import { CATALOG_ID, chartRecipes, componentSchemas } from './generated/catalog-schemas.js';
 import { columnFormat, formatTick, formatValue, isNumeric, statusInWords } from './format.js';
+import { CHART_NAMES, chartTypes, chartWords, csvOf, drillQuestion, fileName } from './result-tools.js';
 
 useECharts([BarChart, LineChart, ScatterChart, PieChart, HeatmapChart, GridComponent, TooltipComponent,
   LegendComponent, AriaComponent, VisualMapComponent, SVGRenderer]);
@@ -26,6 +27,7 @@ export const surfaceState = {
   windows: new Map(),  // key → window, as received (surface.js)
   coming: new Set(),  // keys of first windows the host is sending
   waiting: new Map(),  // key → {timer, ask}: a block waiting for a first window
+  arrivals: new EventTarget(),  // a 'window' event (detail: its key) for each window received
   // The window came: stop waiting for it.
   settled(key) {
     const wait = this.waiting.get(key);
@@ -40,6 +42,40 @@ export const surfaceState = {
   },
 };
 const FIRST_WINDOW_PATIENCE_MS = 5000;  // a first window the host promised but never sent is asked for
+
+// One caption per answer. What a result answers is the gateway's caption; the one most blocks on screen share
+// is shown once, under the answer, by the page (surface.js), outside anything a proposal lays out; a block shows
+// its own caption only where it differs from that one. A 'change' event says the shared caption changed.
+class AnswerCaptions extends EventTarget {
+  constructor() {
+    super();
+    this.byBlock = new Map();  // element → the captions of the results it shows
+    this.shared = '';
+  }
+
+  // `element` shows results with these captions (none: it shows no result, or no longer).
+  note(element, texts) {
+    const kept = [...new Set(texts.filter(Boolean))];
+    if (kept.join('\n') === (this.byBlock.get(element) || []).join('\n')) return;
+    if (kept.length) this.byBlock.set(element, kept);
+    else this.byBlock.delete(element);
+    const counts = new Map();
+    for (const texts of this.byBlock.values()) for (const text of texts) counts.set(text, (counts.get(text) || 0) + 1);
+    // The most shared; of equally shared ones, the one noted first (the first on screen).
+    const shared = [...counts].reduce((best, entry) => (entry[1] > best[1] ? entry : best), ['', 0])[0];
+    if (shared === this.shared) return;
+    this.shared = shared;
+    this.dispatchEvent(new Event('change'));
+  }
+
+  // The words under a block: its captions other than the shared one.
+  own(texts) { return [...new Set(texts.filter((text) => text && text !== this.shared))]; }
+}
+export const captions = new AnswerCaptions();
+
+export function captionLine(text) {
+  return html`<p class="computed" data-caption><span class="tag">Computed</span>${text}</p>`;
+}
 
 // The key the host lists first windows by: the resource (as /resources/<id>), the block, its binding, the offset.
 export function windowKey(resourcePath, node, prop, offset) {
@@ -75,6 +111,17 @@ const shared = css`
     text-transform: uppercase; border-radius: 4px; padding: 0 0.3rem; margin-right: 0.35rem; }
   .computed .tag { background: #e3efe6; color: #1b4d2b; }
   .cap-note { margin: 0.25rem 0 0; color: #3d4550; font-size: 0.85rem; }
+  .tools { display: flex; flex-wrap: wrap; gap: 0.4rem; align-items: center; margin: 0.25rem 0 0.5rem;
+    font-size: 0.85rem; }
+  .tools button, .tools select { font-size: 0.85rem; padding: 0.2rem 0.55rem; }
+  .tools [aria-pressed=true] { background: #1d232b; color: #fff; }
+  .tool-status { color: #3d4550; }
+  table { border-collapse: collapse; width: 100%; }
+  caption { text-align: left; font-weight: 600; margin-bottom: 0.4rem; }
+  th, td { padding: 0.35rem 0.6rem; border-bottom: 1px solid #dde1e6; text-align: left; }
+  td.number, th.number { text-align: right; font-variant-numeric: tabular-nums; }
+  button.drill { border: 0; background: none; padding: 0; color: #1f5fbf; text-decoration: underline;
+    text-align: left; }
 `;
 
 // Every component: props resolved by the binder, actions through the renderer, children or their skeleton.
@@ -92,8 +139,15 @@ class TesseraElement extends A2uiLitElement {
   act(name, context) { this.context.dispatchAction({ event: { name, context } }); }
   answered() {}
 
+  // Whether it shows captions: it is drawn again when the answer's shared caption changes.
+  static showsCaptions = false;
+
   connectedCallback() {
     super.connectedCallback();
+    if (this.constructor.showsCaptions) {
+      this._onCaptions = () => this.requestUpdate();
+      captions.addEventListener('change', this._onCaptions);
+    }
     this._onOutcome = ({ detail }) => {
       const { action } = detail;
       if (action.sourceComponentId === this.nodeId && action.surfaceId === this.context?.dataContext.surface.id) {
@@ -106,6 +160,10 @@ class TesseraElement extends A2uiLitElement {
   disconnectedCallback() {
     super.disconnectedCallback();
     outcomes.removeEventListener('outcome', this._onOutcome);
+    if (this._onCaptions) {
+      captions.removeEventListener('change', this._onCaptions);
+      captions.note(this, []);  // off the screen: its results no longer count towards the shared caption
+    }
   }
 
   // A child that has not arrived yet keeps its place with a fixed minimum height: no layout jump.
@@ -119,8 +177,13 @@ class TesseraElement extends A2uiLitElement {
 
 // A bound resource: its descriptor (the binder's value of the `resource` prop), and the rows of the window this
 // node asked for.
+const EXPORT_WINDOW = 1000;  // rows asked for at a time for a CSV (the most one window holds)
+const EXPORT_PATIENCE_MS = 30_000;
+
 class ResourceElement extends TesseraElement {
-  static properties = { _window: { state: true }, _loading: { state: true }, _error: { state: true } };
+  static properties = { _window: { state: true }, _loading: { state: true }, _error: { state: true },
+    _exported: { state: true } };
+  static showsCaptions = true;
 
   get descriptor() { return this.props.resource; }
 
@@ -128,6 +191,7 @@ class ResourceElement extends TesseraElement {
   // Otherwise the descriptor's latest window is this block's when it is for this node at the offset it asked.
   willUpdate(changed) {
     super.willUpdate(changed);
+    captions.note(this, [this.descriptor?.interpretation?.text]);
     const bound = `${this.nodeId}|${this.boundId('resource')}`;
     if (this._bound !== bound) {
       if (this._firstKey) surfaceState.settled(this._firstKey);  // no longer this block's window to wait for
@@ -172,19 +236,106 @@ class ResourceElement extends TesseraElement {
     this.act('resource-window', { offset, limit: this.windowSize() });
   }
 
+  // The window of `limit` rows from `offset`, asked for under the block's own grant and waited for on the stream.
+  windowAt(offset, limit) {
+    const key = windowKey(this.boundId('resource'), this.nodeId, '/resource', offset);
+    const wanted = Math.min(limit, Math.max(0, Number(this.descriptor?.rowCount || 0) - offset));
+    return new Promise((resolve, reject) => {
+      const done = (outcome) => {
+        clearTimeout(timer);
+        surfaceState.arrivals.removeEventListener('window', arrived);
+        this._exportFailed = null;
+        outcome();
+      };
+      const arrived = ({ detail }) => {
+        const found = surfaceState.windows.get(detail);
+        if (detail === key && found && found.rows.length >= wanted) done(() => resolve(found));
+      };
+      const timer = setTimeout(() => done(() => reject(new Error('no rows came in time'))), EXPORT_PATIENCE_MS);
+      this._exportFailed = (reason) => done(() => reject(new Error(reason)));
+      surfaceState.arrivals.addEventListener('window', arrived);
+      this.act('resource-window', { offset, limit, purpose: 'export' });
+    });
+  }
+
+  // Every row of the result the person may see, through the same grant as the block's own, saved as CSV.
+  async exportCsv() {
+    const total = Number(this.descriptor?.rowCount || 0);
+    const rows = [];
+    let columns = [];
+    this._exported = total > EXPORT_WINDOW ? `Preparing ${total.toLocaleString()} rows…` : 'Preparing…';
+    try {
+      for (let offset = 0; offset === 0 || offset < total; offset += EXPORT_WINDOW) {
+        const window = await this.windowAt(offset, EXPORT_WINDOW);
+        columns = window.columns;
+        rows.push(...window.rows);
+        if (!window.rows.length) break;
+        if (total > EXPORT_WINDOW) {
+          this._exported = `Preparing ${rows.length.toLocaleString()} of ${total.toLocaleString()} rows…`;
+        }
+      }
+    } catch (error) {
+      this._exported = `Not exported: ${error.message}.`;
+      return;
+    }
+    const labels = Object.fromEntries((this.descriptor?.columns || []).map((c) => [c.id, c.label]));
+    const link = document.createElement('a');
+    link.href = URL.createObjectURL(new Blob([csvOf(columns, labels, rows)], { type: 'text/csv;charset=utf-8' }));
+    link.download = fileName(this.props.title || this.descriptor?.interpretation?.measures?.join(' and '));
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(link.href), 60_000);
+    this._exported = `Saved ${rows.length.toLocaleString()} ${rows.length === 1 ? 'row' : 'rows'} as ${link.download}.`;
+  }
+
+  // A question about one value of the result, asked as a follow-up in the conversation (main.js asks it).
+  drill(question) {
+    if (!question) return;
+    this.dispatchEvent(new CustomEvent('tessera-ask', { detail: { question }, bubbles: true, composed: true }));
+  }
+
+  // Rows as a table; each value of its first breakdown a button that asks about that value.
+  rowsTable(columns, rows, title) {
+    const described = columns.map((id) => this.descriptor?.columns?.find((c) => c.id === id));
+    const formats = columns.map((id) => this.format(id));
+    const breakdown = described.findIndex((c) => c?.role === 'dimension' || c?.role === 'time');
+    const cell = (value, i) => {
+      const shown = formatValue(value, formats[i]);
+      const question = i === breakdown ? drillQuestion(value, described[i]) : null;
+      if (!question) return shown;
+      return html`<button class="drill" title=${question} @click=${() => this.drill(question)}>${shown}</button>`;
+    };
+    return html`<table>
+      ${title ? html`<caption>${title}</caption>` : nothing}
+      <thead><tr>${described.map((c, i) => html`<th scope="col" class=${isNumeric(formats[i]) ? 'number' : ''}>${
+        c?.label || columns[i]}</th>`)}</tr></thead>
+      <tbody>${rows.map((row) => html`<tr>${row.map((value, i) => html`
+        <td class=${isNumeric(formats[i]) ? 'number' : ''}>${cell(value, i)}</td>`)}</tr>`)}</tbody>
+    </table>`;
+  }
+
+  // The result's own tools: what the block adds (a chart's view and type), then the rows as CSV.
+  tools(own = nothing) {
+    return html`<div class="tools" role="group" aria-label="This result">${own}
+      <button type="button" @click=${this.exportCsv}>Download CSV</button>
+      <span class="tool-status" role="status">${this._exported || ''}</span></div>`;
+  }
+
   answered({ action, error }) {
+    if (error && action.context?.purpose === 'export') {
+      this._exportFailed?.(error.reason || error.message);
+      return;
+    }
     if (!error || action.name !== 'resource-window' || action.context.prop) return;
     this._loading = false;
     this._error = `Could not load rows (${error.reason || error.message}).`;
     report('window-failed', `${this.nodeId}: ${error.reason}`);
   }
 
-  // What the gateway says this result answers: every bound component shows it, no proposal can set it.
-  caption() {
-    const text = this.descriptor?.interpretation?.text;
-    if (!text) return nothing;
-    return html`<p class="computed" data-caption><span class="tag">Computed</span>${text}</p>`;
-  }
+  // What the gateway says this result answers (no proposal can set it): under the block only where it differs
+  // from the caption the answer shows once.
+  caption() { return captions.own([this.descriptor?.interpretation?.text]).map(captionLine); }
 
   format(columnId) { return columnFormat(this.descriptor, columnId); }
 
@@ -300,6 +451,7 @@ function templateParts(text) {
 // results through the A2UI data context itself.
 class TFigureText extends TesseraElement {
   static properties = { _values: { state: true }, _failed: { state: true } };
+  static showsCaptions = true;
   static styles = [shared, css`p { margin: 0; } .figure { font-weight: 650; font-variant-numeric: tabular-nums; }
     .pending { display: inline-block; min-width: 3ch; border-radius: 4px; background: #eef0f3; color: transparent; }
     .muted { color: #4a525c; }`];
@@ -312,6 +464,13 @@ class TFigureText extends TesseraElement {
       this._bound = this.binding();
       queueMicrotask(() => this.start());
     }
+    captions.note(this, this.captionTexts());
+  }
+
+  // What the gateway says each figure's result answers.
+  captionTexts() {
+    return Object.values(this.props.figures || {}).map((f) => this._results?.get(f.resource?.path)
+      ?.interpretation?.text);
   }
 
   connectedCallback() {
@@ -378,7 +537,6 @@ class TFigureText extends TesseraElement {
   }
 
   render() {
-    const figures = this.props.figures || {};
     const parts = templateParts(this.props.text || '').map((part) => {
       if (typeof part === 'string') return part;
       if (this._values?.[part.slot] !== undefined) {
@@ -387,10 +545,8 @@ class TFigureText extends TesseraElement {
       if (this._failed?.[part.slot]) return html`<span class="figure" data-figure=${part.slot}>(unavailable)</span>`;
       return html`<span class="pending" role="status" aria-label="Loading a figure">000</span>`;
     });
-    const captions = [...new Set(Object.values(figures).map((f) => this._results?.get(f.resource?.path)
-      ?.interpretation?.text).filter(Boolean))];
     return html`<p class=${this.props.tone === 'muted' ? 'muted' : ''} data-answer>${parts}</p>
-      ${captions.map((text) => html`<p class="computed" data-caption><span class="tag">Computed</span>${text}</p>`)}`;
+      ${captions.own(this.captionTexts()).map(captionLine)}`;
   }
 }
 
@@ -406,17 +562,14 @@ class TMetric extends ResourceElement {
     return html`<figure><div class="label">${this.props.label}</div>
       ${this.status()}${window ? html`<div class="value" data-value=${String(value)}>
         ${formatValue(value, this.format(this.props.column))}</div>` : nothing}
-      <figcaption>${this.caption()}</figcaption></figure>`;
+      ${captions.own([this.descriptor?.interpretation?.text]).length ? html`<figcaption>${this.caption()}</figcaption>`
+        : nothing}</figure>`;
   }
 }
 
 class TDataTable extends ResourceElement {
-  static styles = [shared, css`table { border-collapse: collapse; width: 100%; }
-    caption { text-align: left; font-weight: 600; margin-bottom: 0.4rem; }
-    th, td { padding: 0.35rem 0.6rem; border-bottom: 1px solid #dde1e6; text-align: left; }
-    td.number { text-align: right; font-variant-numeric: tabular-nums; }
-    .pager { display: flex; gap: 0.5rem; align-items: center; margin-top: 0.5rem; }
-    .frame { min-height: 8rem; }`];
+  static styles = [shared, css`.pager { display: flex; gap: 0.5rem; align-items: center; margin-top: 0.5rem; }
+    .frame { min-height: 8rem; overflow-x: auto; }`];
   windowSize() { return this.props.page_size || 25; }
   render() {
     const descriptor = this.descriptor;
@@ -425,15 +578,9 @@ class TDataTable extends ResourceElement {
     const total = window?.totalRows ?? descriptor?.rowCount ?? 0;
     const offset = window?.offset ?? 0;
     const size = this.windowSize();
-    const formats = columns.map((id) => this.format(id));
-    const numeric = formats.map(isNumeric);
+    // (a window asked for a CSV may hold more rows than a page: the page shows its own)
     return html`<div class="frame">${this.status()}
-      ${window ? html`<table>
-        ${this.props.title ? html`<caption>${this.props.title}</caption>` : nothing}
-        <thead><tr>${columns.map((id) => html`<th scope="col">${columnLabel(descriptor, id)}</th>`)}</tr></thead>
-        <tbody>${window.rows.map((row) => html`<tr>${row.map((cell, i) => html`
-          <td class=${numeric[i] ? 'number' : ''}>${formatValue(cell, formats[i])}</td>`)}</tr>`)}</tbody>
-      </table>
+      ${window ? html`${this.tools()}${this.rowsTable(columns, window.rows.slice(0, size), this.props.title)}
       <div class="pager">
         <button ?disabled=${offset === 0 || this._loading} @click=${() => this.fetchWindow(Math.max(0, offset - size))}
           aria-label="Previous page">Previous</button>
@@ -447,18 +594,27 @@ class TDataTable extends ResourceElement {
 }
 
 class TChart extends ResourceElement {
-  static styles = [shared, css`.chart { width: 100%; height: 320px; } h3 { margin: 0 0 0.5rem; font-size: 1.05rem; }`];
+  static properties = { _view: { state: true }, _spec: { state: true } };
+  static styles = [shared, css`.chart { width: 100%; height: 320px; } h3 { margin: 0 0 0.5rem; font-size: 1.05rem; }
+    .table { overflow-x: auto; max-height: 24rem; overflow-y: auto; }`];
   windowSize() { return Math.min(this.descriptor?.rowCount || MAX_CHART_ROWS, MAX_CHART_ROWS); }
+  // The spec drawn: the one the person chose among the types the result allows, else the proposal's.
+  spec() { return this._spec || this.props.spec || {}; }
   // Drawing a chart takes tens of milliseconds: it waits until the frame with the rest of the answer has been
   // painted (the next frame, then a task), so words and figures are on screen first.
   updated() {
-    if (!this._drawn || this._drawing) return;
+    if (!this._drawn || this._drawing || this._view === 'table') return;
     this._drawing = requestAnimationFrame(() => setTimeout(() => {
       this._drawing = 0;
       const target = this.renderRoot.querySelector('.chart');
-      if (!this._drawn || !target || !this.isConnected) return;
-      this._chart = this._chart || initChart(target, null, { renderer: 'svg' });
+      if (!this._drawn || !target || !this.isConnected || this._view === 'table') return;
+      if (!this._chart) {
+        this._chart = initChart(target, null, { renderer: 'svg' });
+        // A bar, a slice or a point asks about its own value.
+        this._chart.on('click', ({ dataIndex }) => this.drill(this._drawn?.questions[dataIndex]));
+      }
       this._chart.setOption(this._drawn.option, true);
+      this._chart.resize();  // (its height follows its labels; it may have been hidden behind the table)
       this.dataset.drawn = String(this._drawn.points);
     }, 0));
   }
@@ -471,15 +627,35 @@ class TChart extends ResourceElement {
   }
   willUpdate(changed) {
     super.willUpdate(changed);
-    this._drawn = this._window ? chartOption(this.props, this._window, this.descriptor) : undefined;
+    if (changed.has('_window') || changed.has('_spec') || !this._drawn) {
+      this._drawn = this._window ? chartOption({ ...this.props, spec: this.spec() }, this._window, this.descriptor,
+        this.getBoundingClientRect().width || undefined) : undefined;
+    }
+  }
+  // Chart or table, and the chart types this result can be drawn as (its contract's recipes that fit it).
+  viewTools() {
+    const table = this._view === 'table';
+    const types = chartTypes(this.props.spec || {}, chartRecipes, this.descriptor?.columns || []);
+    const chosen = types.findIndex((t) => t.recipe === this.spec().recipe);
+    const view = (name) => () => { this._view = name; };
+    return html`<button type="button" aria-pressed=${String(!table)} @click=${view('chart')}>Chart</button>
+      <button type="button" aria-pressed=${String(table)} @click=${view('table')}>Table</button>
+      ${types.length > 1 && !table ? html`<label>Chart type <select @change=${(e) => {
+        this._spec = types[Number(e.target.value)];
+      }}>${types.map((t, i) => html`<option value=${i} ?selected=${i === chosen}>${CHART_NAMES[t.recipe]}</option>`)}
+      </select></label>` : nothing}`;
   }
   render() {
     const drawn = this._drawn;
-    const label = `${this.props.title || 'Chart'}${drawn ? `: ${drawn.points} ${drawn.points === 1 ? 'point' : 'points'}` : ''}`;
+    const table = this._view === 'table';
     return html`${this.props.title ? html`<h3>${this.props.title}</h3>` : nothing}${this.status()}
-      <div class="chart" role="img" aria-label=${label} data-points=${drawn ? drawn.points : nothing}
-        ?hidden=${!this._window}></div>
-      ${drawn?.note ? html`<p class="cap-note" data-cap-note>${drawn.note}</p>` : nothing}${this.caption()}`;
+      ${this._window ? this.tools(this.viewTools()) : nothing}
+      <div class="chart" role="img" aria-label=${drawn?.words || this.props.title || 'Chart'}
+        data-points=${drawn ? drawn.points : nothing} ?hidden=${!this._window || table}
+        style=${styleMap({ height: drawn?.height ? `${drawn.height}px` : null })}></div>
+      ${table && this._window ? html`<div class="table">${this.rowsTable(this._window.columns, this._window.rows,
+        '')}</div>` : nothing}
+      ${drawn?.note && !table ? html`<p class="cap-note" data-cap-note>${drawn.note}</p>` : nothing}${this.caption()}`;
   }
 }
 
@@ -498,7 +674,8 @@ function capCategories(props, window, descriptor) {
   const role = columns.find((c) => c.id === category)?.role;
   const cap = props.maxCategories || 12;
   const keys = [...new Set(window.rows.map((r) => String(r[at(category)])))];
-  if (!CATEGORY_RECIPES.has(spec.recipe) || role === 'time' || (keys.length <= cap && !props.top)) {
+  const wanted = props.top ? Math.min(props.top, cap) : cap;
+  if (!CATEGORY_RECIPES.has(spec.recipe) || role === 'time' || keys.length <= wanted) {
     return { rows: window.rows, note: '' };
   }
   const totals = new Map();
@@ -514,7 +691,6 @@ function capCategories(props, window, descriptor) {
   // "Other" adds up the rows left out: only for a measure that adds up, and only with every row of the result here.
   const additive = columns.find((c) => c.id === value)?.additive && !descriptor?.truncated
     && (descriptor?.rowCount ?? Infinity) <= window.rows.length;
-  const wanted = props.top ? Math.min(props.top, cap) : cap;
   if (props.top || !additive || !single) {
     const kept = new Set(ranked.slice(0, wanted));
     const how = single ? `the top ${kept.size} of ${keys.length.toLocaleString()} ${label} by ${measure}`
@@ -535,74 +711,117 @@ function capCategories(props, window, descriptor) {
       rest.length.toLocaleString()} are added up as Other.` };
 }
 
-function chartOption(props, window, descriptor) {
+const LONG_LABEL = 10;  // characters: longer category labels, or more than MANY_BARS of them, lie as rows
+const MANY_BARS = 6;
+
+// Every category named: bars of categories with long or many labels are drawn lying down, one label a row,
+// wrapped where they are long; standing bars label every category, wrapped to fit beneath it.
+function labelled(option, labels, horizontal, width) {
+  const category = { type: 'category', data: labels, axisLabel: { interval: 0, hideOverlap: false, lineHeight: 14,
+    width: horizontal ? Math.round(Math.min(260, Math.max(90, width * 0.34))) : 90, overflow: 'break' } };
+  if (!horizontal) return { option: { ...option, xAxis: category }, height: 0 };
+  return { option: { ...option, xAxis: option.yAxis, yAxis: { ...category, inverse: true } },
+    height: Math.max(240, labels.length * (24 + 12 * (option.series?.length || 1)) + 80) };
+}
+
+function chartOption(props, window, descriptor, width = 600) {
   const spec = props.spec || {};
   const { rows, note, otherLabel } = capCategories(props, window, descriptor);
   const at = (id) => window.columns.indexOf(id);
   const fmt = (id) => columnFormat(descriptor, id);
+  const column = (id) => descriptor?.columns?.find((c) => c.id === id);
   const label = (id, value) => (value === OTHER ? otherLabel : formatValue(value, fmt(id)));
-  const valueAxis = (id) => ({ type: 'value', axisLabel: { formatter: (v) => formatTick(v, fmt(id)) } });
+  const valueAxis = (id) => ({ type: 'value',
+    axisLabel: { hideOverlap: true, formatter: (v) => formatTick(v, fmt(id)) } });
   const tooltip = (id) => ({ valueFormatter: (v) => formatValue(v, fmt(id)) });
-  const base = { aria: { enabled: true }, animation: false, tooltip: { trigger: 'axis' },
-    grid: { left: 64, right: 24, top: 24, bottom: 48, containLabel: true } };
-  const drawn = (option, points) => ({ option, points, note });
+  // (the chart's words are its element's label: ECharts' own would read raw figures)
+  const base = { aria: { enabled: false }, animation: false, tooltip: { trigger: 'axis' },
+    grid: { left: 16, right: 24, top: 24, bottom: 24, containLabel: true } };
+  const ys = [].concat(spec.y ?? spec.value ?? []);
+  const by = spec.x ?? spec.category;
+  const breakdowns = [by, spec.series].filter(Boolean).map((id) => columnLabel(descriptor, id));
+  const what = `${CHART_NAMES[spec.recipe] || 'Chart'} of ${ys.map((y) => columnLabel(descriptor, y)).join(' and ')}${
+    breakdowns.length ? ` by ${breakdowns.join(' and ')}` : ''}`;
+  // `points`: [label, figure as shown] for the words; `keys`: the breakdown's value of each drawn item (to ask about).
+  const drawn = (option, points, keys, height = 0) => ({ option, points: keys.length, note, height,
+    words: chartWords(what, points),
+    questions: keys.map((key) => (key === OTHER ? null : drillQuestion(key, column(by)))) });
+  const shown = (id, value) => formatValue(value, fmt(id));
   if (spec.recipe === 'donut') {
     return drawn({ ...base, tooltip: { trigger: 'item', ...tooltip(spec.value) }, series: [{ type: 'pie',
       radius: ['45%', '70%'], data: rows.map((r) => ({ name: label(spec.category, r[at(spec.category)]),
-        value: Number(r[at(spec.value)]) })) }] }, rows.length);
+        value: Number(r[at(spec.value)]) })) }] },
+    rows.map((r) => [label(spec.category, r[at(spec.category)]), shown(spec.value, r[at(spec.value)])]),
+    rows.map((r) => r[at(spec.category)]));
   }
-  const ys = Array.isArray(spec.y) ? spec.y : [spec.y];
+  const timeAxis = column(spec.x)?.role === 'time';
   if (spec.recipe === 'grouped_bar' || spec.recipe === 'stacked_bar') {
     const groups = [...new Set(rows.map((r) => String(r[at(spec.series)])))];
-    const xs = [...new Set(rows.map((r) => String(r[at(spec.x)])))];
-    return drawn({ ...base, tooltip: { trigger: 'axis', ...tooltip(spec.y) }, legend: {},
-      xAxis: { type: 'category', data: xs.map((x) => label(spec.x, x)) }, yAxis: valueAxis(spec.y),
-      series: groups.map((g) => ({ name: label(spec.series, g), type: 'bar',
+    const keys = [...new Map(rows.map((r) => [String(r[at(spec.x)]), r[at(spec.x)]])).values()];
+    const labels = keys.map((x) => label(spec.x, x));
+    const { option, height } = labelled({ ...base, tooltip: { trigger: 'axis', ...tooltip(spec.y) }, legend: {},
+      yAxis: valueAxis(spec.y), series: groups.map((g) => ({ name: label(spec.series, g), type: 'bar',
         stack: spec.recipe === 'stacked_bar' ? 'all' : undefined,
-        data: xs.map((value) => {
-          const found = rows.find((r) => String(r[at(spec.x)]) === value && String(r[at(spec.series)]) === g);
+        data: keys.map((value) => {
+          const found = rows.find((r) => String(r[at(spec.x)]) === String(value) && String(r[at(spec.series)]) === g);
           return found ? Number(found[at(spec.y)]) : null;
-        }) })) }, xs.length);
+        }) })) }, labels, !timeAxis && (keys.length > MANY_BARS || labels.some((l) => l.length > LONG_LABEL)), width);
+    return drawn(option, rows.map((r) => [`${label(spec.x, r[at(spec.x)])}, ${label(spec.series, r[at(spec.series)])}`,
+      shown(spec.y, r[at(spec.y)])]), keys, height);
   }
   if (spec.recipe === 'scatter') {
     return drawn({ ...base, tooltip: { trigger: 'item' },
       xAxis: { ...valueAxis(spec.x), name: columnLabel(descriptor, spec.x) },
       yAxis: { ...valueAxis(spec.y), name: columnLabel(descriptor, spec.y) },
       series: [{ type: 'scatter', data: rows.map((r) => [Number(r[at(spec.x)]), Number(r[at(spec.y)])]) }] },
-    rows.length);
+    rows.map((r) => [`${shown(spec.x, r[at(spec.x)])}`, shown(spec.y, r[at(spec.y)])]), rows.map(() => null));
   }
   if (spec.recipe === 'heatmap') {
     const xs = [...new Set(rows.map((r) => String(r[at(spec.x)])))];
     const yv = [...new Set(rows.map((r) => String(r[at(spec.y)])))];
     const values = rows.map((r) => Number(r[at(spec.value)]));
     return drawn({ ...base, tooltip: { trigger: 'item', ...tooltip(spec.value) },
-      xAxis: { type: 'category', data: xs.map((x) => label(spec.x, x)) },
-      yAxis: { type: 'category', data: yv.map((y) => label(spec.y, y)) },
+      xAxis: { type: 'category', data: xs.map((x) => label(spec.x, x)), axisLabel: { interval: 0, width: 90,
+        overflow: 'break' } },
+      yAxis: { type: 'category', data: yv.map((y) => label(spec.y, y)), axisLabel: { interval: 0 } },
       visualMap: { min: Math.min(...values), max: Math.max(...values) },
       series: [{ type: 'heatmap', data: rows.map((r) => [xs.indexOf(String(r[at(spec.x)])),
-        yv.indexOf(String(r[at(spec.y)])), Number(r[at(spec.value)])]) }] }, rows.length);
+        yv.indexOf(String(r[at(spec.y)])), Number(r[at(spec.value)])]) }] },
+    rows.map((r) => [`${label(spec.x, r[at(spec.x)])}, ${label(spec.y, r[at(spec.y)])}`,
+      shown(spec.value, r[at(spec.value)])]), rows.map((r) => r[at(spec.x)]));
   }
   const type = spec.recipe === 'bar' ? 'bar' : 'line';
-  return drawn({ ...base, tooltip: { trigger: 'axis', ...tooltip(ys[0]) }, legend: ys.length > 1 ? {} : undefined,
-    xAxis: { type: 'category', data: rows.map((r) => label(spec.x, r[at(spec.x)])) }, yAxis: valueAxis(ys[0]),
-    series: ys.map((y) => ({ name: columnLabel(descriptor, y), type, areaStyle: spec.recipe === 'area' ? {} : undefined,
-      data: rows.map((r) => (r[at(y)] === null ? null : Number(r[at(y)]))) })) }, rows.length);
+  const labels = rows.map((r) => label(spec.x, r[at(spec.x)]));
+  const series = { ...base, tooltip: { trigger: 'axis', ...tooltip(ys[0]) }, legend: ys.length > 1 ? {} : undefined,
+    yAxis: valueAxis(ys[0]), series: ys.map((y) => ({ name: columnLabel(descriptor, y), type,
+      areaStyle: spec.recipe === 'area' ? {} : undefined,
+      data: rows.map((r) => (r[at(y)] === null ? null : Number(r[at(y)]))) })) };
+  const points = rows.flatMap((r, i) => ys.map((y) => [ys.length > 1 ? `${labels[i]}, ${columnLabel(descriptor, y)}`
+    : labels[i], shown(y, r[at(y)])]));
+  const keys = rows.map((r) => r[at(spec.x)]);
+  if (timeAxis) {  // periods in order: the axis names as many as fit
+    return drawn({ ...series, xAxis: { type: 'category', data: labels } }, points, keys);
+  }
+  const { option, height } = labelled(series, labels, type === 'bar' && (labels.length > MANY_BARS
+    || labels.some((l) => l.length > LONG_LABEL)), width);
+  return drawn(option, points, keys, height);
 }
 
+// Where the figures come from, behind Details; what was computed only where it differs from the answer's caption.
 class TEvidenceNote extends TesseraElement {
-  static styles = [shared, css`p { margin: 0; color: #3d4550; font-size: 0.9rem; }
-    details { margin-top: 0.25rem; font-size: 0.85rem; color: #3d4550; } code { font-size: 0.8rem; }`];
+  static showsCaptions = true;
+  static styles = [shared, css`details { font-size: 0.85rem; color: #3d4550; } summary { cursor: pointer; }
+    code { font-size: 0.8rem; } p { margin: 0.25rem 0 0; }`];
   render() {
     const e = this.props.evidence;
     if (!e) return html`<div class="skeleton" style=${styleMap({ 'min-height': '1.5rem' })} aria-hidden="true"></div>`;
     const when = new Date(e.observedAt).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
     const rows = Number(e.rowCount);
-    return html`<div role="note" data-evidence>
-      <p>${e.computed ? html`<span class="computed"><span class="tag">Computed</span></span>${e.computed}. ` : ''}
-        Read from the warehouse on ${when}: ${rows.toLocaleString()} result ${rows === 1 ? 'row' : 'rows'} in ${
-        Math.max(1, Math.round(e.elapsedMs)).toLocaleString()} ms.</p>
-      <details><summary>Details</summary>
-        Query fingerprint <code>${e.queryFingerprint}</code>; catalog <code>${e.catalogFingerprint}</code>.
+    return html`<div role="note" data-evidence>${captions.own([e.computed]).map(captionLine)}
+      <details><summary>Where these figures come from</summary>
+        <p>Read from the warehouse on ${when}: ${rows.toLocaleString()} result ${rows === 1 ? 'row' : 'rows'} in ${
+          Math.max(1, Math.round(e.elapsedMs)).toLocaleString()} ms.</p>
+        <p>Query fingerprint <code>${e.queryFingerprint}</code>; catalog <code>${e.catalogFingerprint}</code>.</p>
       </details></div>`;
   }
 }

@@ -491,6 +491,12 @@ async function start() {
   document.addEventListener('decided', decided);
   document.addEventListener('found-decided', (event) => moveToDecided(event.target));
   $('ask').addEventListener('submit', ask);
+  // A value of an answer clicked (a bar, a row): its follow-up is asked like any question, unless one is running.
+  document.addEventListener('tessera-ask', (event) => {
+    if ($('ask-button').disabled) return;
+    $('question').value = event.detail.question;
+    $('ask').requestSubmit();
+  });
   $('cancel-button').addEventListener('click', cancelTurn);
   refreshApprovals();
   document.body.dataset.ready = 'true';

@@ -5,7 +5,7 @@
 
 import { MessageProcessor } from '@a2ui/web_core/v0_9';
 import '@a2ui/lit/v0_9';
-import { catalog, surfaceState, windowKey } from './components.js';
+import { captions, catalog, surfaceState, windowKey } from './components.js';
 import { withPlaceholders } from './refused.js';
 import { apiPath, report } from './api.js';
 
@@ -29,6 +29,7 @@ function noteWindows(message) {
     surfaceState.windows.set(key, w);
     surfaceState.coming.delete(key);
     surfaceState.settled(key);
+    surfaceState.arrivals.dispatchEvent(new CustomEvent('window', { detail: key }));
   }
 }
 
@@ -39,6 +40,24 @@ export class SurfaceView {
     this.processor = new MessageProcessor([catalog], (action) => this.handlers.onAction(action));
     this.surfaceId = '';
     this.lastSequence = 0;
+    captions.addEventListener('change', () => this.showCaption());
+  }
+
+  // The answer's caption, once, under it: the page draws it, so no proposal can leave it out or move it.
+  showCaption() {
+    const below = this.element.querySelector('#answer-caption');
+    if (!below) return;
+    below.replaceChildren();
+    below.hidden = !captions.shared;
+    if (!captions.shared) return;
+    const line = document.createElement('p');
+    line.className = 'computed';
+    line.dataset.caption = '';
+    const tag = document.createElement('span');
+    tag.className = 'tag';
+    tag.textContent = 'Computed';
+    line.append(tag, captions.shared);
+    below.append(line);
   }
 
   connect(delay = 1000) {
@@ -106,7 +125,11 @@ export class SurfaceView {
       loading.className = 'surface-loading';
       loading.textContent = 'Loading the answer…';
       view.append(loading);
-      this.element.replaceChildren(view);
+      const caption = document.createElement('div');
+      caption.id = 'answer-caption';
+      caption.className = 'answer-caption';
+      this.element.replaceChildren(view, caption);
+      this.showCaption();
     }
     view.surface = surface;
   }
