@@ -264,11 +264,11 @@ _PATTERNS: list[tuple[re.Pattern, object]] = [
      _stretch),
     # "since (the start of) last year": the whole previous year and this one so far, i.e. the last two (this one
     # included); "since the start of this quarter": this one so far.
-    (re.compile(r"\bsince (?:the (?:start|beginning) of )?(last|previous|this|the previous|the current) "
+    (re.compile(r"\bsince (?:(?:the )?(?:start|beginning) of )?(last|previous|this|the previous|the current) "
                 r"(month|quarter|year)\b"),
      lambda m: TimeSpan("relative", m.group(0), op="to_date", unit=m.group(2)) if m.group(1) in (
          "this", "the current") else TimeSpan("relative", m.group(0), op="trailing", unit=m.group(2), count=2)),
-    (re.compile(r"\bsince (?:the start of |the beginning of |the )?(" + _POINT + r")\b"), _since),
+    (re.compile(r"\bsince (?:(?:the )?start of |(?:the )?beginning of |the )?(" + _POINT + r")\b"), _since),
     (re.compile(r"\b(?:from )?(" + _POINT + r"),? (?:onwards?\b|and (?:later|after)(?=\s*[?.!,;]|\s*$))"),
      _since),  # "2021 onwards", "2023 and later" (not "placed in 2023 and later cancelled")
     (re.compile(r"\b(?:in |during |for |of )?(?:the )?(last|past|previous|trailing|prior) (\d{1,3}|[a-z-]+) "

@@ -50,7 +50,7 @@ basically roughly approximately % contain contains containing getting gets recei
 thing things catalogue catalog database system dataset something anything everything stuff pull pulled grab fetch
 provide calendar subsequently lineup assortment peak peaked sum pivot pivoted
 separate separately part mix behind add added
-specifically particularly especially
+specifically particularly especially though tho
 """.split())
 _ASKING = ("which", "what", "show", "many", "much", "total", "number", "please")  # a typo may hide these
 # and a few longer words that say nothing of what is asked ("best sellng"): a near spelling of one is passed over
@@ -215,8 +215,8 @@ _OTHER_ORDER = re.compile(r"\b(?:" + "|".join(sorted((SUPERLATIVE_HIGH | SUPERLA
 # "did orders go up or down from Q2 to Q3": whether, so both periods are shown side by side
 _UP_OR_DOWN = re.compile(r"\b(?:(?:go|goes|going|gone|went|move|moved) )?(?:up or down|down or up)\b")
 _WENT_UP = re.compile(r"\b(?:go|goes|gone|went) (?:up|down)\b")  # "did store sales go down …": whether, too
-_HOW_MUCH = re.compile(r"\bby how much\b|\bhow much (?:(?:did|does|do|has|have|had) )?(?:it|they|that|this|those|"
-                       r"these)\b")  # (how much it moved; not "how much revenue")
+_HOW_MUCH = re.compile(r"\bby how (?:much|many)\b|\bhow much (?:(?:did|does|do|has|have|had) )?(?:it|they|that|this|"
+                       r"those|these)\b")  # (how much it moved; not "how much revenue"; returns "by how many")
 _YES_OR_NO = re.compile(r"\s*(?:did|has|have|had|is|was|were|are)\b")
 # "growth in 2025, as a %": the rate a change is shown as anyway
 _AS_PERCENT = re.compile(r"\b(?:as|in) (?:a )?(?:percent(?:age)?s?\b|%)|\bin percentage terms\b")
@@ -245,6 +245,7 @@ _TREND = re.compile(r"\bover time\b|\btrend(?:s|ing|ed)?\b")
 _WHICH_PERIOD = re.compile(r"\b(?:which|what|best|worst|busiest|quietest|strongest|weakest|highest|lowest|"
                            r"biggest|top) (?:one (?:of )?)?(?:(?:these|those|the) )?(hour|day|week|month|quarter|"
                            r"year)s?\b")
+_RANKED_PERIODS = re.compile(r"\s*(hour|day|week|month|quarter|year)s\b")  # right after "top 3", "which three"
 _BREAKDOWN = re.compile(r"\b(?:by|per|across|for each|in each|each|split by|broken down by|grouped by|"
                         r"for every)\s*$")
 # "units in an order": the entity after these words is what a measure is divided by, as after "per".
@@ -1665,6 +1666,9 @@ def _ranking(text: str, reading: Reading) -> str:
     if top:
         reading.limit = int(count) if count.isdigit() else _NUMBER_WORDS[count]
         reading.direction = "asc" if word in SUPERLATIVE_LOW else "desc"
+        if periods := _RANKED_PERIODS.match(text, top.end()):  # "the top 3 months": the periods themselves, ranked
+            reading.grain = periods.group(1)
+            text = _blank(text, periods.start(1), periods.end())
         if reading.limit == 0:  # nothing to show: said, not read as "all of them"
             reading.unknown.append(top.group(0).strip())
             reading.limit = None

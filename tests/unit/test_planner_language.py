@@ -2157,3 +2157,41 @@ def test_mo_is_a_month(question, span):
 def test_rank_em_asks_for_them_ranked():
     reading = read("which categories sold the most units in 2025? rank em", LATEST)
     assert reading.unknown == [] and labels(reading.breakdowns) == ["Product category"]
+
+
+# --- round J: from fresh sets BJ, BK, BL and BM ---------------------------------------------------------------------
+
+@pytest.mark.parametrize(("question", "grain", "limit", "direction"), [
+    ("Which three months of 2025 brought in the most money?", "month", 3, "desc"),
+    ("top 3 months by revenue in 2025", "month", 3, "desc"),
+    ("which 2 quarters had the fewest orders", "quarter", 2, "asc"),
+])
+def test_the_periods_themselves_ranked(question, grain, limit, direction):
+    reading = read(question, LATEST)
+    assert (reading.grain, reading.limit, reading.direction, reading.unknown) == (grain, limit, direction, [])
+    assert plan(reading, SLICE).draft["dimensions"][0]["grain"] == grain
+
+
+def test_the_top_three_regions_are_still_regions():
+    reading = read("top 3 regions by revenue", LATEST)
+    assert (labels(reading.breakdowns), reading.grain) == (["Region name"], None)
+
+
+@pytest.mark.parametrize(("question", "span"), [
+    ("order volume by quarter since start of 2024", ("since", dt.date(2024, 1, 1), None)),
+    ("orders since beginning of last year", ("relative", "trailing", "year", 2)),
+])
+def test_since_the_start_without_the(question, span):
+    reading = read(question, LATEST)
+    assert period(reading) == span and reading.unknown == []
+
+
+def test_by_how_many_asks_for_the_change():
+    drafted = plan(read("were returns up or down last month vs the month before, and by how many?", LATEST),
+                   SLICE).draft
+    assert [c["kind"] for c in drafted["calculations"]] == ["prior", "change", "growth"]
+
+
+def test_tho_is_only_said():
+    reading = follow("top 10 products by revenue last quarter", "same thing on units, just the top 3 tho", LATEST)
+    assert reading.unknown == [] and reading.limit == 3 and labels(reading.measures) == ["Units sold"]

@@ -67,3 +67,8 @@ def test_a_ratio_the_sql_rounded_is_carried_by_its_exact_value():
     assert same_figure(0.10378323108384459, 0.1038) and same_figure("0.4917837", 0.4918)
     assert not same_figure(0.1032, 0.1038) and not same_figure(0.10378, 0.103)  # (0.103: not 0.1038)
     assert not same_figure(0.54, 0.5)  # a short figure is exact, not rounded
+
+
+def test_money_under_ten_the_sql_rounded_to_the_cent_is_carried_by_its_exact_value():
+    assert same_figure("9.4905", 9.49) and same_figure(5.994999, 5.99)
+    assert not same_figure("9.4951", 9.49) and not same_figure(9.5, 9.49)
