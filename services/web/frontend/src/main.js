@@ -47,7 +47,7 @@ function showApproval(approvalId, caused = true) {
   card.setAttribute('approval-id', approvalId);
   if (caused) card.setAttribute('focus-on-open', '');  // opened by what the person just did
   card.setAttribute('role', 'region');
-  card.setAttribute('aria-label', 'Approval request');
+  card.setAttribute('aria-label', `Approval request ${shownApprovals.size}`);  // (each region named apart)
   $('approvals').append(card);
   $('approvals-section').hidden = false;
 }
@@ -335,6 +335,7 @@ async function showCatalog() {
   try {
     outline = await getJson('/api/catalog');
   } catch { return; }  // a convenience: asking works without it
+  if (!$('empty-state')?.isConnected) return;  // an answer took the empty page's place while this was asked for
   const questions = outline.suggested_questions || [];
   $('suggested-questions').replaceChildren(...askButtons(questions));
   $('suggestions').hidden = !questions.length;
