@@ -16,8 +16,9 @@ import { SVGRenderer } from 'echarts/renderers';
 import { report } from './api.js';
 import { outcomes } from './actions.js';
 import { CATALOG_ID, chartRecipes, componentSchemas } from './generated/catalog-schemas.js';
-import { columnFormat, formatTick, formatValue, isNumeric, statusInWords } from './format.js';
-import { CHART_NAMES, chartTypes, chartWords, csvOf, drillQuestion, fileName } from './result-tools.js';
+import { columnFormat, formatValue, isNumeric, statusInWords } from './format.js';
+import { CHART_NAMES, chartTypes, csvOf, drillQuestion, fileName } from './result-tools.js';
+import { chartOption, MAX_CHART_ROWS } from './chart-option.js';
 
 useECharts([BarChart, LineChart, ScatterChart, PieChart, HeatmapChart, GridComponent, TooltipComponent,
   LegendComponent, AriaComponent, VisualMapComponent, SVGRenderer]);
@@ -349,10 +350,6 @@ class ResourceElement extends TesseraElement {
   }
 }
 
-function columnLabel(descriptor, id) {
-  return descriptor?.columns?.find((c) => c.id === id)?.label || id;
-}
-
 class TColumn extends TesseraElement {
   static styles = [shared, css`.stack { display: flex; flex-direction: column; gap: var(--gap, 1rem); }`];
   render() {
@@ -556,14 +553,14 @@ class TMetric extends ResourceElement {
   firstOffset() { return this.props.row || 0; }
   windowSize() { return 1; }
   render() {
+    const own = this.caption();
     const window = this._window;
     const column = window?.columns?.indexOf(this.props.column) ?? -1;
     const value = window && column >= 0 && window.rows[0] ? window.rows[0][column] : undefined;
     return html`<figure><div class="label">${this.props.label}</div>
       ${this.status()}${window ? html`<div class="value" data-value=${String(value)}>
         ${formatValue(value, this.format(this.props.column))}</div>` : nothing}
-      ${captions.own([this.descriptor?.interpretation?.text]).length ? html`<figcaption>${this.caption()}</figcaption>`
-        : nothing}</figure>`;
+      ${own.length ? html`<figcaption>${own}</figcaption>` : nothing}</figure>`;
   }
 }
 
@@ -657,154 +654,6 @@ class TChart extends ResourceElement {
         '')}</div>` : nothing}
       ${drawn?.note && !table ? html`<p class="cap-note" data-cap-note>${drawn.note}</p>` : nothing}${this.caption()}`;
   }
-}
-
-const MAX_CHART_ROWS = 1000;  // the most rows a chart asks for itself (its contract's first window is as many)
-const CATEGORY_RECIPES = new Set(['bar', 'grouped_bar', 'stacked_bar', 'donut']);
-const OTHER = Symbol('other');  // never equal to a warehouse value, even one that reads "Other"
-
-// Category charts draw at most the catalog's maxCategories: with `top`, exactly the first `top` by value;
-// otherwise the first ones by value and, where the measure adds up and no row was left out, "Other".
-function capCategories(props, window, descriptor) {
-  const spec = props.spec || {};
-  const at = (id) => window.columns.indexOf(id);
-  const category = spec.recipe === 'donut' ? spec.category : spec.x;
-  const value = spec.recipe === 'donut' ? spec.value : spec.y;
-  const columns = descriptor?.columns || [];
-  const role = columns.find((c) => c.id === category)?.role;
-  const cap = props.maxCategories || 12;
-  const keys = [...new Set(window.rows.map((r) => String(r[at(category)])))];
-  const wanted = props.top ? Math.min(props.top, cap) : cap;
-  if (!CATEGORY_RECIPES.has(spec.recipe) || role === 'time' || keys.length <= wanted) {
-    return { rows: window.rows, note: '' };
-  }
-  const totals = new Map();
-  for (const r of window.rows) {
-    const key = String(r[at(category)]);
-    totals.set(key, (totals.get(key) || 0) + (Number(r[at(value)]) || 0));
-  }
-  const single = spec.recipe === 'bar' || spec.recipe === 'donut';
-  // The ranking: by value for one series; in the result's own order when several series share a category.
-  const ranked = single ? [...keys].sort((a, b) => totals.get(b) - totals.get(a)) : keys;
-  const label = columns.find((c) => c.id === category)?.label || 'categories';
-  const measure = columns.find((c) => c.id === value)?.label || 'value';
-  // "Other" adds up the rows left out: only for a measure that adds up, and only with every row of the result here.
-  const additive = columns.find((c) => c.id === value)?.additive && !descriptor?.truncated
-    && (descriptor?.rowCount ?? Infinity) <= window.rows.length;
-  if (props.top || !additive || !single) {
-    const kept = new Set(ranked.slice(0, wanted));
-    const how = single ? `the top ${kept.size} of ${keys.length.toLocaleString()} ${label} by ${measure}`
-      : `the first ${kept.size} of ${keys.length.toLocaleString()} ${label}`;
-    return { rows: window.rows.filter((r) => kept.has(String(r[at(category)]))).sort(
-      (a, b) => ranked.indexOf(String(a[at(category)])) - ranked.indexOf(String(b[at(category)]))),
-    note: `Showing ${how}${props.top ? '' : '; the table has them all'}.` };
-  }
-  const kept = new Set(ranked.slice(0, cap - 1));
-  const rest = ranked.slice(cap - 1);
-  const other = window.rows[0].slice();
-  other[at(category)] = OTHER;
-  other[at(value)] = rest.reduce((sum, key) => sum + totals.get(key), 0);
-  const rows = window.rows.filter((r) => kept.has(String(r[at(category)]))).sort(
-    (a, b) => ranked.indexOf(String(a[at(category)])) - ranked.indexOf(String(b[at(category)])));
-  return { rows: [...rows, other], otherLabel: `Other (${rest.length.toLocaleString()})`,
-    note: `Showing the top ${kept.size} of ${keys.length.toLocaleString()} ${label} by ${measure}; the other ${
-      rest.length.toLocaleString()} are added up as Other.` };
-}
-
-const LONG_LABEL = 10;  // characters: longer category labels, or more than MANY_BARS of them, lie as rows
-const MANY_BARS = 6;
-
-// Every category named: bars of categories with long or many labels are drawn lying down, one label a row,
-// wrapped where they are long; standing bars label every category, wrapped to fit beneath it.
-function labelled(option, labels, horizontal, width) {
-  const category = { type: 'category', data: labels, axisLabel: { interval: 0, hideOverlap: false, lineHeight: 14,
-    width: horizontal ? Math.round(Math.min(260, Math.max(90, width * 0.34))) : 90, overflow: 'break' } };
-  if (!horizontal) return { option: { ...option, xAxis: category }, height: 0 };
-  return { option: { ...option, xAxis: option.yAxis, yAxis: { ...category, inverse: true } },
-    height: Math.max(240, labels.length * (24 + 12 * (option.series?.length || 1)) + 80) };
-}
-
-function chartOption(props, window, descriptor, width = 600) {
-  const spec = props.spec || {};
-  const { rows, note, otherLabel } = capCategories(props, window, descriptor);
-  const at = (id) => window.columns.indexOf(id);
-  const fmt = (id) => columnFormat(descriptor, id);
-  const column = (id) => descriptor?.columns?.find((c) => c.id === id);
-  const label = (id, value) => (value === OTHER ? otherLabel : formatValue(value, fmt(id)));
-  const valueAxis = (id) => ({ type: 'value',
-    axisLabel: { hideOverlap: true, formatter: (v) => formatTick(v, fmt(id)) } });
-  const tooltip = (id) => ({ valueFormatter: (v) => formatValue(v, fmt(id)) });
-  // (the chart's words are its element's label: ECharts' own would read raw figures)
-  const base = { aria: { enabled: false }, animation: false, tooltip: { trigger: 'axis' },
-    grid: { left: 16, right: 24, top: 24, bottom: 24, containLabel: true } };
-  const ys = [].concat(spec.y ?? spec.value ?? []);
-  const by = spec.x ?? spec.category;
-  const breakdowns = [by, spec.series].filter(Boolean).map((id) => columnLabel(descriptor, id));
-  const what = `${CHART_NAMES[spec.recipe] || 'Chart'} of ${ys.map((y) => columnLabel(descriptor, y)).join(' and ')}${
-    breakdowns.length ? ` by ${breakdowns.join(' and ')}` : ''}`;
-  // `points`: [label, figure as shown] for the words; `keys`: the breakdown's value of each drawn item (to ask about).
-  const drawn = (option, points, keys, height = 0) => ({ option, points: keys.length, note, height,
-    words: chartWords(what, points),
-    questions: keys.map((key) => (key === OTHER ? null : drillQuestion(key, column(by)))) });
-  const shown = (id, value) => formatValue(value, fmt(id));
-  if (spec.recipe === 'donut') {
-    return drawn({ ...base, tooltip: { trigger: 'item', ...tooltip(spec.value) }, series: [{ type: 'pie',
-      radius: ['45%', '70%'], data: rows.map((r) => ({ name: label(spec.category, r[at(spec.category)]),
-        value: Number(r[at(spec.value)]) })) }] },
-    rows.map((r) => [label(spec.category, r[at(spec.category)]), shown(spec.value, r[at(spec.value)])]),
-    rows.map((r) => r[at(spec.category)]));
-  }
-  const timeAxis = column(spec.x)?.role === 'time';
-  if (spec.recipe === 'grouped_bar' || spec.recipe === 'stacked_bar') {
-    const groups = [...new Set(rows.map((r) => String(r[at(spec.series)])))];
-    const keys = [...new Map(rows.map((r) => [String(r[at(spec.x)]), r[at(spec.x)]])).values()];
-    const labels = keys.map((x) => label(spec.x, x));
-    const { option, height } = labelled({ ...base, tooltip: { trigger: 'axis', ...tooltip(spec.y) }, legend: {},
-      yAxis: valueAxis(spec.y), series: groups.map((g) => ({ name: label(spec.series, g), type: 'bar',
-        stack: spec.recipe === 'stacked_bar' ? 'all' : undefined,
-        data: keys.map((value) => {
-          const found = rows.find((r) => String(r[at(spec.x)]) === String(value) && String(r[at(spec.series)]) === g);
-          return found ? Number(found[at(spec.y)]) : null;
-        }) })) }, labels, !timeAxis && (keys.length > MANY_BARS || labels.some((l) => l.length > LONG_LABEL)), width);
-    return drawn(option, rows.map((r) => [`${label(spec.x, r[at(spec.x)])}, ${label(spec.series, r[at(spec.series)])}`,
-      shown(spec.y, r[at(spec.y)])]), keys, height);
-  }
-  if (spec.recipe === 'scatter') {
-    return drawn({ ...base, tooltip: { trigger: 'item' },
-      xAxis: { ...valueAxis(spec.x), name: columnLabel(descriptor, spec.x) },
-      yAxis: { ...valueAxis(spec.y), name: columnLabel(descriptor, spec.y) },
-      series: [{ type: 'scatter', data: rows.map((r) => [Number(r[at(spec.x)]), Number(r[at(spec.y)])]) }] },
-    rows.map((r) => [`${shown(spec.x, r[at(spec.x)])}`, shown(spec.y, r[at(spec.y)])]), rows.map(() => null));
-  }
-  if (spec.recipe === 'heatmap') {
-    const xs = [...new Set(rows.map((r) => String(r[at(spec.x)])))];
-    const yv = [...new Set(rows.map((r) => String(r[at(spec.y)])))];
-    const values = rows.map((r) => Number(r[at(spec.value)]));
-    return drawn({ ...base, tooltip: { trigger: 'item', ...tooltip(spec.value) },
-      xAxis: { type: 'category', data: xs.map((x) => label(spec.x, x)), axisLabel: { interval: 0, width: 90,
-        overflow: 'break' } },
-      yAxis: { type: 'category', data: yv.map((y) => label(spec.y, y)), axisLabel: { interval: 0 } },
-      visualMap: { min: Math.min(...values), max: Math.max(...values) },
-      series: [{ type: 'heatmap', data: rows.map((r) => [xs.indexOf(String(r[at(spec.x)])),
-        yv.indexOf(String(r[at(spec.y)])), Number(r[at(spec.value)])]) }] },
-    rows.map((r) => [`${label(spec.x, r[at(spec.x)])}, ${label(spec.y, r[at(spec.y)])}`,
-      shown(spec.value, r[at(spec.value)])]), rows.map((r) => r[at(spec.x)]));
-  }
-  const type = spec.recipe === 'bar' ? 'bar' : 'line';
-  const labels = rows.map((r) => label(spec.x, r[at(spec.x)]));
-  const series = { ...base, tooltip: { trigger: 'axis', ...tooltip(ys[0]) }, legend: ys.length > 1 ? {} : undefined,
-    yAxis: valueAxis(ys[0]), series: ys.map((y) => ({ name: columnLabel(descriptor, y), type,
-      areaStyle: spec.recipe === 'area' ? {} : undefined,
-      data: rows.map((r) => (r[at(y)] === null ? null : Number(r[at(y)]))) })) };
-  const points = rows.flatMap((r, i) => ys.map((y) => [ys.length > 1 ? `${labels[i]}, ${columnLabel(descriptor, y)}`
-    : labels[i], shown(y, r[at(y)])]));
-  const keys = rows.map((r) => r[at(spec.x)]);
-  if (timeAxis) {  // periods in order: the axis names as many as fit
-    return drawn({ ...series, xAxis: { type: 'category', data: labels } }, points, keys);
-  }
-  const { option, height } = labelled(series, labels, type === 'bar' && (labels.length > MANY_BARS
-    || labels.some((l) => l.length > LONG_LABEL)), width);
-  return drawn(option, points, keys, height);
 }
 
 // Where the figures come from, behind Details; what was computed only where it differs from the answer's caption.
