@@ -5,6 +5,8 @@ approval waiting and decided, and a question cancelled."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from playwright.sync_api import expect
 
@@ -39,7 +41,9 @@ class HeldQuestions:
     def wait(self, page) -> None:
         page.wait_for_function("document.querySelector('#cancel-button') && !document.querySelector("
                                "'#cancel-button').hidden", timeout=15_000)
-        while not self.held:
+        deadline = time.monotonic() + 15
+        while not self.held:  # (the route's handler runs as Playwright reads the page's events)
+            assert time.monotonic() < deadline, "the question never reached web"
             page.wait_for_timeout(50)
 
     def release(self) -> None:

@@ -183,7 +183,7 @@ const EXPORT_PATIENCE_MS = 30_000;
 
 class ResourceElement extends TesseraElement {
   static properties = { _window: { state: true }, _loading: { state: true }, _error: { state: true },
-    _exported: { state: true } };
+    _exported: { state: true }, _exporting: { state: true } };
   static showsCaptions = true;
 
   get descriptor() { return this.props.resource; }
@@ -199,6 +199,8 @@ class ResourceElement extends TesseraElement {
       this._bound = bound;
       this._window = undefined;
       this._error = '';
+      this._exported = '';
+      this.rebound();
       queueMicrotask(() => this.start());
       return;
     }
@@ -229,6 +231,8 @@ class ResourceElement extends TesseraElement {
 
   firstOffset() { return 0; }
   windowSize() { return 25; }
+  // Another result now: what the person chose for the one before (a chart's view or type) is not this one's.
+  rebound() {}
 
   fetchWindow(offset) {
     this._asked = offset;
@@ -259,8 +263,19 @@ class ResourceElement extends TesseraElement {
     });
   }
 
-  // Every row of the result the person may see, through the same grant as the block's own, saved as CSV.
+  // Every row of the result the person may see, through the same grant as the block's own, saved as CSV; one
+  // export at a time (the button waits).
   async exportCsv() {
+    if (this._exporting) return;
+    this._exporting = true;
+    try {
+      await this.saveCsv();
+    } finally {
+      this._exporting = false;
+    }
+  }
+
+  async saveCsv() {
     const total = Number(this.descriptor?.rowCount || 0);
     const rows = [];
     let columns = [];
@@ -319,7 +334,7 @@ class ResourceElement extends TesseraElement {
   // The result's own tools: what the block adds (a chart's view and type), then the rows as CSV.
   tools(own = nothing) {
     return html`<div class="tools" role="group" aria-label="This result">${own}
-      <button type="button" @click=${this.exportCsv}>Download CSV</button>
+      <button type="button" ?disabled=${this._exporting} @click=${this.exportCsv}>Download CSV</button>
       <span class="tool-status" role="status">${this._exported || ''}</span></div>`;
   }
 
@@ -597,6 +612,11 @@ class TChart extends ResourceElement {
   windowSize() { return Math.min(this.descriptor?.rowCount || MAX_CHART_ROWS, MAX_CHART_ROWS); }
   // The spec drawn: the one the person chose among the types the result allows, else the proposal's.
   spec() { return this._spec || this.props.spec || {}; }
+  rebound() {
+    this._spec = undefined;
+    this._view = undefined;
+    this._drawn = undefined;
+  }
   // Drawing a chart takes tens of milliseconds: it waits until the frame with the rest of the answer has been
   // painted (the next frame, then a task), so words and figures are on screen first.
   updated() {
