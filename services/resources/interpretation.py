@@ -101,8 +101,7 @@ def _merge_ranges(items: list[Predicate]) -> list[str]:
                         {r.name for r in upper.via} == {r.name for r in lower.via}:
                     end = upper.values[0]
                     if upper.op == "lt" and _is_midnight(end):  # before a day starts: up to the day before
-                        end = (end if isinstance(end, dt.date) and not isinstance(end, dt.datetime)
-                               else end.date()) - dt.timedelta(days=1)
+                        end = _day(end) - dt.timedelta(days=1)
                     elif upper.op == "lt" or upper.field.spec.type == "timestamp":
                         end = None  # "before 14:00", or "on or before" one moment: said as it is, unmerged
                     if end is not None:
@@ -185,7 +184,7 @@ def _period_words(period: RelativePeriod) -> str:
     span, timed = period.span, period.field.spec.type == "timestamp"
     end = span.end
     if not span.end_inclusive:  # up to the start of the reference's own unit: the day before it
-        end = (end.date() if isinstance(end, dt.datetime) else end) - dt.timedelta(days=1)
+        end = _day(end) - dt.timedelta(days=1)
         timed = False
     last = readable_moment(end) if timed else readable_day(end)
     first = readable_date(span.start) if timed else readable_day(span.start)
@@ -280,25 +279,27 @@ def _ordering(draft: Draft, columns: list[OutputColumn]) -> str:
 def _coverage(coverage: Coverage) -> str:
     if coverage.first is None or coverage.last is None:
         return f"no {coverage.field.spec.label.lower()} in the rows used"
+    return f"{coverage.field.spec.label} {_span(coverage)}"
+
+
+def _span(coverage: Coverage) -> str:
     first, last = readable_day(coverage.first), readable_day(coverage.last)
-    span = first if first == last else f"{first} – {last}"
-    return f"{coverage.field.spec.label} {span}"
+    return first if first == last else f"{first} – {last}"
 
 
 def _coverage_words(coverage: Coverage, predicate: Predicate | None) -> str:
     """The rows' span in the caption: not said where a filter on the same field bounds it on both sides and
     the rows begin in its first month and end in its last (the filter's dates already say it: one span, not
     two nearly alike), and said as the rows' own where it tells more (a year of which the data holds a part)."""
-    covered = _coverage(coverage)
     bounds = _filter_bounds(predicate, coverage.field) if predicate is not None else []
     if not bounds or coverage.first is None or coverage.last is None:
-        return covered
+        return _coverage(coverage)
     lower = max((b for b, _ in bounds if b is not None), default=None)
     upper = min((b for _, b in bounds if b is not None), default=None)
     if lower is not None and upper is not None and _month(lower) == _month(coverage.first) \
             and _month(upper) == _month(coverage.last):
         return ""
-    return f"{coverage.field.spec.label} of the rows used: {covered[len(coverage.field.spec.label) + 1:]}"
+    return f"{coverage.field.spec.label} of the rows used: {_span(coverage)}"
 
 
 def _filter_bounds(predicate: Predicate, field: CatalogField) -> list[tuple[dt.date | None, dt.date | None]]:
@@ -331,4 +332,4 @@ def _month(value: dt.date | dt.datetime) -> tuple[int, int]:
 
 def readable_day(value: dt.date | dt.datetime) -> str:
     """The day alone, even of a moment with a time (a span's ends)."""
-    return readable_date(value.date() if isinstance(value, dt.datetime) else value)
+    return readable_date(_day(value))
