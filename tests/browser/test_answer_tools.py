@@ -6,24 +6,16 @@ grant, a value clicked asked about as a follow-up, and a chart type chosen kept 
 from __future__ import annotations
 
 import csv
-import json
 import re
-import secrets
 from decimal import Decimal
 
 import pytest
 from playwright.sync_api import expect
 
-from shared.actors import assert_actor
-from shared.certs import load_signing_key, signing_key_path
-from shared.channels import sync_channel
-from shared.contracts import invoke
-from tessera.host.v1 import host_pb2
-from tessera.resources.v1 import resources_pb2
 from tests.browser.conftest import screenshot
 from tests.browser.test_browser import ask, month_label
+from tests.fixtures.agent_commit import commit_as_agent
 from tests.fixtures.golden.reference import expected_figures
-from tests.fixtures.ui import offered_ids
 
 
 def _top_products(warehouse_url, count: int) -> list[tuple[str, Decimal]]:
@@ -108,39 +100,23 @@ def test_a_value_clicked_is_asked_about_as_a_follow_up(page):
 
 def _trend_and_regions_in_tabs(running_set, credentials, cert_dir, session_id: str) -> None:
     """Commit, as the agent would, two charts in two tabs: net revenue by month (a line) and by region (bars)."""
-    person = assert_actor(load_signing_key(signing_key_path(cert_dir, "web")), "local-user", "local", "Local user")
-    with sync_channel(running_set.handles["host"].address, credentials("agent"), "host") as host, \
-            sync_channel(running_set.handles["resources"].address, credentials("agent"), "resources") as gateway:
-        turn = invoke(host, "host", "BeginTurn", host_pb2.BeginTurnRequest(
-            actor=person, session_id=session_id, question="Net revenue", request_id=secrets.token_hex(4)))
-        ref = resources_pb2.TurnRef(session_id=session_id, turn_id=turn.turn_id)
-        context = invoke(gateway, "resources", "InspectContext", resources_pb2.InspectContextRequest(turn=ref))
-        found = invoke(gateway, "resources", "InspectCatalog", resources_pb2.InspectCatalogRequest(
-            turn=ref, question="net revenue by order time and region", capability_token=context.capability_token))
-        metric = next(m.metric_id for e in found.entities for m in e.metrics if m.label == "Net revenue")
-        field = {f.label: f.field_id for e in found.entities for f in e.fields}
-        drafts = [{"dimensions": [{"id": "month", "field": field["Order time"], "grain": "month"}], "output": "series"},
-                  {"dimensions": [{"id": "region", "field": field["Region name"]}], "output": "table"}]
-        offers = [invoke(gateway, "resources", "Analyze", resources_pb2.AnalyzeRequest(
-            turn=ref, capability_token=found.capability_token, draft_json=json.dumps(
-                {"mode": "aggregate", "measures": [{"id": "revenue", "metric": metric}], **draft}))).offer
-                  for draft in drafts]
-        frozen = invoke(host, "host", "FreezeSlice", host_pb2.FreezeSliceRequest(
-            turn_id=turn.turn_id, resource_offers=offers))
-        ids, _ = offered_ids(frozen)
-        trend, regions = ({"ref": r["id"], "offer": r["offer"]}
-                          for r in json.loads(frozen.model_view_json)["resources"])
-        proposal = {"version": 1, "id": "tabs", "blocks": [
-            {"id": "main", "component": ids["Tabs"], "data": {"labels": ["By month", "By region"]},
-             "children": ["trend", "regions"]},
-            {"id": "trend", "component": ids["Chart"], "data": {"resource": trend, "spec": {
-                "recipe": "line", "x": "month", "y": ["revenue"]}}},
-            {"id": "regions", "component": ids["Chart"], "data": {"resource": regions, "spec": {
-                "recipe": "bar", "x": "region", "y": "revenue"}}}]}
-        committed = invoke(host, "host", "SubmitProposal", host_pb2.SubmitProposalRequest(
-            turn_id=turn.turn_id, slice_hash=frozen.slice_hash, proposal_json=json.dumps(proposal),
-            expected_base_revision_id=turn.base_revision_id, proposal_id="tabs"), timeout=30)
-    assert committed.outcome == host_pb2.PROPOSAL_OUTCOME_COMMITTED, committed
+    def drafts(metrics, fields):
+        measures = [{"id": "revenue", "metric": metrics["Net revenue"]}]
+        return [{"mode": "aggregate", "measures": measures, "output": "series",
+                 "dimensions": [{"id": "month", "field": fields["Order time"], "grain": "month"}]},
+                {"mode": "aggregate", "measures": measures, "output": "table",
+                 "dimensions": [{"id": "region", "field": fields["Region name"]}]}]
+
+    def blocks(ids, bound):
+        trend, regions = bound
+        return [{"id": "main", "component": ids["Tabs"], "data": {"labels": ["By month", "By region"]},
+                 "children": ["trend", "regions"]},
+                {"id": "trend", "component": ids["Chart"], "data": {"resource": trend, "spec": {
+                    "recipe": "line", "x": "month", "y": ["revenue"]}}},
+                {"id": "regions", "component": ids["Chart"], "data": {"resource": regions, "spec": {
+                    "recipe": "bar", "x": "region", "y": "revenue"}}}]
+
+    commit_as_agent(running_set, credentials, cert_dir, session_id, "Net revenue", drafts, blocks)
 
 
 def test_a_chart_type_chosen_stays_with_its_own_chart_when_another_takes_its_place(page, running_set, credentials,

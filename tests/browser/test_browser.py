@@ -1,6 +1,6 @@
 """The browser experience in headless Chromium against the running set: questions become live surfaces
 with the numbers SQL gives, tables page, buttons go through the approval card, injected text is flagged,
-a refused block becomes a placeholder, and the main views pass axe-core without serious violations."""
+and a refused block becomes a placeholder (every state's accessibility: test_states.py)."""
 
 from __future__ import annotations
 
@@ -22,14 +22,11 @@ from shared.contracts import invoke
 from shared.paths import REPO_ROOT
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.host.v1 import host_pb2
-from tessera.resources.v1 import resources_pb2
 from tests.browser.conftest import screenshot
+from tests.fixtures.agent_commit import commit_as_agent
 from tests.fixtures.golden.reference import expected_figures
-from tests.fixtures.ui import offered_ids
 from tests.integration.test_broker import Broker
 from tests.integration.test_broker import order as review_status
-
-AXE = (REPO_ROOT / "node_modules" / "axe-core" / "axe.min.js").read_text()
 
 
 def ask(page, question: str) -> None:
@@ -167,34 +164,6 @@ def test_a_refused_block_shows_a_placeholder_while_the_rest_renders(page, runnin
     screenshot(page, "placeholder")
 
 
-def test_the_main_views_have_no_serious_accessibility_violations(page):
-    def serious() -> list[str]:
-        page.add_script_tag(content=AXE)
-        result = page.evaluate("axe.run(document, {resultTypes: ['violations']})")
-        return [f"{v['id']} ({v['impact']}): {v['nodes'][0]['target']}" for v in result["violations"]
-                if v["impact"] in ("serious", "critical")]
-
-    page.locator("#suggested-questions button").first.wait_for(timeout=15_000)
-    page.click("#catalog summary")
-    assert serious() == []  # the empty page, its suggestions and the catalog's labels
-    ask(page, "What is our net revenue by region?")
-    page.wait_for_selector("tessera-data-table tbody tr", timeout=30_000)
-    page.wait_for_selector("tessera-chart svg", timeout=30_000)
-    page.wait_for_selector("tessera-figure-text [data-figure]", timeout=30_000)
-    assert serious() == []  # an answer in words, with a chart, a table and their captions
-    ask(page, "Flag order 1213 for review")
-    page.click("tessera-action-button button")
-    card = _card(page, "orders.flag_for_review")
-    assert serious() == []  # the approval card
-    card.locator("button.reject").click()
-    card.locator(".receipt").wait_for(timeout=15_000)
-    assert serious() == []  # a decided card and its receipt
-    ask(page, "What is the weather on Mars?")
-    expect(page.locator("#refusal")).to_be_visible(timeout=30_000)
-    assert serious() == []  # a refusal in the answer panel
-    screenshot(page, "accessibility-checked")
-
-
 def test_everything_works_from_the_keyboard(page):
     page.focus("#question")
     page.keyboard.type("Show units sold by month")
@@ -288,41 +257,29 @@ def _net_revenue_metrics_under_a_heading(running_set, credentials, cert_dir, ses
                                          years: tuple[int | None, ...] = (None,)):
     """Commit, as the agent would, under `heading`, one Metric of net revenue per entry of `years`: the whole
     total for None, that year's for a year (each its own result, so each has the gateway's caption)."""
-    person = assert_actor(load_signing_key(signing_key_path(cert_dir, "web")), "local-user", "local", "Local user")
-    with sync_channel(running_set.handles["host"].address, credentials("agent"), "host") as host, \
-            sync_channel(running_set.handles["resources"].address, credentials("agent"), "resources") as gateway:
-        turn = invoke(host, "host", "BeginTurn", host_pb2.BeginTurnRequest(
-            actor=person, session_id=session_id, question=heading, request_id=secrets.token_hex(4)))
-        ref = resources_pb2.TurnRef(session_id=session_id, turn_id=turn.turn_id)
-        context = invoke(gateway, "resources", "InspectContext", resources_pb2.InspectContextRequest(turn=ref))
-        found = invoke(gateway, "resources", "InspectCatalog", resources_pb2.InspectCatalogRequest(
-            turn=ref, question="net revenue by order time", capability_token=context.capability_token))
-        metric = next(m.metric_id for e in found.entities for m in e.metrics if m.label == "Net revenue")
-        ordered = next(f.field_id for e in found.entities for f in e.fields if f.label == "Order time")
-        offers = []
-        for year in dict.fromkeys(years):
-            draft = {"mode": "aggregate", "output": "scalar", "measures": [{"id": "value", "metric": metric}]}
-            if year is not None:
-                draft["filter"] = {"all": [{"field": ordered, "op": "gte", "value": f"{year}-01-01"},
-                                           {"field": ordered, "op": "lt", "value": f"{year + 1}-01-01"}]}
-            offers.append(invoke(gateway, "resources", "Analyze", resources_pb2.AnalyzeRequest(
-                turn=ref, capability_token=found.capability_token, draft_json=json.dumps(draft))).offer)
-        frozen = invoke(host, "host", "FreezeSlice", host_pb2.FreezeSliceRequest(
-            turn_id=turn.turn_id, resource_offers=offers))
-        ids, _ = offered_ids(frozen)
-        bound = [{"ref": r["id"], "offer": r["offer"]} for r in json.loads(frozen.model_view_json)["resources"]]
-        results = dict(zip(dict.fromkeys(years), bound, strict=True))
+    distinct = list(dict.fromkeys(years))
+
+    def drafts(metrics, fields):
+        def draft(year):
+            base = {"mode": "aggregate", "output": "scalar",
+                    "measures": [{"id": "value", "metric": metrics["Net revenue"]}]}
+            if year is None:
+                return base
+            at = fields["Order time"]
+            return base | {"filter": {"all": [{"field": at, "op": "gte", "value": f"{year}-01-01"},
+                                              {"field": at, "op": "lt", "value": f"{year + 1}-01-01"}]}}
+        return [draft(year) for year in distinct]
+
+    def blocks(ids, bound):
+        results = dict(zip(distinct, bound, strict=True))
         figures = [{"id": f"figure{i}", "component": ids["Metric"], "data": {
             "label": f"Net revenue{'' if year is None else f' in {year}'}", "resource": results[year],
             "column": "value"}} for i, year in enumerate(years)]
-        proposal = {"version": 1, "id": "claim", "blocks": [
-            {"id": "main", "component": ids["Column"], "data": {},
-             "children": ["title", *(f["id"] for f in figures)]},
-            {"id": "title", "component": ids["Heading"], "data": {"text": heading}}, *figures]}
-        committed = invoke(host, "host", "SubmitProposal", host_pb2.SubmitProposalRequest(
-            turn_id=turn.turn_id, slice_hash=frozen.slice_hash, proposal_json=json.dumps(proposal),
-            expected_base_revision_id=turn.base_revision_id, proposal_id="claim"), timeout=30)
-    assert committed.outcome == host_pb2.PROPOSAL_OUTCOME_COMMITTED
+        return [{"id": "main", "component": ids["Column"], "data": {},
+                 "children": ["title", *(f["id"] for f in figures)]},
+                {"id": "title", "component": ids["Heading"], "data": {"text": heading}}, *figures]
+
+    commit_as_agent(running_set, credentials, cert_dir, session_id, heading, drafts, blocks)
 
 
 def test_a_heading_that_claims_2025_sits_over_the_caption_of_what_was_computed(page, running_set, credentials,

@@ -9,13 +9,13 @@ import io
 
 import pytest
 
+from services.web.frontend.tools.catalog_schemas import chart_recipes
 from shared.paths import REPO_ROOT
 from shared.ui.contracts import DEFAULT_CATALOG, load_catalog
 from tests.fixtures.node_module import called
 
 TOOLS = REPO_ROOT / "services" / "web" / "frontend" / "src" / "result-tools.js"
-RECIPES = {name: {slot: field.model_dump() for slot, field in slots.items()}
-           for name, slots in load_catalog(DEFAULT_CATALOG).contracts["Chart"].recipes.items()}
+RECIPES = chart_recipes(load_catalog(DEFAULT_CATALOG))  # as the bundle's generated module holds them
 MONTH = {"id": "month", "label": "Order time (month)", "role": "time", "type": "date",
          "format": {"style": "date", "grain": "month"}}
 REGION = {"id": "region", "label": "Region name", "role": "dimension", "type": "string", "format": {"style": "text"}}

@@ -157,6 +157,13 @@ def to_zod(schema: dict) -> str:
     return _typed(schema, kind)
 
 
+def chart_recipes(catalog) -> dict:
+    """Each recipe of the catalog's Chart with the result columns each of its slots takes (roles, types)."""
+    chart = catalog.contracts.get("Chart")
+    return {name: {slot: field.model_dump() for slot, field in slots.items()}
+            for name, slots in (chart.recipes.items() if chart else ())}
+
+
 def module(catalog_dir: Path = DEFAULT_CATALOG) -> str:
     """The generated ES module: the catalog's A2UI id, one props schema per component, and each recipe of a
     chart with the result columns it takes (the other chart types a result can be switched to)."""
@@ -173,10 +180,7 @@ def module(catalog_dir: Path = DEFAULT_CATALOG) -> str:
         props = object_zod(schema, skip=ENVELOPE, separator=",\n    ").replace("z.object({", "z.object({\n    ", 1)
         lines.append(f"  {name}: {props},")
     lines.append("};")
-    chart = catalog.contracts.get("Chart")
-    recipes = {name: {slot: field.model_dump() for slot, field in slots.items()}
-               for name, slots in (chart.recipes.items() if chart else ())}
-    lines += ["", f"export const chartRecipes = {json.dumps(recipes, indent=2)};"]
+    lines += ["", f"export const chartRecipes = {json.dumps(chart_recipes(catalog), indent=2)};"]
     return "\n".join(lines) + "\n"
 
 
