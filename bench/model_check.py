@@ -536,6 +536,7 @@ def check_turn(model_url: str) -> dict:
     from shared.channels import sync_channel
     from shared.contracts import invoke, invoke_stream
     from tessera.agent.v1 import agent_pb2
+    from tessera.common.v1 import common_pb2
     from tessera.host.v1 import host_pb2
 
     with tempfile.TemporaryDirectory(prefix="tessera-model-check-") as directory:
@@ -568,7 +569,7 @@ def check_turn(model_url: str) -> dict:
               .removeprefix("TOOL_STEP_STATUS_").lower(), "summary": e.tool_step.summary[:120]}
              for e in events if e.WhichOneof("event") == "tool_step"
              and e.tool_step.phase == agent_pb2.TOOL_STEP_PHASE_FINISHED]
-    return {"outcome": agent_pb2.TurnOutcome.Name(done.outcome).removeprefix("TURN_OUTCOME_").lower(),
+    return {"outcome": common_pb2.TurnOutcome.Name(done.outcome).removeprefix("TURN_OUTCOME_").lower(),
             "seconds": round(seconds, 1), "tool_steps": steps, "revisions": len(done.revision_ids),
             "errors": [f"{e.error.reason}: {e.error.message[:200]}" for e in events
                        if e.WhichOneof("event") == "error"],

@@ -23,6 +23,7 @@ from shared.channels import sync_channel
 from shared.contracts import invoke, invoke_stream
 from shared.errors import error_details
 from tessera.agent.v1 import agent_pb2
+from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2
 
 # A single call to the host (open a session, read a revision): long enough for a busy deployment, where the
@@ -35,8 +36,8 @@ _STATUS = {agent_pb2.TOOL_STEP_STATUS_OK: "ok", agent_pb2.TOOL_STEP_STATUS_FAILE
 
 # `tessera ask`'s exit status (the README's operator CLI): a script tells outcomes apart without reading text.
 EXIT_ANSWERED, EXIT_FAILED, EXIT_REFUSED, EXIT_NEEDS_APPROVAL = 0, 1, 3, 4
-_OUTCOMES = {agent_pb2.TURN_OUTCOME_ANSWERED: "answered", agent_pb2.TURN_OUTCOME_NOT_ANSWERABLE: "refused",
-             agent_pb2.TURN_OUTCOME_FAILED: "failed", agent_pb2.TURN_OUTCOME_CANCELLED: "cancelled"}
+_OUTCOMES = {common_pb2.TURN_OUTCOME_ANSWERED: "answered", common_pb2.TURN_OUTCOME_NOT_ANSWERABLE: "refused",
+             common_pb2.TURN_OUTCOME_FAILED: "failed", common_pb2.TURN_OUTCOME_CANCELLED: "cancelled"}
 
 
 @dataclass(frozen=True)
@@ -51,9 +52,9 @@ class Asked:
     def exit_status(self) -> int:
         if self.approvals:
             return EXIT_NEEDS_APPROVAL
-        if self.done.outcome == agent_pb2.TURN_OUTCOME_ANSWERED:
+        if self.done.outcome == common_pb2.TURN_OUTCOME_ANSWERED:
             return EXIT_ANSWERED
-        return EXIT_REFUSED if self.done.outcome == agent_pb2.TURN_OUTCOME_NOT_ANSWERABLE else EXIT_FAILED
+        return EXIT_REFUSED if self.done.outcome == common_pb2.TURN_OUTCOME_NOT_ANSWERABLE else EXIT_FAILED
 
 
 def ask(addresses: dict[str, str], cert_dir: Path, question: str, web_url: str = "",
@@ -73,7 +74,7 @@ def ask(addresses: dict[str, str], cert_dir: Path, question: str, web_url: str =
             if as_json:
                 print(json.dumps({"question": question, "outcome": "failed", "exit_status": EXIT_FAILED,
                                   "error": str(refused)}))
-            return Asked(agent_pb2.TurnDone(outcome=agent_pb2.TURN_OUTCOME_FAILED))
+            return Asked(agent_pb2.TurnDone(outcome=common_pb2.TURN_OUTCOME_FAILED))
 
 
 class _Refused(Exception):

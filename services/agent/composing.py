@@ -57,13 +57,14 @@ def subject(reading: Reading, drafted: Drafted) -> str:
     return text + qualifiers(reading, drafted)
 
 
-def compose(question: str, view: dict, reading: Reading, drafted: Drafted, rows: int, empty_note: str = "") -> dict:
-    """The surface answering `question`: its sentence, then its figures or a chart and a table. With no rows,
+def compose(view: dict, reading: Reading, drafted: Drafted, rows: int, empty_note: str = "") -> dict:
+    """The surface answering the question as read: its sentence, then its figures or a chart and a table. With no rows,
     the sentence alone says so (and `empty_note`, why): no blank chart, no empty table."""
     ids = {c["name"]: c["id"] for c in view["components"]}
     resource = view["resources"][-1]
     binding = {"ref": resource["id"], "offer": resource["offer"]}
-    blocks = [{"id": "title", "component": ids["Heading"], "data": {"text": question[:120]}}]
+    heading = reading_heading(reading, drafted)
+    blocks = [{"id": "title", "component": ids["Heading"], "data": {"text": heading}}]
     sentence = _sentence(ids, binding, rows, reading, drafted, empty_note)
     if sentence is not None:
         blocks.append(sentence)
@@ -81,7 +82,14 @@ def compose(question: str, view: dict, reading: Reading, drafted: Drafted, rows:
         blocks.append({"id": "evidence", "component": ids["EvidenceNote"],
                        "data": {"evidence": view["evidence"][-1]["id"]}})
     main = {"id": "main", "component": ids["Column"], "data": {}, "children": [b["id"] for b in blocks]}
-    return {"version": 1, "id": "answer", "title": question[:120], "blocks": [main, *blocks]}
+    return {"version": 1, "id": "answer", "title": heading, "blocks": [main, *blocks]}
+
+
+def reading_heading(reading: Reading, drafted: Drafted) -> str:
+    """The answer's heading: the question as it was read, in words ("and just for 2023" after "revenue by month"
+    is "Net revenue by order date (month) in 2023"), so an answer says what it answers wherever it is shown."""
+    text = subject(reading, drafted)
+    return (text[:1].upper() + text[1:])[:120]
 
 
 def compose_listing(question: str, view: dict, listing: Listing) -> dict:

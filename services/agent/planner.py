@@ -76,6 +76,7 @@ class EmbeddedPlanner:
 
     def __init__(self, earlier_questions: list[str] | tuple[str, ...] = ()) -> None:
         self.earlier = [q for q in earlier_questions if q.strip()][-MAX_EARLIER:]
+        self.follows: str | None = None  # the earlier question this one was read against (a follow-up of it)
 
     async def run(self, question: str, call: CallTool) -> Plan:
         context = await call("inspect_current_context", {})
@@ -141,12 +142,15 @@ class EmbeddedPlanner:
 
     def _read(self, question: str, entities: list[dict], matches: list[dict], latest: dt.date | None = None
               ) -> Reading:
-        earlier = None
+        earlier, earlier_question = None, None
         for asked in self.earlier:  # each earlier question read on top of the one before it
             reading = understand(asked, entities, matches, earlier, latest)
             if reading.measures and not reading.unknown and not reading.personal:
-                earlier = reading
-        return understand(question, entities, matches, earlier, latest)
+                earlier, earlier_question = reading, asked
+        reading = understand(question, entities, matches, earlier, latest)
+        leaned = reading.follow_up or reading.against_earlier or reading.period_kept
+        self.follows = earlier_question if leaned else None
+        return reading
 
     async def _now(self, reading: Reading, entities: list[dict], anchor: str | None,
                    call: CallTool) -> dt.date | None | Plan:
@@ -233,7 +237,7 @@ class EmbeddedPlanner:
             return _display_failed(frozen)
         rows = analysis.content["resource"]["rows"]
         empty = await self._why_empty(reading, entities, matches, call) if rows == 0 else None
-        proposal = compose(question, frozen.content["slice"], reading, drafted, rows, empty.note if empty else "")
+        proposal = compose(frozen.content["slice"], reading, drafted, rows, empty.note if empty else "")
         # It composes only from what the slice offers, so a refusal is not something it could repair.
         outcome = await call("present_ui", {"proposal": proposal})
         if not outcome.ok or not outcome.content.get("revision"):

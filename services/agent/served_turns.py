@@ -22,6 +22,7 @@ from shared.actors import ActorVerifier
 from shared.bounded_json import canonical
 from shared.errors import TesseraError
 from tessera.agent.v1 import agent_pb2
+from tessera.common.v1 import common_pb2
 
 # Only present_ui changes anything: it commits to the person's surface.
 READ_ONLY_TOOLS = frozenset(TOOL_NAMES) - {"present_ui"}
@@ -70,10 +71,12 @@ async def serve_tools(requests: AsyncIterator[agent_pb2.ServeToolsRequest], acto
     finally:  # whatever ends the turn, nothing more reaches a model and running calls stop
         turn.bridge.close()
     state = turn.state
-    yield _event(turn.event(done=agent_pb2.TurnDone(
-        outcome=agent_pb2.TURN_OUTCOME_ANSWERED if state.revisions else agent_pb2.TURN_OUTCOME_NOT_ANSWERABLE,
+    done = agent_pb2.TurnDone(
+        outcome=common_pb2.TURN_OUTCOME_ANSWERED if state.revisions else common_pb2.TURN_OUTCOME_NOT_ANSWERABLE,
         revision_ids=state.revisions, degraded=bool(state.degraded), tainted=state.tainted, flagged=state.flagged,
-        elapsed=turn.elapsed())))
+        elapsed=turn.elapsed())
+    await turn.record_end(done)
+    yield _event(turn.event(done=done))
 
 
 def _event(event: agent_pb2.StartTurnResponse) -> agent_pb2.ServeToolsResponse:

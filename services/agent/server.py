@@ -76,7 +76,7 @@ class AgentService(agent_pb2_grpc.AgentServiceServicer):
         turn.cancel_requested = True
         turn.task.cancel()
         self._running.pop(request.turn_id, None)
-        return agent_pb2.CancelTurnResponse(cancelled=True, outcome=agent_pb2.TURN_OUTCOME_CANCELLED)
+        return agent_pb2.CancelTurnResponse(cancelled=True, outcome=common_pb2.TURN_OUTCOME_CANCELLED)
 
 
 def chat_adapter(settings: AgentSettings) -> ChatAdapter | None:

@@ -26,11 +26,13 @@ from shared.next_steps import metadata
 from shared.tool_bridge import Tool, ToolBridge, ToolResult, refused
 from tessera.agent.v1 import agent_pb2
 from tessera.capabilities.v1 import capabilities_pb2 as cap
+from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2
 
 logger = logging.getLogger("tessera.agent.turn")
 # Failures that are not the model's doing: they do not spend the turn's refusal budget.
 _NOT_THE_MODELS = {SERVICE_FAILED, "TOOL_FAILED", "INTERNAL", "UNKNOWN", "CANCELLED", "TURN_BUDGET_SPENT"}
+MAX_ANSWER_CHARS = 4_000  # what the host keeps of an answer (host.proto, FinishTurnRequest)
 
 
 def _unavailable(reason: str) -> bool:
@@ -157,6 +159,7 @@ class Turn:
         self.reported_spent = False
         self.bridge = ToolBridge([])
         self.record = RunningTurn("", "")
+        self.embedded: EmbeddedPlanner | None = None
 
     def event(self, **payload) -> agent_pb2.StartTurnResponse:
         self.sequence += 1
@@ -197,6 +200,8 @@ class Turn:
             task.cancel()
             running.pop(state.turn_id, None)
         async for response in ending:
+            if response.WhichOneof("event") == "done":
+                await self.record_end(response.done)
             yield response
 
     async def _tools(self) -> list[Tool]:
@@ -217,11 +222,29 @@ class Turn:
 
     def _planner_run(self, chat: ChatAdapter | None, tools: list[Tool]) -> Coroutine[object, object, Plan]:
         """The planner's run over the tools: the embedded one, or the configured model's."""
-        earlier = list(self.begun.earlier_questions)
+        earlier = [t.question for t in self.begun.earlier_turns]
         if chat is None:
-            return EmbeddedPlanner(earlier).run(self.question, self.call)
+            self.embedded = EmbeddedPlanner(earlier)
+            return self.embedded.run(self.question, self.call)
         planner = ChatPlanner(chat, [t.contract for t in tools], earlier_questions=earlier)
         return planner.run(self.question, self.call_raw, lambda: bool(self.state.revisions), self.budget_spent)
+
+    def follows(self) -> str:
+        """The earlier turn this one refines: the latest asked with the question the embedded planner read this
+        one against ("" none, or a model's turn: which one it leaned on is not known)."""
+        question = self.embedded.follows if self.embedded is not None else None
+        return next((t.turn_id for t in reversed(self.begun.earlier_turns) if t.question == question), "")
+
+    async def record_end(self, done: agent_pb2.TurnDone) -> None:
+        """How the turn ended, kept by the host for the person's thread. A record that cannot be kept loses
+        nothing the person was shown: the thread says the turn has no record of how it ended."""
+        try:
+            await self.peers.host.FinishTurn(host_pb2.FinishTurnRequest(
+                turn_id=self.state.turn_id, outcome=done.outcome, answer=done.answer[:MAX_ANSWER_CHARS],
+                suggested_questions=done.suggested_questions[:3], follows_turn_id=self.follows()), timeout=10)
+        except grpc.aio.AioRpcError as exc:
+            logger.warning("the turn's end was not recorded at the host: %s", error_details(exc, "host").reason,
+                           extra={"fields": {"turn_id": self.state.turn_id}})
 
     async def call(self, tool: str, arguments: dict) -> ToolResult:
         """A call of the embedded planner, which numbers its calls."""
@@ -295,11 +318,11 @@ class Turn:
             answer = f"{answer} I stopped: {self._spent_words()}.".strip()
         answer = _with_unavailable(answer, state.degraded)
         if plan.answered and not state.gave_up and not self.budget_spent():
-            outcome = agent_pb2.TURN_OUTCOME_ANSWERED
+            outcome = common_pb2.TURN_OUTCOME_ANSWERED
         elif state.gave_up or self.budget_spent():
-            outcome = agent_pb2.TURN_OUTCOME_FAILED
+            outcome = common_pb2.TURN_OUTCOME_FAILED
         else:
-            outcome = agent_pb2.TURN_OUTCOME_NOT_ANSWERABLE
+            outcome = common_pb2.TURN_OUTCOME_NOT_ANSWERABLE
         yield self.event(answer_delta=agent_pb2.AnswerDelta(text=answer))
         yield self.event(done=agent_pb2.TurnDone(
             outcome=outcome, answer=answer, revision_ids=state.revisions, degraded=bool(state.degraded),
@@ -310,24 +333,25 @@ class Turn:
         # What it asked for must not be approved and run later: asked whatever this process saw, since a
         # request cut short by the cancel may have reached the broker without its approval id coming back.
         answer = "The turn was cancelled." + await _cancel_requests(self.peers.capabilities, self.state)
-        yield self.event(done=agent_pb2.TurnDone(outcome=agent_pb2.TURN_OUTCOME_CANCELLED,
+        yield self.event(done=agent_pb2.TurnDone(outcome=common_pb2.TURN_OUTCOME_CANCELLED,
                                                  revision_ids=self.state.revisions, answer=answer,
                                                  elapsed=self.elapsed()))
 
     async def _failed(self, exc: Exception) -> AsyncIterator[agent_pb2.StartTurnResponse]:
         if isinstance(exc, ChatError):
-            yield self.event(error=agent_pb2.TurnError(
-                reason=f"MODEL_{exc.code}", message=exc.message[:500],
-                retryable=exc.code in ("STREAM_BROKEN", "HTTP_429", "HTTP_503")))
+            error = agent_pb2.TurnError(reason=f"MODEL_{exc.code}", message=exc.message[:500],
+                                        retryable=exc.code in ("STREAM_BROKEN", "HTTP_429", "HTTP_503"))
         else:  # what failed goes to the log; the person is told the turn could not go on
             logger.error("the planner failed", exc_info=exc, extra={"fields": {"turn_id": self.state.turn_id}})
-            yield self.event(error=agent_pb2.TurnError(reason="PLANNER_FAILED", message=(
+            error = agent_pb2.TurnError(reason="PLANNER_FAILED", message=(
                 "the turn failed inside Tessera's agent; try again, and tell whoever runs Tessera if it keeps "
-                "happening")))
+                "happening"))
+        yield self.event(error=error)
         state = self.state
         yield self.event(done=agent_pb2.TurnDone(
-            outcome=agent_pb2.TURN_OUTCOME_FAILED, revision_ids=state.revisions, degraded=bool(state.degraded),
-            tainted=state.tainted, flagged=state.flagged, elapsed=self.elapsed()))
+            outcome=common_pb2.TURN_OUTCOME_FAILED, answer=f"The question failed: {error.message}",
+            revision_ids=state.revisions, degraded=bool(state.degraded), tainted=state.tainted, flagged=state.flagged,
+            elapsed=self.elapsed()))
 
 
 def _step_status(result: ToolResult) -> tuple[int, str]:

@@ -104,24 +104,33 @@ class Commands:
 
     async def _run(self, request, session: Session) -> host_pb2.SendCommandResponse:
         kind = request.WhichOneof("command")
-        head = await self._db(self._db.store.head, session.surface_id)
-        # A decision is bound to the approval's arguments hash, not to what the surface shows now.
-        if kind not in ("ack", "approval_decision") and (not head or request.revision_id != head):
-            raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "STALE_REVISION",
-                         "the command names a revision that is no longer on screen",
-                         {"current_revision_id": head or ""})
         reply = host_pb2.SendCommandResponse(command_id=request.command_id)
         if kind == "ack":
             reply.cursor.CopyFrom(request.ack.cursor)
-        elif kind == "approval_decision":
+        elif kind == "approval_decision":  # bound to the approval's arguments hash, not to what is shown
             await self._approval_decision(request, reply)
         else:
-            row = await self._db(self._db.store.revision, head)
+            row = await self._shown(request, session, read_only=kind == "resource_window")
             bound = binding_store.loads(row.bindings)
             handler = {"resource_window": self._window, "state_write": self._state_write,
                        "action_trigger": self._action_trigger}[kind]
-            await handler(request, session, head, bound, reply)
+            await handler(request, session, row.revision_id, bound, reply)
         return reply
+
+    async def _shown(self, request, session: Session, read_only: bool):
+        """The revision a command acts on: the surface's head; for a read (a window), also an earlier revision
+        of the same surface, an earlier answer of the conversation. Nothing is run or written on one."""
+        head = await self._db(self._db.store.head, session.surface_id)
+        if head and request.revision_id == head:
+            return await self._db(self._db.store.revision, head)
+        if read_only and request.revision_id:
+            row = await self._db(self._db.store.revision, request.revision_id)
+            if row is not None and row.surface_id == session.surface_id:
+                return row
+        raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "STALE_REVISION",
+                     "the command names a revision that is no longer on screen"
+                     + ("" if read_only else " (an earlier answer is read-only: ask again to act on it)"),
+                     {"current_revision_id": head or ""})
 
     @staticmethod
     def _binding(bound: list[Binding], node_id: str, kind: str, prop: str = "") -> Binding:

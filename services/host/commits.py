@@ -121,7 +121,8 @@ class Commits:
                 expected_base=request.expected_base_revision_id or None, turn_id=turn.turn_id,
                 proposal_id=request.proposal_id, content_hash=compiled.content_hash,
                 document_json=compiled.document_json, diagnostics=diagnostics_json, events=events,
-                slice_hash=frozen.slice_hash, bindings=binding_store.dumps(bound), request_hash=request_hash,
+                slice_hash=frozen.slice_hash, bindings=binding_store.dumps(bound),
+                a2ui_messages=json.dumps(list(compiled.a2ui_messages_json)), request_hash=request_hash,
                 keep_grants={(b.node, b.resource_id) for b in bound if b.kind == "resource"})
         except RevisionConflict as conflict:
             earlier = await self._db(self._db.store.revision_for_proposal, turn.turn_id, request.proposal_id)

@@ -23,7 +23,7 @@ from services.host.database import AsyncStore
 from services.host.fanout import SurfaceFanout, listen_url, snapshot_required
 from services.host.offers import Offers
 from services.host.peers import Peers
-from services.host.store import HostStore, Session, engine_for, migrate
+from services.host.store import HostStore, Session, TurnEnd, TurnFinished, TurnRecord, engine_for, migrate
 from services.host.windows import Windows
 from shared import runtime
 from shared.actors import ActorVerifier
@@ -36,6 +36,8 @@ from tessera.host.v1 import host_pb2, host_pb2_grpc
 
 MAX_TEXT = 4_000
 MAX_ENVELOPES_PER_RESPONSE = 64  # a larger max_envelopes counts as this (host.proto)
+DEFAULT_TURNS_LISTED, MAX_TURNS_LISTED = 20, 100
+MAX_SUGGESTED = 3
 
 
 @dataclass(frozen=True)
@@ -114,9 +116,41 @@ class HostService(host_pb2_grpc.HostServiceServicer):
                          f"request_id (1-128) and question (1-{MAX_TEXT} characters) are required")
         turn = await self._db(self._store.begin_turn, session.session_id, request.question, request.request_id)
         head = await self._db(self._store.head, session.surface_id)
-        earlier = await self._db(self._store.earlier_questions, turn.turn_id)
-        return host_pb2.BeginTurnResponse(turn_id=turn.turn_id, surface_id=session.surface_id,
-                                          base_revision_id=head or "", earlier_questions=earlier)
+        earlier = await self._db(self._store.earlier_turns, turn.turn_id)
+        return host_pb2.BeginTurnResponse(
+            turn_id=turn.turn_id, surface_id=session.surface_id, base_revision_id=head or "",
+            earlier_turns=[host_pb2.EarlierTurn(turn_id=t, question=q) for t, q in earlier])
+
+    async def FinishTurn(self, request, context):
+        turn, _ = await self._turn_and_session(request.turn_id)
+        end = turn_end(request)
+        if end.follows_turn_id:
+            follows = await self._db(self._store.turn, end.follows_turn_id)
+            if follows is None or follows.session_id != turn.session_id or follows.turn_id == turn.turn_id:
+                raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "FOLLOWS_UNKNOWN",
+                             "follows_turn_id: not an earlier turn of this turn's session")
+        try:
+            recorded = await self._db(self._store.finish_turn, turn.turn_id, end)
+        except TurnFinished:
+            raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "TURN_FINISHED",
+                         "this turn's end was recorded already, differently") from None
+        return host_pb2.FinishTurnResponse(recorded=recorded)
+
+    async def ListTurns(self, request, context):
+        session = await self._own_session(request.actor, request.session_id)
+        if request.limit > MAX_TURNS_LISTED:
+            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "LIMIT_TOO_LARGE", f"limit: at most {MAX_TURNS_LISTED}",
+                         {"max": str(MAX_TURNS_LISTED)})
+        limit = request.limit or DEFAULT_TURNS_LISTED
+        if request.before_turn_id:
+            before = await self._db(self._store.turn, request.before_turn_id)
+            if before is None or before.session_id != session.session_id:
+                raise refuse(grpc.StatusCode.NOT_FOUND, "TURN_UNKNOWN", "before_turn_id: no such turn in this session")
+        records = await self._db(self._store.list_turns, session.session_id, limit + 1, request.before_turn_id)
+        reply = host_pb2.ListTurnsResponse(turns=[turn_record(r) for r in records[:limit]])
+        if len(records) > limit:
+            reply.next_before_turn_id = records[limit - 1].turn_id
+        return reply
 
     async def FreezeSlice(self, request, context):
         turn, session = await self._turn_and_session(request.turn_id)
@@ -142,7 +176,8 @@ class HostService(host_pb2_grpc.HostServiceServicer):
         revision = host_pb2.Revision(revision_id=row.revision_id, surface_id=row.surface_id,
                                      parent_revision_id=row.parent_revision_id or "", turn_id=row.turn_id,
                                      content_hash=row.content_hash, document_json=row.document_json,
-                                     diagnostics=[common_pb2.Diagnostic(**d) for d in json.loads(row.diagnostics)])
+                                     diagnostics=[common_pb2.Diagnostic(**d) for d in json.loads(row.diagnostics)],
+                                     a2ui_messages_json=json.loads(row.a2ui_messages or "[]"))
         revision.committed_at.FromNanoseconds(int(row.committed_at * 1e9))
         return host_pb2.GetRevisionResponse(revision=revision)
 
@@ -164,6 +199,33 @@ class HostService(host_pb2_grpc.HostServiceServicer):
                 yield response
         finally:
             self._fanout.unwatch(surface_id)
+
+
+def turn_end(request: host_pb2.FinishTurnRequest) -> TurnEnd:
+    """A FinishTurn request's record, checked before anything is kept."""
+    if request.outcome not in common_pb2.TurnOutcome.values() or request.outcome == common_pb2.TURN_OUTCOME_UNSPECIFIED:
+        raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "OUTCOME_REQUIRED", "outcome: one of the TurnOutcome values")
+    if len(request.answer) > MAX_TEXT:
+        raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "ANSWER_TOO_LONG", f"answer: at most {MAX_TEXT} characters",
+                     {"max": str(MAX_TEXT)})
+    if len(request.suggested_questions) > MAX_SUGGESTED or any(
+            not 1 <= len(q) <= MAX_TEXT for q in request.suggested_questions):
+        raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "SUGGESTIONS_INVALID",
+                     f"suggested_questions: at most {MAX_SUGGESTED}, each 1-{MAX_TEXT} characters")
+    return TurnEnd(request.outcome, request.answer, tuple(request.suggested_questions), request.follows_turn_id)
+
+
+def turn_record(record: TurnRecord) -> host_pb2.TurnRecord:
+    reply = host_pb2.TurnRecord(turn_id=record.turn_id, question=record.question, revision_id=record.revision_id)
+    reply.asked_at.FromNanoseconds(int(record.asked_at * 1e9))
+    if record.end is not None:
+        reply.outcome = record.end.outcome
+        reply.answer = record.end.answer
+        reply.suggested_questions.extend(record.end.suggested)
+        reply.follows_turn_id = record.end.follows_turn_id
+    if record.finished_at is not None:
+        reply.finished_at.FromNanoseconds(int(record.finished_at * 1e9))
+    return reply
 
 
 def _prepared_database(url: str) -> sa.Engine:

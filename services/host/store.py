@@ -8,6 +8,7 @@ the immutable revision, and its surface events — all or nothing.
 
 from __future__ import annotations
 
+import json
 import secrets
 import time
 from collections import namedtuple
@@ -27,7 +28,10 @@ sessions = sa.Table("sessions", metadata, sa.Column("session_id", sa.String, pri
                     sa.Column("created_at", sa.Float))
 turns = sa.Table("turns", metadata, sa.Column("turn_id", sa.String, primary_key=True),
                  sa.Column("session_id", sa.String), sa.Column("question", sa.Text),
-                 sa.Column("request_id", sa.String), sa.Column("created_at", sa.Float))
+                 sa.Column("request_id", sa.String), sa.Column("created_at", sa.Float),
+                 # how it ended, as the agent recorded it (FinishTurn); empty while it runs or if none was kept
+                 sa.Column("outcome", sa.Integer), sa.Column("answer", sa.Text), sa.Column("suggested", sa.Text),
+                 sa.Column("follows_turn_id", sa.String), sa.Column("finished_at", sa.Float))
 slices = sa.Table("frozen_slices", metadata, sa.Column("turn_id", sa.String, primary_key=True),
                   sa.Column("slice_hash", sa.String, primary_key=True), sa.Column("slice_id", sa.String),
                   sa.Column("slice_proto", sa.LargeBinary), sa.Column("offers", sa.LargeBinary),
@@ -38,7 +42,7 @@ revisions = sa.Table("revisions", metadata, sa.Column("revision_id", sa.String, 
                      sa.Column("content_hash", sa.String), sa.Column("document_json", sa.Text),
                      sa.Column("diagnostics", sa.LargeBinary), sa.Column("committed_at", sa.Float),
                      sa.Column("slice_hash", sa.String), sa.Column("bindings", sa.Text),
-                     sa.Column("request_hash", sa.String))
+                     sa.Column("request_hash", sa.String), sa.Column("a2ui_messages", sa.Text))
 grants = sa.Table("grants", metadata, sa.Column("grant_id", sa.String, primary_key=True),
                   sa.Column("surface_id", sa.String), sa.Column("node_id", sa.String),
                   sa.Column("revision_id", sa.String), sa.Column("resource_id", sa.String),
@@ -100,6 +104,30 @@ class Turn:
     turn_id: str
     session_id: str
     question: str
+
+
+@dataclass(frozen=True)
+class TurnEnd:
+    """How a turn ended, as the agent recorded it."""
+    outcome: int
+    answer: str
+    suggested: tuple[str, ...] = ()
+    follows_turn_id: str = ""
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    """A turn of a conversation as a person's thread shows it."""
+    turn_id: str
+    question: str
+    asked_at: float
+    end: TurnEnd | None  # None while it runs, or when no record was kept
+    finished_at: float | None
+    revision_id: str  # the last revision it committed ("" none)
+
+
+class TurnFinished(Exception):
+    """The turn's end was recorded already, differently."""
 
 
 @dataclass(frozen=True)
@@ -223,15 +251,49 @@ class HostStore:
              "created_at": time.time()})
         return Turn(row.turn_id, row.session_id, row.question)
 
-    def earlier_questions(self, turn_id: str, limit: int = 5) -> list[str]:
-        """The questions of the turn's session begun before it, oldest first (the last `limit`)."""
+    def earlier_turns(self, turn_id: str, limit: int = 5) -> list[tuple[str, str]]:
+        """(turn id, question) of the turns of the turn's session begun before it, oldest first (the last
+        `limit`)."""
         this = turns.alias("this")
         with self.reads.connect() as connection:
             rows = connection.execute(
-                sa.select(turns.c.question).join(this, this.c.session_id == turns.c.session_id)
+                sa.select(turns.c.turn_id, turns.c.question).join(this, this.c.session_id == turns.c.session_id)
                 .where(this.c.turn_id == turn_id, turns.c.created_at < this.c.created_at)
                 .order_by(turns.c.created_at.desc()).limit(limit)).all()
-        return [row.question for row in reversed(rows)]
+        return [(row.turn_id, row.question) for row in reversed(rows)]
+
+    def finish_turn(self, turn_id: str, end: TurnEnd) -> bool:
+        """Keep how the turn ended, once: True when kept now, False when the same end was kept before; raises
+        TurnFinished when another was."""
+        suggested = json.dumps(list(end.suggested))
+        with self.writer.begin() as connection:
+            kept = connection.execute(turns.update().where(turns.c.turn_id == turn_id, turns.c.outcome.is_(None))
+                                      .values(outcome=end.outcome, answer=end.answer, suggested=suggested,
+                                              follows_turn_id=end.follows_turn_id or None,
+                                              finished_at=time.time())).rowcount
+        if kept:
+            return True
+        with self.reads.connect() as connection:
+            row = connection.execute(sa.select(turns).where(turns.c.turn_id == turn_id)).one()
+        if _end(row) != end:
+            raise TurnFinished(turn_id)
+        return False
+
+    def list_turns(self, session_id: str, limit: int, before_turn_id: str = "") -> list[TurnRecord]:
+        """The session's turns, newest first (those begun before `before_turn_id`, when given), each with the
+        last revision it committed."""
+        last = (sa.select(revisions.c.revision_id).where(revisions.c.turn_id == turns.c.turn_id)
+                .order_by(revisions.c.committed_at.desc()).limit(1).scalar_subquery())
+        query = sa.select(turns, last.label("revision_id")).where(turns.c.session_id == session_id)
+        if before_turn_id:  # (by time, then id: two turns begun in the same instant are both listed)
+            before = sa.select(turns.c.created_at).where(turns.c.turn_id == before_turn_id,
+                                                         turns.c.session_id == session_id).scalar_subquery()
+            query = query.where(sa.tuple_(turns.c.created_at, turns.c.turn_id) < sa.tuple_(before, before_turn_id))
+        with self.reads.connect() as connection:
+            rows = connection.execute(query.order_by(turns.c.created_at.desc(), turns.c.turn_id.desc())
+                                      .limit(limit)).all()
+        return [TurnRecord(row.turn_id, row.question, row.created_at, _end(row), row.finished_at,
+                           row.revision_id or "") for row in rows]
 
     def turn(self, turn_id: str) -> Turn | None:
         with self.reads.connect() as connection:
@@ -293,8 +355,7 @@ class HostStore:
 
     def commit(self, *, surface_id: str, expected_base: str | None, turn_id: str, proposal_id: str,
                content_hash: str, document_json: str, diagnostics: bytes, events: list[NewEntry],
-               slice_hash: str = "",
-               bindings: str = "[]", request_hash: str = "",
+               slice_hash: str = "", bindings: str = "[]", a2ui_messages: str = "[]", request_hash: str = "",
                keep_grants: set[tuple[str, str]] | None = None) -> Committed:
         """CAS on the branch head + immutable revision + its events, in one transaction; with `keep_grants`
         (the (node, resource) bindings of the new head), live grants of other bindings are revoked in it too.
@@ -304,14 +365,14 @@ class HostStore:
             return self._commit(surface_id=surface_id, expected_base=expected_base, turn_id=turn_id,
                                 proposal_id=proposal_id, content_hash=content_hash, document_json=document_json,
                                 diagnostics=diagnostics, events=events, slice_hash=slice_hash, bindings=bindings,
-                                request_hash=request_hash, keep_grants=keep_grants)
+                                a2ui_messages=a2ui_messages, request_hash=request_hash, keep_grants=keep_grants)
         except sa.exc.IntegrityError:
             # Two first revisions raced to create the head row (PostgreSQL reads no head in
             # both transactions); the loser is a conflict like any other.
             raise RevisionConflict(self.head(surface_id)) from None
 
     def _commit(self, *, surface_id, expected_base, turn_id, proposal_id, content_hash, document_json, diagnostics,
-                events, slice_hash, bindings, request_hash, keep_grants) -> Committed:
+                events, slice_hash, bindings, a2ui_messages, request_hash, keep_grants) -> Committed:
         revision_id = new_id("rev")
         now = time.time()
         with self.writer.begin() as connection:
@@ -331,7 +392,7 @@ class HostStore:
                 revision_id=revision_id, surface_id=surface_id, parent_revision_id=expected_base or None,
                 turn_id=turn_id, proposal_id=proposal_id, content_hash=content_hash, document_json=document_json,
                 diagnostics=diagnostics, committed_at=now, slice_hash=slice_hash, bindings=bindings,
-                request_hash=request_hash))
+                a2ui_messages=a2ui_messages, request_hash=request_hash))
             appended = self._append(connection, surface_id, revision_id, moved, events, now)
             dropped = [] if keep_grants is None else self._revoke_outside(connection, surface_id, keep_grants, now)
         return Committed(moved.epoch, moved.sequence, appended, revision_id, dropped)
@@ -573,6 +634,14 @@ class HostStore:
 def _prefixed(revision) -> list:
     """The columns of an aliased revisions table, labelled with the alias's name."""
     return [column.label(f"{revision.name}_{column.name}") for column in revision.c]
+
+
+def _end(row) -> TurnEnd | None:
+    """A turn row's recorded end, or None."""
+    if row.outcome is None:
+        return None
+    return TurnEnd(row.outcome, row.answer or "", tuple(json.loads(row.suggested or "[]")),
+                   row.follows_turn_id or "")
 
 
 def _unprefixed(row, name: str) -> RevisionRow | None:

@@ -5,6 +5,8 @@
 - `GET  /api/surface/stream`          the trusted surface stream as server-sent events, resumable
                                       with `Last-Event-ID: <epoch>:<sequence>`;
 - `POST /api/commands`                a revision-bound, idempotent command for the host;
+- `GET  /api/turns[?before=<id>]`     the conversation so far, newest first (the host's ListTurns);
+- `GET  /api/revisions/<id>`          an earlier answer as it was shown (its A2UI messages, no rows);
 - `POST /api/turns/<id>/cancel`       stop a running turn (the agent's CancelTurn);
 - `GET  /api/catalog`                 what the data can answer (labels) and suggested questions;
 - `GET  /api/approvals[/<id>]`        the person's approvals;
@@ -52,6 +54,7 @@ from shared.errors import ErrorDetails, error_details
 from shared.logs import log
 from tessera.agent.v1 import agent_pb2
 from tessera.capabilities.v1 import capabilities_pb2 as cap
+from tessera.common.v1 import common_pb2
 from tessera.common.v1.common_pb2 import PasskeyAssertion
 from tessera.host.v1 import host_pb2
 
@@ -234,7 +237,7 @@ class WebApi:
         """The browser session's host session, the person's outside-agent session (`surface` "mcp", where the
         MCP front commits) or one the person asked in at the terminal (`surface` "terminal-…"): opened once
         (idempotently at the host, per person), then remembered."""
-        request_id = surface or f"web-{browser.session_id}"
+        request_id = surface or "web"  # one conversation per person, whichever browser or device they sign in on
         key = (browser.session_id, request_id)
         opened = self._host_sessions.get(key)
         if opened is None:
@@ -439,7 +442,7 @@ class WebApi:
 
         def ending(refused: SessionRefused) -> list[ServerSentEvent]:  # the message ends as a failed turn's does
             return [_ui_part(part) for part in (parts.error(refused.reason, refused.message),
-                                                parts.finish(agent_pb2.TURN_OUTCOME_FAILED), UI_MESSAGE_STREAM_DONE)]
+                                                parts.finish(common_pb2.TURN_OUTCOME_FAILED), UI_MESSAGE_STREAM_DONE)]
 
         return event_stream(self._while_signed_in(request, events(), ending), self.keepalive_seconds,
                             UI_MESSAGE_STREAM_HEADERS)
@@ -454,6 +457,33 @@ class WebApi:
                              "entities": [{"label": e.label, "description": e.description,
                                            "measures": list(e.measures), "breakdowns": list(e.breakdowns)}
                                           for e in described.entries]})
+
+    async def turns(self, request: Request) -> Response:
+        """The conversation so far, newest first, a page at a time (`?before=<turn id>`, `?limit=`)."""
+        before = request.query_params.get("before", "")
+        if before and not _TURN_ID.fullmatch(before):
+            raise ApiError(400, "TURN_ID_INVALID", "before: a turn id is 1-128 letters, digits and ._:-")
+        limit = request.query_params.get("limit", "0")
+        if not limit.isdigit() or int(limit) > 100:
+            raise ApiError(400, "LIMIT_INVALID", "limit: a whole number from 1 to 100")
+        browser, session = await self._session(request)
+        listed = await self._call(self.host.ListTurns, host_pb2.ListTurnsRequest(
+            actor=self.assertions.of(browser.person), session_id=session.session_id, limit=int(limit),
+            before_turn_id=before), timeout=15, service="host")
+        return JSONResponse({"turns": [_as_dict(t) for t in listed.turns], "next_before": listed.next_before_turn_id})
+
+    async def revision(self, request: Request) -> Response:
+        """An answer of the conversation as it was shown: its A2UI messages (no rows: its blocks ask for their
+        windows, read-only, naming this revision)."""
+        revision_id = request.path_params["revision_id"]
+        if not _TURN_ID.fullmatch(revision_id):
+            raise ApiError(400, "REVISION_ID_INVALID", "a revision id is 1-128 letters, digits and ._:-")
+        browser, session = await self._session(request)
+        revision = (await self._call(self.host.GetRevision, host_pb2.GetRevisionRequest(
+            actor=self.assertions.of(browser.person), session_id=session.session_id, revision_id=revision_id),
+            timeout=15, service="host")).revision
+        return JSONResponse({"revision_id": revision.revision_id, "turn_id": revision.turn_id,
+                             "messages": [json.loads(m) for m in revision.a2ui_messages_json]})
 
     async def cancel_turn(self, request: Request) -> Response:
         """The person's Cancel: the agent stops the turn; what it committed stays on the surface."""
@@ -582,6 +612,7 @@ class WebApi:
                 Route("/api/chat", self.chat, methods=["POST"]),
                 Route("/api/surface/stream", self.surface_stream), Route("/api/commands", self.command,
                                                                          methods=["POST"]),
+                Route("/api/turns", self.turns), Route("/api/revisions/{revision_id}", self.revision),
                 Route("/api/turns/{turn_id}/cancel", self.cancel_turn, methods=["POST"]),
                 Route("/api/catalog", self.catalog),
                 Route("/api/approvals", self.approvals),

@@ -27,13 +27,14 @@ from google.protobuf.json_format import MessageToDict
 from shared.errors import error_details
 from shared.ui.windows import FIRST_WINDOWS_PATH, key_of_window
 from tessera.agent.v1 import agent_pb2
+from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2
 
 HEADERS = {"x-vercel-ai-ui-message-stream": "v1"}
 ANSWER_ID = "answer"
 _FAILED_STEPS = {agent_pb2.TOOL_STEP_STATUS_FAILED, agent_pb2.TOOL_STEP_STATUS_UNAVAILABLE,
                  agent_pb2.TOOL_STEP_STATUS_CANCELLED}
-_FINISH = {agent_pb2.TURN_OUTCOME_ANSWERED: "stop", agent_pb2.TURN_OUTCOME_FAILED: "error"}
+_FINISH = {common_pb2.TURN_OUTCOME_ANSWERED: "stop", common_pb2.TURN_OUTCOME_FAILED: "error"}
 # After the turn's `done`, how long the surface stream may take to deliver what the turn committed.
 SURFACE_CATCH_UP_SECONDS = 10.0
 DONE = "[DONE]"
@@ -128,7 +129,7 @@ class TurnParts:
         if self.text_open:
             parts.append({"type": "text-end", "id": ANSWER_ID})
         parts.append({"type": "data-outcome", "data": {
-            "outcome": _name(agent_pb2.TurnOutcome, done.outcome, "TURN_OUTCOME_"),
+            "outcome": _name(common_pb2.TurnOutcome, done.outcome, "TURN_OUTCOME_"),
             "revisionIds": list(done.revision_ids), "degraded": done.degraded, "tainted": done.tainted,
             "flagged": done.flagged, "suggestedQuestions": list(done.suggested_questions)}})
         return parts
@@ -212,7 +213,7 @@ class _Merge:
             reason, message = (told.reason, told.message) if told else ("TURN_BROKEN", "the turn ended early")
             opening = [] if self.started else [{"type": "start"}]
             self.started = self.done = True
-            self.outcome = agent_pb2.TURN_OUTCOME_FAILED
+            self.outcome = common_pb2.TURN_OUTCOME_FAILED
             return [*opening, self.parts.error(reason, message)]
         if kind in ("surface-failed", "surface-ended"):
             self.surface_gone = True

@@ -18,6 +18,7 @@ from shared.channels import sync_channel
 from shared.contracts import invoke
 from shared.paths import REPO_ROOT
 from tessera.agent.v1 import agent_pb2
+from tessera.common.v1 import common_pb2
 from tests.fixtures.golden.reference import expected_figures
 from tests.fixtures.waiting import wait_until
 from tests.integration.test_agent_model_paths import _agent, _ask, _kinds, _open
@@ -68,7 +69,7 @@ def test_a_full_turn_through_an_ai_sdk_route_commits_what_sql_gives(routed_agent
     assert all(s.status == agent_pb2.TOOL_STEP_STATUS_OK for s in _kinds(events, "tool_step")
                if s.phase == agent_pb2.TOOL_STEP_PHASE_FINISHED)
     done = events[-1].done
-    assert done.outcome == agent_pb2.TURN_OUTCOME_ANSWERED and len(done.revision_ids) == 1, done
+    assert done.outcome == common_pb2.TURN_OUTCOME_ANSWERED and len(done.revision_ids) == 1, done
     assert done.answer.startswith("Net revenue by region is on your screen")
     rows = window(running_set, credentials, person, session, done.revision_ids[0], "table")
     expected = expected_figures(warehouse_url, {"metric": "net_revenue", "by": "region"})
@@ -87,7 +88,7 @@ def test_an_error_part_and_an_oversized_reply_end_the_turn_with_their_reasons(ro
         events = _ask(routed_agent, credentials, person, session, question)
         errors = _kinds(events, "error")
         assert [e.reason for e in errors] == [reason], errors
-        assert events[-1].done.outcome == agent_pb2.TURN_OUTCOME_FAILED
+        assert events[-1].done.outcome == common_pb2.TURN_OUTCOME_FAILED
         messages[reason] = errors[0].message
     assert "the model is overloaded" in messages["MODEL_PROVIDER_ERROR"]  # the route's own words
     assert "4000" in messages["MODEL_RESPONSE_TOO_LARGE"]
@@ -109,7 +110,7 @@ def test_cancelling_the_turn_closes_the_routes_stream(routed_agent, running_set,
         cancelling[0].start()
 
     events = _ask(routed_agent, credentials, person, session, "hang: think forever", on_started=on_started)
-    assert events[-1].done.outcome == agent_pb2.TURN_OUTCOME_CANCELLED
+    assert events[-1].done.outcome == common_pb2.TURN_OUTCOME_CANCELLED
     cancelling[0].join(30)  # the turn's `done` can arrive before CancelTurn's own reply
     assert cancelled["reply"].cancelled
     wait_until(lambda: {"closed": "hang: think forever"} in said, 30, what="the route saw its client go away")

@@ -189,7 +189,7 @@ def test_a_correctable_proposal_is_repaired_and_committed(modelled_agent, runnin
     assert len(committed) == 2  # the partial one (placeholder) and the repaired one
     assert any(d.model_correctable for d in committed[0].diagnostics) and not committed[1].diagnostics
     done = events[-1].done
-    assert done.outcome == agent_pb2.TURN_OUTCOME_ANSWERED and list(done.revision_ids) == [
+    assert done.outcome == common_pb2.TURN_OUTCOME_ANSWERED and list(done.revision_ids) == [
         c.revision_id for c in committed]
     assert not _kinds(events, "error")
 
@@ -206,7 +206,7 @@ def test_after_two_repairs_the_turn_gives_up_visibly_and_commits_nothing(modelle
     assert steps[4].summary.startswith("REPAIR_LIMIT_REACHED")
     assert [e.reason for e in _kinds(events, "error")] == ["REPAIR_LIMIT_REACHED"]
     done = events[-1].done
-    assert done.outcome == agent_pb2.TURN_OUTCOME_FAILED and not done.revision_ids
+    assert done.outcome == common_pb2.TURN_OUTCOME_FAILED and not done.revision_ids
     assert "2 repairs" in done.answer and not _kinds(events, "surface_committed")
     with sync_channel(running_set.handles["host"].address, credentials("cli"), "host") as host:
         with pytest.raises(grpc.RpcError) as head:
@@ -225,7 +225,7 @@ def test_a_model_repeating_a_refused_call_gets_the_same_refusal_until_the_turn_e
     assert refused[0].startswith("ARGUMENTS_INVALID")
     assert [e.reason for e in _kinds(events, "error")] == ["TURN_BUDGET_SPENT"]
     done = events[-1].done
-    assert done.outcome == agent_pb2.TURN_OUTCOME_FAILED and not done.revision_ids
+    assert done.outcome == common_pb2.TURN_OUTCOME_FAILED and not done.revision_ids
     assert f"refused {MAX_REFUSALS} times" in done.answer and "/proposal/version" in done.answer  # and what it was
 
 
@@ -234,7 +234,7 @@ def test_a_stream_that_breaks_midway_fails_the_turn_clearly(modelled_agent, runn
     events = _ask(modelled_agent, credentials, person, session, "broken: net revenue")
     assert [e.reason for e in _kinds(events, "error")] == ["MODEL_STREAM_BROKEN"]
     done = events[-1].done
-    assert done.outcome == agent_pb2.TURN_OUTCOME_FAILED and not done.revision_ids
+    assert done.outcome == common_pb2.TURN_OUTCOME_FAILED and not done.revision_ids
     assert not _kinds(events, "tool_step")  # the half-made tool call never ran
 
 
@@ -262,7 +262,7 @@ def test_cancelling_a_turn_stops_the_model_call(modelled_agent, running_set, cre
     canceller[0].join(30)  # the turn can end before CancelTurn's own reply is back
     assert "failure" not in cancelled, cancelled.get("failure")
     assert cancelled["reply"].cancelled
-    assert events[-1].done.outcome == agent_pb2.TURN_OUTCOME_CANCELLED
+    assert events[-1].done.outcome == common_pb2.TURN_OUTCOME_CANCELLED
     # The HTTP stream to the model was closed, not left running.
     wait_until(lambda: "hang: net revenue" in STREAM_CLOSED, 30, what="the model's HTTP stream closed")
 
@@ -281,7 +281,7 @@ def test_with_the_data_peer_gone_the_turn_is_degraded_and_says_so(cert_dir, tmp_
     notices = _kinds(events, "degraded")
     assert {n.tool for n in notices} == {"inspect_catalog", "describe_data", "probe_data", "run_analysis"}
     done = events[-1].done
-    assert done.degraded and done.outcome == agent_pb2.TURN_OUTCOME_NOT_ANSWERABLE and not done.revision_ids
+    assert done.degraded and done.outcome == common_pb2.TURN_OUTCOME_NOT_ANSWERABLE and not done.revision_ids
     assert all(tool in done.answer for tool in ("inspect_catalog", "run_analysis"))
 
 
@@ -329,7 +329,7 @@ def test_cancelling_a_turn_cancels_what_it_asked_a_person_for(modelled_agent, ru
     events = _ask(modelled_agent, credentials, person, session, "cancelme: open a ticket",
                   on_event=cancel_once_asked)
     done = events[-1].done
-    assert done.outcome == agent_pb2.TURN_OUTCOME_CANCELLED and "1 request waiting for approval was cancelled" \
+    assert done.outcome == common_pb2.TURN_OUTCOME_CANCELLED and "1 request waiting for approval was cancelled" \
         in done.answer
     with sync_channel(running_set.handles["capabilities"].address, credentials("cli"), "capabilities") as broker:
         card = invoke(broker, "capabilities", "GetApproval", cap.GetApprovalRequest(

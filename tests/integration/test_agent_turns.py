@@ -17,6 +17,7 @@ from shared.channels import sync_channel
 from shared.contracts import invoke, invoke_stream
 from shared.errors import error_details
 from tessera.agent.v1 import agent_pb2
+from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2
 from tests.fixtures.flag_button import press, review_status
 from tests.fixtures.signing import enroll, operator_signed, passkey_signed
@@ -61,7 +62,7 @@ def test_a_breakdown_question_commits_a_surface_bound_to_the_right_numbers(runni
              and e.tool_step.phase == agent_pb2.TOOL_STEP_PHASE_FINISHED]
     assert tools == ["inspect_current_context", "inspect_catalog", "run_analysis", "present_ui", "present_ui"]
     done = events[-1].done
-    assert done.outcome == agent_pb2.TURN_OUTCOME_ANSWERED and len(done.revision_ids) == 1
+    assert done.outcome == common_pb2.TURN_OUTCOME_ANSWERED and len(done.revision_ids) == 1
 
     rows = window(running_set, credentials, person, session, done.revision_ids[0], "table")
     engine = sa.create_engine(warehouse_url)
@@ -82,13 +83,13 @@ def test_a_breakdown_question_commits_a_surface_bound_to_the_right_numbers(runni
 
 def test_a_trend_a_total_and_an_unanswerable_question(running_set, credentials, person):
     _, trend = ask(running_set, credentials, person, "Show units sold by month")
-    assert trend[-1].done.outcome == agent_pb2.TURN_OUTCOME_ANSWERED and trend[-1].done.revision_ids
+    assert trend[-1].done.outcome == common_pb2.TURN_OUTCOME_ANSWERED and trend[-1].done.revision_ids
     assert "by order time" in trend[-1].done.answer
     _, total = ask(running_set, credentials, person, "What is our total net revenue?")
-    assert total[-1].done.outcome == agent_pb2.TURN_OUTCOME_ANSWERED and total[-1].done.revision_ids
+    assert total[-1].done.outcome == common_pb2.TURN_OUTCOME_ANSWERED and total[-1].done.revision_ids
     _, weather = ask(running_set, credentials, person, "Will it rain tomorrow?")
     done = weather[-1].done
-    assert done.outcome == agent_pb2.TURN_OUTCOME_NOT_ANSWERABLE and not done.revision_ids
+    assert done.outcome == common_pb2.TURN_OUTCOME_NOT_ANSWERABLE and not done.revision_ids
     assert "can't answer" in done.answer
 
 
@@ -115,7 +116,7 @@ def test_a_filter_on_a_value_found_by_a_probe(running_set, credentials, person, 
     session, events = ask(running_set, credentials, person,
                           f"What is our net revenue in the {region} region by channel?")
     done = events[-1].done
-    assert done.outcome == agent_pb2.TURN_OUTCOME_ANSWERED and region in done.answer
+    assert done.outcome == common_pb2.TURN_OUTCOME_ANSWERED and region in done.answer
     assert "probe_data" in [e.tool_step.tool for e in events if e.WhichOneof("event") == "tool_step"]
     assert done.tainted and not done.flagged  # probe values are external text: screened, nothing matched
     from tessera.capabilities.v1 import capabilities_pb2 as cap
@@ -133,7 +134,7 @@ def test_a_filter_on_a_value_found_by_a_probe(running_set, credentials, person, 
 def test_a_record_listing(running_set, credentials, person):
     session, events = ask(running_set, credentials, person, "List the latest orders")
     done = events[-1].done
-    assert done.outcome == agent_pb2.TURN_OUTCOME_ANSWERED and done.revision_ids
+    assert done.outcome == common_pb2.TURN_OUTCOME_ANSWERED and done.revision_ids
     rows = window(running_set, credentials, person, session, done.revision_ids[0], "table")
     times = [row[0] for row in rows]
     assert times == sorted(times, reverse=True) and len(rows) == 100
@@ -142,7 +143,7 @@ def test_a_record_listing(running_set, credentials, person):
 def test_a_name_the_data_cannot_explain_is_not_silently_dropped(running_set, credentials, person):
     _, events = ask(running_set, credentials, person, "What is our net revenue in Atlantis by channel?")
     done = events[-1].done
-    assert done.outcome == agent_pb2.TURN_OUTCOME_NOT_ANSWERABLE and not done.revision_ids
+    assert done.outcome == common_pb2.TURN_OUTCOME_NOT_ANSWERABLE and not done.revision_ids
     assert "Atlantis" in done.answer
 
 
@@ -156,7 +157,7 @@ def test_external_reads_go_through_the_broker_and_taint_the_run(running_set, cre
     (step,) = _finished(events, "tickets.search_tickets")
     assert step.status == agent_pb2.TOOL_STEP_STATUS_OK and "external data from tickets.search_tickets" in step.summary
     done = events[-1].done
-    assert done.outcome == agent_pb2.TURN_OUTCOME_ANSWERED and done.tainted and not done.flagged
+    assert done.outcome == common_pb2.TURN_OUTCOME_ANSWERED and done.tainted and not done.flagged
     assert "4812" in done.answer and not done.revision_ids
 
     _, events = ask(running_set, credentials, person, "What does ticket 4815 say?")
@@ -200,7 +201,7 @@ def test_a_mutation_asked_for_by_the_agent_waits_for_a_person(running_set, crede
 def test_a_named_order_gets_a_flag_button_that_needs_approval(running_set, credentials, person, warehouse_url):
     session, events = ask(running_set, credentials, person, "Flag order 1042 for review")
     done = events[-1].done
-    assert done.outcome == agent_pb2.TURN_OUTCOME_ANSWERED and len(done.revision_ids) == 1
+    assert done.outcome == common_pb2.TURN_OUTCOME_ANSWERED and len(done.revision_ids) == 1
     with sync_channel(running_set.handles["host"].address, credentials("cli"), "host") as host:
         revision = invoke(host, "host", "GetRevision", host_pb2.GetRevisionRequest(
             actor=person, session_id=session.session_id, revision_id=done.revision_ids[0])).revision
@@ -216,7 +217,7 @@ def test_an_answer_with_no_rows_says_why_and_offers_the_same_question_for_a_year
         running_set, credentials, person, warehouse_url):
     session, events = ask(running_set, credentials, person, "Net revenue by month in 2019")
     done = events[-1].done
-    assert done.outcome == agent_pb2.TURN_OUTCOME_ANSWERED and len(done.revision_ids) == 1
+    assert done.outcome == common_pb2.TURN_OUTCOME_ANSWERED and len(done.revision_ids) == 1
     engine = sa.create_engine(warehouse_url)
     with engine.connect() as connection:
         first, last = (str(v)[:7] for v in connection.execute(sa.text(
@@ -233,5 +234,5 @@ def test_an_answer_with_no_rows_says_why_and_offers_the_same_question_for_a_year
     assert "chart" not in blocks and "table" not in blocks  # nothing drawn blank
     assert f"runs from {span[0]} to {span[1]} only." in blocks["answer-text"]["data"]["text"]
     _, offered = ask(running_set, credentials, person, done.suggested_questions[0])  # and it has an answer
-    assert offered[-1].done.outcome == agent_pb2.TURN_OUTCOME_ANSWERED and "Nothing matched" not in \
+    assert offered[-1].done.outcome == common_pb2.TURN_OUTCOME_ANSWERED and "Nothing matched" not in \
         offered[-1].done.answer

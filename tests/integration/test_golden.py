@@ -22,6 +22,7 @@ from shared.channels import sync_channel
 from shared.config import load_settings
 from shared.contracts import invoke, invoke_stream
 from tessera.agent.v1 import agent_pb2
+from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2
 from tests.fixtures.golden.reference import Reference, months_back
 from tests.fixtures.golden.sql_truth import CLOSE, mismatch, same_figure, top_one, truth_rows
@@ -373,12 +374,12 @@ class GoldenCheck:
         fabricated = [d.code for c in committed for d in c.diagnostics if d.code.startswith("catalog.")]
         result = {"question": asked_questions(case, self.first_region)[-1], "set": case["set"],
                   "kind": case["kind"], "correct": False, "interpretation_ok": False, "different_question": False,
-                  "refused": done.outcome == agent_pb2.TURN_OUTCOME_NOT_ANSWERABLE,
+                  "refused": done.outcome == common_pb2.TURN_OUTCOME_NOT_ANSWERABLE,
                   "refused_references": len(fabricated), "answer": done.answer, **_model_conduct(events),
                   "failure": None}
         if fabricated:
             return result | {"failure": f"out-of-slice or fabricated references: {fabricated}"}
-        answered = done.outcome == agent_pb2.TURN_OUTCOME_ANSWERED and bool(done.revision_ids)
+        answered = done.outcome == common_pb2.TURN_OUTCOME_ANSWERED and bool(done.revision_ids)
         if case["kind"] not in ("answered", "listing"):
             return self._refusal(case, done, answered, result)
         if not answered:
@@ -396,7 +397,7 @@ class GoldenCheck:
     def _refusal(self, case: dict, done, answered: bool, result: dict) -> dict:
         says = [text.replace("{region}", self.first_region) for text in case.get("says", [])]
         result["different_question"] = answered
-        result["correct"] = (done.outcome == agent_pb2.TURN_OUTCOME_NOT_ANSWERABLE and not done.revision_ids
+        result["correct"] = (done.outcome == common_pb2.TURN_OUTCOME_NOT_ANSWERABLE and not done.revision_ids
                              and all(text in done.answer for text in says))
         return result if result["correct"] else result | {"failure": f"not a refusal saying {says}: {done.answer}"}
 

@@ -87,16 +87,20 @@ def test_a_turn_is_begun_with_the_sessions_earlier_questions_oldest_first(channe
     replies = [call(channels, "agent", "BeginTurn", host_pb2.BeginTurnRequest(
         actor=actor(cert_dir, "follow"), session_id=session.session_id, question=q, request_id=f"r-{n}"))
         for n, q in enumerate(asked)]
-    assert list(replies[0].earlier_questions) == []
-    assert list(replies[2].earlier_questions) == asked[:2]
-    assert list(replies[6].earlier_questions) == asked[1:6]  # the last five
+    def earlier(reply) -> list[str]:
+        return [t.question for t in reply.earlier_turns]
+
+    assert earlier(replies[0]) == []
+    assert earlier(replies[2]) == asked[:2]
+    assert earlier(replies[6]) == asked[1:6]  # the last five
+    assert [t.turn_id for t in replies[6].earlier_turns] == [r.turn_id for r in replies[1:6]]
     retried = call(channels, "agent", "BeginTurn", host_pb2.BeginTurnRequest(
         actor=actor(cert_dir, "follow"), session_id=session.session_id, question=asked[2], request_id="r-2"))
-    assert retried.turn_id == replies[2].turn_id and list(retried.earlier_questions) == asked[:2]
+    assert retried.turn_id == replies[2].turn_id and earlier(retried) == asked[:2]
     other = open_session(channels, cert_dir, "someone-else")
     fresh = call(channels, "agent", "BeginTurn", host_pb2.BeginTurnRequest(
         actor=actor(cert_dir, "someone-else"), session_id=other.session_id, question="q", request_id="r-0"))
-    assert list(fresh.earlier_questions) == []  # another session's questions never leak in
+    assert earlier(fresh) == []  # another session's questions never leak in
 
 
 def _turn_with_analysis(channels, cert_dir, name="alice"):
@@ -258,8 +262,8 @@ def test_rejected_and_bad_proposals_commit_nothing(channels, cert_dir):
         assert refused(lambda request=request: call(channels, "agent", "SubmitProposal", request)) == expected
 
 
-def _committed_surface(channels, cert_dir):
-    session, turn, analysis = _turn_with_analysis(channels, cert_dir)
+def _committed_surface(channels, cert_dir, name="alice"):
+    session, turn, analysis = _turn_with_analysis(channels, cert_dir, name)
     frozen = call(channels, "agent", "FreezeSlice", host_pb2.FreezeSliceRequest(
         turn_id=turn.turn_id, resource_offers=[analysis.offer]))
     view = json.loads(frozen.model_view_json)
@@ -381,6 +385,39 @@ def test_a_revision_that_drops_a_binding_revokes_its_grants(channels, cert_dir, 
     host_db.dispose()
     assert refused(lambda: call(channels, "host", "ResolveWindow", resources_pb2.ResolveWindowRequest(
         grant=grant, limit=5), "resources")) == (grpc.StatusCode.PERMISSION_DENIED, "GRANT_REVOKED")
+
+
+def test_an_earlier_answer_of_the_conversation_is_read_again_but_never_acted_on(channels, cert_dir):
+    session, turn, frozen, view, committed = _committed_surface(channels, cert_dir)
+    proposal = {"version": 1, "patch": {"base_revision": committed.revision_id, "operations": [
+        {"op": "remove-block", "id": "table"}]}}
+    newer = call(channels, "agent", "SubmitProposal", host_pb2.SubmitProposalRequest(
+        turn_id=turn.turn_id, slice_hash=frozen.slice_hash, proposal_json=json.dumps(proposal),
+        expected_base_revision_id=committed.revision_id, proposal_id="drop-table-again"))
+    assert newer.revision_id and newer.revision_id != committed.revision_id
+
+    # As it was shown: its A2UI messages, the table among its blocks, and no rows in them.
+    earlier = call(channels, "web", "GetRevision", host_pb2.GetRevisionRequest(
+        actor=actor(cert_dir), session_id=session.session_id, revision_id=committed.revision_id)).revision
+    messages = [json.loads(m) for m in earlier.a2ui_messages_json]
+    assert [next(k for k in m if k != "version") for m in messages][:2] == ["createSurface", "updateComponents"]
+    assert "table" in {c["id"] for c in messages[1]["updateComponents"]["components"]}
+    assert not any(m.get("updateDataModel", {}).get("path", "").endswith("/window") for m in messages)
+
+    # Its rows, under a fresh grant, onto this surface's stream: the head moved on, the table is the earlier one's.
+    reply = call(channels, "web", "SendCommand", _window_request(cert_dir, session, committed.revision_id, "old-1"))
+    update = json.loads(_event_at(channels, cert_dir, session, reply.cursor).a2ui.message_json)["updateDataModel"]
+    assert update["value"]["node"] == "table" and update["value"]["rows"]
+
+    # Read-only: a state write on it is refused, and another person's revision is no earlier answer of this one.
+    write = host_pb2.SendCommandRequest(actor=actor(cert_dir), command_id="old-2", session_id=session.session_id,
+                                        surface_id=session.surface_id, revision_id=committed.revision_id,
+                                        state_write=host_pb2.StateWriteCommand(state_slice_id="s", value_json="1"))
+    assert refused(lambda: call(channels, "web", "SendCommand", write)) == (grpc.StatusCode.FAILED_PRECONDITION,
+                                                                             "STALE_REVISION")
+    bob, _, _, _, bobs = _committed_surface(channels, cert_dir, "bob")
+    assert refused(lambda: call(channels, "web", "SendCommand", _window_request(
+        cert_dir, session, bobs.revision_id, "old-3"))) == (grpc.StatusCode.FAILED_PRECONDITION, "STALE_REVISION")
 
 
 def test_the_broker_publishes_approvals_and_receipts_as_host_events(channels, cert_dir):

@@ -26,7 +26,7 @@ from shared.actors import assert_actor
 from shared.certs import load_signing_key, signing_key_path
 from shared.channels import sync_channel
 from shared.contracts import invoke
-from tessera.agent.v1 import agent_pb2
+from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2
 from tests.fixtures.fake_model import serving_completions
 from tests.fixtures.outside_client import OutsideModel
@@ -140,7 +140,7 @@ def test_the_outside_client_answers_each_question_as_sql_does(answers, index, wa
 
 @pytest.mark.parametrize("index", range(len(QUESTIONS)), ids=[q["kind"] for q in QUESTIONS])
 def test_the_same_calls_from_a_chat_model_get_the_same_answers(replayed, index, warehouse_url):
-    assert replayed[index]["outcome"] == agent_pb2.TURN_OUTCOME_ANSWERED, replayed[index]
+    assert replayed[index]["outcome"] == common_pb2.TURN_OUTCOME_ANSWERED, replayed[index]
     _held_to_sql(QUESTIONS[index], replayed[index]["shown"], warehouse_url)
 
 

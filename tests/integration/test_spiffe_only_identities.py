@@ -15,6 +15,7 @@ from shared.channels import direct_sync_channel, sync_channel
 from shared.contracts import invoke, invoke_stream
 from shared.identity import GRPC_SERVICE_NAMES
 from tessera.agent.v1 import agent_pb2
+from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2
 
 
@@ -49,7 +50,7 @@ def test_a_turn_crosses_every_service_on_spiffe_only_certificates(spiffe_set):
             actor=person, session_id=session.session_id, question="What is our net revenue by region?",
             request_id="r1"), timeout=120))
     done = events[-1].done
-    assert done.outcome == agent_pb2.TURN_OUTCOME_ANSWERED and len(done.revision_ids) == 1
+    assert done.outcome == common_pb2.TURN_OUTCOME_ANSWERED and len(done.revision_ids) == 1
 
 
 def test_grpcs_own_name_check_cannot_reach_them_and_a_wrong_identity_is_refused(spiffe_set):

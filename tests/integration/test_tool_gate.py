@@ -261,7 +261,6 @@ def test_the_shipped_policy_matches_its_servers(cert_dir):
 
 def _the_agents_answer_names_the_drifted_tool(world, cert_dir, running_set, credentials, alice, broker_address):
     """An agent whose broker reports a drifted tool still answers a data question, degraded, and says so."""
-    from tessera.agent.v1 import agent_pb2
     from tests.integration.test_agent_model_paths import _agent, _ask, _open
 
     agent = _agent(cert_dir, world["root"] / "agent", running_set, TESSERA_CAPABILITIES_ADDR=broker_address)
@@ -273,7 +272,7 @@ def _the_agents_answer_names_the_drifted_tool(world, cert_dir, running_set, cred
     notices = [e.degraded for e in events if e.WhichOneof("event") == "degraded"]
     assert [n.tool for n in notices] == ["drift.lookup"] and "drifted" in notices[0].message
     done = events[-1].done
-    assert done.degraded and done.outcome == agent_pb2.TURN_OUTCOME_ANSWERED and done.revision_ids
+    assert done.degraded and done.outcome == common_pb2.TURN_OUTCOME_ANSWERED and done.revision_ids
     assert "drift.lookup" in done.answer
 
 

@@ -20,6 +20,7 @@ from shared.identity import spiffe_id_for
 from shared.paths import REPO_ROOT
 from tessera.agent.v1 import agent_pb2
 from tessera.capabilities.v1 import capabilities_pb2
+from tessera.common.v1 import common_pb2
 from tessera.compiler.v1 import compiler_pb2
 from tessera.host.v1 import host_pb2
 from tessera.resources.v1 import resources_pb2
@@ -56,7 +57,7 @@ def test_the_example_asks_through_the_agent_and_its_surface_shows_what_sql_gives
     outcome = _run(built, "ask.js", running_set.handles["host"].address, running_set.handles["agent"].address,
                    str(cert_dir), question,
                    env={"TESSERA_ACTOR_ASSERTION": base64.b64encode(person.SerializeToString()).decode()})
-    assert outcome["outcome"] == agent_pb2.TURN_OUTCOME_ANSWERED and outcome["revisionIds"], outcome
+    assert outcome["outcome"] == common_pb2.TURN_OUTCOME_ANSWERED and outcome["revisionIds"], outcome
     assert "run_analysis" in outcome["steps"] and "present_ui" in outcome["steps"]
     messages = outcome["a2uiMessages"]
     assert any("createSurface" in m for m in messages)

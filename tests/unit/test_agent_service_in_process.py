@@ -78,6 +78,7 @@ class FakeHost:
         self.freezing = asyncio.Event()  # set when the turn asks for its slice
         self.release = asyncio.Event()  # the slice is frozen only once this is set
         self.release.set()
+        self.finished: list[host_pb2.FinishTurnRequest] = []  # how the turns ended, as recorded
 
     async def BeginTurn(self, request, timeout=None):
         return host_pb2.BeginTurnResponse(turn_id="trn_1", surface_id="srf_1", base_revision_id="rev_0")
@@ -90,6 +91,10 @@ class FakeHost:
                 "actions": []}
         return host_pb2.FreezeSliceResponse(slice_hash="sha-1", model_view_json=json.dumps(view),
                                             present_ui_schema_json="{}")
+
+    async def FinishTurn(self, request, timeout=None):
+        self.finished.append(request)
+        return host_pb2.FinishTurnResponse(recorded=True)
 
     async def SubmitProposal(self, request, timeout=None):
         self.proposals.append(json.loads(request.proposal_json))
@@ -178,11 +183,29 @@ def test_a_simple_question_is_answered_with_a_committed_surface():
     assert finished_tools(events) == ["inspect_current_context", "inspect_catalog", "run_analysis", "present_ui",
                                       "present_ui"]
     done = events[-1].done
-    assert done.outcome == agent_pb2.TURN_OUTCOME_ANSWERED and list(done.revision_ids) == ["rev_1"]
+    assert done.outcome == common_pb2.TURN_OUTCOME_ANSWERED and list(done.revision_ids) == ["rev_1"]
     assert not done.degraded and not done.tainted
     assert [m["metric"] for m in resources.drafts[0]["measures"]] == ["met_revenuexxxxx"]
     metric = f"component-{COMPONENTS.index('Metric') + 1:06d}"
     assert any(block["component"] == metric for block in host.proposals[0]["blocks"])
+    # The host keeps how it ended, in the words the person was shown, before the stream says done.
+    (kept,) = host.finished
+    assert (kept.turn_id, kept.outcome, kept.answer, kept.follows_turn_id) == (
+        "trn_1", common_pb2.TURN_OUTCOME_ANSWERED, done.answer, "")
+
+
+def test_a_follow_up_is_recorded_as_refining_the_earlier_turn_it_was_read_against():
+    class Earlier(FakeHost):
+        async def BeginTurn(self, request, timeout=None):
+            earlier = [host_pb2.EarlierTurn(turn_id="trn_1", question="Net revenue"),
+                       host_pb2.EarlierTurn(turn_id="trn_2", question="hello")]
+            return host_pb2.BeginTurnResponse(turn_id="trn_3", surface_id="srf_1", base_revision_id="rev_0",
+                                              earlier_turns=earlier)
+
+    for question, follows in (("and for 2024?", "trn_1"), ("What is our total net revenue?", "")):
+        host = Earlier()
+        asyncio.run(events_of(agent(host=host), turn_request(question)))
+        assert [f.follows_turn_id for f in host.finished] == [follows], question
 
 
 def test_with_resources_unready_the_turn_is_degraded_and_says_so():
@@ -191,7 +214,7 @@ def test_with_resources_unready_the_turn_is_degraded_and_says_so():
     notices = [e.degraded for e in events if e.WhichOneof("event") == "degraded"]
     assert {n.tool for n in notices} == {"inspect_catalog", "describe_data", "probe_data", "run_analysis"}
     done = events[-1].done
-    assert done.degraded and done.outcome == agent_pb2.TURN_OUTCOME_NOT_ANSWERABLE and not done.revision_ids
+    assert done.degraded and done.outcome == common_pb2.TURN_OUTCOME_NOT_ANSWERABLE and not done.revision_ids
     assert all(tool in done.answer for tool in ("inspect_catalog", "run_analysis"))
 
 
@@ -212,8 +235,8 @@ def test_only_the_turns_own_actor_may_cancel_it():
     # short by the cancel may have reached it.
     assert cancelled_at_broker == ["trn_1"]
     assert (refused.code, refused.reason) == (grpc.StatusCode.PERMISSION_DENIED, "TURN_NOT_YOURS")
-    assert cancelled.cancelled and cancelled.outcome == agent_pb2.TURN_OUTCOME_CANCELLED
-    assert events[-1].done.outcome == agent_pb2.TURN_OUTCOME_CANCELLED
+    assert cancelled.cancelled and cancelled.outcome == common_pb2.TURN_OUTCOME_CANCELLED
+    assert events[-1].done.outcome == common_pb2.TURN_OUTCOME_CANCELLED
     assert events[-1].done.answer == "The turn was cancelled."
 
 
@@ -246,7 +269,7 @@ def test_a_model_stream_that_breaks_fails_the_turn_and_runs_no_tool():
     info, events = asyncio.run(scenario())
     assert info.model == "openai-compatible:scripted"
     assert [e.error.reason for e in events if e.WhichOneof("event") == "error"] == ["MODEL_STREAM_BROKEN"]
-    assert events[-1].done.outcome == agent_pb2.TURN_OUTCOME_FAILED and not finished_tools(events)
+    assert events[-1].done.outcome == common_pb2.TURN_OUTCOME_FAILED and not finished_tools(events)
 
 
 class FakeHealth:

@@ -10,15 +10,16 @@ from cli.ask import EXIT_ANSWERED, EXIT_FAILED, EXIT_NEEDS_APPROVAL, EXIT_REFUSE
 from cli.main import build_parser
 from shared.paths import REPO_ROOT
 from tessera.agent.v1 import agent_pb2
+from tessera.common.v1 import common_pb2
 
 
 @pytest.mark.parametrize(("outcome", "approvals", "status"), [
-    (agent_pb2.TURN_OUTCOME_ANSWERED, (), EXIT_ANSWERED),
-    (agent_pb2.TURN_OUTCOME_NOT_ANSWERABLE, (), EXIT_REFUSED),
-    (agent_pb2.TURN_OUTCOME_FAILED, (), EXIT_FAILED),
-    (agent_pb2.TURN_OUTCOME_CANCELLED, (), EXIT_FAILED),
-    (agent_pb2.TURN_OUTCOME_UNSPECIFIED, (), EXIT_FAILED),  # a stream that ended without its last event
-    (agent_pb2.TURN_OUTCOME_ANSWERED, ("apv_1",), EXIT_NEEDS_APPROVAL),  # a person must act before it is done
+    (common_pb2.TURN_OUTCOME_ANSWERED, (), EXIT_ANSWERED),
+    (common_pb2.TURN_OUTCOME_NOT_ANSWERABLE, (), EXIT_REFUSED),
+    (common_pb2.TURN_OUTCOME_FAILED, (), EXIT_FAILED),
+    (common_pb2.TURN_OUTCOME_CANCELLED, (), EXIT_FAILED),
+    (common_pb2.TURN_OUTCOME_UNSPECIFIED, (), EXIT_FAILED),  # a stream that ended without its last event
+    (common_pb2.TURN_OUTCOME_ANSWERED, ("apv_1",), EXIT_NEEDS_APPROVAL),  # a person must act before it is done
 ])
 def test_each_way_a_question_ends_has_its_own_exit_status(outcome, approvals, status):
     assert Asked(agent_pb2.TurnDone(outcome=outcome), approvals).exit_status == status

@@ -459,7 +459,7 @@ def test_tessera_ask_prints_a_dead_service_in_words(failure, cert_dir, capsys, m
         printed = capsys.readouterr()
         shown_clean(printed.out, printed.err)
         if failing != {"Subscribe", "SendCommand"}:
-            assert asked.done.outcome == agent_pb2.TURN_OUTCOME_FAILED and "tessera: error: SERVICE_" in printed.err
+            assert asked.done.outcome == common_pb2.TURN_OUTCOME_FAILED and "tessera: error: SERVICE_" in printed.err
             assert asked.exit_status == cli.ask.EXIT_FAILED
         else:
             assert "could not be read: SERVICE_" in printed.out

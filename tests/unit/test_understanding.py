@@ -210,7 +210,7 @@ def test_a_sentence_over_two_breakdowns_names_the_whole_combination():
     view = {"components": [{"name": n, "id": n} for n in ("Heading", "Text", "FigureText", "Metric", "Chart",
                                                           "DataTable", "EvidenceNote", "Column")],
             "resources": [{"id": "r1", "offer": "o"}], "evidence": []}
-    sentence = next(b for b in compose("q", view, reading, drafted, 48)["blocks"] if b["id"] == "answer-text")
+    sentence = next(b for b in compose(view, reading, drafted, 48)["blocks"] if b["id"] == "answer-text")
     assert sentence["data"]["text"] == "The highest net revenue is {value}, for {g0} and {g1}."
     assert [sentence["data"]["figures"][k]["column"] for k in ("value", "g0", "g1")] == ["m0", "d0", "d1"]
     assert {f["row"] for f in sentence["data"]["figures"].values()} == {0}  # all from the one row
