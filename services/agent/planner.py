@@ -24,6 +24,7 @@ from services.agent.understanding import (
     LISTING_WORDS,
     Reading,
     asks_to_change,
+    is_follow_up,
     lower_first,
     spaced_for_values,
     spelled_out,
@@ -148,7 +149,10 @@ class EmbeddedPlanner:
             if reading.measures and not reading.unknown and not reading.personal:
                 earlier, earlier_question = reading, asked
         reading = understand(question, entities, matches, earlier, latest)
-        leaned = reading.follow_up or reading.against_earlier or reading.period_kept
+        # (a question read against the earlier one only because it named no measure of its own, "what is the
+        # weather?", refines nothing: it is refused for its own words)
+        leaned = reading.against_earlier or reading.period_kept or reading.follow_up and (
+            is_follow_up(question) or not reading.unknown)
         self.follows = earlier_question if leaned else None
         return reading
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 import shutil
 from pathlib import Path
 
@@ -47,11 +48,12 @@ def virtual_authenticator(page, user_verified: bool = True) -> str:
         "isUserVerified": user_verified, "automaticPresenceSimulation": True}})["authenticatorId"]
 
 
-def open_signed_in(browser, running_set, credentials, passkey: bool = True, person: str = "local-user",
+def open_signed_in(browser, running_set, credentials, passkey: bool = True, person: str = "",
                    enforce_csp: bool = False):
     """A fresh browser context on `localhost` (a passkey needs a domain name), signed in with a one-time
-    link; with `passkey`, a passkey added through the page as a person would. Problems the page hit, and any
-    Content-Security-Policy violation, are collected in `page.problems`.
+    link as `person` (by default a new one: a person has one conversation, kept across their browsers, so each
+    test starts its own); with `passkey`, a passkey added through the page as a person would. The person is
+    `page.person`; problems the page hit, and any Content-Security-Policy violation, are in `page.problems`.
 
     Playwright's own waiting helpers evaluate strings in the page, which the page's CSP forbids, so by default
     the CSP is bypassed for the test's helpers; `enforce_csp` keeps it (see the headers test)."""
@@ -62,9 +64,10 @@ def open_signed_in(browser, running_set, credentials, passkey: bool = True, pers
     opened.on("pageerror", lambda error: problems.append(str(error)))
     opened.on("console", lambda message: "Content Security Policy" in message.text and problems.append(
         f"{message.text} ({message.location})"))
+    opened.person = person or f"person-{secrets.token_hex(4)}"
     opened.authenticator = virtual_authenticator(opened)
     # A passkey of this context's own authenticator (a new device): the operator's link replaces earlier ones.
-    opened.goto(f"/sign-in#token={link_token(running_set, credentials, person, replace=passkey)}")
+    opened.goto(f"/sign-in#token={link_token(running_set, credentials, opened.person, replace=passkey)}")
     opened.wait_for_selector("body[data-ready=true]", timeout=15_000)
     if passkey:
         opened.click("#add-passkey")

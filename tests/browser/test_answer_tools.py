@@ -98,7 +98,7 @@ def test_a_value_clicked_is_asked_about_as_a_follow_up(page):
     expect(page.locator("#answer-caption")).to_contain_text("Net revenue by Order time (month)")
 
 
-def _trend_and_regions_in_tabs(running_set, credentials, cert_dir, session_id: str) -> None:
+def _trend_and_regions_in_tabs(running_set, credentials, cert_dir, session: dict) -> None:
     """Commit, as the agent would, two charts in two tabs: net revenue by month (a line) and by region (bars)."""
     def drafts(metrics, fields):
         measures = [{"id": "revenue", "metric": metrics["Net revenue"]}]
@@ -116,13 +116,13 @@ def _trend_and_regions_in_tabs(running_set, credentials, cert_dir, session_id: s
                 {"id": "regions", "component": ids["Chart"], "data": {"resource": regions, "spec": {
                     "recipe": "bar", "x": "region", "y": "revenue"}}}]
 
-    commit_as_agent(running_set, credentials, cert_dir, session_id, "Net revenue", drafts, blocks)
+    commit_as_agent(running_set, credentials, cert_dir, session, "Net revenue", drafts, blocks)
 
 
 def test_a_chart_type_chosen_stays_with_its_own_chart_when_another_takes_its_place(page, running_set, credentials,
                                                                                   cert_dir):
     session = page.evaluate("fetch('/api/session').then(r => r.json())")
-    _trend_and_regions_in_tabs(running_set, credentials, cert_dir, session["session_id"])
+    _trend_and_regions_in_tabs(running_set, credentials, cert_dir, session)
     chart = page.locator("tessera-chart")
     expect(chart.locator(".chart")).to_have_attribute("aria-label", re.compile(r"^Line chart of Net revenue"),
                                                       timeout=30_000)

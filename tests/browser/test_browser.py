@@ -143,7 +143,7 @@ def test_a_run_that_read_injected_text_shows_the_flag_with_its_source(page):
 
 def test_a_refused_block_shows_a_placeholder_while_the_rest_renders(page, running_set, credentials, cert_dir):
     session = page.evaluate("fetch('/api/session').then(r => r.json())")
-    person = assert_actor(load_signing_key(signing_key_path(cert_dir, "web")), "local-user", "local", "Local user")
+    person = assert_actor(load_signing_key(signing_key_path(cert_dir, "web")), page.person, "local", "Local user")
     with sync_channel(running_set.handles["host"].address, credentials("agent"), "host") as host:
         turn = invoke(host, "host", "BeginTurn", host_pb2.BeginTurnRequest(
             actor=person, session_id=session["session_id"], question="a partly broken answer",
@@ -231,7 +231,7 @@ def test_a_card_decided_elsewhere_says_how_it_ended(page, running_set, credentia
     card = _press_for_a_new_card(page)
     approval_id = card.get_attribute("approval-id")
     broker = Broker(running_set.handles["capabilities"].address, credentials)
-    person = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), "local-user", "local")
+    person = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), page.person, "local")
     try:
         seen = broker("cli", "GetApproval", cap.GetApprovalRequest(actor=person, approval_id=approval_id)).card
         broker("cli", "Decide", cap.DecideRequest(  # signed with the CLI's key, as `tessera approvals approve`
@@ -243,17 +243,17 @@ def test_a_card_decided_elsewhere_says_how_it_ended(page, running_set, credentia
     card.locator("button.reject").click()
     card.locator(".receipt").wait_for(timeout=15_000)
     receipt = card.locator(".receipt").inner_text()
-    assert "succeeded" in receipt and "already approved by local-user" in receipt
+    assert "succeeded" in receipt and f"already approved by {page.person}" in receipt
     assert review_status(warehouse_url, 1215) == ("flagged", 2)  # the later Reject changed nothing
     page.reload()  # after a reload the decided card is with the decided ones, saying who decided it
     page.wait_for_selector("body[data-ready=true]", timeout=15_000)
     reloaded = page.locator(f"#decided tessera-approval-card[approval-id='{approval_id}']")
     reloaded.locator(".receipt").wait_for(timeout=15_000)
-    assert "Decided by local-user" in shown(reloaded) and "succeeded" in reloaded.locator(".receipt").inner_text()
+    assert f"Decided by {page.person}" in shown(reloaded) and "succeeded" in reloaded.locator(".receipt").inner_text()
     assert page.locator(f"#approvals tessera-approval-card[approval-id='{approval_id}']").count() == 0
 
 
-def _net_revenue_metrics_under_a_heading(running_set, credentials, cert_dir, session_id: str, heading: str,
+def _net_revenue_metrics_under_a_heading(running_set, credentials, cert_dir, session: dict, heading: str,
                                          years: tuple[int | None, ...] = (None,)):
     """Commit, as the agent would, under `heading`, one Metric of net revenue per entry of `years`: the whole
     total for None, that year's for a year (each its own result, so each has the gateway's caption)."""
@@ -279,13 +279,13 @@ def _net_revenue_metrics_under_a_heading(running_set, credentials, cert_dir, ses
                  "children": ["title", *(f["id"] for f in figures)]},
                 {"id": "title", "component": ids["Heading"], "data": {"text": heading}}, *figures]
 
-    commit_as_agent(running_set, credentials, cert_dir, session_id, heading, drafts, blocks)
+    commit_as_agent(running_set, credentials, cert_dir, session, heading, drafts, blocks)
 
 
 def test_a_heading_that_claims_2025_sits_over_the_caption_of_what_was_computed(page, running_set, credentials,
                                                                               cert_dir):
     session = page.evaluate("fetch('/api/session').then(r => r.json())")
-    _net_revenue_metrics_under_a_heading(running_set, credentials, cert_dir, session["session_id"],
+    _net_revenue_metrics_under_a_heading(running_set, credentials, cert_dir, session,
                                          "Net revenue in 2025")
     caption = page.locator("#answer-caption [data-caption]")  # drawn by the page, under the answer
     caption.wait_for(timeout=15_000)
@@ -300,7 +300,7 @@ def test_a_heading_that_claims_2025_sits_over_the_caption_of_what_was_computed(p
 def test_one_caption_per_answer_and_a_block_says_its_own_only_where_it_differs(page, running_set, credentials,
                                                                                cert_dir):
     session = page.evaluate("fetch('/api/session').then(r => r.json())")
-    _net_revenue_metrics_under_a_heading(running_set, credentials, cert_dir, session["session_id"],
+    _net_revenue_metrics_under_a_heading(running_set, credentials, cert_dir, session,
                                          "Net revenue", years=(None, 2024, None))
     page.wait_for_selector("tessera-metric >> nth=2", timeout=15_000)
     shared = page.locator("#answer-caption [data-caption]")

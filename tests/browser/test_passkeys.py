@@ -76,7 +76,7 @@ def test_an_approval_is_signed_by_the_enrolled_passkey_and_recorded_as_such(page
     (body,) = sent
     client_data = json.loads(unb64url(body["passkey"]["client_data_json"]))
     assert client_data["type"] == "webauthn.get" and client_data["origin"].startswith("http://localhost:")
-    person = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), "local-user", "local")
+    person = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), page.person, "local")
     with sync_channel(running_set.handles["capabilities"].address, credentials("cli"), "capabilities") as channel:
         audit = [json.loads(r.record_json) for r in invoke_stream(
             channel, "capabilities", "ExportAudit", cap.ExportAuditRequest(actor=person), timeout=60)]
@@ -115,7 +115,7 @@ def test_a_process_with_the_persons_cookie_but_no_passkey_cannot_approve(page, r
     stranger = httpx.get(f"{base}/api/approvals", headers={"Origin": base})
     assert (stranger.status_code, stranger.json()["reason"]) == (401, "NO_SESSION")
     assert review_status(warehouse_url, 1221) == ("none", 1)  # nothing ran
-    person = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), "local-user", "local")
+    person = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), page.person, "local")
     still = broker("cli", "GetApproval", cap.GetApprovalRequest(actor=person, approval_id=approval_id)).card
     assert still.summary.status == common_pb2.INTENT_STATUS_AWAITING_APPROVAL
 
@@ -132,7 +132,7 @@ def test_a_replayed_or_rewritten_assertion_is_refused_and_nothing_runs(page, run
     first.locator(".error").wait_for(timeout=30_000)
     body = sent[0]  # the card retried what it sent when no answer came: the very same signed body
     assert all(retry == body for retry in sent) and body["approve"] is False and body["passkey"]
-    web_actor = assert_actor(load_signing_key(signing_key_path(credentials.cert_dir, "web")), "local-user", "local")
+    web_actor = assert_actor(load_signing_key(signing_key_path(credentials.cert_dir, "web")), page.person, "local")
     # A web process with web's own certificate and key: it turns the rejection into an approval.
     assert _refusal(lambda: broker("web", "Decide", _as_grpc_decision(web_actor, first_id, body, approve=True))) \
         == "ASSERTION_NOT_FOR_THIS_DECISION"

@@ -202,7 +202,8 @@ def test_a_follow_up_is_recorded_as_refining_the_earlier_turn_it_was_read_agains
             return host_pb2.BeginTurnResponse(turn_id="trn_3", surface_id="srf_1", base_revision_id="rev_0",
                                               earlier_turns=earlier)
 
-    for question, follows in (("and for 2024?", "trn_1"), ("What is our total net revenue?", "")):
+    for question, follows in (("and for 2024?", "trn_1"), ("What is our total net revenue?", ""),
+                              ("What is the weather on Mars?", "")):
         host = Earlier()
         asyncio.run(events_of(agent(host=host), turn_request(question)))
         assert [f.follows_turn_id for f in host.finished] == [follows], question

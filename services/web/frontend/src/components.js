@@ -47,7 +47,7 @@ const FIRST_WINDOW_PATIENCE_MS = 5000;  // a first window the host promised but 
 // One caption per answer. What a result answers is the gateway's caption; the one most blocks on screen share
 // is shown once, under the answer, by the page (surface.js), outside anything a proposal lays out; a block shows
 // its own caption only where it differs from that one. A 'change' event says the shared caption changed.
-class AnswerCaptions extends EventTarget {
+export class AnswerCaptions extends EventTarget {
   constructor() {
     super();
     this.byBlock = new Map();  // element → the captions of the results it shows
@@ -71,8 +71,33 @@ class AnswerCaptions extends EventTarget {
 
   // The words under a block: its captions other than the shared one.
   own(texts) { return [...new Set(texts.filter((text) => text && text !== this.shared))]; }
+
+  // The shared caption, once, in `below` (drawn by the page, outside anything a proposal lays out).
+  drawInto(below) {
+    below.replaceChildren();
+    below.hidden = !this.shared;
+    if (!this.shared) return;
+    const line = document.createElement('p');
+    line.className = 'computed';
+    line.dataset.caption = '';
+    const tag = document.createElement('span');
+    tag.className = 'tag';
+    tag.textContent = 'Computed';
+    line.append(tag, this.shared);
+    below.append(line);
+  }
 }
+// The live answer's captions; an earlier answer of the conversation has its own (on its container's
+// `answerCaptions`), so its blocks never change what the live answer shares.
 export const captions = new AnswerCaptions();
+
+// The captions of the answer an element is drawn in: the nearest container (across shadow roots) that has its own.
+function captionsOf(element) {
+  for (let node = element; node; node = node.parentNode ?? node.host) {
+    if (node.answerCaptions) return node.answerCaptions;
+  }
+  return captions;
+}
 
 export function captionLine(text) {
   return html`<p class="computed" data-caption><span class="tag">Computed</span>${text}</p>`;
@@ -143,11 +168,17 @@ class TesseraElement extends A2uiLitElement {
   // Whether it shows captions: it is drawn again when the answer's shared caption changes.
   static showsCaptions = false;
 
+  // The captions of the answer this element is part of (found once it is on the page).
+  get captions() {
+    this._captions ??= captionsOf(this);
+    return this._captions;
+  }
+
   connectedCallback() {
     super.connectedCallback();
     if (this.constructor.showsCaptions) {
       this._onCaptions = () => this.requestUpdate();
-      captions.addEventListener('change', this._onCaptions);
+      this.captions.addEventListener('change', this._onCaptions);
     }
     this._onOutcome = ({ detail }) => {
       const { action } = detail;
@@ -162,8 +193,8 @@ class TesseraElement extends A2uiLitElement {
     super.disconnectedCallback();
     outcomes.removeEventListener('outcome', this._onOutcome);
     if (this._onCaptions) {
-      captions.removeEventListener('change', this._onCaptions);
-      captions.note(this, []);  // off the screen: its results no longer count towards the shared caption
+      this.captions.removeEventListener('change', this._onCaptions);
+      this.captions.note(this, []);  // off the screen: its results no longer count towards the shared caption
     }
   }
 
@@ -192,7 +223,7 @@ class ResourceElement extends TesseraElement {
   // Otherwise the descriptor's latest window is this block's when it is for this node at the offset it asked.
   willUpdate(changed) {
     super.willUpdate(changed);
-    captions.note(this, [this.descriptor?.interpretation?.text]);
+    this.captions.note(this, [this.descriptor?.interpretation?.text]);
     const bound = `${this.nodeId}|${this.boundId('resource')}`;
     if (this._bound !== bound) {
       if (this._firstKey) surfaceState.settled(this._firstKey);  // no longer this block's window to wait for
@@ -351,7 +382,7 @@ class ResourceElement extends TesseraElement {
 
   // What the gateway says this result answers (no proposal can set it): under the block only where it differs
   // from the caption the answer shows once.
-  caption() { return captions.own([this.descriptor?.interpretation?.text]).map(captionLine); }
+  caption() { return this.captions.own([this.descriptor?.interpretation?.text]).map(captionLine); }
 
   format(columnId) { return columnFormat(this.descriptor, columnId); }
 
@@ -476,7 +507,7 @@ class TFigureText extends TesseraElement {
       this._bound = this.binding();
       queueMicrotask(() => this.start());
     }
-    captions.note(this, this.captionTexts());
+    this.captions.note(this, this.captionTexts());
   }
 
   // What the gateway says each figure's result answers.
@@ -558,7 +589,7 @@ class TFigureText extends TesseraElement {
       return html`<span class="pending" role="status" aria-label="Loading a figure">000</span>`;
     });
     return html`<p class=${this.props.tone === 'muted' ? 'muted' : ''} data-answer>${parts}</p>
-      ${captions.own(this.captionTexts()).map(captionLine)}`;
+      ${this.captions.own(this.captionTexts()).map(captionLine)}`;
   }
 }
 
@@ -635,8 +666,22 @@ class TChart extends ResourceElement {
       this.dataset.drawn = String(this._drawn.points);
     }, 0));
   }
+  connectedCallback() {
+    super.connectedCallback();
+    // A phone turned, a window narrowed: drawn again at the new width (long labels may have to lie down).
+    this._resizes = new ResizeObserver(() => {
+      const width = Math.round(this.getBoundingClientRect().width);
+      const before = this._width;
+      this._width = width;
+      if (!before || Math.abs(width - before) < 8 || !this._drawn) return;
+      this._drawn = undefined;
+      this.requestUpdate();
+    });
+    this._resizes.observe(this);
+  }
   disconnectedCallback() {
     super.disconnectedCallback();
+    this._resizes?.disconnect();
     cancelAnimationFrame(this._drawing);
     this._drawing = 0;
     this._chart?.dispose();
@@ -686,7 +731,7 @@ class TEvidenceNote extends TesseraElement {
     if (!e) return html`<div class="skeleton" style=${styleMap({ 'min-height': '1.5rem' })} aria-hidden="true"></div>`;
     const when = new Date(e.observedAt).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
     const rows = Number(e.rowCount);
-    return html`<div role="note" data-evidence>${captions.own([e.computed]).map(captionLine)}
+    return html`<div role="note" data-evidence>${this.captions.own([e.computed]).map(captionLine)}
       <details><summary>Where these figures come from</summary>
         <p>Read from the warehouse on ${when}: ${rows.toLocaleString()} result ${rows === 1 ? 'row' : 'rows'} in ${
           Math.max(1, Math.round(e.elapsedMs)).toLocaleString()} ms.</p>

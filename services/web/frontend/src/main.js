@@ -9,6 +9,7 @@ import { titles } from './approval-card.js';
 import { send } from './actions.js';
 import { reasonInWords, statusInWords } from './format.js';
 import { confirmWithExisting, createPasskey, passkeysSupported } from './passkeys.js';
+import { Thread } from './thread.js';
 
 const $ = (id) => document.getElementById(id);
 const STEP = { TOOL_STEP_STATUS_OK: 'done', TOOL_STEP_STATUS_FAILED: 'failed', TOOL_STEP_STATUS_UNAVAILABLE: 'unavailable',
@@ -122,6 +123,20 @@ const answerPanel = {
     $('surface').classList.remove('stale');
     $('answer-state').textContent = `Answer to “${this.pending}”`;
   },
+  // The turn the answer area shows, as the conversation keeps it: its question, and the turn it refines.
+  showing(turn) {
+    if (!turn) return;
+    if (!this.pending && turn.revision_id) {  // (after a reload: the answer drawn is this turn's)
+      $('answer-state').textContent = `Answer to “${turn.question}”`;
+      $('answer-state').hidden = false;
+    }
+    const follows = thread.questionOf(turn.follows_turn_id);
+    if (!turn.follows_turn_id || !follows || $('answer-state').hidden) return;
+    const link = document.createElement('a');
+    link.href = `#turn-${turn.follows_turn_id}`;
+    link.textContent = `“${follows}”`;
+    $('answer-state').append(', a follow-up to ', link);
+  },
   // Questions that can be answered, beside an answer that had nothing to show: one click asks one.
   offer(questions) {
     if (!questions.length) return;
@@ -170,6 +185,7 @@ const answerPanel = {
 };
 
 let runningTurn = '';
+let thread;  // the conversation so far (thread.js), below the answer
 
 async function cancelTurn() {
   $('cancel-button').disabled = true;
@@ -299,9 +315,12 @@ async function ask(event) {
   } finally {
     $('ask-button').disabled = false;
     $('cancel-button').hidden = true;
+    const asked = runningTurn;
     runningTurn = '';
     answerPanel.finished(question, progress.done, progress.committed);
     refreshApprovals();
+    // The answer area shows this turn now; the one it showed before joins the conversation below.
+    if (asked) answerPanel.showing(await thread.refresh(asked));
   }
 }
 
@@ -448,6 +467,8 @@ async function start() {
     $('sign-out').hidden = false;
     $('sign-out').addEventListener('click', signOut);
     showCatalog();
+    thread = new Thread($('thread-section'), $('thread'), $('thread-more'), askButtons);
+    thread.refresh(null).then((turn) => answerPanel.showing(turn));
   } catch (error) {
     if (error.status === 401 || error.reason?.startsWith('LINK_')) askToSignIn(error.message);
     else $('who').textContent = `Not connected (${error.reason || error.message}).`;

@@ -8,6 +8,7 @@ import '@a2ui/lit/v0_9';
 import { captions, catalog, surfaceState, windowKey } from './components.js';
 import { withPlaceholders } from './refused.js';
 import { apiPath, report } from './api.js';
+import { showInEarlierAnswers } from './earlier-answer.js';
 
 // Windows by `<resource>|<node>|<binding prop>|<offset>`, and those the host said it is sending after a commit: a
 // block finds its first rows here (or waits for them) instead of asking for them.
@@ -46,18 +47,7 @@ export class SurfaceView {
   // The answer's caption, once, under it: the page draws it, so no proposal can leave it out or move it.
   showCaption() {
     const below = this.element.querySelector('#answer-caption');
-    if (!below) return;
-    below.replaceChildren();
-    below.hidden = !captions.shared;
-    if (!captions.shared) return;
-    const line = document.createElement('p');
-    line.className = 'computed';
-    line.dataset.caption = '';
-    const tag = document.createElement('span');
-    tag.className = 'tag';
-    tag.textContent = 'Computed';
-    line.append(tag, captions.shared);
-    below.append(line);
+    if (below) captions.drawInto(below);
   }
 
   connect(delay = 1000) {
@@ -91,6 +81,7 @@ export class SurfaceView {
     }
     const message = envelope.message;
     noteWindows(message);
+    showInEarlierAnswers(message);  // a window an earlier answer of the conversation asked for
     if (message.createSurface && this.processor.model.getSurface(message.createSurface.surfaceId)) {
       this.apply({ version: message.version, deleteSurface: {
         surfaceId: message.createSurface.surfaceId } });  // a snapshot replaces what was shown
