@@ -237,7 +237,9 @@ class WebApi:
         """The browser session's host session, the person's outside-agent session (`surface` "mcp", where the
         MCP front commits) or one the person asked in at the terminal (`surface` "terminal-…"): opened once
         (idempotently at the host, per person), then remembered."""
-        request_id = surface or "web"  # one conversation per person, whichever browser or device they sign in on
+        # One conversation per sign-in: kept on reload. (One per person, across devices, would also make the
+        # gateway's per-session analysis budget one per person: a decision for the team, see issue 41's note.)
+        request_id = surface or f"web-{browser.session_id}"
         key = (browser.session_id, request_id)
         opened = self._host_sessions.get(key)
         if opened is None:

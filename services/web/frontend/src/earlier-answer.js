@@ -7,8 +7,7 @@
 import { MessageProcessor } from '@a2ui/web_core/v0_9';
 import { AnswerCaptions, catalog } from './components.js';
 import { outcomes, send } from './actions.js';
-import { withPlaceholders } from './refused.js';
-import { report } from './api.js';
+import { applyMessage } from './refused.js';
 
 const drawn = new Map();  // the surface id of each earlier answer drawn → its renderer's processor
 const READ_ONLY = 'This is an earlier answer: ask the question again to act on it.';
@@ -19,24 +18,10 @@ function renamed(message, surfaceId) {
   return { ...message, [kind]: { ...message[kind], surfaceId } };
 }
 
-// Whether the processor took the message (a component it refuses becomes a placeholder, as on the live surface).
-function applied(processor, message) {
-  for (const candidate of [message, withPlaceholders(message)]) {
-    if (!candidate) continue;
-    try {
-      processor.processMessage(candidate);
-      return true;
-    } catch (error) {
-      report('a2ui-message-refused', error.message);
-    }
-  }
-  return false;
-}
-
 // A window from the surface stream: each earlier answer drawn gets it too (only the one whose block asked binds it).
 export function showInEarlierAnswers(message) {
   if (!message.updateDataModel?.path?.endsWith('/window')) return;
-  for (const [surfaceId, processor] of drawn) applied(processor, renamed(message, surfaceId));
+  for (const [surfaceId, processor] of drawn) applyMessage(processor, renamed(message, surfaceId));
 }
 
 // What a block of an earlier answer asks for: rows, under its revision; nothing else.
@@ -51,7 +36,7 @@ function act(action, revisionId) {
 export function drawEarlierAnswer(container, revisionId, messages) {
   const surfaceId = `earlier-${revisionId}`;
   const processor = new MessageProcessor([catalog], (action) => act(action, revisionId));
-  if (!messages.length || !messages.every((message) => applied(processor, renamed(message, surfaceId)))) {
+  if (!messages.length || !messages.every((message) => applyMessage(processor, renamed(message, surfaceId)))) {
     container.textContent = 'This answer can no longer be drawn again; its words are above.';
     return;
   }

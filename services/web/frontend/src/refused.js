@@ -1,6 +1,7 @@
 // Components the renderer refuses, shown as placeholders instead of losing the whole revision.
 
 import { componentSchemas } from './generated/catalog-schemas.js';
+import { report } from './api.js';
 
 // The renderer refuses a whole update when one component fails its props schema. The compiler accepted them all,
 // so a refusal here means the two checks disagree on some value: that component is shown as a placeholder, as
@@ -18,4 +19,19 @@ export function withPlaceholders(message) {
       reason: `This page could not display this ${type || 'element'}.` };
   });
   return replaced ? { ...message, updateComponents: { ...update, components } } : null;
+}
+
+// Whether `processor` took the message, as it is or with the components it refuses as placeholders; a refusal is
+// reported to web, never thrown.
+export function applyMessage(processor, message) {
+  for (const candidate of [message, withPlaceholders(message)]) {
+    if (!candidate) continue;
+    try {
+      processor.processMessage(candidate);
+      return true;
+    } catch (error) {
+      report('a2ui-message-refused', error.message);
+    }
+  }
+  return false;
 }

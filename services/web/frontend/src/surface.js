@@ -6,8 +6,8 @@
 import { MessageProcessor } from '@a2ui/web_core/v0_9';
 import '@a2ui/lit/v0_9';
 import { captions, catalog, surfaceState, windowKey } from './components.js';
-import { withPlaceholders } from './refused.js';
-import { apiPath, report } from './api.js';
+import { applyMessage } from './refused.js';
+import { apiPath } from './api.js';
 import { showInEarlierAnswers } from './earlier-answer.js';
 
 // Windows by `<resource>|<node>|<binding prop>|<offset>`, and those the host said it is sending after a commit: a
@@ -83,26 +83,14 @@ export class SurfaceView {
     noteWindows(message);
     showInEarlierAnswers(message);  // a window an earlier answer of the conversation asked for
     if (message.createSurface && this.processor.model.getSurface(message.createSurface.surfaceId)) {
-      this.apply({ version: message.version, deleteSurface: {
+      applyMessage(this.processor, { version: message.version, deleteSurface: {
         surfaceId: message.createSurface.surfaceId } });  // a snapshot replaces what was shown
     }
-    if (!this.apply(message) && !this.apply(withPlaceholders(message))) return;
+    if (!applyMessage(this.processor, message)) return;
     // Commands are bound to the revision on screen: it changes only once its components are shown.
     if (envelope.revision_id) surfaceState.revisionId = envelope.revision_id;
     if (message.createSurface) this.show(message.createSurface.surfaceId);
     if (message.updateComponents) this.handlers.onRendered?.(envelope.revision_id);
-  }
-
-  // Whether the renderer took the message; a refusal is reported to web, never thrown.
-  apply(message) {
-    if (!message) return false;
-    try {
-      this.processor.processMessage(message);
-      return true;
-    } catch (error) {
-      report('a2ui-message-refused', error.message);
-      return false;
-    }
   }
 
   show(surfaceId) {

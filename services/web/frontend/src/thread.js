@@ -1,7 +1,7 @@
 // The conversation: every turn but the one the answer area shows, newest first, each a card with the question
 // as asked, the heading its answer was shown under (the question as it was read), what was said, and the
 // figures, drawn again when opened. A follow-up names, and links to, the turn it refines. Kept by the host for
-// the person, so a reload or another device shows the same thread.
+// the sign-in's session, so a reload shows the same thread.
 
 import { getJson } from './api.js';
 import { drawEarlierAnswer, headingOf } from './earlier-answer.js';
