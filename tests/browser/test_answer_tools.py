@@ -93,7 +93,8 @@ def test_a_value_clicked_is_asked_about_as_a_follow_up(page):
     name = first.inner_text()
     first.click()
     question = f"Just {name}, by month"
-    expect(page.locator("#answer-state")).to_have_text(f"Answer to “{question}”", timeout=60_000)
+    expect(page.locator("#answer-state")).to_have_text(  # attached to the answer it drills into
+        f"Answer to “{question}”, a follow-up to “Show the top 10 products by net revenue”", timeout=60_000)
     expect(page.locator("#answer-caption")).to_contain_text(f"Product name is “{name}”", timeout=15_000)
     expect(page.locator("#answer-caption")).to_contain_text("Net revenue by Order time (month)")
 

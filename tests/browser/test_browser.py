@@ -419,7 +419,8 @@ def test_a_follow_up_in_the_browser_is_read_against_the_question_before_it(page)
     ask(page, "Net revenue by region")
     page.wait_for_selector("tessera-figure-text [data-figure]", timeout=30_000)
     ask(page, "now only web")
-    expect(page.locator("#answer-state")).to_have_text("Answer to \u201cnow only web\u201d", timeout=30_000)
+    expect(page.locator("#answer-state")).to_have_text(
+        "Answer to \u201cnow only web\u201d, a follow-up to \u201cNet revenue by region\u201d", timeout=30_000)
     sentence = page.locator("tessera-figure-text").first
     expect(sentence).to_contain_text("where sales channel is \u201cweb\u201d", timeout=30_000)
     screenshot(page, "follow-up")
