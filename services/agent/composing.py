@@ -92,12 +92,13 @@ def reading_heading(reading: Reading, drafted: Drafted) -> str:
     return (text[:1].upper() + text[1:])[:120]
 
 
-def compose_listing(question: str, view: dict, listing: Listing) -> dict:
+def compose_listing(view: dict, listing: Listing) -> dict:
     """The records of a listing as a table, under a sentence naming the newest (bound to its cell)."""
     ids = {c["name"]: c["id"] for c in view["components"]}
     resource = view["resources"][-1]
     binding = {"ref": resource["id"], "offer": resource["offer"]}
     entity, order = listing.entity["label"], listing.order_field["label"].lower()
+    heading = f"{entity} records by {order}"[:120]  # what was listed, in words, as an analysis's heading is
     if resource["rows"] == 0 or not listing.dated:
         sentence = {"id": "answer-text", "component": ids["Text"], "data": {
             "text": f"No {entity.lower()} records matched." if resource["rows"] == 0 else
@@ -108,13 +109,13 @@ def compose_listing(question: str, view: dict, listing: Listing) -> dict:
             "figures": {"latest": {"resource": binding, "row": 0, "column": listing.order_output}}}}
     children = ["title", "answer-text", "table"] + (["evidence"] if view["evidence"] else [])
     blocks = [{"id": "main", "component": ids["Column"], "data": {}, "children": children},
-              {"id": "title", "component": ids["Heading"], "data": {"text": question[:120]}}, sentence,
+              {"id": "title", "component": ids["Heading"], "data": {"text": heading}}, sentence,
               {"id": "table", "component": ids["DataTable"], "data": {
                   "resource": binding, "columns": [f"c{i}" for i in range(len(listing.fields))], "page_size": 25}}]
     if view["evidence"]:
         blocks.append({"id": "evidence", "component": ids["EvidenceNote"],
                        "data": {"evidence": view["evidence"][-1]["id"]}})
-    return {"version": 1, "id": "answer", "title": question[:120], "blocks": blocks}
+    return {"version": 1, "id": "answer", "title": heading, "blocks": blocks}
 
 
 def compose_flag_button(question: str, view: dict, action: str, order_id: int) -> dict:

@@ -312,7 +312,7 @@ class EmbeddedPlanner:
         frozen = await call("present_ui", {})
         if not frozen.ok:
             return _display_failed(frozen)
-        outcome = await call("present_ui", {"proposal": compose_listing(question, frozen.content["slice"], listing)})
+        outcome = await call("present_ui", {"proposal": compose_listing(frozen.content["slice"], listing)})
         if not outcome.ok or not outcome.content.get("revision"):
             return Plan("I prepared the listing but the display was refused; nothing was shown.", False)
         rows = analysis.content["resource"]

@@ -124,11 +124,11 @@ class HostService(host_pb2_grpc.HostServiceServicer):
     async def FinishTurn(self, request, context):
         turn, _ = await self._turn_and_session(request.turn_id)
         end = turn_end(request)
-        if end.follows_turn_id:
-            follows = await self._db(self._store.turn, end.follows_turn_id)
-            if follows is None or follows.session_id != turn.session_id or follows.turn_id == turn.turn_id:
-                raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "FOLLOWS_UNKNOWN",
-                             "follows_turn_id: not an earlier turn of this turn's session")
+        # A follow-up refines one of the turns it was begun after (BeginTurn's earlier_turns), nothing else.
+        if end.follows_turn_id and end.follows_turn_id not in {
+                t for t, _ in await self._db(self._store.earlier_turns, turn.turn_id)}:
+            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "FOLLOWS_UNKNOWN",
+                         "follows_turn_id: not one of the earlier turns this one was begun with")
         try:
             recorded = await self._db(self._store.finish_turn, turn.turn_id, end)
         except TurnFinished:

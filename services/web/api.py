@@ -467,7 +467,7 @@ class WebApi:
             raise ApiError(400, "TURN_ID_INVALID", "before: a turn id is 1-128 letters, digits and ._:-")
         limit = request.query_params.get("limit", "0")
         if not limit.isdigit() or int(limit) > 100:
-            raise ApiError(400, "LIMIT_INVALID", "limit: a whole number from 1 to 100")
+            raise ApiError(400, "LIMIT_INVALID", "limit: a whole number from 1 to 100 (none or 0: 20)")
         browser, session = await self._session(request)
         listed = await self._call(self.host.ListTurns, host_pb2.ListTurnsRequest(
             actor=self.assertions.of(browser.person), session_id=session.session_id, limit=int(limit),

@@ -160,7 +160,7 @@ def test_the_thread_is_read_in_pages_newest_first(host):
 
 def test_a_turns_end_is_checked_before_it_is_kept(host):
     session = run(host.OpenSession(host_pb2.OpenSessionRequest(actor=person(), request_id="open-c"), None))
-    first, second = _turns(host, session.session_id, ["revenue", "and orders"])
+    first, second, third = _turns(host, session.session_id, ["revenue", "and orders", "and customers"])
     other = run(host.OpenSession(host_pb2.OpenSessionRequest(actor=person(), request_id="open-d"), None))
     (elsewhere,) = _turns(host, other.session_id, ["customers"])
     cases = [
@@ -171,6 +171,7 @@ def test_a_turns_end_is_checked_before_it_is_kept(host):
         (_finish(second, suggested_questions=[""]), "SUGGESTIONS_INVALID"),
         (_finish(second, follows_turn_id=elsewhere), "FOLLOWS_UNKNOWN"),
         (_finish(second, follows_turn_id=second), "FOLLOWS_UNKNOWN"),
+        (_finish(second, follows_turn_id=third), "FOLLOWS_UNKNOWN"),  # begun after it: nothing it refines
     ]
     for request, reason in cases:
         assert refused(host.FinishTurn(request, None)) == (grpc.StatusCode.INVALID_ARGUMENT, reason), reason
