@@ -87,9 +87,23 @@ def compose(view: dict, reading: Reading, drafted: Drafted, rows: int, empty_not
 
 def reading_heading(reading: Reading, drafted: Drafted) -> str:
     """The answer's heading: the question as it was read, in words ("and just for 2023" after "revenue by month"
-    is "Net revenue by order date (month) in 2023"), so an answer says what it answers wherever it is shown."""
-    text = subject(reading, drafted)
+    is "Net revenue by order time (month) in 2023"), so an answer says what it answers wherever it is shown."""
+    text = subject(reading, drafted) + compared_and_ranked(reading)
     return (text[:1].upper() + text[1:])[:120]
+
+
+def compared_and_ranked(reading: Reading) -> str:
+    """What the reading compares against and how it ranks, in words: " vs the same period last year, top 5"."""
+    said = ""
+    if reading.compare == "same_period_last_year":
+        said += ", year over year" if reading.compare_grain == "year" else " vs the same period last year"
+    elif reading.compare and reading.compare_grain:
+        said += f" compared to the previous {reading.compare_grain}"
+    if reading.limit:
+        said += f", {'top' if reading.direction == 'desc' else 'bottom'} {reading.limit}"
+    elif reading.direction:
+        said += f", {'highest' if reading.direction == 'desc' else 'lowest'} first"
+    return said
 
 
 def compose_listing(view: dict, listing: Listing) -> dict:

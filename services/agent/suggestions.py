@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from services.agent.composing import compared_and_ranked
 from services.agent.drafting import CannotPlan, plan
 from services.agent.time_words import spoken
 from services.agent.understanding import NEGATIONS, Reading, lower_first, reachable, time_field, understand
@@ -86,15 +87,7 @@ def as_question(reading: Reading) -> str | None:
             return None
         dated = f" with {lower_first(reading.time_field['label'])}" if reading.time_field else ""
         said += f"{dated} {period}"
-    if reading.compare == "same_period_last_year":
-        said += ", year over year" if reading.compare_grain == "year" else " vs the same period last year"
-    elif reading.compare and reading.compare_grain:
-        said += f" compared to the previous {reading.compare_grain}"
-    if reading.limit:
-        said += f", {'top' if reading.direction == 'desc' else 'bottom'} {reading.limit}"
-    elif reading.direction:
-        said += f", {'highest' if reading.direction == 'desc' else 'lowest'} first"
-    return said
+    return said + compared_and_ranked(reading)
 
 
 def _spoken_value(value: str) -> str:

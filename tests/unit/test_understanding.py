@@ -214,3 +214,17 @@ def test_a_sentence_over_two_breakdowns_names_the_whole_combination():
     assert sentence["data"]["text"] == "The highest net revenue is {value}, for {g0} and {g1}."
     assert [sentence["data"]["figures"][k]["column"] for k in ("value", "g0", "g1")] == ["m0", "d0", "d1"]
     assert {f["row"] for f in sentence["data"]["figures"].values()} == {0}  # all from the one row
+
+
+def test_an_answers_heading_is_the_question_as_read_with_its_ranking_and_comparison():
+    from services.agent.composing import reading_heading
+
+    def heading(question: str, earlier: str | None = None) -> str:
+        reading = read(question, earlier=read(earlier)) if earlier else read(question)
+        return reading_heading(reading, plan(reading, SLICE))
+
+    top = heading("Show the top 5 regions by net revenue")
+    assert top.startswith("Net revenue by region") and top.endswith(", top 5"), top
+    assert heading("Net revenue by region, lowest first").endswith(", lowest first")
+    assert "2023" in heading("and just for 2023", earlier="Net revenue by month")  # a follow-up, as read
+    assert heading("Net revenue by month vs the same period last year").endswith(" vs the same period last year")
