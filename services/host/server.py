@@ -83,10 +83,14 @@ class HostService(host_pb2_grpc.HostServiceServicer):
                          "the session belongs to another actor")
         return session
 
-    async def _turn_and_session(self, turn_id: str):
+    async def _turn(self, turn_id: str):
         turn = await self._db(self._store.turn, turn_id)
         if turn is None:
             raise refuse(grpc.StatusCode.NOT_FOUND, "TURN_UNKNOWN", f"no turn {turn_id!r}")
+        return turn
+
+    async def _turn_and_session(self, turn_id: str):
+        turn = await self._turn(turn_id)
         return turn, await self._db(self._store.session, turn.session_id)
 
     @staticmethod
@@ -122,7 +126,7 @@ class HostService(host_pb2_grpc.HostServiceServicer):
             earlier_turns=[host_pb2.EarlierTurn(turn_id=t, question=q) for t, q in earlier])
 
     async def FinishTurn(self, request, context):
-        turn, _ = await self._turn_and_session(request.turn_id)
+        turn = await self._turn(request.turn_id)
         end = turn_end(request)
         # A follow-up refines one of the turns it was begun after (BeginTurn's earlier_turns), nothing else.
         if end.follows_turn_id and end.follows_turn_id not in {

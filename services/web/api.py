@@ -81,7 +81,7 @@ _WEB_FILLS = {"actor", "session_id", "surface_id"}  # never taken from a browser
 _DECIDED_ALREADY = frozenset({"APPROVAL_ALREADY_DECIDED", "DECISION_ID_CONFLICT", "APPROVAL_EXPIRED",
                               "ASSERTION_REPLAYED"})
 SSE_SEPARATOR = "\n"  # the page's reader (frontend/src/api.js) ends an event at a blank line of bare LFs
-_TURN_ID = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+_ID = re.compile(r"[A-Za-z0-9_.:-]{1,128}")  # a turn or revision id, checked before any call
 # Passkeys added since the previous sign-in, carried from a sign-in that redirects to the page's first
 # /api/session (services/web/oidc.py): sealed by web, bound to the new session, shown once.
 NOTICE_COOKIE, NOTICE_PURPOSE, NOTICE_SECONDS = "tessera_passkeys_added", "passkeys-added", 600
@@ -463,11 +463,11 @@ class WebApi:
     async def turns(self, request: Request) -> Response:
         """The conversation so far, newest first, a page at a time (`?before=<turn id>`, `?limit=`)."""
         before = request.query_params.get("before", "")
-        if before and not _TURN_ID.fullmatch(before):
+        if before and not _ID.fullmatch(before):
             raise ApiError(400, "TURN_ID_INVALID", "before: a turn id is 1-128 letters, digits and ._:-")
         limit = request.query_params.get("limit", "0")
-        if not limit.isdigit() or int(limit) > 100:
-            raise ApiError(400, "LIMIT_INVALID", "limit: a whole number from 1 to 100 (none or 0: 20)")
+        if not limit.isdigit() or len(limit) > 3:  # (its bound is the host's: LIMIT_TOO_LARGE)
+            raise ApiError(400, "LIMIT_INVALID", "limit: a whole number (none or 0: the host's default page)")
         browser, session = await self._session(request)
         listed = await self._call(self.host.ListTurns, host_pb2.ListTurnsRequest(
             actor=self.assertions.of(browser.person), session_id=session.session_id, limit=int(limit),
@@ -478,7 +478,7 @@ class WebApi:
         """An answer of the conversation as it was shown: its A2UI messages (no rows: its blocks ask for their
         windows, read-only, naming this revision)."""
         revision_id = request.path_params["revision_id"]
-        if not _TURN_ID.fullmatch(revision_id):
+        if not _ID.fullmatch(revision_id):
             raise ApiError(400, "REVISION_ID_INVALID", "a revision id is 1-128 letters, digits and ._:-")
         browser, session = await self._session(request)
         revision = (await self._call(self.host.GetRevision, host_pb2.GetRevisionRequest(
@@ -491,7 +491,7 @@ class WebApi:
         """The person's Cancel: the agent stops the turn; what it committed stays on the surface."""
         await self._body(request)  # same-origin JSON only, like every other change
         turn_id = request.path_params["turn_id"]
-        if not _TURN_ID.fullmatch(turn_id):
+        if not _ID.fullmatch(turn_id):
             raise ApiError(400, "TURN_ID_INVALID", "a turn id is 1-128 letters, digits and ._:-")
         browser = await self.signed_in(request)
         cancelled = await self._call(self.agent.CancelTurn, agent_pb2.CancelTurnRequest(

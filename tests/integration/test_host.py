@@ -395,6 +395,10 @@ def test_an_earlier_answer_of_the_conversation_is_read_again_but_never_acted_on(
         turn_id=turn.turn_id, slice_hash=frozen.slice_hash, proposal_json=json.dumps(proposal),
         expected_base_revision_id=committed.revision_id, proposal_id="drop-table-again"))
     assert newer.revision_id and newer.revision_id != committed.revision_id
+    # The conversation names the last revision the turn committed (of its two).
+    listed = call(channels, "web", "ListTurns", host_pb2.ListTurnsRequest(actor=actor(cert_dir),
+                                                                        session_id=session.session_id))
+    assert [(t.turn_id, t.revision_id) for t in listed.turns] == [(turn.turn_id, newer.revision_id)]
 
     # As it was shown: its A2UI messages, the table among its blocks, and no rows in them.
     earlier = call(channels, "web", "GetRevision", host_pb2.GetRevisionRequest(

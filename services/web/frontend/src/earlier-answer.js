@@ -9,7 +9,9 @@ import { AnswerCaptions, catalog } from './components.js';
 import { outcomes, send } from './actions.js';
 import { applyMessage } from './refused.js';
 
-const drawn = new Map();  // the surface id of each earlier answer drawn → its renderer's processor
+// The surface id of each earlier answer drawn → its renderer's processor and the data-model paths of the results
+// it binds (only their windows are its).
+const drawn = new Map();
 const READ_ONLY = 'This is an earlier answer: ask the question again to act on it.';
 
 // The same message for another surface id.
@@ -18,10 +20,14 @@ function renamed(message, surfaceId) {
   return { ...message, [kind]: { ...message[kind], surfaceId } };
 }
 
-// A window from the surface stream: each earlier answer drawn gets it too (only the one whose block asked binds it).
+// A window from the surface stream, to the earlier answers drawn that bind its result.
 export function showInEarlierAnswers(message) {
-  if (!message.updateDataModel?.path?.endsWith('/window')) return;
-  for (const [surfaceId, processor] of drawn) applyMessage(processor, renamed(message, surfaceId));
+  const path = message.updateDataModel?.path;
+  if (!path?.endsWith('/window')) return;
+  const result = path.slice(0, -'/window'.length);
+  for (const [surfaceId, { processor, results }] of drawn) {
+    if (results.has(result)) applyMessage(processor, renamed(message, surfaceId));
+  }
 }
 
 // What a block of an earlier answer asks for: rows, under its revision; nothing else.
@@ -40,7 +46,8 @@ export function drawEarlierAnswer(container, revisionId, messages) {
     container.textContent = 'This answer can no longer be drawn again; its words are above.';
     return;
   }
-  drawn.set(surfaceId, processor);
+  const results = new Set(messages.map((m) => m.updateDataModel?.path).filter((p) => p?.startsWith('/resources/')));
+  drawn.set(surfaceId, { processor, results });
   const answerCaptions = new AnswerCaptions();
   container.answerCaptions = answerCaptions;  // what its blocks share, said once under it
   const view = document.createElement('a2ui-surface');
