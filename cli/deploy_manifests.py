@@ -36,7 +36,7 @@ from cli.deploy_objects import (
 from shared.authz import declared_callers
 from shared.config import DEFAULT_PORTS
 from shared.contracts import SERVICES
-from shared.identity import HTTP_PROCESS_NAMES, PROCESS_NAMES, spiffe_id_for
+from shared.identity import GRPC_SERVICE_NAMES, HTTP_PROCESS_NAMES, PROCESS_NAMES, server_name_for, spiffe_id_for
 from shared.runtime import LIVENESS_SERVICE
 
 NAMESPACE = "tessera"
@@ -277,8 +277,9 @@ PRODUCTION_MIN_REPLICAS = 2
 
 def _issued_identity_patch(spec: ServiceSpec) -> dict:
     """Production: the certificate comes from cert-manager's CSI driver (csi.cert-manager.io), issued by
-    the deployment CA Issuer with the service's SPIFFE id as its only SAN (no DNS names), renewed in
-    place. The Secret keeps the token keys and settings; certificate paths point at the CSI volume."""
+    the deployment CA Issuer with the service's SPIFFE id as its only URI SAN and, for a gRPC server, the
+    one DNS name derived from it that clients check (identity.server_name_for), renewed in place. The
+    Secret keeps the token keys and settings; certificate paths point at the CSI volume."""
     prefix = f"TESSERA_{spec.name.upper()}_"
     env = {prefix + "CERT": f"{SVID_MOUNT}/tls.crt", prefix + "KEY": f"{SVID_MOUNT}/tls.key",
            "TESSERA_CA_CERT": f"{SVID_MOUNT}/ca.crt"}
@@ -286,6 +287,7 @@ def _issued_identity_patch(spec: ServiceSpec) -> dict:
         "csi.cert-manager.io/issuer-name": ISSUER,
         "csi.cert-manager.io/issuer-kind": "Issuer",
         "csi.cert-manager.io/uri-sans": spiffe_id_for(spec.name),
+        **({"csi.cert-manager.io/dns-names": server_name_for(spec.name)} if spec.name in GRPC_SERVICE_NAMES else {}),
         "csi.cert-manager.io/key-usages": "digital signature,server auth,client auth"
         if spec.name not in HTTP_PROCESS_NAMES
         else "digital signature,client auth",

@@ -41,7 +41,7 @@ from shared.certs import (
     private_dir,
 )
 from shared.channels import sync_channel
-from shared.config import DEFAULT_PORTS
+from shared.config import CLIENT_TLS_SPIFFE_BRIDGE, DEFAULT_PORTS
 from shared.identity import HTTP_PROCESS_NAMES, PROCESS_NAMES
 from shared.paths import REPO_ROOT, cli_dir, var_dir
 from shared.runtime import LIVENESS_SERVICE, WAITING_BEAT_SECONDS, WAITING_FILE
@@ -66,7 +66,7 @@ NO_ANSWER_REASONS = frozenset({spiffe_channels.TARGET_UNREACHABLE, spiffe_channe
 # variables: what a Python process needs to run, and the deployment-wide settings that are
 # not secret. Nothing else: the operator's shell may hold a model API key, cloud tokens ...
 INHERITED_VARIABLES = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "VIRTUAL_ENV", "PYTHONPATH")
-SHARED_VARIABLES = ("TESSERA_VAR_DIR", "TESSERA_LOG_LEVEL")
+SHARED_VARIABLES = ("TESSERA_VAR_DIR", "TESSERA_LOG_LEVEL", "TESSERA_CLIENT_TLS")
 PEER_ADDRESS_VARIABLES = tuple(f"TESSERA_{name.upper()}_ADDR" for name in PROCESS_NAMES)
 
 
@@ -188,16 +188,17 @@ def web_url(address: str) -> str:
     return f"http://{host}:{port}"
 
 
-def check_health(handle: ProcessHandle, credentials: Credentials, timeout: float = 2.0, service: str = "") -> str:
+def check_health(handle: ProcessHandle, credentials: Credentials, timeout: float = 2.0, service: str = "",
+                 client_tls: str | None = None) -> str:
     """SERVING / NOT_SERVING / UNREACHABLE (<why>) for one process: its readiness, or the status of health
-    service `service` (gRPC processes only; HTTP ones have /healthz alone)."""
+    service `service` (gRPC processes only; HTTP ones have /healthz alone); `client_tls`: see sync_channel."""
     if handle.name in HTTP_PROCESS_NAMES:
         try:
             with _DIRECT.open(f"http://{handle.address}/healthz", timeout=timeout) as reply:
                 return json.loads(reply.read())["status"]
         except (OSError, ValueError, KeyError) as exc:
             return f"UNREACHABLE ({exc})"
-    with sync_channel(handle.address, credentials, handle.name) as channel:
+    with sync_channel(handle.address, credentials, handle.name, client_tls) as channel:
         try:
             reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=service),
                                                               timeout=timeout)
@@ -222,7 +223,8 @@ def check_liveness(handle: ProcessHandle, credentials: Credentials | None, timeo
     if credentials is None:
         return None
     before = spiffe_channels.failure_counts(handle.address)
-    status = check_health(handle, credentials, timeout, LIVENESS_SERVICE)
+    # Through the bridge, which tells a refused handshake from an absent process (grpc core: both UNAVAILABLE).
+    status = check_health(handle, credentials, timeout, LIVENESS_SERVICE, CLIENT_TLS_SPIFFE_BRIDGE)
     if status == "SERVING":
         return None
     # A refused certificate (say, the CLI's expired) is no hang: ending the process would not help, and every

@@ -21,6 +21,7 @@ from shared.certs import (
     CA_CERT_FILE,
     CA_KEY_FILE,
     CredentialError,
+    add_server_names,
     ca_key_path,
     cert_path,
     issue_deployment,
@@ -31,7 +32,7 @@ from shared.certs import (
     private_dir,
     write_private,
 )
-from shared.config import DEFAULT_PORTS
+from shared.config import CLIENT_TLS_NATIVE, DEFAULT_PORTS, client_tls_mode
 from shared.identity import PRINCIPAL_NAMES
 from shared.paths import DATABASE_SIDE_FILES, REPO_ROOT, cert_dir, cli_dir, default_warehouse, var_dir
 
@@ -82,6 +83,11 @@ def ensure_certs(directory: Path) -> None:
     problems = certificate_problems(directory)
     if problems:
         raise CredentialError(f"{problems[0]} (fix it, or reissue all with 'tessera certs --force')")
+    if client_tls_mode() == CLIENT_TLS_NATIVE:
+        reissued = add_server_names(directory)
+        if reissued:
+            print(f"reissued {', '.join(reissued)} from the same CA with the DNS names clients check "
+                  "(an older version left them out)")
     legacy_ca_key = directory / CA_KEY_FILE
     if legacy_ca_key.exists() and not ca_key_path(directory).exists():
         # Older versions kept the CA key beside every other key: move it apart.
@@ -610,7 +616,8 @@ def build_parser() -> argparse.ArgumentParser:
                                      "keys go to $XDG_CONFIG_HOME/tessera (default ~/.config/tessera)")
     certs.add_argument("--force", action="store_true", help="reissue even if the current ones are valid")
     certs.add_argument("--spiffe-only", action="store_true",
-                       help="the SPIFFE URI SAN alone, no loopback DNS/IP names (as cert-manager and SPIRE issue)")
+                       help="the SPIFFE URI SAN alone, no DNS/IP names (as identity providers that issue URI-only "
+                            "certificates do); clients then need TESSERA_CLIENT_TLS=spiffe-bridge")
     certs.set_defaults(run=cmd_certs)
     up = sub.add_parser("up", help="start all services, wait for health, stop on Ctrl-C")
     up.add_argument("--ephemeral-ports", action="store_true", help="let the OS pick free ports")

@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from shared.identity import PRINCIPAL_NAMES, spiffe_id_for
+from shared.identity import GRPC_SERVICE_NAMES, PRINCIPAL_NAMES, server_name_for, spiffe_id_for
 from shared.paths import cli_dir
 
 CA_CERT_FILE = "ca.pem"
@@ -157,11 +157,11 @@ def issue_leaf(
 ) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     """One certificate per principal: its only URI SAN is its SPIFFE id.
 
-    Tessera's own clients authenticate a server by that id. Unless
-    `spiffe_only`, services also get loopback DNS/IP SANs, for clients in
-    other languages that check a host name (grpc-js, grpcurl); with it, the
-    certificate looks like cert-manager's or SPIRE's: the URI SAN alone.
-    The CLI only ever acts as a client.
+    Unless `spiffe_only`, a service's certificate also carries the DNS name derived from that id
+    (identity.server_name_for), which Tessera's clients expect through gRPC's own TLS, and loopback
+    DNS/IP SANs for tools that dial an address and check it (grpcurl). With it, the certificate is
+    what identity providers that issue the URI SAN alone make; clients then need the SPIFFE bridge
+    (TESSERA_CLIENT_TLS=spiffe-bridge). The CLI only ever acts as a client.
     """
     key = _new_key()
     now = dt.datetime.now(dt.UTC)
@@ -171,7 +171,8 @@ def issue_leaf(
     usages = [ExtendedKeyUsageOID.CLIENT_AUTH]
     if is_server:
         if not spiffe_only:
-            sans += [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            sans += [x509.DNSName(server_name_for(principal)), x509.DNSName("localhost"),
+                     x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
         usages.insert(0, ExtendedKeyUsageOID.SERVER_AUTH)
     cert = (
         x509.CertificateBuilder()
@@ -392,6 +393,46 @@ def uri_sans(cert: x509.Certificate) -> list[str]:
     return ext.value.get_values_for_type(x509.UniformResourceIdentifier)
 
 
+def dns_sans(cert: x509.Certificate) -> list[str]:
+    try:
+        ext = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName)
+    except x509.ExtensionNotFound:
+        return []
+    return ext.value.get_values_for_type(x509.DNSName)
+
+
+def missing_server_name(credentials: Credentials) -> str | None:
+    """The DNS name a gRPC service's certificate lacks but clients on gRPC's own TLS check (None: it has it, or
+    the principal serves no gRPC)."""
+    if credentials.principal not in GRPC_SERVICE_NAMES:
+        return None
+    name = server_name_for(credentials.principal)
+    return None if name in dns_sans(x509.load_pem_x509_certificate(credentials.cert_pem)) else name
+
+
+def add_server_names(directory: Path) -> list[str]:
+    """Reissue, from the deployment's own CA, the service certificates an older version made without the DNS
+    name clients check; the principals reissued. The CA stays, so every other certificate stays good."""
+    ca_file, ca_key_file = directory / CA_CERT_FILE, ca_key_path(directory)
+    if not ca_key_file.exists():
+        return []
+    ca_cert = _parse_cert(_read(ca_file, "CA certificate"), ca_file, "CA certificate")
+    ca_key = None
+    reissued = []
+    for principal in GRPC_SERVICE_NAMES:
+        own = load_credentials(principal, ca_file, cert_path(directory, principal), key_path(directory, principal))
+        if missing_server_name(own) is None:
+            continue
+        if ca_key is None:
+            _check_private_mode(ca_key_file, "CA key")
+            ca_key = serialization.load_pem_private_key(_read(ca_key_file, "CA key"), password=None)
+        cert, key = issue_leaf(ca_cert, ca_key, principal)
+        write_private(key_path(directory, principal), _key_pem(key))
+        _write_public(cert_path(directory, principal), cert.public_bytes(serialization.Encoding.PEM))
+        reissued.append(principal)
+    return reissued
+
+
 def load_credentials(principal: str, ca_file: Path, cert_file: Path, key_file: Path) -> Credentials:
     """Read and check one principal's credentials; raise CredentialError otherwise."""
     ca_pem = _read(ca_file, "CA certificate")
@@ -426,4 +467,9 @@ def load_credentials(principal: str, ca_file: Path, cert_file: Path, key_file: P
         raise CredentialError(
             f"certificate {cert_file} carries URI SANs {uri_sans(cert)}, expected exactly [{expected}]"
         )
+    # Clients on gRPC's own TLS check a server's DNS name only: a certificate that also carries another
+    # service's name would let its holder answer as that service.
+    others = sorted(set(dns_sans(cert)) & {server_name_for(p) for p in PRINCIPAL_NAMES if p != principal})
+    if others:
+        raise CredentialError(f"certificate {cert_file} also carries {', '.join(others)}, another service's name")
     return Credentials(principal, expected, ca_pem, cert_pem, key_pem, ca_file, cert_file, key_file)

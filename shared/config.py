@@ -3,7 +3,7 @@
 Every setting has a typed default; a bad value stops startup with one line
 naming the variable (`ConfigError`). Per-service settings use the prefix
 `TESSERA_<SERVICE>_`; deployment-wide ones are `TESSERA_CA_CERT`,
-`TESSERA_CERT_DIR` and `TESSERA_LOG_LEVEL`.
+`TESSERA_CERT_DIR`, `TESSERA_LOG_LEVEL` and `TESSERA_CLIENT_TLS`.
 """
 
 from __future__ import annotations
@@ -83,6 +83,24 @@ def peer_target(peer: str) -> str:
     return value
 
 
+# How Tessera's clients check the server they dial (deployment-wide):
+#   native         gRPC's own TLS checks the chain and the DNS name derived from the peer's SPIFFE id
+#                  (identity.server_name_for); certificates must carry that name.
+#   spiffe-bridge  an in-process bridge checks the peer's URI SAN itself (shared.spiffe_channels), for identity
+#                  providers that issue certificates with the URI SAN alone; it costs a copy of every byte.
+CLIENT_TLS_VARIABLE = "TESSERA_CLIENT_TLS"
+CLIENT_TLS_NATIVE = "native"
+CLIENT_TLS_SPIFFE_BRIDGE = "spiffe-bridge"
+
+
+def client_tls_mode() -> str:
+    value = os.environ.get(CLIENT_TLS_VARIABLE) or CLIENT_TLS_NATIVE
+    if value not in (CLIENT_TLS_NATIVE, CLIENT_TLS_SPIFFE_BRIDGE):
+        raise ConfigError(f"{CLIENT_TLS_VARIABLE}={value!r}: expected {CLIENT_TLS_NATIVE} (the default) or "
+                          f"{CLIENT_TLS_SPIFFE_BRIDGE}")
+    return value
+
+
 def _env_name(settings_class: type[ServiceSettings], field: str, prefix: str) -> str:
     alias = settings_class.model_fields[field].validation_alias
     if isinstance(alias, AliasChoices):
@@ -118,7 +136,8 @@ def load_settings(name: str, settings_class: type[S] = ServiceSettings) -> S:
         variable = _env_name(_Settings, field, prefix) if field in _Settings.model_fields else field
         value = os.environ.get(variable, first.get("input"))
         raise ConfigError(f"{variable}={value!r}: {first['msg']}") from None
-    # Peers are resolved now so a malformed address fails at startup.
+    # Peers and how to dial them are resolved now so a malformed setting fails at startup.
     for peer in GRPC_SERVICE_NAMES:
         peer_target(peer)
+    client_tls_mode()
     return settings

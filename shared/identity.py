@@ -7,6 +7,8 @@ client derive the same mapping from the same .proto.
 
 from __future__ import annotations
 
+import re
+
 from tessera.authz.v1 import authz_pb2
 
 _PREFIX = "PRINCIPAL_"
@@ -43,6 +45,31 @@ def spiffe_id_for(principal: str) -> str:
         return _TABLE[principal][1]
     except KeyError:
         raise KeyError(f"unknown principal {principal!r}; known: {', '.join(PRINCIPAL_NAMES)}") from None
+
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+
+
+def server_name_for_spiffe(spiffe_id: str) -> str:
+    """The DNS name a certificate carries beside SPIFFE id `spiffe_id`: its path segments in reverse, then its
+    trust domain (spiffe://tessera.local/svc/host -> host.svc.tessera.local).
+
+    gRPC's own TLS checks a server's DNS name, not its URI SAN, so clients dial with this name as the
+    expected one; any language derives it from the id alone.
+    """
+    trust_domain, _, path = spiffe_id.removeprefix("spiffe://").partition("/")
+    labels = [*reversed(path.split("/")), *trust_domain.split(".")]
+    name = ".".join(labels)
+    if not spiffe_id.startswith("spiffe://") or not all(_DNS_LABEL.match(label) for label in labels) \
+            or len(name) > 253:
+        raise ValueError(f"SPIFFE id {spiffe_id!r} has no DNS form: its trust domain and path segments must be "
+                         "lower-case DNS labels")
+    return name
+
+
+def server_name_for(principal: str) -> str:
+    """The DNS name principal's certificate carries and clients expect (server_name_for_spiffe)."""
+    return server_name_for_spiffe(spiffe_id_for(principal))
 
 
 def principal_for_spiffe(spiffe_id: str) -> str | None:

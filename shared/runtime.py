@@ -35,8 +35,8 @@ from grpc_reflection.v1alpha import reflection
 
 from shared import __version__
 from shared.authz import CallerTable, DirectIssuer
-from shared.certs import CredentialError, Credentials, load_credentials
-from shared.config import ConfigError, ServiceSettings, load_settings
+from shared.certs import CredentialError, Credentials, load_credentials, missing_server_name
+from shared.config import CLIENT_TLS_NATIVE, ConfigError, ServiceSettings, client_tls_mode, load_settings
 from shared.contracts import SERVICES, contract_hash
 from shared.interceptor import CallGuard, not_implemented_yet
 from shared.logs import log, setup_logging, stop_logging
@@ -454,6 +454,11 @@ async def _serve(context: ServiceContext, build: BuildRegistrations) -> None:
     address = f"{settings.listen_host}:{running.port}"
     log(logger, logging.INFO, "serving", address=address, identity=context.credentials.identity,
         services=running.service_names, health_port=running.health_port)
+    missing = missing_server_name(context.credentials)
+    if missing is not None and client_tls_mode() == CLIENT_TLS_NATIVE:
+        log(logger, logging.WARNING, f"this certificate carries no DNS name {missing}: clients on gRPC's own TLS "
+            f"(TESSERA_CLIENT_TLS=native, the default) cannot reach this service; reissue it with that name, or "
+            f"set TESSERA_CLIENT_TLS=spiffe-bridge for every client", file=str(context.credentials.cert_file))
     if settings.ready_file:
         write_ready_file(settings.ready_file, {
             "name": context.name, "pid": os.getpid(), "address": address, "port": running.port,

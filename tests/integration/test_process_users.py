@@ -1,7 +1,7 @@
 """As root, the launcher runs each service as a user of its own: one compromised service reads nothing of another's.
 
 Checked as an attacker holding one service's uid would try: a probe with that uid reads another service's key,
-database, environment (/proc/<pid>/environ) and bridge socket folder, and the CLI's keys — once outside any box,
+database and environment (/proc/<pid>/environ), and the CLI's keys — once outside any box,
 so that ownership and modes alone must stop it, and once inside the service's own box, with exactly its view.
 """
 
@@ -127,8 +127,8 @@ def test_each_service_owns_its_files_and_only_those(boxed_set):
 
 
 def _secrets_of_others(services: ServiceSet, name: str) -> list[Path]:
-    """Everything `name` must not read: the other services' keys, databases, environments and bridge socket
-    folders, the deployment's keys (the CA's too) and the CLI's."""
+    """Everything `name` must not read: the other services' keys, databases and environments, the deployment's
+    keys (the CA's too) and the CLI's."""
     var = Path(services.extra_env["TESSERA_VAR_DIR"])
     found = [key_path(cli_dir(), "cli"), signing_key_path(cli_dir(), "cli"), ca_key_path(services.cert_dir)]
     for other, handle in services.handles.items():
@@ -136,7 +136,6 @@ def _secrets_of_others(services: ServiceSet, name: str) -> list[Path]:
             continue
         found += [services.identity_dir(other) / f"{other}.key", services.cert_dir / f"{other}.key",
                   Path(f"/proc/{handle.pid}/environ"), services.home_dir(other)]
-        found += _bridge_folders(handle.pid)
         if other in DATABASES:
             found.append(var / DATABASES[other])
     missing = [path for path in found if not path.exists()]
@@ -145,14 +144,14 @@ def _secrets_of_others(services: ServiceSet, name: str) -> list[Path]:
 
 
 def _bridge_folders(pid: int) -> list[Path]:
-    """The process's bridge socket folders, in its box's own /tmp."""
+    """The process's SPIFFE bridge socket folders (TESSERA_CLIENT_TLS=spiffe-bridge), in its box's own /tmp."""
     return list(Path(f"/proc/{pid}/root/tmp").glob("tessera-spiffe-*"))
 
 
 def test_outside_any_box_a_service_uid_reads_nothing_of_another(boxed_set):
     """Ownership and modes first: a process with a service's uid that left its box (or never had one)."""
-    assert [name for name, handle in boxed_set.handles.items() if _bridge_folders(handle.pid)], \
-        "services that call peers hold a bridge socket folder"
+    # On gRPC's own TLS, the default, no process holds a plaintext local socket that would speak as it.
+    assert [name for name, handle in boxed_set.handles.items() if _bridge_folders(handle.pid)] == []
     shared = REPO_ROOT / "README.md"  # the repository is read-only to every service: the probe reads what it may
     for name, handle in boxed_set.handles.items():
         paths = [shared, *_secrets_of_others(boxed_set, name)]

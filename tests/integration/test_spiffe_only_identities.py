@@ -1,5 +1,6 @@
-"""Certificates with the SPIFFE URI SAN alone, as cert-manager's CSI driver and SPIRE issue them (no DNS or
-IP names): the whole set runs on them, because every client authenticates the server's SPIFFE id."""
+"""Certificates with the SPIFFE URI SAN alone, as some identity providers issue them (no DNS or IP names): the
+whole set runs on them with TESSERA_CLIENT_TLS=spiffe-bridge, every client checking the server's URI SAN itself;
+gRPC's own TLS (the default) cannot reach them."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from shared import spiffe_channels
 from shared.actors import assert_actor
 from shared.certs import issue_deployment, load_signing_key, signing_key_path
 from shared.channels import direct_sync_channel, sync_channel
+from shared.config import CLIENT_TLS_NATIVE, CLIENT_TLS_SPIFFE_BRIDGE, CLIENT_TLS_VARIABLE
 from shared.contracts import invoke, invoke_stream
 from shared.identity import GRPC_SERVICE_NAMES
 from tessera.agent.v1 import agent_pb2
@@ -26,10 +28,12 @@ def spiffe_set(tmp_path_factory, service_env):
     env = {**service_env, "TESSERA_HOST_DATABASE_URL": f"sqlite:///{tmp_path_factory.mktemp('h') / 'host.sqlite'}",
            "TESSERA_CAPABILITIES_DATABASE_URL": f"sqlite:///{tmp_path_factory.mktemp('b') / 'broker.sqlite'}",
            "TESSERA_RESOURCES_STORE_URL": f"sqlite:///{tmp_path_factory.mktemp('r') / 'results.sqlite'}"}
-    services = ServiceSet(certs, tmp_path_factory.mktemp("spiffe-run"), ephemeral_ports=True, extra_env=env)
-    services.start()
-    yield services
-    assert all(code == 0 for code in services.stop().values())
+    with pytest.MonkeyPatch.context() as patch:  # this process's channels too: the launcher's and the tests'
+        patch.setenv(CLIENT_TLS_VARIABLE, CLIENT_TLS_SPIFFE_BRIDGE)
+        services = ServiceSet(certs, tmp_path_factory.mktemp("spiffe-run"), ephemeral_ports=True, extra_env=env)
+        services.start()
+        yield services
+        assert all(code == 0 for code in services.stop().values())
 
 
 def test_the_certificates_carry_no_dns_or_ip_name(spiffe_set):
@@ -56,10 +60,10 @@ def test_a_turn_crosses_every_service_on_spiffe_only_certificates(spiffe_set):
 def test_grpcs_own_name_check_cannot_reach_them_and_a_wrong_identity_is_refused(spiffe_set):
     cli = cli_credentials(spiffe_set.cert_dir)
     address = spiffe_set.handles["host"].address
-    with direct_sync_channel(address, cli) as channel:  # a DNS/IP name check: nothing to match
-        with pytest.raises(grpc.RpcError) as unreachable:
+    for native in (direct_sync_channel(address, cli), sync_channel(address, cli, "host", CLIENT_TLS_NATIVE)):
+        with native as channel, pytest.raises(grpc.RpcError) as unreachable:  # a DNS name check: nothing to match
             invoke(channel, "host", "GetInfo", timeout=5)
-    assert unreachable.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert unreachable.value.code() == grpc.StatusCode.UNAVAILABLE
     before = spiffe_channels.failure_counts(address).get(spiffe_channels.SERVER_IDENTITY_MISMATCH, 0)
     with sync_channel(address, cli, "compiler") as channel:  # the host answers where the compiler was expected
         with pytest.raises(grpc.RpcError) as impostor:

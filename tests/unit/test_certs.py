@@ -9,14 +9,16 @@ from cryptography import x509
 
 from shared.certs import (
     CredentialError,
+    add_server_names,
     ca_key_path,
+    dns_sans,
     export_identity,
     is_private_file,
     issue_deployment,
     load_credentials,
     uri_sans,
 )
-from shared.identity import PRINCIPAL_NAMES, spiffe_id_for
+from shared.identity import GRPC_SERVICE_NAMES, PRINCIPAL_NAMES, server_name_for, spiffe_id_for
 
 
 def _load(directory, principal, **overrides):
@@ -132,3 +134,30 @@ def test_a_secret_mounted_for_our_group_is_accepted_and_nothing_looser(tmp_path,
     else:
         with pytest.raises(CredentialError, match="must not be readable"):
             _load(tmp_path, "agent")
+
+
+def _cert(directory, principal) -> x509.Certificate:
+    return x509.load_pem_x509_certificate((directory / f"{principal}.pem").read_bytes())
+
+
+def test_a_grpc_service_carries_the_dns_name_derived_from_its_id_and_uri_only_ones_none(tmp_path):
+    issue_deployment(tmp_path / "named")
+    issue_deployment(tmp_path / "uri-only", spiffe_only=True)
+    for principal in GRPC_SERVICE_NAMES:
+        assert dns_sans(_cert(tmp_path / "named", principal))[0] == server_name_for(principal)
+        assert dns_sans(_cert(tmp_path / "uri-only", principal)) == []
+    assert dns_sans(_cert(tmp_path / "named", "cli")) == []
+
+
+def test_an_older_deployment_gets_the_names_from_its_own_ca_and_nothing_else_changes(tmp_path):
+    issue_deployment(tmp_path, spiffe_only=True)  # what an older version wrote: the URI SAN alone
+    ca_before = (tmp_path / "ca.pem").read_bytes()
+    untouched = {p: (tmp_path / f"{p}.pem").read_bytes() for p in PRINCIPAL_NAMES if p not in GRPC_SERVICE_NAMES}
+    assert add_server_names(tmp_path) == list(GRPC_SERVICE_NAMES)
+    for principal in GRPC_SERVICE_NAMES:
+        credentials = _load(tmp_path, principal)  # issued by the same CA, key matching, 0600
+        assert dns_sans(x509.load_pem_x509_certificate(credentials.cert_pem)) == [
+            server_name_for(principal), "localhost"]
+    assert (tmp_path / "ca.pem").read_bytes() == ca_before
+    assert {p: (tmp_path / f"{p}.pem").read_bytes() for p in untouched} == untouched
+    assert add_server_names(tmp_path) == []  # once is enough

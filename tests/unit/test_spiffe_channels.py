@@ -11,226 +11,38 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import datetime as dt
 import socket
-import ssl
 import stat
 import threading
-from dataclasses import dataclass, field
-from pathlib import Path
 
 import grpc
 import pytest
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-from grpc_health.v1 import health_pb2, health_pb2_grpc
-from grpc_health.v1.health import aio as health_aio
+from grpc_health.v1 import health_pb2_grpc
 
 from shared import spiffe_channels
 from shared.certs import create_ca
 from shared.spiffe_channels import CredentialFiles, aio_channel, close_bridge, failure_counts, sync_channel
-
-CLIENT_ID = "spiffe://tessera.local/svc/agent"
-SERVER_ID = "spiffe://tessera.local/svc/host"
-OTHER_ID = "spiffe://tessera.local/svc/compiler"
-SERVING = health_pb2.HealthCheckResponse.SERVING
-REQUEST = health_pb2.HealthCheckRequest()
-WAIT = 5.0
-
-# --- certificates -----------------------------------------------------------------------------------------------
-
-
-def _pem(cert: x509.Certificate) -> bytes:
-    return cert.public_bytes(serialization.Encoding.PEM)
-
-
-def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                             serialization.NoEncryption())
-
-
-def _issue(issuer: x509.Certificate, issuer_key, *, uris=(), dns=(), common_name=None, days=(-1, 1),
-           is_ca=False) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
-    """A certificate signed by `issuer`: a leaf (server+client auth) or, with is_ca, an intermediate."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    now = dt.datetime.now(dt.UTC)
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)] if common_name else [])
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(issuer.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now + dt.timedelta(days=days[0]))
-        .not_valid_after(now + dt.timedelta(days=days[1]))
-        .add_extension(x509.BasicConstraints(ca=is_ca, path_length=0 if is_ca else None), critical=True)
-        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key.public_key()), critical=False)
-    )
-    if is_ca:
-        builder = builder.add_extension(x509.KeyUsage(
-            digital_signature=False, content_commitment=False, key_encipherment=False, data_encipherment=False,
-            key_agreement=False, key_cert_sign=True, crl_sign=True, encipher_only=False, decipher_only=False,
-        ), critical=True)
-    else:
-        names = [x509.UniformResourceIdentifier(u) for u in uris] + [x509.DNSName(d) for d in dns]
-        # An empty subject requires a critical SAN (RFC 5280 4.2.1.6), as SPIFFE issuers write it.
-        builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=not common_name)
-        builder = builder.add_extension(
-            x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
-    return builder.sign(issuer_key, hashes.SHA256()), key
-
-
-def _lax_ca() -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
-    """A CA without a path length limit, so OpenSSL itself accepts chains through intermediates."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "lax CA")])
-    now = dt.datetime.now(dt.UTC)
-    cert = (
-        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(days=1)).not_valid_after(now + dt.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    return cert, key
-
-
-@dataclass
-class Deployment:
-    """A CA, the client's credential files (URI SAN only, empty subject) and a way to mint server certs."""
-
-    directory: Path
-    ca: x509.Certificate
-    ca_key: ec.EllipticCurvePrivateKey
-    files: CredentialFiles = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.files = CredentialFiles(self.directory / "ca.pem", self.directory / "agent.pem",
-                                     self.directory / "agent.key")
-        self.files.ca_file.write_bytes(_pem(self.ca))
-        self.rotate_client()
-
-    @property
-    def ca_pem(self) -> bytes:
-        return _pem(self.ca)
-
-    def rotate_client(self) -> x509.Certificate:
-        """(Over)write the client certificate and key in place; returns the new certificate."""
-        cert, key = _issue(self.ca, self.ca_key, uris=[CLIENT_ID])
-        self.files.cert_file.write_bytes(_pem(cert))
-        self.files.key_file.write_bytes(_key_pem(key))
-        return cert
-
-    def server(self, identity: str = SERVER_ID, **kwargs) -> tuple[bytes, bytes]:
-        """(certificate chain PEM, key PEM) for a server, issued directly by this CA."""
-        cert, key = _issue(self.ca, self.ca_key, uris=[identity], **kwargs)
-        return _pem(cert), _key_pem(key)
+from tests.fixtures.tls_servers import (
+    CLIENT_ID,
+    OTHER_ID,
+    REQUEST,
+    SERVER_ID,
+    SERVING,
+    WAIT,
+    Deployment,
+    LoopThread,
+    issue,
+    key_pem,
+    lax_ca,
+    new_deployment,
+    pem,
+)
 
 
 @pytest.fixture
 def deployment(tmp_path) -> Deployment:
-    ca, ca_key = create_ca()
-    return Deployment(tmp_path, ca, ca_key)
-
-
-# --- servers ----------------------------------------------------------------------------------------------------
-
-
-class RecordingHealth(health_aio.HealthServicer):
-    """Health, remembering each call's auth context (what the server saw of the client)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.peers: list[dict] = []
-
-    async def Check(self, request, context):
-        self.peers.append(context.auth_context())
-        return await super().Check(request, context)
-
-    async def Watch(self, request, context):
-        self.peers.append(context.auth_context())
-        await super().Watch(request, context)
-
-
-class LoopThread:
-    """An event loop in a thread: one hosts the test servers, another runs grpc.aio clients."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-        self.stops: list = []
-
-    def run(self, coroutine):
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(WAIT)
-
-    def close(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(WAIT)
-
-    def grpc_server(self, chain_pem: bytes, key_pem: bytes, ca_pem: bytes) -> tuple[int, RecordingHealth]:
-        async def start():
-            server = grpc.aio.server()
-            servicer = RecordingHealth()
-            health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
-            credentials = grpc.ssl_server_credentials([(key_pem, chain_pem)], root_certificates=ca_pem,
-                                                      require_client_auth=True)
-            port = server.add_secure_port("127.0.0.1:0", credentials)
-            await server.start()
-            self.stops.append(lambda: server.stop(None))
-            return port, servicer
-
-        return self.run(start())
-
-    def tls_server(self, chain_pem: bytes, key_pem: bytes, ca_pem: bytes, tmp: Path, alpn=("h2",), echo=0):
-        """A raw mTLS server that records every byte it receives after the handshake.
-
-        With `echo`, it sends back what it receives until it has echoed that many bytes, then closes.
-        """
-        (tmp / "raw.pem").write_bytes(chain_pem)
-        (tmp / "raw.key").write_bytes(key_pem)
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.verify_mode = ssl.CERT_REQUIRED
-        context.load_verify_locations(cadata=ca_pem.decode())
-        context.load_cert_chain(tmp / "raw.pem", tmp / "raw.key")
-        if alpn:
-            context.set_alpn_protocols(list(alpn))
-        received: list[bytes] = []
-        closed = threading.Event()
-
-        async def handle(reader, writer):
-            data = b""
-            try:
-                while chunk := await reader.read(65536):
-                    data += chunk
-                    if echo:
-                        writer.write(chunk)
-                        await writer.drain()
-                        if len(data) >= echo:
-                            break
-            except OSError:
-                pass
-            received.append(data)
-            writer.close()
-            closed.set()
-
-        async def start():
-            server = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=context)
-
-            async def stop():
-                server.close()
-
-            self.stops.append(stop)
-            return server.sockets[0].getsockname()[1]
-
-        return self.run(start()), received, closed
-
-    def stop_all(self) -> None:
-        for stop in self.stops:
-            self.run(stop())
-        self.stops.clear()
+    return new_deployment(tmp_path)
 
 
 @pytest.fixture(scope="module")
@@ -362,14 +174,14 @@ def test_a_server_not_negotiating_h2_is_refused(deployment, servers, tmp_path):
 
 def _other_ca_server(deployment):
     other, other_key = create_ca("another CA")
-    cert, key = _issue(other, other_key, uris=[SERVER_ID])
-    return _pem(cert), _key_pem(key)
+    cert, key = issue(other, other_key, uris=[SERVER_ID])
+    return pem(cert), key_pem(key)
 
 
 def _via_intermediate(deployment):
-    intermediate, intermediate_key = _issue(deployment.ca, deployment.ca_key, common_name="intermediate", is_ca=True)
-    cert, key = _issue(intermediate, intermediate_key, uris=[SERVER_ID])
-    return _pem(cert) + _pem(intermediate), _key_pem(key)
+    intermediate, intermediate_key = issue(deployment.ca, deployment.ca_key, common_name="intermediate", is_ca=True)
+    cert, key = issue(intermediate, intermediate_key, uris=[SERVER_ID])
+    return pem(cert) + pem(intermediate), key_pem(key)
 
 
 def _expired(deployment):
@@ -377,13 +189,13 @@ def _expired(deployment):
 
 
 def _two_uri_sans(deployment):
-    cert, key = _issue(deployment.ca, deployment.ca_key, uris=[SERVER_ID, OTHER_ID])
-    return _pem(cert), _key_pem(key)
+    cert, key = issue(deployment.ca, deployment.ca_key, uris=[SERVER_ID, OTHER_ID])
+    return pem(cert), key_pem(key)
 
 
 def _no_uri_san(deployment):
-    cert, key = _issue(deployment.ca, deployment.ca_key, dns=["localhost"], common_name="host")
-    return _pem(cert), _key_pem(key)
+    cert, key = issue(deployment.ca, deployment.ca_key, dns=["localhost"], common_name="host")
+    return pem(cert), key_pem(key)
 
 
 @pytest.mark.parametrize("make_server, reason", [
@@ -403,7 +215,7 @@ def test_untrusted_server_certificates_are_refused_with_a_precise_reason(deploym
 
 def test_an_intermediate_is_refused_even_when_openssl_accepts_the_chain(tmp_path, servers):
     """With no path length limit on the CA, OpenSSL verifies the chain; the bridge's own check refuses it."""
-    deployment = Deployment(tmp_path, *_lax_ca())
+    deployment = Deployment(tmp_path, *lax_ca())
     port, servicer = servers.grpc_server(*_via_intermediate(deployment), deployment.ca_pem)
     target = f"127.0.0.1:{port}"
     assert _refusal(target, deployment.files) == grpc.StatusCode.UNAVAILABLE
@@ -435,7 +247,7 @@ async def _close(server: asyncio.AbstractServer) -> None:
 
 def test_a_client_certificate_the_server_does_not_trust_fails_the_call(deployment, servers):
     other, other_key = create_ca("another CA")
-    port, servicer = servers.grpc_server(*deployment.server(), _pem(other))
+    port, servicer = servers.grpc_server(*deployment.server(), pem(other))
     target = f"127.0.0.1:{port}"
     assert _refusal(target, deployment.files) == grpc.StatusCode.UNAVAILABLE
     # grpc core sends no alert, it hangs up: the bridge tells that apart from a server that talks.
@@ -461,8 +273,8 @@ def test_a_half_written_rotation_keeps_the_last_good_credentials(deployment, ser
     own_connection = [("grpc.use_local_subchannel_pool", 1)]
     first = x509.load_pem_x509_certificate(deployment.files.cert_file.read_bytes())
     assert _check(target, deployment.files, options=own_connection).status == SERVING
-    new_cert, _ = _issue(deployment.ca, deployment.ca_key, uris=[CLIENT_ID])
-    deployment.files.cert_file.write_bytes(_pem(new_cert))  # the key is not renewed yet
+    new_cert, _ = issue(deployment.ca, deployment.ca_key, uris=[CLIENT_ID])
+    deployment.files.cert_file.write_bytes(pem(new_cert))  # the key is not renewed yet
     assert _check(target, deployment.files, options=own_connection).status == SERVING
     assert _serial_seen(servicer.peers[-1]) == first.serial_number
 
