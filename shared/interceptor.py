@@ -9,11 +9,10 @@ text) and an access log line.
 from __future__ import annotations
 
 import asyncio
-import functools
 import inspect
 import logging
+import random
 import re
-import secrets
 import time
 
 import grpc
@@ -22,7 +21,7 @@ from google.protobuf.descriptor import ServiceDescriptor
 from shared.authz import EXEMPT_PREFIXES, CallerTable, DirectIssuer, check_caller
 from shared.errors import TesseraError, status_of
 from shared.identity import principal_for_spiffe
-from shared.logs import correlated, log
+from shared.logs import add_correlation, end_correlation, log_rpc
 from shared.refusals import Refusal
 
 logger = logging.getLogger("tessera.rpc")
@@ -69,70 +68,63 @@ def _request_id(context: grpc.aio.ServicerContext) -> str:
     for key, value in context.invocation_metadata() or ():
         if key == "x-request-id" and isinstance(value, str) and _REQUEST_ID.match(value):
             return value
-    return secrets.token_hex(8)
+    # A correlation id, not a secret: no system call on every RPC for it.
+    return f"{random.getrandbits(64):016x}"
 
 
 class _CallScope:
-    """One RPC's guarded scope: caller check on entry; outcome mapping on exit."""
+    """One RPC's guarded scope: correlation and the caller check when it opens; the outcome's mapping and the
+    access line when it closes. Plain calls on the success path: this runs on every RPC."""
 
-    __slots__ = ("method", "table", "issuer", "context", "caller", "started", "request_id", "_correlation")
+    __slots__ = ("method", "context", "caller", "started", "request_id", "_correlation")
 
-    def __init__(self, method: str, table: CallerTable, issuer: DirectIssuer | None,
-                 context: grpc.aio.ServicerContext) -> None:
-        self.method, self.table, self.issuer, self.context = method, table, issuer, context
-        self.caller: str | None = None
-
-    async def __aenter__(self) -> _CallScope:
+    def __init__(self, method: str, context: grpc.aio.ServicerContext) -> None:
+        self.method, self.context, self.caller = method, context, None
         self.started = time.perf_counter()
-        self.request_id = _request_id(self.context)
-        self._correlation = correlated(request_id=self.request_id)
-        self._correlation.__enter__()
+        self.request_id = _request_id(context)
+        self._correlation = add_correlation(request_id=self.request_id)
+
+    def denial(self, table: CallerTable, issuer: DirectIssuer | None) -> TesseraError | None:
         try:
-            self.caller = check_caller(self.table, self.method, self.context, self.issuer)
+            self.caller = check_caller(table, self.method, self.context, issuer)
         except TesseraError as error:
-            # __aexit__ will not run when __aenter__ raises: close the scope here.
-            try:
-                await self._end(None, None, None, error)
-            finally:
-                self._correlation.__exit__(None, None, None)
-        return self
+            return error
+        return None
 
-    async def __aexit__(self, exc_type, exc, tb) -> bool:
+    def succeeded(self) -> None:
         try:
-            return await self._end(exc_type, exc, tb, None)
+            self._access_log("OK")
         finally:
-            self._correlation.__exit__(None, None, None)
+            end_correlation(self._correlation)
 
-    async def _end(self, exc_type, exc, tb, denial: TesseraError | None) -> bool:
+    async def failed(self, exc: BaseException | None, denial: TesseraError | None = None) -> None:
+        """Map what ended the call to its status (aborting with it) and write the access line; returns only when
+        the call already ended (aborted by the servicer, cancelled by the client) and `exc` should propagate."""
+        try:
+            await self._end(exc, denial)
+        finally:
+            end_correlation(self._correlation)
+
+    async def _end(self, exc: BaseException | None, denial: TesseraError | None) -> None:
         if isinstance(exc, Refusal):  # raised by a store or a domain module: mapped here, once for all services
             exc = status_of(exc)
         error = denial or (exc if isinstance(exc, TesseraError) else None)
-        if exc is None and error is None:
-            self._access_log("OK")
-            return False
-        if exc_type is not None and issubclass(exc_type, (grpc.aio.AbortError, asyncio.CancelledError)):
+        if isinstance(exc, (grpc.aio.AbortError, asyncio.CancelledError)):
             # The servicer aborted itself, or the client went away.
             code = self.context.code()
             self._access_log(code.name if code else "CANCELLED")
-            return False
+            return
         if error is None:
-            logger.error("unhandled error in %s", self.method, exc_info=(exc_type, exc, tb))
+            logger.error("unhandled error in %s", self.method, exc_info=exc)
             error = TesseraError(grpc.StatusCode.INTERNAL, "INTERNAL",
                                  f"internal error (request {self.request_id})", {"request_id": self.request_id})
         self._access_log(error.code.name)
-        await self.context.abort_with_status(error.to_status())
-        return False  # not reached: abort raises
+        await self.context.abort_with_status(error.to_status())  # raises
 
     def _access_log(self, code: str) -> None:
-        level = logging.WARNING if code == "PERMISSION_DENIED" else logging.INFO
-        if not logger.isEnabledFor(level):
-            return
-        # Written after the current step, once the response is on its way:
-        # logging inline measurably delayed every reply (see bench/).
-        asyncio.get_running_loop().call_soon(functools.partial(
-            log, logger, level, "rpc", method=self.method,
-            caller=principal_for_spiffe(self.caller or "") or self.caller, code=code,
-            ms=round((time.perf_counter() - self.started) * 1000, 3)))
+        log_rpc(logger, logging.WARNING if code == "PERMISSION_DENIED" else logging.INFO, method=self.method,
+                caller=principal_for_spiffe(self.caller or "") or self.caller, code=code,
+                ms=round((time.perf_counter() - self.started) * 1000, 3))
 
 
 def _wrap(handler: grpc.RpcMethodHandler, method: str, table: CallerTable,
@@ -141,21 +133,36 @@ def _wrap(handler: grpc.RpcMethodHandler, method: str, table: CallerTable,
 
     def unary(inner):
         async def guarded(request, context):
-            async with _CallScope(method, table, issuer, context):
+            scope = _CallScope(method, context)
+            if (denial := scope.denial(table, issuer)) is not None:
+                await scope.failed(None, denial)
+            try:
                 result = inner(request, context)
-                return await result if inspect.isawaitable(result) else result
+                response = await result if inspect.isawaitable(result) else result
+            except BaseException as exc:
+                await scope.failed(exc)
+                raise
+            scope.succeeded()
+            return response
         return guarded
 
     def streaming(inner):
         # A coroutine that writes each response itself (not a generator gRPC drains): a write that fails
         # because the client went away then ends inside the call's scope, never in gRPC's own error log.
         async def guarded(request, context):
-            async with _CallScope(method, table, issuer, context):
+            scope = _CallScope(method, context)
+            if (denial := scope.denial(table, issuer)) is not None:
+                await scope.failed(None, denial)
+            try:
                 result = inner(request, context)
                 if hasattr(result, "__aiter__"):
                     await _send_each(result, context)
                 elif inspect.isawaitable(result):
                     await result  # a handler that writes with context.write()
+            except BaseException as exc:
+                await scope.failed(exc)
+                raise
+            scope.succeeded()
         return guarded
 
     kinds = (

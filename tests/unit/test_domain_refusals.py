@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 import grpc
 import pytest
@@ -71,18 +70,20 @@ def test_the_interceptor_answers_a_refusal_raised_below_a_servicer_with_its_stat
     class Context:
         aborted = None
 
+        def invocation_metadata(self):
+            return ()
+
         async def abort_with_status(self, status):
             self.aborted = status
             raise grpc.aio.AbortError()
 
     context = Context()
-    scope = _CallScope("/tessera.capabilities.v1.CapabilityBrokerService/Decide", None, None, context)
-    scope.started, scope.request_id, scope.caller = time.perf_counter(), "r1", None
     refusal = refusals.Conflict("APPROVAL_ALREADY_DECIDED", "decided already", {"approval_state": "approved"})
 
     async def end():
+        scope = _CallScope("/tessera.capabilities.v1.CapabilityBrokerService/Decide", context)
         with pytest.raises(grpc.aio.AbortError):
-            await scope._end(type(refusal), refusal, None, None)
+            await scope.failed(refusal)
 
     asyncio.run(end())
     sent = status_pb2.Status.FromString(dict(context.aborted.trailing_metadata)["grpc-status-details-bin"])
