@@ -151,7 +151,6 @@ class _DeferredHandler(logging.StreamHandler):
 
 _handler: _DeferredHandler | None = None
 _ROOT = logging.getLogger()
-_LEVEL_NAMES = {level: logging.getLevelName(level) for level in (logging.INFO, logging.WARNING)}
 
 
 def setup_logging(service: str, level: str = "INFO") -> None:
@@ -184,7 +183,7 @@ def log_rpc(logger: logging.Logger, level: int, **fields: object) -> None:
     if handler is None or logger.handlers or len(listening) != 1 or listening[0] is not handler:
         log(logger, level, "rpc", **fields)
         return
-    handler.enqueue(_Line(time.time(), _LEVEL_NAMES[level], logger.name, "rpc", _correlation.get(), fields))
+    handler.enqueue(_Line(time.time(), logging.getLevelName(level), logger.name, "rpc", _correlation.get(), fields))
 
 
 def log(logger: logging.Logger, level: int, msg: str, **fields: object) -> None:

@@ -16,7 +16,7 @@ from cli.main import DEMO_QUESTIONS
 from shared.actors import assert_actor
 from shared.authz import CallerTable
 from shared.certs import load_signing_key, signing_key_path
-from shared.identity import spiffe_id_for
+from shared.identity import server_name_for, spiffe_id_for
 from shared.paths import REPO_ROOT
 from tessera.agent.v1 import agent_pb2
 from tessera.capabilities.v1 import capabilities_pb2
@@ -73,6 +73,21 @@ def test_the_example_asks_through_the_agent_and_its_surface_shows_what_sql_gives
     got = {row[0]: Decimal(str(row[1])) for row in table["rows"]}
     assert table["totalRows"] == len(expected) and got.keys() == expected.keys()
     assert all(abs(got[k] - expected[k]) < Decimal("0.01") for k in expected)
+
+
+def test_the_example_checks_the_name_derived_from_the_peers_spiffe_id(built, running_set, cert_dir):
+    """The agent answers where the host was expected: its certificate names agent.svc.tessera.local, and Node
+    refuses it before any call, though it chains to our CA."""
+    person = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), "ts-client", "local", "TS client")
+    node, out = built
+    agent = running_set.handles["agent"].address
+    refused = subprocess.run([node, str(out / "examples" / "ask.js"), agent, agent, str(cert_dir), "Hello?"],
+                             cwd=REPO_ROOT, capture_output=True, text=True, timeout=180,
+                             env={"PATH": "/usr/bin:/bin",
+                                  "TESSERA_ACTOR_ASSERTION": base64.b64encode(person.SerializeToString()).decode()})
+    assert refused.returncode != 0
+    assert f"does not match certificate's altnames: Host: {server_name_for('host')}" in refused.stderr, \
+        refused.stderr
 
 
 def test_the_clients_caller_table_is_the_one_the_services_enforce(built):

@@ -86,8 +86,8 @@ if (!hostAddress || !agentAddress || !certDir || !question || !encoded) {
   process.exit(2);
 }
 const actor = fromBinary(ActorAssertionSchema, Buffer.from(encoded, "base64"));
-const host = createClient(HostService, mtlsTransport({ address: hostAddress, certDir, principal: "cli" }));
-const agent = createClient(AgentService, mtlsTransport({ address: agentAddress, certDir, principal: "cli" }));
+const host = createClient(HostService, mtlsTransport({ address: hostAddress, certDir, principal: "cli", peer: "host" }));
+const agent = createClient(AgentService, mtlsTransport({ address: agentAddress, certDir, principal: "cli", peer: "agent" }));
 
 const session = await host.openSession({ actor, requestId: `ts-${crypto.randomUUID()}` }, { timeoutMs: WAIT_MS });
 const surface = new SurfaceFollower(host, actor, session);

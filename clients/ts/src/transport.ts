@@ -2,8 +2,10 @@
 // principal), and trusts only the deployment's CA. Connect's Node transport speaks gRPC over HTTP/2.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { getOption } from "@bufbuild/protobuf";
 import type { Transport } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { PrincipalSchema, spiffe_id } from "../gen/tessera/authz/v1/authz_pb.js";
 
 export interface MtlsOptions {
   /** host:port of the service. */
@@ -12,15 +14,29 @@ export interface MtlsOptions {
   certDir: string;
   /** Whose certificate to present: "cli" for an operator's or a person's client. */
   principal: string;
+  /** The service dialled ("host", "agent" ...): its certificate must carry the DNS name derived from its SPIFFE
+   * id, whatever the address. Without it, the address's own name is checked (localhost in a local set). */
+  peer?: string;
 }
 
-export function mtlsTransport({ address, certDir, principal }: MtlsOptions): Transport {
+/** The DNS name a service's certificate carries beside its SPIFFE id: the id's path segments in reverse, then
+ * its trust domain (spiffe://tessera.local/svc/host -> host.svc.tessera.local), as the Python clients expect. */
+export function serverName(peer: string): string {
+  const value = PrincipalSchema.values.find((v) => v.name === `PRINCIPAL_${peer.toUpperCase()}`);
+  if (value === undefined) throw new Error(`unknown service ${JSON.stringify(peer)}`);
+  const [trustDomain, ...path] = getOption(value, spiffe_id).replace(/^spiffe:\/\//, "").split("/");
+  return [...path.reverse(), trustDomain].join(".");
+}
+
+export function mtlsTransport({ address, certDir, principal, peer }: MtlsOptions): Transport {
   return createGrpcTransport({
     baseUrl: `https://${address}`,
     nodeOptions: {
       ca: readFileSync(join(certDir, "ca.pem")),
       cert: readFileSync(join(certDir, `${principal}.pem`)),
       key: readFileSync(join(certDir, `${principal}.key`)),
+      // Node checks the certificate against servername when it is set (and sends it as SNI).
+      ...(peer === undefined ? {} : { servername: serverName(peer) }),
     },
   });
 }
