@@ -23,10 +23,10 @@ from services.resources import formats, periods, probes
 from services.resources.capability import Capability, CapabilityIssuer
 from services.resources.catalog import Catalog, CatalogEntity, CatalogField, CatalogRelationship
 from services.resources.config import MAX_WINDOW_ROWS, ResourcesSettings
-from services.resources.draft import Draft, Measure, RelativePeriod, build_draft, parse_draft, with_periods
+from services.resources.draft import Draft, RelativePeriod, build_draft, parse_draft, with_periods
 from services.resources.information_budget import InformationBudget
 from services.resources.interpretation import Coverage, interpret
-from services.resources.planner import Planner
+from services.resources.planner import Planner, coverage_draft
 from services.resources.ports import ResourceStorage
 from services.resources.results import PinnedResult, normalize_rows
 from services.resources.semantic_model import SemanticModelError, load_semantic_model
@@ -306,22 +306,36 @@ class Gateway:
         # Only a draft that will run costs a unit, taken where every replica counts it; its shape is the draft as
         # asked (a relative period is a period, whatever date it resolves to today).
         admission = self.budget.admit(session_id, turn_id, asked)
-        # The time span is asked for alongside the result (its own connection), not after it.
-        coverage = self._side_queries.submit(self._coverage, draft)
+        # The statement carries the time span and the row count itself; where it cannot carry the span, the span
+        # is asked for alongside the result (its own connection), not after it.
+        coverage = self._side_queries.submit(self._coverage, draft) if plan.span is None else None
         try:
             rows, elapsed, query_fingerprint = self.warehouse.fetch_with_fingerprint(plan.statement,
                                                                                      plan.row_cap + 1)
         except BaseException:
-            coverage.cancel()
+            if coverage is not None:
+                coverage.cancel()
             self.budget.release(session_id, turn_id)  # nothing was learnt from a query that failed
             raise
+        shown = len(plan.columns)
+        carried = rows[0][shown:] if rows else ()  # the same on every row: the first says them
+        if plan.hidden:
+            rows = [row[:shown] for row in rows]
         truncated = len(rows) > plan.row_cap
         rows = normalize_rows(rows[:plan.row_cap], [column.type for column in plan.columns])
-        # How many there were in all: when the cap dropped some, or when a top-N may have left some out.
+        # How many there were in all: when the cap dropped some, or when a top-N may have left some out (a complete
+        # result counts itself).
         counted = truncated or (plan.limited and len(rows) == plan.row_cap)
+        total_rows = int(carried[-1]) if counted and plan.counted else None
+        if coverage is not None:
+            span = coverage.result()
+        elif not rows and draft.having is not None:
+            # Having dropped every group, and the span with them: only a statement of its own can say it.
+            span = self._coverage(draft)
+        else:
+            span = self._carried_coverage(plan.span, carried)
         interpretation = interpret(draft, plan.columns, row_count=len(rows), truncated=truncated,
-                                   total_rows=self._total_rows(plan.statement) if counted else None,
-                                   coverage=coverage.result(), limited=plan.limited)
+                                   total_rows=total_rows, coverage=span, limited=plan.limited)
         result = self.store.pin(session_id, turn_id, plan.columns, rows, truncated)
         shape = "records" if draft.mode == "records" else draft.output
         descriptor = common_pb2.ResourceDescriptor(
@@ -374,27 +388,26 @@ class Gateway:
 
         return self._references.get_or_build(field.id, latest)
 
-    def _total_rows(self, statement: sa.Select) -> int | None:
-        """How many rows the draft matched before the policy cap (asked only when the cap dropped some)."""
-        counting = sa.select(sa.func.count()).select_from(statement.limit(None).order_by(None).subquery())
+    @staticmethod
+    def _carried_coverage(field: CatalogField, carried: tuple) -> Coverage | None:
+        """The span the statement carried (none over no rows: nothing was reached)."""
+        if not carried:
+            return Coverage(field, None, None)
         try:
-            rows, _ = self.warehouse.fetch(counting, 1)
-        except TesseraError:  # a count that times out leaves "more were left out"; the result stands
+            return Coverage(field, _moment(carried[0], field.spec.type), _moment(carried[1], field.spec.type))
+        except (ValueError, TypeError) as exc:  # a value that is no date: no span is stated, the result stands
+            logger.warning("no time coverage for this result: %s", str(exc)[:200])
             return None
-        return int(rows[0][0])
 
     def _coverage(self, draft: Draft) -> Coverage | None:
-        """The span of the time field over the rows the result was computed from: the same filter and
-        joins, asking min and max of the date the result's entity is dated by."""
-        home = draft.records_entity.name if draft.mode == "records" else draft.measures[0].home
-        field = self.catalog.time_field(home)
+        """The span of the time field over the rows the result was computed from, asked on its own: the same
+        filter, asking min and max of the date the result's entity is dated by (for the results whose
+        statement cannot carry it)."""
+        field = self.catalog.time_field(self.planner.span_home(draft))
         if field is None:
             return None
-        span = Draft(mode="aggregate", output="scalar", filter=draft.filter,
-                     measures=(Measure("first", aggregation="min", field=field),
-                               Measure("last", aggregation="max", field=field)))
         try:
-            plan = self.planner.plan(span, 1)
+            plan = self.planner.plan(coverage_draft(draft, field), 1, carry=False)
             rows, _ = self.warehouse.fetch(plan.statement, 1)
             first, last = (_moment(value, field.spec.type) for value in rows[0]) if rows else (None, None)
             return Coverage(field, first, last)

@@ -57,12 +57,38 @@ class OutputColumn:
     additive: bool = False  # a count or a sum: rows may be totalled (a chart's "Other")
 
 
+# Hidden columns after the outputs (names no output id can take: ids start with a letter). Each row carries
+# the same values, so the first row says them and the answer's rows need no second statement to be counted
+# or dated.
+FIRST, LAST, TOTAL = "_first", "_last", "_total"
+_CARRIED = frozenset({FIRST, LAST})
+
+
 @dataclass
 class Plan:
     statement: sa.Select
     columns: list[OutputColumn]
     row_cap: int  # rows kept at most: the policy cap, or the draft's own (smaller) limit
     limited: bool = False  # the draft asked for its top rows: more rows are not "left out"
+    # The time field whose earliest and latest value (over every row the filter reached, before having and the
+    # limit) follow the outputs as two hidden columns; None when the statement cannot carry them (the gateway
+    # then asks for the span on its own, or states none).
+    span: CatalogField | None = None
+    # The number of rows before the cap (after having) follows as the last hidden column.
+    counted: bool = False
+
+    @property
+    def hidden(self) -> int:
+        """How many trailing columns of each row are not the result's."""
+        return (2 if self.span is not None else 0) + (1 if self.counted else 0)
+
+
+def coverage_draft(draft: Draft, field: CatalogField) -> Draft:
+    """The draft whose one row is the span of `field` over the rows `draft` filters: its earliest and latest
+    value, with the same filter reached from the field's own entity (the span the caption has always stated)."""
+    return Draft(mode="aggregate", output="scalar", filter=draft.filter,
+                 measures=(Measure("first", aggregation="min", field=field),
+                           Measure("last", aggregation="max", field=field)))
 
 
 @dataclass
@@ -408,24 +434,65 @@ class Planner:
 
     # --- plans ------------------------------------------------------------
 
-    def plan(self, draft: Draft, row_cap: int) -> Plan:
+    def plan(self, draft: Draft, row_cap: int, carry: bool = True) -> Plan:
         """The statement for a checked draft. Equal drafts (the same items, values and periods) get the same
-        plan, built once: a person refreshing an answer, or many asking the same question, compile nothing."""
-        key = (draft, row_cap)
-        return self._plans.get_or_build(key, lambda: self._plan(draft, row_cap))
+        plan, built once: a person refreshing an answer, or many asking the same question, compile nothing.
 
-    def _plan(self, draft: Draft, row_cap: int) -> Plan:
+        With `carry`, the statement also carries the result's time span and its row count before the cap in
+        hidden trailing columns (Plan.hidden), so one statement answers, dates and counts."""
+        key = (draft, row_cap, carry)
+        return self._plans.get_or_build(key, lambda: self._plan(draft, row_cap, carry))
+
+    def _plan(self, draft: Draft, row_cap: int, carry: bool) -> Plan:
         if draft.limit is not None and draft.limit > row_cap:
             raise invalid("LIMIT_OVER_CAP", f"at most {row_cap:,} rows can be kept (the row cap); ask for fewer",
                           "/limit", bound=row_cap)
+        span = self._span_field(draft) if carry else None
         if draft.mode == "records":
-            return self._records(draft, row_cap)
-        return self._aggregate(draft, row_cap)
+            return self._records(draft, row_cap, span, carry)
+        return self._aggregate(draft, row_cap, span, carry)
 
-    def _aggregate(self, draft: Draft, row_cap: int) -> Plan:
-        statement, measure_atoms = self._aggregated(draft)
+    def span_home(self, draft: Draft) -> str:
+        """The entity whose rows a result is dated by: the listed one, or the first measure's."""
+        return draft.records_entity.name if draft.mode == "records" else draft.measures[0].home
+
+    def _span_field(self, draft: Draft) -> CatalogField | None:
+        """The time field the statement can date its rows by, or None.
+
+        The span stated has always been the one of coverage_draft, which reaches the filter from the time
+        field's own entity: where that draft is refused (a filter on rows the field's entity has many of, say),
+        no span is stated, and the statement carries none either. The field's entity must be reached from the
+        rows' own by one path of many-to-one steps, so joining it repeats no row and changes no value.
+        """
+        home = self.span_home(draft)
+        field = self.catalog.time_field(home)
+        if field is None:
+            return None
+        if field.entity != home:
+            routes = self.catalog.routes(home, field.entity)
+            if len(routes) != 1 or not all(edge.safe for edge in routes[0]):
+                return None
+        try:
+            self.plan(coverage_draft(draft, field), 1, carry=False)
+        except (TesseraError, ValueError):
+            return None
+        return field
+
+    def _span_use(self, home: str, field: CatalogField) -> list[_Use]:
+        """The join that reaches the time field from the rows' entity (none when it is theirs)."""
+        return [] if field.entity == home else [_Use(field.entity, (), "/coverage", False)]
+
+    @staticmethod
+    def _span_column(field: CatalogField, home: str, joined: _Join) -> ColumnElement:
+        """The time field in a join rooted at `home` (its own alias when the field is the rows' own)."""
+        return (joined.home if field.entity == home else joined.at(field.entity, ())).c[field.column.name]
+
+    def _aggregate(self, draft: Draft, row_cap: int, span: CatalogField | None, carry: bool) -> Plan:
+        statement, measure_atoms, span = self._aggregated(draft, span)
         statement = self._post_aggregation(statement, draft)
-        outputs = {column.name: column for column in statement.selected_columns}
+        outputs = {column.name: column for column in statement.selected_columns if column.name not in _CARRIED}
+        if carry:  # the groups kept, after having and before the limit: what the cap or a top-N left out of
+            statement = statement.add_columns(sa.func.count().over().label(TOTAL))
         keep = draft.limit or row_cap
         statement = self._order(statement, draft, outputs).limit(keep if draft.limit else keep + 1)
         columns = [self._dimension_output(d) for d in draft.dimensions]
@@ -434,10 +501,15 @@ class Planner:
                                  additive=self._adds_up(m))
                     for m, atoms in measure_atoms]
         columns += [self._calculation_output(c, columns, draft) for c in draft.calculations]
-        return Plan(statement, columns, keep, limited=draft.limit is not None)
+        return Plan(statement, columns, keep, limited=draft.limit is not None, span=span, counted=carry)
 
-    def _aggregated(self, draft: Draft) -> tuple[sa.Select, list]:
-        """One row per group, with every measure: the statement the calculations and the order build on."""
+    def _aggregated(self, draft: Draft, span: CatalogField | None = None) -> tuple[sa.Select, list,
+                                                                                   CatalogField | None]:
+        """One row per group, with every measure: the statement the calculations and the order build on.
+
+        With `span`, two more columns follow the measures: the earliest and latest value of that field over
+        every group of the first measure's entity (window aggregates over its grouped rows, so every row the
+        filter reached counts, whatever having or the limit keep). The field is returned when carried."""
         measure_atoms = [(m, self._measure_atoms(m)) for m in draft.measures]
         groups: dict[str, _GroupQuery] = {}
         atom_index: dict[str, int] = {}
@@ -449,6 +521,9 @@ class Planner:
         context = [_Use(d.field.entity, d.via, f"/dimensions/{i}", False) for i, d in enumerate(draft.dimensions)]
         context += self._filter_entities(draft.filter)
         atoms_by_key = {a.key: a for g in groups.values() for a in g.atoms}
+        home = draft.measures[0].home
+        if home not in groups:  # a derived metric none of whose parts is counted at its own entity
+            span = None
 
         selects, built = [], []
         for group in groups.values():
@@ -456,6 +531,8 @@ class Planner:
             measure_names = ", ".join(m.id for m, atoms in measure_atoms if any(a.home == group.home for a in atoms))
             # The entities the group's metrics read fields of are joined like a breakdown would be.
             reads = [_Use(entity, (), "/measures", False) for atom in group.atoms for entity in atom.reaches]
+            # Last, so the joins before it keep their aliases (and the statement its shape).
+            reads += self._span_use(home, span) if span is not None and group.home == home else []
             joined = self._joined(group.home, context + reads, fan_safe, f"measure {measure_names!r}")
             dim_exprs = [self._dimension_sql(d, joined) for d in draft.dimensions]
             dims = [expr.label(f"d{i}") for i, expr in enumerate(dim_exprs)]
@@ -466,6 +543,11 @@ class Planner:
                     cols.append(self._atom_sql(atom, joined).label(f"a{index}"))
                 else:
                     cols.append(sa.cast(sa.null(), _SA_TYPES[atom.type]).label(f"a{index}"))
+            if span is not None:  # per group here; over every group in the select that combines them
+                time = self._span_column(span, home, joined) if group.home == home else None
+                kind = _SA_TYPES[span.spec.type]
+                cols += [(sa.func.min(time) if time is not None else sa.cast(sa.null(), kind)).label(FIRST),
+                         (sa.func.max(time) if time is not None else sa.cast(sa.null(), kind)).label(LAST)]
             select = sa.select(*dims, *cols).select_from(joined.from_clause)
             if draft.filter is not None:
                 select = select.where(self._predicate_sql(draft.filter, joined))
@@ -482,6 +564,9 @@ class Planner:
                 *[expr.label(output_name(d.id)) for expr, d in zip(dim_exprs, draft.dimensions, strict=True)],
                 *[self._zero_if_none(self._atom_sql(atoms[0], joined), atoms[0]).label(output_name(m.id))
                   for m, atoms in measure_atoms]).select_from(joined.from_clause)
+            if span is not None:
+                time = self._span_column(span, home, joined)
+                statement = statement.add_columns(*_span_over_groups(sa.func.min(time), sa.func.max(time)))
             if draft.filter is not None:
                 statement = statement.where(self._predicate_sql(draft.filter, joined))
             if dim_exprs:
@@ -492,9 +577,12 @@ class Planner:
             measures = [self._combine(m, atoms, union, atom_index).label(output_name(m.id))
                         for m, atoms in measure_atoms]
             statement = sa.select(*dims, *measures)
+            if span is not None:
+                statement = statement.add_columns(*_span_over_groups(sa.func.min(union.c[FIRST]),
+                                                                     sa.func.max(union.c[LAST])))
             if dims:
                 statement = statement.group_by(*[union.c[f"d{i}"] for i in range(len(draft.dimensions))])
-        return statement, measure_atoms
+        return statement, measure_atoms, span
 
     @staticmethod
     def _zero_if_none(value: ColumnElement, atom: _Atom) -> ColumnElement:
@@ -518,8 +606,10 @@ class Planner:
                 prior = self._prior_statement(draft, against, time).subquery(f"p_{against}")
                 source = source.outerjoin(prior, self._aligned(draft, base, prior, time, against))
                 earlier[against] = prior
-            statement = sa.select(*base.c, *[self._calculation_sql(c, base, earlier, draft).label(output_name(c.id))
-                                             for c in draft.calculations]).select_from(source)
+            shown = [c for c in base.c if c.name not in _CARRIED]
+            carried = [c for c in base.c if c.name in _CARRIED]  # the span stays last, after the calculations
+            statement = sa.select(*shown, *[self._calculation_sql(c, base, earlier, draft).label(output_name(c.id))
+                                            for c in draft.calculations], *carried).select_from(source)
         if draft.having is not None:
             base = statement.subquery("h")
             statement = sa.select(*base.c).where(self._having_sql(draft.having, base))
@@ -665,23 +755,30 @@ class Planner:
                 keys.append(column.asc().nulls_last())
         return statement.order_by(*keys)
 
-    def _records(self, draft: Draft, row_cap: int) -> Plan:
+    def _records(self, draft: Draft, row_cap: int, span: CatalogField | None, carry: bool) -> Plan:
         home = draft.records_entity.name
         context = [_Use(f.field.entity, f.via, f"/fields/{i}", False) for i, f in enumerate(draft.record_fields)]
         context += self._filter_entities(draft.filter)
+        # Last, so the joins before it keep their aliases (and the statement its shape).
+        context += self._span_use(home, span) if span is not None else []
         joined = self._joined(home, context, False, f"each {self._label(home)} record")
         selected = [self._column(f.field, f.via, joined).label(output_name(f.id)) for f in draft.record_fields]
         statement = sa.select(*selected).select_from(joined.from_clause)
         if draft.filter is not None:
             statement = statement.where(self._predicate_sql(draft.filter, joined))
         outputs = {c.name: c for c in statement.selected_columns}
+        if span is not None:  # over every record the filter kept, before the limit
+            time = self._span_column(span, home, joined)
+            statement = statement.add_columns(*_span_over_groups(time, time))
+        if carry:
+            statement = statement.add_columns(sa.func.count().over().label(TOTAL))
         statement = self._order(statement, draft, outputs)
         key = [joined.home.c[f.column.name].asc() for f in self.catalog.entities[home].key]
         keep = draft.limit or row_cap
         statement = statement.order_by(*key).limit(keep if draft.limit else keep + 1)
         columns = [OutputColumn(f.id, f.field.spec.label + role_words(f.via), f.field.spec.type, "attribute",
                                 f.field.id, formats.of_dimension(f.field, None)) for f in draft.record_fields]
-        return Plan(statement, columns, keep, limited=draft.limit is not None)
+        return Plan(statement, columns, keep, limited=draft.limit is not None, span=span, counted=carry)
 
     def _dimension_output(self, dimension: Dimension) -> OutputColumn:
         label = dimension.field.spec.label + role_words(dimension.via) + \
@@ -709,6 +806,14 @@ class Planner:
         if measure.metric is not None:
             return measure.metric.id
         return measure.field.id if measure.field is not None else measure.entity.id
+
+
+def _span_over_groups(first: ColumnElement, last: ColumnElement) -> list[ColumnElement]:
+    """The earliest of `first` and the latest of `last` over every row of the select (window aggregates), untyped:
+    a value that is no date reaches the gateway as it is, which then drops the span, not the answer (a typed
+    column would fail the whole fetch on SQLite)."""
+    return [sa.func.min(first, type_=sa.types.NullType()).over().label(FIRST),
+            sa.func.max(last, type_=sa.types.NullType()).over().label(LAST)]
 
 
 def shift_filter(predicate: Predicate | None, dimension: Dimension, step: dict[str, int]) -> Predicate | None:

@@ -226,7 +226,8 @@ def shop_warehouse(path: Path) -> tuple[sa.Engine, dict[str, list[dict]]]:
 
 
 def answer(catalog: Catalog, engine: sa.Engine, draft: dict) -> list[dict]:
-    plan = Planner(catalog, "sqlite").plan(build_draft(draft, catalog), 1000)
+    # The answer's own columns: without the span and count the gateway's statement carries after them.
+    plan = Planner(catalog, "sqlite").plan(build_draft(draft, catalog), 1000, carry=False)
     with engine.connect() as connection:
         return [dict(row) for row in connection.execute(plan.statement).mappings()]
 
