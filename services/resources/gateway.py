@@ -308,7 +308,7 @@ class Gateway:
         admission = self.budget.admit(session_id, turn_id, asked)
         # The statement carries the time span and the row count itself; where it cannot carry the span, the span
         # is asked for alongside the result (its own connection), not after it.
-        coverage = self._side_queries.submit(self._coverage, draft) if plan.span is None else None
+        coverage = self._side_queries.submit(self._coverage, draft) if plan.span_apart else None
         try:
             rows, elapsed, query_fingerprint = self.warehouse.fetch_with_fingerprint(plan.statement,
                                                                                      plan.row_cap + 1)
@@ -329,6 +329,8 @@ class Gateway:
         total_rows = int(carried[-1]) if counted and plan.counted else None
         if coverage is not None:
             span = coverage.result()
+        elif plan.span is None:  # no time field, or none the filter reaches from its own entity: no span is stated
+            span = None
         elif not rows and draft.having is not None:
             # Having dropped every group, and the span with them: only a statement of its own can say it.
             span = self._coverage(draft)

@@ -76,6 +76,8 @@ class Plan:
     span: CatalogField | None = None
     # The number of rows before the cap (after having) follows as the last hidden column.
     counted: bool = False
+    # The result has a span the statement cannot carry (see Planner._span_field): a statement of its own asks it.
+    span_apart: bool = False
 
     @property
     def hidden(self) -> int:
@@ -447,36 +449,39 @@ class Planner:
         if draft.limit is not None and draft.limit > row_cap:
             raise invalid("LIMIT_OVER_CAP", f"at most {row_cap:,} rows can be kept (the row cap); ask for fewer",
                           "/limit", bound=row_cap)
-        span = self._span_field(draft) if carry else None
-        if draft.mode == "records":
-            return self._records(draft, row_cap, span, carry)
-        return self._aggregate(draft, row_cap, span, carry)
+        span, apart = self._span_field(draft) if carry else (None, False)
+        plan = self._records(draft, row_cap, span, carry) if draft.mode == "records" else \
+            self._aggregate(draft, row_cap, span, carry)
+        plan.span_apart = apart or (span is not None and plan.span is None)
+        return plan
 
     def span_home(self, draft: Draft) -> str:
         """The entity whose rows a result is dated by: the listed one, or the first measure's."""
         return draft.records_entity.name if draft.mode == "records" else draft.measures[0].home
 
-    def _span_field(self, draft: Draft) -> CatalogField | None:
-        """The time field the statement can date its rows by, or None.
+    def _span_field(self, draft: Draft) -> tuple[CatalogField | None, bool]:
+        """The time field the statement can date its rows by (or None), and whether a span it cannot carry
+        is to be asked apart.
 
         The span stated has always been the one of coverage_draft, which reaches the filter from the time
         field's own entity: where that draft is refused (a filter on rows the field's entity has many of, say),
         no span is stated, and the statement carries none either. The field's entity must be reached from the
-        rows' own by one path of many-to-one steps, so joining it repeats no row and changes no value.
+        rows' own by one path of many-to-one steps, so joining it repeats no row and changes no value; where
+        several paths or none such lead there, the span is asked apart.
         """
         home = self.span_home(draft)
         field = self.catalog.time_field(home)
         if field is None:
-            return None
-        if field.entity != home:
-            routes = self.catalog.routes(home, field.entity)
-            if len(routes) != 1 or not all(edge.safe for edge in routes[0]):
-                return None
+            return None, False
         try:
             self.plan(coverage_draft(draft, field), 1, carry=False)
         except (TesseraError, ValueError):
-            return None
-        return field
+            return None, False
+        if field.entity != home:
+            routes = self.catalog.routes(home, field.entity)
+            if len(routes) != 1 or not all(edge.safe for edge in routes[0]):
+                return None, True
+        return field, False
 
     def _span_use(self, home: str, field: CatalogField) -> list[_Use]:
         """The join that reaches the time field from the rows' entity (none when it is theirs)."""
