@@ -252,3 +252,66 @@ def test_a_value_that_is_no_date_drops_the_span_not_the_answer(seeded, cert_dir,
         sent.close()
     finally:
         gateway.close()
+
+
+TWO_ROADS_MODEL = """
+version: 1
+dataset: {label: Transfers, description: Goods moved between sites.}
+entities:
+  sites:
+    table: sites
+    label: Site
+    description: A place goods are kept.
+    primary_key: site_id
+    fields:
+      site_id: {type: integer, label: Site key, exposure: never-to-model}
+      name: {type: string, label: Site name, exposure: bounded-values}
+      opened_on: {type: date, label: Opening date, exposure: bounded-values}
+  transfers:
+    table: transfers
+    label: Transfer
+    description: Goods moved from one site to another.
+    primary_key: transfer_id
+    fields:
+      transfer_id: {type: integer, label: Transfer key, exposure: never-to-model}
+      from_site: {type: integer, label: Origin key, exposure: never-to-model}
+      to_site: {type: integer, label: Destination key, exposure: never-to-model}
+      amount: {type: integer, label: Amount, exposure: aggregate-only}
+    metrics:
+      moved: {label: Amount moved, expression: sum(amount), type: integer}
+relationships:
+  origin: {from: transfers, to: sites, kind: many_to_one, from_field: from_site, to_field: site_id, label: Origin}
+  destination:
+    {from: transfers, to: sites, kind: many_to_one, from_field: to_site, to_field: site_id, label: Destination}
+"""
+
+
+def test_a_span_reached_by_two_roads_is_asked_apart(seeded, cert_dir, tmp_path):
+    """Transfers are dated by a site's opening date, and reach a site two ways (origin, destination): no one
+    join may stand for both, so the statement carries no span and the span is asked apart, as it always was
+    (over the sites, from their own entity)."""
+    if not seeded.startswith("sqlite"):
+        pytest.skip("the planner's choice is the same on every backend; one small SQLite warehouse shows it")
+    path = tmp_path / "transfers.sqlite"
+    with sqlite3.connect(path) as connection:
+        connection.executescript("""
+            CREATE TABLE sites (site_id INTEGER PRIMARY KEY, name TEXT, opened_on DATE);
+            CREATE TABLE transfers (transfer_id INTEGER PRIMARY KEY, from_site INTEGER, to_site INTEGER,
+                                    amount INTEGER);
+            INSERT INTO sites VALUES (1, 'North', '2020-03-01'), (2, 'South', '2021-07-15'), (3, 'East', '2022-01-09');
+            INSERT INTO transfers VALUES (1, 1, 2, 5), (2, 2, 1, 7), (3, 1, 2, 11);""")
+    model = tmp_path / "transfers.yaml"
+    model.write_text(TWO_ROADS_MODEL)
+    gateway = make_gateway(f"sqlite:///{path}", cert_dir, tmp_path, semantic_model=model)
+    try:
+        session = Session(gateway)
+        sent = recorded_statements(gateway.warehouse.engine)
+        statements = next(sent)
+        analysis = session.analyze({"mode": "aggregate", "output": "scalar",
+                                    "measures": [{"id": "moved", "metric": session.metric("transfers", "moved")}]})
+        assert analysis.result.rows == [[23]]
+        assert analysis.interpretation.coverage == "Opening date 1 Mar 2020 – 9 Jan 2022"
+        assert len(selects(statements)) == 2
+        sent.close()
+    finally:
+        gateway.close()
