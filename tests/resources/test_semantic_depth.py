@@ -692,7 +692,7 @@ def test_inner_joins_where_the_filter_needs_a_match_and_no_order_for_one_row(sup
     a single-row answer has no ORDER BY and no subquery around it."""
     nation = {"field": supply.field("nations", "name"), "via": [supply.relationship("customer_nation")]}
 
-    def main_statement() -> str:  # the time span is asked alongside: pick the answer's own statement
+    def main_statement() -> str:  # the one carrying the answer (a time span asked apart would be another)
         return next(text.upper() for text in supply_statements if "SUM(" in text.upper())
 
     supply.analyze({"mode": "aggregate", "measures": [revenue(supply)],
@@ -707,7 +707,7 @@ def test_inner_joins_where_the_filter_needs_a_match_and_no_order_for_one_row(sup
 
 
 def test_many_analyses_at_once_each_get_their_own_connection(session):
-    """More threads than connections (each answer also asks its time span beside it): every answer
+    """More threads than connections (an answer whose time span is asked apart asks it beside it): every answer
     arrives, and the same. SQLAlchemy's per-thread SQLite pool closed other threads' connections once
     more threads than its size had used it, which crashed the service under load."""
     from concurrent.futures import ThreadPoolExecutor
