@@ -473,8 +473,10 @@ class Planner:
         field = self.catalog.time_field(home)
         if field is None:
             return None, False
-        try:
-            self.plan(coverage_draft(draft, field), 1, carry=False)
+        try:  # what coverage_draft's statement joins and filters, without planning the rest of it
+            joined = self._joined(field.entity, self._filter_entities(draft.filter), True, "the time span")
+            if draft.filter is not None:
+                self._predicate_sql(draft.filter, joined)
         except (TesseraError, ValueError):
             return None, False
         if field.entity != home:
