@@ -1,11 +1,11 @@
 """People asking questions through web at once, for `make bench` (alone: `python -m bench.asking`).
 
-PEOPLE concurrent browsers (each its own cookie, so its own host session) ask QUESTIONS_EACH questions one
-after another through web exactly as the browser does (`/api/session`, then `/api/ask` read to the end of
-its event stream: tests/fixtures/recovery.py `ask_through_web`), with the embedded planner. 1 replica of
-host, agent and web vs 2 of each (the second set reaching the first set's compiler, resources and broker;
-both hosts on one PostgreSQL database; people split across the two webs), side by side in one run.
-Answers/s = answered questions / wall time of the whole run; time to answer per question.
+PEOPLE concurrent browsers (each a person of their own, so a conversation and host session of their own) ask
+QUESTIONS_EACH questions one after another through web exactly as the browser does (`/api/session`, then
+`/api/ask` read to the end of its event stream: tests/fixtures/recovery.py `ask_through_web`), with the embedded
+planner. 1 replica of host, agent and web vs 2 of each (the second set reaching the first set's compiler,
+resources and broker; both hosts on one PostgreSQL database; people split across the two webs), side by side
+in one run. Answers/s = answered questions / wall time of the whole run; time to answer per question.
 """
 
 from __future__ import annotations
@@ -44,23 +44,22 @@ def _person(base_url: str, cookie: str) -> list[tuple[str, float]]:
 def _environment(work: Path, host_url: str) -> dict[str, str]:
     return {**seeded_environment(work, "asking-", 20_000), "TESSERA_HOST_DATABASE_URL": host_url,
             # Replicas of web share the cookie key, as on Kubernetes.
-            SESSION_SECRET: WEB_SECRET,
-            # The people share one sign-in, so one host session: its analysis budget is one person's (60), and
-            # here it stands for PEOPLE of them.
-            "TESSERA_RESOURCES_ANALYSES_PER_SESSION": str(60 * PEOPLE)}
+            SESSION_SECRET: WEB_SECRET}
 
 
 def _measure(sets: list[ServiceSet]) -> list[dict]:
     webs = [f"http://{s.handles['web'].address}" for s in sets]
-    cookie = signed_in_cookie(sets[0])  # a session at the one broker, good on every web replica
+    # A person of their own each, signed in at the one broker (good on every web replica): a sign-in is one
+    # conversation, and one person's questions follow one another on it.
+    cookies = [signed_in_cookie(sets[0], (f"asker-{n}", "local", f"Asker {n}")) for n in range(PEOPLE)]
     for web in webs:  # warm: the first turn on each agent loads the planner
-        ask_through_web(web, cookie)
+        ask_through_web(web, cookies[0])
     pids = {f"{name}-{number}": handle.pid for number, s in enumerate(sets, 1) for name, handle in s.handles.items()}
     before = {name: process_stats(pid)["cpu_s"] for name, pid in pids.items()}
     started, client_started = time.perf_counter(), time.process_time()
     with ThreadPoolExecutor(PEOPLE) as people:
-        replies = [r for person in people.map(_person, [webs[i % len(webs)] for i in range(PEOPLE)],
-                                               [cookie] * PEOPLE) for r in person]
+        replies = [r for person in people.map(_person, [webs[i % len(webs)] for i in range(PEOPLE)], cookies)
+                   for r in person]
     wall = time.perf_counter() - started
     cpu = {name: round(process_stats(pid)["cpu_s"] - before[name], 1) for name, pid in pids.items()}
     cpu["people_client"] = round(time.process_time() - client_started, 1)
