@@ -135,7 +135,7 @@ def _wrap(handler: grpc.RpcMethodHandler, method: str, table: CallerTable,
         async def guarded(request, context):
             scope = _CallScope(method, context)
             if (denial := scope.denial(table, issuer)) is not None:
-                await scope.failed(None, denial)
+                await scope.failed(None, denial)  # aborts (raises): the servicer never runs
             try:
                 result = inner(request, context)
                 response = await result if inspect.isawaitable(result) else result
@@ -152,7 +152,7 @@ def _wrap(handler: grpc.RpcMethodHandler, method: str, table: CallerTable,
         async def guarded(request, context):
             scope = _CallScope(method, context)
             if (denial := scope.denial(table, issuer)) is not None:
-                await scope.failed(None, denial)
+                await scope.failed(None, denial)  # aborts (raises): the servicer never runs
             try:
                 result = inner(request, context)
                 if hasattr(result, "__aiter__"):
