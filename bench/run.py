@@ -19,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.host import percentile
 from cli.launcher import ServiceSet, cli_credentials
 from shared.certs import issue_deployment
 from shared.channels import direct_sync_channel, sync_channel
@@ -55,10 +56,6 @@ def _side_by_side(calls: dict[str, object]) -> dict[str, list[float]]:
     return samples
 
 
-def _percentile(samples: list[float], fraction: float) -> float:
-    return round(sorted(samples)[int(fraction * (len(samples) - 1))], 1)
-
-
 def bench_hop(work: Path) -> list[dict]:
     cert_dir = work / "certs"
     issue_deployment(cert_dir)
@@ -88,7 +85,8 @@ def bench_hop(work: Path) -> list[dict]:
     return [
         {"name": "hop_authorized_unary_rpc_median_latency", "value": round(tessera, 1), "unit": "us",
          "baseline": round(bare_median, 1), "ratio": round(tessera / bare_median, 3), "goal_ratio": GOAL_RATIO,
-         "p99_us": _percentile(samples["tessera"], 0.99), "baseline_p99_us": _percentile(samples["bare"], 0.99),
+         "p99_us": round(percentile(samples["tessera"], 0.99), 1),
+         "baseline_p99_us": round(percentile(samples["bare"], 0.99), 1),
          "samples": len(samples["tessera"]),
          "description": "compiler GetInfo as a Tessera client sees it (gRPC's own TLS expecting the name derived "
                         "from the compiler's SPIFFE id; the service's mTLS, caller check, correlation and access "
