@@ -385,20 +385,20 @@ def _parse_cert(data: bytes, path: Path, what: str) -> x509.Certificate:
         raise CredentialError(f"{what} {path} is not a PEM certificate") from None
 
 
-def uri_sans(cert: x509.Certificate) -> list[str]:
+def _sans(cert: x509.Certificate, kind: type[x509.GeneralName]) -> list[str]:
     try:
         ext = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName)
     except x509.ExtensionNotFound:
         return []
-    return ext.value.get_values_for_type(x509.UniformResourceIdentifier)
+    return ext.value.get_values_for_type(kind)
+
+
+def uri_sans(cert: x509.Certificate) -> list[str]:
+    return _sans(cert, x509.UniformResourceIdentifier)
 
 
 def dns_sans(cert: x509.Certificate) -> list[str]:
-    try:
-        ext = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName)
-    except x509.ExtensionNotFound:
-        return []
-    return ext.value.get_values_for_type(x509.DNSName)
+    return _sans(cert, x509.DNSName)
 
 
 def missing_server_name(credentials: Credentials) -> str | None:

@@ -91,16 +91,19 @@ def _files(credentials: Credentials) -> spiffe_channels.CredentialFiles:
     return spiffe_channels.CredentialFiles(credentials.ca_file, credentials.cert_file, credentials.key_file)
 
 
-_renewing: dict[tuple[str, Path | None, Path | None, Path | None], RenewingCredentials] = {}
+_renewing: dict[tuple[str, Path | None, Path, Path | None], RenewingCredentials] = {}
 _renewing_lock = threading.Lock()
 
 
 def _renewing_for(credentials: Credentials) -> RenewingCredentials:
-    """One watcher per set of files, shared by every channel made from them."""
+    """One watcher per set of files, shared by every channel made from them (credentials held only in memory
+    have no files to watch: a watcher of their own, which never renews)."""
+    if credentials.cert_file is None:
+        return RenewingCredentials(credentials)
     key = (credentials.principal, credentials.ca_file, credentials.cert_file, credentials.key_file)
     with _renewing_lock:
         watcher = _renewing.get(key)
-        if watcher is None or credentials.cert_file is None:
+        if watcher is None:
             watcher = _renewing[key] = RenewingCredentials(credentials)
         return watcher
 

@@ -15,8 +15,9 @@ from shared.paths import REPO_ROOT
 from tests.fixtures.approvers import operator_key_named
 from tests.fixtures.no_payload import leaks, transcript_records
 
-# Fixtures of the UI plane (catalog, frozen slice, proposals), shared by unit and integration tests.
-pytest_plugins = ["tests.fixtures.ui"]
+# Fixtures of the UI plane (catalog, frozen slice, proposals), shared by unit and integration tests; real mTLS
+# test servers for the channel tests.
+pytest_plugins = ["tests.fixtures.ui", "tests.fixtures.tls_servers"]
 
 
 # Folders whose files take longest (real processes) go first, so that with a worker per core (make test) the

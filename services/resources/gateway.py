@@ -12,7 +12,7 @@ import logging
 import secrets
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import grpc
@@ -26,7 +26,7 @@ from services.resources.config import MAX_WINDOW_ROWS, ResourcesSettings
 from services.resources.draft import Draft, RelativePeriod, build_draft, parse_draft, with_periods
 from services.resources.information_budget import InformationBudget
 from services.resources.interpretation import Coverage, interpret
-from services.resources.planner import Planner, coverage_draft
+from services.resources.planner import Plan, Planner, coverage_draft
 from services.resources.ports import ResourceStorage
 from services.resources.results import PinnedResult, normalize_rows
 from services.resources.semantic_model import SemanticModelError, load_semantic_model
@@ -327,17 +327,9 @@ class Gateway:
         # result counts itself).
         counted = truncated or (plan.limited and len(rows) == plan.row_cap)
         total_rows = int(carried[-1]) if counted and plan.counted else None
-        if coverage is not None:
-            span = coverage.result()
-        elif plan.span is None:  # no time field, or none the filter reaches from its own entity: no span is stated
-            span = None
-        elif not rows and draft.having is not None:
-            # Having dropped every group, and the span with them: only a statement of its own can say it.
-            span = self._coverage(draft)
-        else:
-            span = self._carried_coverage(plan.span, carried)
         interpretation = interpret(draft, plan.columns, row_count=len(rows), truncated=truncated,
-                                   total_rows=total_rows, coverage=span, limited=plan.limited)
+                                   total_rows=total_rows, coverage=self._span(draft, plan, coverage, rows, carried),
+                                   limited=plan.limited)
         result = self.store.pin(session_id, turn_id, plan.columns, rows, truncated)
         shape = "records" if draft.mode == "records" else draft.output
         descriptor = common_pb2.ResourceDescriptor(
@@ -389,6 +381,17 @@ class Gateway:
             return _moment(rows[0][0] if rows else None, field.spec.type)
 
         return self._references.get_or_build(field.id, latest)
+
+    def _span(self, draft: Draft, plan: Plan, apart: Future | None, rows: list, carried: tuple) -> Coverage | None:
+        """The result's time span: asked apart (`apart`, a future), carried by the statement, or none."""
+        if apart is not None:
+            return apart.result()
+        if plan.span is None:  # no time field, or none the filter reaches from its own entity: no span is stated
+            return None
+        if not rows and draft.having is not None:
+            # Having dropped every group, and the span with them: only a statement of its own can say it.
+            return self._coverage(draft)
+        return self._carried_coverage(plan.span, carried)
 
     @staticmethod
     def _carried_coverage(field: CatalogField, carried: tuple) -> Coverage | None:

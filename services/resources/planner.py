@@ -563,6 +563,13 @@ class Planner:
             selects.append(select)
             built.append((joined, dim_exprs))
 
+        return self._output_statement(draft, measure_atoms, atom_index, selects, built, span), measure_atoms, span
+
+    def _output_statement(self, draft: Draft, measure_atoms: list, atom_index: dict[str, int], selects: list,
+                          built: list, span: CatalogField | None) -> sa.Select:
+        """The groups' selects as one statement with the outputs' names: the one group query itself, or their
+        union combined per group (span, when carried, over every group)."""
+        home = draft.measures[0].home
         single = len(selects) == 1 and all(len(atoms) == 1 and not (m.metric and m.metric.derived)
                                            for m, atoms in measure_atoms)
         if single:  # one grain: the group query itself, with the outputs' names (no subquery around it)
@@ -589,7 +596,7 @@ class Planner:
                                                                      sa.func.max(union.c[LAST])))
             if dims:
                 statement = statement.group_by(*[union.c[f"d{i}"] for i in range(len(draft.dimensions))])
-        return statement, measure_atoms, span
+        return statement
 
     @staticmethod
     def _zero_if_none(value: ColumnElement, atom: _Atom) -> ColumnElement:

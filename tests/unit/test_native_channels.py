@@ -26,10 +26,8 @@ from tests.fixtures.tls_servers import (
     SERVING,
     WAIT,
     Deployment,
-    LoopThread,
     issue,
     key_pem,
-    new_deployment,
     pem,
 )
 from tests.fixtures.waiting import wait_until_async
@@ -41,31 +39,6 @@ COMPILER_NAME = server_name_for("compiler")
 @pytest.fixture(autouse=True)
 def native(monkeypatch):
     monkeypatch.delenv(CLIENT_TLS_VARIABLE, raising=False)  # the default
-
-
-@pytest.fixture
-def deployment(tmp_path) -> Deployment:
-    return new_deployment(tmp_path)
-
-
-@pytest.fixture(scope="module")
-def server_loop():
-    servers = LoopThread()
-    yield servers
-    servers.close()
-
-
-@pytest.fixture(scope="module")
-def client_loop():
-    clients = LoopThread()
-    yield clients
-    clients.close()
-
-
-@pytest.fixture
-def servers(server_loop):
-    yield server_loop
-    server_loop.stop_all()
 
 
 def _credentials(deployment: Deployment) -> Credentials:

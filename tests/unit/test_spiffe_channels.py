@@ -31,38 +31,11 @@ from tests.fixtures.tls_servers import (
     SERVING,
     WAIT,
     Deployment,
-    LoopThread,
     issue,
     key_pem,
     lax_ca,
-    new_deployment,
     pem,
 )
-
-
-@pytest.fixture
-def deployment(tmp_path) -> Deployment:
-    return new_deployment(tmp_path)
-
-
-@pytest.fixture(scope="module")
-def server_loop():
-    servers = LoopThread()
-    yield servers
-    servers.close()
-
-
-@pytest.fixture(scope="module")
-def client_loop():
-    clients = LoopThread()
-    yield clients
-    clients.close()
-
-
-@pytest.fixture
-def servers(server_loop):
-    yield server_loop
-    server_loop.stop_all()
 
 
 @pytest.fixture(autouse=True)
