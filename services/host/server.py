@@ -185,6 +185,13 @@ class HostService(host_pb2_grpc.HostServiceServicer):
         revision.committed_at.FromNanoseconds(int(row.committed_at * 1e9))
         return host_pb2.GetRevisionResponse(revision=revision)
 
+    async def AuthorizeViewer(self, request, context):
+        session = await self._own_session(request.actor, request.session_id)
+        self._same_surface(request.surface_id, session)
+        epoch, last = await self._db(self._store.position, session.surface_id)
+        return host_pb2.AuthorizeViewerResponse(surface_id=session.surface_id,
+                                                head=host_pb2.Cursor(epoch=epoch, sequence=last))
+
     async def Subscribe(self, request, context):
         session = await self._own_session(request.actor, request.session_id)
         self._same_surface(request.surface_id, session)

@@ -45,6 +45,7 @@ from starlette.routing import Route
 
 from services.web.session import Assertions, BrowserSession, Person, cookie_of
 from services.web.session_records import SessionRecords, SessionRefused
+from services.web.surface_feeds import SSE_BATCH, FeedResponse, SurfaceFeeds, ViewerKey
 from services.web.ui_message_stream import DONE as UI_MESSAGE_STREAM_DONE
 from services.web.ui_message_stream import HEADERS as UI_MESSAGE_STREAM_HEADERS
 from services.web.ui_message_stream import TurnParts, question_of, turn_parts
@@ -59,7 +60,6 @@ from tessera.common.v1.common_pb2 import PasskeyAssertion
 from tessera.host.v1 import host_pb2
 
 logger = logging.getLogger("tessera.web")
-SSE_BATCH = 16  # envelopes per host reply for a page that is behind (each still its own SSE event)
 MAX_REMEMBERED_SESSIONS = 10_000  # the least recently used are forgotten (and simply reopened at the host)
 # The host session the MCP front commits outside agents' answers to, one per person (its link: /?surface=mcp).
 OUTSIDE_AGENT_SESSION = "mcp"
@@ -165,6 +165,19 @@ def _event(data: dict, event_id: str | None = None) -> ServerSentEvent:
     return ServerSentEvent(json.dumps(data, separators=(",", ":")), id=event_id or None, sep=SSE_SEPARATOR)
 
 
+def _encoded_envelope(envelope: host_pb2.SurfaceEnvelope) -> bytes:
+    return _event(_envelope(envelope), f"{envelope.epoch}:{envelope.sequence}").encode()
+
+
+def _encoded_refusal(exc: grpc.aio.AioRpcError) -> bytes:
+    refused = _refused(exc, "host")
+    return _event({"error": {"reason": refused.reason, "message": refused.message}}).encode()
+
+
+async def _once(event: ServerSentEvent) -> AsyncIterator[ServerSentEvent]:
+    yield event
+
+
 def _session_ended(refused: SessionRefused) -> list[ServerSentEvent]:
     return [_event({"error": {"reason": refused.reason, "message": refused.message}})]
 
@@ -190,8 +203,12 @@ def event_stream(events: AsyncIterator, keepalive_seconds: float, headers: dict 
 class WebApi:
     def __init__(self, host, agent, capabilities, sessions: SessionRecords, assertions: Assertions,
                  keepalive_seconds: float = 15.0, sign_in_hint: str = "sign in first",
-                 secure_cookies: bool = False, oidc_login: dict | None = None) -> None:
+                 secure_cookies: bool = False, oidc_login: dict | None = None,
+                 viewer_access_seconds: float = 5.0) -> None:
         self.host, self.agent, self.capabilities = host, agent, capabilities
+        # One host stream per watched surface, whoever watches it here; each viewer's right is the host's answer.
+        self.feeds = SurfaceFeeds(host, _encoded_envelope, _encoded_refusal, viewer_access_seconds,
+                                  keepalive_seconds, _keepalive().encode())
         self.sessions = sessions  # the person's session, recorded at the broker
         self.assertions = assertions
         self.keepalive_seconds = keepalive_seconds
@@ -506,26 +523,20 @@ class WebApi:
         last = request.headers.get("last-event-id") or request.query_params.get("after")
         resume_after = _cursor(last) if last else None
         browser, session = await self._session(request)
-        subscribe = host_pb2.SubscribeRequest(actor=self.assertions.of(browser.person), session_id=session.session_id,
-                                              surface_id=session.surface_id, max_envelopes=SSE_BATCH)
-        if resume_after is not None:
-            subscribe.resume_after.CopyFrom(resume_after)
+        if request.method == "HEAD":  # answered without a body: it watches nothing
+            return Response(headers={"content-type": "text/event-stream; charset=utf-8"})
+        person = browser.person
+        key = ViewerKey(person.actor_id, person.tenant_id, session.session_id, session.surface_id)
+        try:
+            viewer = await self.feeds.join(key, lambda: self.assertions.of(person), resume_after)
+        except grpc.aio.AioRpcError as exc:  # the host refused this viewer (or could not say): as a stream's error
+            return event_stream(_once(_encoded_refusal(exc)), self.keepalive_seconds)
+        cookie = request.cookies.get(cookie_of(request))
 
-        async def events() -> AsyncIterator[ServerSentEvent | bytes]:
-            stream = self.host.Subscribe(subscribe)  # here, so a HEAD (answered without a body) subscribes to nothing
-            try:
-                async for reply in stream:
-                    # A page that is behind gets several envelopes per reply: each its own SSE event, one write.
-                    yield b"".join(_event(_envelope(envelope), f"{envelope.epoch}:{envelope.sequence}").encode()
-                                   for envelope in (reply.envelope, *reply.following))
-            except grpc.aio.AioRpcError as exc:
-                if exc.code() != grpc.StatusCode.CANCELLED:
-                    refused = _refused(exc, "host")
-                    yield _event({"error": {"reason": refused.reason, "message": refused.message}})
-            finally:
-                stream.cancel()
+        async def until_ended() -> list[bytes]:
+            return [event.encode() for event in _session_ended(await self.sessions.until_ended(cookie))]
 
-        return event_stream(self._while_signed_in(request, events()), self.keepalive_seconds)
+        return FeedResponse(self.feeds, viewer, until_ended)
 
     async def command(self, request: Request) -> Response:
         body = await self._body(request)

@@ -71,7 +71,8 @@ def create_app(settings: WebSettings, credentials: Credentials) -> Starlette:
                      agent_pb2_grpc.AgentServiceStub(channels["agent"]), broker,
                      sessions, assertions, settings.keepalive_seconds, SIGN_IN_HINT,
                      settings.secure_cookies,
-                     {"url": "/auth/oidc/login", "provider": settings.oidc_provider_name} if oidc else None)
+                     {"url": "/auth/oidc/login", "provider": settings.oidc_provider_name} if oidc else None,
+                     settings.viewer_access_seconds)
         app.router.routes.extend(Pages(credentials, sessions).routes() + api.routes())
         if oidc:
             app.router.routes.extend(OidcSignIn(oidc, cookies, lambda person, request, response: api.start_session(
@@ -79,6 +80,7 @@ def create_app(settings: WebSettings, credentials: Credentials) -> Starlette:
         try:
             yield
         finally:
+            await api.feeds.close()
             for channel in channels.values():
                 await channel.close()
 

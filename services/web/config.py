@@ -38,6 +38,9 @@ class WebSettings(ServiceSettings):
     # Seconds without an event after which the event streams send a keep-alive comment (proxies often cut
     # connections idle for 30-60 s).
     keepalive_seconds: float = Field(default=15.0, gt=0, le=300)
+    # How long a replica relies on the host's answer that a person's session may watch a surface (seconds): a
+    # viewer the host no longer allows stops receiving within this.
+    viewer_access_seconds: float = Field(default=5.0, gt=0, le=60)
 
     @model_validator(mode="after")
     def _oidc_is_complete(self) -> WebSettings:
