@@ -204,11 +204,11 @@ class WebApi:
     def __init__(self, host, agent, capabilities, sessions: SessionRecords, assertions: Assertions,
                  keepalive_seconds: float = 15.0, sign_in_hint: str = "sign in first",
                  secure_cookies: bool = False, oidc_login: dict | None = None,
-                 viewer_access_seconds: float = 5.0) -> None:
+                 viewer_access_seconds: float = 5.0, wake_interval: float = 0.05) -> None:
         self.host, self.agent, self.capabilities = host, agent, capabilities
         # One host stream per watched surface, whoever watches it here; each viewer's right is the host's answer.
         self.feeds = SurfaceFeeds(host, _encoded_envelope, _encoded_refusal, viewer_access_seconds,
-                                  keepalive_seconds, _keepalive().encode())
+                                  keepalive_seconds, _keepalive().encode(), wake_interval)
         self.sessions = sessions  # the person's session, recorded at the broker
         self.assertions = assertions
         self.keepalive_seconds = keepalive_seconds

@@ -24,6 +24,7 @@ from services.web.oidc import OidcConfig, OidcSignIn
 from services.web.pages import UPSTREAMS, Pages
 from services.web.session import Assertions, SessionCookies, SessionSecretError, cookie_key
 from services.web.session_records import SessionRecords, SessionRefused
+from services.web.surface_feeds import ServerSend
 from shared.certs import CredentialError, Credentials, load_signing_key, signing_key_path
 from shared.channels import aio_channel
 from shared.config import peer_target
@@ -72,7 +73,7 @@ def create_app(settings: WebSettings, credentials: Credentials) -> Starlette:
                      sessions, assertions, settings.keepalive_seconds, SIGN_IN_HINT,
                      settings.secure_cookies,
                      {"url": "/auth/oidc/login", "provider": settings.oidc_provider_name} if oidc else None,
-                     settings.viewer_access_seconds)
+                     settings.viewer_access_seconds, settings.wake_interval_ms / 1000)
         app.router.routes.extend(Pages(credentials, sessions).routes() + api.routes())
         if oidc:
             app.router.routes.extend(OidcSignIn(oidc, cookies, lambda person, request, response: api.start_session(
@@ -85,7 +86,8 @@ def create_app(settings: WebSettings, credentials: Credentials) -> Starlette:
                 await channel.close()
 
     return Starlette(lifespan=lifespan, exception_handlers={ApiError: api_error, SessionRefused: _session_refused},
-                     middleware=[Middleware(SecurityHeaders, strict_transport=settings.secure_cookies),
+                     middleware=[Middleware(ServerSend),
+                                 Middleware(SecurityHeaders, strict_transport=settings.secure_cookies),
                                  Middleware(TrustedHostMiddleware, allowed_hosts=list(settings.allowed_hosts))])
 
 

@@ -41,6 +41,9 @@ class WebSettings(ServiceSettings):
     # How long a replica relies on the host's answer that a person's session may watch a surface (seconds): a
     # viewer the host no longer allows stops receiving within this.
     viewer_access_seconds: float = Field(default=5.0, gt=0, le=60)
+    # The browsers watching a surface here are woken at most once per this many milliseconds when there are many
+    # of them (a person's own few tabs: at once): a burst goes out in fewer, larger writes (0: every change).
+    wake_interval_ms: float = Field(default=50.0, ge=0, le=1_000)
 
     @model_validator(mode="after")
     def _oidc_is_complete(self) -> WebSettings:

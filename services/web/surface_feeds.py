@@ -38,6 +38,13 @@ TAIL_BYTES = 16 * 2**20  # a window envelope carries up to 1,000 rows: the tail 
 UPSTREAM_BATCH = 64  # envelopes per host reply to a feed (the host's most)
 SSE_BATCH = 16  # envelopes per host reply to a viewer that reads from the host itself
 ACCESS_ENTRIES = 10_000
+# Waking costs web per viewer: a surface with more viewers than COALESCE_VIEWERS is woken at most once per wake
+# interval (a change after a quiet spell at once), WAKE_SLICE viewers per event loop turn, and the interval
+# stretches while a round of wake-ups takes more than half of it, up to STRETCH_LIMIT times: under a burst each
+# viewer writes everything new at once, and the replica's other requests keep their turn.
+COALESCE_VIEWERS = 32
+WAKE_SLICE = 32
+STRETCH_LIMIT = 4
 # Who refused: the host's answer about this viewer. Anything else (the host unreachable) decides nothing.
 _REFUSING = {grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.NOT_FOUND, grpc.StatusCode.UNAUTHENTICATED,
              grpc.StatusCode.INVALID_ARGUMENT}
@@ -101,6 +108,9 @@ class Feed:
     ended: list[bytes] | None = None
     ticks: int = 0  # keep-alive rounds: a viewer that wrote nothing since the last one sends a comment
     tasks: list = field(default_factory=list)
+    woken_at: float = float("-inf")  # loop time its viewers were last woken
+    round_seconds: float = 0.0  # how long waking all of them took last time
+    wake_later: asyncio.TimerHandle | None = None  # a wake-up held back to the end of the interval
 
     def index_after(self, epoch: int, sequence: int, issued: bool = False) -> int | None:
         """The absolute index of the entry after (epoch, sequence), when the tail holds everything from there.
@@ -142,9 +152,33 @@ class Feed:
             self.size -= len(self.entries.popleft()[2])
             self.base += 1
 
-    def wake_all(self) -> None:
-        for viewer in self.viewers:
+    def wake(self, interval: float) -> None:
+        """Wake the viewers at once, or at the end of the wake interval when they were woken less than one ago."""
+        if self.wake_later is not None:
+            return  # already due: it takes this change too
+        if len(self.viewers) <= COALESCE_VIEWERS:
+            self.wake_now()  # a person and their tabs: each waits for this change, and it costs little
+            return
+        loop = asyncio.get_running_loop()
+        due = self.woken_at + max(interval, min(2 * self.round_seconds, STRETCH_LIMIT * interval))
+        if loop.time() >= due:
+            self.wake_now()
+        else:
+            self.wake_later = loop.call_at(due, self.wake_now)
+
+    def wake_now(self) -> None:
+        self.wake_later = None
+        self.woken_at = asyncio.get_running_loop().time()
+        self._release(list(self.viewers), 0)
+
+    def _release(self, viewers: list[Viewer], start: int) -> None:
+        for viewer in viewers[start:start + WAKE_SLICE]:
             viewer.nudge()
+        loop = asyncio.get_running_loop()
+        if start + WAKE_SLICE < len(viewers):
+            loop.call_soon(self._release, viewers, start + WAKE_SLICE)
+        else:
+            self.round_seconds = loop.time() - self.woken_at
 
 
 class ViewerAccess:
@@ -184,8 +218,9 @@ class SurfaceFeeds:
 
     def __init__(self, host, encode: Callable[[host_pb2.SurfaceEnvelope], bytes],
                  refusal: Callable[[grpc.aio.AioRpcError], bytes], access_seconds: float,
-                 keepalive_seconds: float, keepalive: bytes) -> None:
+                 keepalive_seconds: float, keepalive: bytes, wake_interval: float = 0.05) -> None:
         self._host = host
+        self._wake_interval = wake_interval
         self._encode, self._refusal = encode, refusal
         self._access_seconds, self._keepalive_seconds, self._keepalive = access_seconds, keepalive_seconds, keepalive
         self.access = ViewerAccess(host, access_seconds)
@@ -300,7 +335,7 @@ class SurfaceFeeds:
             async for reply in call:
                 for envelope in (reply.envelope, *reply.following):
                     feed.add(envelope, self._encode(envelope))
-                feed.wake_all()
+                feed.wake(self._wake_interval)
         except grpc.aio.AioRpcError as exc:
             if exc.code() != grpc.StatusCode.CANCELLED:
                 ending = [self._refusal(exc)]
@@ -315,7 +350,7 @@ class SurfaceFeeds:
         while True:
             await asyncio.sleep(self._keepalive_seconds)
             feed.ticks += 1
-            feed.wake_all()
+            feed.wake_now()
 
     async def _recheck(self, feed: Feed) -> None:
         """Ask the host again, once per key, whether the feed's viewers may still watch; end those it refuses."""
@@ -336,6 +371,8 @@ class SurfaceFeeds:
         if feed.ended is not None:
             return
         feed.ended = ending
+        if feed.wake_later is not None:
+            feed.wake_later.cancel()
         if self._feeds.get(feed.surface_id) is feed:
             del self._feeds[feed.surface_id]
         for task in feed.tasks:
@@ -367,10 +404,28 @@ def _by_key(viewers) -> dict[ViewerKey, list[Viewer]]:
 
 
 
+SERVER_SEND = "tessera.server_send"  # scope key: the server's own `send`, as the outermost middleware got it
+
+
+class ServerSend:
+    """ASGI middleware, outermost: keeps the server's `send` in the scope, so that a long stream can write its body
+    without passing every chunk through the middlewares (they act on a response's start: its headers, whether it
+    began), which costs more than the write itself when a thousand streams each take every event."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send: Send) -> None:
+        if scope["type"] == "http":
+            scope[SERVER_SEND] = send
+        await self.app(scope, receive, send)
+
+
 class FeedResponse:
-    """A viewer's stream as the ASGI response of its request: the event-stream headers, then `SurfaceFeeds.serve`
-    until the stream ends; it ends early when the browser leaves or `until_ended` (the browser session ending:
-    the events that say so) returns."""
+    """A viewer's stream as the ASGI response of its request: the event-stream headers (through the middlewares),
+    then `SurfaceFeeds.serve` in a task of its own writing with the server's `send` (a wake-up then resumes a
+    short coroutine, not the whole middleware stack), until the stream ends; it ends early when the browser leaves
+    or `until_ended` (the browser session ending: the events that say so) returns."""
 
     headers = [(b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-store"),
                (b"x-accel-buffering", b"no")]
@@ -380,12 +435,15 @@ class FeedResponse:
 
     async def __call__(self, scope, receive, send: Send) -> None:
         watchers = [asyncio.create_task(self._until_left(receive)), asyncio.create_task(self._until_signed_out())]
+        serving = None
         try:
             await send({"type": "http.response.start", "status": 200, "headers": self.headers})
-            await self._feeds.serve(self._viewer, send)
+            serving = asyncio.create_task(self._feeds.serve(self._viewer, scope.get(SERVER_SEND, send)))
+            await serving
         finally:
-            for watcher in watchers:
-                watcher.cancel()
+            for task in (*watchers, serving):
+                if task is not None:
+                    task.cancel()
             self._feeds.leave(self._viewer)
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 

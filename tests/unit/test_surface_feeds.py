@@ -47,12 +47,14 @@ class Browser:
 
     def __init__(self) -> None:
         self.written = bytearray()
+        self.writes = 0
         self.held = asyncio.Event()
         self.held.set()
 
     async def send(self, message: dict) -> None:
         await self.held.wait()
         self.written += message.get("body", b"")
+        self.writes += 1
 
     def events(self) -> list[tuple[str, dict]]:
         """(id, data) of each event written (keep-alive comments left out)."""
@@ -71,11 +73,12 @@ class Browser:
 class Edge:
     """One web replica's feeds in front of the in-process host, for one person's session."""
 
-    def __init__(self, host: HostOverMtls, session, access_seconds: float = 60.0, keepalive_seconds: float = 60.0):
+    def __init__(self, host: HostOverMtls, session, access_seconds: float = 60.0, keepalive_seconds: float = 60.0,
+                 wake_interval: float = 0.05):
         self.host, self.session = host, session
         self.stub = CountingHost(host.stub)
         self.feeds = SurfaceFeeds(self.stub, _encoded_envelope, _encoded_refusal, access_seconds, keepalive_seconds,
-                                  KEEPALIVE)
+                                  KEEPALIVE, wake_interval)
         self.key = ViewerKey("alice", "acme", session.session_id, session.surface_id)
         self.tasks: list[asyncio.Task] = []
 
@@ -274,6 +277,32 @@ def test_when_the_feed_fails_each_viewer_is_told_and_its_stream_ends(tmp_path, c
             for browser in browsers:
                 assert "error" in browser.events()[-1][1], browser.events()
             assert edge.feeds.watching(session.surface_id) == 0
+            await edge.close()
+
+    asyncio.run(scenario())
+
+
+def test_many_viewers_of_a_burst_are_woken_at_most_once_per_interval_and_miss_nothing(tmp_path, credentials):
+    viewers = surface_feeds.COALESCE_VIEWERS + 8
+
+    async def scenario():
+        async with HostOverMtls(tmp_path, credentials) as host:
+            session = await _session(host)
+            edge = Edge(host, session, wake_interval=0.5)
+            browsers = [(await edge.watch("1:0"))[0] for _ in range(viewers)]
+            await host.publish(session.surface_id, 1)
+            for browser in browsers:
+                await _until_received(browser, "1:1")
+            started = time.monotonic()
+            await host.publish(session.surface_id, 12, start=1)  # a burst inside one interval
+            for browser in browsers:
+                await _until_received(browser, "1:13")
+            expected = await edge.direct(None, 13)
+            for browser in browsers:
+                assert browser.events() == expected
+            # The burst took no more writes than wake intervals passed (plus the one at once after the quiet).
+            intervals = int((time.monotonic() - started) / 0.5) + 2
+            assert max(browser.writes for browser in browsers) - 1 <= intervals < 12
             await edge.close()
 
     asyncio.run(scenario())
