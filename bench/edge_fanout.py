@@ -129,9 +129,12 @@ def _phase(services: ServiceSet, session, address: str, cookie: str, viewers: in
         process.start()
         clients.append((process, ours))
     try:
-        started = time.monotonic()
+        started, attempt = time.monotonic(), 0
         while ready.value < viewers and time.monotonic() - started < READY_TIMEOUT_SECONDS:
-            asyncio.run(_publish(host, services.cert_dir, session, f"{prefix}warm", 1, 1.0, {}))
+            # A new event id each time: the same one again would be the same event (PublishIntentEvent is
+            # idempotent), and the bare broadcaster replays nothing to a socket that connects after it.
+            asyncio.run(_publish(host, services.cert_dir, session, f"{prefix}warm{attempt}", 1, 1.0, {}))
+            attempt += 1
             time.sleep(0.5)
         before = {name: process_stats(pid)["cpu_s"] for name, pid in measured_pids.items()}
         for _, conn in clients:
