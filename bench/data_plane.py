@@ -48,6 +48,7 @@ MAX_ROUNDS = 41
 ROUND_BUDGET_SECONDS = 4.0  # time the raw query may take over all rounds, before the RPC's share
 QUESTION = "net revenue, units sold and return rate by month and product category; order time and sales channel"
 PG_ADMIN = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+RETAIL_MODEL = REPO_ROOT / "deploy" / "semantic-models" / "retail.yaml"
 
 
 def _find(entities, label):
@@ -93,12 +94,12 @@ def _raw_runner(url: str):
     return run, connection.close
 
 
-def _compiled_sql(url: str, draft: dict, row_cap: int, carry: bool = True) -> str:
-    """The statement Analyze runs for `draft` (with `carry`, its span and count ride along: what Analyze sends);
-    without, the bare rows."""
+def _compiled_sql(url: str, draft: dict, row_cap: int, carry: bool = True, model: Path = RETAIL_MODEL) -> str:
+    """The statement Analyze runs for `draft` over the semantic model `model` (with `carry`, its span and count
+    ride along: what Analyze sends); without, the bare rows."""
     engine = sa.create_engine(url, connect_args={"read_only": True} if url.startswith("duckdb") else {})
     try:
-        catalog = Catalog(load_semantic_model(REPO_ROOT / "deploy" / "semantic-models" / "retail.yaml"), engine)
+        catalog = Catalog(load_semantic_model(model), engine)
         plan = Planner(catalog, engine.dialect.name).plan(build_draft(draft, catalog), row_cap, carry=carry)
         return str(plan.statement.compile(engine, compile_kwargs={"literal_binds": True}))
     finally:
@@ -117,14 +118,15 @@ def _grant(cert_dir: Path, descriptor) -> common_pb2.SignedToken:
     return tokens.sign(load_signing_key(signing_key_path(cert_dir, "host")), tokens.PURPOSE_WINDOW_GRANT, claims)
 
 
-def _side_by_side(rpc, raw) -> tuple[float, float, int]:
-    """Median milliseconds of each, over alternating rounds: at least ROUNDS, more where a query is quick
+def _side_by_side(rpc, raw, budget: float = ROUND_BUDGET_SECONDS, least: int = ROUNDS,
+                  most: int = MAX_ROUNDS) -> tuple[float, float, int]:
+    """Median milliseconds of each, over alternating rounds: at least `least`, more where a query is quick
     (DuckDB's ~0.1 s), since a median over a few rounds on a shared 2-core machine moves by more than the
-    10% it is held to."""
+    10% it is held to; `budget` is the time the raw query may take over all rounds, up to `most` rounds."""
     rpc()  # warm both: caches, plans, pages
     started = time.perf_counter()
     raw()
-    rounds = max(ROUNDS, min(MAX_ROUNDS, int(ROUND_BUDGET_SECONDS / max(time.perf_counter() - started, 1e-3))))
+    rounds = max(least, min(most, int(budget / max(time.perf_counter() - started, 1e-3))))
     times: dict[str, list[float]] = {"rpc": [], "raw": []}
     for number in range(rounds):
         pair = [("rpc", rpc), ("raw", raw)]
@@ -207,7 +209,7 @@ def bench_backend(name: str, url: str, cert_dir: Path, work: Path) -> tuple[list
 
 def bench_compile(url: str) -> list[dict]:
     engine = sa.create_engine(url)
-    catalog = Catalog(load_semantic_model(REPO_ROOT / "deploy" / "semantic-models" / "retail.yaml"), engine)
+    catalog = Catalog(load_semantic_model(RETAIL_MODEL), engine)
     planner = Planner(catalog, engine.dialect.name)
     entities = catalog.entities
 
