@@ -100,7 +100,7 @@ def bench_hop(work: Path) -> list[dict]:
 
 
 def main() -> int:
-    from bench import asking, browser, compiler, data_plane, fanout, host, image, recovery, tool_gate, tpch
+    from bench import asking, browser, compiler, data_plane, edge_fanout, fanout, host, image, recovery, tool_gate, tpch
 
     with tempfile.TemporaryDirectory(prefix="tessera-bench-") as work:
         results = bench_hop(Path(work))
@@ -109,6 +109,7 @@ def main() -> int:
         results += compiler.run(Path(work), Path(work) / "certs")
         results += host.run(Path(work), Path(work) / "certs")
         results += fanout.run(Path(work), Path(work) / "certs")
+        results += edge_fanout.run(Path(work), Path(work) / "certs")
         results += asking.run(Path(work), Path(work) / "certs")
         results += data_plane.run(data_dir, Path(work) / "certs")
         results += tpch.run(Path(work), Path(work) / "certs")
