@@ -26,12 +26,13 @@ from services.resources.config import MAX_WINDOW_ROWS, ResourcesSettings
 from services.resources.draft import Draft, RelativePeriod, build_draft, parse_draft, with_periods
 from services.resources.information_budget import InformationBudget
 from services.resources.interpretation import Coverage, interpret
-from services.resources.planner import Plan, Planner, coverage_draft
+from services.resources.planner import OutputColumn, Plan, Planner, coverage_draft
 from services.resources.ports import ResourceStorage
 from services.resources.results import PinnedResult, normalize_rows
 from services.resources.semantic_model import SemanticModelError, load_semantic_model
 from services.resources.store import open_store
 from services.resources.warehouse import Warehouse
+from services.resources.window_rows import EncodedRows
 from shared import tokens
 from shared.caches import SharedMemo, expiring
 from shared.certs import load_secret, load_signing_key, load_verify_key
@@ -80,6 +81,17 @@ def _moment(value, value_type: str) -> periods.Moment | None:
     return value if isinstance(value, dt.datetime) else dt.datetime.combine(value, dt.time())
 
 
+@dataclass(frozen=True)
+class Window:
+    """A granted window: the result, its projected columns, and the window's rows in their wire form
+    (window_rows.py)."""
+
+    result: PinnedResult
+    columns: list[OutputColumn]
+    offset: int
+    encoded_rows: bytes
+
+
 @dataclass
 class Analysis:
     result: PinnedResult
@@ -118,6 +130,7 @@ class Gateway:
             raise
         self.planner = Planner(self.catalog, self.warehouse.dialect)
         self.budget = InformationBudget(self.store, settings)
+        self.window_rows = EncodedRows()
         self._references = SharedMemo(expiring(MAX_REFERENCES, REFERENCE_LIFETIME_SECONDS))  # one per date field
         # A string field's few distinct values (or None: too many), for the near spellings a value-match looks for.
         self._spellings = SharedMemo(expiring(MAX_SPELLING_FIELDS, SPELLINGS_LIFETIME_SECONDS))
@@ -451,7 +464,7 @@ class Gateway:
                 revoked += 1
         return revoked
 
-    def window(self, grant: common_pb2.SignedToken, offset: int, limit: int, column_ids: list[str]):
+    def window(self, grant: common_pb2.SignedToken, offset: int, limit: int, column_ids: list[str]) -> Window:
         claims = self._open_grant(grant)
         if self.store.revoked(claims.grant_id):
             raise TesseraError(grpc.StatusCode.PERMISSION_DENIED, "GRANT_REVOKED",
@@ -478,7 +491,6 @@ class Gateway:
                 raise TesseraError(grpc.StatusCode.PERMISSION_DENIED, "COLUMN_NOT_GRANTED",
                                    f"column {column_id!r} is not granted (at /column_ids/{index})",
                                    {"column_id": column_id})
-        positions = [next(i for i, c in enumerate(result.columns) if c.id == cid) for cid in projection]
-        rows = [[row[i] for i in positions] for row in result.rows[offset:offset + limit]]
-        columns = [result.columns[i] for i in positions]
-        return result, columns, rows
+        positions = tuple(next(i for i, c in enumerate(result.columns) if c.id == cid) for cid in projection)
+        return Window(result, [result.columns[i] for i in positions], offset,
+                      self.window_rows.window(result, positions, offset, limit))

@@ -13,6 +13,7 @@ from shared import tokens
 from shared.certs import load_signing_key, signing_key_path
 from shared.errors import TesseraError
 from tessera.common.v1 import common_pb2
+from tessera.resources.v1 import resources_pb2
 from tests.resources.conftest import Session, make_gateway
 
 
@@ -43,22 +44,36 @@ def grant(cert_dir, result, *, columns=("when", "channel"), audience="resources"
     return tokens.sign(key, tokens.PURPOSE_WINDOW_GRANT, claims)
 
 
+def window_values(window) -> list[list]:
+    """A window's rows as plain values, read back from their wire form."""
+    return [[cell_value(cell) for cell in row.cells]
+            for row in resources_pb2.ResolveWindowResponse.FromString(window.encoded_rows).rows]
+
+
+def cell_value(cell):
+    kind = cell.WhichOneof("value")
+    if kind == "null_value":
+        return None
+    if kind == "timestamp_value":
+        return cell.timestamp_value.ToDatetime().isoformat(timespec="seconds")
+    return getattr(cell, kind)
+
+
 def test_windows_page_through_the_pinned_rows(gateway, pinned, cert_dir):
     token = grant(cert_dir, pinned)
-    _, columns, first = gateway.window(token, 0, 100, [])
-    assert [c.id for c in columns] == ["when", "channel"]
-    assert first == [row[:2] for row in pinned.rows[:100]]
-    _, columns, page = gateway.window(token, 100, 50, ["channel"])
-    assert [c.id for c in columns] == ["channel"] and page == [[row[1]] for row in pinned.rows[100:150]]
-    _, _, past_end = gateway.window(token, len(pinned.rows) + 10, 10, [])
-    assert past_end == []
+    first = gateway.window(token, 0, 100, [])
+    assert [c.id for c in first.columns] == ["when", "channel"]
+    assert window_values(first) == [row[:2] for row in pinned.rows[:100]]
+    page = gateway.window(token, 100, 50, ["channel"])
+    assert [c.id for c in page.columns] == ["channel"] and window_values(page) == [[row[1]] for row in
+                                                                                    pinned.rows[100:150]]
+    assert window_values(gateway.window(token, len(pinned.rows) + 10, 10, [])) == []
 
 
 def test_a_grant_for_one_cell_reads_that_row_only(gateway, pinned, cert_dir):
     """A figure's grant (FigureText, Metric) names its row: any other row is refused, not served."""
     token = grant(cert_dir, pinned, columns=("channel",), max_rows=1, row=7)
-    _, _, cell = gateway.window(token, 7, 1, [])
-    assert cell == [[pinned.rows[7][1]]]
+    assert window_values(gateway.window(token, 7, 1, [])) == [[pinned.rows[7][1]]]
     for offset, limit, code, reason in ((8, 1, grpc.StatusCode.PERMISSION_DENIED, "WINDOW_OUTSIDE_GRANT"),
                                         (0, 1, grpc.StatusCode.PERMISSION_DENIED, "WINDOW_OUTSIDE_GRANT"),
                                         (7, 2, grpc.StatusCode.INVALID_ARGUMENT, "WINDOW_TOO_LARGE")):
