@@ -29,6 +29,7 @@ from services.resources.interpretation import Coverage, interpret
 from services.resources.planner import OutputColumn, Plan, Planner, coverage_draft
 from services.resources.ports import ResourceStorage
 from services.resources.results import PinnedResult, normalize_rows
+from services.resources.revocations import RevocationChecks
 from services.resources.semantic_model import SemanticModelError, load_semantic_model
 from services.resources.store import open_store
 from services.resources.warehouse import Warehouse
@@ -130,6 +131,7 @@ class Gateway:
             raise
         self.planner = Planner(self.catalog, self.warehouse.dialect)
         self.budget = InformationBudget(self.store, settings)
+        self.revocations = RevocationChecks(self.store, settings.revocation_check_seconds)
         self.window_rows = EncodedRows()
         self._references = SharedMemo(expiring(MAX_REFERENCES, REFERENCE_LIFETIME_SECONDS))  # one per date field
         # A string field's few distinct values (or None: too many), for the near spellings a value-match looks for.
@@ -460,13 +462,13 @@ class Gateway:
                                    f"cannot revoke: {exc}") from None
             expires = claims.binding.expires_at.ToDatetime(dt.UTC).timestamp()
             # An expired grant is refused anyway; its revocation need not be kept.
-            if expires > now and self.store.revoke(claims.grant_id, expires):
+            if expires > now and self.revocations.revoke(claims.grant_id, expires):
                 revoked += 1
         return revoked
 
     def window(self, grant: common_pb2.SignedToken, offset: int, limit: int, column_ids: list[str]) -> Window:
         claims = self._open_grant(grant)
-        if self.store.revoked(claims.grant_id):
+        if self.revocations.revoked(claims.grant_id):
             raise TesseraError(grpc.StatusCode.PERMISSION_DENIED, "GRANT_REVOKED",
                                "this window grant was revoked by the host")
         cap = min(MAX_WINDOW_ROWS, claims.max_window_rows or MAX_WINDOW_ROWS)

@@ -5,15 +5,18 @@ from __future__ import annotations
 import datetime as dt
 import json
 import secrets
+import time
 
 import grpc
 import pytest
 
+from services.resources.planner import OutputColumn
 from shared import tokens
 from shared.certs import load_signing_key, signing_key_path
 from shared.errors import TesseraError
 from tessera.common.v1 import common_pb2
 from tessera.resources.v1 import resources_pb2
+from tests.fixtures.waiting import wait_until
 from tests.resources.conftest import Session, make_gateway
 
 
@@ -124,6 +127,37 @@ def test_every_bad_grant_has_its_own_reason(gateway, pinned, cert_dir, case, rea
     with pytest.raises(TesseraError) as refused:
         gateway.window(token, 0, limit, projection)
     assert (refused.value.code, refused.value.reason) == (code, reason)
+
+
+def test_a_grant_revoked_on_one_replica_stops_reading_on_another_within_the_bound(warehouse, cert_dir, tmp_path):
+    """Two gateways over one store: the one that revokes refuses at once; the other, which was reading with the
+    grant, stops within `revocation_check_seconds` of the revocation."""
+    bound = 0.5
+    a, b = (make_gateway(warehouse, cert_dir, tmp_path, revocation_check_seconds=bound) for _ in range(2))
+    try:
+        columns = [OutputColumn("channel", "Channel", "string", "dimension", "orders.channel")]
+        pinned = a.store.pin("s-revoke", "t-revoke", columns, [["web"], ["store"]], False)
+        token = grant(cert_dir, pinned, columns=("channel",))
+        assert window_values(a.window(token, 0, 2, [])) == [["web"], ["store"]]
+        revoked_at = time.monotonic()
+        assert b.revoke([token]) == 1
+        for replica in (b, a):
+            refused_at = wait_until(lambda replica=replica: _revoked(replica, token), timeout=bound + 10,
+                                    what="the revoked grant refused")
+            assert refused_at - revoked_at < (0.0 if replica is b else bound) + 2.0
+    finally:
+        a.close()
+        b.close()
+
+
+def _revoked(gateway, token) -> float | None:
+    """When the gateway refused the grant as revoked (None: it still reads)."""
+    try:
+        gateway.window(token, 0, 1, [])
+    except TesseraError as refused:
+        assert refused.reason == "GRANT_REVOKED"
+        return time.monotonic()
+    return None
 
 
 def test_value_domain_is_bounded_and_only_for_bounded_values_fields(gateway, session):
