@@ -466,9 +466,17 @@ class Gateway:
                 revoked += 1
         return revoked
 
-    def window(self, grant: common_pb2.SignedToken, offset: int, limit: int, column_ids: list[str]) -> Window:
+    def window(self, grant: common_pb2.SignedToken, offset: int, limit: int, column_ids: list[str],
+               from_memory: bool = False) -> Window | None:
+        """A granted window of a pinned result, or a refusal. With `from_memory` nothing is read or encoded: None
+        when the store would have to be asked (a revocation not known here, a result not held here) or rows
+        encoded, and the caller asks again without it (off the event loop)."""
         claims = self._open_grant(grant)
-        if self.revocations.revoked(claims.grant_id):
+        revocations = self.revocations
+        revoked = revocations.known(claims.grant_id) if from_memory else revocations.revoked(claims.grant_id)
+        if revoked is None:
+            return None
+        if revoked:
             raise TesseraError(grpc.StatusCode.PERMISSION_DENIED, "GRANT_REVOKED",
                                "this window grant was revoked by the host")
         cap = min(MAX_WINDOW_ROWS, claims.max_window_rows or MAX_WINDOW_ROWS)
@@ -478,21 +486,29 @@ class Gateway:
         if claims.HasField("row") and offset != claims.row:  # a grant for one figure reads its one cell
             raise TesseraError(grpc.StatusCode.PERMISSION_DENIED, "WINDOW_OUTSIDE_GRANT",
                                f"this grant reads row {claims.row} only", {"row": str(claims.row)})
-        result = self.store.get(claims.resource_id)
+        result = self.store.remembered(claims.resource_id) if from_memory else self.store.get(claims.resource_id)
         if result is None:
+            if from_memory:
+                return None
             raise TesseraError(grpc.StatusCode.NOT_FOUND, "RESOURCE_NOT_FOUND",
                                f"no pinned result {claims.resource_id}")
         if (claims.version_id, claims.content_hash) != (result.version_id, result.content_hash):
             raise TesseraError(grpc.StatusCode.PERMISSION_DENIED, "GRANT_RESOURCE_MISMATCH",
                                "the grant names another version of this result")
-        granted = list(claims.column_ids)
-        known = {c.id for c in result.columns}
-        projection = list(column_ids) or granted
-        for index, column_id in enumerate(projection):
-            if column_id not in granted or column_id not in known:
-                raise TesseraError(grpc.StatusCode.PERMISSION_DENIED, "COLUMN_NOT_GRANTED",
-                                   f"column {column_id!r} is not granted (at /column_ids/{index})",
-                                   {"column_id": column_id})
-        positions = tuple(next(i for i, c in enumerate(result.columns) if c.id == cid) for cid in projection)
-        return Window(result, [result.columns[i] for i in positions], offset,
-                      self.window_rows.window(result, positions, offset, limit))
+        positions = _projection(claims, result, column_ids)
+        rows = self.window_rows.window(result, positions, offset, limit, encode=not from_memory)
+        return None if rows is None else Window(result, [result.columns[i] for i in positions], offset, rows)
+
+
+def _projection(claims: common_pb2.WindowGrantClaims, result: PinnedResult, column_ids: list[str]) -> tuple[int, ...]:
+    """The positions in `result` of the columns asked (all granted ones when none are named); each must be granted
+    and in the result."""
+    granted = list(claims.column_ids)
+    known = {c.id for c in result.columns}
+    projection = list(column_ids) or granted
+    for index, column_id in enumerate(projection):
+        if column_id not in granted or column_id not in known:
+            raise TesseraError(grpc.StatusCode.PERMISSION_DENIED, "COLUMN_NOT_GRANTED",
+                               f"column {column_id!r} is not granted (at /column_ids/{index})",
+                               {"column_id": column_id})
+    return tuple(next(i for i, c in enumerate(result.columns) if c.id == cid) for cid in projection)

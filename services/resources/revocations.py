@@ -34,10 +34,9 @@ class RevocationChecks:
         self._revoked = SharedMemo(bounded_lru(MAX_REMEMBERED))
 
     def revoked(self, grant_id: str) -> bool:
-        if grant_id in self._revoked:
-            return True
-        if self._check_seconds > 0 and grant_id in self._not_revoked:
-            return False
+        known = self.known(grant_id)
+        if known is not None:
+            return known
         asked_at = self._clock()
         if self._store.revoked(grant_id):
             self._revoked.put(grant_id, True)
@@ -45,6 +44,14 @@ class RevocationChecks:
         if self._check_seconds > 0:
             self._not_revoked.put(grant_id, asked_at)
         return False
+
+    def known(self, grant_id: str) -> bool | None:
+        """revoked() when this replica can say without asking the store; None when it would have to ask."""
+        if grant_id in self._revoked:
+            return True
+        if self._check_seconds > 0 and grant_id in self._not_revoked:
+            return False
+        return None
 
     def revoke(self, grant_id: str, expires_at: float) -> bool:
         """Record the revocation in the store (for every replica) and here; False when it was revoked already."""

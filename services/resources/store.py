@@ -3,8 +3,8 @@
 Replicas share it (PostgreSQL in production), so a result pinned on one replica
 is served by another, a turn's and a session's budgets (probes, analyses) and the
 variants of a draft shape a session asked are counted atomically across all of them,
-a refused analysis is audited once, and a revocation holds everywhere. Its schema is
-Alembic's (migrations/).
+a refused analysis is audited once, and a revocation holds everywhere (each replica
+asks again within a bound: revocations.py). Its schema is Alembic's (migrations/).
 """
 
 from __future__ import annotations
@@ -158,6 +158,10 @@ class ResourceStore:
                               json.loads(zlib.decompress(row.rows_blob)), row.truncated)
         self._remember(result)
         return result
+
+    def remembered(self, resource_id: str) -> PinnedResult | None:
+        """The result when this replica holds it in memory; None when only the database could say."""
+        return self._cache.get(resource_id)
 
     def _remember(self, result: PinnedResult) -> None:
         self._cache.put(result.resource_id, result)

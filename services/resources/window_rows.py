@@ -88,15 +88,19 @@ class EncodedRows:
         self._max_bytes = max_bytes
         self._blocks = SharedMemo(sized_lru(max_bytes, _Block.weight))
 
-    def window(self, result: PinnedResult, positions: tuple[int, ...], offset: int, limit: int) -> bytes:
+    def window(self, result: PinnedResult, positions: tuple[int, ...], offset: int, limit: int,
+               encode: bool = True) -> bytes | None:
         """The encoded rows offset .. offset + limit - 1 (fewer past the end) of `result`, cells in the order of
-        the column `positions`."""
+        the column `positions`; without `encode`, None when a block they need is not kept."""
         end = min(offset + limit, len(result.rows))
         if offset >= end:  # past the end: no rows
             return b""
         pieces = []
         for index in range(offset // BLOCK_ROWS, -(-end // BLOCK_ROWS)):
-            block = self._block(result, positions, index)
+            block = self._block(result, positions, index) if encode else self._blocks.get(
+                (result.resource_id, positions, index))
+            if block is None:
+                return None
             base = index * BLOCK_ROWS
             pieces.append(block.rows(max(offset - base, 0), min(end - base, len(block.starts) - 1)))
         return b"".join(pieces)

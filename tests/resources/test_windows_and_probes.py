@@ -129,6 +129,36 @@ def test_every_bad_grant_has_its_own_reason(gateway, pinned, cert_dir, case, rea
     assert (refused.value.code, refused.value.reason) == (code, reason)
 
 
+def test_a_window_is_served_from_memory_only_once_everything_it_needs_is_held(warehouse, cert_dir, tmp_path):
+    """from_memory (the servicer's try on the event loop) reads nothing: None until the grant's revocation answer,
+    the result and the projection's rows are held here; then the same window as the full path, and refusals alike."""
+    a, b = (make_gateway(warehouse, cert_dir, tmp_path) for _ in range(2))
+    try:
+        columns = [OutputColumn("channel", "Channel", "string", "dimension", "orders.channel"),
+                   OutputColumn("units", "Units", "integer", "measure", "order_items.units")]
+        pinned = a.store.pin("s-memory", "t-memory", columns, [["web", 3], ["store", None]], False)
+        token = grant(cert_dir, pinned, columns=("channel", "units"))
+        assert a.window(token, 0, 2, [], from_memory=True) is None  # revocation not asked yet
+        full = a.window(token, 0, 2, [])
+        assert a.window(token, 0, 2, [], from_memory=True) == full
+        assert window_values(full) == [["web", 3], ["store", None]]
+        assert a.window(token, 0, 2, ["units"], from_memory=True) is None  # that projection's rows: not encoded yet
+        assert window_values(a.window(token, 0, 2, ["units"])) == [[3], [None]]
+        assert b.window(token, 0, 2, [], from_memory=True) is None  # pinned on a: b must read it
+        assert b.window(token, 0, 2, []) == full
+        assert b.window(token, 0, 2, [], from_memory=True) == full
+        with pytest.raises(TesseraError) as refused:
+            a.window(token, 0, 3, ["status"], from_memory=True)
+        assert refused.value.reason == "COLUMN_NOT_GRANTED"
+        a.revoke([token])
+        with pytest.raises(TesseraError) as refused:
+            a.window(token, 0, 2, [], from_memory=True)
+        assert refused.value.reason == "GRANT_REVOKED"
+    finally:
+        a.close()
+        b.close()
+
+
 def test_a_grant_revoked_on_one_replica_stops_reading_on_another_within_the_bound(warehouse, cert_dir, tmp_path):
     """Two gateways over one store: the one that revokes refuses at once; the other, which was reading with the
     grant, stops within `revocation_check_seconds` of the revocation."""
