@@ -1,6 +1,7 @@
 """Bounded in-memory caches, all under one eviction policy (built on cachetools).
 
-Policy. A cache holds at most `maxsize` entries and, when full, drops the least recently used one:
+Policy. A cache holds at most `maxsize` entries (`sized_lru`: values of at most `maxsize` bytes in all)
+and, when full, drops the least recently used one:
 a read refreshes an entry, so what is in use stays and what was used once goes first. An entry that
 can go stale also expires, after a fixed time (`expiring`) or at a time of its own (`expiring_each`,
 e.g. a signed token's expiry); an expired entry is never returned, and expired entries are dropped
@@ -26,6 +27,12 @@ from cachetools import LRUCache, TLRUCache, TTLCache
 def bounded_lru(maxsize: int) -> LRUCache:
     """At most `maxsize` entries; the least recently used goes first."""
     return LRUCache(maxsize=maxsize)
+
+
+def sized_lru(max_bytes: int, size_of: Callable[[object], int]) -> LRUCache:
+    """bounded_lru by what its values weigh (`size_of(value)`, in bytes) rather than by their number; a value
+    heavier than `max_bytes` cannot be stored (storing it raises ValueError)."""
+    return LRUCache(maxsize=max_bytes, getsizeof=size_of)
 
 
 def expiring(maxsize: int, ttl: float, timer: Callable[[], float] = time.monotonic) -> TTLCache:

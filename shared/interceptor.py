@@ -3,7 +3,8 @@
 Per call, in one wrapper: the contract-declared caller check (before any
 servicer code runs), correlation ids, error mapping (`TesseraError` →
 status + ErrorInfo; anything unexpected → INTERNAL without leaking its
-text) and an access log line.
+text) and an access log line. A unary reply may come already serialised
+(shared/encoded_replies.py): it is sent as it is.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import grpc
 from google.protobuf.descriptor import ServiceDescriptor
 
 from shared.authz import EXEMPT_PREFIXES, CallerTable, DirectIssuer, check_caller
+from shared.encoded_replies import accepting_encoded
 from shared.errors import TesseraError, status_of
 from shared.identity import principal_for_spiffe
 from shared.logs import add_correlation, end_correlation, log_rpc
@@ -175,7 +177,7 @@ def _wrap(handler: grpc.RpcMethodHandler, method: str, table: CallerTable,
         inner = getattr(handler, attribute)
         if inner is not None:
             return make(guard(inner), request_deserializer=handler.request_deserializer,
-                        response_serializer=handler.response_serializer)
+                        response_serializer=accepting_encoded(handler.response_serializer))
     raise RuntimeError(f"handler for {method} has no behaviour")
 
 

@@ -43,6 +43,10 @@ class ResourcesSettings(ServiceSettings):
     host_verify_key: Path | None = None
     capability_secret: Path | None = None
     query_workers: int = Field(default=4, ge=1, le=32)
+    # How long a replica relies on the store's "not revoked" for a window grant (seconds): a grant revoked on any
+    # replica stops reading windows on every replica within this (on the revoking one at once). 0: the store is
+    # asked on every window.
+    revocation_check_seconds: float = Field(default=2.0, ge=0, le=30)
 
     @model_validator(mode="after")
     def _defaults(self) -> ResourcesSettings:

@@ -26,12 +26,14 @@ from services.resources.config import MAX_WINDOW_ROWS, ResourcesSettings
 from services.resources.draft import Draft, RelativePeriod, build_draft, parse_draft, with_periods
 from services.resources.information_budget import InformationBudget
 from services.resources.interpretation import Coverage, interpret
-from services.resources.planner import Plan, Planner, coverage_draft
+from services.resources.planner import OutputColumn, Plan, Planner, coverage_draft
 from services.resources.ports import ResourceStorage
 from services.resources.results import PinnedResult, normalize_rows
+from services.resources.revocations import RevocationChecks
 from services.resources.semantic_model import SemanticModelError, load_semantic_model
 from services.resources.store import open_store
 from services.resources.warehouse import Warehouse
+from services.resources.window_rows import EncodedRows
 from shared import tokens
 from shared.caches import SharedMemo, expiring
 from shared.certs import load_secret, load_signing_key, load_verify_key
@@ -80,6 +82,17 @@ def _moment(value, value_type: str) -> periods.Moment | None:
     return value if isinstance(value, dt.datetime) else dt.datetime.combine(value, dt.time())
 
 
+@dataclass(frozen=True)
+class Window:
+    """A granted window: the result, its projected columns, and the window's rows in their wire form
+    (window_rows.py)."""
+
+    result: PinnedResult
+    columns: list[OutputColumn]
+    offset: int
+    encoded_rows: bytes
+
+
 @dataclass
 class Analysis:
     result: PinnedResult
@@ -118,6 +131,8 @@ class Gateway:
             raise
         self.planner = Planner(self.catalog, self.warehouse.dialect)
         self.budget = InformationBudget(self.store, settings)
+        self.revocations = RevocationChecks(self.store, settings.revocation_check_seconds)
+        self.window_rows = EncodedRows()
         self._references = SharedMemo(expiring(MAX_REFERENCES, REFERENCE_LIFETIME_SECONDS))  # one per date field
         # A string field's few distinct values (or None: too many), for the near spellings a value-match looks for.
         self._spellings = SharedMemo(expiring(MAX_SPELLING_FIELDS, SPELLINGS_LIFETIME_SECONDS))
@@ -447,13 +462,21 @@ class Gateway:
                                    f"cannot revoke: {exc}") from None
             expires = claims.binding.expires_at.ToDatetime(dt.UTC).timestamp()
             # An expired grant is refused anyway; its revocation need not be kept.
-            if expires > now and self.store.revoke(claims.grant_id, expires):
+            if expires > now and self.revocations.revoke(claims.grant_id, expires):
                 revoked += 1
         return revoked
 
-    def window(self, grant: common_pb2.SignedToken, offset: int, limit: int, column_ids: list[str]):
+    def window(self, grant: common_pb2.SignedToken, offset: int, limit: int, column_ids: list[str],
+               from_memory: bool = False) -> Window | None:
+        """A granted window of a pinned result, or a refusal. With `from_memory` nothing is read or encoded: None
+        when the store would have to be asked (a revocation not known here, a result not held here) or rows
+        encoded, and the caller asks again without it (off the event loop)."""
         claims = self._open_grant(grant)
-        if self.store.revoked(claims.grant_id):
+        revocations = self.revocations
+        revoked = revocations.known(claims.grant_id) if from_memory else revocations.revoked(claims.grant_id)
+        if revoked is None:
+            return None
+        if revoked:
             raise TesseraError(grpc.StatusCode.PERMISSION_DENIED, "GRANT_REVOKED",
                                "this window grant was revoked by the host")
         cap = min(MAX_WINDOW_ROWS, claims.max_window_rows or MAX_WINDOW_ROWS)
@@ -463,22 +486,29 @@ class Gateway:
         if claims.HasField("row") and offset != claims.row:  # a grant for one figure reads its one cell
             raise TesseraError(grpc.StatusCode.PERMISSION_DENIED, "WINDOW_OUTSIDE_GRANT",
                                f"this grant reads row {claims.row} only", {"row": str(claims.row)})
-        result = self.store.get(claims.resource_id)
+        result = self.store.remembered(claims.resource_id) if from_memory else self.store.get(claims.resource_id)
         if result is None:
+            if from_memory:
+                return None
             raise TesseraError(grpc.StatusCode.NOT_FOUND, "RESOURCE_NOT_FOUND",
                                f"no pinned result {claims.resource_id}")
         if (claims.version_id, claims.content_hash) != (result.version_id, result.content_hash):
             raise TesseraError(grpc.StatusCode.PERMISSION_DENIED, "GRANT_RESOURCE_MISMATCH",
                                "the grant names another version of this result")
-        granted = list(claims.column_ids)
-        known = {c.id for c in result.columns}
-        projection = list(column_ids) or granted
-        for index, column_id in enumerate(projection):
-            if column_id not in granted or column_id not in known:
-                raise TesseraError(grpc.StatusCode.PERMISSION_DENIED, "COLUMN_NOT_GRANTED",
-                                   f"column {column_id!r} is not granted (at /column_ids/{index})",
-                                   {"column_id": column_id})
-        positions = [next(i for i, c in enumerate(result.columns) if c.id == cid) for cid in projection]
-        rows = [[row[i] for i in positions] for row in result.rows[offset:offset + limit]]
-        columns = [result.columns[i] for i in positions]
-        return result, columns, rows
+        positions = _projection(claims, result, column_ids)
+        rows = self.window_rows.window(result, positions, offset, limit, encode=not from_memory)
+        return None if rows is None else Window(result, [result.columns[i] for i in positions], offset, rows)
+
+
+def _projection(claims: common_pb2.WindowGrantClaims, result: PinnedResult, column_ids: list[str]) -> tuple[int, ...]:
+    """The positions in `result` of the columns asked (all granted ones when none are named); each must be granted
+    and in the result."""
+    granted = list(claims.column_ids)
+    known = {c.id for c in result.columns}
+    projection = list(column_ids) or granted
+    for index, column_id in enumerate(projection):
+        if column_id not in granted or column_id not in known:
+            raise TesseraError(grpc.StatusCode.PERMISSION_DENIED, "COLUMN_NOT_GRANTED",
+                               f"column {column_id!r} is not granted (at /column_ids/{index})",
+                               {"column_id": column_id})
+    return tuple(next(i for i, c in enumerate(result.columns) if c.id == cid) for cid in projection)

@@ -15,6 +15,7 @@ class PinnedResults(Protocol):
     def pin(self, session_id: str, turn_id: str, columns: list[OutputColumn], rows: list[list],
             truncated: bool) -> PinnedResult: ...
     def get(self, resource_id: str) -> PinnedResult | None: ...
+    def remembered(self, resource_id: str) -> PinnedResult | None: ...  # get() when it needs no read (else None)
 
 
 class TurnBudgets(Protocol):

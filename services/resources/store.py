@@ -3,8 +3,8 @@
 Replicas share it (PostgreSQL in production), so a result pinned on one replica
 is served by another, a turn's and a session's budgets (probes, analyses) and the
 variants of a draft shape a session asked are counted atomically across all of them,
-a refused analysis is audited once, and a revocation holds everywhere. Its schema is
-Alembic's (migrations/).
+a refused analysis is audited once, and a revocation holds everywhere (each replica
+asks again within a bound: revocations.py). Its schema is Alembic's (migrations/).
 """
 
 from __future__ import annotations
@@ -109,6 +109,9 @@ class ResourceStore:
                  session_lifetime: float = SESSION_LIFETIME_SECONDS) -> None:
         self.engine = engine
         self.writer = engine.execution_options(**{db.WRITE: True})  # on SQLite: BEGIN IMMEDIATE
+        # A pinned result can be computed again, so its commit waits for no fsync of its own on SQLite (WAL): kept
+        # through a crash of the process, and through a power loss once a later synced write or a checkpoint ran.
+        self.pinner = engine.execution_options(**{db.WRITE: True, db.DEFERRED_SYNC: True})
         # A store that does not answer is a retryable refusal (DATABASE_UNAVAILABLE), said once per outage.
         self.outage = db.Outage("result store")
         self.budget_lifetime = budget_lifetime
@@ -133,7 +136,7 @@ class ResourceStore:
         digest = content_hash(columns, rows, rows_json)
         result = PinnedResult(f"res_{secrets.token_hex(10)}", f"v1-{digest[:16]}", digest, session_id, turn_id,
                               columns, rows, truncated)
-        with self.outage.guard(), self.writer.begin() as connection:
+        with self.outage.guard(), self.pinner.begin() as connection:
             connection.execute(PINNED.insert().values(
                 resource_id=result.resource_id, version_id=result.version_id, content_hash=digest,
                 session_id=session_id, turn_id=turn_id, columns_json=json.dumps([c.__dict__ for c in columns]),
@@ -155,6 +158,10 @@ class ResourceStore:
                               json.loads(zlib.decompress(row.rows_blob)), row.truncated)
         self._remember(result)
         return result
+
+    def remembered(self, resource_id: str) -> PinnedResult | None:
+        """The result when this replica holds it in memory; None when only the database could say."""
+        return self._cache.get(resource_id)
 
     def _remember(self, result: PinnedResult) -> None:
         self._cache.put(result.resource_id, result)

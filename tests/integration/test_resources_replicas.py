@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
@@ -13,6 +14,7 @@ import pytest
 import sqlalchemy as sa
 
 from cli.launcher import ServiceSet, check_health, cli_credentials, stop_together
+from services.resources.config import ResourcesSettings
 from shared.channels import sync_channel
 from shared.contracts import invoke
 from shared.errors import error_details
@@ -24,6 +26,7 @@ from tests.integration.test_resources_rpc import _find, _grant
 from tests.integration.test_startup_errors import assert_one_line_error
 from tests.resources.store_outage import allow_connections
 
+REVOCATION_BOUND = ResourcesSettings.model_fields["revocation_check_seconds"].default
 WAIT_SECONDS = 60.0  # readiness is re-checked every 5 s; a loaded machine may take a few rounds
 
 
@@ -103,10 +106,25 @@ def test_a_window_granted_for_a_result_pinned_on_a_is_served_by_b(call, cert_dir
     assert [r.cells[0].string_value for r in on_b.rows] == ["marketplace", "phone", "store", "web"]
     assert on_b == on_a and on_b.total_rows == analysis.descriptor.row_count == 4
 
-    # A revocation sent to b holds on a as well.
+    # A revocation sent to b holds on b at once, and on a (which read with the grant) within the bound.
+    revoked_at = time.monotonic()
     assert call("b", "host", "RevokeGrants", resources_pb2.RevokeGrantsRequest(grants=[grant])).revoked == 1
-    refused = _refusal(call, "a", "host", "ResolveWindow", request)
-    assert refused == (grpc.StatusCode.PERMISSION_DENIED, "GRANT_REVOKED")
+    assert _refusal(call, "b", "host", "ResolveWindow", request) == (grpc.StatusCode.PERMISSION_DENIED,
+                                                                       "GRANT_REVOKED")
+    wait_until(lambda: _window_refused(call, "a", request), timeout=REVOCATION_BOUND + 30,
+               what="replica a refusing the grant revoked on b")
+    assert time.monotonic() - revoked_at < REVOCATION_BOUND + 5  # the bound, and a loaded machine's slack
+
+
+def _window_refused(call, replica: str, request) -> bool:
+    """True once the replica refuses the window as revoked; False while it still serves it."""
+    try:
+        call(replica, "host", "ResolveWindow", request)
+    except grpc.RpcError as refused:
+        details = error_details(refused)
+        assert (details.code, details.reason) == (grpc.StatusCode.PERMISSION_DENIED, "GRANT_REVOKED")
+        return True
+    return False
 
 
 def test_the_probe_budget_is_shared_by_both_replicas(call):

@@ -10,6 +10,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from shared import runtime
 from shared.channels import aio_channel
+from shared.encoded_replies import EncodedReply
 from shared.errors import TesseraError, error_details
 from shared.runtime import registration_for, start_server
 from tessera.compiler.v1 import compiler_pb2, compiler_pb2_grpc
@@ -167,6 +168,41 @@ def test_the_health_only_port_answers_health_in_plaintext_and_nothing_else(crede
     refused, no_tls = asyncio.run(scenario())
     assert set(refused.values()) == {grpc.StatusCode.UNIMPLEMENTED}
     assert no_tls == grpc.StatusCode.UNAVAILABLE
+
+
+class _PreEncoding(compiler_pb2_grpc.CompilerServiceServicer):
+    """GetInfo answers with bytes it serialised itself; Compile with a message, or a refusal."""
+
+    async def GetInfo(self, request, context):
+        return EncodedReply(compiler_pb2.GetInfoResponse(catalog_ids=["pre-encoded"]).SerializeToString())
+
+    async def Compile(self, request, context):
+        if request.proposal_json == "refuse":
+            raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "PROPOSAL_INVALID", "bad proposal")
+        return compiler_pb2.CompileResponse(content_hash="a message")
+
+
+def test_a_reply_serialised_by_its_servicer_is_sent_as_it_is_and_logged_like_any(credentials, caplog):
+    async def scenario():
+        running = await start_server(credentials("compiler"), [registration_for("compiler", _PreEncoding())])
+        try:
+            async with aio_channel(f"127.0.0.1:{running.port}", credentials("cli"), "compiler") as as_cli, \
+                    aio_channel(f"127.0.0.1:{running.port}", credentials("host"), "compiler") as as_host:
+                encoded = await _call(as_cli, GET_INFO)
+                message = await _call(as_host, COMPILE, compiler_pb2.CompileRequest(proposal_json="fine"))
+                with pytest.raises(grpc.aio.AioRpcError) as refused:
+                    await _call(as_host, COMPILE, compiler_pb2.CompileRequest(proposal_json="refuse"))
+        finally:
+            await running.stop(0)
+        return encoded, message, error_details(refused.value)
+
+    with caplog.at_level("INFO", logger="tessera.rpc"):
+        encoded, message, refused = asyncio.run(scenario())
+    assert list(compiler_pb2.GetInfoResponse.FromString(encoded).catalog_ids) == ["pre-encoded"]
+    assert compiler_pb2.CompileResponse.FromString(message).content_hash == "a message"
+    assert (refused.code, refused.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "PROPOSAL_INVALID")
+    lines = [(r.fields["method"], r.fields["code"]) for r in caplog.records if r.getMessage() == "rpc"]
+    assert lines == [(GET_INFO, "OK"), (COMPILE, "OK"), (COMPILE, "INVALID_ARGUMENT")]
 
 
 class _Restarting(host_pb2_grpc.HostServiceServicer):

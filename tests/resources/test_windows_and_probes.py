@@ -5,14 +5,18 @@ from __future__ import annotations
 import datetime as dt
 import json
 import secrets
+import time
 
 import grpc
 import pytest
 
+from services.resources.planner import OutputColumn
 from shared import tokens
 from shared.certs import load_signing_key, signing_key_path
 from shared.errors import TesseraError
 from tessera.common.v1 import common_pb2
+from tessera.resources.v1 import resources_pb2
+from tests.fixtures.waiting import wait_until
 from tests.resources.conftest import Session, make_gateway
 
 
@@ -43,22 +47,36 @@ def grant(cert_dir, result, *, columns=("when", "channel"), audience="resources"
     return tokens.sign(key, tokens.PURPOSE_WINDOW_GRANT, claims)
 
 
+def window_values(window) -> list[list]:
+    """A window's rows as plain values, read back from their wire form."""
+    return [[cell_value(cell) for cell in row.cells]
+            for row in resources_pb2.ResolveWindowResponse.FromString(window.encoded_rows).rows]
+
+
+def cell_value(cell):
+    kind = cell.WhichOneof("value")
+    if kind == "null_value":
+        return None
+    if kind == "timestamp_value":
+        return cell.timestamp_value.ToDatetime().isoformat(timespec="seconds")
+    return getattr(cell, kind)
+
+
 def test_windows_page_through_the_pinned_rows(gateway, pinned, cert_dir):
     token = grant(cert_dir, pinned)
-    _, columns, first = gateway.window(token, 0, 100, [])
-    assert [c.id for c in columns] == ["when", "channel"]
-    assert first == [row[:2] for row in pinned.rows[:100]]
-    _, columns, page = gateway.window(token, 100, 50, ["channel"])
-    assert [c.id for c in columns] == ["channel"] and page == [[row[1]] for row in pinned.rows[100:150]]
-    _, _, past_end = gateway.window(token, len(pinned.rows) + 10, 10, [])
-    assert past_end == []
+    first = gateway.window(token, 0, 100, [])
+    assert [c.id for c in first.columns] == ["when", "channel"]
+    assert window_values(first) == [row[:2] for row in pinned.rows[:100]]
+    page = gateway.window(token, 100, 50, ["channel"])
+    assert [c.id for c in page.columns] == ["channel"] and window_values(page) == [[row[1]] for row in
+                                                                                    pinned.rows[100:150]]
+    assert window_values(gateway.window(token, len(pinned.rows) + 10, 10, [])) == []
 
 
 def test_a_grant_for_one_cell_reads_that_row_only(gateway, pinned, cert_dir):
     """A figure's grant (FigureText, Metric) names its row: any other row is refused, not served."""
     token = grant(cert_dir, pinned, columns=("channel",), max_rows=1, row=7)
-    _, _, cell = gateway.window(token, 7, 1, [])
-    assert cell == [[pinned.rows[7][1]]]
+    assert window_values(gateway.window(token, 7, 1, [])) == [[pinned.rows[7][1]]]
     for offset, limit, code, reason in ((8, 1, grpc.StatusCode.PERMISSION_DENIED, "WINDOW_OUTSIDE_GRANT"),
                                         (0, 1, grpc.StatusCode.PERMISSION_DENIED, "WINDOW_OUTSIDE_GRANT"),
                                         (7, 2, grpc.StatusCode.INVALID_ARGUMENT, "WINDOW_TOO_LARGE")):
@@ -109,6 +127,67 @@ def test_every_bad_grant_has_its_own_reason(gateway, pinned, cert_dir, case, rea
     with pytest.raises(TesseraError) as refused:
         gateway.window(token, 0, limit, projection)
     assert (refused.value.code, refused.value.reason) == (code, reason)
+
+
+def test_a_window_is_served_from_memory_only_once_everything_it_needs_is_held(warehouse, cert_dir, tmp_path):
+    """from_memory (the servicer's try on the event loop) reads nothing: None until the grant's revocation answer,
+    the result and the projection's rows are held here; then the same window as the full path, and refusals alike."""
+    a, b = (make_gateway(warehouse, cert_dir, tmp_path) for _ in range(2))
+    try:
+        columns = [OutputColumn("channel", "Channel", "string", "dimension", "orders.channel"),
+                   OutputColumn("units", "Units", "integer", "measure", "order_items.units")]
+        pinned = a.store.pin("s-memory", "t-memory", columns, [["web", 3], ["store", None]], False)
+        token = grant(cert_dir, pinned, columns=("channel", "units"))
+        assert a.window(token, 0, 2, [], from_memory=True) is None  # revocation not asked yet
+        full = a.window(token, 0, 2, [])
+        assert a.window(token, 0, 2, [], from_memory=True) == full
+        assert window_values(full) == [["web", 3], ["store", None]]
+        assert a.window(token, 0, 2, ["units"], from_memory=True) is None  # that projection's rows: not encoded yet
+        assert window_values(a.window(token, 0, 2, ["units"])) == [[3], [None]]
+        assert b.window(token, 0, 2, [], from_memory=True) is None  # pinned on a: b must read it
+        assert b.window(token, 0, 2, []) == full
+        assert b.window(token, 0, 2, [], from_memory=True) == full
+        with pytest.raises(TesseraError) as refused:
+            a.window(token, 0, 3, ["status"], from_memory=True)
+        assert refused.value.reason == "COLUMN_NOT_GRANTED"
+        a.revoke([token])
+        with pytest.raises(TesseraError) as refused:
+            a.window(token, 0, 2, [], from_memory=True)
+        assert refused.value.reason == "GRANT_REVOKED"
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_grant_revoked_on_one_replica_stops_reading_on_another_within_the_bound(warehouse, cert_dir, tmp_path):
+    """Two gateways over one store: the one that revokes refuses at once; the other, which was reading with the
+    grant, stops within `revocation_check_seconds` of the revocation."""
+    bound = 0.5
+    a, b = (make_gateway(warehouse, cert_dir, tmp_path, revocation_check_seconds=bound) for _ in range(2))
+    try:
+        columns = [OutputColumn("channel", "Channel", "string", "dimension", "orders.channel")]
+        pinned = a.store.pin("s-revoke", "t-revoke", columns, [["web"], ["store"]], False)
+        token = grant(cert_dir, pinned, columns=("channel",))
+        assert window_values(a.window(token, 0, 2, [])) == [["web"], ["store"]]
+        revoked_at = time.monotonic()
+        assert b.revoke([token]) == 1
+        for replica in (b, a):
+            refused_at = wait_until(lambda replica=replica: _revoked(replica, token), timeout=bound + 10,
+                                    what="the revoked grant refused")
+            assert refused_at - revoked_at < (0.0 if replica is b else bound) + 2.0
+    finally:
+        a.close()
+        b.close()
+
+
+def _revoked(gateway, token) -> float | None:
+    """When the gateway refused the grant as revoked (None: it still reads)."""
+    try:
+        gateway.window(token, 0, 1, [])
+    except TesseraError as refused:
+        assert refused.reason == "GRANT_REVOKED"
+        return time.monotonic()
+    return None
 
 
 def test_value_domain_is_bounded_and_only_for_bounded_values_fields(gateway, session):
