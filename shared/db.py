@@ -29,11 +29,6 @@ logger = logging.getLogger("tessera.db")
 
 # Execution option of connections that write: on SQLite they BEGIN IMMEDIATE.
 WRITE = "tessera_write"
-# With WRITE, for data that can be computed again: on SQLite (WAL) the commit is not synced to disk itself
-# (synchronous=NORMAL for that transaction); it is durable against a crash of the process at once, and against a
-# power loss or an OS crash once the next synced commit or checkpoint has run. Every other write stays synced
-# (FULL). No effect on PostgreSQL.
-DEFERRED_SYNC = "tessera_deferred_sync"
 
 # The one reason every service gives when its own database does not answer (UNAVAILABLE, retryable).
 DATABASE_UNAVAILABLE = "DATABASE_UNAVAILABLE"
@@ -83,9 +78,7 @@ def engine_for(url: str, statement_timeout: float = STATEMENT_TIMEOUT_SECONDS) -
         def _begin(connection):
             # Writers queue at BEGIN instead of failing on a lock upgrade mid-transaction;
             # readers run without a transaction and never hold the write lock.
-            options = connection.get_execution_options()
-            if options.get(WRITE):
-                _synchronous(connection, "NORMAL" if options.get(DEFERRED_SYNC) else "FULL")
+            if connection.get_execution_options().get(WRITE):
                 connection.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
@@ -101,14 +94,6 @@ def engine_for(url: str, statement_timeout: float = STATEMENT_TIMEOUT_SECONDS) -
     sa.event.listen(engine, "checkout", _check_idle_connection)
     FrozenStatements.watch(engine, statement_timeout + FROZEN_GRACE_SECONDS)
     return engine
-
-
-def _synchronous(connection: sa.Connection, level: str) -> None:
-    """Set SQLite's sync level for the transaction about to begin, when the connection is not at it already (a
-    connection that never deferred a sync is at SQLite's default, FULL, and is never told)."""
-    if connection.info.get("synchronous", "FULL") != level:
-        connection.exec_driver_sql(f"PRAGMA synchronous={level}")
-        connection.info["synchronous"] = level
 
 
 def _postgres_settings(url: sa.URL, statement_timeout: float) -> dict:

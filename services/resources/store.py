@@ -109,9 +109,6 @@ class ResourceStore:
                  session_lifetime: float = SESSION_LIFETIME_SECONDS) -> None:
         self.engine = engine
         self.writer = engine.execution_options(**{db.WRITE: True})  # on SQLite: BEGIN IMMEDIATE
-        # A pinned result can be computed again, so its commit waits for no fsync of its own on SQLite (WAL): kept
-        # through a crash of the process, and through a power loss once a later synced write or a checkpoint ran.
-        self.pinner = engine.execution_options(**{db.WRITE: True, db.DEFERRED_SYNC: True})
         # A store that does not answer is a retryable refusal (DATABASE_UNAVAILABLE), said once per outage.
         self.outage = db.Outage("result store")
         self.budget_lifetime = budget_lifetime
@@ -136,7 +133,7 @@ class ResourceStore:
         digest = content_hash(columns, rows, rows_json)
         result = PinnedResult(f"res_{secrets.token_hex(10)}", f"v1-{digest[:16]}", digest, session_id, turn_id,
                               columns, rows, truncated)
-        with self.outage.guard(), self.pinner.begin() as connection:
+        with self.outage.guard(), self.writer.begin() as connection:
             connection.execute(PINNED.insert().values(
                 resource_id=result.resource_id, version_id=result.version_id, content_hash=digest,
                 session_id=session_id, turn_id=turn_id, columns_json=json.dumps([c.__dict__ for c in columns]),

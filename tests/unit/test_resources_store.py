@@ -218,32 +218,3 @@ def test_a_store_url_of_another_kind_is_a_clear_startup_error(url, says):
     with pytest.raises(StoreUnavailable, match=says) as refused:
         open_store(url, DAY)
     assert not refused.value.unreachable
-
-
-def test_on_sqlite_a_pinned_result_waits_for_no_fsync_and_every_other_write_does(tmp_path):
-    """A pin commits with synchronous=NORMAL (WAL: durable against a process crash; synced by the next synced commit
-    or checkpoint); revocations and budgets stay FULL, each commit synced."""
-    store = open_store(f"sqlite:///{tmp_path / 'results.sqlite'}", DAY)
-    levels: dict[str, int] = {}
-
-    def level_at_write(conn, cursor, statement, parameters, context, executemany):
-        if statement.startswith("INSERT INTO"):
-            table = statement.split()[2]
-            levels[table] = conn.exec_driver_sql("PRAGMA synchronous").scalar()
-
-    sa.event.listen(store.engine, "after_cursor_execute", level_at_write)
-    try:
-        for _ in range(2):  # each write says its own level, whichever came before it on the connection
-            pinned = store.pin("s1", "t1", COLUMNS, [["web"]], truncated=False)
-            store.revoke(f"grant-{pinned.resource_id}", time.time() + 600)
-            store.spend("probe", "s1", pinned.resource_id, 2)
-            assert levels == {"pinned_results": 1, "revoked_grants": 2, "turn_budgets": 2}
-            levels.clear()
-    finally:
-        sa.event.remove(store.engine, "after_cursor_execute", level_at_write)
-        store.close()
-    reopened = open_store(f"sqlite:///{tmp_path / 'results.sqlite'}", DAY)
-    try:
-        assert reopened.get(pinned.resource_id).rows == [["web"]]
-    finally:
-        reopened.close()
