@@ -91,7 +91,7 @@ def engine_for(url: str, statement_timeout: float = STATEMENT_TIMEOUT_SECONDS) -
     engine = sa.create_engine(parsed, connect_args=_postgres_settings(parsed, statement_timeout))
     # Instead of pool_pre_ping (a round trip per checkout): a pooled connection the server closed,
     # terminated or restarted under has something to read (its FATAL message, EOF) while it sits idle.
-    sa.event.listen(engine, "checkout", _check_idle_connection)
+    sa.event.listen(engine, "checkout", check_idle_connection)
     FrozenStatements.watch(engine, statement_timeout + FROZEN_GRACE_SECONDS)
     return engine
 
@@ -211,7 +211,7 @@ def reads(engine: sa.Engine) -> sa.Engine:
     return engine.execution_options(isolation_level="AUTOCOMMIT")
 
 
-def _check_idle_connection(dbapi_connection, _record, _proxy) -> None:
+def check_idle_connection(dbapi_connection, _record, _proxy) -> None:
     """A pooled PostgreSQL connection is usable unless it is closed or its socket has something to read:
     an idle connection gets nothing unasked but the server's last words (FATAL on shutdown, termination or
     an idle timeout) or EOF. Such a connection is replaced, like a failed pre-ping, and so are the others

@@ -76,3 +76,20 @@ def test_reads_run_outside_a_transaction_and_writes_inside_one(engine):
         held = connection.execute(sa.text(
             "SELECT xact_start = query_start FROM pg_stat_activity WHERE pid = pg_backend_pid()")).scalar()
     assert not held  # a transaction spans both statements
+
+
+def test_a_warehouse_connection_the_server_ended_is_replaced_without_a_pre_ping(engine):
+    """The warehouse's read-only engine finds a dead pooled connection the same way, with no round trip per
+    analysis: the next query runs on a fresh connection and the caller sees no error."""
+    from services.resources.warehouse import Warehouse
+
+    warehouse = Warehouse(engine.url.render_as_string(hide_password=False), statement_timeout_seconds=30)
+    try:
+        rows, _ = warehouse.fetch(sa.text("SELECT pg_backend_pid()"), 1)
+        first = rows[0][0]
+        _end_backend(engine, first)
+        rows, _ = warehouse.fetch(sa.text("SELECT pg_backend_pid()"), 1)
+        assert rows[0][0] != first
+        assert not warehouse.engine.pool._pre_ping
+    finally:
+        warehouse.close()
