@@ -18,7 +18,6 @@ watching that surface here, so the host's cost per committed event does not grow
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import logging
 from collections import deque
@@ -75,7 +74,7 @@ class Viewer:
     ending: list[bytes] | None = None  # set once: what to send before the stream closes
     wake: asyncio.Future | None = None
     call: object | None = None  # its own host stream, while it reads one
-    writes: int = 0
+    writes: int = 0  # since the last keep-alive round
     ticks_seen: int = 0
 
     def end(self, events: list[bytes]) -> None:
@@ -214,7 +213,7 @@ class SurfaceFeeds:
     """This replica's feeds, by surface, and the viewers they serve.
 
     `encode(envelope)` is an envelope's SSE event bytes; `refusal(exc)` the SSE event bytes that tell the page a
-    host call failed (and why); `actor(request)` a fresh actor assertion for the person a request speaks for."""
+    host call failed (and why)."""
 
     def __init__(self, host, encode: Callable[[host_pb2.SurfaceEnvelope], bytes],
                  refusal: Callable[[grpc.aio.AioRpcError], bytes], access_seconds: float,
@@ -390,10 +389,10 @@ class SurfaceFeeds:
             log(logger, logging.INFO, "surface feed closed", surface_id=feed.surface_id)
 
     async def close(self) -> None:
+        """End every feed and its viewers' streams (web is stopping)."""
         for feed in list(self._feeds.values()):
             self._close(feed, [])
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.sleep(0)
+        await asyncio.sleep(0)  # the viewers' tasks see their end before the channels close
 
 
 def _by_key(viewers) -> dict[ViewerKey, list[Viewer]]:
