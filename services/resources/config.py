@@ -43,6 +43,9 @@ class ResourcesSettings(ServiceSettings):
     host_verify_key: Path | None = None
     capability_secret: Path | None = None
     query_workers: int = Field(default=4, ge=1, le=32)
+    # Reuse a result read before for the same draft and data, as long as the semantic model's
+    # `freshness.cache_seconds` allows; false: every analysis reads the warehouse (docs/semantic-model.md).
+    result_cache: bool = True
 
     @model_validator(mode="after")
     def _defaults(self) -> ResourcesSettings:
