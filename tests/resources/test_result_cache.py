@@ -160,8 +160,7 @@ def test_two_gateways_over_one_store_reuse_what_either_read(warehouse, cert_dir,
 
 def test_a_model_with_cache_seconds_0_reads_every_time_and_keeps_its_ids(warehouse, cert_dir, tmp_path):
     model = tmp_path / "retail.yaml"
-    model.write_text(RETAIL.read_text().replace("time_anchor: latest_data\n",
-                                                "time_anchor: latest_data\nfreshness: {cache_seconds: 0}\n"))
+    model.write_text(RETAIL.read_text().replace("freshness: {cache_seconds: 300}", "freshness: {cache_seconds: 0}"))
     plain = make_gateway(warehouse, cert_dir, tmp_path / "a", result_cache=True)
     uncached = make_gateway(warehouse, cert_dir, tmp_path / "b", result_cache=True, semantic_model=model)
     try:
