@@ -51,6 +51,7 @@ REFERENCE_LIFETIME_SECONDS = 60.0
 MAX_REFERENCES = 256
 SPELLINGS_LIFETIME_SECONDS = 300.0
 MAX_SPELLING_FIELDS = 256
+MAX_PROBE_OUTCOMES = 1_024
 COLUMN_TYPES = {"string": common_pb2.COLUMN_TYPE_STRING, "integer": common_pb2.COLUMN_TYPE_INTEGER,
                 "decimal": common_pb2.COLUMN_TYPE_DECIMAL, "float": common_pb2.COLUMN_TYPE_FLOAT,
                 "boolean": common_pb2.COLUMN_TYPE_BOOLEAN, "date": common_pb2.COLUMN_TYPE_DATE,
@@ -128,6 +129,7 @@ class Gateway:
         version = DataVersion(self.warehouse, [entity.table for entity in self.model.entities.values()])
         self.results = ResultCache(self.store, version,
                                    self.model.freshness.cache_seconds if settings.result_cache else 0, clock)
+        self._probe_outcomes = SharedMemo(expiring(MAX_PROBE_OUTCOMES, max(self.results.lifetime, 1)))
 
     def close(self) -> None:
         self._side_queries.shutdown(wait=False, cancel_futures=True)
@@ -223,20 +225,29 @@ class Gateway:
                                metadata(bound=self.settings.probes_per_turn))
         try:
             if kind == "value-match":
-                matches, truncated = probes.value_match(self.warehouse, fields, text, self._few_values)
+                matches, truncated = self._probed((kind, text, *(f.id for f in fields)), lambda: probes.value_match(
+                    self.warehouse, fields, text, self._few_values))
                 outcome = (matches, truncated, self._scope_with(capability, [m.field for m in matches]))
             elif kind == "value-domain":
-                outcome = probes.value_domain(self.warehouse, target)
+                outcome = self._probed((kind, target.id), lambda: probes.value_domain(self.warehouse, target))
             elif kind == "field-profile":
-                outcome = probes.field_profile(self.warehouse, target)
+                outcome = self._probed((kind, target.id), lambda: probes.field_profile(self.warehouse, target))
             elif kind == "time-bounds":
-                outcome = probes.time_bounds(self.warehouse, target)
+                outcome = self._probed((kind, target.id), lambda: probes.time_bounds(self.warehouse, target))
             else:
-                outcome = probes.join_coverage(self.warehouse, self.catalog, target)
+                outcome = self._probed((kind, target.id), lambda: probes.join_coverage(
+                    self.warehouse, self.catalog, target))
         except BaseException:
             self.store.refund("probe", session_id, turn_id)  # a probe that did not run does not count
             raise
         return outcome, self.settings.probes_per_turn - used
+
+    def _probed(self, asked: tuple, run: Callable[[], object]):
+        """A probe's outcome, kept by this replica as a result is (the same data version in its key, the model's
+        freshness.cache_seconds): a question asked again reads the warehouse for neither. The unit of the turn's
+        budget is spent all the same."""
+        key = self.results.memo_key(asked)
+        return run() if key is None else self._probe_outcomes.get_or_build(key, run)
 
     def _probe_target(self, kind: str, target_id: str, capability: Capability):
         path = "/relationship_id" if kind == "join-coverage" else "/field_id"

@@ -83,6 +83,19 @@ class ResultCache:
                     "data": data}
         return hashlib.sha256(canonical(document).encode()).hexdigest()
 
+    def memo_key(self, asked: tuple) -> str | None:
+        """A key for something else read from the data (a probe's outcome, kept in memory): `asked` with the
+        data's version; None when nothing is kept (caching off, or no data version). Counted in no count."""
+        if self.lifetime <= 0:
+            return None
+        try:
+            data = self._version.token()
+        except Exception as exc:
+            log(logger, logging.WARNING, "probe outcome not kept: the warehouse's data version cannot be read",
+                cause=_first_line(exc))
+            return None
+        return hashlib.sha256(canonical({"asked": list(asked), "data": data}).encode()).hexdigest()
+
     def find(self, key: str) -> CachedResult | None:
         """The entry for `key` that has not expired, or None (a store that fails is logged, not raised)."""
         entry = self._memo.get(key)

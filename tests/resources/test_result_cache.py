@@ -300,3 +300,32 @@ def test_the_store_keeps_an_entry_until_it_expires_and_copies_its_result_for_ano
     store.sweep()
     assert store.cached("k" * 64, 200.0) is None and store.cached("e" * 64, 200.0) is not None
     assert store.get(pinned.resource_id) is not None
+
+
+def test_a_probe_asked_again_reads_nothing_and_still_spends_a_unit(cached):
+    reads = counting_reads(cached)
+    s = Session(cached)
+    ordered = s.field("orders", "ordered_at")
+    first, left_first = cached.probe(s.session_id, "t-1", "time-bounds", ordered, s.capability)
+    again, left_again = cached.probe(s.session_id, "t-1", "time-bounds", ordered, s.capability)
+    matched, _ = cached.probe(s.session_id, "t-2", "value-match", "", s.capability, text="online orders")
+    rematched, _ = cached.probe(s.session_id, "t-3", "value-match", "", s.capability, text="online orders")
+    assert again == first and (left_first, left_again) == (1, 0)
+    assert rematched[:2] == matched[:2] and rematched[2]  # the same values, and the capability widened again
+    reads_after = len(reads)
+    with pytest.raises(TesseraError) as spent:
+        cached.probe(s.session_id, "t-1", "time-bounds", ordered, s.capability)
+    assert spent.value.reason == "PROBE_BUDGET_EXHAUSTED" and len(reads) == reads_after
+    assert len([r for r in reads if "max(" in r and "min(" in r]) == 1
+
+
+def test_with_caching_off_every_probe_reads(warehouse, cert_dir, tmp_path):
+    gateway = make_gateway(warehouse, cert_dir, tmp_path)
+    try:
+        reads = counting_reads(gateway)
+        s = Session(gateway)
+        for turn in ("t-1", "t-2"):
+            gateway.probe(s.session_id, turn, "time-bounds", s.field("orders", "ordered_at"), s.capability)
+        assert len(reads) == 2
+    finally:
+        gateway.close()
