@@ -15,6 +15,7 @@ import duckdb
 import pytest
 import sqlalchemy as sa
 
+from services.resources import probes
 from services.resources.freshness import DataVersion
 from services.resources.gateway import Gateway
 from services.resources.ports import CachedResult
@@ -329,3 +330,30 @@ def test_with_caching_off_every_probe_reads(warehouse, cert_dir, tmp_path):
         assert len(reads) == 2
     finally:
         gateway.close()
+
+
+@pytest.mark.parametrize("text", [
+    "Online orders from SMBs, and critical tickets resolved in store", "bought in store", "web or online",
+    "net revenue from small-business customers in France and the West", "Units sold by Electronics category",
+    "What is our net revenue by region?", "phones and laptops returned as damaged", "stroe sales of grocries"])
+def test_a_value_match_over_held_values_finds_what_the_warehouse_scan_finds(gateway, text):
+    """The values of a field with few are matched in memory once read (`held`); the scan they spare finds the
+    same values with the same words, on every backend."""
+    fields = gateway._match_fields("", text, Session(gateway).capability)
+    few = lambda field: probes.few_values(gateway.warehouse, field)  # noqa: E731
+    scanned = probes.value_match(gateway.warehouse, fields, text, few)
+    held = probes.value_match(gateway.warehouse, fields, text, few, held=few)
+    assert held == scanned
+    assert any(few(field) is not None for field in fields)  # some fields were matched in memory
+
+
+def test_a_value_match_with_caching_on_scans_only_fields_with_many_values(cached):
+    reads = counting_reads(cached)
+    s = Session(cached)
+    cached.probe(s.session_id, "t-1", "value-match", "", s.capability, text="online orders in France")
+    scans = [r for r in reads if "replace(" in r]
+    cached.probe(s.session_id, "t-2", "value-match", "", s.capability, text="store orders in Canada")
+    fields = cached._match_fields("", "x", s.capability)
+    many = [f for f in fields if probes.few_values(cached.warehouse, f) is None]
+    assert len(scans) == len(many) < len(fields)
+    assert len([r for r in reads if "replace(" in r]) == 2 * len(many)
