@@ -8,8 +8,9 @@ asks the same ten questions, each person starting at another one, so people ask 
 Resource Gateway's result cache answers a question read before (docs/semantic-model.md, "Reused results"); its
 hit rate is the gateway's own count (GetInfo) over the run. 1 replica of host, agent and web vs 2 of each (the
 second set reaching the first set's compiler, resources and broker; both hosts on one PostgreSQL database; people
-split across the two webs), side by side in one run; each run starts with no reusable result. Answers/s =
-answered questions / wall time of the whole run; time to answer per question.
+split across the two webs), side by side in one run; each run starts with no reusable result in the store (the
+one resources process still remembers the probes and fields' values the first run read). Answers/s = answered
+questions / wall time of the whole run; time to answer per question.
 """
 
 from __future__ import annotations
