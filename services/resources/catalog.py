@@ -168,7 +168,8 @@ class Catalog:
     def __init__(self, model: SemanticModel, engine: sa.Engine) -> None:
         self.model = model
         signature, tables = bind_tables(engine, model)
-        model_json = canonical(model.model_dump(mode="json", by_alias=True))
+        # How long results are reused is no part of what the ids name: tuning it keeps every id.
+        model_json = canonical(model.model_dump(mode="json", by_alias=True, exclude={"freshness"}))
         self.fingerprint = hashlib.sha256(f"{model_json}\n{signature}".encode()).hexdigest()
         self.entities: dict[str, CatalogEntity] = {}
         self.by_id: dict[str, object] = {}

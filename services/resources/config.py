@@ -47,6 +47,9 @@ class ResourcesSettings(ServiceSettings):
     # replica stops reading windows on every replica within this (on the revoking one at once). 0: the store is
     # asked on every window.
     revocation_check_seconds: float = Field(default=2.0, ge=0, le=30)
+    # Reuse a result read before for the same draft and data, as long as the semantic model's
+    # `freshness.cache_seconds` allows; false: every analysis reads the warehouse (docs/semantic-model.md).
+    result_cache: bool = True
 
     @model_validator(mode="after")
     def _defaults(self) -> ResourcesSettings:

@@ -24,10 +24,12 @@ from services.resources.capability import Capability, CapabilityIssuer
 from services.resources.catalog import Catalog, CatalogEntity, CatalogField, CatalogRelationship
 from services.resources.config import MAX_WINDOW_ROWS, ResourcesSettings
 from services.resources.draft import Draft, RelativePeriod, build_draft, parse_draft, with_periods
+from services.resources.freshness import DataVersion
 from services.resources.information_budget import InformationBudget
 from services.resources.interpretation import Coverage, interpret
 from services.resources.planner import OutputColumn, Plan, Planner, coverage_draft
-from services.resources.ports import ResourceStorage
+from services.resources.ports import Admission, CachedResult, ResourceStorage
+from services.resources.result_cache import ReadResult, ResultCache
 from services.resources.results import PinnedResult, normalize_rows
 from services.resources.revocations import RevocationChecks
 from services.resources.semantic_model import SemanticModelError, load_semantic_model
@@ -51,6 +53,7 @@ REFERENCE_LIFETIME_SECONDS = 60.0
 MAX_REFERENCES = 256
 SPELLINGS_LIFETIME_SECONDS = 300.0
 MAX_SPELLING_FIELDS = 256
+MAX_PROBE_OUTCOMES = 1_024
 COLUMN_TYPES = {"string": common_pb2.COLUMN_TYPE_STRING, "integer": common_pb2.COLUMN_TYPE_INTEGER,
                 "decimal": common_pb2.COLUMN_TYPE_DECIMAL, "float": common_pb2.COLUMN_TYPE_FLOAT,
                 "boolean": common_pb2.COLUMN_TYPE_BOOLEAN, "date": common_pb2.COLUMN_TYPE_DATE,
@@ -109,7 +112,8 @@ def utc_today() -> dt.date:
 
 
 class Gateway:
-    def __init__(self, settings: ResourcesSettings, today: Callable[[], dt.date] = utc_today) -> None:
+    def __init__(self, settings: ResourcesSettings, today: Callable[[], dt.date] = utc_today,
+                 clock: Callable[[], float] = time.time) -> None:
         self.settings = settings
         self.today = today  # the date relative periods count from, unless the model anchors them to its data
         self.model = load_semantic_model(settings.semantic_model)
@@ -137,6 +141,10 @@ class Gateway:
         # A string field's few distinct values (or None: too many), for the near spellings a value-match looks for.
         self._spellings = SharedMemo(expiring(MAX_SPELLING_FIELDS, SPELLINGS_LIFETIME_SECONDS))
         self._side_queries = ThreadPoolExecutor(max_workers=settings.query_workers, thread_name_prefix="coverage")
+        version = DataVersion(self.warehouse, [entity.table for entity in self.model.entities.values()])
+        self.results = ResultCache(self.store, version,
+                                   self.model.freshness.cache_seconds if settings.result_cache else 0, clock)
+        self._probe_outcomes = SharedMemo(expiring(MAX_PROBE_OUTCOMES, max(self.results.lifetime, 1)))
 
     def close(self) -> None:
         self._side_queries.shutdown(wait=False, cancel_futures=True)
@@ -232,20 +240,29 @@ class Gateway:
                                metadata(bound=self.settings.probes_per_turn))
         try:
             if kind == "value-match":
-                matches, truncated = probes.value_match(self.warehouse, fields, text, self._few_values)
+                matches, truncated = self._probed((kind, text, *(f.id for f in fields)), lambda: probes.value_match(
+                    self.warehouse, fields, text, self._few_values, self._held_values()))
                 outcome = (matches, truncated, self._scope_with(capability, [m.field for m in matches]))
             elif kind == "value-domain":
-                outcome = probes.value_domain(self.warehouse, target)
+                outcome = self._probed((kind, target.id), lambda: probes.value_domain(self.warehouse, target))
             elif kind == "field-profile":
-                outcome = probes.field_profile(self.warehouse, target)
+                outcome = self._probed((kind, target.id), lambda: probes.field_profile(self.warehouse, target))
             elif kind == "time-bounds":
-                outcome = probes.time_bounds(self.warehouse, target)
+                outcome = self._probed((kind, target.id), lambda: probes.time_bounds(self.warehouse, target))
             else:
-                outcome = probes.join_coverage(self.warehouse, self.catalog, target)
+                outcome = self._probed((kind, target.id), lambda: probes.join_coverage(
+                    self.warehouse, self.catalog, target))
         except BaseException:
             self.store.refund("probe", session_id, turn_id)  # a probe that did not run does not count
             raise
         return outcome, self.settings.probes_per_turn - used
+
+    def _probed(self, asked: tuple, run: Callable[[], object]):
+        """A probe's outcome, kept by this replica as a result is (the same data version in its key, the model's
+        freshness.cache_seconds): a question asked again reads the warehouse for neither. The unit of the turn's
+        budget is spent all the same."""
+        key = self.results.memo_key(asked)
+        return run() if key is None else self._probe_outcomes.get_or_build(key, run)
 
     def _probe_target(self, kind: str, target_id: str, capability: Capability):
         path = "/relationship_id" if kind == "join-coverage" else "/field_id"
@@ -288,6 +305,16 @@ class Gateway:
         model sees or spends counts it."""
         return self._spellings.get_or_build(field.id, lambda: probes.few_values(self.warehouse, field))
 
+    def _held_values(self) -> probes.FewValues | None:
+        """A field's few distinct values as the data holds them now: kept under the data's version, as results are
+        (None when caching is off or the version cannot be read: then every field is scanned). A value-match then
+        scans only the fields with many values; on the 1M-row demo it scanned orders twice per question."""
+        version = self.results.memo_key(("held-values",))
+        if version is None:
+            return None
+        return lambda field: self._spellings.get_or_build(
+            (field.id, version), lambda: probes.few_values(self.warehouse, field))
+
     def _scope_with(self, capability: Capability, fields: list[CatalogField]) -> str:
         """The capability widened with exactly what a value-match showed: the matched fields, their entities,
         and the relationships between those and what was already in scope (so a draft can name a path's
@@ -308,15 +335,50 @@ class Gateway:
     # --- analysis --------------------------------------------------------
 
     def check_draft(self, draft_json: str, capability: Capability) -> Draft:
+        return self._checked(draft_json, capability)[1]
+
+    def _checked(self, draft_json: str, capability: Capability) -> tuple[object, Draft]:
+        """The draft as parsed JSON and as checked against the catalog and the capability's scope."""
         raw = parse_draft(draft_json)
         draft = build_draft(raw, self.catalog)
         for item_id, path in draft.referenced_ids().items():
             self._require_scope(capability, item_id, path)
-        return draft
+        return raw, draft
 
     def analyze(self, session_id: str, turn_id: str, draft_json: str, capability: Capability) -> Analysis:
-        asked = self.check_draft(draft_json, capability)
-        draft = replace(asked, filter=with_periods(asked.filter, self._resolve_period))
+        raw, asked = self._checked(draft_json, capability)
+        resolved: list[list] = []  # each relative period as resolved: part of what the result cache is keyed by
+        draft = replace(asked, filter=with_periods(asked.filter, lambda period: self._noted(period, resolved)))
+        key = self.results.key(raw, resolved, self.catalog.fingerprint, self.settings.row_cap)
+        cached = self.results.find(key) if key is not None else None
+        if cached is not None:
+            reused = self._reuse(session_id, turn_id, asked, draft, cached)
+            if reused is not None:
+                return reused
+        return self._read(session_id, turn_id, asked, draft, key)
+
+    def _reuse(self, session_id: str, turn_id: str, asked: Draft, draft: Draft,
+               cached: CachedResult) -> Analysis | None:
+        """The analysis answered with rows read before: admitted against the budgets exactly as a read is (a
+        reused answer is still an analysis the session asked), a copy of the rows pinned for this turn, the
+        read's own caption and evidence (observed_at: when the rows were read), and an offer signed now for this
+        turn. None when the pinned rows are gone: the caller reads the warehouse."""
+        admission = self.budget.admit(session_id, turn_id, asked)
+        try:
+            result = self.results.reuse(cached, session_id, turn_id)
+        except BaseException:
+            self.budget.release(session_id, turn_id)  # nothing was answered
+            raise
+        if result is None:
+            self.budget.release(session_id, turn_id)  # the read takes it again, once its draft has planned
+            return None
+        read = ReadResult(cached.resource_id, cached.read_at, cached.query_fingerprint, cached.elapsed,
+                          cached.interpretation)
+        return self._offered(session_id, turn_id, draft, result, read, admission,
+                             common_pb2.Interpretation.FromString(cached.interpretation))
+
+    def _read(self, session_id: str, turn_id: str, asked: Draft, draft: Draft, key: str | None) -> Analysis:
+        """The analysis read from the warehouse, pinned, and kept under `key` for reuse (unless None)."""
         plan = self.planner.plan(draft, self.settings.row_cap)
         # Only a draft that will run costs a unit, taken where every replica counts it; its shape is the draft as
         # asked (a relative period is a period, whatever date it resolves to today).
@@ -332,6 +394,7 @@ class Gateway:
                 coverage.cancel()
             self.budget.release(session_id, turn_id)  # nothing was learnt from a query that failed
             raise
+        read_at = self.results.now()
         shown = len(plan.columns)
         carried = rows[0][shown:] if rows else ()  # the same on every row: the first says them
         if plan.hidden:
@@ -346,19 +409,28 @@ class Gateway:
                                    total_rows=total_rows, coverage=self._span(draft, plan, coverage, rows, carried),
                                    limited=plan.limited)
         result = self.store.pin(session_id, turn_id, plan.columns, rows, truncated)
+        read = ReadResult(result.resource_id, read_at, query_fingerprint, elapsed, interpretation.SerializeToString())
+        if key is not None:
+            self.results.keep(key, read)
+        return self._offered(session_id, turn_id, draft, result, read, admission, interpretation)
+
+    def _offered(self, session_id: str, turn_id: str, draft: Draft, result: PinnedResult, read: ReadResult,
+                 admission: Admission, interpretation: common_pb2.Interpretation) -> Analysis:
+        """The descriptor, evidence and signed offer of a pinned result, for this turn."""
         shape = "records" if draft.mode == "records" else draft.output
         descriptor = common_pb2.ResourceDescriptor(
             resource_id=result.resource_id, version_id=result.version_id, content_hash=result.content_hash,
-            shape=SHAPES[shape], row_count=len(rows), truncated=truncated,
+            shape=SHAPES[shape], row_count=len(result.rows), truncated=result.truncated,
             columns=[common_pb2.ColumnDescriptor(column_id=c.id, label=c.label, type=COLUMN_TYPES[c.type],
                                                  role=COLUMN_ROLES[c.role], semantic_id=c.semantic_id,
                                                  format=formats.to_proto(c.format), additive=c.additive)
-                     for c in plan.columns])
+                     for c in result.columns])
         now = dt.datetime.now(dt.UTC)
+        elapsed = read.elapsed
         evidence = common_pb2.Evidence(
             evidence_id=f"ev_{secrets.token_hex(8)}", resource_id=result.resource_id,
-            catalog_fingerprint=self.catalog.fingerprint, query_fingerprint=query_fingerprint,
-            observed_at=_timestamp(now), row_count=len(rows),
+            catalog_fingerprint=self.catalog.fingerprint, query_fingerprint=read.query_fingerprint,
+            observed_at=_timestamp(dt.datetime.fromtimestamp(read.read_at, dt.UTC)), row_count=len(result.rows),
             elapsed=duration_pb2.Duration(nanos=int(elapsed * 1e9) % 1_000_000_000, seconds=int(elapsed)))
         claims = common_pb2.ResourceOfferClaims(
             binding=common_pb2.TokenBinding(subject=result.resource_id, audience="host", issued_at=_timestamp(now),
@@ -368,6 +440,14 @@ class Gateway:
             interpretation=interpretation)
         offer = tokens.sign(self.signing_key, tokens.PURPOSE_RESOURCE_OFFER, claims)
         return Analysis(result, descriptor, evidence, offer, interpretation, *self.budget.remaining_after(admission))
+
+    def _noted(self, period: RelativePeriod, resolved: list[list]) -> RelativePeriod:
+        """_resolve_period, noting the dates it resolved to in `resolved`."""
+        period = self._resolve_period(period)
+        span = period.span
+        resolved.append([period.pointer, span.start.isoformat(), span.end.isoformat(), span.end_inclusive,
+                         period.reference.isoformat() if period.reference is not None else None, period.anchor])
+        return period
 
     def _resolve_period(self, period: RelativePeriod) -> RelativePeriod:
         """A relative period as dates: counted back from today, or from the latest value of its field in the data

@@ -79,11 +79,34 @@ class AnalysisAdmissions(Protocol):
     def refusals(self, session_id: str) -> list[AnalysisRefusal]: ...
 
 
+@dataclass(frozen=True)
+class CachedResult:
+    """A result the warehouse gave for one cache key: its pinned rows (`resource_id`), when they were read, until
+    when they may be reused, and what the analysis said of them (query fingerprint, elapsed, the caption as a
+    serialized Interpretation)."""
+
+    key: str
+    resource_id: str
+    read_at: float
+    expires_at: float
+    query_fingerprint: str
+    elapsed: float
+    interpretation: bytes
+
+
+class ResultCacheIndex(Protocol):
+    """Which pinned result answers a cache key, where every replica sees it; a reuse pins a copy of its own."""
+
+    def cached(self, key: str, now: float) -> CachedResult | None: ...
+    def keep(self, entry: CachedResult) -> None: ...
+    def pin_copy(self, resource_id: str, session_id: str, turn_id: str) -> PinnedResult | None: ...
+
+
 class GrantRevocations(Protocol):
     def revoke(self, grant_id: str, expires_at: float) -> bool: ...
     def revoked(self, grant_id: str) -> bool: ...
 
 
-class ResourceStorage(PinnedResults, TurnBudgets, AnalysisAdmissions, GrantRevocations, Protocol):
+class ResourceStorage(PinnedResults, TurnBudgets, AnalysisAdmissions, ResultCacheIndex, GrantRevocations, Protocol):
     def ping(self) -> str | None: ...
     def close(self) -> None: ...

@@ -198,14 +198,16 @@ def _heads(values: tuple[str, ...]) -> dict[str, str]:
 
 
 def value_match(warehouse: Warehouse, fields: list[CatalogField], text: str,
-                few: FewValues | None = None) -> tuple[list[ValueMatch], bool]:
+                few: FewValues | None = None, held: FewValues | None = None) -> tuple[list[ValueMatch], bool]:
     """The values of `fields` that `text` names as whole words, whatever their case: a person writes
     "france" or "West coast", the data says "France" and "West Coast"; "small business" names
     `small_business`; "online" names `web` where the model says so (`values:`); a plural names its singular
     ("marketplaces" → `marketplace`) unless those words already name a value as said ("phones" is `Phones`, not
     `phone`). A word of four letters or more that names nothing then may be a near spelling of a one-word value
     of a field with few values ("stroe" → `store`, `approximate`); `few` gives those values (kept by the caller:
-    without it they are read each time). Only values the data holds are returned."""
+    without it they are read each time). `held` gives them as the data holds them now (kept by the caller under the
+    data's version): a field with few values is then matched against them, without a scan. Only values the data
+    holds are returned."""
     said = phrases(text)
     said_once = set(said)
     forms = {_spaced(phrase) for phrase in said}
@@ -214,14 +216,12 @@ def value_match(warehouse: Warehouse, fields: list[CatalogField], text: str,
     for fld in fields:
         if not said or len(named) > MAX_MATCHES:
             break
-        column = fld.column
-        wanted = sa.func.replace(sa.func.replace(warehouse.lowered(column), "_", " "), "-", " ").in_(spaced)
         declared = [value for value, others in fld.spec.values.items()
                     if any(" ".join(spoken_words(other)) in said_once for other in others)]
-        condition = sa.or_(wanted, column.in_(declared)) if declared else wanted
-        statement = sa.select(column).where(condition).distinct().order_by(column).limit(MAX_MATCHES + 1)
-        rows, _ = warehouse.fetch(statement, MAX_MATCHES + 1)
-        named += [(fld, str(row[0]), *_namings(fld, said, str(row[0]))) for row in rows]
+        values = held(fld) if held is not None else None
+        matched = _matched(values, spaced, declared) if values is not None else \
+            _matched_in(warehouse, fld, spaced, declared)
+        named += [(fld, value, *_namings(fld, said, value)) for value in matched]
     truncated = len(named) > MAX_MATCHES
     saying = {phrase for _, _, as_said, _ in named for phrase in as_said}
     found: list[ValueMatch] = []
@@ -233,6 +233,24 @@ def value_match(warehouse: Warehouse, fields: list[CatalogField], text: str,
         covered = {word for _, _, as_said, plural in named for phrase in as_said + plural for word in phrase.split()}
         found += _near_spellings(warehouse, fields, text, covered, found, few)
     return found[:MAX_MATCHES], truncated or len(found) > MAX_MATCHES
+
+
+def _matched(values: tuple[str, ...], spaced: list[str], declared: list[str]) -> list[str]:
+    """The values (sorted) that a spaced phrase names, lowered as the warehouse lowers them, or that are
+    declared: what _matched_in asks the warehouse, over values already read."""
+    wanted, declared_once = set(spaced), set(declared)
+    return [value for value in values if _spaced(value.lower()) in wanted or value in declared_once][:MAX_MATCHES + 1]
+
+
+def _matched_in(warehouse: Warehouse, fld: CatalogField, spaced: list[str], declared: list[str]) -> list[str]:
+    """The distinct values of `fld` (sorted) that a spaced phrase names, whatever their case, or that are
+    declared, read from the warehouse."""
+    column = fld.column
+    wanted = sa.func.replace(sa.func.replace(warehouse.lowered(column), "_", " "), "-", " ").in_(spaced)
+    condition = sa.or_(wanted, column.in_(declared)) if declared else wanted
+    statement = sa.select(column).where(condition).distinct().order_by(column).limit(MAX_MATCHES + 1)
+    rows, _ = warehouse.fetch(statement, MAX_MATCHES + 1)
+    return [str(row[0]) for row in rows]
 
 
 def _near_spellings(warehouse: Warehouse, fields: list[CatalogField], text: str, covered: set[str],

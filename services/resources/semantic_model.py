@@ -139,12 +139,20 @@ class DatasetSpec(_Strict):
     description: str = ""
 
 
+class FreshnessSpec(_Strict):
+    """How long a result read from the warehouse may be reused for the same draft (docs/semantic-model.md,
+    "Reused results"); 0: every analysis reads the warehouse."""
+
+    cache_seconds: int = Field(default=60, ge=0, le=86_400)
+
+
 class SemanticModel(_Strict):
     version: int = Field(ge=1)
     dataset: DatasetSpec
     # What relative periods ("last quarter") count from: today's date, or the latest date in the data (for a
     # warehouse that is not loaded up to today, such as a demo's).
     time_anchor: TimeAnchor = "today"
+    freshness: FreshnessSpec = FreshnessSpec()
     entities: dict[str, EntitySpec]
     relationships: dict[str, RelationshipSpec] = {}
     derived_metrics: dict[str, DerivedMetricSpec] = {}

@@ -94,7 +94,11 @@ class ResourceGatewayService(resources_pb2_grpc.ResourceGatewayServiceServicer):
         ) for entity, fields, metrics in found]
 
     async def GetInfo(self, request, context):
-        return resources_pb2.GetInfoResponse(info=self._info, catalog_fingerprint=self._gateway.catalog.fingerprint)
+        counts = self._gateway.results.counts()
+        return resources_pb2.GetInfoResponse(
+            info=self._info, catalog_fingerprint=self._gateway.catalog.fingerprint,
+            result_cache=resources_pb2.ResultCacheCounts(hits=counts.hits, misses=counts.misses,
+                                                         bypassed=counts.bypassed))
 
     async def Outline(self, request, context):
         return self._gateway.outline()

@@ -1,10 +1,12 @@
-"""The gateway's own database behind a small port: pinned results, budgets, asked shapes, refusals, revoked grants.
+"""The gateway's own database behind a small port: pinned results, the result cache's index, budgets, asked shapes,
+refusals, revoked grants.
 
 Replicas share it (PostgreSQL in production), so a result pinned on one replica
 is served by another, a turn's and a session's budgets (probes, analyses) and the
 variants of a draft shape a session asked are counted atomically across all of them,
-a refused analysis is audited once, and a revocation holds everywhere (each replica
-asks again within a bound: revocations.py). Its schema is Alembic's (migrations/).
+a refused analysis is audited once, a result one replica read is reused by every replica
+(result_cache.py), and a revocation holds everywhere (each replica asks again within a bound: revocations.py).
+Its schema is Alembic's (migrations/).
 """
 
 from __future__ import annotations
@@ -15,14 +17,14 @@ import threading
 import time
 import zlib
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
 from services.resources.planner import OutputColumn
-from services.resources.ports import Admission, AnalysisLimits, AnalysisRefusal, Search
+from services.resources.ports import Admission, AnalysisLimits, AnalysisRefusal, CachedResult, Search
 from services.resources.results import PinnedResult, content_hash
 from shared import db
 from shared.bounded_json import canonical
@@ -62,10 +64,17 @@ REFUSALS = sa.Table(
     sa.Column("session_id", sa.String(128)), sa.Column("turn_id", sa.String(128)), sa.Column("reason", sa.String(32)),
     sa.Column("budget", sa.String(16)), sa.Column("shape", sa.String(64)), sa.Column("count", sa.Integer),
     sa.Column("bound", sa.Integer))
+RESULT_CACHE = sa.Table(
+    "result_cache", _METADATA,
+    sa.Column("cache_key", sa.String(64), primary_key=True), sa.Column("resource_id", sa.String(40)),
+    sa.Column("read_at", sa.Float), sa.Column("expires_at", sa.Float), sa.Column("query_fingerprint", sa.String(64)),
+    sa.Column("elapsed", sa.Float), sa.Column("interpretation", sa.LargeBinary))
 REVOKED = sa.Table(
     "revoked_grants", _METADATA,
     sa.Column("grant_id", sa.Text, primary_key=True), sa.Column("expires_at", sa.Float))
 ASKED = "asked"
+_CACHED_FIELDS = tuple(CachedResult.__dataclass_fields__)
+_CACHED_COLUMNS = ("cache_key", *_CACHED_FIELDS[1:])  # CachedResult.key is the column cache_key
 _INSERT = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
 # What a store that went away raises: no connection, a dropped one, a full pool, a locked file.
 
@@ -162,6 +171,45 @@ class ResourceStore:
 
     def _remember(self, result: PinnedResult) -> None:
         self._cache.put(result.resource_id, result)
+
+    def pin_copy(self, resource_id: str, session_id: str, turn_id: str) -> PinnedResult | None:
+        """A pinned result again, for another turn (a reused result): the same rows, version and hash under an id
+        of its own, so every offered resource belongs to the turn it was offered to. Copied inside the database
+        (the rows are not sent back and forth); None when there is no such result."""
+        source = self.get(resource_id)
+        if source is None:
+            return None
+        copy = replace(source, resource_id=f"res_{secrets.token_hex(10)}", session_id=session_id, turn_id=turn_id)
+        kept = ("version_id", "content_hash", "columns_json", "rows_blob", "row_count", "truncated")
+        copied = sa.select(sa.literal(copy.resource_id, sa.String), *(PINNED.c[name] for name in kept),
+                           sa.literal(session_id, sa.String), sa.literal(turn_id, sa.String),
+                           sa.literal(self._clock(), sa.Float)).where(PINNED.c.resource_id == resource_id)
+        names = ["resource_id", *kept, "session_id", "turn_id", "created_at"]
+        with self.outage.guard(), self.writer.begin() as connection:
+            inserted = connection.execute(PINNED.insert().from_select(names, copied).returning(PINNED.c.resource_id))
+            if inserted.first() is None:  # gone since it was read: nothing to copy
+                return None
+        self._remember(copy)
+        return copy
+
+    # --- the result cache's index --------------------------------------
+
+    def cached(self, key: str, now: float) -> CachedResult | None:
+        """The result kept for `key`, unless it expired by `now` (the cache's clock decides)."""
+        query = sa.select(*(RESULT_CACHE.c[name] for name in _CACHED_COLUMNS)).where(
+            (RESULT_CACHE.c.cache_key == key) & (RESULT_CACHE.c.expires_at > now))
+        with self.outage.guard(), self.engine.connect() as connection:
+            row = connection.execute(query).first()
+        return None if row is None else CachedResult(*row)
+
+    def keep(self, entry: CachedResult) -> None:
+        """Index a result under its key (a newer read of the same key replaces an older one)."""
+        values = {name: getattr(entry, field) for name, field in zip(_CACHED_COLUMNS, _CACHED_FIELDS, strict=True)}
+        statement = self._insert(RESULT_CACHE).values(**values)
+        statement = statement.on_conflict_do_update(index_elements=[RESULT_CACHE.c.cache_key], set_={
+            name: statement.excluded[name] for name in _CACHED_COLUMNS[1:]})
+        with self.outage.guard(), self.writer.begin() as connection:
+            connection.execute(statement)
 
     # --- turn budgets ----------------------------------------------------
 
@@ -327,7 +375,8 @@ class ResourceStore:
 
     def sweep(self) -> tuple[int, int]:
         """Forget budgets of turns idle past their lifetime, sessions' budgets and asked shapes past theirs (a
-        session lasting longer starts a new period), old refusal records and revocations of expired grants."""
+        session lasting longer starts a new period), old refusal records, revocations of expired grants and
+        expired entries of the result cache (their pinned results stay: offers were made of them)."""
         now = self._clock()
         session_cutoff = now - self.session_lifetime
         with self.outage.guard(), self.writer.begin() as connection:
@@ -336,6 +385,7 @@ class ResourceStore:
             connection.execute(VARIANTS.delete().where(VARIANTS.c.first_at < session_cutoff))
             connection.execute(REFUSALS.delete().where(REFUSALS.c.refused_at < now - AUDIT_RETENTION_SECONDS))
             revoked = connection.execute(REVOKED.delete().where(REVOKED.c.expires_at <= now))
+            connection.execute(RESULT_CACHE.delete().where(RESULT_CACHE.c.expires_at <= now))
             return budgets.rowcount, revoked.rowcount
 
 

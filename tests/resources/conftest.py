@@ -50,18 +50,24 @@ def warehouse(seeded) -> str:
 # else: one test session asks far more drafts, and more alike, than a person's would.
 UNBOUNDED_SESSIONS = {"analyses_per_session": 100_000, "oracle_variants_per_shape": 1_000,
                       "oracle_searches_per_session": 100_000}
+# Nor does the result cache (tested on its own: test_result_cache.py): a test that counts the statements an
+# analysis sends would otherwise see none when an earlier test asked the same draft.
+UNCACHED = {"result_cache": False}
 
 
-def make_gateway(warehouse_url: str, cert_dir, store_dir, today=None, **overrides) -> Gateway:
-    """A gateway over `warehouse_url` with settings `overrides`; `today` (a function) stands in for its clock."""
+def make_gateway(warehouse_url: str, cert_dir, store_dir, today=None, clock=None, **overrides) -> Gateway:
+    """A gateway over `warehouse_url` with settings `overrides`; `today` (a function) stands in for its date, and
+    `clock` (a function) for its time."""
     env = {"TESSERA_CERT_DIR": str(cert_dir), "TESSERA_RESOURCES_WAREHOUSE_URL": warehouse_url,
            "TESSERA_RESOURCES_STORE_URL": f"sqlite:///{store_dir / 'results.sqlite'}"}
-    env.update({f"TESSERA_RESOURCES_{k.upper()}": str(v) for k, v in {**UNBOUNDED_SESSIONS, **overrides}.items()})
+    chosen = {**UNBOUNDED_SESSIONS, **UNCACHED, **overrides}
+    env.update({f"TESSERA_RESOURCES_{k.upper()}": str(v) for k, v in chosen.items()})
     with pytest.MonkeyPatch.context() as patch:
         for key, value in env.items():
             patch.setenv(key, value)
         settings = load_settings("resources", ResourcesSettings)
-    return Gateway(settings) if today is None else Gateway(settings, today=today)
+    stand_ins = {name: value for name, value in (("today", today), ("clock", clock)) if value is not None}
+    return Gateway(settings, **stand_ins)
 
 
 @pytest.fixture(scope="session")

@@ -91,7 +91,7 @@ def test_a_store_made_by_create_all_is_adopted_with_its_results(url):
     assert again.get(pinned.resource_id) == pinned
     assert again.spend("probe", "s1", "t1", 2) == 1
     with again.engine.connect() as connection:
-        assert connection.exec_driver_sql("SELECT version_num FROM alembic_version").scalar() == "0004"
+        assert connection.exec_driver_sql("SELECT version_num FROM alembic_version").scalar() == "0005"
     again.close()
 
 
