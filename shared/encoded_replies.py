@@ -2,9 +2,11 @@
 
 A unary servicer normally returns its response message and gRPC serialises it. A servicer whose reply is mostly
 bytes it encoded once and keeps (a window's rows: see services/resources/window_rows.py) returns an EncodedReply
-instead, so those bytes are not parsed into messages only to be serialised back. The interceptor (CallGuard)
-gives every handler a serializer that passes an EncodedReply through and serialises anything else as before:
-the access log, the caller check and the error mapping see the call exactly as they would a message.
+instead, so those bytes are not parsed into messages only to be serialised back. A servicer method that
+may do so says it with `@answers_encoded`; the interceptor (CallGuard) gives that method's handler a serializer
+that passes an EncodedReply through and serialises anything else as before; every other handler keeps the
+message's own serializer, with no Python call added per reply (a surface stream sends many). The access log, the
+caller check and the error mapping see the call exactly as they would a message.
 """
 
 from __future__ import annotations
@@ -19,6 +21,12 @@ class EncodedReply:
     with the response class must give the message it stands for)."""
 
     data: bytes
+
+
+def answers_encoded(method: Callable) -> Callable:
+    """Marks a unary servicer method whose reply may be an EncodedReply."""
+    method.answers_encoded = True
+    return method
 
 
 def accepting_encoded(serialize: Callable[[object], bytes] | None) -> Callable[[object], bytes] | None:

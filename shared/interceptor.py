@@ -3,8 +3,8 @@
 Per call, in one wrapper: the contract-declared caller check (before any
 servicer code runs), correlation ids, error mapping (`TesseraError` →
 status + ErrorInfo; anything unexpected → INTERNAL without leaking its
-text) and an access log line. A unary reply may come already serialised
-(shared/encoded_replies.py): it is sent as it is.
+text) and an access log line. A unary reply of a method marked `@answers_encoded` may come already
+serialised (shared/encoded_replies.py): it is sent as it is.
 """
 
 from __future__ import annotations
@@ -176,8 +176,11 @@ def _wrap(handler: grpc.RpcMethodHandler, method: str, table: CallerTable,
     for attribute, guard, make in kinds:
         inner = getattr(handler, attribute)
         if inner is not None:
+            serializer = handler.response_serializer
+            if getattr(inner, "answers_encoded", False):
+                serializer = accepting_encoded(serializer)
             return make(guard(inner), request_deserializer=handler.request_deserializer,
-                        response_serializer=accepting_encoded(handler.response_serializer))
+                        response_serializer=serializer)
     raise RuntimeError(f"handler for {method} has no behaviour")
 
 

@@ -18,7 +18,7 @@ from services.resources.warehouse import WarehouseUnavailable
 from shared import runtime
 from shared.analysis_draft import DRAFT_SCHEMA_JSON, DRAFT_SCHEMA_SHA256, DRAFT_SCHEMA_VERSION
 from shared.certs import CredentialError
-from shared.encoded_replies import EncodedReply
+from shared.encoded_replies import EncodedReply, answers_encoded
 from shared.errors import TesseraError
 from shared.next_steps import metadata
 from tessera.common.v1 import common_pb2
@@ -176,6 +176,7 @@ class ResourceGatewayService(resources_pb2_grpc.ResourceGatewayServiceServicer):
                                              offer=analysis.offer, analyses_remaining=analysis.analyses_remaining,
                                              session_analyses_remaining=analysis.session_analyses_remaining)
 
+    @answers_encoded
     async def ResolveWindow(self, request, context):
         """Answered already serialised: the rows are bytes encoded once per result (window_rows.py). A window whose
         revocation answer, result and rows this replica holds in memory is served on the event loop (its grant's

@@ -10,7 +10,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from shared import runtime
 from shared.channels import aio_channel
-from shared.encoded_replies import EncodedReply
+from shared.encoded_replies import EncodedReply, answers_encoded
 from shared.errors import TesseraError, error_details
 from shared.runtime import registration_for, start_server
 from tessera.compiler.v1 import compiler_pb2, compiler_pb2_grpc
@@ -171,8 +171,9 @@ def test_the_health_only_port_answers_health_in_plaintext_and_nothing_else(crede
 
 
 class _PreEncoding(compiler_pb2_grpc.CompilerServiceServicer):
-    """GetInfo answers with bytes it serialised itself; Compile with a message, or a refusal."""
+    """GetInfo answers with bytes it serialised itself (and says so); Compile with a message, or a refusal."""
 
+    @answers_encoded
     async def GetInfo(self, request, context):
         return EncodedReply(compiler_pb2.GetInfoResponse(catalog_ids=["pre-encoded"]).SerializeToString())
 
