@@ -22,6 +22,9 @@ async def main(web: str, cookie: str) -> None:
         await reader.readuntil(b"\r\n\r\n")
         writer.write(RESPONSE_HEAD)
         writers.append(writer)
+        await reader.read()  # the viewer says nothing more: this returns when it leaves
+        writers.remove(writer)
+        writer.close()
 
     server = await asyncio.start_server(viewer, "127.0.0.1", 0, backlog=4096)
     host, port = web.rsplit(":", 1)

@@ -3,12 +3,13 @@
 Browsers watch one surface through web's `/api/surface/stream` while the broker's path (`PublishIntentEvent`)
 commits EVENTS_PER_SECOND events for SECONDS. Viewers are lightweight socket readers (HTTP/1.0, a regular
 expression over the bytes, no JSON) in their own processes; their CPU is reported so a figure they limited shows.
-Three phases, one run:
+Phases, one run:
 
 - FEW_VIEWERS through web, then VIEWERS through web: the host's CPU per committed event in each (the host serves
   one stream per surface per web replica, so the ratio should stay near 1);
 - VIEWERS through a bare asyncio broadcaster (bench/bare_sse_broadcaster.py) that watches web as one viewer and
-  writes each chunk it reads to every socket: web's CPU per delivered event against the bare one's;
+  writes each chunk it reads to every socket: web's CPU per delivered event against the bare one's, the two
+  taken by turns, ROUNDS times each;
 - commit → viewer latency (arrival − start of the commit call) at VIEWERS, with missed deliveries as infinitely
   late.
 """
@@ -47,6 +48,7 @@ CONNECT_AT_ONCE = 50  # viewers connecting together (web's listen backlog is 128
 QUIET_SECONDS = 3.0  # after the last commit, this long without an arrival ends the wait
 DRAIN_SECONDS = 20.0
 READY_TIMEOUT_SECONDS = 120.0
+ROUNDS = 2  # phases of VIEWERS through web, and through the bare broadcaster, taken by turns
 GOAL_HOST_RATIO = 1.2
 GOAL_WEB_RATIO = 2.0
 TOKEN_CARRY = 64  # bytes of the previous read kept, so an intent id split across two reads is still seen
@@ -184,6 +186,19 @@ async def _head(host: str, cert_dir: Path, session, prefix: str) -> str:
 # --- the run ---------------------------------------------------------------------------------------
 
 
+def _together(phases: list[dict]) -> dict:
+    """Phases of one kind as one: their events, deliveries, misses, latencies and CPU added up."""
+    joined = {"viewers": phases[0]["viewers"], "rounds": len(phases),
+              "viewers_ready": min(p["viewers_ready"] for p in phases),
+              "failed_commits": [p["failed_commits"] for p in phases],
+              "viewer_client_cpu_share_of_a_core": [p["viewer_client_cpu_share_of_a_core"] for p in phases],
+              "latencies": [value for p in phases for value in p["latencies"]],
+              "cpu_s": {name: sum(p["cpu_s"][name] for p in phases) for name in phases[0]["cpu_s"]}}
+    for key in ("events", "delivered", "missed"):
+        joined[key] = sum(p[key] for p in phases)
+    return joined
+
+
 def _results(few: dict, many: dict, bare: dict) -> list[dict]:
     host_few, host_many = (phase["cpu_s"]["host"] / phase["events"] * 1000 for phase in (few, many))
     web_per = many["cpu_s"]["web"] / max(many["delivered"], 1) * 1e6
@@ -228,17 +243,21 @@ def run(work: Path, cert_dir: Path) -> list[dict]:
         session = SimpleNamespace(session_id=opened["session_id"], surface_id=opened["surface_id"])
         pids = {"host": services.handles["host"].pid, "web": services.handles["web"].pid}
         few = _phase(services, session, web, cookie, FEW_VIEWERS, "edgeA", pids)
-        many = _phase(services, session, web, cookie, VIEWERS, "edgeB", pids)
         bare = subprocess.Popen([sys.executable, str(REPO_ROOT / "bench" / "bare_sse_broadcaster.py"), web, cookie],
                                 stdout=subprocess.PIPE, text=True)
         bare_address = f"127.0.0.1:{int(bare.stdout.readline())}"
-        baseline = _phase(services, session, bare_address, cookie, VIEWERS, "edgeC", {"bare": bare.pid})
+        # Web and the bare broadcaster by turns, twice each: a drift in the machine's load touches both alike.
+        many, baseline = [], []
+        for turn in range(ROUNDS):
+            many.append(_phase(services, session, web, cookie, VIEWERS, f"edgeB{turn}", pids))
+            baseline.append(_phase(services, session, bare_address, cookie, VIEWERS, f"edgeC{turn}",
+                                   {"bare": bare.pid}))
     finally:
         if bare is not None:
             bare.terminate()
             bare.wait(10)
         services.stop()
-    return _results(few, many, baseline)
+    return _results(few, _together(many), _together(baseline))
 
 
 if __name__ == "__main__":
