@@ -144,15 +144,19 @@ def _peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def _service_env(name: str, url: str, work: Path) -> dict[str, str]:
+    return {"TESSERA_RESOURCES_WAREHOUSE_URL": url,
+            "TESSERA_RESOURCES_STORE_URL": f"sqlite:///{work / f'store-{name}.sqlite'}",
+            "TESSERA_RESOURCES_STATEMENT_TIMEOUT_SECONDS": "300",
+            # Every round reads the warehouse: the figure is a read against the raw driver's, not a reuse.
+            "TESSERA_RESOURCES_RESULT_CACHE": "false",
+            # Every round is an analysis of the one session "bench" (up to MAX_ROUNDS + 2): more than a person's 60.
+            "TESSERA_RESOURCES_ANALYSES_PER_SESSION": str(10 * MAX_ROUNDS)}
+
+
 def bench_backend(name: str, url: str, cert_dir: Path, work: Path) -> tuple[list[dict], float]:
-    env = {"TESSERA_RESOURCES_WAREHOUSE_URL": url,
-           "TESSERA_RESOURCES_STORE_URL": f"sqlite:///{work / f'store-{name}.sqlite'}",
-           "TESSERA_RESOURCES_STATEMENT_TIMEOUT_SECONDS": "300",
-           # Every round reads the warehouse: the figure is a read against the raw driver's, not a reuse.
-           "TESSERA_RESOURCES_RESULT_CACHE": "false",
-           # Every round is an analysis of the one session "bench" (up to MAX_ROUNDS + 2): more than a person's 60.
-           "TESSERA_RESOURCES_ANALYSES_PER_SESSION": str(10 * MAX_ROUNDS)}
-    services = ServiceSet(cert_dir, work / f"run-{name}", names=("resources",), ephemeral_ports=True, extra_env=env)
+    services = ServiceSet(cert_dir, work / f"run-{name}", names=("resources",), ephemeral_ports=True,
+                          extra_env=_service_env(name, url, work))
     services.start(timeout=120)
     results = []
     try:

@@ -489,14 +489,11 @@ ROUND_BUDGET_SECONDS = 3.0
 LEAST_ROUNDS, MOST_ROUNDS = 9, 31
 
 
-def bench_backend(name: str, url: str, cert_dir: Path, work: Path) -> list[dict]:
-    from bench.data_plane import _compiled_sql, _raw_runner, _side_by_side
-    from cli.launcher import ServiceSet, cli_credentials
+def _compiled(url: str):
+    """The catalog, the drafts, their compiled statements, what checking them found, and the ids they use."""
+    from bench.data_plane import _compiled_sql
     from services.resources.catalog import Catalog
     from services.resources.semantic_model import load_semantic_model
-    from shared.channels import sync_channel
-    from shared.contracts import invoke
-    from tessera.resources.v1 import resources_pb2
 
     # Compile and check first: DuckDB allows one in-process configuration per file at a time.
     engine = sa.create_engine(url, connect_args={"read_only": True} if url.startswith("duckdb") else {})
@@ -513,61 +510,83 @@ def bench_backend(name: str, url: str, cert_dir: Path, work: Path) -> list[dict]
 
     drafts = {number: build(lookup) for number, (build, _) in QUERIES.items()}
     statements = {number: _compiled_sql(url, draft, ROW_CAP, model=MODEL) for number, draft in drafts.items()}
-    problems = _checked(url, statements)
+    return catalog, drafts, statements, _checked(url, statements), used
 
-    env = {"TESSERA_RESOURCES_WAREHOUSE_URL": url,
-           "TESSERA_RESOURCES_SEMANTIC_MODEL": str(MODEL),
-           "TESSERA_RESOURCES_STORE_URL": f"sqlite:///{work / f'tpch-store-{name}.sqlite'}",
-           "TESSERA_RESOURCES_STATEMENT_TIMEOUT_SECONDS": "300",
-           # Every round reads the warehouse: the figure is a read against the raw driver's, not a reuse.
-           "TESSERA_RESOURCES_RESULT_CACHE": "false",
-           # Every round is an analysis of the one session "bench": far more than a person's 60.
-           "TESSERA_RESOURCES_ANALYSES_PER_SESSION": str(len(QUERIES) * (MOST_ROUNDS + 2) * 2)}
+
+def _service_env(name: str, url: str, work: Path) -> dict[str, str]:
+    return {"TESSERA_RESOURCES_WAREHOUSE_URL": url,
+            "TESSERA_RESOURCES_SEMANTIC_MODEL": str(MODEL),
+            "TESSERA_RESOURCES_STORE_URL": f"sqlite:///{work / f'tpch-store-{name}.sqlite'}",
+            "TESSERA_RESOURCES_STATEMENT_TIMEOUT_SECONDS": "300",
+            # Every round reads the warehouse: the figure is a read against the raw driver's, not a reuse.
+            "TESSERA_RESOURCES_RESULT_CACHE": "false",
+            # Every round is an analysis of the one session "bench": far more than a person's 60.
+            "TESSERA_RESOURCES_ANALYSES_PER_SESSION": str(len(QUERIES) * (MOST_ROUNDS + 2) * 2)}
+
+
+def _capability(agent, name: str, catalog, used: set[str]):
+    """The agent's capability for the TPC-H question, checked to be the drafts' catalog and to scope their ids."""
+    from shared.contracts import invoke
+    from tessera.resources.v1 import resources_pb2
+
+    turn = resources_pb2.TurnRef(session_id="bench", turn_id="t1")
+    context = invoke(agent, "resources", "InspectContext", resources_pb2.InspectContextRequest(turn=turn))
+    inspected = invoke(agent, "resources", "InspectCatalog", resources_pb2.InspectCatalogRequest(
+        turn=turn, question=QUESTION, capability_token=context.capability_token))
+    if inspected.catalog_fingerprint != catalog.fingerprint:
+        raise RuntimeError(f"tpch on {name}: the service's catalog is not the one the drafts were compiled against")
+    shown = {e.entity_id for e in inspected.entities} | {f.field_id for e in inspected.entities for f in e.fields}
+    shown |= {m.metric_id for e in inspected.entities for m in e.metrics}
+    shown |= {r.relationship_id for e in inspected.entities for r in e.relationships}
+    if used - shown:
+        raise RuntimeError(f"tpch on {name}: InspectCatalog({QUESTION!r}) left {len(used - shown)} ids the drafts "
+                           "use out of the capability's scope")
+    return inspected
+
+
+def _measured(agent, name: str, url: str, inspected, drafts: dict, statements: dict, problems: dict) -> list[dict]:
+    """Each query's Analyze against its statement on the raw driver, side by side."""
+    from bench.data_plane import _raw_runner, _side_by_side
+    from shared.contracts import invoke
+    from tessera.resources.v1 import resources_pb2
+
+    results, turns = [], iter(range(2, 1_000_000))
+    raw, close = _raw_runner(url)
+    try:
+        for number, (_, fidelity) in QUERIES.items():
+            draft_json, sql = json.dumps(drafts[number]), statements[number]
+            replies: list = []
+
+            def analyze(draft_json=draft_json, replies=replies):
+                # Each in a turn of its own: a turn's analysis budget would stop the rounds.
+                fresh = resources_pb2.TurnRef(session_id="bench", turn_id=f"t{next(turns)}")
+                replies.append(invoke(agent, "resources", "Analyze", resources_pb2.AnalyzeRequest(
+                    turn=fresh, draft_json=draft_json, capability_token=inspected.capability_token), timeout=600))
+
+            rows: list[int] = []
+            rpc_ms, raw_ms, rounds = _side_by_side(analyze, lambda sql=sql, rows=rows: rows.append(raw(sql)),
+                                                   ROUND_BUDGET_SECONDS, LEAST_ROUNDS, MOST_ROUNDS)
+            results.append(_entry(name, number, fidelity, rpc_ms, raw_ms, rounds, replies, rows, problems[number]))
+            print(f"  Q{number}: Analyze {rpc_ms:.1f} ms, raw {raw_ms:.1f} ms ({rpc_ms / raw_ms:.2f}x, {rounds} rounds)"
+                  + ("" if results[-1]["answer_matches"] else " -- ROWS DO NOT MATCH TPC-H's answer"), flush=True)
+    finally:
+        close()
+    return results
+
+
+def bench_backend(name: str, url: str, cert_dir: Path, work: Path) -> list[dict]:
+    from cli.launcher import ServiceSet, cli_credentials
+    from shared.channels import sync_channel
+
+    catalog, drafts, statements, problems, used = _compiled(url)
     services = ServiceSet(cert_dir, work / f"tpch-run-{name}", names=("resources",), ephemeral_ports=True,
-                          extra_env=env)
+                          extra_env=_service_env(name, url, work))
     services.start(timeout=120)
-    results = []
     try:
         address = services.handles["resources"].address
         with sync_channel(address, cli_credentials(cert_dir, "agent"), "resources") as agent:
-            turn = resources_pb2.TurnRef(session_id="bench", turn_id="t1")
-            context = invoke(agent, "resources", "InspectContext", resources_pb2.InspectContextRequest(turn=turn))
-            inspected = invoke(agent, "resources", "InspectCatalog", resources_pb2.InspectCatalogRequest(
-                turn=turn, question=QUESTION, capability_token=context.capability_token))
-            if inspected.catalog_fingerprint != catalog.fingerprint:
-                raise RuntimeError(f"tpch on {name}: the service's catalog is not the one the drafts were compiled "
-                                   "against")
-            shown = {e.entity_id for e in inspected.entities} | {f.field_id for e in inspected.entities
-                                                                  for f in e.fields}
-            shown |= {m.metric_id for e in inspected.entities for m in e.metrics}
-            shown |= {r.relationship_id for e in inspected.entities for r in e.relationships}
-            if used - shown:
-                raise RuntimeError(f"tpch on {name}: InspectCatalog({QUESTION!r}) left {len(used - shown)} ids the "
-                                   "drafts use out of the capability's scope")
-            turns = iter(range(2, 1_000_000))
-            raw, close = _raw_runner(url)
-            try:
-                for number, (_, fidelity) in QUERIES.items():
-                    draft_json, sql = json.dumps(drafts[number]), statements[number]
-                    replies: list = []
-
-                    def analyze(draft_json=draft_json, replies=replies):
-                        # Each in a turn of its own: a turn's analysis budget would stop the rounds.
-                        fresh = resources_pb2.TurnRef(session_id="bench", turn_id=f"t{next(turns)}")
-                        replies.append(invoke(agent, "resources", "Analyze", resources_pb2.AnalyzeRequest(
-                            turn=fresh, draft_json=draft_json, capability_token=inspected.capability_token),
-                            timeout=600))
-
-                    rows: list[int] = []
-                    rpc_ms, raw_ms, rounds = _side_by_side(analyze, lambda sql=sql, rows=rows: rows.append(raw(sql)),
-                                                           ROUND_BUDGET_SECONDS, LEAST_ROUNDS, MOST_ROUNDS)
-                    results.append(_entry(name, number, fidelity, rpc_ms, raw_ms, rounds, replies, rows,
-                                          problems[number]))
-                    print(f"  Q{number}: Analyze {rpc_ms:.1f} ms, raw {raw_ms:.1f} ms ({rpc_ms / raw_ms:.2f}x, "
-                          f"{rounds} rounds)" + ("" if results[-1]["answer_matches"] else
-                                                  " -- ROWS DO NOT MATCH TPC-H's answer"), flush=True)
-            finally:
-                close()
+            inspected = _capability(agent, name, catalog, used)
+            results = _measured(agent, name, url, inspected, drafts, statements, problems)
     finally:
         services.stop()
     worst = max(results, key=lambda r: r["ratio"])
