@@ -187,15 +187,20 @@ def _built(target: Path, build) -> Path:
     return target
 
 
+def _empty_tables(url: str) -> None:
+    """The TPC-H tables, without indexes (they are built after the rows go in), in the database at `url`."""
+    engine = sa.create_engine(url)
+    try:
+        create_schema(engine, indexes=False)
+    finally:
+        engine.dispose()
+
+
 def duckdb_warehouse() -> Path:
     generated()
 
     def build(path: Path) -> None:
-        engine = sa.create_engine(f"duckdb:///{path}")
-        try:
-            create_schema(engine, indexes=False)
-        finally:
-            engine.dispose()
+        _empty_tables(f"duckdb:///{path}")
         with _duckdb(str(path)) as con:
             for table in TPCH_TABLES:
                 con.execute(f"INSERT INTO {table.name} BY NAME SELECT * FROM read_parquet(?)", [_parquet(table)])
@@ -221,11 +226,7 @@ def sqlite_warehouse() -> Path:
     generated()
 
     def build(path: Path) -> None:
-        engine = sa.create_engine(f"sqlite:///{path}")
-        try:
-            create_schema(engine, indexes=False)
-        finally:
-            engine.dispose()
+        _empty_tables(f"sqlite:///{path}")
         source = _duckdb()
         target = sqlite3.connect(path)
         try:
@@ -252,11 +253,7 @@ def load_postgres(url: str, scratch: Path) -> None:
 
     generated()
     started = time.perf_counter()
-    engine = sa.create_engine(url)
-    try:
-        create_schema(engine, indexes=False)
-    finally:
-        engine.dispose()
+    _empty_tables(url)
     scratch.mkdir(parents=True, exist_ok=True)
     with _duckdb() as source, psycopg.connect(sa.make_url(url).set(drivername="postgresql")
                                                      .render_as_string(hide_password=False)) as target:

@@ -165,13 +165,18 @@ def _event(data: dict, event_id: str | None = None) -> ServerSentEvent:
     return ServerSentEvent(json.dumps(data, separators=(",", ":")), id=event_id or None, sep=SSE_SEPARATOR)
 
 
+def _error_event(reason: str, message: str) -> ServerSentEvent:
+    """What a stream says when it ends on a refusal: the reason and the person's words."""
+    return _event({"error": {"reason": reason, "message": message}})
+
+
 def _encoded_envelope(envelope: host_pb2.SurfaceEnvelope) -> bytes:
     return _event(_envelope(envelope), f"{envelope.epoch}:{envelope.sequence}").encode()
 
 
 def _encoded_refusal(exc: grpc.aio.AioRpcError) -> bytes:
     refused = _refused(exc, "host")
-    return _event({"error": {"reason": refused.reason, "message": refused.message}}).encode()
+    return _error_event(refused.reason, refused.message).encode()
 
 
 async def _once(event: ServerSentEvent) -> AsyncIterator[ServerSentEvent]:
@@ -179,7 +184,7 @@ async def _once(event: ServerSentEvent) -> AsyncIterator[ServerSentEvent]:
 
 
 def _session_ended(refused: SessionRefused) -> list[ServerSentEvent]:
-    return [_event({"error": {"reason": refused.reason, "message": refused.message}})]
+    return [_error_event(refused.reason, refused.message)]
 
 
 def _ui_part(part: dict | str) -> ServerSentEvent:
@@ -434,7 +439,7 @@ class WebApi:
                     yield _event(_as_dict(event))
             except grpc.aio.AioRpcError as exc:  # the turn could not run: say why, in the stream
                 refused = _refused(exc, "agent")
-                yield _event({"error": {"reason": refused.reason, "message": refused.message}})
+                yield _error_event(refused.reason, refused.message)
             finally:
                 stream.cancel()  # the browser went away: cancel the turn and its tool calls
 
