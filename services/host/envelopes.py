@@ -33,9 +33,10 @@ def a2ui_message(surface_id: str, kind: int, message: dict, message_json: str) -
                          message_json, snapshot_key("a2ui", message))
 
 
-def data_model_update(surface_id: str, message: dict) -> NewEntry:
-    """An A2UI updateDataModel message (window rows, state) as a journal entry."""
-    message_json = canonical(message)
+def data_model_update(surface_id: str, message: dict, message_json: str | None = None) -> NewEntry:
+    """An A2UI updateDataModel message (window rows, state) as a journal entry; `message_json` is its canonical
+    text when the caller made it already."""
+    message_json = canonical(message) if message_json is None else message_json
     return journal_entry(surface_id, "a2ui", host_pb2.A2uiMessage(
         kind=host_pb2.A2UI_MESSAGE_KIND_UPDATE_DATA_MODEL, message_json=message_json), message_json,
         snapshot_key("a2ui", message))

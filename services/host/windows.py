@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import json
 import logging
 import secrets
 
@@ -21,8 +22,10 @@ from services.host.database import AsyncStore
 from services.host.envelopes import data_model_update
 from services.host.fanout import SurfaceFanout
 from services.host.peers import Peers, peer
-from services.host.store import Session
+from services.host.store import NewEntry, Session
 from shared import tokens
+from shared.bounded_json import canonical
+from shared.errors import TesseraError
 from shared.ui.windows import FIRST_WINDOWS_PATH, window_key, window_path
 from tessera.common.v1 import common_pb2
 from tessera.resources.v1 import resources_pb2
@@ -30,6 +33,9 @@ from tessera.resources.v1 import resources_pb2
 logger = logging.getLogger("tessera.host")
 GRANT_LIFETIME = dt.timedelta(minutes=5)  # ≤ 15 minutes (§ grants); a window asks for a fresh one
 WINDOW_MAX_ROWS = 1_000
+# Stands for a window's rows in its message until the message's text is made; then the rows' own text replaces it.
+_ROWS_SLOT = "\x00rows"
+_ROWS_SLOT_JSON = '"rows":"\\u0000rows"'
 
 
 def first_windows(bound: list[Binding]) -> list[Binding]:
@@ -73,18 +79,24 @@ class Windows:
                        "expires_at": (now + GRANT_LIFETIME).timestamp()}
 
     async def _resolve(self, session: Session, binding: Binding, grant: common_pb2.SignedToken, offset: int,
-                       limit: int, projection: list[str]) -> dict:
+                       limit: int, projection: list[str]) -> NewEntry:
+        """The window as its journal entry. The gateway sends its rows as JSON already (encoded once per result):
+        they are checked for shape, and set into the message's text as they came, never turned cell by cell."""
         window = await peer("resources", self._peers.resources.ResolveWindow(resources_pb2.ResolveWindowRequest(
-            grant=grant, offset=offset, limit=limit, column_ids=projection), timeout=30))
-        return {"version": "v0.9", "updateDataModel": {
+            grant=grant, offset=offset, limit=limit, column_ids=projection, rows_as_json=True), timeout=30))
+        columns = [c.column_id for c in window.columns]
+        rows_json = _checked_rows(window.rows_json, len(columns))
+        message = {"version": "v0.9", "updateDataModel": {
             "surfaceId": session.surface_id, "path": window_path(binding.resource_id),
             "value": {"node": binding.node, "prop": binding.prop, "offset": window.offset,
-                      "totalRows": window.total_rows, "columns": [c.column_id for c in window.columns],
-                      "rows": [[cell_json(c) for c in row.cells] for row in window.rows]}}}
+                      "totalRows": window.total_rows, "columns": columns, "rows": _ROWS_SLOT}}}
+        text = canonical(message)
+        if text.count(_ROWS_SLOT_JSON) != 1:  # the slot's text is structural: no string can hold it unescaped
+            raise AssertionError("a window message without exactly one rows slot")
+        return data_model_update(session.surface_id, message, text.replace(_ROWS_SLOT_JSON, f'"rows":{rows_json}'))
 
-    async def _publish(self, session: Session, messages: list[dict], revision_id: str = "") -> tuple[int, int]:
+    async def _publish(self, session: Session, entries: list[NewEntry], revision_id: str = "") -> tuple[int, int]:
         """Onto the surface's stream; with `revision_id`, only while that revision is still shown."""
-        entries = [data_model_update(session.surface_id, message) for message in messages]
         if revision_id:
             appended = await self._db(self._db.store.append_events_at, session.surface_id, revision_id, entries)
             if appended is None:  # a newer revision is shown: its own first windows are on their way
@@ -99,8 +111,8 @@ class Windows:
         """One window a screen asked for; the journal position it was published at."""
         grant, row = self._grant(session, binding)
         await self._db(self._db.store.save_grants, revision_id, [row])
-        message = await self._resolve(session, binding, grant, offset, limit, projection)
-        return await self._publish(session, [message])
+        entry = await self._resolve(session, binding, grant, offset, limit, projection)
+        return await self._publish(session, [entry])
 
     async def send_first(self, session: Session, revision_id: str, bound: list[Binding]) -> None:
         """The first window of every bound block of a just-committed revision, in one journal append.
@@ -113,15 +125,15 @@ class Windows:
         results = await asyncio.gather(*(
             self._resolve(session, b, grant, b.first_offset, b.first_rows, list(b.columns))
             for b, (grant, _) in zip(wanted, granted, strict=True)), return_exceptions=True)
-        messages = [r for r in results if isinstance(r, dict)]
+        entries = [r for r in results if isinstance(r, NewEntry)]
         for failed in (r for r in results if isinstance(r, BaseException)):
             if not isinstance(failed, Exception):
                 raise failed  # cancelled: the host is stopping
             logger.warning("a first window was not sent (the screen asks for it itself): %s", failed)
-        if len(messages) < len(wanted):  # the screen stops waiting for those that are not coming
-            messages.append(first_windows_message(session.surface_id, [
-                b for b, r in zip(wanted, results, strict=True) if isinstance(r, dict)], allow_empty=True))
-        if await self._publish(session, messages, revision_id) == (0, 0):
+        if len(entries) < len(wanted):  # the screen stops waiting for those that are not coming
+            entries.append(data_model_update(session.surface_id, first_windows_message(session.surface_id, [
+                b for b, r in zip(wanted, results, strict=True) if isinstance(r, NewEntry)], allow_empty=True)))
+        if await self._publish(session, entries, revision_id) == (0, 0):
             # A newer revision came first: nothing was sent, so the grants of these windows end now (the
             # newer commit's own revocation may have run before they were saved).
             await self._db(self._db.store.revoke_grants, [row["grant_id"] for _, row in granted])
@@ -133,13 +145,19 @@ class Windows:
 
     async def none_coming(self, session: Session, revision_id: str) -> None:
         """Sending the first windows failed as a whole: the screen asks for every window itself."""
-        await self._publish(session, [first_windows_message(session.surface_id, [], allow_empty=True)], revision_id)
+        await self._publish(session, [data_model_update(
+            session.surface_id, first_windows_message(session.surface_id, [], allow_empty=True))], revision_id)
 
 
-def cell_json(cell):
-    kind = cell.WhichOneof("value")
-    if kind in (None, "null_value"):
-        return None
-    if kind == "timestamp_value":
-        return cell.timestamp_value.ToDatetime().isoformat(timespec="seconds")
-    return getattr(cell, kind)
+def _checked_rows(rows_json: bytes, width: int) -> str:
+    """The gateway's rows as text, once they are seen to be a JSON array of rows `width` cells wide (what goes onto
+    screens is never taken unread, even from a peer); a refusal naming the peer otherwise."""
+    try:
+        text = rows_json.decode()
+        rows = json.loads(text)
+    except ValueError:
+        rows = None
+    if not isinstance(rows, list) or not all(isinstance(row, list) and len(row) == width for row in rows):
+        raise TesseraError(grpc.StatusCode.UNAVAILABLE, "PEER_REPLY_INVALID",
+                           f"resources: a window's rows are not an array of {width}-cell rows", {"peer": "resources"})
+    return text

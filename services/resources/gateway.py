@@ -87,13 +87,14 @@ def _moment(value, value_type: str) -> periods.Moment | None:
 
 @dataclass(frozen=True)
 class Window:
-    """A granted window: the result, its projected columns, and the window's rows in their wire form
-    (window_rows.py)."""
+    """A granted window: the result, its projected columns, and the window's rows in their wire form or as one
+    JSON array (window_rows.py; `as_json`)."""
 
     result: PinnedResult
     columns: list[OutputColumn]
     offset: int
     encoded_rows: bytes
+    as_json: bool = False
 
 
 @dataclass
@@ -519,7 +520,7 @@ class Gateway:
 
     # --- windows ---------------------------------------------------------
 
-    def _open_grant(self, grant: common_pb2.SignedToken) -> common_pb2.WindowGrantClaims:
+    def open_grant(self, grant: common_pb2.SignedToken) -> common_pb2.WindowGrantClaims:
         try:
             claims = tokens.verify(self.host_key, tokens.PURPOSE_WINDOW_GRANT, grant, common_pb2.WindowGrantClaims)
             tokens.check_binding(claims.binding, "resources", GRANT_MAX_LIFETIME)
@@ -546,12 +547,13 @@ class Gateway:
                 revoked += 1
         return revoked
 
-    def window(self, grant: common_pb2.SignedToken, offset: int, limit: int, column_ids: list[str],
-               from_memory: bool = False) -> Window | None:
-        """A granted window of a pinned result, or a refusal. With `from_memory` nothing is read or encoded: None
+    def window(self, claims: common_pb2.WindowGrantClaims, offset: int, limit: int, column_ids: list[str],
+               as_json: bool = False, from_memory: bool = False) -> Window | None:
+        """A window of a pinned result under a grant's `claims` (open_grant: its signature checked once, however
+        many tries the window takes), its rows as one JSON array with `as_json`; or a refusal. With
+        `from_memory` nothing is read or encoded: None
         when the store would have to be asked (a revocation not known here, a result not held here) or rows
         encoded, and the caller asks again without it (off the event loop)."""
-        claims = self._open_grant(grant)
         revocations = self.revocations
         revoked = revocations.known(claims.grant_id) if from_memory else revocations.revoked(claims.grant_id)
         if revoked is None:
@@ -576,8 +578,9 @@ class Gateway:
             raise TesseraError(grpc.StatusCode.PERMISSION_DENIED, "GRANT_RESOURCE_MISMATCH",
                                "the grant names another version of this result")
         positions = _projection(claims, result, column_ids)
-        rows = self.window_rows.window(result, positions, offset, limit, encode=not from_memory)
-        return None if rows is None else Window(result, [result.columns[i] for i in positions], offset, rows)
+        rows = self.window_rows.window(result, positions, offset, limit, encode=not from_memory,
+                                       form="json" if as_json else "proto")
+        return None if rows is None else Window(result, [result.columns[i] for i in positions], offset, rows, as_json)
 
 
 def _projection(claims: common_pb2.WindowGrantClaims, result: PinnedResult, column_ids: list[str]) -> tuple[int, ...]:

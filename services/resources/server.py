@@ -49,13 +49,16 @@ def _turn(turn: resources_pb2.TurnRef) -> tuple[str, str]:
 
 def _window_reply(window: Window) -> EncodedReply:
     """ResolveWindowResponse in its wire form: the fields before `rows` (5), the encoded rows, then `total_rows`
-    (6), in field order as the message itself would serialise."""
+    (6), in field order as the message itself would serialise; asked as JSON, the message with `rows_json`."""
     result = window.result
     head = resources_pb2.ResolveWindowResponse(
         resource_id=result.resource_id, version_id=result.version_id, offset=window.offset,
         columns=[common_pb2.ColumnDescriptor(column_id=c.id, label=c.label, type=COLUMN_TYPES[c.type],
                                              role=COLUMN_ROLES[c.role], semantic_id=c.semantic_id)
                  for c in window.columns])
+    if window.as_json:
+        head.total_rows, head.rows_json = len(result.rows), window.encoded_rows
+        return EncodedReply(head.SerializeToString())
     tail = resources_pb2.ResolveWindowResponse(total_rows=len(result.rows))
     return EncodedReply(head.SerializeToString() + window.encoded_rows + tail.SerializeToString())
 
@@ -180,8 +183,10 @@ class ResourceGatewayService(resources_pb2_grpc.ResourceGatewayServiceServicer):
     async def ResolveWindow(self, request, context):
         """Answered already serialised: the rows are bytes encoded once per result (window_rows.py). A window whose
         revocation answer, result and rows this replica holds in memory is served on the event loop (its grant's
-        signature check is the one cost); going to the pool and back took longer than the window itself."""
-        asked = (request.grant, request.offset, request.limit, list(request.column_ids))
+        signature, checked once here, is the one cost); going to the pool and back took longer than the window
+        itself."""
+        claims = self._gateway.open_grant(request.grant)
+        asked = (claims, request.offset, request.limit, list(request.column_ids), request.rows_as_json)
         window = self._gateway.window(*asked, from_memory=True)
         if window is None:  # the store must be asked or rows encoded: off the loop
             window = await self._run(self._gateway.window, *asked)

@@ -5,6 +5,10 @@ another; so a window's rows are a run of encoded rows, whatever the window. A re
 BLOCK_ROWS the first time a window reaches them and kept (results are immutable, so a kept block is never stale):
 a window is then a join of slices of at most a few blocks, not a message built cell by cell and serialised on every
 call. Each pinned value goes in the Cell field of its column's type (fill_rows).
+
+A caller that shows rows (the host, onto a screen's stream) asks for them as JSON instead (ResolveWindowRequest.
+rows_as_json): blocks of rows as RFC 8785 text, each row followed by a comma, kept the same way; a window is then
+"[" + slices + "]", and no caller turns cells into JSON one by one on every window.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from services.resources.results import PinnedResult
+from shared.bounded_json import canonical
 from shared.caches import SharedMemo, sized_lru
 from tessera.resources.v1 import resources_pb2
 
@@ -65,6 +70,17 @@ class _Block:
         return self.data[self.starts[first]:self.starts[end]]
 
 
+def json_cells(row: Sequence, types: Sequence[str]) -> list:
+    """A row's cells as a screen reads them (the proto's meaning, ResolveWindowResponse.rows_json): pinned values as
+    they are, a timestamp (ISO text, UTC) cut to whole seconds."""
+    return [_whole_seconds(value) if kind == "timestamp" and value is not None else value
+            for kind, value in zip(types, row, strict=True)]
+
+
+def _whole_seconds(text: str) -> str:
+    return dt.datetime.fromisoformat(text).replace(tzinfo=None).isoformat(timespec="seconds")
+
+
 def _varint_size(value: int) -> int:
     return max(1, (value.bit_length() + 6) // 7)
 
@@ -81,35 +97,49 @@ def _encode(result: PinnedResult, positions: tuple[int, ...], index: int) -> _Bl
     return _Block(scratch.SerializeToString(), tuple(starts))
 
 
+def _encode_json(result: PinnedResult, positions: tuple[int, ...], index: int) -> _Block:
+    types = [result.columns[i].type for i in positions]
+    starts, pieces, at = [0], [], 0
+    for row in result.rows[index * BLOCK_ROWS:(index + 1) * BLOCK_ROWS]:
+        piece = (canonical(json_cells([row[i] for i in positions], types)) + ",").encode()
+        pieces.append(piece)
+        at += len(piece)
+        starts.append(at)
+    return _Block(b"".join(pieces), tuple(starts))
+
+
+_ENCODERS = {"proto": _encode, "json": _encode_json}
+
+
 class EncodedRows:
-    """Windows' rows as wire bytes, from blocks kept per (result, projection, block number)."""
+    """Windows' rows as wire bytes or JSON text, from blocks kept per (result, projection, form, block number)."""
 
     def __init__(self, max_bytes: int = MAX_KEPT_BYTES) -> None:
         self._max_bytes = max_bytes
         self._blocks = SharedMemo(sized_lru(max_bytes, _Block.weight))
 
     def window(self, result: PinnedResult, positions: tuple[int, ...], offset: int, limit: int,
-               encode: bool = True) -> bytes | None:
-        """The encoded rows offset .. offset + limit - 1 (fewer past the end) of `result`, cells in the order of
-        the column `positions`; without `encode`, None when a block they need is not kept."""
+               encode: bool = True, form: str = "proto") -> bytes | None:
+        """The rows offset .. offset + limit - 1 (fewer past the end) of `result`, cells in the order of the column
+        `positions`: encoded Row elements (`form` "proto") or one JSON array ("json"); without `encode`, None when
+        a block they need is not kept."""
         end = min(offset + limit, len(result.rows))
-        if offset >= end:  # past the end: no rows
-            return b""
         pieces = []
-        for index in range(offset // BLOCK_ROWS, -(-end // BLOCK_ROWS)):
-            block = self._block(result, positions, index) if encode else self._blocks.get(
-                (result.resource_id, positions, index))
+        for index in range(offset // BLOCK_ROWS, -(-end // BLOCK_ROWS)) if offset < end else ():
+            block = self._block(result, positions, index, form) if encode else self._blocks.get(
+                (result.resource_id, positions, form, index))
             if block is None:
                 return None
             base = index * BLOCK_ROWS
             pieces.append(block.rows(max(offset - base, 0), min(end - base, len(block.starts) - 1)))
-        return b"".join(pieces)
+        joined = b"".join(pieces)
+        return joined if form == "proto" else b"[" + joined[:-1] + b"]"  # each JSON row ends with a comma
 
-    def _block(self, result: PinnedResult, positions: tuple[int, ...], index: int) -> _Block:
-        key = (result.resource_id, positions, index)
+    def _block(self, result: PinnedResult, positions: tuple[int, ...], index: int, form: str) -> _Block:
+        key = (result.resource_id, positions, form, index)
         block = self._blocks.get(key)
         if block is None:
-            block = _encode(result, positions, index)
+            block = _ENCODERS[form](result, positions, index)
             if block.weight() <= self._max_bytes:  # a block heavier than all that may be kept is used once
                 self._blocks.put(key, block)
         return block

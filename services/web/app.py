@@ -57,7 +57,7 @@ def _oidc(settings: WebSettings) -> OidcConfig | None:
                       settings.oidc_tenant, settings.oidc_name_claim, settings.public_url)
 
 
-def create_app(settings: WebSettings, credentials: Credentials) -> Starlette:
+def create_app(settings: WebSettings, credentials: Credentials) -> ServerSend:
     signing_key = load_signing_key(signing_key_path(settings.cert_dir, "web"))  # a missing key stops startup
     cookies, oidc = _cookies(settings), _oidc(settings)
     assertions = Assertions(signing_key)
@@ -85,10 +85,13 @@ def create_app(settings: WebSettings, credentials: Credentials) -> Starlette:
             for channel in channels.values():
                 await channel.close()
 
-    return Starlette(lifespan=lifespan, exception_handlers={ApiError: api_error, SessionRefused: _session_refused},
-                     middleware=[Middleware(ServerSend),
-                                 Middleware(SecurityHeaders, strict_transport=settings.secure_cookies),
-                                 Middleware(TrustedHostMiddleware, allowed_hosts=list(settings.allowed_hosts))])
+    # ServerSend wraps the whole application, outside Starlette's own ServerErrorMiddleware (which every
+    # middleware listed here sits inside), so a stream's body writes reach the server's `send` directly.
+    return ServerSend(Starlette(lifespan=lifespan,
+                                exception_handlers={ApiError: api_error, SessionRefused: _session_refused},
+                                middleware=[Middleware(SecurityHeaders, strict_transport=settings.secure_cookies),
+                                            Middleware(TrustedHostMiddleware,
+                                                       allowed_hosts=list(settings.allowed_hosts))]))
 
 
 async def _session_refused(request: Request, exc: SessionRefused) -> JSONResponse:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import json
 from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 
@@ -17,6 +18,7 @@ from services.resources.planner import OutputColumn
 from services.resources.results import PinnedResult
 from services.resources.server import ResourceGatewayService
 from services.resources.window_rows import BLOCK_ROWS, EncodedRows, fill_rows
+from shared.bounded_json import canonical
 from shared.encoded_replies import EncodedReply
 from tessera.common.v1 import common_pb2
 from tessera.resources.v1 import resources_pb2
@@ -135,3 +137,49 @@ def test_the_window_reply_is_the_old_message_in_full(gateway, cert_dir):
                                 [c.type for c in columns]))
         assert resources_pb2.ResolveWindowResponse.FromString(reply.data) == expected
         assert reply.data == expected.SerializeToString()
+
+
+def _screen_cells(row: resources_pb2.Row) -> list:
+    """What a screen was sent for a row before the gateway wrote rows as JSON: the host's reading of each Cell."""
+    cells = []
+    for cell in row.cells:
+        kind = cell.WhichOneof("value")
+        if kind in (None, "null_value"):
+            cells.append(None)
+        elif kind == "timestamp_value":
+            cells.append(cell.timestamp_value.ToDatetime().isoformat(timespec="seconds"))
+        else:
+            cells.append(getattr(cell, kind))
+    return cells
+
+
+@pytest.mark.parametrize("offset,limit", [(0, 1000), (0, 1), (BLOCK_ROWS - 10, 300), (599, 10), (600, 5)])
+@pytest.mark.parametrize("positions", [tuple(range(7)), (6,), (6, 5, 4, 3, 2, 1, 0), (1, 1)])
+def test_json_windows_are_the_text_of_the_cells_screens_were_sent(offset, limit, positions):
+    """Every type, nulls, sub-second timestamps, floats only RFC 8785's package writes (1e300): the JSON form is
+    the canonical text of what the host made of the typed cells, from fresh and from kept blocks alike."""
+    result = _result(_pinned_rows(600))
+    encoded = EncodedRows()
+    projected = [[row[i] for i in positions] for row in result.rows[offset:offset + limit]]
+    expected = canonical([_screen_cells(row) for row in _old_path_rows(projected, [TYPES[i] for i in positions])])
+    for _ in range(2):
+        assert encoded.window(result, positions, offset, limit, form="json") == expected.encode()
+    # The two forms are kept apart: a proto window after a JSON one is still the proto bytes.
+    assert encoded.window(result, positions, offset, limit) == resources_pb2.ResolveWindowResponse(
+        rows=_old_path_rows(projected, [TYPES[i] for i in positions])).SerializeToString()
+
+
+def test_the_json_window_reply_carries_rows_json_and_no_rows(gateway, cert_dir):
+    rows = _pinned_rows(300)
+    result = _result(rows)
+    pinned = gateway.store.pin("s-json", "t-json", result.columns, rows, False)
+    token = grant(cert_dir, pinned, columns=[c.id for c in result.columns], max_rows=1000)
+    context = SimpleNamespace(name="resources", credentials=SimpleNamespace(identity="test"), started_at=0.0)
+    request = resources_pb2.ResolveWindowRequest(grant=token, offset=290, limit=50, column_ids=["c_date", "c_float"],
+                                                 rows_as_json=True)
+    with ThreadPoolExecutor(1) as pool:
+        reply = asyncio.run(ResourceGatewayService(context, gateway, pool).ResolveWindow(request, None))
+    decoded = resources_pb2.ResolveWindowResponse.FromString(reply.data)
+    assert (decoded.offset, decoded.total_rows, len(decoded.rows)) == (290, 300, 0)
+    assert [c.column_id for c in decoded.columns] == ["c_date", "c_float"]
+    assert json.loads(decoded.rows_json) == [[row[5], row[3]] for row in rows[290:]]

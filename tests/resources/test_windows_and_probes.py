@@ -64,24 +64,24 @@ def cell_value(cell):
 
 def test_windows_page_through_the_pinned_rows(gateway, pinned, cert_dir):
     token = grant(cert_dir, pinned)
-    first = gateway.window(token, 0, 100, [])
+    first = gateway.window(gateway.open_grant(token), 0, 100, [])
     assert [c.id for c in first.columns] == ["when", "channel"]
     assert window_values(first) == [row[:2] for row in pinned.rows[:100]]
-    page = gateway.window(token, 100, 50, ["channel"])
+    page = gateway.window(gateway.open_grant(token), 100, 50, ["channel"])
     assert [c.id for c in page.columns] == ["channel"] and window_values(page) == [[row[1]] for row in
                                                                                     pinned.rows[100:150]]
-    assert window_values(gateway.window(token, len(pinned.rows) + 10, 10, [])) == []
+    assert window_values(gateway.window(gateway.open_grant(token), len(pinned.rows) + 10, 10, [])) == []
 
 
 def test_a_grant_for_one_cell_reads_that_row_only(gateway, pinned, cert_dir):
     """A figure's grant (FigureText, Metric) names its row: any other row is refused, not served."""
     token = grant(cert_dir, pinned, columns=("channel",), max_rows=1, row=7)
-    assert window_values(gateway.window(token, 7, 1, [])) == [[pinned.rows[7][1]]]
+    assert window_values(gateway.window(gateway.open_grant(token), 7, 1, [])) == [[pinned.rows[7][1]]]
     for offset, limit, code, reason in ((8, 1, grpc.StatusCode.PERMISSION_DENIED, "WINDOW_OUTSIDE_GRANT"),
                                         (0, 1, grpc.StatusCode.PERMISSION_DENIED, "WINDOW_OUTSIDE_GRANT"),
                                         (7, 2, grpc.StatusCode.INVALID_ARGUMENT, "WINDOW_TOO_LARGE")):
         with pytest.raises(TesseraError) as refused:
-            gateway.window(token, offset, limit, [])
+            gateway.window(gateway.open_grant(token), offset, limit, [])
         assert (refused.value.code, refused.value.reason) == (code, reason)
 
 
@@ -122,10 +122,10 @@ def test_every_bad_grant_has_its_own_reason(gateway, pinned, cert_dir, case, rea
         token, limit = grant(cert_dir, pinned, max_rows=20), 21
     else:
         token = grant(cert_dir, pinned)
-        gateway.window(token, 0, 1, [])
+        gateway.window(gateway.open_grant(token), 0, 1, [])
         assert gateway.revoke([token]) == 1
     with pytest.raises(TesseraError) as refused:
-        gateway.window(token, 0, limit, projection)
+        gateway.window(gateway.open_grant(token), 0, limit, projection)
     assert (refused.value.code, refused.value.reason) == (code, reason)
 
 
@@ -138,21 +138,22 @@ def test_a_window_is_served_from_memory_only_once_everything_it_needs_is_held(wa
                    OutputColumn("units", "Units", "integer", "measure", "order_items.units")]
         pinned = a.store.pin("s-memory", "t-memory", columns, [["web", 3], ["store", None]], False)
         token = grant(cert_dir, pinned, columns=("channel", "units"))
-        assert a.window(token, 0, 2, [], from_memory=True) is None  # revocation not asked yet
-        full = a.window(token, 0, 2, [])
-        assert a.window(token, 0, 2, [], from_memory=True) == full
+        assert a.window(a.open_grant(token), 0, 2, [], from_memory=True) is None  # revocation not asked yet
+        full = a.window(a.open_grant(token), 0, 2, [])
+        assert a.window(a.open_grant(token), 0, 2, [], from_memory=True) == full
         assert window_values(full) == [["web", 3], ["store", None]]
-        assert a.window(token, 0, 2, ["units"], from_memory=True) is None  # that projection's rows: not encoded yet
-        assert window_values(a.window(token, 0, 2, ["units"])) == [[3], [None]]
-        assert b.window(token, 0, 2, [], from_memory=True) is None  # pinned on a: b must read it
-        assert b.window(token, 0, 2, []) == full
-        assert b.window(token, 0, 2, [], from_memory=True) == full
+        # That projection's rows: not encoded yet.
+        assert a.window(a.open_grant(token), 0, 2, ["units"], from_memory=True) is None
+        assert window_values(a.window(a.open_grant(token), 0, 2, ["units"])) == [[3], [None]]
+        assert b.window(b.open_grant(token), 0, 2, [], from_memory=True) is None  # pinned on a: b must read it
+        assert b.window(b.open_grant(token), 0, 2, []) == full
+        assert b.window(b.open_grant(token), 0, 2, [], from_memory=True) == full
         with pytest.raises(TesseraError) as refused:
-            a.window(token, 0, 3, ["status"], from_memory=True)
+            a.window(a.open_grant(token), 0, 3, ["status"], from_memory=True)
         assert refused.value.reason == "COLUMN_NOT_GRANTED"
         a.revoke([token])
         with pytest.raises(TesseraError) as refused:
-            a.window(token, 0, 2, [], from_memory=True)
+            a.window(a.open_grant(token), 0, 2, [], from_memory=True)
         assert refused.value.reason == "GRANT_REVOKED"
     finally:
         a.close()
@@ -168,7 +169,7 @@ def test_a_grant_revoked_on_one_replica_stops_reading_on_another_within_the_boun
         columns = [OutputColumn("channel", "Channel", "string", "dimension", "orders.channel")]
         pinned = a.store.pin("s-revoke", "t-revoke", columns, [["web"], ["store"]], False)
         token = grant(cert_dir, pinned, columns=("channel",))
-        assert window_values(a.window(token, 0, 2, [])) == [["web"], ["store"]]
+        assert window_values(a.window(a.open_grant(token), 0, 2, [])) == [["web"], ["store"]]
         revoked_at = time.monotonic()
         assert b.revoke([token]) == 1
         for replica in (b, a):
@@ -183,7 +184,7 @@ def test_a_grant_revoked_on_one_replica_stops_reading_on_another_within_the_boun
 def _revoked(gateway, token) -> float | None:
     """When the gateway refused the grant as revoked (None: it still reads)."""
     try:
-        gateway.window(token, 0, 1, [])
+        gateway.window(gateway.open_grant(token), 0, 1, [])
     except TesseraError as refused:
         assert refused.reason == "GRANT_REVOKED"
         return time.monotonic()

@@ -18,7 +18,9 @@ from services.host.database import AsyncStore
 from services.host.envelopes import data_model_update, positioned
 from services.host.store import HostStore, Session
 from services.host.windows import Windows
+from shared.bounded_json import canonical
 from shared.ui.windows import FIRST_WINDOWS_PATH
+from tessera.common.v1 import common_pb2
 from tessera.resources.v1 import resources_pb2
 from tests.fixtures.postgres import BACKENDS, migrated_engine
 
@@ -84,7 +86,7 @@ def test_first_windows_overtaken_by_a_newer_revision_are_not_sent_and_their_gran
     class Gateway:
         async def ResolveWindow(self, request, timeout):  # noqa: N802 - the stub's name
             _commit(store, first, "p2", _message("/resources/res_2", {}))  # overtaken meanwhile
-            return resources_pb2.ResolveWindowResponse(resource_id="res_1", offset=0, total_rows=0)
+            return resources_pb2.ResolveWindowResponse(resource_id="res_1", offset=0, total_rows=0, rows_json=b"[]")
 
         async def RevokeGrants(self, request, timeout):  # noqa: N802
             revoked_at_gateway.extend(request.grants)
@@ -106,3 +108,48 @@ def test_first_windows_overtaken_by_a_newer_revision_are_not_sent_and_their_gran
     assert len(revoked_at_gateway) == 1
     with store.engine.connect() as connection:
         assert connection.exec_driver_sql("SELECT revoked FROM grants").scalars().all() == [True]
+
+
+def _send_first_with(store, rows_json: bytes) -> tuple[list[dict], list, list[str]]:
+    """send_first of one bound table whose window the gateway answers with `rows_json`: the messages published
+    after the revision, what the gateway was asked, and the messages' texts."""
+    revision = _commit(store, None, "p1", _message("/resources/res_1", {}))
+    asked = []
+
+    class Gateway:
+        async def ResolveWindow(self, request, timeout):  # noqa: N802 - the stub's name
+            asked.append(request)
+            return resources_pb2.ResolveWindowResponse(
+                resource_id="res_1", offset=0, total_rows=2, rows_json=rows_json,
+                columns=[common_pb2.ColumnDescriptor(column_id=c) for c in ("region", "revenue")])
+
+    class Fanout:
+        async def published(self, surface_id, appended):
+            pass
+
+    pool = ThreadPoolExecutor(max_workers=2)
+    windows = Windows(AsyncStore(store, pool), Fanout(), SimpleNamespace(resources=Gateway()),
+                      ed25519.Ed25519PrivateKey.generate())
+    table = Binding(node="table", prop="/resource", kind="resource", resource_id="res_1", version_id="v",
+                    content_hash="c", columns=("region", "revenue"), first_rows=25)
+    asyncio.run(windows.send_first(Session("ses_1", "srf_a", "alice", "acme", 0.0), revision, [table]))
+    pool.shutdown()
+    texts = [positioned(e).a2ui.message_json for e in store.events_after("srf_a", 1, 0)][1:]
+    return [json.loads(text) for text in texts], asked, texts
+
+
+def test_a_window_goes_out_with_the_gateways_json_rows_as_one_canonical_message(store):
+    rows = [["Zürich \"Nord\"", 1.5], [None, 1e300]]
+    messages, asked, texts = _send_first_with(store, canonical(rows).encode())
+    assert [request.rows_as_json for request in asked] == [True]
+    assert texts == [canonical(messages[0])]  # the rows set in as text: the message is still canonical
+    assert messages[0]["updateDataModel"]["value"] == {"node": "table", "prop": "/resource", "offset": 0,
+                                                       "totalRows": 2, "columns": ["region", "revenue"],
+                                                       "rows": rows}
+
+
+@pytest.mark.parametrize("rows_json", [b"", b"{}", b"[[1]]", b"[[1, 2], 3]", b"[[1, 2]", b"\xff"])
+def test_rows_that_are_not_an_array_of_rows_as_wide_as_the_columns_are_not_published(store, rows_json):
+    messages, _, _ = _send_first_with(store, rows_json)
+    # The window is not sent; the screen is told it is not coming (it asks for it itself).
+    assert messages == [_message(FIRST_WINDOWS_PATH, [])]
