@@ -59,6 +59,7 @@ class Commits:
         self._offers = offers
         self._windows = windows
         self._sending: dict[str, asyncio.Task] = {}  # surface → its first windows on their way
+        self._revoking: set[asyncio.Task] = set()  # grants dropped by a commit, on their way to the gateway
 
     async def submit(self, request) -> host_pb2.SubmitProposalResponse:
         check_proposal_request(request)
@@ -140,13 +141,20 @@ class Commits:
 
     async def _after_commit(self, surface_id: str, committed: Committed) -> None:
         await self._fanout.published(surface_id, committed)
-        if committed.dropped_grants:  # revoked here already; the gateway must refuse them too
-            try:
-                await self._peers.resources.RevokeGrants(resources_pb2.RevokeGrantsRequest(
-                    grants=[common_pb2.SignedToken.FromString(t) for t in committed.dropped_grants]), timeout=10)
-            except grpc.aio.AioRpcError as exc:  # the grants expire within minutes anyway
-                logger.warning("could not revoke %d grants at resources: %s", len(committed.dropped_grants),
-                               exc.code().name)
+        if committed.dropped_grants:
+            # Revoked in this host's database already, in the commit's transaction. The gateway is told behind the
+            # answer: only hosts hold grants and none uses a revoked one, so the person's answer need not wait for
+            # the second refusal (a round trip and a signature check per grant).
+            task = asyncio.ensure_future(self._revoke_at_gateway(committed.dropped_grants))
+            self._revoking.add(task)
+            task.add_done_callback(self._revoking.discard)
+
+    async def _revoke_at_gateway(self, dropped: list[bytes]) -> None:
+        try:
+            await self._peers.resources.RevokeGrants(resources_pb2.RevokeGrantsRequest(
+                grants=[common_pb2.SignedToken.FromString(t) for t in dropped]), timeout=10)
+        except grpc.aio.AioRpcError as exc:  # the grants expire within minutes anyway
+            logger.warning("could not revoke %d grants at resources: %s", len(dropped), exc.code().name)
 
     def _send_first_windows(self, session: Session, revision_id: str, bound) -> None:
         """The first rows of every bound block, sent after the commit without holding up its answer."""

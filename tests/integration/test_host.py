@@ -19,6 +19,7 @@ from tessera.host.v1 import host_pb2
 from tessera.resources.v1 import resources_pb2
 from tests.fixtures.race import race
 from tests.fixtures.ui import offered_ids
+from tests.fixtures.waiting import wait_until
 
 
 @pytest.fixture(scope="module")
@@ -383,8 +384,10 @@ def test_a_revision_that_drops_a_binding_revokes_its_grants(channels, cert_dir, 
         assert connection.execute(sa.text("SELECT revoked FROM grants WHERE surface_id = :s"),
                                   {"s": session.surface_id}).scalar()
     host_db.dispose()
-    assert refused(lambda: call(channels, "host", "ResolveWindow", resources_pb2.ResolveWindowRequest(
-        grant=grant, limit=5), "resources")) == (grpc.StatusCode.PERMISSION_DENIED, "GRANT_REVOKED")
+    # The gateway is told behind the answer: it refuses the grant soon after.
+    wait_until(lambda: refused(lambda: call(channels, "host", "ResolveWindow", resources_pb2.ResolveWindowRequest(
+        grant=grant, limit=5), "resources")) == (grpc.StatusCode.PERMISSION_DENIED, "GRANT_REVOKED"),
+        what="the gateway refusing a grant its revision dropped")
 
 
 def test_an_earlier_answer_of_the_conversation_is_read_again_but_never_acted_on(channels, cert_dir):
