@@ -179,7 +179,8 @@ def canonical(value: object) -> str:
     way belongs in a string (RFC 8785 Appendix D). Refused with BoundedJsonError, and the code and
     pointer check() gives: a non-finite float, a lone surrogate, a key or value that is not JSON.
     """
-    plain = _plain(value)
+    # Most values need nothing changed: checked without building a copy, and written as they are.
+    plain = value if _already_plain(value) else _plain(value)
     if plain is not _NOT_PLAIN:
         try:
             text = json.dumps(plain, ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False)
@@ -223,6 +224,26 @@ def _plain(node: object) -> object:
         items = {key: _plain(item) for key, item in node.items()}
         return _NOT_PLAIN if any(item is _NOT_PLAIN for item in items.values()) else items
     return _NOT_PLAIN
+
+
+def _already_plain(node: object) -> bool:
+    """`_plain(node)` would be `node` itself (equal, and written alike): nothing to convert, keys all ASCII."""
+    kind = type(node)
+    if kind is str or kind is int or kind is bool or node is None:
+        return True
+    if kind is float:
+        return _SAME_FLOAT_TEXT[0] <= abs(node) < _SAME_FLOAT_TEXT[1] and not node.is_integer()
+    if kind is list or kind is tuple:
+        for item in node:
+            if type(item) is not str and not _already_plain(item):
+                return False
+        return True
+    if kind is dict:
+        for key, item in node.items():
+            if type(key) is not str or not key.isascii() or (type(item) is not str and not _already_plain(item)):
+                return False
+        return True
+    return False
 
 
 def _by_package(value: object) -> str:
