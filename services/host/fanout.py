@@ -26,6 +26,7 @@ import logging
 from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from functools import partial
 
 import psycopg
 import sqlalchemy as sa
@@ -35,13 +36,12 @@ from services.host.envelopes import positioned
 from services.host.store import READ_BATCH, WAKE_CHANNEL, Appended
 from shared.errors import TesseraError
 from shared.refusals import Unavailable
+from shared.wake_rounds import WakeRounds
 from tessera.host.v1 import host_pb2
 
 logger = logging.getLogger("tessera.host.fanout")
 TAIL_EVENTS = 1_000
-WAKE_SLICE = 32  # subscribers woken per event loop turn
-COALESCE_VIEWERS = WAKE_SLICE  # a surface with more viewers than this is woken at most once per interval
-STRETCH_LIMIT = 4  # a slow round of wake-ups stretches the wake interval up to this many times
+COALESCE_VIEWERS = 32  # a surface with more viewers than this is woken at most once per interval (wake_rounds.py)
 RECONNECT_SECONDS = (0.2, 5.0)  # first and longest pause before the LISTEN connection is opened again
 LISTEN_CHECK_SECONDS = 5.0  # a LISTEN connection that does not answer a trivial query this fast is reopened
 
@@ -58,9 +58,7 @@ class _Surface:
     waiters: list = field(default_factory=list)  # futures of the subscribers waiting for the next wake-up
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     viewers: int = 0
-    woken_at: float = float("-inf")  # loop time subscribers were last woken
-    round_seconds: float = 0.0  # how long waking all of them took last time
-    wake_later: asyncio.TimerHandle | None = None  # a wake-up held back to the end of the interval
+    rounds: WakeRounds = field(default_factory=lambda: WakeRounds(0.0, COALESCE_VIEWERS))  # how subscribers are woken
 
 
 class SurfaceFanout:
@@ -85,7 +83,8 @@ class SurfaceFanout:
         state = self._surfaces.get(surface_id)
         if state is None:
             epoch, last = await self._db(self._db.store.position, surface_id)
-            state = self._surfaces.setdefault(surface_id, _Surface(epoch, last))
+            state = self._surfaces.setdefault(surface_id, _Surface(
+                epoch, last, rounds=WakeRounds(self._wake_interval, self._coalesce_viewers)))
         state.viewers += 1
         try:
             await self.refresh(surface_id)
@@ -104,8 +103,7 @@ class SurfaceFanout:
         state.viewers -= 1
         if not state.viewers:  # the last viewer left: forget the surface's tail
             del self._surfaces[surface_id]
-            if state.wake_later is not None:
-                state.wake_later.cancel()
+            state.rounds.cancel()
 
     async def published(self, surface_id: str, appended: Appended) -> None:
         """This replica appended to the journal: compact past retention, then wake local subscribers.
@@ -162,7 +160,7 @@ class SurfaceFanout:
                 for response in batch:
                     after = response.envelope.sequence
                     yield response
-            if not batch or (state.wake_later is not None and len(batch) < READ_BATCH):
+            if not batch or (state.rounds.due_at is not None and len(batch) < READ_BATCH):
                 # Nothing new, or more is due at the end of the wake interval: take it then, in one reply. A
                 # viewer that kept pulling would send a reply per change however busy the replica is. (One
                 # reading the journal itself, far behind, reads on at once.)
@@ -219,24 +217,10 @@ class SurfaceFanout:
             self._wake(state)
 
     def _wake(self, state: _Surface) -> None:
-        """Wake the surface's subscribers at once, or at the end of the wake interval if they were woken less
-        than an interval ago. A change after a quiet spell goes out immediately; under a burst every viewer
-        wakes at most once per interval and takes everything new in one reply (when it asked for batches),
-        which costs the replica per reply rather than per envelope (§6)."""
-        if state.wake_later is not None or not state.viewers:
-            return  # already due (it will take this change too), or nobody watches any more
-        if state.viewers <= self._coalesce_viewers:
-            self._wake_now(state)  # few viewers: each waits for this change, and their replies cost little
-            return
-        loop = asyncio.get_running_loop()
-        # A replica whose wake-ups take more than half the interval (many viewers, a busy loop) waits longer,
-        # up to STRETCH_LIMIT intervals: its commits, queued in the same event loop, keep about half of it.
-        interval = self._wake_interval
-        due = state.woken_at + max(interval, min(2 * state.round_seconds, STRETCH_LIMIT * interval))
-        if loop.time() >= due:
-            self._wake_now(state)
-        else:
-            state.wake_later = loop.call_at(due, self._wake_now, state)
+        """Wake the surface's subscribers (at once, or once per wake interval when many watch: wake_rounds.py).
+        Under a burst every viewer wakes at most once per interval and takes everything new in one reply (when
+        it asked for batches), which costs the replica per reply rather than per envelope (§6)."""
+        state.rounds.wake(state.viewers, partial(self._wake_now, state))
 
     @staticmethod
     async def _next_wake(state: _Surface, seen: int) -> None:
@@ -253,11 +237,10 @@ class SurfaceFanout:
 
     @staticmethod
     def _wake_now(state: _Surface) -> None:
-        state.wake_later = None
-        state.woken_at = asyncio.get_running_loop().time()
+        state.rounds.begin()
         state.changes += 1
         waiters, state.waiters = state.waiters, []
-        _release(state, state.woken_at, waiters)
+        state.rounds.release(waiters, _resolve)
 
     def notified(self, payload: str) -> None:
         """A wake-up: "<surface_id> <epoch> <sequence> <replica>". Unknown surfaces are ignored, and so are
@@ -350,19 +333,9 @@ class SurfaceFanout:
         return "surface wake-ups: the LISTEN connection to the host database is not open"
 
 
-def _release(state: _Surface, woken_at: float, waiters: list, start: int = 0) -> None:
-    """Wake waiting subscribers a slice at a time: the next slice is released after the previous one's
-    steps ran, so a commit's own steps (which wait in the same event loop queue) never wait behind
-    every viewer of a big surface at once, only behind one slice. The last slice records how long the
-    round (begun at `woken_at`) took."""
-    for waiter in waiters[start:start + WAKE_SLICE]:
-        if not waiter.done():
-            waiter.set_result(None)
-    loop = asyncio.get_running_loop()
-    if start + WAKE_SLICE < len(waiters):
-        loop.call_soon(_release, state, woken_at, waiters, start + WAKE_SLICE)
-    else:
-        state.round_seconds = loop.time() - woken_at
+def _resolve(waiter: asyncio.Future) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 def listen_url(database_url: str) -> str | None:

@@ -28,6 +28,7 @@ import grpc
 from cachetools import TTLCache
 
 from shared.logs import log
+from shared.wake_rounds import WakeRounds
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2
 
@@ -38,12 +39,10 @@ UPSTREAM_BATCH = 64  # envelopes per host reply to a feed (the host's most)
 SSE_BATCH = 16  # envelopes per host reply to a viewer that reads from the host itself
 ACCESS_ENTRIES = 10_000
 # Waking costs web per viewer: a surface with more viewers than COALESCE_VIEWERS is woken at most once per wake
-# interval (a change after a quiet spell at once), WAKE_SLICE viewers per event loop turn, and the interval
-# stretches while a round of wake-ups takes more than half of it, up to STRETCH_LIMIT times: under a burst each
+# interval (a change after a quiet spell at once), a slice of viewers per event loop turn, and the interval
+# stretches while a round of wake-ups takes more than half of it (wake_rounds.py): under a burst each
 # viewer writes everything new at once, and the replica's other requests keep their turn.
 COALESCE_VIEWERS = 32
-WAKE_SLICE = 32
-STRETCH_LIMIT = 4
 # Who refused: the host's answer about this viewer. Anything else (the host unreachable) decides nothing.
 _REFUSING = {grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.NOT_FOUND, grpc.StatusCode.UNAUTHENTICATED,
              grpc.StatusCode.INVALID_ARGUMENT}
@@ -107,9 +106,7 @@ class Feed:
     ended: list[bytes] | None = None
     ticks: int = 0  # keep-alive rounds: a viewer that wrote nothing since the last one sends a comment
     tasks: list = field(default_factory=list)
-    woken_at: float = float("-inf")  # loop time its viewers were last woken
-    round_seconds: float = 0.0  # how long waking all of them took last time
-    wake_later: asyncio.TimerHandle | None = None  # a wake-up held back to the end of the interval
+    rounds: WakeRounds = field(default_factory=lambda: WakeRounds(0.0, COALESCE_VIEWERS))  # how viewers are woken
 
     def index_after(self, epoch: int, sequence: int, issued: bool = False) -> int | None:
         """The absolute index of the entry after (epoch, sequence), when the tail holds everything from there.
@@ -151,33 +148,13 @@ class Feed:
             self.size -= len(self.entries.popleft()[2])
             self.base += 1
 
-    def wake(self, interval: float) -> None:
-        """Wake the viewers at once, or at the end of the wake interval when they were woken less than one ago."""
-        if self.wake_later is not None:
-            return  # already due: it takes this change too
-        if len(self.viewers) <= COALESCE_VIEWERS:
-            self.wake_now()  # a person and their tabs: each waits for this change, and it costs little
-            return
-        loop = asyncio.get_running_loop()
-        due = self.woken_at + max(interval, min(2 * self.round_seconds, STRETCH_LIMIT * interval))
-        if loop.time() >= due:
-            self.wake_now()
-        else:
-            self.wake_later = loop.call_at(due, self.wake_now)
+    def wake(self) -> None:
+        """Wake the viewers at once, or at the end of the wake interval when many watch (wake_rounds.py)."""
+        self.rounds.wake(len(self.viewers), self.wake_now)
 
     def wake_now(self) -> None:
-        self.wake_later = None
-        self.woken_at = asyncio.get_running_loop().time()
-        self._release(list(self.viewers), 0)
-
-    def _release(self, viewers: list[Viewer], start: int) -> None:
-        for viewer in viewers[start:start + WAKE_SLICE]:
-            viewer.nudge()
-        loop = asyncio.get_running_loop()
-        if start + WAKE_SLICE < len(viewers):
-            loop.call_soon(self._release, viewers, start + WAKE_SLICE)
-        else:
-            self.round_seconds = loop.time() - self.woken_at
+        self.rounds.begin()
+        self.rounds.release(list(self.viewers), Viewer.nudge)
 
 
 class ViewerAccess:
@@ -318,7 +295,8 @@ class SurfaceFeeds:
               actor: Callable[[], common_pb2.ActorAssertion]) -> Feed:
         """The surface's feed, following the journal from its head as the host just reported it."""
         head = allowed.head
-        feed = self._feeds[allowed.surface_id] = Feed(allowed.surface_id, head.epoch, head.sequence + 1)
+        feed = self._feeds[allowed.surface_id] = Feed(allowed.surface_id, head.epoch, head.sequence + 1,
+                                                      rounds=WakeRounds(self._wake_interval, COALESCE_VIEWERS))
         upstream = host_pb2.SubscribeRequest(actor=actor(), session_id=key.session_id, surface_id=allowed.surface_id,
                                              max_envelopes=UPSTREAM_BATCH, resume_after=head)
         feed.tasks = [asyncio.create_task(self._follow(feed, upstream), name=f"feed {feed.surface_id}"),
@@ -334,7 +312,7 @@ class SurfaceFeeds:
             async for reply in call:
                 for envelope in (reply.envelope, *reply.following):
                     feed.add(envelope, self._encode(envelope))
-                feed.wake(self._wake_interval)
+                feed.wake()
         except grpc.aio.AioRpcError as exc:
             if exc.code() != grpc.StatusCode.CANCELLED:
                 ending = [self._refusal(exc)]
@@ -370,8 +348,7 @@ class SurfaceFeeds:
         if feed.ended is not None:
             return
         feed.ended = ending
-        if feed.wake_later is not None:
-            feed.wake_later.cancel()
+        feed.rounds.cancel()
         if self._feeds.get(feed.surface_id) is feed:
             del self._feeds[feed.surface_id]
         for task in feed.tasks:

@@ -9,6 +9,7 @@ import pytest
 from services.host import fanout as fanout_module
 from services.host.fanout import SurfaceFanout
 from services.host.store import Appended, JournalEntry
+from shared.wake_rounds import WakeRounds
 from tessera.host.v1 import host_pb2
 from tests.fixtures.waiting import wait_until_async
 
@@ -228,7 +229,7 @@ def test_viewers_are_woken_at_once_after_a_quiet_spell_and_once_per_interval_in_
         started = loop.time()
         await fanout.published("srf_a", journal.append("srf_a"))  # after a quiet spell: at once
         first = await pending
-        first_at, woken_at = loop.time(), state.woken_at
+        first_at, woken_at = loop.time(), state.rounds.woken_at
         for _ in range(5):  # a burst while the viewer is still busy with its first reply: held back
             await fanout.published("srf_a", journal.append("srf_a"))
         second = await asyncio.wait_for(anext(stream), 10)  # the viewer waits for it instead of pulling
@@ -245,7 +246,8 @@ def test_viewers_are_woken_at_once_after_a_quiet_spell_and_once_per_interval_in_
 def test_a_big_surface_is_woken_a_slice_at_a_time_so_other_work_interleaves():
     async def scenario():
         journal, fanout = _fanout()
-        seen = [[] for _ in range(4 * fanout_module.WAKE_SLICE)]
+        slice_size = WakeRounds(0.0, 0).slice_size
+        seen = [[] for _ in range(4 * slice_size)]
         viewers = [asyncio.create_task(_collect(fanout, "srf_a", 0, 1, into)) for into in seen]
         await wait_until_async(lambda: "srf_a" in fanout._surfaces
                                and len(fanout._surfaces["srf_a"].waiters) == len(seen), what="every viewer waiting")
@@ -255,28 +257,22 @@ def test_a_big_surface_is_woken_a_slice_at_a_time_so_other_work_interleaves():
         await asyncio.gather(*viewers)
         # Work queued right after the wake-up (say, a commit's next step) ran once a slice or two of viewers
         # had their turn, not after all of them; and every viewer got the change.
-        assert 0 < received_before_other_work[0] <= 2 * fanout_module.WAKE_SLICE
+        assert 0 < received_before_other_work[0] <= 2 * slice_size
         assert all(into == [(1, 1, None)] for into in seen)
 
     asyncio.run(scenario())
 
 
-def test_a_held_back_wake_up_waits_longer_after_a_slow_round_and_goes_with_the_last_viewer():
+def test_a_held_back_wake_up_goes_with_the_last_viewer():
     async def scenario():
         journal, fanout = _fanout(wake_interval=1.0, coalesce_viewers=0)
         await fanout.watch("srf_a")
         await fanout.published("srf_a", journal.append("srf_a"))  # wakes at once
-        state = fanout._surfaces["srf_a"]
-        state.round_seconds = 1.5  # waking every viewer took one and a half intervals last time
-        await fanout.published("srf_a", journal.append("srf_a"))  # held back twice that, not one interval
-        assert state.wake_later.when() - state.woken_at == pytest.approx(3.0)
-        state.wake_later.cancel()
-        state.wake_later, state.round_seconds = None, 30  # a stall: the stretch stops at STRETCH_LIMIT intervals
-        await fanout.published("srf_a", journal.append("srf_a"))
-        held = state.wake_later
-        assert held.when() - state.woken_at == pytest.approx(fanout_module.STRETCH_LIMIT * 1.0)
+        rounds = fanout._surfaces["srf_a"].rounds
+        await fanout.published("srf_a", journal.append("srf_a"))  # within the interval: held back
+        assert rounds.due_at == pytest.approx(rounds.woken_at + 1.0)
         fanout.unwatch("srf_a")
-        assert held.cancelled()
+        assert rounds.due_at is None  # not run for nobody
 
     asyncio.run(scenario())
 
@@ -294,7 +290,7 @@ def test_a_surface_few_watch_is_woken_at_once_for_every_change_even_in_a_burst()
             await asyncio.sleep(0)
             await fanout.published("srf_a", journal.append("srf_a"))
             got.append((await asyncio.wait_for(pending, 5)).envelope.sequence)
-        assert fanout._surfaces["srf_a"].wake_later is None
+        assert fanout._surfaces["srf_a"].rounds.due_at is None
         await stream.aclose()
         fanout.unwatch("srf_a")
         return got
