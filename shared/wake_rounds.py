@@ -46,8 +46,9 @@ class WakeRounds:
             self._later = loop.call_at(due, start_round)
 
     def begin(self) -> None:
-        """A round starts now (whether `wake` held it back or another cause, a keep-alive, asked for it)."""
-        self._later = None
+        """A round starts now (whether `wake` held it back or another cause, a keep-alive, asked for it): a round
+        still held back is not needed any more, it would wake everyone for nothing."""
+        self.cancel()
         self.woken_at = asyncio.get_running_loop().time()
 
     def release(self, waiters: Sequence[Waiter], wake_one: Callable[[Waiter], None], start: int = 0) -> None:

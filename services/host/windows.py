@@ -149,15 +149,25 @@ class Windows:
             session.surface_id, first_windows_message(session.surface_id, [], allow_empty=True))], revision_id)
 
 
+_CELL_TYPES = (str, int, float, bool, type(None))
+
+
 def _checked_rows(rows_json: bytes, width: int) -> str:
-    """The gateway's rows as text, once they are seen to be a JSON array of rows `width` cells wide (what goes onto
-    screens is never taken unread, even from a peer); a refusal naming the peer otherwise."""
+    """The gateway's rows as text, once they are seen to be a JSON array of rows `width` cells wide, each cell a
+    string, number, boolean or null (what goes onto screens is never taken unread, even from a peer); a refusal
+    naming the peer otherwise."""
     try:
         text = rows_json.decode()
-        rows = json.loads(text)
+        rows = json.loads(text, parse_constant=_not_json)  # NaN and Infinity are Python's, not JSON
     except ValueError:
         rows = None
-    if not isinstance(rows, list) or not all(isinstance(row, list) and len(row) == width for row in rows):
+    if not isinstance(rows, list) or not all(isinstance(row, list) and len(row) == width
+                                             and all(isinstance(cell, _CELL_TYPES) for cell in row) for row in rows):
         raise TesseraError(grpc.StatusCode.UNAVAILABLE, "PEER_REPLY_INVALID",
-                           f"resources: a window's rows are not an array of {width}-cell rows", {"peer": "resources"})
+                           f"resources: a window's rows are not an array of {width}-cell rows of plain values",
+                           {"peer": "resources"})
     return text
+
+
+def _not_json(constant: str):
+    raise ValueError(f"{constant} is not JSON")

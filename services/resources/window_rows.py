@@ -70,7 +70,7 @@ class _Block:
         return self.data[self.starts[first]:self.starts[end]]
 
 
-def json_cells(row: Sequence, types: Sequence[str]) -> list:
+def _json_cells(row: Sequence, types: Sequence[str]) -> list:
     """A row's cells as a screen reads them (the proto's meaning, ResolveWindowResponse.rows_json): pinned values as
     they are, a timestamp (ISO text, UTC) cut to whole seconds."""
     return [_whole_seconds(value) if kind == "timestamp" and value is not None else value
@@ -101,7 +101,7 @@ def _encode_json(result: PinnedResult, positions: tuple[int, ...], index: int) -
     types = [result.columns[i].type for i in positions]
     starts, pieces, at = [0], [], 0
     for row in result.rows[index * BLOCK_ROWS:(index + 1) * BLOCK_ROWS]:
-        piece = (canonical(json_cells([row[i] for i in positions], types)) + ",").encode()
+        piece = (canonical(_json_cells([row[i] for i in positions], types)) + ",").encode()
         pieces.append(piece)
         at += len(piece)
         starts.append(at)

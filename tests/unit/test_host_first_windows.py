@@ -148,7 +148,8 @@ def test_a_window_goes_out_with_the_gateways_json_rows_as_one_canonical_message(
                                                        "rows": rows}
 
 
-@pytest.mark.parametrize("rows_json", [b"", b"{}", b"[[1]]", b"[[1, 2], 3]", b"[[1, 2]", b"\xff"])
+@pytest.mark.parametrize("rows_json", [b"", b"{}", b"[[1]]", b"[[1, 2], 3]", b"[[1, 2]", b"\xff", b'[[1, {"a": 2}]]',
+                                       b"[[1, [2]]]", b"[[1, NaN]]", b"[[Infinity, 2]]"])
 def test_rows_that_are_not_an_array_of_rows_as_wide_as_the_columns_are_not_published(store, rows_json):
     messages, _, _ = _send_first_with(store, rows_json)
     # The window is not sent; the screen is told it is not coming (it asks for it itself).

@@ -39,6 +39,21 @@ def test_few_waiters_are_woken_at_every_change_and_many_at_most_once_per_interva
     asyncio.run(scenario())
 
 
+def test_a_round_begun_by_another_cause_takes_the_place_of_one_held_back():
+    async def scenario():
+        woken: list = []
+        rounds = WakeRounds(interval=60.0, coalesce_up_to=0)
+        start = _round(rounds, ["a"], woken)
+        rounds.wake(1, start)
+        rounds.wake(1, start)  # held back to the end of the interval
+        held = rounds._later
+        start()  # a keep-alive round meanwhile: everyone takes the held-back change in it
+        assert rounds.due_at is None and held.cancelled()  # the held-back round does not run as well
+        assert woken == ["a", "a"]
+
+    asyncio.run(scenario())
+
+
 def test_nobody_waiting_is_no_round():
     async def scenario():
         rounds = WakeRounds(interval=0.0, coalesce_up_to=0)
