@@ -206,11 +206,7 @@ def _plain(node: object) -> object:
     if kind is str or kind is int or kind is bool or node is None:
         return node
     if kind is float:
-        if node.is_integer() and abs(node) < _EXACT_FLOATS:
-            return int(node)
-        if _SAME_FLOAT_TEXT[0] <= abs(node) < _SAME_FLOAT_TEXT[1] and not node.is_integer():
-            return node
-        return _NOT_PLAIN
+        return _plain_float(node)
     if kind is list or kind is tuple:
         items = []
         for item in node:
@@ -226,13 +222,23 @@ def _plain(node: object) -> object:
     return _NOT_PLAIN
 
 
+def _plain_float(node: float) -> object:
+    """A float as json.dumps writes it in RFC 8785's form: itself, its int, or _NOT_PLAIN (the package's)."""
+    if node.is_integer() and abs(node) < _EXACT_FLOATS:
+        return int(node)
+    if _SAME_FLOAT_TEXT[0] <= abs(node) < _SAME_FLOAT_TEXT[1] and not node.is_integer():
+        return node
+    return _NOT_PLAIN
+
+
 def _already_plain(node: object) -> bool:
-    """`_plain(node)` would be `node` itself (equal, and written alike): nothing to convert, keys all ASCII."""
+    """`_plain(node)` would be `node` itself (a quicker walk that copies nothing): nothing to convert, keys all
+    ASCII."""
     kind = type(node)
     if kind is str or kind is int or kind is bool or node is None:
         return True
     if kind is float:
-        return _SAME_FLOAT_TEXT[0] <= abs(node) < _SAME_FLOAT_TEXT[1] and not node.is_integer()
+        return _plain_float(node) is node
     if kind is list or kind is tuple:
         for item in node:
             if type(item) is not str and not _already_plain(item):

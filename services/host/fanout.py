@@ -50,6 +50,7 @@ LISTEN_CHECK_SECONDS = 5.0  # a LISTEN connection that does not answer a trivial
 class _Surface:
     epoch: int
     last: int  # the last journal sequence this replica has read
+    rounds: WakeRounds  # how its subscribers are woken
     # (epoch, sequence, response) of the latest envelopes, consecutive sequences of one epoch
     tail: deque = field(default_factory=lambda: deque(maxlen=TAIL_EVENTS))
     # Batched responses by (epoch, first sequence, last sequence): viewers at the same position share one.
@@ -58,7 +59,6 @@ class _Surface:
     waiters: list = field(default_factory=list)  # futures of the subscribers waiting for the next wake-up
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     viewers: int = 0
-    rounds: WakeRounds = field(default_factory=lambda: WakeRounds(0.0, COALESCE_VIEWERS))  # how subscribers are woken
 
 
 class SurfaceFanout:
@@ -84,7 +84,7 @@ class SurfaceFanout:
         if state is None:
             epoch, last = await self._db(self._db.store.position, surface_id)
             state = self._surfaces.setdefault(surface_id, _Surface(
-                epoch, last, rounds=WakeRounds(self._wake_interval, self._coalesce_viewers)))
+                epoch, last, WakeRounds(self._wake_interval, self._coalesce_viewers)))
         state.viewers += 1
         try:
             await self.refresh(surface_id)

@@ -35,7 +35,7 @@ GRANT_LIFETIME = dt.timedelta(minutes=5)  # ≤ 15 minutes (§ grants); a window
 WINDOW_MAX_ROWS = 1_000
 # Stands for a window's rows in its message until the message's text is made; then the rows' own text replaces it.
 _ROWS_SLOT = "\x00rows"
-_ROWS_SLOT_JSON = '"rows":"\\u0000rows"'
+_ROWS_SLOT_JSON = f'"rows":{canonical(_ROWS_SLOT)}'  # as the message's canonical text writes it
 
 
 def first_windows(bound: list[Binding]) -> list[Binding]:

@@ -550,10 +550,9 @@ class Gateway:
     def window(self, claims: common_pb2.WindowGrantClaims, offset: int, limit: int, column_ids: list[str],
                as_json: bool = False, from_memory: bool = False) -> Window | None:
         """A window of a pinned result under a grant's `claims` (open_grant: its signature checked once, however
-        many tries the window takes), its rows as one JSON array with `as_json`; or a refusal. With
-        `from_memory` nothing is read or encoded: None
-        when the store would have to be asked (a revocation not known here, a result not held here) or rows
-        encoded, and the caller asks again without it (off the event loop)."""
+        many tries the window takes), its rows as one JSON array with `as_json`; or a refusal. With `from_memory`
+        nothing is read or encoded: None when the store would have to be asked (a revocation not known here, a
+        result not held here) or rows encoded, and the caller asks again without it (off the event loop)."""
         revocations = self.revocations
         revoked = revocations.known(claims.grant_id) if from_memory else revocations.revoked(claims.grant_id)
         if revoked is None:

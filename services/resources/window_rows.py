@@ -124,8 +124,10 @@ class EncodedRows:
         `positions`: encoded Row elements (`form` "proto") or one JSON array ("json"); without `encode`, None when
         a block they need is not kept."""
         end = min(offset + limit, len(result.rows))
+        if offset >= end:  # past the end: no rows
+            return b"" if form == "proto" else b"[]"
         pieces = []
-        for index in range(offset // BLOCK_ROWS, -(-end // BLOCK_ROWS)) if offset < end else ():
+        for index in range(offset // BLOCK_ROWS, -(-end // BLOCK_ROWS)):
             block = self._block(result, positions, index, form) if encode else self._blocks.get(
                 (result.resource_id, positions, form, index))
             if block is None:

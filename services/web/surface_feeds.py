@@ -98,6 +98,7 @@ class Feed:
     surface_id: str
     epoch: int
     first: int  # the first sequence of `epoch` the feed holds (or will: the entry at `epoch_start`)
+    rounds: WakeRounds  # how its viewers are woken
     entries: deque = field(default_factory=deque)
     base: int = 0  # absolute index of entries[0]
     epoch_start: int = 0
@@ -106,7 +107,6 @@ class Feed:
     ended: list[bytes] | None = None
     ticks: int = 0  # keep-alive rounds: a viewer that wrote nothing since the last one sends a comment
     tasks: list = field(default_factory=list)
-    rounds: WakeRounds = field(default_factory=lambda: WakeRounds(0.0, COALESCE_VIEWERS))  # how viewers are woken
 
     def index_after(self, epoch: int, sequence: int, issued: bool = False) -> int | None:
         """The absolute index of the entry after (epoch, sequence), when the tail holds everything from there.
@@ -296,7 +296,7 @@ class SurfaceFeeds:
         """The surface's feed, following the journal from its head as the host just reported it."""
         head = allowed.head
         feed = self._feeds[allowed.surface_id] = Feed(allowed.surface_id, head.epoch, head.sequence + 1,
-                                                      rounds=WakeRounds(self._wake_interval, COALESCE_VIEWERS))
+                                                      WakeRounds(self._wake_interval, COALESCE_VIEWERS))
         upstream = host_pb2.SubscribeRequest(actor=actor(), session_id=key.session_id, surface_id=allowed.surface_id,
                                              max_envelopes=UPSTREAM_BATCH, resume_after=head)
         feed.tasks = [asyncio.create_task(self._follow(feed, upstream), name=f"feed {feed.surface_id}"),
