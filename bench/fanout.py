@@ -56,6 +56,7 @@ STREAMS_PER_CHANNEL = 125
 # Viewers ask for up to this many envelopes per reply, as web does (services/web/api.py SSE_BATCH); with two
 # replicas the run is repeated with one reply per envelope (what a client that does not ask gets), side by side.
 MAX_ENVELOPES = 16
+WEB_FEED_BATCH = 64  # what web's surface feed asks of the host (services/web/surface_feeds.py UPSTREAM_BATCH)
 GOAL_P99_MS = 100.0
 GOAL_SUBMIT_P50_MS = 10.0
 
@@ -411,16 +412,18 @@ def bench_submit(work: Path, cert_dir: Path, url: str, warehouse: str) -> list[d
 
 @contextmanager
 def _watching(address: str, cert_dir: Path, actor, session) -> Iterator[list[int]]:
-    """One live viewer of the surface while proposals commit, so that each commit wakes a subscriber."""
+    """One live viewer of the surface while proposals commit, so that each commit wakes a subscriber. It subscribes
+    as web's surface feed does (the host's one subscriber per surface in the product): up to 64 envelopes a reply."""
     received: list[int] = []
     channel = sync_channel(address, cli_credentials(cert_dir, "web"), "host")
     call = host_pb2_grpc.HostServiceStub(channel).Subscribe(host_pb2.SubscribeRequest(
-        actor=actor, session_id=session.session_id, resume_after=host_pb2.Cursor(epoch=1, sequence=0)))
+        actor=actor, session_id=session.session_id, resume_after=host_pb2.Cursor(epoch=1, sequence=0),
+        max_envelopes=WEB_FEED_BATCH))
 
     def drain() -> None:
         try:
             for response in call:
-                received.append(response.envelope.sequence)
+                received.extend(e.sequence for e in (response.envelope, *response.following))
         except grpc.RpcError:  # cancelled at the end
             pass
 

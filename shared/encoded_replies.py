@@ -38,3 +38,14 @@ def accepting_encoded(serialize: Callable[[object], bytes] | None) -> Callable[[
         return reply.data if type(reply) is EncodedReply else serialize(reply)
 
     return serialize_reply
+
+
+def length_delimited(field_number: int, data: bytes) -> bytes:
+    """`data` as a length-delimited field (a message, bytes or a string; one element of a repeated one) in wire
+    form: the tag, the length as a varint, the bytes. Joined such fields make the message that holds them."""
+    head, size = bytearray([field_number << 3 | 2]), len(data)
+    while size > 0x7F:
+        head.append(size & 0x7F | 0x80)
+        size >>= 7
+    head.append(size)
+    return bytes(head) + data

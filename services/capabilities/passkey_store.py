@@ -47,7 +47,7 @@ class Enrollment:
 class PasskeyStore:
     def __init__(self, engine: sa.Engine) -> None:
         self.engine = engine
-        self.writer = engine.execution_options(**{db.WRITE: True})
+        self.writer = db.Writer(engine)
 
     # --- enrollment links ---------------------------------------------------------------------------------
 

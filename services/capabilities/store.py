@@ -306,7 +306,7 @@ class OutboxTurn:
 class BrokerStore:
     def __init__(self, engine: sa.Engine, owner: str = "", lease_seconds: float = 30.0) -> None:
         self.engine = engine
-        self.writer = engine.execution_options(**{db.WRITE: True})
+        self.writer = db.Writer(engine)
         self.owner = owner or new_id("rep")  # this process: the holder of the leases it takes
         self.lease_seconds = lease_seconds
 

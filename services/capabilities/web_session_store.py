@@ -35,7 +35,7 @@ class WebSessionRecord:
 class WebSessionStore:
     def __init__(self, engine: sa.Engine) -> None:
         self.engine = engine
-        self.writer = engine.execution_options(**{db.WRITE: True})
+        self.writer = db.Writer(engine)
 
     def open(self, record: WebSessionRecord, secret_sha256: str) -> float | None:
         """Keep a new session (the person's oldest go beyond MAX_PER_PERSON); when the person's previous session

@@ -18,7 +18,7 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from shared import db
-from shared.db import WRITE, ping, reads
+from shared.db import Writer, ping, reads
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 metadata = sa.MetaData()
@@ -201,7 +201,7 @@ class HostStore:
     def __init__(self, engine: sa.Engine) -> None:
         self.engine = engine
         self.reads = reads(engine)  # one statement each, no transaction around it
-        self.writer = engine.execution_options(**{WRITE: True})  # transactions that write
+        self.writer = Writer(engine)
         self.replica = new_id("hst")  # names this process in its wake-ups, so it can skip its own
 
     def ping(self) -> str | None:
@@ -431,9 +431,12 @@ class HostStore:
 
         return _retried(append)
 
-    def append_events_at(self, surface_id: str, revision_id: str, events: list[NewEntry]) -> Appended | None:
+    def append_events_at(self, surface_id: str, revision_id: str, events: list[NewEntry],
+                         grant_rows: list[dict] | None = None) -> Appended | None:
         """Events of one revision (its first windows), appended only while it is the surface's head: the
-        check is the compare-and-swap of the statement that moves the journal on. None when it moved on."""
+        check is the compare-and-swap of the statement that moves the journal on. None when it moved on.
+        `grant_rows` (as save_grants takes them: the grants the windows were read under) are remembered in the same
+        transaction, so they are kept exactly when the windows went out, and a later commit revokes them."""
 
         def append() -> Appended | None:
             with self.writer.begin() as connection:
@@ -441,6 +444,8 @@ class HostStore:
                 if head is None:
                     return None
                 appended = self._append(connection, surface_id, head.revision_id, head, events, time.time())
+                if grant_rows:
+                    self._insert_grants(connection, revision_id, grant_rows)
                 return Appended(head.epoch, head.sequence, appended)
 
         return _retried(append)
@@ -506,13 +511,11 @@ class HostStore:
         """Remember issued grants (grant_id, surface_id, node_id, resource_id, token, expires_at) in one
         transaction, so a revision that drops their binding can revoke them."""
         with self.writer.begin() as connection:
-            connection.execute(grants.insert(), [{**row, "revision_id": revision_id, "revoked": False}
-                                                 for row in rows])
+            self._insert_grants(connection, revision_id, rows)
 
-    def revoke_grants(self, grant_ids: list[str]) -> None:
-        """Revoke grants by id (first windows that were never sent: a newer revision is shown)."""
-        with self.writer.begin() as connection:
-            connection.execute(grants.update().where(grants.c.grant_id.in_(sorted(grant_ids))).values(revoked=True))
+    @staticmethod
+    def _insert_grants(connection, revision_id: str, rows: list[dict]) -> None:
+        connection.execute(grants.insert(), [{**row, "revision_id": revision_id, "revoked": False} for row in rows])
 
     @staticmethod
     def _revoke_outside(connection, surface_id: str, keep: set[tuple[str, str]], now: float) -> list[bytes]:

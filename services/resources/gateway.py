@@ -11,7 +11,7 @@ import datetime as dt
 import logging
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
@@ -83,6 +83,18 @@ def _moment(value, value_type: str) -> periods.Moment | None:
     if value_type == "date":
         return value.date() if isinstance(value, dt.datetime) else value
     return value if isinstance(value, dt.datetime) else dt.datetime.combine(value, dt.time())
+
+
+@dataclass(frozen=True)
+class WindowAsk:
+    """A window asked under a grant whose signature was checked (open_grant): rows offset .. offset + limit - 1 of
+    the columns `column_ids` (all granted when empty), as one JSON array with `as_json`."""
+
+    claims: common_pb2.WindowGrantClaims
+    offset: int
+    limit: int
+    column_ids: list[str]
+    as_json: bool = False
 
 
 @dataclass(frozen=True)
@@ -553,10 +565,30 @@ class Gateway:
         many tries the window takes), its rows as one JSON array with `as_json`; or a refusal. With `from_memory`
         nothing is read or encoded: None when the store would have to be asked (a revocation not known here, a
         result not held here) or rows encoded, and the caller asks again without it (off the event loop)."""
+        outcome = self.windows([WindowAsk(claims, offset, limit, column_ids, as_json)], from_memory)[0]
+        if isinstance(outcome, TesseraError):
+            raise outcome
+        return outcome
+
+    def windows(self, asked: Sequence[WindowAsk], from_memory: bool = False) -> list[Window | TesseraError | None]:
+        """Each window as window() answers it, or the refusal it would raise, in the order asked; the revocations
+        this replica does not know are asked of the store in one query for them all."""
         revocations = self.revocations
-        revoked = revocations.known(claims.grant_id) if from_memory else revocations.revoked(claims.grant_id)
-        if revoked is None:
-            return None
+        if from_memory:
+            revoked = [revocations.known(ask.claims.grant_id) for ask in asked]
+        else:
+            among = revocations.revoked_among([ask.claims.grant_id for ask in asked])
+            revoked = [ask.claims.grant_id in among for ask in asked]
+        outcomes: list[Window | TesseraError | None] = []
+        for ask, is_revoked in zip(asked, revoked, strict=True):
+            try:
+                outcomes.append(None if is_revoked is None else self._window(ask, is_revoked, from_memory))
+            except TesseraError as refusal:
+                outcomes.append(refusal)
+        return outcomes
+
+    def _window(self, ask: WindowAsk, revoked: bool, from_memory: bool) -> Window | None:
+        claims, offset, limit = ask.claims, ask.offset, ask.limit
         if revoked:
             raise TesseraError(grpc.StatusCode.PERMISSION_DENIED, "GRANT_REVOKED",
                                "this window grant was revoked by the host")
@@ -576,10 +608,11 @@ class Gateway:
         if (claims.version_id, claims.content_hash) != (result.version_id, result.content_hash):
             raise TesseraError(grpc.StatusCode.PERMISSION_DENIED, "GRANT_RESOURCE_MISMATCH",
                                "the grant names another version of this result")
-        positions = _projection(claims, result, column_ids)
+        positions = _projection(claims, result, ask.column_ids)
         rows = self.window_rows.window(result, positions, offset, limit, encode=not from_memory,
-                                       form="json" if as_json else "proto")
-        return None if rows is None else Window(result, [result.columns[i] for i in positions], offset, rows, as_json)
+                                       form="json" if ask.as_json else "proto")
+        return None if rows is None else Window(result, [result.columns[i] for i in positions], offset, rows,
+                                                ask.as_json)
 
 
 def _projection(claims: common_pb2.WindowGrantClaims, result: PinnedResult, column_ids: list[str]) -> tuple[int, ...]:

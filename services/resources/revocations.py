@@ -12,7 +12,7 @@ With `check_seconds` 0 the store is asked on every window.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from services.resources.ports import GrantRevocations
 from shared.caches import SharedMemo, bounded_lru, expiring_each
@@ -33,20 +33,29 @@ class RevocationChecks:
         # grant id → True: revoked for good (an expired grant is refused before this is looked at)
         self._revoked = SharedMemo(bounded_lru(MAX_REMEMBERED))
 
-    def revoked(self, grant_id: str) -> bool:
-        known = self.known(grant_id)
-        if known is not None:
-            return known
-        asked_at = self._clock()
-        if self._store.revoked(grant_id):
-            self._revoked.put(grant_id, True)
-            return True
-        if self._check_seconds > 0:
-            self._not_revoked.put(grant_id, asked_at)
-        return False
+    def revoked_among(self, grant_ids: Sequence[str]) -> set[str]:
+        """The revoked ones of `grant_ids`; those this replica cannot say about are asked of the store in one query
+        (a call's windows cost one question, however many)."""
+        revoked, unknown = set(), []
+        for grant_id in dict.fromkeys(grant_ids):
+            known = self.known(grant_id)
+            if known is None:
+                unknown.append(grant_id)
+            elif known:
+                revoked.add(grant_id)
+        if unknown:
+            asked_at = self._clock()
+            found = self._store.revoked_among(unknown)
+            for grant_id in unknown:
+                if grant_id in found:
+                    self._revoked.put(grant_id, True)
+                    revoked.add(grant_id)
+                elif self._check_seconds > 0:
+                    self._not_revoked.put(grant_id, asked_at)
+        return revoked
 
     def known(self, grant_id: str) -> bool | None:
-        """revoked() when this replica can say without asking the store; None when it would have to ask."""
+        """Whether it is revoked when this replica can say without asking the store; None when it would have to ask."""
         if grant_id in self._revoked:
             return True
         if self._check_seconds > 0 and grant_id in self._not_revoked:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import logging
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
@@ -11,20 +12,23 @@ import grpc
 
 from services.resources.capability import Capability
 from services.resources.config import ResourcesSettings
-from services.resources.gateway import COLUMN_ROLES, COLUMN_TYPES, Gateway, Window
+from services.resources.gateway import COLUMN_ROLES, COLUMN_TYPES, Gateway, Window, WindowAsk
 from services.resources.semantic_model import SemanticModelError
 from services.resources.store import StoreUnavailable
 from services.resources.warehouse import WarehouseUnavailable
 from shared import runtime
 from shared.analysis_draft import DRAFT_SCHEMA_JSON, DRAFT_SCHEMA_SHA256, DRAFT_SCHEMA_VERSION
 from shared.certs import CredentialError
-from shared.encoded_replies import EncodedReply, answers_encoded
+from shared.encoded_replies import EncodedReply, answers_encoded, length_delimited
 from shared.errors import TesseraError
 from shared.next_steps import metadata
 from tessera.common.v1 import common_pb2
 from tessera.resources.v1 import resources_pb2, resources_pb2_grpc
 
+logger = logging.getLogger("tessera.resources")
 MAX_ID_CHARS = 128
+# Windows one ResolveWindows call may ask for: a revision's first windows (at most 32 blocks) fit in one.
+MAX_WINDOWS_PER_CALL = 64
 _EXPOSURE = {"never-to-model": resources_pb2.FIELD_EXPOSURE_NEVER_TO_MODEL,
              "aggregate-only": resources_pb2.FIELD_EXPOSURE_AGGREGATE_ONLY,
              "bounded-values": resources_pb2.FIELD_EXPOSURE_BOUNDED_VALUES,
@@ -61,6 +65,16 @@ def _window_reply(window: Window) -> EncodedReply:
         return EncodedReply(head.SerializeToString())
     tail = resources_pb2.ResolveWindowResponse(total_rows=len(result.rows))
     return EncodedReply(head.SerializeToString() + window.encoded_rows + tail.SerializeToString())
+
+
+def _outcome_field(outcome: Window | TesseraError) -> bytes:
+    """One element of ResolveWindowsResponse.windows (field 1) in wire form: the window as ResolveWindow answers it
+    (WindowOutcome.window, field 1), or its refusal (WindowOutcome.refused)."""
+    if isinstance(outcome, TesseraError):
+        refused = resources_pb2.WindowOutcome(refused=resources_pb2.WindowRefusal(
+            code=outcome.code.value[0], reason=outcome.reason, message=outcome.message))
+        return length_delimited(1, refused.SerializeToString())
+    return length_delimited(1, length_delimited(1, _window_reply(outcome).data))
 
 
 class ResourceGatewayService(resources_pb2_grpc.ResourceGatewayServiceServicer):
@@ -191,6 +205,34 @@ class ResourceGatewayService(resources_pb2_grpc.ResourceGatewayServiceServicer):
         if window is None:  # the store must be asked or rows encoded: off the loop
             window = await self._run(self._gateway.window, *asked)
         return _window_reply(window)
+
+    @answers_encoded
+    async def ResolveWindows(self, request, context):
+        """Each window as ResolveWindow answers it, or its refusal, in one reply: every grant's signature is checked
+        on the loop, then those the store must be asked about go off it together (one revocation query for all)."""
+        if not 1 <= len(request.windows) <= MAX_WINDOWS_PER_CALL:
+            raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "WINDOW_COUNT",
+                               f"ask for 1 to {MAX_WINDOWS_PER_CALL} windows in one call, not {len(request.windows)}",
+                               {"max": str(MAX_WINDOWS_PER_CALL), "pointer": "/windows"})
+        asked: list[WindowAsk | TesseraError] = []
+        for item in request.windows:
+            try:
+                asked.append(WindowAsk(self._gateway.open_grant(item.grant), item.offset, item.limit,
+                                       list(item.column_ids), item.rows_as_json))
+            except TesseraError as refusal:
+                asked.append(refusal)
+        readable = [ask for ask in asked if isinstance(ask, WindowAsk)]
+        outcomes = self._gateway.windows(readable, from_memory=True)
+        pending = [ask for ask, outcome in zip(readable, outcomes, strict=True) if outcome is None]
+        if pending:
+            read = iter(await self._run(self._gateway.windows, pending))
+            outcomes = [next(read) if outcome is None else outcome for outcome in outcomes]
+        answered = iter(outcomes)
+        replies = [next(answered) if isinstance(ask, WindowAsk) else ask for ask in asked]
+        for index, refusal in enumerate(replies):
+            if isinstance(refusal, TesseraError):  # what the access line says of a refused ResolveWindow
+                logger.warning("window %d of %d refused: %s", index, len(replies), refusal)
+        return EncodedReply(b"".join(_outcome_field(reply) for reply in replies))
 
     async def RevokeGrants(self, request, context):
         return resources_pb2.RevokeGrantsResponse(revoked=await self._run(self._gateway.revoke, list(request.grants)))

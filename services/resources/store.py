@@ -117,7 +117,7 @@ class ResourceStore:
     def __init__(self, engine: sa.Engine, budget_lifetime: float, clock: Callable[[], float] = time.time,
                  session_lifetime: float = SESSION_LIFETIME_SECONDS) -> None:
         self.engine = engine
-        self.writer = engine.execution_options(**{db.WRITE: True})  # on SQLite: BEGIN IMMEDIATE
+        self.writer = db.Writer(engine)
         # A store that does not answer is a retryable refusal (DATABASE_UNAVAILABLE), said once per outage.
         self.outage = db.Outage("result store")
         self.budget_lifetime = budget_lifetime
@@ -358,10 +358,11 @@ class ResourceStore:
         with self.outage.guard(), self.writer.begin() as connection:
             return connection.execute(statement).first() is not None
 
-    def revoked(self, grant_id: str) -> bool:
+    def revoked_among(self, grant_ids: list[str]) -> set[str]:
+        """Which of `grant_ids` are revoked, in one query."""
         with self.outage.guard(), self.engine.connect() as connection:
-            return connection.execute(sa.select(REVOKED.c.grant_id).where(REVOKED.c.grant_id == grant_id)).first() \
-                is not None
+            return set(connection.execute(sa.select(REVOKED.c.grant_id).where(
+                REVOKED.c.grant_id.in_(sorted(grant_ids)))).scalars())
 
     # --- expiry ----------------------------------------------------------
 

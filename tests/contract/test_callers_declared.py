@@ -26,7 +26,8 @@ def test_the_contracts_sketch_the_whole_surface():
     expected = {
         "agent": {"GetInfo", "StartTurn", "CancelTurn"},
         "compiler": {"GetInfo", "Compile", "PresentUiSchema"},
-        "resources": {"GetInfo", "InspectContext", "InspectCatalog", "Describe", "Probe", "Analyze", "ResolveWindow"},
+        "resources": {"GetInfo", "InspectContext", "InspectCatalog", "Describe", "Probe", "Analyze", "ResolveWindow",
+                      "ResolveWindows"},
         "capabilities": {"GetInfo", "ListTools", "CallTool", "SubmitIntent", "ListApprovals", "GetApproval",
                          "Decide", "GetReceipt"},
         "host": {"GetInfo", "OpenSession", "BeginTurn", "FreezeSlice", "SubmitProposal", "Subscribe",

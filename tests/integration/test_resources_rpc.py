@@ -156,6 +156,54 @@ def test_offers_verify_and_windows_reach_only_the_host(as_agent, as_host, cert_d
     assert error_details(refused.value).reason == "GRANT_REVOKED"
 
 
+def _units_by_channel(as_agent, turn: resources_pb2.TurnRef):
+    context = as_agent("InspectContext", resources_pb2.InspectContextRequest(turn=turn))
+    catalog = as_agent("InspectCatalog", resources_pb2.InspectCatalogRequest(
+        turn=turn, question="units sold by sales channel", capability_token=context.capability_token))
+    draft = {"mode": "aggregate", "measures": [{"id": "units", "metric": _find(catalog.entities, "Units sold")}],
+             "dimensions": [{"id": "channel", "field": _find(catalog.entities, "Sales channel")}]}
+    return as_agent("Analyze", resources_pb2.AnalyzeRequest(turn=turn, draft_json=json.dumps(draft),
+                                                            capability_token=catalog.capability_token)).descriptor
+
+
+def test_windows_in_one_call_are_each_answered_or_refused_as_one_call_would(as_agent, as_host, cert_dir,
+                                                                            running_set, credentials):
+    descriptor = _units_by_channel(as_agent, resources_pb2.TurnRef(session_id="sess-rpc", turn_id="turn-windows"))
+    grants = [_grant(cert_dir, descriptor, ["channel", "units"]) for _ in range(4)]
+    as_host("RevokeGrants", resources_pb2.RevokeGrantsRequest(grants=[grants[1]]))
+    forged = common_pb2.SignedToken()
+    forged.CopyFrom(grants[2])
+    forged.signature = bytes(64)
+    asked = [resources_pb2.ResolveWindowRequest(grant=grants[0], offset=1, limit=2, column_ids=["channel"]),
+             resources_pb2.ResolveWindowRequest(grant=grants[1], limit=10),
+             resources_pb2.ResolveWindowRequest(grant=forged, limit=10),
+             resources_pb2.ResolveWindowRequest(grant=grants[3], limit=10, rows_as_json=True),
+             resources_pb2.ResolveWindowRequest(grant=grants[3], limit=5000)]
+    outcomes = as_host("ResolveWindows", resources_pb2.ResolveWindowsRequest(windows=asked)).windows
+    assert [o.WhichOneof("outcome") for o in outcomes] == ["window", "refused", "refused", "window", "refused"]
+    for request, outcome in zip(asked, outcomes, strict=True):
+        if outcome.HasField("window"):  # the very answer of ResolveWindow
+            assert outcome.window == as_host("ResolveWindow", request)
+        else:
+            with pytest.raises(grpc.RpcError) as one:
+                as_host("ResolveWindow", request)
+            refused = error_details(one.value)
+            assert (outcome.refused.code, outcome.refused.reason) == (one.value.code().value[0], refused.reason)
+    assert [o.refused.reason for o in outcomes if o.HasField("refused")] == [
+        "GRANT_REVOKED", "GRANT_BAD_SIGNATURE", "WINDOW_TOO_LARGE"]
+    assert json.loads(outcomes[3].window.rows_json)[0][0] == "marketplace"
+
+    for count in (0, 65):
+        with pytest.raises(grpc.RpcError) as refused:
+            as_host("ResolveWindows", resources_pb2.ResolveWindowsRequest(windows=asked[:1] * count))
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert error_details(refused.value).reason == "WINDOW_COUNT"
+    with sync_channel(running_set.handles["resources"].address, credentials("agent"), "resources") as channel:
+        with pytest.raises(grpc.RpcError) as denied:
+            invoke(channel, "resources", "ResolveWindows", resources_pb2.ResolveWindowsRequest(windows=asked[:1]))
+    assert error_details(denied.value).reason == "CALLER_NOT_ALLOWED"
+
+
 def test_rpc_errors_carry_reasons_and_paths(as_agent):
     fresh = resources_pb2.TurnRef(session_id="sess-rpc", turn_id="turn-fresh")
     context = as_agent("InspectContext", resources_pb2.InspectContextRequest(turn=fresh))

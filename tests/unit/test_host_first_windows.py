@@ -19,6 +19,7 @@ from services.host.envelopes import data_model_update, positioned
 from services.host.store import HostStore, Session
 from services.host.windows import Windows
 from shared.bounded_json import canonical
+from shared.errors import TesseraError
 from shared.ui.windows import FIRST_WINDOWS_PATH
 from tessera.common.v1 import common_pb2
 from tessera.resources.v1 import resources_pb2
@@ -68,14 +69,40 @@ def test_a_snapshot_keeps_neither_rows_nor_the_promise_of_them(store):
     assert paths == ["/resources/res_1"] and last == 1
 
 
-def test_grants_of_first_windows_never_sent_can_be_revoked(store):
-    revision = _commit(store, None, "p1", _message("/resources/res_1", {}))
-    store.save_grants(revision, [{"grant_id": f"grt_{i}", "surface_id": "srf_a", "node_id": "table",
-                                  "resource_id": "res_1", "token": b"t", "expires_at": 9e9} for i in range(2)])
-    store.revoke_grants(["grt_0", "grt_1"])
+def test_the_grants_of_first_windows_are_kept_exactly_when_the_windows_go_out(store):
+    first = _commit(store, None, "p1", _message("/resources/res_1", {}))
+    rows = [{"grant_id": f"grt_{i}", "surface_id": "srf_a", "node_id": "table", "resource_id": "res_1",
+             "token": b"t", "expires_at": 9e9} for i in range(2)]
+    window = [data_model_update("srf_a", _message("/resources/res_1/window", {"node": "table", "rows": [[1]]}))]
+    assert store.append_events_at("srf_a", first, window, rows) is not None
+    second = _commit(store, first, "p2", _message("/resources/res_2", {}))
+    assert store.append_events_at("srf_a", first, window, [{**rows[0], "grant_id": "grt_late"}]) is None
     with store.engine.connect() as connection:
-        revoked = connection.exec_driver_sql("SELECT revoked FROM grants ORDER BY grant_id").scalars().all()
-    assert revoked == [True, True]
+        kept = connection.exec_driver_sql("SELECT grant_id, revision_id FROM grants ORDER BY grant_id").all()
+    assert [tuple(row) for row in kept] == [("grt_0", first), ("grt_1", first)] and second != first
+
+
+class _QuietFanout:
+    async def published(self, surface_id, appended):
+        pass
+
+
+def _send_first(store, gateway, revision: str, tables: list[Binding], fanout=None) -> Exception | None:
+    """Windows.send_first of `tables` against `gateway` (a stub of the resources peer); what it raised, if anything."""
+    pool = ThreadPoolExecutor(max_workers=2)
+    windows = Windows(AsyncStore(store, pool), fanout or _QuietFanout(), SimpleNamespace(resources=gateway),
+                      ed25519.Ed25519PrivateKey.generate())
+    try:
+        asyncio.run(windows.send_first(Session("ses_1", "srf_a", "alice", "acme", 0.0), revision, tables))
+    except Exception as exc:  # noqa: BLE001 - the caller looks at it
+        return exc
+    finally:
+        pool.shutdown()
+    return None
+
+
+def _published_after_the_revision(store) -> list[str]:
+    return [positioned(e).a2ui.message_json for e in store.events_after("srf_a", 1, 0)][1:]
 
 
 def test_first_windows_overtaken_by_a_newer_revision_are_not_sent_and_their_grants_end(store):
@@ -84,9 +111,11 @@ def test_first_windows_overtaken_by_a_newer_revision_are_not_sent_and_their_gran
     revoked_at_gateway = []
 
     class Gateway:
-        async def ResolveWindow(self, request, timeout):  # noqa: N802 - the stub's name
+        async def ResolveWindows(self, request, timeout):  # noqa: N802 - the stub's name
             _commit(store, first, "p2", _message("/resources/res_2", {}))  # overtaken meanwhile
-            return resources_pb2.ResolveWindowResponse(resource_id="res_1", offset=0, total_rows=0, rows_json=b"[]")
+            return resources_pb2.ResolveWindowsResponse(windows=[resources_pb2.WindowOutcome(
+                window=resources_pb2.ResolveWindowResponse(resource_id="res_1", offset=0, total_rows=0,
+                                                           rows_json=b"[]"))])
 
         async def RevokeGrants(self, request, timeout):  # noqa: N802
             revoked_at_gateway.extend(request.grants)
@@ -96,18 +125,13 @@ def test_first_windows_overtaken_by_a_newer_revision_are_not_sent_and_their_gran
         async def published(self, surface_id, appended):
             raise AssertionError("nothing is published for a revision no longer shown")
 
-    pool = ThreadPoolExecutor(max_workers=2)
-    windows = Windows(AsyncStore(store, pool), Fanout(), SimpleNamespace(resources=Gateway()),
-                      ed25519.Ed25519PrivateKey.generate())
     table = Binding(node="table", prop="/resource", kind="resource", resource_id="res_1", version_id="v",
                     content_hash="c", columns=("region",), first_rows=25)
-    session = Session("ses_1", "srf_a", "alice", "acme", 0.0)
-    asyncio.run(windows.send_first(session, first, [table]))
-    pool.shutdown()
+    assert _send_first(store, Gateway(), first, [table], Fanout()) is None
     assert _paths(store) == ["/resources/res_1", "/resources/res_2"]  # no window of the first revision
-    assert len(revoked_at_gateway) == 1
+    assert len(revoked_at_gateway) == 1  # its grant ends at the gateway, and was never kept as live here
     with store.engine.connect() as connection:
-        assert connection.exec_driver_sql("SELECT revoked FROM grants").scalars().all() == [True]
+        assert connection.exec_driver_sql("SELECT count(*) FROM grants").scalar() == 0
 
 
 def _send_first_with(store, rows_json: bytes) -> tuple[list[dict], list, list[str]]:
@@ -117,24 +141,17 @@ def _send_first_with(store, rows_json: bytes) -> tuple[list[dict], list, list[st
     asked = []
 
     class Gateway:
-        async def ResolveWindow(self, request, timeout):  # noqa: N802 - the stub's name
-            asked.append(request)
-            return resources_pb2.ResolveWindowResponse(
-                resource_id="res_1", offset=0, total_rows=2, rows_json=rows_json,
-                columns=[common_pb2.ColumnDescriptor(column_id=c) for c in ("region", "revenue")])
+        async def ResolveWindows(self, request, timeout):  # noqa: N802 - the stub's name
+            asked.extend(request.windows)
+            return resources_pb2.ResolveWindowsResponse(windows=[resources_pb2.WindowOutcome(
+                window=resources_pb2.ResolveWindowResponse(
+                    resource_id="res_1", offset=0, total_rows=2, rows_json=rows_json,
+                    columns=[common_pb2.ColumnDescriptor(column_id=c) for c in ("region", "revenue")]))])
 
-    class Fanout:
-        async def published(self, surface_id, appended):
-            pass
-
-    pool = ThreadPoolExecutor(max_workers=2)
-    windows = Windows(AsyncStore(store, pool), Fanout(), SimpleNamespace(resources=Gateway()),
-                      ed25519.Ed25519PrivateKey.generate())
     table = Binding(node="table", prop="/resource", kind="resource", resource_id="res_1", version_id="v",
                     content_hash="c", columns=("region", "revenue"), first_rows=25)
-    asyncio.run(windows.send_first(Session("ses_1", "srf_a", "alice", "acme", 0.0), revision, [table]))
-    pool.shutdown()
-    texts = [positioned(e).a2ui.message_json for e in store.events_after("srf_a", 1, 0)][1:]
+    assert _send_first(store, Gateway(), revision, [table]) is None
+    texts = _published_after_the_revision(store)
     return [json.loads(text) for text in texts], asked, texts
 
 
@@ -149,8 +166,62 @@ def test_a_window_goes_out_with_the_gateways_json_rows_as_one_canonical_message(
 
 
 @pytest.mark.parametrize("rows_json", [b"", b"{}", b"[[1]]", b"[[1, 2], 3]", b"[[1, 2]", b"\xff", b'[[1, {"a": 2}]]',
-                                       b"[[1, [2]]]", b"[[1, NaN]]", b"[[Infinity, 2]]"])
+                                       b"[[1, [2]]]", b"[[1, NaN]]", b"[[Infinity, 2]]", b'[[1, 2], "ab"]',
+                                       b'[[1, 2], {"a": 1, "b": 2}]', b"[[1, 2], [3]]", b"[[1, 2], [3, 4, 5]]"])
 def test_rows_that_are_not_an_array_of_rows_as_wide_as_the_columns_are_not_published(store, rows_json):
     messages, _, _ = _send_first_with(store, rows_json)
     # The window is not sent; the screen is told it is not coming (it asks for it itself).
     assert messages == [_message(FIRST_WINDOWS_PATH, [])]
+
+
+def _send_first_answered(store, count: int, answer) -> tuple[list[dict], list[int], Exception | None]:
+    """send_first of `count` bound tables, each window answered by `answer(index, request)` (a WindowOutcome, or
+    None for none); the messages published after the revision, how many windows each call asked for, and what
+    send_first raised."""
+    revision = _commit(store, None, "p1", _message("/resources/res_1", {}))
+    calls = []
+
+    class Gateway:
+        async def ResolveWindows(self, request, timeout):  # noqa: N802 - the stub's name
+            base = sum(calls)
+            calls.append(len(request.windows))
+            return resources_pb2.ResolveWindowsResponse(
+                windows=[o for i, r in enumerate(request.windows) if (o := answer(base + i, r)) is not None])
+
+    tables = [Binding(node=f"table{i}", prop="/resource", kind="resource", resource_id=f"res_{i}", version_id="v",
+                      content_hash="c", columns=("region",), first_rows=25) for i in range(count)]
+    raised = _send_first(store, Gateway(), revision, tables)
+    return [json.loads(text) for text in _published_after_the_revision(store)], calls, raised
+
+
+def _window(index: int, request) -> resources_pb2.WindowOutcome:
+    return resources_pb2.WindowOutcome(window=resources_pb2.ResolveWindowResponse(
+        resource_id=f"res_{index}", total_rows=1, rows_json=b'[["north"]]',
+        columns=[common_pb2.ColumnDescriptor(column_id="region")]))
+
+
+def test_the_first_windows_go_in_one_call_and_a_refused_one_is_left_to_the_screen(store):
+    def answer(index, request):
+        if index == 1:
+            return resources_pb2.WindowOutcome(refused=resources_pb2.WindowRefusal(
+                code=7, reason="GRANT_REVOKED", message="this window grant was revoked by the host"))
+        return _window(index, request)
+
+    messages, calls, raised = _send_first_answered(store, 3, answer)
+    assert calls == [3] and raised is None
+    nodes = [m["updateDataModel"]["value"]["node"] for m in messages[:-1]]
+    assert nodes == ["table0", "table2"]
+    # The screen stops waiting for the refused one: the promise now names only those sent.
+    assert messages[-1] == _message(FIRST_WINDOWS_PATH, ["res_0|table0|/resource|0", "res_2|table2|/resource|0"])
+
+
+def test_more_first_windows_than_one_call_takes_go_in_several(store):
+    messages, calls, raised = _send_first_answered(store, 70, _window)
+    assert calls == [64, 6] and raised is None and len(messages) == 70
+
+
+def test_a_reply_with_another_number_of_outcomes_sends_nothing(store):
+    messages, _, raised = _send_first_answered(store, 2, lambda index, request: _window(index, request)
+                                               if index == 0 else None)
+    # Nothing is published; the caller (Commits) tells the screen none are coming and it asks for them itself.
+    assert isinstance(raised, TesseraError) and raised.reason == "PEER_REPLY_INVALID" and messages == []
