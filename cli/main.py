@@ -480,10 +480,10 @@ def cmd_deploy(args: argparse.Namespace) -> int:
 
 
 def cmd_semantic(args: argparse.Namespace) -> int:
-    """Import another tool's semantic layer as a Tessera semantic model (every field never-to-model)."""
-    from cli import semantic_import
+    """Draft a semantic model from a database, check one, or import another tool's semantic layer."""
+    from cli import semantic
 
-    return semantic_import.run(args)
+    return semantic.run(args)
 
 
 def cmd_persons(args: argparse.Namespace) -> int:
@@ -653,7 +653,7 @@ def build_parser() -> argparse.ArgumentParser:
     from cli.deploy import add_parser as add_deploy_parser
 
     add_deploy_parser(sub).set_defaults(run=cmd_deploy)
-    from cli.semantic_import import add_parser as add_semantic_parser
+    from cli.semantic import add_parser as add_semantic_parser
 
     add_semantic_parser(sub).set_defaults(run=cmd_semantic)
     return parser

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import ast
 import copy
-import keyword
 import os
 import re
 import sys
@@ -22,6 +21,7 @@ from pathlib import Path
 
 import yaml
 
+from cli.semantic_names import MAX_DESCRIPTION, MAX_EXPRESSION, MAX_LABEL, MAX_PATH_EDGES, clip, humanize, snake
 from shared import strict_yaml
 
 SKIPPED_DIRS = frozenset({"target", "dbt_packages", "dbt_modules", "logs", "node_modules"})  # dbt's output, packages
@@ -31,7 +31,6 @@ AGGREGATIONS = {"sum": "sum", "average": "avg", "min": "min", "max": "max", "cou
                 "count_distinct": "count_distinct", "sum_boolean": "sum"}
 NOT_IN_GRAMMAR = frozenset({"median", "percentile"})
 RATE_WORDS = frozenset({"rate", "ratio", "share", "percent", "percentage", "pct", "proportion"})
-MAX_LABEL, MAX_DESCRIPTION, MAX_EXPRESSION, MAX_PATH_EDGES = 80, 400, 500, 6  # Tessera's limits
 DATASET_DESCRIPTION = ("Imported from dbt MetricFlow by tessera semantic import; review every field's exposure "
                        "before use.")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -53,29 +52,6 @@ class FilterError(ValueError):
 
 
 # --- names and text -------------------------------------------------------------
-
-
-def snake(name: str) -> str:
-    """A Tessera name (lower_snake_case, at most 63 characters) for a MetricFlow name."""
-    text = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", str(name)).lower()
-    text = re.sub(r"[^a-z0-9]+", "_", text).strip("_")
-    if not text or not text[0].isalpha():
-        text = f"x_{text}".rstrip("_")
-    text = text[:63].rstrip("_")
-    # A Python keyword cannot name a field in a metric expression (`count_distinct(class)` does not parse).
-    return f"{text[:62]}_" if keyword.iskeyword(text) else text
-
-
-def humanize(name: str) -> str:
-    """`order_total` reads `Order total`; `customer_id` reads `Customer ID`."""
-    words = ["ID" if word == "id" else word for word in snake(name).split("_")]
-    text = " ".join(words)
-    return clip(text[:1].upper() + text[1:], MAX_LABEL)
-
-
-def clip(text: object, limit: int) -> str:
-    text = " ".join(str(text or "").split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def is_column(expr: object) -> bool:
@@ -942,16 +918,13 @@ def import_dbt(root: Path, dataset_label: str | None, report: Report) -> Importe
 # --- the command ------------------------------------------------------------------
 
 
-def add_parser(sub) -> argparse.ArgumentParser:
-    semantic = sub.add_parser("semantic", help="import another tool's semantic layer as a Tessera semantic model")
-    actions = semantic.add_subparsers(dest="action", required=True)
+def add_parser(actions) -> None:
     importing = actions.add_parser("import", help="convert a semantic layer (every field never-to-model)")
     sources = importing.add_subparsers(dest="source", required=True)
     dbt = sources.add_parser("dbt", help="a dbt project's MetricFlow semantic models and metrics")
     dbt.add_argument("path", help="the dbt project (or a folder or file of it); YAML is read recursively")
     dbt.add_argument("--out", metavar="FILE", help="write the model to this file instead of standard output")
     dbt.add_argument("--dataset-label", metavar="TEXT", help="the dataset's label (default: the dbt project's name)")
-    return semantic
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,0 +1,39 @@
+"""`tessera semantic`: a semantic model drafted from a live database (`init`), checked as the Resource Gateway
+would load it (`check`), or imported from dbt (`import dbt`)."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+
+from cli import semantic_import, semantic_init
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    semantic = sub.add_parser("semantic", help="draft, check or import a semantic model")
+    actions = semantic.add_subparsers(dest="action", required=True)
+    semantic_init.add_parser(actions)
+    checking = actions.add_parser("check", help="check a semantic model as the gateway loads it, and print what a "
+                                                "model would be shown")
+    checking.add_argument("file", help="the semantic model (YAML)")
+    checking.add_argument("--warehouse", metavar="URL",
+                          help="also bind it to this warehouse: every mapped table and column must be there")
+    semantic_import.add_parser(actions)
+    return semantic
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.action == "init":
+        return semantic_init.run(args)
+    if args.action == "check":
+        return check(args)
+    return semantic_import.run(args)
+
+
+def check(args: argparse.Namespace) -> int:
+    """The gateway's own loader, run as a process (the CLI never imports a service): its output and status."""
+    command = [sys.executable, "-m", "services.resources.model_check", args.file]
+    if args.warehouse:
+        command += ["--warehouse", args.warehouse]
+    return subprocess.run(command, check=False).returncode
