@@ -69,6 +69,11 @@ INHERITED_VARIABLES = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPD
 SHARED_VARIABLES = ("TESSERA_VAR_DIR", "TESSERA_LOG_LEVEL", "TESSERA_CLIENT_TLS")
 PEER_ADDRESS_VARIABLES = tuple(f"TESSERA_{name.upper()}_ADDR" for name in PROCESS_NAMES)
 
+# The demo's semantic model, and the actions policy of a set that reads another (no actions until the operator
+# writes their own): services/resources/config.py and services/capabilities/config.py hold the same defaults.
+DEMO_SEMANTIC_MODEL = REPO_ROOT / "deploy" / "semantic-models" / "retail.yaml"
+NO_ACTIONS = REPO_ROOT / "deploy" / "policy" / "no-actions.yaml"
+
 
 class StartupError(Exception):
     """A process that did not come up; the message carries its own error line."""
@@ -245,6 +250,15 @@ def service_environment(name: str, source: dict[str, str]) -> dict[str, str]:
     }
 
 
+def _demo_actions_with_the_demo_model(env: dict[str, str], source: dict[str, str]) -> None:
+    """The demo's actions change the demo's orders: they go with the demo's semantic model only. A set whose
+    resources read another model gets no actions (deploy/policy/no-actions.yaml) unless its operator names an
+    actions file of their own (docs/semantic-model.md)."""
+    model = source.get("TESSERA_RESOURCES_SEMANTIC_MODEL")
+    if model and Path(model).resolve() != DEMO_SEMANTIC_MODEL.resolve():
+        env.setdefault("TESSERA_CAPABILITIES_ACTIONS_FILE", str(NO_ACTIONS))
+
+
 @dataclass
 class ServiceSet:
     """The processes of one deployment on loopback."""
@@ -294,6 +308,8 @@ class ServiceSet:
             env[f"TESSERA_{peer.name.upper()}_ADDR"] = peer.address
         if handle.name == "mcp" and "web" in self.handles:  # the link it gives an outside agent's person
             env.setdefault("TESSERA_MCP_WEB_URL", web_url(self.handles["web"].address))
+        if handle.name == "capabilities":
+            _demo_actions_with_the_demo_model(env, self._source_env())
         return env
 
     def _source_env(self) -> dict[str, str]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import grpc
 import sqlalchemy as sa
@@ -87,6 +88,25 @@ class DataChanges:
     def _table(self, target: ChangeTarget) -> sa.TableClause:
         return sa.table(target.table, sa.column(target.key), sa.column(target.version),
                         *(sa.column(name) for name in target.fields))
+
+    def absent_targets(self) -> dict[str, str]:
+        """Each declared target the database does not hold, with why: its table, key, version or a declared field
+        is not there (a zero-row read of them all). Raises ChangeTargetUnavailable when the database does not
+        answer, so that an outage is never taken for an absent table. A SQLite file that does not exist is not
+        created here: every target is absent from it."""
+        url = self.engine.url
+        if url.get_backend_name() == "sqlite" and url.database and not Path(url.database).exists():
+            return {entity: f"no database file at {url.database}" for entity in self.targets}
+        absent = {}
+        for entity, target in self.targets.items():
+            table = self._table(target)
+            try:
+                with self._reaching(entity), self.engine.connect() as connection:
+                    connection.execute(sa.select(*table.c).where(sa.false())).all()
+            except sa.exc.DBAPIError as exc:
+                absent[entity] = (f"table {target.table} with columns {', '.join(c.name for c in table.c)} is not "
+                                  f"in the database ({str(exc.orig).strip().splitlines()[0][:160]})")
+        return absent
 
     def target(self, entity: str) -> ChangeTarget:
         found = self.targets.get(entity)

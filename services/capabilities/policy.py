@@ -162,6 +162,27 @@ class ActionPolicy:
         self.digest = digest
         self.actions = {action_id: Action(action_id, spec) for action_id, spec in policy.actions.items()}
 
+    def without_targets(self, absent: dict[str, str]) -> tuple[ActionPolicy, list[str]]:
+        """This policy less the data change targets in `absent` (target → why) and the actions that change them
+        only: a fixed change to an absent target, or a free change (records.propose_changes) when no target is
+        left. With one line per action left out, naming it and why; the digest stays the reviewed file's."""
+        targets = {name: t for name, t in self.policy.data_changes.items() if name not in absent}
+        kept, dropped = {}, []
+        for action_id, spec in self.policy.actions.items():
+            fixed = spec.data_change
+            if fixed is not None and fixed.entity in absent:
+                dropped.append(f"action {action_id} is not offered: its data change target {fixed.entity!r}: "
+                               f"{absent[fixed.entity]}")
+            elif fixed is None and spec.executor == "data-change" and not targets:
+                dropped.append(f"action {action_id} is not offered: none of its data change targets is in the "
+                               f"database ({', '.join(sorted(absent))})")
+            else:
+                kept[action_id] = spec
+        if not dropped and len(targets) == len(self.policy.data_changes):
+            return self, []
+        narrowed = self.policy.model_copy(update={"actions": kept, "data_changes": targets})
+        return ActionPolicy(narrowed, self.digest), dropped
+
     @classmethod
     def load(cls, path: Path) -> ActionPolicy:
         policy, digest = load_policy_file(path, Policy, "action policy")

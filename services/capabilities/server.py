@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 from services.capabilities.broker import Broker
 from services.capabilities.cards import card, summary
-from services.capabilities.changes import DataChanges
+from services.capabilities.changes import ChangeTargetUnavailable, DataChanges
 from services.capabilities.config import CapabilitiesSettings
 from services.capabilities.database import BrokerDatabase, database_away
 from services.capabilities.enrollment import Enrollments
@@ -354,6 +354,21 @@ def _databases(settings: CapabilitiesSettings) -> tuple[sa.Engine, sa.Engine]:
     return engine, changes_engine
 
 
+def _offerable(policy: ActionPolicy, changes_engine: sa.Engine) -> ActionPolicy:
+    """The actions whose data change targets the database holds (blocking): one that would fail when pressed is
+    never offered, and each left out is said once, naming it."""
+    changes = DataChanges(changes_engine, policy.policy.data_changes)
+    try:
+        absent = changes.absent_targets()
+    except ChangeTargetUnavailable:
+        raise runtime.DependencyUnavailable("TESSERA_CAPABILITIES_CHANGES_URL: the database data changes go to "
+                                            "does not answer") from None
+    offered, dropped = policy.without_targets(absent)
+    for line in dropped:
+        logger.error("%s", line)
+    return offered
+
+
 def _operator_key(settings: CapabilitiesSettings):
     """The operator CLI's public key: it signs the CLI's actor assertions and its decisions."""
     try:
@@ -409,6 +424,7 @@ async def build(context: runtime.ServiceContext) -> list[runtime.Registration]:
     except PolicyError as exc:
         raise runtime.StartupError(str(exc)) from None
     engine, changes_engine = await runtime.off_loop(_databases, settings)  # health keeps answering meanwhile
+    policy = await runtime.off_loop(_offerable, policy, changes_engine)
     store = BrokerStore(engine, lease_seconds=settings.lease_seconds)
     pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="broker-db")
     database = BrokerDatabase(pool)  # every path to the broker's database: one outage, said once

@@ -410,6 +410,21 @@ def test_an_unanswered_approval_expires_and_counts_as_rejection(own_broker, cert
     assert _metric(metrics_port, 'tessera_approvals_decided_total{outcome="expired"}') == 1
 
 
+def test_actions_whose_target_the_warehouse_lacks_are_never_offered(own_broker, cert_dir, tmp_path):
+    """Someone's own warehouse has no demo orders table: the demo's actions are left out at start, each said in
+    one line, so no screen offers a button that could only fail when pressed."""
+    theirs = tmp_path / "their-warehouse.sqlite"
+    with sqlite3.connect(theirs) as connection:
+        connection.execute("CREATE TABLE invoices (invoice_id INTEGER PRIMARY KEY, amount NUMERIC)")
+    client, processes, _ = own_broker(TESSERA_CAPABILITIES_CHANGES_URL=f"sqlite:///{theirs}")
+    assert list(client("host", "ListActions", cap.ListActionsRequest()).actions) == []
+    log = processes.handles["capabilities"].log_path.read_text()
+    assert "action orders.flag_for_review is not offered: its data change target 'order': table orders" in log
+    with pytest.raises(grpc.RpcError) as refused:
+        flag(client, person(cert_dir), 52)
+    assert (refused.value.code(), error_details(refused.value).reason) == (grpc.StatusCode.NOT_FOUND, "ACTION_UNKNOWN")
+
+
 def test_dry_run_records_the_call_and_changes_nothing(own_broker, cert_dir):
     client, _, url = own_broker(TESSERA_CAPABILITIES_DRY_RUN="true")
     alice = person(cert_dir)

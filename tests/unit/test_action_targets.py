@@ -1,0 +1,80 @@
+"""An action is offered only when the database its data changes go to holds their target: an absent table or
+column takes the action out at start (one line naming it), never an error when a person presses it."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+import sqlalchemy as sa
+
+from services.capabilities.changes import ChangeTargetUnavailable, DataChanges
+from services.capabilities.policy import ActionPolicy
+from shared.paths import REPO_ROOT
+
+SHIPPED = REPO_ROOT / "deploy" / "policy" / "actions.yaml"
+
+
+def _warehouse(path, orders_columns: str | None) -> sa.Engine:
+    with sqlite3.connect(path) as connection:
+        if orders_columns is not None:
+            connection.execute(f"CREATE TABLE orders ({orders_columns})")
+    return sa.create_engine(f"sqlite:///{path}")
+
+
+@pytest.mark.parametrize(("columns", "absent"), [
+    ("order_id INTEGER PRIMARY KEY, review_status TEXT, version INTEGER", False),
+    ("order_id INTEGER PRIMARY KEY, version INTEGER", True),  # the declared field is missing
+    (None, True),  # no orders table at all: someone's own warehouse
+])
+def test_a_target_is_absent_when_its_table_or_a_declared_column_is(tmp_path, columns, absent):
+    policy = ActionPolicy.load(SHIPPED)
+    engine = _warehouse(tmp_path / "warehouse.sqlite", columns)
+    found = DataChanges(engine, policy.policy.data_changes).absent_targets()
+    assert set(found) == ({"order"} if absent else set())
+    if absent:
+        assert found["order"].startswith("table orders with columns order_id, version, review_status is not in the "
+                                         "database (")
+
+
+def test_a_database_file_that_is_not_there_is_not_made_by_looking(tmp_path):
+    policy = ActionPolicy.load(SHIPPED)
+    missing = tmp_path / "nowhere.sqlite"
+    found = DataChanges(sa.create_engine(f"sqlite:///{missing}"), policy.policy.data_changes).absent_targets()
+    assert found == {"order": f"no database file at {missing}"} and not missing.exists()
+
+
+def test_a_database_that_does_not_answer_is_not_taken_for_an_empty_one(tmp_path):
+    policy = ActionPolicy.load(SHIPPED)
+    silent = sa.create_engine("postgresql://nobody@127.0.0.1:9/none", connect_args={"connect_timeout": 2})
+    with pytest.raises(ChangeTargetUnavailable):
+        DataChanges(silent, policy.policy.data_changes).absent_targets()
+
+
+def test_actions_that_change_only_absent_targets_are_left_out_each_named():
+    policy = ActionPolicy.load(SHIPPED)
+    assert policy.without_targets({}) == (policy, [])
+    narrowed, dropped = policy.without_targets({"order": "table orders is not in the database"})
+    assert narrowed.actions == {} and narrowed.policy.data_changes == {}
+    assert dropped == [
+        "action records.propose_changes is not offered: none of its data change targets is in the database (order)",
+        "action orders.flag_for_review is not offered: its data change target 'order': table orders is not in the "
+        "database"]
+    assert narrowed.digest == policy.digest  # still the reviewed file's identity
+
+
+def test_the_demos_actions_go_with_the_demos_model_only():
+    from cli.launcher import DEMO_SEMANTIC_MODEL, NO_ACTIONS, _demo_actions_with_the_demo_model
+
+    def actions_file(source: dict[str, str], env: dict[str, str] | None = None) -> str | None:
+        env = dict(env or {})
+        _demo_actions_with_the_demo_model(env, source)
+        return env.get("TESSERA_CAPABILITIES_ACTIONS_FILE")
+
+    assert actions_file({}) is None  # the demo: its own actions (the broker's default file)
+    assert actions_file({"TESSERA_RESOURCES_SEMANTIC_MODEL": str(DEMO_SEMANTIC_MODEL)}) is None
+    theirs = {"TESSERA_RESOURCES_SEMANTIC_MODEL": "/srv/models/shop.yaml"}
+    assert actions_file(theirs) == str(NO_ACTIONS)
+    assert actions_file(theirs, {"TESSERA_CAPABILITIES_ACTIONS_FILE": "/srv/policy/shop-actions.yaml"}) == \
+        "/srv/policy/shop-actions.yaml"  # the operator's own policy wins
+    assert ActionPolicy.load(NO_ACTIONS).actions == {}
