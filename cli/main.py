@@ -486,6 +486,16 @@ def cmd_semantic(args: argparse.Namespace) -> int:
     return semantic.run(args)
 
 
+def cmd_dev(args: argparse.Namespace) -> int:
+    """A short-lived actor assertion for local examples, signed with the operator CLI's key (and recorded)."""
+    from cli import dev_actor
+
+    recorded = _running_set()
+    if recorded is None:
+        return 1
+    return dev_actor.run(args, Path(recorded["cert_dir"]))
+
+
 def cmd_persons(args: argparse.Namespace) -> int:
     """People's one-time sign-in links (printed here only), their passkeys and their web sessions."""
     from cli import persons
@@ -656,6 +666,9 @@ def build_parser() -> argparse.ArgumentParser:
     from cli.semantic import add_parser as add_semantic_parser
 
     add_semantic_parser(sub).set_defaults(run=cmd_semantic)
+    from cli.dev_actor import add_parser as add_dev_parser
+
+    add_dev_parser(sub).set_defaults(run=cmd_dev)
     return parser
 
 

@@ -32,6 +32,7 @@ from services.mcp.config import McpSettings
 from services.mcp.front import MAX_ARGUMENT_BYTES, Front, Person, refusal
 from services.mcp.issuer_keys import IssuerKeys
 from services.mcp.oauth import JwtAccessTokens, TokenPolicy, person_of
+from shared import __version__
 from shared.certs import CredentialError, Credentials, load_signing_key, signing_key_path
 from shared.channels import aio_channel
 from shared.config import peer_target
@@ -99,7 +100,9 @@ def build_server(holder: FrontHolder, person_of_request) -> Server:
                                              "accepts")
         return await holder.front.call(person, params.name, params.arguments)
 
-    return Server("tessera", instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool)
+    # The version an MCP client shows for this server (its `serverInfo`): Tessera's own.
+    return Server("tessera", version=__version__, instructions=INSTRUCTIONS, on_list_tools=list_tools,
+                  on_call_tool=call_tool)
 
 
 def _conversation(ctx) -> str:

@@ -21,6 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from cli.launcher import ServiceSet, free_ports
 from services.agent.contracts import MAX_REFUSALS
+from shared import __version__
 from shared.actors import assert_actor
 from shared.certs import load_signing_key, signing_key_path
 from shared.channels import sync_channel
@@ -324,11 +325,14 @@ def test_tessera_mcp_serves_the_running_set_to_a_local_client(running_set, tmp_p
                                    env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
                                         "TESSERA_VAR_DIR": str(tmp_path)}, cwd=str(REPO_ROOT))
 
-    async def scenario() -> dict:
+    async def scenario() -> tuple[dict, object]:
         async with Client(params, cache=None) as client:
-            return json.loads((await client.call_tool("inspect_current_context", {})).content[0].text)
+            context = json.loads((await client.call_tool("inspect_current_context", {})).content[0].text)
+            return context, client.server_info
 
-    assert set(anyio.run(scenario)["tools"]) == DATA_TOOLS
+    context, server = anyio.run(scenario)
+    assert set(context["tools"]) == DATA_TOOLS
+    assert (server.name, server.version) == ("tessera", __version__)  # what a client shows for this server
     refused = subprocess.run([sys.executable, "-m", "cli", "mcp", "--person", "not a person"], cwd=REPO_ROOT,
                              capture_output=True, text=True, timeout=60,
                              env={**os.environ, "TESSERA_VAR_DIR": str(tmp_path)})

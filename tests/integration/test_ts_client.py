@@ -8,12 +8,13 @@ import base64
 import json
 import shutil
 import subprocess
+import sys
 from decimal import Decimal
 
 import pytest
 
 from cli.main import DEMO_QUESTIONS
-from shared.actors import assert_actor
+from shared.actors import ActorVerifier, assert_actor
 from shared.authz import CallerTable
 from shared.certs import load_signing_key, signing_key_path
 from shared.identity import server_name_for, spiffe_id_for
@@ -50,14 +51,25 @@ def _run(built, script: str, *args: str, env: dict | None = None) -> dict:
     return json.loads(result.stdout)
 
 
+def _dev_actor(running_set, tmp_path, person: str) -> str:
+    """`tessera dev actor PERSON --tenant local` against the running set, as the example's reader runs it."""
+    (tmp_path / "run").mkdir(exist_ok=True)
+    (tmp_path / "run" / "services.json").write_text(json.dumps(running_set.state()))
+    made = subprocess.run([sys.executable, "-m", "cli", "dev", "actor", person, "--tenant", "local", "--name",
+                           "TS client"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60,
+                          env={"PATH": "/usr/bin:/bin", "TESSERA_VAR_DIR": str(tmp_path)})
+    assert made.returncode == 0, made.stderr
+    return made.stdout.strip()
+
+
 def test_the_example_asks_through_the_agent_and_its_surface_shows_what_sql_gives(built, running_set, cert_dir,
-                                                                                 warehouse_url):
-    person = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), "ts-client", "local", "TS client")
+                                                                                 warehouse_url, tmp_path):
     question = DEMO_QUESTIONS[0]  # net revenue by region: a table, whose first window the host sends itself
     outcome = _run(built, "ask.js", running_set.handles["host"].address, running_set.handles["agent"].address,
-                   str(cert_dir), question,
-                   env={"TESSERA_ACTOR_ASSERTION": base64.b64encode(person.SerializeToString()).decode()})
-    assert outcome["outcome"] == common_pb2.TURN_OUTCOME_ANSWERED and outcome["revisionIds"], outcome
+                   str(cert_dir), question, env={"TESSERA_ACTOR_ASSERTION": _dev_actor(running_set, tmp_path,
+                                                                                        "ts-client")})
+    assert outcome["outcome"] == common_pb2.TurnOutcome.Name(common_pb2.TURN_OUTCOME_ANSWERED), outcome  # by name
+    assert outcome["revisionIds"], outcome
     assert "run_analysis" in outcome["steps"] and "present_ui" in outcome["steps"]
     messages = outcome["a2uiMessages"]
     assert any("createSurface" in m for m in messages)
@@ -103,3 +115,20 @@ def test_the_clients_caller_table_is_the_one_the_services_enforce(built):
         assert {p["spiffeId"] for p in exported[path]} == enforced.allowed(path), path
         assert {spiffe_id_for(p["name"]) for p in exported[path]} == enforced.allowed(path), path
     assert {p["name"] for p in exported["/tessera.host.v1.HostService/OpenSession"]} == {"web", "cli", "mcp"}
+
+
+def test_dev_actor_is_short_lived_recorded_and_refuses_what_it_cannot_make(running_set, cert_dir, tmp_path):
+    encoded = _dev_actor(running_set, tmp_path, "script-user")
+    assertion = common_pb2.ActorAssertion.FromString(base64.b64decode(encoded))
+    actor = ActorVerifier.from_cert_dir(cert_dir).verify(assertion)  # valid, and signed with the operator CLI's key
+    assert (actor.actor_id, actor.tenant_id, actor.asserted_by) == ("script-user", "local", "cli")
+    binding = common_pb2.ActorClaims.FromString(assertion.signed.claims).binding
+    assert (binding.expires_at.ToDatetime() - binding.issued_at.ToDatetime()).total_seconds() == 15 * 60
+    (record,) = [json.loads(line) for line in (tmp_path / "audit" / "dev-actors.jsonl").read_text().splitlines()]
+    assert (record["actor_id"], record["tenant_id"], record["nonce"]) == ("script-user", "local", binding.nonce)
+    assert (tmp_path / "audit" / "dev-actors.jsonl").stat().st_mode & 0o077 == 0
+    env = {"PATH": "/usr/bin:/bin", "TESSERA_VAR_DIR": str(tmp_path)}
+    for args in (["not a person", "--tenant", "local"], ["p", "--tenant", "local", "--minutes", "61"]):
+        refused = subprocess.run([sys.executable, "-m", "cli", "dev", "actor", *args], cwd=REPO_ROOT,
+                                 capture_output=True, text=True, timeout=60, env=env)
+        assert refused.returncode == 2 and refused.stdout == "" and refused.stderr.startswith("tessera: error:")

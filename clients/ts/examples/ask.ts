@@ -6,11 +6,11 @@
 // Usage: node ask.js <host address> <agent address> <cert dir> <question>
 // The person's signed actor assertion (a serialised tessera.common.v1.ActorAssertion, base64) comes in
 // TESSERA_ACTOR_ASSERTION: it is issued by whoever authenticated the person (web, or the CLI's key), never
-// made by a client library.
+// made by a client library. Against a local set: TESSERA_ACTOR_ASSERTION=$(tessera dev actor PERSON --tenant T).
 import { fromBinary } from "@bufbuild/protobuf";
 import { type Client, createClient } from "@connectrpc/connect";
 import { AgentService, ToolStepPhase, type TurnDone } from "../gen/tessera/agent/v1/agent_pb.js";
-import { type ActorAssertion, ActorAssertionSchema } from "../gen/tessera/common/v1/common_pb.js";
+import { type ActorAssertion, ActorAssertionSchema, TurnOutcomeSchema } from "../gen/tessera/common/v1/common_pb.js";
 import { HostService, type OpenSessionResponse, type SubscribeResponse } from "../gen/tessera/host/v1/host_pb.js";
 import { mtlsTransport } from "../src/transport.js";
 
@@ -125,7 +125,9 @@ try {
     await surface.until("the tables' rows", () => tables.every(windowOf));
   }
   console.log(JSON.stringify({
-    sessionId: session.sessionId, surfaceId: session.surfaceId, steps, outcome: done.outcome, answer: done.answer,
+    // The outcome by its name in the contract ("TURN_OUTCOME_ANSWERED"), not its wire number.
+    sessionId: session.sessionId, surfaceId: session.surfaceId, steps,
+    outcome: TurnOutcomeSchema.value[done.outcome]?.name ?? `unknown outcome ${done.outcome}`, answer: done.answer,
     revisionIds: done.revisionIds, tables, a2uiMessages: surface.messages.map((m) => JSON.parse(m.text)),
   }));
 } finally {
