@@ -67,14 +67,16 @@ NEXT_STEPS: dict[str, str] = {
     "UNKNOWN_ID": "Use " + _IDS + "; call inspect_catalog with the question's words to find the right one.",
     "ID_NOT_IN_SCOPE": "Call describe_data for {entity} first (or inspect_catalog with words that bring it in), "
                        "then repeat this call.",
-    "WRONG_ID_KIND": "Put an id of the kind allowed there (ent_ entity, fld_ field, met_ metric, rel_ relationship).",
+    "WRONG_ID_KIND": "Put an id of the kind allowed there (ent_ entity, fld_ field, met_ metric, rel_ relationship), "
+                     "as inspect_catalog or describe_data gave it.",
     "QUESTION_TOO_LONG": "Call inspect_catalog with at most 2,000 characters: the question's key words are enough.",
     "DESCRIBE_COUNT": "Call describe_data with 1-4 entity ids; call it again for more.",
     # --- probes ------------------------------------------------------------------------------------------
     "PROBE_KIND": "Use a kind listed in allowed.",
     "PROBE_BUDGET_EXHAUSTED": "No probes are left this turn: go on with run_analysis (filter with the values you "
                               "have), or answer.",
-    "PROBE_TARGET_MISSING": "Add the id this probe kind needs (field_id, or relationship_id for join-coverage).",
+    "PROBE_TARGET_MISSING": "Add the id this probe kind needs (field_id, or relationship_id for join-coverage), "
+                            "from inspect_catalog or describe_data.",
     "PROBE_TEXT_UNEXPECTED": "Drop text: only value-match takes one.",
     "PROBE_TEXT_INVALID": "Send text of 1-300 characters (the person's words that name a value).",
     "PROBE_NOT_ALLOWED": "Probe a field whose exposure allows it (describe_data shows each field's exposure and "
@@ -113,7 +115,8 @@ NEXT_STEPS: dict[str, str] = {
     "LIMIT_OVER_CAP": "Ask for at most {bound} rows.",
     "NO_REFERENCE_DATE": "This field has no values to count back from: filter with dates (between) instead, or drop "
                          "the period.",
-    "QUERY_TIMEOUT": "Ask for less: a narrower filter, fewer breakdowns or a coarser grain.",
+    "QUERY_TIMEOUT": "Call run_analysis again asking for less: a narrower filter, fewer breakdowns or a coarser "
+                     "grain.",
     "ANALYSIS_BUDGET_SPENT": "No analyses are left this turn: present what you have with present_ui, or answer.",
     # The same draft asked again with only its bounds changed (a threshold search): budget says which bound held.
     "ORACLE_PATTERN": "Stop changing this draft's bounds: present the results you have with present_ui (the person "
@@ -125,8 +128,8 @@ NEXT_STEPS: dict[str, str] = {
     "SLICE_UNKNOWN": "Call present_ui without a proposal first, then send the proposal with that slice's ids.",
     "REVISION_CONFLICT": "The display changed meanwhile: call present_ui without a proposal again and send a "
                          "snapshot.",
-    "BASE_REVISION_UNKNOWN": "Send a snapshot ({version: 1, id, blocks}) instead of a patch.",
-    "PROPOSAL_ID_REUSED": "Send the proposal again: a new id is made for every call.",
+    "BASE_REVISION_UNKNOWN": "Call present_ui with a snapshot ({version: 1, id, blocks}) instead of a patch.",
+    "PROPOSAL_ID_REUSED": "Call present_ui with the proposal again: a new id is made for every call.",
     "TURN_UNKNOWN": "Call inspect_current_context to begin a new turn.",
     # --- people's passkeys and the operator key (the broker's refusals to web and the CLI) --------------------
     "OPERATOR_KEY_NOT_FOR_TENANT": "Approve it with the person's passkey in the browser, or have the policy list "
@@ -153,8 +156,8 @@ NEXT_STEPS: dict[str, str] = {
     "proposal.unknown-child": "List as children only ids of blocks in this proposal.",
     "proposal.children-cycle": "Remove the cycle: a block cannot contain itself.",
     "proposal.child-reused": "Give each block at most one parent.",
-    "patch.base-invalid": "Send a snapshot instead of a patch.",
-    "patch.no-base": "Send a snapshot: there is no display to patch yet.",
+    "patch.base-invalid": "Call present_ui with a snapshot instead of a patch.",
+    "patch.no-base": "Call present_ui with a snapshot: there is no display to patch yet.",
     "patch.base-mismatch": "Patch the current revision (the revision present_ui last returned), or send a snapshot.",
     "patch.operation-invalid": "Write each operation as put-block, remove-block or move-block with only its keys.",
     "patch.unknown-block": "Name a block of the current display, or put it first with put-block.",
@@ -164,12 +167,17 @@ NEXT_STEPS: dict[str, str] = {
     "component.caption-not-settable": "Drop this prop: the caption comes from the analysis, never from you.",
     "component.format-not-settable": "Drop this prop: formats come from the semantic model, never from you.",
     "catalog.component-not-offered": "Use a component id of the slice (present_ui without a proposal lists them).",
-    "catalog.resource-not-offered": "Bind a resource id of the slice; run the analysis first if it is missing.",
-    "catalog.action-not-offered": "Use an action id of the slice, or leave the action out.",
-    "catalog.evidence-not-offered": "Use an evidence id of the slice, or leave the evidence out.",
-    "catalog.state-not-offered": "Use a state id of the slice, or leave the state out.",
+    "catalog.resource-not-offered": "Bind a resource id of the slice; if the result is missing, call run_analysis "
+                                    "first, then present_ui without a proposal for a slice that offers it.",
+    "catalog.action-not-offered": "Use an action id of the slice (present_ui without a proposal lists them), or "
+                                  "leave the action out.",
+    "catalog.evidence-not-offered": "Use an evidence id of the slice (present_ui without a proposal lists them), "
+                                    "or leave the evidence out.",
+    "catalog.state-not-offered": "Use a state id of the slice (present_ui without a proposal lists them), or "
+                                 "leave the state out.",
     "resource.offer-hash-denied": "Quote the offer tag the slice gives for this resource.",
-    "resource.column-not-offered": "Use a column id the slice lists for this resource (selectable_columns).",
+    "resource.column-not-offered": "Use a column id the slice lists for this resource (selectable_columns; "
+                                   "present_ui without a proposal gives the slice).",
     "resource.row-out-of-range": "Use a row index below the resource's row count.",
     "resource.sort-not-allowed": "Drop the sort: this result may not be re-sorted.",
     "resource.page-size-exceeded": "Ask for at most the resource's max_page_size rows per page.",

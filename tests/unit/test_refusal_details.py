@@ -79,3 +79,22 @@ def test_each_registered_refusal_reaches_a_model_with_a_pointer_and_its_next_ste
 def test_each_finding_reaches_a_model_with_its_next_step(code):
     found = Finding("contract", code, "wrong", "/blocks/0/data").to_proto()
     assert found.hint == NEXT_STEPS[code] and found.location == "/blocks/0/data"
+
+
+# A refusal whose remedy is another tool's call names that tool: a model reading only the refusal knows what to
+# call first (issue 43: outside models read no code).
+REMEDY_TOOLS = {
+    "CAPABILITY_MISSING": "inspect_current_context", "TURN_UNKNOWN": "inspect_current_context",
+    "TURN_ENDED": "inspect_current_context", "CAPABILITY_EXPIRED": "inspect_catalog",
+    "UNKNOWN_ID": "inspect_catalog", "WRONG_ID_KIND": "inspect_catalog", "PROBE_TARGET_MISSING": "inspect_catalog",
+    "QUERY_TIMEOUT": "run_analysis", "SLICE_UNKNOWN": "present_ui", "BASE_REVISION_UNKNOWN": "present_ui",
+    "PROPOSAL_ID_REUSED": "present_ui", "patch.no-base": "present_ui", "patch.base-invalid": "present_ui",
+    "slice.not-frozen": "present_ui", "catalog.resource-not-offered": "run_analysis",
+    "catalog.action-not-offered": "present_ui", "catalog.evidence-not-offered": "present_ui",
+    "catalog.state-not-offered": "present_ui", "resource.column-not-offered": "present_ui",
+}
+
+
+@pytest.mark.parametrize(("reason", "tool"), sorted(REMEDY_TOOLS.items()))
+def test_a_refusal_whose_remedy_is_another_call_names_the_tool(reason, tool):
+    assert tool in NEXT_STEPS[reason], NEXT_STEPS[reason]
