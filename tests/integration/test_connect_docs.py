@@ -14,6 +14,7 @@ import threading
 
 import pytest
 import sqlalchemy as sa
+import yaml
 
 from shared.paths import REPO_ROOT
 from tests.fixtures.postgres import postgres_database
@@ -98,3 +99,36 @@ def test_every_command_of_connect_your_warehouse_runs_and_the_answer_is_what_sql
     assert set(counts) == set(STATUSES)
     for status, count in counts.items():
         assert re.search(rf"^.*\b{status}\b.*\b{count}\b.*$", answer, re.MULTILINE), (status, count, answer)
+
+
+YAML_BLOCK = re.compile(r"^```yaml\n# (deploy/k8s/overlays/[\w/.-]+)\n(.*?)^```", re.MULTILINE | re.DOTALL)
+KUBECTL = REPO_ROOT / ".venv-deploy" / "bin" / "kubectl"
+
+
+def test_the_kubernetes_overlay_of_the_page_mounts_the_model_and_the_policy(tmp_path):
+    if not KUBECTL.exists():
+        pytest.skip(f"{KUBECTL} is missing: `make k8s-tools` installs kubectl")
+    ((path, text),) = YAML_BLOCK.findall(PAGE.read_text(encoding="utf-8"))
+    shutil.copytree(REPO_ROOT / "deploy" / "k8s", tmp_path / "deploy" / "k8s")
+    overlay = (tmp_path / path).parent
+    overlay.mkdir(parents=True)
+    (tmp_path / path).write_text(text)
+    model = "version: 1  # the person's own model\n"
+    (overlay / "shop.yaml").write_text(model)
+    shutil.copy(REPO_ROOT / "deploy" / "policy" / "no-actions.yaml", overlay / "shop-actions.yaml")
+    rendered = subprocess.run([str(KUBECTL), "kustomize", str(overlay)], capture_output=True, text=True, timeout=120)
+    assert rendered.returncode == 0, rendered.stderr
+    docs = [d for d in yaml.safe_load_all(rendered.stdout) if d]
+    deployments = {d["metadata"]["name"]: d["spec"]["template"]["spec"] for d in docs if d["kind"] == "Deployment"}
+    maps = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ConfigMap"}
+    for service, setting, mount, file_name, content in (
+            ("resources", "TESSERA_RESOURCES_SEMANTIC_MODEL", "/etc/tessera/semantic-model", "model.yaml", model),
+            ("capabilities", "TESSERA_CAPABILITIES_ACTIONS_FILE", "/etc/tessera/actions", "actions.yaml",
+             (overlay / "shop-actions.yaml").read_text())):
+        spec = deployments[service]
+        (container,) = spec["containers"]
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        assert env[setting] == f"{mount}/{file_name}"
+        (mounted,) = [m for m in container["volumeMounts"] if m["mountPath"] == mount]
+        (volume,) = [v for v in spec["volumes"] if v["name"] == mounted["name"]]
+        assert maps[volume["configMap"]["name"]]["data"] == {file_name: content}  # the overlay's own file
