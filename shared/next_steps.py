@@ -196,6 +196,7 @@ _STREAM = "the model's own stream failing: the turn ends and the person is told,
 _SESSIONS = "a person's web session (web and the broker, answered to the browser); no model has one"
 NOT_FOR_MODELS: dict[str, str] = {
     "WINDOW_TOO_LARGE": _WINDOWS, "WINDOW_OUTSIDE_GRANT": _WINDOWS, "GRANT_REVOKED": _WINDOWS, "WINDOW_COUNT": _WINDOWS,
+    "WINDOWS_REPLY_FULL": _WINDOWS,
     "GRANT_RESOURCE_MISMATCH": _WINDOWS, "COLUMN_NOT_GRANTED": _WINDOWS, "RESOURCE_NOT_FOUND": _WINDOWS,
     "BASE_DOCUMENT_INVALID": _COMPILER, "SLICE_CATALOG_MISMATCH": _COMPILER, "SLICE_HASH_MISMATCH": _COMPILER,
     "SLICE_SCHEMA_INVALID": _COMPILER,

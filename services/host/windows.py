@@ -34,6 +34,7 @@ logger = logging.getLogger("tessera.host")
 GRANT_LIFETIME = dt.timedelta(minutes=5)  # ≤ 15 minutes (§ grants); a window asks for a fresh one
 WINDOW_MAX_ROWS = 1_000
 WINDOWS_PER_CALL = 64  # what one ResolveWindows call may ask for (resources.proto)
+WINDOWS_REPLY_FULL = "WINDOWS_REPLY_FULL"  # a window the gateway's reply had no room for: ask again (resources.proto)
 # Stands for a window's rows in its message until the message's text is made; then the rows' own text replaces it.
 _ROWS_SLOT = "\x00rows"
 _ROWS_SLOT_JSON = f'"rows":{canonical(_ROWS_SLOT)}'  # as the message's canonical text writes it
@@ -87,26 +88,38 @@ class Windows:
 
     async def _resolve_first(self, session: Session, wanted: list[Binding],
                              grants: list[common_pb2.SignedToken]) -> list[NewEntry | str]:
-        """The first windows, in as few calls as the gateway allows: each its journal entry, or why it was not read."""
-        outcomes: list[NewEntry | str] = []
-        for start in range(0, len(wanted), WINDOWS_PER_CALL):
-            batch = list(zip(wanted, grants, strict=True))[start:start + WINDOWS_PER_CALL]
+        """The first windows, in as few calls as the gateway allows: each its journal entry, or why it was not read.
+        Windows a full reply had no room for (WINDOWS_REPLY_FULL) are asked for again in the next call."""
+        outcomes: dict[int, NewEntry | str] = {}
+        pending = list(enumerate(zip(wanted, grants, strict=True)))
+        while pending:
+            batch, pending = pending[:WINDOWS_PER_CALL], pending[WINDOWS_PER_CALL:]
             reply = await peer("resources", self._peers.resources.ResolveWindows(resources_pb2.ResolveWindowsRequest(
-                windows=[_window_request(grant, b.first_offset, b.first_rows, list(b.columns)) for b, grant in batch]),
-                timeout=30))
+                windows=[_window_request(grant, b.first_offset, b.first_rows, list(b.columns))
+                         for _, (b, grant) in batch]), timeout=30))
             if len(reply.windows) != len(batch):
                 raise TesseraError(grpc.StatusCode.UNAVAILABLE, "PEER_REPLY_INVALID",
                                    f"resources: {len(reply.windows)} window outcomes for {len(batch)} windows asked",
                                    {"peer": "resources"})
-            for (binding, _), outcome in zip(batch, reply.windows, strict=True):
-                if outcome.HasField("refused"):
-                    outcomes.append(f"{outcome.refused.reason}: {outcome.refused.message}")
-                    continue
-                try:
-                    outcomes.append(_window_entry(session, binding, outcome.window))
-                except TesseraError as exc:
-                    outcomes.append(str(exc))
-        return outcomes
+            later = [asked for asked, outcome in zip(batch, reply.windows, strict=True)
+                     if outcome.refused.reason == WINDOWS_REPLY_FULL]
+            if len(later) == len(batch):  # the gateway answers at least one window a call: this one made no progress
+                raise TesseraError(grpc.StatusCode.UNAVAILABLE, "PEER_REPLY_INVALID",
+                                   "resources: a reply with no room for any window", {"peer": "resources"})
+            for (index, (binding, _)), outcome in zip(batch, reply.windows, strict=True):
+                if outcome.refused.reason != WINDOWS_REPLY_FULL:
+                    outcomes[index] = self._first_entry(session, binding, outcome)
+            pending = later + pending
+        return [outcomes[index] for index in range(len(wanted))]
+
+    @staticmethod
+    def _first_entry(session: Session, binding: Binding, outcome: resources_pb2.WindowOutcome) -> NewEntry | str:
+        if outcome.HasField("refused"):
+            return f"{outcome.refused.reason}: {outcome.refused.message}"
+        try:
+            return _window_entry(session, binding, outcome.window)
+        except TesseraError as exc:
+            return str(exc)
 
     async def _publish(self, session: Session, entries: list[NewEntry], revision_id: str = "",
                        grant_rows: list[dict] | None = None) -> tuple[int, int]:

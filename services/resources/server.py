@@ -29,6 +29,9 @@ logger = logging.getLogger("tessera.resources")
 MAX_ID_CHARS = 128
 # Windows one ResolveWindows call may ask for: a revision's first windows (at most 32 blocks) fit in one.
 MAX_WINDOWS_PER_CALL = 64
+# What one ResolveWindows reply carries at most: a gRPC client receives 4 MiB by default. The windows past it are
+# refused as WINDOWS_REPLY_FULL (asked again in another call); the first window always goes, so each call helps.
+MAX_WINDOWS_REPLY_BYTES = 3 * 1024 * 1024
 _EXPOSURE = {"never-to-model": resources_pb2.FIELD_EXPOSURE_NEVER_TO_MODEL,
              "aggregate-only": resources_pb2.FIELD_EXPOSURE_AGGREGATE_ONLY,
              "bounded-values": resources_pb2.FIELD_EXPOSURE_BOUNDED_VALUES,
@@ -75,6 +78,21 @@ def _outcome_field(outcome: Window | TesseraError) -> bytes:
             code=outcome.code.value[0], reason=outcome.reason, message=outcome.message))
         return length_delimited(1, refused.SerializeToString())
     return length_delimited(1, length_delimited(1, _window_reply(outcome).data))
+
+
+def windows_reply(replies: list[Window | TesseraError], budget: int = MAX_WINDOWS_REPLY_BYTES) -> EncodedReply:
+    """ResolveWindowsResponse in wire form: each window or refusal in order, until the reply would pass `budget`
+    bytes; from there on each window is refused as WINDOWS_REPLY_FULL."""
+    fields, size, full = [], 0, False
+    for reply in replies:
+        field = _outcome_field(reply)
+        full = full or (bool(fields) and size + len(field) > budget)
+        if full:
+            field = _outcome_field(TesseraError(grpc.StatusCode.RESOURCE_EXHAUSTED, "WINDOWS_REPLY_FULL",
+                                                "this reply has no room for this window: ask for it in another call"))
+        fields.append(field)
+        size += len(field)
+    return EncodedReply(b"".join(fields))
 
 
 class ResourceGatewayService(resources_pb2_grpc.ResourceGatewayServiceServicer):
@@ -232,7 +250,7 @@ class ResourceGatewayService(resources_pb2_grpc.ResourceGatewayServiceServicer):
         for index, refusal in enumerate(replies):
             if isinstance(refusal, TesseraError):  # what the access line says of a refused ResolveWindow
                 logger.warning("window %d of %d refused: %s", index, len(replies), refusal)
-        return EncodedReply(b"".join(_outcome_field(reply) for reply in replies))
+        return windows_reply(replies)
 
     async def RevokeGrants(self, request, context):
         return resources_pb2.RevokeGrantsResponse(revoked=await self._run(self._gateway.revoke, list(request.grants)))

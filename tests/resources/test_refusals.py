@@ -214,7 +214,7 @@ def test_slow_queries_stop_at_the_policy_timeout(warehouse):
             slow.fetch(sa.text(SLOW[slow.dialect]), 1)
         assert (stopped.value.code, stopped.value.reason) == (grpc.StatusCode.DEADLINE_EXCEEDED, "QUERY_TIMEOUT")
         taught = stopped.value.metadata
-        assert taught["bound"] == "0.3" and taught["next_step"].startswith("Ask for less")
+        assert taught["bound"] == "0.3" and taught["next_step"].startswith("Call run_analysis again asking for less")
         rows, _ = slow.fetch(sa.select(sa.literal(1)), 1)  # the connection is usable afterwards
         assert rows == [(1,)]
     finally:

@@ -225,3 +225,34 @@ def test_a_reply_with_another_number_of_outcomes_sends_nothing(store):
                                                if index == 0 else None)
     # Nothing is published; the caller (Commits) tells the screen none are coming and it asks for them itself.
     assert isinstance(raised, TesseraError) and raised.reason == "PEER_REPLY_INVALID" and messages == []
+
+
+def _full(index: int, request) -> resources_pb2.WindowOutcome:
+    return resources_pb2.WindowOutcome(refused=resources_pb2.WindowRefusal(
+        code=8, reason="WINDOWS_REPLY_FULL", message="this reply has no room for this window"))
+
+
+def test_windows_a_full_reply_had_no_room_for_are_asked_again(store):
+    """A gateway whose replies hold two windows each: every window still goes out, once, in the blocks' order."""
+    revision = _commit(store, None, "p1", _message("/resources/res_1", {}))
+    calls = []
+
+    class Gateway:
+        async def ResolveWindows(self, request, timeout):  # noqa: N802 - the stub's name
+            calls.append([w.grant for w in request.windows])
+            return resources_pb2.ResolveWindowsResponse(windows=[
+                _window(0, w) if position < 2 else _full(0, w) for position, w in enumerate(request.windows)])
+
+    tables = [Binding(node=f"table{i}", prop="/resource", kind="resource", resource_id=f"res_{i}", version_id="v",
+                      content_hash="c", columns=("region",), first_rows=25) for i in range(5)]
+    assert _send_first(store, Gateway(), revision, tables) is None
+    assert [len(grants) for grants in calls] == [5, 3, 1]
+    assert calls[1] == calls[0][2:] and calls[2] == calls[1][2:]  # the same grants, asked again
+    messages = [json.loads(text) for text in _published_after_the_revision(store)]
+    assert [m["updateDataModel"]["value"]["node"] for m in messages] == [f"table{i}" for i in range(5)]
+
+
+def test_a_reply_with_no_room_for_any_window_sends_nothing(store):
+    messages, calls, raised = _send_first_answered(store, 3, _full)
+    assert isinstance(raised, TesseraError) and raised.reason == "PEER_REPLY_INVALID" and calls == [3]
+    assert messages == []
