@@ -72,7 +72,11 @@ def run(args: argparse.Namespace, cert_dir: Path) -> int:
 def _record(claims: common_pb2.ActorClaims, expires: dt.datetime) -> None:
     path = audit_file()
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    line = json.dumps({"at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "by": getpass.getuser(),
+    try:
+        by = getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (a container's user): its number
+        by = f"uid {os.getuid()}"
+    line = json.dumps({"at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "by": by,
                        "actor_id": claims.actor_id, "tenant_id": claims.tenant_id,
                        "expires_at": expires.isoformat(timespec="seconds"), "nonce": claims.binding.nonce})
     with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "a", encoding="utf-8") as audit:

@@ -4,6 +4,7 @@ would load it (`check`), or imported from dbt (`import dbt`)."""
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 
@@ -18,7 +19,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                                                 "model would be shown")
     checking.add_argument("file", help="the semantic model (YAML)")
     checking.add_argument("--warehouse", metavar="URL",
-                          help="also bind it to this warehouse: every mapped table and column must be there")
+                          help="also bind it to this warehouse: every mapped table and column must be there "
+                               f"(default: ${semantic_init.DATABASE_URL_VARIABLE}, when set)")
     semantic_import.add_parser(actions)
     return semantic
 
@@ -33,7 +35,9 @@ def run(args: argparse.Namespace) -> int:
 
 def check(args: argparse.Namespace) -> int:
     """The gateway's own loader, run as a process (the CLI never imports a service): its output and status."""
+    env = dict(os.environ)
+    url = semantic_init.database_url(args.warehouse)
+    if url:  # to the child in its environment, never its arguments: a process listing shows those
+        env[semantic_init.DATABASE_URL_VARIABLE] = url
     command = [sys.executable, "-m", "services.resources.model_check", args.file]
-    if args.warehouse:
-        command += ["--warehouse", args.warehouse]
-    return subprocess.run(command, check=False).returncode
+    return subprocess.run(command, check=False, env=env).returncode

@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
 import re
+import sqlite3
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote
 
 import sqlalchemy as sa
 import yaml
@@ -26,7 +29,12 @@ import yaml
 from cli.semantic_names import MAX_DESCRIPTION, clip, humanize, snake
 
 SAMPLE_ROWS = 10_000  # rows read per table for distinct counts and value shapes
-FEW_VALUES = 50  # a text column with at most this many distinct values may be grouped by
+STATEMENT_SECONDS = 30  # each statement on PostgreSQL (a count or a latest date of a large table), then it stops
+DATABASE_URL_VARIABLE = "TESSERA_WAREHOUSE_URL"  # init's and check's database when no URL is given
+_KINDS = "use sqlite:///FILE, postgresql://USER@HOST/DB or duckdb:///FILE"
+FEW_VALUES = 50  # a text column with at most this many distinct values may be grouped by ...
+MIN_EVIDENCE = 100  # ... when at least this many values were sampled, each value seen MIN_REPEATS times on average
+MIN_REPEATS = 4
 STALE_DAYS = 90  # data whose latest date is older than this counts relative periods from that date
 SCHEMA_VERSION_TABLE = "tessera_schema_version"  # the gateway reads it to know the schema changed; no entity
 LOOKS_LIKE_SHARE = 0.5  # share of sampled values of a shape (e-mail, phone) that makes a column personal
@@ -92,13 +100,11 @@ def _kind(column_type: sa.types.TypeEngine) -> str | None:
     return None
 
 
-def read_database(url: str, sample_rows: int = SAMPLE_ROWS) -> tuple[str, list[Table]]:
-    """The tables of the database at `url` (its default schema), with counts from a bounded read."""
-    try:
-        engine = sa.create_engine(url)
-    except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError) as exc:
-        raise InitError(f"cannot use {url!r}: {exc} (use sqlite:///FILE, postgresql://USER@HOST/DB or "
-                        "duckdb:///FILE)") from None
+def read_database(url: str, sample_rows: int = SAMPLE_ROWS) -> tuple[str, str, list[Table]]:
+    """How the database is named in what is written (its kind and name: never a host, user, password or query
+    string), a label for the dataset, and its tables (its default schema) with counts from a bounded read."""
+    engine = read_only_engine(url)
+    shown = source_name(sa.make_url(url))
     try:
         with engine.connect() as connection:
             if engine.dialect.name == "duckdb":  # duckdb_engine's inspector asks for PostgreSQL's catalog tables
@@ -109,16 +115,48 @@ def read_database(url: str, sample_rows: int = SAMPLE_ROWS) -> tuple[str, list[T
             for table in tables:
                 _measure(connection, table, sample_rows)
     except sa.exc.DBAPIError as exc:
-        raise InitError(f"cannot read {_shown(engine.url)}: {str(exc.orig).strip().splitlines()[0]}") from None
+        raise InitError(f"cannot read the {shown}: {_first_line(exc)}") from None
     finally:
         engine.dispose()
     if not tables:
-        raise InitError(f"{_shown(engine.url)} has no tables in its default schema")
-    return _shown(engine.url), tables
+        raise InitError(f"the {shown} has no tables in its default schema")
+    database = sa.make_url(url).database
+    return shown, humanize(Path(database).stem) if database else "Database", tables
 
 
-def _shown(url: sa.URL) -> str:
-    return url.render_as_string(hide_password=True)
+def read_only_engine(url: str) -> sa.Engine:
+    """An engine that cannot write, whose statements end within STATEMENT_SECONDS; a file that is not there is
+    an error, never created. The URL itself is never echoed: it may hold a password."""
+    try:
+        parsed = sa.make_url(url)
+    except sa.exc.ArgumentError:
+        raise InitError(f"the database URL is not one ({_KINDS})") from None
+    backend = parsed.get_backend_name()
+    try:
+        if backend in ("sqlite", "duckdb"):
+            path = Path(parsed.database or "")
+            if not parsed.database or not path.is_file():
+                raise InitError(f"no {backend} database file at {path}")
+            if backend == "sqlite":
+                uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+                return sa.create_engine("sqlite://", creator=lambda: sqlite3.connect(uri, uri=True))
+            return sa.create_engine(parsed, connect_args={"read_only": True})
+        if backend == "postgresql":
+            return sa.create_engine(parsed, connect_args={"connect_timeout": 10, "options": (
+                f"-c default_transaction_read_only=on -c statement_timeout={STATEMENT_SECONDS * 1000}")})
+    except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError):
+        pass
+    raise InitError(f"a {backend or 'URL'} database cannot be read here ({_KINDS})")
+
+
+def source_name(url: sa.URL) -> str:
+    """`postgresql database shop`, `sqlite database shop.sqlite`: what the draft and messages say of a database."""
+    name = Path(url.database).name if url.get_backend_name() in ("sqlite", "duckdb") and url.database else url.database
+    return f"{url.get_backend_name()} database {name or ''}".strip()
+
+
+def _first_line(exc: sa.exc.DBAPIError) -> str:
+    return " ".join(str(exc.orig).strip().splitlines()[:1])[:200]
 
 
 def _reflect(inspector, name: str) -> Table:
@@ -181,9 +219,10 @@ def _reflect_duckdb(connection) -> list[Table]:
 
 
 def _measure(connection, table: Table, sample_rows: int) -> None:
-    """Row count, a sample's distinct counts and value shapes, and the latest date of each date column."""
+    """Row count, a sample's distinct counts and value shapes, and the latest date of each date column; a count
+    or a latest date that takes longer than the statement bound is left unknown (-1, none)."""
     source = sa.table(table.name, *(sa.column(name) for name in table.columns))
-    table.rows = connection.execute(sa.select(sa.func.count()).select_from(source)).scalar() or 0
+    table.rows = _bounded(connection, sa.select(sa.func.count()).select_from(source), -1)
     usable = [c for c in table.columns.values() if c.kind is not None]
     if not usable:
         return
@@ -200,7 +239,7 @@ def _measure(connection, table: Table, sample_rows: int) -> None:
         if column.kind in ("decimal", "float") and values:
             column.all_within_unit = all(0 <= float(v) <= 1 for v in values)
         if column.kind in ("date", "timestamp"):
-            latest = connection.execute(sa.select(sa.func.max(source.c[column.name]))).scalar()
+            latest = _bounded(connection, sa.select(sa.func.max(source.c[column.name])), None)
             if isinstance(latest, str):  # SQLite keeps dates as text
                 try:
                     latest = dt.datetime.fromisoformat(latest)
@@ -210,6 +249,17 @@ def _measure(connection, table: Table, sample_rows: int) -> None:
                 latest = latest.date()
             if isinstance(latest, dt.date):
                 table.latest[column.name] = latest
+
+
+def _bounded(connection, statement, otherwise):
+    """The statement's one value, or `otherwise` when the database stopped it at the statement bound."""
+    try:
+        return connection.execute(statement).scalar()
+    except sa.exc.OperationalError as exc:
+        if getattr(exc.orig, "sqlstate", None) != "57014":  # PostgreSQL's query_canceled (statement_timeout)
+            raise
+        connection.rollback()
+        return otherwise
 
 
 # --- the draft -------------------------------------------------------------------------------------------
@@ -247,10 +297,21 @@ class Draft:
 
 
 def singular(word: str) -> str:
+    if word.endswith(("ss", "us", "is")):  # class, status, analysis
+        return word
     for plural, single in (("ies", "y"), ("sses", "ss"), ("xes", "x"), ("ches", "ch"), ("shes", "sh")):
         if word.endswith(plural):
             return word[: -len(plural)] + single
-    return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
+    return word[:-1] if word.endswith("s") else word
+
+
+def unique_name(base: str, taken) -> str:
+    """`base`, or `base_2`, `base_3` ... when taken (kept within a name's 63 characters)."""
+    name, n = base, 1
+    while name in taken:
+        n += 1
+        name = f"{base[:63 - len(str(n)) - 1]}_{n}"
+    return name
 
 
 def personal_reason(column: Column) -> str:
@@ -284,7 +345,11 @@ def _field(table: Table, column: Column, name: str, keys: set[str]) -> Line:
         spec.update(exposure="never-to-model", sensitivity="confidential")
         return Line(name, spec, review=f"free text by its name ({written.group(2)!r}): hidden")
     if column.kind == "string":
-        if column.distinct <= FEW_VALUES:
+        if column.sampled < MIN_EVIDENCE:
+            spec["exposure"] = "never-to-model"
+            return Line(name, spec, review=f"too few values to judge ({seen}): hidden. If its values are few and "
+                                           "harmless to show, set bounded-values")
+        if column.distinct <= FEW_VALUES and column.distinct * MIN_REPEATS <= column.sampled:
             spec["exposure"] = "bounded-values"
             return Line(name, spec, review=f"few values ({seen}): the model may group and filter by them")
         spec["exposure"] = "never-to-model"
@@ -332,6 +397,10 @@ def _metrics(entity_name: str, label: str, fields: list[Line], table: Table) -> 
                                                     "expression": f"sum({line.name})", "type": total_type, **kept},
                             review="summed" + (" (a count-like name)" if _COUNT_LIKE.search(column.name) else "")))
         metrics.append(average)
+    taken = {line.name for line in fields}  # a metric may not share a name with a field, nor with another metric
+    for metric in metrics:
+        metric.name = unique_name(snake(metric.name), taken)
+        taken.add(metric.name)
     return metrics
 
 
@@ -344,10 +413,7 @@ def _entity(table: Table, name: str, left_out: list[str]) -> Entity | None:
         if column.kind is None:
             left_out.append(f"column {table.name}.{column.name}: type {column.declared} has no Tessera field type")
             continue
-        field_name = snake(column.name)
-        while field_name in names.values():
-            field_name = f"{field_name}_"[:63]
-        names[column.name] = field_name
+        names[column.name] = unique_name(snake(column.name), set(names.values()))
     missing = [c for c in table.key if c not in names]
     if missing:
         left_out.append(f"table {table.name}: its key column {missing[0]} has a type Tessera cannot use")
@@ -396,31 +462,34 @@ def _relationships(entities: dict[str, Entity], left_out: list[str]) -> list[Lin
     return lines
 
 
-def draft(source: str, tables: list[Table], today: dt.date | None = None) -> Draft:
+def draft(source: str, label: str, tables: list[Table], today: dt.date | None = None) -> Draft:
     left_out: list[str] = []
     entities: dict[str, Entity] = {}
     for table in tables:
         if table.name == SCHEMA_VERSION_TABLE:  # Tessera's own note of the warehouse's schema version
             continue
-        name = snake(table.name)
-        while name in entities:
-            name = f"{name}_"[:63]
+        name = unique_name(snake(table.name), entities)
         entity = _entity(table, name, left_out)
         if entity is not None:
             entities[name] = entity
     if not entities:
         raise InitError(f"{source}: no table has a primary or unique key (" + "; ".join(left_out) + ")")
     relationships = _relationships(entities, left_out)
-    latest = max((d for e in entities.values() for d in e.table.latest.values()), default=None)
+    # Only dates the model may see count (a birth date's latest value says nothing about the data's period), and the
+    # date itself is not written: the draft holds no value read from the database.
+    latest = max((e.table.latest[column] for e in entities.values() for column, name in e.field_names.items()
+                  if column in e.table.latest and _shown_date(e, name)), default=None)
     today = today or dt.date.today()
     if latest is not None and (today - latest).days > STALE_DAYS:
-        anchor = Line("time_anchor", "latest_data", review=f"the latest date in the data is {latest.isoformat()}, "
-                                                           f"so \"last quarter\" counts from there, not from today")
+        anchor = Line("time_anchor", "latest_data", review=f"the data's latest date is more than {STALE_DAYS} days "
+                                                           "old, so \"last quarter\" counts from it, not from today")
     else:
         anchor = Line("time_anchor", "today", review="relative periods (\"last quarter\") count from today")
-    database = sa.make_url(source).database or "database"
-    label = humanize(Path(database).stem) if database else "Database"
     return Draft(source, label, anchor, list(entities.values()), relationships, left_out)
+
+
+def _shown_date(entity: Entity, field_name: str) -> bool:
+    return any(line.name == field_name and line.value["exposure"] == "bounded-values" for line in entity.fields)
 
 
 # --- the file --------------------------------------------------------------------------------------------
@@ -431,8 +500,14 @@ def _flow(value: object) -> str:
                           sort_keys=False).strip().removesuffix("\n...").strip()
 
 
+def _comment(text: str) -> str:
+    """Text for one comment line: a database's names may hold line breaks, which would start lines of YAML."""
+    return " ".join(str(text).split())
+
+
 def _written(line: Line, indent: int) -> str:
-    comment = f"  # review: {line.review}" if line.review else (f"  # {line.note}" if line.note else "")
+    comment = f"  # review: {_comment(line.review)}" if line.review else (
+        f"  # {_comment(line.note)}" if line.note else "")
     return f"{' ' * indent}{line.name}: {_flow(line.value)}{comment}"
 
 
@@ -445,14 +520,16 @@ def render(draft: Draft, today: dt.date | None = None) -> str:
            "# This file holds names, types and counts only: no value read from the database."]
     if draft.left_out:
         out.append("# Left out:")
-        out += [f"#   {line}" for line in draft.left_out]
+        out += [f"#   {_comment(line)}" for line in draft.left_out]
     out += ["version: 1", "dataset:", f"  label: {_flow(draft.dataset_label)}  # review: the dataset's name",
             f"  description: {_flow(clip(f'Drafted from {draft.source}.', MAX_DESCRIPTION))}"
             "  # review: what the data is about, for the model", _written(draft.time_anchor, 0), "", "entities:"]
     for entity in draft.entities:
         table = entity.table
-        sampled = f", {table.sample:,} sampled" if table.sample < table.rows else ""
-        out.append(f"  {entity.name}:  # {table.rows:,} rows{sampled}")
+        counted = f"{table.rows:,} rows" if table.rows >= 0 else \
+            f"rows not counted (the count took over {STATEMENT_SECONDS} s)"
+        sampled = f", {table.sample:,} sampled" if table.sample < table.rows or table.rows < 0 else ""
+        out.append(f"  {entity.name}:  # {counted}{sampled}")
         out += [_written(line, 4) for line in entity.header]
         out.append("    fields:")
         out += [_written(line, 6) for line in entity.fields]
@@ -478,10 +555,13 @@ def summary(draft: Draft) -> str:
 
 def add_parser(actions) -> None:
     init = actions.add_parser("init", help="draft a semantic model from a live database, for review")
-    init.add_argument("--from", dest="source", required=True, metavar="URL",
-                      help="the database: sqlite:///FILE, postgresql://USER@HOST/DB or duckdb:///FILE "
-                           "(a reader role is enough)")
+    init.add_argument("--from", dest="source", metavar="URL",
+                      help="the database: sqlite:///FILE, postgresql://USER@HOST/DB or duckdb:///FILE (a reader "
+                           f"role is enough); default: ${DATABASE_URL_VARIABLE}, which keeps a password off the "
+                           "command line")
     init.add_argument("--out", metavar="FILE", help="write the draft here instead of standard output")
+    init.add_argument("--force", action="store_true", help="replace --out if it exists (a reviewed model is kept "
+                                                           "otherwise)")
     init.add_argument("--sample-rows", type=_positive, default=SAMPLE_ROWS, metavar="N",
                       help=f"rows read per table for distinct counts (default {SAMPLE_ROWS:,})")
 
@@ -493,10 +573,23 @@ def _positive(text: str) -> int:
     return value
 
 
+def database_url(given: str | None) -> str | None:
+    """The URL given, else the environment's (where a password stays off every process listing)."""
+    return given or os.environ.get(DATABASE_URL_VARIABLE) or None
+
+
 def run(args: argparse.Namespace) -> int:
+    url = database_url(args.source)
+    if url is None:
+        print(f"tessera: error: name the database with --from URL or ${DATABASE_URL_VARIABLE}", file=sys.stderr)
+        return 2
+    if args.out and Path(args.out).exists() and not args.force:
+        print(f"tessera: error: {args.out} exists (a model you may have reviewed): name another file, or add --force",
+              file=sys.stderr)
+        return 2
     try:
-        source, tables = read_database(args.source, args.sample_rows)
-        made = draft(source, tables)
+        source, label, tables = read_database(url, args.sample_rows)
+        made = draft(source, label, tables)
     except InitError as exc:
         print(f"tessera: error: {exc}", file=sys.stderr)
         return 2
@@ -513,5 +606,5 @@ def run(args: argparse.Namespace) -> int:
         return 1
     reviews = text.count("# review:")
     print(f"wrote a draft of {summary(made)} to {args.out}; {reviews} guesses are marked `# review:`. "
-          f"Then: tessera semantic check {args.out} --warehouse URL")
+          f"Then: tessera semantic check {args.out}")
     return 0

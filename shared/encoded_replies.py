@@ -43,6 +43,8 @@ def accepting_encoded(serialize: Callable[[object], bytes] | None) -> Callable[[
 def length_delimited(field_number: int, data: bytes) -> bytes:
     """`data` as a length-delimited field (a message, bytes or a string; one element of a repeated one) in wire
     form: the tag, the length as a varint, the bytes. Joined such fields make the message that holds them."""
+    if not 1 <= field_number <= 15:  # a one-byte tag; larger numbers take a varint tag this does not write
+        raise ValueError(f"field number {field_number} is not 1 to 15")
     head, size = bytearray([field_number << 3 | 2]), len(data)
     while size > 0x7F:
         head.append(size & 0x7F | 0x80)

@@ -34,6 +34,21 @@ class VersionConflict(Exception):
     """A record changed after the proposal was prepared: nothing was applied."""
 
 
+class TargetCheckRefused(Exception):
+    """The database answered a target's zero-row read with a refusal other than "no such table or column"."""
+
+
+def _names_missing(exc: sa.exc.DBAPIError) -> bool:
+    """The database said a table or column is not there (PostgreSQL 42P01/42703, SQLite "no such ...", DuckDB's
+    catalog and binder errors), as opposed to any other refusal."""
+    original = exc.orig
+    if getattr(original, "sqlstate", None) in ("42P01", "42703"):
+        return True
+    text = str(original).lower()
+    return "no such table" in text or "no such column" in text or type(original).__name__ in (
+        "CatalogException", "BinderException")
+
+
 class ChangeTargetUnavailable(Unavailable):
     """The database the changes go to did not answer (or its connection broke). In `apply`, the one
     transaction may or may not have committed: `applied_state` tells, once the target answers again."""
@@ -92,8 +107,9 @@ class DataChanges:
     def absent_targets(self) -> dict[str, str]:
         """Each declared target the database does not hold, with why: its table, key, version or a declared field
         is not there (a zero-row read of them all). Raises ChangeTargetUnavailable when the database does not
-        answer, so that an outage is never taken for an absent table. A SQLite file that does not exist is not
-        created here: every target is absent from it."""
+        answer, so that an outage is never taken for an absent table, and TargetCheckRefused when it refuses the
+        read for another reason (a missing grant, a lock): neither is a table that is not there. A SQLite file that
+        does not exist is not created here: every target is absent from it."""
         url = self.engine.url
         if url.get_backend_name() == "sqlite" and url.database and not Path(url.database).exists():
             return {entity: f"no database file at {url.database}" for entity in self.targets}
@@ -104,8 +120,12 @@ class DataChanges:
                 with self._reaching(entity), self.engine.connect() as connection:
                     connection.execute(sa.select(*table.c).where(sa.false())).all()
             except sa.exc.DBAPIError as exc:
+                said = " ".join(str(exc.orig).strip().splitlines()[:1])[:160]
+                if not _names_missing(exc):
+                    raise TargetCheckRefused(f"the data change target {entity!r} (table {target.table}) could not be "
+                                             f"read: {said}") from None
                 absent[entity] = (f"table {target.table} with columns {', '.join(c.name for c in table.c)} is not "
-                                  f"in the database ({str(exc.orig).strip().splitlines()[0][:160]})")
+                                  f"in the database ({said})")
         return absent
 
     def target(self, entity: str) -> ChangeTarget:

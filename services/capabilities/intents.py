@@ -97,6 +97,9 @@ class Intents:
         action = self.policy.actions.get(action_id)
         if action is None:
             raise refuse(grpc.StatusCode.NOT_FOUND, "ACTION_UNKNOWN", f"there is no action {action_id[:128]!r}")
+        if action_id in self.policy.withheld:
+            raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "ACTION_NOT_OFFERED",
+                         f"action {action_id} is not offered here: {self.policy.withheld[action_id]}")
         return action
 
     def _prepare(self, action: Action, value: dict) -> dict:

@@ -10,6 +10,7 @@ Every value an action input schema admits must also be bounded (see
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -161,27 +162,33 @@ class ActionPolicy:
         self.policy = policy
         self.digest = digest
         self.actions = {action_id: Action(action_id, spec) for action_id, spec in policy.actions.items()}
+        self.withheld: dict[str, str] = {}  # action → why it is not offered (withholding)
 
-    def without_targets(self, absent: dict[str, str]) -> tuple[ActionPolicy, list[str]]:
-        """This policy less the data change targets in `absent` (target → why) and the actions that change them
-        only: a fixed change to an absent target, or a free change (records.propose_changes) when no target is
-        left. With one line per action left out, naming it and why; the digest stays the reviewed file's."""
-        targets = {name: t for name, t in self.policy.data_changes.items() if name not in absent}
-        kept, dropped = {}, []
+    def withholding(self, absent: dict[str, str]) -> tuple[ActionPolicy, list[str]]:
+        """This policy with the actions that change only targets in `absent` (target → why) withheld: a fixed change
+        to an absent target, or a free change (records.propose_changes) when every target is absent. A withheld
+        action is not offered and no new intent names it; its contract stays, so an intent of it already approved
+        is carried out, or reconciled, as before. With one line per action withheld, naming it and why."""
+        withheld = {}
         for action_id, spec in self.policy.actions.items():
             fixed = spec.data_change
             if fixed is not None and fixed.entity in absent:
-                dropped.append(f"action {action_id} is not offered: its data change target {fixed.entity!r}: "
-                               f"{absent[fixed.entity]}")
-            elif fixed is None and spec.executor == "data-change" and not targets:
-                dropped.append(f"action {action_id} is not offered: none of its data change targets is in the "
-                               f"database ({', '.join(sorted(absent))})")
-            else:
-                kept[action_id] = spec
-        if not dropped and len(targets) == len(self.policy.data_changes):
+                withheld[action_id] = f"its data change target {fixed.entity!r}: {absent[fixed.entity]}"
+            elif fixed is None and spec.executor == "data-change" and self.policy.data_changes \
+                    and set(self.policy.data_changes) <= set(absent):
+                withheld[action_id] = ("none of its data change targets is in the database "
+                                       f"({', '.join(sorted(absent))})")
+        if not withheld:
             return self, []
-        narrowed = self.policy.model_copy(update={"actions": kept, "data_changes": targets})
-        return ActionPolicy(narrowed, self.digest), dropped
+        # What is offered differs from the file's: so does the hash a caller compares (the reviewed file's, then
+        # the actions withheld).
+        withheld_text = "\n".join(sorted(withheld))
+        narrowed = ActionPolicy(self.policy, hashlib.sha256(f"{self.digest}\n{withheld_text}".encode()).hexdigest())
+        narrowed.withheld = withheld
+        return narrowed, [f"action {action_id} is not offered: {why}" for action_id, why in withheld.items()]
+
+    def offered(self) -> list[Action]:
+        return [action for action_id, action in sorted(self.actions.items()) if action_id not in self.withheld]
 
     @classmethod
     def load(cls, path: Path) -> ActionPolicy:

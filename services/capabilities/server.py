@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 from services.capabilities.broker import Broker
 from services.capabilities.cards import card, summary
-from services.capabilities.changes import ChangeTargetUnavailable, DataChanges
+from services.capabilities.changes import ChangeTargetUnavailable, DataChanges, TargetCheckRefused
 from services.capabilities.config import CapabilitiesSettings
 from services.capabilities.database import BrokerDatabase, database_away
 from services.capabilities.enrollment import Enrollments
@@ -22,7 +22,7 @@ from services.capabilities.messages import receipt
 from services.capabilities.metrics import BrokerMetrics
 from services.capabilities.passkey_store import PasskeyStore
 from services.capabilities.passkeys import RelyingParty
-from services.capabilities.policy import ActionPolicy, Approvers, PolicyError
+from services.capabilities.policy import ActionPolicy, Approvers, ChangeTarget, PolicyError
 from services.capabilities.publisher import HostPublisher
 from services.capabilities.signatures import DecisionSignatures
 from services.capabilities.store import BrokerStore, engine_for, migrate
@@ -74,7 +74,7 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
                 action_id=a.action_id, title=a.spec.title, description=a.spec.description,
                 input_schema_json=json.dumps(a.spec.input_schema, sort_keys=True), effect=a.effect,
                 requires_approval=a.spec.approval == "required")
-            for a in sorted(self._broker.policy.actions.values(), key=lambda a: a.action_id)])
+            for a in self._broker.policy.offered()])
 
     async def SubmitIntent(self, request, context):
         actor = self._actors.require(request.actor)
@@ -354,19 +354,22 @@ def _databases(settings: CapabilitiesSettings) -> tuple[sa.Engine, sa.Engine]:
     return engine, changes_engine
 
 
-def _offerable(policy: ActionPolicy, changes_engine: sa.Engine) -> ActionPolicy:
-    """The actions whose data change targets the database holds (blocking): one that would fail when pressed is
-    never offered, and each left out is said once, naming it."""
+def _offerable(policy: ActionPolicy, changes_engine: sa.Engine) -> tuple[ActionPolicy, dict[str, ChangeTarget]]:
+    """The policy with the actions whose data change targets the database lacks withheld (blocking): one that would
+    fail when pressed is never offered, and each is said once, naming it. With the targets the database holds: a
+    change to another is refused as undeclared, never tried."""
     changes = DataChanges(changes_engine, policy.policy.data_changes)
     try:
         absent = changes.absent_targets()
     except ChangeTargetUnavailable:
         raise runtime.DependencyUnavailable("TESSERA_CAPABILITIES_CHANGES_URL: the database data changes go to "
                                             "does not answer") from None
-    offered, dropped = policy.without_targets(absent)
-    for line in dropped:
+    except TargetCheckRefused as exc:
+        raise runtime.StartupError(f"TESSERA_CAPABILITIES_CHANGES_URL: {exc}") from None
+    offered, withheld = policy.withholding(absent)
+    for line in withheld:
         logger.error("%s", line)
-    return offered
+    return offered, {name: target for name, target in policy.policy.data_changes.items() if name not in absent}
 
 
 def _operator_key(settings: CapabilitiesSettings):
@@ -424,7 +427,7 @@ async def build(context: runtime.ServiceContext) -> list[runtime.Registration]:
     except PolicyError as exc:
         raise runtime.StartupError(str(exc)) from None
     engine, changes_engine = await runtime.off_loop(_databases, settings)  # health keeps answering meanwhile
-    policy = await runtime.off_loop(_offerable, policy, changes_engine)
+    policy, targets = await runtime.off_loop(_offerable, policy, changes_engine)
     store = BrokerStore(engine, lease_seconds=settings.lease_seconds)
     pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="broker-db")
     database = BrokerDatabase(pool)  # every path to the broker's database: one outage, said once
@@ -438,7 +441,7 @@ async def build(context: runtime.ServiceContext) -> list[runtime.Registration]:
     relying_party = RelyingParty(settings.webauthn_rp_id, tuple(settings.webauthn_origins))
     signatures = DecisionSignatures(people, relying_party, _operator_key(settings),
                                     partial(approvers_of, policy, tool_policy))
-    broker = Broker(policy, store, DataChanges(changes_engine, policy.policy.data_changes), pool,
+    broker = Broker(policy, store, DataChanges(changes_engine, targets), pool,
                     settings.approval_ttl_seconds, settings.dry_run, metrics, gate, signatures,
                     on_event=publisher.wake.set, lease_pool=lease_pool, database=database)
     metrics_server = metrics.serve(settings.listen_host, settings.metrics_port) if settings.metrics_port else None

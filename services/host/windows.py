@@ -9,6 +9,7 @@ the surface's stream only: never into revisions, documents, slices or logs.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import json
 import logging
@@ -94,23 +95,37 @@ class Windows:
         pending = list(enumerate(zip(wanted, grants, strict=True)))
         while pending:
             batch, pending = pending[:WINDOWS_PER_CALL], pending[WINDOWS_PER_CALL:]
-            reply = await peer("resources", self._peers.resources.ResolveWindows(resources_pb2.ResolveWindowsRequest(
-                windows=[_window_request(grant, b.first_offset, b.first_rows, list(b.columns))
-                         for _, (b, grant) in batch]), timeout=30))
-            if len(reply.windows) != len(batch):
-                raise TesseraError(grpc.StatusCode.UNAVAILABLE, "PEER_REPLY_INVALID",
-                                   f"resources: {len(reply.windows)} window outcomes for {len(batch)} windows asked",
-                                   {"peer": "resources"})
-            later = [asked for asked, outcome in zip(batch, reply.windows, strict=True)
-                     if outcome.refused.reason == WINDOWS_REPLY_FULL]
-            if len(later) == len(batch):  # the gateway answers at least one window a call: this one made no progress
-                raise TesseraError(grpc.StatusCode.UNAVAILABLE, "PEER_REPLY_INVALID",
-                                   "resources: a reply with no room for any window", {"peer": "resources"})
-            for (index, (binding, _)), outcome in zip(batch, reply.windows, strict=True):
-                if outcome.refused.reason != WINDOWS_REPLY_FULL:
-                    outcomes[index] = self._first_entry(session, binding, outcome)
+            try:
+                later = await self._resolve_batch(session, batch, outcomes)
+            except Exception as exc:
+                if not outcomes:
+                    raise  # nothing read: the caller tells the screen none are coming
+                # Windows read by earlier calls still go out; those of this call and after are the screen's to ask.
+                for index, _ in [*batch, *pending]:
+                    outcomes[index] = f"not read: {exc}"
+                break
             pending = later + pending
         return [outcomes[index] for index in range(len(wanted))]
+
+    async def _resolve_batch(self, session: Session, batch: list, outcomes: dict[int, NewEntry | str]) -> list:
+        """One ResolveWindows call: each answered window's outcome into `outcomes`; the windows the reply had no
+        room for, to be asked for again."""
+        reply = await peer("resources", self._peers.resources.ResolveWindows(resources_pb2.ResolveWindowsRequest(
+            windows=[_window_request(grant, b.first_offset, b.first_rows, list(b.columns))
+                     for _, (b, grant) in batch]), timeout=30))
+        if len(reply.windows) != len(batch):
+            raise TesseraError(grpc.StatusCode.UNAVAILABLE, "PEER_REPLY_INVALID",
+                               f"resources: {len(reply.windows)} window outcomes for {len(batch)} windows asked",
+                               {"peer": "resources"})
+        later = [asked for asked, outcome in zip(batch, reply.windows, strict=True)
+                 if outcome.refused.reason == WINDOWS_REPLY_FULL]
+        if len(later) == len(batch):  # the gateway answers at least one window a call: this one made no progress
+            raise TesseraError(grpc.StatusCode.UNAVAILABLE, "PEER_REPLY_INVALID",
+                               "resources: a reply with no room for any window", {"peer": "resources"})
+        for (index, (binding, _)), outcome in zip(batch, reply.windows, strict=True):
+            if outcome.refused.reason != WINDOWS_REPLY_FULL:
+                outcomes[index] = self._first_entry(session, binding, outcome)
+        return later
 
     @staticmethod
     def _first_entry(session: Session, binding: Binding, outcome: resources_pb2.WindowOutcome) -> NewEntry | str:
@@ -151,7 +166,12 @@ class Windows:
         if not wanted:
             return
         granted = [self._grant(session, b) for b in wanted]
-        results = await self._resolve_first(session, wanted, [grant for grant, _ in granted])
+        grants = [grant for grant, _ in granted]
+        try:
+            results = await self._resolve_first(session, wanted, grants)
+        except asyncio.CancelledError:  # a newer revision of the surface: these grants were never kept; end them
+            await asyncio.shield(self._revoke_unsent(grants))
+            raise
         entries = [r for r in results if isinstance(r, NewEntry)]
         for why in (r for r in results if isinstance(r, str)):
             logger.warning("a first window was not sent (the screen asks for it itself): %s", why)
@@ -161,11 +181,13 @@ class Windows:
         if await self._publish(session, entries, revision_id, [row for _, row in granted]) == (0, 0):
             # A newer revision is shown (it moved on here or on another replica): nothing was sent and the grants
             # were not kept, so they end at the gateway now.
-            try:
-                await self._peers.resources.RevokeGrants(resources_pb2.RevokeGrantsRequest(
-                    grants=[grant for grant, _ in granted]), timeout=10)
-            except grpc.aio.AioRpcError as exc:  # they expire within minutes, and only this host held them
-                logger.warning("could not revoke %d unsent first-window grants: %s", len(granted), exc.code().name)
+            await self._revoke_unsent(grants)
+
+    async def _revoke_unsent(self, grants: list[common_pb2.SignedToken]) -> None:
+        try:
+            await self._peers.resources.RevokeGrants(resources_pb2.RevokeGrantsRequest(grants=grants), timeout=10)
+        except grpc.aio.AioRpcError as exc:  # they expire within minutes, and only this host held them
+            logger.warning("could not revoke %d unsent first-window grants: %s", len(grants), exc.code().name)
 
     async def none_coming(self, session: Session, revision_id: str) -> None:
         """Sending the first windows failed as a whole: the screen asks for every window itself."""

@@ -8,6 +8,7 @@ one the Resource Gateway starts with. Exit status 0: usable; 1: not, with one li
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from services.resources.catalog import Catalog
 from services.resources.semantic_model import SemanticModel, SemanticModelError, load_semantic_model
 from services.resources.warehouse import Warehouse, WarehouseUnavailable
 
+WAREHOUSE_URL_VARIABLE = "TESSERA_WAREHOUSE_URL"  # as `tessera semantic check` passes it (cli/semantic_init.py)
 CHECK_TIMEOUT_SECONDS = 30.0  # each zero-row probe of a mapped column, as the gateway's own statements are bounded
 
 
@@ -59,7 +61,7 @@ def check(path: Path, warehouse_url: str | None) -> list[str]:
             warehouse.engine.dispose()
         bound = "every table and column it maps is in the warehouse"
     else:
-        bound = "tables and columns not checked (give --warehouse URL to check them)"
+        bound = f"tables and columns not checked (give --warehouse URL or ${WAREHOUSE_URL_VARIABLE} to check them)"
     fields = [f for e in model.entities.values() for f in e.fields.values()]
     shown = sum(1 for f in fields if f.exposure != "never-to-model")
     metrics = sum(len(e.metrics) for e in model.entities.values()) + len(model.derived_metrics)
@@ -71,10 +73,11 @@ def check(path: Path, warehouse_url: str | None) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tessera semantic check", description=__doc__.splitlines()[0])
     parser.add_argument("file", type=Path)
-    parser.add_argument("--warehouse", metavar="URL", help="bind the model to this warehouse as the gateway would")
+    parser.add_argument("--warehouse", metavar="URL", help="bind the model to this warehouse as the gateway would "
+                                                           f"(default: ${WAREHOUSE_URL_VARIABLE}, when set)")
     args = parser.parse_args(argv)
     try:
-        lines = check(args.file, args.warehouse)
+        lines = check(args.file, args.warehouse or os.environ.get(WAREHOUSE_URL_VARIABLE))
     except SemanticModelError as exc:  # the loader names the file; a binding problem names the key only
         where = "" if str(exc).startswith(str(args.file)) else f"{args.file}: "
         print(f"tessera: error: semantic model {where}{exc}", file=sys.stderr)

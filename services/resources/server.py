@@ -82,11 +82,17 @@ def _outcome_field(outcome: Window | TesseraError) -> bytes:
 
 def windows_reply(replies: list[Window | TesseraError], budget: int = MAX_WINDOWS_REPLY_BYTES) -> EncodedReply:
     """ResolveWindowsResponse in wire form: each window or refusal in order, until the reply would pass `budget`
-    bytes; from there on each window is refused as WINDOWS_REPLY_FULL."""
+    bytes; from there on each window is refused as WINDOWS_REPLY_FULL (asked again in another call). A first window
+    larger than the whole budget is refused as WINDOW_OVER_REPLY_BOUND: no call could carry it."""
     fields, size, full = [], 0, False
     for reply in replies:
-        field = _outcome_field(reply)
-        full = full or (bool(fields) and size + len(field) > budget)
+        field = b"" if full else _outcome_field(reply)
+        if not full and size + len(field) > budget:
+            full = bool(fields)
+            if not full:
+                field = _outcome_field(TesseraError(
+                    grpc.StatusCode.RESOURCE_EXHAUSTED, "WINDOW_OVER_REPLY_BOUND",
+                    f"this window is over the {budget:,}-byte bound of a reply: ask for fewer rows or columns"))
         if full:
             field = _outcome_field(TesseraError(grpc.StatusCode.RESOURCE_EXHAUSTED, "WINDOWS_REPLY_FULL",
                                                 "this reply has no room for this window: ask for it in another call"))

@@ -422,7 +422,9 @@ def test_actions_whose_target_the_warehouse_lacks_are_never_offered(own_broker, 
     assert "action orders.flag_for_review is not offered: its data change target 'order': table orders" in log
     with pytest.raises(grpc.RpcError) as refused:
         flag(client, person(cert_dir), 52)
-    assert (refused.value.code(), error_details(refused.value).reason) == (grpc.StatusCode.NOT_FOUND, "ACTION_UNKNOWN")
+    said = error_details(refused.value)
+    assert (refused.value.code(), said.reason) == (grpc.StatusCode.FAILED_PRECONDITION, "ACTION_NOT_OFFERED")
+    assert "table orders" in said.message  # why, in the refusal itself
 
 
 def test_dry_run_records_the_call_and_changes_nothing(own_broker, cert_dir):

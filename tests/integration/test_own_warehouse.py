@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import shutil
 import subprocess
 import sys
 from decimal import Decimal
@@ -50,7 +51,8 @@ def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
                           timeout=180, env={"PATH": "/usr/bin:/bin", **(env or {})})
 
 
-def test_their_own_database_answers_a_question_with_no_demo_action(request, cert_dir, tmp_path, credentials):
+def test_their_own_database_answers_a_question_with_no_demo_action(request, cert_dir, tmp_path, credentials,
+                                                                   warehouse_url, monkeypatch):
     url = postgres_database(request, "tessera_own_warehouse")
     _their_shop(url)
     model = tmp_path / "shop.yaml"
@@ -62,12 +64,18 @@ def test_their_own_database_answers_a_question_with_no_demo_action(request, cert
     assert "Customer · Email (customers.email, pii)" in checked.stdout  # personal: never shown
 
     var = tmp_path / "var"
+    # The broker's change target holds the demo's orders (review status and version) and no actions file is named
+    # (as an operator who set none): only the rule that the demo's actions go with the demo's model keeps "Flag for
+    # review" off this set.
+    monkeypatch.delenv("TESSERA_CAPABILITIES_ACTIONS_FILE", raising=False)
+    demo_orders = tmp_path / "demo-warehouse.sqlite"
+    shutil.copy(warehouse_url.removeprefix("sqlite:///"), demo_orders)
     services = ServiceSet(cert_dir, tmp_path / "run", ephemeral_ports=True, extra_env={
         "TESSERA_RESOURCES_WAREHOUSE_URL": url, "TESSERA_RESOURCES_SEMANTIC_MODEL": str(model),
         "TESSERA_RESOURCES_STORE_URL": f"sqlite:///{tmp_path / 'results.sqlite'}",
         "TESSERA_HOST_DATABASE_URL": f"sqlite:///{tmp_path / 'host.sqlite'}",
         "TESSERA_CAPABILITIES_DATABASE_URL": f"sqlite:///{tmp_path / 'broker.sqlite'}",
-        "TESSERA_VAR_DIR": str(var)})
+        "TESSERA_CAPABILITIES_CHANGES_URL": f"sqlite:///{demo_orders}", "TESSERA_VAR_DIR": str(var)})
     services.start()
     try:
         with sync_channel(services.handles["capabilities"].address, credentials("host"), "capabilities") as channel:

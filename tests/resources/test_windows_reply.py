@@ -26,7 +26,12 @@ def test_past_the_bound_the_rest_are_refused_as_full_and_the_first_always_goes()
     one = len(windows_reply([_refused(1)]).data)
     assert _reasons(windows_reply([_refused(1), _refused(2), _refused(3)], budget=one).data) == [
         "GRANT_REVOKED", "WINDOWS_REPLY_FULL", "WINDOWS_REPLY_FULL"]
-    assert _reasons(windows_reply([_refused(1), _refused(2)], budget=1).data) == [
-        "GRANT_REVOKED", "WINDOWS_REPLY_FULL"]
-    full = resources_pb2.ResolveWindowsResponse.FromString(windows_reply([_refused(1), _refused(2)], budget=1).data)
+    full = resources_pb2.ResolveWindowsResponse.FromString(windows_reply([_refused(1), _refused(2)], budget=one).data)
     assert full.windows[1].refused.code == grpc.StatusCode.RESOURCE_EXHAUSTED.value[0]
+
+
+def test_a_first_window_over_the_whole_bound_is_refused_not_sent():
+    big = _refused(1)
+    big.message = "x" * 5000  # an outcome of ~5,000 bytes against a 400-byte bound
+    replies = resources_pb2.ResolveWindowsResponse.FromString(windows_reply([big, _refused(2)], budget=400).data)
+    assert [w.refused.reason for w in replies.windows] == ["WINDOW_OVER_REPLY_BOUND", "GRANT_REVOKED"]

@@ -8,7 +8,7 @@ import sqlite3
 import pytest
 import sqlalchemy as sa
 
-from services.capabilities.changes import ChangeTargetUnavailable, DataChanges
+from services.capabilities.changes import ChangeTargetUnavailable, DataChanges, TargetCheckRefused
 from services.capabilities.policy import ActionPolicy
 from shared.paths import REPO_ROOT
 
@@ -51,16 +51,27 @@ def test_a_database_that_does_not_answer_is_not_taken_for_an_empty_one(tmp_path)
         DataChanges(silent, policy.policy.data_changes).absent_targets()
 
 
-def test_actions_that_change_only_absent_targets_are_left_out_each_named():
+def test_actions_that_change_only_absent_targets_are_withheld_each_named():
     policy = ActionPolicy.load(SHIPPED)
-    assert policy.without_targets({}) == (policy, [])
-    narrowed, dropped = policy.without_targets({"order": "table orders is not in the database"})
-    assert narrowed.actions == {} and narrowed.policy.data_changes == {}
-    assert dropped == [
+    assert policy.withholding({}) == (policy, [])
+    narrowed, said = policy.withholding({"order": "table orders is not in the database"})
+    assert narrowed.offered() == [] and set(narrowed.withheld) == {"records.propose_changes", "orders.flag_for_review"}
+    assert said == [
         "action records.propose_changes is not offered: none of its data change targets is in the database (order)",
         "action orders.flag_for_review is not offered: its data change target 'order': table orders is not in the "
         "database"]
-    assert narrowed.digest == policy.digest  # still the reviewed file's identity
+    # The contracts stay: an intent approved before a restart is carried out (or reconciled) as a data change.
+    assert set(narrowed.actions) == set(policy.actions)
+    assert narrowed.digest != policy.digest  # what is offered is not the file's whole: callers comparing see it
+
+
+def test_a_refusal_other_than_a_missing_table_is_not_taken_for_absence(tmp_path):
+    policy = ActionPolicy.load(SHIPPED)
+    path = tmp_path / "not-a-database.sqlite"
+    path.write_bytes(b"this is not a SQLite database, and its tables cannot be said to be missing" * 20)
+    engine = sa.create_engine(f"sqlite:///{path}")
+    with pytest.raises(TargetCheckRefused, match="'order' .* could not be read: file is not a database"):
+        DataChanges(engine, policy.policy.data_changes).absent_targets()
 
 
 def test_the_demos_actions_go_with_the_demos_model_only():

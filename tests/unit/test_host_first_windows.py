@@ -9,6 +9,7 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 
+import grpc
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
@@ -256,3 +257,60 @@ def test_a_reply_with_no_room_for_any_window_sends_nothing(store):
     messages, calls, raised = _send_first_answered(store, 3, _full)
     assert isinstance(raised, TesseraError) and raised.reason == "PEER_REPLY_INVALID" and calls == [3]
     assert messages == []
+
+
+def test_windows_read_before_a_later_call_failed_still_go_out(store):
+    revision = _commit(store, None, "p1", _message("/resources/res_1", {}))
+    calls = []
+
+    class Gateway:
+        async def ResolveWindows(self, request, timeout):  # noqa: N802 - the stub's name
+            calls.append(len(request.windows))
+            if len(calls) > 1:
+                raise TesseraError(grpc.StatusCode.UNAVAILABLE, "SERVICE_UNAVAILABLE", "resources: not answering")
+            return resources_pb2.ResolveWindowsResponse(windows=[
+                _window(0, w) if position < 2 else _full(0, w) for position, w in enumerate(request.windows)])
+
+    tables = [Binding(node=f"table{i}", prop="/resource", kind="resource", resource_id=f"res_{i}", version_id="v",
+                      content_hash="c", columns=("region",), first_rows=25) for i in range(4)]
+    assert _send_first(store, Gateway(), revision, tables) is None and calls == [4, 2]
+    messages = [json.loads(text) for text in _published_after_the_revision(store)]
+    assert [m["updateDataModel"]["value"]["node"] for m in messages[:2]] == ["table0", "table1"]
+    # The screen stops waiting for the two that were not read, and asks for them itself.
+    assert messages[2] == _message(FIRST_WINDOWS_PATH, ["res_0|table0|/resource|0", "res_1|table1|/resource|0"])
+
+
+def test_first_windows_cancelled_by_a_newer_revision_end_their_grants(store):
+    revision = _commit(store, None, "p1", _message("/resources/res_1", {}))
+    revoked, reading = [], asyncio.Event()
+
+    class Gateway:
+        async def ResolveWindows(self, request, timeout):  # noqa: N802 - the stub's name
+            reading.set()
+            await asyncio.sleep(3600)  # still reading when the newer revision cancels the send
+
+        async def RevokeGrants(self, request, timeout):  # noqa: N802
+            revoked.extend(request.grants)
+            return resources_pb2.RevokeGrantsResponse(revoked=len(request.grants))
+
+    pool = ThreadPoolExecutor(max_workers=2)
+    windows = Windows(AsyncStore(store, pool), _QuietFanout(), SimpleNamespace(resources=Gateway()),
+                      ed25519.Ed25519PrivateKey.generate())
+    table = Binding(node="table", prop="/resource", kind="resource", resource_id="res_1", version_id="v",
+                    content_hash="c", columns=("region",), first_rows=25)
+
+    async def scenario() -> None:
+        task = asyncio.create_task(windows.send_first(Session("ses_1", "srf_a", "alice", "acme", 0.0), revision,
+                                                      [table]))
+        await reading.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        pool.shutdown()
+    assert len(revoked) == 1  # the grant the cancelled read was made under ends at the gateway
+    with store.engine.connect() as connection:
+        assert connection.exec_driver_sql("SELECT count(*) FROM grants").scalar() == 0

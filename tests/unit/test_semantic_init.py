@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import re
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -138,10 +139,71 @@ def test_check_prints_what_a_model_sees_and_names_a_missing_column(tmp_path):
                                      "column 'state' of table 'orders' is not in the warehouse")
 
 
-def test_a_database_that_cannot_be_read_is_said_in_one_line(tmp_path, capsys):
-    assert main(["semantic", "init", "--from", "nosuch://x"]) == 2
-    assert "cannot use 'nosuch://x'" in capsys.readouterr().err
-    empty = f"sqlite:///{tmp_path / 'empty.sqlite'}"
-    sa.create_engine(empty).connect().close()
-    assert main(["semantic", "init", "--from", empty]) == 2
-    assert capsys.readouterr().err.strip() == f"tessera: error: {empty} has no tables in its default schema"
+def test_a_database_that_cannot_be_read_is_said_in_one_line_without_its_secrets(tmp_path, capsys):
+    assert main(["semantic", "init", "--from", "nosuch://reader:hunter2@host/x"]) == 2
+    said = capsys.readouterr().err
+    assert said.startswith("tessera: error: a nosuch database cannot be read here") and "hunter2" not in said
+    missing = tmp_path / "typo.sqlite"
+    assert main(["semantic", "init", "--from", f"sqlite:///{missing}"]) == 2
+    assert capsys.readouterr().err.strip() == f"tessera: error: no sqlite database file at {missing}"
+    assert not missing.exists()  # looking never makes a file
+    empty = tmp_path / "empty.sqlite"
+    sqlite3.connect(empty).close()
+    assert main(["semantic", "init", "--from", f"sqlite:///{empty}"]) == 2
+    assert capsys.readouterr().err.strip() == "tessera: error: the sqlite database empty.sqlite has no tables in its " \
+                                              "default schema"
+    assert main(["semantic", "init"]) == 2 and "TESSERA_WAREHOUSE_URL" in capsys.readouterr().err
+
+
+def _one_table(path: Path, ddl: str, rows: list[tuple] = ()) -> str:
+    with sqlite3.connect(path) as connection:
+        connection.execute(ddl)
+        if rows:
+            connection.executemany(f"INSERT INTO t VALUES ({', '.join('?' * len(rows[0]))})", rows)
+    return f"sqlite:///{path}"
+
+
+def test_text_with_too_few_values_to_judge_is_hidden(tmp_path):
+    url = _one_table(tmp_path / "few.sqlite", "CREATE TABLE t (id INTEGER PRIMARY KEY, diagnosis TEXT, employer TEXT)",
+                     [(i, "flu", f"employer {i}") for i in range(30)])
+    _init(url, tmp_path / "draft.yaml")
+    fields = load_semantic_model(tmp_path / "draft.yaml").entities["t"].fields
+    assert fields["diagnosis"].exposure == fields["employer"].exposure == "never-to-model"
+
+
+def test_names_that_collide_are_made_unique_and_the_draft_loads(tmp_path):
+    long = "a" * 70
+    url = _one_table(tmp_path / "names.sqlite",
+                     f"CREATE TABLE t (id INTEGER PRIMARY KEY, {long}_x INTEGER, {long}_y INTEGER, t_count INTEGER, "
+                     "total_amount NUMERIC)", [(1, 2, 3, 4, 5)])
+    _init(url, tmp_path / "draft.yaml")  # (a name of 63 characters twice once looped for ever)
+    entity = load_semantic_model(tmp_path / "draft.yaml").entities["t"]
+    names = [*entity.fields, *entity.metrics]
+    assert len(names) == len(set(names)) and all(len(name) <= 63 for name in names)
+    assert {"t_count", "t_count_2", "total_amount", "total_total_amount"} <= set(names)
+
+
+def test_the_time_anchor_looks_at_dates_the_model_sees_and_writes_no_date(tmp_path):
+    url = _one_table(tmp_path / "dates.sqlite", "CREATE TABLE t (id INTEGER PRIMARY KEY, dob DATE, birth_date DATE)",
+                     [(i, "2019-03-04", "2019-03-04") for i in range(5)])
+    text = _init(url, tmp_path / "draft.yaml")
+    assert "2019" not in text and "time_anchor: today" in text  # only personal dates: nothing to anchor on
+    url = _one_table(tmp_path / "seen.sqlite", "CREATE TABLE t (id INTEGER PRIMARY KEY, shipped_on DATE)",
+                     [(i, "2019-03-04") for i in range(5)])
+    text = _init(url, tmp_path / "seen.yaml")
+    assert "2019" not in text and "time_anchor: latest_data" in text
+
+
+def test_a_reviewed_model_is_not_replaced_without_force(tmp_path, capsys):
+    url = _one_table(tmp_path / "x.sqlite", "CREATE TABLE t (id INTEGER PRIMARY KEY)", [(1,)])
+    out = tmp_path / "model.yaml"
+    out.write_text("# reviewed\n")
+    assert main(["semantic", "init", "--from", url, "--out", str(out)]) == 2
+    assert out.read_text() == "# reviewed\n" and "--force" in capsys.readouterr().err
+    assert main(["semantic", "init", "--from", url, "--out", str(out), "--force"]) == 0
+
+
+def test_the_draft_names_the_database_by_kind_and_name_only(tmp_path):
+    url = _one_table(tmp_path / "shop.sqlite", "CREATE TABLE t (id INTEGER PRIMARY KEY)", [(1,)])
+    text = _init(f"{url}?password=hunter2", tmp_path / "draft.yaml")
+    assert "sqlite database shop.sqlite" in text and "hunter2" not in text and str(tmp_path) not in text
