@@ -43,7 +43,7 @@ from shared.certs import (
 from shared.channels import sync_channel
 from shared.config import CLIENT_TLS_SPIFFE_BRIDGE, DEFAULT_PORTS
 from shared.identity import HTTP_PROCESS_NAMES, PROCESS_NAMES
-from shared.paths import REPO_ROOT, cli_dir, var_dir
+from shared.paths import DEMO_SEMANTIC_MODEL, NO_ACTIONS, REPO_ROOT, cli_dir, var_dir
 from shared.runtime import LIVENESS_SERVICE, WAITING_BEAT_SECONDS, WAITING_FILE
 
 STARTUP_TIMEOUT_SECONDS = 30.0
@@ -69,10 +69,6 @@ INHERITED_VARIABLES = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPD
 SHARED_VARIABLES = ("TESSERA_VAR_DIR", "TESSERA_LOG_LEVEL", "TESSERA_CLIENT_TLS")
 PEER_ADDRESS_VARIABLES = tuple(f"TESSERA_{name.upper()}_ADDR" for name in PROCESS_NAMES)
 
-# The demo's semantic model, and the actions policy of a set that reads another (no actions until the operator
-# writes their own): services/resources/config.py and services/capabilities/config.py hold the same defaults.
-DEMO_SEMANTIC_MODEL = REPO_ROOT / "deploy" / "semantic-models" / "retail.yaml"
-NO_ACTIONS = REPO_ROOT / "deploy" / "policy" / "no-actions.yaml"
 
 
 class StartupError(Exception):

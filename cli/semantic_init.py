@@ -70,7 +70,6 @@ class Column:
     name: str
     kind: str | None  # a Tessera field type; None when Tessera has none for it
     declared: str  # the database's own type name, for the review comment
-    nullable: bool
     distinct: int = 0  # in the sample
     sampled: int = 0  # non-null values in the sample
     shape: str = ""  # "e-mail addresses" or "phone numbers" when most sampled values look like them
@@ -162,8 +161,7 @@ def _first_line(exc: sa.exc.DBAPIError) -> str:
 def _reflect(inspector, name: str) -> Table:
     columns = {}
     for column in inspector.get_columns(name):
-        columns[column["name"]] = Column(column["name"], _kind(column["type"]), str(column["type"]),
-                                         bool(column.get("nullable", True)))
+        columns[column["name"]] = Column(column["name"], _kind(column["type"]), str(column["type"]))
     key, key_from = tuple(inspector.get_pk_constraint(name).get("constrained_columns") or ()), "primary key"
     if not key:
         uniques = [tuple(u["column_names"]) for u in inspector.get_unique_constraints(name) if u["column_names"]]
@@ -194,11 +192,11 @@ def _reflect_duckdb(connection) -> list[Table]:
             "SELECT table_name FROM duckdb_tables() WHERE schema_name = current_schema() AND NOT temporary "
             "ORDER BY table_name"):
         tables[name] = Table(name, {}, (), "", [])
-    for name, column, data_type, nullable in connection.exec_driver_sql(
-            "SELECT table_name, column_name, data_type, is_nullable FROM duckdb_columns() "
+    for name, column, data_type in connection.exec_driver_sql(
+            "SELECT table_name, column_name, data_type FROM duckdb_columns() "
             "WHERE schema_name = current_schema() ORDER BY table_name, column_index"):
         if name in tables:
-            tables[name].columns[column] = Column(column, _duckdb_kind(data_type), data_type, bool(nullable))
+            tables[name].columns[column] = Column(column, _duckdb_kind(data_type), data_type)
     uniques: dict[str, tuple[str, ...]] = {}
     for name, kind, columns, referred, referred_columns in connection.exec_driver_sql(
             "SELECT table_name, constraint_type, constraint_column_names, referenced_table, referenced_column_names "
@@ -219,7 +217,8 @@ def _reflect_duckdb(connection) -> list[Table]:
 
 
 def _measure(connection, table: Table, sample_rows: int) -> None:
-    """Row count, a sample's distinct counts and value shapes, and the latest date of each date column; a count
+    """Row count, a sample's distinct counts and value shapes, and the latest date of each date column that does not
+    look personal (a birth date's says nothing of the data's period); a count
     or a latest date that takes longer than the statement bound is left unknown (-1, none)."""
     source = sa.table(table.name, *(sa.column(name) for name in table.columns))
     table.rows = _bounded(connection, sa.select(sa.func.count()).select_from(source), -1)
@@ -238,7 +237,7 @@ def _measure(connection, table: Table, sample_rows: int) -> None:
                     column.shape = shape
         if column.kind in ("decimal", "float") and values:
             column.all_within_unit = all(0 <= float(v) <= 1 for v in values)
-        if column.kind in ("date", "timestamp"):
+        if column.kind in ("date", "timestamp") and not personal_reason(column):  # only a shown date anchors time
             latest = _bounded(connection, sa.select(sa.func.max(source.c[column.name])), None)
             if isinstance(latest, str):  # SQLite keeps dates as text
                 try:

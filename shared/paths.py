@@ -6,6 +6,11 @@ import os
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# The demo's semantic model and its actions (which change the demo's orders: they go with that model only), and the
+# action policy of a set that reads another model until its operator writes one.
+DEMO_SEMANTIC_MODEL = REPO_ROOT / "deploy" / "semantic-models" / "retail.yaml"
+DEMO_ACTIONS = REPO_ROOT / "deploy" / "policy" / "actions.yaml"
+NO_ACTIONS = REPO_ROOT / "deploy" / "policy" / "no-actions.yaml"
 
 
 def var_dir() -> Path:

@@ -7,12 +7,12 @@ from pathlib import Path
 from pydantic import Field, SecretStr, model_validator
 
 from shared.config import ServiceSettings
-from shared.paths import REPO_ROOT, default_warehouse, var_dir
+from shared.paths import DEMO_ACTIONS, REPO_ROOT, default_warehouse, var_dir
 
 
 class CapabilitiesSettings(ServiceSettings):
     database_url: str = ""  # default: sqlite:///<var>/capabilities/broker.sqlite
-    actions_file: Path = REPO_ROOT / "deploy" / "policy" / "actions.yaml"
+    actions_file: Path = DEMO_ACTIONS
     tools_file: Path = REPO_ROOT / "deploy" / "policy" / "tools.yaml"
     # Where each MCP server's own stderr goes (mcp-<server>.log).
     mcp_log_dir: Path | None = None

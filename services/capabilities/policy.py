@@ -158,11 +158,11 @@ class Action:
 
 
 class ActionPolicy:
-    def __init__(self, policy: Policy, digest: str) -> None:
+    def __init__(self, policy: Policy, digest: str, withheld: dict[str, str] | None = None) -> None:
         self.policy = policy
         self.digest = digest
         self.actions = {action_id: Action(action_id, spec) for action_id, spec in policy.actions.items()}
-        self.withheld: dict[str, str] = {}  # action → why it is not offered (withholding)
+        self.withheld = withheld or {}  # action → why it is not offered (withholding)
 
     def withholding(self, absent: dict[str, str]) -> tuple[ActionPolicy, list[str]]:
         """This policy with the actions that change only targets in `absent` (target → why) withheld: a fixed change
@@ -183,8 +183,8 @@ class ActionPolicy:
         # What is offered differs from the file's: so does the hash a caller compares (the reviewed file's, then
         # the actions withheld).
         withheld_text = "\n".join(sorted(withheld))
-        narrowed = ActionPolicy(self.policy, hashlib.sha256(f"{self.digest}\n{withheld_text}".encode()).hexdigest())
-        narrowed.withheld = withheld
+        narrowed = ActionPolicy(self.policy, hashlib.sha256(f"{self.digest}\n{withheld_text}".encode()).hexdigest(),
+                                withheld)
         return narrowed, [f"action {action_id} is not offered: {why}" for action_id, why in withheld.items()]
 
     def offered(self) -> list[Action]:

@@ -124,17 +124,8 @@ class Windows:
                                "resources: a reply with no room for any window", {"peer": "resources"})
         for (index, (binding, _)), outcome in zip(batch, reply.windows, strict=True):
             if outcome.refused.reason != WINDOWS_REPLY_FULL:
-                outcomes[index] = self._first_entry(session, binding, outcome)
+                outcomes[index] = _first_window_entry(session, binding, outcome)
         return later
-
-    @staticmethod
-    def _first_entry(session: Session, binding: Binding, outcome: resources_pb2.WindowOutcome) -> NewEntry | str:
-        if outcome.HasField("refused"):
-            return f"{outcome.refused.reason}: {outcome.refused.message}"
-        try:
-            return _window_entry(session, binding, outcome.window)
-        except TesseraError as exc:
-            return str(exc)
 
     async def _publish(self, session: Session, entries: list[NewEntry], revision_id: str = "",
                        grant_rows: list[dict] | None = None) -> tuple[int, int]:
@@ -199,6 +190,16 @@ def _window_request(grant: common_pb2.SignedToken, offset: int, limit: int,
                     projection: list[str]) -> resources_pb2.ResolveWindowRequest:
     return resources_pb2.ResolveWindowRequest(grant=grant, offset=offset, limit=limit, column_ids=projection,
                                               rows_as_json=True)
+
+
+def _first_window_entry(session: Session, binding: Binding, outcome: resources_pb2.WindowOutcome) -> NewEntry | str:
+    """A first window's journal entry, or why it is not sent (its refusal, or rows that fail the check)."""
+    if outcome.HasField("refused"):
+        return f"{outcome.refused.reason}: {outcome.refused.message}"
+    try:
+        return _window_entry(session, binding, outcome.window)
+    except TesseraError as exc:
+        return str(exc)
 
 
 def _window_entry(session: Session, binding: Binding, window: resources_pb2.ResolveWindowResponse) -> NewEntry:

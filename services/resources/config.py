@@ -8,7 +8,7 @@ from pydantic import Field, model_validator
 
 from shared.certs import secret_path, signing_key_path, verify_key_path
 from shared.config import ServiceSettings
-from shared.paths import REPO_ROOT, default_warehouse, var_dir
+from shared.paths import DEMO_SEMANTIC_MODEL, default_warehouse, var_dir
 
 # Policy bounds: the model never picks a row limit; operators pick within these.
 MAX_ROW_CAP = 20_000
@@ -17,7 +17,7 @@ MAX_WINDOW_ROWS = 1_000
 
 class ResourcesSettings(ServiceSettings):
     warehouse_url: str = ""  # default: sqlite:///<var>/warehouse/warehouse.sqlite
-    semantic_model: Path = REPO_ROOT / "deploy" / "semantic-models" / "retail.yaml"
+    semantic_model: Path = DEMO_SEMANTIC_MODEL
     store_url: str = ""  # default: sqlite:///<var>/resources/results.sqlite
     row_cap: int = Field(default=1_000, ge=1, le=MAX_ROW_CAP)
     statement_timeout_seconds: float = Field(default=30.0, gt=0, le=600)

@@ -80,22 +80,29 @@ def _outcome_field(outcome: Window | TesseraError) -> bytes:
     return length_delimited(1, length_delimited(1, _window_reply(outcome).data))
 
 
+def _asked(gateway: Gateway, request: resources_pb2.ResolveWindowRequest) -> WindowAsk | TesseraError:
+    """The window a request asks for, under its grant's checked claims; or the grant's refusal."""
+    try:
+        return WindowAsk(gateway.open_grant(request.grant), request.offset, request.limit, list(request.column_ids),
+                         request.rows_as_json)
+    except TesseraError as refusal:
+        return refusal
+
+
 def windows_reply(replies: list[Window | TesseraError], budget: int = MAX_WINDOWS_REPLY_BYTES) -> EncodedReply:
     """ResolveWindowsResponse in wire form: each window or refusal in order, until the reply would pass `budget`
     bytes; from there on each window is refused as WINDOWS_REPLY_FULL (asked again in another call). A first window
     larger than the whole budget is refused as WINDOW_OVER_REPLY_BOUND: no call could carry it."""
-    fields, size, full = [], 0, False
+    full = _outcome_field(TesseraError(grpc.StatusCode.RESOURCE_EXHAUSTED, "WINDOWS_REPLY_FULL",
+                                       "this reply has no room for this window: ask for it in another call"))
+    fields: list[bytes] = []
+    size = 0
     for reply in replies:
-        field = b"" if full else _outcome_field(reply)
-        if not full and size + len(field) > budget:
-            full = bool(fields)
-            if not full:
-                field = _outcome_field(TesseraError(
-                    grpc.StatusCode.RESOURCE_EXHAUSTED, "WINDOW_OVER_REPLY_BOUND",
-                    f"this window is over the {budget:,}-byte bound of a reply: ask for fewer rows or columns"))
-        if full:
-            field = _outcome_field(TesseraError(grpc.StatusCode.RESOURCE_EXHAUSTED, "WINDOWS_REPLY_FULL",
-                                                "this reply has no room for this window: ask for it in another call"))
+        field = full if fields and fields[-1] is full else _outcome_field(reply)  # after one full, all are
+        if field is not full and size + len(field) > budget:
+            field = full if fields else _outcome_field(TesseraError(
+                grpc.StatusCode.RESOURCE_EXHAUSTED, "WINDOW_OVER_REPLY_BOUND",
+                f"this window is over the {budget:,}-byte bound of a reply: ask for fewer rows or columns"))
         fields.append(field)
         size += len(field)
     return EncodedReply(b"".join(fields))
@@ -219,32 +226,30 @@ class ResourceGatewayService(resources_pb2_grpc.ResourceGatewayServiceServicer):
 
     @answers_encoded
     async def ResolveWindow(self, request, context):
-        """Answered already serialised: the rows are bytes encoded once per result (window_rows.py). A window whose
-        revocation answer, result and rows this replica holds in memory is served on the event loop (its grant's
-        signature, checked once here, is the one cost); going to the pool and back took longer than the window
-        itself."""
-        claims = self._gateway.open_grant(request.grant)
-        asked = (claims, request.offset, request.limit, list(request.column_ids), request.rows_as_json)
-        window = self._gateway.window(*asked, from_memory=True)
-        if window is None:  # the store must be asked or rows encoded: off the loop
-            window = await self._run(self._gateway.window, *asked)
+        """Answered already serialised: the rows are bytes encoded once per result (window_rows.py)."""
+        (window,) = await self._read_windows([_asked(self._gateway, request)])
+        if isinstance(window, TesseraError):
+            raise window
         return _window_reply(window)
 
     @answers_encoded
     async def ResolveWindows(self, request, context):
-        """Each window as ResolveWindow answers it, or its refusal, in one reply: every grant's signature is checked
-        on the loop, then those the store must be asked about go off it together (one revocation query for all)."""
+        """Each window as ResolveWindow answers it, or its refusal, in one reply (read as _read_windows reads)."""
         if not 1 <= len(request.windows) <= MAX_WINDOWS_PER_CALL:
             raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "WINDOW_COUNT",
                                f"ask for 1 to {MAX_WINDOWS_PER_CALL} windows in one call, not {len(request.windows)}",
                                {"max": str(MAX_WINDOWS_PER_CALL), "pointer": "/windows"})
-        asked: list[WindowAsk | TesseraError] = []
-        for item in request.windows:
-            try:
-                asked.append(WindowAsk(self._gateway.open_grant(item.grant), item.offset, item.limit,
-                                       list(item.column_ids), item.rows_as_json))
-            except TesseraError as refusal:
-                asked.append(refusal)
+        replies = await self._read_windows([_asked(self._gateway, item) for item in request.windows])
+        for index, refusal in enumerate(replies):
+            if isinstance(refusal, TesseraError):  # what the access line says of a refused ResolveWindow
+                logger.warning("window %d of %d refused: %s", index, len(replies), refusal)
+        return windows_reply(replies)
+
+    async def _read_windows(self, asked: list[WindowAsk | TesseraError]) -> list[Window | TesseraError]:
+        """Each asked window, or its refusal. Windows whose revocation answer, result and rows this replica holds in
+        memory are served on the event loop (their grants' signatures, checked already, are the one cost: going to
+        the pool and back took longer than a window itself); the rest go off it together, one revocation query for
+        them all."""
         readable = [ask for ask in asked if isinstance(ask, WindowAsk)]
         outcomes = self._gateway.windows(readable, from_memory=True)
         pending = [ask for ask, outcome in zip(readable, outcomes, strict=True) if outcome is None]
@@ -252,11 +257,7 @@ class ResourceGatewayService(resources_pb2_grpc.ResourceGatewayServiceServicer):
             read = iter(await self._run(self._gateway.windows, pending))
             outcomes = [next(read) if outcome is None else outcome for outcome in outcomes]
         answered = iter(outcomes)
-        replies = [next(answered) if isinstance(ask, WindowAsk) else ask for ask in asked]
-        for index, refusal in enumerate(replies):
-            if isinstance(refusal, TesseraError):  # what the access line says of a refused ResolveWindow
-                logger.warning("window %d of %d refused: %s", index, len(replies), refusal)
-        return windows_reply(replies)
+        return [next(answered) if isinstance(ask, WindowAsk) else ask for ask in asked]
 
     async def RevokeGrants(self, request, context):
         return resources_pb2.RevokeGrantsResponse(revoked=await self._run(self._gateway.revoke, list(request.grants)))

@@ -10,9 +10,9 @@ import sqlalchemy as sa
 
 from services.capabilities.changes import ChangeTargetUnavailable, DataChanges, TargetCheckRefused
 from services.capabilities.policy import ActionPolicy
-from shared.paths import REPO_ROOT
+from shared.paths import DEMO_ACTIONS, DEMO_SEMANTIC_MODEL, NO_ACTIONS
 
-SHIPPED = REPO_ROOT / "deploy" / "policy" / "actions.yaml"
+SHIPPED = DEMO_ACTIONS
 
 
 def _warehouse(path, orders_columns: str | None) -> sa.Engine:
@@ -75,7 +75,7 @@ def test_a_refusal_other_than_a_missing_table_is_not_taken_for_absence(tmp_path)
 
 
 def test_the_demos_actions_go_with_the_demos_model_only():
-    from cli.launcher import DEMO_SEMANTIC_MODEL, NO_ACTIONS, _demo_actions_with_the_demo_model
+    from cli.launcher import _demo_actions_with_the_demo_model
 
     def actions_file(source: dict[str, str], env: dict[str, str] | None = None) -> str | None:
         env = dict(env or {})
