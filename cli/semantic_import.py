@@ -1,11 +1,11 @@
 """`tessera semantic import dbt PATH`: a dbt MetricFlow semantic layer as a Tessera semantic model.
 
-Reads every YAML file under PATH whose top level has `semantic_models:` or `metrics:` (the
-MetricFlow spec with measures, dbt 1.6 and later), converts what Tessera's model format can say
-without SQL text, and writes a semantic model (docs/semantic-model.md) in which every field is
-`never-to-model`: the import cannot know what may be shown, so nothing is until a person says so.
-Whatever it could not convert is reported, one line each, on stderr and as comments at the top of
-the file. The rules are in docs/semantic-model.md, "Importing dbt MetricFlow models".
+dbt's own library reads the project (cli/dbt_project.py: every semantic model and metric parsed by
+`dbt-semantic-interfaces`, the MetricFlow spec with measures, dbt 1.6 and later); this module converts
+what Tessera's model format can say without SQL text and writes a semantic model (docs/semantic-model.md)
+in which every field is `never-to-model`: the import cannot know what may be shown, so nothing is until
+a person says so. Whatever it could not convert is reported, one line each, on stderr and as comments
+at the top of the file. The rules are in docs/semantic-model.md, "Importing dbt MetricFlow models".
 """
 
 from __future__ import annotations
@@ -13,18 +13,22 @@ from __future__ import annotations
 import argparse
 import ast
 import copy
-import os
 import re
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import yaml
+from dbt_semantic_interfaces.implementations.filters.where_filter import (
+    PydanticWhereFilter,
+    PydanticWhereFilterIntersection,
+)
+from dbt_semantic_interfaces.implementations.metric import PydanticMetric
+from dbt_semantic_interfaces.implementations.semantic_model import PydanticSemanticModel
 
+from cli.dbt_project import DbtImportError, Project, Report, read_project, report_validation
 from cli.semantic_names import MAX_DESCRIPTION, MAX_EXPRESSION, MAX_LABEL, MAX_PATH_EDGES, clip, humanize, snake
-from shared import strict_yaml
 
-SKIPPED_DIRS = frozenset({"target", "dbt_packages", "dbt_modules", "logs", "node_modules"})  # dbt's output, packages
 KEY_TYPES = ("primary", "unique", "natural")  # entity types that identify a row, in order of preference
 DAY_OR_COARSER = frozenset({"day", "week", "month", "quarter", "year"})
 AGGREGATIONS = {"sum": "sum", "average": "avg", "min": "min", "max": "max", "count": "count",
@@ -34,13 +38,6 @@ RATE_WORDS = frozenset({"rate", "ratio", "share", "percent", "percentage", "pct"
 DATASET_DESCRIPTION = ("Imported from dbt MetricFlow by tessera semantic import; review every field's exposure "
                        "before use.")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# ref('orders'), ref('package', 'orders'), ref('orders', v=2), also written inside {{ }}
-_REF = re.compile(r"""^\s*(?:\{\{\s*)?ref\(\s*(?:['"][^'"]+['"]\s*,\s*)?['"]([^'"]+)['"]
-                     \s*(?:,[^)]*)?\)\s*(?:\}\})?\s*$""", re.X)
-
-
-class DbtImportError(Exception):
-    """The input is unusable (no semantic models, a YAML error): one line that names the file."""
 
 
 class _Skip(Exception):
@@ -58,78 +55,14 @@ def is_column(expr: object) -> bool:
     return isinstance(expr, str) and bool(_IDENTIFIER.match(expr.strip()))
 
 
-def _dicts(value: object) -> list[dict]:
-    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+def kind_of(value: object) -> str:
+    """A DSI enum member (EntityType.PRIMARY) or None as its lower-case value ('primary', '')."""
+    return str(getattr(value, "value", value) or "").lower()
 
 
-# --- reading the project --------------------------------------------------------
-
-
-def load_yaml(path: Path) -> object:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DbtImportError(f"{path}: cannot be read: {getattr(exc, 'strerror', None) or exc}") from None
-    try:
-        return strict_yaml.load(text)
-    except strict_yaml.YamlProblem as exc:
-        raise DbtImportError(f"{path}: {exc}") from None
-
-
-def yaml_files(root: Path) -> list[Path]:
-    """Every *.yml/*.yaml under `root`, sorted; not in dbt's output or package folders, nor hidden ones."""
-    if root.is_file():
-        return [root]
-    found = []
-    for folder, subfolders, files in os.walk(root):
-        subfolders[:] = sorted(d for d in subfolders if not d.startswith(".") and d not in SKIPPED_DIRS)
-        found += [Path(folder) / name for name in sorted(files) if name.endswith((".yml", ".yaml"))]
-    return found
-
-
-@dataclass
-class Project:
-    name: str | None
-    semantic_models: list[dict] = field(default_factory=list)
-    metrics: list[dict] = field(default_factory=list)
-
-
-def read_project(root: Path, report: Report) -> Project:
-    if not root.exists():
-        raise DbtImportError(f"{root}: no such file or directory")
-    settings = root / "dbt_project.yml"
-    project_file = load_yaml(settings) if settings.is_file() else None
-    name = project_file.get("name") if isinstance(project_file, dict) else None
-    project = Project(name if isinstance(name, str) and name.strip() else None)
-    for path in yaml_files(root):
-        document = load_yaml(path)
-        if not isinstance(document, dict):
-            continue
-        for key, into in (("semantic_models", project.semantic_models), ("metrics", project.metrics)):
-            if key in document and not isinstance(document[key], list):
-                report.add(f"file {path}", f"{key} is not a list; the file's {key} were not read")
-            into += _dicts(document.get(key))
-        if any("semantic_model" in model for model in _dicts(document.get("models"))):
-            report.add(f"file {path}", "models with a semantic_model block (dbt's newer spec without measures) "
-                                       "are not read; only top-level semantic_models and metrics are")
-    if not project.semantic_models:
-        raise DbtImportError(f"{root}: no dbt semantic models (no YAML file under it has semantic_models:)")
-    return project
-
-
-# --- the report -----------------------------------------------------------------
-
-
-class Report:
-    """What was not converted (or converted differently), one plain line per item, in reading order."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def add(self, subject: str, message: str) -> None:
-        # One line, whatever the project's names hold: the line is also a comment in the model file,
-        # where a line break would start YAML of its own.
-        self.lines.append(" ".join(f"{subject}: {message}".split()))
+def column_of(element) -> str:
+    """The column an entity, dimension or measure reads: its expr, else (MetricFlow's default) its name."""
+    return element.expr if element.expr is not None else element.name
 
 
 # --- the Tessera model being built ------------------------------------------------
@@ -247,17 +180,29 @@ def _tokens(text: str) -> list[tuple[str, str]]:
 
 
 def _jinja_dimension(text: str) -> str:
-    found = _DIMENSION.match(text)
-    if found:
-        return found.group(1)
-    call = re.match(r"\{\{\s*(\w+)", text)
-    kind = call.group(1) if call else "this Jinja"
-    if kind == "TimeDimension":
+    """The `entity__dimension` a Jinja call names, read by DSI's own filter parser."""
+    try:
+        calls = PydanticWhereFilter(where_sql_template=text).call_parameter_sets(custom_granularity_names=())
+    except Exception as exc:  # noqa: BLE001 - DSI raises its own, Jinja's and pydantic's errors
+        raise FilterError(f"{clip(text, 80)} is not a call dbt reads ({clip(str(exc), 120)}); {FILTER_FORMS}") \
+            from None
+    if calls.time_dimension_call_parameter_sets:
         raise FilterError("a TimeDimension filter is not converted: a time window belongs in the draft "
                           "(filters trailing, previous, to_date or between on the time field)")
-    if kind in ("Entity", "Metric"):
-        raise FilterError(f"an {kind} filter is not converted; {FILTER_FORMS}")
-    raise FilterError(f"{text} is not converted (Dimension with one quoted name only); {FILTER_FORMS}")
+    for kind, found in (("Entity", calls.entity_call_parameter_sets), ("Metric", calls.metric_call_parameter_sets)):
+        if found:
+            raise FilterError(f"an {kind} filter is not converted; {FILTER_FORMS}")
+    if len(calls.dimension_call_parameter_sets) != 1:
+        raise FilterError(f"{clip(text, 80)} is not converted (one Dimension call per comparison); {FILTER_FORMS}")
+    [call] = calls.dimension_call_parameter_sets
+    dimension = call.dimension_reference.element_name
+    if dimension == "metric_time" or not call.entity_path:
+        raise FilterError("a filter on metric_time is not converted: a time window belongs in the draft")
+    if len(call.entity_path) != 1:
+        path = "__".join(entity.element_name for entity in call.entity_path)
+        raise FilterError(f"Dimension {dimension} through {path} is not converted (one entity__dimension, no "
+                          f"entity_path); {FILTER_FORMS}")
+    return f"{call.entity_path[0].element_name}__{dimension}"
 
 
 def _literal(token: tuple[str, str]) -> str | int | float:
@@ -335,25 +280,16 @@ def render_condition(reference: str, condition: Condition) -> str:
 # --- metric inputs and names ----------------------------------------------------
 
 
-def _filter_texts(value: object) -> list[str]:
-    """A MetricFlow `filter`: one string, or a list of them that must all hold."""
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, list) and all(isinstance(item, str) for item in value):
-        return list(value)
-    raise _Skip("its filter is neither a string nor a list of strings")
+def _filter_texts(value: PydanticWhereFilterIntersection | None) -> list[str]:
+    """A MetricFlow `filter` (one or several templates that must all hold) as its templates."""
+    return [item.where_sql_template for item in value.where_filters] if value is not None else []
 
 
-def _input_spec(spec: object) -> tuple[str, list[str], str | None]:
-    """A metric input (`name`, or `{name, filter, alias}`) → name, filters, alias."""
-    if isinstance(spec, str) and spec:
-        return spec, [], None
-    if isinstance(spec, dict) and isinstance(spec.get("name"), str):
-        alias = spec.get("alias")
-        return spec["name"], _filter_texts(spec.get("filter")), alias if isinstance(alias, str) else None
-    raise _Skip(f"an input ({spec!r}) names no metric or measure")
+def _input_spec(spec) -> tuple[str, list[str], str | None]:
+    """A metric input (a measure or metric, with its filter and alias) → name, filters, alias."""
+    if spec is None:
+        raise _Skip("an input names no metric or measure")
+    return spec.name, _filter_texts(spec.filter), spec.alias
 
 
 def _arithmetic(expr: object, terms: dict[str, ast.expr]) -> ast.expr:
@@ -386,25 +322,22 @@ def _reserved_names(project: Project) -> dict[str, set[str]]:
     owner: dict[str, str] = {}
     reserved: dict[str, set[str]] = {}
     for model in project.semantic_models:
-        names = {m["name"] for m in _dicts(model.get("measures")) if isinstance(m.get("name"), str)}
-        reserved[str(model.get("name"))] = {snake(name) for name in names}
-        owner.update(dict.fromkeys(names, str(model.get("name"))))
+        names = {measure.name for measure in model.measures}
+        reserved[model.name] = {snake(name) for name in names}
+        owner.update(dict.fromkeys(names, model.name))
     for metric in project.metrics:
-        params = metric.get("type_params") if isinstance(metric.get("type_params"), dict) else {}
-        measure = params.get("measure")
-        measure = measure.get("name") if isinstance(measure, dict) else measure
-        if str(metric.get("type", "")).lower() == "simple" and isinstance(measure, str) and measure in owner \
-                and isinstance(metric.get("name"), str):
-            reserved[owner[measure]].add(snake(metric["name"]))
+        measure = metric.type_params.measure
+        if kind_of(metric.type) == "simple" and measure is not None and measure.name in owner:
+            reserved[owner[measure.name]].add(snake(metric.name))
     return reserved
 
 
-def _dimension_type(item: dict) -> str:
-    if str(item.get("type", "")).lower() != "time":
+def _dimension_type(dimension) -> str:
+    if kind_of(dimension.type) != "time":
         return "string"
-    params = item.get("type_params") if isinstance(item.get("type_params"), dict) else {}
+    grain = kind_of(dimension.type_params.time_granularity) if dimension.type_params else ""
     # A day or a coarser grain is a date; finer grains keep the time of day.
-    return "date" if str(params.get("time_granularity", "")).lower() in DAY_OR_COARSER else "timestamp"
+    return "date" if grain in DAY_OR_COARSER else "timestamp"
 
 
 # --- the conversion -------------------------------------------------------------
@@ -421,15 +354,15 @@ class DbtConverter:
         self.measures: dict[str, tuple[str, str]] = {}  # measure → (entity, metric)
         self.measures_seen: set[str] = set()  # converted or not, to say which
         self.keys: dict[str, list[tuple[str, str, str]]] = {}  # MetricFlow key entity → (entity, field, type)
-        self.raw_metrics: dict[str, dict] = {}
+        self.raw_metrics: dict[str, PydanticMetric] = {}
         self.done: dict[str, ast.expr | None] = {}  # converted metrics as terms of derived ones; None: not
         self._converting: set[str] = set()
-        self._models: list[tuple[dict, Entity]] = []
+        self._models: list[tuple[PydanticSemanticModel, Entity]] = []
 
     def convert(self, project: Project) -> None:
         reserved = _reserved_names(project)
         for raw in project.semantic_models:
-            self._add_model(raw, reserved.get(str(raw.get("name")), set()))
+            self._add_model(raw, reserved.get(raw.name, set()))
         for raw, entity in self._models:  # every key entity is known now: foreign ones can be resolved
             self._add_foreign_keys(raw, entity)
         self.add_metrics(project.metrics)
@@ -441,25 +374,20 @@ class DbtConverter:
 
     # --- semantic models → entities and relationships ------------------------------
 
-    def _add_model(self, raw: dict, reserved: set[str]) -> None:
-        name = raw.get("name")
-        if not isinstance(name, str) or not name.strip():
-            self.report.add("semantic model", "one without a name was skipped")
-            return
+    def _add_model(self, raw: PydanticSemanticModel, reserved: set[str]) -> None:
+        name = raw.name
         subject, entity_name = f"semantic model {name}", snake(name)
-        if entity_name != name:
-            self.report.add(subject, f"converted as entity {entity_name} (Tessera names are lower_snake_case)")
         key = self._key_entity(raw, subject)
         if key is None:
             return
-        table = self._table(raw, name, subject)
+        table = raw.node_relation.alias
         clash = "entity" if entity_name in self.entities else "table" if table in {
             e.table for e in self.entities.values()} else None
         if clash:  # Tessera maps each table once, and names each entity once
             self.report.add(subject, f"not converted: its {clash} is already that of another semantic model")
             return
-        entity = Entity(entity_name, table, clip(raw.get("label") or humanize(name), MAX_LABEL),
-                        clip(raw.get("description"), MAX_DESCRIPTION), key[0], reserved)
+        entity = Entity(entity_name, table, clip(raw.label or humanize(name), MAX_LABEL),
+                        clip(raw.description, MAX_DESCRIPTION), key[0], reserved)
         self._add_dimensions(raw, entity)
         self._add_keys(raw, entity)
         entity.primary_key = entity.columns[key[1]]
@@ -468,49 +396,35 @@ class DbtConverter:
         self.entities[entity_name] = entity
         self._models.append((raw, entity))
 
-    def _table(self, raw: dict, name: str, subject: str) -> str:
-        found = _REF.match(raw["model"]) if isinstance(raw.get("model"), str) else None
-        if found is None:
-            self.report.add(subject, f"model {raw.get('model')!r} is not ref('...'); table {name} assumed")
-            return name
-        return found.group(1)
-
-    def _key_entity(self, raw: dict, subject: str) -> tuple[str, str] | None:
+    def _key_entity(self, raw: PydanticSemanticModel, subject: str) -> tuple[str, str] | None:
         """The MetricFlow entity that identifies a row, and its column: primary, else unique, else natural."""
-        candidates = [item for item in _dicts(raw.get("entities"))
-                      if str(item.get("type", "")).lower() in KEY_TYPES and isinstance(item.get("name"), str)]
-        candidates.sort(key=lambda item: KEY_TYPES.index(str(item["type"]).lower()))
+        candidates = sorted((item for item in raw.entities if kind_of(item.type) in KEY_TYPES),
+                            key=lambda item: KEY_TYPES.index(kind_of(item.type)))
         for item in candidates:
-            column = item.get("expr", item["name"])
-            if is_column(column):
-                return item["name"], column.strip()
+            if is_column(column_of(item)):
+                return item.name, column_of(item).strip()
         why = "its primary entity is a SQL expression" if candidates else "it has no primary, unique or natural entity"
         self.report.add(subject, f"not converted: {why}; Tessera needs the column that identifies a row "
                                  "(primary_key)")
         return None
 
-    def _add_keys(self, raw: dict, entity: Entity) -> None:
-        for item in _dicts(raw.get("entities")):
-            kind = str(item.get("type", "")).lower()
-            if kind not in KEY_TYPES or not isinstance(item.get("name"), str):
+    def _add_keys(self, raw: PydanticSemanticModel, entity: Entity) -> None:
+        for item in raw.entities:
+            kind = kind_of(item.type)
+            if kind not in KEY_TYPES:
                 continue
-            column = item.get("expr", item["name"])
+            column = column_of(item)
             if not is_column(column):
-                self.report.add(f"entity {item['name']} ({kind}, in {entity.name})",
+                self.report.add(f"entity {item.name} ({kind}, in {entity.name})",
                                 f"not converted: its expr is SQL ({column!r}), not a column")
                 continue
             # An id is an integer unless a dimension already said otherwise.
-            field_name = entity.column_field(column.strip(), "integer", item.get("label"), item.get("description"))
-            self.keys.setdefault(item["name"], []).append((entity.name, field_name, kind))
+            field_name = entity.column_field(column.strip(), "integer", item.label, item.description)
+            self.keys.setdefault(item.name, []).append((entity.name, field_name, kind))
 
-    def _add_dimensions(self, raw: dict, entity: Entity) -> None:
-        for item in _dicts(raw.get("dimensions")):
-            name = item.get("name")
-            subject = f"dimension {entity.name}.{name}"
-            column = item.get("expr", name)
-            if not isinstance(name, str):
-                self.report.add(subject, "not converted: it has no name")
-                continue
+    def _add_dimensions(self, raw: PydanticSemanticModel, entity: Entity) -> None:
+        for item in raw.dimensions:
+            subject, column = f"dimension {entity.name}.{item.name}", column_of(item)
             if not is_column(column):
                 self.report.add(subject, f"not converted: its expr is SQL ({column!r}); Tessera maps a field to a "
                                          "column, never to SQL text (add the column to the dbt model, map that)")
@@ -519,16 +433,15 @@ class DbtConverter:
             if column in entity.columns:
                 self.report.add(subject, f"maps column {column} as {entity.columns[column]} does: one field kept")
             else:
-                field_name = entity.free_name(snake(name))
-                label = clip(item.get("label") or humanize(name), MAX_LABEL)
+                field_name = entity.free_name(snake(item.name))
+                label = clip(item.label or humanize(item.name), MAX_LABEL)
                 entity.fields[field_name] = Field(column, _dimension_type(item), label,
-                                                  clip(item.get("description"), MAX_DESCRIPTION))
+                                                  clip(item.description, MAX_DESCRIPTION))
                 entity.columns[column] = field_name
-            entity.dimensions[name] = entity.columns[column]
+            entity.dimensions[item.name] = entity.columns[column]
 
-    def _set_time_field(self, raw: dict, entity: Entity, subject: str) -> None:
-        defaults = raw.get("defaults") if isinstance(raw.get("defaults"), dict) else {}
-        wanted = defaults.get("agg_time_dimension")
+    def _set_time_field(self, raw: PydanticSemanticModel, entity: Entity, subject: str) -> None:
+        wanted = raw.defaults.agg_time_dimension if raw.defaults else None
         if not wanted:
             return
         field_name = entity.dimensions.get(wanted)
@@ -538,21 +451,20 @@ class DbtConverter:
             self.report.add(subject, f"defaults.agg_time_dimension {wanted} is not a converted time dimension; "
                                      "no time_field set")
 
-    def _add_foreign_keys(self, raw: dict, entity: Entity) -> None:
-        for item in _dicts(raw.get("entities")):
-            if str(item.get("type", "")).lower() != "foreign" or not isinstance(item.get("name"), str):
+    def _add_foreign_keys(self, raw: PydanticSemanticModel, entity: Entity) -> None:
+        for item in raw.entities:
+            if kind_of(item.type) != "foreign":
                 continue
-            subject = f"entity {item['name']} (foreign, in {entity.name})"
-            column = item.get("expr", item["name"])
+            subject, column = f"entity {item.name} (foreign, in {entity.name})", column_of(item)
             if not is_column(column):
                 self.report.add(subject, f"not converted: its expr is SQL ({column!r}), not a column; no field, "
                                          "no relationship")
                 continue
-            target = self._key_owner(item["name"], subject)
+            target = self._key_owner(item.name, subject)
             kind = self.entities[target[0]].fields[target[1]].type if target else "integer"
-            field_name = entity.column_field(column.strip(), kind, item.get("label"), item.get("description"))
+            field_name = entity.column_field(column.strip(), kind, item.label, item.description)
             if target:
-                self._add_relationship(entity, item["name"], field_name, target)
+                self._add_relationship(entity, item.name, field_name, target)
 
     def _key_owner(self, key: str, subject: str) -> tuple[str, str] | None:
         found = self.keys.get(key, [])
@@ -594,32 +506,29 @@ class DbtConverter:
 
     # --- measures → entity metrics ------------------------------------------------
 
-    def _add_measures(self, raw: dict, entity: Entity) -> None:
-        for item in _dicts(raw.get("measures")):
-            name = item.get("name")
-            if not isinstance(name, str) or name in self.measures_seen:
-                self.report.add(f"measure {entity.name}.{name}", "not converted: it has no name, or one that "
-                                                                 "another measure has")
+    def _add_measures(self, raw: PydanticSemanticModel, entity: Entity) -> None:
+        for item in raw.measures:
+            if item.name in self.measures_seen:
+                self.report.add(f"measure {entity.name}.{item.name}", "not converted: another measure has its name")
                 continue
-            self.measures_seen.add(name)
-            metric = self._measure(item, entity, f"measure {entity.name}.{name}")
+            self.measures_seen.add(item.name)
+            metric = self._measure(item, entity, f"measure {entity.name}.{item.name}")
             if metric is not None:
-                entity.metrics[snake(name)] = metric
-                self.measures[name] = (entity.name, snake(name))
+                entity.metrics[snake(item.name)] = metric
+                self.measures[item.name] = (entity.name, snake(item.name))
 
-    def _measure(self, item: dict, entity: Entity, subject: str) -> Metric | None:
-        agg = str(item.get("agg", "")).lower()
-        expr = item.get("expr", item["name"])  # MetricFlow's default: the column named like the measure
-        label = clip(item.get("label") or humanize(item["name"]), MAX_LABEL)
-        description = clip(item.get("description"), MAX_DESCRIPTION)
+    def _measure(self, item, entity: Entity, subject: str) -> Metric | None:
+        agg, expr = kind_of(item.agg), column_of(item)
+        label = clip(item.label or humanize(item.name), MAX_LABEL)
+        description = clip(item.description, MAX_DESCRIPTION)
         if agg in NOT_IN_GRAMMAR:
             why = f"{agg} is not an aggregation of Tessera's metric grammar (sum, avg, min, max, count, count_distinct)"
         elif agg not in AGGREGATIONS:
             why = f"agg {agg or '(none)'} is not a MetricFlow aggregation this import knows"
-        elif item.get("non_additive_dimension"):
+        elif item.non_additive_dimension:
             why = ("non_additive_dimension (a semi-additive measure, such as a balance) is not supported: Tessera "
                    "would add it up across that dimension")
-        elif agg in ("sum", "count") and not isinstance(expr, bool) and str(expr).strip() == "1":
+        elif agg in ("sum", "count") and expr.strip() == "1":
             return Metric("count", None, "integer", label, description)  # one per row: a row count
         elif not is_column(expr):
             why = (f"its expr is SQL ({clip(expr, 120)!r}); Tessera takes a column here, never SQL text: write "
@@ -650,13 +559,12 @@ class DbtConverter:
 
     # --- metrics ----------------------------------------------------------------------
 
-    def add_metrics(self, metrics: list[dict]) -> None:
+    def add_metrics(self, metrics: list[PydanticMetric]) -> None:
         for raw in metrics:
-            name = raw.get("name")
-            if not isinstance(name, str) or not name or name in self.raw_metrics:
-                self.report.add(f"metric {name}", "not converted: it has no name, or one another metric has")
+            if raw.name in self.raw_metrics:
+                self.report.add(f"metric {raw.name}", "not converted: another metric has its name")
                 continue
-            self.raw_metrics[name] = raw
+            self.raw_metrics[raw.name] = raw
         for name in self.raw_metrics:
             self.metric(name)
 
@@ -667,13 +575,11 @@ class DbtConverter:
         if name in self._converting:
             raise _Skip(f"metric {name} depends on itself")
         raw = self.raw_metrics[name]
-        params = raw.get("type_params") if isinstance(raw.get("type_params"), dict) else {}
-        kind = str(raw.get("type", "")).lower()
         handlers = {"simple": self._simple, "ratio": self._ratio, "derived": self._derived,
                     "cumulative": self._cumulative}
         self._converting.add(name)
         try:
-            result = handlers.get(kind, self._unknown)(name, raw, params)
+            result = handlers.get(kind_of(raw.type), self._unknown)(name, raw)
         except _Skip as exc:
             self.report.add(f"metric {name}", f"not converted: {exc}")
             result = None
@@ -682,10 +588,10 @@ class DbtConverter:
         self.done[name] = result
         return result
 
-    def _unknown(self, name: str, raw: dict, params: dict) -> None:
-        if str(raw.get("type", "")).lower() == "conversion":
+    def _unknown(self, name: str, raw: PydanticMetric) -> None:
+        if kind_of(raw.type) == "conversion":
             raise _Skip("a conversion metric (a funnel from one event to another) has no counterpart in Tessera")
-        raise _Skip(f"type {raw.get('type')!r} is not a MetricFlow metric type this import knows")
+        raise _Skip(f"type {kind_of(raw.type)!r} is not a MetricFlow metric type this import knows")
 
     def _measure_metric(self, measure: str) -> tuple[Entity, str]:
         if measure not in self.measures:
@@ -694,12 +600,12 @@ class DbtConverter:
         entity_name, metric_name = self.measures[measure]
         return self.entities[entity_name], metric_name
 
-    def _simple(self, name: str, raw: dict, params: dict) -> ast.expr:
-        measure, filters, _ = _input_spec(params.get("measure"))
-        filters += _filter_texts(raw.get("filter"))
+    def _simple(self, name: str, raw: PydanticMetric) -> ast.expr:
+        measure, filters, _ = _input_spec(raw.type_params.measure)
+        filters += _filter_texts(raw.filter)
         entity, measure_metric = self._measure_metric(measure)
         base, metric_name = entity.metrics[measure_metric], snake(name)
-        label, description = clip(raw.get("label"), MAX_LABEL), clip(raw.get("description"), MAX_DESCRIPTION)
+        label, description = clip(raw.label, MAX_LABEL), clip(raw.description, MAX_DESCRIPTION)
         if not filters and metric_name == measure_metric:  # the measure's own metric: only its words change
             base.label, base.description = label or base.label, description or base.description
             return _ref(entity.name, metric_name)
@@ -713,47 +619,48 @@ class DbtConverter:
                                               description=description or ("" if where else base.description))
         return _ref(entity.name, metric_name)
 
-    def _cumulative(self, name: str, raw: dict, params: dict) -> None:
-        source, _, _ = _input_spec(params.get("measure") or params.get("input_metric"))
+    def _cumulative(self, name: str, raw: PydanticMetric) -> None:
+        params = raw.type_params
+        options = params.cumulative_type_params
+        source, _, _ = _input_spec(params.measure or (options.metric if options else None))
         term = self._resolve_input(source)
         if not isinstance(term, ast.Attribute):
             raise _Skip(f"a running total of {source}, which is not a simple metric or a measure")
-        options = params.get("cumulative_type_params") if isinstance(params.get("cumulative_type_params"), dict) else {}
-        window = params.get("window") or options.get("window")
-        to_date = params.get("grain_to_date") or options.get("grain_to_date")
+        window = params.window or (options.window if options else None)
+        to_date = params.grain_to_date or (options.grain_to_date if options else None)
         message = (f"converted to {term.value.id}.{term.attr}, the metric it accumulates: Tessera computes running "
                    "totals in the draft (calculation kind cumulative, along a time breakdown)")
         if window:
-            message += f"; its window ({window}) is not carried: a trailing filter in the draft comes closest"
+            message += (f"; its window ({window.window_string}) is not carried: a trailing filter in the draft "
+                        "comes closest")
         if to_date:
             message += f"; its grain_to_date ({to_date}) is not carried: a to_date filter comes closest"
         self.report.add(f"metric {name}", message)
         return None  # not a term other metrics can build on: the running total itself is not here
 
-    def _ratio(self, name: str, raw: dict, params: dict) -> ast.expr:
-        shared = _filter_texts(raw.get("filter"))  # a ratio's own filter holds for both sides
+    def _ratio(self, name: str, raw: PydanticMetric) -> ast.expr:
+        shared = _filter_texts(raw.filter)  # a ratio's own filter holds for both sides
         pending: list[tuple[Entity, str, Metric]] = []
-        numerator = self._component(params.get("numerator"), name, "numerator", shared, pending)
-        denominator = self._component(params.get("denominator"), name, "denominator", shared, pending)
+        numerator = self._component(raw.type_params.numerator, name, "numerator", shared, pending)
+        denominator = self._component(raw.type_params.denominator, name, "denominator", shared, pending)
         return self._add_derived(name, raw, ast.BinOp(numerator, ast.Div(), denominator), pending)
 
-    def _derived(self, name: str, raw: dict, params: dict) -> ast.expr:
-        inputs = params.get("metrics")
-        if not isinstance(inputs, list) or not inputs:
+    def _derived(self, name: str, raw: PydanticMetric) -> ast.expr:
+        inputs = raw.type_params.metrics
+        if not inputs:
             raise _Skip("it lists no input metrics")
         for item in inputs:
-            offset = (item.get("offset_window") or item.get("offset_to_grain")) if isinstance(item, dict) else None
+            offset = item.offset_window.window_string if item.offset_window else item.offset_to_grain
             if offset:
-                alias = f" (as {item['alias']})" if item.get("alias") else ""
-                raise _Skip(f"input {item.get('name')}{alias} is offset ({offset}): use a period-over-period "
+                alias = f" (as {item.alias})" if item.alias else ""
+                raise _Skip(f"input {item.name}{alias} is offset ({offset}): use a period-over-period "
                             "calculation in the draft: kind prior/change/growth")
-        shared = _filter_texts(raw.get("filter"))
+        shared = _filter_texts(raw.filter)
         pending: list[tuple[Entity, str, Metric]] = []
         terms = {}
         for item in inputs:
-            input_name, _, alias = _input_spec(item)
-            terms[alias or input_name] = self._component(item, name, alias or input_name, shared, pending)
-        return self._add_derived(name, raw, _arithmetic(params.get("expr"), terms), pending)
+            terms[item.alias or item.name] = self._component(item, name, item.alias or item.name, shared, pending)
+        return self._add_derived(name, raw, _arithmetic(raw.type_params.expr, terms), pending)
 
     def _resolve_input(self, name: str) -> ast.expr:
         """A metric (converted on demand) or a measure, as a term of a derived metric."""
@@ -766,7 +673,7 @@ class DbtConverter:
             return _ref(*self.measures[name])
         raise _Skip(f"its input {name} is neither a metric nor a converted measure")
 
-    def _component(self, spec: object, parent: str, role: str, shared: list[str],
+    def _component(self, spec, parent: str, role: str, shared: list[str],
                    pending: list[tuple[Entity, str, Metric]]) -> ast.expr:
         """One input of a ratio or derived metric; with a filter, a filtered copy of its entity metric
         (kept in `pending` until the whole metric converts, so a failure leaves nothing behind)."""
@@ -788,7 +695,8 @@ class DbtConverter:
                                                       description=f"The {role} of {parent}, filtered.")))
         return _ref(entity.name, metric_name)
 
-    def _add_derived(self, name: str, raw: dict, tree: ast.expr, pending: list[tuple[Entity, str, Metric]]) -> ast.expr:
+    def _add_derived(self, name: str, raw: PydanticMetric, tree: ast.expr,
+                     pending: list[tuple[Entity, str, Metric]]) -> ast.expr:
         homes = [node.value.id for node in ast.walk(tree) if isinstance(node, ast.Attribute)]
         if not homes:
             raise _Skip("it uses no metric")
@@ -798,9 +706,9 @@ class DbtConverter:
             raise _Skip(f"{entity.name} already has a field or metric named {metric_name}")
         if len(expression) > MAX_EXPRESSION:
             raise _Skip(f"its expression would be longer than {MAX_EXPRESSION} characters")
-        label = clip(raw.get("label") or humanize(name), MAX_LABEL)
+        label = clip(raw.label or humanize(name), MAX_LABEL)
         division = any(isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) for node in ast.walk(tree))
-        derived = {"entity": entity.name, "label": label, "description": clip(raw.get("description"), MAX_DESCRIPTION),
+        derived = {"entity": entity.name, "label": label, "description": clip(raw.description, MAX_DESCRIPTION),
                    "expression": expression, "type": "float" if division else "decimal",
                    "format": "percent" if _rate_like(name, label) else "decimal"}  # never a guessed currency
         for owner, added, metric in pending:
@@ -829,12 +737,7 @@ class DbtConverter:
 
     def _dimension_field(self, path: str, home: Entity) -> tuple[Entity, str]:
         """`order__status` → the entity whose rows `order` identifies, and its field for `status`."""
-        parts = path.split("__")
-        if parts[-1] == "metric_time":
-            raise _Skip("a filter on metric_time is not converted: a time window belongs in the draft")
-        if len(parts) != 2 or not all(parts):
-            raise _Skip(f"Dimension('{path}') is not entity__dimension; paths of several entities are not converted")
-        key, dimension = parts
+        key, dimension = path.split("__")  # parse_filter passes one entity and one dimension only
         owners = [owner for owner, _, _ in self.keys.get(key, [])]
         if home.name in owners:
             owner = home
@@ -902,8 +805,9 @@ def import_dbt(root: Path, dataset_label: str | None, report: Report) -> Importe
     converter = DbtConverter(report)
     converter.convert(project)
     _drop_overlong(converter, report)
+    report_validation(project, report)  # after what Tessera could not convert: what dbt itself refuses
     if not converter.entities:
-        raise DbtImportError(f"{root}: none of its {len(project.semantic_models)} semantic models could be "
+        raise DbtImportError(f"{root}: none of its {project.found} semantic models could be "
                              "converted (why is printed above)")
     label = dataset_label or (humanize(project.name) if project.name else "Imported dbt project")
     source = f"the dbt project {project.name}" if project.name else str(root)

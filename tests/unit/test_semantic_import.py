@@ -78,7 +78,7 @@ def test_the_shop_project_becomes_a_model_that_loads(imported):
     assert orders.fields["channel"].label == "Sales channel"
     # Secure by default: nothing is visible to the model until a person says so.
     every_field = [spec for entity in model.entities.values() for spec in entity.fields.values()]
-    assert len(every_field) == 24 and {spec.exposure for spec in every_field} == {"never-to-model"}
+    assert len(every_field) == 25 and {spec.exposure for spec in every_field} == {"never-to-model"}
 
 
 def test_measures_and_simple_metrics_become_entity_metrics(imported):
@@ -190,6 +190,7 @@ def shop_rows() -> dict[str, list[dict]]:
             product = (order["order_id"] + line) % 6 + 1
             quantity = 1 + (order["order_id"] + line) % 4
             items.append({"order_item_id": len(items) + 1, "order_id": order["order_id"], "product_id": product,
+                          "ordered_at": order["ordered_at"],
                           "product_category": "toys" if product % 2 else "books", "quantity": quantity,
                           "revenue": quantity * 5.0 * product * (0.9 if order["is_promo"] else 1.0)})
     snapshots = [{"snapshot_id": s, "product_id": s % 6 + 1, "warehouse_id": s % 2 + 1,
@@ -205,7 +206,8 @@ COLUMNS = {
                "channel": sa.String, "is_promo": sa.Boolean, "amount": sa.Float},
     "products": {"product_id": sa.Integer, "product_name": sa.String, "launched_at": sa.Date, "list_price": sa.Float},
     "order_items": {"order_item_id": sa.Integer, "order_id": sa.Integer, "product_id": sa.Integer,
-                    "product_category": sa.String, "quantity": sa.Integer, "revenue": sa.Float},
+                    "ordered_at": sa.Date, "product_category": sa.String, "quantity": sa.Integer,
+                    "revenue": sa.Float},
     "fct_inventory_snapshots": {"snapshot_id": sa.Integer, "product_id": sa.Integer, "warehouse_id": sa.Integer,
                                 "snapshot_date": sa.Date, "units": sa.Integer},
 }
@@ -285,7 +287,7 @@ def test_a_field_is_refused_as_a_dimension_until_its_exposure_is_set(imported, t
     # Every other field is still out of the model's reach.
     model = load_semantic_model(path)
     exposures = Counter(spec.exposure for entity in model.entities.values() for spec in entity.fields.values())
-    assert exposures == {"never-to-model": 23, "bounded-values": 1}
+    assert exposures == {"never-to-model": 24, "bounded-values": 1}
 
 
 # --- 4. unusable input ----------------------------------------------------------------
@@ -348,7 +350,10 @@ def test_filters_of_the_common_forms_translate(text, expected):
     ("lower({{ Dimension('customer__email') }}) = 'x'", "'lower' where a Dimension was expected"),
     ("{{ Entity('customer') }} is not null", "an Entity filter"),
     ("{{ Dimension('order__status') }} is null", "'is null' after the Dimension"),
-    ("{{ Dimension('order__status', entity_path=['customer']) }} = 'x'", "Dimension with one quoted name only"),
+    ("{{ Dimension('order__status', entity_path=['customer']) }} = 'x'", "(one entity__dimension, no entity_path)"),
+    ("{{ Dimension('order__customer__region') }} = 'x'", "is not a call dbt reads"),
+    ("{{ Dimension('metric_time') }} >= '2024-01-01'", "a filter on metric_time is not converted"),
+    ("{{ Dimension('order__ordered_at').grain('month') }} = '2024-01'", "TimeDimension"),
     ("{{ Dimension('order__status') }} in ('a', ", "ends early"),
 ])
 def test_other_filters_are_refused_with_a_reason(text, reason):
@@ -359,7 +364,7 @@ def test_other_filters_are_refused_with_a_reason(text, reason):
 def test_derived_metrics_inline_ratios_and_report_sql(tmp_path, capsys):
     project = {
         "semantic_models": [{
-            "name": "Sales", "model": "ref('fct_sales')",
+            "name": "sales", "model": "ref('fct_sales')",
             "entities": [{"name": "sale", "type": "primary", "expr": "sale_id"}],
             "dimensions": [{"name": "sold_at", "type": "time", "type_params": {"time_granularity": "hour"}}],
             "measures": [{"name": "gross", "agg": "sum", "expr": "gross_amount"},
@@ -383,7 +388,6 @@ def test_derived_metrics_inline_ratios_and_report_sql(tmp_path, capsys):
     assert model.derived_metrics["kept_per_sale"].expression == \
         "(1 - sales.refunds / sales.gross) * sales.gross / sales.sales"
     assert "safe_rate" not in model.derived_metrics
-    assert err[0] == "semantic model Sales: converted as entity sales (Tessera names are lower_snake_case)"
     assert any(line.startswith("metric safe_rate: not converted: its expr 'refunds / nullif(gross, 0)' is not "
                                "arithmetic") for line in err)
 
@@ -400,13 +404,74 @@ def test_names_from_the_project_stay_inside_comments_and_keywords_become_names(t
   - name: "orders\\nrelationships: {}\\n#"
     model: ref('orders')
     entities: [{name: order, type: primary, expr: order_id}]
+  - name: orders
+    label: "Orders\\nrelationships: {}"
+    model: ref('orders')
+    entities: [{name: order, type: primary, expr: order_id}]
     measures: [{name: classes, agg: count_distinct, expr: class}]
 """)
     report = semantic_import.Report()
     imported = semantic_import.import_dbt(tmp_path, None, report)
+    # dbt refuses the first name; the report says so in one line, which the file holds as one comment.
+    [refused] = [line for line in report.lines if line.startswith("semantic model orders relationships")]
+    assert "is not a dbt name: lower-case letters" in refused and f"#   {refused}\n" in imported.text
     document = yaml.safe_load(imported.text)
     assert set(document) == {"version", "dataset", "entities"}, "nothing outside the comments but the model"
     assert all(line.startswith("#") or not line.startswith("relationships") for line in imported.text.splitlines())
     [entity] = document["entities"].values()
+    assert entity["label"] == "Orders relationships: {}"  # one line, a value quoted by the YAML writer
     assert entity["metrics"]["classes"]["expression"] == "count_distinct(class_)"
     assert entity["fields"]["class_"]["column"] == "class"
+
+
+# --- dbt's own parser and validator ---------------------------------------------------------
+
+
+def test_items_dbts_schema_refuses_are_reported_and_the_rest_converts(tmp_path, capsys):
+    """dbt-semantic-interfaces decides what a semantic model or metric is: a typo'd key, an unknown
+    aggregation or an invalid name leaves that item out with dbt's reason; dbt-core's own keys
+    (`meta` beside an item, a metric's access `group`) are read as dbt reads them."""
+    (tmp_path / "semantic.yml").write_text(yaml.safe_dump({
+        "semantic_models": [
+            {"name": "sales", "model": "ref('fct_sales')", "meta": {"owner": "finance"},
+             "defaults": {"agg_time_dimension": "sold_at"},
+             "entities": [{"name": "sale", "type": "primary", "expr": "sale_id"}],
+             "dimensions": [{"name": "sold_at", "type": "time", "type_params": {"time_granularity": "day"},
+                             "meta": {"pii": False}}],
+             "measures": [{"name": "gross", "agg": "sum", "expr": "gross_amount", "create_metric": True}]},
+            {"name": "refunds", "model": "ref('fct_refunds')",
+             "entities": [{"name": "refund", "type": "primary"}],
+             "measures": [{"name": "refunded", "agg": "total", "expr": "amount"}]},
+            {"name": "stores", "model": "ref('stores')",
+             "entities": [{"name": "store", "type": "primary"}], "dimensons": [{"name": "city"}]}],
+        "metrics": [{"name": "gross_sales", "type": "simple", "label": "Gross sales", "group": "finance",
+                     "meta": {"tier": 1}, "type_params": {"measure": "gross"}},
+                    {"name": "Net", "type": "simple", "type_params": {"measure": "gross"}}]}))
+    status, stdout, err = run_import(capsys, str(tmp_path), "--out", str(tmp_path / "model.yaml"))
+    assert status == 0, err
+    refused = {line.split(": not converted: ")[0]: line for line in err if ": not converted: " in line}
+    assert refused.keys() == {"semantic model refunds", "semantic model stores", "metric Net"}, err
+    assert "dbt's schema refuses it (measures/0/agg: 'total' is not one of" in refused["semantic model refunds"]
+    assert "'dimensons' was unexpected" in refused["semantic model stores"]
+    assert "name: 'Net' is not a dbt name: lower-case letters" in refused["metric Net"]
+    model = load_semantic_model(tmp_path / "model.yaml")
+    assert list(model.entities) == ["sales"]
+    assert model.entities["sales"].metrics["gross_sales"].expression == "sum(gross_amount)"
+
+
+def test_what_dbts_validator_refuses_is_reported_and_the_import_goes_on(tmp_path, capsys):
+    """A measure needs an aggregation time dimension in dbt; Tessera does not, so the model is written
+    and the line says what dbt itself would refuse."""
+    (tmp_path / "semantic.yml").write_text(yaml.safe_dump({
+        "semantic_models": [{"name": "visits", "model": "ref('visits')",
+                             "entities": [{"name": "visit", "type": "primary", "expr": "visit_id"}],
+                             "measures": [{"name": "visit_count", "agg": "count", "expr": "visit_id"}]}],
+        "metrics": [{"name": "visits", "type": "simple", "type_params": {"measure": "visit_count"}}]}))
+    status, _, err = run_import(capsys, str(tmp_path), "--out", str(tmp_path / "model.yaml"))
+    assert status == 0, err
+    dbt_lines = [line for line in err if line.startswith("dbt's validator: ")]
+    assert dbt_lines and all("visit_count" in line for line in dbt_lines), err
+    assert any("aggregation time dimension" in line.lower() for line in dbt_lines), dbt_lines
+    assert f"#   {dbt_lines[0]}\n" in (tmp_path / "model.yaml").read_text()
+    assert load_semantic_model(tmp_path / "model.yaml").entities["visits"].metrics["visits"].expression == \
+        "count(visit_id)"
