@@ -378,13 +378,13 @@ class DbtConverter:
         name = raw.name
         subject, entity_name = f"semantic model {name}", snake(name)
         key = self._key_entity(raw, subject)
-        if key is None:
-            return
         table = raw.node_relation.alias
         clash = "entity" if entity_name in self.entities else "table" if table in {
             e.table for e in self.entities.values()} else None
-        if clash:  # Tessera maps each table once, and names each entity once
+        if clash and key is not None:  # Tessera maps each table once, and names each entity once
             self.report.add(subject, f"not converted: its {clash} is already that of another semantic model")
+        if key is None or clash:  # its measures exist, unconverted: metrics over them say so
+            self.measures_seen.update(measure.name for measure in raw.measures)
             return
         entity = Entity(entity_name, table, clip(raw.label or humanize(name), MAX_LABEL),
                         clip(raw.description, MAX_DESCRIPTION), key[0], reserved)

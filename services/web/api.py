@@ -53,6 +53,7 @@ from shared.bounded_json import BoundedJsonError, Limits, parse
 from shared.caches import bounded_lru
 from shared.errors import ErrorDetails, error_details
 from shared.logs import log
+from shared.surface_envelopes import CursorInvalid, cursor_text, envelope_dict, parse_cursor
 from tessera.agent.v1 import agent_pb2
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.common.v1 import common_pb2
@@ -75,7 +76,6 @@ _HTTP = {grpc.StatusCode.INVALID_ARGUMENT: 400, grpc.StatusCode.UNAUTHENTICATED:
          # Web never cancels its own calls this way: the peer cancelled it because it is stopping.
          grpc.StatusCode.CANCELLED: 503}
 _NOBODY_ANSWERED = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED)
-_CURSOR = re.compile(r"([0-9]{1,20}):([0-9]{1,20})")
 _WEB_FILLS = {"actor", "session_id", "surface_id"}  # never taken from a browser
 # The broker's refusals of a decision on an approval that already ended; their ErrorInfo metadata says how.
 _DECIDED_ALREADY = frozenset({"APPROVAL_ALREADY_DECIDED", "DECISION_ID_CONFLICT", "APPROVAL_EXPIRED",
@@ -114,24 +114,11 @@ def _as_dict(message) -> dict:
     return MessageToDict(message, preserving_proto_field_name=True)
 
 
-def _envelope(envelope: host_pb2.SurfaceEnvelope) -> dict:
-    """An envelope for the browser: A2UI messages parsed, host events as JSON objects."""
-    kind = envelope.WhichOneof("payload")
-    out = {"surface_id": envelope.surface_id, "epoch": envelope.epoch, "sequence": envelope.sequence,
-           "revision_id": envelope.revision_id, "payload_hash": envelope.payload_hash, "kind": kind}
-    if kind == "a2ui":
-        out["message"] = json.loads(envelope.a2ui.message_json)
-    else:
-        out["event"] = _as_dict(getattr(envelope, kind))
-    return out
-
-
 def _cursor(text: str) -> host_pb2.Cursor:
-    """`<epoch>:<sequence>`, two unsigned 64-bit decimals, or a refusal."""
-    match = _CURSOR.fullmatch(text)
-    if match is None or max(int(match[1]), int(match[2])) >= 2**64:
-        raise ApiError(400, "CURSOR_INVALID", "a cursor is <epoch>:<sequence>, as the stream's event ids")
-    return host_pb2.Cursor(epoch=int(match[1]), sequence=int(match[2]))
+    try:
+        return parse_cursor(text)
+    except CursorInvalid as exc:
+        raise ApiError(400, "CURSOR_INVALID", str(exc)) from None
 
 
 _B64URL = re.compile(r"[A-Za-z0-9_-]{0,8000}")
@@ -171,7 +158,7 @@ def _error_event(reason: str, message: str) -> ServerSentEvent:
 
 
 def _encoded_envelope(envelope: host_pb2.SurfaceEnvelope) -> bytes:
-    return _event(_envelope(envelope), f"{envelope.epoch}:{envelope.sequence}").encode()
+    return _event(envelope_dict(envelope), cursor_text(envelope)).encode()
 
 
 def _encoded_refusal(exc: grpc.aio.AioRpcError) -> bytes:

@@ -475,3 +475,19 @@ def test_what_dbts_validator_refuses_is_reported_and_the_import_goes_on(tmp_path
     assert f"#   {dbt_lines[0]}\n" in (tmp_path / "model.yaml").read_text()
     assert load_semantic_model(tmp_path / "model.yaml").entities["visits"].metrics["visits"].expression == \
         "count(visit_id)"
+
+
+def test_a_metric_over_a_measure_of_an_unconverted_semantic_model_says_so(tmp_path, capsys):
+    (tmp_path / "semantic.yml").write_text(yaml.safe_dump({
+        "semantic_models": [
+            {"name": "accounts", "model": "ref('accounts')",
+             "entities": [{"name": "account", "type": "primary", "expr": "concat(region, '-', id)"}],
+             "measures": [{"name": "arr", "agg": "sum", "expr": "arr_usd"}]},
+            {"name": "visits", "model": "ref('visits')",
+             "entities": [{"name": "visit", "type": "primary", "expr": "visit_id"}],
+             "measures": [{"name": "visit_count", "agg": "count", "expr": "visit_id"}]}],
+        "metrics": [{"name": "total_arr", "type": "simple", "type_params": {"measure": "arr"}}]}))
+    status, _, err = run_import(capsys, str(tmp_path), "--out", str(tmp_path / "model.yaml"))
+    assert status == 0, err
+    assert "semantic model accounts: not converted: its primary entity is a SQL expression" in err[0]
+    assert "metric total_arr: not converted: its measure arr was not converted" in err
