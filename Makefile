@@ -81,6 +81,7 @@ $(TS_GEN)/.generated: node_modules/.installed buf.gen.ts.yaml $(PROTO_FILES)
 # The browser bundle (Vite): services/web/static, served by the web process; not committed.
 $(BUNDLE)/.built: node_modules/.installed $(VENV)/.installed $(FRONTEND_FILES) $(CATALOG_FILES)
 	TESSERA_PYTHON=$(abspath $(PY)) npx vite build --config services/web/frontend/vite.config.js
+	TESSERA_PYTHON=$(abspath $(PY)) npx vite build --config services/web/frontend/vite.answer.config.js
 	@touch $@
 
 # Debian's Chromium for the browser tests (no browser downloads); they skip, saying why, without it.
@@ -147,7 +148,7 @@ model-check: proto
 	$(PY) bench/model_check.py
 
 clean:
-	rm -rf $(VENV) $(DEPLOY_VENV) node_modules $(GEN) $(TS_GEN) clients/ts/dist $(BUNDLE) services/web/frontend/src/generated/*.js var .pytest_cache
+	rm -rf $(VENV) $(DEPLOY_VENV) node_modules $(GEN) $(TS_GEN) clients/ts/dist $(BUNDLE) services/mcp/static services/web/frontend/src/generated/*.js var .pytest_cache
 
 # The container images, built without a registry (needs root; see deploy/image/build.sh):
 # localhost/tessera:<version> (+ :latest), one image for all six services, and

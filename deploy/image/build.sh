@@ -171,6 +171,7 @@ build() {
 }
 
 [ -f services/web/static/index.html ] || die "services/web/static is missing: run 'make frontend' first"
+[ -f services/mcp/static/answer.html ] || die "services/mcp/static is missing: run 'make frontend' first"
 build "localhost/tessera:$version" "$out/build-tessera.log" \
   -f $here/Containerfile --ignorefile $here/.containerignore \
   --build-arg BASE_IMAGE=localhost/tessera-base:bookworm --build-arg TESSERA_VERSION="$version" \

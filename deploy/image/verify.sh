@@ -49,6 +49,8 @@ done
 
 run_tessera test -s services/web/static/index.html && ok "tessera: services/web/static/index.html is there" \
   || fail "tessera: no services/web/static/index.html"
+run_tessera test -s services/mcp/static/answer.html && ok "tessera: services/mcp/static/answer.html is there" \
+  || fail "tessera: no services/mcp/static/answer.html"
 
 out="$(run_tessera python -c '
 import os, pathlib, shutil, sys

@@ -1,4 +1,5 @@
-"""The MCP front process: the six data tools for outside agents, under the front's own identity.
+"""The MCP front process: the six data tools for outside agents, under the front's own identity, and for
+clients that speak MCP Apps the frame that shows the answer in their chat (answer_app.py).
 
 - `python -m services.mcp`          streamable HTTP at /mcp for remote clients, each request with an OAuth 2.1
                                     bearer token (oauth.py); /healthz for launchers and probes;
@@ -6,7 +7,8 @@
                                     machine starts it), acting for the configured local person, as the CLI does.
 
 It holds the front's certificate and the key it signs people's actor assertions with; it calls only the
-agent (tools) and the host (the person's session), as the caller table allows.
+agent (tools) and the host (the person's session, and for the frame their surface and its commands), as the
+caller table allows.
 """
 
 from __future__ import annotations
@@ -18,16 +20,20 @@ import sys
 
 import anyio
 import mcp_types as types
+from mcp.server.apps import EXTENSION_ID, client_supports_apps
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
+from mcp_types.jsonrpc import INVALID_PARAMS
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 
+from services.mcp.answer_app import ANSWER_URI, AnswerBundle
 from services.mcp.config import McpSettings
 from services.mcp.front import MAX_ARGUMENT_BYTES, Front, Person, refusal
 from services.mcp.issuer_keys import IssuerKeys
@@ -47,7 +53,8 @@ INSTRUCTIONS = ("Tessera answers questions about your organisation's data by com
                 "person. Explore with inspect_current_context, inspect_catalog and describe_data, ask for data "
                 "with run_analysis (you get a descriptor, never rows), then present_ui: call it without a "
                 "proposal to get the offered components, then with one. A refused call says where (pointer) and "
-                "what to do next (next_step). The person sees the numbers at the link it returns; you never do.")
+                "what to do next (next_step). The person sees the numbers in the frame present_ui opens (in "
+                "clients that show MCP Apps) or at the link it returns; you never do.")
 IDLE_SWEEP_SECONDS = 30
 
 
@@ -86,23 +93,35 @@ class FrontHolder:
             await self.front.end_idle()
 
 
-def build_server(holder: FrontHolder, person_of_request) -> Server:
+def build_server(holder: FrontHolder, person_of_request, bundle: AnswerBundle | None = None) -> Server:
     """The MCP server: tools/list and tools/call, for the person `person_of_request(conversation)` names (None:
-    refuse); a conversation is the client's MCP session id, where its transport has one."""
+    refuse); a conversation is the client's MCP session id, where its transport has one. The answer frame's
+    `ui://` resource is listed to every client; its tools only to clients that negotiated MCP Apps."""
+    bundle = bundle or AnswerBundle()
 
     async def list_tools(ctx, params) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=await holder.front.tools())
+        return types.ListToolsResult(tools=await holder.front.tools(apps=client_supports_apps(ctx)))
 
     async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
         person = person_of_request(_conversation(ctx))
         if person is None:
             return refusal("PERSON_UNKNOWN", "the access token does not name a person and tenant this deployment "
                                              "accepts")
-        return await holder.front.call(person, params.name, params.arguments)
+        return await holder.front.call(person, params.name, params.arguments, apps=client_supports_apps(ctx))
+
+    async def list_resources(ctx, params) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=[bundle.resource()])
+
+    async def read_resource(ctx, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        if params.uri != ANSWER_URI:
+            raise MCPError(INVALID_PARAMS, f"no resource {params.uri[:200]!r}; this server has {ANSWER_URI}")
+        return bundle.read()
 
     # The version an MCP client shows for this server (its `serverInfo`): Tessera's own.
-    return Server("tessera", version=__version__, instructions=INSTRUCTIONS, on_list_tools=list_tools,
-                  on_call_tool=call_tool)
+    server = Server("tessera", version=__version__, instructions=INSTRUCTIONS, on_list_tools=list_tools,
+                    on_call_tool=call_tool, on_list_resources=list_resources, on_read_resource=read_resource)
+    server.extensions[EXTENSION_ID] = {}  # MCP Apps: clients that speak it draw the answer in a frame
+    return server
 
 
 def _conversation(ctx) -> str:

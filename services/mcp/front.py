@@ -4,6 +4,8 @@ Tool descriptions and input schemas are the agent's own (agent.ListDataTools), s
 offered what the built-in one is; annotations say honestly that only present_ui changes anything.
 Every call goes to the agent's turn for that person and client (turns.py) and comes back as the
 result a model gets there: slices, opaque ids and descriptors, never rows, SQL or physical names.
+A client that speaks MCP Apps also gets the answer frame's two app-only tools (answer_app.py), which
+read the person's surface from the host; no other client is offered or served them.
 """
 
 from __future__ import annotations
@@ -18,6 +20,15 @@ from dataclasses import dataclass
 import grpc
 import mcp_types as types
 
+from services.mcp.answer_app import (
+    APP_TOOLS,
+    COMMAND_TOOL,
+    AnswerJournal,
+    AppRefusal,
+    Viewer,
+    app_tools,
+    with_answer_frame,
+)
 from services.mcp.turns import QUESTION_OPENERS, OutsideTurn, TurnUnavailable, question_of
 from shared.actors import assert_actor
 from shared.errors import error_details
@@ -68,9 +79,18 @@ class Front:
         self._tools: list[types.Tool] | None = None
         self._turns: dict[Person, OutsideTurn] = {}
         self._locks: dict[Person, asyncio.Lock] = {}
-        self._sessions: dict[Person, str] = {}
+        self._sessions: dict[Person, tuple[str, str]] = {}  # the person's host session and its surface
+        self._journal = AnswerJournal(host)
 
-    async def tools(self) -> list[types.Tool]:
+    async def tools(self, apps: bool = False) -> list[types.Tool]:
+        """The six data tools; for a client that speaks MCP Apps, present_ui names the answer frame and the
+        frame's own tools follow (hidden from the model by the client)."""
+        tools = await self._data_tools()
+        if not apps:
+            return tools
+        return [with_answer_frame(tool) if tool.name == "present_ui" else tool for tool in tools] + app_tools()
+
+    async def _data_tools(self) -> list[types.Tool]:
         if self._tools is None:
             try:
                 reply = await self._agent.ListDataTools(agent_pb2.ListDataToolsRequest(), timeout=10)
@@ -89,11 +109,13 @@ class Front:
         return assert_actor(self._key, person.actor_id, person.tenant_id, person.display_name,
                             lifetime=ASSERTION_LIFETIME)
 
-    async def call(self, person: Person, tool: str, arguments: dict | None) -> types.CallToolResult:
+    async def call(self, person: Person, tool: str, arguments: dict | None, apps: bool = False) -> types.CallToolResult:
         arguments_json = json.dumps(arguments or {})
         if len(arguments_json.encode()) > MAX_ARGUMENT_BYTES:
             return refusal("ARGUMENTS_TOO_LARGE", f"arguments exceed {MAX_ARGUMENT_BYTES} bytes",
                            bound=MAX_ARGUMENT_BYTES)
+        if apps and tool in APP_TOOLS:  # any other client's call goes to the agent, which knows no such tool
+            return await self._app_call(person, tool, arguments or {})
         lock = self._locks.setdefault(person, asyncio.Lock())
         async with lock:  # one conversation's calls in order: the turn state is that conversation's
             try:
@@ -124,7 +146,26 @@ class Front:
             log(logger, logging.INFO, "turn begun", turn_id=turn.turn_id, client=person.client)
         return turn
 
+    async def _app_call(self, person: Person, tool: str, arguments: dict) -> types.CallToolResult:
+        """A call of the answer frame: the person's surface read, or a block's command, at the host."""
+        try:
+            session_id, surface_id = await self._opened(person)
+            viewer = Viewer(self.assertion(person), session_id, surface_id)
+            if tool == COMMAND_TOOL:
+                return tool_result(True, await self._journal.command(viewer, arguments))
+            return tool_result(True, await self._journal.read(viewer, arguments))
+        except AppRefusal as exc:
+            return refusal(exc.reason, exc.message)
+        except TurnUnavailable as exc:
+            return refusal(exc.reason, exc.message)
+        except grpc.aio.AioRpcError as exc:  # the host's refusal (its reason), or a host nobody reached
+            details = error_details(exc, "host")
+            return refusal(details.reason, details.message)
+
     async def _session(self, person: Person) -> str:
+        return (await self._opened(person))[0]
+
+    async def _opened(self, person: Person) -> tuple[str, str]:
         if person not in self._sessions:
             try:
                 opened = await self._host.OpenSession(host_pb2.OpenSessionRequest(
@@ -133,7 +174,7 @@ class Front:
                 details = error_details(exc, "host")
                 raise TurnUnavailable(details.reason, f"the session could not be opened: {details.message}") \
                     from None
-            self._sessions[person] = opened.session_id
+            self._sessions[person] = (opened.session_id, opened.surface_id)
         return self._sessions[person]
 
     async def _end(self, person: Person) -> None:

@@ -56,9 +56,12 @@ def test_model_facing_data_rpcs_are_for_the_agent_and_windows_for_the_host():
 
 
 def test_the_mcp_front_reaches_the_data_tools_and_the_persons_session_only():
+    """The data tools at the agent; at the host the person's session, and for the answer frame (MCP Apps) its
+    surface and the commands its blocks send. Never the gateway, the compiler or the broker."""
     reached = {(name, method.name) for name, (descriptor, _) in SERVICES.items() for method in descriptor.methods
                if "mcp" in declared_callers(method)}
-    assert reached == {("agent", "ListDataTools"), ("agent", "ServeTools"), ("host", "OpenSession")}
+    assert reached == {("agent", "ListDataTools"), ("agent", "ServeTools"), ("host", "OpenSession"),
+                       ("host", "AuthorizeViewer"), ("host", "Subscribe"), ("host", "SendCommand")}
     agent = SERVICES["agent"][0]
     assert list(declared_callers(agent.methods_by_name["ServeTools"])) == ["mcp"]  # no other edge runs outside turns
 

@@ -1,0 +1,103 @@
+"""The answer frame (MCP Apps) drawn as a chat client draws it: Tessera's `ui://` document in a sandboxed
+iframe (scripts only: no same-origin, no network), whose host page speaks the extension's JSON-RPC over
+postMessage and relays the frame's calls of its app-only tools to the MCP front through the official `mcp`
+Client. The table the frame draws holds what SQL gives; the outside model never saw a row of it."""
+
+from __future__ import annotations
+
+import json
+
+import anyio
+from mcp import Client
+from playwright.async_api import TimeoutError as PlaywrightTimeout
+from playwright.async_api import async_playwright
+
+from tests.fixtures.golden.reference import expected_figures
+from tests.fixtures.no_payload import leaks
+from tests.integration.test_mcp_apps import ANSWER_URI, APPS
+from tests.integration.test_mcp_front import OutsideAgent, _answer_by_region, _stdio
+
+# A chat client's side of MCP Apps, as small as the extension allows: it answers the frame's initialize,
+# hands it the tool result once it is initialized, and relays tools/call for the app's own tools only.
+HOST_PAGE = """<!doctype html><html><body>
+<iframe id="app" sandbox="allow-scripts" style="width: 960px; height: 720px; border: 0"></iframe>
+<script>
+window.hostLog = [];
+const frame = document.getElementById('app');
+const post = (message) => frame.contentWindow.postMessage({ jsonrpc: '2.0', ...message }, '*');
+window.addEventListener('message', async (event) => {
+  const message = event.data;
+  if (event.source !== frame.contentWindow || !message || message.jsonrpc !== '2.0' || !message.method) return;
+  window.hostLog.push(message.method);
+  if (message.method === 'ui/initialize') {
+    post({ id: message.id, result: { protocolVersion: message.params.protocolVersion, hostCapabilities: {},
+      hostInfo: { name: 'test host', version: '1' }, hostContext: {} } });
+  } else if (message.method === 'ui/notifications/initialized') {
+    post({ method: 'ui/notifications/tool-result', params: window.toolResult });
+  } else if (message.method === 'tools/call') {
+    if (!window.appTools.includes(message.params.name)) {
+      post({ id: message.id, error: { code: -32601, message: 'not a tool of this app' } });
+      return;
+    }
+    post({ id: message.id, result: await window.callTool(message.params.name, message.params.arguments || {}) });
+  } else if (message.id !== undefined) {
+    post({ id: message.id, result: {} });
+  }
+});
+</script></body></html>"""
+
+
+def test_the_frame_draws_the_committed_table_with_what_sql_gives(chromium_path, running_set, warehouse_url):
+    async def scenario():
+        async with Client(_stdio(running_set, "apps-frame"), cache=None, extensions=APPS) as client:
+            listed = (await client.list_tools()).tools
+            app_tools = [t.name for t in listed if t.meta and t.meta.get("ui", {}).get("visibility") == ["app"]]
+            html = (await client.read_resource(ANSWER_URI)).contents[0].text
+            agent = OutsideAgent(client)
+            presented = await _answer_by_region(agent)
+            relayed: list[tuple[str, str]] = []
+
+            async def call_tool(name: str, arguments: dict) -> dict:
+                result = await client.call_tool(name, arguments)
+                relayed.append((name, result.content[0].text))
+                return result.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+            async with async_playwright() as playwright:
+                browser = await playwright.chromium.launch(executable_path=chromium_path, headless=True,
+                                                           args=["--no-sandbox", "--disable-gpu"])
+                page = await browser.new_page()
+                problems: list[str] = []
+                page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+                page.on("pageerror", lambda error: problems.append(str(error)))
+                await page.expose_function("callTool", call_tool)
+                await page.set_content(HOST_PAGE)
+                await page.evaluate("""([result, tools, html]) => {
+                    window.toolResult = result; window.appTools = tools;
+                    document.getElementById('app').srcdoc = html; }""",
+                                    [{"content": [{"type": "text", "text": json.dumps(presented)}],
+                                      "structuredContent": presented, "isError": False}, app_tools, html])
+                rows = page.frame_locator("#app").locator("tessera-data-table tbody tr")
+                try:
+                    await rows.first.wait_for(timeout=60_000)
+                except PlaywrightTimeout:
+                    raise AssertionError((problems, await page.evaluate("window.hostLog"), relayed[-3:])) from None
+                table = [[await cell.inner_text() for cell in await row.locator("td").all()]
+                         for row in await rows.all()]
+                log = await page.evaluate("window.hostLog")
+                await browser.close()
+            return presented, agent, relayed, table, log, problems
+
+    presented, agent, relayed, table, log, problems = anyio.run(scenario)
+    expected = expected_figures(warehouse_url, {"metric": "net_revenue", "by": "region"})
+    assert sorted(row[0] for row in table) == sorted(expected), table
+    for name, shown in table:  # the figure as the renderer formats it: digits of the SQL value, to the cent
+        digits = "".join(ch for ch in shown if ch.isdigit() or ch == ".")
+        assert abs(float(digits) - float(expected[name])) < 0.01, (name, shown, expected[name])
+    assert log[:2] == ["ui/initialize", "ui/notifications/initialized"] and "tools/call" in log, log
+    assert {name for name, _ in relayed} <= {"read_answer", "send_answer_command"}
+    # The rows went to the frame only: what the model saw carries none of them.
+    seen_by_model = [{"turn_id": "mcp", "kind": f"result:{tool}", "text": text} for tool, text in agent.returned]
+    assert leaks(seen_by_model, warehouse_url) == []
+    assert leaks([{"turn_id": "frame", "kind": f"result:{name}", "text": text} for name, text in relayed],
+                 warehouse_url)
+    assert problems == []
