@@ -23,6 +23,7 @@ HOST_PAGE = """<!doctype html><html><body>
 <iframe id="app" sandbox="allow-scripts" style="width: 960px; height: 720px; border: 0"></iframe>
 <script>
 window.hostLog = [];
+window.chatMessages = [];
 const frame = document.getElementById('app');
 const post = (message) => frame.contentWindow.postMessage({ jsonrpc: '2.0', ...message }, '*');
 window.addEventListener('message', async (event) => {
@@ -32,6 +33,9 @@ window.addEventListener('message', async (event) => {
   if (message.method === 'ui/initialize') {
     post({ id: message.id, result: { protocolVersion: message.params.protocolVersion, hostCapabilities: {},
       hostInfo: { name: 'test host', version: '1' }, hostContext: {} } });
+  } else if (message.method === 'ui/message') {
+    window.chatMessages.push(message.params);
+    post({ id: message.id, result: {} });
   } else if (message.method === 'ui/notifications/initialized') {
     post({ method: 'ui/notifications/tool-result', params: window.toolResult });
   } else if (message.method === 'tools/call') {
@@ -83,16 +87,31 @@ def test_the_frame_draws_the_committed_table_with_what_sql_gives(chromium_path, 
                     raise AssertionError((problems, await page.evaluate("window.hostLog"), relayed[-3:])) from None
                 table = [[await cell.inner_text() for cell in await row.locator("td").all()]
                          for row in await rows.all()]
+                tools = await page.frame_locator("#app").locator("tessera-data-table .tools").inner_text()
+                # A region clicked: its follow-up goes to the chat as the person's message.
+                await rows.first.locator("button.drill").click()
+                await page.wait_for_function("window.chatMessages.length > 0")
+                asked = await page.evaluate("window.chatMessages")
+                # The next answer is the next frame's: this one says so and keeps its own.
+                newer = await _answer_by_region(agent)
+                notice = page.frame_locator("#app").locator("#frame-notice")
+                await notice.wait_for(state="visible", timeout=60_000)
+                replaced = (await notice.inner_text(), await rows.count())
                 log = await page.evaluate("window.hostLog")
                 await browser.close()
-            return presented, agent, relayed, table, log, problems
+            return presented, agent, relayed, table, (tools, asked), (newer, replaced), log, problems
 
-    presented, agent, relayed, table, log, problems = anyio.run(scenario)
+    presented, agent, relayed, table, (tools, asked), (newer, replaced), log, problems = anyio.run(scenario)
     expected = expected_figures(warehouse_url, {"metric": "net_revenue", "by": "region"})
     assert sorted(row[0] for row in table) == sorted(expected), table
     for name, shown in table:  # the figure as the renderer formats it: digits of the SQL value, to the cent
         digits = "".join(ch for ch in shown if ch.isdigit() or ch == ".")
         assert abs(float(digits) - float(expected[name])) < 0.01, (name, shown, expected[name])
+    assert "Download CSV" not in tools  # a sandboxed frame may not save files
+    [message] = asked
+    assert message["role"] == "user" and table[0][0] in message["content"][0]["text"], message
+    assert newer["revision"] != presented["revision"]
+    assert "A newer answer replaced this one" in replaced[0] and replaced[1] == len(table)
     assert log[:2] == ["ui/initialize", "ui/notifications/initialized"] and "tools/call" in log, log
     assert {name for name, _ in relayed} <= {"read_answer", "send_answer_command"}
     # The rows went to the frame only: what the model saw carries none of them.

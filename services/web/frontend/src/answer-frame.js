@@ -3,7 +3,8 @@
 // postMessage: the client hands it present_ui's result (a revision id, never rows), and relays its calls of
 // the two tools only the app may use to Tessera's MCP front, which reads the person's surface from the host
 // and sends what a block asks for as the host's command. It draws exactly one answer, the revision it was
-// opened for: a newer answer is the newer frame's, so this one says so and stops.
+// opened for: a newer answer is the newer frame's, so this one says so, and keeps its own (its blocks can
+// still page through their rows, as an earlier answer's can in web).
 
 import { SurfaceView } from './surface.js';
 import { surfaceState } from './components.js';
@@ -101,25 +102,36 @@ const view = new SurfaceView($('surface'), {
   onError(error) { notice(`The answer stopped updating: ${error.message}`); },
 });
 sendCommandsWith((command) => callTool(COMMAND_TOOL, { command }));
+surfaceState.canDownload = false;  // the frame may not save files: the rows as CSV are in Tessera
 
-// One envelope of the journal, if it is this frame's: its revision's, or a host event. Returns false once a
-// newer revision appears (this frame's answer was replaced).
+// A value clicked (a bar, a row): its follow-up question goes to the chat as the person's message.
+document.addEventListener('tessera-ask', (event) => {
+  const { question } = event.detail;
+  link.request('ui/message', { role: 'user', content: [{ type: 'text', text: question }] })
+    .catch(() => notice(`Ask it in the chat: “${question}”`));
+});
+
+// One envelope of the journal, shown if it is this frame's: its revision's messages, and the host's events
+// about it (an approval its button raised). A read from the start of the journal replays earlier answers and
+// their events: skipped. A revision after ours is a newer answer: not drawn here.
 let seenPinned = false;
 function take(envelope) {
-  const ofRevision = envelope.kind === 'a2ui' && envelope.revision_id;
-  if (ofRevision && envelope.revision_id !== pinned) {
-    if (seenPinned) return false;  // after ours: a newer answer
-    return true;  // before ours: an earlier answer of the conversation, not this frame's
+  if (envelope.kind !== 'a2ui') {
+    if (envelope.revision_id === pinned || envelope.kind === 'snapshot_required') view.receive(envelope);
+  } else if (envelope.revision_id && envelope.revision_id !== pinned) {
+    if (seenPinned) replaced();
+  } else {
+    seenPinned = seenPinned || Boolean(envelope.revision_id);
+    view.receive(envelope);
   }
-  if (ofRevision) seenPinned = true;
-  view.receive(envelope);
-  return true;
 }
 
+let saidReplaced = false;
 function replaced() {
-  stopped = true;
+  if (saidReplaced) return;
+  saidReplaced = true;
   status('');
-  notice('A newer answer replaced this one; it is in the newer frame, and in Tessera.', true);
+  notice('A newer answer replaced this one on your surface; it is in the newer frame, and in Tessera.', true);
 }
 
 async function follow() {
@@ -136,12 +148,11 @@ async function follow() {
       failures += 1;
       continue;
     }
-    if (!$('frame-open').hidden || $('frame-notice-text').textContent.startsWith('Reconnecting')) notice('');
-    for (const envelope of read.envelopes) {
-      if (!take(envelope)) { replaced(); return; }
-    }
+    if ($('frame-notice-text').textContent.startsWith('Reconnecting')) notice('');
+    read.envelopes.forEach(take);
     after = read.cursor || after;
-    if (!read.more && !seenPinned && read.envelopes.length === 0 && after) { replaced(); return; }
+    // Caught up with the journal (present_ui answered after the commit) and ours is not there: replaced.
+    if (!read.more && !seenPinned) replaced();
   }
 }
 

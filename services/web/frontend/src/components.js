@@ -25,6 +25,7 @@ useECharts([BarChart, LineChart, ScatterChart, PieChart, HeatmapChart, GridCompo
 
 export const surfaceState = {
   revisionId: '',
+  canDownload: true,  // false in an outside agent's sandboxed frame, which may not save files (answer-frame.js)
   windows: new Map(),  // key → window, as received (surface.js)
   coming: new Set(),  // keys of first windows the host is sending
   waiting: new Map(),  // key → {timer, ask}: a block waiting for a first window
@@ -364,8 +365,10 @@ class ResourceElement extends TesseraElement {
 
   // The result's own tools: what the block adds (a chart's view and type), then the rows as CSV.
   tools(own = nothing) {
-    return html`<div class="tools" role="group" aria-label="This result">${own}
-      <button type="button" ?disabled=${this._exporting} @click=${this.exportCsv}>Download CSV</button>
+    const csv = surfaceState.canDownload
+      ? html`<button type="button" ?disabled=${this._exporting} @click=${this.exportCsv}>Download CSV</button>`
+      : nothing;
+    return html`<div class="tools" role="group" aria-label="This result">${own}${csv}
       <span class="tool-status" role="status">${this._exported || ''}</span></div>`;
   }
 
