@@ -249,8 +249,11 @@ def service_environment(name: str, source: dict[str, str]) -> dict[str, str]:
 def _demo_actions_with_the_demo_model(env: dict[str, str], source: dict[str, str]) -> None:
     """The demo's actions change the demo's orders: they go with the demo's semantic model only. A set whose
     resources read another model gets no actions (deploy/policy/no-actions.yaml) unless its operator names an
-    actions file of their own (docs/semantic-model.md)."""
+    actions file of their own (docs/semantic-model.md). The broker checks the actions it offers against the
+    model the gateway reads."""
     model = source.get("TESSERA_RESOURCES_SEMANTIC_MODEL")
+    if model:
+        env.setdefault("TESSERA_CAPABILITIES_SEMANTIC_MODEL", model)
     if model and Path(model).resolve() != DEMO_SEMANTIC_MODEL.resolve():
         env.setdefault("TESSERA_CAPABILITIES_ACTIONS_FILE", str(NO_ACTIONS))
 

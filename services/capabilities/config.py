@@ -7,12 +7,14 @@ from pathlib import Path
 from pydantic import Field, SecretStr, model_validator
 
 from shared.config import ServiceSettings
-from shared.paths import DEMO_ACTIONS, REPO_ROOT, default_warehouse, var_dir
+from shared.paths import DEMO_ACTIONS, DEMO_SEMANTIC_MODEL, REPO_ROOT, default_warehouse, var_dir
 
 
 class CapabilitiesSettings(ServiceSettings):
     database_url: str = ""  # default: sqlite:///<var>/capabilities/broker.sqlite
     actions_file: Path = DEMO_ACTIONS
+    # The semantic model the set's gateway reads: an action is offered only for records it models.
+    semantic_model: Path = DEMO_SEMANTIC_MODEL
     tools_file: Path = REPO_ROOT / "deploy" / "policy" / "tools.yaml"
     # Where each MCP server's own stderr goes (mcp-<server>.log).
     mcp_log_dir: Path | None = None

@@ -116,6 +116,8 @@ class FieldSpec(_Strict):
 
 class ChangeTarget(_Strict):
     label: str = Field(default="", max_length=80)  # a record reads "<label> <key>", e.g. "Order 1042"
+    # The entity of the semantic model whose records these are: an action belongs to a model (model_entities.py).
+    semantic_entity: str = Field(pattern=_NAME)
     table: str = Field(pattern=_NAME)
     key: str = Field(pattern=_NAME)
     version: str = Field(pattern=_NAME)

@@ -7,6 +7,7 @@ import json
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
+from pathlib import Path
 
 import grpc
 import sqlalchemy as sa
@@ -20,6 +21,7 @@ from services.capabilities.enrollment import Enrollments
 from services.capabilities.mcp_gate import ToolGate, ToolState
 from services.capabilities.messages import receipt
 from services.capabilities.metrics import BrokerMetrics
+from services.capabilities.model_entities import ModelUnreadable, load_entities, unmodelled_targets
 from services.capabilities.passkey_store import PasskeyStore
 from services.capabilities.passkeys import RelyingParty
 from services.capabilities.policy import ActionPolicy, Approvers, ChangeTarget, PolicyError
@@ -354,13 +356,20 @@ def _databases(settings: CapabilitiesSettings) -> tuple[sa.Engine, sa.Engine]:
     return engine, changes_engine
 
 
-def _offerable(policy: ActionPolicy, changes_engine: sa.Engine) -> tuple[ActionPolicy, dict[str, ChangeTarget]]:
-    """The policy with the actions whose data change targets the database lacks withheld (blocking): one that would
-    fail when pressed is never offered, and each is said once, naming it. With the targets the database holds: a
-    change to another is refused as undeclared, never tried."""
-    changes = DataChanges(changes_engine, policy.policy.data_changes)
+def _offerable(policy: ActionPolicy, changes_engine: sa.Engine,
+               model_path: Path) -> tuple[ActionPolicy, dict[str, ChangeTarget]]:
+    """The policy with the actions whose data change targets the semantic model does not hold, or the database
+    lacks, withheld (blocking): one that would fail when pressed, or changes records of another model, is never
+    offered, and each is said once, naming it. With the targets left: a change to another is refused as
+    undeclared, never tried."""
+    targets = policy.policy.data_changes
     try:
-        absent = changes.absent_targets()
+        unmodelled = unmodelled_targets(targets, load_entities(model_path)) if targets else {}
+    except ModelUnreadable as exc:
+        raise runtime.StartupError(f"TESSERA_CAPABILITIES_SEMANTIC_MODEL: {exc}") from None
+    changes = DataChanges(changes_engine, {name: t for name, t in targets.items() if name not in unmodelled})
+    try:
+        absent = {**changes.absent_targets(), **unmodelled}
     except ChangeTargetUnavailable:
         raise runtime.DependencyUnavailable("TESSERA_CAPABILITIES_CHANGES_URL: the database data changes go to "
                                             "does not answer") from None
@@ -427,7 +436,7 @@ async def build(context: runtime.ServiceContext) -> list[runtime.Registration]:
     except PolicyError as exc:
         raise runtime.StartupError(str(exc)) from None
     engine, changes_engine = await runtime.off_loop(_databases, settings)  # health keeps answering meanwhile
-    policy, targets = await runtime.off_loop(_offerable, policy, changes_engine)
+    policy, targets = await runtime.off_loop(_offerable, policy, changes_engine, settings.semantic_model)
     store = BrokerStore(engine, lease_seconds=settings.lease_seconds)
     pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="broker-db")
     database = BrokerDatabase(pool)  # every path to the broker's database: one outage, said once

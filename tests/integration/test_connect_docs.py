@@ -123,6 +123,9 @@ def test_the_kubernetes_overlay_of_the_page_mounts_the_model_and_the_policy(tmp_
     maps = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ConfigMap"}
     for service, setting, mount, file_name, content in (
             ("resources", "TESSERA_RESOURCES_SEMANTIC_MODEL", "/etc/tessera/semantic-model", "model.yaml", model),
+            # The broker offers actions only for entities of the model the gateway reads: the same file.
+            ("capabilities", "TESSERA_CAPABILITIES_SEMANTIC_MODEL", "/etc/tessera/semantic-model", "model.yaml",
+             model),
             ("capabilities", "TESSERA_CAPABILITIES_ACTIONS_FILE", "/etc/tessera/actions", "actions.yaml",
              (overlay / "shop-actions.yaml").read_text())):
         spec = deployments[service]

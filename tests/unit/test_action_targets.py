@@ -1,5 +1,6 @@
-"""An action is offered only when the database its data changes go to holds their target: an absent table or
-column takes the action out at start (one line naming it), never an error when a person presses it."""
+"""An action is offered only when the semantic model the set reads has the entity its data changes are records
+of, and the database they go to holds their target: an absent entity, table or column takes the action out at
+start (one line naming it), never an error when a person presses it."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import pytest
 import sqlalchemy as sa
 
 from services.capabilities.changes import ChangeTargetUnavailable, DataChanges, TargetCheckRefused
+from services.capabilities.model_entities import ModelUnreadable, load_entities, unmodelled_targets
 from services.capabilities.policy import ActionPolicy
+from services.capabilities.server import _offerable
 from shared.paths import DEMO_ACTIONS, DEMO_SEMANTIC_MODEL, NO_ACTIONS
 
 SHIPPED = DEMO_ACTIONS
@@ -89,3 +92,61 @@ def test_the_demos_actions_go_with_the_demos_model_only():
     assert actions_file(theirs, {"TESSERA_CAPABILITIES_ACTIONS_FILE": "/srv/policy/shop-actions.yaml"}) == \
         "/srv/policy/shop-actions.yaml"  # the operator's own policy wins
     assert ActionPolicy.load(NO_ACTIONS).actions == {}
+    env: dict[str, str] = {}
+    _demo_actions_with_the_demo_model(env, theirs)  # the broker checks its actions against the gateway's model
+    assert env["TESSERA_CAPABILITIES_SEMANTIC_MODEL"] == "/srv/models/shop.yaml"
+
+
+MODEL = """version: 1
+entities:
+  orders:
+    table: {table}
+    primary_key: {key}
+    fields:
+      order_id: {{type: integer, label: Order}}
+      number: {{column: order_id, type: integer, label: Order number}}
+"""
+
+
+@pytest.mark.parametrize(("table", "key", "why"), [
+    ("orders", "order_id", None),
+    ("orders", "number", None),  # a key field mapped to the same column
+    ("sales_orders", "order_id", "entity 'orders' of the semantic model maps table sales_orders, not orders"),
+    ("orders", "legacy_id", "entity 'orders' of the semantic model identifies its rows by legacy_id, not order_id"),
+])
+def test_a_target_is_unmodelled_when_its_entity_maps_another_table_or_key(tmp_path, table, key, why):
+    path = tmp_path / "model.yaml"
+    path.write_text(MODEL.format(table=table, key=key))
+    targets = ActionPolicy.load(SHIPPED).policy.data_changes
+    assert unmodelled_targets(targets, load_entities(path)) == ({"order": why} if why else {})
+
+
+def test_the_demos_model_holds_the_demos_targets_and_another_model_none(tmp_path):
+    targets = ActionPolicy.load(SHIPPED).policy.data_changes
+    assert unmodelled_targets(targets, load_entities(DEMO_SEMANTIC_MODEL)) == {}
+    shop = tmp_path / "shop.yaml"
+    shop.write_text("version: 1\nentities:\n  baskets: {table: baskets, primary_key: basket_id}\n")
+    assert unmodelled_targets(targets, load_entities(shop)) == {"order": "the semantic model has no entity 'orders'"}
+
+
+def test_at_start_the_demos_actions_beside_another_model_are_withheld_each_named(tmp_path, warehouse_url, caplog):
+    """Even with the demo's own warehouse (which has the orders table), a model without the entity wins: an action
+    belongs to a model, and one written for another is never offered."""
+    shop = tmp_path / "shop.yaml"
+    shop.write_text("version: 1\nentities:\n  baskets: {table: baskets, primary_key: basket_id}\n")
+    policy = ActionPolicy.load(SHIPPED)
+    offered, targets = _offerable(policy, sa.create_engine(warehouse_url), DEMO_SEMANTIC_MODEL)
+    assert offered.offered() == policy.offered() and set(targets) == {"order"}
+    with caplog.at_level("ERROR", logger="tessera.capabilities"):
+        offered, targets = _offerable(policy, sa.create_engine(warehouse_url), shop)
+    assert offered.offered() == [] and targets == {}
+    assert "action orders.flag_for_review is not offered: its data change target 'order': the semantic model has " \
+           "no entity 'orders'" in caplog.messages
+
+
+@pytest.mark.parametrize("text", ["entities: [orders]\n", "version: 1\nentities:\n  a: {table: t}\n", "a: b: c\n"])
+def test_a_model_the_broker_cannot_read_is_said_naming_the_file(tmp_path, text):
+    path = tmp_path / "model.yaml"
+    path.write_text(text)
+    with pytest.raises(ModelUnreadable, match=f"^{path}: "):
+        load_entities(path)
