@@ -11,6 +11,7 @@ rather than ending the import; DSI's validator then reports what dbt itself woul
 from __future__ import annotations
 
 import copy
+import logging
 import os
 import re
 from dataclasses import dataclass, field
@@ -40,6 +41,11 @@ SKIPPED_DIRS = frozenset({"target", "dbt_packages", "dbt_modules", "logs", "node
 _REF = re.compile(r"""^\s*(?:\{\{\s*)?ref\(\s*(?:['"][^'"]+['"]\s*,\s*)?['"]([^'"]+)['"]
                      \s*(?:,[^)]*)?\)\s*(?:\}\})?\s*$""", re.X)
 _ELEMENTS = ("entities", "dimensions", "measures")
+# Enum-valued keys dbt-core reads in any case (`agg: Count`), DSI's schema in lower or upper case only.
+_ENUM_KEYS = ("type", "agg")
+# DSI logs what its transformations skip; the import's report says what matters, once.
+logging.getLogger("dbt_semantic_interfaces").addHandler(logging.NullHandler())
+logging.getLogger("dbt_semantic_interfaces").propagate = False
 MAX_PROBLEM = 240  # characters of a schema problem in one report line
 NAME_RULE = "lower-case letters, digits and single underscores, from a letter to a letter or digit"
 
@@ -66,6 +72,8 @@ class Project:
     semantic_models: list[PydanticSemanticModel] = field(default_factory=list)
     metrics: list[PydanticMetric] = field(default_factory=list)
     found: int = 0  # semantic models in the YAML, parsed or not
+    refused: int = 0  # items dbt's schema refused (then dbt's validator would only repeat their absence)
+    refused_measures: set[str] = field(default_factory=set)  # measures of semantic models not parsed
 
 
 def load_yaml(path: Path) -> object:
@@ -117,24 +125,47 @@ def _items(document: dict, key: str, path: Path, report: Report) -> list[dict]:
 def _read_document(document: dict, path: Path, project: Project, report: Report) -> None:
     for raw in _items(document, "semantic_models", path, report):
         project.found += 1
-        parsed = _parse(PydanticSemanticModel, semantic_model_validator, _as_manifest_model(raw, report),
-                        f"semantic model {raw.get('name')}", report)
-        if parsed is not None:
+        subject = f"semantic model {raw.get('name')}"
+        parsed = _disabled(raw, subject, report) or _parse(
+            PydanticSemanticModel, semantic_model_validator, _as_manifest_model(raw, report), subject, report, project)
+        if isinstance(parsed, PydanticSemanticModel):
             project.semantic_models.append(parsed)
+        else:
+            project.refused_measures |= {m["name"] for m in raw.get("measures") or []
+                                         if isinstance(m, dict) and isinstance(m.get("name"), str)}
     for raw in _items(document, "metrics", path, report):
-        parsed = _parse(PydanticMetric, metric_validator, _as_manifest_metric(raw), f"metric {raw.get('name')}",
-                        report)
-        if parsed is not None:
+        subject = f"metric {raw.get('name')}"
+        parsed = _disabled(raw, subject, report) or _parse(PydanticMetric, metric_validator, _as_manifest_metric(raw),
+                                                           subject, report, project)
+        if isinstance(parsed, PydanticMetric):
             project.metrics.append(parsed)
     if any("semantic_model" in model for model in _items(document, "models", path, Report())):
         report.add(f"file {path}", "models with a semantic_model block (dbt's newer spec without measures) "
                                    "are not read; only top-level semantic_models and metrics are")
 
 
-def _parse(kind, validator, item: dict, subject: str, report: Report):
+def _disabled(raw: dict, subject: str, report: Report) -> bool:
+    """An item dbt leaves out (`config: {enabled: false}`): said, and not read."""
+    if isinstance(raw.get("config"), dict) and raw["config"].get("enabled") is False:
+        report.add(subject, "not converted: it is disabled in dbt (config.enabled: false)")
+        return True
+    return False
+
+
+def _schema_view(item: dict) -> dict:
+    """The item as DSI's schema checks it: an entity's `description`, which dbt and DSI's classes read but
+    the schema does not list, is left out of the check (and kept for the parse)."""
+    if not isinstance(item.get("entities"), list):
+        return item
+    entities = [{k: v for k, v in e.items() if k != "description"} if isinstance(e, dict) else e
+                for e in item["entities"]]
+    return {**item, "entities": entities}
+
+
+def _parse(kind, validator, item: dict, subject: str, report: Report, project: Project):
     """One item through DSI's schema and class, or None with one line that says what dbt refuses."""
     try:
-        validator.validate(item)
+        validator.validate(_schema_view(item))
         return kind.parse_obj(item)
     except jsonschema.ValidationError as exc:
         where = "/".join(str(part) for part in exc.absolute_path)
@@ -145,6 +176,7 @@ def _parse(kind, validator, item: dict, subject: str, report: Report):
     except Exception as exc:  # noqa: BLE001 - DSI's parsers raise their own and pydantic's errors
         problem = str(exc)
     report.add(subject, f"not converted: dbt's schema refuses it ({_clip(problem)})")
+    project.refused += 1
     return None
 
 
@@ -157,12 +189,18 @@ def _clip(text: str) -> str:
 
 
 def _with_config_meta(raw: dict) -> dict:
-    """dbt reads `meta` beside an item as its `config.meta`, which is where the manifest keeps it."""
+    """dbt reads `meta` beside an item as its `config.meta`, which is where the manifest keeps it; of the rest
+    of `config` (enabled, group, ...) dbt-core keeps nothing in the manifest. Enum values in lower case."""
     item = {key: value for key, value in raw.items() if key != "meta"}
-    if isinstance(raw.get("meta"), dict):
-        config = dict(item["config"]) if isinstance(item.get("config"), dict) else {}
-        config["meta"] = {**raw["meta"], **(config.get("meta") or {})}
-        item["config"] = config
+    config = raw.get("config") if isinstance(raw.get("config"), dict) else {}
+    meta = {**(raw["meta"] if isinstance(raw.get("meta"), dict) else {}),
+            **(config["meta"] if isinstance(config.get("meta"), dict) else {})}
+    item.pop("config", None)
+    if meta:
+        item["config"] = {"meta": meta}
+    for key in _ENUM_KEYS:
+        if isinstance(item.get(key), str):
+            item[key] = item[key].lower()
     return item
 
 
@@ -177,9 +215,16 @@ def _as_manifest_model(raw: dict, report: Report) -> dict:
     item["node_relation"] = {"alias": found.group(1) if found else str(name), "schema_name": ""}
     for key in _ELEMENTS:
         if isinstance(item.get(key), list):
-            item[key] = [_with_config_meta(element) if isinstance(element, dict) else element
-                         for element in item[key]]
+            item[key] = [_element(element) if isinstance(element, dict) else element for element in item[key]]
     return item
+
+
+def _element(raw: dict) -> dict:
+    element = _with_config_meta(raw)
+    params = element.get("type_params")
+    if isinstance(params, dict) and isinstance(params.get("time_granularity"), str):
+        element["type_params"] = {**params, "time_granularity": params["time_granularity"].lower()}
+    return element
 
 
 def _metric_input(value: object) -> object:
@@ -208,8 +253,13 @@ def report_validation(project: Project, report: Report) -> None:
     """DSI's validator over the parsed project, as dbt runs it: its errors, one line each.
 
     The import goes on: Tessera's conversion reports what it cannot convert on its own terms, and an
-    error here (a measure without an aggregation time dimension, say) is the project's to fix for dbt.
+    error here (a measure without an aggregation time dimension, say) is the project's to fix for dbt. With
+    items dbt's schema refused, the validator would report their absence as errors of their own: not run.
     """
+    if project.refused:
+        report.add("dbt's validator", f"not run: dbt's schema refuses {project.refused} item(s) above; fix those, "
+                                      "then import again to have the project checked as dbt checks it")
+        return
     manifest = PydanticSemanticManifest(semantic_models=copy.deepcopy(project.semantic_models),
                                         metrics=copy.deepcopy(project.metrics),
                                         project_configuration=PydanticProjectConfiguration(

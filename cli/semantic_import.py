@@ -196,8 +196,10 @@ def _jinja_dimension(text: str) -> str:
         raise FilterError(f"{clip(text, 80)} is not converted (one Dimension call per comparison); {FILTER_FORMS}")
     [call] = calls.dimension_call_parameter_sets
     dimension = call.dimension_reference.element_name
-    if dimension == "metric_time" or not call.entity_path:
+    if dimension == "metric_time":
         raise FilterError("a filter on metric_time is not converted: a time window belongs in the draft")
+    if not call.entity_path:
+        raise FilterError(f"Dimension {dimension} names no entity; {FILTER_FORMS}")
     if len(call.entity_path) != 1:
         path = "__".join(entity.element_name for entity in call.entity_path)
         raise FilterError(f"Dimension {dimension} through {path} is not converted (one entity__dimension, no "
@@ -365,6 +367,7 @@ class DbtConverter:
             self._add_model(raw, reserved.get(raw.name, set()))
         for raw, entity in self._models:  # every key entity is known now: foreign ones can be resolved
             self._add_foreign_keys(raw, entity)
+        self.measures_seen |= project.refused_measures  # metrics over them say their measure was not converted
         self.add_metrics(project.metrics)
         if self.entities:
             tables = ", ".join(entity.table for entity in self.entities.values())

@@ -4,14 +4,15 @@ the column that identifies its rows.
 A data change target names the semantic entity whose records it changes (`semantic_entity` in the action
 policy). At start the broker withholds an action whose target's entity the active semantic model lacks, or
 maps to another table or key: an action belongs to a model, and a policy written for another model is
-never offered. Only these few keys are read here; the gateway validates the whole model.
+never offered. Only the entities targets name are read, and only these few keys; the gateway validates
+the whole model.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from services.capabilities.policy import ChangeTarget
 from shared import strict_yaml
@@ -31,33 +32,40 @@ class _Field(_Lenient):
 
 class _Entity(_Lenient):
     table: str
-    primary_key: str
+    primary_key: str | list[str]  # several fields: a composite key, which no data change target has
     fields: dict[str, _Field] = {}
 
-    def key_column(self) -> str:
-        field = self.fields.get(self.primary_key)
-        return field.column if field is not None and field.column else self.primary_key
+    def key_columns(self) -> list[str]:
+        keys = [self.primary_key] if isinstance(self.primary_key, str) else self.primary_key
+        return [(self.fields[key].column if key in self.fields and self.fields[key].column else key) for key in keys]
 
 
 class _Model(_Lenient):
-    entities: dict[str, _Entity]
+    entities: dict[str, object]
 
 
-def load_entities(path: Path) -> dict[str, _Entity]:
+def load_entities(path: Path) -> dict[str, object]:
+    """The model's entities, unread: `unmodelled_targets` reads those a target names."""
     return strict_yaml.load_model(path, _Model, ModelUnreadable, "semantic model").entities
 
 
-def unmodelled_targets(targets: dict[str, ChangeTarget], entities: dict[str, _Entity]) -> dict[str, str]:
-    """Target → why the semantic model does not hold its records (its entity missing, or mapped otherwise)."""
+def unmodelled_targets(targets: dict[str, ChangeTarget], entities: dict[str, object],
+                       model: str = "the semantic model") -> dict[str, str]:
+    """Target → why `model` does not hold its records (its entity missing, unreadable, or mapped otherwise)."""
     why = {}
     for name, target in targets.items():
-        entity = entities.get(target.semantic_entity)
-        if entity is None:
-            why[name] = f"the semantic model has no entity {target.semantic_entity!r}"
-        elif entity.table != target.table:
-            why[name] = (f"entity {target.semantic_entity!r} of the semantic model maps table {entity.table}, "
-                         f"not {target.table}")
-        elif entity.key_column() != target.key:
-            why[name] = (f"entity {target.semantic_entity!r} of the semantic model identifies its rows by "
-                         f"{entity.key_column()}, not {target.key}")
+        wanted = target.semantic_entity
+        if wanted not in entities:
+            why[name] = f"{model} has no entity {wanted!r}"
+            continue
+        try:
+            entity = _Entity.model_validate(entities[wanted])
+        except ValidationError:
+            why[name] = f"entity {wanted!r} of {model} has no table and primary_key to check"
+            continue
+        if entity.table != target.table:
+            why[name] = f"entity {wanted!r} of {model} maps table {entity.table}, not {target.table}"
+        elif entity.key_columns() != [target.key]:
+            why[name] = (f"entity {wanted!r} of {model} identifies its rows by {', '.join(entity.key_columns())}, "
+                         f"not {target.key}")
     return why

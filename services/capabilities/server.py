@@ -364,7 +364,8 @@ def _offerable(policy: ActionPolicy, changes_engine: sa.Engine,
     undeclared, never tried."""
     targets = policy.policy.data_changes
     try:
-        unmodelled = unmodelled_targets(targets, load_entities(model_path)) if targets else {}
+        unmodelled = unmodelled_targets(targets, load_entities(model_path), f"the semantic model {model_path.name}") \
+            if targets else {}
     except ModelUnreadable as exc:
         raise runtime.StartupError(f"TESSERA_CAPABILITIES_SEMANTIC_MODEL: {exc}") from None
     changes = DataChanges(changes_engine, {name: t for name, t in targets.items() if name not in unmodelled})

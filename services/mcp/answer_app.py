@@ -7,14 +7,18 @@ no rows) and asks for the answer itself through two tools only the app may call 
 asks for (a window of rows, an offered action, a state choice) as the host's revision-bound command. The
 host checks each as it does web's; an offered action raises an approval the person signs in Tessera.
 
-These two tools are listed only to clients that negotiated MCP Apps, and refused to any other: a client
-without the extension would hand them to its model, and their results carry rows. A client that did
-negotiate promises to keep app-only tools and their results from its model (the extension's contract).
+These two tools are listed only to clients that negotiated MCP Apps and that the operator names as
+honouring it (TESSERA_MCP_APPS_CLIENTS), and refused to any other: a client that hands every tool to its
+model would give it rows. A read returns only the part of the journal the frame's revision shows: its
+messages, windows of the results it binds, and the host's events about what its blocks started; never
+another answer of the person's.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,10 +40,12 @@ BUNDLE = Path(__file__).resolve().parent / "static" / "answer.html"  # `make fro
 MAX_WAIT_SECONDS = 25.0
 MAX_READ_BYTES = 2 * 1024 * 1024
 ENVELOPES_PER_RESPONSE = 64
+MAX_READS_PER_SESSION = 8  # a chat's frames each follow their answer: more at once is refused, not queued
+MAX_SHOWN_KEPT = 256  # revisions whose bound results are remembered
+WINDOW_SUFFIX = "/window"
 # What a block of the frame may ask: the commands its blocks dispatch. An approval is decided with the
 # person's passkey in Tessera's own page, which a sandboxed frame cannot use.
 FRAME_COMMANDS = ("resource_window", "action_trigger", "state_write")
-HOST_FILLS = ("actor", "session_id", "surface_id")
 
 
 class AppRefusal(Exception):
@@ -58,9 +64,11 @@ def app_tools() -> list[types.Tool]:
     """The frame's two tools: hidden from the model by every client that speaks MCP Apps."""
     return [
         types.Tool(name=READ_TOOL, meta=_app_meta(), description=(
-            "For Tessera's answer frame only: the person's surface journal after `after` (absent: from a "
-            "snapshot), waiting up to wait_seconds for something new."),
-            input_schema={"type": "object", "additionalProperties": False, "properties": {
+            "For Tessera's answer frame only: what the frame's revision shows, from the person's surface journal "
+            "after `after` (absent: from the start), waiting up to wait_seconds for something new."),
+            input_schema={"type": "object", "additionalProperties": False, "required": ["revision"], "properties": {
+                "revision": {"type": "string", "minLength": 1, "maxLength": 128,
+                             "description": "the revision present_ui committed"},
                 "after": {"type": "string", "maxLength": 41, "description": "<epoch>:<sequence> of the last read"},
                 "wait_seconds": {"type": "number", "minimum": 0, "maximum": MAX_WAIT_SECONDS}}},
             annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
@@ -112,18 +120,86 @@ class Viewer:
     surface_id: str
 
 
+class FrameIntents:
+    """The intents and commands the person's frames started (bounded): a frame is shown the host's events
+    about these only, never those of the person's other answers or clients."""
+
+    def __init__(self, limit: int = 1024) -> None:
+        self._ids: OrderedDict[str, None] = OrderedDict()
+        self._limit = limit
+
+    def add(self, *ids: str) -> None:
+        for found in filter(None, ids):
+            self._ids[found] = None
+            self._ids.move_to_end(found)
+        while len(self._ids) > self._limit:
+            self._ids.popitem(last=False)
+
+    def about(self, envelope: host_pb2.SurfaceEnvelope) -> bool:
+        kind = envelope.WhichOneof("payload")
+        event = getattr(envelope, kind)
+        if kind == "effect_receipt":
+            return event.receipt.intent_id in self._ids
+        if kind in ("approval_requested", "action_status"):
+            return event.intent_id in self._ids or getattr(event, "command_id", "") in self._ids
+        return kind == "rejected" and event.command_id in self._ids
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What one revision's frame shows: the revision's own messages, and windows of the results it binds."""
+
+    revision_id: str
+    resources: frozenset[str]  # data-model paths of the results it binds ("/resources/<id>")
+
+    def keeps(self, envelope: host_pb2.SurfaceEnvelope, intents: FrameIntents) -> bool:
+        kind = envelope.WhichOneof("payload")
+        if kind == "snapshot_required":
+            return True
+        if kind != "a2ui":
+            return intents.about(envelope)
+        update = json.loads(envelope.a2ui.message_json).get("updateDataModel") or {}
+        path = str(update.get("path", ""))
+        if path.endswith(WINDOW_SUFFIX):  # stamped with the head when it was read: known by its result
+            return path[:-len(WINDOW_SUFFIX)] in self.resources
+        return envelope.revision_id == self.revision_id
+
+
+def _bound_resources(messages_json) -> frozenset[str]:
+    paths = (str((json.loads(text).get("updateDataModel") or {}).get("path", "")) for text in messages_json)
+    return frozenset(path for path in paths if path.startswith("/resources/") and not path.endswith(WINDOW_SUFFIX))
+
+
 class AnswerJournal:
-    """The host's side of the frame: reads of the person's surface journal, and their blocks' commands."""
+    """The host's side of the frames: reads of one revision's part of the person's surface journal, and the
+    commands its blocks send."""
 
     def __init__(self, host) -> None:
         self._host = host
+        self._shown: OrderedDict[tuple[str, str], Shown] = OrderedDict()  # (surface, revision) → what it shows
+        self._reads: dict[str, asyncio.Semaphore] = {}  # per session: reads under way
+        self.intents = FrameIntents()
 
     async def read(self, viewer: Viewer, arguments: dict) -> dict:
         after = self._after(arguments.get("after"))
         wait = arguments.get("wait_seconds", MAX_WAIT_SECONDS)
         if isinstance(wait, bool) or not isinstance(wait, int | float) or not 0 <= wait <= MAX_WAIT_SECONDS:
             raise AppRefusal("WAIT_INVALID", f"wait_seconds: a number from 0 to {MAX_WAIT_SECONDS:g}")
+        revision = arguments.get("revision")
+        if not isinstance(revision, str) or not 1 <= len(revision) <= 128:
+            raise AppRefusal("REVISION_REQUIRED", "revision: the id present_ui returned (1-128 characters)")
+        reads = self._reads.setdefault(viewer.session_id, asyncio.Semaphore(MAX_READS_PER_SESSION))
+        if reads.locked():
+            raise AppRefusal("TOO_MANY_READS", f"at most {MAX_READS_PER_SESSION} reads at once per person; "
+                                               "ask again when one returns")
+        async with reads:
+            return await self._read(viewer, revision, after, float(wait))
+
+    async def _read(self, viewer: Viewer, revision: str, after: host_pb2.Cursor | None, wait: float) -> dict:
+        shown = await self._shown_of(viewer, revision)
         head = await self._host.AuthorizeViewer(host_pb2.AuthorizeViewerRequest(
+            actor=viewer.actor, session_id=viewer.session_id, surface_id=viewer.surface_id), timeout=10)
+        current = await self._host.GetRevision(host_pb2.GetRevisionRequest(
             actor=viewer.actor, session_id=viewer.session_id, surface_id=viewer.surface_id), timeout=10)
         # Caught up: nothing after `after` yet (or an empty journal): wait for what comes next.
         caught_up = (after.epoch == head.head.epoch and after.sequence >= head.head.sequence) if after is not None \
@@ -134,15 +210,26 @@ class AnswerJournal:
             request.resume_after.CopyFrom(after)
         stream = self._host.Subscribe(request, timeout=wait + 10)
         try:
-            if caught_up:
-                envelopes, more = await self._next_batch(stream, wait)
-            else:
-                envelopes, more = await self._until(stream, head.head)
+            read = await (self._next_batch(stream, wait) if caught_up else self._until(stream, head.head, wait))
         finally:
             stream.cancel()
-        cursor = cursor_text(envelopes[-1]) if envelopes else arguments.get("after", "")
-        return {"surface_id": head.surface_id, "cursor": cursor, "more": more,
-                "envelopes": [envelope_dict(envelope) for envelope in envelopes]}
+        envelopes, more = read
+        kept = [envelope for envelope in envelopes if shown.keeps(envelope, self.intents)]
+        return {"revision": revision, "replaced": current.revision.revision_id != revision, "more": more,
+                "cursor": cursor_text(envelopes[-1]) if envelopes else (cursor_text(after) if after else ""),
+                "envelopes": [envelope_dict(envelope) for envelope in kept]}
+
+    async def _shown_of(self, viewer: Viewer, revision: str) -> Shown:
+        """The revision's bound results, from its own messages (no rows); NOT_FOUND for one not on this surface."""
+        key = (viewer.surface_id, revision)
+        if key not in self._shown:
+            reply = await self._host.GetRevision(host_pb2.GetRevisionRequest(
+                actor=viewer.actor, session_id=viewer.session_id, surface_id=viewer.surface_id,
+                revision_id=revision), timeout=10)
+            self._shown[key] = Shown(revision, _bound_resources(reply.revision.a2ui_messages_json))
+            while len(self._shown) > MAX_SHOWN_KEPT:
+                self._shown.popitem(last=False)
+        return self._shown[key]
 
     @staticmethod
     def _after(text: object) -> host_pb2.Cursor | None:
@@ -164,18 +251,26 @@ class AnswerJournal:
         return [response.envelope, *response.following], False
 
     @staticmethod
-    async def _until(stream, head: host_pb2.Cursor) -> tuple[list, bool]:
-        """Envelopes up to the head the host named when asked (what is there now), within the reply bound."""
+    async def _until(stream, head: host_pb2.Cursor, wait: float) -> tuple[list, bool]:
+        """Envelopes up to the head the host named when asked (what is there now), within the reply bound and
+        the wait: what was read by then goes out, `more` saying to ask again at once."""
         envelopes, size = [], 0
+        deadline = asyncio.get_running_loop().time() + max(wait, 1.0)
         while True:
-            response = await stream.read()
+            remaining = deadline - asyncio.get_running_loop().time()
+            try:
+                response = await asyncio.wait_for(stream.read(), max(remaining, 0.0))
+            except TimeoutError:
+                return envelopes, True
             if response is grpc.aio.EOF:
                 return envelopes, False
             batch = [response.envelope, *response.following]
             envelopes += batch
             size += sum(envelope.ByteSize() for envelope in batch)
             last = envelopes[-1]
-            if last.epoch != head.epoch or last.sequence >= head.sequence:
+            if last.epoch != head.epoch:  # compacted meanwhile: the new epoch's snapshot is still to come
+                return envelopes, True
+            if last.sequence >= head.sequence:
                 return envelopes, False
             if size >= MAX_READ_BYTES:
                 return envelopes, True
@@ -184,19 +279,21 @@ class AnswerJournal:
         body = arguments.get("command")
         if not isinstance(body, dict):
             raise AppRefusal("COMMAND_INVALID", "command: an object, as a block of the answer dispatches it")
-        filled = sorted(set(HOST_FILLS) & set(body))
-        if filled:
-            raise AppRefusal("FIELD_NOT_ALLOWED", f"command.{filled[0]} is set by Tessera, not the frame")
         try:
             command = ParseDict(body, host_pb2.SendCommandRequest())
         except ParseError as exc:
             raise AppRefusal("COMMAND_INVALID", f"command: {str(exc)[:300]}") from None
+        filled = [name for name, given in (("actor", command.HasField("actor")), ("session_id", command.session_id),
+                                           ("surface_id", command.surface_id)) if given]
+        if filled:
+            raise AppRefusal("FIELD_NOT_ALLOWED", f"command.{filled[0]} is set by Tessera, not the frame")
         kind = command.WhichOneof("command")
         if kind not in FRAME_COMMANDS:
             raise AppRefusal("COMMAND_NOT_FROM_FRAME", "an approval is decided in Tessera with the person's passkey; "
                                                        "the frame sends only what its blocks ask for")
         command.actor.CopyFrom(viewer.actor)
         command.session_id, command.surface_id = viewer.session_id, viewer.surface_id
+        self.intents.add(command.command_id)
         reply = await self._host.SendCommand(command, timeout=30)
+        self.intents.add(reply.receipt.intent_id)
         return MessageToDict(reply, preserving_proto_field_name=True)
-

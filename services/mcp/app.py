@@ -77,7 +77,8 @@ class FrontHolder:
         channels = {name: aio_channel(peer_target(name), self.credentials, name) for name in ("agent", "host")}
         self.front = Front(agent_pb2_grpc.AgentServiceStub(channels["agent"]),
                            host_pb2_grpc.HostServiceStub(channels["host"]), self.signing_key,
-                           self.settings.web_url, self.settings.idle_turn_seconds)
+                           self.settings.web_url, self.settings.idle_turn_seconds,
+                           frozenset(self.settings.apps_clients))
         sweeper = asyncio.create_task(self._sweep())
         try:
             yield self.front
@@ -99,15 +100,19 @@ def build_server(holder: FrontHolder, person_of_request, bundle: AnswerBundle | 
     `ui://` resource is listed to every client; its tools only to clients that negotiated MCP Apps."""
     bundle = bundle or AnswerBundle()
 
+    def shows_apps(ctx, person) -> bool:
+        return holder.front.shows_apps(person, client_supports_apps(ctx))
+
     async def list_tools(ctx, params) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=await holder.front.tools(apps=client_supports_apps(ctx)))
+        person = person_of_request(_conversation(ctx))
+        return types.ListToolsResult(tools=await holder.front.tools(apps=shows_apps(ctx, person)))
 
     async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
         person = person_of_request(_conversation(ctx))
         if person is None:
             return refusal("PERSON_UNKNOWN", "the access token does not name a person and tenant this deployment "
                                              "accepts")
-        return await holder.front.call(person, params.name, params.arguments, apps=client_supports_apps(ctx))
+        return await holder.front.call(person, params.name, params.arguments, apps=shows_apps(ctx, person))
 
     async def list_resources(ctx, params) -> types.ListResourcesResult:
         return types.ListResourcesResult(resources=[bundle.resource()])

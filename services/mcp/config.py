@@ -35,6 +35,10 @@ class McpSettings(ServiceSettings):
     # Host names the HTTP front answers to (DNS rebinding protection), and the browser origins it accepts.
     allowed_hosts: list[str] = Field(default_factory=lambda: ["127.0.0.1:*", "localhost:*", "[::1]:*"])
     allowed_origins: list[str] = Field(default_factory=lambda: ["http://127.0.0.1:*", "http://localhost:*"])
+    # Clients that get the answer frame (MCP Apps) when they negotiate the extension: OAuth client ids, and
+    # "stdio" for the local one. Each must keep app-only tools and their results (rows) from its model, as the
+    # extension asks; a client that hands every tool to its model must not be named. Empty: none.
+    apps_clients: list[str] = Field(default_factory=list, max_length=100)
     # A turn nobody called a tool in for this long ends (the next call begins a new one).
     idle_turn_seconds: float = Field(default=600, gt=0, le=86_400)
 

@@ -64,6 +64,14 @@ def tool_result(ok: bool, message: dict) -> types.CallToolResult:
                                 structured_content=message, is_error=not ok)
 
 
+def frame_result(message: dict) -> types.CallToolResult:
+    """A frame tool's result: the data once, as structured content (a read carries up to 2 MiB), and a line."""
+    count = len(message.get("envelopes", []))
+    line = f"{count} journal entries" if "envelopes" in message else "sent"
+    return types.CallToolResult(content=[types.TextContent(type="text", text=line)], structured_content=message,
+                                is_error=False)
+
+
 def refusal(reason: str, message: str, **taught) -> types.CallToolResult:
     """The front's own refusal (about the call as a whole), shaped as the agent's are, with its next step."""
     return tool_result(False, refused("", "", reason, message, metadata(**taught)).refusal())
@@ -72,8 +80,10 @@ def refusal(reason: str, message: str, **taught) -> types.CallToolResult:
 class Front:
     """Tools offered to outside agents, and each person-and-client's current turn."""
 
-    def __init__(self, agent, host, signing_key, web_url: str, idle_seconds: float) -> None:
+    def __init__(self, agent, host, signing_key, web_url: str, idle_seconds: float,
+                 apps_clients: frozenset[str] = frozenset()) -> None:
         self._agent, self._host, self._key = agent, host, signing_key
+        self._apps_clients = apps_clients
         self._web_url = web_url.rstrip("/")
         self._idle_seconds = idle_seconds
         self._tools: list[types.Tool] | None = None
@@ -81,6 +91,11 @@ class Front:
         self._locks: dict[Person, asyncio.Lock] = {}
         self._sessions: dict[Person, tuple[str, str]] = {}  # the person's host session and its surface
         self._journal = AnswerJournal(host)
+
+    def shows_apps(self, person: Person | None, negotiated: bool) -> bool:
+        """Whether this client gets the answer frame: it negotiated MCP Apps, and the operator names it as a client
+        that keeps app-only tools and their results from its model."""
+        return negotiated and person is not None and person.client in self._apps_clients
 
     async def tools(self, apps: bool = False) -> list[types.Tool]:
         """The six data tools; for a client that speaks MCP Apps, present_ui names the answer frame and the
@@ -114,7 +129,10 @@ class Front:
         if len(arguments_json.encode()) > MAX_ARGUMENT_BYTES:
             return refusal("ARGUMENTS_TOO_LARGE", f"arguments exceed {MAX_ARGUMENT_BYTES} bytes",
                            bound=MAX_ARGUMENT_BYTES)
-        if apps and tool in APP_TOOLS:  # any other client's call goes to the agent, which knows no such tool
+        if tool in APP_TOOLS:
+            if not apps:  # as the agent refuses a tool it does not offer, without opening a turn for it
+                offered = ", ".join(t.name for t in await self._data_tools())
+                return refusal("UNKNOWN_TOOL", f"no tool {tool!r} is offered here; available: {offered}")
             return await self._app_call(person, tool, arguments or {})
         lock = self._locks.setdefault(person, asyncio.Lock())
         async with lock:  # one conversation's calls in order: the turn state is that conversation's
@@ -151,9 +169,10 @@ class Front:
         try:
             session_id, surface_id = await self._opened(person)
             viewer = Viewer(self.assertion(person), session_id, surface_id)
+            log(logger, logging.INFO, "frame call", tool=tool, client=person.client)
             if tool == COMMAND_TOOL:
-                return tool_result(True, await self._journal.command(viewer, arguments))
-            return tool_result(True, await self._journal.read(viewer, arguments))
+                return frame_result(await self._journal.command(viewer, arguments))
+            return frame_result(await self._journal.read(viewer, arguments))
         except AppRefusal as exc:
             return refusal(exc.reason, exc.message)
         except TurnUnavailable as exc:
@@ -192,6 +211,8 @@ class Front:
         for person in [p for p, lock in self._locks.items() if p not in self._turns and not lock.locked()]:
             del self._locks[person]
             self._sessions.pop(person, None)
+        for person in [p for p in self._sessions if p not in self._turns and p not in self._locks]:
+            del self._sessions[person]  # a frame's person: its next read opens (finds) the session again
 
     async def close(self) -> None:
         for person in list(self._turns):

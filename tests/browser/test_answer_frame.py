@@ -14,8 +14,8 @@ from playwright.async_api import async_playwright
 
 from tests.fixtures.golden.reference import expected_figures
 from tests.fixtures.no_payload import leaks
-from tests.integration.test_mcp_apps import ANSWER_URI, APPS
-from tests.integration.test_mcp_front import OutsideAgent, _answer_by_region, _stdio
+from tests.integration.test_mcp_apps import ANSWER_URI, APPS, apps_stdio
+from tests.integration.test_mcp_front import OutsideAgent, _answer_by_region
 
 # A chat client's side of MCP Apps, as small as the extension allows: it answers the frame's initialize,
 # hands it the tool result once it is initialized, and relays tools/call for the app's own tools only.
@@ -53,17 +53,18 @@ window.addEventListener('message', async (event) => {
 
 def test_the_frame_draws_the_committed_table_with_what_sql_gives(chromium_path, running_set, warehouse_url):
     async def scenario():
-        async with Client(_stdio(running_set, "apps-frame"), cache=None, extensions=APPS) as client:
+        async with Client(apps_stdio(running_set, "apps-frame"), cache=None, extensions=APPS) as client:
             listed = (await client.list_tools()).tools
             app_tools = [t.name for t in listed if t.meta and t.meta.get("ui", {}).get("visibility") == ["app"]]
             html = (await client.read_resource(ANSWER_URI)).contents[0].text
             agent = OutsideAgent(client)
-            presented = await _answer_by_region(agent)
+            presented = await _answer_by_region(agent, page_size=5)
             relayed: list[tuple[str, str]] = []
 
             async def call_tool(name: str, arguments: dict) -> dict:
                 result = await client.call_tool(name, arguments)
-                relayed.append((name, result.content[0].text))
+                text = result.content[0].text if result.is_error else json.dumps(result.structured_content)
+                relayed.append((name, text))
                 return result.model_dump(by_alias=True, mode="json", exclude_none=True)
 
             async with async_playwright() as playwright:
@@ -87,31 +88,34 @@ def test_the_frame_draws_the_committed_table_with_what_sql_gives(chromium_path, 
                     raise AssertionError((problems, await page.evaluate("window.hostLog"), relayed[-3:])) from None
                 table = [[await cell.inner_text() for cell in await row.locator("td").all()]
                          for row in await rows.all()]
-                tools = await page.frame_locator("#app").locator("tessera-data-table .tools").inner_text()
-                # A region clicked: its follow-up goes to the chat as the person's message.
+                app = page.frame_locator("#app")
+                tools = await app.locator("tessera-data-table .tools").inner_text()
+                # A region clicked: its follow-up is the person's to ask; nothing goes to the chat by itself.
                 await rows.first.locator("button.drill").click()
-                await page.wait_for_function("window.chatMessages.length > 0")
-                asked = await page.evaluate("window.chatMessages")
-                # The next answer is the next frame's: this one says so and keeps its own.
+                notice = app.locator("#frame-notice")
+                await notice.wait_for(state="visible", timeout=10_000)
+                asked = (await notice.inner_text(), await page.evaluate("window.chatMessages"))
+                # The next answer is the next frame's: this one says so, keeps its own, and still pages it.
                 newer = await _answer_by_region(agent)
-                notice = page.frame_locator("#app").locator("#frame-notice")
-                await notice.wait_for(state="visible", timeout=60_000)
-                replaced = (await notice.inner_text(), await rows.count())
+                await app.locator("#frame-notice-text", has_text="A newer answer").wait_for(timeout=60_000)
+                await app.locator("tessera-data-table .pager button", has_text="Next").click()
+                pager = app.locator("tessera-data-table .pager [role=status]")
+                await pager.filter(has_text="Rows 6–10").wait_for(timeout=60_000)
+                replaced = (await notice.inner_text(), await rows.count(), await pager.inner_text())
                 log = await page.evaluate("window.hostLog")
                 await browser.close()
             return presented, agent, relayed, table, (tools, asked), (newer, replaced), log, problems
 
     presented, agent, relayed, table, (tools, asked), (newer, replaced), log, problems = anyio.run(scenario)
     expected = expected_figures(warehouse_url, {"metric": "net_revenue", "by": "region"})
-    assert sorted(row[0] for row in table) == sorted(expected), table
+    assert len(table) == 5 and {row[0] for row in table} <= set(expected), table
     for name, shown in table:  # the figure as the renderer formats it: digits of the SQL value, to the cent
         digits = "".join(ch for ch in shown if ch.isdigit() or ch == ".")
         assert abs(float(digits) - float(expected[name])) < 0.01, (name, shown, expected[name])
     assert "Download CSV" not in tools  # a sandboxed frame may not save files
-    [message] = asked
-    assert message["role"] == "user" and table[0][0] in message["content"][0]["text"], message
+    assert table[0][0] in asked[0] and asked[1] == []  # the value is shown to the person, not sent to the model
     assert newer["revision"] != presented["revision"]
-    assert "A newer answer replaced this one" in replaced[0] and replaced[1] == len(table)
+    assert "A newer answer replaced this one" in replaced[0] and replaced[1] == 5 and "of 12" in replaced[2]
     assert log[:2] == ["ui/initialize", "ui/notifications/initialized"] and "tools/call" in log, log
     assert {name for name, _ in relayed} <= {"read_answer", "send_answer_command"}
     # The rows went to the frame only: what the model saw carries none of them.

@@ -61,7 +61,8 @@ def test_the_mcp_front_reaches_the_data_tools_and_the_persons_session_only():
     reached = {(name, method.name) for name, (descriptor, _) in SERVICES.items() for method in descriptor.methods
                if "mcp" in declared_callers(method)}
     assert reached == {("agent", "ListDataTools"), ("agent", "ServeTools"), ("host", "OpenSession"),
-                       ("host", "AuthorizeViewer"), ("host", "Subscribe"), ("host", "SendCommand")}
+                       ("host", "AuthorizeViewer"), ("host", "Subscribe"), ("host", "SendCommand"),
+                       ("host", "GetRevision")}
     agent = SERVICES["agent"][0]
     assert list(declared_callers(agent.methods_by_name["ServeTools"])) == ["mcp"]  # no other edge runs outside turns
 

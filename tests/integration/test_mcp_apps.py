@@ -1,9 +1,10 @@
 """MCP Apps (services/mcp/answer_app.py): the official `mcp` Client acts as a chat client that draws apps.
 
 It lists tools as such a client does (the model gets those whose `_meta.ui.visibility` includes "model"),
-reads the `ui://` answer frame, and calls the frame's app-only tools as the frame would: the rows reach
-the frame, and the same numbers SQL gives; nothing the model can see carries a warehouse value. A client
-without the extension is offered nothing but the six data tools, and is refused the frame's tools.
+reads the `ui://` answer frame, and calls the frame's app-only tools as the frame would: the rows of the
+frame's own answer reach it, the same numbers SQL gives, and nothing of another answer; nothing the model
+can see carries a warehouse value. A client without the extension, or one the operator did not name, is
+offered nothing but the six data tools, and is refused the frame's tools.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from html.parser import HTMLParser
 import anyio
 from mcp import Client
 from mcp.client.extension import advertise
+from mcp.client.stdio import StdioServerParameters
 from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID
 
 from tests.fixtures.flag_button import review_status
@@ -26,6 +28,14 @@ from tests.integration.test_mcp_front import DATA_TOOLS, WEB_URL, OutsideAgent, 
 ANSWER_URI = "ui://tessera/answer.html"
 APP_TOOLS = {"read_answer", "send_answer_command"}
 APPS = [advertise(EXTENSION_ID, {"mimeTypes": [APP_MIME_TYPE]})]
+
+
+def apps_stdio(running_set, person: str, named: bool = True) -> StdioServerParameters:
+    """The front over stdio, with the local client named as one that keeps app-only tools from its model."""
+    params = _stdio(running_set, person)
+    if named:
+        params.env["TESSERA_MCP_APPS_CLIENTS"] = json.dumps(["stdio"])
+    return params
 
 
 class Fetches(HTMLParser):
@@ -48,25 +58,28 @@ def model_visible(tools) -> list:
 
 
 class Frame:
-    """The answer frame's side: its calls of the app-only tools, and the envelopes it was given."""
+    """The answer frame's side: its calls of the app-only tools, and what it was given."""
 
-    def __init__(self, client: Client) -> None:
-        self.client = client
+    def __init__(self, client: Client, revision: str) -> None:
+        self.client, self.revision = client, revision
         self.cursor = ""
         self.envelopes: list[dict] = []
         self.returned: list[str] = []
+        self.replaced = False
 
     async def call(self, tool: str, arguments: dict) -> tuple[bool, dict]:
         result = await self.client.call_tool(tool, arguments)
-        self.returned.append(result.content[0].text)
-        return not result.is_error, json.loads(result.content[0].text)
+        content = result.structured_content if not result.is_error else json.loads(result.content[0].text)
+        self.returned.append(json.dumps(content))
+        return not result.is_error, content
 
     async def read(self, wait: float = 5) -> dict:
-        ok, read = await self.call("read_answer", {"after": self.cursor, "wait_seconds": wait} if self.cursor
-                                   else {"wait_seconds": wait})
+        arguments = {"revision": self.revision, "wait_seconds": wait, **({"after": self.cursor} if self.cursor else {})}
+        ok, read = await self.call("read_answer", arguments)
         assert ok, read
         self.envelopes += read["envelopes"]
         self.cursor = read["cursor"] or self.cursor
+        self.replaced = read["replaced"]
         return read
 
     async def until(self, found, seconds: float = 60):
@@ -77,37 +90,54 @@ class Frame:
             await self.read()
         return found(self.envelopes)
 
+    async def ask_rows(self, node: str = "table") -> None:
+        """What the table does when no first window is coming: ask for its rows."""
+        ok, reply = await self.call("send_answer_command", {"command": {
+            "command_id": f"frame-{self.revision}-{node}", "revision_id": self.revision,
+            "resource_window": {"node_id": node, "offset": 0, "limit": 100}}})
+        assert ok, reply
 
-def windows(envelopes: list[dict], revision: str) -> list[dict]:
+
+def windows(envelopes: list[dict]) -> list[dict]:
     return [e["message"]["updateDataModel"]["value"] for e in envelopes
-            if e["kind"] == "a2ui" and e["revision_id"] == revision
-            and str(e["message"].get("updateDataModel", {}).get("path", "")).endswith("/window")]
+            if e["kind"] == "a2ui" and str(e["message"].get("updateDataModel", {}).get("path", "")).endswith("/window")]
 
 
-def test_a_client_with_mcp_apps_gets_the_frame_and_its_tools_and_the_model_sees_no_row(running_set, warehouse_url):
+def created(revision: str):
+    return lambda envelopes: any(e["revision_id"] == revision and "createSurface" in e.get("message", {})
+                                 for e in envelopes)
+
+
+def test_a_named_client_with_mcp_apps_gets_the_frame_and_its_answers_rows_and_the_model_none(running_set,
+                                                                                              warehouse_url):
     async def scenario():
-        async with Client(_stdio(running_set, "apps-asker"), cache=None, extensions=APPS) as client:
+        async with Client(apps_stdio(running_set, "apps-asker"), cache=None, extensions=APPS) as client:
             listed = (await client.list_tools()).tools
             resources = (await client.list_resources()).resources
             html = (await client.read_resource(ANSWER_URI)).contents[0]
             agent = OutsideAgent(client)
             agent.returned.append(("tools/list", json.dumps([t.model_dump(by_alias=True)
                                                              for t in model_visible(listed)])))
-            presented = await _answer_by_region(agent)
-            frame = Frame(client)
-            revision = presented["revision"]
-            await frame.until(lambda envelopes: any(
-                e["revision_id"] == revision and "createSurface" in e.get("message", {}) for e in envelopes))
+            first = await _answer_by_region(agent)
+            frame = Frame(client, first["revision"])
+            await frame.until(created(first["revision"]))
             # Nobody watched when it committed, so no first window was sent: the table asks for its rows as the
             # page's does, and the window comes on the journal.
-            ok, reply = await frame.call("send_answer_command", {"command": {
-                "command_id": "frame-window-1", "revision_id": revision,
-                "resource_window": {"node_id": "table", "offset": 0, "limit": 100}}})
-            assert ok, reply
-            await frame.until(lambda envelopes: windows(envelopes, revision))
-            return listed, resources, html, presented, agent, frame
+            await frame.ask_rows()
+            await frame.until(windows)
+            assert not frame.replaced
+            # A second answer, with rows of its own: the first frame is told, and given none of it.
+            second = await _answer_by_region(agent)
+            other = Frame(client, second["revision"])
+            await other.until(created(second["revision"]))
+            await other.ask_rows()
+            await other.until(windows)
+            again = Frame(client, first["revision"])  # the first frame opened anew: from the journal's start
+            while (await again.read())["more"]:
+                pass
+            return listed, resources, html, (first, second), agent, (frame, other, again)
 
-    listed, resources, html, presented, agent, frame = anyio.run(scenario)
+    listed, resources, html, (first, second), agent, (frame, other, again) = anyio.run(scenario)
 
     # The model is offered the six data tools; the frame's two are the app's alone.
     assert {t.name for t in model_visible(listed)} == DATA_TOOLS
@@ -123,17 +153,22 @@ def test_a_client_with_mcp_apps_gets_the_frame_and_its_tools_and_the_model_sees_
     fetched.feed(html.text)
     assert fetched.scripts == 1 and "a2ui-surface" in html.text
     assert fetched.urls == []
-    assert presented["link"] == f"{WEB_URL}/?surface=mcp"  # clients without the extension open web
+    assert first["link"] == f"{WEB_URL}/?surface=mcp"  # clients without the extension open web
 
-    # The frame got the answer and its rows: what SQL gives.
-    revision = presented["revision"]
-    assert any(e["kind"] == "a2ui" and "createSurface" in e["message"] and e["revision_id"] == revision
-               for e in frame.envelopes)
+    # Each frame got its answer and its rows: what SQL gives.
     expected = expected_figures(warehouse_url, {"metric": "net_revenue", "by": "region"})
-    for window in windows(frame.envelopes, revision):
+    for shown in (frame, other):
+        [window] = windows(shown.envelopes)
         rows = {row[0]: row[1] for row in window["rows"]}
         assert set(rows) == set(expected)
         assert all(abs(Decimal(str(value)) - expected[name]) < Decimal("0.01") for name, value in rows.items())
+    # Read from the journal's start, the first frame gets its own messages and window, nothing of the second
+    # answer's, and is told it was replaced.
+    assert again.replaced and not other.replaced
+    assert {e["revision_id"] for e in again.envelopes if e["kind"] == "a2ui" and not e["message"].get(
+        "updateDataModel", {}).get("path", "").endswith("/window")} == {first["revision"]}
+    assert len(windows(again.envelopes)) == 1 and created(first["revision"])(again.envelopes)
+    assert not created(second["revision"])(again.envelopes)
 
     # Nothing the model can see carries a warehouse value; the frame's reads do (the scan finds them there).
     seen_by_model = [{"turn_id": "mcp", "kind": f"result:{tool}", "text": text} for tool, text in agent.returned]
@@ -142,27 +177,32 @@ def test_a_client_with_mcp_apps_gets_the_frame_and_its_tools_and_the_model_sees_
                  warehouse_url)
 
 
-def test_a_client_without_mcp_apps_is_offered_and_served_only_the_data_tools(running_set):
-    async def scenario():
-        async with Client(_stdio(running_set, "apps-none"), cache=None) as client:
+def test_only_named_clients_with_mcp_apps_are_offered_and_served_the_frame(running_set):
+    """Without the extension, or with it but not named by the operator (a client could declare the extension
+    and hand every tool to its model), a client gets the six data tools and is refused the frame's."""
+    async def scenario(params, extensions):
+        async with Client(params, cache=None, extensions=extensions) as client:
             listed = (await client.list_tools()).tools
             agent = OutsideAgent(client)
-            await agent.call("inspect_current_context", {})
-            return listed, await agent.call("read_answer", {}), await agent.call("send_answer_command", {
-                "command": {"command_id": "x", "resource_window": {"node_id": "table", "limit": 10}}})
+            return listed, [await agent.call("read_answer", {"revision": "rev-x"}),
+                            await agent.call("send_answer_command", {"command": {
+                                "command_id": "x", "resource_window": {"node_id": "table", "limit": 10}}})]
 
-    listed, read, command = anyio.run(scenario)
-    assert {t.name for t in listed} == DATA_TOOLS
-    assert all(not (t.meta or {}).get("ui") for t in listed)
-    for ok, refused in (read, command):  # a model there would get the rows: the tools do not exist for it
-        assert not ok and refused["error"] == "UNKNOWN_TOOL", refused
+    for params, extensions in ((apps_stdio(running_set, "apps-none"), None),
+                               (apps_stdio(running_set, "apps-unnamed", named=False), APPS)):
+        listed, refusals = anyio.run(scenario, params, extensions)
+        assert {t.name for t in listed} == DATA_TOOLS
+        assert all(not (t.meta or {}).get("ui") for t in listed)
+        for ok, refused in refusals:  # a model there would get the rows: the tools do not exist for it
+            assert not ok and refused["error"] == "UNKNOWN_TOOL", refused
+            assert set(refused["message"].split("available: ")[1].split(", ")) == DATA_TOOLS
 
 
 def test_a_button_in_the_frame_asks_for_approval_and_changes_nothing(running_set, warehouse_url):
     before = review_status(warehouse_url, 1047)
 
     async def scenario():
-        async with Client(_stdio(running_set, "apps-button"), cache=None, extensions=APPS) as client:
+        async with Client(apps_stdio(running_set, "apps-button"), cache=None, extensions=APPS) as client:
             agent = OutsideAgent(client)
             await agent.call("inspect_current_context", {})
             ok, frozen = await agent.call("present_ui", {})
@@ -174,8 +214,8 @@ def test_a_button_in_the_frame_asks_for_approval_and_changes_nothing(running_set
                 {"id": "flag", "component": ids["ActionButton"], "data": {
                     "label": "Flag for review", "action": action, "input": {"record_id": 1047}}}]}})
             assert ok and presented["outcome"] == "committed", presented
-            frame = Frame(client)
             revision = presented["revision"]
+            frame = Frame(client, revision)
             await frame.read()  # the frame shows the button, and follows the journal from there
             pressed = await frame.call("send_answer_command", {"command": {
                 "command_id": "frame-press-1047", "revision_id": revision,
@@ -186,14 +226,20 @@ def test_a_button_in_the_frame_asks_for_approval_and_changes_nothing(running_set
                  "approval_decision": {"approval_id": "a" * 20}},
                 {"command_id": "frame-forged", "revision_id": revision, "actor": {"token": "x"},
                  "resource_window": {"node_id": "flag", "limit": 1}},
+                {"command_id": "frame-forged-2", "revision_id": revision, "sessionId": "someone-elses",
+                 "resource_window": {"node_id": "flag", "limit": 1}},
                 {"command_id": "frame-bad", "resource_window": {"node_id": "flag", "limit": "many"}},
                 "not an object")]
-            return pressed, refusals, await frame.call("read_answer", {"after": "not-a-cursor"})
+            reads = [await frame.call("read_answer", arguments) for arguments in (
+                {"revision": revision, "after": "not-a-cursor"}, {},
+                {"revision": "rev_" + "0" * 20})]  # a revision of nobody's surface here
+            return pressed, refusals, reads
 
-    (ok, pressed), refusals, (read_ok, bad_cursor) = anyio.run(scenario)
+    (ok, pressed), refusals, reads = anyio.run(scenario)
     assert ok and pressed["receipt"]["status"] == "INTENT_STATUS_AWAITING_APPROVAL", pressed
     assert review_status(warehouse_url, 1047) == before  # pressing only asks; the person signs in Tessera
     assert [(ok, refused["error"]) for ok, refused in refusals] == [
-        (False, "COMMAND_NOT_FROM_FRAME"), (False, "FIELD_NOT_ALLOWED"), (False, "COMMAND_INVALID"),
-        (False, "COMMAND_INVALID")]
-    assert not read_ok and bad_cursor["error"] == "CURSOR_INVALID"
+        (False, "COMMAND_NOT_FROM_FRAME"), (False, "FIELD_NOT_ALLOWED"), (False, "FIELD_NOT_ALLOWED"),
+        (False, "COMMAND_INVALID"), (False, "COMMAND_INVALID")]
+    assert [(ok, refused["error"]) for ok, refused in reads] == [
+        (False, "CURSOR_INVALID"), (False, "REVISION_REQUIRED"), (False, "REVISION_UNKNOWN")]

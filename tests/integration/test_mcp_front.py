@@ -66,17 +66,17 @@ class OutsideAgent:
         return not result.is_error, json.loads(text)
 
 
-def _region_table_proposal(view: dict) -> dict:
+def _region_table_proposal(view: dict, page_size: int = 25) -> dict:
     ids = {c["name"]: c["id"] for c in view["components"]}
     resource = view["resources"][-1]
     binding = {"ref": resource["id"], "offer": resource["offer"]}
     return {"version": 1, "id": "answer", "title": "Net revenue by region", "blocks": [
         {"id": "main", "component": ids["Column"], "data": {}, "children": ["table"]},
         {"id": "table", "component": ids["DataTable"], "data": {"resource": binding, "columns": ["d0", "m0"],
-                                                                 "page_size": 25}}]}
+                                                                 "page_size": page_size}}]}
 
 
-async def _answer_by_region(agent: OutsideAgent) -> dict:
+async def _answer_by_region(agent: OutsideAgent, page_size: int = 25) -> dict:
     ok, context = await agent.call("inspect_current_context", {})
     assert ok and set(context["tools"]) == DATA_TOOLS, context
     ok, catalog = await agent.call("inspect_catalog", {"question": "net revenue by region"})
@@ -90,7 +90,7 @@ async def _answer_by_region(agent: OutsideAgent) -> dict:
     assert ok and analysis["resource"]["rows"] > 0, analysis
     ok, frozen = await agent.call("present_ui", {})
     assert ok, frozen
-    ok, presented = await agent.call("present_ui", {"proposal": _region_table_proposal(frozen["slice"])})
+    ok, presented = await agent.call("present_ui", {"proposal": _region_table_proposal(frozen["slice"], page_size)})
     assert ok and presented["outcome"] == "committed" and presented["revision"], presented
     agent.entities = [e["id"] for e in catalog["entities"]]
     return presented

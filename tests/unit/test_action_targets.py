@@ -127,6 +127,11 @@ def test_the_demos_model_holds_the_demos_targets_and_another_model_none(tmp_path
     shop = tmp_path / "shop.yaml"
     shop.write_text("version: 1\nentities:\n  baskets: {table: baskets, primary_key: basket_id}\n")
     assert unmodelled_targets(targets, load_entities(shop)) == {"order": "the semantic model has no entity 'orders'"}
+    # Another entity's composite key is not the broker's business; the target's own must be its one key column.
+    shop.write_text("version: 1\nentities:\n  lines: {table: lines, primary_key: [order_id, line]}\n"
+                    "  orders: {table: orders, primary_key: [order_id, shop_id]}\n")
+    assert unmodelled_targets(targets, load_entities(shop), "shop.yaml") == {
+        "order": "entity 'orders' of shop.yaml identifies its rows by order_id, shop_id, not order_id"}
 
 
 def test_at_start_the_demos_actions_beside_another_model_are_withheld_each_named(tmp_path, warehouse_url, caplog):
@@ -140,11 +145,11 @@ def test_at_start_the_demos_actions_beside_another_model_are_withheld_each_named
     with caplog.at_level("ERROR", logger="tessera.capabilities"):
         offered, targets = _offerable(policy, sa.create_engine(warehouse_url), shop)
     assert offered.offered() == [] and targets == {}
-    assert "action orders.flag_for_review is not offered: its data change target 'order': the semantic model has " \
-           "no entity 'orders'" in caplog.messages
+    assert "action orders.flag_for_review is not offered: its data change target 'order': the semantic model " \
+           "shop.yaml has no entity 'orders'" in caplog.messages
 
 
-@pytest.mark.parametrize("text", ["entities: [orders]\n", "version: 1\nentities:\n  a: {table: t}\n", "a: b: c\n"])
+@pytest.mark.parametrize("text", ["entities: [orders]\n", "version: 1\nentities: orders\n", "a: b: c\n"])
 def test_a_model_the_broker_cannot_read_is_said_naming_the_file(tmp_path, text):
     path = tmp_path / "model.yaml"
     path.write_text(text)

@@ -491,3 +491,56 @@ def test_a_metric_over_a_measure_of_an_unconverted_semantic_model_says_so(tmp_pa
     assert status == 0, err
     assert "semantic model accounts: not converted: its primary entity is a SQL expression" in err[0]
     assert "metric total_arr: not converted: its measure arr was not converted" in err
+
+
+def test_what_dbt_core_accepts_of_case_config_and_descriptions_is_read_as_dbt_reads_it(tmp_path, capsys):
+    """dbt-core takes enum values in any case, an entity's description, and config keys (enabled, group) it keeps
+    out of the manifest; DSI's schema alone would refuse all three. A disabled item is said, not read."""
+    (tmp_path / "semantic.yml").write_text(yaml.safe_dump({
+        "semantic_models": [
+            {"name": "visits", "model": "ref('visits')", "config": {"group": "web", "meta": {"owner": "a"}},
+             "defaults": {"agg_time_dimension": "visited_at"},
+             "entities": [{"name": "visit", "type": "Primary", "expr": "visit_id", "description": "One visit."}],
+             "dimensions": [{"name": "visited_at", "type": "TIME", "type_params": {"time_granularity": "Day"}}],
+             "measures": [{"name": "visit_count", "agg": "Count", "expr": "visit_id"},
+                          {"name": "bounces", "agg": "SUM_BOOLEAN", "expr": "bounced"}]},
+            {"name": "old_visits", "model": "ref('old_visits')", "config": {"enabled": False},
+             "entities": [{"name": "old_visit", "type": "primary"}]}],
+        "metrics": [{"name": "visits", "type": "Simple", "config": {"group": "web"},
+                     "type_params": {"measure": "visit_count"}},
+                    {"name": "old", "type": "simple", "config": {"enabled": False},
+                     "type_params": {"measure": "visit_count"}}]}))
+    status, _, err = run_import(capsys, str(tmp_path), "--out", str(tmp_path / "model.yaml"))
+    assert status == 0, err
+    assert "semantic model old_visits: not converted: it is disabled in dbt (config.enabled: false)" in err
+    assert "metric old: not converted: it is disabled in dbt (config.enabled: false)" in err
+    assert not [line for line in err if "dbt's schema" in line or line.startswith("dbt's validator")], err
+    visits = load_semantic_model(tmp_path / "model.yaml").entities["visits"]
+    assert visits.fields["visit_id"].description == "One visit."
+    assert visits.fields["visited_at"].type == "date"
+    assert {name: m.expression for name, m in visits.metrics.items()} == {
+        "visit_count": "count(visit_id)", "bounces": "sum(1 if bounced else 0)", "visits": "count(visit_id)"}
+
+
+def test_with_items_dbt_refuses_its_validator_is_not_run_and_their_measures_are_known(tmp_path, capsys):
+    (tmp_path / "semantic.yml").write_text(yaml.safe_dump({
+        "semantic_models": [{"name": "sales", "model": "ref('sales')", "colour": "red",
+                             "entities": [{"name": "sale", "type": "primary"}],
+                             "measures": [{"name": "revenue", "agg": "sum"}]},
+                            {"name": "visits", "model": "ref('visits')",
+                             "entities": [{"name": "visit", "type": "primary", "expr": "visit_id"}]}],
+        "metrics": [{"name": "total_revenue", "type": "simple", "type_params": {"measure": "revenue"}}]}))
+    status, _, err = run_import(capsys, str(tmp_path), "--out", str(tmp_path / "model.yaml"))
+    assert status == 0, err
+    assert any(line.startswith("semantic model sales: not converted: dbt's schema refuses it") for line in err)
+    assert "metric total_revenue: not converted: its measure revenue was not converted" in err
+    [validator] = [line for line in err if line.startswith("dbt's validator")]
+    assert validator.startswith("dbt's validator: not run: dbt's schema refuses 1 item(s) above")
+
+
+@pytest.mark.parametrize(("text", "reason"), [
+    ("{{ Dimension('metric_time') }} >= '2024-01-01'", "a filter on metric_time is not converted"),
+])
+def test_a_dimension_without_an_entity_is_said_for_what_it_is(text, reason):
+    with pytest.raises(FilterError, match=re.escape(reason)):
+        parse_filter(text)

@@ -1,10 +1,10 @@
 // The answer in an outside agent's chat (MCP Apps, extension io.modelcontextprotocol/ui): this page runs in
 // the chat client's sandboxed frame, with no network of its own. It speaks JSON-RPC with the client over
 // postMessage: the client hands it present_ui's result (a revision id, never rows), and relays its calls of
-// the two tools only the app may use to Tessera's MCP front, which reads the person's surface from the host
-// and sends what a block asks for as the host's command. It draws exactly one answer, the revision it was
-// opened for: a newer answer is the newer frame's, so this one says so, and keeps its own (its blocks can
-// still page through their rows, as an earlier answer's can in web).
+// the two tools only the app may use to Tessera's MCP front, which reads the revision's part of the person's
+// surface from the host and sends what a block asks for as the host's command. It draws exactly one answer,
+// the revision it was opened for: a newer answer is the newer frame's, so this one says so, and keeps its
+// own (its blocks can still page through their rows, as an earlier answer's can in web).
 
 import { SurfaceView } from './surface.js';
 import { surfaceState } from './components.js';
@@ -14,6 +14,10 @@ const READ_TOOL = 'read_answer';
 const COMMAND_TOOL = 'send_answer_command';
 const APPS_PROTOCOL = '2025-11-21';  // the MCP Apps revision this page speaks
 const RETRY_MS = [1000, 2000, 5000, 10000, 30000];
+const CALL_TIMEOUT_MS = 60_000;  // a read waits at most 25 s at the front: a call without an answer by then is lost
+// Refusals that asking again cannot change: the frame says so and stops following.
+const FINAL = new Set(['PERSON_UNKNOWN', 'SESSION_NOT_YOURS', 'UNKNOWN_TOOL', 'REVISION_UNKNOWN', 'REVISION_REQUIRED',
+  'ARGUMENTS_TOO_LARGE']);
 const $ = (id) => document.getElementById(id);
 
 // JSON-RPC 2.0 with the client that framed this page.
@@ -33,13 +37,17 @@ class ClientLink {
     if (!message || message.jsonrpc !== '2.0') return;
     if (message.method) {
       const handler = this.handlers.get(message.method);
-      if (message.id !== undefined) this.post({ id: message.id, result: {} });  // requests are acknowledged
+      if (message.id !== undefined) {  // a request: answered, or refused as unknown
+        this.post(handler ? { id: message.id, result: {} }
+          : { id: message.id, error: { code: -32601, message: `${message.method} is not handled here` } });
+      }
       handler?.(message.params || {});
       return;
     }
     const waiting = this.pending.get(message.id);
     if (!waiting) return;
     this.pending.delete(message.id);
+    clearTimeout(waiting.timer);
     if (message.error) waiting.reject(Object.assign(new Error(message.error.message), { code: message.error.code }));
     else waiting.resolve(message.result);
   }
@@ -49,7 +57,11 @@ class ClientLink {
   request(method, params) {
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new Error('the chat client did not answer'));
+      }, CALL_TIMEOUT_MS);
+      this.pending.set(id, { resolve, reject, timer });
       this.post({ id, method, params });
     });
   }
@@ -73,11 +85,20 @@ function notice(text, offerOpen = false) {
   $('frame-notice').hidden = !text;
 }
 
+// A tool result's JSON: its structured content, else its text when that is JSON.
+function contentOf(result) {
+  if (result?.structuredContent) return result.structuredContent;
+  try {
+    return JSON.parse(result?.content?.find((part) => part.type === 'text')?.text || '{}');
+  } catch {
+    return {};
+  }
+}
+
 // A tool of the front, through the client; a refusal becomes an error with its reason and words.
 async function callTool(name, args) {
   const result = await link.request('tools/call', { name, arguments: args });
-  const content = result?.structuredContent
-    ?? JSON.parse(result?.content?.find((part) => part.type === 'text')?.text || '{}');
+  const content = contentOf(result);
   if (result?.isError) {
     throw Object.assign(new Error(content.message || 'refused'), { reason: content.error || 'REFUSED' });
   }
@@ -90,7 +111,7 @@ function approvalNeeded() {
 
 const view = new SurfaceView($('surface'), {
   async onAction(action) {
-    const { reply, error } = await send(action, surfaceState.revisionId);
+    const { reply, error } = await send(action, pinned);
     if (error) notice(`Not sent: ${error.message}`);
     else if (reply?.receipt?.approval_id) approvalNeeded();
   },
@@ -104,27 +125,11 @@ const view = new SurfaceView($('surface'), {
 sendCommandsWith((command) => callTool(COMMAND_TOOL, { command }));
 surfaceState.canDownload = false;  // the frame may not save files: the rows as CSV are in Tessera
 
-// A value clicked (a bar, a row): its follow-up question goes to the chat as the person's message.
+// A value clicked (a bar, a row): its follow-up is the person's to ask. Sent to the chat by itself, the value
+// (a row's) would reach the outside model, which never sees rows; the person reads it and may ask it there.
 document.addEventListener('tessera-ask', (event) => {
-  const { question } = event.detail;
-  link.request('ui/message', { role: 'user', content: [{ type: 'text', text: question }] })
-    .catch(() => notice(`Ask it in the chat: “${question}”`));
+  notice(`To ask about it, ask in the chat or in Tessera: “${event.detail.question}”`, true);
 });
-
-// One envelope of the journal, shown if it is this frame's: its revision's messages, and the host's events
-// about it (an approval its button raised). A read from the start of the journal replays earlier answers and
-// their events: skipped. A revision after ours is a newer answer: not drawn here.
-let seenPinned = false;
-function take(envelope) {
-  if (envelope.kind !== 'a2ui') {
-    if (envelope.revision_id === pinned || envelope.kind === 'snapshot_required') view.receive(envelope);
-  } else if (envelope.revision_id && envelope.revision_id !== pinned) {
-    if (seenPinned) replaced();
-  } else {
-    seenPinned = seenPinned || Boolean(envelope.revision_id);
-    view.receive(envelope);
-  }
-}
 
 let saidReplaced = false;
 function replaced() {
@@ -134,14 +139,25 @@ function replaced() {
   notice('A newer answer replaced this one on your surface; it is in the newer frame, and in Tessera.', true);
 }
 
+// The front sends only what this frame's revision shows; everything is drawn as that revision's, so the
+// blocks' commands stay bound to it (a window read after a newer answer comes stamped with the newer one).
+function take(envelope) {
+  view.receive(envelope.kind === 'a2ui' ? { ...envelope, revision_id: pinned } : envelope);
+}
+
 async function follow() {
   let after = '';
   for (let failures = 0; !stopped;) {
     let read;
     try {
-      read = await callTool(READ_TOOL, after ? { after } : {});
+      read = await callTool(READ_TOOL, { revision: pinned, ...(after ? { after } : {}) });
       failures = 0;
     } catch (error) {
+      if (FINAL.has(error.reason)) {
+        status('');
+        notice(`This answer cannot be shown here: ${error.message}`, true);
+        return;
+      }
       if (error.reason === 'CURSOR_INVALID') after = '';
       notice(`Reconnecting to Tessera (${error.message})…`);
       await new Promise((resolve) => { setTimeout(resolve, RETRY_MS[Math.min(failures, RETRY_MS.length - 1)]); });
@@ -149,20 +165,24 @@ async function follow() {
       continue;
     }
     if ($('frame-notice-text').textContent.startsWith('Reconnecting')) notice('');
-    read.envelopes.forEach(take);
+    for (const envelope of read.envelopes) {
+      try {
+        take(envelope);
+      } catch (error) {
+        notice(`Part of the answer could not be drawn: ${error.message}`);
+      }
+    }
     after = read.cursor || after;
-    // Caught up with the journal (present_ui answered after the commit) and ours is not there: replaced.
-    if (!read.more && !seenPinned) replaced();
+    if (read.replaced) replaced();
   }
 }
 
 // present_ui's result: what this frame shows.
 function opened(result) {
-  const answer = result?.structuredContent
-    ?? JSON.parse(result?.content?.find((part) => part.type === 'text')?.text || '{}');
+  const answer = contentOf(result);
   openUrl = answer.link || '';
   if (!answer.revision) {
-    status(result?.isError ? `Tessera refused this display: ${answer.message || answer.error}.`
+    status(result?.isError ? `Tessera refused this display: ${answer.message || answer.error || 'refused'}.`
       : 'Tessera is preparing the answer; it appears in the next frame.');
     return;
   }
@@ -176,6 +196,7 @@ $('frame-open').addEventListener('click', () => {
   link.request('ui/open-link', { url: openUrl }).catch(() => notice(`Open ${openUrl} to approve it.`));
 });
 
+link.on('ui/notifications/tool-input', () => {});
 link.on('ui/notifications/tool-result', opened);
 link.on('ui/resource-teardown', () => { stopped = true; });
 link.request('ui/initialize', {
