@@ -10,7 +10,6 @@ rather than ending the import; DSI's validator then reports what dbt itself woul
 
 from __future__ import annotations
 
-import copy
 import logging
 import os
 import re
@@ -31,8 +30,8 @@ from dbt_semantic_interfaces.transformations.semantic_manifest_transformer impor
     PydanticSemanticManifestTransformer,
 )
 from dbt_semantic_interfaces.validations.semantic_manifest_validator import SemanticManifestValidator
-from dbt_semantic_interfaces.validations.validator_helpers import ValidationError as DbtValidationError
 
+from cli.semantic_names import clip
 from shared import strict_yaml
 
 SKIPPED_DIRS = frozenset({"target", "dbt_packages", "dbt_modules", "logs", "node_modules"})  # dbt's output, packages
@@ -106,7 +105,7 @@ def read_project(root: Path, report: Report) -> Project:
     name = project_file.get("name") if isinstance(project_file, dict) else None
     project = Project(name if isinstance(name, str) and name.strip() else None)
     for path in yaml_files(root):
-        document = load_yaml(path)
+        document = project_file if path == settings else load_yaml(path)
         if isinstance(document, dict):
             _read_document(document, path, project, report)
     if not project.found:
@@ -175,14 +174,9 @@ def _parse(kind, validator, item: dict, subject: str, report: Report, project: P
         problem = f"{where}: {message}" if where else message
     except Exception as exc:  # noqa: BLE001 - DSI's parsers raise their own and pydantic's errors
         problem = str(exc)
-    report.add(subject, f"not converted: dbt's schema refuses it ({_clip(problem)})")
+    report.add(subject, f"not converted: dbt's schema refuses it ({clip(problem, MAX_PROBLEM)})")
     project.refused += 1
     return None
-
-
-def _clip(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= MAX_PROBLEM else text[:MAX_PROBLEM - 1] + "…"
 
 
 # --- dbt's YAML → a semantic manifest's objects --------------------------------------
@@ -260,16 +254,14 @@ def report_validation(project: Project, report: Report) -> None:
         report.add("dbt's validator", f"not run: dbt's schema refuses {project.refused} item(s) above; fix those, "
                                       "then import again to have the project checked as dbt checks it")
         return
-    manifest = PydanticSemanticManifest(semantic_models=copy.deepcopy(project.semantic_models),
-                                        metrics=copy.deepcopy(project.metrics),
+    manifest = PydanticSemanticManifest(semantic_models=project.semantic_models, metrics=project.metrics,
                                         project_configuration=PydanticProjectConfiguration(
                                             time_spine_table_configurations=[], time_spines=[]))
     try:
         checked = SemanticManifestValidator().validate_semantic_manifest(
             PydanticSemanticManifestTransformer.transform(manifest))
     except Exception as exc:  # noqa: BLE001 - a validator that cannot run is reported, not fatal
-        report.add("dbt's validator", f"could not check the project ({_clip(str(exc))})")
+        report.add("dbt's validator", f"could not check the project ({clip(str(exc), MAX_PROBLEM)})")
         return
     for issue in checked.errors:
-        if isinstance(issue, DbtValidationError):
-            report.add("dbt's validator", _clip(issue.message))
+        report.add("dbt's validator", clip(issue.message, MAX_PROBLEM))

@@ -155,7 +155,6 @@ def _rate_like(*texts: str) -> bool:
 
 _TOKEN = re.compile(r"""\s*(?:(?P<jinja>\{\{.*?\}\})|(?P<string>'(?:[^']|'')*')|(?P<number>-?\d+(?:\.\d+)?)
                         |(?P<op><>|!=|>=|<=|=|<|>)|(?P<punct>[(),])|(?P<word>[A-Za-z_][A-Za-z0-9_]*))""", re.X | re.S)
-_DIMENSION = re.compile(r"""^\{\{\s*Dimension\(\s*['"]([A-Za-z0-9_]+)['"]\s*\)\s*\}\}$""")
 _OPS = {"=": "==", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 FILTER_FORMS = ("what converts: Dimension('entity__dimension') compared with a literal, IN / NOT IN a list of "
                 "literals, or IS TRUE / FALSE, joined by AND")
@@ -198,8 +197,6 @@ def _jinja_dimension(text: str) -> str:
     dimension = call.dimension_reference.element_name
     if dimension == "metric_time":
         raise FilterError("a filter on metric_time is not converted: a time window belongs in the draft")
-    if not call.entity_path:
-        raise FilterError(f"Dimension {dimension} names no entity; {FILTER_FORMS}")
     if len(call.entity_path) != 1:
         path = "__".join(entity.element_name for entity in call.entity_path)
         raise FilterError(f"Dimension {dimension} through {path} is not converted (one entity__dimension, no "
@@ -823,15 +820,6 @@ def import_dbt(root: Path, dataset_label: str | None, report: Report) -> Importe
 
 
 # --- the command ------------------------------------------------------------------
-
-
-def add_parser(actions) -> None:
-    importing = actions.add_parser("import", help="convert a semantic layer (every field never-to-model)")
-    sources = importing.add_subparsers(dest="source", required=True)
-    dbt = sources.add_parser("dbt", help="a dbt project's MetricFlow semantic models and metrics")
-    dbt.add_argument("path", help="the dbt project (or a folder or file of it); YAML is read recursively")
-    dbt.add_argument("--out", metavar="FILE", help="write the model to this file instead of standard output")
-    dbt.add_argument("--dataset-label", metavar="TEXT", help="the dataset's label (default: the dbt project's name)")
 
 
 def run(args: argparse.Namespace) -> int:

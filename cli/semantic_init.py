@@ -27,10 +27,10 @@ import sqlalchemy as sa
 import yaml
 
 from cli.semantic_names import MAX_DESCRIPTION, clip, humanize, snake
+from shared.config import WAREHOUSE_URL_VARIABLE
 
 SAMPLE_ROWS = 10_000  # rows read per table for distinct counts and value shapes
 STATEMENT_SECONDS = 30  # each statement on PostgreSQL (a count or a latest date of a large table), then it stops
-DATABASE_URL_VARIABLE = "TESSERA_WAREHOUSE_URL"  # init's and check's database when no URL is given
 _KINDS = "use sqlite:///FILE, postgresql://USER@HOST/DB or duckdb:///FILE"
 FEW_VALUES = 50  # a text column with at most this many distinct values may be grouped by ...
 MIN_EVIDENCE = 100  # ... when at least this many values were sampled, each value seen MIN_REPEATS times on average
@@ -556,7 +556,7 @@ def add_parser(actions) -> None:
     init = actions.add_parser("init", help="draft a semantic model from a live database, for review")
     init.add_argument("--from", dest="source", metavar="URL",
                       help="the database: sqlite:///FILE, postgresql://USER@HOST/DB or duckdb:///FILE (a reader "
-                           f"role is enough); default: ${DATABASE_URL_VARIABLE}, which keeps a password off the "
+                           f"role is enough); default: ${WAREHOUSE_URL_VARIABLE}, which keeps a password off the "
                            "command line")
     init.add_argument("--out", metavar="FILE", help="write the draft here instead of standard output")
     init.add_argument("--force", action="store_true", help="replace --out if it exists (a reviewed model is kept "
@@ -574,13 +574,13 @@ def _positive(text: str) -> int:
 
 def database_url(given: str | None) -> str | None:
     """The URL given, else the environment's (where a password stays off every process listing)."""
-    return given or os.environ.get(DATABASE_URL_VARIABLE) or None
+    return given or os.environ.get(WAREHOUSE_URL_VARIABLE) or None
 
 
 def run(args: argparse.Namespace) -> int:
     url = database_url(args.source)
     if url is None:
-        print(f"tessera: error: name the database with --from URL or ${DATABASE_URL_VARIABLE}", file=sys.stderr)
+        print(f"tessera: error: name the database with --from URL or ${WAREHOUSE_URL_VARIABLE}", file=sys.stderr)
         return 2
     if args.out and Path(args.out).exists() and not args.force:
         print(f"tessera: error: {args.out} exists (a model you may have reviewed): name another file, or add --force",

@@ -89,6 +89,9 @@ def peer_target(peer: str) -> str:
 #   spiffe-bridge  an in-process bridge checks the peer's URI SAN itself (shared.spiffe_channels), for identity
 #                  providers that issue certificates with the URI SAN alone; it costs a copy of every byte.
 CLIENT_TLS_VARIABLE = "TESSERA_CLIENT_TLS"
+# The database `tessera semantic init` drafts from and `semantic check` binds to, when no URL is given: from the
+# environment, which keeps a password out of process listings.
+WAREHOUSE_URL_VARIABLE = "TESSERA_WAREHOUSE_URL"
 CLIENT_TLS_NATIVE = "native"
 CLIENT_TLS_SPIFFE_BRIDGE = "spiffe-bridge"
 

@@ -194,7 +194,9 @@ _WINDOWS = "a window read for a person's screen (host to gateway), under a grant
 _COMPILER = "the host's own call to the compiler; the host answers the model for it"
 _STREAM = "the model's own stream failing: the turn ends and the person is told, as the turn's error"
 _SESSIONS = "a person's web session (web and the broker, answered to the browser); no model has one"
+_FRAME = "the answer frame's own tools (MCP Apps, visibility app): a frame calls them, never a model"
 NOT_FOR_MODELS: dict[str, str] = {
+    "TOO_MANY_READS": _FRAME, "COMMAND_NOT_FROM_FRAME": _FRAME,
     "WINDOW_TOO_LARGE": _WINDOWS, "WINDOW_OUTSIDE_GRANT": _WINDOWS, "GRANT_REVOKED": _WINDOWS, "WINDOW_COUNT": _WINDOWS,
     "WINDOWS_REPLY_FULL": _WINDOWS, "WINDOW_OVER_REPLY_BOUND": _WINDOWS,
     "GRANT_RESOURCE_MISMATCH": _WINDOWS, "COLUMN_NOT_GRANTED": _WINDOWS, "RESOURCE_NOT_FOUND": _WINDOWS,

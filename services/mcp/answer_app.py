@@ -18,16 +18,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
 import mcp_types as types
-from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
+from cachetools import LRUCache
+from google.protobuf.json_format import MessageToDict
 from mcp.server.apps import APP_MIME_TYPE
 
-from shared.surface_envelopes import CursorInvalid, cursor_text, envelope_dict, parse_cursor
+from shared.caches import bounded_lru
+from shared.refusals import Denied, Exhausted, Refusal
+from shared.surface_envelopes import CursorInvalid, client_command, cursor_text, envelope_dict, parse_cursor
+from shared.ui.windows import resource_of_window
 from tessera.host.v1 import host_pb2
 
 ANSWER_URI = "ui://tessera/answer.html"
@@ -42,18 +45,11 @@ MAX_READ_BYTES = 2 * 1024 * 1024
 ENVELOPES_PER_RESPONSE = 64
 MAX_READS_PER_SESSION = 8  # a chat's frames each follow their answer: more at once is refused, not queued
 MAX_SHOWN_KEPT = 256  # revisions whose bound results are remembered
-WINDOW_SUFFIX = "/window"
+MAX_SESSIONS_KEPT = 4096  # sessions whose reads under way are counted
+MAX_STARTED_KEPT = 4096  # intents and commands of frames whose events are shown
 # What a block of the frame may ask: the commands its blocks dispatch. An approval is decided with the
 # person's passkey in Tessera's own page, which a sandboxed frame cannot use.
 FRAME_COMMANDS = ("resource_window", "action_trigger", "state_write")
-
-
-class AppRefusal(Exception):
-    """A call of an app tool that cannot be served: a reason and the words for it."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason, self.message = reason, message
 
 
 def _app_meta() -> dict:
@@ -120,29 +116,10 @@ class Viewer:
     surface_id: str
 
 
-class FrameIntents:
-    """The intents and commands the person's frames started (bounded): a frame is shown the host's events
-    about these only, never those of the person's other answers or clients."""
-
-    def __init__(self, limit: int = 1024) -> None:
-        self._ids: OrderedDict[str, None] = OrderedDict()
-        self._limit = limit
-
-    def add(self, *ids: str) -> None:
-        for found in filter(None, ids):
-            self._ids[found] = None
-            self._ids.move_to_end(found)
-        while len(self._ids) > self._limit:
-            self._ids.popitem(last=False)
-
-    def about(self, envelope: host_pb2.SurfaceEnvelope) -> bool:
-        kind = envelope.WhichOneof("payload")
-        event = getattr(envelope, kind)
-        if kind == "effect_receipt":
-            return event.receipt.intent_id in self._ids
-        if kind in ("approval_requested", "action_status"):
-            return event.intent_id in self._ids or getattr(event, "command_id", "") in self._ids
-        return kind == "rejected" and event.command_id in self._ids
+def _about(event: dict, started: LRUCache) -> bool:
+    """A host event (as JSON) about an intent or command in `started`."""
+    ids = (event.get("intent_id"), event.get("command_id"), (event.get("receipt") or {}).get("intent_id"))
+    return any(found in started for found in ids if found)
 
 
 @dataclass(frozen=True)
@@ -152,22 +129,23 @@ class Shown:
     revision_id: str
     resources: frozenset[str]  # data-model paths of the results it binds ("/resources/<id>")
 
-    def keeps(self, envelope: host_pb2.SurfaceEnvelope, intents: FrameIntents) -> bool:
-        kind = envelope.WhichOneof("payload")
+    def keeps(self, envelope: dict, started: LRUCache) -> bool:
+        """An envelope (as `envelope_dict` shapes it) this frame shows."""
+        kind = envelope["kind"]
         if kind == "snapshot_required":
             return True
         if kind != "a2ui":
-            return intents.about(envelope)
-        update = json.loads(envelope.a2ui.message_json).get("updateDataModel") or {}
-        path = str(update.get("path", ""))
-        if path.endswith(WINDOW_SUFFIX):  # stamped with the head when it was read: known by its result
-            return path[:-len(WINDOW_SUFFIX)] in self.resources
-        return envelope.revision_id == self.revision_id
+            return _about(envelope["event"], started)
+        path = str((envelope["message"].get("updateDataModel") or {}).get("path", ""))
+        resource = resource_of_window(path)
+        if resource is not None:  # stamped with the head when it was read: known by its result
+            return resource in self.resources
+        return envelope["revision_id"] == self.revision_id
 
 
 def _bound_resources(messages_json) -> frozenset[str]:
     paths = (str((json.loads(text).get("updateDataModel") or {}).get("path", "")) for text in messages_json)
-    return frozenset(path for path in paths if path.startswith("/resources/") and not path.endswith(WINDOW_SUFFIX))
+    return frozenset(path for path in paths if path.startswith("/resources/") and resource_of_window(path) is None)
 
 
 class AnswerJournal:
@@ -176,21 +154,21 @@ class AnswerJournal:
 
     def __init__(self, host) -> None:
         self._host = host
-        self._shown: OrderedDict[tuple[str, str], Shown] = OrderedDict()  # (surface, revision) → what it shows
-        self._reads: dict[str, asyncio.Semaphore] = {}  # per session: reads under way
-        self.intents = FrameIntents()
+        self._shown = bounded_lru(MAX_SHOWN_KEPT)  # (surface, revision) → what its frame shows
+        self._reads = bounded_lru(MAX_SESSIONS_KEPT)  # session → its reads under way
+        self._started = bounded_lru(MAX_STARTED_KEPT)  # intents and commands frames started → None
 
     async def read(self, viewer: Viewer, arguments: dict) -> dict:
         after = self._after(arguments.get("after"))
         wait = arguments.get("wait_seconds", MAX_WAIT_SECONDS)
         if isinstance(wait, bool) or not isinstance(wait, int | float) or not 0 <= wait <= MAX_WAIT_SECONDS:
-            raise AppRefusal("WAIT_INVALID", f"wait_seconds: a number from 0 to {MAX_WAIT_SECONDS:g}")
+            raise Refusal("WAIT_INVALID", f"wait_seconds: a number from 0 to {MAX_WAIT_SECONDS:g}")
         revision = arguments.get("revision")
         if not isinstance(revision, str) or not 1 <= len(revision) <= 128:
-            raise AppRefusal("REVISION_REQUIRED", "revision: the id present_ui returned (1-128 characters)")
+            raise Refusal("REVISION_REQUIRED", "revision: the id present_ui returned (1-128 characters)")
         reads = self._reads.setdefault(viewer.session_id, asyncio.Semaphore(MAX_READS_PER_SESSION))
         if reads.locked():
-            raise AppRefusal("TOO_MANY_READS", f"at most {MAX_READS_PER_SESSION} reads at once per person; "
+            raise Exhausted("TOO_MANY_READS", f"at most {MAX_READS_PER_SESSION} reads at once per person; "
                                                "ask again when one returns")
         async with reads:
             return await self._read(viewer, revision, after, float(wait))
@@ -209,27 +187,25 @@ class AnswerJournal:
         if after is not None:
             request.resume_after.CopyFrom(after)
         stream = self._host.Subscribe(request, timeout=wait + 10)
-        try:
-            read = await (self._next_batch(stream, wait) if caught_up else self._until(stream, head.head, wait))
+        try:  # caught up: the first batch to come within the wait; else what is there, up to the head
+            envelopes, more = await self._until(stream, head.head, wait if caught_up else max(wait, 1.0))
         finally:
             stream.cancel()
-        envelopes, more = read
-        kept = [envelope for envelope in envelopes if shown.keeps(envelope, self.intents)]
+        shaped = (envelope_dict(envelope) for envelope in envelopes)
         return {"revision": revision, "replaced": current.revision.revision_id != revision, "more": more,
-                "cursor": cursor_text(envelopes[-1]) if envelopes else (cursor_text(after) if after else ""),
-                "envelopes": [envelope_dict(envelope) for envelope in kept]}
+                "cursor": cursor_text(envelopes[-1]) if envelopes else "",
+                "envelopes": [envelope for envelope in shaped if shown.keeps(envelope, self._started)]}
 
     async def _shown_of(self, viewer: Viewer, revision: str) -> Shown:
         """The revision's bound results, from its own messages (no rows); NOT_FOUND for one not on this surface."""
         key = (viewer.surface_id, revision)
-        if key not in self._shown:
+        shown = self._shown.get(key)
+        if shown is None:
             reply = await self._host.GetRevision(host_pb2.GetRevisionRequest(
                 actor=viewer.actor, session_id=viewer.session_id, surface_id=viewer.surface_id,
                 revision_id=revision), timeout=10)
-            self._shown[key] = Shown(revision, _bound_resources(reply.revision.a2ui_messages_json))
-            while len(self._shown) > MAX_SHOWN_KEPT:
-                self._shown.popitem(last=False)
-        return self._shown[key]
+            shown = self._shown[key] = Shown(revision, _bound_resources(reply.revision.a2ui_messages_json))
+        return shown
 
     @staticmethod
     def _after(text: object) -> host_pb2.Cursor | None:
@@ -238,30 +214,20 @@ class AnswerJournal:
         try:
             return parse_cursor(text if isinstance(text, str) else "")
         except CursorInvalid as exc:
-            raise AppRefusal("CURSOR_INVALID", f"after: {exc}") from None
-
-    @staticmethod
-    async def _next_batch(stream, wait: float) -> tuple[list, bool]:
-        try:
-            response = await asyncio.wait_for(stream.read(), wait)
-        except TimeoutError:
-            return [], False
-        if response is grpc.aio.EOF:
-            return [], False
-        return [response.envelope, *response.following], False
+            raise Refusal("CURSOR_INVALID", f"after: {exc}") from None
 
     @staticmethod
     async def _until(stream, head: host_pb2.Cursor, wait: float) -> tuple[list, bool]:
-        """Envelopes up to the head the host named when asked (what is there now), within the reply bound and
-        the wait: what was read by then goes out, `more` saying to ask again at once."""
+        """Envelopes up to the head the host named when asked (what is there now; past it, the next batch), within
+        the reply bound and the wait: what was read by then goes out, `more` saying to ask again at once."""
         envelopes, size = [], 0
-        deadline = asyncio.get_running_loop().time() + max(wait, 1.0)
+        deadline = asyncio.get_running_loop().time() + wait
         while True:
             remaining = deadline - asyncio.get_running_loop().time()
             try:
                 response = await asyncio.wait_for(stream.read(), max(remaining, 0.0))
             except TimeoutError:
-                return envelopes, True
+                return envelopes, bool(envelopes)  # nothing by then: nothing new; some: the rest is still coming
             if response is grpc.aio.EOF:
                 return envelopes, False
             batch = [response.envelope, *response.following]
@@ -278,22 +244,16 @@ class AnswerJournal:
     async def command(self, viewer: Viewer, arguments: dict) -> dict:
         body = arguments.get("command")
         if not isinstance(body, dict):
-            raise AppRefusal("COMMAND_INVALID", "command: an object, as a block of the answer dispatches it")
-        try:
-            command = ParseDict(body, host_pb2.SendCommandRequest())
-        except ParseError as exc:
-            raise AppRefusal("COMMAND_INVALID", f"command: {str(exc)[:300]}") from None
-        filled = [name for name, given in (("actor", command.HasField("actor")), ("session_id", command.session_id),
-                                           ("surface_id", command.surface_id)) if given]
-        if filled:
-            raise AppRefusal("FIELD_NOT_ALLOWED", f"command.{filled[0]} is set by Tessera, not the frame")
+            raise Refusal("COMMAND_INVALID", "command: an object, as a block of the answer dispatches it")
+        command = client_command(body)
         kind = command.WhichOneof("command")
         if kind not in FRAME_COMMANDS:
-            raise AppRefusal("COMMAND_NOT_FROM_FRAME", "an approval is decided in Tessera with the person's passkey; "
+            raise Denied("COMMAND_NOT_FROM_FRAME", "an approval is decided in Tessera with the person's passkey; "
                                                        "the frame sends only what its blocks ask for")
         command.actor.CopyFrom(viewer.actor)
         command.session_id, command.surface_id = viewer.session_id, viewer.surface_id
-        self.intents.add(command.command_id)
+        self._started[command.command_id] = None
         reply = await self._host.SendCommand(command, timeout=30)
-        self.intents.add(reply.receipt.intent_id)
+        if reply.receipt.intent_id:
+            self._started[reply.receipt.intent_id] = None
         return MessageToDict(reply, preserving_proto_field_name=True)

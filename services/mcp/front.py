@@ -24,16 +24,17 @@ from services.mcp.answer_app import (
     APP_TOOLS,
     COMMAND_TOOL,
     AnswerJournal,
-    AppRefusal,
     Viewer,
     app_tools,
     with_answer_frame,
 )
 from services.mcp.turns import QUESTION_OPENERS, OutsideTurn, TurnUnavailable, question_of
 from shared.actors import assert_actor
+from shared.caches import bounded_lru
 from shared.errors import error_details
 from shared.logs import log
 from shared.next_steps import metadata
+from shared.refusals import Refusal
 from shared.tool_bridge import refused
 from tessera.agent.v1 import agent_pb2
 from tessera.host.v1 import host_pb2
@@ -47,6 +48,7 @@ SESSION_REQUEST_ID = "mcp"
 ASSERTION_LIFETIME = dt.timedelta(hours=1)
 # A turn carries the assertion it was opened with: the next call after this long begins a new turn.
 MAX_TURN_SECONDS = ASSERTION_LIFETIME.total_seconds() - 600
+MAX_REMEMBERED_SESSIONS = 4096  # people whose host session is remembered (a memo: forgotten, it is asked again)
 
 
 @dataclass(frozen=True)
@@ -58,18 +60,10 @@ class Person:
     conversation: str = ""  # the client's MCP session, when its transport has one: each its own turn
 
 
-def tool_result(ok: bool, message: dict) -> types.CallToolResult:
-    text = json.dumps(message)
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
+def tool_result(ok: bool, message: dict, text: str | None = None) -> types.CallToolResult:
+    """`message` as structured content, and as text: itself in JSON unless `text` says it in a line."""
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text or json.dumps(message))],
                                 structured_content=message, is_error=not ok)
-
-
-def frame_result(message: dict) -> types.CallToolResult:
-    """A frame tool's result: the data once, as structured content (a read carries up to 2 MiB), and a line."""
-    count = len(message.get("envelopes", []))
-    line = f"{count} journal entries" if "envelopes" in message else "sent"
-    return types.CallToolResult(content=[types.TextContent(type="text", text=line)], structured_content=message,
-                                is_error=False)
 
 
 def refusal(reason: str, message: str, **taught) -> types.CallToolResult:
@@ -89,7 +83,7 @@ class Front:
         self._tools: list[types.Tool] | None = None
         self._turns: dict[Person, OutsideTurn] = {}
         self._locks: dict[Person, asyncio.Lock] = {}
-        self._sessions: dict[Person, tuple[str, str]] = {}  # the person's host session and its surface
+        self._sessions = bounded_lru(MAX_REMEMBERED_SESSIONS)  # person → their host session and its surface
         self._journal = AnswerJournal(host)
 
     def shows_apps(self, person: Person | None, negotiated: bool) -> bool:
@@ -170,12 +164,10 @@ class Front:
             session_id, surface_id = await self._opened(person)
             viewer = Viewer(self.assertion(person), session_id, surface_id)
             log(logger, logging.INFO, "frame call", tool=tool, client=person.client)
-            if tool == COMMAND_TOOL:
-                return frame_result(await self._journal.command(viewer, arguments))
-            return frame_result(await self._journal.read(viewer, arguments))
-        except AppRefusal as exc:
-            return refusal(exc.reason, exc.message)
-        except TurnUnavailable as exc:
+            answered = await (self._journal.command if tool == COMMAND_TOOL else self._journal.read)(viewer, arguments)
+            # The data once, as structured content: a read carries up to 2 MiB.
+            return tool_result(True, answered, text=f"{tool}: in structured content")
+        except Refusal as exc:  # the frame's own refusal, or the session's
             return refusal(exc.reason, exc.message)
         except grpc.aio.AioRpcError as exc:  # the host's refusal (its reason), or a host nobody reached
             details = error_details(exc, "host")
@@ -185,7 +177,8 @@ class Front:
         return (await self._opened(person))[0]
 
     async def _opened(self, person: Person) -> tuple[str, str]:
-        if person not in self._sessions:
+        remembered = self._sessions.get(person)
+        if remembered is None:  # opened again when forgotten: the same request id gives the same session
             try:
                 opened = await self._host.OpenSession(host_pb2.OpenSessionRequest(
                     actor=self.assertion(person), request_id=SESSION_REQUEST_ID), timeout=10)
@@ -193,8 +186,8 @@ class Front:
                 details = error_details(exc, "host")
                 raise TurnUnavailable(details.reason, f"the session could not be opened: {details.message}") \
                     from None
-            self._sessions[person] = (opened.session_id, opened.surface_id)
-        return self._sessions[person]
+            remembered = self._sessions[person] = (opened.session_id, opened.surface_id)
+        return remembered
 
     async def _end(self, person: Person) -> None:
         turn = self._turns.pop(person, None)
@@ -203,16 +196,13 @@ class Front:
 
     async def end_idle(self) -> None:
         """End turns nobody called a tool in for the idle time (their streams hold agent resources), and forget
-        people with no turn and no call under way."""
+        the locks of people with no turn and no call under way (their sessions are a bounded memo)."""
         now = time.monotonic()
         for person, turn in list(self._turns.items()):
             if now - turn.last_used > self._idle_seconds and not self._locks[person].locked():
                 await self._end(person)
         for person in [p for p, lock in self._locks.items() if p not in self._turns and not lock.locked()]:
             del self._locks[person]
-            self._sessions.pop(person, None)
-        for person in [p for p in self._sessions if p not in self._turns and p not in self._locks]:
-            del self._sessions[person]  # a frame's person: its next read opens (finds) the session again
 
     async def close(self) -> None:
         for person in list(self._turns):

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import grpc
 
 from shared.errors import error_details
+from shared.refusals import Refusal
 from tessera.agent.v1 import agent_pb2
 from tessera.common.v1 import common_pb2
 
@@ -24,12 +25,8 @@ QUESTION_OPENERS = frozenset({"inspect_current_context", "inspect_catalog"})
 MAX_QUESTION_CHARS = 2_000
 
 
-class TurnUnavailable(Exception):
+class TurnUnavailable(Refusal):
     """The agent refused or could not serve the turn: a reason and a message an outside model can read."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason, self.message = reason, message
 
 
 @dataclass

@@ -37,7 +37,7 @@ import re
 from collections.abc import AsyncIterator, Callable
 
 import grpc
-from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
+from google.protobuf.json_format import MessageToDict
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -53,7 +53,8 @@ from shared.bounded_json import BoundedJsonError, Limits, parse
 from shared.caches import bounded_lru
 from shared.errors import ErrorDetails, error_details
 from shared.logs import log
-from shared.surface_envelopes import CursorInvalid, cursor_text, envelope_dict, parse_cursor
+from shared.refusals import Refusal
+from shared.surface_envelopes import CursorInvalid, client_command, cursor_text, envelope_dict, parse_cursor
 from tessera.agent.v1 import agent_pb2
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.common.v1 import common_pb2
@@ -76,7 +77,6 @@ _HTTP = {grpc.StatusCode.INVALID_ARGUMENT: 400, grpc.StatusCode.UNAUTHENTICATED:
          # Web never cancels its own calls this way: the peer cancelled it because it is stopping.
          grpc.StatusCode.CANCELLED: 503}
 _NOBODY_ANSWERED = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED)
-_WEB_FILLS = {"actor", "session_id", "surface_id"}  # never taken from a browser
 # The broker's refusals of a decision on an approval that already ended; their ErrorInfo metadata says how.
 _DECIDED_ALREADY = frozenset({"APPROVAL_ALREADY_DECIDED", "DECISION_ID_CONFLICT", "APPROVAL_EXPIRED",
                               "ASSERTION_REPLAYED"})
@@ -531,14 +531,10 @@ class WebApi:
         return FeedResponse(self.feeds, viewer, until_ended)
 
     async def command(self, request: Request) -> Response:
-        body = await self._body(request)
-        filled = sorted(_WEB_FILLS & set(body))
-        if filled:
-            raise ApiError(400, "FIELD_NOT_ALLOWED", f"{filled[0]} is set by the server, not the page")
         try:
-            command = ParseDict(body, host_pb2.SendCommandRequest())
-        except ParseError as exc:
-            raise ApiError(400, "COMMAND_INVALID", str(exc)[:300]) from None
+            command = client_command(await self._body(request))
+        except Refusal as exc:
+            raise ApiError(400, exc.reason, exc.message) from None
         browser, session = await self._session(request)
         command.actor.CopyFrom(self.assertions.of(browser.person))
         command.session_id, command.surface_id = session.session_id, session.surface_id

@@ -25,6 +25,7 @@ import grpc
 from google.protobuf.json_format import MessageToDict
 
 from shared.errors import error_details
+from shared.surface_envelopes import cursor_text
 from shared.ui.windows import FIRST_WINDOWS_PATH, key_of_window
 from tessera.agent.v1 import agent_pb2
 from tessera.common.v1 import common_pb2
@@ -109,7 +110,7 @@ class TurnParts:
 
     def envelope(self, envelope: host_pb2.SurfaceEnvelope) -> dict:
         kind = envelope.WhichOneof("payload")
-        cursor = f"{envelope.epoch}:{envelope.sequence}"
+        cursor = cursor_text(envelope)
         if kind == "a2ui":
             return {"type": "data-a2ui", "id": cursor, "data": {
                 "cursor": cursor, "revisionId": envelope.revision_id,

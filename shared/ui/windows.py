@@ -23,6 +23,13 @@ def window_key(resource_id: str, node: str, prop: str, offset: int) -> str:
     return f"{resource_id}|{node}|{prop}|{offset}"
 
 
+def resource_of_window(path: str) -> str | None:
+    """The data-model path of the result a window update belongs to (`/resources/<id>`), or None."""
+    if not (path.startswith(_RESOURCES) and path.endswith(_WINDOW)):
+        return None
+    return path[:-len(_WINDOW)]
+
+
 def key_of_window(path: str, value: object) -> str | None:
     """The key of a window data-model update (`path`, `value`), or None when it is not one."""
     if not (path.startswith(_RESOURCES) and path.endswith(_WINDOW)) or not isinstance(value, dict):

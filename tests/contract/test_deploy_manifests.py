@@ -31,7 +31,14 @@ from cli.deploy_check import (
     policy_edges,
     secret_problems,
 )
-from cli.deploy_manifests import SPECS, contract_edges, network_policies, render_generated, secret_name
+from cli.deploy_manifests import (
+    NODE_LOCAL_DNS,
+    SPECS,
+    contract_edges,
+    network_policies,
+    render_generated,
+    secret_name,
+)
 from cli.deploy_mcp_servers import (
     BROKER,
     COMPONENT_LABEL,
@@ -472,15 +479,16 @@ def _mcp_workloads() -> set[str]:
     return {pod.name if pod.name.startswith("mcp-") else f"mcp-{pod.name}" for pod in mcp_pods(load_policy())}
 
 
-def _declared_extras(docs: list[dict]) -> set[tuple[str, str, str, str]]:
+# The local overlay's PostgreSQL: the three services with a database, and the Job that seeds the warehouse.
+LOCAL_DATABASE_CLIENTS = ("host", "capabilities", "resources", "seed-warehouse")
+
+
+def _declared_extras(overlay: str) -> set[tuple[str, str, str, str]]:
     """Edges between workloads that the contracts do not declare: the broker's MCP servers, and the local overlay's
-    database, each from the overlay's own objects."""
+    database."""
     extras = {("capabilities", server, "TCP", str(MCP_PORT)) for server in _mcp_workloads()}
-    for doc in docs:
-        if doc["kind"] == "NetworkPolicy" and doc["metadata"]["name"] == "postgresql-ingress":
-            [rule] = doc["spec"]["ingress"]
-            extras |= {(peer["podSelector"]["matchLabels"]["app.kubernetes.io/name"], "postgres", "TCP", "5432")
-                       for peer in rule["from"]}
+    if overlay == "local":
+        extras |= {(client, "postgres", "TCP", "5432") for client in LOCAL_DATABASE_CLIENTS}
     return extras
 
 
@@ -495,15 +503,16 @@ def test_the_analyzer_computes_exactly_the_caller_table_between_workloads(render
     allowed = computed_connectivity(rendered[overlay], tmp_path)
     between = {edge for edge in allowed if edge[0] in workloads and edge[1] in workloads}
     expected = {(caller, callee, "TCP", str(DEFAULT_PORTS[callee])) for caller, callee in contract_edges()}
-    assert between == expected | _declared_extras(docs)
+    assert between == expected | _declared_extras(overlay)
     outward = {(source, protocol, ports) for source, destination, protocol, ports in allowed
                if source in workloads and destination not in workloads}
     servers = _mcp_workloads()
     dns = {(name, protocol, "53") for name in workloads - servers for protocol in ("TCP", "UDP")}  # they reach nothing
     assert outward == dns | {(name, "TCP", "443") for name in ("agent", "web", "mcp")} \
         | {(name, "TCP", "5432") for name in ("host", "capabilities", "resources")}
+    node_local = NODE_LOCAL_DNS.removesuffix("/32")  # the analyzer writes a single address without its prefix
     for name in workloads - servers:  # NodeLocal DNSCache's address as well as the cluster's DNS pods
-        assert {(name, "169.254.20.10", "UDP", "53"), (name, "kube-dns", "UDP", "53")} <= allowed, name
+        assert {(name, node_local, "UDP", "53"), (name, "kube-dns", "UDP", "53")} <= allowed, name
     inward = {(destination, ports) for source, destination, _, ports in allowed
               if destination in workloads and source not in workloads}
     assert inward == {("web", str(DEFAULT_PORTS["web"])), ("mcp", str(DEFAULT_PORTS["mcp"]))}

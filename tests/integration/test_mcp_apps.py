@@ -132,12 +132,15 @@ def test_a_named_client_with_mcp_apps_gets_the_frame_and_its_answers_rows_and_th
             await other.until(created(second["revision"]))
             await other.ask_rows()
             await other.until(windows)
+            seen = len(frame.envelopes)
+            await frame.read()  # the first frame, following on from its cursor
+            newer_for_frame = frame.envelopes[seen:]
             again = Frame(client, first["revision"])  # the first frame opened anew: from the journal's start
             while (await again.read())["more"]:
                 pass
-            return listed, resources, html, (first, second), agent, (frame, other, again)
+            return listed, resources, html, (first, second), agent, (frame, other, again, newer_for_frame)
 
-    listed, resources, html, (first, second), agent, (frame, other, again) = anyio.run(scenario)
+    listed, resources, html, (first, second), agent, (frame, other, again, newer_for_frame) = anyio.run(scenario)
 
     # The model is offered the six data tools; the frame's two are the app's alone.
     assert {t.name for t in model_visible(listed)} == DATA_TOOLS
@@ -164,7 +167,9 @@ def test_a_named_client_with_mcp_apps_gets_the_frame_and_its_answers_rows_and_th
         assert all(abs(Decimal(str(value)) - expected[name]) < Decimal("0.01") for name, value in rows.items())
     # Read from the journal's start, the first frame gets its own messages and window, nothing of the second
     # answer's, and is told it was replaced.
-    assert again.replaced and not other.replaced
+    assert frame.replaced and again.replaced and not other.replaced
+    # Following its cursor, the first frame was given none of the second answer: no message, no window.
+    assert newer_for_frame == [], newer_for_frame
     assert {e["revision_id"] for e in again.envelopes if e["kind"] == "a2ui" and not e["message"].get(
         "updateDataModel", {}).get("path", "").endswith("/window")} == {first["revision"]}
     assert len(windows(again.envelopes)) == 1 and created(first["revision"])(again.envelopes)

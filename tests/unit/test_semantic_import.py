@@ -536,11 +536,3 @@ def test_with_items_dbt_refuses_its_validator_is_not_run_and_their_measures_are_
     assert "metric total_revenue: not converted: its measure revenue was not converted" in err
     [validator] = [line for line in err if line.startswith("dbt's validator")]
     assert validator.startswith("dbt's validator: not run: dbt's schema refuses 1 item(s) above")
-
-
-@pytest.mark.parametrize(("text", "reason"), [
-    ("{{ Dimension('metric_time') }} >= '2024-01-01'", "a filter on metric_time is not converted"),
-])
-def test_a_dimension_without_an_entity_is_said_for_what_it_is(text, reason):
-    with pytest.raises(FilterError, match=re.escape(reason)):
-        parse_filter(text)

@@ -16,6 +16,7 @@ import pytest
 import sqlalchemy as sa
 
 from cli.main import main
+from cli.semantic_init import source_name
 from services.resources.catalog import Catalog
 from services.resources.semantic_model import load_semantic_model
 from services.resources.warehouse import Warehouse
@@ -207,3 +208,5 @@ def test_the_draft_names_the_database_by_kind_and_name_only(tmp_path):
     url = _one_table(tmp_path / "shop.sqlite", "CREATE TABLE t (id INTEGER PRIMARY KEY)", [(1,)])
     text = _init(f"{url}?password=hunter2", tmp_path / "draft.yaml")
     assert "sqlite database shop.sqlite" in text and "hunter2" not in text and str(tmp_path) not in text
+    assert source_name(sa.make_url("postgresql://reader:hunter2@db.internal:5432/shop?sslmode=require")) == \
+        "postgresql database shop"

@@ -8,7 +8,8 @@ import web from './vite.config.js';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 
-export default mergeConfig(web, defineConfig({
+// Built right after web's bundle (make frontend), whose build wrote the catalog schemas: not written again here.
+export default mergeConfig({ ...web, plugins: [] }, defineConfig({
   plugins: [viteSingleFile({ removeViteModuleLoader: true })],
   build: {
     outDir: `${here}../../mcp/static`, emptyOutDir: true, sourcemap: false,

@@ -16,8 +16,7 @@ const APPS_PROTOCOL = '2025-11-21';  // the MCP Apps revision this page speaks
 const RETRY_MS = [1000, 2000, 5000, 10000, 30000];
 const CALL_TIMEOUT_MS = 60_000;  // a read waits at most 25 s at the front: a call without an answer by then is lost
 // Refusals that asking again cannot change: the frame says so and stops following.
-const FINAL = new Set(['PERSON_UNKNOWN', 'SESSION_NOT_YOURS', 'UNKNOWN_TOOL', 'REVISION_UNKNOWN', 'REVISION_REQUIRED',
-  'ARGUMENTS_TOO_LARGE']);
+const FINAL = new Set(['PERSON_UNKNOWN', 'UNKNOWN_TOOL', 'REVISION_UNKNOWN']);
 const $ = (id) => document.getElementById(id);
 
 // JSON-RPC 2.0 with the client that framed this page.
@@ -139,12 +138,6 @@ function replaced() {
   notice('A newer answer replaced this one on your surface; it is in the newer frame, and in Tessera.', true);
 }
 
-// The front sends only what this frame's revision shows; everything is drawn as that revision's, so the
-// blocks' commands stay bound to it (a window read after a newer answer comes stamped with the newer one).
-function take(envelope) {
-  view.receive(envelope.kind === 'a2ui' ? { ...envelope, revision_id: pinned } : envelope);
-}
-
 async function follow() {
   let after = '';
   for (let failures = 0; !stopped;) {
@@ -165,9 +158,9 @@ async function follow() {
       continue;
     }
     if ($('frame-notice-text').textContent.startsWith('Reconnecting')) notice('');
-    for (const envelope of read.envelopes) {
+    for (const envelope of read.envelopes) {  // only what this frame's revision shows (the front filters)
       try {
-        take(envelope);
+        view.receive(envelope);
       } catch (error) {
         notice(`Part of the answer could not be drawn: ${error.message}`);
       }
@@ -196,7 +189,6 @@ $('frame-open').addEventListener('click', () => {
   link.request('ui/open-link', { url: openUrl }).catch(() => notice(`Open ${openUrl} to approve it.`));
 });
 
-link.on('ui/notifications/tool-input', () => {});
 link.on('ui/notifications/tool-result', opened);
 link.on('ui/resource-teardown', () => { stopped = true; });
 link.request('ui/initialize', {
