@@ -634,7 +634,7 @@ class DbtConverter:
             message += (f"; its window ({window.window_string}) is not carried: a trailing filter in the draft "
                         "comes closest")
         if to_date:
-            message += f"; its grain_to_date ({to_date}) is not carried: a to_date filter comes closest"
+            message += f"; its grain_to_date ({kind_of(to_date)}) is not carried: a to_date filter comes closest"
         self.report.add(f"metric {name}", message)
         return None  # not a term other metrics can build on: the running total itself is not here
 

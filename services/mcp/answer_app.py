@@ -134,8 +134,9 @@ class Shown:
         kind = envelope["kind"]
         if kind == "snapshot_required":
             return True
-        if kind != "a2ui":
-            return _about(envelope["event"], started)
+        if kind != "a2ui":  # about what its blocks started; or stamped with it, the head when it was published (an
+            # approval the broker publishes before the command's reply has named its intent here)
+            return envelope["revision_id"] == self.revision_id or _about(envelope["event"], started)
         path = str((envelope["message"].get("updateDataModel") or {}).get("path", ""))
         resource = resource_of_window(path)
         if resource is not None:  # stamped with the head when it was read: known by its result

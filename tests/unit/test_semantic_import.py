@@ -536,3 +536,18 @@ def test_with_items_dbt_refuses_its_validator_is_not_run_and_their_measures_are_
     assert "metric total_revenue: not converted: its measure revenue was not converted" in err
     [validator] = [line for line in err if line.startswith("dbt's validator")]
     assert validator.startswith("dbt's validator: not run: dbt's schema refuses 1 item(s) above")
+
+
+def test_a_running_total_says_the_window_and_grain_it_does_not_carry_in_words(tmp_path, capsys):
+    (tmp_path / "semantic.yml").write_text(yaml.safe_dump({
+        "semantic_models": [{"name": "visits", "model": "ref('visits')", "defaults": {"agg_time_dimension": "day"},
+                             "entities": [{"name": "visit", "type": "primary", "expr": "visit_id"}],
+                             "dimensions": [{"name": "day", "type": "time",
+                                             "type_params": {"time_granularity": "day"}}],
+                             "measures": [{"name": "visit_count", "agg": "count", "expr": "visit_id"}]}],
+        "metrics": [{"name": "visits_to_date", "type": "cumulative",
+                     "type_params": {"measure": "visit_count", "grain_to_date": "month"}}]}))
+    status, _, err = run_import(capsys, str(tmp_path), "--out", str(tmp_path / "model.yaml"))
+    assert status == 0, err
+    [line] = [line for line in err if line.startswith("metric visits_to_date: ")]
+    assert "its grain_to_date (month) is not carried" in line, line
