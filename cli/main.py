@@ -33,7 +33,7 @@ from shared.certs import (
     write_private,
 )
 from shared.config import CLIENT_TLS_NATIVE, DEFAULT_PORTS, client_tls_mode
-from shared.identity import PRINCIPAL_NAMES
+from shared.identity import PRINCIPAL_NAMES, IdentitySchemeError
 from shared.paths import DATABASE_SIDE_FILES, REPO_ROOT, cert_dir, cli_dir, default_warehouse, var_dir
 
 
@@ -676,6 +676,6 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
-    except CredentialError as exc:
+    except (CredentialError, IdentitySchemeError) as exc:
         print(f"tessera: error: {exc}", file=sys.stderr)
         return 2

@@ -10,13 +10,13 @@ never from request metadata. Anything not declared is denied.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import grpc
 from cryptography import x509
-from cryptography.exceptions import InvalidSignature
 from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 
+from shared.certs import issued_directly
 from shared.errors import TesseraError
 from shared.identity import principal_for_enum, spiffe_id_for
 from tessera.authz.v1 import authz_pb2
@@ -69,26 +69,30 @@ class CallerTable:
 
 
 class DirectIssuer:
-    """Accepts a peer certificate only when the deployment CA signed it itself.
+    """Accepts a peer certificate only when a CA of the deployment's bundle signed it itself.
 
     gRPC core verifies the chain, but it also accepts a path through an
-    intermediate, even one that the CA's pathlen:0 forbids. Tessera issues every
-    identity directly from the deployment CA, so anything else is refused.
+    intermediate, even one that the CA's pathlen:0 forbids. Every identity is
+    issued directly by a CA of the bundle, so anything else is refused.
+    `bundle` returns the bundle in use now: it changes when the issuer
+    publishes its next CA (shared.renewal).
     """
 
-    def __init__(self, ca_pem: bytes) -> None:
-        ca = x509.load_pem_x509_certificate(ca_pem)
+    def __init__(self, bundle: Callable[[], bytes]) -> None:
+        self._bundle = bundle
 
-        # Callers reuse a handful of certificates: verify each once, not per call.
+        # Callers reuse a handful of certificates: verify each once per bundle, not per call.
         @functools.lru_cache(maxsize=256)
-        def issued(leaf_pem: bytes) -> bool:
-            try:
-                x509.load_pem_x509_certificate(leaf_pem).verify_directly_issued_by(ca)
-            except (ValueError, TypeError, InvalidSignature):
-                return False
-            return True
+        def issued(ca_pem: bytes, leaf_pem: bytes) -> bool:
+            return issued_directly(x509.load_pem_x509_certificate(leaf_pem), x509.load_pem_x509_certificates(ca_pem))
 
-        self.issued = issued
+        self._issued = issued
+
+    def issued(self, leaf_pem: bytes) -> bool:
+        try:
+            return self._issued(self._bundle(), leaf_pem)
+        except ValueError:
+            return False
 
 
 def caller_identity(context: grpc.aio.ServicerContext, auth: Mapping | None = None) -> str | None:

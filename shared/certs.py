@@ -385,6 +385,29 @@ def _parse_cert(data: bytes, path: Path, what: str) -> x509.Certificate:
         raise CredentialError(f"{what} {path} is not a PEM certificate") from None
 
 
+def ca_bundle(data: bytes, path: Path) -> list[x509.Certificate]:
+    """Every CA certificate in a bundle: SPIRE and cert-manager publish the next CA beside the current one
+    before they switch, so a bundle may hold several."""
+    try:
+        found = x509.load_pem_x509_certificates(data)
+    except ValueError:
+        found = []
+    if not found:
+        raise CredentialError(f"CA certificate {path} holds no PEM certificate")
+    return found
+
+
+def issued_directly(cert: x509.Certificate, cas: list[x509.Certificate]) -> bool:
+    """Whether one of `cas` signed `cert` itself (no intermediate)."""
+    for ca in cas:
+        try:
+            cert.verify_directly_issued_by(ca)
+        except (ValueError, TypeError, InvalidSignature):
+            continue
+        return True
+    return False
+
+
 def _sans(cert: x509.Certificate, kind: type[x509.GeneralName]) -> list[str]:
     try:
         ext = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName)
@@ -436,7 +459,7 @@ def add_server_names(directory: Path) -> list[str]:
 def load_credentials(principal: str, ca_file: Path, cert_file: Path, key_file: Path) -> Credentials:
     """Read and check one principal's credentials; raise CredentialError otherwise."""
     ca_pem = _read(ca_file, "CA certificate")
-    ca_cert = _parse_cert(ca_pem, ca_file, "CA certificate")
+    cas = ca_bundle(ca_pem, ca_file)
     cert_pem = _read(cert_file, "certificate")
     cert = _parse_cert(cert_pem, cert_file, "certificate")
 
@@ -447,10 +470,8 @@ def load_credentials(principal: str, ca_file: Path, cert_file: Path, key_file: P
     except (ValueError, TypeError):
         raise CredentialError(f"private key {key_file} is not an unencrypted PEM private key") from None
 
-    try:
-        cert.verify_directly_issued_by(ca_cert)
-    except (ValueError, TypeError, InvalidSignature):
-        raise CredentialError(f"certificate {cert_file} was not issued by the CA in {ca_file}") from None
+    if not issued_directly(cert, cas):
+        raise CredentialError(f"certificate {cert_file} was not issued by the CA in {ca_file}")
     now = dt.datetime.now(dt.UTC)
     if not (cert.not_valid_before_utc <= now <= cert.not_valid_after_utc):
         raise CredentialError(

@@ -17,7 +17,7 @@ from pydantic import AliasChoices, Field, ValidationError, field_validator, mode
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from shared.certs import CA_CERT_FILE, cert_path, key_path
-from shared.identity import GRPC_SERVICE_NAMES, PROCESS_NAMES
+from shared.identity import GRPC_SERVICE_NAMES, PROCESS_NAMES, IdentitySchemeError, identity_scheme
 from shared.paths import cert_dir
 
 DEFAULT_PORTS = {
@@ -143,4 +143,8 @@ def load_settings(name: str, settings_class: type[S] = ServiceSettings) -> S:
     for peer in GRPC_SERVICE_NAMES:
         peer_target(peer)
     client_tls_mode()
+    try:
+        identity_scheme()
+    except IdentitySchemeError as exc:
+        raise ConfigError(str(exc)) from None
     return settings

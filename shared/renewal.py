@@ -7,10 +7,14 @@ checks as at startup (issued directly by the CA, our SPIFFE id, key matching
 the certificate); a pair that fails them — say, caught half-written — is not
 used: the current one stays, and the problem is logged once.
 
+The CA bundle is watched too: SPIRE and cert-manager publish their next CA
+in the bundle before they sign with it, and a renewed certificate may come
+from it. A new bundle is used once a certificate checked against it loads.
+
 The server side uses it through `grpc.dynamic_ssl_server_credentials`, whose
 fetcher gRPC calls at each new handshake: existing connections keep their
-certificate, new ones get the renewed one. The deployment CA itself is fixed
-for a process's lifetime (rotating it needs a restart).
+certificate, new ones get the renewed one (and the renewed bundle, which
+authz.DirectIssuer also reads).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import threading
 from pathlib import Path
 
 import grpc
+from cryptography import x509
 
 from shared.certs import CredentialError, Credentials, load_credentials
 from shared.logs import log
@@ -40,7 +45,7 @@ def file_stamp(paths: tuple[Path, ...]) -> tuple | None:
 class RenewingCredentials:
     def __init__(self, initial: Credentials) -> None:
         self._current = initial
-        self._paths = tuple(p for p in (initial.cert_file, initial.key_file) if p is not None)
+        self._paths = tuple(p for p in (initial.ca_file, initial.cert_file, initial.key_file) if p is not None)
         self._stamp = file_stamp(self._paths)
         self._refused: tuple | None = None
         self._lock = threading.Lock()
@@ -50,9 +55,14 @@ class RenewingCredentials:
         self.refresh()
         return self._current
 
+    @property
+    def loaded(self) -> Credentials:
+        """What is in use, without looking at the files (per-call paths: new handshakes refresh)."""
+        return self._current
+
     def refresh(self) -> bool:
         """Reload when the files changed; True when a renewed certificate is now in use."""
-        if len(self._paths) != 2:
+        if len(self._paths) != 3:
             return False
         stamp = file_stamp(self._paths)
         if stamp is None or stamp == self._stamp or stamp == self._refused:
@@ -68,12 +78,12 @@ class RenewingCredentials:
                 log(logger, logging.WARNING, "renewed certificate not used; keeping the current one",
                     problem=str(exc))
                 return False
-            if renewed.ca_pem != old.ca_pem:
-                self._refused = stamp
-                log(logger, logging.WARNING, "renewed certificate comes with another CA; restart to rotate the CA")
-                return False
             self._current, self._stamp = renewed, stamp
-        log(logger, logging.INFO, "certificate renewed", identity=renewed.identity, file=str(renewed.cert_file))
+        if renewed.ca_pem != old.ca_pem:
+            log(logger, logging.INFO, "CA bundle renewed", file=str(renewed.ca_file),
+                cas=len(x509.load_pem_x509_certificates(renewed.ca_pem)))
+        if renewed.cert_pem != old.cert_pem:
+            log(logger, logging.INFO, "certificate renewed", identity=renewed.identity, file=str(renewed.cert_file))
         return True
 
     def server_credentials(self) -> grpc.ServerCredentials:

@@ -163,7 +163,8 @@ async def start_server(
     """
     table = CallerTable(r.descriptor for r in registrations)
     # so_reuseport=0: otherwise a second server silently shares a busy port.
-    guard = CallGuard(table, DirectIssuer(credentials.ca_pem))
+    renewing = RenewingCredentials(credentials)
+    guard = CallGuard(table, DirectIssuer(lambda: renewing.loaded.ca_pem))
     server = grpc.aio.server(interceptors=[guard], options=[("grpc.so_reuseport", 0)])
     for registration in registrations:
         registration.add_to_server(registration.servicer, server)
@@ -174,7 +175,6 @@ async def start_server(
     address = f"{host}:{port}"
     if port:
         _check_port_free(host, port)
-    renewing = RenewingCredentials(credentials)
     try:
         bound = server.add_secure_port(address, renewing.server_credentials())
     except RuntimeError as exc:

@@ -1,4 +1,5 @@
-"""A server picks up its renewed certificate without a restart (how cert-manager's CSI driver renews it)."""
+"""A server picks up its renewed certificate, and its issuer's rotated CA bundle, without a restart (how
+cert-manager's CSI drivers and SPIRE renew them)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,23 @@ import shutil
 import socket
 import ssl
 
+import grpc
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from shared.certs import CA_CERT_FILE, ca_key_path, cert_path, issue_leaf, key_path, load_credentials
+from shared.authz import declared_callers
+from shared.certs import (
+    CA_CERT_FILE,
+    Credentials,
+    ca_key_path,
+    cert_path,
+    create_ca,
+    issue_leaf,
+    key_path,
+    load_credentials,
+)
+from shared.channels import sync_channel
+from shared.contracts import SERVICES, invoke
 from shared.runtime import registration_for, start_server
 from tessera.compiler.v1 import compiler_pb2_grpc
 from tests.fixtures.waiting import wait_until_async
@@ -78,3 +92,76 @@ def test_a_renewed_certificate_is_served_to_new_connections(cert_dir, tmp_path, 
     assert now == expected != first
     assert "renewed certificate not used; keeping the current one" in caplog.text
     assert "certificate renewed" in caplog.text
+
+
+def _pem(cert) -> bytes:
+    return cert.public_bytes(serialization.Encoding.PEM)
+
+
+def _files(folder, name: str, ca_pem: bytes, cert, key) -> Credentials:
+    """A principal's folder as an issuer's volume holds it: the CA bundle, the certificate and the key."""
+    folder.mkdir(mode=0o700, exist_ok=True)
+    _write_atomically(folder / CA_CERT_FILE, ca_pem)
+    _write_atomically(key_path(folder, name), key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    _write_atomically(cert_path(folder, name), _pem(cert))
+    return load_credentials(name, folder / CA_CERT_FILE, cert_path(folder, name), key_path(folder, name))
+
+
+def _call(address: str, credentials: Credentials):
+    channel = sync_channel(address, credentials, "compiler")
+    try:
+        invoke(channel, "compiler", "Compile", timeout=10)
+    except grpc.RpcError as exc:
+        return exc.code()
+    finally:
+        channel.close()
+    return grpc.StatusCode.OK
+
+
+def test_a_rotated_ca_bundle_is_followed_without_a_restart(tmp_path, caplog):
+    """How SPIRE and cert-manager rotate their CA: the next CA joins the bundle, then certificates come from it.
+    The server serves its certificate from the new CA to new connections, accepts callers of either CA in the
+    bundle, and still refuses a CA outside it."""
+    caller = declared_callers(SERVICES["compiler"][0].methods_by_name["Compile"])[0]
+    first_ca, first_key = create_ca("first CA")
+    next_ca, next_key = create_ca("next CA")
+    foreign_ca, foreign_key = create_ca("foreign CA")
+    server = _files(tmp_path / "compiler", "compiler", _pem(first_ca), *issue_leaf(first_ca, first_key, "compiler"))
+    caplog.set_level(logging.INFO, logger="tessera.renewal")
+    bundle = _pem(first_ca) + _pem(next_ca)
+    old_caller = _files(tmp_path / "old", caller, bundle, *issue_leaf(first_ca, first_key, caller))
+    new_caller = _files(tmp_path / "new", caller, bundle, *issue_leaf(next_ca, next_key, caller))
+    foreign = _files(tmp_path / "foreign", caller, _pem(foreign_ca) + bundle,
+                     *issue_leaf(foreign_ca, foreign_key, caller))
+
+    async def scenario():
+        servicer = compiler_pb2_grpc.CompilerServiceServicer()
+        running = await start_server(server, [registration_for("compiler", servicer)])
+        try:
+            loop = asyncio.get_running_loop()
+            address = f"127.0.0.1:{running.port}"
+            call = lambda credentials: loop.run_in_executor(None, _call, address, credentials)  # noqa: E731
+            before = await call(new_caller)
+            # The next CA joins the bundle, then the server's certificate comes from it.
+            renewed, renewed_key = issue_leaf(next_ca, next_key, "compiler")
+            _files(tmp_path / "compiler", "compiler", bundle, renewed, renewed_key)
+
+            async def after_rotation():
+                outcome = await call(new_caller)
+                return outcome if outcome != grpc.StatusCode.UNAVAILABLE else None
+
+            rotated = await wait_until_async(after_rotation, 60, what="the server following the rotated bundle")
+            return before, rotated, await call(old_caller), await call(foreign), renewed.serial_number
+        finally:
+            await running.stop(0)
+
+    before, rotated, old, outside, serial = asyncio.run(scenario())
+    # Before: the server knew only the first CA, so a caller from the next one failed the handshake.
+    assert before == grpc.StatusCode.UNAVAILABLE
+    # Past authorization (the bare servicer answers UNIMPLEMENTED) for either CA of the bundle.
+    assert rotated == old == grpc.StatusCode.UNIMPLEMENTED
+    assert outside == grpc.StatusCode.UNAVAILABLE
+    assert "CA bundle renewed" in caplog.text
+    assert x509.load_pem_x509_certificate(cert_path(tmp_path / "compiler", "compiler").read_bytes()).serial_number \
+        == serial

@@ -1,5 +1,6 @@
-"""Certificates with the SPIFFE URI SAN alone, as some identity providers issue them (no DNS or IP names): the
-whole set runs on them with TESSERA_CLIENT_TLS=spiffe-bridge, every client checking the server's URI SAN itself;
+"""Certificates with the SPIFFE URI SAN alone, as csi-driver-spiffe and SPIRE issue them (no DNS or IP names, ids
+named after each pod's ServiceAccount in their own trust domain): the whole set runs on them with
+TESSERA_CLIENT_TLS=spiffe-bridge and that identity scheme, every client checking the server's URI SAN itself;
 gRPC's own TLS (the default) cannot reach them."""
 
 from __future__ import annotations
@@ -20,16 +21,21 @@ from tessera.agent.v1 import agent_pb2
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2
 
+SERVICE_ACCOUNT_SCHEME = {"TESSERA_TRUST_DOMAIN": "cluster.local",
+                          "TESSERA_SPIFFE_PATH": "/ns/tessera/sa/{principal}"}
+
 
 @pytest.fixture(scope="module")
 def spiffe_set(tmp_path_factory, service_env):
     certs = tmp_path_factory.mktemp("spiffe-certs")
-    issue_deployment(certs, spiffe_only=True)
     env = {**service_env, "TESSERA_HOST_DATABASE_URL": f"sqlite:///{tmp_path_factory.mktemp('h') / 'host.sqlite'}",
            "TESSERA_CAPABILITIES_DATABASE_URL": f"sqlite:///{tmp_path_factory.mktemp('b') / 'broker.sqlite'}",
            "TESSERA_RESOURCES_STORE_URL": f"sqlite:///{tmp_path_factory.mktemp('r') / 'results.sqlite'}"}
     with pytest.MonkeyPatch.context() as patch:  # this process's channels too: the launcher's and the tests'
         patch.setenv(CLIENT_TLS_VARIABLE, CLIENT_TLS_SPIFFE_BRIDGE)
+        for name, value in SERVICE_ACCOUNT_SCHEME.items():  # the children inherit it from the launcher
+            patch.setenv(name, value)
+        issue_deployment(certs, spiffe_only=True)
         services = ServiceSet(certs, tmp_path_factory.mktemp("spiffe-run"), ephemeral_ports=True, extra_env=env)
         services.start()
         yield services
@@ -41,6 +47,7 @@ def test_the_certificates_carry_no_dns_or_ip_name(spiffe_set):
         cert = x509.load_pem_x509_certificate(cli_credentials(spiffe_set.cert_dir, name).cert_pem)
         sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
         assert [type(general).__name__ for general in sans] == ["UniformResourceIdentifier"]
+        assert sans[0].value == f"spiffe://cluster.local/ns/tessera/sa/{name}"
 
 
 def test_a_turn_crosses_every_service_on_spiffe_only_certificates(spiffe_set):

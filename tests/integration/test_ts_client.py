@@ -117,6 +117,28 @@ def test_the_clients_caller_table_is_the_one_the_services_enforce(built):
     assert {p["name"] for p in exported["/tessera.host.v1.HostService/OpenSession"]} == {"web", "cli", "mcp"}
 
 
+def test_the_clients_read_the_deployments_identity_scheme_as_the_services_do(built, monkeypatch):
+    """The SPIFFE ids are configuration, not contract: under the same three settings Node names every principal
+    with the id the services enforce."""
+    scheme = {"TESSERA_TRUST_DOMAIN": "example.org", "TESSERA_SPIFFE_PATH": "/ns/tessera/sa/{principal}",
+              "TESSERA_CLI_SPIFFE_PATH": "/people/operator"}
+    for name, value in scheme.items():
+        monkeypatch.setenv(name, value)
+    exported = _run(built, "callers.js", env=scheme)
+    ids = {p["name"]: p["spiffeId"] for allowed in exported.values() for p in allowed}
+    assert ids["host"] == "spiffe://example.org/ns/tessera/sa/host" == spiffe_id_for("host")
+    assert ids["cli"] == "spiffe://example.org/people/operator" == spiffe_id_for("cli")
+    assert ids == {name: spiffe_id_for(name) for name in ids}
+
+    node, out = built
+    refused = subprocess.run([node, str(out / "examples" / "callers.js")], cwd=REPO_ROOT, capture_output=True,
+                             text=True, timeout=180, env={"PATH": "/usr/bin:/bin", **scheme,
+                                                          "TESSERA_SPIFFE_PATH": "/ns/tessera/sa"})
+    assert refused.returncode != 0
+    assert 'TESSERA_SPIFFE_PATH="/ns/tessera/sa": expected a path starting with / holding {principal} once' \
+        in refused.stderr, refused.stderr
+
+
 def test_dev_actor_is_short_lived_recorded_and_refuses_what_it_cannot_make(running_set, cert_dir, tmp_path):
     encoded = _dev_actor(running_set, tmp_path, "script-user")
     assertion = common_pb2.ActorAssertion.FromString(base64.b64decode(encoded))

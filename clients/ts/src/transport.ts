@@ -2,10 +2,9 @@
 // principal), and trusts only the deployment's CA. Connect's Node transport speaks gRPC over HTTP/2.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { getOption } from "@bufbuild/protobuf";
 import type { Transport } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { PrincipalSchema, spiffe_id } from "../gen/tessera/authz/v1/authz_pb.js";
+import { type IdentityScheme, identityScheme, serverNameForSpiffe, spiffeIdFor } from "./identity.js";
 
 export interface MtlsOptions {
   /** host:port of the service. */
@@ -17,18 +16,18 @@ export interface MtlsOptions {
   /** The service dialled ("host", "agent" ...): its certificate must carry the DNS name derived from its SPIFFE
    * id, whatever the address. Without it, the address's own name is checked (localhost in a local set). */
   peer?: string;
+  /** The deployment's identity scheme; by default from TESSERA_TRUST_DOMAIN, TESSERA_SPIFFE_PATH and
+   * TESSERA_CLI_SPIFFE_PATH, as the services read it. */
+  scheme?: IdentityScheme;
 }
 
 /** The DNS name a service's certificate carries beside its SPIFFE id: the id's path segments in reverse, then
  * its trust domain (spiffe://tessera.local/svc/host -> host.svc.tessera.local), as the Python clients expect. */
-export function serverName(peer: string): string {
-  const value = PrincipalSchema.values.find((v) => v.name === `PRINCIPAL_${peer.toUpperCase()}`);
-  if (value === undefined) throw new Error(`unknown service ${JSON.stringify(peer)}`);
-  const [trustDomain, ...path] = getOption(value, spiffe_id).replace(/^spiffe:\/\//, "").split("/");
-  return [...path.reverse(), trustDomain].join(".");
+export function serverName(peer: string, scheme: IdentityScheme = identityScheme()): string {
+  return serverNameForSpiffe(spiffeIdFor(peer, scheme));
 }
 
-export function mtlsTransport({ address, certDir, principal, peer }: MtlsOptions): Transport {
+export function mtlsTransport({ address, certDir, principal, peer, scheme }: MtlsOptions): Transport {
   return createGrpcTransport({
     baseUrl: `https://${address}`,
     nodeOptions: {
@@ -36,7 +35,7 @@ export function mtlsTransport({ address, certDir, principal, peer }: MtlsOptions
       cert: readFileSync(join(certDir, `${principal}.pem`)),
       key: readFileSync(join(certDir, `${principal}.key`)),
       // Node checks the certificate against servername when it is set (and sends it as SNI).
-      ...(peer === undefined ? {} : { servername: serverName(peer) }),
+      ...(peer === undefined ? {} : { servername: serverName(peer, scheme) }),
     },
   });
 }
