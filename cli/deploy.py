@@ -1,11 +1,13 @@
 """`tessera deploy`: render the Kubernetes base from the contracts, check manifests, write Secrets.
 
-- `render [--check]` writes deploy/k8s/base/{workloads,networkpolicies}.yaml and the
-  production overlay's generated patches
+- `render [--check]` writes deploy/k8s/base/{workloads,networkpolicies}.yaml, the
+  production component's patches and one Component per identity provider
   (with --check: exit 1 naming each file that differs from what the contracts give);
 - `check FILE...` runs the project's own checks on rendered manifests
   (hardening, NetworkPolicies = caller table, Secrets hold only their owner's files,
-  each MCP server's pod reached by the broker alone and reaching nothing);
+  each MCP server's pod reached by the broker alone and reaching nothing, each
+  ServiceAccount able to request only its own identity where cert-manager's CSI
+  driver issues them);
 - `secrets --out DIR` writes one Secret per service for the local overlay, each
   holding only that service's key, certificate, CA certificate, its own token
   keys and settings, plus PostgreSQL's and, for an MCP server whose policy
@@ -28,14 +30,16 @@ from pathlib import Path
 import yaml
 
 from cli.deploy_check import (
+    certificate_policy_problems,
     file_problems,
     load_documents,
     mcp_server_problems,
     network_policy_problems_in,
     secret_problems,
 )
-from cli.deploy_manifests import NAMESPACE, SPECS, render_generated, secret_name, setting_file
+from cli.deploy_manifests import SPECS, render_generated, secret_name, setting_file
 from cli.deploy_mcp_servers import credentials_files, load_policy, mcp_pods
+from cli.deploy_objects import NAMESPACE
 from shared.certs import export_identity, private_dir, write_private
 from shared.paths import REPO_ROOT, var_dir
 
@@ -54,6 +58,7 @@ def render(check: bool, root: Path = REPO_ROOT) -> int:
         if check:
             stale.append(str(path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path))
         else:
+            path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
             print(f"wrote {path}")
     if stale:
@@ -77,6 +82,7 @@ def check(files: list[str]) -> int:
         problems += file_problems(docs, str(path))
         everything += [(doc, str(path)) for doc in docs]
     problems += network_policy_problems_in(everything)
+    problems += certificate_policy_problems(everything)
     problems += mcp_server_problems(everything, [pod.name for pod in mcp_pods(load_policy())])
     for problem in problems:
         print(problem, file=sys.stderr)

@@ -5,7 +5,9 @@ Each finding names the file and the object, so a person can go straight to it:
   all capabilities dropped, seccomp RuntimeDefault, requests and limits,
   no service-account token);
 - NetworkPolicies allow exactly the caller edges the contracts declare;
-- a service's Secret holds only that service's own keys and settings.
+- a service's Secret holds only that service's own keys and settings;
+- where cert-manager's CSI driver issues identities, approver-policy lets each
+  ServiceAccount request exactly its own SPIFFE id and DNS name.
 """
 
 from __future__ import annotations
@@ -17,8 +19,21 @@ import yaml
 
 from cli.deploy_manifests import SPECS, contract_edges, secret_name, setting_file
 from cli.deploy_mcp_servers import BROKER, COMPONENT, COMPONENT_LABEL, credentials_secret_of_pod
-from cli.deploy_objects import NAME_LABEL
+from cli.deploy_objects import NAME_LABEL, NAMESPACE
 from shared.certs import identity_files, is_private_file
+from shared.identity import (
+    CLI_SPIFFE_PATH_VARIABLE,
+    DEFAULT_CLI_SPIFFE_PATH,
+    DEFAULT_SPIFFE_PATH,
+    DEFAULT_TRUST_DOMAIN,
+    GRPC_SERVICE_NAMES,
+    SPIFFE_PATH_VARIABLE,
+    TRUST_DOMAIN_VARIABLE,
+    IdentityScheme,
+    IdentitySchemeError,
+    identity_scheme,
+    server_name_for_spiffe,
+)
 
 WORKLOAD_KINDS = {"Deployment", "StatefulSet", "DaemonSet", "Job", "Pod"}
 
@@ -231,3 +246,109 @@ def mcp_server_problems(located: Iterable[tuple[dict, str]], expected: Iterable[
         problems.append(f"{origin}: a NetworkPolicy lets the broker reach {pod}, which no MCP server of the "
                         "tool policy runs in")
     return problems
+
+
+CERT_MANAGER_CSI = "csi.cert-manager.io"
+POLICY_GROUP, POLICY_RESOURCE = "policy.cert-manager.io", "certificaterequestpolicies"
+# What a Tessera identity never carries: a policy allowing any of them lets a holder claim more than its id.
+NEVER_ALLOWED = ("commonName", "emailAddresses", "ipAddresses", "subject", "isCA")
+
+
+def _env_of(doc: dict) -> dict[str, str]:
+    containers = _pod_spec(doc).get("containers", [])
+    return {e["name"]: e.get("value", "") for c in containers[:1] for e in c.get("env", [])}
+
+
+def _cert_manager_csi_attributes(doc: dict) -> dict[str, str] | None:
+    for volume in _pod_spec(doc).get("volumes", []):
+        if volume.get("csi", {}).get("driver") == CERT_MANAGER_CSI:
+            return volume["csi"].get("volumeAttributes", {})
+    return None
+
+
+def _grants_use(rule: dict, policy: str) -> bool:
+    def has(values: list[str], wanted: str) -> bool:
+        return wanted in values or "*" in values
+
+    return has(rule.get("apiGroups", []), POLICY_GROUP) and has(rule.get("resources", []), POLICY_RESOURCE) \
+        and has(rule.get("verbs", []), "use") and (not rule.get("resourceNames") or policy in rule["resourceNames"])
+
+
+def _policy_users(docs: list[dict], policy: str) -> list[tuple[str, str, str]]:
+    """(kind, namespace, name) of every subject RBAC lets use `policy` (approver-policy's binding check)."""
+    roles = {(doc["kind"], doc["metadata"].get("namespace", ""), doc["metadata"]["name"]): doc.get("rules", [])
+             for doc in docs if doc.get("kind") in ("Role", "ClusterRole")}
+    users = []
+    for binding in (doc for doc in docs if doc.get("kind") in ("RoleBinding", "ClusterRoleBinding")):
+        ref = binding.get("roleRef", {})
+        namespace = binding["metadata"].get("namespace", "") if ref.get("kind") == "Role" else ""
+        if any(_grants_use(rule, policy) for rule in roles.get((ref.get("kind"), namespace, ref.get("name")), [])):
+            users += [(s.get("kind", ""), s.get("namespace", binding["metadata"].get("namespace", "")),
+                       s.get("name", "")) for s in binding.get("subjects", [])]
+    return users
+
+
+def certificate_policy_problems(located: Iterable[tuple[dict, str]]) -> list[str]:
+    """cert-manager's CSI driver writes whatever `uri-sans` a pod asks for; approver-policy is what binds an id to
+    a ServiceAccount. Each account that mounts the driver must be able to use a CertificateRequestPolicy for
+    exactly its own SPIFFE id and DNS name, and no subject may use one naming another account's id, a wildcard,
+    or any other name."""
+    located = list(located)
+    docs = [doc for doc, _ in located]
+    origin = {id(doc): where for doc, where in located}
+    pods = [doc for doc in docs if doc.get("kind") in WORKLOAD_KINDS and _cert_manager_csi_attributes(doc) is not None]
+    policies = [doc for doc in docs if doc.get("kind") == "CertificateRequestPolicy"]
+    if not pods and not policies:
+        return []
+    try:
+        schemes = {_scheme_of(pod).check() for pod in pods}
+    except IdentitySchemeError as exc:
+        return [f"pods mounting {CERT_MANAGER_CSI}: {exc}"]
+    if len(schemes) > 1:
+        return [f"pods mounting {CERT_MANAGER_CSI} disagree on the identity scheme: {sorted(map(str, schemes))}"]
+    scheme = next(iter(schemes)) if schemes else identity_scheme()
+    problems = []
+    for policy in policies:
+        where = f"{origin[id(policy)]}: {_name(policy)}"
+        allowed = policy.get("spec", {}).get("allowed", {})
+        problems += [f"{where}: allows {field}" for field in NEVER_ALLOWED if allowed.get(field)]
+        names = [*allowed.get("uris", {}).get("values", []), *allowed.get("dnsNames", {}).get("values", [])]
+        problems += [f"{where}: allows the wildcard {value!r}" for value in names if "*" in value]
+        owners = {scheme.principals.get(value) or _dns_owner(scheme, value) for value in names}
+        for kind, namespace, subject in _policy_users(docs, policy["metadata"]["name"]):
+            if kind != "ServiceAccount" or namespace != NAMESPACE or owners - {subject}:
+                problems.append(f"{where}: {kind} {namespace}/{subject} may use it to request "
+                                f"{', '.join(sorted(names)) or 'any name'}")
+    for pod in pods:
+        where = f"{origin[id(pod)]}: {_name(pod)}"
+        name, attributes = pod["metadata"]["name"], _cert_manager_csi_attributes(pod) or {}
+        account = _pod_spec(pod).get("serviceAccountName", "default")
+        requested = (attributes.get(f"{CERT_MANAGER_CSI}/uri-sans", ""),
+                     attributes.get(f"{CERT_MANAGER_CSI}/dns-names"))
+        own = (scheme.ids.get(name, ""), server_name_for_spiffe(scheme.ids[name]) if name in GRPC_SERVICE_NAMES
+               else None) if name in scheme.ids else None
+        if account != name or requested != own:
+            problems.append(f"{where}: runs as ServiceAccount {account} and requests {requested}; its own identity "
+                            f"is ServiceAccount {name} with {own}")
+            continue
+        usable = [p for p in policies if ("ServiceAccount", NAMESPACE, account) in _policy_users(
+            docs, p["metadata"]["name"])]
+        granting = [p for p in usable if p.get("spec", {}).get("allowed", {}).get("uris", {}).get("values") == [own[0]]
+                    and p["spec"]["allowed"].get("dnsNames", {}).get("values") == ([own[1]] if own[1] else None)]
+        if not granting:
+            problems.append(f"{where}: no CertificateRequestPolicy that ServiceAccount {account} may use allows "
+                            f"exactly {own[0]}" + (f" and {own[1]}" if own[1] else "")
+                            + f": without approver-policy, {CERT_MANAGER_CSI} issues any id a pod asks for")
+    return problems
+
+
+def _scheme_of(pod: dict) -> IdentityScheme:
+    """The identity scheme a pod's environment sets (shared.identity's defaults where it sets none)."""
+    env = _env_of(pod)
+    return IdentityScheme(env.get(TRUST_DOMAIN_VARIABLE) or DEFAULT_TRUST_DOMAIN,
+                          env.get(SPIFFE_PATH_VARIABLE) or DEFAULT_SPIFFE_PATH,
+                          env.get(CLI_SPIFFE_PATH_VARIABLE) or DEFAULT_CLI_SPIFFE_PATH)
+
+
+def _dns_owner(scheme: IdentityScheme, value: str) -> str | None:
+    return next((name for name, spiffe in scheme.ids.items() if server_name_for_spiffe(spiffe) == value), None)

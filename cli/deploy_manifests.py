@@ -6,8 +6,9 @@ the stateless ones, and the NetworkPolicies. The policies come from the
 callers declared in `proto/` (`option (tessera.authz.v1.callers)`): deny all,
 then one allow per declared edge, so a new caller in a contract changes the
 rendered files and `tessera deploy render --check` (and a test) fails until
-they are regenerated. It also writes the production overlay's patches (issued
-identities, replicas), docs/trust-graph.md, the caller table as a page, and the
+they are regenerated. It also writes the production component's patches
+(replicas), one Component per identity provider (cli/deploy_identity.py),
+docs/trust-graph.md, the caller table as a page, and the
 tool policy's MCP servers as pods of their own with the broker's copy of the
 policy that reaches them (cli/deploy_mcp_servers.py).
 """
@@ -18,12 +19,12 @@ from dataclasses import dataclass
 
 import yaml
 
+from cli import deploy_identity
 from cli import deploy_mcp_servers as mcp_servers
 from cli.deploy_mcp_servers import POLICY_CONFIG_MAP, POLICY_KEY, POLICY_MOUNT
 from cli.deploy_objects import (
     IMAGE,
     IMAGE_TAG,
-    UID,
     hardened_container_security,
     hardened_pod_security,
     labels,
@@ -36,10 +37,9 @@ from cli.deploy_objects import (
 from shared.authz import declared_callers
 from shared.config import DEFAULT_PORTS
 from shared.contracts import SERVICES
-from shared.identity import GRPC_SERVICE_NAMES, HTTP_PROCESS_NAMES, PROCESS_NAMES, server_name_for, spiffe_id_for
+from shared.identity import HTTP_PROCESS_NAMES, PROCESS_NAMES
 from shared.runtime import LIVENESS_SERVICE
 
-NAMESPACE = "tessera"
 HEALTH_PORT = 8081
 SECRET_MOUNT = "/etc/tessera/secret"
 STATE_MOUNT = "/var/lib/tessera"
@@ -276,41 +276,7 @@ def _documents(objects: list[dict]) -> str:
     return HEADER + "".join("---\n" + yaml.safe_dump(item, sort_keys=False) for item in objects)
 
 
-SVID_MOUNT = "/var/run/tessera/svid"
-ISSUER = "tessera-ca"
 PRODUCTION_MIN_REPLICAS = 2
-
-
-def _issued_identity_patch(spec: ServiceSpec) -> dict:
-    """Production: the certificate comes from cert-manager's CSI driver (csi.cert-manager.io), issued by
-    the deployment CA Issuer with the service's SPIFFE id as its only URI SAN and, for a gRPC server, the
-    one DNS name derived from it that clients check (identity.server_name_for), renewed in place. The
-    Secret keeps the token keys and settings; certificate paths point at the CSI volume."""
-    prefix = f"TESSERA_{spec.name.upper()}_"
-    env = {prefix + "CERT": f"{SVID_MOUNT}/tls.crt", prefix + "KEY": f"{SVID_MOUNT}/tls.key",
-           "TESSERA_CA_CERT": f"{SVID_MOUNT}/ca.crt"}
-    attributes = {
-        "csi.cert-manager.io/issuer-name": ISSUER,
-        "csi.cert-manager.io/issuer-kind": "Issuer",
-        "csi.cert-manager.io/uri-sans": spiffe_id_for(spec.name),
-        **({"csi.cert-manager.io/dns-names": server_name_for(spec.name)} if spec.name in GRPC_SERVICE_NAMES else {}),
-        "csi.cert-manager.io/key-usages": "digital signature,server auth,client auth"
-        if spec.name not in HTTP_PROCESS_NAMES
-        else "digital signature,client auth",
-        "csi.cert-manager.io/duration": "720h",
-        "csi.cert-manager.io/renew-before": "240h",
-        "csi.cert-manager.io/fs-group": str(UID),
-    }
-    return {
-        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": spec.name},
-        "spec": {"template": {"spec": {
-            "containers": [{"name": spec.name,
-                            "env": [{"name": key, "value": value} for key, value in env.items()],
-                            "volumeMounts": [{"name": "svid", "mountPath": SVID_MOUNT, "readOnly": True}]}],
-            "volumes": [{"name": "svid", "csi": {"driver": "csi.cert-manager.io", "readOnly": True,
-                                                 "volumeAttributes": attributes}}],
-        }}},
-    }
 
 
 def _replicas_patch(spec: ServiceSpec) -> list[dict]:
@@ -363,10 +329,10 @@ def render_generated() -> dict[str, str]:
         if spec.stateless and not spec.single_replica:
             workloads.append(_autoscaler(spec))
     workloads += mcp_servers.workloads(tool_policy)
-    production = [_issued_identity_patch(SPECS[name]) for name in PROCESS_NAMES]
-    production += [patch for name in PROCESS_NAMES for patch in _replicas_patch(SPECS[name])]
+    production = [patch for name in PROCESS_NAMES for patch in _replicas_patch(SPECS[name])]
     return {"deploy/k8s/base/workloads.yaml": _documents(workloads),
             "deploy/k8s/base/networkpolicies.yaml": _documents(network_policies(edges, tool_policy)),
             mcp_servers.CLUSTER_POLICY_FILE: mcp_servers.cluster_policy_text(tool_policy),
-            "deploy/k8s/overlays/production/generated-patches.yaml": _documents(production),
-            "docs/trust-graph.md": trust_graph_markdown()}
+            "deploy/k8s/components/production/generated-patches.yaml": _documents(production),
+            "docs/trust-graph.md": trust_graph_markdown(),
+            **deploy_identity.render_components()}

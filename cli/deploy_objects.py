@@ -4,6 +4,7 @@ pods and write NetworkPolicies the same way."""
 
 from __future__ import annotations
 
+NAMESPACE = "tessera"
 IMAGE = "localhost/tessera"
 IMAGE_TAG = "0.1.0"
 UID = 10001

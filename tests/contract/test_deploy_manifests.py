@@ -62,7 +62,8 @@ from shared.paths import REPO_ROOT
 
 K8S = REPO_ROOT / "deploy" / "k8s"
 TOOLS = REPO_ROOT / ".venv-deploy" / "bin"
-OVERLAYS = ("local", "production")
+PRODUCTION_OVERLAYS = ("production", "production-spire", "production-cert-manager-csi")
+OVERLAYS = ("local", *PRODUCTION_OVERLAYS)
 KUBERNETES_VERSION = "1.35.0"
 
 

@@ -155,7 +155,7 @@ def test_the_local_overlay_runs_as_real_pods(tmp_path):
     started = time.monotonic()
     assert shutil.which("podman"), "podman is missing: `make image` installs it"
     certs = tmp_path / "certs"
-    issue_deployment(certs)  # as the production overlay has cert-manager issue them: the derived DNS name too
+    issue_deployment(certs)  # as `tessera certs` issues them: the SPIFFE id and its derived DNS name
     secrets = local_secrets(certs, tmp_path / "passwords.json")
     passwords = json.loads((tmp_path / "passwords.json").read_text())
     rendered = subprocess.run([str(KUBECTL), "kustomize", str(REPO_ROOT / "deploy/k8s/overlays/local")],
