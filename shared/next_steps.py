@@ -213,6 +213,8 @@ NOT_FOR_MODELS: dict[str, str] = {
     "TURN_ALREADY_OPEN": "the MCP front's own protocol with the agent (agent.ServeTools)",
     "TURN_NOT_OPENED": "the MCP front's own protocol with the agent (agent.ServeTools)",
     "TURN_NOT_YOURS": "cancelling another person's turn (web, the CLI); a model cannot cancel",
+    "TURN_NOT_STOPPED": "a person's cancel (web, the CLI) of a turn whose agent went away; a model cannot cancel",
+    "TURN_IDS_INVALID": "between agent replicas and the host (host.CancelledTurns); no model asks",
     # People's web sessions: between web and the broker (and the person's browser); no model holds a session.
     "SESSION_UNKNOWN": _SESSIONS, "SESSION_ENDED": _SESSIONS, "SESSION_EXPIRED": _SESSIONS,
     "SESSION_FROM_WEB_ONLY": _SESSIONS, "SESSION_REQUEST_INVALID": _SESSIONS, "SESSION_CHECK_UNAVAILABLE": _SESSIONS,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import grpc
 from grpc_health.v1 import health_pb2_grpc
 
+from services.agent.cancels import cancel_elsewhere, running_here, stop, stop_requested_turns
 from services.agent.chat import ChatAdapter, ChatConfig
 from services.agent.config import WIRES, AgentSettings
 from services.agent.contracts import TOOL_NAMES
@@ -68,15 +69,17 @@ class AgentService(agent_pb2_grpc.AgentServiceServicer):
 
     async def CancelTurn(self, request, context):
         actor = self._actors.require(request.actor)
-        turn = self._running.get(request.turn_id)
-        if turn is None or turn.task is None or turn.task.done():
-            return agent_pb2.CancelTurnResponse(cancelled=False)
+        turn = running_here(self._running, request.turn_id)
+        if turn is None:  # another replica runs it (or none does): through the host
+            return await cancel_elsewhere(self._peers.host, request)
         if (turn.actor_id, turn.tenant_id) != (actor.actor_id, actor.tenant_id):
             raise TesseraError(grpc.StatusCode.PERMISSION_DENIED, "TURN_NOT_YOURS", "the turn belongs to another actor")
-        turn.cancel_requested = True
-        turn.task.cancel()
+        stop(turn)
         self._running.pop(request.turn_id, None)
         return agent_pb2.CancelTurnResponse(cancelled=True, outcome=common_pb2.TURN_OUTCOME_CANCELLED)
+
+    async def stop_requested_turns(self) -> None:
+        await stop_requested_turns(self._running, self._peers.host)
 
 
 def chat_adapter(settings: AgentSettings) -> ChatAdapter | None:
@@ -101,4 +104,4 @@ def build(context: ServiceContext) -> list[Registration]:
                                           for peer, channel in channels.items()}))
     service = AgentService(service_info(context), ActorVerifier.from_cert_dir(settings.cert_dir), peers,
                            chat_adapter(settings), ModelTranscript(settings.model_transcript))
-    return [registration_for("agent", service)]
+    return [registration_for("agent", service, background=[service.stop_requested_turns])]

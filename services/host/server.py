@@ -37,6 +37,7 @@ from tessera.host.v1 import host_pb2, host_pb2_grpc
 MAX_TEXT = 4_000
 MAX_ENVELOPES_PER_RESPONSE = 64  # a larger max_envelopes counts as this (host.proto)
 DEFAULT_TURNS_LISTED, MAX_TURNS_LISTED = 20, 100
+MAX_TURNS_ASKED = 256  # CancelledTurns (host.proto)
 MAX_SUGGESTED = 3
 
 
@@ -139,6 +140,22 @@ class HostService(host_pb2_grpc.HostServiceServicer):
             raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "TURN_FINISHED",
                          "this turn's end was recorded already, differently") from None
         return host_pb2.FinishTurnResponse(recorded=recorded)
+
+    async def RequestTurnCancel(self, request, context):
+        actor = self._actors.require(request.actor)
+        turn, session = await self._turn_and_session(request.turn_id)
+        if (session.actor_id, session.tenant_id) != (actor.actor_id, actor.tenant_id):
+            raise refuse(grpc.StatusCode.PERMISSION_DENIED, "TURN_NOT_YOURS", "the turn belongs to another actor")
+        end = await self._db(self._store.request_cancel, turn.turn_id)
+        return host_pb2.RequestTurnCancelResponse(running=end is None, outcome=end.outcome if end else 0)
+
+    async def CancelledTurns(self, request, context):
+        if not 1 <= len(request.turn_ids) <= MAX_TURNS_ASKED or not all(
+                1 <= len(turn_id) <= 128 for turn_id in request.turn_ids):
+            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "TURN_IDS_INVALID",
+                         f"turn_ids: 1-{MAX_TURNS_ASKED} ids of 1-128 characters", {"max": str(MAX_TURNS_ASKED)})
+        found = await self._db(self._store.cancelled_turns, list(dict.fromkeys(request.turn_ids)))
+        return host_pb2.CancelledTurnsResponse(turn_ids=found)
 
     async def ListTurns(self, request, context):
         session = await self._own_session(request.actor, request.session_id)

@@ -31,7 +31,9 @@ turns = sa.Table("turns", metadata, sa.Column("turn_id", sa.String, primary_key=
                  sa.Column("request_id", sa.String), sa.Column("created_at", sa.Float),
                  # how it ended, as the agent recorded it (FinishTurn); empty while it runs or if none was kept
                  sa.Column("outcome", sa.Integer), sa.Column("answer", sa.Text), sa.Column("suggested", sa.Text),
-                 sa.Column("follows_turn_id", sa.String), sa.Column("finished_at", sa.Float))
+                 sa.Column("follows_turn_id", sa.String), sa.Column("finished_at", sa.Float),
+                 # when someone asked the running turn to stop (RequestTurnCancel), from any agent replica
+                 sa.Column("cancel_requested_at", sa.Float))
 slices = sa.Table("frozen_slices", metadata, sa.Column("turn_id", sa.String, primary_key=True),
                   sa.Column("slice_hash", sa.String, primary_key=True), sa.Column("slice_id", sa.String),
                   sa.Column("slice_proto", sa.LargeBinary), sa.Column("offers", sa.LargeBinary),
@@ -278,6 +280,22 @@ class HostStore:
         if _end(row) != end:
             raise TurnFinished(turn_id)
         return False
+
+    def request_cancel(self, turn_id: str) -> TurnEnd | None:
+        """Ask the running turn to stop (kept once): None while it runs (no end recorded), else how it ended."""
+        with self.writer.begin() as connection:
+            connection.execute(turns.update().where(turns.c.turn_id == turn_id, turns.c.outcome.is_(None),
+                                                    turns.c.cancel_requested_at.is_(None))
+                               .values(cancel_requested_at=time.time()))
+            row = connection.execute(sa.select(turns).where(turns.c.turn_id == turn_id)).one()
+        return _end(row)
+
+    def cancelled_turns(self, turn_ids: list[str]) -> list[str]:
+        """Those of `turn_ids` still running whose stop was requested."""
+        with self.reads.connect() as connection:
+            return list(connection.execute(sa.select(turns.c.turn_id).where(
+                turns.c.turn_id.in_(turn_ids), turns.c.cancel_requested_at.is_not(None),
+                turns.c.outcome.is_(None))).scalars())
 
     def list_turns(self, session_id: str, limit: int, before_turn_id: str = "") -> list[TurnRecord]:
         """The session's turns, newest first (those begun before `before_turn_id`, when given), each with the

@@ -267,6 +267,43 @@ def test_cancelling_a_turn_stops_the_model_call(modelled_agent, running_set, cre
     wait_until(lambda: "hang: net revenue" in STREAM_CLOSED, 30, what="the model's HTTP stream closed")
 
 
+def test_a_cancel_sent_to_the_other_agent_replica_stops_the_turn(modelled_agent, running_set, credentials,
+                                                                 person):  # noqa: F811
+    """Two agent replicas behind one host: the turn runs on the modelled one, the cancel reaches the other (as
+    a Service may route it). The host keeps the request; the replica running the turn stops it."""
+    session = _open(running_set, credentials, person, "hang-elsewhere")
+    other = running_set.handles["agent"].address
+    assert other != modelled_agent
+    cancelled, canceller = {}, []
+    question = "hang: net revenue, stopped elsewhere"
+
+    def cancel_at_the_other_replica(turn_id):
+        def run():
+            try:
+                wait_until(lambda: question in STREAM_THINKING, 25, what="the model mid-stream")
+                with sync_channel(other, credentials("cli"), "agent") as agent:
+                    cancelled["reply"] = invoke(agent, "agent", "CancelTurn", agent_pb2.CancelTurnRequest(
+                        actor=person, turn_id=turn_id), timeout=30)
+            except Exception as exc:  # noqa: BLE001 - reported by the test below, not lost in this thread
+                cancelled["failure"] = exc
+        canceller.append(threading.Thread(target=run, daemon=True))
+        canceller[0].start()
+
+    began = time.monotonic()
+    events = _ask(modelled_agent, credentials, person, session, question, on_started=cancel_at_the_other_replica)
+    assert time.monotonic() - began < 30  # not the model's 60 s
+    canceller[0].join(30)
+    assert "failure" not in cancelled, cancelled.get("failure")
+    # The other replica answered only once the turn had ended, and said how.
+    assert cancelled["reply"].cancelled and cancelled["reply"].outcome == common_pb2.TURN_OUTCOME_CANCELLED
+    assert events[-1].done.outcome == common_pb2.TURN_OUTCOME_CANCELLED
+    wait_until(lambda: question in STREAM_CLOSED, 30, what="the model's HTTP stream closed")
+    with sync_channel(running_set.handles["host"].address, credentials("cli"), "host") as host:
+        (record,) = invoke(host, "host", "ListTurns", host_pb2.ListTurnsRequest(
+            actor=person, session_id=session.session_id)).turns
+    assert record.outcome == common_pb2.TURN_OUTCOME_CANCELLED
+
+
 def test_with_the_data_peer_gone_the_turn_is_degraded_and_says_so(cert_dir, tmp_path_factory, running_set,
                                                                     credentials, person):  # noqa: F811
     (dead_port,) = free_ports(1)  # nothing listens here

@@ -15,6 +15,7 @@ from shared.channels import sync_channel
 from shared.contracts import invoke
 from shared.errors import error_details
 from shared.ui.slice import offer_tag
+from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2
 from tessera.resources.v1 import resources_pb2
 from tests.fixtures.race import race
@@ -80,6 +81,40 @@ def test_turns_belong_to_the_session_owner(channels, cert_dir):
     assert refused(lambda: call(channels, "agent", "BeginTurn", host_pb2.BeginTurnRequest(
         actor=actor(cert_dir, "mallory"), session_id=session.session_id, question="x", request_id="t-2"))) == (
         grpc.StatusCode.PERMISSION_DENIED, "SESSION_NOT_YOURS")
+
+
+def test_a_turns_stop_is_kept_for_the_replica_running_it_and_only_its_person_may_ask(channels, cert_dir):
+    session = open_session(channels, cert_dir, "stopper")
+    begin = host_pb2.BeginTurnRequest(actor=actor(cert_dir, "stopper"), session_id=session.session_id,
+                                      question="revenue?", request_id="stop-1")
+    turn, other = (call(channels, "agent", "BeginTurn", begin),
+                   call(channels, "agent", "BeginTurn", host_pb2.BeginTurnRequest(
+                       actor=actor(cert_dir, "stopper"), session_id=session.session_id, question="orders?",
+                       request_id="stop-2")))
+    ask = host_pb2.RequestTurnCancelRequest(actor=actor(cert_dir, "stopper"), turn_id=turn.turn_id)
+    assert refused(lambda: call(channels, "agent", "RequestTurnCancel", host_pb2.RequestTurnCancelRequest(
+        actor=actor(cert_dir, "mallory"), turn_id=turn.turn_id))) == (grpc.StatusCode.PERMISSION_DENIED,
+                                                                       "TURN_NOT_YOURS")
+    assert refused(lambda: call(channels, "agent", "RequestTurnCancel", host_pb2.RequestTurnCancelRequest(
+        actor=actor(cert_dir, "stopper"), turn_id="trn_nobody"))) == (grpc.StatusCode.NOT_FOUND, "TURN_UNKNOWN")
+    asked = host_pb2.CancelledTurnsRequest(turn_ids=[turn.turn_id, other.turn_id, "trn_nobody"])
+    assert list(call(channels, "agent", "CancelledTurns", asked).turn_ids) == []  # mallory's ask kept nothing
+
+    first = call(channels, "agent", "RequestTurnCancel", ask)
+    assert first.running and call(channels, "agent", "RequestTurnCancel", ask) == first  # asked again: the same
+    assert list(call(channels, "agent", "CancelledTurns", asked).turn_ids) == [turn.turn_id]
+    # The replica running it stops it and records how it ended: no longer asked about, and the asker is told.
+    call(channels, "agent", "FinishTurn", host_pb2.FinishTurnRequest(
+        turn_id=turn.turn_id, outcome=common_pb2.TURN_OUTCOME_CANCELLED, answer="Stopped."))
+    assert list(call(channels, "agent", "CancelledTurns", asked).turn_ids) == []
+    ended = call(channels, "agent", "RequestTurnCancel", ask)
+    assert (ended.running, ended.outcome) == (False, common_pb2.TURN_OUTCOME_CANCELLED)
+
+
+@pytest.mark.parametrize("turn_ids", [[], [f"trn_{n}" for n in range(257)], ["x" * 129], [""]])
+def test_asking_which_turns_to_stop_is_bounded(channels, turn_ids):
+    assert refused(lambda: call(channels, "agent", "CancelledTurns", host_pb2.CancelledTurnsRequest(
+        turn_ids=turn_ids))) == (grpc.StatusCode.INVALID_ARGUMENT, "TURN_IDS_INVALID")
 
 
 def test_a_turn_is_begun_with_the_sessions_earlier_questions_oldest_first(channels, cert_dir):

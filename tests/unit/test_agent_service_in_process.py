@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 import grpc
 import httpx
@@ -13,6 +14,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ed25519
 from grpc_health.v1 import health_pb2
 
+from services.agent.cancels import cancel_elsewhere
 from services.agent.chat import ChatAdapter, ChatConfig
 from services.agent.peers import Peers, health_readiness
 from services.agent.server import AgentService
@@ -95,6 +97,15 @@ class FakeHost:
     async def FinishTurn(self, request, timeout=None):
         self.finished.append(request)
         return host_pb2.FinishTurnResponse(recorded=True)
+
+    async def RequestTurnCancel(self, request, timeout=None):
+        """As the host answers: the one turn it began runs until its end is recorded; any other is unknown."""
+        if request.turn_id != "trn_1":
+            status = TesseraError(grpc.StatusCode.NOT_FOUND, "TURN_UNKNOWN", "no such turn").to_status()
+            raise grpc.aio.AioRpcError(status.code, grpc.aio.Metadata(), grpc.aio.Metadata(*status.trailing_metadata),
+                                       details=status.details)
+        ended = [f for f in self.finished if f.turn_id == request.turn_id]
+        return host_pb2.RequestTurnCancelResponse(running=not ended, outcome=ended[-1].outcome if ended else 0)
 
     async def SubmitProposal(self, request, timeout=None):
         self.proposals.append(json.loads(request.proposal_json))
@@ -244,6 +255,21 @@ def test_only_the_turns_own_actor_may_cancel_it():
 def test_cancelling_a_turn_that_is_not_running_cancels_nothing():
     reply = asyncio.run(agent().CancelTurn(agent_pb2.CancelTurnRequest(actor=person(), turn_id="trn_unknown"), None))
     assert not reply.cancelled
+
+
+def test_a_cancel_for_a_turn_no_replica_stops_says_so_after_a_bounded_wait():
+    """The host has the turn running, but nobody stops it (its agent went away): a precise refusal, not a hang."""
+    host = FakeHost()
+    request = agent_pb2.CancelTurnRequest(actor=person(), turn_id="trn_1")
+    began = time.monotonic()
+    with pytest.raises(TesseraError) as refused:
+        asyncio.run(cancel_elsewhere(host, request, wait_seconds=0.5))
+    assert (refused.value.code, refused.value.reason) == (grpc.StatusCode.UNAVAILABLE, "TURN_NOT_STOPPED")
+    assert "may have gone away" in refused.value.message and time.monotonic() - began < 5
+    # Once its end is recorded, the answer says how it ended: answered before the stop landed is not cancelled.
+    host.finished.append(host_pb2.FinishTurnRequest(turn_id="trn_1", outcome=common_pb2.TURN_OUTCOME_ANSWERED))
+    reply = asyncio.run(cancel_elsewhere(host, request))
+    assert (reply.cancelled, reply.outcome) == (False, common_pb2.TURN_OUTCOME_ANSWERED)
 
 
 def test_cancel_turn_needs_a_signed_actor():
