@@ -249,6 +249,7 @@ def mcp_server_problems(located: Iterable[tuple[dict, str]], expected: Iterable[
 
 
 CERT_MANAGER_CSI = "csi.cert-manager.io"
+CERT_MANAGER_DRIVERS = (CERT_MANAGER_CSI, "spiffe.csi.cert-manager.io")
 POLICY_GROUP, POLICY_RESOURCE = "policy.cert-manager.io", "certificaterequestpolicies"
 # What a Tessera identity never carries: a policy allowing any of them lets a holder claim more than its id.
 NEVER_ALLOWED = ("commonName", "emailAddresses", "ipAddresses", "subject", "isCA")
@@ -259,33 +260,45 @@ def _env_of(doc: dict) -> dict[str, str]:
     return {e["name"]: e.get("value", "") for c in containers[:1] for e in c.get("env", [])}
 
 
-def _cert_manager_csi_attributes(doc: dict) -> dict[str, str] | None:
+def _cert_manager_csi_attributes(doc: dict, driver: str = CERT_MANAGER_CSI) -> dict[str, str] | None:
     for volume in _pod_spec(doc).get("volumes", []):
-        if volume.get("csi", {}).get("driver") == CERT_MANAGER_CSI:
+        if volume.get("csi", {}).get("driver") == driver:
             return volume["csi"].get("volumeAttributes", {})
     return None
 
 
-def _grants_use(rule: dict, policy: str) -> bool:
+EVERYTHING = [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]
+
+
+def _grants(rule: dict, group: str, resource: str, verb: str, name: str | None) -> bool:
     def has(values: list[str], wanted: str) -> bool:
         return wanted in values or "*" in values
 
-    return has(rule.get("apiGroups", []), POLICY_GROUP) and has(rule.get("resources", []), POLICY_RESOURCE) \
-        and has(rule.get("verbs", []), "use") and (not rule.get("resourceNames") or policy in rule["resourceNames"])
+    return has(rule.get("apiGroups", []), group) and has(rule.get("resources", []), resource) \
+        and has(rule.get("verbs", []), verb) and (not rule.get("resourceNames") or name in rule["resourceNames"])
 
 
-def _policy_users(docs: list[dict], policy: str) -> list[tuple[str, str, str]]:
-    """(kind, namespace, name) of every subject RBAC lets use `policy` (approver-policy's binding check)."""
-    roles = {(doc["kind"], doc["metadata"].get("namespace", ""), doc["metadata"]["name"]): doc.get("rules", [])
+def _allowed_subjects(docs: list[dict], group: str, resource: str, verb: str,
+                      name: str | None = None) -> list[tuple[str, str, str]]:
+    """(kind, namespace, name) of every subject the rendered RBAC lets `verb` `resource` (named `name`). A role
+    whose rules the cluster aggregates is taken to grant everything: its rules are not in the files."""
+    roles = {(doc["kind"], doc["metadata"].get("namespace", ""), doc["metadata"]["name"]):
+             EVERYTHING if doc.get("aggregationRule") else doc.get("rules", [])
              for doc in docs if doc.get("kind") in ("Role", "ClusterRole")}
-    users = []
+    subjects = []
     for binding in (doc for doc in docs if doc.get("kind") in ("RoleBinding", "ClusterRoleBinding")):
         ref = binding.get("roleRef", {})
         namespace = binding["metadata"].get("namespace", "") if ref.get("kind") == "Role" else ""
-        if any(_grants_use(rule, policy) for rule in roles.get((ref.get("kind"), namespace, ref.get("name")), [])):
-            users += [(s.get("kind", ""), s.get("namespace", binding["metadata"].get("namespace", "")),
-                       s.get("name", "")) for s in binding.get("subjects", [])]
-    return users
+        rules = roles.get((ref.get("kind"), namespace, ref.get("name")), [])
+        if any(_grants(rule, group, resource, verb, name) for rule in rules):
+            subjects += [(s.get("kind", ""), s.get("namespace", binding["metadata"].get("namespace", "")),
+                          s.get("name", "")) for s in binding.get("subjects", [])]
+    return subjects
+
+
+def _policy_users(docs: list[dict], policy: str) -> list[tuple[str, str, str]]:
+    """Every subject RBAC lets use `policy` (approver-policy's binding check)."""
+    return _allowed_subjects(docs, POLICY_GROUP, POLICY_RESOURCE, "use", policy)
 
 
 def certificate_policy_problems(located: Iterable[tuple[dict, str]]) -> list[str]:
@@ -296,10 +309,11 @@ def certificate_policy_problems(located: Iterable[tuple[dict, str]]) -> list[str
     located = list(located)
     docs = [doc for doc, _ in located]
     origin = {id(doc): where for doc, where in located}
+    problems = _requester_problems(docs, origin)
     pods = [doc for doc in docs if doc.get("kind") in WORKLOAD_KINDS and _cert_manager_csi_attributes(doc) is not None]
     policies = [doc for doc in docs if doc.get("kind") == "CertificateRequestPolicy"]
     if not pods and not policies:
-        return []
+        return problems
     try:
         schemes = {_scheme_of(pod).check() for pod in pods}
     except IdentitySchemeError as exc:
@@ -307,7 +321,6 @@ def certificate_policy_problems(located: Iterable[tuple[dict, str]]) -> list[str
     if len(schemes) > 1:
         return [f"pods mounting {CERT_MANAGER_CSI} disagree on the identity scheme: {sorted(map(str, schemes))}"]
     scheme = next(iter(schemes)) if schemes else identity_scheme()
-    problems = []
     for policy in policies:
         where = f"{origin[id(policy)]}: {_name(policy)}"
         allowed = policy.get("spec", {}).get("allowed", {})
@@ -331,6 +344,10 @@ def certificate_policy_problems(located: Iterable[tuple[dict, str]]) -> list[str
             problems.append(f"{where}: runs as ServiceAccount {account} and requests {requested}; its own identity "
                             f"is ServiceAccount {name} with {own}")
             continue
+        if attributes.get(f"{CERT_MANAGER_CSI}/issuer-kind", "Issuer") != "Issuer":
+            problems.append(f"{where}: names a {attributes[f'{CERT_MANAGER_CSI}/issuer-kind']}, which a request in "
+                            "any namespace can name (and any team's approver policy approve): use an Issuer in "
+                            "Tessera's namespace")
         usable = [p for p in policies if ("ServiceAccount", NAMESPACE, account) in _policy_users(
             docs, p["metadata"]["name"])]
         granting = [p for p in usable if p.get("spec", {}).get("allowed", {}).get("uris", {}).get("values") == [own[0]]
@@ -339,6 +356,23 @@ def certificate_policy_problems(located: Iterable[tuple[dict, str]]) -> list[str
             problems.append(f"{where}: no CertificateRequestPolicy that ServiceAccount {account} may use allows "
                             f"exactly {own[0]}" + (f" and {own[1]}" if own[1] else "")
                             + f": without approver-policy, {CERT_MANAGER_CSI} issues any id a pod asks for")
+    return problems
+
+
+def _requester_problems(docs: list[dict], origin: dict[int, str]) -> list[str]:
+    """cert-manager's drivers request a pod's certificate as its ServiceAccount: without `create` on
+    CertificateRequests in its namespace the volume never mounts and the pod never starts."""
+    problems = []
+    for pod in (doc for doc in docs if doc.get("kind") in WORKLOAD_KINDS):
+        if all(_cert_manager_csi_attributes(pod, driver) is None for driver in CERT_MANAGER_DRIVERS):
+            continue
+        account = _pod_spec(pod).get("serviceAccountName", "default")
+        namespace = pod["metadata"].get("namespace", NAMESPACE)
+        if ("ServiceAccount", namespace, account) not in _allowed_subjects(
+                docs, "cert-manager.io", "certificaterequests", "create"):
+            problems.append(f"{origin[id(pod)]}: {_name(pod)}: ServiceAccount {account} may not create "
+                            "CertificateRequests, which cert-manager's driver does as the pod's account: the "
+                            "certificate never comes and the pod never starts")
     return problems
 
 

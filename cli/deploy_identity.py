@@ -9,8 +9,11 @@ Every provider binds a pod's SPIFFE id to its ServiceAccount, so writing another
   writes the SVID, its key and the bundle as files (Tessera reads files, and follows their renewal).
 - cert-manager-csi: cert-manager's CSI driver writes whatever `uri-sans` a pod asks for, so approver-policy must
   decide: one CertificateRequestPolicy per ServiceAccount, usable by that account alone (RBAC `use`), allowing
-  exactly its SPIFFE id and DNS name. Needs the driver's token requests (requests made as the pod's account) and
-  cert-manager's default approver off.
+  exactly its SPIFFE id and DNS name, for the namespace's own Issuer. Needs the driver's token requests (requests
+  made as the pod's account) and cert-manager's default approver off.
+
+Both cert-manager drivers create a pod's CertificateRequest as the pod's ServiceAccount, which may therefore create
+CertificateRequests in the namespace (and do nothing else with the API).
 
 The first two issue the URI SAN alone, so clients check it themselves (TESSERA_CLIENT_TLS=spiffe-bridge).
 """
@@ -40,7 +43,9 @@ SCHEME = IdentityScheme(TRUST_DOMAIN, f"/ns/{NAMESPACE}/sa/{PRINCIPAL_PLACEHOLDE
 PROVIDERS = ("csi-driver-spiffe", "spire", "cert-manager-csi")
 COMPONENTS = "deploy/k8s/components/identity"
 SVID_MOUNT = "/var/run/tessera/svid"
-ISSUER = "tessera-ca"  # cert-manager-csi: the ClusterIssuer; its CA Secret lives in cert-manager's own namespace
+# cert-manager-csi: an Issuer in Tessera's namespace, so only requests made there can name it (a ClusterIssuer could
+# be named from any namespace, and approved by any other team's policy).
+ISSUER = "tessera-ca"
 CERT_DURATION, RENEW_BEFORE = "720h", "240h"
 
 SPIFFE_HELPER_IMAGE = "ghcr.io/spiffe/spiffe-helper:0.11.0"
@@ -87,12 +92,26 @@ def _patch(name: str, uri_only: bool, volumes: list[dict], init_containers: list
             "spec": {"template": {"spec": pod}}}
 
 
+def _requester(name: str) -> list[dict]:
+    """Both cert-manager drivers create the pod's CertificateRequest with the pod's own ServiceAccount token
+    (which is what lets an approver tie the id to the account): the account may create requests, nothing else."""
+    role = f"{name}-certificate-requester"
+    return [{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+             "metadata": {"name": role, "namespace": NAMESPACE, "labels": labels(name)},
+             "rules": [{"apiGroups": ["cert-manager.io"], "resources": ["certificaterequests"],
+                        "verbs": ["create"]}]},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+             "metadata": {"name": role, "namespace": NAMESPACE, "labels": labels(name)},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role},
+             "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": NAMESPACE}]}]
+
+
 def csi_driver_spiffe() -> tuple[list[dict], list[dict]]:
     """(patches, objects): the driver's volume; the id is the pod's ServiceAccount's, decided by the driver."""
     patches = [_patch(name, True, [{"name": "svid", "csi": {
         "driver": "spiffe.csi.cert-manager.io", "readOnly": True,
         "volumeAttributes": {"spiffe.csi.cert-manager.io/fs-group": str(UID)}}}]) for name in PROCESS_NAMES]
-    return patches, []
+    return patches, [obj for name in PROCESS_NAMES for obj in _requester(name)]
 
 
 def _spiffe_helper_config() -> str:
@@ -167,7 +186,7 @@ def _request_policy(name: str) -> dict:
     return {"apiVersion": "policy.cert-manager.io/v1alpha1", "kind": "CertificateRequestPolicy",
             "metadata": {"name": policy_name(name), "labels": labels(name)},
             "spec": {"allowed": allowed, "constraints": {"maxDuration": CERT_DURATION},
-                     "selector": {"issuerRef": {"name": ISSUER, "kind": "ClusterIssuer", "group": "cert-manager.io"},
+                     "selector": {"issuerRef": {"name": ISSUER, "kind": "Issuer", "group": "cert-manager.io"},
                                   "namespace": {"matchNames": [NAMESPACE]}}}}
 
 
@@ -190,7 +209,7 @@ def cert_manager_csi() -> tuple[list[dict], list[dict]]:
     for name in PROCESS_NAMES:
         attributes = {
             "csi.cert-manager.io/issuer-name": ISSUER,
-            "csi.cert-manager.io/issuer-kind": "ClusterIssuer",
+            "csi.cert-manager.io/issuer-kind": "Issuer",
             "csi.cert-manager.io/uri-sans": spiffe_id(name),
             **({"csi.cert-manager.io/dns-names": dns_name(name)} if dns_name(name) else {}),
             "csi.cert-manager.io/key-usages": ",".join(usages(name)),
@@ -200,13 +219,14 @@ def cert_manager_csi() -> tuple[list[dict], list[dict]]:
         }
         patches.append(_patch(name, False, [{"name": "svid", "csi": {
             "driver": "csi.cert-manager.io", "readOnly": True, "volumeAttributes": attributes}}]))
-    issuer = {"apiVersion": "cert-manager.io/v1", "kind": "ClusterIssuer",
-              "metadata": {"name": ISSUER, "labels": IDENTITY_LABELS},
-              # The CA's key stays in cert-manager's namespace: nothing in Tessera's can read it.
+    issuer = {"apiVersion": "cert-manager.io/v1", "kind": "Issuer",
+              "metadata": {"name": ISSUER, "namespace": NAMESPACE, "labels": IDENTITY_LABELS},
+              # The CA's key, in a Secret of this namespace: no Tessera pod holds an API token to read it; keep
+              # Secret reads here to the people who may mint identities.
               "spec": {"ca": {"secretName": ISSUER}}}
     objects = [issuer]
     for name in PROCESS_NAMES:
-        objects += [_request_policy(name), *_policy_binding(name)]
+        objects += [_request_policy(name), *_policy_binding(name), *_requester(name)]
     return patches, objects
 
 

@@ -115,10 +115,14 @@ class IdentityScheme:
                 raise IdentitySchemeError(
                     f"{variable}: {name}'s SPIFFE id would be {spiffe_id!r}; each path segment must be a lower-case "
                     "DNS label (letters, digits, '-')") from None
-        if len(self.principals) != len(self.ids):
+        # The operator's id must not have a workload's form: where ids follow ServiceAccounts, anyone who may
+        # create an account and a pod with that name would get it.
+        workload = re.escape(self.path).replace(re.escape(PRINCIPAL_PLACEHOLDER), _DNS_LABEL.pattern[1:-1])
+        if re.fullmatch(workload, self.cli_path):
             raise IdentitySchemeError(
-                f"{CLI_SPIFFE_PATH_VARIABLE}={self.cli_path!r}: the operator CLI's SPIFFE id "
-                f"{self.ids[CLI]!r} is also a workload's ({SPIFFE_PATH_VARIABLE}={self.path!r})")
+                f"{CLI_SPIFFE_PATH_VARIABLE}={self.cli_path!r} has the workloads' form ({SPIFFE_PATH_VARIABLE}="
+                f"{self.path!r}): a workload of that name would hold the operator CLI's SPIFFE id; choose a path "
+                f"outside it, e.g. {DEFAULT_CLI_SPIFFE_PATH}")
         return self
 
 

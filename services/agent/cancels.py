@@ -2,8 +2,9 @@
 
 Each agent replica keeps its running turns in memory, and a CancelTurn may reach any replica. The one running
 the turn stops it at once; any other records the request with the turn at the host (RequestTurnCancel) and
-waits, a bounded time, for the turn to end, while every replica running turns asks the host a few times a
-second which of them were asked to stop (CancelledTurns) and stops those.
+waits, within its caller's deadline, for the turn to end, while every replica running turns asks the host a few
+times a second which of them were asked to stop (CancelledTurns, which also tells the host they still run) and
+stops those. A turn no replica reports is answered at once: nothing runs it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,10 @@ from tessera.host.v1 import host_pb2
 
 logger = logging.getLogger("tessera.agent.cancels")
 POLL_SECONDS = 0.25  # how often a replica running turns asks which to stop (a stop lands within about this)
-WAIT_SECONDS = 10.0  # how long a CancelTurn that reached another replica waits for the turn to end
+# How long a CancelTurn that reached another replica waits for the turn to end (less, when its caller's deadline is
+# nearer): a stopping turn first withdraws what it asked people to approve (up to 10 s).
+WAIT_SECONDS = 15.0
+DEADLINE_MARGIN_SECONDS = 1.0  # the answer must reach the caller before its deadline does
 TURNS_PER_ASK = 256  # host.proto: CancelledTurns takes at most this many ids
 
 
@@ -40,12 +44,14 @@ def running_here(running: dict[str, RunningTurn], turn_id: str) -> RunningTurn |
 
 async def cancel_elsewhere(host, request: agent_pb2.CancelTurnRequest,
                            wait_seconds: float = WAIT_SECONDS) -> agent_pb2.CancelTurnResponse:
-    """The turn runs on another replica, or nowhere: ask the host to have it stopped, and answer once it ended."""
+    """The turn runs on another replica, or nowhere: ask the host to have it stopped, and answer once it ended
+    (or at once, when no replica runs it)."""
     deadline = time.monotonic() + wait_seconds
     while True:
         try:
             state = await host.RequestTurnCancel(host_pb2.RequestTurnCancelRequest(
-                actor=request.actor, turn_id=request.turn_id), timeout=10)
+                actor=request.actor, turn_id=request.turn_id),
+                timeout=max(0.5, min(10.0, deadline - time.monotonic())))
         except grpc.aio.AioRpcError as exc:
             details = error_details(exc, "host")
             if details.reason == "TURN_UNKNOWN":
@@ -56,27 +62,41 @@ async def cancel_elsewhere(host, request: agent_pb2.CancelTurnRequest,
                                                 outcome=state.outcome)
         if time.monotonic() >= deadline:
             raise TesseraError(grpc.StatusCode.UNAVAILABLE, "TURN_NOT_STOPPED",
-                               f"the stop was recorded, but the turn has not ended in {wait_seconds:g} s: the agent "
-                               "running it may have gone away; ask again to see whether it ended",
-                               {"turn_id": request.turn_id})
+                               f"the stop was recorded and the turn is still stopping after {wait_seconds:g} s; ask "
+                               "again to see whether it ended", {"turn_id": request.turn_id})
         await asyncio.sleep(POLL_SECONDS)
+
+
+def wait_within(remaining: float | None) -> float:
+    """How long to wait for a turn to end, given the caller's time left (None: no deadline)."""
+    return WAIT_SECONDS if remaining is None else max(0.0, min(WAIT_SECONDS, remaining - DEADLINE_MARGIN_SECONDS))
 
 
 async def stop_requested_turns(running: dict[str, RunningTurn], host) -> None:
     """Background work of a replica: stop the turns it runs that someone asked, at any replica, to stop."""
+    failing = False  # one log line per outage, not four a second
     while True:
         await asyncio.sleep(POLL_SECONDS)
         live = [turn_id for turn_id in list(running) if running_here(running, turn_id)]
-        for start in range(0, len(live), TURNS_PER_ASK):
-            try:
+        try:
+            for start in range(0, len(live), TURNS_PER_ASK):
                 asked = await host.CancelledTurns(host_pb2.CancelledTurnsRequest(
                     turn_ids=live[start:start + TURNS_PER_ASK]), timeout=5)
-            except grpc.aio.AioRpcError as exc:  # asked again next round; a local CancelTurn still works
-                log(logger, logging.WARNING, "cannot ask the host which turns to stop",
-                    problem=error_details(exc, "host").message)
-                break
-            for turn_id in asked.turn_ids:
-                turn = running_here(running, turn_id)
-                if turn is not None:
-                    log(logger, logging.INFO, "turn stopped: its stop was asked at another replica", turn_id=turn_id)
-                    stop(turn)
+                for turn_id in asked.turn_ids:
+                    turn = running_here(running, turn_id)
+                    if turn is not None:
+                        log(logger, logging.INFO, "turn stopped: its stop was asked at another replica",
+                            turn_id=turn_id)
+                        stop(turn)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - asked again next round; a stop asked here still works meanwhile
+            if not failing:
+                problem = error_details(exc, "host").message if isinstance(exc, grpc.RpcError) else repr(exc)
+                log(logger, logging.WARNING, "cannot ask the host which turns to stop; asking again",
+                    problem=problem)
+            failing = True
+            continue
+        if failing:
+            log(logger, logging.INFO, "the host answers again which turns to stop")
+        failing = False

@@ -5,7 +5,7 @@ from __future__ import annotations
 import grpc
 from grpc_health.v1 import health_pb2_grpc
 
-from services.agent.cancels import cancel_elsewhere, running_here, stop, stop_requested_turns
+from services.agent.cancels import cancel_elsewhere, running_here, stop, stop_requested_turns, wait_within
 from services.agent.chat import ChatAdapter, ChatConfig
 from services.agent.config import WIRES, AgentSettings
 from services.agent.contracts import TOOL_NAMES
@@ -71,7 +71,8 @@ class AgentService(agent_pb2_grpc.AgentServiceServicer):
         actor = self._actors.require(request.actor)
         turn = running_here(self._running, request.turn_id)
         if turn is None:  # another replica runs it (or none does): through the host
-            return await cancel_elsewhere(self._peers.host, request)
+            remaining = context.time_remaining() if context is not None else None
+            return await cancel_elsewhere(self._peers.host, request, wait_within(remaining))
         if (turn.actor_id, turn.tenant_id) != (actor.actor_id, actor.tenant_id):
             raise TesseraError(grpc.StatusCode.PERMISSION_DENIED, "TURN_NOT_YOURS", "the turn belongs to another actor")
         stop(turn)

@@ -38,6 +38,9 @@ MAX_TEXT = 4_000
 MAX_ENVELOPES_PER_RESPONSE = 64  # a larger max_envelopes counts as this (host.proto)
 DEFAULT_TURNS_LISTED, MAX_TURNS_LISTED = 20, 100
 MAX_TURNS_ASKED = 256  # CancelledTurns (host.proto)
+# A running turn no replica named for this long runs nowhere (its agent went away, or an outside agent's turn,
+# which no replica polls for): a stop asked for it is answered at once. Replicas name theirs 4 times a second.
+TURN_REPORT_STALE_SECONDS = 5.0
 MAX_SUGGESTED = 3
 
 
@@ -146,8 +149,8 @@ class HostService(host_pb2_grpc.HostServiceServicer):
         turn, session = await self._turn_and_session(request.turn_id)
         if (session.actor_id, session.tenant_id) != (actor.actor_id, actor.tenant_id):
             raise refuse(grpc.StatusCode.PERMISSION_DENIED, "TURN_NOT_YOURS", "the turn belongs to another actor")
-        end = await self._db(self._store.request_cancel, turn.turn_id)
-        return host_pb2.RequestTurnCancelResponse(running=end is None, outcome=end.outcome if end else 0)
+        stop = await self._db(self._store.request_cancel, turn.turn_id, TURN_REPORT_STALE_SECONDS)
+        return host_pb2.RequestTurnCancelResponse(running=stop.reported, outcome=stop.end.outcome if stop.end else 0)
 
     async def CancelledTurns(self, request, context):
         if not 1 <= len(request.turn_ids) <= MAX_TURNS_ASKED or not all(

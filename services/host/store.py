@@ -33,7 +33,9 @@ turns = sa.Table("turns", metadata, sa.Column("turn_id", sa.String, primary_key=
                  sa.Column("outcome", sa.Integer), sa.Column("answer", sa.Text), sa.Column("suggested", sa.Text),
                  sa.Column("follows_turn_id", sa.String), sa.Column("finished_at", sa.Float),
                  # when someone asked the running turn to stop (RequestTurnCancel), from any agent replica
-                 sa.Column("cancel_requested_at", sa.Float))
+                 sa.Column("cancel_requested_at", sa.Float),
+                 # when a replica last named it among the turns it runs (CancelledTurns)
+                 sa.Column("seen_at", sa.Float))
 slices = sa.Table("frozen_slices", metadata, sa.Column("turn_id", sa.String, primary_key=True),
                   sa.Column("slice_hash", sa.String, primary_key=True), sa.Column("slice_id", sa.String),
                   sa.Column("slice_proto", sa.LargeBinary), sa.Column("offers", sa.LargeBinary),
@@ -115,6 +117,13 @@ class TurnEnd:
     answer: str
     suggested: tuple[str, ...] = ()
     follows_turn_id: str = ""
+
+
+@dataclass(frozen=True)
+class TurnStop:
+    """Where a turn asked to stop stands: its end, or whether a replica reports it running."""
+    end: TurnEnd | None
+    reported: bool  # no end yet, and a replica named it lately
 
 
 @dataclass(frozen=True)
@@ -281,21 +290,25 @@ class HostStore:
             raise TurnFinished(turn_id)
         return False
 
-    def request_cancel(self, turn_id: str) -> TurnEnd | None:
-        """Ask the running turn to stop (kept once): None while it runs (no end recorded), else how it ended."""
+    def request_cancel(self, turn_id: str, stale_seconds: float) -> TurnStop:
+        """Ask the running turn to stop (kept once), and say where it stands: how it ended, or whether a replica
+        reported it running within `stale_seconds` (a turn just begun counts as reported)."""
+        now = time.time()
         with self.writer.begin() as connection:
             connection.execute(turns.update().where(turns.c.turn_id == turn_id, turns.c.outcome.is_(None),
                                                     turns.c.cancel_requested_at.is_(None))
-                               .values(cancel_requested_at=time.time()))
+                               .values(cancel_requested_at=now))
             row = connection.execute(sa.select(turns).where(turns.c.turn_id == turn_id)).one()
-        return _end(row)
+        last_sign = row.seen_at or row.created_at
+        return TurnStop(_end(row), row.outcome is None and now - last_sign <= stale_seconds)
 
     def cancelled_turns(self, turn_ids: list[str]) -> list[str]:
-        """Those of `turn_ids` still running whose stop was requested."""
-        with self.reads.connect() as connection:
+        """Note that a replica runs `turn_ids`; those whose stop was requested."""
+        with self.writer.begin() as connection:
+            running = [turns.c.turn_id.in_(turn_ids), turns.c.outcome.is_(None)]
+            connection.execute(turns.update().where(*running).values(seen_at=time.time()))
             return list(connection.execute(sa.select(turns.c.turn_id).where(
-                turns.c.turn_id.in_(turn_ids), turns.c.cancel_requested_at.is_not(None),
-                turns.c.outcome.is_(None))).scalars())
+                *running, turns.c.cancel_requested_at.is_not(None))).scalars())
 
     def list_turns(self, session_id: str, limit: int, before_turn_id: str = "") -> list[TurnRecord]:
         """The session's turns, newest first (those begun before `before_turn_id`, when given), each with the

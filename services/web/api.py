@@ -62,6 +62,8 @@ from tessera.common.v1.common_pb2 import PasskeyAssertion
 from tessera.host.v1 import host_pb2
 
 logger = logging.getLogger("tessera.web")
+# A cancel that reaches an agent replica not running the turn waits there for the turn to end (up to 15 s).
+CANCEL_SECONDS = 20
 MAX_REMEMBERED_SESSIONS = 10_000  # the least recently used are forgotten (and simply reopened at the host)
 # The host session the MCP front commits outside agents' answers to, one per person (its link: /?surface=mcp).
 OUTSIDE_AGENT_SESSION = "mcp"
@@ -504,8 +506,8 @@ class WebApi:
             raise ApiError(400, "TURN_ID_INVALID", "a turn id is 1-128 letters, digits and ._:-")
         browser = await self.signed_in(request)
         cancelled = await self._call(self.agent.CancelTurn, agent_pb2.CancelTurnRequest(
-            actor=self.assertions.of(browser.person), turn_id=turn_id, reason="cancelled by the person"), timeout=10,
-            service="agent")
+            actor=self.assertions.of(browser.person), turn_id=turn_id, reason="cancelled by the person"),
+            timeout=CANCEL_SECONDS, service="agent")
         return JSONResponse(_as_dict(cancelled) | {"cancelled": cancelled.cancelled})
 
     async def surface_stream(self, request: Request) -> Response:

@@ -70,7 +70,7 @@ def test_each_service_account_may_request_exactly_its_own_id_and_name(rendered):
         assert set(allowed["usages"]) <= {"digital signature", "server auth", "client auth"}
         assert ("server auth" in allowed["usages"]) == (name in GRPC_SERVICE_NAMES)
         selector = policies[policy]["spec"]["selector"]
-        assert selector["issuerRef"] == {"name": "tessera-ca", "kind": "ClusterIssuer", "group": "cert-manager.io"}
+        assert selector["issuerRef"] == {"name": "tessera-ca", "kind": "Issuer", "group": "cert-manager.io"}
         assert selector["namespace"] == {"matchNames": [NAMESPACE]}
     # Each pod asks for what its account's policy allows, as that account.
     for name, deployment in _deployments(docs).items():
@@ -80,7 +80,10 @@ def test_each_service_account_may_request_exactly_its_own_id_and_name(rendered):
         attributes = volume["csi"]["volumeAttributes"]
         assert attributes["csi.cert-manager.io/uri-sans"] == SCHEME.ids[name]
         assert attributes.get("csi.cert-manager.io/dns-names") == dns_name(name)
-        assert attributes["csi.cert-manager.io/issuer-kind"] == "ClusterIssuer"
+        assert attributes["csi.cert-manager.io/issuer-kind"] == "Issuer"
+    # The issuer can be named only from Tessera's namespace (a ClusterIssuer could be named from any).
+    (issuer,) = [d for d in docs if d["kind"] in ("Issuer", "ClusterIssuer")]
+    assert (issuer["kind"], issuer["metadata"]["namespace"]) == ("Issuer", NAMESPACE)
     assert certificate_policy_problems(_located(docs)) == []
 
 
@@ -126,7 +129,20 @@ def _a_pod_asking_for_another_id(docs):
     volume["csi"]["volumeAttributes"]["csi.cert-manager.io/uri-sans"] = SCHEME.ids["capabilities"]
 
 
+def _a_cluster_issuer(docs):
+    for deployment in _deployments(docs).values():
+        for volume in deployment["spec"]["template"]["spec"]["volumes"]:
+            if volume.get("csi", {}).get("driver") == "csi.cert-manager.io":
+                volume["csi"]["volumeAttributes"]["csi.cert-manager.io/issuer-kind"] = "ClusterIssuer"
+
+
+def _no_requester(docs):
+    docs[:] = [d for d in docs if d["metadata"]["name"] != "host-certificate-requester"]
+
+
 @pytest.mark.parametrize("break_it,named", [
+    (_a_cluster_issuer, "Deployment/web: names a ClusterIssuer, which a request in any namespace can name"),
+    (_no_requester, "Deployment/host: ServiceAccount host may not create CertificateRequests"),
     (_wildcard, "allows the wildcard 'spiffe://cluster.local/ns/tessera/sa/*'"),
     (_shared_binding, f"CertificateRequestPolicy/{policy_name('capabilities')}: ServiceAccount {NAMESPACE}/agent "
                       f"may use it to request capabilities.sa.tessera.ns.cluster.local, {SCHEME.ids['capabilities']}"),
@@ -157,6 +173,21 @@ def test_deploy_check_refuses_the_csi_driver_without_approver_policy(rendered, t
         assert f"{path}: Deployment/{name}: no CertificateRequestPolicy that ServiceAccount {name} may use" \
             in result.stderr, result.stderr
     assert "issues any id a pod asks for" in result.stderr
+
+
+def test_csi_driver_spiffe_pods_may_request_their_certificates_and_nothing_else(rendered):
+    """The driver requests as the pod's account: each account may create CertificateRequests, and that is all."""
+    docs = rendered["production"]
+    assert certificate_policy_problems([(d, "production") for d in docs]) == []
+    roles = [d for d in docs if d["kind"] in ("Role", "ClusterRole")]
+    assert {r["metadata"]["name"] for r in roles} == {f"{name}-certificate-requester" for name in PROCESS_NAMES}
+    assert all(r["rules"] == [{"apiGroups": ["cert-manager.io"], "resources": ["certificaterequests"],
+                               "verbs": ["create"]}] for r in roles)
+    without = [d for d in docs if d["metadata"]["name"] != "agent-certificate-requester"]
+    problems = certificate_policy_problems([(d, "production") for d in without])
+    assert problems == ["production: Deployment/agent: ServiceAccount agent may not create CertificateRequests, "
+                        "which cert-manager's driver does as the pod's account: the certificate never comes and the "
+                        "pod never starts"]
 
 
 @pytest.mark.parametrize("overlay", PROVIDERS)

@@ -131,12 +131,16 @@ def test_the_clients_read_the_deployments_identity_scheme_as_the_services_do(bui
     assert ids == {name: spiffe_id_for(name) for name in ids}
 
     node, out = built
-    refused = subprocess.run([node, str(out / "examples" / "callers.js")], cwd=REPO_ROOT, capture_output=True,
-                             text=True, timeout=180, env={"PATH": "/usr/bin:/bin", **scheme,
-                                                          "TESSERA_SPIFFE_PATH": "/ns/tessera/sa"})
-    assert refused.returncode != 0
-    assert 'TESSERA_SPIFFE_PATH="/ns/tessera/sa": expected a path starting with / holding {principal} once' \
-        in refused.stderr, refused.stderr
+    for wrong, message in [
+        ({"TESSERA_SPIFFE_PATH": "/ns/tessera/sa"},
+         'TESSERA_SPIFFE_PATH="/ns/tessera/sa": expected a path starting with / holding {principal} once'),
+        ({"TESSERA_CLI_SPIFFE_PATH": "/ns/tessera/sa/operator"},
+         'TESSERA_CLI_SPIFFE_PATH="/ns/tessera/sa/operator" has the workloads\' form'),
+    ]:
+        refused = subprocess.run([node, str(out / "examples" / "callers.js")], cwd=REPO_ROOT, capture_output=True,
+                                 text=True, timeout=180, env={"PATH": "/usr/bin:/bin", **scheme, **wrong})
+        assert refused.returncode != 0
+        assert message in refused.stderr, refused.stderr
 
 
 def test_dev_actor_is_short_lived_recorded_and_refuses_what_it_cannot_make(running_set, cert_dir, tmp_path):

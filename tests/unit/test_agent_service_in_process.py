@@ -14,7 +14,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ed25519
 from grpc_health.v1 import health_pb2
 
-from services.agent.cancels import cancel_elsewhere
+from services.agent.cancels import cancel_elsewhere, wait_within
 from services.agent.chat import ChatAdapter, ChatConfig
 from services.agent.peers import Peers, health_readiness
 from services.agent.server import AgentService
@@ -257,19 +257,24 @@ def test_cancelling_a_turn_that_is_not_running_cancels_nothing():
     assert not reply.cancelled
 
 
-def test_a_cancel_for_a_turn_no_replica_stops_says_so_after_a_bounded_wait():
-    """The host has the turn running, but nobody stops it (its agent went away): a precise refusal, not a hang."""
+def test_a_cancel_for_a_turn_that_does_not_stop_says_so_after_a_bounded_wait():
+    """The host has the turn running and reported, but it does not end in time: a precise refusal, not a hang."""
     host = FakeHost()
     request = agent_pb2.CancelTurnRequest(actor=person(), turn_id="trn_1")
     began = time.monotonic()
     with pytest.raises(TesseraError) as refused:
         asyncio.run(cancel_elsewhere(host, request, wait_seconds=0.5))
     assert (refused.value.code, refused.value.reason) == (grpc.StatusCode.UNAVAILABLE, "TURN_NOT_STOPPED")
-    assert "may have gone away" in refused.value.message and time.monotonic() - began < 5
+    assert "still stopping after 0.5 s" in refused.value.message and time.monotonic() - began < 5
     # Once its end is recorded, the answer says how it ended: answered before the stop landed is not cancelled.
     host.finished.append(host_pb2.FinishTurnRequest(turn_id="trn_1", outcome=common_pb2.TURN_OUTCOME_ANSWERED))
     reply = asyncio.run(cancel_elsewhere(host, request))
     assert (reply.cancelled, reply.outcome) == (False, common_pb2.TURN_OUTCOME_ANSWERED)
+
+
+def test_a_cancel_waits_for_the_turn_only_within_its_callers_deadline():
+    """The answer must reach the caller (web waits 20 s) before its deadline, whatever the turn does."""
+    assert [wait_within(left) for left in (None, 20.0, 5.0, 0.5)] == [15.0, 15.0, 4.0, 0.0]
 
 
 def test_cancel_turn_needs_a_signed_actor():

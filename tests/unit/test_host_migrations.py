@@ -121,3 +121,24 @@ def test_0005_downgrades_to_what_the_older_host_reads(upgraded):
     assert (envelope.epoch, envelope.sequence, envelope.revision_id) == (1, 7, "rev_1")
     assert {key: host_pb2.PublishIntentEventResponse.FromString(r).cursor.sequence
             for key, r in replies.items()} == {"event:evt_1": 5, "event:evt_2": 7}
+
+
+def test_a_stop_is_answered_by_whether_a_replica_still_reports_the_turn(url):
+    """A turn begun before 0007 gains the stop and report columns; a turn no replica names runs nowhere."""
+    engine = engine_for(url)
+    migrate(engine, "0006")
+    with engine.execution_options(tessera_write=True).begin() as connection:
+        connection.execute(sa.text("INSERT INTO sessions VALUES ('ses_1', 'srf_1', 'alice', 'acme', 'r1', 1.0)"))
+        connection.execute(sa.text("INSERT INTO turns (turn_id, session_id, question, request_id, created_at) "
+                                   "VALUES ('trn_old', 'ses_1', 'q', 't1', 1.0)"))
+    migrate(engine)
+    store = HostStore(engine)
+    fresh = store.begin_turn("ses_1", "revenue?", "t2")
+    # Begun long ago and never reported: it runs nowhere. Begun just now: it counts as reported.
+    assert store.request_cancel("trn_old", 5.0).reported is False
+    assert store.request_cancel(fresh.turn_id, 5.0).reported is True
+    # Asked about by the replica running them: reported, and those asked to stop are named.
+    assert sorted(store.cancelled_turns(["trn_old", fresh.turn_id])) == sorted(["trn_old", fresh.turn_id])
+    assert store.request_cancel("trn_old", 5.0).reported is True
+    assert store.request_cancel("trn_old", 0.0).reported is False  # nothing names it from now on
+    engine.dispose()

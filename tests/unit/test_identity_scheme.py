@@ -49,8 +49,11 @@ def test_a_service_account_scheme_maps_both_ways(monkeypatch):
     ({"TESSERA_SPIFFE_PATH": "svc/{principal}"}, "expected a path starting with /"),
     ({"TESSERA_SPIFFE_PATH": "/{namespace}/{principal}"}, "holding {principal} once"),
     ({"TESSERA_SPIFFE_PATH": "/svc_x/{principal}"}, "TESSERA_SPIFFE_PATH: agent's SPIFFE id would be"),
-    ({"TESSERA_CLI_SPIFFE_PATH": "/svc/host"}, "the operator CLI's SPIFFE id 'spiffe://tessera.local/svc/host' is "
-                                               "also a workload's"),
+    ({"TESSERA_CLI_SPIFFE_PATH": "/svc/host"}, "TESSERA_CLI_SPIFFE_PATH='/svc/host' has the workloads' form"),
+    # Not a principal's name, but a ServiceAccount anyone with pod rights could create would hold it.
+    ({**KUBERNETES, "TESSERA_CLI_SPIFFE_PATH": "/ns/tessera/sa/operator"},
+     "TESSERA_CLI_SPIFFE_PATH='/ns/tessera/sa/operator' has the workloads' form (TESSERA_SPIFFE_PATH="
+     "'/ns/tessera/sa/{principal}'): a workload of that name would hold the operator CLI's SPIFFE id"),
     ({"TESSERA_CLI_SPIFFE_PATH": "/People/Alice"}, "TESSERA_CLI_SPIFFE_PATH: cli's SPIFFE id would be"),
 ])
 def test_a_scheme_that_cannot_name_everyone_is_refused_naming_the_variable(monkeypatch, values, message):

@@ -58,11 +58,14 @@ export function checkScheme(scheme: IdentityScheme): IdentityScheme {
   if (!scheme.cliPath.startsWith("/") || scheme.cliPath.includes("{")) {
     throw new Error(`TESSERA_CLI_SPIFFE_PATH=${JSON.stringify(scheme.cliPath)}: expected a path starting with /`);
   }
-  const ids = PRINCIPAL_NAMES.map((name) => idFor(name, scheme));
-  ids.forEach(serverNameForSpiffe);
-  if (new Set(ids).size !== ids.length) {
-    throw new Error(`TESSERA_CLI_SPIFFE_PATH=${JSON.stringify(scheme.cliPath)}: the operator CLI's SPIFFE id is `
-      + "also a workload's");
+  PRINCIPAL_NAMES.map((name) => idFor(name, scheme)).forEach(serverNameForSpiffe);
+  // The operator's id must not have a workload's form: a workload of that name would hold it.
+  const escaped = scheme.path.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const workload = new RegExp(`^${escaped.replace("\\{principal\\}", DNS_LABEL.source.slice(1, -1))}$`);
+  if (workload.test(scheme.cliPath)) {
+    throw new Error(`TESSERA_CLI_SPIFFE_PATH=${JSON.stringify(scheme.cliPath)} has the workloads' form `
+      + `(TESSERA_SPIFFE_PATH=${JSON.stringify(scheme.path)}): a workload of that name would hold the operator CLI's `
+      + "SPIFFE id");
   }
   return scheme;
 }
