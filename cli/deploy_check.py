@@ -21,19 +21,7 @@ from cli.deploy_manifests import SPECS, contract_edges, secret_name, setting_fil
 from cli.deploy_mcp_servers import BROKER, COMPONENT, COMPONENT_LABEL, credentials_secret_of_pod
 from cli.deploy_objects import NAME_LABEL, NAMESPACE
 from shared.certs import identity_files, is_private_file
-from shared.identity import (
-    CLI_SPIFFE_PATH_VARIABLE,
-    DEFAULT_CLI_SPIFFE_PATH,
-    DEFAULT_SPIFFE_PATH,
-    DEFAULT_TRUST_DOMAIN,
-    GRPC_SERVICE_NAMES,
-    SPIFFE_PATH_VARIABLE,
-    TRUST_DOMAIN_VARIABLE,
-    IdentityScheme,
-    IdentitySchemeError,
-    identity_scheme,
-    server_name_for_spiffe,
-)
+from shared.identity import PRINCIPAL_NAMES, IdentityScheme, IdentitySchemeError, identity_scheme, scheme_from
 
 WORKLOAD_KINDS = {"Deployment", "StatefulSet", "DaemonSet", "Job", "Pod"}
 
@@ -260,7 +248,7 @@ def _env_of(doc: dict) -> dict[str, str]:
     return {e["name"]: e.get("value", "") for c in containers[:1] for e in c.get("env", [])}
 
 
-def _cert_manager_csi_attributes(doc: dict, driver: str = CERT_MANAGER_CSI) -> dict[str, str] | None:
+def _csi_attributes(doc: dict, driver: str = CERT_MANAGER_CSI) -> dict[str, str] | None:
     for volume in _pod_spec(doc).get("volumes", []):
         if volume.get("csi", {}).get("driver") == driver:
             return volume["csi"].get("volumeAttributes", {})
@@ -305,84 +293,90 @@ def certificate_policy_problems(located: Iterable[tuple[dict, str]]) -> list[str
     """cert-manager's CSI driver writes whatever `uri-sans` a pod asks for; approver-policy is what binds an id to
     a ServiceAccount. Each account that mounts the driver must be able to use a CertificateRequestPolicy for
     exactly its own SPIFFE id and DNS name, and no subject may use one naming another account's id, a wildcard,
-    or any other name."""
+    or any other name. Both cert-manager drivers request as the pod's account, which must be allowed to."""
     located = list(located)
     docs = [doc for doc, _ in located]
     origin = {id(doc): where for doc, where in located}
     problems = _requester_problems(docs, origin)
-    pods = [doc for doc in docs if doc.get("kind") in WORKLOAD_KINDS and _cert_manager_csi_attributes(doc) is not None]
+    pods = [doc for doc in docs if doc.get("kind") in WORKLOAD_KINDS and _csi_attributes(doc) is not None]
     policies = [doc for doc in docs if doc.get("kind") == "CertificateRequestPolicy"]
     if not pods and not policies:
         return problems
     try:
-        schemes = {_scheme_of(pod).check() for pod in pods}
+        schemes = {scheme_from(_env_of(pod)) for pod in pods}
     except IdentitySchemeError as exc:
-        return [f"pods mounting {CERT_MANAGER_CSI}: {exc}"]
+        return problems + [f"pods mounting {CERT_MANAGER_CSI}: {exc}"]
     if len(schemes) > 1:
-        return [f"pods mounting {CERT_MANAGER_CSI} disagree on the identity scheme: {sorted(map(str, schemes))}"]
+        return problems + [f"pods mounting {CERT_MANAGER_CSI} disagree on the identity scheme: "
+                           f"{sorted(map(str, schemes))}"]
     scheme = next(iter(schemes)) if schemes else identity_scheme()
+    users = {policy["metadata"]["name"]: _policy_users(docs, policy["metadata"]["name"]) for policy in policies}
     for policy in policies:
-        where = f"{origin[id(policy)]}: {_name(policy)}"
-        allowed = policy.get("spec", {}).get("allowed", {})
-        problems += [f"{where}: allows {field}" for field in NEVER_ALLOWED if allowed.get(field)]
-        names = [*allowed.get("uris", {}).get("values", []), *allowed.get("dnsNames", {}).get("values", [])]
-        problems += [f"{where}: allows the wildcard {value!r}" for value in names if "*" in value]
-        owners = {scheme.principals.get(value) or _dns_owner(scheme, value) for value in names}
-        for kind, namespace, subject in _policy_users(docs, policy["metadata"]["name"]):
-            if kind != "ServiceAccount" or namespace != NAMESPACE or owners - {subject}:
-                problems.append(f"{where}: {kind} {namespace}/{subject} may use it to request "
-                                f"{', '.join(sorted(names)) or 'any name'}")
+        problems += _policy_problems(policy, users[policy["metadata"]["name"]], scheme,
+                                     f"{origin[id(policy)]}: {_name(policy)}")
     for pod in pods:
-        where = f"{origin[id(pod)]}: {_name(pod)}"
-        name, attributes = pod["metadata"]["name"], _cert_manager_csi_attributes(pod) or {}
-        account = _pod_spec(pod).get("serviceAccountName", "default")
-        requested = (attributes.get(f"{CERT_MANAGER_CSI}/uri-sans", ""),
-                     attributes.get(f"{CERT_MANAGER_CSI}/dns-names"))
-        own = (scheme.ids.get(name, ""), server_name_for_spiffe(scheme.ids[name]) if name in GRPC_SERVICE_NAMES
-               else None) if name in scheme.ids else None
-        if account != name or requested != own:
-            problems.append(f"{where}: runs as ServiceAccount {account} and requests {requested}; its own identity "
-                            f"is ServiceAccount {name} with {own}")
-            continue
-        if attributes.get(f"{CERT_MANAGER_CSI}/issuer-kind", "Issuer") != "Issuer":
-            problems.append(f"{where}: names a {attributes[f'{CERT_MANAGER_CSI}/issuer-kind']}, which a request in "
-                            "any namespace can name (and any team's approver policy approve): use an Issuer in "
-                            "Tessera's namespace")
-        usable = [p for p in policies if ("ServiceAccount", NAMESPACE, account) in _policy_users(
-            docs, p["metadata"]["name"])]
-        granting = [p for p in usable if p.get("spec", {}).get("allowed", {}).get("uris", {}).get("values") == [own[0]]
-                    and p["spec"]["allowed"].get("dnsNames", {}).get("values") == ([own[1]] if own[1] else None)]
-        if not granting:
-            problems.append(f"{where}: no CertificateRequestPolicy that ServiceAccount {account} may use allows "
-                            f"exactly {own[0]}" + (f" and {own[1]}" if own[1] else "")
-                            + f": without approver-policy, {CERT_MANAGER_CSI} issues any id a pod asks for")
+        account = ("ServiceAccount", NAMESPACE, _pod_spec(pod).get("serviceAccountName", "default"))
+        usable = [policy for policy in policies if account in users[policy["metadata"]["name"]]]
+        problems += _pod_request_problems(pod, usable, scheme, f"{origin[id(pod)]}: {_name(pod)}")
+    return problems
+
+
+def _allowed_names(policy: dict) -> tuple[list[str], list[str]]:
+    """(URI SANs, DNS names) a CertificateRequestPolicy allows."""
+    allowed = policy.get("spec", {}).get("allowed", {})
+    return allowed.get("uris", {}).get("values", []), allowed.get("dnsNames", {}).get("values", [])
+
+
+def _policy_problems(policy: dict, users: list[tuple[str, str, str]], scheme: IdentityScheme,
+                     where: str) -> list[str]:
+    """A policy may allow only names of one account, and only that account may use it."""
+    allowed = policy.get("spec", {}).get("allowed", {})
+    problems = [f"{where}: allows {field}" for field in NEVER_ALLOWED if allowed.get(field)]
+    names = [name for values in _allowed_names(policy) for name in values]
+    problems += [f"{where}: allows the wildcard {value!r}" for value in names if "*" in value]
+    dns_owners = {scheme.server_name(name): name for name in PRINCIPAL_NAMES}
+    owners = {scheme.principals.get(value) or dns_owners.get(value) for value in names}
+    for kind, namespace, subject in users:
+        if kind != "ServiceAccount" or namespace != NAMESPACE or owners - {subject}:
+            problems.append(f"{where}: {kind} {namespace}/{subject} may use it to request "
+                            f"{', '.join(sorted(names)) or 'any name'}")
+    return problems
+
+
+def _pod_request_problems(pod: dict, usable: list[dict], scheme: IdentityScheme, where: str) -> list[str]:
+    """A pod asks, as its own account, for its own id from the namespace's Issuer, which a policy it may use
+    allows exactly."""
+    name, attributes = pod["metadata"]["name"], _csi_attributes(pod) or {}
+    account = _pod_spec(pod).get("serviceAccountName", "default")
+    requested = (attributes.get(f"{CERT_MANAGER_CSI}/uri-sans", ""), attributes.get(f"{CERT_MANAGER_CSI}/dns-names"))
+    own = (scheme.ids[name], scheme.server_name(name)) if name in scheme.ids else None
+    if account != name or requested != own:
+        return [f"{where}: runs as ServiceAccount {account} and requests {requested}; its own identity is "
+                f"ServiceAccount {name} with {own}"]
+    problems = []
+    kind = attributes.get(f"{CERT_MANAGER_CSI}/issuer-kind", "Issuer")
+    if kind != "Issuer":
+        problems.append(f"{where}: names a {kind}, which a request in any namespace can name (and any team's "
+                        "approver policy approve): use an Issuer in Tessera's namespace")
+    exactly = ([own[0]], [own[1]] if own[1] else [])
+    if not any(_allowed_names(policy) == exactly for policy in usable):
+        problems.append(f"{where}: no CertificateRequestPolicy that ServiceAccount {account} may use allows "
+                        f"exactly {own[0]}" + (f" and {own[1]}" if own[1] else "")
+                        + f": without approver-policy, {CERT_MANAGER_CSI} issues any id a pod asks for")
     return problems
 
 
 def _requester_problems(docs: list[dict], origin: dict[int, str]) -> list[str]:
     """cert-manager's drivers request a pod's certificate as its ServiceAccount: without `create` on
     CertificateRequests in its namespace the volume never mounts and the pod never starts."""
+    requesters = _allowed_subjects(docs, "cert-manager.io", "certificaterequests", "create")
     problems = []
     for pod in (doc for doc in docs if doc.get("kind") in WORKLOAD_KINDS):
-        if all(_cert_manager_csi_attributes(pod, driver) is None for driver in CERT_MANAGER_DRIVERS):
+        if all(_csi_attributes(pod, driver) is None for driver in CERT_MANAGER_DRIVERS):
             continue
         account = _pod_spec(pod).get("serviceAccountName", "default")
-        namespace = pod["metadata"].get("namespace", NAMESPACE)
-        if ("ServiceAccount", namespace, account) not in _allowed_subjects(
-                docs, "cert-manager.io", "certificaterequests", "create"):
+        if ("ServiceAccount", pod["metadata"].get("namespace", NAMESPACE), account) not in requesters:
             problems.append(f"{origin[id(pod)]}: {_name(pod)}: ServiceAccount {account} may not create "
                             "CertificateRequests, which cert-manager's driver does as the pod's account: the "
                             "certificate never comes and the pod never starts")
     return problems
-
-
-def _scheme_of(pod: dict) -> IdentityScheme:
-    """The identity scheme a pod's environment sets (shared.identity's defaults where it sets none)."""
-    env = _env_of(pod)
-    return IdentityScheme(env.get(TRUST_DOMAIN_VARIABLE) or DEFAULT_TRUST_DOMAIN,
-                          env.get(SPIFFE_PATH_VARIABLE) or DEFAULT_SPIFFE_PATH,
-                          env.get(CLI_SPIFFE_PATH_VARIABLE) or DEFAULT_CLI_SPIFFE_PATH)
-
-
-def _dns_owner(scheme: IdentityScheme, value: str) -> str | None:
-    return next((name for name, spiffe in scheme.ids.items() if server_name_for_spiffe(spiffe) == value), None)

@@ -27,14 +27,12 @@ from shared.config import CLIENT_TLS_SPIFFE_BRIDGE, CLIENT_TLS_VARIABLE
 from shared.identity import (
     CLI_SPIFFE_PATH_VARIABLE,
     DEFAULT_CLI_SPIFFE_PATH,
-    GRPC_SERVICE_NAMES,
     HTTP_PROCESS_NAMES,
     PRINCIPAL_PLACEHOLDER,
     PROCESS_NAMES,
     SPIFFE_PATH_VARIABLE,
     TRUST_DOMAIN_VARIABLE,
     IdentityScheme,
-    server_name_for_spiffe,
 )
 
 # The trust domain both SPIFFE issuers default to (csi-driver-spiffe's app.trustDomain; set SPIRE's to match).
@@ -63,8 +61,7 @@ def spiffe_id(name: str) -> str:
 
 
 def dns_name(name: str) -> str | None:
-    """The one DNS name a gRPC server's certificate carries (web and mcp serve no gRPC)."""
-    return server_name_for_spiffe(spiffe_id(name)) if name in GRPC_SERVICE_NAMES else None
+    return SCHEME.server_name(name)
 
 
 def usages(name: str) -> list[str]:
@@ -92,18 +89,20 @@ def _patch(name: str, uri_only: bool, volumes: list[dict], init_containers: list
             "spec": {"template": {"spec": pod}}}
 
 
+def _account_role(name: str, role: str, rule: dict) -> list[dict]:
+    """A Role holding `rule`, bound to service `name`'s ServiceAccount alone."""
+    metadata = {"name": role, "namespace": NAMESPACE, "labels": labels(name)}
+    return [{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": metadata, "rules": [rule]},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": dict(metadata),
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role},
+             "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": NAMESPACE}]}]
+
+
 def _requester(name: str) -> list[dict]:
     """Both cert-manager drivers create the pod's CertificateRequest with the pod's own ServiceAccount token
     (which is what lets an approver tie the id to the account): the account may create requests, nothing else."""
-    role = f"{name}-certificate-requester"
-    return [{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-             "metadata": {"name": role, "namespace": NAMESPACE, "labels": labels(name)},
-             "rules": [{"apiGroups": ["cert-manager.io"], "resources": ["certificaterequests"],
-                        "verbs": ["create"]}]},
-            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-             "metadata": {"name": role, "namespace": NAMESPACE, "labels": labels(name)},
-             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role},
-             "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": NAMESPACE}]}]
+    return _account_role(name, f"{name}-certificate-requester", {
+        "apiGroups": ["cert-manager.io"], "resources": ["certificaterequests"], "verbs": ["create"]})
 
 
 def csi_driver_spiffe() -> tuple[list[dict], list[dict]]:
@@ -193,15 +192,9 @@ def _request_policy(name: str) -> dict:
 def _policy_binding(name: str) -> list[dict]:
     """Only the pod's own ServiceAccount may use its policy (approver-policy checks RBAC `use` for the requester,
     which the driver's token requests make the pod's account)."""
-    role = f"{name}-certificate-policy"
-    return [{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-             "metadata": {"name": role, "namespace": NAMESPACE, "labels": labels(name)},
-             "rules": [{"apiGroups": ["policy.cert-manager.io"], "resources": ["certificaterequestpolicies"],
-                        "verbs": ["use"], "resourceNames": [policy_name(name)]}]},
-            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-             "metadata": {"name": role, "namespace": NAMESPACE, "labels": labels(name)},
-             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role},
-             "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": NAMESPACE}]}]
+    return _account_role(name, f"{name}-certificate-policy", {
+        "apiGroups": ["policy.cert-manager.io"], "resources": ["certificaterequestpolicies"], "verbs": ["use"],
+        "resourceNames": [policy_name(name)]})
 
 
 def cert_manager_csi() -> tuple[list[dict], list[dict]]:

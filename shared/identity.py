@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tessera.authz.v1 import authz_pb2
@@ -92,6 +93,10 @@ class IdentityScheme:
     def principals(self) -> dict[str, str]:
         return {spiffe_id: name for name, spiffe_id in self.ids.items()}
 
+    def server_name(self, name: str) -> str | None:
+        """The one DNS name a gRPC server's certificate carries beside its id (web, mcp and the CLI: none)."""
+        return server_name_for_spiffe(self.ids[name]) if name in GRPC_SERVICE_NAMES else None
+
     def check(self) -> IdentityScheme:
         """Raise IdentitySchemeError unless every principal gets its own id with a DNS form."""
         if not all(_DNS_LABEL.match(label) for label in self.trust_domain.split(".")) or len(self.trust_domain) > 200:
@@ -131,11 +136,16 @@ def _scheme(trust_domain: str, path: str, cli_path: str) -> IdentityScheme:
     return IdentityScheme(trust_domain, path, cli_path).check()
 
 
+def scheme_from(env: Mapping[str, str]) -> IdentityScheme:
+    """The checked scheme the three variables of `env` set (unset or empty: the defaults)."""
+    return _scheme(env.get(TRUST_DOMAIN_VARIABLE) or DEFAULT_TRUST_DOMAIN,
+                   env.get(SPIFFE_PATH_VARIABLE) or DEFAULT_SPIFFE_PATH,
+                   env.get(CLI_SPIFFE_PATH_VARIABLE) or DEFAULT_CLI_SPIFFE_PATH)
+
+
 def identity_scheme() -> IdentityScheme:
-    """This deployment's scheme, from the environment (checked once per distinct setting)."""
-    return _scheme(os.environ.get(TRUST_DOMAIN_VARIABLE) or DEFAULT_TRUST_DOMAIN,
-                   os.environ.get(SPIFFE_PATH_VARIABLE) or DEFAULT_SPIFFE_PATH,
-                   os.environ.get(CLI_SPIFFE_PATH_VARIABLE) or DEFAULT_CLI_SPIFFE_PATH)
+    """This process's scheme, from its environment (checked once per distinct setting)."""
+    return scheme_from(os.environ)
 
 
 def spiffe_id_for(principal: str) -> str:

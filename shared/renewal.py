@@ -25,7 +25,6 @@ import threading
 from pathlib import Path
 
 import grpc
-from cryptography import x509
 
 from shared.certs import CredentialError, Credentials, load_credentials
 from shared.logs import log
@@ -80,8 +79,7 @@ class RenewingCredentials:
                 return False
             self._current, self._stamp = renewed, stamp
         if renewed.ca_pem != old.ca_pem:
-            log(logger, logging.INFO, "CA bundle renewed", file=str(renewed.ca_file),
-                cas=len(x509.load_pem_x509_certificates(renewed.ca_pem)))
+            log(logger, logging.INFO, "CA bundle renewed", file=str(renewed.ca_file))
         if renewed.cert_pem != old.cert_pem:
             log(logger, logging.INFO, "certificate renewed", identity=renewed.identity, file=str(renewed.cert_file))
         return True

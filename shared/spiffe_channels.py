@@ -56,9 +56,8 @@ from pathlib import Path
 
 import grpc
 from cryptography import x509
-from cryptography.exceptions import InvalidSignature
 
-from shared.certs import CA_CERT_FILE, cert_path, key_path
+from shared.certs import CA_CERT_FILE, cert_path, issued_directly, key_path
 from shared.logs import log
 from shared.renewal import file_stamp
 
@@ -222,13 +221,7 @@ def _check_server_certificate(
         cert = x509.load_der_x509_certificate(der)
     except ValueError as exc:
         raise _Refused(TLS_HANDSHAKE_FAILED, f"unparseable server certificate: {exc}") from None
-    for ca in cas:
-        try:
-            cert.verify_directly_issued_by(ca)
-            break
-        except (ValueError, TypeError, InvalidSignature):
-            continue
-    else:
+    if not issued_directly(cert, cas):
         raise _Refused(SERVER_NOT_ISSUED_BY_CA, f"server certificate issuer {cert.issuer.rfc4514_string()!r}")
     now = dt.datetime.now(dt.UTC)
     if not cert.not_valid_before_utc <= now <= cert.not_valid_after_utc:

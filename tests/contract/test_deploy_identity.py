@@ -192,7 +192,9 @@ def test_csi_driver_spiffe_pods_may_request_their_certificates_and_nothing_else(
 
 @pytest.mark.parametrize("overlay", PROVIDERS)
 def test_every_pod_reads_the_scheme_its_issuer_writes(rendered, overlay):
-    """The services' TESSERA_* identity settings name each account's id exactly as the provider issues it."""
+    """The services' TESSERA_* identity settings name each account's id exactly as the rendered objects have the
+    provider issue it. The provider's own trust domain is its install setting, outside these files (documented:
+    it must be cluster.local)."""
     docs = rendered[overlay]
     uri_only = PROVIDERS[overlay] != "cert-manager-csi"
     for name, deployment in _deployments(docs).items():

@@ -58,7 +58,7 @@ def test_a_service_account_scheme_maps_both_ways(monkeypatch):
 ])
 def test_a_scheme_that_cannot_name_everyone_is_refused_naming_the_variable(monkeypatch, values, message):
     _set(monkeypatch, values)
-    with pytest.raises(IdentitySchemeError, match=None) as refused:
+    with pytest.raises(IdentitySchemeError) as refused:
         identity_scheme()
     assert message in str(refused.value)
     # A service refuses to start on it with the same one line (ConfigError names the variable).
