@@ -35,6 +35,7 @@ from cli.deploy_check import (
     load_documents,
     mcp_server_problems,
     network_policy_problems_in,
+    scaling_problems,
     secret_problems,
 )
 from cli.deploy_manifests import SPECS, render_generated, secret_name, setting_file
@@ -83,6 +84,7 @@ def check(files: list[str]) -> int:
         everything += [(doc, str(path)) for doc in docs]
     problems += network_policy_problems_in(everything)
     problems += certificate_policy_problems(everything)
+    problems += scaling_problems(everything)
     problems += mcp_server_problems(everything, [pod.name for pod in mcp_pods(load_policy())])
     for problem in problems:
         print(problem, file=sys.stderr)

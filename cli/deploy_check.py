@@ -7,7 +7,8 @@ Each finding names the file and the object, so a person can go straight to it:
 - NetworkPolicies allow exactly the caller edges the contracts declare;
 - a service's Secret holds only that service's own keys and settings;
 - where cert-manager's CSI driver issues identities, approver-policy lets each
-  ServiceAccount request exactly its own SPIFFE id and DNS name.
+  ServiceAccount request exactly its own SPIFFE id and DNS name;
+- a workload an autoscaler scales does not also set `replicas`.
 """
 
 from __future__ import annotations
@@ -78,6 +79,19 @@ def hardening_problems(docs: Iterable[dict], origin: str) -> list[str]:
                 if "hostPort" in port:
                     problems.append(f"{at}: must not bind a host port")
     return problems
+
+
+def scaling_problems(located: Iterable[tuple[dict, str]]) -> list[str]:
+    """A workload that sets `replicas` beside the autoscaler scaling it: every apply of the file resets the
+    count the autoscaler chose (scaling a busy service in until it reacts again)."""
+    located = list(located)
+    scaled = {(target.get("kind"), target.get("name")) for doc, _ in located
+              if doc.get("kind") == "HorizontalPodAutoscaler"
+              for target in [doc.get("spec", {}).get("scaleTargetRef", {})]}
+    return [f"{origin}: {_name(doc)} sets replicas, but a HorizontalPodAutoscaler scales it: leave replicas out "
+            f"(set the autoscaler's minReplicas instead)"
+            for doc, origin in located if (doc.get("kind"), doc.get("metadata", {}).get("name")) in scaled
+            and "replicas" in doc.get("spec", {})]
 
 
 def _label_of(selector: dict) -> str | None:

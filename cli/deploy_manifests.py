@@ -1,13 +1,14 @@
 """Kubernetes manifests for Tessera, rendered from one table and from the contracts.
 
 `render_generated()` writes `deploy/k8s/base/`: per service a ServiceAccount (no
-token), a Deployment, a Service, a PodDisruptionBudget, an autoscaler for
-the stateless ones, and the NetworkPolicies. The policies come from the
+token), a Deployment, a Service (headless for gRPC: clients balance over the
+replicas themselves, shared.channels), a PodDisruptionBudget, an autoscaler for
+the stateless ones (which then own the replica count), and the NetworkPolicies. The policies come from the
 callers declared in `proto/` (`option (tessera.authz.v1.callers)`): deny all,
 then one allow per declared edge, so a new caller in a contract changes the
 rendered files and `tessera deploy render --check` (and a test) fails until
 they are regenerated. It also writes the production component's patches
-(replicas), one Component per identity provider (cli/deploy_identity.py),
+(replicas, spread over nodes and zones), one Component per identity provider (cli/deploy_identity.py),
 docs/trust-graph.md, the caller table as a page, and the
 tool policy's MCP servers as pods of their own with the broker's copy of the
 policy that reaches them (cli/deploy_mcp_servers.py).
@@ -50,6 +51,15 @@ DEPENDENCY_WAIT_SECONDS = 86400
 OUTSIDE_THE_POD_NETWORK = {"cli"}
 
 
+# A Python service's event loop uses at most one core (limit "1"). The autoscaler adds a replica when the
+# replicas' average CPU passes this, the loop about 40% busy, where queueing starts to add latency; scaling
+# earlier would add replicas for idle loops (a replica idles at 3-8m; a turn costs the agent about 36 ms of
+# CPU with the built-in planner, the compiler 12 ms, web 4 ms: measured on `tessera up`, docs/deploy-kubernetes.md).
+SCALE_OUT_CPU = "400m"
+# What the autoscaled services request: a replica's steady share below the scale-out point.
+AUTOSCALED_CPU = "250m"
+
+
 @dataclass(frozen=True)
 class ServiceSpec:
     """How one process runs on Kubernetes; the trust edges come from the contracts, not from here."""
@@ -65,7 +75,7 @@ class ServiceSpec:
     browsers: bool = False  # takes connections from browsers
     outside_agents: bool = False  # takes connections from outside agents (MCP clients)
     # Holds conversations in memory (the MCP front's open turns): one replica, never autoscaled, until turns
-    # can move between replicas.
+    # can move between replicas; replaced by Recreate, so two never run at once.
     single_replica: bool = False
     # Settings read from files in its own Secret (TESSERA_SECRETS_DIR), never from the environment.
     secret_settings: tuple[str, ...] = ()
@@ -74,16 +84,17 @@ class ServiceSpec:
 
 
 SPECS: dict[str, ServiceSpec] = {spec.name: spec for spec in (
-    ServiceSpec("agent", stateless=True, egress_https="the model endpoint (TESSERA_AGENT_MODEL_URL)",
-                secret_settings=("model_api_key",)),
-    ServiceSpec("compiler", stateless=True, memory="192Mi"),
+    ServiceSpec("agent", stateless=True, cpu=AUTOSCALED_CPU,
+                egress_https="the model endpoint (TESSERA_AGENT_MODEL_URL)", secret_settings=("model_api_key",)),
+    ServiceSpec("compiler", stateless=True, cpu=AUTOSCALED_CPU, memory="192Mi"),
     ServiceSpec("resources", stateless=False, database=True, memory="384Mi", memory_limit="1Gi",
                 secret_settings=("warehouse_url", "store_url")),
     # Its HTTPS egress, and its egress to the MCP servers' pods, come from the tool policy (network_policies).
     ServiceSpec("capabilities", stateless=False, database=True, secret_settings=("database_url", "changes_url"),
                 tool_policy=True),
     ServiceSpec("host", stateless=False, database=True, secret_settings=("database_url",)),
-    ServiceSpec("web", stateless=True, browsers=True, secret_settings=("session_secret", "oidc_client_secret"),
+    ServiceSpec("web", stateless=True, cpu=AUTOSCALED_CPU, browsers=True,
+                secret_settings=("session_secret", "oidc_client_secret"),
                 egress_https="the OpenID provider people sign in with (TESSERA_WEB_OIDC_ISSUER: discovery, token "
                              "and keys)"),
     ServiceSpec("mcp", stateless=True, outside_agents=True, single_replica=True,
@@ -106,6 +117,10 @@ def contract_edges() -> set[tuple[str, str]]:
 
 def _port(name: str) -> int:
     return DEFAULT_PORTS[name]
+
+
+def _autoscaled(spec: ServiceSpec) -> bool:
+    return spec.stateless and not spec.single_replica
 
 
 def _port_name(name: str) -> str:
@@ -188,11 +203,15 @@ def _deployment(spec: ServiceSpec, edges: set[tuple[str, str]]) -> dict:
     if spec.tool_policy:
         container["volumeMounts"].append({"name": "tool-policy", "mountPath": POLICY_MOUNT, "readOnly": True})
         volumes.append({"name": "tool-policy", "configMap": {"name": POLICY_CONFIG_MAP, "defaultMode": 0o444}})
+    deployment_spec: dict = {} if _autoscaled(spec) else {"replicas": 1}  # an autoscaler owns the count
+    if spec.single_replica:
+        # A rolling update would run the new pod beside the old, each holding turns the other cannot see.
+        deployment_spec["strategy"] = {"type": "Recreate"}
     return {
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": spec.name, "labels": labels(spec.name)},
         "spec": {
-            "replicas": 1,
+            **deployment_spec,
             "selector": selector(spec.name),
             "template": {
                 "metadata": {"labels": labels(spec.name)},
@@ -216,12 +235,19 @@ def _disruption_budget(spec: ServiceSpec) -> dict:
 
 
 def _autoscaler(spec: ServiceSpec) -> dict:
+    """Out at SCALE_OUT_CPU per replica, at once; in one replica a minute after five quiet minutes, so a
+    burst of questions does not make replicas come and go (each going ends its connections)."""
     return {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
             "metadata": {"name": spec.name, "labels": labels(spec.name)},
             "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": spec.name},
                      "minReplicas": 1, "maxReplicas": 6,
                      "metrics": [{"type": "Resource", "resource": {
-                         "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 70}}}]}}
+                         "name": "cpu", "target": {"type": "AverageValue", "averageValue": SCALE_OUT_CPU}}}],
+                     "behavior": {
+                         "scaleUp": {"stabilizationWindowSeconds": 0,
+                                     "policies": [{"type": "Percent", "value": 100, "periodSeconds": 30}]},
+                         "scaleDown": {"stabilizationWindowSeconds": 300,
+                                       "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}]}}}}
 
 
 def network_policies(edges: set[tuple[str, str]], tool_policy: dict) -> list[dict]:
@@ -279,15 +305,28 @@ def _documents(objects: list[dict]) -> str:
 PRODUCTION_MIN_REPLICAS = 2
 
 
+def _spread(spec: ServiceSpec) -> list[dict]:
+    """Replicas on different nodes (required: one node lost must not take a service with it) and, where the
+    nodes carry zone labels, different zones (preferred: a cluster may have one zone). Counted per revision
+    (pod-template-hash), so a rolling update is not blocked by the pods it replaces; nodes whose taints the
+    pod does not tolerate are not counted as places it could go."""
+    return [{"maxSkew": 1, "topologyKey": key, "whenUnsatisfiable": when, "labelSelector": selector(spec.name),
+             "matchLabelKeys": ["pod-template-hash"], "nodeTaintsPolicy": "Honor"}
+            for key, when in (("kubernetes.io/hostname", "DoNotSchedule"),
+                              ("topology.kubernetes.io/zone", "ScheduleAnyway"))]
+
+
 def _replicas_patch(spec: ServiceSpec) -> list[dict]:
-    """Every service runs at least two replicas in production: the stateless ones under their autoscaler,
-    the stateful ones on their shared PostgreSQL database (claims and wake-ups go through it). A service
-    holding conversations in memory stays at one."""
+    """Every service runs at least two replicas in production, spread over nodes and zones: the stateless
+    ones under their autoscaler (which alone sets the count), the stateful ones on their shared PostgreSQL
+    database (claims and wake-ups go through it). A service holding conversations in memory stays at one."""
     if spec.single_replica:
         return []
-    patches = [{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": spec.name},
-                "spec": {"replicas": PRODUCTION_MIN_REPLICAS}}]
-    if spec.stateless:
+    deployment = {"template": {"spec": {"topologySpreadConstraints": _spread(spec)}}}
+    if not _autoscaled(spec):
+        deployment["replicas"] = PRODUCTION_MIN_REPLICAS
+    patches = [{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": spec.name}, "spec": deployment}]
+    if _autoscaled(spec):
         patches.append({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
                         "metadata": {"name": spec.name}, "spec": {"minReplicas": PRODUCTION_MIN_REPLICAS}})
     return patches
@@ -325,8 +364,10 @@ def render_generated() -> dict[str, str]:
     for name in PROCESS_NAMES:
         spec = SPECS[name]
         workloads += [service_account(spec.name), _deployment(spec, edges),
-                      service(spec.name, _port_name(spec.name), _port(spec.name)), _disruption_budget(spec)]
-        if spec.stateless and not spec.single_replica:
+                      service(spec.name, _port_name(spec.name), _port(spec.name),
+                              headless=spec.name not in HTTP_PROCESS_NAMES),
+                      _disruption_budget(spec)]
+        if _autoscaled(spec):
             workloads.append(_autoscaler(spec))
     workloads += mcp_servers.workloads(tool_policy)
     production = [patch for name in PROCESS_NAMES for patch in _replicas_patch(SPECS[name])]

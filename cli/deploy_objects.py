@@ -56,7 +56,13 @@ def tcp(port: int) -> list[dict]:
     return [{"protocol": "TCP", "port": port}]
 
 
-def service(name: str, port_name: str, port: int) -> dict:
+def service(name: str, port_name: str, port: int, headless: bool = False) -> dict:
+    """A Service for `name`'s pods. Headless (no virtual IP): its DNS name answers every ready pod's address,
+    for clients that balance calls themselves (gRPC's round_robin); a virtual IP would pin each long-lived
+    HTTP/2 connection, and so all its calls, to whichever pod it reached first."""
+    spec: dict = {"selector": {NAME_LABEL: name},
+                  "ports": [{"name": port_name, "port": port, "targetPort": port_name, "protocol": "TCP"}]}
+    if headless:
+        spec = {"clusterIP": "None", **spec}
     return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "labels": labels(name)},
-            "spec": {"selector": {NAME_LABEL: name},
-                     "ports": [{"name": port_name, "port": port, "targetPort": port_name, "protocol": "TCP"}]}}
+            "spec": spec}

@@ -69,15 +69,15 @@ def _retryable(method: MethodDescriptor) -> bool:
 
 @functools.cache
 def peer_options(peer: str) -> tuple[tuple[str, object], ...]:
-    """Channel options for calls to process `peer`: prompt reconnects, retried reads."""
-    options = [*RECONNECT_OPTIONS, ("grpc.enable_retries", 1)]
+    """Channel options for calls to process `peer`: prompt reconnects, retried reads, and calls spread over
+    every address the peer's name resolves to (on Kubernetes a headless Service: one per ready replica)."""
+    config: dict = {"loadBalancingConfig": [{"round_robin": {}}]}
     if peer in SERVICES:
         service = SERVICES[peer][0]
         names = [{"service": service.full_name, "method": m.name} for m in service.methods if _retryable(m)]
         if names:
-            config = {"methodConfig": [{"name": names, "retryPolicy": READ_RETRY_POLICY}]}
-            options.append(("grpc.service_config", json.dumps(config)))
-    return tuple(options)
+            config["methodConfig"] = [{"name": names, "retryPolicy": READ_RETRY_POLICY}]
+    return (*RECONNECT_OPTIONS, ("grpc.enable_retries", 1), ("grpc.service_config", json.dumps(config)))
 
 
 def _native_options(peer: str) -> tuple[tuple[str, object], ...]:

@@ -51,6 +51,9 @@ class ServiceSettings(BaseSettings):
     # A plaintext port serving grpc.health.v1 only (Kubernetes probes carry no client certificate);
     # unset: none. Web has no such port: its /healthz is on its own HTTP port.
     health_port: int | None = Field(default=None, ge=0, le=65535)
+    # A connection older than this gets HTTP/2 GOAWAY (calls under way finish on it): its client re-dials, and
+    # with round_robin over every replica's address (shared.channels) a replica added since gets its share.
+    max_connection_age_seconds: float = Field(default=120.0, ge=1, le=86400)
     # How long to wait, not ready, for a database that does not answer yet (0: fail at once, exit 2).
     dependency_wait_seconds: float = Field(default=0, ge=0, le=10_000_000)
     # Written (atomically, JSON) once the process serves; launchers wait on it.

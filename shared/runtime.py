@@ -154,8 +154,12 @@ async def start_server(
     port: int = 0,
     readiness: Sequence[ReadinessProbe] = (),
     health_only: HealthOnlyServer | None = None,
+    max_connection_age: float | None = None,
 ) -> RunningServer:
     """Build, bind and start a server; raise OSError when the port is taken.
+
+    `max_connection_age` (seconds) closes older connections with GOAWAY once their calls end, so clients
+    re-resolve and spread over the replicas there are now (ServiceSettings.max_connection_age_seconds).
 
     `health_only` (start_health_only) answers `grpc.health.v1` alone, in
     plaintext, with this server's statuses from now on: Kubernetes' native
@@ -165,7 +169,12 @@ async def start_server(
     # so_reuseport=0: otherwise a second server silently shares a busy port.
     renewing = RenewingCredentials(credentials)
     guard = CallGuard(table, DirectIssuer(lambda: renewing.loaded.ca_pem))
-    server = grpc.aio.server(interceptors=[guard], options=[("grpc.so_reuseport", 0)])
+    options: list[tuple[str, int]] = [("grpc.so_reuseport", 0)]
+    if max_connection_age is not None:
+        # gRPC adds +-10% jitter, so replicas' clients do not all re-dial at once. No grace limit: a long
+        # stream (a turn, a surface's events) keeps its connection; only new calls move.
+        options.append(("grpc.max_connection_age_ms", round(max_connection_age * 1000)))
+    server = grpc.aio.server(interceptors=[guard], options=options)
     for registration in registrations:
         registration.add_to_server(registration.servicer, server)
     health_servicer = health_only.servicer if health_only else health.aio.HealthServicer()
@@ -446,6 +455,7 @@ async def _serve(context: ServiceContext, build: BuildRegistrations) -> None:
             host=settings.listen_host,
             port=settings.port,
             health_only=early,
+            max_connection_age=settings.max_connection_age_seconds,
         )
     except BaseException:
         if early is not None:

@@ -8,8 +8,14 @@ cannot reach such a server. This module bridges the gap inside the process:
     gRPC channel --plaintext, unix socket--> bridge --mTLS, TCP--> server
 
 One daemon thread runs an asyncio loop (started lazily, one per process). Per
-(target, expected SPIFFE id, credential files) it listens on a unix socket in a
-private 0700 temp directory. For each local connection it dials the target,
+(target, expected SPIFFE id, credential files) it listens on unix sockets in a
+private 0700 temp directory: one for an IP address, SLOTS_PER_NAME for a name,
+which may stand for several servers (a Kubernetes headless Service: one address
+per ready replica). The channel balances its calls over the sockets
+(round_robin), and each connection through one dials the target's address with
+the fewest of this target's open connections, so the replicas share the calls;
+a server's max_connection_age makes clients re-dial now and then, and a replica
+added since gets its share. For each local connection it dials the target,
 does the TLS handshake with Python's `ssl` (the deployment CA as the only trust
 root, the client's own certificate, ALPN h2, TLS >= 1.2), then checks the
 server's leaf BEFORE forwarding a byte: issued directly by the CA, valid now,
@@ -44,14 +50,17 @@ import atexit
 import collections
 import concurrent.futures
 import datetime as dt
+import ipaddress
+import json
 import logging
 import os
+import random
 import shutil
 import socket
 import ssl
 import tempfile
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
@@ -64,6 +73,9 @@ from shared.renewal import file_stamp
 logger = logging.getLogger("tessera.channels")
 
 CONNECT_TIMEOUT_SECONDS = 5.0
+# Local sockets (so connections) per channel to a name: enough to spread calls evenly over a few replicas, few
+# enough that every channel's eager round_robin connects stay cheap.
+SLOTS_PER_NAME = 4
 HANDSHAKE_TIMEOUT_SECONDS = 5.0
 CLOSE_TIMEOUT_SECONDS = 5.0
 _CHUNK = 256 * 1024
@@ -103,14 +115,14 @@ def aio_channel(
     target: str, credentials_files: CredentialFiles, expected_identity: str, options=()
 ) -> grpc.aio.Channel:
     """An asyncio channel to `target` ("host:port") that only talks to `expected_identity`."""
-    path, authority = _bridge().listen(target, credentials_files, expected_identity)
-    return grpc.aio.insecure_channel(f"unix:{path}", options=_channel_options(authority, options))
+    paths, authority = _bridge().listen(target, credentials_files, expected_identity)
+    return grpc.aio.insecure_channel(_unix_target(paths), options=_channel_options(authority, options))
 
 
 def sync_channel(target: str, credentials_files: CredentialFiles, expected_identity: str, options=()) -> grpc.Channel:
     """A blocking channel to `target` ("host:port") that only talks to `expected_identity`."""
-    path, authority = _bridge().listen(target, credentials_files, expected_identity)
-    return grpc.insecure_channel(f"unix:{path}", options=_channel_options(authority, options))
+    paths, authority = _bridge().listen(target, credentials_files, expected_identity)
+    return grpc.insecure_channel(_unix_target(paths), options=_channel_options(authority, options))
 
 
 def failure_counts(target: str | None = None) -> dict[str, int]:
@@ -138,12 +150,28 @@ def close_bridge() -> None:
         bridge.close()
 
 
+def _unix_target(paths: list[Path]) -> str:
+    return "unix:" + ",".join(str(path) for path in paths)  # grpc's unix resolver takes a comma-separated list
+
+
 def _channel_options(authority: str, options) -> list[tuple[str, object]]:
     options = list(options)
-    if not any(name == "grpc.default_authority" for name, _ in options):
+    names = {name for name, _ in options}
+    if "grpc.default_authority" not in names:
         # The :authority the server would have seen had we dialed it directly.
         options.insert(0, ("grpc.default_authority", authority))
+    if "grpc.service_config" not in names:
+        # Calls over every socket; a caller's own service config chooses for itself (peer_options: round_robin).
+        options.append(("grpc.service_config", json.dumps({"loadBalancingConfig": [{"round_robin": {}}]})))
     return options
+
+
+def _slots(host: str) -> int:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return SLOTS_PER_NAME
+    return 1
 
 
 def _split_target(target: str) -> tuple[str, int]:
@@ -261,10 +289,13 @@ class _Listener:
     port: int
     identity: str
     material: _TlsMaterial
-    path: Path
-    sock: socket.socket
+    paths: list[Path]
+    socks: list[socket.socket]
     started: concurrent.futures.Future | None = None
-    server: asyncio.AbstractServer | None = None
+    servers: list[asyncio.AbstractServer] = field(default_factory=list)
+    # Open bridged connections per server address, and where ties start: used on the bridge loop only.
+    open: collections.Counter[str] = field(default_factory=collections.Counter)
+    turn: int = field(default_factory=lambda: random.randrange(1 << 16))
 
 
 class _Bridge:
@@ -281,8 +312,8 @@ class _Bridge:
         self._thread = threading.Thread(target=self._loop.run_forever, name="tessera-spiffe-bridge", daemon=True)
         self._thread.start()
 
-    def listen(self, target: str, files: CredentialFiles, identity: str) -> tuple[Path, str]:
-        """The unix socket bridging to (target, identity, files); created on first use."""
+    def listen(self, target: str, files: CredentialFiles, identity: str) -> tuple[list[Path], str]:
+        """The unix sockets bridging to (target, identity, files), and the authority; created on first use."""
         if not identity.startswith("spiffe://"):
             raise ValueError(f"expected identity {identity!r} is not a spiffe:// id")
         host, port = _split_target(target)
@@ -294,23 +325,26 @@ class _Bridge:
             listener = self._listeners.get(key)
             if listener is None:
                 material = self._materials.setdefault(files, _TlsMaterial(files))
-                path = self._directory / f"{len(self._listeners)}.sock"
-                # Bound and listening before we return: a channel dialing early waits in the backlog.
-                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                sock.bind(str(path))
-                sock.listen(128)
-                listener = _Listener(target, host, port, identity, material, path, sock)
+                paths = [self._directory / f"{len(self._listeners)}.{slot}.sock" for slot in range(_slots(host))]
+                socks = []
+                for path in paths:
+                    # Bound and listening before we return: a channel dialing early waits in the backlog.
+                    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                    sock.bind(str(path))
+                    sock.listen(128)
+                    socks.append(sock)
+                listener = _Listener(target, host, port, identity, material, paths, socks)
                 self._listeners[key] = listener
                 listener.started = asyncio.run_coroutine_threadsafe(self._serve(listener), self._loop)
-        return listener.path, target
+        return listener.paths, target
 
     async def _serve(self, listener: _Listener) -> None:
-        try:
-            listener.server = await asyncio.start_unix_server(
-                lambda r, w: self._accept(listener, r, w), sock=listener.sock, limit=_CHUNK
-            )
-        except Exception:
-            logger.exception("SPIFFE bridge cannot listen on %s", listener.path)
+        for sock in listener.socks:
+            try:
+                listener.servers.append(await asyncio.start_unix_server(
+                    lambda r, w: self._accept(listener, r, w), sock=sock, limit=_CHUNK))
+            except Exception:
+                logger.exception("SPIFFE bridge cannot listen on %s", sock.getsockname())
 
     def _accept(self, listener: _Listener, local_reader, local_writer) -> None:
         # Our own task (not a coroutine handed back to asyncio), so close() can cancel it cleanly.
@@ -322,13 +356,14 @@ class _Bridge:
         task.add_done_callback(self._connections.discard)
 
     async def _connection(self, listener: _Listener, local_reader, local_writer) -> None:
-        remote_writer = None
+        remote_writer = server = None
         try:
             try:
-                remote_reader, remote_writer = await self._dial(listener)
+                remote_reader, remote_writer, server = await self._dial(listener)
             except _Refused as refused:
                 self._refuse(listener, refused)
                 return
+            listener.open[server] += 1
             up = _Pump(local_reader, remote_writer)
 
             def server_ended(error: OSError | None) -> None:  # before our client sees the end
@@ -352,11 +387,16 @@ class _Bridge:
             local_writer.transport.abort()
             if remote_writer is not None:
                 remote_writer.transport.abort()
+            if server is not None:
+                listener.open[server] -= 1
+                if not listener.open[server]:
+                    del listener.open[server]
 
     async def _dial(self, listener: _Listener):
+        """(reader, writer, the server address dialled) of a checked TLS connection to the listener's target."""
         context, cas = listener.material.current()
         try:
-            sock = await asyncio.wait_for(_connect_tcp(listener.host, listener.port), CONNECT_TIMEOUT_SECONDS)
+            sock, server = await asyncio.wait_for(_connect_tcp(listener), CONNECT_TIMEOUT_SECONDS)
         except (OSError, TimeoutError) as exc:
             raise _Refused(TARGET_UNREACHABLE, str(exc) or f"no connection within {CONNECT_TIMEOUT_SECONDS}s") from None
         try:
@@ -383,7 +423,7 @@ class _Bridge:
         except BaseException:
             writer.transport.abort()  # refused: no close_notify, no lingering TLS shutdown
             raise
-        return reader, writer
+        return reader, writer, server
 
     def _refuse(self, listener: _Listener, refused: _Refused) -> None:
         with self.lock:
@@ -411,25 +451,37 @@ class _Bridge:
         listeners = list(self._listeners.values())
         await asyncio.gather(*(asyncio.wrap_future(x.started) for x in listeners), return_exceptions=True)
         for listener in listeners:
-            if listener.server is not None:
-                listener.server.close()
-            listener.sock.close()
+            for server in listener.servers:
+                server.close()
+            for sock in listener.socks:
+                sock.close()
         tasks = list(self._connections)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def _connect_tcp(host: str, port: int) -> socket.socket:
-    """A connected non-blocking TCP socket, trying each resolved address in turn."""
+async def _resolve(host: str, port: int) -> list[tuple]:
+    """getaddrinfo's (family, type, proto, canonname, sockaddr) for the target, resolved anew per connection:
+    the replicas behind a name come and go."""
+    return await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+
+
+async def _connect_tcp(listener: _Listener) -> tuple[socket.socket, str]:
+    """A connected non-blocking TCP socket and the address it reached: the resolved addresses are tried from
+    the one with the fewest of this listener's open connections (ties in turn), each until one answers."""
     loop = asyncio.get_running_loop()
-    last: OSError = OSError(f"{host} resolves to no address")
-    for family, kind, proto, _, address in await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM):
+    resolved = await _resolve(listener.host, listener.port)
+    listener.turn += 1
+    start = listener.turn % len(resolved) if resolved else 0
+    in_turn = resolved[start:] + resolved[:start]
+    last: OSError = OSError(f"{listener.host} resolves to no address")
+    for family, kind, proto, _, address in sorted(in_turn, key=lambda info: listener.open[str(info[4][0])]):
         sock = socket.socket(family, kind, proto)
         sock.setblocking(False)
         try:
             await loop.sock_connect(sock, address)
-            return sock
+            return sock, str(address[0])
         except OSError as exc:
             sock.close()
             last = exc

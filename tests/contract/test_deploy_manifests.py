@@ -29,6 +29,7 @@ from cli.deploy_check import (
     mcp_server_problems,
     network_policy_problems,
     policy_edges,
+    scaling_problems,
     secret_problems,
 )
 from cli.deploy_manifests import (
@@ -517,3 +518,66 @@ def test_the_analyzer_computes_exactly_the_caller_table_between_workloads(render
     inward = {(destination, ports) for source, destination, _, ports in allowed
               if destination in workloads and source not in workloads}
     assert inward == {("web", str(DEFAULT_PORTS["web"])), ("mcp", str(DEFAULT_PORTS["mcp"]))}
+
+
+# --- balanced replicas ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_grpc_services_are_headless_so_clients_balance_over_the_replicas(rendered, overlay):
+    services = _objects(_docs(rendered[overlay].read_text()), "Service")
+    for name in SPECS:
+        assert (services[name]["spec"].get("clusterIP") == "None") == (name not in HTTP_PROCESS_NAMES), name
+
+
+@pytest.mark.parametrize("overlay", PRODUCTION_OVERLAYS)
+def test_production_replicas_are_counted_once_and_spread_over_nodes_and_zones(rendered, overlay):
+    deployments = _objects(_docs(rendered[overlay].read_text()), "Deployment")
+    autoscalers = _objects(_docs(rendered[overlay].read_text()), "HorizontalPodAutoscaler")
+    for name, spec in SPECS.items():
+        deployment = deployments[name]["spec"]
+        if spec.single_replica:  # holds turns in memory: one, replaced (never two at once), not autoscaled
+            assert (deployment["replicas"], deployment["strategy"]["type"], name in autoscalers) == (1, "Recreate",
+                                                                                                     False)
+            continue
+        if name in autoscalers:
+            assert "replicas" not in deployment, f"{name}: the autoscaler owns the count"
+            assert autoscalers[name]["spec"]["minReplicas"] == 2
+        else:
+            assert deployment["replicas"] == 2, name
+        spread = {c["topologyKey"]: c for c in deployment["template"]["spec"]["topologySpreadConstraints"]}
+        assert spread["kubernetes.io/hostname"]["whenUnsatisfiable"] == "DoNotSchedule", name
+        assert spread["topology.kubernetes.io/zone"]["whenUnsatisfiable"] == "ScheduleAnyway", name
+        for constraint in spread.values():
+            assert constraint["maxSkew"] == 1
+            assert constraint["labelSelector"] == deployment["selector"], f"{name} spreads another service's pods"
+    assert scaling_problems((doc, overlay) for doc in _docs(rendered[overlay].read_text())) == []
+
+
+def _cpu(quantity: str) -> float:
+    return float(quantity[:-1]) / 1000 if quantity.endswith("m") else float(quantity)
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_autoscalers_add_a_replica_between_its_request_and_its_one_core(rendered, overlay):
+    """Scaling out at a share of a tiny request (70% of 100m) adds replicas for idle event loops; a Python service
+    uses at most one core, so the point must lie above what a replica requests and well below that core."""
+    deployments = _objects(_docs(rendered[overlay].read_text()), "Deployment")
+    autoscalers = _objects(_docs(rendered[overlay].read_text()), "HorizontalPodAutoscaler")
+    assert set(autoscalers) == {name for name, spec in SPECS.items() if spec.stateless and not spec.single_replica}
+    for name, autoscaler in autoscalers.items():
+        [metric] = autoscaler["spec"]["metrics"]
+        scale_out = _cpu(metric["resource"]["target"]["averageValue"])
+        resources = deployments[name]["spec"]["template"]["spec"]["containers"][0]["resources"]
+        assert _cpu(resources["requests"]["cpu"]) < scale_out <= 0.5 * _cpu(resources["limits"]["cpu"]), name
+        assert autoscaler["spec"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] >= 300
+
+
+def test_replicas_beside_an_autoscaler_are_named_with_the_file(rendered):
+    docs = _docs(rendered["production"].read_text())
+    for doc in docs:
+        if doc["kind"] == "Deployment" and doc["metadata"]["name"] == "agent":
+            doc["spec"]["replicas"] = 3
+    assert scaling_problems((doc, "edited.yaml") for doc in docs) == [
+        "edited.yaml: Deployment/agent sets replicas, but a HorizontalPodAutoscaler scales it: leave replicas out "
+        "(set the autoscaler's minReplicas instead)"]

@@ -245,3 +245,66 @@ def test_reads_the_contract_declares_side_effect_free_are_retried_and_nothing_el
 
     assert asyncio.run(scenario()) == grpc.StatusCode.UNAVAILABLE
     assert servicer.calls == {"GetRevision": 3, "OpenSession": 1}
+
+
+class _Named(compiler_pb2_grpc.CompilerServiceServicer):
+    """GetInfo answers which server this is, and remembers each caller's address (a connection's port)."""
+
+    def __init__(self, name: str) -> None:
+        self.name, self.peers = name, []
+
+    async def GetInfo(self, request, context):
+        self.peers.append(context.peer())
+        return compiler_pb2.GetInfoResponse(catalog_ids=[self.name])
+
+
+async def _answering(channel) -> str:
+    reply = await channel.unary_unary(GET_INFO, response_deserializer=compiler_pb2.GetInfoResponse.FromString)(
+        b"", timeout=5)
+    return reply.catalog_ids[0]
+
+
+def test_a_peer_channel_shares_its_calls_among_every_address_of_the_peer(credentials):
+    """gRPC's own TLS with round_robin (shared.channels.peer_options): a name standing for two replicas (here
+    the two addresses themselves, as a headless Service's DNS answer would list them) gets calls at both."""
+    async def scenario():
+        servers = [await start_server(credentials("compiler"), [registration_for("compiler", _Named(name))])
+                   for name in ("first", "second")]
+        target = "ipv4:" + ",".join(f"127.0.0.1:{running.port}" for running in servers)
+        try:
+            async with aio_channel(target, credentials("cli"), "compiler") as channel:
+                await wait_until_async(lambda: _both_answer(channel), what="calls reaching both replicas")
+                return [await _answering(channel) for _ in range(20)]
+        finally:
+            for running in servers:
+                await running.stop(0)
+
+    answers = asyncio.run(scenario())
+    assert {name: answers.count(name) for name in set(answers)} == {"first": 10, "second": 10}
+
+
+async def _both_answer(channel) -> bool:
+    return {await _answering(channel) for _ in range(4)} == {"first", "second"}
+
+
+def test_a_connection_older_than_the_maximum_age_is_replaced_without_failing_a_call(credentials):
+    """max_connection_age: the server sends GOAWAY, the client re-dials (re-resolving the peer's name) and no
+    call fails; each new connection shows as a new client port."""
+    servicer = _Named("only")
+
+    async def scenario():
+        running = await start_server(credentials("compiler"), [registration_for("compiler", servicer)],
+                                     max_connection_age=0.3)
+        try:
+            async with aio_channel(f"127.0.0.1:{running.port}", credentials("cli"), "compiler") as channel:
+                await wait_until_async(lambda: _answering_from_new_connections(channel, servicer, 3),
+                                       what="calls over three successive connections")
+        finally:
+            await running.stop(0)
+
+    asyncio.run(scenario())
+
+
+async def _answering_from_new_connections(channel, servicer: _Named, count: int) -> bool:
+    assert await _answering(channel) == "only"  # a failed call fails the test
+    return len(set(servicer.peers)) >= count

@@ -36,6 +36,7 @@ from tests.fixtures.tls_servers import (
     lax_ca,
     pem,
 )
+from tests.fixtures.waiting import wait_until
 
 
 @pytest.fixture(autouse=True)
@@ -102,9 +103,9 @@ def test_repeated_channels_share_one_private_listener(deployment, servers):
     for _ in range(3):
         assert _check(target, deployment.files).status == SERVING
     bridge = spiffe_channels._current
-    first, _ = bridge.listen(target, deployment.files, SERVER_ID)
-    assert bridge.listen(target, deployment.files, SERVER_ID)[0] == first
-    assert bridge.listen(target, deployment.files, OTHER_ID)[0] != first
+    [first], _ = bridge.listen(target, deployment.files, SERVER_ID)  # an IP address: one server, one socket
+    assert bridge.listen(target, deployment.files, SERVER_ID)[0] == [first]
+    assert bridge.listen(target, deployment.files, OTHER_ID)[0] != [first]
     directory = first.parent
     assert stat.S_IMODE(directory.stat().st_mode) == 0o700
     assert len(list(directory.iterdir())) == 2
@@ -303,7 +304,7 @@ def test_bytes_flow_both_ways_with_backpressure_and_the_servers_close_is_passed_
     size = 8 * 1024 * 1024
     port, received, closed = servers.tls_server(*deployment.server(), deployment.ca_pem, tmp_path, echo=size)
     target = f"127.0.0.1:{port}"
-    path, _ = spiffe_channels._bridge().listen(target, deployment.files, SERVER_ID)
+    [path], _ = spiffe_channels._bridge().listen(target, deployment.files, SERVER_ID)
     payload = bytes(range(256)) * (size // 256)
     with socket.socket(socket.AF_UNIX) as local:
         local.settimeout(WAIT)
@@ -356,3 +357,58 @@ def test_peer_channels_reconnect_promptly_but_keep_grpc_connect_timeout():
     options = dict(peer_options("host"))
     assert options["grpc.max_reconnect_backoff_ms"] <= 500
     assert "grpc.min_reconnect_backoff_ms" not in options
+
+
+def _resolving_to(monkeypatch, addresses: list[str], port: int) -> None:
+    """The bridge's name lookups answer `addresses` as they are at each lookup (a headless Service's pods)."""
+    async def resolve(host, _port):
+        return [(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", (address, port))
+                for address in addresses]
+
+    monkeypatch.setattr(spiffe_channels, "_resolve", resolve)
+
+
+def _open_connections(target: str) -> dict[str, int]:
+    return {address: count for listener in spiffe_channels._current._listeners.values()
+            if listener.target == target for address, count in listener.open.items()}
+
+
+def test_calls_to_a_name_are_shared_by_every_server_it_resolves_to(deployment, servers, monkeypatch):
+    chain, key = deployment.server()
+    port, first = servers.grpc_server(chain, key, deployment.ca_pem)
+    _, second = servers.grpc_server(chain, key, deployment.ca_pem, address=f"127.0.0.2:{port}")
+    _resolving_to(monkeypatch, ["127.0.0.1", "127.0.0.2"], port)
+    target = f"replicas.test:{port}"
+    with sync_channel(target, deployment.files, SERVER_ID) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        assert stub.Check(REQUEST, timeout=WAIT).status == SERVING
+        # round_robin connects every socket; each connection went to the server with fewer of them.
+        wait_until(lambda: _open_connections(target) == {"127.0.0.1": 2, "127.0.0.2": 2},
+                   what="four bridged connections, two to each server", detail=lambda: _open_connections(target),
+                   ignoring=(RuntimeError,))  # the bridge loop may change the counts while they are read
+        before = len(first.peers), len(second.peers)
+        for _ in range(40):
+            assert stub.Check(REQUEST, timeout=WAIT).status == SERVING
+    shares = len(first.peers) - before[0], len(second.peers) - before[1]
+    assert sum(shares) == 40 and min(shares) >= 15, shares
+    assert failure_counts(target) == {}
+
+
+def test_a_server_added_behind_the_name_gets_calls_once_connections_age(deployment, servers, monkeypatch):
+    """A replica scaled up later: the servers' max_connection_age makes the channel re-dial, and the re-dial goes
+    to the server with the fewest connections. No call fails while connections are replaced."""
+    chain, key = deployment.server()
+    aged = [("grpc.max_connection_age_ms", 300)]
+    port, first = servers.grpc_server(chain, key, deployment.ca_pem, options=aged)
+    _, second = servers.grpc_server(chain, key, deployment.ca_pem, address=f"127.0.0.2:{port}", options=aged)
+    addresses = ["127.0.0.1"]
+    _resolving_to(monkeypatch, addresses, port)
+    target = f"replicas.test:{port}"
+    with sync_channel(target, deployment.files, SERVER_ID) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        assert stub.Check(REQUEST, timeout=WAIT).status == SERVING
+        assert second.peers == []
+        addresses.append("127.0.0.2")
+        wait_until(lambda: stub.Check(REQUEST, timeout=WAIT).status == SERVING and second.peers,
+                   what="the added server answering calls")
+    assert first.peers and failure_counts(target) == {}
