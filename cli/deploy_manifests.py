@@ -8,7 +8,8 @@ callers declared in `proto/` (`option (tessera.authz.v1.callers)`): deny all,
 then one allow per declared edge, so a new caller in a contract changes the
 rendered files and `tessera deploy render --check` (and a test) fails until
 they are regenerated. It also writes the production component's patches
-(replicas, spread over nodes and zones), one Component per identity provider (cli/deploy_identity.py),
+(replicas, spread over nodes and zones, services awaiting their migrations)
+and its migrate Jobs (cli/deploy_migrations.py), one Component per identity provider (cli/deploy_identity.py),
 docs/trust-graph.md, the caller table as a page, and the
 tool policy's MCP servers as pods of their own with the broker's copy of the
 policy that reaches them (cli/deploy_mcp_servers.py).
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 
 import yaml
 
-from cli import deploy_identity
+from cli import deploy_identity, deploy_migrations
 from cli import deploy_mcp_servers as mcp_servers
 from cli.deploy_mcp_servers import POLICY_CONFIG_MAP, POLICY_KEY, POLICY_MOUNT
 from cli.deploy_objects import (
@@ -46,6 +47,7 @@ SECRET_MOUNT = "/etc/tessera/secret"
 STATE_MOUNT = "/var/lib/tessera"
 POSTGRES_PORT = 5432
 DEPENDENCY_WAIT_SECONDS = 86400
+STARTUP_SECONDS = 120  # how long a process may take to answer its first health check
 # The operator CLI reaches services with `kubectl port-forward`, which enters the pod through the
 # kubelet, not the pod network: its declared edges need no NetworkPolicy.
 OUTSIDE_THE_POD_NETWORK = {"cli"}
@@ -182,8 +184,12 @@ def _deployment(spec: ServiceSpec, edges: set[tuple[str, str]]) -> dict:
         "command": ["python", "-m", f"services.{spec.name}"],
         "ports": ports,
         "env": _env(spec, edges),
+        # Until the process answers at all (imports, keys, its health port: seconds, longer on a busy node) only
+        # the startup probe asks, for up to STARTUP_SECONDS; a database or migration waited for after that is
+        # not-ready, never dead (LIVENESS_SERVICE is SERVING from the first moment the health port answers).
+        "startupProbe": _probe(spec, 2, STARTUP_SECONDS // 2, liveness=True),
         "readinessProbe": _probe(spec, 3, 2, liveness=False),
-        "livenessProbe": {**_probe(spec, 10, 6, liveness=True), "initialDelaySeconds": 10},
+        "livenessProbe": _probe(spec, 10, 6, liveness=True),
         "resources": {"requests": {"cpu": spec.cpu, "memory": spec.memory},
                       "limits": {"cpu": spec.cpu_limit, "memory": spec.memory_limit}},
         "securityContext": hardened_container_security(),
@@ -316,13 +322,17 @@ def _spread(spec: ServiceSpec) -> list[dict]:
                               ("topology.kubernetes.io/zone", "ScheduleAnyway"))]
 
 
-def _replicas_patch(spec: ServiceSpec) -> list[dict]:
+def _production_patch(spec: ServiceSpec) -> list[dict]:
     """Every service runs at least two replicas in production, spread over nodes and zones: the stateless
     ones under their autoscaler (which alone sets the count), the stateful ones on their shared PostgreSQL
-    database (claims and wake-ups go through it). A service holding conversations in memory stays at one."""
+    database (claims and wake-ups go through it). A service holding conversations in memory stays at one. A
+    service with a database waits for its migrate Job instead of changing the schema itself."""
     if spec.single_replica:
         return []
-    deployment = {"template": {"spec": {"topologySpreadConstraints": _spread(spec)}}}
+    pod: dict = {"topologySpreadConstraints": _spread(spec)}
+    if spec.database:
+        pod["containers"] = [{"name": spec.name, "env": [deploy_migrations.migrations_setting(spec.name)]}]
+    deployment: dict = {"template": {"spec": pod}}
     if not _autoscaled(spec):
         deployment["replicas"] = PRODUCTION_MIN_REPLICAS
     patches = [{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": spec.name}, "spec": deployment}]
@@ -370,10 +380,13 @@ def render_generated() -> dict[str, str]:
         if _autoscaled(spec):
             workloads.append(_autoscaler(spec))
     workloads += mcp_servers.workloads(tool_policy)
-    production = [patch for name in PROCESS_NAMES for patch in _replicas_patch(SPECS[name])]
+    production = [patch for name in PROCESS_NAMES for patch in _production_patch(SPECS[name])]
+    migrated = [name for name in PROCESS_NAMES if SPECS[name].database]
     return {"deploy/k8s/base/workloads.yaml": _documents(workloads),
             "deploy/k8s/base/networkpolicies.yaml": _documents(network_policies(edges, tool_policy)),
             mcp_servers.CLUSTER_POLICY_FILE: mcp_servers.cluster_policy_text(tool_policy),
             "deploy/k8s/components/production/generated-patches.yaml": _documents(production),
+            "deploy/k8s/components/production/generated-migrations.yaml": _documents(
+                deploy_migrations.objects(migrated)),
             "docs/trust-graph.md": trust_graph_markdown(),
             **deploy_identity.render_components()}

@@ -54,6 +54,9 @@ class ServiceSettings(BaseSettings):
     # A connection older than this gets HTTP/2 GOAWAY (calls under way finish on it): its client re-dials, and
     # with round_robin over every replica's address (shared.channels) a replica added since gets its share.
     max_connection_age_seconds: float = Field(default=120.0, ge=1, le=86400)
+    # A service with a database: "run" migrates its schema at start; "await" waits, not ready, for the migration
+    # Job to have done it, and its role needs no DDL (shared.db.prepare_schema).
+    migrations: Literal["run", "await"] = "run"
     # How long to wait, not ready, for a database that does not answer yet (0: fail at once, exit 2).
     dependency_wait_seconds: float = Field(default=0, ge=0, le=10_000_000)
     # Written (atomically, JSON) once the process serves; launchers wait on it.
@@ -140,6 +143,9 @@ def load_settings(name: str, settings_class: type[S] = ServiceSettings) -> S:
         first = exc.errors()[0]
         field = str(first["loc"][0]) if first["loc"] else "?"
         variable = _env_name(_Settings, field, prefix) if field in _Settings.model_fields else field
+        if first["type"] == "missing":
+            raise ConfigError(f"{variable} is not set (an environment variable, or the file {variable.lower()} "
+                              f"in TESSERA_SECRETS_DIR)") from None
         value = os.environ.get(variable, first.get("input"))
         raise ConfigError(f"{variable}={value!r}: {first['msg']}") from None
     # Peers and how to dial them are resolved now so a malformed setting fails at startup.

@@ -21,6 +21,8 @@ from pathlib import Path
 import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 
 from shared.logs import log
 from shared.refusals import Unavailable
@@ -300,6 +302,56 @@ def _run(engine: sa.Engine, migrations: Path, step, target: str) -> None:
             if sqlite:
                 connection.exec_driver_sql("PRAGMA foreign_keys=ON")
                 connection.commit()
+
+
+# How a service treats its schema at start (TESSERA_<SVC>_MIGRATIONS): "run" brings it to this release's version
+# itself (its database role owns the schema); "await" only checks it, waiting not ready until the migration Job
+# (`python -m services.<svc> migrate`, as a role that may change it) has brought it there: the service's own role
+# then needs no DDL.
+MIGRATIONS_RUN = "run"
+MIGRATIONS_AWAIT = "await"
+
+
+class SchemaBehind(Exception):
+    """The schema is older than this release's (or empty), and the service does not migrate: worth waiting."""
+
+
+class SchemaUnknown(Exception):
+    """The schema is at a version this release does not have (a newer release migrated it)."""
+
+
+def prepare_schema(engine: sa.Engine, migrations: Path, mode: str) -> None:
+    """Migrate (MIGRATIONS_RUN), or check that the schema is this release's (MIGRATIONS_AWAIT)."""
+    if mode == MIGRATIONS_RUN:
+        migrate(engine, migrations)
+    else:
+        expect_schema(engine, migrations)
+
+
+def schema_version(engine: sa.Engine) -> str | None:
+    """The Alembic revision the database's schema is at (None: never migrated)."""
+    with engine.connect() as connection:
+        return MigrationContext.configure(connection).get_current_revision()
+
+
+def expect_schema(engine: sa.Engine, migrations: Path) -> None:
+    """Raise SchemaBehind or SchemaUnknown unless the schema is at this release's head."""
+    scripts = ScriptDirectory(str(migrations))
+    head = scripts.get_current_head()
+    current = schema_version(engine)
+    if current == head:
+        return
+    if current is not None and current not in {script.revision for script in scripts.walk_revisions()}:
+        raise SchemaUnknown(f"the schema is at version {current}, which this release does not have (it needs "
+                            f"{head}): a newer release migrated it; run that release, or take the schema back "
+                            f"with that release's migrations")
+    raise SchemaBehind(f"the schema is at version {current or 'none (empty)'}, this release needs {head}: "
+                       f"waiting for its migrations (`python -m services.<service> migrate`, the migrate Job)")
+
+
+def worth_waiting(error: BaseException) -> bool:
+    """A database that does not answer yet, or whose schema its migration has not reached yet."""
+    return isinstance(error, SchemaBehind) or unreachable(error)
 
 
 def _migration_lock(migrations: Path) -> int:

@@ -27,7 +27,7 @@ from services.capabilities.passkeys import RelyingParty
 from services.capabilities.policy import ActionPolicy, Approvers, ChangeTarget, PolicyError
 from services.capabilities.publisher import HostPublisher
 from services.capabilities.signatures import DecisionSignatures
-from services.capabilities.store import BrokerStore, engine_for, migrate
+from services.capabilities.store import MIGRATIONS, BrokerStore, engine_for
 from services.capabilities.tool_policy import ToolPolicy, digest
 from services.capabilities.tool_review import screen_server_text, write_signals
 from services.capabilities.web_session_store import WebSessionStore
@@ -40,7 +40,7 @@ from shared.bounded_json import canonical
 from shared.certs import CredentialError, load_verify_key, verify_key_path
 from shared.channels import aio_channel
 from shared.config import peer_target
-from shared.db import unreachable
+from shared.db import prepare_schema, worth_waiting
 from shared.errors import TesseraError, refuse
 from shared.identity import principal_for_spiffe
 from shared.refusals import Refusal
@@ -339,12 +339,13 @@ def _caller(context) -> str | None:
 
 
 def _databases(settings: CapabilitiesSettings) -> tuple[sa.Engine, sa.Engine]:
-    """The broker's own database (migrated) and the write credential for data changes (blocking)."""
+    """The broker's own database (its schema this release's) and the write credential for data changes
+    (blocking)."""
     try:
         engine = engine_for(settings.database_url)
-        migrate(engine)
+        prepare_schema(engine, MIGRATIONS, settings.migrations)
     except Exception as exc:  # a database that cannot be reached or migrated
-        failure = runtime.DependencyUnavailable if unreachable(exc) else runtime.StartupError
+        failure = runtime.DependencyUnavailable if worth_waiting(exc) else runtime.StartupError
         raise failure(f"TESSERA_CAPABILITIES_DATABASE_URL: cannot prepare the broker database: "
                       f"{str(exc).splitlines()[0][:200]}") from None
     try:

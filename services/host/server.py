@@ -23,12 +23,12 @@ from services.host.database import AsyncStore
 from services.host.fanout import SurfaceFanout, listen_url, snapshot_required
 from services.host.offers import Offers
 from services.host.peers import Peers
-from services.host.store import HostStore, Session, TurnEnd, TurnFinished, TurnRecord, engine_for, migrate
+from services.host.store import MIGRATIONS, HostStore, Session, TurnEnd, TurnFinished, TurnRecord, engine_for
 from services.host.windows import Windows
 from shared import runtime
 from shared.actors import ActorVerifier
 from shared.certs import CredentialError, load_signing_key, load_verify_key
-from shared.db import unreachable
+from shared.db import prepare_schema, worth_waiting
 from shared.errors import refuse
 from shared.ui.contracts import ContractError, load_catalog
 from tessera.common.v1 import common_pb2
@@ -259,13 +259,13 @@ def turn_record(record: TurnRecord) -> host_pb2.TurnRecord:
     return reply
 
 
-def _prepared_database(url: str) -> sa.Engine:
-    """The host's database, migrated (blocking: run off the event loop)."""
+def _prepared_database(url: str, migrations: str) -> sa.Engine:
+    """The host's database, its schema this release's (blocking: run off the event loop)."""
     try:
         engine = engine_for(url)
-        migrate(engine)
+        prepare_schema(engine, MIGRATIONS, migrations)
     except Exception as exc:  # a database that cannot be reached or migrated
-        failure = runtime.DependencyUnavailable if unreachable(exc) else runtime.StartupError
+        failure = runtime.DependencyUnavailable if worth_waiting(exc) else runtime.StartupError
         raise failure(f"TESSERA_HOST_DATABASE_URL: cannot prepare the host database: "
                       f"{str(exc).splitlines()[0][:200]}") from None
     return engine
@@ -279,7 +279,8 @@ async def build(context: runtime.ServiceContext) -> list[runtime.Registration]:
         catalog = load_catalog()
     except (CredentialError, ContractError) as exc:
         raise runtime.StartupError(str(exc)) from None
-    engine = await runtime.off_loop(_prepared_database, settings.database_url)  # health keeps answering
+    # Off the loop: health keeps answering while the database is reached and its schema prepared.
+    engine = await runtime.off_loop(_prepared_database, settings.database_url, settings.migrations)
     store = HostStore(engine)
     pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="host-db")
     db = AsyncStore(store, pool)

@@ -1,8 +1,14 @@
-"""python -m services.resources: run the Resource Gateway."""
+"""python -m services.resources: run the Resource Gateway; with `migrate`: its result store's schema only."""
+
+import sys
 
 from services.resources.config import ResourcesSettings
 from services.resources.server import build
+from services.resources.store import MIGRATIONS
+from shared import migrator
 from shared.runtime import serve
 
 if __name__ == "__main__":
+    if sys.argv[1:]:
+        migrator.main("resources", MIGRATIONS, sys.argv[1:])  # `migrate`: the schema only, then exit
     serve("resources", build, ResourcesSettings)

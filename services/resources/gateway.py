@@ -139,7 +139,7 @@ class Gateway:
         try:
             self.catalog = Catalog(self.model, self.warehouse.engine)
             self.store: ResourceStorage = open_store(settings.store_url, settings.probe_budget_lifetime_seconds,
-                                                     settings.session_budget_lifetime_seconds)
+                                                     settings.session_budget_lifetime_seconds, settings.migrations)
         except SemanticModelError as exc:  # the model does not fit this warehouse
             self.warehouse.close()
             raise SemanticModelError(f"{settings.semantic_model}: {exc}") from None

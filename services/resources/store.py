@@ -95,8 +95,10 @@ def migrate(engine: sa.Engine, target: str = "head") -> None:
     db.migrate(engine, MIGRATIONS, target)
 
 
-def open_store(url: str, budget_lifetime: float, session_lifetime: float = SESSION_LIFETIME_SECONDS) -> ResourceStore:
-    """The store at `url`, migrated to head (a store made by `create_all` before migrations is adopted)."""
+def open_store(url: str, budget_lifetime: float, session_lifetime: float = SESSION_LIFETIME_SECONDS,
+               migrations: str = db.MIGRATIONS_RUN) -> ResourceStore:
+    """The store at `url`, migrated to head (a store made by `create_all` before migrations is adopted), or
+    checked to be there (db.MIGRATIONS_AWAIT)."""
     try:
         backend = sa.make_url(url).get_backend_name()
     except sa.exc.ArgumentError:
@@ -106,10 +108,10 @@ def open_store(url: str, budget_lifetime: float, session_lifetime: float = SESSI
                                f"not {backend}", False)
     try:
         engine = engine_for(url)
-        migrate(engine)
+        db.prepare_schema(engine, MIGRATIONS, migrations)
     except Exception as exc:  # a database that cannot be reached or migrated
         raise StoreUnavailable(f"TESSERA_RESOURCES_STORE_URL: cannot prepare the result store: "
-                               f"{str(exc).splitlines()[0][:200]}", db.unreachable(exc)) from None
+                               f"{str(exc).splitlines()[0][:200]}", db.worth_waiting(exc)) from None
     return ResourceStore(engine, budget_lifetime, session_lifetime=session_lifetime)
 
 

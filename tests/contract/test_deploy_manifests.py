@@ -55,6 +55,8 @@ from cli.deploy_mcp_servers import (
     mcp_pods,
     workloads,
 )
+from cli.deploy_migrations import MIGRATE, job_name, migrator_file
+from cli.deploy_migrations import secret_name as migrator_secret
 from services.capabilities.tool_policy import ToolPolicyFile
 from shared.certs import is_private_file
 from shared.config import DEFAULT_PORTS
@@ -151,7 +153,8 @@ def test_the_extra_egress_goes_only_where_it_is_needed(rendered):
                 if any(rule.get("ports") == [{"protocol": "TCP", "port": port}] and "to" not in rule
                        for rule in p["spec"].get("egress", []))}
 
-    assert pods_with(5432) == {"host", "capabilities", "resources"}  # their own database, or the warehouse
+    # Their own database, or the warehouse; and the migrate Jobs (each its service's database).
+    assert pods_with(5432) == {"host", "capabilities", "resources", MIGRATE}
     # The model endpoint; the OpenID provider people sign in with; the authorization server of MCP clients'
     # tokens. The broker's MCP servers run in the cluster: it opens HTTPS only for one outside (below).
     assert pods_with(443) == {"agent", "web", "mcp"}
@@ -499,7 +502,7 @@ def test_the_analyzer_computes_exactly_the_caller_table_between_workloads(render
     """network-config-analyzer (not this project's code) reads the rendered policies as a CNI would enforce them:
     between Tessera's workloads it finds each contract edge on the callee's port, the declared extras, and
     nothing else; outside them, DNS, HTTPS for the three that need it and PostgreSQL for the three with a
-    database; from outside, web and the MCP front only."""
+    database (and, in production, their migrate Jobs); from outside, web and the MCP front only."""
     docs = _docs(rendered[overlay].read_text())
     workloads = {doc["metadata"]["name"] for doc in docs if doc["kind"] in ("Deployment", "StatefulSet", "Job")}
     allowed = computed_connectivity(rendered[overlay], tmp_path)
@@ -510,8 +513,11 @@ def test_the_analyzer_computes_exactly_the_caller_table_between_workloads(render
                if source in workloads and destination not in workloads}
     servers = _mcp_workloads()
     dns = {(name, protocol, "53") for name in workloads - servers for protocol in ("TCP", "UDP")}  # they reach nothing
+    database_clients = {"host", "capabilities", "resources"}
+    if overlay in PRODUCTION_OVERLAYS:
+        database_clients |= {job_name(name) for name in ("host", "capabilities", "resources")}
     assert outward == dns | {(name, "TCP", "443") for name in ("agent", "web", "mcp")} \
-        | {(name, "TCP", "5432") for name in ("host", "capabilities", "resources")}
+        | {(name, "TCP", "5432") for name in database_clients}
     node_local = NODE_LOCAL_DNS.removesuffix("/32")  # the analyzer writes a single address without its prefix
     for name in workloads - servers:  # NodeLocal DNSCache's address as well as the cluster's DNS pods
         assert {(name, node_local, "UDP", "53"), (name, "kube-dns", "UDP", "53")} <= allowed, name
@@ -581,3 +587,53 @@ def test_replicas_beside_an_autoscaler_are_named_with_the_file(rendered):
     assert scaling_problems((doc, "edited.yaml") for doc in docs) == [
         "edited.yaml: Deployment/agent sets replicas, but a HorizontalPodAutoscaler scales it: leave replicas out "
         "(set the autoscaler's minReplicas instead)"]
+
+
+# --- migrations as Jobs -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("overlay", PRODUCTION_OVERLAYS)
+def test_production_services_await_their_migrate_job_which_alone_holds_the_migrator(rendered, overlay):
+    docs = _docs(rendered[overlay].read_text())
+    deployments, jobs = _objects(docs, "Deployment"), _objects(docs, "Job")
+    databases = [name for name, spec in SPECS.items() if spec.database]
+    assert set(jobs) == {job_name(name) for name in databases}
+    for name in databases:
+        env = {e["name"]: e.get("value") for e in deployments[name]["spec"]["template"]["spec"]["containers"][0]["env"]}
+        assert env[f"TESSERA_{name.upper()}_MIGRATIONS"] == "await", name
+        pod = jobs[job_name(name)]["spec"]["template"]["spec"]
+        [container] = pod["containers"]
+        assert container["command"] == ["python", "-m", f"services.{name}", "migrate"]
+        assert container["image"] == deployments[name]["spec"]["template"]["spec"]["containers"][0]["image"]
+        secrets = [volume["secret"]["secretName"] for volume in pod["volumes"] if "secret" in volume]
+        assert secrets == [migrator_secret(name)], f"{name}'s Job mounts {secrets}"
+        assert pod["serviceAccountName"] == MIGRATE and pod["automountServiceAccountToken"] is False
+    # No service mounts a migrator's Secret; the migrator file is named as the migrator reads it.
+    for name, deployment in deployments.items():
+        volumes = deployment["spec"]["template"]["spec"]["volumes"]
+        mounted = {volume["secret"]["secretName"] for volume in volumes if "secret" in volume}
+        assert not mounted & {migrator_secret(db) for db in databases}, name
+    assert migrator_file("host") == "tessera_host_migrator_url"
+
+
+def test_the_local_overlay_migrates_in_the_services_themselves(rendered):
+    docs = _docs(rendered["local"].read_text())
+    assert not {name for name in _objects(docs, "Job") if name.startswith(f"{MIGRATE}-")}
+    for name, deployment in _objects(docs, "Deployment").items():
+        env = {e["name"] for e in deployment["spec"]["template"]["spec"]["containers"][0].get("env", [])}
+        assert f"TESSERA_{name.upper()}_MIGRATIONS" not in env, name
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_a_slow_start_meets_the_startup_probe_not_liveness(rendered, overlay):
+    """Liveness starts only once the startup probe passed, so a process slow to answer at all (imports on a busy
+    node) is given its two minutes; after that, waiting for a database is not-ready, never a restart."""
+    for name, deployment in _objects(_docs(rendered[overlay].read_text()), "Deployment").items():
+        if name not in SPECS:
+            continue
+        container = deployment["spec"]["template"]["spec"]["containers"][0]
+        startup, liveness = container["startupProbe"], container["livenessProbe"]
+        assert startup["periodSeconds"] * startup["failureThreshold"] >= 120, name
+        check = {key: value for key, value in startup.items() if key in ("grpc", "httpGet")}
+        assert check == {key: value for key, value in liveness.items() if key in ("grpc", "httpGet")}, name
+        assert "initialDelaySeconds" not in liveness, name
