@@ -51,7 +51,7 @@ class ServiceSettings(BaseSettings):
     # A plaintext port serving grpc.health.v1 only (Kubernetes probes carry no client certificate);
     # unset: none. Web has no such port: its /healthz is on its own HTTP port.
     health_port: int | None = Field(default=None, ge=0, le=65535)
-    # A connection older than this gets HTTP/2 GOAWAY (calls under way finish on it): its client re-dials, and
+    # A connection this old gets HTTP/2 GOAWAY (calls under way finish on it): its client re-dials, and
     # with round_robin over every replica's address (shared.channels) a replica added since gets its share.
     max_connection_age_seconds: float = Field(default=120.0, ge=1, le=86400)
     # A service with a database: "run" migrates its schema at start; "await" waits, not ready, for the migration

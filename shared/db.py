@@ -90,10 +90,17 @@ class Writer:
             self._turns.release()
 
 
+def _check_encoded(parsed: sa.URL) -> None:
+    """A password holding an unencoded @ leaves its tail in the host name, which driver errors print."""
+    if "@" in (parsed.host or ""):
+        raise ValueError("the database URL's password must be percent-encoded (an @ in it is written %40)")
+
+
 def engine_for(url: str, statement_timeout: float = STATEMENT_TIMEOUT_SECONDS) -> sa.Engine:
     """An engine for a service's own database; SQLite files get WAL and queue writers at BEGIN; PostgreSQL
     statements end after `statement_timeout` seconds, even when the path to the server froze."""
     parsed = sa.make_url(url)
+    _check_encoded(parsed)
     if parsed.get_backend_name() == "sqlite":
         if parsed.database:
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
@@ -317,11 +324,24 @@ class SchemaBehind(Exception):
 
 
 class SchemaUnknown(Exception):
-    """The schema is at a version this release does not have (a newer release migrated it)."""
+    """The schema is at a version that is neither this release's nor a later one of the same service."""
 
 
 def prepare_schema(engine: sa.Engine, migrations: Path, mode: str) -> None:
-    """Migrate (MIGRATIONS_RUN), or check that the schema is this release's (MIGRATIONS_AWAIT)."""
+    """Migrate (MIGRATIONS_RUN), or check that the schema is this release's (MIGRATIONS_AWAIT).
+
+    A schema a later release has migrated is served as it is, with a warning, in either mode: a release's
+    migrations keep the previous release working, so its pods can restart (or be rolled back to) mid-update.
+    Revisions are numbered 0001, 0002 ... in each service, which is how "later" is told."""
+    scripts = ScriptDirectory(str(migrations))
+    head, current = scripts.get_current_head(), schema_version(engine)
+    if current not in {script.revision for script in scripts.walk_revisions()} | {None}:
+        if not (current.isdigit() and head.isdigit() and int(current) > int(head)):
+            raise SchemaUnknown(f"the schema is at version {current}, which is neither this release's ({head}) nor "
+                                f"a later one of this service: is this the service's own database?")
+        log(logger, logging.WARNING, "the schema is at a later release's version: serving on it (migrations keep "
+            "the previous release working)", schema=current, release=head)
+        return
     if mode == MIGRATIONS_RUN:
         migrate(engine, migrations)
     else:
@@ -335,16 +355,12 @@ def schema_version(engine: sa.Engine) -> str | None:
 
 
 def expect_schema(engine: sa.Engine, migrations: Path) -> None:
-    """Raise SchemaBehind or SchemaUnknown unless the schema is at this release's head."""
+    """Raise SchemaBehind unless the schema is at this release's head (prepare_schema has ruled out others)."""
     scripts = ScriptDirectory(str(migrations))
     head = scripts.get_current_head()
     current = schema_version(engine)
     if current == head:
         return
-    if current is not None and current not in {script.revision for script in scripts.walk_revisions()}:
-        raise SchemaUnknown(f"the schema is at version {current}, which this release does not have (it needs "
-                            f"{head}): a newer release migrated it; run that release, or take the schema back "
-                            f"with that release's migrations")
     raise SchemaBehind(f"the schema is at version {current or 'none (empty)'}, this release needs {head}: "
                        f"waiting for its migrations (`python -m services.<service> migrate`, the migrate Job)")
 

@@ -158,8 +158,9 @@ async def start_server(
 ) -> RunningServer:
     """Build, bind and start a server; raise OSError when the port is taken.
 
-    `max_connection_age` (seconds) closes older connections with GOAWAY once their calls end, so clients
-    re-resolve and spread over the replicas there are now (ServiceSettings.max_connection_age_seconds).
+    `max_connection_age` (seconds): a connection reaching it gets GOAWAY, so its client sends new calls over a
+    fresh connection (re-resolving, spreading over the replicas there are now) while calls under way finish on
+    the old one (ServiceSettings.max_connection_age_seconds).
 
     `health_only` (start_health_only) answers `grpc.health.v1` alone, in
     plaintext, with this server's statuses from now on: Kubernetes' native

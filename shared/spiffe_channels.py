@@ -60,6 +60,7 @@ import socket
 import ssl
 import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -73,9 +74,17 @@ from shared.renewal import file_stamp
 logger = logging.getLogger("tessera.channels")
 
 CONNECT_TIMEOUT_SECONDS = 5.0
-# Local sockets (so connections) per channel to a name: enough to spread calls evenly over a few replicas, few
-# enough that every channel's eager round_robin connects stay cheap.
-SLOTS_PER_NAME = 4
+# With several addresses, each gets this long: a replica whose node is gone (no answer at all) must not use up
+# the whole connect budget before the live ones are tried.
+ADDRESS_CONNECT_SECONDS = 2.0
+# An address that failed is tried after the others for this long.
+FAILED_ADDRESS_SECONDS = 10.0
+# Local sockets (so connections) per channel to a name: at least the most replicas a service runs (the
+# autoscalers' maxReplicas, cli/deploy_manifests.py), so each can get calls from every client.
+SLOTS_PER_NAME = 8
+# A refusal repeats (every socket re-dials a peer that is down): it is logged once per target and reason this
+# often, and counted every time (failure_counts).
+REFUSAL_REPEAT_SECONDS = 30.0
 HANDSHAKE_TIMEOUT_SECONDS = 5.0
 CLOSE_TIMEOUT_SECONDS = 5.0
 _CHUNK = 256 * 1024
@@ -293,9 +302,16 @@ class _Listener:
     socks: list[socket.socket]
     started: concurrent.futures.Future | None = None
     servers: list[asyncio.AbstractServer] = field(default_factory=list)
-    # Open bridged connections per server address, and where ties start: used on the bridge loop only.
+    # Connections per server address, counted from the moment the address is chosen (so dials under way count),
+    # when each address last failed, and where ties start: used on the bridge loop only.
     open: collections.Counter[str] = field(default_factory=collections.Counter)
+    failed: dict[str, float] = field(default_factory=dict)
     turn: int = field(default_factory=lambda: random.randrange(1 << 16))
+
+    def uncount(self, server: str) -> None:
+        self.open[server] -= 1
+        if not self.open[server]:
+            del self.open[server]
 
 
 class _Bridge:
@@ -303,6 +319,7 @@ class _Bridge:
         self.pid = os.getpid()
         self.lock = threading.Lock()
         self.failures: collections.Counter[tuple[str, str]] = collections.Counter()
+        self._said: dict[tuple[str, str], float] = {}  # when each (target, reason) was last logged
         self._directory = Path(tempfile.mkdtemp(prefix="tessera-spiffe-"))  # created 0700
         self._listeners: dict[tuple[str, str, CredentialFiles], _Listener] = {}
         self._materials: dict[CredentialFiles, _TlsMaterial] = {}
@@ -363,7 +380,6 @@ class _Bridge:
             except _Refused as refused:
                 self._refuse(listener, refused)
                 return
-            listener.open[server] += 1
             up = _Pump(local_reader, remote_writer)
 
             def server_ended(error: OSError | None) -> None:  # before our client sees the end
@@ -388,17 +404,25 @@ class _Bridge:
             if remote_writer is not None:
                 remote_writer.transport.abort()
             if server is not None:
-                listener.open[server] -= 1
-                if not listener.open[server]:
-                    del listener.open[server]
+                listener.uncount(server)
 
     async def _dial(self, listener: _Listener):
-        """(reader, writer, the server address dialled) of a checked TLS connection to the listener's target."""
+        """(reader, writer, the server address dialled) of a checked TLS connection to the listener's target; the
+        address stays counted in `listener.open` until the caller uncounts it."""
         context, cas = listener.material.current()
         try:
-            sock, server = await asyncio.wait_for(_connect_tcp(listener), CONNECT_TIMEOUT_SECONDS)
+            sock, server = await _connect_tcp(listener)
         except (OSError, TimeoutError) as exc:
             raise _Refused(TARGET_UNREACHABLE, str(exc) or f"no connection within {CONNECT_TIMEOUT_SECONDS}s") from None
+        try:
+            return await self._secure(listener, sock, context, cas) + (server,)
+        except BaseException:
+            listener.uncount(server)
+            raise
+
+    async def _secure(self, listener: _Listener, sock: socket.socket, context: ssl.SSLContext,
+                      cas: list[x509.Certificate]):
+        """(reader, writer) of the TLS connection over `sock`, the server's certificate checked."""
         try:
             # server_hostname is only SNI here (check_hostname is off); Python sends none for an IP address.
             reader, writer = await asyncio.wait_for(
@@ -423,13 +447,19 @@ class _Bridge:
         except BaseException:
             writer.transport.abort()  # refused: no close_notify, no lingering TLS shutdown
             raise
-        return reader, writer, server
+        return reader, writer
 
     def _refuse(self, listener: _Listener, refused: _Refused) -> None:
+        key, now = (listener.target, refused.reason), time.monotonic()
         with self.lock:
-            self.failures[(listener.target, refused.reason)] += 1
+            self.failures[key] += 1
+            said = self._said.get(key)
+            if said is not None and now - said < REFUSAL_REPEAT_SECONDS:
+                return
+            self._said[key] = now
         log(logger, logging.WARNING, f"refused upstream {listener.target}: {refused.reason}: {refused.detail}",
-            reason=refused.reason, target=listener.target, expected_identity=listener.identity)
+            reason=refused.reason, target=listener.target, expected_identity=listener.identity,
+            refused_so_far=self.failures[key])
 
     def close(self) -> None:
         with self.lock:
@@ -468,25 +498,41 @@ async def _resolve(host: str, port: int) -> list[tuple]:
 
 
 async def _connect_tcp(listener: _Listener) -> tuple[socket.socket, str]:
-    """A connected non-blocking TCP socket and the address it reached: the resolved addresses are tried from
-    the one with the fewest of this listener's open connections (ties in turn), each until one answers."""
+    """A connected non-blocking TCP socket and the address it reached, counted in `listener.open`. The resolved
+    addresses are tried from those that did not fail lately, then the fewest of this listener's connections
+    (ties in turn), each for a bounded time, until one answers."""
     loop = asyncio.get_running_loop()
-    resolved = await _resolve(listener.host, listener.port)
+    resolved = list({info[4]: info for info in await asyncio.wait_for(
+        _resolve(listener.host, listener.port), CONNECT_TIMEOUT_SECONDS)}.values())  # each address once
+    if not resolved:
+        raise OSError(f"{listener.host} resolves to no address")
     listener.turn += 1
-    start = listener.turn % len(resolved) if resolved else 0
-    in_turn = resolved[start:] + resolved[:start]
-    last: OSError = OSError(f"{listener.host} resolves to no address")
-    for family, kind, proto, _, address in sorted(in_turn, key=lambda info: listener.open[str(info[4][0])]):
+    start = listener.turn % len(resolved)
+    now = time.monotonic()
+
+    def rank(info: tuple) -> tuple[bool, int]:
+        server = str(info[4][0])
+        return now - listener.failed.get(server, -FAILED_ADDRESS_SECONDS) < FAILED_ADDRESS_SECONDS, \
+            listener.open[server]
+
+    bound = CONNECT_TIMEOUT_SECONDS if len(resolved) == 1 else ADDRESS_CONNECT_SECONDS
+    last: OSError | TimeoutError = OSError(f"{listener.host}: no address answered")
+    for family, kind, proto, _, address in sorted(resolved[start:] + resolved[:start], key=rank):
+        server = str(address[0])
+        listener.open[server] += 1  # counted from the choice: a dial made meanwhile sees it
         sock = socket.socket(family, kind, proto)
         sock.setblocking(False)
         try:
-            await loop.sock_connect(sock, address)
-            return sock, str(address[0])
-        except OSError as exc:
+            await asyncio.wait_for(loop.sock_connect(sock, address), bound)
+            return sock, server
+        except (OSError, TimeoutError) as exc:
             sock.close()
-            last = exc
+            listener.uncount(server)
+            listener.failed[server] = time.monotonic()
+            last = exc if str(exc) else TimeoutError(f"{server} did not answer within {bound:g}s")
         except BaseException:
             sock.close()
+            listener.uncount(server)
             raise
     raise last
 

@@ -62,6 +62,7 @@ from shared.certs import is_private_file
 from shared.config import DEFAULT_PORTS
 from shared.identity import HTTP_PROCESS_NAMES
 from shared.paths import REPO_ROOT
+from shared.spiffe_channels import SLOTS_PER_NAME
 
 K8S = REPO_ROOT / "deploy" / "k8s"
 TOOLS = REPO_ROOT / ".venv-deploy" / "bin"
@@ -577,6 +578,8 @@ def test_autoscalers_add_a_replica_between_its_request_and_its_one_core(rendered
         resources = deployments[name]["spec"]["template"]["spec"]["containers"][0]["resources"]
         assert _cpu(resources["requests"]["cpu"]) < scale_out <= 0.5 * _cpu(resources["limits"]["cpu"]), name
         assert autoscaler["spec"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] >= 300
+        # Through the SPIFFE bridge a client holds SLOTS_PER_NAME connections to a service: one per replica at least.
+        assert autoscaler["spec"]["maxReplicas"] <= SLOTS_PER_NAME, name
 
 
 def test_replicas_beside_an_autoscaler_are_named_with_the_file(rendered):

@@ -33,12 +33,12 @@ def _migrate(name: str, url: str, *arguments: str) -> subprocess.CompletedProces
                           env=env, capture_output=True, text=True, timeout=120)
 
 
-def _awaiting_host(cert_dir: Path, tmp_path: Path, url: str):
+def _awaiting_host(cert_dir: Path, tmp_path: Path, url: str, migrations: str = "await"):
     health_port, port = free_ports(2)
     log = tmp_path / "host.log"
     env = {**os.environ, "TESSERA_CERT_DIR": str(cert_dir), "TESSERA_VAR_DIR": str(tmp_path),
            "TESSERA_HOST_PORT": str(port), "TESSERA_HOST_HEALTH_PORT": str(health_port),
-           "TESSERA_HOST_DEPENDENCY_WAIT_SECONDS": "120", "TESSERA_HOST_MIGRATIONS": "await",
+           "TESSERA_HOST_DEPENDENCY_WAIT_SECONDS": "120", "TESSERA_HOST_MIGRATIONS": migrations,
            "TESSERA_HOST_DATABASE_URL": url}
     with open(log, "wb") as out:
         process = subprocess.Popen([sys.executable, "-m", "services.host"], cwd=REPO_ROOT, env=env, stdout=out,
@@ -77,16 +77,50 @@ def test_an_awaiting_service_waits_not_ready_for_the_migration_then_serves(cert_
         assert _stop(process) == 0
 
 
-def test_a_schema_newer_than_the_release_stops_an_awaiting_service_with_one_line(cert_dir, tmp_path):
+def _stamped(tmp_path: Path, version: str) -> str:
+    """A host database migrated, then marked as at `version`."""
     url = f"sqlite:///{tmp_path / 'host.sqlite'}"
     assert _migrate("host", url).returncode == 0
     with sqlite3.connect(tmp_path / "host.sqlite") as connection:
-        connection.execute("UPDATE alembic_version SET version_num = '9999_from_a_newer_release'")
+        connection.execute("UPDATE alembic_version SET version_num = ?", (version,))
+    return url
+
+
+@pytest.mark.parametrize("migrations", ["await", "run"])
+def test_a_later_releases_schema_is_served_as_it_is_with_a_warning(cert_dir, tmp_path, migrations):
+    """A release's migrations keep the previous release working, so its pods may restart mid-update (or be rolled
+    back to) on the later schema: they serve, say so once, and change nothing."""
+    url = _stamped(tmp_path, "9999")
+    process, log, health_port = _awaiting_host(cert_dir, tmp_path, url, migrations)
+    try:
+        wait_until(lambda: _status(health_port) == "SERVING", 60, what="the host serving on the later schema",
+                   detail=lambda: log.read_text()[-2000:])
+        assert "the schema is at a later release's version" in log.read_text()
+    finally:
+        assert _stop(process) == 0
+    with sqlite3.connect(tmp_path / "host.sqlite") as connection:
+        assert connection.execute("SELECT version_num FROM alembic_version").fetchall() == [("9999",)]
+
+
+def test_a_schema_of_no_release_of_this_service_stops_it_with_one_line(cert_dir, tmp_path):
+    url = _stamped(tmp_path, "a1b2c3d4")
     process, log, _ = _awaiting_host(cert_dir, tmp_path, url)
     assert process.wait(60) == 2
-    assert log.read_text().strip().splitlines()[-1].startswith(
+    assert log.read_text().strip().splitlines()[-1] == (
         "tessera-host: error: TESSERA_HOST_DATABASE_URL: cannot prepare the host database: the schema is at version "
-        "9999_from_a_newer_release, which this release does not have")
+        "a1b2c3d4, which is neither this release's (0007) nor a later one of this service: is this the service's "
+        "own database?")
+
+
+def test_revisions_are_numbered_in_order_so_a_later_release_is_told_apart():
+    """prepare_schema tells a later release's schema by its number: each service's revisions are 0001, 0002 ...
+    each following the one before."""
+    from alembic.script import ScriptDirectory
+
+    for name in STATEFUL:
+        scripts = ScriptDirectory(str(REPO_ROOT / "services" / name / "migrations"))
+        chain = [script.revision for script in reversed(list(scripts.walk_revisions()))]
+        assert chain == [f"{number:04d}" for number in range(1, len(chain) + 1)], name
 
 
 @pytest.mark.parametrize("arguments, says", [
@@ -101,13 +135,18 @@ def test_the_migrator_refuses_what_it_cannot_use_with_one_line(arguments, says):
     assert result.returncode == 2 and says in result.stderr.strip().splitlines()[-1], result.stderr
 
 
-def test_a_migrator_that_cannot_reach_its_database_says_so_without_the_password():
+@pytest.mark.parametrize("password, says", [
+    ("s3cret-tail9z", "cannot migrate the host database:"),
+    # Unencoded, the @ would leave "tail9z" in the host name, which the driver's error prints.
+    ("s3cret@tail9z", "the database URL's password must be percent-encoded (an @ in it is written %40)"),
+])
+def test_a_migrator_that_cannot_use_its_database_says_so_without_the_password(password, says):
     (port,) = free_ports(1)
-    result = _migrate("host", f"postgresql+psycopg://migrator:s3cret-word@127.0.0.1:{port}/tessera_host")
+    result = _migrate("host", f"postgresql+psycopg://migrator:{password}@127.0.0.1:{port}/tessera_host")
     assert result.returncode == 2
     last = result.stderr.strip().splitlines()[-1]
-    assert last.startswith("tessera-host: error: TESSERA_HOST_MIGRATOR_URL: cannot migrate the host database:")
-    assert "s3cret-word" not in result.stderr
+    assert last.startswith("tessera-host: error: TESSERA_HOST_MIGRATOR_URL: ") and says in last, last
+    assert "s3cret" not in result.stderr and "tail9z" not in result.stderr
 
 
 def _psql(*arguments: str) -> subprocess.CompletedProcess:
@@ -117,30 +156,55 @@ def _psql(*arguments: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120)
 
 
-@pytest.fixture
-def role_pair(request):
-    """A database made by deploy/postgres/service-roles.sql: (migrator URL, service URL, service role)."""
+def _roles(request, script: str, prepare=None) -> tuple[str, str, str]:
+    """Run deploy/postgres/`script` for fresh role and database names (`prepare(names)` first makes what it
+    expects to find); (migrator URL, service URL, service role), dropped when the test ends."""
     postgres_database(request, "roles_probe")  # skips, visibly, when no PostgreSQL answers
     if shutil.which("psql") is None:
-        pytest.skip("psql is missing: the roles script is a psql script")
+        pytest.skip("psql is missing: the roles scripts are psql scripts")
     tag = uuid.uuid4().hex[:8]
     service, migrator, database = f"t_service_{tag}", f"t_migrator_{tag}", f"t_roles_{tag}"
-    made = _psql("-v", f"service={service}", "-v", f"migrator={migrator}", "-v", f"database={database}",
-                 "-f", str(ROLES_SQL))
 
     def drop() -> None:
         _psql("-c", f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
         _psql("-c", f'DROP ROLE IF EXISTS "{service}"', "-c", f'DROP ROLE IF EXISTS "{migrator}"')
 
     request.addfinalizer(drop)
-    assert made.returncode == 0, made.stderr
     base = sa.make_url(PG_ADMIN_URL).set(database=database, password=None)
-    return (base.set(username=migrator).render_as_string(hide_password=False),
+    urls = (base.set(username=migrator).render_as_string(hide_password=False),
             base.set(username=service).render_as_string(hide_password=False), service)
+    if prepare is not None:
+        prepare(service, database, urls[1])
+    made = _psql("-v", f"service={service}", "-v", f"migrator={migrator}", "-v", f"database={database}",
+                 "-f", str(ROLES_SQL.with_name(script)))
+    assert made.returncode == 0, made.stderr
+    return urls
+
+
+def _service_owning_its_tables(name: str):
+    def prepare(service: str, database: str, service_url: str) -> None:
+        """An install from before: service `name`'s own role owns its database, and migrated it itself."""
+        for statement in (f'CREATE ROLE "{service}" LOGIN', f'CREATE DATABASE "{database}" OWNER "{service}"'):
+            assert _psql("-c", statement).returncode == 0
+        assert _migrate(name, service_url).returncode == 0
+
+    return prepare
+
+
+@pytest.fixture(params=["new", "upgraded"])
+def role_pair(request):
+    """A database made by service-roles.sql, or one whose service role owned it (migrated by the test's service),
+    moved by the upgrade script."""
+    if request.param == "new":
+        return _roles(request, "service-roles.sql")
+    name = getattr(request.node, "callspec", None) and request.node.callspec.params.get("name") or "host"
+    return _roles(request, "service-roles-upgrade.sql", _service_owning_its_tables(name))
 
 
 @pytest.mark.parametrize("name", STATEFUL)
 def test_the_services_role_uses_every_table_the_migrator_made_and_changes_none(role_pair, name):
+    """Each service's migrations as the migrator (on an upgraded install, a no-op after the move), then the
+    service's role: every privilege on every table of the service, no table of its own, no DDL."""
     migrator_url, service_url, service = role_pair
     migrated = _migrate(name, migrator_url)
     assert migrated.returncode == 0, migrated.stderr

@@ -369,8 +369,14 @@ def _resolving_to(monkeypatch, addresses: list[str], port: int) -> None:
 
 
 def _open_connections(target: str) -> dict[str, int]:
-    return {address: count for listener in spiffe_channels._current._listeners.values()
-            if listener.target == target for address, count in listener.open.items()}
+    """The bridge's connections to `target` per server address, read on the bridge's own loop."""
+    bridge = spiffe_channels._current
+
+    async def snapshot() -> dict[str, int]:
+        return {address: count for listener in bridge._listeners.values() if listener.target == target
+                for address, count in listener.open.items()}
+
+    return asyncio.run_coroutine_threadsafe(snapshot(), bridge._loop).result(WAIT)
 
 
 def test_calls_to_a_name_are_shared_by_every_server_it_resolves_to(deployment, servers, monkeypatch):
@@ -383,9 +389,9 @@ def test_calls_to_a_name_are_shared_by_every_server_it_resolves_to(deployment, s
         stub = health_pb2_grpc.HealthStub(channel)
         assert stub.Check(REQUEST, timeout=WAIT).status == SERVING
         # round_robin connects every socket; each connection went to the server with fewer of them.
-        wait_until(lambda: _open_connections(target) == {"127.0.0.1": 2, "127.0.0.2": 2},
-                   what="four bridged connections, two to each server", detail=lambda: _open_connections(target),
-                   ignoring=(RuntimeError,))  # the bridge loop may change the counts while they are read
+        half = spiffe_channels.SLOTS_PER_NAME // 2
+        wait_until(lambda: _open_connections(target) == {"127.0.0.1": half, "127.0.0.2": half},
+                   what="the bridged connections, half to each server", detail=lambda: _open_connections(target))
         before = len(first.peers), len(second.peers)
         for _ in range(40):
             assert stub.Check(REQUEST, timeout=WAIT).status == SERVING
@@ -412,3 +418,22 @@ def test_a_server_added_behind_the_name_gets_calls_once_connections_age(deployme
         wait_until(lambda: stub.Check(REQUEST, timeout=WAIT).status == SERVING and second.peers,
                    what="the added server answering calls")
     assert first.peers and failure_counts(target) == {}
+
+
+def test_an_address_that_does_not_answer_is_passed_over_for_one_that_does(deployment, servers, monkeypatch):
+    """A replica whose node is gone (its address takes the connection and never answers it, or refuses) costs a
+    bounded wait per dial, not the whole connect budget, and is tried last afterwards."""
+    monkeypatch.setattr(spiffe_channels, "ADDRESS_CONNECT_SECONDS", 0.3)
+    chain, key = deployment.server()
+    port, alive = servers.grpc_server(chain, key, deployment.ca_pem)
+    # 192.0.2.0/24 is TEST-NET-1: nothing answers there, so a connect to it hangs until its bound.
+    _resolving_to(monkeypatch, ["192.0.2.1", "127.0.0.1"], port)
+    target = f"replicas.test:{port}"
+    with sync_channel(target, deployment.files, SERVER_ID) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        for _ in range(10):
+            assert stub.Check(REQUEST, timeout=WAIT).status == SERVING
+        wait_until(lambda: _open_connections(target) == {"127.0.0.1": spiffe_channels.SLOTS_PER_NAME},
+                   what="every bridged connection at the address that answers",
+                   detail=lambda: _open_connections(target))
+    assert len(alive.peers) == 10
