@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import yaml
 
-from cli import deploy_identity, deploy_migrations
+from cli import deploy_identity, deploy_migrations, deploy_public
 from cli import deploy_mcp_servers as mcp_servers
 from cli.deploy_mcp_servers import POLICY_CONFIG_MAP, POLICY_KEY, POLICY_MOUNT
 from cli.deploy_objects import (
@@ -83,6 +83,8 @@ class ServiceSpec:
     secret_settings: tuple[str, ...] = ()
     # Reads the cluster's copy of the tool policy (cli/deploy_mcp_servers.py) from a ConfigMap.
     tool_policy: bool = False
+    # Derives settings from the public URL in production (TESSERA_PUBLIC_URL, shared/public_url.py).
+    public_url: bool = False
 
 
 SPECS: dict[str, ServiceSpec] = {spec.name: spec for spec in (
@@ -93,13 +95,13 @@ SPECS: dict[str, ServiceSpec] = {spec.name: spec for spec in (
                 secret_settings=("warehouse_url", "store_url")),
     # Its HTTPS egress, and its egress to the MCP servers' pods, come from the tool policy (network_policies).
     ServiceSpec("capabilities", stateless=False, database=True, secret_settings=("database_url", "changes_url"),
-                tool_policy=True),
+                tool_policy=True, public_url=True),
     ServiceSpec("host", stateless=False, database=True, secret_settings=("database_url",)),
-    ServiceSpec("web", stateless=True, cpu=AUTOSCALED_CPU, browsers=True,
+    ServiceSpec("web", stateless=True, cpu=AUTOSCALED_CPU, browsers=True, public_url=True,
                 secret_settings=("session_secret", "oidc_client_secret"),
                 egress_https="the OpenID provider people sign in with (TESSERA_WEB_OIDC_ISSUER: discovery, token "
                              "and keys)"),
-    ServiceSpec("mcp", stateless=True, outside_agents=True, single_replica=True,
+    ServiceSpec("mcp", stateless=True, outside_agents=True, single_replica=True, public_url=True,
                 egress_https="the OAuth authorization server that issues MCP clients' tokens "
                              "(TESSERA_MCP_OAUTH_ISSUER: discovery and keys)"),
 )}
@@ -326,12 +328,17 @@ def _production_patch(spec: ServiceSpec) -> list[dict]:
     """Every service runs at least two replicas in production, spread over nodes and zones: the stateless
     ones under their autoscaler (which alone sets the count), the stateful ones on their shared PostgreSQL
     database (claims and wake-ups go through it). A service holding conversations in memory stays at one. A
-    service with a database waits for its migrate Job instead of changing the schema itself."""
+    service with a database waits for its migrate Job instead of changing the schema itself; the services that
+    face people read the public URL from the overlay's ConfigMap."""
+    env = ([deploy_migrations.migrations_setting(spec.name)] if spec.database else []) + \
+        ([deploy_public.public_url_env()] if spec.public_url else [])
+    containers = [{"name": spec.name, "env": env}] if env else []
     if spec.single_replica:
-        return []
+        return [{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": spec.name},
+                 "spec": {"template": {"spec": {"containers": containers}}}}] if containers else []
     pod: dict = {"topologySpreadConstraints": _spread(spec)}
-    if spec.database:
-        pod["containers"] = [{"name": spec.name, "env": [deploy_migrations.migrations_setting(spec.name)]}]
+    if containers:
+        pod["containers"] = containers
     deployment: dict = {"template": {"spec": pod}}
     if not _autoscaled(spec):
         deployment["replicas"] = PRODUCTION_MIN_REPLICAS
@@ -389,4 +396,5 @@ def render_generated() -> dict[str, str]:
             "deploy/k8s/components/production/generated-migrations.yaml": _documents(
                 deploy_migrations.objects(migrated)),
             "docs/trust-graph.md": trust_graph_markdown(),
-            **deploy_identity.render_components()}
+            **deploy_identity.render_components(),
+            **deploy_public.render_components(_documents)}

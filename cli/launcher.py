@@ -44,6 +44,7 @@ from shared.channels import sync_channel
 from shared.config import CLIENT_TLS_SPIFFE_BRIDGE, DEFAULT_PORTS
 from shared.identity import HTTP_PROCESS_NAMES, IDENTITY_VARIABLES, PROCESS_NAMES
 from shared.paths import DEMO_SEMANTIC_MODEL, NO_ACTIONS, REPO_ROOT, cli_dir, var_dir
+from shared.public_url import PUBLIC_URL_VARIABLE
 from shared.runtime import LIVENESS_SERVICE, WAITING_BEAT_SECONDS, WAITING_FILE
 
 STARTUP_TIMEOUT_SECONDS = 30.0
@@ -66,7 +67,8 @@ NO_ANSWER_REASONS = frozenset({spiffe_channels.TARGET_UNREACHABLE, spiffe_channe
 # variables: what a Python process needs to run, and the deployment-wide settings that are
 # not secret. Nothing else: the operator's shell may hold a model API key, cloud tokens ...
 INHERITED_VARIABLES = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "VIRTUAL_ENV", "PYTHONPATH")
-SHARED_VARIABLES = ("TESSERA_VAR_DIR", "TESSERA_LOG_LEVEL", "TESSERA_CLIENT_TLS", *IDENTITY_VARIABLES)
+SHARED_VARIABLES = ("TESSERA_VAR_DIR", "TESSERA_LOG_LEVEL", "TESSERA_CLIENT_TLS", PUBLIC_URL_VARIABLE,
+                    *IDENTITY_VARIABLES)
 PEER_ADDRESS_VARIABLES = tuple(f"TESSERA_{name.upper()}_ADDR" for name in PROCESS_NAMES)
 
 

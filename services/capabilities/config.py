@@ -8,6 +8,7 @@ from pydantic import Field, SecretStr, model_validator
 
 from shared.config import ServiceSettings
 from shared.paths import DEMO_ACTIONS, DEMO_SEMANTIC_MODEL, REPO_ROOT, default_warehouse, var_dir
+from shared.public_url import public_url
 
 
 class CapabilitiesSettings(ServiceSettings):
@@ -30,12 +31,23 @@ class CapabilitiesSettings(ServiceSettings):
     dry_run: bool = False
     # WebAuthn relying party of people's passkeys: the domain web is served on (a passkey works only there),
     # and the page origins allowed to use them (empty: https://<rp id> on any port, and http://localhost).
+    # Unset, they follow TESSERA_PUBLIC_URL: its host, and its origin alone.
     webauthn_rp_id: str = Field(default="localhost", min_length=1, max_length=253, pattern=r"^[a-z0-9.-]+$")
     webauthn_origins: list[str] = Field(default_factory=list, max_length=20)
     # How long a person's web sign-in lasts before they sign in again (at most a week: web refuses older cookies).
     web_session_seconds: float = Field(default=12 * 3600, ge=60, le=7 * 86400)
     # Prometheus /metrics on this port (0 = off).
     metrics_port: int = Field(default=0, ge=0, le=65535)
+
+    @model_validator(mode="after")
+    def _follow_public_url(self) -> CapabilitiesSettings:
+        public = public_url()
+        if public is not None:
+            if "webauthn_rp_id" not in self.model_fields_set:
+                object.__setattr__(self, "webauthn_rp_id", public.host)
+            if "webauthn_origins" not in self.model_fields_set:
+                object.__setattr__(self, "webauthn_origins", [public.origin])
+        return self
 
     @model_validator(mode="after")
     def _defaults(self) -> CapabilitiesSettings:

@@ -5,9 +5,15 @@ from __future__ import annotations
 from pydantic import Field, model_validator
 
 from shared.config import ServiceSettings
+from shared.mcp_http import LOCAL_HOSTS
+from shared.public_url import public_url
+
+LOCAL_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*")
 
 
 class McpSettings(ServiceSettings):
+    # resource_url, web_url, allowed_hosts and allowed_origins follow TESSERA_PUBLIC_URL where they are not set
+    # (shared/public_url.py): <public url>/mcp, the public URL, its host and its origin beside the local ones.
     # Remote clients (streamable HTTP) present OAuth 2.1 bearer tokens from this authorization server (the
     # MCP authorization spec): JWT access tokens (RFC 9068), checked against its published keys. Empty: the
     # HTTP front refuses every MCP request (503 with the reason) and only local stdio use works.
@@ -33,14 +39,26 @@ class McpSettings(ServiceSettings):
     # Where people open web, for the link present_ui returns (e.g. https://tessera.example.com).
     web_url: str = "http://localhost:8080"  # (the name the sign-in cookie is set for, not 127.0.0.1)
     # Host names the HTTP front answers to (DNS rebinding protection), and the browser origins it accepts.
-    allowed_hosts: list[str] = Field(default_factory=lambda: ["127.0.0.1:*", "localhost:*", "[::1]:*"])
-    allowed_origins: list[str] = Field(default_factory=lambda: ["http://127.0.0.1:*", "http://localhost:*"])
+    allowed_hosts: list[str] = Field(default_factory=lambda: list(LOCAL_HOSTS))
+    allowed_origins: list[str] = Field(default_factory=lambda: list(LOCAL_ORIGINS))
     # Clients that get the answer frame (MCP Apps) when they negotiate the extension: OAuth client ids, and
     # "stdio" for the local one. Each must keep app-only tools and their results (rows) from its model, as the
     # extension asks; a client that hands every tool to its model must not be named. Empty: none.
     apps_clients: list[str] = Field(default_factory=list, max_length=100)
     # A turn nobody called a tool in for this long ends (the next call begins a new one).
     idle_turn_seconds: float = Field(default=600, gt=0, le=86_400)
+
+    @model_validator(mode="after")
+    def _follow_public_url(self) -> McpSettings:
+        public = public_url()
+        if public is not None:
+            derived = {"resource_url": f"{public.origin}/mcp", "web_url": public.origin,
+                       "allowed_hosts": [public.authority, *LOCAL_HOSTS],
+                       "allowed_origins": [public.origin, *LOCAL_ORIGINS]}
+            for field, value in derived.items():
+                if field not in self.model_fields_set:
+                    object.__setattr__(self, field, value)
+        return self
 
     @model_validator(mode="after")
     def _oauth_is_complete(self) -> McpSettings:

@@ -5,6 +5,9 @@ from __future__ import annotations
 from pydantic import Field, SecretStr, model_validator
 
 from shared.config import ServiceSettings
+from shared.public_url import public_url
+
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
 
 class WebSettings(ServiceSettings):
@@ -23,6 +26,7 @@ class WebSettings(ServiceSettings):
     oidc_tenant: str = ""
     oidc_name_claim: str = "name"
     oidc_provider_name: str = Field(default="your organisation", max_length=80)  # "Sign in with …"
+    # The next three follow TESSERA_PUBLIC_URL where they are not set (shared/public_url.py).
     # Where people's browsers reach web (e.g. https://tessera.example.com): the OpenID redirect URI is built
     # from it. Empty: from each request's own scheme and host.
     public_url: str = ""
@@ -30,8 +34,9 @@ class WebSettings(ServiceSettings):
     # browsers are told to keep to https (Strict-Transport-Security).
     secure_cookies: bool = False
     # Host names this gateway answers to. Anything else is refused, so a page on another name that
-    # resolves to this machine (DNS rebinding) cannot become "same origin" with it.
-    allowed_hosts: list[str] = Field(default_factory=lambda: ["127.0.0.1", "localhost", "[::1]"])
+    # resolves to this machine (DNS rebinding) cannot become "same origin" with it. The local names stay
+    # allowed beside the public one: the orchestrator's probes ask for localhost.
+    allowed_hosts: list[str] = Field(default_factory=lambda: list(LOCAL_HOSTS))
     # How long a replica relies on the broker's answer about a session (seconds): a session ended on any replica
     # (sign-out, `tessera persons sign-out`) is refused on every replica within this. 0: ask on every request.
     session_check_seconds: float = Field(default=5.0, ge=0, le=30)
@@ -44,6 +49,19 @@ class WebSettings(ServiceSettings):
     # The browsers watching a surface here are woken at most once per this many milliseconds when there are many
     # of them (a person's own few tabs: at once): a burst goes out in fewer, larger writes (0: every change).
     wake_interval_ms: float = Field(default=50.0, ge=0, le=1_000)
+
+    @model_validator(mode="after")
+    def _follow_public_url(self) -> WebSettings:
+        public = public_url()
+        if public is not None:
+            given = self.model_fields_set
+            if "public_url" not in given:
+                object.__setattr__(self, "public_url", public.origin)
+            if "secure_cookies" not in given:
+                object.__setattr__(self, "secure_cookies", public.https)
+            if "allowed_hosts" not in given:
+                object.__setattr__(self, "allowed_hosts", [public.host, *LOCAL_HOSTS])
+        return self
 
     @model_validator(mode="after")
     def _oidc_is_complete(self) -> WebSettings:

@@ -215,7 +215,8 @@ def test_every_pod_is_hardened(rendered, overlay):
             secrets = [v["secret"]["secretName"] for v in pod["volumes"] if "secret" in v]
             # An MCP server mounts none: the demo's declare no credentials, and they would come as its own env.
             assert secrets == ([secret_name(name)] if name in SPECS else []), "a Deployment mounts only its own Secret"
-            assert not any("valueFrom" in env for env in container["env"]), "secrets are files, never env"
+            assert not any("secretKeyRef" in env.get("valueFrom", {}) for env in container["env"]), \
+                "secrets are files, never env"
 
 
 def test_an_unhardened_pod_is_named_with_its_file(rendered):

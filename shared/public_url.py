@@ -1,0 +1,77 @@
+"""The one address people and outside agents reach Tessera at (TESSERA_PUBLIC_URL, e.g.
+https://tessera.example.com), from which what must agree with it is derived: the host names web and the MCP
+front answer to, Secure cookies, the WebAuthn relying party and origin, the OpenID redirect, the MCP resource
+URL. Each service's own setting still wins where it is set; unset, it follows the public URL. Empty: each
+keeps its local default (localhost).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from shared.config import ConfigError
+
+PUBLIC_URL_VARIABLE = "TESSERA_PUBLIC_URL"
+_HOST = re.compile(r"^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$")
+
+
+@dataclass(frozen=True)
+class PublicUrl:
+    scheme: str  # "https" (or "http", for a trial without TLS)
+    host: str  # lower case, no port
+    port: int | None  # only when not the scheme's own
+
+    @property
+    def https(self) -> bool:
+        return self.scheme == "https"
+
+    @property
+    def authority(self) -> str:
+        """What browsers send as Host: the name, and the port when it is not the scheme's own."""
+        return self.host if self.port is None else f"{self.host}:{self.port}"
+
+    @property
+    def origin(self) -> str:
+        return f"{self.scheme}://{self.authority}"
+
+
+def parse_public_url(value: str) -> PublicUrl:
+    """The public URL, or ConfigError naming the variable and what is wrong."""
+    def refuse(why: str) -> ConfigError:
+        return ConfigError(f"{PUBLIC_URL_VARIABLE}={value!r}: {why} (e.g. https://tessera.example.com)")
+
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError as exc:
+        raise refuse(f"not a URL: {exc}") from None
+    if parts.scheme not in ("https", "http"):
+        raise refuse("must start with https:// (or http:// for a trial without TLS)")
+    if parts.username is not None or parts.password is not None:
+        raise refuse("must not hold a user or password")
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise refuse("must be the origin alone, without a path, query or fragment: Tessera is served at its root")
+    host = (parts.hostname or "").lower()
+    if _is_address(host) or not _HOST.match(host):
+        raise refuse("must name the host by its DNS name (passkeys cannot be bound to an IP address)")
+    if port == {"https": 443, "http": 80}[parts.scheme]:
+        port = None
+    return PublicUrl(parts.scheme, host, port)
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def public_url() -> PublicUrl | None:
+    """TESSERA_PUBLIC_URL as set for this process, or None when unset."""
+    value = os.environ.get(PUBLIC_URL_VARIABLE, "").strip()
+    return parse_public_url(value) if value else None
