@@ -397,4 +397,4 @@ def render_generated() -> dict[str, str]:
                 deploy_migrations.objects(migrated)),
             "docs/trust-graph.md": trust_graph_markdown(),
             **deploy_identity.render_components(),
-            **deploy_public.render_components(_documents)}
+            **deploy_public.render_components()}

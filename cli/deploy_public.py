@@ -18,7 +18,7 @@ from shared.mcp_http import MCP_PATH
 
 PUBLIC_CONFIG_MAP = "tessera-public"
 PUBLIC_URL_KEY = "url"
-PLACEHOLDER_HOST = "tessera.example.com"  # replaced with the host of the overlay's URL
+PLACEHOLDER_HOST = "public-host.invalid"  # always replaced with the host of the overlay's URL
 NAME = "tessera"
 TLS_SECRET = "tessera-public-tls"
 # Set to the cert-manager issuer that signs the public certificate (ACME, your organisation's CA ...).
@@ -89,16 +89,20 @@ def _component(description: str, **fields) -> str:
     return GENERATED + description + yaml.safe_dump(component, sort_keys=False)
 
 
-def render_components(documents) -> dict[str, str]:
+def _documents(objects: list[dict]) -> str:
+    return GENERATED + "".join("---\n" + yaml.safe_dump(item, sort_keys=False) for item in objects)
+
+
+def render_components() -> dict[str, str]:
     """Path under the repository → text: the two ways in, each a Component, and components/public, which the
-    production overlays list after the way in (`documents` writes objects as YAML documents)."""
+    production overlays list after the way in."""
     files = {}
     for folder, objects, what in (("ingress", [ingress(), certificate()], "an Ingress"),
                                   ("gateway-api", [*gateway(), certificate()], "a Gateway API Gateway and HTTPRoute")):
         files[f"{COMPONENTS}/{folder}/kustomization.yaml"] = _component(
             f"# web and the MCP front at the public URL's host, through {what}, over TLS from cert-manager.\n",
             resources=["objects.yaml"])
-        files[f"{COMPONENTS}/{folder}/objects.yaml"] = documents(objects)
+        files[f"{COMPONENTS}/{folder}/objects.yaml"] = _documents(objects)
     files[f"{COMPONENTS}/public/kustomization.yaml"] = _component(
         "# The host of the overlay's ConfigMap tessera-public (its url) into the way in and its certificate.\n"
         "# List it after the way in: it runs after the overlay's own configMapGenerator, before its patches.\n",

@@ -21,26 +21,25 @@ _HOST = re.compile(r"^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]
 
 @dataclass(frozen=True)
 class PublicUrl:
-    scheme: str  # "https" (or "http", for a trial without TLS)
-    host: str  # lower case, no port
-    port: int | None  # only when not the scheme's own
+    """Served on the scheme's own port (what an Ingress or Gateway listens on), so the host is also the
+    authority browsers send as Host."""
+
+    scheme: str  # "https" (or "http", for a trial without TLS: passkeys then work only on localhost)
+    host: str  # lower case
 
     @property
     def https(self) -> bool:
         return self.scheme == "https"
 
     @property
-    def authority(self) -> str:
-        """What browsers send as Host: the name, and the port when it is not the scheme's own."""
-        return self.host if self.port is None else f"{self.host}:{self.port}"
-
-    @property
     def origin(self) -> str:
-        return f"{self.scheme}://{self.authority}"
+        return f"{self.scheme}://{self.host}"
 
 
 def parse_public_url(value: str) -> PublicUrl:
-    """The public URL, or ConfigError naming the variable and what is wrong."""
+    """The public URL, or ConfigError naming the variable and what is wrong. Only its plain form is taken,
+    `https://<host>` with the host in lower case, because the same text is copied into the Ingress or Gateway
+    and the certificate as it is written (components/public)."""
     def refuse(why: str) -> ConfigError:
         return ConfigError(f"{PUBLIC_URL_VARIABLE}={value!r}: {why} (e.g. https://tessera.example.com)")
 
@@ -53,14 +52,22 @@ def parse_public_url(value: str) -> PublicUrl:
         raise refuse("must start with https:// (or http:// for a trial without TLS)")
     if parts.username is not None or parts.password is not None:
         raise refuse("must not hold a user or password")
-    if parts.path not in ("", "/") or parts.query or parts.fragment:
+    if port is not None or parts.netloc.endswith(":"):
+        raise refuse("must not name a port: it is served on the scheme's own (443 for https)")
+    if parts.path not in ("", "/") or parts.query or parts.fragment or value.rstrip("/").endswith(("?", "#")):
         raise refuse("must be the origin alone, without a path, query or fragment: Tessera is served at its root")
-    host = (parts.hostname or "").lower()
-    if _is_address(host) or not _HOST.match(host):
+    host = parts.hostname or ""  # lower-cased by urlsplit
+    if _is_address(host) or not _HOST.match(host) or _ends_in_a_number(host):
         raise refuse("must name the host by its DNS name (passkeys cannot be bound to an IP address)")
-    if port == {"https": 443, "http": 80}[parts.scheme]:
-        port = None
-    return PublicUrl(parts.scheme, host, port)
+    if parts.netloc != host:
+        raise refuse("must write the host name in lower case")
+    return PublicUrl(parts.scheme, host)
+
+
+def _ends_in_a_number(host: str) -> bool:
+    """Browsers read a host whose last label is a number (127.1, 0x7f.1, 1234) as an IPv4 address."""
+    last = host.rsplit(".", 1)[-1]
+    return last.isdigit() or last.startswith("0x")
 
 
 def _is_address(host: str) -> bool:

@@ -163,8 +163,9 @@ def http_app(settings: McpSettings, holder: FrontHolder) -> Starlette:
     else:  # remote use needs authentication: without an authorization server there is none to check
         async def unconfigured(request: Request) -> JSONResponse:
             return JSONResponse({"reason": "OAUTH_NOT_CONFIGURED", "message": "remote MCP use needs an "
-                                 "authorization server: set TESSERA_MCP_OAUTH_ISSUER and TESSERA_MCP_RESOURCE_URL; "
-                                 "for local use run 'tessera mcp' (stdio)"}, status_code=503)
+                                 "authorization server: set TESSERA_MCP_OAUTH_ISSUER (and TESSERA_PUBLIC_URL, or "
+                                 "TESSERA_MCP_RESOURCE_URL); for local use run 'tessera mcp' (stdio)"},
+                                status_code=503)
         inner = None
         mcp_routes = [Route("/mcp", unconfigured, methods=["GET", "POST", "DELETE"])]
 

@@ -53,7 +53,7 @@ class McpSettings(ServiceSettings):
         public = public_url()
         if public is not None:
             derived = {"resource_url": f"{public.origin}/mcp", "web_url": public.origin,
-                       "allowed_hosts": [public.authority, *LOCAL_HOSTS],
+                       "allowed_hosts": [public.host, *LOCAL_HOSTS],
                        "allowed_origins": [public.origin, *LOCAL_ORIGINS]}
             for field, value in derived.items():
                 if field not in self.model_fields_set:

@@ -18,8 +18,8 @@ from shared.public_url import parse_public_url
 K8S = REPO_ROOT / "deploy" / "k8s"
 KUBECTL = REPO_ROOT / ".venv-deploy" / "bin" / "kubectl"
 WAYS_IN = {"production": "Ingress", "production-cert-manager-csi": "Ingress", "production-spire": "HTTPRoute"}
-# (path, exact?) -> service: what every way in must route, and nothing else.
-ROUTES = {(PROTECTED_RESOURCE_PATH, True): "mcp", ("/mcp", False): "mcp", ("/", False): "web"}
+# (path, match) -> service: what every way in must route, and nothing else (Gateway API's PathPrefix is Prefix).
+ROUTES = {(PROTECTED_RESOURCE_PATH, "Exact"): "mcp", ("/mcp", "Prefix"): "mcp", ("/", "Prefix"): "web"}
 
 
 def _render(directory) -> list[dict]:
@@ -36,6 +36,13 @@ def _one(docs: list[dict], kind: str, name: str | None = None) -> dict:
     return found
 
 
+def _public_config(docs: list[dict]) -> dict:
+    """The overlay's ConfigMap: named tessera-public plus a hash of its contents, so pods restart on a new URL."""
+    [found] = [d for d in docs
+               if d["kind"] == "ConfigMap" and d["metadata"]["name"].startswith(f"{PUBLIC_CONFIG_MAP}-")]
+    return found
+
+
 def _routes(docs: list[dict], way: str) -> tuple[set[str], dict]:
     """(hosts, {(path, exact): (service, port)}) of the overlay's way in."""
     if way == "Ingress":
@@ -43,8 +50,8 @@ def _routes(docs: list[dict], way: str) -> tuple[set[str], dict]:
         [rule] = spec["rules"]
         assert [entry["secretName"] for entry in spec["tls"]] == [TLS_SECRET]
         assert {host for entry in spec["tls"] for host in entry["hosts"]} == {rule["host"]}
-        return {rule["host"]}, {(p["path"], p["pathType"] == "Exact"): (p["backend"]["service"]["name"],
-                                                                        p["backend"]["service"]["port"]["number"])
+        return {rule["host"]}, {(p["path"], p["pathType"]): (p["backend"]["service"]["name"],
+                                                             p["backend"]["service"]["port"]["number"])
                                 for p in rule["http"]["paths"]}
     route, gateway = _one(docs, "HTTPRoute")["spec"], _one(docs, "Gateway")["spec"]
     [listener] = gateway["listeners"]
@@ -54,14 +61,17 @@ def _routes(docs: list[dict], way: str) -> tuple[set[str], dict]:
     found = {}
     for rule in route["rules"]:
         [match], [backend] = rule["matches"], rule["backendRefs"]
-        found[(match["path"]["value"], match["path"]["type"] == "Exact")] = (backend["name"], backend["port"])
+        kind = {"PathPrefix": "Prefix"}.get(match["path"]["type"], match["path"]["type"])
+        found[(match["path"]["value"], kind)] = (backend["name"], backend["port"])
     return set(route["hostnames"]), found
 
 
 @pytest.mark.parametrize("overlay", list(WAYS_IN))
 def test_one_way_in_routes_web_and_the_mcp_front_at_the_public_host(overlay):
     docs = _render(K8S / "overlays" / overlay)
-    url = parse_public_url(_one(docs, "ConfigMap", PUBLIC_CONFIG_MAP)["data"]["url"])
+    written = _public_config(docs)["data"]["url"]
+    url = parse_public_url(written)
+    assert written == url.origin, "the URL is copied into routes and certificate as written: its plain form only"
     other = "HTTPRoute" if WAYS_IN[overlay] == "Ingress" else "Ingress"
     assert not [d for d in docs if d["kind"] == other], f"{overlay} opens two ways in"
     hosts, routes = _routes(docs, WAYS_IN[overlay])
@@ -73,24 +83,25 @@ def test_one_way_in_routes_web_and_the_mcp_front_at_the_public_host(overlay):
         assert port in [p["port"] for p in services[service]["spec"]["ports"]]
 
 
-def test_the_url_set_in_an_overlay_of_your_own_is_followed_everywhere(tmp_path):
+@pytest.mark.parametrize("base", list(WAYS_IN))
+def test_the_url_set_in_an_overlay_of_your_own_is_followed_everywhere(tmp_path, base):
     """What docs/deploy-kubernetes.md tells a person to write: their overlay on ours, the ConfigMap replaced,
     components/public listed again."""
     overlay = tmp_path / "acme"
     overlay.mkdir()
     (overlay / "kustomization.yaml").write_text(yaml.safe_dump({
         "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
-        "resources": [os.path.relpath(K8S / "overlays" / "production", overlay)],
+        "resources": [os.path.relpath(K8S / "overlays" / base, overlay)],
         "components": [os.path.relpath(K8S / "components" / "public", overlay)],
         "configMapGenerator": [{"name": PUBLIC_CONFIG_MAP, "namespace": "tessera", "behavior": "replace",
-                                "literals": ["url=https://data.acme.test"],
-                                "options": {"disableNameSuffixHash": True}}]}))
+                                "literals": ["url=https://data.acme.test"]}]}))
     docs = _render(overlay)
-    hosts, _ = _routes(docs, "Ingress")
+    hosts, _ = _routes(docs, WAYS_IN[base])
     assert hosts == {"data.acme.test"}
     assert _one(docs, "Certificate", TLS_SECRET)["spec"]["dnsNames"] == ["data.acme.test"]
-    assert _one(docs, "ConfigMap", PUBLIC_CONFIG_MAP)["data"]["url"] == "https://data.acme.test"
+    config = _public_config(docs)
+    assert config["data"]["url"] == "https://data.acme.test"
     for name in ("web", "mcp", "capabilities"):
         env = {e["name"]: e for e in _one(docs, "Deployment", name)["spec"]["template"]["spec"]["containers"][0]["env"]}
         assert env["TESSERA_PUBLIC_URL"]["valueFrom"]["configMapKeyRef"] == {
-            "name": PUBLIC_CONFIG_MAP, "key": "url", "optional": False}, name
+            "name": config["metadata"]["name"], "key": "url", "optional": False}, name
