@@ -22,9 +22,9 @@ server's leaf BEFORE forwarding a byte: issued directly by the CA, valid now,
 exactly one URI SAN, equal to the expected id, ALPN h2. Any failure closes both
 sides (the RPC fails UNAVAILABLE), logs one warning on "tessera.channels" whose
 `fields["reason"]` is one of the reason constants below (the same refusal again
-only after REFUSAL_REPEAT_SECONDS), and is counted in `failure_counts()`. A server that hangs up right after the handshake without
-sending a byte (how a grpc server refuses our certificate under TLS 1.3) is
-reported the same way.
+only after REFUSAL_REPEAT_SECONDS), and is counted in `failure_counts()`. A
+server that hangs up right after the handshake without sending a byte (how a
+grpc server refuses our certificate under TLS 1.3) is reported the same way.
 
 The client certificate and key are read from their files; a new connection
 re-reads them when a file's inode, size or mtime changed, so a renewed
