@@ -38,9 +38,9 @@ from cli.deploy_check import (
     scaling_problems,
     secret_problems,
 )
-from cli.deploy_manifests import SPECS, render_generated, secret_name, setting_file
+from cli.deploy_manifests import SPECS, render_generated, secret_name
 from cli.deploy_mcp_servers import credentials_files, load_policy, mcp_pods
-from cli.deploy_objects import NAMESPACE
+from cli.deploy_objects import NAMESPACE, setting_file
 from shared.certs import export_identity, private_dir, write_private
 from shared.paths import REPO_ROOT, var_dir
 

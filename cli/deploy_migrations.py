@@ -13,6 +13,8 @@ from cli.deploy_objects import (
     IMAGE,
     IMAGE_TAG,
     NAMESPACE,
+    POSTGRES_PORT,
+    SECRET_MOUNT,
     hardened_container_security,
     hardened_pod_security,
     labels,
@@ -23,8 +25,6 @@ from cli.deploy_objects import (
 )
 
 MIGRATE = "migrate"  # the Jobs' ServiceAccount and name label
-SECRET_MOUNT = "/etc/tessera/secret"
-POSTGRES_PORT = 5432
 JOB_KEPT_SECONDS = 300  # long enough to read its log with kubectl; then gone, so a new release can run it again
 ATTEMPTS = 6  # a database still starting, or failing over: retried with the Job's growing back-off (about 6 min)
 
@@ -35,10 +35,6 @@ def job_name(service: str) -> str:
 
 def secret_name(service: str) -> str:
     return f"{MIGRATE}-{service}"
-
-
-def migrator_file(service: str) -> str:
-    return f"tessera_{service}_migrator_url"
 
 
 def migrations_setting(service: str) -> dict:

@@ -316,7 +316,6 @@ def _run(engine: sa.Engine, migrations: Path, step, target: str) -> None:
 # (`python -m services.<svc> migrate`, as a role that may change it) has brought it there: the service's own role
 # then needs no DDL.
 MIGRATIONS_RUN = "run"
-MIGRATIONS_AWAIT = "await"
 
 
 class SchemaBehind(Exception):
@@ -328,7 +327,7 @@ class SchemaUnknown(Exception):
 
 
 def prepare_schema(engine: sa.Engine, migrations: Path, mode: str) -> None:
-    """Migrate (MIGRATIONS_RUN), or check that the schema is this release's (MIGRATIONS_AWAIT).
+    """Migrate (MIGRATIONS_RUN), or check that the schema is this release's ("await": SchemaBehind if not).
 
     A schema a later release has migrated is served as it is, with a warning, in either mode: a release's
     migrations keep the previous release working, so its pods can restart (or be rolled back to) mid-update.
@@ -344,25 +343,15 @@ def prepare_schema(engine: sa.Engine, migrations: Path, mode: str) -> None:
         return
     if mode == MIGRATIONS_RUN:
         migrate(engine, migrations)
-    else:
-        expect_schema(engine, migrations)
+    elif current != head:
+        raise SchemaBehind(f"the schema is at version {current or 'none (empty)'}, this release needs {head}: "
+                           f"waiting for its migrations (`python -m services.<service> migrate`, the migrate Job)")
 
 
 def schema_version(engine: sa.Engine) -> str | None:
     """The Alembic revision the database's schema is at (None: never migrated)."""
     with engine.connect() as connection:
         return MigrationContext.configure(connection).get_current_revision()
-
-
-def expect_schema(engine: sa.Engine, migrations: Path) -> None:
-    """Raise SchemaBehind unless the schema is at this release's head (prepare_schema has ruled out others)."""
-    scripts = ScriptDirectory(str(migrations))
-    head = scripts.get_current_head()
-    current = schema_version(engine)
-    if current == head:
-        return
-    raise SchemaBehind(f"the schema is at version {current or 'none (empty)'}, this release needs {head}: "
-                       f"waiting for its migrations (`python -m services.<service> migrate`, the migrate Job)")
 
 
 def worth_waiting(error: BaseException) -> bool:

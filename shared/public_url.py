@@ -7,13 +7,16 @@ keeps its local default (localhost).
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 from urllib.parse import urlsplit
 
-from shared.config import ConfigError
+from shared.config import ConfigError, ServiceSettings
+
+S = TypeVar("S", bound=ServiceSettings)
 
 PUBLIC_URL_VARIABLE = "TESSERA_PUBLIC_URL"
 _HOST = re.compile(r"^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$")
@@ -57,7 +60,7 @@ def parse_public_url(value: str) -> PublicUrl:
     if parts.path not in ("", "/") or parts.query or parts.fragment or value.rstrip("/").endswith(("?", "#")):
         raise refuse("must be the origin alone, without a path, query or fragment: Tessera is served at its root")
     host = parts.hostname or ""  # lower-cased by urlsplit
-    if _is_address(host) or not _HOST.match(host) or _ends_in_a_number(host):
+    if not _HOST.match(host) or _ends_in_a_number(host):  # IPv6 has colons; IPv4 ends in a number
         raise refuse("must name the host by its DNS name (passkeys cannot be bound to an IP address)")
     if parts.netloc != host:
         raise refuse("must write the host name in lower case")
@@ -70,15 +73,18 @@ def _ends_in_a_number(host: str) -> bool:
     return last.isdigit() or last.startswith("0x")
 
 
-def _is_address(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
-
-
 def public_url() -> PublicUrl | None:
     """TESSERA_PUBLIC_URL as set for this process, or None when unset."""
     value = os.environ.get(PUBLIC_URL_VARIABLE, "").strip()
     return parse_public_url(value) if value else None
+
+
+def follow_public_url(settings: S, derive: Callable[[PublicUrl], dict]) -> S:
+    """For a settings model validator: the fields `derive(url)` names take its values, unless set explicitly
+    (from the environment or the Secrets directory)."""
+    url = public_url()
+    if url is not None:
+        for field, value in derive(url).items():
+            if field not in settings.model_fields_set:
+                object.__setattr__(settings, field, value)
+    return settings

@@ -8,7 +8,7 @@ from pydantic import Field, SecretStr, model_validator
 
 from shared.config import ServiceSettings
 from shared.paths import DEMO_ACTIONS, DEMO_SEMANTIC_MODEL, REPO_ROOT, default_warehouse, var_dir
-from shared.public_url import public_url
+from shared.public_url import follow_public_url
 
 
 class CapabilitiesSettings(ServiceSettings):
@@ -41,13 +41,7 @@ class CapabilitiesSettings(ServiceSettings):
 
     @model_validator(mode="after")
     def _follow_public_url(self) -> CapabilitiesSettings:
-        public = public_url()
-        if public is not None:
-            if "webauthn_rp_id" not in self.model_fields_set:
-                object.__setattr__(self, "webauthn_rp_id", public.host)
-            if "webauthn_origins" not in self.model_fields_set:
-                object.__setattr__(self, "webauthn_origins", [public.origin])
-        return self
+        return follow_public_url(self, lambda url: {"webauthn_rp_id": url.host, "webauthn_origins": [url.origin]})
 
     @model_validator(mode="after")
     def _defaults(self) -> CapabilitiesSettings:

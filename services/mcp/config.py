@@ -5,8 +5,8 @@ from __future__ import annotations
 from pydantic import Field, model_validator
 
 from shared.config import ServiceSettings
-from shared.mcp_http import LOCAL_HOSTS
-from shared.public_url import public_url
+from shared.mcp_http import LOCAL_HOSTS, MCP_PATH
+from shared.public_url import follow_public_url
 
 LOCAL_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*")
 
@@ -50,15 +50,9 @@ class McpSettings(ServiceSettings):
 
     @model_validator(mode="after")
     def _follow_public_url(self) -> McpSettings:
-        public = public_url()
-        if public is not None:
-            derived = {"resource_url": f"{public.origin}/mcp", "web_url": public.origin,
-                       "allowed_hosts": [public.host, *LOCAL_HOSTS],
-                       "allowed_origins": [public.origin, *LOCAL_ORIGINS]}
-            for field, value in derived.items():
-                if field not in self.model_fields_set:
-                    object.__setattr__(self, field, value)
-        return self
+        return follow_public_url(self, lambda url: {
+            "resource_url": f"{url.origin}{MCP_PATH}", "web_url": url.origin,
+            "allowed_hosts": [url.host, *LOCAL_HOSTS], "allowed_origins": [url.origin, *LOCAL_ORIGINS]})
 
     @model_validator(mode="after")
     def _oauth_is_complete(self) -> McpSettings:

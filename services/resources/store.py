@@ -98,7 +98,7 @@ def migrate(engine: sa.Engine, target: str = "head") -> None:
 def open_store(url: str, budget_lifetime: float, session_lifetime: float = SESSION_LIFETIME_SECONDS,
                migrations: str = db.MIGRATIONS_RUN) -> ResourceStore:
     """The store at `url`, migrated to head (a store made by `create_all` before migrations is adopted), or
-    checked to be there (db.MIGRATIONS_AWAIT)."""
+    checked to be there ("await": db.prepare_schema)."""
     try:
         backend = sa.make_url(url).get_backend_name()
     except sa.exc.ArgumentError:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field, SecretStr, model_validator
 
 from shared.config import ServiceSettings
-from shared.public_url import public_url
+from shared.public_url import follow_public_url
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
@@ -52,16 +52,8 @@ class WebSettings(ServiceSettings):
 
     @model_validator(mode="after")
     def _follow_public_url(self) -> WebSettings:
-        public = public_url()
-        if public is not None:
-            given = self.model_fields_set
-            if "public_url" not in given:
-                object.__setattr__(self, "public_url", public.origin)
-            if "secure_cookies" not in given:
-                object.__setattr__(self, "secure_cookies", public.https)
-            if "allowed_hosts" not in given:
-                object.__setattr__(self, "allowed_hosts", [public.host, *LOCAL_HOSTS])
-        return self
+        return follow_public_url(self, lambda url: {"public_url": url.origin, "secure_cookies": url.https,
+                                                    "allowed_hosts": [url.host, *LOCAL_HOSTS]})
 
     @model_validator(mode="after")
     def _oidc_is_complete(self) -> WebSettings:

@@ -55,7 +55,7 @@ from cli.deploy_mcp_servers import (
     mcp_pods,
     workloads,
 )
-from cli.deploy_migrations import MIGRATE, job_name, migrator_file
+from cli.deploy_migrations import MIGRATE, job_name
 from cli.deploy_migrations import secret_name as migrator_secret
 from services.capabilities.tool_policy import ToolPolicyFile
 from shared.certs import is_private_file
@@ -609,15 +609,18 @@ def test_production_services_await_their_migrate_job_which_alone_holds_the_migra
         [container] = pod["containers"]
         assert container["command"] == ["python", "-m", f"services.{name}", "migrate"]
         assert container["image"] == deployments[name]["spec"]["template"]["spec"]["containers"][0]["image"]
-        secrets = [volume["secret"]["secretName"] for volume in pod["volumes"] if "secret" in volume]
-        assert secrets == [migrator_secret(name)], f"{name}'s Job mounts {secrets}"
+        secrets = {volume["name"]: volume["secret"]["secretName"] for volume in pod["volumes"] if "secret" in volume}
+        assert list(secrets.values()) == [migrator_secret(name)], f"{name}'s Job mounts {secrets}"
+        # The migrator reads its URL from that Secret's files (test_migration_job: from TESSERA_SECRETS_DIR).
+        [mount] = [m for m in container["volumeMounts"] if m["name"] in secrets]
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        assert env["TESSERA_SECRETS_DIR"] == mount["mountPath"] and mount["readOnly"] is True
         assert pod["serviceAccountName"] == MIGRATE and pod["automountServiceAccountToken"] is False
-    # No service mounts a migrator's Secret; the migrator file is named as the migrator reads it.
+    # No service mounts a migrator's Secret.
     for name, deployment in deployments.items():
         volumes = deployment["spec"]["template"]["spec"]["volumes"]
         mounted = {volume["secret"]["secretName"] for volume in volumes if "secret" in volume}
         assert not mounted & {migrator_secret(db) for db in databases}, name
-    assert migrator_file("host") == "tessera_host_migrator_url"
 
 
 def test_the_local_overlay_migrates_in_the_services_themselves(rendered):

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from cli.deploy_objects import setting_file
 from cli.launcher import free_ports
 from shared import db
 from shared.paths import REPO_ROOT
@@ -132,6 +133,18 @@ def test_revisions_are_numbered_in_order_so_a_later_release_is_told_apart():
         scripts = ScriptDirectory(str(REPO_ROOT / "services" / name / "migrations"))
         chain = [script.revision for script in reversed(list(scripts.walk_revisions()))]
         assert chain == [f"{number:04d}" for number in range(1, len(chain) + 1)], name
+
+
+def test_the_migrator_reads_its_url_from_the_file_its_secret_holds(tmp_path):
+    """As the migrate Job runs it: no URL in the environment, the file `tessera_host_migrator_url` (the Secret's
+    key, docs/deploy-kubernetes.md) in TESSERA_SECRETS_DIR."""
+    secrets = tmp_path / "secret"
+    secrets.mkdir()
+    (secrets / setting_file("host", "migrator_url")).write_text(f"sqlite:///{tmp_path / 'host.sqlite'}")
+    env = {key: value for key, value in os.environ.items() if key != "TESSERA_HOST_MIGRATOR_URL"}
+    result = subprocess.run([sys.executable, "-m", "services.host", "migrate"], cwd=REPO_ROOT, capture_output=True,
+                            text=True, timeout=120, env={**env, "TESSERA_SECRETS_DIR": str(secrets)})
+    assert result.returncode == 0 and '"schema migrated"' in result.stderr, result.stderr
 
 
 @pytest.mark.parametrize("arguments, says", [

@@ -420,14 +420,27 @@ def test_a_server_added_behind_the_name_gets_calls_once_connections_age(deployme
     assert first.peers and failure_counts(target) == {}
 
 
-def test_an_address_that_does_not_answer_is_passed_over_for_one_that_does(deployment, servers, monkeypatch):
-    """A replica whose node is gone (its address takes the connection and never answers it, or refuses) costs a
-    bounded wait per dial, not the whole connect budget, and is tried last afterwards."""
+@pytest.mark.parametrize("dead", ["refuses", "never answers"])
+def test_a_dead_address_behind_the_name_is_passed_over_without_failing_a_dial(deployment, servers, monkeypatch, dead):
+    """A replica whose pod is gone refuses (nothing listens), or, when its node is gone, never answers: each dial
+    gives it a bounded share of the connect budget and goes on to the live one, so no dial fails; afterwards it
+    is tried last."""
     monkeypatch.setattr(spiffe_channels, "ADDRESS_CONNECT_SECONDS", 0.3)
     chain, key = deployment.server()
     port, alive = servers.grpc_server(chain, key, deployment.ca_pem)
-    # 192.0.2.0/24 is TEST-NET-1: nothing answers there, so a connect to it hangs until its bound.
-    _resolving_to(monkeypatch, ["192.0.2.1", "127.0.0.1"], port)
+    dead_address = "127.0.0.3"  # nothing listens there: refused at once
+    if dead == "never answers":
+        dead_address = "192.0.2.1"  # TEST-NET-1; its connects are made to hang, as to a node that is gone
+        bridge_loop = spiffe_channels._bridge()._loop
+        real_connect = bridge_loop.sock_connect
+
+        async def connect(sock, address):
+            if address[0] == dead_address:
+                await asyncio.Event().wait()
+            return await real_connect(sock, address)
+
+        monkeypatch.setattr(bridge_loop, "sock_connect", connect)
+    _resolving_to(monkeypatch, [dead_address, "127.0.0.1"], port)
     target = f"replicas.test:{port}"
     with sync_channel(target, deployment.files, SERVER_ID) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
@@ -437,3 +450,4 @@ def test_an_address_that_does_not_answer_is_passed_over_for_one_that_does(deploy
                    what="every bridged connection at the address that answers",
                    detail=lambda: _open_connections(target))
     assert len(alive.peers) == 10
+    assert failure_counts(target) == {}, "a dial failed instead of going on to the live address"
