@@ -38,6 +38,7 @@ from cli.deploy_check import (
     scaling_problems,
     secret_problems,
 )
+from cli.deploy_helm import render_chart
 from cli.deploy_manifests import SPECS, render_generated, secret_name
 from cli.deploy_mcp_servers import credentials_files, load_policy, mcp_pods
 from cli.deploy_objects import NAMESPACE, setting_file
@@ -50,9 +51,15 @@ POSTGRES_HOST = "postgres"
 ROLES = ("postgres", "tessera_host", "tessera_capabilities", "tessera_resources", "tessera_reader", "tessera_writer")
 
 
+def generated_files() -> dict[str, str]:
+    """Path under the repository → text: the manifests and pages of the contracts, and the Helm chart composed
+    from them."""
+    return {**render_generated(), **render_chart()}
+
+
 def render(check: bool, root: Path = REPO_ROOT) -> int:
     stale = []
-    for name, text in render_generated().items():
+    for name, text in generated_files().items():
         path = root / name
         if path.exists() and path.read_text() == text:
             continue

@@ -365,28 +365,39 @@ def trust_graph_markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_generated() -> dict[str, str]:
-    """Path under the repository → generated text (manifests, and the trust graph page)."""
-    edges = contract_edges()
-    tool_policy = mcp_servers.load_policy()
-    workloads: list[dict] = []
+def workloads(edges: set[tuple[str, str]], tool_policy: dict) -> list[dict]:
+    """The base's workloads: per service its ServiceAccount, Deployment, Service, disruption budget and autoscaler,
+    then the MCP servers' pods."""
+    objects: list[dict] = []
     for name in PROCESS_NAMES:
         spec = SPECS[name]
-        workloads += [service_account(spec.name), _deployment(spec, edges),
-                      service(spec.name, _port_name(spec.name), _port(spec.name),
-                              headless=spec.name not in HTTP_PROCESS_NAMES),
-                      _disruption_budget(spec)]
+        objects += [service_account(spec.name), _deployment(spec, edges),
+                    service(spec.name, _port_name(spec.name), _port(spec.name),
+                            headless=spec.name not in HTTP_PROCESS_NAMES),
+                    _disruption_budget(spec)]
         if _autoscaled(spec):
-            workloads.append(_autoscaler(spec))
-    workloads += mcp_servers.workloads(tool_policy)
-    production = [patch for name in PROCESS_NAMES for patch in _production_patch(SPECS[name])]
-    migrated = [name for name in PROCESS_NAMES if SPECS[name].database]
-    return {"deploy/k8s/base/workloads.yaml": _documents(workloads),
+            objects.append(_autoscaler(spec))
+    return objects + mcp_servers.workloads(tool_policy)
+
+
+def production_patches() -> list[dict]:
+    return [patch for name in PROCESS_NAMES for patch in _production_patch(SPECS[name])]
+
+
+def migration_objects() -> list[dict]:
+    return deploy_migrations.objects([name for name in PROCESS_NAMES if SPECS[name].database])
+
+
+def render_generated() -> dict[str, str]:
+    """Path under the repository → generated text (manifests, and the trust graph page); the Helm chart is
+    cli/deploy_helm.py's, composed from these."""
+    edges = contract_edges()
+    tool_policy = mcp_servers.load_policy()
+    return {"deploy/k8s/base/workloads.yaml": _documents(workloads(edges, tool_policy)),
             "deploy/k8s/base/networkpolicies.yaml": _documents(network_policies(edges, tool_policy)),
             mcp_servers.CLUSTER_POLICY_FILE: mcp_servers.cluster_policy_text(tool_policy),
-            "deploy/k8s/components/production/generated-patches.yaml": _documents(production),
-            "deploy/k8s/components/production/generated-migrations.yaml": _documents(
-                deploy_migrations.objects(migrated)),
+            "deploy/k8s/components/production/generated-patches.yaml": _documents(production_patches()),
+            "deploy/k8s/components/production/generated-migrations.yaml": _documents(migration_objects()),
             "docs/trust-graph.md": trust_graph_markdown(),
             **deploy_identity.render_components(),
             **deploy_public.render_components()}

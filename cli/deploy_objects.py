@@ -4,6 +4,8 @@ pods and write NetworkPolicies the same way."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import yaml
 
 NAMESPACE = "tessera"
@@ -18,6 +20,17 @@ POSTGRES_PORT = 5432
 def setting_file(name: str, setting: str) -> str:
     """The file in a Secret that holds one setting of process `name` (pydantic-settings' secrets_dir naming)."""
     return f"tessera_{name}_{setting}"
+
+
+def rewritten(value: object, mapping: Callable[[dict], dict] = lambda found: found,
+              leaf: Callable[[object], object] = lambda found: found) -> object:
+    """`value` rebuilt from the leaves up: each scalar through `leaf`, each mapping (its contents rewritten) through
+    `mapping`; `value` itself is not changed."""
+    if isinstance(value, list):
+        return [rewritten(item, mapping, leaf) for item in value]
+    if isinstance(value, dict):
+        return mapping({key: rewritten(item, mapping, leaf) for key, item in value.items()})
+    return leaf(value)
 
 
 def generated_header(source: str) -> str:

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cli.deploy import ROLES, local_settings, service_secrets
+from cli.deploy import ROLES, generated_files, local_settings, service_secrets
 from cli.deploy_check import (
     allowed_secret_files,
     hardening_problems,
@@ -37,7 +37,6 @@ from cli.deploy_manifests import (
     SPECS,
     contract_edges,
     network_policies,
-    render_generated,
     secret_name,
 )
 from cli.deploy_mcp_servers import (
@@ -98,7 +97,7 @@ def rendered(tmp_path_factory) -> dict[str, Path]:
 
 
 def test_committed_manifests_are_what_the_contracts_render():
-    stale = [name for name, text in render_generated().items() if (REPO_ROOT / name).read_text() != text]
+    stale = [name for name, text in generated_files().items() if (REPO_ROOT / name).read_text() != text]
     assert stale == [], f"out of date with proto/: run 'bin/tessera deploy render' ({stale})"
 
 

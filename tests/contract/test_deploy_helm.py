@@ -1,0 +1,267 @@
+"""The Helm chart deploy/helm/tessera: with a production overlay's settings `helm template` renders the objects
+`kubectl kustomize` renders for that overlay; the values a chart user sets land where they should and keep the
+checks green; bad values are refused by name before anything is rendered."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cli.deploy_compose import production, strategic_merge
+from cli.deploy_helm import CHART, COMBINATIONS, MIGRATION_HOOK, OVERLAYS, PLAIN_SETTINGS, condition, unify
+from cli.deploy_migrations import MIGRATE, job_name
+from cli.deploy_objects import NAMESPACE, rewritten, setting_file
+from cli.helm_text import Switch, Value, When, documents
+from shared.paths import REPO_ROOT
+
+TOOLS = REPO_ROOT / ".venv-deploy" / "bin"
+CHART_DIR = REPO_ROOT / CHART
+# ConfigMaps named after their content: kustomize's hash and the chart's differ (cli/deploy_helm.py).
+HASHED = re.compile(r"^(tessera-public|capabilities-tool-policy)-[a-z0-9]{10}$")
+
+
+def _tool(name: str) -> str:
+    path = TOOLS / name
+    if not path.exists():
+        pytest.skip(f"{path} is missing: `make k8s-tools` installs kubectl and helm")
+    return str(path)
+
+
+def _docs(text: str) -> list[dict]:
+    return [doc for doc in yaml.safe_load_all(text) if doc]
+
+
+def helm_template(*args: str, namespace: str = NAMESPACE) -> subprocess.CompletedProcess:
+    return subprocess.run([_tool("helm"), "template", "tessera", str(CHART_DIR), "-n", namespace, *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+def _values_file(tmp_path: Path, values: dict) -> str:
+    path = tmp_path / "values.yaml"
+    path.write_text(yaml.safe_dump(values))
+    return str(path)
+
+
+def _without_content_hash(value: object) -> object:
+    return rewritten(value, leaf=lambda found: found.rsplit("-", 1)[0]
+                     if isinstance(found, str) and HASHED.match(found) else found)
+
+
+def _without_hooks(obj: dict) -> dict:
+    annotations = {k: v for k, v in obj["metadata"].pop("annotations", {}).items() if not k.startswith("helm.sh/")}
+    if annotations:
+        obj["metadata"]["annotations"] = annotations
+    return obj
+
+
+def _by_identity(objects: list[dict]) -> dict[tuple[str, str], dict]:
+    return {(obj["kind"], obj["metadata"]["name"]): obj for obj in map(_without_content_hash, objects)}
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_chart_with_an_overlays_values_renders_what_kustomize_renders(overlay):
+    kustomized = subprocess.run([_tool("kubectl"), "kustomize", str(REPO_ROOT / "deploy/k8s/overlays" / overlay)],
+                                capture_output=True, text=True, timeout=120)
+    assert kustomized.returncode == 0, kustomized.stderr
+    helm = helm_template("-f", str(CHART_DIR / "ci" / f"{overlay}-values.yaml"))
+    assert helm.returncode == 0, helm.stderr
+    # The chart's documented differences: no Namespace, its own content hashes, the migrate Jobs as hooks.
+    expected = _by_identity([doc for doc in _docs(kustomized.stdout) if doc["kind"] != "Namespace"])
+    rendered = _by_identity([_without_hooks(doc) for doc in _docs(helm.stdout)])
+    assert sorted(rendered) == sorted(expected)
+    different = [identity for identity in expected if rendered[identity] != expected[identity]]
+    assert different == []
+    # The migrate Jobs run before the release's pods, their ServiceAccount made just before them.
+    hooks = {(doc["kind"], doc["metadata"]["name"]): doc["metadata"]["annotations"] for doc in _docs(helm.stdout)
+             if "helm.sh/hook" in doc["metadata"].get("annotations", {})}
+    assert {kind for kind, _ in hooks} == {"Job", "ServiceAccount"} and ("ServiceAccount", MIGRATE) in hooks
+    assert all(a["helm.sh/hook"] == MIGRATION_HOOK for a in hooks.values())
+    assert all(int(a["helm.sh/hook-weight"]) < int(hooks[("Job", job_name(service))]["helm.sh/hook-weight"])
+               for service in ("host", "resources", "capabilities") for (kind, _), a in hooks.items()
+               if kind != "Job")
+
+
+def test_the_default_values_are_the_production_overlays():
+    assert yaml.safe_load((CHART_DIR / "ci" / "production-values.yaml").read_text()) == {
+        key: value for key, value in yaml.safe_load((CHART_DIR / "values.yaml").read_text()).items()
+        if key in ("identity", "publicAccess", "publicUrl")} | {"identity": {"provider": "csi-driver-spiffe"},
+                                                                "publicAccess": {"via": "ingress"}}
+    assert helm_template().stdout == helm_template("-f", str(CHART_DIR / "ci" / "production-values.yaml")).stdout
+
+
+def test_helm_lint_is_clean_for_every_overlays_values():
+    for overlay in OVERLAYS:
+        result = subprocess.run([_tool("helm"), "lint", "--strict", "-n", NAMESPACE, str(CHART_DIR), "-f",
+                                 str(CHART_DIR / "ci" / f"{overlay}-values.yaml")],
+                                capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "0 chart(s) failed" in result.stdout
+
+
+SET_EVERYTHING = {
+    "image": {"repository": "registry.internal/tessera", "tag": "0.1.1", "pullPolicy": "IfNotPresent"},
+    "publicUrl": "https://data.acme.test",
+    "identity": {"provider": "spire"},
+    "publicAccess": {"via": "ingress", "ingressClassName": "nginx",
+                     "certificateIssuer": {"kind": "Issuer", "name": "acme", "group": "cert-manager.io"}},
+    "services": {"host": {"replicas": 3}, "agent": {"minReplicas": 3, "maxReplicas": 9},
+                 "resources": {"secret": {"create": True, "name": "resources-settings", "settings": {
+                     "warehouse_url": "postgresql+psycopg://reader:pw@db/warehouse",
+                     "store_url": "postgresql+psycopg://resources:pw@db/tessera_resources"}}}},
+    "agent": {"model": {"url": "https://models.acme.test/v1", "name": "acme-large"}},
+    "web": {"oidc": {"issuer": "https://login.acme.test", "clientId": "tessera", "tenant": "acme"}},
+    "capabilities": {"webauthnOrigins": ["https://data.acme.test", "https://approvals.acme.test"]},
+    "migrations": {"host": {"secret": {"create": True, "migratorUrl": "postgresql+psycopg://migrator:pw@db/host"}}},
+}
+
+
+@pytest.fixture(scope="module")
+def set_everything(tmp_path_factory) -> tuple[Path, dict[tuple[str, str], dict]]:
+    path = tmp_path_factory.mktemp("helm") / "rendered.yaml"
+    result = helm_template("-f", _values_file(path.parent, SET_EVERYTHING))
+    assert result.returncode == 0, result.stderr
+    path.write_text(result.stdout)
+    return path, {(doc["kind"], doc["metadata"]["name"]): doc for doc in _docs(result.stdout)}
+
+
+def _env(deployment: dict) -> dict[str, object]:
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    return {item["name"]: item.get("value", item.get("valueFrom")) for item in container["env"]}
+
+
+def test_the_values_a_chart_user_sets_land_where_they_should(set_everything):
+    _, objects = set_everything
+    deployments = {name: doc for (kind, name), doc in objects.items() if kind == "Deployment"}
+    tessera_images = {c["image"] for d in deployments.values() for c in d["spec"]["template"]["spec"]["containers"]
+                      if c["name"] != "spiffe-helper"}
+    assert tessera_images == {"registry.internal/tessera:0.1.1"}
+    assert objects[("Ingress", "tessera")]["spec"]["ingressClassName"] == "nginx"
+    assert objects[("Ingress", "tessera")]["spec"]["rules"][0]["host"] == "data.acme.test"
+    assert objects[("Certificate", "tessera-public-tls")]["spec"]["dnsNames"] == ["data.acme.test"]
+    assert objects[("Certificate", "tessera-public-tls")]["spec"]["issuerRef"]["name"] == "acme"
+    public = [doc for (kind, name), doc in objects.items() if kind == "ConfigMap" and name.startswith("tessera-pub")]
+    assert [doc["data"]["url"] for doc in public] == ["https://data.acme.test"]
+    assert _env(deployments["web"])["TESSERA_PUBLIC_URL"]["configMapKeyRef"]["name"] == public[0]["metadata"]["name"]
+    assert deployments["host"]["spec"]["replicas"] == 3
+    assert (objects[("HorizontalPodAutoscaler", "agent")]["spec"]["minReplicas"],
+            objects[("HorizontalPodAutoscaler", "agent")]["spec"]["maxReplicas"]) == (3, 9)
+    web = _env(deployments["web"])
+    assert (web["TESSERA_WEB_OIDC_ISSUER"], web["TESSERA_WEB_OIDC_CLIENT_ID"], web["TESSERA_WEB_OIDC_TENANT"]) == (
+        "https://login.acme.test", "tessera", "acme")
+    assert "TESSERA_WEB_OIDC_SCOPES" not in web  # unset: web's own default
+    agent = _env(deployments["agent"])
+    assert (agent["TESSERA_AGENT_MODEL_URL"], agent["TESSERA_AGENT_MODEL_NAME"]) == (
+        "https://models.acme.test/v1", "acme-large")
+    assert "TESSERA_AGENT_MODEL_PROTOCOL" not in agent
+    assert yaml.safe_load(_env(deployments["capabilities"])["TESSERA_CAPABILITIES_WEBAUTHN_ORIGINS"]) == \
+        SET_EVERYTHING["capabilities"]["webauthnOrigins"]
+    assert ("ClusterSPIFFEID", f"tessera-{NAMESPACE}") in objects and ("Ingress", "tessera") in objects
+    # The Secrets asked for, each holding its own service's files only, mounted by that service.
+    secrets = {name: doc for (kind, name), doc in objects.items() if kind == "Secret"}
+    assert set(secrets) == {"resources-settings", "migrate-host"}
+    assert secrets["migrate-host"]["metadata"]["annotations"]["helm.sh/hook"] == MIGRATION_HOOK  # before its Job
+    assert "annotations" not in secrets["resources-settings"]["metadata"]
+    assert set(secrets["resources-settings"]["stringData"]) == {setting_file("resources", "warehouse_url"),
+                                                                setting_file("resources", "store_url")}
+    mounted = [v["secret"]["secretName"] for v in deployments["resources"]["spec"]["template"]["spec"]["volumes"]
+               if "secret" in v]
+    assert mounted == ["resources-settings"]
+
+
+def test_a_rendering_with_every_value_set_passes_the_projects_checks_and_kubernetes(set_everything):
+    path, _ = set_everything
+    check = subprocess.run([str(REPO_ROOT / "bin" / "tessera"), "deploy", "check", str(path)],
+                           capture_output=True, text=True, timeout=120)
+    assert check.returncode == 0, check.stderr
+    validate = subprocess.run([_tool("kubernetes-validate"), "-k", "1.35.0", "--strict", "--quiet", str(path)],
+                              capture_output=True, text=True, timeout=300)
+    assert validate.returncode == 0, validate.stdout + validate.stderr
+
+
+def test_no_way_in_renders_no_ingress_gateway_or_certificate(tmp_path):
+    result = helm_template("-f", _values_file(tmp_path, {"publicAccess": {"via": "none"}}))
+    assert result.returncode == 0, result.stderr
+    kinds = {doc["kind"] for doc in _docs(result.stdout)}
+    assert kinds.isdisjoint({"Ingress", "Gateway", "HTTPRoute", "Certificate"}) and "Deployment" in kinds
+
+
+@pytest.mark.parametrize("values,named", [
+    ({"identity": {"provider": "spiffe"}}, "/identity/provider"),
+    ({"publicUrl": "http://tessera.example.com"}, "/publicUrl"),
+    ({"publicUrl": "https://Tessera.example.com:8443"}, "/publicUrl"),
+    ({"publicURL": "https://tessera.example.com"}, "publicURL"),
+    ({"services": {"agent": {"minReplicas": 0}}}, "/services/agent/minReplicas"),
+    ({"services": {"host": {"replicas": "two"}}}, "/services/host/replicas"),
+    ({"agent": {"model": {"protocol": "anthropic"}}}, "/agent/model/protocol"),
+    ({"services": {"resources": {"secret": {"create": True}}}},
+     "services.resources.secret.settings.warehouse_url"),
+    ({"migrations": {"host": {"secret": {"create": True}}}}, "migrations.host.secret.migratorUrl"),
+])
+def test_bad_values_are_refused_by_name_before_anything_renders(tmp_path, values, named):
+    result = helm_template("-f", _values_file(tmp_path, values))
+    assert result.returncode != 0 and result.stdout == ""
+    assert named in result.stderr, result.stderr
+
+
+def test_another_namespace_is_refused_with_the_reason(tmp_path):
+    result = helm_template(namespace="default")
+    assert result.returncode != 0
+    assert "install Tessera into the namespace tessera" in result.stderr
+
+
+# -- the generator's parts, without helm -------------------------------------------------------------------------
+
+
+def test_a_strategic_merge_puts_new_items_first_and_merges_known_ones_by_key():
+    base = {"containers": [{"name": "a", "env": [{"name": "X", "value": "1"}], "image": "i"}]}
+    patch = {"containers": [{"name": "a", "env": [{"name": "Y", "value": "2"}, {"name": "X", "value": "3"}]}]}
+    assert strategic_merge(base, patch) == {"containers": [{"name": "a", "image": "i", "env": [
+        {"name": "Y", "value": "2"}, {"name": "X", "value": "3"}]}]}
+    assert base["containers"][0]["env"] == [{"name": "X", "value": "1"}]  # the base is not changed
+
+
+def test_the_compositions_differ_only_where_the_provider_or_the_way_in_does():
+    spiffe, spire = production("csi-driver-spiffe", "ingress"), production("spire", "ingress")
+    assert {o["metadata"]["name"] for o in spiffe if o["kind"] == "NetworkPolicy"} == \
+        {o["metadata"]["name"] for o in spire if o["kind"] == "NetworkPolicy"}
+    assert not any(o["kind"] == "ClusterSPIFFEID" for o in spiffe)
+    assert any(o["kind"] == "ClusterSPIFFEID" for o in spire)
+
+
+def test_a_condition_names_only_the_dimensions_that_differ():
+    everything = set(COMBINATIONS)
+    spire = {c for c in everything if c[0] == "spire"}
+    assert condition(spire, everything) == 'eq .Values.identity.provider "spire"'
+    both = {c for c in everything if c[0] != "cert-manager-csi" and c[1] == "ingress"}
+    assert condition(both, everything) == ('and (has .Values.identity.provider (list "csi-driver-spiffe" "spire")) '
+                                           '(eq .Values.publicAccess.via "ingress")')
+    odd = {("spire", "ingress"), ("csi-driver-spiffe", "none")}
+    assert condition(odd, everything).startswith("or (and ")
+
+
+def test_unify_keeps_what_is_shared_once_and_puts_the_rest_under_conditions():
+    a, b = ("csi-driver-spiffe", "ingress"), ("spire", "ingress")
+    joined = unify({a: {"env": [{"name": "X", "value": "1"}, {"name": "T", "value": "bridge"}], "k": 1},
+                    b: {"env": [{"name": "X", "value": "1"}], "k": 2}})
+    assert joined["env"][0] == {"name": "X", "value": "1"}
+    assert isinstance(joined["env"][1], When) and joined["env"][1].value == {"name": "T", "value": "bridge"}
+    assert isinstance(joined["k"], Switch) and [value for _, value in joined["k"].cases] == [1, 2]
+
+
+def test_template_text_prints_literal_braces_and_marks_values():
+    text = documents("", [{"spiffeIDTemplate": "spiffe://{{ .TrustDomain }}/x", "tag": Value(".Values.image.tag")}])
+    assert 'spiffeIDTemplate: {{ "spiffe://{{ .TrustDomain }}/x" | toJson }}' in text
+    assert "tag: {{ .Values.image.tag | toJson }}" in text
+
+
+def test_each_plain_setting_the_chart_sets_is_a_setting_of_its_service():
+    from services.agent.config import AgentSettings
+    from services.web.config import WebSettings
+
+    fields = {"agent": AgentSettings.model_fields, "web": WebSettings.model_fields}
+    for service, (_, settings) in PLAIN_SETTINGS.items():
+        assert {variable.lower() for variable in settings.values()} <= set(fields[service]), service
