@@ -38,7 +38,7 @@ from cli.deploy_check import (
     scaling_problems,
     secret_problems,
 )
-from cli.deploy_helm import render_chart
+from cli.deploy_helm import CHART, render_chart
 from cli.deploy_manifests import SPECS, render_generated, secret_name
 from cli.deploy_mcp_servers import credentials_files, load_policy, mcp_pods
 from cli.deploy_objects import NAMESPACE, setting_file
@@ -58,8 +58,19 @@ def generated_files() -> dict[str, str]:
 
 
 def render(check: bool, root: Path = REPO_ROOT) -> int:
+    """Write the generated files (with `check`: name each that differs instead). The chart's folder holds only what
+    is generated, since Helm renders every template there: a file it no longer makes is removed (named)."""
     stale = []
-    for name, text in generated_files().items():
+    files = generated_files()
+    chart = root / CHART
+    for path in sorted(chart.rglob("*")) if chart.is_dir() else []:
+        if path.is_file() and str(path.relative_to(root)) not in files:
+            if check:
+                stale.append(str(path.relative_to(root)))
+            else:
+                path.unlink()
+                print(f"removed {path}")
+    for name, text in files.items():
         path = root / name
         if path.exists() and path.read_text() == text:
             continue

@@ -1,6 +1,6 @@
-"""A production overlay's objects composed in Python, as kustomize composes them from the base and the Components:
-the source of the Helm chart (cli/deploy_helm.py). A test holds each composition equal to `kubectl kustomize` of the
-overlay with the same identity provider and way in.
+"""An overlay's objects composed in Python, as kustomize composes them from the base, the Components and the
+overlay's own files: the source of the Helm chart (cli/deploy_helm.py). A test holds each composition equal to
+`kubectl kustomize` of the overlay with the same profile, identity provider and way in.
 
 Kustomize merges the Components' patches strategically: list items with the same merge key (a container's name, a
 mount's path ...) are merged, new ones go before the base's, in the order the patches apply.
@@ -10,12 +10,20 @@ from __future__ import annotations
 
 import copy
 import hashlib
+from pathlib import Path
+
+import yaml
 
 from cli import deploy_identity, deploy_public
 from cli.deploy_manifests import contract_edges, migration_objects, network_policies, production_patches, workloads
 from cli.deploy_mcp_servers import POLICY_CONFIG_MAP, POLICY_KEY, cluster_policy_text, load_policy
 from cli.deploy_objects import IMAGE, IMAGE_TAG, NAMESPACE, rewritten
+from shared.paths import REPO_ROOT
 
+PROFILES = ("production", "local")  # local: one machine, PostgreSQL inside, certificates from `tessera certs`
+LOCAL_OVERLAY = REPO_ROOT / "deploy" / "k8s" / "overlays" / "local"
+LOCAL_RESOURCES = ("postgres.yaml", "seed-warehouse.yaml")
+LOCAL_CONFIG_MAP = ("postgres-init", "postgres-init/10-roles.sh")  # its name, and its one file
 PROVIDERS = deploy_identity.PROVIDERS
 WAYS_IN = ("ingress", "gateway-api", "none")  # none: the operator brings their own way in
 # What components/production's `images` makes of the base's image (its kustomization.yaml).
@@ -105,6 +113,19 @@ def way_in(kind: str) -> list[dict]:
     if kind == "gateway-api":
         return [*deploy_public.gateway(), deploy_public.certificate()]
     return []
+
+
+def local() -> list[dict]:
+    """What deploy/k8s/overlays/local renders, but for the Namespace: the base, PostgreSQL inside with its roles'
+    script, the demo warehouse's seed Job, and every Deployment's image used as built on the machine, never pulled."""
+    objects = base()
+    for obj in objects:
+        if obj["kind"] == "Deployment":
+            obj["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] = "Never"
+    for name in LOCAL_RESOURCES:
+        objects += [_in_namespace(doc) for doc in yaml.safe_load_all((LOCAL_OVERLAY / name).read_text()) if doc]
+    name, script = LOCAL_CONFIG_MAP
+    return [*objects, config_map(name, {Path(script).name: (LOCAL_OVERLAY / script).read_text()})]
 
 
 def production(provider: str, way: str) -> list[dict]:

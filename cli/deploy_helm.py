@@ -1,11 +1,12 @@
-"""The Helm chart deploy/helm/tessera, composed from the same objects as the kustomize production overlays.
+"""The Helm chart deploy/helm/tessera, composed from the same objects as the kustomize overlays.
 
-For every identity provider and way in, the production objects are composed as kustomize composes the overlay
-(cli/deploy_compose.py); the settings a chart user expects to set become values (`Value`, defaulting to what the
-overlays render); then the compositions are joined into one set of templates, where they differ under conditions
-on `identity.provider` and `publicAccess.via` (cli/helm_text.py). values.yaml and values.schema.json are written from
-the same defaults, so `helm template` with a production overlay's settings (ci/<overlay>-values.yaml) renders what
-`kubectl kustomize` renders for it: a test holds them equal.
+For the local profile, and in production for every identity provider and way in, the objects are composed as
+kustomize composes the overlay (cli/deploy_compose.py); the settings a chart user expects to set become values
+(`Value`, defaulting to what the production overlay renders); then the compositions are joined into one set of
+templates, where they differ under conditions on `profile`, `identity.provider` and `publicAccess.via`
+(cli/helm_text.py). values.yaml and values.schema.json are written from the same defaults, and ci/<overlay>-values.yaml
+holds each overlay's settings, so `helm template` with them renders what `kubectl kustomize` renders for the overlay:
+a test holds them equal.
 
 Where the chart differs from the overlays, on purpose: it leaves the Namespace out (a release is installed into a
 namespace that already exists: label it as deploy/k8s/base/namespace.yaml does); ConfigMaps generated from content
@@ -25,22 +26,46 @@ from itertools import product
 import yaml
 
 from cli import deploy_public
-from cli.deploy_compose import EXAMPLE_PUBLIC_URL, PROVIDERS, RELEASE_IMAGE, WAYS_IN, production, rename_config_map
+from cli.deploy_compose import (
+    EXAMPLE_PUBLIC_URL,
+    PROFILES,
+    PROVIDERS,
+    RELEASE_IMAGE,
+    WAYS_IN,
+    local,
+    production,
+    rename_config_map,
+)
 from cli.deploy_manifests import SPECS, secret_name
-from cli.deploy_migrations import MIGRATE
+from cli.deploy_migrations import DATABASE_LABEL, MIGRATE
 from cli.deploy_migrations import secret_name as migrator_secret_name
-from cli.deploy_objects import NAMESPACE, generated_header, labels, rewritten, setting_file
+from cli.deploy_objects import (
+    HTTPS_POLICY_SUFFIX,
+    IMAGE,
+    IMAGE_TAG,
+    NAMESPACE,
+    POSTGRESQL_POLICY_SUFFIX,
+    generated_header,
+    labels,
+    rewritten,
+    setting_file,
+)
 from cli.helm_text import Switch, Value, When, documents, scalar
 from shared.identity import PROCESS_NAMES
 
 CHART = "deploy/helm/tessera"
 CHART_VERSION = "0.1.0"
 HEADER = generated_header("cli/deploy_helm.py (the objects of cli/deploy_compose.py)")
-DIMENSIONS = ((".Values.identity.provider", PROVIDERS), (".Values.publicAccess.via", WAYS_IN))
-COMBINATIONS = tuple(product(PROVIDERS, WAYS_IN))
-# The production overlays, as the chart's values (ci/<overlay>-values.yaml): identity provider and way in.
-OVERLAYS = {"production": ("csi-driver-spiffe", "ingress"), "production-spire": ("spire", "gateway-api"),
-            "production-cert-manager-csi": ("cert-manager-csi", "ingress")}
+DIMENSIONS = ((".Values.profile", PROFILES), (".Values.identity.provider", PROVIDERS),
+              (".Values.publicAccess.via", WAYS_IN))
+# Every combination the chart renders: the local profile has no identity provider (its certificates are files in
+# each service's Secret) and no way in, which the schema holds it to (via: none); it ignores the provider.
+COMBINATIONS = (*product(["production"], PROVIDERS, WAYS_IN), *product(["local"], PROVIDERS, ["none"]))
+# Each overlay as the chart's values (ci/<overlay>-values.yaml): profile, identity provider and way in.
+OVERLAYS = {"local": ("local", PROVIDERS[0], "none"),
+            "production": ("production", "csi-driver-spiffe", "ingress"),
+            "production-spire": ("production", "spire", "gateway-api"),
+            "production-cert-manager-csi": ("production", "cert-manager-csi", "ingress")}
 PUBLIC_HOST = Value("(urlParse .Values.publicUrl).host")
 PUBLIC_CONFIG_MAP = Value(
     f'printf "%s-%s" "{deploy_public.PUBLIC_CONFIG_MAP}" (.Values.publicUrl | sha256sum | trunc 10)')
@@ -61,6 +86,9 @@ PLAIN_SETTINGS = {
                          "nameClaim": "OIDC_NAME_CLAIM", "providerName": "OIDC_PROVIDER_NAME"}),
 }
 OPTIONAL_SECRET_SETTINGS = {"model_api_key", "oidc_client_secret"}  # empty: that feature is off
+# The local profile renders no way in: the schema refuses one rather than render half of it.
+LOCAL_HAS_NO_WAY_IN = {"if": {"properties": {"profile": {"const": "local"}}},
+                       "then": {"properties": {"publicAccess": {"properties": {"via": {"const": "none"}}}}}}
 NAMESPACE_CHECK = (f'{{{{- if ne .Release.Namespace "{NAMESPACE}" }}}}{{{{ fail "install Tessera into the namespace '
                    f'{NAMESPACE} (helm install -n {NAMESPACE}): its services\' SPIFFE ids and policies name it" }}}}'
                    "{{- end }}\n")
@@ -68,24 +96,38 @@ NAMESPACE_CHECK = (f'{{{{- if ne .Release.Namespace "{NAMESPACE}" }}}}{{{{ fail 
 
 class Values:
     """The chart's values: each `take` is a place in the templates that reads `.Values.<path>`, defaulting to what
-    the overlays render there."""
+    the production overlay renders there. Taken while the local profile is composed (`local`), a value the local
+    overlay renders differently goes into its values file instead."""
 
     def __init__(self) -> None:
         self.defaults: dict = {}
+        self.local_settings: dict = {}
+        self.local = False
 
     def take(self, path: str, default: object, pipe: str = "") -> Value:
-        node = self.defaults
         *parents, leaf = path.split(".")
-        for part in parents:
-            node = node.setdefault(part, {})
-        if leaf in node and node[leaf] != default:
-            raise ValueError(f"{path}: two defaults, {node[leaf]!r} and {default!r}")
-        node[leaf] = copy.deepcopy(default)
+        known = _node(self.defaults, parents)
+        if self.local and leaf in known and known[leaf] != default:
+            found = _node(self.local_settings, parents)
+            if found.get(leaf, default) != default:
+                raise ValueError(f"{path}: two local settings, {found[leaf]!r} and {default!r}")
+            found[leaf] = copy.deepcopy(default)
+        elif leaf in known and known[leaf] != default:
+            raise ValueError(f"{path}: two defaults, {known[leaf]!r} and {default!r}")
+        else:
+            known[leaf] = copy.deepcopy(default)
         return Value(f".Values.{path}{pipe}")
 
     def required(self, path: str, why: str) -> Value:
+        """A value that must be set where it is read (it has no default that works)."""
         self.take(path, "")
         return Value(f"required {json.dumps(f'{path}: {why}')} .Values.{path}")
+
+
+def _node(tree: dict, path: list[str]) -> dict:
+    for part in path:
+        tree = tree.setdefault(part, {})
+    return tree
 
 
 # -- the settings a chart user sets ----------------------------------------------------------------------------
@@ -98,8 +140,8 @@ def _container(obj: dict, name: str) -> dict:
 def _images(obj: dict, values: Values) -> object:
     """The release image (and how it is pulled) from `image`, in every container that runs it."""
     def released(found: dict) -> dict:
-        if found.get("image") == RELEASE_IMAGE:
-            repository, tag = RELEASE_IMAGE.rsplit(":", 1)
+        if found.get("image") in (RELEASE_IMAGE, f"{IMAGE}:{IMAGE_TAG}"):  # production's; local's, built here
+            repository, tag = found["image"].rsplit(":", 1)
             values.take("image.repository", repository)
             values.take("image.tag", tag)
             found["image"] = Value('printf "%s:%s" .Values.image.repository .Values.image.tag')
@@ -139,12 +181,27 @@ def _service(obj: dict, values: Values) -> None:
 
 
 def _migrate_job(obj: dict, values: Values) -> None:
-    service = obj["metadata"]["labels"]["tessera.dev/database"]
+    service = obj["metadata"]["labels"][DATABASE_LABEL]
     obj["metadata"]["annotations"] = _hook(0)
     for volume in obj["spec"]["template"]["spec"]["volumes"]:
         if "secret" in volume:
             volume["secret"]["secretName"] = values.take(f"migrations.{service}.secret.name",
                                                          volume["secret"]["secretName"])
+
+
+def _egress_peers(obj: dict, values: Values) -> None:
+    """Egress the policies leave open to any address (PostgreSQL; HTTPS outside the cluster) narrowed to the peers the
+    operator lists (NetworkPolicy peers: ipBlocks for a managed database or a provider's ranges, or selectors for a
+    database inside the cluster); none listed: any address, as the overlays render."""
+    name = obj["metadata"]["name"]
+    if name.endswith(POSTGRESQL_POLICY_SUFFIX):
+        path = "egress.postgresql"
+    elif name.endswith(HTTPS_POLICY_SUFFIX):
+        path = f"egress.https.{name.removesuffix(HTTPS_POLICY_SUFFIX)}"
+    else:
+        return
+    rule, = obj["spec"]["egress"]
+    obj["spec"]["egress"] = [{"to": When(f".Values.{path}", values.take(path, [])), **rule}]
 
 
 def _secret(path: str, name: str, files: dict[str, Value], hook: bool = False) -> When:
@@ -182,10 +239,12 @@ def _secrets(values: Values) -> list[When]:
     return made
 
 
-def chart_objects(provider: str, way: str, values: Values) -> list:
-    """The production composition for `provider` and `way` in, with the chart's values in place."""
+def chart_objects(profile: str, provider: str, way: str, values: Values) -> list:
+    """The composition for `profile` (in production with `provider` and `way` in), with the chart's values in
+    place."""
     made: list = []
-    for obj in production(provider, way):
+    values.local = profile == "local"
+    for obj in local() if values.local else production(provider, way):
         obj = _public(_images(obj, values))  # rebuilt: the composition's objects are not changed below
         kind, name = obj["kind"], obj["metadata"]["name"]
         if kind == "ConfigMap" and name == deploy_public.PUBLIC_CONFIG_MAP:
@@ -196,10 +255,12 @@ def chart_objects(provider: str, way: str, values: Values) -> list:
         elif kind == "HorizontalPodAutoscaler":
             for bound in ("minReplicas", "maxReplicas"):
                 obj["spec"][bound] = values.take(f"services.{name}.{bound}", obj["spec"][bound])
-        elif kind == "Job":
+        elif kind == "Job" and DATABASE_LABEL in obj["metadata"]["labels"]:
             _migrate_job(obj, values)
         elif kind == "ServiceAccount" and name == MIGRATE:
             obj["metadata"]["annotations"] = _hook(-1)
+        elif kind == "NetworkPolicy":
+            _egress_peers(obj, values)
         elif kind == "Certificate":
             obj["spec"]["issuerRef"] = values.take("publicAccess.certificateIssuer", obj["spec"]["issuerRef"])
         elif kind == "Gateway":
@@ -215,12 +276,20 @@ def chart_objects(provider: str, way: str, values: Values) -> list:
 # -- one set of templates for every provider and way in ---------------------------------------------------------
 
 
-def condition(having: set[tuple[str, str]], within: set[tuple[str, str]]) -> str:
+Combination = tuple[str, ...]
+
+
+def condition(having: set[Combination], within: set[Combination]) -> str:
     """A template condition true for the combinations in `having` and false for the rest of `within` (outside
-    `within` it does not matter): one test per dimension where that suffices, else one per combination."""
+    `within` it does not matter): one test per dimension where that suffices, leaving out each dimension it need
+    not name, else one test per combination."""
     chosen = [sorted({combination[index] for combination in having}, key=options.index)
               for index, (_, options) in enumerate(DIMENSIONS)]
     if set(product(*chosen)) & within == having:
+        for index, (_, options) in enumerate(DIMENSIONS):
+            wider = [*chosen[:index], list(options), *chosen[index + 1:]]
+            if set(product(*wider)) & within == having:
+                chosen = wider
         tests = [_one_of(expression, values) for (expression, options), values in zip(DIMENSIONS, chosen, strict=True)
                  if len(values) < len(options)]
         return tests[0] if len(tests) == 1 else "and " + " ".join(f"({test})" for test in tests)
@@ -263,7 +332,7 @@ def _ordered(lists: list[list]) -> list:
     return order
 
 
-def unify(variants: dict[tuple[str, str], object]) -> object:
+def unify(variants: dict[Combination, object]) -> object:
     """One template value for the value each combination has: shared parts once, the rest under conditions."""
     values = list(variants.values())
     within = set(variants)
@@ -289,7 +358,7 @@ def _part(having: dict, within: set, whole: bool = False) -> object:
     return value if set(having) == within else When(condition(set(having), within), value)
 
 
-def _cases(variants: dict[tuple[str, str], object]) -> object:
+def _cases(variants: dict[Combination, object]) -> object:
     groups: list[tuple[object, set]] = []
     for combination, value in variants.items():
         group = next((g for g in groups if g[0] == value), None)
@@ -323,16 +392,20 @@ def templates(values: Values) -> list:
 # -- the chart's files ------------------------------------------------------------------------------------------
 
 FILES = {  # template file → the kinds it holds
-    "workloads.yaml": {"ServiceAccount", "Deployment", "Service", "PodDisruptionBudget", "HorizontalPodAutoscaler"},
+    "workloads.yaml": {"ServiceAccount", "Deployment", "StatefulSet", "Service", "PodDisruptionBudget",
+                       "HorizontalPodAutoscaler"},
     "networkpolicies.yaml": {"NetworkPolicy"},
     "config.yaml": {"ConfigMap"},
     "secrets.yaml": {"Secret"},
-    "migrations.yaml": {"Job"},
+    "jobs.yaml": {"Job"},
     "identity.yaml": {"Role", "RoleBinding", "Issuer", "CertificateRequestPolicy", "ClusterSPIFFEID"},
     "public.yaml": {"Ingress", "Gateway", "HTTPRoute", "Certificate"},
 }
 
 DESCRIPTIONS = {
+    "profile": "production: PostgreSQL outside, identities from identity.provider, a way in, two replicas or more; "
+               "local: one machine (PostgreSQL inside, certificates from `tessera certs` in each service's Secret, "
+               "images built there), as ci/local-values.yaml sets it.",
     "image": "The release image every Tessera container runs (pin the digest in your registry).",
     "publicUrl": "The one address people and outside agents reach Tessera at, https://<host> in lower case: the way "
                  "in and its certificate, web's allowed host and Secure cookies, the passkey origin and the MCP "
@@ -348,13 +421,18 @@ DESCRIPTIONS = {
              "the setting model_api_key in the agent's Secret. Empty values leave the agent's defaults.",
     "web": "OpenID Connect sign-in (services/web/config.py): empty values leave web's defaults.",
     "capabilities": "Page origins allowed to sign approvals with passkeys; empty: the public URL's origin.",
+    "egress": "Where pods may open connections the NetworkPolicies otherwise allow to any address, as NetworkPolicy "
+              "peers (e.g. {ipBlock: {cidr: 10.20.0.0/16}}): postgresql for every pod that reaches PostgreSQL, https "
+              "per service that reaches a provider outside (the model, the OpenID or OAuth server, outside MCP "
+              "servers). Empty: any address.",
     "migrations": "Per database, the Secret of its migrate Job: the migrator role's URL "
                   "(tessera_<service>_migrator_url).",
 }
 
 
 def _values_text(defaults: dict) -> str:
-    lines = [HEADER.rstrip(), "# Defaults render what deploy/k8s/overlays/production renders (but its Namespace)."]
+    lines = [HEADER.rstrip(), "# Defaults render what deploy/k8s/overlays/production renders (but its Namespace); "
+                              "ci/ holds each overlay's values."]
     for key, value in defaults.items():
         lines += ["", *textwrap.wrap(DESCRIPTIONS[key], 116, initial_indent="# ", subsequent_indent="# ")]
         lines += documents("", [{key: value}]).splitlines()[1:]
@@ -366,6 +444,8 @@ def _schema(value: object, path: str) -> dict:
         return {"type": "string", "pattern": "^https://[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$"}
     if path == "identity.provider":
         return {"enum": list(PROVIDERS)}
+    if path == "profile":
+        return {"enum": list(PROFILES)}
     if path == "publicAccess.via":
         return {"enum": list(WAYS_IN)}
     if path == "image.pullPolicy":
@@ -383,6 +463,8 @@ def _schema(value: object, path: str) -> dict:
         return {"type": "boolean"}
     if isinstance(value, int):
         return {"type": "integer", "minimum": 1}
+    if path.startswith("egress."):
+        return {"type": "array", "items": {"type": "object", "minProperties": 1}}
     if isinstance(value, list):
         return {"type": "array", "items": {"type": "string"}}
     return {"type": "string"}
@@ -392,11 +474,11 @@ def render_chart() -> dict[str, str]:
     """Path under the repository → text: Chart.yaml, values.yaml, values.schema.json, the templates and one values
     file per production overlay (ci/)."""
     values = Values()
-    values.take("identity.provider", PROVIDERS[0])  # the two the templates' conditions read, first in their sections
-    values.take("publicAccess.via", WAYS_IN[0])
+    for (path, options) in DIMENSIONS:  # what the templates' conditions read, first in their sections
+        values.take(path.removeprefix(".Values."), options[0])
     objects = templates(values)
-    order = ["image", "publicUrl", "identity", "publicAccess", "services", "agent", "web", "capabilities",
-             "migrations"]
+    order = ["profile", "image", "publicUrl", "identity", "publicAccess", "services", "agent", "web", "capabilities",
+             "egress", "migrations"]
     defaults = {key: values.defaults[key] for key in order}
     assert set(defaults) == set(values.defaults), set(values.defaults) - set(defaults)
     files = {
@@ -407,7 +489,7 @@ def render_chart() -> dict[str, str]:
             sort_keys=False),
         f"{CHART}/values.yaml": _values_text(defaults),
         f"{CHART}/values.schema.json": json.dumps({"$schema": "https://json-schema.org/draft-07/schema#",
-                                                   **_schema(defaults, "")}, indent=2) + "\n",
+                                                   **_schema(defaults, ""), **LOCAL_HAS_NO_WAY_IN}, indent=2) + "\n",
     }
     for name, kinds in FILES.items():
         chosen = [obj for obj in objects if _identity(obj)[0] in kinds]
@@ -415,10 +497,13 @@ def render_chart() -> dict[str, str]:
                                                        chosen)
     placed = {kind for kinds in FILES.values() for kind in kinds}
     assert all(_identity(obj)[0] in placed for obj in objects), "an object kind without a template file"
-    for overlay, (provider, way) in OVERLAYS.items():
+    for overlay, (profile, provider, way) in OVERLAYS.items():
+        settings = {"profile": profile, "identity": {"provider": provider}, "publicAccess": {"via": way},
+                    "publicUrl": EXAMPLE_PUBLIC_URL}
+        if profile == "local":
+            settings = {"profile": profile, "publicAccess": {"via": way}, **values.local_settings}
         files[f"{CHART}/ci/{overlay}-values.yaml"] = (
             HEADER + f"# What deploy/k8s/overlays/{overlay} renders (a test holds them equal).\n"
-            + documents("", [{"identity": {"provider": provider}, "publicAccess": {"via": way},
-                              "publicUrl": EXAMPLE_PUBLIC_URL}]).removeprefix("---\n"))
+            + documents("", [settings]).removeprefix("---\n"))
     return files
 

@@ -23,9 +23,11 @@ from cli import deploy_identity, deploy_migrations, deploy_public
 from cli import deploy_mcp_servers as mcp_servers
 from cli.deploy_mcp_servers import POLICY_CONFIG_MAP, POLICY_KEY, POLICY_MOUNT
 from cli.deploy_objects import (
+    HTTPS_POLICY_SUFFIX,
     IMAGE,
     IMAGE_TAG,
     POSTGRES_PORT,
+    POSTGRESQL_POLICY_SUFFIX,
     SECRET_MOUNT,
     generated_header,
     hardened_container_security,
@@ -280,11 +282,11 @@ def network_policies(edges: set[tuple[str, str]], tool_policy: dict) -> list[dic
         https_egress[mcp_servers.BROKER] = f"the MCP servers {', '.join(outside)} (deploy/policy/tools.yaml)"
     for spec in SPECS.values():
         if spec.database:
-            policies.append(network_policy(f"{spec.name}-to-postgresql", selector(spec.name), None,
+            policies.append(network_policy(spec.name + POSTGRESQL_POLICY_SUFFIX, selector(spec.name), None,
                                            [{"ports": tcp(POSTGRES_PORT)}],
                                            f"{spec.name} reaches PostgreSQL (its own database or the warehouse)"))
         if spec.name in https_egress:
-            policies.append(network_policy(f"{spec.name}-https-egress", selector(spec.name), None,
+            policies.append(network_policy(spec.name + HTTPS_POLICY_SUFFIX, selector(spec.name), None,
                                            [{"ports": tcp(443)}], f"{spec.name} reaches {https_egress[spec.name]}"))
         if spec.browsers:
             policies.append(network_policy(f"browsers-to-{spec.name}", selector(spec.name),

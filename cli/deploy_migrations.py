@@ -14,6 +14,7 @@ from cli.deploy_objects import (
     IMAGE_TAG,
     NAMESPACE,
     POSTGRES_PORT,
+    POSTGRESQL_POLICY_SUFFIX,
     SECRET_MOUNT,
     hardened_container_security,
     hardened_pod_security,
@@ -25,6 +26,7 @@ from cli.deploy_objects import (
 )
 
 MIGRATE = "migrate"  # the Jobs' ServiceAccount and name label
+DATABASE_LABEL = "tessera.dev/database"  # on a Job and its pod: the service whose database it migrates
 JOB_KEPT_SECONDS = 300  # long enough to read its log with kubectl; then gone, so a new release can run it again
 ATTEMPTS = 6  # a database still starting, or failing over: retried with the Job's growing back-off (about 6 min)
 
@@ -56,7 +58,7 @@ def _job(service: str) -> dict:
         "volumeMounts": [{"name": "migrator", "mountPath": SECRET_MOUNT, "readOnly": True},
                          {"name": "tmp", "mountPath": "/tmp"}],
     }
-    pod_labels = {**labels(MIGRATE), "tessera.dev/database": service}
+    pod_labels = {**labels(MIGRATE), DATABASE_LABEL: service}
     return {
         "apiVersion": "batch/v1", "kind": "Job",
         "metadata": {"name": job_name(service), "labels": pod_labels},
@@ -87,7 +89,7 @@ def objects(services: list[str]) -> list[dict]:
     """The ServiceAccount, a Job per service, and their one way out: PostgreSQL (DNS comes with every pod). In
     Tessera's namespace by name: a component's own objects do not get the base's namespace."""
     made = [service_account(MIGRATE), *(_job(service) for service in services),
-            network_policy(f"{MIGRATE}-to-postgresql", selector(MIGRATE), None, [{"ports": tcp(POSTGRES_PORT)}],
+            network_policy(MIGRATE + POSTGRESQL_POLICY_SUFFIX, selector(MIGRATE), None, [{"ports": tcp(POSTGRES_PORT)}],
                            "the migrate Jobs reach PostgreSQL (each its own service's database), nothing else")]
     for item in made:
         item["metadata"] = {"name": item["metadata"]["name"], "namespace": NAMESPACE,

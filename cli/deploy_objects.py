@@ -15,6 +15,8 @@ UID = 10001
 NAME_LABEL = "app.kubernetes.io/name"
 SECRET_MOUNT = "/etc/tessera/secret"  # where a pod mounts its own Secret (TESSERA_SECRETS_DIR, TESSERA_CERT_DIR)
 POSTGRES_PORT = 5432
+POSTGRESQL_POLICY_SUFFIX = "-to-postgresql"  # NetworkPolicy <pod>-to-postgresql: egress to PostgreSQL, any address
+HTTPS_POLICY_SUFFIX = "-https-egress"  # NetworkPolicy <service>-https-egress: egress to HTTPS outside, any address
 
 
 def setting_file(name: str, setting: str) -> str:

@@ -11,12 +11,16 @@ from pathlib import Path
 import pytest
 import yaml
 
+from cli import deploy
 from cli.deploy_compose import production, strategic_merge
 from cli.deploy_helm import CHART, COMBINATIONS, MIGRATION_HOOK, OVERLAYS, PLAIN_SETTINGS, condition, unify
+from cli.deploy_manifests import contract_edges
 from cli.deploy_migrations import MIGRATE, job_name
 from cli.deploy_objects import NAMESPACE, rewritten, setting_file
 from cli.helm_text import Switch, Value, When, documents
+from shared.config import DEFAULT_PORTS
 from shared.paths import REPO_ROOT
+from tests.contract.test_deploy_manifests import computed_connectivity, declared_extras
 
 TOOLS = REPO_ROOT / ".venv-deploy" / "bin"
 CHART_DIR = REPO_ROOT / CHART
@@ -78,6 +82,9 @@ def test_the_chart_with_an_overlays_values_renders_what_kustomize_renders(overla
     # The migrate Jobs run before the release's pods, their ServiceAccount made just before them.
     hooks = {(doc["kind"], doc["metadata"]["name"]): doc["metadata"]["annotations"] for doc in _docs(helm.stdout)
              if "helm.sh/hook" in doc["metadata"].get("annotations", {})}
+    if overlay == "local":  # the services migrate themselves
+        assert hooks == {}
+        return
     assert {kind for kind, _ in hooks} == {"Job", "ServiceAccount"} and ("ServiceAccount", MIGRATE) in hooks
     assert all(a["helm.sh/hook"] == MIGRATION_HOOK for a in hooks.values())
     assert all(int(a["helm.sh/hook-weight"]) < int(hooks[("Job", job_name(service))]["helm.sh/hook-weight"])
@@ -86,10 +93,9 @@ def test_the_chart_with_an_overlays_values_renders_what_kustomize_renders(overla
 
 
 def test_the_default_values_are_the_production_overlays():
-    assert yaml.safe_load((CHART_DIR / "ci" / "production-values.yaml").read_text()) == {
-        key: value for key, value in yaml.safe_load((CHART_DIR / "values.yaml").read_text()).items()
-        if key in ("identity", "publicAccess", "publicUrl")} | {"identity": {"provider": "csi-driver-spiffe"},
-                                                                "publicAccess": {"via": "ingress"}}
+    defaults = yaml.safe_load((CHART_DIR / "values.yaml").read_text())
+    assert (defaults["profile"], defaults["identity"]["provider"], defaults["publicAccess"]["via"]) == \
+        OVERLAYS["production"]
     assert helm_template().stdout == helm_template("-f", str(CHART_DIR / "ci" / "production-values.yaml")).stdout
 
 
@@ -115,6 +121,8 @@ SET_EVERYTHING = {
     "agent": {"model": {"url": "https://models.acme.test/v1", "name": "acme-large"}},
     "web": {"oidc": {"issuer": "https://login.acme.test", "clientId": "tessera", "tenant": "acme"}},
     "capabilities": {"webauthnOrigins": ["https://data.acme.test", "https://approvals.acme.test"]},
+    "egress": {"postgresql": [{"ipBlock": {"cidr": "10.20.0.0/16"}}],
+               "https": {"agent": [{"ipBlock": {"cidr": "203.0.113.0/24"}}]}},
     "migrations": {"host": {"secret": {"create": True, "migratorUrl": "postgresql+psycopg://migrator:pw@db/host"}}},
 }
 
@@ -182,6 +190,28 @@ def test_a_rendering_with_every_value_set_passes_the_projects_checks_and_kuberne
     assert validate.returncode == 0, validate.stdout + validate.stderr
 
 
+def test_the_analyzer_finds_the_caller_table_and_egress_narrowed_to_the_listed_peers(set_everything, tmp_path):
+    """network-config-analyzer on the chart with every value set: between workloads exactly the contract's edges
+    (and the broker's MCP servers); PostgreSQL reached only in the listed range, the agent's HTTPS only in its
+    own; web's and the MCP front's HTTPS, not narrowed, anywhere."""
+    path, objects = set_everything
+    workloads = {name for kind, name in objects if kind in ("Deployment", "StatefulSet", "Job")}
+    allowed = computed_connectivity(path, tmp_path)
+    between = {edge for edge in allowed if edge[0] in workloads and edge[1] in workloads}
+    assert between == {(caller, callee, "TCP", str(DEFAULT_PORTS[callee])) for caller, callee in contract_edges()} \
+        | declared_extras("production")
+    reached = {}
+    for source, destination, _, ports in allowed:
+        if source in workloads and destination not in workloads and ports in ("443", "5432"):
+            reached.setdefault((source, ports), set()).add(destination)
+    databases = {name for (name, ports) in reached if ports == "5432"}
+    assert databases == {"host", "capabilities", "resources", *(job_name(n) for n in ("host", "capabilities",
+                                                                                         "resources"))}
+    assert all(reached[(name, "5432")] == {"10.20.0.0-10.20.255.255"} for name in databases)
+    assert reached[("agent", "443")] == {"203.0.113.0-203.0.113.255"}
+    assert "0.0.0.0-169.254.20.9" in reached[("web", "443")] and "0.0.0.0-169.254.20.9" in reached[("mcp", "443")]
+
+
 def test_no_way_in_renders_no_ingress_gateway_or_certificate(tmp_path):
     result = helm_template("-f", _values_file(tmp_path, {"publicAccess": {"via": "none"}}))
     assert result.returncode == 0, result.stderr
@@ -197,6 +227,7 @@ def test_no_way_in_renders_no_ingress_gateway_or_certificate(tmp_path):
     ({"services": {"agent": {"minReplicas": 0}}}, "/services/agent/minReplicas"),
     ({"services": {"host": {"replicas": "two"}}}, "/services/host/replicas"),
     ({"agent": {"model": {"protocol": "anthropic"}}}, "/agent/model/protocol"),
+    ({"profile": "local"}, "/publicAccess/via"),  # the local profile has no way in: asked for one, it says so
     ({"services": {"resources": {"secret": {"create": True}}}},
      "services.resources.secret.settings.warehouse_url"),
     ({"migrations": {"host": {"secret": {"create": True}}}}, "migrations.host.secret.migratorUrl"),
@@ -205,6 +236,16 @@ def test_bad_values_are_refused_by_name_before_anything_renders(tmp_path, values
     result = helm_template("-f", _values_file(tmp_path, values))
     assert result.returncode != 0 and result.stdout == ""
     assert named in result.stderr, result.stderr
+
+
+def test_a_template_the_generator_no_longer_makes_is_named_and_removed(tmp_path, capsys):
+    assert deploy.render(check=False, root=tmp_path) == 0
+    leftover = tmp_path / CHART / "templates" / "renamed-since.yaml"
+    leftover.write_text("kind: ConfigMap\n")
+    assert deploy.render(check=True, root=tmp_path) == 1
+    assert f"{CHART}/templates/renamed-since.yaml" in capsys.readouterr().err
+    assert deploy.render(check=False, root=tmp_path) == 0 and not leftover.exists()
+    assert deploy.render(check=True, root=tmp_path) == 0
 
 
 def test_another_namespace_is_refused_with_the_reason(tmp_path):
@@ -234,17 +275,20 @@ def test_the_compositions_differ_only_where_the_provider_or_the_way_in_does():
 
 def test_a_condition_names_only_the_dimensions_that_differ():
     everything = set(COMBINATIONS)
-    spire = {c for c in everything if c[0] == "spire"}
-    assert condition(spire, everything) == 'eq .Values.identity.provider "spire"'
-    both = {c for c in everything if c[0] != "cert-manager-csi" and c[1] == "ingress"}
+    spire = {c for c in everything if c[:2] == ("production", "spire")}
+    assert condition(spire, everything) == \
+        'and (eq .Values.profile "production") (eq .Values.identity.provider "spire")'
+    # The local profile has no way in, so "ingress" alone already means production.
+    both = {c for c in everything if c[0] == "production" and c[1] != "cert-manager-csi" and c[2] == "ingress"}
     assert condition(both, everything) == ('and (has .Values.identity.provider (list "csi-driver-spiffe" "spire")) '
                                            '(eq .Values.publicAccess.via "ingress")')
-    odd = {("spire", "ingress"), ("csi-driver-spiffe", "none")}
+    assert condition({c for c in everything if c[0] == "local"}, everything) == 'eq .Values.profile "local"'
+    odd = {("production", "spire", "ingress"), ("production", "csi-driver-spiffe", "none")}
     assert condition(odd, everything).startswith("or (and ")
 
 
 def test_unify_keeps_what_is_shared_once_and_puts_the_rest_under_conditions():
-    a, b = ("csi-driver-spiffe", "ingress"), ("spire", "ingress")
+    a, b = ("production", "csi-driver-spiffe", "ingress"), ("production", "spire", "ingress")
     joined = unify({a: {"env": [{"name": "X", "value": "1"}, {"name": "T", "value": "bridge"}], "k": 1},
                     b: {"env": [{"name": "X", "value": "1"}], "k": 2}})
     assert joined["env"][0] == {"name": "X", "value": "1"}

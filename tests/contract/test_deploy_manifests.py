@@ -489,7 +489,7 @@ def _mcp_workloads() -> set[str]:
 LOCAL_DATABASE_CLIENTS = ("host", "capabilities", "resources", "seed-warehouse")
 
 
-def _declared_extras(overlay: str) -> set[tuple[str, str, str, str]]:
+def declared_extras(overlay: str) -> set[tuple[str, str, str, str]]:
     """Edges between workloads that the contracts do not declare: the broker's MCP servers, and the local overlay's
     database."""
     extras = {("capabilities", server, "TCP", str(MCP_PORT)) for server in _mcp_workloads()}
@@ -509,7 +509,7 @@ def test_the_analyzer_computes_exactly_the_caller_table_between_workloads(render
     allowed = computed_connectivity(rendered[overlay], tmp_path)
     between = {edge for edge in allowed if edge[0] in workloads and edge[1] in workloads}
     expected = {(caller, callee, "TCP", str(DEFAULT_PORTS[callee])) for caller, callee in contract_edges()}
-    assert between == expected | _declared_extras(overlay)
+    assert between == expected | declared_extras(overlay)
     outward = {(source, protocol, ports) for source, destination, protocol, ports in allowed
                if source in workloads and destination not in workloads}
     servers = _mcp_workloads()

@@ -1,6 +1,7 @@
 """`make k8s-smoke`: the local overlay as real pods under `podman kube play`, end to end.
 
-Renders overlays/local with kubectl kustomize, creates the Secrets, plays the pods on a network
+Renders the Helm chart with the local overlay's values (helm template; tests/contract/test_deploy_helm.py holds that
+equal to `kubectl kustomize overlays/local`), creates the Secrets, plays the pods on a network
 of their own (each pod its own network namespace, DNS by pod name), waits until every pod is
 ready, asks a demo question through web's API from outside the pods and checks the committed
 surface's rows against SQL on the warehouse, proves a forbidden edge is refused across pods,
@@ -56,7 +57,8 @@ pytestmark = pytest.mark.skipif(os.environ.get("TESSERA_K8S_SMOKE") != "1",
                                 reason="the Kubernetes smoke test runs with `make k8s-smoke` (podman, root, images)")
 
 NETWORK = "tessera-smoke"
-KUBECTL = REPO_ROOT / ".venv-deploy" / "bin" / "kubectl"
+HELM = REPO_ROOT / ".venv-deploy" / "bin" / "helm"
+CHART = REPO_ROOT / "deploy" / "helm" / "tessera"
 READY_TIMEOUT = 300.0
 
 
@@ -158,7 +160,8 @@ def test_the_local_overlay_runs_as_real_pods(tmp_path):
     issue_deployment(certs)  # as `tessera certs` issues them: the SPIFFE id and its derived DNS name
     secrets = local_secrets(certs, tmp_path / "passwords.json")
     passwords = json.loads((tmp_path / "passwords.json").read_text())
-    rendered = subprocess.run([str(KUBECTL), "kustomize", str(REPO_ROOT / "deploy/k8s/overlays/local")],
+    rendered = subprocess.run([str(HELM), "template", "tessera", str(CHART), "-n", "tessera",
+                               "-f", str(CHART / "ci" / "local-values.yaml")],
                               capture_output=True, text=True, check=True, timeout=120).stdout
     pods = for_podman([doc for doc in yaml.safe_load_all(rendered) if doc])
     manifest = tmp_path / "local-podman.yaml"
