@@ -46,9 +46,9 @@ def scalar(value: object) -> str:
     if isinstance(value, Value):
         return _action(f"{value.expression} | toJson")
     if isinstance(value, str) and ("{{" in value or "}}" in value):
-        return _action(f"{json.dumps(value)} | toJson")  # a Go string literal: printed, not run
+        return _action(f"{json.dumps(value, ensure_ascii=False)} | toJson")  # a Go string literal: printed, not run
     if isinstance(value, str) and "\n" in value:
-        return json.dumps(value)
+        return json.dumps(value, ensure_ascii=False)  # no \u escapes: YAML and Go read no surrogate pairs
     return yaml.safe_dump(value, default_flow_style=True, width=1 << 30).strip().removesuffix("\n...")
 
 

@@ -1,9 +1,11 @@
-"""The Helm chart deploy/helm/tessera: with a production overlay's settings `helm template` renders the objects
-`kubectl kustomize` renders for that overlay; the values a chart user sets land where they should and keep the
-checks green; bad values are refused by name before anything is rendered."""
+"""The Helm chart deploy/helm/tessera: with an overlay's settings `helm template` renders the objects `kubectl
+kustomize` renders for that overlay, and in every other combination what the Python composition holds; the values a
+chart user sets land where they should and keep the checks green; bad or missing values are refused by name before
+anything is rendered."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -11,13 +13,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cli import deploy
-from cli.deploy_compose import production, strategic_merge
-from cli.deploy_helm import CHART, COMBINATIONS, MIGRATION_HOOK, OVERLAYS, PLAIN_SETTINGS, condition, unify
+from cli import deploy, deploy_public
+from cli.deploy_compose import EXAMPLE_PUBLIC_URL, local, production, strategic_merge
+from cli.deploy_helm import CHART, COMBINATIONS, DIMENSIONS, MIGRATION_HOOK, OVERLAYS, PLAIN_SETTINGS, SEED_HOOK
 from cli.deploy_manifests import contract_edges
 from cli.deploy_migrations import MIGRATE, job_name
 from cli.deploy_objects import NAMESPACE, rewritten, setting_file
 from cli.helm_text import Switch, Value, When, documents
+from cli.helm_unify import Joiner, condition
 from shared.config import DEFAULT_PORTS
 from shared.paths import REPO_ROOT
 from tests.contract.test_deploy_manifests import computed_connectivity, declared_extras
@@ -26,6 +29,7 @@ TOOLS = REPO_ROOT / ".venv-deploy" / "bin"
 CHART_DIR = REPO_ROOT / CHART
 # ConfigMaps named after their content: kustomize's hash and the chart's differ (cli/deploy_helm.py).
 HASHED = re.compile(r"^(tessera-public|capabilities-tool-policy)-[a-z0-9]{10}$")
+DATABASES = ("host", "resources", "capabilities")
 
 
 def _tool(name: str) -> str:
@@ -44,10 +48,14 @@ def helm_template(*args: str, namespace: str = NAMESPACE) -> subprocess.Complete
                           capture_output=True, text=True, timeout=120)
 
 
-def _values_file(tmp_path: Path, values: dict) -> str:
-    path = tmp_path / "values.yaml"
+def _values_file(tmp_path: Path, values: dict, name: str = "values.yaml") -> str:
+    path = tmp_path / name
     path.write_text(yaml.safe_dump(values))
     return str(path)
+
+
+def _overlay_values(overlay: str) -> str:
+    return str(CHART_DIR / "ci" / f"{overlay}-values.yaml")
 
 
 def _without_content_hash(value: object) -> object:
@@ -66,46 +74,95 @@ def _by_identity(objects: list[dict]) -> dict[tuple[str, str], dict]:
     return {(obj["kind"], obj["metadata"]["name"]): obj for obj in map(_without_content_hash, objects)}
 
 
+def _hooks(rendered: str) -> dict[tuple[str, str], dict[str, str]]:
+    return {(doc["kind"], doc["metadata"]["name"]): doc["metadata"]["annotations"] for doc in _docs(rendered)
+            if "helm.sh/hook" in doc["metadata"].get("annotations", {})}
+
+
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_the_chart_with_an_overlays_values_renders_what_kustomize_renders(overlay):
     kustomized = subprocess.run([_tool("kubectl"), "kustomize", str(REPO_ROOT / "deploy/k8s/overlays" / overlay)],
                                 capture_output=True, text=True, timeout=120)
     assert kustomized.returncode == 0, kustomized.stderr
-    helm = helm_template("-f", str(CHART_DIR / "ci" / f"{overlay}-values.yaml"))
+    helm = helm_template("-f", _overlay_values(overlay))
     assert helm.returncode == 0, helm.stderr
-    # The chart's documented differences: no Namespace, its own content hashes, the migrate Jobs as hooks.
+    # The chart's documented differences: no Namespace, its own content hashes, Jobs as hooks.
     expected = _by_identity([doc for doc in _docs(kustomized.stdout) if doc["kind"] != "Namespace"])
     rendered = _by_identity([_without_hooks(doc) for doc in _docs(helm.stdout)])
     assert sorted(rendered) == sorted(expected)
     different = [identity for identity in expected if rendered[identity] != expected[identity]]
     assert different == []
-    # The migrate Jobs run before the release's pods, their ServiceAccount made just before them.
-    hooks = {(doc["kind"], doc["metadata"]["name"]): doc["metadata"]["annotations"] for doc in _docs(helm.stdout)
-             if "helm.sh/hook" in doc["metadata"].get("annotations", {})}
-    if overlay == "local":  # the services migrate themselves
-        assert hooks == {}
-        return
-    assert {kind for kind, _ in hooks} == {"Job", "ServiceAccount"} and ("ServiceAccount", MIGRATE) in hooks
+
+
+def test_migrate_jobs_run_before_the_pods_with_what_they_need_made_just_before_them(tmp_path):
+    created = {"migrations": {service: {"secret": {"create": True, "migratorUrl": f"postgresql://m@db/{service}"}}
+                              for service in DATABASES}}
+    helm = helm_template("-f", _overlay_values("production"), "-f", _values_file(tmp_path, created))
+    assert helm.returncode == 0, helm.stderr
+    hooks = _hooks(helm.stdout)
+    jobs = {name for kind, name in hooks if kind == "Job"}
+    assert jobs == {job_name(service) for service in DATABASES}
+    before = set(hooks) - {("Job", name) for name in jobs}
+    assert before == {("ServiceAccount", MIGRATE), ("NetworkPolicy", f"{MIGRATE}-to-postgresql"),
+                      *(("Secret", f"{MIGRATE}-{service}") for service in DATABASES)}
     assert all(a["helm.sh/hook"] == MIGRATION_HOOK for a in hooks.values())
-    assert all(int(a["helm.sh/hook-weight"]) < int(hooks[("Job", job_name(service))]["helm.sh/hook-weight"])
-               for service in ("host", "resources", "capabilities") for (kind, _), a in hooks.items()
-               if kind != "Job")
+    assert max(int(hooks[h]["helm.sh/hook-weight"]) for h in before) < \
+        min(int(hooks[("Job", name)]["helm.sh/hook-weight"]) for name in jobs)
+    # What holds the migrator's password goes once the Jobs succeeded; the Jobs stay for their logs (their TTL).
+    assert all("hook-succeeded" in hooks[h]["helm.sh/hook-delete-policy"] for h in before)
+    assert all(hooks[("Job", name)]["helm.sh/hook-delete-policy"] == "before-hook-creation" for name in jobs)
+    local_hooks = _hooks(helm_template("-f", _overlay_values("local")).stdout)  # the services migrate themselves
+    assert local_hooks == {("Job", "seed-warehouse"): {
+        "helm.sh/hook": SEED_HOOK, "helm.sh/hook-weight": "0", "helm.sh/hook-delete-policy": "before-hook-creation"}}
 
 
-def test_the_default_values_are_the_production_overlays():
+def _composition(combination: tuple[str, str, str]) -> dict[tuple[str, str], dict]:
+    """The Python composition as the chart renders it with the examples' values."""
+    objects = local() if combination[0] == "local" else production(*combination[1:])
+    host = EXAMPLE_PUBLIC_URL.removeprefix("https://")
+    return _by_identity([json.loads(json.dumps(obj).replace(deploy_public.PLACEHOLDER_HOST, host)) for obj in objects])
+
+
+def test_every_combination_renders_its_composition(tmp_path):
+    """The four overlays are compared with kustomize above; here all twelve combinations of profile, provider and way
+    in, each against what cli/deploy_compose.py composes for it."""
+    for combination in COMBINATIONS:
+        profile, provider, way = combination
+        chosen = {"profile": profile, "identity": {"provider": provider}, "publicAccess": {"via": way}}
+        base = _overlay_values("local" if profile == "local" else "production-spire")  # the examples, a class
+        helm = helm_template("-f", base, "-f", _values_file(tmp_path, chosen))
+        assert helm.returncode == 0, (combination, helm.stderr)
+        rendered = _by_identity([_without_hooks(doc) for doc in _docs(helm.stdout)])
+        expected = _composition(combination)
+        assert sorted(rendered) == sorted(expected), combination
+        assert [identity for identity in expected if rendered[identity] != expected[identity]] == [], combination
+
+
+def test_the_default_values_choose_the_production_overlay_and_its_examples_must_be_set(tmp_path):
     defaults = yaml.safe_load((CHART_DIR / "values.yaml").read_text())
     assert (defaults["profile"], defaults["identity"]["provider"], defaults["publicAccess"]["via"]) == \
         OVERLAYS["production"]
-    assert helm_template().stdout == helm_template("-f", str(CHART_DIR / "ci" / "production-values.yaml")).stdout
+    bare = helm_template()
+    assert bare.returncode != 0 and bare.stdout == ""
+    assert "publicUrl: set it" in bare.stderr or "image.repository: set it" in bare.stderr, bare.stderr
+    without_url = helm_template("--set", "image.repository=registry.acme.test/tessera")
+    assert without_url.returncode != 0 and "publicUrl: set it" in without_url.stderr
+    gateway = helm_template("-f", _overlay_values("production"), "--set", "publicAccess.via=gateway-api")
+    assert gateway.returncode != 0 and "publicAccess.gatewayClassName: set it" in gateway.stderr
 
 
 def test_helm_lint_is_clean_for_every_overlays_values():
     for overlay in OVERLAYS:
         result = subprocess.run([_tool("helm"), "lint", "--strict", "-n", NAMESPACE, str(CHART_DIR), "-f",
-                                 str(CHART_DIR / "ci" / f"{overlay}-values.yaml")],
-                                capture_output=True, text=True, timeout=120)
+                                 _overlay_values(overlay)], capture_output=True, text=True, timeout=120)
         assert result.returncode == 0, result.stdout + result.stderr
         assert "0 chart(s) failed" in result.stdout
+
+
+def test_the_chart_renders_as_another_charts_dependency(tmp_path):
+    """Helm hands a dependency `global` values: the closed schema still takes them."""
+    result = helm_template("-f", _overlay_values("production"), "--set", "global.imageRegistry=registry.acme.test")
+    assert result.returncode == 0, result.stderr
 
 
 SET_EVERYTHING = {
@@ -115,11 +172,10 @@ SET_EVERYTHING = {
     "publicAccess": {"via": "ingress", "ingressClassName": "nginx",
                      "certificateIssuer": {"kind": "Issuer", "name": "acme", "group": "cert-manager.io"}},
     "services": {"host": {"replicas": 3}, "agent": {"minReplicas": 3, "maxReplicas": 9},
-                 "resources": {"secret": {"create": True, "name": "resources-settings", "settings": {
-                     "warehouse_url": "postgresql+psycopg://reader:pw@db/warehouse",
-                     "store_url": "postgresql+psycopg://resources:pw@db/tessera_resources"}}}},
+                 "resources": {"secretName": "resources-keys-and-settings"}},
     "agent": {"model": {"url": "https://models.acme.test/v1", "name": "acme-large"}},
-    "web": {"oidc": {"issuer": "https://login.acme.test", "clientId": "tessera", "tenant": "acme"}},
+    "web": {"oidc": {"issuer": "https://login.acme.test", "clientId": "tessera", "tenant": "acme",
+                     "providerName": 'Acme "SSO" {{ .Values }} 🔑'}},
     "capabilities": {"webauthnOrigins": ["https://data.acme.test", "https://approvals.acme.test"]},
     "egress": {"postgresql": [{"ipBlock": {"cidr": "10.20.0.0/16"}}],
                "https": {"agent": [{"ipBlock": {"cidr": "203.0.113.0/24"}}]}},
@@ -160,6 +216,7 @@ def test_the_values_a_chart_user_sets_land_where_they_should(set_everything):
     web = _env(deployments["web"])
     assert (web["TESSERA_WEB_OIDC_ISSUER"], web["TESSERA_WEB_OIDC_CLIENT_ID"], web["TESSERA_WEB_OIDC_TENANT"]) == (
         "https://login.acme.test", "tessera", "acme")
+    assert web["TESSERA_WEB_OIDC_PROVIDER_NAME"] == SET_EVERYTHING["web"]["oidc"]["providerName"]  # as written
     assert "TESSERA_WEB_OIDC_SCOPES" not in web  # unset: web's own default
     agent = _env(deployments["agent"])
     assert (agent["TESSERA_AGENT_MODEL_URL"], agent["TESSERA_AGENT_MODEL_NAME"]) == (
@@ -168,16 +225,14 @@ def test_the_values_a_chart_user_sets_land_where_they_should(set_everything):
     assert yaml.safe_load(_env(deployments["capabilities"])["TESSERA_CAPABILITIES_WEBAUTHN_ORIGINS"]) == \
         SET_EVERYTHING["capabilities"]["webauthnOrigins"]
     assert ("ClusterSPIFFEID", f"tessera-{NAMESPACE}") in objects and ("Ingress", "tessera") in objects
-    # The Secrets asked for, each holding its own service's files only, mounted by that service.
-    secrets = {name: doc for (kind, name), doc in objects.items() if kind == "Secret"}
-    assert set(secrets) == {"resources-settings", "migrate-host"}
-    assert secrets["migrate-host"]["metadata"]["annotations"]["helm.sh/hook"] == MIGRATION_HOOK  # before its Job
-    assert "annotations" not in secrets["resources-settings"]["metadata"]
-    assert set(secrets["resources-settings"]["stringData"]) == {setting_file("resources", "warehouse_url"),
-                                                                setting_file("resources", "store_url")}
     mounted = [v["secret"]["secretName"] for v in deployments["resources"]["spec"]["template"]["spec"]["volumes"]
                if "secret" in v]
-    assert mounted == ["resources-settings"]
+    assert mounted == ["resources-keys-and-settings"]
+    # The one Secret asked for, holding its migrate Job's file only; a service's own Secret is never written.
+    secrets = {name: doc for (kind, name), doc in objects.items() if kind == "Secret"}
+    assert set(secrets) == {"migrate-host"}
+    assert secrets["migrate-host"]["stringData"] == {setting_file("host", "migrator_url"): "postgresql+psycopg://"
+                                                     "migrator:pw@db/host"}
 
 
 def test_a_rendering_with_every_value_set_passes_the_projects_checks_and_kubernetes(set_everything):
@@ -200,20 +255,20 @@ def test_the_analyzer_finds_the_caller_table_and_egress_narrowed_to_the_listed_p
     between = {edge for edge in allowed if edge[0] in workloads and edge[1] in workloads}
     assert between == {(caller, callee, "TCP", str(DEFAULT_PORTS[callee])) for caller, callee in contract_edges()} \
         | declared_extras("production")
-    reached = {}
+    reached: dict[tuple[str, str], set[str]] = {}
     for source, destination, _, ports in allowed:
         if source in workloads and destination not in workloads and ports in ("443", "5432"):
             reached.setdefault((source, ports), set()).add(destination)
     databases = {name for (name, ports) in reached if ports == "5432"}
-    assert databases == {"host", "capabilities", "resources", *(job_name(n) for n in ("host", "capabilities",
-                                                                                         "resources"))}
+    assert databases == {*DATABASES, *(job_name(name) for name in DATABASES)}
     assert all(reached[(name, "5432")] == {"10.20.0.0-10.20.255.255"} for name in databases)
     assert reached[("agent", "443")] == {"203.0.113.0-203.0.113.255"}
     assert "0.0.0.0-169.254.20.9" in reached[("web", "443")] and "0.0.0.0-169.254.20.9" in reached[("mcp", "443")]
 
 
 def test_no_way_in_renders_no_ingress_gateway_or_certificate(tmp_path):
-    result = helm_template("-f", _values_file(tmp_path, {"publicAccess": {"via": "none"}}))
+    result = helm_template("-f", _overlay_values("production"), "-f",
+                           _values_file(tmp_path, {"publicAccess": {"via": "none"}}))
     assert result.returncode == 0, result.stderr
     kinds = {doc["kind"] for doc in _docs(result.stdout)}
     assert kinds.isdisjoint({"Ingress", "Gateway", "HTTPRoute", "Certificate"}) and "Deployment" in kinds
@@ -226,16 +281,24 @@ def test_no_way_in_renders_no_ingress_gateway_or_certificate(tmp_path):
     ({"publicURL": "https://tessera.example.com"}, "publicURL"),
     ({"services": {"agent": {"minReplicas": 0}}}, "/services/agent/minReplicas"),
     ({"services": {"host": {"replicas": "two"}}}, "/services/host/replicas"),
+    ({"services": {"host": {"secretName": ""}}}, "/services/host/secretName"),
+    ({"services": {"host": {"secret": {"create": True}}}}, "additional properties 'secret'"),  # the operator's
+    ({"publicAccess": {"certificateIssuer": {"kind": "Isuer", "name": "acme"}}},
+     "/publicAccess/certificateIssuer/kind"),
     ({"agent": {"model": {"protocol": "anthropic"}}}, "/agent/model/protocol"),
+    ({"egress": {"postgresql": ["10.0.0.0/8"]}}, "/egress/postgresql/0"),
     ({"profile": "local"}, "/publicAccess/via"),  # the local profile has no way in: asked for one, it says so
-    ({"services": {"resources": {"secret": {"create": True}}}},
-     "services.resources.secret.settings.warehouse_url"),
     ({"migrations": {"host": {"secret": {"create": True}}}}, "migrations.host.secret.migratorUrl"),
 ])
 def test_bad_values_are_refused_by_name_before_anything_renders(tmp_path, values, named):
-    result = helm_template("-f", _values_file(tmp_path, values))
+    result = helm_template("-f", _overlay_values("production"), "-f", _values_file(tmp_path, values))
     assert result.returncode != 0 and result.stdout == ""
     assert named in result.stderr, result.stderr
+
+
+def test_the_templates_refuse_what_the_schema_refuses_when_it_is_skipped(tmp_path):
+    result = helm_template("-f", _overlay_values("production"), "--skip-schema-validation", "--set", "profile=local")
+    assert result.returncode != 0 and "the local profile has no way in" in result.stderr
 
 
 def test_a_template_the_generator_no_longer_makes_is_named_and_removed(tmp_path, capsys):
@@ -249,7 +312,7 @@ def test_a_template_the_generator_no_longer_makes_is_named_and_removed(tmp_path,
 
 
 def test_another_namespace_is_refused_with_the_reason(tmp_path):
-    result = helm_template(namespace="default")
+    result = helm_template("-f", _overlay_values("production"), namespace="default")
     assert result.returncode != 0
     assert "install Tessera into the namespace tessera" in result.stderr
 
@@ -265,41 +328,38 @@ def test_a_strategic_merge_puts_new_items_first_and_merges_known_ones_by_key():
     assert base["containers"][0]["env"] == [{"name": "X", "value": "1"}]  # the base is not changed
 
 
-def test_the_compositions_differ_only_where_the_provider_or_the_way_in_does():
-    spiffe, spire = production("csi-driver-spiffe", "ingress"), production("spire", "ingress")
-    assert {o["metadata"]["name"] for o in spiffe if o["kind"] == "NetworkPolicy"} == \
-        {o["metadata"]["name"] for o in spire if o["kind"] == "NetworkPolicy"}
-    assert not any(o["kind"] == "ClusterSPIFFEID" for o in spiffe)
-    assert any(o["kind"] == "ClusterSPIFFEID" for o in spire)
-
-
 def test_a_condition_names_only_the_dimensions_that_differ():
     everything = set(COMBINATIONS)
     spire = {c for c in everything if c[:2] == ("production", "spire")}
-    assert condition(spire, everything) == \
+    assert condition(spire, everything, DIMENSIONS) == \
         'and (eq .Values.profile "production") (eq .Values.identity.provider "spire")'
     # The local profile has no way in, so "ingress" alone already means production.
     both = {c for c in everything if c[0] == "production" and c[1] != "cert-manager-csi" and c[2] == "ingress"}
-    assert condition(both, everything) == ('and (has .Values.identity.provider (list "csi-driver-spiffe" "spire")) '
-                                           '(eq .Values.publicAccess.via "ingress")')
-    assert condition({c for c in everything if c[0] == "local"}, everything) == 'eq .Values.profile "local"'
+    assert condition(both, everything, DIMENSIONS) == (
+        'and (has .Values.identity.provider (list "csi-driver-spiffe" "spire")) (eq .Values.publicAccess.via '
+        '"ingress")')
+    assert condition({c for c in everything if c[0] == "local"}, everything, DIMENSIONS) == 'eq .Values.profile "local"'
     odd = {("production", "spire", "ingress"), ("production", "csi-driver-spiffe", "none")}
-    assert condition(odd, everything).startswith("or (and ")
+    assert condition(odd, everything, DIMENSIONS).startswith("or (and ")
 
 
-def test_unify_keeps_what_is_shared_once_and_puts_the_rest_under_conditions():
+def test_joining_keeps_what_is_shared_once_and_puts_the_rest_under_conditions():
     a, b = ("production", "csi-driver-spiffe", "ingress"), ("production", "spire", "ingress")
-    joined = unify({a: {"env": [{"name": "X", "value": "1"}, {"name": "T", "value": "bridge"}], "k": 1},
-                    b: {"env": [{"name": "X", "value": "1"}], "k": 2}})
-    assert joined["env"][0] == {"name": "X", "value": "1"}
+    optional = When(".Values.x", {"name": "O", "value": "o"})
+    joined = Joiner(DIMENSIONS).join({
+        a: {"env": [{"name": "X", "value": "1"}, {"name": "T", "value": "bridge"}, optional], "k": 1},
+        b: {"env": [{"name": "X", "value": "1"}, optional], "k": 2}})
+    assert joined["env"][0] == {"name": "X", "value": "1"} and joined["env"][2] == optional  # once, not per variant
     assert isinstance(joined["env"][1], When) and joined["env"][1].value == {"name": "T", "value": "bridge"}
     assert isinstance(joined["k"], Switch) and [value for _, value in joined["k"].cases] == [1, 2]
 
 
-def test_template_text_prints_literal_braces_and_marks_values():
-    text = documents("", [{"spiffeIDTemplate": "spiffe://{{ .TrustDomain }}/x", "tag": Value(".Values.image.tag")}])
+def test_template_text_prints_literal_braces_and_characters_and_marks_values():
+    text = documents("", [{"spiffeIDTemplate": "spiffe://{{ .TrustDomain }}/x", "tag": Value(".Values.image.tag"),
+                           "script": "line 1\nkey 🔑"}])
     assert 'spiffeIDTemplate: {{ "spiffe://{{ .TrustDomain }}/x" | toJson }}' in text
     assert "tag: {{ .Values.image.tag | toJson }}" in text
+    assert 'script: "line 1\\nkey 🔑"' in text  # no \\u escapes: YAML and Go read no surrogate pairs
 
 
 def test_each_plain_setting_the_chart_sets_is_a_setting_of_its_service():
