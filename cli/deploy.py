@@ -19,7 +19,6 @@
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import os
 import secrets
@@ -41,7 +40,8 @@ from cli.deploy_check import (
 from cli.deploy_helm import CHART, render_chart
 from cli.deploy_manifests import SPECS, render_generated, secret_name
 from cli.deploy_mcp_servers import credentials_files, load_policy, mcp_pods
-from cli.deploy_objects import NAMESPACE, setting_file
+from cli.deploy_objects import secret_object, setting_file
+from cli.deploy_secrets import SettingsError, production_secrets
 from shared.certs import export_identity, private_dir, write_private
 from shared.paths import REPO_ROOT, var_dir
 
@@ -136,12 +136,6 @@ def local_settings(passwords: dict[str, str]) -> dict[str, dict[str, str]]:
     }
 
 
-def _secret(name: str, files: dict[str, bytes]) -> dict:
-    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-            "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"app.kubernetes.io/part-of": "tessera"}},
-            "data": {key: base64.b64encode(value).decode() for key, value in sorted(files.items())}}
-
-
 def service_secrets(cert_dir: Path, scratch: Path, settings: dict[str, dict[str, str]]) -> list[dict]:
     """One Secret per service from `tessera certs`' folder: exactly what `tessera up` hands the process."""
     found = []
@@ -150,7 +144,7 @@ def service_secrets(cert_dir: Path, scratch: Path, settings: dict[str, dict[str,
         files = {path.name: path.read_bytes() for path in folder.iterdir()}
         for setting in spec.secret_settings:
             files[setting_file(name, setting)] = settings[name][setting].encode()
-        found.append(_secret(secret_name(name), files))
+        found.append(secret_object(secret_name(name), files))
     return found
 
 
@@ -160,17 +154,19 @@ def local_secrets(cert_dir: Path, passwords_file: Path) -> list[dict]:
     passwords = _passwords(passwords_file)
     with tempfile.TemporaryDirectory(prefix="tessera-secrets-") as scratch:  # copies of keys: gone after
         documents = service_secrets(cert_dir, Path(scratch), local_settings(passwords))
-    documents.append(_secret("postgres-identity", {f"{role}_password": passwords[role].encode() for role in ROLES}))
-    documents += [_secret(name, files) for name, files in credentials_files(load_policy(), dict(os.environ)).items()]
+    documents.append(secret_object("postgres-identity",
+                                   {f"{role}_password": passwords[role].encode() for role in ROLES}))
+    documents += [secret_object(name, files)
+                  for name, files in credentials_files(load_policy(), dict(os.environ)).items()]
     problems = secret_problems(documents, "tessera deploy secrets")
     if problems:  # our own renderer must never produce one; refuse rather than write it
         raise SystemExit("\n".join(problems))
     return documents
 
 
-def write_secrets(out: Path, cert_dir: Path, passwords_file: Path | None = None) -> list[Path]:
+def write_secrets(out: Path, documents: list[dict]) -> list[Path]:
+    """Each Secret in a file of its own, 0600, in `out` (0700)."""
     private_dir(out)
-    documents = local_secrets(cert_dir, passwords_file or var_dir() / "k8s" / "passwords.json")
     written = []
     for document in documents:
         path = out / f"{document['metadata']['name']}.yaml"
@@ -184,8 +180,24 @@ def run(args: argparse.Namespace, cert_dir: Path) -> int:
         return render(args.check)
     if args.action == "check":
         return check(args.files)
-    written = write_secrets(Path(args.out), cert_dir)
-    print(f"wrote {len(written)} Secrets to {args.out} (files 0600)")
+    if not args.production:
+        documents = local_secrets(cert_dir, var_dir() / "k8s" / "passwords.json")
+        written = write_secrets(Path(args.out), documents)
+        print(f"wrote {len(written)} Secrets to {args.out} (files 0600)")
+        return 0
+    if args.settings is None:
+        print("tessera: error: --production needs --settings FILE (docs/deploy-kubernetes.md: production Secrets)",
+              file=sys.stderr)
+        return 2
+    keys = Path(args.keys) if args.keys else var_dir() / "k8s" / "production" / "keys"
+    try:
+        documents = production_secrets(Path(args.settings), keys)
+    except SettingsError as exc:
+        print(f"tessera: error: {exc}", file=sys.stderr)
+        return 2
+    written = write_secrets(Path(args.out), documents)
+    print(f"wrote {len(written)} Secrets to {args.out} (files 0600: {', '.join(p.stem for p in written)}); token "
+          f"keys in {keys}, kept for the next run (the operator CLI signs with cli-signing.key there)")
     return 0
 
 
@@ -196,6 +208,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
     rendering.add_argument("--check", action="store_true", help="exit 1 if the committed files are out of date")
     actions.add_parser("check", help="check rendered manifests (hardening, policies, secrets)").add_argument(
         "files", nargs="+")
-    actions.add_parser("secrets", help="one Secret per service for overlays/local").add_argument(
-        "--out", required=True, help="folder for the Secret manifests (never commit them)")
+    writing = actions.add_parser("secrets", help="the Secrets: overlays/local's, or with --production the production "
+                                                  "overlays' and the Helm chart's")
+    writing.add_argument("--out", required=True, help="folder for the Secret manifests (never commit them)")
+    writing.add_argument("--production", action="store_true",
+                         help="token keys and settings only (the identity provider mounts certificates)")
+    writing.add_argument("--settings", help="with --production: the YAML file of database URLs and other secret "
+                                            "settings (mode 0600; cli/deploy_secrets.py says what it holds)")
+    writing.add_argument("--keys", help="with --production: where the deployment's token keys are made once and "
+                                        "kept (default $TESSERA_VAR_DIR/k8s/production/keys)")
     return deploy

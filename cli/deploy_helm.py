@@ -305,7 +305,8 @@ DESCRIPTIONS = {
     "publicAccess": "The way in for web and the MCP front: ingress, gateway-api (gatewayClassName has no default), "
                     "or none (bring your own); TLS from cert-manager's certificateIssuer.",
     "services": "Per service: replicas (or the autoscaler's bounds), resources, and the Secret you made for it "
-                "(its token keys and setting files tessera_<service>_<setting>: docs/deploy-kubernetes.md).",
+                "(its token keys and setting files tessera_<service>_<setting>, as `tessera deploy secrets "
+                "--production` writes it).",
     "agent": "The model the agent asks (services/agent/config.py): empty url, the built-in planner; its API key is "
              "the setting model_api_key in the agent's Secret. Empty values leave the agent's defaults.",
     "web": "OpenID Connect sign-in (services/web/config.py): empty values leave web's defaults.",
@@ -315,7 +316,8 @@ DESCRIPTIONS = {
               "per service that reaches a provider outside (the model, the OpenID or OAuth server, outside MCP "
               "servers). Empty: any address.",
     "migrations": "Per database, the Secret of its migrate Job, holding the migrator role's URL "
-                  "(tessera_<service>_migrator_url): yours by name, or written by the chart from migratorUrl when "
+                  "(tessera_<service>_migrator_url): yours by name (`tessera deploy secrets --production` writes it), "
+                  "or written by the chart from migratorUrl when "
                   "create is true (just before the Job, removed once it succeeded).",
 }
 

@@ -4,6 +4,7 @@ pods and write NetworkPolicies the same way."""
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 
 import yaml
@@ -47,6 +48,13 @@ def component_file(header: str, description: str, **fields) -> str:
     """A kustomize Component's kustomization.yaml; `description` is comment lines."""
     component = {"apiVersion": "kustomize.config.k8s.io/v1alpha1", "kind": "Component", **fields}
     return header + description + yaml.safe_dump(component, sort_keys=False)
+
+
+def secret_object(name: str, files: dict[str, bytes]) -> dict:
+    """A Secret of Tessera's namespace holding `files` (file name → content)."""
+    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"app.kubernetes.io/part-of": "tessera"}},
+            "data": {key: base64.b64encode(value).decode() for key, value in sorted(files.items())}}
 
 
 def labels(name: str) -> dict[str, str]:

@@ -474,7 +474,7 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     from cli import deploy
 
     directory = cert_dir()
-    if args.action == "secrets":
+    if args.action == "secrets" and not args.production:  # the local overlay's Secrets hold its certificates
         ensure_certs(directory)
     return deploy.run(args, directory)
 

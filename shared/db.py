@@ -90,7 +90,7 @@ class Writer:
             self._turns.release()
 
 
-def _check_encoded(parsed: sa.URL) -> None:
+def check_encoded(parsed: sa.URL) -> None:
     """A password holding an unencoded @ leaves its tail in the host name, which driver errors print."""
     if "@" in (parsed.host or ""):
         raise ValueError("the database URL's password must be percent-encoded (an @ in it is written %40)")
@@ -100,7 +100,7 @@ def engine_for(url: str, statement_timeout: float = STATEMENT_TIMEOUT_SECONDS) -
     """An engine for a service's own database; SQLite files get WAL and queue writers at BEGIN; PostgreSQL
     statements end after `statement_timeout` seconds, even when the path to the server froze."""
     parsed = sa.make_url(url)
-    _check_encoded(parsed)
+    check_encoded(parsed)
     if parsed.get_backend_name() == "sqlite":
         if parsed.database:
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
