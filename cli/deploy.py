@@ -1,8 +1,9 @@
 """`tessera deploy`: render the Kubernetes base from the contracts, check manifests, write Secrets.
 
 - `render [--check]` writes deploy/k8s/base/{workloads,networkpolicies}.yaml, the
-  production component's patches and one Component per identity provider
-  (with --check: exit 1 naming each file that differs from what the contracts give);
+  production component's patches, one Component per identity provider and the Helm
+  chart (cli/deploy_helm.py) (with --check: exit 1 naming each file that differs
+  from what the contracts give);
 - `check FILE...` runs the project's own checks on rendered manifests
   (hardening, NetworkPolicies = caller table, Secrets hold only their owner's files,
   each MCP server's pod reached by the broker alone and reaching nothing, each
@@ -13,7 +14,10 @@
   keys and settings, plus PostgreSQL's and, for an MCP server whose policy
   declares credentials, its own (from the variables the policy names);
   passwords are made once and kept in
-  $TESSERA_VAR_DIR/k8s/passwords.json (0600).
+  $TESSERA_VAR_DIR/k8s/passwords.json (0600); with `--production --settings FILE`
+  the production Secrets instead (cli/deploy_secrets.py);
+- `cli-certificate` mints the operator CLI's production certificate from the trust
+  domain's CA (cli/deploy_operator.py).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from pathlib import Path
 
 import yaml
 
+from cli import deploy_operator
 from cli.deploy_check import (
     certificate_policy_problems,
     file_problems,
@@ -175,11 +180,18 @@ def write_secrets(out: Path, documents: list[dict]) -> list[Path]:
     return written
 
 
+def _keys(args: argparse.Namespace) -> Path:
+    """The production deployment's keys folder: token keys, and the operator CLI's own files."""
+    return Path(args.keys) if args.keys else var_dir() / "k8s" / "production" / "keys"
+
+
 def run(args: argparse.Namespace, cert_dir: Path) -> int:
     if args.action == "render":
         return render(args.check)
     if args.action == "check":
         return check(args.files)
+    if args.action == "cli-certificate":
+        return deploy_operator.issue(Path(args.ca_cert), Path(args.ca_key), _keys(args), args.hours)
     if not args.production:
         documents = local_secrets(cert_dir, var_dir() / "k8s" / "passwords.json")
         written = write_secrets(Path(args.out), documents)
@@ -189,7 +201,7 @@ def run(args: argparse.Namespace, cert_dir: Path) -> int:
         print("tessera: error: --production needs --settings FILE (docs/deploy-kubernetes.md: production Secrets)",
               file=sys.stderr)
         return 2
-    keys = Path(args.keys) if args.keys else var_dir() / "k8s" / "production" / "keys"
+    keys = _keys(args)
     try:
         documents = production_secrets(Path(args.settings), keys)
     except SettingsError as exc:
@@ -202,7 +214,8 @@ def run(args: argparse.Namespace, cert_dir: Path) -> int:
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    deploy = sub.add_parser("deploy", help="Kubernetes: render the base from the contracts, check, write Secrets")
+    deploy = sub.add_parser("deploy", help="Kubernetes: render the manifests and the chart from the contracts, check "
+                                           "them, write Secrets, mint the operator CLI's certificate")
     actions = deploy.add_subparsers(dest="action", required=True)
     rendering = actions.add_parser("render", help="write deploy/k8s/base from proto/ (NetworkPolicies = callers)")
     rendering.add_argument("--check", action="store_true", help="exit 1 if the committed files are out of date")
@@ -217,4 +230,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
                                             "settings (mode 0600; cli/deploy_secrets.py says what it holds)")
     writing.add_argument("--keys", help="with --production: where the deployment's token keys are made once and "
                                         "kept (default $TESSERA_VAR_DIR/k8s/production/keys)")
+    minting = actions.add_parser("cli-certificate", help="the operator CLI's certificate for production, signed by "
+                                                         "the trust domain's cert-manager CA")
+    minting.add_argument("--ca-cert", required=True, help="the CA certificate (the issuer Secret's tls.crt)")
+    minting.add_argument("--ca-key", required=True, help="its key (tls.key): used, never written")
+    minting.add_argument("--keys", help="the deployment's keys folder (default $TESSERA_VAR_DIR/k8s/production/keys)")
+    minting.add_argument("--hours", type=int, default=deploy_operator.DEFAULT_HOURS,
+                         help=f"how long it is valid (default {deploy_operator.DEFAULT_HOURS})")
     return deploy

@@ -32,9 +32,10 @@ from shared.certs import (
     private_dir,
     write_private,
 )
-from shared.config import CLIENT_TLS_NATIVE, DEFAULT_PORTS, client_tls_mode
+from shared.config import CLIENT_TLS_NATIVE, DEFAULT_PORTS, ConfigError, client_tls_mode, peer_target
 from shared.identity import PRINCIPAL_NAMES, IdentitySchemeError
 from shared.paths import DATABASE_SIDE_FILES, REPO_ROOT, cert_dir, cli_dir, default_warehouse, var_dir
+from shared.public_url import PUBLIC_URL_VARIABLE
 
 
 def _state_file() -> Path:
@@ -437,6 +438,15 @@ def _refused(exc: grpc.RpcError, service: str | None = None, as_json: bool = Fal
 
 
 def _running_address(name: str) -> tuple[str, Path] | None:
+    """Where service `name` answers and the folder of the CLI's credentials: the address TESSERA_<NAME>_ADDR names
+    (a deployment elsewhere, e.g. through kubectl port-forward, with TESSERA_CERT_DIR), else the set `tessera up`
+    runs here. None, said on stderr, when there is neither."""
+    if os.environ.get(f"TESSERA_{name.upper()}_ADDR"):
+        try:
+            return peer_target(name), cert_dir()
+        except ConfigError as exc:
+            print(f"tessera: error: {exc}", file=sys.stderr)
+            return None
     recorded = _running_set()
     if recorded is None:
         return None
@@ -501,11 +511,17 @@ def cmd_persons(args: argparse.Namespace) -> int:
     from cli import persons
 
     found = _running_address("capabilities")
-    web = _running_address("web")
-    if found is None or web is None:
+    if found is None:
         return 1
+    web_address = ""
+    if args.action == "enroll" and not args.url:  # the link people open: the public URL, else the running web
+        args.url = os.environ.get(PUBLIC_URL_VARIABLE, "")
+        web = None if args.url else _running_address("web")
+        if not args.url and web is None:
+            return 1
+        web_address = web[0] if web else ""
     try:
-        return persons.run(args, *found, web[0])
+        return persons.run(args, *found, web_address)
     except grpc.RpcError as exc:
         return _refused(exc, "capabilities", args.json)
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, ed25519
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from shared.identity import GRPC_SERVICE_NAMES, PRINCIPAL_NAMES, server_name_for, spiffe_id_for
@@ -153,7 +153,8 @@ def create_ca(common_name: str = "Tessera deployment CA") -> tuple[x509.Certific
 
 
 def issue_leaf(
-    ca_cert: x509.Certificate, ca_key: ec.EllipticCurvePrivateKey, principal: str, spiffe_only: bool = False
+    ca_cert: x509.Certificate, ca_key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey, principal: str,
+    spiffe_only: bool = False, identity: str | None = None, validity: dt.timedelta = LEAF_VALIDITY,
 ) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     """One certificate per principal: its only URI SAN is its SPIFFE id.
 
@@ -161,11 +162,12 @@ def issue_leaf(
     (identity.server_name_for), which Tessera's clients expect through gRPC's own TLS, and loopback
     DNS/IP SANs for tools that dial an address and check it (grpcurl). With it, the certificate is
     what identity providers that issue the URI SAN alone make; clients then need the SPIFFE bridge
-    (TESSERA_CLIENT_TLS=spiffe-bridge). The CLI only ever acts as a client.
+    (TESSERA_CLIENT_TLS=spiffe-bridge). The CLI only ever acts as a client. `identity`: the SPIFFE id of another
+    deployment's scheme (default: this process's).
     """
     key = _new_key()
     now = dt.datetime.now(dt.UTC)
-    identity = spiffe_id_for(principal)
+    identity = identity or spiffe_id_for(principal)
     is_server = principal != CLI_PRINCIPAL
     sans: list[x509.GeneralName] = [x509.UniformResourceIdentifier(identity)]
     usages = [ExtendedKeyUsageOID.CLIENT_AUTH]
@@ -181,7 +183,7 @@ def issue_leaf(
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + LEAF_VALIDITY)
+        .not_valid_after(now + validity)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.SubjectAlternativeName(sans), critical=False)
         .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
@@ -238,6 +240,39 @@ def issue_deployment(directory: Path, principals: tuple[str, ...] = PRINCIPAL_NA
         write_private(own_key, _key_pem(key))
         written += [own_cert, own_key]
     return written + issue_token_keys(directory, only_missing=False, cli_directory=cli_folder)
+
+
+def issue_cli_certificate(ca_cert_pem: bytes, ca_key_pem: bytes, identity: str, directory: Path,
+                          validity: dt.timedelta) -> x509.Certificate:
+    """The operator CLI's certificate (SPIFFE id `identity`, client use only) signed by another deployment's CA,
+    written with a new key and that CA's certificate into `directory` (cli.pem, cli.key 0600, ca.pem). The CA's key
+    is used, never written. CredentialError when the two are not a CA certificate and its own EC or RSA key."""
+    try:
+        ca_cert = x509.load_pem_x509_certificate(ca_cert_pem)
+    except ValueError:
+        raise CredentialError("the CA certificate is not a PEM certificate") from None
+    try:
+        ca_key = serialization.load_pem_private_key(ca_key_pem, password=None)
+    except (ValueError, TypeError):
+        raise CredentialError("the CA key is not an unencrypted PEM private key") from None
+    if not isinstance(ca_key, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey):
+        raise CredentialError(f"the CA key is {type(ca_key).__name__}: expected an EC or RSA key")
+    if ca_key.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo) \
+            != ca_cert.public_key().public_bytes(serialization.Encoding.DER,
+                                                 serialization.PublicFormat.SubjectPublicKeyInfo):
+        raise CredentialError("the CA key is not the CA certificate's key")
+    try:
+        is_ca = ca_cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+    except x509.ExtensionNotFound:
+        is_ca = False
+    if not is_ca:
+        raise CredentialError("the CA certificate is not a CA (no basicConstraints CA:TRUE)")
+    cert, key = issue_leaf(ca_cert, ca_key, CLI_PRINCIPAL, identity=identity, validity=validity)
+    private_dir(directory)
+    _write_public(directory / CA_CERT_FILE, ca_cert_pem)
+    _write_public(directory / f"{CLI_PRINCIPAL}.pem", cert.public_bytes(serialization.Encoding.PEM))
+    write_private(directory / f"{CLI_PRINCIPAL}.key", _key_pem(key))
+    return cert
 
 
 def move_cli_files(directory: Path, target: Path) -> list[Path]:

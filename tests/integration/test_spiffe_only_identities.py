@@ -5,9 +5,15 @@ gRPC's own TLS (the default) cannot reach them."""
 
 from __future__ import annotations
 
+import io
+import json
+from contextlib import redirect_stdout
+from dataclasses import replace
+
 import grpc
 import pytest
 from cryptography import x509
+from cryptography.hazmat.primitives import serialization
 
 from cli.launcher import ServiceSet, cli_credentials
 from shared import spiffe_channels
@@ -77,3 +83,43 @@ def test_grpcs_own_name_check_cannot_reach_them_and_a_wrong_identity_is_refused(
             invoke(channel, "compiler", "GetInfo", timeout=5)
     assert impostor.value.code() == grpc.StatusCode.UNAVAILABLE
     assert spiffe_channels.failure_counts(address)[spiffe_channels.SERVER_IDENTITY_MISMATCH] > before
+
+
+def test_the_operator_cli_certificate_minted_from_the_ca_is_the_cli_and_another_cas_is_refused(spiffe_set, tmp_path):
+    """`tessera deploy cli-certificate` as the operator runs it against the trust domain's CA (here the set's own):
+    the services take its holder for the CLI; the same certificate from a CA they do not trust gets nowhere."""
+    from cli import main as cli_main
+    from shared.certs import CA_CERT_FILE, ca_key_path, create_ca, load_credentials
+
+    keys = tmp_path / "keys"
+    code = cli_main.main(["deploy", "cli-certificate", "--ca-cert", str(spiffe_set.cert_dir / CA_CERT_FILE),
+                          "--ca-key", str(ca_key_path(spiffe_set.cert_dir)), "--keys", str(keys), "--hours", "1"])
+    assert code == 0
+    minted = load_credentials("cli", keys / CA_CERT_FILE, keys / "cli.pem", keys / "cli.key")
+    with sync_channel(spiffe_set.handles["host"].address, minted, "host") as host:
+        assert invoke(host, "host", "GetInfo", timeout=10).HasField("info")
+    # The keys folder as `deploy secrets --production` leaves it (the CLI's signing key beside), used as the CLI's
+    # TESSERA_CERT_DIR against the addresses the operator names: no `tessera up` state here.
+    (keys / "cli-signing.key").write_bytes(signing_key_path(spiffe_set.cert_dir, "cli").read_bytes())
+    (keys / "cli-signing.key").chmod(0o600)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TESSERA_CERT_DIR", str(keys))
+        patch.setenv("TESSERA_VAR_DIR", str(tmp_path / "no-running-set"))
+        patch.setenv("TESSERA_CAPABILITIES_ADDR", spiffe_set.handles["capabilities"].address)
+        out = io.StringIO()
+        with redirect_stdout(out):
+            assert cli_main.main(["approvals", "list", "--json"]) == 0
+    assert isinstance(json.loads(out.getvalue()), dict | list)
+    other_cert, other_key = create_ca("another deployment")
+    (tmp_path / "other-ca.pem").write_bytes(other_cert.public_bytes(serialization.Encoding.PEM))
+    (tmp_path / "other-ca.key").write_bytes(other_key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    stranger = tmp_path / "stranger"
+    assert cli_main.main(["deploy", "cli-certificate", "--ca-cert", str(tmp_path / "other-ca.pem"), "--ca-key",
+                          str(tmp_path / "other-ca.key"), "--keys", str(stranger)]) == 0
+    foreign = load_credentials("cli", stranger / CA_CERT_FILE, stranger / "cli.pem", stranger / "cli.key")
+    foreign = replace(foreign, ca_pem=minted.ca_pem, ca_file=None)  # it trusts the services; they do not trust it
+    with sync_channel(spiffe_set.handles["host"].address, foreign, "host") as host, \
+            pytest.raises(grpc.RpcError) as refused:
+        invoke(host, "host", "GetInfo", timeout=10)
+    assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
