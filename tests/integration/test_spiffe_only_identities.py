@@ -8,7 +8,6 @@ from __future__ import annotations
 import io
 import json
 from contextlib import redirect_stdout
-from dataclasses import replace
 
 import grpc
 import pytest
@@ -117,8 +116,9 @@ def test_the_operator_cli_certificate_minted_from_the_ca_is_the_cli_and_another_
     stranger = tmp_path / "stranger"
     assert cli_main.main(["deploy", "cli-certificate", "--ca-cert", str(tmp_path / "other-ca.pem"), "--ca-key",
                           str(tmp_path / "other-ca.key"), "--keys", str(stranger)]) == 0
+    with (stranger / CA_CERT_FILE).open("ab") as bundle:  # it trusts the services; they do not trust it
+        bundle.write(minted.ca_pem)
     foreign = load_credentials("cli", stranger / CA_CERT_FILE, stranger / "cli.pem", stranger / "cli.key")
-    foreign = replace(foreign, ca_pem=minted.ca_pem, ca_file=None)  # it trusts the services; they do not trust it
     with sync_channel(spiffe_set.handles["host"].address, foreign, "host") as host, \
             pytest.raises(grpc.RpcError) as refused:
         invoke(host, "host", "GetInfo", timeout=10)
