@@ -45,9 +45,16 @@ from cli.deploy_check import (
 from cli.deploy_helm import CHART, render_chart
 from cli.deploy_manifests import SPECS, render_generated, secret_name
 from cli.deploy_mcp_servers import credentials_files, load_policy, mcp_pods
-from cli.deploy_objects import secret_object, setting_file
-from cli.deploy_secrets import SettingsError, production_secrets
-from shared.certs import export_identity, private_dir, write_private
+from cli.deploy_objects import NAMESPACE, secret_object, setting_file
+from cli.deploy_secrets import (
+    SettingsError,
+    default_keys,
+    operator_folder,
+    production_secrets,
+    refused_out,
+    write_secrets,
+)
+from shared.certs import export_identity, write_private
 from shared.paths import REPO_ROOT, var_dir
 
 POSTGRES_HOST = "postgres"
@@ -169,20 +176,9 @@ def local_secrets(cert_dir: Path, passwords_file: Path) -> list[dict]:
     return documents
 
 
-def write_secrets(out: Path, documents: list[dict]) -> list[Path]:
-    """Each Secret in a file of its own, 0600, in `out` (0700)."""
-    private_dir(out)
-    written = []
-    for document in documents:
-        path = out / f"{document['metadata']['name']}.yaml"
-        write_private(path, yaml.safe_dump(document, sort_keys=False).encode())
-        written.append(path)
-    return written
-
-
 def _keys(args: argparse.Namespace) -> Path:
     """The production deployment's keys folder: token keys, and the operator CLI's own files."""
-    return Path(args.keys) if args.keys else var_dir() / "k8s" / "production" / "keys"
+    return Path(args.keys) if args.keys else default_keys()
 
 
 def run(args: argparse.Namespace, cert_dir: Path) -> int:
@@ -192,24 +188,40 @@ def run(args: argparse.Namespace, cert_dir: Path) -> int:
         return check(args.files)
     if args.action == "cli-certificate":
         return deploy_operator.issue(Path(args.ca_cert), Path(args.ca_key), _keys(args), args.hours)
+    out = Path(args.out)
     if not args.production:
-        documents = local_secrets(cert_dir, var_dir() / "k8s" / "passwords.json")
-        written = write_secrets(Path(args.out), documents)
-        print(f"wrote {len(written)} Secrets to {args.out} (files 0600)")
-        return 0
+        if args.settings or args.keys:  # the local overlay's Secrets would be written, and applied, by mistake
+            print("tessera: error: --settings and --keys go with --production", file=sys.stderr)
+            return 2
+        return 2 if refused_out(out) else _wrote(out, write_secrets(out, local_secrets(
+            cert_dir, var_dir() / "k8s" / "passwords.json")))
     if args.settings is None:
         print("tessera: error: --production needs --settings FILE (docs/deploy-kubernetes.md: production Secrets)",
               file=sys.stderr)
         return 2
+    if refused_out(out):
+        return 2
     keys = _keys(args)
     try:
-        documents = production_secrets(Path(args.settings), keys)
+        documents, made = production_secrets(Path(args.settings), keys)
     except SettingsError as exc:
         print(f"tessera: error: {exc}", file=sys.stderr)
         return 2
-    written = write_secrets(Path(args.out), documents)
-    print(f"wrote {len(written)} Secrets to {args.out} (files 0600: {', '.join(p.stem for p in written)}); token "
-          f"keys in {keys}, kept for the next run (the operator CLI signs with cli-signing.key there)")
+    if made:
+        print(f"made {len(made)} token key files in {keys} (a first run; else Secrets written now sign people out "
+              "and void grants in flight until every pod restarts with them)", file=sys.stderr)
+    _wrote(out, write_secrets(out, documents))
+    print(f"token keys in {keys}, kept for the next run; the operator CLI's folder is {operator_folder(keys)}. "
+          f"Pods read them at start: kubectl -n {NAMESPACE} rollout restart deployment")
+    return 0
+
+
+def _wrote(out: Path, written: list[Path]) -> int:
+    print(f"wrote {len(written)} Secrets to {out} (files 0600: {', '.join(p.stem for p in written)})")
+    others = sorted(path.name for path in out.iterdir() if path not in written)
+    if others:  # `kubectl apply -f DIR` would apply them too
+        print(f"also in {out}, not written now: {', '.join(others)} (remove them before `kubectl apply -f {out}`)",
+              file=sys.stderr)
     return 0
 
 
@@ -229,12 +241,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
     writing.add_argument("--settings", help="with --production: the YAML file of database URLs and other secret "
                                             "settings (mode 0600; cli/deploy_secrets.py says what it holds)")
     writing.add_argument("--keys", help="with --production: where the deployment's token keys are made once and "
-                                        "kept (default $TESSERA_VAR_DIR/k8s/production/keys)")
+                                        "kept (default ~/.config/tessera/production)")
     minting = actions.add_parser("cli-certificate", help="the operator CLI's certificate for production, signed by "
                                                          "the trust domain's cert-manager CA")
     minting.add_argument("--ca-cert", required=True, help="the CA certificate (the issuer Secret's tls.crt)")
     minting.add_argument("--ca-key", required=True, help="its key (tls.key): used, never written")
-    minting.add_argument("--keys", help="the deployment's keys folder (default $TESSERA_VAR_DIR/k8s/production/keys)")
+    minting.add_argument("--keys", help="the deployment's keys folder; the certificate goes into its cli/ folder "
+                                        "(default ~/.config/tessera/production)")
     minting.add_argument("--hours", type=int, default=deploy_operator.DEFAULT_HOURS,
                          help=f"how long it is valid (default {deploy_operator.DEFAULT_HOURS})")
     return deploy

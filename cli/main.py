@@ -30,6 +30,7 @@ from shared.certs import (
     load_credentials,
     move_cli_files,
     private_dir,
+    refuse_operator_folder,
     write_private,
 )
 from shared.config import CLIENT_TLS_NATIVE, DEFAULT_PORTS, ConfigError, client_tls_mode, peer_target
@@ -77,6 +78,7 @@ def ensure_certs(directory: Path) -> None:
     world-readable, a certificate from another deployment) and invalidate
     every running peer; the person decides with `tessera certs --force`.
     """
+    refuse_operator_folder(directory)
     if not (directory / CA_CERT_FILE).exists():
         _issue(directory)
         return
@@ -103,6 +105,11 @@ def ensure_certs(directory: Path) -> None:
 
 def cmd_certs(args: argparse.Namespace) -> int:
     directory = Path(args.dir) if args.dir else cert_dir()
+    try:
+        refuse_operator_folder(directory)
+    except CredentialError as exc:
+        print(f"tessera: error: {exc}", file=sys.stderr)
+        return 2
     if not args.dir:
         _move_cli_keys(directory)
     problems = certificate_problems(directory)

@@ -187,12 +187,23 @@ def issue_leaf(
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.SubjectAlternativeName(sans), critical=False)
         .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
-        )
+        .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=False,
+                                     data_encipherment=False, key_agreement=False, key_cert_sign=False,
+                                     crl_sign=False, encipher_only=False, decipher_only=False), critical=True)
+        .add_extension(_authority_key_id(ca_cert, ca_key), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
     return cert, key
+
+
+def _authority_key_id(ca_cert: x509.Certificate, ca_key) -> x509.AuthorityKeyIdentifier:
+    """The CA's own key identifier, as it wrote it (not every CA derives it the same way, and TLS stacks match the
+    two when they build the chain); derived from its key where it carries none."""
+    try:
+        identifier = ca_cert.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
+    except x509.ExtensionNotFound:
+        return x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key())
+    return x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(identifier)
 
 
 # Principals that sign tokens others verify (§2): the host signs grants, the
@@ -242,6 +253,25 @@ def issue_deployment(directory: Path, principals: tuple[str, ...] = PRINCIPAL_NA
     return written + issue_token_keys(directory, only_missing=False, cli_directory=cli_folder)
 
 
+OPERATOR_MARKER = "tessera-operator-folder"  # in a production deployment's keys folders (cli/deploy_secrets.py)
+
+
+def mark_operator_folder(directory: Path) -> None:
+    path = directory / OPERATOR_MARKER
+    if not path.exists():
+        write_private(path, b"A production deployment's token keys or operator CLI files (tessera deploy secrets "
+                            b"--production): `tessera certs` and `tessera up` refuse this folder.\n")
+
+
+def refuse_operator_folder(directory: Path) -> None:
+    """CredentialError if `directory` holds a production deployment's keys, which making a local deployment there
+    would replace (its token keys: everyone signed out; the CLI's signing key gone)."""
+    if (directory / OPERATOR_MARKER).exists():
+        raise CredentialError(f"{directory} holds a production deployment's keys (tessera deploy secrets "
+                              "--production); a local deployment would replace them: point TESSERA_CERT_DIR "
+                              "elsewhere (or unset it) for `tessera certs`, `up` and `demo`")
+
+
 def issue_cli_certificate(ca_cert_pem: bytes, ca_key_pem: bytes, identity: str, directory: Path,
                           validity: dt.timedelta) -> x509.Certificate:
     """The operator CLI's certificate (SPIFFE id `identity`, client use only) signed by another deployment's CA,
@@ -267,8 +297,21 @@ def issue_cli_certificate(ca_cert_pem: bytes, ca_key_pem: bytes, identity: str, 
         is_ca = False
     if not is_ca:
         raise CredentialError("the CA certificate is not a CA (no basicConstraints CA:TRUE)")
+    try:
+        if not ca_cert.extensions.get_extension_for_class(x509.KeyUsage).value.key_cert_sign:
+            raise CredentialError("the CA certificate may not sign certificates (its keyUsage lacks keyCertSign)")
+    except x509.ExtensionNotFound:
+        pass
+    now = dt.datetime.now(dt.UTC)
+    if not ca_cert.not_valid_before_utc <= now < ca_cert.not_valid_after_utc:
+        raise CredentialError(f"the CA certificate is not valid now (valid {ca_cert.not_valid_before_utc:%Y-%m-%d} to "
+                              f"{ca_cert.not_valid_after_utc:%Y-%m-%d %H:%M} UTC)")
+    if now + validity > ca_cert.not_valid_after_utc:
+        raise CredentialError(f"the CA certificate expires at {ca_cert.not_valid_after_utc:%Y-%m-%d %H:%M} UTC, "
+                              "before the certificate asked for would: ask for fewer hours")
     cert, key = issue_leaf(ca_cert, ca_key, CLI_PRINCIPAL, identity=identity, validity=validity)
     private_dir(directory)
+    mark_operator_folder(directory)
     _write_public(directory / CA_CERT_FILE, ca_cert_pem)
     _write_public(directory / f"{CLI_PRINCIPAL}.pem", cert.public_bytes(serialization.Encoding.PEM))
     write_private(directory / f"{CLI_PRINCIPAL}.key", _key_pem(key))

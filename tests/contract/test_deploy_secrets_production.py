@@ -15,8 +15,10 @@ import pytest
 import yaml
 from cryptography.hazmat.primitives import serialization
 
+from cli import deploy_secrets
 from cli import main as cli_main
 from cli.deploy_manifests import SPECS, secret_name
+from cli.deploy_mcp_servers import credentials_secret, load_policy
 from cli.deploy_migrations import secret_name as migrator_secret_name
 from cli.deploy_objects import setting_file
 from shared.certs import SECRET_PRINCIPALS, SIGNING_PRINCIPALS, load_signing_key
@@ -52,16 +54,22 @@ class Ran:
     stderr: str
 
 
-def _run(tmp_path: Path, settings: Path | None) -> Ran:
+def _run(tmp_path: Path, settings: Path | None, *args: str, production: bool = True) -> Ran:
     """The command as the operator types it, in this process (the CLI's own parser and exit codes)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("TESSERA_VAR_DIR", str(tmp_path / "var"))
+        patch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # the keys' default folder is the operator's
         patch.setenv("TESSERA_CERT_DIR", str(tmp_path / "no-certs"))  # never needed: nothing local is read
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = cli_main.main(["deploy", "secrets", "--production", "--out", str(tmp_path / "out"),
-                                  *(["--settings", str(settings)] if settings else [])])
+            code = cli_main.main(["deploy", "secrets", *(["--production"] if production else []),
+                                  "--out", str(tmp_path / "out"),
+                                  *(["--settings", str(settings)] if settings else []), *args])
     return Ran(code, out.getvalue(), err.getvalue())
+
+
+def _keys(tmp_path: Path) -> Path:
+    return tmp_path / "config" / "tessera" / "production"
 
 
 def _printed_nothing_secret(result: Ran) -> None:
@@ -114,10 +122,11 @@ def test_each_secret_holds_its_owners_token_keys_and_settings_and_nothing_else(w
 
 def test_the_operator_clis_signing_key_stays_in_the_keys_folder_and_every_service_can_verify_it(written):
     tmp_path, _ = written
-    keys = tmp_path / "var" / "k8s" / "production" / "keys"
-    public = load_signing_key(keys / "cli-signing.key").public_key().public_bytes(
+    keys = _keys(tmp_path)
+    public = load_signing_key(keys / "cli" / "cli-signing.key").public_key().public_bytes(
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-    assert stat_mode(keys) == 0o700 and stat_mode(keys / "cli-signing.key") == 0o600
+    assert stat_mode(keys) == 0o700 and stat_mode(keys / "cli") == 0o700
+    assert stat_mode(keys / "cli" / "cli-signing.key") == 0o600
     for name in SPECS:
         files = _files(tmp_path / "out", secret_name(name))
         assert files["cli-signing.pub"] == public and "cli-signing.key" not in files
@@ -128,11 +137,30 @@ def stat_mode(path: Path) -> int:
 
 
 def test_a_second_run_keeps_the_keys_and_the_made_session_secret(written):
-    tmp_path, _ = written
-    before = _files(tmp_path / "out", secret_name("web"))
+    tmp_path, first = written
+    made = 2 * len(SIGNING_PRINCIPALS) + len(SECRET_PRINCIPALS)  # key pairs, and the capability secret
+    assert f"made {made} token key files" in first.stderr  # said, on the first run only
+    before = {name: _files(tmp_path / "out", secret_name(name)) for name in SPECS}
     again = _run(tmp_path, tmp_path / "settings.yaml")
     assert again.returncode == 0, again.stderr
-    assert _files(tmp_path / "out", secret_name("web")) == before
+    assert {name: _files(tmp_path / "out", secret_name(name)) for name in SPECS} == before
+    assert "made" not in again.stderr
+
+
+def test_tessera_certs_and_up_refuse_the_operator_folders(written):
+    """`tessera certs` there would make a local deployment over the production keys: every token key new, the CLI's
+    signing key gone."""
+    tmp_path, _ = written
+    for folder in (_keys(tmp_path), _keys(tmp_path) / "cli"):
+        before = {path.name: path.read_bytes() for path in folder.rglob("*") if path.is_file()}
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("TESSERA_CERT_DIR", str(folder))
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err):
+                assert cli_main.main(["certs", "--force"]) == 2
+                assert cli_main.main(["up"]) != 0
+        assert "holds a production deployment's keys" in err.getvalue()
+        assert {path.name: path.read_bytes() for path in folder.rglob("*") if path.is_file()} == before
 
 
 @pytest.mark.parametrize("change,named", [
@@ -141,7 +169,15 @@ def test_a_second_run_keeps_the_keys_and_the_made_session_secret(written):
     (lambda s: s["host"].update(database_url=f"postgresql+psycopg://host:{PASSWORDS['host']}@x@db/h"),
      "host.database_url: the database URL's password must be percent-encoded"),
     (lambda s: s["host"].update(database_url=f"sqlite:///{PASSWORDS['host']}.db"),
-     "host.database_url: production needs PostgreSQL"),
+     "host.database_url: production connects with psycopg"),
+    (lambda s: s["host"].update(database_url=f"postgresql+asyncpg://host:{PASSWORDS['host']}@db/h"),
+     "host.database_url: production connects with psycopg"),
+    # An unencoded @ and then a : make the parser read the password's tail as a port: still not echoed.
+    (lambda s: s["host"].update(database_url=f"postgresql+psycopg://host:a@{PASSWORDS['host']}:x@db:5432/h"),
+     "host.database_url: not a database URL"),
+    (lambda s: s["capabilities"].update({s["capabilities"].pop("changes_url"): ""}),  # a value without its key
+     "capabilities.an entry that is not a name (a value without its key?): no such setting"),
+    (lambda s: s.update(web={"session_secret": "short"}), "web.session_secret: at least 32 characters"),
     (lambda s: s["host"].update(database_url=f"{PASSWORDS['host']} is no url"), "host.database_url: not a database"),
     (lambda s: s["host"].update(databse_url="x"), "host.databse_url: no such setting"),
     (lambda s: s.update(hosts={}), "hosts: no such section"),
@@ -173,6 +209,42 @@ def test_a_settings_file_others_may_read_or_that_is_not_yaml_is_refused(tmp_path
     _printed_nothing_secret(broken)
 
 
-def test_production_needs_a_settings_file(tmp_path):
+def test_production_needs_a_settings_file_and_the_local_secrets_take_none(tmp_path):
     result = _run(tmp_path, None)
     assert result.returncode == 2 and "--settings" in result.stderr
+    local = _run(tmp_path, _settings(tmp_path, SETTINGS), production=False)  # would write the local overlay's
+    assert local.returncode == 2 and "--settings and --keys go with --production" in local.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_secrets_are_not_written_where_git_would_see_them(tmp_path):
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            code = cli_main.main(["deploy", "secrets", "--production", "--settings",
+                                  str(_settings(tmp_path, SETTINGS)), "--out", str(REPO_ROOT / "secrets-here")])
+    assert code == 2 and "inside the repository" in err.getvalue() and not (REPO_ROOT / "secrets-here").exists()
+
+
+def test_mcp_server_credentials_come_from_the_variables_the_policy_names(tmp_path, monkeypatch):
+    policy = load_policy()
+    server = next(name for name, rule in policy["servers"].items() if rule.get("transport") == "stdio")
+    policy["servers"][server]["credential_env"] = {"API_TOKEN": "TESSERA_CAPABILITIES_TEST_TOKEN"}
+    monkeypatch.setattr(deploy_secrets, "load_policy", lambda: policy)
+    missing = _run(tmp_path, _settings(tmp_path, SETTINGS))
+    assert missing.returncode == 2
+    assert f"mcp_credentials.TESSERA_CAPABILITIES_TEST_TOKEN: missing (server {server}'s API_TOKEN)" in missing.stderr
+    wrong = _run(tmp_path, _settings(tmp_path, {**SETTINGS, "mcp_credentials": {"API_TOKEN": "t"}}))
+    assert "mcp_credentials.API_TOKEN: no such setting (known: TESSERA_CAPABILITIES_TEST_TOKEN)" in wrong.stderr
+    given = _run(tmp_path, _settings(tmp_path, {**SETTINGS, "mcp_credentials": {
+        "TESSERA_CAPABILITIES_TEST_TOKEN": PASSWORDS["model"]}}))
+    assert given.returncode == 0, given.stderr
+    _printed_nothing_secret(given)
+    assert _files(tmp_path / "out", credentials_secret(server)) == {"API_TOKEN": PASSWORDS["model"].encode()}
+
+
+def test_the_session_secret_minimum_is_webs():
+    from services.web.session import MIN_SECRET_CHARS
+
+    assert deploy_secrets.MIN_SESSION_SECRET_CHARS == MIN_SECRET_CHARS

@@ -90,10 +90,11 @@ def test_the_operator_cli_certificate_minted_from_the_ca_is_the_cli_and_another_
     from cli import main as cli_main
     from shared.certs import CA_CERT_FILE, ca_key_path, create_ca, load_credentials
 
-    keys = tmp_path / "keys"
     code = cli_main.main(["deploy", "cli-certificate", "--ca-cert", str(spiffe_set.cert_dir / CA_CERT_FILE),
-                          "--ca-key", str(ca_key_path(spiffe_set.cert_dir)), "--keys", str(keys), "--hours", "1"])
+                          "--ca-key", str(ca_key_path(spiffe_set.cert_dir)), "--keys", str(tmp_path / "keys"),
+                          "--hours", "1"])
     assert code == 0
+    keys = tmp_path / "keys" / "cli"  # the CLI's own folder of the deployment's keys
     minted = load_credentials("cli", keys / CA_CERT_FILE, keys / "cli.pem", keys / "cli.key")
     with sync_channel(spiffe_set.handles["host"].address, minted, "host") as host:
         assert invoke(host, "host", "GetInfo", timeout=10).HasField("info")
@@ -113,9 +114,9 @@ def test_the_operator_cli_certificate_minted_from_the_ca_is_the_cli_and_another_
     (tmp_path / "other-ca.pem").write_bytes(other_cert.public_bytes(serialization.Encoding.PEM))
     (tmp_path / "other-ca.key").write_bytes(other_key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
-    stranger = tmp_path / "stranger"
+    stranger = tmp_path / "stranger" / "cli"
     assert cli_main.main(["deploy", "cli-certificate", "--ca-cert", str(tmp_path / "other-ca.pem"), "--ca-key",
-                          str(tmp_path / "other-ca.key"), "--keys", str(stranger)]) == 0
+                          str(tmp_path / "other-ca.key"), "--keys", str(tmp_path / "stranger")]) == 0
     with (stranger / CA_CERT_FILE).open("ab") as bundle:  # it trusts the services; they do not trust it
         bundle.write(minted.ca_pem)
     foreign = load_credentials("cli", stranger / CA_CERT_FILE, stranger / "cli.pem", stranger / "cli.key")
