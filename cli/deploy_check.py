@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from cli.deploy_manifests import SPECS, contract_edges, secret_name
+from cli.deploy_manifests import SPECS, contract_edges, secret_name, settings_secret_name
 from cli.deploy_mcp_servers import BROKER, COMPONENT, COMPONENT_LABEL, credentials_secret_of_pod
 from cli.deploy_objects import NAME_LABEL, NAMESPACE, setting_file
 from shared.certs import identity_files, is_private_file
@@ -155,15 +155,17 @@ def allowed_secret_files(service: str) -> set[str]:
 def secret_problems(docs: Iterable[dict], origin: str) -> list[str]:
     problems = []
     owners = {secret_name(name): name for name in SPECS}
+    settings_owners = {settings_secret_name(name): name for name in SPECS}
     for doc in docs:
         if doc.get("kind") != "Secret":
             continue
         name = doc.get("metadata", {}).get("name", "")
-        owner = owners.get(name)
+        owner = owners.get(name) or settings_owners.get(name)
         if owner is None:
             continue
         held = set(doc.get("data", {}) or {}) | set(doc.get("stringData", {}) or {})
-        allowed = allowed_secret_files(owner)
+        allowed = allowed_secret_files(owner) if name in owners else \
+            {setting_file(owner, setting) for setting in SPECS[owner].secret_settings}  # settings alone
         for item in sorted(held):
             if item not in allowed:
                 kind = "another principal's key" if is_private_file(Path(item)) else "a file it does not need"

@@ -31,7 +31,7 @@ import yaml
 
 from cli import deploy_public
 from cli.deploy_compose import EXAMPLE_PUBLIC_URL, PROFILES, PROVIDERS, WAYS_IN, local, production, rename_config_map
-from cli.deploy_manifests import SPECS
+from cli.deploy_manifests import SETTINGS_MOUNT, SPECS, settings_secret_name
 from cli.deploy_migrations import DATABASE_LABEL, MIGRATE
 from cli.deploy_migrations import secret_name as migrator_secret_name
 from cli.deploy_objects import (
@@ -45,6 +45,7 @@ from cli.deploy_objects import (
     rewritten,
     setting_file,
 )
+from cli.deploy_secrets import OPTIONAL
 from cli.helm_text import Value, When, documents, scalar
 from cli.helm_unify import Combination, Joiner
 
@@ -181,6 +182,8 @@ def _service(obj: dict, values: Values) -> None:
         if volume["name"] == "identity":
             volume["secret"]["secretName"] = values.take(f"services.{name}.secretName",
                                                          volume["secret"]["secretName"])
+    if SPECS[name].secret_settings:
+        _settings_from_values(obj, container, values)
     section, settings = PLAIN_SETTINGS.get(name, ("", {}))
     container["env"] += [When(f".Values.{section}.{key}", {
         "name": f"TESSERA_{name.upper()}_{variable}",
@@ -190,6 +193,47 @@ def _service(obj: dict, values: Values) -> None:
         origins = values.take("capabilities.webauthnOrigins", [], pipe=" | toJson")
         container["env"].append(When(".Values.capabilities.webauthnOrigins", {
             "name": "TESSERA_CAPABILITIES_WEBAUTHN_ORIGINS", "value": origins}))
+
+
+def _settings_from_values(obj: dict, container: dict, values: Values) -> None:
+    """With `services.<service>.settings` given, the chart writes them into a Secret of their own, mounted as the
+    service's settings folder (TESSERA_SECRETS_DIR), and the pods roll when they change; its own Secret then holds
+    its token keys alone that matter (the settings files in it are no longer read). Empty: the overlays' way."""
+    name = obj["metadata"]["name"]
+    given = f".Values.services.{name}.settings"
+    secret = settings_secret_name(name)
+    for variable in container["env"]:
+        if variable["name"] == "TESSERA_SECRETS_DIR":
+            variable["value"] = Value(f'ternary "{SETTINGS_MOUNT}" "{variable["value"]}" (not (empty {given}))')
+    container["volumeMounts"].append(When(given, {"name": "settings", "mountPath": SETTINGS_MOUNT,
+                                                  "readOnly": True}))
+    pod = obj["spec"]["template"]
+    pod["spec"]["volumes"].append(When(given, {"name": "settings", "secret": {
+        "secretName": secret, "defaultMode": 0o400, "optional": False}}))
+    pod["metadata"]["annotations"] = When(given, {"tessera.dev/settings-sha256": Value(
+        f"{given} | toJson | sha256sum")})
+
+
+def _settings_secrets(values: Values) -> list[When]:
+    """Per service with secret settings, the Secret the chart writes them into when given as values: each required
+    but the optional ones (values then hold passwords: Helm keeps them in its release history)."""
+    made = []
+    for name, spec in SPECS.items():
+        if not spec.secret_settings:
+            continue
+        path = f"services.{name}.settings"
+        values.take(path, {}, {"type": "object", "additionalProperties": False,
+                               "properties": {setting: {"type": "string"} for setting in spec.secret_settings}})
+        files = {setting_file(name, setting): Value(f'.Values.{path}.{setting} | default ""')
+                 if (name, setting) in OPTIONAL else
+                 Value(f"required {json.dumps(f'{path}.{setting}: needed when {path} is given')} "
+                       f".Values.{path}.{setting}")
+                 for setting in spec.secret_settings}
+        made.append(When(f".Values.{path}", {
+            "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {"name": settings_secret_name(name), "namespace": NAMESPACE, "labels": labels(name)},
+            "stringData": files}))
+    return made
 
 
 def _egress_peers(obj: dict, values: Values) -> None:
@@ -269,7 +313,7 @@ def chart_objects(combination: Combination, values: Values) -> list:
         if kind == "NetworkPolicy":
             _egress_peers(obj, values)
         made.append(obj)
-    return made + _migrator_secrets(values)
+    return made + _settings_secrets(values) + _migrator_secrets(values)
 
 
 def _identity(obj: object) -> tuple[str, str]:
@@ -306,7 +350,9 @@ DESCRIPTIONS = {
                     "or none (bring your own); TLS from cert-manager's certificateIssuer.",
     "services": "Per service: replicas (or the autoscaler's bounds), resources, and the Secret you made for it "
                 "(its token keys and setting files tessera_<service>_<setting>, as `tessera deploy secrets "
-                "--production` writes it).",
+                "--production` writes it); or its secret settings (database URLs ...) as values in settings, which "
+                "the chart writes into a Secret <service>-settings of their own (values then hold passwords, and "
+                "Helm keeps them in its release history: prefer the Secret).",
     "agent": "The model the agent asks (services/agent/config.py): empty url, the built-in planner; its API key is "
              "the setting model_api_key in the agent's Secret. Empty values leave the agent's defaults.",
     "web": "OpenID Connect sign-in (services/web/config.py): empty values leave web's defaults.",

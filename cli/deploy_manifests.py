@@ -137,6 +137,14 @@ def secret_name(name: str) -> str:
     return f"{name}-identity"
 
 
+# Where a pod mounts the Secret of its settings when the chart writes them from values (cli/deploy_helm.py).
+SETTINGS_MOUNT = "/etc/tessera/settings"
+
+
+def settings_secret_name(name: str) -> str:
+    return f"{name}-settings"
+
+
 def _env(spec: ServiceSpec, edges: set[tuple[str, str]]) -> list[dict]:
     prefix = f"TESSERA_{spec.name.upper()}_"
     env = {

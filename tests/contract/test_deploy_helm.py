@@ -16,7 +16,7 @@ import yaml
 from cli import deploy, deploy_public
 from cli.deploy_compose import EXAMPLE_PUBLIC_URL, local, production, strategic_merge
 from cli.deploy_helm import CHART, COMBINATIONS, DIMENSIONS, MIGRATION_HOOK, OVERLAYS, PLAIN_SETTINGS, SEED_HOOK
-from cli.deploy_manifests import contract_edges
+from cli.deploy_manifests import SETTINGS_MOUNT, contract_edges
 from cli.deploy_migrations import MIGRATE, job_name
 from cli.deploy_objects import NAMESPACE, rewritten, setting_file
 from cli.helm_text import Switch, Value, When, documents
@@ -171,8 +171,9 @@ SET_EVERYTHING = {
     "identity": {"provider": "spire"},
     "publicAccess": {"via": "ingress", "ingressClassName": "nginx",
                      "certificateIssuer": {"kind": "Issuer", "name": "acme", "group": "cert-manager.io"}},
-    "services": {"host": {"replicas": 3}, "agent": {"minReplicas": 3, "maxReplicas": 9},
-                 "resources": {"secretName": "resources-keys-and-settings"}},
+    "services": {"agent": {"minReplicas": 3, "maxReplicas": 9},
+                 "resources": {"secretName": "resources-keys-and-settings"},
+                 "host": {"replicas": 3, "settings": {"database_url": "postgresql+psycopg://host:pw@db/tessera_host"}}},
     "agent": {"model": {"url": "https://models.acme.test/v1", "name": "acme-large"}},
     "web": {"oidc": {"issuer": "https://login.acme.test", "clientId": "tessera", "tenant": "acme",
                      "providerName": 'Acme "SSO" {{ .Values }} 🔑'}},
@@ -228,9 +229,20 @@ def test_the_values_a_chart_user_sets_land_where_they_should(set_everything):
     mounted = [v["secret"]["secretName"] for v in deployments["resources"]["spec"]["template"]["spec"]["volumes"]
                if "secret" in v]
     assert mounted == ["resources-keys-and-settings"]
-    # The one Secret asked for, holding its migrate Job's file only; a service's own Secret is never written.
+    # The Secrets asked for: the host's settings (mounted as its settings folder, the pods rolling when they change)
+    # and a migrate Job's URL. A service's own Secret, which holds its token keys, is never written.
     secrets = {name: doc for (kind, name), doc in objects.items() if kind == "Secret"}
-    assert set(secrets) == {"migrate-host"}
+    assert set(secrets) == {"migrate-host", "host-settings"}
+    assert secrets["host-settings"]["stringData"] == {setting_file("host", "database_url"): SET_EVERYTHING[
+        "services"]["host"]["settings"]["database_url"]}
+    host = deployments["host"]["spec"]["template"]
+    assert _env(deployments["host"])["TESSERA_SECRETS_DIR"] == SETTINGS_MOUNT
+    assert {"name": "settings", "mountPath": SETTINGS_MOUNT, "readOnly": True} in \
+        host["spec"]["containers"][0]["volumeMounts"]
+    assert {"name": "settings", "secret": {"secretName": "host-settings", "defaultMode": 0o400, "optional": False}} \
+        in host["spec"]["volumes"]
+    assert len(host["metadata"]["annotations"]["tessera.dev/settings-sha256"]) == 64
+    assert _env(deployments["web"])["TESSERA_SECRETS_DIR"] == "/etc/tessera/secret"  # not given: its own Secret
     assert secrets["migrate-host"]["stringData"] == {setting_file("host", "migrator_url"): "postgresql+psycopg://"
                                                      "migrator:pw@db/host"}
 
@@ -289,6 +301,9 @@ def test_no_way_in_renders_no_ingress_gateway_or_certificate(tmp_path):
     ({"egress": {"postgresql": ["10.0.0.0/8"]}}, "/egress/postgresql/0"),
     ({"profile": "local"}, "/publicAccess/via"),  # the local profile has no way in: asked for one, it says so
     ({"migrations": {"host": {"secret": {"create": True}}}}, "migrations.host.secret.migratorUrl"),
+    ({"services": {"resources": {"settings": {"warehouse_url": "postgresql+psycopg://r@db/w"}}}},
+     "services.resources.settings.store_url: needed when services.resources.settings is given"),
+    ({"services": {"resources": {"settings": {"warehouse_ur": "x"}}}}, "additional properties 'warehouse_ur'"),
 ])
 def test_bad_values_are_refused_by_name_before_anything_renders(tmp_path, values, named):
     result = helm_template("-f", _overlay_values("production"), "-f", _values_file(tmp_path, values))
@@ -369,3 +384,14 @@ def test_each_plain_setting_the_chart_sets_is_a_setting_of_its_service():
     fields = {"agent": AgentSettings.model_fields, "web": WebSettings.model_fields}
     for service, (_, settings) in PLAIN_SETTINGS.items():
         assert {variable.lower() for variable in settings.values()} <= set(fields[service]), service
+
+
+def test_a_settings_secret_holding_anything_but_its_services_settings_is_named():
+    from cli.deploy_check import secret_problems
+    from cli.deploy_objects import secret_object
+
+    holding = secret_object("host-settings", {setting_file("host", "database_url"): b"u", "host-signing.key": b"k",
+                                              setting_file("web", "session_secret"): b"s"})
+    problems = secret_problems([holding], "chart")
+    assert len(problems) == 2 and all("host-settings" in problem for problem in problems)
+    assert any("host-signing.key" in problem for problem in problems)
