@@ -448,12 +448,15 @@ def _running_address(name: str) -> tuple[str, Path] | None:
     """Where service `name` answers and the folder of the CLI's credentials: the address TESSERA_<NAME>_ADDR names
     (a deployment elsewhere, e.g. through kubectl port-forward, with TESSERA_CERT_DIR), else the set `tessera up`
     runs here. None, said on stderr, when there is neither."""
-    if os.environ.get(f"TESSERA_{name.upper()}_ADDR"):
+    variable = f"TESSERA_{name.upper()}_ADDR"
+    if os.environ.get(variable):
         try:
-            return peer_target(name), cert_dir()
+            address = peer_target(name)
         except ConfigError as exc:
             print(f"tessera: error: {exc}", file=sys.stderr)
             return None
+        print(f"tessera: {name} at {address} ({variable})", file=sys.stderr)  # not the local set, if one runs
+        return address, cert_dir()
     recorded = _running_set()
     if recorded is None:
         return None
@@ -523,6 +526,10 @@ def cmd_persons(args: argparse.Namespace) -> int:
     web_address = ""
     if args.action == "enroll" and not args.url:  # the link people open: the public URL, else the running web
         args.url = os.environ.get(PUBLIC_URL_VARIABLE, "")
+        if not args.url and os.environ.get("TESSERA_CAPABILITIES_ADDR"):  # a deployment elsewhere: its public URL
+            print(f"tessera: error: the link needs the address people open: set {PUBLIC_URL_VARIABLE} (or --url)",
+                  file=sys.stderr)
+            return 2
         web = None if args.url else _running_address("web")
         if not args.url and web is None:
             return 1
