@@ -123,14 +123,17 @@ class Values:
             raise ValueError(f"{path}: two values in one overlay, {self.seen[path]!r} and {value!r}")
         self.seen[path] = copy.deepcopy(value)
         self.schemas[path] = schema or _schema_of(value)
-        if path in EXAMPLES:
-            return Value(f"required {json.dumps(f'{path}: set it (no default)')} .Values.{path}{pipe}")
-        return Value(f".Values.{path}{pipe}")
+        return required(path, "set it (no default)", pipe) if path in EXAMPLES else Value(f".Values.{path}{pipe}")
 
     def required(self, path: str, why: str) -> Value:
         """A value that must be set where it is read (its default, empty, works nowhere)."""
         self.take(path, "")
-        return Value(f"required {json.dumps(f'{path}: {why}')} .Values.{path}")
+        return required(path, why)
+
+
+def required(path: str, why: str, pipe: str = "") -> Value:
+    """`.Values.<path>`, or no rendering at all, naming the value and `why`, where it is empty."""
+    return Value(f"required {json.dumps(f'{path}: {why}')} .Values.{path}{pipe}")
 
 
 # -- the settings a chart user sets ----------------------------------------------------------------------------
@@ -226,8 +229,7 @@ def _settings_secrets(values: Values) -> list[When]:
                                "properties": {setting: {"type": "string"} for setting in spec.secret_settings}})
         files = {setting_file(name, setting): Value(f'.Values.{path}.{setting} | default ""')
                  if (name, setting) in OPTIONAL else
-                 Value(f"required {json.dumps(f'{path}.{setting}: needed when {path} is given')} "
-                       f".Values.{path}.{setting}")
+                 required(f"{path}.{setting}", f"needed when {path} is given")
                  for setting in spec.secret_settings}
         made.append(When(f".Values.{path}", {
             "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
@@ -407,20 +409,7 @@ def render_chart() -> dict[str, str]:
     seen: dict[Combination, Values] = {combination: Values() for combination in COMBINATIONS}
     compositions = {combination: chart_objects(combination, seen[combination]) for combination in COMBINATIONS}
     objects = Joiner(DIMENSIONS).items(compositions, _identity)
-    chart_values: dict[str, object] = {path.removeprefix(".Values."): options[0] for path, options in DIMENSIONS}
-    schemas = {path.removeprefix(".Values."): {"enum": list(options)} for path, options in DIMENSIONS}
-    for combination, values in seen.items():
-        schemas |= values.schemas
-        if combination[0] == "production":
-            for path, value in values.seen.items():
-                if chart_values.setdefault(path, value) != value:
-                    raise ValueError(f"{path}: {chart_values[path]!r} in one production overlay, {value!r} in another")
-    examples = {path: chart_values[path] for path in EXAMPLES}
-    chart_values |= dict.fromkeys(EXAMPLES, "")
-    schemas |= {path: {"type": "string"} for path in EXAMPLES}  # empty until set, and refused empty where read
-    schemas["publicUrl"] = {"type": "string", "pattern": f"({PUBLIC_URL_PATTERN})|^$"}
-    local_values = seen[OVERLAYS["local"]].seen
-    local_settings = {path: value for path, value in local_values.items() if chart_values[path] != value}
+    chart_values, schemas = _chart_values(seen)
     defaults = _tree(chart_values)
     files = {
         f"{CHART}/Chart.yaml": HEADER + yaml.safe_dump({
@@ -440,11 +429,32 @@ def render_chart() -> dict[str, str]:
         files[f"{CHART}/templates/{name}"] = documents(HEADER + (CHECKS if name == "workloads.yaml" else ""), chosen)
     placed = {kind for kinds in FILES.values() for kind in kinds}
     assert all(_identity(obj)[0] in placed for obj in objects), "an object kind without a template file"
-    for overlay, (profile, provider, way) in OVERLAYS.items():
+    return files | _overlay_values(seen, chart_values)
+
+
+def _chart_values(seen: dict[Combination, Values]) -> tuple[dict[str, object], dict[str, dict]]:
+    """(path → default, path → schema) of the chart: what every production composition reads, the examples empty."""
+    chart_values: dict[str, object] = {path.removeprefix(".Values."): options[0] for path, options in DIMENSIONS}
+    schemas = {path.removeprefix(".Values."): {"enum": list(options)} for path, options in DIMENSIONS}
+    for combination, values in seen.items():
+        schemas |= values.schemas
+        if combination[0] == "production":
+            for path, value in values.seen.items():
+                if chart_values.setdefault(path, value) != value:
+                    raise ValueError(f"{path}: {chart_values[path]!r} in one production overlay, {value!r} in another")
+    schemas |= {path: {"type": "string"} for path in EXAMPLES}  # empty until set, and refused empty where read
+    schemas["publicUrl"] = {"type": "string", "pattern": f"({PUBLIC_URL_PATTERN})|^$"}
+    return chart_values | dict.fromkeys(EXAMPLES, ""), schemas
+
+
+def _overlay_values(seen: dict[Combination, Values], chart_values: dict[str, object]) -> dict[str, str]:
+    """ci/<overlay>-values.yaml: what each overlay renders differently from the chart's defaults (the production
+    overlays' examples; the local overlay's image and replicas)."""
+    files = {}
+    for overlay, combination in OVERLAYS.items():
+        profile, provider, way = combination
         settings = {"profile": profile, "identity.provider": provider, "publicAccess.via": way}
-        settings |= local_settings if profile == "local" else \
-            {path: value for path, value in examples.items() if path != "publicAccess.gatewayClassName"
-             or way == "gateway-api"}
+        settings |= {path: value for path, value in seen[combination].seen.items() if chart_values[path] != value}
         files[f"{CHART}/ci/{overlay}-values.yaml"] = _yaml_file(
             f"# What deploy/k8s/overlays/{overlay} renders (a test holds them equal).\n", _tree(settings))
     return files
