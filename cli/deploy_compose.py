@@ -9,6 +9,7 @@ mount's path ...) are merged, new ones go before the base's, in the order the pa
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 from pathlib import Path
 
@@ -98,11 +99,19 @@ def _released(found: dict) -> dict:
 
 def base() -> list[dict]:
     """deploy/k8s/base without its Namespace: the workloads, the NetworkPolicies and the broker's tool policy, whose
-    ConfigMap name carries a hash of its content."""
+    ConfigMap name carries a hash of its content. A copy: every composition changes its own."""
+    return copy.deepcopy(_base())
+
+
+@functools.cache
+def _base() -> list[dict]:
+    """Built once per process: the chart composes twelve overlays from it (the contracts and the tool policy read
+    once, not twelve times)."""
     tool_policy = load_policy()
+    edges = contract_edges()
     data = {POLICY_KEY: cluster_policy_text(tool_policy)}
     policy_map = content_name(POLICY_CONFIG_MAP, data)
-    objects = [*workloads(contract_edges(), tool_policy), *network_policies(contract_edges(), tool_policy)]
+    objects = [*workloads(edges, tool_policy), *network_policies(edges, tool_policy)]
     objects = [_in_namespace(obj) for obj in rename_config_map(objects, POLICY_CONFIG_MAP, policy_map)]
     return [*objects, config_map(policy_map, data)]
 
