@@ -3,7 +3,7 @@ positives per benign kind, as the broker screens tool text (a structured result 
 returns). Issue 45's yardstick: its corpora are written by people who have not read the screen or its own corpus,
 hashed, and scored here first, before the screen is changed.
 
-Usage: python -m bench.screen_fresh CORPUS.jsonl [--json]
+Usage: python -m bench.screen_fresh CORPUS.jsonl[.gz] [--json]   (a .gz corpus is a sealed one, not yet scored)
        python -m bench.screen_fresh --real [--json]   (false positives on real text: Debian's /usr/share/doc
        changelogs and READMEs, and the Python standard library's docstrings, in paragraph-sized pieces)
 Each line: {"id", "label": "attack"|"benign", "kind", "language", and "text" or "fields" (an object of strings)}.
@@ -12,12 +12,14 @@ Each line: {"id", "label": "attack"|"benign", "kind", "language", and "text" or 
 from __future__ import annotations
 
 import argparse
+import gzip
 import hashlib
 import json
 import sys
 from collections import defaultdict
 from pathlib import Path
 
+from bench.screen_mix import debian_docs, docstrings, read_text
 from shared.screen import screen
 
 
@@ -63,26 +65,13 @@ def _paragraphs(text: str) -> list[str]:
 
 def real_text() -> list[tuple[str, str]]:
     """(where, piece) from Debian's installed documentation and the Python standard library's docstrings."""
-    import ast
-    import gzip
     import sysconfig
 
     found = []
-    for path in sorted(Path("/usr/share/doc").glob("*/*")):
-        if not path.name.lower().startswith(("changelog", "readme", "news")) or not path.is_file():
-            continue
-        data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
-        found += [(str(path), piece) for piece in _paragraphs(data.decode("utf-8", "replace"))]
+    for path in debian_docs():
+        found += [(str(path), piece) for piece in _paragraphs(read_text(path))]
     for path in sorted(Path(sysconfig.get_paths()["stdlib"]).rglob("*.py")):
-        try:
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-        except (SyntaxError, UnicodeDecodeError, ValueError):
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
-                doc = ast.get_docstring(node)
-                if doc and len(doc) >= PIECE_CHARS[0]:
-                    found.append((str(path), doc[:PIECE_CHARS[1]]))
+        found += [(str(path), doc[:PIECE_CHARS[1]]) for doc in docstrings(path) if len(doc) >= PIECE_CHARS[0]]
     return found
 
 
@@ -125,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.corpus is None:
         parser.error("a corpus file, or --real")
     data = args.corpus.read_bytes()
+    if args.corpus.suffix == ".gz":  # a sealed corpus (kept compressed so that no search reads it by accident)
+        data = gzip.decompress(data)
     items = [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
     report = score(items)
     digest = hashlib.sha256(data).hexdigest()

@@ -30,7 +30,13 @@ from pathlib import Path
 
 import re2
 
+from shared import screen_decode as decoding
+from shared.screen_languages import LATIN_SCRIPT, OTHER_SCRIPTS
+from shared.screen_markers import MARKERS, SCRIPTS
+from shared.screen_rules import RULE_SOURCES, as_regex
+
 MAX_CHARS = 20_000
+RE2_MEMORY = 64 << 20  # per program: the budget its DFA may use before RE2 falls back to a slower matcher
 SNIPPET_CONTEXT = 40
 # Invisible characters that split words for a reader but not for a model: zero-width space/joiners,
 # direction marks and embeddings, the Arabic letter mark, word joiner and invisible operators, BOM,
@@ -38,6 +44,12 @@ SNIPPET_CONTEXT = 40
 # look-alikes were made visible.
 _INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
                         "\U000e0000-\U000e007f]")
+# Of those, the ones that stand for a word break when they sit between two letters ("Please\u200bignore" is two
+# words to a reader and to a model): deleting them would glue the words together past the rules. The soft
+# hyphen and direction marks sit inside words and are only taken out.
+_SEPARATORS = "\u180e\u200b\u200c\u200d\u2060-\u2064\ufeff"
+_BETWEEN_LETTERS = re.compile(f"(?<=[^\\W\\d_])[{_SEPARATORS}]+(?=[^\\W\\d_])")
+_JOINERS = frozenset("\u200c\u200d")
 # Tag characters U+E0020..U+E007E mirror printable ASCII and render as nothing: text smuggled in them is
 # shown (and screened) as the ASCII it spells.
 _TAGS = {0xE0000 + code: chr(code) for code in range(0x20, 0x7F)}
@@ -49,7 +61,7 @@ _MARK_RUN_LIMIT = 30
 
 def _re2(pattern: str) -> re2._Regexp:
     options = re2.Options()
-    options.max_mem = 64 << 20
+    options.max_mem = RE2_MEMORY
     options.case_sensitive = False
     options.dot_nl = True  # the rules read across line breaks, as the model does
     return re2.compile(pattern, options)
@@ -92,6 +104,18 @@ def _cap_marks(text: str) -> str:
     if _latin1(text) or not _mark_runs().search(text):
         return text
     return _mark_runs().sub(lambda run: run.group()[:_MARK_RUN_LIMIT], text)
+
+
+def _word_break(run: re.Match) -> str:
+    before, after = run.string[run.start() - 1], run.string[run.end()]
+    if set(run.group()) <= _JOINERS and not (before.isascii() or after.isascii()):
+        return ""  # ZWNJ or ZWJ inside Persian or Indic words is part of their spelling
+    return " "
+
+
+def _word_breaks(text: str) -> str:
+    """Invisible characters between two letters as the word break they stand for."""
+    return _BETWEEN_LETTERS.sub(_word_break, text)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -169,6 +193,10 @@ def _skeleton_table() -> list:
 
 
 _PLANE_14_CHARS = _re2(r"[\x{E0000}-\x{E0FFF}]")
+# The same questions as the `re` patterns ask, asked of RE2 where they scan whole texts: several times faster.
+_ANY_INVISIBLE = _re2(_INVISIBLE.pattern)
+_SELECTOR_RUN = _re2(decoding.SELECTOR_RUN.pattern)
+_HIDDEN_CARRIERS = _re2(rf"[\x{{E0000}}-\x{{E007F}}]|{decoding.SELECTOR_RUN.pattern}")
 
 
 def _skeleton_text(text: str, table: list) -> str:
@@ -241,7 +269,8 @@ def _readings(raw: str) -> list[str]:
         text = _cap_marks(_unescape(text))  # references can spell combining marks too
     if text.isascii():
         return [text]
-    readings = [text, *_shown_orders(text)]
+    broken = _word_breaks(text) if _ANY_INVISIBLE.search(text) else text
+    readings = [text, *([broken] if broken != text else []), *_shown_orders(text)]
     return [_skeleton(reading)[:MAX_CHARS] for reading in readings]
 
 
@@ -269,224 +298,90 @@ def _join_spaced(text: str) -> str:
 
 
 # ----------------------------------------------------------------------------------------------------------
-# Rules
+# Rules (their sources: shared/screen_rules.py and shared/screen_languages.py)
 # ----------------------------------------------------------------------------------------------------------
 
-# Building blocks. In rule sources a space stands for any run of whitespace, line breaks included, and
-# " ?" for an optional one.
-_PARTS = {
-    # Any lower-case identifier (get_all_users, db.exec, `orders.refund`): only where the words around it
-    # speak to the reader ("before answering", "you must"), since code and changelogs are full of them.
-    "IDENT": r"(?-i:`?[a-z][a-z0-9]*(?:[._][a-z0-9]+)+\b`?)",
-    # A tool for certain: namespaced as server.tool (tickets.close_all; not a file like setup.py, a host like
-    # keys.openpgp.org or a call like self.flush(): the character after it is taken, so a rule goes on with
-    # " ?"), or called a tool in so many words.
-    "TOOL": r"(?:(?-i:`?[a-z][a-z0-9]+\.[a-z][a-z0-9_]{3,}`?)(?:[^\w.(/@-]|\.(?:\W|\z)|\z)|(?:this|that)\s+tool\b|"
-            r"the\s+[\w-]+\s+(?:tool|function|endpoint)\b)",
-    "AGENT": r"(?:assistant|agent|ai|model|llm|bot|chatbot|copilot)s?",
-    "CALL": r"(?:call|run|invoke|execute|trigger|use)",
-    # telling the reader not to (a description of what something does not do is no instruction)
-    "NEG": r"(?:don'?t|do\s+not|needn'?t|need\s+not|no\s+need\s+to|not\s+necessary\s+to|not\s+required\s+to|"
-           r"never|there'?s\s+no\s+need\s+to|there\s+is\s+no\s+need\s+to|no\s+reason\s+to|shouldn'?t|"
-           r"should\s+not)",
-    "PERSON": r"(?:the\s+|any\s+|a\s+)?(?:users?|customers?|humans?|person|operator|reviewer|owner|manager|admin|"
-              r"anyone|anybody|them|people|supervisor)",
-    "GATE": r"(?:approvals?|confirmations?|review|sign-?off|consent|permission|authori[sz]ation)",
-    # a verb that changes or sends something, in the forms a claim uses ("deletes", "can delete"), not the
-    # past participle a description uses ("can be executed")
-    "DANGER": r"(?:(?:delet|remov|wip|purg|eras|truncat|revok|charg|updat|chang|overwrit|clos|execut|approv|"
-              r"escalat|disabl)(?:e|es|ing)|(?:drop|destroy|refund|grant|transfer|pay|edit|cancel|send|email|"
-              r"publish|upload|export|restart|unlock|reset)(?:s|es|ing|ping|ring|ling|ting)?|modif(?:y|ies|ying)|"
-              r"run(?:s|ning)?\s+arbitrary|shut(?:s|ting)?\s+down|writ(?:e|es|ing)\s+(?:\w+\s+)?(?:back|changes))\b",
-    # what a tool can be said to own: the claim "this tool also deletes records"
-    "ASSET": r"(?:tickets|records|users|customers|accounts|orders|data|rows|tables|refunds|payments|funds|prices)",
-}
-_PARTS["ANYTOOL"] = r"(?:(?:the\s+|this\s+|that\s+)?IDENT(?:\s+tool|\s+function|\s+endpoint)?|TOOL)"
+_REGEX_SYNTAX = frozenset("\\^$.|?*+()[]{}")
 
 
-def _rule(source: str) -> str:
-    for name in ("ANYTOOL", "IDENT", "TOOL", "AGENT", "CALL", "NEG", "PERSON", "GATE", "DANGER", "ASSET"):
-        source = source.replace(name, _PARTS[name])
-    return source.replace(" ?", r"\s*").replace(" ", r"\s+")
+def _as_read(source: str) -> str:
+    """A rule written in a language's own spelling, spelled as the rules' reading spells text (accents and
+    look-alike letters undone). Only the letters beyond ASCII change, so the pattern's syntax stays."""
+    def spelled(run: re.Match) -> str:
+        read = _skeleton_text(run.group(), _skeleton_table())
+        if _REGEX_SYNTAX & set(read):
+            raise ValueError(f"rule text {run.group()!r} reads as regex syntax {read!r}")
+        return read
+    return re.sub(r"[^\x00-\x7f]+", spelled, source)
 
 
-_EARLIER = (r"(?:your|previous|prior|above|earlier|preceding|original|existing|old|former|initial|current|"
-            r"system|safety|other|given)")
-_ORDERS = (r"(?:instructions?|rules|prompts?|guidelines|guidance|directions|directives|polic(?:y|ies)|constraints|"
-           r"system (?:message|prompt)|restrictions|guardrails|programming|orders)\b")
-_VOID = (r"(?:no longer (?:appl(?:y|ies)|valid|in force)|(?:is|are|were|was) (?:now )?(?:void|obsolete|outdated|"
-         r"cancel+ed|revoked|invalid|null|superseded|only a test|just a test|a test)|(?:has|have) been (?:revoked|"
-         r"cancel+ed|replaced|superseded|withdrawn|lifted|removed)|(?:don'?t|do not) (?:apply|count|matter))")
-_BEFORE_ANSWERING = (r"(?:answer|answering|reply|replying|respond|responding|anything else|doing anything|"
-                     r"continuing|proceeding|you (?:answer|reply|respond|do|look|continue))")
-# Instruction-like text, by family (lower case; matched case-insensitively on the reading).
-_RULE_SOURCES: dict[str, list[str]] = {
-    "ignore-previous": [
-        rf"(?:ignore|disregard|forget|pay no attention to|never ?mind|stop following|(?:do not|don'?t|no longer) "
-        rf"(?:follow|obey|apply))(?: (?:all|any|of|the|these|those|every|{_EARLIER})){{0,4}} {_ORDERS}",
-        # weaker verbs ("override the context object") only with words that point back at the model's orders
-        rf"(?:override|overrule|discard|drop|set aside|clear|reset)(?: (?:all|any|of|the|these|those|every))*"
-        rf"(?: {_EARLIER})+ (?:{_ORDERS}|context|conversation|history)",
-        r"(?:ignore|disregard|forget) (?:everything|anything|whatever|all)\b.{0,40}\b(?:told|said|instructed|"
-        r"given|taught)\b",
-        r"(?:ignore|disregard|forget) (?:everything|anything|all) (?:(?:written|said) )?(?:above|before this "
-        r"(?:line|message|point)|so far|until now)",
-        rf"(?:your|the|previous|prior|earlier|above|original|old|former|initial|system|all) (?:\w+ )?(?:instructions?"
-        rf"|rules|guidelines|guidance|directions|prompts?)(?: (?:above|before this (?:line|message|point)|you "
-        rf"(?:were|have been) given|so far))? {_VOID}",
-        rf"(?:everything|anything|all|whatever) (?:\w+ ){{0,3}}(?:told|above|before|earlier|until now)\b"
-        rf".{{0,20}}\b{_VOID}",
-        r"your (?:real|actual|true|new) (?:instructions|orders|task) (?:start|begin|are|follow)",
-    ],
-    "role-play": [
-        r"you(?:'re| are) now (?:an?|the|my|your|our|dan|acting|operating|free|unrestricted|unfiltered|jailbroken|"
-        r"root|admin\w*|in (?:\w+ ){0,2}mode)\b",
-        r"you(?:'re| are) no longer (?:an?|the) AGENT\b",
-        r"(?:from now on|from this (?:point|moment) on|for the rest of this (?:conversation|session|chat)|henceforth|"
-        r"from here on),? you\b",
-        r"you (?:will|shall|must|should) (?:now )?(?:behave|act|respond|answer|speak|operate) as\b",
-        r"(?:pretend (?:you(?:'re| are| were)|that you(?:'re| are))|imagine (?:that )?you (?:are|were|have no|"
-        r"had no))\b",
-        r"(?:(?m:^)|[.!?:;,] ?|\b(?:you|please|now|just) )pretend to be\b",
-        r"act as (?:an? |the |if |my )?(?:unrestricted|unfiltered|uncensored|jailbroken|evil|rogue|different|new|"
-        r"root|admin\w*|system|developer|dan|AGENT|operator|superuser)\b",
-        r"role-?play (?:as|that)\b",
-        r"(?:enter|activate|switch (?:to|into)) (?:developer|god|jailbreak|jailbroken|unrestricted|dan|sudo) mode\b",
-        r"(?:switch|change|adopt|assume|take on|enter) (?:to |into )?(?:the |a |an )?(?:\w+ )?persona\b",
-        r"your new (?:identity|role|persona|name|instructions|task|goal|objective)s? ?(?:is|are|:)",
-        r"(?:reveal|print|output|repeat|leak|dump|disclose) (?:me )?(?:your|the) (?:\w+ )?(?:system prompt|"
-        r"system message|hidden instructions|secret instructions|initial instructions|original instructions|"
-        r"instructions you were given|(?:original|initial|hidden|secret|full) prompt)",
-        r"new instructions? (?:for|to) (?:the |you|this |any )AGENT\b",
-        r"(?:jailbroken|unrestricted|unfiltered|uncensored) (?:AGENT|version)\b",
-        r"AGENT (?:without|with no) (?:any )?(?:restrictions|rules|filters|limits|guardrails|safety)",
-        r"you have no (?:\w+ )?(?:rules|restrictions|filters|guardrails|guidelines|limits)",
-        r"you are (?:hereby|now) (?:authori[sz]ed|granted|promoted|elevated|given)",
-    ],
-    "role-text": [
-        r"[\"']role[\"'] ?: ?[\"'](?:system|assistant|developer|user|tool)[\"'] ?, ?[\"']content[\"'] ?: ?[\"']",
-        r"[\"']content[\"'] ?: ?[\"'][^\"']*[\"'] ?, ?[\"']role[\"'] ?: ?[\"'](?:system|assistant|developer)[\"']",
-        r"(?m:^)\s*role\s*:\s*(?:system|assistant|developer)\s*\n\s*content\s*:",
-        r"<\|(?:im_start|im_end|system|user|assistant|endoftext|start_header_id|end_header_id|eot_id|end|"
-        r"begin_of_text)\|>",
-        r"(?-i:\[/?INST\]|<</?SYS>>)", r"<(?:start_of_turn|end_of_turn)>",
-        r"###\s*(?:system|instruction|response|user|assistant)\s*:",
-        r"<\s*/?\s*(?-i:system|assistant|instructions?|system_message|tool_result|function_results|tool_output)\s*>",
-        r"\n\s*\n\s*(?:human|assistant)\s*:",
-    ],
-    "ordering": [
-        rf"before {_BEFORE_ANSWERING}\b.{{0,30}}\bCALL ANYTOOL",
-        rf"(?:always )?CALL (?:the )?ANYTOOL ?(?:tool )?(?:\w+ ){{0,3}}(?:first(?: ?[,.;:!)]| (?:and|then|before|so)\b"
-        rf"|\s*\z)|(?:before|prior to) {_BEFORE_ANSWERING}\b|immediately|right away)",
-        r"\bstep \d+ ?[:.)-]? ?CALL ANYTOOL",
-        r"(?:steps?|remediation|resolution|workaround|fix|to ?do|instructions)\b[^.\n]{0,40}?(?:\b\d{1,2}[.):]|"
-        r"\([a-z0-9]\)) ?CALL ANYTOOL",
-        r"(?:\b\d{1,2}[.)]|\([a-z0-9]\)) ?CALL ANYTOOL.{0,80}?(?:\b\d{1,2}[.)]|\([a-z0-9]\)) ?CALL ANYTOOL",
-        r"(?:AGENT|you) (?:\w+ )?(?:should|must|needs? to|has to|have to|is required to|are required to|"
-        r"will need to|ought to)(?: \w+)? CALL ANYTOOL",
-        r"(?:that|then) you (?:\w+ )?CALL ANYTOOL",
-        r"\bfirst(?: thing| step| action)? ?[,:] (?:you (?:should |must )?)?CALL ANYTOOL",
-        r"(?:next|first) (?:tool|step|action|thing|call)(?: you (?:call|run|use|make|take))?(?: should| must| has to|"
-        r" needs to| will)? (?:be|is)\b.{0,15}IDENT",
-        r"your (?:next|first) (?:step|action|task|move)\s*[:,-]?\s*(?:is to |must be |should be )?(?:CALL )?ANYTOOL",
-        r"(?:start|begin) (?:by|with) (?:calling|running|invoking|executing|using) ANYTOOL",
-        r"(?:immediately|right away|at once) (?:call|run|invoke|execute) ANYTOOL",
-        r"(?:resolved|fixed|solved|remedied) by (?:calling|running|invoking|executing) ANYTOOL",
-        r"(?:when|once|after|as soon as) you (?:see|read|have read|receive|process) this\b.{0,30}\bCALL ANYTOOL",
-        r"\bAGENT\b[^.\n]{0,30}?\b(?:call|invoke|execute|run) ANYTOOL",
-    ],
-    "preference": [
-        r"(?:use|call|prefer|pick|choose) (?:me\b|this one|TOOL) ?(?:instead|in its place|rather)\b",
-        r"(?:use|call|pick|choose) IDENT ?(?:instead|in its place)\b",
-        r"(?:rather than|instead of) (?:calling|using|invoking) IDENT ?,? (?:use|call|invoke) IDENT",
-        r"(?:prefer|favou?r) (?:me\b|this one|TOOL) ?(?:over|to)\b",
-        r"(?:go through|route (?:\w+ )?through|switch to|move to|fall back to|always (?:use|call|pick|choose)|"
-        r"only (?:use|call|trust|rely on)) (?:this (?:one|tool)|me\b|TOOL)",
-        r"(?:for (?:all|every|any)|every time|from now on|whenever you)\b.{0,40}\b(?:use|call|pick|choose) IDENT",
-        r"IDENT (?:is|are|works|gives) (?:\w+ )?(?:better|faster|more reliable)\b.{0,40}\b(?:always|every time|"
-        r"(?:use|pick|choose) it|instead)\b",
-        r"better (?:results|answers|output) (?:than|from) TOOL ?",
-        r"(?:recommended|preferred|best|right|correct) (?:tool|way|method|function)\b.{0,40}\b(?:is|:) "
-        r"(?:to (?:call|use) )?IDENT",
-        r"other tools (?:are|were) (?:\w+ )?(?:unreliable|broken|deprecated|outdated|unsafe|wrong)",
-        r"(?:avoid|stop using|don'?t use|do not use|don'?t bother with|do not bother with|bypass) (?:the (?:\w+ )?"
-        r"tools?\b|(?:TOOL|IDENT) ?[,;.] ?(?:use|call|switch to|try)\b)",
-        r"(?:supersedes|replaces|deprecates|obsoletes) TOOL",
-        r"TOOL ?(?:is|are) (?:\w+ )?(?:broken|unreliable|down|outdated)",
-    ],
-    "suppression": [
-        r"NEG (?:have to |need to |bother (?:to )?)?(?:ask|tell|inform|notify|alert|warn|consult|bother|check with|"
-        r"confirm with) PERSON\b",
-        r"NEG (?:have to |need to )?(?:ask|wait) (?:for )?(?:\w+ )?GATE",
-        r"NEG (?:have to |need to |bother (?:to )?)?confirm\w*\b",
-        r"(?:no need to|needn'?t|need not|not necessary to) ask\b",
-        r"NEG (?:mention|reveal|disclose|report) (?:this|it|that|anything|the note|these)|NEG say (?:anything|a word)",
-        r"bother (?:confirm|ask)\w*",
-        r"(?:fine|ok|okay|safe|allowed|permitted|acceptable|free) to (?:skip|bypass|ignore|omit|avoid)\b.{0,20}"
-        r"\b(?:confirm\w*|approv\w*|review|sign-?off|ask\w*)",
-        r"skip (?:the |any |all )GATE", r"bypass (?:the |any )?(?:approvals?|confirmations?|review|sign-?off)",
-        r"skip (?:approval|confirmation)s?(?:\s*[.!]?\s*$|\s+(?:for|on|this|here|please|now|and|so|then|just|today)\b)",
-        r"without (?:asking|approval|consent|permission|(?:a |any )?review|confirmation|confirming|consulting)\b",
-        r"(?:go ahead|proceed|continue|act|do it|apply it|close it|refund it|approve it) without (?:\w+ )?(?:asking|"
-        r"checking|confirm\w*|approval|review|waiting|telling|consent|permission)",
-        r"(?:user|customer|owner|manager|admin|operator|they|he|she) (?:has |have |had )?already (?:agreed|"
-        r"confirmed|approved|consented|authori[sz]ed|signed off|said yes)",
-        r"(?:user|customer|owner|manager|admin|operator) said yes\b",
-        r"no GATE (?:is |are )?(?:needed|required|necessary)",
-        r"no need for (?:\w+ )?GATE",
-        r"(?:approval|consent|sign-?off|authori[sz]ation) (?:has|have|was|were|is) (?:already )?(?:been )?(?:granted|"
-        r"given|obtained|provided|received)",
-        r"GATE (?:is|are|was)(?:n'?t| not) (?:needed|required|necessary)",
-        r"(?:user|customer|human|operator|they|nobody|no one) (?:doesn'?t|does not|don'?t|do not|needn'?t|need not|"
-        r"shouldn'?t|should not|must not|mustn'?t) (?:need to |have to )?(?:know|be told|find out|hear|notice)\b",
-        r"keep (?:this|it) (?:between us|secret|quiet|to yourself|hidden)",
-        r"silently (?:apply|change|delete|refund|update|approve|close|execute|proceed|perform|make)",
-        r"say nothing (?:about|to)\b",
-        r"(?:is|are|was|been) (?:already )?(?:pre|auto)-?(?:approved|authori[sz]ed|confirmed|cleared)",
-        r"treat (?:it|this) as (?:approved|confirmed|authori[sz]ed)",
-        r"feel free to (?:act|proceed|go ahead)\b",
-    ],
-    "scope-inflation": [
-        r"(?:(?:this|the|that) (?:[\w-]+ )?(?:tool|endpoint|server|plugin|integration|api|connector)s?|IDENT)"
-        r"(?:'s tools)? (?:\w+ )?(?:also|additionally|actually|too|secretly|even|in addition)\b"
-        r"(?: \w+){0,3}? DANGER",
-        r"(?:also|additionally|in addition|as well),? (?:it|this tool|the tool|IDENT) (?:can|will|may|is able to) "
-        r"(?:\w+ )?DANGER",
-        r"(?:(?:this|the|that) (?:[\w-]+ )?(?:tool|endpoint|server|plugin)s?|IDENT)(?:'s tools)? (?:can|will|may) "
-        r"(?:\w+ )?(?:wipe|purge|destroy|transfer|run arbitrary|grant admin|delete every|delete all)",
-        r"(?:besides|apart from|in addition to|along with|aside from|as a bonus|extended capabilit(?:y|ies)\b|"
-        r"newly added\b|capabilities ?:).{0,60}?\b(?:(?:it|tool|function|endpoint|server|plugin|IDENT)"
-        r"(?: (?:can|will|may|now|also|too|actually|is able to))*|also) DANGER",
-        r"(?:tool|endpoint|server|plugin|TOOL)s? (?:\w+ )?(?:has|have|gets?) (?:full|unrestricted|complete|root|"
-        r"admin(?:istrator)?|superuser|write) (?:access|permissions?|rights|privileges|control)",
-        r"(?:tool|endpoint|server|plugin|TOOL)s? (?:is|are) (?:also |now |actually )?(?:authori[sz]ed|allowed|"
-        r"permitted|able) to DANGER",
-        r"(?:also|additionally|now) has (?:the )?permissions? to\b",
-        r"(?:also|additionally) DANGER (?:all|every|everything|the whole|the entire)(?: \w+)? ASSET\b",
-        r"(?:export|send|email|forward|post|upload|copy) (?:everything|all (?:\w+ )?(?:data|records|customers|"
-        r"users|tickets|files)|the (?:whole|entire|full) \w+(?: table| database)?) to\b",
-        r"(?:delete|drop|wipe|purge|erase|destroy) (?:everything|all (?:the )?(?:data|records|rows|tables|tickets|"
-        r"users|customers|accounts|orders))\b",
-        r"(?:use|using) TOOL ?to DANGER",
-        r"(?:use|using) IDENT to DANGER\b.{0,40}?\b(?:as well|too)\b",
-        r"(?:\bit|IDENT|(?:this|the) (?:[\w-]+ )?(?:tool|endpoint|server|plugin)s?) (?:also|additionally) (?:handles|"
-        r"performs|does|processes|manages|takes care of|covers) (?:\w+ )?(?:ASSET|deletions?|cancellations?)\b",
-    ],
-}
-_SPACED = "spaced"  # not a rule: a letter-spaced run, joined and read again
+def _group(name: str, sources: list[str]) -> str:
+    return f"(?P<{name.replace('-', '_')}>{'|'.join(f'(?:{source})' for source in sources)})"
 
 
-def _combined() -> re2._Regexp:
-    """All rules as one RE2 alternation (one named group per family): a single linear-time pass
-    over the text, whatever the number of rules (bench/results.json: screening throughput).
-    The last group finds letter-spaced runs (four letters or more), which are joined and read again."""
-    families = [f"(?P<{name.replace('-', '_')}>{'|'.join(f'(?:{_rule(p)})' for p in patterns)})"
-                for name, patterns in _RULE_SOURCES.items()]
-    spaced = rf"(?P<{_SPACED}>\b[a-z0-9](?:{_SPACED_NEXT}){{3,}}\b)"
-    return _re2(rf"(?:{'|'.join(families)}|{spaced})")
+def _family(sources: list[str]) -> re2._Regexp:
+    return _re2("|".join(f"(?:{source})" for source in sources))
 
 
-RULES = _combined()
+# The English rules, one RE2 program per family: each pass is linear in the text, and each program's DFA stays
+# small. One program holding every family met so many combinations of half-matched rules on varied text that
+# its DFA cache kept filling: on Debian's changelogs it ran at a fraction of a MB/s, where the families one
+# by one run at tens to hundreds (bench/screen_mix.py; issue 45).
+RULES: dict[str, re2._Regexp] = {name: _family([as_regex(p) for p in patterns])
+                                 for name, patterns in RULE_SOURCES.items()}
+# Letter-spaced runs (four letters or more, from a letter: not version numbers or addresses), joined and read again.
+_SPACED = _re2(rf"\b[a-z](?:{_SPACED_NEXT}){{3,}}\b")
+# The cues of encoded text (shared/screen_decode.py), decoded and read again.
+_CUES = _re2("|".join(f"(?P<{cue}>{source})" for cue, source in decoding.CUES.items()))
+
+
+@dataclass(frozen=True)
+class _Language:
+    """One language's rules, compiled on their own: a pass over text in that language only. Every language in
+    one program would exceed RE2's memory budget and run at a fraction of the speed (issue 45)."""
+
+    name: str
+    rules: re2._Regexp
+    native: bool  # read on the text as the model reads it (other scripts), not on the rules' reading
+
+
+def _language(name: str, families: dict[str, list[str]], native: bool) -> _Language:
+    spelled = (lambda source: source) if native else _as_read
+    return _Language(name, _re2("|".join(_group(family, [as_regex(spelled(p)) for p in patterns])
+                                         for family, patterns in families.items())), native)
+
+
+def _language_set() -> tuple[re2.Set, list[_Language]]:
+    """One RE2 Set pass says which languages a text may be in: two of a Latin-script language's common words
+    (on the rules' reading, accents undone), or one letter of another script."""
+    options = re2.Options()
+    options.case_sensitive = False
+    options.dot_nl = True
+    options.max_mem = RE2_MEMORY
+    found, languages = re2.Set.SearchSet(options), []
+    for name, families in LATIN_SCRIPT.items():
+        words = "|".join(_as_read(word) for word in MARKERS[name])
+        found.Add(rf"\b(?:{words})\b.*\b(?:{words})\b")
+        languages.append(_language(name, families, native=False))
+    for name, families in OTHER_SCRIPTS.items():
+        found.Add(SCRIPTS[name])
+        languages.append(_language(name, families, native=True))
+    found.Compile()
+    return found, languages
+
+
+_LANGUAGE_SET, _LANGUAGES = _language_set()
+# A text this short is read with every Latin-script language's rules: a one-line instruction ("Oublie tes
+# consignes.") holds too few common words to say its language, and reading it costs little.
+SHORT_TEXT_CHARS = 1_000
+
+
+def _languages_of(reading: str) -> list[_Language]:
+    """The languages whose rules read a text: those the Set pass finds cues of, and every Latin-script one for a
+    short text."""
+    found = set(_LANGUAGE_SET.Match(reading) or ())
+    return [language for i, language in enumerate(_LANGUAGES)
+            if i in found or (not language.native and len(reading) <= SHORT_TEXT_CHARS)]
 
 
 @dataclass(frozen=True)
@@ -509,9 +404,6 @@ class Screened:
         return bool(self.matches)
 
 
-# Only what needs changing (runs of 2+, or tabs and other spaces): single spaces are left alone, cheaply.
-_LINE_SPACE = re.compile(r"[^\S\n]{2,}|[^\S\n ]")
-_LINE_EDGES = re.compile(r" ?\n ?")
 # Anything `_normalise_lines` would change once NFKC has run (NFKC turns the Unicode spaces into plain
 # ones): invisible characters, runs of spaces, whitespace other than space and newline, spaces at line edges.
 _UNTIDY = _re2(rf"{_INVISIBLE.pattern}|  |[\t\x0b\x0c\x1c-\x1f\x{{85}}\x{{1680}}\x{{2028}}\x{{2029}}]| \n|\n ")
@@ -520,7 +412,7 @@ _UNTIDY = _re2(rf"{_INVISIBLE.pattern}|  |[\t\x0b\x0c\x1c-\x1f\x{{85}}\x{{1680}}
 def normalise(text: str) -> str:
     """NFKC, tag characters shown as ASCII, invisible characters removed, whitespace collapsed (one line)."""
     nfkc = unicodedata.normalize("NFKC", _cap_marks(text))
-    return _SPACE.sub(" ", _INVISIBLE.sub("", nfkc.translate(_TAGS))).strip()
+    return _SPACE.sub(" ", _INVISIBLE.sub("", _word_breaks(nfkc.translate(_TAGS)))).strip()
 
 
 def _normalise_lines(text: str) -> str:
@@ -533,22 +425,123 @@ def _normalise_lines(text: str) -> str:
     flat = unicodedata.normalize("NFKC", text)
     if "\r" in flat:
         flat = flat.replace("\r\n", "\n").replace("\r", "\n")
+    if not flat.isascii() and _SELECTOR_RUN.search(flat):
+        flat = decoding.SELECTOR_RUN.sub("", flat)  # bytes smuggled to the model, not glyph choices: shown decoded
     if not _UNTIDY.search(flat):
         return flat.strip(" ")
     if not flat.isascii() and _INVISIBLE.search(flat):
-        flat = _INVISIBLE.sub("", flat.translate(_TAGS))
-    flat = _LINE_SPACE.sub(" ", flat)
-    return _LINE_EDGES.sub("\n", flat).strip(" ")
+        flat = _INVISIBLE.sub("", _word_breaks(flat.translate(_TAGS)))
+    # each line's whitespace runs made one space and its ends trimmed: str.split does it in C
+    return "\n".join(" ".join(line.split()) for line in flat.split("\n")).strip(" ")
 
 
-def _find(reading: str) -> tuple[list[tuple[str, int, int]], str]:
-    """(rule, start, end) of every match in one reading, and the reading they are in: when it holds
-    letter-spaced runs, those are joined and the joined reading is read once more."""
-    found = [(hit.lastgroup, hit.start(), hit.end()) for hit in RULES.finditer(reading)]
-    if any(rule == _SPACED for rule, _, _ in found):
+def _find(reading: str, languages: list[_Language]) -> tuple[list[tuple[str, int, int]], bytes, list[tuple[str, str]]]:
+    """(rule, start, end) of every match in one reading (the English rules, and those of the Latin-script
+    `languages`), as byte offsets in the reading's UTF-8 (which every pass reads: the RE2 wrapper would
+    encode a str once per pass); and the (cue, span) of encoded text in it. When it holds letter-spaced
+    runs, those are joined first."""
+    if _SPACED.search(reading):
         reading = _join_spaced(reading)
-        found = [(hit.lastgroup, hit.start(), hit.end()) for hit in RULES.finditer(reading)]
-    return [(rule.replace("_", "-"), start, end) for rule, start, end in found if rule != _SPACED], reading
+    data = reading.encode()
+    found = [(family, hit.start(), hit.end()) for family, rules in RULES.items() for hit in rules.finditer(data)]
+    found += [(hit.lastgroup.replace("_", "-"), hit.start(), hit.end())
+              for language in languages for hit in language.rules.finditer(data)]
+    cues = [(hit.lastgroup, hit.group().decode()) for hit in _CUES.finditer(data)]
+    return found, data, cues
+
+
+def _native_readings(raw: str) -> list[str]:
+    """The text as the model reads it, for rules in other scripts; and with invisible characters taken out
+    rather than read as breaks, when it holds any (a rule in a script without spaces reads across them)."""
+    text = unicodedata.normalize("NFKC", _unescape(raw) if "&" in raw else raw).translate(_TAGS)
+    if not _ANY_INVISIBLE.search(text):
+        return [text]
+    return list(dict.fromkeys([_INVISIBLE.sub("", _word_breaks(text)), _INVISIBLE.sub("", text)]))
+
+
+def _joined_fields(text: str) -> str:
+    """The strings of a JSON object or array joined by spaces: an instruction split over several fields of one
+    structured result reads whole ("" for any other text)."""
+    if text.lstrip()[:1] not in ("{", "["):
+        return ""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return ""
+    strings, stack = [], [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            strings.append(item)
+        elif isinstance(item, dict):
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
+    return " ".join(strings) if len(strings) > 1 else ""
+
+
+class _Findings:
+    """The matches of one screening, each said once, with where it was found; and its decoding allowance."""
+
+    def __init__(self, ref: str) -> None:
+        self.ref = ref
+        self.matches: list[Match] = []
+        self.budget = decoding.Budget()
+        self._seen: set[tuple[str, str]] = set()
+
+    def add(self, rule: str, data: bytes, start: int, end: int, how: str) -> None:
+        """One match at byte offsets start..end of a reading's UTF-8, shown with its context in characters."""
+        before = data[:start].decode(errors="ignore")[-SNIPPET_CONTEXT:]
+        after = data[end:end + 4 * SNIPPET_CONTEXT].decode(errors="ignore")[:SNIPPET_CONTEXT]
+        snippet = " ".join(f"{before}{data[start:end].decode(errors='ignore')}{after}".split())
+        if (rule, snippet) in self._seen:
+            return
+        self._seen.add((rule, snippet))
+        line = data.count(b"\n", 0, start) + 1
+        where = how or f"line {line}"
+        self.matches.append(Match(rule, snippet, f"{self.ref}, {where}" if self.ref else where))
+
+
+def _read(raw: str, findings: _Findings, depth: int = 0, how: str = "") -> None:
+    """Screen one text into `findings`: every reading of it against the rules (the other scripts' rules when it
+    holds their letters), and, up to MAX_DEPTH, what it hides or encodes, decoded and read the same way."""
+    decoded: list[decoding.Decoded] = []
+    rot13_cues = 0
+    readings = _readings(raw)
+    languages = _languages_of(readings[0])
+    for reading in readings:
+        found, data, cues = _find(reading, [language for language in languages if not language.native])
+        for rule, start, end in found:
+            findings.add(rule, data, start, end, how)
+        rot13_cues += sum(decoding.ROT13_WORDS_NEEDED if cue == "encoded_rot13_named" else cue == "encoded_rot13"
+                          for cue, _ in cues)
+        decoded += [decoding.decode(cue, span) for cue, span in dict.fromkeys(cues)
+                    if not cue.startswith("encoded_rot13")]
+    if not raw.isascii():
+        native = [language.rules for language in languages if language.native]
+        for data in (reading.encode() for reading in _native_readings(raw)) if native else ():
+            for hit in (hit for rules in native for hit in rules.finditer(data)):
+                findings.add(hit.lastgroup.replace("_", "-"), data, hit.start(), hit.end(), how)
+        carriers = _HIDDEN_CARRIERS.search(raw)
+        hidden = decoding.hidden_tags(raw) if carriers else ""
+        if hidden:
+            said = f"Unicode tag characters spell: {hidden[:160]}".encode()
+            findings.add("hidden-text", said, 0, len(said), how or "tag characters")
+        for payload in decoding.selector_payloads(raw) if carriers else []:
+            said = f"variation selectors carry: {payload.text[:160]}".encode()
+            findings.add("hidden-text", said, 0, len(said), how or payload.how)
+            decoded.append(payload)
+    if rot13_cues >= decoding.ROT13_WORDS_NEEDED:
+        decoded.append(decoding.rot13(raw))
+    if depth == 0:
+        joined = _joined_fields(raw)
+        decoded.append(decoding.Decoded("fields read together", joined) if joined else None)
+    if depth >= decoding.MAX_DEPTH:
+        return
+    for item in decoded:
+        item = findings.budget.take(item)
+        if item is not None:
+            _read(_cap_marks(item.text), findings, depth + 1, f"{how}, {item.how}" if how else item.how)
 
 
 def screen(text: str, source: str, ref: str = "") -> Screened:
@@ -562,16 +555,7 @@ def screen(text: str, source: str, ref: str = "") -> Screened:
     lines = _normalise_lines(raw)
     clipped = len(text) > MAX_CHARS or len(lines) > MAX_CHARS  # NFKC can lengthen text: clip again
     flat = lines[:MAX_CHARS].replace("\n", " ")
-    matches: list[Match] = []
-    seen: set[tuple[str, str]] = set()
-    for reading in _readings(raw):
-        found, reading = _find(reading)
-        for rule, start, end in found:
-            snippet = " ".join(reading[max(0, start - SNIPPET_CONTEXT):end + SNIPPET_CONTEXT].split())
-            if (rule, snippet) in seen:
-                continue
-            seen.add((rule, snippet))
-            line = f"line {reading.count(chr(10), 0, start) + 1}"
-            matches.append(Match(rule, snippet, f"{ref}, {line}" if ref else line))
+    findings = _Findings(ref)
+    _read(raw, findings)
     # NUL is no text (and PostgreSQL refuses it in a text column, which would lose the read's record).
-    return Screened(flat.strip().replace("\x00", "\ufffd"), source, ref, clipped, matches)
+    return Screened(flat.strip().replace("\x00", "\ufffd"), source, ref, clipped, findings.matches)

@@ -96,7 +96,7 @@ LOG = """2026-11-29T10:00:01Z INFO  worker-3 picked job 8812 (export nightly)
 
 def test_a_poisoned_log_is_flagged_on_its_line_and_ordinary_lines_are_not():
     result = screen(LOG, "ops.tail_log", "service worker")
-    assert {m.rule for m in result.matches} == {"ordering", "suppression"}
+    assert {m.rule for m in result.matches} == {"addressing", "ordering", "suppression"}
     assert {m.ref for m in result.matches} == {"service worker, line 3"}
     ordinary = "\n".join(line for line in LOG.splitlines() if "assistant" not in line)
     assert not screen(ordinary, "ops.tail_log").flagged

@@ -1,0 +1,164 @@
+"""Text a reader does not see, or sees only as noise, made readable for the read-path screen (§8).
+
+An instruction can reach a model without being written in plain words: encoded (base64, base32, hex,
+percent-encoding, rot13) for the model to decode, or hidden in characters a person never sees (Unicode
+tag characters, runs of variation selectors carrying bytes). The screen's single RE2 pass marks the
+candidate spans (the `CUES` groups below); this module decodes them, bounded, so the screen can read the
+result again. Decoding is only kept when it yields text: random tokens, hashes and binary attachments
+decode to bytes that are not, and are dropped without a word.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import codecs
+import re
+import urllib.parse
+from dataclasses import dataclass
+
+# A candidate must be long enough to hold an instruction: shorter runs are ids, hashes and words.
+MIN_ENCODED_CHARS = 24
+MAX_SPANS = 16  # decoded per screened text (and its decodings): bounded work for any input
+MAX_DECODED_CHARS = 20_000  # the read path's clip, over all decodings of one text
+MAX_DEPTH = 2  # base64 of percent-encoded text is read; a third layer is not
+
+# RE2 sources of the cues the screen's pass reports (lower case: the pass is case-insensitive).
+CUES = {
+    # base64 (either alphabet) or a run of hex digits; which one it is is decided when decoding
+    "encoded_run": rf"[a-z0-9+/_-]{{{MIN_ENCODED_CHARS},}}={{0,2}}",
+    # hex bytes set apart by spaces, colons or commas, or written as \x41 or 0x41
+    "encoded_hex": r"(?:[0-9a-f]{2}[ :,]){11,}[0-9a-f]{2}|(?:\\x[0-9a-f]{2}){8,}|(?:0x[0-9a-f]{2}, ?){8,}",
+    # percent-encoding: five escapes or more in one run of text without spaces
+    "encoded_percent": r"[^\s%]*%[0-9a-f]{2}(?:[^\s%]*%[0-9a-f]{2}){4,}[^\s%]*",
+    # words that common English words become under rot13 (the, you, your, ignore, previous, instructions,
+    # assistant, system, send, delete, password, all, with, this, that, user), or the name of the cipher
+    "encoded_rot13": r"\b(?:gur|lbh|lbhe|vtaber|cerivbhf|vafgehpgvbaf|nffvfgnag|flfgrz|fraq|qryrgr|cnffjbeq|nyy|"
+                     r"jvgu|guvf|gung|hfre|rznvy|zhfg|gryy|ertneqyrff)\b",
+    # the cipher named: whatever the language, the text is read rotated
+    "encoded_rot13_named": r"\brot-? ?13\b",
+}
+ROT13_WORDS_NEEDED = 3  # rot13'd common words before the whole text is read rotated
+
+_HEX_DIGITS = re.compile(r"[0-9a-fA-F]+")
+_BASE32 = re.compile(r"[A-Z2-7]+=*")
+_ANOTHER_LAYER = re.compile(r"[A-Za-z0-9+/=_-]{24,}|(?:[^\s%]{0,12}%[0-9a-fA-F]{2})+[^\s%]*|(?:\\x[0-9a-fA-F]{2})+")
+_HEX_NOISE = re.compile(r"\\x|0x|[ :,]")
+# Unicode tags: an emoji flag is a black flag, tag letters or digits, and a cancel tag. Any other tag is
+# text hidden from the reader (its ASCII meaning is what a model reads).
+_TAG = "\U000e0000-\U000e007f"
+_FLAG_SEQUENCE = re.compile("\U0001f3f4[\U000e0030-\U000e0039\U000e0061-\U000e007a]{1,12}\U000e007f")
+_TAGS = re.compile(f"[{_TAG}]+")
+# Variation selectors: one after a character picks its glyph (emoji presentation, an ideograph's variant);
+# two or more in a row pick nothing, and are how bytes are smuggled (one selector per byte).
+_SELECTOR = "\ufe00-\ufe0f\U000e0100-\U000e01ef"
+SELECTOR_RUN = re.compile(f"[{_SELECTOR}]{{2,}}")
+
+
+@dataclass(frozen=True)
+class Decoded:
+    how: str  # said to a person: "base64", "hex", "percent-encoding", "rot13", "variation selectors"
+    text: str
+
+
+class Budget:
+    """What is left of one screening's decoding allowance."""
+
+    def __init__(self) -> None:
+        self.spans = MAX_SPANS
+        self.chars = MAX_DECODED_CHARS
+
+    def take(self, decoded: Decoded | None) -> Decoded | None:
+        if decoded is None or self.spans <= 0 or self.chars <= 0:
+            return None
+        self.spans -= 1
+        text = decoded.text[:self.chars]
+        self.chars -= len(text)
+        return Decoded(decoded.how, text)
+
+
+def _as_text(data: bytes) -> str | None:
+    """Decoded bytes, when they are text a model would read as words: valid UTF-8, almost all printable,
+    with spaces between words."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if len(text) < 8:
+        return None
+    if _ANOTHER_LAYER.fullmatch(text):
+        return text  # encoded once more (percent-encoding in base64): read on, to MAX_DEPTH
+    if " " not in text.strip() and text.isascii():
+        return None  # words need spaces between them, but in scripts written without
+    printable = sum(char.isprintable() or char in "\n\t\r" for char in text)
+    letters = sum(char.isalpha() for char in text)
+    return text if printable >= 0.95 * len(text) and letters >= 0.5 * len(text.replace(" ", "")) else None
+
+
+def _from_hex(span: str) -> bytes | None:
+    digits = _HEX_NOISE.sub("", span)
+    if len(digits) % 2 or not _HEX_DIGITS.fullmatch(digits):
+        return None
+    return bytes.fromhex(digits)
+
+
+def _from_base64(span: str) -> bytes | None:
+    body = span.rstrip("=")
+    altchars = b"-_" if ("-" in body or "_" in body) else b"+/"
+    if len(body) % 4 == 1:
+        return None
+    try:
+        return base64.b64decode(body + "=" * (-len(body) % 4), altchars=altchars, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _from_base32(span: str) -> bytes | None:
+    try:
+        return base64.b32decode(span.rstrip("=") + "=" * (-len(span.rstrip("=")) % 8))
+    except (binascii.Error, ValueError):
+        return None
+
+
+def decode(cue: str, span: str) -> Decoded | None:
+    """What one cue's span says, if it decodes to text."""
+    if cue == "encoded_percent":
+        text = urllib.parse.unquote_plus(span)
+        return Decoded("percent-encoding", text) if text != span and " " in text.strip() else None
+    if cue == "encoded_hex" or (cue == "encoded_run" and _HEX_DIGITS.fullmatch(span)):
+        data = _from_hex(span)
+        text = _as_text(data) if data else None
+        if text or cue == "encoded_hex":
+            return Decoded("hex", text) if text else None
+    if _BASE32.fullmatch(span):
+        data = _from_base32(span)
+        text = _as_text(data) if data else None
+        if text:
+            return Decoded("base32", text)
+    data = _from_base64(span)
+    text = _as_text(data) if data else None
+    return Decoded("base64", text) if text else None
+
+
+def rot13(text: str) -> Decoded:
+    return Decoded("rot13", codecs.encode(text, "rot13"))
+
+
+def hidden_tags(text: str) -> str:
+    """Tag characters outside emoji flags, spelled as the ASCII they mirror ("" when there are none)."""
+    runs = _TAGS.findall(_FLAG_SEQUENCE.sub("", text)) if _TAGS.search(text) else []
+    spelled = " ".join("".join(chr(ord(char) - 0xE0000) for char in run if 0xE0020 <= ord(char) <= 0xE007E)
+                       for run in runs).strip()
+    return spelled or ("(tag characters that spell nothing)" if runs else "")
+
+
+def _selector_byte(char: str) -> int:
+    code = ord(char)
+    return code - 0xFE00 if code <= 0xFE0F else code - 0xE0100 + 16
+
+
+def selector_payloads(text: str) -> list[Decoded]:
+    """Bytes carried by runs of variation selectors, as text (undecodable bytes shown as U+FFFD)."""
+    return [Decoded("variation selectors", bytes(_selector_byte(char) for char in run.group())
+                    .decode("utf-8", "replace"))
+            for run in SELECTOR_RUN.finditer(text)]
