@@ -124,7 +124,8 @@ class ApprovalDesk:
                 "flags": [{"rule": m.rule, "snippet": m.snippet, "source": m.source, "ref": m.ref}
                           for m in card.matches],
                 "reads": [{"source": r.source, "ref": r.ref, "text": " ".join(r.text.split()), "clipped": r.clipped}
-                          for r in card.recent_reads]}
+                          for r in card.recent_reads],
+                "drifted_tools": list(card.drifted_tools)}
 
     def decide(self, approval_id: str, approve: bool, reason: str, entries: list[str]) -> dict:
         """Decide once, retrying with the same decision id; the receipt, or DecisionRefused saying how the
@@ -244,6 +245,8 @@ def card_text(card: dict) -> str:
         lines.append(json.dumps(card["arguments"], indent=2))
     if card["signed_with"]:
         lines.append(f"decided by {card['decided_by']}, signed with {card['signed_with']}")
+    if card["drifted_tools"]:
+        lines.append(f"server changed since review ({', '.join(card['drifted_tools'])}): approving will not run this")
     if card["tainted"]:
         lines.append("tainted: this run read external content before asking")
     lines += [f"flagged: {f['rule']}: {f['snippet']!r} ({f['source']}, {f['ref']})" for f in card["flags"]]

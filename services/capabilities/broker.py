@@ -22,7 +22,7 @@ from services.capabilities.changes import DataChanges
 from services.capabilities.database import BrokerDatabase, database_away
 from services.capabilities.execution import Execution
 from services.capabilities.intents import INPUT_LIMITS, Intents, checked_json
-from services.capabilities.mcp_gate import ToolGate, ToolState
+from services.capabilities.mcp_gate import ToolCallFailed, ToolGate, ToolState
 from services.capabilities.metrics import BrokerMetrics
 from services.capabilities.policy import ActionPolicy
 from services.capabilities.ports import BrokerStorage
@@ -125,6 +125,14 @@ class Broker:
         arguments = checked_json(request.arguments_json, state.contract, "ARGUMENTS")
         if state.rule.risk == "read":
             return await self.reads.read_tool(actor, request, arguments)
+        # Nobody is asked to approve a call of a server whose tools, as they stand now, deny it (a
+        # streamable-HTTP server is listed afresh: it may have been replaced without a word).
+        try:
+            refused = await self.gate.refusal_now(request.tool_id)
+        except ToolCallFailed as exc:
+            refused = exc
+        if refused is not None:
+            return await self._refused(actor, request, refused)
         await self.reads.recorded(request.session_id)  # the card must show every read that came before
         try:
             intent, pending = await self.intents.propose_tool_call(actor, request, arguments)
@@ -135,6 +143,14 @@ class Broker:
                           tool_id=request.tool_id[:200], reason=exc.reason, session_id=request.session_id)
             raise
         return "pending_approval", pending, intent
+
+    async def _refused(self, actor: Actor, request: capabilities_pb2.CallToolRequest, refused: ToolCallFailed):
+        """A mutation not asked for: denied as its server stands now (on the record), or its server unreachable."""
+        if refused.availability != capabilities_pb2.TOOL_AVAILABILITY_UNREACHABLE:
+            await self.db(self.store.audit, actor.tenant_id, "tool-refused", actor.actor_id,
+                          tool_id=request.tool_id[:200], reason=refused.reason, session_id=request.session_id)
+        return "unavailable", capabilities_pb2.ToolUnavailable(
+            availability=refused.availability, reason=refused.reason, message=str(refused)), None
 
     async def _unavailable(self, actor: Actor, request: capabilities_pb2.CallToolRequest, state: ToolState | None):
         """A tool the session may not call now (not allowed, drifted, unreachable): refused, on the record."""

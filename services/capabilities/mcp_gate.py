@@ -13,7 +13,17 @@ or unreachable → unavailable — whenever:
   is asked for them with `subscriptions/listen`; older ones send them unasked):
   in the background, one listing at a time per server, any number of
   announcements during a listing making one more. A call waits (bounded) until
-  every change announced before it is judged.
+  every change announced before it is judged;
+- a call is about to go to a streamable-HTTP server, or a mutation of one is
+  requested: a server behind a URL can be replaced (a rolling deploy) with no
+  failed request, no reconnect and, under 2026-07-28, no session to lose, so
+  nothing else would tell us. Listing costs about as much as a read, so there
+  is no freshness bound to tune: every call waits for a listing that started
+  after it arrived. Calls arriving together share one (the same one-at-a-time
+  rounds as announcements), so N concurrent calls cost at most two listings.
+  Behind a load balancer the listing and the call may still meet different
+  replicas of the server: that narrows to the moment between them, it does
+  not close.
 A list of more than MAX_TOOLS tools (or MAX_PAGES pages), a description over
 MAX_DESCRIPTION_CHARS, a name over MAX_TOOL_NAME_CHARS or a schema over
 SCHEMA_LIMITS denies all of that server's tools with the reason
@@ -27,9 +37,13 @@ A session keeps the view surveyed at its start, except that it only ever gets
 stricter: a tool this process has seen drift (in any listing) is denied in
 every session from then on, until it is re-pinned (which takes a restart), and
 a tool its server's latest listing denies is denied in every session until a
-later listing allows it again. The same holds for a call at the moment it
-would be sent. Each replica lists its own servers and is not told of
-another's findings.
+later listing allows it again. A drifted tool also denies its server's
+mutating tools (SERVER_DRIFTED): the server is no longer the one reviewed, and
+an effect cannot be taken back, while a read of an unchanged sibling stays
+allowed (its answer is screened and taints the run like any other, the run is
+degraded, and an approval card of that server names the drifted tools). The
+same holds for a call at the moment it would be sent. Each replica lists its
+own servers and is not told of another's findings.
 """
 
 from __future__ import annotations
@@ -216,11 +230,12 @@ class ServerConnection:
         import mcp_types
 
         if isinstance(message, mcp_types.ToolListChangedNotification):
-            self._tools_changed()
+            self._list_again()
 
-    def _tools_changed(self) -> None:
-        """The server announced a change of its tools: list and judge them again, in the background and one
-        listing at a time — announcements during a listing make one more, never a pile of tasks."""
+    def _list_again(self) -> None:
+        """List and judge the tools again (the server announced a change, or a call to a streamable-HTTP server
+        is waiting), in the background and one listing at a time: requests during a listing make one more,
+        never a pile of tasks, and that one starts after every request it covers was made."""
         if self._closed:
             return
         if self._next_round is None:
@@ -234,25 +249,35 @@ class ServerConnection:
             try:
                 await self.list_tools()  # judged as it lands: a drifted tool is denied from then on
             except ToolCallFailed as exc:  # the connection ended: the next use reconnects, and lists first
-                logger.warning("tool server %s announced a change and could not be listed: %s", self.name, exc)
+                logger.warning("tool server %s could not be listed again: %s", self.name, exc)
             except Exception:
-                logger.exception("listing tool server %s after its announced change failed", self.name)
+                logger.exception("listing tool server %s again failed", self.name)
             finally:
                 self._current_round.set_result(None)
                 self._current_round = None
 
     async def _changes_judged(self) -> None:
-        """Wait until every change the server announced so far is listed and judged: a call never goes out
-        against a tool list the server said has changed and nobody has looked at yet. Bounded (at most two
-        listings, each possibly after a reconnect); past that, the call is refused unsent."""
+        """Wait until every listing asked for so far (announced changes, waiting calls) is done and judged: a
+        call never goes out against a tool list the server said has changed and nobody has looked at yet.
+        Bounded (at most two listings, each possibly after a reconnect); past that, the call is refused unsent."""
         pending = self._next_round if self._next_round is not None else self._current_round
         if pending is None:
             return
         bound = 2 * (CONNECT_TIMEOUT_SECONDS + self.rule.timeout_seconds)
         done, _ = await asyncio.wait({pending}, timeout=bound)
         if not done:
-            raise ToolCallFailed("SERVER_TIMEOUT", f"{self.name} announced a change of its tools that could not "
-                                                   f"be checked within {bound:g} s", sent=False)
+            raise ToolCallFailed("SERVER_TIMEOUT", f"the tools of {self.name} could not be listed and checked "
+                                                   f"within {bound:g} s", sent=False)
+
+    async def judged_now(self) -> None:
+        """Wait until the server's tools, as they stand now, are judged: every announced change, a reconnect's
+        listing, and for a streamable-HTTP server a listing that started after this was asked. ToolCallFailed
+        (unsent) if the server cannot be reached or listed in time."""
+        await self._changes_judged()
+        _, opened = await self._connected()  # a reconnect lists first; a change announced meanwhile is waited for
+        if self.rule.transport == "http" and opened is None:  # (a connection this opened was listed just now)
+            self._list_again()
+        await self._changes_judged()
 
     async def client(self) -> Client:
         return (await self._connected())[0]
@@ -363,9 +388,7 @@ class ServerConnection:
                    ) -> mcp_types.CallToolResult:
         """Call `tool` unless `refusal()` — asked once the connection is up and judged, right before the
         request goes out — says why not (then the server never sees it)."""
-        await self._changes_judged()
-        await self.client()  # a reconnect lists first; a change announced meanwhile is waited for too
-        await self._changes_judged()
+        await self.judged_now()
 
         def send(client: Client):
             refused = refusal()
@@ -546,12 +569,34 @@ class ToolGate:
         found = [self._unlisted.get(tool_id.partition(".")[0], {}).get(tool_id) for tool_id in tool_ids]
         return [state for state in found if state is not None]
 
+    def drifted_on(self, server: str) -> list[str]:
+        """The tools of `server` this process has seen drift (until they are re-pinned), sorted."""
+        return sorted(tool_id for tool_id in self._drifted if tool_id.partition(".")[0] == server)
+
+    def drifted_beside(self, action_id: str) -> list[str]:
+        """The drifted tools of the server of `action_id`, itself included; [] for what no tool server offers
+        (a data change)."""
+        return self.drifted_on(action_id.partition(".")[0]) if self.offers(action_id) else []
+
+    def offers(self, tool_id: str) -> bool:
+        """Whether `tool_id` names a tool of an allowlisted server (what a read's source is when a tool server
+        answered it, rather than the run's own data)."""
+        return self.policy.rule(tool_id) is not None
+
     def _denial(self, tool_id: str) -> tuple[int, str] | None:
         """(availability, reason) if the tool is denied now: it drifted (once seen, drift holds until
-        re-pinned, even if the server changes back), or its server's latest listing denies it."""
+        re-pinned, even if the server changes back), it is a mutation of a server with a drifted tool, or
+        its server's latest listing denies it."""
         if tool_id in self._drifted:
             return cap.TOOL_AVAILABILITY_DRIFTED, "DRIFT"
-        latest = self._latest.get(tool_id.partition(".")[0], (0, {}))[1].get(tool_id)
+        server = tool_id.partition(".")[0]
+        # The pins cover words and schemas, not behaviour: a server seen to change one tool is not the server
+        # that was reviewed, and its effects cannot be taken back. Its reads stay: screened, and the run is
+        # degraded already by the drifted tool.
+        found = self.policy.rule(tool_id)
+        if found is not None and found[3].risk == "mutate" and self.drifted_on(server):
+            return cap.TOOL_AVAILABILITY_DRIFTED, "SERVER_DRIFTED"
+        latest = self._latest.get(server, (0, {}))[1].get(tool_id)
         if latest is not None and not latest.available:
             return latest.availability, latest.reason
         return None
@@ -580,6 +625,13 @@ class ToolGate:
         announced change's listing): then ToolCallFailed, unsent, with the availability to report."""
         server, _, tool = tool_id.partition(".")
         return await self.connections[server].call(tool, arguments, partial(self._refusal, tool_id))
+
+    async def refusal_now(self, tool_id: str) -> ToolCallFailed | None:
+        """Why `tool_id` may not be asked for now, judged against its server's tools as they stand now (for
+        a streamable-HTTP server, listed afresh): what a mutation's request checks before a person is asked
+        to approve it. None if it may; ToolCallFailed (unsent) if its server cannot be listed either."""
+        await self.connections[tool_id.partition(".")[0]].judged_now()
+        return self._refusal(tool_id)
 
     def _refusal(self, tool_id: str) -> ToolCallFailed | None:
         denial = self._denial(tool_id)

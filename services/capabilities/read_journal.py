@@ -1,4 +1,4 @@
-"""External reads written behind the reply, in group commits (§8: taint and the card's last reads).
+"""External reads written behind the reply, in group commits (§8: taint and the reads an approval card shows).
 
 A model's read through the broker is answered before its record is in the
 database; anything that shows a person the run's reads, or asks them to

@@ -114,8 +114,10 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
         await self._broker.expire()
         approval, intent = await self._broker.approval_of(actor, request.approval_id)
         reads = await self._broker.run_reads(intent.session_id)
-        return capabilities_pb2.GetApprovalResponse(card=card(approval, intent, self._broker.dry_run, reads,
-                                                                         self._wording))
+        gate = self._broker.gate
+        return capabilities_pb2.GetApprovalResponse(card=card(
+            approval, intent, self._broker.dry_run, reads, self._wording, gate.offers,
+            gate.drifted_beside(intent.action_id)))
 
     async def ListTools(self, request, context):
         self._actors.require(request.actor)

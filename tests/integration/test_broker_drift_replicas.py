@@ -104,11 +104,13 @@ def test_replicas_agree_on_an_unchanged_server_and_both_refuse_it_once_it_change
 
     # 2. The server changes `lookup` while both replicas run (for both server processes at once).
     switch.touch()
-    # A surveys again (a session starts on it): drift, for the changed tool only …
+    # A surveys again (a session starts on it): drift, for the changed tool and the server's mutation …
     after_a = _view(a, alice, "ses_after_a")
     degraded, tools = after_a
     assert degraded and tools["drift.lookup"][:2] == (DRIFTED, "DRIFT")
-    assert all(tools[t][0] == AVAILABLE for t in DRIFT_TOOLS - {"drift.lookup"})
+    # Its unchanged reads stay; its mutation is refused with it (the server is not the one reviewed).
+    assert all(tools[t][0] == AVAILABLE for t in DRIFT_TOOLS - {"drift.lookup", "drift.update"})
+    assert tools["drift.update"][:2] == (DRIFTED, "SERVER_DRIFTED")
     # … and A refuses the changed tool in that session and in the one it surveyed before the change.
     assert _refused_for_drift(a, alice, "ses_after_a") and _refused_for_drift(a, alice, "ses_before")
     assert _view(a, alice, "ses_before") == after_a

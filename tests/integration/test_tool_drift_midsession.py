@@ -100,7 +100,9 @@ def test_a_server_that_restarts_changed_is_denied_in_the_running_session(world, 
         assert _refused_as_drift(call(client, alice, session, "drift.lookup", {"term": "after", "scope": "all"}))
         tools = _tools(client, alice, session)
         assert tools["drift.lookup"] == (DRIFTED, "DRIFT")
-        assert all(tools[t] == (AVAILABLE, "") for t in DRIFT_TOOLS - {"drift.lookup"})  # only the changed tool
+        # Its unchanged reads stay; its mutation is refused with it (the server is not the one reviewed).
+        assert all(tools[t] == (AVAILABLE, "") for t in DRIFT_TOOLS - {"drift.lookup", "drift.update"})
+        assert tools["drift.update"] == (DRIFTED, "SERVER_DRIFTED")
         assert wait_until(lambda: _drift_alerts(client, alice), 60, what="a drift alert") == [
             {"tool_id": "drift.lookup", "changed": "description and input schema"}]
         # Both refusals are in the audit trail: the one refused as it was about to go out, and the next.
@@ -127,7 +129,8 @@ def test_an_announced_change_is_denied_in_the_running_session(world, cert_dir, r
                    what="the announced change denied in the running session",
                    detail=lambda: _tools(client, alice, session)["drift.lookup"])
         assert _refused_as_drift(call(client, alice, session, "drift.lookup", {"term": "after", "scope": "all"}))
-        assert _tools(client, alice, session)["drift.update"] == (AVAILABLE, "")
+        assert _tools(client, alice, session)["drift.update"] == (DRIFTED, "SERVER_DRIFTED")
+        assert _tools(client, alice, session)["drift.slow"] == (AVAILABLE, "")
 
     entries = _server_log(log)
     assert {e["start"] for e in entries} == {entries[0]["start"]}  # one server process: no restart involved

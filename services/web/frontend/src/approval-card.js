@@ -1,6 +1,6 @@
 // The approval card (§8), in plain words: what approving does and what it risks ("Changes data"), each change
 // (a before/after diff), a warning when the run read outside text, flags with each snippet and its source,
-// the run's last three reads, the internal names behind Details,
+// up to three reads the run made before asking (flagged first), the internal names behind Details,
 // a reason field, a countdown to expiry, and Reject focused by default. A click is one decision: it gets one
 // decision id, kept on every retry while the broker is unreachable, so a decision that went through unseen is
 // answered with its outcome; if someone (another tab, the CLI) decided first, the card says how it ended.
@@ -176,6 +176,9 @@ export class ApprovalCard extends LitElement {
         ${card.dry_run ? html`<span class="badge">a trial run: nothing is changed</span>` : nothing}</p>
       ${readOutsideText(card) ? html`<p class="chip tainted">Before asking, this run read text it did not write
         (listed below). Make sure this request is what you wanted, not something that text asked for.</p>` : nothing}
+      ${card.drifted_tools?.length ? html`<p class="chip flag" role="alert">Since it was reviewed, this tool's server
+        changed ${card.drifted_tools.join(', ')}: it is not the server that was reviewed, and approving will not
+        run this.</p>` : nothing}
       ${(card.matches || []).map((m) => html`<span class="chip flag" title=${m.snippet}>looks like instructions
         (${m.rule}): “${m.snippet}” — ${m.source}, ${m.ref}</span>`)}
       ${card.changes?.length ? html`<table><caption>Changes</caption><thead><tr><th scope="col">record</th>
@@ -184,8 +187,8 @@ export class ApprovalCard extends LitElement {
           <td>${c.field ? `${c.field}: ` : ''}<del>${plain(c.before_json)}</del> → <ins>${plain(c.after_json)}</ins></td>
           </tr>`)}</tbody></table>`
         : html`<p>With:</p><pre>${JSON.stringify(args.arguments ?? args, null, 2)}</pre>`}
-      ${reads.length ? html`<details><summary>What this run read before asking (${reads.length === 1 ? 'the last read'
-        : `the last ${reads.length}`})</summary>
+      ${reads.length ? html`<details><summary>What this run read before asking (${reads.length === 1 ? 'one read'
+        : `${reads.length} reads`}: flagged ones first)</summary>
         <ul class="reads">${reads.map((r) => html`<li><strong>${readWords(r)}</strong> (${r.ref}):
           <q>${(r.text || '').slice(0, 200)}</q></li>`)}</ul></details>` : nothing}
       <details class="technical"><summary>Details</summary><dl>
