@@ -1,20 +1,26 @@
 """The read path screen (§8): every external text is clipped, normalised and screened before a model sees it.
 
 Two texts come out of one input. What the model reads is the input with the usual
-invisible disguises removed (compatibility forms via NFKC, zero-width and other
-invisible characters, runs of whitespace): that text is data and must stay
-faithful. What the rules read goes further and undoes what a reader undoes
+invisible disguises undone (compatibility forms via NFKC; zero-width and other
+invisible characters taken out, or read as the word break they stand for between
+two letters; runs of variation selectors that carry bytes taken out; runs of
+whitespace): that text is data and must stay faithful. What the rules read goes further and undoes what a reader undoes
 without noticing: HTML character references, letters from other scripts that
 look Latin (Unicode's confusables data), accents and stacked combining marks,
 direction overrides that make reversed text read forwards, letter-spaced words
 and blank lines between words. A match never blocks the read — the text reaches
 the model wrapped as untrusted — it flags the run, so a person deciding on a
 later mutation sees the snippet and where it came from. Taint never relaxes a gate.
+Text hidden from a reader or encoded for the model is decoded, within a bound, and
+read the same way (shared/screen_decode.py).
 
-Every step is linear in the input: one RE2 pass finds all rules at once (a second
-only when the text holds letter-spaced runs or right-to-left overrides), and long
-runs of combining marks are cut before Unicode normalisation, whose reordering of
-marks is quadratic in the length of a run.
+Every step is linear in the input: one RE2 pass per English rule family
+(shared/screen_rules.py), one RE2 Set pass that says which other languages' rules
+the text needs (shared/screen_markers.py) and one pass for each of those
+(shared/screen_languages.py), each reading (stored and shown order, invisible
+characters read as breaks or taken out) read the same way; and long runs of
+combining marks are cut before Unicode normalisation, whose reordering of marks is
+quadratic in the length of a run.
 """
 
 from __future__ import annotations
@@ -38,7 +44,8 @@ from shared.screen_rules import RULE_SOURCES, as_regex
 MAX_CHARS = 20_000
 RE2_MEMORY = 64 << 20  # per program: the budget its DFA may use before RE2 falls back to a slower matcher
 SNIPPET_CONTEXT = 40
-# Invisible characters that split words for a reader but not for a model: zero-width space/joiners,
+MAX_MATCHES = 100  # per screened text: a person reads a card, not a log
+# Invisible characters, which a reader does not see and a model reads past: zero-width space/joiners,
 # direction marks and embeddings, the Arabic letter mark, word joiner and invisible operators, BOM,
 # soft hyphen, Mongolian vowel separator, and what is left of the Unicode tag block once its ASCII
 # look-alikes were made visible.
@@ -171,7 +178,8 @@ def _skeleton_table() -> list:
     lookup that misses raises inside `translate`, which made the reading of Cyrillic text twice as slow.
 
     Built on first use from Unicode's own data (categories and names from `unicodedata`, the
-    confusables list as packaged by confusable-homoglyphs): ASCII-only processes never pay for it.
+    confusables list as packaged by confusable-homoglyphs), when the module is imported: the other languages'
+    rules are spelled with it (`_as_read`).
     """
     table: list = list(range(_TABLE_SIZE))
     for code in range(0x80, _TABLE_SIZE):
@@ -410,7 +418,8 @@ _UNTIDY = _re2(rf"{_INVISIBLE.pattern}|  |[\t\x0b\x0c\x1c-\x1f\x{{85}}\x{{1680}}
 
 
 def normalise(text: str) -> str:
-    """NFKC, tag characters shown as ASCII, invisible characters removed, whitespace collapsed (one line)."""
+    """NFKC, tag characters shown as ASCII, invisible characters taken out (a space between two letters),
+    whitespace collapsed (one line)."""
     nfkc = unicodedata.normalize("NFKC", _cap_marks(text))
     return _SPACE.sub(" ", _INVISIBLE.sub("", _word_breaks(nfkc.translate(_TAGS)))).strip()
 
@@ -425,12 +434,12 @@ def _normalise_lines(text: str) -> str:
     flat = unicodedata.normalize("NFKC", text)
     if "\r" in flat:
         flat = flat.replace("\r\n", "\n").replace("\r", "\n")
-    if not flat.isascii() and _SELECTOR_RUN.search(flat):
-        flat = decoding.SELECTOR_RUN.sub("", flat)  # bytes smuggled to the model, not glyph choices: shown decoded
+    if not flat.isascii() and _ANY_INVISIBLE.search(flat):
+        flat = _INVISIBLE.sub("", _word_breaks(flat.translate(_TAGS)))
+    if not flat.isascii() and _SELECTOR_RUN.search(flat):  # after the invisible characters that could split a run
+        flat = decoding.SELECTOR_RUN.sub("", flat)  # bytes smuggled to the model, not glyph choices: taken out
     if not _UNTIDY.search(flat):
         return flat.strip(" ")
-    if not flat.isascii() and _INVISIBLE.search(flat):
-        flat = _INVISIBLE.sub("", _word_breaks(flat.translate(_TAGS)))
     # each line's whitespace runs made one space and its ends trimmed: str.split does it in C
     return "\n".join(" ".join(line.split()) for line in flat.split("\n")).strip(" ")
 
@@ -442,7 +451,7 @@ def _find(reading: str, languages: list[_Language]) -> tuple[list[tuple[str, int
     runs, those are joined first."""
     if _SPACED.search(reading):
         reading = _join_spaced(reading)
-    data = reading.encode()
+    data = reading.encode(errors="replace")
     found = [(family, hit.start(), hit.end()) for family, rules in RULES.items() for hit in rules.finditer(data)]
     found += [(hit.lastgroup.replace("_", "-"), hit.start(), hit.end())
               for language in languages for hit in language.rules.finditer(data)]
@@ -457,6 +466,9 @@ def _native_readings(raw: str) -> list[str]:
     if not _ANY_INVISIBLE.search(text):
         return [text]
     return list(dict.fromkeys([_INVISIBLE.sub("", _word_breaks(text)), _INVISIBLE.sub("", text)]))
+
+
+_SURROGATES = re.compile("[\ud800-\udfff]")
 
 
 def _joined_fields(text: str) -> str:
@@ -477,7 +489,8 @@ def _joined_fields(text: str) -> str:
             stack.extend(reversed(list(item.values())))
         elif isinstance(item, list):
             stack.extend(reversed(item))
-    return " ".join(strings) if len(strings) > 1 else ""
+    # JSON can spell lone surrogates (\udfff), which no text is: they read as U+FFFD
+    return _SURROGATES.sub("\ufffd", " ".join(strings)) if len(strings) > 1 else ""
 
 
 class _Findings:
@@ -491,7 +504,9 @@ class _Findings:
 
     def add(self, rule: str, data: bytes, start: int, end: int, how: str) -> None:
         """One match at byte offsets start..end of a reading's UTF-8, shown with its context in characters."""
-        before = data[:start].decode(errors="ignore")[-SNIPPET_CONTEXT:]
+        if len(self.matches) >= MAX_MATCHES:
+            return
+        before = data[max(0, start - 4 * SNIPPET_CONTEXT):start].decode(errors="ignore")[-SNIPPET_CONTEXT:]
         after = data[end:end + 4 * SNIPPET_CONTEXT].decode(errors="ignore")[:SNIPPET_CONTEXT]
         snippet = " ".join(f"{before}{data[start:end].decode(errors='ignore')}{after}".split())
         if (rule, snippet) in self._seen:
@@ -504,44 +519,58 @@ class _Findings:
 
 def _read(raw: str, findings: _Findings, depth: int = 0, how: str = "") -> None:
     """Screen one text into `findings`: every reading of it against the rules (the other scripts' rules when it
-    holds their letters), and, up to MAX_DEPTH, what it hides or encodes, decoded and read the same way."""
-    decoded: list[decoding.Decoded] = []
+    holds their letters), and, up to MAX_DEPTH, what it hides or encodes, decoded and read the same way.
+
+    The text read another way (rotated, its fields joined) is always read again; decodings of its spans share
+    the screening's allowance, each said once, and what the allowance cannot cover is flagged, not dropped:
+    decoys must not be a way to push an instruction past the screen."""
+    decoded: dict[tuple[str, str], decoding.Decoded] = {}
     rot13_cues = 0
     readings = _readings(raw)
-    languages = _languages_of(readings[0])
+    languages = list({id(language): language for reading in readings for language in _languages_of(reading)}
+                     .values())
     for reading in readings:
         found, data, cues = _find(reading, [language for language in languages if not language.native])
         for rule, start, end in found:
             findings.add(rule, data, start, end, how)
-        rot13_cues += sum(decoding.ROT13_WORDS_NEEDED if cue == "encoded_rot13_named" else cue == "encoded_rot13"
-                          for cue, _ in cues)
-        decoded += [decoding.decode(cue, span) for cue, span in dict.fromkeys(cues)
-                    if not cue.startswith("encoded_rot13")]
+        rot13_cues = max(rot13_cues, sum(decoding.ROT13_WORDS_NEEDED if cue == "encoded_rot13_named"
+                                         else cue == "encoded_rot13" for cue, _ in cues))
+        for cue, span in dict.fromkeys(cues):
+            item = None if cue.startswith("encoded_rot13") else decoding.decode(cue, span)
+            if item is not None:
+                decoded.setdefault((item.how, item.text), item)
     if not raw.isascii():
         native = [language.rules for language in languages if language.native]
-        for data in (reading.encode() for reading in _native_readings(raw)) if native else ():
+        for data in (reading.encode(errors="replace") for reading in _native_readings(raw)) if native else ():
             for hit in (hit for rules in native for hit in rules.finditer(data)):
                 findings.add(hit.lastgroup.replace("_", "-"), data, hit.start(), hit.end(), how)
-        carriers = _HIDDEN_CARRIERS.search(raw)
+        # selectors set apart by invisible characters are a run all the same once those are taken out (tags
+        # are among them: they are looked for in the text as it came)
+        visible = _INVISIBLE.sub("", raw) if _ANY_INVISIBLE.search(raw) else raw
+        carriers = _HIDDEN_CARRIERS.search(raw) or _SELECTOR_RUN.search(visible)
         hidden = decoding.hidden_tags(raw) if carriers else ""
         if hidden:
             said = f"Unicode tag characters spell: {hidden[:160]}".encode()
             findings.add("hidden-text", said, 0, len(said), how or "tag characters")
-        for payload in decoding.selector_payloads(raw) if carriers else []:
-            said = f"variation selectors carry: {payload.text[:160]}".encode()
+        for payload in decoding.selector_payloads(visible) if carriers else []:
+            said = f"variation selectors carry: {payload.text[:160]}".encode(errors="replace")
             findings.add("hidden-text", said, 0, len(said), how or payload.how)
-            decoded.append(payload)
-    if rot13_cues >= decoding.ROT13_WORDS_NEEDED:
-        decoded.append(decoding.rot13(raw))
-    if depth == 0:
-        joined = _joined_fields(raw)
-        decoded.append(decoding.Decoded("fields read together", joined) if joined else None)
+            decoded.setdefault((payload.how, payload.text), payload)
     if depth >= decoding.MAX_DEPTH:
         return
-    for item in decoded:
-        item = findings.budget.take(item)
-        if item is not None:
-            _read(_cap_marks(item.text), findings, depth + 1, f"{how}, {item.how}" if how else item.how)
+    again = [decoding.rot13(raw)] if rot13_cues >= decoding.ROT13_WORDS_NEEDED else []
+    joined = _joined_fields(raw) if depth == 0 else ""
+    again += [decoding.Decoded("fields read together", joined)] if joined else []
+    for item in again:
+        _read(_cap_marks(item.text), findings, depth + 1, f"{how}, {item.how}" if how else item.how)
+    items = list(decoded.values())
+    for left, item in enumerate(items):
+        taken = findings.budget.take(item)
+        if taken is None:
+            said = f"{len(items) - left} more encoded or hidden spans than the screen decodes".encode()
+            findings.add("encoded-text-unread", said, 0, len(said), how or "decoding allowance spent")
+            return
+        _read(_cap_marks(taken.text), findings, depth + 1, f"{how}, {taken.how}" if how else taken.how)
 
 
 def screen(text: str, source: str, ref: str = "") -> Screened:

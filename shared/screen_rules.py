@@ -100,7 +100,7 @@ RULE_SOURCES: dict[str, list[str]] = {
         rf"(?:override|overrule|discard|drop|set aside|clear|reset|supersede|replace|void|cancel|revoke)"
         rf"(?: (?:all|any|of|the|these|those|every))*"
         rf"(?: {_EARLIER})+ (?:{_ORDERS}|context|conversation|history)",
-        r"(?:ignore|disregard|forget|drop|discard|set aside) (?:everything|anything|whatever|all)\b[^.\n]{0,40}\b"
+        r"(?:ignore|disregard|forget|drop|discard|set aside) (?:everything|anything|whatever|all)\b.{0,40}\b"
         r"(?:told|said|instructed|given|taught)\b",
         r"(?:ignore|disregard|forget) (?:everything|anything|all) (?:(?:written|said) )?(?:above|before this "
         r"(?:line|message|point)|so far|until now)",

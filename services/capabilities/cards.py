@@ -17,9 +17,8 @@ def card(approval, intent: Intent, dry_run: bool, reads: list, wording: Wording,
     """What a person sees before deciding (§8): what approving does in words, the exact arguments (a
     before/after diff for data changes, each record named), the run's taint and flags with each snippet and
     its source, the reads that led to the request (`shown_reads`), and the tools of the requested tool's
-    server seen to drift. `reads` are the run's, newest first; only those recorded before the request count
-    (taint and flags included); `from_tool_server(source)` tells a tool server's answer from the run's own
-    data."""
+    server seen to drift. `reads` are the run's, newest first; `from_tool_server(source)` tells a tool server's
+    answer from the run's own data."""
     arguments = intent.arguments
     changes = []
     for i, e in enumerate(arguments.get("entries", [])):
@@ -27,26 +26,28 @@ def card(approval, intent: Intent, dry_run: bool, reads: list, wording: Wording,
         changes.append(capabilities_pb2.ArgumentChange(
             path=f"/entries/{i}/after", before_json=json.dumps(e["before"]), after_json=json.dumps(e["after"]),
             record_version=str(e["version"]), entry_id=e["entry_id"], record=record, field=field))
-    before = [r for r in reads if r.at <= approval.requested_at]
-    matches = [match for r in before for match in _screen_matches(r)]
+    # Every read counts for taint and flags, whenever its record landed: taint never relaxes, and a read's
+    # time is its record's, written behind the reply and perhaps by another replica with its own clock.
+    matches = [match for r in reads for match in _screen_matches(r)]
     shown = [capabilities_pb2.UntrustedContent(text=r.text[:2_000], source=r.source, ref=r.ref, clipped=r.clipped,
                                                matches=_screen_matches(r))
-             for r in shown_reads(before, from_tool_server)]
+             for r in shown_reads(reads, approval.requested_at, from_tool_server)]
     result = capabilities_pb2.ApprovalCard(
         summary=summary(approval, intent, wording), effect=intent.effect, arguments_json=intent.arguments_json,
         arguments_sha256=intent.arguments_sha256, changes=changes, dry_run=dry_run or intent.dry_run,
-        tainted=bool(before), matches=matches, recent_reads=shown, decided_by=approval.decided_by or "",
+        tainted=bool(reads), matches=matches, recent_reads=shown, decided_by=approval.decided_by or "",
         signed_with=approval.signed_with or "", drifted_tools=drifted_tools)
     result.summary.flagged = bool(matches)
     return result
 
 
-def shown_reads(reads: list, from_tool_server: Callable[[str], bool]) -> list:
-    """The reads a card shows of those made before its request (given newest first): flagged ones first, then
-    a tool server's text ahead of the run's own data, then the newest. Not simply the newest: reads after
-    the request cannot have led to it, and harmless reads just before it must not push off the one that
-    did."""
-    ranked = sorted(reads, key=lambda r: (not json.loads(r.matches_json), not from_tool_server(r.source)))
+def shown_reads(reads: list, requested_at: float, from_tool_server: Callable[[str], bool]) -> list:
+    """The reads a card shows (given newest first): of those recorded by the time of the request, flagged ones
+    first, then a tool server's text ahead of the run's own data, then the newest. Not simply the newest: reads
+    after the request cannot have led to it, and harmless reads just before it must not push off the one that
+    did. (A later read is not shown, but its flags are on the card with the rest.)"""
+    before = [r for r in reads if r.at <= requested_at]
+    ranked = sorted(before, key=lambda r: (not json.loads(r.matches_json), not from_tool_server(r.source)))
     return ranked[:SHOWN_READS]  # sorted() is stable: newest first within each rank
 
 

@@ -190,7 +190,7 @@ def test_mutations_wait_for_a_person_and_run_exactly_once(gate, alice, world):
 
 def test_the_card_shows_the_read_that_led_to_the_request_not_the_reads_after_it(gate, alice, world):
     """A flagged read just before a request, then three harmless reads after it: the card, viewed last, shows
-    the reads before the request (the flagged one first), and counts only their flags."""
+    the reads before the request (the flagged one first); every read's flags count."""
     session = "ses_buried"
     assert call(gate, alice, session, "time.get_current_time", {"timezone": "UTC"}).WhichOneof("outcome") == "content"
     assert call(gate, alice, session, "drift.lookup", {"term": "parcels"}).flagged
