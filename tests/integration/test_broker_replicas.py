@@ -224,9 +224,11 @@ def test_replicas_judge_the_same_tools_alike_and_both_see_drift(replicas, cert_d
         "agent", "ListTools", cap.ListToolsRequest(actor=alice, session_id="ses_both"), timeout=60).tools}
         for client, _ in pairs]
     assert views[0] == views[1] and len(views[0]) == 9
-    assert views[0]["drift.lookup"][0] == cap.TOOL_AVAILABILITY_DRIFTED
+    assert views[0]["drift.lookup"][:2] == (cap.TOOL_AVAILABILITY_DRIFTED, "DRIFT")
+    # its server's mutation is refused too: the server is no longer the one reviewed (issue 45)
+    assert views[0]["drift.update"][:2] == (cap.TOOL_AVAILABILITY_DRIFTED, "SERVER_DRIFTED")
     assert {tool_id for tool_id, (availability, _, _) in views[0].items()
-            if availability != cap.TOOL_AVAILABILITY_AVAILABLE} == {"drift.lookup"}
+            if availability != cap.TOOL_AVAILABILITY_AVAILABLE} == {"drift.lookup", "drift.update"}
     alerts = wait_until(lambda: query(broker_url, "SELECT detail_json FROM audit_events WHERE kind = 'tool-drift'"),
                         60, what="the drift alerts")
     assert all("drift.lookup" in detail for (detail,) in alerts)
