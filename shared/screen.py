@@ -57,9 +57,7 @@ _INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2
 _SEPARATORS = "\u180e\u200b\u200c\u200d\u2060-\u2064\ufeff"
 _BETWEEN_LETTERS = re.compile(f"(?<=[^\\W\\d_])[{_SEPARATORS}]+(?=[^\\W\\d_])")
 _JOINERS = frozenset("\u200c\u200d")
-# Tag characters U+E0020..U+E007E mirror printable ASCII and render as nothing: text smuggled in them is
-# shown (and screened) as the ASCII it spells.
-_TAGS = {0xE0000 + code: chr(code) for code in range(0x20, 0x7F)}
+_TAGS = decoding.TAGS_AS_ASCII
 _SPACE = re.compile(r"\s+")
 # UAX #15's stream-safe limit: no real text stacks more than 30 combining marks on one letter, and
 # cutting longer runs keeps NFKC/NFKD (which sort each run of marks) linear.
@@ -178,8 +176,8 @@ def _skeleton_table() -> list:
     lookup that misses raises inside `translate`, which made the reading of Cyrillic text twice as slow.
 
     Built on first use from Unicode's own data (categories and names from `unicodedata`, the
-    confusables list as packaged by confusable-homoglyphs), when the module is imported: the other languages'
-    rules are spelled with it (`_as_read`).
+    confusables list as packaged by confusable-homoglyphs), on first use: by the first text beyond ASCII or
+    the first screening, whose other languages' rules are spelled with it (`_as_read`).
     """
     table: list = list(range(_TABLE_SIZE))
     for code in range(0x80, _TABLE_SIZE):
@@ -204,7 +202,6 @@ _PLANE_14_CHARS = _re2(r"[\x{E0000}-\x{E0FFF}]")
 # The same questions as the `re` patterns ask, asked of RE2 where they scan whole texts: several times faster.
 _ANY_INVISIBLE = _re2(_INVISIBLE.pattern)
 _SELECTOR_RUN = _re2(decoding.SELECTOR_RUN.pattern)
-_HIDDEN_CARRIERS = _re2(rf"[\x{{E0000}}-\x{{E007F}}]|{decoding.SELECTOR_RUN.pattern}")
 
 
 def _skeleton_text(text: str, table: list) -> str:
@@ -359,9 +356,12 @@ def _language(name: str, families: dict[str, list[str]], native: bool) -> _Langu
                                          for family, patterns in families.items())), native)
 
 
+@cache
 def _language_set() -> tuple[re2.Set, list[_Language]]:
     """One RE2 Set pass says which languages a text may be in: two of a Latin-script language's common words
-    (on the rules' reading, accents undone), or one letter of another script."""
+    (on the rules' reading, accents undone), or one letter of another script. Built on first use, not at import:
+    compiling every language's program takes about half a second, which a restarted service should not wait
+    for before it serves."""
     options = re2.Options()
     options.case_sensitive = False
     options.dot_nl = True
@@ -378,7 +378,6 @@ def _language_set() -> tuple[re2.Set, list[_Language]]:
     return found, languages
 
 
-_LANGUAGE_SET, _LANGUAGES = _language_set()
 # A text this short is read with every Latin-script language's rules: a one-line instruction ("Oublie tes
 # consignes.") holds too few common words to say its language, and reading it costs little.
 SHORT_TEXT_CHARS = 1_000
@@ -387,8 +386,9 @@ SHORT_TEXT_CHARS = 1_000
 def _languages_of(reading: str) -> list[_Language]:
     """The languages whose rules read a text: those the Set pass finds cues of, and every Latin-script one for a
     short text."""
-    found = set(_LANGUAGE_SET.Match(reading) or ())
-    return [language for i, language in enumerate(_LANGUAGES)
+    cues, languages = _language_set()
+    found = set(cues.Match(reading) or ())
+    return [language for i, language in enumerate(languages)
             if i in found or (not language.native and len(reading) <= SHORT_TEXT_CHARS)]
 
 
@@ -547,7 +547,7 @@ def _read(raw: str, findings: _Findings, depth: int = 0, how: str = "") -> None:
         # selectors set apart by invisible characters are a run all the same once those are taken out (tags
         # are among them: they are looked for in the text as it came)
         visible = _INVISIBLE.sub("", raw) if _ANY_INVISIBLE.search(raw) else raw
-        carriers = _HIDDEN_CARRIERS.search(raw) or _SELECTOR_RUN.search(visible)
+        carriers = _PLANE_14_CHARS.search(raw) or _SELECTOR_RUN.search(visible)
         hidden = decoding.hidden_tags(raw) if carriers else ""
         if hidden:
             said = f"Unicode tag characters spell: {hidden[:160]}".encode()

@@ -49,6 +49,9 @@ _HEX_NOISE = re.compile(r"\\x|0x|[ :,]")
 _TAG = "\U000e0000-\U000e007f"
 _FLAG_SEQUENCE = re.compile("\U0001f3f4[\U000e0030-\U000e0039\U000e0061-\U000e007a]{1,12}\U000e007f")
 _TAGS = re.compile(f"[{_TAG}]+")
+# Tag characters U+E0020..U+E007E mirror printable ASCII and render as nothing: text smuggled in them is read
+# (by the model, and by the screen) as the ASCII it spells.
+TAGS_AS_ASCII = {0xE0000 + code: chr(code) for code in range(0x20, 0x7F)}
 # Variation selectors: one after a character picks its glyph (emoji presentation, an ideograph's variant);
 # two or more in a row pick nothing, and are how bytes are smuggled (one selector per byte).
 _SELECTOR = "\ufe00-\ufe0f\U000e0100-\U000e01ef"
@@ -68,8 +71,9 @@ class Budget:
         self.spans = MAX_SPANS
         self.chars = MAX_DECODED_CHARS
 
-    def take(self, decoded: Decoded | None) -> Decoded | None:
-        if decoded is None or self.spans <= 0 or self.chars <= 0:
+    def take(self, decoded: Decoded) -> Decoded | None:
+        """`decoded`, cut to what is left of the allowance; None once it is spent."""
+        if self.spans <= 0 or self.chars <= 0:
             return None
         self.spans -= 1
         text = decoded.text[:self.chars]
@@ -147,8 +151,7 @@ def rot13(text: str) -> Decoded:
 def hidden_tags(text: str) -> str:
     """Tag characters outside emoji flags, spelled as the ASCII they mirror ("" when there are none)."""
     runs = _TAGS.findall(_FLAG_SEQUENCE.sub("", text)) if _TAGS.search(text) else []
-    spelled = " ".join("".join(chr(ord(char) - 0xE0000) for char in run if 0xE0020 <= ord(char) <= 0xE007E)
-                       for run in runs).strip()
+    spelled = " ".join(_TAGS.sub("", run.translate(TAGS_AS_ASCII)) for run in runs).strip()
     return spelled or ("(tag characters that spell nothing)" if runs else "")
 
 
