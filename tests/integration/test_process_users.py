@@ -221,9 +221,16 @@ def test_a_second_start_beside_the_running_set_finds_each_service_its_own_uid(bo
     boxed tool servers run under it, so no running service's files are handed to another uid."""
     var = Path(boxed_set.extra_env["TESSERA_VAR_DIR"])
     running = {name: handle.uid for name, handle in boxed_set.handles.items()}
-    used = ids_in_use()
     broker = boxed_set.handles["capabilities"]
-    descendants = [holder for holder in used[broker.uid] if holder.what != holder.lineage[-1]]
+    # The broker opens its tool servers in the background once it serves (warm_up): wait for the tickets
+    # server to be running under it, not for a fixed time.
+    deadline = time.monotonic() + 90
+    while True:
+        used = ids_in_use()
+        descendants = [holder for holder in used[broker.uid] if holder.what != holder.lineage[-1]]
+        if any("services.mcp_tickets" in holder.what for holder in descendants) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     assert all(holder.of_service("capabilities") for holder in used[broker.uid]), used[broker.uid]
     assert allocate_ids(boxed_set.names, var, used) == running
     # Its tool server as the broker starts it, under the broker's uid: a descendant of the broker.
