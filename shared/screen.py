@@ -32,6 +32,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 from functools import cache
+from itertools import islice
 from pathlib import Path
 
 import re2
@@ -57,6 +58,12 @@ _INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2
 _SEPARATORS = "\u180e\u200b\u200c\u200d\u2060-\u2064\ufeff"
 _BETWEEN_LETTERS = re.compile(f"(?<=[^\\W\\d_])[{_SEPARATORS}]+(?=[^\\W\\d_])")
 _JOINERS = frozenset("\u200c\u200d")
+# Zero-width characters between two lower-case ASCII letters, more than once: no Latin word is spelled with one
+# (Persian and Indic joiners sit between their own letters), and placed both inside words and between them no
+# single reading (a break, or nothing) undoes them. One alone, or before a capital ("Service\u200bImpl",
+# "Acme\u2060Cloud"), is a line-break hint in real text and is not flagged.
+_IN_ASCII_WORDS = re.compile(f"[a-z][{_SEPARATORS}]+(?=[a-z])")
+_IN_ASCII_WORDS_FLAGGED = 2
 _TAGS = decoding.TAGS_AS_ASCII
 _SPACE = re.compile(r"\s+")
 # UAX #15's stream-safe limit: no real text stacks more than 30 combining marks on one letter, and
@@ -351,7 +358,8 @@ class _Language:
 
 
 def _language(name: str, families: dict[str, list[str]], native: bool) -> _Language:
-    spelled = (lambda source: source) if native else _as_read
+    # a rule in another script is read on undecorated text, so its own optional vowel signs go too
+    spelled = (lambda source: _DECORATIONS.sub("", source)) if native else _as_read
     return _Language(name, _re2("|".join(_group(family, [as_regex(spelled(p)) for p in patterns])
                                          for family, patterns in families.items())), native)
 
@@ -459,13 +467,34 @@ def _find(reading: str, languages: list[_Language]) -> tuple[list[tuple[str, int
     return found, data, cues
 
 
+# Marks a reader looks past in scripts whose rules are written without them: Arabic vowel signs and the
+# tatweel (a stretched joining line), and the generic combining marks stacked on any letter. Indic vowel signs
+# are spelling, not decoration, and stay.
+_DECORATION = "\u0300-\u036f\u0640\u064b-\u065f\u0670\u06d6-\u06ed\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
+_ANY_DECORATION = _re2(f"[{_DECORATION}]")
+_DECORATIONS = re.compile(f"[{_DECORATION}]+")
+# Letters set apart by single spaces ("п р о и г н о р и р у й", "忽 略 之 前"): four or more, each alone.
+_SPACED_LETTERS = re.compile(r"(?<!\w)[^\W\d_](?: [^\W\d_](?!\w)){3,}")
+_ANY_SPACED_LETTERS = _re2(r"(?:^|[^\pL\pN_])\pL \pL \pL \pL(?:$|[^\pL\pN_])")
+
+
+def _undecorated(text: str) -> str:
+    if _ANY_DECORATION.search(text):
+        text = _DECORATIONS.sub("", text)
+    if _ANY_SPACED_LETTERS.search(text):
+        text = _SPACED_LETTERS.sub(lambda run: run.group().replace(" ", ""), text)
+    return text
+
+
 def _native_readings(raw: str) -> list[str]:
-    """The text as the model reads it, for rules in other scripts; and with invisible characters taken out
-    rather than read as breaks, when it holds any (a rule in a script without spaces reads across them)."""
-    text = unicodedata.normalize("NFKC", _unescape(raw) if "&" in raw else raw).translate(_TAGS)
+    """The text as the model reads it, for rules in other scripts, with decoration taken out and letter-spaced
+    words joined; and with invisible characters taken out rather than read as breaks, when it holds any (a rule
+    in a script without spaces reads across them)."""
+    text = _undecorated(unicodedata.normalize("NFKC", _unescape(raw) if "&" in raw else raw).translate(_TAGS))
     if not _ANY_INVISIBLE.search(text):
         return [text]
-    return list(dict.fromkeys([_INVISIBLE.sub("", _word_breaks(text)), _INVISIBLE.sub("", text)]))
+    return list(dict.fromkeys([_undecorated(_INVISIBLE.sub("", _word_breaks(text))),
+                               _undecorated(_INVISIBLE.sub("", text))]))
 
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
@@ -547,6 +576,12 @@ def _read(raw: str, findings: _Findings, depth: int = 0, how: str = "") -> None:
         # selectors set apart by invisible characters are a run all the same once those are taken out (tags
         # are among them: they are looked for in the text as it came)
         visible = _INVISIBLE.sub("", raw) if _ANY_INVISIBLE.search(raw) else raw
+        runs = list(islice(_IN_ASCII_WORDS.finditer(raw), _IN_ASCII_WORDS_FLAGGED)) if visible is not raw else []
+        if len(runs) == _IN_ASCII_WORDS_FLAGGED:
+            around = raw[max(0, runs[0].start() - 30):runs[-1].end() + 60]
+            shown = _IN_ASCII_WORDS.sub(lambda run: run.group()[0] + "\u2423", around)
+            said = f"zero-width characters between letters (shown \u2423): {' '.join(shown.split())}".encode()
+            findings.add("invisible-characters", said, 0, len(said), how)
         carriers = _PLANE_14_CHARS.search(raw) or _SELECTOR_RUN.search(visible)
         hidden = decoding.hidden_tags(raw) if carriers else ""
         if hidden:
