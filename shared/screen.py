@@ -38,6 +38,7 @@ from pathlib import Path
 import re2
 
 from shared import screen_decode as decoding
+from shared.screen_fields import joined_fields
 from shared.screen_languages import LATIN_SCRIPT, OTHER_SCRIPTS
 from shared.screen_markers import MARKERS, SCRIPTS
 from shared.screen_rules import RULE_SOURCES, as_regex
@@ -497,31 +498,6 @@ def _native_readings(raw: str) -> list[str]:
                                _undecorated(_INVISIBLE.sub("", text))]))
 
 
-_SURROGATES = re.compile("[\ud800-\udfff]")
-
-
-def _joined_fields(text: str) -> str:
-    """The strings of a JSON object or array joined by spaces: an instruction split over several fields of one
-    structured result reads whole ("" for any other text)."""
-    if text.lstrip()[:1] not in ("{", "["):
-        return ""
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
-        return ""
-    strings, stack = [], [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            strings.append(item)
-        elif isinstance(item, dict):
-            stack.extend(reversed(list(item.values())))
-        elif isinstance(item, list):
-            stack.extend(reversed(item))
-    # JSON can spell lone surrogates (\udfff), which no text is: they read as U+FFFD
-    return _SURROGATES.sub("\ufffd", " ".join(strings)) if len(strings) > 1 else ""
-
-
 class _Findings:
     """The matches of one screening, each said once, with where it was found; and its decoding allowance."""
 
@@ -594,7 +570,7 @@ def _read(raw: str, findings: _Findings, depth: int = 0, how: str = "") -> None:
     if depth >= decoding.MAX_DEPTH:
         return
     again = [decoding.rot13(raw)] if rot13_cues >= decoding.ROT13_WORDS_NEEDED else []
-    joined = _joined_fields(raw) if depth == 0 else ""
+    joined = joined_fields(raw) if depth == 0 else ""
     again += [decoding.Decoded("fields read together", joined)] if joined else []
     for item in again:
         _read(_cap_marks(item.text), findings, depth + 1, f"{how}, {item.how}" if how else item.how)
