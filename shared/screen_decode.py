@@ -23,14 +23,31 @@ MAX_SPANS = 16  # decoded per screened text (and its decodings): bounded work fo
 MAX_DECODED_CHARS = 20_000  # the read path's clip, over all decodings of one text
 MAX_DEPTH = 2  # base64 of percent-encoded text is read; a third layer is not
 
+# Encoded text is often wrapped: MIME and PEM break base64 into lines of 76 or 64 characters, hex dumps put 16
+# bytes on a line, a pasted payload carries a tab or a line break mid-run. A wrapped run is one span (one
+# decoding, one share of the allowance): the breaks are dropped before decoding (`decode`). Only a single line
+# break (with the spaces or tabs around it) joins; a blank line ends a run. Lengths count the alphabet only.
+_LINE_BREAK = r"[ \t]*\n[ \t]*"
+_RUN_BREAK = rf"(?:{_LINE_BREAK}|\t)"
+_ALPHABET = r"[a-z0-9+/_-]"
+# a `\x41` string literal wrapped over lines: closed and reopened quotes, `+` or a backslash before the break
+_ESCAPE_BREAK = r"[\"']?[ \t]*\+?[ \t]*\\?\n[ \t]*b?[\"']?"
+_ESCAPE = r"%(?:" + _LINE_BREAK + r")?[0-9a-f](?:" + _LINE_BREAK + r")?[0-9a-f]"  # a break may fall inside one
+_NOT_SPACE = r"[^\s%]"
+
 # RE2 sources of the cues the screen's pass reports (lower case: the pass is case-insensitive).
 CUES = {
-    # base64 (either alphabet) or a run of hex digits; which one it is is decided when decoding
-    "encoded_run": rf"[a-z0-9+/_-]{{{MIN_ENCODED_CHARS},}}={{0,2}}",
-    # hex bytes set apart by spaces, colons or commas, or written as \x41 or 0x41
-    "encoded_hex": r"(?:[0-9a-f]{2}[ :,]){11,}[0-9a-f]{2}|(?:\\x[0-9a-f]{2}){8,}|(?:0x[0-9a-f]{2}, ?){8,}",
-    # percent-encoding: five escapes or more in one run of text without spaces
-    "encoded_percent": r"[^\s%]*%[0-9a-f]{2}(?:[^\s%]*%[0-9a-f]{2}){4,}[^\s%]*",
+    # base64 (either alphabet) or a run of hex digits (a `0x` literal too), possibly wrapped; which one it is is
+    # decided when decoding
+    "encoded_run": rf"{_ALPHABET}(?:{_RUN_BREAK}?{_ALPHABET}){{{MIN_ENCODED_CHARS - 1},}}={{0,2}}",
+    # hex bytes set apart by spaces, colons or commas (lines of a dump too), or written as \x41 or 0x41
+    "encoded_hex": rf"[0-9a-f]{{2}}(?:(?:[ :,]|[ \t:,]*\n[ \t]*)[0-9a-f]{{2}}){{11,}}"
+                   rf"|\\x[0-9a-f]{{2}}(?:(?:{_ESCAPE_BREAK})?\\x[0-9a-f]{{2}}){{7,}}"
+                   rf"|0x[0-9a-f]{{2}}(?:[ \t]*,?[ \t]*\n?[ \t]*0x[0-9a-f]{{2}}){{7,}}",
+    # percent-encoding: five escapes or more in one run of text without spaces (or lines of it, the last of which
+    # may hold no escape)
+    "encoded_percent": rf"{_NOT_SPACE}*{_ESCAPE}(?:(?:{_NOT_SPACE}|{_LINE_BREAK}{_NOT_SPACE})*(?:{_LINE_BREAK})?"
+                       rf"{_ESCAPE}){{4,}}{_NOT_SPACE}*(?:{_LINE_BREAK}{_NOT_SPACE}+)?",
     # words that common English words become under rot13 (the, you, your, ignore, previous, instructions,
     # assistant, system, send, delete, password, all, with, this, that, user), or the name of the cipher
     "encoded_rot13": r"\b(?:gur|lbh|lbhe|vtaber|cerivbhf|vafgehpgvbaf|nffvfgnag|flfgrz|fraq|qryrgr|cnffjbeq|nyy|"
@@ -41,13 +58,34 @@ CUES = {
 ROT13_WORDS_NEEDED = 3  # rot13'd common words before the whole text is read rotated
 
 _HEX_DIGITS = re.compile(r"[0-9a-fA-F]+")
+_HEX_LITERAL = re.compile(r"(?:0[xX])?[0-9a-fA-F]+")  # a run of hex digits, or one long 0x literal
 _BASE32 = re.compile(r"[A-Z2-7]+=*")
-_ANOTHER_LAYER = re.compile(r"[A-Za-z0-9+/=_-]{24,}|(?:[^\s%]{0,12}%[0-9a-fA-F]{2})+[^\s%]*|(?:\\x[0-9a-fA-F]{2})+")
-_HEX_NOISE = re.compile(r"\\x|0x|[ :,]")
-# Unicode tags: an emoji flag is a black flag, tag letters or digits, and a cancel tag. Any other tag is
-# text hidden from the reader (its ASCII meaning is what a model reads).
+# decoded text that is encoded once more: base64 (wrapped in lines, too), percent-encoding, \x escapes
+_ANOTHER_LAYER = re.compile(r"[A-Za-z0-9+/=_-]{24,}(?:\r?\n[A-Za-z0-9+/=_-]+)*\r?\n?"
+                            r"|(?:[^\s%]{0,12}%[0-9a-fA-F]{2})+[^\s%]*|(?:\\x[0-9a-fA-F]{2})+")
+# around the digits of a hex span: \x and 0x, and what sets bytes or lines apart (spaces, commas, breaks, quotes
+# and the b of a bytes literal)
+_HEX_NOISE = re.compile(r"\\x|0x|(?<![0-9a-f])b(?=[\"'])|[^0-9a-f]", re.IGNORECASE)
+# where a wrapped span breaks (and what it is cut into, to try without a line taken in by mistake)
+_BREAKS = re.compile(r"\s*[\r\n\t]\s*")
+_WHITESPACE = re.compile(r"\s+")
+# Unicode tags: an emoji flag is a black flag, tag letters or digits, and a cancel tag (U+1F3F4 E0067 E0062
+# E0073 E0063 E0074 E007F is Scotland's). Any other tag is text hidden from the reader (its ASCII meaning is what
+# a model reads), and so is a made-up flag: a black flag and tags spelling "ignoreall" renders as a flag, but
+# the model reads the words. What is exempt:
+# - the three flags Unicode recommends for general interchange (RGI): England, Scotland and Wales;
+# - a code of the ISO 3166-2 subdivision shape (two letters of a country, then 1-3 letters or digits: "ustx"),
+#   standing alone. Such flags are valid emoji tag sequences that platforms and tool output do carry (a US
+#   state, a French region), and five characters are too few to hold an instruction; a chain of them side by
+#   side could spell one a few letters at a time, so two or more made-up flags in a row are reported.
 _TAG = "\U000e0000-\U000e007f"
-_FLAG_SEQUENCE = re.compile("\U0001f3f4[\U000e0030-\U000e0039\U000e0061-\U000e007a]{1,12}\U000e007f")
+_FLAG_TAGS = "[\U000e0030-\U000e0039\U000e0061-\U000e007a]"
+_FLAG_SEQUENCE = re.compile(f"\U0001f3f4{_FLAG_TAGS}+\U000e007f")
+_FLAG_CHAIN = re.compile(f"(?:{_FLAG_SEQUENCE.pattern})+")
+_RGI_FLAGS = frozenset("\U0001f3f4" + "".join(chr(0xE0000 + ord(char)) for char in code) + "\U000e007f"
+                       for code in ("gbeng", "gbsct", "gbwls"))
+_SUBDIVISION = re.compile("\U0001f3f4[\U000e0061-\U000e007a]{2}[\U000e0030-\U000e0039\U000e0061-\U000e007a]{1,3}"
+                          "\U000e007f")
 _TAGS = re.compile(f"[{_TAG}]+")
 # Tag characters U+E0020..U+E007E mirror printable ASCII and render as nothing: text smuggled in them is read
 # (by the model, and by the screen) as the ASCII it spells.
@@ -124,12 +162,9 @@ def _from_base32(span: str) -> bytes | None:
         return None
 
 
-def decode(cue: str, span: str) -> Decoded | None:
-    """What one cue's span says, if it decodes to text."""
-    if cue == "encoded_percent":
-        text = urllib.parse.unquote_plus(span)
-        return Decoded("percent-encoding", text) if text != span and " " in text.strip() else None
-    if cue == "encoded_hex" or (cue == "encoded_run" and _HEX_DIGITS.fullmatch(span)):
+def _decode_joined(cue: str, span: str) -> Decoded | None:
+    """What one unbroken span says, if it decodes to text."""
+    if cue == "encoded_hex" or (cue == "encoded_run" and _HEX_LITERAL.fullmatch(span)):
         data = _from_hex(span)
         text = _as_text(data) if data else None
         if text or cue == "encoded_hex":
@@ -144,13 +179,47 @@ def decode(cue: str, span: str) -> Decoded | None:
     return Decoded("base64", text) if text else None
 
 
+def decode(cue: str, span: str) -> Decoded | None:
+    """What one cue's span says, if it decodes to text. A wrapped span is read with its breaks dropped (when that
+    says nothing, without the line before or after it: a word the run took in, "Thanks" under a MIME body); and
+    each of its lines is read on its own too, as the screen read them before it joined lines (a list of encoded
+    values, one a line), what a line says that the whole does not being added."""
+    if cue == "encoded_percent":
+        joined = _WHITESPACE.sub("", span)
+        text = urllib.parse.unquote_plus(joined)
+        return Decoded("percent-encoding", text) if text != joined and " " in text.strip() else None
+    lines = _BREAKS.split(span.strip())
+    if len(lines) == 1:
+        return _decode_joined(cue, lines[0])
+    whole = None
+    for start, end in ((0, len(lines)), (1, len(lines)), (0, len(lines) - 1), (1, len(lines) - 1)):
+        whole = _decode_joined(cue, "".join(lines[start:end])) if start < end else None
+        if whole:
+            break
+    said = [whole] if whole else []
+    for line in lines:
+        alone = _decode_joined(cue, line) if len(line) >= MIN_ENCODED_CHARS else None
+        if alone and (whole is None or alone.text not in whole.text):
+            said.append(alone)
+    return Decoded(said[0].how, "\n".join(item.text for item in said)) if said else None
+
+
 def rot13(text: str) -> Decoded:
     return Decoded("rot13", codecs.encode(text, "rot13"))
 
 
+def _unless_a_flag(chain: re.Match) -> str:
+    """A run of emoji tag sequences side by side, taken out when they are flags (see `_FLAG_SEQUENCE`); what is
+    left of it is tags a reader does not see."""
+    made_up = [flag for flag in _FLAG_SEQUENCE.findall(chain.group()) if flag not in _RGI_FLAGS]
+    if not made_up or (len(made_up) == 1 and _SUBDIVISION.fullmatch(made_up[0])):
+        return ""
+    return "".join(made_up)
+
+
 def hidden_tags(text: str) -> str:
     """Tag characters outside emoji flags, spelled as the ASCII they mirror ("" when there are none)."""
-    runs = _TAGS.findall(_FLAG_SEQUENCE.sub("", text)) if _TAGS.search(text) else []
+    runs = _TAGS.findall(_FLAG_CHAIN.sub(_unless_a_flag, text)) if _TAGS.search(text) else []
     spelled = " ".join(_TAGS.sub("", run.translate(TAGS_AS_ASCII)) for run in runs).strip()
     return spelled or ("(tag characters that spell nothing)" if runs else "")
 
