@@ -200,6 +200,8 @@ class _Reader:
                 self.read_value(value, 0)
                 return
             failed_at = lead + failed if failed >= 0 else -1
+        if "{" not in text and "[" not in text:  # most tool text: nothing to pair, no pass over its quotes
+            return
         for start, end, value in self.documents(text, failed_at):
             self.changed = self.changed or "\\" in text[start:end]
             self.read_value(value, 0)
