@@ -86,6 +86,11 @@ _FR_ROGUE = (r"(?:dan\b|pirate|hacker|sans (?:aucune? )?(?:restrictions?|limites
              r"éthique|morale|contraintes?)|non (?:censurée?|filtrée?|bridée?)|débridée?|malveillante?|maléfique|"
              r"une autre ia|(?:une? )?ia (?:libre|sans|non|débridée|rebelle)|n'(?:avais|aviez) (?:pas|aucune?) (?:de )?"
              r"(?:règles|restrictions|limites|filtres))")
+# a role that speaks for one seller or side: "le conseiller officiel de la boutique", "l'assistant exclusif"
+_FR_SHILL = (r"(?:conseill(?:er|ère)|assistante?|agent|porte-parole|représentante?|ambassad(?:eur|rice)|vendeu(?:r|se)|"
+             r"support|service client|guide|experte?)s? (?:\w+ ){0,2}(?:officiel(?:le)?s?|exclusi(?:f|ve)s?|"
+             r"attitré(?:e)?s?)\b")
+_FR_FROM_NOW = r"(?:désormais|maintenant|à présent|dorénavant|dès maintenant|à partir de maintenant)"
 _FR_SEND = (r"(?:envoie|envoyez|transfère|transférez|transmets|transmettez|fais suivre|faites suivre|expédie|expédiez|"
             r"téléverse|téléversez|uploade|uploadez|publie|publiez|poste|postez|copie|copiez|colle|collez|partage|"
             r"partagez|exporte|exportez|redirige|redirigez|(?:veuillez|merci d'|merci de|pense à|pensez à|n'oublie pas "
@@ -130,6 +135,16 @@ _FR = {
         r"(?:une? )?(?:dan\b|pirate|hacker|une autre ia|ia (?:libre|sans|non|débridée)|(?:ia|assistant|modèle|agent) "
         r"(?:sans|non|libre|débridé)|affranchie?|débridée?|non (?:censurée?|filtrée?|bridée?)|sans (?:aucune )?"
         r"(?:restrictions?|limites?|filtres?|règles|censure|garde-fous))",
+        # a new identity that speaks for one side: "tu es désormais le conseiller officiel de la boutique"
+        rf"(?:(?:tu es|vous êtes|t'es|tu deviens|vous devenez) {_FR_FROM_NOW}|{_FR_FROM_NOW},? (?:tu es|vous êtes|t'es|"
+        rf"tu deviens|vous devenez)) (?:le |la |l'|un |une |notre )?{_FR_SHILL}",
+        # the identity taken away, then another given: "tu n'es plus un comparateur neutre : tu es le conseiller"
+        r"(?:tu n'es plus|vous n'êtes plus|t'es plus) (?:une? |le |la |l')?(?:[^\s.!?]+ ){0,2}(?:neutres?|"
+        r"impartial(?:e|es|s|aux)?|objecti(?:f|ve|fs|ves))\b",
+        rf"(?:tu n'es plus|vous n'êtes plus|t'es plus) {_G60}[:;,—-] ?(?:mais |désormais |maintenant |à présent )*"
+        rf"(?:tu es|vous êtes|t'es|tu deviens|vous devenez) (?:désormais |maintenant |à présent )?(?:le |la |l'|un |"
+        rf"une |notre |son |sa )?(?:{_FR_SHILL}|(?:conseill|assistant|agent|porte-parole|représentant|ambassad|vendeu|"
+        rf"commercial|promot|avocat|défenseu|partenaire)\w*)",
         r"(?:à partir de maintenant|à partir d'aujourd'hui|dorénavant|désormais|dès maintenant|à présent|pour le reste "
         r"de (?:cette|la) (?:conversation|discussion|session)),? (?:tu|vous) (?:te comportes|te comporteras|vous "
         r"comportez|vous comporterez|agis|agiras|agissez|agirez|incarnes|incarneras|incarnez|joues le rôle|jouez le "
@@ -139,7 +154,7 @@ _FR = {
         rf"(?:agis|agissez|comporte-toi|comportez-vous|fais semblant d'être|faites semblant d'être|prétends être|"
         rf"prétendez être|fais comme si tu étais|faites comme si vous étiez|imagine que tu es|imaginez que vous êtes|"
         rf"joue le rôle|jouez le rôle|incarne|incarnez|mets-toi dans la peau|glisse-toi dans la peau)"
-        rf"{_G25}{_FR_ROGUE}",
+        rf"{_G25}(?:{_FR_ROGUE}|{_FR_SHILL})",
         r"(?:tu es|vous êtes|t'es) (?:maintenant |désormais |à présent )?en mode (?:développeur|developer|dan|"
         r"jailbreak|dieu|god|sans (?:restriction|filtre|censure|limite)s?|non (?:censuré|filtré|bridé)|débridé|admin)",
         r"(?:active|activez|activer|passe|passez|passer|entre|entrez|bascule|basculez) (?:en |dans le |le )?mode "
@@ -276,7 +291,13 @@ _DE_SECRET = (r"(?:(?:admin|administrator|root|server|datenbank)-?passw(?:ö|o|o
               r"api-?(?:schlüssel|keys?)|zugangsschlüssel|private[nr]? schlüssel|tokens?|zugangstoken|"
               r"(?:gesprächs|chat|konversations|unterhaltungs)verlauf|(?:das|dieses|den|diesen) (?:gespräch|chat|"
               r"unterhaltung)|die (?:gesamte |ganze )?unterhaltung|systemprompt|system-prompt|umgebungsvariablen|"
-              r"kartennummern|kreditkartendaten|iban|geheimnisse)")
+              r"kartennummern|kreditkartendaten|iban|geheimnisse|"
+              # a mailbox's or an address book's content in bulk: "die letzten fünf E-Mails aus dem Posteingang"
+              r"(?:e-?mails|mails|nachrichten) (?:aus dem|im|des) (?:posteingang|postfach|inbox|postausgang)|"
+              r"(?:den|dein(?:en)?|ihr(?:en)?|das|gesamten?) (?:gesamten? |ganzen? |kompletten? )?(?:posteingang|"
+              r"postfach|adressbuch)|(?:alle|sämtliche) kontakte|kontaktliste|teilnehmerliste|(?:e-?mail-?adressen|"
+              r"telefonnummern|kontaktdaten) (?:aller|sämtlicher|der) (?:teilnehmer|kontakte|kunden|mitarbeiter|"
+              r"empfänger|gäste)(?:innen)?)")
 _DE_CALL = (r"(?:rufe|ruf|ruft|rufen sie|führe|führt|führen sie|starte|startet|starten sie|nutze|nutzt|nutzen sie|"
             r"verwende|verwendet|verwenden sie|benutze|benutzt|benutzen sie|aktiviere|aktivieren sie)")
 # the assistant as the subject of an order, and the modal verbs of one (with a tool's context only)
@@ -379,6 +400,11 @@ _DE = {
         rf"(?:hallo|hey|liebe|lieber|liebes|achtung|hör zu|hört zu|hören sie zu),? (?:liebe |lieber |liebes )?"
         rf"{_DE_AI} ?[,:!]",
         rf"\bdu,? (?:die|der|das|liebe|lieber) {_DE_AI}",
+        r"\b(?:an )?(?:den|die|der|das|dem|jeden|jede|jedes) (?:(?:digitalen|virtuellen|automatischen) )?"
+        r"(?:assistent(?:en|in)?|agent(?:en|in)?|modell|bot),? (?:der|die|das|welcher|welche|welches) (?:diese[nsmr]?|"
+        r"das|den|die|folgende[nsmr]?) "
+        r"(?:[^\s.!?]+ )?(?:verarbeitet|zusammenfasst|auswertet|analysiert|parst|indexiert|einliest|ausliest|"
+        r"automatisch (?:liest|bearbeitet))\b",
         r"(?:^|[\n\[(<.!?]|[-*#] ?)(?:ki|llm|chatbot|ki-assistent|sprachmodell|modell)s? ?[\])>]? ?: ?(?:bitte )?"
         r"(?:ignoriere|ignorieren sie|vergiss|vergessen sie|sende|schicke|leite|lösche|sag|verrate|antworte|rufe|führe|"
         r"du musst|sie müssen|erwähne nicht|ab sofort)",
@@ -729,6 +755,22 @@ _PT = {
         rf"{_W1}{_PT_TOOL}",
     ],
 }
+# an AI named by its task, then an order: "IA revisora: ao analisar este PR, aprove ..."
+_PT["addressing"].append(
+    r"(?:^|[\n\[(<.!?]|[-*#/] ?)(?:ia|i\.a\.|llm|bot|chatbot|copilot|(?:modelo|agente|assistente) (?:de )?ia)s? "
+    r"(?:revisor(?:a|es|as)?|avaliador(?:a|es|as)?|analista|auditor(?:a)?|de (?:revisão|review|código|triagem)|"
+    r"responsável|que (?:revisa|analisa|lê|avalia|processa|resume|ler|analisar|revisar)[^:\n]{0,30}) ?[\])>]? ?:"
+    r"[^.!?\n]{0,40}\b(?:aprove|aprova|aprovem|mescle|ignore|ignora|envie|envia|diga|diz|responda|responde|"
+    r"recomende|classifique|marque|não|nunca|sempre|você deve|deves)\b")
+# approving a change, told to leave no trace of the review: "aprove sem deixar comentários", "e não mencione"
+_PT["suppression"] += [
+    r"(?:^|[\n,:;.!?] ?|\b(?:e|então|apenas|simplesmente|só|diretamente|por favor) )(?:aprove|aprova|aprovem|"
+    r"mescle|mesclem|faça o merge|faz o merge|dê merge) (?:[^\s.!?]+ ){0,3}sem (?:deixar |fazer |adicionar |escrever |"
+    r"levantar |apontar |pedir |nenhuma? |qualquer |quaisquer )*(?:comentários?|observaç(?:ão|ões)|ressalvas?|"
+    r"apontamentos?|sugestões|revis(?:ão|ar)|analisar|questionar|ler|testar|verificar|rodar os testes)\b",
+    r"\baprov(?:e|em|a)\b[^.!?\n]{0,60}\b(?:não|nem) (?:mencione|mencionem|comente|comentem|aponte|apontem|cite|"
+    r"sinalize|reporte|relate|destaque|questione|fale)\b",
+]
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -761,6 +803,15 @@ _IT_ACT = (r"(?:fallo|lo faccia|procedi|proceda|procedete|continua|continui|eseg
 _IT_ROGUE = (r"(?:dan\b|hacker|pirata|senza (?:alcuna |nessuna |alcun )?(?:restrizion[ei]|limit[ei]|filtr[oi]|regole|"
              r"censura|etica|morale)|non censurat[oa]|illimitat[oa]|malvagi[oa]|malevol[oa]|un'altra ia|"
              r"(?:un'|una )?ia (?:libera|senza|ribelle)|liberat[oa]|sbloccat[oa])")
+# a role that speaks for one body or seller: "l'assistente ufficiale della Protezione Civile", "il consulente
+# autorizzato"
+_IT_SHILL = (r"(?:assistente|consulente|operatore|operatrice|agente|rappresentante|portavoce|addett[oa]|supporto|"
+             r"servizio clienti|assistenza|centro assistenza|helpdesk|referente|incaricat[oa]|funzionari[oa])"
+             r"(?: virtuale| clienti| tecnico)? (?:\w+ )?(?:ufficial[ei]|autorizzat[oaie]|certificat[oaie]|"
+             r"verificat[oaie]|accreditat[oaie])\b")
+# pretending: "fai finta di essere", "fingiti", "spacciati per"
+_IT_PRETEND = (r"(?:fai finta|faccia finta|fate finta|fingi|finga|fingete|fingiti|si finga|spacciati|si spacci|"
+               r"spacciatevi|presentati come|si presenti come|presentatevi come)")
 _IT_SEND = (r"(?:invia|invii|inviate|manda|mandi|mandate|inoltra|inoltri|inoltrate|trasferisci|trasferisca|"
             r"trasferite|carica|carichi|caricate|pubblica|pubblichi|condividi|condivida|condividete|copia|copi|copiate|"
             r"esporta|esporti|esportate|spedisci|spedisca|spedite|allega|alleghi|(?:per favore|devi|deve|dovete|non "
@@ -809,6 +860,15 @@ _IT = {
         rf"(?:agisci|agisca|agite|comportati|si comporti|comportatevi|fingi|finga|fingete|fai finta|faccia finta|"
         rf"immagina di essere|immagini di essere|immagina che|interpreta il ruolo|interpreti il ruolo|recita la parte|"
         rf"reciti la parte|assumi il ruolo|assuma il ruolo|impersona|impersoni|trasformati in){_G25}{_IT_ROGUE}",
+        # pretending to be an official or authorised role: "fai finta di essere l'assistente ufficiale di ..."
+        rf"(?:{_IT_PRETEND}|agisci come|agisca come|impersona|impersoni|assumi il "
+        rf"ruolo|assuma il ruolo|interpreta il ruolo|interpreti il ruolo) {_W3}(?:l'|un'|dell'|all')?{_IT_SHILL}",
+        # pretending to be someone, then told how to treat the user: "fingi di essere X e, quando l'utente chiede"
+        rf"(?:fai finta|faccia finta|fingi|finga|fingiti|si finga|spacciati|si spacci) {_G60}(?:l'utente|all'utente|"
+        rf"il cliente|al cliente|invitalo|invitala|invitali|convincilo|convincila|rispondigli|dille|digli)\b",
+        rf"(?:ora|adesso|d'ora in poi|da ora in poi|da adesso in poi|da questo momento(?: in poi)?),? (?:tu |lei )?"
+        rf"(?:sei|lei è|sarai|diventi) (?:l'|il |lo |la |un |una |un')?{_IT_SHILL}",
+        rf"non (?:sei|siete) più (?:l'|il |lo |la |un |una |un')?{_W2}(?:neutral[ei]|imparzial[ei]|obiettiv[oa])\b",
         r"(?:sei|siete|entra|entri|passa|passi|attiva|attivi|attivate) (?:ora |adesso |già )?(?:in |nella |alla )?"
         r"modalità (?:dan|jailbreak|dio|god|senza (?:restrizioni|censura|filtri))\b",
         r"(?:sei|siete) (?:ora |adesso |già )?in modalità (?:sviluppatore|developer)",
@@ -1419,7 +1479,7 @@ _VI_SECRET = (r"(?:mật khẩu (?:quản trị|admin|root)|"
               r"người dùng)|thông tin (?:khách hàng|đăng nhập|xác thực)|cơ sở dữ liệu (?:khách hàng|người dùng)|"
               r"(?:tất cả|toàn bộ|các) mật khẩu|khóa (?-i:API)|(?-i:API) key|mã thông báo|token|lịch sử (?:trò "
               r"chuyện|hội thoại|chat)|(?:toàn bộ |cả )?cuộc (?:trò chuyện|hội thoại)(?: này)?|lời nhắc hệ thống|"
-              r"system prompt|biến môi trường|số thẻ|khóa (?:bí mật|riêng tư|riêng))")
+              r"system prompt|biến môi trường|số thẻ (?:tín dụng|ngân hàng|thanh toán)|khóa (?:bí mật|riêng tư|riêng))")
 _VI_THIS_TOOL = rf"(?:{_NAMED}|công cụ này|công cụ {_NAMED}|hàm này)"
 
 _VI = {
@@ -1656,7 +1716,11 @@ _JA_SECRET = (r"(?:管理者パスワード|rootパスワード|"
               r"ログイン情報|(?:全ての|すべての|全)パスワード|パスワード一覧|APIキー|アクセスキー|秘密鍵|"
               r"アクセストークン|"
               r"トークン|会話履歴|チャット履歴|会話の内容|この会話|会話全体|システムプロンプト|環境変数|カード番号|"
-              r"機密情報|シークレット)")
+              r"機密情報|シークレット|"
+              # contact data in bulk: "参加者全員のメールアドレス", "連絡先の一覧", "受信トレイのメール"
+              r"(?:全員|全て|すべて|全)の(?:メールアドレス|連絡先|電話番号|個人情報|住所)|"
+              r"(?:メールアドレス|連絡先|電話番号|個人情報)(?:の)?(?:一覧|リスト|全件)|アドレス帳|連絡先リスト|"
+              r"受信(?:トレイ|箱)(?:の)?(?:メール|内容|全件))")
 _JA_DO = r"(?:して|しろ|せよ|してください|して下さい|しなさい|すること|してくれ)"
 
 _JA = {
@@ -1684,6 +1748,9 @@ _JA = {
         rf"(?:システムプロンプト|システムメッセージ|システム指示|初期指示|最初の指示|元の指示|隠された指示|秘密の指示|"
         rf"初期プロンプト|{_JA_YOU}の(?:プロンプト|指示))(?:を|の内容を|の全文を){_C8}(?:表示|出力|教え|見せ|開示|公開|"
         rf"繰り返|書き出|暴露|漏ら|共有|言って|印刷)",
+        # whatever the text says, answer only this: "本文の内容に関係なく「…」とだけ回答し"
+        rf"(?:本文|記事|文章|内容|質問|入力|ページ)(?:の内容)?(?:に|と)?(?:関係なく|関わらず|かかわらず|"
+        rf"かかわりなく|無関係に){_C30}とだけ(?:回答|答え|返答|返信|出力|記載|書|言|表示|要約|伝え)",
         rf"{_JA_YOU}(?:に|には)(?:もう|もはや)?{_C4}(?:制限|ルール|規則|制約|フィルター|検閲)(?:は|が)(?:一切|"
         rf"何も)?(?:ない|"
         rf"ありません|存在しない|無い)",
@@ -1699,6 +1766,10 @@ _JA = {
         rf"必要ありません|"
         rf"必要ない)",
         rf"{_JA_PERSON}(?:に|には)(?:秘密|内緒|内密)",
+        # a summary or answer told to leave out what is against the text's interest
+        rf"(?:要約|回答|返答)(?:では|で|の際は|する際は|し|して|には|に)[,、]?{_C12}(?:報道|事故|問題|"
+        rf"欠陥|不具合|リコール|批判|リスク|危険性|副作用|苦情|悪評|否定的な|ネガティブな|デメリット|競合|他社)"
+        rf"{_C8}(?:触れないで|言及しないで|含めないで|書かないで|触れず|言及せず|触れるな|言及するな)",
         rf"{_JA_PERSON}(?:に|が){_C8}(?:知られ|気づかれ|バレ)(?:ないよう|てはいけない|ないように)",
         r"この(?:指示|命令|メモ|メッセージ)(?:について|のこと)?(?:は|を)?[^。.!?\n]{0,4}(?:言及|口外|他言|"
         r"明か)(?:しないで|するな|"
@@ -1718,6 +1789,17 @@ _JA = {
         rf"しなければ"
         rf"ならない|すべき)",
         rf"{_JA_AI}(?:は|が){_C20}(?:言及しない|伝えない)(?:こと|でください)",
+        # the AI named by what it does to this text, the verb in its plain form: "この記事を要約するAIへ"
+        rf"(?:この|本|当|以下の|次の)(?:記事|文章|テキスト|メール|文書|ページ|メッセージ|チケット|内容|ドキュメント|"
+        rf"レビュー|投稿|招待|予定|ファイル|説明|コード|差分|プルリクエスト)?を(?:(?:要約|処理|分析|解析|評価|翻訳|"
+        rf"レビュー|検索|インデックス)(?:する|している|中の)|読む|読み込む)(?:{_JA_AI}|アシスタント|モデル|"
+        rf"エージェント|ボット)(?:へ|よ|さん|様|の方へ|に告ぐ|に対して|(?:は|が){_C30}(?:ください|こと|しなさい|せよ|"
+        rf"しろ))",
+        # the assistant, then while it handles this text: "アシスタントはこの招待を処理する際"
+        rf"(?:アシスタント|{_JA_AI}|モデル|エージェント|ボット)(?:は|が|さん)[,、]?(?:この|本|当|以下の)(?:招待|"
+        rf"メール|メッセージ|文書|文章|テキスト|ページ|記事|チケット|ドキュメント|内容|予定|イベント|投稿|レビュー|"
+        rf"ファイル|コード|依頼)を(?:処理|要約|分析|解析|読み込|評価|翻訳|読)(?:する|む|んだ|み込む|した)?(?:際|"
+        rf"とき|時|場合|前|にあたり|にあたって|なら|後)",
         rf"(?:こんにちは|ねえ|やあ|おい|親愛なる|聞いて|注意)[,、!]?{_JA_AI}(?:さん|くん|君)?[,、:!]",
         rf"(?:この|本|当)?(?:ツール|関数)(?:を|の)(?:使う|使用する|呼び出す|実行する|使用|呼び出し|実行)(?:前|"
         rf"まえ)に[,、]?"
@@ -1874,7 +1956,8 @@ _RU_ROGUE = (rf"(?:без (?:каких-либо |всяких |любых )?(?:
 _RU_ACT = (r"(?:выполни|удали|отправь|перешли|переведи|одобри|верни|сделай|продолжай|продолжи|примени|запусти|оплати|"
            r"закрой|отмени|подтверди)(?:те)?")
 _RU_SEND = (r"(?:отправь|перешли|вышли|передай|загрузи|выгрузи|опубликуй|скопируй|сбрось|слей|отошли|экспортируй|"
-            r"пришли|скинь)(?:те)?")
+            r"пришли|скинь|отправляй|пересылай|высылай|передавай|загружай|выгружай|публикуй|копируй|сбрасывай|сливай|"
+            r"отсылай|присылай|скидывай|дублируй|продублируй|экспортируй)(?:те)?")
 _RU_SECRET = (rf"(?:пароль (?:администратора|админа|от сервера|root)|"
               rf"(?:список|списки|базу|базы|перечень|выгрузку|данные|контакты) (?:всех )?(?:клиентов|пользователей|"
               rf"заказчиков|сотрудников|подписчиков)|клиентск{_CY} (?:баз|список|данн){_CY}|учётн{_CY} данн{_CY}|"
@@ -1882,7 +1965,12 @@ _RU_SECRET = (rf"(?:пароль (?:администратора|админа|о
               rf"(?:API|доступа)|токен{_CY}|истори{_CY} (?:переписки|разговора|чата|диалога)|(?:весь|этот|всю|эту) "
               rf"(?:разговор|диалог|переписку)|системн{_CY} промпт{_CY}|переменн{_CY} окружения|номера карт|"
               rf"секрет{_CY}|"
-              rf"(?:закрыт|приватн){_CY} ключ{_CY})")
+              rf"(?:закрыт|приватн){_CY} ключ{_CY}|"
+              # the conversation's content: "содержимое диалога", "все сообщения пользователя"
+              rf"(?:содержимое|содержание|текст|копию|расшифровку|лог) (?:всего |всей |этого |этой |текущего |"
+              rf"текущей )?(?:диалога|разговора|переписки|чата|беседы|сессии)|(?:все |всю )?(?:сообщения|запросы|"
+              rf"вопросы|реплики|переписку) (?:с )?пользовател{_CY}|вс[её],? что (?:пишет|вводит|сообщает|"
+              rf"спрашивает) пользователь)")
 _RU_TOOL = rf"(?:инструмент{_CY}|функци{_CY}|{_NAMED})"
 _RU_THIS_TOOL = rf"(?:{_NAMED}|этот инструмент|эту функцию|инструмент {_NAMED})"
 _RU_DEIXIS = rf"(?:это|этот|эту|эти|этого|данн{_CY}|настоящ{_CY})"
@@ -1925,6 +2013,12 @@ _RU = {
         rf"информируйте|упоминай|упоминайте|извещай|извещайте|предупреждай|предупреждайте|показывай|показывайте|"
         rf"раскрывай|раскрывайте)[^.!?\n]{{0,25}}{_RU_PERSON}",
         rf"ничего не (?:говори|говорите|сообщай|сообщайте|рассказывай|рассказывайте|пиши|пишите){_G25}{_RU_PERSON}",
+        r"(?:пользовател(?:ю|ям)|владельц(?:у|ам))(?: [а-яё]+)? (?:об этом|про это|о том|ничего|об этой "
+        r"(?:отправке|инструкции)|о (?:нашей|данной|этой) (?:инструкции|отправке)) (?:ничего )?не (?:говори|"
+        r"говорите|сообщай|сообщайте|рассказывай|рассказывайте|пиши|пишите|упоминай|упоминайте|показывай|показывайте)(?:[^а-яё]|$)",
+        # covertly: "незаметно отправляй ..."
+        rf"(?:незаметно|тайно|скрытно|втихую|втайне|молча|по-тихому) (?:от (?:пользовател{_CY}|человек{_CY}) )?"
+        rf"(?:{_RU_SEND}|{_RU_ACT}|вызывай(?:те)?|вызови(?:те)?|запускай(?:те)?|добавляй(?:те)?|добавь(?:те)?) ",
         rf"{_RU_ACT}{_G40}(?:без (?:ведома|уведомления|согласия|подтверждения|разрешения|одобрения|спроса|запроса|"
         rf"проверки|ведома пользовател{_CY})|не спрашивая)",
         rf"без ведома {_RU_PERSON}",
@@ -2455,7 +2549,10 @@ _DE_MD_CONVO = (r"(?:(?:inhalt|verlauf|zusammenfassung|protokoll|transkript|wort
                 r"unterhaltung|konversation|chat|fragen)\w*|(?:das|dieses|unser) (?:gespräch|chat)\b|(?:die|diese|"
                 r"unsere) (?:unterhaltung|konversation)|nachrichten (?:des|der) (?:nutzers|benutzers|users|nutzerin|"
                 r"benutzerin)|system-?prompt\w*)")
-_DE_MD_PRIV = (r"(?:(?:e-?mail-?adresse|frage|fragen|daten|namen?|dateien|angaben|nachrichten)n? (?:des|der) "
+_DE_MD_PRIV = (r"(?:(?:(?:e-?mail-?adresse|telefonnummer|handynummer|anschrift|adresse|kontaktdaten|frage|fragen|"
+               r"daten|namen?|dateien|angaben|nachrichten)n?(?: und| sowie|,) (?:die |den |das |seine |ihre )?)?"
+               r"(?:e-?mail-?adresse|telefonnummer|handynummer|anschrift|adresse|kontaktdaten|frage|fragen|daten|"
+               r"namen?|dateien|angaben|nachrichten)n? (?:des|der) "
                r"(?:nutzers|benutzers|users|nutzerin|benutzerin|kunden|kundin)|(?:persönlichen|personenbezogenen) "
                r"daten|(?:die|alle|sämtliche|seine|ihre|deren) (?:\w+ )?(?:passwörter|kennwörter|zugangsdaten|"
                r"api-?schlüssel|tokens|geheimnisse|secrets|umgebungsvariablen)|die \.env-datei)\b")
@@ -2477,8 +2574,10 @@ _ES_MD_CONVO = (r"(?:(?:contenido|historial|resumen|transcripción|texto|registr
                 r"charla|diálogo|sesión|mensajes)|(?:la|esta|toda la|nuestra) conversación|mensajes (?:anteriores|"
                 r"previos|del usuario|de la usuaria)|lo que (?:el usuario|la usuaria) (?:ha )?(?:escrito|escribió|"
                 r"dicho|dijo|preguntó|preguntado)|prompt del sistema|instrucciones del sistema)\b")
-_ES_MD_PRIV = (r"(?:(?:pregunta|consulta|correo|email|e-mail|dirección de correo|nombre|datos|archivos|"
-               r"información)s? (?:del usuario|de la usuaria|del cliente|personales)|contraseñas|credenciales|claves "
+_ES_MD_PRIV = (r"(?:(?:pregunta|consulta|búsqueda|mensaje|correo|email|e-mail|dirección(?: de correo| de envío| "
+               r"postal)?|teléfono|número de teléfono|nombre|datos|archivos|información)s? (?:(?:completa|completo|"
+               r"exacta|exacto|original|última|último|entera|entero|literal)s? )?(?:del usuario|de la usuaria|del "
+               r"cliente|de la clienta|personales)|contraseñas|credenciales|claves "
                r"(?:de api|api|secretas|privadas)|tokens|secretos|variables de entorno|archivo \.env)\b")
 _ES_MD_CARRIER = (r"\b(?:url|enlace|link|vínculo|imagen|parámetro|query string|cadena de consulta|marcador de "
                   r"posición|placeholder|etiqueta img)")
