@@ -59,11 +59,11 @@ _INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2
 _SEPARATORS = "\u180e\u200b\u200c\u200d\u2060-\u2064\ufeff"
 _BETWEEN_LETTERS = re.compile(f"(?<=[^\\W\\d_])[{_SEPARATORS}]+(?=[^\\W\\d_])")
 _JOINERS = frozenset("\u200c\u200d")
-# Zero-width characters between two lower-case ASCII letters, more than once: no Latin word is spelled with one
-# (Persian and Indic joiners sit between their own letters), and placed both inside words and between them no
-# single reading (a break, or nothing) undoes them. One alone, or before a capital ("Service\u200bImpl",
-# "Acme\u2060Cloud"), is a line-break hint in real text and is not flagged.
-_IN_ASCII_WORDS = re.compile(f"[a-z][{_SEPARATORS}]+(?=[a-z])")
+# Zero-width spaces, word joiners and BOMs between two lower-case ASCII letters, more than once: no Latin word is
+# spelled with one, and placed both inside words and between them no single reading (a break, or nothing) undoes
+# them. One alone, or before a capital ("Service\u200bImpl", "Acme\u2060Cloud"), is a line-break hint in real
+# text; the joiners ZWNJ and ZWJ are typography (German sets ZWNJ at a word joint to break a ligature: "Auf\u200clage").
+_IN_ASCII_WORDS = re.compile("[a-z][\u180e\u200b\u2060-\u2064\ufeff]+(?=[a-z])")
 _IN_ASCII_WORDS_FLAGGED = 2
 _TAGS = decoding.TAGS_AS_ASCII
 _SPACE = re.compile(r"\s+")
@@ -522,6 +522,32 @@ class _Findings:
         self.matches.append(Match(rule, snippet, f"{self.ref}, {where}" if self.ref else where))
 
 
+# A link or image (markdown, a reference definition, HTML) whose address leaves a parameter empty or on a
+# placeholder word, with that parameter ("after inbox=") or word ("ersetze DATEN durch ...") named again outside
+# the address: a template the model is asked to fill, and rendering it sends what was filled in. Said without
+# words of any language, so it holds in every one.
+_LINK_ADDRESS = re.compile(r"(?:\]\(|\]: ?|<img\b[^>]{0,100}?\bsrc ?= ?[\"']?)(https?://[^)\s\"'>]{1,400})",
+                           re.IGNORECASE)
+_PARAMETER = re.compile(r"[?&#;]([\w.\[\]-]{1,40})=([^&#;\s)\"'>]*)")
+_PLACEHOLDER_WORD = re.compile(r"[A-Z][A-Z0-9_]{2,}|[\w-]*(?:x{3,}|X{3,})[\w-]*")
+
+
+def _templated_links(text: str) -> list[str]:
+    """The addresses in `text` that are templates to be filled (see `_LINK_ADDRESS`)."""
+    if "http" not in text or not ("](" in text or "]:" in text or "<img" in text.lower()):
+        return []
+    found = []
+    for link in _LINK_ADDRESS.finditer(text):
+        outside = f"{text[:link.start(1)]} {text[link.end(1):]}"
+        for name, value in _PARAMETER.findall(link.group(1)):
+            named = (rf"(?<![\w.-]){re.escape(name)} ?=" if not value else
+                     rf"\b{re.escape(value)}\b" if _PLACEHOLDER_WORD.fullmatch(value) else None)
+            if named and re.search(named, outside):
+                found.append(link.group(1))
+                break
+    return found
+
+
 def _read(raw: str, findings: _Findings, depth: int = 0, how: str = "") -> None:
     """Screen one text into `findings`: every reading of it against the rules (the other scripts' rules when it
     holds their letters), and, up to MAX_DEPTH, what it hides or encodes, decoded and read the same way.
@@ -567,6 +593,9 @@ def _read(raw: str, findings: _Findings, depth: int = 0, how: str = "") -> None:
             said = f"variation selectors carry: {payload.text[:160]}".encode(errors="replace")
             findings.add("hidden-text", said, 0, len(said), how or payload.how)
             decoded.setdefault((payload.how, payload.text), payload)
+    for address in _templated_links(raw):
+        said = f"a link whose parameter the text asks to fill: {address[:200]}".encode()
+        findings.add("markdown-exfiltration", said, 0, len(said), how)
     if depth >= decoding.MAX_DEPTH:
         return
     again = [decoding.rot13(raw)] if rot13_cues >= decoding.ROT13_WORDS_NEEDED else []

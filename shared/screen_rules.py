@@ -59,14 +59,17 @@ _PARTS["RISKY"] = (r"(?:ignore|disregard|forget|reveal|print|send|forward|e-?mai
                    r"execute|include|add|append|upload|post|share|paste|transfer|grant|approve|refund|mark|read|open|"
                    r"write|change|update|set|export|copy|leak|list|dump|make|give|insert|drop|wipe|close|cancel|pay|"
                    r"move|rename|publish|disable|enable|install|download|fetch|browse|visit|click|reply|respond|"
-                   r"output)")
+                   r"output|decode|unescape|treat|follow|obey)")
+# Files secrets live in, as paths (no word boundary before their dot).
+_PARTS["KEYFILE"] = (r"(?:(?:~/|\$home/|/root/|\b|[\s@'\"=(:]|^)\.(?:env|ssh/[\w.-]+|aws/credentials|npmrc|pypirc|"
+                     r"netrc|git-credentials|docker/config\.json|kube/config)\b|\bid_(?:rsa|ed25519|ecdsa|dsa)\b)")
 _PARTS["ANYTOOL"] = r"(?:(?:the\s+|this\s+|that\s+)?IDENT(?:\s+tool|\s+function|\s+endpoint)?|TOOL)"
 
 
 def as_regex(source: str) -> str:
     """A rule source as RE2 syntax: its parts spelled out, its spaces made any whitespace."""
     for name in ("ANYTOOL", "IDENT", "TOOL", "AGENT", "CALL", "NEG", "PERSON", "GATE", "DANGER", "ASSET", "ADDRESS",
-                 "SECRET", "MODEL", "RISKY"):
+                 "SECRET", "MODEL", "RISKY", "KEYFILE"):
         source = source.replace(name, _PARTS[name])
     return source.replace(" ?", r"\s*").replace(" ", r"\s+")
 
@@ -78,7 +81,8 @@ _ORDERS = (r"(?:instructions?|rules|prompts?|guidelines|guidance|directions|dire
 _VOID = (r"(?:no longer (?:appl(?:y|ies)|valid|in force)|(?:is|are|were|was) (?:now )?(?:void|obsolete|outdated|"
          r"cancel+ed|revoked|invalid|null|superseded|only a test|just a test|a test)|(?:has|have) been (?:revoked|"
          r"cancel+ed|replaced|superseded|withdrawn|lifted|removed|deprecated|suspended|disabled|waived)|(?:is|are|were|"
-         r"was) (?:now )?(?:deprecated|suspended|disabled|waived|lifted|retired)|(?:don'?t|do not) (?:apply|count|"
+         r"was) (?:now )?(?:deprecated|suspended|disabled|waived|lifted|retired)|(?:have |has )?expired\b|"
+         r"(?:don'?t|do not) (?:apply|count|"
          r"matter))")
 _BEFORE_ANSWERING = (r"(?:answer|answering|reply|replying|respond|responding|anything else|doing anything|"
                      r"continuing|proceeding|you (?:answer|reply|respond|do|look|continue))")
@@ -87,7 +91,17 @@ RULE_SOURCES: dict[str, list[str]] = {
     "ignore-previous": [
         rf"(?:ignore|disregard|forget|pay no attention to|never ?mind|stop following|(?:do not|don'?t|no longer) "
         rf"(?:follow|obey|apply))(?: ?(?:all|any|of|the|these|those|every|and|or|[,/&]|following|below|later|"
-        rf"subsequent|{_EARLIER})){{0,6}} {_ORDERS}",
+        rf"subsequent|{_EARLIER}|(?:developer|operator|system|admin|owner|user)'?s)){{0,6}} {_ORDERS}",
+        # settings that void the orders, as a config or a payload spells them
+        r"(?:prior|previous|earlier|original|system|existing)[_ -]?(?:instructions|rules|prompt|directives|policy)"
+        r"[\"']? ?[=:] ?[\"']?(?:revoked|void|null|none|disabled|cancel+ed|expired|overridden|ignored|off|false)\b",
+        r"system[_ -]?prompt[_ -]?override[\"']? ?[=:] ?[\"']?(?:true|yes|on|1|enabled)\b",
+        r"follow only (?:the )?(?:instructions|directions|rules|orders|commands) (?:\w+ ){0,2}(?:in|from|of) this "
+        r"(?:file|document|page|message|email|text|ticket|payload|output|result|note)",
+        r"(?:always|must|should|only) (?:\w+ )?(?:use|set|send|pay|transfer|route|pick|choose|enter|put|recommend|"
+        r"answer|reply|say)\b[^.\n]{0,80}?\b(?:regardless|irrespective) of what (?:the )?(?:users?|customers?|humans?|"
+        r"person|requester|operator)(?:'s)? (?:\w+ )?(?:says?|specif|asks?|wants?|requests?|enters?|provides?|"
+        r"chooses?|types?|tells?)\w*",
         r"(?:ignore|disregard|forget|drop|discard|set aside) what (?:you(?:'ve| have| were| had)?|you've been|"
         r"the (?:user|developer|system|operator)\w*) (?:\w+ ){0,2}(?:told|said|instructed|given|asked)\b",
         r"(?:ignore|disregard) (?:the |what the |your )?(?:user|customer|human)(?:'s)?\b(?: (?:\w+ )?(?:request|"
@@ -126,6 +140,10 @@ RULE_SOURCES: dict[str, list[str]] = {
         r"root|admin\w*|system|developer|dan|AGENT|operator|superuser)\b",
         r"role-?play (?:as|that)\b",
         r"(?:enter|activate|switch (?:to|into)) (?:developer|god|jailbreak|jailbroken|unrestricted|dan|sudo) mode\b",
+        r"(?:answer|respond to|reply to|fulfil+|comply with|carry out) (?:every|all|any) (?:\w+ )?(?:requests?|"
+        r"questions?|prompts?|instructions?|commands?) without (?:any )?(?:restrictions|limits|limitations|filters|"
+        r"refusing|refusal|censorship|safeguards)",
+        r"new_(?:role|persona|identity|system_?prompt|instructions) ?[=:|]",  # spelled as a setting
         r"(?:switch|change|adopt|assume|take on|enter) (?:to |into )?(?:the |a |an )?(?:\w+ )?persona\b",
         r"your new (?:identity|role|persona|name|instructions|task|goal|objective)s? ?(?:is|are|:)",
         r"(?:reveal|print|output|repeat|leak|dump|disclose) (?:me )?(?:your|the) (?:\w+ )?(?:system prompt|"
@@ -226,6 +244,9 @@ RULE_SOURCES: dict[str, list[str]] = {
         r"keep (?:this|it) (?:between us|secret|quiet|to yourself|hidden)",
         r"silently (?:apply|change|delete|refund|update|approve|close|execute|proceed|perform|make)",
         r"say nothing (?:about|to)\b",
+        r"NEG (?:write|record|log|note|add|enter|put) (?:it|this|that|them|anything|any of (?:it|this)) "
+        r"(?:to|in|into|on) "
+        r"(?:the )?(?:\w+ )?(?:logs?|audit trail|history|records?|journal)\b",
         r"(?:is|are|was|been) (?:already )?(?:pre|auto)-?(?:approved|authori[sz]ed|confirmed|cleared)",
         r"treat (?:it|this) as (?:approved|confirmed|authori[sz]ed)",
         r"feel free to (?:act|proceed|go ahead)\b",
@@ -244,6 +265,14 @@ RULE_SOURCES: dict[str, list[str]] = {
         r"\bfor (?:the |any |our |an? )?(?:\w+ )?(?:MODEL|agents?|bots?|models?)(?: with [^:\n]{1,40})? ?: ?"
         r"(?:[^.\n]{0,60}?, ?)?(?:please )?(?:RISKY)\b",
         r"\byou, (?:the|an?|my|our|dear) (?:\w+ ){0,2}(?:MODEL|agent|model|bot)\b",
+        r"\w+s? (?:that|who|which) (?:are|is) (?:an? |also )?(?:MODEL|language models?|ais?)\b[^.\n]{0,30}?\b(?:are|is|"
+        r"should|must|will|shall) (?:\w+ ){0,2}(?:asked|requested|instructed|required|expected|told|invited|"
+        r"encouraged|to)\b",
+        r"\b(?:hi|hey|hello|dear|greetings),? (?:there,? )?(?:ai|llm|bot|robot) (?:friend|buddy|pal|reader|helper)s?\b",
+        r"(?:if|when) (?:the|an?|any) MODEL (?:would|could|will|can|reads?|sees?|process\w*)\b[^.\n]{0,40}?,? "
+        r"(?:it|they) (?:should|must|shall|will|could|would|needs? to|has to|have to)\b",
+        r"[\"']?(?:actions?|instructions?|tasks?|notes?|messages?|commands?|prompts?|directives?|todo)[_ -]?(?:for|to)"
+        r"[_ -]?(?:the[_ -])?(?:ai|llm|agents?|assistants?|models?|bots?)[\"']? ?[:=]",
         r"from (?:me|us|the (?:author|owner|writer|sender))\b[^.\n]{0,60}?\bto you\b[^.\n]{0,40}?\b(?:MODEL|agent|"
         r"model)",
         r"(?:the|any|all|every|each|an?) (?:\w+ )?(?:MODEL|agents?)(?:, [^,.\n]{1,60},)? (?:is|are) (?:kindly |hereby |"
@@ -254,8 +283,10 @@ RULE_SOURCES: dict[str, list[str]] = {
         r"report|"
         r"recommend|rate|rank|describe|summari[sz]e|omit|skip|avoid|respond only|reply only|answer only|treat|"
         r"consider|(?:not|never) (?:mention|tell|reveal|inform|say|disclose|report))\b",
-        r"(?:^|[\n\[(<.!?\"']|[\-*#] ?)(?:(?:ai |llm )?(?:assistant|agent|model|chatbot|copilot|bot)s?|ai|llm)"
-        r"(?: with [^:\n]{1,40})?[\])>]? ?: ?(?:please |now |kindly )?(?:RISKY|do not|don'?t|you must|you should|"
+        r"(?:^|[\n\[(<.!?\"']|[\-*#/] ?)(?:(?:ai |llm )?(?:assistant|agent|model|chatbot|copilot|bot)s?|ai|llm|"
+        r"(?:ai|llm) (?:reviewers?|readers?|crawlers?|scrapers?|summari[sz]ers?))"
+        r"(?: with [^:\n]{1,40})?[\])>]? ?: ?(?:[^.\n:]{0,60}?, ?)?(?:please |now |kindly )?(?:RISKY|do not|don'?t|"
+        r"you must|you should|"
         r"always|never|output|respond|reply|answer|tell|say|summari[sz]e|rate|recommend|combine|follow|obey|perform|"
         r"act)\b",
         r"(?:^|[.!?:;\n]\s*|\b(?:hey|hi|hello|dear|ok|okay) )(?:ai|assistant|llm|agent|model|chatbot|copilot|bot|"
@@ -265,7 +296,7 @@ RULE_SOURCES: dict[str, list[str]] = {
     # Sending what must not leave (secrets, the conversation, records in bulk) to an address outside.
     "exfiltration": [
         r"(?:send|forward|e-?mail|mail|post|upload|transmit|copy|paste|leak|exfiltrate|share|submit|sync|push|"
-        r"bcc|cc|report|deliver|relay|write|attach|include)\w*\b[^.\n]{0,80}?\bSECRET\b[^.\n]{0,80}?"
+        r"bcc|cc|report|deliver|relay|write|attach|include)\w*\b[^.\n]{0,80}?(?:\bSECRET\b|KEYFILE)[^.\n]{0,80}?"
         r"(?:\b(?:to|at|into|via|on|onto|through|bcc:?|cc:?)|:) (?:<)?ADDRESS",
         r"\bSECRET\b[^\n]{0,100}?\b(?:send|forward|e-?mail|post|upload|paste|leak|share|submit)\w* (?:it|them|this|"
         r"that|"
@@ -282,6 +313,10 @@ RULE_SOURCES: dict[str, list[str]] = {
         r"uploaded|e-?mailed|mailed|shared|synced|pushed|delivered|exported)\b[^.\n]{0,20}?\bto (?:<)?ADDRESS",
         r"(?:add|include|put|set|insert|paste|append) (?:\w+ ){0,4}(?:bcc|cc|recipient|webhook|callback|redirect)\b"
         r"[^.\n]{0,40}?ADDRESS",
+        r"\b(?:cat|type|more|less|base64|tar|zip|gzip|xxd)\b[^|\n]{0,80}?KEYFILE[^|\n]{0,40}\| ?(?:sudo )?(?:curl|wget|"
+        r"nc|ncat|netcat|http|https|invoke-webrequest|iwr)\b",
+        r"\b(?:curl|wget|http|https)\b[^\n]{0,120}?(?:-d|--data(?:-binary|-raw|-urlencode)?|-f|--form|-t|--upload-file|"
+        r"--post-file|--body-file) ?[\"']?(?:\w+=)?@?KEYFILE",
     ],
     # Telling the model how to use another tool: the one read can reach every tool the model has.
     "tool-shadowing": [
@@ -290,8 +325,18 @@ RULE_SOURCES: dict[str, list[str]] = {
         r"(?:the )?(?:IDENT|`[\w.-]+`|[\w-]+ (?:tool|function))[^.\n]{0,80}?\b(?:also|always|first|instead|"
         r"additionally|add|include|set|replace|append|call|send|bcc|cc|copy|change|redirect|must|should|push|upload|"
         r"post|run)\w*\b",
-        r"(?:IDENT|`[\w.-]+`|the [\w-]+ (?:tool|function)) (?:would be|is|gets|was|will be|is being) (?:called|used|"
-        r"invoked|run|executed|requested)\b[^.\n]{0,80}?\b(?:instead|also|first|always|call|use|send|replace)\b",
+        r"(?:IDENT|`[\w.-]+`|the [\w-]+ (?:tool|function))(?: tool| function)? (?:would be|is|gets|was|will be|"
+        r"is being) "
+        r"(?:called|used|invoked|run|executed|requested)\b[^.\n]{0,80}?\b(?:instead|also|first|always|call|use|send|"
+        r"replace|post|forward|copy|mirror)\b",
+        # what to call when the person asks for something: said to the model, whatever it says
+        r"(?:if|when(?:ever)?) (?:the |an? |any )?(?:users?|customers?|person|operator)s? (?:asks?|wants?|requests?|"
+        r"tells you)\b"
+        r"[^.\n]{0,80}?\b(?:do not|don'?t|never) (?:call|use|invoke|run)\b",
+        r"(?:this|the|that) (?:[\w-]+ )?(?:tool|function) (?:must|should|needs to|has to|is to) (?:always )?be "
+        r"(?:called|"
+        r"used|invoked|run|executed) (?:first|before (?:any|every|all|each) (?:other )?(?:tools?|calls?|functions?|"
+        r"actions?))",
         r"(?:always|must|should|be sure to|make sure to) (?:\w+ ){0,3}(?:replace|change|set|override|add|append|"
         r"include|bcc|cc|redirect|route|swap|substitute)\b[^.\n]{0,80}?\bwhen (?:calling|using|invoking|running) "
         r"(?:it|IDENT|the [\w-]+ (?:tool|function)|that tool|`[\w.-]+`)",
@@ -304,13 +349,13 @@ RULE_SOURCES: dict[str, list[str]] = {
     # rendering it sends the data out, with no click.
     "markdown-exfiltration": [
         r"(?:\]\(|<img\b[^>]{0,100}?\bsrc ?= ?[\"']?)https?://[^)\s\"'>]{0,200}?[?&#/][\w.\[\]-]*="
-        r"[^)\s&\"'>]*?(?:\{[^{}()\s&%]{1,40}\}|<[^<>()\s&%]{1,40}>|\[[^\[\]()\s&%]{1,40}\]|%7b[^%&()\s]{1,40}%7d|"
+        r"[^)\s&\"'>]*?(?:\{[^{}()\n&%]{1,80}\}|<[^<>()\n&%]{1,80}>|\[[^\[\]()\n&%]{1,80}\]|%7b[^%&()\s]{1,40}%7d|"
         r"%3c[^%&()\s]{1,40}%3e|\$\{?\w+|(?-i:DATA|INSERT|PASTE|REPLACE|SUMMARY|SECRET|TOKEN|KEY|EMAIL|QUERY|[A-Z]{2,}_"
         r"[A-Z_]+)\b|_here\b|x{3,}|\.{3})",
         r"(?:replac|fill|substitut|append|insert|put|add|encod|includ|attach|plac|past)\w* (?:in )?[^.\n]{0,80}?\b"
         r"(?:user'?s?|conversation|chat|api key|token|password|email|summary|question|figures|history|transcript|"
         r"answer|reply|secret|data)\b[^.\n]{0,80}?\b(?:url|link|image|query string|parameter|placeholder|"
-        r"query|angle-bracket|address)\b",
+        r"query|angle-bracket|(?:url|web|image|link) address)\b",
         r"(?:url|link|image|query string|parameter|placeholder)\b[^.\n]{0,60}?\b(?:with|from|using) (?:the |a )?"
         r"(?:user'?s?|conversation|chat|api key|token|password|summary|transcript|history)\b",
     ],

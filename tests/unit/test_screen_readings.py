@@ -58,3 +58,9 @@ def test_zero_width_characters_real_text_uses_are_not_flagged(text):
 ])
 def test_an_instruction_in_structured_data_is_read_as_the_model_reads_it(text):
     assert "ignore-previous" in rules(text)
+
+
+def test_a_ligature_break_in_german_typography_is_not_flagged():
+    text = ("Aus unserem Styleguide: In „Auf\u200clage“, „Schilf\u200cinsel“ und „Kauf\u200cleute“ bricht die Wortfuge "
+            "die Ligatur.")
+    assert "invisible-characters" not in rules(text)
