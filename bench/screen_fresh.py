@@ -3,7 +3,7 @@ positives per benign kind, as the broker screens tool text (a structured result 
 returns). Issue 45's yardstick: its corpora are written by people who have not read the screen or its own corpus,
 hashed, and scored here first, before the screen is changed.
 
-Usage: python -m bench.screen_fresh CORPUS.jsonl[.gz] [--json]   (a .gz corpus is a sealed one, not yet scored)
+Usage: python -m bench.screen_fresh CORPUS.jsonl[.gz] [--json]   (gzipped: sealed corpora are kept so)
        python -m bench.screen_fresh --real [--json]   (false positives on real text: Debian's /usr/share/doc
        changelogs and READMEs, and the Python standard library's docstrings, in paragraph-sized pieces)
 Each line: {"id", "label": "attack"|"benign", "kind", "language", and "text" or "fields" (an object of strings)}.
@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.corpus is None:
         parser.error("a corpus file, or --real")
     data = args.corpus.read_bytes()
-    if args.corpus.suffix == ".gz":  # a sealed corpus (kept compressed so that no search reads it by accident)
+    if args.corpus.suffix == ".gz":  # sealed corpora are kept compressed, so that no search reads them by accident
         data = gzip.decompress(data)
     items = [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
     report = score(items)
