@@ -30,6 +30,7 @@ import importlib.util
 import json
 import re
 import unicodedata
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import cache
 from itertools import islice
@@ -38,7 +39,7 @@ from pathlib import Path
 import re2
 
 from shared import screen_decode as decoding
-from shared.screen_fields import joined_fields
+from shared.screen_fields import field_readings
 from shared.screen_languages import LATIN_SCRIPT, OTHER_SCRIPTS
 from shared.screen_markers import MARKERS, SCRIPTS
 from shared.screen_rules import RULE_SOURCES, as_regex
@@ -59,11 +60,14 @@ _INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2
 _SEPARATORS = "\u180e\u200b\u200c\u200d\u2060-\u2064\ufeff"
 _BETWEEN_LETTERS = re.compile(f"(?<=[^\\W\\d_])[{_SEPARATORS}]+(?=[^\\W\\d_])")
 _JOINERS = frozenset("\u200c\u200d")
-# Zero-width spaces, word joiners and BOMs between two lower-case ASCII letters, more than once: no Latin word is
-# spelled with one, and placed both inside words and between them no single reading (a break, or nothing) undoes
-# them. One alone, or before a capital ("Service\u200bImpl", "Acme\u2060Cloud"), is a line-break hint in real
-# text; the joiners ZWNJ and ZWJ are typography (German sets ZWNJ at a word joint to break a ligature: "Auf\u200clage").
-_IN_ASCII_WORDS = re.compile("[a-z][\u180e\u200b\u2060-\u2064\ufeff]+(?=[a-z])")
+# Invisible characters that are neither typography nor hyphenation (zero-width spaces, word joiners, invisible
+# operators, BOMs, direction marks and embeddings) between two ASCII letters of one case, more than once: no Latin
+# word is spelled with one, and placed both inside words and between them no single reading (a break, or nothing)
+# undoes them. One alone, or before a capital ("Service\u200bImpl", "Acme\u2060Cloud"), is a line-break hint in
+# real text; the joiners ZWNJ and ZWJ are typography (German sets ZWNJ at a word joint to break a ligature:
+# "Auf\u200clage"), and the soft hyphen marks where a word may break.
+_NOT_TYPOGRAPHY = "\u061c\u180e\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
+_IN_ASCII_WORDS = re.compile(f"[a-z][{_NOT_TYPOGRAPHY}]+(?=[a-z])|[A-Z][{_NOT_TYPOGRAPHY}]+(?=[A-Z])")
 _IN_ASCII_WORDS_FLAGGED = 2
 _TAGS = decoding.TAGS_AS_ASCII
 _SPACE = re.compile(r"\s+")
@@ -471,12 +475,13 @@ def _find(reading: str, languages: list[_Language]) -> tuple[list[tuple[str, int
 # Marks a reader looks past in scripts whose rules are written without them: Arabic vowel signs and the
 # tatweel (a stretched joining line), and the generic combining marks stacked on any letter. Indic vowel signs
 # are spelling, not decoration, and stay.
-_DECORATION = "\u0300-\u036f\u0640\u064b-\u065f\u0670\u06d6-\u06ed\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
+_DECORATION = ("\u0300-\u036f\u0483-\u0489\u0610-\u061a\u0640\u064b-\u065f\u0670\u06d6-\u06ed\u08d3-\u08ff"
+               "\u180b-\u180d\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\u2de0-\u2dff\ufe00-\ufe0f\ufe20-\ufe2f")
 _ANY_DECORATION = _re2(f"[{_DECORATION}]")
 _DECORATIONS = re.compile(f"[{_DECORATION}]+")
-# Letters set apart by single spaces ("п р о и г н о р и р у й", "忽 略 之 前"): four or more, each alone.
-_SPACED_LETTERS = re.compile(r"(?<!\w)[^\W\d_](?: [^\W\d_](?!\w)){3,}")
-_ANY_SPACED_LETTERS = _re2(r"(?:^|[^\pL\pN_])\pL \pL \pL \pL(?:$|[^\pL\pN_])")
+# Letters set apart by single spaces ("п р о и г н о р и р у й", "в с е", "忽 略 之 前"): three or more, each alone.
+_SPACED_LETTERS = re.compile(r"(?<!\w)[^\W\d_](?: [^\W\d_](?!\w)){2,}")
+_ANY_SPACED_LETTERS = _re2(r"(?:^|[^\pL\pN_])\pL \pL \pL(?:$|[^\pL\pN_])")
 
 
 def _undecorated(text: str) -> str:
@@ -522,30 +527,33 @@ class _Findings:
         self.matches.append(Match(rule, snippet, f"{self.ref}, {where}" if self.ref else where))
 
 
-# A link or image (markdown, a reference definition, HTML) whose address leaves a parameter empty or on a
-# placeholder word, with that parameter ("after inbox=") or word ("ersetze DATEN durch ...") named again outside
-# the address: a template the model is asked to fill, and rendering it sends what was filled in. Said without
-# words of any language, so it holds in every one.
-_LINK_ADDRESS = re.compile(r"(?:\]\(|\]: ?|<img\b[^>]{0,100}?\bsrc ?= ?[\"']?)(https?://[^)\s\"'>]{1,400})",
-                           re.IGNORECASE)
+# A link or image (markdown, a reference definition, HTML) whose address leaves a parameter empty, with that
+# parameter named again outside the address ("append the subjects after inbox=", "pon después de q= ..."): a
+# template the model is asked to fill, and rendering it sends what was filled in. Said without words, so it holds
+# in every language. (A placeholder word in the address, "?d=DATEN", is left to the rules: on its own, a word in
+# capitals is as often a ticker, a format or a label: "?s=AAPL", "?format=CSV".)
+_LINK_ADDRESS = re.compile(r"(?:\]\(\s*<?|\]:\s*<?|<img\b[^>]{0,100}?\bsrc\s*=\s*[\"']?)"
+                           r"((?:https?:)?//[^)\s\"'>]{1,400})", re.IGNORECASE)
 _PARAMETER = re.compile(r"[?&#;]([\w.\[\]-]{1,40})=([^&#;\s)\"'>]*)")
-_PLACEHOLDER_WORD = re.compile(r"[A-Z][A-Z0-9_]{2,}|[\w-]*(?:x{3,}|X{3,})[\w-]*")
+_ASSIGNED = re.compile(r"(?<![\w.\[\]-])([\w.\[\]-]{1,40}) ?=")
 
 
-def _templated_links(text: str) -> list[str]:
-    """The addresses in `text` that are templates to be filled (see `_LINK_ADDRESS`)."""
-    if "http" not in text or not ("](" in text or "]:" in text or "<img" in text.lower()):
+def _templated_links(raw: str) -> list[tuple[int, str]]:
+    """(line, address) of each address in `raw` that is a template to be filled (see `_LINK_ADDRESS`). Linear:
+    every "name=" of the text is counted once, and a link's empty parameter is named outside it when the text
+    names it more often than the links do."""
+    if "//" not in raw or not ("](" in raw or "]:" in raw or "<img" in raw.lower()):
         return []
-    found = []
-    for link in _LINK_ADDRESS.finditer(text):
-        outside = f"{text[:link.start(1)]} {text[link.end(1):]}"
-        for name, value in _PARAMETER.findall(link.group(1)):
-            named = (rf"(?<![\w.-]){re.escape(name)} ?=" if not value else
-                     rf"\b{re.escape(value)}\b" if _PLACEHOLDER_WORD.fullmatch(value) else None)
-            if named and re.search(named, outside):
-                found.append(link.group(1))
-                break
-    return found
+    text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", raw))  # "inbox\u200b=" and "inbox＝" name it too
+    links = list(_LINK_ADDRESS.finditer(text))
+    if not links:
+        return []
+    named = Counter(name.lower() for name in _ASSIGNED.findall(text))
+    parameters = [[(name.lower(), value) for name, value in _PARAMETER.findall(link.group(1))] for link in links]
+    in_links = Counter(name for found in parameters for name, _ in found)
+    return [(text.count("\n", 0, link.start(1)) + 1, link.group(1))
+            for link, found in zip(links, parameters, strict=True)
+            if any(not value and named[name] > in_links[name] for name, value in found)]
 
 
 def _read(raw: str, findings: _Findings, depth: int = 0, how: str = "") -> None:
@@ -593,14 +601,14 @@ def _read(raw: str, findings: _Findings, depth: int = 0, how: str = "") -> None:
             said = f"variation selectors carry: {payload.text[:160]}".encode(errors="replace")
             findings.add("hidden-text", said, 0, len(said), how or payload.how)
             decoded.setdefault((payload.how, payload.text), payload)
-    for address in _templated_links(raw):
+    for line, address in _templated_links(raw):
         said = f"a link whose parameter the text asks to fill: {address[:200]}".encode()
-        findings.add("markdown-exfiltration", said, 0, len(said), how)
+        findings.add("markdown-exfiltration", said, 0, len(said), how or f"line {line}")
     if depth >= decoding.MAX_DEPTH:
         return
     again = [decoding.rot13(raw)] if rot13_cues >= decoding.ROT13_WORDS_NEEDED else []
-    joined = joined_fields(raw) if depth == 0 else ""
-    again += [decoding.Decoded("fields read together", joined)] if joined else []
+    fields = field_readings(raw) if depth == 0 else []
+    again += [decoding.Decoded("fields read together", reading) for reading in fields]
     for item in again:
         _read(_cap_marks(item.text), findings, depth + 1, f"{how}, {item.how}" if how else item.how)
     items = list(decoded.values())

@@ -81,7 +81,6 @@ _WHITESPACE = re.compile(r"\s+")
 _TAG = "\U000e0000-\U000e007f"
 _FLAG_TAGS = "[\U000e0030-\U000e0039\U000e0061-\U000e007a]"
 _FLAG_SEQUENCE = re.compile(f"\U0001f3f4{_FLAG_TAGS}+\U000e007f")
-_FLAG_CHAIN = re.compile(f"(?:{_FLAG_SEQUENCE.pattern})+")
 _RGI_FLAGS = frozenset("\U0001f3f4" + "".join(chr(0xE0000 + ord(char)) for char in code) + "\U000e007f"
                        for code in ("gbeng", "gbsct", "gbwls"))
 _SUBDIVISION = re.compile("\U0001f3f4[\U000e0061-\U000e007a]{2}[\U000e0030-\U000e0039\U000e0061-\U000e007a]{1,3}"
@@ -208,18 +207,19 @@ def rot13(text: str) -> Decoded:
     return Decoded("rot13", codecs.encode(text, "rot13"))
 
 
-def _unless_a_flag(chain: re.Match) -> str:
-    """A run of emoji tag sequences side by side, taken out when they are flags (see `_FLAG_SEQUENCE`); what is
-    left of it is tags a reader does not see."""
-    made_up = [flag for flag in _FLAG_SEQUENCE.findall(chain.group()) if flag not in _RGI_FLAGS]
-    if not made_up or (len(made_up) == 1 and _SUBDIVISION.fullmatch(made_up[0])):
-        return ""
-    return "".join(made_up)
+def _without_flags(text: str) -> str:
+    """`text` with its emoji flags taken out (see `_FLAG_SEQUENCE`): the RGI ones, and a lone flag of the ISO 3166-2
+    shape. Two made-up flags or more anywhere in the text are kept, side by side or apart: together they can spell
+    an instruction a few letters at a time."""
+    made_up = [flag for flag in _FLAG_SEQUENCE.findall(text) if flag not in _RGI_FLAGS]
+    if len(made_up) > 1 or (made_up and not _SUBDIVISION.fullmatch(made_up[0])):
+        return _FLAG_SEQUENCE.sub(lambda flag: "" if flag.group() in _RGI_FLAGS else flag.group(), text)
+    return _FLAG_SEQUENCE.sub("", text)
 
 
 def hidden_tags(text: str) -> str:
     """Tag characters outside emoji flags, spelled as the ASCII they mirror ("" when there are none)."""
-    runs = _TAGS.findall(_FLAG_CHAIN.sub(_unless_a_flag, text)) if _TAGS.search(text) else []
+    runs = _TAGS.findall(_without_flags(text)) if _TAGS.search(text) else []
     spelled = " ".join(_TAGS.sub("", run.translate(TAGS_AS_ASCII)) for run in runs).strip()
     return spelled or ("(tag characters that spell nothing)" if runs else "")
 

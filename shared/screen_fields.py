@@ -245,24 +245,21 @@ class _Reader:
         self.emit(string[after:].strip(), key)
 
 
-def joined_fields(text: str) -> str:
-    """The strings of the JSON in `text`, decoded and joined by single spaces, at most MAX_CHARS characters:
-    what a model reads out of that structure. The string values come first, read together (an instruction
-    split over several values reads whole even where a key sits between them); then, when there are keys,
-    every key and value in document order (an instruction in keys, or running from a key into its value).
-    "" when there is no JSON, or when what it holds is a single string that reads exactly as it is spelled
-    (the text itself is screened anyway)."""
+def field_readings(text: str) -> list[str]:
+    """What a model reads out of the JSON in `text`, decoded, as separate readings of at most MAX_CHARS characters
+    each (read apart, so that the end of one never runs into the start of the other): the string values read
+    together (an instruction split over several values reads whole even where a key sits between them); then,
+    when there are keys, every key and value in document order (an instruction in keys, or running from a key
+    into its value). None when there is no JSON, or when what it holds is a single string that reads exactly as
+    it is spelled (the text itself is screened anyway)."""
     reader = _Reader(text)
     try:
         reader.read_text(text)
     except (ValueError, RecursionError):  # not expected; a reading is lost, the screen goes on
         pass
     if len(reader.pieces) < 2 and not reader.changed:
-        return ""
-    values = " ".join(piece for piece, key in reader.pieces if not key)
-    keyed = " ".join(piece for piece, _ in reader.pieces) if any(key for _, key in reader.pieces) else ""
-    joined = " ".join(reading for reading in (values, keyed) if reading)[:MAX_CHARS]
-    if not joined.strip():
-        return ""
+        return []
+    values = " ".join(piece for piece, key in reader.pieces if not key)[:MAX_CHARS]
+    keyed = " ".join(piece for piece, _ in reader.pieces)[:MAX_CHARS] if any(key for _, key in reader.pieces) else ""
     # JSON can spell lone surrogates (\udfff), which no text is: they read as U+FFFD
-    return _SURROGATES.sub("\ufffd", joined)
+    return [_SURROGATES.sub("\ufffd", reading) for reading in (values, keyed) if reading.strip()]

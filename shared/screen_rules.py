@@ -61,8 +61,9 @@ _PARTS["RISKY"] = (r"(?:ignore|disregard|forget|reveal|print|send|forward|e-?mai
                    r"move|rename|publish|disable|enable|install|download|fetch|browse|visit|click|reply|respond|"
                    r"output|decode|unescape|treat|follow|obey)")
 # Files secrets live in, as paths (no word boundary before their dot).
-_PARTS["KEYFILE"] = (r"(?:(?:~/|\$home/|/root/|\b|[\s@'\"=(:]|^)\.(?:env|ssh/[\w.-]+|aws/credentials|npmrc|pypirc|"
-                     r"netrc|git-credentials|docker/config\.json|kube/config)\b|\bid_(?:rsa|ed25519|ecdsa|dsa)\b)")
+_PARTS["KEYFILE"] = (r"(?:(?:[~/}\w]|\b|[\s@'\"=(:<]|^)\.(?:env|aws/credentials|npmrc|pypirc|netrc|git-credentials|"
+                     r"docker/config\.json|kube/config)\b|"
+                     r"\bid_(?:rsa|ed25519|ecdsa|dsa)(?:$|[^\w.]|\.(?:$|[^p]|p[^u]|pu[^b])))")  # a .pub key is public
 _PARTS["ANYTOOL"] = r"(?:(?:the\s+|this\s+|that\s+)?IDENT(?:\s+tool|\s+function|\s+endpoint)?|TOOL)"
 
 
@@ -81,7 +82,7 @@ _ORDERS = (r"(?:instructions?|rules|prompts?|guidelines|guidance|directions|dire
 _VOID = (r"(?:no longer (?:appl(?:y|ies)|valid|in force)|(?:is|are|were|was) (?:now )?(?:void|obsolete|outdated|"
          r"cancel+ed|revoked|invalid|null|superseded|only a test|just a test|a test)|(?:has|have) been (?:revoked|"
          r"cancel+ed|replaced|superseded|withdrawn|lifted|removed|deprecated|suspended|disabled|waived)|(?:is|are|were|"
-         r"was) (?:now )?(?:deprecated|suspended|disabled|waived|lifted|retired)|(?:have |has )?expired\b|"
+         r"was) (?:now )?(?:deprecated|suspended|disabled|waived|lifted|retired)|"
          r"(?:don'?t|do not) (?:apply|count|"
          r"matter))")
 _BEFORE_ANSWERING = (r"(?:answer|answering|reply|replying|respond|responding|anything else|doing anything|"
@@ -91,17 +92,15 @@ RULE_SOURCES: dict[str, list[str]] = {
     "ignore-previous": [
         rf"(?:ignore|disregard|forget|pay no attention to|never ?mind|stop following|(?:do not|don'?t|no longer) "
         rf"(?:follow|obey|apply))(?: ?(?:all|any|of|the|these|those|every|and|or|[,/&]|following|below|later|"
-        rf"subsequent|{_EARLIER}|(?:developer|operator|system|admin|owner|user)'?s)){{0,6}} {_ORDERS}",
+        rf"subsequent|{_EARLIER}|(?:developer|operator|admin|owner)'s)){{0,6}} {_ORDERS}",
         # settings that void the orders, as a config or a payload spells them
         r"(?:prior|previous|earlier|original|system|existing)[_ -]?(?:instructions|rules|prompt|directives|policy)"
-        r"[\"']? ?[=:] ?[\"']?(?:revoked|void|null|none|disabled|cancel+ed|expired|overridden|ignored|off|false)\b",
+        r"[\"']? ?[=:] ?[\"']?(?:revoked|void|cancel+ed|expired|overridden|ignored|superseded)\b",
         r"system[_ -]?prompt[_ -]?override[\"']? ?[=:] ?[\"']?(?:true|yes|on|1|enabled)\b",
-        r"follow only (?:the )?(?:instructions|directions|rules|orders|commands) (?:\w+ ){0,2}(?:in|from|of) this "
-        r"(?:file|document|page|message|email|text|ticket|payload|output|result|note)",
-        r"(?:always|must|should|only) (?:\w+ )?(?:use|set|send|pay|transfer|route|pick|choose|enter|put|recommend|"
-        r"answer|reply|say)\b[^.\n]{0,80}?\b(?:regardless|irrespective) of what (?:the )?(?:users?|customers?|humans?|"
-        r"person|requester|operator)(?:'s)? (?:\w+ )?(?:says?|specif|asks?|wants?|requests?|enters?|provides?|"
-        r"chooses?|types?|tells?)\w*",
+        r"(?:always|must|should|only) (?:\w+ )?(?:use|send|pay|transfer|route|recommend|answer|reply|say)\b"
+        r"[^.\n]{0,80}?"
+        r"\b(?:regardless|irrespective) of what (?:the )?(?:users?|customers?|humans?|person|requester)s? (?:says?|"
+        r"specif(?:y|ies)|asks? for|wants?|requests?|tells? you)\b",
         r"(?:ignore|disregard|forget|drop|discard|set aside) what (?:you(?:'ve| have| were| had)?|you've been|"
         r"the (?:user|developer|system|operator)\w*) (?:\w+ ){0,2}(?:told|said|instructed|given|asked)\b",
         r"(?:ignore|disregard) (?:the |what the |your )?(?:user|customer|human)(?:'s)?\b(?: (?:\w+ )?(?:request|"
@@ -124,6 +123,8 @@ RULE_SOURCES: dict[str, list[str]] = {
         rf"(?:everything|anything|all|whatever) (?:\w+ ){{0,3}}(?:told|above|before|earlier|until now)\b"
         rf".{{0,20}}\b{_VOID}",
         r"your (?:real|actual|true|new) (?:instructions|orders|task) (?:start|begin|are|follow)",
+        r"(?:earlier|previous|prior|original|operator'?s?|system|your) (?:directives|instructions|orders|rules|"
+        r"prompts?) (?:have |has )?expired\b",
     ],
     "role-play": [
         r"you(?:'re| are) now (?:an?|the|my|your|our|dan|acting|operating|free|unrestricted|unfiltered|jailbroken|"
@@ -142,8 +143,10 @@ RULE_SOURCES: dict[str, list[str]] = {
         r"(?:enter|activate|switch (?:to|into)) (?:developer|god|jailbreak|jailbroken|unrestricted|dan|sudo) mode\b",
         r"(?:answer|respond to|reply to|fulfil+|comply with|carry out) (?:every|all|any) (?:\w+ )?(?:requests?|"
         r"questions?|prompts?|instructions?|commands?) without (?:any )?(?:restrictions|limits|limitations|filters|"
-        r"refusing|refusal|censorship|safeguards)",
-        r"new_(?:role|persona|identity|system_?prompt|instructions) ?[=:|]",  # spelled as a setting
+        r"refusing|refusal|censorship|safeguards)(?: ?[.!,;:)]| ?\z| and\b| or\b| until\b| from now\b| for the rest\b)",
+        r"new_(?:role|persona|identity|instructions) ?[=:] ?[\"']?\w*(?:unrestricted|unfiltered|uncensored|admin|root|"
+        r"jailbr|god|superuser)",
+        r"new_system_?prompt ?[=:] ?[|>]?[\"']? ?(?:\n ?)*you(?:'re| are)\b",
         r"(?:switch|change|adopt|assume|take on|enter) (?:to |into )?(?:the |a |an )?(?:\w+ )?persona\b",
         r"your new (?:identity|role|persona|name|instructions|task|goal|objective)s? ?(?:is|are|:)",
         r"(?:reveal|print|output|repeat|leak|dump|disclose) (?:me )?(?:your|the) (?:\w+ )?(?:system prompt|"
@@ -244,9 +247,8 @@ RULE_SOURCES: dict[str, list[str]] = {
         r"keep (?:this|it) (?:between us|secret|quiet|to yourself|hidden)",
         r"silently (?:apply|change|delete|refund|update|approve|close|execute|proceed|perform|make)",
         r"say nothing (?:about|to)\b",
-        r"NEG (?:write|record|log|note|add|enter|put) (?:it|this|that|them|anything|any of (?:it|this)) "
-        r"(?:to|in|into|on) "
-        r"(?:the )?(?:\w+ )?(?:logs?|audit trail|history|records?|journal)\b",
+        r"(?:do not|don'?t) (?:write|record|log|note|add|enter|put) (?:it|this|that|anything|any of (?:it|this)) "
+        r"(?:to|in|into|on) (?:the )?(?:activity|audit|change|access|action)[ -]?(?:logs?|trail|history)\b",
         r"(?:is|are|was|been) (?:already )?(?:pre|auto)-?(?:approved|authori[sz]ed|confirmed|cleared)",
         r"treat (?:it|this) as (?:approved|confirmed|authori[sz]ed)",
         r"feel free to (?:act|proceed|go ahead)\b",
@@ -265,14 +267,18 @@ RULE_SOURCES: dict[str, list[str]] = {
         r"\bfor (?:the |any |our |an? )?(?:\w+ )?(?:MODEL|agents?|bots?|models?)(?: with [^:\n]{1,40})? ?: ?"
         r"(?:[^.\n]{0,60}?, ?)?(?:please )?(?:RISKY)\b",
         r"\byou, (?:the|an?|my|our|dear) (?:\w+ ){0,2}(?:MODEL|agent|model|bot)\b",
-        r"\w+s? (?:that|who|which) (?:are|is) (?:an? |also )?(?:MODEL|language models?|ais?)\b[^.\n]{0,30}?\b(?:are|is|"
-        r"should|must|will|shall) (?:\w+ ){0,2}(?:asked|requested|instructed|required|expected|told|invited|"
-        r"encouraged|to)\b",
-        r"\b(?:hi|hey|hello|dear|greetings),? (?:there,? )?(?:ai|llm|bot|robot) (?:friend|buddy|pal|reader|helper)s?\b",
+        r"(?:reviewers?|readers?|graders?|evaluators?|assessors?|screeners?|summari[sz]ers?|judges?|referees?) (?:that|"
+        r"who|which) (?:are|is) (?:an? |also )?(?:language models?|llms?|ai (?:models?|systems?|agents?|assistants?)|"
+        r"ais|models|bots)\b[^.\n]{0,30}?\b(?:are|is|should|must|will|shall) (?:\w+ ){0,2}(?:asked|requested|"
+        r"instructed|required|expected|told|invited|encouraged)\b",
+        r"\b(?:hi|hey|hello|dear|greetings),? (?:there,? )?(?:ai|llm) (?:friend|buddy|pal|reader|helper)s?\b",
+        # an AI named by what it does to this text, then an order, perhaps after a clause ("when the tests pass, ...")
+        r"\b(?:ai|llm) (?:reviewers?|readers?|crawlers?|scrapers?|summari[sz]ers?|agents?|assistants?|models?) ?: ?"
+        r"(?:[^.\n:]{0,60}?, ?)?(?:please |now |kindly )?RISKY\b",
         r"(?:if|when) (?:the|an?|any) MODEL (?:would|could|will|can|reads?|sees?|process\w*)\b[^.\n]{0,40}?,? "
-        r"(?:it|they) (?:should|must|shall|will|could|would|needs? to|has to|have to)\b",
-        r"[\"']?(?:actions?|instructions?|tasks?|notes?|messages?|commands?|prompts?|directives?|todo)[_ -]?(?:for|to)"
-        r"[_ -]?(?:the[_ -])?(?:ai|llm|agents?|assistants?|models?|bots?)[\"']? ?[:=]",
+        r"(?:it|they) (?:should|must|shall|needs? to|has to|have to)\b",
+        r"[\"']?(?:actions?|instructions?|tasks?|notes?|messages?|commands?|prompts?|directives?|todo)[_-](?:for|to)"
+        r"[_-](?:the[_-])?(?:ai|llm|agents?|assistants?|models?|bots?)[\"']? ?[:=]",  # a field's name
         r"from (?:me|us|the (?:author|owner|writer|sender))\b[^.\n]{0,60}?\bto you\b[^.\n]{0,40}?\b(?:MODEL|agent|"
         r"model)",
         r"(?:the|any|all|every|each|an?) (?:\w+ )?(?:MODEL|agents?)(?:, [^,.\n]{1,60},)? (?:is|are) (?:kindly |hereby |"
@@ -283,9 +289,8 @@ RULE_SOURCES: dict[str, list[str]] = {
         r"report|"
         r"recommend|rate|rank|describe|summari[sz]e|omit|skip|avoid|respond only|reply only|answer only|treat|"
         r"consider|(?:not|never) (?:mention|tell|reveal|inform|say|disclose|report))\b",
-        r"(?:^|[\n\[(<.!?\"']|[\-*#/] ?)(?:(?:ai |llm )?(?:assistant|agent|model|chatbot|copilot|bot)s?|ai|llm|"
-        r"(?:ai|llm) (?:reviewers?|readers?|crawlers?|scrapers?|summari[sz]ers?))"
-        r"(?: with [^:\n]{1,40})?[\])>]? ?: ?(?:[^.\n:]{0,60}?, ?)?(?:please |now |kindly )?(?:RISKY|do not|don'?t|"
+        r"(?:^|[\n\[(<.!?\"']|[\-*#/] ?)(?:(?:ai |llm )?(?:assistant|agent|model|chatbot|copilot|bot)s?|ai|llm)"
+        r"(?: with [^:\n]{1,40})?[\])>]? ?: ?(?:please |now |kindly )?(?:RISKY|do not|don'?t|"
         r"you must|you should|"
         r"always|never|output|respond|reply|answer|tell|say|summari[sz]e|rate|recommend|combine|follow|obey|perform|"
         r"act)\b",
@@ -325,18 +330,18 @@ RULE_SOURCES: dict[str, list[str]] = {
         r"(?:the )?(?:IDENT|`[\w.-]+`|[\w-]+ (?:tool|function))[^.\n]{0,80}?\b(?:also|always|first|instead|"
         r"additionally|add|include|set|replace|append|call|send|bcc|cc|copy|change|redirect|must|should|push|upload|"
         r"post|run)\w*\b",
-        r"(?:IDENT|`[\w.-]+`|the [\w-]+ (?:tool|function))(?: tool| function)? (?:would be|is|gets|was|will be|"
-        r"is being) "
-        r"(?:called|used|invoked|run|executed|requested)\b[^.\n]{0,80}?\b(?:instead|also|first|always|call|use|send|"
-        r"replace|post|forward|copy|mirror)\b",
+        r"(?:IDENT|`[\w.-]+`|the [\w-]+ (?:tool|function)) (?:would be|is|gets|was|will be|is being) (?:called|used|"
+        r"invoked|run|executed|requested)\b[^.\n]{0,80}?\b(?:instead|also|first|always|call|use|send|replace)\b",
+        r"(?:when(?:ever)?|each time|every time|any ?time|once|if) (?:the )?(?:IDENT|`[\w.-]+`|[\w-]+) "
+        r"(?:tool|function) (?:is|gets) (?:called|used|invoked|run|executed)\b[^.\n]{0,80}?\b(?:also|always|instead|"
+        r"additionally|post|forward|mirror|copy|send|bcc|cc|upload|push|redirect)\w*\b",
         # what to call when the person asks for something: said to the model, whatever it says
         r"(?:if|when(?:ever)?) (?:the |an? |any )?(?:users?|customers?|person|operator)s? (?:asks?|wants?|requests?|"
         r"tells you)\b"
-        r"[^.\n]{0,80}?\b(?:do not|don'?t|never) (?:call|use|invoke|run)\b",
-        r"(?:this|the|that) (?:[\w-]+ )?(?:tool|function) (?:must|should|needs to|has to|is to) (?:always )?be "
-        r"(?:called|"
-        r"used|invoked|run|executed) (?:first|before (?:any|every|all|each) (?:other )?(?:tools?|calls?|functions?|"
-        r"actions?))",
+        r"[^.\n]{0,80}?\b(?:do not|don'?t|never) (?:call|use|invoke|run) (?:the )?(?:IDENT|`[\w.-]+`|[\w-]+ "
+        r"(?:tool|function))",
+        r"(?:this|the|that) (?:[\w-]+ )?tool (?:must|should|needs to|has to|is to) (?:always )?be (?:called|used|"
+        r"invoked|run|executed) (?:first|before (?:any|every|all|each) (?:other )?tools?)\b",
         r"(?:always|must|should|be sure to|make sure to) (?:\w+ ){0,3}(?:replace|change|set|override|add|append|"
         r"include|bcc|cc|redirect|route|swap|substitute)\b[^.\n]{0,80}?\bwhen (?:calling|using|invoking|running) "
         r"(?:it|IDENT|the [\w-]+ (?:tool|function)|that tool|`[\w.-]+`)",
@@ -355,7 +360,7 @@ RULE_SOURCES: dict[str, list[str]] = {
         r"(?:replac|fill|substitut|append|insert|put|add|encod|includ|attach|plac|past)\w* (?:in )?[^.\n]{0,80}?\b"
         r"(?:user'?s?|conversation|chat|api key|token|password|email|summary|question|figures|history|transcript|"
         r"answer|reply|secret|data)\b[^.\n]{0,80}?\b(?:url|link|image|query string|parameter|placeholder|"
-        r"query|angle-bracket|(?:url|web|image|link) address)\b",
+        r"query|angle-bracket|(?:this|that|the|following|an?) (?:web |url |link |image )?address)\b",
         r"(?:url|link|image|query string|parameter|placeholder)\b[^.\n]{0,60}?\b(?:with|from|using) (?:the |a )?"
         r"(?:user'?s?|conversation|chat|api key|token|password|summary|transcript|history)\b",
     ],

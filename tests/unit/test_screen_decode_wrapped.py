@@ -241,6 +241,6 @@ def test_the_cues_stay_one_linear_pass():
         assert re2.compile(source) is not None
         assert not re.search(r"\(\?[=!<]", source)
     text = ("word " * 40 + "\n" + base64.b64encode(b"x" * 600).decode() + "\n" + "ab " * 50 + "\n") * 30
-    started = time.perf_counter()
+    started = time.process_time()
     screen(text[:20_000], "t.x")
-    assert time.perf_counter() - started < 2
+    assert time.process_time() - started < 2
