@@ -74,15 +74,25 @@ _WHITESPACE = re.compile(r"\s+")
 # a model reads), and so is a made-up flag: a black flag and tags spelling "ignoreall" renders as a flag, but
 # the model reads the words. What is exempt:
 # - the three flags Unicode recommends for general interchange (RGI): England, Scotland and Wales;
-# - a code of the ISO 3166-2 subdivision shape (two letters of a country, then 1-3 letters or digits: "ustx"),
-#   standing alone. Such flags are valid emoji tag sequences that platforms and tool output do carry (a US
-#   state, a French region), and five characters are too few to hold an instruction; a chain of them side by
-#   side could spell one a few letters at a time, so two or more made-up flags in a row are reported.
+# - codes of the ISO 3166-2 subdivision shape whose first two letters are a country (ISO 3166-1), then 1-3
+#   letters or digits: "ustx", "usca". Such flags are valid emoji tag sequences that platforms and tool output do
+#   carry (US states, French regions). A run of them could still spell text a few letters at a time, so one flag
+#   of the text that is not such a code (or not a flag at all) makes every made-up flag of it reported: an
+#   instruction chopped into flags ("ign", "ore", "all"...) cannot pick its pieces from country codes alone.
 _TAG = "\U000e0000-\U000e007f"
 _FLAG_TAGS = "[\U000e0030-\U000e0039\U000e0061-\U000e007a]"
 _FLAG_SEQUENCE = re.compile(f"\U0001f3f4{_FLAG_TAGS}+\U000e007f")
 _RGI_FLAGS = frozenset("\U0001f3f4" + "".join(chr(0xE0000 + ord(char)) for char in code) + "\U000e007f"
                        for code in ("gbeng", "gbsct", "gbwls"))
+_COUNTRIES = frozenset("""
+    ad ae af ag ai al am ao aq ar as at au aw ax az ba bb bd be bf bg bh bi bj bl bm bn bo bq br bs bt bv bw by bz
+    ca cc cd cf cg ch ci ck cl cm cn co cr cu cv cw cx cy cz de dj dk dm do dz ec ee eg eh er es et fi fj fk fm fo
+    fr ga gb gd ge gf gg gh gi gl gm gn gp gq gr gs gt gu gw gy hk hm hn hr ht hu id ie il im in io iq ir is it je
+    jm jo jp ke kg kh ki km kn kp kr kw ky kz la lb lc li lk lr ls lt lu lv ly ma mc md me mf mg mh mk ml mm mn mo
+    mp mq mr ms mt mu mv mw mx my mz na nc ne nf ng ni nl no np nr nu nz om pa pe pf pg ph pk pl pm pn pr ps pt pw
+    py qa re ro rs ru rw sa sb sc sd se sg sh si sj sk sl sm sn so sr ss st sv sx sy sz tc td tf tg th tj tk tl tm
+    tn to tr tt tv tw tz ua ug um us uy uz va vc ve vg vi vn vu wf ws ye yt za zm zw
+""".split())  # ISO 3166-1 alpha-2: the first two tags of a subdivision flag
 _SUBDIVISION = re.compile("\U0001f3f4[\U000e0061-\U000e007a]{2}[\U000e0030-\U000e0039\U000e0061-\U000e007a]{1,3}"
                           "\U000e007f")
 _TAGS = re.compile(f"[{_TAG}]+")
@@ -207,12 +217,15 @@ def rot13(text: str) -> Decoded:
     return Decoded("rot13", codecs.encode(text, "rot13"))
 
 
+def _country(flag: str) -> str:
+    return flag[1:3].translate(TAGS_AS_ASCII)
+
+
 def _without_flags(text: str) -> str:
-    """`text` with its emoji flags taken out (see `_FLAG_SEQUENCE`): the RGI ones, and a lone flag of the ISO 3166-2
-    shape. Two made-up flags or more anywhere in the text are kept, side by side or apart: together they can spell
-    an instruction a few letters at a time."""
+    """`text` with its emoji flags taken out (see `_FLAG_SEQUENCE`): the RGI ones always, the others when every one
+    of them is a subdivision code of a country; otherwise they are kept, side by side or apart, to be read."""
     made_up = [flag for flag in _FLAG_SEQUENCE.findall(text) if flag not in _RGI_FLAGS]
-    if len(made_up) > 1 or (made_up and not _SUBDIVISION.fullmatch(made_up[0])):
+    if any(not _SUBDIVISION.fullmatch(flag) or _country(flag) not in _COUNTRIES for flag in made_up):
         return _FLAG_SEQUENCE.sub(lambda flag: "" if flag.group() in _RGI_FLAGS else flag.group(), text)
     return _FLAG_SEQUENCE.sub("", text)
 

@@ -1,12 +1,7 @@
 """The read-path screen against issue 45's held-out corpora, each written by someone who had not read the screen,
 and each scored once before the screen was fixed with it in view. So the figures here are floors against
-regressions, not a measure of how the screen generalises (that is the sealed third corpus's first pass:
-tests/fixtures/screen_fresh/sealed/README.md).
-
-- fresh_1.jsonl (sha256 98e39481…): first pass 24/172 attacks (14.0%), 8/209 benign flagged (3.8%);
-- fresh_2.jsonl.gz (sha256 of the uncompressed file 9a26b0ac…): first pass 99/128 attacks (77.3%), 14/175 benign
-  flagged (8.0%).
-"""
+regressions, not a measure of how the screen generalises: the first passes that are such a measure are in
+tests/fixtures/screen_fresh/README.md."""
 
 from __future__ import annotations
 
@@ -38,10 +33,12 @@ class Corpus:
 
 
 CORPORA = [
-    # 167/172 and 14/209 (most of them security write-ups quoting attacks) when these floors were last set
+    # 166/172 and 14/209 (most of them security write-ups quoting attacks) when these floors were last set
     Corpus("fresh_1.jsonl", "98e394810dac2459d99d822a89e3f611a6c2ba9a956169d07158fe5b0290e98b", 0.95, 0.07),
     # 128/128 and 13/175 (9 of them quoting attacks: security posts, a bug report, search results)
     Corpus("fresh_2.jsonl.gz", "9a26b0acde12ee5e8a70e2dff0dd664f0871c7b9b9bcfdb09a31bc4afee720e6", 0.98, 0.08),
+    # its first pass, 92/130 and 14/180 (8 of them quoting attacks); 13/180 once two state flags were exempt
+    Corpus("fresh_3.jsonl.gz", "dd8c2253a42b72a3450e31abf73f0b34d3e6ab27d26e82e027731f0913bf5484", 0.70, 0.075),
 ]
 
 

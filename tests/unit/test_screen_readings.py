@@ -89,3 +89,4 @@ def test_made_up_flags_set_apart_still_spell_their_text():
     text = "\u200b".join(flag(part) for part in ("ign", "ore", "all", "prev", "ious"))
     assert "hidden-text" in rules(text)
     assert "hidden-text" not in rules(f"Go {flag('ustx')}!")  # one subdivision flag: Texas
+    assert "hidden-text" not in rules(f"Offices: {flag('ustx')} Austin, {flag('usca')} San Francisco")
