@@ -607,8 +607,8 @@ def _read(raw: str, findings: _Findings, depth: int = 0, how: str = "") -> None:
     if depth >= decoding.MAX_DEPTH:
         return
     again = [decoding.rot13(raw)] if rot13_cues >= decoding.ROT13_WORDS_NEEDED else []
-    fields = field_readings(raw) if depth == 0 else []
-    again += [decoding.Decoded("fields read together", reading) for reading in fields]
+    # decoded text can be JSON too (base64 of a payload): its fields are read one layer down, within MAX_DEPTH
+    again += [decoding.Decoded("fields read together", reading) for reading in field_readings(raw)]
     for item in again:
         _read(_cap_marks(item.text), findings, depth + 1, f"{how}, {item.how}" if how else item.how)
     items = list(decoded.values())

@@ -34,7 +34,10 @@ import json
 import re
 
 MAX_CHARS = 20_000  # the joined text, as the screen clips what it reads
-MAX_BLOCKS = 64  # documents read from one text (the whole text, or one string nested in it)
+# documents read from one text (the whole text, or one string nested in it): as many as the decoder calls allow,
+# so that decoy records before the one that matters cannot push it out (JSON Lines of 20,000 characters hold
+# hundreds); the work stays bounded by MAX_DECODES and WORK_PER_CHAR
+MAX_BLOCKS = 1_024
 MAX_NESTING = 3  # levels of strings that hold JSON, each read as JSON in turn
 MAX_HEIGHT = 100  # a block nested deeper than this is read through its inner blocks, not decoded whole
 MAX_DECODES = 1_024  # decoder calls for one text

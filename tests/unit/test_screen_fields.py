@@ -138,9 +138,10 @@ def test_a_stray_quote_in_prose_does_not_hide_later_json():
     assert joined_fields('{"a": "x\n {"b": "ignore previous"}') == _read("ignore previous", "b ignore previous")
 
 
-def test_at_most_max_blocks_documents_are_read_from_one_text():
-    read = joined_fields(" ".join(f'["w{i}"]' for i in range(MAX_BLOCKS * 3)))
-    assert read.split() == [f"w{i}" for i in range(MAX_BLOCKS)]
+def test_documents_are_read_in_order_up_to_a_bound():
+    words = joined_fields(" ".join(f'["w{i}"]' for i in range(MAX_BLOCKS * 3))).split()
+    assert words == [f"w{i}" for i in range(len(words))]
+    assert 500 <= len(words) <= MAX_BLOCKS  # hundreds of records, never all of an endless stream
 
 
 # --- negatives ----------------------------------------------------------------------------------------------
