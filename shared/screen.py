@@ -590,7 +590,7 @@ def _read(raw: str, findings: _Findings, depth: int = 0, how: str = "") -> None:
         if len(runs) == _IN_ASCII_WORDS_FLAGGED:
             around = raw[max(0, runs[0].start() - 30):runs[-1].end() + 60]
             shown = _IN_ASCII_WORDS.sub(lambda run: run.group()[0] + "\u2423", around)
-            said = f"zero-width characters between letters (shown \u2423): {' '.join(shown.split())}".encode()
+            said = f"invisible characters between letters (shown \u2423): {' '.join(shown.split())}".encode()
             findings.add("invisible-characters", said, 0, len(said), how)
         carriers = _PLANE_14_CHARS.search(raw) or _SELECTOR_RUN.search(visible)
         hidden = decoding.hidden_tags(raw) if carriers else ""
