@@ -332,7 +332,7 @@ RULE_SOURCES: dict[str, list[str]] = {
         r"post|run)\w*\b",
         r"(?:IDENT|`[\w.-]+`|the [\w-]+ (?:tool|function)) (?:would be|is|gets|was|will be|is being) (?:called|used|"
         r"invoked|run|executed|requested)\b[^.\n]{0,80}?\b(?:instead|also|first|always|call|use|send|replace)\b",
-        r"(?:when(?:ever)?|each time|every time|any ?time|once|if) (?:the )?(?:IDENT|`[\w.-]+`|[\w-]+) "
+        r"(?:when(?:ever)?|each time|every time|any ?time|once|if) (?:the )?(?:IDENT|`[\w.-]+`|[a-z0-9]+-[\w-]+) "
         r"(?:tool|function) (?:is|gets) (?:called|used|invoked|run|executed)\b[^.\n]{0,80}?\b(?:also|always|instead|"
         r"additionally|post|forward|mirror|copy|send|bcc|cc|upload|push|redirect)\w*\b",
         # what to call when the person asks for something: said to the model, whatever it says

@@ -71,6 +71,7 @@ BENIGN = [
     "Call billing.credit_note when a refund is not possible.",
     "* scsi.c (scsi_ioctl): Do not call set_priv, use get_priv_data instead of get_priv.",
     "678052 g_wakeup_acknowledge is called too often; tests_start was called too late.",
+    "The dict is used to look for builtins when a function is executed, instead of looking into __globals__.",
     "Adds five new instructions: BINARY_ADD_ADAPTIVE and BINARY_SUBSCR_ADAPTIVE.",
     # what a read-only review found the first version of these rules flagged
     "The Duo push prompt expired before I could approve it. All certificates issued before March have expired.",
