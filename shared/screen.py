@@ -526,6 +526,11 @@ class _Findings:
         where = how or f"line {line}"
         self.matches.append(Match(rule, snippet, f"{self.ref}, {where}" if self.ref else where))
 
+    def say(self, rule: str, message: str, how: str) -> None:
+        """A finding the screen states in its own words (what hidden or encoded text holds), not a match."""
+        data = message.encode(errors="replace")
+        self.add(rule, data, 0, len(data), how)
+
 
 # A link or image (markdown, a reference definition, HTML) whose address leaves a parameter empty, with that
 # parameter named again outside the address ("append the subjects after inbox=", "pon después de q= ..."): a
@@ -556,6 +561,29 @@ def _templated_links(raw: str) -> list[tuple[int, str]]:
             if any(not value and named[name] > in_links[name] for name, value in found)]
 
 
+def _read_hidden(raw: str, findings: _Findings, how: str) -> list[decoding.Decoded]:
+    """Say what `raw` hides from a reader: invisible characters inside words, text in tag characters; and return
+    the payloads variation selectors carry, to be decoded and read."""
+    # selectors set apart by invisible characters are a run all the same once those are taken out (tags are among
+    # them: they are looked for in the text as it came)
+    visible = _INVISIBLE.sub("", raw) if _ANY_INVISIBLE.search(raw) else raw
+    runs = list(islice(_IN_ASCII_WORDS.finditer(raw), _IN_ASCII_WORDS_FLAGGED)) if visible is not raw else []
+    if len(runs) == _IN_ASCII_WORDS_FLAGGED:
+        around = raw[max(0, runs[0].start() - 30):runs[-1].end() + 60]
+        shown = _IN_ASCII_WORDS.sub(lambda run: run.group()[0] + "\u2423", around)
+        findings.say("invisible-characters", f"invisible characters between letters (shown \u2423): "
+                     f"{' '.join(shown.split())}", how)
+    if not (_PLANE_14_CHARS.search(raw) or _SELECTOR_RUN.search(visible)):
+        return []
+    hidden = decoding.hidden_tags(raw)
+    if hidden:
+        findings.say("hidden-text", f"Unicode tag characters spell: {hidden[:160]}", how or "tag characters")
+    payloads = decoding.selector_payloads(visible)
+    for payload in payloads:
+        findings.say("hidden-text", f"variation selectors carry: {payload.text[:160]}", how or payload.how)
+    return payloads
+
+
 def _read(raw: str, findings: _Findings, depth: int = 0, how: str = "") -> None:
     """Screen one text into `findings`: every reading of it against the rules (the other scripts' rules when it
     holds their letters), and, up to MAX_DEPTH, what it hides or encodes, decoded and read the same way.
@@ -583,27 +611,11 @@ def _read(raw: str, findings: _Findings, depth: int = 0, how: str = "") -> None:
         for data in (reading.encode(errors="replace") for reading in _native_readings(raw)) if native else ():
             for hit in (hit for rules in native for hit in rules.finditer(data)):
                 findings.add(hit.lastgroup.replace("_", "-"), data, hit.start(), hit.end(), how)
-        # selectors set apart by invisible characters are a run all the same once those are taken out (tags
-        # are among them: they are looked for in the text as it came)
-        visible = _INVISIBLE.sub("", raw) if _ANY_INVISIBLE.search(raw) else raw
-        runs = list(islice(_IN_ASCII_WORDS.finditer(raw), _IN_ASCII_WORDS_FLAGGED)) if visible is not raw else []
-        if len(runs) == _IN_ASCII_WORDS_FLAGGED:
-            around = raw[max(0, runs[0].start() - 30):runs[-1].end() + 60]
-            shown = _IN_ASCII_WORDS.sub(lambda run: run.group()[0] + "\u2423", around)
-            said = f"invisible characters between letters (shown \u2423): {' '.join(shown.split())}".encode()
-            findings.add("invisible-characters", said, 0, len(said), how)
-        carriers = _PLANE_14_CHARS.search(raw) or _SELECTOR_RUN.search(visible)
-        hidden = decoding.hidden_tags(raw) if carriers else ""
-        if hidden:
-            said = f"Unicode tag characters spell: {hidden[:160]}".encode()
-            findings.add("hidden-text", said, 0, len(said), how or "tag characters")
-        for payload in decoding.selector_payloads(visible) if carriers else []:
-            said = f"variation selectors carry: {payload.text[:160]}".encode(errors="replace")
-            findings.add("hidden-text", said, 0, len(said), how or payload.how)
+        for payload in _read_hidden(raw, findings, how):
             decoded.setdefault((payload.how, payload.text), payload)
     for line, address in _templated_links(raw):
-        said = f"a link whose parameter the text asks to fill: {address[:200]}".encode()
-        findings.add("markdown-exfiltration", said, 0, len(said), how or f"line {line}")
+        findings.say("markdown-exfiltration", f"a link whose parameter the text asks to fill: {address[:200]}",
+                     how or f"line {line}")
     if depth >= decoding.MAX_DEPTH:
         return
     again = [decoding.rot13(raw)] if rot13_cues >= decoding.ROT13_WORDS_NEEDED else []
@@ -615,8 +627,8 @@ def _read(raw: str, findings: _Findings, depth: int = 0, how: str = "") -> None:
     for left, item in enumerate(items):
         taken = findings.budget.take(item)
         if taken is None:
-            said = f"{len(items) - left} more encoded or hidden spans than the screen decodes".encode()
-            findings.add("encoded-text-unread", said, 0, len(said), how or "decoding allowance spent")
+            findings.say("encoded-text-unread", f"{len(items) - left} more encoded or hidden spans than the screen "
+                         "decodes", how or "decoding allowance spent")
             return
         _read(_cap_marks(taken.text), findings, depth + 1, f"{how}, {taken.how}" if how else taken.how)
 

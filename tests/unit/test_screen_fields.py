@@ -183,7 +183,8 @@ def test_lone_surrogates_read_as_replacement_characters():
     '{"a": "\\ud800\\u"}',
 ])
 def test_no_error_escapes(text):
-    assert isinstance(joined_fields(text), str)
+    readings = field_readings(text)  # raising is the failure this guards against
+    assert isinstance(readings, list) and all(isinstance(reading, str) for reading in readings)
 
 
 def test_deep_blocks_are_read_through_their_inner_blocks():
