@@ -72,9 +72,13 @@ def compose(view: dict, reading: Reading, drafted: Drafted, rows: int, empty_not
     if shows_rows and (not drafted.dimensions or drafted.dimensions == ["s"]):
         blocks += _figures(ids, binding, reading, drafted)
     elif shows_rows:
+        which_way = drafted.later_period is not None
+        if which_way and rows == 2:  # (with one period empty there is no change to show)
+            blocks += _which_way_figures(ids, binding, drafted)
         blocks.append({"id": "chart", "component": ids["Chart"], "data": _chart(binding, reading, drafted)})
+        # A which-way table is the two periods; each one's change against the period before it is not asked.
         columns = [*drafted.dimensions, *[m["id"] for m in drafted.draft["measures"]],
-                   *[c["id"] for c in drafted.draft.get("calculations", [])]]
+                   *[c["id"] for c in drafted.draft.get("calculations", []) if not which_way]]
         page = min(max(reading.limit or 25, 5), 100)
         blocks.append({"id": "table", "component": ids["DataTable"], "data": {
             "resource": binding, "columns": columns[:12], "page_size": page}})
@@ -156,6 +160,27 @@ def _figures(ids: dict, binding: dict, reading: Reading, drafted: Drafted) -> li
         "label": label[:80], "resource": binding, "column": column}} for index, (column, label) in enumerate(shown[:4])]
 
 
+def _which_way_figures(ids: dict, binding: dict, drafted: Drafted) -> list[dict]:
+    """Which way the later of two periods went: its figure, the earlier one's, the change and the growth, each
+    from the later period's row (the second)."""
+    label = drafted.primary_label
+    shown = [("figure", drafted.primary, f"{label} {describe(drafted.later_period)}"),
+             ("figure-prior", "prior", f"{label}, {_before(drafted)}"),
+             ("figure-change", "change", f"Change in {lower_first(label)}"),
+             ("figure-growth", "growth", f"Growth of {lower_first(label)}")]
+    return [{"id": node, "component": ids["Metric"], "data": {
+        "label": text[:80], "resource": binding, "column": column, "row": 1}} for node, column, text in shown]
+
+
+def _before(drafted: Drafted) -> str:
+    """The earlier of a which-way answer's periods, in words: "the quarter before", "the same month a year
+    before", and, when the later one runs to date, "to the same day"."""
+    grain = next(d["grain"] for d in drafted.draft["dimensions"] if d["id"] == "t")
+    against = next(c["against"] for c in drafted.draft["calculations"] if c["id"] == "prior")
+    said = f"the {grain} before" if against == "previous_period" else f"the same {grain} a year before"
+    return said + (", to the same day" if drafted.later_period.op == "to_date" else "")
+
+
 def _chart(binding: dict, reading: Reading, drafted: Drafted) -> dict:
     dims = drafted.dimensions
     primary = drafted.primary
@@ -200,6 +225,11 @@ def _sentence(ids: dict, binding: dict, rows: int, reading: Reading, drafted: Dr
             text = f"{label}{where} was {{value}} in {{period}}, against {{prior}} in {against} ({{growth}})."
             figures = {"value": cell(drafted.primary, last), "period": cell("t", last), "prior": cell("prior", last),
                        "growth": cell("growth", last)}
+        elif drafted.later_period is not None and last == 1:
+            text = (f"{label}{where} was {{value}} in {{period}}, against {{prior}} {_before(drafted)}: a change of "
+                    f"{{change}} ({{growth}}).")
+            figures = {"value": cell(drafted.primary, 1), "period": cell("t", 1), "prior": cell("prior", 1),
+                       "change": cell("change", 1), "growth": cell("growth", 1)}
         elif last == 0:
             text, figures = f"{label}{where} was {{last}} in {{last_period}}.", {
                 "last": cell(drafted.primary), "last_period": cell("t")}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from services.agent.time_words import TimeSpan
+from services.agent.time_words import TimeSpan, later_against_earlier
 from services.agent.understanding import (
     Filter,
     Reading,
@@ -35,6 +35,7 @@ class Drafted:
     dimensions: list[str] = field(default_factory=list)  # output ids, the time breakdown first
     time_field: dict | None = None
     had: list[Filter] = field(default_factory=list)  # filters on the rows the counted records must have
+    later_period: TimeSpan | None = None  # a which-way answer: the period set against the one before it
 
 
 @dataclass
@@ -125,7 +126,8 @@ def plan(reading: Reading, entities: list[dict]) -> Drafted:
                              f"out; I can show each one in both periods side by side: \u201c{offered}\u201d")
         raise CannotPlan("a top or bottom within each period is more than I can answer; ask for one period, "
                          "e.g. \u201ctop 3 regions by net revenue in 2024\u201d")
-    primary, label = _calculations(reading, draft, dimensions)
+    which_way = _which_way(reading, dimensions)
+    primary, label = _calculations(reading, draft, dimensions, which_way[0] if which_way else None)
     if reading.threshold is not None:
         if not dimensions:
             raise CannotPlan("a bound on a figure keeps some groups of a breakdown: name them, e.g. \u201cregions "
@@ -142,7 +144,19 @@ def plan(reading: Reading, entities: list[dict]) -> Drafted:
             draft["limit"] = reading.limit
     elif dimensions and not grain:
         draft["order_by"] = [{"output": primary, "direction": "desc"}]
-    return Drafted(draft, primary, label, [d["id"] for d in dimensions], when, inside)
+    return Drafted(draft, primary, label, [d["id"] for d in dimensions], when, inside,
+                   which_way[1] if which_way else None)
+
+
+def _which_way(reading: Reading, dimensions: list[dict]) -> tuple[str, TimeSpan] | None:
+    """"Did we get more orders this year than last?": two periods of the time breakdown and nothing else broken
+    down, one measure whose change is a plain difference (not a rate per something, a share or a running
+    total): how far back the earlier period is and the later one; else None (the periods stay side by side)."""
+    if not reading.which_way or reading.compare or reading.time is None or len(reading.measures) != 1 \
+            or [d["id"] for d in dimensions] != ["t"] or reading.per is not None or reading.share is not None \
+            or reading.share_of_total or reading.cumulative or reading.direction:
+        return None
+    return later_against_earlier(reading.time, dimensions[0]["grain"])
 
 
 def _measure(output: str, measure: dict) -> dict:
@@ -212,8 +226,10 @@ def _conditions(reading: Reading, when: dict | None, inside: list[Filter], entit
     return conditions
 
 
-def _calculations(reading: Reading, draft: dict, dimensions: list[dict]) -> tuple[str, str]:
-    """Shares, ratios and period comparisons added to the draft; the output that answers and its label."""
+def _calculations(reading: Reading, draft: dict, dimensions: list[dict], which_way: str | None = None
+                  ) -> tuple[str, str]:
+    """Shares, ratios and period comparisons added to the draft (`which_way`: the later of two periods against
+    the earlier, as far back as it says); the output that answers and its label."""
     primary, label = "m0", reading.measures[0]["label"]
     calculations = []
     if reading.share is not None and len(reading.share.values) > 1:
@@ -245,9 +261,9 @@ def _calculations(reading: Reading, draft: dict, dimensions: list[dict]) -> tupl
         draft["measures"].append({"id": "per_count", "metric": counts[0]["id"]})
         calculations.append({"id": "per", "kind": "ratio", "of": "m0", "to": "per_count"})
         primary, label = "per", f"{label} per {reading.per['label'].lower()}"
-    if reading.compare:
-        calculations += [{"id": kind, "kind": kind, "of": "m0", "against": reading.compare}  # (the change both
-                         for kind in ("prior", "change", "growth")]  # as an amount and as a rate)
+    if reading.compare or which_way:
+        calculations += [{"id": kind, "kind": kind, "of": "m0", "against": reading.compare or which_way}  # (the
+                         for kind in ("prior", "change", "growth")]  # change both as an amount and as a rate)
         if reading.ranks_change:  # "which category grew fastest": ranked by its growth
             primary, label = "growth", f"Growth of {label[:1].lower()}{label[1:]}"
     if reading.cumulative:

@@ -441,6 +441,27 @@ def widened_back(span: TimeSpan, months: int) -> TimeSpan | None:
     return None if earlier is None else side_by_side([earlier, span])
 
 
+def later_against_earlier(span: TimeSpan, unit: str | None) -> tuple[str, TimeSpan] | None:
+    """Two periods of one `unit` as the later set against the earlier: how far back the earlier one is
+    (`previous_period` when one follows the other, `same_period_last_year` when a year apart) and the later
+    period; None for anything else (one period, three, or two further apart: no change of the draft's joins it)."""
+    if unit not in UNIT_MONTHS:
+        return None
+    if span.kind == "relative" and span.op == "previous" and span.count == 2 and span.unit == unit:
+        return "previous_period", TimeSpan("relative", "", op="previous", unit=unit)  # "last quarter vs the one before"
+    if len(span.parts) != 2:
+        return None
+    earlier, later = span.parts
+    if all(p.kind == "relative" and p.unit == unit and p.count == 1 for p in span.parts):
+        return ("previous_period", later) if (earlier.op, later.op) == ("previous", "to_date") else None
+    if any(p.kind != "between" or p.calendar_unit != unit for p in span.parts):
+        return None
+    gap = (later.start.year - earlier.start.year) * 12 + later.start.month - earlier.start.month
+    if gap == UNIT_MONTHS[unit]:
+        return "previous_period", later
+    return ("same_period_last_year", later) if gap == 12 else None
+
+
 def shifted_back(span: TimeSpan, months: int) -> TimeSpan | None:
     """A period of dates `months` earlier, said in words (None for a period that is not of dates)."""
     if span.kind != "between":

@@ -213,6 +213,9 @@ _OTHER_ORDER = re.compile(r"\b(?:" + "|".join(sorted((SUPERLATIVE_HIGH | SUPERLA
                                                       | COMPARATIVE_LOW) - {"best", "worst", "better", "worse"}))
                           + r")\b")
 # "did orders go up or down from Q2 to Q3": whether, so both periods are shown side by side
+# "more orders this year than last", "did the holidays beat last year": which way, too (bounded: linear)
+_WHICH_WAY = re.compile(r"\b(?:more|fewer|less|higher|lower|bigger|smaller|greater|better|worse)\b[^?.!;]{0,80}?"
+                        r"\bthan\b|\b(?:beat|beats|outperform(?:s|ed)?|outdid|outdo(?:es)?)\b")
 _UP_OR_DOWN = re.compile(r"\b(?:(?:go|goes|going|gone|went|move|moved) )?(?:up or down|down or up)\b")
 _WENT_UP = re.compile(r"\b(?:go|goes|gone|went) (?:up|down)\b")  # "did store sales go down …": whether, too
 _HOW_MUCH = re.compile(r"\bby how (?:much|many)\b|\bhow much (?:(?:did|does|do|has|have|had) )?(?:it|they|that|this|"
@@ -346,6 +349,8 @@ class Reading:
     time_field: dict | None = None  # a date named in the question ("joined", "order date"): time is counted by it
     owner_hint: str | None = None  # the measure's entity, known before the words that depend on it are read
     compared_outright: bool = False  # "how did X compare with the same quarter last year": both periods shown
+    which_way: bool = False  # "did we get more orders this year than last?", "up or down": which way one period
+    # went against another; both are shown, and the later against the earlier (its change) above them
     ranks_change: bool = False  # "which category grew fastest": ranked by the change, not the measure
     against_earlier: bool = False  # a follow-up's period set against the earlier one: its breakdowns stay
     cumulative: bool = False  # "running total of revenue by month": added up along time
@@ -589,6 +594,8 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
         reading.compare, reading.compared_outright = "previous_period", True  # "up or down last quarter"
     asks_difference = _difference_between_periods(spans, time_starts, said, reading)
     _periods(spans, text, reading, asks_change=growth is not None or asks_difference, both=whether is not None)
+    reading.which_way = growth is None and not asks_difference and (
+        whether is not None or _WHICH_WAY.search(said) is not None)
     merit, text = _order_words(text, reading, change)
     text = _grain(text, reading)
     if _SHARE.search(text):
@@ -2572,6 +2579,7 @@ def _follow(earlier: Reading, new: Reading, question: str, vocabulary: Vocabular
     if new.limit or new.direction:
         merged.limit, merged.direction = new.limit, new.direction
     merged.compare = new.compare or earlier.compare
+    merged.which_way = new.which_way or earlier.which_way
     merged.cumulative = new.cumulative or earlier.cumulative
     _bound_followed(earlier, new, merged)
     merged.ranks_change = new.ranks_change or (earlier.ranks_change and not new.direction)

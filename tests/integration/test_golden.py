@@ -329,12 +329,12 @@ def answered_rightly(running_set, credentials, person, session, done, case, refe
     return all(same_figure(got[g][n], want[g][n]) for g in want for n in numbers)
 
 
-def _figure(running_set, credentials, person, session, revision_id: str, node: str):
+def _figure(running_set, credentials, person, session, revision_id: str, node: str, row: int = 0):
     """The one cell a Metric block shows (its grant covers that row only)."""
     with sync_channel(running_set.handles["host"].address, credentials("cli"), "host") as host:
         reply = invoke(host, "host", "SendCommand", host_pb2.SendCommandRequest(
             actor=person, command_id=f"w-{node}", session_id=session.session_id, surface_id=session.surface_id,
-            revision_id=revision_id, resource_window=host_pb2.ResourceWindowCommand(node_id=node, limit=1)))
+            revision_id=revision_id, resource_window=host_pb2.ResourceWindowCommand(node_id=node, offset=row, limit=1)))
         envelope = invoke(host, "host", "Subscribe", host_pb2.SubscribeRequest(
             actor=person, session_id=session.session_id,
             resume_after=host_pb2.Cursor(epoch=1, sequence=reply.cursor.sequence - 1)), timeout=10).envelope
@@ -422,24 +422,30 @@ class GoldenCheck:
     def _answer_by_sql(self, case: dict, session, done, result: dict) -> dict:
         """A held-out question: the shown rows against its author's SQL (tests/fixtures/golden/sql_truth.py)."""
         truth = truth_rows(self.reference.url, case["sql"])
-        shown = shown_rows(self.running_set, self.credentials, self.person, session, done.revision_ids[-1])
-        wrong = mismatch(truth, shown, case["keys"], case.get("ordered", False) or top_one(case["sql"]))
-        SHOWN.update(Decimal(str(v)).quantize(CLOSE) for r in shown for v in r if isinstance(v, (int, float)))
+        views = shown_views(self.running_set, self.credentials, self.person, session, done.revision_ids[-1])
+        wrongs = [mismatch(truth, shown, case["keys"], case.get("ordered", False) or top_one(case["sql"]))
+                  for shown in views] or ["the answer shows no table and no headline figure"]
+        wrong = None if None in wrongs else "; or ".join(wrongs)
+        SHOWN.update(Decimal(str(v)).quantize(CLOSE) for shown in views for r in shown for v in r
+                     if isinstance(v, (int, float)))
         result |= {"correct": wrong is None, "interpretation_ok": wrong is None,
                    "different_question": wrong is not None}
         return result if wrong is None else result | {"failure": f"not the SQL's answer: {wrong}; said: {done.answer}"}
 
 
-def shown_rows(running_set, credentials, person, session, revision_id: str) -> list[list]:
-    """What an answer shows: its table's rows, or, with no table, its headline figures as one row."""
+def shown_views(running_set, credentials, person, session, revision_id: str) -> list[list[list]]:
+    """What an answer shows, view by view: its table's rows, and its headline figures as one row ("are we
+    getting more orders this year than last?": both years in the table, the later against the earlier above
+    it). An answer carries the SQL's rows when one of its views does."""
     components = [component for message in revision_messages(running_set, credentials, person, session, revision_id)
                   for component in message.get("updateComponents", {}).get("components", [])]
     tables = [c["id"] for c in components if c.get("component") == "DataTable"]
-    if tables:
-        return window(running_set, credentials, person, session, revision_id, tables[0])
-    figures = [c["id"] for c in components if c.get("component") == "Metric"]
-    return [[_figure(running_set, credentials, person, session, revision_id, node) for node in figures]] \
-        if figures else []
+    figures = [c for c in components if c.get("component") == "Metric"]
+    views = [window(running_set, credentials, person, session, revision_id, tables[0])] if tables else []
+    if figures:
+        views.append([[_figure(running_set, credentials, person, session, revision_id, c["id"], c.get("row", 0))
+                       for c in figures]])
+    return views
 
 
 @pytest.mark.parametrize("number,case", list(enumerate(GOLDEN, 1)),
