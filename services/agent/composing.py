@@ -32,6 +32,8 @@ def qualifiers(reading: Reading, drafted: Drafted) -> str:
         some = "no" if reading.had_none else "at least one"
         where += (", " if reading.had_ever and reading.time else " ") + \
             f"with {some} {lower_first(reading.has_rows['label'])}" + (f" with {' and '.join(rows)}" if rows else "")
+    if reading.lacks_rows is not None:  # "… but never returned anything"
+        where += f" and no {lower_first(reading.lacks_rows['label'])}"
     if reading.threshold is not None:  # "regions under 15k in sales"
         op, value = reading.threshold
         where += f", only where {lower_first(drafted.primary_label)} is {_BOUNDS[op]} {value:,.10g}"

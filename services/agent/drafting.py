@@ -221,6 +221,11 @@ def _conditions(reading: Reading, when: dict | None, inside: list[Filter], entit
             parts = [{"not": {"field": rows_date["id"], "op": "is_null"}}]
         had = {"has": parts[0] if len(parts) == 1 else {"all": parts}}
         conditions.append({"not": had} if reading.had_none else had)
+    if reading.lacks_rows is not None:  # "… but never returned anything": no such row, at any time
+        rows_date = time_field(entities, reading.lacks_rows["id"])
+        if rows_date is None:
+            raise CannotPlan(f"I found no date on the {reading.lacks_rows['label'].lower()} rows to tell them by")
+        conditions.append({"not": {"has": {"not": {"field": rows_date["id"], "op": "is_null"}}}})
     if reading.time is not None and (reading.has_rows is None or reading.had_ever):
         conditions.append(time_condition(reading.time, when))
     return conditions

@@ -363,6 +363,8 @@ class Reading:
     bound_said: tuple[str, str, str] = ("", "", "")  # the bound as written, the word before it, the words after
     had_ever: bool = False  # "customers who have placed an order": rows had at any time (a period is the records')
     had_none: bool = False  # "customers who have never placed an order": none of those rows
+    lacks_rows: dict | None = None  # "… who have bought but never returned anything": the entity they have no
+    # row of, at any time (beside `has_rows`, had)
     period_kept: bool = False  # a new question without a period of its own, asked in the earlier one's period
     whole_history: bool = False  # "of all time", "since we started": every period, said outright
 
@@ -579,7 +581,7 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
 
     text, value_spans = _values(text, reading, vocabulary, matches)
     _part_from(said, value_spans, reading)
-    if earlier is not None and reading.filters and reading.split is None and is_follow_up(question):
+    if earlier is not None and (reading.filters or reading.split) and is_follow_up(question):
         text = _value_against_earlier(text, value_spans, reading, earlier)
     text = _framing(text, vocabulary, reading, value_spans, time_starts)
     situation = _asides(text, vocabulary, value_spans, time_starts, reading, question)
@@ -609,13 +611,25 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     _named_in_the_catalog(text, reading, vocabulary, value_spans, earlier, situation)
     _settle(reading, growth is not None, vocabulary)
     if earlier is not None and (not reading.measures or is_follow_up(question)):
+        own = reading
         reading = _follow(earlier, reading, question, vocabulary)
+        if not own.measures and own.breakdowns:
+            _counted_if_out_of_reach(reading, vocabulary, text)
     elif earlier is not None:
         _in_the_conversation_period(earlier, reading, question.lower())
     if merit:
         _by_merit(reading)
     _ranked_by_count(reading, vocabulary, text)
+    _said_together(reading, said)
     return reading
+
+
+def _said_together(reading: Reading, said: str) -> None:
+    """"Revenue from web and store combined": one figure for the values together, which is how several values
+    of one field are read unless set side by side; the word asks for nothing more."""
+    if reading.split is None and any(len(f.values) > 1 for f in reading.filters):
+        together = {word for m in _TOGETHER.finditer(said) for word in m.group(0).split()}
+        reading.unknown = [word for word in reading.unknown if word not in together]
 
 
 def _named_in_the_catalog(text: str, reading: Reading, vocabulary: Vocabulary, value_spans: list[tuple[int, int, str]],
@@ -838,6 +852,18 @@ def _ranked_by_count(reading: Reading, vocabulary: Vocabulary, text: str) -> Non
     reading.measures = [counts_of(entity)[0]]
 
 
+def _counted_if_out_of_reach(reading: Reading, vocabulary: Vocabulary, text: str) -> None:
+    """"Ok what are the top 3 reasons people send back apparel?" after a question about the return rate: a
+    ranking of a breakdown the earlier measure cannot be broken down by is of its own rows' count, as asked
+    alone (the earlier measure stays where no count can be had)."""
+    reach = {entity for m in reading.measures for entity in reachable(vocabulary.entities, m["entity_id"])}
+    if all(b["entity_id"] in reach for b in reading.breakdowns):
+        return
+    inherited, reading.measures = reading.measures, []
+    _ranked_by_count(reading, vocabulary, text)
+    reading.measures = reading.measures or inherited
+
+
 def _counts_some_of(measure: dict, entity: dict) -> bool:
     """A count of some of an entity's rows ("Cancelled orders" of orders): per its rows, a rate."""
     named = words(measure["label"])
@@ -885,6 +911,7 @@ def _normalised(question: str) -> str:
     """The question lower-cased with short forms written out and fillers that never change what is asked
     ("end up", "on average" keeps its average word) taken out, padded for whole-word patterns."""
     question = re.sub(r"(?<![\w'])['\u2019](\d{2})\b", r"20\1", question)  # "Q4 '25": 2025
+    question = re.sub(r"\b([qQ][1-4])[ /-](\d{2})\b(?![\d.,%])", r"\1 20\2", question)  # "q3 25 vs q3 24"
     # "the US" in capitals is the country, never the word "us" passed over ("just the US, Canada and the UK")
     question = re.sub(r"\bU\.?S\b(?!\.?A)", "USA", question)
     text = " " + _EMOJI.sub(". ", question.lower().replace("\u2019", "'")) + " "
@@ -896,6 +923,7 @@ def _normalised(question: str) -> str:
         text = re.sub(r"\b(" + "|".join(_PERIOD_SHORT) + r")\b", lambda m: _PERIOD_SHORT[m.group(1)], text)
     text = re.sub(r"\bfy ?'?(\d{4}|\d{2})\b", lambda m: _FISCAL + str(_full_year(m.group(1))), text)
     text = re.sub(r"\b(year|month|quarter|week|day|today|yesterday)'s\b", r"\1", text)  # "this year's revenue"
+    text = re.sub(r"\b(who|which|that|they|we|you|i)'ve\b", r"\1 have", text)  # "customers who've bought"
     text = re.sub(r"(?<!the )\b(this|last) (year|month|quarter|week)s(?= (?!ago\b)[a-z])", r"\1 \2",
                   text)  # ("this years returns": the apostrophe left out)
     text = re.sub(r"\b(day|week|month|quarter|year)-(by|on|to|over)-(day|week|month|quarter|year)\b",
@@ -917,7 +945,8 @@ def _normalised(question: str) -> str:
                   r"(day|week|month|quarter|year)s)\b", r"by \2 over the \1", text)  # "for each of the last 3 months"
     # "month by month through 2025": during it (alone, "revenue through 2024" may mean up to its end: not read)
     text = re.sub(r"\b((?:by|each|every|per) (?:day|week|month|quarter)|(?:day|week|month|quarter) by (?:day|week|"
-                  r"month|quarter)|daily|weekly|monthly|quarterly) through (?=\d{4}\b)", r"\1 in      ", text)
+                  r"month|quarter)|daily|weekly|monthly|quarterly|trend|trends|trended|trending) through (?=\d{4}\b)",
+                  r"\1 in      ", text)  # ("how did monthly revenue trend through 2025")
     text = re.sub(r"[^\W\d_]{4,}", _time_typo, text)
     text = _BECOMES.sub(lambda m: "are".ljust(len(m.group(0))), text)
     if not re.search(r"\bhow many\b", text):
@@ -1089,7 +1118,8 @@ def _value_against_earlier(text: str, value_spans: list[tuple[int, int, str]], r
         return text
     after = {value for start, _, value in value_spans if start >= against.end()}
     earlier_fields = {f.field["id"] for f in [*earlier.filters, *([earlier.split] if earlier.split else [])]}
-    fields = {f.field["id"] for f in reading.filters if set(f.values) & after}
+    fields = {f.field["id"] for f in [*reading.filters, *([reading.split] if reading.split else [])]
+              if set(f.values) & after}
     if not after or not fields or not fields <= earlier_fields or any(
             start < against.start() for start, _, value in value_spans if value in after):
         return text
@@ -1699,7 +1729,8 @@ _COMPARE_WORD = re.compile(r"compare[ds]?|comparing|comparison")
 # ranking or a breakdown word: "rank all categories by return rate" lists them)
 _ALL_OF = re.compile(r"\ball (?:the |of the |our )?([a-z][a-z' -]*?)(?: combined| together| included)?"
                      r"(?=\s*(?:[?.!,;]|$))")
-_TOGETHER = re.compile(r"\b(?:total|overall|combined|altogether|in all)\b")
+# (and "what about phone and marketplace combined?": one figure for both, not side by side)
+_TOGETHER = re.compile(r"\b(?:total|overall|combined|altogether|together|in all|summed|added up)\b")
 # Words asking for the values apart: ", all channels" after them lists the channels ("list revenue, all channels")
 _APART = re.compile(r"\b(?:list|listed|listing|each|every|break|broken|split|separately|respectively|apart|"
                     r"side by side)\b")
@@ -1813,7 +1844,8 @@ class _EventWord:
 # Words between who did something and its verb ("people are sending stuff back")
 _AUXILIARIES = frozenset({"are", "is", "were", "was", "have", "has", "had", "keep", "kept", "usually", "always"})
 # Words before a verb saying its rows were had at some time ("have ever placed", "never bought")
-_PERFECT = frozenset({"have", "has", "had", "ever", "never", "actually", "already", "yet", "not", "even"})
+_PERFECT = frozenset({"have", "has", "had", "ever", "never", "actually", "already", "yet", "not", "even",
+                      "anything", "something", "any"})  # ("never had anything sent back")
 
 
 def _catalog_words(text: str, reading: Reading, vocabulary: Vocabulary, value_spans: list[tuple[int, int, str]],
@@ -1996,6 +2028,9 @@ def _event_words(seen: _Words, reading: Reading, vocabulary: Vocabulary, context
             if ever[0].never:
                 reading.unknown = [w for w in reading.unknown if w != "never"]
             seen.events = dating
+    elif len(ever) == 2 and sorted(e.never for e in ever) == [False, True] and not dating and \
+            reading.time is None and not reading.grain:
+        _had_one_never_other(ever, seen, reading, vocabulary)
     # (two dates said, "customers who signed up in 2024 and bought online": whose is the period? not read so)
     one_date = len({event.date["id"] for event in seen.events}) == 1 and not reading.had_ever
     for event in seen.events:
@@ -2004,6 +2039,8 @@ def _event_words(seen: _Words, reading: Reading, vocabulary: Vocabulary, context
             reading.has_rows = had
             continue
         if not (reading.time or reading.grain or event.after_by):
+            if _measure_of_event(event.date, event.written, reading, vocabulary):
+                continue  # "which 10 SKUs had the most units sent back": Returned units, at any time
             # "new customers" with no period says nothing of when, and another form of a verb ("tickets still
             # open") is no verb at all; "orders placed", "units a customer buys" only say what the rows are.
             if event.declared and not event.describing:
@@ -2073,9 +2110,13 @@ def _measure_of_event(date: dict, written: str, reading: Reading, vocabulary: Vo
     """"How many units were returned": the measure named ("units") is the verb's own entity's measure of the
     same name (Returned units), not another's (Units sold). True when it was swapped."""
     verb = {form for word in words(written) for form in inflections(word)} | STOP  # "number of" names nothing
-    own = vocabulary.by_id.get(date["entity_id"], {}).get("metrics", [])
+    rows = vocabulary.by_id.get(date["entity_id"], {})
+    own = rows.get("metrics", [])
+    rows_named = {singular(w) for name in [rows.get("label", ""), *rows.get("synonyms", [])] for w in words(name)}
     for index, measure in enumerate(reading.measures):
         named = set(words(measure["label"])) - verb
+        if {singular(w) for w in named} & rows_named:  # ("return rate … sent back": named after those rows already)
+            continue
         fitting = [m for m in own if named & (set(words(m["label"])) - verb)]
         if measure["entity_id"] != date["entity_id"] and len(fitting) == 1:
             reading.measures[index] = {**fitting[0], "entity_id": date["entity_id"]}
@@ -2146,6 +2187,18 @@ def _place(entries: list[_Entry], position: int, seen: _Words, reading: Reading,
         _add(reading.measures, chosen)
     elif "field" in kinds:
         _add(reading.breakdowns, _choose(items["field"], reading, vocabulary))
+
+
+def _had_one_never_other(ever: list[_EventWord], seen: _Words, reading: Reading, vocabulary: Vocabulary) -> None:
+    """"Customers who have bought from us but never returned anything": those with at least one row of the one
+    verb and none of the other's, both at any time (rows of the same entity twice are not read so)."""
+    kept, lacked = sorted(ever, key=lambda event: event.never)
+    had, lacks = _had(kept, reading, vocabulary, ever=True), _had(lacked, reading, vocabulary, ever=True)
+    if had is None or lacks is None or had["id"] == lacks["id"]:
+        return
+    reading.has_rows, reading.had_ever, reading.lacks_rows = had, True, lacks
+    reading.unknown = [w for w in reading.unknown if w != "never"]
+    seen.events = []
 
 
 def _had_at_some_time(seen: _Words, reading: Reading, vocabulary: Vocabulary) -> list[_EventWord]:
@@ -2410,10 +2463,15 @@ def _breakdowns_followed(earlier: Reading, new: Reading, merged: Reading, questi
 
 
 def _set_beside_earlier(earlier: Reading, new: Reading) -> Reading:
-    """"How does that stack up against the website?": the earlier value and the new one, side by side."""
-    if not new.set_against or new.split is not None:
+    """"How does that stack up against the website?": the earlier value and the new one, side by side ("how does
+    that compare with enterprise and consumer?" after SMB: all three)."""
+    if not new.set_against:
         return new
     earlier_conditions = [*earlier.filters, *([earlier.split] if earlier.split else [])]
+    if new.split is not None:
+        before = next((b for b in earlier_conditions if b.field["id"] == new.split.field["id"]), None)
+        return new if before is None else replace(new, split=Filter(new.split.field, tuple(dict.fromkeys(
+            [*before.values, *new.split.values]))))
     added, before = next(((f, b) for f in new.filters for b in earlier_conditions
                           if b.field["id"] == f.field["id"]), (None, None))
     if added is not None:
@@ -2573,7 +2631,14 @@ def _follow(earlier: Reading, new: Reading, question: str, vocabulary: Vocabular
     replaced = {f.field["id"] for f in [*new.filters, *([new.split] if new.split else [])]} | set(new.every_value_of)
     merged.filters = [f for f in earlier.filters if f.field["id"] not in replaced] + list(new.filters)
     if merged.split is not None and merged.split.field["id"] in replaced and new.split is None:
-        merged.split = None  # "now only phone" after "web vs store": one channel now, not three
+        # "now only phone" after "web vs store": one channel now, not three; "what about phone and marketplace?":
+        # those two, side by side as the earlier ones were (unless asked together: "combined")
+        again = next((f for f in new.filters if f.field["id"] == merged.split.field["id"]), None)
+        if again is not None and len(again.values) > 1 and not _TOGETHER.search(question.lower()):
+            merged.filters.remove(again)
+            merged.split = again
+        else:
+            merged.split = None
     merged.time = None if new.whole_history and not new.time else new.time or earlier.time  # ("and for all time?")
     merged.time_field = new.time_field or merged.time_field
     if new.limit or new.direction:

@@ -2195,3 +2195,69 @@ def test_by_how_many_asks_for_the_change():
 def test_tho_is_only_said():
     reading = follow("top 10 products by revenue last quarter", "same thing on units, just the top 3 tho", LATEST)
     assert reading.unknown == [] and reading.limit == 3 and labels(reading.measures) == ["Units sold"]
+
+
+# --- round L (fresh sets br, bs, bt, bu) ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("question", [
+    "How many customers who've bought from us have never returned anything?",
+    "how many customers who have ordered from us have never returned anything?",
+    "How many customers have bought something but never sent anything back?",
+])
+def test_bought_but_never_returned_is_had_one_and_none_of_the_other(question):
+    reading = read(question, LATEST)
+    assert reading.unknown == [] and labels(reading.measures) == ["Number of customers"]
+    assert (reading.has_rows["label"], reading.had_none, reading.lacks_rows["label"]) == ("Order", False, "Return")
+    conditions = plan(reading, SLICE).draft["filter"]["all"]
+    assert conditions[0] == {"has": {"not": {"field": "fld_orders.ordered_at", "op": "is_null"}}}
+    assert conditions[1] == {"not": {"has": {"not": {"field": "fld_returns.returned_at", "op": "is_null"}}}}
+
+
+def test_units_sent_back_are_returned_units_at_any_time():
+    reading = read("which 10 SKUs had the most units sent back", LATEST)
+    assert (labels(reading.measures), reading.limit, reading.unknown) == (["Returned units"], 10, [])
+    # a measure already named after those rows stays itself
+    assert labels(read("which departments get sent back the most? return rate by category", LATEST).measures) \
+        == ["Return rate"]
+
+
+def test_a_quarter_with_a_two_digit_year():
+    reading = read("q3 25 vs q3 24 - how many orders?", LATEST)
+    assert reading.unknown == [] and [p.start for p in reading.time.parts] == [dt.date(2024, 7, 1),
+                                                                               dt.date(2025, 7, 1)]
+    assert read("top 25 products in q3 2025", LATEST).limit == 25  # (a number after a full year is not a year)
+
+
+def test_a_trend_through_a_year_is_during_it():
+    reading = read("how did monthly revenue trend through 2025?", LATEST)
+    assert (reading.unknown, reading.grain, period(reading)) == ([], "month", ("between", dt.date(2025, 1, 1),
+                                                                               dt.date(2026, 1, 1)))
+
+
+def test_other_values_of_a_split_asked_next_stay_side_by_side_unless_combined():
+    earlier = "revenue from web vs store orders in 2025"
+    apart = follow(earlier, "what about phone and marketplace?", LATEST)
+    assert apart.split.values == ("phone", "marketplace") and not apart.filters[1:]
+    together = follow(earlier, "and phone and marketplace combined?", LATEST)
+    assert together.split is None and together.unknown == []
+    assert [f.values for f in together.filters] == [("phone", "marketplace")]
+    assert follow(earlier, "now only phone", LATEST).split is None
+
+
+def test_compared_with_two_more_values_keeps_the_earlier_one():
+    values = [*VALUES, match("consumer", "customers", "segment")]
+    earlier = understand("whats AOV for enterprise accounts this year", SLICE, values, latest=LATEST)
+    reading = understand("how does that compare w/ small business and consumer?", SLICE, values, earlier, LATEST)
+    assert (reading.split.values, reading.unknown) == (("enterprise", "small_business", "consumer"), [])
+
+
+def test_a_follow_up_ranking_what_the_earlier_measure_cannot_reach_counts_its_rows():
+    reading = follow("Is the return rate higher for Apparel than for Grocery?",
+                     "ok what are the top 3 reasons people send back apparel?", LATEST)
+    assert (labels(reading.measures), labels(reading.breakdowns), reading.limit) == (
+        ["Number of returns"], ["Return reason"], 3)
+
+
+def test_never_had_anything_sent_back():
+    reading = read("how many orders have never had anything sent back?", LATEST)
+    assert (reading.unknown, reading.had_none, reading.has_rows["label"]) == ([], True, "Return")
