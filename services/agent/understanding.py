@@ -262,7 +262,8 @@ _BREAKDOWN_AHEAD = re.compile(r"\b(?:by|per|across|for each|in each|between the|
 _SET_AGAINST = re.compile(r"\b(?:stack(?:s|ed)? up (?:against|to|with)|compare[sd]? (?:to|with)|against|vs\.?|"
                           r"versus|relative to)\b")
 _AGAINST = re.compile(r"\b(?:compare[sd]?|comparison|vs\.?|versus|against|stack(?:s)? up|relative to)\b")
-_SPLIT = re.compile(r"\b(vs\.?|versus|compared? (?:to|with)|compares (?:to|with)|against)\b")
+_SPLIT = re.compile(r"\b(vs\.?|versus|compared? (?:to|with)|compares (?:to|with)|against|beat|beats|outsold|"
+                    r"outperform(?:s|ed)?)\b")  # ("did online sales beat in-store sales": both, side by side)
 # "compare A and B", "cancelled and refunded orders, how many of each": values joined by "and", side by side
 _COMPARE_AND = re.compile(r"\b(compare[ds]?|comparing|comparison|differ(?:s|ence|ent)?|of each|each of them|"
                           r"respectively|separately|separate|break (?:it |them )?(?:out|down)|split)\b")
@@ -924,6 +925,13 @@ def _normalised(question: str) -> str:
     text = re.sub(r"\bfy ?'?(\d{4}|\d{2})\b", lambda m: _FISCAL + str(_full_year(m.group(1))), text)
     text = re.sub(r"\b(year|month|quarter|week|day|today|yesterday)'s\b", r"\1", text)  # "this year's revenue"
     text = re.sub(r"\b(who|which|that|they|we|you|i)'ve\b", r"\1 have", text)  # "customers who've bought"
+    text = re.sub(r"\bhow (?:fast|quickly)(?= (?:(?:have|has|did|do|does|is|are) )?(?:\w+ ){0,3}(?:grow|grew|grown|"
+                  r"growing|increas\w*|declin\w*|drop\w*|fall\w*|fell|shr[iau]nk\w*|ris\w+|rose)\b)", "how much",
+                  text)  # ("how fast have orders grown each year": the change, each year)
+    text = re.sub(r"\b(are|is|was|were|still|currently) (?:marked|flagged|listed)(?: as)?\b",
+                  lambda m: m.group(1).ljust(len(m.group(0))), text)  # ("tickets still marked open": in that state)
+    text = re.sub(r"\bfrom one (year|quarter|month|week) to the next\b", r"\1 over \1", text)  # ("grown from one
+    # year to the next": each against the one before)
     text = re.sub(r"(?<!the )\b(this|last) (year|month|quarter|week)s(?= (?!ago\b)[a-z])", r"\1 \2",
                   text)  # ("this years returns": the apostrophe left out)
     text = re.sub(r"\b(day|week|month|quarter|year)-(by|on|to|over)-(day|week|month|quarter|year)\b",
@@ -944,9 +952,9 @@ def _normalised(question: str) -> str:
     text = re.sub(r"\b(?:for |in )?(?:each|every one) of the ((?:last|past|previous|prior) \w+ "
                   r"(day|week|month|quarter|year)s)\b", r"by \2 over the \1", text)  # "for each of the last 3 months"
     # "month by month through 2025": during it (alone, "revenue through 2024" may mean up to its end: not read)
-    text = re.sub(r"\b((?:by|each|every|per) (?:day|week|month|quarter)|(?:day|week|month|quarter) by (?:day|week|"
-                  r"month|quarter)|daily|weekly|monthly|quarterly|trend|trends|trended|trending) through (?=\d{4}\b)",
-                  r"\1 in      ", text)  # ("how did monthly revenue trend through 2025")
+    if re.search(r"\b(?:(?:by|each|every|per) (?:day|week|month|quarter)|daily|weekly|monthly|quarterly|trend\w*)\b",
+                 text) and not re.search(r"\bfrom\b", text):  # ("how did monthly revenue move through 2025")
+        text = re.sub(r"\bthrough (?=\d{4}\b)", "in      ", text)
     text = re.sub(r"[^\W\d_]{4,}", _time_typo, text)
     text = _BECOMES.sub(lambda m: "are".ljust(len(m.group(0))), text)
     if not re.search(r"\bhow many\b", text):
@@ -2242,8 +2250,9 @@ def _doer(entity: dict, position: int, size: int, seen: _Words, vocabulary: Voca
     """An entity named as who did what a verb of other rows says: just before the verb ("customers send
     back") or after "by" just after it ("sent back by customers"), when those rows reach it."""
     before = " ".join(seen.raw[max(0, position - 3):position])
-    if before.endswith(("how many", "number of", "count of", "distinct", "total", "all", "unique")):
-        return False  # "how many customers placed orders": the customers are what is counted
+    if before.endswith(("how many", "number of", "count of", "distinct", "total", "all", "unique", "most", "fewest",
+                        "more", "fewer")):
+        return False  # "how many customers placed orders", "the most customers placing orders": counted
     after = position + size
     if after + 1 < len(seen.tokens) and seen.raw[after] in _AUXILIARIES and not before.endswith(("which", "what")):
         after += 1  # "people are sending stuff back" (not "which customers are buying": what is asked about)

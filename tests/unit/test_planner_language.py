@@ -2261,3 +2261,49 @@ def test_a_follow_up_ranking_what_the_earlier_measure_cannot_reach_counts_its_ro
 def test_never_had_anything_sent_back():
     reading = read("how many orders have never had anything sent back?", LATEST)
     assert (reading.unknown, reading.had_none, reading.has_rows["label"]) == ([], True, "Return")
+
+
+# --- round M (fresh sets bv, bw, bx, by) ----------------------------------------------------------------------
+
+@pytest.mark.parametrize(("question", "grain"), [
+    ("how did monthly revnue move through 2025", "month"),  # a grain said anywhere: "through 2025" is during it
+    ("how fast have orders grown each year?", "year"),  # how fast it grew: the change, each year
+    ("How much has our order volume grown from one year to the next?", "year"),
+])
+def test_change_and_periods_said_other_ways(question, grain):
+    reading = read(question, LATEST)
+    assert (reading.unknown, plan(reading, SLICE).draft["dimensions"][0]["grain"]) == ([], grain)
+    if "through" in question:
+        assert period(reading) == ("between", dt.date(2025, 1, 1), dt.date(2026, 1, 1))
+    else:
+        assert [c["kind"] for c in plan(reading, SLICE).draft["calculations"]] == ["prior", "change", "growth"]
+
+
+def test_from_a_year_through_a_year_is_still_a_stretch():
+    assert period(read("revenue from 2023 through 2025 by month", LATEST)) == (
+        "between", dt.date(2023, 1, 1), dt.date(2026, 1, 1))
+
+
+def test_still_marked_is_in_that_state():
+    reading = read("how many tickets are still marked open?", LATEST)
+    assert reading.unknown == [] and [f.values for f in reading.filters] == [("open",)]
+
+
+def test_one_value_beating_another_sets_them_side_by_side():
+    reading = read("did web sales beat store sales in 2024?", LATEST)
+    assert (reading.split.values, reading.unknown) == (("web", "store"), [])
+
+
+def test_the_most_customers_placing_orders_counts_the_customers():
+    reading = read("which region had the most customers placing orders in 2025?", LATEST)
+    assert (labels(reading.measures), reading.has_rows["label"]) == (["Number of customers"], "Order")
+    assert labels(read("which customers placed the most orders in 2025?", LATEST).measures) == ["Number of orders"]
+
+
+def test_the_demo_models_words_for_returns_and_sales():
+    got_back = read("number of returns we got back in march 2025", LATEST)
+    assert got_back.unknown == [] and got_back.time_field["label"] == "Return time"
+    value = read("what was the sales value of orders that got cancelled this year", LATEST)
+    assert (labels(value.measures), [f.values for f in value.filters], value.unknown) == (
+        ["Net revenue"], [("cancelled",)], [])
+    assert read("How many customers came back in 2024", LATEST).unknown  # repeat customers: not returns
