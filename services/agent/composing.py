@@ -6,6 +6,8 @@ say only what the draft computed; the caption under the answer says the rest (da
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from services.agent.drafting import Drafted, Listing
 from services.agent.time_words import describe
 from services.agent.understanding import Reading, lower_first
@@ -228,7 +230,8 @@ def _sentence(ids: dict, binding: dict, rows: int, reading: Reading, drafted: Dr
             figures = {"value": cell(drafted.primary, last), "period": cell("t", last), "prior": cell("prior", last),
                        "growth": cell("growth", last)}
         elif drafted.later_period is not None and last == 1:
-            text = (f"{label}{where} was {{value}} in {{period}}, against {{prior}} {_before(drafted)}: a change of "
+            apart = qualifiers(replace(reading, time=None), drafted)  # (the period is the figure's own, said by it)
+            text = (f"{label}{apart} was {{value}} in {{period}}, against {{prior}} {_before(drafted)}: a change of "
                     f"{{change}} ({{growth}}).")
             figures = {"value": cell(drafted.primary, 1), "period": cell("t", 1), "prior": cell("prior", 1),
                        "change": cell("change", 1), "growth": cell("growth", 1)}

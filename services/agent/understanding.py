@@ -214,6 +214,10 @@ _OTHER_ORDER = re.compile(r"\b(?:" + "|".join(sorted((SUPERLATIVE_HIGH | SUPERLA
                           + r")\b")
 # "did orders go up or down from Q2 to Q3": whether, so both periods are shown side by side
 # "more orders this year than last", "did the holidays beat last year": which way, too (bounded: linear)
+# A period said before "through 2025" makes it a stretch's end ("2023 through 2025", "jan 2024 through 2025").
+_PERIOD_BEFORE = re.compile(r"\b(?:from|since|between)\b|\b(?:19|20)\d\d\b|\bq[1-4]\b|\b(?:jan(?:uary)?|feb(?:ruary)?|"
+                            r"mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|"
+                            r"nov(?:ember)?|dec(?:ember)?)\b")
 _WHICH_WAY = re.compile(r"\b(?:more|fewer|less|higher|lower|bigger|smaller|greater|better|worse)\b[^?.!;]{0,80}?"
                         r"\bthan\b|\b(?:beat|beats|outperform(?:s|ed)?|outdid|outdo(?:es)?)\b")
 _UP_OR_DOWN = re.compile(r"\b(?:(?:go|goes|going|gone|went|move|moved) )?(?:up or down|down or up)\b")
@@ -581,6 +585,7 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     spans = borrowed or spans
 
     text, value_spans = _values(text, reading, vocabulary, matches)
+    text = _state_verbs_before_values(text, value_spans)
     _part_from(said, value_spans, reading)
     if earlier is not None and (reading.filters or reading.split) and is_follow_up(question):
         text = _value_against_earlier(text, value_spans, reading, earlier)
@@ -614,7 +619,7 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     if earlier is not None and (not reading.measures or is_follow_up(question)):
         own = reading
         reading = _follow(earlier, reading, question, vocabulary)
-        if not own.measures and own.breakdowns:
+        if not own.measures and own.breakdowns and _names_rows_of(said, own.breakdowns, vocabulary):
             _counted_if_out_of_reach(reading, vocabulary, text)
     elif earlier is not None:
         _in_the_conversation_period(earlier, reading, question.lower())
@@ -623,6 +628,16 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     _ranked_by_count(reading, vocabulary, text)
     _said_together(reading, said)
     return reading
+
+
+def _state_verbs_before_values(text: str, value_spans: list[tuple[int, int, str]]) -> str:
+    """"Tickets still marked open": a verb that only says a record is in the state named right after it (alone,
+    "how many orders were flagged?", it names a state the catalog may not have: not passed over)."""
+    for start, _, _ in value_spans:
+        said = re.search(r"\b(?:marked|flagged|listed)(?: as)?\s+$", text[max(0, start - 20):start])
+        if said:
+            text = _blank(text, max(0, start - 20) + said.start(), start)
+    return text
 
 
 def _said_together(reading: Reading, said: str) -> None:
@@ -853,6 +868,15 @@ def _ranked_by_count(reading: Reading, vocabulary: Vocabulary, text: str) -> Non
     reading.measures = [counts_of(entity)[0]]
 
 
+def _names_rows_of(said: str, breakdowns: list[dict], vocabulary: Vocabulary) -> bool:
+    """The question names the rows its breakdown describes, by their name or a verb of theirs ("the top 3
+    reasons people send back apparel": returns), not only the breakdown ("which priority has the most?")."""
+    owners = {b["entity_id"] for b in breakdowns}
+    tokens = words(said)
+    return any(e.kind == "event" and e.item["entity_id"] in owners or e.kind == "entity" and e.item["id"] in owners
+               for start in range(len(tokens)) for e in vocabulary.longest_at(tokens, start))
+
+
 def _counted_if_out_of_reach(reading: Reading, vocabulary: Vocabulary, text: str) -> None:
     """"Ok what are the top 3 reasons people send back apparel?" after a question about the return rate: a
     ranking of a breakdown the earlier measure cannot be broken down by is of its own rows' count, as asked
@@ -912,7 +936,8 @@ def _normalised(question: str) -> str:
     """The question lower-cased with short forms written out and fillers that never change what is asked
     ("end up", "on average" keeps its average word) taken out, padded for whole-word patterns."""
     question = re.sub(r"(?<![\w'])['\u2019](\d{2})\b", r"20\1", question)  # "Q4 '25": 2025
-    question = re.sub(r"\b([qQ][1-4])[ /-](\d{2})\b(?![\d.,%])", r"\1 20\2", question)  # "q3 25 vs q3 24"
+    question = re.sub(r"\b([qQ][1-4])[ /-](\d{2})(?=\s*(?:$|[?!,;:)]|\.(?!\d)|-\s|(?:vs|v|versus|and|or|to|than|"
+                      r"compared|against)\b))", r"\1 20\2", question)  # "q3 25 vs q3 24" (not "in q2 50 units")
     # "the US" in capitals is the country, never the word "us" passed over ("just the US, Canada and the UK")
     question = re.sub(r"\bU\.?S\b(?!\.?A)", "USA", question)
     text = " " + _EMOJI.sub(". ", question.lower().replace("\u2019", "'")) + " "
@@ -928,8 +953,6 @@ def _normalised(question: str) -> str:
     text = re.sub(r"\bhow (?:fast|quickly)(?= (?:(?:have|has|did|do|does|is|are) )?(?:\w+ ){0,3}(?:grow|grew|grown|"
                   r"growing|increas\w*|declin\w*|drop\w*|fall\w*|fell|shr[iau]nk\w*|ris\w+|rose)\b)", "how much",
                   text)  # ("how fast have orders grown each year": the change, each year)
-    text = re.sub(r"\b(are|is|was|were|still|currently) (?:marked|flagged|listed)(?: as)?\b",
-                  lambda m: m.group(1).ljust(len(m.group(0))), text)  # ("tickets still marked open": in that state)
     text = re.sub(r"\bfrom one (year|quarter|month|week) to the next\b", r"\1 over \1", text)  # ("grown from one
     # year to the next": each against the one before)
     text = re.sub(r"(?<!the )\b(this|last) (year|month|quarter|week)s(?= (?!ago\b)[a-z])", r"\1 \2",
@@ -953,8 +976,10 @@ def _normalised(question: str) -> str:
                   r"(day|week|month|quarter|year)s)\b", r"by \2 over the \1", text)  # "for each of the last 3 months"
     # "month by month through 2025": during it (alone, "revenue through 2024" may mean up to its end: not read)
     if re.search(r"\b(?:(?:by|each|every|per) (?:day|week|month|quarter)|daily|weekly|monthly|quarterly|trend\w*)\b",
-                 text) and not re.search(r"\bfrom\b", text):  # ("how did monthly revenue move through 2025")
-        text = re.sub(r"\bthrough (?=\d{4}\b)", "in      ", text)
+                 text):  # ("how did monthly revenue move through 2025"; "2023 through 2025" stays a stretch)
+        through = re.search(r"\bthrough (?=\d{4}\b)", text)
+        if through and not _PERIOD_BEFORE.search(text, 0, through.start()):
+            text = text[:through.start()] + "in      " + text[through.end():]
     text = re.sub(r"[^\W\d_]{4,}", _time_typo, text)
     text = _BECOMES.sub(lambda m: "are".ljust(len(m.group(0))), text)
     if not re.search(r"\bhow many\b", text):
@@ -2047,8 +2072,10 @@ def _event_words(seen: _Words, reading: Reading, vocabulary: Vocabulary, context
             reading.has_rows = had
             continue
         if not (reading.time or reading.grain or event.after_by):
-            if _measure_of_event(event.date, event.written, reading, vocabulary):
-                continue  # "which 10 SKUs had the most units sent back": Returned units, at any time
+            said = f" {' '.join(seen.raw)} "
+            if not any(f" {m['label'].lower()} " in said for m in reading.measures) and _measure_of_event(
+                    event.date, event.written, reading, vocabulary):  # ("units sold of returned products" keeps
+                continue  # its measure; "which 10 SKUs had the most units sent back": Returned units, at any time
             # "new customers" with no period says nothing of when, and another form of a verb ("tickets still
             # open") is no verb at all; "orders placed", "units a customer buys" only say what the rows are.
             if event.declared and not event.describing:
