@@ -185,7 +185,8 @@ _ORDER = re.compile(r"\b(highest|largest|biggest|most|top|best|lowest|smallest|l
                     r"(?:lowest|smallest|least|fewest|highest|largest|biggest|most)\b|\b(?:(?:sorted|ordered) )?"
                     r"(?:in )?(descending|ascending|desc|asc)(?: order)?\b")
 _N_WITH_MOST = re.compile(r"\b(\d{1,3}|" + "|".join(w for w in _NUMBER_WORDS if w != "one") + r")\s+(?=(?:[^\W\d]+\s+)"
-                          r"{1,2}(?:with|by|having|that have|that had|behind|driving|causing|for) (?:the )?"
+                          r"{1,2}(?:with|by|having|that have|that had|behind|driving|causing|for|(?:that|which) \w+) "
+                          r"(?:the )?"
                           r"(?:most|highest|biggest|largest|best|lowest|least|smallest|fewest|worst)\b)")
 _UNITS = frozenset({"hour", "day", "week", "month", "quarter", "year"})
 _WHICH_N = re.compile(r"\b(?:which|what)\s+(\d{1,3}|" + "|".join(w for w in _NUMBER_WORDS if w != "one")
@@ -264,7 +265,7 @@ _BREAK_OUT = re.compile(r"\bbreak\s+(?:(?:it|them|that|this|those|these)\s+)?(?:
 _BREAKDOWN_AHEAD = re.compile(r"\b(?:by|per|across|for each|in each|between the|among)\s+\w")
 # A follow-up setting the earlier answer against something named now ("how does that compare with 2023?").
 _SET_AGAINST = re.compile(r"\b(?:stack(?:s|ed)? up (?:against|to|with)|compare[sd]? (?:to|with)|against|vs\.?|"
-                          r"versus|relative to)\b")
+                          r"versus|relative to|(?:higher|lower|more|less|bigger|smaller|greater|better|worse) than)\b")
 _AGAINST = re.compile(r"\b(?:compare[sd]?|comparison|vs\.?|versus|against|stack(?:s)? up|relative to)\b")
 _SPLIT = re.compile(r"\b(vs\.?|versus|compared? (?:to|with)|compares (?:to|with)|against|beat|beats|outsold|"
                     r"outperform(?:s|ed)?)\b")  # ("did online sales beat in-store sales": both, side by side)
@@ -950,11 +951,14 @@ def _normalised(question: str) -> str:
     text = re.sub(r"\bfy ?'?(\d{4}|\d{2})\b", lambda m: _FISCAL + str(_full_year(m.group(1))), text)
     text = re.sub(r"\b(year|month|quarter|week|day|today|yesterday)'s\b", r"\1", text)  # "this year's revenue"
     text = re.sub(r"\b(who|which|that|they|we|you|i)'ve\b", r"\1 have", text)  # "customers who've bought"
-    text = re.sub(r"\bhow (?:fast|quickly)(?= (?:(?:have|has|did|do|does|is|are) )?(?:\w+ ){0,3}(?:grow|grew|grown|"
+    text = re.sub(r"\bhow (?:fast|quickly)(?= (?:(?:have|has|did|do|does|is|are) )?(?:\w+ ){0,5}(?:grow|grew|grown|"
                   r"growing|increas\w*|declin\w*|drop\w*|fall\w*|fell|shr[iau]nk\w*|ris\w+|rose)\b)", "how much",
                   text)  # ("how fast have orders grown each year": the change, each year)
-    text = re.sub(r"\bfrom one (year|quarter|month|week) to the next\b", r"\1 over \1", text)  # ("grown from one
-    # year to the next": each against the one before)
+    # ("grown from one year to the next": each against the one before)
+    text = re.sub(r"\bfrom one (year|quarter|month|week) to the next\b", r"\1 over \1", text)
+    text = re.sub(r"\bover the course of\b", "during", text)  # ("changed over the course of 2025")
+    text = re.sub(r"\b(have|has|had) (\w+) at least once\b", r"\1 \2", text)  # ("who have ordered at least once")
+    text = re.sub(r"\bhad nothing (?=\w)", "never had anything ", text)  # ("orders that had nothing returned")
     text = re.sub(r"(?<!the )\b(this|last) (year|month|quarter|week)s(?= (?!ago\b)[a-z])", r"\1 \2",
                   text)  # ("this years returns": the apostrophe left out)
     text = re.sub(r"\b(day|week|month|quarter|year)-(by|on|to|over)-(day|week|month|quarter|year)\b",
@@ -1872,6 +1876,7 @@ class _EventWord:
     describing: bool
     ever: bool = False  # "have placed", "ever bought": had at some time, not dated by the question's period
     never: bool = False  # "have never placed"
+    possessed: bool = False  # "had anything sent back": what the counted records had (their period is their own)
 
 
 # Words between who did something and its verb ("people are sending stuff back")
@@ -2054,7 +2059,8 @@ def _event_words(seen: _Words, reading: Reading, vocabulary: Vocabulary, context
     # signup's (with no period, "have ever placed" is had at any time)
     dating = [event for event in seen.events if not event.ever]
     ever = _had_at_some_time(seen, reading, vocabulary)
-    if len(ever) == 1 and (dating or (reading.time is None and not reading.grain)):
+    # ("of this year's orders, how many never had anything returned": the period is the orders')
+    if len(ever) == 1 and (dating or (not reading.grain and (reading.time is None or ever[0].possessed))):
         had = _had(ever[0], reading, vocabulary, ever=True)
         if had is not None:
             reading.has_rows, reading.had_ever, reading.had_none = had, True, ever[0].never
@@ -2265,8 +2271,10 @@ def _place_event(entries: list[_Entry], position: int, written: str, seen: _Word
             break
         before.append(word)
     ever = bool({"have", "has", "had", "ever", "never"} & set(before))
+    possessed = bool({"had", "has", "have"} & set(before) and {"anything", "something", "any"} & set(before))
     seen.events.append(_EventWord(entries[0].item, written, seen.after_by[position],
-                                  any(e.exact or e.noun for e in entries), describing, ever, "never" in before))
+                                  any(e.exact or e.noun for e in entries), describing, ever, "never" in before,
+                                  possessed))
     if any(e.noun for e in entries):  # "signups by month": customers, counted by when they signed up
         owner = vocabulary.by_id.get(entries[0].item["entity_id"])
         if owner is not None:
@@ -2492,7 +2500,8 @@ def _breakdowns_followed(earlier: Reading, new: Reading, merged: Reading, questi
     elif new.grain and not new.breakdowns and not earlier.grain and (earlier.limit or earlier.which or not splits_that):
         # "and by month?" after "the top 5 regions": the ranking was of regions; months are a series, all shown
         merged.limit, merged.direction, merged.which = None, None, False
-    elif re.search(r"\b(?:also|too|as well|split|break (?:\w+ )?(?:down|out)|subdivided?)\b", asked):
+    elif re.search(r"\b(?:also|too|as well|split|break (?:\w+ )?(?:down|out)|subdivided?)\b", asked) and not re.search(
+            r"\binstead\b", asked):  # ("split it by country instead": by country alone)
         # "split that by segment": within the earlier groups
         merged.breakdowns = earlier.breakdowns + [b for b in new.breakdowns if b not in earlier.breakdowns]
         merged.grain = new.grain or earlier.grain
@@ -2748,7 +2757,9 @@ def is_follow_up(question: str) -> bool:
     """"and for 2024?", "same by month", "Thanks. Could you switch that to units sold": a change to the
     earlier answer, not a new question."""
     text = _GREETING.sub("", _EMOJI.sub(" ", question.lower()))
-    return bool(FOLLOW_UP.match(text) or _CHANGE_THAT.search(text) or _REFERS_BACK.search(text) or
+    return bool(FOLLOW_UP.match(text) or _CHANGE_THAT.search(text) or _REFERS_BACK.search(text) or re.match(
+        r"\s*(?:is|was|are|were) (?:that|it|this|those|these) (?:any )?(?:higher|lower|more|less|bigger|smaller|"
+        r"greater|better|worse)\b", text) or
                 _OF_THOSE.search(text) or re.search(  # ("what does that look like for online orders only?")
                     r"\bits\b|\b(?:what|how) (?:does|do|did|would|is|are) (?:that|it|this|those|these) (?:look|compare|"
                     r"stack|measure|fare)\b", text))

@@ -2335,3 +2335,48 @@ def test_a_measure_named_in_full_keeps_its_own_rows():
 def test_a_follow_up_naming_only_a_breakdown_keeps_the_earlier_measure():
     reading = follow("revenue in 2025", "which priority has the most?", LATEST)
     assert labels(reading.measures) == ["Net revenue"]  # (refused when drafted: revenue has no ticket priority)
+
+
+# --- round N (fresh sets bz, ca, cb, cc) ----------------------------------------------------------------------
+
+def test_instead_replaces_the_earlier_groups():
+    reading = follow("return rate by category", "ok now split it by country instead", LATEST)
+    assert labels(reading.breakdowns) == ["Country"]
+    assert labels(follow("return rate by category", "ok now split it by country", LATEST).breakdowns) == [
+        "Product category", "Country"]
+
+
+@pytest.mark.parametrize("question", ["ten subcats that sold the most units",
+                                      "show me the 10 subcategories that moved the most units"])
+def test_n_groups_that_did_the_most(question):
+    reading = read(question, LATEST)
+    assert (reading.unknown, reading.limit, labels(reading.breakdowns)) == ([], 10, ["Product subcategory"])
+
+
+@pytest.mark.parametrize("question", ["how fast has our order count been rising each year? yoy %",
+                                      "How has our monthly order volume changed over the course of 2025?"])
+def test_more_ways_to_ask_for_change(question):
+    reading = read(question, LATEST)
+    assert reading.unknown == [] and "calculations" in plan(reading, SLICE).draft
+
+
+def test_ordered_at_least_once_but_never_sent_anything_back():
+    reading = read("Of the customers who have ordered at least once, how many have never sent anything back?", LATEST)
+    assert (reading.unknown, reading.has_rows["label"], reading.lacks_rows["label"]) == ([], "Order", "Return")
+
+
+@pytest.mark.parametrize("question", ["how many of this year's orders had nothing returned at all?",
+                                      "of the web orders in q4, how many never had anything sent back?"])
+def test_records_of_a_period_that_never_had_rows(question):
+    reading = read(question, LATEST)
+    assert (reading.unknown, reading.had_none, reading.had_ever) == ([], True, True)
+    draft = plan(reading, SLICE).draft
+    assert {"not": {"has": {"not": {"field": "fld_returns.returned_at", "op": "is_null"}}}} in draft["filter"]["all"]
+    # the period dates the orders themselves, not their returns
+    assert any(c.get("field") == "fld_orders.ordered_at" or "all" in c for c in draft["filter"]["all"])
+    assert "never" in read("how many customers never ordered in 2024?", LATEST).unknown  # (whose period: unsaid)
+
+
+def test_is_that_higher_than_another_value_sets_both_side_by_side():
+    reading = follow("whats AOV for web orders in 2025", "is that higher than marketplace?", LATEST)
+    assert (reading.split.values, reading.unknown) == (("web", "marketplace"), [])
