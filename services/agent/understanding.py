@@ -160,7 +160,7 @@ _ABBREVIATIONS = {"avg": "average", "qty": "quantity", "pct": "percent", "yr": "
                   "wont": "won't", "cust": "customer", "custs": "customers", "ppl": "people", "biz": "business",
                   "atm": "at the moment", "all together": "altogether", "going by": "by", "acct": "account",
                   "accts": "accounts", "prio": "priority", "ty": "this year", "ly": "last year",
-                  "v": "vs", "mo": "month", "mth": "month", "mths": "months", "em": "them"}
+                  "v": "vs", "mo": "month", "mth": "month", "mths": "months", "em": "them", "val": "value"}
 # (chat shorthand above: "how many r smbs", "up n down", "last qtr", "last 12 mo", "rank em")
 _PERIOD_SHORT = {"mom": "month over month", "qoq": "quarter over quarter", "wow": "week over week"}
 _FISCAL = "fiscal "  # "FY2025" as "fiscal 2025": read as the calendar year, and the answer says so
@@ -207,8 +207,8 @@ _MORE_OR_LESS = re.compile(r"\b(?:more|less|fewer|higher|lower)\b")
 _YEAR_OVER_YEAR = re.compile(r"\b(?:year[ -]o(?:ver|n)[ -]year|yoy|y/y)\b")
 _PREVIOUS_PERIOD = re.compile(
     r"\b(?:(month|quarter|week|year)[ -]o(?:ver|n)[ -](?:month|quarter|week|year)|period[ -]over[ -]period|"
-    r"(?:vs\.?|versus|compared (?:to|with)|against|than) (?:the )?(?:(?:previous|prior|last) (month|quarter|week|year|"
-    r"period)|(month|quarter|week|year|period|one) before))\b")
+    r"(?:vs\.?|versus|compared (?:to|with)|against|than|relative to) (?:the )?(?:(?:previous|prior|last) "
+    r"(month|quarter|week|year|period)|(month|quarter|week|year|period|one) before))\b")
 _MERIT = re.compile(r"\b(?:best|worst|better|worse)\b(?![ -](?:sell\w*|seller\w*))")
 _OTHER_ORDER = re.compile(r"\b(?:" + "|".join(sorted((SUPERLATIVE_HIGH | SUPERLATIVE_LOW | COMPARATIVE_HIGH
                                                       | COMPARATIVE_LOW) - {"best", "worst", "better", "worse"}))
@@ -221,7 +221,8 @@ _PERIOD_BEFORE = re.compile(r"\b(?:from|since|between)\b|\b(?:19|20)\d\d\b|\bq[1
                             r"nov(?:ember)?|dec(?:ember)?)\b")
 _WHICH_WAY = re.compile(r"\b(?:more|fewer|less|higher|lower|bigger|smaller|greater|better|worse)\b[^?.!;]{0,80}?"
                         r"\bthan\b|\b(?:beat|beats|outperform(?:s|ed)?|outdid|outdo(?:es)?)\b")
-_UP_OR_DOWN = re.compile(r"\b(?:(?:go|goes|going|gone|went|move|moved) )?(?:up or down|down or up)\b")
+_UP_OR_DOWN = re.compile(r"\b(?:(?:go|goes|going|gone|went|move|moved) )?(?:up or down|down or up)\b|"
+                         r"\b(?:rise|rose|risen) or (?:fall|fell|fallen)\b")  # ("did revenue rise or fall")
 _WENT_UP = re.compile(r"\b(?:go|goes|gone|went) (?:up|down)\b")  # "did store sales go down …": whether, too
 _HOW_MUCH = re.compile(r"\bby how (?:much|many)\b|\bhow much (?:(?:did|does|do|has|have|had) )?(?:it|they|that|this|"
                        r"those|these)\b")  # (how much it moved; not "how much revenue"; returns "by how many")
@@ -959,6 +960,11 @@ def _normalised(question: str) -> str:
     text = re.sub(r"\bover the course of\b", "during", text)  # ("changed over the course of 2025")
     text = re.sub(r"\b(have|has|had) (\w+) at least once\b", r"\1 \2", text)  # ("who have ordered at least once")
     text = re.sub(r"\bhad nothing (?=\w)", "never had anything ", text)  # ("orders that had nothing returned")
+    text = re.sub(r"\b(never \w+(?: back)?) a single \w+\b", r"\1 anything", text)  # ("never returned a single item")
+    text = re.sub(r"\bplus (?=(?:the |its |their )?(?:%|(?:percent|growth|change|increase|decrease|yoy)\b))", "with ",
+                  text)  # ("revenue each year, plus the % increase on the previous year")
+    text = re.sub(r"^(\W*same(?: \w+)?) but (?=\w)", r"\1 ", text)  # ("same list but ranked by units instead")
+    text = re.sub(r"\b((?:19|20)\d\d)'s\b", r"\1", text)  # ("2024's highest-revenue region")
     text = re.sub(r"(?<!the )\b(this|last) (year|month|quarter|week)s(?= (?!ago\b)[a-z])", r"\1 \2",
                   text)  # ("this years returns": the apostrophe left out)
     text = re.sub(r"\b(day|week|month|quarter|year)-(by|on|to|over)-(day|week|month|quarter|year)\b",
@@ -2686,8 +2692,9 @@ def _follow(earlier: Reading, new: Reading, question: str, vocabulary: Vocabular
             merged.split = None
     merged.time = None if new.whole_history and not new.time else new.time or earlier.time  # ("and for all time?")
     merged.time_field = new.time_field or merged.time_field
-    if new.limit or new.direction:
-        merged.limit, merged.direction = new.limit, new.direction
+    if new.limit or new.direction:  # ("same list but ranked by units": as many as the earlier list had)
+        merged.limit = new.limit or (earlier.limit if re.search(r"\bsame\b", question.lower()) else None)
+        merged.direction = new.direction
     merged.compare = new.compare or earlier.compare
     merged.which_way = new.which_way or earlier.which_way
     merged.cumulative = new.cumulative or earlier.cumulative

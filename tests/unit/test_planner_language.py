@@ -2380,3 +2380,30 @@ def test_records_of_a_period_that_never_had_rows(question):
 def test_is_that_higher_than_another_value_sets_both_side_by_side():
     reading = follow("whats AOV for web orders in 2025", "is that higher than marketplace?", LATEST)
     assert (reading.split.values, reading.unknown) == (("web", "marketplace"), [])
+
+
+# --- round O (fresh sets cd, ce, cf, cg) ----------------------------------------------------------------------
+
+@pytest.mark.parametrize(("question", "measure"), [
+    ("How many customers who have ordered from us have never returned a single item?", "Number of customers"),
+    ("our 5 best-selling products of 2025 by unit volume", "Units sold"),
+    ("avg order val by channel", "Average order value"),
+    ("2024's highest-revenue region?", "Net revenue"),
+    ("revenue each year since 2021, plus the % increase on the previous year", "Net revenue"),
+])
+def test_round_o_wordings(question, measure):
+    reading = read(question, LATEST)
+    assert (reading.unknown, labels(reading.measures)) == ([], [measure])
+
+
+def test_rise_or_fall_against_the_quarter_before_is_which_way():
+    reading = read("did revenue rise or fall last quarter relative to the quarter before?", LATEST)
+    assert reading.unknown == [] and reading.which_way
+    assert plan(reading, SLICE).later_period is not None
+
+
+def test_same_list_but_ranked_by_another_measure():
+    reading = follow("top 5 products by revenue this year", "same list but ranked by units instead", LATEST)
+    assert (reading.unknown, labels(reading.measures), reading.limit) == ([], ["Units sold"], 5)
+    assert "but" in read("Revenue for every channel but web", LATEST).unknown or \
+        read("Revenue for every channel but web", LATEST).filters  # ("but" as a negation is never passed over)
