@@ -267,6 +267,7 @@ _BREAKDOWN_AHEAD = re.compile(r"\b(?:by|per|across|for each|in each|between the|
 # A follow-up setting the earlier answer against something named now ("how does that compare with 2023?").
 _SET_AGAINST = re.compile(r"\b(?:stack(?:s|ed)? up (?:against|to|with)|compare[sd]? (?:to|with)|against|vs\.?|"
                           r"versus|relative to|(?:higher|lower|more|less|bigger|smaller|greater|better|worse) than)\b")
+_SET_AGAINST_COMPARATIVE = re.compile(r"(?:higher|lower|more|less|bigger|smaller|greater|better|worse) than")
 _AGAINST = re.compile(r"\b(?:compare[sd]?|comparison|vs\.?|versus|against|stack(?:s)? up|relative to)\b")
 _SPLIT = re.compile(r"\b(vs\.?|versus|compared? (?:to|with)|compares (?:to|with)|against|beat|beats|outsold|"
                     r"outperform(?:s|ed)?)\b")  # ("did online sales beat in-store sales": both, side by side)
@@ -590,7 +591,7 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     text = _state_verbs_before_values(text, value_spans)
     _part_from(said, value_spans, reading)
     if earlier is not None and (reading.filters or reading.split) and is_follow_up(question):
-        text = _value_against_earlier(text, value_spans, reading, earlier)
+        text = _value_against_earlier(text, value_spans, reading, earlier, own_period=bool(spans) and not borrowed)
     text = _framing(text, vocabulary, reading, value_spans, time_starts)
     situation = _asides(text, vocabulary, value_spans, time_starts, reading, question)
     for start, end in situation:  # an aside says nothing to count, group, rank or compare by ("a channel deck")
@@ -958,11 +959,14 @@ def _normalised(question: str) -> str:
     # ("grown from one year to the next": each against the one before)
     text = re.sub(r"\bfrom one (year|quarter|month|week) to the next\b", r"\1 over \1", text)
     text = re.sub(r"\bover the course of\b", "during", text)  # ("changed over the course of 2025")
-    text = re.sub(r"\b(have|has|had) (\w+) at least once\b", r"\1 \2", text)  # ("who have ordered at least once")
+    text = re.sub(r"\b(have|has|had) (\w+) at least once\b(?! (?:a|an|per|every|each)\b)", r"\1 \2",
+                  text)  # ("who have ordered at least once"; not "at least once a month": how often)
     text = re.sub(r"\bhad nothing (?=\w)", "never had anything ", text)  # ("orders that had nothing returned")
-    text = re.sub(r"\b(never \w+(?: back)?) a single \w+\b", r"\1 anything", text)  # ("never returned a single item")
-    text = re.sub(r"\bplus (?=(?:the |its |their )?(?:%|(?:percent|growth|change|increase|decrease|yoy)\b))", "with ",
-                  text)  # ("revenue each year, plus the % increase on the previous year")
+    text = re.sub(r"\b(never \w+(?: back)?) a single (?:item|thing|one)\b", r"\1 anything",
+                  text)  # ("never returned a single item"; "never placed a single web order" keeps its words)
+    text = re.sub(r"\bplus (?=(?:the |its |their )?(?:% ?)?(?:growth|change|increase|decrease|yoy)\b(?! (?:in|of)\b))",
+                  "with ", text)  # ("revenue each year, plus the % increase on the previous year"; not "plus growth
+    # in order count": another measure's)
     text = re.sub(r"^(\W*same(?: \w+)?) but (?=\w)", r"\1 ", text)  # ("same list but ranked by units instead")
     text = re.sub(r"\b((?:19|20)\d\d)'s\b", r"\1", text)  # ("2024's highest-revenue region")
     text = re.sub(r"(?<!the )\b(this|last) (year|month|quarter|week)s(?= (?!ago\b)[a-z])", r"\1 \2",
@@ -1151,14 +1155,15 @@ def _one_before_earlier(text: str, earlier: TimeSpan, latest: dt.date | None, re
 
 
 def _value_against_earlier(text: str, value_spans: list[tuple[int, int, str]], reading: Reading,
-                           earlier: Reading) -> str:
+                           earlier: Reading, own_period: bool = False) -> str:
     """"ok, and how does that stack up against the website?": the value named now set beside the earlier
     question's (see `_follow`), when the follow-up points back, every value after the comparing words is of the
     field the earlier question limited, and nothing else is named after them ("compare with 2023, web only" keeps
     its words for the period)."""
     against = _SET_AGAINST.search(text)
-    if against is None or not re.search(r"\b(?:that|it|this|those|these)\b", text[:against.start()]):
-        return text
+    if against is None or not re.search(r"\b(?:that|it|this|those|these)\b", text[:against.start()]) or (
+            own_period and _SET_AGAINST_COMPARATIVE.match(against.group(0))):
+        return text  # ("is that higher than store in 2024?" after web in 2025: not both in 2024)
     after = {value for start, _, value in value_spans if start >= against.end()}
     earlier_fields = {f.field["id"] for f in [*earlier.filters, *([earlier.split] if earlier.split else [])]}
     fields = {f.field["id"] for f in [*reading.filters, *([reading.split] if reading.split else [])]
@@ -1882,7 +1887,6 @@ class _EventWord:
     describing: bool
     ever: bool = False  # "have placed", "ever bought": had at some time, not dated by the question's period
     never: bool = False  # "have never placed"
-    possessed: bool = False  # "had anything sent back": what the counted records had (their period is their own)
 
 
 # Words between who did something and its verb ("people are sending stuff back")
@@ -2065,8 +2069,7 @@ def _event_words(seen: _Words, reading: Reading, vocabulary: Vocabulary, context
     # signup's (with no period, "have ever placed" is had at any time)
     dating = [event for event in seen.events if not event.ever]
     ever = _had_at_some_time(seen, reading, vocabulary)
-    # ("of this year's orders, how many never had anything returned": the period is the orders')
-    if len(ever) == 1 and (dating or (not reading.grain and (reading.time is None or ever[0].possessed))):
+    if len(ever) == 1 and (dating or (reading.time is None and not reading.grain)):
         had = _had(ever[0], reading, vocabulary, ever=True)
         if had is not None:
             reading.has_rows, reading.had_ever, reading.had_none = had, True, ever[0].never
@@ -2277,10 +2280,8 @@ def _place_event(entries: list[_Entry], position: int, written: str, seen: _Word
             break
         before.append(word)
     ever = bool({"have", "has", "had", "ever", "never"} & set(before))
-    possessed = bool({"had", "has", "have"} & set(before) and {"anything", "something", "any"} & set(before))
     seen.events.append(_EventWord(entries[0].item, written, seen.after_by[position],
-                                  any(e.exact or e.noun for e in entries), describing, ever, "never" in before,
-                                  possessed))
+                                  any(e.exact or e.noun for e in entries), describing, ever, "never" in before))
     if any(e.noun for e in entries):  # "signups by month": customers, counted by when they signed up
         owner = vocabulary.by_id.get(entries[0].item["entity_id"])
         if owner is not None:
@@ -2507,7 +2508,7 @@ def _breakdowns_followed(earlier: Reading, new: Reading, merged: Reading, questi
         # "and by month?" after "the top 5 regions": the ranking was of regions; months are a series, all shown
         merged.limit, merged.direction, merged.which = None, None, False
     elif re.search(r"\b(?:also|too|as well|split|break (?:\w+ )?(?:down|out)|subdivided?)\b", asked) and not re.search(
-            r"\binstead\b", asked):  # ("split it by country instead": by country alone)
+            r"\bby (?:\w+ ){1,3}?instead\b", asked):  # ("split it by country instead": by country alone)
         # "split that by segment": within the earlier groups
         merged.breakdowns = earlier.breakdowns + [b for b in new.breakdowns if b not in earlier.breakdowns]
         merged.grain = new.grain or earlier.grain
@@ -2693,7 +2694,9 @@ def _follow(earlier: Reading, new: Reading, question: str, vocabulary: Vocabular
     merged.time = None if new.whole_history and not new.time else new.time or earlier.time  # ("and for all time?")
     merged.time_field = new.time_field or merged.time_field
     if new.limit or new.direction:  # ("same list but ranked by units": as many as the earlier list had)
-        merged.limit = new.limit or (earlier.limit if re.search(r"\bsame\b", question.lower()) else None)
+        same_list = re.search(r"\bsame (?:list|ranking|top)\b", question.lower()) and not re.search(
+            r"\b(?:all|every)\b", question.lower())
+        merged.limit = new.limit or (earlier.limit if same_list else None)
         merged.direction = new.direction
     merged.compare = new.compare or earlier.compare
     merged.which_way = new.which_way or earlier.which_way

@@ -2366,15 +2366,49 @@ def test_ordered_at_least_once_but_never_sent_anything_back():
 
 
 @pytest.mark.parametrize("question", ["how many of this year's orders had nothing returned at all?",
-                                      "of the web orders in q4, how many never had anything sent back?"])
-def test_records_of_a_period_that_never_had_rows(question):
+                                      "of the web orders in q4, how many never had anything sent back?",
+                                      "how many customers never had anything returned in 2024?",
+                                      "how many customers never ordered in 2024?"])
+def test_never_had_rows_beside_a_period_is_refused_on_never(question):
+    # whose period it is (the counted records' or the rows never had) is not told by the words: refused, not guessed
+    assert "never" in read(question, LATEST).unknown
+
+
+def test_orders_that_had_nothing_returned():
+    reading = read("how many orders had nothing returned?", LATEST)
+    assert (reading.unknown, reading.had_none, reading.has_rows["label"]) == ([], True, "Return")
+
+
+@pytest.mark.parametrize(("question", "kept"), [
+    ("how many customers never placed a single web order?", "web"),  # the words after "a single" describe
+    ("how many customers have ordered at least once a month this year?", "once"),  # how often: not passed over
+])
+def test_rewrites_keep_words_that_change_meaning(question, kept):
     reading = read(question, LATEST)
-    assert (reading.unknown, reading.had_none, reading.had_ever) == ([], True, True)
-    draft = plan(reading, SLICE).draft
-    assert {"not": {"has": {"not": {"field": "fld_returns.returned_at", "op": "is_null"}}}} in draft["filter"]["all"]
-    # the period dates the orders themselves, not their returns
-    assert any(c.get("field") == "fld_orders.ordered_at" or "all" in c for c in draft["filter"]["all"])
-    assert "never" in read("how many customers never ordered in 2024?", LATEST).unknown  # (whose period: unsaid)
+    assert kept in reading.unknown or any(kept in f.values for f in reading.filters)
+
+
+def test_plus_growth_of_another_measure_is_not_the_first_ones_growth():
+    assert read("revenue by year plus growth in order count", LATEST).unknown
+
+
+@pytest.mark.parametrize(("question", "breakdowns"), [
+    ("break that down by country and show units instead", ["Product category", "Country"]),
+    ("split it by country too, and units instead of revenue", ["Product category", "Country"]),
+])
+def test_instead_of_something_else_keeps_the_split_within(question, breakdowns):
+    assert labels(follow("revenue by category", question, LATEST).breakdowns) == breakdowns
+
+
+@pytest.mark.parametrize("question", ["same but show all products ranked by units",
+                                      "now rank every product by units, same period"])
+def test_all_rows_asked_again_drop_the_earlier_length(question):
+    assert follow("top 5 products by revenue this year", question, LATEST).limit is None
+
+
+def test_is_that_higher_than_another_value_in_another_period_is_not_both_in_it():
+    reading = follow("whats AOV for web orders in 2025", "is that higher than store in 2024?", LATEST)
+    assert reading.split is None and reading.unknown  # (web in 2025 against store in 2024: not read, refused)
 
 
 def test_is_that_higher_than_another_value_sets_both_side_by_side():
