@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 
 from services.agent.english import is_common, is_word
 from services.agent.time_words import (
+    MONTHS,
     NAMED_DAY_ALONE,
     UNIT_MONTHS,
     TimeSpan,
@@ -216,10 +217,11 @@ _OTHER_ORDER = re.compile(r"\b(?:" + "|".join(sorted((SUPERLATIVE_HIGH | SUPERLA
 # "did orders go up or down from Q2 to Q3": whether, so both periods are shown side by side
 # "more orders this year than last", "did the holidays beat last year": which way, too (bounded: linear)
 # A period said before "through 2025" makes it a stretch's end ("2023 through 2025", "jan 2024 through 2025").
-_PERIOD_BEFORE = re.compile(r"\b(?:from|since|between)\b|\b(?:19|20)\d\d\b|\bq[1-4]\b|\b(?:jan(?:uary)?|feb(?:ruary)?|"
-                            r"mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|"
-                            r"nov(?:ember)?|dec(?:ember)?)\b")
-_WHICH_WAY = re.compile(r"\b(?:more|fewer|less|higher|lower|bigger|smaller|greater|better|worse)\b[^?.!;]{0,80}?"
+_PERIOD_BEFORE = re.compile(r"\b(?:from|since|between)\b|\b(?:19|20)\d\d\b|\bq[1-4]\b|\b(?:"
+                            + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\b")
+# The comparatives "is X higher than Y" asks with ("fewer" only of periods: "is that fewer than" is not said)
+_COMPARATIVE_WORDS = "more|less|higher|lower|bigger|smaller|greater|better|worse"
+_WHICH_WAY = re.compile(rf"\b(?:fewer|{_COMPARATIVE_WORDS})\b[^?.!;]{{0,80}}?"
                         r"\bthan\b|\b(?:beat|beats|outperform(?:s|ed)?|outdid|outdo(?:es)?)\b")
 _UP_OR_DOWN = re.compile(r"\b(?:(?:go|goes|going|gone|went|move|moved) )?(?:up or down|down or up)\b|"
                          r"\b(?:rise|rose|risen) or (?:fall|fell|fallen)\b")  # ("did revenue rise or fall")
@@ -266,8 +268,7 @@ _BREAK_OUT = re.compile(r"\bbreak\s+(?:(?:it|them|that|this|those|these)\s+)?(?:
 _BREAKDOWN_AHEAD = re.compile(r"\b(?:by|per|across|for each|in each|between the|among)\s+\w")
 # A follow-up setting the earlier answer against something named now ("how does that compare with 2023?").
 _SET_AGAINST = re.compile(r"\b(?:stack(?:s|ed)? up (?:against|to|with)|compare[sd]? (?:to|with)|against|vs\.?|"
-                          r"versus|relative to|(?:higher|lower|more|less|bigger|smaller|greater|better|worse) than)\b")
-_SET_AGAINST_COMPARATIVE = re.compile(r"(?:higher|lower|more|less|bigger|smaller|greater|better|worse) than")
+                          rf"versus|relative to|(?:{_COMPARATIVE_WORDS}) than)\b")
 _AGAINST = re.compile(r"\b(?:compare[sd]?|comparison|vs\.?|versus|against|stack(?:s)? up|relative to)\b")
 _SPLIT = re.compile(r"\b(vs\.?|versus|compared? (?:to|with)|compares (?:to|with)|against|beat|beats|outsold|"
                     r"outperform(?:s|ed)?)\b")  # ("did online sales beat in-store sales": both, side by side)
@@ -619,18 +620,27 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
     text = _all_of_a_field(text, question.lower(), vocabulary, reading)
     _named_in_the_catalog(text, reading, vocabulary, value_spans, earlier, situation)
     _settle(reading, growth is not None, vocabulary)
-    if earlier is not None and (not reading.measures or is_follow_up(question)):
-        own = reading
-        reading = _follow(earlier, reading, question, vocabulary)
-        if not own.measures and own.breakdowns and _names_rows_of(said, own.breakdowns, vocabulary):
-            _counted_if_out_of_reach(reading, vocabulary, text)
-    elif earlier is not None:
-        _in_the_conversation_period(earlier, reading, question.lower())
+    reading = _with_earlier(earlier, reading, question, said, text, vocabulary)
     if merit:
         _by_merit(reading)
     _ranked_by_count(reading, vocabulary, text)
     _said_together(reading, said)
     return reading
+
+
+def _with_earlier(earlier: Reading | None, reading: Reading, question: str, said: str, text: str,
+                  vocabulary: Vocabulary) -> Reading:
+    """A follow-up changes the earlier reading (see `_follow`); another question about the same records is asked
+    in the conversation's period (see `_in_the_conversation_period`)."""
+    if earlier is None:
+        return reading
+    if reading.measures and not is_follow_up(question):
+        _in_the_conversation_period(earlier, reading, question.lower())
+        return reading
+    merged = _follow(earlier, reading, question, vocabulary)
+    if not reading.measures and reading.breakdowns and _names_rows_of(said, reading.breakdowns, vocabulary):
+        _counted_if_out_of_reach(merged, vocabulary, text)
+    return merged
 
 
 def _state_verbs_before_values(text: str, value_spans: list[tuple[int, int, str]]) -> str:
@@ -952,23 +962,7 @@ def _normalised(question: str) -> str:
         text = re.sub(r"\b(" + "|".join(_PERIOD_SHORT) + r")\b", lambda m: _PERIOD_SHORT[m.group(1)], text)
     text = re.sub(r"\bfy ?'?(\d{4}|\d{2})\b", lambda m: _FISCAL + str(_full_year(m.group(1))), text)
     text = re.sub(r"\b(year|month|quarter|week|day|today|yesterday)'s\b", r"\1", text)  # "this year's revenue"
-    text = re.sub(r"\b(who|which|that|they|we|you|i)'ve\b", r"\1 have", text)  # "customers who've bought"
-    text = re.sub(r"\bhow (?:fast|quickly)(?= (?:(?:have|has|did|do|does|is|are) )?(?:\w+ ){0,5}(?:grow|grew|grown|"
-                  r"growing|increas\w*|declin\w*|drop\w*|fall\w*|fell|shr[iau]nk\w*|ris\w+|rose)\b)", "how much",
-                  text)  # ("how fast have orders grown each year": the change, each year)
-    # ("grown from one year to the next": each against the one before)
-    text = re.sub(r"\bfrom one (year|quarter|month|week) to the next\b", r"\1 over \1", text)
-    text = re.sub(r"\bover the course of\b", "during", text)  # ("changed over the course of 2025")
-    text = re.sub(r"\b(have|has|had) (\w+) at least once\b(?! (?:a|an|per|every|each)\b)", r"\1 \2",
-                  text)  # ("who have ordered at least once"; not "at least once a month": how often)
-    text = re.sub(r"\bhad nothing (?=\w)", "never had anything ", text)  # ("orders that had nothing returned")
-    text = re.sub(r"\b(never \w+(?: back)?) a single (?:item|thing|one)\b", r"\1 anything",
-                  text)  # ("never returned a single item"; "never placed a single web order" keeps its words)
-    text = re.sub(r"\bplus (?=(?:the |its |their )?(?:% ?)?(?:growth|change|increase|decrease|yoy)\b(?! (?:in|of)\b))",
-                  "with ", text)  # ("revenue each year, plus the % increase on the previous year"; not "plus growth
-    # in order count": another measure's)
-    text = re.sub(r"^(\W*same(?: \w+)?) but (?=\w)", r"\1 ", text)  # ("same list but ranked by units instead")
-    text = re.sub(r"\b((?:19|20)\d\d)'s\b", r"\1", text)  # ("2024's highest-revenue region")
+    text = _said_plainly(text)
     text = re.sub(r"(?<!the )\b(this|last) (year|month|quarter|week)s(?= (?!ago\b)[a-z])", r"\1 \2",
                   text)  # ("this years returns": the apostrophe left out)
     text = re.sub(r"\b(day|week|month|quarter|year)-(by|on|to|over)-(day|week|month|quarter|year)\b",
@@ -988,12 +982,7 @@ def _normalised(question: str) -> str:
     text = re.sub(r"\bsubject lines?\b", lambda m: "text".ljust(len(m.group(0))), text)  # (what people wrote)
     text = re.sub(r"\b(?:for |in )?(?:each|every one) of the ((?:last|past|previous|prior) \w+ "
                   r"(day|week|month|quarter|year)s)\b", r"by \2 over the \1", text)  # "for each of the last 3 months"
-    # "month by month through 2025": during it (alone, "revenue through 2024" may mean up to its end: not read)
-    if re.search(r"\b(?:(?:by|each|every|per) (?:day|week|month|quarter)|daily|weekly|monthly|quarterly|trend\w*)\b",
-                 text):  # ("how did monthly revenue move through 2025"; "2023 through 2025" stays a stretch)
-        through = re.search(r"\bthrough (?=\d{4}\b)", text)
-        if through and not _PERIOD_BEFORE.search(text, 0, through.start()):
-            text = text[:through.start()] + "in      " + text[through.end():]
+    text = _through_a_year(text)
     text = re.sub(r"[^\W\d_]{4,}", _time_typo, text)
     text = _BECOMES.sub(lambda m: "are".ljust(len(m.group(0))), text)
     if not re.search(r"\bhow many\b", text):
@@ -1007,6 +996,40 @@ def _normalised(question: str) -> str:
     text = _PHRASAL.sub(lambda m: f"{m.group(1)} {m.group(3)} {m.group(2)}", text)  # "send stuff back": sent back
     text = re.sub(r"\b(best|top|worst)[- ](selling|sellers?|performing|performers?)\b", r"\1 \2", text)
     return _FILLER.sub(lambda m: " " * len(m.group(0)), text)
+
+
+def _said_plainly(text: str) -> str:
+    """Ways of asking that say what a plainer wording says ("who've", "how fast … grown", "over the course of",
+    "had nothing returned", "plus the % increase", "2024's"): rewritten to it, keeping words that change meaning."""
+    text = re.sub(r"\b(who|which|that|they|we|you|i)'ve\b", r"\1 have", text)  # "customers who've bought"
+    text = re.sub(r"\bhow (?:fast|quickly)(?= (?:(?:have|has|did|do|does|is|are) )?(?:\w+ ){0,5}(?:grow|grew|grown|"
+                  r"growing|increas\w*|declin\w*|drop\w*|fall\w*|fell|shr[iau]nk\w*|ris\w+|rose)\b)", "how much",
+                  text)  # ("how fast have orders grown each year": the change, each year)
+    # ("grown from one year to the next": each against the one before)
+    text = re.sub(r"\bfrom one (year|quarter|month|week) to the next\b", r"\1 over \1", text)
+    text = re.sub(r"\bover the course of\b", "during", text)  # ("changed over the course of 2025")
+    text = re.sub(r"\b(have|has|had) (\w+) at least once\b(?! (?:a|an|per|every|each)\b)", r"\1 \2",
+                  text)  # ("who have ordered at least once"; not "at least once a month": how often)
+    text = re.sub(r"\bhad nothing (?=\w)", "never had anything ", text)  # ("orders that had nothing returned")
+    text = re.sub(r"\b(never \w+(?: back)?) a single (?:item|thing|one)\b", r"\1 anything",
+                  text)  # ("never returned a single item"; "never placed a single web order" keeps its words)
+    text = re.sub(r"\bplus (?=(?:the |its |their )?(?:% ?)?(?:growth|change|increase|decrease|yoy)\b(?! (?:in|of)\b))",
+                  "with ", text)  # ("revenue each year, plus the % increase on the previous year"; not "plus growth
+    # in order count": another measure's)
+    text = re.sub(r"^(\W*same(?: \w+)?) but (?=\w)", r"\1 ", text)  # ("same list but ranked by units instead")
+    text = re.sub(r"\b((?:19|20)\d\d)'s\b", r"\1", text)  # ("2024's highest-revenue region")
+    return text
+
+
+def _through_a_year(text: str) -> str:
+    """"Month by month through 2025": during it, when a grain is said and no period before it ("2023 through
+    2025" stays a stretch; alone, "revenue through 2024" may mean up to its end: not read)."""
+    if re.search(r"\b(?:(?:by|each|every|per) (?:day|week|month|quarter)|daily|weekly|monthly|quarterly|trend\w*)\b",
+                 text):
+        through = re.search(r"\bthrough (?=\d{4}\b)", text)
+        if through and not _PERIOD_BEFORE.search(text, 0, through.start()):
+            text = text[:through.start()] + "in      " + text[through.end():]
+    return text
 
 
 def _shorthand_at_work(text: str) -> str:
@@ -1162,7 +1185,7 @@ def _value_against_earlier(text: str, value_spans: list[tuple[int, int, str]], r
     its words for the period)."""
     against = _SET_AGAINST.search(text)
     if against is None or not re.search(r"\b(?:that|it|this|those|these)\b", text[:against.start()]) or (
-            own_period and _SET_AGAINST_COMPARATIVE.match(against.group(0))):
+            own_period and against.group(0).endswith(" than")):
         return text  # ("is that higher than store in 2024?" after web in 2025: not both in 2024)
     after = {value for start, _, value in value_spans if start >= against.end()}
     earlier_fields = {f.field["id"] for f in [*earlier.filters, *([earlier.split] if earlier.split else [])]}
@@ -2065,20 +2088,7 @@ def _event_words(seen: _Words, reading: Reading, vocabulary: Vocabulary, context
         reading.per["id"] for _ in [1] if reading.per} | {
         f.field["entity_id"] for f in [*reading.filters, *filter(None, [reading.split, reading.share])]} | {
         b["entity_id"] for b in reading.breakdowns}
-    # "customers who signed up this year and have placed an order": the order had at any time, the period the
-    # signup's (with no period, "have ever placed" is had at any time)
-    dating = [event for event in seen.events if not event.ever]
-    ever = _had_at_some_time(seen, reading, vocabulary)
-    if len(ever) == 1 and (dating or (reading.time is None and not reading.grain)):
-        had = _had(ever[0], reading, vocabulary, ever=True)
-        if had is not None:
-            reading.has_rows, reading.had_ever, reading.had_none = had, True, ever[0].never
-            if ever[0].never:
-                reading.unknown = [w for w in reading.unknown if w != "never"]
-            seen.events = dating
-    elif len(ever) == 2 and sorted(e.never for e in ever) == [False, True] and not dating and \
-            reading.time is None and not reading.grain:
-        _had_one_never_other(ever, seen, reading, vocabulary)
+    _had_at_any_time(seen, reading, vocabulary)
     # (two dates said, "customers who signed up in 2024 and bought online": whose is the period? not read so)
     one_date = len({event.date["id"] for event in seen.events}) == 1 and not reading.had_ever
     for event in seen.events:
@@ -2237,6 +2247,24 @@ def _place(entries: list[_Entry], position: int, seen: _Words, reading: Reading,
         _add(reading.measures, chosen)
     elif "field" in kinds:
         _add(reading.breakdowns, _choose(items["field"], reading, vocabulary))
+
+
+def _had_at_any_time(seen: _Words, reading: Reading, vocabulary: Vocabulary) -> None:
+    """"Customers who signed up this year and have placed an order": the order had at any time, the period the
+    signup's (with no period, "have ever placed" is had at any time); "… have bought but never returned anything":
+    one verb's rows had and the other's none."""
+    dating = [event for event in seen.events if not event.ever]
+    ever = _had_at_some_time(seen, reading, vocabulary)
+    if len(ever) == 1 and (dating or (reading.time is None and not reading.grain)):
+        had = _had(ever[0], reading, vocabulary, ever=True)
+        if had is not None:
+            reading.has_rows, reading.had_ever, reading.had_none = had, True, ever[0].never
+            if ever[0].never:
+                reading.unknown = [w for w in reading.unknown if w != "never"]
+            seen.events = dating
+    elif len(ever) == 2 and sorted(e.never for e in ever) == [False, True] and not dating and \
+            reading.time is None and not reading.grain:
+        _had_one_never_other(ever, seen, reading, vocabulary)
 
 
 def _had_one_never_other(ever: list[_EventWord], seen: _Words, reading: Reading, vocabulary: Vocabulary) -> None:
@@ -2683,19 +2711,11 @@ def _follow(earlier: Reading, new: Reading, question: str, vocabulary: Vocabular
     replaced = {f.field["id"] for f in [*new.filters, *([new.split] if new.split else [])]} | set(new.every_value_of)
     merged.filters = [f for f in earlier.filters if f.field["id"] not in replaced] + list(new.filters)
     if merged.split is not None and merged.split.field["id"] in replaced and new.split is None:
-        # "now only phone" after "web vs store": one channel now, not three; "what about phone and marketplace?":
-        # those two, side by side as the earlier ones were (unless asked together: "combined")
-        again = next((f for f in new.filters if f.field["id"] == merged.split.field["id"]), None)
-        if again is not None and len(again.values) > 1 and not _TOGETHER.search(question.lower()):
-            merged.filters.remove(again)
-            merged.split = again
-        else:
-            merged.split = None
+        _split_named_again(new, merged, question)
     merged.time = None if new.whole_history and not new.time else new.time or earlier.time  # ("and for all time?")
     merged.time_field = new.time_field or merged.time_field
     if new.limit or new.direction:  # ("same list but ranked by units": as many as the earlier list had)
-        same_list = re.search(r"\bsame (?:list|ranking|top)\b", question.lower()) and not re.search(
-            r"\b(?:all|every)\b", question.lower())
+        same_list = _SAME_LIST.search(question.lower()) and not re.search(r"\b(?:all|every)\b", question.lower())
         merged.limit = new.limit or (earlier.limit if same_list else None)
         merged.direction = new.direction
     merged.compare = new.compare or earlier.compare
@@ -2719,6 +2739,21 @@ def _follow(earlier: Reading, new: Reading, question: str, vocabulary: Vocabular
         merged.unknown = merged.unknown or [w for w in _WORD.findall(question.lower()) if w not in STOP][:5] or [
             question.strip()[:40]]
     return merged
+
+
+_SAME_LIST = re.compile(r"\bsame (?:list|ranking|top)\b")
+
+
+def _split_named_again(new: Reading, merged: Reading, question: str) -> None:
+    """A follow-up naming values of the earlier split's field: "now only phone" after "web vs store" is one channel
+    now, not three; "what about phone and marketplace?" is those two side by side, as the earlier ones were
+    (unless asked together: "combined")."""
+    again = next((f for f in new.filters if f.field["id"] == merged.split.field["id"]), None)
+    if again is not None and len(again.values) > 1 and not _TOGETHER.search(question.lower()):
+        merged.filters.remove(again)
+        merged.split = again
+    else:
+        merged.split = None
 
 
 def _in_the_conversation_period(earlier: Reading, new: Reading, asked: str) -> None:
@@ -2768,8 +2803,7 @@ def is_follow_up(question: str) -> bool:
     earlier answer, not a new question."""
     text = _GREETING.sub("", _EMOJI.sub(" ", question.lower()))
     return bool(FOLLOW_UP.match(text) or _CHANGE_THAT.search(text) or _REFERS_BACK.search(text) or re.match(
-        r"\s*(?:is|was|are|were) (?:that|it|this|those|these) (?:any )?(?:higher|lower|more|less|bigger|smaller|"
-        r"greater|better|worse)\b", text) or
+        rf"\s*(?:is|was|are|were) (?:that|it|this|those|these) (?:any )?(?:{_COMPARATIVE_WORDS})\b", text) or
                 _OF_THOSE.search(text) or re.search(  # ("what does that look like for online orders only?")
                     r"\bits\b|\b(?:what|how) (?:does|do|did|would|is|are) (?:that|it|this|those|these) (?:look|compare|"
                     r"stack|measure|fare)\b", text))
