@@ -1,6 +1,6 @@
 """The tool policy's MCP servers on Kubernetes: each in a pod of its own, reached over streamable HTTP.
 
-Outside tool servers are the least trusted code (ARCHITECTURE §8). Locally the broker starts a stdio
+Outside tool servers are the least trusted code (§8). Locally the broker starts a stdio
 server as a boxed child; on Kubernetes the pod is the box. Every stdio server in
 deploy/policy/tools.yaml becomes (serving streamable HTTP itself where it has an HTTP form below, under
 services/mcp_bridge otherwise):

@@ -131,7 +131,7 @@ def _print_set(services: ServiceSet) -> None:
 
 
 def _as_root() -> bool:
-    """Run as root, `up` and `demo` give each service a user of its own (ARCHITECTURE §2)."""
+    """Run as root, `up` and `demo` give each service a user of its own (§2)."""
     return os.geteuid() == 0
 
 

@@ -32,7 +32,7 @@ from tessera.common.v1 import common_pb2
 from tessera.resources.v1 import resources_pb2
 
 logger = logging.getLogger("tessera.host")
-GRANT_LIFETIME = dt.timedelta(minutes=5)  # ≤ 15 minutes (§ grants); a window asks for a fresh one
+GRANT_LIFETIME = dt.timedelta(minutes=5)  # the gateway takes up to 15 minutes (§5); a window asks for a fresh one
 WINDOW_MAX_ROWS = 1_000
 WINDOWS_PER_CALL = 64  # what one ResolveWindows call may ask for (resources.proto)
 WINDOWS_REPLY_FULL = "WINDOWS_REPLY_FULL"  # a window the gateway's reply had no room for: ask again (resources.proto)

@@ -1,24 +1,44 @@
-"""Declared callers never exceed the trust graph of ARCHITECTURE.md §2.
+"""Declared callers and the trust graph of the design (docs/architecture.md §2) are the same graph.
 
-The table below is §2's "is called by" column plus the operator CLI, plus
-capabilities → host for receipt events (§2 "calls": host (receipt events)),
-plus the MCP front (issue 21; its row is proposed for §2): it calls the agent
-for the six data tools and the host for the person's session, nothing else.
-A declaration outside it is a design change and must be made there first.
+The design's table says, per service, who may call it ("is called by"); the protos' `callers` options say it
+per RPC. A declaration outside the table is a design change and is made in the table first; an edge the
+table names that no RPC declares is a table out of date.
 """
 
 from __future__ import annotations
 
+import re
+
 from shared.authz import declared_callers
 from shared.contracts import SERVICES
+from shared.paths import REPO_ROOT
 
-MAY_CALL = {
-    "agent": {"web", "cli", "mcp"},
-    "compiler": {"host", "cli"},
-    "resources": {"agent", "host", "cli"},
-    "capabilities": {"agent", "host", "web", "cli"},
-    "host": {"agent", "web", "cli", "capabilities", "mcp"},
-}
+CALLERS = ("agent", "compiler", "resources", "capabilities", "host", "web", "cli", "mcp")
+
+
+def designed_callers() -> dict[str, set[str]]:
+    """Per service, the callers its row of §2's table names (what is in brackets says which RPCs)."""
+    design = (REPO_ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    table = {}
+    for row in re.findall(r"^\| `(\w+)` \|(.*)\|\s*$", design, re.MULTILINE):
+        called_by = re.sub(r"\([^)]*\)", "", row[1].split("|")[-1])
+        table[row[0]] = {word for word in re.findall(r"\w+", called_by) if word in CALLERS}
+    return table
+
+
+MAY_CALL = designed_callers()
+
+
+def test_the_designs_table_names_every_service_with_callers():
+    assert set(SERVICES) <= set(MAY_CALL)
+    assert MAY_CALL["agent"] == {"web", "cli", "mcp"}  # the reader of the table, checked on a known row
+
+
+def test_every_edge_of_the_design_is_declared_by_some_rpc():
+    declared = {name: {caller for method in descriptor.methods for caller in declared_callers(method)}
+                for name, (descriptor, _) in SERVICES.items()}
+    assert {name: MAY_CALL[name] for name in SERVICES} == declared
+
 
 HUMAN_DECISIONS_ONLY = {"web", "cli"}
 

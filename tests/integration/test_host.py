@@ -516,8 +516,10 @@ def test_a_commit_checks_the_slices_offers_again(channels, cert_dir, service_env
         grpc.StatusCode.FAILED_PRECONDITION, "OFFER_EXPIRED")
 
 
-def test_review_regressions(channels, cert_dir):
-    """Cases a review found: each used to fail or to cross a boundary."""
+def test_retries_and_rejections_keep_each_caller_apart(channels, cert_dir):
+    """A rejected proposal blocks nothing, a reused proposal id is refused, identical slices and retry keys stay
+    each caller's own, and a cursor ahead of the journal asks for a snapshot: each once failed or crossed a
+    boundary."""
     # A rejected first proposal must not block the surface.
     session, turn, analysis = _turn_with_analysis(channels, cert_dir)
     frozen = call(channels, "agent", "FreezeSlice", host_pb2.FreezeSliceRequest(

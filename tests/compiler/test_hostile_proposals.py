@@ -1,4 +1,5 @@
-"""Inputs a review found that used to stall or crash the compiler, or slip markup through."""
+"""Hostile proposals refused quickly and cleanly: inputs that once stalled or crashed the compiler, or slipped
+markup through."""
 
 from __future__ import annotations
 

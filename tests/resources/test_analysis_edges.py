@@ -1,4 +1,4 @@
-"""Drafts and calls a review found that leaked values, misled, or escaped as plain exceptions."""
+"""Analyses at their edges: drafts and calls that once leaked values, misled, or escaped as plain exceptions."""
 
 from __future__ import annotations
 
