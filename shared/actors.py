@@ -15,13 +15,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import grpc
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from shared import tokens
 from shared.caches import expiring_each
 from shared.certs import load_verify_key, verify_key_path
-from shared.errors import TesseraError
+from shared.refusals import Unauthenticated
 from tessera.common.v1 import common_pb2
 
 PURPOSE = "tessera.actor-assertion.v1"
@@ -90,7 +89,7 @@ class ActorVerifier:
         try:
             return self.verify(assertion)
         except tokens.TokenError as exc:
-            raise TesseraError(grpc.StatusCode.UNAUTHENTICATED, exc.reason, str(exc)) from None
+            raise Unauthenticated(exc.reason, str(exc)) from None
 
     def _verify(self, signed: common_pb2.SignedToken) -> tuple[Actor, float]:
         if not signed.claims:

@@ -17,8 +17,8 @@ from cryptography import x509
 from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 
 from shared.certs import issued_directly
-from shared.errors import TesseraError
 from shared.identity import principal_for_enum, spiffe_id_for
+from shared.refusals import Denied
 from tessera.authz.v1 import authz_pb2
 
 # The only service callable without a declaration: orchestrators and load
@@ -119,15 +119,12 @@ def check_caller(table: CallerTable, method: str, context: grpc.aio.ServicerCont
     identity = caller_identity(context, auth)
     if identity is not None and identity in table.allowed(method):
         if issuer is not None and not issuer.issued((auth.get("x509_pem_cert") or [b""])[0]):
-            raise TesseraError(
-                grpc.StatusCode.PERMISSION_DENIED, CALLER_NOT_ISSUED_BY_CA,
+            raise Denied(CALLER_NOT_ISSUED_BY_CA,
                 f"caller {identity} presented a certificate not issued directly by the deployment CA",
                 {"method": method, "caller": identity},
             )
         return identity
-    raise TesseraError(
-        grpc.StatusCode.PERMISSION_DENIED,
-        CALLER_NOT_ALLOWED,
+    raise Denied(CALLER_NOT_ALLOWED,
         f"caller {identity or '(no verified identity)'} may not call {method}",
         {"method": method, "caller": identity or ""},
     )

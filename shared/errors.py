@@ -1,9 +1,10 @@
 """gRPC error mapping: status code + google.rpc.ErrorInfo (domain tessera.dev).
 
-Servers raise `TesseraError`; the runtime turns it into a rich status whose
-ErrorInfo carries a stable UPPER_SNAKE reason clients can branch on. A refusal a
-model may receive carries its next step too (shared.next_steps), filled in here
-so no raising site can forget it.
+Tessera's code raises refusals (shared/refusals.py); `status_of` is the one mapping of a refusal to a gRPC
+status, whose ErrorInfo carries its stable UPPER_SNAKE reason clients branch on. A `TesseraError` is that
+status before it is sent: made by `status_of`, or by `relayed` for a peer's refusal passed on as it came. A
+refusal a model may receive carries its next step too (shared.next_steps), filled in so no raising site can
+forget it.
 
 A failed call is told to people and models in one way (`error_details`): a peer's own refusal as it gave
 it; a call nobody answered (the peer is down, restarting or cut off) as one of the reasons below with a
@@ -52,19 +53,19 @@ class TesseraError(Exception):
         )
 
 
-def refuse(code: grpc.StatusCode, reason: str, message: str, metadata: dict[str, str] | None = None) -> TesseraError:
-    """A servicer's own refusal (bad input, a caller's mistake): raise what this returns."""
-    return TesseraError(code, reason, message, metadata or {})
-
-
 # The one place a domain refusal becomes a gRPC status (the interceptor applies it to every service).
 _STATUS_OF_REFUSAL: dict[type[refusals.Refusal], grpc.StatusCode] = {
+    refusals.Invalid: grpc.StatusCode.INVALID_ARGUMENT,
     refusals.NotFound: grpc.StatusCode.NOT_FOUND,
     refusals.AlreadyExists: grpc.StatusCode.ALREADY_EXISTS,
     refusals.Conflict: grpc.StatusCode.FAILED_PRECONDITION,
     refusals.Denied: grpc.StatusCode.PERMISSION_DENIED,
     refusals.Exhausted: grpc.StatusCode.RESOURCE_EXHAUSTED,
     refusals.Unavailable: grpc.StatusCode.UNAVAILABLE,
+    refusals.Contended: grpc.StatusCode.ABORTED,
+    refusals.Unauthenticated: grpc.StatusCode.UNAUTHENTICATED,
+    refusals.TimedOut: grpc.StatusCode.DEADLINE_EXCEEDED,
+    refusals.Unsupported: grpc.StatusCode.UNIMPLEMENTED,
 }
 
 
@@ -73,6 +74,14 @@ def status_of(refusal: refusals.Refusal) -> TesseraError:
     code = next((_STATUS_OF_REFUSAL[kind] for kind in type(refusal).__mro__ if kind in _STATUS_OF_REFUSAL),
                 grpc.StatusCode.FAILED_PRECONDITION)
     return TesseraError(code, refusal.reason, refusal.message, dict(refusal.metadata))
+
+
+def relayed(error: grpc.RpcError, service: str, what: str = "") -> TesseraError:
+    """A peer's refusal passed on to this call's caller as the peer gave it: its code, reason and metadata (for a
+    peer nobody reached, the shared sentence naming `service`); `what`, when given, says what was being done."""
+    details = error_details(error, service)
+    message = f"{what}: {details.message}" if what else details.message
+    return TesseraError(error.code(), details.reason, message, dict(details.metadata))
 
 
 # A call that got no Tessera answer (no ErrorInfo): the peer is not answering (or not in time), it stopped

@@ -1,9 +1,9 @@
 """The server interceptor every Tessera RPC passes through.
 
 Per call, in one wrapper: the contract-declared caller check (before any
-servicer code runs), correlation ids, error mapping (`TesseraError` →
-status + ErrorInfo; anything unexpected → INTERNAL without leaking its
-text) and an access log line. A unary reply of a method marked `@answers_encoded` may come already
+servicer code runs), correlation ids, error mapping (a refusal, shared/refusals.py, or a peer's refusal passed
+on as a `TesseraError` → status + ErrorInfo; anything unexpected → INTERNAL without leaking its text) and an
+access log line. A unary reply of a method marked `@answers_encoded` may come already
 serialised (shared/encoded_replies.py): it is sent as it is.
 """
 
@@ -24,7 +24,7 @@ from shared.encoded_replies import accepting_encoded
 from shared.errors import TesseraError, status_of
 from shared.identity import principal_for_spiffe
 from shared.logs import add_correlation, end_correlation, log_rpc
-from shared.refusals import Refusal
+from shared.refusals import Refusal, Unsupported
 
 logger = logging.getLogger("tessera.rpc")
 
@@ -62,7 +62,7 @@ class CallGuard(grpc.aio.ServerInterceptor):
 
 
 async def _unknown_method(request, context):
-    raise TesseraError(grpc.StatusCode.UNIMPLEMENTED, "METHOD_UNKNOWN", "no such method")
+    raise Unsupported("METHOD_UNKNOWN", "no such method")
 
 
 def _request_id(context: grpc.aio.ServicerContext) -> str:
@@ -89,8 +89,8 @@ class _CallScope:
     def denial(self, table: CallerTable, issuer: DirectIssuer | None) -> TesseraError | None:
         try:
             self.caller = check_caller(table, self.method, self.context, issuer)
-        except TesseraError as error:
-            return error
+        except Refusal as refusal:
+            return status_of(refusal)
         return None
 
     def succeeded(self) -> None:
@@ -213,9 +213,9 @@ def not_implemented_yet(servicer: object, descriptor: ServiceDescriptor, base: t
         full = f"{descriptor.full_name}/{method.name}"
 
         async def missing(request, context, _full=full):
-            raise TesseraError(grpc.StatusCode.UNIMPLEMENTED, "NOT_IMPLEMENTED",
-                               f"{_full} is declared in the contract but not implemented yet",
-                               {"method": _full})
+            raise Unsupported("NOT_IMPLEMENTED",
+                              f"{_full} is declared in the contract but not implemented yet",
+                              {"method": _full})
 
         setattr(servicer, method.name, missing)
     return servicer

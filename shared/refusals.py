@@ -1,14 +1,18 @@
-"""Refusals decided below the servicer: stores and domain modules raise these, never gRPC statuses.
+"""Refusals: the one way Tessera's own code says no. Servicers, stores and domain modules raise these, never gRPC
+statuses.
 
-A refusal carries a stable reason (UPPER_SNAKE, the same one clients branch on) and a message for a
-person; its class says what kind of refusal it is. The one mapping from these classes to gRPC status
-codes is `shared.errors.status_of`, applied by the shared interceptor for every service, so a store
-imports neither grpc nor protobuf and reads the same from a servicer, the CLI or a test.
+A refusal carries a stable reason (UPPER_SNAKE, the same one clients branch on), a message for a person and
+ErrorInfo-style metadata with the reason's next step for a model (shared/next_steps.py); its class says what
+kind of refusal it is. The one mapping from these classes to gRPC status codes is `shared.errors.status_of`,
+applied by the shared interceptor for every service, so domain code imports neither grpc nor protobuf and
+reads the same from a servicer, the CLI or a test.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from shared.next_steps import fill
 
 
 @dataclass
@@ -17,8 +21,15 @@ class Refusal(Exception):
     message: str
     metadata: dict[str, str] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:  # a model told of it learns its next step, wherever it was raised
+        self.metadata = fill(self.reason, self.metadata)
+
     def __str__(self) -> str:
         return f"{self.reason}: {self.message}"
+
+
+class Invalid(Refusal):
+    """The request itself is wrong: a field out of its bounds, a malformed id, a document that does not parse."""
 
 
 class NotFound(Refusal):
@@ -43,3 +54,19 @@ class Exhausted(Refusal):
 
 class Unavailable(Refusal):
     """A dependency (the database) is not answering; retrying later may succeed."""
+
+
+class Contended(Refusal):
+    """Another change got there first (a moved head, a command still running): read again, then retry."""
+
+
+class Unauthenticated(Refusal):
+    """Who is asking cannot be verified (an assertion that does not verify or has expired)."""
+
+
+class TimedOut(Refusal):
+    """The work ran past its time limit and was stopped; asking for less may succeed."""
+
+
+class Unsupported(Refusal):
+    """What was asked for is not offered here."""

@@ -24,6 +24,7 @@ import grpc
 from shared.bounded_json import BoundedJsonError, Limits, parse
 from shared.errors import TesseraError, error_details
 from shared.next_steps import fill, metadata
+from shared.refusals import Refusal
 from shared.tool_contracts import ToolContract
 
 logger = logging.getLogger("tessera.bridge")
@@ -142,7 +143,7 @@ class ToolBridge:
             if self._closed or task.cancelled():
                 return None if self._closed else self._fail(call_id, tool, "CANCELLED", "the turn was cancelled")
             raise
-        except TesseraError as exc:  # a refusal of the tool's own, pointing into the arguments already
+        except (Refusal, TesseraError) as exc:  # the tool's own refusal, or a peer's passed on
             return None if self._closed else refused(call_id, tool, exc.reason, exc.message, exc.metadata)
         except grpc.RpcError as exc:  # a peer's refusal, or a peer nobody reached: in words, never gRPC's text
             details = error_details(exc, found.service or None)

@@ -16,8 +16,9 @@ import time
 import grpc
 
 from services.agent.turn import RunningTurn
-from shared.errors import TesseraError, error_details
+from shared.errors import error_details, relayed
 from shared.logs import log
+from shared.refusals import Unavailable
 from tessera.agent.v1 import agent_pb2
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2
@@ -53,17 +54,16 @@ async def cancel_elsewhere(host, request: agent_pb2.CancelTurnRequest,
                 actor=request.actor, turn_id=request.turn_id),
                 timeout=max(0.5, min(10.0, deadline - time.monotonic())))
         except grpc.aio.AioRpcError as exc:
-            details = error_details(exc, "host")
-            if details.reason == "TURN_UNKNOWN":
+            if error_details(exc, "host").reason == "TURN_UNKNOWN":
                 return agent_pb2.CancelTurnResponse(cancelled=False)  # as for a turn that is not running
-            raise TesseraError(exc.code(), details.reason, details.message, details.metadata) from None
+            raise relayed(exc, "host") from None
         if not state.running:
             return agent_pb2.CancelTurnResponse(cancelled=state.outcome == common_pb2.TURN_OUTCOME_CANCELLED,
                                                 outcome=state.outcome)
         if time.monotonic() >= deadline:
-            raise TesseraError(grpc.StatusCode.UNAVAILABLE, "TURN_NOT_STOPPED",
-                               f"the stop was recorded and the turn is still stopping after {wait_seconds:g} s; ask "
-                               "again to see whether it ended", {"turn_id": request.turn_id})
+            raise Unavailable("TURN_NOT_STOPPED",
+                              f"the stop was recorded and the turn is still stopping after {wait_seconds:g} s; ask "
+                              "again to see whether it ended", {"turn_id": request.turn_id})
         await asyncio.sleep(POLL_SECONDS)
 
 

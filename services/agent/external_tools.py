@@ -15,7 +15,8 @@ from functools import partial
 import grpc
 
 from services.agent.tools import TurnState
-from shared.errors import TesseraError, error_details
+from shared.errors import error_details, relayed
+from shared.refusals import Unavailable
 from shared.schema_build import array, closed, described, text
 from shared.tool_bridge import Tool
 from shared.tool_contracts import ToolContract, ToolSchemaError
@@ -77,7 +78,7 @@ class ExternalCalls:
             return self._pending(reply)
         self.state.mark_unavailable(tool_id, f"{_AVAILABILITY.get(reply.unavailable.availability, 'unavailable')}: "
                                              f"{reply.unavailable.reason}")
-        raise TesseraError(grpc.StatusCode.UNAVAILABLE, "TOOL_UNAVAILABLE", reply.unavailable.message)
+        raise Unavailable("TOOL_UNAVAILABLE", reply.unavailable.message)
 
     async def _call_tool(self, tool_id: str, arguments: dict) -> cap.CallToolResponse:
         self.calls += 1
@@ -88,8 +89,7 @@ class ExternalCalls:
                 call_id=f"{state.turn_id}-x{self.calls}", tool_id=tool_id, arguments_json=json.dumps(arguments)),
                 timeout=60)
         except grpc.aio.AioRpcError as exc:  # the broker's refusal as it gave it, with its next step
-            details = error_details(exc, "capabilities")
-            raise TesseraError(exc.code(), details.reason, details.message, details.metadata) from None
+            raise relayed(exc, "capabilities") from None
 
     def _pending(self, reply: cap.CallToolResponse) -> dict:
         """A mutation asked for: it waits for a person (or, asked before, is wherever that request is now)."""

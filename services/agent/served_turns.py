@@ -12,15 +12,13 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 
-import grpc
-
 from services.agent.contracts import CONTRACTS, TOOL_NAMES
 from services.agent.peers import Peers
 from services.agent.tools import TurnState, model_message
 from services.agent.turn import ModelTranscript, Turn, begin_turn
 from shared.actors import ActorVerifier
 from shared.bounded_json import canonical
-from shared.errors import TesseraError
+from shared.refusals import Invalid
 from tessera.agent.v1 import agent_pb2
 from tessera.common.v1 import common_pb2
 
@@ -42,8 +40,7 @@ async def serve_tools(requests: AsyncIterator[agent_pb2.ServeToolsRequest], acto
     """Open the turn from the first request, answer each call, and end with `done` when the requests end."""
     opening = await anext(aiter(requests), None)
     if opening is None or opening.WhichOneof("request") != "open":
-        raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "TURN_NOT_OPENED",
-                           "the first request of ServeTools opens the turn (open), and only the first")
+        raise Invalid("TURN_NOT_OPENED", "the first request of ServeTools opens the turn (open), and only the first")
     opened = opening.open
     actors.require(opened.actor)
     started_at = time.perf_counter()
@@ -60,8 +57,7 @@ async def serve_tools(requests: AsyncIterator[agent_pb2.ServeToolsRequest], acto
     try:
         async for request in requests:
             if request.WhichOneof("request") != "call":
-                raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "TURN_ALREADY_OPEN",
-                                   "the turn is open: every later request is a call")
+                raise Invalid("TURN_ALREADY_OPEN", "the turn is open: every later request is a call")
             call = request.call
             result = await turn.call_raw(call.call_id, call.tool, call.arguments_json)
             while not turn.events.empty():  # its steps, commits and notices, in order, before its result

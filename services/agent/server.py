@@ -16,7 +16,8 @@ from services.agent.turn import ModelTranscript, RunningTurn, run_turn
 from shared.actors import ActorVerifier
 from shared.channels import aio_channel
 from shared.config import peer_target
-from shared.errors import TesseraError, error_details
+from shared.errors import error_details
+from shared.refusals import Denied, Unavailable
 from shared.runtime import Registration, ServiceContext, registration_for, service_info
 from tessera.agent.v1 import agent_pb2, agent_pb2_grpc
 from tessera.capabilities.v1 import capabilities_pb2_grpc
@@ -46,8 +47,8 @@ class AgentService(agent_pb2_grpc.AgentServiceServicer):
         try:
             outline = await self._peers.resources.Outline(resources_pb2.OutlineRequest(), timeout=10)
         except grpc.aio.AioRpcError as exc:
-            raise TesseraError(grpc.StatusCode.UNAVAILABLE, "RESOURCES_UNAVAILABLE", "the catalog could not be "
-                               f"described: {error_details(exc, 'resources').message}") from None
+            raise Unavailable("RESOURCES_UNAVAILABLE", "the catalog could not be "
+                              f"described: {error_details(exc, 'resources').message}") from None
         return agent_pb2.DescribeCatalogResponse(
             dataset_label=outline.dataset_label, suggested_questions=suggest(outline),
             entries=[agent_pb2.CatalogEntry(label=e.label, description=e.description, measures=list(e.measures),
@@ -74,7 +75,7 @@ class AgentService(agent_pb2_grpc.AgentServiceServicer):
             remaining = context.time_remaining() if context is not None else None
             return await cancel_elsewhere(self._peers.host, request, wait_within(remaining))
         if (turn.actor_id, turn.tenant_id) != (actor.actor_id, actor.tenant_id):
-            raise TesseraError(grpc.StatusCode.PERMISSION_DENIED, "TURN_NOT_YOURS", "the turn belongs to another actor")
+            raise Denied("TURN_NOT_YOURS", "the turn belongs to another actor")
         stop(turn)
         self._running.pop(request.turn_id, None)
         return agent_pb2.CancelTurnResponse(cancelled=True, outcome=common_pb2.TURN_OUTCOME_CANCELLED)

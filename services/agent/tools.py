@@ -15,8 +15,9 @@ import grpc
 
 from services.agent.contracts import CONTRACTS, LIMITS, MAX_REFUSALS, MAX_REPAIRS, PROBE_KINDS, TOOL_NAMES, TURN_ORDER
 from shared.analysis_draft import DRAFT_SCHEMA_SHA256
-from shared.errors import SERVICE_NAMES, TesseraError, error_details
+from shared.errors import SERVICE_NAMES, error_details
 from shared.next_steps import NEXT_STEPS, metadata
+from shared.refusals import Exhausted
 from shared.screen import screen
 from shared.tool_bridge import Tool, ToolResult
 from tessera.capabilities.v1 import capabilities_pb2
@@ -236,9 +237,9 @@ class TurnTools:
         if self.state.needs_repair:
             if self.state.repairs >= MAX_REPAIRS:  # refused before any work: the last good surface stays
                 self.state.gave_up = True
-                raise TesseraError(grpc.StatusCode.RESOURCE_EXHAUSTED, "REPAIR_LIMIT_REACHED",
-                                   f"the proposal was repaired {MAX_REPAIRS} times; no more proposals this turn",
-                                   metadata("", bound=MAX_REPAIRS))
+                raise Exhausted("REPAIR_LIMIT_REACHED",
+                                f"the proposal was repaired {MAX_REPAIRS} times; no more proposals this turn",
+                                metadata("", bound=MAX_REPAIRS))
             self.state.repairs += 1
         self.state.proposals += 1
         state = self.state

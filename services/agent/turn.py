@@ -21,8 +21,9 @@ from services.agent.peers import Peers
 from services.agent.planner import EmbeddedPlanner, Plan
 from services.agent.tools import TurnState, build_tools, model_message
 from shared.actors import Actor
-from shared.errors import SERVICE_FAILED, SERVICE_STOPPED, TesseraError, error_details
+from shared.errors import SERVICE_FAILED, SERVICE_STOPPED, error_details, relayed
 from shared.next_steps import metadata
+from shared.refusals import Invalid
 from shared.tool_bridge import Tool, ToolBridge, ToolResult, refused
 from tessera.agent.v1 import agent_pb2
 from tessera.capabilities.v1 import capabilities_pb2 as cap
@@ -121,15 +122,13 @@ class RunningTurn:
 async def begin_turn(request: agent_pb2.StartTurnRequest, host) -> host_pb2.BeginTurnResponse:
     """The question checked and the turn begun at the host, or the RPC refused."""
     if not request.question or len(request.question) > MAX_QUESTION_CHARS:
-        raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "QUESTION_INVALID",
-                           f"a question is 1-{MAX_QUESTION_CHARS} characters")
+        raise Invalid("QUESTION_INVALID", f"a question is 1-{MAX_QUESTION_CHARS} characters")
     try:
         return await host.BeginTurn(host_pb2.BeginTurnRequest(
             actor=request.actor, session_id=request.session_id, question=request.question,
             request_id=request.request_id or f"turn-{time.time_ns()}"), timeout=30)
     except grpc.aio.AioRpcError as exc:  # the host's refusal as it gave it; a host nobody reached, in words
-        details = error_details(exc, "host")
-        raise TesseraError(exc.code(), details.reason, details.message, details.metadata) from None
+        raise relayed(exc, "host") from None
 
 
 async def run_turn(request: agent_pb2.StartTurnRequest, peers: Peers, actor: Actor,

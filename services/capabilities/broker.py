@@ -16,8 +16,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-import grpc
-
 from services.capabilities.changes import DataChanges
 from services.capabilities.database import BrokerDatabase, database_away
 from services.capabilities.execution import Execution
@@ -30,8 +28,7 @@ from services.capabilities.reads import RunReads
 from services.capabilities.signatures import DecisionSignatures
 from services.capabilities.store import Intent
 from shared.actors import Actor
-from shared.errors import refuse
-from shared.refusals import Refusal
+from shared.refusals import Invalid, Refusal
 from tessera.capabilities.v1 import capabilities_pb2
 
 __all__ = ["INPUT_LIMITS", "Broker"]
@@ -109,16 +106,16 @@ class Broker:
         call), then the same view for every turn of it, except that a tool this replica has seen drift
         since is denied (mcp_gate.ToolGate)."""
         if not session_id:
-            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "SESSION_REQUIRED", "session_id is required")
+            raise Invalid("SESSION_REQUIRED", "session_id is required")
         return await self.gate.session(session_id)
 
     async def call_tool(self, actor: Actor, request: capabilities_pb2.CallToolRequest):
         """A model's tool call: denied/drifted/unreachable → unavailable; a read runs and comes back screened;
         a mutation becomes an intent waiting for a person. Returns (outcome field, value, intent or None)."""
         if not request.session_id:
-            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "SESSION_REQUIRED", "session_id is required")
+            raise Invalid("SESSION_REQUIRED", "session_id is required")
         if not 1 <= len(request.call_id) <= 128:
-            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "CALL_ID_REQUIRED", "call_id: 1-128 characters")
+            raise Invalid("CALL_ID_REQUIRED", "call_id: 1-128 characters")
         state = (await self.gate.session(request.session_id)).get(request.tool_id)
         if state is None or not state.available:
             return await self._unavailable(actor, request, state)

@@ -19,13 +19,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import grpc
 import sqlalchemy as sa
 
 from services.capabilities.policy import ChangeTarget, FieldSpec
 from shared.db import Outage, connection_lost
-from shared.errors import refuse
-from shared.refusals import Unavailable
+from shared.refusals import Conflict, Invalid, Unavailable
 
 _PYTHON_TYPES = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,)}
 
@@ -78,7 +76,7 @@ def _check_value(name: str, spec: FieldSpec, value: object) -> None:
     if wrong_type or (spec.enum is not None and value not in spec.enum) or (
             isinstance(value, str) and len(value) > spec.max_length):
         allowed = f"one of {spec.enum}" if spec.enum else f"a {spec.type}"
-        raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "CHANGE_VALUE_INVALID", f"{name}: the value must be {allowed}")
+        raise Invalid("CHANGE_VALUE_INVALID", f"{name}: the value must be {allowed}")
 
 
 class DataChanges:
@@ -131,8 +129,8 @@ class DataChanges:
     def target(self, entity: str) -> ChangeTarget:
         found = self.targets.get(entity)
         if found is None:
-            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "CHANGE_ENTITY_UNKNOWN",
-                         f"no data changes are declared for {entity!r}; declared: {', '.join(sorted(self.targets))}")
+            raise Invalid("CHANGE_ENTITY_UNKNOWN",
+                          f"no data changes are declared for {entity!r}; declared: {', '.join(sorted(self.targets))}")
         return found
 
     def prepare(self, entity: str, changes: list[dict]) -> list[Entry]:
@@ -142,12 +140,11 @@ class DataChanges:
         for index, change in enumerate(changes):
             spec = target.fields.get(change["field"])
             if spec is None:
-                raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "CHANGE_FIELD_NOT_DECLARED",
-                             f"/changes/{index}/field: {change['field']!r} may not be changed")
+                raise Invalid("CHANGE_FIELD_NOT_DECLARED",
+                              f"/changes/{index}/field: {change['field']!r} may not be changed")
             _check_value(f"/changes/{index}/value", spec, change["value"])
             if (change["record_id"], change["field"]) in seen:
-                raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "CHANGE_DUPLICATE",
-                             f"/changes/{index}: the same field of the same record twice")
+                raise Invalid("CHANGE_DUPLICATE", f"/changes/{index}: the same field of the same record twice")
             seen.add((change["record_id"], change["field"]))
         table = self._table(target)
         key = table.c[target.key]
@@ -157,8 +154,7 @@ class DataChanges:
                 key.in_(sorted({c["record_id"] for c in changes}))))}
         missing = sorted({c["record_id"] for c in changes} - set(current))
         if missing:
-            raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "RECORD_NOT_FOUND",
-                         f"{entity} {missing[0]} does not exist; nothing was prepared")
+            raise Conflict("RECORD_NOT_FOUND", f"{entity} {missing[0]} does not exist; nothing was prepared")
         entries = []
         for index, change in enumerate(changes):
             row = current[change["record_id"]]

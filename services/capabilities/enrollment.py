@@ -23,7 +23,6 @@ import re
 import secrets
 import time
 
-import grpc
 from webauthn.helpers import bytes_to_base64url
 
 from services.capabilities.passkey_store import Passkey
@@ -38,7 +37,7 @@ from services.capabilities.passkeys import (
 from services.capabilities.ports import People
 from services.capabilities.store import PasskeyUse
 from shared.actors import Actor
-from shared.errors import refuse
+from shared.refusals import Conflict, Denied, Invalid, NotFound
 from tessera.capabilities.v1 import capabilities_pb2
 from tessera.common.v1 import common_pb2
 
@@ -74,7 +73,7 @@ class Enrollments:
         the revoked ids)."""
         _check_person(person)
         if len(person.display_name) > 128:
-            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "PERSON_INVALID", "person.display_name: at most 128")
+            raise Invalid("PERSON_INVALID", "person.display_name: at most 128")
         token = secrets.token_urlsafe(32)
         expires_at = time.time() + LINK_SECONDS
         count, revoked, ended = self.people.create_link(token_hash(token), person.tenant_id, person.actor_id,
@@ -87,8 +86,7 @@ class Enrollments:
 
     def redeem(self, token: str) -> capabilities_pb2.RedeemEnrollmentResponse:
         if not _TOKEN.fullmatch(token):
-            raise refuse(grpc.StatusCode.NOT_FOUND, "LINK_UNKNOWN",
-                         "this sign-in link is not one Tessera made; ask your operator for a new one")
+            raise NotFound("LINK_UNKNOWN", "this sign-in link is not one Tessera made; ask your operator for a new one")
         challenge = secrets.token_bytes(32)
         enrollment, held, added = self.people.redeem_link(token_hash(token), f"enr_{secrets.token_urlsafe(24)}",
                                                           challenge)
@@ -114,13 +112,12 @@ class Enrollments:
         enrollment = self.people.enrollment(enrollment_id) if _ENROLLMENT_ID.fullmatch(enrollment_id) else None
         # Someone else's enrollment reads as unknown, like someone else's approval.
         if enrollment is None or (enrollment.tenant_id, enrollment.actor_id) != (actor.tenant_id, actor.actor_id):
-            raise refuse(grpc.StatusCode.NOT_FOUND, "ENROLLMENT_UNKNOWN", "no such enrollment")
+            raise NotFound("ENROLLMENT_UNKNOWN", "no such enrollment")
         if enrollment.registered:
-            raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "ENROLLMENT_USED",
-                         "this enrollment registered a passkey already; a new link adds another")
+            raise Conflict("ENROLLMENT_USED", "this enrollment registered a passkey already; a new link adds another")
         if time.time() >= enrollment.expires_at:
-            raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "ENROLLMENT_EXPIRED",
-                         "the enrollment expired (10 minutes from the link); ask your operator for a new link")
+            raise Conflict("ENROLLMENT_EXPIRED",
+                           "the enrollment expired (10 minutes from the link); ask your operator for a new link")
         registered = verify_registration(self.rp, credential_json, enrollment.challenge)
         signed_by = self._countersignature(actor, enrollment_id, enrollment.challenge, registered, existing_passkey)
         count = self.people.register(enrollment_id, registered.credential_id, registered.public_key,
@@ -136,13 +133,12 @@ class Enrollments:
         if not held:
             return None
         if assertion is None or not assertion.credential_id:
-            raise refuse(grpc.StatusCode.PERMISSION_DENIED, "PASSKEY_SIGNATURE_REQUIRED",
+            raise Denied("PASSKEY_SIGNATURE_REQUIRED",
                          "you have a passkey already: adding another needs one of yours to confirm it (or the "
                          "operator replaces them: tessera persons enroll --replace)")
         record: Passkey | None = held.get(assertion.credential_id)
         if record is None:  # another person's passkey, or none at all: both read as unknown
-            raise refuse(grpc.StatusCode.PERMISSION_DENIED, "CREDENTIAL_UNKNOWN",
-                         "the passkey that signed is not one of yours")
+            raise Denied("CREDENTIAL_UNKNOWN", "the passkey that signed is not one of yours")
         digest = enrollment_challenge(enrollment_id, registered.credential_id, challenge)
         new_count = verify_assertion(self.rp, assertion, digest, record.public_key, record.sign_count,
                                      NOT_FOR_THIS_ENROLLMENT)
@@ -171,5 +167,4 @@ def passkey_info(info: capabilities_pb2.PasskeyInfo, found: Passkey) -> None:
 def _check_person(person: capabilities_pb2.Person) -> None:
     for field, value in (("actor_id", person.actor_id), ("tenant_id", person.tenant_id)):
         if not _NAME.fullmatch(value):
-            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "PERSON_INVALID",
-                         f"person.{field}: 1-128 characters of A-Z a-z 0-9 . _ @ -")
+            raise Invalid("PERSON_INVALID", f"person.{field}: 1-128 characters of A-Z a-z 0-9 . _ @ -")

@@ -14,8 +14,6 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-import grpc
-
 from services.capabilities.changes import DataChanges
 from services.capabilities.database import database_away
 from services.capabilities.execution import Execution, sha256
@@ -26,8 +24,7 @@ from services.capabilities.signatures import DecisionSignatures
 from services.capabilities.store import Intent, Signature, Surface, outcome
 from shared.actors import Actor
 from shared.bounded_json import BoundedJsonError, Limits, canonical, parse
-from shared.errors import TesseraError, refuse
-from shared.refusals import Refusal
+from shared.refusals import Conflict, Invalid, NotFound, Refusal
 from tessera.capabilities.v1 import capabilities_pb2
 from tessera.common.v1 import common_pb2
 
@@ -61,10 +58,9 @@ class Intents:
         action = self._action(request.action_id)
         value = action_input(action, request.input_json)
         if not 1 <= len(request.idempotency_key) <= 128:
-            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "IDEMPOTENCY_KEY_REQUIRED",
-                         "idempotency_key: 1-128 characters")
+            raise Invalid("IDEMPOTENCY_KEY_REQUIRED", "idempotency_key: 1-128 characters")
         if not request.session_id:
-            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "SESSION_REQUIRED", "session_id is required")
+            raise Invalid("SESSION_REQUIRED", "session_id is required")
         scope_actor = actor.actor_id if action.spec.idempotency_scope == "actor" else ""
         claim = sha256(canonical([actor.tenant_id, scope_actor, action.action_id, value, request.idempotency_key]))
         earlier = await self.db(self.store.by_claim, claim)
@@ -96,10 +92,10 @@ class Intents:
     def _action(self, action_id: str) -> Action:
         action = self.policy.actions.get(action_id)
         if action is None:
-            raise refuse(grpc.StatusCode.NOT_FOUND, "ACTION_UNKNOWN", f"there is no action {action_id[:128]!r}")
+            raise NotFound("ACTION_UNKNOWN", f"there is no action {action_id[:128]!r}")
         if action_id in self.policy.withheld:
-            raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "ACTION_NOT_OFFERED",
-                         f"action {action_id} is not offered here: {self.policy.withheld[action_id]}")
+            raise Conflict("ACTION_NOT_OFFERED",
+                           f"action {action_id} is not offered here: {self.policy.withheld[action_id]}")
         return action
 
     def _prepare(self, action: Action, value: dict) -> dict:
@@ -145,7 +141,7 @@ class Intents:
                     _decision_digest(request), signature)
                 running = self.execution.start(intent, approval.approved_entries or []) \
                     if approve and not replayed else None
-        except (TesseraError, Refusal) as exc:  # every refused decision is on the record, with its reason
+        except Refusal as exc:  # every refused decision is on the record, with its reason
             if database_away(exc):  # not a refusal: nothing was decided
                 raise
             await self.db(self.store.audit, actor.tenant_id, "decision-refused", actor.actor_id,
@@ -176,9 +172,9 @@ class Intents:
             return signature, _entries_for(request, intent) if covers else []
         retry = request.decision_id and request.decision_id == approval.decision_id
         if not retry and request.nonce and self.signatures.people.nonce_used(request.nonce):
-            raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "ASSERTION_REPLAYED",
-                         "this signed decision was used already; each signature decides once",
-                         outcome(approval, intent))
+            raise Conflict("ASSERTION_REPLAYED",
+                           "this signed decision was used already; each signature decides once",
+                           outcome(approval, intent))
         return None, []
 
     @contextlib.asynccontextmanager
@@ -199,7 +195,7 @@ class Intents:
         """(approval, intent) of one of the person's approvals; another person's reads as unknown."""
         found = await self.db(self.store.approval_of, approval_id, actor.tenant_id, actor.actor_id)
         if found is None:
-            raise refuse(grpc.StatusCode.NOT_FOUND, "APPROVAL_UNKNOWN", "no such approval")
+            raise NotFound("APPROVAL_UNKNOWN", "no such approval")
         return found
 
     async def begin_decision(self, actor: Actor, approval_id: str) -> capabilities_pb2.BeginDecisionResponse:
@@ -207,9 +203,8 @@ class Intents:
         await self.expire()
         approval, intent = await self.approval_of(actor, approval_id)
         if approval.state != "pending":
-            raise refuse(grpc.StatusCode.FAILED_PRECONDITION,
-                         "APPROVAL_EXPIRED" if approval.state == "expired" else "APPROVAL_ALREADY_DECIDED",
-                         f"the approval was already {approval.state}", outcome(approval, intent))
+            raise Conflict("APPROVAL_EXPIRED" if approval.state == "expired" else "APPROVAL_ALREADY_DECIDED",
+                           f"the approval was already {approval.state}", outcome(approval, intent))
         return await self.db(self.signatures.begin, actor, approval, intent)
 
     async def expire(self) -> int:
@@ -220,7 +215,7 @@ class Intents:
 
     async def cancel_turn(self, actor: Actor, request: capabilities_pb2.CancelIntentsRequest) -> list[Intent]:
         if not request.session_id or not request.turn_id:
-            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "TURN_REQUIRED", "session_id and turn_id are required")
+            raise Invalid("TURN_REQUIRED", "session_id and turn_id are required")
         cancelled = await self.db(self.store.cancel_turn, actor.tenant_id, actor.actor_id, request.session_id,
                                   request.turn_id)
         for intent in cancelled:
@@ -239,23 +234,21 @@ def checked_json(text: str, contract, what: str) -> dict:
     try:
         value = parse(text, INPUT_LIMITS)
     except BoundedJsonError as exc:
-        raise refuse(grpc.StatusCode.INVALID_ARGUMENT, f"{what}_NOT_JSON", f"{exc.pointer or '/'}: {exc}") from None
+        raise Invalid(f"{what}_NOT_JSON", f"{exc.pointer or '/'}: {exc}") from None
     violations = contract.violations(value)
     if violations:
         first = violations[0]
-        raise refuse(grpc.StatusCode.INVALID_ARGUMENT, f"{what}_INVALID", f"{first.pointer or '/'}: {first.message}")
+        raise Invalid(f"{what}_INVALID", f"{first.pointer or '/'}: {first.message}")
     return value
 
 
 def _check_decision(request: capabilities_pb2.DecideRequest) -> None:
     if request.decision not in (capabilities_pb2.DECISION_APPROVE, capabilities_pb2.DECISION_REJECT):
-        raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "DECISION_REQUIRED", "decision: approve or reject")
+        raise Invalid("DECISION_REQUIRED", "decision: approve or reject")
     if len(request.reason) > MAX_REASON_CHARS:
-        raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "REASON_TOO_LONG",
-                     f"reason: at most {MAX_REASON_CHARS} characters")
+        raise Invalid("REASON_TOO_LONG", f"reason: at most {MAX_REASON_CHARS} characters")
     if request.decision_id and not DECISION_ID.fullmatch(request.decision_id):
-        raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "DECISION_ID_INVALID",
-                     "decision_id: 1-128 characters of A-Z a-z 0-9 . _ : -")
+        raise Invalid("DECISION_ID_INVALID", "decision_id: 1-128 characters of A-Z a-z 0-9 . _ : -")
 
 
 def _entries_for(request: capabilities_pb2.DecideRequest, intent: Intent) -> list[str]:
@@ -266,12 +259,11 @@ def _entries_for(request: capabilities_pb2.DecideRequest, intent: Intent) -> lis
         return []  # not a data change: the decision covers the one call
     unknown = sorted(set(decided) - set(known))
     if unknown:
-        raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "ENTRY_UNKNOWN", f"no entry {unknown[0][:128]!r}")
+        raise Invalid("ENTRY_UNKNOWN", f"no entry {unknown[0][:128]!r}")
     # No per-entry decisions: the whole request. Otherwise only the entries marked approve.
     chosen = known if not decided else [e for e in known if decided.get(e) == capabilities_pb2.DECISION_APPROVE]
     if not chosen:
-        raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "NOTHING_APPROVED",
-                     "approve at least one entry, or reject the request")
+        raise Invalid("NOTHING_APPROVED", "approve at least one entry, or reject the request")
     return chosen
 
 

@@ -12,7 +12,6 @@ import json
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-import grpc
 from webauthn import (
     generate_registration_options,
     options_to_json,
@@ -31,7 +30,7 @@ from webauthn.helpers.structs import (
     UserVerificationRequirement,
 )
 
-from shared.errors import TesseraError, refuse
+from shared.refusals import Denied, Invalid, Refusal
 from tessera.common.v1 import common_pb2
 
 RP_NAME = "Tessera"
@@ -84,8 +83,7 @@ def registration_options(rp: RelyingParty, actor_id: str, tenant_id: str, displa
 
 def verify_registration(rp: RelyingParty, credential_json: str, challenge: bytes) -> Registered:
     if len(credential_json) > MAX_CREDENTIAL_JSON:
-        raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "PASSKEY_MALFORMED",
-                     f"the registration is larger than {MAX_CREDENTIAL_JSON} bytes")
+        raise Invalid("PASSKEY_MALFORMED", f"the registration is larger than {MAX_CREDENTIAL_JSON} bytes")
     origin = _client_data(_registration_client_data(credential_json)).get("origin", "")
     _check_origin(rp, origin)
     try:
@@ -98,11 +96,11 @@ def verify_registration(rp: RelyingParty, credential_json: str, challenge: bytes
         text = str(exc).lower()
         reason = "USER_VERIFICATION_REQUIRED" if "user verification" in text or "not verified" in text \
             else "PASSKEY_INVALID"
-        raise refuse(grpc.StatusCode.INVALID_ARGUMENT, reason, f"the passkey registration was refused: "
+        raise Invalid(reason, f"the passkey registration was refused: "
                                                                f"{str(exc)[:200] or type(exc).__name__}") from None
     if len(verified.credential_id) > MAX_CREDENTIAL_ID_BYTES:
-        raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "PASSKEY_INVALID",
-                     f"the credential id is longer than WebAuthn allows ({MAX_CREDENTIAL_ID_BYTES} bytes)")
+        raise Invalid("PASSKEY_INVALID",
+                      f"the credential id is longer than WebAuthn allows ({MAX_CREDENTIAL_ID_BYTES} bytes)")
     return Registered(bytes_to_base64url(verified.credential_id), verified.credential_public_key, verified.sign_count,
                       str(verified.aaguid))
 
@@ -127,15 +125,15 @@ def verify_assertion(rp: RelyingParty, assertion: common_pb2.PasskeyAssertion, e
     if (len(assertion.authenticator_data) > MAX_AUTHENTICATOR_DATA or len(assertion.signature) > MAX_SIGNATURE
             or len(assertion.client_data_json) > MAX_CLIENT_DATA or len(assertion.credential_id) > MAX_CREDENTIAL_ID
             or len(assertion.authenticator_data) < 37):
-        raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "PASSKEY_MALFORMED", "the passkey assertion is malformed")
+        raise Invalid("PASSKEY_MALFORMED", "the passkey assertion is malformed")
     client_data = _client_data(assertion.client_data_json)
     expected = bytes_to_base64url(expected_challenge)
     if client_data.get("type") != "webauthn.get" or client_data.get("challenge") != expected:
-        raise refuse(grpc.StatusCode.PERMISSION_DENIED, *not_for_this)
+        raise Denied(*not_for_this)
     origin = client_data.get("origin", "")
     _check_origin(rp, origin)
     if not assertion.authenticator_data[32] & UV_FLAG:
-        raise refuse(grpc.StatusCode.PERMISSION_DENIED, "USER_VERIFICATION_REQUIRED",
+        raise Denied("USER_VERIFICATION_REQUIRED",
                      "the passkey did not verify the person (PIN or biometric); signing with it needs that")
     credential = AuthenticationCredential(
         id=assertion.credential_id, raw_id=_unb64url(assertion.credential_id),
@@ -149,19 +147,17 @@ def verify_assertion(rp: RelyingParty, assertion: common_pb2.PasskeyAssertion, e
             require_user_verification=True)
     except InvalidAuthenticationResponse as exc:
         if "sign count" in str(exc):
-            raise refuse(grpc.StatusCode.PERMISSION_DENIED, "ASSERTION_REPLAYED",
+            raise Denied("ASSERTION_REPLAYED",
                          "the passkey's counter did not advance: a replayed (or cloned) signature") from None
-        raise refuse(grpc.StatusCode.PERMISSION_DENIED, "ASSERTION_INVALID",
-                     f"the passkey signature does not verify: {str(exc)[:160]}") from None
+        raise Denied("ASSERTION_INVALID", f"the passkey signature does not verify: {str(exc)[:160]}") from None
     except (WebAuthnException, ValueError, KeyError, IndexError, TypeError) as exc:  # malformed bytes
-        raise refuse(grpc.StatusCode.PERMISSION_DENIED, "ASSERTION_INVALID",
-                     f"the passkey assertion is malformed ({type(exc).__name__})") from None
+        raise Denied("ASSERTION_INVALID", f"the passkey assertion is malformed ({type(exc).__name__})") from None
     return verified.new_sign_count
 
 
 def _check_origin(rp: RelyingParty, origin: str) -> None:
     if not isinstance(origin, str) or not rp.origin_allowed(origin):
-        raise refuse(grpc.StatusCode.PERMISSION_DENIED, "ORIGIN_NOT_ALLOWED",
+        raise Denied("ORIGIN_NOT_ALLOWED",
                      f"the passkey was used on {str(origin)[:100]!r}, which is not a Tessera page "
                      f"(relying party {rp.rp_id!r})")
 
@@ -172,7 +168,7 @@ def _client_data(raw: bytes) -> dict:
     except (ValueError, UnicodeDecodeError):
         data = None
     if not isinstance(data, dict):
-        raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "PASSKEY_MALFORMED", "clientDataJSON is not a JSON object")
+        raise Invalid("PASSKEY_MALFORMED", "clientDataJSON is not a JSON object")
     return data
 
 
@@ -180,14 +176,13 @@ def _registration_client_data(credential_json: str) -> bytes:
     try:
         encoded = json.loads(credential_json)["response"]["clientDataJSON"]
         return _unb64url(encoded)
-    except (ValueError, KeyError, TypeError, TesseraError):
-        raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "PASSKEY_MALFORMED",
-                     "the registration is not a WebAuthn RegistrationResponse JSON") from None
+    except (ValueError, KeyError, TypeError, Refusal):
+        raise Invalid("PASSKEY_MALFORMED", "the registration is not a WebAuthn RegistrationResponse JSON") from None
 
 
 def _unb64url(text: str) -> bytes:
     try:
         return base64url_to_bytes(text)
     except (ValueError, TypeError):
-        raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "PASSKEY_MALFORMED", "a credential id is not base64url") \
+        raise Invalid("PASSKEY_MALFORMED", "a credential id is not base64url") \
             from None

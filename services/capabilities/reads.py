@@ -14,8 +14,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
 
-import grpc
-
 from services.capabilities.database import BrokerDatabase, database_away
 from services.capabilities.mcp_gate import ToolCallFailed, ToolGate, result_text
 from services.capabilities.ports import ReadRecords
@@ -23,7 +21,7 @@ from services.capabilities.read_journal import ExternalRead, ReadJournal
 from shared.actors import Actor
 from shared.bounded_json import canonical
 from shared.caches import bounded_lru
-from shared.errors import refuse
+from shared.refusals import Invalid, Unavailable
 from shared.screen import Screened, screen
 from tessera.capabilities.v1 import capabilities_pb2
 
@@ -72,9 +70,9 @@ class RunReads:
     async def record(self, actor: Actor, request: capabilities_pb2.RecordReadsRequest) -> list:
         """External text read outside the broker (probe values): screened here and recorded as the run's reads."""
         if not request.session_id:
-            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "SESSION_REQUIRED", "session_id is required")
+            raise Invalid("SESSION_REQUIRED", "session_id is required")
         if not 1 <= len(request.reads) <= MAX_RECORDED_READS:
-            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "READS_INVALID", f"1-{MAX_RECORDED_READS} reads per call")
+            raise Invalid("READS_INVALID", f"1-{MAX_RECORDED_READS} reads per call")
         screened = []
         for read in request.reads:
             result = screen(read.text, read.source[:200], read.ref[:200])
@@ -136,8 +134,8 @@ class RunReads:
                 if database_away(exc):  # said by the database's Outage; the caller retries
                     raise
                 logger.exception("recording an external read failed twice")
-                raise refuse(grpc.StatusCode.UNAVAILABLE, "READ_RECORD_FAILED",
-                             "an external read of this run could not be recorded; try again") from None
+                raise Unavailable("READ_RECORD_FAILED",
+                                  "an external read of this run could not be recorded; try again") from None
             self._keep(session_id, [w for w in self._pending.get(session_id, []) if w is not write])
 
     def _forget_written(self, session_id: str, done: asyncio.Future) -> None:

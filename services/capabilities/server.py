@@ -9,7 +9,6 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 
-import grpc
 import sqlalchemy as sa
 
 from services.capabilities.broker import Broker
@@ -41,9 +40,8 @@ from shared.certs import CredentialError, load_verify_key, verify_key_path
 from shared.channels import aio_channel
 from shared.config import peer_target
 from shared.db import prepare_schema, worth_waiting
-from shared.errors import TesseraError, refuse
 from shared.identity import principal_for_spiffe
-from shared.refusals import Refusal
+from shared.refusals import Denied, Invalid, NotFound, Refusal
 from tessera.capabilities.v1 import capabilities_pb2, capabilities_pb2_grpc
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2_grpc
@@ -83,21 +81,20 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
         if request.HasField("surface") and _caller(context) != "host":
             # Only the host knows which surface a person is looking at; anyone else naming one
             # could put approval cards on somebody else's screen.
-            raise refuse(grpc.StatusCode.PERMISSION_DENIED, "SURFACE_FROM_HOST_ONLY",
-                         "only the host submits intents for a surface")
+            raise Denied("SURFACE_FROM_HOST_ONLY", "only the host submits intents for a surface")
         intent, replayed = await self._broker.submit(actor, request)
         return capabilities_pb2.SubmitIntentResponse(receipt=receipt(intent), replayed=replayed)
 
     async def ListApprovals(self, request, context):
         actor = self._actors.require(request.actor)
         if request.page_size > MAX_PAGE:
-            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "PAGE_TOO_LARGE", f"page_size: at most {MAX_PAGE}")
+            raise Invalid("PAGE_TOO_LARGE", f"page_size: at most {MAX_PAGE}")
         try:
             offset = int(request.page_token or 0)
         except ValueError:
             offset = -1
         if not 0 <= offset <= 1_000_000_000:
-            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "PAGE_TOKEN_INVALID", "not a page token")
+            raise Invalid("PAGE_TOKEN_INVALID", "not a page token")
         limit = request.page_size or 20
         statuses = list(request.statuses) or [common_pb2.INTENT_STATUS_AWAITING_APPROVAL]
         await self._broker.expire()  # what is listed as awaiting is still decidable
@@ -172,7 +169,7 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
     def _operator(self, assertion) -> Actor:
         operator = self._actors.require(assertion)
         if operator.asserted_by != "cli":  # the caller table says CLI too; the assertion must agree
-            raise refuse(grpc.StatusCode.PERMISSION_DENIED, "OPERATOR_FROM_CLI_ONLY",
+            raise Denied("OPERATOR_FROM_CLI_ONLY",
                          "only an operator the CLI asserts manages people's sign-in links and passkeys")
         return operator
 
@@ -213,7 +210,7 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
         # No actor yet: the link's token is the authority, and web learns from it who the person is.
         try:
             reply = await self._broker.db(self._enrollments.redeem, request.token)
-        except (TesseraError, Refusal) as exc:
+        except Refusal as exc:
             if not database_away(exc):  # a database away refused nothing
                 await self._broker.db(self._broker.store.audit, "", "enrollment-link-refused", reason=exc.reason)
             raise
@@ -227,7 +224,7 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
             reply, signed_by = await self._broker.db(
                 self._enrollments.register, actor, request.enrollment_id, request.credential_json,
                 request.existing_passkey if request.HasField("existing_passkey") else None)
-        except (TesseraError, Refusal) as exc:
+        except Refusal as exc:
             if not database_away(exc):  # a database away refused nothing
                 await self._broker.db(self._broker.store.audit, actor.tenant_id, "passkey-refused", actor.actor_id,
                                       reason=exc.reason)
@@ -266,14 +263,14 @@ class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServi
         actor = self._actors.require(request.actor)
         intent = await self._broker.db(self._broker.store.intent, request.intent_id)
         if intent is None or (intent.tenant_id, intent.actor_id) != (actor.tenant_id, actor.actor_id):
-            raise refuse(grpc.StatusCode.NOT_FOUND, "INTENT_UNKNOWN", "no such intent")
+            raise NotFound("INTENT_UNKNOWN", "no such intent")
         return capabilities_pb2.GetReceiptResponse(receipt=receipt(intent))
 
     async def ExportAudit(self, request, context):
         actor = self._actors.require(request.actor)
         after = request.after_sequence
         if after > 2**62:
-            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "SEQUENCE_INVALID", "after_sequence is out of range")
+            raise Invalid("SEQUENCE_INVALID", "after_sequence is out of range")
         while True:
             rows = await self._broker.db(self._broker.store.audit_after, actor.tenant_id, after)
             if not rows:

@@ -16,7 +16,6 @@ import secrets
 import time
 from collections.abc import Callable
 
-import grpc
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from services.capabilities.passkeys import RelyingParty, verify_assertion
@@ -25,7 +24,7 @@ from services.capabilities.ports import People
 from services.capabilities.store import Approval, Intent, PasskeyUse, Signature
 from shared import decisions, tokens
 from shared.actors import Actor
-from shared.errors import refuse
+from shared.refusals import Denied, Invalid
 from tessera.capabilities.v1 import capabilities_pb2
 
 NONCE_SECONDS = 300.0  # a person has five minutes between opening a decision and signing it
@@ -59,47 +58,44 @@ class DecisionSignatures:
         approvers = self._approvers_of(intent.action_id)
         if kind is None:
             if approve:
-                raise refuse(grpc.StatusCode.PERMISSION_DENIED, "DECISION_UNSIGNED",
+                raise Denied("DECISION_UNSIGNED",
                              "approving needs the person's own signature: a passkey in the browser, or "
                              "`tessera approvals approve` at the operator's terminal")
             if actor.asserted_by == "cli":  # the operator key's word too: it signed the assertion itself
                 _operator_key_may(approvers, intent.tenant_id, approve)
             return Signature("unsigned")
         if not request.nonce:
-            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "NONCE_REQUIRED",
-                         "a signed decision quotes the nonce BeginDecision gave out")
+            raise Invalid("NONCE_REQUIRED", "a signed decision quotes the nonce BeginDecision gave out")
         try:
             digest = decisions.request_challenge(request)
         except decisions.ChallengeError as exc:
-            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "DECISION_INVALID", str(exc)) from None
+            raise Invalid("DECISION_INVALID", str(exc)) from None
         if kind == "operator_key":
             return self._operator_signature(actor, request.operator_key, digest, request.nonce,
                                             approvers, intent.tenant_id, approve)
         # The person's own passkey may always reject their own intent (it runs nothing); approving with it needs
         # the policy to accept passkeys.
         if approve and PASSKEY not in approvers.approvers:
-            raise refuse(grpc.StatusCode.PERMISSION_DENIED, "PASSKEY_NOT_ALLOWED",
-                         "this action's policy does not accept passkey approvals")
+            raise Denied("PASSKEY_NOT_ALLOWED", "this action's policy does not accept passkey approvals")
         return self._passkey_signature(actor, request.passkey, digest, request.nonce)
 
     def _operator_signature(self, actor: Actor, signed: capabilities_pb2.OperatorKeySignature, digest: bytes,
                             nonce: str, approvers: Approvers, tenant_id: str, approve: bool) -> Signature:
         """The operator key's signature, on an approval or a rejection alike, where its policy lets it decide."""
         if actor.asserted_by != "cli":
-            raise refuse(grpc.StatusCode.PERMISSION_DENIED, "OPERATOR_KEY_FROM_CLI_ONLY",
+            raise Denied("OPERATOR_KEY_FROM_CLI_ONLY",
                          "an operator key signature counts only for a person the CLI asserts")
         _operator_key_may(approvers, tenant_id, approve)
         if signed.key_id != self._operator_key_id or not decisions.key_signature_valid(
                 self._operator_key, digest, signed.signature):
-            raise refuse(grpc.StatusCode.PERMISSION_DENIED, "SIGNATURE_INVALID",
-                         "the operator key's signature does not verify for this decision")
+            raise Denied("SIGNATURE_INVALID", "the operator key's signature does not verify for this decision")
         return Signature(f"{OPERATOR_KEY}:{self._operator_key_id}", nonce)
 
     def _passkey_signature(self, actor: Actor, assertion, digest: bytes, nonce: str) -> Signature:
         record = self.people.passkey(assertion.credential_id)
         # Another person's passkey reads as unknown: no refusal tells whose a credential is.
         if record is None or (record.tenant_id, record.actor_id) != (actor.tenant_id, actor.actor_id):
-            raise refuse(grpc.StatusCode.PERMISSION_DENIED, "CREDENTIAL_UNKNOWN",
+            raise Denied("CREDENTIAL_UNKNOWN",
                          "this passkey is not registered for you; enroll it with a link from your operator")
         new_count = verify_assertion(self.rp, assertion, digest, record.public_key, record.sign_count)
         return Signature(f"{PASSKEY}:{record.credential_id[:43]}", nonce,
@@ -118,9 +114,9 @@ def _operator_key_may(approvers: Approvers, tenant_id: str, approve: bool) -> No
     their own intents whatever the rule says (`verify`)."""
     verb = "approve" if approve else "reject"
     if OPERATOR_KEY not in approvers.approvers:
-        raise refuse(grpc.StatusCode.PERMISSION_DENIED, "PASSKEY_REQUIRED",
+        raise Denied("PASSKEY_REQUIRED",
                      f"this action's policy lets only the person's passkey {verb} it: {verb} it in the browser")
     if not approvers.operator_key_in(tenant_id):
-        raise refuse(grpc.StatusCode.PERMISSION_DENIED, "OPERATOR_KEY_NOT_FOR_TENANT",
+        raise Denied("OPERATOR_KEY_NOT_FOR_TENANT",
                      f"this action's policy lets the operator key {verb} only in the tenants it lists "
                      f"(operator_tenants), and {tenant_id[:128]!r} is not one of them")

@@ -18,15 +18,12 @@ import re
 import secrets
 import time
 
-import grpc
-
 from services.capabilities.enrollment import passkey_info
 from services.capabilities.ports import People, WebSessionRecords
 from services.capabilities.store import new_id
 from services.capabilities.web_session_store import WebSessionRecord
 from shared.actors import Actor, valid_id
-from shared.errors import TesseraError, refuse
-from shared.refusals import Conflict, Denied, NotFound
+from shared.refusals import Conflict, Denied, Invalid, NotFound, Refusal
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 
 _SECRET = re.compile(r"[A-Za-z0-9_-]{43}")  # secrets.token_urlsafe(32), as `open` makes them
@@ -88,9 +85,9 @@ class WebSessions:
         return self.records.purge(time.time())
 
 
-def _invalid(message: str) -> TesseraError:
+def _invalid(message: str) -> Refusal:
     """A request web or the CLI should never send."""
-    return refuse(grpc.StatusCode.INVALID_ARGUMENT, "SESSION_REQUEST_INVALID", message)
+    return Invalid("SESSION_REQUEST_INVALID", message)
 
 
 def _session(record: WebSessionRecord) -> cap.WebSession:

@@ -7,11 +7,9 @@ import hashlib
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
-import grpc
-
 from services.compiler.compile import Compiler, CompileResult, SliceRefused
 from shared.bounded_json import BoundedJsonError, canonical, parse
-from shared.errors import TesseraError
+from shared.refusals import Conflict, Invalid, Refusal
 from shared.runtime import Registration, ServiceContext, StartupError, registration_for, service_info
 from shared.ui.contracts import ContractError, load_catalog
 from shared.ui.slice import present_ui_schema
@@ -23,8 +21,8 @@ _KINDS = {"resource": compiler_pb2.BINDING_KIND_RESOURCE, "evidence": compiler_p
           "state": compiler_pb2.BINDING_KIND_STATE, "action": compiler_pb2.BINDING_KIND_ACTION}
 
 
-def _refused(error: SliceRefused) -> TesseraError:
-    return TesseraError(grpc.StatusCode.FAILED_PRECONDITION, error.reason, str(error))
+def _refused(error: SliceRefused) -> Refusal:
+    return Conflict(error.reason, str(error))
 
 
 def to_response(result: CompileResult) -> compiler_pb2.CompileResponse:
@@ -54,8 +52,7 @@ class CompilerService(compiler_pb2_grpc.CompilerServiceServicer):
             try:
                 base = parse(request.base_document_json)
             except BoundedJsonError as exc:
-                raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "BASE_DOCUMENT_INVALID",
-                                   f"base_document_json: {exc}") from None
+                raise Invalid("BASE_DOCUMENT_INVALID", f"base_document_json: {exc}") from None
         try:
             result = self._compiler.compile(request.slice, request.proposal_json, base_document=base,
                                             base_revision_id=request.base_revision_id,

@@ -25,7 +25,7 @@ from services.host.peers import Peers, broker_refusal
 from services.host.store import CommandClaim, Session
 from services.host.windows import WINDOW_MAX_ROWS, Windows
 from shared.bounded_json import BoundedJsonError, Limits, parse
-from shared.errors import refuse
+from shared.refusals import AlreadyExists, Conflict, Contended, Denied, Invalid, NotFound
 from shared.schema_check import compile_check
 from tessera.capabilities.v1 import capabilities_pb2
 from tessera.common.v1 import common_pb2
@@ -53,13 +53,12 @@ class Commands:
 
     async def send(self, request, session: Session, time_remaining: float | None) -> host_pb2.SendCommandResponse:
         if request.surface_id != session.surface_id:
-            raise refuse(grpc.StatusCode.PERMISSION_DENIED, "SURFACE_NOT_IN_SESSION",
-                         "the surface is not this session's")
+            raise Denied("SURFACE_NOT_IN_SESSION", "the surface is not this session's")
         if not 1 <= len(request.command_id) <= 128 or request.command_id.startswith("event:"):
-            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "COMMAND_ID_REQUIRED",
-                         "command_id: 1-128 characters, not starting with 'event:' (the broker's events)")
+            raise Invalid("COMMAND_ID_REQUIRED",
+                          "command_id: 1-128 characters, not starting with 'event:' (the broker's events)")
         if request.WhichOneof("command") is None:
-            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "COMMAND_MISSING", "one command is required")
+            raise Invalid("COMMAND_MISSING", "one command is required")
         unsigned = host_pb2.SendCommandRequest()
         unsigned.CopyFrom(request)
         unsigned.ClearField("actor")  # a fresh assertion on a retry is still the same command
@@ -81,13 +80,12 @@ class Commands:
             claim = await self._db(self._db.store.claim_command, session_id, command_id, payload_hash,
                                    COMMAND_LEASE_SECONDS)
             if claim.status == "reused":
-                raise refuse(grpc.StatusCode.ALREADY_EXISTS, "COMMAND_ID_REUSED",
-                             "this command id was used for a different command")
+                raise AlreadyExists("COMMAND_ID_REUSED", "this command id was used for a different command")
             if claim.status in ("claimed", "done"):
                 return claim
             if loop.time() >= deadline:
-                raise refuse(grpc.StatusCode.ABORTED, "COMMAND_IN_PROGRESS",
-                             "the same command is still running; send it again to read its result")
+                raise Contended("COMMAND_IN_PROGRESS",
+                                "the same command is still running; send it again to read its result")
             if claim.status == "pending":  # the first sender is still at work: wait for its reply
                 await asyncio.sleep(pause)
                 pause = min(pause * 2, 0.5)
@@ -127,22 +125,21 @@ class Commands:
             row = await self._db(self._db.store.revision, request.revision_id)
             if row is not None and row.surface_id == session.surface_id:
                 return row
-        raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "STALE_REVISION",
-                     "the command names a revision that is no longer on screen"
-                     + ("" if read_only else " (an earlier answer is read-only: ask again to act on it)"),
-                     {"current_revision_id": head or ""})
+        raise Conflict("STALE_REVISION",
+                       "the command names a revision that is no longer on screen"
+                       + ("" if read_only else " (an earlier answer is read-only: ask again to act on it)"),
+                       {"current_revision_id": head or ""})
 
     @staticmethod
     def _binding(bound: list[Binding], node_id: str, kind: str, prop: str = "") -> Binding:
         found = [b for b in bound if b.node == node_id and b.kind == kind and (not prop or b.prop == prop)]
         if not found:
             what = f"binding {prop!r}" if prop else f"{kind} binding"
-            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "NODE_NOT_BOUND",
-                         f"block {node_id!r} of the current revision has no {what}")
+            raise Invalid("NODE_NOT_BOUND", f"block {node_id!r} of the current revision has no {what}")
         if len(found) > 1:  # several figures: the command must say which one
-            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "BINDING_AMBIGUOUS",
-                         f"block {node_id!r} binds {len(found)} results; name one with prop "
-                         f"({', '.join(b.prop for b in found[:4])})")
+            raise Invalid("BINDING_AMBIGUOUS",
+                          f"block {node_id!r} binds {len(found)} results; name one with prop "
+                          f"({', '.join(b.prop for b in found[:4])})")
         return found[0]
 
     async def _publish(self, session: Session, message: dict) -> tuple[int, int]:
@@ -155,16 +152,15 @@ class Commands:
         command = request.resource_window
         binding = self._binding(bound, command.node_id, "resource", command.prop)
         if command.limit < 1 or command.limit > WINDOW_MAX_ROWS:
-            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "WINDOW_TOO_LARGE", f"limit is 1-{WINDOW_MAX_ROWS}")
+            raise Invalid("WINDOW_TOO_LARGE", f"limit is 1-{WINDOW_MAX_ROWS}")
         if binding.row >= 0 and (command.offset != binding.row or command.limit != 1):
-            raise refuse(grpc.StatusCode.PERMISSION_DENIED, "WINDOW_OUTSIDE_BINDING",
+            raise Denied("WINDOW_OUTSIDE_BINDING",
                          f"{binding.prop} of block {command.node_id!r} shows row {binding.row} only",
                          {"row": str(binding.row)})
         projection = list(command.column_ids) or list(binding.columns)
         missing = [c for c in projection if c not in binding.columns]
         if missing:
-            raise refuse(grpc.StatusCode.PERMISSION_DENIED, "COLUMN_NOT_BOUND",
-                         f"column {missing[0]!r} is not shown by block {command.node_id!r}")
+            raise Denied("COLUMN_NOT_BOUND", f"column {missing[0]!r} is not shown by block {command.node_id!r}")
         reply.cursor.epoch, reply.cursor.sequence = await self._windows.send(
             session, head, binding, command.offset, command.limit, projection)
 
@@ -172,15 +168,14 @@ class Commands:
         command = request.state_write
         binding = next((b for b in bound if b.kind == "state" and b.state == command.state_slice_id), None)
         if binding is None:
-            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "STATE_NOT_BOUND",
-                         f"{command.state_slice_id!r} is not state of the current revision")
+            raise Invalid("STATE_NOT_BOUND", f"{command.state_slice_id!r} is not state of the current revision")
         try:
             value = parse(command.value_json, Limits(max_raw_bytes=16_384, max_values=500))
         except BoundedJsonError as exc:
-            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "STATE_VALUE_INVALID", str(exc)) from None
+            raise Invalid("STATE_VALUE_INVALID", str(exc)) from None
         problem = compile_check(json.loads(binding.value_schema))(value)
         if problem is not None:
-            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "STATE_VALUE_INVALID", problem[1])
+            raise Invalid("STATE_VALUE_INVALID", problem[1])
         epoch, sequence = await self._publish(session, {"version": "v0.9", "updateDataModel": {
             "surfaceId": session.surface_id, "path": f"/state/{command.state_slice_id}", "value": value}})
         reply.cursor.epoch, reply.cursor.sequence = epoch, sequence
@@ -229,10 +224,9 @@ class Commands:
         """
         session = await self._db(self._db.store.session, request.session_id)
         if session is None or request.surface_id != session.surface_id:
-            raise refuse(grpc.StatusCode.NOT_FOUND, "SURFACE_UNKNOWN", "no such surface in that session")
+            raise NotFound("SURFACE_UNKNOWN", "no such surface in that session")
         if not 1 <= len(request.event_id) <= EVENT_ID_MAX:
-            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "EVENT_ID_REQUIRED",
-                         f"event_id: 1-{EVENT_ID_MAX} characters")
+            raise Invalid("EVENT_ID_REQUIRED", f"event_id: 1-{EVENT_ID_MAX} characters")
         field, payload = _intent_event(request)
         payload_json = MessageToJson(payload, preserving_proto_field_name=True, indent=None, sort_keys=True)
         entry = journal_entry(session.surface_id, field, payload, payload_json)
@@ -252,4 +246,4 @@ def _intent_event(request):
         return "action_status", host_pb2.ActionStatus(
             intent_id=request.receipt.intent_id, command_id=request.command_id, node_id=request.node_id,
             status=request.receipt.status)
-    raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "EVENT_MISSING", "approval_requested or receipt")
+    raise Invalid("EVENT_MISSING", "approval_requested or receipt")

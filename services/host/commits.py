@@ -26,7 +26,7 @@ from services.host.peers import Peers, peer
 from services.host.store import Committed, RevisionConflict, Session
 from services.host.windows import Windows, first_windows, first_windows_message
 from shared.bounded_json import canonical
-from shared.errors import TesseraError
+from shared.refusals import AlreadyExists, Conflict, Contended, Invalid, NotFound
 from shared.ui.slice import MAX_PROPOSAL_BYTES
 from tessera.common.v1 import common_pb2
 from tessera.compiler.v1 import compiler_pb2
@@ -44,10 +44,9 @@ _OUTCOMES = {compiler_pb2.COMPILE_OUTCOME_COMPILED: host_pb2.PROPOSAL_OUTCOME_CO
 
 def check_proposal_request(request) -> None:
     if len(request.proposal_json.encode("utf-8", "surrogatepass")) > MAX_PROPOSAL_BYTES:
-        raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "PROPOSAL_TOO_LARGE",
-                           f"a proposal is at most {MAX_PROPOSAL_BYTES} bytes")
+        raise Invalid("PROPOSAL_TOO_LARGE", f"a proposal is at most {MAX_PROPOSAL_BYTES} bytes")
     if not 1 <= len(request.proposal_id) <= 128:
-        raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "PROPOSAL_ID_REQUIRED", "proposal_id: 1-128 characters")
+        raise Invalid("PROPOSAL_ID_REQUIRED", "proposal_id: 1-128 characters")
 
 
 class Commits:
@@ -68,10 +67,9 @@ class Commits:
                                  request.proposal_id, base_id)
         turn, session, base = context.turn, context.session, context.base
         if turn is None or session is None:
-            raise TesseraError(grpc.StatusCode.NOT_FOUND, "TURN_UNKNOWN", f"no turn {request.turn_id!r}")
+            raise NotFound("TURN_UNKNOWN", f"no turn {request.turn_id!r}")
         if context.frozen_slice is None:
-            raise TesseraError(grpc.StatusCode.FAILED_PRECONDITION, "SLICE_UNKNOWN",
-                               "no slice with this hash was frozen for this turn")
+            raise Conflict("SLICE_UNKNOWN", "no slice with this hash was frozen for this turn")
         request_hash = hashlib.sha256(request.SerializeToString(deterministic=True)).hexdigest()
         if context.earlier is not None:
             return self._replay(context.earlier, request_hash, session)
@@ -79,8 +77,7 @@ class Commits:
         self._offers.recheck(turn, frozen,
                              host_pb2.FreezeSliceRequest.FromString(context.frozen_slice[1]).resource_offers)
         if base_id and (base is None or base.surface_id != session.surface_id):
-            raise TesseraError(grpc.StatusCode.FAILED_PRECONDITION, "BASE_REVISION_UNKNOWN",
-                               f"no revision {base_id!r} on this surface")
+            raise Conflict("BASE_REVISION_UNKNOWN", f"no revision {base_id!r} on this surface")
         compiled = await peer("compiler", self._peers.compiler.Compile(compiler_pb2.CompileRequest(
             slice=frozen, proposal_json=request.proposal_json, base_revision_id=base_id,
             base_document_json=base.document_json if base is not None else "", surface_id=session.surface_id),
@@ -129,9 +126,9 @@ class Commits:
             earlier = await self._db(self._db.store.revision_for_proposal, turn.turn_id, request.proposal_id)
             if earlier is not None:  # the same proposal, committed by a concurrent retry
                 return self._replay(earlier, request_hash, session)
-            raise TesseraError(grpc.StatusCode.ABORTED, "REVISION_CONFLICT",
-                               f"the surface moved on: {conflict}; rebase on the current revision",
-                               {"current_revision_id": conflict.head or ""}) from None
+            raise Contended("REVISION_CONFLICT",
+                            f"the surface moved on: {conflict}; rebase on the current revision",
+                            {"current_revision_id": conflict.head or ""}) from None
         # Committed: publishing and revocation must finish even if the caller goes away now.
         await asyncio.shield(self._after_commit(session.surface_id, committed))
         self._send_first_windows(session, committed.revision_id, sending)
@@ -183,8 +180,7 @@ class Commits:
     def _replay(earlier, request_hash: str, session: Session) -> host_pb2.SubmitProposalResponse:
         """The earlier answer to the same proposal id; a different proposal under it is refused."""
         if earlier.request_hash and earlier.request_hash != request_hash:
-            raise TesseraError(grpc.StatusCode.ALREADY_EXISTS, "PROPOSAL_ID_REUSED",
-                               "this proposal id was used for a different proposal")
+            raise AlreadyExists("PROPOSAL_ID_REUSED", "this proposal id was used for a different proposal")
         parsed = [common_pb2.Diagnostic(**d) for d in json.loads(earlier.diagnostics)]
         outcome = host_pb2.PROPOSAL_OUTCOME_COMMITTED_PARTIAL if parsed else host_pb2.PROPOSAL_OUTCOME_COMMITTED
         return host_pb2.SubmitProposalResponse(outcome=outcome, surface_id=session.surface_id,

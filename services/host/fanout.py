@@ -34,8 +34,7 @@ import sqlalchemy as sa
 from services.host.database import AsyncStore
 from services.host.envelopes import positioned
 from services.host.store import READ_BATCH, WAKE_CHANNEL, Appended
-from shared.errors import TesseraError
-from shared.refusals import Unavailable
+from shared.refusals import Refusal, Unavailable
 from shared.wake_rounds import WakeRounds
 from tessera.host.v1 import host_pb2
 
@@ -268,7 +267,7 @@ class SurfaceFanout:
                 await self.refresh(surface_id)
             except Unavailable:  # the outage is logged where it was noticed; the safety re-read catches up later
                 pass
-            except (TesseraError, sa.exc.SQLAlchemyError) as exc:
+            except (Refusal, sa.exc.SQLAlchemyError) as exc:
                 logger.warning("surface refresh failed: %s", exc)
 
         task = asyncio.create_task(run())
@@ -289,7 +288,7 @@ class SurfaceFanout:
                 await self._check_positions()
             except Unavailable:  # the database is away (logged once, where noticed): next round
                 pass
-            except (TesseraError, sa.exc.SQLAlchemyError) as exc:
+            except (Refusal, sa.exc.SQLAlchemyError) as exc:
                 logger.warning("surface safety re-read failed: %s", exc)
 
     async def _check_positions(self) -> None:

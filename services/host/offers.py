@@ -13,8 +13,9 @@ from services.host.peers import Peers, peer
 from services.host.store import Session, Turn
 from shared import tokens
 from shared.bounded_json import canonical
-from shared.errors import TesseraError, error_details
+from shared.errors import error_details
 from shared.next_steps import NEXT_STEPS
+from shared.refusals import Conflict, Invalid
 from shared.ui.slice import ActionOffer, ResourceOffer, SliceRequest, freeze_slice, model_view
 from tessera.capabilities.v1 import capabilities_pb2
 from tessera.common.v1 import common_pb2
@@ -61,15 +62,14 @@ class Offers:
         """At commit, every offer of the slice must still verify (they expire)."""
         _, _, refused = self.accept(turn, offers)
         if refused or len(offers) != len(frozen.resources):
-            raise TesseraError(grpc.StatusCode.FAILED_PRECONDITION, "OFFER_EXPIRED",
-                               "a resource offer of this slice no longer verifies; run the analysis again and "
-                               "freeze a new slice")
+            raise Conflict("OFFER_EXPIRED",
+                           "a resource offer of this slice no longer verifies; run the analysis again and "
+                           "freeze a new slice")
 
     async def freeze(self, request, turn: Turn, session: Session) -> host_pb2.FreezeSliceResponse:
         placement = request.placement or "main"
         if placement not in PLACEMENTS:
-            raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "PLACEMENT_UNKNOWN",
-                               f"placement must be one of {', '.join(PLACEMENTS)}")
+            raise Invalid("PLACEMENT_UNKNOWN", f"placement must be one of {', '.join(PLACEMENTS)}")
         resources, evidence, refused = self.accept(turn, request.resource_offers)
         actions, unavailable = await self._actions(session)
         allowed = PLACEMENTS[placement] or list(self._catalog.contracts)

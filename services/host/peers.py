@@ -8,7 +8,8 @@ import grpc
 
 from shared.channels import aio_channel
 from shared.config import peer_target
-from shared.errors import TesseraError, error_details
+from shared.errors import TesseraError, error_details, relayed
+from shared.refusals import Conflict, Unavailable
 from tessera.capabilities.v1 import capabilities_pb2_grpc
 from tessera.compiler.v1 import compiler_pb2_grpc
 from tessera.resources.v1 import resources_pb2_grpc
@@ -39,11 +40,10 @@ async def peer(name: str, call):
         details = error_details(exc, name)
         unavailable = exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
         message = details.message if not details.from_peer else f"{name}: {details.message}"
-        raise TesseraError(grpc.StatusCode.UNAVAILABLE if unavailable else grpc.StatusCode.FAILED_PRECONDITION,
-                           details.reason, message, {"peer": name, "peer_code": exc.code().name}) from None
+        refusal = Unavailable if unavailable else Conflict
+        raise refusal(details.reason, message, {"peer": name, "peer_code": exc.code().name}) from None
 
 
 def broker_refusal(exc: grpc.aio.AioRpcError, what: str) -> TesseraError:
     """The broker's own status and reason, so a person sees e.g. APPROVAL_EXPIRED, not a generic failure."""
-    details = error_details(exc, "capabilities")
-    return TesseraError(exc.code(), details.reason, f"{what}: {details.message}")
+    return relayed(exc, "capabilities", what)

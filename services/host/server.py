@@ -13,7 +13,6 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-import grpc
 import sqlalchemy as sa
 
 from services.host.commands import Commands
@@ -29,7 +28,7 @@ from shared import runtime
 from shared.actors import ActorVerifier
 from shared.certs import CredentialError, load_signing_key, load_verify_key
 from shared.db import prepare_schema, worth_waiting
-from shared.errors import refuse
+from shared.refusals import Conflict, Denied, Invalid, NotFound
 from shared.ui.contracts import ContractError, load_catalog
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2, host_pb2_grpc
@@ -81,16 +80,15 @@ class HostService(host_pb2_grpc.HostServiceServicer):
         actor = self._actors.require(assertion)
         session = await self._db(self._store.session, session_id)
         if session is None:
-            raise refuse(grpc.StatusCode.NOT_FOUND, "SESSION_UNKNOWN", f"no session {session_id!r}")
+            raise NotFound("SESSION_UNKNOWN", f"no session {session_id!r}")
         if (session.actor_id, session.tenant_id) != (actor.actor_id, actor.tenant_id):
-            raise refuse(grpc.StatusCode.PERMISSION_DENIED, "SESSION_NOT_YOURS",
-                         "the session belongs to another actor")
+            raise Denied("SESSION_NOT_YOURS", "the session belongs to another actor")
         return session
 
     async def _turn(self, turn_id: str):
         turn = await self._db(self._store.turn, turn_id)
         if turn is None:
-            raise refuse(grpc.StatusCode.NOT_FOUND, "TURN_UNKNOWN", f"no turn {turn_id!r}")
+            raise NotFound("TURN_UNKNOWN", f"no turn {turn_id!r}")
         return turn
 
     async def _turn_and_session(self, turn_id: str):
@@ -100,8 +98,7 @@ class HostService(host_pb2_grpc.HostServiceServicer):
     @staticmethod
     def _same_surface(requested: str, session: Session) -> None:
         if requested and requested != session.surface_id:
-            raise refuse(grpc.StatusCode.PERMISSION_DENIED, "SURFACE_NOT_IN_SESSION",
-                         "the surface is not this session's")
+            raise Denied("SURFACE_NOT_IN_SESSION", "the surface is not this session's")
 
     # --- RPCs -------------------------------------------------------------
 
@@ -111,7 +108,7 @@ class HostService(host_pb2_grpc.HostServiceServicer):
     async def OpenSession(self, request, context):
         actor = self._actors.require(request.actor)
         if not 1 <= len(request.request_id) <= 128:
-            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "REQUEST_ID_REQUIRED", "request_id: 1-128 characters")
+            raise Invalid("REQUEST_ID_REQUIRED", "request_id: 1-128 characters")
         session, _ = await self._db(self._store.open_session, actor.actor_id, actor.tenant_id, request.request_id)
         reply = host_pb2.OpenSessionResponse(session_id=session.session_id, surface_id=session.surface_id)
         reply.opened_at.FromSeconds(int(session.created_at))
@@ -120,8 +117,7 @@ class HostService(host_pb2_grpc.HostServiceServicer):
     async def BeginTurn(self, request, context):
         session = await self._own_session(request.actor, request.session_id)
         if not 1 <= len(request.request_id) <= 128 or not request.question or len(request.question) > MAX_TEXT:
-            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "TURN_INVALID",
-                         f"request_id (1-128) and question (1-{MAX_TEXT} characters) are required")
+            raise Invalid("TURN_INVALID", f"request_id (1-128) and question (1-{MAX_TEXT} characters) are required")
         turn = await self._db(self._store.begin_turn, session.session_id, request.question, request.request_id)
         head = await self._db(self._store.head, session.surface_id)
         earlier = await self._db(self._store.earlier_turns, turn.turn_id)
@@ -135,41 +131,38 @@ class HostService(host_pb2_grpc.HostServiceServicer):
         # A follow-up refines one of the turns it was begun after (BeginTurn's earlier_turns), nothing else.
         if end.follows_turn_id and end.follows_turn_id not in {
                 t for t, _ in await self._db(self._store.earlier_turns, turn.turn_id)}:
-            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "FOLLOWS_UNKNOWN",
-                         "follows_turn_id: not one of the earlier turns this one was begun with")
+            raise Invalid("FOLLOWS_UNKNOWN", "follows_turn_id: not one of the earlier turns this one was begun with")
         try:
             recorded = await self._db(self._store.finish_turn, turn.turn_id, end)
         except TurnFinished:
-            raise refuse(grpc.StatusCode.FAILED_PRECONDITION, "TURN_FINISHED",
-                         "this turn's end was recorded already, differently") from None
+            raise Conflict("TURN_FINISHED", "this turn's end was recorded already, differently") from None
         return host_pb2.FinishTurnResponse(recorded=recorded)
 
     async def RequestTurnCancel(self, request, context):
         actor = self._actors.require(request.actor)
         turn, session = await self._turn_and_session(request.turn_id)
         if (session.actor_id, session.tenant_id) != (actor.actor_id, actor.tenant_id):
-            raise refuse(grpc.StatusCode.PERMISSION_DENIED, "TURN_NOT_YOURS", "the turn belongs to another actor")
+            raise Denied("TURN_NOT_YOURS", "the turn belongs to another actor")
         stop = await self._db(self._store.request_cancel, turn.turn_id, TURN_REPORT_STALE_SECONDS)
         return host_pb2.RequestTurnCancelResponse(running=stop.reported, outcome=stop.end.outcome if stop.end else 0)
 
     async def CancelledTurns(self, request, context):
         if not 1 <= len(request.turn_ids) <= MAX_TURNS_ASKED or not all(
                 1 <= len(turn_id) <= 128 for turn_id in request.turn_ids):
-            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "TURN_IDS_INVALID",
-                         f"turn_ids: 1-{MAX_TURNS_ASKED} ids of 1-128 characters", {"max": str(MAX_TURNS_ASKED)})
+            raise Invalid("TURN_IDS_INVALID",
+                          f"turn_ids: 1-{MAX_TURNS_ASKED} ids of 1-128 characters", {"max": str(MAX_TURNS_ASKED)})
         found = await self._db(self._store.cancelled_turns, list(dict.fromkeys(request.turn_ids)))
         return host_pb2.CancelledTurnsResponse(turn_ids=found)
 
     async def ListTurns(self, request, context):
         session = await self._own_session(request.actor, request.session_id)
         if request.limit > MAX_TURNS_LISTED:
-            raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "LIMIT_TOO_LARGE", f"limit: at most {MAX_TURNS_LISTED}",
-                         {"max": str(MAX_TURNS_LISTED)})
+            raise Invalid("LIMIT_TOO_LARGE", f"limit: at most {MAX_TURNS_LISTED}", {"max": str(MAX_TURNS_LISTED)})
         limit = request.limit or DEFAULT_TURNS_LISTED
         if request.before_turn_id:
             before = await self._db(self._store.turn, request.before_turn_id)
             if before is None or before.session_id != session.session_id:
-                raise refuse(grpc.StatusCode.NOT_FOUND, "TURN_UNKNOWN", "before_turn_id: no such turn in this session")
+                raise NotFound("TURN_UNKNOWN", "before_turn_id: no such turn in this session")
         records = await self._db(self._store.list_turns, session.session_id, limit + 1, request.before_turn_id)
         reply = host_pb2.ListTurnsResponse(turns=[turn_record(r) for r in records[:limit]])
         if len(records) > limit:
@@ -196,7 +189,7 @@ class HostService(host_pb2_grpc.HostServiceServicer):
         revision_id = request.revision_id or await self._db(self._store.head, session.surface_id)
         row = await self._db(self._store.revision, revision_id) if revision_id else None
         if row is None or row.surface_id != session.surface_id:
-            raise refuse(grpc.StatusCode.NOT_FOUND, "REVISION_UNKNOWN", "no such revision on this surface")
+            raise NotFound("REVISION_UNKNOWN", "no such revision on this surface")
         revision = host_pb2.Revision(revision_id=row.revision_id, surface_id=row.surface_id,
                                      parent_revision_id=row.parent_revision_id or "", turn_id=row.turn_id,
                                      content_hash=row.content_hash, document_json=row.document_json,
@@ -235,14 +228,13 @@ class HostService(host_pb2_grpc.HostServiceServicer):
 def turn_end(request: host_pb2.FinishTurnRequest) -> TurnEnd:
     """A FinishTurn request's record, checked before anything is kept."""
     if request.outcome not in common_pb2.TurnOutcome.values() or request.outcome == common_pb2.TURN_OUTCOME_UNSPECIFIED:
-        raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "OUTCOME_REQUIRED", "outcome: one of the TurnOutcome values")
+        raise Invalid("OUTCOME_REQUIRED", "outcome: one of the TurnOutcome values")
     if len(request.answer) > MAX_TEXT:
-        raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "ANSWER_TOO_LONG", f"answer: at most {MAX_TEXT} characters",
-                     {"max": str(MAX_TEXT)})
+        raise Invalid("ANSWER_TOO_LONG", f"answer: at most {MAX_TEXT} characters", {"max": str(MAX_TEXT)})
     if len(request.suggested_questions) > MAX_SUGGESTED or any(
             not 1 <= len(q) <= MAX_TEXT for q in request.suggested_questions):
-        raise refuse(grpc.StatusCode.INVALID_ARGUMENT, "SUGGESTIONS_INVALID",
-                     f"suggested_questions: at most {MAX_SUGGESTED}, each 1-{MAX_TEXT} characters")
+        raise Invalid("SUGGESTIONS_INVALID",
+                      f"suggested_questions: at most {MAX_SUGGESTED}, each 1-{MAX_TEXT} characters")
     return TurnEnd(request.outcome, request.answer, tuple(request.suggested_questions), request.follows_turn_id)
 
 

@@ -26,7 +26,7 @@ from services.host.peers import Peers, peer
 from services.host.store import NewEntry, Session
 from shared import tokens
 from shared.bounded_json import canonical
-from shared.errors import TesseraError
+from shared.refusals import Refusal, Unavailable
 from shared.ui.windows import FIRST_WINDOWS_PATH, window_key, window_path
 from tessera.common.v1 import common_pb2
 from tessera.resources.v1 import resources_pb2
@@ -114,14 +114,14 @@ class Windows:
             windows=[_window_request(grant, b.first_offset, b.first_rows, list(b.columns))
                      for _, (b, grant) in batch]), timeout=30))
         if len(reply.windows) != len(batch):
-            raise TesseraError(grpc.StatusCode.UNAVAILABLE, "PEER_REPLY_INVALID",
-                               f"resources: {len(reply.windows)} window outcomes for {len(batch)} windows asked",
-                               {"peer": "resources"})
+            raise Unavailable("PEER_REPLY_INVALID",
+                              f"resources: {len(reply.windows)} window outcomes for {len(batch)} windows asked",
+                              {"peer": "resources"})
         later = [asked for asked, outcome in zip(batch, reply.windows, strict=True)
                  if outcome.refused.reason == WINDOWS_REPLY_FULL]
         if len(later) == len(batch):  # the gateway answers at least one window a call: this one made no progress
-            raise TesseraError(grpc.StatusCode.UNAVAILABLE, "PEER_REPLY_INVALID",
-                               "resources: a reply with no room for any window", {"peer": "resources"})
+            raise Unavailable("PEER_REPLY_INVALID",
+                              "resources: a reply with no room for any window", {"peer": "resources"})
         for (index, (binding, _)), outcome in zip(batch, reply.windows, strict=True):
             if outcome.refused.reason != WINDOWS_REPLY_FULL:
                 outcomes[index] = _first_window_entry(session, binding, outcome)
@@ -198,7 +198,7 @@ def _first_window_entry(session: Session, binding: Binding, outcome: resources_p
         return f"{outcome.refused.reason}: {outcome.refused.message}"
     try:
         return _window_entry(session, binding, outcome.window)
-    except TesseraError as exc:
+    except Refusal as exc:
         return str(exc)
 
 
@@ -232,9 +232,9 @@ def _checked_rows(rows_json: bytes, width: int) -> str:
     # Types and widths gathered by map() and set() rather than a Python test per cell: half the time of a window.
     if type(rows) is not list or set(map(type, rows)) - {list} or set(map(len, rows)) - {width} \
             or set(map(type, chain.from_iterable(rows))) - _CELL_TYPES:
-        raise TesseraError(grpc.StatusCode.UNAVAILABLE, "PEER_REPLY_INVALID",
-                           f"resources: a window's rows are not an array of {width}-cell rows of plain values",
-                           {"peer": "resources"})
+        raise Unavailable("PEER_REPLY_INVALID",
+                          f"resources: a window's rows are not an array of {width}-cell rows of plain values",
+                          {"peer": "resources"})
     return text
 
 

@@ -18,9 +18,7 @@ import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-import grpc
-
-from shared.errors import TesseraError
+from shared.refusals import Conflict, Denied
 
 TOKEN_LIFETIME_SECONDS = 8 * 3600
 MAX_TOKEN_CHARS = 64_000
@@ -60,24 +58,22 @@ class CapabilityIssuer:
                          capability.expires_at)
 
     def open(self, token: str, fingerprint: str, session_id: str) -> Capability:
-        """Verify a token for this catalog and session, or raise a precise TesseraError."""
-        denied = grpc.StatusCode.PERMISSION_DENIED
+        """Verify a token for this catalog and session, or raise a precise refusal."""
         if not token:
-            raise TesseraError(denied, "CAPABILITY_MISSING",
-                               "a capability token is required: call inspect_current_context first")
+            raise Denied("CAPABILITY_MISSING", "a capability token is required: call inspect_current_context first")
         if len(token) > MAX_TOKEN_CHARS or token.count(".") != 1:
-            raise TesseraError(denied, "CAPABILITY_INVALID", "capability token is malformed")
+            raise Denied("CAPABILITY_INVALID", "capability token is malformed")
         body, mac = token.split(".")
         if not hmac.compare_digest(mac.encode("utf-8", "replace"), self._mac(body).encode()):
-            raise TesseraError(denied, "CAPABILITY_INVALID", "capability token does not verify")
+            raise Denied("CAPABILITY_INVALID", "capability token does not verify")
         payload = json.loads(zlib.decompress(_unb64(body)))
         if payload["fp"] != fingerprint:
-            raise TesseraError(grpc.StatusCode.FAILED_PRECONDITION, "CATALOG_CHANGED",
-                               "the catalog changed since this token was issued; inspect the catalog again",
-                               {"catalog_fingerprint": fingerprint})
+            raise Conflict("CATALOG_CHANGED",
+                           "the catalog changed since this token was issued; inspect the catalog again",
+                           {"catalog_fingerprint": fingerprint})
         if payload["s"] != session_id:
-            raise TesseraError(denied, "CAPABILITY_INVALID", "capability token belongs to another session")
+            raise Denied("CAPABILITY_INVALID", "capability token belongs to another session")
         if payload["exp"] <= time.time():
-            raise TesseraError(denied, "CAPABILITY_EXPIRED", "capability token expired; inspect the catalog again")
+            raise Denied("CAPABILITY_EXPIRED", "capability token expired; inspect the catalog again")
         return Capability(payload["fp"], payload["s"], payload["exp"], frozenset(payload["ids"]))
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, replace
 
-import grpc
 import jsonschema
 
 from services.resources import periods
@@ -35,8 +34,8 @@ from shared.analysis_draft import (
     mode_schema,
 )
 from shared.bounded_json import BoundedJsonError, Limits, parse
-from shared.errors import TesseraError
 from shared.next_steps import metadata
+from shared.refusals import Invalid, Refusal
 from shared.schema_check import compile_check
 from shared.schema_errors import explain
 
@@ -54,10 +53,9 @@ _ENVELOPE = jsonschema.Draft7Validator({"$schema": DRAFT_07, "type": "object", "
 _FAST_CHECKS = {mode: compile_check(validator.schema) for mode, validator in _VALIDATORS.items()}
 
 
-def invalid(reason: str, message: str, pointer: str, **detail) -> TesseraError:
+def invalid(reason: str, message: str, pointer: str, **detail) -> Refusal:
     """A refusal of the draft at `pointer` (into the draft), with the allowed values or bound where given."""
-    return TesseraError(grpc.StatusCode.INVALID_ARGUMENT, reason, f"{message} (at {pointer or '/'})",
-                        metadata(pointer, **detail))
+    return Invalid(reason, f"{message} (at {pointer or '/'})", metadata(pointer, **detail))
 
 
 # --- the typed, checked draft --------------------------------------------
@@ -533,7 +531,7 @@ _EXPECTED = {"string": "text", "boolean": "true or false", "integer": "a whole n
 def _typed_value(value, kind: str, pointer: str):
     """Values become typed bound parameters; text in them is never SQL. (NUL characters and numbers past 64 bits
     are the schema's to refuse.)"""
-    def wrong(message: str) -> TesseraError:
+    def wrong(message: str) -> Refusal:
         return invalid("VALUE_TYPE", message, pointer, expected=_EXPECTED[kind])
 
     if kind == "string":

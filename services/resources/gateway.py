@@ -1,8 +1,8 @@
 """The Resource Gateway's domain: catalog, capability, drafts, results, grants.
 
 Synchronous and free of gRPC plumbing (the servicer runs it on a bounded
-thread pool); every refusal has a stable reason: a TesseraError, or a domain refusal from the result
-store (shared/refusals.py) that the interceptor maps.
+thread pool); every refusal is a domain refusal (shared/refusals.py) with a stable reason, which the
+interceptor maps to its status.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
-import grpc
 import sqlalchemy as sa
 from google.protobuf import duration_pb2, timestamp_pb2
 
@@ -39,8 +38,8 @@ from services.resources.window_rows import EncodedRows
 from shared import tokens
 from shared.caches import SharedMemo, expiring
 from shared.certs import load_secret, load_signing_key, load_verify_key
-from shared.errors import TesseraError
 from shared.next_steps import metadata
+from shared.refusals import Conflict, Denied, Exhausted, Invalid, NotFound, Refusal
 from tessera.common.v1 import common_pb2
 from tessera.resources.v1 import resources_pb2
 
@@ -174,26 +173,25 @@ class Gateway:
 
     def _require_scope(self, capability: Capability, item_id: str, path: str) -> None:
         if item_id not in self.catalog.by_id:
-            raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "UNKNOWN_ID",
-                               f"{item_id} is not an id of the current catalog (at {path})", metadata(path))
+            raise Invalid("UNKNOWN_ID", f"{item_id} is not an id of the current catalog (at {path})", metadata(path))
         if item_id not in capability.ids:
-            raise TesseraError(grpc.StatusCode.PERMISSION_DENIED, "ID_NOT_IN_SCOPE",
-                               f"{item_id} was not returned to this session by inspect_catalog or describe_data "
-                               f"(at {path})", metadata(path, id=item_id, entity=self.catalog.home_entity_id(item_id)))
+            raise Denied("ID_NOT_IN_SCOPE",
+                         f"{item_id} was not returned to this session by inspect_catalog or describe_data "
+                         f"(at {path})", metadata(path, id=item_id, entity=self.catalog.home_entity_id(item_id)))
 
     # --- catalog ---------------------------------------------------------
 
     def inspect(self, question: str, capability: Capability) -> tuple[list, str]:
         if len(question) > MAX_QUESTION_CHARS:
-            raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "QUESTION_TOO_LONG",
-                               f"the question is longer than {MAX_QUESTION_CHARS} characters",
-                               metadata("/question", bound=MAX_QUESTION_CHARS))
+            raise Invalid("QUESTION_TOO_LONG",
+                          f"the question is longer than {MAX_QUESTION_CHARS} characters",
+                          metadata("/question", bound=MAX_QUESTION_CHARS))
         found = self.catalog.inspect(question)
         return found, self.capabilities.widen(capability, self._ids_of(found))
 
     def describe(self, entity_ids: list[str], capability: Capability) -> tuple[list, str]:
         if not entity_ids or len(entity_ids) > MAX_DESCRIBE:
-            raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "DESCRIBE_COUNT",
+            raise Invalid("DESCRIBE_COUNT",
                                f"describe takes 1 to {MAX_DESCRIBE} entity ids", metadata("/entity_ids",
                                                                                        bound=MAX_DESCRIBE))
         found = []
@@ -201,9 +199,9 @@ class Gateway:
             self._require_scope(capability, item_id, f"/entity_ids/{index}")
             entity = self.catalog.by_id[item_id]
             if not isinstance(entity, CatalogEntity):
-                raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "WRONG_ID_KIND",
-                                   f"{item_id} is not an entity (at /entity_ids/{index})",
-                                   metadata(f"/entity_ids/{index}", allowed=["entity"]))
+                raise Invalid("WRONG_ID_KIND",
+                              f"{item_id} is not an entity (at /entity_ids/{index})",
+                              metadata(f"/entity_ids/{index}", allowed=["entity"]))
             fields = [f for f in entity.fields.values() if f.model_visible]
             found.append((entity, fields[:40], list(entity.metrics.values())[:24]))
         return found, self.capabilities.widen(capability, self._ids_of(found))
@@ -242,15 +240,14 @@ class Gateway:
             fields = self._match_fields(target_id, text, capability)
         else:
             if text:
-                raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "PROBE_TEXT_UNEXPECTED",
-                                   f"text is only for value-match, not {kind}", metadata("/text"))
+                raise Invalid("PROBE_TEXT_UNEXPECTED", f"text is only for value-match, not {kind}", metadata("/text"))
             target = self._probe_target(kind, target_id, capability)
         # Reserve the unit first, in the store every replica shares: racing probes cannot overrun the budget.
         used = self.store.spend("probe", session_id, turn_id, self.settings.probes_per_turn)
         if used is None:
-            raise TesseraError(grpc.StatusCode.RESOURCE_EXHAUSTED, "PROBE_BUDGET_EXHAUSTED",
-                               f"at most {self.settings.probes_per_turn} probes per turn",
-                               metadata(bound=self.settings.probes_per_turn))
+            raise Exhausted("PROBE_BUDGET_EXHAUSTED",
+                            f"at most {self.settings.probes_per_turn} probes per turn",
+                            metadata(bound=self.settings.probes_per_turn))
         try:
             if kind == "value-match":
                 matches, truncated = self._probed((kind, text, *(f.id for f in fields)), lambda: probes.value_match(
@@ -280,32 +277,31 @@ class Gateway:
     def _probe_target(self, kind: str, target_id: str, capability: Capability):
         path = "/relationship_id" if kind == "join-coverage" else "/field_id"
         if not target_id:
-            raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "PROBE_TARGET_MISSING",
-                               f"{kind} needs {path[1:]}", metadata(path))
+            raise Invalid("PROBE_TARGET_MISSING", f"{kind} needs {path[1:]}", metadata(path))
         self._require_scope(capability, target_id, path)
         target = self.catalog.by_id[target_id]
         if isinstance(target, CatalogField) and target.spec.exposure == "filter-only":
-            raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "PROBE_NOT_ALLOWED",
-                               f"{target.spec.label!r} may only be filtered on: it is never probed", metadata(path))
+            raise Invalid("PROBE_NOT_ALLOWED",
+                          f"{target.spec.label!r} may only be filtered on: it is never probed", metadata(path))
         wanted = CatalogRelationship if kind == "join-coverage" else CatalogField
         if not isinstance(target, wanted):
-            raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "WRONG_ID_KIND",
-                               f"{kind} needs a {'relationship' if wanted is CatalogRelationship else 'field'} id",
-                               metadata(path, allowed=["relationship" if wanted is CatalogRelationship else "field"]))
+            raise Invalid("WRONG_ID_KIND",
+                          f"{kind} needs a {'relationship' if wanted is CatalogRelationship else 'field'} id",
+                          metadata(path, allowed=["relationship" if wanted is CatalogRelationship else "field"]))
         return target
 
     def _match_fields(self, field_id: str, text: str, capability: Capability) -> list[CatalogField]:
         """The fields a value-match searches: the one named, or every bounded-values string field."""
         if not text.strip() or len(text) > probes.MAX_MATCH_TEXT_CHARS:
-            raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "PROBE_TEXT_INVALID",
-                               f"value-match needs text of 1-{probes.MAX_MATCH_TEXT_CHARS} characters",
-                               metadata("/text", bound=probes.MAX_MATCH_TEXT_CHARS))
+            raise Invalid("PROBE_TEXT_INVALID",
+                          f"value-match needs text of 1-{probes.MAX_MATCH_TEXT_CHARS} characters",
+                          metadata("/text", bound=probes.MAX_MATCH_TEXT_CHARS))
         if field_id:
             target = self._probe_target("value-match", field_id, capability)
             if target.spec.exposure != "bounded-values" or target.spec.type != "string":
-                raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "PROBE_NOT_ALLOWED",
-                                   f"value-match is for string fields with bounded values; {target.spec.label!r} "
-                                   f"is a {target.spec.exposure} {target.spec.type}", metadata("/field_id"))
+                raise Invalid("PROBE_NOT_ALLOWED",
+                              f"value-match is for string fields with bounded values; {target.spec.label!r} "
+                              f"is a {target.spec.exposure} {target.spec.type}", metadata("/field_id"))
             return [target]
         # Every entity, not only those in scope: "in France" names a value of an entity the question's
         # words did not bring into the slice. Values of bounded-values fields are the model's to see.
@@ -474,10 +470,10 @@ class Gateway:
             return replace(period, span=span, reference=reference, anchor=anchor)
         reference = self._reference(period.field)
         if reference is None:
-            raise TesseraError(grpc.StatusCode.FAILED_PRECONDITION, "NO_REFERENCE_DATE",
-                               f"{period.field.spec.label!r} has no values, so "
-                               f"'{periods.words(period.relative, period.unit, period.count)}' has no date to count "
-                               f"back from (at {period.pointer})", metadata(period.pointer))
+            raise Conflict("NO_REFERENCE_DATE",
+                           f"{period.field.spec.label!r} has no values, so "
+                           f"'{periods.words(period.relative, period.unit, period.count)}' has no date to count "
+                           f"back from (at {period.pointer})", metadata(period.pointer))
         return replace(period, span=periods.resolve(period.relative, period.unit, period.count, reference),
                        reference=reference, anchor=anchor)
 
@@ -524,7 +520,7 @@ class Gateway:
             rows, _ = self.warehouse.fetch(plan.statement, 1)
             first, last = (_moment(value, field.spec.type) for value in rows[0]) if rows else (None, None)
             return Coverage(field, first, last)
-        except (TesseraError, ValueError, TypeError, sa.exc.SQLAlchemyError) as exc:
+        except (Refusal, ValueError, TypeError, sa.exc.SQLAlchemyError) as exc:
             # e.g. the filter cannot reach the time field, or a value that is no date: no span is stated
             # (none invented), and the result itself stands.
             logger.warning("no time coverage for this result: %s", str(exc)[:200])
@@ -537,9 +533,7 @@ class Gateway:
             claims = tokens.verify(self.host_key, tokens.PURPOSE_WINDOW_GRANT, grant, common_pb2.WindowGrantClaims)
             tokens.check_binding(claims.binding, "resources", GRANT_MAX_LIFETIME)
         except tokens.TokenError as exc:
-            reason = exc.reason.replace("TOKEN_", "GRANT_")
-            code = grpc.StatusCode.PERMISSION_DENIED
-            raise TesseraError(code, reason, f"window grant refused: {exc}") from None
+            raise Denied(exc.reason.replace("TOKEN_", "GRANT_"), f"window grant refused: {exc}") from None
         return claims
 
     def revoke(self, grants: list[common_pb2.SignedToken]) -> int:
@@ -551,8 +545,7 @@ class Gateway:
                 claims = tokens.verify(self.host_key, tokens.PURPOSE_WINDOW_GRANT, grant,
                                        common_pb2.WindowGrantClaims)
             except tokens.TokenError as exc:
-                raise TesseraError(grpc.StatusCode.PERMISSION_DENIED, exc.reason.replace("TOKEN_", "GRANT_"),
-                                   f"cannot revoke: {exc}") from None
+                raise Denied(exc.reason.replace("TOKEN_", "GRANT_"), f"cannot revoke: {exc}") from None
             expires = claims.binding.expires_at.ToDatetime(dt.UTC).timestamp()
             # An expired grant is refused anyway; its revocation need not be kept.
             if expires > now and self.revocations.revoke(claims.grant_id, expires):
@@ -566,11 +559,11 @@ class Gateway:
         nothing is read or encoded: None when the store would have to be asked (a revocation not known here, a
         result not held here) or rows encoded, and the caller asks again without it (off the event loop)."""
         outcome = self.windows([WindowAsk(claims, offset, limit, column_ids, as_json)], from_memory)[0]
-        if isinstance(outcome, TesseraError):
+        if isinstance(outcome, Refusal):
             raise outcome
         return outcome
 
-    def windows(self, asked: Sequence[WindowAsk], from_memory: bool = False) -> list[Window | TesseraError | None]:
+    def windows(self, asked: Sequence[WindowAsk], from_memory: bool = False) -> list[Window | Refusal | None]:
         """Each window as window() answers it, or the refusal it would raise, in the order asked; the revocations
         this replica does not know are asked of the store in one query for them all."""
         revocations = self.revocations
@@ -579,35 +572,30 @@ class Gateway:
         else:
             among = revocations.revoked_among([ask.claims.grant_id for ask in asked])
             revoked = [ask.claims.grant_id in among for ask in asked]
-        outcomes: list[Window | TesseraError | None] = []
+        outcomes: list[Window | Refusal | None] = []
         for ask, is_revoked in zip(asked, revoked, strict=True):
             try:
                 outcomes.append(None if is_revoked is None else self._window(ask, is_revoked, from_memory))
-            except TesseraError as refusal:
+            except Refusal as refusal:
                 outcomes.append(refusal)
         return outcomes
 
     def _window(self, ask: WindowAsk, revoked: bool, from_memory: bool) -> Window | None:
         claims, offset, limit = ask.claims, ask.offset, ask.limit
         if revoked:
-            raise TesseraError(grpc.StatusCode.PERMISSION_DENIED, "GRANT_REVOKED",
-                               "this window grant was revoked by the host")
+            raise Denied("GRANT_REVOKED", "this window grant was revoked by the host")
         cap = min(MAX_WINDOW_ROWS, claims.max_window_rows or MAX_WINDOW_ROWS)
         if limit < 1 or limit > cap:
-            raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "WINDOW_TOO_LARGE",
-                               f"limit must be between 1 and {cap}", {"max": str(cap)})
+            raise Invalid("WINDOW_TOO_LARGE", f"limit must be between 1 and {cap}", {"max": str(cap)})
         if claims.HasField("row") and offset != claims.row:  # a grant for one figure reads its one cell
-            raise TesseraError(grpc.StatusCode.PERMISSION_DENIED, "WINDOW_OUTSIDE_GRANT",
-                               f"this grant reads row {claims.row} only", {"row": str(claims.row)})
+            raise Denied("WINDOW_OUTSIDE_GRANT", f"this grant reads row {claims.row} only", {"row": str(claims.row)})
         result = self.store.remembered(claims.resource_id) if from_memory else self.store.get(claims.resource_id)
         if result is None:
             if from_memory:
                 return None
-            raise TesseraError(grpc.StatusCode.NOT_FOUND, "RESOURCE_NOT_FOUND",
-                               f"no pinned result {claims.resource_id}")
+            raise NotFound("RESOURCE_NOT_FOUND", f"no pinned result {claims.resource_id}")
         if (claims.version_id, claims.content_hash) != (result.version_id, result.content_hash):
-            raise TesseraError(grpc.StatusCode.PERMISSION_DENIED, "GRANT_RESOURCE_MISMATCH",
-                               "the grant names another version of this result")
+            raise Denied("GRANT_RESOURCE_MISMATCH", "the grant names another version of this result")
         positions = _projection(claims, result, ask.column_ids)
         rows = self.window_rows.window(result, positions, offset, limit, encode=not from_memory,
                                        form="json" if ask.as_json else "proto")
@@ -623,7 +611,7 @@ def _projection(claims: common_pb2.WindowGrantClaims, result: PinnedResult, colu
     projection = list(column_ids) or granted
     for index, column_id in enumerate(projection):
         if column_id not in granted or column_id not in known:
-            raise TesseraError(grpc.StatusCode.PERMISSION_DENIED, "COLUMN_NOT_GRANTED",
-                               f"column {column_id!r} is not granted (at /column_ids/{index})",
-                               {"column_id": column_id})
+            raise Denied("COLUMN_NOT_GRANTED",
+                         f"column {column_id!r} is not granted (at /column_ids/{index})",
+                         {"column_id": column_id})
     return tuple(next(i for i, c in enumerate(result.columns) if c.id == cid) for cid in projection)

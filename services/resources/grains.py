@@ -6,12 +6,11 @@ agree on what a week or a quarter is on every backend.
 
 from __future__ import annotations
 
-import grpc
 import sqlalchemy as sa
 from sqlalchemy.sql.elements import ColumnElement
 
 from shared.analysis_draft import GRAINS
-from shared.errors import TesseraError
+from shared.refusals import Conflict
 
 
 def time_bucket(column: ColumnElement, grain: str, dialect: str) -> ColumnElement:
@@ -23,7 +22,7 @@ def time_bucket(column: ColumnElement, grain: str, dialect: str) -> ColumnElemen
         # accepts `GROUP BY date_trunc(...)` when both sides are the same literal.
         return sa.func.date_trunc(sa.literal_column(f"'{grain}'"), column)
     if dialect != "sqlite":
-        raise TesseraError(grpc.StatusCode.FAILED_PRECONDITION, "DIALECT_UNSUPPORTED", f"no time grains for {dialect}")
+        raise Conflict("DIALECT_UNSUPPORTED", f"no time grains for {dialect}")
     formats = {"hour": "%Y-%m-%d %H:00:00", "day": "%Y-%m-%d 00:00:00", "month": "%Y-%m-01 00:00:00",
                "year": "%Y-01-01 00:00:00"}
     if grain in formats:

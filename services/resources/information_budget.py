@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import logging
 
-import grpc
-
 from services.resources.config import ResourcesSettings
 from services.resources.draft import Draft
 from services.resources.ports import Admission, AnalysisAdmissions, AnalysisLimits, AnalysisRefusal, Search
 from services.resources.shapes import shape_of
-from shared.errors import TesseraError
 from shared.next_steps import metadata
+from shared.refusals import Denied, Exhausted, Refusal
 
 logger = logging.getLogger("tessera.resources.audit")
 
@@ -58,14 +56,13 @@ class InformationBudget:
             "session_id": refused.session_id, "turn_id": refused.turn_id, "shape": refused.shape,
             "count": refused.count, "bound": refused.bound}})
 
-    def _refusal(self, refused: AnalysisRefusal) -> TesseraError:
+    def _refusal(self, refused: AnalysisRefusal) -> Refusal:
         bound, budget = refused.bound, refused.budget
         if refused.reason == "ANALYSIS_BUDGET_SPENT":
             if budget == "turn":
-                return TesseraError(grpc.StatusCode.RESOURCE_EXHAUSTED, "ANALYSIS_BUDGET_SPENT",
-                                    f"at most {bound} analyses per turn", metadata(bound=bound, budget=budget))
-            return TesseraError(
-                grpc.StatusCode.RESOURCE_EXHAUSTED, "ANALYSIS_BUDGET_SPENT",
+                return Exhausted("ANALYSIS_BUDGET_SPENT",
+                                 f"at most {bound} analyses per turn", metadata(bound=bound, budget=budget))
+            return Exhausted("ANALYSIS_BUDGET_SPENT",
                 f"at most {bound} analyses per session (renewed {self._period_hours:g} h after the session's "
                 f"first analysis)", metadata(bound=bound, budget=budget, next_step=(
                     "No analyses are left in this session: present what you have with present_ui, or answer, and "
@@ -77,6 +74,6 @@ class InformationBudget:
                 ) if budget == "target" else (
                 f"this session has asked {refused.count} drafts whose rows depend on values it is never shown, "
                 f"each with other bounds; at most {bound} are answered")
-        return TesseraError(grpc.StatusCode.PERMISSION_DENIED, "ORACLE_PATTERN",
-                            f"{what}: a search that narrows a hidden value is not answered",
-                            metadata(bound=bound, budget=budget, shape=refused.shape))
+        return Denied("ORACLE_PATTERN",
+                      f"{what}: a search that narrows a hidden value is not answered",
+                      metadata(bound=bound, budget=budget, shape=refused.shape))

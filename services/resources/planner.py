@@ -38,7 +38,7 @@ from services.resources.draft import (
 )
 from services.resources.grains import time_bucket
 from shared.caches import SharedMemo, bounded_lru
-from shared.errors import TesseraError
+from shared.refusals import Refusal
 
 MAX_CACHED_JOINS = 1024
 MAX_CACHED_PLANS = 256
@@ -152,7 +152,7 @@ def output_name(output_id: str) -> sa.sql.quoted_name:
     return sa.sql.quoted_name(output_id, quote=True)
 
 
-def _fan_out(use, edge, reason: str, message: str, end_id: str) -> TesseraError:
+def _fan_out(use, edge, reason: str, message: str, end_id: str) -> Refusal:
     """A join refused because it would multiply rows, naming where in the draft, which relationship and the entity
     a measure would have to be defined on."""
     return invalid(reason, message, use.pointer, relationship=edge.relationship.id, measure_entity=end_id)
@@ -295,7 +295,7 @@ class Planner:
             raise self._ambiguous(home, use, routes)
         return routes[0]
 
-    def _ambiguous(self, home: str, use: _Use, routes: list[tuple[Edge, ...]]) -> TesseraError:
+    def _ambiguous(self, home: str, use: _Use, routes: list[tuple[Edge, ...]]) -> Refusal:
         """AMBIGUOUS_PATH, listing each path by the relationship (role) that tells it apart, shortest first."""
         routes = sorted(routes, key=len)
         roles = []
@@ -477,7 +477,7 @@ class Planner:
             joined = self._joined(field.entity, self._filter_entities(draft.filter), True, "the time span")
             if draft.filter is not None:
                 self._predicate_sql(draft.filter, joined)
-        except (TesseraError, ValueError):
+        except (Refusal, ValueError):
             return None, False
         if field.entity != home:
             routes = self.catalog.routes(home, field.entity)

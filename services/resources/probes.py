@@ -8,7 +8,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
-import grpc
 import sqlalchemy as sa
 
 from services.resources.catalog import Catalog, CatalogField, CatalogRelationship
@@ -16,8 +15,8 @@ from services.resources.draft import TEMPORAL
 from services.resources.results import normalize_cell
 from services.resources.semantic_model import MAX_PHRASE_WORDS, key_fields, spoken_words
 from services.resources.warehouse import Warehouse
-from shared.errors import TesseraError
 from shared.next_steps import metadata
+from shared.refusals import Invalid, Refusal
 
 MAX_DOMAIN_VALUES = 20
 MAX_MATCH_TEXT_CHARS = 300
@@ -46,8 +45,8 @@ class ValueMatch:
     approximate: bool = False
 
 
-def _refuse(reason: str, message: str) -> TesseraError:
-    return TesseraError(grpc.StatusCode.INVALID_ARGUMENT, reason, message, metadata("/field_id"))
+def _refuse(reason: str, message: str) -> Refusal:
+    return Invalid(reason, message, metadata("/field_id"))
 
 
 def value_domain(warehouse: Warehouse, fld: CatalogField) -> tuple[list[str], bool]:

@@ -8,8 +8,6 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
-import grpc
-
 from services.resources.capability import Capability
 from services.resources.config import ResourcesSettings
 from services.resources.gateway import COLUMN_ROLES, COLUMN_TYPES, Gateway, Window, WindowAsk
@@ -20,8 +18,9 @@ from shared import runtime
 from shared.analysis_draft import DRAFT_SCHEMA_JSON, DRAFT_SCHEMA_SHA256, DRAFT_SCHEMA_VERSION
 from shared.certs import CredentialError
 from shared.encoded_replies import EncodedReply, answers_encoded, length_delimited
-from shared.errors import TesseraError
+from shared.errors import status_of
 from shared.next_steps import metadata
+from shared.refusals import Exhausted, Invalid, Refusal
 from tessera.common.v1 import common_pb2
 from tessera.resources.v1 import resources_pb2, resources_pb2_grpc
 
@@ -49,8 +48,7 @@ _PROBES = {resources_pb2.PROBE_KIND_VALUE_DOMAIN: "value-domain",
 def _turn(turn: resources_pb2.TurnRef) -> tuple[str, str]:
     for name, value in (("session_id", turn.session_id), ("turn_id", turn.turn_id)):
         if not value or len(value) > MAX_ID_CHARS:
-            raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "TURN_REQUIRED",
-                               f"turn.{name} must be 1 to {MAX_ID_CHARS} characters")
+            raise Invalid("TURN_REQUIRED", f"turn.{name} must be 1 to {MAX_ID_CHARS} characters")
     return turn.session_id, turn.turn_id
 
 
@@ -70,38 +68,37 @@ def _window_reply(window: Window) -> EncodedReply:
     return EncodedReply(head.SerializeToString() + window.encoded_rows + tail.SerializeToString())
 
 
-def _outcome_field(outcome: Window | TesseraError) -> bytes:
+def _outcome_field(outcome: Window | Refusal) -> bytes:
     """One element of ResolveWindowsResponse.windows (field 1) in wire form: the window as ResolveWindow answers it
     (WindowOutcome.window, field 1), or its refusal (WindowOutcome.refused)."""
-    if isinstance(outcome, TesseraError):
+    if isinstance(outcome, Refusal):
         refused = resources_pb2.WindowOutcome(refused=resources_pb2.WindowRefusal(
-            code=outcome.code.value[0], reason=outcome.reason, message=outcome.message))
+            code=status_of(outcome).code.value[0], reason=outcome.reason, message=outcome.message))
         return length_delimited(1, refused.SerializeToString())
     return length_delimited(1, length_delimited(1, _window_reply(outcome).data))
 
 
-def _asked(gateway: Gateway, request: resources_pb2.ResolveWindowRequest) -> WindowAsk | TesseraError:
+def _asked(gateway: Gateway, request: resources_pb2.ResolveWindowRequest) -> WindowAsk | Refusal:
     """The window a request asks for, under its grant's checked claims; or the grant's refusal."""
     try:
         return WindowAsk(gateway.open_grant(request.grant), request.offset, request.limit, list(request.column_ids),
                          request.rows_as_json)
-    except TesseraError as refusal:
+    except Refusal as refusal:
         return refusal
 
 
-def windows_reply(replies: list[Window | TesseraError], budget: int = MAX_WINDOWS_REPLY_BYTES) -> EncodedReply:
+def windows_reply(replies: list[Window | Refusal], budget: int = MAX_WINDOWS_REPLY_BYTES) -> EncodedReply:
     """ResolveWindowsResponse in wire form: each window or refusal in order, until the reply would pass `budget`
     bytes; from there on each window is refused as WINDOWS_REPLY_FULL (asked again in another call). A first window
     larger than the whole budget is refused as WINDOW_OVER_REPLY_BOUND: no call could carry it."""
-    full = _outcome_field(TesseraError(grpc.StatusCode.RESOURCE_EXHAUSTED, "WINDOWS_REPLY_FULL",
-                                       "this reply has no room for this window: ask for it in another call"))
+    full = _outcome_field(Exhausted("WINDOWS_REPLY_FULL",
+                                    "this reply has no room for this window: ask for it in another call"))
     fields: list[bytes] = []
     size = 0
     for reply in replies:
         field = full if fields and fields[-1] is full else _outcome_field(reply)  # after one full, all are
         if field is not full and size + len(field) > budget:
-            field = full if fields else _outcome_field(TesseraError(
-                grpc.StatusCode.RESOURCE_EXHAUSTED, "WINDOW_OVER_REPLY_BOUND",
+            field = full if fields else _outcome_field(Exhausted("WINDOW_OVER_REPLY_BOUND",
                 f"this window is over the {budget:,}-byte bound of a reply: ask for fewer rows or columns"))
         fields.append(field)
         size += len(field)
@@ -185,9 +182,9 @@ class ResourceGatewayService(resources_pb2_grpc.ResourceGatewayServiceServicer):
         capability = self._capability(request.capability_token, session_id)
         kind = _PROBES.get(request.kind)
         if kind is None:
-            raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "PROBE_KIND",
-                               "kind must be value-domain, field-profile, time-bounds, join-coverage or "
-                               "value-match", metadata("/kind", allowed=_PROBES.values()))
+            raise Invalid("PROBE_KIND",
+                          "kind must be value-domain, field-profile, time-bounds, join-coverage or "
+                          "value-match", metadata("/kind", allowed=_PROBES.values()))
         target = request.relationship_id if kind == "join-coverage" else request.field_id
         outcome, remaining = await self._run(self._gateway.probe, session_id, turn_id, kind, target, capability,
                                              request.text)
@@ -228,7 +225,7 @@ class ResourceGatewayService(resources_pb2_grpc.ResourceGatewayServiceServicer):
     async def ResolveWindow(self, request, context):
         """Answered already serialised: the rows are bytes encoded once per result (window_rows.py)."""
         (window,) = await self._read_windows([_asked(self._gateway, request)])
-        if isinstance(window, TesseraError):
+        if isinstance(window, Refusal):
             raise window
         return _window_reply(window)
 
@@ -236,16 +233,16 @@ class ResourceGatewayService(resources_pb2_grpc.ResourceGatewayServiceServicer):
     async def ResolveWindows(self, request, context):
         """Each window as ResolveWindow answers it, or its refusal, in one reply (read as _read_windows reads)."""
         if not 1 <= len(request.windows) <= MAX_WINDOWS_PER_CALL:
-            raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "WINDOW_COUNT",
-                               f"ask for 1 to {MAX_WINDOWS_PER_CALL} windows in one call, not {len(request.windows)}",
-                               {"max": str(MAX_WINDOWS_PER_CALL), "pointer": "/windows"})
+            raise Invalid("WINDOW_COUNT",
+                          f"ask for 1 to {MAX_WINDOWS_PER_CALL} windows in one call, not {len(request.windows)}",
+                          {"max": str(MAX_WINDOWS_PER_CALL), "pointer": "/windows"})
         replies = await self._read_windows([_asked(self._gateway, item) for item in request.windows])
         for index, refusal in enumerate(replies):
-            if isinstance(refusal, TesseraError):  # what the access line says of a refused ResolveWindow
+            if isinstance(refusal, Refusal):  # what the access line says of a refused ResolveWindow
                 logger.warning("window %d of %d refused: %s", index, len(replies), refusal)
         return windows_reply(replies)
 
-    async def _read_windows(self, asked: list[WindowAsk | TesseraError]) -> list[Window | TesseraError]:
+    async def _read_windows(self, asked: list[WindowAsk | Refusal]) -> list[Window | Refusal]:
         """Each asked window, or its refusal. Windows whose revocation answer, result and rows this replica holds in
         memory are served on the event loop (their grants' signatures, checked already, are the one cost: going to
         the pool and back took longer than a window itself); the rest go off it together, one revocation query for

@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 from urllib.parse import quote
 
-import grpc
 import sqlalchemy as sa
 from duckdb_engine import Dialect as DuckDBDialect
 from sqlalchemy import event
@@ -23,8 +22,8 @@ from sqlalchemy.dialects import registry
 
 from services.resources.deadlines import Deadline, DeadlineWatcher
 from shared.db import check_idle_connection, ping, unreachable
-from shared.errors import TesseraError
 from shared.next_steps import metadata
+from shared.refusals import Refusal, TimedOut
 
 
 class CachingDuckDBDialect(DuckDBDialect):
@@ -64,10 +63,10 @@ class WarehouseUnavailable(Exception):
         self.unreachable = unreachable  # no server answered (yet): worth waiting for
 
 
-def _timeout_error(seconds: float) -> TesseraError:
-    return TesseraError(grpc.StatusCode.DEADLINE_EXCEEDED, "QUERY_TIMEOUT",
-                        f"the query ran longer than the {seconds:g} s policy limit and was stopped",
-                        metadata(bound=seconds))
+def _timeout_error(seconds: float) -> Refusal:
+    return TimedOut("QUERY_TIMEOUT",
+                    f"the query ran longer than the {seconds:g} s policy limit and was stopped",
+                    metadata(bound=seconds))
 
 
 class Warehouse:

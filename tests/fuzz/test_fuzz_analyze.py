@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 
 from cli.seed import READER_ROLE, seed
 from services.resources.gateway import Analysis
-from shared.errors import TesseraError
+from shared.errors import status_of
+from shared.refusals import Refusal
 from tests.fixtures.fuzz import fuzz_settings
 from tests.fixtures.postgres import postgres_database
 from tests.resources.conftest import Session, make_gateway
@@ -248,16 +249,16 @@ def _resolve(value, session: Session):
     return value
 
 
-def analyze(session: Session, worker, text: str, capability=None) -> Analysis | TesseraError:
+def analyze(session: Session, worker, text: str, capability=None) -> Analysis | Refusal:
     """Run Analyze; fail unless it answers, or refuses precisely, within the deadline."""
     call = worker.submit(session.gateway.analyze, session.session_id, f"t-{uuid.uuid4().hex[:8]}", text,
                          capability or session.capability)
     try:
         outcome = call.result(timeout=CALL_DEADLINE)
-    except TesseraError as refused:
-        assert refused.code not in BAD_CODES, (refused, text[:500])
+    except Refusal as refused:
+        assert status_of(refused).code not in BAD_CODES, (refused, text[:500])
         assert REASON.match(refused.reason), (refused, text[:500])
-        if refused.code == grpc.StatusCode.INVALID_ARGUMENT and refused.reason.startswith("DRAFT_"):
+        if status_of(refused).code == grpc.StatusCode.INVALID_ARGUMENT and refused.reason.startswith("DRAFT_"):
             pointer = refused.metadata["pointer"]
             assert pointer == "" or pointer.startswith("/"), (refused, text[:500])
             assert refused.metadata["next_step"], refused
@@ -314,7 +315,7 @@ def test_deep_nesting_is_refused_not_recursed_into(session, worker, depth, kind,
     draft = {**_resolve(TEMPLATES[template], session), "filter": _resolve(_nested(depth, kind), session)}
     outcome = analyze(session, worker, json.dumps(draft))
     if depth > 8 and kind != "list":
-        assert isinstance(outcome, TesseraError) and outcome.code == grpc.StatusCode.INVALID_ARGUMENT
+        assert isinstance(outcome, Refusal) and status_of(outcome).code == grpc.StatusCode.INVALID_ARGUMENT
 
 
 @fuzz_settings(20)
@@ -326,4 +327,4 @@ def test_deep_nesting_is_refused_not_recursed_into(session, worker, depth, kind,
 @example(text="[" * 100 + "]" * 100)
 def test_text_that_is_not_a_draft_is_refused_precisely(session, worker, text):
     outcome = analyze(session, worker, text)
-    assert isinstance(outcome, TesseraError) and outcome.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert isinstance(outcome, Refusal) and status_of(outcome).code == grpc.StatusCode.INVALID_ARGUMENT

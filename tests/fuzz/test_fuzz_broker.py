@@ -1,8 +1,8 @@
 """Hostile SubmitIntent and Decide calls, in process through the capability broker's servicer.
 
 Whatever a caller sends (random JSON, wrong types, huge integers, unknown ids, oversized strings, forged or
-foreign actors, out-of-range enum values), the broker either answers or refuses (a TesseraError, or a store's
-domain refusal) with a status that is not INTERNAL or UNKNOWN (the runtime turns any other exception into
+foreign actors, out-of-range enum values), the broker either answers or refuses (a refusal, sent as the status the
+interceptor maps it to) with a status that is not INTERNAL or UNKNOWN (the runtime turns any other exception into
 INTERNAL), within a deadline.
 Decide carries the security properties too: a record changes only when a Decide answered that the approved
 effect succeeded, and asking again never changes it a second time.
@@ -76,9 +76,9 @@ class World:
             return self.loop.run_until_complete(asyncio.wait_for(work, CALL_DEADLINE))
         except TimeoutError:
             pytest.fail(f"{method} did not answer within {CALL_DEADLINE:g} s: {request}")
-        except Refusal as domain:  # raised by a store: the interceptor sends it as its status
+        except Refusal as domain:  # the interceptor sends it as its status
             refusal = status_of(domain)
-        except TesseraError as error:
+        except TesseraError as error:  # a peer's refusal passed on
             refusal = error
         assert refusal.code not in BAD_CODES, refusal
         assert REASON.match(refusal.reason), refusal

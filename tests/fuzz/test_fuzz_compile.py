@@ -23,7 +23,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from services.compiler.server import CompilerService
-from shared.errors import TesseraError
+from shared.errors import status_of
+from shared.refusals import Refusal
 from shared.runtime import ServiceContext
 from tessera.compiler.v1 import compiler_pb2
 from tests.fixtures.fuzz import fuzz_settings
@@ -232,12 +233,11 @@ def servicer(compiler):
 
 
 def _status(servicer, request) -> tuple[grpc.StatusCode, compiler_pb2.CompileResponse | None]:
-    """What a client would see: the interceptor sends a TesseraError as its status and anything else as
-    INTERNAL."""
+    """What a client would see: the interceptor sends a refusal as its status and anything else as INTERNAL."""
     try:
         reply = asyncio.run(asyncio.wait_for(servicer.Compile(request, None), SECONDS_PER_COMPILE))
-    except TesseraError as error:
-        return error.code, None
+    except Refusal as error:
+        return status_of(error).code, None
     except Exception:  # noqa: BLE001 - precisely what would reach the client as INTERNAL
         return grpc.StatusCode.INTERNAL, None
     return grpc.StatusCode.OK, reply

@@ -27,7 +27,8 @@ from hypothesis import strategies as st
 
 from services.resources.catalog import CatalogEntity, CatalogField, CatalogMetric, CatalogRelationship
 from shared.analysis_draft import DRAFT_SCHEMA_JSON
-from shared.errors import TesseraError
+from shared.errors import status_of
+from shared.refusals import Refusal
 from tests.fixtures.fuzz import fuzz_settings
 from tests.fixtures.published_drafts import drafts
 from tests.fuzz.test_fuzz_analyze import seeded_gateway
@@ -102,8 +103,8 @@ def test_schema_valid_drafts_are_answered_or_refused_only_for_their_meaning(gate
                          session.capability)
     try:
         call.result(timeout=CALL_DEADLINE)
-    except TesseraError as refused:
-        assert refused.code not in (grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN), (refused, draft)
+    except Refusal as refused:
+        assert status_of(refused).code not in (grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN), (refused, draft)
         assert refused.reason in FOR_MEANING, (refused, draft)  # never what the schema could have said
         pointer = refused.metadata.get("pointer", "")
         assert (pointer == "" or pointer.startswith("/")) and refused.metadata["next_step"], refused

@@ -11,7 +11,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from shared import runtime
 from shared.channels import aio_channel
 from shared.encoded_replies import EncodedReply, answers_encoded
-from shared.errors import TesseraError, error_details
+from shared.errors import error_details
+from shared.refusals import Invalid, Unavailable
 from shared.runtime import registration_for, start_server
 from tessera.compiler.v1 import compiler_pb2, compiler_pb2_grpc
 from tessera.host.v1 import host_pb2, host_pb2_grpc
@@ -34,7 +35,7 @@ class _Compiler(compiler_pb2_grpc.CompilerServiceServicer):
 
     async def Compile(self, request, context):
         if request.proposal_json == "precise":
-            raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "PROPOSAL_INVALID", "bad proposal", {"at": "/"})
+            raise Invalid("PROPOSAL_INVALID", "bad proposal", {"at": "/"})
         raise ZeroDivisionError("secret internal detail")
 
 
@@ -179,7 +180,7 @@ class _PreEncoding(compiler_pb2_grpc.CompilerServiceServicer):
 
     async def Compile(self, request, context):
         if request.proposal_json == "refuse":
-            raise TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "PROPOSAL_INVALID", "bad proposal")
+            raise Invalid("PROPOSAL_INVALID", "bad proposal")
         return compiler_pb2.CompileResponse(content_hash="a message")
 
 
@@ -215,7 +216,7 @@ class _Restarting(host_pb2_grpc.HostServiceServicer):
     def _count(self, name: str) -> None:
         self.calls[name] = self.calls.get(name, 0) + 1
         if self.calls[name] <= 2:
-            raise TesseraError(grpc.StatusCode.UNAVAILABLE, "STARTING", "not ready yet")
+            raise Unavailable("STARTING", "not ready yet")
 
     async def GetRevision(self, request, context):
         self._count("GetRevision")

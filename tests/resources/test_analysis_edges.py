@@ -5,12 +5,13 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from shared.errors import TesseraError
+from shared.errors import status_of
+from shared.refusals import Refusal
 from tests.fixtures.race import race
 
 
-def _refused(session, draft) -> TesseraError:
-    with pytest.raises(TesseraError) as error:
+def _refused(session, draft) -> Refusal:
+    with pytest.raises(Refusal) as error:
         session.analyze(draft) if isinstance(draft, dict) else session.gateway.analyze(
             session.session_id, session.turn_id, draft, session.capability)
     return error.value
@@ -49,7 +50,7 @@ def test_filters_through_one_to_many_joins_are_refused(session):
              "measures": [{"id": "customers", "metric": session.metric("customers", "customer_count")}],
              "filter": {"not": {"field": session.field("orders", "channel"), "op": "eq", "value": "web"}}}
     error = _refused(session, draft)
-    assert (error.code, error.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "FILTER_THROUGH_FAN_OUT")
+    assert (status_of(error).code, error.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "FILTER_THROUGH_FAN_OUT")
 
 
 def test_the_probe_budget_holds_under_concurrency(gateway, session):
@@ -59,7 +60,7 @@ def test_the_probe_budget_holds_under_concurrency(gateway, session):
             gateway.probe(session.session_id, "race-turn", "value-domain", session.field("orders", "channel"),
                           session.capability)
             return "ok"
-        except TesseraError as exc:
+        except Refusal as exc:
             return exc.reason
 
     outcomes = race(8, probe)
@@ -67,9 +68,10 @@ def test_the_probe_budget_holds_under_concurrency(gateway, session):
 
 
 def test_a_non_ascii_token_is_invalid_not_a_crash(gateway, session):
-    with pytest.raises(TesseraError) as error:
+    with pytest.raises(Refusal) as error:
         gateway.open_capability("abc.é", session.session_id)
-    assert (error.value.code, error.value.reason) == (grpc.StatusCode.PERMISSION_DENIED, "CAPABILITY_INVALID")
+    assert (status_of(error.value).code, error.value.reason) == (
+        grpc.StatusCode.PERMISSION_DENIED, "CAPABILITY_INVALID")
 
 
 RESERVED = ["at", "select", "order", "from", "group", "qualify", "pivot", "unpivot", "summarize", "limit", "user"]

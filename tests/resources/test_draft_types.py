@@ -11,7 +11,8 @@ import json
 import grpc
 import pytest
 
-from shared.errors import TesseraError
+from shared.errors import status_of
+from shared.refusals import Refusal
 from tests.resources.conftest import Session
 
 
@@ -56,9 +57,9 @@ WRONG_TYPES = [
 ]
 
 
-def _refused(gateway, draft) -> TesseraError:
+def _refused(gateway, draft) -> Refusal:
     s = Session(gateway)
-    with pytest.raises(TesseraError) as refused:
+    with pytest.raises(Refusal) as refused:
         gateway.analyze(s.session_id, s.turn_id, json.dumps(draft), s.capability)
     return refused.value
 
@@ -68,7 +69,7 @@ def _refused(gateway, draft) -> TesseraError:
 def test_a_field_of_the_wrong_type_is_refused_with_its_path(gateway, statements, make,
                                                             json_path, pointer, expected, got):
     error = _refused(gateway, make(Session(gateway)))
-    assert (error.code, error.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "DRAFT_SCHEMA")
+    assert (status_of(error).code, error.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "DRAFT_SCHEMA")
     article = "an" if expected[0] in "aeio" else "a"
     assert error.message.startswith(f"{json_path} must be {article} {expected}, got {got}"), error.message
     assert (error.metadata["pointer"], error.metadata["keyword"]) == (pointer, "type")
@@ -81,7 +82,7 @@ def test_a_filter_value_of_the_wrong_type_is_refused(gateway, value, got):
     s = Session(gateway)
     draft = {**_base(s), "filter": {"field": s.field("orders", "channel"), "op": "eq", "value": value}}
     error = _refused(gateway, draft)
-    assert (error.code, error.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "DRAFT_SCHEMA")
+    assert (status_of(error).code, error.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "DRAFT_SCHEMA")
     assert error.metadata["pointer"].startswith("/filter"), error
 
 
@@ -103,5 +104,5 @@ def test_a_time_that_leaves_the_calendar_in_utc_is_a_value_error(gateway, moment
     s = Session(gateway)
     draft = {**_base(s), "filter": {"field": s.field("orders", "ordered_at"), "op": "gte", "value": moment}}
     error = _refused(gateway, draft)
-    assert (error.code, error.reason, error.metadata["pointer"]) == (
+    assert (status_of(error).code, error.reason, error.metadata["pointer"]) == (
         grpc.StatusCode.INVALID_ARGUMENT, "VALUE_TYPE", "/filter/value")

@@ -25,7 +25,8 @@ from services.resources.ports import AnalysisLimits, Search
 from services.resources.server import ResourceGatewayService
 from services.resources.shapes import shape_of
 from services.resources.store import ResourceStore, open_store
-from shared.errors import TesseraError
+from shared.errors import status_of
+from shared.refusals import Refusal
 from tessera.resources.v1 import resources_pb2
 from tests.fixtures.postgres import BACKENDS, database_url
 from tests.resources.conftest import UNBOUNDED_SESSIONS, Session, make_gateway
@@ -49,8 +50,8 @@ def _turn() -> str:
     return f"t-{uuid.uuid4().hex[:8]}"
 
 
-def _refused(call) -> TesseraError:
-    with pytest.raises(TesseraError) as caught:
+def _refused(call) -> Refusal:
+    with pytest.raises(Refusal) as caught:
         call()
     return caught.value
 
@@ -76,7 +77,7 @@ class ThresholdSearch:
         self.session = Session(gateway)
         self.low, self.high = low, high
         self.answered: list[float] = []
-        self.refusals: list[TesseraError] = []
+        self.refusals: list[Refusal] = []
         self.tried: list[float] = []
 
     def draft(self, call: int, bound: float) -> tuple[dict, bool]:
@@ -91,7 +92,7 @@ class ThresholdSearch:
         try:
             analysis = self.gateway.analyze(self.session.session_id, _turn(), json.dumps(draft),
                                             self.session.capability)
-        except TesseraError as refused:
+        except Refusal as refused:
             self.refusals.append(refused)
             return None
         self.answered.append(bound)
@@ -136,7 +137,7 @@ def test_a_binary_search_on_a_hidden_total_is_stopped_and_audited_before_it_narr
     assert len(search.answered) == DEFAULTS["oracle_variants_per_shape"] == 5
     assert len(search.refusals) == CALLS - 5
     refusal = search.refusals[0]
-    assert (refusal.code, refusal.reason) == (grpc.StatusCode.PERMISSION_DENIED, "ORACLE_PATTERN")
+    assert (status_of(refusal).code, refusal.reason) == (grpc.StatusCode.PERMISSION_DENIED, "ORACLE_PATTERN")
     assert refusal.metadata["budget"] == "target" and refusal.metadata["bound"] == "5"
     assert "present_ui" in refusal.metadata["next_step"]
     check_refusal_for_a_model("ORACLE_PATTERN", refusal, None)  # about the call as a whole, with its next step
@@ -173,7 +174,7 @@ def test_a_search_disguised_as_many_shapes_is_bounded_per_session(defaults):
             try:
                 defaults.analyze(s.session_id, _turn(), json.dumps(draft), s.capability)
                 answered += 1
-            except TesseraError as refused:
+            except Refusal as refused:
                 assert (index, step) == (4, 0), (index, step, refused)
                 assert (refused.reason, refused.metadata["budget"], refused.metadata["bound"]) == (
                     "ORACLE_PATTERN", "searches", "20")
@@ -241,7 +242,7 @@ def test_a_search_disguised_on_every_call_is_still_stopped_per_searched_target_a
     assert len(search.answered) == 5 and len(search.refusals) == CALLS - 5
     assert width == pytest.approx(1.5 * web / 32) and width > 0.01 * web
     refusal = search.refusals[0]
-    assert (refusal.code, refusal.reason) == (grpc.StatusCode.PERMISSION_DENIED, "ORACLE_PATTERN")
+    assert (status_of(refusal).code, refusal.reason) == (grpc.StatusCode.PERMISSION_DENIED, "ORACLE_PATTERN")
     assert (refusal.metadata["budget"], refusal.metadata["bound"]) == ("target", "5")
     check_refusal_for_a_model("ORACLE_PATTERN", refusal, None)
     _assert_audited(defaults, search, caplog)
@@ -323,7 +324,8 @@ def test_a_session_has_an_analysis_budget_beside_the_turns_shared_by_replicas_an
             "ANALYSIS_BUDGET_SPENT", "turn", "2")
         assert other.analyze(s.session_id, "turn-b", draft, s.capability).session_analyses_remaining == 0
         by_session = _refused(lambda: other.analyze(s.session_id, "turn-c", draft, s.capability))
-        assert (by_session.code, by_session.reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "ANALYSIS_BUDGET_SPENT")
+        assert (status_of(by_session).code, by_session.reason) == (
+            grpc.StatusCode.RESOURCE_EXHAUSTED, "ANALYSIS_BUDGET_SPENT")
         assert by_session.metadata["budget"] == "session" and by_session.metadata["bound"] == "3"
         assert "per session" in by_session.message and "session" in by_session.metadata["next_step"]
         check_refusal_for_a_model("ANALYSIS_BUDGET_SPENT", by_session, None)

@@ -13,8 +13,9 @@ import time
 import grpc
 import pytest
 
-from shared.errors import TesseraError
+from shared.errors import TesseraError, status_of
 from shared.next_steps import NEXT_STEPS
+from shared.refusals import Refusal
 from shared.tool_bridge import refused
 from tests.resources.conftest import Session, make_gateway
 from tests.unit.test_refusal_details import defined_reasons
@@ -28,8 +29,8 @@ ELSEWHERE = {
 }
 
 
-def _catch(call) -> TesseraError:
-    with pytest.raises(TesseraError) as caught:
+def _catch(call) -> Refusal:
+    with pytest.raises(Refusal) as caught:
         call()
     return caught.value
 
@@ -163,7 +164,7 @@ entities:
 """
 
 
-def _no_join_path(warehouse: str, cert_dir, tmp_path) -> TesseraError:
+def _no_join_path(warehouse: str, cert_dir, tmp_path) -> Refusal:
     tmp_path.mkdir()
     model = tmp_path / "unrelated.yaml"
     model.write_text(UNRELATED)
@@ -229,4 +230,4 @@ def test_what_is_allowed_comes_with_the_refusal_where_there_is_a_choice(gateway)
     scope = _catch(cases["ID_NOT_IN_SCOPE"][0]).metadata
     assert scope["entity"] == s.entity("support_tickets") and s.entity("support_tickets") in scope["next_step"]
     draft = _catch(cases["DRAFT_SCHEMA"][0])
-    assert draft.code == grpc.StatusCode.INVALID_ARGUMENT and draft.metadata["keyword"] == "required"
+    assert status_of(draft).code == grpc.StatusCode.INVALID_ARGUMENT and draft.metadata["keyword"] == "required"

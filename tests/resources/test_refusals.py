@@ -9,7 +9,8 @@ import pytest
 import sqlalchemy as sa
 
 from services.resources.warehouse import Warehouse
-from shared.errors import TesseraError
+from shared.errors import status_of
+from shared.refusals import Refusal
 from tests.resources.conftest import Session, make_gateway
 
 
@@ -116,10 +117,10 @@ def test_bad_drafts_are_refused_with_a_reason_and_a_path_before_any_query(gatewa
     s = Session(gateway)
     for name, draft, reason, path in _bad_drafts(s):
         text = draft if isinstance(draft, str) else json.dumps(draft)
-        with pytest.raises(TesseraError) as refused:
+        with pytest.raises(Refusal) as refused:
             gateway.analyze(s.session_id, s.turn_id, text, s.capability)
         error = refused.value
-        assert error.code == grpc.StatusCode.INVALID_ARGUMENT, name
+        assert status_of(error).code == grpc.StatusCode.INVALID_ARGUMENT, name
         assert error.reason == reason, (name, error)
         if path is not None:
             assert error.metadata["pointer"] == path, (name, error)
@@ -134,15 +135,16 @@ def test_ids_outside_the_capability_are_refused(gateway, statements):
     ticket_count = s.metric("support_tickets", "ticket_count")
     assert ticket_count not in seen.ids
     draft = json.dumps({"mode": "aggregate", "measures": [{"id": "n", "metric": ticket_count}]})
-    with pytest.raises(TesseraError) as refused:
+    with pytest.raises(Refusal) as refused:
         gateway.analyze(s.session_id, s.turn_id, draft, seen)
-    assert (refused.value.code, refused.value.reason) == (grpc.StatusCode.PERMISSION_DENIED, "ID_NOT_IN_SCOPE")
+    assert (status_of(refused.value).code, refused.value.reason) == (
+        grpc.StatusCode.PERMISSION_DENIED, "ID_NOT_IN_SCOPE")
     assert refused.value.metadata["pointer"] == "/measures/0/metric"
-    with pytest.raises(TesseraError) as other_session:
+    with pytest.raises(Refusal) as other_session:
         gateway.open_capability(token, "someone-else")
     assert other_session.value.reason == "CAPABILITY_INVALID"
     forged = token[:-4] + ("AAAA" if not token.endswith("AAAA") else "BBBB")
-    with pytest.raises(TesseraError) as tampered:
+    with pytest.raises(Refusal) as tampered:
         gateway.open_capability(forged, s.session_id)
     assert tampered.value.reason == "CAPABILITY_INVALID"
     assert statements == []
@@ -170,9 +172,10 @@ def test_a_changed_catalog_invalidates_old_tokens(gateway, warehouse, cert_dir, 
     try:
         assert other.catalog.fingerprint != gateway.catalog.fingerprint
         assert other.catalog.entities["orders"].id != gateway.catalog.entities["orders"].id
-        with pytest.raises(TesseraError) as stale:
+        with pytest.raises(Refusal) as stale:
             other.open_capability(token, s.session_id)
-        assert (stale.value.code, stale.value.reason) == (grpc.StatusCode.FAILED_PRECONDITION, "CATALOG_CHANGED")
+        assert (status_of(stale.value).code, stale.value.reason) == (
+            grpc.StatusCode.FAILED_PRECONDITION, "CATALOG_CHANGED")
     finally:
         other.close()
 
@@ -210,9 +213,10 @@ SLOW = {
 def test_slow_queries_stop_at_the_policy_timeout(warehouse):
     slow = Warehouse(warehouse, statement_timeout_seconds=0.3)
     try:
-        with pytest.raises(TesseraError) as stopped:
+        with pytest.raises(Refusal) as stopped:
             slow.fetch(sa.text(SLOW[slow.dialect]), 1)
-        assert (stopped.value.code, stopped.value.reason) == (grpc.StatusCode.DEADLINE_EXCEEDED, "QUERY_TIMEOUT")
+        assert (status_of(stopped.value).code, stopped.value.reason) == (
+            grpc.StatusCode.DEADLINE_EXCEEDED, "QUERY_TIMEOUT")
         taught = stopped.value.metadata
         assert taught["bound"] == "0.3" and taught["next_step"].startswith("Call run_analysis again asking for less")
         rows, _ = slow.fetch(sa.select(sa.literal(1)), 1)  # the connection is usable afterwards

@@ -23,7 +23,7 @@ from services.resources.result_cache import ResultCache
 from services.resources.store import ResourceStore, migrate
 from services.resources.warehouse import Warehouse
 from shared import db
-from shared.errors import TesseraError
+from shared.refusals import Refusal
 from tests.fixtures.postgres import BACKENDS, database_url
 from tests.resources.conftest import Session, make_gateway
 
@@ -121,12 +121,12 @@ def test_a_reuse_is_an_analysis_of_the_budgets_and_is_refused_when_they_are_spen
         remaining = [gateway.analyze(s.session_id, "turn-a", draft, s.capability).analyses_remaining
                      for _ in range(2)]
         assert remaining == [1, 0] and len(reads) == 1
-        with pytest.raises(TesseraError) as refused:
+        with pytest.raises(Refusal) as refused:
             gateway.analyze(s.session_id, "turn-a", draft, s.capability)
         assert refused.value.reason == "ANALYSIS_BUDGET_SPENT"
         assert gateway.budget.session_remaining(s.session_id) == 100_000 - 2
         # Scope is checked before anything is reused: a capability that never saw the ids is refused.
-        with pytest.raises(TesseraError) as out_of_scope:
+        with pytest.raises(Refusal) as out_of_scope:
             gateway.analyze(s.session_id, "turn-b", draft, s.empty)
         assert out_of_scope.value.reason == "ID_NOT_IN_SCOPE"
     finally:
@@ -314,7 +314,7 @@ def test_a_probe_asked_again_reads_nothing_and_still_spends_a_unit(cached):
     assert again == first and (left_first, left_again) == (1, 0)
     assert rematched[:2] == matched[:2] and rematched[2]  # the same values, and the capability widened again
     reads_after = len(reads)
-    with pytest.raises(TesseraError) as spent:
+    with pytest.raises(Refusal) as spent:
         cached.probe(s.session_id, "t-1", "time-bounds", ordered, s.capability)
     assert spent.value.reason == "PROBE_BUDGET_EXHAUSTED" and len(reads) == reads_after
     assert len([r for r in reads if "max(" in r and "min(" in r]) == 1

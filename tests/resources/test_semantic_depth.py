@@ -15,14 +15,15 @@ from decimal import Decimal
 import grpc
 import pytest
 
-from shared.errors import TesseraError
+from shared.errors import status_of
+from shared.refusals import Refusal
 from tests.resources.test_semantic_suite import by_output, close, raw_rows
 
 LINE_REVENUE = "l.l_extendedprice * (1 - l.l_discount)"
 
 
-def refused(session, draft: dict) -> TesseraError:
-    with pytest.raises(TesseraError) as error:
+def refused(session, draft: dict) -> Refusal:
+    with pytest.raises(Refusal) as error:
         session.analyze(draft)
     return error.value
 
@@ -58,7 +59,7 @@ THROUGH_SUPPLIER = """JOIN sup_supplier s ON s.s_suppkey = l.l_suppkey
 def test_two_paths_to_one_entity_are_refused_naming_both_roles(supply):
     error = refused(supply, {"mode": "aggregate", "measures": [revenue(supply)],
                              "dimensions": [nation_by(supply, None)]})
-    assert (error.code, error.reason, error.metadata["pointer"]) == (
+    assert (status_of(error).code, error.reason, error.metadata["pointer"]) == (
         grpc.StatusCode.INVALID_ARGUMENT, "AMBIGUOUS_PATH", "/dimensions/0")
     # Each way is named by the relationship that tells it apart, by label and by id.
     assert "'Nation of the customer'" in str(error) and "'Nation of the supplier'" in str(error)
@@ -450,7 +451,8 @@ def test_text_filters_match_the_value_as_written(supply, supply_rows):
 ])
 def test_conditions_refuse_what_they_cannot_mean(supply, name, filter_, reason, path):
     error = refused(supply, {"mode": "aggregate", "measures": [revenue(supply)], "filter": filter_(supply)})
-    assert (error.code, error.reason, error.metadata["pointer"]) == (grpc.StatusCode.INVALID_ARGUMENT, reason, path)
+    assert (status_of(error).code, error.reason, error.metadata["pointer"]) == (
+        grpc.StatusCode.INVALID_ARGUMENT, reason, path)
 
 
 # --- 5. time intelligence -----------------------------------------------------------------
@@ -500,7 +502,7 @@ def test_a_relative_period_without_a_reference_date_is_refused(supply, monkeypat
     monkeypatch.setattr(supply.gateway, "_reference", lambda field: None)
     error = refused(supply, {"mode": "aggregate", "measures": order_count(supply), "filter": {"all": [
         {"field": supply.field("orders", "order_date"), "op": "previous", "unit": "quarter"}]}})
-    assert (error.code, error.reason, error.metadata["pointer"]) == (
+    assert (status_of(error).code, error.reason, error.metadata["pointer"]) == (
         grpc.StatusCode.FAILED_PRECONDITION, "NO_REFERENCE_DATE", "/filter/all/0")
 
 
@@ -647,7 +649,7 @@ def test_a_filter_only_field_filters_and_does_nothing_else(supply, supply_rows):
         assert (error.reason, error.metadata["pointer"]) == ("FIELD_NOT_EXPOSED", path), name
         assert "may only be filtered on" in str(error)
     for kind in ("value-domain", "field-profile", "time-bounds"):
-        with pytest.raises(TesseraError) as probe:
+        with pytest.raises(Refusal) as probe:
             supply.gateway.probe(supply.session_id, "t-probe", kind, available, supply.capability)
         assert probe.value.reason == "PROBE_NOT_ALLOWED", kind
 
@@ -860,4 +862,5 @@ def test_ratio_and_text_having_refusals(session, change, reason, path):
     draft = {"mode": "aggregate", "measures": [{"id": "orders", "metric": session.metric("orders", "order_count")}],
              "dimensions": [{"id": "status", "field": session.field("orders", "status")}], **change}
     error = refused(session, draft)
-    assert (error.code, error.reason, error.metadata.get("pointer")) == (grpc.StatusCode.INVALID_ARGUMENT, reason, path)
+    assert (status_of(error).code, error.reason, error.metadata.get("pointer")) == (
+        grpc.StatusCode.INVALID_ARGUMENT, reason, path)

@@ -13,7 +13,7 @@ from decimal import Decimal
 import pytest
 import sqlalchemy as sa
 
-from shared.errors import TesseraError
+from shared.refusals import Refusal
 
 
 def raw_rows(engine, sql: str) -> list[tuple]:
@@ -110,7 +110,7 @@ def test_fan_out_is_refused_or_counted_correctly(session, raw_engine):
         distinct[category].add(order_id)
     assert any(naive[c] != len(distinct[c]) for c in naive), "the case must really fan out"
 
-    with pytest.raises(TesseraError) as refused:
+    with pytest.raises(Refusal) as refused:
         session.analyze({"mode": "aggregate",
                          "measures": [{"id": "orders", "metric": session.metric("orders", "order_count")}],
                          "dimensions": [{"id": "category", "field": session.field("products", "category")}]})

@@ -13,7 +13,8 @@ import pytest
 from services.resources.planner import OutputColumn
 from shared import tokens
 from shared.certs import load_signing_key, signing_key_path
-from shared.errors import TesseraError
+from shared.errors import status_of
+from shared.refusals import Refusal
 from tessera.common.v1 import common_pb2
 from tessera.resources.v1 import resources_pb2
 from tests.fixtures.waiting import wait_until
@@ -80,9 +81,9 @@ def test_a_grant_for_one_cell_reads_that_row_only(gateway, pinned, cert_dir):
     for offset, limit, code, reason in ((8, 1, grpc.StatusCode.PERMISSION_DENIED, "WINDOW_OUTSIDE_GRANT"),
                                         (0, 1, grpc.StatusCode.PERMISSION_DENIED, "WINDOW_OUTSIDE_GRANT"),
                                         (7, 2, grpc.StatusCode.INVALID_ARGUMENT, "WINDOW_TOO_LARGE")):
-        with pytest.raises(TesseraError) as refused:
+        with pytest.raises(Refusal) as refused:
             gateway.window(gateway.open_grant(token), offset, limit, [])
-        assert (refused.value.code, refused.value.reason) == (code, reason)
+        assert (status_of(refused.value).code, refused.value.reason) == (code, reason)
 
 
 @pytest.mark.parametrize("case,reason,code", [
@@ -124,9 +125,9 @@ def test_every_bad_grant_has_its_own_reason(gateway, pinned, cert_dir, case, rea
         token = grant(cert_dir, pinned)
         gateway.window(gateway.open_grant(token), 0, 1, [])
         assert gateway.revoke([token]) == 1
-    with pytest.raises(TesseraError) as refused:
+    with pytest.raises(Refusal) as refused:
         gateway.window(gateway.open_grant(token), 0, limit, projection)
-    assert (refused.value.code, refused.value.reason) == (code, reason)
+    assert (status_of(refused.value).code, refused.value.reason) == (code, reason)
 
 
 def test_a_window_is_served_from_memory_only_once_everything_it_needs_is_held(warehouse, cert_dir, tmp_path):
@@ -148,11 +149,11 @@ def test_a_window_is_served_from_memory_only_once_everything_it_needs_is_held(wa
         assert b.window(b.open_grant(token), 0, 2, [], from_memory=True) is None  # pinned on a: b must read it
         assert b.window(b.open_grant(token), 0, 2, []) == full
         assert b.window(b.open_grant(token), 0, 2, [], from_memory=True) == full
-        with pytest.raises(TesseraError) as refused:
+        with pytest.raises(Refusal) as refused:
             a.window(a.open_grant(token), 0, 3, ["status"], from_memory=True)
         assert refused.value.reason == "COLUMN_NOT_GRANTED"
         a.revoke([token])
-        with pytest.raises(TesseraError) as refused:
+        with pytest.raises(Refusal) as refused:
             a.window(a.open_grant(token), 0, 2, [], from_memory=True)
         assert refused.value.reason == "GRANT_REVOKED"
     finally:
@@ -185,7 +186,7 @@ def _revoked(gateway, token) -> float | None:
     """When the gateway refused the grant as revoked (None: it still reads)."""
     try:
         gateway.window(gateway.open_grant(token), 0, 1, [])
-    except TesseraError as refused:
+    except Refusal as refused:
         assert refused.reason == "GRANT_REVOKED"
         return time.monotonic()
     return None
@@ -198,7 +199,7 @@ def test_value_domain_is_bounded_and_only_for_bounded_values_fields(gateway, ses
     (names, truncated), _ = gateway.probe(session.session_id, "probe-turn-2", "value-domain",
                                           session.field("products", "name"), session.capability)
     assert len(names) == 20 and truncated
-    with pytest.raises(TesseraError) as refused:
+    with pytest.raises(Refusal) as refused:
         gateway.probe(session.session_id, "probe-turn-3", "value-domain", session.field("order_items", "quantity"),
                       session.capability)
     assert refused.value.reason == "PROBE_NOT_ALLOWED"
@@ -210,9 +211,9 @@ def test_at_most_two_probes_per_turn(gateway, session):
     for expected_remaining in (1, 0):
         _, remaining = gateway.probe(session.session_id, "budget-turn", "field-profile", field, session.capability)
         assert remaining == expected_remaining
-    with pytest.raises(TesseraError) as refused:
+    with pytest.raises(Refusal) as refused:
         gateway.probe(session.session_id, "budget-turn", "field-profile", field, session.capability)
-    assert (refused.value.code, refused.value.reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED,
+    assert (status_of(refused.value).code, refused.value.reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED,
                                                           "PROBE_BUDGET_EXHAUSTED")
     _, remaining = gateway.probe(session.session_id, "next-turn", "field-profile", field, session.capability)
     assert remaining == 1
@@ -225,14 +226,14 @@ def test_analyses_per_turn_are_budgeted_and_a_refused_draft_costs_nothing(wareho
         good = json.dumps({"mode": "aggregate", "measures": [{"id": "n", "metric": seen.metric("orders",
                                                                                                  "order_count")}]})
         bad = json.dumps({"mode": "aggregate", "measures": [{"id": "n", "metric": "met_aaaaaaaaaaaa"}]})
-        with pytest.raises(TesseraError):
+        with pytest.raises(Refusal):
             small.analyze(seen.session_id, "turn-a", bad, seen.capability)
         assert small.remaining(seen.session_id, "turn-a") == (2, 2)
         left = [small.analyze(seen.session_id, "turn-a", good, seen.capability).analyses_remaining for _ in "ab"]
         assert left == [1, 0]
-        with pytest.raises(TesseraError) as refused:
+        with pytest.raises(Refusal) as refused:
             small.analyze(seen.session_id, "turn-a", good, seen.capability)
-        assert (refused.value.code, refused.value.reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED,
+        assert (status_of(refused.value).code, refused.value.reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED,
                                                               "ANALYSIS_BUDGET_SPENT")
         assert refused.value.metadata["bound"] == "2" and refused.value.metadata["next_step"]
         assert small.analyze(seen.session_id, "turn-b", good, seen.capability).analyses_remaining == 1
@@ -296,9 +297,9 @@ def test_value_match_on_one_field_and_its_refusals(gateway, session):
         (("field-profile", session.field("orders", "channel"), "web"), "PROBE_TEXT_UNEXPECTED"),
     ]
     for (kind, target, text), reason in refusals:
-        with pytest.raises(TesseraError) as refused:
+        with pytest.raises(Refusal) as refused:
             gateway.probe(session.session_id, "match-4", kind, target, session.capability, text)
-        assert (refused.value.code, refused.value.reason) == (grpc.StatusCode.INVALID_ARGUMENT, reason)
+        assert (status_of(refused.value).code, refused.value.reason) == (grpc.StatusCode.INVALID_ARGUMENT, reason)
     assert gateway.remaining(session.session_id, "match-4")[0] == 2  # refused before any work
 
 

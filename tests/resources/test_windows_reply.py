@@ -6,12 +6,12 @@ from __future__ import annotations
 import grpc
 
 from services.resources.server import windows_reply
-from shared.errors import TesseraError
+from shared.refusals import Denied, Refusal
 from tessera.resources.v1 import resources_pb2
 
 
-def _refused(n: int) -> TesseraError:
-    return TesseraError(grpc.StatusCode.PERMISSION_DENIED, "GRANT_REVOKED", f"window {n}: revoked")
+def _refused(n: int) -> Refusal:
+    return Denied("GRANT_REVOKED", f"window {n}: revoked")
 
 
 def _reasons(data: bytes) -> list[str]:

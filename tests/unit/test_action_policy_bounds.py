@@ -15,7 +15,8 @@ import yaml
 from services.capabilities.config import CapabilitiesSettings
 from services.capabilities.intents import action_input
 from services.capabilities.policy import INT64_MAX, INT64_MIN, ActionPolicy, PolicyError, unbounded_property
-from shared.errors import TesseraError
+from shared.errors import status_of
+from shared.refusals import Refusal
 
 SHIPPED = CapabilitiesSettings.model_fields["actions_file"].default
 BOUNDED_INT = {"type": "integer", "minimum": 1, "maximum": 100}
@@ -125,7 +126,7 @@ def test_the_shipped_policy_loads_with_every_action_bounded():
 def test_integers_past_64_bits_are_refused_as_input_before_any_database(action_id, value):
     action = ActionPolicy.load(SHIPPED).actions[action_id]
     # The input check is the broker's first step of SubmitIntent; it needs nothing but the action.
-    with pytest.raises(TesseraError) as refused:
+    with pytest.raises(Refusal) as refused:
         action_input(action, json.dumps(value))
-    assert (refused.value.code, refused.value.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INPUT_INVALID")
+    assert (status_of(refused.value).code, refused.value.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INPUT_INVALID")
     assert "must be at most" in refused.value.message or "must be at least" in refused.value.message

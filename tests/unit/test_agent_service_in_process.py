@@ -21,7 +21,8 @@ from services.agent.server import AgentService
 from services.agent.tools import TOOL_NAMES
 from shared.actors import ActorVerifier, assert_actor
 from shared.analysis_draft import DRAFT_SCHEMA_SHA256, DRAFT_SCHEMA_VERSION
-from shared.errors import TesseraError
+from shared.errors import status_of
+from shared.refusals import NotFound, Refusal
 from tessera.agent.v1 import agent_pb2
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.common.v1 import common_pb2
@@ -101,7 +102,7 @@ class FakeHost:
     async def RequestTurnCancel(self, request, timeout=None):
         """As the host answers: the one turn it began runs until its end is recorded; any other is unknown."""
         if request.turn_id != "trn_1":
-            status = TesseraError(grpc.StatusCode.NOT_FOUND, "TURN_UNKNOWN", "no such turn").to_status()
+            status = status_of(NotFound("TURN_UNKNOWN", "no such turn")).to_status()
             raise grpc.aio.AioRpcError(status.code, grpc.aio.Metadata(), grpc.aio.Metadata(*status.trailing_metadata),
                                        details=status.details)
         ended = [f for f in self.finished if f.turn_id == request.turn_id]
@@ -170,18 +171,19 @@ def test_describe_catalog_outlines_the_resources_catalog():
 
 def test_describe_catalog_is_refused_while_resources_cannot_answer():
     service = agent(resources=FakeResources(outline_error=grpc.StatusCode.UNAVAILABLE))
-    with pytest.raises(TesseraError) as refused:
+    with pytest.raises(Refusal) as refused:
         asyncio.run(service.DescribeCatalog(agent_pb2.DescribeCatalogRequest(actor=person()), None))
-    assert (refused.value.code, refused.value.reason) == (grpc.StatusCode.UNAVAILABLE, "RESOURCES_UNAVAILABLE")
+    assert (status_of(refused.value).code, refused.value.reason) == (
+        grpc.StatusCode.UNAVAILABLE, "RESOURCES_UNAVAILABLE")
 
 
 @pytest.mark.parametrize(("actor", "reason"), [
     (common_pb2.ActorAssertion(), "ACTOR_MISSING"),
     (assert_actor(ed25519.Ed25519PrivateKey.generate(), "mallory", "acme"), "ACTOR_UNKNOWN_SIGNER")])
 def test_a_turn_needs_an_actor_signed_by_an_edge(actor, reason):
-    with pytest.raises(TesseraError) as refused:
+    with pytest.raises(Refusal) as refused:
         asyncio.run(events_of(agent(), turn_request("What is our total net revenue?", actor)))
-    assert (refused.value.code, refused.value.reason) == (grpc.StatusCode.UNAUTHENTICATED, reason)
+    assert (status_of(refused.value).code, refused.value.reason) == (grpc.StatusCode.UNAUTHENTICATED, reason)
 
 
 def test_a_simple_question_is_answered_with_a_committed_surface():
@@ -237,7 +239,7 @@ def test_only_the_turns_own_actor_may_cancel_it():
         service = agent(host=host, capabilities=broker)
         turn = asyncio.create_task(events_of(service, turn_request("What is our total net revenue?")))
         await asyncio.wait_for(host.freezing.wait(), 30)
-        with pytest.raises(TesseraError) as refused:
+        with pytest.raises(Refusal) as refused:
             await service.CancelTurn(agent_pb2.CancelTurnRequest(actor=person("bob"), turn_id="trn_1"), None)
         cancelled = await service.CancelTurn(agent_pb2.CancelTurnRequest(actor=person(), turn_id="trn_1"), None)
         return refused.value, cancelled, await asyncio.wait_for(turn, 30), broker.cancelled
@@ -246,7 +248,7 @@ def test_only_the_turns_own_actor_may_cancel_it():
     # The broker is asked to cancel the turn's requests even though none came back awaiting approval: one cut
     # short by the cancel may have reached it.
     assert cancelled_at_broker == ["trn_1"]
-    assert (refused.code, refused.reason) == (grpc.StatusCode.PERMISSION_DENIED, "TURN_NOT_YOURS")
+    assert (status_of(refused).code, refused.reason) == (grpc.StatusCode.PERMISSION_DENIED, "TURN_NOT_YOURS")
     assert cancelled.cancelled and cancelled.outcome == common_pb2.TURN_OUTCOME_CANCELLED
     assert events[-1].done.outcome == common_pb2.TURN_OUTCOME_CANCELLED
     assert events[-1].done.answer == "The turn was cancelled."
@@ -262,9 +264,9 @@ def test_a_cancel_for_a_turn_that_does_not_stop_says_so_after_a_bounded_wait():
     host = FakeHost()
     request = agent_pb2.CancelTurnRequest(actor=person(), turn_id="trn_1")
     began = time.monotonic()
-    with pytest.raises(TesseraError) as refused:
+    with pytest.raises(Refusal) as refused:
         asyncio.run(cancel_elsewhere(host, request, wait_seconds=0.5))
-    assert (refused.value.code, refused.value.reason) == (grpc.StatusCode.UNAVAILABLE, "TURN_NOT_STOPPED")
+    assert (status_of(refused.value).code, refused.value.reason) == (grpc.StatusCode.UNAVAILABLE, "TURN_NOT_STOPPED")
     assert "still stopping after 0.5 s" in refused.value.message and time.monotonic() - began < 5
     # Once its end is recorded, the answer says how it ended: answered before the stop landed is not cancelled.
     host.finished.append(host_pb2.FinishTurnRequest(turn_id="trn_1", outcome=common_pb2.TURN_OUTCOME_ANSWERED))
@@ -278,9 +280,9 @@ def test_a_cancel_waits_for_the_turn_only_within_its_callers_deadline():
 
 
 def test_cancel_turn_needs_a_signed_actor():
-    with pytest.raises(TesseraError) as refused:
+    with pytest.raises(Refusal) as refused:
         asyncio.run(agent().CancelTurn(agent_pb2.CancelTurnRequest(turn_id="trn_unknown"), None))
-    assert (refused.value.code, refused.value.reason) == (grpc.StatusCode.UNAUTHENTICATED, "ACTOR_MISSING")
+    assert (status_of(refused.value).code, refused.value.reason) == (grpc.StatusCode.UNAUTHENTICATED, "ACTOR_MISSING")
 
 
 def test_a_model_stream_that_breaks_fails_the_turn_and_runs_no_tool():

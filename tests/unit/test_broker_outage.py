@@ -165,8 +165,6 @@ class World:
             return await getattr(self.servicer, method)(request, CallerContext(principal))
         except Refusal as domain:
             return status_of(domain)
-        except TesseraError as error:
-            return error
 
     async def flag(self, record_id: int, command: str = "", principal: str = "agent"):
         """The flag press (through the host, on a surface) or the agent's request for the same."""

@@ -22,9 +22,8 @@ from services.capabilities.store import engine_for, migrate
 from services.capabilities.tool_policy import ToolRule
 from shared import decisions
 from shared.actors import Actor
-from shared.errors import TesseraError
 from shared.paths import REPO_ROOT
-from shared.refusals import Exhausted
+from shared.refusals import Exhausted, Refusal
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 
 OPERATOR_KEY = ed25519.Ed25519PrivateKey.generate()
@@ -48,7 +47,7 @@ def _request(nonce: str = "n-1") -> cap.DecideRequest:
 
 
 def _refusal(call) -> str:
-    with pytest.raises(TesseraError) as refused:
+    with pytest.raises(Refusal) as refused:
         call()
     return refused.value.reason
 

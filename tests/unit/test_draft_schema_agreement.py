@@ -9,7 +9,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from services.resources.draft import _FAST_CHECKS, _VALIDATORS, schema_check
-from shared.errors import TesseraError
+from shared.errors import status_of
+from shared.refusals import Refusal
 
 FIELD = "fld_abcdefghijkl"
 METRIC = "met_abcdefghijkl"
@@ -54,8 +55,8 @@ def test_the_schema_check_refuses_anything_with_a_path_and_never_raises_otherwis
         draft = {**draft, "mode": mode}
     try:
         assert schema_check(draft) in ("aggregate", "records")
-    except TesseraError as refused:
-        assert (refused.code, refused.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "DRAFT_SCHEMA")
+    except Refusal as refused:
+        assert (status_of(refused).code, refused.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "DRAFT_SCHEMA")
         pointer = refused.metadata["pointer"]
         assert (pointer == "" or pointer.startswith("/")) and refused.message.startswith("$")
         assert refused.metadata["keyword"] and refused.metadata["next_step"]
@@ -64,7 +65,7 @@ def test_the_schema_check_refuses_anything_with_a_path_and_never_raises_otherwis
 @pytest.mark.parametrize(("mode", "got"), [(["aggregate"], "array"), ({"aggregate": 1}, "object"), (1, "number"),
                                            (None, "null"), (False, "boolean")])
 def test_a_mode_of_the_wrong_type_names_its_path_and_types(mode, got):
-    with pytest.raises(TesseraError) as refused:
+    with pytest.raises(Refusal) as refused:
         schema_check({"mode": mode, "measures": [{"id": "v", "metric": METRIC}]})
     assert refused.value.message == f"$.mode must be a string, got {got} (at /mode)"
     assert {k: refused.value.metadata[k] for k in ("pointer", "keyword", "allowed")} == {

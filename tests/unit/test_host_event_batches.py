@@ -7,7 +7,6 @@ import asyncio
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-import grpc
 import pytest
 
 from services.host import store as host_store
@@ -15,7 +14,7 @@ from services.host.database import AsyncStore
 from services.host.envelopes import journal_entry, positioned
 from services.host.event_batches import EventBatches
 from services.host.store import HostStore, Position
-from shared.errors import TesseraError
+from shared.refusals import Refusal, Unavailable
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2
 from tests.fixtures.postgres import BACKENDS, migrated_engine
@@ -42,7 +41,7 @@ class CountingStore:
         if self.proceed is not None:
             assert self.proceed.wait(10)
         if self.transactions <= self.fail_first:
-            raise TesseraError(grpc.StatusCode.UNAVAILABLE, "DATABASE_UNAVAILABLE", "the host database is away")
+            raise Unavailable("DATABASE_UNAVAILABLE", "the host database is away")
         return self._store.publish_events(*args)
 
 
@@ -134,7 +133,7 @@ def test_a_failed_batch_fails_each_caller_and_the_next_batch_goes_on(store):
             retried = await batches.publish("ses_1", "srf_1", "event:f0", "hash", _build("f0"))
         finally:
             pool.shutdown()
-        assert all(isinstance(o, TesseraError) and o.reason == "DATABASE_UNAVAILABLE" for o in outcomes)
+        assert all(isinstance(o, Refusal) and o.reason == "DATABASE_UNAVAILABLE" for o in outcomes)
         journal = _journal(store)
         assert [_cursor(r) for r in replies] == [(1, journal["q0"]), (1, journal["q1"])]
         assert _cursor(retried) == (1, journal["f0"])

@@ -9,7 +9,6 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 
-import grpc
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
@@ -20,7 +19,7 @@ from services.host.envelopes import data_model_update, positioned
 from services.host.store import HostStore, Session
 from services.host.windows import Windows
 from shared.bounded_json import canonical
-from shared.errors import TesseraError
+from shared.refusals import Refusal, Unavailable
 from shared.ui.windows import FIRST_WINDOWS_PATH
 from tessera.common.v1 import common_pb2
 from tessera.resources.v1 import resources_pb2
@@ -225,7 +224,7 @@ def test_a_reply_with_another_number_of_outcomes_sends_nothing(store):
     messages, _, raised = _send_first_answered(store, 2, lambda index, request: _window(index, request)
                                                if index == 0 else None)
     # Nothing is published; the caller (Commits) tells the screen none are coming and it asks for them itself.
-    assert isinstance(raised, TesseraError) and raised.reason == "PEER_REPLY_INVALID" and messages == []
+    assert isinstance(raised, Refusal) and raised.reason == "PEER_REPLY_INVALID" and messages == []
 
 
 def _full(index: int, request) -> resources_pb2.WindowOutcome:
@@ -255,7 +254,7 @@ def test_windows_a_full_reply_had_no_room_for_are_asked_again(store):
 
 def test_a_reply_with_no_room_for_any_window_sends_nothing(store):
     messages, calls, raised = _send_first_answered(store, 3, _full)
-    assert isinstance(raised, TesseraError) and raised.reason == "PEER_REPLY_INVALID" and calls == [3]
+    assert isinstance(raised, Refusal) and raised.reason == "PEER_REPLY_INVALID" and calls == [3]
     assert messages == []
 
 
@@ -267,7 +266,7 @@ def test_windows_read_before_a_later_call_failed_still_go_out(store):
         async def ResolveWindows(self, request, timeout):  # noqa: N802 - the stub's name
             calls.append(len(request.windows))
             if len(calls) > 1:
-                raise TesseraError(grpc.StatusCode.UNAVAILABLE, "SERVICE_UNAVAILABLE", "resources: not answering")
+                raise Unavailable("SERVICE_UNAVAILABLE", "resources: not answering")
             return resources_pb2.ResolveWindowsResponse(windows=[
                 _window(0, w) if position < 2 else _full(0, w) for position, w in enumerate(request.windows)])
 

@@ -20,7 +20,8 @@ from services.host.peers import Peers
 from services.host.server import HostService, host_parts
 from services.host.store import HostStore, engine_for, migrate
 from shared.actors import ActorVerifier, assert_actor
-from shared.errors import TesseraError
+from shared.errors import status_of
+from shared.refusals import Refusal
 from shared.ui.contracts import load_catalog
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2
@@ -57,9 +58,9 @@ def run(call):
 
 
 def refused(call) -> tuple[grpc.StatusCode, str]:
-    with pytest.raises(TesseraError) as error:
+    with pytest.raises(Refusal) as error:
         run(call)
-    return error.value.code, error.value.reason
+    return status_of(error.value).code, error.value.reason
 
 
 def test_a_session_is_opened_once_per_request_id_and_needs_a_signed_actor(host):

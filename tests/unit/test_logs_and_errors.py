@@ -7,9 +7,10 @@ import logging
 
 import grpc
 
-from shared.errors import DOMAIN, TesseraError, error_details
+from shared.errors import DOMAIN, error_details, status_of
 from shared.logs import JsonFormatter, correlated, correlation, log
 from shared.next_steps import NEXT_STEPS
+from shared.refusals import Conflict
 
 
 def _format(record_msg: str, **fields) -> dict:
@@ -51,9 +52,8 @@ class _FakeRpcError(grpc.RpcError):
 
 
 def test_error_info_round_trips_through_the_status_trailer():
-    error = TesseraError(grpc.StatusCode.FAILED_PRECONDITION, "CATALOG_CHANGED", "catalog changed",
-                         {"fingerprint": "abc"})
-    details = error_details(_FakeRpcError(error.to_status()))
+    error = Conflict("CATALOG_CHANGED", "catalog changed", {"fingerprint": "abc"})
+    details = error_details(_FakeRpcError(status_of(error).to_status()))
     assert details.code == grpc.StatusCode.FAILED_PRECONDITION
     assert (details.reason, details.domain) == ("CATALOG_CHANGED", DOMAIN)
     # The metadata as raised, with the next step a model is told for this reason (shared.next_steps).

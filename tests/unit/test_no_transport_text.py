@@ -38,9 +38,10 @@ from services.web.session import COOKIE, BrowserSession, SessionCookies
 from services.web.session import Person as WebPerson
 from services.web.session_records import SessionRecords, SessionRefused
 from shared.actors import ActorVerifier
-from shared.errors import SERVICE_NAMES, TesseraError, error_details
+from shared.errors import SERVICE_NAMES, TesseraError, error_details, status_of
 from shared.next_steps import NEXT_STEPS
 from shared.paths import REPO_ROOT
+from shared.refusals import Unavailable
 from shared.tool_bridge import ToolBridge
 from tessera.agent.v1 import agent_pb2
 from tessera.capabilities.v1 import capabilities_pb2 as cap
@@ -142,8 +143,8 @@ def test_a_failure_no_service_explained_is_a_documented_reason_in_words_and_its_
 
 
 def test_a_services_own_refusal_reaches_people_as_it_gave_it():
-    refusal = TesseraError(grpc.StatusCode.UNAVAILABLE, "DATABASE_UNAVAILABLE", "Tessera's records are away")
-    status = refusal.to_status()
+    refusal = Unavailable("DATABASE_UNAVAILABLE", "Tessera's records are away")
+    status = status_of(refusal).to_status()
     told = error_details(grpc.aio.AioRpcError(status.code, grpc.aio.Metadata(),
                                               grpc.aio.Metadata(*status.trailing_metadata), details=status.details))
     assert (told.reason, told.message, told.from_peer, told.transport) == (
@@ -321,7 +322,7 @@ def test_a_turn_the_host_cannot_begin_is_refused_in_words(failure):
         async def BeginTurn(self, request, timeout=None):
             raise failure
 
-    with pytest.raises(TesseraError) as refused:
+    with pytest.raises(TesseraError) as refused:  # the host's failure, passed on in words
         asyncio.run(_agent(host=NoTurns()).StartTurn(turn_request("Net revenue?"), None).__anext__())
     told = refused.value
     assert told.reason in NEXT_STEPS and "display service (host)" in told.message

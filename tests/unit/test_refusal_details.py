@@ -13,13 +13,12 @@ from __future__ import annotations
 import ast
 import re
 
-import grpc
 import pytest
 
 from services.compiler.diagnostics import Finding
-from shared.errors import TesseraError
 from shared.next_steps import NEXT_STEPS, NOT_FOR_MODELS, metadata
 from shared.paths import REPO_ROOT
+from shared.refusals import Invalid
 from shared.tool_bridge import refused
 
 SOURCES = [*REPO_ROOT.glob("services/resources/*.py"), *REPO_ROOT.glob("services/compiler/*.py"),
@@ -27,9 +26,9 @@ SOURCES = [*REPO_ROOT.glob("services/resources/*.py"), *REPO_ROOT.glob("services
            REPO_ROOT / "services/host/commits.py", REPO_ROOT / "services/host/offers.py",
            REPO_ROOT / "shared/tool_bridge.py"]
 # The calls that name a refusal's reason or a finding's code.
-RAISERS = {"TesseraError", "refuse", "invalid", "_refuse", "_fan_out", "Finding", "reject", "_fail", "Diagnostic",
-           "refused", "refusal", "TurnUnavailable", "Unavailable", "Denied", "Conflict", "NotFound", "Exhausted",
-           "AlreadyExists", "TokenError", "ChatError", "TurnError", "wrong"}
+RAISERS = {"invalid", "_refuse", "_fan_out", "Finding", "reject", "_fail", "Diagnostic", "refused", "refusal",
+           "TurnUnavailable", "Invalid", "Unavailable", "Denied", "Conflict", "NotFound", "Exhausted", "AlreadyExists",
+           "Contended", "Unauthenticated", "TimedOut", "Unsupported", "TokenError", "ChatError", "TurnError", "wrong"}
 REASON = re.compile(r"^([A-Z][A-Z0-9]*(_[A-Z0-9]+)+|[a-z]+\.[a-z][a-z-]+)$")
 
 
@@ -66,12 +65,12 @@ TYPICAL = metadata("/measures/0/field", allowed=["a", "b"], bound=8, entity="ent
 
 @pytest.mark.parametrize("reason", sorted(r for r in NEXT_STEPS if "." not in r))
 def test_each_registered_refusal_reaches_a_model_with_a_pointer_and_its_next_step(reason):
-    error = TesseraError(grpc.StatusCode.INVALID_ARGUMENT, reason, "refused", TYPICAL)
+    error = Invalid(reason, "refused", TYPICAL)
     taught = refused("c1", "run_analysis", error.reason, error.message, error.metadata, "/draft").refusal()
     assert taught["pointer"] == "/draft/measures/0/field" and taught["error"] == reason
     assert taught["next_step"] and not re.search(r"\{\w+\}", taught["next_step"]), taught
-    whole_call = refused("c1", "run_analysis", reason, "refused", TesseraError(
-        grpc.StatusCode.INVALID_ARGUMENT, reason, "refused").metadata, "/draft").refusal()
+    taught_whole = Invalid(reason, "refused").metadata
+    whole_call = refused("c1", "run_analysis", reason, "refused", taught_whole, "/draft").refusal()
     assert whole_call["pointer"] == "" and whole_call["next_step"]  # about the call as a whole: ""
 
 

@@ -23,8 +23,8 @@ from services.resources.catalog import Catalog
 from services.resources.draft import build_draft
 from services.resources.planner import Planner
 from services.resources.semantic_model import load_semantic_model
-from shared.errors import TesseraError
 from shared.paths import REPO_ROOT
+from shared.refusals import Refusal
 
 SHOP = REPO_ROOT / "tests" / "fixtures" / "dbt_shop"
 
@@ -272,7 +272,7 @@ def test_a_field_is_refused_as_a_dimension_until_its_exposure_is_set(imported, t
     catalog = Catalog(load_semantic_model(path), engine)
     draft = {"mode": "aggregate", "measures": [{"id": "orders", "metric": metric_id(catalog, "orders", "order_count")}],
              "dimensions": [{"id": "status", "field": catalog.entities["orders"].fields["status"].id}]}
-    with pytest.raises(TesseraError) as refused:
+    with pytest.raises(Refusal) as refused:
         answer(catalog, engine, draft)
     assert (refused.value.reason, refused.value.metadata["pointer"]) == ("UNKNOWN_ID", "/dimensions/0/field")
     # A person reviews the field and lets the model group by it: one edit of the generated text.

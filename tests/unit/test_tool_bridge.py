@@ -9,8 +9,9 @@ import json
 import grpc
 import pytest
 
-from shared.errors import TesseraError
+from shared.errors import status_of
 from shared.next_steps import metadata
+from shared.refusals import Denied, Invalid, Refusal
 from shared.tool_bridge import Tool, ToolBridge
 from shared.tool_contracts import ToolContract, ToolSchemaError, project
 
@@ -127,7 +128,7 @@ def test_the_call_limit_keeps_every_id():
 
 def test_tool_failures_become_results():
     async def refuse(arguments):
-        raise TesseraError(grpc.StatusCode.PERMISSION_DENIED, "ID_NOT_IN_SCOPE", "unseen id")
+        raise Denied("ID_NOT_IN_SCOPE", "unseen id")
 
     async def crash(arguments):
         raise ZeroDivisionError("internal detail")
@@ -141,8 +142,8 @@ def test_tool_failures_become_results():
 
 def test_a_peers_refusal_points_into_the_arguments_and_keeps_what_it_allows():
     class PeerRefusal(grpc.RpcError):
-        def __init__(self, error: TesseraError) -> None:
-            self.status = error.to_status()
+        def __init__(self, refusal: Refusal) -> None:
+            self.status = status_of(refusal).to_status()
 
         def code(self):
             return self.status.code
@@ -154,8 +155,8 @@ def test_a_peers_refusal_points_into_the_arguments_and_keeps_what_it_allows():
             return self.status.trailing_metadata
 
     async def peer(arguments):
-        raise PeerRefusal(TesseraError(grpc.StatusCode.INVALID_ARGUMENT, "AMBIGUOUS_PATH", "two ways",
-                                       metadata("/dimensions/0", allowed=[["rel_a"], ["rel_b"]], roles="x")))
+        raise PeerRefusal(Invalid("AMBIGUOUS_PATH", "two ways",
+                                  metadata("/dimensions/0", allowed=[["rel_a"], ["rel_b"]], roles="x")))
 
     result = run(_bridge(peer).call("c1", "inspect_catalog", '{"question": "q"}'))
     assert (result.pointer, result.allowed, result.details) == ("/draft/dimensions/0", [["rel_a"], ["rel_b"]],

@@ -15,7 +15,7 @@ import pytest
 from services.web.api import WebApi
 from services.web.session import COOKIE, Person, SessionCookies, instance_cookie
 from services.web.session_records import SessionRecords, SessionRefused
-from shared.errors import refuse
+from shared.errors import TesseraError
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 
 ADA = Person("ada", "acme", "Ada Lovelace")
@@ -24,7 +24,7 @@ TTL = 5.0
 
 def _refused(code: grpc.StatusCode, reason: str = "") -> grpc.aio.AioRpcError:
     """A failed call as web's stub raises it: with the broker's ErrorInfo when the broker answered."""
-    trailers = refuse(code, reason, "refused").to_status().trailing_metadata if reason else ()
+    trailers = TesseraError(code, reason, "refused").to_status().trailing_metadata if reason else ()
     return grpc.aio.AioRpcError(code, grpc.aio.Metadata(), grpc.aio.Metadata(*trailers), details="refused")
 
 

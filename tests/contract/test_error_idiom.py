@@ -1,0 +1,43 @@
+"""One way to say no (shared/refusals.py), one mapping to a gRPC status (shared/errors.py, `status_of`).
+
+Tessera's code raises refusals; only the mapping makes a status: `status_of` for a refusal, `relayed` for a peer's
+refusal passed on, and the interceptor's INTERNAL for what nobody refused. A status built anywhere else is a
+second idiom, with its own choice of code for the same refusal.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from shared.paths import REPO_ROOT
+
+# The mapping, and the interceptor that applies it (and says INTERNAL for what nobody refused).
+MAPPING = {Path("shared/errors.py"), Path("shared/interceptor.py")}
+CODE = [path for folder in ("services", "shared", "cli") for path in (REPO_ROOT / folder).rglob("*.py")
+        if "gen" not in path.relative_to(REPO_ROOT).parts]
+
+
+def _statuses_built(source: str) -> list[int]:
+    """Lines that build a status: a `TesseraError(...)` call, or a gRPC status code handed to a raise."""
+    lines = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "TesseraError":
+            lines.add(node.lineno)
+        if isinstance(node, ast.Raise) and node.exc is not None and "StatusCode" in ast.unparse(node.exc):
+            lines.add(node.lineno)
+    return sorted(lines)
+
+
+def test_only_the_mapping_builds_a_status():
+    assert len(CODE) > 100  # the walk sees the code
+    built = [f"{path.relative_to(REPO_ROOT)}:{line}" for path in CODE
+             if path.relative_to(REPO_ROOT) not in MAPPING for line in _statuses_built(path.read_text())]
+    assert not built, built
+
+
+def test_the_walk_finds_a_status_built_by_hand():
+    assert _statuses_built("raise TesseraError(grpc.StatusCode.NOT_FOUND, 'X', 'y')") == [1]
+    assert _statuses_built("raise errors.TesseraError(code, 'X', 'y')") == [1]
+    assert _statuses_built("raise Failure(grpc.StatusCode.NOT_FOUND)") == [1]
+    assert _statuses_built("raise NotFound('X', 'y')") == []
