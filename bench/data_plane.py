@@ -30,7 +30,7 @@ from cli.launcher import ServiceSet, cli_credentials
 from cli.seed import seed
 from services.resources.catalog import Catalog
 from services.resources.draft import build_draft, parse_draft
-from services.resources.planner import OutputColumn, Planner
+from services.resources.query_compiler import OutputColumn, QueryCompiler
 from services.resources.results import normalize_rows
 from services.resources.semantic_model import load_semantic_model
 from services.resources.store import open_store
@@ -100,7 +100,7 @@ def _compiled_sql(url: str, draft: dict, row_cap: int, carry: bool = True, model
     engine = sa.create_engine(url, connect_args={"read_only": True} if url.startswith("duckdb") else {})
     try:
         catalog = Catalog(load_semantic_model(model), engine)
-        plan = Planner(catalog, engine.dialect.name).plan(build_draft(draft, catalog), row_cap, carry=carry)
+        plan = QueryCompiler(catalog, engine.dialect.name).plan(build_draft(draft, catalog), row_cap, carry=carry)
         return str(plan.statement.compile(engine, compile_kwargs={"literal_binds": True}))
     finally:
         engine.dispose()
@@ -216,7 +216,7 @@ def bench_backend(name: str, url: str, cert_dir: Path, work: Path) -> tuple[list
 def bench_compile(url: str) -> list[dict]:
     engine = sa.create_engine(url)
     catalog = Catalog(load_semantic_model(RETAIL_MODEL), engine)
-    planner = Planner(catalog, engine.dialect.name)
+    planner = QueryCompiler(catalog, engine.dialect.name)
     entities = catalog.entities
 
     class _E:  # adapt catalog objects to the label lookup used above

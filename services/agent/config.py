@@ -8,8 +8,8 @@ from pydantic import Field, SecretStr, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 from pydantic_settings import NoDecode
 
+from services.agent.ai_sdk_model import UI_MESSAGE_STREAM
 from services.agent.chat import DEFAULT_MAX_RESPONSE_CHARS, MAX_RESPONSE_CHARS_CAP, OPENAI_CHAT, Wire
-from services.agent.ui_message_stream import UI_MESSAGE_STREAM
 from shared import bounded_json
 from shared.config import ServiceSettings
 
@@ -24,7 +24,7 @@ class AgentSettings(ServiceSettings):
     # with model_protocol "ai-sdk-ui", an AI SDK streamText route, e.g. https://app.example.com/api/chat.
     model_url: str = ""
     # How the endpoint is spoken to: "openai-chat" (Chat Completions streaming) or "ai-sdk-ui" (the AI SDK's
-    # UI message stream protocol, services/agent/ui_message_stream.py).
+    # UI message stream protocol, services/agent/ai_sdk_model.py).
     model_protocol: Literal["openai-chat", "ai-sdk-ui"] = "openai-chat"
     model_name: str = "gpt-4o-mini"
     # Held only by this process; sent only as the Authorization header, never logged.

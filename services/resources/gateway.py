@@ -26,8 +26,8 @@ from services.resources.draft import Draft, RelativePeriod, build_draft, parse_d
 from services.resources.freshness import DataVersion
 from services.resources.information_budget import InformationBudget
 from services.resources.interpretation import Coverage, interpret
-from services.resources.planner import OutputColumn, Plan, Planner, coverage_draft
 from services.resources.ports import Admission, CachedResult, ResourceStorage
+from services.resources.query_compiler import OutputColumn, Plan, QueryCompiler, coverage_draft
 from services.resources.result_cache import ReadResult, ResultCache
 from services.resources.results import PinnedResult, normalize_rows
 from services.resources.revocations import RevocationChecks
@@ -145,7 +145,7 @@ class Gateway:
         except BaseException:
             self.warehouse.close()
             raise
-        self.planner = Planner(self.catalog, self.warehouse.dialect)
+        self.queries = QueryCompiler(self.catalog, self.warehouse.dialect)
         self.budget = InformationBudget(self.store, settings)
         self.revocations = RevocationChecks(self.store, settings.revocation_check_seconds)
         self.window_rows = EncodedRows()
@@ -388,7 +388,7 @@ class Gateway:
 
     def _read(self, session_id: str, turn_id: str, asked: Draft, draft: Draft, key: str | None) -> Analysis:
         """The analysis read from the warehouse, pinned, and kept under `key` for reuse (unless None)."""
-        plan = self.planner.plan(draft, self.settings.row_cap)
+        plan = self.queries.plan(draft, self.settings.row_cap)
         # Only a draft that will run costs a unit, taken where every replica counts it; its shape is the draft as
         # asked (a relative period is a period, whatever date it resolves to today).
         admission = self.budget.admit(session_id, turn_id, asked)
@@ -512,11 +512,11 @@ class Gateway:
         """The span of the time field over the rows the result was computed from, asked on its own: the same
         filter, asking min and max of the date the result's entity is dated by (for the results whose
         statement cannot carry it)."""
-        field = self.catalog.time_field(self.planner.span_home(draft))
+        field = self.catalog.time_field(self.queries.span_home(draft))
         if field is None:
             return None
         try:
-            plan = self.planner.plan(coverage_draft(draft, field), 1, carry=False)
+            plan = self.queries.plan(coverage_draft(draft, field), 1, carry=False)
             rows, _ = self.warehouse.fetch(plan.statement, 1)
             first, last = (_moment(value, field.spec.type) for value in rows[0]) if rows else (None, None)
             return Coverage(field, first, last)

@@ -28,7 +28,7 @@ from services.resources.draft import (
     SameRow,
     role_words,
 )
-from services.resources.planner import OutputColumn
+from services.resources.query_compiler import OutputColumn
 from tessera.common.v1 import common_pb2
 
 MAX_LISTED_VALUES = 6
@@ -263,7 +263,7 @@ def _ordering(draft: Draft, columns: list[OutputColumn]) -> str:
     by_output = {c.id: c for c in columns}
     orders = [(o.output, o.descending) for o in draft.order_by]
     if not orders and draft.mode == "aggregate" and draft.dimensions:
-        orders = [(draft.dimensions[0].id, False)]  # the planner's tie-breakers start with the first output
+        orders = [(draft.dimensions[0].id, False)]  # the query compiler's tie-breakers start with the first output
     words = []
     for output, descending in orders:
         column = by_output[output]

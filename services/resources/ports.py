@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from services.resources.planner import OutputColumn
+from services.resources.query_compiler import OutputColumn
 from services.resources.results import PinnedResult
 
 

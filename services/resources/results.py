@@ -12,7 +12,7 @@ import decimal
 import hashlib
 from dataclasses import dataclass
 
-from services.resources.planner import OutputColumn
+from services.resources.query_compiler import OutputColumn
 from shared.bounded_json import canonical
 
 _SIX_PLACES = decimal.Decimal("0.000001")

@@ -23,8 +23,8 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from services.resources.planner import OutputColumn
 from services.resources.ports import Admission, AnalysisLimits, AnalysisRefusal, CachedResult, Search
+from services.resources.query_compiler import OutputColumn
 from services.resources.results import PinnedResult, content_hash
 from shared import db
 from shared.bounded_json import canonical

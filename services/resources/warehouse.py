@@ -31,7 +31,7 @@ class CachingDuckDBDialect(DuckDBDialect):
 
     duckdb_engine leaves the cache off (it has not declared support), so every
     analysis recompiled its statement: about 1 ms per query for a breakdown with
-    a derived metric. The statements the planner builds carry every value as a bound
+    a derived metric. The statements the query compiler builds carry every value as a bound
     or post-compile parameter and every fixed word in the statement itself, which is
     what the cache needs; the semantic suite runs on DuckDB with it on.
 

@@ -43,12 +43,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from services.web.ai_sdk_chat import DONE as UI_MESSAGE_STREAM_DONE
+from services.web.ai_sdk_chat import HEADERS as UI_MESSAGE_STREAM_HEADERS
+from services.web.ai_sdk_chat import TurnParts, question_of, turn_parts
 from services.web.session import Assertions, BrowserSession, Person, cookie_of
 from services.web.session_records import SessionRecords, SessionRefused
 from services.web.surface_feeds import SSE_BATCH, FeedResponse, SurfaceFeeds, ViewerKey
-from services.web.ui_message_stream import DONE as UI_MESSAGE_STREAM_DONE
-from services.web.ui_message_stream import HEADERS as UI_MESSAGE_STREAM_HEADERS
-from services.web.ui_message_stream import TurnParts, question_of, turn_parts
 from shared.bounded_json import BoundedJsonError, Limits, parse
 from shared.caches import bounded_lru
 from shared.errors import ErrorDetails, error_details
@@ -435,7 +435,7 @@ class WebApi:
         return event_stream(self._while_signed_in(request, events()), self.keepalive_seconds)
 
     async def chat(self, request: Request) -> Response:
-        """A turn as the AI SDK's UI message stream, for apps built on `useChat` (ui_message_stream.py). Like
+        """A turn as the AI SDK's UI message stream, for apps built on `useChat` (ai_sdk_chat.py). Like
         /api/ask, the turn lives as long as the stream: a client that goes away (useChat's stop) cancels it."""
         body = await self._body(request)
         question = question_of(body)

@@ -67,7 +67,7 @@ def separately(gateway, draft: dict, capability):
     limit when some were left out, and the span over the filter as a statement of its own."""
     checked = gateway.check_draft(json.dumps(draft), capability)
     checked = replace(checked, filter=with_periods(checked.filter, gateway._resolve_period))
-    plan = gateway.planner.plan(checked, gateway.settings.row_cap, carry=False)
+    plan = gateway.queries.plan(checked, gateway.settings.row_cap, carry=False)
     rows, _ = gateway.warehouse.fetch(plan.statement, plan.row_cap + 1)
     truncated = len(rows) > plan.row_cap
     rows = normalize_rows(rows[:plan.row_cap], [c.type for c in plan.columns])

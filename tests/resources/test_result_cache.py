@@ -280,7 +280,7 @@ def store(request, tmp_path, clock):
 
 
 def test_the_store_keeps_an_entry_until_it_expires_and_copies_its_result_for_another_turn(store, clock):
-    from services.resources.planner import OutputColumn
+    from services.resources.query_compiler import OutputColumn
 
     columns = [OutputColumn(id="n", label="N", type="integer", role="measure", semantic_id="met_aaaaaaaaaaaa")]
     pinned = store.pin("s-1", "t-1", columns, [[1], [2]], False)

@@ -14,7 +14,7 @@ import pytest
 from google.protobuf import timestamp_pb2
 
 from services.resources.gateway import COLUMN_ROLES, COLUMN_TYPES
-from services.resources.planner import OutputColumn
+from services.resources.query_compiler import OutputColumn
 from services.resources.results import PinnedResult
 from services.resources.server import ResourceGatewayService
 from services.resources.window_rows import BLOCK_ROWS, EncodedRows, fill_rows

@@ -10,7 +10,7 @@ import time
 import grpc
 import pytest
 
-from services.resources.planner import OutputColumn
+from services.resources.query_compiler import OutputColumn
 from shared import tokens
 from shared.certs import load_signing_key, signing_key_path
 from shared.errors import status_of

@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy as sa
 
 from cli.launcher import free_ports
-from services.resources.planner import OutputColumn
+from services.resources.query_compiler import OutputColumn
 from services.resources.store import CACHE_ENTRIES, ResourceStore, StoreUnavailable, engine_for, migrate, open_store
 from shared.errors import status_of
 from shared.refusals import Unavailable

@@ -21,7 +21,7 @@ from cli.main import main
 from cli.semantic_import import FilterError, parse_filter, render_condition
 from services.resources.catalog import Catalog
 from services.resources.draft import build_draft
-from services.resources.planner import Planner
+from services.resources.query_compiler import QueryCompiler
 from services.resources.semantic_model import load_semantic_model
 from shared.paths import REPO_ROOT
 from shared.refusals import Refusal
@@ -229,7 +229,7 @@ def shop_warehouse(path: Path) -> tuple[sa.Engine, dict[str, list[dict]]]:
 
 def answer(catalog: Catalog, engine: sa.Engine, draft: dict) -> list[dict]:
     # The answer's own columns: without the span and count the gateway's statement carries after them.
-    plan = Planner(catalog, "sqlite").plan(build_draft(draft, catalog), 1000, carry=False)
+    plan = QueryCompiler(catalog, "sqlite").plan(build_draft(draft, catalog), 1000, carry=False)
     with engine.connect() as connection:
         return [dict(row) for row in connection.execute(plan.statement).mappings()]
 

@@ -15,7 +15,7 @@ from sqlalchemy.dialects import postgresql
 from bench import tpch
 from services.resources.catalog import Catalog
 from services.resources.draft import build_draft, parse_draft
-from services.resources.planner import Planner
+from services.resources.query_compiler import QueryCompiler
 from services.resources.semantic_model import load_semantic_model
 
 DIALECTS = {"sqlite": None, "postgresql": postgresql.dialect(), "duckdb": DuckDBDialect()}
@@ -39,12 +39,12 @@ def test_each_query_is_one_statement_on_every_backend(empty_warehouse, number):
     engine, catalog = empty_warehouse
     draft = _draft(catalog, number)
     for name, dialect in DIALECTS.items():
-        plan = Planner(catalog, name).plan(draft, tpch.ROW_CAP)
+        plan = QueryCompiler(catalog, name).plan(draft, tpch.ROW_CAP)
         # The span rides along in the statement: no second statement asks for it.
         assert not plan.span_apart, name
         plan.statement.compile(dialect=dialect or engine.dialect, compile_kwargs={"literal_binds": True})
     with engine.connect() as connection:  # and it runs (on no rows)
-        connection.execute(Planner(catalog, "sqlite").plan(draft, tpch.ROW_CAP).statement).fetchall()
+        connection.execute(QueryCompiler(catalog, "sqlite").plan(draft, tpch.ROW_CAP).statement).fetchall()
 
 
 def test_the_benchs_question_brings_every_id_the_drafts_use_into_scope(empty_warehouse):

@@ -76,7 +76,7 @@ class Plan:
     span: CatalogField | None = None
     # The number of rows before the cap (after having) follows as the last hidden column.
     counted: bool = False
-    # The result has a span the statement cannot carry (see Planner._span_field): a statement of its own asks it.
+    # The result has a span the statement cannot carry (see QueryCompiler._span_field): a statement of its own asks it.
     span_apart: bool = False
 
     @property
@@ -158,7 +158,7 @@ def _fan_out(use, edge, reason: str, message: str, end_id: str) -> Refusal:
     return invalid(reason, message, use.pointer, relationship=edge.relationship.id, measure_entity=end_id)
 
 
-class Planner:
+class QueryCompiler:
     def __init__(self, catalog: Catalog, dialect: str) -> None:
         self.catalog = catalog
         self.dialect = dialect
@@ -353,7 +353,7 @@ class Planner:
         if isinstance(predicate, RelativePeriod):
             column, span = self._column(predicate.field, predicate.via, joined), predicate.span
             if span is None:  # the gateway resolves every period before planning
-                raise ValueError("a relative period reached the planner unresolved")
+                raise ValueError("a relative period reached the query compiler unresolved")
             return sa.and_(column >= span.start, column <= span.end if span.end_inclusive else column < span.end)
         column = self._column(predicate.field, predicate.via, joined)
         values, op = predicate.values, predicate.op
