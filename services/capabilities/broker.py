@@ -37,7 +37,7 @@ __all__ = ["INPUT_LIMITS", "Broker"]
 class Broker:
     """What the servicer and the background tasks call; each call is answered by the part that owns it."""
 
-    def __init__(self, policy: ActionPolicy, store: BrokerStorage, changes: DataChanges, pool: ThreadPoolExecutor,
+    def __init__(self, *, policy: ActionPolicy, store: BrokerStorage, changes: DataChanges, pool: ThreadPoolExecutor,
                  approval_ttl: float, dry_run: bool, metrics: BrokerMetrics, gate: ToolGate,
                  signatures: DecisionSignatures, on_event: Callable[[], None] = lambda: None,
                  lease_pool: ThreadPoolExecutor | None = None, database: BrokerDatabase | None = None) -> None:

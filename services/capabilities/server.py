@@ -451,9 +451,9 @@ async def build(context: runtime.ServiceContext) -> list[runtime.Registration]:
     relying_party = RelyingParty(settings.webauthn_rp_id, tuple(settings.webauthn_origins))
     signatures = DecisionSignatures(people, relying_party, _operator_key(settings),
                                     partial(approvers_of, policy, tool_policy))
-    broker = Broker(policy, store, DataChanges(changes_engine, targets), pool,
-                    settings.approval_ttl_seconds, settings.dry_run, metrics, gate, signatures,
-                    on_event=publisher.wake.set, lease_pool=lease_pool, database=database)
+    broker = Broker(policy=policy, store=store, changes=DataChanges(changes_engine, targets), pool=pool,
+                    approval_ttl=settings.approval_ttl_seconds, dry_run=settings.dry_run, metrics=metrics, gate=gate,
+                    signatures=signatures, on_event=publisher.wake.set, lease_pool=lease_pool, database=database)
     metrics_server = metrics.serve(settings.listen_host, settings.metrics_port) if settings.metrics_port else None
 
     async def database_reachable() -> str | None:

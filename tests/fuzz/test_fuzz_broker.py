@@ -110,8 +110,9 @@ def world(cert_dir, warehouse_url, tmp_path_factory):
     people, relying_party = PasskeyStore(engine), RelyingParty("localhost")
     signatures = DecisionSignatures(people, relying_party, load_verify_key(verify_key_path(cert_dir, "cli")),
                                     partial(approvers_of, policy, tool_policy))
-    broker = Broker(policy, BrokerStore(engine), DataChanges(changes, policy.policy.data_changes), pool, 600, False,
-                    BrokerMetrics(), ToolGate(tool_policy, directory), signatures)
+    broker = Broker(policy=policy, store=BrokerStore(engine), changes=DataChanges(changes, policy.policy.data_changes),
+                    pool=pool, approval_ttl=600, dry_run=False, metrics=BrokerMetrics(),
+                    gate=ToolGate(tool_policy, directory), signatures=signatures)
     context = SimpleNamespace(name="capabilities", settings=SimpleNamespace(cert_dir=cert_dir), started_at=time.time(),
                               credentials=SimpleNamespace(identity="spiffe://tessera.local/svc/capabilities"))
     key = load_signing_key(signing_key_path(cert_dir, "cli"))

@@ -164,7 +164,8 @@ def test_lease_renewals_go_on_while_every_effect_thread_is_busy(tmp_path):
     intent = _approved(store, "claim-busy")
     pool, release = ThreadPoolExecutor(1), threading.Event()
     pool.submit(release.wait, 30)  # the one effect thread, stuck
-    broker = Broker(None, store, None, pool, 600, False, None, None, None)
+    broker = Broker(policy=None, store=store, changes=None, pool=pool, approval_ttl=600, dry_run=False, metrics=None,
+                    gate=None, signatures=None)
 
     def lease_until():
         with engine.connect() as connection:

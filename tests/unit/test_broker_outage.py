@@ -146,8 +146,10 @@ class World:
                                         partial(approvers_of, policy, tool_policy))
         self.host = _Host()
         self.publisher = HostPublisher(self.store, self.database, self.host)
-        self.broker = Broker(policy, self.store, DataChanges(self.changes_engine, policy.policy.data_changes),
-                             self.pool, 600, False, BrokerMetrics(), ToolGate(tool_policy, directory), signatures,
+        self.broker = Broker(policy=policy, store=self.store,
+                             changes=DataChanges(self.changes_engine, policy.policy.data_changes), pool=self.pool,
+                             approval_ttl=600, dry_run=False, metrics=BrokerMetrics(),
+                             gate=ToolGate(tool_policy, directory), signatures=signatures,
                              on_event=self.publisher.wake.set, database=self.database)
         self.web_sessions = WebSessions(WebSessionStore(self.engine), 3600, people)
         context = SimpleNamespace(name="capabilities", settings=SimpleNamespace(cert_dir=cert_dir),
