@@ -120,11 +120,8 @@ def check_caller(table: CallerTable, method: str, context: grpc.aio.ServicerCont
     if identity is not None and identity in table.allowed(method):
         if issuer is not None and not issuer.issued((auth.get("x509_pem_cert") or [b""])[0]):
             raise Denied(CALLER_NOT_ISSUED_BY_CA,
-                f"caller {identity} presented a certificate not issued directly by the deployment CA",
-                {"method": method, "caller": identity},
-            )
+                         f"caller {identity} presented a certificate not issued directly by the deployment CA",
+                         {"method": method, "caller": identity})
         return identity
-    raise Denied(CALLER_NOT_ALLOWED,
-        f"caller {identity or '(no verified identity)'} may not call {method}",
-        {"method": method, "caller": identity or ""},
-    )
+    raise Denied(CALLER_NOT_ALLOWED, f"caller {identity or '(no verified identity)'} may not call {method}",
+                 {"method": method, "caller": identity or ""})

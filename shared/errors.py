@@ -76,12 +76,13 @@ def status_of(refusal: refusals.Refusal) -> TesseraError:
     return TesseraError(code, refusal.reason, refusal.message, dict(refusal.metadata))
 
 
-def relayed(error: grpc.RpcError, service: str, what: str = "") -> TesseraError:
-    """A peer's refusal passed on to this call's caller as the peer gave it: its code, reason and metadata (for a
-    peer nobody reached, the shared sentence naming `service`); `what`, when given, says what was being done."""
+def relayed(error: grpc.RpcError, service: str, what: str = "", with_metadata: bool = True) -> TesseraError:
+    """A peer's refusal passed on to this call's caller as the peer gave it: its code, reason and (unless
+    `with_metadata` is False: the peer's details stay behind) metadata; for a peer nobody reached, the shared
+    sentence naming `service`. `what`, when given, says what was being done."""
     details = error_details(error, service)
     message = f"{what}: {details.message}" if what else details.message
-    return TesseraError(error.code(), details.reason, message, dict(details.metadata))
+    return TesseraError(error.code(), details.reason, message, dict(details.metadata) if with_metadata else {})
 
 
 # A call that got no Tessera answer (no ErrorInfo): the peer is not answering (or not in time), it stopped

@@ -196,7 +196,8 @@ _STREAM = "the model's own stream failing: the turn ends and the person is told,
 _SESSIONS = "a person's web session (web and the broker, answered to the browser); no model has one"
 _FRAME = "the answer frame's own tools (MCP Apps, visibility app): a frame calls them, never a model"
 NOT_FOR_MODELS: dict[str, str] = {
-    "TOO_MANY_READS": _FRAME, "COMMAND_NOT_FROM_FRAME": _FRAME,
+    "TOO_MANY_READS": _FRAME, "COMMAND_NOT_FROM_FRAME": _FRAME, "WAIT_INVALID": _FRAME, "REVISION_REQUIRED": _FRAME,
+    "CURSOR_INVALID": _FRAME, "COMMAND_INVALID": _FRAME,
     "WINDOW_TOO_LARGE": _WINDOWS, "WINDOW_OUTSIDE_GRANT": _WINDOWS, "GRANT_REVOKED": _WINDOWS, "WINDOW_COUNT": _WINDOWS,
     "WINDOWS_REPLY_FULL": _WINDOWS, "WINDOW_OVER_REPLY_BOUND": _WINDOWS,
     "GRANT_RESOURCE_MISMATCH": _WINDOWS, "COLUMN_NOT_GRANTED": _WINDOWS, "RESOURCE_NOT_FOUND": _WINDOWS,

@@ -14,7 +14,7 @@ import re
 
 from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
 
-from shared.refusals import Denied, Refusal
+from shared.refusals import Denied, Invalid
 from tessera.host.v1 import host_pb2
 
 _CURSOR = re.compile(r"([0-9]{1,20}):([0-9]{1,20})")
@@ -54,7 +54,7 @@ def client_command(body: dict) -> host_pb2.SendCommandRequest:
     try:
         command = ParseDict(body, host_pb2.SendCommandRequest())
     except ParseError as exc:
-        raise Refusal("COMMAND_INVALID", str(exc)[:300]) from None
+        raise Invalid("COMMAND_INVALID", str(exc)[:300]) from None
     filled = [name for name, given in (("actor", command.HasField("actor")), ("session_id", command.session_id),
                                        ("surface_id", command.surface_id)) if given]
     if filled:

@@ -97,7 +97,7 @@ def verify_registration(rp: RelyingParty, credential_json: str, challenge: bytes
         reason = "USER_VERIFICATION_REQUIRED" if "user verification" in text or "not verified" in text \
             else "PASSKEY_INVALID"
         raise Invalid(reason, f"the passkey registration was refused: "
-                                                               f"{str(exc)[:200] or type(exc).__name__}") from None
+                              f"{str(exc)[:200] or type(exc).__name__}") from None
     if len(verified.credential_id) > MAX_CREDENTIAL_ID_BYTES:
         raise Invalid("PASSKEY_INVALID",
                       f"the credential id is longer than WebAuthn allows ({MAX_CREDENTIAL_ID_BYTES} bytes)")

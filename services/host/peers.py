@@ -45,5 +45,6 @@ async def peer(name: str, call):
 
 
 def broker_refusal(exc: grpc.aio.AioRpcError, what: str) -> TesseraError:
-    """The broker's own status and reason, so a person sees e.g. APPROVAL_EXPIRED, not a generic failure."""
-    return relayed(exc, "capabilities", what)
+    """The broker's own status and reason, so a person sees e.g. APPROVAL_EXPIRED, not a generic failure (its
+    metadata, which can name callers, stays behind)."""
+    return relayed(exc, "capabilities", what, with_metadata=False)

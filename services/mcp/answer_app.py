@@ -28,7 +28,7 @@ from google.protobuf.json_format import MessageToDict
 from mcp.server.apps import APP_MIME_TYPE
 
 from shared.caches import bounded_lru
-from shared.refusals import Denied, Exhausted, Refusal
+from shared.refusals import Denied, Exhausted, Invalid
 from shared.surface_envelopes import CursorInvalid, client_command, cursor_text, envelope_dict, parse_cursor
 from shared.ui.windows import resource_of_window
 from tessera.host.v1 import host_pb2
@@ -163,10 +163,10 @@ class AnswerJournal:
         after = self._after(arguments.get("after"))
         wait = arguments.get("wait_seconds", MAX_WAIT_SECONDS)
         if isinstance(wait, bool) or not isinstance(wait, int | float) or not 0 <= wait <= MAX_WAIT_SECONDS:
-            raise Refusal("WAIT_INVALID", f"wait_seconds: a number from 0 to {MAX_WAIT_SECONDS:g}")
+            raise Invalid("WAIT_INVALID", f"wait_seconds: a number from 0 to {MAX_WAIT_SECONDS:g}")
         revision = arguments.get("revision")
         if not isinstance(revision, str) or not 1 <= len(revision) <= 128:
-            raise Refusal("REVISION_REQUIRED", "revision: the id present_ui returned (1-128 characters)")
+            raise Invalid("REVISION_REQUIRED", "revision: the id present_ui returned (1-128 characters)")
         reads = self._reads.setdefault(viewer.session_id, asyncio.Semaphore(MAX_READS_PER_SESSION))
         if reads.locked():
             raise Exhausted("TOO_MANY_READS", f"at most {MAX_READS_PER_SESSION} reads at once per person; "
@@ -215,7 +215,7 @@ class AnswerJournal:
         try:
             return parse_cursor(text if isinstance(text, str) else "")
         except CursorInvalid as exc:
-            raise Refusal("CURSOR_INVALID", f"after: {exc}") from None
+            raise Invalid("CURSOR_INVALID", f"after: {exc}") from None
 
     @staticmethod
     async def _until(stream, head: host_pb2.Cursor, wait: float) -> tuple[list, bool]:
@@ -245,7 +245,7 @@ class AnswerJournal:
     async def command(self, viewer: Viewer, arguments: dict) -> dict:
         body = arguments.get("command")
         if not isinstance(body, dict):
-            raise Refusal("COMMAND_INVALID", "command: an object, as a block of the answer dispatches it")
+            raise Invalid("COMMAND_INVALID", "command: an object, as a block of the answer dispatches it")
         command = client_command(body)
         kind = command.WhichOneof("command")
         if kind not in FRAME_COMMANDS:

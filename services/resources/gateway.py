@@ -39,7 +39,7 @@ from shared import tokens
 from shared.caches import SharedMemo, expiring
 from shared.certs import load_secret, load_signing_key, load_verify_key
 from shared.next_steps import metadata
-from shared.refusals import Conflict, Denied, Exhausted, Invalid, NotFound, Refusal
+from shared.refusals import Conflict, Denied, Exhausted, Invalid, NotFound, Refusal, Unavailable
 from tessera.common.v1 import common_pb2
 from tessera.resources.v1 import resources_pb2
 
@@ -191,9 +191,8 @@ class Gateway:
 
     def describe(self, entity_ids: list[str], capability: Capability) -> tuple[list, str]:
         if not entity_ids or len(entity_ids) > MAX_DESCRIBE:
-            raise Invalid("DESCRIBE_COUNT",
-                               f"describe takes 1 to {MAX_DESCRIBE} entity ids", metadata("/entity_ids",
-                                                                                       bound=MAX_DESCRIBE))
+            raise Invalid("DESCRIBE_COUNT", f"describe takes 1 to {MAX_DESCRIBE} entity ids",
+                          metadata("/entity_ids", bound=MAX_DESCRIBE))
         found = []
         for index, item_id in enumerate(entity_ids):
             self._require_scope(capability, item_id, f"/entity_ids/{index}")
@@ -565,7 +564,8 @@ class Gateway:
 
     def windows(self, asked: Sequence[WindowAsk], from_memory: bool = False) -> list[Window | Refusal | None]:
         """Each window as window() answers it, or the refusal it would raise, in the order asked; the revocations
-        this replica does not know are asked of the store in one query for them all."""
+        this replica does not know are asked of the store in one query for them all. A store that does not answer
+        fails the whole call (Unavailable), as it fails a single window."""
         revocations = self.revocations
         if from_memory:
             revoked = [revocations.known(ask.claims.grant_id) for ask in asked]
@@ -576,6 +576,8 @@ class Gateway:
         for ask, is_revoked in zip(asked, revoked, strict=True):
             try:
                 outcomes.append(None if is_revoked is None else self._window(ask, is_revoked, from_memory))
+            except Unavailable:  # the store is away: the call's failure (retried as a whole), not one window's answer
+                raise
             except Refusal as refusal:
                 outcomes.append(refusal)
         return outcomes

@@ -62,7 +62,8 @@ class InformationBudget:
             if budget == "turn":
                 return Exhausted("ANALYSIS_BUDGET_SPENT",
                                  f"at most {bound} analyses per turn", metadata(bound=bound, budget=budget))
-            return Exhausted("ANALYSIS_BUDGET_SPENT",
+            return Exhausted(
+                "ANALYSIS_BUDGET_SPENT",
                 f"at most {bound} analyses per session (renewed {self._period_hours:g} h after the session's "
                 f"first analysis)", metadata(bound=bound, budget=budget, next_step=(
                     "No analyses are left in this session: present what you have with present_ui, or answer, and "

@@ -98,7 +98,8 @@ def windows_reply(replies: list[Window | Refusal], budget: int = MAX_WINDOWS_REP
     for reply in replies:
         field = full if fields and fields[-1] is full else _outcome_field(reply)  # after one full, all are
         if field is not full and size + len(field) > budget:
-            field = full if fields else _outcome_field(Exhausted("WINDOW_OVER_REPLY_BOUND",
+            field = full if fields else _outcome_field(Exhausted(
+                "WINDOW_OVER_REPLY_BOUND",
                 f"this window is over the {budget:,}-byte bound of a reply: ask for fewer rows or columns"))
         fields.append(field)
         size += len(field)

@@ -17,10 +17,8 @@ from tests.browser.test_browser import _card, ask
 AXE = REPO_ROOT / "node_modules" / "axe-core" / "axe.min.js"
 
 
-@pytest.fixture(autouse=True)
-def _axe_installed() -> None:
-    if not AXE.exists():
-        pytest.skip("axe-core is not installed (make setup runs npm ci): the page's states are not checked")
+pytestmark = pytest.mark.skipif(not AXE.exists(), reason="axe-core is not installed (make setup runs npm ci): the "
+                                                         "page's states are not checked")
 
 
 def violations(page) -> list[str]:

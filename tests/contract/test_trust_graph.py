@@ -19,8 +19,9 @@ CALLERS = ("agent", "compiler", "resources", "capabilities", "host", "web", "cli
 def designed_callers() -> dict[str, set[str]]:
     """Per service, the callers its row of §2's table names (what is in brackets says which RPCs)."""
     design = (REPO_ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = design[design.index("\n## 2. "):design.index("\n## 3. ")]
     table = {}
-    for row in re.findall(r"^\| `(\w+)` \|(.*)\|\s*$", design, re.MULTILINE):
+    for row in re.findall(r"^\| `(\w+)` \|(.*)\|\s*$", section, re.MULTILINE):
         called_by = re.sub(r"\([^)]*\)", "", row[1].split("|")[-1])
         table[row[0]] = {word for word in re.findall(r"\w+", called_by) if word in CALLERS}
     return table

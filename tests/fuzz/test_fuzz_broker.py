@@ -78,8 +78,6 @@ class World:
             pytest.fail(f"{method} did not answer within {CALL_DEADLINE:g} s: {request}")
         except Refusal as domain:  # the interceptor sends it as its status
             refusal = status_of(domain)
-        except TesseraError as error:  # a peer's refusal passed on
-            refusal = error
         assert refusal.code not in BAD_CODES, refusal
         assert REASON.match(refusal.reason), refusal
         return refusal

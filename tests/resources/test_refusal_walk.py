@@ -13,7 +13,7 @@ import time
 import grpc
 import pytest
 
-from shared.errors import TesseraError, status_of
+from shared.errors import status_of
 from shared.next_steps import NEXT_STEPS
 from shared.refusals import Refusal
 from shared.tool_bridge import refused
@@ -178,7 +178,7 @@ def _no_join_path(warehouse: str, cert_dir, tmp_path) -> Refusal:
         apart.close()
 
 
-def _check(reason: str, error: TesseraError, pointer: str | None) -> None:
+def _check(reason: str, error: Refusal, pointer: str | None) -> None:
     assert error.reason == reason, (reason, error)
     assert error.metadata.get("pointer") == pointer, (reason, error.metadata)
     model = refused("c1", "run_analysis", error.reason, error.message, error.metadata, "/draft").refusal()

@@ -10,11 +10,13 @@ import time
 import grpc
 import pytest
 
+from services.resources.gateway import WindowAsk
 from services.resources.query_compiler import OutputColumn
 from shared import tokens
 from shared.certs import load_signing_key, signing_key_path
+from shared.db import DATABASE_UNAVAILABLE
 from shared.errors import status_of
-from shared.refusals import Refusal
+from shared.refusals import Refusal, Unavailable
 from tessera.common.v1 import common_pb2
 from tessera.resources.v1 import resources_pb2
 from tests.fixtures.waiting import wait_until
@@ -130,6 +132,22 @@ def test_every_bad_grant_has_its_own_reason(gateway, pinned, cert_dir, case, rea
     assert (status_of(refused.value).code, refused.value.reason) == (code, reason)
 
 
+def test_a_result_store_that_does_not_answer_fails_the_whole_batch(gateway, pinned, cert_dir, monkeypatch):
+    """A refused window is that window's answer inside the reply; a result store that is away is the call's failure
+    (UNAVAILABLE, which the channel retries), never the same refusal repeated for every window asked."""
+    asked = [WindowAsk(gateway.open_grant(grant(cert_dir, pinned)), 0, 10, []) for _ in range(3)]
+    tried = []
+
+    def away(resource_id):
+        tried.append(resource_id)
+        raise Unavailable(DATABASE_UNAVAILABLE, "the result store is not answering")
+
+    monkeypatch.setattr(gateway.store, "get", away)
+    with pytest.raises(Unavailable) as failed:
+        gateway.windows(asked)
+    assert failed.value.reason == DATABASE_UNAVAILABLE and len(tried) == 1  # stopped at the first window
+
+
 def test_a_window_is_served_from_memory_only_once_everything_it_needs_is_held(warehouse, cert_dir, tmp_path):
     """from_memory (the servicer's try on the event loop) reads nothing: None until the grant's revocation answer,
     the result and the projection's rows are held here; then the same window as the full path, and refusals alike."""
@@ -214,7 +232,7 @@ def test_at_most_two_probes_per_turn(gateway, session):
     with pytest.raises(Refusal) as refused:
         gateway.probe(session.session_id, "budget-turn", "field-profile", field, session.capability)
     assert (status_of(refused.value).code, refused.value.reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED,
-                                                          "PROBE_BUDGET_EXHAUSTED")
+                                                                     "PROBE_BUDGET_EXHAUSTED")
     _, remaining = gateway.probe(session.session_id, "next-turn", "field-profile", field, session.capability)
     assert remaining == 1
 
@@ -226,15 +244,16 @@ def test_analyses_per_turn_are_budgeted_and_a_refused_draft_costs_nothing(wareho
         good = json.dumps({"mode": "aggregate", "measures": [{"id": "n", "metric": seen.metric("orders",
                                                                                                  "order_count")}]})
         bad = json.dumps({"mode": "aggregate", "measures": [{"id": "n", "metric": "met_aaaaaaaaaaaa"}]})
-        with pytest.raises(Refusal):
+        with pytest.raises(Refusal) as refused:
             small.analyze(seen.session_id, "turn-a", bad, seen.capability)
+        assert refused.value.reason == "UNKNOWN_ID", refused.value
         assert small.remaining(seen.session_id, "turn-a") == (2, 2)
         left = [small.analyze(seen.session_id, "turn-a", good, seen.capability).analyses_remaining for _ in "ab"]
         assert left == [1, 0]
         with pytest.raises(Refusal) as refused:
             small.analyze(seen.session_id, "turn-a", good, seen.capability)
         assert (status_of(refused.value).code, refused.value.reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED,
-                                                              "ANALYSIS_BUDGET_SPENT")
+                                                                         "ANALYSIS_BUDGET_SPENT")
         assert refused.value.metadata["bound"] == "2" and refused.value.metadata["next_step"]
         assert small.analyze(seen.session_id, "turn-b", good, seen.capability).analyses_remaining == 1
     finally:
