@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from functools import cache
 
 from shared.paths import REPO_ROOT
 
@@ -28,6 +29,7 @@ def sections() -> set[str]:
     return set(_SECTION.findall(DESIGN.read_text(encoding="utf-8")))
 
 
+@cache  # read once for the tests below
 def _tracked_text() -> dict[str, str]:
     listed = subprocess.run(["git", "ls-files", "-z"], cwd=REPO_ROOT, capture_output=True, check=True).stdout
     texts = {}
