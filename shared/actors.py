@@ -20,15 +20,20 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 from shared import tokens
 from shared.caches import expiring_each
 from shared.certs import load_verify_key, verify_key_path
+from shared.field_rules import max_chars, text_bounds
 from shared.refusals import Unauthenticated
 from tessera.common.v1 import common_pb2
+from tessera.rules.v1 import rules_pb2
 
 PURPOSE = "tessera.actor-assertion.v1"
 AUDIENCE = "host"
 EDGES = ("web", "cli", "mcp")  # the principals that authenticate people
 MAX_LIFETIME = dt.timedelta(hours=12)
-# A person's id and tenant as the edges accept them from people (OpenID claims, tokens, the CLI's options).
-_ID = re.compile(r"[A-Za-z0-9._@|:-]{1,128}")
+# A person's id and tenant as the edges accept them from people (OpenID claims, tokens, the CLI's options): the
+# contract's kind of text (rules.proto), so what an edge asserts is what the broker's requests accept.
+_PERSON = text_bounds(rules_pb2.TEXT_KIND_PERSON_ID)
+_ID = re.compile(_PERSON.pattern)
+MAX_DISPLAY_NAME_CHARS = max_chars(rules_pb2.TEXT_KIND_DISPLAY_NAME)
 VERIFIED_CACHE_SIZE = 10_000  # distinct assertions in use at once (one per person per turn or session)
 
 
@@ -41,8 +46,8 @@ class Actor:
 
 
 def valid_id(value: object) -> bool:
-    """Whether `value` is a person's id or tenant an edge may assert: letters, digits and . _ @ | : -, 1-128."""
-    return isinstance(value, str) and _ID.fullmatch(value) is not None
+    """Whether `value` is a person's id or tenant an edge may assert (rules.proto's TEXT_KIND_PERSON_ID)."""
+    return isinstance(value, str) and len(value) <= _PERSON.max_chars and _ID.fullmatch(value) is not None
 
 
 def assert_actor(signing_key: ed25519.Ed25519PrivateKey, actor_id: str, tenant_id: str, display_name: str = "",

@@ -16,9 +16,10 @@ from tessera.common.v1 import common_pb2
 from tessera.compiler.v1 import compiler_pb2, compiler_pb2_grpc
 from tessera.host.v1 import host_pb2, host_pb2_grpc
 from tessera.resources.v1 import resources_pb2, resources_pb2_grpc
+from tessera.rules.v1 import rules_pb2
 
 FILE_MODULES: tuple[ModuleType, ...] = (
-    common_pb2, authz_pb2, agent_pb2, compiler_pb2, resources_pb2, capabilities_pb2, host_pb2,
+    common_pb2, authz_pb2, rules_pb2, agent_pb2, compiler_pb2, resources_pb2, capabilities_pb2, host_pb2,
 )
 
 # Process name → (service descriptor, generated grpc module, service class name).

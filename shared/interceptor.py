@@ -1,10 +1,10 @@
 """The server interceptor every Tessera RPC passes through.
 
-Per call, in one wrapper: the contract-declared caller check (before any
-servicer code runs), correlation ids, error mapping (a refusal, shared/refusals.py, or a peer's refusal passed
-on as a `TesseraError` → status + ErrorInfo; anything unexpected → INTERNAL without leaking its text) and an
-access log line. A unary reply of a method marked `@answers_encoded` may come already
-serialised (shared/encoded_replies.py): it is sent as it is.
+Per call, in one wrapper: the contract-declared caller check and field rules (before any servicer code runs;
+shared/field_rules.py checks each message of a request stream as it arrives), correlation ids, error mapping (a
+refusal, shared/refusals.py, or a peer's refusal passed on as a `TesseraError` → status + ErrorInfo; anything
+unexpected → INTERNAL without leaking its text) and an access log line. A unary reply of a method marked
+`@answers_encoded` may come already serialised (shared/encoded_replies.py): it is sent as it is.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from google.protobuf.descriptor import ServiceDescriptor
 from shared.authz import EXEMPT_PREFIXES, CallerTable, DirectIssuer, check_caller
 from shared.encoded_replies import accepting_encoded
 from shared.errors import TesseraError, status_of
+from shared.field_rules import RequestRules
 from shared.identity import principal_for_spiffe
 from shared.logs import add_correlation, end_correlation, log_rpc
 from shared.refusals import Refusal, Unsupported
@@ -35,14 +36,15 @@ CANCEL_NOTICE_SECONDS = 5.0
 
 
 class CallGuard(grpc.aio.ServerInterceptor):
-    """Wraps every non-health handler: caller check, correlation, errors, access log.
+    """Wraps every non-health handler: caller check, field rules, correlation, errors, access log.
 
     Handlers are static for a server's lifetime, so each method's wrapped
     handler is built once and reused.
     """
 
-    def __init__(self, table: CallerTable, issuer: DirectIssuer | None = None) -> None:
+    def __init__(self, table: CallerTable, rules: RequestRules, issuer: DirectIssuer | None = None) -> None:
         self._table = table
+        self._rules = rules
         self._issuer = issuer
         self._wrapped: dict[str, grpc.RpcMethodHandler] = {}
 
@@ -56,8 +58,9 @@ class CallGuard(grpc.aio.ServerInterceptor):
             if handler is None:
                 # Unknown method: the same denial as an undeclared one, so an
                 # undeclared caller learns nothing about which methods exist.
-                return _wrap(grpc.unary_unary_rpc_method_handler(_unknown_method), method, self._table, self._issuer)
-            wrapped = self._wrapped[method] = _wrap(handler, method, self._table, self._issuer)
+                return _wrap(grpc.unary_unary_rpc_method_handler(_unknown_method), method, self._table,
+                             self._rules, self._issuer)
+            wrapped = self._wrapped[method] = _wrap(handler, method, self._table, self._rules, self._issuer)
         return wrapped
 
 
@@ -129,9 +132,17 @@ class _CallScope:
                 ms=round((time.perf_counter() - self.started) * 1000, 3))
 
 
-def _wrap(handler: grpc.RpcMethodHandler, method: str, table: CallerTable,
+def _wrap(handler: grpc.RpcMethodHandler, method: str, table: CallerTable, rules: RequestRules,
           issuer: DirectIssuer | None) -> grpc.RpcMethodHandler:
-    """The same handler, run inside a _CallScope; the servicer runs only if the caller is declared."""
+    """The same handler, run inside a _CallScope; the servicer runs only if the caller is declared and, with a
+    single request, only if the request keeps the contract's field rules."""
+
+    def checked(request):
+        """A single request checked now (a refusal ends the call here); a stream's messages as they are read."""
+        if handler.request_streaming:
+            return _each_checked(request, method, rules)
+        rules.check(method, request)
+        return request
 
     def unary(inner):
         async def guarded(request, context):
@@ -139,7 +150,7 @@ def _wrap(handler: grpc.RpcMethodHandler, method: str, table: CallerTable,
             if (denial := scope.denial(table, issuer)) is not None:
                 await scope.failed(None, denial)  # aborts (raises): the servicer never runs
             try:
-                result = inner(request, context)
+                result = inner(checked(request), context)
                 response = await result if inspect.isawaitable(result) else result
             except BaseException as exc:
                 await scope.failed(exc)
@@ -156,7 +167,7 @@ def _wrap(handler: grpc.RpcMethodHandler, method: str, table: CallerTable,
             if (denial := scope.denial(table, issuer)) is not None:
                 await scope.failed(None, denial)  # aborts (raises): the servicer never runs
             try:
-                result = inner(request, context)
+                result = inner(checked(request), context)
                 if hasattr(result, "__aiter__"):
                     await _send_each(result, context)
                 elif inspect.isawaitable(result):
@@ -182,6 +193,13 @@ def _wrap(handler: grpc.RpcMethodHandler, method: str, table: CallerTable,
             return make(guard(inner), request_deserializer=handler.request_deserializer,
                         response_serializer=serializer)
     raise RuntimeError(f"handler for {method} has no behaviour")
+
+
+async def _each_checked(requests, method: str, rules: RequestRules):
+    """A request stream whose every message is checked as the servicer reads it: a broken one ends the call."""
+    async for request in requests:
+        rules.check(method, request)
+        yield request
 
 
 async def _send_each(responses, context: grpc.aio.ServicerContext) -> None:

@@ -43,7 +43,6 @@ NEXT_STEPS: dict[str, str] = {
                          "new turn with a new budget.",
     "TURN_ENDED": "Call inspect_current_context to begin a new turn, then continue.",
     "PERSON_UNKNOWN": "Ask the person to sign in again: the access token names no person this deployment accepts.",
-    "QUESTION_INVALID": "Send the person's question as 1-2,000 characters.",
     # A call no Tessera service explained (shared.errors.error_details): nobody answered, or it broke on the way.
     "SERVICE_UNAVAILABLE": "Tell the person the service this step needs is not answering now (the message names "
                            "it), and answer without it.",
@@ -69,16 +68,15 @@ NEXT_STEPS: dict[str, str] = {
                        "then repeat this call.",
     "WRONG_ID_KIND": "Put an id of the kind allowed there (ent_ entity, fld_ field, met_ metric, rel_ relationship), "
                      "as inspect_catalog or describe_data gave it.",
-    "QUESTION_TOO_LONG": "Call inspect_catalog with at most 2,000 characters: the question's key words are enough.",
-    "DESCRIBE_COUNT": "Call describe_data with 1-4 entity ids; call it again for more.",
+    # A request field out of its contract's bounds (shared/field_rules.py); the message says which bound.
+    "FIELD_INVALID": "Change the value at pointer as the message says, then call the tool again.",
     # --- probes ------------------------------------------------------------------------------------------
-    "PROBE_KIND": "Use a kind listed in allowed.",
     "PROBE_BUDGET_EXHAUSTED": "No probes are left this turn: go on with run_analysis (filter with the values you "
                               "have), or answer.",
     "PROBE_TARGET_MISSING": "Add the id this probe kind needs (field_id, or relationship_id for join-coverage), "
                             "from inspect_catalog or describe_data.",
     "PROBE_TEXT_UNEXPECTED": "Drop text: only value-match takes one.",
-    "PROBE_TEXT_INVALID": "Send text of 1-300 characters (the person's words that name a value).",
+    "PROBE_TEXT_INVALID": "Send text: the person's words that name a value.",
     "PROBE_NOT_ALLOWED": "Probe a field whose exposure allows it (describe_data shows each field's exposure and "
                          "type), or filter with the values you know.",
     # --- drafts ------------------------------------------------------------------------------------------
@@ -198,7 +196,7 @@ _FRAME = "the answer frame's own tools (MCP Apps, visibility app): a frame calls
 NOT_FOR_MODELS: dict[str, str] = {
     "TOO_MANY_READS": _FRAME, "COMMAND_NOT_FROM_FRAME": _FRAME, "WAIT_INVALID": _FRAME, "REVISION_REQUIRED": _FRAME,
     "CURSOR_INVALID": _FRAME, "COMMAND_INVALID": _FRAME,
-    "WINDOW_TOO_LARGE": _WINDOWS, "WINDOW_OUTSIDE_GRANT": _WINDOWS, "GRANT_REVOKED": _WINDOWS, "WINDOW_COUNT": _WINDOWS,
+    "WINDOW_TOO_LARGE": _WINDOWS, "WINDOW_OUTSIDE_GRANT": _WINDOWS, "GRANT_REVOKED": _WINDOWS,
     "WINDOWS_REPLY_FULL": _WINDOWS, "WINDOW_OVER_REPLY_BOUND": _WINDOWS,
     "GRANT_RESOURCE_MISMATCH": _WINDOWS, "COLUMN_NOT_GRANTED": _WINDOWS, "RESOURCE_NOT_FOUND": _WINDOWS,
     "BASE_DOCUMENT_INVALID": _COMPILER, "SLICE_CATALOG_MISMATCH": _COMPILER, "SLICE_HASH_MISMATCH": _COMPILER,
@@ -207,15 +205,12 @@ NOT_FOR_MODELS: dict[str, str] = {
     "STREAM_MALFORMED": _STREAM,
     "DIALECT_UNSUPPORTED": "a warehouse of a kind the gateway does not run on; it does not start",
     "PLACEMENT_UNKNOWN": "the agent freezes slices for its one placement",
-    "PROPOSAL_ID_REQUIRED": "the agent names every proposal itself",
-    "TURN_REQUIRED": "the agent names the turn of every call itself",
     "TOKEN_OTHER_TURN": "an offer of another turn: the host drops it from the slice, with the finding "
                         "slice.offer-refused",
     "TURN_ALREADY_OPEN": "the MCP front's own protocol with the agent (agent.ServeTools)",
     "TURN_NOT_OPENED": "the MCP front's own protocol with the agent (agent.ServeTools)",
     "TURN_NOT_YOURS": "cancelling another person's turn (web, the CLI); a model cannot cancel",
     "TURN_NOT_STOPPED": "a person's cancel (web, the CLI) of a turn whose agent went away; a model cannot cancel",
-    "TURN_IDS_INVALID": "between agent replicas and the host (host.CancelledTurns); no model asks",
     # People's web sessions: between web and the broker (and the person's browser); no model holds a session.
     "SESSION_UNKNOWN": _SESSIONS, "SESSION_ENDED": _SESSIONS, "SESSION_EXPIRED": _SESSIONS,
     "SESSION_FROM_WEB_ONLY": _SESSIONS, "SESSION_REQUEST_INVALID": _SESSIONS, "SESSION_CHECK_UNAVAILABLE": _SESSIONS,

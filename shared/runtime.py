@@ -38,6 +38,7 @@ from shared.authz import CallerTable, DirectIssuer
 from shared.certs import CredentialError, Credentials, load_credentials, missing_server_name
 from shared.config import CLIENT_TLS_NATIVE, ConfigError, ServiceSettings, client_tls_mode, load_settings
 from shared.contracts import SERVICES, contract_hash
+from shared.field_rules import RequestRules
 from shared.interceptor import CallGuard, not_implemented_yet
 from shared.logs import log, setup_logging, stop_logging
 from shared.renewal import RenewingCredentials
@@ -169,7 +170,9 @@ async def start_server(
     table = CallerTable(r.descriptor for r in registrations)
     # so_reuseport=0: otherwise a second server silently shares a busy port.
     renewing = RenewingCredentials(credentials)
-    guard = CallGuard(table, DirectIssuer(lambda: renewing.loaded.ca_pem))
+    # The contracts' field rules, read once: a rule that does not fit its field stops the server here.
+    rules = RequestRules(r.descriptor for r in registrations)
+    guard = CallGuard(table, rules, DirectIssuer(lambda: renewing.loaded.ca_pem))
     options: list[tuple[str, int]] = [("grpc.so_reuseport", 0)]
     if max_connection_age is not None:
         # gRPC adds +-10% jitter, so replicas' clients do not all re-dial at once. No grace limit: a long

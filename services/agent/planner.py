@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 
 from services.agent import drafting, suggestions
 from services.agent.composing import compose, compose_flag_button, compose_listing, subject
+from services.agent.contracts import MAX_QUESTION_CHARS
 from services.agent.drafting import CannotPlan, Drafted
 from services.agent.time_words import TimeSpan
 from services.agent.understanding import (
@@ -123,7 +124,7 @@ class EmbeddedPlanner:
     async def _slice(self, question: str, call: CallTool) -> tuple[list[dict], list[dict]]:
         """The catalog slice for the question (and the earlier ones a follow-up leans on), and the values
         it names, found with one value-match probe; entities those values belong to join the slice."""
-        asked = spelled_out(" ".join([*self.earlier, question]))[-2000:]  # "rev" asks for revenue
+        asked = spelled_out(" ".join([*self.earlier, question]))[-MAX_QUESTION_CHARS:]  # "rev" asks for revenue
         catalog = await call("inspect_catalog", {"question": asked})
         entities = catalog.content.get("entities", []) if catalog.ok else []
         if not unexplained_words(" ".join([*self.earlier, question]), entities):
@@ -136,7 +137,7 @@ class EmbeddedPlanner:
         if new:  # ask the catalog again with their names, so the paths to them come too
             described = await call("describe_data", {"entity_ids": new})
             labels = [e["label"] for e in described.content.get("entities", [])] if described.ok else []
-            wider = await call("inspect_catalog", {"question": f"{asked} {' '.join(labels)}"[-2000:]})
+            wider = await call("inspect_catalog", {"question": f"{asked} {' '.join(labels)}"[-MAX_QUESTION_CHARS:]})
             if wider.ok:
                 entities = merge_entities(entities, wider.content.get("entities", []))
         return entities, matches
@@ -178,7 +179,7 @@ class EmbeddedPlanner:
         order), so time is asked for explicitly when the slice has none."""
         if not reading.measures or time_field(entities, reading.measures[0]["entity_id"]) is not None:
             return entities
-        wider = await call("inspect_catalog", {"question": f"{question} date time when"[-2000:]})
+        wider = await call("inspect_catalog", {"question": f"{question} date time when"[-MAX_QUESTION_CHARS:]})
         return merge_entities(entities, wider.content.get("entities", [])) if wider.ok else entities
 
     def _refusal(self, question: str, reading: Reading, entities: list[dict], matches: list[dict]) -> Plan | None:

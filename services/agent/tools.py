@@ -17,9 +17,10 @@ from services.agent.contracts import CONTRACTS, LIMITS, MAX_REFUSALS, MAX_REPAIR
 from shared.analysis_draft import DRAFT_SCHEMA_SHA256
 from shared.errors import SERVICE_NAMES, error_details
 from shared.next_steps import NEXT_STEPS, metadata
-from shared.refusals import Exhausted
+from shared.refusals import Exhausted, Invalid
 from shared.screen import screen
 from shared.tool_bridge import Tool, ToolResult
+from shared.ui.slice import MAX_PROPOSAL_BYTES
 from tessera.capabilities.v1 import capabilities_pb2
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2
@@ -234,6 +235,10 @@ class TurnTools:
             return {"outcome": "rejected", "diagnostics": _diagnostics([common_pb2.Diagnostic(
                 code="slice.not-frozen", message="call present_ui without a proposal first", model_correctable=True,
                 hint=NEXT_STEPS["slice.not-frozen"])])}
+        proposal_json = json.dumps(arguments["proposal"])  # ASCII: its length is its size in bytes
+        if len(proposal_json) > MAX_PROPOSAL_BYTES:  # the host's bound, told as the proposal's own, before any work
+            raise Invalid("PROPOSAL_TOO_LARGE", f"the proposal is {len(proposal_json)} bytes as JSON, over the "
+                          f"{MAX_PROPOSAL_BYTES} a proposal may have", metadata("", bound=MAX_PROPOSAL_BYTES))
         if self.state.needs_repair:
             if self.state.repairs >= MAX_REPAIRS:  # refused before any work: the last good surface stays
                 self.state.gave_up = True
@@ -244,7 +249,7 @@ class TurnTools:
         self.state.proposals += 1
         state = self.state
         reply = await self.host.SubmitProposal(host_pb2.SubmitProposalRequest(
-            turn_id=state.turn_id, slice_hash=state.slice_hash, proposal_json=json.dumps(arguments["proposal"]),
+            turn_id=state.turn_id, slice_hash=state.slice_hash, proposal_json=proposal_json,
             expected_base_revision_id=(state.revisions[-1] if state.revisions else state.base_revision_id),
             proposal_id=f"{state.turn_id}-{state.proposals}"), timeout=60)
         if reply.revision_id:

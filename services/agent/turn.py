@@ -15,7 +15,7 @@ from google.protobuf.duration_pb2 import Duration
 
 from services.agent.chat import ChatAdapter, ChatError
 from services.agent.chat_planner import ChatPlanner
-from services.agent.contracts import MAX_QUESTION_CHARS, MAX_REFUSALS, MAX_REPAIRS
+from services.agent.contracts import MAX_REFUSALS, MAX_REPAIRS
 from services.agent.external_tools import build_external_tools, list_external
 from services.agent.peers import Peers
 from services.agent.planner import EmbeddedPlanner, Plan
@@ -23,7 +23,6 @@ from services.agent.tools import TurnState, build_tools, model_message
 from shared.actors import Actor
 from shared.errors import SERVICE_FAILED, SERVICE_STOPPED, error_details, relayed
 from shared.next_steps import metadata
-from shared.refusals import Invalid
 from shared.tool_bridge import Tool, ToolBridge, ToolResult, refused
 from tessera.agent.v1 import agent_pb2
 from tessera.capabilities.v1 import capabilities_pb2 as cap
@@ -120,9 +119,7 @@ class RunningTurn:
 
 
 async def begin_turn(request: agent_pb2.StartTurnRequest, host) -> host_pb2.BeginTurnResponse:
-    """The question checked and the turn begun at the host, or the RPC refused."""
-    if not request.question or len(request.question) > MAX_QUESTION_CHARS:
-        raise Invalid("QUESTION_INVALID", f"a question is 1-{MAX_QUESTION_CHARS} characters")
+    """The turn begun at the host (the question's bounds are the contract's, agent.proto), or the RPC refused."""
     try:
         return await host.BeginTurn(host_pb2.BeginTurnRequest(
             actor=request.actor, session_id=request.session_id, question=request.question,

@@ -112,10 +112,6 @@ class Broker:
     async def call_tool(self, actor: Actor, request: capabilities_pb2.CallToolRequest):
         """A model's tool call: denied/drifted/unreachable → unavailable; a read runs and comes back screened;
         a mutation becomes an intent waiting for a person. Returns (outcome field, value, intent or None)."""
-        if not request.session_id:
-            raise Invalid("SESSION_REQUIRED", "session_id is required")
-        if not 1 <= len(request.call_id) <= 128:
-            raise Invalid("CALL_ID_REQUIRED", "call_id: 1-128 characters")
         state = (await self.gate.session(request.session_id)).get(request.tool_id)
         if state is None or not state.available:
             return await self._unavailable(actor, request, state)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -29,8 +28,6 @@ from tessera.capabilities.v1 import capabilities_pb2
 from tessera.common.v1 import common_pb2
 
 INPUT_LIMITS = Limits(max_raw_bytes=64 * 1024, max_values=2_000)
-DECISION_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
-MAX_REASON_CHARS = 2_000
 
 
 @dataclass(eq=False)  # one per broker: compared by identity
@@ -57,10 +54,6 @@ class Intents:
     async def submit(self, actor: Actor, request: capabilities_pb2.SubmitIntentRequest) -> tuple[Intent, bool]:
         action = self._action(request.action_id)
         value = action_input(action, request.input_json)
-        if not 1 <= len(request.idempotency_key) <= 128:
-            raise Invalid("IDEMPOTENCY_KEY_REQUIRED", "idempotency_key: 1-128 characters")
-        if not request.session_id:
-            raise Invalid("SESSION_REQUIRED", "session_id is required")
         scope_actor = actor.actor_id if action.spec.idempotency_scope == "actor" else ""
         claim = sha256(canonical([actor.tenant_id, scope_actor, action.action_id, value, request.idempotency_key]))
         earlier = await self.db(self.store.by_claim, claim)
@@ -130,7 +123,6 @@ class Intents:
 
     async def decide(self, actor: Actor, request: capabilities_pb2.DecideRequest) -> tuple[Intent, bool]:
         """Record a person's decision and, for an approval, run the effect once; (intent, replayed)."""
-        _check_decision(request)
         approve = request.decision == capabilities_pb2.DECISION_APPROVE
         try:
             async with self._one_decision_at_a_time(request.approval_id):
@@ -214,8 +206,6 @@ class Intents:
         return len(expired)
 
     async def cancel_turn(self, actor: Actor, request: capabilities_pb2.CancelIntentsRequest) -> list[Intent]:
-        if not request.session_id or not request.turn_id:
-            raise Invalid("TURN_REQUIRED", "session_id and turn_id are required")
         cancelled = await self.db(self.store.cancel_turn, actor.tenant_id, actor.actor_id, request.session_id,
                                   request.turn_id)
         for intent in cancelled:
@@ -240,15 +230,6 @@ def checked_json(text: str, contract, what: str) -> dict:
         first = violations[0]
         raise Invalid(f"{what}_INVALID", f"{first.pointer or '/'}: {first.message}")
     return value
-
-
-def _check_decision(request: capabilities_pb2.DecideRequest) -> None:
-    if request.decision not in (capabilities_pb2.DECISION_APPROVE, capabilities_pb2.DECISION_REJECT):
-        raise Invalid("DECISION_REQUIRED", "decision: approve or reject")
-    if len(request.reason) > MAX_REASON_CHARS:
-        raise Invalid("REASON_TOO_LONG", f"reason: at most {MAX_REASON_CHARS} characters")
-    if request.decision_id and not DECISION_ID.fullmatch(request.decision_id):
-        raise Invalid("DECISION_ID_INVALID", "decision_id: 1-128 characters of A-Z a-z 0-9 . _ : -")
 
 
 def _entries_for(request: capabilities_pb2.DecideRequest, intent: Intent) -> list[str]:

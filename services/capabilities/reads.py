@@ -21,13 +21,12 @@ from services.capabilities.read_journal import ExternalRead, ReadJournal
 from shared.actors import Actor
 from shared.bounded_json import canonical
 from shared.caches import bounded_lru
-from shared.refusals import Invalid, Unavailable
+from shared.refusals import Unavailable
 from shared.screen import Screened, screen
 from tessera.capabilities.v1 import capabilities_pb2
 
 logger = logging.getLogger("tessera.broker")
 INLINE_SCREEN_CHARS = 4_000
-MAX_RECORDED_READS = 50
 MAX_TAINT_MEMORY = 10_000
 
 
@@ -69,10 +68,6 @@ class RunReads:
 
     async def record(self, actor: Actor, request: capabilities_pb2.RecordReadsRequest) -> list:
         """External text read outside the broker (probe values): screened here and recorded as the run's reads."""
-        if not request.session_id:
-            raise Invalid("SESSION_REQUIRED", "session_id is required")
-        if not 1 <= len(request.reads) <= MAX_RECORDED_READS:
-            raise Invalid("READS_INVALID", f"1-{MAX_RECORDED_READS} reads per call")
         screened = []
         for read in request.reads:
             result = screen(read.text, read.source[:200], read.ref[:200])

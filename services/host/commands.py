@@ -23,8 +23,9 @@ from services.host.event_batches import EventBatches
 from services.host.fanout import SurfaceFanout
 from services.host.peers import Peers, broker_refusal
 from services.host.store import CommandClaim, Session
-from services.host.windows import WINDOW_MAX_ROWS, Windows
+from services.host.windows import Windows
 from shared.bounded_json import BoundedJsonError, Limits, parse
+from shared.next_steps import metadata
 from shared.refusals import AlreadyExists, Conflict, Contended, Denied, Invalid, NotFound
 from shared.schema_check import compile_check
 from tessera.capabilities.v1 import capabilities_pb2
@@ -54,11 +55,9 @@ class Commands:
     async def send(self, request, session: Session, time_remaining: float | None) -> host_pb2.SendCommandResponse:
         if request.surface_id != session.surface_id:
             raise Denied("SURFACE_NOT_IN_SESSION", "the surface is not this session's")
-        if not 1 <= len(request.command_id) <= 128 or request.command_id.startswith("event:"):
-            raise Invalid("COMMAND_ID_REQUIRED",
-                          "command_id: 1-128 characters, not starting with 'event:' (the broker's events)")
-        if request.WhichOneof("command") is None:
-            raise Invalid("COMMAND_MISSING", "one command is required")
+        if request.command_id.startswith("event:"):  # its bounds and the one command are the contract's (host.proto)
+            raise Invalid("COMMAND_ID_RESERVED", "command_id: not starting with 'event:' (the broker's events)",
+                          metadata("/command_id"))
         unsigned = host_pb2.SendCommandRequest()
         unsigned.CopyFrom(request)
         unsigned.ClearField("actor")  # a fresh assertion on a retry is still the same command
@@ -151,8 +150,6 @@ class Commands:
     async def _window(self, request, session, head, bound, reply) -> None:
         command = request.resource_window
         binding = self._binding(bound, command.node_id, "resource", command.prop)
-        if command.limit < 1 or command.limit > WINDOW_MAX_ROWS:
-            raise Invalid("WINDOW_TOO_LARGE", f"limit is 1-{WINDOW_MAX_ROWS}")
         if binding.row >= 0 and (command.offset != binding.row or command.limit != 1):
             raise Denied("WINDOW_OUTSIDE_BINDING",
                          f"{binding.prop} of block {command.node_id!r} shows row {binding.row} only",

@@ -26,8 +26,7 @@ from services.host.peers import Peers, peer
 from services.host.store import Committed, RevisionConflict, Session
 from services.host.windows import Windows, first_windows, first_windows_message
 from shared.bounded_json import canonical
-from shared.refusals import AlreadyExists, Conflict, Contended, Invalid, NotFound
-from shared.ui.slice import MAX_PROPOSAL_BYTES
+from shared.refusals import AlreadyExists, Conflict, Contended, NotFound
 from tessera.common.v1 import common_pb2
 from tessera.compiler.v1 import compiler_pb2
 from tessera.host.v1 import host_pb2
@@ -42,13 +41,6 @@ _OUTCOMES = {compiler_pb2.COMPILE_OUTCOME_COMPILED: host_pb2.PROPOSAL_OUTCOME_CO
              compiler_pb2.COMPILE_OUTCOME_PARTIAL: host_pb2.PROPOSAL_OUTCOME_COMMITTED_PARTIAL}
 
 
-def check_proposal_request(request) -> None:
-    if len(request.proposal_json.encode("utf-8", "surrogatepass")) > MAX_PROPOSAL_BYTES:
-        raise Invalid("PROPOSAL_TOO_LARGE", f"a proposal is at most {MAX_PROPOSAL_BYTES} bytes")
-    if not 1 <= len(request.proposal_id) <= 128:
-        raise Invalid("PROPOSAL_ID_REQUIRED", "proposal_id: 1-128 characters")
-
-
 class Commits:
     def __init__(self, db: AsyncStore, fanout: SurfaceFanout, peers: Peers, offers: Offers,
                  windows: Windows) -> None:
@@ -61,7 +53,6 @@ class Commits:
         self._revoking: set[asyncio.Task] = set()  # grants dropped by a commit, on their way to the gateway
 
     async def submit(self, request) -> host_pb2.SubmitProposalResponse:
-        check_proposal_request(request)
         base_id = request.expected_base_revision_id or ""
         context = await self._db(self._db.store.proposal_context, request.turn_id, request.slice_hash,
                                  request.proposal_id, base_id)

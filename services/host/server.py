@@ -33,14 +33,11 @@ from shared.ui.contracts import ContractError, load_catalog
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2, host_pb2_grpc
 
-MAX_TEXT = 4_000
 MAX_ENVELOPES_PER_RESPONSE = 64  # a larger max_envelopes counts as this (host.proto)
-DEFAULT_TURNS_LISTED, MAX_TURNS_LISTED = 20, 100
-MAX_TURNS_ASKED = 256  # CancelledTurns (host.proto)
+DEFAULT_TURNS_LISTED = 20  # ListTurns' limit when it names none; its most is the contract's (host.proto)
 # A running turn no replica named for this long runs nowhere (its agent went away, or an outside agent's turn,
 # which no replica polls for): a stop asked for it is answered at once. Replicas name theirs 4 times a second.
 TURN_REPORT_STALE_SECONDS = 5.0
-MAX_SUGGESTED = 3
 
 
 @dataclass(frozen=True)
@@ -107,8 +104,6 @@ class HostService(host_pb2_grpc.HostServiceServicer):
 
     async def OpenSession(self, request, context):
         actor = self._actors.require(request.actor)
-        if not 1 <= len(request.request_id) <= 128:
-            raise Invalid("REQUEST_ID_REQUIRED", "request_id: 1-128 characters")
         session, _ = await self._db(self._store.open_session, actor.actor_id, actor.tenant_id, request.request_id)
         reply = host_pb2.OpenSessionResponse(session_id=session.session_id, surface_id=session.surface_id)
         reply.opened_at.FromSeconds(int(session.created_at))
@@ -116,8 +111,6 @@ class HostService(host_pb2_grpc.HostServiceServicer):
 
     async def BeginTurn(self, request, context):
         session = await self._own_session(request.actor, request.session_id)
-        if not 1 <= len(request.request_id) <= 128 or not request.question or len(request.question) > MAX_TEXT:
-            raise Invalid("TURN_INVALID", f"request_id (1-128) and question (1-{MAX_TEXT} characters) are required")
         turn = await self._db(self._store.begin_turn, session.session_id, request.question, request.request_id)
         head = await self._db(self._store.head, session.surface_id)
         earlier = await self._db(self._store.earlier_turns, turn.turn_id)
@@ -127,7 +120,7 @@ class HostService(host_pb2_grpc.HostServiceServicer):
 
     async def FinishTurn(self, request, context):
         turn = await self._turn(request.turn_id)
-        end = turn_end(request)
+        end = TurnEnd(request.outcome, request.answer, tuple(request.suggested_questions), request.follows_turn_id)
         # A follow-up refines one of the turns it was begun after (BeginTurn's earlier_turns), nothing else.
         if end.follows_turn_id and end.follows_turn_id not in {
                 t for t, _ in await self._db(self._store.earlier_turns, turn.turn_id)}:
@@ -147,17 +140,11 @@ class HostService(host_pb2_grpc.HostServiceServicer):
         return host_pb2.RequestTurnCancelResponse(running=stop.reported, outcome=stop.end.outcome if stop.end else 0)
 
     async def CancelledTurns(self, request, context):
-        if not 1 <= len(request.turn_ids) <= MAX_TURNS_ASKED or not all(
-                1 <= len(turn_id) <= 128 for turn_id in request.turn_ids):
-            raise Invalid("TURN_IDS_INVALID",
-                          f"turn_ids: 1-{MAX_TURNS_ASKED} ids of 1-128 characters", {"max": str(MAX_TURNS_ASKED)})
         found = await self._db(self._store.cancelled_turns, list(dict.fromkeys(request.turn_ids)))
         return host_pb2.CancelledTurnsResponse(turn_ids=found)
 
     async def ListTurns(self, request, context):
         session = await self._own_session(request.actor, request.session_id)
-        if request.limit > MAX_TURNS_LISTED:
-            raise Invalid("LIMIT_TOO_LARGE", f"limit: at most {MAX_TURNS_LISTED}", {"max": str(MAX_TURNS_LISTED)})
         limit = request.limit or DEFAULT_TURNS_LISTED
         if request.before_turn_id:
             before = await self._db(self._store.turn, request.before_turn_id)
@@ -223,19 +210,6 @@ class HostService(host_pb2_grpc.HostServiceServicer):
                 yield response
         finally:
             self._fanout.unwatch(surface_id)
-
-
-def turn_end(request: host_pb2.FinishTurnRequest) -> TurnEnd:
-    """A FinishTurn request's record, checked before anything is kept."""
-    if request.outcome not in common_pb2.TurnOutcome.values() or request.outcome == common_pb2.TURN_OUTCOME_UNSPECIFIED:
-        raise Invalid("OUTCOME_REQUIRED", "outcome: one of the TurnOutcome values")
-    if len(request.answer) > MAX_TEXT:
-        raise Invalid("ANSWER_TOO_LONG", f"answer: at most {MAX_TEXT} characters", {"max": str(MAX_TEXT)})
-    if len(request.suggested_questions) > MAX_SUGGESTED or any(
-            not 1 <= len(q) <= MAX_TEXT for q in request.suggested_questions):
-        raise Invalid("SUGGESTIONS_INVALID",
-                      f"suggested_questions: at most {MAX_SUGGESTED}, each 1-{MAX_TEXT} characters")
-    return TurnEnd(request.outcome, request.answer, tuple(request.suggested_questions), request.follows_turn_id)
 
 
 def turn_record(record: TurnRecord) -> host_pb2.TurnRecord:

@@ -26,14 +26,16 @@ from services.host.peers import Peers, peer
 from services.host.store import NewEntry, Session
 from shared import tokens
 from shared.bounded_json import canonical
+from shared.field_rules import stated
 from shared.refusals import Refusal, Unavailable
 from shared.ui.windows import FIRST_WINDOWS_PATH, window_key, window_path
 from tessera.common.v1 import common_pb2
+from tessera.host.v1 import host_pb2
 from tessera.resources.v1 import resources_pb2
 
 logger = logging.getLogger("tessera.host")
 GRANT_LIFETIME = dt.timedelta(minutes=5)  # the gateway takes up to 15 minutes (§5); a window asks for a fresh one
-WINDOW_MAX_ROWS = 1_000
+WINDOW_MAX_ROWS = stated(host_pb2.ResourceWindowCommand, "limit").max  # the contract's (host.proto)
 WINDOWS_PER_CALL = 64  # what one ResolveWindows call may ask for (resources.proto)
 WINDOWS_REPLY_FULL = "WINDOWS_REPLY_FULL"  # a window the gateway's reply had no room for: ask again (resources.proto)
 # Stands for a window's rows in its message until the message's text is made; then the rows' own text replaces it.

@@ -16,13 +16,15 @@ from dataclasses import dataclass
 import grpc
 
 from shared.errors import error_details
+from shared.field_rules import max_chars
 from shared.refusals import Refusal
 from tessera.agent.v1 import agent_pb2
 from tessera.common.v1 import common_pb2
+from tessera.rules.v1 import rules_pb2
 
 # The tools the built-in model opens a question with: after an answer, they begin a new turn.
 QUESTION_OPENERS = frozenset({"inspect_current_context", "inspect_catalog"})
-MAX_QUESTION_CHARS = 2_000
+MAX_QUESTION_CHARS = max_chars(rules_pb2.TEXT_KIND_QUESTION)  # the contract's (rules.proto)
 
 
 class TurnUnavailable(Refusal):

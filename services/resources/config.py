@@ -8,11 +8,13 @@ from pydantic import Field, model_validator
 
 from shared.certs import secret_path, signing_key_path, verify_key_path
 from shared.config import ServiceSettings
+from shared.field_rules import stated
 from shared.paths import DEMO_SEMANTIC_MODEL, default_warehouse, var_dir
+from tessera.resources.v1 import resources_pb2
 
 # Policy bounds: the model never picks a row limit; operators pick within these.
 MAX_ROW_CAP = 20_000
-MAX_WINDOW_ROWS = 1_000
+MAX_WINDOW_ROWS = stated(resources_pb2.ResolveWindowRequest, "limit").max  # the contract's (resources.proto)
 
 
 class ResourcesSettings(ServiceSettings):

@@ -19,7 +19,6 @@ from shared.next_steps import metadata
 from shared.refusals import Invalid, Refusal
 
 MAX_DOMAIN_VALUES = 20
-MAX_MATCH_TEXT_CHARS = 300
 MAX_MATCHES = 20
 # Near spellings ("stroe" for `store`): a word of at least MIN_TYPO_LETTERS letters that names no value as said,
 # against the one-word values of a field with at most MAX_SPELLED_VALUES distinct values; the same first letter,

@@ -19,15 +19,11 @@ from shared.analysis_draft import DRAFT_SCHEMA_JSON, DRAFT_SCHEMA_SHA256, DRAFT_
 from shared.certs import CredentialError
 from shared.encoded_replies import EncodedReply, answers_encoded, length_delimited
 from shared.errors import status_of
-from shared.next_steps import metadata
-from shared.refusals import Exhausted, Invalid, Refusal
+from shared.refusals import Exhausted, Refusal
 from tessera.common.v1 import common_pb2
 from tessera.resources.v1 import resources_pb2, resources_pb2_grpc
 
 logger = logging.getLogger("tessera.resources")
-MAX_ID_CHARS = 128
-# Windows one ResolveWindows call may ask for: a revision's first windows (at most 32 blocks) fit in one.
-MAX_WINDOWS_PER_CALL = 64
 # What one ResolveWindows reply carries at most: a gRPC client receives 4 MiB by default. The windows past it are
 # refused as WINDOWS_REPLY_FULL (asked again in another call); the first window always goes, so each call helps.
 MAX_WINDOWS_REPLY_BYTES = 3 * 1024 * 1024
@@ -43,13 +39,6 @@ _PROBES = {resources_pb2.PROBE_KIND_VALUE_DOMAIN: "value-domain",
            resources_pb2.PROBE_KIND_TIME_BOUNDS: "time-bounds",
            resources_pb2.PROBE_KIND_JOIN_COVERAGE: "join-coverage",
            resources_pb2.PROBE_KIND_VALUE_MATCH: "value-match"}
-
-
-def _turn(turn: resources_pb2.TurnRef) -> tuple[str, str]:
-    for name, value in (("session_id", turn.session_id), ("turn_id", turn.turn_id)):
-        if not value or len(value) > MAX_ID_CHARS:
-            raise Invalid("TURN_REQUIRED", f"turn.{name} must be 1 to {MAX_ID_CHARS} characters")
-    return turn.session_id, turn.turn_id
 
 
 def _window_reply(window: Window) -> EncodedReply:
@@ -150,7 +139,7 @@ class ResourceGatewayService(resources_pb2_grpc.ResourceGatewayServiceServicer):
         return self._gateway.outline()
 
     async def InspectContext(self, request, context):
-        session_id, turn_id = _turn(request.turn)
+        session_id, turn_id = request.turn.session_id, request.turn.turn_id
         gateway = self._gateway
         probes, analyses = await self._run(gateway.remaining, session_id, turn_id)
         session_analyses = await self._run(gateway.budget.session_remaining, session_id)
@@ -166,26 +155,22 @@ class ResourceGatewayService(resources_pb2_grpc.ResourceGatewayServiceServicer):
             time_anchor=gateway.model.time_anchor)
 
     async def InspectCatalog(self, request, context):
-        session_id, _ = _turn(request.turn)
+        session_id = request.turn.session_id
         capability = self._capability(request.capability_token, session_id)
         found, token = self._gateway.inspect(request.question, capability)
         return resources_pb2.InspectCatalogResponse(catalog_fingerprint=self._gateway.catalog.fingerprint,
                                                     entities=self._entities(found), capability_token=token)
 
     async def Describe(self, request, context):
-        session_id, _ = _turn(request.turn)
+        session_id = request.turn.session_id
         capability = self._capability(request.capability_token, session_id)
         found, token = self._gateway.describe(list(request.entity_ids), capability)
         return resources_pb2.DescribeResponse(entities=self._entities(found), capability_token=token)
 
     async def Probe(self, request, context):
-        session_id, turn_id = _turn(request.turn)
+        session_id, turn_id = request.turn.session_id, request.turn.turn_id
         capability = self._capability(request.capability_token, session_id)
-        kind = _PROBES.get(request.kind)
-        if kind is None:
-            raise Invalid("PROBE_KIND",
-                          "kind must be value-domain, field-profile, time-bounds, join-coverage or "
-                          "value-match", metadata("/kind", allowed=_PROBES.values()))
+        kind = _PROBES[request.kind]  # one of ProbeKind's values: the contract's rule (resources.proto)
         target = request.relationship_id if kind == "join-coverage" else request.field_id
         outcome, remaining = await self._run(self._gateway.probe, session_id, turn_id, kind, target, capability,
                                              request.text)
@@ -215,7 +200,7 @@ class ResourceGatewayService(resources_pb2_grpc.ResourceGatewayServiceServicer):
         return reply
 
     async def Analyze(self, request, context):
-        session_id, turn_id = _turn(request.turn)
+        session_id, turn_id = request.turn.session_id, request.turn.turn_id
         capability = self._capability(request.capability_token, session_id)
         analysis = await self._run(self._gateway.analyze, session_id, turn_id, request.draft_json, capability)
         return resources_pb2.AnalyzeResponse(descriptor=analysis.descriptor, evidence=analysis.evidence,
@@ -233,10 +218,6 @@ class ResourceGatewayService(resources_pb2_grpc.ResourceGatewayServiceServicer):
     @answers_encoded
     async def ResolveWindows(self, request, context):
         """Each window as ResolveWindow answers it, or its refusal, in one reply (read as _read_windows reads)."""
-        if not 1 <= len(request.windows) <= MAX_WINDOWS_PER_CALL:
-            raise Invalid("WINDOW_COUNT",
-                          f"ask for 1 to {MAX_WINDOWS_PER_CALL} windows in one call, not {len(request.windows)}",
-                          {"max": str(MAX_WINDOWS_PER_CALL), "pointer": "/windows"})
         replies = await self._read_windows([_asked(self._gateway, item) for item in request.windows])
         for index, refusal in enumerate(replies):
             if isinstance(refusal, Refusal):  # what the access line says of a refused ResolveWindow

@@ -46,6 +46,7 @@ from starlette.routing import Route
 from services.web.ai_sdk_chat import DONE as UI_MESSAGE_STREAM_DONE
 from services.web.ai_sdk_chat import HEADERS as UI_MESSAGE_STREAM_HEADERS
 from services.web.ai_sdk_chat import TurnParts, question_of, turn_parts
+from services.web.bodies import OPTIONAL_PLAIN_ID, PLAIN_ID, QUESTION, AskBody, BodyInvalid, DecisionBody, checked, read
 from services.web.session import Assertions, BrowserSession, Person, cookie_of
 from services.web.session_records import SessionRecords, SessionRefused
 from services.web.surface_feeds import SSE_BATCH, FeedResponse, SurfaceFeeds, ViewerKey
@@ -83,7 +84,6 @@ _NOBODY_ANSWERED = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEED
 _DECIDED_ALREADY = frozenset({"APPROVAL_ALREADY_DECIDED", "DECISION_ID_CONFLICT", "APPROVAL_EXPIRED",
                               "ASSERTION_REPLAYED"})
 SSE_SEPARATOR = "\n"  # the page's reader (frontend/src/api.js) ends an event at a blank line of bare LFs
-_ID = re.compile(r"[A-Za-z0-9_.:-]{1,128}")  # a turn or revision id, checked before any call
 # Passkeys added since the previous sign-in, carried from a sign-in that redirects to the page's first
 # /api/session (services/web/oidc.py): sealed by web, bound to the new session, shown once.
 NOTICE_COOKIE, NOTICE_PURPOSE, NOTICE_SECONDS = "tessera_passkeys_added", "passkeys-added", 600
@@ -411,14 +411,11 @@ class WebApi:
         replica serving it) goes away the agent cancels the turn. Nothing is lost by it: what the turn
         committed is on the surface, which the surface stream resumes on any replica from its cursor, and
         approvals it asked for stay listed; the page tells the person so and they can ask again."""
-        body = await self._body(request)
-        question = body.get("question")
-        if not isinstance(question, str) or not question.strip():
-            raise ApiError(400, "QUESTION_INVALID", "question: a non-empty string")
+        asked = read(AskBody, await self._body(request))
         browser, session = await self._session(request)
         turn = agent_pb2.StartTurnRequest(
-            actor=self.assertions.of(browser.person), session_id=session.session_id, question=question,
-            request_id=str(body.get("request_id") or "")[:128])
+            actor=self.assertions.of(browser.person), session_id=session.session_id, question=asked.question,
+            request_id=asked.request_id)
 
         async def events() -> AsyncIterator[ServerSentEvent]:
             # Started here, inside the stream, so its `finally` runs whenever the browser leaves.
@@ -441,6 +438,7 @@ class WebApi:
         question = question_of(body)
         if question is None:
             raise ApiError(400, "QUESTION_INVALID", "messages: the last user message needs a text part")
+        question = checked(QUESTION, question, "messages")
         browser, session = await self._session(request)
         actor = self.assertions.of(browser.person)
         surface = request.query_params.get("surface", "")
@@ -473,9 +471,7 @@ class WebApi:
 
     async def turns(self, request: Request) -> Response:
         """The conversation so far, newest first, a page at a time (`?before=<turn id>`, `?limit=`)."""
-        before = request.query_params.get("before", "")
-        if before and not _ID.fullmatch(before):
-            raise ApiError(400, "TURN_ID_INVALID", "before: a turn id is 1-128 letters, digits and ._:-")
+        before = checked(OPTIONAL_PLAIN_ID, request.query_params.get("before", ""), "before")
         limit = request.query_params.get("limit", "0")
         if not limit.isdigit() or len(limit) > 3:  # (its bound is the host's: LIMIT_TOO_LARGE)
             raise ApiError(400, "LIMIT_INVALID", "limit: a whole number (none or 0: the host's default page)")
@@ -488,9 +484,7 @@ class WebApi:
     async def revision(self, request: Request) -> Response:
         """An answer of the conversation as it was shown: its A2UI messages (no rows: its blocks ask for their
         windows, read-only, naming this revision)."""
-        revision_id = request.path_params["revision_id"]
-        if not _ID.fullmatch(revision_id):
-            raise ApiError(400, "REVISION_ID_INVALID", "a revision id is 1-128 letters, digits and ._:-")
+        revision_id = checked(PLAIN_ID, request.path_params["revision_id"], "revision_id")
         browser, session = await self._session(request)
         revision = (await self._call(self.host.GetRevision, host_pb2.GetRevisionRequest(
             actor=self.assertions.of(browser.person), session_id=session.session_id, revision_id=revision_id),
@@ -501,9 +495,7 @@ class WebApi:
     async def cancel_turn(self, request: Request) -> Response:
         """The person's Cancel: the agent stops the turn; what it committed stays on the surface."""
         await self._body(request)  # same-origin JSON only, like every other change
-        turn_id = request.path_params["turn_id"]
-        if not _ID.fullmatch(turn_id):
-            raise ApiError(400, "TURN_ID_INVALID", "a turn id is 1-128 letters, digits and ._:-")
+        turn_id = checked(PLAIN_ID, request.path_params["turn_id"], "turn_id")
         browser = await self.signed_in(request)
         cancelled = await self._call(self.agent.CancelTurn, agent_pb2.CancelTurnRequest(
             actor=self.assertions.of(browser.person), turn_id=turn_id, reason="cancelled by the person"),
@@ -576,28 +568,15 @@ class WebApi:
     async def decide(self, request: Request) -> Response:
         body = await self._body(request)
         browser = await self.signed_in(request)
-        if not isinstance(body.get("approve"), bool) or not isinstance(body.get("arguments_sha256"), str):
-            raise ApiError(400, "DECISION_INVALID", "approve (true/false) and arguments_sha256 are required")
-        entries = body.get("entries") or []
-        if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
-            raise ApiError(400, "DECISION_INVALID", "entries: a list of entry ids")
-        # Made once per click by the page and sent unchanged on its retries: the broker replays a decision
-        # it already recorded under this id instead of refusing it (the broker checks its form).
-        decision_id = body.get("decision_id", "")
-        if not isinstance(decision_id, str) or len(decision_id) > 128:
-            raise ApiError(400, "DECISION_INVALID", "decision_id: a string of at most 128 characters")
-        nonce, passkey, reason = body.get("nonce", ""), _passkey_assertion(body.get("passkey")), body.get("reason")
-        if not isinstance(nonce, str) or len(nonce) > 128:
-            raise ApiError(400, "DECISION_INVALID", "nonce: the one /challenge gave out")
-        if not isinstance(reason, str | None) or len(reason or "") > 2000:  # signed as sent: never cut short
-            raise ApiError(400, "DECISION_INVALID", "reason: text of at most 2000 characters")
+        decision = read(DecisionBody, body)
+        passkey = _passkey_assertion(body.get("passkey"))
         try:
             decided = await self.capabilities.Decide(cap.DecideRequest(
                 actor=self.assertions.of(browser.person), approval_id=request.path_params["approval_id"],
-                decision=cap.DECISION_APPROVE if body["approve"] else cap.DECISION_REJECT,
-                reason=reason or "", arguments_sha256=body["arguments_sha256"],
-                entries=[cap.EntryDecision(entry_id=e, decision=cap.DECISION_APPROVE) for e in entries],
-                decision_id=decision_id, nonce=nonce, passkey=passkey), timeout=60)
+                decision=cap.DECISION_APPROVE if decision.approve else cap.DECISION_REJECT,
+                reason=decision.reason or "", arguments_sha256=decision.arguments_sha256,
+                entries=[cap.EntryDecision(entry_id=e, decision=cap.DECISION_APPROVE) for e in decision.entries],
+                decision_id=decision.decision_id, nonce=decision.nonce, passkey=passkey), timeout=60)
         except grpc.aio.AioRpcError as exc:
             return _refused_decision(exc)
         return JSONResponse(_as_dict(decided))
@@ -641,3 +620,8 @@ def _refused_decision(exc: grpc.aio.AioRpcError) -> JSONResponse:
 
 async def api_error(request: Request, exc: ApiError) -> JSONResponse:
     return JSONResponse({"reason": exc.reason, "message": exc.message}, status_code=exc.status)
+
+
+async def body_invalid(request: Request, exc: BodyInvalid) -> JSONResponse:
+    """A value out of its contract's bounds, refused as the services refuse it: FIELD_INVALID, with where."""
+    return JSONResponse({"reason": "FIELD_INVALID", "message": str(exc), "pointer": exc.pointer}, status_code=400)

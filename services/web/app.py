@@ -17,7 +17,8 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from services.web.api import ApiError, WebApi, api_error
+from services.web.api import ApiError, WebApi, api_error, body_invalid
+from services.web.bodies import BodyInvalid
 from services.web.config import WebSettings
 from services.web.headers import SecurityHeaders
 from services.web.oidc import OidcConfig, OidcSignIn
@@ -88,7 +89,8 @@ def create_app(settings: WebSettings, credentials: Credentials) -> ServerSend:
     # ServerSend wraps the whole application, outside Starlette's own ServerErrorMiddleware (which every
     # middleware listed here sits inside), so a stream's body writes reach the server's `send` directly.
     return ServerSend(Starlette(lifespan=lifespan,
-                                exception_handlers={ApiError: api_error, SessionRefused: _session_refused},
+                                exception_handlers={ApiError: api_error, BodyInvalid: body_invalid,
+                                                    SessionRefused: _session_refused},
                                 middleware=[Middleware(SecurityHeaders, strict_transport=settings.secure_cookies),
                                             Middleware(TrustedHostMiddleware,
                                                        allowed_hosts=list(settings.allowed_hosts))]))

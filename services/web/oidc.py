@@ -31,6 +31,7 @@ from starlette.routing import Route
 
 from services.web.session import Person, SessionCookies, cookie_of
 from services.web.session_records import SessionRefused
+from shared.actors import MAX_DISPLAY_NAME_CHARS
 from shared.logs import log
 
 logger = logging.getLogger("tessera.web")
@@ -213,7 +214,8 @@ class OidcSignIn:
             raise SignInFailed(403, "OIDC_EMAIL_UNVERIFIED",
                                "the sign-in provider has not verified your email address, which names you here")
         name = claims.get(config.name_claim)
-        person = Person(str(actor), str(tenant), str(name)[:128] if isinstance(name, str) and name else str(actor))
+        person = Person(str(actor), str(tenant), str(name)[:MAX_DISPLAY_NAME_CHARS] if isinstance(name, str) and name
+                        else str(actor))
         if not person.valid():
             raise SignInFailed(403, "OIDC_CLAIM_INVALID",
                                "your id or tenant from the sign-in provider has characters Tessera does not accept "

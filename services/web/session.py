@@ -26,7 +26,7 @@ import secrets
 import time
 from dataclasses import dataclass
 
-from shared.actors import assert_actor, valid_id
+from shared.actors import MAX_DISPLAY_NAME_CHARS, assert_actor, valid_id
 from tessera.common.v1 import common_pb2
 
 COOKIE = "tessera_session"
@@ -72,7 +72,7 @@ class Person:
     display_name: str
 
     def valid(self) -> bool:
-        return valid_id(self.actor_id) and valid_id(self.tenant_id) and len(self.display_name) <= 128
+        return valid_id(self.actor_id) and valid_id(self.tenant_id) and len(self.display_name) <= MAX_DISPLAY_NAME_CHARS
 
 
 @dataclass(frozen=True)

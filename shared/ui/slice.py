@@ -17,12 +17,14 @@ from dataclasses import dataclass, field
 from google.protobuf.json_format import MessageToDict
 
 from shared.bounded_json import canonical
+from shared.field_rules import stated
 from shared.ui.contracts import Catalog, ComponentContract
 from tessera.common.v1 import common_pb2
 from tessera.compiler.v1 import compiler_pb2
+from tessera.host.v1 import host_pb2
 
 MAX_BLOCKS = 32
-MAX_PROPOSAL_BYTES = 256 * 1024
+MAX_PROPOSAL_BYTES = stated(host_pb2.SubmitProposalRequest, "proposal_json").max_bytes  # the host's (host.proto)
 OFFER_TAG_CHARS = 16
 BLOCK_ID_PATTERN = "^[a-z][a-z0-9-]{0,31}$"
 MAX_PATCH_OPERATIONS = 64

@@ -199,7 +199,7 @@ def test_a_retried_decision_gets_the_first_outcome_and_the_effect_runs_once(brok
         "approval_state": "approved", "decision": "approve", "intent_id": receipt.intent_id,
         "intent_status": "INTENT_STATUS_SUCCEEDED"}
     assert refused(lambda: decide(broker, alice, receipt, decision_id="no spaces\n")) == (
-        grpc.StatusCode.INVALID_ARGUMENT, "DECISION_ID_INVALID")
+        grpc.StatusCode.INVALID_ARGUMENT, "FIELD_INVALID")
     assert order(warehouse_url, 16) == ("flagged", 2)  # one effect, however often it was asked
 
 
@@ -577,7 +577,7 @@ def test_reads_made_outside_the_broker_are_screened_and_recorded(broker, cert_di
     assert card.tainted and {m.source for m in card.matches} == {"probe_data"}
     too_many = cap.RecordReadsRequest(actor=alice, session_id="ses_probe", reads=reads * 26)
     assert refused(lambda: broker("agent", "RecordReads", too_many)) == (grpc.StatusCode.INVALID_ARGUMENT,
-                                                                          "READS_INVALID")
+                                                                          "FIELD_INVALID")
     assert refused(lambda: broker("web", "RecordReads", cap.RecordReadsRequest(
         actor=alice, session_id="ses_probe", reads=reads)))[0] == grpc.StatusCode.PERMISSION_DENIED
 

@@ -99,7 +99,7 @@ def test_an_operator_prints_a_one_time_sign_in_link_for_a_person(var_dir, runnin
         passkey = enroll_in_browser(browser.post, signed_in.json(), f"http://localhost:{port}")
         cookie = browser.cookies[session_cookie_name(base)]
     bad = tessera(var_dir, "persons", "enroll", "ada lovelace")
-    assert bad.returncode == 1 and "PERSON_INVALID" in bad.stderr
+    assert bad.returncode == 1 and "FIELD_INVALID" in bad.stderr
 
     listed = tessera(var_dir, "persons", "passkeys", "ada@example.org", "--tenant", "acme")
     assert listed.returncode == 0 and passkey.id in listed.stdout and "never" in listed.stdout, listed.stdout

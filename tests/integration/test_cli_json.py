@@ -85,8 +85,8 @@ def test_a_persons_link_passkeys_and_sign_out_as_json_and_a_refusal_as_json(var_
                                     "--json").stdout)
     assert signed_out == {"person": "grace@example.org", "tenant": "acme", "sessions_ended": 0}
     bad = tessera(var_dir, "persons", "enroll", "grace hopper", "--json")
-    assert bad.returncode == 1 and json.loads(bad.stdout)["error"]["reason"] == "PERSON_INVALID"
-    assert "PERSON_INVALID" in bad.stderr
+    assert bad.returncode == 1 and json.loads(bad.stdout)["error"]["reason"] == "FIELD_INVALID"
+    assert "FIELD_INVALID" in bad.stderr
 
 
 def test_an_action_a_question_leaves_waiting_is_on_the_operators_desk(var_dir):  # noqa: F811

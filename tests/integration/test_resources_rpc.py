@@ -23,6 +23,7 @@ from shared.certs import load_signing_key, load_verify_key, signing_key_path, ve
 from shared.channels import sync_channel
 from shared.contracts import invoke
 from shared.errors import error_details
+from shared.field_rules import stated
 from tessera.common.v1 import common_pb2
 from tessera.resources.v1 import resources_pb2
 
@@ -111,7 +112,7 @@ def test_a_model_session_never_sees_warehouse_values(as_agent, as_host, cert_dir
         assert not [a for a in amounts if len(a) >= 5 and a in model_facing]
 
 
-def _grant(cert_dir, descriptor, columns):
+def _grant(cert_dir, descriptor, columns, max_rows=1000):
     now = dt.datetime.now(dt.UTC)
     binding = common_pb2.TokenBinding(subject="surface/node", audience="resources", nonce=secrets.token_hex(8))
     binding.issued_at.FromDatetime(now)
@@ -119,7 +120,7 @@ def _grant(cert_dir, descriptor, columns):
     claims = common_pb2.WindowGrantClaims(binding=binding, grant_id=secrets.token_hex(6), surface_id="surface",
                                           node_id="node", resource_id=descriptor.resource_id,
                                           version_id=descriptor.version_id, content_hash=descriptor.content_hash,
-                                          column_ids=columns, max_window_rows=1000)
+                                          column_ids=columns, max_window_rows=max_rows)
     return tokens.sign(load_signing_key(signing_key_path(cert_dir, "host")), tokens.PURPOSE_WINDOW_GRANT, claims)
 
 
@@ -169,7 +170,7 @@ def _units_by_channel(as_agent, turn: resources_pb2.TurnRef):
 def test_windows_in_one_call_are_each_answered_or_refused_as_one_call_would(as_agent, as_host, cert_dir,
                                                                             running_set, credentials):
     descriptor = _units_by_channel(as_agent, resources_pb2.TurnRef(session_id="sess-rpc", turn_id="turn-windows"))
-    grants = [_grant(cert_dir, descriptor, ["channel", "units"]) for _ in range(4)]
+    grants = [_grant(cert_dir, descriptor, ["channel", "units"], max_rows=20) for _ in range(4)]
     as_host("RevokeGrants", resources_pb2.RevokeGrantsRequest(grants=[grants[1]]))
     forged = common_pb2.SignedToken()
     forged.CopyFrom(grants[2])
@@ -178,7 +179,7 @@ def test_windows_in_one_call_are_each_answered_or_refused_as_one_call_would(as_a
              resources_pb2.ResolveWindowRequest(grant=grants[1], limit=10),
              resources_pb2.ResolveWindowRequest(grant=forged, limit=10),
              resources_pb2.ResolveWindowRequest(grant=grants[3], limit=10, rows_as_json=True),
-             resources_pb2.ResolveWindowRequest(grant=grants[3], limit=5000)]
+             resources_pb2.ResolveWindowRequest(grant=grants[3], limit=21)]  # over this grant's cap
     outcomes = as_host("ResolveWindows", resources_pb2.ResolveWindowsRequest(windows=asked)).windows
     assert [o.WhichOneof("outcome") for o in outcomes] == ["window", "refused", "refused", "window", "refused"]
     for request, outcome in zip(asked, outcomes, strict=True):
@@ -193,11 +194,16 @@ def test_windows_in_one_call_are_each_answered_or_refused_as_one_call_would(as_a
         "GRANT_REVOKED", "GRANT_BAD_SIGNATURE", "WINDOW_TOO_LARGE"]
     assert json.loads(outcomes[3].window.rows_json)[0][0] == "marketplace"
 
-    for count in (0, 65):
+    # Out of the contract's bounds (resources.proto): the call is refused as a whole, before any window is read.
+    too_many = stated(resources_pb2.ResolveWindowsRequest, "windows").max_items + 1
+    for windows, pointer in ((asked[:1] * 0, "/windows"), (asked[:1] * too_many, "/windows"),
+                             ([asked[0], resources_pb2.ResolveWindowRequest(grant=grants[3], limit=5000)],
+                              "/windows/1/limit")):
         with pytest.raises(grpc.RpcError) as refused:
-            as_host("ResolveWindows", resources_pb2.ResolveWindowsRequest(windows=asked[:1] * count))
+            as_host("ResolveWindows", resources_pb2.ResolveWindowsRequest(windows=windows))
         assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-        assert error_details(refused.value).reason == "WINDOW_COUNT"
+        details = error_details(refused.value)
+        assert (details.reason, details.metadata["pointer"]) == ("FIELD_INVALID", pointer)
     with sync_channel(running_set.handles["resources"].address, credentials("agent"), "resources") as channel:
         with pytest.raises(grpc.RpcError) as denied:
             invoke(channel, "resources", "ResolveWindows", resources_pb2.ResolveWindowsRequest(windows=asked[:1]))
@@ -227,11 +233,11 @@ def test_rpc_errors_carry_reasons_and_paths(as_agent):
     with pytest.raises(grpc.RpcError) as no_kind:  # the tool's schema lists the kinds; other callers learn them here
         as_agent("Probe", resources_pb2.ProbeRequest(turn=TURN, capability_token=context.capability_token))
     kind = error_details(no_kind.value)
-    assert (kind.reason, kind.metadata["pointer"]) == ("PROBE_KIND", "/kind")
-    assert "value-match" in json.loads(kind.metadata["allowed"]) and kind.metadata["next_step"]
+    assert (kind.reason, kind.metadata["pointer"]) == ("FIELD_INVALID", "/kind")
+    assert "PROBE_KIND_VALUE_MATCH" in json.loads(kind.metadata["allowed"]) and kind.metadata["next_step"]
     with pytest.raises(grpc.RpcError) as no_turn:
         as_agent("InspectContext", resources_pb2.InspectContextRequest())
-    assert error_details(no_turn.value).reason == "TURN_REQUIRED"
+    assert error_details(no_turn.value).metadata["pointer"] == "/turn"
     with pytest.raises(grpc.RpcError) as no_token:
         as_agent("InspectCatalog", resources_pb2.InspectCatalogRequest(turn=TURN, question="revenue"))
     assert error_details(no_token.value).reason == "CAPABILITY_MISSING"

@@ -239,7 +239,7 @@ def test_reads_the_contract_declares_side_effect_free_are_retried_and_nothing_el
                 stub = host_pb2_grpc.HostServiceStub(channel)
                 await stub.GetRevision(host_pb2.GetRevisionRequest(), timeout=10)
                 with pytest.raises(grpc.aio.AioRpcError) as refused:
-                    await stub.OpenSession(host_pb2.OpenSessionRequest(), timeout=10)
+                    await stub.OpenSession(host_pb2.OpenSessionRequest(request_id="open-1"), timeout=10)
                 return refused.value.code()
         finally:
             await running.stop(None)

@@ -265,7 +265,7 @@ def test_enrollment_links_are_single_use_personal_and_only_the_operator_makes_th
     assert refused(lambda: broker("web", "CreateEnrollment", cap.CreateEnrollmentRequest(
         actor=gina, person=cap.Person(actor_id="gina", tenant_id="acme"))))[1] == "CALLER_NOT_ALLOWED"
     assert refused(lambda: broker("cli", "CreateEnrollment", cap.CreateEnrollmentRequest(
-        actor=operator, person=cap.Person(actor_id="gina smith", tenant_id="acme"))))[1] == "PERSON_INVALID"
+        actor=operator, person=cap.Person(actor_id="gina smith", tenant_id="acme"))))[1] == "FIELD_INVALID"
     link = broker("cli", "CreateEnrollment", cap.CreateEnrollmentRequest(
         actor=operator, person=cap.Person(actor_id="gina", tenant_id="acme", display_name="Gina")))
     redeemed = broker("web", "RedeemEnrollment", cap.RedeemEnrollmentRequest(token=link.token))

@@ -82,12 +82,19 @@ def test_an_unanswerable_question_a_refused_one_and_a_bad_request(signed_in):
     read_back = read(signed_in, "What is the colour of the sky on Mars?")
     outcome = next(p["data"] for p in read_back["message"]["parts"] if p["type"] == "data-outcome")
     assert outcome["outcome"] == "not_answerable" and not outcome["revisionIds"]
-    too_long = read(signed_in, "why " * 600)  # the agent refuses it before the turn begins: an error part
-    assert too_long["chunks"] == ["start", "error", "finish"], too_long
+    # Over the contract's bound (rules.proto): web refuses the request before any stream begins (HTTP 400, its
+    # reason and pointer below), which an AI SDK app receives as its API call's error.
+    too_long = read(signed_in, "why " * 600)
+    assert (too_long["chunks"], too_long["error"]) == ([], "AI_APICallError"), too_long
     base, cookie = signed_in
     refused = httpx.post(f"{base}/api/chat", json={"messages": [{"id": "a", "role": "assistant", "parts": []}]},
                          headers={"cookie": cookie, "origin": base}, timeout=30)
     assert refused.status_code == 400 and refused.json()["reason"] == "QUESTION_INVALID"
+    too_long = {"id": "u", "role": "user", "parts": [{"type": "text", "text": "x" * 2001}]}
+    refused = httpx.post(f"{base}/api/chat", json={"messages": [too_long]}, headers={"cookie": cookie, "origin": base},
+                         timeout=30)
+    assert (refused.status_code, refused.json()["reason"], refused.json()["pointer"]) == (
+        400, "FIELD_INVALID", "/messages")
 
 
 @pytest.fixture(scope="module")

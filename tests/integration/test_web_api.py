@@ -155,10 +155,12 @@ def test_a_flag_button_press_becomes_an_approval_the_person_signs(running_set, b
     assert other.json()["outcome"]["intent_status"] == "INTENT_STATUS_SUCCEEDED"
     assert other.json()["outcome"]["decided_by"] == PERSON
     assert other.json()["outcome"]["signed_with"] == f"passkey:{passkey.id}"
-    for bad, reason in ((7, "DECISION_INVALID"), ("not an id!", "DECISION_ID_INVALID")):
+    # Refused by web itself, before any call, as the broker's contract would (rules.proto's plain id).
+    for bad in (7, "not an id!", "x" * 129):
         refused = browser.post(f"/api/approvals/{approval['approval_id']}/decision",
                                json={**decision, "decision_id": bad})
-        assert (refused.status_code, refused.json()["reason"]) == (400, reason)
+        assert (refused.status_code, refused.json()["reason"], refused.json()["pointer"]) == (
+            400, "FIELD_INVALID", "/decision_id")
     forged = browser.post(url, json={**decision, "passkey": {**decision["passkey"], "signature": "not base64!"}})
     assert (forged.status_code, forged.json()["reason"]) == (400, "PASSKEY_INVALID")
     engine = sa.create_engine(warehouse_url)
@@ -233,6 +235,14 @@ def test_bad_requests_get_a_status_and_a_reason(running_set, browser):
     huge = browser.post("/api/ask", content=b'{"question": "' + b"x" * 70_000 + b'"}',
                         headers={"content-type": "application/json"})
     assert (huge.status_code, huge.json()["reason"]) == (413, "BODY_TOO_LARGE")
+    # Out of the contracts' bounds (rules.proto): refused by web before any call, as the services would.
+    for refused, pointer in ((browser.post("/api/ask", json={"question": "x" * 2001}), "/question"),
+                             (browser.post("/api/ask", json={"question": "   "}), "/question"),
+                             (browser.get("/api/turns?before=turn%201"), "/before"),
+                             (browser.get("/api/revisions/rev%3Cscript%3E"), "/revision_id"),
+                             (browser.post("/api/turns/trn%20x/cancel", json={}), "/turn_id")):
+        assert (refused.status_code, refused.json()["reason"], refused.json()["pointer"]) == (
+            400, "FIELD_INVALID", pointer), refused.json()
     for cursor in ("yesterday", "-1:5", "-1:-1", "9" * 400 + ":1", "1:18446744073709551616", "1: 2", "1:2:3",
                    "\u0661:1"):
         bad_cursor = browser.get("/api/surface/stream", headers={"Last-Event-ID": cursor.encode()})
@@ -273,7 +283,7 @@ def test_cancelling_a_turn_that_is_not_running_says_so(browser):
     reply = browser.post(f"/api/turns/{finished['turn_id']}/cancel", json={})
     assert reply.status_code == 200 and reply.json()["cancelled"] is False
     bad = browser.post("/api/turns/not a turn/cancel", json={})
-    assert (bad.status_code, bad.json()["reason"]) == (400, "TURN_ID_INVALID")
+    assert (bad.status_code, bad.json()["reason"], bad.json()["pointer"]) == (400, "FIELD_INVALID", "/turn_id")
     not_json = browser.post(f"/api/turns/{finished['turn_id']}/cancel", content=b"x",
                             headers={"content-type": "text/plain"})
     assert not_json.status_code == 415

@@ -24,7 +24,6 @@ GATEWAY_FILES = re.compile(r"^services/resources/")
 # Refusals the gateway defines that this walk does not trigger, and where they are triggered instead.
 ELSEWHERE = {
     "QUERY_TIMEOUT": "tests/resources/test_refusals.py (a statement stopped at the policy timeout)",
-    "PROBE_KIND": "tests/integration/test_resources_rpc.py (the servicer's; the tool's schema lists the kinds)",
     "ORACLE_PATTERN": "tests/resources/test_information_budget.py (a threshold search, at the default bounds)",
 }
 
@@ -62,9 +61,6 @@ def retail_cases(g, s: Session) -> dict[str, tuple]:
         "ID_NOT_IN_SCOPE": (analyze(json.dumps({"mode": "aggregate", "measures": [
             {"id": "n", "metric": metric("support_tickets", "ticket_count")}]}), narrow), "/measures/0/metric"),
         "WRONG_ID_KIND": (lambda: g.describe([field("orders", "channel")], s.capability), "/entity_ids/0"),
-        "QUESTION_TOO_LONG": (lambda: g.inspect("x" * 2001, s.capability), "/question"),
-        "DESCRIBE_COUNT": (lambda: g.describe([s.entity(e) for e in ("orders", "customers", "products", "regions",
-                                                                     "returns")], s.capability), "/entity_ids"),
         "PROBE_TEXT_UNEXPECTED": (lambda: g.probe(s.session_id, s.turn_id, "field-profile",
                                                   field("orders", "channel"), s.capability, "web"), "/text"),
         "PROBE_TARGET_MISSING": (lambda: g.probe(s.session_id, s.turn_id, "value-domain", "", s.capability),

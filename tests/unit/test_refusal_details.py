@@ -24,7 +24,7 @@ from shared.tool_bridge import refused
 SOURCES = [*REPO_ROOT.glob("services/resources/*.py"), *REPO_ROOT.glob("services/compiler/*.py"),
            *REPO_ROOT.glob("services/agent/*.py"), *REPO_ROOT.glob("services/mcp/*.py"),
            REPO_ROOT / "services/host/commits.py", REPO_ROOT / "services/host/offers.py",
-           REPO_ROOT / "shared/tool_bridge.py"]
+           REPO_ROOT / "shared/tool_bridge.py", REPO_ROOT / "shared/field_rules.py"]
 # The calls that name a refusal's reason or a finding's code.
 RAISERS = {"invalid", "_refuse", "_fan_out", "Finding", "reject", "_fail", "Diagnostic", "refused", "refusal",
            "TurnUnavailable", "Invalid", "Unavailable", "Denied", "Conflict", "NotFound", "Exhausted", "AlreadyExists",

@@ -19,8 +19,9 @@ from services.capabilities.web_session_store import (
 from services.capabilities.web_sessions import WebSessions, secret_hash
 from shared import db
 from shared.actors import Actor
-from shared.refusals import NotFound, Refusal
+from shared.refusals import Invalid, NotFound, Refusal
 from tessera.capabilities.v1 import capabilities_pb2 as cap
+from tests.fixtures.in_process import RULES
 from tests.fixtures.postgres import BACKENDS, migrated_engine
 
 ADA = Actor("ada", "acme", "Ada Lovelace", "web")
@@ -81,7 +82,11 @@ def test_the_operator_signs_a_person_out_of_every_session_in_their_tenant_only(s
     assert sessions.check(namesake.secret).session.person.tenant_id == "other-tenant"
     assert sessions.check(colleague.secret).session.person.actor_id == "grace"
     assert sessions.sign_out(cap.Person(actor_id="ada", tenant_id="acme")).ended == 0
-    assert _refusal(sessions.sign_out, cap.Person(actor_id="ada", tenant_id="")) == "SESSION_REQUEST_INVALID"
+    # A person without a tenant never reaches it: the contract's rule refuses the request (rules.proto).
+    with pytest.raises(Invalid) as refused:
+        RULES.check("/tessera.capabilities.v1.CapabilityBrokerService/SignOutPerson",
+                    cap.SignOutPersonRequest(person=cap.Person(actor_id="ada", tenant_id="")))
+    assert refused.value.metadata["pointer"] == "/person/tenant_id"
 
 
 def test_an_unknown_malformed_or_expired_secret_is_no_session(engine, sessions):
