@@ -24,7 +24,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, Protocol
 
 import grpc
 from cryptography import x509
@@ -499,6 +499,39 @@ def service_info(context: ServiceContext) -> common_pb2.ServiceInfo:
         started_at=started,
         contract_hash=contract_hash(),
     )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Lifecycle:
+    """What a service's parts need around serving: probes for readiness, work beside the server, a last step."""
+
+    # Health is SERVING only while every probe reports None.
+    readiness: tuple[ReadinessProbe, ...] = ()
+    # Started with the server, cancelled after it stopped serving (so in-flight calls can still hand them work).
+    background: tuple[Callable[[], Awaitable[None]], ...] = ()
+    # Called once after the server has stopped (close pools, flush stores).
+    on_stop: Callable[[], None] | None = None
+
+
+class ServiceParts(Protocol):
+    """A service's typed parts (its wiring.py's dataclass): everything its servicer is given, and its lifecycle."""
+
+    lifecycle: Lifecycle
+
+
+def serving(build: Callable[[ServiceContext], ServiceParts | Awaitable[ServiceParts]],
+            servicer: Callable[[ServiceParts], object]) -> BuildRegistrations:
+    """The registration of one service from its wiring: `build` makes its parts (a coroutine may prepare them off
+    the event loop), `servicer` serves over them; their lifecycle is the registration's."""
+
+    async def registrations(context: ServiceContext) -> list[Registration]:
+        parts = build(context)
+        if inspect.isawaitable(parts):
+            parts = await parts
+        life = parts.lifecycle
+        return [registration_for(context.name, servicer(parts), readiness=list(life.readiness),
+                                 on_stop=life.on_stop, background=list(life.background))]
+    return registrations
 
 
 def registration_for(name: str, servicer: object, **extra) -> Registration:

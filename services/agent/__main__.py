@@ -1,8 +1,9 @@
 """python -m services.agent: run the agent service."""
 
 from services.agent.config import AgentSettings
-from services.agent.server import build
-from shared.runtime import serve
+from services.agent.server import AgentService
+from services.agent.wiring import build
+from shared.runtime import serve, serving
 
 if __name__ == "__main__":
-    serve("agent", build, AgentSettings)
+    serve("agent", serving(build, AgentService), AgentSettings)

@@ -13,16 +13,22 @@ import grpc
 from grpc_health.v1 import health_pb2
 
 from services.agent.tools import PeerReadiness
+from tessera.capabilities.v1 import capabilities_pb2_grpc
+from tessera.host.v1 import host_pb2_grpc
+from tessera.resources.v1 import resources_pb2_grpc
 
 PEER_NAMES = ("resources", "host", "capabilities")
 HEALTH_CHECK_SECONDS = 1.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Peers:
-    resources: object  # ResourceGatewayServiceStub
-    host: object  # HostServiceStub
-    capabilities: object  # CapabilityBrokerServiceStub
+    """The services the agent calls, by the names the trust graph gives them (§2); tests hand fakes with the
+    same async methods."""
+
+    resources: resources_pb2_grpc.ResourceGatewayServiceStub
+    host: host_pb2_grpc.HostServiceStub
+    capabilities: capabilities_pb2_grpc.CapabilityBrokerServiceStub
     ready: PeerReadiness  # each peer's serving status, asked afresh
 
 

@@ -3,12 +3,13 @@
 import sys
 
 from services.capabilities.config import CapabilitiesSettings
-from services.capabilities.server import build
+from services.capabilities.server import CapabilityBrokerService
 from services.capabilities.store import MIGRATIONS
+from services.capabilities.wiring import build
 from shared import migrator
-from shared.runtime import serve
+from shared.runtime import serve, serving
 
 if __name__ == "__main__":
     if sys.argv[1:]:
         migrator.main("capabilities", MIGRATIONS, sys.argv[1:])  # `migrate`: the schema only, then exit
-    serve("capabilities", build, CapabilitiesSettings)
+    serve("capabilities", serving(build, CapabilityBrokerService), CapabilitiesSettings)

@@ -5,61 +5,29 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from concurrent.futures import ThreadPoolExecutor
-from functools import partial
-from pathlib import Path
 
-import sqlalchemy as sa
-
-from services.capabilities.broker import Broker
 from services.capabilities.cards import card, summary
-from services.capabilities.changes import ChangeTargetUnavailable, DataChanges, TargetCheckRefused
-from services.capabilities.config import CapabilitiesSettings
-from services.capabilities.database import BrokerDatabase, database_away
-from services.capabilities.enrollment import Enrollments
-from services.capabilities.mcp_gate import ToolGate, ToolState
+from services.capabilities.database import database_away
+from services.capabilities.mcp_gate import ToolState
 from services.capabilities.messages import receipt
-from services.capabilities.metrics import BrokerMetrics
-from services.capabilities.model_entities import ModelUnreadable, load_entities, unmodelled_targets
-from services.capabilities.passkey_store import PasskeyStore
-from services.capabilities.passkeys import RelyingParty
-from services.capabilities.policy import ActionPolicy, Approvers, ChangeTarget, PolicyError
-from services.capabilities.publisher import HostPublisher
-from services.capabilities.signatures import DecisionSignatures
-from services.capabilities.store import MIGRATIONS, BrokerStore, engine_for
-from services.capabilities.tool_policy import ToolPolicy, digest
+from services.capabilities.tool_policy import digest
 from services.capabilities.tool_review import screen_server_text, write_signals
-from services.capabilities.web_session_store import WebSessionStore
-from services.capabilities.web_sessions import WebSessions
-from services.capabilities.wording import Wording
-from shared import runtime
-from shared.actors import Actor, ActorVerifier
+from services.capabilities.wiring import CapabilitiesParts
+from shared.actors import Actor
 from shared.authz import caller_identity
 from shared.bounded_json import canonical
-from shared.certs import CredentialError, load_verify_key, verify_key_path
-from shared.channels import aio_channel
-from shared.config import peer_target
-from shared.db import prepare_schema, worth_waiting
 from shared.identity import principal_for_spiffe
 from shared.refusals import Denied, Invalid, NotFound, Refusal
 from tessera.capabilities.v1 import capabilities_pb2, capabilities_pb2_grpc
 from tessera.common.v1 import common_pb2
-from tessera.host.v1 import host_pb2_grpc
 
 logger = logging.getLogger("tessera.broker")
-EXPIRY_SWEEP_SECONDS = 1.0
-WEB_SESSION_PURGE_SECONDS = 300.0  # ended and expired web sessions leave the table within this of their time
 
 
 class CapabilityBrokerService(capabilities_pb2_grpc.CapabilityBrokerServiceServicer):
-    def __init__(self, context: runtime.ServiceContext, broker: Broker, wording: Wording,
-                 enrollments: Enrollments, web_sessions: WebSessions) -> None:
-        self._info = runtime.service_info(context)
-        self._actors = ActorVerifier.from_cert_dir(context.settings.cert_dir)
-        self._broker = broker
-        self._wording = wording
-        self._enrollments = enrollments
-        self._web_sessions = web_sessions
+    def __init__(self, parts: CapabilitiesParts) -> None:
+        self._info, self._actors, self._broker = parts.info, parts.actors, parts.broker
+        self._wording, self._enrollments, self._web_sessions = parts.wording, parts.enrollments, parts.web_sessions
 
     async def GetInfo(self, request, context):
         return capabilities_pb2.GetInfoResponse(info=self._info, dry_run=self._broker.dry_run,
@@ -330,210 +298,3 @@ def _review(state: ToolState) -> capabilities_pb2.ToolReview:
 def _caller(context) -> str | None:
     identity = caller_identity(context)
     return principal_for_spiffe(identity) if identity else None
-
-
-def _databases(settings: CapabilitiesSettings) -> tuple[sa.Engine, sa.Engine]:
-    """The broker's own database (its schema this release's) and the write credential for data changes
-    (blocking)."""
-    try:
-        engine = engine_for(settings.database_url)
-        prepare_schema(engine, MIGRATIONS, settings.migrations)
-    except Exception as exc:  # a database that cannot be reached or migrated
-        failure = runtime.DependencyUnavailable if worth_waiting(exc) else runtime.StartupError
-        raise failure(f"TESSERA_CAPABILITIES_DATABASE_URL: cannot prepare the broker database: "
-                      f"{str(exc).splitlines()[0][:200]}") from None
-    try:
-        changes_engine = sa.create_engine(settings.changes_url.get_secret_value(), connect_args=(
-            {"timeout": 30} if settings.changes_url.get_secret_value().startswith("sqlite") else {}))
-    except Exception as exc:  # never echo the credential itself
-        raise runtime.StartupError(f"TESSERA_CAPABILITIES_CHANGES_URL: not a usable database URL "
-                           f"({type(exc).__name__})") from None
-    return engine, changes_engine
-
-
-def _offerable(policy: ActionPolicy, changes_engine: sa.Engine,
-               model_path: Path) -> tuple[ActionPolicy, dict[str, ChangeTarget]]:
-    """The policy with the actions whose data change targets the semantic model does not hold, or the database
-    lacks, withheld (blocking): one that would fail when pressed, or changes records of another model, is never
-    offered, and each is said once, naming it. With the targets left: a change to another is refused as
-    undeclared, never tried."""
-    targets = policy.policy.data_changes
-    try:
-        unmodelled = unmodelled_targets(targets, load_entities(model_path), f"the semantic model {model_path.name}") \
-            if targets else {}
-    except ModelUnreadable as exc:
-        raise runtime.StartupError(f"TESSERA_CAPABILITIES_SEMANTIC_MODEL: {exc}") from None
-    changes = DataChanges(changes_engine, {name: t for name, t in targets.items() if name not in unmodelled})
-    try:
-        absent = {**changes.absent_targets(), **unmodelled}
-    except ChangeTargetUnavailable:
-        raise runtime.DependencyUnavailable("TESSERA_CAPABILITIES_CHANGES_URL: the database data changes go to "
-                                            "does not answer") from None
-    except TargetCheckRefused as exc:
-        raise runtime.StartupError(f"TESSERA_CAPABILITIES_CHANGES_URL: {exc}") from None
-    offered, withheld = policy.withholding(absent)
-    for line in withheld:
-        logger.error("%s", line)
-    return offered, {name: target for name, target in policy.policy.data_changes.items() if name not in absent}
-
-
-def _operator_key(settings: CapabilitiesSettings):
-    """The operator CLI's public key: it signs the CLI's actor assertions and its decisions."""
-    try:
-        return load_verify_key(verify_key_path(settings.cert_dir, "cli"))
-    except CredentialError as exc:
-        raise runtime.StartupError(str(exc)) from None
-
-
-def approvers_of(policy: ActionPolicy, tool_policy: ToolPolicy, action_id: str) -> Approvers:
-    """Who may sign the approval of an intent: its action contract's or its tool rule's approvers."""
-    action = policy.actions.get(action_id)
-    if action is not None:
-        return action.spec
-    found = tool_policy.rule(action_id)
-    return found[3] if found else Approvers()  # a tool no longer listed: the default, the person's passkey only
-
-
-def _tool_gate(settings: CapabilitiesSettings, tool_policy: ToolPolicy, store: BrokerStore,
-               database: BrokerDatabase, metrics: BrokerMetrics) -> ToolGate:
-    """The MCP tool gate, its drift and unboxed-server alerts going to the log, the metrics and the audit;
-    servers that cannot be boxed here are named once, before any runs."""
-    def alert(kind: str, subject: str, **detail) -> None:
-        """An audit record of the system's own (off the event loop); a failure to write it is logged."""
-        written = database.pool.submit(database.guarded, store.audit, "system", kind, **detail)
-        written.add_done_callback(lambda done: done.exception() and logger.error(
-            "the %s alert for %s was not written to the audit trail: %s", kind, subject, done.exception()))
-
-    def drifted(tool_id: str, what: str) -> None:
-        """A pinned tool changed: it is denied from now on; say so loudly (log, metric, audit)."""
-        logger.warning("tool drift: %s changed its %s since review; denied until re-pinned", tool_id, what)
-        metrics.drift.labels(tool_id).inc()
-        alert("tool-drift", tool_id, tool_id=tool_id, changed=what)
-
-    def unboxed(server: str) -> None:
-        """A server its policy runs unconfined (`sandbox: none`) is starting: on the record, every time."""
-        logger.warning("tool server %s starts unboxed (its policy says sandbox: none): it can read whatever "
-                       "the broker's user can", server)
-        alert("tool-server-unboxed", server, server=server)
-
-    gate = ToolGate(tool_policy, settings.mcp_log_dir, on_drift=drifted, on_unboxed=unboxed)
-    for server in gate.isolation():  # checked once at start (a real, empty box): said before any server runs
-        if server.isolation == capabilities_pb2.TOOL_SERVER_ISOLATION_NOT_STARTED:
-            logger.error("tool server %s will not be started: it must run boxed and %s", server.name,
-                         server.detail)
-    return gate
-
-
-async def build(context: runtime.ServiceContext) -> list[runtime.Registration]:
-    settings: CapabilitiesSettings = context.settings
-    try:
-        policy = ActionPolicy.load(settings.actions_file)
-        tool_policy = ToolPolicy.load(settings.tools_file)
-    except PolicyError as exc:
-        raise runtime.StartupError(str(exc)) from None
-    engine, changes_engine = await runtime.off_loop(_databases, settings)  # health keeps answering meanwhile
-    policy, targets = await runtime.off_loop(_offerable, policy, changes_engine, settings.semantic_model)
-    store = BrokerStore(engine, lease_seconds=settings.lease_seconds)
-    pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="broker-db")
-    database = BrokerDatabase(pool)  # every path to the broker's database: one outage, said once
-    lease_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="broker-lease")
-    metrics = BrokerMetrics()
-    host = host_pb2_grpc.HostServiceStub(aio_channel(peer_target("host"), context.credentials, "host"))
-    publisher = HostPublisher(store, database, host)
-
-    gate = _tool_gate(settings, tool_policy, store, database, metrics)
-    people = PasskeyStore(engine)
-    relying_party = RelyingParty(settings.webauthn_rp_id, tuple(settings.webauthn_origins))
-    signatures = DecisionSignatures(people, relying_party, _operator_key(settings),
-                                    partial(approvers_of, policy, tool_policy))
-    broker = Broker(policy=policy, store=store, changes=DataChanges(changes_engine, targets), pool=pool,
-                    approval_ttl=settings.approval_ttl_seconds, dry_run=settings.dry_run, metrics=metrics, gate=gate,
-                    signatures=signatures, on_event=publisher.wake.set, lease_pool=lease_pool, database=database)
-    metrics_server = metrics.serve(settings.listen_host, settings.metrics_port) if settings.metrics_port else None
-
-    async def database_reachable() -> str | None:
-        return await asyncio.get_running_loop().run_in_executor(pool, store.ping)
-
-    async def hold_tool_servers() -> None:
-        """Owns the MCP server connections: they close (all at once) when the broker stops."""
-        try:
-            await asyncio.Event().wait()
-        finally:
-            await broker.journal.close()  # the reads already answered reach the database first
-            await gate.close()
-
-    def stop() -> None:
-        if metrics_server:
-            metrics_server[0].shutdown()
-        pool.shutdown(wait=True)
-        lease_pool.shutdown(wait=True)
-        engine.dispose()
-        changes_engine.dispose()
-
-    web_sessions = WebSessions(WebSessionStore(engine), settings.web_session_seconds, people)
-    service = CapabilityBrokerService(context, broker, Wording(policy, tool_policy),
-                                      Enrollments(people, relying_party), web_sessions)
-    # Separate tasks on purpose: expiry must never wait behind a tool server that is slow to start, nor
-    # behind an effect the restart pass is taking up.
-    return [runtime.registration_for("capabilities", service,
-                             readiness=[database_reachable], on_stop=stop,
-                             background=[publisher.run, partial(sweep_expired, broker), partial(recover, broker),
-                                         partial(warm_up, gate), hold_tool_servers,
-                                         partial(purge_web_sessions, web_sessions, database)])]
-
-
-# The background loops below go on through an outage of the broker's database and resume by themselves: the
-# outage is said by the database's Outage (once, now and then, once when it ends), so they add no line of
-# their own for it; anything else fails one round, with its traceback.
-
-
-async def sweep_expired(broker: Broker) -> None:
-    """Expire due approvals every EXPIRY_SWEEP_SECONDS, from the moment the broker serves."""
-    while True:
-        try:
-            await broker.expire()
-        except Exception as exc:  # keep sweeping; the next round retries
-            if not database_away(exc):
-                logger.exception("expiring approvals failed")
-        await asyncio.sleep(EXPIRY_SWEEP_SECONDS)
-
-
-async def purge_web_sessions(web_sessions: WebSessions, database: BrokerDatabase) -> None:
-    """Keep the session table bounded: every WEB_SESSION_PURGE_SECONDS, drop expired and long-ended sessions."""
-    while True:
-        try:
-            purged = await database(web_sessions.purge)
-            if purged:
-                logger.info("purged %d ended or expired web session(s)", purged)
-        except Exception as exc:  # the database hiccuped: the next round retries
-            if not database_away(exc):
-                logger.exception("purging web sessions failed")
-        await asyncio.sleep(WEB_SESSION_PURGE_SECONDS)
-
-
-async def recover(broker: Broker) -> None:
-    """Take up approved intents nobody is running: at start (what a previous process left; each round until
-    the database answers for it), then every third of a lease (what a replica that died left, or an effect
-    whose database did not answer), so a surviving replica takes over."""
-    resumed = False
-    while True:
-        try:
-            if not resumed:
-                taken = await broker.resume()
-                resumed = True
-                if taken:
-                    logger.info("took up %d approved intent(s) left running by a previous process", taken)
-            elif taken := await broker.take_up():
-                logger.info("took up %d approved intent(s) whose replica stopped answering for them", taken)
-        except Exception as exc:  # the database hiccuped: the next round retries
-            if not database_away(exc):
-                logger.exception("taking up orphaned intents failed")
-        await asyncio.sleep(min(10.0, broker.store.lease_seconds / 3))
-
-
-async def warm_up(gate: ToolGate) -> None:
-    """Open the tool servers now, so the first session does not wait for them to start."""
-    try:
-        await gate.survey()
-    except Exception:  # a server that cannot start is reported per session; it must not stop us
-        logger.exception("warming up the tool servers failed")

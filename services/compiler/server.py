@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
-from services.compiler.compile import Compiler, CompileResult, SliceRefused
+from services.compiler.compile import CompileResult, SliceRefused
+from services.compiler.wiring import CompilerParts
 from shared.bounded_json import BoundedJsonError, canonical, parse
 from shared.refusals import Conflict, Invalid, Refusal
-from shared.runtime import Registration, ServiceContext, StartupError, registration_for, service_info
-from shared.ui.contracts import ContractError, load_catalog
 from shared.ui.slice import present_ui_schema
 from tessera.compiler.v1 import compiler_pb2, compiler_pb2_grpc
 
@@ -38,10 +36,10 @@ def to_response(result: CompileResult) -> compiler_pb2.CompileResponse:
 
 
 class CompilerService(compiler_pb2_grpc.CompilerServiceServicer):
-    def __init__(self, context: ServiceContext, compiler: Compiler, pool: ThreadPoolExecutor) -> None:
-        self._info = service_info(context)
-        self._compiler = compiler
-        self._pool = pool
+    def __init__(self, parts: CompilerParts) -> None:
+        self._info = parts.info
+        self._compiler = parts.compiler
+        self._pool = parts.pool
 
     async def GetInfo(self, request, context):
         return compiler_pb2.GetInfoResponse(info=self._info, catalog_ids=[self._compiler.catalog.catalog_id])
@@ -74,16 +72,4 @@ class CompilerService(compiler_pb2_grpc.CompilerServiceServicer):
         return compiler_pb2.PresentUiSchemaResponse(input_schema_json=schema,
                                                     schema_hash=hashlib.sha256(schema.encode()).hexdigest(),
                                                     slice_hash=request.slice.slice_hash)
-
-
-def build(context: ServiceContext) -> list[Registration]:
-    try:
-        catalog = load_catalog(context.settings.catalog_dir)
-    except ContractError as exc:
-        raise StartupError(f"component contract {exc}") from None
-    pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="compile")
-    return [registration_for("compiler", CompilerService(context, Compiler(catalog), pool),
-                             on_stop=lambda: pool.shutdown(wait=True))]
-
-
 

@@ -3,12 +3,13 @@
 import sys
 
 from services.host.config import HostSettings
-from services.host.server import build
+from services.host.server import HostService
 from services.host.store import MIGRATIONS
+from services.host.wiring import build
 from shared import migrator
-from shared.runtime import serve
+from shared.runtime import serve, serving
 
 if __name__ == "__main__":
     if sys.argv[1:]:
         migrator.main("host", MIGRATIONS, sys.argv[1:])  # `migrate`: the schema only, then exit
-    serve("host", build, HostSettings)
+    serve("host", serving(build, HostService), HostSettings)

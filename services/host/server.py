@@ -8,28 +8,12 @@ journal that subscribers read (fanout.py). Commands take effect once (commands.p
 
 from __future__ import annotations
 
-import asyncio
 import json
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 
-import sqlalchemy as sa
-
-from services.host.commands import Commands
-from services.host.commits import Commits
-from services.host.config import HostSettings
-from services.host.database import AsyncStore
-from services.host.fanout import SurfaceFanout, listen_url, snapshot_required
-from services.host.offers import Offers
-from services.host.peers import Peers
-from services.host.store import MIGRATIONS, HostStore, Session, TurnEnd, TurnFinished, TurnRecord, engine_for
-from services.host.windows import Windows
-from shared import runtime
-from shared.actors import ActorVerifier
-from shared.certs import CredentialError, load_signing_key, load_verify_key
-from shared.db import prepare_schema, worth_waiting
+from services.host.fanout import snapshot_required
+from services.host.store import Session, TurnEnd, TurnFinished, TurnRecord
+from services.host.wiring import HostParts
 from shared.refusals import Conflict, Denied, Invalid, NotFound
-from shared.ui.contracts import ContractError, load_catalog
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2, host_pb2_grpc
 
@@ -38,28 +22,6 @@ DEFAULT_TURNS_LISTED = 20  # ListTurns' limit when it names none; its most is th
 # A running turn no replica named for this long runs nowhere (its agent went away, or an outside agent's turn,
 # which no replica polls for): a stop asked for it is answered at once. Replicas name theirs 4 times a second.
 TURN_REPORT_STALE_SECONDS = 5.0
-
-
-@dataclass(frozen=True)
-class HostParts:
-    """What the servicer works with; build() wires them from the environment, tests from fakes."""
-
-    info: common_pb2.ServiceInfo
-    actors: ActorVerifier
-    db: AsyncStore
-    fanout: SurfaceFanout
-    offers: Offers
-    commits: Commits
-    commands: Commands
-
-
-def host_parts(info: common_pb2.ServiceInfo, actors: ActorVerifier, db: AsyncStore, fanout: SurfaceFanout,
-               peers: Peers, catalog, offer_key, grant_key) -> HostParts:
-    """The host's domain objects over one store, one fanout and the peers it calls (real stubs or fakes)."""
-    offers = Offers(db, peers, catalog, offer_key)
-    windows = Windows(db, fanout, peers, grant_key)
-    return HostParts(info, actors, db, fanout, offers, Commits(db, fanout, peers, offers, windows),
-                     Commands(db, fanout, peers, windows))
 
 
 class HostService(host_pb2_grpc.HostServiceServicer):
@@ -224,46 +186,3 @@ def turn_record(record: TurnRecord) -> host_pb2.TurnRecord:
         reply.finished_at.FromNanoseconds(int(record.finished_at * 1e9))
     return reply
 
-
-def _prepared_database(url: str, migrations: str) -> sa.Engine:
-    """The host's database, its schema this release's (blocking: run off the event loop)."""
-    try:
-        engine = engine_for(url)
-        prepare_schema(engine, MIGRATIONS, migrations)
-    except Exception as exc:  # a database that cannot be reached or migrated
-        failure = runtime.DependencyUnavailable if worth_waiting(exc) else runtime.StartupError
-        raise failure(f"TESSERA_HOST_DATABASE_URL: cannot prepare the host database: "
-                      f"{str(exc).splitlines()[0][:200]}") from None
-    return engine
-
-
-async def build(context: runtime.ServiceContext) -> list[runtime.Registration]:
-    settings: HostSettings = context.settings
-    try:
-        grant_key = load_signing_key(settings.signing_key)
-        offer_key = load_verify_key(settings.resources_verify_key)
-        catalog = load_catalog()
-    except (CredentialError, ContractError) as exc:
-        raise runtime.StartupError(str(exc)) from None
-    # Off the loop: health keeps answering while the database is reached and its schema prepared.
-    engine = await runtime.off_loop(_prepared_database, settings.database_url, settings.migrations)
-    store = HostStore(engine)
-    pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="host-db")
-    db = AsyncStore(store, pool)
-    wake_url = listen_url(settings.database_url)
-    fanout = SurfaceFanout(db, settings.journal_retention, wake_url, settings.safety_reread_seconds,
-                           settings.wake_interval_ms / 1000)
-
-    async def database_reachable() -> str | None:
-        return await asyncio.get_running_loop().run_in_executor(pool, store.ping)
-
-    def stop() -> None:
-        pool.shutdown(wait=True)
-        engine.dispose()
-
-    parts = host_parts(runtime.service_info(context), ActorVerifier.from_cert_dir(settings.cert_dir), db, fanout,
-                       Peers.connect(context.credentials), catalog, offer_key, grant_key)
-    background = [fanout.safety_reads] + ([fanout.listen] if wake_url else [])
-    return [runtime.registration_for("host", HostService(parts),
-                             readiness=[database_reachable, fanout.listener_ready],
-                             on_stop=stop, background=background)]

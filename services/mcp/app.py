@@ -38,8 +38,9 @@ from services.mcp.config import McpSettings
 from services.mcp.front import MAX_ARGUMENT_BYTES, Front, Person, refusal
 from services.mcp.issuer_keys import IssuerKeys
 from services.mcp.oauth import JwtAccessTokens, TokenPolicy, person_of
+from services.mcp.wiring import McpParts, build
 from shared import __version__
-from shared.certs import CredentialError, Credentials, load_signing_key, signing_key_path
+from shared.certs import CredentialError
 from shared.channels import aio_channel
 from shared.config import peer_target
 from shared.http_process import listening_socket, serve_app
@@ -67,18 +68,17 @@ def _policy(settings: McpSettings) -> TokenPolicy:
 class FrontHolder:
     """The Front, made once the event loop runs (gRPC channels belong to it)."""
 
-    def __init__(self, settings: McpSettings, credentials: Credentials) -> None:
-        self.settings, self.credentials = settings, credentials
-        self.signing_key = load_signing_key(signing_key_path(settings.cert_dir, "mcp"))  # missing: no start
+    def __init__(self, parts: McpParts) -> None:
+        self.parts = parts
         self.front: Front | None = None
 
     @contextlib.asynccontextmanager
     async def running(self):
-        channels = {name: aio_channel(peer_target(name), self.credentials, name) for name in ("agent", "host")}
+        parts, settings = self.parts, self.parts.settings
+        channels = {name: aio_channel(peer_target(name), parts.credentials, name) for name in ("agent", "host")}
         self.front = Front(agent_pb2_grpc.AgentServiceStub(channels["agent"]),
-                           host_pb2_grpc.HostServiceStub(channels["host"]), self.signing_key,
-                           self.settings.web_url, self.settings.idle_turn_seconds,
-                           frozenset(self.settings.apps_clients))
+                           host_pb2_grpc.HostServiceStub(channels["host"]), parts.signing_key,
+                           settings.web_url, settings.idle_turn_seconds, frozenset(settings.apps_clients))
         sweeper = asyncio.create_task(self._sweep())
         try:
             yield self.front
@@ -191,7 +191,7 @@ async def serve_stdio(settings: McpSettings, holder: FrontHolder) -> None:
 def main() -> None:
     settings, credentials = load_process_credentials("mcp", McpSettings)
     try:
-        holder = FrontHolder(settings, credentials)
+        holder = FrontHolder(build(settings, credentials))
     except CredentialError as exc:
         fail_startup("mcp", str(exc))
     if "--stdio" in sys.argv[1:]:
@@ -204,5 +204,5 @@ def main() -> None:
 def serve_http(settings: McpSettings, holder: FrontHolder) -> None:
     setup_logging("mcp", settings.log_level)
     sock = listening_socket("mcp", settings)
-    serve_app("mcp", settings, sock, http_app(settings, holder), holder.credentials.identity,
+    serve_app("mcp", settings, sock, http_app(settings, holder), holder.parts.credentials.identity,
               lambda address: f"http://{address}/mcp")

@@ -3,12 +3,13 @@
 import sys
 
 from services.resources.config import ResourcesSettings
-from services.resources.server import build
+from services.resources.server import ResourceGatewayService
 from services.resources.store import MIGRATIONS
+from services.resources.wiring import build
 from shared import migrator
-from shared.runtime import serve
+from shared.runtime import serve, serving
 
 if __name__ == "__main__":
     if sys.argv[1:]:
         migrator.main("resources", MIGRATIONS, sys.argv[1:])  # `migrate`: the schema only, then exit
-    serve("resources", build, ResourcesSettings)
+    serve("resources", serving(build, ResourceGatewayService), ResourcesSettings)

@@ -31,13 +31,11 @@ from services.resources.query_compiler import OutputColumn, Plan, QueryCompiler,
 from services.resources.result_cache import ReadResult, ResultCache
 from services.resources.results import PinnedResult, normalize_rows
 from services.resources.revocations import RevocationChecks
-from services.resources.semantic_model import SemanticModelError, load_semantic_model
-from services.resources.store import open_store
+from services.resources.semantic_model import SemanticModel
 from services.resources.warehouse import Warehouse
 from services.resources.window_rows import EncodedRows
 from shared import tokens
 from shared.caches import SharedMemo, expiring
-from shared.certs import load_secret, load_signing_key, load_verify_key
 from shared.next_steps import metadata
 from shared.refusals import Conflict, Denied, Exhausted, Invalid, NotFound, Refusal, Unavailable
 from tessera.common.v1 import common_pb2
@@ -122,27 +120,16 @@ def utc_today() -> dt.date:
 
 
 class Gateway:
-    def __init__(self, settings: ResourcesSettings, today: Callable[[], dt.date] = utc_today,
-                 clock: Callable[[], float] = time.time) -> None:
+    """The gateway's domain over parts it is given (wiring.py opens them from the settings; tests may hand their
+    own): the semantic model and its catalog over the warehouse, the result store, the keys and the clock."""
+
+    def __init__(self, *, settings: ResourcesSettings, model: SemanticModel, catalog: Catalog, warehouse: Warehouse,
+                 store: ResourceStorage, capabilities: CapabilityIssuer, signing_key, host_key,
+                 today: Callable[[], dt.date] = utc_today, clock: Callable[[], float] = time.time) -> None:
         self.settings = settings
         self.today = today  # the date relative periods count from, unless the model anchors them to its data
-        self.model = load_semantic_model(settings.semantic_model)
-        self.capabilities = CapabilityIssuer(load_secret(settings.capability_secret))
-        self.signing_key = load_signing_key(settings.signing_key)
-        self.host_key = load_verify_key(settings.host_verify_key)
-        # One connection per query worker, and one each for the side queries beside them.
-        self.warehouse = Warehouse(settings.warehouse_url, settings.statement_timeout_seconds,
-                                   connections=2 * settings.query_workers)
-        try:
-            self.catalog = Catalog(self.model, self.warehouse.engine)
-            self.store: ResourceStorage = open_store(settings.store_url, settings.probe_budget_lifetime_seconds,
-                                                     settings.session_budget_lifetime_seconds, settings.migrations)
-        except SemanticModelError as exc:  # the model does not fit this warehouse
-            self.warehouse.close()
-            raise SemanticModelError(f"{settings.semantic_model}: {exc}") from None
-        except BaseException:
-            self.warehouse.close()
-            raise
+        self.model, self.catalog, self.warehouse, self.store = model, catalog, warehouse, store
+        self.capabilities, self.signing_key, self.host_key = capabilities, signing_key, host_key
         self.queries = QueryCompiler(self.catalog, self.warehouse.dialect)
         self.budget = InformationBudget(self.store, settings)
         self.revocations = RevocationChecks(self.store, settings.revocation_check_seconds)

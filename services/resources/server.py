@@ -5,18 +5,12 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
 from services.resources.capability import Capability
-from services.resources.config import ResourcesSettings
 from services.resources.gateway import COLUMN_ROLES, COLUMN_TYPES, Gateway, Window, WindowAsk
-from services.resources.semantic_model import SemanticModelError
-from services.resources.store import StoreUnavailable
-from services.resources.warehouse import WarehouseUnavailable
-from shared import runtime
+from services.resources.wiring import ResourcesParts
 from shared.analysis_draft import DRAFT_SCHEMA_JSON, DRAFT_SCHEMA_SHA256, DRAFT_SCHEMA_VERSION
-from shared.certs import CredentialError
 from shared.encoded_replies import EncodedReply, answers_encoded, length_delimited
 from shared.errors import status_of
 from shared.refusals import Exhausted, Refusal
@@ -96,10 +90,10 @@ def windows_reply(replies: list[Window | Refusal], budget: int = MAX_WINDOWS_REP
 
 
 class ResourceGatewayService(resources_pb2_grpc.ResourceGatewayServiceServicer):
-    def __init__(self, context: runtime.ServiceContext, gateway: Gateway, pool: ThreadPoolExecutor) -> None:
-        self._info = runtime.service_info(context)
-        self._gateway = gateway
-        self._pool = pool
+    def __init__(self, parts: ResourcesParts) -> None:
+        self._info = parts.info
+        self._gateway = parts.gateway
+        self._pool = parts.pool
 
     async def _run(self, function, *args):
         """Warehouse and store work runs on the bounded pool, never on the event loop."""
@@ -241,30 +235,3 @@ class ResourceGatewayService(resources_pb2_grpc.ResourceGatewayServiceServicer):
     async def RevokeGrants(self, request, context):
         return resources_pb2.RevokeGrantsResponse(revoked=await self._run(self._gateway.revoke, list(request.grants)))
 
-
-async def build(context: runtime.ServiceContext) -> list[runtime.Registration]:
-    settings: ResourcesSettings = context.settings
-    try:
-        # Off the loop: connecting to the warehouse and the store may wait; health keeps answering meanwhile.
-        gateway = await runtime.off_loop(Gateway, settings)
-    except SemanticModelError as exc:
-        raise runtime.StartupError(f"semantic model {exc}") from None
-    except (WarehouseUnavailable, StoreUnavailable) as exc:
-        raise (runtime.DependencyUnavailable if exc.unreachable else runtime.StartupError)(str(exc)) from None
-    except CredentialError as exc:
-        raise runtime.StartupError(str(exc)) from None
-    pool = ThreadPoolExecutor(max_workers=settings.query_workers, thread_name_prefix="warehouse")
-
-    async def warehouse_reachable() -> str | None:
-        return await asyncio.get_running_loop().run_in_executor(pool, gateway.warehouse.ping)
-
-    async def store_reachable() -> str | None:
-        # Not ready while the shared store is gone; calls meanwhile get UNAVAILABLE / DATABASE_UNAVAILABLE.
-        return await asyncio.get_running_loop().run_in_executor(pool, gateway.store.ping)
-
-    def stop() -> None:
-        pool.shutdown(wait=True)
-        gateway.close()
-
-    return [runtime.registration_for("resources", ResourceGatewayService(context, gateway, pool),
-                             readiness=[warehouse_reachable, store_reachable], on_stop=stop)]

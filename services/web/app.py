@@ -21,16 +21,17 @@ from services.web.api import ApiError, WebApi, api_error, body_invalid
 from services.web.bodies import BodyInvalid
 from services.web.config import WebSettings
 from services.web.headers import SecurityHeaders
-from services.web.oidc import OidcConfig, OidcSignIn
+from services.web.oidc import OidcSignIn
 from services.web.pages import UPSTREAMS, Pages
-from services.web.session import Assertions, SessionCookies, SessionSecretError, cookie_key
+from services.web.session import SessionSecretError
 from services.web.session_records import SessionRecords, SessionRefused
 from services.web.surface_feeds import ServerSend
-from shared.certs import CredentialError, Credentials, load_signing_key, signing_key_path
+from services.web.wiring import WebParts, build
+from shared.certs import CredentialError
 from shared.channels import aio_channel
 from shared.config import peer_target
 from shared.http_process import listening_socket, serve_app
-from shared.logs import log, setup_logging
+from shared.logs import setup_logging
 from shared.runtime import fail_startup, load_process_credentials
 from tessera.agent.v1 import agent_pb2_grpc
 from tessera.capabilities.v1 import capabilities_pb2_grpc
@@ -41,27 +42,9 @@ SIGN_IN_HINT = ("Sign in with the one-time link your operator gives you "
                 "(they make one with: tessera persons enroll <your id>).")
 
 
-def _cookies(settings: WebSettings) -> SessionCookies:
-    secret, shared = cookie_key(settings.session_secret.get_secret_value())
-    if not shared:
-        log(logger, logging.WARNING, "TESSERA_WEB_SESSION_SECRET is not set: cookies are sealed with a key of "
-            "this process only, so browser sessions will not survive a restart of web and will not work across "
-            "web replicas; give every replica the same secret to keep them")
-    return SessionCookies(secret)
-
-
-def _oidc(settings: WebSettings) -> OidcConfig | None:
-    if not settings.oidc_issuer:
-        return None
-    return OidcConfig(settings.oidc_issuer, settings.oidc_client_id, settings.oidc_client_secret.get_secret_value(),
-                      settings.oidc_scopes, settings.oidc_person_claim, settings.oidc_tenant_claim,
-                      settings.oidc_tenant, settings.oidc_name_claim, settings.public_url)
-
-
-def create_app(settings: WebSettings, credentials: Credentials) -> ServerSend:
-    signing_key = load_signing_key(signing_key_path(settings.cert_dir, "web"))  # a missing key stops startup
-    cookies, oidc = _cookies(settings), _oidc(settings)
-    assertions = Assertions(signing_key)
+def create_app(parts: WebParts) -> ServerSend:
+    settings, credentials, assertions, cookies, oidc = (parts.settings, parts.credentials, parts.assertions,
+                                                        parts.cookies, parts.oidc)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette):
@@ -105,7 +88,7 @@ def main() -> None:
     setup_logging("web", settings.log_level)
     sock = listening_socket("web", settings)
     try:
-        app = create_app(settings, credentials)
+        app = create_app(build(settings, credentials))
     except (CredentialError, SessionSecretError) as exc:
         fail_startup("web", str(exc))
     # A stopping web gives its streams uvicorn's grace period, then closes them; sse-starlette would otherwise

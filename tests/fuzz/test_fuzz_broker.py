@@ -16,12 +16,10 @@ import json
 import re
 import shutil
 import sqlite3
-import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
-from types import SimpleNamespace
 
 import grpc
 import pytest
@@ -36,18 +34,20 @@ from services.capabilities.metrics import BrokerMetrics
 from services.capabilities.passkey_store import PasskeyStore
 from services.capabilities.passkeys import RelyingParty
 from services.capabilities.policy import ActionPolicy
-from services.capabilities.server import CapabilityBrokerService, approvers_of
+from services.capabilities.server import CapabilityBrokerService
 from services.capabilities.signatures import DecisionSignatures
 from services.capabilities.store import BrokerStore, engine_for, migrate
 from services.capabilities.tool_policy import ToolPolicy
 from services.capabilities.web_session_store import WebSessionStore
 from services.capabilities.web_sessions import WebSessions
+from services.capabilities.wiring import CapabilitiesParts, approvers_of
 from services.capabilities.wording import Wording
-from shared.actors import assert_actor
+from shared.actors import ActorVerifier, assert_actor
 from shared.certs import load_signing_key, load_verify_key, signing_key_path, verify_key_path
 from shared.decisions import ChallengeError, signed_by_operator
 from shared.errors import TesseraError, status_of
 from shared.refusals import Refusal
+from shared.runtime import Lifecycle
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.common.v1 import common_pb2
 from tests.fixtures.approvers import operator_key_named
@@ -111,17 +111,16 @@ def world(cert_dir, warehouse_url, tmp_path_factory):
     broker = Broker(policy=policy, store=BrokerStore(engine), changes=DataChanges(changes, policy.policy.data_changes),
                     pool=pool, approval_ttl=600, dry_run=False, metrics=BrokerMetrics(),
                     gate=ToolGate(tool_policy, directory), signatures=signatures)
-    context = SimpleNamespace(name="capabilities", settings=SimpleNamespace(cert_dir=cert_dir), started_at=time.time(),
-                              credentials=SimpleNamespace(identity="spiffe://tessera.local/svc/capabilities"))
     key = load_signing_key(signing_key_path(cert_dir, "cli"))
     forged = assert_actor(key, "alice", "acme")
     forged.signed.claims = forged.signed.claims[:-1] + bytes([forged.signed.claims[-1] ^ 1])
     actors = {"alice": assert_actor(key, "alice", "acme"), "mallory": assert_actor(key, "mallory", "other"),
               "nobody": common_pb2.ActorAssertion(), "forged": forged}
     loop = asyncio.new_event_loop()
-    servicer = CapabilityBrokerService(context, broker, Wording(policy, tool_policy),
-                                       Enrollments(people, relying_party),
-                                       WebSessions(WebSessionStore(engine), 3600, people))
+    servicer = CapabilityBrokerService(CapabilitiesParts(
+        info=common_pb2.ServiceInfo(name="capabilities"), actors=ActorVerifier.from_cert_dir(cert_dir), broker=broker,
+        wording=Wording(policy, tool_policy), enrollments=Enrollments(people, relying_party),
+        web_sessions=WebSessions(WebSessionStore(engine), 3600, people), lifecycle=Lifecycle()))
     yield World(servicer, loop, str(warehouse), str(directory / "broker.sqlite"), actors, key)
     loop.close()
     pool.shutdown(wait=True)

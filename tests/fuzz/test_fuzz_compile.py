@@ -15,7 +15,6 @@ import json
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
-from types import SimpleNamespace
 
 import grpc
 import pytest
@@ -23,9 +22,11 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from services.compiler.server import CompilerService
+from services.compiler.wiring import CompilerParts
 from shared.errors import status_of
 from shared.refusals import Refusal
-from shared.runtime import ServiceContext
+from shared.runtime import Lifecycle
+from tessera.common.v1 import common_pb2
 from tessera.compiler.v1 import compiler_pb2
 from tests.fixtures.fuzz import fuzz_settings
 from tests.fixtures.ui import full_proposal
@@ -226,10 +227,9 @@ def test_damaged_json_text_is_contained(compiler, frozen, ids, a2ui_check, bases
 
 @pytest.fixture(scope="module")
 def servicer(compiler):
-    # Only GetInfo reads the context; Compile needs just the compiler and its pool.
-    context = ServiceContext("compiler", None, SimpleNamespace(identity="spiffe://tessera.test/compiler"), 0.0)
     with ThreadPoolExecutor(max_workers=1) as pool:
-        yield CompilerService(context, compiler, pool)
+        yield CompilerService(CompilerParts(info=common_pb2.ServiceInfo(name="compiler"), compiler=compiler,
+                                            pool=pool, lifecycle=Lifecycle()))
 
 
 def _status(servicer, request) -> tuple[grpc.StatusCode, compiler_pb2.CompileResponse | None]:

@@ -17,7 +17,10 @@ from sqlalchemy import event
 from cli.seed import READER_ROLE, seed
 from services.resources.config import ResourcesSettings
 from services.resources.gateway import Gateway
+from services.resources.wiring import ResourcesParts, open_gateway
 from shared.config import load_settings
+from shared.runtime import Lifecycle
+from tessera.common.v1 import common_pb2
 from tests.fixtures import supply_warehouse
 from tests.fixtures.postgres import postgres_database
 
@@ -67,7 +70,13 @@ def make_gateway(warehouse_url: str, cert_dir, store_dir, today=None, clock=None
             patch.setenv(key, value)
         settings = load_settings("resources", ResourcesSettings)
     stand_ins = {name: value for name, value in (("today", today), ("clock", clock)) if value is not None}
-    return Gateway(settings, **stand_ins)
+    return open_gateway(settings, **stand_ins)
+
+
+def in_process(gateway: Gateway, pool) -> ResourcesParts:
+    """The servicer's parts over a test's gateway and pool, served in process (no probes, no background work)."""
+    return ResourcesParts(info=common_pb2.ServiceInfo(name="resources"), gateway=gateway, pool=pool,
+                          lifecycle=Lifecycle())
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,6 @@ import logging
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from types import SimpleNamespace
 
 import grpc
 import pytest
@@ -29,7 +28,7 @@ from shared.errors import status_of
 from shared.refusals import Refusal
 from tessera.resources.v1 import resources_pb2
 from tests.fixtures.postgres import BACKENDS, database_url
-from tests.resources.conftest import UNBOUNDED_SESSIONS, Session, make_gateway
+from tests.resources.conftest import UNBOUNDED_SESSIONS, Session, in_process, make_gateway
 from tests.resources.test_refusal_walk import _check as check_refusal_for_a_model
 from tests.unit.test_resources_store import DAY, Clock
 
@@ -299,10 +298,9 @@ def test_ordinary_exploration_is_not_refused(defaults):
 
 def _context(gateway, session_id: str, turn_id: str):
     """InspectContext through the servicer, in process."""
-    context = SimpleNamespace(name="resources", credentials=SimpleNamespace(identity="test"), started_at=0.0)
     request = resources_pb2.InspectContextRequest(turn=resources_pb2.TurnRef(session_id=session_id, turn_id=turn_id))
     with ThreadPoolExecutor(1) as pool:
-        return asyncio.run(ResourceGatewayService(context, gateway, pool).InspectContext(request, None))
+        return asyncio.run(ResourceGatewayService(in_process(gateway, pool)).InspectContext(request, None))
 
 
 def test_a_session_has_an_analysis_budget_beside_the_turns_shared_by_replicas_and_audited(

@@ -8,7 +8,6 @@ import asyncio
 import datetime as dt
 import json
 from concurrent.futures import ThreadPoolExecutor
-from types import SimpleNamespace
 
 import pytest
 from google.protobuf import timestamp_pb2
@@ -22,6 +21,7 @@ from shared.bounded_json import canonical
 from shared.encoded_replies import EncodedReply
 from tessera.common.v1 import common_pb2
 from tessera.resources.v1 import resources_pb2
+from tests.resources.conftest import in_process
 from tests.resources.test_windows_and_probes import grant
 
 TYPES = ["string", "integer", "decimal", "float", "boolean", "date", "timestamp"]
@@ -120,11 +120,10 @@ def test_the_window_reply_is_the_old_message_in_full(gateway, cert_dir):
     result = _result(rows)
     pinned = gateway.store.pin("s-cells", "t-cells", result.columns, rows, False)
     token = grant(cert_dir, pinned, columns=[c.id for c in result.columns], max_rows=1000)
-    context = SimpleNamespace(name="resources", credentials=SimpleNamespace(identity="test"), started_at=0.0)
     for offset, limit, projection in ((0, 1000, []), (240, 20, ["c_timestamp", "c_string", "c_decimal"])):
         request = resources_pb2.ResolveWindowRequest(grant=token, offset=offset, limit=limit, column_ids=projection)
         with ThreadPoolExecutor(1) as pool:
-            reply = asyncio.run(ResourceGatewayService(context, gateway, pool).ResolveWindow(request, None))
+            reply = asyncio.run(ResourceGatewayService(in_process(gateway, pool)).ResolveWindow(request, None))
         assert isinstance(reply, EncodedReply)
         positions = [[c.id for c in result.columns].index(cid) for cid in projection] or list(range(7))
         columns = [result.columns[i] for i in positions]
@@ -174,11 +173,10 @@ def test_the_json_window_reply_carries_rows_json_and_no_rows(gateway, cert_dir):
     result = _result(rows)
     pinned = gateway.store.pin("s-json", "t-json", result.columns, rows, False)
     token = grant(cert_dir, pinned, columns=[c.id for c in result.columns], max_rows=1000)
-    context = SimpleNamespace(name="resources", credentials=SimpleNamespace(identity="test"), started_at=0.0)
     request = resources_pb2.ResolveWindowRequest(grant=token, offset=290, limit=50, column_ids=["c_date", "c_float"],
                                                  rows_as_json=True)
     with ThreadPoolExecutor(1) as pool:
-        reply = asyncio.run(ResourceGatewayService(context, gateway, pool).ResolveWindow(request, None))
+        reply = asyncio.run(ResourceGatewayService(in_process(gateway, pool)).ResolveWindow(request, None))
     decoded = resources_pb2.ResolveWindowResponse.FromString(reply.data)
     assert (decoded.offset, decoded.total_rows, len(decoded.rows)) == (290, 300, 0)
     assert [c.column_id for c in decoded.columns] == ["c_date", "c_float"]

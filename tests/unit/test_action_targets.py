@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from services.capabilities.changes import ChangeTargetUnavailable, DataChanges, TargetCheckRefused
 from services.capabilities.model_entities import ModelUnreadable, load_entities, unmodelled_targets
 from services.capabilities.policy import ActionPolicy
-from services.capabilities.server import _offerable
+from services.capabilities.wiring import _offerable
 from shared.paths import DEMO_ACTIONS, DEMO_SEMANTIC_MODEL, NO_ACTIONS
 
 SHIPPED = DEMO_ACTIONS

@@ -11,7 +11,7 @@ import pytest
 
 from services.agent.chat import ChatAdapter
 from services.agent.config import MAX_PARAMETERS_BYTES, AgentSettings
-from services.agent.server import chat_adapter
+from services.agent.wiring import chat_adapter
 from shared.config import ConfigError, load_settings
 
 VARIABLE = "TESSERA_AGENT_MODEL_PARAMETERS"

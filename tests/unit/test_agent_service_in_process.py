@@ -19,6 +19,7 @@ from services.agent.chat import ChatAdapter, ChatConfig
 from services.agent.peers import Peers, health_readiness
 from services.agent.server import AgentService
 from services.agent.tools import TOOL_NAMES
+from services.agent.wiring import AgentParts
 from shared.actors import ActorVerifier, assert_actor
 from shared.analysis_draft import DRAFT_SCHEMA_SHA256, DRAFT_SCHEMA_VERSION
 from shared.errors import status_of
@@ -134,8 +135,8 @@ def agent(readiness: dict[str, str] | None = None, resources: FakeResources | No
 
     peers = Peers(resources=resources or FakeResources(), host=host or FakeHost(),
                   capabilities=capabilities or FakeCapabilities(), ready=ready)
-    return AgentService(common_pb2.ServiceInfo(name="agent"), ActorVerifier({"cli": CLI_KEY.public_key()}), peers,
-                        chat)
+    return AgentService(AgentParts(info=common_pb2.ServiceInfo(name="agent"),
+                                   actors=ActorVerifier({"cli": CLI_KEY.public_key()}), peers=peers, chat=chat))
 
 
 def person(actor_id: str = "alice") -> common_pb2.ActorAssertion:

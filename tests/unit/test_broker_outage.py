@@ -20,19 +20,17 @@ import logging
 import shutil
 import sqlite3
 import threading
-import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 import sqlalchemy as sa
 
 from cli.launcher import free_ports
 from services.capabilities import publisher as publisher_module
-from services.capabilities import server
+from services.capabilities import sweeps
 from services.capabilities.broker import Broker
 from services.capabilities.changes import DataChanges
 from services.capabilities.database import BrokerDatabase
@@ -43,19 +41,21 @@ from services.capabilities.passkey_store import PasskeyStore
 from services.capabilities.passkeys import RelyingParty
 from services.capabilities.policy import ActionPolicy
 from services.capabilities.publisher import HostPublisher
-from services.capabilities.server import CapabilityBrokerService, approvers_of
+from services.capabilities.server import CapabilityBrokerService
 from services.capabilities.signatures import DecisionSignatures
 from services.capabilities.store import BrokerStore, engine_for, migrate
 from services.capabilities.tool_policy import ToolPolicy
 from services.capabilities.web_session_store import WebSessionStore
 from services.capabilities.web_sessions import WebSessions
+from services.capabilities.wiring import CapabilitiesParts, approvers_of
 from services.capabilities.wording import Wording
-from shared.actors import assert_actor
+from shared.actors import ActorVerifier, assert_actor
 from shared.certs import load_signing_key, load_verify_key, signing_key_path, verify_key_path
 from shared.db import unavailable
 from shared.decisions import signed_by_operator
 from shared.errors import TesseraError, status_of
 from shared.refusals import Refusal
+from shared.runtime import Lifecycle
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.common.v1 import common_pb2
 from tests.fixtures.approvers import operator_key_named
@@ -152,11 +152,10 @@ class World:
                              gate=ToolGate(tool_policy, directory), signatures=signatures,
                              on_event=self.publisher.wake.set, database=self.database)
         self.web_sessions = WebSessions(WebSessionStore(self.engine), 3600, people)
-        context = SimpleNamespace(name="capabilities", settings=SimpleNamespace(cert_dir=cert_dir),
-                                  started_at=time.time(),
-                                  credentials=SimpleNamespace(identity="spiffe://tessera.local/svc/capabilities"))
-        self.servicer = CapabilityBrokerService(context, self.broker, Wording(policy, tool_policy),
-                                                Enrollments(people, relying_party), self.web_sessions)
+        self.servicer = CapabilityBrokerService(CapabilitiesParts(
+            info=common_pb2.ServiceInfo(name="capabilities"), actors=ActorVerifier.from_cert_dir(cert_dir),
+            broker=self.broker, wording=Wording(policy, tool_policy), enrollments=Enrollments(people, relying_party),
+            web_sessions=self.web_sessions, lifecycle=Lifecycle()))
         self.operator_key = load_signing_key(signing_key_path(cert_dir, "cli"))
         self.alice = assert_actor(self.operator_key, "alice", "acme")
         self.alice_on_web = assert_actor(load_signing_key(signing_key_path(cert_dir, "web")), "alice", "acme")
@@ -294,8 +293,8 @@ def test_the_background_loops_say_an_outage_once_and_its_end_once_and_resume_by_
         world, monkeypatch, caplog):
     """Many rounds of each loop fail while the database is away: one line when it stops answering, one when
     it answers again, no traceback and no line per round."""
-    monkeypatch.setattr(server, "EXPIRY_SWEEP_SECONDS", 0.005)
-    monkeypatch.setattr(server, "WEB_SESSION_PURGE_SECONDS", 0.005)
+    monkeypatch.setattr(sweeps, "EXPIRY_SWEEP_SECONDS", 0.005)
+    monkeypatch.setattr(sweeps, "WEB_SESSION_PURGE_SECONDS", 0.005)
     monkeypatch.setattr(publisher_module, "IDLE_SECONDS", 0.005)
     store, calls = world.store, {}
     running, _ = store.create("claim-held", {
@@ -326,7 +325,7 @@ def test_the_background_loops_say_an_outage_once_and_its_end_once_and_resume_by_
 
     async def scenario():
         loops = [asyncio.create_task(loop) for loop in (
-            server.sweep_expired(world.broker), server.purge_web_sessions(world.web_sessions, world.database),
+            sweeps.sweep_expired(world.broker), sweeps.purge_web_sessions(world.web_sessions, world.database),
             world.publisher.run(), world.broker.execution.hold_lease(running.intent_id))]
         await wait_until_async(lambda: all(n >= 2 for n in counts("answered").values()), what="healthy rounds",
                                detail=lambda: calls)
@@ -369,7 +368,7 @@ def test_a_broker_that_starts_while_its_database_is_away_takes_up_what_was_left_
         world.store.take_up = _counted(take_ups, "recover", world.store.take_up)
 
         async def start_then_answer():
-            recovering = asyncio.create_task(server.recover(world.broker))
+            recovering = asyncio.create_task(sweeps.recover(world.broker))
             await wait_until_async(lambda: take_ups["recover"]["failed"] >= 10, what="start-up passes failing",
                                    detail=lambda: take_ups)
             world.database_place.back()

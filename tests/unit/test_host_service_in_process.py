@@ -17,8 +17,9 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 from services.host.database import AsyncStore
 from services.host.fanout import SurfaceFanout
 from services.host.peers import Peers
-from services.host.server import HostService, host_parts
+from services.host.server import HostService
 from services.host.store import HostStore, engine_for, migrate
+from services.host.wiring import host_parts
 from shared.actors import ActorVerifier, assert_actor
 from shared.errors import status_of
 from shared.refusals import Refusal
@@ -43,9 +44,11 @@ def host(tmp_path):
     migrate(engine)
     with ThreadPoolExecutor(max_workers=2) as pool:
         db = AsyncStore(HostStore(engine), pool)
-        parts = host_parts(common_pb2.ServiceInfo(name="host"), ActorVerifier({"web": WEB_KEY.public_key()}), db,
-                           SurfaceFanout(db, retention=100), Peers(Unused(), Unused(), Unused()), load_catalog(),
-                           ed25519.Ed25519PrivateKey.generate().public_key(), ed25519.Ed25519PrivateKey.generate())
+        parts = host_parts(info=common_pb2.ServiceInfo(name="host"),
+                           actors=ActorVerifier({"web": WEB_KEY.public_key()}),
+                           db=db, fanout=SurfaceFanout(db, retention=100), peers=Peers(Unused(), Unused(), Unused()),
+                           catalog=load_catalog(), offer_key=ed25519.Ed25519PrivateKey.generate().public_key(),
+                           grant_key=ed25519.Ed25519PrivateKey.generate())
         yield ContractBound(HostService(parts), "host")
     engine.dispose()
 

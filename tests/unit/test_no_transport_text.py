@@ -31,6 +31,7 @@ from services.agent.served_turns import serve_tools
 from services.agent.server import AgentService
 from services.agent.tools import TurnState, model_message
 from services.agent.turn import ModelTranscript
+from services.agent.wiring import AgentParts
 from services.mcp.front import Front, Person
 from services.web.api import ApiError, WebApi, api_error
 from services.web.app import _session_refused
@@ -282,12 +283,13 @@ def _peers(resources=None, host=None, capabilities=None) -> Peers:
     async def ready() -> dict[str, str]:
         return ALL_SERVING
 
-    return Peers(resources or FakeResources(), host or FakeHost(), capabilities or FakeCapabilities(), ready)
+    return Peers(resources=resources or FakeResources(), host=host or FakeHost(),
+                 capabilities=capabilities or FakeCapabilities(), ready=ready)
 
 
 def _agent(transcript: str = "", **peers) -> AgentService:
-    return AgentService(common_pb2.ServiceInfo(name="agent"), ACTORS, _peers(**peers), None,
-                        ModelTranscript(transcript))
+    return AgentService(AgentParts(info=common_pb2.ServiceInfo(name="agent"), actors=ACTORS, peers=_peers(**peers),
+                                   transcript=ModelTranscript(transcript)))
 
 
 def _turn_shown(tmp_path, name: str, **peers) -> list[str]:
