@@ -9,7 +9,7 @@ PROTO_FILES := $(shell find proto -name '*.proto' | sort)
 FRONTEND_FILES := $(shell find services/web/frontend -type f | sort)
 # The bundle's prop schemas are generated from the component catalogs (with the venv's Python) at build.
 CATALOG_FILES := $(shell find shared/ui/catalogs -type f | sort) shared/ui/a2ui.py shared/ui/contracts.py \
-	shared/strict_yaml.py shared/schema_check.py
+	shared/data/strict_yaml.py shared/data/schema_check.py
 BUNDLE := services/web/static
 GEN := shared/gen
 TS_GEN := clients/ts/gen

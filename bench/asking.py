@@ -28,10 +28,10 @@ from bench.host import percentile
 from bench.local import seeded_environment
 from bench.replicas import process_stats, side_by_side, skipped
 from cli.launcher import ServiceSet, cli_credentials
-from shared.certs import issue_deployment
-from shared.channels import sync_channel
-from shared.contracts import invoke
-from shared.identity import PROCESS_NAMES
+from shared.identity.certs import issue_deployment
+from shared.identity.principals import PROCESS_NAMES
+from shared.rpc.channels import sync_channel
+from shared.rpc.contracts import invoke
 from tessera.resources.v1 import resources_pb2
 from tests.fixtures.recovery import SESSION_SECRET, ask_through_web, signed_in_cookie
 

@@ -77,8 +77,8 @@ def bench_in_process(catalog, frozen, text: str) -> dict:
 
 def bench_rpc(frozen, text: str, cert_dir: Path, work: Path) -> dict:
     from cli.launcher import ServiceSet, cli_credentials
-    from shared.channels import sync_channel
-    from shared.contracts import invoke
+    from shared.rpc.channels import sync_channel
+    from shared.rpc.contracts import invoke
 
     services = ServiceSet(cert_dir, work / "run-compiler", names=("compiler",), ephemeral_ports=True)
     services.start()

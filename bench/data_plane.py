@@ -34,11 +34,11 @@ from services.resources.query_compiler import OutputColumn, QueryCompiler
 from services.resources.results import normalize_rows
 from services.resources.semantic_model import load_semantic_model
 from services.resources.store import open_store
-from shared import tokens
-from shared.certs import load_signing_key, signing_key_path
-from shared.channels import sync_channel
-from shared.contracts import invoke
+from shared.identity import tokens
+from shared.identity.certs import load_signing_key, signing_key_path
 from shared.paths import REPO_ROOT, default_warehouse
+from shared.rpc.channels import sync_channel
+from shared.rpc.contracts import invoke
 from tessera.common.v1 import common_pb2
 from tessera.resources.v1 import resources_pb2
 

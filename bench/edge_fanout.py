@@ -34,7 +34,7 @@ from bench.host import percentile
 from bench.local import seeded_environment
 from bench.replicas import process_stats
 from cli.launcher import ServiceSet
-from shared.certs import issue_deployment
+from shared.identity.certs import issue_deployment
 from shared.paths import REPO_ROOT
 from tests.fixtures.recovery import SESSION_SECRET, signed_in_cookie
 from tests.fixtures.web_cookie import session_cookie_name
@@ -171,7 +171,7 @@ def _phase(services: ServiceSet, session, address: str, cookie: str, viewers: in
 async def _head(host: str, cert_dir: Path, session, prefix: str) -> str:
     """The surface's journal position after one more event: where this phase's viewers start."""
     from cli.launcher import cli_credentials
-    from shared.channels import direct_aio_channel
+    from shared.rpc.channels import direct_aio_channel
     from tessera.common.v1 import common_pb2
     from tessera.host.v1 import host_pb2, host_pb2_grpc
 

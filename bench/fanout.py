@@ -33,10 +33,10 @@ import sqlalchemy as sa
 from bench.host import percentile
 from bench.replicas import process_stats, side_by_side, skipped
 from cli.launcher import ServiceSet, cli_credentials
-from shared.actors import assert_actor
-from shared.certs import issue_deployment, load_signing_key, signing_key_path
-from shared.channels import channel_credentials, direct_aio_channel, sync_channel
-from shared.contracts import invoke
+from shared.identity.actors import assert_actor
+from shared.identity.certs import issue_deployment, load_signing_key, signing_key_path
+from shared.rpc.channels import channel_credentials, direct_aio_channel, sync_channel
+from shared.rpc.contracts import invoke
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2, host_pb2_grpc
 from tests.fixtures.postgres import throwaway_database

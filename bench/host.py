@@ -19,10 +19,10 @@ from pathlib import Path
 from bench.compiler import proposal_32
 from cli.launcher import ServiceSet, cli_credentials
 from cli.seed import seed
-from shared.actors import assert_actor
-from shared.certs import load_signing_key, signing_key_path
-from shared.channels import aio_channel, sync_channel
-from shared.contracts import invoke
+from shared.identity.actors import assert_actor
+from shared.identity.certs import load_signing_key, signing_key_path
+from shared.rpc.channels import aio_channel, sync_channel
+from shared.rpc.contracts import invoke
 from tessera.compiler.v1 import compiler_pb2
 from tessera.host.v1 import host_pb2
 from tessera.resources.v1 import resources_pb2

@@ -366,7 +366,7 @@ def _tool_call_deltas(raw: str) -> int:
 async def check_tool_call(base_url: str) -> dict:
     from services.agent.chat import ChatAdapter, ChatConfig
     from services.agent.chat_planner import SYSTEM_PROMPT, ChatPlanner
-    from shared.bounded_json import BoundedJsonError, parse
+    from shared.data.bounded_json import BoundedJsonError, parse
 
     transport = _recording_transport()
     adapter = ChatAdapter(ChatConfig(base_url=base_url, model=MODEL_NAME, parameters=(
@@ -531,10 +531,10 @@ def check_turn(model_url: str) -> dict:
     """One question through a real agent process whose model endpoint is `model_url` (and the real peers)."""
     from bench.local import seeded_environment
     from cli.launcher import ServiceSet, cli_credentials
-    from shared.actors import assert_actor
-    from shared.certs import issue_deployment, load_signing_key, signing_key_path
-    from shared.channels import sync_channel
-    from shared.contracts import invoke, invoke_stream
+    from shared.identity.actors import assert_actor
+    from shared.identity.certs import issue_deployment, load_signing_key, signing_key_path
+    from shared.rpc.channels import sync_channel
+    from shared.rpc.contracts import invoke, invoke_stream
     from tessera.agent.v1 import agent_pb2
     from tessera.common.v1 import common_pb2
     from tessera.host.v1 import host_pb2

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from bench.local import seeded_environment
 from cli.launcher import ServiceSet
-from shared.certs import issue_deployment
-from shared.identity import PROCESS_NAMES
+from shared.identity.certs import issue_deployment
+from shared.identity.principals import PROCESS_NAMES
 from tests.fixtures.recovery import SESSION_SECRET, SupervisorThread, ask_through_web, kill_and_time, signed_in_cookie
 
 GOAL_SECONDS = 3.0

@@ -21,10 +21,10 @@ from pathlib import Path
 
 from bench.host import percentile
 from cli.launcher import ServiceSet, cli_credentials
-from shared.certs import issue_deployment
-from shared.channels import direct_sync_channel, sync_channel
 from shared.config import CLIENT_TLS_SPIFFE_BRIDGE
+from shared.identity.certs import issue_deployment
 from shared.paths import REPO_ROOT
+from shared.rpc.channels import direct_sync_channel, sync_channel
 
 METHOD = "/tessera.compiler.v1.CompilerService/GetInfo"
 WARMUP_CALLS = 500

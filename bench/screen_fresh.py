@@ -1,7 +1,7 @@
-"""How the read-path screen (shared/screen.py) does on a held-out corpus: recall per attack kind and language, false
-positives per benign kind, as the broker screens tool text (a structured result is screened as the JSON text the tool
-returns). Issue 45's yardstick: its corpora are written by people who have not read the screen or its own corpus,
-hashed, and scored here first, before the screen is changed.
+"""How the read-path screen (shared/safety/screen.py) does on a held-out corpus: recall per attack kind and
+language, false positives per benign kind, as the broker screens tool text (a structured result is screened as the
+JSON text the tool returns). Issue 45's yardstick: its corpora are written by people who have not read the screen or
+its own corpus, hashed, and scored here first, before the screen is changed.
 
 Usage: python -m bench.screen_fresh CORPUS.jsonl[.gz] [--json]   (gzipped: sealed corpora are kept so)
        python -m bench.screen_fresh --real [--json]   (false positives on real text: Debian's /usr/share/doc
@@ -20,7 +20,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from bench.screen_mix import debian_docs, docstrings, read_text
-from shared.screen import screen
+from shared.safety.screen import screen
 
 
 def _text(item: dict) -> str:

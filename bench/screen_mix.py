@@ -44,7 +44,7 @@ SLICE_BYTES = 1_500_000  # UTF-8 bytes of one slice
 SLICES = 4  # one to warm up, then each of the others screened once: text the screen has not seen
 WARM_SLICES = 1
 SLOW_MB_PER_S = 1.0  # below this in the warm-up, only one slice is measured (and none again): a pass takes minutes
-PIECE_CHARS = 20_000  # the screen clips a tool result there (shared/screen.py MAX_CHARS)
+PIECE_CHARS = 20_000  # the screen clips a tool result there (shared/safety/screen.py MAX_CHARS)
 PIECES_PER_DOCUMENT = 3  # consecutive pieces of one document at most: many documents, not a few long ones
 SEED = 45
 # Ten languages in scripts beyond Latin: Cyrillic, Greek, Han, kana, Hangul, Arabic, Hebrew, Devanagari, Thai.
@@ -420,7 +420,7 @@ def _family_shares() -> dict[str, float]:
 
 def entry() -> dict:
     """`make bench`'s screen_throughput_mixed_real_text (bench/tool_gate.py)."""
-    from shared.screen import screen
+    from shared.safety.screen import screen
 
     slices, missing = build()
     found = measure(slices, screen)

@@ -32,10 +32,10 @@ from mcp.client.stdio import StdioServerParameters
 from bench import screen_mix
 from cli.launcher import ServiceSet, cli_credentials
 from cli.seed import generate
-from shared.actors import assert_actor
-from shared.certs import load_signing_key, signing_key_path
-from shared.channels import aio_channel
-from shared.screen import screen
+from shared.identity.actors import assert_actor
+from shared.identity.certs import load_signing_key, signing_key_path
+from shared.rpc.channels import aio_channel
+from shared.safety.screen import screen
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.capabilities.v1 import capabilities_pb2_grpc
 
@@ -107,9 +107,9 @@ def _steps_in_process(cert_dir: Path, reply: cap.CallToolResponse) -> dict[str, 
     gate adds on top of the gRPC hop and the MCP call."""
     from services.capabilities.broker import INPUT_LIMITS
     from services.capabilities.tool_policy import ToolPolicy
-    from shared.actors import ActorVerifier
-    from shared.bounded_json import parse
-    from shared.tool_contracts import ToolContract
+    from shared.data.bounded_json import parse
+    from shared.identity.actors import ActorVerifier
+    from shared.tools.tool_contracts import ToolContract
 
     verifier = ActorVerifier.from_cert_dir(cert_dir)
     actor = assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), "bench", "acme")

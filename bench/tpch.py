@@ -523,7 +523,7 @@ def _service_env(name: str, url: str, work: Path) -> dict[str, str]:
 
 def _capability(agent, name: str, catalog, used: set[str]):
     """The agent's capability for the TPC-H question, checked to be the drafts' catalog and to scope their ids."""
-    from shared.contracts import invoke
+    from shared.rpc.contracts import invoke
     from tessera.resources.v1 import resources_pb2
 
     turn = resources_pb2.TurnRef(session_id="bench", turn_id="t1")
@@ -544,7 +544,7 @@ def _capability(agent, name: str, catalog, used: set[str]):
 def _measured(agent, name: str, url: str, inspected, drafts: dict, statements: dict, problems: dict) -> list[dict]:
     """Each query's Analyze against its statement on the raw driver, side by side."""
     from bench.data_plane import _raw_runner, _side_by_side
-    from shared.contracts import invoke
+    from shared.rpc.contracts import invoke
     from tessera.resources.v1 import resources_pb2
 
     results, turns = [], iter(range(2, 1_000_000))
@@ -573,7 +573,7 @@ def _measured(agent, name: str, url: str, inspected, drafts: dict, statements: d
 
 def bench_backend(name: str, url: str, cert_dir: Path, work: Path) -> list[dict]:
     from cli.launcher import ServiceSet, cli_credentials
-    from shared.channels import sync_channel
+    from shared.rpc.channels import sync_channel
 
     catalog, drafts, statements, problems, used = _compiled(url)
     services = ServiceSet(cert_dir, work / f"tpch-run-{name}", names=("resources",), ephemeral_ports=True,
@@ -615,7 +615,7 @@ def _entry(backend: str, number: int, fidelity: str, rpc_ms: float, raw_ms: floa
 
 
 def run(work: Path, cert_dir: Path) -> list[dict]:
-    from shared.certs import issue_deployment
+    from shared.identity.certs import issue_deployment
     from tests.fixtures.postgres import throwaway_database
 
     if not (cert_dir / "ca.pem").exists():

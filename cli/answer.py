@@ -25,9 +25,9 @@ from rich.text import Text
 
 from cli.formats import column_format, format_value, terminal_locale
 from cli.output import TABLE_ROWS
-from shared.contracts import invoke, invoke_stream
-from shared.errors import error_details
-from shared.printable import printable
+from shared.rpc.contracts import invoke, invoke_stream
+from shared.rpc.errors import error_details
+from shared.safety.printable import printable
 from shared.ui.template import TemplateError, fill
 from tessera.host.v1 import host_pb2
 

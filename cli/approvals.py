@@ -4,7 +4,7 @@ The CLI is a human-facing edge: it signs the operator's actor assertion with
 its own key, and the broker checks it. A decision quotes the arguments hash
 of the card it was shown, so what is approved is exactly what was displayed,
 and is signed with the same key over a nonce the broker gave out for it
-(shared/decisions.py): the broker verifies that signature before anything
+(shared/identity/decisions.py): the broker verifies that signature before anything
 runs, and records which key signed.
 Each `approve`/`reject` carries one decision id, sent unchanged on every retry
 of a call that found the broker down or slow: the broker answers a retry of a
@@ -28,13 +28,13 @@ from rich.console import Console
 from cli.launcher import cli_credentials
 from cli.output import human_time, iso_time, paged, print_json, table
 from cli.persons import OPERATOR
-from shared.actors import assert_actor
-from shared.certs import load_signing_key, signing_key_path
-from shared.channels import sync_channel
-from shared.contracts import invoke, invoke_stream
-from shared.decisions import signed_by_operator
-from shared.errors import error_details
-from shared.printable import printable
+from shared.identity.actors import assert_actor
+from shared.identity.certs import load_signing_key, signing_key_path
+from shared.identity.decisions import signed_by_operator
+from shared.rpc.channels import sync_channel
+from shared.rpc.contracts import invoke, invoke_stream
+from shared.rpc.errors import error_details
+from shared.safety.printable import printable
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.common.v1 import common_pb2
 

@@ -17,11 +17,11 @@ from cli.formats import terminal_locale
 from cli.launcher import cli_credentials, web_url
 from cli.output import TABLE_ROWS, paged
 from cli.persons import OPERATOR, enrollment_link
-from shared.actors import assert_actor
-from shared.certs import load_signing_key, signing_key_path
-from shared.channels import sync_channel
-from shared.contracts import invoke, invoke_stream
-from shared.errors import error_details
+from shared.identity.actors import assert_actor
+from shared.identity.certs import load_signing_key, signing_key_path
+from shared.rpc.channels import sync_channel
+from shared.rpc.contracts import invoke, invoke_stream
+from shared.rpc.errors import error_details
 from tessera.agent.v1 import agent_pb2
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2
@@ -84,7 +84,7 @@ class _Refused(Exception):
 @contextlib.contextmanager
 def _calling(service: str):
     """Calls to `service`: a failure becomes its reason and sentence, naming the service where nobody
-    answered (shared.errors), never gRPC's own text."""
+    answered (shared.rpc.errors), never gRPC's own text."""
     try:
         yield
     except grpc.RpcError as exc:

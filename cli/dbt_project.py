@@ -32,7 +32,7 @@ from dbt_semantic_interfaces.transformations.semantic_manifest_transformer impor
 from dbt_semantic_interfaces.validations.semantic_manifest_validator import SemanticManifestValidator
 
 from cli.semantic_names import clip
-from shared import strict_yaml
+from shared.data import strict_yaml
 
 SKIPPED_DIRS = frozenset({"target", "dbt_packages", "dbt_modules", "logs", "node_modules"})  # dbt's output, packages
 # ref('orders'), ref('package', 'orders'), ref('orders', v=2), also written inside {{ }}: dbt-core resolves

@@ -23,11 +23,11 @@ import grpc
 
 from cli.launcher import ServiceSet, cli_credentials
 from cli.output import table
-from shared.actors import assert_actor
-from shared.certs import load_signing_key, signing_key_path
-from shared.channels import sync_channel
-from shared.contracts import invoke
-from shared.errors import error_details
+from shared.identity.actors import assert_actor
+from shared.identity.certs import load_signing_key, signing_key_path
+from shared.rpc.channels import sync_channel
+from shared.rpc.contracts import invoke
+from shared.rpc.errors import error_details
 from tessera.common.v1 import common_pb2
 from tessera.compiler.v1 import compiler_pb2
 from tessera.host.v1 import host_pb2

@@ -54,7 +54,7 @@ from cli.deploy_secrets import (
     refused_out,
     write_secrets,
 )
-from shared.certs import export_identity, write_private
+from shared.identity.certs import export_identity, write_private
 from shared.paths import REPO_ROOT, var_dir
 
 POSTGRES_HOST = "postgres"

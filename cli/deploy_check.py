@@ -21,8 +21,14 @@ import yaml
 from cli.deploy_manifests import SPECS, contract_edges, secret_name, settings_secret_name
 from cli.deploy_mcp_servers import BROKER, COMPONENT, COMPONENT_LABEL, credentials_secret_of_pod
 from cli.deploy_objects import NAME_LABEL, NAMESPACE, setting_file
-from shared.certs import identity_files, is_private_file
-from shared.identity import PRINCIPAL_NAMES, IdentityScheme, IdentitySchemeError, identity_scheme, scheme_from
+from shared.identity.certs import identity_files, is_private_file
+from shared.identity.principals import (
+    PRINCIPAL_NAMES,
+    IdentityScheme,
+    IdentitySchemeError,
+    identity_scheme,
+    scheme_from,
+)
 
 WORKLOAD_KINDS = {"Deployment", "StatefulSet", "DaemonSet", "Job", "Pod"}
 

@@ -1,5 +1,5 @@
 """Where production pods get their identities: one kustomize Component per provider, rendered from the contracts'
-principals and the deployment's identity scheme (shared/identity.py).
+principals and the deployment's identity scheme (shared/identity/principals.py).
 
 Every provider binds a pod's SPIFFE id to its ServiceAccount, so writing another id into a pod spec gets nothing:
 
@@ -30,7 +30,7 @@ from cli.deploy_objects import (
     yaml_documents,
 )
 from shared.config import CLIENT_TLS_SPIFFE_BRIDGE, CLIENT_TLS_VARIABLE
-from shared.identity import (
+from shared.identity.principals import (
     CLI_SPIFFE_PATH_VARIABLE,
     DEFAULT_CLI_SPIFFE_PATH,
     HTTP_PROCESS_NAMES,

@@ -2,7 +2,7 @@
 
 `render_generated()` writes `deploy/k8s/base/`: per service a ServiceAccount (no
 token), a Deployment, a Service (headless for gRPC: clients balance over the
-replicas themselves, shared.channels), a PodDisruptionBudget, an autoscaler for
+replicas themselves, shared.rpc.channels), a PodDisruptionBudget, an autoscaler for
 the stateless ones (which then own the replica count), and the NetworkPolicies. The policies come from the
 callers declared in `proto/` (`option (tessera.authz.v1.callers)`): deny all,
 then one allow per declared edge, so a new caller in a contract changes the
@@ -40,11 +40,11 @@ from cli.deploy_objects import (
     tcp,
     yaml_documents,
 )
-from shared.authz import declared_callers
 from shared.config import DEFAULT_PORTS
-from shared.contracts import SERVICES
-from shared.identity import HTTP_PROCESS_NAMES, PROCESS_NAMES
-from shared.runtime import LIVENESS_SERVICE
+from shared.identity.principals import HTTP_PROCESS_NAMES, PROCESS_NAMES
+from shared.rpc.authz import declared_callers
+from shared.rpc.contracts import SERVICES
+from shared.rpc.runtime import LIVENESS_SERVICE
 
 HEALTH_PORT = 8081
 STATE_MOUNT = "/var/lib/tessera"
@@ -85,7 +85,7 @@ class ServiceSpec:
     secret_settings: tuple[str, ...] = ()
     # Reads the cluster's copy of the tool policy (cli/deploy_mcp_servers.py) from a ConfigMap.
     tool_policy: bool = False
-    # Derives settings from the public URL in production (TESSERA_PUBLIC_URL, shared/public_url.py).
+    # Derives settings from the public URL in production (TESSERA_PUBLIC_URL, shared/identity/public_url.py).
     public_url: bool = False
 
 

@@ -23,8 +23,8 @@ from pathlib import Path
 import yaml
 
 from cli import deploy_objects as k8s
-from shared.mcp_http import HEALTH_PATH, MCP_PATH
 from shared.paths import REPO_ROOT
+from shared.rpc.mcp_http import HEALTH_PATH, MCP_PATH
 
 TOOL_POLICY = REPO_ROOT / "deploy" / "policy" / "tools.yaml"
 BROKER = "capabilities"

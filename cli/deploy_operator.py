@@ -18,8 +18,8 @@ from pathlib import Path
 
 from cli.deploy_identity import SCHEME
 from cli.deploy_secrets import operator_folder
-from shared.certs import CA_CERT_FILE, CLI_PRINCIPAL, CredentialError, issue_cli_certificate
-from shared.identity import CLI_SPIFFE_PATH_VARIABLE, SPIFFE_PATH_VARIABLE, TRUST_DOMAIN_VARIABLE
+from shared.identity.certs import CA_CERT_FILE, CLI_PRINCIPAL, CredentialError, issue_cli_certificate
+from shared.identity.principals import CLI_SPIFFE_PATH_VARIABLE, SPIFFE_PATH_VARIABLE, TRUST_DOMAIN_VARIABLE
 
 DEFAULT_HOURS = 12
 MAX_HOURS = 24 * 30

@@ -4,7 +4,7 @@ a Gateway API Gateway and HTTPRoute (components/gateway-api).
 
 The host name comes from one place: the overlay's ConfigMap `tessera-public` (its `url`, e.g.
 https://tessera.example.com), which web, the MCP front and the broker also read as TESSERA_PUBLIC_URL
-(shared/public_url.py). The Component components/public copies its host into these objects (kustomize
+(shared/identity/public_url.py). The Component components/public copies its host into these objects (kustomize
 replacements), so the URL is written once.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from cli.deploy_objects import NAMESPACE, component_file, generated_header, labels, yaml_documents
 from shared.config import DEFAULT_PORTS
-from shared.mcp_http import MCP_PATH
+from shared.rpc.mcp_http import MCP_PATH
 
 PUBLIC_CONFIG_MAP = "tessera-public"
 PUBLIC_URL_KEY = "url"

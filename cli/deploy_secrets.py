@@ -42,7 +42,8 @@ from cli.deploy_manifests import SPECS, secret_name
 from cli.deploy_mcp_servers import credentials_files, load_policy, mcp_pods
 from cli.deploy_migrations import secret_name as migrator_secret_name
 from cli.deploy_objects import secret_object, setting_file
-from shared.certs import (
+from shared.data.db import check_encoded
+from shared.identity.certs import (
     SECRET_PRINCIPALS,
     SIGNING_PRINCIPALS,
     issue_token_keys,
@@ -53,7 +54,6 @@ from shared.certs import (
     verify_key_path,
     write_private,
 )
-from shared.db import check_encoded
 from shared.paths import REPO_ROOT, cli_dir
 
 OPTIONAL = {("agent", "model_api_key"), ("web", "oidc_client_secret"), ("web", "session_secret")}

@@ -17,8 +17,8 @@ import os
 import sys
 from pathlib import Path
 
-from shared.actors import assert_actor, valid_id
-from shared.certs import CredentialError, load_signing_key, signing_key_path
+from shared.identity.actors import assert_actor, valid_id
+from shared.identity.certs import CredentialError, load_signing_key, signing_key_path
 from shared.paths import var_dir
 from tessera.common.v1 import common_pb2
 

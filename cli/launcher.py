@@ -30,8 +30,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from cli.process_users import ServiceUser, allocate_ids, database_file, settle, warehouse_note
 from cli.service_box import Grant, boxed_command, exit_status, tools
-from shared import spiffe_channels
-from shared.certs import (
+from shared.config import CLIENT_TLS_SPIFFE_BRIDGE, DEFAULT_PORTS
+from shared.identity.certs import (
     CA_CERT_FILE,
     Credentials,
     cert_path,
@@ -40,12 +40,12 @@ from shared.certs import (
     load_credentials,
     private_dir,
 )
-from shared.channels import sync_channel
-from shared.config import CLIENT_TLS_SPIFFE_BRIDGE, DEFAULT_PORTS
-from shared.identity import HTTP_PROCESS_NAMES, IDENTITY_VARIABLES, PROCESS_NAMES
+from shared.identity.principals import HTTP_PROCESS_NAMES, IDENTITY_VARIABLES, PROCESS_NAMES
+from shared.identity.public_url import PUBLIC_URL_VARIABLE
 from shared.paths import DEMO_SEMANTIC_MODEL, NO_ACTIONS, REPO_ROOT, cli_dir, var_dir
-from shared.public_url import PUBLIC_URL_VARIABLE
-from shared.runtime import LIVENESS_SERVICE, WAITING_BEAT_SECONDS, WAITING_FILE
+from shared.rpc import spiffe_channels
+from shared.rpc.channels import sync_channel
+from shared.rpc.runtime import LIVENESS_SERVICE, WAITING_BEAT_SECONDS, WAITING_FILE
 
 STARTUP_TIMEOUT_SECONDS = 30.0
 # Health checks go straight to the loopback address: an operator's http_proxy must not answer for a service.
@@ -79,7 +79,7 @@ class StartupError(Exception):
 
 @dataclass(frozen=True)
 class Waiting:
-    """What a process that is not ready yet says it waits for (its waiting file, shared.runtime.WaitingNotice):
+    """What a process that is not ready yet says it waits for (its waiting file, shared.rpc.runtime.WaitingNotice):
     a `problem`, or "" while it is still starting (its build's blocking work runs, and it beats meanwhile)."""
 
     problem: str
@@ -212,7 +212,7 @@ def check_health(handle: ProcessHandle, credentials: Credentials, timeout: float
 
 def check_liveness(handle: ProcessHandle, credentials: Credentials | None, timeout: float = 2.0) -> str | None:
     """None when the process answers the check Kubernetes' liveness probe makes, else why not. gRPC processes:
-    health service shared.runtime.LIVENESS_SERVICE SERVING, over mTLS (with no credentials, or with a handshake
+    health service shared.rpc.runtime.LIVENESS_SERVICE SERVING, over mTLS (with no credentials, or with a handshake
     the process refused, there is nothing to tell: None). HTTP ones: /healthz answering at all (a 503 is a live
     process that is not ready)."""
     if handle.name in HTTP_PROCESS_NAMES:

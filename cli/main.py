@@ -17,7 +17,8 @@ from cli.process_users import OwnershipError
 from cli.service_box import BoxUnavailable
 from cli.supervisor import RestartPolicy, hang_seconds_from, run_until_stopped
 from shared import __version__
-from shared.certs import (
+from shared.config import CLIENT_TLS_NATIVE, DEFAULT_PORTS, ConfigError, client_tls_mode, peer_target
+from shared.identity.certs import (
     CA_CERT_FILE,
     CA_KEY_FILE,
     CredentialError,
@@ -33,10 +34,9 @@ from shared.certs import (
     refuse_operator_folder,
     write_private,
 )
-from shared.config import CLIENT_TLS_NATIVE, DEFAULT_PORTS, ConfigError, client_tls_mode, peer_target
-from shared.identity import PRINCIPAL_NAMES, IdentitySchemeError
+from shared.identity.principals import PRINCIPAL_NAMES, IdentitySchemeError
+from shared.identity.public_url import PUBLIC_URL_VARIABLE
 from shared.paths import DATABASE_SIDE_FILES, REPO_ROOT, cert_dir, cli_dir, default_warehouse, var_dir
-from shared.public_url import PUBLIC_URL_VARIABLE
 
 
 def _state_file() -> Path:
@@ -410,8 +410,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
 def cmd_mcp(args: argparse.Namespace) -> int:
     """Serve the running set's data tools to one local MCP client on stdin/stdout (its configuration starts
     this command): the MCP front, under its own identity, acting for the local person named here."""
-    from shared.actors import valid_id
-    from shared.certs import export_identity
+    from shared.identity.actors import valid_id
+    from shared.identity.certs import export_identity
 
     if not (valid_id(args.person) and valid_id(args.tenant)):
         print("tessera: error: --person and --tenant: letters, digits and . _ @ | : - only, at most 128",
@@ -435,7 +435,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 def _refused(exc: grpc.RpcError, service: str | None = None, as_json: bool = False) -> int:
     """A service's refusal on the terminal, with its stable reason (a service nobody reached in words, never
     gRPC's text), and with `as_json` as the command's JSON document too; the command's exit status."""
-    from shared.errors import error_details
+    from shared.rpc.errors import error_details
 
     details = error_details(exc, service)
     print(f"tessera: error: {exc.code().name} {details.reason}: {details.message}", file=sys.stderr)

@@ -22,10 +22,10 @@ from pathlib import Path
 
 from cli.launcher import cli_credentials, web_url
 from cli.output import human_time, iso_time, print_json, table, utc
-from shared.actors import assert_actor
-from shared.certs import load_signing_key, signing_key_path
-from shared.channels import sync_channel
-from shared.contracts import invoke
+from shared.identity.actors import assert_actor
+from shared.identity.certs import load_signing_key, signing_key_path
+from shared.rpc.channels import sync_channel
+from shared.rpc.contracts import invoke
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 
 OPERATOR = ("operator", "local", "Operator")

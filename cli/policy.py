@@ -24,12 +24,12 @@ import grpc
 import yaml
 
 from cli.launcher import ServiceSet, cli_credentials
-from shared import strict_yaml
-from shared.actors import assert_actor
-from shared.certs import load_signing_key, signing_key_path
-from shared.channels import sync_channel
-from shared.contracts import invoke_future
-from shared.printable import revealed
+from shared.data import strict_yaml
+from shared.identity.actors import assert_actor
+from shared.identity.certs import load_signing_key, signing_key_path
+from shared.rpc.channels import sync_channel
+from shared.rpc.contracts import invoke_future
+from shared.safety.printable import revealed
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 
 _TOOL_NAME = re.compile(r"[a-z][a-z0-9_]*")  # as the policy names tools (tool_policy.py)

@@ -49,7 +49,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import URL, Engine
 from sqlalchemy.schema import AddConstraint, CreateIndex, CreateTable, DropTable
 
-from shared.certs import private_dir
+from shared.identity.certs import private_dir
 from shared.paths import DATABASE_SIDE_FILES, default_warehouse, var_dir
 
 SCHEMA_VERSION = 2  # 2: orders carry review_status and a record version (data change proposals)

@@ -11,8 +11,8 @@ import grpc
 
 from cli.launcher import ProcessHandle, check_health, cli_credentials
 from cli.output import print_json, table
-from shared.channels import sync_channel
-from shared.contracts import SERVICES, invoke
+from shared.rpc.channels import sync_channel
+from shared.rpc.contracts import SERVICES, invoke
 from tessera.capabilities.v1.capabilities_pb2 import (
     TOOL_SERVER_ISOLATION_NOT_STARTED,
     TOOL_SERVER_ISOLATION_UNBOXED,

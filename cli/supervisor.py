@@ -12,10 +12,10 @@ goes. The others keep serving throughout; only SIGINT/SIGTERM ends the loop.
 
 A process that hangs does not die, so the supervisor also asks each one the
 question Kubernetes' liveness probe asks (check_liveness: gRPC health for
-shared.runtime.LIVENESS_SERVICE, or /healthz answering at all), every few
+shared.rpc.runtime.LIVENESS_SERVICE, or /healthz answering at all), every few
 seconds, on worker threads so the loop never waits for an answer. A process
 that is not ready yet counts as alive while its waiting file beats
-(shared.runtime.WaitingNotice) and during the start-up grace otherwise. One
+(shared.rpc.runtime.WaitingNotice) and during the start-up grace otherwise. One
 unresponsive for longer than RestartPolicy.hang_seconds is SIGKILLed and,
 once its exit is seen, restarted like any other.
 """
@@ -45,7 +45,7 @@ from cli.launcher import (
     check_liveness,
     cli_credentials,
 )
-from shared.certs import CredentialError, Credentials, write_private
+from shared.identity.certs import CredentialError, Credentials, write_private
 
 POLL_SECONDS = 0.1
 HANG_SECONDS_VARIABLE = "TESSERA_HANG_SECONDS"

@@ -1,7 +1,7 @@
 """Where a command's own log lines go: a file beside the services' logs, never the person's terminal.
 
 The CLI's channels log what the services log (the channel bridge naming the address that refused, a call
-nobody answered with gRPC's own text, shared.errors). Without a handler Python prints warnings on stderr,
+nobody answered with gRPC's own text, shared.rpc.errors). Without a handler Python prints warnings on stderr,
 where they would read as the command's answer; the person is told a reason and a sentence instead, and
 the text stays in `<var>/run/logs/cli.log` for whoever looks into it.
 """

@@ -16,8 +16,8 @@ from typing import Literal, TypeVar
 from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from shared.certs import CA_CERT_FILE, cert_path, key_path
-from shared.identity import GRPC_SERVICE_NAMES, PROCESS_NAMES, IdentitySchemeError, identity_scheme
+from shared.identity.certs import CA_CERT_FILE, cert_path, key_path
+from shared.identity.principals import GRPC_SERVICE_NAMES, PROCESS_NAMES, IdentitySchemeError, identity_scheme
 from shared.paths import cert_dir
 
 DEFAULT_PORTS = {
@@ -52,10 +52,10 @@ class ServiceSettings(BaseSettings):
     # unset: none. Web has no such port: its /healthz is on its own HTTP port.
     health_port: int | None = Field(default=None, ge=0, le=65535)
     # A connection this old gets HTTP/2 GOAWAY (calls under way finish on it): its client re-dials, and
-    # with round_robin over every replica's address (shared.channels) a replica added since gets its share.
+    # with round_robin over every replica's address (shared.rpc.channels) a replica added since gets its share.
     max_connection_age_seconds: float = Field(default=120.0, ge=1, le=86400)
     # A service with a database: "run" migrates its schema at start; "await" waits, not ready, for the migration
-    # Job to have done it, and its role needs no DDL (shared.db.prepare_schema).
+    # Job to have done it, and its role needs no DDL (shared.data.db.prepare_schema).
     migrations: Literal["run", "await"] = "run"
     # How long to wait, not ready, for a database that does not answer yet (0: fail at once, exit 2).
     dependency_wait_seconds: float = Field(default=0, ge=0, le=10_000_000)
@@ -92,7 +92,7 @@ def peer_target(peer: str) -> str:
 # How Tessera's clients check the server they dial (deployment-wide):
 #   native         gRPC's own TLS checks the chain and the DNS name derived from the peer's SPIFFE id
 #                  (identity.server_name_for); certificates must carry that name.
-#   spiffe-bridge  an in-process bridge checks the peer's URI SAN itself (shared.spiffe_channels), for identity
+#   spiffe-bridge  an in-process bridge checks the peer's URI SAN itself (shared.rpc.spiffe_channels), for identity
 #                  providers that issue certificates with the URI SAN alone; it costs a copy of every byte.
 CLIENT_TLS_VARIABLE = "TESSERA_CLIENT_TLS"
 # The database `tessera semantic init` drafts from and `semantic check` binds to, when no URL is given: from the

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cli.launcher import ServiceSet, cli_credentials
-from shared.certs import Credentials, issue_deployment
+from shared.identity.certs import Credentials, issue_deployment
 from shared.paths import REPO_ROOT
 from tests.fixtures.approvers import operator_key_named
 from tests.fixtures.no_payload import leaks, transcript_records

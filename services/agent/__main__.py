@@ -3,7 +3,7 @@
 from services.agent.config import AgentSettings
 from services.agent.server import AgentService
 from services.agent.wiring import build
-from shared.runtime import serve, serving
+from shared.rpc.runtime import serve, serving
 
 if __name__ == "__main__":
     serve("agent", serving(build, AgentService), AgentSettings)

@@ -16,9 +16,9 @@ import time
 import grpc
 
 from services.agent.turn import RunningTurn
-from shared.errors import error_details, relayed
 from shared.logs import log
-from shared.refusals import Unavailable
+from shared.rpc.errors import error_details, relayed
+from shared.rpc.refusals import Unavailable
 from tessera.agent.v1 import agent_pb2
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2

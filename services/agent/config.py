@@ -10,8 +10,8 @@ from pydantic_settings import NoDecode
 
 from services.agent.ai_sdk_model import UI_MESSAGE_STREAM
 from services.agent.chat import DEFAULT_MAX_RESPONSE_CHARS, MAX_RESPONSE_CHARS_CAP, OPENAI_CHAT, Wire
-from shared import bounded_json
 from shared.config import ServiceSettings
+from shared.data import bounded_json
 
 # How each model_protocol is spoken: its request body, its reply reader, the body keys it owns.
 WIRES: dict[str, Wire] = {"openai-chat": OPENAI_CHAT, "ai-sdk-ui": UI_MESSAGE_STREAM}

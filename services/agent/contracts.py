@@ -2,18 +2,18 @@
 
 Any model must be able to use the tools from these alone, so each description says when to use the tool,
 what it returns, its bounds and budgets, and ends with one example call that is valid against its input
-schema. `run_analysis` advertises the gateway's own draft schema (shared.analysis_draft) and `present_ui`
+schema. `run_analysis` advertises the gateway's own draft schema (shared.data.analysis_draft) and `present_ui`
 the proposal envelope the compiler checks (shared.ui.slice): no second copy of either exists. Results
-leave through the output schemas (shared.tool_contracts.project), which the MCP front also publishes.
+leave through the output schemas (shared.tools.tool_contracts.project), which the MCP front also publishes.
 """
 
 from __future__ import annotations
 
-from shared.analysis_draft import ID_PATTERNS, tool_input_schema
-from shared.field_rules import max_chars, stated
-from shared.schema_build import array, closed, described, integer, text
-from shared.tool_bridge import ARGUMENT_LIMITS
-from shared.tool_contracts import ToolContract
+from shared.data.analysis_draft import ID_PATTERNS, tool_input_schema
+from shared.data.schema_build import array, closed, described, integer, text
+from shared.rpc.field_rules import max_chars, stated
+from shared.tools.tool_bridge import ARGUMENT_LIMITS
+from shared.tools.tool_contracts import ToolContract
 from shared.ui.slice import ANY_BLOCK, MAX_BLOCKS, MAX_PROPOSAL_BYTES, proposal_schema
 from tessera.resources.v1 import resources_pb2
 from tessera.rules.v1 import rules_pb2

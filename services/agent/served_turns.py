@@ -16,9 +16,9 @@ from services.agent.contracts import CONTRACTS, TOOL_NAMES
 from services.agent.peers import Peers
 from services.agent.tools import TurnState, model_message
 from services.agent.turn import ModelTranscript, Turn, begin_turn
-from shared.actors import ActorVerifier
-from shared.bounded_json import canonical
-from shared.refusals import Invalid
+from shared.data.bounded_json import canonical
+from shared.identity.actors import ActorVerifier
+from shared.rpc.refusals import Invalid
 from tessera.agent.v1 import agent_pb2
 from tessera.common.v1 import common_pb2
 

@@ -10,8 +10,8 @@ from services.agent.served_turns import data_tools, serve_tools
 from services.agent.suggestions import suggest
 from services.agent.turn import run_turn
 from services.agent.wiring import AgentParts
-from shared.errors import error_details
-from shared.refusals import Denied, Unavailable
+from shared.rpc.errors import error_details
+from shared.rpc.refusals import Denied, Unavailable
 from tessera.agent.v1 import agent_pb2, agent_pb2_grpc
 from tessera.common.v1 import common_pb2
 from tessera.resources.v1 import resources_pb2

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 import grpc
 
 from services.agent.contracts import CONTRACTS, LIMITS, MAX_REFUSALS, MAX_REPAIRS, PROBE_KINDS, TOOL_NAMES, TURN_ORDER
-from shared.analysis_draft import DRAFT_SCHEMA_SHA256
-from shared.errors import SERVICE_NAMES, error_details
-from shared.next_steps import NEXT_STEPS, metadata
-from shared.refusals import Exhausted, Invalid
-from shared.screen import screen
-from shared.tool_bridge import Tool, ToolResult
+from shared.data.analysis_draft import DRAFT_SCHEMA_SHA256
+from shared.rpc.errors import SERVICE_NAMES, error_details
+from shared.rpc.next_steps import NEXT_STEPS, metadata
+from shared.rpc.refusals import Exhausted, Invalid
+from shared.safety.screen import screen
+from shared.tools.tool_bridge import Tool, ToolResult
 from shared.ui.slice import MAX_PROPOSAL_BYTES
 from tessera.capabilities.v1 import capabilities_pb2
 from tessera.common.v1 import common_pb2

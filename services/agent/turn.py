@@ -20,10 +20,10 @@ from services.agent.external_tools import build_external_tools, list_external
 from services.agent.peers import Peers
 from services.agent.planner import EmbeddedPlanner, Plan
 from services.agent.tools import TurnState, build_tools, model_message
-from shared.actors import Actor
-from shared.errors import SERVICE_FAILED, SERVICE_STOPPED, error_details, relayed
-from shared.next_steps import metadata
-from shared.tool_bridge import Tool, ToolBridge, ToolResult, refused
+from shared.identity.actors import Actor
+from shared.rpc.errors import SERVICE_FAILED, SERVICE_STOPPED, error_details, relayed
+from shared.rpc.next_steps import metadata
+from shared.tools.tool_bridge import Tool, ToolBridge, ToolResult, refused
 from tessera.agent.v1 import agent_pb2
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.common.v1 import common_pb2

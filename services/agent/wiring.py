@@ -12,10 +12,10 @@ from services.agent.chat import ChatAdapter, ChatConfig
 from services.agent.config import WIRES, AgentSettings
 from services.agent.peers import PEER_NAMES, Peers, health_readiness
 from services.agent.turn import ModelTranscript, RunningTurn
-from shared.actors import ActorVerifier
-from shared.channels import aio_channel
 from shared.config import peer_target
-from shared.runtime import Lifecycle, ServiceContext, service_info
+from shared.identity.actors import ActorVerifier
+from shared.rpc.channels import aio_channel
+from shared.rpc.runtime import Lifecycle, ServiceContext, service_info
 from tessera.capabilities.v1 import capabilities_pb2_grpc
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2_grpc

@@ -6,8 +6,8 @@ from services.capabilities.config import CapabilitiesSettings
 from services.capabilities.server import CapabilityBrokerService
 from services.capabilities.store import MIGRATIONS
 from services.capabilities.wiring import build
-from shared import migrator
-from shared.runtime import serve, serving
+from shared.data import migrator
+from shared.rpc.runtime import serve, serving
 
 if __name__ == "__main__":
     if sys.argv[1:]:

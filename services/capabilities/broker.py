@@ -27,8 +27,8 @@ from services.capabilities.ports import BrokerStorage
 from services.capabilities.reads import RunReads
 from services.capabilities.signatures import DecisionSignatures
 from services.capabilities.store import Intent
-from shared.actors import Actor
-from shared.refusals import Invalid, Refusal
+from shared.identity.actors import Actor
+from shared.rpc.refusals import Invalid, Refusal
 from tessera.capabilities.v1 import capabilities_pb2
 
 __all__ = ["INPUT_LIMITS", "Broker"]

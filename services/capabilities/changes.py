@@ -22,8 +22,8 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from services.capabilities.policy import ChangeTarget, FieldSpec
-from shared.db import Outage, connection_lost
-from shared.refusals import Conflict, Invalid, Unavailable
+from shared.data.db import Outage, connection_lost
+from shared.rpc.refusals import Conflict, Invalid, Unavailable
 
 _PYTHON_TYPES = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,)}
 

@@ -7,8 +7,8 @@ from pathlib import Path
 from pydantic import Field, SecretStr, model_validator
 
 from shared.config import ServiceSettings
+from shared.identity.public_url import follow_public_url
 from shared.paths import DEMO_ACTIONS, DEMO_SEMANTIC_MODEL, REPO_ROOT, default_warehouse, var_dir
-from shared.public_url import follow_public_url
 
 
 class CapabilitiesSettings(ServiceSettings):

@@ -1,9 +1,9 @@
 """The broker's own database as the broker reaches it: blocking calls on a bounded pool (§10), and one way of
-telling that the database does not answer (shared.db.OffLoop).
+telling that the database does not answer (shared.data.db.OffLoop).
 
 Every call that touches it (the stores of intents and approvals, passkeys and web sessions, the read journal,
 the outbox, lease renewals, the background sweeps) runs through one `BrokerDatabase`, so a database that stops
-answering is always UNAVAILABLE / DATABASE_UNAVAILABLE (shared.db.Outage): never INTERNAL, never with the
+answering is always UNAVAILABLE / DATABASE_UNAVAILABLE (shared.data.db.Outage): never INTERNAL, never with the
 driver's words or a file's path, logged once when it starts, now and then while it lasts and once when it ends.
 The data changes' target (the customer's own tables) is another database: `DataChanges` answers for it
 (CHANGE_TARGET_UNAVAILABLE), so its calls run here unguarded (`elsewhere`).
@@ -15,8 +15,8 @@ import asyncio
 from concurrent.futures import Executor
 from functools import partial
 
-from shared.db import DATABASE_UNAVAILABLE, OffLoop, Outage
-from shared.refusals import Unavailable
+from shared.data.db import DATABASE_UNAVAILABLE, OffLoop, Outage
+from shared.rpc.refusals import Unavailable
 
 
 class BrokerDatabase(OffLoop):

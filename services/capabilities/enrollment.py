@@ -36,8 +36,8 @@ from services.capabilities.passkeys import (
 )
 from services.capabilities.ports import People
 from services.capabilities.store import PasskeyUse
-from shared.actors import Actor
-from shared.refusals import Conflict, Denied, NotFound
+from shared.identity.actors import Actor
+from shared.rpc.refusals import Conflict, Denied, NotFound
 from tessera.capabilities.v1 import capabilities_pb2
 from tessera.common.v1 import common_pb2
 

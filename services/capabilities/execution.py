@@ -27,7 +27,7 @@ from services.capabilities.mcp_gate import ToolCallFailed, ToolGate, result_text
 from services.capabilities.policy import ActionPolicy
 from services.capabilities.ports import EffectRuns
 from services.capabilities.store import Intent
-from shared.bounded_json import canonical
+from shared.data.bounded_json import canonical
 from tessera.common.v1 import common_pb2
 
 logger = logging.getLogger("tessera.broker")

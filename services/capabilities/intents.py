@@ -21,9 +21,9 @@ from services.capabilities.policy import Action, ActionPolicy
 from services.capabilities.ports import IntentRecords
 from services.capabilities.signatures import DecisionSignatures
 from services.capabilities.store import Intent, Signature, Surface, outcome
-from shared.actors import Actor
-from shared.bounded_json import BoundedJsonError, Limits, canonical, parse
-from shared.refusals import Conflict, Invalid, NotFound, Refusal
+from shared.data.bounded_json import BoundedJsonError, Limits, canonical, parse
+from shared.identity.actors import Actor
+from shared.rpc.refusals import Conflict, Invalid, NotFound, Refusal
 from tessera.capabilities.v1 import capabilities_pb2
 from tessera.common.v1 import common_pb2
 

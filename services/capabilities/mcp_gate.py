@@ -62,9 +62,9 @@ import anyio
 
 from services.capabilities import sandbox
 from services.capabilities.tool_policy import ServerRule, ToolPolicy, ToolRule, digest, pinned_as
-from shared.bounded_json import BoundedJsonError, Limits, check
-from shared.caches import bounded_lru
-from shared.tool_contracts import ToolContract, ToolSchemaError
+from shared.data.bounded_json import BoundedJsonError, Limits, check
+from shared.data.caches import bounded_lru
+from shared.tools.tool_contracts import ToolContract, ToolSchemaError
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 
 # The MCP SDK takes about a second to import: it is loaded when the first tool server is opened (after the

@@ -15,7 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from services.capabilities.policy import ChangeTarget
-from shared import strict_yaml
+from shared.data import strict_yaml
 
 
 class ModelUnreadable(Exception):

@@ -15,8 +15,8 @@ import sqlalchemy as sa
 
 from services.capabilities.store import PasskeyUse, decision_nonces, enrollments, passkeys
 from services.capabilities.web_session_store import end_sessions_of
-from shared import db
-from shared.refusals import AlreadyExists, Conflict, Denied, Exhausted, NotFound
+from shared.data import db
+from shared.rpc.refusals import AlreadyExists, Conflict, Denied, Exhausted, NotFound
 
 MAX_OPEN_NONCES = 20  # per approval: each BeginDecision adds one; a page asking in a loop is refused, not stored
 

@@ -30,7 +30,7 @@ from webauthn.helpers.structs import (
     UserVerificationRequirement,
 )
 
-from shared.refusals import Denied, Invalid, Refusal
+from shared.rpc.refusals import Denied, Invalid, Refusal
 from tessera.common.v1 import common_pb2
 
 RP_NAME = "Tessera"

@@ -18,9 +18,9 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from shared import strict_yaml
-from shared.actors import valid_id
-from shared.tool_contracts import ToolContract, ToolSchemaError
+from shared.data import strict_yaml
+from shared.identity.actors import valid_id
+from shared.tools.tool_contracts import ToolContract, ToolSchemaError
 from shared.ui.template import TemplateError, slot_names
 from tessera.common.v1 import common_pb2
 

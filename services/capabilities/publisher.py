@@ -19,7 +19,7 @@ import grpc
 from services.capabilities.database import BrokerDatabase, database_away
 from services.capabilities.messages import publish_request
 from services.capabilities.ports import Outbox
-from shared.errors import error_details
+from shared.rpc.errors import error_details
 
 logger = logging.getLogger("tessera.broker.publisher")
 _PERMANENT = {grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.PERMISSION_DENIED}

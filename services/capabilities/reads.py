@@ -18,11 +18,11 @@ from services.capabilities.database import BrokerDatabase, database_away
 from services.capabilities.mcp_gate import ToolCallFailed, ToolGate, result_text
 from services.capabilities.ports import ReadRecords
 from services.capabilities.read_journal import ExternalRead, ReadJournal
-from shared.actors import Actor
-from shared.bounded_json import canonical
-from shared.caches import bounded_lru
-from shared.refusals import Unavailable
-from shared.screen import Screened, screen
+from shared.data.bounded_json import canonical
+from shared.data.caches import bounded_lru
+from shared.identity.actors import Actor
+from shared.rpc.refusals import Unavailable
+from shared.safety.screen import Screened, screen
 from tessera.capabilities.v1 import capabilities_pb2
 
 logger = logging.getLogger("tessera.broker")
@@ -49,7 +49,7 @@ class RunReads:
         self.gate = gate
         self.db = db
         self.journal = ReadJournal(partial(database.guarded, store.record_reads), self.pool)
-        # session → (tainted, flagged), this process's view; the event loop's only (no lock, shared/caches.py)
+        # session → (tainted, flagged), this process's view; the event loop's only (no lock, shared/data/caches.py)
         self._taint = bounded_lru(MAX_TAINT_MEMORY)
         self._pending: dict[str, list[PendingRead]] = {}
 

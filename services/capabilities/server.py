@@ -13,11 +13,11 @@ from services.capabilities.messages import receipt
 from services.capabilities.tool_policy import digest
 from services.capabilities.tool_review import screen_server_text, write_signals
 from services.capabilities.wiring import CapabilitiesParts
-from shared.actors import Actor
-from shared.authz import caller_identity
-from shared.bounded_json import canonical
-from shared.identity import principal_for_spiffe
-from shared.refusals import Denied, Invalid, NotFound, Refusal
+from shared.data.bounded_json import canonical
+from shared.identity.actors import Actor
+from shared.identity.principals import principal_for_spiffe
+from shared.rpc.authz import caller_identity
+from shared.rpc.refusals import Denied, Invalid, NotFound, Refusal
 from tessera.capabilities.v1 import capabilities_pb2, capabilities_pb2_grpc
 from tessera.common.v1 import common_pb2
 

@@ -1,6 +1,6 @@
 """Who signed a decision (§7): the person's passkey or the operator CLI's key, verified here, never trusted.
 
-A decision's challenge (shared/decisions.py) covers the approval, the arguments
+A decision's challenge (shared/identity/decisions.py) covers the approval, the arguments
 hash, approve or reject, each entry's decision and a nonce this broker gave out
 (`begin`). An approval needs a valid signature; a rejection may come unsigned
 (it runs nothing), except where the operator key vouches for it: the
@@ -22,9 +22,9 @@ from services.capabilities.passkeys import RelyingParty, verify_assertion
 from services.capabilities.policy import OPERATOR_KEY, PASSKEY, Approvers
 from services.capabilities.ports import People
 from services.capabilities.store import Approval, Intent, PasskeyUse, Signature
-from shared import decisions, tokens
-from shared.actors import Actor
-from shared.refusals import Denied, Invalid
+from shared.identity import decisions, tokens
+from shared.identity.actors import Actor
+from shared.rpc.refusals import Denied, Invalid
 from tessera.capabilities.v1 import capabilities_pb2
 
 NONCE_SECONDS = 300.0  # a person has five minutes between opening a decision and signing it

@@ -21,8 +21,8 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from services.capabilities.read_journal import ExternalRead
-from shared import db
-from shared.refusals import Conflict, Denied, NotFound
+from shared.data import db
+from shared.rpc.refusals import Conflict, Denied, NotFound
 from tessera.common.v1 import common_pb2  # the intent statuses (enum values) only: the store builds no messages
 
 MIGRATIONS = Path(__file__).parent / "migrations"

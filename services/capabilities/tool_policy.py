@@ -20,9 +20,9 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validato
 
 from services.capabilities.policy import Approvers, load_policy_file, summary_problem
 from services.capabilities.sandbox import Box
-from shared.bounded_json import canonical
+from shared.data.bounded_json import canonical
 from shared.paths import REPO_ROOT, var_dir
-from shared.tool_contracts import function_name
+from shared.tools.tool_contracts import function_name
 
 _NAME = r"^[a-z][a-z0-9_]*$"
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from shared.screen import Match, screen
+from shared.safety.screen import Match, screen
 
 # Verbs whose tools change something, in the forms a tool name uses (imperative) …
 _CHANGE_VERBS = frozenset("""

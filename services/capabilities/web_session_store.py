@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 
 from services.capabilities.store import web_sessions
-from shared import db
+from shared.data import db
 
 MAX_PER_PERSON = 50  # browsers and devices of one person at once; the oldest sign-in goes first beyond it
 ENDED_KEPT_SECONDS = 3600.0  # an ended session still says "ended" (not "unknown") for this long

@@ -22,8 +22,8 @@ from services.capabilities.enrollment import passkey_info
 from services.capabilities.ports import People, WebSessionRecords
 from services.capabilities.store import new_id
 from services.capabilities.web_session_store import WebSessionRecord
-from shared.actors import Actor
-from shared.refusals import Conflict, Denied, Invalid, NotFound, Refusal
+from shared.identity.actors import Actor
+from shared.rpc.refusals import Conflict, Denied, Invalid, NotFound, Refusal
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 
 _SECRET = re.compile(r"[A-Za-z0-9_-]{43}")  # secrets.token_urlsafe(32), as `open` makes them

@@ -31,12 +31,12 @@ from services.capabilities.tool_policy import ToolPolicy
 from services.capabilities.web_session_store import WebSessionStore
 from services.capabilities.web_sessions import WebSessions
 from services.capabilities.wording import Wording
-from shared import runtime
-from shared.actors import ActorVerifier
-from shared.certs import CredentialError, load_verify_key, verify_key_path
-from shared.channels import aio_channel
 from shared.config import peer_target
-from shared.db import prepare_schema, worth_waiting
+from shared.data.db import prepare_schema, worth_waiting
+from shared.identity.actors import ActorVerifier
+from shared.identity.certs import CredentialError, load_verify_key, verify_key_path
+from shared.rpc import runtime
+from shared.rpc.channels import aio_channel
 from tessera.capabilities.v1 import capabilities_pb2
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2_grpc

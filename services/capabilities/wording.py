@@ -12,7 +12,7 @@ import json
 
 from services.capabilities.policy import ActionPolicy, ChangeTarget
 from services.capabilities.tool_policy import ToolPolicy
-from shared.printable import printable
+from shared.safety.printable import printable
 from shared.ui.template import fill
 
 MAX_VALUE_CHARS = 80

@@ -25,9 +25,9 @@ from services.compiler import a2ui
 from services.compiler.diagnostics import Finding, Rejected
 from services.compiler.patch import apply_patch
 from services.compiler.proposal import RawBlock, Tree, decode, snapshot_tree
-from shared.bounded_json import canonical
-from shared.caches import SharedMemo, bounded_lru
-from shared.schema_check import Check, compile_check
+from shared.data.bounded_json import canonical
+from shared.data.caches import SharedMemo, bounded_lru
+from shared.data.schema_check import Check, compile_check
 from shared.ui.contracts import Catalog, ComponentContract, reserved_keywords
 from shared.ui.slice import MAX_PROPOSAL_BYTES, column_role, column_type, offer_tag, slice_hash
 from shared.ui.template import TemplateError, slot_names
@@ -169,7 +169,7 @@ class _BlockError(Exception):
 class Compiler:
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
-        # Compiles run in a thread pool: the memos are shared (shared/caches.py).
+        # Compiles run in a thread pool: the memos are shared (shared/data/caches.py).
         self._schemas = SharedMemo(bounded_lru(_SCHEMA_CACHE))  # schema JSON → its compiled check
         self._verified_slices = SharedMemo(bounded_lru(_SCHEMA_CACHE))  # serialized slice → True once checked
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shared.next_steps import NEXT_STEPS
+from shared.rpc.next_steps import NEXT_STEPS
 from tessera.common.v1 import common_pb2
 
 _SEVERITY = {"error": common_pb2.SEVERITY_ERROR, "warning": common_pb2.SEVERITY_WARNING,

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from services.compiler.diagnostics import Finding, Rejected
-from shared.bounded_json import BoundedJsonError, parse
+from shared.data.bounded_json import BoundedJsonError, parse
 
 BLOCK_ID = re.compile(r"[a-z][a-z0-9-]{0,31}")  # used with fullmatch: no trailing newline slips through
 RESERVED_IDS = frozenset({"root"})  # the synthesized A2UI root

@@ -8,8 +8,8 @@ from functools import partial
 
 from services.compiler.compile import CompileResult, SliceRefused
 from services.compiler.wiring import CompilerParts
-from shared.bounded_json import BoundedJsonError, canonical, parse
-from shared.refusals import Conflict, Invalid, Refusal
+from shared.data.bounded_json import BoundedJsonError, canonical, parse
+from shared.rpc.refusals import Conflict, Invalid, Refusal
 from shared.ui.slice import present_ui_schema
 from tessera.compiler.v1 import compiler_pb2, compiler_pb2_grpc
 

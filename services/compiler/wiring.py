@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from services.compiler.compile import Compiler
 from services.compiler.config import CompilerSettings
-from shared.runtime import Lifecycle, ServiceContext, StartupError, service_info
+from shared.rpc.runtime import Lifecycle, ServiceContext, StartupError, service_info
 from shared.ui.contracts import ContractError, load_catalog
 from tessera.common.v1 import common_pb2
 

@@ -6,8 +6,8 @@ from services.host.config import HostSettings
 from services.host.server import HostService
 from services.host.store import MIGRATIONS
 from services.host.wiring import build
-from shared import migrator
-from shared.runtime import serve, serving
+from shared.data import migrator
+from shared.rpc.runtime import serve, serving
 
 if __name__ == "__main__":
     if sys.argv[1:]:

@@ -24,10 +24,10 @@ from services.host.fanout import SurfaceFanout
 from services.host.peers import Peers, broker_refusal
 from services.host.store import CommandClaim, Session
 from services.host.windows import Windows
-from shared.bounded_json import BoundedJsonError, Limits, parse
-from shared.next_steps import metadata
-from shared.refusals import AlreadyExists, Conflict, Contended, Denied, Invalid, NotFound
-from shared.schema_check import compile_check
+from shared.data.bounded_json import BoundedJsonError, Limits, parse
+from shared.data.schema_check import compile_check
+from shared.rpc.next_steps import metadata
+from shared.rpc.refusals import AlreadyExists, Conflict, Contended, Denied, Invalid, NotFound
 from tessera.capabilities.v1 import capabilities_pb2
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2

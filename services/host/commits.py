@@ -25,8 +25,8 @@ from services.host.offers import Offers
 from services.host.peers import Peers, peer
 from services.host.store import Committed, RevisionConflict, Session
 from services.host.windows import Windows, first_windows, first_windows_message
-from shared.bounded_json import canonical
-from shared.refusals import AlreadyExists, Conflict, Contended, NotFound
+from shared.data.bounded_json import canonical
+from shared.rpc.refusals import AlreadyExists, Conflict, Contended, NotFound
 from tessera.common.v1 import common_pb2
 from tessera.compiler.v1 import compiler_pb2
 from tessera.host.v1 import host_pb2

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from pydantic import Field, model_validator
 
-from shared.certs import signing_key_path, verify_key_path
 from shared.config import ServiceSettings
+from shared.identity.certs import signing_key_path, verify_key_path
 from shared.paths import var_dir
 
 

@@ -12,7 +12,7 @@ import hashlib
 import json
 
 from services.host.store import JournalEntry, NewEntry
-from shared.bounded_json import canonical
+from shared.data.bounded_json import canonical
 from shared.ui.windows import FIRST_WINDOWS_PATH
 from tessera.host.v1 import host_pb2
 

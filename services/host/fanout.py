@@ -34,8 +34,8 @@ import sqlalchemy as sa
 from services.host.database import AsyncStore
 from services.host.envelopes import positioned
 from services.host.store import READ_BATCH, WAKE_CHANNEL, Appended
-from shared.refusals import Refusal, Unavailable
-from shared.wake_rounds import WakeRounds
+from shared.rpc.refusals import Refusal, Unavailable
+from shared.rpc.wake_rounds import WakeRounds
 from tessera.host.v1 import host_pb2
 
 logger = logging.getLogger("tessera.host.fanout")

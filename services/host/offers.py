@@ -11,11 +11,11 @@ import grpc
 from services.host.database import AsyncStore
 from services.host.peers import Peers, peer
 from services.host.store import Session, Turn
-from shared import tokens
-from shared.bounded_json import canonical
-from shared.errors import error_details
-from shared.next_steps import NEXT_STEPS
-from shared.refusals import Conflict, Invalid
+from shared.data.bounded_json import canonical
+from shared.identity import tokens
+from shared.rpc.errors import error_details
+from shared.rpc.next_steps import NEXT_STEPS
+from shared.rpc.refusals import Conflict, Invalid
 from shared.ui.slice import ActionOffer, ResourceOffer, SliceRequest, freeze_slice, model_view
 from tessera.capabilities.v1 import capabilities_pb2
 from tessera.common.v1 import common_pb2

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 
 import grpc
 
-from shared.channels import aio_channel
 from shared.config import peer_target
-from shared.errors import TesseraError, error_details, relayed
-from shared.refusals import Conflict, Unavailable
+from shared.rpc.channels import aio_channel
+from shared.rpc.errors import TesseraError, error_details, relayed
+from shared.rpc.refusals import Conflict, Unavailable
 from tessera.capabilities.v1 import capabilities_pb2_grpc
 from tessera.compiler.v1 import compiler_pb2_grpc
 from tessera.resources.v1 import resources_pb2_grpc

@@ -13,7 +13,7 @@ import json
 from services.host.fanout import snapshot_required
 from services.host.store import Session, TurnEnd, TurnFinished, TurnRecord
 from services.host.wiring import HostParts
-from shared.refusals import Conflict, Denied, Invalid, NotFound
+from shared.rpc.refusals import Conflict, Denied, Invalid, NotFound
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2, host_pb2_grpc
 

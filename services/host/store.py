@@ -17,8 +17,8 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from shared import db
-from shared.db import Writer, ping, reads
+from shared.data import db
+from shared.data.db import Writer, ping, reads
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 metadata = sa.MetaData()

@@ -24,10 +24,10 @@ from services.host.envelopes import data_model_update
 from services.host.fanout import SurfaceFanout
 from services.host.peers import Peers, peer
 from services.host.store import NewEntry, Session
-from shared import tokens
-from shared.bounded_json import canonical
-from shared.field_rules import stated
-from shared.refusals import Refusal, Unavailable
+from shared.data.bounded_json import canonical
+from shared.identity import tokens
+from shared.rpc.field_rules import stated
+from shared.rpc.refusals import Refusal, Unavailable
 from shared.ui.windows import FIRST_WINDOWS_PATH, window_key, window_path
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2

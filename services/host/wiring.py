@@ -18,10 +18,10 @@ from services.host.offers import Offers
 from services.host.peers import Peers
 from services.host.store import MIGRATIONS, HostStore, engine_for
 from services.host.windows import Windows
-from shared import runtime
-from shared.actors import ActorVerifier
-from shared.certs import CredentialError, load_signing_key, load_verify_key
-from shared.db import prepare_schema, worth_waiting
+from shared.data.db import prepare_schema, worth_waiting
+from shared.identity.actors import ActorVerifier
+from shared.identity.certs import CredentialError, load_signing_key, load_verify_key
+from shared.rpc import runtime
 from shared.ui.contracts import ContractError, load_catalog
 from tessera.common.v1 import common_pb2
 

@@ -27,9 +27,9 @@ from cachetools import LRUCache
 from google.protobuf.json_format import MessageToDict
 from mcp.server.apps import APP_MIME_TYPE
 
-from shared.caches import bounded_lru
-from shared.refusals import Denied, Exhausted, Invalid
-from shared.surface_envelopes import CursorInvalid, client_command, cursor_text, envelope_dict, parse_cursor
+from shared.data.caches import bounded_lru
+from shared.rpc.refusals import Denied, Exhausted, Invalid
+from shared.ui.surface_envelopes import CursorInvalid, client_command, cursor_text, envelope_dict, parse_cursor
 from shared.ui.windows import resource_of_window
 from tessera.host.v1 import host_pb2
 

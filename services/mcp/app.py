@@ -40,12 +40,12 @@ from services.mcp.issuer_keys import IssuerKeys
 from services.mcp.oauth import JwtAccessTokens, TokenPolicy, person_of
 from services.mcp.wiring import McpParts, build
 from shared import __version__
-from shared.certs import CredentialError
-from shared.channels import aio_channel
 from shared.config import peer_target
-from shared.http_process import listening_socket, serve_app
+from shared.identity.certs import CredentialError
 from shared.logs import setup_logging
-from shared.runtime import fail_startup, load_process_credentials
+from shared.rpc.channels import aio_channel
+from shared.rpc.http_process import listening_socket, serve_app
+from shared.rpc.runtime import fail_startup, load_process_credentials
 from tessera.agent.v1 import agent_pb2_grpc
 from tessera.host.v1 import host_pb2_grpc
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 from pydantic import Field, model_validator
 
 from shared.config import ServiceSettings
-from shared.mcp_http import LOCAL_HOSTS, MCP_PATH
-from shared.public_url import follow_public_url
+from shared.identity.public_url import follow_public_url
+from shared.rpc.mcp_http import LOCAL_HOSTS, MCP_PATH
 
 LOCAL_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*")
 
 
 class McpSettings(ServiceSettings):
     # resource_url, web_url, allowed_hosts and allowed_origins follow TESSERA_PUBLIC_URL where they are not set
-    # (shared/public_url.py): <public url>/mcp, the public URL, its host and its origin beside the local ones.
+    # (shared/identity/public_url.py): <public url>/mcp, the public URL, its host and its origin beside the local ones.
     # Remote clients (streamable HTTP) present OAuth 2.1 bearer tokens from this authorization server (the
     # MCP authorization spec): JWT access tokens (RFC 9068), checked against its published keys. Empty: the
     # HTTP front refuses every MCP request (503 with the reason) and only local stdio use works.

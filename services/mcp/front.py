@@ -29,13 +29,13 @@ from services.mcp.answer_app import (
     with_answer_frame,
 )
 from services.mcp.turns import QUESTION_OPENERS, OutsideTurn, TurnUnavailable, question_of
-from shared.actors import assert_actor
-from shared.caches import bounded_lru
-from shared.errors import error_details
+from shared.data.caches import bounded_lru
+from shared.identity.actors import assert_actor
 from shared.logs import log
-from shared.next_steps import metadata
-from shared.refusals import Refusal
-from shared.tool_bridge import refused
+from shared.rpc.errors import error_details
+from shared.rpc.next_steps import metadata
+from shared.rpc.refusals import Refusal
+from shared.tools.tool_bridge import refused
 from tessera.agent.v1 import agent_pb2
 from tessera.host.v1 import host_pb2
 

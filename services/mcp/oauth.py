@@ -17,7 +17,7 @@ from joserfc.jwk import KeySet
 from mcp.server.auth.provider import AccessToken
 
 from services.mcp.issuer_keys import IssuerKeys
-from shared.actors import valid_id
+from shared.identity.actors import valid_id
 
 SIGNING_ALGORITHMS = ["RS256", "ES256", "PS256", "EdDSA"]  # never "none", never a shared-secret HMAC
 LEEWAY_SECONDS = 60

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import grpc
 
-from shared.errors import error_details
-from shared.field_rules import max_chars
-from shared.refusals import Refusal
+from shared.rpc.errors import error_details
+from shared.rpc.field_rules import max_chars
+from shared.rpc.refusals import Refusal
 from tessera.agent.v1 import agent_pb2
 from tessera.common.v1 import common_pb2
 from tessera.rules.v1 import rules_pb2
@@ -107,6 +107,6 @@ class OutsideTurn:
 
 
 def _unavailable(exc: grpc.aio.AioRpcError) -> TurnUnavailable:
-    """The agent's refusal as it gave it; an agent nobody reached, in words (shared.errors)."""
+    """The agent's refusal as it gave it; an agent nobody reached, in words (shared.rpc.errors)."""
     details = error_details(exc, "agent")
     return TurnUnavailable(details.reason, details.message or "Tessera's agent could not serve this call")

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from services.mcp.config import McpSettings
-from shared.certs import Credentials, load_signing_key, signing_key_path
+from shared.identity.certs import Credentials, load_signing_key, signing_key_path
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -25,7 +25,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from shared.mcp_http import HEALTH_PATH, MCP_PATH, transport_security
+from shared.rpc.mcp_http import HEALTH_PATH, MCP_PATH, transport_security
 
 if TYPE_CHECKING:
     from mcp import Client

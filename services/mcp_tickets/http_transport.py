@@ -1,11 +1,11 @@
-"""The tickets server over streamable HTTP: how its own pod serves it on Kubernetes (shared.mcp_http)."""
+"""The tickets server over streamable HTTP: how its own pod serves it on Kubernetes (shared.rpc.mcp_http)."""
 
 from __future__ import annotations
 
 import uvicorn
 from mcp.server.mcpserver import MCPServer
 
-from shared.mcp_http import MCP_PATH, transport_security
+from shared.rpc.mcp_http import MCP_PATH, transport_security
 
 
 def serve_http(server: MCPServer, host: str, port: int, allowed_hosts: list[str]) -> None:

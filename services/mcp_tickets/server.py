@@ -55,7 +55,7 @@ def build_server(database: Path | None = None) -> MCPServer:
     db = _connect(path)
     server = MCPServer("tickets", instructions="A support ticket system.")
 
-    # shared.mcp_http.HEALTH_PATH, written out: the stdio server's box holds only this package, not shared/.
+    # shared.rpc.mcp_http.HEALTH_PATH, written out: the stdio server's box holds only this package, not shared/.
     @server.custom_route("/healthz", methods=["GET"])
     async def health(request: Request) -> JSONResponse:
         """Ready when its database answers (a probe over HTTP; unused over stdio)."""

@@ -6,8 +6,8 @@ from services.resources.config import ResourcesSettings
 from services.resources.server import ResourceGatewayService
 from services.resources.store import MIGRATIONS
 from services.resources.wiring import build
-from shared import migrator
-from shared.runtime import serve, serving
+from shared.data import migrator
+from shared.rpc.runtime import serve, serving
 
 if __name__ == "__main__":
     if sys.argv[1:]:

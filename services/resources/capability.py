@@ -18,7 +18,7 @@ import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from shared.refusals import Conflict, Denied
+from shared.rpc.refusals import Conflict, Denied
 
 TOKEN_LIFETIME_SECONDS = 8 * 3600
 MAX_TOKEN_CHARS = 64_000

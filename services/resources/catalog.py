@@ -27,7 +27,7 @@ from services.resources.semantic_model import (
     SemanticModelError,
     key_fields,
 )
-from shared.bounded_json import canonical
+from shared.data.bounded_json import canonical
 
 MAX_ENTITIES = 12
 MAX_FIELDS_PER_ENTITY = 40

@@ -6,10 +6,10 @@ from pathlib import Path
 
 from pydantic import Field, model_validator
 
-from shared.certs import secret_path, signing_key_path, verify_key_path
 from shared.config import ServiceSettings
-from shared.field_rules import stated
+from shared.identity.certs import secret_path, signing_key_path, verify_key_path
 from shared.paths import DEMO_SEMANTIC_MODEL, default_warehouse, var_dir
+from shared.rpc.field_rules import stated
 from tessera.resources.v1 import resources_pb2
 
 # Policy bounds: the model never picks a row limit; operators pick within these.

@@ -21,7 +21,7 @@ import jsonschema
 
 from services.resources import periods
 from services.resources.catalog import Catalog, CatalogEntity, CatalogField, CatalogMetric, CatalogRelationship
-from shared.analysis_draft import (
+from shared.data.analysis_draft import (
     DRAFT_07,
     DRAFT_SCHEMA,
     GRAINS,
@@ -33,11 +33,11 @@ from shared.analysis_draft import (
     TEXT_OPS,
     mode_schema,
 )
-from shared.bounded_json import BoundedJsonError, Limits, parse
-from shared.next_steps import metadata
-from shared.refusals import Invalid, Refusal
-from shared.schema_check import compile_check
-from shared.schema_errors import explain
+from shared.data.bounded_json import BoundedJsonError, Limits, parse
+from shared.data.schema_check import compile_check
+from shared.data.schema_errors import explain
+from shared.rpc.next_steps import metadata
+from shared.rpc.refusals import Invalid, Refusal
 
 NUMERIC = frozenset({"integer", "decimal", "float"})
 TEMPORAL = frozenset({"date", "timestamp"})

@@ -1,7 +1,7 @@
 """The Resource Gateway's domain: catalog, capability, drafts, results, grants.
 
 Synchronous and free of gRPC plumbing (the servicer runs it on a bounded
-thread pool); every refusal is a domain refusal (shared/refusals.py) with a stable reason, which the
+thread pool); every refusal is a domain refusal (shared/rpc/refusals.py) with a stable reason, which the
 interceptor maps to its status.
 """
 
@@ -34,10 +34,10 @@ from services.resources.revocations import RevocationChecks
 from services.resources.semantic_model import SemanticModel
 from services.resources.warehouse import Warehouse
 from services.resources.window_rows import EncodedRows
-from shared import tokens
-from shared.caches import SharedMemo, expiring
-from shared.next_steps import metadata
-from shared.refusals import Conflict, Denied, Exhausted, Invalid, NotFound, Refusal, Unavailable
+from shared.data.caches import SharedMemo, expiring
+from shared.identity import tokens
+from shared.rpc.next_steps import metadata
+from shared.rpc.refusals import Conflict, Denied, Exhausted, Invalid, NotFound, Refusal, Unavailable
 from tessera.common.v1 import common_pb2
 from tessera.resources.v1 import resources_pb2
 

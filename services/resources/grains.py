@@ -9,8 +9,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.sql.elements import ColumnElement
 
-from shared.analysis_draft import GRAINS
-from shared.refusals import Conflict
+from shared.data.analysis_draft import GRAINS
+from shared.rpc.refusals import Conflict
 
 
 def time_bucket(column: ColumnElement, grain: str, dialect: str) -> ColumnElement:

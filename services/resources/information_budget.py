@@ -14,8 +14,8 @@ from services.resources.config import ResourcesSettings
 from services.resources.draft import Draft
 from services.resources.ports import Admission, AnalysisAdmissions, AnalysisLimits, AnalysisRefusal, Search
 from services.resources.shapes import shape_of
-from shared.next_steps import metadata
-from shared.refusals import Denied, Exhausted, Refusal
+from shared.rpc.next_steps import metadata
+from shared.rpc.refusals import Denied, Exhausted, Refusal
 
 logger = logging.getLogger("tessera.resources.audit")
 

@@ -15,8 +15,8 @@ from services.resources.draft import TEMPORAL
 from services.resources.results import normalize_cell
 from services.resources.semantic_model import MAX_PHRASE_WORDS, key_fields, spoken_words
 from services.resources.warehouse import Warehouse
-from shared.next_steps import metadata
-from shared.refusals import Invalid, Refusal
+from shared.rpc.next_steps import metadata
+from shared.rpc.refusals import Invalid, Refusal
 
 MAX_DOMAIN_VALUES = 20
 MAX_MATCHES = 20

@@ -37,8 +37,8 @@ from services.resources.draft import (
     role_words,
 )
 from services.resources.grains import time_bucket
-from shared.caches import SharedMemo, bounded_lru
-from shared.refusals import Refusal
+from shared.data.caches import SharedMemo, bounded_lru
+from shared.rpc.refusals import Refusal
 
 MAX_CACHED_JOINS = 1024
 MAX_CACHED_PLANS = 256
@@ -163,7 +163,7 @@ class QueryCompiler:
         self.catalog = catalog
         self.dialect = dialect
         self._aliases: dict[tuple[str, str], sa.FromClause] = {}
-        # Memos shared by the gateway's worker threads (shared/caches.py): least recently used go first.
+        # Memos shared by the gateway's worker threads (shared/data/caches.py): least recently used go first.
         self._atoms = SharedMemo(bounded_lru(MAX_CACHED_JOINS))
         self._joins = SharedMemo(bounded_lru(MAX_CACHED_JOINS))
         self._buckets: dict[tuple[str, str, str], ColumnElement] = {}

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from services.resources.freshness import DataVersion
 from services.resources.ports import CachedResult, ResultCacheIndex
 from services.resources.results import PinnedResult
-from shared.bounded_json import canonical
-from shared.caches import SharedMemo, expiring_each
+from shared.data.bounded_json import canonical
+from shared.data.caches import SharedMemo, expiring_each
 from shared.logs import log
 
 logger = logging.getLogger("tessera.resources.cache")

@@ -13,7 +13,7 @@ import hashlib
 from dataclasses import dataclass
 
 from services.resources.query_compiler import OutputColumn
-from shared.bounded_json import canonical
+from shared.data.bounded_json import canonical
 
 _SIX_PLACES = decimal.Decimal("0.000001")
 

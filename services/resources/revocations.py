@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from services.resources.ports import GrantRevocations
-from shared.caches import SharedMemo, bounded_lru, expiring_each
+from shared.data.caches import SharedMemo, bounded_lru, expiring_each
 
 # Grants one replica reads windows with at once; one forgotten is asked about again, which costs a query.
 MAX_REMEMBERED = 10_000

@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from services.resources import expressions
-from shared import strict_yaml
+from shared.data import strict_yaml
 
 FieldType = Literal["string", "integer", "decimal", "float", "boolean", "date", "timestamp"]
 Exposure = Literal["never-to-model", "aggregate-only", "filter-only", "bounded-values"]

@@ -10,10 +10,10 @@ from functools import partial
 from services.resources.capability import Capability
 from services.resources.gateway import COLUMN_ROLES, COLUMN_TYPES, Gateway, Window, WindowAsk
 from services.resources.wiring import ResourcesParts
-from shared.analysis_draft import DRAFT_SCHEMA_JSON, DRAFT_SCHEMA_SHA256, DRAFT_SCHEMA_VERSION
-from shared.encoded_replies import EncodedReply, answers_encoded, length_delimited
-from shared.errors import status_of
-from shared.refusals import Exhausted, Refusal
+from shared.data.analysis_draft import DRAFT_SCHEMA_JSON, DRAFT_SCHEMA_SHA256, DRAFT_SCHEMA_VERSION
+from shared.rpc.encoded_replies import EncodedReply, answers_encoded, length_delimited
+from shared.rpc.errors import status_of
+from shared.rpc.refusals import Exhausted, Refusal
 from tessera.common.v1 import common_pb2
 from tessera.resources.v1 import resources_pb2, resources_pb2_grpc
 

@@ -51,7 +51,7 @@ from services.resources.draft import (
     RelativePeriod,
     SameRow,
 )
-from shared.bounded_json import canonical
+from shared.data.bounded_json import canonical
 
 PLACEHOLDER = "?"
 SELECTION = "="  # which rows: values the model may see, kept in the shape, masked in the variant

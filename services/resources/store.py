@@ -26,9 +26,9 @@ from sqlalchemy.dialects import postgresql, sqlite
 from services.resources.ports import Admission, AnalysisLimits, AnalysisRefusal, CachedResult, Search
 from services.resources.query_compiler import OutputColumn
 from services.resources.results import PinnedResult, content_hash
-from shared import db
-from shared.bounded_json import canonical
-from shared.caches import SharedMemo, bounded_lru
+from shared.data import db
+from shared.data.bounded_json import canonical
+from shared.data.caches import SharedMemo, bounded_lru
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 CACHE_ENTRIES = 16  # pinned results are immutable: a replica may keep the recent ones in memory

@@ -21,9 +21,9 @@ from sqlalchemy import event
 from sqlalchemy.dialects import registry
 
 from services.resources.deadlines import Deadline, DeadlineWatcher
-from shared.db import check_idle_connection, ping, unreachable
-from shared.next_steps import metadata
-from shared.refusals import Refusal, TimedOut
+from shared.data.db import check_idle_connection, ping, unreachable
+from shared.rpc.next_steps import metadata
+from shared.rpc.refusals import Refusal, TimedOut
 
 
 class CachingDuckDBDialect(DuckDBDialect):

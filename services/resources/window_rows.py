@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from services.resources.results import PinnedResult
-from shared.bounded_json import canonical
-from shared.caches import SharedMemo, sized_lru
+from shared.data.bounded_json import canonical
+from shared.data.caches import SharedMemo, sized_lru
 from tessera.resources.v1 import resources_pb2
 
 # Small enough that a window far into a large result encodes little beyond itself, large enough that a

@@ -17,8 +17,8 @@ from services.resources.gateway import Gateway, utc_today
 from services.resources.semantic_model import SemanticModelError, load_semantic_model
 from services.resources.store import StoreUnavailable, open_store
 from services.resources.warehouse import Warehouse, WarehouseUnavailable
-from shared import runtime
-from shared.certs import CredentialError, load_secret, load_signing_key, load_verify_key
+from shared.identity.certs import CredentialError, load_secret, load_signing_key, load_verify_key
+from shared.rpc import runtime
 from tessera.common.v1 import common_pb2
 
 

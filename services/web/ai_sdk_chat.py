@@ -24,8 +24,8 @@ from collections.abc import AsyncIterator
 import grpc
 from google.protobuf.json_format import MessageToDict
 
-from shared.errors import error_details
-from shared.surface_envelopes import cursor_text
+from shared.rpc.errors import error_details
+from shared.ui.surface_envelopes import cursor_text
 from shared.ui.windows import FIRST_WINDOWS_PATH, key_of_window
 from tessera.agent.v1 import agent_pb2
 from tessera.common.v1 import common_pb2
@@ -209,7 +209,7 @@ class _Merge:
                 return []
             return [self._envelope(item)]
         if kind in ("turn-failed", "turn-ended") and not self.done:  # no `done`: the turn could not run or broke
-            # The agent's refusal as it gave it; an agent nobody reached, in words (shared.errors).
+            # The agent's refusal as it gave it; an agent nobody reached, in words (shared.rpc.errors).
             told = error_details(item, "agent") if item is not None else None
             reason, message = (told.reason, told.message) if told else ("TURN_BROKEN", "the turn ended early")
             opening = [] if self.started else [{"type": "start"}]

@@ -50,12 +50,12 @@ from services.web.bodies import OPTIONAL_PLAIN_ID, PLAIN_ID, QUESTION, AskBody, 
 from services.web.session import Assertions, BrowserSession, Person, cookie_of
 from services.web.session_records import SessionRecords, SessionRefused
 from services.web.surface_feeds import SSE_BATCH, FeedResponse, SurfaceFeeds, ViewerKey
-from shared.bounded_json import BoundedJsonError, Limits, parse
-from shared.caches import bounded_lru
-from shared.errors import ErrorDetails, error_details
+from shared.data.bounded_json import BoundedJsonError, Limits, parse
+from shared.data.caches import bounded_lru
 from shared.logs import log
-from shared.refusals import Refusal
-from shared.surface_envelopes import CursorInvalid, client_command, cursor_text, envelope_dict, parse_cursor
+from shared.rpc.errors import ErrorDetails, error_details
+from shared.rpc.refusals import Refusal
+from shared.ui.surface_envelopes import CursorInvalid, client_command, cursor_text, envelope_dict, parse_cursor
 from tessera.agent.v1 import agent_pb2
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.common.v1 import common_pb2
@@ -92,7 +92,7 @@ MAX_NOTICED, NOTICE_ID_CHARS = 20, 16  # the newest 20, each id as far as the pa
 
 def _refused(exc: grpc.aio.AioRpcError, service: str | None = None) -> ApiError:
     """What the person is shown of a failed call to `service`: a service's own refusal as it gave it; a call
-    that found no one answering (the peer is down or restarting) in plain words (shared.errors), never gRPC's
+    that found no one answering (the peer is down or restarting) in plain words (shared.rpc.errors), never gRPC's
     socket-level text."""
     details = error_details(exc, service)
     return ApiError(_status(details), details.reason, details.message)
@@ -209,7 +209,7 @@ class WebApi:
         self.sign_in_hint = sign_in_hint  # how a person without a session signs in, in words
         self.secure_cookies = secure_cookies  # served over https: cookies never travel in the clear
         self.oidc_login = oidc_login  # {"url", "provider"} of the OpenID sign-in, when configured
-        # browser session → its host session; on the event loop only (shared/caches.py)
+        # browser session → its host session; on the event loop only (shared/data/caches.py)
         self._host_sessions = bounded_lru(MAX_REMEMBERED_SESSIONS)
 
     # --- plumbing -----------------------------------------------------------------------------------------

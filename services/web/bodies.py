@@ -1,5 +1,5 @@
 """What web accepts from a browser or an app, as pydantic models whose bounds are the contracts' own
-(proto/tessera/rules/v1/rules.proto, read through shared/field_rules.py): a body a service would refuse is refused
+(proto/tessera/rules/v1/rules.proto, read through shared/rpc/field_rules.py): a body a service would refuse is refused
 here, before any call, with the services' reason (FIELD_INVALID) and a JSON Pointer into the body."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Annotated, TypeVar
 from pydantic import AfterValidator, BaseModel, ConfigDict, StrictBool, StrictStr, StringConstraints, TypeAdapter
 from pydantic import ValidationError as PydanticError
 
-from shared.field_rules import text_bounds
+from shared.rpc.field_rules import text_bounds
 from tessera.rules.v1 import rules_pb2
 
 
@@ -27,7 +27,7 @@ _NOUNS: dict[str, str] = {}  # pattern → what the contract calls such text, fo
 def _text(kind: int, required: bool = False):
     bounds = text_bounds(kind)
     pattern = None
-    if bounds.pattern:  # the contract's pattern holds for text that is not empty, as shared/field_rules.py reads it
+    if bounds.pattern:  # the contract's pattern holds for text that is not empty, as shared/rpc/field_rules.py reads it
         pattern = f"^(?:{bounds.pattern}){'' if required else '?'}$"
         _NOUNS[pattern] = bounds.noun
     return Annotated[StrictStr, StringConstraints(min_length=1 if required else 0, max_length=bounds.max_chars,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field, SecretStr, model_validator
 
 from shared.config import ServiceSettings
-from shared.public_url import follow_public_url
+from shared.identity.public_url import follow_public_url
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
@@ -26,7 +26,7 @@ class WebSettings(ServiceSettings):
     oidc_tenant: str = ""
     oidc_name_claim: str = "name"
     oidc_provider_name: str = Field(default="your organisation", max_length=80)  # "Sign in with …"
-    # The next three follow TESSERA_PUBLIC_URL where they are not set (shared/public_url.py).
+    # The next three follow TESSERA_PUBLIC_URL where they are not set (shared/identity/public_url.py).
     # Where people's browsers reach web (e.g. https://tessera.example.com): the OpenID redirect URI is built
     # from it. Empty: from each request's own scheme and host.
     public_url: str = ""

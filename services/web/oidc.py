@@ -31,7 +31,7 @@ from starlette.routing import Route
 
 from services.web.session import Person, SessionCookies, cookie_of
 from services.web.session_records import SessionRefused
-from shared.actors import MAX_DISPLAY_NAME_CHARS
+from shared.identity.actors import MAX_DISPLAY_NAME_CHARS
 from shared.logs import log
 
 logger = logging.getLogger("tessera.web")

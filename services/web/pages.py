@@ -22,9 +22,9 @@ from starlette.staticfiles import StaticFiles
 from services.web.session import cookie_of
 from services.web.session_records import SessionRecords, SessionRefused
 from shared import __version__
-from shared.certs import Credentials
-from shared.channels import aio_channel
 from shared.config import peer_target
+from shared.identity.certs import Credentials
+from shared.rpc.channels import aio_channel
 
 UPSTREAMS = ("host", "agent", "capabilities")
 HEALTH_TIMEOUT_SECONDS = 2.0

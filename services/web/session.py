@@ -26,7 +26,7 @@ import secrets
 import time
 from dataclasses import dataclass
 
-from shared.actors import MAX_DISPLAY_NAME_CHARS, assert_actor, valid_id
+from shared.identity.actors import MAX_DISPLAY_NAME_CHARS, assert_actor, valid_id
 from tessera.common.v1 import common_pb2
 
 COOKIE = "tessera_session"

@@ -21,9 +21,9 @@ from collections.abc import Callable
 import grpc
 
 from services.web.session import BrowserSession, PasskeyAdded, Person, SessionCookies
-from shared.caches import bounded_lru, expiring
-from shared.errors import ErrorDetails, error_details
+from shared.data.caches import bounded_lru, expiring
 from shared.logs import log
+from shared.rpc.errors import ErrorDetails, error_details
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 
 logger = logging.getLogger("tessera.web")

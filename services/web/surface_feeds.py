@@ -28,7 +28,7 @@ import grpc
 from cachetools import TTLCache
 
 from shared.logs import log
-from shared.wake_rounds import WakeRounds
+from shared.rpc.wake_rounds import WakeRounds
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from services.web.config import WebSettings
 from services.web.oidc import OidcConfig
 from services.web.session import Assertions, SessionCookies, cookie_key
-from shared.certs import Credentials, load_signing_key, signing_key_path
+from shared.identity.certs import Credentials, load_signing_key, signing_key_path
 from shared.logs import log
 
 logger = logging.getLogger("tessera.web")

@@ -1,1 +1,2 @@
-"""The UI plane's shared library: component contracts, catalogs and frozen catalog slices."""
+"""The UI plane's shared library: component contracts, catalogs, frozen catalog slices and the surface journal as
+clients read it."""

@@ -19,9 +19,9 @@ from typing import Literal
 import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from shared import strict_yaml
-from shared.bounded_json import canonical
-from shared.schema_check import compile_check
+from shared.data import strict_yaml
+from shared.data.bounded_json import canonical
+from shared.data.schema_check import compile_check
 
 MAX_COMPONENTS = 32
 CATALOGS_DIR = Path(__file__).parent / "catalogs"

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 from google.protobuf.json_format import MessageToDict
 
-from shared.bounded_json import canonical
-from shared.field_rules import stated
+from shared.data.bounded_json import canonical
+from shared.rpc.field_rules import stated
 from shared.ui.contracts import Catalog, ComponentContract
 from tessera.common.v1 import common_pb2
 from tessera.compiler.v1 import compiler_pb2

@@ -15,11 +15,11 @@ from decimal import ROUND_HALF_UP, Decimal
 import sqlalchemy as sa
 from playwright.sync_api import expect
 
-from shared.actors import assert_actor
-from shared.certs import load_signing_key, signing_key_path
-from shared.channels import sync_channel
-from shared.contracts import invoke
+from shared.identity.actors import assert_actor
+from shared.identity.certs import load_signing_key, signing_key_path
 from shared.paths import REPO_ROOT
+from shared.rpc.channels import sync_channel
+from shared.rpc.contracts import invoke
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.host.v1 import host_pb2
 from tests.browser.conftest import screenshot

@@ -11,12 +11,12 @@ import grpc
 import httpx
 import pytest
 
-from shared.actors import assert_actor
-from shared.certs import load_signing_key, signing_key_path
-from shared.channels import sync_channel
-from shared.contracts import invoke_stream
-from shared.decisions import request_challenge
-from shared.errors import error_details
+from shared.identity.actors import assert_actor
+from shared.identity.certs import load_signing_key, signing_key_path
+from shared.identity.decisions import request_challenge
+from shared.rpc.channels import sync_channel
+from shared.rpc.contracts import invoke_stream
+from shared.rpc.errors import error_details
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.common.v1 import common_pb2
 from tests.browser.conftest import open_signed_in

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from shared.authz import declared_callers
-from shared.contracts import SERVICES, file_descriptors
+from shared.rpc.authz import declared_callers
+from shared.rpc.contracts import SERVICES, file_descriptors
 from tessera.authz.v1 import authz_pb2
 
 

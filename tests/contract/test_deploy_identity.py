@@ -15,7 +15,7 @@ import yaml
 from cli.deploy_check import _policy_users, certificate_policy_problems
 from cli.deploy_identity import SCHEME, TRUST_DOMAIN, dns_name, policy_name
 from cli.deploy_objects import NAMESPACE
-from shared.identity import GRPC_SERVICE_NAMES, PROCESS_NAMES
+from shared.identity.principals import GRPC_SERVICE_NAMES, PROCESS_NAMES
 from shared.paths import REPO_ROOT
 
 K8S = REPO_ROOT / "deploy" / "k8s"

@@ -57,11 +57,11 @@ from cli.deploy_mcp_servers import (
 from cli.deploy_migrations import MIGRATE, job_name
 from cli.deploy_migrations import secret_name as migrator_secret
 from services.capabilities.tool_policy import ToolPolicyFile
-from shared.certs import is_private_file
 from shared.config import DEFAULT_PORTS
-from shared.identity import HTTP_PROCESS_NAMES
+from shared.identity.certs import is_private_file
+from shared.identity.principals import HTTP_PROCESS_NAMES
 from shared.paths import REPO_ROOT
-from shared.spiffe_channels import SLOTS_PER_NAME
+from shared.rpc.spiffe_channels import SLOTS_PER_NAME
 
 K8S = REPO_ROOT / "deploy" / "k8s"
 TOOLS = REPO_ROOT / ".venv-deploy" / "bin"

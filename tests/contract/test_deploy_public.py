@@ -12,8 +12,8 @@ import yaml
 
 from cli.deploy_public import PROTECTED_RESOURCE_PATH, PUBLIC_CONFIG_MAP, TLS_SECRET
 from shared.config import DEFAULT_PORTS
+from shared.identity.public_url import parse_public_url
 from shared.paths import REPO_ROOT
-from shared.public_url import parse_public_url
 
 K8S = REPO_ROOT / "deploy" / "k8s"
 KUBECTL = REPO_ROOT / ".venv-deploy" / "bin" / "kubectl"

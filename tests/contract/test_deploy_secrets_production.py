@@ -21,7 +21,7 @@ from cli.deploy_manifests import SPECS, secret_name
 from cli.deploy_mcp_servers import credentials_secret, load_policy
 from cli.deploy_migrations import secret_name as migrator_secret_name
 from cli.deploy_objects import setting_file
-from shared.certs import SECRET_PRINCIPALS, SIGNING_PRINCIPALS, load_signing_key
+from shared.identity.certs import SECRET_PRINCIPALS, SIGNING_PRINCIPALS, load_signing_key
 from shared.paths import REPO_ROOT
 
 # Distinct passwords, so any of them showing up in what the command prints is a leak.

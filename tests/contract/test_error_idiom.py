@@ -1,4 +1,4 @@
-"""One way to say no (shared/refusals.py), one mapping to a gRPC status (shared/errors.py, `status_of`).
+"""One way to say no (shared/rpc/refusals.py), one mapping to a gRPC status (shared/rpc/errors.py, `status_of`).
 
 Tessera's code raises refusals; only the mapping makes a status: `status_of` for a refusal, `relayed` for a peer's
 refusal passed on, and the interceptor's INTERNAL for what nobody refused. A status built anywhere else is a
@@ -13,7 +13,7 @@ from pathlib import Path
 from shared.paths import REPO_ROOT
 
 # The mapping, and the interceptor that applies it (and says INTERNAL for what nobody refused).
-MAPPING = {Path("shared/errors.py"), Path("shared/interceptor.py")}
+MAPPING = {Path("shared/rpc/errors.py"), Path("shared/rpc/interceptor.py")}
 CODE = [path for folder in ("services", "shared", "cli") for path in (REPO_ROOT / folder).rglob("*.py")
         if "gen" not in path.relative_to(REPO_ROOT).parts]
 

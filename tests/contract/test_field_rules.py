@@ -1,4 +1,4 @@
-"""The contracts' field rules as the interceptor checks them (shared/field_rules.py): each kind of rule, on the real
+"""The contracts' field rules as the interceptor checks them (shared/rpc/field_rules.py): each kind of rule, on the real
 request messages, refused with FIELD_INVALID, the offending field's JSON Pointer and the bound it broke; a rule
 that cannot fit its field stops the server when it is built."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-from shared.field_rules import RequestRules, RuleMisfit, max_chars, stated
-from shared.next_steps import NEXT_STEPS
-from shared.refusals import Invalid
+from shared.rpc.field_rules import RequestRules, RuleMisfit, max_chars, stated
+from shared.rpc.next_steps import NEXT_STEPS
+from shared.rpc.refusals import Invalid
 from shared.ui.slice import MAX_PROPOSAL_BYTES
 from tessera.agent.v1 import agent_pb2
 from tessera.capabilities.v1 import capabilities_pb2

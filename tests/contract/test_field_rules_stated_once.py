@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import ast
 
-from shared.contracts import SERVICES
-from shared.field_rules import field_rules
 from shared.paths import REPO_ROOT
+from shared.rpc.contracts import SERVICES
+from shared.rpc.field_rules import field_rules
 
 
 def ruled_request_fields() -> tuple[set[str], set[str]]:

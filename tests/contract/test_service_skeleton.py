@@ -15,8 +15,8 @@ import importlib
 
 import pytest
 
-from shared.contracts import SERVICES
 from shared.paths import REPO_ROOT
+from shared.rpc.contracts import SERVICES
 
 GRPC = sorted(SERVICES)
 HTTP = ["mcp", "web"]
@@ -26,7 +26,7 @@ NOT_SERVICES = {
     "mcp_tickets": "the demo's outside MCP tool server, the kind of code the broker boxes: it must not be ours",
 }
 # What a servicer must not make for itself: wiring.py makes it and hands it over.
-MADE_IN_WIRING = ("sqlalchemy", "shared.certs", "shared.channels", "shared.runtime", "shared.config")
+MADE_IN_WIRING = ("sqlalchemy", "shared.identity.certs", "shared.rpc.channels", "shared.rpc.runtime", "shared.config")
 
 
 def _tree(path) -> ast.Module:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import re
 
-from shared.authz import declared_callers
-from shared.contracts import SERVICES
-from shared.identity import PRINCIPAL_NAMES
+from shared.identity.principals import PRINCIPAL_NAMES
 from shared.paths import REPO_ROOT
+from shared.rpc.authz import declared_callers
+from shared.rpc.contracts import SERVICES
 
 
 def designed_callers() -> dict[str, set[str]]:

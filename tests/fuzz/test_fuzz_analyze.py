@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 
 from cli.seed import READER_ROLE, seed
 from services.resources.gateway import Analysis
-from shared.errors import status_of
-from shared.refusals import Refusal
+from shared.rpc.errors import status_of
+from shared.rpc.refusals import Refusal
 from tests.fixtures.fuzz import fuzz_settings
 from tests.fixtures.postgres import postgres_database
 from tests.resources.conftest import Session, make_gateway

@@ -23,9 +23,9 @@ from hypothesis import strategies as st
 
 from services.compiler.server import CompilerService
 from services.compiler.wiring import CompilerParts
-from shared.errors import status_of
-from shared.refusals import Refusal
-from shared.runtime import Lifecycle
+from shared.rpc.errors import status_of
+from shared.rpc.refusals import Refusal
+from shared.rpc.runtime import Lifecycle
 from tessera.common.v1 import common_pb2
 from tessera.compiler.v1 import compiler_pb2
 from tests.fixtures.fuzz import fuzz_settings

@@ -26,9 +26,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from services.resources.catalog import CatalogEntity, CatalogField, CatalogMetric, CatalogRelationship
-from shared.analysis_draft import DRAFT_SCHEMA_JSON
-from shared.errors import status_of
-from shared.refusals import Refusal
+from shared.data.analysis_draft import DRAFT_SCHEMA_JSON
+from shared.rpc.errors import status_of
+from shared.rpc.refusals import Refusal
 from tests.fixtures.fuzz import fuzz_settings
 from tests.fixtures.published_drafts import drafts
 from tests.fuzz.test_fuzz_analyze import seeded_gateway

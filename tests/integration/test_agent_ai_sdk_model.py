@@ -12,11 +12,11 @@ from decimal import Decimal
 
 import pytest
 
-from shared.actors import assert_actor
-from shared.certs import load_signing_key, signing_key_path
-from shared.channels import sync_channel
-from shared.contracts import invoke
+from shared.identity.actors import assert_actor
+from shared.identity.certs import load_signing_key, signing_key_path
 from shared.paths import REPO_ROOT
+from shared.rpc.channels import sync_channel
+from shared.rpc.contracts import invoke
 from tessera.agent.v1 import agent_pb2
 from tessera.common.v1 import common_pb2
 from tests.fixtures.golden.reference import expected_figures

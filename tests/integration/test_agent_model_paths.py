@@ -21,9 +21,9 @@ from starlette.responses import StreamingResponse
 
 from cli.launcher import ServiceSet, free_ports
 from services.agent.contracts import MAX_REFUSALS
-from shared.channels import sync_channel
-from shared.contracts import invoke, invoke_stream
-from shared.errors import error_details
+from shared.rpc.channels import sync_channel
+from shared.rpc.contracts import invoke, invoke_stream
+from shared.rpc.errors import error_details
 from tessera.agent.v1 import agent_pb2
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2

@@ -13,11 +13,11 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from shared.authz import declared_callers
-from shared.channels import sync_channel
-from shared.contracts import SERVICES, invoke
-from shared.errors import DOMAIN, error_details
-from shared.identity import PRINCIPAL_NAMES
+from shared.identity.principals import PRINCIPAL_NAMES
+from shared.rpc.authz import declared_callers
+from shared.rpc.channels import sync_channel
+from shared.rpc.contracts import SERVICES, invoke
+from shared.rpc.errors import DOMAIN, error_details
 from tests.fixtures.waiting import wait_until
 
 PAIRS = [
@@ -64,7 +64,7 @@ def test_caller_matrix(channels, principal, service, method):
 
 
 def test_get_info_describes_the_serving_process(channels):
-    from shared.contracts import contract_hash
+    from shared.rpc.contracts import contract_hash
 
     for service in SERVICES:
         reply = invoke(channels("cli", service), service, "GetInfo")

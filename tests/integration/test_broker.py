@@ -18,11 +18,11 @@ import pytest
 import sqlalchemy as sa
 
 from cli.launcher import ServiceSet, free_ports, stop_together
-from shared.actors import assert_actor
-from shared.certs import load_signing_key, signing_key_path
-from shared.channels import sync_channel
-from shared.contracts import invoke, invoke_stream
-from shared.errors import error_details
+from shared.identity.actors import assert_actor
+from shared.identity.certs import load_signing_key, signing_key_path
+from shared.rpc.channels import sync_channel
+from shared.rpc.contracts import invoke, invoke_stream
+from shared.rpc.errors import error_details
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2

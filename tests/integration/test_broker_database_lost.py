@@ -10,8 +10,8 @@ import pytest
 import sqlalchemy as sa
 
 from cli.launcher import check_health, cli_credentials, free_ports
-from shared.db import unavailable
-from shared.errors import error_details
+from shared.data.db import unavailable
+from shared.rpc.errors import error_details
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tests.fixtures.forwarder import TcpForwarder
 from tests.fixtures.waiting import wait_until

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from cli.launcher import ServiceSet, free_ports, stop_together
-from shared.errors import error_details
+from shared.rpc.errors import error_details
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.common.v1 import common_pb2
 from tests.fixtures.postgres import postgres_database

@@ -14,8 +14,7 @@ import grpc
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from shared.authz import declared_callers
-from shared.certs import (
+from shared.identity.certs import (
     CA_CERT_FILE,
     Credentials,
     ca_key_path,
@@ -25,9 +24,10 @@ from shared.certs import (
     key_path,
     load_credentials,
 )
-from shared.channels import sync_channel
-from shared.contracts import SERVICES, invoke
-from shared.runtime import registration_for, start_server
+from shared.rpc.authz import declared_callers
+from shared.rpc.channels import sync_channel
+from shared.rpc.contracts import SERVICES, invoke
+from shared.rpc.runtime import registration_for, start_server
 from tessera.compiler.v1 import compiler_pb2_grpc
 from tests.fixtures.waiting import wait_until_async
 

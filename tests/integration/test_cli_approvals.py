@@ -19,11 +19,11 @@ import sqlalchemy as sa
 from cli.approvals import RETRY_DELAYS, retrying
 from cli.launcher import ServiceSet
 from cli.persons import OPERATOR
-from shared.actors import assert_actor
-from shared.certs import load_signing_key, signing_key_path
-from shared.channels import sync_channel
-from shared.contracts import invoke, invoke_stream
+from shared.identity.actors import assert_actor
+from shared.identity.certs import load_signing_key, signing_key_path
 from shared.paths import REPO_ROOT
+from shared.rpc.channels import sync_channel
+from shared.rpc.contracts import invoke, invoke_stream
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tests.fixtures.signing import enroll_in_browser
 from tests.fixtures.waiting import wait_until

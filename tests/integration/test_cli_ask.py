@@ -15,8 +15,8 @@ import httpx
 import pytest
 
 from cli.main import DEMO_QUESTIONS
-from shared.actors import assert_actor
-from shared.certs import load_signing_key, signing_key_path
+from shared.identity.actors import assert_actor
+from shared.identity.certs import load_signing_key, signing_key_path
 from shared.paths import REPO_ROOT
 from tests.fixtures.golden.reference import expected_figures
 from tests.fixtures.recovery import signed_in_cookie

@@ -8,10 +8,10 @@ import json
 import re
 
 from cli.persons import OPERATOR
-from shared.actors import assert_actor
-from shared.certs import load_signing_key, signing_key_path
-from shared.channels import sync_channel
-from shared.contracts import invoke
+from shared.identity.actors import assert_actor
+from shared.identity.certs import load_signing_key, signing_key_path
+from shared.rpc.channels import sync_channel
+from shared.rpc.contracts import invoke
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tests.integration.test_broker import order
 from tests.integration.test_cli_approvals import tessera

@@ -7,9 +7,9 @@ import json
 import grpc
 import pytest
 
-from shared.channels import sync_channel
-from shared.contracts import invoke
-from shared.errors import error_details
+from shared.rpc.channels import sync_channel
+from shared.rpc.contracts import invoke
+from shared.rpc.errors import error_details
 from tessera.compiler.v1 import compiler_pb2
 from tests.fixtures.ui import full_proposal
 

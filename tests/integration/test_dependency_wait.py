@@ -15,7 +15,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from cli.launcher import free_ports
 from shared.paths import REPO_ROOT
-from shared.runtime import LIVENESS_SERVICE
+from shared.rpc.runtime import LIVENESS_SERVICE
 from tests.fixtures.forwarder import TcpForwarder
 from tests.fixtures.postgres import postgres_database
 from tests.fixtures.waiting import wait_until

@@ -15,8 +15,8 @@ import json
 
 import pytest
 
-from shared.channels import sync_channel
-from shared.contracts import invoke
+from shared.rpc.channels import sync_channel
+from shared.rpc.contracts import invoke
 from tessera.agent.v1 import agent_pb2
 from tests.fixtures.fake_model import serving_completions
 from tests.fixtures.golden.transcripts import question_transcript, write_question_transcript

@@ -7,10 +7,10 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from shared.channels import sync_channel
-from shared.contracts import invoke
-from shared.errors import error_details
-from shared.field_rules import max_chars
+from shared.rpc.channels import sync_channel
+from shared.rpc.contracts import invoke
+from shared.rpc.errors import error_details
+from shared.rpc.field_rules import max_chars
 from tessera.agent.v1 import agent_pb2
 from tessera.host.v1 import host_pb2
 from tessera.rules.v1 import rules_pb2

@@ -18,9 +18,9 @@ import sqlalchemy as sa
 import yaml
 
 from services.agent.config import AgentSettings
-from shared.channels import sync_channel
 from shared.config import load_settings
-from shared.contracts import invoke, invoke_stream
+from shared.rpc.channels import sync_channel
+from shared.rpc.contracts import invoke, invoke_stream
 from tessera.agent.v1 import agent_pb2
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2
@@ -205,8 +205,8 @@ def asked_questions(case: dict, first_region: str) -> list[str]:
 
 
 def golden_person(cert_dir):
-    from shared.actors import assert_actor
-    from shared.certs import load_signing_key, signing_key_path
+    from shared.identity.actors import assert_actor
+    from shared.identity.certs import load_signing_key, signing_key_path
 
     return assert_actor(load_signing_key(signing_key_path(cert_dir, "cli")), "golden", "acme")
 

@@ -9,11 +9,11 @@ import secrets
 import grpc
 import pytest
 
-from shared.actors import assert_actor
-from shared.certs import load_signing_key, signing_key_path
-from shared.channels import sync_channel
-from shared.contracts import invoke
-from shared.errors import error_details
+from shared.identity.actors import assert_actor
+from shared.identity.certs import load_signing_key, signing_key_path
+from shared.rpc.channels import sync_channel
+from shared.rpc.contracts import invoke
+from shared.rpc.errors import error_details
 from shared.ui.slice import offer_tag
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2

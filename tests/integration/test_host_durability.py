@@ -11,9 +11,9 @@ import grpc
 import pytest
 
 from cli.launcher import ServiceSet
-from shared.channels import sync_channel
-from shared.contracts import invoke
-from shared.errors import error_details
+from shared.rpc.channels import sync_channel
+from shared.rpc.contracts import invoke
+from shared.rpc.errors import error_details
 from tessera.host.v1 import host_pb2
 from tests.fixtures.postgres import BACKENDS, database_url
 from tests.fixtures.race import race

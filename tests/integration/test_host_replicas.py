@@ -14,9 +14,9 @@ import pytest
 import sqlalchemy as sa
 
 from cli.launcher import ServiceSet, check_health, cli_credentials, free_ports, stop_together
-from shared.channels import sync_channel
-from shared.contracts import invoke, invoke_stream
-from shared.errors import error_details
+from shared.rpc.channels import sync_channel
+from shared.rpc.contracts import invoke, invoke_stream
+from shared.rpc.errors import error_details
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2
 from tests.fixtures.forwarder import TcpForwarder

@@ -18,10 +18,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from shared.certs import CA_CERT_FILE, ca_key_path, is_private_file
-from shared.errors import error_details
-from shared.identity import PROCESS_NAMES, spiffe_id_for
-from shared.runtime import registration_for, start_server
+from shared.identity.certs import CA_CERT_FILE, ca_key_path, is_private_file
+from shared.identity.principals import PROCESS_NAMES, spiffe_id_for
+from shared.rpc.errors import error_details
+from shared.rpc.runtime import registration_for, start_server
 from tessera.compiler.v1 import compiler_pb2, compiler_pb2_grpc
 from tests.fixtures.isolation import foreign_variables
 

@@ -11,8 +11,7 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from shared.authz import declared_callers
-from shared.certs import (
+from shared.identity.certs import (
     CA_CERT_FILE,
     Credentials,
     ca_key_path,
@@ -23,11 +22,12 @@ from shared.certs import (
     load_credentials,
     uri_sans,
 )
-from shared.channels import sync_channel
-from shared.contracts import SERVICES, invoke
-from shared.errors import error_details
-from shared.identity import PRINCIPAL_NAMES
-from shared.runtime import registration_for, start_server
+from shared.identity.principals import PRINCIPAL_NAMES
+from shared.rpc.authz import declared_callers
+from shared.rpc.channels import sync_channel
+from shared.rpc.contracts import SERVICES, invoke
+from shared.rpc.errors import error_details
+from shared.rpc.runtime import registration_for, start_server
 from tessera.compiler.v1 import compiler_pb2_grpc
 
 SCHEME = {"TESSERA_TRUST_DOMAIN": "example.org", "TESSERA_SPIFFE_PATH": "/ns/tessera/sa/{principal}",

@@ -13,10 +13,10 @@ from pathlib import Path
 import grpc
 import pytest
 
-from shared.channels import sync_channel
-from shared.contracts import invoke
-from shared.identity import PROCESS_NAMES
+from shared.identity.principals import PROCESS_NAMES
 from shared.paths import REPO_ROOT
+from shared.rpc.channels import sync_channel
+from shared.rpc.contracts import invoke
 from tests.fixtures.waiting import wait_until
 
 TESSERA = [sys.executable, "-m", "cli"]

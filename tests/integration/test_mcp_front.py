@@ -22,11 +22,11 @@ from mcp.client.streamable_http import streamable_http_client
 from cli.launcher import ServiceSet, free_ports
 from services.agent.contracts import MAX_REFUSALS
 from shared import __version__
-from shared.actors import assert_actor
-from shared.certs import load_signing_key, signing_key_path
-from shared.channels import sync_channel
-from shared.contracts import invoke
+from shared.identity.actors import assert_actor
+from shared.identity.certs import load_signing_key, signing_key_path
 from shared.paths import REPO_ROOT
+from shared.rpc.channels import sync_channel
+from shared.rpc.contracts import invoke
 from tessera.host.v1 import host_pb2
 from tests.fixtures.authorization_server import serving_authorization_server
 from tests.fixtures.flag_button import press, review_status

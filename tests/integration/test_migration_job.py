@@ -18,9 +18,9 @@ import sqlalchemy as sa
 
 from cli.deploy_objects import setting_file
 from cli.launcher import free_ports
-from shared import db
+from shared.data import db
 from shared.paths import REPO_ROOT
-from shared.runtime import LIVENESS_SERVICE
+from shared.rpc.runtime import LIVENESS_SERVICE
 from tests.fixtures.postgres import PG_ADMIN_URL, postgres_database
 from tests.fixtures.waiting import wait_until
 from tests.integration.test_dependency_wait import _status

@@ -24,7 +24,7 @@ import sqlalchemy as sa
 
 from cli.launcher import ServiceSet, check_health, cli_credentials, free_ports
 from cli.supervisor import RestartPolicy
-from shared.db import STATEMENT_TIMEOUT_SECONDS
+from shared.data.db import STATEMENT_TIMEOUT_SECONDS
 from tests.fixtures.forwarder import TcpForwarder
 from tests.fixtures.postgres import PostgresUnreachable, create_database
 from tests.fixtures.question_loop import Asked, QuestionLoop

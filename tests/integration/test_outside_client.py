@@ -22,10 +22,10 @@ import pytest
 import sqlalchemy as sa
 from mcp import Client
 
-from shared.actors import assert_actor
-from shared.certs import load_signing_key, signing_key_path
-from shared.channels import sync_channel
-from shared.contracts import invoke
+from shared.identity.actors import assert_actor
+from shared.identity.certs import load_signing_key, signing_key_path
+from shared.rpc.channels import sync_channel
+from shared.rpc.contracts import invoke
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2
 from tests.fixtures.fake_model import serving_completions

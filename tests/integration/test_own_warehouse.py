@@ -14,9 +14,9 @@ from decimal import Decimal
 import sqlalchemy as sa
 
 from cli.launcher import ServiceSet
-from shared.channels import sync_channel
-from shared.contracts import invoke
 from shared.paths import REPO_ROOT
+from shared.rpc.channels import sync_channel
+from shared.rpc.contracts import invoke
 from tessera.capabilities.v1 import capabilities_pb2
 from tests.fixtures.postgres import postgres_database
 

@@ -21,8 +21,8 @@ import pytest
 from cli.launcher import ServiceSet
 from cli.process_users import RESERVED_IDS, allocate_ids, ids_in_use
 from cli.service_box import boxed_command
-from shared.certs import ca_key_path, issue_deployment, key_path, signing_key_path
-from shared.identity import PROCESS_NAMES
+from shared.identity.certs import ca_key_path, issue_deployment, key_path, signing_key_path
+from shared.identity.principals import PROCESS_NAMES
 from shared.paths import REPO_ROOT, cli_dir
 
 pytestmark = pytest.mark.skipif(

@@ -15,9 +15,9 @@ import sqlalchemy as sa
 
 from cli.launcher import ServiceSet, check_health, cli_credentials, stop_together
 from services.resources.config import ResourcesSettings
-from shared.channels import sync_channel
-from shared.contracts import invoke
-from shared.errors import error_details
+from shared.rpc.channels import sync_channel
+from shared.rpc.contracts import invoke
+from shared.rpc.errors import error_details
 from tessera.resources.v1 import resources_pb2
 from tests.conftest import run_module
 from tests.fixtures.postgres import postgres_database

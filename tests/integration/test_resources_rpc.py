@@ -18,12 +18,12 @@ import pytest
 import sqlalchemy as sa
 from google.protobuf.json_format import MessageToJson
 
-from shared import tokens
-from shared.certs import load_signing_key, load_verify_key, signing_key_path, verify_key_path
-from shared.channels import sync_channel
-from shared.contracts import invoke
-from shared.errors import error_details
-from shared.field_rules import stated
+from shared.identity import tokens
+from shared.identity.certs import load_signing_key, load_verify_key, signing_key_path, verify_key_path
+from shared.rpc.channels import sync_channel
+from shared.rpc.contracts import invoke
+from shared.rpc.errors import error_details
+from shared.rpc.field_rules import stated
 from tessera.common.v1 import common_pb2
 from tessera.resources.v1 import resources_pb2
 

@@ -8,12 +8,12 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from shared import runtime
-from shared.channels import aio_channel
-from shared.encoded_replies import EncodedReply, answers_encoded
-from shared.errors import error_details
-from shared.refusals import Invalid, Unavailable
-from shared.runtime import registration_for, start_server
+from shared.rpc import runtime
+from shared.rpc.channels import aio_channel
+from shared.rpc.encoded_replies import EncodedReply, answers_encoded
+from shared.rpc.errors import error_details
+from shared.rpc.refusals import Invalid, Unavailable
+from shared.rpc.runtime import registration_for, start_server
 from tessera.compiler.v1 import compiler_pb2, compiler_pb2_grpc
 from tessera.host.v1 import host_pb2, host_pb2_grpc
 from tests.fixtures.waiting import wait_until_async
@@ -266,7 +266,7 @@ async def _answering(channel) -> str:
 
 
 def test_a_peer_channel_shares_its_calls_among_every_address_of_the_peer(credentials):
-    """gRPC's own TLS with round_robin (shared.channels.peer_options): a name standing for two replicas (here
+    """gRPC's own TLS with round_robin (shared.rpc.channels.peer_options): a name standing for two replicas (here
     the two addresses themselves, as a headless Service's DNS answer would list them) gets calls at both."""
     async def scenario():
         servers = [await start_server(credentials("compiler"), [registration_for("compiler", _Named(name))])

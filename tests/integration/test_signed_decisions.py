@@ -9,11 +9,11 @@ import json
 import httpx
 import pytest
 
-from shared.actors import ActorVerifier, assert_actor
-from shared.certs import load_signing_key, signing_key_path
-from shared.channels import sync_channel
-from shared.contracts import invoke_stream
-from shared.decisions import signed_by_operator
+from shared.identity.actors import ActorVerifier, assert_actor
+from shared.identity.certs import load_signing_key, signing_key_path
+from shared.identity.decisions import signed_by_operator
+from shared.rpc.channels import sync_channel
+from shared.rpc.contracts import invoke_stream
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.common.v1 import common_pb2
 from tests.fixtures.approvers import SHIPPED_ACTIONS

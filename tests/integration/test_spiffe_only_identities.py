@@ -15,13 +15,13 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from cli.launcher import ServiceSet, cli_credentials
-from shared import spiffe_channels
-from shared.actors import assert_actor
-from shared.certs import issue_deployment, load_signing_key, signing_key_path
-from shared.channels import direct_sync_channel, sync_channel
 from shared.config import CLIENT_TLS_NATIVE, CLIENT_TLS_SPIFFE_BRIDGE, CLIENT_TLS_VARIABLE
-from shared.contracts import invoke, invoke_stream
-from shared.identity import GRPC_SERVICE_NAMES
+from shared.identity.actors import assert_actor
+from shared.identity.certs import issue_deployment, load_signing_key, signing_key_path
+from shared.identity.principals import GRPC_SERVICE_NAMES
+from shared.rpc import spiffe_channels
+from shared.rpc.channels import direct_sync_channel, sync_channel
+from shared.rpc.contracts import invoke, invoke_stream
 from tessera.agent.v1 import agent_pb2
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2
@@ -88,7 +88,7 @@ def test_the_operator_cli_certificate_minted_from_the_ca_is_the_cli_and_another_
     """`tessera deploy cli-certificate` as the operator runs it against the trust domain's CA (here the set's own):
     the services take its holder for the CLI; the same certificate from a CA they do not trust gets nowhere."""
     from cli import main as cli_main
-    from shared.certs import CA_CERT_FILE, ca_key_path, create_ca, load_credentials
+    from shared.identity.certs import CA_CERT_FILE, ca_key_path, create_ca, load_credentials
 
     code = cli_main.main(["deploy", "cli-certificate", "--ca-cert", str(spiffe_set.cert_dir / CA_CERT_FILE),
                           "--ca-key", str(ca_key_path(spiffe_set.cert_dir)), "--keys", str(tmp_path / "keys"),

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from cli.launcher import STOP_TIMEOUT_SECONDS, ServiceSet
-from shared.identity import PROCESS_NAMES
+from shared.identity.principals import PROCESS_NAMES
 from tests.fixtures.recovery import (
     SESSION_SECRET,
     SupervisorThread,

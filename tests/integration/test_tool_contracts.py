@@ -17,10 +17,10 @@ import pytest
 from mcp import Client
 
 from services.resources import draft as gateway_draft
-from shared.analysis_draft import DEFINITIONS, DRAFT_SCHEMA_JSON
-from shared.bounded_json import canonical
-from shared.channels import sync_channel
-from shared.contracts import invoke
+from shared.data.analysis_draft import DEFINITIONS, DRAFT_SCHEMA_JSON
+from shared.data.bounded_json import canonical
+from shared.rpc.channels import sync_channel
+from shared.rpc.contracts import invoke
 from tessera.agent.v1 import agent_pb2
 from tessera.resources.v1 import resources_pb2
 from tests.integration.test_mcp_front import DATA_TOOLS, _stdio

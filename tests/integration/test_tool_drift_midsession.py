@@ -16,9 +16,9 @@ import grpc
 import pytest
 import yaml
 
-from shared.channels import sync_channel
-from shared.contracts import invoke_stream
-from shared.errors import error_details
+from shared.rpc.channels import sync_channel
+from shared.rpc.contracts import invoke_stream
+from shared.rpc.errors import error_details
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tests.fixtures.waiting import wait_until
 from tests.integration.test_broker import Broker

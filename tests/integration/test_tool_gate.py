@@ -15,11 +15,11 @@ import pytest
 import yaml
 
 from cli.launcher import ServiceSet
-from shared.actors import assert_actor
-from shared.certs import load_signing_key, signing_key_path
-from shared.channels import sync_channel
-from shared.contracts import invoke_stream
+from shared.identity.actors import assert_actor
+from shared.identity.certs import load_signing_key, signing_key_path
 from shared.paths import REPO_ROOT
+from shared.rpc.channels import sync_channel
+from shared.rpc.contracts import invoke_stream
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.common.v1 import common_pb2
 from tests.fixtures.waiting import wait_until

@@ -18,10 +18,10 @@ from cli.status import print_tool_servers, tool_servers
 from services.capabilities import sandbox
 from services.capabilities.mcp_gate import Listing, ServerConnection, ToolCallFailed, result_text
 from services.capabilities.tool_policy import ToolPolicy, ToolPolicyFile
-from shared.actors import assert_actor
-from shared.certs import load_signing_key, signing_key_path
-from shared.channels import sync_channel
-from shared.contracts import invoke, invoke_stream
+from shared.identity.actors import assert_actor
+from shared.identity.certs import load_signing_key, signing_key_path
+from shared.rpc.channels import sync_channel
+from shared.rpc.contracts import invoke, invoke_stream
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tests.fixtures.waiting import wait_until
 from tests.integration.test_broker import Broker

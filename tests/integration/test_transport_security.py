@@ -7,8 +7,8 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from cli.launcher import cli_credentials
-from shared.channels import sync_channel
-from shared.contracts import SERVICES, invoke
+from shared.rpc.channels import sync_channel
+from shared.rpc.contracts import SERVICES, invoke
 
 
 def _ca(cert_dir):
@@ -57,7 +57,7 @@ def test_a_client_does_not_trust_a_server_from_another_ca(running_set, other_ca_
 def test_identity_comes_from_the_certificate_not_metadata(running_set, credentials):
     # The agent claims to be the CLI in metadata; the broker still sees the agent.
     with sync_channel(running_set.handles["capabilities"].address, credentials("agent"), "capabilities") as channel:
-        from shared.errors import error_details
+        from shared.rpc.errors import error_details
 
         call = channel.unary_unary("/tessera.capabilities.v1.CapabilityBrokerService/Decide")
         with pytest.raises(grpc.RpcError) as denied:

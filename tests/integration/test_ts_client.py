@@ -14,11 +14,11 @@ from decimal import Decimal
 import pytest
 
 from cli.main import DEMO_QUESTIONS
-from shared.actors import ActorVerifier, assert_actor
-from shared.authz import CallerTable
-from shared.certs import load_signing_key, signing_key_path
-from shared.identity import server_name_for, spiffe_id_for
+from shared.identity.actors import ActorVerifier, assert_actor
+from shared.identity.certs import load_signing_key, signing_key_path
+from shared.identity.principals import server_name_for, spiffe_id_for
 from shared.paths import REPO_ROOT
+from shared.rpc.authz import CallerTable
 from tessera.agent.v1 import agent_pb2
 from tessera.capabilities.v1 import capabilities_pb2
 from tessera.common.v1 import common_pb2

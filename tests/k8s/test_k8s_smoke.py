@@ -32,13 +32,13 @@ from cli.deploy_check import allowed_secret_files
 from cli.deploy_manifests import SPECS
 from cli.deploy_mcp_servers import MCP_PORT, load_policy, mcp_pods
 from cli.launcher import cli_credentials
-from shared.actors import assert_actor
-from shared.certs import ca_key_path, is_private_file, issue_deployment, load_signing_key, signing_key_path
-from shared.channels import sync_channel
 from shared.config import DEFAULT_PORTS
-from shared.contracts import invoke
-from shared.identity import HTTP_PROCESS_NAMES
+from shared.identity.actors import assert_actor
+from shared.identity.certs import ca_key_path, is_private_file, issue_deployment, load_signing_key, signing_key_path
+from shared.identity.principals import HTTP_PROCESS_NAMES
 from shared.paths import REPO_ROOT
+from shared.rpc.channels import sync_channel
+from shared.rpc.contracts import invoke
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tests.fixtures.isolation import foreign_variables
 from tests.fixtures.waiting import wait_until
@@ -104,9 +104,9 @@ FORBIDDEN_CALL = """
 import json, sys
 from pathlib import Path
 from cli.launcher import cli_credentials
-from shared.channels import sync_channel
-from shared.contracts import invoke
-from shared.errors import error_details
+from shared.rpc.channels import sync_channel
+from shared.rpc.contracts import invoke
+from shared.rpc.errors import error_details
 import grpc
 credentials = cli_credentials(Path(sys.argv[1]), "agent")
 outcome = {}

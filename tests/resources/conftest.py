@@ -19,7 +19,7 @@ from services.resources.config import ResourcesSettings
 from services.resources.gateway import Gateway
 from services.resources.wiring import ResourcesParts, open_gateway
 from shared.config import load_settings
-from shared.runtime import Lifecycle
+from shared.rpc.runtime import Lifecycle
 from tessera.common.v1 import common_pb2
 from tests.fixtures import supply_warehouse
 from tests.fixtures.postgres import postgres_database

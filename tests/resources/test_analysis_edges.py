@@ -5,8 +5,8 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from shared.errors import status_of
-from shared.refusals import Refusal
+from shared.rpc.errors import status_of
+from shared.rpc.refusals import Refusal
 from tests.fixtures.race import race
 
 

@@ -11,8 +11,8 @@ import json
 import grpc
 import pytest
 
-from shared.errors import status_of
-from shared.refusals import Refusal
+from shared.rpc.errors import status_of
+from shared.rpc.refusals import Refusal
 from tests.resources.conftest import Session
 
 

@@ -24,8 +24,8 @@ from services.resources.ports import AnalysisLimits, Search
 from services.resources.server import ResourceGatewayService
 from services.resources.shapes import shape_of
 from services.resources.store import ResourceStore, open_store
-from shared.errors import status_of
-from shared.refusals import Refusal
+from shared.rpc.errors import status_of
+from shared.rpc.refusals import Refusal
 from tessera.resources.v1 import resources_pb2
 from tests.fixtures.postgres import BACKENDS, database_url
 from tests.resources.conftest import UNBOUNDED_SESSIONS, Session, in_process, make_gateway

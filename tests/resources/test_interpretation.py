@@ -159,7 +159,7 @@ def test_formats_come_from_the_semantic_model_and_the_grain(session):
 
 
 def test_the_interpretation_travels_signed_with_the_offer(session, gateway):
-    from shared import tokens
+    from shared.identity import tokens
 
     analysis = session.analyze({"mode": "aggregate", "output": "scalar",
                                 "measures": [{"id": "n", "metric": session.metric("orders", "order_count")}]})

@@ -1,6 +1,6 @@
 """Every refusal the Resource Gateway can give a model, triggered for real: each carries a pointer to the part of
 the call at fault ("" for the call as a whole), what is allowed there or the bound where there is one, and the
-next step (shared/next_steps.py). The model reads it under its tool's arguments (tests/unit/test_refusal_details.py
+next step (shared/rpc/next_steps.py). The model reads it under its tool's arguments (tests/unit/test_refusal_details.py
 walks the registry itself; this walks the gateway's code).
 """
 
@@ -13,10 +13,10 @@ import time
 import grpc
 import pytest
 
-from shared.errors import status_of
-from shared.next_steps import NEXT_STEPS
-from shared.refusals import Refusal
-from shared.tool_bridge import refused
+from shared.rpc.errors import status_of
+from shared.rpc.next_steps import NEXT_STEPS
+from shared.rpc.refusals import Refusal
+from shared.tools.tool_bridge import refused
 from tests.resources.conftest import Session, make_gateway
 from tests.unit.test_refusal_details import defined_reasons
 

@@ -9,8 +9,8 @@ import pytest
 import sqlalchemy as sa
 
 from services.resources.warehouse import Warehouse
-from shared.errors import status_of
-from shared.refusals import Refusal
+from shared.rpc.errors import status_of
+from shared.rpc.refusals import Refusal
 from tests.resources.conftest import Session, make_gateway
 
 

@@ -22,8 +22,8 @@ from services.resources.ports import CachedResult
 from services.resources.result_cache import ResultCache
 from services.resources.store import ResourceStore, migrate
 from services.resources.warehouse import Warehouse
-from shared import db
-from shared.refusals import Refusal
+from shared.data import db
+from shared.rpc.refusals import Refusal
 from tests.fixtures.postgres import BACKENDS, database_url
 from tests.resources.conftest import Session, make_gateway
 

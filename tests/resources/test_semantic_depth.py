@@ -15,8 +15,8 @@ from decimal import Decimal
 import grpc
 import pytest
 
-from shared.errors import status_of
-from shared.refusals import Refusal
+from shared.rpc.errors import status_of
+from shared.rpc.refusals import Refusal
 from tests.resources.test_semantic_suite import by_output, close, raw_rows
 
 LINE_REVENUE = "l.l_extendedprice * (1 - l.l_discount)"

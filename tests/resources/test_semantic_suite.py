@@ -13,7 +13,7 @@ from decimal import Decimal
 import pytest
 import sqlalchemy as sa
 
-from shared.refusals import Refusal
+from shared.rpc.refusals import Refusal
 
 
 def raw_rows(engine, sql: str) -> list[tuple]:

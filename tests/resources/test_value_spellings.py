@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from services.resources import probes
-from shared.caches import SharedMemo, expiring
+from shared.data.caches import SharedMemo, expiring
 from tests.resources.conftest import Session
 
 

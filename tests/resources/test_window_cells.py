@@ -17,8 +17,8 @@ from services.resources.query_compiler import OutputColumn
 from services.resources.results import PinnedResult
 from services.resources.server import ResourceGatewayService
 from services.resources.window_rows import BLOCK_ROWS, EncodedRows, fill_rows
-from shared.bounded_json import canonical
-from shared.encoded_replies import EncodedReply
+from shared.data.bounded_json import canonical
+from shared.rpc.encoded_replies import EncodedReply
 from tessera.common.v1 import common_pb2
 from tessera.resources.v1 import resources_pb2
 from tests.resources.conftest import in_process

@@ -12,11 +12,11 @@ import pytest
 
 from services.resources.gateway import WindowAsk
 from services.resources.query_compiler import OutputColumn
-from shared import tokens
-from shared.certs import load_signing_key, signing_key_path
-from shared.db import DATABASE_UNAVAILABLE
-from shared.errors import status_of
-from shared.refusals import Refusal, Unavailable
+from shared.data.db import DATABASE_UNAVAILABLE
+from shared.identity import tokens
+from shared.identity.certs import load_signing_key, signing_key_path
+from shared.rpc.errors import status_of
+from shared.rpc.refusals import Refusal, Unavailable
 from tessera.common.v1 import common_pb2
 from tessera.resources.v1 import resources_pb2
 from tests.fixtures.waiting import wait_until

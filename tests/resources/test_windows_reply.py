@@ -6,7 +6,7 @@ from __future__ import annotations
 import grpc
 
 from services.resources.server import windows_reply
-from shared.refusals import Denied, Refusal
+from shared.rpc.refusals import Denied, Refusal
 from tessera.resources.v1 import resources_pb2
 
 

@@ -15,8 +15,8 @@ import yaml
 from services.capabilities.config import CapabilitiesSettings
 from services.capabilities.intents import action_input
 from services.capabilities.policy import INT64_MAX, INT64_MIN, ActionPolicy, PolicyError, unbounded_property
-from shared.errors import status_of
-from shared.refusals import Refusal
+from shared.rpc.errors import status_of
+from shared.rpc.refusals import Refusal
 
 SHIPPED = CapabilitiesSettings.model_fields["actions_file"].default
 BOUNDED_INT = {"type": "integer", "minimum": 1, "maximum": 100}

@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from shared import tokens
-from shared.actors import ActorVerifier, assert_actor
-from shared.certs import issue_deployment, load_signing_key, signing_key_path
+from shared.identity import tokens
+from shared.identity.actors import ActorVerifier, assert_actor
+from shared.identity.certs import issue_deployment, load_signing_key, signing_key_path
 from tessera.common.v1 import common_pb2
 from tests.fixtures.waiting import wait_until
 

@@ -10,7 +10,7 @@ import jsonschema
 
 from services.agent.contracts import CONTRACTS
 from services.agent.tools import TurnState, TurnTools
-from shared.analysis_draft import DRAFT_SCHEMA_SHA256, DRAFT_SCHEMA_VERSION
+from shared.data.analysis_draft import DRAFT_SCHEMA_SHA256, DRAFT_SCHEMA_VERSION
 from tessera.common.v1 import common_pb2
 from tessera.resources.v1 import resources_pb2 as res
 

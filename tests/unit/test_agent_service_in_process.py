@@ -20,10 +20,10 @@ from services.agent.peers import Peers, health_readiness
 from services.agent.server import AgentService
 from services.agent.tools import TOOL_NAMES
 from services.agent.wiring import AgentParts
-from shared.actors import ActorVerifier, assert_actor
-from shared.analysis_draft import DRAFT_SCHEMA_SHA256, DRAFT_SCHEMA_VERSION
-from shared.errors import status_of
-from shared.refusals import NotFound, Refusal
+from shared.data.analysis_draft import DRAFT_SCHEMA_SHA256, DRAFT_SCHEMA_VERSION
+from shared.identity.actors import ActorVerifier, assert_actor
+from shared.rpc.errors import status_of
+from shared.rpc.refusals import NotFound, Refusal
 from tessera.agent.v1 import agent_pb2
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.common.v1 import common_pb2

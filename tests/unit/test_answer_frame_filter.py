@@ -5,7 +5,7 @@ about what its blocks started or stamped with its revision; nothing of another a
 from __future__ import annotations
 
 from services.mcp.answer_app import Shown
-from shared.caches import bounded_lru
+from shared.data.caches import bounded_lru
 
 SHOWN = Shown("rev_a", frozenset({"/resources/res_a"}))
 

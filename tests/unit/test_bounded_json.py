@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared.bounded_json import BoundedJsonError, Limits, check, parse
+from shared.data.bounded_json import BoundedJsonError, Limits, check, parse
 
 
 def nested(depth: int) -> str:

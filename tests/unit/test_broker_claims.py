@@ -14,7 +14,7 @@ from services.capabilities.broker import Broker
 from services.capabilities.database import BrokerDatabase
 from services.capabilities.publisher import HostPublisher
 from services.capabilities.store import BrokerStore, Surface, engine_for, migrate
-from shared.refusals import Conflict
+from shared.rpc.refusals import Conflict
 from tessera.common.v1 import common_pb2
 from tests.fixtures.postgres import BACKENDS, migrated_engine, postgres_database
 from tests.fixtures.race import race

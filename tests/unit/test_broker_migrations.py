@@ -8,7 +8,7 @@ import sqlalchemy as sa
 
 from services.capabilities.messages import publish_request
 from services.capabilities.store import MIGRATIONS, BrokerStore, Surface, engine_for, migrate
-from shared import db
+from shared.data import db
 from tessera.capabilities.v1 import capabilities_pb2
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2

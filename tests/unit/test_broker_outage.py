@@ -49,13 +49,13 @@ from services.capabilities.web_session_store import WebSessionStore
 from services.capabilities.web_sessions import WebSessions
 from services.capabilities.wiring import CapabilitiesParts, approvers_of
 from services.capabilities.wording import Wording
-from shared.actors import ActorVerifier, assert_actor
-from shared.certs import load_signing_key, load_verify_key, signing_key_path, verify_key_path
-from shared.db import unavailable
-from shared.decisions import signed_by_operator
-from shared.errors import TesseraError, status_of
-from shared.refusals import Refusal
-from shared.runtime import Lifecycle
+from shared.data.db import unavailable
+from shared.identity.actors import ActorVerifier, assert_actor
+from shared.identity.certs import load_signing_key, load_verify_key, signing_key_path, verify_key_path
+from shared.identity.decisions import signed_by_operator
+from shared.rpc.errors import TesseraError, status_of
+from shared.rpc.refusals import Refusal
+from shared.rpc.runtime import Lifecycle
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.common.v1 import common_pb2
 from tests.fixtures.approvers import operator_key_named

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from services.capabilities import store as broker_store
 from services.capabilities.store import BrokerStore, engine_for, migrate
-from shared.refusals import Conflict, Refusal
+from shared.rpc.refusals import Conflict, Refusal
 from tessera.common.v1 import common_pb2
 from tests.fixtures.postgres import BACKENDS, migrated_engine
 from tests.fixtures.race import race

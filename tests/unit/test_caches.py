@@ -1,4 +1,4 @@
-"""Every bounded cache keeps its bound under the one policy of shared/caches.py: least recently used first,
+"""Every bounded cache keeps its bound under the one policy of shared/data/caches.py: least recently used first,
 expired entries never returned."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from types import SimpleNamespace
 from services.capabilities import mcp_gate
 from services.compiler import compile as compile_module
 from services.web import api
-from shared.caches import SharedMemo, bounded_lru, expiring, expiring_each
+from shared.data.caches import SharedMemo, bounded_lru, expiring, expiring_each
 from shared.ui.slice import SliceRequest, freeze_slice
 from tests.unit.test_tool_gate_relisting import gate
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared import bounded_json
-from shared.bounded_json import BoundedJsonError, canonical
+from shared.data import bounded_json
+from shared.data.bounded_json import BoundedJsonError, canonical
 
 
 def test_the_rfc_example_of_section_3_2_2():

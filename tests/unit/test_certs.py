@@ -7,7 +7,7 @@ import stat
 import pytest
 from cryptography import x509
 
-from shared.certs import (
+from shared.identity.certs import (
     CredentialError,
     add_server_names,
     ca_key_path,
@@ -18,7 +18,7 @@ from shared.certs import (
     load_credentials,
     uri_sans,
 )
-from shared.identity import GRPC_SERVICE_NAMES, PRINCIPAL_NAMES, server_name_for, spiffe_id_for
+from shared.identity.principals import GRPC_SERVICE_NAMES, PRINCIPAL_NAMES, server_name_for, spiffe_id_for
 
 
 def _load(directory, principal, **overrides):

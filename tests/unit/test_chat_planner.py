@@ -11,8 +11,8 @@ from starlette.responses import StreamingResponse
 
 from services.agent.chat import ChatAdapter, ChatConfig
 from services.agent.chat_planner import ChatPlanner
-from shared.tool_bridge import Tool, ToolBridge
-from shared.tool_contracts import ToolContract
+from shared.tools.tool_bridge import Tool, ToolBridge
+from shared.tools.tool_contracts import ToolContract
 from tests.fixtures.fake_model import chunk, serving_completions
 
 REQUESTS: list[dict] = []

@@ -19,7 +19,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from cli import main as cli_main
 from cli.deploy_identity import SCHEME
-from shared.certs import issued_directly, uri_sans
+from shared.identity.certs import issued_directly, uri_sans
 
 
 def _ca(tmp_path: Path, key, is_ca: bool = True, name: str = "ca", days: float = 1,

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from cli.launcher import cli_credentials
-from shared.certs import (
+from shared.identity.certs import (
     CLI_OWN_FILES,
     issue_deployment,
     key_path,

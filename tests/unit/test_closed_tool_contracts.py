@@ -1,4 +1,4 @@
-"""Closed tool contracts (shared/tool_contracts.py): an external tool's arguments are checked against its
+"""Closed tool contracts (shared/tools/tool_contracts.py): an external tool's arguments are checked against its
 pinned schema with every property the schema does not declare refused, also where the schema does not say
 `additionalProperties: false` — so a server that added a parameter after review never receives it."""
 
@@ -8,7 +8,7 @@ import copy
 
 import pytest
 
-from shared.tool_contracts import ToolContract, ToolSchemaError
+from shared.tools.tool_contracts import ToolContract, ToolSchemaError
 
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 # `lookup` as the drift server's SDK describes it, and as it was pinned: no additionalProperties anywhere.

@@ -1,4 +1,4 @@
-"""shared.db engines on PostgreSQL: a pooled connection the server ended is replaced at checkout without a
+"""shared.data.db engines on PostgreSQL: a pooled connection the server ended is replaced at checkout without a
 round trip (no pre-ping: the idle socket has the server's last words to read), reads run outside transactions,
 and a database that is away fails the checkout with the driver's error (the services report it unavailable)."""
 
@@ -8,7 +8,7 @@ import pytest
 import sqlalchemy as sa
 
 from cli.launcher import free_ports
-from shared.db import engine_for, reads
+from shared.data.db import engine_for, reads
 from tests.fixtures.forwarder import TcpForwarder
 from tests.fixtures.postgres import postgres_database
 from tests.fixtures.waiting import wait_until

@@ -12,8 +12,8 @@ import pytest
 import sqlalchemy as sa
 
 from cli.launcher import free_ports
-from shared import db
-from shared.refusals import Unavailable
+from shared.data import db
+from shared.rpc.refusals import Unavailable
 from tests.fixtures.forwarder import TcpForwarder
 from tests.fixtures.postgres import postgres_database
 from tests.fixtures.waiting import wait_until

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import sqlalchemy as sa
 
-from shared import db
+from shared.data import db
 
 SQLITE_OWN_WAIT = db.SQLITE_BUSY_SECONDS  # the engine's busy timeout, fixed when it was made
 

@@ -20,10 +20,10 @@ from services.capabilities.policy import ActionPolicy, Approvers, PolicyError
 from services.capabilities.signatures import DecisionSignatures
 from services.capabilities.store import engine_for, migrate
 from services.capabilities.tool_policy import ToolRule
-from shared import decisions
-from shared.actors import Actor
+from shared.identity import decisions
+from shared.identity.actors import Actor
 from shared.paths import REPO_ROOT
-from shared.refusals import Exhausted, Refusal
+from shared.rpc.refusals import Exhausted, Refusal
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 
 OPERATOR_KEY = ed25519.Ed25519PrivateKey.generate()
@@ -136,7 +136,7 @@ def _page_challenge(approval_id: str, arguments_sha256: str, approve: bool, entr
     (True, [], ""), (False, [], "looks wrong"), (True, ["e2", "e1"], "Geprüft ✓ — \"quoted\" \\ <b>"),
 ])
 def test_the_page_and_the_broker_compute_the_same_challenge(approve, entries, reason):
-    """The browser signs what passkeys.js computes; the broker verifies against shared/decisions.py: byte for
+    """The browser signs what passkeys.js computes; the broker verifies against shared/identity/decisions.py: byte for
     byte the same, entries in any order, any reason (its UTF-8 SHA-256 is what is signed)."""
     ours = decisions.challenge("apr_1", "a" * 64, approve, [(e, True) for e in entries], "n-1", reason)
     assert _page_challenge("apr_1", "a" * 64, approve, entries, "n-1", reason) == ours

@@ -8,9 +8,9 @@ import grpc
 import pytest
 from google.rpc import error_details_pb2, status_pb2
 
-from shared import refusals
-from shared.errors import status_of
-from shared.interceptor import _CallScope
+from shared.rpc import refusals
+from shared.rpc.errors import status_of
+from shared.rpc.interceptor import _CallScope
 
 
 @pytest.mark.parametrize(("kind", "code"), [
@@ -47,7 +47,7 @@ _STORES = ["services/resources/store.py", "services/capabilities/passkey_store.p
            "services/capabilities/store.py"]
 
 
-@pytest.mark.parametrize("store", [*_STORES, "shared/refusals.py"])
+@pytest.mark.parametrize("store", [*_STORES, "shared/rpc/refusals.py"])
 def test_the_stores_import_no_grpc(store):
     assert not {name for name in _imports(store) if name.startswith("grpc")}
 

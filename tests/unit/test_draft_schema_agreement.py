@@ -9,8 +9,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from services.resources.draft import _FAST_CHECKS, _VALIDATORS, schema_check
-from shared.errors import status_of
-from shared.refusals import Refusal
+from shared.rpc.errors import status_of
+from shared.rpc.refusals import Refusal
 
 FIELD = "fld_abcdefghijkl"
 METRIC = "met_abcdefghijkl"

@@ -14,7 +14,7 @@ from services.host.database import AsyncStore
 from services.host.envelopes import journal_entry, positioned
 from services.host.event_batches import EventBatches
 from services.host.store import HostStore, Position
-from shared.refusals import Refusal, Unavailable
+from shared.rpc.refusals import Refusal, Unavailable
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2
 from tests.fixtures.postgres import BACKENDS, migrated_engine

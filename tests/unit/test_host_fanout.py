@@ -9,7 +9,7 @@ import pytest
 from services.host import fanout as fanout_module
 from services.host.fanout import SurfaceFanout
 from services.host.store import Appended, JournalEntry
-from shared.wake_rounds import WakeRounds
+from shared.rpc.wake_rounds import WakeRounds
 from tessera.host.v1 import host_pb2
 from tests.fixtures.waiting import wait_until_async
 

@@ -18,8 +18,8 @@ from services.host.database import AsyncStore
 from services.host.envelopes import data_model_update, positioned
 from services.host.store import HostStore, Session
 from services.host.windows import Windows
-from shared.bounded_json import canonical
-from shared.refusals import Refusal, Unavailable
+from shared.data.bounded_json import canonical
+from shared.rpc.refusals import Refusal, Unavailable
 from shared.ui.windows import FIRST_WINDOWS_PATH
 from tessera.common.v1 import common_pb2
 from tessera.resources.v1 import resources_pb2

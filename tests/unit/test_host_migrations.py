@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 from services.host.envelopes import journal_entry, positioned
 from services.host.store import MIGRATIONS, EventToPublish, HostStore, Position, engine_for, migrate
-from shared import db
+from shared.data import db
 from tessera.host.v1 import host_pb2
 from tests.fixtures.postgres import BACKENDS, database_url
 

@@ -20,9 +20,9 @@ from services.host.peers import Peers
 from services.host.server import HostService
 from services.host.store import HostStore, engine_for, migrate
 from services.host.wiring import host_parts
-from shared.actors import ActorVerifier, assert_actor
-from shared.errors import status_of
-from shared.refusals import Refusal
+from shared.identity.actors import ActorVerifier, assert_actor
+from shared.rpc.errors import status_of
+from shared.rpc.refusals import Refusal
 from shared.ui.contracts import load_catalog
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from shared.config import ConfigError, load_settings
-from shared.identity import (
+from shared.identity.principals import (
     PRINCIPAL_NAMES,
     IdentitySchemeError,
     identity_scheme,

@@ -21,7 +21,7 @@ from cli import main as cli_main
 from cli import status as cli_status
 from cli.launcher import DEFAULT_DEPENDENCY_WAIT_SECONDS, ProcessHandle, ServiceSet, StartupError, check_liveness
 from cli.supervisor import CREDENTIALS_RELOAD_SECONDS, CheckingCredentials, RestartPolicy, hang_seconds_from
-from shared.certs import cert_path, key_path, private_dir
+from shared.identity.certs import cert_path, key_path, private_dir
 
 
 class FakePopen:

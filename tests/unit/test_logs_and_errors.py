@@ -7,10 +7,10 @@ import logging
 
 import grpc
 
-from shared.errors import DOMAIN, error_details, status_of
 from shared.logs import JsonFormatter, correlated, correlation, log
-from shared.next_steps import NEXT_STEPS
-from shared.refusals import Conflict
+from shared.rpc.errors import DOMAIN, error_details, status_of
+from shared.rpc.next_steps import NEXT_STEPS
+from shared.rpc.refusals import Conflict
 
 
 def _format(record_msg: str, **fields) -> dict:
@@ -56,6 +56,6 @@ def test_error_info_round_trips_through_the_status_trailer():
     details = error_details(_FakeRpcError(status_of(error).to_status()))
     assert details.code == grpc.StatusCode.FAILED_PRECONDITION
     assert (details.reason, details.domain) == ("CATALOG_CHANGED", DOMAIN)
-    # The metadata as raised, with the next step a model is told for this reason (shared.next_steps).
+    # The metadata as raised, with the next step a model is told for this reason (shared.rpc.next_steps).
     assert details.metadata == {"fingerprint": "abc", "next_step": NEXT_STEPS["CATALOG_CHANGED"]}
     assert details.message == "catalog changed"

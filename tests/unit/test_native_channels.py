@@ -14,10 +14,10 @@ import pytest
 from cryptography import x509
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from shared import channels
-from shared.certs import CredentialError, Credentials, create_ca, load_credentials
 from shared.config import CLIENT_TLS_NATIVE, CLIENT_TLS_VARIABLE
-from shared.identity import server_name_for, server_name_for_spiffe
+from shared.identity.certs import CredentialError, Credentials, create_ca, load_credentials
+from shared.identity.principals import server_name_for, server_name_for_spiffe
+from shared.rpc import channels
 from tests.fixtures.tls_servers import (
     CLIENT_ID,
     OTHER_ID,

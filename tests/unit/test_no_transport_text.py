@@ -38,12 +38,12 @@ from services.web.app import _session_refused
 from services.web.session import COOKIE, BrowserSession, SessionCookies
 from services.web.session import Person as WebPerson
 from services.web.session_records import SessionRecords, SessionRefused
-from shared.actors import ActorVerifier
-from shared.errors import SERVICE_NAMES, TesseraError, error_details, status_of
-from shared.next_steps import NEXT_STEPS
+from shared.identity.actors import ActorVerifier
 from shared.paths import REPO_ROOT
-from shared.refusals import Unavailable
-from shared.tool_bridge import ToolBridge
+from shared.rpc.errors import SERVICE_NAMES, TesseraError, error_details, status_of
+from shared.rpc.next_steps import NEXT_STEPS
+from shared.rpc.refusals import Unavailable
+from shared.tools.tool_bridge import ToolBridge
 from tessera.agent.v1 import agent_pb2
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.common.v1 import common_pb2

@@ -10,7 +10,7 @@ from services.capabilities.config import CapabilitiesSettings
 from services.mcp.config import McpSettings
 from services.web.config import WebSettings
 from shared.config import ConfigError, load_settings
-from shared.public_url import PUBLIC_URL_VARIABLE, PublicUrl, parse_public_url
+from shared.identity.public_url import PUBLIC_URL_VARIABLE, PublicUrl, parse_public_url
 
 
 @pytest.mark.parametrize("value, parsed", [

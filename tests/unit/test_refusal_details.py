@@ -1,4 +1,4 @@
-"""Every refusal a model can get teaches: a pointer and a next step (shared/next_steps.py).
+"""Every refusal a model can get teaches: a pointer and a next step (shared/rpc/next_steps.py).
 
 The walk is over the source: every reason or finding code the services the model reaches define (the
 gateway, the host's proposal path, the compiler, the agent, the MCP front, the tool bridge) is either
@@ -16,15 +16,15 @@ import re
 import pytest
 
 from services.compiler.diagnostics import Finding
-from shared.next_steps import NEXT_STEPS, NOT_FOR_MODELS, metadata
 from shared.paths import REPO_ROOT
-from shared.refusals import Invalid
-from shared.tool_bridge import refused
+from shared.rpc.next_steps import NEXT_STEPS, NOT_FOR_MODELS, metadata
+from shared.rpc.refusals import Invalid
+from shared.tools.tool_bridge import refused
 
 SOURCES = [*REPO_ROOT.glob("services/resources/*.py"), *REPO_ROOT.glob("services/compiler/*.py"),
            *REPO_ROOT.glob("services/agent/*.py"), *REPO_ROOT.glob("services/mcp/*.py"),
            REPO_ROOT / "services/host/commits.py", REPO_ROOT / "services/host/offers.py",
-           REPO_ROOT / "shared/tool_bridge.py", REPO_ROOT / "shared/field_rules.py"]
+           REPO_ROOT / "shared/tools/tool_bridge.py", REPO_ROOT / "shared/rpc/field_rules.py"]
 # The calls that name a refusal's reason or a finding's code.
 RAISERS = {"invalid", "_refuse", "_fan_out", "Finding", "reject", "_fail", "Diagnostic", "refused", "refusal",
            "TurnUnavailable", "Invalid", "Unavailable", "Denied", "Conflict", "NotFound", "Exhausted", "AlreadyExists",
@@ -53,7 +53,7 @@ def test_every_reason_the_services_define_is_taught_or_says_why_no_model_gets_it
     found = defined_reasons()
     assert len(found) > 80, "the walk must see the services' refusals"  # a scan that finds nothing proves nothing
     untaught = {reason: where for reason, where in found.items() if reason not in NEXT_STEPS | NOT_FOR_MODELS}
-    assert not untaught, f"register a next step in shared/next_steps.py (or say why no model gets it): {untaught}"
+    assert not untaught, f"register a next step in shared/rpc/next_steps.py (or say why no model gets it): {untaught}"
     assert not set(NEXT_STEPS) & set(NOT_FOR_MODELS)
     assert all(why for why in NOT_FOR_MODELS.values())
 

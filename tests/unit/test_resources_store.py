@@ -13,8 +13,8 @@ import sqlalchemy as sa
 from cli.launcher import free_ports
 from services.resources.query_compiler import OutputColumn
 from services.resources.store import CACHE_ENTRIES, ResourceStore, StoreUnavailable, engine_for, migrate, open_store
-from shared.errors import status_of
-from shared.refusals import Unavailable
+from shared.rpc.errors import status_of
+from shared.rpc.refusals import Unavailable
 from tests.fixtures.postgres import BACKENDS, database_url, postgres_database
 from tests.resources.store_outage import allow_connections
 

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from shared import runtime
+from shared.rpc import runtime
 
 
 def test_a_stop_during_a_hung_build_is_obeyed_at_once():

@@ -1,4 +1,4 @@
-"""Schema violations explained where they are, with what is allowed there (shared/schema_errors.py), on the
+"""Schema violations explained where they are, with what is allowed there (shared/data/schema_errors.py), on the
 published draft schema: a value that fits none of a oneOf's shapes is explained in the shape it was meant to be."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import jsonschema
 import pytest
 
-from shared.analysis_draft import DRAFT_SCHEMA
-from shared.schema_errors import explain
+from shared.data.analysis_draft import DRAFT_SCHEMA
+from shared.data.schema_errors import explain
 
 F, M = "fld_abcdefghijkl", "met_abcdefghijkl"
 MEASURE = {"id": "n", "metric": M}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from cli.seed import INJECTION_LINE, generate, is_injected
-from shared.screen import MAX_CHARS, normalise, screen
+from shared.safety.screen import MAX_CHARS, normalise, screen
 
 
 @pytest.mark.parametrize(("text", "rule"), [

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from shared.screen import MAX_CHARS, screen
+from shared.safety.screen import MAX_CHARS, screen
 
 CORPUS = Path(__file__).parents[1] / "fixtures" / "screen_corpus"
 MIN_RECALL = 0.90

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.screen import screen
+from shared.safety.screen import screen
 
 ATTACKS = {
     "addressing": [

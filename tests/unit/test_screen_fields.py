@@ -1,4 +1,4 @@
-"""Structured data read whole (shared/screen_fields.py): keys and strings joined, escapes decoded, JSON inside
+"""Structured data read whole (shared/safety/screen_fields.py): keys and strings joined, escapes decoded, JSON inside
 strings and JSON blocks inside prose read, lone surrogates made U+FFFD, and bounded work on adversarial text."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from shared import screen_fields
-from shared.screen_fields import MAX_BLOCKS, MAX_CHARS, field_readings
+from shared.safety import screen_fields
+from shared.safety.screen_fields import MAX_BLOCKS, MAX_CHARS, field_readings
 
 
 def joined_fields(text: str) -> str:

@@ -1,4 +1,4 @@
-"""The read-path screen in other languages (issue 45, "a screen that generalises"; shared/screen_languages.py).
+"""The read-path screen in other languages (issue 45, "a screen that generalises"; shared/safety/screen_languages.py).
 
 Every language has rules in every family. Each is tried here with attacks phrased the way an attacker writes
 them (not the words of the rule, embedded in ordinary text) and with benign text that looks alike: a customer
@@ -12,8 +12,8 @@ import unicodedata
 
 import pytest
 
-from shared.screen import screen
-from shared.screen_languages import LATIN_SCRIPT, OTHER_SCRIPTS
+from shared.safety.screen import screen
+from shared.safety.screen_languages import LATIN_SCRIPT, OTHER_SCRIPTS
 
 FAMILIES = ("ignore-previous", "role-play", "suppression", "addressing", "exfiltration", "ordering")
 LANGUAGES = (*LATIN_SCRIPT, *OTHER_SCRIPTS)

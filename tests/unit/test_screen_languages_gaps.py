@@ -1,4 +1,4 @@
-"""Constructions the read-path screen's other-language rules lacked (shared/screen_languages.py), found by a
+"""Constructions the read-path screen's other-language rules lacked (shared/safety/screen_languages.py), found by a
 held-out evaluation's misses and written here as classes, not sentences: each construction is tried with attacks
 in other words and other surroundings than the miss that revealed it, and each language with benign text that
 uses the same words innocently (a calendar invite naming an assistant, a PR comment about approving after review,
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.screen import screen
+from shared.safety.screen import screen
 
 # construction -> (language, family, attacks)
 ATTACKS: dict[str, tuple[str, str, tuple[str, ...]]] = {

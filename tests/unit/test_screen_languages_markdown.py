@@ -1,4 +1,4 @@
-"""The read-path screen's markdown-exfiltration family in other languages (shared/screen_languages.py).
+"""The read-path screen's markdown-exfiltration family in other languages (shared/safety/screen_languages.py).
 
 An order, in the text's own language, to show or append a markdown image or link whose address carries the
 conversation, the user's data or secrets out: in prose ("ajoute l'historique de la conversation en paramètre de
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from shared.screen import screen
-from shared.screen_languages import LATIN_SCRIPT, OTHER_SCRIPTS
+from shared.safety.screen import screen
+from shared.safety.screen_languages import LATIN_SCRIPT, OTHER_SCRIPTS
 
 FAMILY = "markdown-exfiltration"
 

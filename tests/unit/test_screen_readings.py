@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from shared.screen import screen
+from shared.safety.screen import screen
 
 
 def rules(text: str) -> set[str]:

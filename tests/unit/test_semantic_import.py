@@ -24,7 +24,7 @@ from services.resources.draft import build_draft
 from services.resources.query_compiler import QueryCompiler
 from services.resources.semantic_model import load_semantic_model
 from shared.paths import REPO_ROOT
-from shared.refusals import Refusal
+from shared.rpc.refusals import Refusal
 
 SHOP = REPO_ROOT / "tests" / "fixtures" / "dbt_shop"
 

@@ -20,9 +20,9 @@ import pytest
 from cryptography import x509
 from grpc_health.v1 import health_pb2_grpc
 
-from shared import spiffe_channels
-from shared.certs import create_ca
-from shared.spiffe_channels import CredentialFiles, aio_channel, close_bridge, failure_counts, sync_channel
+from shared.identity.certs import create_ca
+from shared.rpc import spiffe_channels
+from shared.rpc.spiffe_channels import CredentialFiles, aio_channel, close_bridge, failure_counts, sync_channel
 from tests.fixtures.tls_servers import (
     CLIENT_ID,
     OTHER_ID,
@@ -352,7 +352,7 @@ def test_closing_the_bridge_ends_open_streams(deployment, servers):
 def test_peer_channels_reconnect_promptly_but_keep_grpc_connect_timeout():
     """Re-dial a restarted peer at most 0.5 s apart; never shorten the connect timeout, which gRPC core takes
     from grpc.min_reconnect_backoff_ms (a short one failed TLS handshakes on a loaded machine)."""
-    from shared.channels import peer_options
+    from shared.rpc.channels import peer_options
 
     options = dict(peer_options("host"))
     assert options["grpc.max_reconnect_backoff_ms"] <= 500

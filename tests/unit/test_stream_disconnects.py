@@ -14,7 +14,7 @@ import logging
 import grpc
 import pytest
 
-from shared.actors import assert_actor
+from shared.identity.actors import assert_actor
 from tessera.host.v1 import host_pb2
 from tests.fixtures.host_in_process import WEB_KEY, HostOverMtls
 from tests.fixtures.waiting import wait_until_async

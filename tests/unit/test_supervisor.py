@@ -438,7 +438,7 @@ def test_a_liveness_check_that_cannot_run_is_said_once_and_counts_for_nothing(tm
 
 
 def bridge_warning(reason: str) -> None:
-    """What the channel bridge logs when it refuses a connection (shared.spiffe_channels)."""
+    """What the channel bridge logs when it refuses a connection (shared.rpc.spiffe_channels)."""
     log_line(logging.getLogger("tessera.channels"), logging.WARNING, f"refused upstream 127.0.0.1:9000: {reason}",
         reason=reason, target="127.0.0.1:9000")
 

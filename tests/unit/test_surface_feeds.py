@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from services.web import surface_feeds
 from services.web.api import _encoded_envelope, _encoded_refusal
 from services.web.surface_feeds import SurfaceFeeds, ViewerKey
-from shared.actors import assert_actor
+from shared.identity.actors import assert_actor
 from tessera.host.v1 import host_pb2
 from tests.fixtures.host_in_process import WEB_KEY, HostOverMtls
 from tests.fixtures.waiting import wait_until_async

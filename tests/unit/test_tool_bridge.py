@@ -9,11 +9,11 @@ import json
 import grpc
 import pytest
 
-from shared.errors import status_of
-from shared.next_steps import metadata
-from shared.refusals import Denied, Invalid, Refusal
-from shared.tool_bridge import Tool, ToolBridge
-from shared.tool_contracts import ToolContract, ToolSchemaError, project
+from shared.rpc.errors import status_of
+from shared.rpc.next_steps import metadata
+from shared.rpc.refusals import Denied, Invalid, Refusal
+from shared.tools.tool_bridge import Tool, ToolBridge
+from shared.tools.tool_contracts import ToolContract, ToolSchemaError, project
 
 SCHEMA = {"type": "object", "additionalProperties": False, "required": ["question"],
           "properties": {"question": {"type": "string", "maxLength": 200},

@@ -8,7 +8,7 @@ import pytest
 from services.capabilities.tool_policy import ToolPolicy
 from services.capabilities.tool_review import screen_server_text, write_signals
 from shared.paths import REPO_ROOT
-from shared.printable import revealed
+from shared.safety.printable import revealed
 
 SHIPPED = ToolPolicy.load(REPO_ROOT / "deploy" / "policy" / "tools.yaml").policy
 

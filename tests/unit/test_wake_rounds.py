@@ -1,4 +1,4 @@
-"""Wake rounds (shared/wake_rounds.py): at once for few waiters or after a quiet spell, at most once per interval
+"""Wake rounds (shared/rpc/wake_rounds.py): at once for few waiters or after a quiet spell, at most once per interval
 for many during a burst, the interval stretched after a slow round up to a limit, a slice of waiters per event
 loop turn."""
 
@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from shared.wake_rounds import WakeRounds
+from shared.rpc.wake_rounds import WakeRounds
 
 
 def _round(rounds: WakeRounds, waiters: list, woken: list):

@@ -15,7 +15,7 @@ import pytest
 from services.web.api import WebApi
 from services.web.session import COOKIE, Person, SessionCookies, instance_cookie
 from services.web.session_records import SessionRecords, SessionRefused
-from shared.errors import TesseraError
+from shared.rpc.errors import TesseraError
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 
 ADA = Person("ada", "acme", "Ada Lovelace")

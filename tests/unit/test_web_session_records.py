@@ -17,9 +17,9 @@ from services.capabilities.web_session_store import (
     WebSessionStore,
 )
 from services.capabilities.web_sessions import WebSessions, secret_hash
-from shared import db
-from shared.actors import Actor
-from shared.refusals import Invalid, NotFound, Refusal
+from shared.data import db
+from shared.identity.actors import Actor
+from shared.rpc.refusals import Invalid, NotFound, Refusal
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tests.fixtures.in_process import RULES
 from tests.fixtures.postgres import BACKENDS, migrated_engine

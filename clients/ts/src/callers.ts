@@ -1,6 +1,6 @@
 // Who may call what, read from the contracts themselves: every RPC declares its callers with the
 // (tessera.authz.v1.callers) option, and protoc-gen-es keeps options in the generated descriptors. The
-// services enforce the same declarations (shared/authz.py), so a client can see before calling whether
+// services enforce the same declarations (shared/rpc/authz.py), so a client can see before calling whether
 // its principal will be refused with PERMISSION_DENIED.
 import type { DescService } from "@bufbuild/protobuf";
 import { getOption, hasOption } from "@bufbuild/protobuf";

@@ -1,5 +1,5 @@
 // Which SPIFFE id names which principal: the deployment's configuration, not the contract's (the issuer decides
-// the trust domain and path scheme). The same three settings, defaults and checks as shared/identity.py, so a
+// the trust domain and path scheme). The same three settings, defaults and checks as shared/identity/principals.py, so a
 // Node client and the services agree on who is who.
 import { PrincipalSchema } from "../gen/tessera/authz/v1/authz_pb.js";
 

@@ -31,7 +31,7 @@ async function sha256(text) {
 }
 
 // The 32 bytes a decision's signature covers (the broker computes the same from what it receives, see
-// shared/decisions.py): SHA-256 of the compact JSON array [purpose, approval, arguments hash, decision,
+// shared/identity/decisions.py): SHA-256 of the compact JSON array [purpose, approval, arguments hash, decision,
 // entry decisions, nonce, SHA-256 of the reason].
 export async function decisionChallenge(approvalId, argumentsSha256, approve, entries, nonce, reason) {
   const decided = [...entries].sort().map((id) => [id, 'approve']);

@@ -6,7 +6,7 @@ checked against their meta-schema when compiled (an invalid one stops
 startup) and may only reference their own parts (`#…`): nothing is fetched.
 Validation never coerces, inserts defaults or removes properties; unknown
 `x-*` keywords carry no behaviour. A violation is explained where it is, with what is allowed there
-(shared.schema_errors). Results leave through the tool's output schema: only the properties it declares
+(shared.data.schema_errors). Results leave through the tool's output schema: only the properties it declares
 are kept (a result can never carry more than its contract says).
 
 A *closed* contract (an external tool's, built from its pinned schema) also
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import jsonschema
 
-from shared.schema_errors import SchemaProblem, explain, resolve_local, resolve_pointer
+from shared.data.schema_errors import SchemaProblem, explain, resolve_local, resolve_pointer
 
 DRAFT_07 = "http://json-schema.org/draft-07/schema#"
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"

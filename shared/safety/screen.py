@@ -12,12 +12,12 @@ and blank lines between words. A match never blocks the read — the text reache
 the model wrapped as untrusted — it flags the run, so a person deciding on a
 later mutation sees the snippet and where it came from. Taint never relaxes a gate.
 Text hidden from a reader or encoded for the model is decoded, within a bound, and
-read the same way (shared/screen_decode.py).
+read the same way (shared/safety/screen_decode.py).
 
 Every step is linear in the input: one RE2 pass per English rule family
-(shared/screen_rules.py), one RE2 Set pass that says which other languages' rules
-the text needs (shared/screen_markers.py) and one pass for each of those
-(shared/screen_languages.py), each reading (stored and shown order, invisible
+(shared/safety/screen_rules.py), one RE2 Set pass that says which other languages' rules
+the text needs (shared/safety/screen_markers.py) and one pass for each of those
+(shared/safety/screen_languages.py), each reading (stored and shown order, invisible
 characters read as breaks or taken out) read the same way; and long runs of
 combining marks are cut before Unicode normalisation, whose reordering of marks is
 quadratic in the length of a run.
@@ -38,11 +38,11 @@ from pathlib import Path
 
 import re2
 
-from shared import screen_decode as decoding
-from shared.screen_fields import field_readings
-from shared.screen_languages import LATIN_SCRIPT, OTHER_SCRIPTS
-from shared.screen_markers import MARKERS, SCRIPTS
-from shared.screen_rules import RULE_SOURCES, as_regex
+from shared.safety import screen_decode as decoding
+from shared.safety.screen_fields import field_readings
+from shared.safety.screen_languages import LATIN_SCRIPT, OTHER_SCRIPTS
+from shared.safety.screen_markers import MARKERS, SCRIPTS
+from shared.safety.screen_rules import RULE_SOURCES, as_regex
 
 MAX_CHARS = 20_000
 RE2_MEMORY = 64 << 20  # per program: the budget its DFA may use before RE2 falls back to a slower matcher
@@ -315,7 +315,7 @@ def _join_spaced(text: str) -> str:
 
 
 # ----------------------------------------------------------------------------------------------------------
-# Rules (their sources: shared/screen_rules.py and shared/screen_languages.py)
+# Rules (their sources: shared/safety/screen_rules.py and shared/safety/screen_languages.py)
 # ----------------------------------------------------------------------------------------------------------
 
 _REGEX_SYNTAX = frozenset("\\^$.|?*+()[]{}")
@@ -348,7 +348,7 @@ RULES: dict[str, re2._Regexp] = {name: _family([as_regex(p) for p in patterns])
                                  for name, patterns in RULE_SOURCES.items()}
 # Letter-spaced runs (four letters or more, from a letter: not version numbers or addresses), joined and read again.
 _SPACED = _re2(rf"\b[a-z](?:{_SPACED_NEXT}){{3,}}\b")
-# The cues of encoded text (shared/screen_decode.py), decoded and read again.
+# The cues of encoded text (shared/safety/screen_decode.py), decoded and read again.
 _CUES = _re2("|".join(f"(?P<{cue}>{source})" for cue, source in decoding.CUES.items()))
 
 

@@ -34,14 +34,14 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from shared import __version__
-from shared.authz import CallerTable, DirectIssuer
-from shared.certs import CredentialError, Credentials, load_credentials, missing_server_name
 from shared.config import CLIENT_TLS_NATIVE, ConfigError, ServiceSettings, client_tls_mode, load_settings
-from shared.contracts import SERVICES, contract_hash
-from shared.field_rules import RequestRules
-from shared.interceptor import CallGuard, not_implemented_yet
+from shared.identity.certs import CredentialError, Credentials, load_credentials, missing_server_name
 from shared.logs import log, setup_logging, stop_logging
-from shared.renewal import RenewingCredentials
+from shared.rpc.authz import CallerTable, DirectIssuer
+from shared.rpc.contracts import SERVICES, contract_hash
+from shared.rpc.field_rules import RequestRules
+from shared.rpc.interceptor import CallGuard, not_implemented_yet
+from shared.rpc.renewal import RenewingCredentials
 from tessera.common.v1 import common_pb2
 
 logger = logging.getLogger("tessera.runtime")

@@ -43,7 +43,7 @@ NEXT_STEPS: dict[str, str] = {
                          "new turn with a new budget.",
     "TURN_ENDED": "Call inspect_current_context to begin a new turn, then continue.",
     "PERSON_UNKNOWN": "Ask the person to sign in again: the access token names no person this deployment accepts.",
-    # A call no Tessera service explained (shared.errors.error_details): nobody answered, or it broke on the way.
+    # A call no Tessera service explained (shared.rpc.errors.error_details): nobody answered, or it broke on the way.
     "SERVICE_UNAVAILABLE": "Tell the person the service this step needs is not answering now (the message names "
                            "it), and answer without it.",
     "SERVICE_STOPPED": "Try the call once more (the service may have restarted); if it fails again, tell the person "
@@ -68,7 +68,7 @@ NEXT_STEPS: dict[str, str] = {
                        "then repeat this call.",
     "WRONG_ID_KIND": "Put an id of the kind allowed there (ent_ entity, fld_ field, met_ metric, rel_ relationship), "
                      "as inspect_catalog or describe_data gave it.",
-    # A request field out of its contract's bounds (shared/field_rules.py); the message says which bound.
+    # A request field out of its contract's bounds (shared/rpc/field_rules.py); the message says which bound.
     "FIELD_INVALID": "Change the value at pointer as the message says, then call the tool again.",
     # --- probes ------------------------------------------------------------------------------------------
     "PROBE_BUDGET_EXHAUSTED": "No probes are left this turn: go on with run_analysis (filter with the values you "

@@ -4,7 +4,7 @@ Written as a native speaker would address a model, not translated word by word: 
 imperative (tu/vous, du/Sie, tú/usted, ты/вы, 해라/하세요, plain/です・ます/てください, 请/务必/不要...), common
 synonyms and word orders (the verb last in Turkish, Japanese, Korean, Hindi and Persian). Each source is an RE2
 pattern, matched case-insensitively, in which a space stands for any run of whitespace and " ?" for an
-optional one, and IDENT and ADDRESS are the English rules' parts (shared/screen_rules.py).
+optional one, and IDENT and ADDRESS are the English rules' parts (shared/safety/screen_rules.py).
 
 - LATIN_SCRIPT: fr, de, es, pt, it, nl, tr, pl, sv, vi. Written in their own spelling, accents included: the
   screen reads text with accents and look-alike letters undone, and reads these sources the same way when it
@@ -27,7 +27,7 @@ assistant, secretary or support agent) with an imperative; secrets or records in
 outside address (one password reset link is not "all passwords"); secrecy toward the user (not "keep your
 password secret", "tell no one your code"); a tool named as code, called before answering or at once.
 
-How they stay fast: shared/screen.py compiles each language on its own program (about 15,000-40,000 RE2
+How they stay fast: shared/safety/screen.py compiles each language on its own program (about 15,000-40,000 RE2
 instructions; none exhausts the DFA budget). Gaps between words are short windows that stop at a sentence end
 and follow a rare word, so ordinary text keeps few DFA states alive. RE2's word class and word boundary are
 ASCII only: Cyrillic, Devanagari, Arabic and Persian endings are spelled as letter classes, and a word boundary
@@ -49,7 +49,8 @@ def _words(n: int, stops: str = ".!?") -> str:
 
 _G15, _G25, _G40, _G60 = _gap(15), _gap(25), _gap(40), _gap(60)
 _W1, _W2, _W3 = _words(1), _words(2), _words(3)
-# A tool named as code: an identifier with a dot or underscore (IDENT, from shared/screen_rules.py), or in backticks.
+# A tool named as code: an identifier with a dot or underscore (IDENT, from shared/safety/screen_rules.py), or in
+# backticks.
 _NAMED = r"(?:IDENT|`[\w.-]+`)"
 
 

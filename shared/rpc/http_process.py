@@ -17,7 +17,7 @@ import uvicorn
 
 from shared.config import ServiceSettings
 from shared.logs import log
-from shared.runtime import fail_startup, write_ready_file
+from shared.rpc.runtime import fail_startup, write_ready_file
 
 logger = logging.getLogger("tessera.http")
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import hashlib
 
-from shared.bounded_json import canonical
-from shared.schema_build import array as _array
-from shared.schema_build import closed as _object
-from shared.schema_build import described as _d
+from shared.data.bounded_json import canonical
+from shared.data.schema_build import array as _array
+from shared.data.schema_build import closed as _object
+from shared.data.schema_build import described as _d
 
 DRAFT_07 = "http://json-schema.org/draft-07/schema#"
 # Bumped when a draft valid under the old schema means something else or is refused under the new one.

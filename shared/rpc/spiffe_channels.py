@@ -32,7 +32,7 @@ certificate is used without a restart (existing connections keep theirs). If
 the new files cannot be loaded (say, the certificate is renewed but the key not
 yet), the last good pair is kept and the files are tried again next time.
 
-Wiring, in place of `shared.channels.aio_channel(target, credentials)`:
+Wiring, in place of `shared.rpc.channels.aio_channel(target, credentials)`:
 
     files = CredentialFiles(settings.ca_cert, settings.cert, settings.key)
     # or CredentialFiles.for_principal(cert_dir, "agent") for the `tessera certs` layout
@@ -67,9 +67,9 @@ from pathlib import Path
 import grpc
 from cryptography import x509
 
-from shared.certs import CA_CERT_FILE, cert_path, issued_directly, key_path
+from shared.identity.certs import CA_CERT_FILE, cert_path, issued_directly, key_path
 from shared.logs import log
-from shared.renewal import file_stamp
+from shared.rpc.renewal import file_stamp
 
 logger = logging.getLogger("tessera.channels")
 

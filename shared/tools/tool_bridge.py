@@ -6,7 +6,7 @@
 - arguments are bounded JSON, then checked against the tool's schema; either
   failure is a result for the model, and the tool does not run;
 - every refusal tells the model where (a JSON Pointer into its arguments), what is
-  allowed there or the bound, and what to do next (shared.next_steps);
+  allowed there or the bound, and what to do next (shared.rpc.next_steps);
 - closing suppresses every later result; cancelling stops running tools
   cooperatively (their tasks see CancelledError).
 """
@@ -21,11 +21,11 @@ from dataclasses import dataclass, field, replace
 
 import grpc
 
-from shared.bounded_json import BoundedJsonError, Limits, parse
-from shared.errors import TesseraError, error_details
-from shared.next_steps import fill, metadata
-from shared.refusals import Refusal
-from shared.tool_contracts import ToolContract
+from shared.data.bounded_json import BoundedJsonError, Limits, parse
+from shared.rpc.errors import TesseraError, error_details
+from shared.rpc.next_steps import fill, metadata
+from shared.rpc.refusals import Refusal
+from shared.tools.tool_contracts import ToolContract
 
 logger = logging.getLogger("tessera.bridge")
 DEFAULT_MAX_CALLS = 1000
@@ -66,7 +66,7 @@ class ToolResult:
 
 def refused(call_id: str, tool: str, reason: str, message: str, metadata: dict[str, str] | None = None,
             root: str = "") -> ToolResult:
-    """A refusal from its reason and ErrorInfo-style metadata (shared.next_steps' keys); a pointer in the
+    """A refusal from its reason and ErrorInfo-style metadata (shared.rpc.next_steps' keys); a pointer in the
     metadata is rooted at `root` in the arguments, and a refusal without one is about the whole call."""
     taught = fill(reason, dict(metadata or {}))
     pointer = taught.pop("pointer", None)
@@ -88,7 +88,7 @@ def _json(text: str | None):
 class Tool:
     contract: ToolContract
     handler: Handler
-    service: str = ""  # the service its handler calls (shared.errors.SERVICE_NAMES), named when it does not answer
+    service: str = ""  # the service its handler calls (shared.rpc.errors.SERVICE_NAMES), named when it does not answer
 
 
 class ToolBridge:
@@ -107,7 +107,7 @@ class ToolBridge:
 
     def _fail(self, call_id: str, tool: str, code: str, message: str, pointer: str | None = None,
               **taught) -> ToolResult:
-        """The bridge's own refusal (shared.next_steps.metadata's keys); without a pointer, of the whole call."""
+        """The bridge's own refusal (shared.rpc.next_steps.metadata's keys); without a pointer, of the whole call."""
         return refused(call_id, tool, code, message, metadata(pointer, **taught))
 
     async def call(self, call_id: str, tool: str, arguments_json: str) -> ToolResult | None:

@@ -25,7 +25,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
 from shared.logs import log
-from shared.refusals import Unavailable
+from shared.rpc.refusals import Unavailable
 
 logger = logging.getLogger("tessera.db")
 

@@ -1,10 +1,10 @@
 """The server interceptor every Tessera RPC passes through.
 
 Per call, in one wrapper: the contract-declared caller check and field rules (before any servicer code runs;
-shared/field_rules.py checks each message of a request stream as it arrives), correlation ids, error mapping (a
-refusal, shared/refusals.py, or a peer's refusal passed on as a `TesseraError` → status + ErrorInfo; anything
+shared/rpc/field_rules.py checks each message of a request stream as it arrives), correlation ids, error mapping (a
+refusal, shared/rpc/refusals.py, or a peer's refusal passed on as a `TesseraError` → status + ErrorInfo; anything
 unexpected → INTERNAL without leaking its text) and an access log line. A unary reply of a method marked
-`@answers_encoded` may come already serialised (shared/encoded_replies.py): it is sent as it is.
+`@answers_encoded` may come already serialised (shared/rpc/encoded_replies.py): it is sent as it is.
 """
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ import time
 import grpc
 from google.protobuf.descriptor import ServiceDescriptor
 
-from shared.authz import EXEMPT_PREFIXES, CallerTable, DirectIssuer, check_caller
-from shared.encoded_replies import accepting_encoded
-from shared.errors import TesseraError, status_of
-from shared.field_rules import RequestRules
-from shared.identity import principal_for_spiffe
+from shared.identity.principals import principal_for_spiffe
 from shared.logs import add_correlation, end_correlation, log_rpc
-from shared.refusals import Refusal, Unsupported
+from shared.rpc.authz import EXEMPT_PREFIXES, CallerTable, DirectIssuer, check_caller
+from shared.rpc.encoded_replies import accepting_encoded
+from shared.rpc.errors import TesseraError, status_of
+from shared.rpc.field_rules import RequestRules
+from shared.rpc.refusals import Refusal, Unsupported
 
 logger = logging.getLogger("tessera.rpc")
 

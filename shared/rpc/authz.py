@@ -16,9 +16,9 @@ import grpc
 from cryptography import x509
 from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 
-from shared.certs import issued_directly
-from shared.identity import principal_for_enum, spiffe_id_for
-from shared.refusals import Denied
+from shared.identity.certs import issued_directly
+from shared.identity.principals import principal_for_enum, spiffe_id_for
+from shared.rpc.refusals import Denied
 from tessera.authz.v1 import authz_pb2
 
 # The only service callable without a declaration: orchestrators and load
@@ -75,7 +75,7 @@ class DirectIssuer:
     intermediate, even one that the CA's pathlen:0 forbids. Every identity is
     issued directly by a CA of the bundle, so anything else is refused.
     `bundle` returns the bundle in use now: it changes when the issuer
-    publishes its next CA (shared.renewal).
+    publishes its next CA (shared.rpc.renewal).
     """
 
     def __init__(self, bundle: Callable[[], bytes]) -> None:

@@ -15,8 +15,8 @@ import re2
 from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor, ServiceDescriptor
 from google.protobuf.message import Message
 
-from shared.next_steps import metadata
-from shared.refusals import Invalid
+from shared.rpc.next_steps import metadata
+from shared.rpc.refusals import Invalid
 from tessera.rules.v1 import rules_pb2
 
 # One check: the message, the pointer of the message itself; a refusal, or None when it keeps the rule.

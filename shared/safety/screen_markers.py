@@ -1,5 +1,5 @@
-"""Which languages' rules of the read-path screen a text needs (§8): shared/screen.py reads every text with
-these first, in one RE2 Set pass, and then runs only those languages' rules (shared/screen_languages.py).
+"""Which languages' rules of the read-path screen a text needs (§8): shared/safety/screen.py reads every text with
+these first, in one RE2 Set pass, and then runs only those languages' rules (shared/safety/screen_languages.py).
 
 A Latin-script language: two of its common short words anywhere in the text, written in its own spelling
 (the screen reads them accents undone, as it reads the text), and none that English text often holds ("to",

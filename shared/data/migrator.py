@@ -15,10 +15,10 @@ from typing import NoReturn
 
 from pydantic import SecretStr
 
-from shared import db
 from shared.config import ConfigError, ServiceSettings, load_settings
+from shared.data import db
 from shared.logs import log, setup_logging, stop_logging
-from shared.runtime import fail_startup
+from shared.rpc.runtime import fail_startup
 
 logger = logging.getLogger("tessera.migrator")
 

@@ -1,9 +1,9 @@
 """gRPC error mapping: status code + google.rpc.ErrorInfo (domain tessera.dev).
 
-Tessera's code raises refusals (shared/refusals.py); `status_of` is the one mapping of a refusal to a gRPC
+Tessera's code raises refusals (shared/rpc/refusals.py); `status_of` is the one mapping of a refusal to a gRPC
 status, whose ErrorInfo carries its stable UPPER_SNAKE reason clients branch on. A `TesseraError` is that
 status before it is sent: made by `status_of`, or by `relayed` for a peer's refusal passed on as it came. A
-refusal a model may receive carries its next step too (shared.next_steps), filled in so no raising site can
+refusal a model may receive carries its next step too (shared.rpc.next_steps), filled in so no raising site can
 forget it.
 
 A failed call is told to people and models in one way (`error_details`): a peer's own refusal as it gave
@@ -22,9 +22,9 @@ from google.protobuf import any_pb2
 from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from shared import refusals
 from shared.logs import log
-from shared.next_steps import fill
+from shared.rpc import refusals
+from shared.rpc.next_steps import fill
 
 logger = logging.getLogger("tessera.errors")
 DOMAIN = "tessera.dev"

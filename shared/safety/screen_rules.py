@@ -1,12 +1,12 @@
 """The read-path screen's rules in English (§8): instruction-like text by family, as RE2 sources.
 
-Lower case, matched case-insensitively on the reading shared/screen.py makes of a text (look-alike letters
+Lower case, matched case-insensitively on the reading shared/safety/screen.py makes of a text (look-alike letters
 and accents undone, letter-spacing joined). A family names what the text tries to do to the model: set
 aside its orders (ignore-previous), give it another role (role-play), fake a conversation's structure
 (role-text), order its tool calls (ordering), steer it to one tool (preference), keep a person out of the
 loop (suppression), claim powers for a tool (scope-inflation), speak to the model itself (addressing),
 send secrets out (exfiltration), steer its use of another tool (tool-shadowing), or make a rendered image
-carry data out (markdown-exfiltration). Other languages' rules are in shared/screen_languages.py.
+carry data out (markdown-exfiltration). Other languages' rules are in shared/safety/screen_languages.py.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import grpc
 
-from shared.certs import CredentialError, Credentials, load_credentials
+from shared.identity.certs import CredentialError, Credentials, load_credentials
 from shared.logs import log
 
 logger = logging.getLogger("tessera.renewal")

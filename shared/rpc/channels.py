@@ -6,7 +6,7 @@ server's chain against the deployment CA and its DNS name against the one
 derived from the peer's SPIFFE id (`identity.server_name_for`, set as
 `grpc.ssl_target_name_override`), so no byte is copied through Python. With
 TESSERA_CLIENT_TLS=spiffe-bridge they go through the in-process bridge of
-`shared.spiffe_channels`, which checks the URI SAN itself: for identity
+`shared.rpc.spiffe_channels`, which checks the URI SAN itself: for identity
 providers that issue certificates with the URI SAN alone.
 
 Either way a renewed client certificate is used without a restart: the
@@ -32,12 +32,12 @@ from pathlib import Path
 import grpc
 from google.protobuf.descriptor import MethodDescriptor
 
-from shared import spiffe_channels
-from shared.certs import Credentials
 from shared.config import CLIENT_TLS_SPIFFE_BRIDGE, client_tls_mode
-from shared.contracts import SERVICES
-from shared.identity import server_name_for, spiffe_id_for
-from shared.renewal import RenewingCredentials
+from shared.identity.certs import Credentials
+from shared.identity.principals import server_name_for, spiffe_id_for
+from shared.rpc import spiffe_channels
+from shared.rpc.contracts import SERVICES
+from shared.rpc.renewal import RenewingCredentials
 
 # A peer that restarts is back within a second or two. gRPC's default reconnect backoff
 # (1 s growing to 120 s) would keep its callers failing long after that; this keeps

@@ -14,7 +14,7 @@ import re
 
 from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
 
-from shared.refusals import Denied, Invalid
+from shared.rpc.refusals import Denied, Invalid
 from tessera.host.v1 import host_pb2
 
 _CURSOR = re.compile(r"([0-9]{1,20}):([0-9]{1,20})")

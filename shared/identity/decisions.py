@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
-from shared import tokens
+from shared.identity import tokens
 from tessera.capabilities.v1 import capabilities_pb2
 
 PURPOSE = "tessera.decision.v1"

@@ -2,8 +2,8 @@
 statuses.
 
 A refusal carries a stable reason (UPPER_SNAKE, the same one clients branch on), a message for a person and
-ErrorInfo-style metadata with the reason's next step for a model (shared/next_steps.py); its class says what
-kind of refusal it is. The one mapping from these classes to gRPC status codes is `shared.errors.status_of`,
+ErrorInfo-style metadata with the reason's next step for a model (shared/rpc/next_steps.py); its class says what
+kind of refusal it is. The one mapping from these classes to gRPC status codes is `shared.rpc.errors.status_of`,
 applied by the shared interceptor for every service, so domain code imports neither grpc nor protobuf and
 reads the same from a servicer, the CLI or a test.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.next_steps import fill
+from shared.rpc.next_steps import fill
 
 
 @dataclass

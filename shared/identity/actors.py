@@ -17,11 +17,11 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
-from shared import tokens
-from shared.caches import expiring_each
-from shared.certs import load_verify_key, verify_key_path
-from shared.field_rules import max_chars, text_bounds
-from shared.refusals import Unauthenticated
+from shared.data.caches import expiring_each
+from shared.identity import tokens
+from shared.identity.certs import load_verify_key, verify_key_path
+from shared.rpc.field_rules import max_chars, text_bounds
+from shared.rpc.refusals import Unauthenticated
 from tessera.common.v1 import common_pb2
 from tessera.rules.v1 import rules_pb2
 
