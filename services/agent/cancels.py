@@ -18,6 +18,7 @@ import grpc
 from services.agent.turn import RunningTurn
 from shared.logs import log
 from shared.rpc.errors import error_details, relayed
+from shared.rpc.field_rules import stated
 from shared.rpc.refusals import Unavailable
 from tessera.agent.v1 import agent_pb2
 from tessera.common.v1 import common_pb2
@@ -29,7 +30,7 @@ POLL_SECONDS = 0.25  # how often a replica running turns asks which to stop (a s
 # nearer): a stopping turn first withdraws what it asked people to approve (up to 10 s).
 WAIT_SECONDS = 15.0
 DEADLINE_MARGIN_SECONDS = 1.0  # the answer must reach the caller before its deadline does
-TURNS_PER_ASK = 256  # host.proto: CancelledTurns takes at most this many ids
+TURNS_PER_ASK = stated(host_pb2.CancelledTurnsRequest, "turn_ids", "max_items")  # the host's bound (host.proto)
 
 
 def stop(turn: RunningTurn) -> None:

@@ -20,7 +20,7 @@ from tessera.rules.v1 import rules_pb2
 
 # The bounds the gateway's contract states (resources.proto, rules.proto), told to the model as they are.
 MAX_QUESTION_CHARS = max_chars(rules_pb2.TEXT_KIND_QUESTION)
-MAX_DESCRIBE = stated(resources_pb2.DescribeRequest, "entity_ids").max_items
+MAX_DESCRIBE = stated(resources_pb2.DescribeRequest, "entity_ids", "max_items")
 MAX_MATCH_TEXT_CHARS = max_chars(rules_pb2.TEXT_KIND_MATCH_TEXT)
 MAX_CATALOG_ENTITIES = 12
 # A proposal with model-correctable diagnostics may be repaired this many times, then the turn gives up.

@@ -16,6 +16,7 @@ import grpc
 from services.agent.contracts import CONTRACTS, LIMITS, MAX_REFUSALS, MAX_REPAIRS, PROBE_KINDS, TOOL_NAMES, TURN_ORDER
 from shared.data.analysis_draft import DRAFT_SCHEMA_SHA256
 from shared.rpc.errors import SERVICE_NAMES, error_details
+from shared.rpc.field_rules import stated
 from shared.rpc.next_steps import NEXT_STEPS, metadata
 from shared.rpc.refusals import Exhausted, Invalid
 from shared.safety.screen import screen
@@ -25,6 +26,8 @@ from tessera.capabilities.v1 import capabilities_pb2
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2
 from tessera.resources.v1 import resources_pb2
+
+MAX_RECORDED_READS = stated(capabilities_pb2.RecordReadsRequest, "reads", "max_items")  # the broker's bound
 
 _TYPES = {v: k.removeprefix("COLUMN_TYPE_").lower() for k, v in common_pb2.ColumnType.items()}
 _ROLES = {v: k.removeprefix("COLUMN_ROLE_").lower() for k, v in common_pb2.ColumnRole.items()}
@@ -122,7 +125,8 @@ class TurnTools:
         try:
             await self.capabilities.RecordReads(capabilities_pb2.RecordReadsRequest(
                 actor=self.state.actor, session_id=self.state.session_id, turn_id=self.state.turn_id,
-                reads=[capabilities_pb2.ExternalRead(source=s, ref=r, text=t) for s, r, t in reads[:50]]), timeout=10)
+                reads=[capabilities_pb2.ExternalRead(source=s, ref=r, text=t)
+                       for s, r, t in reads[:MAX_RECORDED_READS]]), timeout=10)
         except grpc.aio.AioRpcError as exc:  # the answer goes on; the gap is reported, not hidden
             self.state.mark_unavailable("run record", "probe values were not recorded at the broker: "
                                                       + error_details(exc, "capabilities").message)

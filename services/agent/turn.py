@@ -22,17 +22,23 @@ from services.agent.planner import EmbeddedPlanner, Plan
 from services.agent.tools import TurnState, build_tools, model_message
 from shared.identity.actors import Actor
 from shared.rpc.errors import SERVICE_FAILED, SERVICE_STOPPED, error_details, relayed
+from shared.rpc.field_rules import max_chars, stated
 from shared.rpc.next_steps import metadata
 from shared.tools.tool_bridge import Tool, ToolBridge, ToolResult, refused
 from tessera.agent.v1 import agent_pb2
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2
+from tessera.rules.v1 import rules_pb2
 
 logger = logging.getLogger("tessera.agent.turn")
 # Failures that are not the model's doing: they do not spend the turn's refusal budget.
 _NOT_THE_MODELS = {SERVICE_FAILED, "TOOL_FAILED", "INTERNAL", "UNKNOWN", "CANCELLED", "TURN_BUDGET_SPENT"}
-MAX_ANSWER_CHARS = 4_000  # what the host keeps of an answer (host.proto, FinishTurnRequest)
+# What the host keeps of a turn's end (host.proto, FinishTurnRequest): an answer is cut to its bound; a suggestion
+# over a question's bound is left out, never the whole record refused for it.
+MAX_ANSWER_CHARS = max_chars(rules_pb2.TEXT_KIND_ANSWER)
+MAX_SUGGESTION_CHARS = max_chars(rules_pb2.TEXT_KIND_QUESTION)
+MAX_SUGGESTIONS = stated(host_pb2.FinishTurnRequest, "suggested_questions", "max_items")
 
 
 def _unavailable(reason: str) -> bool:
@@ -237,7 +243,8 @@ class Turn:
         try:
             await self.peers.host.FinishTurn(host_pb2.FinishTurnRequest(
                 turn_id=self.state.turn_id, outcome=done.outcome, answer=done.answer[:MAX_ANSWER_CHARS],
-                suggested_questions=done.suggested_questions[:3], follows_turn_id=self.follows()), timeout=10)
+                suggested_questions=[q for q in done.suggested_questions if 0 < len(q) <= MAX_SUGGESTION_CHARS][
+                    :MAX_SUGGESTIONS], follows_turn_id=self.follows()), timeout=10)
         except grpc.aio.AioRpcError as exc:
             logger.warning("the turn's end was not recorded at the host: %s", error_details(exc, "host").reason,
                            extra={"fields": {"turn_id": self.state.turn_id}})

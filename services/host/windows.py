@@ -35,8 +35,8 @@ from tessera.resources.v1 import resources_pb2
 
 logger = logging.getLogger("tessera.host")
 GRANT_LIFETIME = dt.timedelta(minutes=5)  # the gateway takes up to 15 minutes (§5); a window asks for a fresh one
-WINDOW_MAX_ROWS = stated(host_pb2.ResourceWindowCommand, "limit").max  # the contract's (host.proto)
-WINDOWS_PER_CALL = 64  # what one ResolveWindows call may ask for (resources.proto)
+WINDOW_MAX_ROWS = stated(host_pb2.ResourceWindowCommand, "limit", "max")  # the contract's (host.proto)
+WINDOWS_PER_CALL = stated(resources_pb2.ResolveWindowsRequest, "windows", "max_items")  # resources.proto
 WINDOWS_REPLY_FULL = "WINDOWS_REPLY_FULL"  # a window the gateway's reply had no room for: ask again (resources.proto)
 # Stands for a window's rows in its message until the message's text is made; then the rows' own text replaces it.
 _ROWS_SLOT = "\x00rows"

@@ -28,10 +28,14 @@ from google.protobuf.json_format import MessageToDict
 from mcp.server.apps import APP_MIME_TYPE
 
 from shared.data.caches import bounded_lru
+from shared.rpc.field_rules import max_chars
 from shared.rpc.refusals import Denied, Exhausted, Invalid
 from shared.ui.surface_envelopes import CursorInvalid, client_command, cursor_text, envelope_dict, parse_cursor
 from shared.ui.windows import resource_of_window
 from tessera.host.v1 import host_pb2
+from tessera.rules.v1 import rules_pb2
+
+MAX_ID_CHARS = max_chars(rules_pb2.TEXT_KIND_ID)  # a revision id, as the host's contract bounds it
 
 ANSWER_URI = "ui://tessera/answer.html"
 READ_TOOL = "read_answer"
@@ -63,7 +67,7 @@ def app_tools() -> list[types.Tool]:
             "For Tessera's answer frame only: what the frame's revision shows, from the person's surface journal "
             "after `after` (absent: from the start), waiting up to wait_seconds for something new."),
             input_schema={"type": "object", "additionalProperties": False, "required": ["revision"], "properties": {
-                "revision": {"type": "string", "minLength": 1, "maxLength": 128,
+                "revision": {"type": "string", "minLength": 1, "maxLength": MAX_ID_CHARS,
                              "description": "the revision present_ui committed"},
                 "after": {"type": "string", "maxLength": 41, "description": "<epoch>:<sequence> of the last read"},
                 "wait_seconds": {"type": "number", "minimum": 0, "maximum": MAX_WAIT_SECONDS}}},
@@ -165,8 +169,8 @@ class AnswerJournal:
         if isinstance(wait, bool) or not isinstance(wait, int | float) or not 0 <= wait <= MAX_WAIT_SECONDS:
             raise Invalid("WAIT_INVALID", f"wait_seconds: a number from 0 to {MAX_WAIT_SECONDS:g}")
         revision = arguments.get("revision")
-        if not isinstance(revision, str) or not 1 <= len(revision) <= 128:
-            raise Invalid("REVISION_REQUIRED", "revision: the id present_ui returned (1-128 characters)")
+        if not isinstance(revision, str) or not 1 <= len(revision) <= MAX_ID_CHARS:
+            raise Invalid("REVISION_REQUIRED", f"revision: the id present_ui returned (1-{MAX_ID_CHARS} characters)")
         reads = self._reads.setdefault(viewer.session_id, asyncio.Semaphore(MAX_READS_PER_SESSION))
         if reads.locked():
             raise Exhausted("TOO_MANY_READS", f"at most {MAX_READS_PER_SESSION} reads at once per person; "

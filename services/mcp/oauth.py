@@ -17,7 +17,7 @@ from joserfc.jwk import KeySet
 from mcp.server.auth.provider import AccessToken
 
 from services.mcp.issuer_keys import IssuerKeys
-from shared.identity.actors import valid_id
+from shared.identity.actors import MAX_DISPLAY_NAME_CHARS, valid_id
 
 SIGNING_ALGORITHMS = ["RS256", "ES256", "PS256", "EdDSA"]  # never "none", never a shared-secret HMAC
 LEEWAY_SECONDS = 60
@@ -99,4 +99,4 @@ def person_of(policy: TokenPolicy, claims: dict) -> tuple[str, str, str] | None:
     if not (valid_id(person) and valid_id(tenant)):
         return None
     name = claims.get(policy.name_claim)
-    return person, tenant, name[:128] if isinstance(name, str) and name else person
+    return person, tenant, name[:MAX_DISPLAY_NAME_CHARS] if isinstance(name, str) and name else person

@@ -10,11 +10,13 @@ from shared.config import ServiceSettings
 from shared.identity.certs import secret_path, signing_key_path, verify_key_path
 from shared.paths import DEMO_SEMANTIC_MODEL, default_warehouse, var_dir
 from shared.rpc.field_rules import stated
-from tessera.resources.v1 import resources_pb2
+from tessera.host.v1 import host_pb2
 
 # Policy bounds: the model never picks a row limit; operators pick within these.
 MAX_ROW_CAP = 20_000
-MAX_WINDOW_ROWS = stated(resources_pb2.ResolveWindowRequest, "limit").max  # the contract's (resources.proto)
+# The most rows a window has: the host's contract bounds what a person may ask for (host.proto); a window's own limit
+# is checked per window, so one bad window of a ResolveWindows batch is refused alone (resources.proto).
+MAX_WINDOW_ROWS = stated(host_pb2.ResourceWindowCommand, "limit", "max")
 
 
 class ResourcesSettings(ServiceSettings):

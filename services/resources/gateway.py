@@ -562,9 +562,8 @@ class Gateway:
         claims, offset, limit = ask.claims, ask.offset, ask.limit
         if revoked:
             raise Denied("GRANT_REVOKED", "this window grant was revoked by the host")
-        # The grant's cap, never above the contract's most (resources.proto), which also says a window has a row.
         cap = min(MAX_WINDOW_ROWS, claims.max_window_rows or MAX_WINDOW_ROWS)
-        if limit > cap:
+        if limit < 1 or limit > cap:
             raise Invalid("WINDOW_TOO_LARGE", f"limit must be between 1 and {cap}", {"max": str(cap)})
         if claims.HasField("row") and offset != claims.row:  # a grant for one figure reads its one cell
             raise Denied("WINDOW_OUTSIDE_GRANT", f"this grant reads row {claims.row} only", {"row": str(claims.row)})

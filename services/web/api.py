@@ -54,6 +54,7 @@ from shared.data.bounded_json import BoundedJsonError, Limits, parse
 from shared.data.caches import bounded_lru
 from shared.logs import log
 from shared.rpc.errors import ErrorDetails, error_details
+from shared.rpc.field_rules import stated
 from shared.rpc.refusals import Refusal
 from shared.ui.surface_envelopes import CursorInvalid, client_command, cursor_text, envelope_dict, parse_cursor
 from tessera.agent.v1 import agent_pb2
@@ -65,6 +66,7 @@ from tessera.host.v1 import host_pb2
 logger = logging.getLogger("tessera.web")
 # A cancel that reaches an agent replica not running the turn waits there for the turn to end (up to 15 s).
 CANCEL_SECONDS = 20
+APPROVALS_PAGE = stated(cap.ListApprovalsRequest, "page_size", "max")  # a person's approvals: the broker's most
 MAX_REMEMBERED_SESSIONS = 10_000  # the least recently used are forgotten (and simply reopened at the host)
 # The host session the MCP front commits outside agents' answers to, one per person (its link: /?surface=mcp).
 OUTSIDE_AGENT_SESSION = "mcp"
@@ -473,7 +475,7 @@ class WebApi:
         """The conversation so far, newest first, a page at a time (`?before=<turn id>`, `?limit=`)."""
         before = checked(OPTIONAL_PLAIN_ID, request.query_params.get("before", ""), "before")
         limit = request.query_params.get("limit", "0")
-        if not limit.isdigit() or len(limit) > 3:  # (its bound is the host's: LIMIT_TOO_LARGE)
+        if not limit.isdigit() or len(limit) > 3:  # (its bound is the host's contract: FIELD_INVALID)
             raise ApiError(400, "LIMIT_INVALID", "limit: a whole number (none or 0: the host's default page)")
         browser, session = await self._session(request)
         listed = await self._call(self.host.ListTurns, host_pb2.ListTurnsRequest(
@@ -538,7 +540,7 @@ class WebApi:
     async def approvals(self, request: Request) -> Response:
         browser = await self.signed_in(request)
         listed = await self._call(self.capabilities.ListApprovals, cap.ListApprovalsRequest(
-            actor=self.assertions.of(browser.person), page_size=100), service="capabilities")
+            actor=self.assertions.of(browser.person), page_size=APPROVALS_PAGE), service="capabilities")
         return JSONResponse(_as_dict(listed))
 
     async def approval(self, request: Request) -> Response:

@@ -6,7 +6,16 @@ from __future__ import annotations
 
 from typing import Annotated, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, StrictBool, StrictStr, StringConstraints, TypeAdapter
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    StrictBool,
+    StrictStr,
+    StringConstraints,
+    TypeAdapter,
+)
 from pydantic import ValidationError as PydanticError
 
 from shared.rpc.field_rules import text_bounds
@@ -52,15 +61,20 @@ class _Body(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
 
+def _absent_as(default):
+    """A key sent as null reads as one not sent (what the page and older clients send when they have none)."""
+    return BeforeValidator(lambda value: default if value is None else value)
+
+
 class AskBody(_Body):
     question: Question
-    request_id: Id = ""
+    request_id: Annotated[Id, _absent_as("")] = ""
 
 
 class DecisionBody(_Body):
     approve: StrictBool
     arguments_sha256: StrictStr
-    entries: list[StrictStr] = []
+    entries: Annotated[list[StrictStr], _absent_as([])] = []
     # Made once per click by the page and sent unchanged on its retries: the broker replays a decision it already
     # recorded under this id instead of refusing it.
     decision_id: OptionalPlainId = ""

@@ -33,9 +33,12 @@ class RuleMisfit(ValueError):
 
 
 def text_bounds(kind: int) -> rules_pb2.TextBounds:
-    """The bounds of one kind of text, as its TextKind value states them."""
-    value = rules_pb2.TextKind.DESCRIPTOR.values_by_number[kind]
-    return value.GetOptions().Extensions[rules_pb2.bounds]
+    """The bounds of one kind of text, as its TextKind value states them (a kind without them is a misfit)."""
+    value = rules_pb2.TextKind.DESCRIPTOR.values_by_number.get(kind)
+    bounds = value.GetOptions().Extensions[rules_pb2.bounds] if value is not None else None
+    if bounds is None or bounds.max_chars == 0:
+        raise RuleMisfit(f"text kind {kind} states no bounds (rules.proto: TextKind's `bounds` option)")
+    return bounds
 
 
 def max_chars(kind: int) -> int:
@@ -43,12 +46,13 @@ def max_chars(kind: int) -> int:
     return text_bounds(kind).max_chars
 
 
-def stated(message: type[Message], field: str) -> rules_pb2.FieldRules:
-    """The rules a contract states for one field, for code that needs one of its numbers (a page's most rows)."""
+def stated(message: type[Message], field: str, bound: str) -> int:
+    """One number a contract states for a field (`max`, `max_items`, `max_bytes`...), for code that needs it (a
+    page's most rows); a bound the contract does not state is a misfit, never a silent 0."""
     rules = field_rules(message.DESCRIPTOR.fields_by_name[field])
-    if rules is None:
-        raise RuleMisfit(f"{message.DESCRIPTOR.full_name}.{field} states no rules")
-    return rules
+    if rules is None or not rules.HasField(bound):
+        raise RuleMisfit(f"{message.DESCRIPTOR.full_name}.{field} states no {bound}")
+    return getattr(rules, bound)
 
 
 def field_rules(field: FieldDescriptor) -> rules_pb2.FieldRules | None:
@@ -162,6 +166,7 @@ def _rule_checks(field: FieldDescriptor, rules: rules_pb2.FieldRules) -> list[Ch
         value_checks.append(_bytes_check(rules.max_bytes))
     if rules.HasField("min") or rules.HasField("max"):
         _fits(field.type in _INTEGERS, where, "min/max")
+        _fits(not (rules.HasField("min") and rules.HasField("max")) or rules.min <= rules.max, where, "min > max")
         value_checks.append(_range_check(rules.min if rules.HasField("min") else None,
                                          rules.max if rules.HasField("max") else None))
     if rules.defined_only:
@@ -170,6 +175,7 @@ def _rule_checks(field: FieldDescriptor, rules: rules_pb2.FieldRules) -> list[Ch
     checks: list[Check] = []
     if rules.HasField("min_items") or rules.HasField("max_items"):
         _fits(repeated, where, "min_items/max_items")
+        _fits(not rules.HasField("max_items") or rules.min_items <= rules.max_items, where, "min_items > max_items")
         checks.append(_items_check(field.name, rules.min_items if rules.HasField("min_items") else 0,
                                    rules.max_items if rules.HasField("max_items") else None))
     if rules.required:

@@ -24,7 +24,7 @@ from tessera.compiler.v1 import compiler_pb2
 from tessera.host.v1 import host_pb2
 
 MAX_BLOCKS = 32
-MAX_PROPOSAL_BYTES = stated(host_pb2.SubmitProposalRequest, "proposal_json").max_bytes  # the host's (host.proto)
+MAX_PROPOSAL_BYTES = stated(host_pb2.SubmitProposalRequest, "proposal_json", "max_bytes")  # the host's (host.proto)
 OFFER_TAG_CHARS = 16
 BLOCK_ID_PATTERN = "^[a-z][a-z0-9-]{0,31}$"
 MAX_PATCH_OPERATIONS = 64

@@ -7,6 +7,8 @@ from __future__ import annotations
 import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
+from services.resources.server import _PROBES
+from shared.rpc.contracts import SERVICES
 from shared.rpc.field_rules import RequestRules, RuleMisfit, max_chars, stated
 from shared.rpc.next_steps import NEXT_STEPS
 from shared.rpc.refusals import Invalid
@@ -35,7 +37,8 @@ def begin(question: str, request_id: str = "r-1") -> host_pb2.BeginTurnRequest:
 
 
 def test_every_rule_of_every_contract_fits_its_field():
-    assert RULES.check(f"{HOST}/BeginTurn", begin("how many orders?")) is None
+    built = RequestRules(service for service, _ in SERVICES.values())  # a misfit raises here
+    assert built.check(f"{HOST}/BeginTurn", begin("how many orders?")) is None
 
 
 def test_a_question_is_one_to_its_kinds_most_characters_at_every_hop():
@@ -60,14 +63,32 @@ def test_nested_messages_are_checked_where_they_state_rules():
     long_id = resources_pb2.DescribeRequest(turn=resources_pb2.TurnRef(session_id="s" * 129, turn_id="t"),
                                             entity_ids=["ent_a"])
     assert refused(f"{RESOURCES}/Describe", long_id).metadata["pointer"] == "/turn/session_id"
-    windows = resources_pb2.ResolveWindowsRequest(windows=[resources_pb2.ResolveWindowRequest(limit=10)] * 3
-                                                  + [resources_pb2.ResolveWindowRequest(limit=0)])
-    zero = refused(f"{RESOURCES}/ResolveWindows", windows)
-    assert zero.metadata["pointer"] == "/windows/3/limit" and "at least 1" in zero.message
+    window = host_pb2.SendCommandRequest(command_id="c-1", resource_window=host_pb2.ResourceWindowCommand(limit=0))
+    zero = refused(f"{HOST}/SendCommand", window)
+    assert zero.metadata["pointer"] == "/resource_window/limit" and "at least 1" in zero.message
+
+
+def test_each_item_of_a_repeated_message_is_checked_where_it_is():
+    file = descriptor_pb2.FileDescriptorProto(name="rulestest/outer.proto", package="rulestest", syntax="proto3")
+    inner = file.message_type.add(name="Inner").field.add(name="id", number=1, type=9, label=1)
+    inner.options.Extensions[rules_pb2.field].CopyFrom(rules_pb2.FieldRules(text=rules_pb2.TEXT_KIND_ID,
+                                                                            required=True))
+    file.message_type.add(name="Outer").field.add(name="items", number=1, type=11, label=3,
+                                                  type_name=".rulestest.Inner")
+    pool = descriptor_pool.DescriptorPool()
+    pool.AddSerializedFile(file.SerializeToString())
+    outer = message_factory.GetMessageClass(pool.FindMessageTypeByName("rulestest.Outer"))
+    check = RequestRules([]).of(outer.DESCRIPTOR)
+    request = outer()
+    for value in ("a", "b", "", "d"):
+        request.items.add().id = value
+    assert check(request, "").metadata["pointer"] == "/items/2/id"
+    request.items[2].id = "c"
+    assert check(request, "") is None
 
 
 def test_lists_keep_their_counts_and_every_item_its_bounds():
-    most = stated(resources_pb2.DescribeRequest, "entity_ids").max_items
+    most = stated(resources_pb2.DescribeRequest, "entity_ids", "max_items")
     five = resources_pb2.DescribeRequest(turn=TURN, entity_ids=[f"ent_{i}" for i in range(most + 1)])
     assert refused(f"{RESOURCES}/Describe", five).metadata == {
         "pointer": "/entity_ids", "bound": str(most), "rule": "items", "next_step": NEXT_STEPS["FIELD_INVALID"]}
@@ -147,3 +168,8 @@ def test_a_rule_that_cannot_fit_its_field_stops_the_server_when_it_is_built(fiel
     message = _one_field_file(f"Misfit{field_type}x{label}x{len(str(rules))}", field_type, rules, label)
     with pytest.raises(RuleMisfit, match="does not fit"):
         RequestRules([]).of(message.DESCRIPTOR)
+
+
+def test_the_gateway_serves_every_probe_kind_its_contract_defines():
+    defined = {value.number for value in resources_pb2.ProbeKind.DESCRIPTOR.values if value.number}
+    assert set(_PROBES) == defined  # a kind the rule lets through is one the servicer knows, never a KeyError

@@ -27,6 +27,8 @@ NOT_SERVICES = {
 }
 # What a servicer must not make for itself: wiring.py makes it and hands it over.
 MADE_IN_WIRING = ("sqlalchemy", "shared.identity.certs", "shared.rpc.channels", "shared.rpc.runtime", "shared.config")
+MAKERS = {"from_cert_dir", "load_signing_key", "load_verify_key", "load_secret", "engine_for", "create_engine",
+          "open_store", "open_gateway", "aio_channel", "sync_channel", "ThreadPoolExecutor"}
 
 
 def _tree(path) -> ast.Module:
@@ -34,10 +36,12 @@ def _tree(path) -> ast.Module:
 
 
 def _imports(tree: ast.Module) -> set[str]:
+    """Every module and name imported, in full (`from shared.rpc import channels` is `shared.rpc.channels`)."""
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module:
             found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
         elif isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
     return found
@@ -74,6 +78,8 @@ def test_a_grpc_servicer_only_converts_over_the_parts_it_is_given(name):
     assert [a.arg for a in init.args.args] == ["self", "parts"] and not init.args.kwonlyargs, \
         f"{servicers[0].name}.__init__(self, parts): everything it works with comes in its parts"
     made_here = {m for m in _imports(tree) if m.startswith(MADE_IN_WIRING) or m == f"services.{name}.config"}
+    made_here |= {ast.unparse(node.func) for node in ast.walk(servicers[0]) if isinstance(node, ast.Call)
+                  and ast.unparse(node.func).split(".")[-1] in MAKERS}
     assert not made_here, f"services/{name}/server.py makes what wiring.py should hand it: {sorted(made_here)}"
     main = ast.unparse(_tree(REPO_ROOT / "services" / name / "__main__.py"))
     assert f"from services.{name}.wiring import build" in main
