@@ -18,7 +18,8 @@ from services.agent.cancels import cancel_elsewhere, wait_within
 from services.agent.chat import ChatAdapter, ChatConfig
 from services.agent.peers import Peers, health_readiness
 from services.agent.server import AgentService
-from services.agent.tools import TOOL_NAMES
+from services.agent.tools import TOOL_NAMES, TurnState
+from services.agent.turn import MAX_ANSWER_CHARS, ModelTranscript, Turn
 from services.agent.wiring import AgentParts
 from shared.data.analysis_draft import DRAFT_SCHEMA_SHA256, DRAFT_SCHEMA_VERSION
 from shared.identity.actors import ActorVerifier, assert_actor
@@ -30,6 +31,7 @@ from tessera.common.v1 import common_pb2
 from tessera.host.v1 import host_pb2
 from tessera.resources.v1 import resources_pb2 as res
 from tests.fixtures.fake_model import chunk
+from tests.fixtures.in_process import RULES
 
 CLI_KEY = ed25519.Ed25519PrivateKey.generate()
 ALL_SERVING = {"resources": "SERVING", "host": "SERVING", "capabilities": "SERVING"}
@@ -323,3 +325,19 @@ def test_peer_readiness_is_each_peers_own_health_answer():
                               "capabilities": FakeHealth(grpc.StatusCode.PERMISSION_DENIED)})
     assert asyncio.run(ready()) == {"resources": "UNREACHABLE", "host": "SERVING",
                                     "capabilities": "PERMISSION_DENIED"}
+
+
+def test_a_turns_end_is_kept_within_the_hosts_bounds_never_refused_for_one_long_suggestion():
+    host = FakeHost()
+    peers = Peers(resources=FakeResources(), host=host, capabilities=FakeCapabilities(), ready=None)
+    state = TurnState(common_pb2.ActorAssertion(), "ses_1", "trn_1", "srf_1", "")
+    turn = Turn("revenue?", host_pb2.BeginTurnResponse(turn_id="trn_1"), state, peers, time.time(),
+                ModelTranscript(""))
+    long_answer, too_long = "a" * (MAX_ANSWER_CHARS + 10), "why " * 600
+    done = agent_pb2.TurnDone(outcome=common_pb2.TURN_OUTCOME_ANSWERED, answer=long_answer,
+                              suggested_questions=["by region?", too_long, "", "by month?", "by channel?", "by week?"])
+    asyncio.run(turn.record_end(done))
+    (kept,) = host.finished
+    RULES.check("/tessera.host.v1.HostService/FinishTurn", kept)  # what the host's contract accepts
+    assert kept.answer == long_answer[:MAX_ANSWER_CHARS]
+    assert list(kept.suggested_questions) == ["by region?", "by month?", "by channel?"]
