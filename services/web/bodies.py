@@ -87,10 +87,7 @@ Model = TypeVar("Model", bound=BaseModel)
 
 def read(model: type[Model], body: dict) -> Model:
     """`body` as `model`, or BodyInvalid at its first value out of bounds."""
-    try:
-        return model.model_validate(body)
-    except PydanticError as exc:
-        raise _invalid(exc) from None
+    return _validated(model.model_validate, body, "")
 
 
 PLAIN_ID, OPTIONAL_PLAIN_ID, QUESTION = TypeAdapter(PlainId), TypeAdapter(OptionalPlainId), TypeAdapter(Question)
@@ -98,13 +95,17 @@ PLAIN_ID, OPTIONAL_PLAIN_ID, QUESTION = TypeAdapter(PlainId), TypeAdapter(Option
 
 def checked(kind: TypeAdapter, value: object, name: str):
     """One path or query value checked as its type says (PLAIN_ID, QUESTION), or BodyInvalid naming it."""
+    return _validated(kind.validate_python, value, f"/{name}")
+
+
+def _validated(validate, value: object, root: str):
     try:
-        return kind.validate_python(value)
+        return validate(value)
     except PydanticError as exc:
-        raise _invalid(exc, f"/{name}") from None
+        raise _invalid(exc, root) from None
 
 
-def _invalid(exc: PydanticError, root: str = "") -> BodyInvalid:
+def _invalid(exc: PydanticError, root: str) -> BodyInvalid:
     first = exc.errors(include_url=False)[0]
     pointer = root + "".join(f"/{part}" for part in first["loc"])
     context = first.get("ctx", {})

@@ -9,7 +9,8 @@ bound it broke. Nested messages are checked where their type states rules, howev
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
+from typing import NamedTuple
 
 import re2
 from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor, ServiceDescriptor
@@ -21,6 +22,19 @@ from tessera.rules.v1 import rules_pb2
 
 # One check: the message, the pointer of the message itself; a refusal, or None when it keeps the rule.
 Check = Callable[[Message, str], Invalid | None]
+
+
+class Broken(NamedTuple):
+    """What one value broke: said, the rule, its bound, the values allowed (the pointer is added only then)."""
+
+    says: str
+    rule: str
+    bound: int | None = None
+    allowed: list[str] | None = None
+
+
+# One check of a single value; hot: it returns a Broken only when the value breaks its rule.
+ValueCheck = Callable[[object], Broken | None]
 
 _INTEGERS = frozenset({
     FieldDescriptor.TYPE_INT32, FieldDescriptor.TYPE_INT64, FieldDescriptor.TYPE_UINT32, FieldDescriptor.TYPE_UINT64,
@@ -83,6 +97,12 @@ class RequestRules:
         if check is not None and (broken := check(request, "")) is not None:
             raise broken
 
+    async def each_checked(self, method: str, requests: AsyncIterator[Message]) -> AsyncIterator[Message]:
+        """A request stream whose every message is checked as it is read: a broken one ends the call there."""
+        async for request in requests:
+            self.check(method, request)
+            yield request
+
     def of(self, message: Descriptor) -> Check | None:
         """The check of one message type, or None when neither it nor any message inside it states a rule."""
         name = message.full_name
@@ -127,13 +147,9 @@ def _is_map(field: FieldDescriptor) -> bool:
     return field.message_type is not None and field.message_type.GetOptions().map_entry
 
 
-def _is_repeated(field: FieldDescriptor) -> bool:
-    return field.is_repeated
-
-
 def _nested(field: FieldDescriptor, inner: Check) -> Check:
     name = field.name
-    if _is_repeated(field):
+    if field.is_repeated:
         def each(message: Message, pointer: str) -> Invalid | None:
             for index, item in enumerate(getattr(message, name)):
                 if (broken := inner(item, f"{pointer}/{name}/{index}")) is not None:
@@ -156,28 +172,29 @@ def _oneof_required(name: str) -> Check:
 def _rule_checks(field: FieldDescriptor, rules: rules_pb2.FieldRules) -> list[Check]:
     """The checks one field's rules make, each refused at start when it cannot fit the field."""
     where = f"{field.containing_type.full_name}.{field.name}"
-    is_text, repeated = field.type == FieldDescriptor.TYPE_STRING, _is_repeated(field)
-    value_checks: list[Callable[[object, str], Invalid | None]] = []
+    is_text, repeated = field.type == FieldDescriptor.TYPE_STRING, field.is_repeated
+    least, most = _stated_or_none(rules, "min"), _stated_or_none(rules, "max")
+    fewest, most_items = rules.min_items, _stated_or_none(rules, "max_items")
+    value_checks: list[ValueCheck] = []
     if rules.text:
         _fits(is_text, where, "text")
         value_checks.append(_text_check(rules.text))
     if rules.HasField("max_bytes"):
         _fits(is_text, where, "max_bytes")
         value_checks.append(_bytes_check(rules.max_bytes))
-    if rules.HasField("min") or rules.HasField("max"):
+    if least is not None or most is not None:
         _fits(field.type in _INTEGERS, where, "min/max")
-        _fits(not (rules.HasField("min") and rules.HasField("max")) or rules.min <= rules.max, where, "min > max")
-        value_checks.append(_range_check(rules.min if rules.HasField("min") else None,
-                                         rules.max if rules.HasField("max") else None))
+        _fits(least is None or most is None or least <= most, where, "min/max", "states a least above its most")
+        value_checks.append(_range_check(least, most))
     if rules.defined_only:
         _fits(field.type == FieldDescriptor.TYPE_ENUM, where, "defined_only")
         value_checks.append(_defined_check(field.enum_type))
     checks: list[Check] = []
-    if rules.HasField("min_items") or rules.HasField("max_items"):
+    if fewest or most_items is not None:
         _fits(repeated, where, "min_items/max_items")
-        _fits(not rules.HasField("max_items") or rules.min_items <= rules.max_items, where, "min_items > max_items")
-        checks.append(_items_check(field.name, rules.min_items if rules.HasField("min_items") else 0,
-                                   rules.max_items if rules.HasField("max_items") else None))
+        _fits(most_items is None or fewest <= most_items, where, "min_items/max_items",
+              "states a least above its most")
+        checks.append(_items_check(field.name, fewest, most_items))
     if rules.required:
         checks.append(_required_check(field))
     if rules.items_required:
@@ -188,56 +205,61 @@ def _rule_checks(field: FieldDescriptor, rules: rules_pb2.FieldRules) -> list[Ch
     return checks
 
 
-def _fits(fits: bool, where: str, rule: str) -> None:
+def _stated_or_none(rules: rules_pb2.FieldRules, bound: str) -> int | None:
+    return getattr(rules, bound) if rules.HasField(bound) else None
+
+
+def _fits(fits: bool, where: str, rule: str, why: str = "does not fit this field's type") -> None:
     if not fits:
-        raise RuleMisfit(f"{where}: the rule {rule} does not fit this field's type")
+        raise RuleMisfit(f"{where}: the rule {rule} {why}")
 
 
-def _values_check(name: str, repeated: bool, value_checks: list) -> Check:
+def _values_check(name: str, repeated: bool, value_checks: list[ValueCheck]) -> Check:
     def check(message: Message, pointer: str) -> Invalid | None:
         values = getattr(message, name)
         for index, value in enumerate(values if repeated else (values,)):
-            at = f"{pointer}/{name}/{index}" if repeated else f"{pointer}/{name}"
             for one in value_checks:
-                if (broken := one(value, at)) is not None:
-                    return broken
+                if (broken := one(value)) is not None:
+                    return refusal(f"{pointer}/{name}/{index}" if repeated else f"{pointer}/{name}", *broken)
         return None
     return check
 
 
-def _text_check(kind: int) -> Callable[[str, str], Invalid | None]:
+def _text_check(kind: int) -> ValueCheck:
     bounds = text_bounds(kind)
     pattern = re2.compile(bounds.pattern) if bounds.pattern else None
 
-    def check(value: str, at: str) -> Invalid | None:
+    def check(value: str) -> Broken | None:
         if len(value) > bounds.max_chars:
-            return refusal(at, f"{bounds.noun} of at most {bounds.max_chars} characters", "max_chars",
-                           bounds.max_chars)
+            return Broken(f"{bounds.noun} of at most {bounds.max_chars} characters", "max_chars", bounds.max_chars)
         if pattern is not None and value and not pattern.fullmatch(value):
-            return refusal(at, f"{bounds.noun}, at most {bounds.max_chars} characters", "pattern")
+            return Broken(f"{bounds.noun}, at most {bounds.max_chars} characters", "pattern")
         return None
     return check
 
 
-def _filled(value: str, at: str) -> Invalid | None:
-    return None if value else refusal(at, "not empty", "items_required")
+def _filled(value: str) -> Broken | None:
+    return None if value else Broken("not empty", "items_required")
 
 
-def _bytes_check(most: int) -> Callable[[str, str], Invalid | None]:
-    def check(value: str, at: str) -> Invalid | None:
+def _bytes_check(most: int) -> ValueCheck:
+    def check(value: str) -> Broken | None:
         # Characters first: at most 4 bytes each, so short text is never encoded to be measured.
         if len(value) * 4 > most and len(value.encode("utf-8", "surrogatepass")) > most:
-            return refusal(at, f"at most {most} bytes of UTF-8", "max_bytes", most)
+            return Broken(f"at most {most} bytes of UTF-8", "max_bytes", most)
         return None
     return check
 
 
-def _range_check(least: int | None, most: int | None) -> Callable[[int, str], Invalid | None]:
-    def check(value: int, at: str) -> Invalid | None:
-        if (least is not None and value < least) or (most is not None and value > most):
-            low = "" if least is None else f"at least {least}"
-            high = "" if most is None else f"at most {most}"
-            return refusal(at, " and ".join(part for part in (low, high) if part), "range", most)
+def _range_check(least: int | None, most: int | None) -> ValueCheck:
+    said = " and ".join(part for part in ("" if least is None else f"at least {least}",
+                                          "" if most is None else f"at most {most}") if part)
+
+    def check(value: int) -> Broken | None:
+        if least is not None and value < least:
+            return Broken(said, "range", least)
+        if most is not None and value > most:
+            return Broken(said, "range", most)
         return None
     return check
 
@@ -246,13 +268,12 @@ def _enum_names(enum: EnumDescriptor) -> list[str]:
     return [value.name for value in enum.values if value.number != 0]
 
 
-def _defined_check(enum: EnumDescriptor) -> Callable[[int, str], Invalid | None]:
+def _defined_check(enum: EnumDescriptor) -> ValueCheck:
     names = _enum_names(enum)
 
-    def check(value: int, at: str) -> Invalid | None:
-        if value not in enum.values_by_number:
-            return refusal(at, f"one of {', '.join(names)}", "defined_only", allowed=names)
-        return None
+    def check(value: int) -> Broken | None:
+        return None if value in enum.values_by_number else Broken(f"one of {', '.join(names)}", "defined_only",
+                                                                  allowed=names)
     return check
 
 
@@ -268,7 +289,7 @@ def _items_check(name: str, least: int, most: int | None) -> Check:
 
 def _required_check(field: FieldDescriptor) -> Check:
     name = field.name
-    if field.type == FieldDescriptor.TYPE_MESSAGE and not _is_repeated(field):
+    if field.type == FieldDescriptor.TYPE_MESSAGE and not field.is_repeated:
         def present(message: Message, pointer: str) -> Invalid | None:
             return None if message.HasField(name) else refusal(f"{pointer}/{name}", "required", "required")
         return present

@@ -135,23 +135,19 @@ class _CallScope:
 def _wrap(handler: grpc.RpcMethodHandler, method: str, table: CallerTable, rules: RequestRules,
           issuer: DirectIssuer | None) -> grpc.RpcMethodHandler:
     """The same handler, run inside a _CallScope; the servicer runs only if the caller is declared and, with a
-    single request, only if the request keeps the contract's field rules."""
+    single request, only if the request keeps the contract's field rules (a stream's, as each is read)."""
 
-    def checked(request):
-        """A single request checked now (a refusal ends the call here); a stream's messages as they are read."""
-        if handler.request_streaming:
-            return _each_checked(request, method, rules)
-        rules.check(method, request)
-        return request
-
-    def unary(inner):
+    def guard(inner, finish):
         async def guarded(request, context):
             scope = _CallScope(method, context)
             if (denial := scope.denial(table, issuer)) is not None:
                 await scope.failed(None, denial)  # aborts (raises): the servicer never runs
             try:
-                result = inner(checked(request), context)
-                response = await result if inspect.isawaitable(result) else result
+                if handler.request_streaming:
+                    request = rules.each_checked(method, request)
+                else:
+                    rules.check(method, request)  # a refusal ends the call here
+                response = await finish(inner(request, context), context)
             except BaseException as exc:
                 await scope.failed(exc)
                 raise
@@ -159,47 +155,35 @@ def _wrap(handler: grpc.RpcMethodHandler, method: str, table: CallerTable, rules
             return response
         return guarded
 
-    def streaming(inner):
-        # A coroutine that writes each response itself (not a generator gRPC drains): a write that fails
-        # because the client went away then ends inside the call's scope, never in gRPC's own error log.
-        async def guarded(request, context):
-            scope = _CallScope(method, context)
-            if (denial := scope.denial(table, issuer)) is not None:
-                await scope.failed(None, denial)  # aborts (raises): the servicer never runs
-            try:
-                result = inner(checked(request), context)
-                if hasattr(result, "__aiter__"):
-                    await _send_each(result, context)
-                elif inspect.isawaitable(result):
-                    await result  # a handler that writes with context.write()
-            except BaseException as exc:
-                await scope.failed(exc)
-                raise
-            scope.succeeded()
-        return guarded
-
     kinds = (
-        ("unary_unary", unary, grpc.unary_unary_rpc_method_handler),
-        ("stream_unary", unary, grpc.stream_unary_rpc_method_handler),
-        ("unary_stream", streaming, grpc.unary_stream_rpc_method_handler),
-        ("stream_stream", streaming, grpc.stream_stream_rpc_method_handler),
+        ("unary_unary", _answer, grpc.unary_unary_rpc_method_handler),
+        ("stream_unary", _answer, grpc.stream_unary_rpc_method_handler),
+        ("unary_stream", _stream, grpc.unary_stream_rpc_method_handler),
+        ("stream_stream", _stream, grpc.stream_stream_rpc_method_handler),
     )
-    for attribute, guard, make in kinds:
+    for attribute, finish, make in kinds:
         inner = getattr(handler, attribute)
         if inner is not None:
             serializer = handler.response_serializer
             if getattr(inner, "answers_encoded", False):
                 serializer = accepting_encoded(serializer)
-            return make(guard(inner), request_deserializer=handler.request_deserializer,
+            return make(guard(inner, finish), request_deserializer=handler.request_deserializer,
                         response_serializer=serializer)
     raise RuntimeError(f"handler for {method} has no behaviour")
 
 
-async def _each_checked(requests, method: str, rules: RequestRules):
-    """A request stream whose every message is checked as the servicer reads it: a broken one ends the call."""
-    async for request in requests:
-        rules.check(method, request)
-        yield request
+async def _answer(result, context: grpc.aio.ServicerContext):
+    """A unary servicer's reply (its coroutine's, or a plain function's)."""
+    return await result if inspect.isawaitable(result) else result
+
+
+async def _stream(result, context: grpc.aio.ServicerContext) -> None:
+    """A streaming servicer's replies, written here rather than drained by gRPC: a write that fails because the
+    client went away then ends inside the call's scope, never in gRPC's own error log."""
+    if hasattr(result, "__aiter__"):
+        await _send_each(result, context)
+    elif inspect.isawaitable(result):
+        await result  # a handler that writes with context.write()
 
 
 async def _send_each(responses, context: grpc.aio.ServicerContext) -> None:

@@ -78,6 +78,18 @@ class HealthPortError(OSError):
     """The health-only port cannot be bound."""
 
 
+@dataclass(frozen=True, kw_only=True)
+class Lifecycle:
+    """What a service's parts need around serving: probes for readiness, work beside the server, a last step."""
+
+    # Health is SERVING only while every probe reports None.
+    readiness: tuple[ReadinessProbe, ...] = ()
+    # Started with the server, cancelled after it stopped serving (so in-flight calls can still hand them work).
+    background: tuple[Callable[[], Awaitable[None]], ...] = ()
+    # Called once after the server has stopped (close pools, flush stores).
+    on_stop: Callable[[], None] | None = None
+
+
 @dataclass
 class Registration:
     """One gRPC service a process serves."""
@@ -85,13 +97,7 @@ class Registration:
     descriptor: ServiceDescriptor
     servicer: object
     add_to_server: Callable[[object, grpc.aio.Server], None]
-    # Health is SERVING only while every probe reports None.
-    readiness: list[ReadinessProbe] = field(default_factory=list)
-    # Called once after the server has stopped (close pools, flush stores).
-    on_stop: Callable[[], None] | None = None
-    # Long-running work of the service (sweepers, publishers): started with the server,
-    # cancelled after it stopped serving (so in-flight calls can still hand them work).
-    background: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    lifecycle: Lifecycle = field(default_factory=Lifecycle)
 
 
 @dataclass
@@ -167,18 +173,14 @@ async def start_server(
     plaintext, with this server's statuses from now on: Kubernetes' native
     gRPC probes cannot present a client certificate.
     """
-    table = CallerTable(r.descriptor for r in registrations)
-    # so_reuseport=0: otherwise a second server silently shares a busy port.
     renewing = RenewingCredentials(credentials)
-    # The contracts' field rules, read once: a rule that does not fit its field stops the server here.
-    rules = RequestRules(r.descriptor for r in registrations)
-    guard = CallGuard(table, rules, DirectIssuer(lambda: renewing.loaded.ca_pem))
+    # so_reuseport=0: otherwise a second server silently shares a busy port.
     options: list[tuple[str, int]] = [("grpc.so_reuseport", 0)]
     if max_connection_age is not None:
         # gRPC adds +-10% jitter, so replicas' clients do not all re-dial at once. No grace limit: a long
         # stream (a turn, a surface's events) keeps its connection; only new calls move.
         options.append(("grpc.max_connection_age_ms", round(max_connection_age * 1000)))
-    server = grpc.aio.server(interceptors=[guard], options=options)
+    server = grpc.aio.server(interceptors=[_call_guard(registrations, renewing)], options=options)
     for registration in registrations:
         registration.add_to_server(registration.servicer, server)
     health_servicer = health_only.servicer if health_only else health.aio.HealthServicer()
@@ -199,16 +201,24 @@ async def start_server(
     await health_servicer.set(LIVENESS_SERVICE, health_pb2.HealthCheckResponse.SERVING)
     await server.start()
     probes = [certificate_validity_probe(renewing), *readiness,
-              *(probe for r in registrations for probe in r.readiness)]
+              *(probe for r in registrations for probe in r.lifecycle.readiness)]
     running = RunningServer(server, bound, health_servicer, names, probes)
     if health_only is not None:
         running.health_server, running.health_port = health_only.server, health_only.port
     await _update_health(running)
     running._ready_task = asyncio.create_task(_watch_readiness(running))
-    running.background = [asyncio.create_task(work()) for r in registrations for work in r.background]
+    running.background = [asyncio.create_task(work()) for r in registrations for work in r.lifecycle.background]
     for task in running.background:
         task.add_done_callback(_report_stopped_work)
     return running
+
+
+def _call_guard(registrations: Sequence[Registration], renewing: RenewingCredentials) -> CallGuard:
+    """The interceptor over the contracts' callers and field rules, each read once: a rule that does not fit its
+    field stops the server here."""
+    descriptors = [r.descriptor for r in registrations]
+    return CallGuard(CallerTable(descriptors), RequestRules(descriptors),
+                     DirectIssuer(lambda: renewing.loaded.ca_pem))
 
 
 def _report_stopped_work(task: asyncio.Task) -> None:
@@ -482,8 +492,8 @@ async def _serve(context: ServiceContext, build: BuildRegistrations) -> None:
     log(logger, logging.INFO, "stopping", grace_seconds=settings.grace_seconds)
     await running.stop(settings.grace_seconds)
     for registration in registrations:
-        if registration.on_stop:
-            registration.on_stop()
+        if registration.lifecycle.on_stop:
+            registration.lifecycle.on_stop()
     log(logger, logging.INFO, "stopped")
 
 
@@ -501,18 +511,6 @@ def service_info(context: ServiceContext) -> common_pb2.ServiceInfo:
     )
 
 
-@dataclass(frozen=True, kw_only=True)
-class Lifecycle:
-    """What a service's parts need around serving: probes for readiness, work beside the server, a last step."""
-
-    # Health is SERVING only while every probe reports None.
-    readiness: tuple[ReadinessProbe, ...] = ()
-    # Started with the server, cancelled after it stopped serving (so in-flight calls can still hand them work).
-    background: tuple[Callable[[], Awaitable[None]], ...] = ()
-    # Called once after the server has stopped (close pools, flush stores).
-    on_stop: Callable[[], None] | None = None
-
-
 class ServiceParts(Protocol):
     """A service's typed parts (its wiring.py's dataclass): everything its servicer is given, and its lifecycle."""
 
@@ -528,13 +526,11 @@ def serving(build: Callable[[ServiceContext], ServiceParts | Awaitable[ServicePa
         parts = build(context)
         if inspect.isawaitable(parts):
             parts = await parts
-        life = parts.lifecycle
-        return [registration_for(context.name, servicer(parts), readiness=list(life.readiness),
-                                 on_stop=life.on_stop, background=list(life.background))]
+        return [registration_for(context.name, servicer(parts), parts.lifecycle)]
     return registrations
 
 
-def registration_for(name: str, servicer: object, **extra) -> Registration:
+def registration_for(name: str, servicer: object, lifecycle: Lifecycle | None = None) -> Registration:
     """Register `servicer` as process `name`'s contract service.
 
     RPCs it does not implement answer UNIMPLEMENTED / NOT_IMPLEMENTED.
@@ -543,4 +539,4 @@ def registration_for(name: str, servicer: object, **extra) -> Registration:
     service = descriptor.name
     base = getattr(grpc_module, f"{service}Servicer")
     add = getattr(grpc_module, f"add_{service}Servicer_to_server")
-    return Registration(descriptor, not_implemented_yet(servicer, descriptor, base), add, **extra)
+    return Registration(descriptor, not_implemented_yet(servicer, descriptor, base), add, lifecycle or Lifecycle())

@@ -66,6 +66,7 @@ def test_nested_messages_are_checked_where_they_state_rules():
     window = host_pb2.SendCommandRequest(command_id="c-1", resource_window=host_pb2.ResourceWindowCommand(limit=0))
     zero = refused(f"{HOST}/SendCommand", window)
     assert zero.metadata["pointer"] == "/resource_window/limit" and "at least 1" in zero.message
+    assert zero.metadata["bound"] == "1"  # the side it broke, not the other
 
 
 def test_each_item_of_a_repeated_message_is_checked_where_it_is():
@@ -142,19 +143,19 @@ def test_numbers_keep_their_range():
         "/after_sequence"
 
 
-def test_a_method_whose_request_states_no_rule_costs_nothing_and_passes():
+def test_a_method_whose_request_states_no_rule_lets_any_request_through():
     assert RULES.check(f"{HOST}/GetInfo", host_pb2.GetInfoRequest()) is None
     assert RULES.check("/no.Such/Method", host_pb2.GetInfoRequest()) is None
 
 
-def _one_field_file(name: str, field_type: int, rules: rules_pb2.FieldRules, label: int = 1):
-    """A message type `rulestest.<name>` with one field `f` of the type, carrying the rules."""
-    file = descriptor_pb2.FileDescriptorProto(name=f"rulestest/{name}.proto", package="rulestest", syntax="proto3")
-    field = file.message_type.add(name=name).field.add(name="f", number=1, type=field_type, label=label)
+def _one_field_message(field_type: int, rules: rules_pb2.FieldRules, label: int = 1):
+    """A message type with one field `f` of the type, carrying the rules (in a pool of its own)."""
+    file = descriptor_pb2.FileDescriptorProto(name="rulestest/one.proto", package="rulestest", syntax="proto3")
+    field = file.message_type.add(name="One").field.add(name="f", number=1, type=field_type, label=label)
     field.options.Extensions[rules_pb2.field].CopyFrom(rules)
     pool = descriptor_pool.DescriptorPool()
     pool.AddSerializedFile(file.SerializeToString())
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"rulestest.{name}"))
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("rulestest.One"))
 
 
 @pytest.mark.parametrize(("field_type", "rules", "label"), [
@@ -163,11 +164,23 @@ def _one_field_file(name: str, field_type: int, rules: rules_pb2.FieldRules, lab
     (descriptor_pb2.FieldDescriptorProto.TYPE_STRING, rules_pb2.FieldRules(max_items=3), 1),
     (descriptor_pb2.FieldDescriptorProto.TYPE_STRING, rules_pb2.FieldRules(defined_only=True), 1),
     (descriptor_pb2.FieldDescriptorProto.TYPE_INT64, rules_pb2.FieldRules(items_required=True), 3),
+    (descriptor_pb2.FieldDescriptorProto.TYPE_INT32, rules_pb2.FieldRules(min=5, max=3), 1),
+    (descriptor_pb2.FieldDescriptorProto.TYPE_STRING, rules_pb2.FieldRules(min_items=5, max_items=3), 3),
 ])
 def test_a_rule_that_cannot_fit_its_field_stops_the_server_when_it_is_built(field_type, rules, label):
-    message = _one_field_file(f"Misfit{field_type}x{label}x{len(str(rules))}", field_type, rules, label)
-    with pytest.raises(RuleMisfit, match="does not fit"):
+    message = _one_field_message(field_type, rules, label)
+    with pytest.raises(RuleMisfit, match="does not fit|least above its most"):
         RequestRules([]).of(message.DESCRIPTOR)
+
+
+def test_a_bound_the_contract_does_not_state_is_a_misfit_never_a_silent_zero():
+    with pytest.raises(RuleMisfit, match="states no min"):
+        stated(host_pb2.ListTurnsRequest, "limit", "min")
+    with pytest.raises(RuleMisfit, match="states no bounds"):
+        max_chars(999)
+    unbounded = _one_field_message(descriptor_pb2.FieldDescriptorProto.TYPE_STRING,
+                                   rules_pb2.FieldRules(text=rules_pb2.TEXT_KIND_UNSPECIFIED, required=True))
+    assert RequestRules([]).of(unbounded.DESCRIPTOR)(unbounded(f="x"), "") is None  # no kind: no text bounds
 
 
 def test_the_gateway_serves_every_probe_kind_its_contract_defines():
