@@ -32,13 +32,13 @@ from services.resources.catalog import Catalog
 from services.resources.draft import build_draft, parse_draft
 from services.resources.query_compiler import OutputColumn, QueryCompiler
 from services.resources.results import normalize_rows
-from services.resources.semantic_model import load_semantic_model
 from services.resources.store import open_store
 from shared.identity import tokens
 from shared.identity.certs import load_signing_key, signing_key_path
 from shared.paths import REPO_ROOT, default_warehouse
 from shared.rpc.channels import sync_channel
 from shared.rpc.contracts import invoke
+from shared.semantic.model import load_semantic_model
 from tessera.common.v1 import common_pb2
 from tessera.resources.v1 import resources_pb2
 

@@ -490,7 +490,7 @@ def _compiled(url: str):
     """The catalog, the drafts, their compiled statements, what checking them found, and the ids they use."""
     from bench.data_plane import _compiled_sql
     from services.resources.catalog import Catalog
-    from services.resources.semantic_model import load_semantic_model
+    from shared.semantic.model import load_semantic_model
 
     # Compile and check first: DuckDB allows one in-process configuration per file at a time.
     engine = sa.create_engine(url, connect_args={"read_only": True} if url.startswith("duckdb") else {})

@@ -27,7 +27,9 @@ from dbt_semantic_interfaces.implementations.metric import PydanticMetric
 from dbt_semantic_interfaces.implementations.semantic_model import PydanticSemanticModel
 
 from cli.dbt_project import DbtImportError, Project, Report, read_project, report_validation
-from cli.semantic_names import MAX_DESCRIPTION, MAX_EXPRESSION, MAX_LABEL, MAX_PATH_EDGES, clip, humanize, snake
+from cli.semantic_names import clip, humanize, snake
+from shared.semantic.expressions import MAX_EXPRESSION_CHARS
+from shared.semantic.model import MAX_DESCRIPTION_CHARS, MAX_LABEL_CHARS, MAX_PATH_EDGES
 
 KEY_TYPES = ("primary", "unique", "natural")  # entity types that identify a row, in order of preference
 DAY_OR_COARSER = frozenset({"day", "week", "month", "quarter", "year"})
@@ -118,7 +120,7 @@ class Entity:
         """The field that maps `column`, added (as `kind`) when there is none yet."""
         if column not in self.columns:
             name = self.free_name(snake(column))
-            self.fields[name] = Field(column, kind, label or humanize(column), clip(description, MAX_DESCRIPTION))
+            self.fields[name] = Field(column, kind, label or humanize(column), clip(description, MAX_DESCRIPTION_CHARS))
             self.columns[column] = name
         return self.columns[column]
 
@@ -386,8 +388,8 @@ class DbtConverter:
         if key is None or clash:  # its measures exist, unconverted: metrics over them say so
             self.measures_seen.update(measure.name for measure in raw.measures)
             return
-        entity = Entity(entity_name, table, clip(raw.label or humanize(name), MAX_LABEL),
-                        clip(raw.description, MAX_DESCRIPTION), key[0], reserved)
+        entity = Entity(entity_name, table, clip(raw.label or humanize(name), MAX_LABEL_CHARS),
+                        clip(raw.description, MAX_DESCRIPTION_CHARS), key[0], reserved)
         self._add_dimensions(raw, entity)
         self._add_keys(raw, entity)
         entity.primary_key = entity.columns[key[1]]
@@ -434,9 +436,9 @@ class DbtConverter:
                 self.report.add(subject, f"maps column {column} as {entity.columns[column]} does: one field kept")
             else:
                 field_name = entity.free_name(snake(item.name))
-                label = clip(item.label or humanize(item.name), MAX_LABEL)
+                label = clip(item.label or humanize(item.name), MAX_LABEL_CHARS)
                 entity.fields[field_name] = Field(column, _dimension_type(item), label,
-                                                  clip(item.description, MAX_DESCRIPTION))
+                                                  clip(item.description, MAX_DESCRIPTION_CHARS))
                 entity.columns[column] = field_name
             entity.dimensions[item.name] = entity.columns[column]
 
@@ -490,7 +492,8 @@ class DbtConverter:
                                        *(f"{base_label} ({field_name} {i})" for i in range(2, 100)))
                      if text.casefold() not in labels)
         self.relationships[name] = {"from": entity.name, "to": target[0], "kind": "many_to_one",
-                                    "from_field": field_name, "to_field": target[1], "label": clip(label, MAX_LABEL)}
+                                    "from_field": field_name, "to_field": target[1],
+                                    "label": clip(label, MAX_LABEL_CHARS)}
 
     def _paths(self, start: str, goal: str, seen: frozenset[str] = frozenset()) -> int:
         """Paths of many-to-one steps from `start` to `goal`, as the catalog counts them: a metric reads
@@ -519,8 +522,8 @@ class DbtConverter:
 
     def _measure(self, item, entity: Entity, subject: str) -> Metric | None:
         agg, expr = kind_of(item.agg), column_of(item)
-        label = clip(item.label or humanize(item.name), MAX_LABEL)
-        description = clip(item.description, MAX_DESCRIPTION)
+        label = clip(item.label or humanize(item.name), MAX_LABEL_CHARS)
+        description = clip(item.description, MAX_DESCRIPTION_CHARS)
         if agg in NOT_IN_GRAMMAR:
             why = f"{agg} is not an aggregation of Tessera's metric grammar (sum, avg, min, max, count, count_distinct)"
         elif agg not in AGGREGATIONS:
@@ -605,7 +608,7 @@ class DbtConverter:
         filters += _filter_texts(raw.filter)
         entity, measure_metric = self._measure_metric(measure)
         base, metric_name = entity.metrics[measure_metric], snake(name)
-        label, description = clip(raw.label, MAX_LABEL), clip(raw.description, MAX_DESCRIPTION)
+        label, description = clip(raw.label, MAX_LABEL_CHARS), clip(raw.description, MAX_DESCRIPTION_CHARS)
         if not filters and metric_name == measure_metric:  # the measure's own metric: only its words change
             base.label, base.description = label or base.label, description or base.description
             return _ref(entity.name, metric_name)
@@ -690,7 +693,7 @@ class DbtConverter:
         taken = {metric_name for owner, metric_name, _ in pending if owner is entity}
         metric_name = next(n for n in (entity.free_name(snake(f"{parent}_{alias or role}")),
                                        *(f"{snake(parent)}_{role}_{i}" for i in range(2, 100))) if n not in taken)
-        label = humanize(alias) if alias else clip(f"{base.label} ({humanize(parent)} {role})", MAX_LABEL)
+        label = humanize(alias) if alias else clip(f"{base.label} ({humanize(parent)} {role})", MAX_LABEL_CHARS)
         pending.append((entity, metric_name, replace(base, label=label, where=base.where + where,
                                                       description=f"The {role} of {parent}, filtered.")))
         return _ref(entity.name, metric_name)
@@ -704,11 +707,11 @@ class DbtConverter:
         if metric_name in entity.fields or metric_name in entity.metrics or metric_name in self.derived \
                 or any(metric_name == added for _, added, _ in pending):
             raise _Skip(f"{entity.name} already has a field or metric named {metric_name}")
-        if len(expression) > MAX_EXPRESSION:
-            raise _Skip(f"its expression would be longer than {MAX_EXPRESSION} characters")
-        label = clip(raw.label or humanize(name), MAX_LABEL)
+        if len(expression) > MAX_EXPRESSION_CHARS:
+            raise _Skip(f"its expression would be longer than {MAX_EXPRESSION_CHARS} characters")
+        label = clip(raw.label or humanize(name), MAX_LABEL_CHARS)
         division = any(isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) for node in ast.walk(tree))
-        derived = {"entity": entity.name, "label": label, "description": clip(raw.description, MAX_DESCRIPTION),
+        derived = {"entity": entity.name, "label": label, "description": clip(raw.description, MAX_DESCRIPTION_CHARS),
                    "expression": expression, "type": "float" if division else "decimal",
                    "format": "percent" if _rate_like(name, label) else "decimal"}  # never a guessed currency
         for owner, added, metric in pending:
@@ -786,17 +789,17 @@ class Imported:
 
 
 def _drop_overlong(converter: DbtConverter, report: Report) -> None:
-    """Tessera refuses expressions over 500 characters at startup: leave such metrics out, and say so."""
+    """Tessera refuses expressions over MAX_EXPRESSION_CHARS at startup: leave such metrics out, and say so."""
     for entity_name, entity in converter.entities.items():
         for name, metric in list(entity.metrics.items()):
-            if len(metric.expression()) > MAX_EXPRESSION:
+            if len(metric.expression()) > MAX_EXPRESSION_CHARS:
                 del entity.metrics[name]
                 report.add(f"metric {entity_name}.{name}", f"not converted: its expression would be longer than "
-                                                           f"{MAX_EXPRESSION} characters")
+                                                           f"{MAX_EXPRESSION_CHARS} characters")
     for name, derived in list(converter.derived.items()):
-        if len(derived["expression"]) > MAX_EXPRESSION:
+        if len(derived["expression"]) > MAX_EXPRESSION_CHARS:
             del converter.derived[name]
-            report.add(f"metric {name}", f"not converted: its expression would be longer than {MAX_EXPRESSION} "
+            report.add(f"metric {name}", f"not converted: its expression would be longer than {MAX_EXPRESSION_CHARS} "
                                          "characters")
 
 

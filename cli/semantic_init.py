@@ -26,8 +26,9 @@ from urllib.parse import quote
 import sqlalchemy as sa
 import yaml
 
-from cli.semantic_names import MAX_DESCRIPTION, clip, humanize, snake
+from cli.semantic_names import clip, humanize, snake
 from shared.config import WAREHOUSE_URL_VARIABLE
+from shared.semantic.model import MAX_DESCRIPTION_CHARS
 
 SAMPLE_ROWS = 10_000  # rows read per table for distinct counts and value shapes
 STATEMENT_SECONDS = 30  # each statement on PostgreSQL (a count or a latest date of a large table), then it stops
@@ -521,7 +522,7 @@ def render(draft: Draft, today: dt.date | None = None) -> str:
         out.append("# Left out:")
         out += [f"#   {_comment(line)}" for line in draft.left_out]
     out += ["version: 1", "dataset:", f"  label: {_flow(draft.dataset_label)}  # review: the dataset's name",
-            f"  description: {_flow(clip(f'Drafted from {draft.source}.', MAX_DESCRIPTION))}"
+            f"  description: {_flow(clip(f'Drafted from {draft.source}.', MAX_DESCRIPTION_CHARS))}"
             "  # review: what the data is about, for the model", _written(draft.time_anchor, 0), "", "entities:"]
     for entity in draft.entities:
         table = entity.table

@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 
 import sqlalchemy as sa
 
-from services.resources import expressions
-from services.resources.semantic_model import (
+from shared.data.bounded_json import canonical
+from shared.semantic import expressions
+from shared.semantic.model import (
+    MAX_PATH_EDGES,
     DerivedMetricSpec,
     EntitySpec,
     FieldSpec,
@@ -27,12 +29,10 @@ from services.resources.semantic_model import (
     SemanticModelError,
     key_fields,
 )
-from shared.data.bounded_json import canonical
 
 MAX_ENTITIES = 12
 MAX_FIELDS_PER_ENTITY = 40
 MAX_METRICS_PER_ENTITY = 24
-MAX_PATH_EDGES = 6  # longer chains of relationships are not followed (and not counted as alternatives)
 SCHEMA_VERSION_TABLE = "tessera_schema_version"
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP_WORDS = frozenset(

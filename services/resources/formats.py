@@ -9,7 +9,7 @@ column descriptors.
 
 from __future__ import annotations
 
-from services.resources.semantic_model import FormatSpec
+from shared.semantic.model import FormatSpec
 from tessera.common.v1 import common_pb2
 
 _STYLES = {"integer": common_pb2.FORMAT_STYLE_INTEGER, "decimal": common_pb2.FORMAT_STYLE_DECIMAL,

@@ -31,13 +31,13 @@ from services.resources.query_compiler import OutputColumn, Plan, QueryCompiler,
 from services.resources.result_cache import ReadResult, ResultCache
 from services.resources.results import PinnedResult, normalize_rows
 from services.resources.revocations import RevocationChecks
-from services.resources.semantic_model import SemanticModel
 from services.resources.warehouse import Warehouse
 from services.resources.window_rows import EncodedRows
 from shared.data.caches import SharedMemo, expiring
 from shared.identity import tokens
 from shared.rpc.next_steps import metadata
 from shared.rpc.refusals import Conflict, Denied, Exhausted, Invalid, NotFound, Refusal, Unavailable
+from shared.semantic.model import SemanticModel
 from tessera.common.v1 import common_pb2
 from tessera.resources.v1 import resources_pb2
 

@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 
 from services.resources.catalog import Catalog
-from services.resources.semantic_model import SemanticModel, SemanticModelError, load_semantic_model
 from services.resources.warehouse import Warehouse, WarehouseUnavailable
 from shared.config import WAREHOUSE_URL_VARIABLE
+from shared.semantic.model import SemanticModel, SemanticModelError, load_semantic_model
 
 CHECK_TIMEOUT_SECONDS = 30.0  # each zero-row probe of a mapped column, as the gateway's own statements are bounded
 

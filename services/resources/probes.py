@@ -13,10 +13,10 @@ import sqlalchemy as sa
 from services.resources.catalog import Catalog, CatalogField, CatalogRelationship
 from services.resources.draft import TEMPORAL
 from services.resources.results import normalize_cell
-from services.resources.semantic_model import MAX_PHRASE_WORDS, key_fields, spoken_words
 from services.resources.warehouse import Warehouse
 from shared.rpc.next_steps import metadata
 from shared.rpc.refusals import Invalid, Refusal
+from shared.semantic.model import MAX_PHRASE_WORDS, key_fields, spoken_words
 
 MAX_DOMAIN_VALUES = 20
 MAX_MATCHES = 20

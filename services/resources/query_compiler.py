@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 import sqlalchemy as sa
 from sqlalchemy.sql.elements import ColumnElement
 
-from services.resources import expressions, formats, periods
+from services.resources import expression_sql, formats, periods
 from services.resources.catalog import Catalog, CatalogField, CatalogMetric, CatalogRelationship, Edge
 from services.resources.draft import (
     Calculation,
@@ -39,6 +39,7 @@ from services.resources.draft import (
 from services.resources.grains import time_bucket
 from shared.data.caches import SharedMemo, bounded_lru
 from shared.rpc.refusals import Refusal
+from shared.semantic import expressions
 
 MAX_CACHED_JOINS = 1024
 MAX_CACHED_PLANS = 256
@@ -185,7 +186,7 @@ class QueryCompiler:
             def resolve(ref):
                 owner = ref.entity or metric.entity
                 return alias_of(owner).c[self.catalog.entities[owner].fields[ref.name].column.name]
-            return expressions.to_sql(metric.expression, resolve, self.dialect)
+            return expression_sql.to_sql(metric.expression, resolve, self.dialect)
 
         aggregates = expressions.aggregates_in(metric.expression)
         safe = all(a.function in expressions.FAN_OUT_SAFE for a in aggregates)
@@ -746,7 +747,7 @@ class QueryCompiler:
             def resolve(ref):
                 return self._combined_atom(self._metric_atom(self.catalog.metric(ref.entity, ref.name)), union,
                                            atom_index)
-            return expressions.to_sql(measure.metric.expression, resolve)
+            return expression_sql.to_sql(measure.metric.expression, resolve)
         return self._combined_atom(atoms[0], union, atom_index)
 
     @staticmethod

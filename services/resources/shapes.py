@@ -37,7 +37,6 @@ import datetime as dt
 import hashlib
 from dataclasses import dataclass
 
-from services.resources import expressions
 from services.resources.draft import (
     ORDERED_OPS,
     Calculation,
@@ -52,6 +51,7 @@ from services.resources.draft import (
     SameRow,
 )
 from shared.data.bounded_json import canonical
+from shared.semantic import expressions
 
 PLACEHOLDER = "?"
 SELECTION = "="  # which rows: values the model may see, kept in the shape, masked in the variant

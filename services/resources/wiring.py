@@ -14,11 +14,11 @@ from services.resources.capability import CapabilityIssuer
 from services.resources.catalog import Catalog
 from services.resources.config import ResourcesSettings
 from services.resources.gateway import Gateway, utc_today
-from services.resources.semantic_model import SemanticModelError, load_semantic_model
 from services.resources.store import StoreUnavailable, open_store
 from services.resources.warehouse import Warehouse, WarehouseUnavailable
 from shared.identity.certs import CredentialError, load_secret, load_signing_key, load_verify_key
 from shared.rpc import runtime
+from shared.semantic.model import SemanticModelError, load_semantic_model
 from tessera.common.v1 import common_pb2
 
 

@@ -341,7 +341,7 @@ def test_ratios_of_filtered_measures_across_entities_by_a_role(supply, supply_ro
 def test_a_metric_reads_related_fields_through_one_safe_path_only(supply_gateway, tmp_path, expression, problem):
     """Checked when the catalog is built: a metric cannot silently pick one of two meanings."""
     from services.resources.catalog import Catalog
-    from services.resources.semantic_model import SemanticModelError, load_semantic_model
+    from shared.semantic.model import SemanticModelError, load_semantic_model
     from tests.resources.conftest import SUPPLY_MODEL
 
     text = SUPPLY_MODEL.read_text().replace("expression: count(where=receipt_date > commit_date)",

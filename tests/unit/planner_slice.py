@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from services.resources.semantic_model import load_semantic_model
 from shared.paths import REPO_ROOT
+from shared.semantic.model import load_semantic_model
 
 
 def retail_slice() -> list[dict]:

@@ -22,9 +22,9 @@ from cli.semantic_import import FilterError, parse_filter, render_condition
 from services.resources.catalog import Catalog
 from services.resources.draft import build_draft
 from services.resources.query_compiler import QueryCompiler
-from services.resources.semantic_model import load_semantic_model
 from shared.paths import REPO_ROOT
 from shared.rpc.refusals import Refusal
+from shared.semantic.model import load_semantic_model
 
 SHOP = REPO_ROOT / "tests" / "fixtures" / "dbt_shop"
 

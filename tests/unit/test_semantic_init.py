@@ -18,8 +18,8 @@ import sqlalchemy as sa
 from cli.main import main
 from cli.semantic_init import source_name
 from services.resources.catalog import Catalog
-from services.resources.semantic_model import load_semantic_model
 from services.resources.warehouse import Warehouse
+from shared.semantic.model import load_semantic_model
 from tests.fixtures.postgres import postgres_database
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from services.resources import expressions
-from services.resources.semantic_model import SemanticModelError, load_semantic_model
 from shared.paths import REPO_ROOT
+from shared.semantic import expressions
+from shared.semantic.model import SemanticModelError, load_semantic_model
 
 DEMO = REPO_ROOT / "deploy" / "semantic-models" / "retail.yaml"
 

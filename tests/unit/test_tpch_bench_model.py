@@ -16,7 +16,7 @@ from bench import tpch
 from services.resources.catalog import Catalog
 from services.resources.draft import build_draft, parse_draft
 from services.resources.query_compiler import QueryCompiler
-from services.resources.semantic_model import load_semantic_model
+from shared.semantic.model import load_semantic_model
 
 DIALECTS = {"sqlite": None, "postgresql": postgresql.dialect(), "duckdb": DuckDBDialect()}
 

@@ -2,7 +2,8 @@
 
 Loaded and validated once at startup. Every problem is reported as
 `<file>: <key path>: <what is wrong>` so a person can go straight to it.
-The format is documented in docs/semantic-model.md.
+The format is documented in docs/semantic-model.md. Its limits are stated here once: the gateway
+enforces them when it loads a model and `tessera semantic init`/`import` write within them.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from services.resources import expressions
 from shared.data import strict_yaml
+from shared.semantic import expressions
 
 FieldType = Literal["string", "integer", "decimal", "float", "boolean", "date", "timestamp"]
 Exposure = Literal["never-to-model", "aggregate-only", "filter-only", "bounded-values"]
@@ -26,7 +27,12 @@ NUMERIC_TYPES = frozenset({"integer", "decimal", "float"})
 TEMPORAL_TYPES = frozenset({"date", "timestamp"})
 TimeAnchor = Literal["today", "latest_data"]
 MAX_PHRASE_WORDS = 4  # an event verb or another word for a value: "brick and mortar", "sent back"
-_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
+MAX_NAME_CHARS = 63  # an entity, field, metric or relationship key (lower_snake_case)
+MAX_LABEL_CHARS = 80
+MAX_DESCRIPTION_CHARS = 400
+# Longer chains of relationships are not followed by the catalog (and not counted as alternatives).
+MAX_PATH_EDGES = 6
+_NAME = re.compile(rf"^[a-z][a-z0-9_]{{0,{MAX_NAME_CHARS - 1}}}$")
 _WORD_EDGES = " \t\n.,;:!?\"'()[]{}"
 
 
@@ -83,8 +89,8 @@ class FormatSpec(_Strict):
 class _Named(_Strict):
     """What people (and the model) read of an entity, field or metric: its label, description and synonyms."""
 
-    label: str = Field(min_length=1, max_length=80)
-    description: str = Field(default="", max_length=400)
+    label: str = Field(min_length=1, max_length=MAX_LABEL_CHARS)
+    description: str = Field(default="", max_length=MAX_DESCRIPTION_CHARS)
     synonyms: tuple[str, ...] = ()
 
 
@@ -130,8 +136,8 @@ class RelationshipSpec(_Strict):
     kind: RelationshipKind
     from_field: str | tuple[str, ...]  # several fields for a composite key, matched in order with to_field
     to_field: str | tuple[str, ...]
-    label: str = Field(min_length=1, max_length=80)
-    description: str = Field(default="", max_length=400)
+    label: str = Field(min_length=1, max_length=MAX_LABEL_CHARS)
+    description: str = Field(default="", max_length=MAX_DESCRIPTION_CHARS)
 
 
 class DatasetSpec(_Strict):
@@ -255,6 +261,19 @@ def _phrase_problem(phrase: str) -> str | None:
     return None
 
 
+def _claim(phrase: str, owner: str, owners: dict[str, str]) -> tuple[str, str] | None:
+    """Claim a phrase for one owner (a date field, or a value of a field). None when it is now the owner's;
+    else what is wrong with the phrase, or ("", the other owner) when another owner already has it."""
+    problem = _phrase_problem(phrase)
+    if problem:
+        return problem, ""
+    spoken = " ".join(spoken_words(phrase))
+    if spoken not in owners:
+        owners[spoken] = owner
+        return None
+    return (f"{phrase!r} is listed twice", "") if owners[spoken] == owner else ("", owners[spoken])
+
+
 def _event_verb_problems(where: str, entity: EntitySpec) -> list[str]:
     """Event verbs date rows, so they belong to a date or time people may see; and one verb of an entity names
     one field, once: "joined" cannot mean two dates of one customer."""
@@ -265,20 +284,12 @@ def _event_verb_problems(where: str, entity: EntitySpec) -> list[str]:
         if spec.event_verbs and (spec.type not in TEMPORAL_TYPES or spec.exposure != "bounded-values"):
             problems.append(f"{at}: only a date or timestamp field with bounded-values exposure has event verbs; "
                             f"this one is a {spec.type} field with {spec.exposure} exposure")
-        seen: set[str] = set()
         for verb in spec.event_verbs:
-            problem = _phrase_problem(verb)
-            if problem:
-                problems.append(f"{at}: {problem}")
-                continue
-            spoken = " ".join(spoken_words(verb))
-            owner = owners.setdefault(spoken, field_name)
-            if spoken in seen:
-                problems.append(f"{at}: {verb!r} is listed twice")
-            elif owner != field_name:
-                problems.append(f"{at}: {verb!r} is also an event verb of {where}.fields.{owner}; one verb names "
-                                "one date of an entity")
-            seen.add(spoken)
+            refused = _claim(verb, field_name, owners)
+            if refused:
+                problem, other = refused
+                problems.append(f"{at}: {problem}" if problem else f"{at}: {verb!r} is also an event verb of "
+                                f"{where}.fields.{other}; one verb names one date of an entity")
     return problems
 
 
@@ -291,22 +302,14 @@ def _value_word_problems(where: str, entity: EntitySpec) -> list[str]:
         if spec.values and (spec.type != "string" or spec.exposure != "bounded-values"):
             problems.append(f"{at}: only a string field with bounded-values exposure has other words for its "
                             f"values; this one is a {spec.type} field with {spec.exposure} exposure")
-        named: dict[str, str] = {" ".join(spoken_words(value)): value for value in spec.values}
-        listed: set[str] = set(named)  # a value is its own word already
+        owners: dict[str, str] = {" ".join(spoken_words(value)): value for value in spec.values}  # its own word
         for value, phrases in spec.values.items():
             for phrase in phrases:
-                problem = _phrase_problem(phrase)
-                if problem:
-                    problems.append(f"{at}.{value}: {problem}")
-                    continue
-                spoken = " ".join(spoken_words(phrase))
-                other = named.setdefault(spoken, value)
-                if other == value and spoken in listed:
-                    problems.append(f"{at}.{value}: {phrase!r} is listed twice")
-                elif other != value:
-                    problems.append(f"{at}.{value}: {phrase!r} already names {other!r}; one phrase names one "
-                                    "value of a field")
-                listed.add(spoken)
+                refused = _claim(phrase, value, owners)
+                if refused:
+                    problem, other = refused
+                    problems.append(f"{at}.{value}: {problem}" if problem else f"{at}.{value}: {phrase!r} already "
+                                    f"names {other!r}; one phrase names one value of a field")
     return problems
 
 
