@@ -404,7 +404,7 @@ QUERIES = {
     6: (_q6, "forecasting revenue change: sum(extendedprice * discount) over lines shipped in 1994, discount "
              "between 0.05 and 0.07, quantity < 24; exact"),
     10: (_q10, "returned item reporting: revenue by customer (key, name, balance, nation, address, phone, comment) "
-               "for returned lines of orders in 1993 Q4, top 20; customer and nation are joined outer (breakdowns "
+               "for returned lines of orders in 1993 Q4, top 20; customer and nation are joined outer (dimensions "
                "no condition requires), TPC-H's inner; same rows"),
     12: (_q12, "shipping modes and order priority: lines of urgent/high and of other orders (count(where=...) for "
                "TPC-H's sum(case ... then 1 else 0)) by ship mode, MAIL and SHIP, received in 1994, committed "

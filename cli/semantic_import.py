@@ -632,7 +632,7 @@ class DbtConverter:
         window = params.window or (options.window if options else None)
         to_date = params.grain_to_date or (options.grain_to_date if options else None)
         message = (f"converted to {term.value.id}.{term.attr}, the metric it accumulates: Tessera computes running "
-                   "totals in the draft (calculation kind cumulative, along a time breakdown)")
+                   "totals in the draft (calculation kind cumulative, along a time dimension)")
         if window:
             message += (f"; its window ({window.window_string}) is not carried: a trailing filter in the draft "
                         "comes closest")

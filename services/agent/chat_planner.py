@@ -12,7 +12,7 @@ import json
 from collections.abc import Awaitable, Callable
 
 from services.agent.chat import ChatAdapter
-from services.agent.planner import Plan
+from services.agent.embedded_planner import Plan
 from services.agent.tools import model_message
 from shared.tools.tool_bridge import ToolResult
 from shared.tools.tool_contracts import ToolContract, function_name

@@ -49,13 +49,13 @@ def subject(reading: Reading, drafted: Drafted) -> str:
     """What was computed, in words, for the answer line."""
     measures = " and ".join(m["label"] for m in reading.measures[:4]) if drafted.primary.startswith("m") \
         else drafted.primary_label
-    breakdowns = [b["label"] for b in reading.breakdowns]
+    dimensions = [b["label"] for b in reading.dimensions]
     if "t" in drafted.dimensions and drafted.time_field is not None:
         grain = next(d["grain"] for d in drafted.draft["dimensions"] if d["id"] == "t")
-        breakdowns.insert(0, f"{drafted.time_field['label']} ({grain})")
+        dimensions.insert(0, f"{drafted.time_field['label']} ({grain})")
     if reading.split is not None:
-        breakdowns.append(f"{lower_first(reading.split.field['label'])} ({_quoted(reading.split.values)})")
-    text = measures + (f" by {', '.join(lower_first(b) for b in breakdowns)}" if breakdowns else "")
+        dimensions.append(f"{lower_first(reading.split.field['label'])} ({_quoted(reading.split.values)})")
+    text = measures + (f" by {', '.join(lower_first(b) for b in dimensions)}" if dimensions else "")
     if reading.share is not None and drafted.primary.startswith("m"):  # (a share's label names its part)
         text += f" with {lower_first(reading.share.field['label'])} {_quoted(reading.share.values)}"
     return text + qualifiers(reading, drafted)
@@ -248,13 +248,13 @@ def _sentence(ids: dict, binding: dict, rows: int, reading: Reading, drafted: Dr
         if len(groups) == 1:
             text = f"{{group}} has the {ends} {lower_first(label)}{where}: {{value}}."
             figures = {"group": cell(groups[0]), "value": cell(drafted.primary)}
-        else:  # the first row is one combination of the breakdowns: the words name all of it
+        else:  # the first row is one combination of the dimensions: the words name all of it
             names = " and ".join(f"{{g{i}}}" for i in range(len(groups)))
             text = f"The {ends} {lower_first(label)}{where} is {{value}}, for {names}."
             figures = {"value": cell(drafted.primary), **{f"g{i}": cell(g) for i, g in enumerate(groups)}}
         if reading.limit:
             text += f" These are the {'bottom' if ends == 'lowest' else 'top'} {reading.limit}."
-    else:  # several breakdowns over time: the chart and table say it all, no single figure does
+    else:  # several dimensions over time: the chart and table say it all, no single figure does
         return {"id": "answer-text", "component": ids["Text"], "data": {
             "text": f"{subject(reading, drafted)[:1].upper()}{subject(reading, drafted)[1:]}."[:600]}}
     return {"id": "answer-text", "component": ids["FigureText"], "data": {"text": text[:600], "figures": figures}}

@@ -233,7 +233,7 @@ _PROBE_OUTPUT = closed(["kind", "probes_remaining"], {
 _ANALYSIS_OUTPUT = closed(["resource", "number"], {
     "resource": closed(["rows", "truncated", "columns"], {
         "rows": integer("Rows in the result."), "truncated": described("Cut at the row cap.", {"type": "boolean"}),
-        "columns": array("Its columns: the breakdowns in the draft's order, then the measures, then the "
+        "columns": array("Its columns: the dimensions in the draft's order, then the measures, then the "
                          "calculations (records: the listed fields).", _COLUMN)},
         "The result's descriptor (never its values)."),
     "number": integer("This result's number in the turn (1 is the first): present_ui's slice lists your results "

@@ -1,7 +1,7 @@
 """A reading as an analysis draft: the embedded planner's `plan()` step.
 
-Output ids are fixed by role, so composing knows what to bind: `m0…` measures, `t` the time breakdown,
-`d0…` other breakdowns, `s` the share's field, `share`, `per`, `prior`, `change`, `growth`, `cumulative`
+Output ids are fixed by role, so composing knows what to bind: `m0…` measures, `t` the time dimension,
+`d0…` other dimensions, `s` the share's field, `share`, `per`, `prior`, `change`, `growth`, `cumulative`
 calculations.
 """
 
@@ -32,7 +32,7 @@ class Drafted:
     draft: dict
     primary: str  # the output that answers the question (a measure, a share, a ratio)
     primary_label: str
-    dimensions: list[str] = field(default_factory=list)  # output ids, the time breakdown first
+    dimensions: list[str] = field(default_factory=list)  # output ids, the time dimension first
     time_field: dict | None = None
     had: list[Filter] = field(default_factory=list)  # filters on the rows the counted records must have
     later_period: TimeSpan | None = None  # a which-way answer: the period set against the one before it
@@ -107,9 +107,9 @@ def plan(reading: Reading, entities: list[dict]) -> Drafted:
     draft: dict = {"mode": "aggregate", "measures": measures}
     when, grain = _time(reading, entities)
     dimensions = [{"id": "t", "field": when["id"], "grain": grain}] if grain else []
-    breakdowns = list({b["id"]: b for b in [*reading.breakdowns, *([reading.split.field] if reading.split else [])]
+    grouped = list({b["id"]: b for b in [*reading.dimensions, *([reading.split.field] if reading.split else [])]
                        }.values())  # ("small business vs consumers … by segment": one segment column, not two)
-    dimensions += [{"id": f"d{i}", "field": b["id"]} for i, b in enumerate(breakdowns)]
+    dimensions += [{"id": f"d{i}", "field": b["id"]} for i, b in enumerate(grouped)]
     conditions = _conditions(reading, when, inside, entities)
     if conditions:
         draft["filter"] = conditions[0] if len(conditions) == 1 else {"all": conditions}
@@ -121,7 +121,7 @@ def plan(reading: Reading, entities: list[dict]) -> Drafted:
         if reading.time is not None and len(reading.time.parts) == 2:
             # "which channels had fewer orders in 2025 than in 2024?": not a top within each period
             periods = " vs ".join(p.words.strip().removeprefix("in ") for p in reading.time.parts)
-            offered = f"{reading.measures[0]['label']} by {breakdowns[0]['label'].lower()} in {periods}"
+            offered = f"{reading.measures[0]['label']} by {grouped[0]['label'].lower()} in {periods}"
             raise CannotPlan(f"which ones had more or less in one period than in the other is more than I can pick "
                              f"out; I can show each one in both periods side by side: \u201c{offered}\u201d")
         raise CannotPlan("a top or bottom within each period is more than I can answer; ask for one period, "
@@ -130,7 +130,7 @@ def plan(reading: Reading, entities: list[dict]) -> Drafted:
     primary, label = _calculations(reading, draft, dimensions, which_way[0] if which_way else None)
     if reading.threshold is not None:
         if not dimensions:
-            raise CannotPlan("a bound on a figure keeps some groups of a breakdown: name them, e.g. \u201cregions "
+            raise CannotPlan("a bound on a figure keeps some of the groups: name them, e.g. \u201cregions "
                              "with net revenue under 15,000\u201d")
         op, value = reading.threshold
         bound = {"output": primary, "op": op, "value": value}
@@ -149,7 +149,7 @@ def plan(reading: Reading, entities: list[dict]) -> Drafted:
 
 
 def _which_way(reading: Reading, dimensions: list[dict]) -> tuple[str, TimeSpan] | None:
-    """"Did we get more orders this year than last?": two periods of the time breakdown and nothing else broken
+    """"Did we get more orders this year than last?": two periods of the time dimension and nothing else broken
     down, one measure whose change is a plain difference (not a rate per something, a share or a running
     total): how far back the earlier period is and the later one; else None (the periods stay side by side)."""
     if not reading.which_way or reading.compare or reading.time is None or len(reading.measures) != 1 \
@@ -167,7 +167,7 @@ def _measure(output: str, measure: dict) -> dict:
 
 
 def _time(reading: Reading, entities: list[dict]) -> tuple[dict | None, str | None]:
-    """The date the question's time is counted by, and the grain of a time breakdown (if one is asked)."""
+    """The date the question's time is counted by, and the grain of a time dimension (if one is asked)."""
     if not (reading.grain or reading.time or reading.compare or reading.cumulative):
         return None, None
     owner = reading.measures[0]["entity_id"]
@@ -242,7 +242,7 @@ def _calculations(reading: Reading, draft: dict, dimensions: list[dict], which_w
                          "ask for one at a time")
     if reading.share_of_total and not dimensions:
         raise CannotPlan("a share needs a whole to be part of: name the part (\u201cwhat share of orders are "
-                         "cancelled\u201d) or a breakdown (\u201cshare of net revenue by channel\u201d)")
+                         "cancelled\u201d) or what to group by (\u201cshare of net revenue by channel\u201d)")
     if reading.share is not None:  # the part's share of every value, then only the part is kept
         dimensions[:] = [d for d in dimensions if d.get("field") != reading.share.field["id"]]  # (of itself: 1)
         dimensions.append({"id": "s", "field": reading.share.field["id"]})
@@ -284,13 +284,13 @@ def _calculations(reading: Reading, draft: dict, dimensions: list[dict], which_w
 
 
 def _check_reach(reading: Reading, entities: list[dict], inside: list[Filter]) -> None:
-    """Every breakdown and filter must sit on what each measure's rows belong to: through a one-to-many path
+    """Every dimension and filter must sit on what each measure's rows belong to: through a one-to-many path
     a filter would test each joined row, and the gateway refuses it. Said here in the person's terms."""
     for measure in reading.measures:
         reach = set(reachable(entities, measure["entity_id"]))
-        for breakdown in [*reading.breakdowns, *([reading.split.field] if reading.split else [])]:
-            if breakdown["entity_id"] not in reach:
-                raise CannotPlan(f"{measure['label']} cannot be broken down by {breakdown['label'].lower()}")
+        for dimension in [*reading.dimensions, *([reading.split.field] if reading.split else [])]:
+            if dimension["entity_id"] not in reach:
+                raise CannotPlan(f"{measure['label']} cannot be broken down by {dimension['label'].lower()}")
         for condition in [*reading.filters, *([reading.share] if reading.share else [])]:
             if condition.field["entity_id"] not in reach and condition not in inside:
                 raise CannotPlan(f"{measure['label']} cannot be limited by {condition.field['label'].lower()} "

@@ -28,17 +28,17 @@ class AgentService(agent_pb2_grpc.AgentServiceServicer):
     async def GetInfo(self, request, context):
         return agent_pb2.GetInfoResponse(info=self._info, model=self._model, tools=list(TOOL_NAMES))
 
-    async def DescribeCatalog(self, request, context):
+    async def Outline(self, request, context):
         self._actors.require(request.actor)
         try:
             outline = await self._peers.resources.Outline(resources_pb2.OutlineRequest(), timeout=10)
         except grpc.aio.AioRpcError as exc:
-            raise Unavailable("RESOURCES_UNAVAILABLE", "the catalog could not be "
-                              f"described: {error_details(exc, 'resources').message}") from None
-        return agent_pb2.DescribeCatalogResponse(
+            raise Unavailable("RESOURCES_UNAVAILABLE", "the catalog's outline could not be "
+                              f"read: {error_details(exc, 'resources').message}") from None
+        return agent_pb2.OutlineResponse(
             dataset_label=outline.dataset_label, suggested_questions=suggest(outline),
-            entries=[agent_pb2.CatalogEntry(label=e.label, description=e.description, measures=list(e.measures),
-                                            breakdowns=[*e.breakdowns, *e.time_fields]) for e in outline.entities])
+            entities=[agent_pb2.OutlineEntity(label=e.label, description=e.description, measures=list(e.measures),
+                                              dimensions=[*e.dimensions, *e.time_fields]) for e in outline.entities])
 
     async def StartTurn(self, request, context):
         # Cancelling the call (the client went away) cancels the turn and its running tool calls.

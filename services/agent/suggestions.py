@@ -2,7 +2,7 @@
 be answered (the closest ones the planner can answer), and, when some of its words could not be used, the
 closest full reading without them (`exact_reading`).
 
-Each is phrased the way the embedded planner understands (a total, a trend by month, a breakdown by a field
+Each is phrased the way the embedded planner understands (a total, a trend by month, a figure by a field
 of the same entity), so a suggestion does not lead to "I can't answer that"; a test asks every one of them.
 """
 
@@ -20,18 +20,18 @@ MAX_SUGGESTIONS = 4
 
 
 def suggest(outline: resources_pb2.OutlineResponse) -> list[str]:
-    """Totals, trends and breakdowns of the entities with measures, taken in turn so the first few are not
+    """Totals, trends and figures by a dimension of the entities with measures, taken in turn so the first few are not
     all of one kind. Entities dated by a time field come first: they are what happens (orders, tickets),
     the others mostly describe (products, regions)."""
     ranked = sorted((e for e in outline.entities if e.measures),
-                    key=lambda e: (not e.time_fields, -len(e.measures), -len(e.breakdowns)))
+                    key=lambda e: (not e.time_fields, -len(e.measures), -len(e.dimensions)))
     totals = [f"What is the total {lower_first(e.measures[0])}?" for e in ranked]
     trends = [f"Show {lower_first(e.measures[0])} by month" for e in ranked if e.time_fields]
-    breakdowns = [f"What is our {lower_first(e.measures[0])} by {lower_first(e.breakdowns[0])}?" for e in ranked
-                  if e.breakdowns]
+    by_dimension = [f"What is our {lower_first(e.measures[0])} by {lower_first(e.dimensions[0])}?" for e in ranked
+                    if e.dimensions]
     questions: list[str] = []
-    for index in range(max(len(totals), len(trends), len(breakdowns), 0)):
-        for kind in (breakdowns, trends, totals):
+    for index in range(max(len(totals), len(trends), len(by_dimension), 0)):
+        for kind in (by_dimension, trends, totals):
             if index < len(kind) and kind[index] not in questions:
                 questions.append(kind[index])
     return questions[:MAX_SUGGESTIONS]
@@ -42,7 +42,7 @@ MAX_CLOSEST = 3
 
 def closest(reading, entities: list[dict]) -> list[str]:
     """Up to three questions the embedded planner can answer, nearest to what it understood of one it could
-    not: the same measure as a total, by month, and by a breakdown its rows have; with no measure understood,
+    not: the same measure as a total, by month, and by a dimension its rows have; with no measure understood,
     the slice's own first measures. Worded the way the planner reads them (a test asks each one)."""
     measures = list(reading.measures) or [{**m, "entity_id": e["id"]} for e in entities for m in e["metrics"]
                                           if m["label"].lower().startswith("number of")][:2]
@@ -50,7 +50,7 @@ def closest(reading, entities: list[dict]) -> list[str]:
     offered: list[str] = []
     for measure in measures[:2]:
         reach = reachable(entities, measure["entity_id"])
-        fields = [f for f in reading.breakdowns if f["entity_id"] in reach] + [
+        fields = [f for f in reading.dimensions if f["entity_id"] in reach] + [
             f for entity_id in reach for f in by_id.get(entity_id, {}).get("fields", [])
             if f["exposure"] == "bounded-values" and f["type"] == "string"]
         label = lower_first(measure["label"])
@@ -73,7 +73,7 @@ def as_question(reading: Reading) -> str | None:
         said += f" per {reading.per['label'].lower()}"
     if reading.compare and not reading.compare_grain:
         said += " growth"
-    by = ([reading.grain] if reading.grain else []) + [lower_first(b["label"]) for b in reading.breakdowns]
+    by = ([reading.grain] if reading.grain else []) + [lower_first(b["label"]) for b in reading.dimensions]
     if by:
         said += f" by {' and '.join(by)}"
     for condition in reading.filters:  # a value as people write it: "small business" for small_business
@@ -127,7 +127,7 @@ def gist(reading: Reading) -> tuple:
         return None if span is None else (span.kind, span.start, span.end, span.op, span.unit, span.count,
                                           span.month, tuple(period(part) for part in span.parts))
 
-    return (ids(reading.measures), ids(reading.breakdowns), reading.grain,
+    return (ids(reading.measures), ids(reading.dimensions), reading.grain,
             tuple(sorted(condition(f) for f in reading.filters)), condition(reading.split), period(reading.time),
             reading.compare, reading.limit, reading.direction, reading.per["id"] if reading.per else None,
             reading.share_of_total, (reading.time_field or {}).get("id"))

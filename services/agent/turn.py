@@ -16,9 +16,9 @@ from google.protobuf.duration_pb2 import Duration
 from services.agent.chat import ChatAdapter, ChatError
 from services.agent.chat_planner import ChatPlanner
 from services.agent.contracts import MAX_REFUSALS, MAX_REPAIRS
+from services.agent.embedded_planner import EmbeddedPlanner, Plan
 from services.agent.external_tools import build_external_tools, list_external
 from services.agent.peers import Peers
-from services.agent.planner import EmbeddedPlanner, Plan
 from services.agent.tools import TurnState, build_tools, model_message
 from shared.identity.actors import Actor
 from shared.rpc.errors import SERVICE_FAILED, SERVICE_STOPPED, error_details, relayed

@@ -329,7 +329,7 @@ class Reading:
     """A question understood in the catalog's terms; `unknown` lists the words nothing explained."""
 
     measures: list[dict] = field(default_factory=list)  # metric dicts of the slice, with "entity_id"
-    breakdowns: list[dict] = field(default_factory=list)  # text or boolean field dicts
+    dimensions: list[dict] = field(default_factory=list)  # text or boolean field dicts
     grain: str | None = None  # a breakdown by time at this grain
     filters: list[Filter] = field(default_factory=list)
     time: TimeSpan | None = None
@@ -638,7 +638,7 @@ def _with_earlier(earlier: Reading | None, reading: Reading, question: str, said
         _in_the_conversation_period(earlier, reading, question.lower())
         return reading
     merged = _follow(earlier, reading, question, vocabulary)
-    if not reading.measures and reading.breakdowns and _names_rows_of(said, reading.breakdowns, vocabulary):
+    if not reading.measures and reading.dimensions and _names_rows_of(said, reading.dimensions, vocabulary):
         _counted_if_out_of_reach(merged, vocabulary, text)
     return merged
 
@@ -666,7 +666,7 @@ def _named_in_the_catalog(text: str, reading: Reading, vocabulary: Vocabulary, v
     """The measures, breakdowns and entities the rest of the words name (see `_catalog_words`): a first pass
     finds the measure, so that a word two fields share is read as the measure's own."""
     context = {m["entity_id"] for m in earlier.measures} if earlier is not None else set()
-    scratch = replace(reading, measures=[], breakdowns=[], unknown=list(reading.unknown), personal=[],
+    scratch = replace(reading, measures=[], dimensions=[], unknown=list(reading.unknown), personal=[],
                       reasons=dict(reading.reasons))
     _catalog_words(text, scratch, vocabulary, value_spans, context, situation)
     reading.owner_hint = scratch.measures[0]["entity_id"] if scratch.measures else None
@@ -870,21 +870,21 @@ def _settle(reading: Reading, growth: bool, vocabulary: Vocabulary) -> None:
 def _ranked_by_count(reading: Reading, vocabulary: Vocabulary, text: str) -> None:
     """"The top 3 return reasons": with no measure, a ranking of what describes rows is by how many rows each
     has (never of the rows' own names: one each; never by size, "the biggest channel": of what is not said)."""
-    if reading.measures or not (reading.limit or reading.direction) or len(reading.breakdowns) != 1 or \
+    if reading.measures or not (reading.limit or reading.direction) or len(reading.dimensions) != 1 or \
             reading.grain or reading.ranks_change or reading.compare or re.search(
                 r"\b(?:big|large|small|great|huge|tiny|strong|weak)\w*", text):
         return
-    field = reading.breakdowns[0]
+    field = reading.dimensions[0]
     entity = vocabulary.by_id.get(field["entity_id"])
     if entity is None or "name" in words(field["label"]) or not counts_of(entity):
         return
     reading.measures = [counts_of(entity)[0]]
 
 
-def _names_rows_of(said: str, breakdowns: list[dict], vocabulary: Vocabulary) -> bool:
+def _names_rows_of(said: str, dimensions: list[dict], vocabulary: Vocabulary) -> bool:
     """The question names the rows its breakdown describes, by their name or a verb of theirs ("the top 3
     reasons people send back apparel": returns), not only the breakdown ("which priority has the most?")."""
-    owners = {b["entity_id"] for b in breakdowns}
+    owners = {b["entity_id"] for b in dimensions}
     tokens = words(said)
     return any(e.kind == "event" and e.item["entity_id"] in owners or e.kind == "entity" and e.item["id"] in owners
                for start in range(len(tokens)) for e in vocabulary.longest_at(tokens, start))
@@ -895,7 +895,7 @@ def _counted_if_out_of_reach(reading: Reading, vocabulary: Vocabulary, text: str
     ranking of a breakdown the earlier measure cannot be broken down by is of its own rows' count, as asked
     alone (the earlier measure stays where no count can be had)."""
     reach = {entity for m in reading.measures for entity in reachable(vocabulary.entities, m["entity_id"])}
-    if all(b["entity_id"] in reach for b in reading.breakdowns):
+    if all(b["entity_id"] in reach for b in reading.dimensions):
         return
     inherited, reading.measures = reading.measures, []
     _ranked_by_count(reading, vocabulary, text)
@@ -2087,7 +2087,7 @@ def _event_words(seen: _Words, reading: Reading, vocabulary: Vocabulary, context
     named = context | {m["entity_id"] for m in reading.measures} | {e.entity["id"] for e in seen.entities} | {
         reading.per["id"] for _ in [1] if reading.per} | {
         f.field["entity_id"] for f in [*reading.filters, *filter(None, [reading.split, reading.share])]} | {
-        b["entity_id"] for b in reading.breakdowns}
+        b["entity_id"] for b in reading.dimensions}
     _had_at_any_time(seen, reading, vocabulary)
     # (two dates said, "customers who signed up in 2024 and bought online": whose is the period? not read so)
     one_date = len({event.date["id"] for event in seen.events}) == 1 and not reading.had_ever
@@ -2218,7 +2218,7 @@ def _place(entries: list[_Entry], position: int, seen: _Words, reading: Reading,
     elif seen.after_per[position] and "entity" in kinds and "field" not in kinds:
         reading.per = items["entity"][0]
     elif seen.after_by[position] and "field" in kinds:
-        _add(reading.breakdowns, _choose(items["field"], reading, vocabulary))
+        _add(reading.dimensions, _choose(items["field"], reading, vocabulary))
     elif "entity" in kinds and "field" not in kinds and _doer(items["entity"][0], position, len(
             entries[0].phrase), seen, vocabulary):
         pass  # "people send stuff back", "sent back by customers": who did it, said by the verb's rows
@@ -2246,7 +2246,7 @@ def _place(entries: list[_Entry], position: int, seen: _Words, reading: Reading,
         seen.positions.setdefault(chosen["id"], position)
         _add(reading.measures, chosen)
     elif "field" in kinds:
-        _add(reading.breakdowns, _choose(items["field"], reading, vocabulary))
+        _add(reading.dimensions, _choose(items["field"], reading, vocabulary))
 
 
 def _had_at_any_time(seen: _Words, reading: Reading, vocabulary: Vocabulary) -> None:
@@ -2392,10 +2392,10 @@ def _implied_measure(text: str, seen: _Words, reading: Reading, vocabulary: Voca
         if counts:
             reading.measures.append(counts[0])
         return
-    if reading.measures or seen.entities or not reading.breakdowns:
+    if reading.measures or seen.entities or not reading.dimensions:
         return
     if re.search(r"\b(common|frequent|often|popular)\b", text):
-        counts = counts_of(vocabulary.by_id.get(reading.breakdowns[0]["entity_id"], {}))
+        counts = counts_of(vocabulary.by_id.get(reading.dimensions[0]["entity_id"], {}))
         if counts:
             reading.measures.append(counts[0])
             reading.direction = reading.direction or "desc"
@@ -2423,7 +2423,7 @@ def _partial_word(word: str, reading: Reading, vocabulary: Vocabulary, by: bool,
         return True
     metrics = vocabulary.partial(word, "metric")
     if fields and (by or not metrics):
-        _add(reading.breakdowns, _choose(fields, reading, vocabulary))
+        _add(reading.dimensions, _choose(fields, reading, vocabulary))
         return True
     # Only a label's first word stands for the measure ("units" for Units sold), never another of its
     # words ("rate" is not Return rate: "cancellation rate" is no return rate).
@@ -2442,14 +2442,14 @@ def _entity_word(word: _EntityWord, index: int, text: str, reading: Reading, voc
     entity, metric, by, beside_and, written = word.entity, word.metric, word.after_by, word.beside_and, word.written
     ranking = (reading.which or reading.limit or reading.direction or reading.threshold) and not reading.listing and \
         reading.split is None  # ("which territories did under 15k": those, by name)
-    if by and reading.breakdowns and not reading.measures:
+    if by and reading.dimensions and not reading.measures:
         by = False  # "top ten regions by orders": ranked by their count, the group is named already
-    if by or (ranking and not reading.breakdowns and index == 0 and not reading.grain and not word.counted):
+    if by or (ranking and not reading.dimensions and index == 0 and not reading.grain and not word.counted):
         # ("the most orders": what is counted, never what is ranked)
         named = [f for f in entity["fields"] if f["exposure"] == "bounded-values" and f["type"] == "string"
                  and words(f["label"]) in (words(entity["label"]) + ["name"], ["name"])]
         if named:
-            _add(reading.breakdowns, {**named[0], "entity_id": entity["id"], "entity_label": entity["label"]})
+            _add(reading.dimensions, {**named[0], "entity_id": entity["id"], "entity_label": entity["label"]})
         else:
             reading.unknown.append(written)
             reading.reasons[written] = (f"I cannot show each {entity['label'].lower()} on its own: nothing I may "
@@ -2510,7 +2510,7 @@ def _part_from(said: str, value_spans: list[tuple[int, int, str]], reading: Read
 def _settle_shares(reading: Reading) -> None:
     """"What share of orders are cancelled" names its part: no share of a total besides. "What share of
     revenue comes from web" (each year, or in all) names its part with its only value."""
-    if reading.share is None and reading.share_of_total and not reading.breakdowns and len(reading.filters) == 1:
+    if reading.share is None and reading.share_of_total and not reading.dimensions and len(reading.filters) == 1:
         reading.share = reading.filters.pop()
     if reading.share is not None:
         reading.share_of_total = False
@@ -2519,11 +2519,11 @@ def _settle_shares(reading: Reading) -> None:
 def _breakdowns_followed(earlier: Reading, new: Reading, merged: Reading, question: str) -> None:
     """The groups of a follow-up: its own instead of the earlier ones; the same ones against another period;
     a series over time after a ranking; within the earlier ones when split ("split that by segment")."""
-    if not (new.breakdowns or new.grain):
+    if not (new.dimensions or new.grain):
         return
     side_by_side_periods = earlier.time is not None and bool(earlier.time.parts) and not new.time
     # "and by region?" after "revenue in 2024 and 2025": the years stay apart
-    merged.breakdowns, merged.grain = list(new.breakdowns), new.grain or (
+    merged.dimensions, merged.grain = list(new.dimensions), new.grain or (
         earlier.grain if side_by_side_periods else None)
     asked = question.lower()
     # "split that by quarter" after "sales by channel": each channel by quarter ("split it by quarter instead",
@@ -2531,14 +2531,14 @@ def _breakdowns_followed(earlier: Reading, new: Reading, merged: Reading, questi
     splits_that = re.search(r"\b(?:split|break) (?:that|it|this|those|these|them)\b", asked) and not re.search(
         r"\b(?:instead|only|just|total|overall|altogether)\b", asked)
     if new.against_earlier:  # "how does that compare with 2023?": the same groups, two periods
-        merged.breakdowns = list(earlier.breakdowns)
-    elif new.grain and not new.breakdowns and not earlier.grain and (earlier.limit or earlier.which or not splits_that):
+        merged.dimensions = list(earlier.dimensions)
+    elif new.grain and not new.dimensions and not earlier.grain and (earlier.limit or earlier.which or not splits_that):
         # "and by month?" after "the top 5 regions": the ranking was of regions; months are a series, all shown
         merged.limit, merged.direction, merged.which = None, None, False
     elif re.search(r"\b(?:also|too|as well|split|break (?:\w+ )?(?:down|out)|subdivided?)\b", asked) and not re.search(
             r"\bby (?:\w+ ){1,3}?instead\b", asked):  # ("split it by country instead": by country alone)
         # "split that by segment": within the earlier groups
-        merged.breakdowns = earlier.breakdowns + [b for b in new.breakdowns if b not in earlier.breakdowns]
+        merged.dimensions = earlier.dimensions + [b for b in new.dimensions if b not in earlier.dimensions]
         merged.grain = new.grain or earlier.grain
 
 
@@ -2567,16 +2567,16 @@ def _on_rows_of_a_ranking(earlier: Reading, new: Reading, merged: Reading, quest
     ranked = bool(earlier.limit or earlier.which)
     if new.points_at_rows and ranked and (new.filters or new.split or new.grain or new.time or new.limit or
                                           new.direction or new.compare or new.threshold or new.cumulative or [
-            b for b in new.breakdowns if b not in earlier.breakdowns]):
+            b for b in new.dimensions if b not in earlier.dimensions]):
         # "how many of those are small businesses?" after "which country has the most customers"
         merged.unknown.append("those")
         merged.reasons["those"] = "I do not see the earlier answer's rows: name the ones you mean"
     elif new.points_at_rows and ranked and new.measures:  # "the order counts for those same regions" after "the
         merged.measures = [*earlier.measures, *[m for m in new.measures if m not in earlier.measures]]  # 5 regions
         return True  # with the most revenue"
-    elif new.points_at_rows and not ranked and new.filters and not (new.breakdowns or new.grain or new.split) and \
+    elif new.points_at_rows and not ranked and new.filters and not (new.dimensions or new.grain or new.split) and \
             re.search(r"\bhow many of (?:those|them|these)\b", question.lower()):
-        merged.breakdowns = []  # "how many of those are still open?" after "tickets by priority": one number
+        merged.dimensions = []  # "how many of those are still open?" after "tickets by priority": one number
     return False
 
 
@@ -2645,7 +2645,7 @@ def _bound_followed(earlier: Reading, new: Reading, merged: Reading) -> None:
     """A bound said now, or the earlier one kept; for another figure or other groups ("and what about orders?"
     after "regions under 15k in sales") the groups it kept are not seen: refused."""
     merged.threshold = new.threshold or earlier.threshold
-    if earlier.threshold and not new.threshold and (new.measures or new.grain or new.breakdowns):
+    if earlier.threshold and not new.threshold and (new.measures or new.grain or new.dimensions):
         said = earlier.bound_said[0]
         merged.threshold = None
         merged.unknown.append(said)
@@ -2669,7 +2669,7 @@ def _share_of_that(earlier: Reading, new: Reading, merged: Reading, question: st
     """"What % of all orders is that?": after "how many orders were cancelled" the one earlier value is the part;
     after "how many cancellations" (some rows' count) a rate per row; after a breakdown or two values, which
     part "that" is cannot be told: refused."""
-    plain_earlier = not (new.breakdowns or new.filters or merged.breakdowns)
+    plain_earlier = not (new.dimensions or new.filters or merged.dimensions)
     entity = vocabulary.by_id.get(earlier.measures[0]["entity_id"]) if len(earlier.measures) == 1 else None
     pointing = _IS_THAT.search(question.lower())
     if plain_earlier and len(merged.filters) == 1 and merged.share is None:
@@ -2688,7 +2688,7 @@ def _same_span(one: TimeSpan, other: TimeSpan) -> bool:
 def _follow(earlier: Reading, new: Reading, question: str, vocabulary: Vocabulary) -> Reading:
     """A follow-up ("now only web", "same by region", "and last year?") changes the earlier reading."""
     merged = replace(earlier, unknown=list(new.unknown), personal=list(new.personal), follow_up=True,
-                     which=new.which or (earlier.which and not new.breakdowns), listing=False,
+                     which=new.which or (earlier.which and not new.dimensions), listing=False,
                      reasons=dict(new.reasons), needs_latest=new.needs_latest or earlier.needs_latest,
                      assumed=[*earlier.assumed, *new.assumed])
     # "now for enterprise customers", "canadian customers only": rows the earlier measure's rows belong to, said
@@ -2730,7 +2730,7 @@ def _follow(earlier: Reading, new: Reading, question: str, vocabulary: Vocabular
     merged.share_of_total = merged.share_of_total or (new.share_of_total and merged.share is None)
     if new.share_of_total:
         _share_of_that(earlier, new, merged, question, vocabulary)
-    nothing_new = not (new.measures or merged.has_rows is not earlier.has_rows or new.breakdowns or new.grain
+    nothing_new = not (new.measures or merged.has_rows is not earlier.has_rows or new.dimensions or new.grain
                        or new.filters or new.time or new.limit
                        or new.direction or new.compare or new.split or new.share or new.share_of_total
                        or new.cumulative or new.threshold or new.needs_latest or new.every_value_of

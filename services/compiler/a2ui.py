@@ -101,7 +101,7 @@ def value_format(fmt: common_pb2.ValueFormat) -> dict:
 def interpretation(found: common_pb2.Interpretation) -> dict:
     """The gateway's caption of a result; the page shows it once per answer (and under a block whose result's
     caption is another)."""
-    return {"text": found.text, "measures": list(found.measures), "breakdowns": list(found.breakdowns),
+    return {"text": found.text, "measures": list(found.measures), "dimensions": list(found.dimensions),
             "filters": list(found.filters), "ordering": found.ordering, "truncation": found.truncation,
             "coverage": found.coverage}
 

@@ -162,7 +162,7 @@ class Calculation:
     within: tuple[str, ...] = ()  # dimension outputs that partition the total (or the ranking)
     descending: bool = True  # rank 1 is the highest value unless asked otherwise
     against: str | None = None  # prior, change, growth: the period compared with
-    time: str | None = None  # prior, change, growth, cumulative: the time breakdown they run along
+    time: str | None = None  # prior, change, growth, cumulative: the time dimension they run along
     to: str | None = None  # ratio: the measure output it is divided by
 
 
@@ -359,7 +359,7 @@ def _calculation(raw: dict, pointer: str, measures, dimensions) -> Calculation:
     dimension_ids = [d.id for d in dimensions]
     _require_output(raw["of"], measure_ids, f"{pointer}/of", f"{raw['kind']} is computed from a measure")
     for i, name in enumerate(raw.get("within", [])):
-        _require_output(name, dimension_ids, f"{pointer}/within/{i}", "within names a breakdown")
+        _require_output(name, dimension_ids, f"{pointer}/within/{i}", "within names a dimension")
     kind = raw["kind"]
     if kind == "ratio":
         _require_output(raw["to"], measure_ids, f"{pointer}/to", "a ratio divides by a measure")
@@ -369,7 +369,7 @@ def _calculation(raw: dict, pointer: str, measures, dimensions) -> Calculation:
     timed = [d.id for d in dimensions if d.grain is not None]
     time = raw.get("time") or (timed[0] if len(timed) == 1 else None)
     if time is None or time not in timed:
-        raise invalid("CALCULATION_NEEDS_TIME", f"{kind} runs along a time breakdown with a grain: add one, "
+        raise invalid("CALCULATION_NEEDS_TIME", f"{kind} runs along a time dimension with a grain: add one, "
                                                 "or name it with time", f"{pointer}/time" if "time" in raw else
                       pointer, allowed=timed)
     return Calculation(raw["id"], kind, raw["of"], (), True, raw.get("against"), time)
@@ -394,7 +394,7 @@ def _having(raw: dict, pointer: str, computed: set[str], texts: set[str], depth:
     fitting = texts if textual else computed
     if raw["output"] not in fitting:
         raise invalid("UNKNOWN_OUTPUT", f"having tests a measure or calculation against a number, or a text "
-                                        f"breakdown against text; {raw['output']!r} is not one here "
+                                        f"dimension against text; {raw['output']!r} is not one here "
                                         "(filter on dimensions before aggregation with filter)", f"{pointer}/output",
                       allowed=sorted(fitting))
     return OutputCondition(raw["output"], raw["op"], values)

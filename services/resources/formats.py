@@ -2,7 +2,7 @@
 
 A column's format comes from the semantic model (`format:` on a field or a
 metric) and otherwise from its type and use: counts are whole numbers, a time
-breakdown is a date at its grain, text is text. The model never chooses one.
+dimension is a date at its grain, text is text. The model never chooses one.
 Formats travel as plain dicts in pinned results and as `ValueFormat` in
 column descriptors.
 """

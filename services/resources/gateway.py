@@ -196,14 +196,14 @@ class Gateway:
                 if entity.name in (r.spec.from_entity, r.spec.to_entity)]
 
     def outline(self) -> resources_pb2.OutlineResponse:
-        """Labels only, for a person browsing what they can ask: measures, breakdowns and date fields."""
+        """Labels only, for a person browsing what they can ask: measures, dimensions and date fields."""
         entities = []
         for entity in self.catalog.entities.values():
             shown = [f for f in entity.fields.values() if f.spec.exposure == "bounded-values"]
             entities.append(resources_pb2.OutlineEntity(
                 label=entity.spec.label, description=entity.spec.description,
                 measures=[m.spec.label for m in entity.metrics.values()],
-                breakdowns=[f.spec.label for f in shown if f.spec.type not in ("date", "timestamp")],
+                dimensions=[f.spec.label for f in shown if f.spec.type not in ("date", "timestamp")],
                 time_fields=[f.spec.label for f in shown if f.spec.type in ("date", "timestamp")]))
         return resources_pb2.OutlineResponse(dataset_label=self.model.dataset.label, entities=entities)
 

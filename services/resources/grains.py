@@ -1,6 +1,6 @@
 """Time grains per dialect: truncating a date or time to an hour, day, week, month, quarter or year.
 
-Used for time breakdowns in drafts and for `date_trunc` in metric expressions, so both
+Used for time dimensions in drafts and for `date_trunc` in metric expressions, so both
 agree on what a week or a quarter is on every backend.
 """
 

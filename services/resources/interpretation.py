@@ -51,11 +51,11 @@ def interpret(draft: Draft, columns: list[OutputColumn], *, row_count: int, tota
     if draft.mode == "records":
         measures = [f"{draft.records_entity.spec.label} records"]
         head = f"{measures[0]}: {', '.join(c.label for c in columns)}"
-        breakdowns: list[str] = []
+        dimensions: list[str] = []
     else:
         measures = [by_output[m.id].label for m in (*draft.measures, *draft.calculations)]
-        breakdowns = [by_output[d.id].label for d in draft.dimensions]
-        head = " and ".join(measures) + (f" by {' and '.join(breakdowns)}" if breakdowns else "")
+        dimensions = [by_output[d.id].label for d in draft.dimensions]
+        head = " and ".join(measures) + (f" by {' and '.join(dimensions)}" if dimensions else "")
     filters = filter_words(draft.filter) if draft.filter is not None else []
     if draft.having is not None:
         filters.append(f"only where {_condition_words(draft.having, by_output)}")
@@ -73,7 +73,7 @@ def interpret(draft: Draft, columns: list[OutputColumn], *, row_count: int, tota
     parts = [head, " and ".join(filters) if filters else "no filter", ordering, truncation,
              _coverage_words(coverage, draft.filter) if coverage is not None else ""]
     return common_pb2.Interpretation(text=SEPARATOR.join(p for p in parts if p), measures=measures,
-                                     breakdowns=breakdowns, filters=filters, ordering=ordering,
+                                     dimensions=dimensions, filters=filters, ordering=ordering,
                                      truncation=truncation, coverage=covered)
 
 
@@ -212,7 +212,7 @@ def _condition_words(condition: Group | OutputCondition, by_output: dict[str, Ou
         return f"{column.label} is missing"
     if condition.op == "between":
         return f"{column.label} between {_number(values[0], style)} and {_number(values[1], style)}"
-    if isinstance(values[0], str):  # a text breakdown: its values as written
+    if isinstance(values[0], str):  # a text dimension: its values as written
         quoted = [f"\u201c{value}\u201d" for value in values]
         if condition.op == "in":
             return f"{column.label} is one of {', '.join(quoted)}" if len(quoted) > 1 else \

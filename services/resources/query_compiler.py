@@ -537,7 +537,7 @@ class QueryCompiler:
         for group in groups.values():
             fan_safe = all(a.fan_safe for a in group.atoms)
             measure_names = ", ".join(m.id for m, atoms in measure_atoms if any(a.home == group.home for a in atoms))
-            # The entities the group's metrics read fields of are joined like a breakdown would be.
+            # The entities the group's metrics read fields of are joined like a dimension would be.
             reads = [_Use(entity, (), "/measures", False) for atom in group.atoms for entity in atom.reaches]
             # Last, so the joins before it keep their aliases (and the statement its shape).
             reads += self._span_use(home, span) if span is not None and group.home == home else []
@@ -642,7 +642,7 @@ class QueryCompiler:
             order = (value.desc() if calculation.descending else value.asc()).nulls_last()
             return sa.func.rank().over(partition_by=partition, order_by=order)
         others = [base.c[d.id] for d in draft.dimensions if d.id != calculation.time] or None
-        if calculation.kind == "cumulative":  # a running total along time, within every other breakdown
+        if calculation.kind == "cumulative":  # a running total along time, within every other dimension
             return sa.func.sum(value).over(partition_by=others, order_by=base.c[calculation.time].asc().nulls_last(),
                                            rows=(None, 0))
         before = earlier[calculation.against].c[calculation.of]
@@ -671,7 +671,7 @@ class QueryCompiler:
         return self._aggregated(earlier)[0]
 
     def _aligned(self, draft: Draft, base, prior, time: str, against: str) -> ColumnElement:
-        """A group and its earlier self: the same other breakdowns, and the period one step on."""
+        """A group and its earlier self: the same other dimensions, and the period one step on."""
         step = self._step(draft, time, against)
         parts = [base.c[time] == self._later(prior.c[time], step)]
         parts += [base.c[d.id].is_not_distinct_from(prior.c[d.id]) for d in draft.dimensions if d.id != time]
@@ -803,7 +803,7 @@ class QueryCompiler:
 
     @staticmethod
     def _adds_up(measure: Measure) -> bool:
-        """Counts and sums add up across the rows of a breakdown; distinct counts, averages and ratios do not."""
+        """Counts and sums add up across the rows of a dimension; distinct counts, averages and ratios do not."""
         if measure.metric is not None:
             expression = measure.metric.expression
             return not measure.metric.derived and isinstance(expression, expressions.Aggregate) and \
@@ -832,7 +832,7 @@ def _span_over_groups(first: ColumnElement, last: ColumnElement) -> list[ColumnE
 
 
 def shift_filter(predicate: Predicate | None, dimension: Dimension, step: dict[str, int]) -> Predicate | None:
-    """The filter with every condition on the time breakdown's field (reached the same way) moved by `step`;
+    """The filter with every condition on the time dimension's field (reached the same way) moved by `step`;
     conditions inside a has test other rows and stay."""
     if predicate is None:
         return None

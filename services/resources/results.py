@@ -92,7 +92,7 @@ def _normalize_column(values: tuple, kind: str) -> list:
         return [v if v is None or type(v) is native else convert(v) for v in values]
     convert = _NORMALIZERS[kind]
     if kind in ("date", "timestamp"):
-        # Dates repeat down a breakdown (one month per category, say): each distinct one is converted once.
+        # Dates repeat down a dimension (one month per category, say): each distinct one is converted once.
         seen = {value: convert(value) for value in set(values) if value is not None}
         return [None if v is None else seen[v] for v in values]
     return [None if v is None else convert(v) for v in values]

@@ -12,7 +12,7 @@ binary search for the hidden value. This module names the parts of such a draft:
   added, `between` for gt and lt, `in` of one value for eq, outputs renamed, items reordered) still searches the
   same target. Threshold-search detection counts per target.
 - the **variant**: the draft in canonical form with its literals, except the values that only say *which rows*
-  (equality on a field the model may see, a text breakdown): a question asked again for another channel is the
+  (equality on a field the model may see, a text dimension): a question asked again for another channel is the
   same variant, a question with another bound, another period or another structure is another.
 - the **asked** key: the same with those values too; the session's searches count these.
 - the **shape**: the canonical form with every searched literal replaced by a placeholder (fingerprint for the
@@ -23,7 +23,7 @@ binary search for the hidden value. This module names the parts of such a draft:
 
 Searched literals are those a search moves: the numbers in `having` (every measure's value is hidden from the
 model), the values of ordered comparisons (gt … between) and relative-period counts, and any value compared with a
-filter-only field (whose values are never shown). Equality on a bounded-values field or a text breakdown selects
+filter-only field (whose values are never shown). Equality on a bounded-values field or a text dimension selects
 which rows a question is about (values the model may see).
 
 A draft is **oracle-prone** when its row count can depend on a value the model is never shown: it tests a measure
@@ -145,7 +145,7 @@ class _OutputNames:
         self.defined: dict[str, object] = {m.id: _measure(m) for m in draft.measures}
         self.defined.update({d.id: _dimension(d) for d in draft.dimensions})
         self.searched: dict[str, object] = {m.id: _definition(m) for m in draft.measures}
-        for calculation in draft.calculations:  # computed from measures and breakdowns, never other calculations
+        for calculation in draft.calculations:  # computed from measures and dimensions, never other calculations
             self.defined[calculation.id] = self._calculation(calculation)
             self.searched[calculation.id] = self._searched(calculation)
 
@@ -230,7 +230,7 @@ def _having(condition: Group | OutputCondition, names: _OutputNames) -> _Node:
     if condition.op == "is_null":
         return _Node({"output": output, "op": "is_null"}, ())
     op, values = _values(condition.op, tuple(_literal(v) for v in condition.values))
-    if all(isinstance(v, str) for v in values):  # a text breakdown: which rows, not a search
+    if all(isinstance(v, str) for v in values):  # a text dimension: which rows, not a search
         return _Node({"output": output, "op": op, "values": {SELECTION: list(values)}}, ())
     shaped = "ordered" if op in BOUNDS else op
     return _Node({"output": output, "op": shaped, "values": PLACEHOLDER}, values,

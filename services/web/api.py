@@ -8,7 +8,7 @@
 - `GET  /api/turns[?before=<id>]`     the conversation so far, newest first (the host's ListTurns);
 - `GET  /api/revisions/<id>`          an earlier answer as it was shown (its A2UI messages, no rows);
 - `POST /api/turns/<id>/cancel`       stop a running turn (the agent's CancelTurn);
-- `GET  /api/catalog`                 what the data can answer (labels) and suggested questions;
+- `GET  /api/outline`                 what the data can answer (labels) and suggested questions;
 - `GET  /api/approvals[/<id>]`        the person's approvals;
 - `POST /api/approvals/<id>/challenge` a nonce to sign a decision with, and the person's passkeys;
 - `POST /api/approvals/<id>/decision`  the decision with the passkey's assertion over its challenge
@@ -460,16 +460,16 @@ class WebApi:
         return event_stream(self._while_signed_in(request, events(), ending), self.keepalive_seconds,
                             UI_MESSAGE_STREAM_HEADERS)
 
-    async def catalog(self, request: Request) -> Response:
+    async def outline(self, request: Request) -> Response:
         """What this data can answer, as labels, and questions to start with (the page's empty state)."""
         browser = await self.signed_in(request)
-        described = await self._call(self.agent.DescribeCatalog, agent_pb2.DescribeCatalogRequest(
+        described = await self._call(self.agent.Outline, agent_pb2.OutlineRequest(
             actor=self.assertions.of(browser.person)), timeout=15, service="agent")
         return JSONResponse({"dataset": described.dataset_label,
                              "suggested_questions": list(described.suggested_questions),
                              "entities": [{"label": e.label, "description": e.description,
-                                           "measures": list(e.measures), "breakdowns": list(e.breakdowns)}
-                                          for e in described.entries]})
+                                           "measures": list(e.measures), "dimensions": list(e.dimensions)}
+                                          for e in described.entities]})
 
     async def turns(self, request: Request) -> Response:
         """The conversation so far, newest first, a page at a time (`?before=<turn id>`, `?limit=`)."""
@@ -598,7 +598,7 @@ class WebApi:
                                                                          methods=["POST"]),
                 Route("/api/turns", self.turns), Route("/api/revisions/{revision_id}", self.revision),
                 Route("/api/turns/{turn_id}/cancel", self.cancel_turn, methods=["POST"]),
-                Route("/api/catalog", self.catalog),
+                Route("/api/outline", self.outline),
                 Route("/api/approvals", self.approvals),
                 Route("/api/approvals/{approval_id}", self.approval),
                 Route("/api/approvals/{approval_id}/challenge", self.begin_decision, methods=["POST"]),

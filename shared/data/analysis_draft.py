@@ -6,7 +6,7 @@ exactly the schema the gateway enforces. Everything a schema can say lives here 
 which keys go together, bounds), so a schema-valid draft is refused only for what only the catalog can
 tell: an unknown or unseen id, a field used against its type or exposure, an output name that names
 nothing, a join that would repeat rows or has two meanings, a time calculation without a time
-breakdown, or a budget or bound of the gateway.
+dimension, or a budget or bound of the gateway.
 
 Every property carries a description, so the schema alone teaches the format.
 """
@@ -28,7 +28,7 @@ AGGREGATIONS = ("count", "count_distinct", "sum", "avg", "min", "max")
 COMPARISONS = ("eq", "neq", "gt", "gte", "lt", "lte")
 TEXT_OPS = ("contains", "starts_with", "ends_with")  # case-insensitive; the value is matched as it is
 CALCULATIONS = ("share_of_total", "rank", "ratio", "prior", "change", "growth", "cumulative")
-OVER_TIME = ("prior", "change", "growth", "cumulative")  # computed along a time breakdown
+OVER_TIME = ("prior", "change", "growth", "cumulative")  # computed along a time dimension
 AGAINST = ("previous_period", "same_period_last_year")
 GRAINS = ("hour", "day", "week", "month", "quarter", "year")
 PERIOD_UNITS = ("day", "week", "month", "quarter", "year")
@@ -77,7 +77,7 @@ _PARTS = {
                 {"type": ["string", "number", "boolean"], "maxLength": MAX_TEXT, "pattern": _NO_NUL,
                  "minimum": -MAX_NUMBER, "maximum": MAX_NUMBER}),
     "number": _d("A number.", {"type": "number", "minimum": -MAX_NUMBER, "maximum": MAX_NUMBER}),
-    "text": _d("A text, as the breakdown shows it.", {"type": "string", "maxLength": MAX_TEXT, "pattern": _NO_NUL}),
+    "text": _d("A text, as the dimension shows it.", {"type": "string", "maxLength": MAX_TEXT, "pattern": _NO_NUL}),
     "direction": _d("asc (default) or desc.", {"enum": ["asc", "desc"]}),
 }
 
@@ -141,13 +141,13 @@ _HAS_PREDICATE = _d("A condition inside has: as in a filter, without via, has or
 
 def _output_test(required: list[str], op: dict, more: dict, text: str) -> dict:
     return _object(["output", "op", *required], {
-        "output": _ref("output_id", "A measure or calculation of this draft (or, against text, a breakdown "
+        "output": _ref("output_id", "A measure or calculation of this draft (or, against text, a dimension "
                                     "without a grain)."), "op": op, **more}, text)
 
 
 _HAVING = _d(
     "Which aggregated rows are kept, after the calculations: a measure or calculation against numbers, or a text "
-    "breakdown against text (a share of every status, then only 'cancelled' kept).",
+    "dimension against text (a share of every status, then only 'cancelled' kept).",
     {"oneOf": [
         *_combinations("having"),
         _output_test([], _d("Has no value.", {"const": "is_null"}), {}, "The output has no value."),
@@ -156,9 +156,9 @@ _HAVING = _d(
         _output_test(["values"], _d("Is between the values.", {"const": "between"}),
                      {"values": _array("[low, high], both included.", _ref("number"), 2, 2)}, "Between two numbers."),
         _output_test(["value"], _d("Is, or is not, the text.", {"enum": ["eq", "neq"]}), {"value": _ref("text")},
-                     "A text breakdown is (not) a text."),
+                     "A text dimension is (not) a text."),
         _output_test(["values"], _d("Is one of the texts.", {"const": "in"}),
-                     {"values": _array("1-50 texts.", _ref("text"), 1, 50)}, "A text breakdown is one of the texts."),
+                     {"values": _array("1-50 texts.", _ref("text"), 1, 50)}, "A text dimension is one of the texts."),
     ]})
 
 _MEASURE = _d(
@@ -178,7 +178,7 @@ _MEASURE = _d(
 _DIMENSION = _object(["id", "field"], {
     "id": _ref("output_id"), "field": _ref("field_id", "A bounded-values field to group by."), "via": _ref("via"),
     "grain": _d("The time bucket, for a date or time field (required for a timestamp; a date has no hours).",
-                {"enum": list(GRAINS)})}, "A breakdown: one row per value, or per time bucket, of a field.")
+                {"enum": list(GRAINS)})}, "A dimension: one row per value, or per time bucket, of a field.")
 
 
 def _calculation(kind: str, text: str, required: tuple[str, ...] = (), **extra) -> dict:
@@ -187,9 +187,9 @@ def _calculation(kind: str, text: str, required: tuple[str, ...] = (), **extra) 
     return _object(["id", "kind", "of", *required], properties, text)
 
 
-_WITHIN = _array("Breakdown ids partitioning it (within each region); none: over all rows.", _ref("output_id"),
+_WITHIN = _array("Dimension ids partitioning it (within each region); none: over all rows.", _ref("output_id"),
                  high=MAX_DIMENSIONS, uniqueItems=True)
-_TIME = _ref("output_id", "The time breakdown (with a grain) it runs along; only when there are several.")
+_TIME = _ref("output_id", "The time dimension (with a grain) it runs along; only when there are several.")
 _AGAINST = _d("previous_period: one grain back; same_period_last_year: 12 months (52 weeks) back.",
               {"enum": list(AGAINST)})
 _CALCULATION = _d(
@@ -221,15 +221,15 @@ def _when_output(kind: str, then: dict) -> dict:
 _AGGREGATE = _object(["mode", "measures"], {
     "mode": _d("Aggregated values.", {"const": "aggregate"}),
     "measures": _array(f"1-{MAX_MEASURES} measures.", _ref("measure"), 1, MAX_MEASURES),
-    "dimensions": _array(f"0-{MAX_DIMENSIONS} breakdowns.", _ref("dimension"), high=MAX_DIMENSIONS),
+    "dimensions": _array(f"0-{MAX_DIMENSIONS} dimensions.", _ref("dimension"), high=MAX_DIMENSIONS),
     "filter": _ref("predicate"),
     "calculations": _array(f"0-{MAX_CALCULATIONS} calculations.", _ref("calculation"), high=MAX_CALCULATIONS),
     "having": _ref("having"),
     "order_by": _ORDER,
     "limit": _LIMIT,
-    "output": _d("scalar: one row, no breakdown; table (default); series: the first breakdown is a time bucket; "
-                 "ranking: breakdowns ordered by a measure (needs order_by).", {"enum": list(OUTPUT_KINDS)}),
-}, "Measures, optionally by breakdowns. Work order: filter, aggregate, calculations, having, order, limit.",
+    "output": _d("scalar: one row, no dimension; table (default); series: the first dimension is a time bucket; "
+                 "ranking: dimensions ordered by a measure (needs order_by).", {"enum": list(OUTPUT_KINDS)}),
+}, "Measures, optionally by dimensions. Work order: filter, aggregate, calculations, having, order, limit.",
     dependencies={"limit": ["order_by"]},
     allOf=[_when_output("scalar", {"properties": {"dimensions": {"maxItems": 0}}}),
            _when_output("series", {"required": ["dimensions"], "properties": {"dimensions": {

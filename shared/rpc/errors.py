@@ -121,7 +121,7 @@ _TOLD: dict[grpc.StatusCode, tuple[str, str]] = {
 }
 _FAILED = (SERVICE_FAILED, "{who} failed while answering; " + _OPERATOR)
 # A model that asked too much is told so: a timed-out call may go through when it asks for less.
-_TIMED_OUT_STEP = ("Try once more asking for less (a narrower filter, fewer breakdowns); if it fails again, tell "
+_TIMED_OUT_STEP = ("Try once more asking for less (a narrower filter, fewer dimensions); if it fails again, tell "
                    "the person this step timed out and answer without it.")
 
 

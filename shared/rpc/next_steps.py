@@ -86,14 +86,14 @@ NEXT_STEPS: dict[str, str] = {
                     "key), then call run_analysis again.",
     "FIELD_NOT_EXPOSED": "Use this field only as its exposure allows (describe_data shows it): aggregate-only fields "
                          "go inside sum, avg or a count; filter-only fields only in a filter.",
-    "DUPLICATE_OUTPUT": "Give every measure, breakdown, calculation and listed field an id of its own.",
+    "DUPLICATE_OUTPUT": "Give every measure, dimension, calculation and listed field an id of its own.",
     "UNKNOWN_OUTPUT": "Name one of the outputs listed in allowed.",
     "AGGREGATION_NOT_ALLOWED": "Use sum, avg, count or count_distinct on this field: min and max would show single "
                                "values.",
     "AGGREGATION_TYPE": "Use count or count_distinct on this field, or sum or avg of a number field.",
     "GRAIN_NOT_TEMPORAL": "Drop the grain, or use one allowed for this field (allowed lists them).",
-    "GRAIN_REQUIRED": "Add a grain to this breakdown: one of allowed.",
-    "CALCULATION_NEEDS_TIME": "Add a breakdown by a date or time field with a grain (name it with time when there "
+    "GRAIN_REQUIRED": "Add a grain to this dimension: one of allowed.",
+    "CALCULATION_NEEDS_TIME": "Add a dimension by a date or time field with a grain (name it with time when there "
                               "are several), or use another calculation.",
     "CALCULATION_NOT_ADDITIVE": "Use cumulative only over a count or a sum.",
     "PREDICATE_TOO_DEEP": "Flatten the conditions: all/any/not/has nest at most {bound} levels.",
@@ -113,7 +113,7 @@ NEXT_STEPS: dict[str, str] = {
     "LIMIT_OVER_CAP": "Ask for at most {bound} rows.",
     "NO_REFERENCE_DATE": "This field has no values to count back from: filter with dates (between) instead, or drop "
                          "the period.",
-    "QUERY_TIMEOUT": "Call run_analysis again asking for less: a narrower filter, fewer breakdowns or a coarser "
+    "QUERY_TIMEOUT": "Call run_analysis again asking for less: a narrower filter, fewer dimensions or a coarser "
                      "grain.",
     "ANALYSIS_BUDGET_SPENT": "No analyses are left this turn: present what you have with present_ui, or answer.",
     # The same draft asked again with only its bounds changed (a threshold search): budget says which bound held.

@@ -350,7 +350,7 @@ def _column_id(name: str, numbers: list[str]) -> str:
 def interpretation_ok(found: dict, wanted: dict | None) -> bool:
     if not wanted:
         return True
-    for part in ("measures", "breakdowns", "filters"):
+    for part in ("measures", "dimensions", "filters"):
         have = " | ".join(found.get(part, []))
         if any(text not in have for text in wanted.get(part, [])):
             return False

@@ -263,12 +263,12 @@ def test_an_idle_stream_sends_keep_alive_comments(browser):
     assert ": keep-alive" in seen
 
 
-def test_the_catalog_lists_labels_and_questions_that_get_answered(browser):
-    described = browser.get("/api/catalog")
+def test_the_outline_lists_labels_and_questions_that_get_answered(browser):
+    described = browser.get("/api/outline")
     assert described.status_code == 200
     catalog = described.json()
     labels = {e["label"]: e for e in catalog["entities"]}
-    assert "Net revenue" in labels["Order item"]["measures"] and "Sales channel" in labels["Order"]["breakdowns"]
+    assert "Net revenue" in labels["Order item"]["measures"] and "Sales channel" in labels["Order"]["dimensions"]
     text = json.dumps(catalog)
     # Labels only: no ids, no physical names, no values.
     assert not any(marker in text for marker in ("fld_", "met_", "ent_", "order_items", "ordered_at"))

@@ -70,7 +70,7 @@ def test_a_signed_out_cookie_is_refused_on_the_other_replica_within_the_bound(ru
     assert (own.status_code, own.json()["reason"]) == (401, "SESSION_ENDED")
     reason, seconds = _refused_within_bound(replicas[1], cookie, ended_at)
     assert reason == "SESSION_ENDED" and seconds <= CHECK_BOUND_SECONDS + SLACK_SECONDS, seconds
-    for path in ("/api/approvals", "/api/catalog", "/info", "/status"):  # every door, not only /api/session
+    for path in ("/api/approvals", "/api/outline", "/info", "/status"):  # every door, not only /api/session
         reply = httpx.get(base(replicas[1]) + path, cookies=_cookie(replicas[1], cookie), timeout=60)
         assert reply.status_code == 401, path
 

@@ -89,7 +89,7 @@ def test_a_breakdown_names_its_grain_and_its_order(session):
         "mode": "aggregate", "output": "series",
         "measures": [{"id": "n", "metric": session.metric("orders", "order_count")}],
         "dimensions": [{"id": "month", "field": session.field("orders", "ordered_at"), "grain": "month"}]})
-    assert list(series.interpretation.breakdowns) == ["Order time (month)"]
+    assert list(series.interpretation.dimensions) == ["Order time (month)"]
     assert series.interpretation.ordering == "earliest Order time (month) first"
 
 

@@ -58,7 +58,7 @@ class FakeResources:
         if self.outline_error:
             raise rpc_error(self.outline_error)
         return res.OutlineResponse(dataset_label="Retail", entities=[res.OutlineEntity(
-            label="Orders", description="Orders placed", measures=["Net revenue"], breakdowns=["Sales channel"],
+            label="Orders", description="Orders placed", measures=["Net revenue"], dimensions=["Sales channel"],
             time_fields=["Order time"])])
 
     async def InspectContext(self, request, timeout=None):
@@ -164,18 +164,18 @@ def test_get_info_names_the_embedded_model_and_the_six_tools():
     assert reply.model == "embedded" and list(reply.tools) == list(TOOL_NAMES) and reply.info.name == "agent"
 
 
-def test_describe_catalog_outlines_the_resources_catalog():
-    reply = asyncio.run(agent().DescribeCatalog(agent_pb2.DescribeCatalogRequest(actor=person()), None))
+def test_outline_gives_the_resources_outline_with_suggested_questions():
+    reply = asyncio.run(agent().Outline(agent_pb2.OutlineRequest(actor=person()), None))
     assert reply.dataset_label == "Retail"
-    assert [(e.label, list(e.measures), list(e.breakdowns)) for e in reply.entries] == [
+    assert [(e.label, list(e.measures), list(e.dimensions)) for e in reply.entities] == [
         ("Orders", ["Net revenue"], ["Sales channel", "Order time"])]
     assert reply.suggested_questions
 
 
-def test_describe_catalog_is_refused_while_resources_cannot_answer():
+def test_outline_is_refused_while_resources_cannot_answer():
     service = agent(resources=FakeResources(outline_error=grpc.StatusCode.UNAVAILABLE))
     with pytest.raises(Refusal) as refused:
-        asyncio.run(service.DescribeCatalog(agent_pb2.DescribeCatalogRequest(actor=person()), None))
+        asyncio.run(service.Outline(agent_pb2.OutlineRequest(actor=person()), None))
     assert (status_of(refused.value).code, refused.value.reason) == (
         grpc.StatusCode.UNAVAILABLE, "RESOURCES_UNAVAILABLE")
 

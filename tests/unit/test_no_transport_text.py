@@ -184,7 +184,7 @@ async def _opened(request, timeout=None):
 
 # Each request the page makes that reaches a peer: (method, path, JSON body).
 PAGE_CALLS = [
-    ("GET", "/api/session", None), ("GET", "/api/catalog", None), ("GET", "/api/approvals", None),
+    ("GET", "/api/session", None), ("GET", "/api/outline", None), ("GET", "/api/approvals", None),
     ("GET", "/api/approvals/apr_1", None), ("POST", "/api/commands", {"command_id": "c1"}),
     ("POST", "/api/turns/trn_1/cancel", {}), ("POST", "/api/approvals/apr_1/challenge", {}),
     ("POST", "/api/approvals/apr_1/decision", {"approve": False, "arguments_sha256": "ab"}),

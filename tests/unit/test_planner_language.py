@@ -187,7 +187,7 @@ def test_a_value_that_begins_a_measure_name_is_that_measure_unless_it_says_whose
 
 def test_top_n_variants():
     largest = read("What are the 10 largest regions by net revenue?")
-    assert (largest.limit, largest.direction, labels(largest.breakdowns)) == (10, "desc", ["Region name"])
+    assert (largest.limit, largest.direction, labels(largest.dimensions)) == (10, "desc", ["Region name"])
     orders = read("the 20 largest orders")
     assert orders.unknown == ["orders"] and "cannot show each order on its own" in orders.reasons["orders"]
 
@@ -257,7 +257,7 @@ def test_every_word_that_changes_meaning_changes_the_draft_or_is_refused():
         assert before != "refused", base
         asked = read(base)
         owner = asked.measures[0]["entity_id"]
-        already = {w for item in [*asked.measures, *asked.breakdowns] for w in [item["label"], *item["synonyms"]]}
+        already = {w for item in [*asked.measures, *asked.dimensions] for w in [item["label"], *item["synonyms"]]}
         for kind, found in _catalog_words().items():
             for word in (w for w in found if w not in already):  # naming again what is asked changes nothing
                 question = {"measure": f"{base} and {word}", "field": f"{base} by {word}"}.get(kind, f"{base} {word}")
@@ -331,7 +331,7 @@ def test_a_short_aside_may_restrict_and_is_never_passed_over():
 
 def test_framed_questions_are_read_as_asked():
     weakest = read("which 3 regions are the weakest for us this year in terms of revenue?")
-    assert (weakest.limit, weakest.direction, labels(weakest.breakdowns)) == (3, "asc", ["Region name"])
+    assert (weakest.limit, weakest.direction, labels(weakest.dimensions)) == (3, "asc", ["Region name"])
     phone = read("is the phone channel going up or down? number of phone orders by year")
     assert [f.values for f in phone.filters] == [("phone",)] and phone.grain == "year"
     typo = read("top 3 catagories by units sold last yaer?")
@@ -345,7 +345,7 @@ def test_percent_signs_and_becoming_words_ask_for_a_share():
     share = understand("What % of this year's revenue came through third-party marketplaces?", SLICE, [third_party])
     assert share.share.values == ("marketplace",) and share.time.op == "to_date" and not share.unknown
     per_channel = read("Out of all orders per channel, what fraction ends up cancelled?")
-    assert per_channel.share.values == ("cancelled",) and labels(per_channel.breakdowns) == ["Sales channel"]
+    assert per_channel.share.values == ("cancelled",) and labels(per_channel.dimensions) == ["Sales channel"]
 
 
 def test_a_follow_up_naming_whose_rows_keeps_the_measure():
@@ -439,7 +439,7 @@ def test_averages_over_periods_and_amounts_alone_say_why():
 
 def test_done_by_is_not_a_breakdown():
     reading = read("how many tickets were filed by enterprise customers in 2024")
-    assert [f.values for f in reading.filters] == [("enterprise",)] and not reading.breakdowns
+    assert [f.values for f in reading.filters] == [("enterprise",)] and not reading.dimensions
     assert not reading.unknown
 
 
@@ -447,7 +447,7 @@ def test_follow_ups_keep_what_they_do_not_change():
     signed = follow("number of customers by customer segment", "and signed up in 2024?")
     assert signed.time_field["label"] == "Signup date" and not signed.unknown
     by_region = follow("net revenue in 2024 and 2025", "and by region?")
-    assert (by_region.grain, labels(by_region.breakdowns)) == ("year", ["Region name"])
+    assert (by_region.grain, labels(by_region.dimensions)) == ("year", ["Region name"])
     units = follow("how many tickets were opened in 2024", "same for units sold")
     assert units.time_field is None and labels(units.measures) == ["Units sold"]
 
@@ -514,7 +514,7 @@ def test_two_values_of_each_are_side_by_side_and_a_typical_order_divides():
 
 def test_a_typo_is_one_slip_from_a_catalog_word_never_another_english_word():
     assert labels(read("how many custmers registerd in 2023").measures) == ["Number of customers"]
-    assert read("I just started here - which sales channel had the highest revenue back in 2021?").breakdowns[0][
+    assert read("I just started here - which sales channel had the highest revenue back in 2021?").dimensions[0][
         "label"] == "Sales channel"  # "started" is no "state" (Order status)
 
 
@@ -657,7 +657,7 @@ def test_chat_shorthand():
     assert labels(read("how many units got sent back last qtr").measures) == ["Returned units"]
     assert period(read("how many units got sent back last qtr")) == ("relative", "previous", "quarter", 1)
     assert not read("how many high tix were logged this yr").unknown
-    assert read("return rate by dept, highest first").breakdowns[0]["label"] == "Product category"
+    assert read("return rate by dept, highest first").dimensions[0]["label"] == "Product category"
     assert read("return rate by dept, lowest first").direction == "asc"
     assert not read("how many customers r small business").unknown
 
@@ -674,7 +674,7 @@ def test_an_event_said_as_a_noun_counts_its_rows():
 ])
 def test_who_did_it_is_not_what_is_counted_or_grouped(question):
     reading = read(question)
-    assert not reading.breakdowns or reading.breakdowns[0]["label"] == "Return reason"
+    assert not reading.dimensions or reading.dimensions[0]["label"] == "Return reason"
     assert labels(reading.measures) in (["Returned units"], ["Number of returns"]) and not reading.unknown
 
 
@@ -690,14 +690,14 @@ def test_a_follow_up_set_against_another_period_keeps_the_earlier_one():
     assert (period(growth), growth.compare, growth.grain) == (
         ("between", dt.date(2024, 1, 1), dt.date(2025, 1, 1)), "previous_period", "year")
     both = follow("revenue by region last year", "how does that compare with 2023?", LATEST)
-    assert period(both) == ("between", dt.date(2023, 1, 1), dt.date(2025, 1, 1)) and labels(both.breakdowns) == [
+    assert period(both) == ("between", dt.date(2023, 1, 1), dt.date(2025, 1, 1)) and labels(both.dimensions) == [
         "Region name"]
 
 
 def test_a_follow_up_that_changes_that():
     switched = follow("For the board pack, I need this year's net revenue broken down by product category.",
                       "Thanks. Could you switch that to units sold instead, keeping the same categories and year?")
-    assert labels(switched.measures) == ["Units sold"] and labels(switched.breakdowns) == ["Product category"]
+    assert labels(switched.measures) == ["Units sold"] and labels(switched.dimensions) == ["Product category"]
     assert switched.time.op == "to_date" and not switched.unknown
 
 
@@ -755,7 +755,7 @@ def test_an_analysts_and_a_second_language_words(question):
 
 def test_follow_ups_in_other_words():
     pivot = follow("orders in 2024", "now pivot by channel")
-    assert labels(pivot.breakdowns) == ["Sales channel"] and not pivot.unknown
+    assert labels(pivot.dimensions) == ["Sales channel"] and not pivot.unknown
     narrowed = follow("top 5 products by revenue", "same but filter to Apparel")
     assert [f.values for f in narrowed.filters] == [("Apparel",)] and not narrowed.unknown
     same_year = follow("orders in 2023", "And how it looks for store, same year?")
@@ -838,10 +838,10 @@ def test_chat_around_a_question_changes_nothing(question):
 
 def test_an_aside_naming_values_is_passed_over_only_when_each_is_shown_on_its_own_row():
     shown = read("return rate by product category. I think apparel is the worst.")
-    assert labels(shown.breakdowns) == ["Product category"] and not shown.filters and shown.direction is None
+    assert labels(shown.dimensions) == ["Product category"] and not shown.filters and shown.direction is None
     alone = read("return rate. I think apparel is the worst.")
     assert alone.unknown and alone.unknown[0] == "I think apparel is the worst"
-    assert not read("I'm putting together a channel deck - revenue by month").breakdowns  # named in passing
+    assert not read("I'm putting together a channel deck - revenue by month").dimensions  # named in passing
     assert read("Is the web channel's share of revenue growing? Show it per year").grain == "year"
 
 
@@ -864,7 +864,7 @@ def test_asking_is_not_an_order_to_change():
 
 
 def test_words_of_a_merchandiser_and_a_marketer():
-    assert labels(read("Which regional market had the most new signups in 2025?").breakdowns) == ["Region name"]
+    assert labels(read("Which regional market had the most new signups in 2025?").dimensions) == ["Region name"]
     assert labels(read("Which regional market had the most new signups in 2025?").measures) == ["Number of customers"]
     assert labels(read("how many untis of apparel did we sell in 2024").measures) == ["Units sold"]
     markdown = read("What was the average markdown rate per order line in Apparel in 2025?")
@@ -873,7 +873,7 @@ def test_words_of_a_merchandiser_and_a_marketer():
     assert (labels(smb.measures), smb.limit, smb.unknown) == (["Units sold"], 3, [])
     assert read("How many new orders in 2024?").unknown == ["new"]  # a signup is not the date orders count by
     mix = read("What was the channel mix of our 2025 orders?")
-    assert mix.share_of_total and labels(mix.breakdowns) == ["Sales channel"] and not mix.unknown
+    assert mix.share_of_total and labels(mix.dimensions) == ["Sales channel"] and not mix.unknown
     that_year = follow("units sold by category in 2024", "Rank the subcategories by units sold that year.")
     assert period(that_year) == ("between", dt.date(2024, 1, 1), dt.date(2025, 1, 1)) and not that_year.unknown
     its = follow("units sold by category in 2024", "Rank its subcategories by units sold that year.")
@@ -906,7 +906,7 @@ def test_compared_with_the_same_period_last_year_shows_both():
 
 def test_most_common_counts_rows():
     reading = read("What was the most common reason for returns in 2024?")
-    assert labels(reading.measures) == ["Number of returns"] and labels(reading.breakdowns) == ["Return reason"]
+    assert labels(reading.measures) == ["Number of returns"] and labels(reading.dimensions) == ["Return reason"]
 
 
 def test_grew_the_most_ranks_by_growth():
@@ -1131,7 +1131,7 @@ def test_the_same_question_asked_again_of_another_value_is_one_comparison():
                                       "orders per customer, broken down by segment (enterprise / small business)"])
 def test_a_breakdown_keeps_its_field_when_values_of_it_are_listed(question):
     reading = read(question)
-    assert len(reading.breakdowns) == 1 and reading.filters and not reading.unknown
+    assert len(reading.dimensions) == 1 and reading.filters and not reading.unknown
 
 
 def test_a_value_set_against_the_earlier_one_in_a_follow_up_is_shown_beside_it():
@@ -1155,7 +1155,7 @@ def test_chat_shorthand_and_existence_words_are_read(question):
 
 
 def test_a_ticket_search_is_only_a_search_said_as_one():
-    from services.agent.planner import _SEARCH_TICKETS
+    from services.agent.embedded_planner import _SEARCH_TICKETS
 
     assert _SEARCH_TICKETS.search("how many tickets mention late delivery").group(1) == "late delivery"
     assert _SEARCH_TICKETS.search("pull up what customers wrote in their tickets about late deliveries") is None
@@ -1342,7 +1342,7 @@ def test_the_us_in_capitals_is_the_country():
 
 
 def test_the_value_match_text_is_cut_before_it_is_rewritten():
-    from services.agent.planner import MAX_MATCH_TEXT, value_match_text
+    from services.agent.embedded_planner import MAX_MATCH_TEXT, value_match_text
 
     earlier = ["x" * 2000] * 5  # one long word: rewriting it whole would be quadratic
     started = time.perf_counter()
@@ -1438,7 +1438,7 @@ def test_a_limit_on_rows_of_the_earlier_answer_is_refused_saying_they_are_not_se
 
 def test_a_ranking_then_by_month_is_a_series_not_the_top_months():
     reading = follow("top 5 regions by net revenue in 2025", "and by month?")
-    assert (reading.grain, reading.limit, reading.direction, reading.breakdowns) == ("month", None, None, [])
+    assert (reading.grain, reading.limit, reading.direction, reading.dimensions) == ("month", None, None, [])
 
 
 @pytest.mark.parametrize("question", ["whats the cancellation rate on orders in 2025", "cancelled orders per order"])
@@ -1493,12 +1493,12 @@ def test_how_many_of_those_have_rows_counts_the_earlier_rows(question, negated):
 
 def test_splitting_that_keeps_the_earlier_grain():
     reading = follow("new signups per year since 2021", "can you split that by segment")
-    assert (reading.grain, labels(reading.breakdowns)) == ("year", ["Customer segment"])
+    assert (reading.grain, labels(reading.dimensions)) == ("year", ["Customer segment"])
 
 
 def test_another_breakdown_alone_replaces_the_grain():
     reading = follow("revenue by month", "and by region?")
-    assert (reading.grain, labels(reading.breakdowns)) == (None, ["Region name"])
+    assert (reading.grain, labels(reading.dimensions)) == (None, ["Region name"])
 
 
 @pytest.mark.parametrize(("question", "op", "value"), [
@@ -1514,7 +1514,7 @@ def test_a_bound_on_a_figure_keeps_the_groups_within_it(question, op, value):
 
 
 def test_a_bound_needs_groups_to_keep():
-    with pytest.raises(CannotPlan, match="keeps some groups"):
+    with pytest.raises(CannotPlan, match="keeps some of the groups"):
         plan(read("net revenue under 15k in 2025", LATEST), SLICE)
 
 
@@ -1536,7 +1536,7 @@ def test_the_value_after_from_is_the_part_of_a_share():
     ("gross vs net sales for full year 2024", lambda r: period(r)[1:] == (dt.date(2024, 1, 1), dt.date(2025, 1, 1))),
     ("how much have we sold in apparel so far this yr?", lambda r: labels(r.measures) == ["Net revenue"]),
     ("how many orders did we take in 2025?", lambda r: labels(r.measures) == ["Number of orders"]),
-    ("for Apparel specifically, returned units by reason", lambda r: labels(r.breakdowns) == ["Return reason"]),
+    ("for Apparel specifically, returned units by reason", lambda r: labels(r.dimensions) == ["Return reason"]),
     ("units sold this year vs last", lambda r: period(r)[1:] == (dt.date(2024, 1, 1), dt.date(2026, 1, 1))),
 ])
 def test_wordings_from_the_eighth_round(question, check):
@@ -1546,7 +1546,7 @@ def test_wordings_from_the_eighth_round(question, check):
 
 def test_which_one_drove_the_growth_ranks_by_growth():
     reading = follow("net revenue in 2024 and 2025", "which channel drove the uplift?", LATEST)
-    assert (reading.ranks_change, labels(reading.breakdowns), reading.unknown) == (True, ["Sales channel"], [])
+    assert (reading.ranks_change, labels(reading.dimensions), reading.unknown) == (True, ["Sales channel"], [])
 
 
 @pytest.mark.parametrize("question", ["how many units of each product do we have in stock right now",
@@ -1570,7 +1570,7 @@ def test_the_caption_says_the_bound_and_the_rows_had(question, said):
 def test_how_many_of_those_are_a_value_is_one_number():
     reading = follow("how many support tickets were opened this year, by priority?", "how many of those are open?",
                      LATEST)
-    assert (reading.breakdowns, [f.values for f in reading.filters], reading.unknown) == ([], [("open",)], [])
+    assert (reading.dimensions, [f.values for f in reading.filters], reading.unknown) == ([], [("open",)], [])
 
 
 def test_a_quarter_said_with_this_year_is_that_quarter():
@@ -1643,7 +1643,7 @@ def test_a_period_against_a_shorter_or_other_one_before_is_refused(question):
 
 def test_comparing_with_last_year_keeps_the_earlier_groups():
     reading = follow("revenue by region this year", "how does that compare to last year?", LATEST)
-    assert labels(reading.breakdowns) == ["Region name"] and reading.grain == "year"
+    assert labels(reading.dimensions) == ["Region name"] and reading.grain == "year"
 
 
 @pytest.mark.parametrize("question", ["what were the order counts for those same regions in 2024?",
@@ -1685,7 +1685,7 @@ def test_a_part_of_a_year_is_set_against_the_same_days_a_year_before(question, l
 
 def test_a_ranking_this_year_vs_last_year_keeps_the_ranking():
     reading = read("top 5 products by revenue this year vs last year", LATEST)
-    assert (reading.limit, labels(reading.breakdowns), reading.compare) == (5, ["Product name"],
+    assert (reading.limit, labels(reading.dimensions), reading.compare) == (5, ["Product name"],
                                                                            "same_period_last_year")
 
 
@@ -1746,8 +1746,8 @@ def test_year_on_year_said_twice_is_one_comparison():
 
 def test_all_of_a_field_beside_a_total_is_the_total_and_a_ranking_of_all_lists_them():
     reading = read("what was total revenue for 2024, all channels?")
-    assert (reading.breakdowns, reading.unknown, labels(reading.measures)) == ([], [], ["Net revenue"])
-    assert labels(read("Rank all categories by return rate, in total").breakdowns) == ["Product category"]
+    assert (reading.dimensions, reading.unknown, labels(reading.measures)) == ([], [], ["Net revenue"])
+    assert labels(read("Rank all categories by return rate, in total").dimensions) == ["Product category"]
 
 
 def test_two_measures_compared_are_side_by_side_and_another_name_of_the_measure_is_its_own():
@@ -1784,14 +1784,14 @@ def test_an_amount_in_a_sentence_of_its_own_is_never_passed_over():
 def test_a_near_spelling_of_a_catalog_word_is_not_taken_for_a_value_two_letters_away():
     values = [*VALUES, {**match("refunded", "orders", "status"), "matched_text": "retuned", "approximate": True}]
     reading = understand("how many units were retuned this year, split by reason", SLICE, values, latest=LATEST)
-    assert (labels(reading.measures), labels(reading.breakdowns), reading.filters) == (
+    assert (labels(reading.measures), labels(reading.dimensions), reading.filters) == (
         ["Returned units"], ["Return reason"], [])
 
 
 def test_the_same_period_a_year_earlier_moves_the_earlier_period_back_a_year():
     reading = follow("How many orders did we get in Q3 2025, by channel?", "and for the same quarter a year earlier?")
     assert period(reading) == ("between", dt.date(2024, 7, 1), dt.date(2024, 10, 1))
-    assert labels(reading.breakdowns) == ["Sales channel"] and reading.compare is None
+    assert labels(reading.dimensions) == ["Sales channel"] and reading.compare is None
     # "last quarter": which one a year back is known once "now" is
     relative = follow("How many orders did we get last quarter?", "and for the same quarter a year earlier?")
     assert relative.needs_latest and relative.unknown == []
@@ -1941,18 +1941,18 @@ def test_records_said_to_have_done_something_are_those_that_did_never_all_of_the
 
 def test_splitting_a_breakdown_by_a_grain_keeps_its_groups_and_a_bare_grain_replaces_them():
     split = follow("Sales by channel for 2025 please", "can you split that by quarter")
-    assert labels(split.breakdowns) == ["Sales channel"] and split.grain == "quarter"
+    assert labels(split.dimensions) == ["Sales channel"] and split.grain == "quarter"
     split_out = follow("last 6 months of sales month by month pls", "split that out by channel")
-    assert labels(split_out.breakdowns) == ["Sales channel"] and split_out.grain == "month"
+    assert labels(split_out.dimensions) == ["Sales channel"] and split_out.grain == "month"
     assert split_out.unknown == []
     instead = follow("Sales by channel for 2025 please", "and by quarter?")
-    assert instead.breakdowns == [] and instead.grain == "quarter"
+    assert instead.dimensions == [] and instead.grain == "quarter"
 
 
 def test_every_value_of_a_field_set_off_after_the_question_is_one_total():
-    assert read("what did we do in sales last year, all channels").breakdowns == []
-    assert labels(read("show revenue, all channels by month").breakdowns) == ["Sales channel"]  # (listed)
-    assert labels(read("revenue for all channels").breakdowns) == ["Sales channel"]
+    assert read("what did we do in sales last year, all channels").dimensions == []
+    assert labels(read("show revenue, all channels by month").dimensions) == ["Sales channel"]  # (listed)
+    assert labels(read("revenue for all channels").dimensions) == ["Sales channel"]
 
 
 def test_an_event_said_as_two_words_is_its_noun_and_having_signed_up_is_being_a_customer():
@@ -1969,7 +1969,7 @@ def test_complaints_and_subject_lines_are_what_people_wrote():
 def test_a_sentence_of_ones_own_naming_only_what_the_question_does_is_read_with_it():
     restated = read("Please, how are the orders of year 2025 split by the channel? I need the number of orders "
                     "for each one.")
-    assert labels(restated.breakdowns) == ["Sales channel"] and restated.unknown == []
+    assert labels(restated.dimensions) == ["Sales channel"] and restated.unknown == []
     added = read("revenue by channel in 2025. I need the number of orders for each one.")
     assert added.unknown == ["I need the number of orders for each one"]  # (a measure the rest does not name)
 
@@ -1987,19 +1987,19 @@ def test_a_channel_said_to_be_dying_asks_for_its_change_over_time():
 def test_splitting_keeps_the_groups_only_when_that_is_split_and_nothing_says_instead():
     for question in ("split it by quarter instead", "just split the total by quarter", "and by quarter?"):
         reading = follow("Sales by channel for 2025 please", question)
-        assert reading.breakdowns == [] and reading.grain == "quarter", question
+        assert reading.dimensions == [] and reading.grain == "quarter", question
     web_vs_store = follow("sales by channel for 2025", "show me the web vs store split by quarter")
-    assert web_vs_store.breakdowns == [] and web_vs_store.split.values == ("web", "store")
+    assert web_vs_store.dimensions == [] and web_vs_store.split.values == ("web", "store")
     after_ranking = follow("top 5 regions by revenue", "split that by month")  # months are a series, all shown
-    assert after_ranking.breakdowns == [] and after_ranking.grain == "month" and after_ranking.limit is None
+    assert after_ranking.dimensions == [] and after_ranking.grain == "month" and after_ranking.limit is None
 
 
 def test_all_of_a_field_asked_apart_lists_them_and_in_a_follow_up_lifts_the_earlier_filter():
     for question in ("break down revenue in 2025, all channels", "list revenue in 2025, all channels",
                      "revenue in 2025 side by side, all channels"):
-        assert labels(read(question).breakdowns) == ["Sales channel"], question
+        assert labels(read(question).dimensions) == ["Sales channel"], question
     every = follow("web revenue in 2025", "how about 2024, all channels")
-    assert every.filters == [] and every.breakdowns == [] and every.time.start == dt.date(2024, 1, 1)
+    assert every.filters == [] and every.dimensions == [] and every.time.start == dt.date(2024, 1, 1)
 
 
 def test_a_sentence_of_ones_own_naming_another_field_is_not_read_with_the_question():
@@ -2019,7 +2019,7 @@ def test_a_name_after_a_question_mark_is_no_second_word_of_the_one_before():
 
 def test_selling_through_each_channel_is_by_channel():
     reading = read("how much did we sell through each channel this year", LATEST)
-    assert labels(reading.breakdowns) == ["Sales channel"] and reading.unknown == []
+    assert labels(reading.dimensions) == ["Sales channel"] and reading.unknown == []
 
 
 def test_a_value_that_did_something_counts_its_rows_unless_it_was_done_to():
@@ -2065,7 +2065,7 @@ def test_having_done_something_only_some_rows_did_is_never_passed_over():
 def test_which_grew_its_measure_the_most_between_two_years_ranks_the_change():
     reading = read("which channel grew its revenue the most from 2024 to 2025?")
     assert reading.ranks_change and reading.compare == "previous_period"
-    assert reading.time.start == dt.date(2025, 1, 1) and labels(reading.breakdowns) == ["Sales channel"]
+    assert reading.time.start == dt.date(2025, 1, 1) and labels(reading.dimensions) == ["Sales channel"]
 
 
 def test_which_had_less_in_one_period_than_another_says_what_it_can_show_instead():
@@ -2108,7 +2108,7 @@ def test_up_or_down_is_both_periods_and_by_how_much_is_the_change():
 def test_within_a_value_is_that_value():
     reading = read("Within Apparel, which subcategories did best in 2025 by revenue?", LATEST)
     assert reading.unknown == [] and [f.values for f in reading.filters] == [("Apparel",)]
-    assert labels(reading.breakdowns) == ["Product subcategory"]
+    assert labels(reading.dimensions) == ["Product subcategory"]
 
 
 def test_only_counting_some_rows_in_a_follow_up_narrows_them_and_keeps_the_measure():
@@ -2156,7 +2156,7 @@ def test_mo_is_a_month(question, span):
 
 def test_rank_em_asks_for_them_ranked():
     reading = read("which categories sold the most units in 2025? rank em", LATEST)
-    assert reading.unknown == [] and labels(reading.breakdowns) == ["Product category"]
+    assert reading.unknown == [] and labels(reading.dimensions) == ["Product category"]
 
 
 # --- round J: from fresh sets BJ, BK, BL and BM ---------------------------------------------------------------------
@@ -2174,7 +2174,7 @@ def test_the_periods_themselves_ranked(question, grain, limit, direction):
 
 def test_the_top_three_regions_are_still_regions():
     reading = read("top 3 regions by revenue", LATEST)
-    assert (labels(reading.breakdowns), reading.grain) == (["Region name"], None)
+    assert (labels(reading.dimensions), reading.grain) == (["Region name"], None)
 
 
 @pytest.mark.parametrize(("question", "span"), [
@@ -2254,7 +2254,7 @@ def test_compared_with_two_more_values_keeps_the_earlier_one():
 def test_a_follow_up_ranking_what_the_earlier_measure_cannot_reach_counts_its_rows():
     reading = follow("Is the return rate higher for Apparel than for Grocery?",
                      "ok what are the top 3 reasons people send back apparel?", LATEST)
-    assert (labels(reading.measures), labels(reading.breakdowns), reading.limit) == (
+    assert (labels(reading.measures), labels(reading.dimensions), reading.limit) == (
         ["Number of returns"], ["Return reason"], 3)
 
 
@@ -2341,8 +2341,8 @@ def test_a_follow_up_naming_only_a_breakdown_keeps_the_earlier_measure():
 
 def test_instead_replaces_the_earlier_groups():
     reading = follow("return rate by category", "ok now split it by country instead", LATEST)
-    assert labels(reading.breakdowns) == ["Country"]
-    assert labels(follow("return rate by category", "ok now split it by country", LATEST).breakdowns) == [
+    assert labels(reading.dimensions) == ["Country"]
+    assert labels(follow("return rate by category", "ok now split it by country", LATEST).dimensions) == [
         "Product category", "Country"]
 
 
@@ -2350,7 +2350,7 @@ def test_instead_replaces_the_earlier_groups():
                                       "show me the 10 subcategories that moved the most units"])
 def test_n_groups_that_did_the_most(question):
     reading = read(question, LATEST)
-    assert (reading.unknown, reading.limit, labels(reading.breakdowns)) == ([], 10, ["Product subcategory"])
+    assert (reading.unknown, reading.limit, labels(reading.dimensions)) == ([], 10, ["Product subcategory"])
 
 
 @pytest.mark.parametrize("question", ["how fast has our order count been rising each year? yoy %",
@@ -2392,12 +2392,12 @@ def test_plus_growth_of_another_measure_is_not_the_first_ones_growth():
     assert read("revenue by year plus growth in order count", LATEST).unknown
 
 
-@pytest.mark.parametrize(("question", "breakdowns"), [
+@pytest.mark.parametrize(("question", "dimensions"), [
     ("break that down by country and show units instead", ["Product category", "Country"]),
     ("split it by country too, and units instead of revenue", ["Product category", "Country"]),
 ])
-def test_instead_of_something_else_keeps_the_split_within(question, breakdowns):
-    assert labels(follow("revenue by category", question, LATEST).breakdowns) == breakdowns
+def test_instead_of_something_else_keeps_the_split_within(question, dimensions):
+    assert labels(follow("revenue by category", question, LATEST).dimensions) == dimensions
 
 
 @pytest.mark.parametrize("question", ["same but show all products ranked by units",

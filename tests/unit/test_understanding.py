@@ -27,7 +27,7 @@ def labels(items) -> list[str]:
     return [item["label"] for item in items]
 
 
-@pytest.mark.parametrize(("question", "measures", "breakdowns"), [
+@pytest.mark.parametrize(("question", "measures", "dimensions"), [
     ("What is our net revenue by region?", ["Net revenue"], ["Region name"]),
     ("revnue by chanel", ["Net revenue"], ["Sales channel"]),  # typos
     ("turnover by territory", ["Net revenue"], ["Region name"]),  # synonyms of a measure and of an entity
@@ -39,16 +39,16 @@ def labels(items) -> list[str]:
     ("which return reason is most common", ["Number of returns"], ["Return reason"]),
     ("top 5 products by net revenue", ["Net revenue"], ["Product name"]),
 ])
-def test_measures_and_breakdowns(question, measures, breakdowns):
+def test_measures_and_breakdowns(question, measures, dimensions):
     reading = read(question)
-    assert (labels(reading.measures), labels(reading.breakdowns), reading.unknown) == (measures, breakdowns, [])
+    assert (labels(reading.measures), labels(reading.dimensions), reading.unknown) == (measures, dimensions, [])
 
 
 def test_values_become_filters_and_their_field_words_no_breakdown():
     reading = read("Number of high priority tickets in France for web orders")
     assert {(f.field["label"], f.values) for f in reading.filters} == {
         ("Ticket priority", ("high",)), ("Country", ("France",)), ("Sales channel", ("web",))}
-    assert reading.breakdowns == [] and labels(reading.measures) == ["Number of support tickets"]
+    assert reading.dimensions == [] and labels(reading.measures) == ["Number of support tickets"]
 
 
 def test_two_values_of_one_field_are_a_list_or_a_side_by_side_comparison():
@@ -63,7 +63,7 @@ def test_ranking_words():
     assert (top.limit, top.direction, top.which) == (3, "asc", False)
     which = read("Which sales channel has the lowest number of orders?")
     assert (which.limit, which.direction, which.which) == (None, "asc", True)
-    assert labels(which.breakdowns) == ["Sales channel"]
+    assert labels(which.dimensions) == ["Sales channel"]
 
 
 def test_shares_ratios_and_comparisons():
@@ -72,7 +72,7 @@ def test_shares_ratios_and_comparisons():
     of_total = read("share of net revenue by sales channel")
     assert of_total.share_of_total and of_total.share is None
     per = read("orders per customer by segment")
-    assert per.per["label"] == "Customer" and labels(per.breakdowns) == ["Customer segment"]
+    assert per.per["label"] == "Customer" and labels(per.dimensions) == ["Customer segment"]
     yoy = read("Net revenue by month year over year")
     assert (yoy.compare, yoy.grain) == ("same_period_last_year", "month")
     previous = read("orders by quarter compared to the previous quarter")
@@ -83,13 +83,13 @@ def test_follow_ups_change_the_earlier_reading():
     first = read("Net revenue by region")
     only_web = read("now only web", first)
     assert only_web.follow_up and labels(only_web.measures) == ["Net revenue"]
-    assert labels(only_web.breakdowns) == ["Region name"] and only_web.filters[0].values == ("web",)
+    assert labels(only_web.dimensions) == ["Region name"] and only_web.filters[0].values == ("web",)
     same_by = read("same by channel", only_web)
-    assert labels(same_by.breakdowns) == ["Sales channel"] and same_by.filters[0].values == ("web",)
+    assert labels(same_by.dimensions) == ["Sales channel"] and same_by.filters[0].values == ("web",)
     last_year = read("and last year?", same_by)
     assert (last_year.time.op, last_year.time.unit) == ("previous", "year")
     units = read("and units sold?", last_year)
-    assert labels(units.measures) == ["Units sold"] and labels(units.breakdowns) == ["Sales channel"]
+    assert labels(units.measures) == ["Units sold"] and labels(units.dimensions) == ["Sales channel"]
     store = read("what about store?", units)
     assert [f.values for f in store.filters] == [("store",)]  # replaces web: one channel filter
     nothing = read("and?", first)

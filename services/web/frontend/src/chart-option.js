@@ -93,7 +93,7 @@ function reading(props, window, descriptor, width) {
   };
 }
 
-// Each recipe's drawing: the option, the points in words ([label, figure as shown]), the breakdown value of each
+// Each recipe's drawing: the option, the points in words ([label, figure as shown]), the dimension value of each
 // drawn item (what a click on it asks about), and a height where its labels need one.
 function donut(r) {
   const { spec, rows, at } = r;
@@ -132,7 +132,7 @@ function scatter(r) {
       xAxis: { ...r.valueAxis(spec.x), name: r.name(spec.x) }, yAxis: { ...r.valueAxis(spec.y), name: r.name(spec.y) },
       series: [{ type: 'scatter', data: rows.map((row) => [Number(row[at(spec.x)]), Number(row[at(spec.y)])]) }] },
     points: rows.map((row) => [r.shown(spec.x, row[at(spec.x)]), r.shown(spec.y, row[at(spec.y)])]),
-    keys: rows.map(() => null),  // (two figures: no breakdown to ask about)
+    keys: rows.map(() => null),  // (two figures: no dimension to ask about)
   };
 }
 
@@ -189,9 +189,9 @@ export function chartOption(props, window, descriptor, width = 600) {
   const { option, points, keys, height = 0 } = (DRAWINGS[r.spec.recipe] || series)(r);
   const measures = [].concat(r.spec.y ?? r.spec.value ?? []).map(r.name);
   const by = r.spec.x ?? r.spec.category;
-  const breakdowns = [by, r.spec.series].filter(Boolean).map(r.name);
+  const dimensions = [by, r.spec.series].filter(Boolean).map(r.name);
   const what = `${CHART_NAMES[r.spec.recipe] || 'Chart'} of ${measures.join(' and ')}${
-    breakdowns.length ? ` by ${breakdowns.join(' and ')}` : ''}`;
+    dimensions.length ? ` by ${dimensions.join(' and ')}` : ''}`;
   return { option, points: keys.length, note: r.note, height, words: chartWords(what, points),
     questions: keys.map((key) => (key === OTHER ? null : drillQuestion(key, r.column(by)))) };
 }

@@ -343,14 +343,14 @@ class ResourceElement extends TesseraElement {
     this.dispatchEvent(new CustomEvent('tessera-ask', { detail: { question }, bubbles: true, composed: true }));
   }
 
-  // Rows as a table; each value of its first breakdown a button that asks about that value.
+  // Rows as a table; each value of its first dimension a button that asks about that value.
   rowsTable(columns, rows, title) {
     const described = columns.map((id) => this.descriptor?.columns?.find((c) => c.id === id));
     const formats = columns.map((id) => this.format(id));
-    const breakdown = described.findIndex((c) => c?.role === 'dimension' || c?.role === 'time');
+    const dimension = described.findIndex((c) => c?.role === 'dimension' || c?.role === 'time');
     const cell = (value, i) => {
       const shown = formatValue(value, formats[i]);
-      const question = i === breakdown ? drillQuestion(value, described[i]) : null;
+      const question = i === dimension ? drillQuestion(value, described[i]) : null;
       if (!question) return shown;
       return html`<button class="drill" title=${question} @click=${() => this.drill(question)}>${shown}</button>`;
     };

@@ -17,7 +17,7 @@ const STEP = { TOOL_STEP_STATUS_OK: 'done', TOOL_STEP_STATUS_FAILED: 'failed', T
 // What each step is doing, in words: the line a person reads while the question runs (the tool names stay in
 // the technical log, for the curious).
 const DOING = { inspect_current_context: 'Reading the conversation so far…',
-  inspect_catalog: 'Looking at what the data holds…', describe_data: 'Looking up the measures and breakdowns…',
+  inspect_catalog: 'Looking at what the data holds…', describe_data: 'Looking up the measures and dimensions…',
   probe_data: 'Checking the values you named…', run_analysis: 'Running the analysis…',
   present_ui: 'Drawing the answer…' };
 const shownApprovals = new Set();
@@ -352,7 +352,7 @@ function askButtons(questions) {
 async function showCatalog() {
   let outline;
   try {
-    outline = await getJson('/api/catalog');
+    outline = await getJson('/api/outline');
   } catch { return; }  // a convenience: asking works without it
   if (!$('empty-state')?.isConnected) return;  // an answer took the empty page's place while this was asked for
   const questions = outline.suggested_questions || [];
@@ -365,9 +365,9 @@ async function showCatalog() {
     term.textContent = entity.label;
     const measures = document.createElement('dd');
     measures.textContent = `Measures: ${(entity.measures || []).join(', ') || 'none'}`;
-    const breakdowns = document.createElement('dd');
-    breakdowns.textContent = `Breakdowns: ${(entity.breakdowns || []).join(', ') || 'none'}`;
-    list.append(term, measures, breakdowns);
+    const dimensions = document.createElement('dd');
+    dimensions.textContent = `Dimensions: ${(entity.dimensions || []).join(', ') || 'none'}`;
+    list.append(term, measures, dimensions);
   }
   $('catalog-entries').replaceChildren(list);
   $('catalog').hidden = !entities.length;

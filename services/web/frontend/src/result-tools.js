@@ -91,7 +91,7 @@ function periodWords(value, grain) {
 }
 
 // The follow-up one value of a result asks ("Just Apparel, by month"; "Just March 2025, by day"): that value as a
-// filter, broken down one step finer in time; null for a column that is no breakdown or a day, the finest step.
+// filter, broken down one step finer in time; null for a column that is no dimension or a day, the finest step.
 export function drillQuestion(value, column) {
   if (value === null || value === undefined || !column) return null;
   if (column.role === 'time') {

@@ -39,7 +39,7 @@ from shared.tools.tool_bridge import ToolResult
 CallTool = Callable[[str, dict], Awaitable[ToolResult]]
 MAX_EARLIER = 5  # follow-ups are read against the earlier questions the host sends (its last five)
 MAX_MATCH_TEXT = 300
-MAX_ROLE_REPAIRS = 3  # each ambiguous place in a draft (a filter, a breakdown) is named once
+MAX_ROLE_REPAIRS = 3  # each ambiguous place in a draft (a filter, a dimension) is named once
 
 # A search said as one ("tickets mentioning X"): "tickets about late deliveries" asks to read what customers
 # wrote, which is never shown, not how many tickets hold those words.
@@ -108,7 +108,7 @@ class EmbeddedPlanner:
                 return latest
             reading = self._read(question, entities, matches, latest)
         unusable = set(reading.unknown) - LISTING_WORDS
-        if reading.listing and not (reading.breakdowns or reading.grain or reading.filters or reading.time
+        if reading.listing and not (reading.dimensions or reading.grain or reading.filters or reading.time
                                     or unusable or reading.personal or _names_a_measure(question, reading)):
             return await self._records(question, entities, set(words(question)), call)
         if reading.unknown and (reading.grain or reading.time or reading.compare):
