@@ -121,7 +121,7 @@ test: setup browser k8s-tools
 # a failure it finds is kept as an @example on the test it broke.
 fuzz: setup
 	TESSERA_FUZZ_SCALE=$${TESSERA_FUZZ_SCALE:-20} TESSERA_CONFORMANCE_REPORT=$(CURDIR)/var/fuzz/conformance.json \
-		$(PY) -m pytest -q tests/fuzz tests/compiler/test_properties.py
+		$(PY) -m pytest -q tests/*/*/test_fuzz_*.py tests/compiler/unit/test_properties.py
 	@cat var/fuzz/conformance.json
 
 lint: setup
@@ -138,7 +138,7 @@ bench: setup browser
 # prints the report without its per-question results, whether or not every question passed.
 EVAL_SUMMARY = import json, sys; report = json.load(open(sys.argv[1])); report.pop("results"); print(json.dumps(report, indent=2))
 eval: setup
-	TESSERA_EVAL_REPORT=$(CURDIR)/var/eval/report.json $(PY) -m pytest -q tests/integration/test_golden.py; \
+	TESSERA_EVAL_REPORT=$(CURDIR)/var/eval/report.json $(PY) -m pytest -q tests/agent/integration/test_golden.py; \
 		status=$$?; test -f var/eval/report.json && $(PY) -c '$(EVAL_SUMMARY)' var/eval/report.json; exit $$status
 
 # The chat adapter and a whole turn against a real model server (not part of `make test`): llama.cpp's

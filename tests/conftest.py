@@ -20,15 +20,17 @@ from tests.fixtures.no_payload import leaks, transcript_records
 pytest_plugins = ["tests.fixtures.ui", "tests.fixtures.tls_servers"]
 
 
-# Folders whose files take longest (real processes) go first, so that with a worker per core (make test) the
-# many short files fill in at the end instead of one long file running alone: the run ends sooner.
-_FIRST = ("integration", "browser", "resources", "fuzz")
+# Files that take longest (real processes, a browser, a search) go first, so that with a worker per core (make test)
+# the many short files fill in at the end instead of one long file running alone: the run ends sooner.
+_FIRST_FOLDERS = ("integration", "browser", "polyglot")
 
 
 def pytest_collection_modifyitems(config, items):
     def folder_rank(item) -> int:
         parts = item.path.relative_to(REPO_ROOT / "tests").parts
-        return _FIRST.index(parts[0]) if parts[0] in _FIRST else len(_FIRST)
+        if any(part in _FIRST_FOLDERS for part in parts[:-1]):
+            return 0
+        return 1 if item.path.name.startswith("test_fuzz_") else 2
 
     items.sort(key=folder_rank)  # stable: a file's own tests keep their order
 

@@ -15,7 +15,7 @@ metadata (compiler findings: location and hint), under these keys:
              template may name other metadata keys (`{entity}`), filled where present.
 
 Every reason and finding code the services define is either here or in NOT_FOR_MODELS, with why
-(tests/unit/test_refusal_details.py walks them all).
+(tests/compiler/unit/test_refusal_details.py walks them all).
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ from playwright.async_api import async_playwright
 
 from tests.fixtures.golden.reference import expected_figures
 from tests.fixtures.no_payload import leaks
-from tests.integration.test_mcp_apps import ANSWER_URI, APPS, apps_stdio
-from tests.integration.test_mcp_front import OutsideAgent, _answer_by_region
+from tests.mcp.integration.test_mcp_apps import ANSWER_URI, APPS, apps_stdio
+from tests.mcp.integration.test_mcp_front import OutsideAgent, _answer_by_region
 
 # A chat client's side of MCP Apps, as small as the extension allows: it answers the frame's initialize,
 # hands it the tool result once it is initialized, and relays tools/call for the app's own tools only.

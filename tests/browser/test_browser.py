@@ -23,10 +23,10 @@ from shared.rpc.contracts import invoke
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.host.v1 import host_pb2
 from tests.browser.conftest import screenshot
+from tests.capabilities.integration.test_broker import Broker
+from tests.capabilities.integration.test_broker import order as review_status
 from tests.fixtures.agent_commit import commit_as_agent
 from tests.fixtures.golden.reference import expected_figures
-from tests.integration.test_broker import Broker
-from tests.integration.test_broker import order as review_status
 
 
 def ask(page, question: str) -> None:

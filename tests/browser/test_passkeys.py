@@ -21,10 +21,10 @@ from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.common.v1 import common_pb2
 from tests.browser.conftest import open_signed_in
 from tests.browser.test_browser import _press_for_a_new_card, ask
+from tests.capabilities.integration.test_broker import Broker
+from tests.capabilities.integration.test_broker import order as review_status
 from tests.fixtures.signing import SoftPasskey, b64url, unb64url
 from tests.fixtures.web_cookie import session_cookie_name
-from tests.integration.test_broker import Broker
-from tests.integration.test_broker import order as review_status
 
 
 @pytest.fixture

@@ -42,7 +42,6 @@ from shared.rpc.contracts import invoke
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tests.fixtures.isolation import foreign_variables
 from tests.fixtures.waiting import wait_until
-from tests.integration.test_web_api import sse
 from tests.k8s.podman_play import (
     IDENTITY_COPY,
     SECRET_SOURCE,
@@ -52,6 +51,7 @@ from tests.k8s.podman_play import (
     pod_ip,
     podman,
 )
+from tests.web.integration.test_web_api import sse
 
 pytestmark = pytest.mark.skipif(os.environ.get("TESSERA_K8S_SMOKE") != "1",
                                 reason="the Kubernetes smoke test runs with `make k8s-smoke` (podman, root, images)")

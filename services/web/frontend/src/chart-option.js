@@ -1,6 +1,6 @@
 // A chart's ECharts option, drawn from the rows of a result's window and its descriptor (formats, labels, roles):
 // every category named, each point's words for a screen reader with its figure as the page shows it, and the
-// follow-up each drawn item asks when clicked. Pure: checked in Node (tests/unit/test_web_chart_option.py).
+// follow-up each drawn item asks when clicked. Pure: checked in Node (tests/web/unit/test_web_chart_option.py).
 
 import { columnFormat, formatTick, formatValue } from './format.js';
 import { CHART_NAMES, chartWords, drillQuestion } from './result-tools.js';

@@ -1,6 +1,6 @@
 // What a person can do with a result besides reading it: draw it as another chart type its contract allows,
 // take its rows away as CSV, and ask about one of its values. Plain functions, checked in Node
-// (tests/unit/test_web_result_tools.py); the elements in components.js call them.
+// (tests/web/unit/test_web_result_tools.py); the elements in components.js call them.
 
 import { formatValue } from './format.js';
 
