@@ -14,8 +14,8 @@ from collections.abc import Awaitable, Callable
 from services.agent.chat import ChatAdapter
 from services.agent.embedded_planner import Plan
 from services.agent.tools import model_message
-from shared.tools.tool_bridge import ToolResult
 from shared.tools.tool_contracts import ToolContract, function_name
+from shared.tools.tool_results import ToolResult
 
 MAX_STEPS = 16
 SYSTEM_PROMPT = (

@@ -9,10 +9,10 @@ leave through the output schemas (shared.tools.tool_contracts.project), which th
 
 from __future__ import annotations
 
+from services.agent.tool_bridge import ARGUMENT_LIMITS
 from shared.data.analysis_draft import ID_PATTERNS, tool_input_schema
 from shared.data.schema_build import array, closed, described, integer, text
 from shared.rpc.field_rules import max_chars, stated
-from shared.tools.tool_bridge import ARGUMENT_LIMITS
 from shared.tools.tool_contracts import ToolContract
 from shared.ui.slice import ANY_BLOCK, MAX_BLOCKS, MAX_PROPOSAL_BYTES, proposal_schema
 from tessera.resources.v1 import resources_pb2

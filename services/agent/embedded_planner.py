@@ -34,7 +34,7 @@ from services.agent.understanding import (
     unexplained_words,
     words,
 )
-from shared.tools.tool_bridge import ToolResult
+from shared.tools.tool_results import ToolResult
 
 CallTool = Callable[[str, dict], Awaitable[ToolResult]]
 MAX_EARLIER = 5  # follow-ups are read against the earlier questions the host sends (its last five)

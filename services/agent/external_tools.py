@@ -14,11 +14,11 @@ from functools import partial
 
 import grpc
 
+from services.agent.tool_bridge import Tool
 from services.agent.tools import TurnState
 from shared.data.schema_build import array, closed, described, text
 from shared.rpc.errors import error_details, relayed
 from shared.rpc.refusals import Unavailable
-from shared.tools.tool_bridge import Tool
 from shared.tools.tool_contracts import ToolContract, ToolSchemaError
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.common.v1 import common_pb2

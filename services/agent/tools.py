@@ -14,13 +14,14 @@ from dataclasses import dataclass, field
 import grpc
 
 from services.agent.contracts import CONTRACTS, LIMITS, MAX_REFUSALS, MAX_REPAIRS, PROBE_KINDS, TOOL_NAMES, TURN_ORDER
+from services.agent.tool_bridge import Tool
 from shared.data.analysis_draft import DRAFT_SCHEMA_SHA256
 from shared.rpc.errors import SERVICE_NAMES, error_details
 from shared.rpc.field_rules import stated
 from shared.rpc.next_steps import NEXT_STEPS, metadata
 from shared.rpc.refusals import Exhausted, Invalid
 from shared.safety.screen import screen
-from shared.tools.tool_bridge import Tool, ToolResult
+from shared.tools.tool_results import ToolResult
 from shared.ui.slice import MAX_PROPOSAL_BYTES
 from tessera.capabilities.v1 import capabilities_pb2
 from tessera.common.v1 import common_pb2

@@ -19,12 +19,13 @@ from services.agent.contracts import MAX_REFUSALS, MAX_REPAIRS
 from services.agent.embedded_planner import EmbeddedPlanner, Plan
 from services.agent.external_tools import build_external_tools, list_external
 from services.agent.peers import Peers
+from services.agent.tool_bridge import Tool, ToolBridge
 from services.agent.tools import TurnState, build_tools, model_message
 from shared.identity.actors import Actor
 from shared.rpc.errors import SERVICE_FAILED, SERVICE_STOPPED, error_details, relayed
 from shared.rpc.field_rules import max_chars, stated
 from shared.rpc.next_steps import metadata
-from shared.tools.tool_bridge import Tool, ToolBridge, ToolResult, refused
+from shared.tools.tool_results import ToolResult, refused
 from tessera.agent.v1 import agent_pb2
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.common.v1 import common_pb2

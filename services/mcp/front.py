@@ -35,7 +35,7 @@ from shared.logs import log
 from shared.rpc.errors import error_details
 from shared.rpc.next_steps import metadata
 from shared.rpc.refusals import Refusal
-from shared.tools.tool_bridge import refused
+from shared.tools.tool_results import refused
 from tessera.agent.v1 import agent_pb2
 from tessera.host.v1 import host_pb2
 

@@ -11,7 +11,7 @@ from starlette.responses import StreamingResponse
 
 from services.agent.chat import ChatAdapter, ChatConfig
 from services.agent.chat_planner import ChatPlanner
-from shared.tools.tool_bridge import Tool, ToolBridge
+from services.agent.tool_bridge import Tool, ToolBridge
 from shared.tools.tool_contracts import ToolContract
 from tests.fixtures.fake_model import chunk, serving_completions
 

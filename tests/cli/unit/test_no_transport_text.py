@@ -29,6 +29,7 @@ from services.agent.external_tools import build_external_tools, list_external
 from services.agent.peers import Peers
 from services.agent.served_turns import serve_tools
 from services.agent.server import AgentService
+from services.agent.tool_bridge import ToolBridge
 from services.agent.tools import TurnState, model_message
 from services.agent.turn import ModelTranscript
 from services.agent.wiring import AgentParts
@@ -43,7 +44,6 @@ from shared.paths import REPO_ROOT
 from shared.rpc.errors import SERVICE_NAMES, TesseraError, error_details, status_of
 from shared.rpc.next_steps import NEXT_STEPS
 from shared.rpc.refusals import Unavailable
-from shared.tools.tool_bridge import ToolBridge
 from tessera.agent.v1 import agent_pb2
 from tessera.capabilities.v1 import capabilities_pb2 as cap
 from tessera.common.v1 import common_pb2

@@ -19,12 +19,12 @@ from services.compiler.diagnostics import Finding
 from shared.paths import REPO_ROOT
 from shared.rpc.next_steps import NEXT_STEPS, NOT_FOR_MODELS, metadata
 from shared.rpc.refusals import Invalid
-from shared.tools.tool_bridge import refused
+from shared.tools.tool_results import refused
 
 SOURCES = [*REPO_ROOT.glob("services/resources/*.py"), *REPO_ROOT.glob("services/compiler/*.py"),
            *REPO_ROOT.glob("services/agent/*.py"), *REPO_ROOT.glob("services/mcp/*.py"),
            REPO_ROOT / "services/host/commits.py", REPO_ROOT / "services/host/offers.py",
-           REPO_ROOT / "shared/tools/tool_bridge.py", REPO_ROOT / "shared/rpc/field_rules.py"]
+           REPO_ROOT / "shared/rpc/field_rules.py"]  # (the tool bridge is in services/agent)
 # The calls that name a refusal's reason or a finding's code.
 RAISERS = {"invalid", "_refuse", "_fan_out", "Finding", "reject", "_fail", "Diagnostic", "refused", "refusal",
            "TurnUnavailable", "Invalid", "Unavailable", "Denied", "Conflict", "NotFound", "Exhausted", "AlreadyExists",

@@ -16,7 +16,7 @@ import pytest
 from shared.rpc.errors import status_of
 from shared.rpc.next_steps import NEXT_STEPS
 from shared.rpc.refusals import Refusal
-from shared.tools.tool_bridge import refused
+from shared.tools.tool_results import refused
 from tests.compiler.unit.test_refusal_details import defined_reasons
 from tests.resources.conftest import Session, make_gateway
 

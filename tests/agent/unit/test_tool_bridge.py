@@ -9,10 +9,10 @@ import json
 import grpc
 import pytest
 
+from services.agent.tool_bridge import Tool, ToolBridge
 from shared.rpc.errors import status_of
 from shared.rpc.next_steps import metadata
 from shared.rpc.refusals import Denied, Invalid, Refusal
-from shared.tools.tool_bridge import Tool, ToolBridge
 from shared.tools.tool_contracts import ToolContract, ToolSchemaError, project
 
 SCHEMA = {"type": "object", "additionalProperties": False, "required": ["question"],
