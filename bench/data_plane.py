@@ -255,7 +255,7 @@ def bench_compile(url: str) -> list[dict]:
 def bench_pinning(work: Path) -> list[dict]:
     """Normalising and pinning 1,000 result rows: the per-result cost after the query, before the reply.
 
-    Rows shaped like a dimension's (a month, a category, money, a count, a ratio), pinned in a SQLite
+    Rows shaped like a grouped result's (a month, a category, money, a count, a ratio), pinned in a SQLite
     result store on disk, as a single replica runs it."""
     rng = random.Random(7)
     rows = [(dt.datetime(2021 + i % 5, 1 + i % 12, 1), f"category {i % 37}",

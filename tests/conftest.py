@@ -30,7 +30,8 @@ def pytest_collection_modifyitems(config, items):
         parts = item.path.relative_to(REPO_ROOT / "tests").parts
         if any(part in _FIRST_FOLDERS for part in parts[:-1]):
             return 0
-        return 1 if item.path.name.startswith("test_fuzz_") else 2
+        # then the searches and the gateway's suites over real warehouses, the longest files run in process
+        return 1 if item.path.name.startswith("test_fuzz_") or parts[0] == "resources" else 2
 
     items.sort(key=folder_rank)  # stable: a file's own tests keep their order
 

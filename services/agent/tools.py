@@ -15,7 +15,7 @@ import grpc
 
 from services.agent.contracts import CONTRACTS, LIMITS, MAX_REFUSALS, MAX_REPAIRS, PROBE_KINDS, TOOL_NAMES, TURN_ORDER
 from services.agent.tool_bridge import Tool
-from shared.data.analysis_draft import DRAFT_SCHEMA_SHA256
+from shared.data.analysis_draft import DRAFT_SCHEMA_SHA256, DRAFT_SCHEMA_VERSION
 from shared.rpc.errors import SERVICE_NAMES, error_details
 from shared.rpc.field_rules import stated
 from shared.rpc.next_steps import NEXT_STEPS, metadata
@@ -159,8 +159,13 @@ class TurnTools:
                                                         timeout=30)
             state.capability_token = reply.capability_token
             if reply.draft_schema_sha256 != DRAFT_SCHEMA_SHA256:  # a gateway of another version: drafts would fail
+                # (the version can match while the text differs: the hash says which schema exactly)
                 state.mark_unavailable("run_analysis", f"the gateway enforces draft schema "
-                                                       f"v{reply.draft_schema_version}, not the one advertised here")
+                                                       f"v{reply.draft_schema_version} "
+                                                       f"(sha256 {reply.draft_schema_sha256[:12]}…), not the one "
+                                                       f"advertised here (v{DRAFT_SCHEMA_VERSION}, sha256 "
+                                                       f"{DRAFT_SCHEMA_SHA256[:12]}…): the agent and the gateway "
+                                                       "are of different versions")
             context["dataset"], context["catalog_fingerprint"] = reply.dataset_label, reply.catalog_fingerprint
             context["time_anchor"] = reply.time_anchor
             context["draft_schema"] = {"version": reply.draft_schema_version, "sha256": reply.draft_schema_sha256}

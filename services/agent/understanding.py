@@ -1,6 +1,6 @@
 """What a question asks, in the catalog's terms: the embedded planner's reading.
 
-`understand()` maps every content word of a question to the catalog slice (measures, breakdowns, values a
+`understand()` maps every content word of a question to the catalog slice (measures, dimensions, values a
 value-match probe found, time, ranking, shares, comparisons) and lists the words it could not map, so the
 planner answers only what was asked. Pure: the same question, slice and matches give the same reading.
 """
@@ -330,7 +330,7 @@ class Reading:
 
     measures: list[dict] = field(default_factory=list)  # metric dicts of the slice, with "entity_id"
     dimensions: list[dict] = field(default_factory=list)  # text or boolean field dicts
-    grain: str | None = None  # a breakdown by time at this grain
+    grain: str | None = None  # a dimension by time at this grain
     filters: list[Filter] = field(default_factory=list)
     time: TimeSpan | None = None
     limit: int | None = None  # "top 5"
@@ -361,7 +361,7 @@ class Reading:
     which_way: bool = False  # "did we get more orders this year than last?", "up or down": which way one period
     # went against another; both are shown, and the later against the earlier (its change) above them
     ranks_change: bool = False  # "which category grew fastest": ranked by the change, not the measure
-    against_earlier: bool = False  # a follow-up's period set against the earlier one: its breakdowns stay
+    against_earlier: bool = False  # a follow-up's period set against the earlier one: its dimensions stay
     cumulative: bool = False  # "running total of revenue by month": added up along time
     set_against: bool = False  # a follow-up's value set against the earlier one's ("how does that stack up
     # against the website?": both side by side)
@@ -614,7 +614,7 @@ def understand(question: str, entities: list[dict], matches: list[dict], earlier
         reading.share_of_total = True
     text = _BREAK_OUT.sub(lambda m: " " * len(m.group(0)), text)  # (read by _values: side by side)
     if compared or reading.direction or reading.grain or _BREAKDOWN_AHEAD.search(text):
-        # what is compared (values, periods, the groups of a breakdown) says what the comparing words mean
+        # what is compared (values, periods, the groups of a dimension) says what the comparing words mean
         text = COMPARING.sub(lambda m: " " * len(m.group(0)), text)
     text = _HYPHENATED.sub(lambda m: _compound(m.group(0), vocabulary), text)
     text = _all_of_a_field(text, question.lower(), vocabulary, reading)
@@ -663,7 +663,7 @@ def _said_together(reading: Reading, said: str) -> None:
 
 def _named_in_the_catalog(text: str, reading: Reading, vocabulary: Vocabulary, value_spans: list[tuple[int, int, str]],
                           earlier: Reading | None, situation: list[tuple[int, int]]) -> None:
-    """The measures, breakdowns and entities the rest of the words name (see `_catalog_words`): a first pass
+    """The measures, dimensions and entities the rest of the words name (see `_catalog_words`): a first pass
     finds the measure, so that a word two fields share is read as the measure's own."""
     context = {m["entity_id"] for m in earlier.measures} if earlier is not None else set()
     scratch = replace(reading, measures=[], dimensions=[], unknown=list(reading.unknown), personal=[],
@@ -882,8 +882,8 @@ def _ranked_by_count(reading: Reading, vocabulary: Vocabulary, text: str) -> Non
 
 
 def _names_rows_of(said: str, dimensions: list[dict], vocabulary: Vocabulary) -> bool:
-    """The question names the rows its breakdown describes, by their name or a verb of theirs ("the top 3
-    reasons people send back apparel": returns), not only the breakdown ("which priority has the most?")."""
+    """The question names the rows its dimension describes, by their name or a verb of theirs ("the top 3
+    reasons people send back apparel": returns), not only the dimension ("which priority has the most?")."""
     owners = {b["entity_id"] for b in dimensions}
     tokens = words(said)
     return any(e.kind == "event" and e.item["entity_id"] in owners or e.kind == "entity" and e.item["id"] in owners
@@ -892,7 +892,7 @@ def _names_rows_of(said: str, dimensions: list[dict], vocabulary: Vocabulary) ->
 
 def _counted_if_out_of_reach(reading: Reading, vocabulary: Vocabulary, text: str) -> None:
     """"Ok what are the top 3 reasons people send back apparel?" after a question about the return rate: a
-    ranking of a breakdown the earlier measure cannot be broken down by is of its own rows' count, as asked
+    ranking of a dimension the earlier measure cannot be broken down by is of its own rows' count, as asked
     alone (the earlier measure stays where no count can be had)."""
     reach = {entity for m in reading.measures for entity in reachable(vocabulary.entities, m["entity_id"])}
     if all(b["entity_id"] in reach for b in reading.dimensions):
@@ -1339,7 +1339,7 @@ def _periods_apart(spans: list[TimeSpan], text: str, reading: Reading, asks_chan
 
 
 def _named_grain(text: str) -> str | None:
-    """The grain a breakdown over time is named by ("by quarter", "month by month", "monthly"), if one is."""
+    """The grain a dimension over time is named by ("by quarter", "month by month", "monthly"), if one is."""
     by = _BY_GRAIN.search(text)
     if by:
         return by.group(1) or by.group(2)
@@ -1828,7 +1828,7 @@ def _all_of_a_field(text: str, asked: str, vocabulary: Vocabulary, reading: Read
 
 
 def _grain(text: str, reading: Reading) -> str:
-    """A breakdown by time: "by month", "year by year", "quarterly"; a trend ("over time", "trended") is by
+    """A dimension by time: "by month", "year by year", "quarterly"; a trend ("over time", "trended") is by
     month unless a grain is named."""
     trend, text = _take(_TREND, text)
     found, text = _take(_BY_GRAIN, text)
@@ -1862,7 +1862,7 @@ class _Words:
     raw: list[str]
     tokens: list[str]  # singular, typos corrected
     valued: set[str]  # fields a value already names ("in the web channel": the field word explains it)
-    after_by: list[bool]  # after "by", "per", "across": a breakdown is named
+    after_by: list[bool]  # after "by", "per", "across": a dimension is named
     after_per: list[bool]
     after_value: list[bool]  # a value was said just before ("by enterprise customers": done by, not grouped)
     before_value: list[bool]  # and just after ("through third-party marketplaces")
@@ -1921,7 +1921,7 @@ _PERFECT = frozenset({"have", "has", "had", "ever", "never", "actually", "alread
 
 def _catalog_words(text: str, reading: Reading, vocabulary: Vocabulary, value_spans: list[tuple[int, int, str]],
                    context: set[str], situation: list[tuple[int, int]]) -> None:
-    """Measures, breakdowns and entities named by the rest of the words; what is left is unknown. `context`:
+    """Measures, dimensions and entities named by the rest of the words; what is left is unknown. `context`:
     the entities an earlier question was about (a follow-up's verbs may be about them); `situation`: where
     the person says who they are or why they ask (words there that the catalog does not know are passed
     over, unless they turn something around)."""
@@ -2203,11 +2203,11 @@ def _place(entries: list[_Entry], position: int, seen: _Words, reading: Reading,
     kinds = {e.kind for e in entries}
     items = {kind: [e.item for e in entries if e.kind == kind] for kind in kinds}
     if kinds == {"field"} and all(item["id"] in seen.valued for item in items["field"]) and not seen.after_by[
-            position]:  # ("web channel": the value's own field; "by channel for web and store": a breakdown)
+            position]:  # ("web channel": the value's own field; "by channel for web and store": a dimension)
         return
     dated = [item for item in items.get("field", []) if item["type"] in ("date", "timestamp")]
     if dated and kinds == {"field"}:
-        # A date is not a breakdown by itself: it says which date time is counted by ("by order date").
+        # A date is not a dimension by itself: it says which date time is counted by ("by order date").
         reading.time_field = dated[0]
         if seen.after_by[position]:
             reading.grain = reading.grain or "month"
@@ -2236,7 +2236,7 @@ def _place(entries: list[_Entry], position: int, seen: _Words, reading: Reading,
         beside_and = (position > 0 and seen.raw[position - 1] == "and" and not seen.breaks[position]) or (
             after < len(seen.raw) and seen.raw[after] == "and" and not seen.breaks[after])
         metric = _choose(items["metric"], reading, vocabulary) if "metric" in kinds else None
-        # "filed by enterprise customers": who did it, not a breakdown by customer
+        # "filed by enterprise customers": who did it, not a dimension by customer
         by = seen.after_by[position] and not seen.after_value[position]
         counted = position > 0 and seen.raw[position - 1] in ("most", "fewest", "more", "fewer", "many")
         seen.entities.append(_EntityWord(items["entity"][0], metric, by, beside_and,
@@ -2329,7 +2329,7 @@ def _doer(entity: dict, position: int, size: int, seen: _Words, vocabulary: Voca
     verb = [e for e in vocabulary.longest_at(seen.tokens, after) if e.kind == "event"] if after < len(
         seen.tokens) else []
     if not verb and position >= 2 and seen.raw[position - 1] == "by" and seen.raw[position].endswith("s"):
-        # ("sent back by customers": who; "orders placed by customer": a breakdown)
+        # ("sent back by customers": who; "orders placed by customer": a dimension)
         verb = [e for start in range(max(0, position - 3), position - 1)
                 for e in vocabulary.longest_at(seen.tokens, start)
                 if e.kind == "event" and start + len(e.phrase) == position - 1]
@@ -2380,7 +2380,7 @@ def _rest_of_label(token: str, entries: list[_Entry]) -> bool:
 
 
 def _implied_measure(text: str, seen: _Words, reading: Reading, vocabulary: Vocabulary) -> None:
-    """No measure named: "which return reason is most common" counts the breakdown's own rows; "how many small
+    """No measure named: "which return reason is most common" counts the dimension's own rows; "how many small
     businesses joined" ("… bought") counts the rows the value is said of, when a verb of those rows (or of rows
     belonging to them) says what they did ("how many apparel were returned" counts no products: they are what
     was returned, not who returned; "how many of those are smbs?" narrows the earlier answer)."""
@@ -2414,9 +2414,9 @@ def _partial_word(word: str, reading: Reading, vocabulary: Vocabulary, by: bool,
     """A word that is part of one field's or one measure's label ("segment", "category") stands for it."""
     fields = vocabulary.partial(word, "field")
     if any(f["id"] in valued for f in fields) and not by:  # "high priority": the word names the value's own
-        return True  # field ("by segment (consumer / SMB / enterprise)": a breakdown, with the values it lists)
+        return True  # field ("by segment (consumer / SMB / enterprise)": a dimension, with the values it lists)
     if fields and all(f["type"] in ("date", "timestamp") for f in fields):
-        # "tickets opened last quarter": the date the rows are counted by, not a breakdown of its own
+        # "tickets opened last quarter": the date the rows are counted by, not a dimension of its own
         reading.time_field = _choose(fields, reading, vocabulary)
         if by:
             reading.grain = reading.grain or "month"
@@ -2516,7 +2516,7 @@ def _settle_shares(reading: Reading) -> None:
         reading.share_of_total = False
 
 
-def _breakdowns_followed(earlier: Reading, new: Reading, merged: Reading, question: str) -> None:
+def _dimensions_followed(earlier: Reading, new: Reading, merged: Reading, question: str) -> None:
     """The groups of a follow-up: its own instead of the earlier ones; the same ones against another period;
     a series over time after a ranking; within the earlier ones when split ("split that by segment")."""
     if not (new.dimensions or new.grain):
@@ -2563,7 +2563,7 @@ def _set_beside_earlier(earlier: Reading, new: Reading) -> Reading:
 def _on_rows_of_a_ranking(earlier: Reading, new: Reading, merged: Reading, question: str) -> bool:
     """A follow-up about "those" rows of the earlier answer. Of a ranking: another measure beside the same ranking
     (True: nothing else changes); anything that would change which rows they are is refused (they are not seen).
-    Of a breakdown: "how many of those are still open?" is one number."""
+    Of a dimension: "how many of those are still open?" is one number."""
     ranked = bool(earlier.limit or earlier.which)
     if new.points_at_rows and ranked and (new.filters or new.split or new.grain or new.time or new.limit or
                                           new.direction or new.compare or new.threshold or new.cumulative or [
@@ -2667,7 +2667,7 @@ def _change_between_earlier_periods(new: Reading, merged: Reading) -> None:
 
 def _share_of_that(earlier: Reading, new: Reading, merged: Reading, question: str, vocabulary: Vocabulary) -> None:
     """"What % of all orders is that?": after "how many orders were cancelled" the one earlier value is the part;
-    after "how many cancellations" (some rows' count) a rate per row; after a breakdown or two values, which
+    after "how many cancellations" (some rows' count) a rate per row; after a dimension or two values, which
     part "that" is cannot be told: refused."""
     plain_earlier = not (new.dimensions or new.filters or merged.dimensions)
     entity = vocabulary.by_id.get(earlier.measures[0]["entity_id"]) if len(earlier.measures) == 1 else None
@@ -2706,7 +2706,7 @@ def _follow(earlier: Reading, new: Reading, question: str, vocabulary: Vocabular
         merged.has_rows = new.has_rows  # (the rows customers had are not what revenue is over)
     elif merged.has_rows is not None:
         _date_rows_had(earlier, new, merged, vocabulary)
-    _breakdowns_followed(earlier, new, merged, question)
+    _dimensions_followed(earlier, new, merged, question)
     new = _set_beside_earlier(earlier, new)
     replaced = {f.field["id"] for f in [*new.filters, *([new.split] if new.split else [])]} | set(new.every_value_of)
     merged.filters = [f for f in earlier.filters if f.field["id"] not in replaced] + list(new.filters)

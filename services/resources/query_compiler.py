@@ -803,7 +803,7 @@ class QueryCompiler:
 
     @staticmethod
     def _adds_up(measure: Measure) -> bool:
-        """Counts and sums add up across the rows of a dimension; distinct counts, averages and ratios do not."""
+        """Counts and sums add up across the groups of a dimension; distinct counts, averages and ratios do not."""
         if measure.metric is not None:
             expression = measure.metric.expression
             return not measure.metric.derived and isinstance(expression, expressions.Aggregate) and \

@@ -30,7 +30,7 @@ class CachingDuckDBDialect(DuckDBDialect):
     """duckdb_engine's dialect with SQLAlchemy's compiled-statement cache on, and no transactions.
 
     duckdb_engine leaves the cache off (it has not declared support), so every
-    analysis recompiled its statement: about 1 ms per query for a dimension with
+    analysis recompiled its statement: about 1 ms per grouped query with
     a derived metric. The statements the query compiler builds carry every value as a bound
     or post-compile parameter and every fixed word in the statement itself, which is
     what the cache needs; the semantic suite runs on DuckDB with it on.

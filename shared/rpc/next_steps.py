@@ -15,7 +15,7 @@ metadata (compiler findings: location and hint), under these keys:
              template may name other metadata keys (`{entity}`), filled where present.
 
 Every reason and finding code the services define is either here or in NOT_FOR_MODELS, with why
-(tests/compiler/unit/test_refusal_details.py walks them all).
+(tests/contract/test_refusal_details.py walks them all).
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ NEXT_STEPS: dict[str, str] = {
     "AGGREGATION_TYPE": "Use count or count_distinct on this field, or sum or avg of a number field.",
     "GRAIN_NOT_TEMPORAL": "Drop the grain, or use one allowed for this field (allowed lists them).",
     "GRAIN_REQUIRED": "Add a grain to this dimension: one of allowed.",
-    "CALCULATION_NEEDS_TIME": "Add a dimension by a date or time field with a grain (name it with time when there "
+    "CALCULATION_NEEDS_TIME": "Add a dimension on a date or time field, with a grain (name it with time when there "
                               "are several), or use another calculation.",
     "CALCULATION_NOT_ADDITIVE": "Use cumulative only over a count or a sum.",
     "PREDICATE_TOO_DEEP": "Flatten the conditions: all/any/not/has nest at most {bound} levels.",

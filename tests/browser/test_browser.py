@@ -362,8 +362,8 @@ def _return_rates(warehouse_url) -> dict[str, Decimal]:
 def test_the_empty_page_offers_questions_and_what_the_data_holds(page):
     suggestion = page.locator("#suggested-questions button").first
     suggestion.wait_for(timeout=15_000)
-    page.click("#catalog summary")
-    assert "Net revenue" in page.locator("#catalog-entries").inner_text()
+    page.click("#outline summary")
+    assert "Net revenue" in page.locator("#outline-entries").inner_text()
     screenshot(page, "empty-state")
     question = suggestion.inner_text()
     suggestion.click()

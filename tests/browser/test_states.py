@@ -79,7 +79,7 @@ def test_signed_out(browser, running_set, width):
 def test_every_state_of_an_answer(page, width):
     page.set_viewport_size({"width": width, "height": 900})
     page.locator("#suggested-questions button").first.wait_for(timeout=15_000)
-    page.click("#catalog summary")  # what the data can answer, opened
+    page.click("#outline summary")  # what the data can answer, opened
     checked(page, "empty", width)
 
     ask(page, "What is our net revenue by region?")

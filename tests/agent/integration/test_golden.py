@@ -347,10 +347,15 @@ def _column_id(name: str, numbers: list[str]) -> str:
     return f"m{metrics.index(name)}" if name in metrics else name
 
 
+CAPTION_PARTS = ("measures", "dimensions", "filters", "ordering")
+
+
 def interpretation_ok(found: dict, wanted: dict | None) -> bool:
     if not wanted:
         return True
-    for part in ("measures", "dimensions", "filters"):
+    unknown = set(wanted) - set(CAPTION_PARTS)
+    assert not unknown, f"a caption expectation names no part of a caption: {sorted(unknown)}"  # never a silent pass
+    for part in CAPTION_PARTS[:3]:
         have = " | ".join(found.get(part, []))
         if any(text not in have for text in wanted.get(part, [])):
             return False

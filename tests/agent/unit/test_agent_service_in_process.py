@@ -210,6 +210,22 @@ def test_a_simple_question_is_answered_with_a_committed_surface():
         "trn_1", common_pb2.TURN_OUTCOME_ANSWERED, done.answer, "")
 
 
+def test_a_gateway_with_another_draft_schema_turns_run_analysis_off_naming_both_schemas():
+    class OtherSchema(FakeResources):  # the same version number, other text: a gateway of another release
+        async def InspectContext(self, request, timeout=None):
+            reply = await super().InspectContext(request, timeout)
+            reply.draft_schema_sha256 = "0" * 64
+            return reply
+
+    resources = OtherSchema()
+    events = asyncio.run(events_of(agent(resources=resources), turn_request("What is our total net revenue?")))
+    notices = [e.degraded for e in events if e.WhichOneof("event") == "degraded"]
+    (notice,) = [n for n in notices if n.tool == "run_analysis"]
+    assert f"v{DRAFT_SCHEMA_VERSION} (sha256 000000000000…)" in notice.message, notice.message
+    assert DRAFT_SCHEMA_SHA256[:12] in notice.message and "different versions" in notice.message
+    assert not resources.drafts, "no draft reaches a gateway that enforces another schema"
+
+
 def test_a_follow_up_is_recorded_as_refining_the_earlier_turn_it_was_read_against():
     class Earlier(FakeHost):
         async def BeginTurn(self, request, timeout=None):

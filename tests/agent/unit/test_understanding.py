@@ -39,12 +39,12 @@ def labels(items) -> list[str]:
     ("which return reason is most common", ["Number of returns"], ["Return reason"]),
     ("top 5 products by net revenue", ["Net revenue"], ["Product name"]),
 ])
-def test_measures_and_breakdowns(question, measures, dimensions):
+def test_measures_and_dimensions(question, measures, dimensions):
     reading = read(question)
     assert (labels(reading.measures), labels(reading.dimensions), reading.unknown) == (measures, dimensions, [])
 
 
-def test_values_become_filters_and_their_field_words_no_breakdown():
+def test_values_become_filters_and_their_field_words_no_dimension():
     reading = read("Number of high priority tickets in France for web orders")
     assert {(f.field["label"], f.values) for f in reading.filters} == {
         ("Ticket priority", ("high",)), ("Country", ("France",)), ("Sales channel", ("web",))}
@@ -202,7 +202,7 @@ def test_only_punctuation_or_another_language_is_never_a_plan():
     assert {"cuáles", "ventas"} <= set(spanish.unknown)  # said as written, so nothing is planned
 
 
-def test_a_sentence_over_two_breakdowns_names_the_whole_combination():
+def test_a_sentence_over_two_dimensions_names_the_whole_combination():
     from services.agent.composing import compose
 
     reading = read("Net revenue by region and sales channel")

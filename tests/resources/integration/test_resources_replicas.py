@@ -22,8 +22,8 @@ from tessera.resources.v1 import resources_pb2
 from tests.cli.integration.test_startup_errors import assert_one_line_error
 from tests.conftest import run_module
 from tests.fixtures.postgres import postgres_database
+from tests.fixtures.store_outage import allow_connections
 from tests.fixtures.waiting import wait_until
-from tests.resources.integration.store_outage import allow_connections
 from tests.resources.integration.test_resources_rpc import _find, _grant
 
 REVOCATION_BOUND = ResourcesSettings.model_fields["revocation_check_seconds"].default

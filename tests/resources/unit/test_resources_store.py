@@ -16,7 +16,7 @@ from services.resources.store import CACHE_ENTRIES, ResourceStore, StoreUnavaila
 from shared.rpc.errors import status_of
 from shared.rpc.refusals import Unavailable
 from tests.fixtures.postgres import BACKENDS, database_url, postgres_database
-from tests.resources.integration.store_outage import allow_connections
+from tests.fixtures.store_outage import allow_connections
 
 DAY = 86_400.0
 COLUMNS = [OutputColumn(id="channel", label="Channel", type="string", role="dimension", semantic_id="fld_x")]

@@ -46,10 +46,10 @@ def test_a_total_by_category_can_be_a_donut_and_an_average_cannot():
     assert back == {"recipe": "bar", "x": "region", "y": "revenue"}
 
 
-def test_two_breakdowns_never_lose_one():
+def test_two_dimensions_never_lose_one():
     columns = [REGION, CHANNEL, REVENUE]
     found = _types({"recipe": "grouped_bar", "x": "region", "series": "channel", "y": "revenue"}, columns)
-    assert set(found) == {"grouped_bar", "stacked_bar", "heatmap"}  # never bars or a donut of one breakdown
+    assert set(found) == {"grouped_bar", "stacked_bar", "heatmap"}  # never bars or a donut of one dimension
     assert found["heatmap"] == {"recipe": "heatmap", "x": "region", "y": "channel", "value": "revenue"}
     averaged = [REGION, CHANNEL, AOV]
     assert set(_types({"recipe": "grouped_bar", "x": "region", "series": "channel", "y": "aov"}, averaged)) == {
@@ -73,7 +73,7 @@ def test_csv_holds_the_values_as_computed_and_no_formula_a_spreadsheet_would_run
     ("2025-07-01", {**MONTH, "format": {"style": "date", "grain": "quarter"}}, "Just Q3 2025, by month"),
     ("2024-01-01", {**MONTH, "format": {"style": "date", "grain": "year"}}, "Just 2024, by month"),
     ("2025-03-04", {**MONTH, "format": {"style": "date", "grain": "day"}}, None),  # a day: nothing finer
-    (1234.5, REVENUE, None),  # a figure is no breakdown
+    (1234.5, REVENUE, None),  # a figure is no dimension
     (None, REGION, None),
 ])
 def test_one_value_asks_for_itself_one_step_finer(value, column, question):

@@ -347,10 +347,10 @@ class ResourceElement extends TesseraElement {
   rowsTable(columns, rows, title) {
     const described = columns.map((id) => this.descriptor?.columns?.find((c) => c.id === id));
     const formats = columns.map((id) => this.format(id));
-    const dimension = described.findIndex((c) => c?.role === 'dimension' || c?.role === 'time');
+    const dimensionAt = described.findIndex((c) => c?.role === 'dimension' || c?.role === 'time');
     const cell = (value, i) => {
       const shown = formatValue(value, formats[i]);
-      const question = i === dimension ? drillQuestion(value, described[i]) : null;
+      const question = i === dimensionAt ? drillQuestion(value, described[i]) : null;
       if (!question) return shown;
       return html`<button class="drill" title=${question} @click=${() => this.drill(question)}>${shown}</button>`;
     };

@@ -17,7 +17,7 @@ const STEP = { TOOL_STEP_STATUS_OK: 'done', TOOL_STEP_STATUS_FAILED: 'failed', T
 // What each step is doing, in words: the line a person reads while the question runs (the tool names stay in
 // the technical log, for the curious).
 const DOING = { inspect_current_context: 'Reading the conversation so far…',
-  inspect_catalog: 'Looking at what the data holds…', describe_data: 'Looking up the measures and dimensions…',
+  inspect_catalog: 'Looking at what the data holds…', describe_data: 'Looking up what can be measured and grouped…',
   probe_data: 'Checking the values you named…', run_analysis: 'Running the analysis…',
   present_ui: 'Drawing the answer…' };
 const shownApprovals = new Set();
@@ -349,7 +349,7 @@ function askButtons(questions) {
 }
 
 // The empty state: questions this data can answer, and what it holds (labels only), from the agent.
-async function showCatalog() {
+async function showOutline() {
   let outline;
   try {
     outline = await getJson('/api/outline');
@@ -366,11 +366,11 @@ async function showCatalog() {
     const measures = document.createElement('dd');
     measures.textContent = `Measures: ${(entity.measures || []).join(', ') || 'none'}`;
     const dimensions = document.createElement('dd');
-    dimensions.textContent = `Dimensions: ${(entity.dimensions || []).join(', ') || 'none'}`;
+    dimensions.textContent = `By: ${(entity.dimensions || []).join(', ') || 'none'}`;
     list.append(term, measures, dimensions);
   }
-  $('catalog-entries').replaceChildren(list);
-  $('catalog').hidden = !entities.length;
+  $('outline-entries').replaceChildren(list);
+  $('outline').hidden = !entities.length;
 }
 
 // A one-time link (/sign-in#token=…): its token is handed to web once and leaves the address bar at once,
@@ -466,7 +466,7 @@ async function start() {
     $('who').title = `surface ${session.surface_id}`;  // for support, not for reading
     $('sign-out').hidden = false;
     $('sign-out').addEventListener('click', signOut);
-    showCatalog();
+    showOutline();
     thread = new Thread($('thread-section'), $('thread'), $('thread-more'), askButtons);
     thread.refresh(null).then((turn) => answerPanel.showing(turn));
   } catch (error) {

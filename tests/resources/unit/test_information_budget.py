@@ -29,7 +29,7 @@ from shared.rpc.refusals import Refusal
 from tessera.resources.v1 import resources_pb2
 from tests.fixtures.postgres import BACKENDS, database_url
 from tests.resources.conftest import UNBOUNDED_SESSIONS, Session, in_process, make_gateway
-from tests.resources.integration.test_refusal_walk import _check as check_refusal_for_a_model
+from tests.resources.unit.test_refusal_walk import _check as check_refusal_for_a_model
 from tests.resources.unit.test_resources_store import DAY, Clock
 
 # The deployment's own bounds for sessions, not the tests' unbounded ones.

@@ -32,7 +32,7 @@ from shared.rpc.refusals import Refusal
 from tests.fixtures.fuzz import fuzz_settings
 from tests.fixtures.published_drafts import drafts
 from tests.resources.conftest import Session
-from tests.resources.integration.test_fuzz_analyze import seeded_gateway
+from tests.resources.unit.test_fuzz_analyze import seeded_gateway
 
 CALL_DEADLINE = 20.0
 PUBLISHED = json.loads(DRAFT_SCHEMA_JSON)

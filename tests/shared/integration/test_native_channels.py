@@ -1,8 +1,8 @@
 """gRPC's own TLS between services (TESSERA_CLIENT_TLS=native, the default), over real mTLS handshakes.
 
 The client expects the DNS name derived from the peer's SPIFFE id, whatever address it dialled; grpc core
-checks the chain and that name. The same server negatives as the bridge's (tests/shared/unit/test_spiffe_channels.py)
-are refused before any RPC reaches the server.
+checks the chain and that name. The same server negatives as the bridge's
+(tests/shared/integration/test_spiffe_channels.py) are refused before any RPC reaches the server.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from shared.rpc.encoded_replies import EncodedReply
 from tessera.common.v1 import common_pb2
 from tessera.resources.v1 import resources_pb2
 from tests.resources.conftest import in_process
-from tests.resources.integration.test_windows_and_probes import grant
+from tests.resources.unit.test_windows_and_probes import grant
 
 TYPES = ["string", "integer", "decimal", "float", "boolean", "date", "timestamp"]
 _FIELDS = {"string": "string_value", "integer": "integer_value", "decimal": "decimal_value",

@@ -261,7 +261,7 @@ def test_analyses_per_turn_are_budgeted_and_a_refused_draft_costs_nothing(wareho
 
 
 def test_profile_time_bounds_and_join_coverage(gateway, session, raw_engine):
-    from tests.resources.integration.test_semantic_suite import raw_rows
+    from tests.resources.unit.test_semantic_suite import raw_rows
 
     (total, nulls, distinct), _ = gateway.probe(session.session_id, "p1", "field-profile",
                                                 session.field("orders", "channel"), session.capability)
@@ -276,7 +276,7 @@ def test_profile_time_bounds_and_join_coverage(gateway, session, raw_engine):
 
 
 def test_value_match_finds_values_the_text_names_in_any_field_whatever_their_case(gateway, session, raw_engine):
-    from tests.resources.integration.test_semantic_suite import raw_rows
+    from tests.resources.unit.test_semantic_suite import raw_rows
 
     country = raw_rows(raw_engine, "SELECT country FROM regions ORDER BY region_id")[0][0]
     region = raw_rows(raw_engine, "SELECT name FROM regions WHERE name LIKE '% %' ORDER BY region_id")[0][0]
@@ -328,7 +328,7 @@ def test_value_match_text_is_bound_not_spliced(gateway, session):
 
 
 def test_value_match_lowers_letters_beyond_ascii_on_every_backend(gateway, session, raw_engine):
-    from tests.resources.integration.test_semantic_suite import raw_rows
+    from tests.resources.unit.test_semantic_suite import raw_rows
 
     accented = [name for (name,) in raw_rows(raw_engine, "SELECT name FROM regions") if not name.isascii()]
     assert accented, "the demo data has region names with letters beyond ASCII"

@@ -1,7 +1,7 @@
 """Every refusal the Resource Gateway can give a model, triggered for real: each carries a pointer to the part of
 the call at fault ("" for the call as a whole), what is allowed there or the bound where there is one, and the
 next step (shared/rpc/next_steps.py). The model reads it under its tool's arguments
-(tests/compiler/unit/test_refusal_details.py walks the registry itself; this walks the gateway's code).
+(tests/contract/test_refusal_details.py walks the registry itself; this walks the gateway's code).
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ from shared.rpc.errors import status_of
 from shared.rpc.next_steps import NEXT_STEPS
 from shared.rpc.refusals import Refusal
 from shared.tools.tool_results import refused
-from tests.compiler.unit.test_refusal_details import defined_reasons
+from tests.contract.test_refusal_details import defined_reasons
 from tests.resources.conftest import Session, make_gateway
 
 GATEWAY_FILES = re.compile(r"^services/resources/")
 # Refusals the gateway defines that this walk does not trigger, and where they are triggered instead.
 ELSEWHERE = {
-    "QUERY_TIMEOUT": "tests/resources/integration/test_refusals.py (a statement stopped at the policy timeout)",
-    "ORACLE_PATTERN": "tests/resources/integration/test_information_budget.py (a threshold search, at the default "
+    "QUERY_TIMEOUT": "tests/resources/unit/test_refusals.py (a statement stopped at the policy timeout)",
+    "ORACLE_PATTERN": "tests/resources/unit/test_information_budget.py (a threshold search, at the default "
                       "bounds)",
 }
 

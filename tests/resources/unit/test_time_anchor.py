@@ -9,7 +9,7 @@ import pytest
 
 from shared.paths import REPO_ROOT
 from tests.resources.conftest import SUPPLY_MODEL, Session, make_gateway
-from tests.resources.integration.test_semantic_suite import as_datetime, by_output, raw_rows
+from tests.resources.unit.test_semantic_suite import as_datetime, by_output, raw_rows
 
 TODAY = dt.date(2024, 8, 20)  # a Tuesday; the supply data runs to 31 Dec 2024
 RETAIL_TODAY = dt.date(2025, 6, 15)  # within the retail data, which runs to the end of 2025

@@ -17,7 +17,7 @@ import pytest
 
 from shared.rpc.errors import status_of
 from shared.rpc.refusals import Refusal
-from tests.resources.integration.test_semantic_suite import by_output, close, raw_rows
+from tests.resources.unit.test_semantic_suite import by_output, close, raw_rows
 
 LINE_REVENUE = "l.l_extendedprice * (1 - l.l_discount)"
 

@@ -4,7 +4,7 @@ The walk is over the source: every reason or finding code the services the model
 gateway, the host's proposal path, the compiler, the agent, the MCP front, the tool bridge) is either
 registered with its next step or listed as one no model receives, with why. Then each registered one is
 raised as the services raise it and read as a model reads it: pointer present, next step present and
-filled. tests/resources/integration/test_refusal_walk.py triggers the gateway's through real drafts and checks each
+filled. tests/resources/unit/test_refusal_walk.py triggers the gateway's through real drafts and checks each
 pointer lands on the offending part.
 """
 

@@ -78,7 +78,7 @@ RESERVED = ["at", "select", "order", "from", "group", "qualify", "pivot", "unpiv
 
 
 def test_output_ids_that_are_reserved_words_run_on_every_backend(session):
-    # Found by tests/fuzz: DuckDB refused `ORDER BY at DESC`; output ids are the model's words, so every
+    # Found by test_fuzz_analyze.py: DuckDB refused `ORDER BY at DESC`; output ids are the model's words, so every
     # one of them must reach SQL quoted.
     records = session.analyze({"mode": "records", "entity": session.entity("orders"),
                                "fields": [{"id": name, "field": session.field("orders", "channel")}
