@@ -39,7 +39,7 @@ _NOT_THE_MODELS = {SERVICE_FAILED, "TOOL_FAILED", "INTERNAL", "UNKNOWN", "CANCEL
 # over a question's bound is left out, never the whole record refused for it.
 MAX_ANSWER_CHARS = max_chars(rules_pb2.TEXT_KIND_ANSWER)
 MAX_SUGGESTION_CHARS = max_chars(rules_pb2.TEXT_KIND_QUESTION)
-MAX_SUGGESTIONS = stated(host_pb2.FinishTurnRequest, "suggested_questions", "max_items")
+MAX_SUGGESTIONS_KEPT = stated(host_pb2.FinishTurnRequest, "suggested_questions", "max_items")
 
 
 def _unavailable(reason: str) -> bool:
@@ -245,7 +245,7 @@ class Turn:
             await self.peers.host.FinishTurn(host_pb2.FinishTurnRequest(
                 turn_id=self.state.turn_id, outcome=done.outcome, answer=done.answer[:MAX_ANSWER_CHARS],
                 suggested_questions=[q for q in done.suggested_questions if 0 < len(q) <= MAX_SUGGESTION_CHARS][
-                    :MAX_SUGGESTIONS], follows_turn_id=self.follows()), timeout=10)
+                    :MAX_SUGGESTIONS_KEPT], follows_turn_id=self.follows()), timeout=10)
         except grpc.aio.AioRpcError as exc:
             logger.warning("the turn's end was not recorded at the host: %s", error_details(exc, "host").reason,
                            extra={"fields": {"turn_id": self.state.turn_id}})

@@ -284,12 +284,8 @@ def _event_verb_problems(where: str, entity: EntitySpec) -> list[str]:
         if spec.event_verbs and (spec.type not in TEMPORAL_TYPES or spec.exposure != "bounded-values"):
             problems.append(f"{at}: only a date or timestamp field with bounded-values exposure has event verbs; "
                             f"this one is a {spec.type} field with {spec.exposure} exposure")
-        seen: set[str] = set()  # this field's verbs so far: one listed again is listed twice, whoever owns it
         for verb in spec.event_verbs:
-            spoken = " ".join(spoken_words(verb))
-            refused = (f"{verb!r} is listed twice", "") if spoken in seen else _claim(verb, field_name, owners)
-            if refused is None or not refused[0]:  # (a phrase with a problem of its own is not one of its verbs)
-                seen.add(spoken)
+            refused = _claim(verb, field_name, owners)
             if refused:
                 problem, other = refused
                 problems.append(f"{at}: {problem}" if problem else f"{at}: {verb!r} is also an event verb of "
